@@ -1,0 +1,419 @@
+//! The builder: the one way the parser, the front end, the passes, the tests and
+//! embedding compilers make IR.
+//!
+//! [`FuncBuilder`] appends statements to a current block and types each one as
+//! it goes (through the primitive table and callee signatures), so a typing
+//! mistake is reported at the call that made it. It checks what it can see
+//! locally (handles, names, arities, operand types, one terminator per block,
+//! phis first); whole-function properties (dominance, phi entries against
+//! predecessors) are the verifier's.
+
+use crate::func::{
+    Args, Block, Const, FuncId, FuncRef, InstKind, Module, Operand, Terminator, Value, const_type,
+};
+use crate::loc::Pos;
+use crate::prim::Prim;
+use crate::types::{Scalar, Type};
+use smallvec::SmallVec;
+
+/// A mistake in a builder call.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BuildError {
+    /// A function of that name already exists.
+    #[error("function @{0} is defined twice")]
+    DuplicateFunc(String),
+    /// A name that is not an identifier.
+    #[error("`{0}` is not a valid name: names match [A-Za-z_][A-Za-z0-9_.]*")]
+    BadName(String),
+    /// A handle that does not belong to this module or function.
+    #[error("invalid {0} handle")]
+    BadHandle(&'static str),
+    /// A statement or terminator with no current block.
+    #[error("no current block: call switch_to_block first")]
+    NoBlock,
+    /// A statement or terminator after the block's terminator.
+    #[error("block #{0} already has a terminator")]
+    Terminated(u32),
+    /// Two blocks with one label.
+    #[error("block #{0} is defined twice")]
+    DuplicateLabel(u32),
+    /// A phi after a non-phi statement.
+    #[error("phi after another statement in block #{0}: phis must come first")]
+    PhiNotFirst(u32),
+    /// An operand or result type that does not fit.
+    #[error("{0}")]
+    Type(String),
+}
+
+/// Whether `name` is an identifier: `[A-Za-z_][A-Za-z0-9_.]*`.
+pub fn is_ident(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+}
+
+/// Whether `name` can name a value: an identifier or a decimal number.
+pub fn is_value_name(name: &str) -> bool {
+    is_ident(name) || (!name.is_empty() && name.bytes().all(|b| b.is_ascii_digit()))
+}
+
+impl Module {
+    /// Declares a function with named (or unnamed) parameters and no blocks yet.
+    pub fn declare_func(
+        &mut self,
+        name: &str,
+        params: Vec<(Option<String>, Type)>,
+        ret: Type,
+    ) -> Result<FuncId, BuildError> {
+        if !is_ident(name) {
+            return Err(BuildError::BadName(name.to_string()));
+        }
+        for pname in params.iter().filter_map(|(n, _)| n.as_deref()) {
+            if !is_value_name(pname) {
+                return Err(BuildError::BadName(pname.to_string()));
+            }
+        }
+        self.add_func(crate::func::Func::new(name, params, ret))
+    }
+}
+
+/// Appends statements to one function of a module.
+pub struct FuncBuilder<'m> {
+    module: &'m mut Module,
+    func: FuncId,
+    current: Option<Block>,
+    pos: Option<Pos>,
+}
+
+impl<'m> FuncBuilder<'m> {
+    /// A builder for function `func` of `module`.
+    pub fn new(module: &'m mut Module, func: FuncId) -> Result<FuncBuilder<'m>, BuildError> {
+        if module.get(func).is_none() {
+            return Err(BuildError::BadHandle("function"));
+        }
+        Ok(FuncBuilder {
+            module,
+            func,
+            current: None,
+            pos: None,
+        })
+    }
+
+    /// The function being built.
+    pub fn func(&self) -> &crate::func::Func {
+        &self.module[self.func]
+    }
+
+    /// The module being built.
+    pub fn module(&self) -> &Module {
+        self.module
+    }
+
+    /// Parameter `i` of the function.
+    pub fn param(&self, i: usize) -> Result<Value, BuildError> {
+        self.func()
+            .params
+            .get(i)
+            .copied()
+            .ok_or(BuildError::BadHandle("parameter"))
+    }
+
+    /// Sets the source position recorded on the statements and terminators that follow.
+    pub fn set_pos(&mut self, pos: Option<Pos>) {
+        self.pos = pos;
+    }
+
+    /// Appends a block with a fresh label to the layout.
+    pub fn create_block(&mut self) -> Block {
+        let f = &mut self.module[self.func];
+        let label = f.fresh_label();
+        f.add_block(label)
+    }
+
+    /// Appends a block labelled `#label` to the layout.
+    pub fn create_block_labeled(&mut self, label: u32) -> Result<Block, BuildError> {
+        let f = &mut self.module[self.func];
+        if f.blocks.values().any(|b| b.label == label) {
+            return Err(BuildError::DuplicateLabel(label));
+        }
+        let block = f.add_block(label);
+        f.blocks[block].pos = self.pos;
+        Ok(block)
+    }
+
+    /// Makes `block` the block that statements are appended to.
+    pub fn switch_to_block(&mut self, block: Block) -> Result<(), BuildError> {
+        if !self.func().blocks.is_valid(block) {
+            return Err(BuildError::BadHandle("block"));
+        }
+        self.current = Some(block);
+        Ok(())
+    }
+
+    /// The block statements are appended to.
+    pub fn current_block(&self) -> Option<Block> {
+        self.current
+    }
+
+    /// Gives `value` the name it prints with (`%name`). Names need not be unique:
+    /// the printer renames duplicates.
+    pub fn set_name(&mut self, value: Value, name: &str) -> Result<(), BuildError> {
+        if !is_value_name(name) {
+            return Err(BuildError::BadName(name.to_string()));
+        }
+        let data = self.module[self.func]
+            .values
+            .get_mut(value)
+            .ok_or(BuildError::BadHandle("value"))?;
+        data.name = Some(name.into());
+        Ok(())
+    }
+
+    /// `call prim(args)`; the result is `None` when its type is `()`.
+    /// Use [`FuncBuilder::alloc`] for `alloc`, which needs an element type.
+    pub fn prim(&mut self, prim: Prim, args: &[Operand]) -> Result<Option<Value>, BuildError> {
+        let ty = self.prim_type(prim, args, None)?;
+        self.append(
+            InstKind::Prim {
+                prim,
+                args: args.into(),
+            },
+            ty,
+        )
+    }
+
+    /// `call alloc(n) :: [elem]`.
+    pub fn alloc(&mut self, elem: Scalar, n: Operand) -> Result<Value, BuildError> {
+        let annot = Type::Array(elem);
+        let ty = self.prim_type(Prim::Alloc, &[n], Some(&annot))?;
+        let args: Args = SmallVec::from_slice(&[n]);
+        self.append(
+            InstKind::Prim {
+                prim: Prim::Alloc,
+                args,
+            },
+            ty,
+        )?
+        .ok_or(BuildError::Type("alloc has no result".into()))
+    }
+
+    /// `invoke @callee(args)`; the result is `None` when the callee returns `()`.
+    pub fn invoke(
+        &mut self,
+        callee: FuncId,
+        args: &[Operand],
+    ) -> Result<Option<Value>, BuildError> {
+        let sig = self
+            .module
+            .get(callee)
+            .ok_or(BuildError::BadHandle("function"))?
+            .fn_type();
+        let what = format!("@{}", self.module[callee].name);
+        self.check_args(&what, &sig.params, args)?;
+        self.append(
+            InstKind::Invoke {
+                func: callee,
+                args: args.into(),
+            },
+            sig.ret,
+        )
+    }
+
+    /// `call %callee(args)` through a value of function type.
+    pub fn call_value(
+        &mut self,
+        callee: Value,
+        args: &[Operand],
+    ) -> Result<Option<Value>, BuildError> {
+        let ty = self.operand_type(&Operand::Value(callee))?;
+        let Type::Func(sig) = ty else {
+            return Err(BuildError::Type(format!(
+                "called value has type {ty}, not a function type"
+            )));
+        };
+        self.check_args("the called function", &sig.params, args)?;
+        self.append(
+            InstKind::CallValue {
+                callee,
+                args: args.into(),
+            },
+            sig.ret,
+        )
+    }
+
+    /// `phi [entries] :: ty` at the start of the current block. Entries may be
+    /// added later with [`FuncBuilder::add_phi_entry`] (for loop back edges).
+    pub fn phi(&mut self, ty: Type, entries: &[(Block, Operand)]) -> Result<Value, BuildError> {
+        let block = self.current.ok_or(BuildError::NoBlock)?;
+        let f = &self.module[self.func];
+        let first_non_phi = f.blocks[block]
+            .insts
+            .iter()
+            .any(|&i| !matches!(f.insts[i].kind, InstKind::Phi { .. }));
+        if first_non_phi {
+            return Err(BuildError::PhiNotFirst(f.blocks[block].label));
+        }
+        for (pred, op) in entries {
+            self.check_phi_entry(&ty, *pred, op)?;
+        }
+        let kind = InstKind::Phi {
+            entries: entries.into(),
+        };
+        self.append(kind, ty.clone())?
+            .ok_or_else(|| BuildError::Type("a phi of type () has no result".into()))
+    }
+
+    /// Adds an entry to the phi that defines `phi`.
+    pub fn add_phi_entry(
+        &mut self,
+        phi: Value,
+        pred: Block,
+        op: Operand,
+    ) -> Result<(), BuildError> {
+        let f = &self.module[self.func];
+        let data = f.values.get(phi).ok_or(BuildError::BadHandle("value"))?;
+        let crate::func::ValueDef::Inst(inst) = data.def else {
+            return Err(BuildError::Type("value is a parameter, not a phi".into()));
+        };
+        let ty = data.ty.clone();
+        self.check_phi_entry(&ty, pred, &op)?;
+        match &mut self.module[self.func].insts[inst].kind {
+            InstKind::Phi { entries } => {
+                entries.push((pred, op));
+                Ok(())
+            }
+            _ => Err(BuildError::Type("value is not defined by a phi".into())),
+        }
+    }
+
+    /// `goto #target`
+    pub fn goto(&mut self, target: Block) -> Result<(), BuildError> {
+        self.check_block(target)?;
+        self.terminate(Terminator::Goto(target))
+    }
+
+    /// `gotoifnot cond, #target`: the fall-through block is the next one in the layout.
+    pub fn gotoifnot(&mut self, cond: Operand, target: Block) -> Result<(), BuildError> {
+        self.check_block(target)?;
+        let ty = self.operand_type(&cond)?;
+        if ty != Type::Bool {
+            return Err(BuildError::Type(format!(
+                "gotoifnot condition must be bool, found {ty}"
+            )));
+        }
+        self.terminate(Terminator::GotoIfNot { cond, target })
+    }
+
+    /// `return value`
+    pub fn ret(&mut self, value: Operand) -> Result<(), BuildError> {
+        let ty = self.operand_type(&value)?;
+        let want = &self.func().ret;
+        if &ty != want {
+            return Err(BuildError::Type(format!(
+                "return value has type {ty}, function returns {want}"
+            )));
+        }
+        self.terminate(Terminator::Return(value))
+    }
+
+    /// The type of `op` in this function.
+    pub fn operand_type(&self, op: &Operand) -> Result<Type, BuildError> {
+        match op {
+            Operand::Value(v) => self
+                .func()
+                .values
+                .get(*v)
+                .map(|d| d.ty.clone())
+                .ok_or(BuildError::BadHandle("value")),
+            Operand::Const(c) => const_type(c, self.module).ok_or(match c {
+                Const::Func(FuncRef::Prim(p)) => BuildError::Type(format!(
+                    "primitive `{p}` is overloaded and cannot be a value"
+                )),
+                _ => BuildError::BadHandle("function"),
+            }),
+        }
+    }
+
+    fn prim_type(
+        &self,
+        prim: Prim,
+        args: &[Operand],
+        annot: Option<&Type>,
+    ) -> Result<Type, BuildError> {
+        let types = args
+            .iter()
+            .map(|a| self.operand_type(a))
+            .collect::<Result<Vec<_>, _>>()?;
+        let field = match args.get(1) {
+            Some(Operand::Const(Const::I64(k))) => Some(*k),
+            _ => None,
+        };
+        prim.result_type(&types, field, annot)
+            .map_err(BuildError::Type)
+    }
+
+    fn check_args(&self, what: &str, params: &[Type], args: &[Operand]) -> Result<(), BuildError> {
+        if params.len() != args.len() {
+            return Err(BuildError::Type(format!(
+                "{what} takes {} arguments, found {}",
+                params.len(),
+                args.len()
+            )));
+        }
+        for (i, (p, a)) in params.iter().zip(args).enumerate() {
+            let ty = self.operand_type(a)?;
+            if &ty != p {
+                return Err(BuildError::Type(format!(
+                    "argument {} of {what} must be {p}, found {ty}",
+                    i + 1
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_phi_entry(&self, ty: &Type, pred: Block, op: &Operand) -> Result<(), BuildError> {
+        self.check_block(pred)?;
+        let found = self.operand_type(op)?;
+        if &found != ty {
+            return Err(BuildError::Type(format!(
+                "phi of type {ty} has an entry of type {found}"
+            )));
+        }
+        Ok(())
+    }
+
+    fn check_block(&self, block: Block) -> Result<(), BuildError> {
+        if self.func().blocks.is_valid(block) {
+            Ok(())
+        } else {
+            Err(BuildError::BadHandle("block"))
+        }
+    }
+
+    fn open_block(&self) -> Result<Block, BuildError> {
+        let block = self.current.ok_or(BuildError::NoBlock)?;
+        let data = &self.func().blocks[block];
+        if data.term.is_some() {
+            return Err(BuildError::Terminated(data.label));
+        }
+        Ok(block)
+    }
+
+    fn append(&mut self, kind: InstKind, ty: Type) -> Result<Option<Value>, BuildError> {
+        let block = self.open_block()?;
+        let result_ty = (ty != Type::Unit).then_some(ty);
+        let pos = self.pos;
+        let (_, result) = self.module[self.func].push_inst(block, kind, result_ty, pos);
+        Ok(result)
+    }
+
+    fn terminate(&mut self, term: Terminator) -> Result<(), BuildError> {
+        let block = self.open_block()?;
+        let pos = self.pos;
+        let data = &mut self.module[self.func].blocks[block];
+        data.term = Some(term);
+        data.term_pos = pos;
+        Ok(())
+    }
+}

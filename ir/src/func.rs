@@ -1,0 +1,462 @@
+//! The IR data model: modules of functions, functions of blocks, blocks of
+//! statements ending in a terminator.
+//!
+//! Every entity lives in one owning table of its function (`values`, `insts`,
+//! `blocks`); the block order is the separate `layout`. Nothing here enforces
+//! SSA or typing: the builder keeps simple invariants (every value has a type
+//! and a definition site, handles are valid) and the verifier checks the rest.
+//! Value names and source positions are carried along but are not part of a
+//! module's meaning (see `eq::structural_eq`).
+
+use crate::entity::{PrimaryMap, SecondaryMap};
+use crate::loc::Pos;
+use crate::prim::Prim;
+use crate::types::{FnType, Type};
+use smallvec::SmallVec;
+use std::collections::HashMap;
+
+crate::entity!(
+    /// An SSA value: a function parameter or a statement result.
+    Value,
+    "v"
+);
+crate::entity!(
+    /// A basic block of a function.
+    Block,
+    "block"
+);
+crate::entity!(
+    /// A statement of a function.
+    Inst,
+    "inst"
+);
+crate::entity!(
+    /// A function of a module.
+    FuncId,
+    "func"
+);
+
+/// A function that can be referenced as a value (`@g`, `@sin`).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum FuncRef {
+    /// A function of the module.
+    User(FuncId),
+    /// A primitive with a single signature.
+    Prim(Prim),
+}
+
+/// A constant operand.
+#[derive(Copy, Clone, Debug)]
+pub enum Const {
+    /// An f64; equality compares bits, so `-0.0 != 0.0` and NaN equals itself.
+    F64(f64),
+    /// An i64.
+    I64(i64),
+    /// A bool.
+    Bool(bool),
+    /// `()`.
+    Unit,
+    /// A function name used as a value.
+    Func(FuncRef),
+}
+
+impl PartialEq for Const {
+    fn eq(&self, other: &Const) -> bool {
+        match (self, other) {
+            (Const::F64(a), Const::F64(b)) => a.to_bits() == b.to_bits(),
+            (Const::I64(a), Const::I64(b)) => a == b,
+            (Const::Bool(a), Const::Bool(b)) => a == b,
+            (Const::Unit, Const::Unit) => true,
+            (Const::Func(a), Const::Func(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// An operand of a statement or terminator.
+#[derive(Copy, Clone, PartialEq, Debug)]
+pub enum Operand {
+    /// An SSA value of the same function.
+    Value(Value),
+    /// A constant.
+    Const(Const),
+}
+
+impl From<Value> for Operand {
+    fn from(v: Value) -> Operand {
+        Operand::Value(v)
+    }
+}
+impl From<f64> for Operand {
+    fn from(x: f64) -> Operand {
+        Operand::Const(Const::F64(x))
+    }
+}
+impl From<i64> for Operand {
+    fn from(x: i64) -> Operand {
+        Operand::Const(Const::I64(x))
+    }
+}
+impl From<bool> for Operand {
+    fn from(x: bool) -> Operand {
+        Operand::Const(Const::Bool(x))
+    }
+}
+impl From<Const> for Operand {
+    fn from(c: Const) -> Operand {
+        Operand::Const(c)
+    }
+}
+
+/// Operand lists: most statements have three operands or fewer.
+pub type Args = SmallVec<[Operand; 3]>;
+
+/// What a statement does.
+#[derive(Clone, PartialEq, Debug)]
+pub enum InstKind {
+    /// `call NAME(args)`: a primitive.
+    Prim {
+        /// The primitive.
+        prim: Prim,
+        /// Its operands.
+        args: Args,
+    },
+    /// `invoke @g(args)`: a static call of a function of the module.
+    Invoke {
+        /// The callee.
+        func: FuncId,
+        /// Its operands.
+        args: Args,
+    },
+    /// `call %f(args)`: a dynamic call through a value of function type.
+    CallValue {
+        /// The value holding the callee.
+        callee: Value,
+        /// Its operands.
+        args: Args,
+    },
+    /// `phi [#b => op, ...]`: one entry per predecessor.
+    Phi {
+        /// (predecessor, incoming operand) pairs.
+        entries: SmallVec<[(Block, Operand); 2]>,
+    },
+}
+
+/// A statement: what it does, its result (absent when unit), its source position.
+#[derive(Clone, Debug)]
+pub struct InstData {
+    /// What the statement does.
+    pub kind: InstKind,
+    /// The value it defines, if any; its type is the statement's type.
+    pub result: Option<Value>,
+    /// The source position of the statement.
+    pub pos: Option<Pos>,
+}
+
+/// How a block ends.
+#[derive(Clone, PartialEq, Debug)]
+pub enum Terminator {
+    /// `goto #b`
+    Goto(Block),
+    /// `gotoifnot op, #b`: jump to `target` when `cond` is false, otherwise fall
+    /// through to the next block of the layout.
+    GotoIfNot {
+        /// The condition (bool).
+        cond: Operand,
+        /// Where to go when it is false.
+        target: Block,
+    },
+    /// `return op`
+    Return(Operand),
+}
+
+/// A basic block.
+#[derive(Clone, Debug, Default)]
+pub struct BlockData {
+    /// The label number `N` of `#N:`.
+    pub label: u32,
+    /// Statements in order; phis first.
+    pub insts: Vec<Inst>,
+    /// The terminator, once set.
+    pub term: Option<Terminator>,
+    /// The source position of the label.
+    pub pos: Option<Pos>,
+    /// The source position of the terminator.
+    pub term_pos: Option<Pos>,
+}
+
+/// Where a value comes from.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum ValueDef {
+    /// The function's parameter number `n` (from 0).
+    Param(u32),
+    /// The result of a statement.
+    Inst(Inst),
+}
+
+/// A value's type, definition and optional name.
+#[derive(Clone, Debug)]
+pub struct ValueData {
+    /// The value's type.
+    pub ty: Type,
+    /// Where it is defined.
+    pub def: ValueDef,
+    /// Its name in text (`x` for `%x`, `3` for `%3`), if it has one.
+    pub name: Option<Box<str>>,
+}
+
+/// A function.
+#[derive(Clone, Debug)]
+pub struct Func {
+    /// The name, without `@`.
+    pub name: String,
+    /// Parameter values, in order.
+    pub params: Vec<Value>,
+    /// The result type.
+    pub ret: Type,
+    /// Every value of the function.
+    pub values: PrimaryMap<Value, ValueData>,
+    /// Every statement of the function.
+    pub insts: PrimaryMap<Inst, InstData>,
+    /// Every block of the function.
+    pub blocks: PrimaryMap<Block, BlockData>,
+    /// The block order; the first block is the entry.
+    pub layout: Vec<Block>,
+    /// The source position of `func`.
+    pub pos: Option<Pos>,
+}
+
+/// A module: functions that may call each other.
+#[derive(Clone, Debug, Default)]
+pub struct Module {
+    funcs: PrimaryMap<FuncId, Func>,
+    by_name: HashMap<String, FuncId>,
+}
+
+impl Func {
+    /// An empty function with parameters of the given names and types.
+    pub fn new(name: &str, params: Vec<(Option<String>, Type)>, ret: Type) -> Func {
+        let mut func = Func {
+            name: name.to_string(),
+            params: Vec::new(),
+            ret,
+            values: PrimaryMap::new(),
+            insts: PrimaryMap::new(),
+            blocks: PrimaryMap::new(),
+            layout: Vec::new(),
+            pos: None,
+        };
+        for (i, (pname, ty)) in params.into_iter().enumerate() {
+            let v = func.values.push(ValueData {
+                ty,
+                def: ValueDef::Param(i as u32),
+                name: pname.map(String::into_boxed_str),
+            });
+            func.params.push(v);
+        }
+        func
+    }
+
+    /// The parameter types, in order.
+    pub fn param_types(&self) -> Vec<Type> {
+        self.params
+            .iter()
+            .map(|&v| self.values[v].ty.clone())
+            .collect()
+    }
+
+    /// The function's type `fn(params) -> ret`.
+    pub fn fn_type(&self) -> FnType {
+        FnType {
+            params: self.param_types(),
+            ret: self.ret.clone(),
+        }
+    }
+
+    /// The entry block, if the function has any block.
+    pub fn entry(&self) -> Option<Block> {
+        self.layout.first().copied()
+    }
+
+    /// Appends a new block with label `label` to the layout.
+    pub fn add_block(&mut self, label: u32) -> Block {
+        let block = self.blocks.push(BlockData {
+            label,
+            ..BlockData::default()
+        });
+        self.layout.push(block);
+        block
+    }
+
+    /// A label not used by any block of the function.
+    pub fn fresh_label(&self) -> u32 {
+        self.blocks
+            .values()
+            .map(|b| b.label.saturating_add(1))
+            .max()
+            .unwrap_or(1)
+    }
+
+    /// Appends a statement to `block`; when `result_ty` is given it also makes
+    /// the result value of that type.
+    pub fn push_inst(
+        &mut self,
+        block: Block,
+        kind: InstKind,
+        result_ty: Option<Type>,
+        pos: Option<Pos>,
+    ) -> (Inst, Option<Value>) {
+        let inst = self.insts.push(InstData {
+            kind,
+            result: None,
+            pos,
+        });
+        let result = result_ty.map(|ty| {
+            self.values.push(ValueData {
+                ty,
+                def: ValueDef::Inst(inst),
+                name: None,
+            })
+        });
+        self.insts[inst].result = result;
+        self.blocks[block].insts.push(inst);
+        (inst, result)
+    }
+
+    /// The type of an operand; `module` supplies the types of function constants.
+    pub fn operand_type(&self, op: &Operand, module: &Module) -> Option<Type> {
+        match op {
+            Operand::Value(v) => self.values.get(*v).map(|d| d.ty.clone()),
+            Operand::Const(c) => const_type(c, module),
+        }
+    }
+
+    /// The block that follows `block` in the layout (where `gotoifnot` falls through).
+    pub fn next_in_layout(&self, block: Block) -> Option<Block> {
+        let idx = self.layout.iter().position(|&b| b == block)?;
+        self.layout.get(idx + 1).copied()
+    }
+
+    /// The successors of `block`: for `gotoifnot`, the fall-through block first.
+    ///
+    /// `next` is the block after `block` in the layout.
+    pub fn successors(&self, block: Block, next: Option<Block>) -> SmallVec<[Block; 2]> {
+        match &self.blocks[block].term {
+            Some(Terminator::Goto(b)) => SmallVec::from_slice(&[*b]),
+            Some(Terminator::GotoIfNot { target, .. }) => {
+                let mut succ = SmallVec::new();
+                if let Some(n) = next {
+                    succ.push(n);
+                }
+                succ.push(*target);
+                succ
+            }
+            Some(Terminator::Return(_)) | None => SmallVec::new(),
+        }
+    }
+
+    /// The (statement number from 1, block) of each instruction, for error locations.
+    pub fn inst_places(&self) -> SecondaryMap<Inst, Option<(Block, u32)>> {
+        let mut places = SecondaryMap::new();
+        for &block in &self.layout {
+            for (i, &inst) in self.blocks[block].insts.iter().enumerate() {
+                places.set(inst, Some((block, i as u32 + 1)));
+            }
+        }
+        places
+    }
+}
+
+/// The type of a constant; `None` for a function handle the module does not have.
+pub fn const_type(c: &Const, module: &Module) -> Option<Type> {
+    Some(match c {
+        Const::F64(_) => Type::F64,
+        Const::I64(_) => Type::I64,
+        Const::Bool(_) => Type::Bool,
+        Const::Unit => Type::Unit,
+        Const::Func(FuncRef::User(id)) => Type::Func(Box::new(module.get(*id)?.fn_type())),
+        Const::Func(FuncRef::Prim(p)) => p.fn_type()?,
+    })
+}
+
+impl Module {
+    /// An empty module.
+    pub fn new() -> Module {
+        Module::default()
+    }
+
+    /// Adds `func`; fails when a function of that name exists.
+    pub fn add_func(&mut self, func: Func) -> Result<FuncId, crate::builder::BuildError> {
+        if self.by_name.contains_key(&func.name) {
+            return Err(crate::builder::BuildError::DuplicateFunc(func.name));
+        }
+        let name = func.name.clone();
+        let id = self.funcs.push(func);
+        self.by_name.insert(name, id);
+        Ok(id)
+    }
+
+    /// The function `id`, if the module has it.
+    pub fn get(&self, id: FuncId) -> Option<&Func> {
+        self.funcs.get(id)
+    }
+
+    /// The function `id` for writing, if the module has it. Renaming it through
+    /// this reference is not seen by [`Module::by_name`]; use [`Module::rename`].
+    pub fn get_mut(&mut self, id: FuncId) -> Option<&mut Func> {
+        self.funcs.get_mut(id)
+    }
+
+    /// The function called `name` (without `@`).
+    pub fn by_name(&self, name: &str) -> Option<FuncId> {
+        self.by_name.get(name).copied()
+    }
+
+    /// Renames function `id`; fails when the new name is taken.
+    pub fn rename(&mut self, id: FuncId, name: &str) -> Result<(), crate::builder::BuildError> {
+        if self.by_name.contains_key(name) {
+            return Err(crate::builder::BuildError::DuplicateFunc(name.to_string()));
+        }
+        let func = self
+            .funcs
+            .get_mut(id)
+            .ok_or(crate::builder::BuildError::BadHandle("function"))?;
+        self.by_name.remove(&func.name);
+        func.name = name.to_string();
+        self.by_name.insert(name.to_string(), id);
+        Ok(())
+    }
+
+    /// All functions in definition order.
+    pub fn funcs(&self) -> impl DoubleEndedIterator<Item = (FuncId, &Func)> {
+        self.funcs.iter()
+    }
+
+    /// All function handles in definition order.
+    pub fn func_ids(&self) -> impl DoubleEndedIterator<Item = FuncId> + use<> {
+        self.funcs.keys()
+    }
+
+    /// The number of functions.
+    pub fn len(&self) -> usize {
+        self.funcs.len()
+    }
+
+    /// Whether the module has no function.
+    pub fn is_empty(&self) -> bool {
+        self.funcs.is_empty()
+    }
+}
+
+impl std::ops::Index<FuncId> for Module {
+    type Output = Func;
+    fn index(&self, id: FuncId) -> &Func {
+        &self.funcs[id]
+    }
+}
+
+impl std::ops::IndexMut<FuncId> for Module {
+    fn index_mut(&mut self, id: FuncId) -> &mut Func {
+        &mut self.funcs[id]
+    }
+}

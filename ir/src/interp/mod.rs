@@ -1,0 +1,3 @@
+//! The reference interpreter (being written).
+
+pub mod value;

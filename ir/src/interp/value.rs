@@ -1,0 +1,170 @@
+//! Run-time values of the reference interpreter.
+//!
+//! Scalars are held inline; tuples are immutable and shared; arrays are shared
+//! mutable buffers, so a write through one reference is seen through every
+//! other (the caller sees a callee's in-place writes). Function values are
+//! handles into the module's function table or primitives.
+
+use crate::func::{FuncRef, Module};
+use crate::text::num::format_f64;
+use crate::types::Scalar;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// The elements of an array.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArrayData {
+    /// `[f64]`
+    F64(Vec<f64>),
+    /// `[i64]`
+    I64(Vec<i64>),
+    /// `[bool]`
+    Bool(Vec<bool>),
+}
+
+/// A reference to an array; clones share the buffer.
+#[derive(Clone, Debug)]
+pub struct ArrayRef(pub Rc<RefCell<ArrayData>>);
+
+/// A run-time value.
+#[derive(Clone, Debug)]
+pub enum Val {
+    /// f64
+    F64(f64),
+    /// i64
+    I64(i64),
+    /// bool
+    Bool(bool),
+    /// ()
+    Unit,
+    /// A tuple of one or more values.
+    Tuple(Rc<[Val]>),
+    /// An array reference.
+    Array(ArrayRef),
+    /// A function value.
+    Func(FuncRef),
+}
+
+impl ArrayData {
+    /// A zero-filled (false-filled) array of `len` elements.
+    pub fn zeroed(elem: Scalar, len: usize) -> ArrayData {
+        match elem {
+            Scalar::F64 => ArrayData::F64(vec![0.0; len]),
+            Scalar::I64 => ArrayData::I64(vec![0; len]),
+            Scalar::Bool => ArrayData::Bool(vec![false; len]),
+        }
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            ArrayData::F64(v) => v.len(),
+            ArrayData::I64(v) => v.len(),
+            ArrayData::Bool(v) => v.len(),
+        }
+    }
+
+    /// Whether the array has no element.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Element `i` as a value, if in range.
+    pub fn get(&self, i: usize) -> Option<Val> {
+        match self {
+            ArrayData::F64(v) => v.get(i).map(|&x| Val::F64(x)),
+            ArrayData::I64(v) => v.get(i).map(|&x| Val::I64(x)),
+            ArrayData::Bool(v) => v.get(i).map(|&x| Val::Bool(x)),
+        }
+    }
+}
+
+impl ArrayRef {
+    /// A new array holding `data`.
+    pub fn new(data: ArrayData) -> ArrayRef {
+        ArrayRef(Rc::new(RefCell::new(data)))
+    }
+}
+
+impl Val {
+    /// An f64 array value.
+    pub fn f64_array(xs: Vec<f64>) -> Val {
+        Val::Array(ArrayRef::new(ArrayData::F64(xs)))
+    }
+
+    /// Equality as the IR defines it for results: f64 by value except that any
+    /// NaN equals any NaN and `-0.0` differs from `0.0` (bit equality up to NaN
+    /// payloads); arrays by contents; functions by handle.
+    pub fn same(&self, other: &Val) -> bool {
+        fn same_f64(a: f64, b: f64) -> bool {
+            (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits()
+        }
+        match (self, other) {
+            (Val::F64(a), Val::F64(b)) => same_f64(*a, *b),
+            (Val::I64(a), Val::I64(b)) => a == b,
+            (Val::Bool(a), Val::Bool(b)) => a == b,
+            (Val::Unit, Val::Unit) => true,
+            (Val::Tuple(a), Val::Tuple(b)) => {
+                a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.same(y))
+            }
+            (Val::Array(a), Val::Array(b)) => match (&*a.0.borrow(), &*b.0.borrow()) {
+                (ArrayData::F64(x), ArrayData::F64(y)) => {
+                    x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_f64(*p, *q))
+                }
+                (x, y) => x == y,
+            },
+            (Val::Func(a), Val::Func(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    /// The value in IR literal syntax (`1.5`, `[1.0, 2.0]`, `(1.0, 2)`, `@g`).
+    pub fn display(&self, module: &Module) -> String {
+        let mut out = String::new();
+        self.write(module, &mut out);
+        out
+    }
+
+    fn write(&self, module: &Module, out: &mut String) {
+        match self {
+            Val::F64(x) => out.push_str(&format_f64(*x)),
+            Val::I64(x) => out.push_str(&x.to_string()),
+            Val::Bool(x) => out.push_str(if *x { "true" } else { "false" }),
+            Val::Unit => out.push_str("()"),
+            Val::Tuple(elems) => {
+                out.push('(');
+                for (i, e) in elems.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    e.write(module, out);
+                }
+                if elems.len() == 1 {
+                    out.push(',');
+                }
+                out.push(')');
+            }
+            Val::Array(a) => {
+                out.push('[');
+                let data = a.0.borrow();
+                for i in 0..data.len() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    if let Some(e) = data.get(i) {
+                        e.write(module, out);
+                    }
+                }
+                out.push(']');
+            }
+            Val::Func(FuncRef::Prim(p)) => {
+                out.push('@');
+                out.push_str(p.name());
+            }
+            Val::Func(FuncRef::User(id)) => {
+                out.push('@');
+                out.push_str(module.get(*id).map_or("?", |f| f.name.as_str()));
+            }
+        }
+    }
+}

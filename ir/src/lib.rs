@@ -1,0 +1,45 @@
+//! irad-ir: the SSA IR every other irad crate works on.
+//!
+//! - [`entity`]: u32 handles and the dense tables they index;
+//! - [`types`], [`prim`]: the type language and the primitive table;
+//! - [`func`]: modules, functions, blocks, statements; [`builder`]: how IR is made;
+//! - [`text`]: the text format of SYNTAX.md §1 (lexer, parser, printer);
+//! - [`verify`]: the verifier; [`interp`]: the reference interpreter;
+//! - [`eq`]: structural equality of modules (names and positions ignored).
+//!
+//! Everything that takes user input returns a `Result` whose error carries a
+//! [`loc::Location`]; nothing here panics on input.
+
+#![warn(missing_docs)]
+
+pub mod builder;
+pub mod entity;
+pub mod eq;
+pub mod func;
+pub mod interp;
+pub mod loc;
+pub mod prim;
+pub mod text;
+pub mod types;
+pub mod verify;
+
+pub use builder::{BuildError, FuncBuilder};
+pub use func::{
+    Block, BlockData, Const, Func, FuncId, FuncRef, Inst, InstData, InstKind, Module, Operand,
+    Terminator, Value, ValueData, ValueDef,
+};
+pub use loc::{Location, Pos};
+pub use prim::Prim;
+pub use types::{FnType, Scalar, Type};
+
+/// The deepest nesting of types, tuples and literals that text may have; deeper
+/// input is a located error, never a stack overflow.
+pub const MAX_NESTING: usize = 256;
+
+/// An error that can be shown to a user: a message and where it is.
+pub trait Diagnostic {
+    /// Where the error is.
+    fn location(&self) -> &Location;
+    /// The message, lowercase, without final full stop, without the location.
+    fn message(&self) -> &str;
+}

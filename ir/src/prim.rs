@@ -1,0 +1,387 @@
+//! The primitive table: every primitive's IR name and signature.
+//!
+//! One row per primitive in [`PRIMS`]. The verifier, the parser's type
+//! inference and the builder all type a call through [`Prim::result_type`]; the
+//! interpreter's semantics live in `interp::eval`, the AD rules in `irad-rules`,
+//! keyed by [`Prim`]. Adding a primitive means adding a variant and a row here,
+//! then its semantics and rules; nothing else switches on the name.
+
+use crate::types::{Scalar, Type};
+use std::fmt;
+
+/// A primitive operation.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+#[allow(missing_docs)] // each variant is the primitive of the same IR name
+pub enum Prim {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Neg,
+    Pow,
+    Powi,
+    Abs,
+    Min,
+    Max,
+    Copysign,
+    Sqrt,
+    Exp,
+    Log,
+    Log1p,
+    Expm1,
+    Sin,
+    Cos,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Atan2,
+    Sinh,
+    Cosh,
+    Tanh,
+    Erf,
+    Floor,
+    Ceil,
+    Round,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+    Select,
+    Iadd,
+    Isub,
+    Imul,
+    Idiv,
+    Irem,
+    Ineg,
+    And,
+    Or,
+    Not,
+    Sitofp,
+    Fptosi,
+    Tuple,
+    Getfield,
+    Alloc,
+    Zeros,
+    Length,
+    Arrayref,
+    Arrayset,
+    Copy,
+}
+
+/// How a primitive is typed.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Sig {
+    /// A fixed signature: these parameter types, this result.
+    Fixed(&'static [Scalar], Scalar),
+    /// `(f64, f64)`, `(i64, i64)` (and `(bool, bool)` when `bools`) to `bool`.
+    Compare {
+        /// Whether bools may be compared too (`eq`, `ne`).
+        bools: bool,
+    },
+    /// `select(bool, T, T) -> T`.
+    Select,
+    /// `tuple(a, b, ...)`: the tuple of the operand types.
+    Tuple,
+    /// `getfield(t, k)` with a constant `k`: the k-th element type.
+    Getfield,
+    /// `alloc(n) :: [T]`: the annotation names the element type.
+    Alloc,
+    /// `zeros(n) -> [f64]`.
+    Zeros,
+    /// `length([T]) -> i64`.
+    Length,
+    /// `arrayref([T], i64) -> T`.
+    Arrayref,
+    /// `arrayset([T], i64, T) -> ()`.
+    Arrayset,
+    /// `copy([T]) -> [T]`.
+    Copy,
+}
+
+/// One row of the primitive table.
+#[derive(Copy, Clone, Debug)]
+pub struct PrimInfo {
+    /// The primitive.
+    pub prim: Prim,
+    /// Its IR name.
+    pub name: &'static str,
+    /// Its signature.
+    pub sig: Sig,
+}
+
+use Scalar::{Bool as B, F64 as F, I64 as I};
+
+const F1: Sig = Sig::Fixed(&[F], F);
+const F2: Sig = Sig::Fixed(&[F, F], F);
+const I1: Sig = Sig::Fixed(&[I], I);
+const I2: Sig = Sig::Fixed(&[I, I], I);
+
+macro_rules! rows {
+    ($($prim:ident $name:literal $sig:expr;)*) => {
+        /// Every primitive, in declaration order.
+        pub const PRIMS: &[PrimInfo] = &[$(PrimInfo { prim: Prim::$prim, name: $name, sig: $sig },)*];
+    };
+}
+
+rows! {
+    Add "add" F2; Sub "sub" F2; Mul "mul" F2; Div "div" F2; Neg "neg" F1;
+    Pow "pow" F2; Powi "powi" Sig::Fixed(&[F, I], F); Abs "abs" F1;
+    Min "min" F2; Max "max" F2; Copysign "copysign" F2;
+    Sqrt "sqrt" F1; Exp "exp" F1; Log "log" F1; Log1p "log1p" F1; Expm1 "expm1" F1;
+    Sin "sin" F1; Cos "cos" F1; Tan "tan" F1; Asin "asin" F1; Acos "acos" F1;
+    Atan "atan" F1; Atan2 "atan2" F2; Sinh "sinh" F1; Cosh "cosh" F1; Tanh "tanh" F1;
+    Erf "erf" F1; Floor "floor" F1; Ceil "ceil" F1; Round "round" F1;
+    Lt "lt" Sig::Compare { bools: false }; Le "le" Sig::Compare { bools: false };
+    Gt "gt" Sig::Compare { bools: false }; Ge "ge" Sig::Compare { bools: false };
+    Eq "eq" Sig::Compare { bools: true }; Ne "ne" Sig::Compare { bools: true };
+    Select "select" Sig::Select;
+    Iadd "iadd" I2; Isub "isub" I2; Imul "imul" I2; Idiv "idiv" I2; Irem "irem" I2;
+    Ineg "ineg" I1;
+    And "and" Sig::Fixed(&[B, B], B); Or "or" Sig::Fixed(&[B, B], B); Not "not" Sig::Fixed(&[B], B);
+    Sitofp "sitofp" Sig::Fixed(&[I], F); Fptosi "fptosi" Sig::Fixed(&[F], I);
+    Tuple "tuple" Sig::Tuple; Getfield "getfield" Sig::Getfield;
+    Alloc "alloc" Sig::Alloc; Zeros "zeros" Sig::Zeros; Length "length" Sig::Length;
+    Arrayref "arrayref" Sig::Arrayref; Arrayset "arrayset" Sig::Arrayset; Copy "copy" Sig::Copy;
+}
+
+impl Prim {
+    /// The table row of this primitive.
+    pub fn info(self) -> &'static PrimInfo {
+        // The table lists the variants in declaration order; a unit test checks it.
+        &PRIMS[self as usize]
+    }
+
+    /// The IR name.
+    pub fn name(self) -> &'static str {
+        self.info().name
+    }
+
+    /// The primitive called `name` in IR text.
+    pub fn from_name(name: &str) -> Option<Prim> {
+        PRIMS
+            .iter()
+            .find(|row| row.name == name)
+            .map(|row| row.prim)
+    }
+
+    /// The function type of the primitive used as a value (`@sin`), for
+    /// primitives with exactly one fixed signature; `None` for overloaded ones.
+    pub fn fn_type(self) -> Option<Type> {
+        match self.info().sig {
+            Sig::Fixed(params, ret) => Some(Type::func(
+                params.iter().map(|s| s.ty()).collect(),
+                ret.ty(),
+            )),
+            _ => None,
+        }
+    }
+
+    /// The result type of a call with arguments of types `args`.
+    ///
+    /// `field` is the constant second operand of `getfield` when it is an i64
+    /// constant; `annot` is the statement's `:: T` annotation, required by `alloc`.
+    /// The error is a lowercase message without location.
+    pub fn result_type(
+        self,
+        args: &[Type],
+        field: Option<i64>,
+        annot: Option<&Type>,
+    ) -> Result<Type, String> {
+        let name = self.name();
+        let arity = |n: usize| -> Result<(), String> {
+            if args.len() == n {
+                Ok(())
+            } else {
+                Err(format!(
+                    "`{name}` takes {n} argument{}, found {}",
+                    if n == 1 { "" } else { "s" },
+                    args.len()
+                ))
+            }
+        };
+        let want = |i: usize, what: &str, ok: bool| -> Result<(), String> {
+            if ok {
+                Ok(())
+            } else {
+                Err(format!(
+                    "argument {} of `{name}` must be {what}, found {}",
+                    i + 1,
+                    args[i]
+                ))
+            }
+        };
+        match self.info().sig {
+            Sig::Fixed(params, ret) => {
+                arity(params.len())?;
+                for (i, p) in params.iter().enumerate() {
+                    want(i, &format!("{p}"), args[i] == p.ty())?;
+                }
+                Ok(ret.ty())
+            }
+            Sig::Compare { bools } => {
+                arity(2)?;
+                let ok =
+                    matches!(args[0], Type::F64 | Type::I64) || (bools && args[0] == Type::Bool);
+                let what = if bools {
+                    "f64, i64 or bool"
+                } else {
+                    "f64 or i64"
+                };
+                want(0, what, ok)?;
+                want(
+                    1,
+                    &format!("{} like argument 1", args[0]),
+                    args[1] == args[0],
+                )?;
+                Ok(Type::Bool)
+            }
+            Sig::Select => {
+                arity(3)?;
+                want(0, "bool", args[0] == Type::Bool)?;
+                want(
+                    2,
+                    &format!("{} like argument 2", args[1]),
+                    args[2] == args[1],
+                )?;
+                Ok(args[1].clone())
+            }
+            Sig::Tuple => Ok(Type::tuple(args.to_vec())),
+            Sig::Getfield => {
+                arity(2)?;
+                let Type::Tuple(elems) = &args[0] else {
+                    return Err(format!(
+                        "argument 1 of `getfield` must be a tuple, found {}",
+                        args[0]
+                    ));
+                };
+                let Some(k) = field else {
+                    return Err("argument 2 of `getfield` must be an i64 constant".into());
+                };
+                usize::try_from(k)
+                    .ok()
+                    .and_then(|k| elems.get(k))
+                    .cloned()
+                    .ok_or_else(|| {
+                        format!(
+                            "field {k} out of range for a tuple of {} elements",
+                            elems.len()
+                        )
+                    })
+            }
+            Sig::Alloc => {
+                arity(1)?;
+                want(0, "i64", args[0] == Type::I64)?;
+                match annot {
+                    Some(t @ Type::Array(_)) => Ok(t.clone()),
+                    Some(t) => Err(format!(
+                        "`alloc` must be annotated with an array type, found {t}"
+                    )),
+                    None => Err("`alloc` needs a type annotation `:: [T]`".into()),
+                }
+            }
+            Sig::Zeros => {
+                arity(1)?;
+                want(0, "i64", args[0] == Type::I64)?;
+                Ok(Type::Array(Scalar::F64))
+            }
+            Sig::Length => {
+                arity(1)?;
+                want(0, "an array", matches!(args[0], Type::Array(_)))?;
+                Ok(Type::I64)
+            }
+            Sig::Copy => {
+                arity(1)?;
+                want(0, "an array", matches!(args[0], Type::Array(_)))?;
+                Ok(args[0].clone())
+            }
+            Sig::Arrayref => {
+                arity(2)?;
+                let Type::Array(elem) = args[0] else {
+                    return Err(format!(
+                        "argument 1 of `arrayref` must be an array, found {}",
+                        args[0]
+                    ));
+                };
+                want(1, "i64", args[1] == Type::I64)?;
+                Ok(elem.ty())
+            }
+            Sig::Arrayset => {
+                arity(3)?;
+                let Type::Array(elem) = args[0] else {
+                    return Err(format!(
+                        "argument 1 of `arrayset` must be an array, found {}",
+                        args[0]
+                    ));
+                };
+                want(1, "i64", args[1] == Type::I64)?;
+                want(2, &format!("{elem}"), args[2] == elem.ty())?;
+                Ok(Type::Unit)
+            }
+        }
+    }
+}
+
+impl fmt::Display for Prim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_in_declaration_order() {
+        for (i, row) in PRIMS.iter().enumerate() {
+            assert_eq!(row.prim as usize, i, "row {} is out of order", row.name);
+            assert_eq!(Prim::from_name(row.name), Some(row.prim));
+        }
+        assert_eq!(PRIMS.len(), Prim::Copy as usize + 1);
+    }
+
+    #[test]
+    fn overloaded_prims_have_no_function_type() {
+        assert_eq!(Prim::Lt.fn_type(), None);
+        assert_eq!(Prim::Select.fn_type(), None);
+        assert_eq!(
+            Prim::Atan2.fn_type(),
+            Some(Type::func(vec![Type::F64, Type::F64], Type::F64))
+        );
+    }
+
+    #[test]
+    fn result_types_are_checked() {
+        assert_eq!(
+            Prim::Lt.result_type(&[Type::I64, Type::I64], None, None),
+            Ok(Type::Bool)
+        );
+        assert!(
+            Prim::Lt
+                .result_type(&[Type::Bool, Type::Bool], None, None)
+                .is_err()
+        );
+        assert_eq!(
+            Prim::Eq.result_type(&[Type::Bool, Type::Bool], None, None),
+            Ok(Type::Bool)
+        );
+        let pair = Type::tuple(vec![Type::F64, Type::I64]);
+        assert_eq!(
+            Prim::Getfield.result_type(&[pair.clone(), Type::I64], Some(1), None),
+            Ok(Type::I64)
+        );
+        assert!(
+            Prim::Getfield
+                .result_type(&[pair, Type::I64], Some(2), None)
+                .is_err()
+        );
+        assert!(Prim::Alloc.result_type(&[Type::I64], None, None).is_err());
+        assert_eq!(
+            Prim::Sin.result_type(&[Type::I64], None, None),
+            Err("argument 1 of `sin` must be f64, found i64".to_string())
+        );
+    }
+}

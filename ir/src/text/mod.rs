@@ -1,0 +1,3 @@
+//! The text format (being written).
+
+pub mod num;

@@ -1,0 +1,154 @@
+//! IR types: scalars, tuples, arrays of a scalar element, function types and the
+//! AD type `dual<T>`. `Display` prints the text form of SYNTAX.md §1.
+//!
+//! A tuple has at least one element: [`Type::tuple`] turns the empty tuple into
+//! `()`, so every type has exactly one representation.
+
+use std::fmt;
+
+/// The element type of an array.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Scalar {
+    /// `f64`
+    F64,
+    /// `i64`
+    I64,
+    /// `bool`
+    Bool,
+}
+
+/// A function type `fn(P, ...) -> R`.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct FnType {
+    /// Parameter types in order.
+    pub params: Vec<Type>,
+    /// Result type.
+    pub ret: Type,
+}
+
+/// An IR type.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Type {
+    /// 64-bit IEEE float.
+    F64,
+    /// 64-bit two's-complement integer.
+    I64,
+    /// Boolean.
+    Bool,
+    /// The unit type `()`, also the empty tuple.
+    Unit,
+    /// A tuple of one or more elements.
+    Tuple(Box<[Type]>),
+    /// A one-dimensional heap array, passed by reference.
+    Array(Scalar),
+    /// A function value.
+    Func(Box<FnType>),
+    /// A primal value paired with its tangent (forward mode).
+    Dual(Box<Type>),
+}
+
+impl Scalar {
+    /// The scalar as a full type.
+    pub fn ty(self) -> Type {
+        match self {
+            Scalar::F64 => Type::F64,
+            Scalar::I64 => Type::I64,
+            Scalar::Bool => Type::Bool,
+        }
+    }
+
+    /// The scalar type `ty`, if it is one.
+    pub fn of(ty: &Type) -> Option<Scalar> {
+        match ty {
+            Type::F64 => Some(Scalar::F64),
+            Type::I64 => Some(Scalar::I64),
+            Type::Bool => Some(Scalar::Bool),
+            _ => None,
+        }
+    }
+}
+
+impl Type {
+    /// A tuple of `elems`; `()` when there are none.
+    pub fn tuple(elems: Vec<Type>) -> Type {
+        if elems.is_empty() {
+            Type::Unit
+        } else {
+            Type::Tuple(elems.into_boxed_slice())
+        }
+    }
+
+    /// A function type.
+    pub fn func(params: Vec<Type>, ret: Type) -> Type {
+        Type::Func(Box::new(FnType { params, ret }))
+    }
+
+    /// The nesting depth of the type: 1 for scalars, arrays and `()`.
+    ///
+    /// Iterative, so that a type built deeper than the parser allows cannot
+    /// overflow the stack here.
+    pub fn depth(&self) -> usize {
+        let mut max = 0;
+        let mut stack = vec![(self, 1usize)];
+        while let Some((ty, d)) = stack.pop() {
+            max = max.max(d);
+            match ty {
+                Type::Tuple(elems) => stack.extend(elems.iter().map(|e| (e, d + 1))),
+                Type::Func(f) => {
+                    stack.extend(f.params.iter().map(|e| (e, d + 1)));
+                    stack.push((&f.ret, d + 1));
+                }
+                Type::Dual(inner) => stack.push((inner, d + 1)),
+                _ => {}
+            }
+        }
+        max
+    }
+}
+
+impl fmt::Display for Scalar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Scalar::F64 => "f64",
+            Scalar::I64 => "i64",
+            Scalar::Bool => "bool",
+        })
+    }
+}
+
+impl fmt::Display for Type {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Type::F64 => f.write_str("f64"),
+            Type::I64 => f.write_str("i64"),
+            Type::Bool => f.write_str("bool"),
+            Type::Unit => f.write_str("()"),
+            Type::Tuple(elems) => {
+                f.write_str("(")?;
+                for (i, e) in elems.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{e}")?;
+                }
+                // A one-element tuple keeps its comma, as in Rust.
+                if elems.len() == 1 {
+                    f.write_str(",")?;
+                }
+                f.write_str(")")
+            }
+            Type::Array(s) => write!(f, "[{s}]"),
+            Type::Func(ft) => {
+                f.write_str("fn(")?;
+                for (i, p) in ft.params.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{p}")?;
+                }
+                write!(f, ") -> {}", ft.ret)
+            }
+            Type::Dual(inner) => write!(f, "dual<{inner}>"),
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! irad: the facade crate (being written).
+
+pub use irad_ir as ir;

@@ -1,0 +1,3 @@
+//! The irad command line (being written).
+
+fn main() {}
