@@ -1,1 +1,0 @@
-//! The verifier (being written).
