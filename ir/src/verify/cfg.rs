@@ -12,7 +12,7 @@ use crate::func::{Block, Inst, Terminator};
 use petgraph::algo::dominators::simple_fast;
 use petgraph::graph::{DiGraph, NodeIndex};
 use smallvec::SmallVec;
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 /// The verified shape of a function: its layout, placements and CFG.
 #[derive(Default)]
@@ -91,22 +91,18 @@ pub(crate) fn check_layout(ctx: &mut Ctx) -> bool {
 
 /// Checks labels and statement listings, and places every listed statement.
 pub(crate) fn check_blocks(ctx: &mut Ctx) {
-    let mut labels: HashMap<u32, u32> = HashMap::new();
+    let mut labels: HashSet<u32> = HashSet::new();
     for bi in 0..ctx.cfg.layout.len() as u32 {
         let block = ctx.cfg.layout[bi as usize];
         let Some(data) = ctx.f.blocks.get(block) else {
             continue;
         };
-        if let Some(&first) = labels.get(&data.label) {
-            let first = ctx.cfg.layout[first as usize];
+        if !labels.insert(data.label) {
             let msg = format!(
-                "label #{} is already used by another block (block handle {}); labels must be unique",
-                data.label,
-                first.as_u32()
+                "label #{} is used by an earlier block too: labels must be unique in a function",
+                data.label
             );
             ctx.err_block(bi, msg);
-        } else {
-            labels.insert(data.label, bi);
         }
         for (k, &inst) in data.insts.iter().enumerate() {
             let slot = Slot {

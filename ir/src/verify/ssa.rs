@@ -308,7 +308,10 @@ fn check_use(ctx: &mut Ctx, at: At, site: Site, v: Value) {
                 return;
             }
             if d.block == block {
-                if d.index >= index {
+                if d.index == index {
+                    let msg = format!("use of {name} in the statement that defines it");
+                    ctx.err_at(at, msg);
+                } else if d.index > index {
                     let msg = format!(
                         "use of {name} before its definition: it is defined by statement {} of this block",
                         d.index + 1
