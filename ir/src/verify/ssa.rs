@@ -219,13 +219,13 @@ fn check_phi_entries(ctx: &mut Ctx, at: At, b: u32, entries: &[(Block, Operand)]
     }
     ctx.defs.phi_stamp += 1;
     let stamp = ctx.defs.phi_stamp;
-    let this = ctx.block_name(ctx.cfg.layout[b as usize]);
     for &(pred, op) in entries {
         let Some(p) = ctx.cfg.index_of(pred) else {
             let msg = if ctx.f.blocks.is_valid(pred) {
                 format!(
-                    "phi has an entry for {}, which is not a predecessor of {this}",
-                    ctx.block_name(pred)
+                    "phi has an entry for {}, which is not a predecessor of {}",
+                    ctx.block_name(pred),
+                    ctx.block_name(ctx.cfg.layout[b as usize])
                 )
             } else {
                 format!("phi entry names invalid block handle {}", pred.as_u32())
@@ -235,8 +235,9 @@ fn check_phi_entries(ctx: &mut Ctx, at: At, b: u32, entries: &[(Block, Operand)]
         };
         if ctx.defs.pred_mark[p as usize] != b + 1 {
             let msg = format!(
-                "phi has an entry for {}, which is not a predecessor of {this}",
-                ctx.block_name(pred)
+                "phi has an entry for {}, which is not a predecessor of {}",
+                ctx.block_name(pred),
+                ctx.block_name(ctx.cfg.layout[b as usize])
             );
             ctx.err_at(at, msg);
             continue;
@@ -276,72 +277,90 @@ fn check_operands(ctx: &mut Ctx, at: At, site: Site, args: &[Operand]) {
 
 /// Checks that `v` is defined and that its definition dominates `site`.
 fn check_use(ctx: &mut Ctx, at: At, site: Site, v: Value) {
-    let def = if ctx.f.values.is_valid(v) {
-        *ctx.defs.def.get(v)
-    } else {
-        let msg = format!("use of invalid value handle %{}", v.as_u32());
+    if let Some(msg) = use_problem(ctx, site, v) {
         ctx.err_at(at, msg);
-        return;
-    };
-    let name = ctx.value_name(v);
-    let d = match def {
-        Def::Param => return,
+    }
+}
+
+/// What is wrong with using `v` at `site`, if anything. Names are formatted
+/// only for errors: this runs for every use in the function.
+fn use_problem(ctx: &Ctx, site: Site, v: Value) -> Option<String> {
+    if !ctx.f.values.is_valid(v) {
+        return Some(format!("use of invalid value handle %{}", v.as_u32()));
+    }
+    let name = || ctx.value_name(v);
+    let d = match *ctx.defs.def.get(v) {
+        Def::Param => return None,
         Def::At(d) => d,
         Def::Orphan => {
-            let msg = format!("use of {name}, whose defining statement is in no block");
-            ctx.err_at(at, msg);
-            return;
+            return Some(format!(
+                "use of {}, whose defining statement is in no block",
+                name()
+            ));
         }
         Def::Mismatch | Def::Unknown => {
-            let msg = format!(
-                "use of undefined value {name}: expected a parameter or the result of a statement"
-            );
-            ctx.err_at(at, msg);
-            return;
+            return Some(format!(
+                "use of undefined value {}: expected a parameter or the result of a statement",
+                name()
+            ));
         }
     };
-    let def_block = ctx.cfg.layout[d.block as usize];
-    let def_name = ctx.block_name(def_block);
+    let block_name = |bi: u32| ctx.block_name(ctx.cfg.layout[bi as usize]);
+    let cfg = &ctx.cfg;
     match site {
         Site::At { block, index } => {
-            if !ctx.cfg.reachable[block as usize] {
-                return;
-            }
-            if d.block == block {
+            if !cfg.reachable[block as usize] {
+                None
+            } else if d.block == block {
                 if d.index == index {
-                    let msg = format!("use of {name} in the statement that defines it");
-                    ctx.err_at(at, msg);
+                    Some(format!(
+                        "use of {} in the statement that defines it",
+                        name()
+                    ))
                 } else if d.index > index {
-                    let msg = format!(
-                        "use of {name} before its definition: it is defined by statement {} of this block",
+                    Some(format!(
+                        "use of {} before its definition: it is defined by statement {} of this block",
+                        name(),
                         d.index + 1
-                    );
-                    ctx.err_at(at, msg);
+                    ))
+                } else {
+                    None
                 }
-            } else if !ctx.cfg.reachable[d.block as usize] {
-                let msg =
-                    format!("use of {name}, which is defined in unreachable block {def_name}");
-                ctx.err_at(at, msg);
-            } else if !ctx.cfg.dominates(d.block, block) {
-                let msg = format!("use of {name} is not dominated by its definition in {def_name}");
-                ctx.err_at(at, msg);
+            } else if !cfg.reachable[d.block as usize] {
+                Some(format!(
+                    "use of {}, which is defined in unreachable block {}",
+                    name(),
+                    block_name(d.block)
+                ))
+            } else if !cfg.dominates(d.block, block) {
+                Some(format!(
+                    "use of {} is not dominated by its definition in {}",
+                    name(),
+                    block_name(d.block)
+                ))
+            } else {
+                None
             }
         }
         Site::Edge { pred } => {
-            if !ctx.cfg.reachable[pred as usize] || d.block == pred {
-                return;
-            }
-            let pred_name = ctx.block_name(ctx.cfg.layout[pred as usize]);
-            if !ctx.cfg.reachable[d.block as usize] {
-                let msg = format!(
-                    "phi entry for {pred_name} uses {name}, which is defined in unreachable block {def_name}"
-                );
-                ctx.err_at(at, msg);
-            } else if !ctx.cfg.dominates(d.block, pred) {
-                let msg = format!(
-                    "phi entry for {pred_name} uses {name}, whose definition in {def_name} does not dominate the end of {pred_name}"
-                );
-                ctx.err_at(at, msg);
+            if !cfg.reachable[pred as usize] || d.block == pred {
+                None
+            } else if !cfg.reachable[d.block as usize] {
+                Some(format!(
+                    "phi entry for {} uses {}, which is defined in unreachable block {}",
+                    block_name(pred),
+                    name(),
+                    block_name(d.block)
+                ))
+            } else if !cfg.dominates(d.block, pred) {
+                let pred_name = block_name(pred);
+                Some(format!(
+                    "phi entry for {pred_name} uses {}, whose definition in {} does not dominate the end of {pred_name}",
+                    name(),
+                    block_name(d.block)
+                ))
+            } else {
+                None
             }
         }
     }

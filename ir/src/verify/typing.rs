@@ -86,7 +86,7 @@ pub(crate) fn check_inst(ctx: &mut Ctx, slot: Slot, inst: Inst) {
                 _ => None,
             };
             match prim.result_type(&types, field, annot) {
-                Ok(want) => check_result(ctx, at, &format!("`{prim}`"), &want, &res),
+                Ok(want) => check_result(ctx, at, &format_args!("`{prim}`"), &want, &res),
                 Err(msg) => ctx.err_at(at, msg),
             }
         }
@@ -105,7 +105,7 @@ pub(crate) fn check_inst(ctx: &mut Ctx, slot: Slot, inst: Inst) {
                 .map(|&p| callee.values.get(p).map(|d| &d.ty).filter(|t| shallow(t)))
                 .collect();
             let ret = Some(&callee.ret).filter(|t| shallow(t));
-            let what = format!("@{}", callee.name);
+            let what = format_args!("@{}", callee.name);
             check_call(ctx, at, &what, &params, ret, &types, &res);
         }
         InstKind::CallValue { callee, args } => {
@@ -123,7 +123,15 @@ pub(crate) fn check_inst(ctx: &mut Ctx, slot: Slot, inst: Inst) {
             };
             let params: Vec<Option<&Type>> = sig.params.iter().map(Some).collect();
             let what = ctx.value_name(*callee);
-            check_call(ctx, at, &what, &params, Some(&sig.ret), &types, &res);
+            check_call(
+                ctx,
+                at,
+                &what.as_str(),
+                &params,
+                Some(&sig.ret),
+                &types,
+                &res,
+            );
         }
         InstKind::Phi { entries } => {
             let want: &Type = match res {
@@ -181,7 +189,7 @@ pub(crate) fn check_term(ctx: &mut Ctx, bi: u32) {
 fn check_call(
     ctx: &mut Ctx,
     at: At,
-    what: &str,
+    what: &dyn std::fmt::Display,
     params: &[Option<&Type>],
     ret: Option<&Type>,
     args: &[Option<Cow<Type>>],
@@ -211,7 +219,7 @@ fn check_call(
 }
 
 /// Checks that the statement's result has the type `want` that `what` returns.
-fn check_result(ctx: &mut Ctx, at: At, what: &str, want: &Type, res: &Res) {
+fn check_result(ctx: &mut Ctx, at: At, what: &dyn std::fmt::Display, want: &Type, res: &Res) {
     match res {
         Res::None if *want != Type::Unit => {
             let msg = format!("{what} returns {want}, but the statement has no result");
