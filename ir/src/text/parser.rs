@@ -33,7 +33,16 @@ use std::collections::hash_map::Entry;
 pub fn parse_module(src: &str) -> Result<Module, ParseError> {
     let mut parser = Parser::new(src)?;
     let mut module = Module::new();
-    let headers = parser.parse_headers(&mut module)?;
+    let (mut headers, lex_error) = parser.parse_headers(&mut module)?;
+    if let Some(lex_error) = lex_error {
+        // A character that starts no token was met while skipping the body of
+        // the last header: parse that body now to report the error with its
+        // block and statement (or an earlier error of the same body).
+        if let Some(header) = headers.pop() {
+            parser.parse_body(&mut module, header)?;
+        }
+        return Err(lex_error);
+    }
     for header in headers {
         parser.parse_body(&mut module, header)?;
     }
@@ -156,7 +165,12 @@ impl<'a> Parser<'a> {
 
     fn advance(&mut self) -> Result<Token, ParseError> {
         let tok = self.tok;
-        self.tok = self.lx.next_token()?;
+        self.tok = self.lx.next_token().map_err(|mut e| {
+            e.loc.func.clone_from(&self.func);
+            e.loc.block = self.block;
+            e.loc.stmt = self.stmt;
+            e
+        })?;
         Ok(tok)
     }
 
@@ -189,7 +203,14 @@ impl<'a> Parser<'a> {
 
     // ---- pass 1: headers ----
 
-    fn parse_headers(&mut self, module: &mut Module) -> Result<Vec<Header<'a>>, ParseError> {
+    /// Every header up to the end of the text, or up to a lexical error in a
+    /// body, which is returned beside the headers read so far (that body's
+    /// header last).
+    #[allow(clippy::type_complexity)]
+    fn parse_headers(
+        &mut self,
+        module: &mut Module,
+    ) -> Result<(Vec<Header<'a>>, Option<ParseError>), ParseError> {
         let mut headers = Vec::new();
         while self.tok.tok != Tok::Eof {
             self.func = None;
@@ -201,12 +222,14 @@ impl<'a> Parser<'a> {
             let name = self.lx.text(&name_tok);
             self.func = Some(name.to_string());
             let header = self.parse_signature(module, name, name_tok.pos, func_pos)?;
-            self.skip_body(name)?;
             self.funcs.insert(name, header.id);
             headers.push(header);
+            if let Some(lex_error) = self.skip_body(name)? {
+                return Ok((headers, Some(lex_error)));
+            }
         }
         self.func = None;
-        Ok(headers)
+        Ok((headers, None))
     }
 
     fn parse_signature(
@@ -264,13 +287,12 @@ impl<'a> Parser<'a> {
         })
     }
 
-    fn skip_body(&mut self, name: &str) -> Result<(), ParseError> {
+    /// Skips a body up to its `}`. A lexical error is returned as `Ok(Some(_))`,
+    /// for the second pass to report in context; a missing `}` is an `Err`.
+    fn skip_body(&mut self, name: &str) -> Result<Option<ParseError>, ParseError> {
         loop {
             match self.tok.tok {
-                Tok::RBrace => {
-                    self.advance()?;
-                    return Ok(());
-                }
+                Tok::RBrace => break,
                 Tok::Eof => {
                     return Err(self.err(
                         self.tok.pos,
@@ -283,10 +305,15 @@ impl<'a> Parser<'a> {
                         format!("unterminated function @{name}: expected `}}`, found `func`"),
                     ));
                 }
-                _ => {
-                    self.advance()?;
-                }
+                _ => {}
             }
+            if let Err(lex_error) = self.advance() {
+                return Ok(Some(lex_error));
+            }
+        }
+        match self.advance() {
+            Ok(_) => Ok(None),
+            Err(lex_error) => Ok(Some(lex_error)),
         }
     }
 
@@ -402,6 +429,7 @@ impl<'a> Parser<'a> {
             match self.tok.tok {
                 Tok::RBrace | Tok::Label | Tok::Eof => {
                     if let Some((_, label, false)) = current {
+                        self.stmt = None;
                         return Err(
                             self.expected(&format!("a terminator at the end of block #{label}"))
                         );
@@ -426,6 +454,7 @@ impl<'a> Parser<'a> {
                         return Err(self.expected("a block label `#N:`"));
                     };
                     if terminated {
+                        self.stmt = Some(self.stmt.unwrap_or(0) + 1);
                         return Err(self.expected(&format!(
                             "a block label or `}}` after the terminator of block #{label}"
                         )));
@@ -447,11 +476,14 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        self.advance()?;
         self.block = None;
         self.stmt = None;
         self.resolve(func, &body)?;
-        self.infer(module, header.id, &body)
+        self.infer(module, header.id, &body)?;
+        // What follows the `}` is outside the function.
+        self.func = None;
+        self.advance()?;
+        Ok(())
     }
 
     fn parse_label(&mut self, func: &mut Func, body: &mut Body<'a>) -> Result<Block, ParseError> {
