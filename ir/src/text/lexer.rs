@@ -1,0 +1,298 @@
+//! The lexer of the IR text format (SYNTAX.md §1) and of `--args` literals.
+//!
+//! Assumes nothing about its input: any `&str` is lexed, byte by byte, without
+//! allocating per token. Guarantees: tokens carry byte offsets into the source
+//! (always on character boundaries, since every token starts and ends at an
+//! ASCII byte) and the 1-based line and column (in characters) of their first
+//! character; comments (`#` not followed by a digit, to the end of the line) and
+//! whitespace are skipped; an unexpected character is a located error. The lexer
+//! never panics and takes time linear in the input.
+
+use super::ParseError;
+use crate::loc::Pos;
+
+/// The kind of a token.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) enum Tok {
+    /// `[A-Za-z_][A-Za-z0-9_.]*`, including keywords.
+    Ident,
+    /// `%name`; the token text is the name without `%`.
+    Value,
+    /// `@name`; the token text is the name without `@`.
+    Global,
+    /// `#123`; the token text is the digits.
+    Label,
+    /// Decimal digits.
+    Int,
+    /// A number with a `.` or an exponent.
+    Float,
+    Minus,
+    LParen,
+    RParen,
+    LBracket,
+    RBracket,
+    LBrace,
+    RBrace,
+    Comma,
+    Colon,
+    ColonColon,
+    Equals,
+    FatArrow,
+    Arrow,
+    Less,
+    Greater,
+    Eof,
+}
+
+/// A token: its kind, its text as a byte range, its position.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Token {
+    pub tok: Tok,
+    pub start: usize,
+    pub end: usize,
+    pub pos: Pos,
+}
+
+/// A cursor over the source; cloning it saves a position to come back to.
+#[derive(Clone)]
+pub(crate) struct Lexer<'a> {
+    src: &'a str,
+    bytes: &'a [u8],
+    i: usize,
+    line: u32,
+    col: u32,
+}
+
+fn is_ident_start(b: u8) -> bool {
+    b.is_ascii_alphabetic() || b == b'_'
+}
+
+fn is_ident_continue(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'.'
+}
+
+impl<'a> Lexer<'a> {
+    /// A lexer at the start of `src`.
+    pub fn new(src: &'a str) -> Lexer<'a> {
+        Lexer {
+            src,
+            bytes: src.as_bytes(),
+            i: 0,
+            line: 1,
+            col: 1,
+        }
+    }
+
+    /// The text of `token` (without its sigil).
+    pub fn text(&self, token: &Token) -> &'a str {
+        self.src.get(token.start..token.end).unwrap_or("")
+    }
+
+    /// How a token is shown in messages: `` `%x` ``, `` `#3` ``, `end of file`.
+    pub fn describe(&self, token: &Token) -> String {
+        let text = self.text(token);
+        match token.tok {
+            Tok::Eof => "end of file".to_string(),
+            Tok::Value => format!("`%{text}`"),
+            Tok::Global => format!("`@{text}`"),
+            Tok::Label => format!("`#{text}`"),
+            _ => format!("`{text}`"),
+        }
+    }
+
+    fn peek_byte(&self, k: usize) -> Option<u8> {
+        self.bytes.get(self.i + k).copied()
+    }
+
+    fn bump(&mut self) {
+        if let Some(&b) = self.bytes.get(self.i) {
+            self.i += 1;
+            if b == b'\n' {
+                self.line = self.line.saturating_add(1);
+                self.col = 1;
+            } else if b & 0xC0 != 0x80 {
+                // Continuation bytes of a UTF-8 sequence do not start a character.
+                self.col = self.col.saturating_add(1);
+            }
+        }
+    }
+
+    fn bump_while(&mut self, pred: impl Fn(u8) -> bool) {
+        while let Some(b) = self.peek_byte(0) {
+            if !pred(b) {
+                break;
+            }
+            self.bump();
+        }
+    }
+
+    fn pos(&self) -> Pos {
+        Pos::new(self.line, self.col)
+    }
+
+    fn skip_trivia(&mut self) {
+        while let Some(b) = self.peek_byte(0) {
+            match b {
+                b' ' | b'\t' | b'\r' | b'\n' => self.bump(),
+                b'#' if !self.peek_byte(1).is_some_and(|c| c.is_ascii_digit()) => {
+                    self.bump_while(|c| c != b'\n');
+                }
+                _ => break,
+            }
+        }
+    }
+
+    /// The next token, or a located error for a character that starts none.
+    pub fn next_token(&mut self) -> Result<Token, ParseError> {
+        self.skip_trivia();
+        let pos = self.pos();
+        let start = self.i;
+        let Some(b) = self.peek_byte(0) else {
+            return Ok(Token {
+                tok: Tok::Eof,
+                start,
+                end: start,
+                pos,
+            });
+        };
+        let simple = |lx: &mut Lexer<'a>, tok: Tok, len: usize| {
+            for _ in 0..len {
+                lx.bump();
+            }
+            Ok(Token {
+                tok,
+                start,
+                end: lx.i,
+                pos,
+            })
+        };
+        match b {
+            b'(' => simple(self, Tok::LParen, 1),
+            b')' => simple(self, Tok::RParen, 1),
+            b'[' => simple(self, Tok::LBracket, 1),
+            b']' => simple(self, Tok::RBracket, 1),
+            b'{' => simple(self, Tok::LBrace, 1),
+            b'}' => simple(self, Tok::RBrace, 1),
+            b',' => simple(self, Tok::Comma, 1),
+            b'<' => simple(self, Tok::Less, 1),
+            b'>' => simple(self, Tok::Greater, 1),
+            b':' if self.peek_byte(1) == Some(b':') => simple(self, Tok::ColonColon, 2),
+            b':' => simple(self, Tok::Colon, 1),
+            b'=' if self.peek_byte(1) == Some(b'>') => simple(self, Tok::FatArrow, 2),
+            b'=' => simple(self, Tok::Equals, 1),
+            b'-' if self.peek_byte(1) == Some(b'>') => simple(self, Tok::Arrow, 2),
+            b'-' => simple(self, Tok::Minus, 1),
+            b'%' | b'@' => self.sigil_name(b, pos),
+            b'#' => {
+                self.bump();
+                let name_start = self.i;
+                self.bump_while(|c| c.is_ascii_digit());
+                self.check_end_of_word(pos)?;
+                Ok(Token {
+                    tok: Tok::Label,
+                    start: name_start,
+                    end: self.i,
+                    pos,
+                })
+            }
+            b'0'..=b'9' => self.number(pos),
+            _ if is_ident_start(b) => {
+                self.bump_while(is_ident_continue);
+                Ok(Token {
+                    tok: Tok::Ident,
+                    start,
+                    end: self.i,
+                    pos,
+                })
+            }
+            _ => Err(self.unexpected_char(pos)),
+        }
+    }
+
+    fn sigil_name(&mut self, sigil: u8, pos: Pos) -> Result<Token, ParseError> {
+        self.bump();
+        let name_start = self.i;
+        let tok = if sigil == b'%' {
+            Tok::Value
+        } else {
+            Tok::Global
+        };
+        match self.peek_byte(0) {
+            Some(c) if is_ident_start(c) => self.bump_while(is_ident_continue),
+            Some(c) if sigil == b'%' && c.is_ascii_digit() => {
+                self.bump_while(|c| c.is_ascii_digit());
+                self.check_end_of_word(pos)?;
+            }
+            _ => {
+                let what = if sigil == b'%' {
+                    "a value name after `%`"
+                } else {
+                    "a function name after `@`"
+                };
+                let found = self.found_here();
+                return Err(ParseError::at(
+                    self.pos(),
+                    format!("expected {what}, found {found}"),
+                ));
+            }
+        }
+        Ok(Token {
+            tok,
+            start: name_start,
+            end: self.i,
+            pos,
+        })
+    }
+
+    fn number(&mut self, pos: Pos) -> Result<Token, ParseError> {
+        let start = self.i;
+        let mut tok = Tok::Int;
+        self.bump_while(|c| c.is_ascii_digit());
+        if self.peek_byte(0) == Some(b'.') && self.peek_byte(1).is_some_and(|c| c.is_ascii_digit())
+        {
+            tok = Tok::Float;
+            self.bump();
+            self.bump_while(|c| c.is_ascii_digit());
+        }
+        if matches!(self.peek_byte(0), Some(b'e' | b'E')) {
+            let digit_at = match self.peek_byte(1) {
+                Some(b'+' | b'-') => 2,
+                _ => 1,
+            };
+            if self.peek_byte(digit_at).is_some_and(|c| c.is_ascii_digit()) {
+                tok = Tok::Float;
+                for _ in 0..digit_at {
+                    self.bump();
+                }
+                self.bump_while(|c| c.is_ascii_digit());
+            }
+        }
+        self.check_end_of_word(pos)?;
+        Ok(Token {
+            tok,
+            start,
+            end: self.i,
+            pos,
+        })
+    }
+
+    /// A number or label must not run into letters or dots (`1x`, `1.`, `#2a`).
+    fn check_end_of_word(&self, _start: Pos) -> Result<(), ParseError> {
+        match self.peek_byte(0) {
+            Some(c) if is_ident_continue(c) => Err(self.unexpected_char(self.pos())),
+            _ => Ok(()),
+        }
+    }
+
+    fn found_here(&self) -> String {
+        match self.src.get(self.i..).and_then(|s| s.chars().next()) {
+            None => "end of file".to_string(),
+            Some(c) if c.is_whitespace() || c.is_control() => format!("{c:?}"),
+            Some(c) => format!("`{c}`"),
+        }
+    }
+
+    fn unexpected_char(&self, pos: Pos) -> ParseError {
+        ParseError::at(pos, format!("unexpected character {}", self.found_here()))
+    }
+}

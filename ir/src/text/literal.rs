@@ -1,0 +1,294 @@
+//! Run-time values written as IR literals: the `--args` text of SYNTAX.md §3
+//! (`1.5, [1.0, 2.0], (1.0, 2), true, (), @g`) and single expected results.
+//!
+//! Every literal is read against the type it must have, so `[]` takes the
+//! expected element type and `@sin` is checked against a function type.
+//! Assumes nothing about the text. Guarantees: never panics, recurses at most
+//! [`MAX_NESTING`] levels, and every error names the line:column within the
+//! text and says what was expected and what was found.
+
+use super::ParseError;
+use super::lexer::{Lexer, Tok, Token};
+use super::parser::{float_value, int_value};
+use crate::MAX_NESTING;
+use crate::func::{FuncRef, Module};
+use crate::interp::value::{ArrayData, ArrayRef, Val};
+use crate::loc::Pos;
+use crate::prim::Prim;
+use crate::types::{Scalar, Type};
+
+/// Reads comma-separated argument values typed against `params`.
+///
+/// An integer literal is accepted where an f64 is expected when the f64 holds it
+/// exactly (`3` for `3.0`; `9007199254740993` is an error). `@name` is the
+/// module's function, else a primitive with one signature, and its function type
+/// must be the one expected. Errors: wrong number of values, a value of the
+/// wrong type, malformed or too deeply nested literals.
+pub fn parse_args(src: &str, params: &[Type], m: &Module) -> Result<Vec<Val>, ParseError> {
+    let mut reader = Reader::new(src, m)?;
+    let mut vals = Vec::with_capacity(params.len());
+    if reader.tok.tok == Tok::Eof {
+        if params.is_empty() {
+            return Ok(vals);
+        }
+        return Err(reader.expected(&count_text(params.len()), "no value"));
+    }
+    loop {
+        let Some(ty) = params.get(vals.len()) else {
+            return Err(reader.err(
+                reader.tok.pos,
+                format!("expected {}, found more", count_text(params.len())),
+            ));
+        };
+        vals.push(reader.value(ty, 1)?);
+        match reader.tok.tok {
+            Tok::Comma => {
+                reader.advance()?;
+            }
+            Tok::Eof => break,
+            _ => return Err(reader.expected_found("`,` or the end of the arguments")),
+        }
+    }
+    if vals.len() < params.len() {
+        return Err(reader.err(
+            reader.tok.pos,
+            format!(
+                "expected {}, found {}",
+                count_text(params.len()),
+                vals.len()
+            ),
+        ));
+    }
+    Ok(vals)
+}
+
+/// Reads one literal of type `ty` (the whole text).
+pub fn parse_value(src: &str, ty: &Type, m: &Module) -> Result<Val, ParseError> {
+    let mut reader = Reader::new(src, m)?;
+    let val = reader.value(ty, 1)?;
+    if reader.tok.tok != Tok::Eof {
+        return Err(reader.expected_found("the end of the value"));
+    }
+    Ok(val)
+}
+
+fn count_text(n: usize) -> String {
+    format!("{n} argument{}", if n == 1 { "" } else { "s" })
+}
+
+struct Reader<'a> {
+    lx: Lexer<'a>,
+    tok: Token,
+    m: &'a Module,
+}
+
+impl<'a> Reader<'a> {
+    fn new(src: &'a str, m: &'a Module) -> Result<Reader<'a>, ParseError> {
+        let mut lx = Lexer::new(src);
+        let tok = lx.next_token()?;
+        Ok(Reader { lx, tok, m })
+    }
+
+    fn advance(&mut self) -> Result<Token, ParseError> {
+        let tok = self.tok;
+        self.tok = self.lx.next_token()?;
+        Ok(tok)
+    }
+
+    fn err(&self, pos: Pos, msg: String) -> ParseError {
+        ParseError::at(pos, msg)
+    }
+
+    fn expected(&self, what: &str, found: &str) -> ParseError {
+        self.err(self.tok.pos, format!("expected {what}, found {found}"))
+    }
+
+    fn expected_found(&self, what: &str) -> ParseError {
+        self.expected(what, &self.lx.describe(&self.tok))
+    }
+
+    fn text(&self) -> &'a str {
+        self.lx.text(&self.tok)
+    }
+
+    fn value(&mut self, ty: &Type, depth: usize) -> Result<Val, ParseError> {
+        if depth > MAX_NESTING {
+            return Err(self.err(
+                self.tok.pos,
+                format!("value nested deeper than {MAX_NESTING} levels"),
+            ));
+        }
+        match ty {
+            Type::F64 => self.f64_value().map(Val::F64),
+            Type::I64 => self.i64_value().map(Val::I64),
+            Type::Bool => self.bool_value().map(Val::Bool),
+            Type::Unit => {
+                if self.tok.tok != Tok::LParen {
+                    return Err(self.expected_found("()"));
+                }
+                self.advance()?;
+                if self.tok.tok != Tok::RParen {
+                    return Err(self.expected_found("`)` of ()"));
+                }
+                self.advance()?;
+                Ok(Val::Unit)
+            }
+            Type::Tuple(elems) => self.tuple_value(ty, elems, depth),
+            Type::Array(elem) => self.array_value(ty, *elem),
+            Type::Func(_) => self.func_value(ty),
+            Type::Dual(_) => Err(self.err(
+                self.tok.pos,
+                format!("values of type {ty} cannot be written as literals"),
+            )),
+        }
+    }
+
+    /// An optional `-` and a number token: (token, negative).
+    fn signed_number(&mut self, what: &str) -> Result<(Token, bool), ParseError> {
+        let negative = self.tok.tok == Tok::Minus;
+        if negative {
+            self.advance()?;
+        }
+        match self.tok.tok {
+            Tok::Int | Tok::Float => Ok((self.advance()?, negative)),
+            Tok::Ident if self.text() == "inf" => Ok((self.advance()?, negative)),
+            Tok::Ident if self.text() == "nan" && !negative => Ok((self.advance()?, negative)),
+            _ => Err(self.expected_found(what)),
+        }
+    }
+
+    fn f64_value(&mut self) -> Result<f64, ParseError> {
+        let start = self.tok.pos;
+        let (num, negative) = self.signed_number("f64")?;
+        let text = self.lx.text(&num);
+        let value = match (num.tok, text) {
+            (Tok::Ident, "inf") => Some(if negative {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            }),
+            (Tok::Ident, _) => Some(f64::NAN),
+            (Tok::Float, _) => float_value(text, negative),
+            _ => {
+                // An integer stands for the f64 that holds it exactly.
+                let exact = int_value(text, negative).and_then(|i| {
+                    let x = i as f64;
+                    (x as i128 == i128::from(i)).then_some(x)
+                });
+                return exact.ok_or_else(|| {
+                    let sign = if negative { "-" } else { "" };
+                    self.err(
+                        start,
+                        format!("expected f64, found {sign}{text}, which f64 cannot hold exactly"),
+                    )
+                });
+            }
+        };
+        value.ok_or_else(|| self.err(start, format!("invalid number `{text}`")))
+    }
+
+    fn i64_value(&mut self) -> Result<i64, ParseError> {
+        let start = self.tok.pos;
+        let (num, negative) = self.signed_number("i64")?;
+        let text = self.lx.text(&num);
+        let sign = if negative { "-" } else { "" };
+        if num.tok != Tok::Int {
+            return Err(self.err(start, format!("expected i64, found `{sign}{text}`")));
+        }
+        int_value(text, negative).ok_or_else(|| {
+            self.err(
+                start,
+                format!("integer literal {sign}{text} out of range for i64"),
+            )
+        })
+    }
+
+    fn bool_value(&mut self) -> Result<bool, ParseError> {
+        let value = match (self.tok.tok, self.text()) {
+            (Tok::Ident, "true") => true,
+            (Tok::Ident, "false") => false,
+            _ => return Err(self.expected_found("bool")),
+        };
+        self.advance()?;
+        Ok(value)
+    }
+
+    fn tuple_value(&mut self, ty: &Type, elems: &[Type], depth: usize) -> Result<Val, ParseError> {
+        if self.tok.tok != Tok::LParen {
+            return Err(self.expected_found(&format!("a tuple of type {ty}")));
+        }
+        self.advance()?;
+        let mut vals = Vec::with_capacity(elems.len());
+        for (i, elem) in elems.iter().enumerate() {
+            vals.push(self.value(elem, depth + 1)?);
+            let last = i + 1 == elems.len();
+            match self.tok.tok {
+                Tok::Comma => {
+                    self.advance()?;
+                }
+                Tok::RParen if last => {}
+                _ if last => return Err(self.expected_found("`)`")),
+                _ => return Err(self.expected_found(&format!("`,` (a tuple of type {ty})"))),
+            }
+        }
+        if self.tok.tok != Tok::RParen {
+            return Err(self.expected_found(&format!("`)` (a tuple of {} elements)", elems.len())));
+        }
+        self.advance()?;
+        Ok(Val::Tuple(vals.into()))
+    }
+
+    fn array_value(&mut self, ty: &Type, elem: Scalar) -> Result<Val, ParseError> {
+        if self.tok.tok != Tok::LBracket {
+            return Err(self.expected_found(&format!("an array of type {ty}")));
+        }
+        self.advance()?;
+        let mut data = ArrayData::zeroed(elem, 0);
+        while self.tok.tok != Tok::RBracket {
+            match &mut data {
+                ArrayData::F64(v) => v.push(self.f64_value()?),
+                ArrayData::I64(v) => v.push(self.i64_value()?),
+                ArrayData::Bool(v) => v.push(self.bool_value()?),
+            }
+            match self.tok.tok {
+                Tok::Comma => {
+                    self.advance()?;
+                }
+                Tok::RBracket => {}
+                _ => return Err(self.expected_found("`,` or `]`")),
+            }
+        }
+        self.advance()?;
+        Ok(Val::Array(ArrayRef::new(data)))
+    }
+
+    fn func_value(&mut self, ty: &Type) -> Result<Val, ParseError> {
+        if self.tok.tok != Tok::Global {
+            return Err(self.expected_found(&format!("a function `@name` of type {ty}")));
+        }
+        let name = self.text();
+        let at = self.tok.pos;
+        let (fref, found) = if let Some(id) = self.m.by_name(name) {
+            (
+                FuncRef::User(id),
+                Type::Func(Box::new(self.m[id].fn_type())),
+            )
+        } else {
+            match Prim::from_name(name).map(|p| (p, p.fn_type())) {
+                Some((p, Some(t))) => (FuncRef::Prim(p), t),
+                Some((_, None)) => {
+                    return Err(self.err(
+                        at,
+                        format!("primitive `{name}` is overloaded and cannot be used as a value"),
+                    ));
+                }
+                None => return Err(self.err(at, format!("unknown function @{name}"))),
+            }
+        };
+        if &found != ty {
+            return Err(self.err(at, format!("expected {ty}, found @{name} of type {found}")));
+        }
+        self.advance()?;
+        Ok(Val::Func(fref))
+    }
+}
