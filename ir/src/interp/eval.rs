@@ -37,6 +37,57 @@ pub(crate) fn eval(prim: Prim, args: &[&Val], elem: Option<Scalar>) -> Result<Va
     }
 }
 
+/// The common scalar cases, computed without building an operand list or a
+/// `Result`, so the interpreter's hot loop can store the value straight into
+/// its slot. `None` means "not a fast case": the caller falls back to [`eval`].
+/// Every case here is one that cannot fail and is defined exactly as in the
+/// group functions below (a unit test checks that they agree).
+#[inline(always)]
+pub(crate) fn fast(prim: Prim, args: &[&Val]) -> Option<Val> {
+    use Prim::*;
+    Some(match args {
+        [Val::F64(a), Val::F64(b)] => match prim {
+            Add => Val::F64(a + b),
+            Sub => Val::F64(a - b),
+            Mul => Val::F64(a * b),
+            Div => Val::F64(a / b),
+            Lt => Val::Bool(a < b),
+            Le => Val::Bool(a <= b),
+            Gt => Val::Bool(a > b),
+            Ge => Val::Bool(a >= b),
+            Eq => Val::Bool(a == b),
+            Ne => Val::Bool(a != b),
+            _ => return None,
+        },
+        [Val::I64(a), Val::I64(b)] => match prim {
+            Iadd => Val::I64(a.wrapping_add(*b)),
+            Isub => Val::I64(a.wrapping_sub(*b)),
+            Imul => Val::I64(a.wrapping_mul(*b)),
+            Lt => Val::Bool(a < b),
+            Le => Val::Bool(a <= b),
+            Gt => Val::Bool(a > b),
+            Ge => Val::Bool(a >= b),
+            Eq => Val::Bool(a == b),
+            Ne => Val::Bool(a != b),
+            _ => return None,
+        },
+        [Val::F64(a)] => match prim {
+            Neg => Val::F64(-a),
+            _ => return None,
+        },
+        [Val::I64(a)] => match prim {
+            Sitofp => Val::F64(*a as f64),
+            Ineg => Val::I64(a.wrapping_neg()),
+            _ => return None,
+        },
+        [Val::Bool(a)] => match prim {
+            Not => Val::Bool(!a),
+            _ => return None,
+        },
+        _ => return None,
+    })
+}
+
 /// `add sub mul div neg pow powi abs min max copysign`.
 fn f64_arith(prim: Prim, args: &[&Val]) -> Result<Val, String> {
     use Prim::*;
@@ -352,4 +403,56 @@ fn borrow(a: &ArrayRef) -> Result<std::cell::Ref<'_, ArrayData>, String> {
 fn bad_operands(prim: Prim, args: &[&Val]) -> String {
     let kinds: Vec<&str> = args.iter().map(|v| v.kind()).collect();
     format!("internal error: `{prim}` applied to ({})", kinds.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prim::PRIMS;
+
+    /// The fast path and the group functions agree wherever the fast path answers.
+    #[test]
+    fn fast_path_agrees_with_eval() {
+        let floats = [
+            0.0,
+            -0.0,
+            1.5,
+            -2.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ];
+        let ints = [0, 1, -7, i64::MAX, i64::MIN];
+        let mut operands: Vec<Vec<Val>> = Vec::new();
+        for a in floats {
+            operands.push(vec![Val::F64(a)]);
+            for b in floats {
+                operands.push(vec![Val::F64(a), Val::F64(b)]);
+            }
+        }
+        for a in ints {
+            operands.push(vec![Val::I64(a)]);
+            for b in ints {
+                operands.push(vec![Val::I64(a), Val::I64(b)]);
+            }
+        }
+        operands.push(vec![Val::Bool(true)]);
+        operands.push(vec![Val::Bool(false)]);
+        let mut answered = 0;
+        for row in PRIMS {
+            for args in &operands {
+                let refs: Vec<&Val> = args.iter().collect();
+                if let Some(quick) = fast(row.prim, &refs) {
+                    answered += 1;
+                    let slow = eval(row.prim, &refs, None);
+                    assert!(
+                        slow.as_ref().is_ok_and(|v| v.same(&quick)),
+                        "{} {args:?}: fast {quick:?}, eval {slow:?}",
+                        row.name
+                    );
+                }
+            }
+        }
+        assert!(answered > 500, "fast path answered only {answered} cases");
+    }
 }

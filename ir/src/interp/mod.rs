@@ -255,6 +255,9 @@ impl<'m> Interpreter<'m> {
                             dst,
                             elem,
                         } => {
+                            if fast_prim(&cf, &mut cur.slots, *prim, args, *dst) {
+                                continue;
+                            }
                             let res = apply_prim(&cf, &cur.slots, *prim, args, *elem);
                             let val = res.map_err(|msg| located(msg, &stack))?;
                             store(&mut cur.slots, *dst, val).map_err(|msg| located(msg, &stack))?;
@@ -377,6 +380,42 @@ fn operands<'a>(cf: &'a CFunc, args: &std::ops::Range<u32>) -> Result<&'a [Src],
         .ok_or_else(|| "internal error: invalid operand range".to_string())
 }
 
+/// Tries `eval::fast` on the operands and stores the result in place; false
+/// when the statement is not a fast case (or anything is amiss), in which case
+/// nothing was written and the general path runs. Moving a `Val` through a
+/// `Result` costs a store-forwarding stall per statement, which this avoids.
+#[inline(always)]
+fn fast_prim(
+    cf: &CFunc,
+    slots: &mut [Val],
+    prim: crate::prim::Prim,
+    args: &std::ops::Range<u32>,
+    dst: Option<u32>,
+) -> bool {
+    let Some(dst) = dst else { return false };
+    let Some(srcs) = cf.operands.get(args.start as usize..args.end as usize) else {
+        return false;
+    };
+    let val = match srcs {
+        [a] => match read(slots, a) {
+            Ok(a) => eval::fast(prim, &[a]),
+            Err(_) => None,
+        },
+        [a, b] => match (read(slots, a), read(slots, b)) {
+            (Ok(a), Ok(b)) => eval::fast(prim, &[a, b]),
+            _ => None,
+        },
+        _ => None,
+    };
+    match (val, slots.get_mut(dst as usize)) {
+        (Some(val), Some(slot)) => {
+            *slot = val;
+            true
+        }
+        _ => false,
+    }
+}
+
 /// Applies `prim` to the operands `args` read from `slots`.
 fn apply_prim(
     cf: &CFunc,
@@ -385,16 +424,27 @@ fn apply_prim(
     args: &std::ops::Range<u32>,
     elem: Option<crate::types::Scalar>,
 ) -> Result<Val, String> {
-    let srcs = operands(cf, args)?;
-    let mut vals: SmallVec<[&Val; 4]> = SmallVec::new();
-    for src in srcs {
-        vals.push(read(slots, src)?);
+    // Most statements have one to three operands: gather those into a fixed
+    // array, the rest into a small vector, to keep the hot path allocation-free.
+    match operands(cf, args)? {
+        [a] => eval::eval(prim, &[read(slots, a)?], elem),
+        [a, b] => eval::eval(prim, &[read(slots, a)?, read(slots, b)?], elem),
+        [a, b, c] => {
+            let vals = [read(slots, a)?, read(slots, b)?, read(slots, c)?];
+            eval::eval(prim, &vals, elem)
+        }
+        srcs => {
+            let mut vals: SmallVec<[&Val; 8]> = SmallVec::with_capacity(srcs.len());
+            for src in srcs {
+                vals.push(read(slots, src)?);
+            }
+            eval::eval(prim, &vals, elem)
+        }
     }
-    eval::eval(prim, &vals, elem)
 }
 
 /// The value of operand `src` in a frame with `slots`.
-#[inline]
+#[inline(always)]
 fn read<'a>(slots: &'a [Val], src: &'a Src) -> Result<&'a Val, String> {
     match src {
         Src::Slot(s) => slots
@@ -405,7 +455,7 @@ fn read<'a>(slots: &'a [Val], src: &'a Src) -> Result<&'a Val, String> {
 }
 
 /// Stores a statement's result, if it has one.
-#[inline]
+#[inline(always)]
 fn store(slots: &mut [Val], dst: Option<u32>, val: Val) -> Result<(), String> {
     if let Some(d) = dst {
         let slot = slots
@@ -424,6 +474,12 @@ fn take_edge(slots: &mut [Val], edge: &Edge, scratch: &mut Vec<Val>) -> Result<(
         [(dst, src)] => {
             let val = read(slots, src)?.clone();
             store(slots, Some(*dst), val)
+        }
+        [(dst0, src0), (dst1, src1)] => {
+            let val0 = read(slots, src0)?.clone();
+            let val1 = read(slots, src1)?.clone();
+            store(slots, Some(*dst0), val0)?;
+            store(slots, Some(*dst1), val1)
         }
         moves => {
             scratch.clear();
