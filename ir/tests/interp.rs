@@ -1434,6 +1434,81 @@ fn unverified_modules_give_internal_errors() -> R<()> {
     Ok(())
 }
 
+#[test]
+fn type_confused_tuples_and_function_values_are_internal_errors() -> R<()> {
+    let opts = RunOptions::default();
+    // A loop that would nest a tuple one level deeper on every iteration if the
+    // interpreter trusted the (broken) types: t = tuple(t) with t: (f64,).
+    let mut m = Module::new();
+    let one = Type::tuple(vec![Type::F64]);
+    let f = m.declare_func("t", vec![(None, Type::I64)], one.clone())?;
+    let mut b = FuncBuilder::new(&mut m, f)?;
+    let n = b.param(0)?;
+    let entry = b.create_block();
+    let header = b.create_block();
+    let body = b.create_block();
+    let exit = b.create_block();
+    b.switch_to_block(entry)?;
+    let t0 = prim_op(&mut b, Prim::Tuple, &[1.0.into()])?;
+    b.goto(header)?;
+    b.switch_to_block(header)?;
+    let k = b.phi(Type::I64, &[(entry, 0i64.into())])?;
+    let t = b.phi(one.clone(), &[(entry, t0.into())])?;
+    let more = prim_op(&mut b, Prim::Lt, &[k.into(), n.into()])?;
+    b.gotoifnot(more.into(), exit)?;
+    b.switch_to_block(body)?;
+    let t1 = prim_op(&mut b, Prim::Tuple, &[t.into()])?;
+    let k1 = prim_op(&mut b, Prim::Iadd, &[k.into(), 1i64.into()])?;
+    b.add_phi_entry(k, body, k1.into())?;
+    b.goto(header)?;
+    b.switch_to_block(exit)?;
+    b.ret(t.into())?;
+    m[f].values[t1].ty = one;
+    let mut b = FuncBuilder::new(&mut m, f)?;
+    b.add_phi_entry(t, body, t1.into())?;
+    let got = interp::run(&m, f, &[iv(0)], &opts)?;
+    assert!(got.same(&Val::Tuple(vec![fv(1.0)].into())));
+    let e = interp::run(&m, f, &[iv(1_000_000)], &opts).unwrap_err();
+    assert_eq!(e.msg, "internal error: tuple does not have its type (f64,)");
+    assert_eq!((e.loc.block, e.loc.stmt), (Some(3), Some(1)));
+
+    // An overloaded primitive called as a value.
+    let mut m = Module::new();
+    let fty = Type::func(vec![Type::F64, Type::F64], Type::F64);
+    let g = m.declare_func("t", vec![(None, fty)], Type::F64)?;
+    let mut b = FuncBuilder::new(&mut m, g)?;
+    let callee = b.param(0)?;
+    let entry = b.create_block();
+    b.switch_to_block(entry)?;
+    let r = b
+        .call_value(callee, &[1.0.into(), 2.0.into()])?
+        .ok_or("unit")?;
+    b.ret(r.into())?;
+    let entry_inst = m[g].blocks[entry].insts[0];
+    let lt = Operand::Const(Const::Func(FuncRef::Prim(Prim::Lt)));
+    let (inst, v) = m[g].push_inst(
+        entry,
+        InstKind::Prim {
+            prim: Prim::Select,
+            args: [Operand::from(true), lt, lt].into_iter().collect(),
+        },
+        Some(Type::func(vec![Type::F64, Type::F64], Type::F64)),
+        None,
+    );
+    // Call through the selected `@lt` instead of the parameter.
+    m[g].blocks[entry].insts = vec![inst, entry_inst];
+    m[g].insts[entry_inst].kind = InstKind::CallValue {
+        callee: v.ok_or("no value")?,
+        args: [Operand::from(1.0), Operand::from(2.0)]
+            .into_iter()
+            .collect(),
+    };
+    let e = interp::run(&m, g, &[Val::Func(FuncRef::Prim(Prim::Atan2))], &opts).unwrap_err();
+    assert_eq!(e.msg, "internal error: primitive `lt` called as a value");
+    assert_eq!((e.loc.block, e.loc.stmt), (Some(1), Some(2)));
+    Ok(())
+}
+
 // ---------------------------------------------------------------- speed
 
 /// A loop of few scalar statements: in release mode 10 million iterations,

@@ -54,12 +54,18 @@ pub(super) enum OpKind {
         args: Range<u32>,
         dst: Option<u32>,
     },
+    /// `call tuple(args)` with a result: `ty` is the result type, against
+    /// which the new tuple's shape is checked (see `Interpreter::execute`).
+    Tuple {
+        args: Range<u32>,
+        dst: u32,
+        ty: Box<Type>,
+    },
     /// `call %callee(args)`.
     CallValue {
         callee: u32,
         args: Range<u32>,
         dst: Option<u32>,
-        elem: Option<Scalar>,
     },
     /// A malformed statement: raises this internal error when reached.
     Bad(Box<str>),
@@ -186,7 +192,7 @@ impl Ctx<'_> {
             .skip(n_phis)
             .map(|(i, &inst)| Op {
                 kind: self.op(inst),
-                stmt: i as u32 + 1,
+                stmt: stmt_number(i),
                 pos: self.func.insts.get(inst).and_then(|d| d.pos),
             })
             .collect();
@@ -219,7 +225,7 @@ impl Ctx<'_> {
             label: data.label,
             ops,
             term,
-            term_stmt: data.insts.len() as u32 + 1,
+            term_stmt: stmt_number(data.insts.len()),
             term_pos: data.term_pos,
         }
     }
@@ -256,32 +262,44 @@ impl Ctx<'_> {
             Some(_) => return Err("internal error: invalid result value handle".into()),
             None => None,
         };
-        let elem = data.result.and_then(|v| match self.func.values.get(v) {
-            Some(d) => match d.ty {
-                Type::Array(elem) => Some(elem),
-                _ => None,
+        let result_ty = data
+            .result
+            .and_then(|v| self.func.values.get(v))
+            .map(|d| &d.ty);
+        let elem = match result_ty {
+            Some(Type::Array(elem)) => Some(*elem),
+            _ => None,
+        };
+        Ok(match (&data.kind, dst, result_ty) {
+            (
+                InstKind::Prim {
+                    prim: Prim::Tuple,
+                    args,
+                },
+                Some(dst),
+                Some(ty),
+            ) => OpKind::Tuple {
+                args: self.args(args)?,
+                dst,
+                ty: Box::new(ty.clone()),
             },
-            None => None,
-        });
-        Ok(match &data.kind {
-            InstKind::Prim { prim, args } => OpKind::Prim {
+            (InstKind::Prim { prim, args }, ..) => OpKind::Prim {
                 prim: *prim,
                 args: self.args(args)?,
                 dst,
                 elem,
             },
-            InstKind::Invoke { func, args } => OpKind::Invoke {
+            (InstKind::Invoke { func, args }, ..) => OpKind::Invoke {
                 func: *func,
                 args: self.args(args)?,
                 dst,
             },
-            InstKind::CallValue { callee, args } => OpKind::CallValue {
+            (InstKind::CallValue { callee, args }, ..) => OpKind::CallValue {
                 callee: self.slot(*callee)?,
                 args: self.args(args)?,
                 dst,
-                elem,
             },
-            InstKind::Phi { .. } => {
+            (InstKind::Phi { .. }, ..) => {
                 return Err("internal error: phi after a statement that is not a phi".into());
             }
         })
@@ -343,6 +361,11 @@ impl Ctx<'_> {
             moves: moves.into_boxed_slice(),
         })
     }
+}
+
+/// The statement number (from 1) of the statement at index `i` of its block.
+fn stmt_number(i: usize) -> u32 {
+    u32::try_from(i).unwrap_or(u32::MAX).saturating_add(1)
 }
 
 /// The run-time value of a constant operand.

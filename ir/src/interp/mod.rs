@@ -36,6 +36,8 @@ pub use value::{ArrayData, ArrayRef, Val};
 use crate::entity::EntityRef;
 use crate::func::{FuncId, FuncRef, Module};
 use crate::loc::{Location, Pos};
+use crate::prim::{Prim, Sig};
+use crate::types::{Scalar, Type};
 use compile::{CBlock, CFunc, Edge, OpKind, Src, Term};
 use smallvec::SmallVec;
 use std::fmt;
@@ -273,12 +275,21 @@ impl<'m> Interpreter<'m> {
                             stack.push(std::mem::replace(&mut cur, callee));
                             continue 'frame;
                         }
-                        OpKind::CallValue {
-                            callee,
-                            args,
-                            dst,
-                            elem,
-                        } => match cur.slots.get(*callee as usize) {
+                        OpKind::Tuple { args, dst, ty } => {
+                            let res = apply_prim(&cf, &cur.slots, Prim::Tuple, args, None);
+                            let val = res.map_err(|msg| located(msg, &stack))?;
+                            if !has_shape(&val, ty) {
+                                let msg =
+                                    format!("internal error: tuple does not have its type {ty}");
+                                return Err(located(msg, &stack));
+                            }
+                            store(&mut cur.slots, Some(*dst), val)
+                                .map_err(|msg| located(msg, &stack))?;
+                        }
+                        OpKind::CallValue { callee, args, dst } => match cur
+                            .slots
+                            .get(*callee as usize)
+                        {
                             Some(Val::Func(FuncRef::User(func))) => {
                                 if stack.len() + 2 > max_depth {
                                     let msg = format!("call depth limit of {max_depth} exceeded");
@@ -292,7 +303,15 @@ impl<'m> Interpreter<'m> {
                                 continue 'frame;
                             }
                             Some(Val::Func(FuncRef::Prim(prim))) => {
-                                let res = apply_prim(&cf, &cur.slots, *prim, args, *elem);
+                                // Only primitives of one fixed signature are values;
+                                // this also keeps `tuple` and `alloc` out of here.
+                                if !matches!(prim.info().sig, Sig::Fixed(..)) {
+                                    let msg = format!(
+                                        "internal error: primitive `{prim}` called as a value"
+                                    );
+                                    return Err(located(msg, &stack));
+                                }
+                                let res = apply_prim(&cf, &cur.slots, *prim, args, None);
                                 let val = res.map_err(|msg| located(msg, &stack))?;
                                 store(&mut cur.slots, *dst, val)
                                     .map_err(|msg| located(msg, &stack))?;
@@ -373,6 +392,35 @@ impl<'m> Interpreter<'m> {
     }
 }
 
+/// Whether `val` has the tuple structure of `ty` (leaves are compared by kind
+/// only). A verified module always passes; checking each new tuple against its
+/// static type bounds the nesting of every tuple value by the module's types,
+/// so type-confused IR cannot build a tuple deep enough to overflow the stack
+/// when it is dropped. Costs O(size of `ty`).
+fn has_shape(val: &Val, ty: &Type) -> bool {
+    let mut work: SmallVec<[(&Val, &Type); 8]> = SmallVec::new();
+    work.push((val, ty));
+    while let Some((val, ty)) = work.pop() {
+        let ok = match (val, ty) {
+            (Val::Tuple(vals), Type::Tuple(tys)) => {
+                work.extend(vals.iter().zip(tys.iter()));
+                vals.len() == tys.len()
+            }
+            (Val::F64(_), Type::F64)
+            | (Val::I64(_), Type::I64)
+            | (Val::Bool(_), Type::Bool)
+            | (Val::Unit, Type::Unit)
+            | (Val::Array(_), Type::Array(_))
+            | (Val::Func(_), Type::Func(_)) => true,
+            _ => false,
+        };
+        if !ok {
+            return false;
+        }
+    }
+    true
+}
+
 /// The operands of a statement of `cf`.
 fn operands<'a>(cf: &'a CFunc, args: &std::ops::Range<u32>) -> Result<&'a [Src], String> {
     cf.operands
@@ -388,7 +436,7 @@ fn operands<'a>(cf: &'a CFunc, args: &std::ops::Range<u32>) -> Result<&'a [Src],
 fn fast_prim(
     cf: &CFunc,
     slots: &mut [Val],
-    prim: crate::prim::Prim,
+    prim: Prim,
     args: &std::ops::Range<u32>,
     dst: Option<u32>,
 ) -> bool {
@@ -420,9 +468,9 @@ fn fast_prim(
 fn apply_prim(
     cf: &CFunc,
     slots: &[Val],
-    prim: crate::prim::Prim,
+    prim: Prim,
     args: &std::ops::Range<u32>,
-    elem: Option<crate::types::Scalar>,
+    elem: Option<Scalar>,
 ) -> Result<Val, String> {
     // Most statements have one to three operands: gather those into a fixed
     // array, the rest into a small vector, to keep the hot path allocation-free.
