@@ -1,3 +1,586 @@
-//! The reference interpreter (being written).
+//! The reference interpreter: it defines what a module means, and compiled code
+//! must agree with it bit for bit (SYNTAX.md §1, "Semantics that every backend
+//! shares").
+//!
+//! Assumes a verified module but never panics on an unverified one: type
+//! confusion, invalid handles, missing terminators or phi entries become a
+//! [`RunError`] whose message starts with `internal error:`. Guarantees:
+//! - phis at the start of a block take their values simultaneously from the
+//!   edge taken; `gotoifnot c, #b` goes to `#b` when `c` is false, otherwise to
+//!   the next block of the layout;
+//! - calls use an explicit frame stack, never native recursion, so any depth up
+//!   to [`RunOptions::max_depth`] runs in constant native stack; one more frame
+//!   is the error `call depth limit of N exceeded` at the call statement;
+//! - arrays are shared by reference: a callee's writes into an argument array
+//!   are seen by the caller, and by the caller of [`run`].
+//!
+//! The run-time errors, with their exact messages (compiled code reports the
+//! same): `division by zero`, `remainder by zero`, `integer overflow in idiv`,
+//! `fptosi of X is out of the i64 range`, `negative array length N`,
+//! `array length N exceeds the limit of 4294967296 elements`,
+//! `index I out of bounds for array of length L`,
+//! `call depth limit of N exceeded`. Each is located at the failing statement
+//! (function, block label, statement number from 1 with the terminator last,
+//! source position) and carries the chain of call sites.
+//!
+//! Each function is translated once, on first call, into a dense form (see
+//! `compile`); a frame is a `Vec<Val>` indexed by value number.
 
+mod compile;
+mod eval;
 pub mod value;
+
+pub use eval::MAX_ARRAY_LEN;
+pub use value::{ArrayData, ArrayRef, Val};
+
+use crate::entity::EntityRef;
+use crate::func::{FuncId, FuncRef, Module};
+use crate::loc::{Location, Pos};
+use crate::prim::{Prim, Sig};
+use crate::types::{Scalar, Type};
+use compile::{CBlock, CFunc, Edge, OpKind, Src, Term};
+use smallvec::SmallVec;
+use std::fmt;
+use std::rc::Rc;
+
+/// The default limit on the number of active call frames.
+pub const DEFAULT_MAX_DEPTH: usize = 100_000;
+
+/// How to run a function.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunOptions {
+    /// The largest number of active call frames (the called function counts as
+    /// one); a call that would exceed it is a run-time error.
+    pub max_depth: usize,
+}
+
+impl Default for RunOptions {
+    fn default() -> RunOptions {
+        RunOptions {
+            max_depth: DEFAULT_MAX_DEPTH,
+        }
+    }
+}
+
+/// A run-time error: where it happened, what happened, and the call sites that
+/// led there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunError {
+    /// The failing statement (or the function, for argument errors).
+    pub loc: Location,
+    /// The message, lowercase, without location.
+    pub msg: String,
+    /// The call sites, from the innermost caller outward.
+    pub trace: Vec<Location>,
+}
+
+impl crate::Diagnostic for RunError {
+    fn location(&self) -> &Location {
+        &self.loc
+    }
+    fn message(&self) -> &str {
+        &self.msg
+    }
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&crate::loc::with_place(&self.msg, &self.loc))
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// Runs function `f` of `m` on `args` and returns its result.
+///
+/// The arguments are checked against `f`'s signature first. Array arguments
+/// are shared with the caller: in-place writes are visible afterwards.
+pub fn run(m: &Module, f: FuncId, args: &[Val], opts: &RunOptions) -> Result<Val, RunError> {
+    Interpreter::new(m).run(f, args, opts)
+}
+
+/// An interpreter for one module that keeps its translated functions between
+/// runs; use it to run the same module many times.
+pub struct Interpreter<'m> {
+    module: &'m Module,
+    /// The translated functions, by `FuncId` index, made on first call.
+    cache: Vec<Option<Rc<CFunc>>>,
+    /// Frame slot vectors of returned calls, reused by later calls.
+    pool: Vec<Vec<Val>>,
+    /// Holds the incoming values of phi moves while they are performed.
+    scratch: Vec<Val>,
+}
+
+/// An active call.
+struct Frame {
+    func: Rc<CFunc>,
+    slots: Vec<Val>,
+    /// The current block's index in `func.blocks`.
+    block: u32,
+    /// The next statement to run in the current block's `ops`.
+    pc: u32,
+    /// Where the caller wants the result.
+    ret_dst: Option<u32>,
+}
+
+impl<'m> Interpreter<'m> {
+    /// An interpreter for `module`.
+    pub fn new(module: &'m Module) -> Interpreter<'m> {
+        Interpreter {
+            module,
+            cache: vec![None; module.len()],
+            pool: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Runs function `f` on `args`; see [`run`].
+    pub fn run(&mut self, f: FuncId, args: &[Val], opts: &RunOptions) -> Result<Val, RunError> {
+        let Some(func) = self.module.get(f) else {
+            return Err(RunError {
+                loc: Location::default(),
+                msg: format!("no function {f:?} in the module"),
+                trace: Vec::new(),
+            });
+        };
+        let func_loc = Location {
+            func: Some(func.name.clone()),
+            pos: func.pos,
+            ..Location::default()
+        };
+        let fail = |msg: String| RunError {
+            loc: func_loc.clone(),
+            msg,
+            trace: Vec::new(),
+        };
+        let params = func.param_types();
+        if params.len() != args.len() {
+            return Err(fail(format!(
+                "@{} takes {} argument{}, found {}",
+                func.name,
+                params.len(),
+                if params.len() == 1 { "" } else { "s" },
+                args.len()
+            )));
+        }
+        for (i, (ty, arg)) in params.iter().zip(args).enumerate() {
+            if !arg.has_type(ty, self.module) {
+                return Err(fail(format!(
+                    "argument {} of @{} must be {ty}, found {}",
+                    i + 1,
+                    func.name,
+                    arg.type_text(self.module)
+                )));
+            }
+        }
+        if opts.max_depth == 0 {
+            return Err(fail(format!(
+                "call depth limit of {} exceeded",
+                opts.max_depth
+            )));
+        }
+        let cf = self.compiled(f).map_err(fail)?;
+        let frame = self.enter(cf, args.iter().cloned(), None).map_err(fail)?;
+        self.execute(frame, opts.max_depth)
+    }
+
+    /// The translated form of function `f`, made on first use.
+    fn compiled(&mut self, f: FuncId) -> Result<Rc<CFunc>, String> {
+        let slot = self
+            .cache
+            .get_mut(f.index())
+            .ok_or_else(|| format!("internal error: invalid function handle {f:?}"))?;
+        if let Some(cf) = slot {
+            return Ok(Rc::clone(cf));
+        }
+        let func = self
+            .module
+            .get(f)
+            .ok_or_else(|| format!("internal error: invalid function handle {f:?}"))?;
+        let cf = Rc::new(compile::compile(func));
+        *slot = Some(Rc::clone(&cf));
+        Ok(cf)
+    }
+
+    /// A new frame for `cf` with its parameters bound to `args`.
+    fn enter(
+        &mut self,
+        cf: Rc<CFunc>,
+        args: impl ExactSizeIterator<Item = Val>,
+        ret_dst: Option<u32>,
+    ) -> Result<Frame, String> {
+        let entry = cf.entry.clone().map_err(String::from)?;
+        if args.len() != cf.params.len() {
+            return Err(format!(
+                "internal error: @{} takes {} arguments, found {}",
+                cf.name,
+                cf.params.len(),
+                args.len()
+            ));
+        }
+        let mut slots = self.pool.pop().unwrap_or_default();
+        slots.resize(cf.n_slots, Val::Unit);
+        for (&param, arg) in cf.params.iter().zip(args) {
+            // `compile` keeps only parameter slots below `n_slots`.
+            if let Some(slot) = slots.get_mut(param as usize) {
+                *slot = arg;
+            }
+        }
+        Ok(Frame {
+            func: cf,
+            slots,
+            block: entry,
+            pc: 0,
+            ret_dst,
+        })
+    }
+
+    /// Runs `frame` and every call it makes to completion.
+    fn execute(&mut self, mut cur: Frame, max_depth: usize) -> Result<Val, RunError> {
+        let mut stack: Vec<Frame> = Vec::new();
+        'frame: loop {
+            let cf = Rc::clone(&cur.func);
+            loop {
+                let Some(block) = cf.blocks.get(cur.block as usize) else {
+                    let msg = "internal error: invalid block index".to_string();
+                    return Err(error_in(&cf, None, None, msg, &stack));
+                };
+                while let Some(op) = block.ops.get(cur.pc as usize) {
+                    cur.pc += 1;
+                    let located = |msg: String, stack: &[Frame]| {
+                        error_in(&cf, Some(block), Some((op.stmt, op.pos)), msg, stack)
+                    };
+                    match &op.kind {
+                        OpKind::Prim {
+                            prim,
+                            args,
+                            dst,
+                            elem,
+                        } => {
+                            if fast_prim(&cf, &mut cur.slots, *prim, args, *dst) {
+                                continue;
+                            }
+                            let res = apply_prim(&cf, &cur.slots, *prim, args, *elem);
+                            let val = res.map_err(|msg| located(msg, &stack))?;
+                            store(&mut cur.slots, *dst, val).map_err(|msg| located(msg, &stack))?;
+                        }
+                        OpKind::Invoke { func, args, dst } => {
+                            if stack.len() + 2 > max_depth {
+                                let msg = format!("call depth limit of {max_depth} exceeded");
+                                return Err(located(msg, &stack));
+                            }
+                            let callee = self
+                                .call_frame(&cf, &cur.slots, *func, args, *dst)
+                                .map_err(|msg| located(msg, &stack))?;
+                            stack.push(std::mem::replace(&mut cur, callee));
+                            continue 'frame;
+                        }
+                        OpKind::Tuple { args, dst, ty } => {
+                            let res = apply_prim(&cf, &cur.slots, Prim::Tuple, args, None);
+                            let val = res.map_err(|msg| located(msg, &stack))?;
+                            if !has_shape(&val, ty) {
+                                let msg =
+                                    format!("internal error: tuple does not have its type {ty}");
+                                return Err(located(msg, &stack));
+                            }
+                            store(&mut cur.slots, Some(*dst), val)
+                                .map_err(|msg| located(msg, &stack))?;
+                        }
+                        OpKind::CallValue { callee, args, dst } => match cur
+                            .slots
+                            .get(*callee as usize)
+                        {
+                            Some(Val::Func(FuncRef::User(func))) => {
+                                if stack.len() + 2 > max_depth {
+                                    let msg = format!("call depth limit of {max_depth} exceeded");
+                                    return Err(located(msg, &stack));
+                                }
+                                let func = *func;
+                                let callee = self
+                                    .call_frame(&cf, &cur.slots, func, args, *dst)
+                                    .map_err(|msg| located(msg, &stack))?;
+                                stack.push(std::mem::replace(&mut cur, callee));
+                                continue 'frame;
+                            }
+                            Some(Val::Func(FuncRef::Prim(prim))) => {
+                                // Only primitives of one fixed signature are values;
+                                // this also keeps `tuple` and `alloc` out of here.
+                                if !matches!(prim.info().sig, Sig::Fixed(..)) {
+                                    let msg = format!(
+                                        "internal error: primitive `{prim}` called as a value"
+                                    );
+                                    return Err(located(msg, &stack));
+                                }
+                                let res = apply_prim(&cf, &cur.slots, *prim, args, None);
+                                let val = res.map_err(|msg| located(msg, &stack))?;
+                                store(&mut cur.slots, *dst, val)
+                                    .map_err(|msg| located(msg, &stack))?;
+                            }
+                            other => {
+                                let kind = other.map_or("nothing", Val::kind);
+                                let msg = format!("internal error: called a value of kind {kind}");
+                                return Err(located(msg, &stack));
+                            }
+                        },
+                        OpKind::Bad(msg) => return Err(located(msg.to_string(), &stack)),
+                    }
+                }
+                let at_term = |msg: String, stack: &[Frame]| {
+                    let place = Some((block.term_stmt, block.term_pos));
+                    error_in(&cf, Some(block), place, msg, stack)
+                };
+                let edge = match &block.term {
+                    Term::Goto(edge) => edge,
+                    Term::GotoIfNot { cond, next, target } => match read(&cur.slots, cond) {
+                        Ok(Val::Bool(true)) => next,
+                        Ok(Val::Bool(false)) => target,
+                        Ok(other) => {
+                            let msg = format!(
+                                "internal error: gotoifnot condition is {}, not bool",
+                                other.kind()
+                            );
+                            return Err(at_term(msg, &stack));
+                        }
+                        Err(msg) => return Err(at_term(msg, &stack)),
+                    },
+                    Term::Return(src) => {
+                        let val = read(&cur.slots, src)
+                            .map_err(|msg| at_term(msg, &stack))?
+                            .clone();
+                        let Some(caller) = stack.pop() else {
+                            return Ok(val);
+                        };
+                        let done = std::mem::replace(&mut cur, caller);
+                        let mut slots = done.slots;
+                        slots.clear();
+                        self.pool.push(slots);
+                        if let Err(msg) = store(&mut cur.slots, done.ret_dst, val) {
+                            // Locate the failure at the call statement of the caller.
+                            return Err(call_site_error(&cur, msg, &stack));
+                        }
+                        continue 'frame;
+                    }
+                    Term::Bad(msg) => return Err(at_term(msg.to_string(), &stack)),
+                };
+                let edge = edge
+                    .as_ref()
+                    .map_err(|msg| at_term(msg.to_string(), &stack))?;
+                take_edge(&mut cur.slots, edge, &mut self.scratch)
+                    .map_err(|msg| at_term(msg, &stack))?;
+                cur.block = edge.target;
+                cur.pc = 0;
+            }
+        }
+    }
+
+    /// The frame of a call of `func` from a statement of `cf` with operands `args`.
+    fn call_frame(
+        &mut self,
+        cf: &CFunc,
+        slots: &[Val],
+        func: FuncId,
+        args: &std::ops::Range<u32>,
+        dst: Option<u32>,
+    ) -> Result<Frame, String> {
+        let callee = self.compiled(func)?;
+        let srcs = operands(cf, args)?;
+        let mut vals: SmallVec<[Val; 4]> = SmallVec::with_capacity(srcs.len());
+        for src in srcs {
+            vals.push(read(slots, src)?.clone());
+        }
+        self.enter(callee, vals.into_iter(), dst)
+    }
+}
+
+/// Whether `val` has the tuple structure of `ty` (leaves are compared by kind
+/// only). A verified module always passes; checking each new tuple against its
+/// static type bounds the nesting of every tuple value by the module's types,
+/// so type-confused IR cannot build a tuple deep enough to overflow the stack
+/// when it is dropped. Costs O(size of `ty`).
+fn has_shape(val: &Val, ty: &Type) -> bool {
+    let mut work: SmallVec<[(&Val, &Type); 8]> = SmallVec::new();
+    work.push((val, ty));
+    while let Some((val, ty)) = work.pop() {
+        let ok = match (val, ty) {
+            (Val::Tuple(vals), Type::Tuple(tys)) => {
+                work.extend(vals.iter().zip(tys.iter()));
+                vals.len() == tys.len()
+            }
+            (Val::F64(_), Type::F64)
+            | (Val::I64(_), Type::I64)
+            | (Val::Bool(_), Type::Bool)
+            | (Val::Unit, Type::Unit)
+            | (Val::Array(_), Type::Array(_))
+            | (Val::Func(_), Type::Func(_)) => true,
+            _ => false,
+        };
+        if !ok {
+            return false;
+        }
+    }
+    true
+}
+
+/// The operands of a statement of `cf`.
+fn operands<'a>(cf: &'a CFunc, args: &std::ops::Range<u32>) -> Result<&'a [Src], String> {
+    cf.operands
+        .get(args.start as usize..args.end as usize)
+        .ok_or_else(|| "internal error: invalid operand range".to_string())
+}
+
+/// Tries `eval::fast` on the operands and stores the result in place; false
+/// when the statement is not a fast case (or anything is amiss), in which case
+/// nothing was written and the general path runs. Moving a `Val` through a
+/// `Result` costs a store-forwarding stall per statement, which this avoids.
+#[inline(always)]
+fn fast_prim(
+    cf: &CFunc,
+    slots: &mut [Val],
+    prim: Prim,
+    args: &std::ops::Range<u32>,
+    dst: Option<u32>,
+) -> bool {
+    let Some(dst) = dst else { return false };
+    let Some(srcs) = cf.operands.get(args.start as usize..args.end as usize) else {
+        return false;
+    };
+    let val = match srcs {
+        [a] => match read(slots, a) {
+            Ok(a) => eval::fast(prim, &[a]),
+            Err(_) => None,
+        },
+        [a, b] => match (read(slots, a), read(slots, b)) {
+            (Ok(a), Ok(b)) => eval::fast(prim, &[a, b]),
+            _ => None,
+        },
+        _ => None,
+    };
+    match (val, slots.get_mut(dst as usize)) {
+        (Some(val), Some(slot)) => {
+            *slot = val;
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Applies `prim` to the operands `args` read from `slots`.
+fn apply_prim(
+    cf: &CFunc,
+    slots: &[Val],
+    prim: Prim,
+    args: &std::ops::Range<u32>,
+    elem: Option<Scalar>,
+) -> Result<Val, String> {
+    // Most statements have one to three operands: gather those into a fixed
+    // array, the rest into a small vector, to keep the hot path allocation-free.
+    match operands(cf, args)? {
+        [a] => eval::eval(prim, &[read(slots, a)?], elem),
+        [a, b] => eval::eval(prim, &[read(slots, a)?, read(slots, b)?], elem),
+        [a, b, c] => {
+            let vals = [read(slots, a)?, read(slots, b)?, read(slots, c)?];
+            eval::eval(prim, &vals, elem)
+        }
+        srcs => {
+            let mut vals: SmallVec<[&Val; 8]> = SmallVec::with_capacity(srcs.len());
+            for src in srcs {
+                vals.push(read(slots, src)?);
+            }
+            eval::eval(prim, &vals, elem)
+        }
+    }
+}
+
+/// The value of operand `src` in a frame with `slots`.
+#[inline(always)]
+fn read<'a>(slots: &'a [Val], src: &'a Src) -> Result<&'a Val, String> {
+    match src {
+        Src::Slot(s) => slots
+            .get(*s as usize)
+            .ok_or_else(|| "internal error: invalid value slot".to_string()),
+        Src::Const(v) => Ok(v),
+    }
+}
+
+/// Stores a statement's result, if it has one.
+#[inline(always)]
+fn store(slots: &mut [Val], dst: Option<u32>, val: Val) -> Result<(), String> {
+    if let Some(d) = dst {
+        let slot = slots
+            .get_mut(d as usize)
+            .ok_or_else(|| "internal error: invalid value slot".to_string())?;
+        *slot = val;
+    }
+    Ok(())
+}
+
+/// Performs the phi moves of `edge` simultaneously: every incoming value is
+/// read before any phi is written, so `a, b = b, a` swaps.
+fn take_edge(slots: &mut [Val], edge: &Edge, scratch: &mut Vec<Val>) -> Result<(), String> {
+    match &*edge.moves {
+        [] => Ok(()),
+        [(dst, src)] => {
+            let val = read(slots, src)?.clone();
+            store(slots, Some(*dst), val)
+        }
+        [(dst0, src0), (dst1, src1)] => {
+            let val0 = read(slots, src0)?.clone();
+            let val1 = read(slots, src1)?.clone();
+            store(slots, Some(*dst0), val0)?;
+            store(slots, Some(*dst1), val1)
+        }
+        moves => {
+            scratch.clear();
+            for (_, src) in moves {
+                scratch.push(read(slots, src)?.clone());
+            }
+            for ((dst, _), val) in moves.iter().zip(scratch.drain(..)) {
+                store(slots, Some(*dst), val)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A located error in function `cf`, block `block`, at statement `place`
+/// (number and source position), with the call sites of `stack`.
+fn error_in(
+    cf: &CFunc,
+    block: Option<&CBlock>,
+    place: Option<(u32, Option<Pos>)>,
+    msg: String,
+    stack: &[Frame],
+) -> RunError {
+    RunError {
+        loc: Location {
+            func: Some(cf.name.to_string()),
+            block: block.map(|b| b.label),
+            stmt: place.map(|(stmt, _)| stmt),
+            pos: place.and_then(|(_, pos)| pos),
+        },
+        msg,
+        trace: stack.iter().rev().map(call_site).collect(),
+    }
+}
+
+/// An error at the call statement `frame` is executing.
+fn call_site_error(frame: &Frame, msg: String, stack: &[Frame]) -> RunError {
+    RunError {
+        loc: call_site(frame),
+        msg,
+        trace: stack.iter().rev().map(call_site).collect(),
+    }
+}
+
+/// The location of the call statement a suspended frame is executing: the
+/// statement before its `pc`.
+fn call_site(frame: &Frame) -> Location {
+    let block = frame.func.blocks.get(frame.block as usize);
+    let op = block.and_then(|b| b.ops.get((frame.pc as usize).checked_sub(1)?));
+    Location {
+        func: Some(frame.func.name.to_string()),
+        block: block.map(|b| b.label),
+        stmt: op.map(|op| op.stmt),
+        pos: op.and_then(|op| op.pos),
+    }
+}

@@ -7,7 +7,7 @@
 
 use crate::func::{FuncRef, Module};
 use crate::text::num::format_f64;
-use crate::types::Scalar;
+use crate::types::{Scalar, Type};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -115,6 +115,97 @@ impl Val {
             },
             (Val::Func(a), Val::Func(b)) => a == b,
             _ => false,
+        }
+    }
+
+    /// What kind of value this is, for messages: `f64`, `i64`, `bool`, `()`,
+    /// `tuple`, `array`, `function`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Val::F64(_) => "f64",
+            Val::I64(_) => "i64",
+            Val::Bool(_) => "bool",
+            Val::Unit => "()",
+            Val::Tuple(_) => "tuple",
+            Val::Array(_) => "array",
+            Val::Func(_) => "function",
+        }
+    }
+
+    /// Whether the value has type `ty`; `module` gives the types of function
+    /// values. Iterative, so deeply nested tuples cannot overflow the stack.
+    pub fn has_type(&self, ty: &Type, module: &Module) -> bool {
+        let mut work = vec![(self, ty)];
+        while let Some((val, ty)) = work.pop() {
+            let ok = match (val, ty) {
+                (Val::F64(_), Type::F64)
+                | (Val::I64(_), Type::I64)
+                | (Val::Bool(_), Type::Bool)
+                | (Val::Unit, Type::Unit) => true,
+                (Val::Tuple(vals), Type::Tuple(tys)) => {
+                    work.extend(vals.iter().zip(tys.iter()));
+                    vals.len() == tys.len()
+                }
+                (Val::Array(a), Type::Array(elem)) => a.0.try_borrow().is_ok_and(|data| {
+                    matches!(
+                        (&*data, elem),
+                        (ArrayData::F64(_), Scalar::F64)
+                            | (ArrayData::I64(_), Scalar::I64)
+                            | (ArrayData::Bool(_), Scalar::Bool)
+                    )
+                }),
+                (Val::Func(FuncRef::User(id)), Type::Func(want)) => {
+                    module.get(*id).is_some_and(|f| f.fn_type() == **want)
+                }
+                (Val::Func(FuncRef::Prim(p)), Type::Func(_)) => p.fn_type().as_ref() == Some(ty),
+                _ => false,
+            };
+            if !ok {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The value's type as text (`f64`, `(f64, [i64])`, `fn(f64) -> f64`), for
+    /// messages; tuples nested deeper than a few levels print as `(...)`.
+    pub fn type_text(&self, module: &Module) -> String {
+        let mut out = String::new();
+        self.write_type(module, &mut out, 0);
+        out
+    }
+
+    fn write_type(&self, module: &Module, out: &mut String, depth: usize) {
+        match self {
+            Val::Tuple(_) if depth >= 8 => out.push_str("(...)"),
+            Val::Tuple(elems) => {
+                out.push('(');
+                for (i, e) in elems.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    e.write_type(module, out, depth + 1);
+                }
+                if elems.len() == 1 {
+                    out.push(',');
+                }
+                out.push(')');
+            }
+            Val::Array(a) => out.push_str(match a.0.try_borrow().as_deref() {
+                Ok(ArrayData::F64(_)) => "[f64]",
+                Ok(ArrayData::I64(_)) => "[i64]",
+                Ok(ArrayData::Bool(_)) => "[bool]",
+                Err(_) => "array",
+            }),
+            Val::Func(FuncRef::User(id)) => match module.get(*id) {
+                Some(f) => out.push_str(&Type::Func(Box::new(f.fn_type())).to_string()),
+                None => out.push_str("function"),
+            },
+            Val::Func(FuncRef::Prim(p)) => match p.fn_type() {
+                Some(t) => out.push_str(&t.to_string()),
+                None => out.push_str("function"),
+            },
+            _ => out.push_str(self.kind()),
         }
     }
 

@@ -1,0 +1,458 @@
+//! The semantics of every primitive: one function per group of the primitive
+//! table, each matching on [`Prim`].
+//!
+//! Assumes nothing about the operands: a verified module passes values of the
+//! types the table says, but a wrong count or kind of operand is reported as an
+//! `internal error: ...` message, never a panic. Guarantees the shared semantics
+//! of SYNTAX.md §1: the math functions are `libm`'s (so compiled code, which
+//! links the same `libm`, agrees bit for bit), `add sub mul div neg` are plain
+//! IEEE operations, integer arithmetic wraps except where an error is defined.
+//! Errors are plain messages (lowercase, no location); the caller locates them.
+
+use super::value::{ArrayData, ArrayRef, Val};
+use crate::prim::Prim;
+use crate::types::Scalar;
+
+/// The largest array (in elements) that `alloc`, `zeros` and `copy` make;
+/// larger requests are run-time errors rather than allocation failures.
+pub const MAX_ARRAY_LEN: u64 = 1 << 32;
+
+/// Applies `prim` to `args`. `elem` is the element type of `alloc`'s result
+/// (taken from the statement's result type); other primitives ignore it.
+pub(crate) fn eval(prim: Prim, args: &[&Val], elem: Option<Scalar>) -> Result<Val, String> {
+    use Prim::*;
+    match prim {
+        Add | Sub | Mul | Div | Neg | Pow | Powi | Abs | Min | Max | Copysign => {
+            f64_arith(prim, args)
+        }
+        Sqrt | Exp | Log | Log1p | Expm1 | Sin | Cos | Tan | Asin | Acos | Atan | Atan2 | Sinh
+        | Cosh | Tanh | Erf | Floor | Ceil | Round => f64_func(prim, args),
+        Lt | Le | Gt | Ge | Eq | Ne => compare(prim, args),
+        Select => select(args),
+        Iadd | Isub | Imul | Idiv | Irem | Ineg => int_arith(prim, args),
+        And | Or | Not => bool_op(prim, args),
+        Sitofp | Fptosi => convert(prim, args),
+        Tuple | Getfield => tuple_op(prim, args),
+        Alloc | Zeros | Length | Arrayref | Arrayset | Copy => array_op(prim, args, elem),
+    }
+}
+
+/// The common scalar cases, computed without building an operand list or a
+/// `Result`, so the interpreter's hot loop can store the value straight into
+/// its slot. `None` means "not a fast case": the caller falls back to [`eval`].
+/// Every case here is one that cannot fail and is defined exactly as in the
+/// group functions below (a unit test checks that they agree).
+#[inline(always)]
+pub(crate) fn fast(prim: Prim, args: &[&Val]) -> Option<Val> {
+    use Prim::*;
+    Some(match args {
+        [Val::F64(a), Val::F64(b)] => match prim {
+            Add => Val::F64(a + b),
+            Sub => Val::F64(a - b),
+            Mul => Val::F64(a * b),
+            Div => Val::F64(a / b),
+            Lt => Val::Bool(a < b),
+            Le => Val::Bool(a <= b),
+            Gt => Val::Bool(a > b),
+            Ge => Val::Bool(a >= b),
+            Eq => Val::Bool(a == b),
+            Ne => Val::Bool(a != b),
+            _ => return None,
+        },
+        [Val::I64(a), Val::I64(b)] => match prim {
+            Iadd => Val::I64(a.wrapping_add(*b)),
+            Isub => Val::I64(a.wrapping_sub(*b)),
+            Imul => Val::I64(a.wrapping_mul(*b)),
+            Lt => Val::Bool(a < b),
+            Le => Val::Bool(a <= b),
+            Gt => Val::Bool(a > b),
+            Ge => Val::Bool(a >= b),
+            Eq => Val::Bool(a == b),
+            Ne => Val::Bool(a != b),
+            _ => return None,
+        },
+        [Val::F64(a)] => match prim {
+            Neg => Val::F64(-a),
+            _ => return None,
+        },
+        [Val::I64(a)] => match prim {
+            Sitofp => Val::F64(*a as f64),
+            Ineg => Val::I64(a.wrapping_neg()),
+            _ => return None,
+        },
+        [Val::Bool(a)] => match prim {
+            Not => Val::Bool(!a),
+            _ => return None,
+        },
+        _ => return None,
+    })
+}
+
+/// `add sub mul div neg pow powi abs min max copysign`.
+fn f64_arith(prim: Prim, args: &[&Val]) -> Result<Val, String> {
+    use Prim::*;
+    let x = match (prim, args) {
+        (Add, [Val::F64(a), Val::F64(b)]) => a + b,
+        (Sub, [Val::F64(a), Val::F64(b)]) => a - b,
+        (Mul, [Val::F64(a), Val::F64(b)]) => a * b,
+        (Div, [Val::F64(a), Val::F64(b)]) => a / b,
+        (Neg, [Val::F64(a)]) => -a,
+        (Pow, [Val::F64(a), Val::F64(b)]) => libm::pow(*a, *b),
+        (Powi, [Val::F64(a), Val::I64(n)]) => libm::pow(*a, *n as f64),
+        (Abs, [Val::F64(a)]) => libm::fabs(*a),
+        (Min, [Val::F64(a), Val::F64(b)]) => fmin(*a, *b),
+        (Max, [Val::F64(a), Val::F64(b)]) => fmax(*a, *b),
+        (Copysign, [Val::F64(a), Val::F64(b)]) => libm::copysign(*a, *b),
+        _ => return Err(bad_operands(prim, args)),
+    };
+    Ok(Val::F64(x))
+}
+
+/// The f64 functions: all unary except `atan2`, all from `libm`.
+fn f64_func(prim: Prim, args: &[&Val]) -> Result<Val, String> {
+    use Prim::*;
+    if let (Atan2, [Val::F64(y), Val::F64(x)]) = (prim, args) {
+        return Ok(Val::F64(libm::atan2(*y, *x)));
+    }
+    let [Val::F64(x)] = args else {
+        return Err(bad_operands(prim, args));
+    };
+    let x = *x;
+    let y = match prim {
+        Sqrt => libm::sqrt(x),
+        Exp => libm::exp(x),
+        Log => libm::log(x),
+        Log1p => libm::log1p(x),
+        Expm1 => libm::expm1(x),
+        Sin => libm::sin(x),
+        Cos => libm::cos(x),
+        Tan => libm::tan(x),
+        Asin => libm::asin(x),
+        Acos => libm::acos(x),
+        Atan => libm::atan(x),
+        Sinh => libm::sinh(x),
+        Cosh => libm::cosh(x),
+        Tanh => libm::tanh(x),
+        Erf => libm::erf(x),
+        Floor => libm::floor(x),
+        Ceil => libm::ceil(x),
+        Round => libm::round(x),
+        _ => return Err(bad_operands(prim, args)),
+    };
+    Ok(Val::F64(y))
+}
+
+/// `lt le gt ge` on f64 and i64, `eq ne` also on bool. f64 comparisons are
+/// IEEE: a NaN operand makes every comparison false except `ne`.
+fn compare(prim: Prim, args: &[&Val]) -> Result<Val, String> {
+    use Prim::*;
+    let b = match args {
+        [Val::F64(a), Val::F64(b)] => match prim {
+            Lt => a < b,
+            Le => a <= b,
+            Gt => a > b,
+            Ge => a >= b,
+            Eq => a == b,
+            Ne => a != b,
+            _ => return Err(bad_operands(prim, args)),
+        },
+        [Val::I64(a), Val::I64(b)] => match prim {
+            Lt => a < b,
+            Le => a <= b,
+            Gt => a > b,
+            Ge => a >= b,
+            Eq => a == b,
+            Ne => a != b,
+            _ => return Err(bad_operands(prim, args)),
+        },
+        [Val::Bool(a), Val::Bool(b)] => match prim {
+            Eq => a == b,
+            Ne => a != b,
+            _ => return Err(bad_operands(prim, args)),
+        },
+        _ => return Err(bad_operands(prim, args)),
+    };
+    Ok(Val::Bool(b))
+}
+
+/// `select(c, a, b)`: both operands are already evaluated; returns one of them.
+fn select(args: &[&Val]) -> Result<Val, String> {
+    match args {
+        [Val::Bool(c), a, b] => Ok(if *c { (*a).clone() } else { (*b).clone() }),
+        _ => Err(bad_operands(Prim::Select, args)),
+    }
+}
+
+/// `iadd isub imul ineg` wrap; `idiv irem` truncate toward zero and fail on a
+/// zero divisor; `idiv(i64::MIN, -1)` fails, `irem(i64::MIN, -1)` is 0.
+fn int_arith(prim: Prim, args: &[&Val]) -> Result<Val, String> {
+    use Prim::*;
+    let x = match (prim, args) {
+        (Iadd, [Val::I64(a), Val::I64(b)]) => a.wrapping_add(*b),
+        (Isub, [Val::I64(a), Val::I64(b)]) => a.wrapping_sub(*b),
+        (Imul, [Val::I64(a), Val::I64(b)]) => a.wrapping_mul(*b),
+        (Ineg, [Val::I64(a)]) => a.wrapping_neg(),
+        (Idiv, [Val::I64(a), Val::I64(b)]) => {
+            if *b == 0 {
+                return Err("division by zero".into());
+            }
+            a.checked_div(*b)
+                .ok_or_else(|| String::from("integer overflow in idiv"))?
+        }
+        (Irem, [Val::I64(a), Val::I64(b)]) => {
+            if *b == 0 {
+                return Err("remainder by zero".into());
+            }
+            // Only i64::MIN % -1 overflows, and its mathematical value is 0.
+            a.checked_rem(*b).unwrap_or(0)
+        }
+        _ => return Err(bad_operands(prim, args)),
+    };
+    Ok(Val::I64(x))
+}
+
+/// `and or not`.
+fn bool_op(prim: Prim, args: &[&Val]) -> Result<Val, String> {
+    use Prim::*;
+    let b = match (prim, args) {
+        (And, [Val::Bool(a), Val::Bool(b)]) => *a && *b,
+        (Or, [Val::Bool(a), Val::Bool(b)]) => *a || *b,
+        (Not, [Val::Bool(a)]) => !*a,
+        _ => return Err(bad_operands(prim, args)),
+    };
+    Ok(Val::Bool(b))
+}
+
+/// `sitofp` rounds to nearest as Rust's `as f64`; `fptosi` truncates and fails
+/// on NaN and on values outside [-2^63, 2^63).
+fn convert(prim: Prim, args: &[&Val]) -> Result<Val, String> {
+    match (prim, args) {
+        (Prim::Sitofp, [Val::I64(n)]) => Ok(Val::F64(*n as f64)),
+        (Prim::Fptosi, [Val::F64(x)]) => {
+            // 2^63 is exact in f64; every f64 in [-2^63, 2^63) truncates to an i64.
+            const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+            if x.is_nan() || *x < -TWO_63 || *x >= TWO_63 {
+                Err(format!(
+                    "fptosi of {} is out of the i64 range",
+                    crate::text::num::format_f64(*x)
+                ))
+            } else {
+                Ok(Val::I64(*x as i64))
+            }
+        }
+        _ => Err(bad_operands(prim, args)),
+    }
+}
+
+/// `tuple(...)` (the empty tuple is `()`) and `getfield(t, k)`.
+fn tuple_op(prim: Prim, args: &[&Val]) -> Result<Val, String> {
+    match (prim, args) {
+        (Prim::Tuple, []) => Ok(Val::Unit),
+        (Prim::Tuple, _) => Ok(Val::Tuple(args.iter().map(|v| (*v).clone()).collect())),
+        (Prim::Getfield, [Val::Tuple(elems), Val::I64(k)]) => usize::try_from(*k)
+            .ok()
+            .and_then(|k| elems.get(k))
+            .cloned()
+            .ok_or_else(|| {
+                format!(
+                    "internal error: field {k} out of range for a tuple of {} elements",
+                    elems.len()
+                )
+            }),
+        _ => Err(bad_operands(prim, args)),
+    }
+}
+
+/// `alloc zeros length arrayref arrayset copy`.
+fn array_op(prim: Prim, args: &[&Val], elem: Option<Scalar>) -> Result<Val, String> {
+    use Prim::*;
+    match (prim, args) {
+        (Alloc, [Val::I64(n)]) => {
+            let elem = elem.ok_or("internal error: `alloc` without an array result type")?;
+            Ok(Val::Array(ArrayRef::new(new_array(elem, *n)?)))
+        }
+        (Zeros, [Val::I64(n)]) => Ok(Val::Array(ArrayRef::new(new_array(Scalar::F64, *n)?))),
+        (Length, [Val::Array(a)]) => {
+            let len = borrow(a)?.len();
+            Ok(Val::I64(i64::try_from(len).unwrap_or(i64::MAX)))
+        }
+        (Arrayref, [Val::Array(a), Val::I64(i)]) => {
+            let data = borrow(a)?;
+            let idx = index(*i, data.len())?;
+            data.get(idx)
+                .ok_or_else(|| String::from("internal error: array index check failed"))
+        }
+        (Arrayset, [Val::Array(a), Val::I64(i), v]) => {
+            let mut data =
+                a.0.try_borrow_mut()
+                    .map_err(|_| String::from("internal error: array is borrowed"))?;
+            let idx = index(*i, data.len())?;
+            let ok = match (&mut *data, v) {
+                (ArrayData::F64(xs), Val::F64(x)) => xs.get_mut(idx).map(|slot| *slot = *x),
+                (ArrayData::I64(xs), Val::I64(x)) => xs.get_mut(idx).map(|slot| *slot = *x),
+                (ArrayData::Bool(xs), Val::Bool(x)) => xs.get_mut(idx).map(|slot| *slot = *x),
+                _ => return Err(bad_operands(prim, args)),
+            };
+            ok.ok_or_else(|| String::from("internal error: array index check failed"))?;
+            Ok(Val::Unit)
+        }
+        (Copy, [Val::Array(a)]) => {
+            let data = borrow(a)?;
+            let copy = match &*data {
+                ArrayData::F64(xs) => ArrayData::F64(copy_vec(xs)?),
+                ArrayData::I64(xs) => ArrayData::I64(copy_vec(xs)?),
+                ArrayData::Bool(xs) => ArrayData::Bool(copy_vec(xs)?),
+            };
+            Ok(Val::Array(ArrayRef::new(copy)))
+        }
+        _ => Err(bad_operands(prim, args)),
+    }
+}
+
+/// The IEEE 754-2019 `minimum`: NaN if either operand is NaN, and `-0.0` is
+/// below `0.0` whatever the order of the operands.
+fn fmin(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else if a < b {
+        a
+    } else if b < a {
+        b
+    } else if a.is_sign_negative() {
+        // Equal operands differ at most in the sign of zero; the negative one wins.
+        a
+    } else {
+        b
+    }
+}
+
+/// The IEEE 754-2019 `maximum`: NaN if either operand is NaN, and `0.0` is
+/// above `-0.0` whatever the order of the operands.
+fn fmax(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else if a > b {
+        a
+    } else if b > a {
+        b
+    } else if a.is_sign_positive() {
+        a
+    } else {
+        b
+    }
+}
+
+/// A zero-filled array of `n` elements, refusing negative and too large lengths
+/// and reporting allocation failure as an error.
+fn new_array(elem: Scalar, n: i64) -> Result<ArrayData, String> {
+    let len = array_len(n)?;
+    Ok(match elem {
+        Scalar::F64 => ArrayData::F64(filled(len, 0.0)?),
+        Scalar::I64 => ArrayData::I64(filled(len, 0)?),
+        Scalar::Bool => ArrayData::Bool(filled(len, false)?),
+    })
+}
+
+/// Checks a requested array length.
+fn array_len(n: i64) -> Result<usize, String> {
+    if n < 0 {
+        return Err(format!("negative array length {n}"));
+    }
+    if n as u64 > MAX_ARRAY_LEN {
+        return Err(format!(
+            "array length {n} exceeds the limit of {MAX_ARRAY_LEN} elements"
+        ));
+    }
+    usize::try_from(n).map_err(|_| format!("array length {n} does not fit in memory"))
+}
+
+/// A vector of `len` copies of `x`, or an error when memory runs out.
+fn filled<T: Copy>(len: usize, x: T) -> Result<Vec<T>, String> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|_| format!("out of memory allocating an array of {len} elements"))?;
+    v.resize(len, x);
+    Ok(v)
+}
+
+/// A copy of `xs`, or an error when memory runs out.
+fn copy_vec<T: Copy>(xs: &[T]) -> Result<Vec<T>, String> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(xs.len())
+        .map_err(|_| format!("out of memory copying an array of {} elements", xs.len()))?;
+    v.extend_from_slice(xs);
+    Ok(v)
+}
+
+/// Checks index `i` against an array of length `len`.
+fn index(i: i64, len: usize) -> Result<usize, String> {
+    match usize::try_from(i) {
+        Ok(idx) if idx < len => Ok(idx),
+        _ => Err(format!("index {i} out of bounds for array of length {len}")),
+    }
+}
+
+/// Reads an array; the interpreter never holds a borrow across statements, so
+/// failure means a bug, reported rather than panicking.
+fn borrow(a: &ArrayRef) -> Result<std::cell::Ref<'_, ArrayData>, String> {
+    a.0.try_borrow()
+        .map_err(|_| String::from("internal error: array is borrowed"))
+}
+
+/// The message for operands of the wrong number or kind.
+fn bad_operands(prim: Prim, args: &[&Val]) -> String {
+    let kinds: Vec<&str> = args.iter().map(|v| v.kind()).collect();
+    format!("internal error: `{prim}` applied to ({})", kinds.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prim::PRIMS;
+
+    /// The fast path and the group functions agree wherever the fast path answers.
+    #[test]
+    fn fast_path_agrees_with_eval() {
+        let floats = [
+            0.0,
+            -0.0,
+            1.5,
+            -2.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ];
+        let ints = [0, 1, -7, i64::MAX, i64::MIN];
+        let mut operands: Vec<Vec<Val>> = Vec::new();
+        for a in floats {
+            operands.push(vec![Val::F64(a)]);
+            for b in floats {
+                operands.push(vec![Val::F64(a), Val::F64(b)]);
+            }
+        }
+        for a in ints {
+            operands.push(vec![Val::I64(a)]);
+            for b in ints {
+                operands.push(vec![Val::I64(a), Val::I64(b)]);
+            }
+        }
+        operands.push(vec![Val::Bool(true)]);
+        operands.push(vec![Val::Bool(false)]);
+        let mut answered = 0;
+        for row in PRIMS {
+            for args in &operands {
+                let refs: Vec<&Val> = args.iter().collect();
+                if let Some(quick) = fast(row.prim, &refs) {
+                    answered += 1;
+                    let slow = eval(row.prim, &refs, None);
+                    assert!(
+                        slow.as_ref().is_ok_and(|v| v.same(&quick)),
+                        "{} {args:?}: fast {quick:?}, eval {slow:?}",
+                        row.name
+                    );
+                }
+            }
+        }
+        assert!(answered > 500, "fast path answered only {answered} cases");
+    }
+}
