@@ -1,3 +1,288 @@
-//! irad: the facade crate (being written).
+//! irad: a compiler middle-end that differentiates SSA programs.
+//!
+//! This facade ties the layers together for the command line and for embedding
+//! compilers: read a source file, parse and verify it ([`load`]), find a
+//! function ([`find_function`]), read its arguments ([`parse_args`]), run it
+//! ([`run`]), and show any error in SYNTAX.md's format ([`Error::render`]).
+//! The layers themselves are re-exported: [`ir`] is the IR crate.
+//!
+//! Every function here returns [`Error`] for bad input; none panics.
+
+pub mod diag;
+pub mod dot;
 
 pub use irad_ir as ir;
+
+use ir::interp::value::{ArrayData, Val};
+use ir::interp::{RunError, RunOptions};
+use ir::text::ParseError;
+use ir::verify::VerifyError;
+use ir::{Diagnostic, FuncId, FuncRef, Module, Pos};
+use std::path::Path;
+
+/// A source text and the name errors call it by (a path, or `<args>`).
+#[derive(Clone, Debug)]
+pub struct Source {
+    /// The name printed in error messages.
+    pub name: String,
+    /// The text.
+    pub text: String,
+}
+
+/// Anything that can go wrong between reading a file and printing a result.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The file could not be read.
+    #[error("{file}: error: cannot read file: {message}")]
+    Io {
+        /// The path.
+        file: String,
+        /// What the operating system said.
+        message: String,
+    },
+    /// The file is not UTF-8.
+    #[error("{file}:{}:{}: error: file is not valid UTF-8", pos.line, pos.col)]
+    Utf8 {
+        /// The path.
+        file: String,
+        /// Where the first bad byte is.
+        pos: Pos,
+    },
+    /// The file's extension names no language irad reads.
+    #[error("{file}:1:1: error: {message}")]
+    Language {
+        /// The path.
+        file: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A syntax or name error in IR text or in argument text.
+    #[error("{file}: {err}")]
+    Parse {
+        /// The source's name.
+        file: String,
+        /// The error (boxed: it is large and rare).
+        err: Box<ParseError>,
+    },
+    /// The module does not verify.
+    #[error("{file}: {} verification error(s)", errs.len())]
+    Verify {
+        /// The source's name.
+        file: String,
+        /// Every error found.
+        errs: Vec<VerifyError>,
+    },
+    /// `-f NAME` names no function of the module.
+    #[error("{file}:1:1: error: {message}")]
+    NoFunction {
+        /// The source's name.
+        file: String,
+        /// What is wrong, with the functions that exist.
+        message: String,
+    },
+    /// A run-time error.
+    #[error("{file}: {err}")]
+    Run {
+        /// The source's name.
+        file: String,
+        /// The error (boxed: it is large and rare).
+        err: Box<RunError>,
+    },
+}
+
+/// Reads `path` as a source, checking that it is UTF-8.
+pub fn read_source(path: &Path) -> Result<Source, Error> {
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| Error::Io {
+        file: name.clone(),
+        message: e.to_string(),
+    })?;
+    source_from_bytes(name, bytes)
+}
+
+/// A source from raw bytes, checking that they are UTF-8.
+pub fn source_from_bytes(name: String, bytes: Vec<u8>) -> Result<Source, Error> {
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(Source { name, text }),
+        Err(e) => {
+            let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+            // `good` is valid UTF-8 by construction.
+            let good = std::str::from_utf8(good).unwrap_or("");
+            let line = good.matches('\n').count() + 1;
+            let col = good.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            Err(Error::Utf8 {
+                file: name,
+                pos: Pos::new(to_u32(line), to_u32(col)),
+            })
+        }
+    }
+}
+
+/// Parses and verifies a source, choosing the language by extension: `.ir` is
+/// IR text. The surface language (`.irad`) is not built yet.
+pub fn load(src: &Source) -> Result<Module, Error> {
+    let ext = Path::new(&src.name).extension().and_then(|e| e.to_str());
+    match ext {
+        Some("ir") => {
+            let module = ir::text::parse_module(&src.text).map_err(|err| Error::Parse {
+                file: src.name.clone(),
+                err: Box::new(err),
+            })?;
+            ir::verify::verify_module(&module).map_err(|errs| Error::Verify {
+                file: src.name.clone(),
+                errs,
+            })?;
+            Ok(module)
+        }
+        Some("irad") => Err(Error::Language {
+            file: src.name.clone(),
+            message: "the surface language front end (.irad) is not built yet; write IR text (.ir)"
+                .into(),
+        }),
+        _ => Err(Error::Language {
+            file: src.name.clone(),
+            message: "unknown file type: irad reads IR text (.ir) files".into(),
+        }),
+    }
+}
+
+/// The function called `name` (with or without `@`).
+pub fn find_function(src: &Source, module: &Module, name: &str) -> Result<FuncId, Error> {
+    let bare = name.strip_prefix('@').unwrap_or(name);
+    module.by_name(bare).ok_or_else(|| {
+        let names: Vec<String> = module
+            .funcs()
+            .map(|(_, f)| format!("@{}", f.name))
+            .collect();
+        Error::NoFunction {
+            file: src.name.clone(),
+            message: format!(
+                "no function @{bare} in the module (it has {})",
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            ),
+        }
+    })
+}
+
+/// Reads argument text (`--args`) typed against the parameters of `func`.
+pub fn parse_args(args: &Source, module: &Module, func: FuncId) -> Result<Vec<Val>, Error> {
+    let params = module[func].param_types();
+    ir::text::parse_args(&args.text, &params, module).map_err(|err| Error::Parse {
+        file: args.name.clone(),
+        err: Box::new(err),
+    })
+}
+
+/// Runs `func` on `args` with the reference interpreter.
+pub fn run(
+    src: &Source,
+    module: &Module,
+    func: FuncId,
+    args: &[Val],
+    opts: &RunOptions,
+) -> Result<Val, Error> {
+    ir::interp::run(module, func, args, opts).map_err(|err| Error::Run {
+        file: src.name.clone(),
+        err: Box::new(err),
+    })
+}
+
+impl Error {
+    /// The error as people read it: each message in SYNTAX.md's format
+    /// (`file:line:column: error: ...`) with the source line and a caret.
+    /// `sources` are the texts the error may point into, looked up by name.
+    pub fn render(&self, sources: &[&Source]) -> String {
+        let text_of = |file: &str| {
+            sources
+                .iter()
+                .find(|s| s.name == file)
+                .map(|s| s.text.as_str())
+        };
+        match self {
+            Error::Parse { file, err } => render_diag(file, text_of(file), &**err),
+            Error::Verify { file, errs } => errs
+                .iter()
+                .map(|e| render_diag(file, text_of(file), e))
+                .collect(),
+            Error::Run { file, err } => {
+                let mut out = render_diag(file, text_of(file), &**err);
+                // A depth-limit error has a call site per frame: show the
+                // innermost and outermost few.
+                let n = err.trace.len();
+                for (i, call) in err.trace.iter().enumerate() {
+                    if i == TRACE_HEAD && n > TRACE_HEAD + TRACE_TAIL {
+                        let hidden = n - TRACE_HEAD - TRACE_TAIL;
+                        out.push_str(&format!("note: ... {hidden} more calls ...\n"));
+                    }
+                    if i < TRACE_HEAD || i + TRACE_TAIL >= n {
+                        let what = format!("called {}", call.ir_place());
+                        out.push_str(&diag::note(file, call.pos, &what));
+                    }
+                }
+                out
+            }
+            Error::Utf8 { file, pos } => {
+                diag::render(file, None, Some(*pos), "file is not valid UTF-8")
+            }
+            // No line is at fault; SYNTAX.md still wants a line and column.
+            Error::NoFunction { file, message } | Error::Language { file, message } => {
+                diag::render(file, None, Some(Pos::new(1, 1)), message)
+            }
+            other => format!("{other}\n"),
+        }
+    }
+}
+
+/// How many innermost and outermost call sites a run-time error shows.
+const TRACE_HEAD: usize = 8;
+const TRACE_TAIL: usize = 2;
+
+fn render_diag(file: &str, text: Option<&str>, err: &dyn Diagnostic) -> String {
+    let loc = err.location();
+    let message = ir::loc::with_place(err.message(), loc);
+    // SYNTAX.md: every message names a line and column; an error with no
+    // position of its own points at the start of the file.
+    let pos = loc.pos.or(Some(Pos::new(1, 1)));
+    diag::render(file, text, pos, &message)
+}
+
+/// A value as JSON, per SYNTAX.md §3: arrays and tuples as arrays, non-finite
+/// floats as the strings `"inf"`, `"-inf"`, `"nan"`, unit as `null`, function
+/// values as their `@name`.
+pub fn value_to_json(v: &Val, module: &Module) -> serde_json::Value {
+    use serde_json::Value as J;
+    match v {
+        Val::F64(x) => f64_to_json(*x),
+        Val::I64(x) => J::from(*x),
+        Val::Bool(x) => J::Bool(*x),
+        Val::Unit => J::Null,
+        Val::Tuple(elems) => J::Array(elems.iter().map(|e| value_to_json(e, module)).collect()),
+        Val::Array(a) => J::Array(match &*a.0.borrow() {
+            ArrayData::F64(xs) => xs.iter().map(|&x| f64_to_json(x)).collect(),
+            ArrayData::I64(xs) => xs.iter().map(|&x| J::from(x)).collect(),
+            ArrayData::Bool(xs) => xs.iter().map(|&x| J::Bool(x)).collect(),
+        }),
+        Val::Func(FuncRef::Prim(p)) => J::String(format!("@{}", p.name())),
+        Val::Func(FuncRef::User(id)) => J::String(format!(
+            "@{}",
+            module.get(*id).map_or("?", |f| f.name.as_str())
+        )),
+    }
+}
+
+fn f64_to_json(x: f64) -> serde_json::Value {
+    match serde_json::Number::from_f64(x) {
+        Some(n) => serde_json::Value::Number(n),
+        None if x.is_nan() => "nan".into(),
+        None if x > 0.0 => "inf".into(),
+        None => "-inf".into(),
+    }
+}
+
+fn to_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}

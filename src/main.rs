@@ -1,3 +1,165 @@
-//! The irad command line (being written).
+//! The `irad` command line (SYNTAX.md §3): `run`, `check` and `dump`.
+//!
+//! Exit status: 0 on success, 1 for a user error (parse, verification,
+//! run-time, malformed arguments) with the message on stderr, 2 for bad usage
+//! (clap's own errors). No input makes it panic: every failure is an
+//! `irad::Error` rendered with its location.
 
-fn main() {}
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use irad::ir::interp::{DEFAULT_MAX_DEPTH, RunOptions};
+use irad::{Error, Source};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// A compiler middle-end that differentiates SSA programs.
+#[derive(Parser)]
+#[command(name = "irad", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Evaluate a function and print its value.
+    Run(RunCmd),
+    /// Parse and verify a file.
+    Check {
+        /// The source file (.ir).
+        file: PathBuf,
+    },
+    /// Print a file's IR in canonical form, or its control-flow graph.
+    Dump(DumpCmd),
+}
+
+#[derive(Args)]
+struct RunCmd {
+    /// The source file (.ir).
+    file: PathBuf,
+    /// The function to run, with or without `@`.
+    #[arg(short = 'f', value_name = "NAME")]
+    func: String,
+    #[command(flatten)]
+    args: ArgsSource,
+    /// Where to run it.
+    #[arg(long, value_enum, default_value_t = Backend::Interp)]
+    backend: Backend,
+    /// Print one JSON object: {"value": V}.
+    #[arg(long)]
+    json: bool,
+    /// The call-depth limit; deeper recursion is a run-time error.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DEPTH)]
+    max_depth: usize,
+}
+
+#[derive(Args)]
+#[group(required = true, multiple = false)]
+struct ArgsSource {
+    /// The arguments as IR literals: `1.5, [1.0, 2.0], (1.0, 2)`.
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    args: Option<String>,
+    /// A file holding the argument text.
+    #[arg(long, value_name = "F")]
+    args_file: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct DumpCmd {
+    /// The source file (.ir).
+    file: PathBuf,
+    /// Print only this function.
+    #[arg(short = 'f', value_name = "NAME")]
+    func: Option<String>,
+    /// Text (IR) or dot (Graphviz control-flow graph).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+}
+
+#[derive(Copy, Clone, ValueEnum)]
+enum Backend {
+    /// The reference interpreter.
+    Interp,
+}
+
+#[derive(Copy, Clone, ValueEnum)]
+enum Format {
+    Text,
+    Dot,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // clap exits 0 for --help and --version and 2 for usage errors.
+        Err(e) => e.exit(),
+    };
+    let mut sources = Vec::new();
+    match execute(cli.command, &mut sources) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let refs: Vec<&Source> = sources.iter().collect();
+            eprint!("{}", e.render(&refs));
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Runs one command; every source read is pushed on `sources` so that errors
+/// can show their lines.
+fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
+    match command {
+        Command::Check { file } => {
+            let module = load(&file, sources)?;
+            println!("{}: ok ({} functions)", file.display(), module.len());
+        }
+        Command::Dump(cmd) => {
+            let module = load(&cmd.file, sources)?;
+            let funcs = match &cmd.func {
+                Some(name) => vec![irad::find_function(&sources[0], &module, name)?],
+                None => Vec::new(),
+            };
+            match cmd.format {
+                Format::Text if funcs.is_empty() => {
+                    print!("{}", irad::ir::text::print_module(&module))
+                }
+                Format::Text => print!("{}", irad::ir::text::print_func(&module, funcs[0])),
+                Format::Dot => print!("{}", irad::dot::module_to_dot(&module, &funcs)),
+            }
+        }
+        Command::Run(cmd) => {
+            let module = load(&cmd.file, sources)?;
+            let func = irad::find_function(&sources[0], &module, &cmd.func)?;
+            let args_src = match (cmd.args.args, cmd.args.args_file) {
+                (Some(text), _) => Source {
+                    name: "<args>".into(),
+                    text,
+                },
+                (None, Some(path)) => irad::read_source(&path)?,
+                // clap's group makes one of the two required.
+                (None, None) => Source {
+                    name: "<args>".into(),
+                    text: String::new(),
+                },
+            };
+            sources.push(args_src);
+            let args = irad::parse_args(&sources[1], &module, func)?;
+            let opts = RunOptions {
+                max_depth: cmd.max_depth,
+            };
+            let Backend::Interp = cmd.backend;
+            let value = irad::run(&sources[0], &module, func, &args, &opts)?;
+            if cmd.json {
+                let json = serde_json::json!({ "value": irad::value_to_json(&value, &module) });
+                println!("{json}");
+            } else {
+                println!("{}", value.display(&module));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn load(path: &std::path::Path, sources: &mut Vec<Source>) -> Result<irad::ir::Module, Error> {
+    sources.push(irad::read_source(path)?);
+    irad::load(&sources[sources.len() - 1])
+}

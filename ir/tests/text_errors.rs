@@ -157,7 +157,7 @@ fn statement_before_any_label() {
 fn function_without_blocks() {
     assert_eq!(
         err("func @f() -> f64 {\n}\n"),
-        "2:1: function @f has no blocks (in @f)"
+        "1:1: function @f has no blocks (in @f)"
     );
 }
 
@@ -192,7 +192,7 @@ fn label_out_of_range() {
 fn alloc_needs_annotation() {
     assert_eq!(
         err("func @f() -> [f64] {\n#1:\n  %a = call alloc(3)\n  return %a\n}\n"),
-        "4:3: missing type annotation `:: [T]` of `alloc`, found `return` (in @f, block #1, statement 1)"
+        "3:3: `alloc` needs a type annotation `:: [T]` naming its element type (in @f, block #1, statement 1)"
     );
 }
 
@@ -229,5 +229,25 @@ fn lexical_error_in_a_later_body_is_reported_in_context() {
     assert_eq!(
         err(src),
         "9:10: unexpected character `~` (in @g, block #1, statement 2)"
+    );
+}
+
+#[test]
+fn malformed_numbers_labels_and_names_are_reported_whole() {
+    assert_eq!(
+        err("func @f() -> f64 {\n#1:\n  return 1.5e+\n}\n"),
+        "3:10: invalid number `1.5e+` (in @f, block #1, statement 1)"
+    );
+    assert_eq!(
+        err("func @f() -> f64 {\n#1:\n  return 12ab\n}\n"),
+        "3:10: invalid number `12ab` (in @f, block #1, statement 1)"
+    );
+    assert_eq!(
+        err("func @f() -> f64 {\n#1x:\n  return 1.0\n}\n"),
+        "2:1: invalid label `#1x` (in @f)"
+    );
+    assert_eq!(
+        err("func @f() -> f64 {\n#1:\n  return %2b\n}\n"),
+        "3:10: invalid value name `%2b` (in @f, block #1, statement 1)"
     );
 }

@@ -187,7 +187,7 @@ impl<'a> Lexer<'a> {
                 self.bump();
                 let name_start = self.i;
                 self.bump_while(|c| c.is_ascii_digit());
-                self.check_end_of_word(pos)?;
+                self.check_end_of_word(name_start - 1, pos, "label")?;
                 Ok(Token {
                     tok: Tok::Label,
                     start: name_start,
@@ -221,7 +221,7 @@ impl<'a> Lexer<'a> {
             Some(c) if is_ident_start(c) => self.bump_while(is_ident_continue),
             Some(c) if sigil == b'%' && c.is_ascii_digit() => {
                 self.bump_while(|c| c.is_ascii_digit());
-                self.check_end_of_word(pos)?;
+                self.check_end_of_word(name_start - 1, pos, "value name")?;
             }
             _ => {
                 let what = if sigil == b'%' {
@@ -267,7 +267,7 @@ impl<'a> Lexer<'a> {
                 self.bump_while(|c| c.is_ascii_digit());
             }
         }
-        self.check_end_of_word(pos)?;
+        self.check_end_of_word(start, pos, "number")?;
         Ok(Token {
             tok,
             start,
@@ -276,12 +276,28 @@ impl<'a> Lexer<'a> {
         })
     }
 
-    /// A number or label must not run into letters or dots (`1x`, `1.`, `#2a`).
-    fn check_end_of_word(&self, _start: Pos) -> Result<(), ParseError> {
-        match self.peek_byte(0) {
-            Some(c) if is_ident_continue(c) => Err(self.unexpected_char(self.pos())),
-            _ => Ok(()),
+    /// A number or label must not run into letters or dots (`1x`, `1.`, `#2a`,
+    /// `1.5e+`): the whole malformed word, from byte `start` at `pos`, is reported.
+    fn check_end_of_word(&self, start: usize, pos: Pos, what: &str) -> Result<(), ParseError> {
+        let exponent_sign = |i: usize| {
+            matches!(self.bytes.get(i), Some(b'+' | b'-'))
+                && i > 0
+                && matches!(self.bytes.get(i - 1), Some(b'e' | b'E'))
+        };
+        let runs_on =
+            |i: usize| self.bytes.get(i).is_some_and(|&c| is_ident_continue(c)) || exponent_sign(i);
+        if !runs_on(self.i) {
+            return Ok(());
         }
+        let mut end = self.i;
+        while runs_on(end) {
+            end += 1;
+        }
+        let text = self.src.get(start..end).unwrap_or("");
+        Err(ParseError {
+            loc: crate::loc::Location::at(pos),
+            msg: format!("invalid {what} `{text}`"),
+        })
     }
 
     fn found_here(&self) -> String {

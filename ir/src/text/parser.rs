@@ -437,7 +437,7 @@ impl<'a> Parser<'a> {
                     if self.tok.tok == Tok::RBrace {
                         if current.is_none() {
                             return Err(self.err(
-                                self.tok.pos,
+                                module[header.id].pos.unwrap_or(self.tok.pos),
                                 format!("function @{} has no blocks", header.name),
                             ));
                         }
@@ -573,12 +573,10 @@ impl<'a> Parser<'a> {
         };
         let infer = result.is_some() && annot.is_none();
         if infer && matches!(kind, RawKind::Prim(Prim::Alloc, _)) {
+            // Point at the statement, not at the token after it.
             return Err(self.err(
-                self.tok.pos,
-                format!(
-                    "missing type annotation `:: [T]` of `alloc`, found {}",
-                    self.found()
-                ),
+                place.pos,
+                "`alloc` needs a type annotation `:: [T]` naming its element type".to_string(),
             ));
         }
         let result_ty = result.map(|_| annot.unwrap_or(Type::Unit));

@@ -1,0 +1,292 @@
+//! The command line as SYNTAX.md §3 fixes it: exit statuses 0/1/2, `--args`
+//! and `--args-file`, `--json`, error messages that start with
+//! `file:line:column: error: ` and show the source line, and no panic on bad
+//! input (a panic would exit with 101).
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn irad(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_irad"))
+        .args(args)
+        .output()
+        .expect("irad starts")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Writes `text` to a fresh file named `name` in a per-test directory.
+fn file(test: &str, name: &str, text: &[u8]) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("cli")
+        .join(test);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("temp file");
+    path
+}
+
+const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/rosenbrock.ir");
+
+const ARRAYS: &str = "func @f(%x: f64, %a: [f64], %k: i64) -> f64 {
+#1:
+  %i = call fptosi(%x) :: i64
+  %e = call arrayref(%a, %i) :: f64
+  %r = call mul(%e, %x) :: f64
+  return %r
+}
+
+func @nums(%x: f64) -> (f64, f64, f64, f64) {
+#1:
+  %inf = call div(%x, 0.0) :: f64
+  %ninf = call neg(%inf) :: f64
+  %nan = call sub(%inf, %inf) :: f64
+  %t = call tuple(%x, %inf, %ninf, %nan) :: (f64, f64, f64, f64)
+  return %t
+}
+";
+
+#[test]
+fn run_prints_the_value() {
+    let o = irad(&[
+        "run",
+        EXAMPLE,
+        "-f",
+        "rosenbrock",
+        "--args",
+        "[1.5, 0.5, -0.3]",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "337.0\n");
+    let o = irad(&[
+        "run",
+        EXAMPLE,
+        "-f",
+        "@rosenbrock",
+        "--args",
+        "[1.5, 0.5, -0.3]",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "{\"value\":337.0}\n");
+}
+
+#[test]
+fn json_writes_non_finite_floats_as_strings() {
+    let path = file("json", "nums.ir", ARRAYS.as_bytes());
+    let o = irad(&[
+        "run",
+        path.to_str().unwrap_or(""),
+        "-f",
+        "nums",
+        "--args",
+        "-2.0",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "{\"value\":[-2.0,\"-inf\",\"inf\",\"nan\"]}\n");
+}
+
+#[test]
+fn args_may_start_with_a_minus_and_come_from_a_file() {
+    let path = file("args", "f.ir", ARRAYS.as_bytes());
+    let p = path.to_str().unwrap_or("");
+    let o = irad(&["run", p, "-f", "f", "--args", "-0.0, [2.5, -1.0], -7"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "-0.0\n");
+    let args = file("args", "args.txt", b"1.5, [2.5, -1.0], 3\n");
+    let o = irad(&[
+        "run",
+        p,
+        "-f",
+        "f",
+        "--args-file",
+        args.to_str().unwrap_or(""),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "-1.5\n");
+}
+
+#[test]
+fn run_time_errors_name_the_statement_and_show_the_line() {
+    let path = file("runerr", "f.ir", ARRAYS.as_bytes());
+    let p = path.to_str().unwrap_or("");
+    let o = irad(&["run", p, "-f", "f", "--args", "5.0, [1.0], 0"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    let first = err.lines().next().unwrap_or("");
+    assert_eq!(
+        first,
+        format!(
+            "{p}:4:3: error: index 5 out of bounds for array of length 1 (in @f, block #1, statement 2)"
+        )
+    );
+    assert!(
+        err.contains("4 │   %e = call arrayref(%a, %i) :: f64"),
+        "{err}"
+    );
+}
+
+#[test]
+fn malformed_args_are_located_in_the_args_text() {
+    let path = file("badargs", "f.ir", ARRAYS.as_bytes());
+    let p = path.to_str().unwrap_or("");
+    for args in [
+        "1.0, [1.0, 2.0",
+        "1.0, [1.0], 2.5",
+        "1.0, [1.0]",
+        "1.0, [1.0], 2, 3",
+        "x",
+    ] {
+        let o = irad(&["run", p, "-f", "f", "--args", args]);
+        assert_eq!(o.status.code(), Some(1), "{args}: {}", stderr(&o));
+        assert!(
+            stderr(&o).starts_with("<args>:1:"),
+            "{args}: {}",
+            stderr(&o)
+        );
+        assert!(stderr(&o).contains(": error: "), "{args}: {}", stderr(&o));
+    }
+    let args = file("badargs", "args.txt", b"1.0,\n[1.0,, 2.0], 3");
+    let o = irad(&[
+        "run",
+        p,
+        "-f",
+        "f",
+        "--args-file",
+        args.to_str().unwrap_or(""),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).starts_with(&format!("{}:2:", args.display())),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn usage_errors_exit_with_2() {
+    for args in [
+        vec!["run", EXAMPLE, "--args", "[]"],
+        vec!["run", EXAMPLE, "-f", "rosenbrock"],
+        vec![
+            "run",
+            EXAMPLE,
+            "-f",
+            "rosenbrock",
+            "--args",
+            "[]",
+            "--args-file",
+            "x",
+        ],
+        vec![
+            "run",
+            EXAMPLE,
+            "-f",
+            "rosenbrock",
+            "--args",
+            "[]",
+            "--backend",
+            "gpu",
+        ],
+        vec!["check", EXAMPLE, "--frobnicate"],
+        vec!["frobnicate"],
+        vec![],
+    ] {
+        let o = irad(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    }
+    assert_eq!(irad(&["--help"]).status.code(), Some(0));
+}
+
+#[test]
+fn user_errors_exit_with_1_and_never_panic() {
+    let missing = irad(&["check", "/nonexistent/x.ir"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(stderr(&missing).starts_with("/nonexistent/x.ir: error: cannot read file"));
+
+    let not_utf8 = file(
+        "user",
+        "bad.ir",
+        b"func @f() -> f64 {\n#1:\n  return \xff\n}\n",
+    );
+    let o = irad(&["check", not_utf8.to_str().unwrap_or("")]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).starts_with(&format!(
+        "{}:3:10: error: file is not valid UTF-8",
+        not_utf8.display()
+    )));
+
+    let o = irad(&["run", EXAMPLE, "-f", "nope", "--args", "[]"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("no function @nope in the module (it has @rosenbrock)"),
+        "{}",
+        stderr(&o)
+    );
+
+    let surface = file("user", "f.irad", b"fn f(x: f64) -> f64 { x }\n");
+    let o = irad(&["check", surface.to_str().unwrap_or("")]);
+    assert_eq!(o.status.code(), Some(1));
+
+    // Deep nesting and garbage: located errors, no crash.
+    let deep = format!(
+        "func @f(%x: {}f64{}) -> f64 {{\n}}\n",
+        "(".repeat(100_000),
+        ",)".repeat(100_000)
+    );
+    let deep = file("user", "deep.ir", deep.as_bytes());
+    let o = irad(&["check", deep.to_str().unwrap_or("")]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with(&format!("{}:1:", deep.display())),
+        "{}",
+        stderr(&o)
+    );
+    let garbage = file(
+        "user",
+        "garbage.ir",
+        b"}}}{{{ %%% @@@ func func ###1 \x01\x02",
+    );
+    let o = irad(&["check", garbage.to_str().unwrap_or("")]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+}
+
+#[test]
+fn check_and_dump_print_the_module() {
+    let o = irad(&["check", EXAMPLE]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), format!("{EXAMPLE}: ok (1 functions)\n"));
+
+    // The example is in canonical form but for its comments and directives.
+    let text = std::fs::read_to_string(EXAMPLE).unwrap_or_default();
+    let canonical: String = text
+        .lines()
+        .filter(|l| !l.starts_with("# "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let o = irad(&["dump", EXAMPLE]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), canonical);
+    let o = irad(&["dump", EXAMPLE, "-f", "rosenbrock"]);
+    assert_eq!(stdout(&o), canonical);
+
+    let o = irad(&["dump", EXAMPLE, "--format", "dot"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let dot = stdout(&o);
+    assert!(dot.starts_with("digraph irad {"), "{dot}");
+    assert!(
+        dot.contains("[label=\"true\"]") && dot.contains("[label=\"false\"]"),
+        "{dot}"
+    );
+    let edges = dot
+        .lines()
+        .filter(|l| l.trim_start().starts_with("f0_b") && l.contains(" -> "));
+    assert_eq!(edges.count(), 4, "{dot}");
+}

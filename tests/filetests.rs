@@ -1,0 +1,467 @@
+//! Data-driven filetests: every `tests/filetests/**/NAME.ir` is one test, and
+//! adding a test means adding a file. Directives are `#` comments, so each
+//! file stays valid IR text:
+//!
+//! - `# run: @f(ARGS) == VALUE`: running `@f` on ARGS (the `--args` syntax)
+//!   gives exactly VALUE (f64 by bits, any NaN equal to any NaN).
+//! - `# run: @f(ARGS) ~= VALUE`: the same within 1e-12 relative, 1e-14 absolute.
+//! - `# run-error: @f(ARGS) at LINE:COL: TEXT`: the run fails at the statement
+//!   at LINE:COL with a message containing TEXT.
+//! - `... # error: TEXT` at the end of a line: the file must be rejected (parse
+//!   or verification) with an error on that line whose message contains TEXT,
+//!   and every error reported must be on such a line. The `irad check` binary
+//!   must also exit with status 1 and print `FILE:LINE:COL: error: ` for it.
+//! - `# test: dump`: the canonical print of the file is compared with the
+//!   sibling `NAME.dump.ir` (`IRAD_BLESS=1` rewrites it), which must itself
+//!   verify and pass the same `# run:` lines.
+//!
+//! Every file that is not an error test is also a round trip:
+//! parse(print(m)) equals m structurally, and printing again gives the same text.
+//! The corpus programs under `tests/corpus/*.ir` get the round trip too, and the
+//! bundled `examples/*.ir` are filetests like the others.
+//!
+//! `docs/ir.md` is checked too: every fenced block marked `ir` is a filetest
+//! (error blocks are checked without the command line), and every row of its
+//! error table names a file of `tests/filetests/errors/` that exists, while every
+//! file there is named in the table.
+
+use datatest_stable::Utf8Path;
+use irad::ir::interp::value::{ArrayData, Val};
+use irad::ir::interp::{RunOptions, run};
+use irad::ir::text::{parse_args, parse_module, parse_value, print_module};
+use irad::ir::{Diagnostic, Module, eq::structural_eq, verify::verify_module};
+use std::process::Command;
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+datatest_stable::harness! {
+    { test = filetest, root = "tests/filetests", pattern = r"^[^.]+\.ir$" },
+    { test = corpus_round_trip, root = "tests/corpus", pattern = r"^[^.]+\.ir$" },
+    { test = filetest, root = "examples", pattern = r"^[^.]+\.ir$" },
+    { test = doc_examples, root = "docs", pattern = r"^ir\.md$" },
+}
+
+/// One directive of a file, with its 1-based line.
+enum Directive {
+    Run {
+        line: usize,
+        call: Call,
+        expect: String,
+        approx: bool,
+    },
+    RunError {
+        line: usize,
+        call: Call,
+        at: (u32, u32),
+        text: String,
+    },
+    Error {
+        line: usize,
+        text: String,
+    },
+    Dump,
+}
+
+struct Call {
+    func: String,
+    args: String,
+}
+
+fn filetest(path: &Utf8Path, text: String) -> datatest_stable::Result<()> {
+    let directives = directives(&text)?;
+    let errors = error_lines(&directives);
+    if !errors.is_empty() {
+        expect_errors(&text, &errors)?;
+        return check_cli(path, &errors);
+    }
+    let module = load(&text)?;
+    round_trip(&module)?;
+    run_directives(&module, &directives)?;
+    run_errors_through_cli(path, &directives)?;
+    if directives.iter().any(|d| matches!(d, Directive::Dump)) {
+        let expected_path = path.with_extension("dump.ir");
+        let printed = print_module(&module);
+        if std::env::var_os("IRAD_BLESS").is_some() {
+            std::fs::write(&expected_path, &printed)?;
+        }
+        let expected = std::fs::read_to_string(&expected_path)
+            .map_err(|e| format!("{expected_path}: {e} (IRAD_BLESS=1 writes it)"))?;
+        if printed != expected {
+            return Err(format!("dump differs from {expected_path}:\n{printed}").into());
+        }
+        let expected_module = load(&expected)?;
+        run_directives(&expected_module, &directives)?;
+    }
+    Ok(())
+}
+
+fn error_lines(directives: &[Directive]) -> Vec<(usize, &str)> {
+    directives
+        .iter()
+        .filter_map(|d| match d {
+            Directive::Error { line, text } => Some((*line, text.as_str())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn doc_examples(path: &Utf8Path, text: String) -> datatest_stable::Result<()> {
+    let mut blocks = 0;
+    let mut lines = text.lines().enumerate();
+    while let Some((start, line)) = lines.next() {
+        if line.trim() != "```ir" {
+            continue;
+        }
+        let body: Vec<&str> = lines
+            .by_ref()
+            .map(|(_, l)| l)
+            .take_while(|l| l.trim() != "```")
+            .collect();
+        let block = body.join("\n") + "\n";
+        check_block(&block)
+            .map_err(|e| format!("{path}: the ir block at line {}: {e}", start + 1))?;
+        blocks += 1;
+    }
+    if blocks == 0 {
+        return Err(format!("{path} has no ir examples").into());
+    }
+    // The error table: `| kind | ... | `errors/NAME.ir` |` rows.
+    let errors_dir = Utf8Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/filetests/errors");
+    let mut named = Vec::new();
+    for line in text.lines().filter(|l| l.starts_with('|')) {
+        for cell in line.split('|') {
+            let cell = cell.trim().trim_matches('`');
+            if let Some(name) = cell.strip_prefix("errors/") {
+                if !errors_dir.join(name).is_file() {
+                    return Err(format!(
+                        "{path}: the error table names {cell}, which does not exist"
+                    )
+                    .into());
+                }
+                named.push(name.to_string());
+            }
+        }
+    }
+    for entry in std::fs::read_dir(&errors_dir)? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".ir") && !named.contains(&name) {
+            return Err(format!("{path}: errors/{name} is missing from the error table").into());
+        }
+    }
+    Ok(())
+}
+
+fn check_block(text: &str) -> Result<()> {
+    let directives = directives(text)?;
+    let errors = error_lines(&directives);
+    if !errors.is_empty() {
+        return expect_errors(text, &errors);
+    }
+    let module = load(text)?;
+    round_trip(&module)?;
+    run_directives(&module, &directives)
+}
+
+fn corpus_round_trip(_path: &Utf8Path, text: String) -> datatest_stable::Result<()> {
+    let module = load(&text)?;
+    round_trip(&module)
+}
+
+fn load(text: &str) -> Result<Module> {
+    let module = parse_module(text).map_err(|e| format!("parse error at {:?}: {e}", e.loc.pos))?;
+    if let Err(errs) = verify_module(&module) {
+        let msgs: Vec<String> = errs
+            .iter()
+            .map(|e| format!("{:?}: {e}", e.loc.pos))
+            .collect();
+        return Err(format!("verification failed:\n{}", msgs.join("\n")).into());
+    }
+    Ok(module)
+}
+
+fn round_trip(module: &Module) -> Result<()> {
+    let printed = print_module(module);
+    let reparsed = parse_module(&printed)
+        .map_err(|e| format!("printed text does not parse: {e}\n{printed}"))?;
+    structural_eq(module, &reparsed).map_err(|e| format!("parse(print(m)) != m: {e}"))?;
+    let reprinted = print_module(&reparsed);
+    if reprinted != printed {
+        return Err(
+            format!("print(parse(t)) != t for printed text:\n{printed}\n---\n{reprinted}").into(),
+        );
+    }
+    Ok(())
+}
+
+/// Parses and verifies `text`, which must fail with exactly the expected errors.
+fn expect_errors(text: &str, expected: &[(usize, &str)]) -> Result<()> {
+    let found: Vec<(Option<u32>, String)> = match parse_module(text) {
+        Err(e) => vec![(e.loc.pos.map(|p| p.line), e.to_string())],
+        Ok(m) => match verify_module(&m) {
+            Ok(()) => return Err("file has `# error:` lines but parses and verifies".into()),
+            Err(errs) => errs
+                .iter()
+                .map(|e| (e.location().pos.map(|p| p.line), e.to_string()))
+                .collect(),
+        },
+    };
+    for (line, want) in expected {
+        let hit = found
+            .iter()
+            .any(|(l, msg)| *l == Some(*line as u32) && msg.contains(want));
+        if !hit {
+            return Err(
+                format!("no error on line {line} containing {want:?}; found {found:?}").into(),
+            );
+        }
+    }
+    for (line, msg) in &found {
+        let expected_here = expected.iter().any(|(l, _)| Some(*l as u32) == *line);
+        if !expected_here {
+            return Err(format!("unexpected error on line {line:?}: {msg}").into());
+        }
+    }
+    Ok(())
+}
+
+/// `irad check` on the file exits with status 1 and prints the first error's place.
+fn check_cli(path: &Utf8Path, expected: &[(usize, &str)]) -> Result<()> {
+    let out = Command::new(env!("CARGO_BIN_EXE_irad"))
+        .arg("check")
+        .arg(path.as_str())
+        .output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() != Some(1) {
+        return Err(format!(
+            "irad check exited with {:?}, want 1; stderr:\n{stderr}",
+            out.status.code()
+        )
+        .into());
+    }
+    let (first_line, first_text) = expected[0];
+    let prefix = format!("{path}:{first_line}:");
+    let shown = stderr
+        .lines()
+        .any(|l| l.starts_with(&prefix) && l.contains(": error: ") && l.contains(first_text));
+    if !shown {
+        return Err(format!(
+            "irad check did not print `{prefix}COL: error: ...{first_text}`:\n{stderr}"
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// `irad run` on each `# run-error:` call exits with status 1 and prints the place.
+fn run_errors_through_cli(path: &Utf8Path, directives: &[Directive]) -> Result<()> {
+    for d in directives {
+        let Directive::RunError {
+            line,
+            call,
+            at,
+            text,
+        } = d
+        else {
+            continue;
+        };
+        let out = Command::new(env!("CARGO_BIN_EXE_irad"))
+            .args(["run", path.as_str(), "-f", &call.func, "--args", &call.args])
+            .output()?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let want = format!("{path}:{}:{}: error: ", at.0, at.1);
+        if out.status.code() != Some(1)
+            || !stderr.starts_with(&want)
+            || !stderr.contains(text.as_str())
+        {
+            return Err(format!(
+                "line {line}: irad run exited with {:?}; want 1 and `{want}...{text}`; stderr:\n{stderr}",
+                out.status.code()
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+fn run_directives(module: &Module, directives: &[Directive]) -> Result<()> {
+    for d in directives {
+        match d {
+            Directive::Run {
+                line,
+                call,
+                expect,
+                approx,
+            } => {
+                let (value, ret) =
+                    run_call(module, call).map_err(|e| format!("line {line}: {e}"))?;
+                let want = parse_value(expect, &ret, module)
+                    .map_err(|e| format!("line {line}: expected value: {e}"))?;
+                let ok = if *approx {
+                    close(&value, &want)
+                } else {
+                    value.same(&want)
+                };
+                if !ok {
+                    return Err(format!(
+                        "line {line}: @{}({}) gave {}, want {}",
+                        call.func,
+                        call.args,
+                        value.display(module),
+                        want.display(module)
+                    )
+                    .into());
+                }
+            }
+            Directive::RunError {
+                line,
+                call,
+                at,
+                text,
+            } => match run_call(module, call) {
+                Ok((v, _)) => {
+                    return Err(format!(
+                        "line {line}: run succeeded with {}, want an error",
+                        v.display(module)
+                    )
+                    .into());
+                }
+                Err(RunFailure::Run(e)) => {
+                    let pos = e.loc.pos.map(|p| (p.line, p.col));
+                    if pos != Some(*at) || !e.msg.contains(text.as_str()) {
+                        return Err(format!(
+                            "line {line}: error at {pos:?}: {e}; want at {at:?} containing {text:?}"
+                        )
+                        .into());
+                    }
+                }
+                Err(e) => return Err(format!("line {line}: {e}").into()),
+            },
+            Directive::Error { .. } | Directive::Dump => {}
+        }
+    }
+    Ok(())
+}
+
+enum RunFailure {
+    Setup(String),
+    Run(irad::ir::interp::RunError),
+}
+
+impl std::fmt::Display for RunFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunFailure::Setup(s) => f.write_str(s),
+            RunFailure::Run(e) => write!(f, "run-time error at {:?}: {e}", e.loc.pos),
+        }
+    }
+}
+
+fn run_call(
+    module: &Module,
+    call: &Call,
+) -> std::result::Result<(Val, irad::ir::Type), RunFailure> {
+    let id = module
+        .by_name(&call.func)
+        .ok_or_else(|| RunFailure::Setup(format!("no function @{}", call.func)))?;
+    let func = &module[id];
+    let args = parse_args(&call.args, &func.param_types(), module)
+        .map_err(|e| RunFailure::Setup(format!("bad arguments: {e}")))?;
+    let value = run(module, id, &args, &RunOptions::default()).map_err(RunFailure::Run)?;
+    Ok((value, func.ret.clone()))
+}
+
+fn close(a: &Val, b: &Val) -> bool {
+    fn near(x: f64, y: f64) -> bool {
+        (x.is_nan() && y.is_nan())
+            || x == y
+            || (x - y).abs() <= 1e-14 + 1e-12 * x.abs().max(y.abs())
+    }
+    match (a, b) {
+        (Val::F64(x), Val::F64(y)) => near(*x, *y),
+        (Val::Tuple(xs), Val::Tuple(ys)) => {
+            xs.len() == ys.len() && xs.iter().zip(ys.iter()).all(|(x, y)| close(x, y))
+        }
+        (Val::Array(x), Val::Array(y)) => match (&*x.0.borrow(), &*y.0.borrow()) {
+            (ArrayData::F64(xs), ArrayData::F64(ys)) => {
+                xs.len() == ys.len() && xs.iter().zip(ys).all(|(p, q)| near(*p, *q))
+            }
+            (xs, ys) => xs == ys,
+        },
+        _ => a.same(b),
+    }
+}
+
+/// Reads every directive of a file.
+fn directives(text: &str) -> Result<Vec<Directive>> {
+    let mut out = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let trimmed = raw.trim_start();
+        if let Some(rest) = trimmed.strip_prefix("# run:") {
+            let (call, rest) = parse_call(rest).map_err(|e| format!("line {line}: {e}"))?;
+            let rest = rest.trim();
+            let (approx, expect) = if let Some(v) = rest.strip_prefix("==") {
+                (false, v)
+            } else if let Some(v) = rest.strip_prefix("~=") {
+                (true, v)
+            } else {
+                return Err(
+                    format!("line {line}: want `== VALUE` or `~= VALUE` after the call").into(),
+                );
+            };
+            out.push(Directive::Run {
+                line,
+                call,
+                expect: expect.trim().to_string(),
+                approx,
+            });
+        } else if let Some(rest) = trimmed.strip_prefix("# run-error:") {
+            let (call, rest) = parse_call(rest).map_err(|e| format!("line {line}: {e}"))?;
+            let bad = || format!("line {line}: want `at LINE:COL: TEXT` after the call");
+            let rest = rest.trim().strip_prefix("at ").ok_or_else(bad)?;
+            let (l, rest) = rest.split_once(':').ok_or_else(bad)?;
+            let (c, text) = rest.split_once(':').ok_or_else(bad)?;
+            let at = (l.trim().parse()?, c.trim().parse()?);
+            out.push(Directive::RunError {
+                line,
+                call,
+                at,
+                text: text.trim().to_string(),
+            });
+        } else if let Some(kind) = trimmed.strip_prefix("# test:") {
+            match kind.trim() {
+                "dump" => out.push(Directive::Dump),
+                other => return Err(format!("line {line}: unknown test kind {other:?}").into()),
+            }
+        } else if let Some(idx) = raw.find("# error:") {
+            out.push(Directive::Error {
+                line,
+                text: raw[idx + "# error:".len()..].trim().to_string(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Splits ` @f(ARGS) rest` into the call and the rest, matching brackets.
+fn parse_call(s: &str) -> Result<(Call, &str)> {
+    let s = s.trim_start();
+    let s = s.strip_prefix('@').ok_or("want `@f(ARGS)`")?;
+    let open = s.find('(').ok_or("want `(` after the function name")?;
+    let func = s[..open].trim().to_string();
+    let mut depth = 0usize;
+    for (i, c) in s[open..].char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => {
+                depth = depth.checked_sub(1).ok_or("unbalanced brackets")?;
+                if depth == 0 {
+                    let args = s[open + 1..open + i].to_string();
+                    return Ok((Call { func, args }, &s[open + i + 1..]));
+                }
+            }
+            _ => {}
+        }
+    }
+    Err("unclosed `(` in the call".into())
+}
