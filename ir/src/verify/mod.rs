@@ -63,12 +63,15 @@
 //! errors, then blocks in layout order, statements in order, terminator last.
 
 mod cfg;
+mod render;
 mod ssa;
 mod typing;
 
 use crate::func::{Block, Func, FuncId, Inst, Module, Value};
 use crate::loc::{Location, Pos};
 use std::fmt;
+
+pub use render::render_errors;
 
 /// Where in a module a [`VerifyError`] is, as handles, so that a printer can
 /// show the error under the right line of the printed function.
