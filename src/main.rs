@@ -110,7 +110,9 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
     match command {
         Command::Check { file } => {
             let module = load(&file, sources)?;
-            println!("{}: ok ({} functions)", file.display(), module.len());
+            let n = module.len();
+            let plural = if n == 1 { "" } else { "s" };
+            println!("{}: ok ({n} function{plural})", file.display());
         }
         Command::Dump(cmd) => {
             let module = load(&cmd.file, sources)?;

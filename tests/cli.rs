@@ -262,7 +262,7 @@ fn user_errors_exit_with_1_and_never_panic() {
 fn check_and_dump_print_the_module() {
     let o = irad(&["check", EXAMPLE]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert_eq!(stdout(&o), format!("{EXAMPLE}: ok (1 functions)\n"));
+    assert_eq!(stdout(&o), format!("{EXAMPLE}: ok (1 function)\n"));
 
     // The example is in canonical form but for its comments and directives.
     let text = std::fs::read_to_string(EXAMPLE).unwrap_or_default();

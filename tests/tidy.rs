@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let path = entry.path();
         let name = entry.file_name();
@@ -32,5 +34,8 @@ fn every_rust_file_opens_with_a_module_comment() {
         })
         .map(|f| f.strip_prefix(root).unwrap_or(f).display().to_string())
         .collect();
-    assert!(missing.is_empty(), "files without a `//!` header: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "files without a `//!` header: {missing:?}"
+    );
 }
