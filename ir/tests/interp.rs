@@ -619,11 +619,11 @@ fn array_errors() {
     assert_err(prim(Prim::Zeros, &[iv(-3)]), "negative array length -3");
     assert_err(
         prim(Prim::Zeros, &[iv(i64::MAX)]),
-        "array length 9223372036854775807 exceeds the limit of 4294967296 elements",
+        "array length 9223372036854775807 exceeds the limit of 268435456 elements",
     );
     assert_err(
-        prim(Prim::Zeros, &[iv((1 << 32) + 1)]),
-        "array length 4294967297 exceeds the limit of 4294967296 elements",
+        prim(Prim::Zeros, &[iv((1 << 28) + 1)]),
+        "array length 268435457 exceeds the limit of 268435456 elements",
     );
 }
 
@@ -641,7 +641,7 @@ fn alloc_errors() -> R<()> {
     assert_err(run(-1), "negative array length -1");
     assert_err(
         run(1 << 40),
-        "array length 1099511627776 exceeds the limit of 4294967296 elements",
+        "array length 1099511627776 exceeds the limit of 268435456 elements",
     );
     Ok(())
 }

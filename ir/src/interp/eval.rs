@@ -14,8 +14,10 @@ use crate::prim::Prim;
 use crate::types::Scalar;
 
 /// The largest array (in elements) that `alloc`, `zeros` and `copy` make;
-/// larger requests are run-time errors rather than allocation failures.
-pub const MAX_ARRAY_LEN: u64 = 1 << 32;
+/// larger requests are run-time errors rather than allocation failures. 2^28
+/// elements is 2 GiB of f64: one array cannot outgrow the memory of the
+/// machines irad runs on, and compiled code keeps the same limit.
+pub const MAX_ARRAY_LEN: u64 = 1 << 28;
 
 /// Applies `prim` to `args`. `elem` is the element type of `alloc`'s result
 /// (taken from the statement's result type); other primitives ignore it.

@@ -17,7 +17,7 @@
 //! The run-time errors, with their exact messages (compiled code reports the
 //! same): `division by zero`, `remainder by zero`, `integer overflow in idiv`,
 //! `fptosi of X is out of the i64 range`, `negative array length N`,
-//! `array length N exceeds the limit of 4294967296 elements`,
+//! `array length N exceeds the limit of 268435456 elements`,
 //! `index I out of bounds for array of length L`,
 //! `call depth limit of N exceeded`. Each is located at the failing statement
 //! (function, block label, statement number from 1 with the terminator last,
