@@ -20,14 +20,95 @@ use irad_ir::Pos;
 /// One error as text: `file:line:col: error: message`, then the source line
 /// with a caret when the source text is known.
 pub fn render(file: &str, text: Option<&str>, pos: Option<Pos>, message: &str) -> String {
-    let mut out = match pos {
+    match text {
+        Some(text) => SourceLines::new(file, text).render(pos, message),
+        None => header(file, pos, message),
+    }
+}
+
+/// A source text with its line index, built once so that rendering many
+/// errors in one file takes time linear in their number, not quadratic.
+pub struct SourceLines<'a> {
+    file: &'a str,
+    text: &'a str,
+    files: SimpleFile<&'a str, &'a str>,
+    /// The byte offset where each line starts.
+    line_starts: Vec<usize>,
+}
+
+impl<'a> SourceLines<'a> {
+    /// Indexes the lines of `text`, the contents of `file`.
+    pub fn new(file: &'a str, text: &'a str) -> SourceLines<'a> {
+        let line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        SourceLines {
+            file,
+            text,
+            files: SimpleFile::new(file, text),
+            line_starts,
+        }
+    }
+
+    /// One error as text, like [`render`], with the source line and a caret.
+    pub fn render(&self, pos: Option<Pos>, message: &str) -> String {
+        let mut out = header(self.file, pos, message);
+        if let Some(p) = pos {
+            out.push_str(&self.snippet(p));
+        }
+        out
+    }
+
+    /// The source line of `pos` with a caret under the token there.
+    fn snippet(&self, pos: Pos) -> String {
+        let range = self.token_range(pos);
+        let diagnostic = Diagnostic::error().with_labels(vec![Label::primary((), range)]);
+        let config = Config::default();
+        match term::emit_into_string(&config, &self.files, &diagnostic) {
+            // The first line codespan writes is its own `error:` header, which our
+            // first line already says in SYNTAX.md's format.
+            Ok(s) => s
+                .split_once('\n')
+                .map(|(_, rest)| rest.to_string())
+                .unwrap_or_default(),
+            Err(_) => String::new(),
+        }
+    }
+
+    /// The byte range of the token that starts at `pos` (at least one
+    /// character, clamped to the text).
+    fn token_range(&self, pos: Pos) -> std::ops::Range<usize> {
+        let text = self.text;
+        let line_start = self
+            .line_starts
+            .get((pos.line as usize).saturating_sub(1))
+            .copied()
+            .unwrap_or(text.len());
+        let line = text[line_start..].split('\n').next().unwrap_or("");
+        let start = line_start
+            + line
+                .char_indices()
+                .nth((pos.col as usize).saturating_sub(1))
+                .map_or(line.len(), |(i, _)| i);
+        let rest = &text[start..];
+        let is_word =
+            |c: char| c.is_alphanumeric() || matches!(c, '_' | '.' | '%' | '@' | '#' | '-');
+        let mut len: usize = rest
+            .char_indices()
+            .find(|&(_, c)| !is_word(c))
+            .map_or(rest.len(), |(i, _)| i);
+        if len == 0 {
+            len = rest.chars().next().map_or(0, char::len_utf8);
+        }
+        start..start + len
+    }
+}
+
+fn header(file: &str, pos: Option<Pos>, message: &str) -> String {
+    match pos {
         Some(p) => format!("{file}:{}:{}: error: {message}\n", p.line, p.col),
         None => format!("{file}: error: {message}\n"),
-    };
-    if let (Some(text), Some(p)) = (text, pos) {
-        out.push_str(&snippet(file, text, p));
     }
-    out
 }
 
 /// A note line such as `called from f.ir:3:3 (in @g, block #1, statement 2)`.
@@ -36,49 +117,6 @@ pub fn note(file: &str, pos: Option<Pos>, message: &str) -> String {
         Some(p) => format!("note: {message} at {file}:{}:{}\n", p.line, p.col),
         None => format!("note: {message}\n"),
     }
-}
-
-/// The source line of `pos` with a caret under the token there.
-fn snippet(file: &str, text: &str, pos: Pos) -> String {
-    let range = token_range(text, pos);
-    let files = SimpleFile::new(file, text);
-    let diagnostic = Diagnostic::error().with_labels(vec![Label::primary((), range)]);
-    let config = Config::default();
-    match term::emit_into_string(&config, &files, &diagnostic) {
-        // The first line codespan writes is its own `error:` header, which our
-        // first line already says in SYNTAX.md's format.
-        Ok(s) => s
-            .split_once('\n')
-            .map(|(_, rest)| rest.to_string())
-            .unwrap_or_default(),
-        Err(_) => String::new(),
-    }
-}
-
-/// The byte range of the token that starts at `pos` (at least one character,
-/// clamped to the text).
-fn token_range(text: &str, pos: Pos) -> std::ops::Range<usize> {
-    let line_start = text
-        .split_inclusive('\n')
-        .take((pos.line as usize).saturating_sub(1))
-        .map(str::len)
-        .sum::<usize>();
-    let line = text[line_start..].split('\n').next().unwrap_or("");
-    let start = line_start
-        + line
-            .char_indices()
-            .nth((pos.col as usize).saturating_sub(1))
-            .map_or(line.len(), |(i, _)| i);
-    let rest = &text[start..];
-    let is_word = |c: char| c.is_alphanumeric() || matches!(c, '_' | '.' | '%' | '@' | '#' | '-');
-    let mut len: usize = rest
-        .char_indices()
-        .find(|&(_, c)| !is_word(c))
-        .map_or(rest.len(), |(i, _)| i);
-    if len == 0 {
-        len = rest.chars().next().map_or(0, char::len_utf8);
-    }
-    start..start + len
 }
 
 #[cfg(test)]

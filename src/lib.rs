@@ -204,10 +204,14 @@ impl Error {
         };
         match self {
             Error::Parse { file, err } => render_diag(file, text_of(file), &**err),
-            Error::Verify { file, errs } => errs
-                .iter()
-                .map(|e| render_diag(file, text_of(file), e))
-                .collect(),
+            Error::Verify { file, errs } => {
+                // One line index for all errors: a file with many errors
+                // renders in linear time.
+                let lines = text_of(file).map(|text| diag::SourceLines::new(file, text));
+                errs.iter()
+                    .map(|e| render_located(file, lines.as_ref(), e))
+                    .collect()
+            }
             Error::Run { file, err } => {
                 let mut out = render_diag(file, text_of(file), &**err);
                 // A depth-limit error has a call site per frame: show the
@@ -242,12 +246,20 @@ const TRACE_HEAD: usize = 8;
 const TRACE_TAIL: usize = 2;
 
 fn render_diag(file: &str, text: Option<&str>, err: &dyn Diagnostic) -> String {
+    let lines = text.map(|text| diag::SourceLines::new(file, text));
+    render_located(file, lines.as_ref(), err)
+}
+
+fn render_located(file: &str, lines: Option<&diag::SourceLines>, err: &dyn Diagnostic) -> String {
     let loc = err.location();
     let message = ir::loc::with_place(err.message(), loc);
     // SYNTAX.md: every message names a line and column; an error with no
     // position of its own points at the start of the file.
     let pos = loc.pos.or(Some(Pos::new(1, 1)));
-    diag::render(file, text, pos, &message)
+    match lines {
+        Some(lines) => lines.render(pos, &message),
+        None => diag::render(file, None, pos, &message),
+    }
 }
 
 /// A value as JSON, per SYNTAX.md §3: arrays and tuples as arrays, non-finite

@@ -8,6 +8,7 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use irad::ir::interp::{DEFAULT_MAX_DEPTH, RunOptions};
 use irad::{Error, Source};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -98,7 +99,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             let refs: Vec<&Source> = sources.iter().collect();
-            eprint!("{}", e.render(&refs));
+            emit(&mut std::io::stderr(), &e.render(&refs));
             ExitCode::from(1)
         }
     }
@@ -112,7 +113,7 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
             let module = load(&file, sources)?;
             let n = module.len();
             let plural = if n == 1 { "" } else { "s" };
-            println!("{}: ok ({n} function{plural})", file.display());
+            out(&format!("{}: ok ({n} function{plural})\n", file.display()));
         }
         Command::Dump(cmd) => {
             let module = load(&cmd.file, sources)?;
@@ -121,11 +122,9 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
                 None => Vec::new(),
             };
             match cmd.format {
-                Format::Text if funcs.is_empty() => {
-                    print!("{}", irad::ir::text::print_module(&module))
-                }
-                Format::Text => print!("{}", irad::ir::text::print_func(&module, funcs[0])),
-                Format::Dot => print!("{}", irad::dot::module_to_dot(&module, &funcs)),
+                Format::Text if funcs.is_empty() => out(&irad::ir::text::print_module(&module)),
+                Format::Text => out(&irad::ir::text::print_func(&module, funcs[0])),
+                Format::Dot => out(&irad::dot::module_to_dot(&module, &funcs)),
             }
         }
         Command::Run(cmd) => {
@@ -152,13 +151,26 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
             let value = irad::run(&sources[0], &module, func, &args, &opts)?;
             if cmd.json {
                 let json = serde_json::json!({ "value": irad::value_to_json(&value, &module) });
-                println!("{json}");
+                out(&format!("{json}\n"));
             } else {
-                println!("{}", value.display(&module));
+                out(&format!("{}\n", value.display(&module)));
             }
         }
     }
     Ok(())
+}
+
+/// Writes `text` to standard output. A closed pipe (`irad dump f.ir | head`)
+/// is not an error of the input: the rest of the output is dropped quietly,
+/// where `print!` would panic.
+fn out(text: &str) {
+    emit(&mut std::io::stdout(), text);
+}
+
+fn emit(stream: &mut impl Write, text: &str) {
+    let _ = stream
+        .write_all(text.as_bytes())
+        .and_then(|()| stream.flush());
 }
 
 fn load(path: &std::path::Path, sources: &mut Vec<Source>) -> Result<irad::ir::Module, Error> {

@@ -290,11 +290,17 @@ impl Func {
 
     /// A label not used by any block of the function.
     pub fn fresh_label(&self) -> u32 {
-        self.blocks
-            .values()
-            .map(|b| b.label.saturating_add(1))
-            .max()
-            .unwrap_or(1)
+        match self.blocks.values().map(|b| b.label).max() {
+            None => 1,
+            Some(max) if max < u32::MAX => max + 1,
+            // `#4294967295` is taken: fall back to the smallest free label
+            // (there is one, since a function has fewer than 2^32 blocks).
+            Some(_) => {
+                let used: std::collections::HashSet<u32> =
+                    self.blocks.values().map(|b| b.label).collect();
+                (0..u32::MAX).find(|l| !used.contains(l)).unwrap_or(0)
+            }
+        }
     }
 
     /// Appends a statement to `block`; when `result_ty` is given it also makes

@@ -36,6 +36,11 @@ pub use types::{FnType, Scalar, Type};
 /// input is a located error, never a stack overflow.
 pub const MAX_NESTING: usize = 256;
 
+/// The most components (nodes of the type tree) that a `tuple` statement's type
+/// may have. Inferred types are copied into every value, so without a bound
+/// `%t1 = call tuple(%t0, %t0)` repeated 40 times would ask for 2^41 of them.
+pub const MAX_TYPE_SIZE: usize = 1 << 12;
+
 /// An error that can be shown to a user: a message and where it is.
 pub trait Diagnostic {
     /// Where the error is.

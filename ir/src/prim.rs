@@ -7,6 +7,7 @@
 //! then its semantics and rules; nothing else switches on the name.
 
 use crate::types::{Scalar, Type};
+use crate::{MAX_NESTING, MAX_TYPE_SIZE};
 use std::fmt;
 
 /// A primitive operation.
@@ -248,7 +249,27 @@ impl Prim {
                 )?;
                 Ok(args[1].clone())
             }
-            Sig::Tuple => Ok(Type::tuple(args.to_vec())),
+            Sig::Tuple => {
+                // Checked before the clone: a chain of `tuple` statements whose
+                // types are inferred could otherwise nest without bound, or
+                // double in size at each statement (`tuple(%t, %t)`).
+                let depth = 1 + args.iter().map(Type::depth).max().unwrap_or(0);
+                if depth > MAX_NESTING {
+                    return Err(format!(
+                        "tuple type nested deeper than {MAX_NESTING} levels"
+                    ));
+                }
+                let mut size = 1usize;
+                for arg in args {
+                    size = size.saturating_add(arg.size());
+                    if size > MAX_TYPE_SIZE {
+                        return Err(format!(
+                            "tuple type has more than {MAX_TYPE_SIZE} components"
+                        ));
+                    }
+                }
+                Ok(Type::tuple(args.to_vec()))
+            }
             Sig::Getfield => {
                 arity(2)?;
                 let Type::Tuple(elems) = &args[0] else {

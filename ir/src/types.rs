@@ -106,6 +106,28 @@ impl Type {
     }
 }
 
+impl Type {
+    /// The number of nodes of the type tree: 1 for scalars, arrays and `()`.
+    /// Iterative, like [`Type::depth`].
+    pub fn size(&self) -> usize {
+        let mut n = 0usize;
+        let mut stack = vec![self];
+        while let Some(ty) = stack.pop() {
+            n += 1;
+            match ty {
+                Type::Tuple(elems) => stack.extend(elems.iter()),
+                Type::Func(f) => {
+                    stack.extend(f.params.iter());
+                    stack.push(&f.ret);
+                }
+                Type::Dual(inner) => stack.push(inner),
+                _ => {}
+            }
+        }
+        n
+    }
+}
+
 impl fmt::Display for Scalar {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
