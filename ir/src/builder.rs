@@ -237,7 +237,7 @@ impl<'m> FuncBuilder<'m> {
                 callee,
                 args: args.into(),
             },
-            sig.ret,
+            sig.ret.clone(),
         )
     }
 

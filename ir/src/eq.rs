@@ -77,8 +77,8 @@ impl FuncCmp<'_> {
         if fa.param_types() != fb.param_types() || fa.ret != fb.ret {
             return Err(format!(
                 "{here}: signature {} against {}",
-                crate::types::Type::Func(Box::new(fa.fn_type())),
-                crate::types::Type::Func(Box::new(fb.fn_type()))
+                crate::types::Type::from_fn(fa.fn_type()),
+                crate::types::Type::from_fn(fb.fn_type())
             ));
         }
         if fa.layout.len() != fb.layout.len() {

@@ -380,7 +380,7 @@ pub fn const_type(c: &Const, module: &Module) -> Option<Type> {
         Const::I64(_) => Type::I64,
         Const::Bool(_) => Type::Bool,
         Const::Unit => Type::Unit,
-        Const::Func(FuncRef::User(id)) => Type::Func(Box::new(module.get(*id)?.fn_type())),
+        Const::Func(FuncRef::User(id)) => Type::from_fn(module.get(*id)?.fn_type()),
         Const::Func(FuncRef::Prim(p)) => p.fn_type()?,
     })
 }
@@ -420,6 +420,9 @@ impl Module {
 
     /// Renames function `id`; fails when the new name is taken.
     pub fn rename(&mut self, id: FuncId, name: &str) -> Result<(), crate::builder::BuildError> {
+        if !crate::builder::is_ident(name) {
+            return Err(crate::builder::BuildError::BadName(name.to_string()));
+        }
         if self.by_name.contains_key(name) {
             return Err(crate::builder::BuildError::DuplicateFunc(name.to_string()));
         }

@@ -5,6 +5,7 @@
 //! `()`, so every type has exactly one representation.
 
 use std::fmt;
+use std::sync::Arc;
 
 /// The element type of an array.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
@@ -38,13 +39,13 @@ pub enum Type {
     /// The unit type `()`, also the empty tuple.
     Unit,
     /// A tuple of one or more elements.
-    Tuple(Box<[Type]>),
+    Tuple(Arc<[Type]>),
     /// A one-dimensional heap array, passed by reference.
     Array(Scalar),
     /// A function value.
-    Func(Box<FnType>),
+    Func(Arc<FnType>),
     /// A primal value paired with its tangent (forward mode).
-    Dual(Box<Type>),
+    Dual(Arc<Type>),
 }
 
 impl Scalar {
@@ -74,13 +75,23 @@ impl Type {
         if elems.is_empty() {
             Type::Unit
         } else {
-            Type::Tuple(elems.into_boxed_slice())
+            Type::Tuple(elems.into())
         }
+    }
+
+    /// The forward-mode pair type `dual<inner>`.
+    pub fn dual(inner: Type) -> Type {
+        Type::Dual(Arc::new(inner))
+    }
+
+    /// A function type `fn(params) -> ret` from a signature.
+    pub fn from_fn(sig: FnType) -> Type {
+        Type::Func(Arc::new(sig))
     }
 
     /// A function type.
     pub fn func(params: Vec<Type>, ret: Type) -> Type {
-        Type::Func(Box::new(FnType { params, ret }))
+        Type::Func(Arc::new(FnType { params, ret }))
     }
 
     /// The nesting depth of the type: 1 for scalars, arrays and `()`.

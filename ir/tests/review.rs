@@ -121,3 +121,19 @@ fn a_lexical_error_after_a_forward_reference_is_misreported() {
     assert_eq!(err.msg, "unknown function @g");
     assert_eq!(err.loc.pos.map(|p| (p.line, p.col)), Some((3, 15)));
 }
+
+/// Renaming keeps names printable: the printer writes `@name` as is.
+#[test]
+fn rename_refuses_names_that_would_not_parse_back() {
+    let mut m = irad_ir::Module::new();
+    let f = m
+        .declare_func("f", vec![], irad_ir::Type::F64)
+        .expect("fresh name");
+    assert_eq!(
+        m.rename(f, "a b"),
+        Err(irad_ir::BuildError::BadName("a b".to_string()))
+    );
+    assert_eq!(m.rename(f, "g.rev"), Ok(()));
+    assert_eq!(m.by_name("g.rev"), Some(f));
+    assert_eq!(m.by_name("f"), None);
+}

@@ -58,7 +58,7 @@ fn random_type(rng: &mut Rng, depth: usize) -> Type {
             let params = (0..n).map(|_| random_type(rng, depth + 1)).collect();
             Type::func(params, random_type(rng, depth + 1))
         }
-        _ => Type::Dual(Box::new(random_type(rng, depth + 1))),
+        _ => Type::dual(random_type(rng, depth + 1)),
     }
 }
 

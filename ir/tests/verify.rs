@@ -1051,7 +1051,7 @@ fn function_constants() {
 fn nested(depth: usize) -> Type {
     let mut ty = Type::F64;
     for _ in 1..depth {
-        ty = Type::Tuple(vec![ty].into_boxed_slice());
+        ty = Type::tuple(vec![ty]);
     }
     ty
 }

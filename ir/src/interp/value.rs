@@ -198,7 +198,7 @@ impl Val {
                 Err(_) => "array",
             }),
             Val::Func(FuncRef::User(id)) => match module.get(*id) {
-                Some(f) => out.push_str(&Type::Func(Box::new(f.fn_type())).to_string()),
+                Some(f) => out.push_str(&Type::from_fn(f.fn_type()).to_string()),
                 None => out.push_str("function"),
             },
             Val::Func(FuncRef::Prim(p)) => match p.fn_type() {

@@ -269,10 +269,7 @@ impl<'a> Reader<'a> {
         let name = self.text();
         let at = self.tok.pos;
         let (fref, found) = if let Some(id) = self.m.by_name(name) {
-            (
-                FuncRef::User(id),
-                Type::Func(Box::new(self.m[id].fn_type())),
-            )
+            (FuncRef::User(id), Type::from_fn(self.m[id].fn_type()))
         } else {
             match Prim::from_name(name).map(|p| (p, p.fn_type())) {
                 Some((p, Some(t))) => (FuncRef::Prim(p), t),

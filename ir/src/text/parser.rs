@@ -353,7 +353,7 @@ impl<'a> Parser<'a> {
                         self.expect(Tok::Less, "`<`")?;
                         let inner = self.parse_type(depth + 1)?;
                         self.expect(Tok::Greater, "`>`")?;
-                        Ok(Type::Dual(Box::new(inner)))
+                        Ok(Type::dual(inner))
                     }
                     _ => Err(self.expected("a type")),
                 }
