@@ -117,6 +117,19 @@ impl<'a> Lexer<'a> {
         }
     }
 
+    /// Skips the character at the current position, after a lexical error, so
+    /// that a scan for function headers can go on. False at the end of the text.
+    pub(crate) fn skip_char(&mut self) -> bool {
+        if self.i >= self.bytes.len() {
+            return false;
+        }
+        self.bump();
+        while self.peek_byte(0).is_some_and(|b| b & 0xC0 == 0x80) {
+            self.bump();
+        }
+        true
+    }
+
     fn bump_while(&mut self, pred: impl Fn(u8) -> bool) {
         while let Some(b) = self.peek_byte(0) {
             if !pred(b) {

@@ -33,20 +33,16 @@ use std::collections::hash_map::Entry;
 pub fn parse_module(src: &str) -> Result<Module, ParseError> {
     let mut parser = Parser::new(src)?;
     let mut module = Module::new();
-    let (mut headers, lex_error) = parser.parse_headers(&mut module)?;
-    if let Some(lex_error) = lex_error {
-        // A character that starts no token was met while skipping the body of
-        // the last header: parse that body now to report the error with its
-        // block and statement (or an earlier error of the same body).
-        if let Some(header) = headers.pop() {
-            parser.parse_body(&mut module, header)?;
-        }
-        return Err(lex_error);
-    }
+    let (headers, lex_error) = parser.parse_headers(&mut module)?;
+    // With every header known, the body holding a lexical error reports it
+    // with its block and statement (or an earlier error of the text first).
     for header in headers {
         parser.parse_body(&mut module, header)?;
     }
-    Ok(module)
+    match lex_error {
+        Some(e) => Err(e),
+        None => Ok(module),
+    }
 }
 
 /// A function header read by the first pass, and where its body starts.
@@ -203,33 +199,51 @@ impl<'a> Parser<'a> {
 
     // ---- pass 1: headers ----
 
-    /// Every header up to the end of the text, or up to a lexical error in a
-    /// body, which is returned beside the headers read so far (that body's
-    /// header last).
+    /// Every header of the text, and the first lexical error met while
+    /// skipping bodies (the scan skips the bad character and goes on, so that
+    /// functions defined after it are known when that body is parsed). An error
+    /// in a header after such a lexical error stops the scan; the earlier
+    /// lexical error is the one reported.
     #[allow(clippy::type_complexity)]
     fn parse_headers(
         &mut self,
         module: &mut Module,
     ) -> Result<(Vec<Header<'a>>, Option<ParseError>), ParseError> {
         let mut headers = Vec::new();
+        let mut lex_error = None;
         while self.tok.tok != Tok::Eof {
-            self.func = None;
-            if !self.is_keyword("func") {
-                return Err(self.expected("`func`"));
-            }
-            let func_pos = self.advance()?.pos;
-            let name_tok = self.expect(Tok::Global, "a function name `@name`")?;
-            let name = self.lx.text(&name_tok);
-            self.func = Some(name.to_string());
-            let header = self.parse_signature(module, name, name_tok.pos, func_pos)?;
-            self.funcs.insert(name, header.id);
-            headers.push(header);
-            if let Some(lex_error) = self.skip_body(name)? {
-                return Ok((headers, Some(lex_error)));
+            match self.parse_header(module) {
+                Ok((header, body_error)) => {
+                    headers.push(header);
+                    if lex_error.is_none() {
+                        lex_error = body_error;
+                    }
+                }
+                Err(e) if lex_error.is_none() => return Err(e),
+                Err(_) => break,
             }
         }
         self.func = None;
-        Ok((headers, None))
+        Ok((headers, lex_error))
+    }
+
+    /// One header and the skip of its body, with the body's first lexical error.
+    fn parse_header(
+        &mut self,
+        module: &mut Module,
+    ) -> Result<(Header<'a>, Option<ParseError>), ParseError> {
+        self.func = None;
+        if !self.is_keyword("func") {
+            return Err(self.expected("`func`"));
+        }
+        let func_pos = self.advance()?.pos;
+        let name_tok = self.expect(Tok::Global, "a function name `@name`")?;
+        let name = self.lx.text(&name_tok);
+        self.func = Some(name.to_string());
+        let header = self.parse_signature(module, name, name_tok.pos, func_pos)?;
+        self.funcs.insert(name, header.id);
+        let body_error = self.skip_body(name)?;
+        Ok((header, body_error))
     }
 
     fn parse_signature(
@@ -287,9 +301,11 @@ impl<'a> Parser<'a> {
         })
     }
 
-    /// Skips a body up to its `}`. A lexical error is returned as `Ok(Some(_))`,
-    /// for the second pass to report in context; a missing `}` is an `Err`.
+    /// Skips a body up to its `}`. The first lexical error is returned as
+    /// `Ok(Some(_))`, for the second pass to report in context, and the scan
+    /// goes on past the bad character; a missing `}` is an `Err`.
     fn skip_body(&mut self, name: &str) -> Result<Option<ParseError>, ParseError> {
+        let mut first_error = None;
         loop {
             match self.tok.tok {
                 Tok::RBrace => break,
@@ -308,13 +324,18 @@ impl<'a> Parser<'a> {
                 _ => {}
             }
             if let Err(lex_error) = self.advance() {
-                return Ok(Some(lex_error));
+                first_error.get_or_insert(lex_error);
+                if !self.lx.skip_char() {
+                    return Ok(first_error);
+                }
             }
         }
-        match self.advance() {
-            Ok(_) => Ok(None),
-            Err(lex_error) => Ok(Some(lex_error)),
+        // The token after `}` starts the next header; a lexical error there is
+        // the header's to report.
+        if let Err(lex_error) = self.advance() {
+            first_error.get_or_insert(lex_error);
         }
+        Ok(first_error)
     }
 
     // ---- types ----
