@@ -5,7 +5,8 @@
 //! - [`func`]: modules, functions, blocks, statements; [`builder`]: how IR is made;
 //! - [`text`]: the text format of SYNTAX.md §1 (lexer, parser, printer);
 //! - [`verify`]: the verifier; [`interp`]: the reference interpreter;
-//! - [`eq`]: structural equality of modules (names and positions ignored).
+//! - [`eq`]: structural equality of modules (names and positions ignored);
+//! - [`surface`]: the `.irad` front end (parser, type checker, SSA lowering).
 //!
 //! Everything that takes user input returns a `Result` whose error carries a
 //! [`loc::Location`]; nothing here panics on input.
@@ -19,6 +20,7 @@ pub mod func;
 pub mod interp;
 pub mod loc;
 pub mod prim;
+pub mod surface;
 pub mod text;
 pub mod types;
 pub mod verify;

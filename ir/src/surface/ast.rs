@@ -1,0 +1,294 @@
+//! The syntax tree of the surface language (SYNTAX.md §2), the contract
+//! between its parser, its type checker and its lowering to SSA.
+//!
+//! Every node carries the source position of its first character. Every
+//! expression has an [`ExprId`], dense from 0 in the order the parser makes
+//! them, that indexes the type checker's tables ([`TypeInfo`]).
+//!
+//! The tree is never deeper than the parser's nesting limit allows: a run of
+//! binary operators of one precedence level (`a + b - c + ...`, any length) is
+//! stored flat as [`ExprKind::Chain`], so only parentheses, blocks, unary
+//! operators, calls and the like add depth. Walks over the tree may recurse.
+
+use crate::loc::Pos;
+use crate::prim::Prim;
+use crate::types::Type;
+
+/// A whole `.irad` file: functions in any order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct File {
+    /// The functions, in source order.
+    pub funcs: Vec<FnDecl>,
+    /// How many expressions the file has (ids are `0..n_exprs`).
+    pub n_exprs: u32,
+}
+
+/// A name with its position.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ident {
+    /// The name.
+    pub name: String,
+    /// Where it is.
+    pub pos: Pos,
+}
+
+/// `fn name(params) -> ret { body }`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FnDecl {
+    /// The function's name.
+    pub name: Ident,
+    /// Parameters in order.
+    pub params: Vec<Param>,
+    /// The result type; `()` when `-> T` is omitted.
+    pub ret: Type,
+    /// The body; its value (tail expression) is the result unless it returns.
+    pub body: Block,
+    /// The position of `fn`.
+    pub pos: Pos,
+}
+
+/// `name: type`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Param {
+    /// The parameter's name.
+    pub name: Ident,
+    /// Its type.
+    pub ty: Type,
+}
+
+/// `{ stmts; tail }`: statements, then an optional value expression.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Block {
+    /// Statements in order.
+    pub stmts: Vec<Stmt>,
+    /// The last expression without `;`, the block's value; `()` when absent.
+    pub tail: Option<Box<Expr>>,
+    /// The position of `{`.
+    pub pos: Pos,
+}
+
+/// A statement.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stmt {
+    /// What it is.
+    pub kind: StmtKind,
+    /// The position of its first character.
+    pub pos: Pos,
+}
+
+/// The kinds of statement.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StmtKind {
+    /// `let x = e;`, `let mut x = e;`, `let x: T = e;`
+    Let {
+        /// Whether the binding may be assigned (`let mut`).
+        mutable: bool,
+        /// The bound name.
+        name: Ident,
+        /// The optional `: T` annotation.
+        ty: Option<Type>,
+        /// The initial value.
+        init: Expr,
+    },
+    /// `x = e;`
+    Assign {
+        /// The assigned name.
+        name: Ident,
+        /// The new value.
+        value: Expr,
+    },
+    /// `a[i] = e;` (through any expression of array type).
+    IndexAssign {
+        /// The array.
+        array: Expr,
+        /// The index.
+        index: Expr,
+        /// The value written.
+        value: Expr,
+    },
+    /// An expression statement: `e;`, or a block-like expression (`if`, a block)
+    /// that ends without `;` in statement position.
+    Expr(Expr),
+    /// `while cond { body }`
+    While {
+        /// The condition.
+        cond: Expr,
+        /// The body.
+        body: Block,
+    },
+    /// `for var in start..end { body }` (i64, `end` exclusive, both evaluated once).
+    For {
+        /// The loop variable (immutable in the body).
+        var: Ident,
+        /// The first value.
+        start: Expr,
+        /// One past the last value.
+        end: Expr,
+        /// The body.
+        body: Block,
+    },
+    /// `return e;` or `return;`
+    Return(Option<Expr>),
+    /// `break;`
+    Break,
+    /// `continue;`
+    Continue,
+}
+
+/// Identifies an expression within its file.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct ExprId(pub u32);
+
+/// An expression.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    /// What it is.
+    pub kind: ExprKind,
+    /// The position of its first character (for a chain, of its first operand;
+    /// see [`ExprKind::Chain`] for the operators' positions).
+    pub pos: Pos,
+    /// Its id, the index of its type in [`TypeInfo::types`].
+    pub id: ExprId,
+}
+
+/// The kinds of expression.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    /// An f64 literal (`1.0`, `2e-3`, `inf`, `nan`); `-1.0` is a negation.
+    F64(f64),
+    /// An i64 literal; `-7` is a negation, except that the parser folds the
+    /// negation of `9223372036854775808` into `i64::MIN`.
+    I64(i64),
+    /// `true` or `false`.
+    Bool(bool),
+    /// `()`.
+    Unit,
+    /// A name: a local variable, a parameter, a function of the file or a
+    /// primitive used as a value. The type checker says which.
+    Name(String),
+    /// `-e` or `!e`.
+    Unary {
+        /// The operator.
+        op: UnOp,
+        /// The operand.
+        operand: Box<Expr>,
+    },
+    /// `first op1 e1 op2 e2 ...` with operators of one precedence level,
+    /// evaluated left to right (`((first op1 e1) op2 e2) ...`). `&&` and `||`
+    /// chains short-circuit. Comparisons do not chain: a comparison chain has
+    /// exactly one operator (the parser rejects `a < b < c`, as Rust does).
+    Chain {
+        /// The first operand.
+        first: Box<Expr>,
+        /// Each operator with its position, and the operand after it.
+        rest: Vec<(BinOp, Pos, Expr)>,
+    },
+    /// `callee(args)`: a function of the file, a primitive by its IR name, a
+    /// variable of function type, or a builtin (`len`, `f64`, `i64`, `zeros`).
+    Call {
+        /// The called expression (usually a `Name`).
+        callee: Box<Expr>,
+        /// The arguments.
+        args: Vec<Expr>,
+    },
+    /// `a[i]`
+    Index {
+        /// The array.
+        array: Box<Expr>,
+        /// The index.
+        index: Box<Expr>,
+    },
+    /// `t.0`
+    Field {
+        /// The tuple.
+        tuple: Box<Expr>,
+        /// The field number.
+        index: u32,
+    },
+    /// `(a, b, ...)` with two or more elements, or `(a,)`.
+    Tuple(Vec<Expr>),
+    /// `if cond { then } else ...`; as a statement the else may be absent.
+    If {
+        /// The condition.
+        cond: Box<Expr>,
+        /// The `then` block.
+        then: Block,
+        /// The `else` branch: a `Block` expression or another `If`.
+        els: Option<Box<Expr>>,
+    },
+    /// `{ stmts; tail }` as an expression.
+    Block(Block),
+}
+
+/// A unary operator.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum UnOp {
+    /// `-` on f64 or i64.
+    Neg,
+    /// `!` on bool.
+    Not,
+}
+
+/// A binary operator.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+#[allow(missing_docs)] // named after their symbols
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+    And,
+    Or,
+}
+
+/// A local binding (parameter, `let`, or `for` variable), unique in the file.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct LocalId(pub u32);
+
+/// What a name or a call's callee stands for, as the type checker resolved it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Res {
+    /// A local binding of the enclosing function.
+    Local(LocalId),
+    /// A function of the file, by name.
+    Func(String),
+    /// A primitive, by its IR name (called, or as a value `sin`).
+    Prim(Prim),
+    /// A builtin of the surface language.
+    Builtin(Builtin),
+}
+
+/// The surface language's own functions.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Builtin {
+    /// `len(a)`: `length`.
+    Len,
+    /// `f64(i)`: `sitofp`.
+    ToF64,
+    /// `i64(x)`: `fptosi`.
+    ToI64,
+    /// `zeros(n)`: an f64 array of zeros.
+    Zeros,
+}
+
+/// What the type checker knows of a file, for lowering.
+#[derive(Clone, Debug, Default)]
+pub struct TypeInfo {
+    /// The type of every expression, by [`ExprId`].
+    pub types: Vec<Type>,
+    /// For every `Name` expression and every `Call`'s callee that is a
+    /// `Name`, what it resolves to, by the id of that `Name` expression.
+    pub names: std::collections::HashMap<ExprId, Res>,
+    /// For every `let`, parameter, `for` variable and assignment, the binding,
+    /// by the position of the binding's name (`Ident::pos`).
+    pub locals: std::collections::HashMap<Pos, LocalId>,
+    /// Each local's source name, by `LocalId` (for readable SSA value names).
+    pub local_names: Vec<String>,
+}
