@@ -263,6 +263,32 @@ impl<'m> FuncBuilder<'m> {
             .ok_or_else(|| BuildError::Type("a phi of type () has no result".into()))
     }
 
+    /// An empty `phi :: ty` inserted after the existing phis of `block` (which
+    /// need not be the current block, and may already hold other statements).
+    /// Its entries are added with [`FuncBuilder::add_phi_entry`]; SSA
+    /// construction needs this for loop headers and joins filled before a
+    /// variable is first read there.
+    pub fn insert_phi(&mut self, block: Block, ty: Type) -> Result<Value, BuildError> {
+        self.check_block(block)?;
+        if ty == Type::Unit {
+            return Err(BuildError::Type("a phi of type () has no result".into()));
+        }
+        let kind = InstKind::Phi {
+            entries: SmallVec::new(),
+        };
+        let f = &mut self.module[self.func];
+        let (inst, result) = f.push_inst(block, kind, Some(ty), None);
+        let insts = &mut f.blocks[block].insts;
+        // push_inst appended it; move it to just after the leading phis.
+        insts.pop();
+        let at = insts
+            .iter()
+            .position(|&i| !matches!(f.insts[i].kind, InstKind::Phi { .. }))
+            .unwrap_or(insts.len());
+        insts.insert(at, inst);
+        result.ok_or(BuildError::Type("a phi without result".into()))
+    }
+
     /// Adds an entry to the phi that defines `phi`.
     pub fn add_phi_entry(
         &mut self,

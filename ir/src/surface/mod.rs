@@ -8,6 +8,11 @@
 //! they come from, so run-time errors name `.irad` lines.
 
 pub mod ast;
+mod lower;
+mod typeck;
+
+pub use lower::lower;
+pub use typeck::check;
 
 use crate::loc::Location;
 

@@ -1,0 +1,777 @@
+//! The type checker of the surface language: resolves every name and types
+//! every expression of a parsed file (SYNTAX.md §2, Rust-like rules with no
+//! implicit conversions).
+//!
+//! Assumes a tree from the parser (expression ids below `File::n_exprs`, but a
+//! larger id is tolerated). Guarantees: either a [`TypeInfo`] in which every
+//! `Name`, callee, binding and assignment is resolved and every expression has
+//! its IR type, or all errors found, sorted by source position. An expression
+//! whose type cannot be known gets an error type that fits everywhere, and an
+//! expression that never yields (a block ending in `return`, `break` or
+//! `continue`) gets a "never" type that fits everywhere too, so one mistake
+//! gives one error. In [`TypeInfo::types`] both are recorded as `()`; the
+//! lowering never needs the type of an expression that does not yield.
+
+use super::SurfaceError;
+use super::ast::{
+    BinOp, Block, Builtin, Expr, ExprId, ExprKind, File, FnDecl, LocalId, Res, Stmt, StmtKind,
+    TypeInfo, UnOp,
+};
+use crate::loc::{Location, Pos};
+use crate::prim::Prim;
+use crate::types::{FnType, Type};
+use std::collections::HashMap;
+
+/// Resolves and types `file`; all errors (in source order) when it is ill-typed.
+pub fn check(file: &File) -> Result<TypeInfo, Vec<SurfaceError>> {
+    let mut cx = Checker {
+        funcs: HashMap::new(),
+        info: TypeInfo {
+            types: vec![Type::Unit; file.n_exprs as usize],
+            ..TypeInfo::default()
+        },
+        errors: Vec::new(),
+        locals: Vec::new(),
+        scope: Vec::new(),
+        func: String::new(),
+        ret: Type::Unit,
+        loops: 0,
+    };
+    for f in &file.funcs {
+        cx.declare_fn(f);
+    }
+    for f in &file.funcs {
+        cx.check_fn(f);
+    }
+    if cx.errors.is_empty() {
+        Ok(cx.info)
+    } else {
+        let mut errors = cx.errors;
+        errors.sort_by_key(|e| e.loc.pos);
+        Err(errors)
+    }
+}
+
+/// The i64 value of an integer literal, possibly negated (`3`, `-3`, `-(3)`):
+/// the form the field operand of a `getfield` call must have.
+pub(crate) fn int_literal(e: &Expr) -> Option<i64> {
+    match &e.kind {
+        ExprKind::I64(k) => Some(*k),
+        ExprKind::Unary {
+            op: UnOp::Neg,
+            operand,
+        } => int_literal(operand).map(i64::wrapping_neg),
+        _ => None,
+    }
+}
+
+/// A type as the checker sees it.
+#[derive(Clone, Debug, PartialEq)]
+enum Ty {
+    /// A real type.
+    Known(Type),
+    /// The expression does not yield (it returns, breaks or continues).
+    Never,
+    /// The expression's type is unknown because of an error already reported.
+    Error,
+}
+
+/// A binding in scope.
+struct Local {
+    ty: Ty,
+    mutable: bool,
+}
+
+struct Checker<'f> {
+    /// Signatures of the file's functions (the first of duplicates).
+    funcs: HashMap<&'f str, FnType>,
+    info: TypeInfo,
+    errors: Vec<SurfaceError>,
+    /// Every binding of the file, by `LocalId`.
+    locals: Vec<Local>,
+    /// The bindings in scope, innermost last.
+    scope: Vec<(&'f str, LocalId)>,
+    /// The function being checked.
+    func: String,
+    /// Its result type.
+    ret: Type,
+    /// How many loops enclose the current statement.
+    loops: u32,
+}
+
+impl Ty {
+    /// Whether a value of this type may stand where `want` is expected.
+    fn fits(&self, want: &Type) -> bool {
+        match self {
+            Ty::Known(t) => t == want,
+            Ty::Never | Ty::Error => true,
+        }
+    }
+
+    fn known(&self) -> Option<&Type> {
+        match self {
+            Ty::Known(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// `A` or `A and B`: the operand types an operator error names.
+fn found_pair(a: &Type, b: &Type) -> String {
+    if a == b {
+        a.to_string()
+    } else {
+        format!("{a} and {b}")
+    }
+}
+
+fn op_symbol(op: BinOp) -> &'static str {
+    match op {
+        BinOp::Add => "+",
+        BinOp::Sub => "-",
+        BinOp::Mul => "*",
+        BinOp::Div => "/",
+        BinOp::Rem => "%",
+        BinOp::Lt => "<",
+        BinOp::Le => "<=",
+        BinOp::Gt => ">",
+        BinOp::Ge => ">=",
+        BinOp::Eq => "==",
+        BinOp::Ne => "!=",
+        BinOp::And => "&&",
+        BinOp::Or => "||",
+    }
+}
+
+fn builtin(name: &str) -> Option<Builtin> {
+    match name {
+        "len" => Some(Builtin::Len),
+        "f64" => Some(Builtin::ToF64),
+        "i64" => Some(Builtin::ToI64),
+        "zeros" => Some(Builtin::Zeros),
+        _ => None,
+    }
+}
+
+/// Where the value of `e` comes from, for mismatch errors: the tail of a block.
+fn value_pos(e: &Expr) -> Pos {
+    match &e.kind {
+        ExprKind::Block(b) => b.tail.as_deref().map_or(b.pos, value_pos),
+        _ => e.pos,
+    }
+}
+
+impl<'f> Checker<'f> {
+    fn error(&mut self, pos: Pos, msg: String) {
+        let loc = Location {
+            func: (!self.func.is_empty()).then(|| self.func.clone()),
+            ..Location::at(pos)
+        };
+        self.errors.push(SurfaceError { loc, msg });
+    }
+
+    fn mismatch(&mut self, pos: Pos, want: &Type, found: &Ty) {
+        if let Ty::Known(t) = found {
+            self.error(pos, format!("mismatched types: expected {want}, found {t}"));
+        }
+    }
+
+    fn set_type(&mut self, id: ExprId, ty: &Ty) {
+        let idx = id.0 as usize;
+        if idx >= self.info.types.len() {
+            self.info.types.resize(idx + 1, Type::Unit);
+        }
+        self.info.types[idx] = ty.known().cloned().unwrap_or(Type::Unit);
+    }
+
+    fn declare_fn(&mut self, f: &'f FnDecl) {
+        self.func = f.name.name.clone();
+        if self.funcs.contains_key(f.name.name.as_str()) {
+            self.error(f.name.pos, format!("duplicate function `{}`", f.name.name));
+            return;
+        }
+        let sig = FnType {
+            params: f.params.iter().map(|p| p.ty.clone()).collect(),
+            ret: f.ret.clone(),
+        };
+        self.funcs.insert(&f.name.name, sig);
+    }
+
+    fn bind(&mut self, name: &'f str, pos: Pos, ty: Ty, mutable: bool) {
+        let id = LocalId(self.locals.len() as u32);
+        self.locals.push(Local { ty, mutable });
+        self.info.locals.insert(pos, id);
+        self.info.local_names.push(name.to_string());
+        self.scope.push((name, id));
+    }
+
+    fn check_fn(&mut self, f: &'f FnDecl) {
+        self.func = f.name.name.clone();
+        self.ret = f.ret.clone();
+        self.loops = 0;
+        self.scope.clear();
+        for (i, p) in f.params.iter().enumerate() {
+            if f.params[..i].iter().any(|q| q.name.name == p.name.name) {
+                self.error(p.name.pos, format!("duplicate parameter `{}`", p.name.name));
+            }
+            self.bind(&p.name.name, p.name.pos, Ty::Known(p.ty.clone()), false);
+        }
+        let ty = self.block(&f.body);
+        let Ty::Known(found) = &ty else { return };
+        if found == &f.ret {
+            return;
+        }
+        match &f.body.tail {
+            None => self.error(
+                f.name.pos,
+                format!(
+                    "missing return value: `{}` returns {} but its body has no value",
+                    f.name.name, f.ret
+                ),
+            ),
+            Some(tail) => self.mismatch(value_pos(tail), &f.ret, &ty),
+        }
+    }
+
+    fn lookup(&self, name: &str) -> Option<LocalId> {
+        self.scope
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, id)| id)
+    }
+
+    fn resolve(&self, name: &str) -> Option<Res> {
+        if let Some(id) = self.lookup(name) {
+            Some(Res::Local(id))
+        } else if self.funcs.contains_key(name) {
+            Some(Res::Func(name.to_string()))
+        } else if let Some(p) = Prim::from_name(name) {
+            Some(Res::Prim(p))
+        } else {
+            builtin(name).map(Res::Builtin)
+        }
+    }
+
+    fn local_ty(&self, id: LocalId) -> Ty {
+        self.locals
+            .get(id.0 as usize)
+            .map_or(Ty::Error, |l| l.ty.clone())
+    }
+
+    fn block(&mut self, b: &'f Block) -> Ty {
+        let depth = self.scope.len();
+        let mut diverges = false;
+        for s in &b.stmts {
+            diverges |= self.stmt(s);
+        }
+        let tail = b.tail.as_deref().map(|e| self.expr(e));
+        self.scope.truncate(depth);
+        if diverges {
+            Ty::Never
+        } else {
+            tail.unwrap_or(Ty::Known(Type::Unit))
+        }
+    }
+
+    /// Checks a statement; true when control never leaves it normally.
+    fn stmt(&mut self, s: &'f Stmt) -> bool {
+        match &s.kind {
+            StmtKind::Let {
+                mutable,
+                name,
+                ty,
+                init,
+            } => {
+                let found = match &init.kind {
+                    ExprKind::Call { callee, args } => self.call(init, callee, args, ty.as_ref()),
+                    _ => self.expr(init),
+                };
+                let bound = match ty {
+                    Some(want) => {
+                        if !found.fits(want) {
+                            self.mismatch(value_pos(init), want, &found);
+                        }
+                        Ty::Known(want.clone())
+                    }
+                    None => found.clone(),
+                };
+                self.bind(&name.name, name.pos, bound, *mutable);
+                found == Ty::Never
+            }
+            StmtKind::Assign { name, value } => {
+                let found = self.expr(value);
+                match self.lookup(&name.name) {
+                    Some(id) => {
+                        self.info.locals.insert(name.pos, id);
+                        let mutable = self.locals.get(id.0 as usize).is_some_and(|l| l.mutable);
+                        if !mutable {
+                            self.error(
+                                name.pos,
+                                format!("cannot assign to immutable binding `{}`", name.name),
+                            );
+                        } else if let Ty::Known(want) = self.local_ty(id) {
+                            if !found.fits(&want) {
+                                self.mismatch(value_pos(value), &want, &found);
+                            }
+                        }
+                    }
+                    None if self.funcs.contains_key(name.name.as_str()) => self.error(
+                        name.pos,
+                        format!("cannot assign to function `{}`", name.name),
+                    ),
+                    None => self.error(name.pos, format!("unknown name `{}`", name.name)),
+                }
+                found == Ty::Never
+            }
+            StmtKind::IndexAssign {
+                array,
+                index,
+                value,
+            } => {
+                let arr = self.expr(array);
+                self.expect(index, &Type::I64);
+                let val = self.expr(value);
+                match arr {
+                    Ty::Known(Type::Array(elem)) => {
+                        if !val.fits(&elem.ty()) {
+                            self.mismatch(value_pos(value), &elem.ty(), &val);
+                        }
+                    }
+                    Ty::Known(t) => {
+                        self.error(array.pos, format!("cannot index a value of type {t}"))
+                    }
+                    Ty::Never | Ty::Error => {}
+                }
+                false
+            }
+            StmtKind::Expr(e) => self.expr(e) == Ty::Never,
+            StmtKind::While { cond, body } => {
+                self.condition(cond);
+                self.loops += 1;
+                self.block(body);
+                self.loops -= 1;
+                false
+            }
+            StmtKind::For {
+                var,
+                start,
+                end,
+                body,
+            } => {
+                self.expect(start, &Type::I64);
+                self.expect(end, &Type::I64);
+                let depth = self.scope.len();
+                self.bind(&var.name, var.pos, Ty::Known(Type::I64), false);
+                self.loops += 1;
+                self.block(body);
+                self.loops -= 1;
+                self.scope.truncate(depth);
+                false
+            }
+            StmtKind::Return(value) => {
+                let ret = self.ret.clone();
+                match value {
+                    Some(e) => {
+                        let found = self.expr(e);
+                        if !found.fits(&ret) {
+                            self.mismatch(value_pos(e), &ret, &found);
+                        }
+                    }
+                    None if ret != Type::Unit => self.error(
+                        s.pos,
+                        format!("return value missing: `{}` returns {ret}", self.func),
+                    ),
+                    None => {}
+                }
+                true
+            }
+            StmtKind::Break | StmtKind::Continue => {
+                if self.loops == 0 {
+                    let word = if s.kind == StmtKind::Break {
+                        "break"
+                    } else {
+                        "continue"
+                    };
+                    self.error(s.pos, format!("`{word}` outside a loop"));
+                }
+                true
+            }
+        }
+    }
+
+    /// Checks `e` against `want`, reporting a mismatch at its value.
+    fn expect(&mut self, e: &'f Expr, want: &Type) -> Ty {
+        let found = self.expr(e);
+        if !found.fits(want) {
+            self.mismatch(value_pos(e), want, &found);
+        }
+        found
+    }
+
+    fn condition(&mut self, cond: &'f Expr) {
+        if let Ty::Known(t) = self.expr(cond) {
+            if t != Type::Bool {
+                self.error(value_pos(cond), format!("condition must be bool, found {t}"));
+            }
+        }
+    }
+
+    fn expr(&mut self, e: &'f Expr) -> Ty {
+        let ty = self.expr_kind(e);
+        self.set_type(e.id, &ty);
+        ty
+    }
+
+    fn expr_kind(&mut self, e: &'f Expr) -> Ty {
+        match &e.kind {
+            ExprKind::F64(_) => Ty::Known(Type::F64),
+            ExprKind::I64(_) => Ty::Known(Type::I64),
+            ExprKind::Bool(_) => Ty::Known(Type::Bool),
+            ExprKind::Unit => Ty::Known(Type::Unit),
+            ExprKind::Name(name) => self.name_value(e, name),
+            ExprKind::Unary { op, operand } => self.unary(e.pos, *op, operand),
+            ExprKind::Chain { first, rest } => {
+                let mut lhs = self.expr(first);
+                for (op, pos, rhs) in rest {
+                    let r = self.expr(rhs);
+                    lhs = self.binary(*op, *pos, &lhs, &r);
+                }
+                lhs
+            }
+            ExprKind::Call { callee, args } => self.call(e, callee, args, None),
+            ExprKind::Index { array, index } => {
+                let arr = self.expr(array);
+                self.expect(index, &Type::I64);
+                match arr {
+                    Ty::Known(Type::Array(elem)) => Ty::Known(elem.ty()),
+                    Ty::Known(t) => {
+                        self.error(e.pos, format!("cannot index a value of type {t}"));
+                        Ty::Error
+                    }
+                    Ty::Never | Ty::Error => Ty::Error,
+                }
+            }
+            ExprKind::Field { tuple, index } => match self.expr(tuple) {
+                Ty::Known(Type::Tuple(elems)) => match elems.get(*index as usize) {
+                    Some(t) => Ty::Known(t.clone()),
+                    None => {
+                        let n = elems.len();
+                        self.error(e.pos, format!("no field {index} on a tuple of {n} elements"));
+                        Ty::Error
+                    }
+                },
+                Ty::Known(t) => {
+                    self.error(e.pos, format!("no field {index} on a value of type {t}"));
+                    Ty::Error
+                }
+                Ty::Never | Ty::Error => Ty::Error,
+            },
+            ExprKind::Tuple(elems) => {
+                let tys: Vec<Ty> = elems.iter().map(|x| self.expr(x)).collect();
+                let Some(known) = tys.iter().map(|t| t.known().cloned()).collect::<Option<Vec<_>>>()
+                else {
+                    return Ty::Error;
+                };
+                match Prim::Tuple.result_type(&known, None, None) {
+                    Ok(t) => Ty::Known(t),
+                    Err(msg) => {
+                        self.error(e.pos, msg);
+                        Ty::Error
+                    }
+                }
+            }
+            ExprKind::If { cond, then, els } => {
+                self.condition(cond);
+                let then_ty = self.block(then);
+                match els {
+                    Some(els) => {
+                        let else_ty = self.expr(els);
+                        match (&then_ty, &else_ty) {
+                            (Ty::Never, t) | (t, Ty::Never) => t.clone(),
+                            (Ty::Error, _) | (_, Ty::Error) => Ty::Error,
+                            (Ty::Known(a), Ty::Known(_)) => {
+                                if !else_ty.fits(a) {
+                                    self.mismatch(value_pos(els), a, &else_ty);
+                                    return Ty::Error;
+                                }
+                                then_ty
+                            }
+                        }
+                    }
+                    None => {
+                        if let Ty::Known(t) = &then_ty {
+                            if *t != Type::Unit {
+                                let pos = then.tail.as_deref().map_or(then.pos, value_pos);
+                                self.error(
+                                    pos,
+                                    format!("`if` without `else` must have type (), found {t}"),
+                                );
+                            }
+                        }
+                        Ty::Known(Type::Unit)
+                    }
+                }
+            }
+            ExprKind::Block(b) => self.block(b),
+        }
+    }
+
+    fn name_value(&mut self, e: &Expr, name: &str) -> Ty {
+        let Some(res) = self.resolve(name) else {
+            self.error(e.pos, format!("unknown name `{name}`"));
+            return Ty::Error;
+        };
+        let ty = match &res {
+            Res::Local(id) => self.local_ty(*id),
+            Res::Func(f) => self
+                .funcs
+                .get(f.as_str())
+                .map_or(Ty::Error, |sig| Ty::Known(Type::from_fn(sig.clone()))),
+            Res::Prim(p) => match p.fn_type() {
+                Some(t) => Ty::Known(t),
+                None => {
+                    self.error(
+                        e.pos,
+                        format!("primitive `{p}` is overloaded and cannot be used as a value"),
+                    );
+                    Ty::Error
+                }
+            },
+            Res::Builtin(_) => {
+                self.error(
+                    e.pos,
+                    format!("builtin `{name}` can only be called, not used as a value"),
+                );
+                Ty::Error
+            }
+        };
+        self.info.names.insert(e.id, res);
+        ty
+    }
+
+    fn unary(&mut self, pos: Pos, op: UnOp, operand: &'f Expr) -> Ty {
+        let t = self.expr(operand);
+        let Ty::Known(t) = t else { return Ty::Error };
+        match op {
+            UnOp::Neg if matches!(t, Type::F64 | Type::I64) => Ty::Known(t),
+            UnOp::Not if t == Type::Bool => Ty::Known(t),
+            UnOp::Neg => {
+                self.error(pos, format!("operator `-` needs an f64 or i64 operand, found {t}"));
+                Ty::Error
+            }
+            UnOp::Not => {
+                self.error(pos, format!("operator `!` needs a bool operand, found {t}"));
+                Ty::Error
+            }
+        }
+    }
+
+    fn binary(&mut self, op: BinOp, pos: Pos, lhs: &Ty, rhs: &Ty) -> Ty {
+        let result_if_unknown = match op {
+            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne => {
+                Ty::Known(Type::Bool)
+            }
+            BinOp::And | BinOp::Or => Ty::Known(Type::Bool),
+            _ => Ty::Error,
+        };
+        let (Ty::Known(a), Ty::Known(b)) = (lhs, rhs) else {
+            return result_if_unknown;
+        };
+        let sym = op_symbol(op);
+        let numeric = a == b && matches!(a, Type::F64 | Type::I64);
+        let (ok, result, need) = match op {
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div => {
+                (numeric, a.clone(), "two f64 or two i64 operands")
+            }
+            BinOp::Rem => (
+                a == b && *a == Type::I64,
+                Type::I64,
+                "i64 operands",
+            ),
+            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
+                (numeric, Type::Bool, "two f64 or two i64 operands")
+            }
+            BinOp::Eq | BinOp::Ne => (
+                numeric || (a == b && *a == Type::Bool),
+                Type::Bool,
+                "two f64, two i64 or two bool operands",
+            ),
+            BinOp::And | BinOp::Or => (
+                a == b && *a == Type::Bool,
+                Type::Bool,
+                "bool operands",
+            ),
+        };
+        if ok {
+            return Ty::Known(result);
+        }
+        let found = if matches!(op, BinOp::Rem | BinOp::And | BinOp::Or) {
+            found_pair(a, b)
+        } else {
+            format!("{a} and {b}")
+        };
+        self.error(pos, format!("operator `{sym}` needs {need}, found {found}"));
+        result_if_unknown
+    }
+
+    /// Checks a call; `alloc_annot` is the annotation of the `let` it initialises.
+    fn call(
+        &mut self,
+        e: &'f Expr,
+        callee: &'f Expr,
+        args: &'f [Expr],
+        alloc_annot: Option<&Type>,
+    ) -> Ty {
+        let ty = self.call_inner(e, callee, args, alloc_annot);
+        self.set_type(e.id, &ty);
+        ty
+    }
+
+    fn call_inner(
+        &mut self,
+        e: &'f Expr,
+        callee: &'f Expr,
+        args: &'f [Expr],
+        alloc_annot: Option<&Type>,
+    ) -> Ty {
+        let ExprKind::Name(name) = &callee.kind else {
+            let t = self.expr(callee);
+            return self.call_value(e, callee, &t, args);
+        };
+        let Some(res) = self.resolve(name) else {
+            self.error(callee.pos, format!("unknown function `{name}`"));
+            for a in args {
+                self.expr(a);
+            }
+            return Ty::Error;
+        };
+        self.info.names.insert(callee.id, res.clone());
+        match res {
+            Res::Local(id) => {
+                let t = self.local_ty(id);
+                self.set_type(callee.id, &t);
+                self.call_value(e, callee, &t, args)
+            }
+            Res::Func(f) => {
+                let Some(sig) = self.funcs.get(f.as_str()).cloned() else {
+                    return Ty::Error;
+                };
+                self.set_type(callee.id, &Ty::Known(Type::from_fn(sig.clone())));
+                self.args(e.pos, &f, &sig, args)
+            }
+            Res::Prim(p) => self.prim_call(e, p, args, alloc_annot),
+            Res::Builtin(b) => self.builtin_call(e, name, b, args),
+        }
+    }
+
+    fn call_value(&mut self, e: &'f Expr, callee: &Expr, t: &Ty, args: &'f [Expr]) -> Ty {
+        match t {
+            Ty::Known(Type::Func(sig)) => {
+                let sig = FnType::clone(sig);
+                let what = match &callee.kind {
+                    ExprKind::Name(n) => n.clone(),
+                    _ => "the called function".to_string(),
+                };
+                self.args(e.pos, &what, &sig, args)
+            }
+            Ty::Known(t) => {
+                self.error(
+                    callee.pos,
+                    format!("called value has type {t}, not a function type"),
+                );
+                for a in args {
+                    self.expr(a);
+                }
+                Ty::Error
+            }
+            Ty::Never | Ty::Error => {
+                for a in args {
+                    self.expr(a);
+                }
+                Ty::Error
+            }
+        }
+    }
+
+    fn args(&mut self, pos: Pos, what: &str, sig: &FnType, args: &'f [Expr]) -> Ty {
+        if sig.params.len() != args.len() {
+            let n = sig.params.len();
+            let s = if n == 1 { "" } else { "s" };
+            self.error(
+                pos,
+                format!("`{what}` takes {n} argument{s}, found {}", args.len()),
+            );
+            for a in args {
+                self.expr(a);
+            }
+        } else {
+            for (a, p) in args.iter().zip(&sig.params) {
+                self.expect(a, p);
+            }
+        }
+        Ty::Known(sig.ret.clone())
+    }
+
+    fn prim_call(&mut self, e: &'f Expr, p: Prim, args: &'f [Expr], annot: Option<&Type>) -> Ty {
+        let tys: Vec<Ty> = args.iter().map(|a| self.expr(a)).collect();
+        if p == Prim::Alloc && !matches!(annot, Some(Type::Array(_))) {
+            self.error(
+                e.pos,
+                "`alloc` needs a `let` with an array type annotation".to_string(),
+            );
+            return Ty::Error;
+        }
+        let Some(known) = tys.iter().map(|t| t.known().cloned()).collect::<Option<Vec<_>>>()
+        else {
+            return Ty::Error;
+        };
+        let field = args.get(1).and_then(int_literal);
+        match p.result_type(&known, field, annot) {
+            Ok(t) => Ty::Known(t),
+            Err(msg) => {
+                self.error(e.pos, msg);
+                Ty::Error
+            }
+        }
+    }
+
+    fn builtin_call(&mut self, e: &'f Expr, name: &str, b: Builtin, args: &'f [Expr]) -> Ty {
+        if args.len() != 1 {
+            self.error(
+                e.pos,
+                format!("`{name}` takes 1 argument, found {}", args.len()),
+            );
+            for a in args {
+                self.expr(a);
+            }
+            return Ty::Error;
+        }
+        let arg = &args[0];
+        match b {
+            Builtin::Len => match self.expr(arg) {
+                Ty::Known(Type::Array(_)) => Ty::Known(Type::I64),
+                Ty::Known(t) => {
+                    self.error(
+                        value_pos(arg),
+                        format!("mismatched types: expected an array, found {t}"),
+                    );
+                    Ty::Known(Type::I64)
+                }
+                _ => Ty::Known(Type::I64),
+            },
+            Builtin::ToF64 => {
+                self.expect(arg, &Type::I64);
+                Ty::Known(Type::F64)
+            }
+            Builtin::ToI64 => {
+                self.expect(arg, &Type::F64);
+                Ty::Known(Type::I64)
+            }
+            Builtin::Zeros => {
+                self.expect(arg, &Type::I64);
+                Ty::Known(Type::Array(crate::types::Scalar::F64))
+            }
+        }
+    }
+}
