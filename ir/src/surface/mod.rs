@@ -8,6 +8,10 @@
 //! they come from, so run-time errors name `.irad` lines.
 
 pub mod ast;
+mod lexer;
+mod parser;
+
+pub use parser::parse;
 
 use crate::loc::Location;
 
