@@ -569,6 +569,27 @@ fn errors() {
 }
 
 #[test]
+fn positions_with_crlf_tabs_and_unicode() {
+    assert_eq!(
+        err("// é\r\nfn f() {\r\n\tlet x = 1;\r\n\tx +\r\n}\r\n"),
+        "5:1: expected an expression, found `}` (in @f)"
+    );
+    assert_eq!(
+        err("fn f() {\r\n\t$"),
+        "2:2: unexpected character `$` (in @f)"
+    );
+    assert_eq!(
+        err("fn f() { \"é\" }"),
+        "1:10: unexpected character `\"` (in @f)"
+    );
+    assert_eq!(err("@"), "1:1: unexpected character `@`");
+    assert_eq!(
+        err("fn f() { x\u{0} }"),
+        "1:11: unexpected character '\\0' (in @f)"
+    );
+}
+
+#[test]
 fn comparison_chains() {
     assert_eq!(
         err("fn f() { a < b == c }"),
