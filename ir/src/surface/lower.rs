@@ -25,8 +25,8 @@
 //! out, which the verifier then reports.
 
 use super::ast::{
-    BinOp, Block as AstBlock, Builtin, Expr, ExprKind, File, FnDecl, LocalId, Res, Stmt,
-    StmtKind, TypeInfo, UnOp,
+    BinOp, Block as AstBlock, Builtin, Expr, ExprKind, File, FnDecl, LocalId, Res, Stmt, StmtKind,
+    TypeInfo, UnOp,
 };
 use crate::builder::FuncBuilder;
 use crate::func::{
@@ -183,21 +183,21 @@ impl Lower<'_, '_> {
 
     /// `goto target` from the current block, if there is one.
     fn goto(&mut self, target: Block) {
-        if let Some(cur) = self.cur.take() {
-            if self.b.goto(target).is_ok() {
-                self.add_pred(target, cur);
-            }
+        if let Some(cur) = self.cur.take()
+            && self.b.goto(target).is_ok()
+        {
+            self.add_pred(target, cur);
         }
     }
 
     /// `gotoifnot cond, els`, falling through to `then`.
     fn branch(&mut self, cond: Operand, then: Block, els: Block) {
-        if let Some(cur) = self.cur.take() {
-            if self.b.gotoifnot(cond, els).is_ok() {
-                self.add_pred(then, cur);
-                self.add_pred(els, cur);
-                self.ssa.follow.insert(cur, then);
-            }
+        if let Some(cur) = self.cur.take()
+            && self.b.gotoifnot(cond, els).is_ok()
+        {
+            self.add_pred(then, cur);
+            self.add_pred(els, cur);
+            self.ssa.follow.insert(cur, then);
         }
     }
 
@@ -212,10 +212,10 @@ impl Lower<'_, '_> {
 
     fn write_var(&mut self, local: LocalId, value: Operand) {
         let Some(cur) = self.cur else { return };
-        if !self.ssa.local_types.contains_key(&local) {
-            if let Ok(ty) = self.b.operand_type(&value) {
-                self.ssa.local_types.insert(local, ty);
-            }
+        if !self.ssa.local_types.contains_key(&local)
+            && let Ok(ty) = self.b.operand_type(&value)
+        {
+            self.ssa.local_types.insert(local, ty);
         }
         if let Operand::Value(v) = value {
             let is_param = matches!(
@@ -370,7 +370,7 @@ impl Lower<'_, '_> {
     /// The value of a join: the incoming operand when all are the same,
     /// otherwise a phi at the start of the current block.
     fn join(&mut self, ty: Type, entries: Vec<(Block, Operand)>) -> Option<Operand> {
-        let Some(cur) = self.cur else { return None };
+        let cur = self.cur?;
         let ops: Vec<Operand> = entries
             .iter()
             .map(|&(_, op)| resolve(&self.ssa.forward, op))
@@ -520,22 +520,21 @@ impl Lower<'_, '_> {
             for_header: Some(header),
         });
         self.block(body);
-        if self.cur.is_some() {
-            if let Some(target) = self.continue_target() {
-                self.goto(target);
-            }
+        if self.cur.is_some()
+            && let Some(target) = self.continue_target()
+        {
+            self.goto(target);
         }
-        if let Some(ctx) = self.loops.pop() {
-            if let (Some(incr), Some(header)) = (ctx.cont, ctx.for_header) {
-                self.seal(incr);
-                self.switch(incr);
-                let i = self.read_var(local, incr);
-                if let Some(next) = self.emit(pos, Prim::Iadd, &[i, Operand::Const(Const::I64(1))])
-                {
-                    self.write_var(local, next);
-                }
-                self.goto(header);
+        if let Some(ctx) = self.loops.pop()
+            && let (Some(incr), Some(header)) = (ctx.cont, ctx.for_header)
+        {
+            self.seal(incr);
+            self.switch(incr);
+            let i = self.read_var(local, incr);
+            if let Some(next) = self.emit(pos, Prim::Iadd, &[i, Operand::Const(Const::I64(1))]) {
+                self.write_var(local, next);
             }
+            self.goto(header);
         }
         self.seal(header);
         self.seal(exit);
@@ -569,7 +568,9 @@ impl Lower<'_, '_> {
             ExprKind::Unary { op, operand } => {
                 let v = self.expr(operand)?;
                 match (op, v) {
-                    (UnOp::Neg, Operand::Const(Const::F64(x))) => Some(Operand::Const(Const::F64(-x))),
+                    (UnOp::Neg, Operand::Const(Const::F64(x))) => {
+                        Some(Operand::Const(Const::F64(-x)))
+                    }
                     (UnOp::Neg, Operand::Const(Const::I64(k))) => {
                         Some(Operand::Const(Const::I64(k.wrapping_neg())))
                     }
@@ -679,11 +680,11 @@ impl Lower<'_, '_> {
         self.seal(rhs_block);
         self.switch(rhs_block);
         let mut entries = vec![(from, Operand::Const(Const::Bool(decided)))];
-        if let Some(v) = self.expr(rhs) {
-            if let Some(end) = self.cur {
-                entries.push((end, v));
-                self.goto(join);
-            }
+        if let Some(v) = self.expr(rhs)
+            && let Some(end) = self.cur
+        {
+            entries.push((end, v));
+            self.goto(join);
         }
         self.seal(join);
         self.switch(join);
@@ -827,12 +828,10 @@ fn finish(func: &mut Func, ssa: Ssa, info: &TypeInfo) {
                                 args: args.clone(),
                             })
                         }
-                        Operand::Const(Const::Func(FuncRef::Prim(prim))) => {
-                            Some(InstKind::Prim {
-                                prim,
-                                args: args.clone(),
-                            })
-                        }
+                        Operand::Const(Const::Func(FuncRef::Prim(prim))) => Some(InstKind::Prim {
+                            prim,
+                            args: args.clone(),
+                        }),
                         Operand::Const(_) => None,
                     }
                 }

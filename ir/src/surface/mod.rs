@@ -8,13 +8,62 @@
 //! they come from, so run-time errors name `.irad` lines.
 
 pub mod ast;
+mod lexer;
 mod lower;
+mod parser;
 mod typeck;
 
-pub use lower::lower;
-pub use typeck::check;
+pub use parser::parse;
 
+use crate::func::Module;
 use crate::loc::Location;
+
+/// The stack of the threads `check` and `lower` run on. Their recursion is
+/// bounded by the parser's nesting limit, except SSA construction's reads of
+/// a variable through a long run of joins (one pair of frames per `if` since
+/// the variable's last definition), so the margin is wide; it is only
+/// reserved, not touched.
+const WALK_STACK: usize = 256 << 20;
+
+/// Runs `work` on a thread with a [`WALK_STACK`] stack, or on the caller's
+/// thread if none can be started.
+fn with_big_stack<T: Send>(name: &str, work: impl Fn() -> T + Sync) -> T {
+    std::thread::scope(|scope| {
+        let spawned = std::thread::Builder::new()
+            .name(name.into())
+            .stack_size(WALK_STACK)
+            .spawn_scoped(scope, &work);
+        match spawned {
+            Ok(handle) => match handle.join() {
+                Ok(result) => result,
+                // Neither walk panics; if one did, pass the panic on.
+                Err(payload) => std::panic::resume_unwind(payload),
+            },
+            Err(_) => work(),
+        }
+    })
+}
+
+/// Resolves and types `file` (see `typeck`): the [`TypeInfo`](ast::TypeInfo)
+/// lowering needs, or all errors in source order.
+pub fn check(file: &ast::File) -> Result<ast::TypeInfo, Vec<SurfaceError>> {
+    with_big_stack("irad-check", || typeck::check(file))
+}
+
+/// Lowers a checked file to SSA IR (see `lower`); `info` is what [`check`]
+/// returned for `file`.
+pub fn lower(file: &ast::File, info: &ast::TypeInfo) -> Module {
+    with_big_stack("irad-lower", || lower::lower(file, info))
+}
+
+/// Parses, type-checks and lowers a `.irad` file. The module is meant to pass
+/// the verifier; a verifier error on it is an internal error of the front
+/// end, which the caller (who runs the verifier) reports.
+pub fn compile(src: &str) -> Result<Module, Vec<SurfaceError>> {
+    let file = parse(src).map_err(|e| vec![e])?;
+    let info = check(&file)?;
+    Ok(lower(&file, &info))
+}
 
 /// An error in a surface-language file.
 #[derive(Clone, Debug, PartialEq)]

@@ -310,10 +310,10 @@ impl<'f> Checker<'f> {
                                 name.pos,
                                 format!("cannot assign to immutable binding `{}`", name.name),
                             );
-                        } else if let Ty::Known(want) = self.local_ty(id) {
-                            if !found.fits(&want) {
-                                self.mismatch(value_pos(value), &want, &found);
-                            }
+                        } else if let Ty::Known(want) = self.local_ty(id)
+                            && !found.fits(&want)
+                        {
+                            self.mismatch(value_pos(value), &want, &found);
                         }
                     }
                     None if self.funcs.contains_key(name.name.as_str()) => self.error(
@@ -410,10 +410,13 @@ impl<'f> Checker<'f> {
     }
 
     fn condition(&mut self, cond: &'f Expr) {
-        if let Ty::Known(t) = self.expr(cond) {
-            if t != Type::Bool {
-                self.error(value_pos(cond), format!("condition must be bool, found {t}"));
-            }
+        if let Ty::Known(t) = self.expr(cond)
+            && t != Type::Bool
+        {
+            self.error(
+                value_pos(cond),
+                format!("condition must be bool, found {t}"),
+            );
         }
     }
 
@@ -457,7 +460,10 @@ impl<'f> Checker<'f> {
                     Some(t) => Ty::Known(t.clone()),
                     None => {
                         let n = elems.len();
-                        self.error(e.pos, format!("no field {index} on a tuple of {n} elements"));
+                        self.error(
+                            e.pos,
+                            format!("no field {index} on a tuple of {n} elements"),
+                        );
                         Ty::Error
                     }
                 },
@@ -469,7 +475,10 @@ impl<'f> Checker<'f> {
             },
             ExprKind::Tuple(elems) => {
                 let tys: Vec<Ty> = elems.iter().map(|x| self.expr(x)).collect();
-                let Some(known) = tys.iter().map(|t| t.known().cloned()).collect::<Option<Vec<_>>>()
+                let Some(known) = tys
+                    .iter()
+                    .map(|t| t.known().cloned())
+                    .collect::<Option<Vec<_>>>()
                 else {
                     return Ty::Error;
                 };
@@ -500,14 +509,14 @@ impl<'f> Checker<'f> {
                         }
                     }
                     None => {
-                        if let Ty::Known(t) = &then_ty {
-                            if *t != Type::Unit {
-                                let pos = then.tail.as_deref().map_or(then.pos, value_pos);
-                                self.error(
-                                    pos,
-                                    format!("`if` without `else` must have type (), found {t}"),
-                                );
-                            }
+                        if let Ty::Known(t) = &then_ty
+                            && *t != Type::Unit
+                        {
+                            let pos = then.tail.as_deref().map_or(then.pos, value_pos);
+                            self.error(
+                                pos,
+                                format!("`if` without `else` must have type (), found {t}"),
+                            );
                         }
                         Ty::Known(Type::Unit)
                     }
@@ -557,7 +566,10 @@ impl<'f> Checker<'f> {
             UnOp::Neg if matches!(t, Type::F64 | Type::I64) => Ty::Known(t),
             UnOp::Not if t == Type::Bool => Ty::Known(t),
             UnOp::Neg => {
-                self.error(pos, format!("operator `-` needs an f64 or i64 operand, found {t}"));
+                self.error(
+                    pos,
+                    format!("operator `-` needs an f64 or i64 operand, found {t}"),
+                );
                 Ty::Error
             }
             UnOp::Not => {
@@ -584,11 +596,7 @@ impl<'f> Checker<'f> {
             BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div => {
                 (numeric, a.clone(), "two f64 or two i64 operands")
             }
-            BinOp::Rem => (
-                a == b && *a == Type::I64,
-                Type::I64,
-                "i64 operands",
-            ),
+            BinOp::Rem => (a == b && *a == Type::I64, Type::I64, "i64 operands"),
             BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
                 (numeric, Type::Bool, "two f64 or two i64 operands")
             }
@@ -597,11 +605,7 @@ impl<'f> Checker<'f> {
                 Type::Bool,
                 "two f64, two i64 or two bool operands",
             ),
-            BinOp::And | BinOp::Or => (
-                a == b && *a == Type::Bool,
-                Type::Bool,
-                "bool operands",
-            ),
+            BinOp::And | BinOp::Or => (a == b && *a == Type::Bool, Type::Bool, "bool operands"),
         };
         if ok {
             return Ty::Known(result);
@@ -722,7 +726,10 @@ impl<'f> Checker<'f> {
             );
             return Ty::Error;
         }
-        let Some(known) = tys.iter().map(|t| t.known().cloned()).collect::<Option<Vec<_>>>()
+        let Some(known) = tys
+            .iter()
+            .map(|t| t.known().cloned())
+            .collect::<Option<Vec<_>>>()
         else {
             return Ty::Error;
         };

@@ -1,0 +1,308 @@
+//! The lexer of the surface language (SYNTAX.md §2): source text to tokens.
+//!
+//! Assumes nothing about its input: any `&str` is lexed byte by byte. Whitespace
+//! (spaces, tabs, CR, LF) and `//` comments are skipped. Numbers are lexed as
+//! in the IR (SYNTAX.md §1): decimal digits are an integer, digits with a `.`
+//! and digits or an exponent are a float; a number running into letters,
+//! a dangling `.` or exponent is an error (`invalid number `1.5e+``). Right
+//! after a `.` token only digits are taken, so `t.0.1` is `t . 0 . 1`, as in
+//! Rust. Keywords are identifiers; the parser tells them apart.
+//!
+//! Guarantees: tokens carry byte ranges on character boundaries (every token
+//! starts and ends at an ASCII byte) and the 1-based line and column (in
+//! characters) of their first character; the list ends with one `Eof` token,
+//! or with an `Error` token at the first character that starts no token,
+//! whose error is returned beside the list, so the parser reports it only if
+//! no earlier error comes first. Never panics; time linear in the input.
+
+use super::SurfaceError;
+use crate::loc::{Location, Pos};
+
+/// The kind of a token.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) enum Tok {
+    /// `[A-Za-z_][A-Za-z0-9_]*`, including keywords.
+    Ident,
+    /// Decimal digits.
+    Int,
+    /// A number with a `.` or an exponent.
+    Float,
+    LParen,
+    RParen,
+    LBracket,
+    RBracket,
+    LBrace,
+    RBrace,
+    Comma,
+    Colon,
+    Semi,
+    Dot,
+    DotDot,
+    Arrow,
+    Plus,
+    Minus,
+    Star,
+    Slash,
+    Percent,
+    Bang,
+    Assign,
+    EqEq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    AndAnd,
+    OrOr,
+    /// The end of the text.
+    Eof,
+    /// Where lexing failed; the error is kept beside the tokens.
+    Error,
+}
+
+/// A token: its kind, its text as a byte range, its position.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Token {
+    pub tok: Tok,
+    pub start: usize,
+    pub end: usize,
+    pub pos: Pos,
+}
+
+/// Lexes the whole of `src`. The last token is `Eof`, or `Error` with the
+/// error beside it.
+pub(crate) fn lex(src: &str) -> (Vec<Token>, Option<SurfaceError>) {
+    let mut lx = Lexer {
+        src,
+        bytes: src.as_bytes(),
+        i: 0,
+        line: 1,
+        col: 1,
+    };
+    let mut toks = Vec::new();
+    let mut after_dot = false;
+    loop {
+        match lx.next_token(after_dot) {
+            Ok(t) => {
+                toks.push(t);
+                if t.tok == Tok::Eof {
+                    return (toks, None);
+                }
+                after_dot = t.tok == Tok::Dot;
+            }
+            Err((pos, e)) => {
+                toks.push(Token {
+                    tok: Tok::Error,
+                    start: lx.i,
+                    end: lx.i,
+                    pos,
+                });
+                return (toks, Some(e));
+            }
+        }
+    }
+}
+
+struct Lexer<'a> {
+    src: &'a str,
+    bytes: &'a [u8],
+    i: usize,
+    line: u32,
+    col: u32,
+}
+
+fn is_ident_start(b: u8) -> bool {
+    b.is_ascii_alphabetic() || b == b'_'
+}
+
+fn is_ident_continue(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+impl<'a> Lexer<'a> {
+    fn peek_byte(&self, k: usize) -> Option<u8> {
+        self.bytes.get(self.i + k).copied()
+    }
+
+    fn bump(&mut self) {
+        if let Some(&b) = self.bytes.get(self.i) {
+            self.i += 1;
+            if b == b'\n' {
+                self.line = self.line.saturating_add(1);
+                self.col = 1;
+            } else if b & 0xC0 != 0x80 {
+                // Continuation bytes of a UTF-8 sequence do not start a character.
+                self.col = self.col.saturating_add(1);
+            }
+        }
+    }
+
+    fn bump_while(&mut self, pred: impl Fn(u8) -> bool) {
+        while let Some(b) = self.peek_byte(0) {
+            if !pred(b) {
+                break;
+            }
+            self.bump();
+        }
+    }
+
+    fn pos(&self) -> Pos {
+        Pos::new(self.line, self.col)
+    }
+
+    fn skip_trivia(&mut self) {
+        while let Some(b) = self.peek_byte(0) {
+            match b {
+                b' ' | b'\t' | b'\r' | b'\n' => self.bump(),
+                b'/' if self.peek_byte(1) == Some(b'/') => self.bump_while(|c| c != b'\n'),
+                _ => break,
+            }
+        }
+    }
+
+    fn next_token(&mut self, after_dot: bool) -> Result<Token, (Pos, SurfaceError)> {
+        self.skip_trivia();
+        let pos = self.pos();
+        let start = self.i;
+        let Some(b) = self.peek_byte(0) else {
+            return Ok(Token {
+                tok: Tok::Eof,
+                start,
+                end: start,
+                pos,
+            });
+        };
+        let two = |c: u8| self.peek_byte(1) == Some(c);
+        let (tok, len) = match b {
+            b'(' => (Tok::LParen, 1),
+            b')' => (Tok::RParen, 1),
+            b'[' => (Tok::LBracket, 1),
+            b']' => (Tok::RBracket, 1),
+            b'{' => (Tok::LBrace, 1),
+            b'}' => (Tok::RBrace, 1),
+            b',' => (Tok::Comma, 1),
+            b':' => (Tok::Colon, 1),
+            b';' => (Tok::Semi, 1),
+            b'.' if two(b'.') => (Tok::DotDot, 2),
+            b'.' => (Tok::Dot, 1),
+            b'-' if two(b'>') => (Tok::Arrow, 2),
+            b'+' => (Tok::Plus, 1),
+            b'-' => (Tok::Minus, 1),
+            b'*' => (Tok::Star, 1),
+            b'/' => (Tok::Slash, 1),
+            b'%' => (Tok::Percent, 1),
+            b'!' if two(b'=') => (Tok::Ne, 2),
+            b'!' => (Tok::Bang, 1),
+            b'=' if two(b'=') => (Tok::EqEq, 2),
+            b'=' => (Tok::Assign, 1),
+            b'<' if two(b'=') => (Tok::Le, 2),
+            b'<' => (Tok::Lt, 1),
+            b'>' if two(b'=') => (Tok::Ge, 2),
+            b'>' => (Tok::Gt, 1),
+            b'&' if two(b'&') => (Tok::AndAnd, 2),
+            b'|' if two(b'|') => (Tok::OrOr, 2),
+            b'0'..=b'9' => return self.number(pos, after_dot),
+            _ if is_ident_start(b) => {
+                self.bump_while(is_ident_continue);
+                return Ok(Token {
+                    tok: Tok::Ident,
+                    start,
+                    end: self.i,
+                    pos,
+                });
+            }
+            _ => return Err((pos, self.unexpected_char(pos))),
+        };
+        for _ in 0..len {
+            self.bump();
+        }
+        Ok(Token {
+            tok,
+            start,
+            end: self.i,
+            pos,
+        })
+    }
+
+    /// A number; right after a `.` token only its digits (a field number).
+    fn number(&mut self, pos: Pos, after_dot: bool) -> Result<Token, (Pos, SurfaceError)> {
+        let start = self.i;
+        let mut tok = Tok::Int;
+        self.bump_while(|c| c.is_ascii_digit());
+        if !after_dot {
+            if self.peek_byte(0) == Some(b'.') {
+                match self.peek_byte(1) {
+                    Some(c) if c.is_ascii_digit() => {
+                        tok = Tok::Float;
+                        self.bump();
+                        self.bump_while(|c| c.is_ascii_digit());
+                    }
+                    // `0..n` is a range; `1.x` a field access (rejected later).
+                    Some(c) if c == b'.' || is_ident_start(c) => {}
+                    // `1.` alone is not a literal of the IR.
+                    _ => {
+                        self.bump();
+                        return Err((pos, self.invalid_number(start, pos)));
+                    }
+                }
+            }
+            if matches!(self.peek_byte(0), Some(b'e' | b'E')) {
+                let digit_at = match self.peek_byte(1) {
+                    Some(b'+' | b'-') => 2,
+                    _ => 1,
+                };
+                if self.peek_byte(digit_at).is_some_and(|c| c.is_ascii_digit()) {
+                    tok = Tok::Float;
+                    for _ in 0..digit_at {
+                        self.bump();
+                    }
+                    self.bump_while(|c| c.is_ascii_digit());
+                }
+            }
+        }
+        if self.runs_on(self.i) {
+            return Err((pos, self.invalid_number(start, pos)));
+        }
+        Ok(Token {
+            tok,
+            start,
+            end: self.i,
+            pos,
+        })
+    }
+
+    /// Whether the character at byte `i` would continue a malformed number:
+    /// a letter, digit or `_`, or a sign after an `e`.
+    fn runs_on(&self, i: usize) -> bool {
+        let exponent_sign = matches!(self.bytes.get(i), Some(b'+' | b'-'))
+            && i > 0
+            && matches!(self.bytes.get(i - 1), Some(b'e' | b'E'));
+        self.bytes.get(i).is_some_and(|&c| is_ident_continue(c)) || exponent_sign
+    }
+
+    /// `invalid number `TEXT``, the text running from `start` over every
+    /// character that could continue it.
+    fn invalid_number(&self, start: usize, pos: Pos) -> SurfaceError {
+        let mut end = self.i;
+        while self.runs_on(end) {
+            end += 1;
+        }
+        let text = self.src.get(start..end).unwrap_or("");
+        SurfaceError {
+            loc: Location::at(pos),
+            msg: format!("invalid number `{text}`"),
+        }
+    }
+
+    fn unexpected_char(&self, pos: Pos) -> SurfaceError {
+        let found = match self.src.get(self.i..).and_then(|s| s.chars().next()) {
+            None => "end of file".to_string(),
+            Some(c) if c.is_whitespace() || c.is_control() => format!("{c:?}"),
+            Some(c) => format!("`{c}`"),
+        };
+        SurfaceError {
+            loc: Location::at(pos),
+            msg: format!("unexpected character {found}"),
+        }
+    }
+}

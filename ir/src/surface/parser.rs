@@ -1,0 +1,809 @@
+//! The parser of the surface language (SYNTAX.md §2): text to [`ast::File`].
+//!
+//! Recursive descent over the token list of the lexer, with Rust's syntax and
+//! precedence for the subset. Binary operators are read by an operator stack
+//! in one loop, and each run of operators of one precedence level becomes one
+//! flat [`ExprKind::Chain`], so `x + x + ... + x` of any length adds no depth;
+//! prefix operators are collected in a loop and postfix ones (calls, indexing,
+//! fields) applied in a loop.
+//!
+//! Assumes nothing about the input. Guarantees: never panics; every error is
+//! the first one of the text, located at the offending token, and names the
+//! enclosing function once its name is read; parentheses, blocks, prefix and
+//! postfix operators, `if` branches and the like each count one nesting level
+//! and more than [`MAX_NESTING`] levels are an error, so the recursion (a
+//! bounded number of frames per level) and the tree's depth stay bounded; the
+//! parse runs on its own thread with a stack large enough for that bound. Time
+//! is linear in the input. Expression ids are dense from 0 in creation order.
+
+use super::SurfaceError;
+use super::ast::{
+    BinOp, Block, Expr, ExprId, ExprKind, File, FnDecl, Ident, Param, Stmt, StmtKind, UnOp,
+};
+use super::lexer::{Tok, Token, lex};
+use crate::MAX_NESTING;
+use crate::loc::{Location, Pos};
+use crate::types::{Scalar, Type};
+
+/// The stack of the thread [`parse`] runs on. Input nested up to
+/// [`MAX_NESTING`] levels of the deepest kind needs under 4 MiB even in
+/// unoptimised builds, whose frames are large (about 15 KB per parenthesis),
+/// so this leaves a wide margin; it is only reserved, not touched.
+const PARSE_STACK: usize = 64 << 20;
+
+/// Parses a whole `.irad` file; the first error of the text if any.
+///
+/// Runs on a thread of its own with a 64 MiB stack, so that the nesting
+/// limit, not the caller's stack, bounds what parses (as rustc does); on the
+/// caller's thread if no thread can be started.
+pub fn parse(src: &str) -> Result<File, SurfaceError> {
+    std::thread::scope(|scope| {
+        let spawned = std::thread::Builder::new()
+            .name("irad-parse".into())
+            .stack_size(PARSE_STACK)
+            .spawn_scoped(scope, || parse_here(src));
+        match spawned {
+            Ok(handle) => match handle.join() {
+                Ok(result) => result,
+                // The parser does not panic; if it did, pass the panic on.
+                Err(payload) => std::panic::resume_unwind(payload),
+            },
+            Err(_) => parse_here(src),
+        }
+    })
+}
+
+/// [`parse`] on the current thread.
+fn parse_here(src: &str) -> Result<File, SurfaceError> {
+    let (toks, lex_error) = lex(src);
+    let mut p = Parser {
+        src,
+        toks,
+        i: 0,
+        lex_error,
+        n_exprs: 0,
+        func: None,
+    };
+    let mut funcs = Vec::new();
+    while p.peek().tok != Tok::Eof {
+        p.func = None;
+        funcs.push(p.fn_decl()?);
+    }
+    Ok(File {
+        funcs,
+        n_exprs: p.n_exprs,
+    })
+}
+
+/// Binding strength of the binary operators, loosest first.
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Level {
+    Or,
+    And,
+    Cmp,
+    Add,
+    Mul,
+}
+
+/// A chain being built on the operator stack: its operands so far and the
+/// operator that waits for its right operand.
+struct Pending {
+    level: Level,
+    first: Expr,
+    rest: Vec<(BinOp, Pos, Expr)>,
+    op: (BinOp, Pos),
+}
+
+/// A postfix operator seen after a primary expression.
+enum Postfix {
+    Call(Vec<Expr>),
+    Index(Expr),
+    Field(u32),
+}
+
+const KEYWORDS: [&str; 15] = [
+    "fn", "let", "mut", "if", "else", "while", "for", "in", "return", "break", "continue", "true",
+    "false", "inf", "nan",
+];
+
+struct Parser<'a> {
+    src: &'a str,
+    toks: Vec<Token>,
+    i: usize,
+    lex_error: Option<SurfaceError>,
+    n_exprs: u32,
+    func: Option<String>,
+}
+
+impl<'a> Parser<'a> {
+    // ---- tokens ----
+
+    fn peek(&self) -> Token {
+        self.peek_at(0)
+    }
+
+    /// The token `k` ahead; the final `Eof`/`Error` token past the end.
+    fn peek_at(&self, k: usize) -> Token {
+        match self.toks.get(self.i + k).or(self.toks.last()) {
+            Some(t) => *t,
+            None => Token {
+                tok: Tok::Eof,
+                start: 0,
+                end: 0,
+                pos: Pos::new(1, 1),
+            },
+        }
+    }
+
+    fn advance(&mut self) -> Token {
+        let t = self.peek();
+        if self.i < self.toks.len() {
+            self.i += 1;
+        }
+        t
+    }
+
+    fn text(&self, t: &Token) -> &'a str {
+        self.src.get(t.start..t.end).unwrap_or("")
+    }
+
+    fn is_word(&self, word: &str) -> bool {
+        let t = self.peek();
+        t.tok == Tok::Ident && self.text(&t) == word
+    }
+
+    /// Consumes the keyword `word` if it is next.
+    fn eat_word(&mut self, word: &str) -> bool {
+        let yes = self.is_word(word);
+        if yes {
+            self.advance();
+        }
+        yes
+    }
+
+    fn eat(&mut self, tok: Tok) -> bool {
+        let yes = self.peek().tok == tok;
+        if yes {
+            self.advance();
+        }
+        yes
+    }
+
+    /// Consumes a `tok`, or fails with `expected WHAT, found ...`.
+    fn expect(&mut self, tok: Tok, what: &str) -> Result<Token, SurfaceError> {
+        if self.peek().tok == tok {
+            Ok(self.advance())
+        } else {
+            Err(self.expected(what))
+        }
+    }
+
+    fn expect_word(&mut self, word: &str) -> Result<Token, SurfaceError> {
+        if self.is_word(word) {
+            Ok(self.advance())
+        } else {
+            Err(self.expected(&format!("`{word}`")))
+        }
+    }
+
+    // ---- errors ----
+
+    fn err(&self, pos: Pos, msg: String) -> SurfaceError {
+        SurfaceError {
+            loc: Location {
+                func: self.func.clone(),
+                pos: Some(pos),
+                ..Location::default()
+            },
+            msg,
+        }
+    }
+
+    /// `expected WHAT, found TOKEN` at the next token; the lexical error if
+    /// the next token is where lexing failed.
+    fn expected(&self, what: &str) -> SurfaceError {
+        let t = self.peek();
+        let found = match t.tok {
+            Tok::Error => {
+                if let Some(e) = &self.lex_error {
+                    let mut e = e.clone();
+                    e.loc.func = self.func.clone();
+                    return e;
+                }
+                "an invalid character".to_string()
+            }
+            Tok::Eof => "end of file".to_string(),
+            _ => format!("`{}`", self.text(&t)),
+        };
+        self.err(t.pos, format!("expected {what}, found {found}"))
+    }
+
+    fn too_deep(&self, depth: usize) -> Result<(), SurfaceError> {
+        if depth > MAX_NESTING {
+            Err(self.err(
+                self.peek().pos,
+                format!("expression nested deeper than {MAX_NESTING} levels"),
+            ))
+        } else {
+            Ok(())
+        }
+    }
+
+    // ---- items ----
+
+    fn fn_decl(&mut self) -> Result<FnDecl, SurfaceError> {
+        let pos = self.expect_word("fn")?.pos;
+        let name = self.ident()?;
+        self.func = Some(name.name.clone());
+        self.expect(Tok::LParen, "`(`")?;
+        let mut params = Vec::new();
+        while self.peek().tok != Tok::RParen {
+            let pname = self.ident()?;
+            self.expect(Tok::Colon, "`:`")?;
+            let ty = self.ty(1)?;
+            params.push(Param { name: pname, ty });
+            if !self.eat(Tok::Comma) && self.peek().tok != Tok::RParen {
+                return Err(self.expected("`,` or `)`"));
+            }
+        }
+        self.advance();
+        let ret = if self.eat(Tok::Arrow) {
+            self.ty(1)?
+        } else {
+            Type::Unit
+        };
+        let body = self.block(1)?;
+        Ok(FnDecl {
+            name,
+            params,
+            ret,
+            body,
+            pos,
+        })
+    }
+
+    /// A name that is not a keyword.
+    fn ident(&mut self) -> Result<Ident, SurfaceError> {
+        let t = self.peek();
+        let name = self.text(&t);
+        if t.tok != Tok::Ident || KEYWORDS.contains(&name) {
+            return Err(self.expected("a name"));
+        }
+        self.advance();
+        Ok(Ident {
+            name: name.to_string(),
+            pos: t.pos,
+        })
+    }
+
+    // ---- types ----
+
+    fn ty(&mut self, depth: usize) -> Result<Type, SurfaceError> {
+        if depth > MAX_NESTING {
+            return Err(self.err(
+                self.peek().pos,
+                format!("type nested deeper than {MAX_NESTING} levels"),
+            ));
+        }
+        let t = self.peek();
+        match t.tok {
+            Tok::Ident => {
+                let ty = match self.text(&t) {
+                    "f64" => Type::F64,
+                    "i64" => Type::I64,
+                    "bool" => Type::Bool,
+                    "fn" => {
+                        self.advance();
+                        self.expect(Tok::LParen, "`(`")?;
+                        let (params, _) = self.ty_list(depth)?;
+                        let ret = if self.eat(Tok::Arrow) {
+                            self.ty(depth + 1)?
+                        } else {
+                            Type::Unit
+                        };
+                        return Ok(Type::func(params, ret));
+                    }
+                    _ => return Err(self.expected("a type")),
+                };
+                self.advance();
+                Ok(ty)
+            }
+            Tok::LParen => {
+                self.advance();
+                let (mut elems, trailing_comma) = self.ty_list(depth)?;
+                // `(T)` without a comma is `T` in parentheses, as in Rust.
+                if elems.len() == 1
+                    && !trailing_comma
+                    && let Some(only) = elems.pop()
+                {
+                    return Ok(only);
+                }
+                Ok(Type::tuple(elems))
+            }
+            Tok::LBracket => {
+                self.advance();
+                let elem_pos = self.peek().pos;
+                let elem = self.ty(depth + 1)?;
+                let Some(scalar) = Scalar::of(&elem) else {
+                    return Err(self.err(
+                        elem_pos,
+                        format!("array elements must be f64, i64 or bool, found {elem}"),
+                    ));
+                };
+                self.expect(Tok::RBracket, "`]`")?;
+                Ok(Type::Array(scalar))
+            }
+            _ => Err(self.expected("a type")),
+        }
+    }
+
+    /// Types separated by commas up to and including `)`, and whether a
+    /// comma came last.
+    fn ty_list(&mut self, depth: usize) -> Result<(Vec<Type>, bool), SurfaceError> {
+        let mut types = Vec::new();
+        let mut trailing = false;
+        while self.peek().tok != Tok::RParen {
+            types.push(self.ty(depth + 1)?);
+            trailing = self.eat(Tok::Comma);
+            if !trailing && self.peek().tok != Tok::RParen {
+                return Err(self.expected("`,` or `)`"));
+            }
+        }
+        self.advance();
+        Ok((types, trailing))
+    }
+
+    // ---- blocks and statements ----
+
+    /// `{ stmts tail }`, at nesting level `depth`.
+    fn block(&mut self, depth: usize) -> Result<Block, SurfaceError> {
+        self.too_deep(depth)?;
+        let pos = self.expect(Tok::LBrace, "`{`")?.pos;
+        let mut stmts = Vec::new();
+        let mut tail = None;
+        loop {
+            let t = self.peek();
+            match t.tok {
+                Tok::RBrace => {
+                    self.advance();
+                    break;
+                }
+                // An empty statement, as Rust allows.
+                Tok::Semi => {
+                    self.advance();
+                    continue;
+                }
+                _ => {}
+            }
+            if let Some(e) = self.stmt(depth, &mut stmts)? {
+                tail = Some(Box::new(e));
+                self.expect(Tok::RBrace, "`}`")?;
+                break;
+            }
+        }
+        Ok(Block { stmts, tail, pos })
+    }
+
+    /// One statement, pushed to `stmts`; or the block's tail expression,
+    /// returned when an expression is followed by `}`.
+    fn stmt(&mut self, depth: usize, stmts: &mut Vec<Stmt>) -> Result<Option<Expr>, SurfaceError> {
+        let t = self.peek();
+        let pos = t.pos;
+        let word = if t.tok == Tok::Ident {
+            self.text(&t)
+        } else {
+            ""
+        };
+        let kind = match word {
+            "let" => {
+                self.advance();
+                let mutable = self.eat_word("mut");
+                let name = self.ident()?;
+                let ty = if self.eat(Tok::Colon) {
+                    Some(self.ty(1)?)
+                } else {
+                    None
+                };
+                self.expect(Tok::Assign, "`=`")?;
+                let init = self.expr(depth + 1)?;
+                self.expect(Tok::Semi, "`;`")?;
+                StmtKind::Let {
+                    mutable,
+                    name,
+                    ty,
+                    init,
+                }
+            }
+            "while" => {
+                self.advance();
+                let cond = self.expr(depth + 1)?;
+                let body = self.block(depth + 1)?;
+                StmtKind::While { cond, body }
+            }
+            "for" => {
+                self.advance();
+                let var = self.ident()?;
+                self.expect_word("in")?;
+                let start = self.expr(depth + 1)?;
+                self.expect(Tok::DotDot, "`..`")?;
+                let end = self.expr(depth + 1)?;
+                let body = self.block(depth + 1)?;
+                StmtKind::For {
+                    var,
+                    start,
+                    end,
+                    body,
+                }
+            }
+            "return" => {
+                self.advance();
+                let value = match self.peek().tok {
+                    Tok::Semi | Tok::RBrace => None,
+                    _ => Some(self.expr(depth + 1)?),
+                };
+                self.end_of_jump()?;
+                StmtKind::Return(value)
+            }
+            "break" => {
+                self.advance();
+                self.end_of_jump()?;
+                StmtKind::Break
+            }
+            "continue" => {
+                self.advance();
+                self.end_of_jump()?;
+                StmtKind::Continue
+            }
+            "if" | "" if t.tok == Tok::LBrace || word == "if" => {
+                // A block-like expression ends the statement without `;`,
+                // or is the block's value when `}` follows.
+                let e = if word == "if" {
+                    self.if_expr(depth + 1)?
+                } else {
+                    let b = self.block(depth + 1)?;
+                    self.mk(ExprKind::Block(b), pos)?
+                };
+                if self.peek().tok == Tok::RBrace {
+                    return Ok(Some(e));
+                }
+                self.eat(Tok::Semi);
+                StmtKind::Expr(e)
+            }
+            _ => {
+                let e = self.expr(depth + 1)?;
+                match self.peek().tok {
+                    Tok::RBrace => return Ok(Some(e)),
+                    Tok::Semi => {
+                        self.advance();
+                        StmtKind::Expr(e)
+                    }
+                    Tok::Assign => {
+                        self.advance();
+                        // The target is not an expression of the tree: give
+                        // back its id (the last one handed out) to keep ids dense.
+                        if matches!(e.kind, ExprKind::Name(_) | ExprKind::Index { .. }) {
+                            debug_assert_eq!(e.id.0.checked_add(1), Some(self.n_exprs));
+                            self.n_exprs = e.id.0;
+                        }
+                        let value = self.expr(depth + 1)?;
+                        self.expect(Tok::Semi, "`;`")?;
+                        match e.kind {
+                            ExprKind::Name(name) => StmtKind::Assign {
+                                name: Ident { name, pos: e.pos },
+                                value,
+                            },
+                            ExprKind::Index { array, index } => StmtKind::IndexAssign {
+                                array: *array,
+                                index: *index,
+                                value,
+                            },
+                            _ => {
+                                return Err(self.err(
+                                    e.pos,
+                                    "invalid left-hand side of assignment".to_string(),
+                                ));
+                            }
+                        }
+                    }
+                    _ => return Err(self.expected("`;`")),
+                }
+            }
+        };
+        stmts.push(Stmt { kind, pos });
+        Ok(None)
+    }
+
+    /// After `return`, `break`, `continue`: a `;`, or the block's `}` (left
+    /// for the block), as Rust allows.
+    fn end_of_jump(&mut self) -> Result<(), SurfaceError> {
+        if self.peek().tok == Tok::RBrace || self.eat(Tok::Semi) {
+            Ok(())
+        } else {
+            Err(self.expected("`;`"))
+        }
+    }
+
+    // ---- expressions ----
+
+    fn mk(&mut self, kind: ExprKind, pos: Pos) -> Result<Expr, SurfaceError> {
+        let id = ExprId(self.n_exprs);
+        self.n_exprs = self
+            .n_exprs
+            .checked_add(1)
+            .ok_or_else(|| self.err(pos, "too many expressions".to_string()))?;
+        Ok(Expr { kind, pos, id })
+    }
+
+    /// The binary operator next, if any.
+    fn binop(&self) -> Option<(BinOp, Level)> {
+        Some(match self.peek().tok {
+            Tok::OrOr => (BinOp::Or, Level::Or),
+            Tok::AndAnd => (BinOp::And, Level::And),
+            Tok::EqEq => (BinOp::Eq, Level::Cmp),
+            Tok::Ne => (BinOp::Ne, Level::Cmp),
+            Tok::Lt => (BinOp::Lt, Level::Cmp),
+            Tok::Le => (BinOp::Le, Level::Cmp),
+            Tok::Gt => (BinOp::Gt, Level::Cmp),
+            Tok::Ge => (BinOp::Ge, Level::Cmp),
+            Tok::Plus => (BinOp::Add, Level::Add),
+            Tok::Minus => (BinOp::Sub, Level::Add),
+            Tok::Star => (BinOp::Mul, Level::Mul),
+            Tok::Slash => (BinOp::Div, Level::Mul),
+            Tok::Percent => (BinOp::Rem, Level::Mul),
+            _ => return None,
+        })
+    }
+
+    /// Closes a pending chain with its last operand `last`.
+    fn close(&mut self, mut p: Pending, last: Expr) -> Result<Expr, SurfaceError> {
+        p.rest.push((p.op.0, p.op.1, last));
+        let pos = p.first.pos;
+        self.mk(
+            ExprKind::Chain {
+                first: Box::new(p.first),
+                rest: p.rest,
+            },
+            pos,
+        )
+    }
+
+    /// An expression at nesting level `depth`: operands joined by binary
+    /// operators, with an operator stack of at most one chain per level.
+    fn expr(&mut self, depth: usize) -> Result<Expr, SurfaceError> {
+        self.too_deep(depth)?;
+        let mut stack: Vec<Pending> = Vec::new();
+        let mut cur = self.operand(depth)?;
+        while let Some((op, level)) = self.binop() {
+            let op_pos = self.advance().pos;
+            while stack.last().is_some_and(|top| top.level > level) {
+                if let Some(top) = stack.pop() {
+                    cur = self.close(top, cur)?;
+                }
+            }
+            match stack.last_mut() {
+                Some(top) if top.level == level => {
+                    if level == Level::Cmp {
+                        return Err(
+                            self.err(op_pos, "comparison operators cannot be chained".to_string())
+                        );
+                    }
+                    let prev = std::mem::replace(&mut top.op, (op, op_pos));
+                    top.rest.push((prev.0, prev.1, cur));
+                }
+                _ => stack.push(Pending {
+                    level,
+                    first: cur,
+                    rest: Vec::new(),
+                    op: (op, op_pos),
+                }),
+            }
+            cur = self.operand(depth)?;
+        }
+        while let Some(top) = stack.pop() {
+            cur = self.close(top, cur)?;
+        }
+        Ok(cur)
+    }
+
+    /// Prefix operators, a primary expression, postfix operators; each
+    /// operator one nesting level.
+    fn operand(&mut self, depth: usize) -> Result<Expr, SurfaceError> {
+        let mut prefixes = Vec::new();
+        loop {
+            let t = self.peek();
+            let op = match t.tok {
+                Tok::Minus => UnOp::Neg,
+                Tok::Bang => UnOp::Not,
+                _ => break,
+            };
+            self.too_deep(depth + prefixes.len() + 1)?;
+            self.advance();
+            prefixes.push((op, t.pos));
+        }
+        let mut depth = depth + prefixes.len();
+        // `-9223372036854775808` is i64::MIN, as in Rust.
+        let t = self.peek();
+        let mut e = if t.tok == Tok::Int
+            && matches!(prefixes.last(), Some((UnOp::Neg, _)))
+            && self.text(&t) == "9223372036854775808"
+            && !matches!(self.peek_at(1).tok, Tok::LParen | Tok::LBracket | Tok::Dot)
+        {
+            self.advance();
+            let neg_pos = prefixes.pop().map_or(t.pos, |(_, p)| p);
+            self.mk(ExprKind::I64(i64::MIN), neg_pos)?
+        } else {
+            self.primary(depth)?
+        };
+        loop {
+            let t = self.peek();
+            let post = match t.tok {
+                Tok::LParen => {
+                    self.too_deep(depth + 1)?;
+                    self.advance();
+                    let mut args = Vec::new();
+                    while self.peek().tok != Tok::RParen {
+                        args.push(self.expr(depth + 1)?);
+                        if !self.eat(Tok::Comma) && self.peek().tok != Tok::RParen {
+                            return Err(self.expected("`,` or `)`"));
+                        }
+                    }
+                    self.advance();
+                    Postfix::Call(args)
+                }
+                Tok::LBracket => {
+                    self.too_deep(depth + 1)?;
+                    self.advance();
+                    let index = self.expr(depth + 1)?;
+                    self.expect(Tok::RBracket, "`]`")?;
+                    Postfix::Index(index)
+                }
+                Tok::Dot => {
+                    self.too_deep(depth + 1)?;
+                    self.advance();
+                    let f = self.peek();
+                    let n = match f.tok {
+                        Tok::Int => self.text(&f).parse::<u32>().map_err(|_| {
+                            self.err(
+                                f.pos,
+                                format!("field number {} out of range", self.text(&f)),
+                            )
+                        })?,
+                        _ => return Err(self.expected("a field number")),
+                    };
+                    self.advance();
+                    Postfix::Field(n)
+                }
+                _ => break,
+            };
+            depth += 1;
+            let pos = e.pos;
+            let kind = match post {
+                Postfix::Call(args) => ExprKind::Call {
+                    callee: Box::new(e),
+                    args,
+                },
+                Postfix::Index(index) => ExprKind::Index {
+                    array: Box::new(e),
+                    index: Box::new(index),
+                },
+                Postfix::Field(index) => ExprKind::Field {
+                    tuple: Box::new(e),
+                    index,
+                },
+            };
+            e = self.mk(kind, pos)?;
+        }
+        while let Some((op, pos)) = prefixes.pop() {
+            e = self.mk(
+                ExprKind::Unary {
+                    op,
+                    operand: Box::new(e),
+                },
+                pos,
+            )?;
+        }
+        Ok(e)
+    }
+
+    fn primary(&mut self, depth: usize) -> Result<Expr, SurfaceError> {
+        let t = self.peek();
+        let pos = t.pos;
+        let kind = match t.tok {
+            Tok::Int => {
+                let text = self.text(&t);
+                let v = text.parse::<i64>().map_err(|_| {
+                    self.err(pos, format!("integer literal {text} out of range for i64"))
+                })?;
+                self.advance();
+                ExprKind::I64(v)
+            }
+            Tok::Float => {
+                let text = self.text(&t);
+                let v = text
+                    .parse::<f64>()
+                    .map_err(|_| self.err(pos, format!("invalid number `{text}`")))?;
+                self.advance();
+                ExprKind::F64(v)
+            }
+            Tok::LParen => {
+                self.too_deep(depth + 1)?;
+                self.advance();
+                if self.eat(Tok::RParen) {
+                    ExprKind::Unit
+                } else {
+                    let first = self.expr(depth + 1)?;
+                    if self.eat(Tok::RParen) {
+                        return Ok(first);
+                    }
+                    if !self.eat(Tok::Comma) {
+                        return Err(self.expected("`,` or `)`"));
+                    }
+                    let mut elems = vec![first];
+                    while self.peek().tok != Tok::RParen {
+                        elems.push(self.expr(depth + 1)?);
+                        if !self.eat(Tok::Comma) && self.peek().tok != Tok::RParen {
+                            return Err(self.expected("`,` or `)`"));
+                        }
+                    }
+                    self.advance();
+                    ExprKind::Tuple(elems)
+                }
+            }
+            Tok::LBrace => ExprKind::Block(self.block(depth + 1)?),
+            Tok::Ident => match self.text(&t) {
+                "true" => {
+                    self.advance();
+                    ExprKind::Bool(true)
+                }
+                "false" => {
+                    self.advance();
+                    ExprKind::Bool(false)
+                }
+                "inf" => {
+                    self.advance();
+                    ExprKind::F64(f64::INFINITY)
+                }
+                "nan" => {
+                    self.advance();
+                    ExprKind::F64(f64::NAN)
+                }
+                "if" => return self.if_expr(depth + 1),
+                name if KEYWORDS.contains(&name) => return Err(self.expected("an expression")),
+                name => {
+                    self.advance();
+                    ExprKind::Name(name.to_string())
+                }
+            },
+            _ => return Err(self.expected("an expression")),
+        };
+        self.mk(kind, pos)
+    }
+
+    /// `if cond { } else if cond { } else { }`; each `else if` one level deeper.
+    fn if_expr(&mut self, depth: usize) -> Result<Expr, SurfaceError> {
+        self.too_deep(depth)?;
+        let pos = self.expect_word("if")?.pos;
+        let cond = self.expr(depth + 1)?;
+        let then = self.block(depth + 1)?;
+        let els = if self.eat_word("else") {
+            let e = if self.is_word("if") {
+                self.if_expr(depth + 1)?
+            } else {
+                let bpos = self.peek().pos;
+                let b = self.block(depth + 1)?;
+                self.mk(ExprKind::Block(b), bpos)?
+            };
+            Some(Box::new(e))
+        } else {
+            None
+        };
+        self.mk(
+            ExprKind::If {
+                cond: Box::new(cond),
+                then,
+                els,
+            },
+            pos,
+        )
+    }
+}
