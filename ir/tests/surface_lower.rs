@@ -745,3 +745,291 @@ fn snapshot_loop_at_function_start_and_unit_values() {
         "#]],
     );
 }
+
+// ---------------------------------------------------------------- random programs
+
+/// A scalar type of the generated programs.
+#[derive(Copy, Clone, PartialEq, Debug)]
+enum Ty {
+    F,
+    I,
+    B,
+}
+
+struct Var {
+    name: String,
+    ty: Ty,
+    mutable: bool,
+}
+
+/// Renders a well-typed program from a stream of choices (as Hypothesis
+/// does): proptest shrinks the stream, the renderer keeps track of scopes,
+/// mutability and loops, so every program it writes type-checks.
+struct Gen<'c> {
+    choices: &'c [u32],
+    next: usize,
+    out: String,
+    vars: Vec<Var>,
+    loops: u32,
+    fresh: u32,
+}
+
+impl Gen<'_> {
+    fn pick(&mut self, n: u32) -> u32 {
+        let c = self.choices.get(self.next).copied().unwrap_or(0);
+        self.next += 1;
+        c % n
+    }
+
+    fn fresh(&mut self, prefix: &str) -> String {
+        self.fresh += 1;
+        format!("{prefix}{}", self.fresh)
+    }
+
+    fn var_of(&mut self, ty: Ty, mutable_only: bool) -> Option<String> {
+        let names: Vec<&Var> = self
+            .vars
+            .iter()
+            .filter(|v| v.ty == ty && (v.mutable || !mutable_only))
+            .collect();
+        if names.is_empty() {
+            return None;
+        }
+        let k = self.pick(names.len() as u32) as usize;
+        Some(
+            self.vars
+                .iter()
+                .filter(|v| v.ty == ty && (v.mutable || !mutable_only))
+                .nth(k)?
+                .name
+                .clone(),
+        )
+    }
+
+    fn expr(&mut self, ty: Ty, depth: u32) -> String {
+        let leaf = depth == 0 || self.pick(3) == 0;
+        if leaf {
+            if self.pick(2) == 0
+                && let Some(v) = self.var_of(ty, false)
+            {
+                return v;
+            }
+            return match ty {
+                Ty::F => format!("{}.5", self.pick(4)),
+                Ty::I => format!("{}", self.pick(5)),
+                Ty::B => ["true", "false"][self.pick(2) as usize].to_string(),
+            };
+        }
+        let d = depth - 1;
+        match ty {
+            Ty::F => match self.pick(7) {
+                0 => format!("({} + {})", self.expr(Ty::F, d), self.expr(Ty::F, d)),
+                1 => format!("({} * {})", self.expr(Ty::F, d), self.expr(Ty::F, d)),
+                2 => format!("-{}", self.expr(Ty::F, d)),
+                3 => format!("sin({})", self.expr(Ty::F, d)),
+                4 => format!("f64({})", self.expr(Ty::I, d)),
+                5 => format!(
+                    "(if {} {{ {} }} else {{ {} }})",
+                    self.expr(Ty::B, d),
+                    self.expr(Ty::F, d),
+                    self.expr(Ty::F, d)
+                ),
+                _ => format!("h({}, {})", self.expr(Ty::F, d), self.expr(Ty::I, d)),
+            },
+            Ty::I => match self.pick(5) {
+                0 => format!("({} + {})", self.expr(Ty::I, d), self.expr(Ty::I, d)),
+                1 => format!("({} * {})", self.expr(Ty::I, d), self.expr(Ty::I, d)),
+                2 => format!("({} % {})", self.expr(Ty::I, d), self.expr(Ty::I, d)),
+                3 => format!("-{}", self.expr(Ty::I, d)),
+                _ => format!(
+                    "(if {} {{ {} }} else {{ {} }})",
+                    self.expr(Ty::B, d),
+                    self.expr(Ty::I, d),
+                    self.expr(Ty::I, d)
+                ),
+            },
+            Ty::B => match self.pick(5) {
+                0 => format!("({} < {})", self.expr(Ty::F, d), self.expr(Ty::F, d)),
+                1 => format!("({} >= {})", self.expr(Ty::I, d), self.expr(Ty::I, d)),
+                2 => format!("({} && {})", self.expr(Ty::B, d), self.expr(Ty::B, d)),
+                3 => format!("({} || {})", self.expr(Ty::B, d), self.expr(Ty::B, d)),
+                _ => format!("!{}", self.expr(Ty::B, d)),
+            },
+        }
+    }
+
+    fn ty(&mut self) -> Ty {
+        [Ty::F, Ty::I, Ty::B][self.pick(3) as usize]
+    }
+
+    fn block(&mut self, depth: u32, indent: usize) {
+        let scope = self.vars.len();
+        let n = 1 + self.pick(4);
+        for _ in 0..n {
+            self.stmt(depth, indent);
+        }
+        self.vars.truncate(scope);
+    }
+
+    fn line(&mut self, indent: usize, text: &str) {
+        self.out.push_str(&" ".repeat(indent * 4));
+        self.out.push_str(text);
+        self.out.push('\n');
+    }
+
+    fn stmt(&mut self, depth: u32, indent: usize) {
+        let kinds = if depth == 0 { 3 } else { 8 };
+        match self.pick(kinds) {
+            0 => {
+                let ty = self.ty();
+                let e = self.expr(ty, 2);
+                let mutable = self.pick(2) == 0;
+                let name = self.fresh("v");
+                let m = if mutable { "mut " } else { "" };
+                self.line(indent, &format!("let {m}{name} = {e};"));
+                self.vars.push(Var { name, ty, mutable });
+            }
+            1 | 2 => {
+                let ty = self.ty();
+                if let Some(v) = self.var_of(ty, true) {
+                    let e = self.expr(ty, 2);
+                    self.line(indent, &format!("{v} = {e};"));
+                }
+            }
+            3 => {
+                let c = self.expr(Ty::B, 2);
+                self.line(indent, &format!("if {c} {{"));
+                self.block(depth - 1, indent + 1);
+                if self.pick(2) == 0 {
+                    self.line(indent, "} else {");
+                    self.block(depth - 1, indent + 1);
+                }
+                self.line(indent, "}");
+            }
+            4 => {
+                // A while loop with a counter that bounds it.
+                let w = self.fresh("w");
+                let limit = self.pick(4);
+                let c = self.expr(Ty::B, 1);
+                self.line(indent, &format!("let mut {w} = 0;"));
+                self.line(indent, &format!("while {w} < {limit} && {c} {{"));
+                self.line(indent + 1, &format!("{w} = {w} + 1;"));
+                self.loops += 1;
+                self.block(depth - 1, indent + 1);
+                self.loops -= 1;
+                self.line(indent, "}");
+            }
+            5 => {
+                let i = self.fresh("i");
+                let (a, b) = (self.pick(3), self.pick(5));
+                self.line(indent, &format!("for {i} in {a}..{b} {{"));
+                self.vars.push(Var {
+                    name: i,
+                    ty: Ty::I,
+                    mutable: false,
+                });
+                self.loops += 1;
+                self.block(depth - 1, indent + 1);
+                self.loops -= 1;
+                self.vars.pop();
+                self.line(indent, "}");
+            }
+            6 if self.loops > 0 => {
+                let c = self.expr(Ty::B, 1);
+                let word = ["break", "continue"][self.pick(2) as usize];
+                self.line(indent, &format!("if {c} {{ {word}; }}"));
+            }
+            _ => {
+                let c = self.expr(Ty::B, 1);
+                let e = self.expr(Ty::F, 1);
+                self.line(indent, &format!("if {c} {{ return {e}; }}"));
+            }
+        }
+    }
+
+    fn program(choices: &[u32]) -> String {
+        let mut g = Gen {
+            choices,
+            next: 0,
+            out: String::new(),
+            vars: Vec::new(),
+            loops: 0,
+            fresh: 0,
+        };
+        g.out
+            .push_str("fn h(x: f64, n: i64) -> f64 { x * 0.5 + f64(n) }\n");
+        g.out.push_str("fn f(p: f64, q: i64, r: bool) -> f64 {\n");
+        for (name, ty) in [("p", Ty::F), ("q", Ty::I), ("r", Ty::B)] {
+            g.vars.push(Var {
+                name: name.into(),
+                ty,
+                mutable: false,
+            });
+        }
+        for (name, ty, init) in [("a", Ty::F, "p"), ("k", Ty::I, "q"), ("c", Ty::B, "r")] {
+            g.line(1, &format!("let mut {name} = {init};"));
+            g.vars.push(Var {
+                name: name.into(),
+                ty,
+                mutable: true,
+            });
+        }
+        g.block(3, 1);
+        let tail = g.expr(Ty::F, 2);
+        g.line(1, &format!("a + {tail}"));
+        g.out.push_str("}\n");
+        g.out
+    }
+}
+
+fn random_program_holds(choices: &[u32]) {
+    let src = Gen::program(choices);
+    let m = compile_ok(&src);
+    match run(&m, "f", "0.75, 3, true") {
+        Ok(Val::F64(_)) => {}
+        Ok(other) => panic!("f returned {other:?}\n{src}"),
+        Err(e) => assert!(
+            !e.msg.starts_with("internal error"),
+            "{}\n{src}\n{}",
+            e.msg,
+            print_module(&m)
+        ),
+    }
+}
+
+#[test]
+fn random_programs_fixed_seeds() {
+    for seed in 0..200u32 {
+        let choices: Vec<u32> = (0..400u32)
+            .map(|i| {
+                (seed.wrapping_mul(2_654_435_761) ^ i.wrapping_mul(40_503)).rotate_left(i % 31)
+            })
+            .collect();
+        random_program_holds(&choices);
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+    #[test]
+    fn random_well_typed_programs_lower_verify_and_run(
+        choices in proptest::collection::vec(0u32..1000, 0..400)
+    ) {
+        random_program_holds(&choices);
+    }
+}
+#[test]
+fn long_runs_of_joins_lower_quickly() {
+    // `x` is read only after 3000 joins: its read goes back through all of
+    // them (deep recursion, one trivial phi per join, all removed).
+    let mut src =
+        String::from("fn f(p: f64, c: bool) -> f64 {\n    let x = p;\n    let mut s = 0.0;\n");
+    for _ in 0..3000 {
+        src.push_str("    if c { s = s + 1.0; } else { s = s - 1.0; }\n");
+    }
+    src.push_str("    x + s\n}\n");
+    let start = std::time::Instant::now();
+    let m = compile_ok(&src);
+    assert!(close(run_f64(&m, "f", "0.5, true"), 3000.5));
+    assert!(start.elapsed().as_secs() < 20, "took {:?}", start.elapsed());
+}

@@ -77,6 +77,8 @@ struct Ssa {
     phis: Vec<Value>,
     /// Phis whose entries are all present (only those may be found trivial).
     complete: HashSet<Value>,
+    /// The phis that have each value as an entry (with replacements applied).
+    users: HashMap<Value, Vec<Value>>,
     /// The IR type of each variable, known from its first definition.
     local_types: HashMap<LocalId, Type>,
     /// The variable each value defines, for naming.
@@ -85,6 +87,8 @@ struct Ssa {
     follow: HashMap<Block, Block>,
     /// Blocks in the order they were first filled: the layout, before fix-up.
     order: Vec<Block>,
+    /// The blocks of `order`.
+    in_order: HashSet<Block>,
 }
 
 /// Where `break` and `continue` of the innermost loop go.
@@ -171,7 +175,7 @@ impl Lower<'_, '_> {
     fn switch(&mut self, block: Block) {
         if self.b.switch_to_block(block).is_ok() {
             self.cur = Some(block);
-            if !self.ssa.order.contains(&block) {
+            if self.ssa.in_order.insert(block) {
                 self.ssa.order.push(block);
             }
         }
@@ -278,10 +282,18 @@ impl Lower<'_, '_> {
         let preds = self.ssa.preds.get(&block).cloned().unwrap_or_default();
         for pred in preds {
             let op = self.read_var(local, pred);
-            let _ = self.b.add_phi_entry(phi, pred, op);
+            self.add_entry(phi, pred, op);
         }
         self.ssa.complete.insert(phi);
         self.try_remove_trivial_phi(phi)
+    }
+
+    fn add_entry(&mut self, phi: Value, pred: Block, op: Operand) {
+        // A failure is an internal error the verifier reports.
+        let _ = self.b.add_phi_entry(phi, pred, op);
+        if let Operand::Value(v) = op {
+            self.ssa.users.entry(v).or_default().push(phi);
+        }
     }
 
     fn seal(&mut self, block: Block) {
@@ -332,16 +344,15 @@ impl Lower<'_, '_> {
             return Operand::Value(phi);
         };
         self.ssa.forward.insert(phi, same);
-        let users: Vec<Value> = self
-            .ssa
-            .phis
-            .iter()
-            .copied()
-            .filter(|&p| p != phi && !self.ssa.forward.contains_key(&p))
-            .filter(|&p| self.phi_entries(p).contains(&same))
-            .collect();
+        let users = self.ssa.users.remove(&phi).unwrap_or_default();
+        if let Operand::Value(v) = same {
+            // The users of `phi` now use `same`.
+            self.ssa.users.entry(v).or_default().extend(&users);
+        }
         for user in users {
-            self.try_remove_trivial_phi(user);
+            if user != phi {
+                self.try_remove_trivial_phi(user);
+            }
         }
         same
     }
@@ -381,7 +392,7 @@ impl Lower<'_, '_> {
         }
         let phi = self.b.insert_phi(cur, ty).ok()?;
         for (pred, op) in entries {
-            let _ = self.b.add_phi_entry(phi, pred, op);
+            self.add_entry(phi, pred, op);
         }
         self.ssa.phis.push(phi);
         self.ssa.complete.insert(phi);
