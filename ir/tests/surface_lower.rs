@@ -999,7 +999,11 @@ fn random_program_holds(choices: &[u32]) {
 
 #[test]
 fn random_programs_fixed_seeds() {
-    for seed in 0..200u32 {
+    let n: u32 = std::env::var("IRAD_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200);
+    for seed in 0..n {
         let choices: Vec<u32> = (0..400u32)
             .map(|i| {
                 (seed.wrapping_mul(2_654_435_761) ^ i.wrapping_mul(40_503)).rotate_left(i % 31)
@@ -1032,4 +1036,28 @@ fn long_runs_of_joins_lower_quickly() {
     let m = compile_ok(&src);
     assert!(close(run_f64(&m, "f", "0.5, true"), 3000.5));
     assert!(start.elapsed().as_secs() < 20, "took {:?}", start.elapsed());
+}
+
+#[test]
+fn deep_nesting_within_the_parser_limit_lowers() {
+    // Nested `if` expressions and loops, as deep as the parser allows.
+    let depth = 120;
+    let mut src = String::from("fn f(x: f64, n: i64) -> f64 {\n    let mut s = 0.0;\n");
+    for k in 0..depth {
+        src.push_str(&format!(
+            "for i{k} in 0..n {{ s = s + 1.0; if s > x {{ break; }}\n"
+        ));
+    }
+    src.push_str(&"}".repeat(depth));
+    src.push_str("\n    s + ");
+    for _ in 0..depth {
+        src.push_str("if x > 0.0 { ");
+    }
+    src.push('x');
+    for _ in 0..depth {
+        src.push_str(" } else { 1.0 }");
+    }
+    src.push_str("\n}\n");
+    let m = compile_ok(&src);
+    assert!(close(run_f64(&m, "f", "3.0, 2"), 10.0));
 }

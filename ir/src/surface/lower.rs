@@ -165,6 +165,23 @@ fn resolve(forward: &HashMap<Value, Operand>, mut op: Operand) -> Operand {
     op
 }
 
+/// [`resolve`], then points every removed phi on the way straight at the
+/// result (path compression), so later lookups take one step.
+fn resolve_compress(forward: &mut HashMap<Value, Operand>, op: Operand) -> Operand {
+    let root = resolve(forward, op);
+    let mut at = op;
+    while let Operand::Value(v) = at {
+        match forward.get_mut(&v) {
+            Some(next) if *next != root => {
+                at = *next;
+                *next = root;
+            }
+            _ => break,
+        }
+    }
+    root
+}
+
 impl Lower<'_, '_> {
     // ------------------------------------------------------------ blocks
 
@@ -241,7 +258,7 @@ impl Lower<'_, '_> {
             return Operand::Const(Const::Unit);
         }
         if let Some(&op) = self.ssa.defs.get(&(block, local)) {
-            return resolve(&self.ssa.forward, op);
+            return resolve_compress(&mut self.ssa.forward, op);
         }
         let preds = self.ssa.preds.get(&block).cloned().unwrap_or_default();
         let value = if !self.ssa.sealed.contains(&block) {
@@ -306,25 +323,25 @@ impl Lower<'_, '_> {
     }
 
     /// The entries of `phi`, with replacements followed.
-    fn phi_entries(&self, phi: Value) -> Vec<Operand> {
+    fn phi_entries(&mut self, phi: Value) -> Vec<Operand> {
         let f = self.b.func();
         let Some(ValueDef::Inst(inst)) = f.values.get(phi).map(|d| d.def) else {
             return Vec::new();
         };
-        match f.insts.get(inst).map(|d| &d.kind) {
-            Some(InstKind::Phi { entries }) => entries
-                .iter()
-                .map(|&(_, op)| resolve(&self.ssa.forward, op))
-                .collect(),
+        let raw: Vec<Operand> = match f.insts.get(inst).map(|d| &d.kind) {
+            Some(InstKind::Phi { entries }) => entries.iter().map(|&(_, op)| op).collect(),
             _ => Vec::new(),
-        }
+        };
+        raw.into_iter()
+            .map(|op| resolve_compress(&mut self.ssa.forward, op))
+            .collect()
     }
 
     /// Removes `phi` if it has one distinct incoming value besides itself,
     /// then retries the phis that used it; returns what stands for it.
     fn try_remove_trivial_phi(&mut self, phi: Value) -> Operand {
         if self.ssa.forward.contains_key(&phi) {
-            return resolve(&self.ssa.forward, Operand::Value(phi));
+            return resolve_compress(&mut self.ssa.forward, Operand::Value(phi));
         }
         if !self.ssa.complete.contains(&phi) {
             return Operand::Value(phi);
@@ -344,15 +361,16 @@ impl Lower<'_, '_> {
             return Operand::Value(phi);
         };
         self.ssa.forward.insert(phi, same);
-        let users = self.ssa.users.remove(&phi).unwrap_or_default();
+        let mut users = self.ssa.users.remove(&phi).unwrap_or_default();
+        users.retain(|u| *u != phi && !self.ssa.forward.contains_key(u));
+        users.sort_unstable();
+        users.dedup();
         if let Operand::Value(v) = same {
             // The users of `phi` now use `same`.
             self.ssa.users.entry(v).or_default().extend(&users);
         }
         for user in users {
-            if user != phi {
-                self.try_remove_trivial_phi(user);
-            }
+            self.try_remove_trivial_phi(user);
         }
         same
     }
@@ -384,7 +402,7 @@ impl Lower<'_, '_> {
         let cur = self.cur?;
         let ops: Vec<Operand> = entries
             .iter()
-            .map(|&(_, op)| resolve(&self.ssa.forward, op))
+            .map(|&(_, op)| resolve_compress(&mut self.ssa.forward, op))
             .collect();
         let first = *ops.first()?;
         if ty == Type::Unit || ops.iter().all(|&op| op == first) {
@@ -805,7 +823,11 @@ impl Lower<'_, '_> {
 
 /// Applies the replacements of removed phis, fixes the layout so that every
 /// `gotoifnot` falls through to its `then` block, and names blocks and values.
-fn finish(func: &mut Func, ssa: Ssa, info: &TypeInfo) {
+fn finish(func: &mut Func, mut ssa: Ssa, info: &TypeInfo) {
+    let removed: Vec<Value> = ssa.forward.keys().copied().collect();
+    for v in removed {
+        resolve_compress(&mut ssa.forward, Operand::Value(v));
+    }
     let fwd = &ssa.forward;
     for &block in &ssa.order {
         let insts = std::mem::take(&mut func.blocks[block].insts);
