@@ -11,6 +11,7 @@ pub mod ast;
 mod lexer;
 mod lower;
 mod parser;
+mod ssa;
 mod typeck;
 
 pub use parser::parse;

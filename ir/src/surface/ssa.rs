@@ -1,0 +1,499 @@
+//! Braun et al. 2013, "Simple and Efficient Construction of SSA Form", over
+//! a [`FuncBuilder`]: the blocks and variables half of the surface lowering.
+//!
+//! Variables are `LocalId`s. Each block keeps the current definition of each
+//! variable written or read in it; a read looks through the predecessors
+//! (recursively, memoised per block), making a phi where they meet. In a block
+//! that is not sealed (not all predecessors known: a loop header before its
+//! back edges exist) the phi is incomplete and gets its entries when the block
+//! is sealed. A phi whose entries are one value and itself is removed, uses of
+//! it are forwarded to that value (with path compression), and the phis that
+//! used it are retried, recursively; [`finish`] then rewrites all operands,
+//! so no phi with a single distinct incoming value survives.
+//!
+//! Also kept here: the predecessor lists (the layout is not final while
+//! building), the fall-through constraints of `gotoifnot`, and the names of
+//! values. [`finish`] fixes the layout so each `gotoifnot` falls through to
+//! the block it was built to, labels blocks `#1`, `#2`, ... in layout order,
+//! and names values after their variables (`%s`, `%s_1`, ...).
+
+use super::ast::{LocalId, TypeInfo};
+use crate::builder::FuncBuilder;
+use crate::func::{Block, Const, Func, FuncRef, InstKind, Operand, Terminator, Value, ValueDef};
+use crate::types::Type;
+use std::collections::{HashMap, HashSet};
+
+/// Appends blocks and statements to one function and keeps its variables in
+/// SSA form.
+pub(super) struct SsaBuilder<'m> {
+    /// Where statements go.
+    pub(super) b: FuncBuilder<'m>,
+    /// The block being filled; `None` after a statement that never completes.
+    pub(super) cur: Option<Block>,
+    st: Ssa,
+}
+
+/// The SSA construction state of one function.
+#[derive(Default)]
+pub(super) struct Ssa {
+    /// The current definition of each variable at the end of each block so far.
+    defs: HashMap<(Block, LocalId), Operand>,
+    /// Blocks whose predecessors are all known.
+    sealed: HashSet<Block>,
+    /// Phis made in unsealed blocks, completed when the block is sealed.
+    incomplete: HashMap<Block, Vec<(LocalId, Value)>>,
+    /// Predecessors of each block, in the order the edges were made.
+    preds: HashMap<Block, Vec<Block>>,
+    /// Removed (trivial) phis and the operand that replaces each.
+    forward: HashMap<Value, Operand>,
+    /// Every phi made, in order; those in `forward` are dead.
+    phis: Vec<Value>,
+    /// Phis whose entries are all present (only those may be found trivial).
+    complete: HashSet<Value>,
+    /// The phis that have each value as an entry (with replacements applied).
+    users: HashMap<Value, Vec<Value>>,
+    /// The IR type of each variable, known from its first definition.
+    local_types: HashMap<LocalId, Type>,
+    /// The variable each value defines, for naming.
+    tags: HashMap<Value, LocalId>,
+    /// The block each `gotoifnot` block must be followed by in the layout.
+    follow: HashMap<Block, Block>,
+    /// Blocks in the order they were first filled: the layout, before fix-up.
+    order: Vec<Block>,
+    /// The blocks of `order`.
+    in_order: HashSet<Block>,
+}
+
+impl<'m> SsaBuilder<'m> {
+    /// A builder that appends to the function of `b`, which has no block yet.
+    pub(super) fn new(b: FuncBuilder<'m>) -> SsaBuilder<'m> {
+        SsaBuilder {
+            b,
+            cur: None,
+            st: Ssa::default(),
+        }
+    }
+
+    /// Makes the entry block, sealed (it has no predecessors), and binds the
+    /// parameters: `(local, type, parameter number)`.
+    pub(super) fn start(&mut self, params: &[(LocalId, Type, usize)]) {
+        let entry = self.new_block();
+        self.seal(entry);
+        self.switch(entry);
+        for (local, ty, i) in params {
+            if let Ok(v) = self.b.param(*i) {
+                self.st.local_types.insert(*local, ty.clone());
+                self.st.defs.insert((entry, *local), Operand::Value(v));
+            }
+        }
+    }
+
+    /// Removes the remaining trivial phis and gives back what [`finish`] needs.
+    pub(super) fn into_state(mut self) -> Ssa {
+        self.remove_all_trivial_phis();
+        self.st
+    }
+
+    // ------------------------------------------------------------ blocks
+
+    pub(super) fn new_block(&mut self) -> Block {
+        self.b.create_block()
+    }
+
+    pub(super) fn switch(&mut self, block: Block) {
+        if self.b.switch_to_block(block).is_ok() {
+            self.cur = Some(block);
+            if self.st.in_order.insert(block) {
+                self.st.order.push(block);
+            }
+        }
+    }
+
+    pub(super) fn add_pred(&mut self, block: Block, pred: Block) {
+        self.st.preds.entry(block).or_default().push(pred);
+    }
+
+    /// `goto target` from the current block, if there is one.
+    pub(super) fn goto(&mut self, target: Block) {
+        if let Some(cur) = self.cur.take()
+            && self.b.goto(target).is_ok()
+        {
+            self.add_pred(target, cur);
+        }
+    }
+
+    /// `gotoifnot cond, els`, falling through to `then`.
+    pub(super) fn branch(&mut self, cond: Operand, then: Block, els: Block) {
+        if let Some(cur) = self.cur.take()
+            && self.b.gotoifnot(cond, els).is_ok()
+        {
+            self.add_pred(then, cur);
+            self.add_pred(els, cur);
+            self.st.follow.insert(cur, then);
+        }
+    }
+
+    pub(super) fn ret(&mut self, value: Operand) {
+        if self.cur.take().is_some() {
+            // A failure is an internal error the verifier reports.
+            let _ = self.b.ret(value);
+        }
+    }
+
+    // ------------------------------------------------------------ SSA variables
+
+    pub(super) fn write_var(&mut self, local: LocalId, value: Operand) {
+        let Some(cur) = self.cur else { return };
+        if !self.st.local_types.contains_key(&local)
+            && let Ok(ty) = self.b.operand_type(&value)
+        {
+            self.st.local_types.insert(local, ty);
+        }
+        if let Operand::Value(v) = value {
+            let is_param = matches!(
+                self.b.func().values.get(v).map(|d| d.def),
+                Some(ValueDef::Param(_))
+            );
+            if !is_param {
+                self.st.tags.entry(v).or_insert(local);
+            }
+        }
+        self.st.defs.insert((cur, local), value);
+    }
+
+    pub(super) fn read_var(&mut self, local: LocalId, block: Block) -> Operand {
+        let Some(ty) = self.st.local_types.get(&local).cloned() else {
+            return Operand::Const(Const::Unit);
+        };
+        if ty == Type::Unit {
+            return Operand::Const(Const::Unit);
+        }
+        if let Some(&op) = self.st.defs.get(&(block, local)) {
+            return resolve_compress(&mut self.st.forward, op);
+        }
+        let preds = self.st.preds.get(&block).cloned().unwrap_or_default();
+        let value = if !self.st.sealed.contains(&block) {
+            let Some(phi) = self.new_phi(block, ty, local) else {
+                return Operand::Const(Const::Unit);
+            };
+            self.st
+                .incomplete
+                .entry(block)
+                .or_default()
+                .push((local, phi));
+            Operand::Value(phi)
+        } else if let [pred] = preds[..] {
+            self.read_var(local, pred)
+        } else if preds.is_empty() {
+            // A read with no definition: `check` makes this impossible.
+            Operand::Const(Const::Unit)
+        } else {
+            let Some(phi) = self.new_phi(block, ty, local) else {
+                return Operand::Const(Const::Unit);
+            };
+            // Recorded first, so that a read through a cycle finds this phi.
+            self.st.defs.insert((block, local), Operand::Value(phi));
+            self.add_phi_operands(local, phi, block)
+        };
+        self.st.defs.insert((block, local), value);
+        value
+    }
+
+    pub(super) fn new_phi(&mut self, block: Block, ty: Type, local: LocalId) -> Option<Value> {
+        let phi = self.b.insert_phi(block, ty).ok()?;
+        self.st.phis.push(phi);
+        self.st.tags.insert(phi, local);
+        Some(phi)
+    }
+
+    pub(super) fn add_phi_operands(&mut self, local: LocalId, phi: Value, block: Block) -> Operand {
+        let preds = self.st.preds.get(&block).cloned().unwrap_or_default();
+        for pred in preds {
+            let op = self.read_var(local, pred);
+            self.add_entry(phi, pred, op);
+        }
+        self.st.complete.insert(phi);
+        self.try_remove_trivial_phi(phi)
+    }
+
+    pub(super) fn add_entry(&mut self, phi: Value, pred: Block, op: Operand) {
+        // A failure is an internal error the verifier reports.
+        let _ = self.b.add_phi_entry(phi, pred, op);
+        if let Operand::Value(v) = op {
+            self.st.users.entry(v).or_default().push(phi);
+        }
+    }
+
+    pub(super) fn seal(&mut self, block: Block) {
+        if let Some(pending) = self.st.incomplete.remove(&block) {
+            for (local, phi) in pending {
+                self.add_phi_operands(local, phi, block);
+            }
+        }
+        self.st.sealed.insert(block);
+    }
+
+    /// The entries of `phi`, with replacements followed.
+    pub(super) fn phi_entries(&mut self, phi: Value) -> Vec<Operand> {
+        let f = self.b.func();
+        let Some(ValueDef::Inst(inst)) = f.values.get(phi).map(|d| d.def) else {
+            return Vec::new();
+        };
+        let raw: Vec<Operand> = match f.insts.get(inst).map(|d| &d.kind) {
+            Some(InstKind::Phi { entries }) => entries.iter().map(|&(_, op)| op).collect(),
+            _ => Vec::new(),
+        };
+        raw.into_iter()
+            .map(|op| resolve_compress(&mut self.st.forward, op))
+            .collect()
+    }
+
+    /// Removes `phi` if it has one distinct incoming value besides itself,
+    /// then retries the phis that used it; returns what stands for it.
+    pub(super) fn try_remove_trivial_phi(&mut self, phi: Value) -> Operand {
+        if self.st.forward.contains_key(&phi) {
+            return resolve_compress(&mut self.st.forward, Operand::Value(phi));
+        }
+        if !self.st.complete.contains(&phi) {
+            return Operand::Value(phi);
+        }
+        let mut same = None;
+        for op in self.phi_entries(phi) {
+            if op == Operand::Value(phi) || Some(op) == same {
+                continue;
+            }
+            if same.is_some() {
+                return Operand::Value(phi);
+            }
+            same = Some(op);
+        }
+        // No entry but itself: unreachable, which lowering never makes.
+        let Some(same) = same else {
+            return Operand::Value(phi);
+        };
+        self.st.forward.insert(phi, same);
+        let mut users = self.st.users.remove(&phi).unwrap_or_default();
+        users.retain(|u| *u != phi && !self.st.forward.contains_key(u));
+        users.sort_unstable();
+        users.dedup();
+        if let Operand::Value(v) = same {
+            // The users of `phi` now use `same`.
+            self.st.users.entry(v).or_default().extend(&users);
+        }
+        for user in users {
+            self.try_remove_trivial_phi(user);
+        }
+        same
+    }
+
+    /// A last sweep: repeats removal until no trivial phi is left (the
+    /// recursive removal already finds them all; this makes it a guarantee).
+    pub(super) fn remove_all_trivial_phis(&mut self) {
+        loop {
+            let before = self.st.forward.len();
+            let live: Vec<Value> = self
+                .st
+                .phis
+                .iter()
+                .copied()
+                .filter(|p| !self.st.forward.contains_key(p))
+                .collect();
+            for phi in live {
+                self.try_remove_trivial_phi(phi);
+            }
+            if self.st.forward.len() == before {
+                return;
+            }
+        }
+    }
+
+    /// The value of a join: the incoming operand when all are the same,
+    /// otherwise a phi at the start of the current block.
+    pub(super) fn join(&mut self, ty: Type, entries: Vec<(Block, Operand)>) -> Option<Operand> {
+        let cur = self.cur?;
+        let ops: Vec<Operand> = entries
+            .iter()
+            .map(|&(_, op)| resolve_compress(&mut self.st.forward, op))
+            .collect();
+        let first = *ops.first()?;
+        if ty == Type::Unit || ops.iter().all(|&op| op == first) {
+            return Some(first);
+        }
+        let phi = self.b.insert_phi(cur, ty).ok()?;
+        for (pred, op) in entries {
+            self.add_entry(phi, pred, op);
+        }
+        self.st.phis.push(phi);
+        self.st.complete.insert(phi);
+        Some(Operand::Value(phi))
+    }
+}
+
+/// Applies the replacements of removed phis, fixes the layout so that every
+/// `gotoifnot` falls through to its `then` block, and names blocks and values.
+pub(super) fn finish(func: &mut Func, mut ssa: Ssa, info: &TypeInfo) {
+    let removed: Vec<Value> = ssa.forward.keys().copied().collect();
+    for v in removed {
+        resolve_compress(&mut ssa.forward, Operand::Value(v));
+    }
+    let fwd = &ssa.forward;
+    for &block in &ssa.order {
+        let insts = std::mem::take(&mut func.blocks[block].insts);
+        let mut kept = Vec::with_capacity(insts.len());
+        for inst in insts {
+            let data = &mut func.insts[inst];
+            if data.result.is_some_and(|v| fwd.contains_key(&v)) {
+                continue;
+            }
+            let new_kind = match &mut data.kind {
+                InstKind::Prim { args, .. } | InstKind::Invoke { args, .. } => {
+                    args.iter_mut().for_each(|a| *a = resolve(fwd, *a));
+                    None
+                }
+                InstKind::Phi { entries } => {
+                    entries.iter_mut().for_each(|(_, a)| *a = resolve(fwd, *a));
+                    None
+                }
+                InstKind::CallValue { callee, args } => {
+                    args.iter_mut().for_each(|a| *a = resolve(fwd, *a));
+                    match resolve(fwd, Operand::Value(*callee)) {
+                        Operand::Value(v) => {
+                            *callee = v;
+                            None
+                        }
+                        // The callee became a known function once a phi of
+                        // function values was found trivial.
+                        Operand::Const(Const::Func(FuncRef::User(func))) => {
+                            Some(InstKind::Invoke {
+                                func,
+                                args: args.clone(),
+                            })
+                        }
+                        Operand::Const(Const::Func(FuncRef::Prim(prim))) => Some(InstKind::Prim {
+                            prim,
+                            args: args.clone(),
+                        }),
+                        Operand::Const(_) => None,
+                    }
+                }
+            };
+            if let Some(kind) = new_kind {
+                data.kind = kind;
+            }
+            kept.push(inst);
+        }
+        let data = &mut func.blocks[block];
+        data.insts = kept;
+        match &mut data.term {
+            Some(Terminator::GotoIfNot { cond, .. }) => *cond = resolve(fwd, *cond),
+            Some(Terminator::Return(op)) => *op = resolve(fwd, *op),
+            _ => {}
+        }
+    }
+    func.layout = layout(&ssa, &func.layout);
+    for (i, &block) in func.layout.iter().enumerate() {
+        func.blocks[block].label = i as u32 + 1;
+    }
+    name_values(func, &ssa.tags, info);
+}
+
+/// The blocks in the order they were filled, except that each `gotoifnot`
+/// block is directly followed by its fall-through block.
+fn layout(ssa: &Ssa, created: &[Block]) -> Vec<Block> {
+    let followers: HashSet<Block> = ssa.follow.values().copied().collect();
+    let mut placed = HashSet::new();
+    let mut out = Vec::with_capacity(ssa.order.len());
+    for &start in &ssa.order {
+        if placed.contains(&start) || followers.contains(&start) {
+            continue;
+        }
+        let mut block = start;
+        loop {
+            placed.insert(block);
+            out.push(block);
+            match ssa.follow.get(&block) {
+                Some(&next) if !placed.contains(&next) => block = next,
+                _ => break,
+            }
+        }
+    }
+    // Only reached on a lowering bug; kept so the verifier can report it.
+    for &block in ssa.order.iter().chain(created) {
+        if ssa.preds.contains_key(&block) && placed.insert(block) {
+            out.push(block);
+        }
+    }
+    out
+}
+
+/// Names each value that defines a variable after it: `s`, then `s_1`, ...
+fn name_values(func: &mut Func, tags: &HashMap<Value, LocalId>, info: &TypeInfo) {
+    let mut used: HashSet<String> = HashSet::new();
+    let mut counts: HashMap<String, u32> = HashMap::new();
+    for &p in &func.params {
+        if let Some(name) = &func.values[p].name {
+            used.insert(name.to_string());
+            counts.insert(name.to_string(), 1);
+        }
+    }
+    let results: Vec<Value> = func
+        .layout
+        .iter()
+        .flat_map(|&b| func.blocks[b].insts.iter())
+        .filter_map(|&i| func.insts[i].result)
+        .collect();
+    for v in results {
+        let Some(base) = tags
+            .get(&v)
+            .and_then(|l| info.local_names.get(l.0 as usize))
+        else {
+            continue;
+        };
+        let n = counts.entry(base.clone()).or_insert(0);
+        let name = loop {
+            let candidate = if *n == 0 {
+                base.clone()
+            } else {
+                format!("{base}_{n}")
+            };
+            *n += 1;
+            if used.insert(candidate.clone()) {
+                break candidate;
+            }
+        };
+        func.values[v].name = Some(name.into());
+    }
+}
+
+/// Follows the replacements of removed phis.
+fn resolve(forward: &HashMap<Value, Operand>, mut op: Operand) -> Operand {
+    // Each step goes to a phi that was live when the step was made, so the
+    // chain is acyclic; the bound is a guard, not a limit ever reached.
+    for _ in 0..=forward.len() {
+        match op {
+            Operand::Value(v) => match forward.get(&v) {
+                Some(&next) => op = next,
+                None => return op,
+            },
+            Operand::Const(_) => return op,
+        }
+    }
+    op
+}
+
+/// [`resolve`], then points every removed phi on the way straight at the
+/// result (path compression), so later lookups take one step.
+fn resolve_compress(forward: &mut HashMap<Value, Operand>, op: Operand) -> Operand {
+    let root = resolve(forward, op);
+    let mut at = op;
+    while let Operand::Value(v) = at {
+        match forward.get_mut(&v) {
+            Some(next) if *next != root => {
+                at = *next;
+                *next = root;
+            }
+            _ => break,
+        }
+    }
+    root
+}
