@@ -1,0 +1,207 @@
+//! Names and calls for the type checker: what a name stands for as a value,
+//! and calls of file functions, primitives (typed by the primitive table),
+//! builtins and function values, with their arity and argument checks.
+
+use super::{Checker, Ty, int_literal, value_pos};
+use crate::loc::Pos;
+use crate::prim::Prim;
+use crate::surface::ast::{Builtin, Expr, ExprKind, Res};
+use crate::types::{FnType, Type};
+
+impl<'f> Checker<'f> {
+    pub(super) fn name_value(&mut self, e: &Expr, name: &str) -> Ty {
+        let Some(res) = self.resolve(name) else {
+            self.error(e.pos, format!("unknown name `{name}`"));
+            return Ty::Error;
+        };
+        let ty = match &res {
+            Res::Local(id) => self.local_ty(*id),
+            Res::Func(f) => self
+                .funcs
+                .get(f.as_str())
+                .map_or(Ty::Error, |sig| Ty::Known(Type::from_fn(sig.clone()))),
+            Res::Prim(p) => match p.fn_type() {
+                Some(t) => Ty::Known(t),
+                None => {
+                    self.error(
+                        e.pos,
+                        format!("primitive `{p}` is overloaded and cannot be used as a value"),
+                    );
+                    Ty::Error
+                }
+            },
+            Res::Builtin(_) => {
+                self.error(
+                    e.pos,
+                    format!("builtin `{name}` can only be called, not used as a value"),
+                );
+                Ty::Error
+            }
+        };
+        self.info.names.insert(e.id, res);
+        ty
+    }
+
+    /// Checks a call; `alloc_annot` is the annotation of the `let` it initialises.
+    pub(super) fn call(
+        &mut self,
+        e: &'f Expr,
+        callee: &'f Expr,
+        args: &'f [Expr],
+        alloc_annot: Option<&Type>,
+    ) -> Ty {
+        let ty = self.call_inner(e, callee, args, alloc_annot);
+        self.set_type(e.id, &ty);
+        ty
+    }
+
+    fn call_inner(
+        &mut self,
+        e: &'f Expr,
+        callee: &'f Expr,
+        args: &'f [Expr],
+        alloc_annot: Option<&Type>,
+    ) -> Ty {
+        let ExprKind::Name(name) = &callee.kind else {
+            let t = self.expr(callee);
+            return self.call_value(e, callee, &t, args);
+        };
+        let Some(res) = self.resolve(name) else {
+            self.error(callee.pos, format!("unknown function `{name}`"));
+            for a in args {
+                self.expr(a);
+            }
+            return Ty::Error;
+        };
+        self.info.names.insert(callee.id, res.clone());
+        match res {
+            Res::Local(id) => {
+                let t = self.local_ty(id);
+                self.set_type(callee.id, &t);
+                self.call_value(e, callee, &t, args)
+            }
+            Res::Func(f) => {
+                let Some(sig) = self.funcs.get(f.as_str()).cloned() else {
+                    return Ty::Error;
+                };
+                self.set_type(callee.id, &Ty::Known(Type::from_fn(sig.clone())));
+                self.args(e.pos, &f, &sig, args)
+            }
+            Res::Prim(p) => self.prim_call(e, p, args, alloc_annot),
+            Res::Builtin(b) => self.builtin_call(e, name, b, args),
+        }
+    }
+
+    fn call_value(&mut self, e: &'f Expr, callee: &Expr, t: &Ty, args: &'f [Expr]) -> Ty {
+        match t {
+            Ty::Known(Type::Func(sig)) => {
+                let sig = FnType::clone(sig);
+                let what = match &callee.kind {
+                    ExprKind::Name(n) => n.clone(),
+                    _ => "the called function".to_string(),
+                };
+                self.args(e.pos, &what, &sig, args)
+            }
+            Ty::Known(t) => {
+                self.error(
+                    callee.pos,
+                    format!("called value has type {t}, not a function type"),
+                );
+                for a in args {
+                    self.expr(a);
+                }
+                Ty::Error
+            }
+            Ty::Never | Ty::Error => {
+                for a in args {
+                    self.expr(a);
+                }
+                Ty::Error
+            }
+        }
+    }
+
+    fn args(&mut self, pos: Pos, what: &str, sig: &FnType, args: &'f [Expr]) -> Ty {
+        if sig.params.len() != args.len() {
+            let n = sig.params.len();
+            let s = if n == 1 { "" } else { "s" };
+            self.error(
+                pos,
+                format!("`{what}` takes {n} argument{s}, found {}", args.len()),
+            );
+            for a in args {
+                self.expr(a);
+            }
+        } else {
+            for (a, p) in args.iter().zip(&sig.params) {
+                self.expect(a, p);
+            }
+        }
+        Ty::Known(sig.ret.clone())
+    }
+
+    fn prim_call(&mut self, e: &'f Expr, p: Prim, args: &'f [Expr], annot: Option<&Type>) -> Ty {
+        let tys: Vec<Ty> = args.iter().map(|a| self.expr(a)).collect();
+        if p == Prim::Alloc && !matches!(annot, Some(Type::Array(_))) {
+            self.error(
+                e.pos,
+                "`alloc` needs a `let` with an array type annotation".to_string(),
+            );
+            return Ty::Error;
+        }
+        let Some(known) = tys
+            .iter()
+            .map(|t| t.known().cloned())
+            .collect::<Option<Vec<_>>>()
+        else {
+            return Ty::Error;
+        };
+        let field = args.get(1).and_then(int_literal);
+        match p.result_type(&known, field, annot) {
+            Ok(t) => Ty::Known(t),
+            Err(msg) => {
+                self.error(e.pos, msg);
+                Ty::Error
+            }
+        }
+    }
+
+    fn builtin_call(&mut self, e: &'f Expr, name: &str, b: Builtin, args: &'f [Expr]) -> Ty {
+        if args.len() != 1 {
+            self.error(
+                e.pos,
+                format!("`{name}` takes 1 argument, found {}", args.len()),
+            );
+            for a in args {
+                self.expr(a);
+            }
+            return Ty::Error;
+        }
+        let arg = &args[0];
+        match b {
+            Builtin::Len => match self.expr(arg) {
+                Ty::Known(Type::Array(_)) => Ty::Known(Type::I64),
+                Ty::Known(t) => {
+                    self.error(
+                        value_pos(arg),
+                        format!("mismatched types: expected an array, found {t}"),
+                    );
+                    Ty::Known(Type::I64)
+                }
+                _ => Ty::Known(Type::I64),
+            },
+            Builtin::ToF64 => {
+                self.expect(arg, &Type::I64);
+                Ty::Known(Type::F64)
+            }
+            Builtin::ToI64 => {
+                self.expect(arg, &Type::F64);
+                Ty::Known(Type::I64)
+            }
+            Builtin::Zeros => {
+                self.expect(arg, &Type::I64);
+                Ty::Known(Type::Array(crate::types::Scalar::F64))
+            }
+        }
+    }
+}
