@@ -786,24 +786,28 @@ impl Gen<'_> {
         format!("{prefix}{}", self.fresh)
     }
 
-    fn var_of(&mut self, ty: Ty, mutable_only: bool) -> Option<String> {
-        let names: Vec<&Var> = self
-            .vars
+    /// The variables in scope (a `let` hides earlier ones of its name).
+    fn visible(&self) -> Vec<&Var> {
+        self.vars
             .iter()
+            .enumerate()
+            .filter(|(i, v)| !self.vars[i + 1..].iter().any(|w| w.name == v.name))
+            .map(|(_, v)| v)
+            .collect()
+    }
+
+    fn var_of(&mut self, ty: Ty, mutable_only: bool) -> Option<String> {
+        let names: Vec<String> = self
+            .visible()
+            .into_iter()
             .filter(|v| v.ty == ty && (v.mutable || !mutable_only))
+            .map(|v| v.name.clone())
             .collect();
         if names.is_empty() {
             return None;
         }
         let k = self.pick(names.len() as u32) as usize;
-        Some(
-            self.vars
-                .iter()
-                .filter(|v| v.ty == ty && (v.mutable || !mutable_only))
-                .nth(k)?
-                .name
-                .clone(),
-        )
+        names.get(k).cloned()
     }
 
     fn expr(&mut self, ty: Ty, depth: u32) -> String {
@@ -864,11 +868,15 @@ impl Gen<'_> {
 
     fn block(&mut self, depth: u32, indent: usize) {
         let scope = self.vars.len();
+        self.stmts(depth, indent);
+        self.vars.truncate(scope);
+    }
+
+    fn stmts(&mut self, depth: u32, indent: usize) {
         let n = 1 + self.pick(4);
         for _ in 0..n {
             self.stmt(depth, indent);
         }
-        self.vars.truncate(scope);
     }
 
     fn line(&mut self, indent: usize, text: &str) {
@@ -884,7 +892,15 @@ impl Gen<'_> {
                 let ty = self.ty();
                 let e = self.expr(ty, 2);
                 let mutable = self.pick(2) == 0;
-                let name = self.fresh("v");
+                // Sometimes shadow a variable in scope, maybe with another type.
+                let visible: Vec<String> = self.visible().iter().map(|v| v.name.clone()).collect();
+                let name = match self.pick(3) {
+                    0 if !visible.is_empty() => {
+                        let k = self.pick(visible.len() as u32) as usize;
+                        visible[k].clone()
+                    }
+                    _ => self.fresh("v"),
+                };
                 let m = if mutable { "mut " } else { "" };
                 self.line(indent, &format!("let {m}{name} = {e};"));
                 self.vars.push(Var { name, ty, mutable });
@@ -974,9 +990,11 @@ impl Gen<'_> {
                 mutable: true,
             });
         }
-        g.block(3, 1);
-        let tail = g.expr(Ty::F, 2);
-        g.line(1, &format!("a + {tail}"));
+        // The function body's statements: its `let`s stay in scope for the tail.
+        g.stmts(3, 1);
+        // `a` may have been shadowed by a non-f64 `let`: the tail is any f64.
+        let tail = g.expr(Ty::F, 3);
+        g.line(1, &tail);
         g.out.push_str("}\n");
         g.out
     }
