@@ -1003,15 +1003,234 @@ impl Gen<'_> {
 fn random_program_holds(choices: &[u32]) {
     let src = Gen::program(choices);
     let m = compile_ok(&src);
-    match run(&m, "f", "0.75, 3, true") {
-        Ok(Val::F64(_)) => {}
-        Ok(other) => panic!("f returned {other:?}\n{src}"),
-        Err(e) => assert!(
-            !e.msg.starts_with("internal error"),
-            "{}\n{src}\n{}",
-            e.msg,
+    let want = oracle::run_f(&src, 0.75, 3, true);
+    match (run(&m, "f", "0.75, 3, true"), want) {
+        (Ok(Val::F64(x)), Some(y)) => assert!(
+            x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()),
+            "IR gives {x}, the source means {y}\n{src}\n{}",
             print_module(&m)
         ),
+        (Ok(other), _) => panic!("f returned {other:?}, the source means {want:?}\n{src}"),
+        (Err(e), want) => {
+            assert!(
+                !e.msg.starts_with("internal error"),
+                "{}\n{src}\n{}",
+                e.msg,
+                print_module(&m)
+            );
+            assert_eq!(
+                want, None,
+                "IR fails ({}), the source does not\n{src}",
+                e.msg
+            );
+        }
+    }
+}
+
+/// A direct evaluator of the surface subset the generator writes, over the
+/// checked syntax tree: the meaning the lowering must preserve.
+mod oracle {
+    use irad_ir::surface::ast::{
+        BinOp, Block, Expr, ExprKind, File, Res, Stmt, StmtKind, TypeInfo, UnOp,
+    };
+    use irad_ir::surface::{self};
+    use std::collections::HashMap;
+
+    #[derive(Copy, Clone, Debug, PartialEq)]
+    enum V {
+        F(f64),
+        I(i64),
+        B(bool),
+        U,
+    }
+
+    /// Why evaluation stopped early; `Fail` is a run-time error.
+    enum Stop {
+        Break,
+        Continue,
+        Return(V),
+        Fail,
+    }
+
+    struct Eval<'a> {
+        file: &'a File,
+        info: &'a TypeInfo,
+        env: HashMap<u32, V>,
+    }
+
+    /// `f(p, q, r)` of the program; `None` on a run-time error.
+    pub fn run_f(src: &str, p: f64, q: i64, r: bool) -> Option<f64> {
+        let file = surface::parse(src).ok()?;
+        let info = surface::check(&file).ok()?;
+        let mut ev = Eval {
+            file: &file,
+            info: &info,
+            env: HashMap::new(),
+        };
+        match ev.call("f", &[V::F(p), V::I(q), V::B(r)]) {
+            Ok(V::F(x)) => Some(x),
+            _ => None,
+        }
+    }
+
+    impl Eval<'_> {
+        fn call(&mut self, name: &str, args: &[V]) -> Result<V, Stop> {
+            let file = self.file;
+            let f = file
+                .funcs
+                .iter()
+                .find(|f| f.name.name == name)
+                .ok_or(Stop::Fail)?;
+            let saved = std::mem::take(&mut self.env);
+            for (param, arg) in f.params.iter().zip(args) {
+                self.env.insert(self.info.locals[&param.name.pos].0, *arg);
+            }
+            let res = match self.block(&f.body) {
+                Ok(v) | Err(Stop::Return(v)) => Ok(v),
+                Err(_) => Err(Stop::Fail),
+            };
+            self.env = saved;
+            res
+        }
+
+        fn block(&mut self, b: &Block) -> Result<V, Stop> {
+            for s in &b.stmts {
+                self.stmt(s)?;
+            }
+            match &b.tail {
+                Some(e) => self.expr(e),
+                None => Ok(V::U),
+            }
+        }
+
+        fn set(&mut self, pos: irad_ir::Pos, v: V) {
+            self.env.insert(self.info.locals[&pos].0, v);
+        }
+
+        fn stmt(&mut self, s: &Stmt) -> Result<(), Stop> {
+            match &s.kind {
+                StmtKind::Let { name, init, .. } => {
+                    let v = self.expr(init)?;
+                    self.set(name.pos, v);
+                }
+                StmtKind::Assign { name, value } => {
+                    let v = self.expr(value)?;
+                    self.set(name.pos, v);
+                }
+                StmtKind::Expr(e) => {
+                    self.expr(e)?;
+                }
+                StmtKind::While { cond, body } => {
+                    while self.expr(cond)? == V::B(true) {
+                        match self.block(body) {
+                            Ok(_) | Err(Stop::Continue) => {}
+                            Err(Stop::Break) => break,
+                            Err(other) => return Err(other),
+                        }
+                    }
+                }
+                StmtKind::For {
+                    var,
+                    start,
+                    end,
+                    body,
+                } => {
+                    let (V::I(a), V::I(b)) = (self.expr(start)?, self.expr(end)?) else {
+                        return Err(Stop::Fail);
+                    };
+                    for i in a..b {
+                        self.set(var.pos, V::I(i));
+                        match self.block(body) {
+                            Ok(_) | Err(Stop::Continue) => {}
+                            Err(Stop::Break) => break,
+                            Err(other) => return Err(other),
+                        }
+                    }
+                }
+                StmtKind::Return(e) => {
+                    let v = match e {
+                        Some(e) => self.expr(e)?,
+                        None => V::U,
+                    };
+                    return Err(Stop::Return(v));
+                }
+                StmtKind::Break => return Err(Stop::Break),
+                StmtKind::Continue => return Err(Stop::Continue),
+                StmtKind::IndexAssign { .. } => return Err(Stop::Fail),
+            }
+            Ok(())
+        }
+
+        fn expr(&mut self, e: &Expr) -> Result<V, Stop> {
+            Ok(match &e.kind {
+                ExprKind::F64(x) => V::F(*x),
+                ExprKind::I64(k) => V::I(*k),
+                ExprKind::Bool(b) => V::B(*b),
+                ExprKind::Unit => V::U,
+                ExprKind::Name(_) => match self.info.names.get(&e.id) {
+                    Some(Res::Local(id)) => *self.env.get(&id.0).ok_or(Stop::Fail)?,
+                    _ => return Err(Stop::Fail),
+                },
+                ExprKind::Unary { op, operand } => match (op, self.expr(operand)?) {
+                    (UnOp::Neg, V::F(x)) => V::F(-x),
+                    (UnOp::Neg, V::I(k)) => V::I(k.wrapping_neg()),
+                    (UnOp::Not, V::B(b)) => V::B(!b),
+                    _ => return Err(Stop::Fail),
+                },
+                ExprKind::Chain { first, rest } => {
+                    let mut lhs = self.expr(first)?;
+                    for (op, _, rhs) in rest {
+                        lhs = match (op, lhs) {
+                            (BinOp::And, V::B(false)) => V::B(false),
+                            (BinOp::Or, V::B(true)) => V::B(true),
+                            (BinOp::And | BinOp::Or, _) => self.expr(rhs)?,
+                            _ => binary(*op, lhs, self.expr(rhs)?)?,
+                        };
+                    }
+                    lhs
+                }
+                ExprKind::Call { callee, args } => {
+                    let mut vals = Vec::new();
+                    for a in args {
+                        vals.push(self.expr(a)?);
+                    }
+                    let ExprKind::Name(name) = &callee.kind else {
+                        return Err(Stop::Fail);
+                    };
+                    match (name.as_str(), vals.as_slice()) {
+                        ("sin", [V::F(x)]) => V::F(libm::sin(*x)),
+                        ("f64", [V::I(k)]) => V::F(*k as f64),
+                        _ => self.call(name, &vals)?,
+                    }
+                }
+                ExprKind::If { cond, then, els } => {
+                    if self.expr(cond)? == V::B(true) {
+                        self.block(then)?
+                    } else if let Some(els) = els {
+                        self.expr(els)?
+                    } else {
+                        V::U
+                    }
+                }
+                ExprKind::Block(b) => self.block(b)?,
+                _ => return Err(Stop::Fail),
+            })
+        }
+    }
+
+    fn binary(op: BinOp, a: V, b: V) -> Result<V, Stop> {
+        Ok(match (op, a, b) {
+            (BinOp::Add, V::F(x), V::F(y)) => V::F(x + y),
+            (BinOp::Mul, V::F(x), V::F(y)) => V::F(x * y),
+            (BinOp::Add, V::I(x), V::I(y)) => V::I(x.wrapping_add(y)),
+            (BinOp::Mul, V::I(x), V::I(y)) => V::I(x.wrapping_mul(y)),
+            (BinOp::Rem, V::I(_), V::I(0)) => return Err(Stop::Fail),
+            (BinOp::Rem, V::I(x), V::I(y)) => V::I(x.wrapping_rem(y)),
+            (BinOp::Lt, V::F(x), V::F(y)) => V::B(x < y),
+            (BinOp::Ge, V::I(x), V::I(y)) => V::B(x >= y),
+            (BinOp::Lt, V::I(x), V::I(y)) => V::B(x < y),
+            _ => return Err(Stop::Fail),
+        })
     }
 }
 
