@@ -377,6 +377,57 @@ fn alloc_and_array_writes() {
     assert!(close(run_f64(&m, "f", "4"), 16.0));
 }
 
+#[test]
+fn primitives_by_their_ir_names() {
+    let m = compile_ok(
+        "fn f(x: f64, b: bool) -> f64 {
+             let t = tuple(x, 2, b);
+             let a = copy(zeros(3));
+             a[1] = getfield(t, 0);
+             let y = select(getfield(t, 2), a[1], -1.0);
+             y * f64(getfield(t, 1)) + f64(length(a)) + powi(x, -2)
+         }",
+    );
+    assert!(close(run_f64(&m, "f", "2.0, true"), 4.0 + 3.0 + 0.25));
+    assert!(close(run_f64(&m, "f", "2.0, false"), -2.0 + 3.0 + 0.25));
+}
+
+#[test]
+fn check_resolves_names_and_bindings() {
+    use irad_ir::surface::ast::{ExprKind, Res, StmtKind};
+    let src = "fn g(x: f64) -> f64 { x }\nfn f(x: f64) -> f64 {\n    let mut y = g(x);\n    y = sin(y);\n    y\n}\n";
+    let file = surface::parse(src).expect("parses");
+    let info = surface::check(&file).expect("checks");
+    assert_eq!(info.types.len(), file.n_exprs as usize);
+    assert_eq!(info.local_names, ["x", "x", "y"]);
+    let f = &file.funcs[1];
+    let StmtKind::Let { name, init, .. } = &f.body.stmts[0].kind else {
+        panic!("a let")
+    };
+    let ExprKind::Call { callee, args } = &init.kind else {
+        panic!("a call")
+    };
+    assert_eq!(info.names.get(&callee.id), Some(&Res::Func("g".into())));
+    let param = info.locals[&f.params[0].name.pos];
+    assert_eq!(info.names.get(&args[0].id), Some(&Res::Local(param)));
+    assert_eq!(info.types[init.id.0 as usize], irad_ir::Type::F64);
+    let StmtKind::Assign {
+        name: assigned,
+        value,
+    } = &f.body.stmts[1].kind
+    else {
+        panic!("an assignment")
+    };
+    assert_eq!(info.locals[&assigned.pos], info.locals[&name.pos]);
+    let ExprKind::Call { callee, .. } = &value.kind else {
+        panic!("a call")
+    };
+    assert_eq!(
+        info.names.get(&callee.id),
+        Some(&Res::Prim(irad_ir::Prim::Sin))
+    );
+}
+
 // ---------------------------------------------------------------- snapshots
 
 #[test]
