@@ -64,6 +64,14 @@ pub enum Error {
         /// The error (boxed: it is large and rare).
         err: Box<ParseError>,
     },
+    /// Errors of the surface language: syntax, names, types.
+    #[error("{file}: {} error(s)", errs.len())]
+    Surface {
+        /// The source's name.
+        file: String,
+        /// Every error found.
+        errs: Vec<ir::surface::SurfaceError>,
+    },
     /// The module does not verify.
     #[error("{file}: {} verification error(s)", errs.len())]
     Verify {
@@ -119,7 +127,7 @@ pub fn source_from_bytes(name: String, bytes: Vec<u8>) -> Result<Source, Error> 
 }
 
 /// Parses and verifies a source, choosing the language by extension: `.ir` is
-/// IR text. The surface language (`.irad`) is not built yet.
+/// IR text, `.irad` the surface language (compiled to IR).
 pub fn load(src: &Source) -> Result<Module, Error> {
     let ext = Path::new(&src.name).extension().and_then(|e| e.to_str());
     match ext {
@@ -134,14 +142,23 @@ pub fn load(src: &Source) -> Result<Module, Error> {
             })?;
             Ok(module)
         }
-        Some("irad") => Err(Error::Language {
-            file: src.name.clone(),
-            message: "the surface language front end (.irad) is not built yet; write IR text (.ir)"
-                .into(),
-        }),
+        Some("irad") => {
+            let module = ir::surface::compile(&src.text).map_err(|errs| Error::Surface {
+                file: src.name.clone(),
+                errs,
+            })?;
+            // The lowering's output always verifies; if it ever does not, the
+            // errors still name the function and the source line.
+            ir::verify::verify_module(&module).map_err(|errs| Error::Verify {
+                file: src.name.clone(),
+                errs,
+            })?;
+            Ok(module)
+        }
         _ => Err(Error::Language {
             file: src.name.clone(),
-            message: "unknown file type: irad reads IR text (.ir) files".into(),
+            message: "unknown file type: irad reads the surface language (.irad) and IR text (.ir)"
+                .into(),
         }),
     }
 }
@@ -204,14 +221,8 @@ impl Error {
         };
         match self {
             Error::Parse { file, err } => render_diag(file, text_of(file), &**err),
-            Error::Verify { file, errs } => {
-                // One line index for all errors: a file with many errors
-                // renders in linear time.
-                let lines = text_of(file).map(|text| diag::SourceLines::new(file, text));
-                errs.iter()
-                    .map(|e| render_located(file, lines.as_ref(), e))
-                    .collect()
-            }
+            Error::Verify { file, errs } => render_all(file, text_of(file), errs),
+            Error::Surface { file, errs } => render_all(file, text_of(file), errs),
             Error::Run { file, err } => {
                 let mut out = render_diag(file, text_of(file), &**err);
                 // A depth-limit error has a call site per frame: show the
@@ -244,6 +255,15 @@ impl Error {
 /// How many innermost and outermost call sites a run-time error shows.
 const TRACE_HEAD: usize = 8;
 const TRACE_TAIL: usize = 2;
+
+/// Renders many errors of one file, indexing its lines once, so that a file
+/// with many errors renders in linear time.
+fn render_all<E: Diagnostic>(file: &str, text: Option<&str>, errs: &[E]) -> String {
+    let lines = text.map(|text| diag::SourceLines::new(file, text));
+    errs.iter()
+        .map(|e| render_located(file, lines.as_ref(), e))
+        .collect()
+}
 
 fn render_diag(file: &str, text: Option<&str>, err: &dyn Diagnostic) -> String {
     let lines = text.map(|text| diag::SourceLines::new(file, text));

@@ -231,9 +231,17 @@ fn user_errors_exit_with_1_and_never_panic() {
         stderr(&o)
     );
 
-    let surface = file("user", "f.irad", b"fn f(x: f64) -> f64 { x }\n");
-    let o = irad(&["check", surface.to_str().unwrap_or("")]);
+    let other = file("user", "f.txt", b"fn f(x: f64) -> f64 { x }\n");
+    let o = irad(&["check", other.to_str().unwrap_or("")]);
     assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).starts_with(&format!(
+            "{}:1:1: error: unknown file type",
+            other.display()
+        )),
+        "{}",
+        stderr(&o)
+    );
 
     // Deep nesting and garbage: located errors, no crash.
     let deep = format!(

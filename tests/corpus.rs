@@ -1,8 +1,8 @@
 //! The reference corpus (`tests/corpus`, copied from the shared corpus): every
-//! IR program runs, through the `irad run --json` binary, to the value the
-//! independent AD system computed, within 1e-8 relative and 1e-10 absolute
-//! (the corpus README's tolerance). Gradients are checked once the AD modes
-//! exist; the surface-language (`.irad`) twins once the front end exists.
+//! program, in the surface language and (where it has one) in its IR twin,
+//! runs through the `irad run --json` binary to the value the independent AD
+//! system computed, within 1e-8 relative and 1e-10 absolute (the corpus
+//! README's tolerance). Gradients are checked once the AD modes exist.
 
 use serde_json::Value as J;
 use std::path::Path;
@@ -36,7 +36,7 @@ fn as_f64(v: &J) -> Option<f64> {
 }
 
 #[test]
-fn corpus_ir_programs_run_to_their_reference_values() {
+fn corpus_programs_run_to_their_reference_values() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
     let mut checked = 0;
     let mut entries: Vec<_> = std::fs::read_dir(&dir)
@@ -51,16 +51,20 @@ fn corpus_ir_programs_run_to_their_reference_values() {
         }
         let text = std::fs::read_to_string(&path).expect("readable corpus file");
         let reference: J = serde_json::from_str(&text).expect("corpus JSON parses");
-        let Some(ir_file) = reference["ir_file"].as_str() else {
-            continue;
-        };
         let func = reference["function"].as_str().expect("function named");
-        for case in reference["cases"].as_array().expect("cases") {
+        let files = [reference["file"].as_str(), reference["ir_file"].as_str()];
+        for (src_file, case) in files.into_iter().flatten().flat_map(|f| {
+            reference["cases"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(move |c| (f, c))
+        }) {
             let args = case["args"].as_str().expect("args text");
             let out = Command::new(env!("CARGO_BIN_EXE_irad"))
                 .args([
                     "run",
-                    dir.join(ir_file).to_str().expect("utf-8 path"),
+                    dir.join(src_file).to_str().expect("utf-8 path"),
                     "-f",
                     func,
                     "--args",
@@ -72,18 +76,18 @@ fn corpus_ir_programs_run_to_their_reference_values() {
             let stderr = String::from_utf8_lossy(&out.stderr);
             assert!(
                 out.status.success(),
-                "{ir_file} @{func}({args}) failed:\n{stderr}"
+                "{src_file} @{func}({args}) failed:\n{stderr}"
             );
             let got: J = serde_json::from_slice(&out.stdout).expect("--json prints JSON");
             assert!(
                 close(&got["value"], &case["value"]),
-                "{ir_file} @{func}({args}): got {}, reference {}",
+                "{src_file} @{func}({args}): got {}, reference {}",
                 got["value"],
                 case["value"]
             );
             checked += 1;
         }
     }
-    // Four IR programs with two or three cases each are in the corpus today.
-    assert!(checked >= 8, "only {checked} corpus cases found");
+    // Eleven surface programs and four IR twins, with two or three cases each.
+    assert!(checked >= 30, "only {checked} corpus cases found");
 }

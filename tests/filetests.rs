@@ -1,6 +1,8 @@
-//! Data-driven filetests: every `tests/filetests/**/NAME.ir` is one test, and
-//! adding a test means adding a file. Directives are `#` comments, so each
-//! file stays valid IR text:
+//! Data-driven filetests: every `tests/filetests/**/NAME.ir` or `NAME.irad` is
+//! one test, and adding a test means adding a file. Directives are comments
+//! (`#` in IR text, `//` in the surface language; written with `#` below), so
+//! each file stays a valid program. A surface file is compiled to IR, which
+//! is then verified, round-tripped and run like IR text:
 //!
 //! - `# run: @f(ARGS) == VALUE`: running `@f` on ARGS (the `--args` syntax)
 //!   gives exactly VALUE (f64 by bits, any NaN equal to any NaN).
@@ -28,6 +30,7 @@
 use datatest_stable::Utf8Path;
 use irad::ir::interp::value::{ArrayData, Val};
 use irad::ir::interp::{RunOptions, run};
+use irad::ir::surface::compile;
 use irad::ir::text::{parse_args, parse_module, parse_value, print_module};
 use irad::ir::{Diagnostic, Module, eq::structural_eq, verify::verify_module};
 use std::process::Command;
@@ -35,10 +38,36 @@ use std::process::Command;
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 datatest_stable::harness! {
-    { test = filetest, root = "tests/filetests", pattern = r"^[^.]+\.ir$" },
-    { test = corpus_round_trip, root = "tests/corpus", pattern = r"^[^.]+\.ir$" },
-    { test = filetest, root = "examples", pattern = r"^[^.]+\.ir$" },
-    { test = doc_examples, root = "docs", pattern = r"^ir\.md$" },
+    { test = filetest, root = "tests/filetests", pattern = r"^[^.]+\.(ir|irad)$" },
+    { test = corpus_round_trip, root = "tests/corpus", pattern = r"^[^.]+\.(ir|irad)$" },
+    { test = filetest, root = "examples", pattern = r"^[^.]+\.(ir|irad)$" },
+    { test = doc_examples, root = "docs", pattern = r"^(ir|language)\.md$" },
+}
+
+/// The language of a file: IR text (`#` comments) or the surface language
+/// (`.irad`, `//` comments). Directives are the same in both, after the
+/// language's comment marker.
+#[derive(Copy, Clone, PartialEq)]
+enum Lang {
+    Ir,
+    Surface,
+}
+
+impl Lang {
+    fn of(path: &Utf8Path) -> Lang {
+        if path.extension() == Some("irad") {
+            Lang::Surface
+        } else {
+            Lang::Ir
+        }
+    }
+
+    fn comment(self) -> &'static str {
+        match self {
+            Lang::Ir => "#",
+            Lang::Surface => "//",
+        }
+    }
 }
 
 /// One directive of a file, with its 1-based line.
@@ -68,13 +97,14 @@ struct Call {
 }
 
 fn filetest(path: &Utf8Path, text: String) -> datatest_stable::Result<()> {
-    let directives = directives(&text)?;
+    let lang = Lang::of(path);
+    let directives = directives(&text, lang)?;
     let errors = error_lines(&directives);
     if !errors.is_empty() {
-        expect_errors(&text, &errors)?;
+        expect_errors(&text, lang, &errors)?;
         return check_cli(path, &errors);
     }
-    let module = load(&text)?;
+    let module = load(&text, lang)?;
     round_trip(&module)?;
     run_directives(&module, &directives)?;
     run_errors_through_cli(path, &directives)?;
@@ -89,7 +119,7 @@ fn filetest(path: &Utf8Path, text: String) -> datatest_stable::Result<()> {
         if printed != expected {
             return Err(format!("dump differs from {expected_path}:\n{printed}").into());
         }
-        let expected_module = load(&expected)?;
+        let expected_module = load(&expected, Lang::Ir)?;
         run_directives(&expected_module, &directives)?;
     }
     Ok(())
@@ -106,10 +136,16 @@ fn error_lines(directives: &[Directive]) -> Vec<(usize, &str)> {
 }
 
 fn doc_examples(path: &Utf8Path, text: String) -> datatest_stable::Result<()> {
+    // ir.md documents IR text and its errors, language.md the surface language.
+    let (fence, lang, table_prefix, ext) = if path.file_name() == Some("ir.md") {
+        ("```ir", Lang::Ir, "errors/", ".ir")
+    } else {
+        ("```irad", Lang::Surface, "surface_errors/", ".irad")
+    };
     let mut blocks = 0;
     let mut lines = text.lines().enumerate();
     while let Some((start, line)) = lines.next() {
-        if line.trim() != "```ir" {
+        if line.trim() != fence {
             continue;
         }
         let body: Vec<&str> = lines
@@ -118,20 +154,22 @@ fn doc_examples(path: &Utf8Path, text: String) -> datatest_stable::Result<()> {
             .take_while(|l| l.trim() != "```")
             .collect();
         let block = body.join("\n") + "\n";
-        check_block(&block)
-            .map_err(|e| format!("{path}: the ir block at line {}: {e}", start + 1))?;
+        check_block(&block, lang)
+            .map_err(|e| format!("{path}: the example at line {}: {e}", start + 1))?;
         blocks += 1;
     }
     if blocks == 0 {
-        return Err(format!("{path} has no ir examples").into());
+        return Err(format!("{path} has no examples").into());
     }
     // The error table: `| kind | ... | `errors/NAME.ir` |` rows.
-    let errors_dir = Utf8Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/filetests/errors");
+    let errors_dir = Utf8Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/filetests")
+        .join(table_prefix.trim_end_matches('/'));
     let mut named = Vec::new();
     for line in text.lines().filter(|l| l.starts_with('|')) {
         for cell in line.split('|') {
             let cell = cell.trim().trim_matches('`');
-            if let Some(name) = cell.strip_prefix("errors/") {
+            if let Some(name) = cell.strip_prefix(table_prefix) {
                 if !errors_dir.join(name).is_file() {
                     return Err(format!(
                         "{path}: the error table names {cell}, which does not exist"
@@ -144,31 +182,45 @@ fn doc_examples(path: &Utf8Path, text: String) -> datatest_stable::Result<()> {
     }
     for entry in std::fs::read_dir(&errors_dir)? {
         let name = entry?.file_name().to_string_lossy().into_owned();
-        if name.ends_with(".ir") && !named.contains(&name) {
-            return Err(format!("{path}: errors/{name} is missing from the error table").into());
+        if name.ends_with(ext) && !named.contains(&name) {
+            return Err(
+                format!("{path}: {table_prefix}{name} is missing from the error table").into(),
+            );
         }
     }
     Ok(())
 }
 
-fn check_block(text: &str) -> Result<()> {
-    let directives = directives(text)?;
+fn check_block(text: &str, lang: Lang) -> Result<()> {
+    let directives = directives(text, lang)?;
     let errors = error_lines(&directives);
     if !errors.is_empty() {
-        return expect_errors(text, &errors);
+        return expect_errors(text, lang, &errors);
     }
-    let module = load(text)?;
+    let module = load(text, lang)?;
     round_trip(&module)?;
     run_directives(&module, &directives)
 }
 
-fn corpus_round_trip(_path: &Utf8Path, text: String) -> datatest_stable::Result<()> {
-    let module = load(&text)?;
+fn corpus_round_trip(path: &Utf8Path, text: String) -> datatest_stable::Result<()> {
+    let module = load(&text, Lang::of(path))?;
     round_trip(&module)
 }
 
-fn load(text: &str) -> Result<Module> {
-    let module = parse_module(text).map_err(|e| format!("parse error at {:?}: {e}", e.loc.pos))?;
+/// Parses (IR) or compiles (surface) and verifies.
+fn load(text: &str, lang: Lang) -> Result<Module> {
+    let module = match lang {
+        Lang::Ir => {
+            parse_module(text).map_err(|e| format!("parse error at {:?}: {e}", e.loc.pos))?
+        }
+        Lang::Surface => compile(text).map_err(|errs| {
+            let msgs: Vec<String> = errs
+                .iter()
+                .map(|e| format!("{:?}: {e}", e.loc.pos))
+                .collect();
+            format!("front-end errors:\n{}", msgs.join("\n"))
+        })?,
+    };
     if let Err(errs) = verify_module(&module) {
         let msgs: Vec<String> = errs
             .iter()
@@ -194,11 +246,21 @@ fn round_trip(module: &Module) -> Result<()> {
 }
 
 /// Parses and verifies `text`, which must fail with exactly the expected errors.
-fn expect_errors(text: &str, expected: &[(usize, &str)]) -> Result<()> {
-    let found: Vec<(Option<u32>, String)> = match parse_module(text) {
-        Err(e) => vec![(e.loc.pos.map(|p| p.line), e.to_string())],
+fn expect_errors(text: &str, lang: Lang, expected: &[(usize, &str)]) -> Result<()> {
+    let parsed = match lang {
+        Lang::Ir => {
+            parse_module(text).map_err(|e| vec![(e.loc.pos.map(|p| p.line), e.to_string())])
+        }
+        Lang::Surface => compile(text).map_err(|errs| {
+            errs.iter()
+                .map(|e| (e.loc.pos.map(|p| p.line), e.to_string()))
+                .collect()
+        }),
+    };
+    let found: Vec<(Option<u32>, String)> = match parsed {
+        Err(found) => found,
         Ok(m) => match verify_module(&m) {
-            Ok(()) => return Err("file has `# error:` lines but parses and verifies".into()),
+            Ok(()) => return Err("file has `error:` lines but parses and verifies".into()),
             Err(errs) => errs
                 .iter()
                 .map(|e| (e.location().pos.map(|p| p.line), e.to_string()))
@@ -392,12 +454,19 @@ fn close(a: &Val, b: &Val) -> bool {
 }
 
 /// Reads every directive of a file.
-fn directives(text: &str) -> Result<Vec<Directive>> {
+fn directives(text: &str, lang: Lang) -> Result<Vec<Directive>> {
+    let c = lang.comment();
+    let (run, run_error, test, error) = (
+        format!("{c} run:"),
+        format!("{c} run-error:"),
+        format!("{c} test:"),
+        format!("{c} error:"),
+    );
     let mut out = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let trimmed = raw.trim_start();
-        if let Some(rest) = trimmed.strip_prefix("# run:") {
+        if let Some(rest) = trimmed.strip_prefix(run.as_str()) {
             let (call, rest) = parse_call(rest).map_err(|e| format!("line {line}: {e}"))?;
             let rest = rest.trim();
             let (approx, expect) = if let Some(v) = rest.strip_prefix("==") {
@@ -415,7 +484,7 @@ fn directives(text: &str) -> Result<Vec<Directive>> {
                 expect: expect.trim().to_string(),
                 approx,
             });
-        } else if let Some(rest) = trimmed.strip_prefix("# run-error:") {
+        } else if let Some(rest) = trimmed.strip_prefix(run_error.as_str()) {
             let (call, rest) = parse_call(rest).map_err(|e| format!("line {line}: {e}"))?;
             let bad = || format!("line {line}: want `at LINE:COL: TEXT` after the call");
             let rest = rest.trim().strip_prefix("at ").ok_or_else(bad)?;
@@ -428,15 +497,15 @@ fn directives(text: &str) -> Result<Vec<Directive>> {
                 at,
                 text: text.trim().to_string(),
             });
-        } else if let Some(kind) = trimmed.strip_prefix("# test:") {
+        } else if let Some(kind) = trimmed.strip_prefix(test.as_str()) {
             match kind.trim() {
                 "dump" => out.push(Directive::Dump),
                 other => return Err(format!("line {line}: unknown test kind {other:?}").into()),
             }
-        } else if let Some(idx) = raw.find("# error:") {
+        } else if let Some(idx) = raw.find(error.as_str()) {
             out.push(Directive::Error {
                 line,
-                text: raw[idx + "# error:".len()..].trim().to_string(),
+                text: raw[idx + error.len()..].trim().to_string(),
             });
         }
     }
