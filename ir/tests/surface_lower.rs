@@ -482,7 +482,7 @@ fn snapshot_else_if_chain() {
               %0 = call lt(%x, 0) :: bool
               gotoifnot %0, #3
             #2:
-              goto #7
+              goto #6
             #3:
               %1 = call eq(%x, 0) :: bool
               gotoifnot %1, #5
@@ -491,11 +491,8 @@ fn snapshot_else_if_chain() {
             #5:
               goto #6
             #6:
-              %2 = phi [#4 => 0, #5 => 1] :: i64
-              goto #7
-            #7:
-              %3 = phi [#2 => -1, #6 => %2] :: i64
-              return %3
+              %2 = phi [#2 => -1, #4 => 0, #5 => 1] :: i64
+              return %2
             }
         "#]],
     );
