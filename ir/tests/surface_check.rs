@@ -181,7 +181,7 @@ fn condition_must_be_bool() {
 fn if_without_else_must_be_unit() {
     assert_eq!(
         error("fn f(b: bool) {\n    if b { 1.0 }\n}"),
-        "2:12: `if` without `else` must have type (), found f64"
+        "2:5: `if` without `else` must have type (), found f64"
     );
 }
 

@@ -482,7 +482,7 @@ fn snapshot_else_if_chain() {
               %0 = call lt(%x, 0) :: bool
               gotoifnot %0, #3
             #2:
-              goto #7
+              goto #6
             #3:
               %1 = call eq(%x, 0) :: bool
               gotoifnot %1, #5
@@ -491,11 +491,8 @@ fn snapshot_else_if_chain() {
             #5:
               goto #6
             #6:
-              %2 = phi [#4 => 0, #5 => 1] :: i64
-              goto #7
-            #7:
-              %3 = phi [#2 => -1, #6 => %2] :: i64
-              return %3
+              %2 = phi [#2 => -1, #4 => 0, #5 => 1] :: i64
+              return %2
             }
         "#]],
     );
@@ -877,7 +874,7 @@ impl Gen<'_> {
         }
         let d = depth - 1;
         match ty {
-            Ty::F => match self.pick(7) {
+            Ty::F => match self.pick(8) {
                 0 => format!("({} + {})", self.expr(Ty::F, d), self.expr(Ty::F, d)),
                 1 => format!("({} * {})", self.expr(Ty::F, d), self.expr(Ty::F, d)),
                 2 => format!("-{}", self.expr(Ty::F, d)),
@@ -885,6 +882,14 @@ impl Gen<'_> {
                 4 => format!("f64({})", self.expr(Ty::I, d)),
                 5 => format!(
                     "(if {} {{ {} }} else {{ {} }})",
+                    self.expr(Ty::B, d),
+                    self.expr(Ty::F, d),
+                    self.expr(Ty::F, d)
+                ),
+                6 => format!(
+                    "(if {} {{ {} }} else if {} {{ {} }} else {{ {} }})",
+                    self.expr(Ty::B, d),
+                    self.expr(Ty::F, d),
                     self.expr(Ty::B, d),
                     self.expr(Ty::F, d),
                     self.expr(Ty::F, d)
@@ -967,9 +972,19 @@ impl Gen<'_> {
                 let c = self.expr(Ty::B, 2);
                 self.line(indent, &format!("if {c} {{"));
                 self.block(depth - 1, indent + 1);
-                if self.pick(2) == 0 {
-                    self.line(indent, "} else {");
-                    self.block(depth - 1, indent + 1);
+                match self.pick(3) {
+                    0 => {}
+                    1 => {
+                        self.line(indent, "} else {");
+                        self.block(depth - 1, indent + 1);
+                    }
+                    _ => {
+                        let c = self.expr(Ty::B, 2);
+                        self.line(indent, &format!("}} else if {c} {{"));
+                        self.block(depth - 1, indent + 1);
+                        self.line(indent, "} else {");
+                        self.block(depth - 1, indent + 1);
+                    }
                 }
                 self.line(indent, "}");
             }

@@ -420,8 +420,8 @@ impl Lower<'_, '_> {
         els: Option<&Expr>,
     ) -> Option<Operand> {
         let c = self.expr(cond)?;
-        let then_block = self.ssa.new_block();
         let Some(els) = els else {
+            let then_block = self.ssa.new_block();
             let join = self.ssa.new_block();
             self.ssa.b.set_pos(Some(cond.pos));
             self.ssa.branch(c, then_block, join);
@@ -433,22 +433,8 @@ impl Lower<'_, '_> {
             self.ssa.switch(join);
             return Some(Operand::Const(Const::Unit));
         };
-        let else_block = self.ssa.new_block();
-        self.ssa.b.set_pos(Some(cond.pos));
-        self.ssa.branch(c, then_block, else_block);
-        self.ssa.seal(then_block);
-        self.ssa.seal(else_block);
         let mut arrivals = Vec::new();
-        self.ssa.switch(then_block);
-        if let (Some(v), Some(end)) = (self.block(then), self.ssa.cur) {
-            arrivals.push((end, v));
-        }
-        self.ssa.cur = None;
-        self.ssa.switch(else_block);
-        if let (Some(v), Some(end)) = (self.expr(els), self.ssa.cur) {
-            arrivals.push((end, v));
-        }
-        self.ssa.cur = None;
+        self.if_else_arms(c, cond.pos, then, els, &mut arrivals);
         if arrivals.is_empty() {
             return None;
         }
@@ -461,6 +447,48 @@ impl Lower<'_, '_> {
         self.ssa.switch(join);
         let ty = self.info.types.get(e.id.0 as usize)?.clone();
         self.ssa.join(ty, arrivals)
+    }
+
+    /// Lowers the arms of `if c { then } else els` from the branch on `c` up
+    /// to, not including, the join: each arm that completes adds its end
+    /// block and value to `arrivals`. An `else if` that has an `else` adds its
+    /// arms to the same list, so a whole chain meets at one join (one phi).
+    fn if_else_arms(
+        &mut self,
+        c: Operand,
+        cond_pos: Pos,
+        then: &AstBlock,
+        els: &Expr,
+        arrivals: &mut Vec<(Block, Operand)>,
+    ) {
+        let (then_block, else_block) = (self.ssa.new_block(), self.ssa.new_block());
+        self.ssa.b.set_pos(Some(cond_pos));
+        self.ssa.branch(c, then_block, else_block);
+        self.ssa.seal(then_block);
+        self.ssa.seal(else_block);
+        self.ssa.switch(then_block);
+        if let (Some(v), Some(end)) = (self.block(then), self.ssa.cur) {
+            arrivals.push((end, v));
+        }
+        self.ssa.cur = None;
+        self.ssa.switch(else_block);
+        match &els.kind {
+            ExprKind::If {
+                cond,
+                then,
+                els: Some(inner),
+            } => {
+                if let Some(c) = self.expr(cond) {
+                    self.if_else_arms(c, cond.pos, then, inner, arrivals);
+                }
+            }
+            _ => {
+                if let (Some(v), Some(end)) = (self.expr(els), self.ssa.cur) {
+                    arrivals.push((end, v));
+                }
+            }
+        }
+        self.ssa.cur = None;
     }
 
     fn call(&mut self, e: &Expr, callee: &Expr, args: &[Expr]) -> Option<Operand> {

@@ -514,9 +514,9 @@ impl<'f> Checker<'f> {
                         if let Ty::Known(t) = &then_ty
                             && *t != Type::Unit
                         {
-                            let pos = then.tail.as_deref().map_or(then.pos, value_pos);
+                            // At the `if`: it is the missing `else` that is wrong.
                             self.error(
-                                pos,
+                                e.pos,
                                 format!("`if` without `else` must have type (), found {t}"),
                             );
                         }
