@@ -15,6 +15,7 @@ use crate::loc::Pos;
 use crate::prim::Prim;
 use crate::types::{Scalar, Type};
 use smallvec::SmallVec;
+use std::collections::HashSet;
 
 /// A mistake in a builder call.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -83,6 +84,9 @@ pub struct FuncBuilder<'m> {
     func: FuncId,
     current: Option<Block>,
     pos: Option<Pos>,
+    /// Labels in use, and the next label to try, kept from the first block
+    /// made on, so that making a block costs O(1) rather than a scan.
+    labels: Option<(HashSet<u32>, u32)>,
 }
 
 impl<'m> FuncBuilder<'m> {
@@ -96,6 +100,7 @@ impl<'m> FuncBuilder<'m> {
             func,
             current: None,
             pos: None,
+            labels: None,
         })
     }
 
@@ -125,17 +130,28 @@ impl<'m> FuncBuilder<'m> {
 
     /// Appends a block with a fresh label to the layout.
     pub fn create_block(&mut self) -> Block {
-        let f = &mut self.module[self.func];
-        let label = f.fresh_label();
-        f.add_block(label)
+        let (used, next) = self.labels();
+        // The next label above every label in use, or, past u32::MAX, the
+        // smallest free one (a function has fewer than 2^32 blocks).
+        let mut label = *next;
+        while used.contains(&label) {
+            label = label.wrapping_add(1);
+        }
+        used.insert(label);
+        *next = label.wrapping_add(1);
+        self.module[self.func].add_block(label)
     }
 
     /// Appends a block labelled `#label` to the layout.
     pub fn create_block_labeled(&mut self, label: u32) -> Result<Block, BuildError> {
-        let f = &mut self.module[self.func];
-        if f.blocks.values().any(|b| b.label == label) {
+        let (used, next) = self.labels();
+        if !used.insert(label) {
             return Err(BuildError::DuplicateLabel(label));
         }
+        if label >= *next {
+            *next = label.wrapping_add(1);
+        }
+        let f = &mut self.module[self.func];
         let block = f.add_block(label);
         f.blocks[block].pos = self.pos;
         Ok(block)
@@ -407,6 +423,16 @@ impl<'m> FuncBuilder<'m> {
             )));
         }
         Ok(())
+    }
+
+    /// The labels in use and the next label to try, read from the function once.
+    fn labels(&mut self) -> (&mut HashSet<u32>, &mut u32) {
+        let f = &self.module[self.func];
+        let (used, next) = self.labels.get_or_insert_with(|| {
+            let used: HashSet<u32> = f.blocks.values().map(|b| b.label).collect();
+            (used, f.fresh_label())
+        });
+        (used, next)
     }
 
     fn check_block(&self, block: Block) -> Result<(), BuildError> {
