@@ -1,7 +1,7 @@
 //! Entity handles and the dense tables they index.
 //!
 //! An entity (`Value`, `Block`, `Inst`, `FuncId`) is a `u32` newtype made by the
-//! [`entity!`] macro. A [`PrimaryMap`] owns the data of one kind of entity and
+//! [`entity!`](crate::entity!) macro. A [`PrimaryMap`] owns the data of one kind of entity and
 //! hands out its handles in order; a [`SecondaryMap`] attaches side data to
 //! handles made elsewhere and answers a default for handles it has not seen.
 //! Handles are only meaningful for the table that made them; the tables check

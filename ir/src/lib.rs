@@ -1,6 +1,6 @@
 //! irad-ir: the SSA IR every other irad crate works on.
 //!
-//! - [`entity`]: u32 handles and the dense tables they index;
+//! - [`entity`](mod@entity): u32 handles and the dense tables they index;
 //! - [`types`], [`prim`]: the type language and the primitive table;
 //! - [`func`]: modules, functions, blocks, statements; [`builder`]: how IR is made;
 //! - [`text`]: the text format of SYNTAX.md §1 (lexer, parser, printer);
