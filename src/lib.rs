@@ -129,38 +129,29 @@ pub fn source_from_bytes(name: String, bytes: Vec<u8>) -> Result<Source, Error> 
 /// Parses and verifies a source, choosing the language by extension: `.ir` is
 /// IR text, `.irad` the surface language (compiled to IR).
 pub fn load(src: &Source) -> Result<Module, Error> {
+    let file = || src.name.clone();
     let ext = Path::new(&src.name).extension().and_then(|e| e.to_str());
-    match ext {
-        Some("ir") => {
-            let module = ir::text::parse_module(&src.text).map_err(|err| Error::Parse {
-                file: src.name.clone(),
-                err: Box::new(err),
-            })?;
-            ir::verify::verify_module(&module).map_err(|errs| Error::Verify {
-                file: src.name.clone(),
-                errs,
-            })?;
-            Ok(module)
-        }
+    let module = match ext {
+        Some("ir") => ir::text::parse_module(&src.text).map_err(|err| Error::Parse {
+            file: file(),
+            err: Box::new(err),
+        })?,
         Some("irad") => {
-            let module = ir::surface::compile(&src.text).map_err(|errs| Error::Surface {
-                file: src.name.clone(),
-                errs,
-            })?;
-            // The lowering's output always verifies; if it ever does not, the
-            // errors still name the function and the source line.
-            ir::verify::verify_module(&module).map_err(|errs| Error::Verify {
-                file: src.name.clone(),
-                errs,
-            })?;
-            Ok(module)
+            ir::surface::compile(&src.text).map_err(|errs| Error::Surface { file: file(), errs })?
         }
-        _ => Err(Error::Language {
-            file: src.name.clone(),
-            message: "unknown file type: irad reads the surface language (.irad) and IR text (.ir)"
-                .into(),
-        }),
-    }
+        _ => {
+            return Err(Error::Language {
+                file: file(),
+                message:
+                    "unknown file type: irad reads the surface language (.irad) and IR text (.ir)"
+                        .into(),
+            });
+        }
+    };
+    // The surface lowering's output always verifies; if it ever did not, the
+    // errors would still name the function and the source line.
+    ir::verify::verify_module(&module).map_err(|errs| Error::Verify { file: file(), errs })?;
+    Ok(module)
 }
 
 /// The function called `name` (with or without `@`).
