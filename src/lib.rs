@@ -4,7 +4,8 @@
 //! compilers: read a source file, parse and verify it ([`load`]), find a
 //! function ([`find_function`]), read its arguments ([`parse_args`]), run it
 //! ([`run`]), and show any error in SYNTAX.md's format ([`Error::render`]).
-//! The layers themselves are re-exported: [`ir`] is the IR crate.
+//! The layers themselves are re-exported: [`ir`] is the IR crate, [`passes`]
+//! the pass manager and normalisation.
 //!
 //! Every function here returns [`Error`] for bad input; none panics.
 
@@ -12,6 +13,7 @@ pub mod diag;
 pub mod dot;
 
 pub use irad_ir as ir;
+pub use irad_passes as passes;
 
 use ir::interp::value::{ArrayData, Val};
 use ir::interp::{RunError, RunOptions};
@@ -88,6 +90,14 @@ pub enum Error {
         /// What is wrong, with the functions that exist.
         message: String,
     },
+    /// A pass failed (an unknown pass name, or a pass that left invalid IR).
+    #[error("{file}: error: {err}")]
+    Pass {
+        /// The source's name.
+        file: String,
+        /// The error.
+        err: irad_passes::PassError,
+    },
     /// A run-time error.
     #[error("{file}: {err}")]
     Run {
@@ -154,6 +164,40 @@ pub fn load(src: &Source) -> Result<Module, Error> {
     Ok(module)
 }
 
+/// The module after each pass that `irad dump` shows: with `after`, only the
+/// module after the normalisation pipeline up to and including that pass;
+/// otherwise the input (named `input`) and the module after each pass of the
+/// pipeline.
+pub fn pass_snapshots(
+    src: &Source,
+    module: &Module,
+    after: Option<&str>,
+) -> Result<Vec<(&'static str, Module)>, Error> {
+    let wrap = |err| Error::Pass {
+        file: src.name.clone(),
+        err,
+    };
+    let pipeline = match after {
+        Some(name) => irad_passes::normalise_until(name).map_err(wrap)?,
+        None => irad_passes::normalise_pipeline(),
+    };
+    let opts = irad_passes::PipelineOptions {
+        verify: true,
+        record: true,
+    };
+    let mut m = module.clone();
+    let snapshots = irad_passes::run_pipeline(&mut m, &pipeline, &opts).map_err(wrap)?;
+    let mut out = Vec::new();
+    if after.is_none() {
+        out.push(("input", module.clone()));
+    }
+    out.extend(snapshots.into_iter().map(|s| (s.pass, s.module)));
+    if after.is_some() {
+        out.drain(..out.len().saturating_sub(1));
+    }
+    Ok(out)
+}
+
 /// The function called `name` (with or without `@`).
 pub fn find_function(src: &Source, module: &Module, name: &str) -> Result<FuncId, Error> {
     let bare = name.strip_prefix('@').unwrap_or(name);
@@ -213,6 +257,16 @@ impl Error {
         match self {
             Error::Parse { file, err } => render_diag(file, text_of(file), &**err),
             Error::Verify { file, errs } => render_all(file, text_of(file), errs),
+            Error::Pass { file, err } => {
+                let mut out = diag::render(file, None, Some(Pos::new(1, 1)), &err.to_string());
+                let errs = match err {
+                    irad_passes::PassError::Input { errors }
+                    | irad_passes::PassError::Verify { errors, .. } => errors.as_slice(),
+                    irad_passes::PassError::UnknownPass { .. } => &[],
+                };
+                out.push_str(&render_all(file, text_of(file), errs));
+                out
+            }
             Error::Surface { file, errs } => render_all(file, text_of(file), errs),
             Error::Run { file, err } => {
                 let mut out = render_diag(file, text_of(file), &**err);

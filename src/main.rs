@@ -1,10 +1,12 @@
-//! The `irad` command line (SYNTAX.md §3): `run`, `check` and `dump`.
+//! The `irad` command line (SYNTAX.md §3): `run`, `check` and `dump` (with
+//! `--after PASS` / `--all-passes` over the normalisation pipeline).
 //!
 //! Exit status: 0 on success, 1 for a user error (parse, verification,
 //! run-time, malformed arguments) with the message on stderr, 2 for bad usage
 //! (clap's own errors). No input makes it panic: every failure is an
 //! `irad::Error` rendered with its location.
 
+use clap::builder::PossibleValuesParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use irad::ir::interp::{DEFAULT_MAX_DEPTH, RunOptions};
 use irad::{Error, Source};
@@ -74,6 +76,14 @@ struct DumpCmd {
     /// Text (IR) or dot (Graphviz control-flow graph).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    /// Print the module after the normalisation pipeline up to and including PASS.
+    #[arg(long, value_name = "PASS", conflicts_with = "all_passes",
+          value_parser = PossibleValuesParser::new(irad::passes::NORMALISE))]
+    after: Option<String>,
+    /// Print the input, then the module after each normalisation pass, each
+    /// section headed by a `# input` or `# after PASS` comment line.
+    #[arg(long)]
+    all_passes: bool,
 }
 
 #[derive(Copy, Clone, ValueEnum)]
@@ -121,11 +131,25 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
                 Some(name) => vec![irad::find_function(&sources[0], &module, name)?],
                 None => Vec::new(),
             };
-            match cmd.format {
-                Format::Text if funcs.is_empty() => out(&irad::ir::text::print_module(&module)),
-                Format::Text => out(&irad::ir::text::print_func(&module, funcs[0])),
-                Format::Dot => out(&irad::dot::module_to_dot(&module, &funcs)),
+            if cmd.after.is_none() && !cmd.all_passes {
+                out(&render_module(&module, &funcs, cmd.format));
+                return Ok(());
             }
+            let snapshots = irad::pass_snapshots(&sources[0], &module, cmd.after.as_deref())?;
+            let mut text = String::new();
+            for (i, (pass, m)) in snapshots.iter().enumerate() {
+                if cmd.all_passes {
+                    if i > 0 {
+                        text.push('\n');
+                    }
+                    match *pass {
+                        "input" => text.push_str("# input\n"),
+                        _ => text.push_str(&format!("# after {pass}\n")),
+                    }
+                }
+                text.push_str(&render_module(m, &funcs, cmd.format));
+            }
+            out(&text);
         }
         Command::Run(cmd) => {
             let module = load(&cmd.file, sources)?;
@@ -158,6 +182,19 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// The module (or only `funcs`, when given) as IR text or DOT. Passes keep
+/// function handles, so `funcs` names the same functions in every snapshot.
+fn render_module(module: &irad::ir::Module, funcs: &[irad::ir::FuncId], format: Format) -> String {
+    match format {
+        Format::Text if funcs.is_empty() => irad::ir::text::print_module(module),
+        Format::Text => funcs
+            .iter()
+            .map(|&f| irad::ir::text::print_func(module, f))
+            .collect(),
+        Format::Dot => irad::dot::module_to_dot(module, funcs),
+    }
 }
 
 /// Writes `text` to standard output. A closed pipe (`irad dump f.ir | head`)

@@ -1,0 +1,73 @@
+//! CFG facts the passes share: successors, predecessors and reachability of the
+//! blocks of a function's layout, computed from its terminators.
+//!
+//! Assumes every layout block has a terminator whose targets are layout blocks
+//! (a verified function); a block that breaks this simply gets fewer edges.
+//! Guarantees: `preds` lists each predecessor once, in layout order; `succs`
+//! lists the fall-through successor of `gotoifnot` first. Nothing recurses.
+
+use irad_ir::{Block, Func};
+use smallvec::SmallVec;
+use std::collections::HashMap;
+
+/// Successors, predecessors and reachability of one function's layout blocks.
+pub(crate) struct Cfg {
+    /// The layout the facts are about.
+    pub layout: Vec<Block>,
+    /// Successors by layout index; for `gotoifnot`, the fall-through first.
+    pub succs: Vec<SmallVec<[usize; 2]>>,
+    /// Predecessors by layout index, in layout order, without repeats.
+    pub preds: Vec<Vec<usize>>,
+}
+
+impl Cfg {
+    /// The CFG of `func`'s current layout.
+    pub fn new(func: &Func) -> Cfg {
+        let layout = func.layout.clone();
+        let index: HashMap<Block, usize> =
+            layout.iter().enumerate().map(|(i, &b)| (b, i)).collect();
+        let mut succs = Vec::with_capacity(layout.len());
+        let mut preds = vec![Vec::new(); layout.len()];
+        for (i, &block) in layout.iter().enumerate() {
+            let next = layout.get(i + 1).copied();
+            let out: SmallVec<[usize; 2]> = func
+                .successors(block, next)
+                .iter()
+                .filter_map(|s| index.get(s).copied())
+                .collect();
+            for &s in &out {
+                // Blocks are visited in layout order, so `preds[s]` stays sorted;
+                // a repeat would be the same block, last pushed.
+                if preds[s].last() != Some(&i) {
+                    preds[s].push(i);
+                }
+            }
+            succs.push(out);
+        }
+        Cfg {
+            layout,
+            succs,
+            preds,
+        }
+    }
+
+    /// Whether each layout block is reachable from the entry (a worklist walk,
+    /// no recursion).
+    pub fn reachable(&self) -> Vec<bool> {
+        let mut seen = vec![false; self.layout.len()];
+        let mut work = Vec::new();
+        if !self.layout.is_empty() {
+            seen[0] = true;
+            work.push(0);
+        }
+        while let Some(i) = work.pop() {
+            for &s in &self.succs[i] {
+                if !seen[s] {
+                    seen[s] = true;
+                    work.push(s);
+                }
+            }
+        }
+        seen
+    }
+}

@@ -1,0 +1,24 @@
+//! irad-passes: the pass manager and the transforms that run under it.
+//!
+//! - [`manager`]: the registry of passes by name, [`run_pipeline`] (run passes
+//!   over every function, verify after each, record snapshots for `irad dump`)
+//!   and [`normalise`];
+//! - [`normalise`](mod@normalise): the normalisation passes of DESIGN.md, one
+//!   file each;
+//! - `cfg`: the small CFG facts (successors, predecessors, reachability) the
+//!   passes share.
+//!
+//! Assumes its input modules verify. Guarantees that every pass run through the
+//! manager leaves a module that verifies (checked in debug builds and tests) and
+//! that no pass panics on a verified module.
+
+#![warn(missing_docs)]
+
+mod cfg;
+pub mod manager;
+pub mod normalise;
+
+pub use manager::{
+    NORMALISE, Pass, PassError, PipelineOptions, Snapshot, find, normalise, normalise_pipeline,
+    normalise_until, passes, run_pipeline,
+};
