@@ -17,9 +17,20 @@
 //!   sibling `NAME.dump.ir` (`IRAD_BLESS=1` rewrites it), which must itself
 //!   verify and pass the same `# run:` lines.
 //!
-//! Every file that is not an error test is also a round trip:
+//! - `# test: pass NAME`: the file is run through the one registered pass NAME
+//!   and the printed result compared with the sibling `NAME_OF_FILE.NAME.ir`
+//!   (`IRAD_BLESS=1` writes it); `# test: normalise` does the same for the whole
+//!   normalisation pipeline, with the sibling `NAME_OF_FILE.normalise.ir`. The
+//!   output must verify, round-trip, pass the file's `# run:` lines, and not
+//!   change when the pass (or pipeline) runs again.
+//!
+//! Every file that is not an error test is also normalised: the result must
+//! verify, round-trip, be a fixed point of the pipeline, and pass the file's
+//! `# run:` and `# run-error:` lines. Every file that is not an error test is
+//! also a round trip:
 //! parse(print(m)) equals m structurally, and printing again gives the same text.
-//! The corpus programs under `tests/corpus/*.ir` get the round trip too, and the
+//! The corpus programs under `tests/corpus/*.ir` get the round trip and the
+//! normalisation check too, and the
 //! bundled `examples/*.ir` are filetests like the others.
 //!
 //! `docs/ir.md` is checked too: every fenced block marked `ir` is a filetest
@@ -33,6 +44,7 @@ use irad::ir::interp::{RunOptions, run};
 use irad::ir::surface::compile;
 use irad::ir::text::{parse_args, parse_module, parse_value, print_module};
 use irad::ir::{Diagnostic, Module, eq::structural_eq, verify::verify_module};
+use irad::passes::{Pass, PipelineOptions, find, normalise_pipeline, run_pipeline};
 use std::process::Command;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -89,6 +101,10 @@ enum Directive {
         text: String,
     },
     Dump,
+    /// `# test: pass NAME`
+    Pass(String),
+    /// `# test: normalise`
+    Normalise,
 }
 
 struct Call {
@@ -122,7 +138,66 @@ fn filetest(path: &Utf8Path, text: String) -> datatest_stable::Result<()> {
         let expected_module = load(&expected, Lang::Ir)?;
         run_directives(&expected_module, &directives)?;
     }
+    check_pipeline(&module, &normalise_pipeline(), &directives)?;
+    for d in &directives {
+        let (suffix, pipeline) = match d {
+            Directive::Pass(name) => {
+                let pass = find(name).ok_or_else(|| format!("no pass named {name:?}"))?;
+                (name.as_str(), vec![pass])
+            }
+            Directive::Normalise => ("normalise", normalise_pipeline()),
+            _ => continue,
+        };
+        let printed = check_pipeline(&module, &pipeline, &directives)?;
+        compare_with_sibling(path, suffix, &printed, &directives)?;
+    }
     Ok(())
+}
+
+/// Runs `pipeline` over a copy of `module` (the manager verifies after each
+/// pass); the result must round-trip, pass the `# run:` lines and be a fixed
+/// point of the pipeline. Returns the printed result.
+fn check_pipeline(module: &Module, pipeline: &[&Pass], directives: &[Directive]) -> Result<String> {
+    let names: Vec<&str> = pipeline.iter().map(|p| p.name).collect();
+    let opts = PipelineOptions {
+        verify: true,
+        record: false,
+    };
+    let mut m = module.clone();
+    run_pipeline(&mut m, pipeline, &opts).map_err(|e| format!("{names:?}: {e}: {e:?}"))?;
+    round_trip(&m).map_err(|e| format!("after {names:?}: {e}"))?;
+    run_directives(&m, directives).map_err(|e| format!("after {names:?}: {e}"))?;
+    let printed = print_module(&m);
+    run_pipeline(&mut m, pipeline, &opts).map_err(|e| format!("{names:?} again: {e}"))?;
+    let again = print_module(&m);
+    if again != printed {
+        return Err(format!(
+            "{names:?} is not idempotent:\n{printed}\n--- after again ---\n{again}"
+        )
+        .into());
+    }
+    Ok(printed)
+}
+
+/// Compares `printed` with the sibling `FILE.SUFFIX.ir` (`IRAD_BLESS=1` writes
+/// it), which must itself verify and pass the `# run:` lines.
+fn compare_with_sibling(
+    path: &Utf8Path,
+    suffix: &str,
+    printed: &str,
+    directives: &[Directive],
+) -> Result<()> {
+    let expected_path = path.with_extension(format!("{suffix}.ir"));
+    if std::env::var_os("IRAD_BLESS").is_some() {
+        std::fs::write(&expected_path, printed)?;
+    }
+    let expected = std::fs::read_to_string(&expected_path)
+        .map_err(|e| format!("{expected_path}: {e} (IRAD_BLESS=1 writes it)"))?;
+    if printed != expected {
+        return Err(format!("{suffix} output differs from {expected_path}:\n{printed}").into());
+    }
+    let expected_module = load(&expected, Lang::Ir)?;
+    run_directives(&expected_module, directives)
 }
 
 fn error_lines(directives: &[Directive]) -> Vec<(usize, &str)> {
@@ -203,8 +278,12 @@ fn check_block(text: &str, lang: Lang) -> Result<()> {
 }
 
 fn corpus_round_trip(path: &Utf8Path, text: String) -> datatest_stable::Result<()> {
-    let module = load(&text, Lang::of(path))?;
-    round_trip(&module)
+    let lang = Lang::of(path);
+    let module = load(&text, lang)?;
+    round_trip(&module)?;
+    let directives = directives(&text, lang)?;
+    check_pipeline(&module, &normalise_pipeline(), &directives)?;
+    Ok(())
 }
 
 /// Parses (IR) or compiles (surface) and verifies.
@@ -398,7 +477,10 @@ fn run_directives(module: &Module, directives: &[Directive]) -> Result<()> {
                 }
                 Err(e) => return Err(format!("line {line}: {e}").into()),
             },
-            Directive::Error { .. } | Directive::Dump => {}
+            Directive::Error { .. }
+            | Directive::Dump
+            | Directive::Pass(_)
+            | Directive::Normalise => {}
         }
     }
     Ok(())
@@ -500,6 +582,10 @@ fn directives(text: &str, lang: Lang) -> Result<Vec<Directive>> {
         } else if let Some(kind) = trimmed.strip_prefix(test.as_str()) {
             match kind.trim() {
                 "dump" => out.push(Directive::Dump),
+                "normalise" => out.push(Directive::Normalise),
+                other if other.starts_with("pass ") => {
+                    out.push(Directive::Pass(other["pass ".len()..].trim().to_string()));
+                }
                 other => return Err(format!("line {line}: unknown test kind {other:?}").into()),
             }
         } else if let Some(idx) = raw.find(error.as_str()) {
