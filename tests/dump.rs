@@ -1,0 +1,115 @@
+//! `irad dump --after PASS` and `--all-passes` at the command line: the output
+//! is valid IR text (each `# after PASS` section on its own), unknown pass names
+//! are usage errors (exit 2, clap lists the pass names), and the two flags
+//! exclude each other.
+
+use irad::ir::text::parse_module;
+use irad::ir::verify::verify_module;
+use std::process::{Command, Output};
+
+const FILE: &str = "tests/filetests/passes/normalise_all.ir";
+
+fn irad(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_irad"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("irad starts")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn after_the_last_pass_is_the_normalised_module() {
+    let out = irad(&["dump", FILE, "--after", "single_return"]);
+    assert_eq!(out.status.code(), Some(0));
+    let expected = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/filetests/passes/normalise_all.normalise.ir"),
+    )
+    .expect("the blessed output exists");
+    assert_eq!(stdout(&out), expected);
+}
+
+#[test]
+fn after_a_middle_pass_stops_there() {
+    let out = irad(&["dump", FILE, "--after", "fold_constant_branches"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    assert!(!text.contains("gotoifnot false"), "{text}");
+    // Unreachable #3 is still there: removing it is the next pass.
+    assert!(text.contains("#3:"), "{text}");
+    let m = parse_module(&text).expect("output parses");
+    assert!(verify_module(&m).is_ok());
+}
+
+#[test]
+fn all_passes_prints_one_valid_section_per_pass() {
+    let out = irad(&["dump", FILE, "--all-passes", "-f", "f"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    let headers: Vec<&str> = text.lines().filter(|l| l.starts_with("# ")).collect();
+    assert_eq!(
+        headers,
+        [
+            "# input",
+            "# after fold_constant_branches",
+            "# after remove_unreachable_blocks",
+            "# after split_critical_edges",
+            "# after single_return",
+        ]
+    );
+    // Each section, with its header comment, is a module of its own.
+    let mut sections: Vec<String> = Vec::new();
+    for line in text.lines() {
+        if line.starts_with("# ") {
+            sections.push(String::new());
+        }
+        if let Some(section) = sections.last_mut() {
+            section.push_str(line);
+            section.push('\n');
+        }
+    }
+    assert_eq!(sections.len(), 5);
+    for section in &sections {
+        let m = parse_module(section).expect("each section parses");
+        assert!(verify_module(&m).is_ok(), "{section}");
+    }
+    assert!(text.starts_with("# input\nfunc @f"));
+}
+
+#[test]
+fn all_passes_as_dot() {
+    let out = irad(&["dump", FILE, "--all-passes", "--format", "dot"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(stdout(&out).matches("digraph irad").count(), 5);
+}
+
+#[test]
+fn unknown_pass_is_a_usage_error_listing_the_passes() {
+    let out = irad(&["dump", FILE, "--after", "no_such_pass"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("split_critical_edges"), "{err}");
+}
+
+#[test]
+fn after_and_all_passes_exclude_each_other() {
+    let out = irad(&["dump", FILE, "--after", "single_return", "--all-passes"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn surface_files_dump_after_passes_too() {
+    let out = irad(&[
+        "dump",
+        "tests/filetests/passes/normalise_surface.irad",
+        "--after",
+        "single_return",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    assert_eq!(text.matches("return").count(), 1, "{text}");
+}
