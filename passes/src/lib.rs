@@ -2,7 +2,7 @@
 //!
 //! - [`manager`]: the registry of passes by name, [`run_pipeline`] (run passes
 //!   over every function, verify after each, record snapshots for `irad dump`)
-//!   and [`normalise`];
+//!   and [`normalise()`];
 //! - [`normalise`](mod@normalise): the normalisation passes of DESIGN.md, one
 //!   file each;
 //! - `cfg`: the small CFG facts (successors, predecessors, reachability) the
