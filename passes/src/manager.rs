@@ -202,6 +202,57 @@ mod tests {
         assert_eq!(normalise_pipeline().len(), NORMALISE.len());
     }
 
+    const SRC: &str = "func @f(%x: f64) -> f64 {\n#1:\n  gotoifnot true, #3\n#2:\n  return %x\n#3:\n  return 1.0\n}\n";
+
+    fn empty_layout(func: &mut Func) {
+        func.layout.clear();
+    }
+
+    #[test]
+    fn a_pass_that_breaks_the_ir_is_named() {
+        let broken = Pass {
+            name: "empty_layout",
+            run: empty_layout,
+            doc: "a deliberately wrong pass",
+        };
+        let mut m = irad_ir::text::parse_module(SRC).map_err(|e| e.to_string());
+        let Ok(m) = m.as_mut() else {
+            return assert!(m.is_ok(), "{m:?}");
+        };
+        let opts = PipelineOptions {
+            verify: true,
+            record: true,
+        };
+        let fold = find("fold_constant_branches")
+            .into_iter()
+            .collect::<Vec<_>>();
+        let res = run_pipeline(m, &[fold[0], &broken], &opts);
+        assert!(
+            matches!(&res, Err(PassError::Verify { pass: "empty_layout", errors }) if !errors.is_empty()),
+            "{res:?}"
+        );
+    }
+
+    #[test]
+    fn normalise_records_one_snapshot_per_pass() {
+        let mut m = irad_ir::text::parse_module(SRC).map_err(|e| e.to_string());
+        let Ok(m) = m.as_mut() else {
+            return assert!(m.is_ok(), "{m:?}");
+        };
+        let opts = PipelineOptions {
+            verify: true,
+            record: true,
+        };
+        let snaps = run_pipeline(m, &normalise_pipeline(), &opts).map_err(|e| e.to_string());
+        let names: Vec<&str> = snaps.iter().flatten().map(|s| s.pass).collect();
+        assert_eq!(names, NORMALISE);
+        let text = irad_ir::text::print_module(m);
+        assert_eq!(
+            text,
+            "func @f(%x: f64) -> f64 {\n#1:\n  goto #2\n#2:\n  return %x\n}\n"
+        );
+    }
+
     #[test]
     fn unknown_pass_lists_the_pipeline() {
         let err = normalise_until("nope").err().map(|e| e.to_string());
