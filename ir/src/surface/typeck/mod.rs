@@ -423,9 +423,24 @@ impl<'f> Checker<'f> {
     }
 
     fn expr(&mut self, e: &'f Expr) -> Ty {
+        let before = self.errors.len();
         let ty = self.expr_kind(e);
+        let ty = self.never_if_unreported(ty, before);
         self.set_type(e.id, &ty);
         ty
+    }
+
+    /// An error type with no error reported since `before` comes from an
+    /// operand that never yields (`-{ return 1.0; }`, `(x, { break; })`): the
+    /// expression never yields either. Left an error type, it would fit
+    /// everywhere with no message, hiding real type errors and giving an `if`
+    /// around it no type to join its arms with.
+    fn never_if_unreported(&self, ty: Ty, before: usize) -> Ty {
+        if ty == Ty::Error && self.errors.len() == before {
+            Ty::Never
+        } else {
+            ty
+        }
     }
 
     fn expr_kind(&mut self, e: &'f Expr) -> Ty {
