@@ -147,3 +147,37 @@ fn mutable_reads_across_many_joins_are_not_cubic() {
     assert_eq!(run_i64(&m, "f", "1"), 1);
     assert!(took < Duration::from_secs(10), "took {took:?}");
 }
+
+// ---------------------------------------------------------------- finding 3
+
+/// `if c { 1 } else { 2 } - 1` at the start of a statement is, as in Rust, an
+/// `if` statement followed by `-1`; Rust rejects it because the statement's
+/// value is not `()`. It was accepted and `f(true)` gave -1, where a reader
+/// of the source expects an error (or 0).
+#[test]
+fn block_like_statement_without_semicolon_must_be_unit() {
+    let errs = compile_errors("fn f(c: bool) -> i64 {\n    if c { 1 } else { 2 } - 1\n}");
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].starts_with("2:5: mismatched types: expected (), found i64"),
+        "{errs:?}"
+    );
+    let errs = compile_errors("fn f() -> i64 {\n    { 5 }\n    (3)\n}");
+    assert!(
+        errs[0].starts_with("2:7: mismatched types: expected (), found i64"),
+        "{errs:?}"
+    );
+    // With `;`, or as the tail, or of type (), it is fine.
+    let m = compile_ok(
+        "fn f(c: bool) -> i64 {
+            let mut x = 0;
+            if c { x = 1; } else { x = 2; }
+            if c { 5 } else { 6 };
+            { 7 };
+            { x = x + 10; }
+            if c { x } else { -x }
+        }",
+    );
+    assert_eq!(run_i64(&m, "f", "true"), 11);
+    assert_eq!(run_i64(&m, "f", "false"), -12);
+}

@@ -347,7 +347,22 @@ impl<'f> Checker<'f> {
                 }
                 false
             }
-            StmtKind::Expr(e) => self.expr(e) == Ty::Never,
+            StmtKind::Expr(e) => {
+                let ty = self.expr(e);
+                if s.unit_without_semi
+                    && let Ty::Known(t) = &ty
+                    && *t != Type::Unit
+                {
+                    self.error(
+                        value_pos(e),
+                        format!(
+                            "mismatched types: expected (), found {t} \
+                             (a block-like statement without `;` must have type (), as in Rust)"
+                        ),
+                    );
+                }
+                ty == Ty::Never
+            }
             StmtKind::While { cond, body } => {
                 self.condition(cond);
                 self.loops += 1;
