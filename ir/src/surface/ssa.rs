@@ -36,6 +36,20 @@ pub(super) struct SsaBuilder<'m> {
     st: Ssa,
 }
 
+/// A join whose predecessors a read is reading: the join, its predecessors,
+/// and the values found so far (for the first ones).
+type PendingJoin = (Block, Vec<Block>, Vec<(Block, Operand)>);
+
+/// What a step of a variable read found at a block.
+enum Step {
+    /// The value.
+    Value(Operand),
+    /// Nothing yet: the value is that at the end of the one predecessor.
+    Pred(Block),
+    /// A join: the values at the ends of these predecessors decide.
+    Join(Vec<Block>),
+}
+
 /// The SSA construction state of one function.
 #[derive(Default)]
 pub(super) struct Ssa {
@@ -180,6 +194,9 @@ impl<'m> SsaBuilder<'m> {
         self.st.fixed.insert(local, value);
     }
 
+    /// The value of `local` at the end of `block`. The search through the
+    /// predecessors keeps its own stack of joins being read, so a read across
+    /// any number of joins uses no deeper native stack than one.
     pub(super) fn read_var(&mut self, local: LocalId, block: Block) -> Operand {
         if let Some(&op) = self.st.fixed.get(&local) {
             return resolve_compress(&mut self.st.forward, op);
@@ -190,72 +207,123 @@ impl<'m> SsaBuilder<'m> {
         if ty == Type::Unit {
             return Operand::Const(Const::Unit);
         }
+        let mut stack: Vec<PendingJoin> = Vec::new();
+        let mut at = block;
+        loop {
+            // The value at the end of `at`, or a join to descend into.
+            let found = match self.read_step(local, at, &ty) {
+                Step::Value(v) => v,
+                Step::Pred(pred) => {
+                    at = pred;
+                    continue;
+                }
+                Step::Join(preds) => {
+                    // `Join` has two or more predecessors.
+                    let join = at;
+                    at = preds[0];
+                    stack.push((join, preds, Vec::new()));
+                    continue;
+                }
+            };
+            // Hand the value up through the joins it completes.
+            let mut value = found;
+            loop {
+                let Some((join, preds, ops)) = stack.last_mut() else {
+                    return value;
+                };
+                ops.push((preds[ops.len()], value));
+                if ops.len() < preds.len() {
+                    at = preds[ops.len()];
+                    break;
+                }
+                let join = *join;
+                let Some((_, _, ops)) = stack.pop() else {
+                    return value;
+                };
+                value = self.finish_join(local, join, &ty, ops);
+            }
+        }
+    }
+
+    /// One step of [`read_var`](Self::read_var) at `block`.
+    fn read_step(&mut self, local: LocalId, block: Block, ty: &Type) -> Step {
         if let Some(&op) = self.st.defs.get(&(block, local)) {
-            return resolve_compress(&mut self.st.forward, op);
+            return Step::Value(resolve_compress(&mut self.st.forward, op));
         }
         let preds = self.st.preds.get(&block).cloned().unwrap_or_default();
-        let value = if !self.st.sealed.contains(&block) {
-            let Some(phi) = self.new_phi(block, ty, local) else {
-                return Operand::Const(Const::Unit);
+        if !self.st.sealed.contains(&block) {
+            let Some(phi) = self.new_phi(block, ty.clone(), local) else {
+                return Step::Value(Operand::Const(Const::Unit));
             };
             self.st
                 .incomplete
                 .entry(block)
                 .or_default()
                 .push((local, phi));
-            Operand::Value(phi)
-        } else if let [pred] = preds[..] {
+            self.st.defs.insert((block, local), Operand::Value(phi));
+            return Step::Value(Operand::Value(phi));
+        }
+        match preds[..] {
             // Not recorded: a block with one predecessor is on no cycle of
             // sealed blocks, and the joins the search crosses keep what it
             // found, so recording here too would only double the memory.
-            return self.read_var(local, pred);
-        } else if preds.is_empty() {
+            [pred] => Step::Pred(pred),
             // A read with no definition: `check` makes this impossible.
-            Operand::Const(Const::Unit)
-        } else if !self.st.visiting.insert((block, local)) {
-            // A read through a cycle of sealed blocks came back here: a phi
-            // breaks the cycle; the outer read of this block completes it.
-            let Some(phi) = self.new_phi(block, ty, local) else {
-                return Operand::Const(Const::Unit);
-            };
-            Operand::Value(phi)
-        } else {
-            // The predecessors first, and a phi only where they differ (or a
-            // cycle needed one): a phi made at every join on the way and
-            // removed as trivial later would cost time and memory for each
-            // read times the joins it crosses.
-            let ops: Vec<(Block, Operand)> = preds
-                .iter()
-                .map(|&pred| (pred, self.read_var(local, pred)))
-                .collect();
-            self.st.visiting.remove(&(block, local));
-            match self.st.defs.get(&(block, local)).copied() {
-                // The phi a cycle made (nothing else records a definition
-                // here while the predecessors are read).
-                Some(Operand::Value(phi)) => {
+            [] => Step::Value(Operand::Const(Const::Unit)),
+            _ if !self.st.visiting.insert((block, local)) => {
+                // A read through a cycle of sealed blocks came back here: a
+                // phi breaks the cycle; the read of this join completes it.
+                let Some(phi) = self.new_phi(block, ty.clone(), local) else {
+                    return Step::Value(Operand::Const(Const::Unit));
+                };
+                self.st.defs.insert((block, local), Operand::Value(phi));
+                Step::Value(Operand::Value(phi))
+            }
+            _ => Step::Join(preds),
+        }
+    }
+
+    /// The value at the join `block` from the values `ops` of its
+    /// predecessors: a phi only where they differ (or a cycle made one). A
+    /// phi made at every join on the way and removed as trivial later would
+    /// cost time and memory for each read times the joins it crosses.
+    fn finish_join(
+        &mut self,
+        local: LocalId,
+        block: Block,
+        ty: &Type,
+        ops: Vec<(Block, Operand)>,
+    ) -> Operand {
+        self.st.visiting.remove(&(block, local));
+        let value = match self.st.defs.get(&(block, local)).copied() {
+            // The phi a cycle made (nothing else records a definition here
+            // while the predecessors are read).
+            Some(Operand::Value(phi)) => {
+                for (pred, op) in ops {
+                    self.add_entry(phi, pred, op);
+                }
+                self.st.complete.insert(phi);
+                self.try_remove_trivial_phi(phi)
+            }
+            _ => {
+                let resolved: Vec<Operand> = ops
+                    .iter()
+                    .map(|&(_, op)| resolve_compress(&mut self.st.forward, op))
+                    .collect();
+                if resolved.iter().all(|op| Some(op) == resolved.first()) {
+                    resolved
+                        .first()
+                        .copied()
+                        .unwrap_or(Operand::Const(Const::Unit))
+                } else {
+                    let Some(phi) = self.new_phi(block, ty.clone(), local) else {
+                        return Operand::Const(Const::Unit);
+                    };
                     for (pred, op) in ops {
                         self.add_entry(phi, pred, op);
                     }
                     self.st.complete.insert(phi);
                     self.try_remove_trivial_phi(phi)
-                }
-                _ => {
-                    let resolved: Vec<Operand> = ops
-                        .iter()
-                        .map(|&(_, op)| resolve_compress(&mut self.st.forward, op))
-                        .collect();
-                    if resolved.iter().all(|op| *op == resolved[0]) {
-                        resolved[0]
-                    } else {
-                        let Some(phi) = self.new_phi(block, ty, local) else {
-                            return Operand::Const(Const::Unit);
-                        };
-                        for (pred, op) in ops {
-                            self.add_entry(phi, pred, op);
-                        }
-                        self.st.complete.insert(phi);
-                        self.try_remove_trivial_phi(phi)
-                    }
                 }
             }
         };
