@@ -202,3 +202,17 @@ fn read_across_a_million_joins_does_not_overflow() {
     let m = compile_ok(&src);
     assert_eq!(run_i64(&m, "f", "5"), 1);
 }
+
+// ---------------------------------------------------------------- finding 5
+
+/// One missing `else` gave two errors: the `if` without `else` of type i64,
+/// then a mismatch "expected i64, found ()" for the same `if` as the tail.
+#[test]
+fn missing_else_is_one_error() {
+    let errs = compile_errors("fn f(c: bool) -> i64 {\n    if c { 1 }\n}");
+    assert_eq!(
+        errs,
+        ["2:5: `if` without `else` must have type (), found i64"],
+        "{errs:?}"
+    );
+}

@@ -549,6 +549,8 @@ impl<'f> Checker<'f> {
                                 e.pos,
                                 format!("`if` without `else` must have type (), found {t}"),
                             );
+                            // Reported: no second error where `()` is not wanted.
+                            return Ty::Error;
                         }
                         Ty::Known(Type::Unit)
                     }
