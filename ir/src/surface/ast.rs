@@ -74,6 +74,9 @@ pub struct Stmt {
     pub kind: StmtKind,
     /// The position of its first character.
     pub pos: Pos,
+    /// A block-like expression statement (`if`, a block) not followed by
+    /// `;`: its value must be `()`, as in Rust.
+    pub unit_without_semi: bool,
 }
 
 /// The kinds of statement.

@@ -125,10 +125,19 @@ impl Lower<'_, '_> {
 
     fn stmt(&mut self, s: &Stmt) -> Option<()> {
         match &s.kind {
-            StmtKind::Let { name, init, .. } => {
+            StmtKind::Let {
+                mutable,
+                name,
+                init,
+                ..
+            } => {
                 let value = self.expr(init)?;
                 let local = *self.info.locals.get(&name.pos)?;
-                self.ssa.write_var(local, value);
+                if *mutable {
+                    self.ssa.write_var(local, value);
+                } else {
+                    self.ssa.bind_fixed(local, value);
+                }
             }
             StmtKind::Assign { name, value } => {
                 let value = self.expr(value)?;

@@ -20,10 +20,9 @@ use crate::func::Module;
 use crate::loc::Location;
 
 /// The stack of the threads `check` and `lower` run on. Their recursion is
-/// bounded by the parser's nesting limit, except SSA construction's reads of
-/// a variable through a long run of joins (one pair of frames per `if` since
-/// the variable's last definition), so the margin is wide; it is only
-/// reserved, not touched.
+/// bounded by the parser's nesting limit (SSA construction's reads of a
+/// variable through a long run of joins keep their own heap stack), so the
+/// margin is wide; it is only reserved, not touched.
 const WALK_STACK: usize = 256 << 20;
 
 /// Runs `work` on a thread with a [`WALK_STACK`] stack, or on the caller's

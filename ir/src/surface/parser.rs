@@ -466,7 +466,17 @@ impl<'a> Parser<'a> {
                 if self.peek().tok == Tok::RBrace {
                     return Ok(Some(e));
                 }
-                self.eat(Tok::Semi);
+                if !self.eat(Tok::Semi) {
+                    // As in Rust, its value must then be `()`: `if c { 1 }
+                    // else { 2 } - 1` is this statement, then `-1`.
+                    let kind = StmtKind::Expr(e);
+                    stmts.push(Stmt {
+                        kind,
+                        pos,
+                        unit_without_semi: true,
+                    });
+                    return Ok(None);
+                }
                 StmtKind::Expr(e)
             }
             _ => {
@@ -509,7 +519,11 @@ impl<'a> Parser<'a> {
                 }
             }
         };
-        stmts.push(Stmt { kind, pos });
+        stmts.push(Stmt {
+            kind,
+            pos,
+            unit_without_semi: false,
+        });
         Ok(None)
     }
 

@@ -1,9 +1,12 @@
 //! Braun et al. 2013, "Simple and Efficient Construction of SSA Form", over
 //! a [`FuncBuilder`]: the blocks and variables half of the surface lowering.
 //!
-//! Variables are `LocalId`s. Each block keeps the current definition of each
-//! variable written or read in it; a read looks through the predecessors
-//! (recursively, memoised per block), making a phi where they meet. In a block
+//! Variables are `LocalId`s. A variable that is never assigned (a parameter,
+//! a `let` without `mut`) has one value, read directly. For the others, each
+//! block keeps the current definition of each variable written or read in it;
+//! a read looks through the predecessors (recursively, memoised per join
+//! block), making a phi only where they differ or where the search runs into
+//! a cycle (a loop). In a block
 //! that is not sealed (not all predecessors known: a loop header before its
 //! back edges exist) the phi is incomplete and gets its entries when the block
 //! is sealed. A phi whose entries are one value and itself is removed, uses of
@@ -33,11 +36,32 @@ pub(super) struct SsaBuilder<'m> {
     st: Ssa,
 }
 
+/// A join whose predecessors a read is reading: the join, its predecessors,
+/// and the values found so far (for the first ones).
+type PendingJoin = (Block, Vec<Block>, Vec<(Block, Operand)>);
+
+/// What a step of a variable read found at a block.
+enum Step {
+    /// The value.
+    Value(Operand),
+    /// Nothing yet: the value is that at the end of the one predecessor.
+    Pred(Block),
+    /// A join: the values at the ends of these predecessors decide.
+    Join(Vec<Block>),
+}
+
 /// The SSA construction state of one function.
 #[derive(Default)]
 pub(super) struct Ssa {
     /// The current definition of each variable at the end of each block so far.
     defs: HashMap<(Block, LocalId), Operand>,
+    /// The one value of each variable that is never assigned (parameters and
+    /// `let` without `mut`): its definition dominates every read, so reads
+    /// need no search and no phi.
+    fixed: HashMap<LocalId, Operand>,
+    /// (block, variable) pairs whose value a read is computing from the
+    /// block's predecessors; meeting one again means a cycle, which a phi breaks.
+    visiting: HashSet<(Block, LocalId)>,
     /// Blocks whose predecessors are all known.
     sealed: HashSet<Block>,
     /// Phis made in unsealed blocks, completed when the block is sealed.
@@ -83,7 +107,7 @@ impl<'m> SsaBuilder<'m> {
         for (local, ty, i) in params {
             if let Ok(v) = self.b.param(*i) {
                 self.st.local_types.insert(*local, ty.clone());
-                self.st.defs.insert((entry, *local), Operand::Value(v));
+                self.st.fixed.insert(*local, Operand::Value(v));
             }
         }
     }
@@ -161,39 +185,147 @@ impl<'m> SsaBuilder<'m> {
         self.st.defs.insert((cur, local), value);
     }
 
+    /// Binds a variable that is never assigned (`let` without `mut`) to `value`.
+    pub(super) fn bind_fixed(&mut self, local: LocalId, value: Operand) {
+        if self.cur.is_none() {
+            return;
+        }
+        self.write_var(local, value);
+        self.st.fixed.insert(local, value);
+    }
+
+    /// The value of `local` at the end of `block`. The search through the
+    /// predecessors keeps its own stack of joins being read, so a read across
+    /// any number of joins uses no deeper native stack than one.
     pub(super) fn read_var(&mut self, local: LocalId, block: Block) -> Operand {
+        if let Some(&op) = self.st.fixed.get(&local) {
+            return resolve_compress(&mut self.st.forward, op);
+        }
         let Some(ty) = self.st.local_types.get(&local).cloned() else {
             return Operand::Const(Const::Unit);
         };
         if ty == Type::Unit {
             return Operand::Const(Const::Unit);
         }
+        let mut stack: Vec<PendingJoin> = Vec::new();
+        let mut at = block;
+        loop {
+            // The value at the end of `at`, or a join to descend into.
+            let found = match self.read_step(local, at, &ty) {
+                Step::Value(v) => v,
+                Step::Pred(pred) => {
+                    at = pred;
+                    continue;
+                }
+                Step::Join(preds) => {
+                    // `Join` has two or more predecessors.
+                    let join = at;
+                    at = preds[0];
+                    stack.push((join, preds, Vec::new()));
+                    continue;
+                }
+            };
+            // Hand the value up through the joins it completes.
+            let mut value = found;
+            loop {
+                let Some((join, preds, ops)) = stack.last_mut() else {
+                    return value;
+                };
+                ops.push((preds[ops.len()], value));
+                if ops.len() < preds.len() {
+                    at = preds[ops.len()];
+                    break;
+                }
+                let join = *join;
+                let Some((_, _, ops)) = stack.pop() else {
+                    return value;
+                };
+                value = self.finish_join(local, join, &ty, ops);
+            }
+        }
+    }
+
+    /// One step of [`read_var`](Self::read_var) at `block`.
+    fn read_step(&mut self, local: LocalId, block: Block, ty: &Type) -> Step {
         if let Some(&op) = self.st.defs.get(&(block, local)) {
-            return resolve_compress(&mut self.st.forward, op);
+            return Step::Value(resolve_compress(&mut self.st.forward, op));
         }
         let preds = self.st.preds.get(&block).cloned().unwrap_or_default();
-        let value = if !self.st.sealed.contains(&block) {
-            let Some(phi) = self.new_phi(block, ty, local) else {
-                return Operand::Const(Const::Unit);
+        if !self.st.sealed.contains(&block) {
+            let Some(phi) = self.new_phi(block, ty.clone(), local) else {
+                return Step::Value(Operand::Const(Const::Unit));
             };
             self.st
                 .incomplete
                 .entry(block)
                 .or_default()
                 .push((local, phi));
-            Operand::Value(phi)
-        } else if let [pred] = preds[..] {
-            self.read_var(local, pred)
-        } else if preds.is_empty() {
-            // A read with no definition: `check` makes this impossible.
-            Operand::Const(Const::Unit)
-        } else {
-            let Some(phi) = self.new_phi(block, ty, local) else {
-                return Operand::Const(Const::Unit);
-            };
-            // Recorded first, so that a read through a cycle finds this phi.
             self.st.defs.insert((block, local), Operand::Value(phi));
-            self.add_phi_operands(local, phi, block)
+            return Step::Value(Operand::Value(phi));
+        }
+        match preds[..] {
+            // Not recorded: a block with one predecessor is on no cycle of
+            // sealed blocks, and the joins the search crosses keep what it
+            // found, so recording here too would only double the memory.
+            [pred] => Step::Pred(pred),
+            // A read with no definition: `check` makes this impossible.
+            [] => Step::Value(Operand::Const(Const::Unit)),
+            _ if !self.st.visiting.insert((block, local)) => {
+                // A read through a cycle of sealed blocks came back here: a
+                // phi breaks the cycle; the read of this join completes it.
+                let Some(phi) = self.new_phi(block, ty.clone(), local) else {
+                    return Step::Value(Operand::Const(Const::Unit));
+                };
+                self.st.defs.insert((block, local), Operand::Value(phi));
+                Step::Value(Operand::Value(phi))
+            }
+            _ => Step::Join(preds),
+        }
+    }
+
+    /// The value at the join `block` from the values `ops` of its
+    /// predecessors: a phi only where they differ (or a cycle made one). A
+    /// phi made at every join on the way and removed as trivial later would
+    /// cost time and memory for each read times the joins it crosses.
+    fn finish_join(
+        &mut self,
+        local: LocalId,
+        block: Block,
+        ty: &Type,
+        ops: Vec<(Block, Operand)>,
+    ) -> Operand {
+        self.st.visiting.remove(&(block, local));
+        let value = match self.st.defs.get(&(block, local)).copied() {
+            // The phi a cycle made (nothing else records a definition here
+            // while the predecessors are read).
+            Some(Operand::Value(phi)) => {
+                for (pred, op) in ops {
+                    self.add_entry(phi, pred, op);
+                }
+                self.st.complete.insert(phi);
+                self.try_remove_trivial_phi(phi)
+            }
+            _ => {
+                let resolved: Vec<Operand> = ops
+                    .iter()
+                    .map(|&(_, op)| resolve_compress(&mut self.st.forward, op))
+                    .collect();
+                if resolved.iter().all(|op| Some(op) == resolved.first()) {
+                    resolved
+                        .first()
+                        .copied()
+                        .unwrap_or(Operand::Const(Const::Unit))
+                } else {
+                    let Some(phi) = self.new_phi(block, ty.clone(), local) else {
+                        return Operand::Const(Const::Unit);
+                    };
+                    for (pred, op) in ops {
+                        self.add_entry(phi, pred, op);
+                    }
+                    self.st.complete.insert(phi);
+                    self.try_remove_trivial_phi(phi)
+                }
+            }
         };
         self.st.defs.insert((block, local), value);
         value

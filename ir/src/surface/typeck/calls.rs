@@ -50,7 +50,9 @@ impl<'f> Checker<'f> {
         args: &'f [Expr],
         alloc_annot: Option<&Type>,
     ) -> Ty {
+        let before = self.errors.len();
         let ty = self.call_inner(e, callee, args, alloc_annot);
+        let ty = self.never_if_unreported(ty, before);
         self.set_type(e.id, &ty);
         ty
     }

@@ -347,7 +347,22 @@ impl<'f> Checker<'f> {
                 }
                 false
             }
-            StmtKind::Expr(e) => self.expr(e) == Ty::Never,
+            StmtKind::Expr(e) => {
+                let ty = self.expr(e);
+                if s.unit_without_semi
+                    && let Ty::Known(t) = &ty
+                    && *t != Type::Unit
+                {
+                    self.error(
+                        value_pos(e),
+                        format!(
+                            "mismatched types: expected (), found {t} \
+                             (a block-like statement without `;` must have type (), as in Rust)"
+                        ),
+                    );
+                }
+                ty == Ty::Never
+            }
             StmtKind::While { cond, body } => {
                 self.condition(cond);
                 self.loops += 1;
@@ -423,9 +438,24 @@ impl<'f> Checker<'f> {
     }
 
     fn expr(&mut self, e: &'f Expr) -> Ty {
+        let before = self.errors.len();
         let ty = self.expr_kind(e);
+        let ty = self.never_if_unreported(ty, before);
         self.set_type(e.id, &ty);
         ty
+    }
+
+    /// An error type with no error reported since `before` comes from an
+    /// operand that never yields (`-{ return 1.0; }`, `(x, { break; })`): the
+    /// expression never yields either. Left an error type, it would fit
+    /// everywhere with no message, hiding real type errors and giving an `if`
+    /// around it no type to join its arms with.
+    fn never_if_unreported(&self, ty: Ty, before: usize) -> Ty {
+        if ty == Ty::Error && self.errors.len() == before {
+            Ty::Never
+        } else {
+            ty
+        }
     }
 
     fn expr_kind(&mut self, e: &'f Expr) -> Ty {
@@ -519,6 +549,8 @@ impl<'f> Checker<'f> {
                                 e.pos,
                                 format!("`if` without `else` must have type (), found {t}"),
                             );
+                            // Reported: no second error where `()` is not wanted.
+                            return Ty::Error;
                         }
                         Ty::Known(Type::Unit)
                     }
