@@ -38,6 +38,7 @@ pub fn check(file: &File) -> Result<TypeInfo, Vec<SurfaceError>> {
         func: String::new(),
         ret: Type::Unit,
         loops: 0,
+        while_cond: None,
     };
     for f in &file.funcs {
         cx.declare_fn(f);
@@ -99,6 +100,10 @@ struct Checker<'f> {
     ret: Type,
     /// How many loops enclose the current statement.
     loops: u32,
+    /// While checking a `while` condition: the value of `loops` there. A
+    /// `break`/`continue` at that depth would leave from inside the
+    /// condition, which Rust rejects (E0590) and so does this checker.
+    while_cond: Option<u32>,
 }
 
 impl Ty {
@@ -211,6 +216,7 @@ impl<'f> Checker<'f> {
         self.func = f.name.name.clone();
         self.ret = f.ret.clone();
         self.loops = 0;
+        self.while_cond = None;
         self.scope.clear();
         for (i, p) in f.params.iter().enumerate() {
             if f.params[..i].iter().any(|q| q.name.name == p.name.name) {
@@ -322,6 +328,10 @@ impl<'f> Checker<'f> {
                         name.pos,
                         format!("cannot assign to function `{}`", name.name),
                     ),
+                    None if crate::prim::Prim::from_name(&name.name).is_some() => self.error(
+                        name.pos,
+                        format!("cannot assign to primitive `{}`", name.name),
+                    ),
                     None => self.error(name.pos, format!("unknown name `{}`", name.name)),
                 }
                 found == Ty::Never
@@ -364,7 +374,9 @@ impl<'f> Checker<'f> {
                 ty == Ty::Never
             }
             StmtKind::While { cond, body } => {
+                let outer = self.while_cond.replace(self.loops);
                 self.condition(cond);
+                self.while_cond = outer;
                 self.loops += 1;
                 self.block(body);
                 self.loops -= 1;
@@ -404,12 +416,17 @@ impl<'f> Checker<'f> {
                 true
             }
             StmtKind::Break | StmtKind::Continue => {
-                if self.loops == 0 {
-                    let word = if s.kind == StmtKind::Break {
-                        "break"
-                    } else {
-                        "continue"
-                    };
+                let word = if s.kind == StmtKind::Break {
+                    "break"
+                } else {
+                    "continue"
+                };
+                if self.while_cond == Some(self.loops) {
+                    self.error(
+                        s.pos,
+                        format!("`{word}` inside the condition of a `while` loop"),
+                    );
+                } else if self.loops == 0 {
                     self.error(s.pos, format!("`{word}` outside a loop"));
                 }
                 true
