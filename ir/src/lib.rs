@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod builder;
+mod cursor;
 pub mod entity;
 pub mod eq;
 pub mod func;

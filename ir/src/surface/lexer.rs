@@ -16,6 +16,7 @@
 //! no earlier error comes first. Never panics; time linear in the input.
 
 use super::SurfaceError;
+use crate::cursor::Cursor;
 use crate::loc::{Location, Pos};
 
 /// The kind of a token.
@@ -73,11 +74,7 @@ pub(crate) struct Token {
 /// error beside it.
 pub(crate) fn lex(src: &str) -> (Vec<Token>, Option<SurfaceError>) {
     let mut lx = Lexer {
-        src,
-        bytes: src.as_bytes(),
-        i: 0,
-        line: 1,
-        col: 1,
+        cur: Cursor::new(src),
     };
     let mut toks = Vec::new();
     let mut after_dot = false;
@@ -93,8 +90,8 @@ pub(crate) fn lex(src: &str) -> (Vec<Token>, Option<SurfaceError>) {
             Err((pos, e)) => {
                 toks.push(Token {
                     tok: Tok::Error,
-                    start: lx.i,
-                    end: lx.i,
+                    start: lx.cur.i,
+                    end: lx.cur.i,
                     pos,
                 });
                 return (toks, Some(e));
@@ -104,11 +101,7 @@ pub(crate) fn lex(src: &str) -> (Vec<Token>, Option<SurfaceError>) {
 }
 
 struct Lexer<'a> {
-    src: &'a str,
-    bytes: &'a [u8],
-    i: usize,
-    line: u32,
-    col: u32,
+    cur: Cursor<'a>,
 }
 
 fn is_ident_start(b: u8) -> bool {
@@ -120,41 +113,11 @@ fn is_ident_continue(b: u8) -> bool {
 }
 
 impl<'a> Lexer<'a> {
-    fn peek_byte(&self, k: usize) -> Option<u8> {
-        self.bytes.get(self.i + k).copied()
-    }
-
-    fn bump(&mut self) {
-        if let Some(&b) = self.bytes.get(self.i) {
-            self.i += 1;
-            if b == b'\n' {
-                self.line = self.line.saturating_add(1);
-                self.col = 1;
-            } else if b & 0xC0 != 0x80 {
-                // Continuation bytes of a UTF-8 sequence do not start a character.
-                self.col = self.col.saturating_add(1);
-            }
-        }
-    }
-
-    fn bump_while(&mut self, pred: impl Fn(u8) -> bool) {
-        while let Some(b) = self.peek_byte(0) {
-            if !pred(b) {
-                break;
-            }
-            self.bump();
-        }
-    }
-
-    fn pos(&self) -> Pos {
-        Pos::new(self.line, self.col)
-    }
-
     fn skip_trivia(&mut self) {
-        while let Some(b) = self.peek_byte(0) {
+        while let Some(b) = self.cur.peek_byte(0) {
             match b {
-                b' ' | b'\t' | b'\r' | b'\n' => self.bump(),
-                b'/' if self.peek_byte(1) == Some(b'/') => self.bump_while(|c| c != b'\n'),
+                b' ' | b'\t' | b'\r' | b'\n' => self.cur.bump(),
+                b'/' if self.cur.peek_byte(1) == Some(b'/') => self.cur.bump_while(|c| c != b'\n'),
                 _ => break,
             }
         }
@@ -162,9 +125,9 @@ impl<'a> Lexer<'a> {
 
     fn next_token(&mut self, after_dot: bool) -> Result<Token, (Pos, SurfaceError)> {
         self.skip_trivia();
-        let pos = self.pos();
-        let start = self.i;
-        let Some(b) = self.peek_byte(0) else {
+        let pos = self.cur.pos();
+        let start = self.cur.i;
+        let Some(b) = self.cur.peek_byte(0) else {
             return Ok(Token {
                 tok: Tok::Eof,
                 start,
@@ -172,7 +135,7 @@ impl<'a> Lexer<'a> {
                 pos,
             });
         };
-        let two = |c: u8| self.peek_byte(1) == Some(c);
+        let two = |c: u8| self.cur.peek_byte(1) == Some(c);
         let (tok, len) = match b {
             b'(' => (Tok::LParen, 1),
             b')' => (Tok::RParen, 1),
@@ -203,70 +166,74 @@ impl<'a> Lexer<'a> {
             b'|' if two(b'|') => (Tok::OrOr, 2),
             b'0'..=b'9' => return self.number(pos, after_dot),
             _ if is_ident_start(b) => {
-                self.bump_while(is_ident_continue);
+                self.cur.bump_while(is_ident_continue);
                 return Ok(Token {
                     tok: Tok::Ident,
                     start,
-                    end: self.i,
+                    end: self.cur.i,
                     pos,
                 });
             }
             _ => return Err((pos, self.unexpected_char(pos))),
         };
         for _ in 0..len {
-            self.bump();
+            self.cur.bump();
         }
         Ok(Token {
             tok,
             start,
-            end: self.i,
+            end: self.cur.i,
             pos,
         })
     }
 
     /// A number; right after a `.` token only its digits (a field number).
     fn number(&mut self, pos: Pos, after_dot: bool) -> Result<Token, (Pos, SurfaceError)> {
-        let start = self.i;
+        let start = self.cur.i;
         let mut tok = Tok::Int;
-        self.bump_while(|c| c.is_ascii_digit());
+        self.cur.bump_while(|c| c.is_ascii_digit());
         if !after_dot {
-            if self.peek_byte(0) == Some(b'.') {
-                match self.peek_byte(1) {
+            if self.cur.peek_byte(0) == Some(b'.') {
+                match self.cur.peek_byte(1) {
                     Some(c) if c.is_ascii_digit() => {
                         tok = Tok::Float;
-                        self.bump();
-                        self.bump_while(|c| c.is_ascii_digit());
+                        self.cur.bump();
+                        self.cur.bump_while(|c| c.is_ascii_digit());
                     }
                     // `0..n` is a range; `1.x` a field access (rejected later).
                     Some(c) if c == b'.' || is_ident_start(c) => {}
                     // `1.` alone is not a literal of the IR.
                     _ => {
-                        self.bump();
+                        self.cur.bump();
                         return Err((pos, self.invalid_number(start, pos)));
                     }
                 }
             }
-            if matches!(self.peek_byte(0), Some(b'e' | b'E')) {
-                let digit_at = match self.peek_byte(1) {
+            if matches!(self.cur.peek_byte(0), Some(b'e' | b'E')) {
+                let digit_at = match self.cur.peek_byte(1) {
                     Some(b'+' | b'-') => 2,
                     _ => 1,
                 };
-                if self.peek_byte(digit_at).is_some_and(|c| c.is_ascii_digit()) {
+                if self
+                    .cur
+                    .peek_byte(digit_at)
+                    .is_some_and(|c| c.is_ascii_digit())
+                {
                     tok = Tok::Float;
                     for _ in 0..digit_at {
-                        self.bump();
+                        self.cur.bump();
                     }
-                    self.bump_while(|c| c.is_ascii_digit());
+                    self.cur.bump_while(|c| c.is_ascii_digit());
                 }
             }
         }
-        if self.runs_on(self.i) {
+        if self.runs_on(self.cur.i) {
             return Err((pos, self.invalid_number(start, pos)));
         }
         Ok(Token {
             tok,
             start,
-            end: self.i,
+            end: self.cur.i,
             pos,
         })
     }
@@ -274,20 +241,20 @@ impl<'a> Lexer<'a> {
     /// Whether the character at byte `i` would continue a malformed number:
     /// a letter, digit or `_`, or a sign after an `e`.
     fn runs_on(&self, i: usize) -> bool {
-        let exponent_sign = matches!(self.bytes.get(i), Some(b'+' | b'-'))
+        let exponent_sign = matches!(self.cur.bytes.get(i), Some(b'+' | b'-'))
             && i > 0
-            && matches!(self.bytes.get(i - 1), Some(b'e' | b'E'));
-        self.bytes.get(i).is_some_and(|&c| is_ident_continue(c)) || exponent_sign
+            && matches!(self.cur.bytes.get(i - 1), Some(b'e' | b'E'));
+        self.cur.bytes.get(i).is_some_and(|&c| is_ident_continue(c)) || exponent_sign
     }
 
     /// `invalid number `TEXT``, the text running from `start` over every
     /// character that could continue it.
     fn invalid_number(&self, start: usize, pos: Pos) -> SurfaceError {
-        let mut end = self.i;
+        let mut end = self.cur.i;
         while self.runs_on(end) {
             end += 1;
         }
-        let text = self.src.get(start..end).unwrap_or("");
+        let text = self.cur.src.get(start..end).unwrap_or("");
         SurfaceError {
             loc: Location::at(pos),
             msg: format!("invalid number `{text}`"),
@@ -295,7 +262,12 @@ impl<'a> Lexer<'a> {
     }
 
     fn unexpected_char(&self, pos: Pos) -> SurfaceError {
-        let found = match self.src.get(self.i..).and_then(|s| s.chars().next()) {
+        let found = match self
+            .cur
+            .src
+            .get(self.cur.i..)
+            .and_then(|s| s.chars().next())
+        {
             None => "end of file".to_string(),
             Some(c) if c.is_whitespace() || c.is_control() => format!("{c:?}"),
             Some(c) => format!("`{c}`"),

@@ -9,6 +9,7 @@
 //! never panics and takes time linear in the input.
 
 use super::ParseError;
+use crate::cursor::Cursor;
 use crate::loc::Pos;
 
 /// The kind of a token.
@@ -56,11 +57,7 @@ pub(crate) struct Token {
 /// A cursor over the source; cloning it saves a position to come back to.
 #[derive(Clone)]
 pub(crate) struct Lexer<'a> {
-    src: &'a str,
-    bytes: &'a [u8],
-    i: usize,
-    line: u32,
-    col: u32,
+    cur: Cursor<'a>,
 }
 
 fn is_ident_start(b: u8) -> bool {
@@ -75,17 +72,19 @@ impl<'a> Lexer<'a> {
     /// A lexer at the start of `src`.
     pub fn new(src: &'a str) -> Lexer<'a> {
         Lexer {
-            src,
-            bytes: src.as_bytes(),
-            i: 0,
-            line: 1,
-            col: 1,
+            cur: Cursor::new(src),
         }
+    }
+
+    /// Skips the character at the current position, after a lexical error, so
+    /// that a scan for function headers can go on. False at the end of the text.
+    pub(crate) fn skip_char(&mut self) -> bool {
+        self.cur.skip_char()
     }
 
     /// The text of `token` (without its sigil).
     pub fn text(&self, token: &Token) -> &'a str {
-        self.src.get(token.start..token.end).unwrap_or("")
+        self.cur.src.get(token.start..token.end).unwrap_or("")
     }
 
     /// How a token is shown in messages: `` `%x` ``, `` `#3` ``, `end of file`.
@@ -100,55 +99,12 @@ impl<'a> Lexer<'a> {
         }
     }
 
-    fn peek_byte(&self, k: usize) -> Option<u8> {
-        self.bytes.get(self.i + k).copied()
-    }
-
-    fn bump(&mut self) {
-        if let Some(&b) = self.bytes.get(self.i) {
-            self.i += 1;
-            if b == b'\n' {
-                self.line = self.line.saturating_add(1);
-                self.col = 1;
-            } else if b & 0xC0 != 0x80 {
-                // Continuation bytes of a UTF-8 sequence do not start a character.
-                self.col = self.col.saturating_add(1);
-            }
-        }
-    }
-
-    /// Skips the character at the current position, after a lexical error, so
-    /// that a scan for function headers can go on. False at the end of the text.
-    pub(crate) fn skip_char(&mut self) -> bool {
-        if self.i >= self.bytes.len() {
-            return false;
-        }
-        self.bump();
-        while self.peek_byte(0).is_some_and(|b| b & 0xC0 == 0x80) {
-            self.bump();
-        }
-        true
-    }
-
-    fn bump_while(&mut self, pred: impl Fn(u8) -> bool) {
-        while let Some(b) = self.peek_byte(0) {
-            if !pred(b) {
-                break;
-            }
-            self.bump();
-        }
-    }
-
-    fn pos(&self) -> Pos {
-        Pos::new(self.line, self.col)
-    }
-
     fn skip_trivia(&mut self) {
-        while let Some(b) = self.peek_byte(0) {
+        while let Some(b) = self.cur.peek_byte(0) {
             match b {
-                b' ' | b'\t' | b'\r' | b'\n' => self.bump(),
-                b'#' if !self.peek_byte(1).is_some_and(|c| c.is_ascii_digit()) => {
-                    self.bump_while(|c| c != b'\n');
+                b' ' | b'\t' | b'\r' | b'\n' => self.cur.bump(),
+                b'#' if !self.cur.peek_byte(1).is_some_and(|c| c.is_ascii_digit()) => {
+                    self.cur.bump_while(|c| c != b'\n');
                 }
                 _ => break,
             }
@@ -158,9 +114,9 @@ impl<'a> Lexer<'a> {
     /// The next token, or a located error for a character that starts none.
     pub fn next_token(&mut self) -> Result<Token, ParseError> {
         self.skip_trivia();
-        let pos = self.pos();
-        let start = self.i;
-        let Some(b) = self.peek_byte(0) else {
+        let pos = self.cur.pos();
+        let start = self.cur.i;
+        let Some(b) = self.cur.peek_byte(0) else {
             return Ok(Token {
                 tok: Tok::Eof,
                 start,
@@ -170,12 +126,12 @@ impl<'a> Lexer<'a> {
         };
         let simple = |lx: &mut Lexer<'a>, tok: Tok, len: usize| {
             for _ in 0..len {
-                lx.bump();
+                lx.cur.bump();
             }
             Ok(Token {
                 tok,
                 start,
-                end: lx.i,
+                end: lx.cur.i,
                 pos,
             })
         };
@@ -189,32 +145,32 @@ impl<'a> Lexer<'a> {
             b',' => simple(self, Tok::Comma, 1),
             b'<' => simple(self, Tok::Less, 1),
             b'>' => simple(self, Tok::Greater, 1),
-            b':' if self.peek_byte(1) == Some(b':') => simple(self, Tok::ColonColon, 2),
+            b':' if self.cur.peek_byte(1) == Some(b':') => simple(self, Tok::ColonColon, 2),
             b':' => simple(self, Tok::Colon, 1),
-            b'=' if self.peek_byte(1) == Some(b'>') => simple(self, Tok::FatArrow, 2),
+            b'=' if self.cur.peek_byte(1) == Some(b'>') => simple(self, Tok::FatArrow, 2),
             b'=' => simple(self, Tok::Equals, 1),
-            b'-' if self.peek_byte(1) == Some(b'>') => simple(self, Tok::Arrow, 2),
+            b'-' if self.cur.peek_byte(1) == Some(b'>') => simple(self, Tok::Arrow, 2),
             b'-' => simple(self, Tok::Minus, 1),
             b'%' | b'@' => self.sigil_name(b, pos),
             b'#' => {
-                self.bump();
-                let name_start = self.i;
-                self.bump_while(|c| c.is_ascii_digit());
+                self.cur.bump();
+                let name_start = self.cur.i;
+                self.cur.bump_while(|c| c.is_ascii_digit());
                 self.check_end_of_word(name_start - 1, pos, "label")?;
                 Ok(Token {
                     tok: Tok::Label,
                     start: name_start,
-                    end: self.i,
+                    end: self.cur.i,
                     pos,
                 })
             }
             b'0'..=b'9' => self.number(pos),
             _ if is_ident_start(b) => {
-                self.bump_while(is_ident_continue);
+                self.cur.bump_while(is_ident_continue);
                 Ok(Token {
                     tok: Tok::Ident,
                     start,
-                    end: self.i,
+                    end: self.cur.i,
                     pos,
                 })
             }
@@ -223,17 +179,17 @@ impl<'a> Lexer<'a> {
     }
 
     fn sigil_name(&mut self, sigil: u8, pos: Pos) -> Result<Token, ParseError> {
-        self.bump();
-        let name_start = self.i;
+        self.cur.bump();
+        let name_start = self.cur.i;
         let tok = if sigil == b'%' {
             Tok::Value
         } else {
             Tok::Global
         };
-        match self.peek_byte(0) {
-            Some(c) if is_ident_start(c) => self.bump_while(is_ident_continue),
+        match self.cur.peek_byte(0) {
+            Some(c) if is_ident_start(c) => self.cur.bump_while(is_ident_continue),
             Some(c) if sigil == b'%' && c.is_ascii_digit() => {
-                self.bump_while(|c| c.is_ascii_digit());
+                self.cur.bump_while(|c| c.is_ascii_digit());
                 self.check_end_of_word(name_start - 1, pos, "value name")?;
             }
             _ => {
@@ -244,7 +200,7 @@ impl<'a> Lexer<'a> {
                 };
                 let found = self.found_here();
                 return Err(ParseError::at(
-                    self.pos(),
+                    self.cur.pos(),
                     format!("expected {what}, found {found}"),
                 ));
             }
@@ -252,39 +208,44 @@ impl<'a> Lexer<'a> {
         Ok(Token {
             tok,
             start: name_start,
-            end: self.i,
+            end: self.cur.i,
             pos,
         })
     }
 
     fn number(&mut self, pos: Pos) -> Result<Token, ParseError> {
-        let start = self.i;
+        let start = self.cur.i;
         let mut tok = Tok::Int;
-        self.bump_while(|c| c.is_ascii_digit());
-        if self.peek_byte(0) == Some(b'.') && self.peek_byte(1).is_some_and(|c| c.is_ascii_digit())
+        self.cur.bump_while(|c| c.is_ascii_digit());
+        if self.cur.peek_byte(0) == Some(b'.')
+            && self.cur.peek_byte(1).is_some_and(|c| c.is_ascii_digit())
         {
             tok = Tok::Float;
-            self.bump();
-            self.bump_while(|c| c.is_ascii_digit());
+            self.cur.bump();
+            self.cur.bump_while(|c| c.is_ascii_digit());
         }
-        if matches!(self.peek_byte(0), Some(b'e' | b'E')) {
-            let digit_at = match self.peek_byte(1) {
+        if matches!(self.cur.peek_byte(0), Some(b'e' | b'E')) {
+            let digit_at = match self.cur.peek_byte(1) {
                 Some(b'+' | b'-') => 2,
                 _ => 1,
             };
-            if self.peek_byte(digit_at).is_some_and(|c| c.is_ascii_digit()) {
+            if self
+                .cur
+                .peek_byte(digit_at)
+                .is_some_and(|c| c.is_ascii_digit())
+            {
                 tok = Tok::Float;
                 for _ in 0..digit_at {
-                    self.bump();
+                    self.cur.bump();
                 }
-                self.bump_while(|c| c.is_ascii_digit());
+                self.cur.bump_while(|c| c.is_ascii_digit());
             }
         }
         self.check_end_of_word(start, pos, "number")?;
         Ok(Token {
             tok,
             start,
-            end: self.i,
+            end: self.cur.i,
             pos,
         })
     }
@@ -293,20 +254,21 @@ impl<'a> Lexer<'a> {
     /// `1.5e+`): the whole malformed word, from byte `start` at `pos`, is reported.
     fn check_end_of_word(&self, start: usize, pos: Pos, what: &str) -> Result<(), ParseError> {
         let exponent_sign = |i: usize| {
-            matches!(self.bytes.get(i), Some(b'+' | b'-'))
+            matches!(self.cur.bytes.get(i), Some(b'+' | b'-'))
                 && i > 0
-                && matches!(self.bytes.get(i - 1), Some(b'e' | b'E'))
+                && matches!(self.cur.bytes.get(i - 1), Some(b'e' | b'E'))
         };
-        let runs_on =
-            |i: usize| self.bytes.get(i).is_some_and(|&c| is_ident_continue(c)) || exponent_sign(i);
-        if !runs_on(self.i) {
+        let runs_on = |i: usize| {
+            self.cur.bytes.get(i).is_some_and(|&c| is_ident_continue(c)) || exponent_sign(i)
+        };
+        if !runs_on(self.cur.i) {
             return Ok(());
         }
-        let mut end = self.i;
+        let mut end = self.cur.i;
         while runs_on(end) {
             end += 1;
         }
-        let text = self.src.get(start..end).unwrap_or("");
+        let text = self.cur.src.get(start..end).unwrap_or("");
         Err(ParseError {
             loc: crate::loc::Location::at(pos),
             msg: format!("invalid {what} `{text}`"),
@@ -314,7 +276,12 @@ impl<'a> Lexer<'a> {
     }
 
     fn found_here(&self) -> String {
-        match self.src.get(self.i..).and_then(|s| s.chars().next()) {
+        match self
+            .cur
+            .src
+            .get(self.cur.i..)
+            .and_then(|s| s.chars().next())
+        {
             None => "end of file".to_string(),
             Some(c) if c.is_whitespace() || c.is_control() => format!("{c:?}"),
             Some(c) => format!("`{c}`"),
