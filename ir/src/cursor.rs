@@ -62,6 +62,26 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// Moves past the exponent of a number (`e5`, `E-3`, `e+7`) if one
+    /// follows, digits included; whether it did. `e` without digits is left.
+    pub fn bump_exponent(&mut self) -> bool {
+        if !matches!(self.peek_byte(0), Some(b'e' | b'E')) {
+            return false;
+        }
+        let digit_at = match self.peek_byte(1) {
+            Some(b'+' | b'-') => 2,
+            _ => 1,
+        };
+        if !self.peek_byte(digit_at).is_some_and(|c| c.is_ascii_digit()) {
+            return false;
+        }
+        for _ in 0..digit_at {
+            self.bump();
+        }
+        self.bump_while(|c| c.is_ascii_digit());
+        true
+    }
+
     /// Moves past one whole character (after a lexical error, so that a scan
     /// can go on). False at the end of the text.
     pub fn skip_char(&mut self) -> bool {

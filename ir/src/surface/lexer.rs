@@ -209,22 +209,8 @@ impl<'a> Lexer<'a> {
                     }
                 }
             }
-            if matches!(self.cur.peek_byte(0), Some(b'e' | b'E')) {
-                let digit_at = match self.cur.peek_byte(1) {
-                    Some(b'+' | b'-') => 2,
-                    _ => 1,
-                };
-                if self
-                    .cur
-                    .peek_byte(digit_at)
-                    .is_some_and(|c| c.is_ascii_digit())
-                {
-                    tok = Tok::Float;
-                    for _ in 0..digit_at {
-                        self.cur.bump();
-                    }
-                    self.cur.bump_while(|c| c.is_ascii_digit());
-                }
+            if self.cur.bump_exponent() {
+                tok = Tok::Float;
             }
         }
         if self.runs_on(self.cur.i) {

@@ -224,22 +224,8 @@ impl<'a> Lexer<'a> {
             self.cur.bump();
             self.cur.bump_while(|c| c.is_ascii_digit());
         }
-        if matches!(self.cur.peek_byte(0), Some(b'e' | b'E')) {
-            let digit_at = match self.cur.peek_byte(1) {
-                Some(b'+' | b'-') => 2,
-                _ => 1,
-            };
-            if self
-                .cur
-                .peek_byte(digit_at)
-                .is_some_and(|c| c.is_ascii_digit())
-            {
-                tok = Tok::Float;
-                for _ in 0..digit_at {
-                    self.cur.bump();
-                }
-                self.cur.bump_while(|c| c.is_ascii_digit());
-            }
+        if self.cur.bump_exponent() {
+            tok = Tok::Float;
         }
         self.check_end_of_word(start, pos, "number")?;
         Ok(Token {
