@@ -11,24 +11,6 @@ use std::path::PathBuf;
 
 // ---- printing the tree ----
 
-fn binop(op: BinOp) -> &'static str {
-    match op {
-        BinOp::Add => "+",
-        BinOp::Sub => "-",
-        BinOp::Mul => "*",
-        BinOp::Div => "/",
-        BinOp::Rem => "%",
-        BinOp::Lt => "<",
-        BinOp::Le => "<=",
-        BinOp::Gt => ">",
-        BinOp::Ge => ">=",
-        BinOp::Eq => "==",
-        BinOp::Ne => "!=",
-        BinOp::And => "&&",
-        BinOp::Or => "||",
-    }
-}
-
 /// `(a + b - c)` for a chain, `(-a)` for a negation, `(call f x)`,
 /// `(index a i)`, `(field t 0)`, `(tuple a b)`, `(if c {..} {..})`, `{s; tail}`.
 fn ex(e: &Expr) -> String {
@@ -48,7 +30,7 @@ fn ex(e: &Expr) -> String {
         ExprKind::Chain { first, rest } => {
             let mut s = format!("({}", ex(first));
             for (op, _, e) in rest {
-                s += &format!(" {} {}", binop(*op), ex(e));
+                s += &format!(" {} {}", op.symbol(), ex(e));
             }
             s + ")"
         }

@@ -132,24 +132,6 @@ fn found_pair(a: &Type, b: &Type) -> String {
     }
 }
 
-fn op_symbol(op: BinOp) -> &'static str {
-    match op {
-        BinOp::Add => "+",
-        BinOp::Sub => "-",
-        BinOp::Mul => "*",
-        BinOp::Div => "/",
-        BinOp::Rem => "%",
-        BinOp::Lt => "<",
-        BinOp::Le => "<=",
-        BinOp::Gt => ">",
-        BinOp::Ge => ">=",
-        BinOp::Eq => "==",
-        BinOp::Ne => "!=",
-        BinOp::And => "&&",
-        BinOp::Or => "||",
-    }
-}
-
 fn builtin(name: &str) -> Option<Builtin> {
     match name {
         "len" => Some(Builtin::Len),
@@ -608,7 +590,7 @@ impl<'f> Checker<'f> {
         let (Ty::Known(a), Ty::Known(b)) = (lhs, rhs) else {
             return result_if_unknown;
         };
-        let sym = op_symbol(op);
+        let sym = op.symbol();
         let numeric = a == b && matches!(a, Type::F64 | Type::I64);
         let (ok, result, need) = match op {
             BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div => {
