@@ -329,7 +329,7 @@ fn render_located(file: &str, lines: Option<&diag::SourceLines>, err: &dyn Diagn
 
 /// A value as JSON, per SYNTAX.md §3: arrays and tuples as arrays, non-finite
 /// floats as the strings `"inf"`, `"-inf"`, `"nan"`, unit as `null`, function
-/// values as their `@name`.
+/// values as their `@name`, a dual as `{"primal": P, "tangents": [T, ...]}`.
 pub fn value_to_json(v: &Val, module: &Module) -> serde_json::Value {
     use serde_json::Value as J;
     match v {
@@ -348,6 +348,17 @@ pub fn value_to_json(v: &Val, module: &Module) -> serde_json::Value {
             "@{}",
             module.get(*id).map_or("?", |f| f.name.as_str())
         )),
+        Val::Dual(vals) => {
+            let mut obj = serde_json::Map::new();
+            if let Some((p, ts)) = vals.split_first() {
+                obj.insert("primal".into(), value_to_json(p, module));
+                obj.insert(
+                    "tangents".into(),
+                    J::Array(ts.iter().map(|t| value_to_json(t, module)).collect()),
+                );
+            }
+            J::Object(obj)
+        }
     }
 }
 

@@ -44,6 +44,9 @@ pub const MAX_NESTING: usize = 256;
 /// `%t1 = call tuple(%t0, %t0)` repeated 40 times would ask for 2^41 of them.
 pub const MAX_TYPE_SIZE: usize = 1 << 12;
 
+/// The most tangents a `dual<T, N>` carries (forward mode's batch width).
+pub const MAX_WIDTH: u32 = 256;
+
 /// An error that can be shown to a user: a message and where it is.
 pub trait Diagnostic {
     /// Where the error is.

@@ -7,7 +7,7 @@
 //! then its semantics and rules; nothing else switches on the name.
 
 use crate::types::{Scalar, Type};
-use crate::{MAX_NESTING, MAX_TYPE_SIZE};
+use crate::{MAX_NESTING, MAX_TYPE_SIZE, MAX_WIDTH};
 use std::fmt;
 
 /// A primitive operation.
@@ -70,6 +70,10 @@ pub enum Prim {
     Arrayref,
     Arrayset,
     Copy,
+    Dual,
+    Primal,
+    Tangent,
+    Frule,
 }
 
 /// How a primitive is typed.
@@ -100,6 +104,15 @@ pub enum Sig {
     Arrayset,
     /// `copy([T]) -> [T]`.
     Copy,
+    /// `dual(p, t1, ..., tN) -> dual<T, N>`: a primal and N tangents.
+    Dual,
+    /// `primal(dual<T, N>) -> T`.
+    Primal,
+    /// `tangent(dual<T, N>, k)` with a constant `k` in `0..N`: the k-th tangent.
+    Tangent,
+    /// `frule(f, N)` with a constant `N`: the forward rule of function value
+    /// `f` at batch width N, found (or derived) at run time.
+    Frule,
 }
 
 /// One row of the primitive table.
@@ -146,6 +159,8 @@ rows! {
     Tuple "tuple" Sig::Tuple; Getfield "getfield" Sig::Getfield;
     Alloc "alloc" Sig::Alloc; Zeros "zeros" Sig::Zeros; Length "length" Sig::Length;
     Arrayref "arrayref" Sig::Arrayref; Arrayset "arrayset" Sig::Arrayset; Copy "copy" Sig::Copy;
+    Dual "dual" Sig::Dual; Primal "primal" Sig::Primal; Tangent "tangent" Sig::Tangent;
+    Frule "frule" Sig::Frule;
 }
 
 impl Prim {
@@ -341,6 +356,86 @@ impl Prim {
                 want(2, &format!("{elem}"), args[2] == elem.ty())?;
                 Ok(Type::Unit)
             }
+            Sig::Dual => {
+                if args.len() < 2 {
+                    return Err(format!(
+                        "`dual` takes a primal and at least one tangent, found {} argument{}",
+                        args.len(),
+                        if args.len() == 1 { "" } else { "s" }
+                    ));
+                }
+                let width = args.len() - 1;
+                if width > MAX_WIDTH as usize {
+                    return Err(format!(
+                        "`dual` takes at most {MAX_WIDTH} tangents, found {width}"
+                    ));
+                }
+                let Some(tan) = args[0].tangent() else {
+                    return Err(format!(
+                        "argument 1 of `dual` must be a type with a tangent (one that contains f64), found {}",
+                        args[0]
+                    ));
+                };
+                for i in 1..args.len() {
+                    want(
+                        i,
+                        &format!("{tan}, the tangent type of {}", args[0]),
+                        args[i] == tan,
+                    )?;
+                }
+                Ok(Type::dual_n(args[0].clone(), width as u32))
+            }
+            Sig::Primal => {
+                arity(1)?;
+                match &args[0] {
+                    Type::Dual(inner, _) => Ok((**inner).clone()),
+                    _ => Err(format!(
+                        "argument 1 of `primal` must be a dual, found {}",
+                        args[0]
+                    )),
+                }
+            }
+            Sig::Tangent => {
+                arity(2)?;
+                let Type::Dual(inner, width) = &args[0] else {
+                    return Err(format!(
+                        "argument 1 of `tangent` must be a dual, found {}",
+                        args[0]
+                    ));
+                };
+                let Some(k) = field.filter(|_| args[1] == Type::I64) else {
+                    return Err("argument 2 of `tangent` must be an i64 constant".into());
+                };
+                if !(0..i64::from(*width)).contains(&k) {
+                    return Err(format!(
+                        "tangent {k} out of range for {} with {width} tangent{}",
+                        args[0],
+                        if *width == 1 { "" } else { "s" }
+                    ));
+                }
+                inner
+                    .tangent()
+                    .ok_or_else(|| format!("{} has no tangent type", args[0]))
+            }
+            Sig::Frule => {
+                arity(2)?;
+                let Type::Func(sig) = &args[0] else {
+                    return Err(format!(
+                        "argument 1 of `frule` must be a function, found {}",
+                        args[0]
+                    ));
+                };
+                let Some(width) = field.filter(|_| args[1] == Type::I64) else {
+                    return Err("argument 2 of `frule` must be an i64 constant".into());
+                };
+                let width = u32::try_from(width)
+                    .ok()
+                    .filter(|w| (1..=MAX_WIDTH).contains(w))
+                    .ok_or_else(|| {
+                        format!("batch width {width} out of range (1 to {MAX_WIDTH})")
+                    })?;
+                Ok(Type::from_fn(Type::forward_fn(sig, width)))
+            }
         }
     }
 }
@@ -361,7 +456,7 @@ mod tests {
             assert_eq!(row.prim as usize, i, "row {} is out of order", row.name);
             assert_eq!(Prim::from_name(row.name), Some(row.prim));
         }
-        assert_eq!(PRIMS.len(), Prim::Copy as usize + 1);
+        assert_eq!(PRIMS.len(), Prim::Frule as usize + 1);
     }
 
     #[test]

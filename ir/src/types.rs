@@ -44,8 +44,10 @@ pub enum Type {
     Array(Scalar),
     /// A function value.
     Func(Arc<FnType>),
-    /// A primal value paired with its tangent (forward mode).
-    Dual(Arc<Type>),
+    /// A primal value of the inner type paired with `width` tangents of its
+    /// tangent type (forward mode; `width` > 1 in batch mode). The inner type
+    /// always has a tangent type (see [`Type::tangent`]).
+    Dual(Arc<Type>, u32),
 }
 
 impl Scalar {
@@ -79,9 +81,70 @@ impl Type {
         }
     }
 
-    /// The forward-mode pair type `dual<inner>`.
+    /// The forward-mode pair type `dual<inner>`: one tangent.
     pub fn dual(inner: Type) -> Type {
-        Type::Dual(Arc::new(inner))
+        Type::Dual(Arc::new(inner), 1)
+    }
+
+    /// The batch forward-mode type `dual<inner, width>`: `width` tangents.
+    pub fn dual_n(inner: Type, width: u32) -> Type {
+        Type::Dual(Arc::new(inner), width)
+    }
+
+    /// The tangent type: `f64` for `f64`, `[f64]` for `[f64]`, for a tuple the
+    /// tuple of its elements' tangent types with `()` for elements that have
+    /// none; `None` for every type without an f64 inside (`i64`, `bool`, `()`,
+    /// `[i64]`, `[bool]`, function types) and for `dual<T>` (forward mode is
+    /// not nested). Recursive over tuples, so as deep as the type, which the
+    /// parser and verifier cap at [`crate::MAX_NESTING`].
+    pub fn tangent(&self) -> Option<Type> {
+        match self {
+            Type::F64 => Some(Type::F64),
+            Type::Array(Scalar::F64) => Some(Type::Array(Scalar::F64)),
+            Type::Tuple(elems) => {
+                let tans: Vec<Option<Type>> = elems.iter().map(Type::tangent).collect();
+                if tans.iter().all(Option::is_none) {
+                    return None;
+                }
+                Some(Type::tuple(
+                    tans.into_iter().map(|t| t.unwrap_or(Type::Unit)).collect(),
+                ))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the type has a tangent type, i.e. contains an f64 outside a
+    /// function type.
+    pub fn has_tangent(&self) -> bool {
+        let mut stack = vec![self];
+        while let Some(ty) = stack.pop() {
+            match ty {
+                Type::F64 | Type::Array(Scalar::F64) => return true,
+                Type::Tuple(elems) => stack.extend(elems.iter()),
+                _ => {}
+            }
+        }
+        false
+    }
+
+    /// The type a value of this type has in a forward rule of batch width
+    /// `width`: `dual<T, width>` when `T` has a tangent, `T` itself otherwise.
+    pub fn forward(&self, width: u32) -> Type {
+        if self.has_tangent() {
+            Type::dual_n(self.clone(), width)
+        } else {
+            self.clone()
+        }
+    }
+
+    /// The type of the forward rule of a function of type `sig` at batch width
+    /// `width`: every parameter and the result mapped by [`Type::forward`].
+    pub fn forward_fn(sig: &FnType, width: u32) -> FnType {
+        FnType {
+            params: sig.params.iter().map(|p| p.forward(width)).collect(),
+            ret: sig.ret.forward(width),
+        }
     }
 
     /// A function type `fn(params) -> ret` from a signature.
@@ -109,7 +172,7 @@ impl Type {
                     stack.extend(f.params.iter().map(|e| (e, d + 1)));
                     stack.push((&f.ret, d + 1));
                 }
-                Type::Dual(inner) => stack.push((inner, d + 1)),
+                Type::Dual(inner, _) => stack.push((inner, d + 1)),
                 _ => {}
             }
         }
@@ -131,7 +194,7 @@ impl Type {
                     stack.extend(f.params.iter());
                     stack.push(&f.ret);
                 }
-                Type::Dual(inner) => stack.push(inner),
+                Type::Dual(inner, _) => stack.push(inner),
                 _ => {}
             }
         }
@@ -181,7 +244,8 @@ impl fmt::Display for Type {
                 }
                 write!(f, ") -> {}", ft.ret)
             }
-            Type::Dual(inner) => write!(f, "dual<{inner}>"),
+            Type::Dual(inner, 1) => write!(f, "dual<{inner}>"),
+            Type::Dual(inner, width) => write!(f, "dual<{inner}, {width}>"),
         }
     }
 }

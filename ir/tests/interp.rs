@@ -29,7 +29,7 @@ fn ty_of(v: &Val) -> Type {
             interp::ArrayData::I64(_) => Type::Array(Scalar::I64),
             interp::ArrayData::Bool(_) => Type::Array(Scalar::Bool),
         },
-        Val::Func(_) => panic!("test helper does not type function values"),
+        Val::Func(_) | Val::Dual(_) => panic!("test helper types only plain data values"),
     }
 }
 

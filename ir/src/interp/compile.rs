@@ -61,6 +61,12 @@ pub(super) enum OpKind {
         dst: u32,
         ty: Box<Type>,
     },
+    /// `call frule(f, N)` with a result of function type `ty`.
+    Frule {
+        args: Range<u32>,
+        dst: u32,
+        ty: Box<Type>,
+    },
     /// `call %callee(args)`.
     CallValue {
         callee: u32,
@@ -279,6 +285,18 @@ impl Ctx<'_> {
                 Some(dst),
                 Some(ty),
             ) => OpKind::Tuple {
+                args: self.args(args)?,
+                dst,
+                ty: Box::new(ty.clone()),
+            },
+            (
+                InstKind::Prim {
+                    prim: Prim::Frule,
+                    args,
+                },
+                Some(dst),
+                Some(ty),
+            ) => OpKind::Frule {
                 args: self.args(args)?,
                 dst,
                 ty: Box::new(ty.clone()),

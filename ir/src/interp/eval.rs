@@ -36,6 +36,31 @@ pub(crate) fn eval(prim: Prim, args: &[&Val], elem: Option<Scalar>) -> Result<Va
         Sitofp | Fptosi => convert(prim, args),
         Tuple | Getfield => tuple_op(prim, args),
         Alloc | Zeros | Length | Arrayref | Arrayset | Copy => array_op(prim, args, elem),
+        Dual | Primal | Tangent => dual_op(prim, args),
+        // Needs the rule provider: the interpreter handles it before `eval`.
+        Frule => Err("internal error: `frule` evaluated without the interpreter".into()),
+    }
+}
+
+/// `dual(p, t...)`, `primal(d)` and `tangent(d, k)`.
+fn dual_op(prim: Prim, args: &[&Val]) -> Result<Val, String> {
+    match (prim, args) {
+        (Prim::Dual, [_, _, ..]) => Ok(Val::Dual(args.iter().map(|v| (*v).clone()).collect())),
+        (Prim::Primal, [Val::Dual(vals)]) => vals
+            .first()
+            .cloned()
+            .ok_or_else(|| "internal error: empty dual".to_string()),
+        (Prim::Tangent, [Val::Dual(vals), Val::I64(k)]) => usize::try_from(*k)
+            .ok()
+            .and_then(|k| vals.get(k + 1))
+            .cloned()
+            .ok_or_else(|| {
+                format!(
+                    "internal error: tangent {k} out of range for a dual of {} tangents",
+                    vals.len().saturating_sub(1)
+                )
+            }),
+        _ => Err(bad_operands(prim, args)),
     }
 }
 

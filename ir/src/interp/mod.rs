@@ -25,6 +25,12 @@
 //!
 //! Each function is translated once, on first call, into a dense form (see
 //! `compile`); a frame is a `Vec<Val>` indexed by value number.
+//!
+//! `frule(f, N)` (the forward rule of a function value met at run time) needs
+//! a [`RuleProvider`]: an interpreter made by [`Interpreter::with_rules`] asks
+//! it for the rule the first time it meets a (function, width) pair, lets it add
+//! the rule to the module, and keeps the answer. Without a provider, `frule` is
+//! the run-time error `no rule provider for frule: ...`.
 
 mod compile;
 mod eval;
@@ -40,8 +46,42 @@ use crate::prim::{Prim, Sig};
 use crate::types::{Scalar, Type};
 use compile::{CBlock, CFunc, Edge, OpKind, Src, Term};
 use smallvec::SmallVec;
+use std::collections::HashMap;
 use std::fmt;
 use std::rc::Rc;
+
+/// Builds the rules of function values met at run time (DESIGN.md, "Function
+/// values and dynamic rules"): implemented by the AD passes, which live in a
+/// crate above this one.
+pub trait RuleProvider {
+    /// The forward rule of `callee` at batch width `width`: a function of
+    /// `module` whose type is [`Type::forward_fn`] of the callee's, made and
+    /// added to `module` on first request (with whatever it calls). The error
+    /// is a lowercase message; the interpreter locates it at the `frule`
+    /// statement.
+    fn forward_rule(
+        &mut self,
+        module: &mut Module,
+        callee: FuncRef,
+        width: u32,
+    ) -> Result<FuncId, String>;
+}
+
+/// The module an interpreter runs: borrowed, or borrowed mutably together with
+/// the provider that may add rules to it.
+enum ModuleRef<'m> {
+    Shared(&'m Module),
+    WithRules(&'m mut Module, &'m mut dyn RuleProvider),
+}
+
+impl ModuleRef<'_> {
+    fn get(&self) -> &Module {
+        match self {
+            ModuleRef::Shared(m) => m,
+            ModuleRef::WithRules(m, _) => m,
+        }
+    }
+}
 
 /// The default limit on the number of active call frames.
 pub const DEFAULT_MAX_DEPTH: usize = 100_000;
@@ -102,7 +142,9 @@ pub fn run(m: &Module, f: FuncId, args: &[Val], opts: &RunOptions) -> Result<Val
 /// An interpreter for one module that keeps its translated functions between
 /// runs; use it to run the same module many times.
 pub struct Interpreter<'m> {
-    module: &'m Module,
+    module: ModuleRef<'m>,
+    /// The forward rules met by `frule`, by (function value, width).
+    rules: HashMap<(FuncRef, u32), FuncId>,
     /// The translated functions, by `FuncId` index, made on first call.
     cache: Vec<Option<Rc<CFunc>>>,
     /// Frame slot vectors of returned calls, reused by later calls.
@@ -127,16 +169,68 @@ impl<'m> Interpreter<'m> {
     /// An interpreter for `module`.
     pub fn new(module: &'m Module) -> Interpreter<'m> {
         Interpreter {
-            module,
             cache: vec![None; module.len()],
+            module: ModuleRef::Shared(module),
+            rules: HashMap::new(),
             pool: Vec::new(),
             scratch: Vec::new(),
         }
     }
 
+    /// An interpreter for `module` that asks `provider` for the forward rules
+    /// of function values (`frule`), which it adds to `module`.
+    pub fn with_rules(
+        module: &'m mut Module,
+        provider: &'m mut dyn RuleProvider,
+    ) -> Interpreter<'m> {
+        Interpreter {
+            cache: vec![None; module.len()],
+            module: ModuleRef::WithRules(module, provider),
+            rules: HashMap::new(),
+            pool: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The module, with every rule added so far.
+    pub fn module(&self) -> &Module {
+        self.module.get()
+    }
+
+    /// The forward rule of `callee` at `width`, of type `want`: from this
+    /// interpreter's memo, else from the provider.
+    fn forward_rule(&mut self, callee: FuncRef, width: u32, want: &Type) -> Result<Val, String> {
+        let id = match self.rules.get(&(callee, width)) {
+            Some(&id) => id,
+            None => {
+                let ModuleRef::WithRules(module, provider) = &mut self.module else {
+                    return Err(
+                        "no rule provider for frule: run forward rules through the forward-mode API"
+                            .into(),
+                    );
+                };
+                let id = provider.forward_rule(module, callee, width)?;
+                let got = module.get(id).map(|f| Type::from_fn(f.fn_type()));
+                if got.as_ref() != Some(want) {
+                    return Err(format!(
+                        "internal error: the forward rule has type {}, not {want}",
+                        got.map_or("nothing".to_string(), |t| t.to_string())
+                    ));
+                }
+                if self.cache.len() < module.len() {
+                    self.cache.resize(module.len(), None);
+                }
+                self.rules.insert((callee, width), id);
+                id
+            }
+        };
+        Ok(Val::Func(FuncRef::User(id)))
+    }
+
     /// Runs function `f` on `args`; see [`run`].
     pub fn run(&mut self, f: FuncId, args: &[Val], opts: &RunOptions) -> Result<Val, RunError> {
-        let Some(func) = self.module.get(f) else {
+        let module = self.module.get();
+        let Some(func) = module.get(f) else {
             return Err(RunError {
                 loc: Location::default(),
                 msg: format!("no function {f:?} in the module"),
@@ -164,12 +258,12 @@ impl<'m> Interpreter<'m> {
             )));
         }
         for (i, (ty, arg)) in params.iter().zip(args).enumerate() {
-            if !arg.has_type(ty, self.module) {
+            if !arg.has_type(ty, module) {
                 return Err(fail(format!(
                     "argument {} of @{} must be {ty}, found {}",
                     i + 1,
                     func.name,
-                    arg.type_text(self.module)
+                    arg.type_text(module)
                 )));
             }
         }
@@ -195,6 +289,7 @@ impl<'m> Interpreter<'m> {
         }
         let func = self
             .module
+            .get()
             .get(f)
             .ok_or_else(|| format!("internal error: invalid function handle {f:?}"))?;
         let cf = Rc::new(compile::compile(func));
@@ -322,6 +417,27 @@ impl<'m> Interpreter<'m> {
                                 return Err(located(msg, &stack));
                             }
                         },
+                        OpKind::Frule { args, dst, ty } => {
+                            let res = match operands(&cf, args).and_then(|srcs| match srcs {
+                                [f, w] => Ok((read(&cur.slots, f)?, read(&cur.slots, w)?)),
+                                _ => Err("internal error: `frule` takes 2 operands".into()),
+                            }) {
+                                Ok((Val::Func(callee), Val::I64(width))) => {
+                                    let callee = *callee;
+                                    match u32::try_from(*width) {
+                                        Ok(width) => self.forward_rule(callee, width, ty),
+                                        Err(_) => Err(format!(
+                                            "internal error: batch width {width} out of range"
+                                        )),
+                                    }
+                                }
+                                Ok(_) => Err("internal error: bad operands of `frule`".into()),
+                                Err(msg) => Err(msg),
+                            };
+                            let val = res.map_err(|msg| located(msg, &stack))?;
+                            store(&mut cur.slots, Some(*dst), val)
+                                .map_err(|msg| located(msg, &stack))?;
+                        }
                         OpKind::Bad(msg) => return Err(located(msg.to_string(), &stack)),
                     }
                 }

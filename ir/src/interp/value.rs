@@ -43,6 +43,8 @@ pub enum Val {
     Array(ArrayRef),
     /// A function value.
     Func(FuncRef),
+    /// A dual value of forward mode: the primal, then one value per tangent.
+    Dual(Rc<[Val]>),
 }
 
 impl ArrayData {
@@ -114,12 +116,15 @@ impl Val {
                 (x, y) => x == y,
             },
             (Val::Func(a), Val::Func(b)) => a == b,
+            (Val::Dual(a), Val::Dual(b)) => {
+                a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.same(y))
+            }
             _ => false,
         }
     }
 
     /// What kind of value this is, for messages: `f64`, `i64`, `bool`, `()`,
-    /// `tuple`, `array`, `function`.
+    /// `tuple`, `array`, `function`, `dual`.
     pub fn kind(&self) -> &'static str {
         match self {
             Val::F64(_) => "f64",
@@ -129,6 +134,7 @@ impl Val {
             Val::Tuple(_) => "tuple",
             Val::Array(_) => "array",
             Val::Func(_) => "function",
+            Val::Dual(_) => "dual",
         }
     }
 
@@ -158,6 +164,15 @@ impl Val {
                     module.get(*id).is_some_and(|f| f.fn_type() == **want)
                 }
                 (Val::Func(FuncRef::Prim(p)), Type::Func(_)) => p.fn_type().as_ref() == Some(ty),
+                (Val::Dual(vals), Type::Dual(inner, width)) => match inner.tangent() {
+                    Some(tan) if vals.len() == *width as usize + 1 => {
+                        work.push((&vals[0], inner));
+                        // The tangent type is owned here; check the tangents
+                        // against it now rather than through the work list.
+                        vals[1..].iter().all(|t| t.has_type(&tan, module))
+                    }
+                    _ => false,
+                },
                 _ => false,
             };
             if !ok {
@@ -205,11 +220,23 @@ impl Val {
                 Some(t) => out.push_str(&t.to_string()),
                 None => out.push_str("function"),
             },
+            Val::Dual(_) if depth >= 8 => out.push_str("dual<...>"),
+            Val::Dual(vals) => {
+                out.push_str("dual<");
+                if let Some(p) = vals.first() {
+                    p.write_type(module, out, depth + 1);
+                }
+                if vals.len() > 2 {
+                    out.push_str(&format!(", {}", vals.len() - 1));
+                }
+                out.push('>');
+            }
             _ => out.push_str(self.kind()),
         }
     }
 
-    /// The value in IR literal syntax (`1.5`, `[1.0, 2.0]`, `(1.0, 2)`, `@g`).
+    /// The value in IR literal syntax (`1.5`, `[1.0, 2.0]`, `(1.0, 2)`, `@g`,
+    /// `dual(1.5, 1.0)`).
     pub fn display(&self, module: &Module) -> String {
         let mut out = String::new();
         self.write(module, &mut out);
@@ -255,6 +282,16 @@ impl Val {
             Val::Func(FuncRef::User(id)) => {
                 out.push('@');
                 out.push_str(module.get(*id).map_or("?", |f| f.name.as_str()));
+            }
+            Val::Dual(vals) => {
+                out.push_str("dual(");
+                for (i, v) in vals.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    v.write(module, out);
+                }
+                out.push(')');
             }
         }
     }

@@ -136,10 +136,7 @@ impl<'a> Reader<'a> {
             Type::Tuple(elems) => self.tuple_value(ty, elems, depth),
             Type::Array(elem) => self.array_value(ty, *elem),
             Type::Func(_) => self.func_value(ty),
-            Type::Dual(_) => Err(self.err(
-                self.tok.pos,
-                format!("values of type {ty} cannot be written as literals"),
-            )),
+            Type::Dual(inner, width) => self.dual_value(ty, inner, *width, depth),
         }
     }
 
@@ -236,6 +233,47 @@ impl<'a> Reader<'a> {
         }
         self.advance()?;
         Ok(Val::Tuple(vals.into()))
+    }
+
+    /// `dual(p, t1, ..., tN)`: the primal, then `width` tangents.
+    fn dual_value(
+        &mut self,
+        ty: &Type,
+        inner: &Type,
+        width: u32,
+        depth: usize,
+    ) -> Result<Val, ParseError> {
+        if !(self.tok.tok == Tok::Ident && self.text() == "dual") {
+            return Err(self.expected_found(&format!("`dual(...)`, a value of type {ty}")));
+        }
+        self.advance()?;
+        if self.tok.tok != Tok::LParen {
+            return Err(self.expected_found("`(` after `dual`"));
+        }
+        self.advance()?;
+        let Some(tan) = inner.tangent() else {
+            return Err(self.err(self.tok.pos, format!("{ty} has no tangent type")));
+        };
+        let mut vals = Vec::with_capacity(width as usize + 1);
+        vals.push(self.value(inner, depth + 1)?);
+        for _ in 0..width {
+            if self.tok.tok != Tok::Comma {
+                return Err(self.expected_found(&format!(
+                    "`,` and a tangent ({ty} has {width} tangent{})",
+                    if width == 1 { "" } else { "s" }
+                )));
+            }
+            self.advance()?;
+            vals.push(self.value(&tan, depth + 1)?);
+        }
+        if self.tok.tok != Tok::RParen {
+            return Err(self.expected_found(&format!(
+                "`)` ({ty} has {width} tangent{})",
+                if width == 1 { "" } else { "s" }
+            )));
+        }
+        self.advance()?;
+        Ok(Val::Dual(vals.into()))
     }
 
     fn array_value(&mut self, ty: &Type, elem: Scalar) -> Result<Val, ParseError> {

@@ -18,13 +18,13 @@
 
 use super::ParseError;
 use super::lexer::{Lexer, Tok, Token};
-use crate::MAX_NESTING;
 use crate::func::{
     Args, Block, Const, Func, FuncId, FuncRef, Inst, InstKind, Module, Operand, Terminator, Value,
 };
 use crate::loc::{Location, Pos};
 use crate::prim::Prim;
 use crate::types::{Scalar, Type};
+use crate::{MAX_NESTING, MAX_WIDTH};
 use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -340,6 +340,41 @@ impl<'a> Parser<'a> {
 
     // ---- types ----
 
+    /// The rest of `dual<T` after `T`: an optional `, N` and the `>`. Kept out
+    /// of `parse_type`, which recurses once per nesting level and so must keep
+    /// a small stack frame.
+    #[inline(never)]
+    fn dual_type_rest(&mut self, at: Pos, inner: Type) -> Result<Type, ParseError> {
+        let mut width = 1;
+        if self.tok.tok == Tok::Comma {
+            self.advance()?;
+            let num = self.tok;
+            if num.tok != Tok::Int {
+                return Err(self.expected("a batch width"));
+            }
+            let text = self.lx.text(&num);
+            width = text
+                .parse::<u32>()
+                .ok()
+                .filter(|w| (1..=MAX_WIDTH).contains(w))
+                .ok_or_else(|| {
+                    self.err(
+                        num.pos,
+                        format!("batch width {text} out of range (1 to {MAX_WIDTH})"),
+                    )
+                })?;
+            self.advance()?;
+        }
+        self.expect(Tok::Greater, "`>`")?;
+        if !inner.has_tangent() {
+            return Err(self.err(
+                at,
+                format!("`dual<{inner}>` needs a type with a tangent (one that contains f64)"),
+            ));
+        }
+        Ok(Type::dual_n(inner, width))
+    }
+
     fn parse_type(&mut self, depth: usize) -> Result<Type, ParseError> {
         if depth > MAX_NESTING {
             return Err(self.err(
@@ -370,11 +405,11 @@ impl<'a> Parser<'a> {
                         Ok(Type::func(params, ret))
                     }
                     "dual" => {
+                        let at = self.tok.pos;
                         self.advance()?;
                         self.expect(Tok::Less, "`<`")?;
                         let inner = self.parse_type(depth + 1)?;
-                        self.expect(Tok::Greater, "`>`")?;
-                        Ok(Type::dual(inner))
+                        self.dual_type_rest(at, inner)
                     }
                     _ => Err(self.expected("a type")),
                 }

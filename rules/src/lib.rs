@@ -1,0 +1,224 @@
+//! irad-rules: the rule registry (DESIGN.md, Rules).
+//!
+//! - [`Frule`]: a forward rule, an emitter that writes the statements of a
+//!   primitive's (or a user function's) forward rule through the builder;
+//! - [`Registry`]: frules keyed by primitive and argument types, plus rules
+//!   users register for their own primitives or for functions they mark
+//!   primitive;
+//! - `frules` (private): the hand-written frule of every primitive of the table.
+//!
+//! The forward transform (`irad-passes`) calls a rule with the primal operands
+//! of a statement and their tangents already projected out of the duals
+//! ([`FwdArg`]), and packs what the rule returns ([`FwdOut`]) back into a dual.
+//! So a rule sees plain f64/array operands and never builds or takes apart a
+//! `dual<T>` itself.
+//!
+//! Assumes the builder is positioned in the block where the primal statement
+//! was. Guarantees of every built-in rule: the primal result and every primal
+//! array after the emitted statements are exactly those of the primitive; the
+//! tangents are the primitive's directional derivatives, lane by lane, with
+//! the conventions of `docs/rules.md` at kinks.
+
+#![warn(missing_docs)]
+
+mod frules;
+
+use irad_ir::{BuildError, FuncBuilder, Operand, Prim, Type};
+use smallvec::SmallVec;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// What went wrong while emitting a rule.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RuleError {
+    /// The builder refused a statement (a rule typed its IR wrongly).
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    /// The rule cannot handle this call (argument types, a missing tangent).
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// What a rule is the rule of.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Callee<'a> {
+    /// A primitive of the table.
+    Prim(Prim),
+    /// A user function of this name, marked primitive by a registered rule.
+    Func(&'a str),
+}
+
+impl fmt::Display for Callee<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Callee::Prim(p) => write!(f, "{p}"),
+            Callee::Func(name) => write!(f, "@{name}"),
+        }
+    }
+}
+
+/// One argument of a rule call: the primal operand and its tangents.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FwdArg {
+    /// The primal operand: a value of type `ty` or a constant.
+    pub primal: Operand,
+    /// The primal type.
+    pub ty: Type,
+    /// One tangent operand per lane, each of type `ty.tangent()`; `None` when
+    /// the tangent is zero in every lane (a constant) or `ty` has no tangent.
+    pub tangents: Option<SmallVec<[Operand; 1]>>,
+}
+
+impl FwdArg {
+    /// The tangent in lane `k`, if not known to be zero.
+    pub fn tangent(&self, k: usize) -> Option<Operand> {
+        self.tangents.as_ref().and_then(|t| t.get(k).copied())
+    }
+}
+
+/// A call of a rule: the statement being differentiated.
+#[derive(Clone, Debug)]
+pub struct FruleCall<'a> {
+    /// The primitive or function.
+    pub callee: Callee<'a>,
+    /// The arguments, in order.
+    pub args: &'a [FwdArg],
+    /// The primal result type (for `alloc`, the annotated array type).
+    pub result: &'a Type,
+    /// The batch width N >= 1: every `tangents` present has N entries, and the
+    /// rule returns N tangents.
+    pub width: u32,
+}
+
+/// What a rule produced: the primal result and its tangents.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FwdOut {
+    /// The primal result (`Operand::Const(Const::Unit)` for `()`).
+    pub primal: Operand,
+    /// One tangent per lane, each of type `result.tangent()`; `None` when the
+    /// result has no tangent type, or when every lane's tangent is zero and
+    /// the result type holds no array (a zero array needs its length, so a
+    /// rule returning an array-containing type always returns its tangents).
+    pub tangents: Option<SmallVec<[Operand; 1]>>,
+}
+
+/// A forward rule: writes the statements that compute a call's primal result
+/// and tangents. Closures of the right shape are rules.
+pub trait Frule: Send + Sync {
+    /// Emits the rule of `call` at the builder's current position.
+    fn emit(&self, b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError>;
+}
+
+impl<F> Frule for F
+where
+    F: Fn(&mut FuncBuilder<'_>, &FruleCall<'_>) -> Result<FwdOut, RuleError> + Send + Sync,
+{
+    fn emit(&self, b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
+        self(b, call)
+    }
+}
+
+/// A registered frule for one primitive, optionally only for exact argument
+/// types.
+#[derive(Clone)]
+struct PrimEntry {
+    types: Option<Vec<Type>>,
+    rule: Arc<dyn Frule>,
+}
+
+/// Frules by primitive and argument types, and by user function name.
+///
+/// [`Registry::new`] holds the built-in rule of every primitive. Rules
+/// registered later take precedence: for a primitive, the newest entry whose
+/// argument types match (an entry without types matches any) wins.
+#[derive(Clone)]
+pub struct Registry {
+    prims: HashMap<Prim, Vec<PrimEntry>>,
+    funcs: HashMap<String, Arc<dyn Frule>>,
+}
+
+impl Default for Registry {
+    fn default() -> Registry {
+        Registry::new()
+    }
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut prims: Vec<_> = self.prims.keys().map(|p| p.name()).collect();
+        prims.sort_unstable();
+        let mut funcs: Vec<_> = self.funcs.keys().collect();
+        funcs.sort_unstable();
+        f.debug_struct("Registry")
+            .field("prims", &prims)
+            .field("funcs", &funcs)
+            .finish()
+    }
+}
+
+impl Registry {
+    /// A registry holding the built-in frule of every primitive.
+    pub fn new() -> Registry {
+        let mut reg = Registry::empty();
+        frules::install(&mut reg);
+        reg
+    }
+
+    /// A registry without any rule.
+    pub fn empty() -> Registry {
+        Registry {
+            prims: HashMap::new(),
+            funcs: HashMap::new(),
+        }
+    }
+
+    /// Registers `rule` as the frule of `prim`: for calls whose argument types
+    /// are exactly `types`, or for every call when `types` is `None`. It takes
+    /// precedence over every rule registered before it.
+    pub fn register_frule(
+        &mut self,
+        prim: Prim,
+        types: Option<Vec<Type>>,
+        rule: impl Frule + 'static,
+    ) {
+        self.prims.entry(prim).or_default().push(PrimEntry {
+            types,
+            rule: Arc::new(rule),
+        });
+    }
+
+    /// Marks the user function `name` as a primitive whose frule is `rule`:
+    /// forward mode calls the rule instead of deriving the function's body.
+    pub fn register_function_frule(&mut self, name: &str, rule: impl Frule + 'static) {
+        self.funcs.insert(name.to_string(), Arc::new(rule));
+    }
+
+    /// The frule of `prim` called with arguments of types `types`.
+    pub fn frule(&self, prim: Prim, types: &[Type]) -> Option<Arc<dyn Frule>> {
+        self.prims.get(&prim).and_then(|entries| {
+            entries
+                .iter()
+                .rev()
+                .find(|e| e.types.as_deref().is_none_or(|t| t == types))
+                .map(|e| Arc::clone(&e.rule))
+        })
+    }
+
+    /// The registered frule of user function `name`, if it is marked primitive.
+    pub fn function_frule(&self, name: &str) -> Option<Arc<dyn Frule>> {
+        self.funcs.get(name).cloned()
+    }
+
+    /// The primitives of the table without a rule (the AD primitives `dual`,
+    /// `primal`, `tangent` and `frule` are not differentiated: forward mode is
+    /// not nested, and they are left out).
+    pub fn missing_prims(&self) -> Vec<Prim> {
+        irad_ir::prim::PRIMS
+            .iter()
+            .map(|row| row.prim)
+            .filter(|p| !matches!(p, Prim::Dual | Prim::Primal | Prim::Tangent | Prim::Frule))
+            .filter(|p| !self.prims.contains_key(p))
+            .collect()
+    }
+}
