@@ -4,8 +4,10 @@
 //! compilers: read a source file, parse and verify it ([`load`]), find a
 //! function ([`find_function`]), read its arguments ([`parse_args`]), run it
 //! ([`run`]), and show any error in SYNTAX.md's format ([`Error::render`]).
-//! The layers themselves are re-exported: [`ir`] is the IR crate, [`passes`]
-//! the pass manager and normalisation.
+//! Forward mode: [`grad_forward`] gives value and gradient, [`forward_module`]
+//! the module with forward rules added (what `irad dump --mode fwd` prints).
+//! The layers themselves are re-exported: [`ir`] is the IR crate, [`rules`] the
+//! rule registry, [`passes`] the pass manager, normalisation and forward mode.
 //!
 //! Every function here returns [`Error`] for bad input; none panics.
 
@@ -14,6 +16,10 @@ pub mod dot;
 
 pub use irad_ir as ir;
 pub use irad_passes as passes;
+pub use irad_rules as rules;
+
+use irad_passes::forward::grad::{GradError, GradOptions, Gradient};
+use irad_passes::forward::{Forward, ForwardError};
 
 use ir::interp::value::{ArrayData, Val};
 use ir::interp::{RunError, RunOptions};
@@ -90,6 +96,14 @@ pub enum Error {
         /// What is wrong, with the functions that exist.
         message: String,
     },
+    /// A feature the request needs is not built yet.
+    #[error("{file}:1:1: error: {message}")]
+    Unsupported {
+        /// The source's name.
+        file: String,
+        /// What is missing.
+        message: String,
+    },
     /// A pass failed (an unknown pass name, or a pass that left invalid IR).
     #[error("{file}: error: {err}")]
     Pass {
@@ -97,6 +111,15 @@ pub enum Error {
         file: String,
         /// The error.
         err: irad_passes::PassError,
+    },
+    /// Forward mode could not derive a rule, or the gradient request does
+    /// not fit the function (`--wrt`, result type).
+    #[error("{file}: {err}")]
+    Forward {
+        /// The source's name.
+        file: String,
+        /// The error (boxed: it is large and rare).
+        err: Box<ForwardError>,
     },
     /// A run-time error.
     #[error("{file}: {err}")]
@@ -243,6 +266,80 @@ pub fn run(
     })
 }
 
+/// The module normalised, for the AD modes.
+fn normalised(src: &Source, module: &Module) -> Result<Module, Error> {
+    let mut m = module.clone();
+    irad_passes::normalise(&mut m).map_err(|err| Error::Pass {
+        file: src.name.clone(),
+        err,
+    })?;
+    Ok(m)
+}
+
+/// Value and gradient of `func` at `args` by forward mode: the module is
+/// normalised, the forward rule of `func` derived with the rules of
+/// `registry`, and run in the interpreter (see
+/// [`irad_passes::forward::grad::gradient`]). Also returns the module with the
+/// rules, which the values may refer to (function values).
+pub fn grad_forward(
+    src: &Source,
+    module: &Module,
+    func: FuncId,
+    args: &[Val],
+    registry: &rules::Registry,
+    opts: &GradOptions,
+) -> Result<(Gradient, Module), Error> {
+    let mut m = normalised(src, module)?;
+    let mut fwd = Forward::new(registry);
+    let file = || src.name.clone();
+    let g =
+        irad_passes::forward::grad::gradient(&mut m, &mut fwd, func, args, opts).map_err(|e| {
+            match e {
+                GradError::Forward(err) => Error::Forward {
+                    file: file(),
+                    err: Box::new(err),
+                },
+                GradError::Run(err) => Error::Run {
+                    file: file(),
+                    err: Box::new(err),
+                },
+                GradError::Invalid { loc, msg } => Error::Forward {
+                    file: file(),
+                    err: Box::new(ForwardError { loc, msg }),
+                },
+            }
+        })?;
+    Ok((g, m))
+}
+
+/// The module normalised, with the forward rules (width `width`) of `funcs`
+/// (every function when empty) and of everything they call; also the ids of
+/// the rules built, in order.
+pub fn forward_module(
+    src: &Source,
+    module: &Module,
+    funcs: &[FuncId],
+    width: u32,
+    registry: &rules::Registry,
+) -> Result<(Module, Vec<FuncId>), Error> {
+    let mut m = normalised(src, module)?;
+    let before = m.len();
+    let roots: Vec<FuncId> = if funcs.is_empty() {
+        m.func_ids().collect()
+    } else {
+        funcs.to_vec()
+    };
+    let mut fwd = Forward::new(registry);
+    for f in roots {
+        fwd.rule(&mut m, f, width).map_err(|err| Error::Forward {
+            file: src.name.clone(),
+            err: Box::new(err),
+        })?;
+    }
+    let added = m.func_ids().skip(before).collect();
+    Ok((m, added))
+}
+
 impl Error {
     /// The error as people read it: each message in SYNTAX.md's format
     /// (`file:line:column: error: ...`) with the source line and a caret.
@@ -268,6 +365,7 @@ impl Error {
                 out
             }
             Error::Surface { file, errs } => render_all(file, text_of(file), errs),
+            Error::Forward { file, err } => render_diag(file, text_of(file), &**err),
             Error::Run { file, err } => {
                 let mut out = render_diag(file, text_of(file), &**err);
                 // A depth-limit error has a call site per frame: show the
@@ -289,7 +387,9 @@ impl Error {
                 diag::render(file, None, Some(*pos), "file is not valid UTF-8")
             }
             // No line is at fault; SYNTAX.md still wants a line and column.
-            Error::NoFunction { file, message } | Error::Language { file, message } => {
+            Error::NoFunction { file, message }
+            | Error::Language { file, message }
+            | Error::Unsupported { file, message } => {
                 diag::render(file, None, Some(Pos::new(1, 1)), message)
             }
             other => format!("{other}\n"),

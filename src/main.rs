@@ -1,5 +1,6 @@
-//! The `irad` command line (SYNTAX.md §3): `run`, `check` and `dump` (with
-//! `--after PASS` / `--all-passes` over the normalisation pipeline).
+//! The `irad` command line (SYNTAX.md §3): `run`, `grad` (forward mode),
+//! `check` and `dump` (with `--after PASS` / `--all-passes` over the
+//! normalisation pipeline, and `--mode fwd` for the forward rules).
 //!
 //! Exit status: 0 on success, 1 for a user error (parse, verification,
 //! run-time, malformed arguments) with the message on stderr, 2 for bad usage
@@ -9,6 +10,7 @@
 use clap::builder::PossibleValuesParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use irad::ir::interp::{DEFAULT_MAX_DEPTH, RunOptions};
+use irad::passes::forward::grad::GradOptions;
 use irad::{Error, Source};
 use std::io::Write;
 use std::path::PathBuf;
@@ -26,6 +28,8 @@ struct Cli {
 enum Command {
     /// Evaluate a function and print its value.
     Run(RunCmd),
+    /// Print a function's value and its gradient.
+    Grad(GradCmd),
     /// Parse and verify a file.
     Check {
         /// The source file (.ir).
@@ -56,6 +60,45 @@ struct RunCmd {
 }
 
 #[derive(Args)]
+struct GradCmd {
+    /// The source file (.irad or .ir).
+    file: PathBuf,
+    /// The function, with or without `@`; it returns f64.
+    #[arg(short = 'f', value_name = "NAME")]
+    func: String,
+    #[command(flatten)]
+    args: ArgsSource,
+    /// The AD mode (reverse mode is not built yet: give `--mode fwd`).
+    #[arg(long, value_enum, default_value_t = Mode::Rev)]
+    mode: Mode,
+    /// The argument positions (from 0) to differentiate, e.g. `0,2`; default:
+    /// every argument whose type contains f64.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    wrt: Option<Vec<usize>>,
+    /// Tangents carried per forward pass (1 to 256); default: 8, or fewer
+    /// when fewer f64s are differentiated.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    batch: Option<u32>,
+    /// Where to run it.
+    #[arg(long, value_enum, default_value_t = Backend::Interp)]
+    backend: Backend,
+    /// Print one JSON object: {"value": V, "gradient": [G0, G1, ...]}.
+    #[arg(long)]
+    json: bool,
+    /// The call-depth limit; deeper recursion is a run-time error.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DEPTH)]
+    max_depth: usize,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
+enum Mode {
+    /// Reverse mode (not built yet).
+    Rev,
+    /// Forward mode.
+    Fwd,
+}
+
+#[derive(Args)]
 #[group(required = true, multiple = false)]
 struct ArgsSource {
     /// The arguments as IR literals: `1.5, [1.0, 2.0], (1.0, 2)`.
@@ -70,20 +113,38 @@ struct ArgsSource {
 struct DumpCmd {
     /// The source file (.ir).
     file: PathBuf,
-    /// Print only this function.
+    /// Print only this function (with `--mode fwd`: its forward rule and the
+    /// rules it calls).
     #[arg(short = 'f', value_name = "NAME")]
     func: Option<String>,
+    /// Add the forward rules (`@f.fwd`) after normalisation and print them.
+    #[arg(long, value_enum)]
+    mode: Option<DumpMode>,
     /// Text (IR) or dot (Graphviz control-flow graph).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
-    /// Print the module after the normalisation pipeline up to and including PASS.
+    /// Print the module after the normalisation pipeline up to and including
+    /// PASS (`forward`, with `--mode fwd`: after the forward rules are built).
     #[arg(long, value_name = "PASS", conflicts_with = "all_passes",
-          value_parser = PossibleValuesParser::new(irad::passes::NORMALISE))]
+          value_parser = PossibleValuesParser::new(after_names()))]
     after: Option<String>,
     /// Print the input, then the module after each normalisation pass, each
     /// section headed by a `# input` or `# after PASS` comment line.
     #[arg(long)]
     all_passes: bool,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
+enum DumpMode {
+    /// Forward mode.
+    Fwd,
+}
+
+/// The names `dump --after` takes: the normalisation passes, then `forward`.
+fn after_names() -> Vec<&'static str> {
+    let mut names = irad::passes::NORMALISE.to_vec();
+    names.push("forward");
+    names
 }
 
 #[derive(Copy, Clone, ValueEnum)]
@@ -131,11 +192,35 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
                 Some(name) => vec![irad::find_function(&sources[0], &module, name)?],
                 None => Vec::new(),
             };
-            if cmd.after.is_none() && !cmd.all_passes {
+            let fwd = cmd.mode == Some(DumpMode::Fwd);
+            if cmd.after.as_deref() == Some("forward") && !fwd {
+                usage_error("`--after forward` needs `--mode fwd`");
+            }
+            if cmd.after.is_none() && !cmd.all_passes && !fwd {
                 out(&render_module(&module, &funcs, cmd.format));
                 return Ok(());
             }
-            let snapshots = irad::pass_snapshots(&sources[0], &module, cmd.after.as_deref())?;
+            let registry = irad::rules::Registry::new();
+            let mut snapshots = match cmd.after.as_deref() {
+                Some("forward") => Vec::new(),
+                after if fwd && after.is_some() => {
+                    irad::pass_snapshots(&sources[0], &module, after)?
+                }
+                after => irad::pass_snapshots(&sources[0], &module, after)?,
+            };
+            let mut funcs = funcs;
+            let forward_only =
+                fwd && (cmd.after.is_none() || cmd.after.as_deref() == Some("forward"));
+            if forward_only {
+                let (m, added) = irad::forward_module(&sources[0], &module, &funcs, 1, &registry)?;
+                if !funcs.is_empty() {
+                    funcs = added;
+                }
+                if !cmd.all_passes {
+                    snapshots.clear();
+                }
+                snapshots.push(("forward", m));
+            }
             let mut text = String::new();
             for (i, (pass, m)) in snapshots.iter().enumerate() {
                 if cmd.all_passes {
@@ -151,22 +236,63 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
             }
             out(&text);
         }
+        Command::Grad(cmd) => {
+            let module = load(&cmd.file, sources)?;
+            let func = irad::find_function(&sources[0], &module, &cmd.func)?;
+            sources.push(args_source(cmd.args)?);
+            let args = irad::parse_args(&sources[1], &module, func)?;
+            if cmd.mode == Mode::Rev {
+                return Err(Error::Unsupported {
+                    file: sources[0].name.clone(),
+                    message: "reverse mode is not built yet: use `--mode fwd`".into(),
+                });
+            }
+            let Backend::Interp = cmd.backend;
+            let registry = irad::rules::Registry::new();
+            let opts = GradOptions {
+                width: cmd.batch.unwrap_or(8),
+                wrt: cmd.wrt,
+                run: RunOptions {
+                    max_depth: cmd.max_depth,
+                },
+            };
+            let (g, m) = irad::grad_forward(&sources[0], &module, func, &args, &registry, &opts)?;
+            if cmd.json {
+                let grads: Vec<serde_json::Value> = g
+                    .gradient
+                    .iter()
+                    .map(|d| {
+                        d.as_ref()
+                            .map_or(serde_json::Value::Null, |d| irad::value_to_json(d, &m))
+                    })
+                    .collect();
+                let json = serde_json::json!({
+                    "value": irad::value_to_json(&g.value, &m),
+                    "gradient": grads,
+                });
+                out(&format!("{json}\n"));
+            } else {
+                let f = &m[func];
+                let mut text = format!("value: {}\ngradient:\n", g.value.display(&m));
+                for (i, d) in g.gradient.iter().enumerate() {
+                    let name = f
+                        .params
+                        .get(i)
+                        .and_then(|&v| f.values[v].name.as_deref())
+                        .map_or(format!("argument {i}"), |n| format!("%{n}"));
+                    let shown = match d {
+                        Some(d) => d.display(&m).replace("()", "-"),
+                        None => "-".to_string(),
+                    };
+                    text.push_str(&format!("  {name}: {shown}\n"));
+                }
+                out(&text);
+            }
+        }
         Command::Run(cmd) => {
             let module = load(&cmd.file, sources)?;
             let func = irad::find_function(&sources[0], &module, &cmd.func)?;
-            let args_src = match (cmd.args.args, cmd.args.args_file) {
-                (Some(text), _) => Source {
-                    name: "<args>".into(),
-                    text,
-                },
-                (None, Some(path)) => irad::read_source(&path)?,
-                // clap's group makes one of the two required.
-                (None, None) => Source {
-                    name: "<args>".into(),
-                    text: String::new(),
-                },
-            };
-            sources.push(args_src);
+            sources.push(args_source(cmd.args)?);
             let args = irad::parse_args(&sources[1], &module, func)?;
             let opts = RunOptions {
                 max_depth: cmd.max_depth,
@@ -208,6 +334,28 @@ fn emit(stream: &mut impl Write, text: &str) {
     let _ = stream
         .write_all(text.as_bytes())
         .and_then(|()| stream.flush());
+}
+
+/// The argument text: `--args` itself, or the contents of `--args-file`.
+fn args_source(args: ArgsSource) -> Result<Source, Error> {
+    match (args.args, args.args_file) {
+        (Some(text), _) => Ok(Source {
+            name: "<args>".into(),
+            text,
+        }),
+        (None, Some(path)) => irad::read_source(&path),
+        // clap's group makes one of the two required.
+        (None, None) => Ok(Source {
+            name: "<args>".into(),
+            text: String::new(),
+        }),
+    }
+}
+
+/// Reports bad command-line usage the way clap does (exit status 2).
+fn usage_error(msg: &str) -> ! {
+    let err = clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, format!("{msg}\n"));
+    err.exit()
 }
 
 fn load(path: &std::path::Path, sources: &mut Vec<Source>) -> Result<irad::ir::Module, Error> {

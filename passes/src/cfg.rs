@@ -70,4 +70,33 @@ impl Cfg {
         }
         seen
     }
+
+    /// The reachable layout indices in reverse postorder: every block comes
+    /// after each block that dominates it. Iterative depth-first search.
+    pub fn reverse_postorder(&self) -> Vec<usize> {
+        let n = self.layout.len();
+        let mut order = Vec::with_capacity(n);
+        if n == 0 {
+            return order;
+        }
+        let mut seen = vec![false; n];
+        // (block, index of the next successor to visit)
+        let mut stack = vec![(0usize, 0usize)];
+        seen[0] = true;
+        while let Some(top) = stack.last_mut() {
+            let (b, next) = *top;
+            if let Some(&s) = self.succs[b].get(next) {
+                top.1 += 1;
+                if !seen[s] {
+                    seen[s] = true;
+                    stack.push((s, 0));
+                }
+            } else {
+                order.push(b);
+                stack.pop();
+            }
+        }
+        order.reverse();
+        order
+    }
 }

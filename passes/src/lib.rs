@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 mod cfg;
+pub mod forward;
 pub mod manager;
 pub mod normalise;
 

@@ -1,0 +1,332 @@
+//! Value and gradient by forward mode: the forward rule of a function run once
+//! per batch of tangent directions, each direction a unit vector on one f64 of
+//! the differentiated arguments.
+//!
+//! Assumes a verified module. Guarantees: every pass starts from fresh copies
+//! of the arguments' entry values (a function that writes into its argument
+//! arrays sees the same input in every pass), so the gradient is with respect
+//! to the values on entry (SYNTAX.md §3); ceil(n / width) passes for n
+//! differentiated f64s (one pass when n is 0, for the value).
+
+use super::{Forward, ForwardError};
+use irad_ir::interp::{ArrayData, ArrayRef, Interpreter, RunError, RunOptions, Val};
+use irad_ir::{FuncId, Location, Module, Scalar, Type};
+use std::rc::Rc;
+
+/// How [`gradient`] runs.
+#[derive(Clone, Debug)]
+pub struct GradOptions {
+    /// Tangents carried per pass (batch width, 1 to [`irad_ir::MAX_WIDTH`]);
+    /// no more are used than there are f64s to differentiate.
+    pub width: u32,
+    /// The argument positions to differentiate; `None`: every argument whose
+    /// type has a tangent.
+    pub wrt: Option<Vec<usize>>,
+    /// Interpreter options (call-depth limit).
+    pub run: RunOptions,
+}
+
+impl Default for GradOptions {
+    fn default() -> GradOptions {
+        GradOptions {
+            width: 1,
+            wrt: None,
+            run: RunOptions::default(),
+        }
+    }
+}
+
+/// A value and its gradient.
+#[derive(Clone, Debug)]
+pub struct Gradient {
+    /// The function's value.
+    pub value: Val,
+    /// Per argument: the gradient, a value of the argument's tangent type
+    /// (`()` for tuple components without one), or `None` when the argument
+    /// has no tangent or is not differentiated.
+    pub gradient: Vec<Option<Val>>,
+    /// How many passes of the forward rule were run.
+    pub passes: usize,
+}
+
+/// Why a gradient could not be computed.
+#[derive(Debug, thiserror::Error)]
+pub enum GradError {
+    /// Deriving the forward rule failed.
+    #[error(transparent)]
+    Forward(#[from] ForwardError),
+    /// Running it failed (a run-time error of the program).
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// The request does not fit the function (arguments, `wrt`, result type).
+    #[error("{msg}")]
+    Invalid {
+        /// Where: the function.
+        loc: Location,
+        /// What.
+        msg: String,
+    },
+}
+
+/// One differentiated f64 of the arguments: argument, tuple path, array index.
+#[derive(Clone, Debug)]
+struct Slot {
+    arg: usize,
+    path: Vec<usize>,
+    index: Option<usize>,
+}
+
+/// The value and gradient of `f` at `args` by forward mode, deriving the rule
+/// through `fwd` (added to `module`) and running it in the interpreter.
+pub fn gradient(
+    module: &mut Module,
+    fwd: &mut Forward<'_>,
+    f: FuncId,
+    args: &[Val],
+    opts: &GradOptions,
+) -> Result<Gradient, GradError> {
+    let func = module
+        .get(f)
+        .ok_or_else(|| invalid(Location::default(), "invalid function handle".into()))?;
+    let floc = Location {
+        func: Some(func.name.clone()),
+        pos: func.pos,
+        ..Location::default()
+    };
+    let name = func.name.clone();
+    let params = func.param_types();
+    if func.ret != Type::F64 {
+        return Err(invalid(
+            floc,
+            format!(
+                "a gradient needs a function returning f64; @{name} returns {}",
+                func.ret
+            ),
+        ));
+    }
+    if params.len() != args.len() {
+        return Err(invalid(
+            floc,
+            format!(
+                "@{name} takes {} argument{}, found {}",
+                params.len(),
+                if params.len() == 1 { "" } else { "s" },
+                args.len()
+            ),
+        ));
+    }
+    for (i, (ty, arg)) in params.iter().zip(args).enumerate() {
+        if !arg.has_type(ty, module) {
+            return Err(invalid(
+                floc,
+                format!(
+                    "argument {} of @{name} must be {ty}, found {}",
+                    i + 1,
+                    arg.type_text(module)
+                ),
+            ));
+        }
+    }
+    let wrt: Vec<usize> = match &opts.wrt {
+        None => (0..params.len())
+            .filter(|&i| params[i].has_tangent())
+            .collect(),
+        Some(list) => {
+            for &i in list {
+                let Some(ty) = params.get(i) else {
+                    return Err(invalid(
+                        floc,
+                        format!(
+                            "--wrt {i}: @{name} has {} argument{} (positions from 0)",
+                            params.len(),
+                            if params.len() == 1 { "" } else { "s" }
+                        ),
+                    ));
+                };
+                if !ty.has_tangent() {
+                    return Err(invalid(
+                        floc,
+                        format!(
+                            "--wrt {i}: argument {i} of @{name} has type {ty}, which has no tangent"
+                        ),
+                    ));
+                }
+            }
+            let mut list = list.clone();
+            list.sort_unstable();
+            list.dedup();
+            list
+        }
+    };
+    let mut slots = Vec::new();
+    for &i in &wrt {
+        collect_slots(&args[i], &params[i], i, &mut Vec::new(), &mut slots);
+    }
+    // No more lanes than directions: extra lanes would carry zeros.
+    let width = opts
+        .width
+        .min(u32::try_from(slots.len().max(1)).unwrap_or(u32::MAX));
+    let rule = fwd.rule(module, f, width)?;
+    let mut grads: Vec<Option<Val>> = (0..args.len())
+        .map(|i| wrt.contains(&i).then(|| zero_tangent(&args[i], &params[i])))
+        .collect();
+
+    let mut interp = Interpreter::with_rules(module, fwd);
+    let mut value = None;
+    let mut passes = 0;
+    let chunks: Vec<&[Slot]> = if slots.is_empty() {
+        vec![&[]]
+    } else {
+        slots.chunks(width as usize).collect()
+    };
+    for chunk in chunks {
+        let dual_args: Vec<Val> = args
+            .iter()
+            .zip(&params)
+            .enumerate()
+            .map(|(i, (arg, ty))| seeded(arg, ty, i, chunk, width))
+            .collect();
+        let out = interp.run(rule, &dual_args, &opts.run)?;
+        passes += 1;
+        let Val::Dual(parts) = out else {
+            return Err(invalid(
+                floc,
+                "internal error: the forward rule did not return a dual".into(),
+            ));
+        };
+        if value.is_none() {
+            value = parts.first().cloned();
+        }
+        for (k, slot) in chunk.iter().enumerate() {
+            let d = match parts.get(k + 1) {
+                Some(Val::F64(d)) => *d,
+                _ => {
+                    return Err(invalid(
+                        floc,
+                        "internal error: a tangent of the result is not f64".into(),
+                    ));
+                }
+            };
+            if let Some(Some(g)) = grads.get_mut(slot.arg) {
+                set_slot(g, &slot.path, slot.index, d);
+            }
+        }
+    }
+    let value = value.ok_or_else(|| {
+        invalid(
+            floc,
+            "internal error: no pass of the forward rule ran".into(),
+        )
+    })?;
+    Ok(Gradient {
+        value,
+        gradient: grads,
+        passes,
+    })
+}
+
+fn invalid(loc: Location, msg: String) -> GradError {
+    GradError::Invalid { loc, msg }
+}
+
+/// Every f64 inside `val` (of type `ty`), as slots of argument `arg`.
+fn collect_slots(val: &Val, ty: &Type, arg: usize, path: &mut Vec<usize>, out: &mut Vec<Slot>) {
+    match (val, ty) {
+        (Val::F64(_), Type::F64) => out.push(Slot {
+            arg,
+            path: path.clone(),
+            index: None,
+        }),
+        (Val::Array(a), Type::Array(Scalar::F64)) => {
+            let n = a.0.borrow().len();
+            out.extend((0..n).map(|i| Slot {
+                arg,
+                path: path.clone(),
+                index: Some(i),
+            }));
+        }
+        (Val::Tuple(vals), Type::Tuple(tys)) => {
+            for (k, (v, t)) in vals.iter().zip(tys.iter()).enumerate() {
+                if t.has_tangent() {
+                    path.push(k);
+                    collect_slots(v, t, arg, path, out);
+                    path.pop();
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A fresh copy of `val`: arrays get new buffers.
+fn deep_copy(val: &Val) -> Val {
+    match val {
+        Val::Array(a) => Val::Array(ArrayRef::new(a.0.borrow().clone())),
+        Val::Tuple(vals) => Val::Tuple(vals.iter().map(deep_copy).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The zero tangent of `val` (of type `ty`, which has a tangent).
+fn zero_tangent(val: &Val, ty: &Type) -> Val {
+    match (val, ty) {
+        (Val::Array(a), Type::Array(Scalar::F64)) => {
+            let n = a.0.borrow().len();
+            Val::Array(ArrayRef::new(ArrayData::F64(vec![0.0; n])))
+        }
+        (Val::Tuple(vals), Type::Tuple(tys)) => Val::Tuple(
+            vals.iter()
+                .zip(tys.iter())
+                .map(|(v, t)| {
+                    if t.has_tangent() {
+                        zero_tangent(v, t)
+                    } else {
+                        Val::Unit
+                    }
+                })
+                .collect(),
+        ),
+        _ => Val::F64(0.0),
+    }
+}
+
+/// Writes `d` into the slot at `path`/`index` of tangent value `g`.
+fn set_slot(g: &mut Val, path: &[usize], index: Option<usize>, d: f64) {
+    match (path.split_first(), g) {
+        (Some((&k, rest)), Val::Tuple(vals)) => {
+            let mut elems: Vec<Val> = vals.to_vec();
+            if let Some(e) = elems.get_mut(k) {
+                set_slot(e, rest, index, d);
+            }
+            *vals = Rc::from(elems);
+        }
+        (None, Val::Array(a)) => {
+            if let (Some(i), ArrayData::F64(xs)) = (index, &mut *a.0.borrow_mut())
+                && let Some(x) = xs.get_mut(i)
+            {
+                *x = d;
+            }
+        }
+        (None, g @ Val::F64(_)) => *g = Val::F64(d),
+        _ => {}
+    }
+}
+
+/// Argument `i` as the rule takes it: a dual whose lane k is the unit
+/// direction of `chunk[k]` (zero where that slot is in another argument).
+fn seeded(arg: &Val, ty: &Type, i: usize, chunk: &[Slot], width: u32) -> Val {
+    let primal = deep_copy(arg);
+    if !ty.has_tangent() {
+        return primal;
+    }
+    let mut parts = Vec::with_capacity(width as usize + 1);
+    parts.push(primal);
+    for k in 0..width as usize {
+        let mut t = zero_tangent(arg, ty);
+        if let Some(slot) = chunk.get(k).filter(|s| s.arg == i) {
+            set_slot(&mut t, &slot.path, slot.index, 1.0);
+        }
+        parts.push(t);
+    }
+    Val::Dual(parts.into())
+}

@@ -1,0 +1,321 @@
+//! Forward mode (DESIGN.md, Forward mode): `make_fwds_ad_stmts` rewrites each
+//! statement of a function into the statements of its forward rule, giving
+//! `@f.fwd` (SYNTAX.md, "Derived functions").
+//!
+//! - [`Forward`] is the derived-rule cache: it builds the forward rule of a
+//!   function on first request, keyed by (function, batch width), and
+//!   remembers it. A rule's callees are requested while it is built (the
+//!   callee's rule is declared at once and its body queued), so recursion and
+//!   mutual recursion meet a declared rule and terminate.
+//! - [`Forward`] is also the interpreter's [`RuleProvider`]: `frule(f, N)`, the
+//!   forward rule of a function value met at run time, goes through the same
+//!   cache (the run-time rule cache); for a primitive used as a value it
+//!   builds a small function around the primitive's frule.
+//! - [`grad`] evaluates forward rules to get value and gradient.
+//!
+//! Assumes verified modules without dual values (forward mode is not nested).
+//! Guarantees: every rule it adds verifies; control flow (blocks, labels,
+//! layout, branches) is that of the primal, unreachable blocks excepted (they
+//! are dropped); a function marked primitive by a registered rule is never
+//! derived. After an error the module may hold a partly built rule: discard
+//! both the module and the `Forward`.
+
+pub mod grad;
+mod transform;
+
+use irad_ir::interp::RuleProvider;
+use irad_ir::{FuncBuilder, FuncId, FuncRef, Location, Module, Operand, Type};
+use irad_rules::{Callee, Registry};
+use std::collections::HashMap;
+use std::fmt;
+
+/// A forward-mode failure: what and where (in the primal).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForwardError {
+    /// The primal statement or function it is about.
+    pub loc: Location,
+    /// The message, lowercase, without location.
+    pub msg: String,
+}
+
+impl ForwardError {
+    pub(crate) fn new(loc: Location, msg: impl Into<String>) -> ForwardError {
+        ForwardError {
+            loc,
+            msg: msg.into(),
+        }
+    }
+}
+
+impl irad_ir::Diagnostic for ForwardError {
+    fn location(&self) -> &Location {
+        &self.loc
+    }
+    fn message(&self) -> &str {
+        &self.msg
+    }
+}
+
+impl fmt::Display for ForwardError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&irad_ir::loc::with_place(&self.msg, &self.loc))
+    }
+}
+
+impl std::error::Error for ForwardError {}
+
+/// How the cache has been used.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Rules derived from a function body.
+    pub derived: usize,
+    /// Rules built around a primitive's or a marked function's registered
+    /// frule, for use as a function value.
+    pub wrapped: usize,
+    /// Requests answered from the cache.
+    pub hits: usize,
+}
+
+/// The derived-rule cache: forward rules by (function, batch width).
+pub struct Forward<'r> {
+    registry: &'r Registry,
+    rules: HashMap<(FuncRef, u32), FuncId>,
+    /// Declared rules whose bodies are still to be built: (primal, rule, width).
+    pending: Vec<(FuncId, FuncId, u32)>,
+    stats: CacheStats,
+}
+
+impl<'r> Forward<'r> {
+    /// An empty cache whose rules come from `registry`.
+    pub fn new(registry: &'r Registry) -> Forward<'r> {
+        Forward {
+            registry,
+            rules: HashMap::new(),
+            pending: Vec::new(),
+            stats: CacheStats::default(),
+        }
+    }
+
+    /// The registry the rules come from.
+    pub fn registry(&self) -> &'r Registry {
+        self.registry
+    }
+
+    /// The forward rule of `f` at batch width `width` (1 to
+    /// [`irad_ir::MAX_WIDTH`]), derived with every rule it calls on first
+    /// request and added to `module`; later requests return the same function.
+    pub fn rule(
+        &mut self,
+        module: &mut Module,
+        f: FuncId,
+        width: u32,
+    ) -> Result<FuncId, ForwardError> {
+        self.rule_of(module, FuncRef::User(f), width)
+    }
+
+    /// Like [`Forward::rule`] for any function value: a module function or a
+    /// primitive with one signature (`@sin`).
+    pub fn rule_of(
+        &mut self,
+        module: &mut Module,
+        callee: FuncRef,
+        width: u32,
+    ) -> Result<FuncId, ForwardError> {
+        if !(1..=irad_ir::MAX_WIDTH).contains(&width) {
+            return Err(ForwardError::new(
+                Location::default(),
+                format!(
+                    "batch width {width} out of range (1 to {})",
+                    irad_ir::MAX_WIDTH
+                ),
+            ));
+        }
+        let id = self.request(module, callee, width)?;
+        self.drain(module)?;
+        Ok(id)
+    }
+
+    /// The rule of `callee` at `width` if it was built already.
+    pub fn cached(&self, callee: FuncRef, width: u32) -> Option<FuncId> {
+        self.rules.get(&(callee, width)).copied()
+    }
+
+    /// How the cache has been used so far.
+    pub fn stats(&self) -> CacheStats {
+        self.stats
+    }
+
+    /// Finds or declares the rule of `callee`; a declared body is queued.
+    pub(crate) fn request(
+        &mut self,
+        module: &mut Module,
+        callee: FuncRef,
+        width: u32,
+    ) -> Result<FuncId, ForwardError> {
+        if let Some(&id) = self.rules.get(&(callee, width)) {
+            self.stats.hits += 1;
+            return Ok(id);
+        }
+        let id = match callee {
+            FuncRef::User(f) => {
+                let func = module.get(f).ok_or_else(|| {
+                    ForwardError::new(Location::default(), "invalid function handle")
+                })?;
+                let loc = Location {
+                    func: Some(func.name.clone()),
+                    pos: func.pos,
+                    ..Location::default()
+                };
+                let sig = func.fn_type();
+                let name = func.name.clone();
+                if self.registry.function_frule(&name).is_some() {
+                    self.stats.wrapped += 1;
+                    wrap(self.registry, module, Callee::Func(&name), &sig, width, loc)?
+                } else {
+                    transform::check_not_nested(func, &loc)?;
+                    let fwd = Type::forward_fn(&sig, width);
+                    let params = func
+                        .params
+                        .iter()
+                        .zip(fwd.params)
+                        .map(|(&v, ty)| (func.values[v].name.as_deref().map(String::from), ty))
+                        .collect();
+                    let rule_name = fresh_name(module, &name, width);
+                    let id = module
+                        .declare_func(&rule_name, params, fwd.ret)
+                        .map_err(|e| ForwardError::new(loc, e.to_string()))?;
+                    if let Some(pos) = module.get(f).and_then(|f| f.pos) {
+                        module[id].pos = Some(pos);
+                    }
+                    self.pending.push((f, id, width));
+                    self.stats.derived += 1;
+                    id
+                }
+            }
+            FuncRef::Prim(p) => {
+                let Some(sig) = p.fn_type() else {
+                    return Err(ForwardError::new(
+                        Location::default(),
+                        format!("primitive `{p}` is overloaded and has no function value"),
+                    ));
+                };
+                let Type::Func(sig) = sig else {
+                    return Err(ForwardError::new(
+                        Location::default(),
+                        "internal error: a primitive's function type",
+                    ));
+                };
+                self.stats.wrapped += 1;
+                wrap(
+                    self.registry,
+                    module,
+                    Callee::Prim(p),
+                    &sig,
+                    width,
+                    Location::default(),
+                )?
+            }
+        };
+        self.rules.insert((callee, width), id);
+        Ok(id)
+    }
+
+    /// Builds the bodies of every queued rule (which may queue more).
+    fn drain(&mut self, module: &mut Module) -> Result<(), ForwardError> {
+        while let Some((primal, rule, width)) = self.pending.pop() {
+            transform::derive(self, module, primal, rule, width)?;
+        }
+        Ok(())
+    }
+}
+
+impl RuleProvider for Forward<'_> {
+    fn forward_rule(
+        &mut self,
+        module: &mut Module,
+        callee: FuncRef,
+        width: u32,
+    ) -> Result<FuncId, String> {
+        self.rule_of(module, callee, width)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// `base.fwd` (`base.fwdN` for width N > 1), or with `.1`, `.2`, ... appended
+/// if a function of that name exists.
+fn fresh_name(module: &Module, base: &str, width: u32) -> String {
+    let stem = if width == 1 {
+        format!("{base}.fwd")
+    } else {
+        format!("{base}.fwd{width}")
+    };
+    if module.by_name(&stem).is_none() {
+        return stem;
+    }
+    (1u64..)
+        .map(|k| format!("{stem}.{k}"))
+        .find(|name| module.by_name(name).is_none())
+        .unwrap_or(stem)
+}
+
+/// A function around a registered frule, so that a primitive (or a function
+/// marked primitive) can be called through `frule` as a function value.
+fn wrap(
+    registry: &Registry,
+    module: &mut Module,
+    callee: Callee<'_>,
+    sig: &irad_ir::FnType,
+    width: u32,
+    loc: Location,
+) -> Result<FuncId, ForwardError> {
+    let base = match callee {
+        Callee::Prim(p) => p.name().to_string(),
+        Callee::Func(name) => name.to_string(),
+    };
+    let fwd = Type::forward_fn(sig, width);
+    let params = fwd.params.iter().map(|t| (None, t.clone())).collect();
+    let name = fresh_name(module, &base, width);
+    let id = module
+        .declare_func(&name, params, fwd.ret.clone())
+        .map_err(|e| ForwardError::new(loc.clone(), e.to_string()))?;
+    let mut b =
+        FuncBuilder::new(module, id).map_err(|e| ForwardError::new(loc.clone(), e.to_string()))?;
+    let entry = b.create_block();
+    let build = |e: irad_ir::BuildError| ForwardError::new(loc.clone(), e.to_string());
+    b.switch_to_block(entry).map_err(build)?;
+    let mut args = Vec::with_capacity(sig.params.len());
+    for (i, ty) in sig.params.iter().enumerate() {
+        let v = b.param(i).map_err(build)?;
+        args.push(transform::unpack(&mut b, Operand::Value(v), ty, width).map_err(build)?);
+    }
+    let rule = match callee {
+        Callee::Prim(p) => {
+            let types: Vec<Type> = sig.params.clone();
+            registry.frule(p, &types)
+        }
+        Callee::Func(name) => registry.function_frule(name),
+    }
+    .ok_or_else(|| ForwardError::new(loc.clone(), format!("no forward rule for `{callee}`")))?;
+    let call = irad_rules::FruleCall {
+        callee,
+        args: &args,
+        result: &sig.ret,
+        width,
+    };
+    let out = rule
+        .emit(&mut b, &call)
+        .map_err(|e| ForwardError::new(loc.clone(), format!("forward rule of `{callee}`: {e}")))?;
+    transform::check_out(&b, &out, &sig.ret, width).map_err(|msg| {
+        ForwardError::new(loc.clone(), format!("forward rule of `{callee}`: {msg}"))
+    })?;
+    let ret = transform::pack(
+        &mut b,
+        &out.primal,
+        out.tangents.as_deref(),
+        &sig.ret,
+        width,
+    )
+    .map_err(build)?;
+    b.ret(ret).map_err(build)?;
+    Ok(id)
+}

@@ -1,0 +1,805 @@
+//! The forward transform of one function body: `make_fwds_ad_stmts` maps each
+//! primal statement to the statements of its forward rule, in a function with
+//! the primal's blocks, labels and layout.
+//!
+//! Value mapping (width N): a value whose type has no tangent (`i64`, `bool`,
+//! `()`, `[i64]`, `[bool]`, functions) maps to a value of the same type; any
+//! other value of type T maps to a `dual<T, N>`. A dual value is kept in one or
+//! both of two forms, each made once where the value is defined, so that it
+//! dominates every use:
+//! - *unpacked*: its primal and N tangents (what primitive rules take and
+//!   give; rule results start in this form);
+//! - *packed*: the `dual<T, N>` value (what phis, calls and `return` take;
+//!   parameters, phis and call results start in this form).
+//!
+//! A scan of the uses decides which forms each value needs, so nothing is
+//! packed or projected that is not used. Constants take part with a zero
+//! tangent: rules see no tangent at all (and emit no tangent work), packed
+//! positions get `dual(c, 0.0, ...)` built where they are needed.
+//!
+//! Assumes a verified primal without dual values. Blocks are filled in reverse
+//! postorder (definitions before uses), phi entries added at the end;
+//! unreachable blocks are dropped with the phi entries that come from them.
+
+use super::{Forward, ForwardError};
+use crate::cfg::Cfg;
+use irad_ir::{
+    Block, BuildError, Const, Func, FuncBuilder, FuncId, FuncRef, InstKind, Location, Module,
+    Operand, Prim, Terminator, Type, Value,
+};
+use irad_rules::{Callee, FruleCall, FwdArg, FwdOut, Registry};
+use smallvec::SmallVec;
+use std::collections::{HashMap, HashSet};
+
+type Lanes = SmallVec<[Operand; 1]>;
+
+/// What a primal value became in the rule.
+#[derive(Clone, Debug)]
+enum Mapped {
+    /// A value without a tangent type: the same value in the rule.
+    Plain(Operand),
+    /// A dual value, in the forms made so far.
+    Dual {
+        packed: Option<Operand>,
+        unpacked: Option<(Operand, Option<Lanes>)>,
+    },
+}
+
+/// Whether `ty` mentions `dual` anywhere (also inside function types).
+fn contains_dual(ty: &Type) -> bool {
+    let mut stack = vec![ty];
+    while let Some(t) = stack.pop() {
+        match t {
+            Type::Dual(..) => return true,
+            Type::Tuple(elems) => stack.extend(elems.iter()),
+            Type::Func(f) => {
+                stack.extend(f.params.iter());
+                stack.push(&f.ret);
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Refuses a function that already works on dual values: forward mode is not
+/// nested.
+pub(super) fn check_not_nested(func: &Func, loc: &Location) -> Result<(), ForwardError> {
+    let nested = contains_dual(&func.ret)
+        || func.values.values().any(|v| contains_dual(&v.ty))
+        || func.insts.values().any(|i| {
+            matches!(
+                i.kind,
+                InstKind::Prim {
+                    prim: Prim::Dual | Prim::Primal | Prim::Tangent | Prim::Frule,
+                    ..
+                }
+            )
+        });
+    if nested {
+        return Err(ForwardError::new(
+            loc.clone(),
+            format!(
+                "forward mode is not nested: @{} already works on dual values",
+                func.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A zero tangent of tangent type `tan`, built at the builder's position. An
+/// array has no zero without a length, so a rule must return tangent arrays.
+pub(super) fn zero_tangent(b: &mut FuncBuilder<'_>, tan: &Type) -> Result<Operand, BuildError> {
+    match tan {
+        Type::F64 => Ok(Operand::from(0.0)),
+        Type::Unit => Ok(Operand::Const(Const::Unit)),
+        Type::Tuple(elems) => {
+            let parts = elems
+                .iter()
+                .map(|e| zero_tangent(b, e))
+                .collect::<Result<Vec<_>, _>>()?;
+            let v = b.prim(Prim::Tuple, &parts)?;
+            v.map(Operand::Value)
+                .ok_or_else(|| BuildError::Type("a tuple without result".into()))
+        }
+        other => Err(BuildError::Type(format!(
+            "no zero tangent of type {other} without a length: the rule must return its tangents"
+        ))),
+    }
+}
+
+/// The dual of `primal` with `tangents` (zero when `None`), or `primal` itself
+/// when `ty` has no tangent.
+pub(super) fn pack(
+    b: &mut FuncBuilder<'_>,
+    primal: &Operand,
+    tangents: Option<&[Operand]>,
+    ty: &Type,
+    width: u32,
+) -> Result<Operand, BuildError> {
+    let Some(tan) = ty.tangent() else {
+        return Ok(*primal);
+    };
+    let mut args: SmallVec<[Operand; 4]> = SmallVec::with_capacity(width as usize + 1);
+    args.push(*primal);
+    match tangents {
+        Some(ts) => args.extend_from_slice(ts),
+        None => {
+            let zero = zero_tangent(b, &tan)?;
+            args.extend(std::iter::repeat_n(zero, width as usize));
+        }
+    }
+    let v = b.prim(Prim::Dual, &args)?;
+    v.map(Operand::Value)
+        .ok_or_else(|| BuildError::Type("a dual without result".into()))
+}
+
+/// The rule argument for packed operand `op` of primal type `ty`: projected
+/// into primal and tangents when `ty` has a tangent.
+pub(super) fn unpack(
+    b: &mut FuncBuilder<'_>,
+    op: Operand,
+    ty: &Type,
+    width: u32,
+) -> Result<FwdArg, BuildError> {
+    if !ty.has_tangent() {
+        return Ok(FwdArg {
+            primal: op,
+            ty: ty.clone(),
+            tangents: None,
+        });
+    }
+    let (p, ts) = project(b, op, width)?;
+    Ok(FwdArg {
+        primal: p,
+        ty: ty.clone(),
+        tangents: Some(ts),
+    })
+}
+
+/// `primal(op)` and `tangent(op, k)` for every lane.
+fn project(
+    b: &mut FuncBuilder<'_>,
+    op: Operand,
+    width: u32,
+) -> Result<(Operand, Lanes), BuildError> {
+    let missing = || BuildError::Type("a projection without result".into());
+    let p = b.prim(Prim::Primal, &[op])?.ok_or_else(missing)?;
+    let mut ts = Lanes::with_capacity(width as usize);
+    for k in 0..width {
+        let t = b
+            .prim(Prim::Tangent, &[op, Operand::from(i64::from(k))])?
+            .ok_or_else(missing)?;
+        ts.push(Operand::Value(t));
+    }
+    Ok((Operand::Value(p), ts))
+}
+
+/// Checks what a rule returned against the primal result type `ty`.
+pub(super) fn check_out(
+    b: &FuncBuilder<'_>,
+    out: &FwdOut,
+    ty: &Type,
+    width: u32,
+) -> Result<(), String> {
+    let got = b.operand_type(&out.primal).map_err(|e| e.to_string())?;
+    if &got != ty {
+        return Err(format!("its primal result has type {got}, expected {ty}"));
+    }
+    match (&out.tangents, ty.tangent()) {
+        (None, None) => Ok(()),
+        (Some(_), None) => Err(format!("it returned tangents for {ty}, which has none")),
+        (None, Some(_)) if holds_array(ty) => Err(format!(
+            "it returned no tangents for {ty}, which holds an array"
+        )),
+        (None, Some(_)) => Ok(()),
+        (Some(ts), Some(tan)) => {
+            if ts.len() != width as usize {
+                return Err(format!(
+                    "it returned {} tangents, expected {width}",
+                    ts.len()
+                ));
+            }
+            for t in ts {
+                let got = b.operand_type(t).map_err(|e| e.to_string())?;
+                if got != tan {
+                    return Err(format!("a tangent has type {got}, expected {tan}"));
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+fn holds_array(ty: &Type) -> bool {
+    let mut stack = vec![ty];
+    while let Some(t) = stack.pop() {
+        match t {
+            Type::Array(_) => return true,
+            Type::Tuple(elems) => stack.extend(elems.iter()),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Which forms of each primal value the rule needs.
+#[derive(Default)]
+struct Needs {
+    unpacked: HashSet<Value>,
+    packed: HashSet<Value>,
+}
+
+/// The state of one rule being built.
+struct Ctx<'a, 'm> {
+    b: FuncBuilder<'m>,
+    src: &'a Func,
+    registry: &'a Registry,
+    width: u32,
+    needs: Needs,
+    vals: HashMap<Value, Mapped>,
+    /// Static callees: their rule, or `None` when a registered rule is
+    /// emitted in place (the callee is marked primitive).
+    callees: HashMap<FuncId, Option<FuncId>>,
+    /// Callee names and signatures, read before the builder took the module.
+    callee_info: HashMap<FuncId, (String, irad_ir::FnType)>,
+}
+
+/// Builds the body of `rule`, the forward rule of `primal` at `width`.
+pub(super) fn derive(
+    fwd: &mut Forward<'_>,
+    module: &mut Module,
+    primal: FuncId,
+    rule: FuncId,
+    width: u32,
+) -> Result<(), ForwardError> {
+    let src = module
+        .get(primal)
+        .ok_or_else(|| ForwardError::new(Location::default(), "invalid function handle"))?
+        .clone();
+    let floc = Location {
+        func: Some(src.name.clone()),
+        pos: src.pos,
+        ..Location::default()
+    };
+    check_not_nested(&src, &floc)?;
+    let cfg = Cfg::new(&src);
+    let reachable = cfg.reachable();
+    let live: Vec<Block> = cfg
+        .layout
+        .iter()
+        .zip(&reachable)
+        .filter(|(_, r)| **r)
+        .map(|(b, _)| *b)
+        .collect();
+    let registry = fwd.registry();
+
+    // Which forms each value needs, and which callees there are.
+    let mut needs = Needs::default();
+    let mut callees: HashMap<FuncId, Option<FuncId>> = HashMap::new();
+    let mut callee_info = HashMap::new();
+    let live_set: HashSet<Block> = live.iter().copied().collect();
+    for &blk in &live {
+        let data = &src.blocks[blk];
+        for &inst in &data.insts {
+            match &src.insts[inst].kind {
+                InstKind::Prim { args, .. } => note(&mut needs.unpacked, args),
+                InstKind::Phi { entries } => {
+                    for (pred, op) in entries {
+                        if live_set.contains(pred) {
+                            note(&mut needs.packed, std::slice::from_ref(op));
+                        }
+                    }
+                }
+                InstKind::Invoke { func, args } => {
+                    let callee = module.get(*func).ok_or_else(|| {
+                        ForwardError::new(floc.clone(), "invalid function handle")
+                    })?;
+                    let marked = registry.function_frule(&callee.name).is_some();
+                    callee_info.insert(*func, (callee.name.clone(), callee.fn_type()));
+                    if marked {
+                        note(&mut needs.unpacked, args);
+                        callees.insert(*func, None);
+                    } else {
+                        note(&mut needs.packed, args);
+                        if let std::collections::hash_map::Entry::Vacant(e) = callees.entry(*func) {
+                            let id = fwd.request(module, FuncRef::User(*func), width)?;
+                            e.insert(Some(id));
+                        }
+                    }
+                }
+                InstKind::CallValue { args, .. } => note(&mut needs.packed, args),
+            }
+        }
+        if let Some(Terminator::Return(op)) = &data.term {
+            note(&mut needs.packed, std::slice::from_ref(op));
+        }
+    }
+
+    let b = FuncBuilder::new(module, rule)
+        .map_err(|e| ForwardError::new(floc.clone(), e.to_string()))?;
+    let mut cx = Ctx {
+        b,
+        src: &src,
+        registry,
+        width,
+        needs,
+        vals: HashMap::new(),
+        callees,
+        callee_info,
+    };
+    cx.body(&cfg, &reachable, &floc)
+}
+
+/// Records the values among `ops`.
+fn note(set: &mut HashSet<Value>, ops: &[Operand]) {
+    set.extend(ops.iter().filter_map(|op| match op {
+        Operand::Value(v) => Some(*v),
+        Operand::Const(_) => None,
+    }));
+}
+
+impl Ctx<'_, '_> {
+    fn build_err(&self, loc: &Location) -> impl Fn(BuildError) -> ForwardError + use<> {
+        let loc = loc.clone();
+        move |e| ForwardError::new(loc.clone(), format!("internal error: {e}"))
+    }
+
+    /// Every block, statement and terminator of the rule.
+    fn body(&mut self, cfg: &Cfg, reachable: &[bool], floc: &Location) -> Result<(), ForwardError> {
+        let src = self.src;
+        let width = self.width;
+        let err = self.build_err(floc);
+        // The blocks, in the primal's layout order, with its labels.
+        let mut bmap: HashMap<Block, Block> = HashMap::new();
+        for (i, &blk) in cfg.layout.iter().enumerate() {
+            if reachable[i] {
+                self.b.set_pos(src.blocks[blk].pos);
+                let nb = self
+                    .b
+                    .create_block_labeled(src.blocks[blk].label)
+                    .map_err(&err)?;
+                bmap.insert(blk, nb);
+            }
+        }
+        // The parameters: plain, or packed duals.
+        for (i, &p) in src.params.iter().enumerate() {
+            let nv = Operand::Value(self.b.param(i).map_err(&err)?);
+            let m = if src.values[p].ty.has_tangent() {
+                Mapped::Dual {
+                    packed: Some(nv),
+                    unpacked: None,
+                }
+            } else {
+                Mapped::Plain(nv)
+            };
+            self.vals.insert(p, m);
+        }
+        let mut phi_of: HashMap<Value, Value> = HashMap::new();
+        let mut entries: Vec<(Value, Block, Operand)> = Vec::new();
+        for &i in &cfg.reverse_postorder() {
+            let blk = cfg.layout[i];
+            let nb = bmap[&blk];
+            self.b.switch_to_block(nb).map_err(&err)?;
+            let data = &src.blocks[blk];
+            let mut defined: Vec<Value> = Vec::new();
+            if i == 0 {
+                self.b.set_pos(src.pos);
+                defined.extend(src.params.iter().copied());
+            }
+            let mut rest = data.insts.as_slice();
+            while let Some((&inst, tail)) = rest.split_first() {
+                let InstKind::Phi { .. } = &src.insts[inst].kind else {
+                    break;
+                };
+                rest = tail;
+                let Some(r) = src.insts[inst].result else {
+                    continue;
+                };
+                self.b.set_pos(src.insts[inst].pos);
+                let ty = src.values[r].ty.forward(width);
+                let nv = self.b.phi(ty, &[]).map_err(&err)?;
+                self.name(nv, r, "");
+                phi_of.insert(r, nv);
+                let m = if src.values[r].ty.has_tangent() {
+                    Mapped::Dual {
+                        packed: Some(Operand::Value(nv)),
+                        unpacked: None,
+                    }
+                } else {
+                    Mapped::Plain(Operand::Value(nv))
+                };
+                self.vals.insert(r, m);
+                defined.push(r);
+            }
+            // Parameters and phis that primitive statements read: project them
+            // once, here, where they dominate every use.
+            for v in defined {
+                self.ensure_unpacked(v, floc)?;
+            }
+            for &inst in rest {
+                let idata = &src.insts[inst];
+                self.b.set_pos(idata.pos);
+                let loc = stmt_loc(src, blk, inst, floc);
+                self.make_fwds_ad_stmts(&idata.kind, idata.result, &loc)?;
+            }
+            // Phi entries of the successors for the edges out of this block.
+            let tloc = Location {
+                block: Some(data.label),
+                stmt: u32::try_from(data.insts.len() + 1).ok(),
+                pos: data.term_pos.or(floc.pos),
+                ..floc.clone()
+            };
+            self.b.set_pos(data.term_pos);
+            let next = cfg.layout.get(i + 1).copied();
+            for succ in src.successors(blk, next) {
+                for &inst in &src.blocks[succ].insts {
+                    let InstKind::Phi { entries: es } = &src.insts[inst].kind else {
+                        break;
+                    };
+                    let Some(r) = src.insts[inst].result else {
+                        continue;
+                    };
+                    for (pred, op) in es {
+                        if *pred == blk {
+                            let ty = &src.values[r].ty;
+                            let nop = self.packed(op, ty, &tloc)?;
+                            entries.push((r, nb, nop));
+                        }
+                    }
+                }
+            }
+            let term = data
+                .term
+                .as_ref()
+                .ok_or_else(|| ForwardError::new(tloc.clone(), "block without terminator"))?;
+            match term {
+                Terminator::Goto(t) => {
+                    let t = *bmap.get(t).ok_or_else(|| unreachable_target(&tloc))?;
+                    self.b.goto(t).map_err(&err)?;
+                }
+                Terminator::GotoIfNot { cond, target } => {
+                    let c = self.plain(cond, &tloc)?;
+                    let t = *bmap.get(target).ok_or_else(|| unreachable_target(&tloc))?;
+                    self.b.gotoifnot(c, t).map_err(&err)?;
+                }
+                Terminator::Return(op) => {
+                    let r = self.packed(op, &src.ret, &tloc)?;
+                    self.b.ret(r).map_err(&err)?;
+                }
+            }
+        }
+        for (phi, pred, op) in entries {
+            let nv = *phi_of
+                .get(&phi)
+                .ok_or_else(|| ForwardError::new(floc.clone(), "internal error: phi not built"))?;
+            self.b.add_phi_entry(nv, pred, op).map_err(&err)?;
+        }
+        Ok(())
+    }
+
+    /// Gives new value `nv` the name of primal value `v` (plus `suffix`), if
+    /// that makes a valid name.
+    fn name(&mut self, nv: Value, v: Value, suffix: &str) {
+        if let Some(name) = self.src.values[v].name.as_deref() {
+            let full = format!("{name}{suffix}");
+            // An invalid name (a number with a suffix) is simply not given.
+            let _ = self.b.set_name(nv, &full);
+        }
+    }
+
+    /// Makes the unpacked form of dual `v` if primitive statements read it.
+    fn ensure_unpacked(&mut self, v: Value, loc: &Location) -> Result<(), ForwardError> {
+        if !self.needs.unpacked.contains(&v) {
+            return Ok(());
+        }
+        let Some(Mapped::Dual {
+            packed: Some(p),
+            unpacked: None,
+        }) = self.vals.get(&v).cloned()
+        else {
+            return Ok(());
+        };
+        let (pr, ts) = project(&mut self.b, p, self.width).map_err(self.build_err(loc))?;
+        if let Operand::Value(pv) = pr {
+            self.name(pv, v, ".p");
+        }
+        self.vals.insert(
+            v,
+            Mapped::Dual {
+                packed: Some(p),
+                unpacked: Some((pr, Some(ts))),
+            },
+        );
+        Ok(())
+    }
+
+    /// Operand `op` of a type without tangent.
+    fn plain(&self, op: &Operand, loc: &Location) -> Result<Operand, ForwardError> {
+        match op {
+            Operand::Const(_) => Ok(*op),
+            Operand::Value(v) => match self.vals.get(v) {
+                Some(Mapped::Plain(o)) => Ok(*o),
+                _ => Err(missing(loc, *v)),
+            },
+        }
+    }
+
+    /// Operand `op` of primal type `ty` as a rule argument.
+    fn arg(&self, op: &Operand, ty: &Type, loc: &Location) -> Result<FwdArg, ForwardError> {
+        match op {
+            Operand::Const(_) => Ok(FwdArg {
+                primal: *op,
+                ty: ty.clone(),
+                tangents: None,
+            }),
+            Operand::Value(v) => match self.vals.get(v) {
+                Some(Mapped::Plain(o)) => Ok(FwdArg {
+                    primal: *o,
+                    ty: ty.clone(),
+                    tangents: None,
+                }),
+                Some(Mapped::Dual {
+                    unpacked: Some((p, ts)),
+                    ..
+                }) => Ok(FwdArg {
+                    primal: *p,
+                    ty: ty.clone(),
+                    tangents: ts.clone(),
+                }),
+                _ => Err(missing(loc, *v)),
+            },
+        }
+    }
+
+    /// Operand `op` of primal type `ty` in packed form, building a constant's
+    /// dual at the builder's position.
+    fn packed(&mut self, op: &Operand, ty: &Type, loc: &Location) -> Result<Operand, ForwardError> {
+        match op {
+            Operand::Const(_) => {
+                pack(&mut self.b, op, None, ty, self.width).map_err(self.build_err(loc))
+            }
+            Operand::Value(v) => match self.vals.get(v) {
+                Some(Mapped::Plain(o)) => Ok(*o),
+                Some(Mapped::Dual {
+                    packed: Some(p), ..
+                }) => Ok(*p),
+                _ => Err(missing(loc, *v)),
+            },
+        }
+    }
+
+    /// Records what primal value `r` (of type `ty`) became: a rule's result.
+    fn define_unpacked(
+        &mut self,
+        r: Value,
+        ty: &Type,
+        out: FwdOut,
+        loc: &Location,
+    ) -> Result<(), ForwardError> {
+        if let Operand::Value(pv) = out.primal
+            && self.b.func().values[pv].name.is_none()
+        {
+            self.name(pv, r, "");
+        }
+        if !ty.has_tangent() {
+            self.vals.insert(r, Mapped::Plain(out.primal));
+            return Ok(());
+        }
+        let packed = if self.needs.packed.contains(&r) {
+            let p = pack(
+                &mut self.b,
+                &out.primal,
+                out.tangents.as_deref(),
+                ty,
+                self.width,
+            )
+            .map_err(self.build_err(loc))?;
+            if let Operand::Value(pv) = p {
+                self.name(pv, r, ".d");
+            }
+            Some(p)
+        } else {
+            None
+        };
+        self.vals.insert(
+            r,
+            Mapped::Dual {
+                packed,
+                unpacked: Some((out.primal, out.tangents)),
+            },
+        );
+        Ok(())
+    }
+
+    /// Records the result `res` of a call of a rule (a packed dual, or plain).
+    fn define_packed(
+        &mut self,
+        r: Value,
+        ty: &Type,
+        res: Option<Value>,
+        loc: &Location,
+    ) -> Result<(), ForwardError> {
+        let op = res.map_or(Operand::Const(Const::Unit), Operand::Value);
+        if let Some(v) = res {
+            self.name(v, r, "");
+        }
+        if ty.has_tangent() {
+            self.vals.insert(
+                r,
+                Mapped::Dual {
+                    packed: Some(op),
+                    unpacked: None,
+                },
+            );
+            self.ensure_unpacked(r, loc)
+        } else {
+            self.vals.insert(r, Mapped::Plain(op));
+            Ok(())
+        }
+    }
+
+    /// Calls a registered rule for `callee` on `args`, checking its output.
+    fn emit_rule(
+        &mut self,
+        callee: Callee<'_>,
+        rule: &dyn irad_rules::Frule,
+        args: &[FwdArg],
+        result: &Type,
+        loc: &Location,
+    ) -> Result<FwdOut, ForwardError> {
+        let call = FruleCall {
+            callee,
+            args,
+            result,
+            width: self.width,
+        };
+        let out = rule.emit(&mut self.b, &call).map_err(|e| {
+            ForwardError::new(loc.clone(), format!("forward rule of `{callee}`: {e}"))
+        })?;
+        check_out(&self.b, &out, result, self.width).map_err(|msg| {
+            ForwardError::new(loc.clone(), format!("forward rule of `{callee}`: {msg}"))
+        })?;
+        Ok(out)
+    }
+
+    /// The statements of the forward rule of one primal statement (not a phi).
+    fn make_fwds_ad_stmts(
+        &mut self,
+        kind: &InstKind,
+        result: Option<Value>,
+        loc: &Location,
+    ) -> Result<(), ForwardError> {
+        let src = self.src;
+        let result_ty = result.map_or(Type::Unit, |r| src.values[r].ty.clone());
+        match kind {
+            InstKind::Prim { prim, args } => {
+                let fargs = args
+                    .iter()
+                    .map(|op| {
+                        let ty = self.primal_type(op, loc)?;
+                        self.arg(op, &ty, loc)
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                let types: Vec<Type> = fargs.iter().map(|a| a.ty.clone()).collect();
+                let rule = self.registry.frule(*prim, &types).ok_or_else(|| {
+                    let list: Vec<String> = types.iter().map(Type::to_string).collect();
+                    ForwardError::new(
+                        loc.clone(),
+                        format!(
+                            "no forward rule for primitive `{prim}` on ({})",
+                            list.join(", ")
+                        ),
+                    )
+                })?;
+                let out = self.emit_rule(Callee::Prim(*prim), &*rule, &fargs, &result_ty, loc)?;
+                match result {
+                    Some(r) => self.define_unpacked(r, &result_ty, out, loc),
+                    None => Ok(()),
+                }
+            }
+            InstKind::Invoke { func, args } => {
+                let (name, sig) = self
+                    .callee_info
+                    .get(func)
+                    .cloned()
+                    .ok_or_else(|| ForwardError::new(loc.clone(), "internal error: callee"))?;
+                match self.callees.get(func).copied().flatten() {
+                    None => {
+                        // Marked primitive: its registered rule, in place.
+                        let rule = self.registry.function_frule(&name).ok_or_else(|| {
+                            ForwardError::new(loc.clone(), format!("no forward rule for @{name}"))
+                        })?;
+                        let fargs = args
+                            .iter()
+                            .zip(&sig.params)
+                            .map(|(op, ty)| self.arg(op, ty, loc))
+                            .collect::<Result<Vec<_>, _>>()?;
+                        let out =
+                            self.emit_rule(Callee::Func(&name), &*rule, &fargs, &sig.ret, loc)?;
+                        match result {
+                            Some(r) => self.define_unpacked(r, &result_ty, out, loc),
+                            None => Ok(()),
+                        }
+                    }
+                    Some(rule) => {
+                        let mut ops = Vec::with_capacity(args.len());
+                        for (op, ty) in args.iter().zip(&sig.params) {
+                            ops.push(self.packed(op, ty, loc)?);
+                        }
+                        let res = self.b.invoke(rule, &ops).map_err(self.build_err(loc))?;
+                        match result {
+                            Some(r) => self.define_packed(r, &result_ty, res, loc),
+                            None => Ok(()),
+                        }
+                    }
+                }
+            }
+            InstKind::CallValue { callee, args } => {
+                let f = self.plain(&Operand::Value(*callee), loc)?;
+                let Type::Func(sig) = src.values[*callee].ty.clone() else {
+                    return Err(ForwardError::new(
+                        loc.clone(),
+                        "internal error: a call through a value that is not a function",
+                    ));
+                };
+                let rule = self
+                    .b
+                    .prim(Prim::Frule, &[f, Operand::from(i64::from(self.width))])
+                    .map_err(self.build_err(loc))?
+                    .ok_or_else(|| ForwardError::new(loc.clone(), "internal error: frule"))?;
+                let mut ops = Vec::with_capacity(args.len());
+                for (op, ty) in args.iter().zip(&sig.params) {
+                    ops.push(self.packed(op, ty, loc)?);
+                }
+                let res = self.b.call_value(rule, &ops).map_err(self.build_err(loc))?;
+                match result {
+                    Some(r) => self.define_packed(r, &result_ty, res, loc),
+                    None => Ok(()),
+                }
+            }
+            InstKind::Phi { .. } => Err(ForwardError::new(
+                loc.clone(),
+                "internal error: a phi after other statements",
+            )),
+        }
+    }
+
+    /// The primal type of operand `op` of the source function.
+    fn primal_type(&self, op: &Operand, loc: &Location) -> Result<Type, ForwardError> {
+        match op {
+            Operand::Value(v) => Ok(self.src.values[*v].ty.clone()),
+            Operand::Const(c) => irad_ir::func::const_type(c, self.b.module()).ok_or_else(|| {
+                ForwardError::new(loc.clone(), "internal error: constant without a type")
+            }),
+        }
+    }
+}
+
+fn missing(loc: &Location, v: Value) -> ForwardError {
+    ForwardError::new(
+        loc.clone(),
+        format!("internal error: value {v:?} used before the rule defined it"),
+    )
+}
+
+fn unreachable_target(loc: &Location) -> ForwardError {
+    ForwardError::new(loc.clone(), "internal error: jump to a dropped block")
+}
+
+/// The location of statement `inst` of block `blk`.
+fn stmt_loc(src: &Func, blk: Block, inst: irad_ir::Inst, floc: &Location) -> Location {
+    let data = &src.blocks[blk];
+    let stmt = data
+        .insts
+        .iter()
+        .position(|&i| i == inst)
+        .map(|k| k as u32 + 1);
+    Location {
+        block: Some(data.label),
+        stmt,
+        pos: src.insts[inst].pos.or(floc.pos),
+        ..floc.clone()
+    }
+}
