@@ -1,6 +1,601 @@
-//! The built-in frule of every primitive.
+//! The built-in frule of every primitive of the table except the AD ones
+//! (`dual`, `primal`, `tangent`, `frule`), grouped as in `ir/src/prim.rs`.
+//!
+//! Assumes calls shaped as the forward transform makes them (see [`FwdArg`]):
+//! argument types as the primitive's signature says, tangents present only
+//! for arguments whose type has a tangent type, and then exactly `width` of
+//! them. A call of another shape is a [`RuleError`], never a panic.
+//!
+//! Guarantees, for every rule:
+//! - the primal statement is emitted first and exactly as the primal has it,
+//!   so the primal result, the primal arrays and any run-time error are those
+//!   of the primitive;
+//! - derivative factors are computed once, then each lane costs one multiply
+//!   (or one `select`, one array statement);
+//! - when no argument that matters has tangents, no tangent work is emitted:
+//!   the tangents are `None`, except for rules returning arrays, which return
+//!   fresh zero tangent arrays (a zero array needs its length);
+//! - at kinks, ties and NaN the conventions of `docs/rules.md`.
 
-use crate::Registry;
+use crate::emit::{self, Lanes, f64c, mul, value};
+use crate::{FruleCall, FwdArg, FwdOut, Registry, RuleError};
+use irad_ir::{FuncBuilder, Operand, Prim, Scalar, Type};
 
-/// Registers the built-in rules.
-pub(crate) fn install(_reg: &mut Registry) {}
+/// The derivative factor `f'(x)` of a function of one f64 argument, given the
+/// argument `x` and the primal result `y = f(x)`.
+type Factor = fn(&mut FuncBuilder<'_>, Operand, Operand) -> Result<Operand, RuleError>;
+
+/// A rule written as a plain function.
+type RuleFn = fn(&mut FuncBuilder<'_>, &FruleCall<'_>) -> Result<FwdOut, RuleError>;
+
+/// The functions of one f64 argument whose tangent is `f'(x) * t`.
+const UNARY: &[(Prim, Factor)] = &[
+    (Prim::Abs, abs_factor),
+    (Prim::Sqrt, |b, _, y| value(b, Prim::Div, &[f64c(0.5), y])),
+    (Prim::Exp, |_, _, y| Ok(y)),
+    (Prim::Log, |b, x, _| value(b, Prim::Div, &[f64c(1.0), x])),
+    (Prim::Log1p, |b, x, _| {
+        let d = value(b, Prim::Add, &[f64c(1.0), x])?;
+        value(b, Prim::Div, &[f64c(1.0), d])
+    }),
+    // expm1(x) + 1 = exp(x), without a second call of exp.
+    (Prim::Expm1, |b, _, y| value(b, Prim::Add, &[y, f64c(1.0)])),
+    (Prim::Sin, |b, x, _| value(b, Prim::Cos, &[x])),
+    (Prim::Cos, |b, x, _| {
+        let s = value(b, Prim::Sin, &[x])?;
+        value(b, Prim::Neg, &[s])
+    }),
+    // tan' = 1 + tan^2.
+    (Prim::Tan, |b, _, y| {
+        let y2 = mul(b, y, y)?;
+        value(b, Prim::Add, &[f64c(1.0), y2])
+    }),
+    (Prim::Asin, |b, x, _| inv_sqrt_one_minus_sq(b, x, 1.0)),
+    (Prim::Acos, |b, x, _| inv_sqrt_one_minus_sq(b, x, -1.0)),
+    (Prim::Atan, |b, x, _| {
+        let x2 = mul(b, x, x)?;
+        let d = value(b, Prim::Add, &[f64c(1.0), x2])?;
+        value(b, Prim::Div, &[f64c(1.0), d])
+    }),
+    (Prim::Sinh, |b, x, _| value(b, Prim::Cosh, &[x])),
+    (Prim::Cosh, |b, x, _| value(b, Prim::Sinh, &[x])),
+    // tanh' = 1 - tanh^2.
+    (Prim::Tanh, |b, _, y| {
+        let y2 = mul(b, y, y)?;
+        value(b, Prim::Sub, &[f64c(1.0), y2])
+    }),
+    // erf' = 2/sqrt(pi) * exp(-x^2).
+    (Prim::Erf, |b, x, _| {
+        let x2 = mul(b, x, x)?;
+        let m = value(b, Prim::Neg, &[x2])?;
+        let e = value(b, Prim::Exp, &[m])?;
+        mul(b, f64c(std::f64::consts::FRAC_2_SQRT_PI), e)
+    }),
+];
+
+/// Primitives whose result has no tangent type, or a tangent that is zero
+/// wherever it is defined: the primal statement and no tangents.
+const PRIMAL_ONLY: &[Prim] = &[
+    Prim::Floor,
+    Prim::Ceil,
+    Prim::Round,
+    Prim::Lt,
+    Prim::Le,
+    Prim::Gt,
+    Prim::Ge,
+    Prim::Eq,
+    Prim::Ne,
+    Prim::Iadd,
+    Prim::Isub,
+    Prim::Imul,
+    Prim::Idiv,
+    Prim::Irem,
+    Prim::Ineg,
+    Prim::And,
+    Prim::Or,
+    Prim::Not,
+    Prim::Sitofp,
+    Prim::Fptosi,
+    Prim::Length,
+];
+
+/// The rules of primitives with a rule function of their own.
+const OTHERS: &[(Prim, RuleFn)] = &[
+    (Prim::Add, add),
+    (Prim::Sub, sub),
+    (Prim::Mul, mul_rule),
+    (Prim::Div, div),
+    (Prim::Neg, neg),
+    (Prim::Pow, pow),
+    (Prim::Powi, powi),
+    (Prim::Min, min),
+    (Prim::Max, max),
+    (Prim::Copysign, copysign),
+    (Prim::Atan2, atan2),
+    (Prim::Select, select),
+    (Prim::Tuple, tuple),
+    (Prim::Getfield, getfield),
+    (Prim::Alloc, alloc),
+    (Prim::Zeros, zeros),
+    (Prim::Arrayref, arrayref),
+    (Prim::Arrayset, arrayset),
+    (Prim::Copy, copy),
+];
+
+/// Registers the built-in rules, each for every argument type (`types: None`).
+pub(crate) fn install(reg: &mut Registry) {
+    for &(prim, factor) in UNARY {
+        reg.register_frule(
+            prim,
+            None,
+            move |b: &mut FuncBuilder<'_>, call: &FruleCall<'_>| unary(b, call, prim, factor),
+        );
+    }
+    for &prim in PRIMAL_ONLY {
+        reg.register_frule(
+            prim,
+            None,
+            move |b: &mut FuncBuilder<'_>, call: &FruleCall<'_>| {
+                emit::check_width(call)?;
+                emit::primal_only(b, prim, call)
+            },
+        );
+    }
+    for &(prim, rule) in OTHERS {
+        reg.register_frule(prim, None, rule);
+    }
+}
+
+/// `y = f(x)`, then `f'(x) * t` in each lane.
+fn unary(
+    b: &mut FuncBuilder<'_>,
+    call: &FruleCall<'_>,
+    prim: Prim,
+    factor: Factor,
+) -> Result<FwdOut, RuleError> {
+    let [x] = emit::args(call, prim, 1)? else {
+        return Err(arity(prim));
+    };
+    let y = value(b, prim, &[x.primal])?;
+    let Some(tx) = &x.tangents else {
+        return Ok(out(y, None));
+    };
+    let f = factor(b, x.primal, y)?;
+    Ok(out(y, Some(emit::scale(b, f, tx)?)))
+}
+
+/// `abs`: the factor is -1 for x < 0 and +1 otherwise, so the tangent at
+/// both zeros (and at NaN) is `+t`: the right-sided derivative.
+fn abs_factor(b: &mut FuncBuilder<'_>, x: Operand, _y: Operand) -> Result<Operand, RuleError> {
+    let neg = value(b, Prim::Lt, &[x, f64c(0.0)])?;
+    value(b, Prim::Select, &[neg, f64c(-1.0), f64c(1.0)])
+}
+
+/// `sign / sqrt(1 - x^2)`: the derivative of asin (sign 1) and acos (sign -1).
+fn inv_sqrt_one_minus_sq(
+    b: &mut FuncBuilder<'_>,
+    x: Operand,
+    sign: f64,
+) -> Result<Operand, RuleError> {
+    let x2 = mul(b, x, x)?;
+    let d = value(b, Prim::Sub, &[f64c(1.0), x2])?;
+    let s = value(b, Prim::Sqrt, &[d])?;
+    value(b, Prim::Div, &[f64c(sign), s])
+}
+
+/// `d(x + y) = tx + ty`.
+fn add(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
+    let [x, y] = emit::args(call, Prim::Add, 2)? else {
+        return Err(arity(Prim::Add));
+    };
+    let z = value(b, Prim::Add, &[x.primal, y.primal])?;
+    let tangents = match (&x.tangents, &y.tangents) {
+        (None, None) => None,
+        (Some(tx), None) => Some(tx.clone()),
+        (None, Some(ty)) => Some(ty.clone()),
+        (Some(tx), Some(ty)) => Some(zip(b, tx, ty, |b, p, q| value(b, Prim::Add, &[p, q]))?),
+    };
+    Ok(out(z, tangents))
+}
+
+/// `d(x - y) = tx - ty`.
+fn sub(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
+    let [x, y] = emit::args(call, Prim::Sub, 2)? else {
+        return Err(arity(Prim::Sub));
+    };
+    let z = value(b, Prim::Sub, &[x.primal, y.primal])?;
+    let tangents = match (&x.tangents, &y.tangents) {
+        (None, None) => None,
+        (Some(tx), None) => Some(tx.clone()),
+        (None, Some(ty)) => Some(map(b, ty, |b, q| value(b, Prim::Neg, &[q]))?),
+        (Some(tx), Some(ty)) => Some(zip(b, tx, ty, |b, p, q| value(b, Prim::Sub, &[p, q]))?),
+    };
+    Ok(out(z, tangents))
+}
+
+/// `d(x * y) = tx * y + x * ty`.
+fn mul_rule(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
+    let [x, y] = emit::args(call, Prim::Mul, 2)? else {
+        return Err(arity(Prim::Mul));
+    };
+    let z = mul(b, x.primal, y.primal)?;
+    let tangents = match (&x.tangents, &y.tangents) {
+        (None, None) => None,
+        (Some(tx), None) => Some(emit::scale(b, y.primal, tx)?),
+        (None, Some(ty)) => Some(emit::scale(b, x.primal, ty)?),
+        (Some(tx), Some(ty)) => Some(zip(b, tx, ty, |b, p, q| {
+            let a = mul(b, p, y.primal)?;
+            let c = mul(b, x.primal, q)?;
+            value(b, Prim::Add, &[a, c])
+        })?),
+    };
+    Ok(out(z, tangents))
+}
+
+/// `d(x / y) = (tx - z ty) / y` with `z = x / y` the primal result.
+fn div(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
+    let [x, y] = emit::args(call, Prim::Div, 2)? else {
+        return Err(arity(Prim::Div));
+    };
+    let z = value(b, Prim::Div, &[x.primal, y.primal])?;
+    let tangents = match (&x.tangents, &y.tangents) {
+        (None, None) => None,
+        (Some(tx), None) => Some(map(b, tx, |b, p| value(b, Prim::Div, &[p, y.primal]))?),
+        (None, Some(ty)) => {
+            let q = value(b, Prim::Div, &[z, y.primal])?;
+            let f = value(b, Prim::Neg, &[q])?;
+            Some(emit::scale(b, f, ty)?)
+        }
+        (Some(tx), Some(ty)) => Some(zip(b, tx, ty, |b, p, q| {
+            let zq = mul(b, z, q)?;
+            let d = value(b, Prim::Sub, &[p, zq])?;
+            value(b, Prim::Div, &[d, y.primal])
+        })?),
+    };
+    Ok(out(z, tangents))
+}
+
+/// `d(-x) = -tx`.
+fn neg(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
+    let [x] = emit::args(call, Prim::Neg, 1)? else {
+        return Err(arity(Prim::Neg));
+    };
+    let y = value(b, Prim::Neg, &[x.primal])?;
+    let tangents = match &x.tangents {
+        None => None,
+        Some(tx) => Some(map(b, tx, |b, p| value(b, Prim::Neg, &[p]))?),
+    };
+    Ok(out(y, tangents))
+}
+
+/// `d pow(x, y) = tx * y * pow(x, y - 1) + ty * log(x) * pow(x, y)`; the log
+/// term only when y has tangents, so a constant exponent never meets the log
+/// of a negative base.
+fn pow(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
+    let [x, y] = emit::args(call, Prim::Pow, 2)? else {
+        return Err(arity(Prim::Pow));
+    };
+    let z = value(b, Prim::Pow, &[x.primal, y.primal])?;
+    let fx = match &x.tangents {
+        Some(_) => {
+            let ym1 = value(b, Prim::Sub, &[y.primal, f64c(1.0)])?;
+            let p = value(b, Prim::Pow, &[x.primal, ym1])?;
+            Some(mul(b, y.primal, p)?)
+        }
+        None => None,
+    };
+    let fy = match &y.tangents {
+        Some(_) => {
+            let l = value(b, Prim::Log, &[x.primal])?;
+            Some(mul(b, l, z)?)
+        }
+        None => None,
+    };
+    Ok(out(z, two_terms(b, call, x, fx, y, fy)?))
+}
+
+/// `d powi(x, n) = n * pow(x, n - 1) * tx`, with `n - 1` computed in f64:
+/// `powi(x, n)` is `pow(x, n as f64)`, so this is `powi(x, n - 1)` wherever
+/// `n - 1` is exact in f64, and it does not wrap at `n = i64::MIN`.
+fn powi(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
+    let [x, n] = emit::args(call, Prim::Powi, 2)? else {
+        return Err(arity(Prim::Powi));
+    };
+    let z = value(b, Prim::Powi, &[x.primal, n.primal])?;
+    let Some(tx) = &x.tangents else {
+        return Ok(out(z, None));
+    };
+    let nf = value(b, Prim::Sitofp, &[n.primal])?;
+    let nm1 = value(b, Prim::Sub, &[nf, f64c(1.0)])?;
+    let p = value(b, Prim::Pow, &[x.primal, nm1])?;
+    let f = mul(b, nf, p)?;
+    Ok(out(z, Some(emit::scale(b, f, tx)?)))
+}
+
+/// `min(a, b)`: the tangent of `a` where `le(a, b)`, else that of `b`; so a
+/// tie goes to the first operand, and a NaN operand (where `le` is false)
+/// gives the second operand's tangent.
+fn min(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
+    pick(b, call, Prim::Min, Prim::Le)
+}
+
+/// `max(a, b)`: the tangent of `a` where `ge(a, b)`, else that of `b`.
+fn max(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
+    pick(b, call, Prim::Max, Prim::Ge)
+}
+
+/// `min`/`max`: the primal, then `select(cmp(a, b), ta, tb)` in each lane.
+fn pick(
+    b: &mut FuncBuilder<'_>,
+    call: &FruleCall<'_>,
+    prim: Prim,
+    cmp: Prim,
+) -> Result<FwdOut, RuleError> {
+    let [x, y] = emit::args(call, prim, 2)? else {
+        return Err(arity(prim));
+    };
+    let z = value(b, prim, &[x.primal, y.primal])?;
+    if x.tangents.is_none() && y.tangents.is_none() {
+        return Ok(out(z, None));
+    }
+    let c = value(b, cmp, &[x.primal, y.primal])?;
+    let mut lanes = Lanes::new();
+    for k in emit::lanes(call) {
+        let tx = x.tangent(k).unwrap_or(f64c(0.0));
+        let ty = y.tangent(k).unwrap_or(f64c(0.0));
+        lanes.push(value(b, Prim::Select, &[c, tx, ty])?);
+    }
+    Ok(out(z, Some(lanes)))
+}
+
+/// `copysign(x, y)`: `tx` where the sign bits of x and y agree, else `-tx`,
+/// as `copysign(1, x) * copysign(1, y) * tx` (exact: the factor is ±1);
+/// zero with respect to y.
+fn copysign(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
+    let [x, y] = emit::args(call, Prim::Copysign, 2)? else {
+        return Err(arity(Prim::Copysign));
+    };
+    let z = value(b, Prim::Copysign, &[x.primal, y.primal])?;
+    let Some(tx) = &x.tangents else {
+        return Ok(out(z, None));
+    };
+    let sx = value(b, Prim::Copysign, &[f64c(1.0), x.primal])?;
+    let sy = value(b, Prim::Copysign, &[f64c(1.0), y.primal])?;
+    let f = mul(b, sx, sy)?;
+    Ok(out(z, Some(emit::scale(b, f, tx)?)))
+}
+
+/// `d atan2(y, x) = (x ty - y tx) / (x^2 + y^2)`.
+fn atan2(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
+    let [y, x] = emit::args(call, Prim::Atan2, 2)? else {
+        return Err(arity(Prim::Atan2));
+    };
+    let z = value(b, Prim::Atan2, &[y.primal, x.primal])?;
+    if y.tangents.is_none() && x.tangents.is_none() {
+        return Ok(out(z, None));
+    }
+    let x2 = mul(b, x.primal, x.primal)?;
+    let y2 = mul(b, y.primal, y.primal)?;
+    let r = value(b, Prim::Add, &[x2, y2])?;
+    let fy = match &y.tangents {
+        Some(_) => Some(value(b, Prim::Div, &[x.primal, r])?),
+        None => None,
+    };
+    let fx = match &x.tangents {
+        Some(_) => {
+            let q = value(b, Prim::Div, &[y.primal, r])?;
+            Some(value(b, Prim::Neg, &[q])?)
+        }
+        None => None,
+    };
+    Ok(out(z, two_terms(b, call, y, fy, x, fx)?))
+}
+
+/// `select(c, a, b)`: the primal select, then `select(c, ta, tb)` in each
+/// lane, for any tangent type; a side without tangents contributes a zero
+/// tangent (`0.0`, or fresh zero arrays for array-holding types).
+fn select(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
+    let [c, x, y] = emit::args(call, Prim::Select, 3)? else {
+        return Err(arity(Prim::Select));
+    };
+    let z = value(b, Prim::Select, &[c.primal, x.primal, y.primal])?;
+    let ty = &x.ty;
+    let no_work = x.tangents.is_none() && y.tangents.is_none() && !emit::contains_array(ty);
+    if !ty.has_tangent() || no_work {
+        return Ok(out(z, None));
+    }
+    let mut lanes = Lanes::new();
+    for k in emit::lanes(call) {
+        let tx = emit::tangent_or_zero(b, x, k)?.ok_or_else(|| no_tangent(Prim::Select, ty))?;
+        let ty_k = emit::tangent_or_zero(b, y, k)?.ok_or_else(|| no_tangent(Prim::Select, ty))?;
+        lanes.push(value(b, Prim::Select, &[c.primal, tx, ty_k])?);
+    }
+    Ok(out(z, Some(lanes)))
+}
+
+/// `tuple(a, ...)`: in each lane the tuple of the components' tangents, `()`
+/// for components without a tangent type, a zero for components without
+/// tangents; `None` when the tuple has no tangent type or no component has
+/// tangents (and none holds an array).
+fn tuple(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
+    emit::check_width(call)?;
+    let z = emit::primal(b, Prim::Tuple, call)?;
+    let result = Type::tuple(call.args.iter().map(|a| a.ty.clone()).collect());
+    let no_work = call.args.iter().all(|a| a.tangents.is_none()) && !emit::contains_array(&result);
+    if !result.has_tangent() || no_work {
+        return Ok(out(z, None));
+    }
+    let mut lanes = Lanes::new();
+    for k in emit::lanes(call) {
+        let mut parts = Vec::with_capacity(call.args.len());
+        for arg in call.args {
+            parts.push(emit::tangent_or_zero(b, arg, k)?.unwrap_or_else(emit::unit));
+        }
+        lanes.push(value(b, Prim::Tuple, &parts)?);
+    }
+    Ok(out(z, Some(lanes)))
+}
+
+/// `getfield(t, k)`: `getfield(tangent, k)` in each lane, when the field has a
+/// tangent type.
+fn getfield(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
+    let [t, k] = emit::args(call, Prim::Getfield, 2)? else {
+        return Err(arity(Prim::Getfield));
+    };
+    let z = value(b, Prim::Getfield, &[t.primal, k.primal])?;
+    let elem = call.result;
+    if !elem.has_tangent() {
+        return Ok(out(z, None));
+    }
+    let Some(tt) = &t.tangents else {
+        if emit::contains_array(elem) {
+            return Ok(out(z, emit::zero_tangents(b, elem, z, call.width)?));
+        }
+        return Ok(out(z, None));
+    };
+    Ok(out(
+        z,
+        Some(map(b, tt, |b, p| value(b, Prim::Getfield, &[p, k.primal]))?),
+    ))
+}
+
+/// `alloc(n) :: [f64]`: the primal and a fresh `alloc(n) :: [f64]` (all zero)
+/// per lane; `[i64]`, `[bool]`: the primal only.
+fn alloc(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
+    let [n] = emit::args(call, Prim::Alloc, 1)? else {
+        return Err(arity(Prim::Alloc));
+    };
+    let z = emit::primal(b, Prim::Alloc, call)?;
+    if *call.result != Type::Array(Scalar::F64) {
+        return Ok(out(z, None));
+    }
+    let mut lanes = Lanes::new();
+    for _ in emit::lanes(call) {
+        lanes.push(Operand::Value(b.alloc(Scalar::F64, n.primal)?));
+    }
+    Ok(out(z, Some(lanes)))
+}
+
+/// `zeros(n)`: the primal and a fresh `zeros(n)` per lane.
+fn zeros(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
+    let [n] = emit::args(call, Prim::Zeros, 1)? else {
+        return Err(arity(Prim::Zeros));
+    };
+    let z = value(b, Prim::Zeros, &[n.primal])?;
+    let mut lanes = Lanes::new();
+    for _ in emit::lanes(call) {
+        lanes.push(value(b, Prim::Zeros, &[n.primal])?);
+    }
+    Ok(out(z, Some(lanes)))
+}
+
+/// `arrayref(a, i)` on `[f64]`: `arrayref(ta, i)` in each lane.
+fn arrayref(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
+    let [a, i] = emit::args(call, Prim::Arrayref, 2)? else {
+        return Err(arity(Prim::Arrayref));
+    };
+    let z = value(b, Prim::Arrayref, &[a.primal, i.primal])?;
+    match (&a.ty, &a.tangents) {
+        (Type::Array(Scalar::F64), Some(ta)) => {
+            let lanes = map(b, ta, |b, p| value(b, Prim::Arrayref, &[p, i.primal]))?;
+            Ok(out(z, Some(lanes)))
+        }
+        _ => Ok(out(z, None)),
+    }
+}
+
+/// `arrayset(a, i, v)` on `[f64]`: the primal write, then in each lane
+/// `arrayset(ta, i, tv)` (`0.0` where v has no tangents), in place.
+fn arrayset(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
+    let [a, i, v] = emit::args(call, Prim::Arrayset, 3)? else {
+        return Err(arity(Prim::Arrayset));
+    };
+    emit::effect(b, Prim::Arrayset, &[a.primal, i.primal, v.primal])?;
+    if let (Type::Array(Scalar::F64), Some(ta)) = (&a.ty, &a.tangents) {
+        for (k, &t) in ta.iter().enumerate() {
+            let tv = v.tangent(k).unwrap_or(f64c(0.0));
+            emit::effect(b, Prim::Arrayset, &[t, i.primal, tv])?;
+        }
+    }
+    Ok(out(emit::unit(), None))
+}
+
+/// `copy(a)` on `[f64]`: the primal copy and a copy of each tangent array.
+fn copy(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
+    let [a] = emit::args(call, Prim::Copy, 1)? else {
+        return Err(arity(Prim::Copy));
+    };
+    let z = value(b, Prim::Copy, &[a.primal])?;
+    let tangents = match &a.tangents {
+        Some(ta) if a.ty == Type::Array(Scalar::F64) => {
+            Some(map(b, ta, |b, p| value(b, Prim::Copy, &[p]))?)
+        }
+        _ => emit::zero_tangents(b, &a.ty, z, call.width)?,
+    };
+    Ok(out(z, tangents))
+}
+
+/// `fa * ta + fb * tb` in each lane, for factors present where the argument
+/// has tangents; `None` when neither has.
+fn two_terms(
+    b: &mut FuncBuilder<'_>,
+    call: &FruleCall<'_>,
+    a: &FwdArg,
+    fa: Option<Operand>,
+    c: &FwdArg,
+    fc: Option<Operand>,
+) -> Result<Option<Lanes>, RuleError> {
+    if fa.is_none() && fc.is_none() {
+        return Ok(None);
+    }
+    let mut lanes = Lanes::new();
+    for k in emit::lanes(call) {
+        let p = match (fa, a.tangent(k)) {
+            (Some(f), Some(t)) => Some(mul(b, f, t)?),
+            _ => None,
+        };
+        let q = match (fc, c.tangent(k)) {
+            (Some(f), Some(t)) => Some(mul(b, f, t)?),
+            _ => None,
+        };
+        lanes.push(match (p, q) {
+            (Some(p), Some(q)) => value(b, Prim::Add, &[p, q])?,
+            (Some(t), None) | (None, Some(t)) => t,
+            (None, None) => f64c(0.0),
+        });
+    }
+    Ok(Some(lanes))
+}
+
+/// `f(t)` for each lane's tangent.
+fn map(
+    b: &mut FuncBuilder<'_>,
+    ts: &[Operand],
+    mut f: impl FnMut(&mut FuncBuilder<'_>, Operand) -> Result<Operand, RuleError>,
+) -> Result<Lanes, RuleError> {
+    ts.iter().map(|&t| f(b, t)).collect()
+}
+
+/// `f(p, q)` for the tangents of two arguments, lane by lane.
+fn zip(
+    b: &mut FuncBuilder<'_>,
+    ps: &[Operand],
+    qs: &[Operand],
+    mut f: impl FnMut(&mut FuncBuilder<'_>, Operand, Operand) -> Result<Operand, RuleError>,
+) -> Result<Lanes, RuleError> {
+    ps.iter().zip(qs).map(|(&p, &q)| f(b, p, q)).collect()
+}
+
+fn out(primal: Operand, tangents: Option<Lanes>) -> FwdOut {
+    FwdOut { primal, tangents }
+}
+
+fn arity(prim: Prim) -> RuleError {
+    RuleError::Unsupported(format!(
+        "wrong number of arguments for the rule of `{prim}`"
+    ))
+}
+
+fn no_tangent(prim: Prim, ty: &Type) -> RuleError {
+    RuleError::Unsupported(format!("the rule of `{prim}` found no tangent for a {ty}"))
+}

@@ -5,7 +5,9 @@
 //! - [`Registry`]: frules keyed by primitive and argument types, plus rules
 //!   users register for their own primitives or for functions they mark
 //!   primitive;
-//! - `frules` (private): the hand-written frule of every primitive of the table.
+//! - `frules` (private): the hand-written frule of every primitive of the table;
+//! - [`emit`]: helpers for writing rules (zero tangents of any type, lane
+//!   loops, the primal statement of a call), shared with the forward transform.
 //!
 //! The forward transform (`irad-passes`) calls a rule with the primal operands
 //! of a statement and their tangents already projected out of the duals
@@ -21,6 +23,7 @@
 
 #![warn(missing_docs)]
 
+pub mod emit;
 mod frules;
 
 use irad_ir::{BuildError, FuncBuilder, Operand, Prim, Type};

@@ -1,0 +1,218 @@
+//! Helpers for writing rules: emitting a primitive that must have a result,
+//! the primal statement of a call, zero tangents of any type, and checks of a
+//! call's shape. The built-in rules (`frules`) use them, and so may the forward
+//! transform and users' rules.
+//!
+//! Assumes a builder positioned in an open block. Guarantees: every helper
+//! either appends well-typed statements and returns their operands, or returns
+//! a [`RuleError`] (never panics); zero tangents of array-holding types are
+//! fresh arrays (never shared between lanes), so a later in-place write into
+//! one lane's tangent cannot show up in another's.
+
+use crate::{FruleCall, FwdArg, FwdOut, RuleError};
+use irad_ir::{Const, FuncBuilder, Operand, Prim, Scalar, Type};
+use smallvec::SmallVec;
+
+/// One tangent operand per lane.
+pub type Lanes = SmallVec<[Operand; 1]>;
+
+/// `call prim(args)` for a primitive whose result is not `()`; its result as
+/// an operand.
+pub fn value(b: &mut FuncBuilder<'_>, prim: Prim, args: &[Operand]) -> Result<Operand, RuleError> {
+    b.prim(prim, args)?.map(Operand::Value).ok_or_else(|| {
+        RuleError::Unsupported(format!("`{prim}` returned () where a value was expected"))
+    })
+}
+
+/// `call prim(args)` for a primitive whose result is `()`.
+pub fn effect(b: &mut FuncBuilder<'_>, prim: Prim, args: &[Operand]) -> Result<(), RuleError> {
+    b.prim(prim, args)?;
+    Ok(())
+}
+
+/// `mul(a, b)`.
+pub fn mul(b: &mut FuncBuilder<'_>, x: Operand, y: Operand) -> Result<Operand, RuleError> {
+    value(b, Prim::Mul, &[x, y])
+}
+
+/// The f64 constant `x` as an operand.
+pub fn f64c(x: f64) -> Operand {
+    Operand::Const(Const::F64(x))
+}
+
+/// The unit constant `()`.
+pub fn unit() -> Operand {
+    Operand::Const(Const::Unit)
+}
+
+/// The primal statement of `call`: `call prim(primals)` (for `alloc`, annotated
+/// with `call.result`), its result as an operand, `()` for a unit result.
+pub fn primal(
+    b: &mut FuncBuilder<'_>,
+    prim: Prim,
+    call: &FruleCall<'_>,
+) -> Result<Operand, RuleError> {
+    let args: SmallVec<[Operand; 3]> = call.args.iter().map(|a| a.primal).collect();
+    if prim == Prim::Alloc {
+        let (Type::Array(elem), [n]) = (call.result, args.as_slice()) else {
+            return Err(RuleError::Unsupported(format!(
+                "`alloc` needs one length and an array result type, found {} argument(s) and {}",
+                args.len(),
+                call.result
+            )));
+        };
+        return Ok(Operand::Value(b.alloc(*elem, *n)?));
+    }
+    Ok(b.prim(prim, &args)?.map_or_else(unit, Operand::Value))
+}
+
+/// The rule of a primitive whose result has no tangent, or a zero one: its
+/// primal statement, tangents `None`.
+pub fn primal_only(
+    b: &mut FuncBuilder<'_>,
+    prim: Prim,
+    call: &FruleCall<'_>,
+) -> Result<FwdOut, RuleError> {
+    Ok(FwdOut {
+        primal: primal(b, prim, call)?,
+        tangents: None,
+    })
+}
+
+/// The lane indices `0..width`.
+pub fn lanes(call: &FruleCall<'_>) -> std::ops::Range<usize> {
+    0..call.width as usize
+}
+
+/// Checks that `call` has `n` arguments and that every argument's tangents
+/// (where present) number `call.width`; returns the arguments.
+pub fn args<'c>(call: &FruleCall<'c>, prim: Prim, n: usize) -> Result<&'c [FwdArg], RuleError> {
+    if call.args.len() != n {
+        return Err(RuleError::Unsupported(format!(
+            "the rule of `{prim}` takes {n} argument(s), found {}",
+            call.args.len()
+        )));
+    }
+    check_width(call)?;
+    Ok(call.args)
+}
+
+/// Checks that the batch width is at least 1 and that every argument's
+/// tangents (where present) number exactly `call.width`.
+pub fn check_width(call: &FruleCall<'_>) -> Result<(), RuleError> {
+    if call.width == 0 {
+        return Err(RuleError::Unsupported(
+            "batch width 0: a rule needs at least one lane".into(),
+        ));
+    }
+    for (i, arg) in call.args.iter().enumerate() {
+        if let Some(t) = &arg.tangents
+            && t.len() != call.width as usize
+        {
+            return Err(RuleError::Unsupported(format!(
+                "argument {} has {} tangent(s), expected the batch width {}",
+                i + 1,
+                t.len(),
+                call.width
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `ty` holds an array outside a function type, so that a zero tangent
+/// of it cannot be a constant (it needs the primal's lengths).
+pub fn contains_array(ty: &Type) -> bool {
+    let mut stack = vec![ty];
+    while let Some(t) = stack.pop() {
+        match t {
+            Type::Array(_) => return true,
+            Type::Tuple(elems) => stack.extend(elems.iter()),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// A zero tangent for a value `primal` of type `ty`: `0.0` for f64, a fresh
+/// `zeros(length(primal))` for `[f64]`, for a tuple the tuple of its elements'
+/// zero tangents (`()` for elements without a tangent type); `None` when `ty`
+/// has no tangent type. Emits nothing for f64.
+pub fn zero_tangent(
+    b: &mut FuncBuilder<'_>,
+    ty: &Type,
+    primal: Operand,
+) -> Result<Option<Operand>, RuleError> {
+    match ty {
+        Type::F64 => Ok(Some(f64c(0.0))),
+        Type::Array(Scalar::F64) => {
+            let n = value(b, Prim::Length, &[primal])?;
+            Ok(Some(value(b, Prim::Zeros, &[n])?))
+        }
+        Type::Tuple(elems) if ty.has_tangent() => {
+            let mut parts = SmallVec::<[Operand; 4]>::new();
+            for (k, elem) in elems.iter().enumerate() {
+                let part = if elem.has_tangent() {
+                    // Constant f64 zeros need no getfield of the primal.
+                    let field = if contains_array(elem) {
+                        let k = i64::try_from(k)
+                            .map_err(|_| RuleError::Unsupported("tuple too wide".into()))?;
+                        value(b, Prim::Getfield, &[primal, Operand::Const(Const::I64(k))])?
+                    } else {
+                        primal
+                    };
+                    zero_tangent(b, elem, field)?.unwrap_or_else(unit)
+                } else {
+                    unit()
+                };
+                parts.push(part);
+            }
+            Ok(Some(value(b, Prim::Tuple, &parts)?))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// `width` zero tangents of a value `primal` of type `ty` (fresh arrays per
+/// lane); `None` when `ty` has no tangent type.
+pub fn zero_tangents(
+    b: &mut FuncBuilder<'_>,
+    ty: &Type,
+    primal: Operand,
+    width: u32,
+) -> Result<Option<Lanes>, RuleError> {
+    if !ty.has_tangent() {
+        return Ok(None);
+    }
+    let mut lanes = Lanes::new();
+    for _ in 0..width {
+        match zero_tangent(b, ty, primal)? {
+            Some(t) => lanes.push(t),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(lanes))
+}
+
+/// The tangent of `arg` in lane `k`, or a zero tangent when it has none
+/// (emitted with [`zero_tangent`]); `None` when its type has no tangent type.
+pub fn tangent_or_zero(
+    b: &mut FuncBuilder<'_>,
+    arg: &FwdArg,
+    k: usize,
+) -> Result<Option<Operand>, RuleError> {
+    match arg.tangent(k) {
+        Some(t) => Ok(Some(t)),
+        None => zero_tangent(b, &arg.ty, arg.primal),
+    }
+}
+
+/// Lane by lane `factor * t` for the tangents `tangents`: the chain rule of a
+/// function of one f64 argument whose derivative `factor` is computed once.
+pub fn scale(
+    b: &mut FuncBuilder<'_>,
+    factor: Operand,
+    tangents: &[Operand],
+) -> Result<Lanes, RuleError> {
+    tangents.iter().map(|&t| mul(b, factor, t)).collect()
+}
