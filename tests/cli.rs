@@ -298,3 +298,170 @@ fn check_and_dump_print_the_module() {
         .filter(|l| l.trim_start().starts_with("f0_b") && l.contains(" -> "));
     assert_eq!(edges.count(), 4, "{dot}");
 }
+
+const TUPLES: &str = "func @f(%p: (f64, i64), %x: f64, %n: i64) -> f64 {
+#1:
+  %a = call getfield(%p, 0) :: f64
+  %k = call getfield(%p, 1) :: i64
+  %kf = call sitofp(%k) :: f64
+  %b = call mul(%a, %x) :: f64
+  %c = call mul(%b, %kf) :: f64
+  return %c
+}
+
+func @pair(%x: f64) -> (f64, f64) {
+#1:
+  %t = call tuple(%x, %x) :: (f64, f64)
+  return %t
+}
+
+func @bad(%a: [f64], %x: f64) -> f64 {
+#1:
+  %e = call arrayref(%a, 3) :: f64
+  %r = call mul(%e, %x) :: f64
+  return %r
+}
+";
+
+#[test]
+fn grad_prints_value_and_gradient() {
+    let args = [
+        "-f",
+        "rosenbrock",
+        "--args",
+        "[1.5, 0.5, -0.3]",
+        "--mode",
+        "fwd",
+    ];
+    let mut cmd = vec!["grad", EXAMPLE];
+    cmd.extend(args);
+    let o = irad(&cmd);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "value: 337.0\ngradient:\n  %x: [1051.0, -241.0, -110.00000000000001]\n"
+    );
+    cmd.push("--json");
+    let o = irad(&cmd);
+    assert_eq!(
+        stdout(&o),
+        "{\"gradient\":[[1051.0,-241.0,-110.00000000000001]],\"value\":337.0}\n"
+    );
+    // Tuples have null for components without a tangent, i64 arguments null,
+    // and --wrt leaves the others null.
+    let path = file("grad", "tuples.ir", TUPLES.as_bytes());
+    let p = path.to_str().unwrap();
+    let base = [
+        "grad",
+        p,
+        "-f",
+        "f",
+        "--args",
+        "(2.0, 3), 0.5, 7",
+        "--mode",
+        "fwd",
+        "--json",
+    ];
+    let o = irad(&base);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "{\"gradient\":[[1.5,null],6.0,null],\"value\":3.0}\n"
+    );
+    let mut wrt = base.to_vec();
+    wrt.extend(["--wrt", "1"]);
+    let o = irad(&wrt);
+    assert_eq!(stdout(&o), "{\"gradient\":[null,6.0,null],\"value\":3.0}\n");
+    // Batch widths give the same answer.
+    let mut batch = base.to_vec();
+    batch.extend(["--batch", "1"]);
+    assert_eq!(stdout(&irad(&batch)), stdout(&irad(&base)));
+}
+
+#[test]
+fn grad_rejects_what_it_cannot_differentiate() {
+    let path = file("grad_errors", "tuples.ir", TUPLES.as_bytes());
+    let p = path.to_str().unwrap();
+    let case = |extra: &[&str], args: &str, f: &str| {
+        let mut cmd = vec!["grad", p, "-f", f, "--args", args];
+        cmd.extend(extra);
+        irad(&cmd)
+    };
+    // Reverse mode is the default and not built yet.
+    let o = case(&[], "(2.0, 3), 0.5, 7", "f");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains(":1:1: error: reverse mode is not built yet"),
+        "{}",
+        stderr(&o)
+    );
+    // --wrt out of range, or naming an argument without a tangent.
+    let o = case(&["--mode", "fwd", "--wrt", "5"], "(2.0, 3), 0.5, 7", "f");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("error: --wrt 5: @f has 3 arguments"),
+        "{}",
+        stderr(&o)
+    );
+    let o = case(&["--mode", "fwd", "--wrt", "2"], "(2.0, 3), 0.5, 7", "f");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("argument 2 of @f has type i64, which has no tangent"),
+        "{}",
+        stderr(&o)
+    );
+    // Only f64 results have a gradient.
+    let o = case(&["--mode", "fwd"], "1.0", "pair");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("@pair returns (f64, f64)"),
+        "{}",
+        stderr(&o)
+    );
+    // A run-time error inside the forward rule points at the primal's line.
+    let o = case(&["--mode", "fwd"], "[1.0], 2.0", "bad");
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains("tuples.ir:19:3: error: index 3 out of bounds"),
+        "{err}"
+    );
+    // Usage errors exit with 2.
+    assert_eq!(
+        case(&["--mode", "fwd", "--batch", "0"], "1.0", "pair")
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        case(&["--mode", "sideways"], "1.0", "pair").status.code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn dump_shows_forward_rules() {
+    let o = irad(&["dump", EXAMPLE, "-f", "rosenbrock", "--mode", "fwd"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.starts_with("func @rosenbrock.fwd(%x: dual<[f64]>) -> dual<f64> {"),
+        "{text}"
+    );
+    // What dump prints parses and verifies.
+    let path = file("dump_fwd", "fwd.ir", text.as_bytes());
+    let o = irad(&["check", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // --all-passes ends with the forward stage; --after forward needs --mode fwd.
+    let o = irad(&["dump", EXAMPLE, "--mode", "fwd", "--all-passes"]);
+    let text = stdout(&o);
+    assert!(text.starts_with("# input\n"), "{text}");
+    assert!(text.contains("\n# after forward\n"), "{text}");
+    let o = irad(&["dump", EXAMPLE, "--after", "forward"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = irad(&[
+        "dump", EXAMPLE, "--mode", "fwd", "--after", "forward", "--format", "dot",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("rosenbrock.fwd"));
+}

@@ -505,6 +505,16 @@ impl Ctx<'_, '_> {
         if let Operand::Value(pv) = pr {
             self.name(pv, v, ".p");
         }
+        for (k, t) in ts.iter().enumerate() {
+            if let Operand::Value(tv) = *t {
+                let suffix = if self.width == 1 {
+                    ".t".to_string()
+                } else {
+                    format!(".t{k}")
+                };
+                self.name(tv, v, &suffix);
+            }
+        }
         self.vals.insert(
             v,
             Mapped::Dual {

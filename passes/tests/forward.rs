@@ -1,0 +1,458 @@
+//! Forward mode through the library: the derived-rule cache (each rule built
+//! once per function and width, hits counted), recursion, functions marked
+//! primitive by a registered rule, primitives' rules replaced by users, the
+//! run-time rule cache of dynamic calls, batch mode, and the errors forward
+//! mode gives. Derivatives are checked against values worked out by hand.
+
+use irad_ir::interp::{Interpreter, RunOptions, Val};
+use irad_ir::text::{parse_module, print_module};
+use irad_ir::verify::verify_module;
+use irad_ir::{FuncRef, Module, Operand, Prim};
+use irad_passes::forward::grad::{GradOptions, gradient};
+use irad_passes::forward::{CacheStats, Forward};
+use irad_rules::emit::{f64c, mul, value};
+use irad_rules::{FruleCall, FwdOut, Registry, RuleError};
+use smallvec::smallvec;
+
+fn module(text: &str) -> Module {
+    let m = parse_module(text).expect("test IR parses");
+    verify_module(&m).expect("test IR verifies");
+    m
+}
+
+/// Value and gradient of `name` at `args` (scalars only), width `width`.
+fn grad(
+    m: &mut Module,
+    fwd: &mut Forward<'_>,
+    name: &str,
+    args: &[f64],
+    width: u32,
+) -> (f64, Vec<f64>) {
+    let f = m.by_name(name).expect("function exists");
+    let vals: Vec<Val> = args.iter().map(|&x| Val::F64(x)).collect();
+    let opts = GradOptions {
+        width,
+        ..GradOptions::default()
+    };
+    let g = gradient(m, fwd, f, &vals, &opts).expect("gradient");
+    let Val::F64(v) = g.value else {
+        panic!("value is not f64")
+    };
+    let ds = g
+        .gradient
+        .iter()
+        .map(|d| match d {
+            Some(Val::F64(d)) => *d,
+            other => panic!("unexpected gradient entry {other:?}"),
+        })
+        .collect();
+    (v, ds)
+}
+
+const TWO_CALLERS: &str = "
+func @sq(%x: f64) -> f64 {
+#1:
+  %y = call mul(%x, %x)
+  return %y
+}
+func @f(%a: f64, %b: f64) -> f64 {
+#1:
+  %u = invoke @sq(%a)
+  %v = invoke @sq(%b)
+  %w = invoke @g(%a)
+  %s = call add(%u, %v)
+  %t = call add(%s, %w)
+  return %t
+}
+func @g(%x: f64) -> f64 {
+#1:
+  %y = invoke @sq(%x)
+  %z = call mul(%y, 3.0)
+  return %z
+}
+";
+
+#[test]
+fn a_function_called_from_several_places_is_derived_once() {
+    let mut m = module(TWO_CALLERS);
+    let reg = Registry::new();
+    let mut fwd = Forward::new(&reg);
+    let (v, d) = grad(&mut m, &mut fwd, "f", &[2.0, 3.0], 1);
+    // f = a^2 + b^2 + 3 a^2
+    assert_eq!(v, 4.0 + 9.0 + 12.0);
+    assert_eq!(d, vec![16.0, 6.0]);
+    // @f, @sq, @g derived once each. A rule asks the cache once per callee
+    // (the two calls in @f share one request), so @sq's second request, from
+    // @g, is the one hit.
+    assert_eq!(
+        fwd.stats(),
+        CacheStats {
+            derived: 3,
+            wrapped: 0,
+            hits: 1
+        }
+    );
+    let text = print_module(&m);
+    assert_eq!(text.matches("func @sq.fwd(").count(), 1, "{text}");
+    // A second request, of the same rule, is a hit and adds nothing.
+    let n = m.len();
+    let f = m.by_name("f").unwrap();
+    let again = fwd.rule(&mut m, f, 1).unwrap();
+    assert_eq!(Some(again), m.by_name("f.fwd"));
+    assert_eq!(m.len(), n);
+    assert_eq!(fwd.stats().hits, 2);
+    // Another width is another rule.
+    let (_, d4) = grad(&mut m, &mut fwd, "f", &[2.0, 3.0], 2);
+    assert_eq!(d4, d);
+    assert!(m.by_name("f.fwd2").is_some() && m.by_name("sq.fwd2").is_some());
+    verify_module(&m).expect("rules verify");
+}
+
+#[test]
+fn recursion_and_mutual_recursion_terminate_and_are_right() {
+    let mut m = module(
+        "
+func @pow(%x: f64, %n: i64) -> f64 {
+#1:
+  %z = call le(%n, 0)
+  gotoifnot %z, #3
+#2:
+  return 1.0
+#3:
+  %m = call isub(%n, 1)
+  %r = invoke @pow(%x, %m)
+  %y = call mul(%r, %x)
+  return %y
+}
+func @even(%x: f64, %n: i64) -> f64 {
+#1:
+  %z = call eq(%n, 0)
+  gotoifnot %z, #3
+#2:
+  return %x
+#3:
+  %m = call isub(%n, 1)
+  %s = call sin(%x)
+  %r = invoke @odd(%s, %m)
+  return %r
+}
+func @odd(%x: f64, %n: i64) -> f64 {
+#1:
+  %m = call isub(%n, 1)
+  %r = invoke @even(%x, %m)
+  %y = call mul(%r, 2.0)
+  return %y
+}
+",
+    );
+    irad_passes::normalise(&mut m).unwrap();
+    let reg = Registry::new();
+    let mut fwd = Forward::new(&reg);
+    let f = m.by_name("pow").unwrap();
+    let g = gradient(
+        &mut m,
+        &mut fwd,
+        f,
+        &[Val::F64(1.5), Val::I64(5)],
+        &GradOptions::default(),
+    )
+    .unwrap();
+    assert!(g.value.same(&Val::F64(1.5f64.powi(5))));
+    assert!(matches!(g.gradient[0], Some(Val::F64(d)) if (d - 5.0 * 1.5f64.powi(4)).abs() < 1e-12));
+    assert!(g.gradient[1].is_none(), "an i64 argument has no gradient");
+    // even(x, 2) = odd(sin x, 1) = 2 * even(sin x, 0) = 2 sin x
+    let e = m.by_name("even").unwrap();
+    let g = gradient(
+        &mut m,
+        &mut fwd,
+        e,
+        &[Val::F64(0.3), Val::I64(2)],
+        &GradOptions::default(),
+    )
+    .unwrap();
+    assert!(matches!(g.gradient[0], Some(Val::F64(d)) if (d - 2.0 * 0.3f64.cos()).abs() < 1e-15));
+    assert_eq!(fwd.stats().derived, 3);
+    verify_module(&m).expect("rules verify");
+}
+
+/// A rule for `@sq` that is deliberately not the derivative of its body
+/// (tangent 10 t instead of 2 x t), so that using it shows.
+fn fake_sq_rule(
+    b: &mut irad_ir::FuncBuilder<'_>,
+    call: &FruleCall<'_>,
+) -> Result<FwdOut, RuleError> {
+    let x = &call.args[0];
+    let y = value(b, Prim::Mul, &[x.primal, x.primal])?;
+    let tangents = match &x.tangents {
+        Some(ts) => {
+            let mut out = smallvec![];
+            for &t in ts {
+                out.push(mul(b, t, f64c(10.0))?);
+            }
+            Some(out)
+        }
+        None => None,
+    };
+    Ok(FwdOut {
+        primal: y,
+        tangents,
+    })
+}
+
+#[test]
+fn a_registered_function_rule_is_used_instead_of_derivation() {
+    let mut m = module(TWO_CALLERS);
+    let mut reg = Registry::new();
+    reg.register_function_frule("sq", fake_sq_rule);
+    let mut fwd = Forward::new(&reg);
+    let (v, d) = grad(&mut m, &mut fwd, "f", &[2.0, 3.0], 1);
+    assert_eq!(v, 25.0);
+    // d/da = 10 + 3 * 10, d/db = 10 with the fake rule.
+    assert_eq!(d, vec![40.0, 10.0]);
+    assert!(m.by_name("sq.fwd").is_none(), "@sq must not be derived");
+    assert_eq!(fwd.stats().derived, 2);
+}
+
+#[test]
+fn a_registered_primitive_rule_replaces_the_built_in_one() {
+    let mut m = module(
+        "
+func @f(%x: f64) -> f64 {
+#1:
+  %y = call sin(%x)
+  return %y
+}
+",
+    );
+    let mut reg = Registry::new();
+    reg.register_frule(Prim::Sin, None, fake_sq_rule);
+    let mut fwd = Forward::new(&reg);
+    let (v, d) = grad(&mut m, &mut fwd, "f", &[3.0], 1);
+    assert_eq!((v, d), (9.0, vec![10.0]));
+}
+
+const DYNAMIC: &str = "
+func @sq(%x: f64) -> f64 {
+#1:
+  %y = call mul(%x, %x)
+  return %y
+}
+func @pick(%c: bool) -> fn(f64) -> f64 {
+#1:
+  gotoifnot %c, #3
+#2:
+  return @sq
+#3:
+  return @sin
+}
+func @f(%x: f64, %c: bool) -> f64 {
+#1:
+  %g = invoke @pick(%c)
+  %y = call %g(%x)
+  %z = call %g(%y)
+  return %z
+}
+";
+
+#[test]
+fn dynamic_calls_find_their_rules_at_run_time_once() {
+    let mut m = module(DYNAMIC);
+    irad_passes::normalise(&mut m).unwrap();
+    let reg = Registry::new();
+    let mut fwd = Forward::new(&reg);
+    let f = m.by_name("f").unwrap();
+    let x = 0.7f64;
+    let opts = GradOptions::default();
+    // The function value is chosen at run time: sq(sq(x)) = x^4 ...
+    let g = gradient(&mut m, &mut fwd, f, &[Val::F64(x), Val::Bool(true)], &opts).unwrap();
+    assert!(g.value.same(&Val::F64((x * x) * (x * x))));
+    assert!(matches!(g.gradient[0], Some(Val::F64(d)) if (d - 4.0 * x * x * x).abs() < 1e-15));
+    // ... or sin(sin(x)), through the rule built around the primitive.
+    let g = gradient(&mut m, &mut fwd, f, &[Val::F64(x), Val::Bool(false)], &opts).unwrap();
+    let want = x.sin().cos() * x.cos();
+    assert!(matches!(g.gradient[0], Some(Val::F64(d)) if (d - want).abs() < 1e-15));
+    // @f, @pick derived statically; @sq derived at run time on first use;
+    // @sin wrapped once. The second call of each is answered by the
+    // interpreter's memo, the second gradient by the cache.
+    assert!(fwd.cached(FuncRef::Prim(Prim::Sin), 1).is_some());
+    let sq = m.by_name("sq").unwrap();
+    assert!(fwd.cached(FuncRef::User(sq), 1).is_some());
+    let s = fwd.stats();
+    assert_eq!((s.derived, s.wrapped), (3, 1), "{s:?}");
+    verify_module(&m).expect("rules verify");
+}
+
+#[test]
+fn frule_runs_through_any_interpreter_with_the_provider() {
+    let mut m = module(DYNAMIC);
+    let reg = Registry::new();
+    let mut fwd = Forward::new(&reg);
+    let f = m.by_name("f").unwrap();
+    let rule = fwd.rule(&mut m, f, 1).unwrap();
+    let n = m.len();
+    let mut interp = Interpreter::with_rules(&mut m, &mut fwd);
+    let arg = Val::Dual(vec![Val::F64(2.0), Val::F64(1.0)].into());
+    let out = interp
+        .run(rule, &[arg, Val::Bool(true)], &RunOptions::default())
+        .unwrap();
+    assert!(out.same(&Val::Dual(vec![Val::F64(16.0), Val::F64(32.0)].into())));
+    assert_eq!(interp.module().len(), n + 1, "@sq.fwd added at run time");
+}
+
+#[test]
+fn batch_lanes_equal_single_lanes() {
+    let text = "
+func @f(%x: [f64], %s: f64) -> f64 {
+#1:
+  %n = call length(%x)
+  goto #2
+#2:
+  %i = phi [#1 => 0, #3 => %j]
+  %acc = phi [#1 => 0.0, #3 => %acc2]
+  %c = call lt(%i, %n)
+  gotoifnot %c, #4
+#3:
+  %v = call arrayref(%x, %i)
+  %w = call mul(%v, %s)
+  %e = call exp(%w)
+  call arrayset(%x, %i, %e)
+  %acc2 = call add(%acc, %e)
+  %j = call iadd(%i, 1)
+  goto #2
+#4:
+  %t = call arrayref(%x, 0)
+  %r = call mul(%acc, %t)
+  return %r
+}
+";
+    let reg = Registry::new();
+    let args = || {
+        vec![
+            Val::f64_array(vec![0.1, -0.4, 0.9, 0.3, -1.2]),
+            Val::F64(0.8),
+        ]
+    };
+    let mut results = Vec::new();
+    for width in [1u32, 2, 3, 6, 8] {
+        let mut m = module(text);
+        let mut fwd = Forward::new(&reg);
+        let f = m.by_name("f").unwrap();
+        let opts = GradOptions {
+            width,
+            ..GradOptions::default()
+        };
+        let g = gradient(&mut m, &mut fwd, f, &args(), &opts).unwrap();
+        // Six differentiated f64s: ceil(6 / width) passes.
+        assert_eq!(
+            g.passes,
+            6usize.div_ceil(width.min(6) as usize),
+            "width {width}"
+        );
+        results.push(g);
+    }
+    for g in &results[1..] {
+        assert!(g.value.same(&results[0].value));
+        for (a, b) in g.gradient.iter().zip(&results[0].gradient) {
+            assert!(a.as_ref().unwrap().same(b.as_ref().unwrap()));
+        }
+    }
+    // d/ds of the result by hand: r = (sum_i e^{x_i s}) * e^{x_0 s}.
+    let xs = [0.1f64, -0.4, 0.9, 0.3, -1.2];
+    let s = 0.8f64;
+    let sum: f64 = xs.iter().map(|x| (x * s).exp()).sum();
+    let dsum: f64 = xs.iter().map(|x| x * (x * s).exp()).sum();
+    let t = (xs[0] * s).exp();
+    let want = dsum * t + sum * xs[0] * t;
+    let Some(Val::F64(ds)) = results[0].gradient[1] else {
+        panic!("no gradient for s")
+    };
+    assert!((ds - want).abs() < 1e-12 * want.abs(), "{ds} vs {want}");
+}
+
+#[test]
+fn forward_mode_errors_are_located() {
+    // A module whose function already works on duals.
+    let mut m = module(
+        "
+func @f(%x: dual<f64>) -> f64 {
+#1:
+  %p = call primal(%x)
+  return %p
+}
+",
+    );
+    let reg = Registry::new();
+    let mut fwd = Forward::new(&reg);
+    let f = m.by_name("f").unwrap();
+    let err = fwd.rule(&mut m, f, 1).unwrap_err();
+    assert!(err.msg.contains("forward mode is not nested"), "{err}");
+    assert_eq!(err.loc.func.as_deref(), Some("f"));
+    // No rule for a primitive: an empty registry.
+    let mut m = module(
+        "
+func @g(%x: f64) -> f64 {
+#1:
+  %y = call cos(%x)
+  return %y
+}
+",
+    );
+    let empty = Registry::empty();
+    let mut fwd = Forward::new(&empty);
+    let g = m.by_name("g").unwrap();
+    let err = fwd.rule(&mut m, g, 1).unwrap_err();
+    assert_eq!(err.msg, "no forward rule for primitive `cos` on (f64)");
+    assert_eq!((err.loc.block, err.loc.stmt), (Some(1), Some(1)));
+    assert!(err.loc.pos.is_some());
+    // A rule that returns the wrong type is reported, not trusted.
+    let mut reg = Registry::new();
+    reg.register_frule(
+        Prim::Cos,
+        None,
+        |_b: &mut irad_ir::FuncBuilder<'_>, _c: &FruleCall<'_>| {
+            Ok(FwdOut {
+                primal: Operand::from(1),
+                tangents: None,
+            })
+        },
+    );
+    let mut fwd = Forward::new(&reg);
+    let err = fwd.rule(&mut m, g, 1).unwrap_err();
+    assert!(
+        err.msg
+            .contains("forward rule of `cos`: its primal result has type i64, expected f64"),
+        "{err}"
+    );
+    // Widths out of range.
+    let mut fwd = Forward::new(&reg);
+    assert!(
+        fwd.rule(&mut m, g, 0)
+            .unwrap_err()
+            .msg
+            .contains("batch width 0")
+    );
+    assert!(fwd.rule(&mut m, g, 257).is_err());
+}
+
+#[test]
+fn names_do_not_collide_with_existing_functions() {
+    let mut m = module(
+        "
+func @f(%x: f64) -> f64 {
+#1:
+  %y = call sin(%x)
+  return %y
+}
+func @f.fwd(%x: f64) -> f64 {
+#1:
+  return %x
+}
+",
+    );
+    let reg = Registry::new();
+    let mut fwd = Forward::new(&reg);
+    let f = m.by_name("f").unwrap();
+    let r = fwd.rule(&mut m, f, 1).unwrap();
+    assert_eq!(m[r].name, "f.fwd.1");
+    verify_module(&m).unwrap();
+}
