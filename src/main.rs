@@ -318,7 +318,8 @@ fn render_module(module: &irad::ir::Module, funcs: &[irad::ir::FuncId], format: 
         Format::Text => funcs
             .iter()
             .map(|&f| irad::ir::text::print_func(module, f))
-            .collect(),
+            .collect::<Vec<_>>()
+            .join("\n"),
         Format::Dot => irad::dot::module_to_dot(module, funcs),
     }
 }

@@ -377,7 +377,8 @@ impl Ctx<'_, '_> {
             self.vals.insert(p, m);
         }
         let mut phi_of: HashMap<Value, Value> = HashMap::new();
-        let mut entries: Vec<(Value, Block, Operand)> = Vec::new();
+        // (primal phi, index of the entry in it, new predecessor, operand)
+        let mut entries: Vec<(Value, usize, Block, Operand)> = Vec::new();
         for &i in &cfg.reverse_postorder() {
             let blk = cfg.layout[i];
             let nb = bmap[&blk];
@@ -441,11 +442,11 @@ impl Ctx<'_, '_> {
                     let Some(r) = src.insts[inst].result else {
                         continue;
                     };
-                    for (pred, op) in es {
+                    for (k, (pred, op)) in es.iter().enumerate() {
                         if *pred == blk {
                             let ty = &src.values[r].ty;
                             let nop = self.packed(op, ty, &tloc)?;
-                            entries.push((r, nb, nop));
+                            entries.push((r, k, nb, nop));
                         }
                     }
                 }
@@ -470,7 +471,9 @@ impl Ctx<'_, '_> {
                 }
             }
         }
-        for (phi, pred, op) in entries {
+        // In the primal's entry order, so the rule reads like the primal.
+        entries.sort_by_key(|&(phi, k, _, _)| (phi, k));
+        for (phi, _, pred, op) in entries {
             let nv = *phi_of
                 .get(&phi)
                 .ok_or_else(|| ForwardError::new(floc.clone(), "internal error: phi not built"))?;
