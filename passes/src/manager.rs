@@ -17,8 +17,9 @@ use irad_ir::{Func, Module};
 pub struct Pass {
     /// The name `irad dump --after` and filetests (`# test: pass NAME`) use.
     pub name: &'static str,
-    /// The transform: in place, over one function.
-    pub run: fn(&mut Func),
+    /// The transform: in place, over one function; it returns whether it
+    /// changed the function.
+    pub run: fn(&mut Func) -> bool,
     /// One line on what the pass guarantees.
     pub doc: &'static str,
 }
@@ -147,6 +148,8 @@ pub fn run_pipeline(
     let mut snapshots = Vec::new();
     for pass in pipeline {
         for id in m.func_ids() {
+            // Whether the pass changed anything does not matter here: every
+            // pass runs once.
             (pass.run)(&mut m[id]);
         }
         if opts.verify {
@@ -204,8 +207,9 @@ mod tests {
 
     const SRC: &str = "func @f(%x: f64) -> f64 {\n#1:\n  gotoifnot true, #3\n#2:\n  return %x\n#3:\n  return 1.0\n}\n";
 
-    fn empty_layout(func: &mut Func) {
+    fn empty_layout(func: &mut Func) -> bool {
         func.layout.clear();
+        true
     }
 
     #[test]

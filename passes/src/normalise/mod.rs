@@ -1,8 +1,9 @@
 //! The normalisation passes (DESIGN.md, Normalisation): transforms that bring a
 //! function to the canonical shape later passes rely on. One file per pass;
-//! each pass is a free function over `&mut Func`, idempotent, and its output
-//! verifies whenever its input does. This module also holds the small edits
-//! they share (phi entries, new blocks, fresh labels).
+//! each pass is a free function over `&mut Func` that returns whether it
+//! changed the function; each is idempotent, and its output verifies whenever
+//! its input does. This module also holds the small edits they share (phi
+//! entries, new blocks, fresh labels).
 //!
 //! Assumes verified functions. Guarantees of the shared helpers: they never
 //! touch the layout (callers queue layout edits and apply them once).

@@ -17,8 +17,9 @@ use super::phis;
 use irad_ir::{Func, Inst, InstKind, Operand, Terminator, Value};
 use std::collections::{HashMap, HashSet};
 
-/// Replaces every trivial phi by its operand.
-pub fn remove_trivial_phis(func: &mut Func) {
+/// Replaces every trivial phi by its operand; returns whether there were any.
+pub fn remove_trivial_phis(func: &mut Func) -> bool {
+    let mut changed = false;
     loop {
         let callees = callees(func);
         let mut found: HashMap<Value, (Inst, Operand)> = HashMap::new();
@@ -44,8 +45,9 @@ pub fn remove_trivial_phis(func: &mut Func) {
             .map(|(&v, &x)| (v, x))
             .collect();
         if ready.is_empty() {
-            return;
+            return changed;
         }
+        changed = true;
         let removed: HashSet<Inst> = ready.values().map(|&(inst, _)| inst).collect();
         let subst: HashMap<Value, Operand> = ready.iter().map(|(&v, &(_, op))| (v, op)).collect();
         let layout = func.layout.clone();
