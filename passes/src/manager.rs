@@ -117,6 +117,11 @@ static PASSES: &[Pass] = &[
         run: passes_fn::remove_trivial_phis,
         doc: "no phi whose entries are all one operand (or the phi itself)",
     },
+    Pass {
+        name: "uniform_constant_operands",
+        run: passes_fn::uniform_constant_operands,
+        doc: "a constant operand of an exchangeable binary primitive comes second",
+    },
 ];
 
 /// Every registered pass, each once.

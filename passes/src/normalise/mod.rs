@@ -13,12 +13,14 @@ mod remove_trivial_phis;
 mod remove_unreachable_blocks;
 mod single_return;
 mod split_critical_edges;
+mod uniform_constant_operands;
 
 pub use fold_constant_branches::fold_constant_branches;
 pub use remove_trivial_phis::remove_trivial_phis;
 pub use remove_unreachable_blocks::remove_unreachable_blocks;
 pub use single_return::single_return;
 pub use split_critical_edges::split_critical_edges;
+pub use uniform_constant_operands::uniform_constant_operands;
 
 use irad_ir::{Block, BlockData, Func, Inst, InstKind, Terminator};
 
