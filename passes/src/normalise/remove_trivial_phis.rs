@@ -8,10 +8,11 @@
 //! call (`call %p(...)` needs a value). Every use of a removed phi (operands,
 //! phi entries, callees, terminators) now names its operand, which dominates
 //! every place the phi did. Removing one phi can make another trivial; the
-//! pass repeats until none is. Not in the normalisation pipeline: it can
-//! substitute a constant into a `gotoifnot`, which `fold_constant_branches`
-//! (earlier in the pipeline) would then fold, so the pipeline would not be
-//! idempotent. Idempotent on its own.
+//! pass repeats until none is. It can substitute a constant into a `gotoifnot`
+//! or into the first operand of a primitive call, undoing what
+//! `fold_constant_branches` and `uniform_constant_operands` guarantee; the
+//! normalisation pipeline therefore runs it with them in the group `simplify`,
+//! to a fixpoint. Idempotent on its own.
 
 use super::phis;
 use irad_ir::{Func, Inst, InstKind, Operand, Terminator, Value};
