@@ -1,7 +1,9 @@
 //! `irad dump --after PASS` and `--all-passes` at the command line: the output
 //! is valid IR text (each `# after PASS` section on its own), unknown pass names
 //! are usage errors (exit 2, clap lists the pass names), and the two flags
-//! exclude each other.
+//! exclude each other. `--all-passes` shows every round of the group
+//! `simplify` that changed the module; `--after` one of its passes stops after
+//! that pass's first run.
 
 use irad::ir::text::parse_module;
 use irad::ir::verify::verify_module;
@@ -51,12 +53,15 @@ fn all_passes_prints_one_valid_section_per_pass() {
     assert_eq!(out.status.code(), Some(0));
     let text = stdout(&out);
     let headers: Vec<&str> = text.lines().filter(|l| l.starts_with("# ")).collect();
+    // simplify's second round changes nothing, so it is not shown.
     assert_eq!(
         headers,
         [
             "# input",
+            "# after uniform_constant_operands",
             "# after fold_constant_branches",
             "# after remove_unreachable_blocks",
+            "# after remove_trivial_phis",
             "# after split_critical_edges",
             "# after single_return",
         ]
@@ -72,7 +77,7 @@ fn all_passes_prints_one_valid_section_per_pass() {
             section.push('\n');
         }
     }
-    assert_eq!(sections.len(), 5);
+    assert_eq!(sections.len(), 7);
     for section in &sections {
         let m = parse_module(section).expect("each section parses");
         assert!(verify_module(&m).is_ok(), "{section}");
@@ -84,7 +89,37 @@ fn all_passes_prints_one_valid_section_per_pass() {
 fn all_passes_as_dot() {
     let out = irad(&["dump", FILE, "--all-passes", "--format", "dot"]);
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(stdout(&out).matches("digraph irad").count(), 5);
+    assert_eq!(stdout(&out).matches("digraph irad").count(), 7);
+}
+
+const FIXPOINT: &str = "tests/filetests/passes/simplify_fixpoint.ir";
+
+#[test]
+fn all_passes_shows_every_round_of_simplify_that_changed() {
+    let out = irad(&["dump", FIXPOINT, "--all-passes"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    let headers: Vec<&str> = text.lines().filter(|l| l.starts_with("# after ")).collect();
+    let round = [
+        "# after uniform_constant_operands",
+        "# after fold_constant_branches",
+        "# after remove_unreachable_blocks",
+        "# after remove_trivial_phis",
+    ];
+    let tail = ["# after split_critical_edges", "# after single_return"];
+    assert_eq!(headers, [&round[..], &round, &round, &tail].concat());
+}
+
+/// `--after` a pass of simplify stops after its first run; `--after simplify`
+/// shows the fixpoint.
+#[test]
+fn after_a_pass_of_simplify_is_its_first_run() {
+    let first = stdout(&irad(&["dump", FIXPOINT, "--after", "remove_trivial_phis"]));
+    assert!(first.contains("gotoifnot true, #5"), "{first}");
+    let fixpoint = stdout(&irad(&["dump", FIXPOINT, "--after", "simplify"]));
+    assert!(!fixpoint.contains("gotoifnot true"), "{fixpoint}");
+    assert!(!fixpoint.contains("gotoifnot false"), "{fixpoint}");
+    assert!(!fixpoint.contains("phi"), "{fixpoint}");
 }
 
 #[test]

@@ -11,8 +11,9 @@
 use super::remove_phi_entries;
 use irad_ir::{Const, Func, Operand, Terminator};
 
-/// Turns every `gotoifnot` on a constant condition into a `goto`.
-pub fn fold_constant_branches(func: &mut Func) {
+/// Turns every `gotoifnot` on a constant condition into a `goto`; returns
+/// whether it folded any.
+pub fn fold_constant_branches(func: &mut Func) -> bool {
     // Queue (block, taken, dropped) first: the fall-through successor depends
     // on the layout, which is read while the terminators are rewritten.
     let mut folds = Vec::new();
@@ -30,8 +31,10 @@ pub fn fold_constant_branches(func: &mut Func) {
         let (taken, dropped) = if cond { (next, target) } else { (target, next) };
         folds.push((block, taken, dropped));
     }
+    let changed = !folds.is_empty();
     for (block, taken, dropped) in folds {
         func.blocks[block].term = Some(Terminator::Goto(taken));
         remove_phi_entries(func, dropped, block);
     }
+    changed
 }

@@ -1,8 +1,9 @@
 //! The normalisation passes (DESIGN.md, Normalisation): transforms that bring a
 //! function to the canonical shape later passes rely on. One file per pass;
-//! each pass is a free function over `&mut Func`, idempotent, and its output
-//! verifies whenever its input does. This module also holds the small edits
-//! they share (phi entries, new blocks, fresh labels).
+//! each pass is a free function over `&mut Func` that returns whether it
+//! changed the function; each is idempotent, and its output verifies whenever
+//! its input does. This module also holds the small edits they share (phi
+//! entries, new blocks, fresh labels).
 //!
 //! Assumes verified functions. Guarantees of the shared helpers: they never
 //! touch the layout (callers queue layout edits and apply them once).
@@ -12,12 +13,14 @@ mod remove_trivial_phis;
 mod remove_unreachable_blocks;
 mod single_return;
 mod split_critical_edges;
+mod uniform_constant_operands;
 
 pub use fold_constant_branches::fold_constant_branches;
 pub use remove_trivial_phis::remove_trivial_phis;
 pub use remove_unreachable_blocks::remove_unreachable_blocks;
 pub use single_return::single_return;
 pub use split_critical_edges::split_critical_edges;
+pub use uniform_constant_operands::uniform_constant_operands;
 
 use irad_ir::{Block, BlockData, Func, Inst, InstKind, Terminator};
 

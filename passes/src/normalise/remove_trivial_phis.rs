@@ -8,17 +8,19 @@
 //! call (`call %p(...)` needs a value). Every use of a removed phi (operands,
 //! phi entries, callees, terminators) now names its operand, which dominates
 //! every place the phi did. Removing one phi can make another trivial; the
-//! pass repeats until none is. Not in the normalisation pipeline: it can
-//! substitute a constant into a `gotoifnot`, which `fold_constant_branches`
-//! (earlier in the pipeline) would then fold, so the pipeline would not be
-//! idempotent. Idempotent on its own.
+//! pass repeats until none is. It can substitute a constant into a `gotoifnot`
+//! or into the first operand of a primitive call, undoing what
+//! `fold_constant_branches` and `uniform_constant_operands` guarantee; the
+//! normalisation pipeline therefore runs it with them in the group `simplify`,
+//! to a fixpoint. Idempotent on its own.
 
 use super::phis;
 use irad_ir::{Func, Inst, InstKind, Operand, Terminator, Value};
 use std::collections::{HashMap, HashSet};
 
-/// Replaces every trivial phi by its operand.
-pub fn remove_trivial_phis(func: &mut Func) {
+/// Replaces every trivial phi by its operand; returns whether there were any.
+pub fn remove_trivial_phis(func: &mut Func) -> bool {
+    let mut changed = false;
     loop {
         let callees = callees(func);
         let mut found: HashMap<Value, (Inst, Operand)> = HashMap::new();
@@ -44,8 +46,9 @@ pub fn remove_trivial_phis(func: &mut Func) {
             .map(|(&v, &x)| (v, x))
             .collect();
         if ready.is_empty() {
-            return;
+            return changed;
         }
+        changed = true;
         let removed: HashSet<Inst> = ready.values().map(|&(inst, _)| inst).collect();
         let subst: HashMap<Value, Operand> = ready.iter().map(|(&v, &(_, op))| (v, op)).collect();
         let layout = func.layout.clone();

@@ -13,12 +13,13 @@ use super::remove_phi_entries;
 use crate::cfg::Cfg;
 use irad_ir::Func;
 
-/// Drops unreachable blocks from the layout and their phi entries.
-pub fn remove_unreachable_blocks(func: &mut Func) {
+/// Drops unreachable blocks from the layout and their phi entries; returns
+/// whether there were any.
+pub fn remove_unreachable_blocks(func: &mut Func) -> bool {
     let cfg = Cfg::new(func);
     let reachable = cfg.reachable();
     if reachable.iter().all(|&r| r) {
-        return;
+        return false;
     }
     // Queue the phi fixes (edges from a dead block into a live one), then apply
     // them and the new layout once.
@@ -43,4 +44,5 @@ pub fn remove_unreachable_blocks(func: &mut Func) {
         .filter(|(_, r)| **r)
         .map(|(&b, _)| b)
         .collect();
+    true
 }

@@ -13,8 +13,9 @@ use super::{Labels, new_block};
 use irad_ir::{Block, Func, InstKind, Operand, Terminator};
 use smallvec::SmallVec;
 
-/// Merges all returns into one, at the end of the layout.
-pub fn single_return(func: &mut Func) {
+/// Merges all returns into one, at the end of the layout; returns whether the
+/// function changed.
+pub fn single_return(func: &mut Func) -> bool {
     let returns: Vec<(Block, Operand)> = func
         .layout
         .iter()
@@ -24,10 +25,10 @@ pub fn single_return(func: &mut Func) {
         })
         .collect();
     let Some(&(first_block, first_op)) = returns.first() else {
-        return;
+        return false;
     };
     if returns.len() == 1 && func.layout.last() == Some(&first_block) {
-        return;
+        return false;
     }
     let exit = new_block(
         func,
@@ -46,4 +47,5 @@ pub fn single_return(func: &mut Func) {
         }
     }
     func.layout.push(exit);
+    true
 }

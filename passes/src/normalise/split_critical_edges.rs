@@ -16,8 +16,9 @@ use super::{Labels, new_block, rename_phi_pred};
 use crate::cfg::Cfg;
 use irad_ir::{Block, Func, Terminator};
 
-/// Inserts an empty block on every critical edge.
-pub fn split_critical_edges(func: &mut Func) {
+/// Inserts an empty block on every critical edge; returns whether there were
+/// any.
+pub fn split_critical_edges(func: &mut Func) -> bool {
     let cfg = Cfg::new(func);
     let n = cfg.layout.len();
     // New blocks to place after / before each layout index, applied at the end.
@@ -53,7 +54,7 @@ pub fn split_critical_edges(func: &mut Func) {
         }
     }
     if !changed {
-        return;
+        return false;
     }
     let mut layout = Vec::with_capacity(n + 2 * n);
     for ((block, before), after) in cfg.layout.iter().zip(&before).zip(&after) {
@@ -62,4 +63,5 @@ pub fn split_critical_edges(func: &mut Func) {
         layout.extend(after.iter().copied());
     }
     func.layout = layout;
+    true
 }
