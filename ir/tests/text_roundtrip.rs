@@ -58,7 +58,21 @@ fn random_type(rng: &mut Rng, depth: usize) -> Type {
             let params = (0..n).map(|_| random_type(rng, depth + 1)).collect();
             Type::func(params, random_type(rng, depth + 1))
         }
-        _ => Type::dual(random_type(rng, depth + 1)),
+        _ => {
+            // dual<T> needs a T with a tangent; batch widths print as `, N`.
+            let inner = random_type(rng, depth + 1);
+            let inner = if inner.has_tangent() {
+                inner
+            } else {
+                Type::F64
+            };
+            let width = if rng.chance(30) {
+                2 + rng.below(3) as u32
+            } else {
+                1
+            };
+            Type::dual_n(inner, width)
+        }
     }
 }
 

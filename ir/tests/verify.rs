@@ -1270,9 +1270,9 @@ fn apply(m: &mut Module, id: FuncId, mutation: &Mutation) {
                 let n = ops.len();
                 if n > 1 {
                     let (a, b) = (a % n, b % n);
-                    let tmp = *ops[a];
-                    *ops[a] = *ops[b];
-                    *ops[b] = tmp;
+                    let (x, y) = (*ops[a], *ops[b]);
+                    *ops[a] = y;
+                    *ops[b] = x;
                 }
             }
         }
