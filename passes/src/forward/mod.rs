@@ -132,6 +132,19 @@ impl<'r> Forward<'r> {
         }
         let id = self.request(module, callee, width)?;
         self.drain(module)?;
+        // Like every pass, checked by the verifier in debug builds and tests.
+        if cfg!(debug_assertions)
+            && let Err(errs) = irad_ir::verify::verify_module(module)
+        {
+            let first = errs.first().map_or(String::new(), |e| e.to_string());
+            return Err(ForwardError::new(
+                Location::default(),
+                format!(
+                    "internal error: a forward rule does not verify ({} error(s); first: {first})",
+                    errs.len()
+                ),
+            ));
+        }
         Ok(id)
     }
 
