@@ -25,6 +25,7 @@
 
 pub mod emit;
 mod frules;
+pub mod table;
 
 use irad_ir::{BuildError, FuncBuilder, Operand, Prim, Type};
 use smallvec::SmallVec;
