@@ -23,6 +23,7 @@
 
 #![warn(missing_docs)]
 
+pub mod check;
 pub mod emit;
 mod frules;
 pub mod table;
