@@ -5,7 +5,8 @@
 //! function ([`find_function`]), read its arguments ([`parse_args`]), run it
 //! ([`run`]), and show any error in SYNTAX.md's format ([`Error::render`]).
 //! The layers themselves are re-exported: [`ir`] is the IR crate, [`passes`]
-//! the pass manager and normalisation.
+//! the pass manager and normalisation, [`rules`] the rule registry and the
+//! rule checker behind `irad test-rules` ([`test_rules`]).
 //!
 //! Every function here returns [`Error`] for bad input; none panics.
 
@@ -14,6 +15,7 @@ pub mod dot;
 
 pub use irad_ir as ir;
 pub use irad_passes as passes;
+pub use irad_rules as rules;
 
 use ir::interp::value::{ArrayData, Val};
 use ir::interp::{RunError, RunOptions};
@@ -105,6 +107,14 @@ pub enum Error {
         file: String,
         /// The error (boxed: it is large and rare).
         err: Box<RunError>,
+    },
+    /// `irad test-rules`: some rules disagree with their primitive.
+    #[error("error: {failed} of {total} rule checks failed")]
+    RulesFailed {
+        /// How many test signatures failed.
+        failed: usize,
+        /// How many were checked.
+        total: usize,
     },
 }
 
@@ -241,6 +251,27 @@ pub fn run(
         file: src.name.clone(),
         err: Box::new(err),
     })
+}
+
+/// `irad test-rules`: checks the built-in frule of every primitive against
+/// finite differences of the primitive (`rules::check`). Returns the table to
+/// print, and [`Error::RulesFailed`] when any rule failed.
+pub fn test_rules(opts: &rules::check::CheckOptions) -> (String, Result<(), Error>) {
+    let reports = rules::check::check_frules(&rules::Registry::new(), opts);
+    let table = rules::check::render_table(&reports, opts);
+    let failed = reports
+        .iter()
+        .filter(|r| r.verdict != rules::check::Verdict::Pass)
+        .count();
+    let verdict = if failed == 0 {
+        Ok(())
+    } else {
+        Err(Error::RulesFailed {
+            failed,
+            total: reports.len(),
+        })
+    };
+    (table, verdict)
 }
 
 impl Error {

@@ -150,6 +150,49 @@ pub fn check_signature(reg: &Registry, sig: &Signature, opts: &CheckOptions) -> 
     report
 }
 
+/// The reports as a table for people: one line per signature (rule,
+/// samples, max error, verdict), then each failure's message, then a summary
+/// line naming the options.
+pub fn render_table(reports: &[RuleReport], opts: &CheckOptions) -> String {
+    let width = reports
+        .iter()
+        .map(|r| r.name.len())
+        .chain(std::iter::once(4))
+        .max()
+        .unwrap_or(4);
+    let mut out = format!(
+        "{:width$}  {:>7}  {:>9}  verdict\n",
+        "rule", "samples", "max error"
+    );
+    for r in reports {
+        out.push_str(&format!(
+            "{:width$}  {:>7}  {:>9.2e}  {}\n",
+            r.name, r.samples, r.max_error, r.verdict
+        ));
+    }
+    let failed: Vec<&RuleReport> = reports
+        .iter()
+        .filter(|r| r.verdict == Verdict::Fail)
+        .collect();
+    for r in &failed {
+        out.push_str(&format!(
+            "\nFAIL {}: {}\n",
+            r.name,
+            r.message.as_deref().unwrap_or("failed")
+        ));
+    }
+    let worst = reports.iter().map(|r| r.max_error).fold(0.0, f64::max);
+    out.push_str(&format!(
+        "\n{} signatures checked: {} passed, {} failed; max error {worst:.2e} (tolerance {TOLERANCE:.0e}; {} samples each, seed {})\n",
+        reports.len(),
+        reports.len() - failed.len(),
+        failed.len(),
+        opts.samples,
+        opts.seed
+    ));
+    out
+}
+
 /// Builds, in `module`, the function `@name` that runs `reg`'s rule for `sig`
 /// at batch width `width`: its parameters are the non-constant arguments'
 /// [`Type::forward`] types, it projects each dual parameter into its primal
