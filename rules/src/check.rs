@@ -48,6 +48,9 @@ pub const DEFAULT_SEED: u64 = 0x1ad5_eed5;
 /// and is still far below the error of any wrong formula.
 pub const TOLERANCE: f64 = 1e-6;
 
+/// The longest array the checker samples, whatever a domain asks for.
+pub const MAX_SAMPLE_LEN: i64 = 1 << 16;
+
 /// The batch width checked against width 1.
 pub const WIDTH: u32 = 3;
 
@@ -757,7 +760,13 @@ fn sample_domain(rng: &mut SplitMix64, d: &Domain, earlier: &[Option<Sample>]) -
         }
         Domain::Array { elem, lo, hi, len } => {
             let lo_len = i64::try_from(len.0).unwrap_or(0);
-            let hi_len = i64::try_from(len.1).unwrap_or(0).max(lo_len);
+            // Capped, so that a table entry cannot ask for more memory than a
+            // test deserves.
+            let hi_len = i64::try_from(len.1)
+                .unwrap_or(MAX_SAMPLE_LEN)
+                .min(MAX_SAMPLE_LEN)
+                .max(lo_len.min(MAX_SAMPLE_LEN));
+            let lo_len = lo_len.min(hi_len);
             let n = usize::try_from(rng.int(lo_len, hi_len)).unwrap_or(0);
             match elem {
                 irad_ir::Scalar::F64 => {

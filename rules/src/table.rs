@@ -80,8 +80,9 @@ pub enum Domain {
         /// The array argument.
         of: usize,
     },
-    /// An array of `len.0..=len.1` elements, each from `[lo, hi]` (rounded
-    /// to integers for `[i64]`, ignored for `[bool]`).
+    /// An array of `len.0..=len.1` elements (at most
+    /// `check::MAX_SAMPLE_LEN`), each from `[lo, hi]` (rounded to integers
+    /// for `[i64]`, ignored for `[bool]`).
     Array {
         /// The element type.
         elem: Scalar,
