@@ -7,7 +7,8 @@
 //! Forward mode: [`grad_forward`] gives value and gradient, [`forward_module`]
 //! the module with forward rules added (what `irad dump --mode fwd` prints).
 //! The layers themselves are re-exported: [`ir`] is the IR crate, [`rules`] the
-//! rule registry, [`passes`] the pass manager, normalisation and forward mode.
+//! rule registry and the rule checker behind `irad test-rules`
+//! ([`test_rules`]), [`passes`] the pass manager, normalisation and forward mode.
 //!
 //! Every function here returns [`Error`] for bad input; none panics.
 
@@ -128,6 +129,14 @@ pub enum Error {
         file: String,
         /// The error (boxed: it is large and rare).
         err: Box<RunError>,
+    },
+    /// `irad test-rules`: some rules disagree with their primitive.
+    #[error("error: {failed} of {total} rule checks failed")]
+    RulesFailed {
+        /// How many test signatures failed.
+        failed: usize,
+        /// How many were checked.
+        total: usize,
     },
 }
 
@@ -338,6 +347,27 @@ pub fn forward_module(
     }
     let added = m.func_ids().skip(before).collect();
     Ok((m, added))
+}
+
+/// `irad test-rules`: checks the built-in frule of every primitive against
+/// finite differences of the primitive (`rules::check`). Returns the table to
+/// print, and [`Error::RulesFailed`] when any rule failed.
+pub fn test_rules(opts: &rules::check::CheckOptions) -> (String, Result<(), Error>) {
+    let reports = rules::check::check_frules(&rules::Registry::new(), opts);
+    let table = rules::check::render_table(&reports, opts);
+    let failed = reports
+        .iter()
+        .filter(|r| r.verdict != rules::check::Verdict::Pass)
+        .count();
+    let verdict = if failed == 0 {
+        Ok(())
+    } else {
+        Err(Error::RulesFailed {
+            failed,
+            total: reports.len(),
+        })
+    };
+    (table, verdict)
 }
 
 impl Error {

@@ -1,6 +1,7 @@
 //! The `irad` command line (SYNTAX.md §3): `run`, `grad` (forward mode),
-//! `check` and `dump` (with `--after PASS` / `--all-passes` over the
-//! normalisation pipeline, and `--mode fwd` for the forward rules).
+//! `check`, `dump` (with `--after PASS` / `--all-passes` over the
+//! normalisation pipeline, and `--mode fwd` for the forward rules) and
+//! `test-rules` (the frule checker; exit 1 when a rule fails).
 //!
 //! Exit status: 0 on success, 1 for a user error (parse, verification,
 //! run-time, malformed arguments) with the message on stderr, 2 for bad usage
@@ -37,6 +38,18 @@ enum Command {
     },
     /// Print a file's IR in canonical form, or its control-flow graph.
     Dump(DumpCmd),
+    /// Check every primitive's forward rule against finite differences.
+    TestRules(TestRulesCmd),
+}
+
+#[derive(Args)]
+struct TestRulesCmd {
+    /// Random points per test signature.
+    #[arg(long, value_name = "N", default_value_t = irad::rules::check::DEFAULT_SAMPLES)]
+    samples: usize,
+    /// The seed of the random points and directions.
+    #[arg(long, value_name = "S", default_value_t = irad::rules::check::DEFAULT_SEED)]
+    seed: u64,
 }
 
 #[derive(Args)]
@@ -180,6 +193,15 @@ fn main() -> ExitCode {
 /// can show their lines.
 fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
     match command {
+        Command::TestRules(cmd) => {
+            let opts = irad::rules::check::CheckOptions {
+                samples: cmd.samples,
+                seed: cmd.seed,
+            };
+            let (table, verdict) = irad::test_rules(&opts);
+            out(&table);
+            verdict?;
+        }
         Command::Check { file } => {
             let module = load(&file, sources)?;
             let n = module.len();

@@ -20,11 +20,113 @@
 //! array after the emitted statements are exactly those of the primitive; the
 //! tangents are the primitive's directional derivatives, lane by lane, with
 //! the conventions of `docs/rules.md` at kinks.
+//!
+//! [`check`] is the finite-difference rule checker over the test table
+//! ([`table`]) that `irad test-rules` runs.
+//!
+//! # Registering a rule
+//!
+//! A rule is a function (or closure) from the builder and the call to the
+//! primal result and its tangents. Register it for a primitive (for exact
+//! argument types, or all of them) with [`Registry::register_frule`], or mark
+//! a user function primitive with [`Registry::register_function_frule`]; the
+//! newest registration wins. `docs/rules.md` refers to this example.
+//!
+//! ```
+//! use irad_ir::interp::{run, RunOptions, Val};
+//! use irad_ir::{FuncBuilder, Operand, Prim, Type};
+//! use irad_rules::check::{check_signature, CheckOptions, Verdict};
+//! use irad_rules::{emit, FruleCall, FwdOut, Registry, RuleError};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // 1. A rule for the primitive `exp` on f64: y = exp(x), tangent y * t per lane.
+//! fn exp_rule(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
+//!     let [x] = call.args else {
+//!         return Err(RuleError::Unsupported("exp takes one argument".into()));
+//!     };
+//!     let y = emit::value(b, Prim::Exp, &[x.primal])?;
+//!     let tangents = match &x.tangents {
+//!         Some(ts) => Some(emit::scale(b, y, ts)?), // no tangents: no tangent work
+//!         None => None,
+//!     };
+//!     Ok(FwdOut { primal: y, tangents })
+//! }
+//! let mut reg = Registry::new();
+//! reg.register_frule(Prim::Exp, Some(vec![Type::F64]), exp_rule);
+//! // The checker tests it like a built-in rule.
+//! let sig = irad_rules::table::signatures()
+//!     .into_iter()
+//!     .find(|s| s.to_string() == "exp(f64)")
+//!     .ok_or("exp(f64) is in the table")?;
+//! let report = check_signature(&reg, &sig, &CheckOptions::default());
+//! assert_eq!(report.verdict, Verdict::Pass);
+//!
+//! // 2. A user function marked primitive: softplus(x) = log1p(exp(x)), whose
+//! // derivative is the logistic function 1 / (1 + exp(-x)).
+//! reg.register_function_frule("softplus", |b: &mut FuncBuilder<'_>, call: &FruleCall<'_>| {
+//!     let [x] = call.args else {
+//!         return Err(RuleError::Unsupported("softplus takes one argument".into()));
+//!     };
+//!     let missing = || RuleError::Unsupported("no @softplus".into());
+//!     let f = b.module().by_name("softplus").ok_or_else(missing)?;
+//!     let y = b.invoke(f, &[x.primal])?.map(Operand::Value).ok_or_else(missing)?;
+//!     let Some(ts) = &x.tangents else {
+//!         return Ok(FwdOut { primal: y, tangents: None });
+//!     };
+//!     let m = emit::value(b, Prim::Neg, &[x.primal])?;
+//!     let e = emit::value(b, Prim::Exp, &[m])?;
+//!     let d = emit::value(b, Prim::Add, &[emit::f64c(1.0), e])?;
+//!     let s = emit::value(b, Prim::Div, &[emit::f64c(1.0), d])?;
+//!     Ok(FwdOut { primal: y, tangents: Some(emit::scale(b, s, ts)?) })
+//! });
+//!
+//! // Forward mode calls the rule where it meets `invoke @softplus`; here we
+//! // call it by hand in a function `@softplus.fwd(dual<f64>) -> dual<f64>`.
+//! let mut m = irad_ir::text::parse_module(
+//!     "func @softplus(%x: f64) -> f64 {\n#1:\n  %e = call exp(%x) :: f64\n  %y = call log1p(%e) :: f64\n  return %y\n}\n",
+//! )?;
+//! let dual = Type::dual(Type::F64);
+//! let fwd = m.declare_func("softplus.fwd", vec![(None, dual.clone())], dual)?;
+//! let mut b = FuncBuilder::new(&mut m, fwd)?;
+//! let entry = b.create_block();
+//! b.switch_to_block(entry)?;
+//! let d = Operand::Value(b.param(0)?);
+//! let primal = emit::value(&mut b, Prim::Primal, &[d])?;
+//! let tangent = emit::value(&mut b, Prim::Tangent, &[d, Operand::from(0i64)])?;
+//! let tangents = Some([tangent].into_iter().collect());
+//! let arg = irad_rules::FwdArg { primal, ty: Type::F64, tangents };
+//! let call = FruleCall {
+//!     callee: irad_rules::Callee::Func("softplus"),
+//!     args: std::slice::from_ref(&arg),
+//!     result: &Type::F64,
+//!     width: 1,
+//! };
+//! let rule = reg.function_frule("softplus").ok_or("softplus is marked primitive")?;
+//! let out = rule.emit(&mut b, &call)?;
+//! let tangents = out.tangents.ok_or("softplus has a tangent")?;
+//! let packed = emit::value(&mut b, Prim::Dual, &[out.primal, tangents[0]])?;
+//! b.ret(packed)?;
+//! irad_ir::verify::verify_module(&m).map_err(|e| format!("{e:?}"))?;
+//!
+//! let x = Val::Dual(vec![Val::F64(0.5), Val::F64(2.0)].into());
+//! let Val::Dual(r) = run(&m, fwd, &[x], &RunOptions::default())? else {
+//!     return Err("a dual result".into());
+//! };
+//! let (Val::F64(y), Val::F64(t)) = (&r[0], &r[1]) else {
+//!     return Err("f64 parts".into());
+//! };
+//! assert!((y - 0.5f64.exp().ln_1p()).abs() < 1e-15);
+//! assert!((t - 2.0 / (1.0 + (-0.5f64).exp())).abs() < 1e-15);
+//! # Ok(())
+//! # }
+//! ```
 
 #![warn(missing_docs)]
 
+pub mod check;
 pub mod emit;
 mod frules;
+pub mod table;
 
 use irad_ir::{BuildError, FuncBuilder, Operand, Prim, Type};
 use smallvec::SmallVec;
