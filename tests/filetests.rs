@@ -24,6 +24,13 @@
 //!   output must verify, round-trip, pass the file's `# run:` lines, and not
 //!   change when the pass (or pipeline) runs again.
 //!
+//! - `# test: forward`: the file is normalised and the forward rule (width 1)
+//!   of every function built with `irad::forward_module`; the printed module
+//!   (the normalised primal and the rules) is compared with the sibling
+//!   `NAME_OF_FILE.forward.ir` (`IRAD_BLESS=1` writes it). The output must
+//!   verify and round-trip, and the expected file must parse, verify and pass
+//!   the file's `# run:` lines, which run on the primal functions.
+//!
 //! Every file that is not an error test is also normalised: the result must
 //! verify, round-trip, be a fixed point of the pipeline, and pass the file's
 //! `# run:` and `# run-error:` lines. Every file that is not an error test is
@@ -105,6 +112,8 @@ enum Directive {
     Pass(String),
     /// `# test: normalise`
     Normalise,
+    /// `# test: forward`
+    Forward,
 }
 
 struct Call {
@@ -151,7 +160,34 @@ fn filetest(path: &Utf8Path, text: String) -> datatest_stable::Result<()> {
         let printed = check_pipeline(&module, &pipeline, &directives)?;
         compare_with_sibling(path, suffix, &printed, &directives)?;
     }
+    if directives.iter().any(|d| matches!(d, Directive::Forward)) {
+        let printed = check_forward(path, &text, &module)?;
+        compare_with_sibling(path, "forward", &printed, &directives)?;
+    }
     Ok(())
+}
+
+/// The module with the forward rule (width 1) of every function, printed;
+/// it must verify and round-trip.
+fn check_forward(path: &Utf8Path, text: &str, module: &Module) -> Result<String> {
+    let src = irad::Source {
+        name: path.to_string(),
+        text: text.to_string(),
+    };
+    let registry = irad::rules::Registry::new();
+    let (m, _) = irad::forward_module(&src, module, &[], 1, &registry)
+        .map_err(|e| format!("forward mode failed:\n{}", e.render(&[&src])))?;
+    if let Err(errs) = verify_module(&m) {
+        let msgs: Vec<String> = errs.iter().map(ToString::to_string).collect();
+        return Err(format!(
+            "the forward rules do not verify:\n{}\n{}",
+            msgs.join("\n"),
+            print_module(&m)
+        )
+        .into());
+    }
+    round_trip(&m).map_err(|e| format!("forward rules: {e}"))?;
+    Ok(print_module(&m))
 }
 
 /// Runs `pipeline` over a copy of `module` (the manager verifies after each
@@ -480,7 +516,8 @@ fn run_directives(module: &Module, directives: &[Directive]) -> Result<()> {
             Directive::Error { .. }
             | Directive::Dump
             | Directive::Pass(_)
-            | Directive::Normalise => {}
+            | Directive::Normalise
+            | Directive::Forward => {}
         }
     }
     Ok(())
@@ -583,6 +620,7 @@ fn directives(text: &str, lang: Lang) -> Result<Vec<Directive>> {
             match kind.trim() {
                 "dump" => out.push(Directive::Dump),
                 "normalise" => out.push(Directive::Normalise),
+                "forward" => out.push(Directive::Forward),
                 other if other.starts_with("pass ") => {
                     out.push(Directive::Pass(other["pass ".len()..].trim().to_string()));
                 }
