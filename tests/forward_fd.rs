@@ -8,7 +8,8 @@
 //! points), the argument sets of the reference corpus (`tests/corpus/*.json`)
 //! for the files they name, and for each of these one deterministically
 //! perturbed point: every finite f64 leaf `x` moved by `0.01 (1 + |x|) u`,
-//! with `u` in [-1, 1] drawn from a generator seeded by the file and line.
+//! with `u` in [-1, 1] drawn from a generator seeded by the file and line
+//! (or JSON case).
 //! Functions that do not return f64 or have no argument with a tangent are
 //! skipped, and so are points where the primal fails or is not finite.
 //!
@@ -110,14 +111,14 @@ fn forward_mode_matches_finite_differences_on_the_corpus() {
             json_points
                 .iter()
                 .filter(|p| in_corpus && p.file == base)
-                .map(|p| (p.line, p.func.clone(), p.args.clone())),
+                .map(|p| (p.at.clone(), p.func.clone(), p.args.clone())),
         );
-        for (line, func, args) in calls {
+        for (at, func, args) in calls {
             let mut cx = Case {
                 src: &src,
                 module: &module,
                 registry: &registry,
-                line,
+                at,
                 totals: &mut t,
                 failures: &mut failures,
             };
@@ -262,7 +263,8 @@ struct JsonPoint {
     file: String,
     func: String,
     args: String,
-    line: usize,
+    /// `case K of NAME.json`, for messages and the perturbation's seed.
+    at: String,
 }
 
 /// One call site of the corpus being checked.
@@ -270,7 +272,8 @@ struct Case<'a> {
     src: &'a Source,
     module: &'a Module,
     registry: &'a Registry,
-    line: usize,
+    /// Where the point comes from: the run line's number, or the JSON case.
+    at: String,
     totals: &'a mut Totals,
     failures: &'a mut Vec<String>,
 }
@@ -304,7 +307,7 @@ impl Case<'_> {
     fn fail(&mut self, func: &str, point: &str, msg: String) {
         self.failures.push(format!(
             "{}:{}: @{func}({point}): {msg}",
-            self.src.name, self.line
+            self.src.name, self.at
         ));
     }
 
@@ -335,7 +338,7 @@ impl Case<'_> {
                 return;
             }
         };
-        let mut rng = SplitMix(seed(&self.src.name, self.line));
+        let mut rng = SplitMix(seed(&self.src.name, &self.at));
         let perturbed: Vec<Val> = args.iter().map(|a| perturb(a, &mut rng)).collect();
         let moved = args.iter().zip(&perturbed).any(|(a, p)| !a.same(p));
         self.check_point(f, func, args);
@@ -483,7 +486,7 @@ impl Case<'_> {
         let here = format!(
             "{}:{}: @{}({}) {}",
             self.src.name,
-            self.line,
+            self.at,
             p.func,
             p.text,
             show_leaf(leaf)
@@ -618,8 +621,8 @@ fn comment_of(path: &Path) -> &'static str {
     }
 }
 
-/// `(line, function, argument text)` of every `run:` line.
-fn run_lines(text: &str, comment: &str) -> Vec<(usize, String, String)> {
+/// `(line number, function, argument text)` of every `run:` line.
+fn run_lines(text: &str, comment: &str) -> Vec<(String, String, String)> {
     let prefix = format!("{comment} run:");
     let mut out = Vec::new();
     for (i, raw) in text.lines().enumerate() {
@@ -628,7 +631,7 @@ fn run_lines(text: &str, comment: &str) -> Vec<(usize, String, String)> {
         };
         let (func, args) = parse_call(rest)
             .unwrap_or_else(|| panic!("line {}: malformed run line {raw:?}", i + 1));
-        out.push((i + 1, func, args));
+        out.push(((i + 1).to_string(), func, args));
     }
     out
 }
@@ -655,7 +658,7 @@ fn parse_call(s: &str) -> Option<(String, String)> {
 }
 
 /// The argument sets of `dir/*.json`, each as a point of the file (and IR
-/// twin) it names; "line" is the case's position, for messages and seeds.
+/// twin) it names.
 fn json_points(dir: &Path) -> Vec<JsonPoint> {
     let mut out = Vec::new();
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -677,7 +680,10 @@ fn json_points(dir: &Path) -> Vec<JsonPoint> {
                     file: file.to_string(),
                     func: func.clone(),
                     args: case["args"].as_str().expect("args text").to_string(),
-                    line: 10_000 + k,
+                    at: format!(
+                        "case {k} of {}",
+                        path.file_name().and_then(|n| n.to_str()).unwrap_or("?")
+                    ),
                 });
             }
         }
@@ -848,10 +854,11 @@ fn show_leaf(leaf: &Leaf) -> String {
     out
 }
 
-/// FNV-1a of the file name and line: the seed of a point's perturbation.
-fn seed(file: &str, line: usize) -> u64 {
+/// FNV-1a of the file name and the point's origin (line or JSON case): the
+/// seed of a point's perturbation.
+fn seed(file: &str, at: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in file.bytes().chain(line.to_le_bytes()) {
+    for b in file.bytes().chain([0]).chain(at.bytes()) {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
