@@ -215,7 +215,9 @@ func @powi0(%x: f64) -> f64 {
     // The derivative in x does not depend on the exponent's tangent, yet
     // the term ty * log(x) * pow(x, y) is evaluated in every lane, and with
     // ty = 0 and log(x) = NaN (x < 0) or -inf (x = 0) it makes the x lane
-    // NaN, also with `wrt` = [0].
+    // NaN, also with `wrt` = [0] (arguments outside `wrt` still carry zero
+    // tangents). docs/rules.md ("At the edges") documents the NaN for the y
+    // lane; the x lane is collateral.
     // FIXME: d/dx pow(x, y) at (-2, 2) is -4 and at (0, 2) is 0.
     for (x, want) in [(-2.0, -4.0), (0.0, 0.0)] {
         for wrt in [None, Some(vec![0])] {
@@ -227,7 +229,9 @@ func @powi0(%x: f64) -> f64 {
             );
         }
     }
-    // n * pow(x, n - 1) * tx with n = 0 at x = 0 is 0 * inf.
+    // n * pow(x, n - 1) * tx with n = 0 at x = 0 is 0 * inf, although the
+    // derivative is 0 there (not an infinite one, which "At the edges"
+    // covers).
     // FIXME: d/dx powi(x, 0) is 0 everywhere, also at x = 0.
     assert_eq!(d_dx("powi0", &[Val::F64(1.5)], None), 0.0);
     let got = d_dx("powi0", &[Val::F64(0.0)], None);
