@@ -276,22 +276,61 @@ fn pow(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleErro
         return Err(arity(Prim::Pow));
     };
     let z = value(b, Prim::Pow, &[x.primal, y.primal])?;
+    // d/dx = y * pow(x, y - 1), taken as 0 where y = 0 (x^0 is constant,
+    // but 0 * pow(0, -1) would be NaN).
     let fx = match &x.tangents {
         Some(_) => {
             let ym1 = value(b, Prim::Sub, &[y.primal, f64c(1.0)])?;
             let p = value(b, Prim::Pow, &[x.primal, ym1])?;
-            Some(mul(b, y.primal, p)?)
+            let f = mul(b, y.primal, p)?;
+            let y0 = value(b, Prim::Eq, &[y.primal, f64c(0.0)])?;
+            Some(value(b, Prim::Select, &[y0, f64c(0.0), f])?)
         }
         None => None,
     };
+    // d/dy = log(x) * pow(x, y), taken as 0 where x = 0 (0^y is constant
+    // near y > 0, but log(0) * 0 would be NaN); NaN for x < 0.
     let fy = match &y.tangents {
         Some(_) => {
             let l = value(b, Prim::Log, &[x.primal])?;
-            Some(mul(b, l, z)?)
+            let f = mul(b, l, z)?;
+            let x0 = value(b, Prim::Eq, &[x.primal, f64c(0.0)])?;
+            Some(value(b, Prim::Select, &[x0, f64c(0.0), f])?)
         }
         None => None,
     };
-    Ok(out(z, two_terms(b, call, x, fx, y, fy)?))
+    if fx.is_none() && fy.is_none() {
+        return Ok(out(z, None));
+    }
+    // Each term counts only where its tangent is not zero ("strong zero"): a
+    // lane that does not move x must not pick up a NaN or infinite d/dx (x
+    // near 0 with y < 1), nor one that does not move y the NaN d/dy of x < 0.
+    let mut lanes = Lanes::new();
+    for k in emit::lanes(call) {
+        let p = strong_term(b, fx, x.tangent(k))?;
+        let q = strong_term(b, fy, y.tangent(k))?;
+        lanes.push(match (p, q) {
+            (Some(p), Some(q)) => value(b, Prim::Add, &[p, q])?,
+            (Some(t), None) | (None, Some(t)) => t,
+            (None, None) => f64c(0.0),
+        });
+    }
+    Ok(out(z, Some(lanes)))
+}
+
+/// `select(eq(t, 0), 0, f * t)`: the term `f * t`, exactly 0 when `t` is 0
+/// whatever `f` is; `None` when either is absent.
+fn strong_term(
+    b: &mut FuncBuilder<'_>,
+    f: Option<Operand>,
+    t: Option<Operand>,
+) -> Result<Option<Operand>, RuleError> {
+    let (Some(f), Some(t)) = (f, t) else {
+        return Ok(None);
+    };
+    let ft = mul(b, f, t)?;
+    let t0 = value(b, Prim::Eq, &[t, f64c(0.0)])?;
+    Ok(Some(value(b, Prim::Select, &[t0, f64c(0.0), ft])?))
 }
 
 /// `d powi(x, n) = n * pow(x, n - 1) * tx`, with `n - 1` computed in f64:
@@ -309,6 +348,9 @@ fn powi(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleErr
     let nm1 = value(b, Prim::Sub, &[nf, f64c(1.0)])?;
     let p = value(b, Prim::Pow, &[x.primal, nm1])?;
     let f = mul(b, nf, p)?;
+    // powi(x, 0) is constant: 0, where 0 * pow(0, -1) would be NaN.
+    let n0 = value(b, Prim::Eq, &[n.primal, Operand::from(0i64)])?;
+    let f = value(b, Prim::Select, &[n0, f64c(0.0), f])?;
     Ok(out(z, Some(emit::scale(b, f, tx)?)))
 }
 
