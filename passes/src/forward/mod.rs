@@ -328,7 +328,7 @@ fn wrap(
         &sig.ret,
         width,
     )
-    .map_err(build)?;
+    .map_err(|e| ForwardError::new(loc.clone(), format!("internal error: {e}")))?;
     b.ret(ret).map_err(build)?;
     Ok(id)
 }

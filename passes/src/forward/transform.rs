@@ -27,7 +27,7 @@ use irad_ir::{
     Block, BuildError, Const, Func, FuncBuilder, FuncId, FuncRef, InstKind, Location, Module,
     Operand, Prim, Terminator, Type, Value,
 };
-use irad_rules::{Callee, FruleCall, FwdArg, FwdOut, Registry};
+use irad_rules::{Callee, FruleCall, FwdArg, FwdOut, Registry, RuleError, emit};
 use smallvec::SmallVec;
 use std::collections::{HashMap, HashSet};
 
@@ -88,51 +88,30 @@ pub(super) fn check_not_nested(func: &Func, loc: &Location) -> Result<(), Forwar
     Ok(())
 }
 
-/// A zero tangent of tangent type `tan`, built at the builder's position. An
-/// array has no zero without a length, so a rule must return tangent arrays.
-pub(super) fn zero_tangent(b: &mut FuncBuilder<'_>, tan: &Type) -> Result<Operand, BuildError> {
-    match tan {
-        Type::F64 => Ok(Operand::from(0.0)),
-        Type::Unit => Ok(Operand::Const(Const::Unit)),
-        Type::Tuple(elems) => {
-            let parts = elems
-                .iter()
-                .map(|e| zero_tangent(b, e))
-                .collect::<Result<Vec<_>, _>>()?;
-            let v = b.prim(Prim::Tuple, &parts)?;
-            v.map(Operand::Value)
-                .ok_or_else(|| BuildError::Type("a tuple without result".into()))
-        }
-        other => Err(BuildError::Type(format!(
-            "no zero tangent of type {other} without a length: the rule must return its tangents"
-        ))),
-    }
-}
-
-/// The dual of `primal` with `tangents` (zero when `None`), or `primal` itself
-/// when `ty` has no tangent.
+/// The dual of `primal` with `tangents` (zero tangents built by
+/// `irad_rules::emit::zero_tangents` when `None`), or `primal` itself when
+/// `ty` has no tangent.
 pub(super) fn pack(
     b: &mut FuncBuilder<'_>,
     primal: &Operand,
     tangents: Option<&[Operand]>,
     ty: &Type,
     width: u32,
-) -> Result<Operand, BuildError> {
-    let Some(tan) = ty.tangent() else {
+) -> Result<Operand, RuleError> {
+    if !ty.has_tangent() {
         return Ok(*primal);
-    };
+    }
     let mut args: SmallVec<[Operand; 4]> = SmallVec::with_capacity(width as usize + 1);
     args.push(*primal);
     match tangents {
         Some(ts) => args.extend_from_slice(ts),
         None => {
-            let zero = zero_tangent(b, &tan)?;
-            args.extend(std::iter::repeat_n(zero, width as usize));
+            let zeros = emit::zero_tangents(b, ty, *primal, width)?
+                .ok_or_else(|| RuleError::Unsupported(format!("no zero tangent of type {ty}")))?;
+            args.extend_from_slice(&zeros);
         }
     }
-    let v = b.prim(Prim::Dual, &args)?;
-    v.map(Operand::Value)
-        .ok_or_else(|| BuildError::Type("a dual without result".into()))
+    emit::value(b, Prim::Dual, &args)
 }
 
 /// The rule argument for packed operand `op` of primal type `ty`: projected
@@ -190,7 +169,7 @@ pub(super) fn check_out(
     match (&out.tangents, ty.tangent()) {
         (None, None) => Ok(()),
         (Some(_), None) => Err(format!("it returned tangents for {ty}, which has none")),
-        (None, Some(_)) if holds_array(ty) => Err(format!(
+        (None, Some(_)) if emit::contains_array(ty) => Err(format!(
             "it returned no tangents for {ty}, which holds an array"
         )),
         (None, Some(_)) => Ok(()),
@@ -210,18 +189,6 @@ pub(super) fn check_out(
             Ok(())
         }
     }
-}
-
-fn holds_array(ty: &Type) -> bool {
-    let mut stack = vec![ty];
-    while let Some(t) = stack.pop() {
-        match t {
-            Type::Array(_) => return true,
-            Type::Tuple(elems) => stack.extend(elems.iter()),
-            _ => {}
-        }
-    }
-    false
 }
 
 /// Which forms of each primal value the rule needs.
@@ -570,9 +537,7 @@ impl Ctx<'_, '_> {
     /// dual at the builder's position.
     fn packed(&mut self, op: &Operand, ty: &Type, loc: &Location) -> Result<Operand, ForwardError> {
         match op {
-            Operand::Const(_) => {
-                pack(&mut self.b, op, None, ty, self.width).map_err(self.build_err(loc))
-            }
+            Operand::Const(_) => pack(&mut self.b, op, None, ty, self.width).map_err(rule_err(loc)),
             Operand::Value(v) => match self.vals.get(v) {
                 Some(Mapped::Plain(o)) => Ok(*o),
                 Some(Mapped::Dual {
@@ -608,7 +573,7 @@ impl Ctx<'_, '_> {
                 ty,
                 self.width,
             )
-            .map_err(self.build_err(loc))?;
+            .map_err(rule_err(loc))?;
             if let Operand::Value(pv) = p {
                 self.name(pv, r, ".d");
             }
@@ -788,6 +753,11 @@ impl Ctx<'_, '_> {
             }),
         }
     }
+}
+
+fn rule_err(loc: &Location) -> impl Fn(RuleError) -> ForwardError + use<> {
+    let loc = loc.clone();
+    move |e| ForwardError::new(loc.clone(), format!("internal error: {e}"))
 }
 
 fn missing(loc: &Location, v: Value) -> ForwardError {
