@@ -225,9 +225,6 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
             let registry = irad::rules::Registry::new();
             let mut snapshots = match cmd.after.as_deref() {
                 Some("forward") => Vec::new(),
-                after if fwd && after.is_some() => {
-                    irad::pass_snapshots(&sources[0], &module, after)?
-                }
                 after => irad::pass_snapshots(&sources[0], &module, after)?,
             };
             let mut funcs = funcs;

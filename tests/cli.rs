@@ -21,6 +21,12 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Asserts that `o` is a user error (exit 1) whose message contains `text`.
+fn fails_with(o: &Output, text: &str) {
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(o));
+    assert!(stderr(o).contains(text), "{}", stderr(o));
+}
+
 /// Writes `text` to a fresh file named `name` in a per-test directory.
 fn file(test: &str, name: &str, text: &[u8]) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
@@ -388,43 +394,28 @@ fn grad_rejects_what_it_cannot_differentiate() {
         irad(&cmd)
     };
     // Reverse mode is the default and not built yet.
-    let o = case(&[], "(2.0, 3), 0.5, 7", "f");
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        stderr(&o).contains(":1:1: error: reverse mode is not built yet"),
-        "{}",
-        stderr(&o)
+    fails_with(
+        &case(&[], "(2.0, 3), 0.5, 7", "f"),
+        ":1:1: error: reverse mode is not built yet",
     );
     // --wrt out of range, or naming an argument without a tangent.
-    let o = case(&["--mode", "fwd", "--wrt", "5"], "(2.0, 3), 0.5, 7", "f");
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        stderr(&o).contains("error: --wrt 5: @f has 3 arguments"),
-        "{}",
-        stderr(&o)
+    fails_with(
+        &case(&["--mode", "fwd", "--wrt", "5"], "(2.0, 3), 0.5, 7", "f"),
+        "error: --wrt 5: @f has 3 arguments",
     );
-    let o = case(&["--mode", "fwd", "--wrt", "2"], "(2.0, 3), 0.5, 7", "f");
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        stderr(&o).contains("argument 2 of @f has type i64, which has no tangent"),
-        "{}",
-        stderr(&o)
+    fails_with(
+        &case(&["--mode", "fwd", "--wrt", "2"], "(2.0, 3), 0.5, 7", "f"),
+        "argument 2 of @f has type i64, which has no tangent",
     );
     // Only f64 results have a gradient.
-    let o = case(&["--mode", "fwd"], "1.0", "pair");
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        stderr(&o).contains("@pair returns (f64, f64)"),
-        "{}",
-        stderr(&o)
+    fails_with(
+        &case(&["--mode", "fwd"], "1.0", "pair"),
+        "@pair returns (f64, f64)",
     );
     // A run-time error inside the forward rule points at the primal's line.
-    let o = case(&["--mode", "fwd"], "[1.0], 2.0", "bad");
-    assert_eq!(o.status.code(), Some(1));
-    let err = stderr(&o);
-    assert!(
-        err.contains("tuples.ir:19:3: error: index 3 out of bounds"),
-        "{err}"
+    fails_with(
+        &case(&["--mode", "fwd"], "[1.0], 2.0", "bad"),
+        "tuples.ir:19:3: error: index 3 out of bounds",
     );
     // Usage errors exit with 2.
     assert_eq!(

@@ -315,12 +315,7 @@ fn wrap(
         result: &sig.ret,
         width,
     };
-    let out = rule
-        .emit(&mut b, &call)
-        .map_err(|e| ForwardError::new(loc.clone(), format!("forward rule of `{callee}`: {e}")))?;
-    transform::check_out(&b, &out, &sig.ret, width).map_err(|msg| {
-        ForwardError::new(loc.clone(), format!("forward rule of `{callee}`: {msg}"))
-    })?;
+    let out = transform::emit_checked(&mut b, &*rule, &call, &loc)?;
     let ret = transform::pack(
         &mut b,
         &out.primal,

@@ -155,13 +155,27 @@ fn project(
     Ok((Operand::Value(p), ts))
 }
 
+/// Runs `rule` on `call` and checks what it returned; both failures name the
+/// rule and the place.
+pub(super) fn emit_checked(
+    b: &mut FuncBuilder<'_>,
+    rule: &dyn irad_rules::Frule,
+    call: &FruleCall<'_>,
+    loc: &Location,
+) -> Result<FwdOut, ForwardError> {
+    let fail = |msg: String| {
+        ForwardError::new(
+            loc.clone(),
+            format!("forward rule of `{}`: {msg}", call.callee),
+        )
+    };
+    let out = rule.emit(b, call).map_err(|e| fail(e.to_string()))?;
+    check_out(b, &out, call.result, call.width).map_err(fail)?;
+    Ok(out)
+}
+
 /// Checks what a rule returned against the primal result type `ty`.
-pub(super) fn check_out(
-    b: &FuncBuilder<'_>,
-    out: &FwdOut,
-    ty: &Type,
-    width: u32,
-) -> Result<(), String> {
+fn check_out(b: &FuncBuilder<'_>, out: &FwdOut, ty: &Type, width: u32) -> Result<(), String> {
     let got = b.operand_type(&out.primal).map_err(|e| e.to_string())?;
     if &got != ty {
         return Err(format!("its primal result has type {got}, expected {ty}"));
@@ -633,13 +647,7 @@ impl Ctx<'_, '_> {
             result,
             width: self.width,
         };
-        let out = rule.emit(&mut self.b, &call).map_err(|e| {
-            ForwardError::new(loc.clone(), format!("forward rule of `{callee}`: {e}"))
-        })?;
-        check_out(&self.b, &out, result, self.width).map_err(|msg| {
-            ForwardError::new(loc.clone(), format!("forward rule of `{callee}`: {msg}"))
-        })?;
-        Ok(out)
+        emit_checked(&mut self.b, rule, &call, loc)
     }
 
     /// The statements of the forward rule of one primal statement (not a phi).
