@@ -122,6 +122,14 @@ pub enum Error {
         /// The error (boxed: it is large and rare).
         err: Box<ForwardError>,
     },
+    /// Reverse mode could not derive the pieces of a function.
+    #[error("{file}: {err}")]
+    Reverse {
+        /// The source's name.
+        file: String,
+        /// The error (boxed: it is large and rare).
+        err: Box<irad_passes::reverse::ReverseError>,
+    },
     /// A run-time error.
     #[error("{file}: {err}")]
     Run {
@@ -300,25 +308,95 @@ pub fn grad_forward(
 ) -> Result<(Gradient, Module), Error> {
     let mut m = normalised(src, module)?;
     let mut fwd = Forward::new(registry);
-    let file = || src.name.clone();
-    let g =
-        irad_passes::forward::grad::gradient(&mut m, &mut fwd, func, args, opts).map_err(|e| {
-            match e {
-                GradError::Forward(err) => Error::Forward {
-                    file: file(),
-                    err: Box::new(err),
-                },
-                GradError::Run(err) => Error::Run {
-                    file: file(),
-                    err: Box::new(err),
-                },
-                GradError::Invalid { loc, msg } => Error::Forward {
-                    file: file(),
-                    err: Box::new(ForwardError { loc, msg }),
-                },
-            }
-        })?;
+    let g = irad_passes::forward::grad::gradient(&mut m, &mut fwd, func, args, opts)
+        .map_err(|e| grad_error(src, e))?;
     Ok((g, m))
+}
+
+/// The error of a gradient request, in the facade's terms.
+fn grad_error(src: &Source, e: GradError) -> Error {
+    let file = src.name.clone();
+    match e {
+        GradError::Forward(err) => Error::Forward {
+            file,
+            err: Box::new(err),
+        },
+        GradError::Reverse(err) => Error::Reverse {
+            file,
+            err: Box::new(err),
+        },
+        GradError::Run(err) => Error::Run {
+            file,
+            err: Box::new(err),
+        },
+        GradError::Invalid { loc, msg } => Error::Forward {
+            file,
+            err: Box::new(ForwardError { loc, msg }),
+        },
+    }
+}
+
+/// Value and gradient of `func` at `args` by reverse mode: the module is
+/// normalised, the rule pieces of `func` derived with the rrules of
+/// `registry`, and run once each in the interpreter (see
+/// [`irad_passes::reverse::grad::gradient`]; `opts.width` is not used). Also
+/// returns the module with the pieces.
+pub fn grad_reverse(
+    src: &Source,
+    module: &Module,
+    func: FuncId,
+    args: &[Val],
+    registry: &rules::Registry,
+    opts: &GradOptions,
+) -> Result<(Gradient, Module), Error> {
+    let mut m = normalised(src, module)?;
+    let mut rev = irad_passes::reverse::Reverse::new(registry);
+    let g = irad_passes::reverse::grad::gradient(&mut m, &mut rev, func, args, opts)
+        .map_err(|e| grad_error(src, e))?;
+    Ok((g, m))
+}
+
+/// The module normalised, with `@f.rev` (and the pieces it calls) for each of
+/// `funcs` (every function when empty); also the ids of the functions added,
+/// in order, and the BBCode text of each function differentiated (what
+/// `irad dump --mode rev` prints).
+pub fn reverse_module(
+    src: &Source,
+    module: &Module,
+    funcs: &[FuncId],
+    registry: &rules::Registry,
+) -> Result<(Module, Vec<FuncId>, String), Error> {
+    let mut m = normalised(src, module)?;
+    let before = m.len();
+    let roots: Vec<FuncId> = if funcs.is_empty() {
+        m.func_ids().collect()
+    } else {
+        funcs.to_vec()
+    };
+    let mut bbcode = String::new();
+    for &f in &roots {
+        let code =
+            irad_passes::reverse::bbcode::BBCode::from_func(&m[f]).map_err(|e| Error::Reverse {
+                file: src.name.clone(),
+                err: Box::new(irad_passes::reverse::ReverseError {
+                    loc: ir::Location::default(),
+                    msg: e.to_string(),
+                }),
+            })?;
+        if !bbcode.is_empty() {
+            bbcode.push('\n');
+        }
+        bbcode.push_str(&code.print(&m, f));
+    }
+    let mut rev = irad_passes::reverse::Reverse::new(registry);
+    for f in roots {
+        rev.rev(&mut m, f).map_err(|err| Error::Reverse {
+            file: src.name.clone(),
+            err: Box::new(err),
+        })?;
+    }
+    let added = m.func_ids().skip(before).collect();
+    Ok((m, added, bbcode))
 }
 
 /// The module normalised, with the forward rules (width `width`) of `funcs`
@@ -396,6 +474,7 @@ impl Error {
             }
             Error::Surface { file, errs } => render_all(file, text_of(file), errs),
             Error::Forward { file, err } => render_diag(file, text_of(file), &**err),
+            Error::Reverse { file, err } => render_diag(file, text_of(file), &**err),
             Error::Run { file, err } => {
                 let mut out = render_diag(file, text_of(file), &**err);
                 // A depth-limit error has a call site per frame: show the

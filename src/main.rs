@@ -130,7 +130,9 @@ struct DumpCmd {
     /// rules it calls).
     #[arg(short = 'f', value_name = "NAME")]
     func: Option<String>,
-    /// Add the forward rules (`@f.fwd`) after normalisation and print them.
+    /// Add the forward rules (`@f.fwd`) after normalisation and print them;
+    /// or, with `rev`, print the BBCode of each function (as `#` comments)
+    /// and the module with `@f.rev` and its forward sweep and pullback.
     #[arg(long, value_enum)]
     mode: Option<DumpMode>,
     /// Text (IR) or dot (Graphviz control-flow graph).
@@ -151,12 +153,15 @@ struct DumpCmd {
 enum DumpMode {
     /// Forward mode.
     Fwd,
+    /// Reverse mode.
+    Rev,
 }
 
 /// The names `dump --after` takes: the normalisation passes, then `forward`.
 fn after_names() -> Vec<&'static str> {
     let mut names = irad::passes::NORMALISE.to_vec();
     names.push("forward");
+    names.push("reverse");
     names
 }
 
@@ -166,7 +171,7 @@ enum Backend {
     Interp,
 }
 
-#[derive(Copy, Clone, ValueEnum)]
+#[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
 enum Format {
     Text,
     Dot,
@@ -218,6 +223,28 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
             if cmd.after.as_deref() == Some("forward") && !fwd {
                 usage_error("`--after forward` needs `--mode fwd`");
             }
+            if cmd.after.as_deref() == Some("reverse") && cmd.mode != Some(DumpMode::Rev) {
+                usage_error("`--after reverse` needs `--mode rev`");
+            }
+            if cmd.mode == Some(DumpMode::Rev)
+                && (cmd.after.is_none() || cmd.after.as_deref() == Some("reverse"))
+                && !cmd.all_passes
+            {
+                let registry = irad::rules::Registry::new();
+                let (m, added, bbcode) =
+                    irad::reverse_module(&sources[0], &module, &funcs, &registry)?;
+                let shown = if funcs.is_empty() { funcs } else { added };
+                let mut text = String::new();
+                if cmd.format == Format::Text {
+                    for line in bbcode.lines() {
+                        text.push_str(&format!("# {line}\n"));
+                    }
+                    text.push('\n');
+                }
+                text.push_str(&render_module(&m, &shown, cmd.format));
+                out(&text);
+                return Ok(());
+            }
             if cmd.after.is_none() && !cmd.all_passes && !fwd {
                 out(&render_module(&module, &funcs, cmd.format));
                 return Ok(());
@@ -260,12 +287,6 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
             let func = irad::find_function(&sources[0], &module, &cmd.func)?;
             sources.push(args_source(cmd.args)?);
             let args = irad::parse_args(&sources[1], &module, func)?;
-            if cmd.mode == Mode::Rev {
-                return Err(Error::Unsupported {
-                    file: sources[0].name.clone(),
-                    message: "reverse mode is not built yet: use `--mode fwd`".into(),
-                });
-            }
             let Backend::Interp = cmd.backend;
             let registry = irad::rules::Registry::new();
             let opts = GradOptions {
@@ -275,7 +296,14 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
                     max_depth: cmd.max_depth,
                 },
             };
-            let (g, m) = irad::grad_forward(&sources[0], &module, func, &args, &registry, &opts)?;
+            let (g, m) = match cmd.mode {
+                Mode::Rev => {
+                    irad::grad_reverse(&sources[0], &module, func, &args, &registry, &opts)?
+                }
+                Mode::Fwd => {
+                    irad::grad_forward(&sources[0], &module, func, &args, &registry, &opts)?
+                }
+            };
             if cmd.json {
                 let grads: Vec<serde_json::Value> = g
                     .gradient

@@ -393,30 +393,24 @@ fn grad_rejects_what_it_cannot_differentiate() {
         cmd.extend(extra);
         irad(&cmd)
     };
-    // Reverse mode is the default and not built yet.
-    fails_with(
-        &case(&[], "(2.0, 3), 0.5, 7", "f"),
-        ":1:1: error: reverse mode is not built yet",
-    );
-    // --wrt out of range, or naming an argument without a tangent.
-    fails_with(
-        &case(&["--mode", "fwd", "--wrt", "5"], "(2.0, 3), 0.5, 7", "f"),
-        "error: --wrt 5: @f has 3 arguments",
-    );
-    fails_with(
-        &case(&["--mode", "fwd", "--wrt", "2"], "(2.0, 3), 0.5, 7", "f"),
-        "argument 2 of @f has type i64, which has no tangent",
-    );
-    // Only f64 results have a gradient.
-    fails_with(
-        &case(&["--mode", "fwd"], "1.0", "pair"),
-        "@pair returns (f64, f64)",
-    );
-    // A run-time error inside the forward rule points at the primal's line.
-    fails_with(
-        &case(&["--mode", "fwd"], "[1.0], 2.0", "bad"),
-        "tuples.ir:19:3: error: index 3 out of bounds",
-    );
+    for mode in ["fwd", "rev"] {
+        // --wrt out of range, or naming an argument without a tangent.
+        fails_with(
+            &case(&["--mode", mode, "--wrt", "5"], "(2.0, 3), 0.5, 7", "f"),
+            "error: --wrt 5: @f has 3 arguments",
+        );
+        fails_with(
+            &case(&["--mode", mode, "--wrt", "2"], "(2.0, 3), 0.5, 7", "f"),
+            "argument 2 of @f has type i64, which has no tangent",
+        );
+        // Only f64 results have a gradient.
+        fails_with(&case(&["--mode", mode], "1.0", "pair"), "@pair returns (f64, f64)");
+        // A run-time error inside the derived code points at the primal's line.
+        fails_with(
+            &case(&["--mode", mode], "[1.0], 2.0", "bad"),
+            "tuples.ir:19:3: error: index 3 out of bounds",
+        );
+    }
     // Usage errors exit with 2.
     assert_eq!(
         case(&["--mode", "fwd", "--batch", "0"], "1.0", "pair")

@@ -18,6 +18,7 @@ mod cfg;
 pub mod forward;
 pub mod manager;
 pub mod normalise;
+pub mod reverse;
 
 pub use manager::{
     NORMALISE, Pass, PassError, PipelineOptions, Snapshot, find, normalise, normalise_pipeline,

@@ -216,3 +216,98 @@ pub fn scale(
 ) -> Result<Lanes, RuleError> {
     tangents.iter().map(|&t| mul(b, factor, t)).collect()
 }
+
+/// The number of f64 scalars of `ty` outside arrays and function types,
+/// depth-first through tuples: the length of a cotangent in reverse mode.
+pub fn cotangent_leaves(ty: &Type) -> usize {
+    count_leaves(ty, |t| *t == Type::F64)
+}
+
+/// The number of `[f64]` arrays in `ty`, depth-first through tuples: how many
+/// shadow arrays a value of the type carries in reverse mode.
+pub fn shadow_leaves(ty: &Type) -> usize {
+    count_leaves(ty, |t| *t == Type::Array(Scalar::F64))
+}
+
+fn count_leaves(ty: &Type, leaf: fn(&Type) -> bool) -> usize {
+    let mut n = 0;
+    let mut stack = vec![ty];
+    while let Some(t) = stack.pop() {
+        if leaf(t) {
+            n += 1;
+        } else if let Type::Tuple(elems) = t {
+            stack.extend(elems.iter());
+        }
+    }
+    n
+}
+
+/// Where the leaves of tuple field `k` start among the tuple's leaves, and how
+/// many it has, for a leaf counter such as [`cotangent_leaves`].
+pub fn field_leaves(
+    ty: &Type,
+    k: usize,
+    count: fn(&Type) -> usize,
+) -> Result<(usize, usize), RuleError> {
+    let Type::Tuple(elems) = ty else {
+        return Err(RuleError::Unsupported(format!("getfield of a {ty}")));
+    };
+    let field = elems
+        .get(k)
+        .ok_or_else(|| RuleError::Unsupported(format!("field {k} of a {ty}")))?;
+    let start = elems[..k].iter().map(count).sum();
+    Ok((start, count(field)))
+}
+
+/// `a + b` where either may be absent (zero).
+pub fn add_opt(
+    b: &mut FuncBuilder<'_>,
+    x: Option<Operand>,
+    y: Option<Operand>,
+) -> Result<Option<Operand>, RuleError> {
+    Ok(match (x, y) {
+        (Some(x), Some(y)) => Some(value(b, Prim::Add, &[x, y])?),
+        (Some(t), None) | (None, Some(t)) => Some(t),
+        (None, None) => None,
+    })
+}
+
+/// `factor * dy`, absent when `dy` is.
+pub fn scale_opt(
+    b: &mut FuncBuilder<'_>,
+    factor: Operand,
+    dy: Option<Operand>,
+) -> Result<Option<Operand>, RuleError> {
+    dy.map(|d| mul(b, d, factor)).transpose()
+}
+
+/// A counted loop `for i in 0..n { body(i) }` (n an i64 operand): a header
+/// with the counter's phi, the body, and an exit block where the builder is
+/// left. `body` must leave the builder in a block without a terminator.
+pub fn for_range(
+    b: &mut FuncBuilder<'_>,
+    n: Operand,
+    body: impl FnOnce(&mut FuncBuilder<'_>, Operand) -> Result<(), RuleError>,
+) -> Result<(), RuleError> {
+    let start = b
+        .current_block()
+        .ok_or_else(|| RuleError::Unsupported("a loop outside a block".into()))?;
+    let header = b.create_block();
+    let body_block = b.create_block();
+    let exit = b.create_block();
+    b.goto(header)?;
+    b.switch_to_block(header)?;
+    let i = b.phi(Type::I64, &[(start, Operand::from(0i64))])?;
+    let more = value(b, Prim::Lt, &[Operand::Value(i), n])?;
+    b.gotoifnot(more, exit)?;
+    b.switch_to_block(body_block)?;
+    body(b, Operand::Value(i))?;
+    let next = value(b, Prim::Iadd, &[Operand::Value(i), Operand::from(1i64)])?;
+    let latch = b
+        .current_block()
+        .ok_or_else(|| RuleError::Unsupported("a loop body left no block".into()))?;
+    b.goto(header)?;
+    b.add_phi_entry(i, latch, next)?;
+    b.switch_to_block(exit)?;
+    Ok(())
+}

@@ -23,13 +23,13 @@ use irad_ir::{FuncBuilder, Operand, Prim, Scalar, Type};
 
 /// The derivative factor `f'(x)` of a function of one f64 argument, given the
 /// argument `x` and the primal result `y = f(x)`.
-type Factor = fn(&mut FuncBuilder<'_>, Operand, Operand) -> Result<Operand, RuleError>;
+pub(crate) type Factor = fn(&mut FuncBuilder<'_>, Operand, Operand) -> Result<Operand, RuleError>;
 
 /// A rule written as a plain function.
 type RuleFn = fn(&mut FuncBuilder<'_>, &FruleCall<'_>) -> Result<FwdOut, RuleError>;
 
 /// The functions of one f64 argument whose tangent is `f'(x) * t`.
-const UNARY: &[(Prim, Factor)] = &[
+pub(crate) const UNARY: &[(Prim, Factor)] = &[
     (Prim::Abs, abs_factor),
     (Prim::Sqrt, |b, _, y| value(b, Prim::Div, &[f64c(0.5), y])),
     (Prim::Exp, |_, _, y| Ok(y)),
@@ -75,7 +75,7 @@ const UNARY: &[(Prim, Factor)] = &[
 
 /// Primitives whose result has no tangent type, or a tangent that is zero
 /// wherever it is defined: the primal statement and no tangents.
-const PRIMAL_ONLY: &[Prim] = &[
+pub(crate) const PRIMAL_ONLY: &[Prim] = &[
     Prim::Floor,
     Prim::Ceil,
     Prim::Round,

@@ -126,6 +126,7 @@
 pub mod check;
 pub mod emit;
 mod frules;
+mod rrules;
 pub mod table;
 
 use irad_ir::{BuildError, FuncBuilder, Operand, Prim, Type};
@@ -224,12 +225,165 @@ where
     }
 }
 
+/// One argument of a reverse rule's forward part: the primal operand and the
+/// shadows of the arrays it holds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RevArg {
+    /// The primal operand: a value of type `ty` or a constant.
+    pub primal: Operand,
+    /// The primal type.
+    pub ty: Type,
+    /// One shadow array (`[f64]`, the cotangent buffer) per `[f64]` array in
+    /// `ty`, depth-first through tuples ([`emit::shadow_leaves`] of them).
+    pub shadows: SmallVec<[Operand; 1]>,
+}
+
+/// A call of a reverse rule's forward part: the statement being differentiated.
+#[derive(Clone, Debug)]
+pub struct RevCall<'a> {
+    /// The primitive or function.
+    pub callee: Callee<'a>,
+    /// The arguments, in order.
+    pub args: &'a [RevArg],
+    /// The primal result type (for `alloc`, the annotated array type).
+    pub result: &'a Type,
+}
+
+/// What a reverse rule's forward part produced.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RevFwdOut {
+    /// The primal result (`()` as a constant for a unit result).
+    pub primal: Operand,
+    /// The shadows of the result's `[f64]` arrays, depth-first (a fresh zero
+    /// array for a new array, the argument's shadow for an array passed on).
+    pub shadows: SmallVec<[Operand; 1]>,
+    /// Operands of the forward part the pullback needs, in the order it wants
+    /// them. The reverse transform carries each to the pullback (on a tape,
+    /// or as itself for a constant) and hands them back in this order.
+    pub saved: SmallVec<[Operand; 4]>,
+}
+
+/// A call of a reverse rule's pullback: written into the pullback function,
+/// a different function from the forward part's.
+#[derive(Clone, Debug)]
+pub struct PullbackCall<'a> {
+    /// The primitive or function.
+    pub callee: Callee<'a>,
+    /// The argument types of the primal call.
+    pub arg_types: &'a [Type],
+    /// Whether each primal argument was a constant (its cotangent is dropped,
+    /// so a rule may skip computing it).
+    pub arg_const: &'a [bool],
+    /// The primal result type.
+    pub result: &'a Type,
+    /// [`RevFwdOut::saved`], as operands of the pullback function.
+    pub saved: &'a [Operand],
+    /// The cotangent of the result: one f64 per f64 of the result outside
+    /// arrays, depth-first ([`emit::cotangent_leaves`] of them); `None` where
+    /// it is known to be zero.
+    pub dy: &'a [Option<Operand>],
+}
+
+/// What a pullback produced: per primal argument, one cotangent contribution
+/// per f64 of its type outside arrays (depth-first), `None` for a zero one.
+/// Array cotangents are not returned: pullbacks add them into the shadows.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct PullbackOut {
+    /// Per argument, its cotangent contributions.
+    pub cotangents: Vec<SmallVec<[Option<Operand>; 1]>>,
+}
+
+/// A reverse rule (rrule): a forward part, straight-line statements that
+/// compute the primal result, the result's shadows and what the pullback needs;
+/// and a pullback, statements that add the call's cotangents into its
+/// arguments' and restore what the forward part overwrote. The two parts run
+/// in different functions (the forward sweep and the pullback), and between
+/// them every later statement has been run forward and undone.
+pub trait Rrule: Send + Sync {
+    /// Emits the forward part of `call` at the builder's current position,
+    /// without creating blocks.
+    fn forward(&self, b: &mut FuncBuilder<'_>, call: &RevCall<'_>) -> Result<RevFwdOut, RuleError>;
+    /// Emits the pullback of `call` at the builder's current position; it may
+    /// create blocks (a loop) and leave the builder in another block.
+    fn pullback(
+        &self,
+        b: &mut FuncBuilder<'_>,
+        call: &PullbackCall<'_>,
+    ) -> Result<PullbackOut, RuleError>;
+}
+
+/// The signature of a rule's forward part as a plain function or closure.
+pub type RevForwardFn =
+    dyn Fn(&mut FuncBuilder<'_>, &RevCall<'_>) -> Result<RevFwdOut, RuleError> + Send + Sync;
+/// The signature of a rule's pullback as a plain function or closure.
+pub type PullbackFn =
+    dyn Fn(&mut FuncBuilder<'_>, &PullbackCall<'_>) -> Result<PullbackOut, RuleError> + Send + Sync;
+
+/// An [`Rrule`] made of two functions or closures.
+pub struct RruleFns {
+    /// The forward part.
+    pub forward: Box<RevForwardFn>,
+    /// The pullback.
+    pub pullback: Box<PullbackFn>,
+}
+
+impl RruleFns {
+    /// An rrule from its two parts.
+    pub fn new(
+        forward: impl Fn(&mut FuncBuilder<'_>, &RevCall<'_>) -> Result<RevFwdOut, RuleError>
+        + Send
+        + Sync
+        + 'static,
+        pullback: impl Fn(&mut FuncBuilder<'_>, &PullbackCall<'_>) -> Result<PullbackOut, RuleError>
+        + Send
+        + Sync
+        + 'static,
+    ) -> RruleFns {
+        RruleFns {
+            forward: Box::new(forward),
+            pullback: Box::new(pullback),
+        }
+    }
+}
+
+impl Rrule for RruleFns {
+    fn forward(&self, b: &mut FuncBuilder<'_>, call: &RevCall<'_>) -> Result<RevFwdOut, RuleError> {
+        (self.forward)(b, call)
+    }
+    fn pullback(
+        &self,
+        b: &mut FuncBuilder<'_>,
+        call: &PullbackCall<'_>,
+    ) -> Result<PullbackOut, RuleError> {
+        (self.pullback)(b, call)
+    }
+}
+
 /// A registered frule for one primitive, optionally only for exact argument
 /// types.
-#[derive(Clone)]
-struct PrimEntry {
+struct PrimEntry<R: ?Sized> {
     types: Option<Vec<Type>>,
-    rule: Arc<dyn Frule>,
+    rule: Arc<R>,
+}
+
+impl<R: ?Sized> Clone for PrimEntry<R> {
+    fn clone(&self) -> Self {
+        PrimEntry {
+            types: self.types.clone(),
+            rule: Arc::clone(&self.rule),
+        }
+    }
+}
+
+/// The newest entry of `entries` whose types match `types`.
+fn newest<R: ?Sized>(entries: Option<&Vec<PrimEntry<R>>>, types: &[Type]) -> Option<Arc<R>> {
+    entries.and_then(|entries| {
+        entries
+            .iter()
+            .rev()
+            .find(|e| e.types.as_deref().is_none_or(|t| t == types))
+            .map(|e| Arc::clone(&e.rule))
+    })
 }
 
 /// Frules by primitive and argument types, and by user function name.
@@ -239,8 +393,10 @@ struct PrimEntry {
 /// argument types match (an entry without types matches any) wins.
 #[derive(Clone)]
 pub struct Registry {
-    prims: HashMap<Prim, Vec<PrimEntry>>,
+    prims: HashMap<Prim, Vec<PrimEntry<dyn Frule>>>,
     funcs: HashMap<String, Arc<dyn Frule>>,
+    rprims: HashMap<Prim, Vec<PrimEntry<dyn Rrule>>>,
+    rfuncs: HashMap<String, Arc<dyn Rrule>>,
 }
 
 impl Default for Registry {
@@ -255,18 +411,25 @@ impl fmt::Debug for Registry {
         prims.sort_unstable();
         let mut funcs: Vec<_> = self.funcs.keys().collect();
         funcs.sort_unstable();
+        let mut rprims: Vec<_> = self.rprims.keys().map(|p| p.name()).collect();
+        rprims.sort_unstable();
+        let mut rfuncs: Vec<_> = self.rfuncs.keys().collect();
+        rfuncs.sort_unstable();
         f.debug_struct("Registry")
             .field("prims", &prims)
             .field("funcs", &funcs)
+            .field("rprims", &rprims)
+            .field("rfuncs", &rfuncs)
             .finish()
     }
 }
 
 impl Registry {
-    /// A registry holding the built-in frule of every primitive.
+    /// A registry holding the built-in frule and rrule of every primitive.
     pub fn new() -> Registry {
         let mut reg = Registry::empty();
         frules::install(&mut reg);
+        rrules::install(&mut reg);
         reg
     }
 
@@ -275,6 +438,8 @@ impl Registry {
         Registry {
             prims: HashMap::new(),
             funcs: HashMap::new(),
+            rprims: HashMap::new(),
+            rfuncs: HashMap::new(),
         }
     }
 
@@ -301,13 +466,49 @@ impl Registry {
 
     /// The frule of `prim` called with arguments of types `types`.
     pub fn frule(&self, prim: Prim, types: &[Type]) -> Option<Arc<dyn Frule>> {
-        self.prims.get(&prim).and_then(|entries| {
-            entries
-                .iter()
-                .rev()
-                .find(|e| e.types.as_deref().is_none_or(|t| t == types))
-                .map(|e| Arc::clone(&e.rule))
-        })
+        newest(self.prims.get(&prim), types)
+    }
+
+    /// Registers `rule` as the rrule of `prim`, for calls whose argument
+    /// types are exactly `types` (every call when `None`); it takes precedence
+    /// over every rrule registered before it.
+    pub fn register_rrule(
+        &mut self,
+        prim: Prim,
+        types: Option<Vec<Type>>,
+        rule: impl Rrule + 'static,
+    ) {
+        self.rprims.entry(prim).or_default().push(PrimEntry {
+            types,
+            rule: Arc::new(rule),
+        });
+    }
+
+    /// Marks the user function `name` as a primitive whose rrule is `rule`:
+    /// reverse mode calls the rule instead of deriving the function's body.
+    pub fn register_function_rrule(&mut self, name: &str, rule: impl Rrule + 'static) {
+        self.rfuncs.insert(name.to_string(), Arc::new(rule));
+    }
+
+    /// The rrule of `prim` called with arguments of types `types`.
+    pub fn rrule(&self, prim: Prim, types: &[Type]) -> Option<Arc<dyn Rrule>> {
+        newest(self.rprims.get(&prim), types)
+    }
+
+    /// The registered rrule of user function `name`, if it is marked primitive.
+    pub fn function_rrule(&self, name: &str) -> Option<Arc<dyn Rrule>> {
+        self.rfuncs.get(name).cloned()
+    }
+
+    /// The primitives of the table without an rrule, the AD primitives left
+    /// out as for [`Registry::missing_prims`].
+    pub fn missing_rrules(&self) -> Vec<Prim> {
+        irad_ir::prim::PRIMS
+            .iter()
+            .map(|row| row.prim)
+            .filter(|p| !is_ad_prim(*p))
+            .filter(|p| !self.rprims.contains_key(p))
+            .collect()
     }
 
     /// The registered frule of user function `name`, if it is marked primitive.
@@ -322,8 +523,15 @@ impl Registry {
         irad_ir::prim::PRIMS
             .iter()
             .map(|row| row.prim)
-            .filter(|p| !matches!(p, Prim::Dual | Prim::Primal | Prim::Tangent | Prim::Frule))
+            .filter(|p| !is_ad_prim(*p))
             .filter(|p| !self.prims.contains_key(p))
             .collect()
     }
+}
+
+/// The primitives the AD transforms introduce, which are not differentiated
+/// themselves (neither mode is nested).
+pub fn is_ad_prim(p: Prim) -> bool {
+    matches!(p, Prim::Dual | Prim::Primal | Prim::Tangent | Prim::Frule)
+        || matches!(p.name(), "push" | "pop" | "revfwd" | "revback")
 }

@@ -55,6 +55,9 @@ pub enum GradError {
     /// Deriving the forward rule failed.
     #[error(transparent)]
     Forward(#[from] ForwardError),
+    /// Deriving the reverse rule failed.
+    #[error(transparent)]
+    Reverse(#[from] crate::reverse::ReverseError),
     /// Running it failed (a run-time error of the program).
     #[error(transparent)]
     Run(#[from] RunError),
@@ -85,79 +88,7 @@ pub fn gradient(
     args: &[Val],
     opts: &GradOptions,
 ) -> Result<Gradient, GradError> {
-    let func = module
-        .get(f)
-        .ok_or_else(|| invalid(Location::default(), "invalid function handle".into()))?;
-    let floc = Location {
-        func: Some(func.name.clone()),
-        pos: func.pos,
-        ..Location::default()
-    };
-    let name = func.name.clone();
-    let params = func.param_types();
-    if func.ret != Type::F64 {
-        return Err(invalid(
-            floc,
-            format!(
-                "a gradient needs a function returning f64; @{name} returns {}",
-                func.ret
-            ),
-        ));
-    }
-    if params.len() != args.len() {
-        return Err(invalid(
-            floc,
-            format!(
-                "@{name} takes {} argument{}, found {}",
-                params.len(),
-                if params.len() == 1 { "" } else { "s" },
-                args.len()
-            ),
-        ));
-    }
-    for (i, (ty, arg)) in params.iter().zip(args).enumerate() {
-        if !arg.has_type(ty, module) {
-            return Err(invalid(
-                floc,
-                format!(
-                    "argument {} of @{name} must be {ty}, found {}",
-                    i + 1,
-                    arg.type_text(module)
-                ),
-            ));
-        }
-    }
-    let wrt: Vec<usize> = match &opts.wrt {
-        None => (0..params.len())
-            .filter(|&i| params[i].has_tangent())
-            .collect(),
-        Some(list) => {
-            for &i in list {
-                let Some(ty) = params.get(i) else {
-                    return Err(invalid(
-                        floc,
-                        format!(
-                            "--wrt {i}: @{name} has {} argument{} (positions from 0)",
-                            params.len(),
-                            if params.len() == 1 { "" } else { "s" }
-                        ),
-                    ));
-                };
-                if !ty.has_tangent() {
-                    return Err(invalid(
-                        floc,
-                        format!(
-                            "--wrt {i}: argument {i} of @{name} has type {ty}, which has no tangent"
-                        ),
-                    ));
-                }
-            }
-            let mut list = list.clone();
-            list.sort_unstable();
-            list.dedup();
-            list
-        }
-    };
+    let Request { floc, params, wrt } = check_request(module, f, args, opts.wrt.as_deref())?;
     let mut slots = Vec::new();
     for &i in &wrt {
         collect_slots(&args[i], &params[i], i, &mut Vec::new(), &mut slots);
@@ -225,7 +156,99 @@ pub fn gradient(
     })
 }
 
-fn invalid(loc: Location, msg: String) -> GradError {
+/// A checked gradient request: where the function is, its parameter types,
+/// and the sorted argument positions to differentiate.
+pub(crate) struct Request {
+    pub floc: Location,
+    pub params: Vec<Type>,
+    pub wrt: Vec<usize>,
+}
+
+/// Checks a gradient request against `f`: an f64 result, arguments of the
+/// parameter types, `wrt` positions with a tangent (all such by default).
+pub(crate) fn check_request(
+    module: &Module,
+    f: FuncId,
+    args: &[Val],
+    wrt: Option<&[usize]>,
+) -> Result<Request, GradError> {
+    let func = module
+        .get(f)
+        .ok_or_else(|| invalid(Location::default(), "invalid function handle".into()))?;
+    let floc = Location {
+        func: Some(func.name.clone()),
+        pos: func.pos,
+        ..Location::default()
+    };
+    let name = func.name.clone();
+    let params = func.param_types();
+    if func.ret != Type::F64 {
+        return Err(invalid(
+            floc,
+            format!(
+                "a gradient needs a function returning f64; @{name} returns {}",
+                func.ret
+            ),
+        ));
+    }
+    if params.len() != args.len() {
+        return Err(invalid(
+            floc,
+            format!(
+                "@{name} takes {} argument{}, found {}",
+                params.len(),
+                if params.len() == 1 { "" } else { "s" },
+                args.len()
+            ),
+        ));
+    }
+    for (i, (ty, arg)) in params.iter().zip(args).enumerate() {
+        if !arg.has_type(ty, module) {
+            return Err(invalid(
+                floc,
+                format!(
+                    "argument {} of @{name} must be {ty}, found {}",
+                    i + 1,
+                    arg.type_text(module)
+                ),
+            ));
+        }
+    }
+    let wrt: Vec<usize> = match wrt {
+        None => (0..params.len())
+            .filter(|&i| params[i].has_tangent())
+            .collect(),
+        Some(list) => {
+            for &i in list {
+                let Some(ty) = params.get(i) else {
+                    return Err(invalid(
+                        floc,
+                        format!(
+                            "--wrt {i}: @{name} has {} argument{} (positions from 0)",
+                            params.len(),
+                            if params.len() == 1 { "" } else { "s" }
+                        ),
+                    ));
+                };
+                if !ty.has_tangent() {
+                    return Err(invalid(
+                        floc,
+                        format!(
+                            "--wrt {i}: argument {i} of @{name} has type {ty}, which has no tangent"
+                        ),
+                    ));
+                }
+            }
+            let mut list = list.to_vec();
+            list.sort_unstable();
+            list.dedup();
+            list
+        }
+    };
+    Ok(Request { floc, params, wrt })
+}
+
+pub(crate) fn invalid(loc: Location, msg: String) -> GradError {
     GradError::Invalid { loc, msg }
 }
 
@@ -259,7 +282,7 @@ fn collect_slots(val: &Val, ty: &Type, arg: usize, path: &mut Vec<usize>, out: &
 }
 
 /// A fresh copy of `val`: arrays get new buffers.
-fn deep_copy(val: &Val) -> Val {
+pub(crate) fn deep_copy(val: &Val) -> Val {
     match val {
         Val::Array(a) => Val::Array(ArrayRef::new(a.0.borrow().clone())),
         Val::Tuple(vals) => Val::Tuple(vals.iter().map(deep_copy).collect()),

@@ -1,0 +1,555 @@
+//! Reverse mode (DESIGN.md, Reverse mode): the forward sweep and pullback of
+//! a function, written at block level from its BBCode (see
+//! `docs/reverse.md`), and `@f.rev`, value and gradient in one call
+//! (SYNTAX.md, "Derived functions and the gradient convention").
+//!
+//! - [`Reverse`] is the derived-rule cache: the rule pieces `@f.rev.fwd` and
+//!   `@f.rev.back` of a function are declared on first request and their
+//!   bodies queued, so recursion meets declared pieces and terminates; later
+//!   requests return the same pieces. It is also the interpreter's
+//!   [`RuleProvider`] for `revfwd`/`revback` of function values met at run
+//!   time, building small pieces around the registered rrule of a primitive
+//!   or of a function marked primitive.
+//! - [`bbcode`]: the block form the transform reads.
+//! - [`grad`]: value and gradient by running the pieces.
+//!
+//! The pieces of `f: fn(A...) -> R`:
+//! - `@f.rev.fwd(A..., shadows...)`: one `[f64]` shadow per `[f64]` array in
+//!   the arguments (depth-first); runs the primal, leaves every array in its
+//!   post-primal state, pushes what the pullback needs on the tapes, returns
+//!   the result (and, when R holds `[f64]` arrays, their shadows after it in
+//!   a tuple);
+//! - `@f.rev.back(dy...)`: one f64 per f64 of R outside arrays; pops what the
+//!   forward sweep pushed, adds array cotangents into the shadows, restores
+//!   every array written, and returns the cotangents of the arguments' f64s
+//!   outside arrays (`()` for none, an f64 for one, a tuple otherwise).
+//!
+//! Assumes verified, normalised modules (the pipeline of `manager`) without
+//! dual values. After an error the module may hold partly built pieces:
+//! discard both the module and the [`Reverse`].
+
+mod analysis;
+pub mod bbcode;
+pub mod grad;
+mod transform;
+
+use crate::forward::CacheStats;
+use irad_ir::interp::RuleProvider;
+use irad_ir::{
+    BuildError, FnType, FuncBuilder, FuncId, FuncRef, Location, Module, Operand, Prim, Scalar,
+    Type, Value,
+};
+use irad_rules::emit::{cotangent_leaves, shadow_leaves};
+use irad_rules::{Callee, PullbackCall, Registry, RevArg, RevCall};
+use std::collections::HashMap;
+use std::fmt;
+
+/// A reverse-mode failure: what and where (in the primal).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReverseError {
+    /// The primal statement or function it is about.
+    pub loc: Location,
+    /// The message, lowercase, without location.
+    pub msg: String,
+}
+
+impl ReverseError {
+    pub(crate) fn new(loc: Location, msg: impl Into<String>) -> ReverseError {
+        ReverseError {
+            loc,
+            msg: msg.into(),
+        }
+    }
+}
+
+impl irad_ir::Diagnostic for ReverseError {
+    fn location(&self) -> &Location {
+        &self.loc
+    }
+    fn message(&self) -> &str {
+        &self.msg
+    }
+}
+
+impl fmt::Display for ReverseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&irad_ir::loc::with_place(&self.msg, &self.loc))
+    }
+}
+
+impl std::error::Error for ReverseError {}
+
+/// The types of the rule pieces of a function of type `sig`: forward sweep,
+/// pullback.
+pub fn piece_types(sig: &FnType) -> (FnType, FnType) {
+    let arr = Type::Array(Scalar::F64);
+    let nsh: usize = sig.params.iter().map(shadow_leaves).sum();
+    let mut fparams = sig.params.clone();
+    fparams.extend(std::iter::repeat_n(arr.clone(), nsh));
+    let rsh = shadow_leaves(&sig.ret);
+    let fret = if rsh == 0 {
+        sig.ret.clone()
+    } else {
+        let mut parts = vec![sig.ret.clone()];
+        parts.extend(std::iter::repeat_n(arr, rsh));
+        Type::tuple(parts)
+    };
+    let ncot: usize = sig.params.iter().map(cotangent_leaves).sum();
+    let bparams = vec![Type::F64; cotangent_leaves(&sig.ret)];
+    let bret = leaf_pack(ncot);
+    (
+        FnType {
+            params: fparams,
+            ret: fret,
+        },
+        FnType {
+            params: bparams,
+            ret: bret,
+        },
+    )
+}
+
+/// `()` for 0 f64s, `f64` for 1, an n-tuple of f64 otherwise.
+fn leaf_pack(n: usize) -> Type {
+    match n {
+        0 => Type::Unit,
+        1 => Type::F64,
+        _ => Type::tuple(vec![Type::F64; n]),
+    }
+}
+
+/// The derived-rule cache of reverse mode.
+pub struct Reverse<'r> {
+    registry: &'r Registry,
+    rules: HashMap<FuncRef, (FuncId, FuncId)>,
+    revs: HashMap<FuncId, FuncId>,
+    pending: Vec<(FuncId, FuncId, FuncId)>,
+    stats: CacheStats,
+}
+
+impl<'r> Reverse<'r> {
+    /// An empty cache whose rules come from `registry`.
+    pub fn new(registry: &'r Registry) -> Reverse<'r> {
+        Reverse {
+            registry,
+            rules: HashMap::new(),
+            revs: HashMap::new(),
+            pending: Vec::new(),
+            stats: CacheStats::default(),
+        }
+    }
+
+    /// The registry the rules come from.
+    pub fn registry(&self) -> &'r Registry {
+        self.registry
+    }
+
+    /// How the cache has been used so far.
+    pub fn stats(&self) -> CacheStats {
+        self.stats
+    }
+
+    /// The rule pieces (forward sweep, pullback) of `f`, derived with every
+    /// piece they call on first request and added to `module`.
+    pub fn rule(
+        &mut self,
+        module: &mut Module,
+        f: FuncId,
+    ) -> Result<(FuncId, FuncId), ReverseError> {
+        self.rule_of(module, FuncRef::User(f))
+    }
+
+    /// Like [`Reverse::rule`] for any function value: a module function or a
+    /// primitive with one signature.
+    pub fn rule_of(
+        &mut self,
+        module: &mut Module,
+        callee: FuncRef,
+    ) -> Result<(FuncId, FuncId), ReverseError> {
+        let ids = self.request(module, callee)?;
+        while let Some((primal, fwd, back)) = self.pending.pop() {
+            transform::derive(self, module, primal, fwd, back)?;
+        }
+        if cfg!(debug_assertions)
+            && let Err(errs) = irad_ir::verify::verify_module(module)
+        {
+            let first = errs.first().map_or(String::new(), |e| e.to_string());
+            return Err(ReverseError::new(
+                Location::default(),
+                format!(
+                    "internal error: a reverse rule does not verify ({} error(s); first: {first})",
+                    errs.len()
+                ),
+            ));
+        }
+        Ok(ids)
+    }
+
+    /// The pieces of `callee` if they were built already.
+    pub fn cached(&self, callee: FuncRef) -> Option<(FuncId, FuncId)> {
+        self.rules.get(&callee).copied()
+    }
+
+    /// `@f.rev`: value and gradient in one call, with SYNTAX.md's gradient
+    /// convention. Parameters: the primal's, then one `[f64]` shadow per
+    /// `[f64]` array in them (depth-first), then one seed per f64 of the
+    /// result outside arrays (one for an f64 result). Result: the tuple of the
+    /// value and the cotangents of the arguments' f64s outside arrays, in
+    /// order; array gradients are added into the shadows, and every argument
+    /// array is back in its entry state.
+    pub fn rev(&mut self, module: &mut Module, f: FuncId) -> Result<FuncId, ReverseError> {
+        if let Some(&id) = self.revs.get(&f) {
+            self.stats.hits += 1;
+            return Ok(id);
+        }
+        let (fwd, back) = self.rule(module, f)?;
+        let func = module
+            .get(f)
+            .ok_or_else(|| ReverseError::new(Location::default(), "invalid function handle"))?;
+        let loc = Location {
+            func: Some(func.name.clone()),
+            pos: func.pos,
+            ..Location::default()
+        };
+        let sig = func.fn_type();
+        let mut params: Vec<(Option<String>, Type)> = func
+            .params
+            .iter()
+            .map(|&v| {
+                (
+                    func.values[v].name.as_deref().map(String::from),
+                    func.values[v].ty.clone(),
+                )
+            })
+            .collect();
+        let nsh: usize = sig.params.iter().map(shadow_leaves).sum();
+        params.extend((0..nsh).map(|_| (None, Type::Array(Scalar::F64))));
+        let nseed = cotangent_leaves(&sig.ret);
+        params.extend((0..nseed).map(|_| (None, Type::F64)));
+        let ncot: usize = sig.params.iter().map(cotangent_leaves).sum();
+        let mut ret = vec![sig.ret.clone()];
+        ret.extend(std::iter::repeat_n(Type::F64, ncot));
+        let name = fresh_name(module, &func.name, "rev");
+        let pos = func.pos;
+        let build = |e: BuildError| ReverseError::new(loc.clone(), e.to_string());
+        let id = module
+            .declare_func(&name, params, Type::tuple(ret))
+            .map_err(build)?;
+        module[id].pos = pos;
+        let mut b = FuncBuilder::new(module, id).map_err(build)?;
+        let entry = b.create_block();
+        b.switch_to_block(entry).map_err(build)?;
+        let np = sig.params.len();
+        let fargs: Vec<Operand> = (0..np + nsh)
+            .map(|i| b.param(i).map(Operand::Value))
+            .collect::<Result<_, _>>()
+            .map_err(build)?;
+        let seeds: Vec<Operand> = (np + nsh..np + nsh + nseed)
+            .map(|i| b.param(i).map(Operand::Value))
+            .collect::<Result<_, _>>()
+            .map_err(build)?;
+        let r = b.invoke(fwd, &fargs).map_err(build)?;
+        let r = r
+            .map(Operand::Value)
+            .unwrap_or(Operand::Const(irad_ir::Const::Unit));
+        let value = if shadow_leaves(&sig.ret) > 0 {
+            value_of(&mut b, Prim::Getfield, &[r, Operand::from(0i64)]).map_err(build)?
+        } else {
+            r
+        };
+        let g = b.invoke(back, &seeds).map_err(build)?;
+        let mut parts = vec![value];
+        match (ncot, g) {
+            (0, _) => {}
+            (1, Some(g)) => parts.push(Operand::Value(g)),
+            (_, Some(g)) => {
+                for j in 0..ncot {
+                    parts.push(
+                        value_of(
+                            &mut b,
+                            Prim::Getfield,
+                            &[Operand::Value(g), Operand::from(j as i64)],
+                        )
+                        .map_err(build)?,
+                    );
+                }
+            }
+            (_, None) => {
+                return Err(ReverseError::new(
+                    loc,
+                    "internal error: a pullback without result",
+                ));
+            }
+        }
+        let t = value_of(&mut b, Prim::Tuple, &parts).map_err(build)?;
+        b.ret(t).map_err(build)?;
+        self.revs.insert(f, id);
+        Ok(id)
+    }
+
+    /// Finds or declares the pieces of `callee`; a declared body is queued.
+    pub(crate) fn request(
+        &mut self,
+        module: &mut Module,
+        callee: FuncRef,
+    ) -> Result<(FuncId, FuncId), ReverseError> {
+        if let Some(&ids) = self.rules.get(&callee) {
+            self.stats.hits += 1;
+            return Ok(ids);
+        }
+        let ids = match callee {
+            FuncRef::User(f) => {
+                let func = module.get(f).ok_or_else(|| {
+                    ReverseError::new(Location::default(), "invalid function handle")
+                })?;
+                let loc = Location {
+                    func: Some(func.name.clone()),
+                    pos: func.pos,
+                    ..Location::default()
+                };
+                let sig = func.fn_type();
+                let name = func.name.clone();
+                if self.registry.function_rrule(&name).is_some() {
+                    self.stats.wrapped += 1;
+                    wrap(self.registry, module, Callee::Func(&name), &sig, loc)?
+                } else {
+                    transform::check_supported(func, &loc)?;
+                    let pos = func.pos;
+                    let names: Vec<Option<String>> = func
+                        .params
+                        .iter()
+                        .map(|&v| func.values[v].name.as_deref().map(String::from))
+                        .collect();
+                    let (ft, bt) = piece_types(&sig);
+                    let fparams = ft
+                        .params
+                        .iter()
+                        .enumerate()
+                        .map(|(i, t)| (names.get(i).cloned().flatten(), t.clone()))
+                        .collect();
+                    let bparams = bt.params.iter().map(|t| (None, t.clone())).collect();
+                    let build = |e: BuildError| ReverseError::new(loc.clone(), e.to_string());
+                    let fname = fresh_name(module, &name, "rev.fwd");
+                    let fwd = module
+                        .declare_func(&fname, fparams, ft.ret)
+                        .map_err(build)?;
+                    let bname = fresh_name(module, &name, "rev.back");
+                    let back = module
+                        .declare_func(&bname, bparams, bt.ret)
+                        .map_err(build)?;
+                    module[fwd].pos = pos;
+                    module[back].pos = pos;
+                    self.pending.push((f, fwd, back));
+                    self.stats.derived += 1;
+                    (fwd, back)
+                }
+            }
+            FuncRef::Prim(p) => {
+                let Some(Type::Func(sig)) = p.fn_type() else {
+                    return Err(ReverseError::new(
+                        Location::default(),
+                        format!("primitive `{p}` is overloaded and has no function value"),
+                    ));
+                };
+                self.stats.wrapped += 1;
+                wrap(
+                    self.registry,
+                    module,
+                    Callee::Prim(p),
+                    &sig,
+                    Location::default(),
+                )?
+            }
+        };
+        self.rules.insert(callee, ids);
+        Ok(ids)
+    }
+}
+
+impl RuleProvider for Reverse<'_> {
+    fn forward_rule(
+        &mut self,
+        _module: &mut Module,
+        callee: FuncRef,
+        _width: u32,
+    ) -> Result<FuncId, String> {
+        Err(format!(
+            "forward rules are not available while running reverse-mode code (for {callee:?})"
+        ))
+    }
+}
+
+/// `base.suffix`, or with `.1`, `.2`, ... appended if a function of that name
+/// exists.
+fn fresh_name(module: &Module, base: &str, suffix: &str) -> String {
+    let stem = format!("{base}.{suffix}");
+    if module.by_name(&stem).is_none() {
+        return stem;
+    }
+    (1u64..)
+        .map(|k| format!("{stem}.{k}"))
+        .find(|name| module.by_name(name).is_none())
+        .unwrap_or(stem)
+}
+
+fn value_of(b: &mut FuncBuilder<'_>, prim: Prim, args: &[Operand]) -> Result<Operand, BuildError> {
+    Ok(b.prim(prim, args)?
+        .map(Operand::Value)
+        .unwrap_or(Operand::Const(irad_ir::Const::Unit)))
+}
+
+/// Pieces around a registered rrule, so that a primitive (or a function
+/// marked primitive) can be called through `revfwd`/`revback` as a value:
+/// the forward piece pushes every saved value, the pullback pops them.
+fn wrap(
+    registry: &Registry,
+    module: &mut Module,
+    callee: Callee<'_>,
+    sig: &FnType,
+    loc: Location,
+) -> Result<(FuncId, FuncId), ReverseError> {
+    let base = match callee {
+        Callee::Prim(p) => p.name().to_string(),
+        Callee::Func(name) => name.to_string(),
+    };
+    let rule = match callee {
+        Callee::Prim(p) => registry.rrule(p, &sig.params),
+        Callee::Func(name) => registry.function_rrule(name),
+    }
+    .ok_or_else(|| ReverseError::new(loc.clone(), format!("no reverse rule for `{callee}`")))?;
+    let (ft, bt) = piece_types(sig);
+    let build = |e: BuildError| ReverseError::new(loc.clone(), e.to_string());
+    let fail = |e: irad_rules::RuleError| {
+        ReverseError::new(loc.clone(), format!("reverse rule of `{callee}`: {e}"))
+    };
+    let fname = fresh_name(module, &base, "rev.fwd");
+    let fwd = module
+        .declare_func(
+            &fname,
+            ft.params.iter().map(|t| (None, t.clone())).collect(),
+            ft.ret.clone(),
+        )
+        .map_err(build)?;
+    let bname = fresh_name(module, &base, "rev.back");
+    let back = module
+        .declare_func(
+            &bname,
+            bt.params.iter().map(|t| (None, t.clone())).collect(),
+            bt.ret.clone(),
+        )
+        .map_err(build)?;
+
+    // Forward piece.
+    let mut b = FuncBuilder::new(module, fwd).map_err(build)?;
+    let entry = b.create_block();
+    b.switch_to_block(entry).map_err(build)?;
+    let np = sig.params.len();
+    let mut next = np;
+    let mut args = Vec::with_capacity(np);
+    for (i, ty) in sig.params.iter().enumerate() {
+        let primal = Operand::Value(b.param(i).map_err(build)?);
+        let mut shadows = smallvec::SmallVec::new();
+        for _ in 0..shadow_leaves(ty) {
+            shadows.push(Operand::Value(b.param(next).map_err(build)?));
+            next += 1;
+        }
+        args.push(RevArg {
+            primal,
+            ty: ty.clone(),
+            shadows,
+        });
+    }
+    let call = RevCall {
+        callee,
+        args: &args,
+        result: &sig.ret,
+    };
+    let out = rule.forward(&mut b, &call).map_err(fail)?;
+    let mut saved_types = Vec::new();
+    for op in &out.saved {
+        if let Operand::Value(v) = op {
+            saved_types.push((*v, b.func().values[*v].ty.clone()));
+            b.prim(transform_shim::tape_prim(true), &[*op])
+                .map_err(build)?;
+        }
+    }
+    let ret = if out.shadows.is_empty() {
+        out.primal
+    } else {
+        let mut parts = vec![out.primal];
+        parts.extend(out.shadows.iter().copied());
+        value_of(&mut b, Prim::Tuple, &parts).map_err(build)?
+    };
+    b.ret(ret).map_err(build)?;
+
+    // Pullback piece.
+    let mut b = FuncBuilder::new(module, back).map_err(build)?;
+    let entry = b.create_block();
+    b.switch_to_block(entry).map_err(build)?;
+    let mut popped: HashMap<Value, Operand> = HashMap::new();
+    for (v, ty) in saved_types.iter().rev() {
+        let x = transform_shim::pop(&mut b, ty.clone()).map_err(build)?;
+        popped.insert(*v, Operand::Value(x));
+    }
+    let saved: Vec<Operand> = out
+        .saved
+        .iter()
+        .map(|op| match op {
+            Operand::Value(v) => popped.get(v).copied().unwrap_or(*op),
+            c => *c,
+        })
+        .collect();
+    let dy: Vec<Option<Operand>> = (0..bt.params.len())
+        .map(|k| b.param(k).map(|v| Some(Operand::Value(v))))
+        .collect::<Result<_, _>>()
+        .map_err(build)?;
+    let consts = vec![false; np];
+    let pcall = PullbackCall {
+        callee,
+        arg_types: &sig.params,
+        arg_const: &consts,
+        result: &sig.ret,
+        saved: &saved,
+        dy: &dy,
+    };
+    let cots = rule.pullback(&mut b, &pcall).map_err(fail)?;
+    let mut leaves = Vec::new();
+    for (ty, cs) in sig.params.iter().zip(&cots.cotangents) {
+        if cs.len() != cotangent_leaves(ty) {
+            return Err(ReverseError::new(
+                loc,
+                format!("reverse rule of `{callee}`: cotangents do not match the argument types"),
+            ));
+        }
+        leaves.extend(cs.iter().map(|c| c.unwrap_or(irad_rules::emit::f64c(0.0))));
+    }
+    let ret = match leaves.len() {
+        0 => Operand::Const(irad_ir::Const::Unit),
+        1 => leaves[0],
+        _ => value_of(&mut b, Prim::Tuple, &leaves).map_err(build)?,
+    };
+    b.ret(ret).map_err(build)?;
+    Ok((fwd, back))
+}
+
+/// Stand-ins for the IR's tape and switch statements.
+pub(crate) mod transform_shim {
+    use irad_ir::{Block, BuildError, FuncBuilder, Operand, Prim, Type, Value};
+
+    pub(crate) fn tape_prim(_push: bool) -> Prim {
+        Prim::Copy
+    }
+    pub(crate) fn rev_prim(_fwd: bool) -> Prim {
+        Prim::Copy
+    }
+    pub(crate) fn pop(_b: &mut FuncBuilder<'_>, _ty: Type) -> Result<Value, BuildError> {
+        Err(BuildError::Type("pop is not available yet".into()))
+    }
+    pub(crate) fn switch_to(
+        _b: &mut FuncBuilder<'_>,
+        _index: Operand,
+        _targets: &[Block],
+    ) -> Result<(), BuildError> {
+        Err(BuildError::Type("switch is not available yet".into()))
+    }
+}
