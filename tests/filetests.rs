@@ -31,6 +31,13 @@
 //!   verify and round-trip, and the expected file must parse, verify and pass
 //!   the file's `# run:` lines, which run on the primal functions.
 //!
+//! - `# test: reverse`: likewise with `irad::reverse_module`: `@f.rev` and the
+//!   pieces it calls for every function, compared with the sibling
+//!   `NAME_OF_FILE.reverse.ir` (the BBCode of each function first, as `#`
+//!   comments). Also, for each `# run:` line of a function returning f64,
+//!   `@f.rev` (seed 1, zero shadows) must give the primal's value bit for bit
+//!   and the argument arrays must be back in their entry state.
+//!
 //! Every file that is not an error test is also normalised: the result must
 //! verify, round-trip, be a fixed point of the pipeline, and pass the file's
 //! `# run:` and `# run-error:` lines. Every file that is not an error test is
@@ -114,6 +121,8 @@ enum Directive {
     Normalise,
     /// `# test: forward`
     Forward,
+    /// `# test: reverse`
+    Reverse,
 }
 
 struct Call {
@@ -164,7 +173,118 @@ fn filetest(path: &Utf8Path, text: String) -> datatest_stable::Result<()> {
         let printed = check_forward(path, &text, &module)?;
         compare_with_sibling(path, "forward", &printed, &directives)?;
     }
+    if directives.iter().any(|d| matches!(d, Directive::Reverse)) {
+        let printed = check_reverse(path, &text, &module, &directives)?;
+        compare_with_sibling(path, "reverse", &printed, &directives)?;
+    }
     Ok(())
+}
+
+/// The module with `@f.rev` of every function, printed after the BBCode
+/// comments; it must verify and round-trip, and each `@f.rev` must give the
+/// value of the `# run:` lines and restore the argument arrays.
+fn check_reverse(
+    path: &Utf8Path,
+    text: &str,
+    module: &Module,
+    directives: &[Directive],
+) -> Result<String> {
+    let src = irad::Source {
+        name: path.to_string(),
+        text: text.to_string(),
+    };
+    let registry = irad::rules::Registry::new();
+    let (m, _, bbcode) = irad::reverse_module(&src, module, &[], &registry)
+        .map_err(|e| format!("reverse mode failed:\n{}", e.render(&[&src])))?;
+    if let Err(errs) = verify_module(&m) {
+        let msgs: Vec<String> = errs.iter().map(ToString::to_string).collect();
+        return Err(format!(
+            "the reverse pieces do not verify:\n{}\n{}",
+            msgs.join("\n"),
+            print_module(&m)
+        )
+        .into());
+    }
+    round_trip(&m).map_err(|e| format!("reverse pieces: {e}"))?;
+    for d in directives {
+        let Directive::Run { call, .. } = d else {
+            continue;
+        };
+        let Some(f) = m.by_name(&call.func) else {
+            continue;
+        };
+        if m[f].ret != irad::ir::Type::F64 {
+            continue;
+        }
+        let Some(rev) = m.by_name(&format!("{}.rev", call.func)) else {
+            return Err(format!("no @{}.rev", call.func).into());
+        };
+        let args = irad::ir::text::parse_args(&call.args, &m[f].param_types(), &m)
+            .map_err(|e| format!("run args: {e:?}"))?;
+        let entry: Vec<String> = args.iter().map(|a| a.display(&m).to_string()).collect();
+        let want = irad::ir::interp::run(&m, f, &copies(&args), &Default::default())
+            .map_err(|e| format!("primal run: {e}"))?;
+        let mut rev_args = args.clone();
+        for a in &args {
+            if let irad::ir::interp::Val::Array(arr) = a
+                && let irad::ir::interp::ArrayData::F64(xs) = &*arr.0.borrow()
+            {
+                rev_args.push(irad::ir::interp::Val::Array(irad::ir::interp::ArrayRef::new(
+                    irad::ir::interp::ArrayData::F64(vec![0.0; xs.len()]),
+                )));
+            }
+        }
+        rev_args.push(irad::ir::interp::Val::F64(1.0));
+        let got = irad::ir::interp::run(&m, rev, &rev_args, &Default::default())
+            .map_err(|e| format!("@{}.rev({}): {e}", call.func, call.args))?;
+        let irad::ir::interp::Val::Tuple(parts) = &got else {
+            return Err(format!("@{}.rev did not return a tuple", call.func).into());
+        };
+        let same = match (parts.first(), &want) {
+            (Some(irad::ir::interp::Val::F64(a)), irad::ir::interp::Val::F64(b)) => {
+                a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+            }
+            _ => false,
+        };
+        if !same {
+            return Err(format!(
+                "@{}.rev({}) gives the value {}, the primal {}",
+                call.func,
+                call.args,
+                got.display(&m),
+                want.display(&m)
+            )
+            .into());
+        }
+        let after: Vec<String> = args.iter().map(|a| a.display(&m).to_string()).collect();
+        if after != entry {
+            return Err(format!(
+                "@{}.rev({}) left the arguments {after:?}, not {entry:?}",
+                call.func, call.args
+            )
+            .into());
+        }
+    }
+    let mut out = String::new();
+    for line in bbcode.lines() {
+        out.push_str(&format!("# {line}\n"));
+    }
+    out.push('\n');
+    out.push_str(&print_module(&m));
+    Ok(out)
+}
+
+/// Fresh copies of argument values (arrays get new buffers).
+fn copies(args: &[irad::ir::interp::Val]) -> Vec<irad::ir::interp::Val> {
+    use irad::ir::interp::{ArrayRef, Val};
+    fn copy(v: &Val) -> Val {
+        match v {
+            Val::Array(a) => Val::Array(ArrayRef::new(a.0.borrow().clone())),
+            Val::Tuple(vs) => Val::Tuple(vs.iter().map(copy).collect()),
+            other => other.clone(),
+        }
+    }
+    args.iter().map(copy).collect()
 }
 
 /// The module with the forward rule (width 1) of every function, printed;
@@ -517,7 +637,8 @@ fn run_directives(module: &Module, directives: &[Directive]) -> Result<()> {
             | Directive::Dump
             | Directive::Pass(_)
             | Directive::Normalise
-            | Directive::Forward => {}
+            | Directive::Forward
+            | Directive::Reverse => {}
         }
     }
     Ok(())
@@ -621,6 +742,7 @@ fn directives(text: &str, lang: Lang) -> Result<Vec<Directive>> {
                 "dump" => out.push(Directive::Dump),
                 "normalise" => out.push(Directive::Normalise),
                 "forward" => out.push(Directive::Forward),
+                "reverse" => out.push(Directive::Reverse),
                 other if other.starts_with("pass ") => {
                     out.push(Directive::Pass(other["pass ".len()..].trim().to_string()));
                 }
