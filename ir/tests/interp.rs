@@ -1315,6 +1315,58 @@ fn argument_count_and_types_are_checked() -> R<()> {
 // ---------------------------------------------------------------- unverified modules
 
 /// A one-block function `@t(x: f64) -> f64` returning `x`, for breaking.
+/// `@pick(%i, %x)`: `switch %i, [#4, #2, #3]`, then `x`, `2x` or `-x`.
+fn switch_module() -> R<(Module, FuncId)> {
+    let mut m = Module::new();
+    let f = m.declare_func(
+        "pick",
+        vec![(None, Type::I64), (None, Type::F64)],
+        Type::F64,
+    )?;
+    let mut b = FuncBuilder::new(&mut m, f)?;
+    let (i, x) = (b.param(0)?, b.param(1)?);
+    let [b1, b2, b3, b4] = [1, 2, 3, 4].map(|l| b.create_block_labeled(l));
+    let (b1, b2, b3, b4) = (b1?, b2?, b3?, b4?);
+    b.switch_to_block(b1)?;
+    b.set_pos(Some(Pos { line: 7, col: 3 }));
+    b.switch(i.into(), &[b4, b2, b3])?;
+    b.set_pos(None);
+    b.switch_to_block(b2)?;
+    let a = prim_op(&mut b, Prim::Mul, &[x.into(), 2.0.into()])?;
+    b.goto(b4)?;
+    b.switch_to_block(b3)?;
+    let n = prim_op(&mut b, Prim::Neg, &[x.into()])?;
+    b.goto(b4)?;
+    b.switch_to_block(b4)?;
+    let r = b.phi(Type::F64, &[(b1, x.into()), (b2, a.into()), (b3, n.into())])?;
+    b.ret(r.into())?;
+    Ok((m, f))
+}
+
+#[test]
+fn switch_jumps_to_the_target_its_index_names() -> R<()> {
+    let (m, f) = switch_module()?;
+    irad_ir::verify::verify_module(&m).map_err(|e| format!("{e:?}"))?;
+    let opts = RunOptions::default();
+    assert_f64(interp::run(&m, f, &[iv(0), fv(1.5)], &opts), 1.5);
+    assert_f64(interp::run(&m, f, &[iv(1), fv(1.5)], &opts), 3.0);
+    assert_f64(interp::run(&m, f, &[iv(2), fv(1.5)], &opts), -1.5);
+    for (i, msg) in [
+        (3, "switch index 3 is out of range for 3 targets"),
+        (-1, "switch index -1 is out of range for 3 targets"),
+        (
+            i64::MIN,
+            "switch index -9223372036854775808 is out of range for 3 targets",
+        ),
+    ] {
+        let e = assert_err(interp::run(&m, f, &[iv(i), fv(1.5)], &opts), msg);
+        assert_eq!(e.loc.func.as_deref(), Some("pick"));
+        assert_eq!((e.loc.block, e.loc.stmt), (Some(1), Some(1)));
+        assert_eq!(e.loc.pos, Some(Pos { line: 7, col: 3 }));
+    }
+    Ok(())
+}
+
 fn simple() -> R<(Module, FuncId, Block)> {
     let mut m = Module::new();
     let f = m.declare_func("t", vec![(None, Type::F64)], Type::F64)?;
@@ -1380,6 +1432,18 @@ fn unverified_modules_give_internal_errors() -> R<()> {
     m[f].blocks[entry].term = Some(Terminator::GotoIfNot {
         cond: 1.0.into(),
         target: entry,
+    });
+    internal(interp::run(&m, f, &[fv(1.0)], &opts));
+    // A switch on a non-i64 index, and one to a block that does not exist.
+    m[f].blocks[entry].term = Some(Terminator::Switch {
+        index: 1.0.into(),
+        targets: [entry].into_iter().collect(),
+    });
+    let e = internal(interp::run(&m, f, &[fv(1.0)], &opts));
+    assert_eq!((e.loc.block, e.loc.stmt), (Some(1), Some(2)));
+    m[f].blocks[entry].term = Some(Terminator::Switch {
+        index: 0i64.into(),
+        targets: [Block::from_u32(77)].into_iter().collect(),
     });
     internal(interp::run(&m, f, &[fv(1.0)], &opts));
 

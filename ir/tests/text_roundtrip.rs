@@ -223,11 +223,15 @@ fn random_module(seed: u64) -> Module {
             m[id].insts[inst].kind = kind;
         }
         for &block in &blocks {
-            let term = match rng.below(3) {
+            let term = match rng.below(4) {
                 0 => Terminator::Goto(*rng.pick(&blocks)),
                 1 => Terminator::GotoIfNot {
                     cond: random_operand(&mut rng, &m, &values),
                     target: *rng.pick(&blocks),
+                },
+                2 => Terminator::Switch {
+                    index: random_operand(&mut rng, &m, &values),
+                    targets: (0..rng.below(4)).map(|_| *rng.pick(&blocks)).collect(),
                 },
                 _ => Terminator::Return(random_operand(&mut rng, &m, &values)),
             };
@@ -320,6 +324,7 @@ const TOKENS: &[&str] = &[
     "phi",
     "goto",
     "gotoifnot",
+    "switch",
     "return",
     "add",
     "alloc",

@@ -1,7 +1,7 @@
 //! Translates a function into the form the interpreter runs: dense value slots,
 //! operands resolved to slots or ready-made constants, phis turned into
-//! per-edge parallel moves, the fall-through block of every `gotoifnot` found
-//! once.
+//! per-edge parallel moves (one edge per `switch` target), the fall-through
+//! block of every `gotoifnot` found once.
 //!
 //! Assumes nothing about the function: it need not be verified. Anything
 //! malformed (an invalid handle, a misplaced phi, a missing terminator or phi
@@ -103,6 +103,11 @@ pub(super) enum Term {
     },
     /// `return`.
     Return(Src),
+    /// `switch index, [targets]`: one edge per target, in index order.
+    Switch {
+        index: Src,
+        targets: Box<[EdgeResult]>,
+    },
     /// A malformed or missing terminator: raises this internal error.
     Bad(Box<str>),
 }
@@ -221,6 +226,13 @@ impl Ctx<'_> {
             },
             Some(Terminator::Return(op)) => match self.src(op) {
                 Ok(src) => Term::Return(src),
+                Err(e) => Term::Bad(e),
+            },
+            Some(Terminator::Switch { index, targets }) => match self.src(index) {
+                Ok(index) => Term::Switch {
+                    index,
+                    targets: targets.iter().map(|&t| self.edge(block, t)).collect(),
+                },
                 Err(e) => Term::Bad(e),
             },
             None => Term::Bad(

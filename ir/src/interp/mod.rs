@@ -7,7 +7,7 @@
 //! [`RunError`] whose message starts with `internal error:`. Guarantees:
 //! - phis at the start of a block take their values simultaneously from the
 //!   edge taken; `gotoifnot c, #b` goes to `#b` when `c` is false, otherwise to
-//!   the next block of the layout;
+//!   the next block of the layout; `switch i, [...]` goes to target number `i`;
 //! - calls use an explicit frame stack, never native recursion, so any depth up
 //!   to [`RunOptions::max_depth`] runs in constant native stack; one more frame
 //!   is the error `call depth limit of N exceeded` at the call statement;
@@ -19,6 +19,7 @@
 //! `fptosi of X is out of the i64 range`, `negative array length N`,
 //! `array length N exceeds the limit of 268435456 elements`,
 //! `index I out of bounds for array of length L`,
+//! `switch index I is out of range for N targets`,
 //! `call depth limit of N exceeded`. Each is located at the failing statement
 //! (function, block label, statement number from 1 with the terminator last,
 //! source position) and carries the chain of call sites.
@@ -453,6 +454,28 @@ impl<'m> Interpreter<'m> {
                         Ok(other) => {
                             let msg = format!(
                                 "internal error: gotoifnot condition is {}, not bool",
+                                other.kind()
+                            );
+                            return Err(at_term(msg, &stack));
+                        }
+                        Err(msg) => return Err(at_term(msg, &stack)),
+                    },
+                    Term::Switch { index, targets } => match read(&cur.slots, index) {
+                        Ok(Val::I64(i)) => {
+                            match usize::try_from(*i).ok().and_then(|k| targets.get(k)) {
+                                Some(edge) => edge,
+                                None => {
+                                    let msg = format!(
+                                        "switch index {i} is out of range for {} targets",
+                                        targets.len()
+                                    );
+                                    return Err(at_term(msg, &stack));
+                                }
+                            }
+                        }
+                        Ok(other) => {
+                            let msg = format!(
+                                "internal error: switch index is {}, not i64",
                                 other.kind()
                             );
                             return Err(at_term(msg, &stack));

@@ -170,6 +170,14 @@ pub(crate) fn check_term(ctx: &mut Ctx, bi: u32) {
                 ctx.err_at(at, msg);
             }
         }
+        Some(Terminator::Switch { index, .. }) => {
+            if let Some(ty) = operand_type(ctx, at, index)
+                && *ty != Type::I64
+            {
+                let msg = format!("switch index must be i64, found {ty}");
+                ctx.err_at(at, msg);
+            }
+        }
         Some(Terminator::Return(op)) => {
             let ret = &ctx.f.ret;
             if let Some(ty) = operand_type(ctx, at, op)
