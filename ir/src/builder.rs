@@ -189,7 +189,8 @@ impl<'m> FuncBuilder<'m> {
     }
 
     /// `call prim(args)`; the result is `None` when its type is `()`.
-    /// Use [`FuncBuilder::alloc`] for `alloc`, which needs an element type.
+    /// Use [`FuncBuilder::alloc`] for `alloc` and [`FuncBuilder::pop`] for
+    /// `pop`, which need a type.
     pub fn prim(&mut self, prim: Prim, args: &[Operand]) -> Result<Option<Value>, BuildError> {
         let ty = self.prim_type(prim, args, None)?;
         self.append(
@@ -214,6 +215,21 @@ impl<'m> FuncBuilder<'m> {
             ty,
         )?
         .ok_or(BuildError::Type("alloc has no result".into()))
+    }
+
+    /// `%v = call pop() :: ty`: pops the last value pushed on the tape of type
+    /// `ty`. The statement always has a result, even of type `()`, since the
+    /// annotation that names the tape is printed only on a result.
+    pub fn pop(&mut self, ty: Type) -> Result<Value, BuildError> {
+        let ty = self.prim_type(Prim::Pop, &[], Some(&ty))?;
+        let block = self.open_block()?;
+        let kind = InstKind::Prim {
+            prim: Prim::Pop,
+            args: Args::new(),
+        };
+        let pos = self.pos;
+        let (_, result) = self.module[self.func].push_inst(block, kind, Some(ty), pos);
+        result.ok_or(BuildError::Type("pop has no result".into()))
     }
 
     /// `invoke @callee(args)`; the result is `None` when the callee returns `()`.
@@ -563,5 +579,23 @@ mod tests {
             b.switch(i.into(), &[layout[1]]),
             Err(BuildError::Terminated(1))
         );
+    }
+
+    #[test]
+    fn pop_always_has_a_result_of_its_type() {
+        let (mut m, f) = three_blocks();
+        let entry = m[f].layout[0];
+        let mut b = FuncBuilder::new(&mut m, f).expect("valid function");
+        b.switch_to_block(entry).expect("valid block");
+        let pair = Type::tuple(vec![Type::F64, Type::I64]);
+        for ty in [Type::F64, pair, Type::Unit] {
+            let v = b.pop(ty.clone()).expect("pop");
+            assert_eq!(b.func().values[v].ty, ty);
+        }
+        assert!(matches!(b.prim(Prim::Pop, &[]), Err(BuildError::Type(_))));
+        let x = b.param(1).expect("x");
+        assert_eq!(b.prim(Prim::Push, &[x.into()]), Ok(None));
+        b.ret(x.into()).expect("open block");
+        assert_eq!(b.pop(Type::F64), Err(BuildError::Terminated(1)));
     }
 }

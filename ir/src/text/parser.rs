@@ -653,6 +653,12 @@ impl<'a> Parser<'a> {
                 "`alloc` needs a type annotation `:: [T]` naming its element type".to_string(),
             ));
         }
+        if infer && matches!(kind, RawKind::Prim(Prim::Pop, _)) {
+            return Err(self.err(
+                place.pos,
+                "`pop` needs a type annotation `:: T` naming the tape it pops".to_string(),
+            ));
+        }
         let result_ty = result.map(|_| annot.unwrap_or(Type::Unit));
         let placeholder = InstKind::Phi {
             entries: SmallVec::new(),

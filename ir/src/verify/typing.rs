@@ -75,7 +75,8 @@ pub(crate) fn check_inst(ctx: &mut Ctx, slot: Slot, inst: Inst) {
                 Res::Typed(_, ty) => Some(ty),
                 _ => None,
             };
-            if matches!(res, Res::Unknown) && *prim == crate::Prim::Alloc {
+            if matches!(res, Res::Unknown) && matches!(prim, crate::Prim::Alloc | crate::Prim::Pop)
+            {
                 return;
             }
             let Some(types) = types else {
