@@ -190,11 +190,14 @@ fn block_succs(ctx: &mut Ctx, bi: u32) -> SmallVec<[u32; 2]> {
             if targets.is_empty() {
                 ctx.err_term(bi, "switch has no targets: expected at least one".into());
             }
+            // A set rather than a scan of `succs`, so a switch of many targets
+            // stays linear.
+            let mut seen = HashSet::with_capacity(targets.len());
             for &target in targets {
                 let Some(t) = jump_target(ctx, bi, target) else {
                     continue;
                 };
-                if succs.contains(&t) {
+                if !seen.insert(t) {
                     let msg = format!(
                         "switch lists {} more than once: each target is one edge, and phi entries are per predecessor",
                         ctx.block_name(target)
