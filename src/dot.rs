@@ -2,7 +2,8 @@
 //!
 //! One cluster per function, one node per block labelled with the block's
 //! printed statements, one edge per CFG edge (`gotoifnot` edges are labelled
-//! `true` for the fall-through and `false` for the jump). Input: a module whose
+//! `true` for the fall-through and `false` for the jump, `switch` edges with
+//! their index). Input: a module whose
 //! blocks all have terminators (a verified module). Output: a DOT digraph.
 
 use irad_ir::text::{Line, func_lines};
@@ -66,6 +67,11 @@ fn func_to_dot(module: &Module, id: FuncId, n: usize, out: &mut String) {
                     node(b),
                     node(*target)
                 );
+            }
+            Some(Terminator::Switch { targets, .. }) => {
+                for (k, t) in targets.iter().enumerate() {
+                    let _ = writeln!(out, "    {} -> {} [label=\"{k}\"];", node(b), node(*t));
+                }
             }
             Some(Terminator::Return(_)) | None => {}
         }

@@ -148,3 +148,26 @@ fn surface_files_dump_after_passes_too() {
     let text = stdout(&out);
     assert_eq!(text.matches("return").count(), 1, "{text}");
 }
+
+#[test]
+fn switch_edges_are_labelled_with_their_index() {
+    let out = irad(&[
+        "dump",
+        "tests/filetests/ad/switch.ir",
+        "-f",
+        "pick",
+        "--format",
+        "dot",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let dot = stdout(&out);
+    for k in 0..3 {
+        assert_eq!(
+            dot.matches(&format!("[label=\"{k}\"]")).count(),
+            1,
+            "edge {k}:\n{dot}"
+        );
+    }
+    assert_eq!(dot.matches(" -> f0_").count(), 5, "{dot}");
+    assert!(dot.contains("f0_b0 -> f0_b3 [label=\"0\"]"), "{dot}");
+}

@@ -44,6 +44,9 @@ pub enum BuildError {
     /// An operand or result type that does not fit.
     #[error("{0}")]
     Type(String),
+    /// A `switch` without targets or with a target listed twice.
+    #[error("{0}")]
+    Switch(String),
 }
 
 /// Whether `name` is an identifier: `[A-Za-z_][A-Za-z0-9_.]*`.
@@ -186,7 +189,8 @@ impl<'m> FuncBuilder<'m> {
     }
 
     /// `call prim(args)`; the result is `None` when its type is `()`.
-    /// Use [`FuncBuilder::alloc`] for `alloc`, which needs an element type.
+    /// Use [`FuncBuilder::alloc`] for `alloc` and [`FuncBuilder::pop`] for
+    /// `pop`, which need a type.
     pub fn prim(&mut self, prim: Prim, args: &[Operand]) -> Result<Option<Value>, BuildError> {
         let ty = self.prim_type(prim, args, None)?;
         self.append(
@@ -211,6 +215,21 @@ impl<'m> FuncBuilder<'m> {
             ty,
         )?
         .ok_or(BuildError::Type("alloc has no result".into()))
+    }
+
+    /// `%v = call pop() :: ty`: pops the last value pushed on the tape of type
+    /// `ty`. The statement always has a result, even of type `()`, since the
+    /// annotation that names the tape is printed only on a result.
+    pub fn pop(&mut self, ty: Type) -> Result<Value, BuildError> {
+        let ty = self.prim_type(Prim::Pop, &[], Some(&ty))?;
+        let block = self.open_block()?;
+        let kind = InstKind::Prim {
+            prim: Prim::Pop,
+            args: Args::new(),
+        };
+        let pos = self.pos;
+        let (_, result) = self.module[self.func].push_inst(block, kind, Some(ty), pos);
+        result.ok_or(BuildError::Type("pop has no result".into()))
     }
 
     /// `invoke @callee(args)`; the result is `None` when the callee returns `()`.
@@ -346,6 +365,35 @@ impl<'m> FuncBuilder<'m> {
         self.terminate(Terminator::GotoIfNot { cond, target })
     }
 
+    /// `switch index, [targets]`: jump to `targets[index]`. The index is an
+    /// i64; the targets are blocks of this function, at least one, each listed
+    /// once.
+    pub fn switch(&mut self, index: Operand, targets: &[Block]) -> Result<(), BuildError> {
+        for &target in targets {
+            self.check_block(target)?;
+        }
+        let ty = self.operand_type(&index)?;
+        if ty != Type::I64 {
+            return Err(BuildError::Type(format!(
+                "switch index must be i64, found {ty}"
+            )));
+        }
+        if targets.is_empty() {
+            return Err(BuildError::Switch("switch has no targets".into()));
+        }
+        let mut seen = HashSet::new();
+        if let Some(&dup) = targets.iter().find(|&&t| !seen.insert(t)) {
+            let label = self.func().blocks[dup].label;
+            return Err(BuildError::Switch(format!(
+                "switch lists #{label} more than once"
+            )));
+        }
+        self.terminate(Terminator::Switch {
+            index,
+            targets: targets.into(),
+        })
+    }
+
     /// `return value`
     pub fn ret(&mut self, value: Operand) -> Result<(), BuildError> {
         let ty = self.operand_type(&value)?;
@@ -467,5 +515,87 @@ impl<'m> FuncBuilder<'m> {
         data.term = Some(term);
         data.term_pos = pos;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A module with `@f(%i: i64, %x: f64) -> f64` and three blocks.
+    fn three_blocks() -> (Module, FuncId) {
+        let mut m = Module::new();
+        let f = m
+            .declare_func("f", vec![(None, Type::I64), (None, Type::F64)], Type::F64)
+            .expect("fresh name");
+        let mut b = FuncBuilder::new(&mut m, f).expect("valid function");
+        for _ in 0..3 {
+            b.create_block();
+        }
+        (m, f)
+    }
+
+    #[test]
+    fn switch_checks_its_index_and_targets() {
+        let (mut m, f) = three_blocks();
+        let layout = m[f].layout.clone();
+        let mut b = FuncBuilder::new(&mut m, f).expect("valid function");
+        let (i, x) = (b.param(0).expect("i"), b.param(1).expect("x"));
+        b.switch_to_block(layout[0]).expect("valid block");
+        let cases: [(Operand, Vec<Block>, BuildError); 4] = [
+            (
+                x.into(),
+                vec![layout[1]],
+                BuildError::Type("switch index must be i64, found f64".into()),
+            ),
+            (
+                i.into(),
+                vec![],
+                BuildError::Switch("switch has no targets".into()),
+            ),
+            (
+                i.into(),
+                vec![layout[1], layout[2], layout[1]],
+                BuildError::Switch("switch lists #2 more than once".into()),
+            ),
+            (
+                i.into(),
+                vec![layout[1], Block::from_u32(9)],
+                BuildError::BadHandle("block"),
+            ),
+        ];
+        for (index, targets, err) in cases {
+            assert_eq!(b.switch(index, &targets), Err(err));
+        }
+        assert_eq!(b.switch(i.into(), &[layout[2], layout[1]]), Ok(()));
+        assert_eq!(
+            b.func().blocks[layout[0]].term,
+            Some(Terminator::Switch {
+                index: i.into(),
+                targets: SmallVec::from_slice(&[layout[2], layout[1]]),
+            })
+        );
+        assert_eq!(
+            b.switch(i.into(), &[layout[1]]),
+            Err(BuildError::Terminated(1))
+        );
+    }
+
+    #[test]
+    fn pop_always_has_a_result_of_its_type() {
+        let (mut m, f) = three_blocks();
+        let entry = m[f].layout[0];
+        let mut b = FuncBuilder::new(&mut m, f).expect("valid function");
+        b.switch_to_block(entry).expect("valid block");
+        let pair = Type::tuple(vec![Type::F64, Type::I64]);
+        for ty in [Type::F64, pair, Type::Unit] {
+            let v = b.pop(ty.clone()).expect("pop");
+            assert_eq!(b.func().values[v].ty, ty);
+        }
+        assert!(matches!(b.prim(Prim::Pop, &[]), Err(BuildError::Type(_))));
+        let x = b.param(1).expect("x");
+        assert_eq!(b.prim(Prim::Push, &[x.into()]), Ok(None));
+        b.ret(x.into()).expect("open block");
+        assert_eq!(b.pop(Type::F64), Err(BuildError::Terminated(1)));
     }
 }

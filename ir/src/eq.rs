@@ -191,6 +191,22 @@ impl FuncCmp<'_> {
                 self.target(*a, *b)
             }
             (Some(Terminator::Return(a)), Some(Terminator::Return(b))) => self.operand(a, b),
+            (
+                Some(Terminator::Switch {
+                    index: ia,
+                    targets: a,
+                }),
+                Some(Terminator::Switch {
+                    index: ib,
+                    targets: b,
+                }),
+            ) => {
+                self.operand(ia, ib)?;
+                if a.len() != b.len() {
+                    return Err(format!("switch of {} targets against {}", a.len(), b.len()));
+                }
+                a.iter().zip(b).try_for_each(|(a, b)| self.target(*a, *b))
+            }
             (a, b) => Err(format!("{a:?} against {b:?}")),
         }
     }

@@ -168,6 +168,15 @@ pub enum Terminator {
     },
     /// `return op`
     Return(Operand),
+    /// `switch op, [#b0, #b1, ...]`: jump to `targets[index]`; an index outside
+    /// `0..targets.len()` is a run-time error. The targets are distinct (each
+    /// is one CFG edge, and phi entries are per predecessor).
+    Switch {
+        /// The index (i64).
+        index: Operand,
+        /// The targets, in index order.
+        targets: SmallVec<[Block; 4]>,
+    },
 }
 
 /// A basic block.
@@ -343,7 +352,8 @@ impl Func {
         self.layout.get(idx + 1).copied()
     }
 
-    /// The successors of `block`: for `gotoifnot`, the fall-through block first.
+    /// The successors of `block`: for `gotoifnot`, the fall-through block first;
+    /// for `switch`, the targets in index order.
     ///
     /// `next` is the block after `block` in the layout.
     pub fn successors(&self, block: Block, next: Option<Block>) -> SmallVec<[Block; 2]> {
@@ -357,6 +367,7 @@ impl Func {
                 succ.push(*target);
                 succ
             }
+            Some(Terminator::Switch { targets, .. }) => targets.iter().copied().collect(),
             Some(Terminator::Return(_)) | None => SmallVec::new(),
         }
     }

@@ -74,6 +74,10 @@ pub enum Prim {
     Primal,
     Tangent,
     Frule,
+    Push,
+    Pop,
+    Revfwd,
+    Revback,
 }
 
 /// How a primitive is typed.
@@ -113,6 +117,16 @@ pub enum Sig {
     /// `frule(f, N)` with a constant `N`: the forward rule of function value
     /// `f` at batch width N, found (or derived) at run time.
     Frule,
+    /// `push(v) -> ()`: pushes `v` on the tape of its type.
+    Push,
+    /// `pop() :: T`: the annotation names the tape; pops its last value.
+    Pop,
+    /// `revfwd(f)`: the forward part of the reverse rule of function value
+    /// `f`, of type [`Type::rev_fwd_fn`] of `f`'s, found (or derived) at run time.
+    Revfwd,
+    /// `revback(f)`: the pullback part of the reverse rule of function value
+    /// `f`, of type [`Type::rev_back_fn`] of `f`'s, found (or derived) at run time.
+    Revback,
 }
 
 /// One row of the primitive table.
@@ -161,6 +175,8 @@ rows! {
     Arrayref "arrayref" Sig::Arrayref; Arrayset "arrayset" Sig::Arrayset; Copy "copy" Sig::Copy;
     Dual "dual" Sig::Dual; Primal "primal" Sig::Primal; Tangent "tangent" Sig::Tangent;
     Frule "frule" Sig::Frule;
+    Push "push" Sig::Push; Pop "pop" Sig::Pop;
+    Revfwd "revfwd" Sig::Revfwd; Revback "revback" Sig::Revback;
 }
 
 impl Prim {
@@ -168,6 +184,23 @@ impl Prim {
     pub fn info(self) -> &'static PrimInfo {
         // The table lists the variants in declaration order; a unit test checks it.
         &PRIMS[self as usize]
+    }
+
+    /// Whether the primitive is one the AD transforms introduce (`dual`,
+    /// `primal`, `tangent`, `frule`, `push`, `pop`, `revfwd`, `revback`):
+    /// these are not differentiated and have no derivative rules.
+    pub fn is_ad(self) -> bool {
+        matches!(
+            self.info().sig,
+            Sig::Dual
+                | Sig::Primal
+                | Sig::Tangent
+                | Sig::Frule
+                | Sig::Push
+                | Sig::Pop
+                | Sig::Revfwd
+                | Sig::Revback
+        )
     }
 
     /// The IR name.
@@ -436,6 +469,30 @@ impl Prim {
                     })?;
                 Ok(Type::from_fn(Type::forward_fn(sig, width)))
             }
+            Sig::Push => {
+                arity(1)?;
+                Ok(Type::Unit)
+            }
+            Sig::Pop => {
+                arity(0)?;
+                annot.cloned().ok_or_else(|| {
+                    "`pop` needs a result with a type annotation: `%v = call pop() :: T`".into()
+                })
+            }
+            Sig::Revfwd | Sig::Revback => {
+                arity(1)?;
+                let Type::Func(sig) = &args[0] else {
+                    return Err(format!(
+                        "argument 1 of `{name}` must be a function, found {}",
+                        args[0]
+                    ));
+                };
+                Ok(Type::from_fn(if self == Prim::Revfwd {
+                    Type::rev_fwd_fn(sig)
+                } else {
+                    Type::rev_back_fn(sig)
+                }))
+            }
         }
     }
 }
@@ -456,7 +513,7 @@ mod tests {
             assert_eq!(row.prim as usize, i, "row {} is out of order", row.name);
             assert_eq!(Prim::from_name(row.name), Some(row.prim));
         }
-        assert_eq!(PRIMS.len(), Prim::Frule as usize + 1);
+        assert_eq!(PRIMS.len(), Prim::Revback as usize + 1);
     }
 
     #[test]
@@ -498,6 +555,55 @@ mod tests {
         assert_eq!(
             Prim::Sin.result_type(&[Type::I64], None, None),
             Err("argument 1 of `sin` must be f64, found i64".to_string())
+        );
+    }
+
+    #[test]
+    fn tape_and_reverse_rule_primitives_are_typed() {
+        let pair = Type::tuple(vec![Type::F64, Type::Array(Scalar::F64)]);
+        assert_eq!(
+            Prim::Push.result_type(std::slice::from_ref(&pair), None, None),
+            Ok(Type::Unit)
+        );
+        assert!(Prim::Push.result_type(&[], None, None).is_err());
+        assert_eq!(
+            Prim::Pop.result_type(&[], None, Some(&pair)),
+            Ok(pair.clone())
+        );
+        assert_eq!(
+            Prim::Pop.result_type(&[], None, None),
+            Err("`pop` needs a result with a type annotation: `%v = call pop() :: T`".into())
+        );
+        assert!(
+            Prim::Pop
+                .result_type(&[Type::F64], None, Some(&pair))
+                .is_err()
+        );
+        let f = Type::func(vec![Type::F64, Type::Array(Scalar::F64)], Type::F64);
+        let fwd = Prim::Revfwd.result_type(std::slice::from_ref(&f), None, None);
+        assert_eq!(
+            fwd.map(|t| t.to_string()),
+            Ok("fn(f64, [f64], [f64]) -> f64".to_string())
+        );
+        let back = Prim::Revback.result_type(std::slice::from_ref(&f), None, None);
+        assert_eq!(
+            back.map(|t| t.to_string()),
+            Ok("fn(f64) -> f64".to_string())
+        );
+        assert_eq!(
+            Prim::Revback.result_type(&[Type::F64], None, None),
+            Err("argument 1 of `revback` must be a function, found f64".into())
+        );
+        let ad: Vec<&str> = PRIMS
+            .iter()
+            .filter(|row| row.prim.is_ad())
+            .map(|row| row.name)
+            .collect();
+        assert_eq!(
+            ad,
+            [
+                "dual", "primal", "tangent", "frule", "push", "pop", "revfwd", "revback"
+            ]
         );
     }
 }

@@ -1,5 +1,7 @@
 //! IR types: scalars, tuples, arrays of a scalar element, function types and the
-//! AD type `dual<T>`. `Display` prints the text form of SYNTAX.md §1.
+//! AD type `dual<T>`. `Display` prints the text form of SYNTAX.md §1. Also the
+//! type arithmetic of the AD transforms: tangent types (forward mode), and leaf
+//! counts and rule signatures (reverse mode).
 //!
 //! A tuple has at least one element: [`Type::tuple`] turns the empty tuple into
 //! `()`, so every type has exactly one representation.
@@ -147,6 +149,68 @@ impl Type {
         }
     }
 
+    /// The number of f64 scalars in the type outside arrays and function
+    /// types: 1 for `f64`, the sum over the components for a tuple (depth
+    /// first), 0 for everything else (`[f64]`, `i64`, `dual<T>`, `fn(...)`).
+    /// These are the scalars a reverse pass carries cotangents for one by one
+    /// ([`Type::rev_back_fn`]). Iterative, like [`Type::depth`].
+    pub fn cotangent_leaves(&self) -> usize {
+        self.count_leaves(|ty| matches!(ty, Type::F64))
+    }
+
+    /// The number of `[f64]` arrays in the type: 1 for `[f64]`, the sum over
+    /// the components for a tuple (depth first), 0 for everything else
+    /// (`[i64]`, `f64`, `dual<T>`, `fn(...)`). Each has a shadow array of the
+    /// same length in reverse mode ([`Type::rev_fwd_fn`]). Iterative, like
+    /// [`Type::depth`].
+    pub fn shadow_leaves(&self) -> usize {
+        self.count_leaves(|ty| matches!(ty, Type::Array(Scalar::F64)))
+    }
+
+    /// `n` leaves of type `elem` packed into one type: `()` for none, `elem`
+    /// itself for one, the n-tuple of `elem` otherwise.
+    pub fn leaf_pack(elem: Type, n: usize) -> Type {
+        match n {
+            0 => Type::Unit,
+            1 => elem,
+            _ => Type::tuple(vec![elem; n]),
+        }
+    }
+
+    /// The type of the forward part of the reverse rule of a function of type
+    /// `sig`: the primal parameters followed by one `[f64]` shadow per array
+    /// leaf of the parameters ([`Type::shadow_leaves`], in parameter order);
+    /// the primal result, or, when the result has array leaves, the tuple of
+    /// the result and one `[f64]` shadow per array leaf of the result.
+    pub fn rev_fwd_fn(sig: &FnType) -> FnType {
+        let shadows: usize = sig.params.iter().map(Type::shadow_leaves).sum();
+        let mut params = sig.params.clone();
+        params.extend(std::iter::repeat_n(Type::Array(Scalar::F64), shadows));
+        let ret_shadows = sig.ret.shadow_leaves();
+        let ret = if ret_shadows == 0 {
+            sig.ret.clone()
+        } else {
+            let mut elems = Vec::with_capacity(ret_shadows + 1);
+            elems.push(sig.ret.clone());
+            elems.extend(std::iter::repeat_n(Type::Array(Scalar::F64), ret_shadows));
+            Type::tuple(elems)
+        };
+        FnType { params, ret }
+    }
+
+    /// The type of the pullback part of the reverse rule of a function of type
+    /// `sig`: one f64 parameter per scalar leaf of the result (its cotangent,
+    /// [`Type::cotangent_leaves`]); the result packs the cotangents of the
+    /// scalar leaves of all parameters, in parameter order, with
+    /// [`Type::leaf_pack`]. Array cotangents travel in the shadows instead.
+    pub fn rev_back_fn(sig: &FnType) -> FnType {
+        let outs: usize = sig.params.iter().map(Type::cotangent_leaves).sum();
+        FnType {
+            params: vec![Type::F64; sig.ret.cotangent_leaves()],
+            ret: Type::leaf_pack(Type::F64, outs),
+        }
+    }
+
     /// A function type `fn(params) -> ret` from a signature.
     pub fn from_fn(sig: FnType) -> Type {
         Type::Func(Arc::new(sig))
@@ -202,6 +266,23 @@ impl Type {
     }
 }
 
+impl Type {
+    /// The number of nodes of the type reached through tuples only (not
+    /// through arrays, duals or function types) for which `leaf` holds.
+    fn count_leaves(&self, leaf: impl Fn(&Type) -> bool) -> usize {
+        let mut n = 0usize;
+        let mut stack = vec![self];
+        while let Some(ty) = stack.pop() {
+            match ty {
+                Type::Tuple(elems) => stack.extend(elems.iter()),
+                _ if leaf(ty) => n += 1,
+                _ => {}
+            }
+        }
+        n
+    }
+}
+
 impl fmt::Display for Scalar {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -246,6 +327,124 @@ impl fmt::Display for Type {
             }
             Type::Dual(inner, 1) => write!(f, "dual<{inner}>"),
             Type::Dual(inner, width) => write!(f, "dual<{inner}, {width}>"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(elems: Vec<Type>) -> Type {
+        Type::tuple(elems)
+    }
+
+    const AF: Type = Type::Array(Scalar::F64);
+    const AI: Type = Type::Array(Scalar::I64);
+
+    #[test]
+    fn cotangent_leaves_count_scalars_outside_arrays_and_functions() {
+        let cases = [
+            (Type::F64, 1),
+            (Type::I64, 0),
+            (Type::Unit, 0),
+            (AF, 0),
+            (t(vec![Type::F64, t(vec![Type::I64, Type::F64])]), 2),
+            (t(vec![AF, t(vec![Type::F64, t(vec![Type::F64])])]), 2),
+            (Type::dual(Type::F64), 0),
+            (Type::func(vec![Type::F64], Type::F64), 0),
+        ];
+        for (ty, n) in cases {
+            assert_eq!(ty.cotangent_leaves(), n, "{ty}");
+        }
+    }
+
+    #[test]
+    fn shadow_leaves_count_f64_arrays() {
+        let cases = [
+            (AF, 1),
+            (AI, 0),
+            (Type::F64, 0),
+            (t(vec![Type::F64, AF, t(vec![AF, Type::I64])]), 2),
+            (t(vec![AI, Type::Array(Scalar::Bool)]), 0),
+            (Type::dual(AF), 0),
+            (Type::func(vec![AF], AF), 0),
+        ];
+        for (ty, n) in cases {
+            assert_eq!(ty.shadow_leaves(), n, "{ty}");
+        }
+    }
+
+    #[test]
+    fn leaf_counts_do_not_recurse() {
+        let mut deep = Type::F64;
+        for _ in 0..10_000 {
+            deep = t(vec![deep, AF]);
+        }
+        assert_eq!(deep.cotangent_leaves(), 1);
+        assert_eq!(deep.shadow_leaves(), 10_000);
+        // Dropping a deep type recurses; leak it instead.
+        std::mem::forget(deep);
+    }
+
+    #[test]
+    fn leaf_pack_is_unit_single_or_tuple() {
+        assert_eq!(Type::leaf_pack(Type::F64, 0), Type::Unit);
+        assert_eq!(Type::leaf_pack(Type::F64, 1), Type::F64);
+        assert_eq!(
+            Type::leaf_pack(Type::F64, 3),
+            t(vec![Type::F64, Type::F64, Type::F64])
+        );
+        assert_eq!(Type::leaf_pack(AF, 2).to_string(), "([f64], [f64])");
+    }
+
+    fn sig(params: Vec<Type>, ret: Type) -> FnType {
+        FnType { params, ret }
+    }
+
+    #[test]
+    fn rev_fwd_fn_appends_shadows() {
+        let cases = [
+            (sig(vec![Type::F64], Type::F64), "fn(f64) -> f64"),
+            (
+                sig(vec![AF, Type::I64, t(vec![Type::F64, AF])], Type::F64),
+                "fn([f64], i64, (f64, [f64]), [f64], [f64]) -> f64",
+            ),
+            (sig(vec![AI], AF), "fn([i64]) -> ([f64], [f64])"),
+            (
+                sig(vec![], t(vec![AF, Type::F64, AF])),
+                "fn() -> (([f64], f64, [f64]), [f64], [f64])",
+            ),
+            (sig(vec![AI], Type::Unit), "fn([i64]) -> ()"),
+        ];
+        for (s, want) in cases {
+            assert_eq!(Type::from_fn(Type::rev_fwd_fn(&s)).to_string(), want);
+        }
+    }
+
+    #[test]
+    fn rev_back_fn_maps_result_cotangents_to_argument_cotangents() {
+        let cases = [
+            (sig(vec![Type::F64], Type::F64), "fn(f64) -> f64"),
+            (
+                sig(
+                    vec![Type::F64, AF, t(vec![Type::F64, Type::I64])],
+                    Type::F64,
+                ),
+                "fn(f64) -> (f64, f64)",
+            ),
+            (sig(vec![AF], Type::F64), "fn(f64) -> ()"),
+            (
+                sig(vec![Type::I64], t(vec![Type::F64, AF, Type::F64])),
+                "fn(f64, f64) -> ()",
+            ),
+            (
+                sig(vec![Type::F64, Type::F64, Type::F64], Type::Unit),
+                "fn() -> (f64, f64, f64)",
+            ),
+        ];
+        for (s, want) in cases {
+            assert_eq!(Type::from_fn(Type::rev_back_fn(&s)).to_string(), want);
         }
     }
 }

@@ -2,9 +2,12 @@
 //! primitive including its edge cases, every run-time error with its exact
 //! message and location, control flow (phis, loops, early return), calls
 //! (recursion, mutual recursion, function values, depth limits), tuples and
-//! arrays, argument checking, robustness on unverified modules, and speed.
+//! arrays, argument checking, robustness on unverified modules, and speed;
+//! the reverse-mode extension (switch, tapes, reverse rules from a provider,
+//! the counters).
 //!
-//! IR is built with the builder, since the text parser is developed apart.
+//! IR is built with the builder, except in the reverse-mode tests, which read
+//! IR text for brevity.
 
 use irad_ir::interp::{self, RunError, RunOptions, Val};
 use irad_ir::{
@@ -1315,6 +1318,58 @@ fn argument_count_and_types_are_checked() -> R<()> {
 // ---------------------------------------------------------------- unverified modules
 
 /// A one-block function `@t(x: f64) -> f64` returning `x`, for breaking.
+/// `@pick(%i, %x)`: `switch %i, [#4, #2, #3]`, then `x`, `2x` or `-x`.
+fn switch_module() -> R<(Module, FuncId)> {
+    let mut m = Module::new();
+    let f = m.declare_func(
+        "pick",
+        vec![(None, Type::I64), (None, Type::F64)],
+        Type::F64,
+    )?;
+    let mut b = FuncBuilder::new(&mut m, f)?;
+    let (i, x) = (b.param(0)?, b.param(1)?);
+    let [b1, b2, b3, b4] = [1, 2, 3, 4].map(|l| b.create_block_labeled(l));
+    let (b1, b2, b3, b4) = (b1?, b2?, b3?, b4?);
+    b.switch_to_block(b1)?;
+    b.set_pos(Some(Pos { line: 7, col: 3 }));
+    b.switch(i.into(), &[b4, b2, b3])?;
+    b.set_pos(None);
+    b.switch_to_block(b2)?;
+    let a = prim_op(&mut b, Prim::Mul, &[x.into(), 2.0.into()])?;
+    b.goto(b4)?;
+    b.switch_to_block(b3)?;
+    let n = prim_op(&mut b, Prim::Neg, &[x.into()])?;
+    b.goto(b4)?;
+    b.switch_to_block(b4)?;
+    let r = b.phi(Type::F64, &[(b1, x.into()), (b2, a.into()), (b3, n.into())])?;
+    b.ret(r.into())?;
+    Ok((m, f))
+}
+
+#[test]
+fn switch_jumps_to_the_target_its_index_names() -> R<()> {
+    let (m, f) = switch_module()?;
+    irad_ir::verify::verify_module(&m).map_err(|e| format!("{e:?}"))?;
+    let opts = RunOptions::default();
+    assert_f64(interp::run(&m, f, &[iv(0), fv(1.5)], &opts), 1.5);
+    assert_f64(interp::run(&m, f, &[iv(1), fv(1.5)], &opts), 3.0);
+    assert_f64(interp::run(&m, f, &[iv(2), fv(1.5)], &opts), -1.5);
+    for (i, msg) in [
+        (3, "switch index 3 is out of range for 3 targets"),
+        (-1, "switch index -1 is out of range for 3 targets"),
+        (
+            i64::MIN,
+            "switch index -9223372036854775808 is out of range for 3 targets",
+        ),
+    ] {
+        let e = assert_err(interp::run(&m, f, &[iv(i), fv(1.5)], &opts), msg);
+        assert_eq!(e.loc.func.as_deref(), Some("pick"));
+        assert_eq!((e.loc.block, e.loc.stmt), (Some(1), Some(1)));
+        assert_eq!(e.loc.pos, Some(Pos { line: 7, col: 3 }));
+    }
+    Ok(())
+}
+
 fn simple() -> R<(Module, FuncId, Block)> {
     let mut m = Module::new();
     let f = m.declare_func("t", vec![(None, Type::F64)], Type::F64)?;
@@ -1380,6 +1435,18 @@ fn unverified_modules_give_internal_errors() -> R<()> {
     m[f].blocks[entry].term = Some(Terminator::GotoIfNot {
         cond: 1.0.into(),
         target: entry,
+    });
+    internal(interp::run(&m, f, &[fv(1.0)], &opts));
+    // A switch on a non-i64 index, and one to a block that does not exist.
+    m[f].blocks[entry].term = Some(Terminator::Switch {
+        index: 1.0.into(),
+        targets: [entry].into_iter().collect(),
+    });
+    let e = internal(interp::run(&m, f, &[fv(1.0)], &opts));
+    assert_eq!((e.loc.block, e.loc.stmt), (Some(1), Some(2)));
+    m[f].blocks[entry].term = Some(Terminator::Switch {
+        index: 0i64.into(),
+        targets: [Block::from_u32(77)].into_iter().collect(),
     });
     internal(interp::run(&m, f, &[fv(1.0)], &opts));
 
@@ -1530,6 +1597,318 @@ fn long_scalar_loop_and_recursion_are_exact() -> R<()> {
     assert!(
         matches!(got, Ok(Val::I64(v)) if v == want),
         "fib({k}) gave {got:?}, want {want}"
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------- reverse-mode extension
+
+fn parsed(text: &str) -> Module {
+    let m = irad_ir::text::parse_module(text).expect("test IR parses");
+    irad_ir::verify::verify_module(&m).expect("test IR verifies");
+    m
+}
+
+const TAPE_LOOP: &str = "
+func @push_upto(%n: i64) -> i64 {
+#1:
+  goto #2
+#2:
+  %i = phi [#1 => 0, #3 => %i1] :: i64
+  %c = call lt(%i, %n) :: bool
+  gotoifnot %c, #4
+#3:
+  %i1 = call iadd(%i, 1) :: i64
+  call push(%i)
+  goto #2
+#4:
+  return %i
+}
+
+func @pop_sum(%n: i64) -> i64 {
+#1:
+  goto #2
+#2:
+  %k = phi [#1 => 0, #3 => %k1] :: i64
+  %s = phi [#1 => 0, #3 => %s1] :: i64
+  %c = call lt(%k, %n) :: bool
+  gotoifnot %c, #4
+#3:
+  %v = call pop() :: i64
+  %s10 = call imul(%s, 10) :: i64
+  %s1 = call iadd(%s10, %v) :: i64
+  %k1 = call iadd(%k, 1) :: i64
+  goto #2
+#4:
+  return %s
+}
+
+func @both(%n: i64) -> i64 {
+#1:
+  %a = invoke @push_upto(%n) :: i64
+  %b = invoke @pop_sum(%a) :: i64
+  return %b
+}
+";
+
+#[test]
+fn tapes_are_lifo_per_type_and_shared_by_calls_and_runs() -> R<()> {
+    let m = parsed(TAPE_LOOP);
+    let opts = RunOptions::default();
+    let f = |name: &str| m.by_name(name).expect("function exists");
+    // Pushed 0, 1, 2, 3 by the callee; popped 3, 2, 1, 0 by the caller.
+    assert_i64(interp::run(&m, f("both"), &[iv(4)], &opts), 3210);
+    // One interpreter keeps its tapes between runs.
+    let mut it = interp::Interpreter::new(&m);
+    assert_i64(it.run(f("push_upto"), &[iv(3)], &opts), 3);
+    assert_i64(it.run(f("push_upto"), &[iv(2)], &opts), 2);
+    assert_i64(it.run(f("pop_sum"), &[iv(4)], &opts), 1021);
+    assert_i64(it.run(f("pop_sum"), &[iv(1)], &opts), 0);
+    let e = assert_err(
+        it.run(f("pop_sum"), &[iv(1)], &opts),
+        "pop from an empty tape of i64",
+    );
+    assert_eq!(e.loc.func.as_deref(), Some("pop_sum"));
+    assert_eq!((e.loc.block, e.loc.stmt), (Some(3), Some(1)));
+    // A fresh interpreter starts with empty tapes.
+    assert_err(
+        interp::run(&m, f("pop_sum"), &[iv(1)], &opts),
+        "pop from an empty tape of i64",
+    );
+    Ok(())
+}
+
+#[test]
+fn each_exact_type_has_its_own_tape() -> R<()> {
+    let m = parsed(
+        "
+func @f(%x: f64, %a: [f64]) -> f64 {
+#1:
+  %t = call tuple(%x, 1) :: (f64, i64)
+  call push(%t)
+  call push(%x)
+  call push(%a)
+  call push(@f)
+  call push(())
+  %u = call pop() :: ()
+  %g = call pop() :: fn(f64, [f64]) -> f64
+  %b = call pop() :: [f64]
+  call arrayset(%b, 0, 5.0)
+  %y = call pop() :: f64
+  %s = call pop() :: (f64, i64)
+  %z = call getfield(%s, 0) :: f64
+  %w = call add(%y, %z) :: f64
+  return %w
+}
+",
+    );
+    let f = m.by_name("f").expect("function exists");
+    let a = f64_array(&[1.0, 2.0]);
+    let mut it = interp::Interpreter::new(&m);
+    assert_f64(
+        it.run(f, &[fv(1.5), a.clone()], &RunOptions::default()),
+        3.0,
+    );
+    // The array went on its tape by reference.
+    assert_eq!(f64_elems(&a), vec![5.0, 2.0]);
+    // Tuple 16, f64 8, array 8, function 8, unit 0: 40 bytes, all popped.
+    let stats = it.stats();
+    assert_eq!(
+        (
+            stats.pushes,
+            stats.pushed_bytes,
+            stats.tape_bytes,
+            stats.peak_tape_bytes
+        ),
+        (5, 40, 0, 40)
+    );
+    Ok(())
+}
+
+#[test]
+fn counters_count_statements_terminators_phis_and_tape_bytes() -> R<()> {
+    let m = parsed(TAPE_LOOP);
+    let opts = RunOptions::default();
+    let f = |name: &str| m.by_name(name).expect("function exists");
+    let mut it = interp::Interpreter::new(&m);
+    assert_eq!(it.stats(), interp::InterpStats::default());
+    // n = 2: goto; #2 three times (phi, lt, gotoifnot); #3 twice (iadd,
+    // push, goto); return.
+    assert_i64(it.run(f("push_upto"), &[iv(2)], &opts), 2);
+    assert_eq!(
+        it.stats(),
+        interp::InterpStats {
+            statements: 1 + 3 * 3 + 2 * 3 + 1,
+            pushes: 2,
+            pushed_bytes: 16,
+            tape_bytes: 16,
+            peak_tape_bytes: 16,
+        }
+    );
+    assert_i64(it.run(f("push_upto"), &[iv(1)], &opts), 1);
+    assert_eq!(it.stats().statements, 17 + 1 + 2 * 3 + 3 + 1);
+    assert_eq!(it.stats().peak_tape_bytes, 24);
+    // n = 3: goto; #2 four times (2 phis, lt, gotoifnot); #3 three times
+    // (pop, imul, iadd, iadd, goto); return.
+    assert_i64(it.run(f("pop_sum"), &[iv(3)], &opts), 10);
+    let stats = it.stats();
+    assert_eq!(stats.statements, 28 + 1 + 4 * 4 + 3 * 5 + 1);
+    assert_eq!(
+        (
+            stats.pushes,
+            stats.pushed_bytes,
+            stats.tape_bytes,
+            stats.peak_tape_bytes
+        ),
+        (3, 24, 0, 24)
+    );
+    // A call counts its invoke, its callee's statements and its return.
+    let before = it.stats().statements;
+    assert_i64(it.run(f("both"), &[iv(0)], &opts), 0);
+    assert_eq!(
+        it.stats().statements - before,
+        3 + (1 + 3 + 1) + (1 + 4 + 1)
+    );
+    // A failing statement counts too.
+    let before = it.stats().statements;
+    assert_err(
+        it.run(f("pop_sum"), &[iv(1)], &opts),
+        "pop from an empty tape of i64",
+    );
+    assert_eq!(it.stats().statements - before, 1 + 4 + 1);
+    Ok(())
+}
+
+const REVERSE_RULES: &str = "
+func @sq(%x: f64) -> f64 {
+#1:
+  %y = call mul(%x, %x) :: f64
+  return %y
+}
+
+func @sq_fwd(%x: f64) -> f64 {
+#1:
+  call push(%x)
+  %y = call mul(%x, %x) :: f64
+  return %y
+}
+
+func @sq_back(%dy: f64) -> f64 {
+#1:
+  %x = call pop() :: f64
+  %t = call mul(%x, 2.0) :: f64
+  %g = call mul(%t, %dy) :: f64
+  return %g
+}
+
+func @norm(%v: [f64], %s: f64) -> f64 {
+#1:
+  %a = call arrayref(%v, 0) :: f64
+  %r = call mul(%a, %s) :: f64
+  return %r
+}
+
+func @value_and_grad(%f: fn(f64) -> f64, %x: f64) -> f64 {
+#1:
+  %fwd = call revfwd(%f) :: fn(f64) -> f64
+  %back = call revback(%f) :: fn(f64) -> f64
+  %y = call %fwd(%x) :: f64
+  %g = call %back(1.0) :: f64
+  %r = call add(%y, %g) :: f64
+  return %r
+}
+
+func @norm_rule() -> () {
+#1:
+  %fwd = call revfwd(@norm) :: fn([f64], f64, [f64]) -> f64
+  return ()
+}
+";
+
+/// Answers with `@sq_fwd`/`@sq_back` for `@sq`, with `@norm` itself for
+/// `@norm` (a rule of the wrong type), and with an error otherwise.
+#[derive(Default)]
+struct ReverseRules {
+    asked: Vec<FuncRef>,
+}
+
+impl interp::RuleProvider for ReverseRules {
+    fn forward_rule(&mut self, _: &mut Module, _: FuncRef, _: u32) -> Result<FuncId, String> {
+        Err("no forward rules here".into())
+    }
+
+    fn reverse_rule(
+        &mut self,
+        module: &mut Module,
+        callee: FuncRef,
+    ) -> Result<(FuncId, FuncId), String> {
+        self.asked.push(callee);
+        let name = |id: FuncId| module.get(id).map(|f| f.name.as_str());
+        let by_name = |n: &str| module.by_name(n).ok_or(format!("no @{n}"));
+        match callee {
+            FuncRef::User(id) if name(id) == Some("sq") => {
+                Ok((by_name("sq_fwd")?, by_name("sq_back")?))
+            }
+            FuncRef::User(id) if name(id) == Some("norm") => Ok((id, id)),
+            _ => Err("no reverse rule for this callee".into()),
+        }
+    }
+}
+
+/// A provider of forward rules only: the trait's default `reverse_rule`.
+struct ForwardOnly;
+
+impl interp::RuleProvider for ForwardOnly {
+    fn forward_rule(&mut self, _: &mut Module, _: FuncRef, _: u32) -> Result<FuncId, String> {
+        Err("no forward rules here".into())
+    }
+}
+
+#[test]
+fn reverse_rules_come_from_the_provider_once_and_are_checked() -> R<()> {
+    let opts = RunOptions::default();
+    let mut m = parsed(REVERSE_RULES);
+    let sq = Val::Func(FuncRef::User(m.by_name("sq").ok_or("sq")?));
+    let vg = m.by_name("value_and_grad").ok_or("value_and_grad")?;
+    let norm_rule = m.by_name("norm_rule").ok_or("norm_rule")?;
+    let mut provider = ReverseRules::default();
+    {
+        let mut it = interp::Interpreter::with_rules(&mut m, &mut provider);
+        // x^2 + 2x at 3, twice: the provider is asked once for both parts.
+        assert_f64(it.run(vg, &[sq.clone(), fv(3.0)], &opts), 15.0);
+        assert_f64(it.run(vg, &[sq.clone(), fv(-1.0)], &opts), -1.0);
+        let stats = it.stats();
+        assert_eq!((stats.pushes, stats.tape_bytes), (2, 0));
+        // @sin has no rule: the provider's error, located at revfwd.
+        let sin = Val::Func(FuncRef::Prim(Prim::Sin));
+        let e = assert_err(
+            it.run(vg, &[sin, fv(1.0)], &opts),
+            "no reverse rule for this callee",
+        );
+        assert_eq!(
+            (e.loc.func.as_deref(), e.loc.block, e.loc.stmt),
+            (Some("value_and_grad"), Some(1), Some(1))
+        );
+        // A rule of the wrong type is an internal error.
+        let e = it.run(norm_rule, &[], &opts).expect_err("wrong rule type");
+        assert_eq!(
+            e.msg,
+            "internal error: the reverse rule's forward part has type fn([f64], f64) -> f64, not fn([f64], f64, [f64]) -> f64"
+        );
+    }
+    assert_eq!(provider.asked.len(), 3, "{:?}", provider.asked);
+
+    // Without a provider, and with one that has no reverse rules.
+    let e = assert_err(
+        interp::run(&m, vg, &[sq.clone(), fv(3.0)], &opts),
+        "no rule provider for revfwd: run reverse rules through the reverse-mode API",
+    );
+    assert_eq!((e.loc.block, e.loc.stmt), (Some(1), Some(1)));
+    let mut forward_only = ForwardOnly;
+    let mut it = interp::Interpreter::with_rules(&mut m, &mut forward_only);
+    assert_err(
+        it.run(vg, &[sq, fv(3.0)], &opts),
+        "this rule provider has no reverse rules",
     );
     Ok(())
 }

@@ -251,3 +251,43 @@ fn malformed_numbers_labels_and_names_are_reported_whole() {
         "3:10: invalid value name `%2b` (in @f, block #1, statement 1)"
     );
 }
+
+#[test]
+fn malformed_switch() {
+    let f = |term: &str| {
+        err(&format!(
+            "func @f(%i: i64) -> i64 {{\n#1:\n  {term}\n#2:\n  return %i\n}}\n"
+        ))
+    };
+    assert_eq!(
+        f("switch %i [#2]"),
+        "3:13: expected `,`, found `[` (in @f, block #1, statement 1)"
+    );
+    assert_eq!(
+        f("switch %i, #2"),
+        "3:14: expected `[`, found `#2` (in @f, block #1, statement 1)"
+    );
+    assert_eq!(
+        f("switch %i, [#2 #2]"),
+        "3:18: expected `,` or `]`, found `#2` (in @f, block #1, statement 1)"
+    );
+    assert_eq!(
+        f("switch %i, [#2, %i]"),
+        "3:19: expected a block label `#N`, found `%i` (in @f, block #1, statement 1)"
+    );
+    assert_eq!(
+        f("switch %i, [#2, #9]"),
+        "3:19: unknown block label #9 (in @f, block #1, statement 1)"
+    );
+    // Empty and repeated target lists parse; the verifier refuses them.
+    assert_eq!(f("switch %i, []"), "parsed without error");
+    assert_eq!(f("switch %i, [#2, #2]"), "parsed without error");
+}
+
+#[test]
+fn pop_needs_annotation() {
+    assert_eq!(
+        err("func @f() -> f64 {\n#1:\n  %x = call pop()\n  return %x\n}\n"),
+        "3:3: `pop` needs a type annotation `:: T` naming the tape it pops (in @f, block #1, statement 1)"
+    );
+}

@@ -223,11 +223,15 @@ fn random_module(seed: u64) -> Module {
             m[id].insts[inst].kind = kind;
         }
         for &block in &blocks {
-            let term = match rng.below(3) {
+            let term = match rng.below(4) {
                 0 => Terminator::Goto(*rng.pick(&blocks)),
                 1 => Terminator::GotoIfNot {
                     cond: random_operand(&mut rng, &m, &values),
                     target: *rng.pick(&blocks),
+                },
+                2 => Terminator::Switch {
+                    index: random_operand(&mut rng, &m, &values),
+                    targets: (0..rng.below(4)).map(|_| *rng.pick(&blocks)).collect(),
                 },
                 _ => Terminator::Return(random_operand(&mut rng, &m, &values)),
             };
@@ -320,6 +324,7 @@ const TOKENS: &[&str] = &[
     "phi",
     "goto",
     "gotoifnot",
+    "switch",
     "return",
     "add",
     "alloc",
@@ -569,4 +574,75 @@ fn large_input_parses() {
     src.push_str("  return %v99999\n}\n");
     let m = parse_module(&src).expect("parses");
     assert_eq!(m.len(), 1);
+}
+
+#[test]
+fn reverse_mode_forms_print_exactly() {
+    let mut m = Module::new();
+    let sig = Type::func(vec![Type::Array(Scalar::F64), Type::F64], Type::F64);
+    let f = m
+        .declare_func(
+            "f",
+            vec![(Some("i".into()), Type::I64), (Some("g".into()), sig)],
+            Type::F64,
+        )
+        .expect("declare");
+    let mut b = FuncBuilder::new(&mut m, f).expect("builder");
+    let (i, g) = (b.param(0).expect("i"), b.param(1).expect("g"));
+    let [b1, b2, b3] = [1, 2, 3].map(|l| b.create_block_labeled(l).expect("block"));
+    b.switch_to_block(b1).expect("block");
+    b.prim(Prim::Push, &[i.into()]).expect("push");
+    let fwd = b
+        .prim(Prim::Revfwd, &[g.into()])
+        .expect("revfwd")
+        .expect("value");
+    let back = b
+        .prim(Prim::Revback, &[g.into()])
+        .expect("revback")
+        .expect("value");
+    b.prim(Prim::Push, &[fwd.into()]).expect("push");
+    b.prim(Prim::Push, &[back.into()]).expect("push");
+    b.switch(i.into(), &[b3, b2]).expect("switch");
+    b.switch_to_block(b2).expect("block");
+    let u = b.pop(Type::Unit).expect("pop");
+    b.prim(Prim::Push, &[u.into()]).expect("push");
+    let pair = Type::tuple(vec![Type::F64, Type::I64]);
+    b.pop(pair).expect("pop");
+    b.goto(b3).expect("goto");
+    b.switch_to_block(b3).expect("block");
+    let x = b.pop(Type::F64).expect("pop");
+    b.ret(x.into()).expect("ret");
+    let expected = "\
+func @f(%i: i64, %g: fn([f64], f64) -> f64) -> f64 {
+#1:
+  call push(%i)
+  %0 = call revfwd(%g) :: fn([f64], f64, [f64]) -> f64
+  %1 = call revback(%g) :: fn(f64) -> f64
+  call push(%0)
+  call push(%1)
+  switch %i, [#3, #2]
+#2:
+  %2 = call pop() :: ()
+  call push(%2)
+  %3 = call pop() :: (f64, i64)
+  goto #3
+#3:
+  %4 = call pop() :: f64
+  return %4
+}
+";
+    assert_eq!(print_module(&m), expected);
+    let back = parse_module(expected).expect("parses");
+    assert_eq!(structural_eq(&back, &m), Ok(()));
+    assert_eq!(print_module(&back), expected);
+    irad_ir::verify::verify_module(&back).expect("verifies");
+    // Equality sees the order of switch targets and the type of a pop.
+    for changed in [
+        expected.replace("[#3, #2]", "[#2, #3]"),
+        expected.replace("[#3, #2]", "[#3]"),
+        expected.replace("pop() :: (f64, i64)", "pop() :: (f64, f64)"),
+    ] {
+        let other = parse_module(&changed).expect("parses");
+        assert!(structural_eq(&other, &m).is_err(), "{changed}");
+    }
 }

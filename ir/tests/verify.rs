@@ -455,7 +455,7 @@ fn block_without_terminator() {
         errors(&t.m),
         vec![
             at(
-                "block has no terminator: expected goto, gotoifnot or return",
+                "block has no terminator: expected goto, gotoifnot, switch or return",
                 2,
                 2
             ),
@@ -557,6 +557,89 @@ fn jump_to_the_entry_block() {
                 "phi has an entry for #2, which is not a predecessor of #3",
                 3,
                 1
+            ),
+        ]
+    );
+}
+
+fn switch(index: Operand, targets: &[Block]) -> Option<Terminator> {
+    Some(Terminator::Switch {
+        index,
+        targets: targets.iter().copied().collect(),
+    })
+}
+
+#[test]
+fn a_switch_verifies_and_its_targets_are_its_successors() {
+    let mut t = abs_sin();
+    // #1 -> #3 and #1 -> #2 -> #3: the phi of #3 keeps its two entries.
+    t.m[t.id].blocks[t.b1].term = switch(0i64.into(), &[t.b3, t.b2]);
+    assert_eq!(errors(&t.m), vec![]);
+    assert_eq!(
+        t.m[t.id].successors(t.b1, Some(t.b2)).as_slice(),
+        &[t.b3, t.b2]
+    );
+}
+
+#[test]
+fn switch_index_must_be_i64() {
+    let mut t = abs_sin();
+    t.m[t.id].blocks[t.b1].term = switch(t.c.into(), &[t.b2, t.b3]);
+    assert_eq!(
+        errors(&t.m),
+        vec![at("switch index must be i64, found bool", 1, 3)]
+    );
+}
+
+#[test]
+fn switch_needs_a_target() {
+    let mut t = abs_sin();
+    t.m[t.id].blocks[t.b1].term = switch(0i64.into(), &[]);
+    assert_eq!(
+        errors(&t.m),
+        vec![
+            at("switch has no targets: expected at least one", 1, 3),
+            at(
+                "phi has an entry for #1, which is not a predecessor of #3",
+                3,
+                1
+            ),
+        ]
+    );
+}
+
+#[test]
+fn switch_lists_each_target_once() {
+    let mut t = abs_sin();
+    t.m[t.id].blocks[t.b1].term = switch(0i64.into(), &[t.b2, t.b3, t.b2, t.b3]);
+    let dup = |label: u32| {
+        at(
+            &format!(
+                "switch lists #{label} more than once: each target is one edge, and phi entries are per predecessor"
+            ),
+            1,
+            3,
+        )
+    };
+    assert_eq!(errors(&t.m), vec![dup(2), dup(3)]);
+}
+
+#[test]
+fn switch_targets_must_be_blocks_of_the_layout_other_than_the_entry() {
+    let mut t = abs_sin();
+    let dead = t.m[t.id].add_block(8);
+    t.m[t.id].layout.pop();
+    t.m[t.id].blocks[t.b1].term =
+        switch(0i64.into(), &[t.b2, dead, Block::from_u32(30), t.b1, t.b3]);
+    assert_eq!(
+        errors(&t.m),
+        vec![
+            at("jump target #8 is not in the layout", 1, 3),
+            at("jump target is invalid block handle 30", 1, 3),
+            at(
+                "jump to the entry block #1: the entry block must have no predecessors",
+                1,
+                3
             ),
         ]
     );
@@ -1214,6 +1297,7 @@ enum Mutation {
     SetLabel(usize, u32),
     ReturnValue(usize, u32),
     SetPrim(usize, u8),
+    Switch(usize, u32, Vec<u32>),
 }
 
 fn mutation() -> impl Strategy<Value = Mutation> {
@@ -1232,6 +1316,12 @@ fn mutation() -> impl Strategy<Value = Mutation> {
         (any::<usize>(), 0u32..4).prop_map(|(a, b)| Mutation::SetLabel(a, b)),
         (any::<usize>(), 0u32..40).prop_map(|(a, b)| Mutation::ReturnValue(a, b)),
         (any::<usize>(), any::<u8>()).prop_map(|(a, b)| Mutation::SetPrim(a, b)),
+        (
+            any::<usize>(),
+            0u32..40,
+            prop::collection::vec(0u32..12, 0..4)
+        )
+            .prop_map(|(a, b, c)| Mutation::Switch(a, b, c)),
     ]
 }
 
@@ -1349,6 +1439,14 @@ fn apply(m: &mut Module, id: FuncId, mutation: &Mutation) {
             {
                 let all = irad_ir::prim::PRIMS;
                 *prim = all[p as usize % all.len()].prim;
+            }
+        }
+        Mutation::Switch(b, v, ref targets) => {
+            if let Some(data) = f.blocks.get_mut(block(b)) {
+                data.term = Some(Terminator::Switch {
+                    index: Operand::Value(Value::from_u32(v)),
+                    targets: targets.iter().map(|&t| Block::from_u32(t)).collect(),
+                });
             }
         }
     }

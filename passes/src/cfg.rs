@@ -4,7 +4,8 @@
 //! Assumes every layout block has a terminator whose targets are layout blocks
 //! (a verified function); a block that breaks this simply gets fewer edges.
 //! Guarantees: `preds` lists each predecessor once, in layout order; `succs`
-//! lists the fall-through successor of `gotoifnot` first. Nothing recurses.
+//! lists the fall-through successor of `gotoifnot` first and the targets of
+//! `switch` in index order. Nothing recurses.
 
 use irad_ir::{Block, Func};
 use smallvec::SmallVec;
@@ -14,7 +15,8 @@ use std::collections::HashMap;
 pub(crate) struct Cfg {
     /// The layout the facts are about.
     pub layout: Vec<Block>,
-    /// Successors by layout index; for `gotoifnot`, the fall-through first.
+    /// Successors by layout index; for `gotoifnot`, the fall-through first;
+    /// for `switch`, the targets in index order.
     pub succs: Vec<SmallVec<[usize; 2]>>,
     /// Predecessors by layout index, in layout order, without repeats.
     pub preds: Vec<Vec<usize>>,

@@ -456,3 +456,47 @@ func @f.fwd(%x: f64) -> f64 {
     assert_eq!(m[r].name, "f.fwd.1");
     verify_module(&m).unwrap();
 }
+
+#[test]
+fn a_switch_keeps_its_targets_and_the_derivative_follows_the_target_taken() {
+    let mut m = module(
+        "
+func @pick(%i: i64, %x: f64) -> f64 {
+#1:
+  switch %i, [#4, #2, #3]
+#2:
+  %a = call mul(%x, %x)
+  goto #4
+#3:
+  %b = call sin(%x)
+  goto #4
+#4:
+  %r = phi [#1 => %x, #2 => %a, #3 => %b] :: f64
+  return %r
+}
+",
+    );
+    let reg = Registry::new();
+    let mut fwd = Forward::new(&reg);
+    let f = m.by_name("pick").expect("function exists");
+    let x = 1.5f64;
+    for (i, value, deriv) in [(0, x, 1.0), (1, x * x, 2.0 * x), (2, x.sin(), x.cos())] {
+        let args = [Val::I64(i), Val::F64(x)];
+        let g = gradient(&mut m, &mut fwd, f, &args, &GradOptions::default()).expect("gradient");
+        assert!(g.value.same(&Val::F64(value)), "{i}: {:?}", g.value);
+        assert!(g.gradient[0].is_none(), "{i}: an i64 has no derivative");
+        let d = g.gradient[1].as_ref().expect("x has a derivative");
+        assert!(d.same(&Val::F64(deriv)), "{i}: {d:?}");
+    }
+    let text = print_module(&m);
+    assert!(text.contains("switch %i, [#4, #2, #3]"), "{text}");
+    verify_module(&m).expect("rules verify");
+    let args = [Val::I64(3), Val::F64(x)];
+    let err = gradient(&mut m, &mut fwd, f, &args, &GradOptions::default())
+        .expect_err("index out of range");
+    assert!(
+        err.to_string()
+            .contains("switch index 3 is out of range for 3 targets"),
+        "{err}"
+    );
+}

@@ -1,5 +1,5 @@
 //! The built-in frule of every primitive of the table except the AD ones
-//! (`dual`, `primal`, `tangent`, `frule`), grouped as in `ir/src/prim.rs`.
+//! (`Prim::is_ad`), grouped as in `ir/src/prim.rs`.
 //!
 //! Assumes calls shaped as the forward transform makes them (see [`FwdArg`]):
 //! argument types as the primitive's signature says, tangents present only

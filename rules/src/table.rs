@@ -4,7 +4,8 @@
 //! (`crate::check`) walks it.
 //!
 //! Assumes nothing. Guarantees: every primitive of `irad_ir::prim::PRIMS`
-//! except the AD ones (`dual`, `primal`, `tangent`, `frule`) has at least one
+//! except the AD ones (`Prim::is_ad`: `dual`, `primal`, `tangent`, `frule`,
+//! `push`, `pop`, `revfwd`, `revback`) has at least one
 //! signature (a unit test checks it); every f64 domain lies inside the
 //! function's smooth domain with a margin larger than any finite-difference
 //! step, so central differences are valid there: away from kinks (abs at 0),
@@ -403,12 +404,7 @@ mod tests {
         let covered: HashSet<Prim> = signatures().iter().map(|s| s.prim).collect();
         let missing: Vec<&str> = irad_ir::prim::PRIMS
             .iter()
-            .filter(|row| {
-                !matches!(
-                    row.prim,
-                    Prim::Dual | Prim::Primal | Prim::Tangent | Prim::Frule
-                )
-            })
+            .filter(|row| !row.prim.is_ad())
             .filter(|row| !covered.contains(&row.prim))
             .map(|row| row.name)
             .collect();

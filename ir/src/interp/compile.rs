@@ -1,7 +1,8 @@
 //! Translates a function into the form the interpreter runs: dense value slots,
 //! operands resolved to slots or ready-made constants, phis turned into
-//! per-edge parallel moves, the fall-through block of every `gotoifnot` found
-//! once.
+//! per-edge parallel moves (one edge per `switch` target), the fall-through
+//! block of every `gotoifnot` found once, the tape of every `push` and `pop`
+//! numbered.
 //!
 //! Assumes nothing about the function: it need not be verified. Anything
 //! malformed (an invalid handle, a misplaced phi, a missing terminator or phi
@@ -10,9 +11,10 @@
 //! every slot index in the result is below `n_slots`, every operand range lies
 //! within `operands`, every jump target is a block index of `blocks`.
 
+use super::tape::Tapes;
 use super::value::Val;
 use crate::entity::EntityRef;
-use crate::func::{Block, Const, Func, FuncId, Inst, InstKind, Operand, Terminator, Value};
+use crate::func::{Block, Const, Func, FuncId, Inst, InstKind, Module, Operand, Terminator, Value};
 use crate::loc::Pos;
 use crate::prim::Prim;
 use crate::types::{Scalar, Type};
@@ -67,6 +69,16 @@ pub(super) enum OpKind {
         dst: u32,
         ty: Box<Type>,
     },
+    /// `call push(arg)` onto tape number `tape`.
+    Push { arg: Src, tape: u32 },
+    /// `%dst = call pop() :: T`, from tape number `tape` (that of `T`).
+    Pop { dst: u32, tape: u32 },
+    /// `call revfwd(arg)` (`back` false) or `call revback(arg)` (`back` true).
+    RevRule {
+        back: bool,
+        arg: Src,
+        dst: Option<u32>,
+    },
     /// `call %callee(args)`.
     CallValue {
         callee: u32,
@@ -103,6 +115,11 @@ pub(super) enum Term {
     },
     /// `return`.
     Return(Src),
+    /// `switch index, [targets]`: one edge per target, in index order.
+    Switch {
+        index: Src,
+        targets: Box<[EdgeResult]>,
+    },
     /// A malformed or missing terminator: raises this internal error.
     Bad(Box<str>),
 }
@@ -139,10 +156,13 @@ pub(super) struct CFunc {
     pub operands: Box<[Src]>,
 }
 
-/// Compiles `func` of `module`.
-pub(super) fn compile(func: &Func) -> CFunc {
+/// Compiles `func` of `module`, numbering the tapes its `push` and `pop`
+/// statements use in `tapes`.
+pub(super) fn compile(func: &Func, module: &Module, tapes: &mut Tapes) -> CFunc {
     let mut ctx = Ctx {
         func,
+        module,
+        tapes,
         operands: Vec::new(),
         next: vec![None; func.blocks.len()],
     };
@@ -182,6 +202,8 @@ pub(super) fn compile(func: &Func) -> CFunc {
 
 struct Ctx<'a> {
     func: &'a Func,
+    module: &'a Module,
+    tapes: &'a mut Tapes,
     operands: Vec<Src>,
     /// The block after each block in the layout (first occurrence).
     next: Vec<Option<Block>>,
@@ -221,6 +243,13 @@ impl Ctx<'_> {
             },
             Some(Terminator::Return(op)) => match self.src(op) {
                 Ok(src) => Term::Return(src),
+                Err(e) => Term::Bad(e),
+            },
+            Some(Terminator::Switch { index, targets }) => match self.src(index) {
+                Ok(index) => Term::Switch {
+                    index,
+                    targets: targets.iter().map(|&t| self.edge(block, t)).collect(),
+                },
                 Err(e) => Term::Bad(e),
             },
             None => Term::Bad(
@@ -301,6 +330,51 @@ impl Ctx<'_> {
                 dst,
                 ty: Box::new(ty.clone()),
             },
+            (
+                InstKind::Prim {
+                    prim: Prim::Push,
+                    args,
+                },
+                ..,
+            ) => {
+                let [arg] = args.as_slice() else {
+                    return Err("internal error: `push` takes 1 operand".into());
+                };
+                let ty = self
+                    .func
+                    .operand_type(arg, self.module)
+                    .ok_or("internal error: `push` of an operand without a type")?;
+                OpKind::Push {
+                    arg: self.src(arg)?,
+                    tape: self.tapes.id(&ty),
+                }
+            }
+            (
+                InstKind::Prim {
+                    prim: Prim::Pop, ..
+                },
+                Some(dst),
+                Some(ty),
+            ) => OpKind::Pop {
+                dst,
+                tape: self.tapes.id(ty),
+            },
+            (
+                InstKind::Prim {
+                    prim: prim @ (Prim::Revfwd | Prim::Revback),
+                    args,
+                },
+                ..,
+            ) => {
+                let [arg] = args.as_slice() else {
+                    return Err(format!("internal error: `{prim}` takes 1 operand").into());
+                };
+                OpKind::RevRule {
+                    back: *prim == Prim::Revback,
+                    arg: self.src(arg)?,
+                    dst,
+                }
+            }
             (InstKind::Prim { prim, args }, ..) => OpKind::Prim {
                 prim: *prim,
                 args: self.args(args)?,

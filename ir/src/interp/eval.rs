@@ -37,8 +37,11 @@ pub(crate) fn eval(prim: Prim, args: &[&Val], elem: Option<Scalar>) -> Result<Va
         Tuple | Getfield => tuple_op(prim, args),
         Alloc | Zeros | Length | Arrayref | Arrayset | Copy => array_op(prim, args, elem),
         Dual | Primal | Tangent => dual_op(prim, args),
-        // Needs the rule provider: the interpreter handles it before `eval`.
-        Frule => Err("internal error: `frule` evaluated without the interpreter".into()),
+        // Need the interpreter's rule provider or tapes: it handles them
+        // before `eval`.
+        Frule | Push | Pop | Revfwd | Revback => Err(format!(
+            "internal error: `{prim}` evaluated without the interpreter"
+        )),
     }
 }
 

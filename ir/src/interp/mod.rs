@@ -7,7 +7,7 @@
 //! [`RunError`] whose message starts with `internal error:`. Guarantees:
 //! - phis at the start of a block take their values simultaneously from the
 //!   edge taken; `gotoifnot c, #b` goes to `#b` when `c` is false, otherwise to
-//!   the next block of the layout;
+//!   the next block of the layout; `switch i, [...]` goes to target number `i`;
 //! - calls use an explicit frame stack, never native recursion, so any depth up
 //!   to [`RunOptions::max_depth`] runs in constant native stack; one more frame
 //!   is the error `call depth limit of N exceeded` at the call statement;
@@ -19,6 +19,8 @@
 //! `fptosi of X is out of the i64 range`, `negative array length N`,
 //! `array length N exceeds the limit of 268435456 elements`,
 //! `index I out of bounds for array of length L`,
+//! `switch index I is out of range for N targets`,
+//! `pop from an empty tape of T`,
 //! `call depth limit of N exceeded`. Each is located at the failing statement
 //! (function, block label, statement number from 1 with the terminator last,
 //! source position) and carries the chain of call sites.
@@ -30,10 +32,20 @@
 //! a [`RuleProvider`]: an interpreter made by [`Interpreter::with_rules`] asks
 //! it for the rule the first time it meets a (function, width) pair, lets it add
 //! the rule to the module, and keeps the answer. Without a provider, `frule` is
-//! the run-time error `no rule provider for frule: ...`.
+//! the run-time error `no rule provider for frule: ...`. `revfwd(f)` and
+//! `revback(f)` work alike, with one question per function value for both
+//! parts of its reverse rule, whose types are checked against
+//! [`Type::rev_fwd_fn`] and [`Type::rev_back_fn`] of the callee's.
+//!
+//! Each interpreter owns the tapes of `push` and `pop`, one last-in-first-out
+//! stack per exact type, shared by all the calls and runs it makes; popping an
+//! empty tape is the run-time error `pop from an empty tape of T`. It counts
+//! what it does ([`Interpreter::stats`]): one increment per statement, edge
+//! and tape operation.
 
 mod compile;
 mod eval;
+mod tape;
 pub mod value;
 
 pub use eval::MAX_ARRAY_LEN;
@@ -65,6 +77,36 @@ pub trait RuleProvider {
         callee: FuncRef,
         width: u32,
     ) -> Result<FuncId, String>;
+
+    /// The reverse rule of `callee`: (forward part, pullback part), functions of `module` of types
+    /// `Type::rev_fwd_fn` / `Type::rev_back_fn` of the callee's type, made on first request.
+    fn reverse_rule(
+        &mut self,
+        module: &mut Module,
+        callee: FuncRef,
+    ) -> Result<(FuncId, FuncId), String> {
+        let _ = (module, callee);
+        Err("this rule provider has no reverse rules".into())
+    }
+}
+
+/// What an [`Interpreter`] has done so far, over all its runs: for tests and
+/// measurements of reverse mode's tape.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct InterpStats {
+    /// Statements and terminators executed, phis included (a statement that
+    /// fails counts).
+    pub statements: u64,
+    /// Values pushed on tapes.
+    pub pushes: u64,
+    /// Bytes pushed on tapes (8 for `f64`, `i64`, an array reference or a
+    /// function value, 1 for `bool`, 0 for `()`, the sum of the parts for a
+    /// tuple or a dual).
+    pub pushed_bytes: u64,
+    /// Bytes on all tapes now.
+    pub tape_bytes: u64,
+    /// The most bytes that were on all tapes at once.
+    pub peak_tape_bytes: u64,
 }
 
 /// The module an interpreter runs: borrowed, or borrowed mutably together with
@@ -145,6 +187,13 @@ pub struct Interpreter<'m> {
     module: ModuleRef<'m>,
     /// The forward rules met by `frule`, by (function value, width).
     rules: HashMap<(FuncRef, u32), FuncId>,
+    /// The reverse rules met by `revfwd` and `revback`: (forward part,
+    /// pullback part) by function value.
+    rev_rules: HashMap<FuncRef, (FuncId, FuncId)>,
+    /// The tapes of `push` and `pop`, and their counters.
+    tapes: tape::Tapes,
+    /// Statements and terminators executed, phis included.
+    statements: u64,
     /// The translated functions, by `FuncId` index, made on first call.
     cache: Vec<Option<Rc<CFunc>>>,
     /// Frame slot vectors of returned calls, reused by later calls.
@@ -172,13 +221,17 @@ impl<'m> Interpreter<'m> {
             cache: vec![None; module.len()],
             module: ModuleRef::Shared(module),
             rules: HashMap::new(),
+            rev_rules: HashMap::new(),
+            tapes: tape::Tapes::default(),
+            statements: 0,
             pool: Vec::new(),
             scratch: Vec::new(),
         }
     }
 
-    /// An interpreter for `module` that asks `provider` for the forward rules
-    /// of function values (`frule`), which it adds to `module`.
+    /// An interpreter for `module` that asks `provider` for the forward and
+    /// reverse rules of function values (`frule`, `revfwd`, `revback`), which
+    /// it adds to `module`.
     pub fn with_rules(
         module: &'m mut Module,
         provider: &'m mut dyn RuleProvider,
@@ -187,6 +240,9 @@ impl<'m> Interpreter<'m> {
             cache: vec![None; module.len()],
             module: ModuleRef::WithRules(module, provider),
             rules: HashMap::new(),
+            rev_rules: HashMap::new(),
+            tapes: tape::Tapes::default(),
+            statements: 0,
             pool: Vec::new(),
             scratch: Vec::new(),
         }
@@ -195,6 +251,64 @@ impl<'m> Interpreter<'m> {
     /// The module, with every rule added so far.
     pub fn module(&self) -> &Module {
         self.module.get()
+    }
+
+    /// The counters of everything this interpreter has run so far.
+    pub fn stats(&self) -> InterpStats {
+        InterpStats {
+            statements: self.statements,
+            pushes: self.tapes.pushes,
+            pushed_bytes: self.tapes.pushed_bytes,
+            tape_bytes: self.tapes.bytes,
+            peak_tape_bytes: self.tapes.peak_bytes,
+        }
+    }
+
+    /// The forward part (`back` false) or pullback part (`back` true) of the
+    /// reverse rule of `callee`: from this interpreter's memo, else from the
+    /// provider, whose answer is checked against the types the callee's type
+    /// asks for.
+    fn reverse_rule(&mut self, callee: FuncRef, back: bool) -> Result<Val, String> {
+        let (fwd, pullback) = match self.rev_rules.get(&callee) {
+            Some(&pair) => pair,
+            None => {
+                let ModuleRef::WithRules(module, provider) = &mut self.module else {
+                    let prim = if back { "revback" } else { "revfwd" };
+                    return Err(format!(
+                        "no rule provider for {prim}: run reverse rules through the reverse-mode API"
+                    ));
+                };
+                let sig = match callee {
+                    FuncRef::User(id) => module.get(id).map(|f| f.fn_type()),
+                    FuncRef::Prim(p) => match p.fn_type() {
+                        Some(Type::Func(sig)) => Some((*sig).clone()),
+                        _ => None,
+                    },
+                }
+                .ok_or("internal error: the reverse rule of a function that does not exist")?;
+                let pair = provider.reverse_rule(module, callee)?;
+                let parts = [
+                    (pair.0, Type::rev_fwd_fn(&sig), "forward part"),
+                    (pair.1, Type::rev_back_fn(&sig), "pullback part"),
+                ];
+                for (id, want, what) in parts {
+                    let want = Type::from_fn(want);
+                    let got = module.get(id).map(|f| Type::from_fn(f.fn_type()));
+                    if got.as_ref() != Some(&want) {
+                        return Err(format!(
+                            "internal error: the reverse rule's {what} has type {}, not {want}",
+                            got.map_or("nothing".to_string(), |t| t.to_string())
+                        ));
+                    }
+                }
+                if self.cache.len() < module.len() {
+                    self.cache.resize(module.len(), None);
+                }
+                self.rev_rules.insert(callee, pair);
+                pair
+            }
+        };
+        Ok(Val::Func(FuncRef::User(if back { pullback } else { fwd })))
     }
 
     /// The forward rule of `callee` at `width`, of type `want`: from this
@@ -292,7 +406,7 @@ impl<'m> Interpreter<'m> {
             .get()
             .get(f)
             .ok_or_else(|| format!("internal error: invalid function handle {f:?}"))?;
-        let cf = Rc::new(compile::compile(func));
+        let cf = Rc::new(compile::compile(func, self.module.get(), &mut self.tapes));
         *slot = Some(Rc::clone(&cf));
         Ok(cf)
     }
@@ -342,6 +456,7 @@ impl<'m> Interpreter<'m> {
                 };
                 while let Some(op) = block.ops.get(cur.pc as usize) {
                     cur.pc += 1;
+                    self.statements += 1;
                     let located = |msg: String, stack: &[Frame]| {
                         error_in(&cf, Some(block), Some((op.stmt, op.pos)), msg, stack)
                     };
@@ -438,9 +553,33 @@ impl<'m> Interpreter<'m> {
                             store(&mut cur.slots, Some(*dst), val)
                                 .map_err(|msg| located(msg, &stack))?;
                         }
+                        OpKind::Push { arg, tape } => {
+                            let val = read(&cur.slots, arg).map_err(|msg| located(msg, &stack))?;
+                            self.tapes
+                                .push(*tape, val.clone())
+                                .map_err(|msg| located(msg, &stack))?;
+                        }
+                        OpKind::Pop { dst, tape } => {
+                            let val = self.tapes.pop(*tape).map_err(|msg| located(msg, &stack))?;
+                            store(&mut cur.slots, Some(*dst), val)
+                                .map_err(|msg| located(msg, &stack))?;
+                        }
+                        OpKind::RevRule { back, arg, dst } => {
+                            let res = match read(&cur.slots, arg) {
+                                Ok(Val::Func(callee)) => self.reverse_rule(*callee, *back),
+                                Ok(other) => Err(format!(
+                                    "internal error: the reverse rule of a value of kind {}",
+                                    other.kind()
+                                )),
+                                Err(msg) => Err(msg),
+                            };
+                            let val = res.map_err(|msg| located(msg, &stack))?;
+                            store(&mut cur.slots, *dst, val).map_err(|msg| located(msg, &stack))?;
+                        }
                         OpKind::Bad(msg) => return Err(located(msg.to_string(), &stack)),
                     }
                 }
+                self.statements += 1;
                 let at_term = |msg: String, stack: &[Frame]| {
                     let place = Some((block.term_stmt, block.term_pos));
                     error_in(&cf, Some(block), place, msg, stack)
@@ -453,6 +592,28 @@ impl<'m> Interpreter<'m> {
                         Ok(other) => {
                             let msg = format!(
                                 "internal error: gotoifnot condition is {}, not bool",
+                                other.kind()
+                            );
+                            return Err(at_term(msg, &stack));
+                        }
+                        Err(msg) => return Err(at_term(msg, &stack)),
+                    },
+                    Term::Switch { index, targets } => match read(&cur.slots, index) {
+                        Ok(Val::I64(i)) => {
+                            match usize::try_from(*i).ok().and_then(|k| targets.get(k)) {
+                                Some(edge) => edge,
+                                None => {
+                                    let msg = format!(
+                                        "switch index {i} is out of range for {} targets",
+                                        targets.len()
+                                    );
+                                    return Err(at_term(msg, &stack));
+                                }
+                            }
+                        }
+                        Ok(other) => {
+                            let msg = format!(
+                                "internal error: switch index is {}, not i64",
                                 other.kind()
                             );
                             return Err(at_term(msg, &stack));
@@ -481,6 +642,7 @@ impl<'m> Interpreter<'m> {
                 let edge = edge
                     .as_ref()
                     .map_err(|msg| at_term(msg.to_string(), &stack))?;
+                self.statements += edge.moves.len() as u64;
                 take_edge(&mut cur.slots, edge, &mut self.scratch)
                     .map_err(|msg| at_term(msg, &stack))?;
                 cur.block = edge.target;

@@ -518,6 +518,7 @@ pub(super) fn finish(func: &mut Func, mut ssa: Ssa, info: &TypeInfo) {
         data.insts = kept;
         match &mut data.term {
             Some(Terminator::GotoIfNot { cond, .. }) => *cond = resolve(fwd, *cond),
+            Some(Terminator::Switch { index, .. }) => *index = resolve(fwd, *index),
             Some(Terminator::Return(op)) => *op = resolve(fwd, *op),
             _ => {}
         }

@@ -78,6 +78,7 @@ enum RawTerm<'a> {
     Goto(RawLabel),
     GotoIfNot(RawOp<'a>, RawLabel),
     Return(RawOp<'a>),
+    Switch(RawOp<'a>, Vec<RawLabel>),
 }
 
 /// Where in the function a statement or terminator is, for error locations.
@@ -601,6 +602,23 @@ impl<'a> Parser<'a> {
                 self.advance()?;
                 RawTerm::Return(self.parse_operand()?)
             }
+            "switch" => {
+                self.advance()?;
+                let index = self.parse_operand()?;
+                self.expect(Tok::Comma, "`,`")?;
+                self.expect(Tok::LBracket, "`[`")?;
+                let mut targets = Vec::new();
+                while self.tok.tok != Tok::RBracket {
+                    targets.push(self.raw_label()?);
+                    if self.tok.tok == Tok::Comma {
+                        self.advance()?;
+                    } else if self.tok.tok != Tok::RBracket {
+                        return Err(self.expected("`,` or `]`"));
+                    }
+                }
+                self.advance()?;
+                RawTerm::Switch(index, targets)
+            }
             _ => return Ok(None),
         };
         Ok(Some(term))
@@ -633,6 +651,12 @@ impl<'a> Parser<'a> {
             return Err(self.err(
                 place.pos,
                 "`alloc` needs a type annotation `:: [T]` naming its element type".to_string(),
+            ));
+        }
+        if infer && matches!(kind, RawKind::Prim(Prim::Pop, _)) {
+            return Err(self.err(
+                place.pos,
+                "`pop` needs a type annotation `:: T` naming the tape it pops".to_string(),
             ));
         }
         let result_ty = result.map(|_| annot.unwrap_or(Type::Unit));
@@ -843,6 +867,13 @@ impl<'a> Parser<'a> {
                     target: self.block_ref(label, body, place)?,
                 },
                 RawTerm::Return(op) => Terminator::Return(self.operand(op, body, place)?),
+                RawTerm::Switch(index, labels) => Terminator::Switch {
+                    index: self.operand(index, body, place)?,
+                    targets: labels
+                        .iter()
+                        .map(|label| self.block_ref(label, body, place))
+                        .collect::<Result<_, _>>()?,
+                },
             };
             func.blocks[pending.block].term = Some(term);
         }

@@ -197,6 +197,10 @@ impl FuncPrinter<'_> {
                 )
             }
             Terminator::Return(op) => format!("  return {}", self.operand(op)),
+            Terminator::Switch { index, targets } => {
+                let targets: Vec<String> = targets.iter().map(|b| self.block(*b)).collect();
+                format!("  switch {}, [{}]", self.operand(index), targets.join(", "))
+            }
         }
     }
 }

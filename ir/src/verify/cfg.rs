@@ -23,7 +23,8 @@ pub(crate) struct Cfg {
     order: SecondaryMap<Block, u32>,
     /// Where each listed statement is (its first listing).
     slots: SecondaryMap<Inst, Option<Slot>>,
-    /// Successors by layout index; for `gotoifnot`, the fall-through first.
+    /// Successors by layout index; for `gotoifnot`, the fall-through first;
+    /// for `switch`, the targets in index order.
     pub succs: Vec<SmallVec<[u32; 2]>>,
     /// Predecessors by layout index, in layout order.
     pub preds: Vec<Vec<u32>>,
@@ -156,7 +157,7 @@ fn block_succs(ctx: &mut Ctx, bi: u32) -> SmallVec<[u32; 2]> {
     match &data.term {
         None => ctx.err_term(
             bi,
-            "block has no terminator: expected goto, gotoifnot or return".into(),
+            "block has no terminator: expected goto, gotoifnot, switch or return".into(),
         ),
         Some(Terminator::Return(_)) => {}
         Some(Terminator::Goto(target)) => {
@@ -178,6 +179,28 @@ fn block_succs(ctx: &mut Ctx, bi: u32) -> SmallVec<[u32; 2]> {
                     let name = ctx.block_name(*target);
                     let msg = format!(
                         "gotoifnot jumps to {name} and falls through to {name}: expected two different successors"
+                    );
+                    ctx.err_term(bi, msg);
+                } else {
+                    succs.push(t);
+                }
+            }
+        }
+        Some(Terminator::Switch { targets, .. }) => {
+            if targets.is_empty() {
+                ctx.err_term(bi, "switch has no targets: expected at least one".into());
+            }
+            // A set rather than a scan of `succs`, so a switch of many targets
+            // stays linear.
+            let mut seen = HashSet::with_capacity(targets.len());
+            for &target in targets {
+                let Some(t) = jump_target(ctx, bi, target) else {
+                    continue;
+                };
+                if !seen.insert(t) {
+                    let msg = format!(
+                        "switch lists {} more than once: each target is one edge, and phi entries are per predecessor",
+                        ctx.block_name(target)
                     );
                     ctx.err_term(bi, msg);
                 } else {

@@ -24,6 +24,8 @@
 //! - Block labels are unique within the function.
 //! - Every block ends in a terminator; jump targets are blocks of the layout.
 //! - `gotoifnot` has a next block to fall through to, and it differs from the target.
+//! - `switch` has at least one target and lists each target once (each is one
+//!   edge; phi entries are per predecessor).
 //! - The entry block has no predecessors: nothing jumps to it (nothing can fall
 //!   through to it, as it comes first).
 //!
@@ -52,7 +54,7 @@
 //!   result value has the call's result type, and a statement with no result
 //!   has type `()`.
 //! - Phi entry operands have the phi's type; the `gotoifnot` condition is bool;
-//!   `return` returns the function's result type.
+//!   the `switch` index is i64; `return` returns the function's result type.
 //! - Function constants name a function of the module or a primitive with a
 //!   single signature.
 //! - Types of parameters, result and values nest at most `MAX_NESTING` deep.

@@ -174,7 +174,9 @@ pub(crate) fn check_term(ctx: &mut Ctx, bi: u32) {
         index: data.insts.len() as u32,
     };
     match &data.term {
-        Some(Terminator::GotoIfNot { cond: op, .. }) | Some(Terminator::Return(op)) => {
+        Some(Terminator::GotoIfNot { cond: op, .. })
+        | Some(Terminator::Switch { index: op, .. })
+        | Some(Terminator::Return(op)) => {
             if let Operand::Value(v) = op {
                 check_use(ctx, At::Term(bi), site, *v);
             }

@@ -75,7 +75,8 @@ pub(crate) fn check_inst(ctx: &mut Ctx, slot: Slot, inst: Inst) {
                 Res::Typed(_, ty) => Some(ty),
                 _ => None,
             };
-            if matches!(res, Res::Unknown) && *prim == crate::Prim::Alloc {
+            if matches!(res, Res::Unknown) && matches!(prim, crate::Prim::Alloc | crate::Prim::Pop)
+            {
                 return;
             }
             let Some(types) = types else {
@@ -167,6 +168,14 @@ pub(crate) fn check_term(ctx: &mut Ctx, bi: u32) {
                 && *ty != Type::Bool
             {
                 let msg = format!("gotoifnot condition must be bool, found {ty}");
+                ctx.err_at(at, msg);
+            }
+        }
+        Some(Terminator::Switch { index, .. }) => {
+            if let Some(ty) = operand_type(ctx, at, index)
+                && *ty != Type::I64
+            {
+                let msg = format!("switch index must be i64, found {ty}");
                 ctx.err_at(at, msg);
             }
         }

@@ -446,6 +446,18 @@ impl Ctx<'_, '_> {
                     let t = *bmap.get(target).ok_or_else(|| unreachable_target(&tloc))?;
                     self.b.gotoifnot(c, t).map_err(&err)?;
                 }
+                Terminator::Switch { index, targets } => {
+                    let i = self.plain(index, &tloc)?;
+                    let ts = targets
+                        .iter()
+                        .map(|t| {
+                            bmap.get(t)
+                                .copied()
+                                .ok_or_else(|| unreachable_target(&tloc))
+                        })
+                        .collect::<Result<SmallVec<[Block; 4]>, _>>()?;
+                    self.b.switch(i, &ts).map_err(&err)?;
+                }
                 Terminator::Return(op) => {
                     let r = self.packed(op, &src.ret, &tloc)?;
                     self.b.ret(r).map_err(&err)?;

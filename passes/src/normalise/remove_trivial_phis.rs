@@ -9,7 +9,7 @@
 //! phi entries, callees, terminators) now names its operand, which dominates
 //! every place the phi did. Removing one phi can make another trivial; the
 //! pass repeats until none is. It can substitute a constant into a `gotoifnot`
-//! or into the first operand of a primitive call, undoing what
+//! or `switch`, or into the first operand of a primitive call, undoing what
 //! `fold_constant_branches` and `uniform_constant_operands` guarantee; the
 //! normalisation pipeline therefore runs it with them in the group `simplify`,
 //! to a fixpoint. Idempotent on its own.
@@ -58,7 +58,9 @@ pub fn remove_trivial_phis(func: &mut Func) -> bool {
                 replace_in_inst(&mut func.insts[inst].kind, &subst);
             }
             match &mut func.blocks[block].term {
-                Some(Terminator::GotoIfNot { cond: op, .. }) | Some(Terminator::Return(op)) => {
+                Some(Terminator::GotoIfNot { cond: op, .. })
+                | Some(Terminator::Switch { index: op, .. })
+                | Some(Terminator::Return(op)) => {
                     replace(op, &subst);
                 }
                 Some(Terminator::Goto(_)) | None => {}

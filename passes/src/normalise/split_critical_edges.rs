@@ -1,14 +1,16 @@
 //! Splits critical edges.
 //!
 //! Input: a verified function. Output: no edge joins a block with several
-//! successors (a `gotoifnot`) to a block with several predecessors; each such
-//! edge now passes through a new empty block ending in `goto`, and the phi
-//! entries of the old target name the new block. Placement keeps every
-//! fall-through intact: the block splitting a fall-through edge comes right
-//! after the branching block, the blocks splitting jump edges come right
-//! before their target (if the block before the target falls through to it,
-//! that edge is critical too and its split block comes first). The last block
-//! of the layout stays last. Edges from unreachable blocks are split too.
+//! successors (a `gotoifnot`, or a `switch` of several targets) to a block
+//! with several predecessors; each such edge now passes through a new empty
+//! block ending in `goto`, the branch (or that entry of the switch) names the
+//! new block, and the phi entries of the old target name it too. Placement
+//! keeps every fall-through intact: the block splitting a fall-through edge
+//! comes right after the branching block, the blocks splitting jump edges
+//! (and switch edges) come right before their target (if the block before the
+//! target falls through to it, that edge is critical too and its split block
+//! comes first). The last block of the layout stays last. Edges from
+//! unreachable blocks are split too.
 //! Idempotent: new blocks have one predecessor and one successor, and no
 //! block's predecessor count changes.
 
@@ -27,6 +29,29 @@ pub fn split_critical_edges(func: &mut Func) -> bool {
     let mut labels = Labels::new(func);
     let mut changed = false;
     for (i, &block) in cfg.layout.iter().enumerate() {
+        if let Some(Terminator::Switch { index, targets }) = func.blocks[block].term.clone() {
+            if cfg.succs[i].len() < 2 {
+                continue;
+            }
+            let mut new_targets = targets.clone();
+            for (k, &succ) in cfg.succs[i].iter().enumerate() {
+                // `succs` of a verified switch are its targets, in order.
+                if cfg.preds[succ].len() < 2 || new_targets.get(k) != Some(&cfg.layout[succ]) {
+                    continue;
+                }
+                let target = cfg.layout[succ];
+                let split = new_block(func, labels.fresh(), Terminator::Goto(target));
+                rename_phi_pred(func, target, block, split);
+                new_targets[k] = split;
+                before[succ].push(split);
+                changed = true;
+            }
+            func.blocks[block].term = Some(Terminator::Switch {
+                index,
+                targets: new_targets,
+            });
+            continue;
+        }
         let Some(Terminator::GotoIfNot { cond, .. }) = func.blocks[block].term.clone() else {
             continue;
         };

@@ -1,0 +1,163 @@
+//! The tapes of `push` and `pop`: one last-in-first-out stack of values per
+//! exact type, owned by an interpreter and shared by every call it runs (reverse
+//! mode pushes in one function and pops in another).
+//!
+//! A tape is numbered the first time a function that uses it is compiled, so
+//! executing `push`/`pop` indexes a vector instead of hashing a type. Assumes
+//! nothing about the values pushed (the verifier makes them the tape's type).
+//! Guarantees: `pop` returns the last value pushed on the same tape, or the
+//! error `pop from an empty tape of T`; the byte counters follow the sizes of
+//! [`byte_size`], in constant time per operation.
+
+use super::value::Val;
+use crate::types::Type;
+use std::collections::HashMap;
+
+/// Every tape of an interpreter, and the counters of what went through them.
+#[derive(Default)]
+pub(super) struct Tapes {
+    /// The number of each type's tape.
+    index: HashMap<Type, u32>,
+    /// Each tape's type, values (last pushed last) and value size in bytes.
+    tapes: Vec<Tape>,
+    /// Values pushed, ever.
+    pub pushes: u64,
+    /// Bytes pushed, ever.
+    pub pushed_bytes: u64,
+    /// Bytes on all tapes now.
+    pub bytes: u64,
+    /// The most bytes on all tapes at any time.
+    pub peak_bytes: u64,
+}
+
+struct Tape {
+    ty: Type,
+    bytes: u64,
+    vals: Vec<Val>,
+}
+
+impl Tapes {
+    /// The number of the tape of type `ty`, made on first request.
+    pub fn id(&mut self, ty: &Type) -> u32 {
+        if let Some(&id) = self.index.get(ty) {
+            return id;
+        }
+        let id = u32::try_from(self.tapes.len()).unwrap_or(u32::MAX);
+        self.tapes.push(Tape {
+            ty: ty.clone(),
+            bytes: byte_size(ty),
+            vals: Vec::new(),
+        });
+        self.index.insert(ty.clone(), id);
+        id
+    }
+
+    /// Pushes `val` on tape `id`.
+    #[inline]
+    pub fn push(&mut self, id: u32, val: Val) -> Result<(), String> {
+        let tape = self
+            .tapes
+            .get_mut(id as usize)
+            .ok_or("internal error: invalid tape number")?;
+        tape.vals.push(val);
+        self.pushes += 1;
+        self.pushed_bytes = self.pushed_bytes.saturating_add(tape.bytes);
+        self.bytes = self.bytes.saturating_add(tape.bytes);
+        self.peak_bytes = self.peak_bytes.max(self.bytes);
+        Ok(())
+    }
+
+    /// Pops the last value of tape `id`.
+    #[inline]
+    pub fn pop(&mut self, id: u32) -> Result<Val, String> {
+        let tape = self
+            .tapes
+            .get_mut(id as usize)
+            .ok_or("internal error: invalid tape number")?;
+        let val = tape
+            .vals
+            .pop()
+            .ok_or_else(|| format!("pop from an empty tape of {}", tape.ty))?;
+        self.bytes = self.bytes.saturating_sub(tape.bytes);
+        Ok(val)
+    }
+}
+
+/// The size in bytes of a value of type `ty` on a tape: 8 for `f64`, `i64`,
+/// an array reference and a function value, 1 for `bool`, 0 for `()`, and for
+/// a tuple or a dual the sum of its parts (a dual's are its primal and its
+/// tangents). Iterative, so no type is too deep for it.
+pub(super) fn byte_size(ty: &Type) -> u64 {
+    let mut total = 0u64;
+    // (type, how many values of it)
+    let mut work: Vec<(Type, u64)> = vec![(ty.clone(), 1)];
+    while let Some((ty, times)) = work.pop() {
+        let each = match &ty {
+            Type::F64 | Type::I64 | Type::Array(_) | Type::Func(_) => 8,
+            Type::Bool => 1,
+            Type::Unit => 0,
+            Type::Tuple(elems) => {
+                work.extend(elems.iter().map(|e| (e.clone(), times)));
+                0
+            }
+            Type::Dual(inner, width) => {
+                if let Some(tan) = inner.tangent() {
+                    work.push((tan, times.saturating_mul(u64::from(*width))));
+                }
+                work.push(((**inner).clone(), times));
+                0
+            }
+        };
+        total = total.saturating_add(each * times);
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::Scalar;
+
+    #[test]
+    fn byte_sizes_add_up_the_parts() {
+        let pair = Type::tuple(vec![Type::F64, Type::I64]);
+        let cases = [
+            (Type::F64, 8),
+            (Type::I64, 8),
+            (Type::Bool, 1),
+            (Type::Unit, 0),
+            (Type::Array(Scalar::F64), 8),
+            (Type::func(vec![Type::F64], Type::F64), 8),
+            (Type::tuple(vec![Type::Bool, pair.clone(), Type::Unit]), 17),
+            (Type::dual(Type::F64), 16),
+            // (f64, i64) and two tangents of (f64, ()).
+            (Type::dual_n(pair, 2), 32),
+            (Type::dual_n(Type::Array(Scalar::F64), 3), 32),
+        ];
+        for (ty, n) in cases {
+            assert_eq!(byte_size(&ty), n, "{ty}");
+        }
+    }
+
+    #[test]
+    fn tapes_are_per_type_and_count_bytes() {
+        let mut tapes = Tapes::default();
+        let f = tapes.id(&Type::F64);
+        let b = tapes.id(&Type::Bool);
+        assert_eq!(tapes.id(&Type::F64), f);
+        assert_ne!(f, b);
+        tapes.push(f, Val::F64(1.0)).unwrap();
+        tapes.push(b, Val::Bool(true)).unwrap();
+        tapes.push(f, Val::F64(2.0)).unwrap();
+        assert_eq!((tapes.pushes, tapes.pushed_bytes, tapes.bytes), (3, 17, 17));
+        assert!(tapes.pop(f).unwrap().same(&Val::F64(2.0)));
+        assert!(tapes.pop(b).unwrap().same(&Val::Bool(true)));
+        assert_eq!(
+            tapes.pop(b).map(|_| ()),
+            Err("pop from an empty tape of bool".to_string())
+        );
+        assert_eq!((tapes.bytes, tapes.peak_bytes), (8, 17));
+        assert!(tapes.pop(7).is_err());
+        assert!(tapes.push(7, Val::Unit).is_err());
+    }
+}
