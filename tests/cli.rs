@@ -404,7 +404,10 @@ fn grad_rejects_what_it_cannot_differentiate() {
             "argument 2 of @f has type i64, which has no tangent",
         );
         // Only f64 results have a gradient.
-        fails_with(&case(&["--mode", mode], "1.0", "pair"), "@pair returns (f64, f64)");
+        fails_with(
+            &case(&["--mode", mode], "1.0", "pair"),
+            "@pair returns (f64, f64)",
+        );
         // A run-time error inside the derived code points at the primal's line.
         fails_with(
             &case(&["--mode", mode], "[1.0], 2.0", "bad"),

@@ -6,7 +6,8 @@
 //! value and gradient under the same rule as `check-corpus`:
 //! `|got - ref| <= 1e-10 + 1e-8 |ref|` per f64, `null` exactly where the
 //! reference has `null` (arguments and tuple components without a tangent),
-//! arrays of the same length. Reverse mode joins when it exists.
+//! arrays of the same length; and `irad grad --json` (reverse mode, the
+//! default) to the same references under the same rule.
 
 use serde_json::Value as J;
 use std::path::Path;
@@ -138,6 +139,24 @@ fn corpus_gradients_in_forward_mode_match_their_references() {
             assert!(
                 close(&got[key], &case.reference[key]),
                 "{} @{}({}) --mode fwd: {key} {}, reference {}",
+                case.file,
+                case.func,
+                case.args,
+                got[key],
+                case.reference[key]
+            );
+        }
+    }
+}
+
+#[test]
+fn corpus_gradients_in_reverse_mode_match_their_references() {
+    for case in cases() {
+        let got = irad_json("grad", &case, &[]);
+        for key in ["value", "gradient"] {
+            assert!(
+                close(&got[key], &case.reference[key]),
+                "{} @{}({}) reverse mode: {key} {}, reference {}",
                 case.file,
                 case.func,
                 case.args,

@@ -229,13 +229,19 @@ fn check_reverse(
             if let irad::ir::interp::Val::Array(arr) = a
                 && let irad::ir::interp::ArrayData::F64(xs) = &*arr.0.borrow()
             {
-                rev_args.push(irad::ir::interp::Val::Array(irad::ir::interp::ArrayRef::new(
-                    irad::ir::interp::ArrayData::F64(vec![0.0; xs.len()]),
-                )));
+                rev_args.push(irad::ir::interp::Val::Array(
+                    irad::ir::interp::ArrayRef::new(irad::ir::interp::ArrayData::F64(vec![
+                        0.0;
+                        xs.len()
+                    ])),
+                ));
             }
         }
         rev_args.push(irad::ir::interp::Val::F64(1.0));
-        let got = irad::ir::interp::run(&m, rev, &rev_args, &Default::default())
+        let mut run_m = m.clone();
+        let mut provider = irad::passes::reverse::Reverse::new(&registry);
+        let got = irad::ir::interp::Interpreter::with_rules(&mut run_m, &mut provider)
+            .run(rev, &rev_args, &Default::default())
             .map_err(|e| format!("@{}.rev({}): {e}", call.func, call.args))?;
         let irad::ir::interp::Val::Tuple(parts) = &got else {
             return Err(format!("@{}.rev did not return a tuple", call.func).into());

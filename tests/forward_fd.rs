@@ -38,6 +38,10 @@
 //! - `wrt` = one differentiated argument gives that argument's gradient of
 //!   the full run, bit for bit, and `None` for every other argument.
 //!
+//! - reverse mode (`irad::grad_reverse`) gives the primal's value bit for
+//!   bit and every component within 1e-9 of forward mode's, and each is
+//!   checked against the differences like forward mode's.
+//!
 //! A second test checks `pow` and `powi` at a zero or negative base, where a
 //! naive rule gives NaN for a finite derivative.
 //!
@@ -70,12 +74,13 @@ const MIN_FILES: usize = 115;
 /// 996 components), so that losing a directory or a kind of directive fails.
 const MIN_POINTS: usize = 280;
 const MIN_COMPONENTS: usize = 800;
-/// Upper bound on components skipped as non-smooth within the step (6 today:
-/// `piecewise` at its jump, `piece_sum` whose grid hits the jumps).
-const MAX_NON_SMOOTH: usize = 10;
+/// Upper bound on components skipped as non-smooth within the step (12
+/// today, 6 per mode: `piecewise` at its jump, `piece_sum` whose grid hits
+/// the jumps).
+const MAX_NON_SMOOTH: usize = 16;
 /// Upper bound on components skipped because the point sits exactly on a
-/// kink (2 today: `abs_branch(-0.0)`, in IR and surface form).
-const MAX_KINKS: usize = 4;
+/// kink (4 today, 2 per mode: `abs_branch(-0.0)`, in IR and surface form).
+const MAX_KINKS: usize = 6;
 
 #[test]
 fn forward_mode_matches_finite_differences_on_the_corpus() {
@@ -130,7 +135,8 @@ fn forward_mode_matches_finite_differences_on_the_corpus() {
          tangent); {} points ({} skipped: primal failed or not finite); {} components \
          checked ({} on the retry with h/10; worst |ad - fd| / tolerance {:.3}); skipped: \
          {} non-smooth within the step, {} on a kink at the point, {} with a non-finite \
-         input or difference; {} batch-width checks, {} wrt checks",
+         input or difference; {} batch-width checks, {} wrt checks; {} components \
+         of reverse mode compared with forward mode (and checked against the differences)",
         t.files,
         t.calls_skipped,
         t.points,
@@ -142,7 +148,8 @@ fn forward_mode_matches_finite_differences_on_the_corpus() {
         t.kinks,
         t.non_finite,
         t.batch_checks,
-        t.wrt_checks
+        t.wrt_checks,
+        t.reverse_checks
     );
     println!("{report}");
     for n in &t.non_smooth_list {
@@ -164,6 +171,10 @@ fn forward_mode_matches_finite_differences_on_the_corpus() {
     assert!(
         t.components >= MIN_COMPONENTS,
         "too few components: {report}"
+    );
+    assert!(
+        t.reverse_checks >= MIN_COMPONENTS / 2,
+        "too few reverse-mode components: {report}"
     );
     assert!(
         t.non_smooth <= MAX_NON_SMOOTH,
@@ -246,6 +257,8 @@ struct Totals {
     worst: f64,
     batch_checks: usize,
     wrt_checks: usize,
+    /// Components where reverse mode was compared with forward mode.
+    reverse_checks: usize,
 }
 
 /// A reference-corpus argument set, as a point of the file it names.
@@ -361,6 +374,45 @@ impl Case<'_> {
         self.check_wrt(&p, &full);
         for leaf in leaves(&p.args) {
             self.check_component(&p, &full, &leaf);
+        }
+        self.check_reverse(&p, &full);
+    }
+
+    /// Reverse mode at the point: the primal's value bit for bit, every
+    /// component within 1e-9 (relative, floor 1) of forward mode's and
+    /// against finite differences as forward mode is.
+    fn check_reverse(&mut self, p: &Point, full: &Gradient) {
+        let fresh: Vec<Val> = p.args.iter().map(deep_copy).collect();
+        let opts = GradOptions::default();
+        let rev = match irad::grad_reverse(self.src, self.module, p.f, &fresh, self.registry, &opts)
+        {
+            Ok((g, _)) => g,
+            Err(e) => {
+                let msg = e.render(&[self.src]);
+                self.fail_at(p, format!("grad_reverse failed: {msg}"));
+                return;
+            }
+        };
+        if !rev.value.same(&Val::F64(p.fx)) {
+            let got = rev.value.display(self.module);
+            self.fail_at(p, format!("reverse value {got}, primal {:?}", p.fx));
+        }
+        for leaf in leaves(&p.args) {
+            let get = |g: &Gradient| {
+                g.gradient[leaf.arg]
+                    .as_ref()
+                    .and_then(|g| get_leaf(g, &leaf.path))
+            };
+            match (get(full), get(&rev)) {
+                (Some(a), Some(b)) if a == b || (a - b).abs() <= 1e-9 * a.abs().max(1.0) => {}
+                (Some(a), Some(b)) if a.is_nan() && b.is_nan() => {}
+                (a, b) => self.fail_at(
+                    p,
+                    format!("{}: forward {a:?}, reverse {b:?}", show_leaf(&leaf)),
+                ),
+            }
+            self.totals.reverse_checks += 1;
+            self.check_component(p, &rev, &leaf);
         }
     }
 

@@ -71,7 +71,9 @@ fn sweep_costs(m: &mut Module, f: FuncId, args: Vec<Val>) -> (u64, u64, u64) {
     let opts = RunOptions::default();
     interp.run(fwd, &call, &opts).expect("forward sweep runs");
     let after_fwd = interp.stats();
-    interp.run(back, &[Val::F64(1.0)], &opts).expect("pullback runs");
+    interp
+        .run(back, &[Val::F64(1.0)], &opts)
+        .expect("pullback runs");
     let after_back = interp.stats();
     (
         after_fwd.pushed_bytes,
@@ -93,7 +95,10 @@ fn tape_memory_grows_linearly_with_the_loop_count() {
     let mut bytes = Vec::new();
     for n in [1_000i64, 10_000, 100_000] {
         let (pushed, _, left) = sweep_costs(&mut m, f, vec![Val::F64(0.3), Val::I64(n)]);
-        assert_eq!(left, 0, "the pullback pops everything the forward sweep pushed");
+        assert_eq!(
+            left, 0,
+            "the pullback pops everything the forward sweep pushed"
+        );
         bytes.push(pushed);
     }
     // Exactly affine in n: the same bytes per iteration at every size.
@@ -147,7 +152,11 @@ fn arrays_are_post_primal_after_the_forward_sweep_and_restored_after_the_pullbac
         .run(fwd, &[x.clone(), Val::F64(2.0), shadow.clone()], &opts)
         .expect("forward sweep");
     assert_eq!(num(&v), 4.0 + 16.0 + 36.0);
-    assert_eq!(array(&x), [2.0, 4.0, 6.0], "post-primal after the forward sweep");
+    assert_eq!(
+        array(&x),
+        [2.0, 4.0, 6.0],
+        "post-primal after the forward sweep"
+    );
     let dc = interp.run(back, &[Val::F64(1.0)], &opts).expect("pullback");
     assert_eq!(array(&x), [1.0, 2.0, 3.0], "entry state after the pullback");
     // s = c^2 sum x^2: ds/dx_i = 2 c^2 x_i, ds/dc = 2 c sum x^2.
@@ -157,9 +166,7 @@ fn arrays_are_post_primal_after_the_forward_sweep_and_restored_after_the_pullbac
 
 #[test]
 fn rev_follows_the_gradient_convention() {
-    let mut m = surface(
-        "fn f(x: [f64], a: f64, k: i64) -> f64 { x[0] = a * x[k]; x[0] * a }",
-    );
+    let mut m = surface("fn f(x: [f64], a: f64, k: i64) -> f64 { x[0] = a * x[k]; x[0] * a }");
     let f = m.by_name("f").expect("f");
     let reg = Registry::new();
     let mut rev = Reverse::new(&reg);
@@ -172,7 +179,13 @@ fn rev_follows_the_gradient_convention() {
     let out = interp
         .run(
             r,
-            &[x.clone(), Val::F64(3.0), Val::I64(1), shadow.clone(), Val::F64(2.0)],
+            &[
+                x.clone(),
+                Val::F64(3.0),
+                Val::I64(1),
+                shadow.clone(),
+                Val::F64(2.0),
+            ],
             &RunOptions::default(),
         )
         .expect("@f.rev runs");
@@ -184,7 +197,11 @@ fn rev_follows_the_gradient_convention() {
     assert_eq!(num(&parts[1]), 84.0);
     assert_eq!(parts.len(), 2, "one gradient: the f64 argument a");
     assert_eq!(array(&shadow), [0.0, 18.0]);
-    assert_eq!(array(&x), [5.0, 7.0], "argument arrays back in their entry state");
+    assert_eq!(
+        array(&x),
+        [5.0, 7.0],
+        "argument arrays back in their entry state"
+    );
 }
 
 /// Reverse and forward mode agree on `name` at `args`.
@@ -262,7 +279,10 @@ fn a_function_marked_primitive_uses_its_rrule() {
             |b, call| {
                 let f = b.module().by_name("twice").expect("twice");
                 let x = call.args[0].primal;
-                let y = b.invoke(f, &[x])?.map(irad_ir::Operand::Value).expect("value");
+                let y = b
+                    .invoke(f, &[x])?
+                    .map(irad_ir::Operand::Value)
+                    .expect("value");
                 Ok(RevFwdOut {
                     primal: y,
                     shadows: smallvec![],
@@ -270,7 +290,9 @@ fn a_function_marked_primitive_uses_its_rrule() {
                 })
             },
             |b, call| {
-                let d = call.dy[0].map(|d| value(b, Prim::Mul, &[d, f64c(3.0)])).transpose()?;
+                let d = call.dy[0]
+                    .map(|d| value(b, Prim::Mul, &[d, f64c(3.0)]))
+                    .transpose()?;
                 Ok(PullbackOut {
                     cotangents: vec![smallvec![d]],
                 })
@@ -279,8 +301,14 @@ fn a_function_marked_primitive_uses_its_rrule() {
     );
     let f = m.by_name("f").expect("f");
     let mut rev = Reverse::new(&reg);
-    let g = rev_gradient(&mut m, &mut rev, f, &[Val::F64(1.5)], &GradOptions::default())
-        .expect("gradient");
+    let g = rev_gradient(
+        &mut m,
+        &mut rev,
+        f,
+        &[Val::F64(1.5)],
+        &GradOptions::default(),
+    )
+    .expect("gradient");
     assert_eq!(num(&g.value), 3.0);
     assert!(matches!(g.gradient[0], Some(Val::F64(d)) if d == 3.0));
 }
@@ -304,7 +332,8 @@ fn the_cache_builds_each_piece_once() {
 
 #[test]
 fn reverse_mode_refuses_dual_values_with_a_location() {
-    let text = "func @f(%x: dual<f64>) -> f64 {\n#1:\n  %p = call primal(%x) :: f64\n  return %p\n}\n";
+    let text =
+        "func @f(%x: dual<f64>) -> f64 {\n#1:\n  %p = call primal(%x) :: f64\n  return %p\n}\n";
     let mut m = parse_module(text).expect("parses");
     let reg = Registry::new();
     let mut rev = Reverse::new(&reg);

@@ -217,33 +217,8 @@ pub fn scale(
     tangents.iter().map(|&t| mul(b, factor, t)).collect()
 }
 
-/// The number of f64 scalars of `ty` outside arrays and function types,
-/// depth-first through tuples: the length of a cotangent in reverse mode.
-pub fn cotangent_leaves(ty: &Type) -> usize {
-    count_leaves(ty, |t| *t == Type::F64)
-}
-
-/// The number of `[f64]` arrays in `ty`, depth-first through tuples: how many
-/// shadow arrays a value of the type carries in reverse mode.
-pub fn shadow_leaves(ty: &Type) -> usize {
-    count_leaves(ty, |t| *t == Type::Array(Scalar::F64))
-}
-
-fn count_leaves(ty: &Type, leaf: fn(&Type) -> bool) -> usize {
-    let mut n = 0;
-    let mut stack = vec![ty];
-    while let Some(t) = stack.pop() {
-        if leaf(t) {
-            n += 1;
-        } else if let Type::Tuple(elems) = t {
-            stack.extend(elems.iter());
-        }
-    }
-    n
-}
-
 /// Where the leaves of tuple field `k` start among the tuple's leaves, and how
-/// many it has, for a leaf counter such as [`cotangent_leaves`].
+/// many it has, for a leaf counter such as [`Type::cotangent_leaves`].
 pub fn field_leaves(
     ty: &Type,
     k: usize,

@@ -234,7 +234,7 @@ pub struct RevArg {
     /// The primal type.
     pub ty: Type,
     /// One shadow array (`[f64]`, the cotangent buffer) per `[f64]` array in
-    /// `ty`, depth-first through tuples ([`emit::shadow_leaves`] of them).
+    /// `ty`, depth-first through tuples ([`Type::shadow_leaves`] of them).
     pub shadows: SmallVec<[Operand; 1]>,
 }
 
@@ -279,7 +279,7 @@ pub struct PullbackCall<'a> {
     /// [`RevFwdOut::saved`], as operands of the pullback function.
     pub saved: &'a [Operand],
     /// The cotangent of the result: one f64 per f64 of the result outside
-    /// arrays, depth-first ([`emit::cotangent_leaves`] of them); `None` where
+    /// arrays, depth-first ([`Type::cotangent_leaves`] of them); `None` where
     /// it is known to be zero.
     pub dy: &'a [Option<Operand>],
 }
@@ -532,6 +532,5 @@ impl Registry {
 /// The primitives the AD transforms introduce, which are not differentiated
 /// themselves (neither mode is nested).
 pub fn is_ad_prim(p: Prim) -> bool {
-    matches!(p, Prim::Dual | Prim::Primal | Prim::Tangent | Prim::Frule)
-        || matches!(p.name(), "push" | "pop" | "revfwd" | "revback")
+    p.is_ad()
 }

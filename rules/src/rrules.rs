@@ -23,7 +23,7 @@
 //!   `tuple` and `getfield` pass shadows on, so every name of one array has
 //!   the same shadow.
 
-use crate::emit::{self, cotangent_leaves, f64c, mul, shadow_leaves, value};
+use crate::emit::{self, f64c, mul, value};
 use crate::frules::{PRIMAL_ONLY, UNARY};
 use crate::{PullbackCall, PullbackOut, Registry, RevCall, RevFwdOut, RruleFns, RuleError};
 use irad_ir::{Const, FuncBuilder, Operand, Prim, Scalar, Type};
@@ -174,9 +174,9 @@ fn install_partials(
                 let dy = one_dy(call)?;
                 let mut saved = call.saved.iter();
                 let mut cotangents = Vec::with_capacity(want.len());
-                for &w in &want {
+                for (&w, ty) in want.iter().zip(call.arg_types) {
                     if !w {
-                        cotangents.push(smallvec![]);
+                        cotangents.push(smallvec![None; ty.cotangent_leaves()]);
                         continue;
                     }
                     let p = *saved.next().ok_or_else(|| short(call))?;
@@ -386,7 +386,7 @@ fn select_fwd(b: &mut FuncBuilder<'_>, call: &RevCall<'_>) -> Result<RevFwdOut, 
         shadows.push(value(b, Prim::Select, &[c.primal, sx, sy])?);
     }
     let mut saved = SmallVec::new();
-    if cotangent_leaves(&x.ty) > 0 {
+    if Type::cotangent_leaves(&x.ty) > 0 {
         saved.push(c.primal);
     }
     Ok(RevFwdOut {
@@ -439,7 +439,7 @@ fn tuple_back(_: &mut FuncBuilder<'_>, call: &PullbackCall<'_>) -> Result<Pullba
     let mut rest = call.dy;
     let mut cotangents = Vec::with_capacity(call.arg_types.len());
     for ty in call.arg_types {
-        let n = cotangent_leaves(ty);
+        let n = Type::cotangent_leaves(ty);
         if rest.len() < n {
             return Err(short(call));
         }
@@ -468,7 +468,7 @@ fn getfield_fwd(b: &mut FuncBuilder<'_>, call: &RevCall<'_>) -> Result<RevFwdOut
         return Err(arity(Prim::Getfield));
     };
     let z = value(b, Prim::Getfield, &[t.primal, k.primal])?;
-    let (start, n) = emit::field_leaves(&t.ty, field_index(k.primal)?, shadow_leaves)?;
+    let (start, n) = emit::field_leaves(&t.ty, field_index(k.primal)?, Type::shadow_leaves)?;
     let shadows = t
         .shadows
         .get(start..start + n)
@@ -491,11 +491,11 @@ fn getfield_back(
     let (Some(ty), Some(&k)) = (call.arg_types.first(), call.saved.first()) else {
         return Err(short(call));
     };
-    let (start, n) = emit::field_leaves(ty, field_index(k)?, cotangent_leaves)?;
+    let (start, n) = emit::field_leaves(ty, field_index(k)?, Type::cotangent_leaves)?;
     if call.dy.len() != n {
         return Err(short(call));
     }
-    let mut dt: SmallVec<[Option<Operand>; 1]> = smallvec![None; cotangent_leaves(ty)];
+    let mut dt: SmallVec<[Option<Operand>; 1]> = smallvec![None; Type::cotangent_leaves(ty)];
     dt[start..start + n].copy_from_slice(call.dy);
     Ok(PullbackOut {
         cotangents: vec![dt, smallvec![]],
@@ -662,7 +662,7 @@ fn no_cotangents(call: &PullbackCall<'_>) -> PullbackOut {
         cotangents: call
             .arg_types
             .iter()
-            .map(|t| smallvec![None; cotangent_leaves(t)])
+            .map(|t| smallvec![None; Type::cotangent_leaves(t)])
             .collect(),
     }
 }

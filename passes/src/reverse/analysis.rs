@@ -6,8 +6,7 @@
 //! long functions cannot overflow the native stack.
 
 use super::bbcode::BBCode;
-use irad_ir::{Func, InstKind, Operand, Value};
-use irad_rules::emit::cotangent_leaves;
+use irad_ir::{Func, InstKind, Operand, Type, Value};
 use smallvec::SmallVec;
 use std::collections::BTreeSet;
 
@@ -164,7 +163,7 @@ pub(crate) fn on_cycle(succs: &[SmallVec<[usize; 2]>]) -> Vec<bool> {
 
 /// Whether a value carries a cotangent (an f64 outside arrays).
 pub(crate) fn has_cotangent(func: &Func, v: Value) -> bool {
-    cotangent_leaves(&func.values[v].ty) > 0
+    Type::cotangent_leaves(&func.values[v].ty) > 0
 }
 
 /// The values with a cotangent live at the end of each block: used later by

@@ -111,12 +111,10 @@ impl BBCode {
                     }
                 }
                 Some(Terminator::Return(op)) => BTerm::Return(*op),
-                #[allow(unreachable_patterns)]
-                Some(_) => {
-                    return Err(BBCodeError(format!(
-                        "block #{label}: a terminator BBCode does not know"
-                    )));
-                }
+                Some(Terminator::Switch { index, targets }) => BTerm::Switch {
+                    index: *index,
+                    targets: targets.iter().copied().collect(),
+                },
                 None => return Err(BBCodeError(format!("block #{label} has no terminator"))),
             };
             blocks.push(BBlock {
@@ -282,8 +280,10 @@ impl BBCode {
 }
 
 fn switch_term(index: Operand, targets: &[Block]) -> Terminator {
-    let _ = (index, targets);
-    Terminator::Return(Operand::Const(irad_ir::Const::Unit))
+    Terminator::Switch {
+        index,
+        targets: targets.iter().copied().collect(),
+    }
 }
 
 impl BBCode {

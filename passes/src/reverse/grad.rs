@@ -35,7 +35,7 @@ pub fn gradient(
     let mut interp = Interpreter::with_rules(module, rev);
     let value = interp.run(fwd, &call, &opts.run)?;
     let cots = interp.run(back, &[Val::F64(1.0)], &opts.run)?;
-    let total: usize = params.iter().map(irad_rules::emit::cotangent_leaves).sum();
+    let total: usize = params.iter().map(Type::cotangent_leaves).sum();
     let mut leaves: VecDeque<f64> = match (total, cots) {
         (0, _) => VecDeque::new(),
         (1, Val::F64(x)) => VecDeque::from([x]),

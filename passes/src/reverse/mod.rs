@@ -39,7 +39,6 @@ use irad_ir::{
     BuildError, FnType, FuncBuilder, FuncId, FuncRef, Location, Module, Operand, Prim, Scalar,
     Type, Value,
 };
-use irad_rules::emit::{cotangent_leaves, shadow_leaves};
 use irad_rules::{Callee, PullbackCall, Registry, RevArg, RevCall};
 use std::collections::HashMap;
 use std::fmt;
@@ -80,42 +79,9 @@ impl fmt::Display for ReverseError {
 impl std::error::Error for ReverseError {}
 
 /// The types of the rule pieces of a function of type `sig`: forward sweep,
-/// pullback.
+/// pullback ([`Type::rev_fwd_fn`], [`Type::rev_back_fn`]).
 pub fn piece_types(sig: &FnType) -> (FnType, FnType) {
-    let arr = Type::Array(Scalar::F64);
-    let nsh: usize = sig.params.iter().map(shadow_leaves).sum();
-    let mut fparams = sig.params.clone();
-    fparams.extend(std::iter::repeat_n(arr.clone(), nsh));
-    let rsh = shadow_leaves(&sig.ret);
-    let fret = if rsh == 0 {
-        sig.ret.clone()
-    } else {
-        let mut parts = vec![sig.ret.clone()];
-        parts.extend(std::iter::repeat_n(arr, rsh));
-        Type::tuple(parts)
-    };
-    let ncot: usize = sig.params.iter().map(cotangent_leaves).sum();
-    let bparams = vec![Type::F64; cotangent_leaves(&sig.ret)];
-    let bret = leaf_pack(ncot);
-    (
-        FnType {
-            params: fparams,
-            ret: fret,
-        },
-        FnType {
-            params: bparams,
-            ret: bret,
-        },
-    )
-}
-
-/// `()` for 0 f64s, `f64` for 1, an n-tuple of f64 otherwise.
-fn leaf_pack(n: usize) -> Type {
-    match n {
-        0 => Type::Unit,
-        1 => Type::F64,
-        _ => Type::tuple(vec![Type::F64; n]),
-    }
+    (Type::rev_fwd_fn(sig), Type::rev_back_fn(sig))
 }
 
 /// The derived-rule cache of reverse mode.
@@ -222,11 +188,11 @@ impl<'r> Reverse<'r> {
                 )
             })
             .collect();
-        let nsh: usize = sig.params.iter().map(shadow_leaves).sum();
+        let nsh: usize = sig.params.iter().map(Type::shadow_leaves).sum();
         params.extend((0..nsh).map(|_| (None, Type::Array(Scalar::F64))));
-        let nseed = cotangent_leaves(&sig.ret);
+        let nseed = Type::cotangent_leaves(&sig.ret);
         params.extend((0..nseed).map(|_| (None, Type::F64)));
-        let ncot: usize = sig.params.iter().map(cotangent_leaves).sum();
+        let ncot: usize = sig.params.iter().map(Type::cotangent_leaves).sum();
         let mut ret = vec![sig.ret.clone()];
         ret.extend(std::iter::repeat_n(Type::F64, ncot));
         let name = fresh_name(module, &func.name, "rev");
@@ -252,7 +218,7 @@ impl<'r> Reverse<'r> {
         let r = r
             .map(Operand::Value)
             .unwrap_or(Operand::Const(irad_ir::Const::Unit));
-        let value = if shadow_leaves(&sig.ret) > 0 {
+        let value = if Type::shadow_leaves(&sig.ret) > 0 {
             value_of(&mut b, Prim::Getfield, &[r, Operand::from(0i64)]).map_err(build)?
         } else {
             r
@@ -377,6 +343,14 @@ impl RuleProvider for Reverse<'_> {
             "forward rules are not available while running reverse-mode code (for {callee:?})"
         ))
     }
+
+    fn reverse_rule(
+        &mut self,
+        module: &mut Module,
+        callee: FuncRef,
+    ) -> Result<(FuncId, FuncId), String> {
+        self.rule_of(module, callee).map_err(|e| e.to_string())
+    }
 }
 
 /// `base.suffix`, or with `.1`, `.2`, ... appended if a function of that name
@@ -449,7 +423,7 @@ fn wrap(
     for (i, ty) in sig.params.iter().enumerate() {
         let primal = Operand::Value(b.param(i).map_err(build)?);
         let mut shadows = smallvec::SmallVec::new();
-        for _ in 0..shadow_leaves(ty) {
+        for _ in 0..Type::shadow_leaves(ty) {
             shadows.push(Operand::Value(b.param(next).map_err(build)?));
             next += 1;
         }
@@ -469,8 +443,7 @@ fn wrap(
     for op in &out.saved {
         if let Operand::Value(v) = op {
             saved_types.push((*v, b.func().values[*v].ty.clone()));
-            b.prim(transform_shim::tape_prim(true), &[*op])
-                .map_err(build)?;
+            b.prim(Prim::Push, &[*op]).map_err(build)?;
         }
     }
     let ret = if out.shadows.is_empty() {
@@ -488,7 +461,7 @@ fn wrap(
     b.switch_to_block(entry).map_err(build)?;
     let mut popped: HashMap<Value, Operand> = HashMap::new();
     for (v, ty) in saved_types.iter().rev() {
-        let x = transform_shim::pop(&mut b, ty.clone()).map_err(build)?;
+        let x = b.pop(ty.clone()).map_err(build)?;
         popped.insert(*v, Operand::Value(x));
     }
     let saved: Vec<Operand> = out
@@ -515,7 +488,7 @@ fn wrap(
     let cots = rule.pullback(&mut b, &pcall).map_err(fail)?;
     let mut leaves = Vec::new();
     for (ty, cs) in sig.params.iter().zip(&cots.cotangents) {
-        if cs.len() != cotangent_leaves(ty) {
+        if cs.len() != Type::cotangent_leaves(ty) {
             return Err(ReverseError::new(
                 loc,
                 format!("reverse rule of `{callee}`: cotangents do not match the argument types"),
@@ -530,26 +503,4 @@ fn wrap(
     };
     b.ret(ret).map_err(build)?;
     Ok((fwd, back))
-}
-
-/// Stand-ins for the IR's tape and switch statements.
-pub(crate) mod transform_shim {
-    use irad_ir::{Block, BuildError, FuncBuilder, Operand, Prim, Type, Value};
-
-    pub(crate) fn tape_prim(_push: bool) -> Prim {
-        Prim::Copy
-    }
-    pub(crate) fn rev_prim(_fwd: bool) -> Prim {
-        Prim::Copy
-    }
-    pub(crate) fn pop(_b: &mut FuncBuilder<'_>, _ty: Type) -> Result<Value, BuildError> {
-        Err(BuildError::Type("pop is not available yet".into()))
-    }
-    pub(crate) fn switch_to(
-        _b: &mut FuncBuilder<'_>,
-        _index: Operand,
-        _targets: &[Block],
-    ) -> Result<(), BuildError> {
-        Err(BuildError::Type("switch is not available yet".into()))
-    }
 }

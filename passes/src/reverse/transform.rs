@@ -25,13 +25,12 @@
 
 use super::analysis::{has_cotangent, idoms, live_out, on_cycle, reaches, rpo};
 use super::bbcode::{BBCode, BTerm};
-use super::transform_shim::{pop as pop_shim, rev_prim, switch_to, tape_prim};
 use super::{Reverse, ReverseError};
 use irad_ir::{
     Block, Const, Func, FuncBuilder, FuncId, FuncRef, Inst, InstKind, Location, Module, Operand,
     Prim, Type, Value, ValueDef,
 };
-use irad_rules::emit::{cotangent_leaves, f64c, shadow_leaves};
+use irad_rules::emit::f64c;
 use irad_rules::{Callee, PullbackCall, RevArg, RevCall, RevFwdOut, Rrule};
 use smallvec::SmallVec;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -240,7 +239,7 @@ pub(super) fn derive(
     let mut next_shadow = nparams;
     for (i, &p) in src.params.iter().enumerate() {
         fval.insert(p, Operand::Value(fb.param(i).map_err(build)?));
-        let k = shadow_leaves(&src.values[p].ty);
+        let k = Type::shadow_leaves(&src.values[p].ty);
         let mut sh = SmallVec::new();
         for _ in 0..k {
             sh.push(Operand::Value(fb.param(next_shadow).map_err(build)?));
@@ -266,7 +265,7 @@ pub(super) fn derive(
                 fval.insert(res, Operand::Value(v));
                 let mut sh = SmallVec::new();
                 let mut shv = SmallVec::new();
-                for _ in 0..shadow_leaves(&ty) {
+                for _ in 0..Type::shadow_leaves(&ty) {
                     let s = fb
                         .insert_phi(fblock[i], Type::Array(irad_ir::Scalar::F64))
                         .map_err(build)?;
@@ -369,7 +368,7 @@ pub(super) fn derive(
                     for a in args.iter() {
                         ops.extend(shadows_of(&fshadow, a));
                     }
-                    let g = emit_value(&mut fb, rev_prim(true), &[fc]).map_err(|e| err(&loc, e))?;
+                    let g = emit_value(&mut fb, Prim::Revfwd, &[fc]).map_err(|e| err(&loc, e))?;
                     let Operand::Value(g) = g else {
                         return Err(err(&loc, "internal error: revfwd gave a constant"));
                     };
@@ -449,13 +448,11 @@ pub(super) fn derive(
         let term_pos = src.blocks[bb.blocks[i].id].term_pos;
         fb.set_pos(term_pos);
         for &v in &locals[i] {
-            fb.prim(tape_prim(true), &[Operand::Value(v)])
-                .map_err(build)?;
+            fb.prim(Prim::Push, &[Operand::Value(v)]).map_err(build)?;
         }
         if i == r {
             for &v in &globals {
-                fb.prim(tape_prim(true), &[Operand::Value(v)])
-                    .map_err(build)?;
+                fb.prim(Prim::Push, &[Operand::Value(v)]).map_err(build)?;
             }
         }
         if let [s] = succs[i].as_slice()
@@ -463,7 +460,7 @@ pub(super) fn derive(
             && to_r[*s]
         {
             let j = preds[*s].iter().position(|&p| p == i).unwrap_or(0);
-            fb.prim(tape_prim(true), &[Operand::from(j as i64)])
+            fb.prim(Prim::Push, &[Operand::from(j as i64)])
                 .map_err(build)?;
         }
         let tloc = Location {
@@ -482,12 +479,12 @@ pub(super) fn derive(
                 let c = map_op(&fval, index, &tloc)?;
                 let idx = bb.index();
                 let ts: Vec<Block> = targets.iter().map(|t| fblock[idx[t]]).collect();
-                switch_to(&mut fb, c, &ts).map_err(build)?;
+                fb.switch(c, &ts).map_err(build)?;
             }
             BTerm::Return(op) => {
                 let v = map_op(&fval, op, &tloc)?;
                 let sh = shadows_of(&fshadow, op);
-                let ret = if shadow_leaves(&src.ret) > 0 {
+                let ret = if Type::shadow_leaves(&src.ret) > 0 {
                     let mut parts = vec![v];
                     parts.extend(sh);
                     emit_value(&mut fb, Prim::Tuple, &parts).map_err(|e| err(&tloc, e))?
@@ -564,7 +561,7 @@ pub(super) fn derive(
             continue;
         }
         for &v in &live[i] {
-            for k in 0..cotangent_leaves(&src.values[v].ty) {
+            for k in 0..Type::cotangent_leaves(&src.values[v].ty) {
                 let phi = bk.insert_phi(rb, Type::F64).map_err(build)?;
                 joins[i].insert((v, k as u32), phi);
             }
@@ -588,11 +585,11 @@ pub(super) fn derive(
         if i == r {
             for &v in globals.iter().rev() {
                 let ty = ftypes[&v].clone();
-                let x = pop_shim(&mut bk, ty).map_err(build)?;
+                let x = bk.pop(ty).map_err(build)?;
                 avail.insert(v, Operand::Value(x));
             }
             if let Operand::Value(v) = ret_op {
-                for k in 0..cotangent_leaves(&src.ret) {
+                for k in 0..Type::cotangent_leaves(&src.ret) {
                     let seed = bk.param(k).map_err(build)?;
                     m.insert((v, k as u32), Operand::Value(seed));
                 }
@@ -610,7 +607,7 @@ pub(super) fn derive(
         let mut local: HashMap<Value, Operand> = HashMap::new();
         for &v in locals[i].iter().rev() {
             let ty = ftypes[&v].clone();
-            let x = pop_shim(&mut bk, ty).map_err(build)?;
+            let x = bk.pop(ty).map_err(build)?;
             local.insert(v, Operand::Value(x));
         }
         // Statements in reverse order.
@@ -628,7 +625,7 @@ pub(super) fn derive(
                 .result
                 .map(|v| src.values[v].ty.clone())
                 .unwrap_or(Type::Unit);
-            let dy: Vec<Option<Operand>> = (0..cotangent_leaves(&res_ty))
+            let dy: Vec<Option<Operand>> = (0..Type::cotangent_leaves(&res_ty))
                 .map(|k| data.result.and_then(|v| m.remove(&(v, k as u32))))
                 .collect();
             let saved: Vec<Operand> =
@@ -680,7 +677,7 @@ pub(super) fn derive(
                             .cotangents
                             .iter()
                             .zip(&types)
-                            .any(|(c, t)| c.len() != cotangent_leaves(t))
+                            .any(|(c, t)| c.len() != Type::cotangent_leaves(t))
                     {
                         return Err(err(
                             &loc,
@@ -700,8 +697,7 @@ pub(super) fn derive(
                     let fc = *saved
                         .last()
                         .ok_or_else(|| err(&loc, "internal error: no saved callee"))?;
-                    let g =
-                        emit_value(&mut bk, rev_prim(false), &[fc]).map_err(|e| err(&loc, e))?;
+                    let g = emit_value(&mut bk, Prim::Revback, &[fc]).map_err(|e| err(&loc, e))?;
                     let Operand::Value(g) = g else {
                         return Err(err(&loc, "internal error: revback gave a constant"));
                     };
@@ -726,7 +722,7 @@ pub(super) fn derive(
             let Some(res) = src.insts[inst].result else {
                 continue;
             };
-            let cs = (0..cotangent_leaves(&src.values[res].ty))
+            let cs = (0..Type::cotangent_leaves(&src.values[res].ty))
                 .map(|k| m.remove(&(res, k as u32)))
                 .collect();
             phi_cots.push((inst, cs));
@@ -759,7 +755,7 @@ pub(super) fn derive(
         if i == 0 {
             let mut leaves = Vec::new();
             for &p in &src.params {
-                for k in 0..cotangent_leaves(&src.values[p].ty) {
+                for k in 0..Type::cotangent_leaves(&src.values[p].ty) {
                     leaves.push(m.get(&(p, k as u32)).copied().unwrap_or(f64c(0.0)));
                 }
             }
@@ -789,7 +785,7 @@ pub(super) fn derive(
             }
             bk.goto(target).map_err(build)?;
         } else {
-            let id = pop_shim(&mut bk, Type::I64).map_err(build)?;
+            let id = bk.pop(Type::I64).map_err(build)?;
             let mut targets = Vec::with_capacity(preds[i].len());
             for &p in &preds[i] {
                 targets
@@ -799,7 +795,7 @@ pub(super) fn derive(
                 }
                 incoming[p] = Some((m.clone(), edge_adds(p)));
             }
-            switch_to(&mut bk, Operand::Value(id), &targets).map_err(build)?;
+            bk.switch(Operand::Value(id), &targets).map_err(build)?;
         }
     }
     Ok(())
@@ -881,7 +877,7 @@ fn forward_part(
     if &got != res_ty {
         return Err(fail(format!("it returned a {got} for a {res_ty}")));
     }
-    if out.shadows.len() != shadow_leaves(res_ty) {
+    if out.shadows.len() != Type::shadow_leaves(res_ty) {
         return Err(fail(format!(
             "it returned {} shadow(s) for a {res_ty}",
             out.shadows.len()
@@ -896,7 +892,7 @@ fn split_result(
     r: Option<Value>,
     res_ty: &Type,
 ) -> Result<RevFwdOut, irad_ir::BuildError> {
-    let k = shadow_leaves(res_ty);
+    let k = Type::shadow_leaves(res_ty);
     let r = r.map(Operand::Value).unwrap_or(Operand::Const(Const::Unit));
     if k == 0 {
         return Ok(RevFwdOut {
@@ -927,7 +923,7 @@ fn unpack_cots(
     r: Option<Value>,
     types: &[Type],
 ) -> Result<Vec<SmallVec<[Option<Operand>; 1]>>, String> {
-    let total: usize = types.iter().map(cotangent_leaves).sum();
+    let total: usize = types.iter().map(Type::cotangent_leaves).sum();
     let mut leaves: Vec<Option<Operand>> = Vec::with_capacity(total);
     match (total, r) {
         (0, _) => {}
@@ -947,7 +943,7 @@ fn unpack_cots(
     let mut it = leaves.into_iter();
     for t in types {
         out.push(
-            (0..cotangent_leaves(t))
+            (0..Type::cotangent_leaves(t))
                 .map(|_| it.next().flatten())
                 .collect(),
         );
