@@ -174,9 +174,11 @@ fn install_partials(
                 let dy = one_dy(call)?;
                 let mut saved = call.saved.iter();
                 let mut cotangents = Vec::with_capacity(want.len());
-                for &w in &want {
+                for (&w, ty) in want.iter().zip(call.arg_types) {
                     if !w {
-                        cotangents.push(smallvec![]);
+                        // Still one entry per f64 of the argument: a constant
+                        // f64 gets `None`, not an empty list.
+                        cotangents.push(smallvec![None; cotangent_leaves(ty)]);
                         continue;
                     }
                     let p = *saved.next().ok_or_else(|| short(call))?;
