@@ -428,10 +428,15 @@ pub fn forward_module(
 }
 
 /// `irad test-rules`: checks the built-in frule of every primitive against
-/// finite differences of the primitive (`rules::check`). Returns the table to
-/// print, and [`Error::RulesFailed`] when any rule failed.
+/// finite differences of the primitive, and its rrule against the primitive
+/// and, through the adjoint identity, against the frule (`rules::check`).
+/// Returns the table to print (one row per test signature, with both
+/// verdicts), and [`Error::RulesFailed`] when any rule check failed (`total`
+/// counts the frule and the rrule checks).
 pub fn test_rules(opts: &rules::check::CheckOptions) -> (String, Result<(), Error>) {
-    let reports = rules::check::check_frules(&rules::Registry::new(), opts);
+    let registry = rules::Registry::new();
+    let mut reports = rules::check::check_frules(&registry, opts);
+    reports.extend(rules::check::check_rrules(&registry, opts));
     let table = rules::check::render_table(&reports, opts);
     let failed = reports
         .iter()

@@ -1,8 +1,9 @@
-//! `irad test-rules` at the command line: it checks the built-in frule of
-//! every primitive, names each one in its table, exits 0 when all pass, is
-//! reproducible for a seed, and treats malformed options as usage errors
-//! (exit 2). The checker's own behaviour on wrong rules is tested in
-//! `rules/tests/check.rs`.
+//! `irad test-rules` at the command line: it checks the built-in frule and
+//! rrule of every primitive, names each one in its table with both verdicts,
+//! exits 0 when all pass, is reproducible for a seed, and treats malformed
+//! options as usage errors (exit 2). The checkers' own behaviour on wrong
+//! rules is tested in `rules/tests/check.rs` (frules) and
+//! `rules/tests/check_rrules.rs` (rrules).
 
 use std::process::{Command, Output};
 
@@ -39,22 +40,42 @@ fn every_rule_passes_and_is_named() {
             row.name
         );
     }
-    assert!(
-        rows.iter()
-            .all(|r| r.ends_with(" ok") && r.contains(" 20 ")),
+    let header: Vec<&str> = text
+        .lines()
+        .next()
+        .map(|l| l.split_whitespace().collect())
+        .unwrap_or_default();
+    assert_eq!(
+        header,
+        [
+            "rule", "samples", "fd", "error", "frule", "adj", "error", "rrule"
+        ],
         "{text}"
     );
-    assert!(text.contains(" passed, 0 failed"), "{text}");
+    // Each row: the signature, the samples, then error and verdict of the
+    // frule and of the rrule.
+    for row in &rows {
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        let n = cols.len();
+        assert!(
+            n >= 6 && cols[n - 5] == "20" && cols[n - 3] == "ok" && cols[n - 1] == "ok",
+            "{row}"
+        );
+    }
+    let n = irad::rules::table::signatures().len();
     let seed = irad::rules::check::DEFAULT_SEED;
-    assert!(
-        text.contains(&format!("20 samples each, seed {seed})")),
-        "{text}"
-    );
+    for want in [
+        format!("{n} signatures checked, 20 samples each, seed {seed}\n"),
+        format!("\nfrules: {n} passed, 0 failed; max finite-difference error "),
+        format!("\nrrules: {n} passed, 0 failed; max adjoint error "),
+    ] {
+        assert!(text.contains(&want), "{want:?} not in\n{text}");
+    }
     let sin = rows
         .iter()
         .find(|r| r.starts_with("sin(f64)"))
         .expect("a sin row");
-    assert_eq!(sin.split_whitespace().collect::<Vec<_>>().len(), 4, "{sin}");
+    assert_eq!(sin.split_whitespace().count(), 6, "{sin}");
 }
 
 #[test]
@@ -63,7 +84,7 @@ fn a_seed_gives_the_same_table() {
     let b = irad(&["test-rules", "--samples", "5", "--seed", "12"]);
     assert_eq!(a.status.code(), Some(0));
     assert_eq!(stdout(&a), stdout(&b));
-    assert!(stdout(&a).contains("seed 12)"));
+    assert!(stdout(&a).contains(", seed 12\n"));
 }
 
 #[test]
@@ -82,7 +103,7 @@ fn malformed_options_are_usage_errors() {
 fn a_failed_check_renders_as_one_error_line() {
     let e = irad::Error::RulesFailed {
         failed: 1,
-        total: 87,
+        total: 174,
     };
-    assert_eq!(e.render(&[]), "error: 1 of 87 rule checks failed\n");
+    assert_eq!(e.render(&[]), "error: 1 of 174 rule checks failed\n");
 }

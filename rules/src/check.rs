@@ -1,5 +1,8 @@
-//! The frule checker: runs every rule of a registry on random points of the
-//! test table (`crate::table`) and compares it with its primitive.
+//! The rule checker: runs every rule of a registry on random points of the
+//! test table (`crate::table`) and compares it with its primitive. This file
+//! checks frules against finite differences and renders the reports; the
+//! rrule checker, which checks the adjoint identity against the frule, is
+//! `check/rev.rs` ([`check_rrules`]).
 //!
 //! For each test signature it builds one module holding the primal `@p(args)
 //! -> R` (a call of the primitive) and the rule at widths 1 and 3, `@r1` and
@@ -32,8 +35,13 @@ use irad_ir::interp::{ArrayData, ArrayRef, Interpreter, RunOptions, Val};
 use irad_ir::text::num::format_f64;
 use irad_ir::{FuncBuilder, FuncId, Module, Operand, Prim, Type};
 use smallvec::SmallVec;
+use std::collections::HashMap;
 use std::fmt;
 use std::rc::Rc;
+
+mod rev;
+
+pub use rev::{ADJOINT_TOLERANCE, check_rrule_signature, check_rrules};
 
 /// The default number of sample points per signature.
 pub const DEFAULT_SAMPLES: usize = 50;
@@ -90,17 +98,39 @@ impl fmt::Display for Verdict {
     }
 }
 
-/// The outcome of checking one test signature.
+/// Which rule of a signature a report is about.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum RuleKind {
+    /// The forward rule, checked against finite differences ([`check_frules`]).
+    Frule,
+    /// The reverse rule, checked with the adjoint identity against the frule
+    /// ([`check_rrules`]).
+    Rrule,
+}
+
+impl fmt::Display for RuleKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RuleKind::Frule => "frule",
+            RuleKind::Rrule => "rrule",
+        })
+    }
+}
+
+/// The outcome of checking one rule of one test signature.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RuleReport {
     /// The signature, e.g. `sin(f64)`.
     pub name: String,
     /// The primitive.
     pub prim: Prim,
+    /// Which rule was checked.
+    pub kind: RuleKind,
     /// How many sample points were run (fewer than asked after a failure).
     pub samples: usize,
-    /// The largest finite-difference error seen (0 for rules with no tangent
-    /// to compare).
+    /// The largest error seen: for an frule the finite-difference error (0
+    /// for rules with no tangent to compare), for an rrule the adjoint error
+    /// `|<dy, J dx> - <J^T dy, dx>| / max(1, sum of the terms' magnitudes)`.
     pub max_error: f64,
     /// Pass or fail.
     pub verdict: Verdict,
@@ -123,6 +153,7 @@ pub fn check_signature(reg: &Registry, sig: &Signature, opts: &CheckOptions) -> 
     let mut report = RuleReport {
         name: name.clone(),
         prim: sig.prim,
+        kind: RuleKind::Frule,
         samples: 0,
         max_error: 0.0,
         verdict: Verdict::Pass,
@@ -153,46 +184,94 @@ pub fn check_signature(reg: &Registry, sig: &Signature, opts: &CheckOptions) -> 
     report
 }
 
-/// The reports as a table for people: one line per signature (rule,
-/// samples, max error, verdict), then each failure's message, then a summary
-/// line naming the options.
+/// The reports as a table for people: one line per signature (in order of
+/// first appearance) with, for each kind of rule that has reports, the
+/// largest error and the verdict (`-` where a signature has no report of that
+/// kind), and the samples run; then each failure's message; then a summary
+/// naming the options and, per kind, the counts and the tolerance.
 pub fn render_table(reports: &[RuleReport], opts: &CheckOptions) -> String {
-    let width = reports
+    let mut rows: Vec<(&str, [Option<&RuleReport>; 2])> = Vec::new();
+    let mut row_of: HashMap<&str, usize> = HashMap::new();
+    for r in reports {
+        let i = *row_of.entry(r.name.as_str()).or_insert_with(|| {
+            rows.push((r.name.as_str(), [None, None]));
+            rows.len() - 1
+        });
+        if let Some(row) = rows.get_mut(i) {
+            row.1[kind_index(r.kind)] = Some(r);
+        }
+    }
+    let kinds: Vec<RuleKind> = [RuleKind::Frule, RuleKind::Rrule]
+        .into_iter()
+        .filter(|k| reports.iter().any(|r| r.kind == *k))
+        .collect();
+    let width = rows
         .iter()
-        .map(|r| r.name.len())
+        .map(|r| r.0.len())
         .chain(std::iter::once(4))
         .max()
         .unwrap_or(4);
-    let mut out = format!(
-        "{:width$}  {:>7}  {:>9}  verdict\n",
-        "rule", "samples", "max error"
-    );
-    for r in reports {
-        out.push_str(&format!(
-            "{:width$}  {:>7}  {:>9.2e}  {}\n",
-            r.name, r.samples, r.max_error, r.verdict
-        ));
+    let mut out = format!("{:width$}  {:>7}", "rule", "samples");
+    for k in &kinds {
+        let (error, verdict) = match k {
+            RuleKind::Frule => ("fd error", "frule"),
+            RuleKind::Rrule => ("adj error", "rrule"),
+        };
+        out.push_str(&format!("  {error:>9}  {verdict:5}"));
     }
-    let failed: Vec<&RuleReport> = reports
-        .iter()
-        .filter(|r| r.verdict == Verdict::Fail)
-        .collect();
-    for r in &failed {
+    let mut out = format!("{}\n", out.trim_end());
+    for (name, pair) in &rows {
+        let mut counts: Vec<usize> = pair.iter().flatten().map(|r| r.samples).collect();
+        counts.dedup();
+        let samples = counts
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join("/");
+        let mut line = format!("{name:width$}  {samples:>7}");
+        for k in &kinds {
+            match pair[kind_index(*k)] {
+                Some(r) => line.push_str(&format!(
+                    "  {:>9.2e}  {:5}",
+                    r.max_error,
+                    r.verdict.to_string()
+                )),
+                None => line.push_str(&format!("  {:>9}  {:5}", "-", "-")),
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    for r in reports.iter().filter(|r| r.verdict == Verdict::Fail) {
         out.push_str(&format!(
-            "\nFAIL {}: {}\n",
+            "\nFAIL {} {}: {}\n",
+            r.kind,
             r.name,
             r.message.as_deref().unwrap_or("failed")
         ));
     }
-    let worst = reports.iter().map(|r| r.max_error).fold(0.0, f64::max);
     out.push_str(&format!(
-        "\n{} signatures checked: {} passed, {} failed; max error {worst:.2e} (tolerance {TOLERANCE:.0e}; {} samples each, seed {})\n",
-        reports.len(),
-        reports.len() - failed.len(),
-        failed.len(),
+        "\n{} signatures checked, {} samples each, seed {}\n",
+        rows.len(),
         opts.samples,
         opts.seed
     ));
+    for k in &kinds {
+        let of_kind: Vec<&RuleReport> = reports.iter().filter(|r| r.kind == *k).collect();
+        let failed = of_kind
+            .iter()
+            .filter(|r| r.verdict == Verdict::Fail)
+            .count();
+        let worst = of_kind.iter().map(|r| r.max_error).fold(0.0, f64::max);
+        let (what, tolerance) = match k {
+            RuleKind::Frule => ("finite-difference", TOLERANCE),
+            RuleKind::Rrule => ("adjoint", ADJOINT_TOLERANCE),
+        };
+        out.push_str(&format!(
+            "{k}s: {} passed, {failed} failed; max {what} error {worst:.2e} (tolerance {tolerance:.0e})\n",
+            of_kind.len() - failed,
+        ));
+    }
     out
 }
 
@@ -425,38 +504,7 @@ impl Harness {
         args: &[Option<Sample>],
         dirs: &[Vec<Option<Sample>>],
     ) -> Result<Outcome, String> {
-        let mut vals = Vec::new();
-        let mut slots = Vec::new();
-        for (i, arg) in args.iter().enumerate() {
-            let Some(x) = arg else {
-                slots.push(None);
-                continue;
-            };
-            let ty = self.types.get(i).ok_or("internal error: argument type")?;
-            let v = if !dirs.is_empty() && ty.has_tangent() {
-                let mut parts = vec![x.to_val()];
-                for lane in dirs {
-                    let d = lane
-                        .get(i)
-                        .and_then(Option::as_ref)
-                        .ok_or("internal error: missing direction")?;
-                    parts.push(d.to_val());
-                }
-                Val::Dual(Rc::from(parts))
-            } else {
-                x.to_val()
-            };
-            slots.push(Some(vals.len()));
-            vals.push(v);
-        }
-        let result = interp
-            .run(f, &vals, &RunOptions::default())
-            .map_err(|e| e.msg)?;
-        let args = slots
-            .into_iter()
-            .map(|s| s.and_then(|j| vals.get(j).cloned()))
-            .collect();
-        Ok(Outcome { result, args })
+        run_function(interp, f, &self.types, args, dirs)
     }
 
     /// (a): the rule's primal result and arguments' final primal states are
@@ -959,6 +1007,58 @@ fn primal_function(
     };
     b.ret(ret)?;
     Ok(f)
+}
+
+/// Runs `f` on `args` (fresh arrays; `None` for constant operands, which are
+/// not parameters), as duals with the given lanes' directions when `dirs` is
+/// not empty; `types` are the types of all the arguments.
+fn run_function(
+    interp: &mut Interpreter<'_>,
+    f: FuncId,
+    types: &[Type],
+    args: &[Option<Sample>],
+    dirs: &[Vec<Option<Sample>>],
+) -> Result<Outcome, String> {
+    let mut vals = Vec::new();
+    let mut slots = Vec::new();
+    for (i, arg) in args.iter().enumerate() {
+        let Some(x) = arg else {
+            slots.push(None);
+            continue;
+        };
+        let ty = types.get(i).ok_or("internal error: argument type")?;
+        let v = if !dirs.is_empty() && ty.has_tangent() {
+            let mut parts = vec![x.to_val()];
+            for lane in dirs {
+                let d = lane
+                    .get(i)
+                    .and_then(Option::as_ref)
+                    .ok_or("internal error: missing direction")?;
+                parts.push(d.to_val());
+            }
+            Val::Dual(Rc::from(parts))
+        } else {
+            x.to_val()
+        };
+        slots.push(Some(vals.len()));
+        vals.push(v);
+    }
+    let result = interp
+        .run(f, &vals, &RunOptions::default())
+        .map_err(|e| e.msg)?;
+    let args = slots
+        .into_iter()
+        .map(|s| s.and_then(|j| vals.get(j).cloned()))
+        .collect();
+    Ok(Outcome { result, args })
+}
+
+/// The column of a kind of rule in [`render_table`]'s rows.
+fn kind_index(k: RuleKind) -> usize {
+    match k {
+        RuleKind::Frule => 0,
+        RuleKind::Rrule => 1,
+    }
 }
 
 /// FNV-1a, to give each signature its own random stream.
