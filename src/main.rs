@@ -226,32 +226,14 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
             if cmd.after.as_deref() == Some("reverse") && cmd.mode != Some(DumpMode::Rev) {
                 usage_error("`--after reverse` needs `--mode rev`");
             }
-            if cmd.mode == Some(DumpMode::Rev)
-                && (cmd.after.is_none() || cmd.after.as_deref() == Some("reverse"))
-                && !cmd.all_passes
-            {
-                let registry = irad::rules::Registry::new();
-                let (m, added, bbcode) =
-                    irad::reverse_module(&sources[0], &module, &funcs, &registry)?;
-                let shown = if funcs.is_empty() { funcs } else { added };
-                let mut text = String::new();
-                if cmd.format == Format::Text {
-                    for line in bbcode.lines() {
-                        text.push_str(&format!("# {line}\n"));
-                    }
-                    text.push('\n');
-                }
-                text.push_str(&render_module(&m, &shown, cmd.format));
-                out(&text);
-                return Ok(());
-            }
-            if cmd.after.is_none() && !cmd.all_passes && !fwd {
+            let rev = cmd.mode == Some(DumpMode::Rev);
+            if cmd.after.is_none() && !cmd.all_passes && !fwd && !rev {
                 out(&render_module(&module, &funcs, cmd.format));
                 return Ok(());
             }
             let registry = irad::rules::Registry::new();
             let mut snapshots = match cmd.after.as_deref() {
-                Some("forward") => Vec::new(),
+                Some("forward" | "reverse") => Vec::new(),
                 after => irad::pass_snapshots(&sources[0], &module, after)?,
             };
             let mut funcs = funcs;
@@ -267,6 +249,27 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
                 }
                 snapshots.push(("forward", m));
             }
+            // The BBCode of the functions differentiated, as comments.
+            let mut bbcode = String::new();
+            let reverse_only =
+                rev && (cmd.after.is_none() || cmd.after.as_deref() == Some("reverse"));
+            if reverse_only {
+                let (m, added, code) =
+                    irad::reverse_module(&sources[0], &module, &funcs, &registry)?;
+                if !funcs.is_empty() {
+                    funcs = added;
+                }
+                if !cmd.all_passes {
+                    snapshots.clear();
+                }
+                snapshots.push(("reverse", m));
+                if cmd.format == Format::Text {
+                    for line in code.lines() {
+                        bbcode.push_str(&format!("# {line}\n"));
+                    }
+                    bbcode.push('\n');
+                }
+            }
             let mut text = String::new();
             for (i, (pass, m)) in snapshots.iter().enumerate() {
                 if cmd.all_passes {
@@ -277,6 +280,9 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
                         "input" => text.push_str("# input\n"),
                         _ => text.push_str(&format!("# after {pass}\n")),
                     }
+                }
+                if *pass == "reverse" {
+                    text.push_str(&bbcode);
                 }
                 text.push_str(&render_module(m, &funcs, cmd.format));
             }
