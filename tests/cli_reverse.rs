@@ -159,7 +159,16 @@ fn wrt_in_reverse_mode_gives_null_for_the_other_arguments() {
         }
     }
     // Plain output shows `-` for the arguments left out.
-    let o = irad(&["grad", p, "-f", "f", "--args", "1.5, -2.0, 0.25", "--wrt", "1"]);
+    let o = irad(&[
+        "grad",
+        p,
+        "-f",
+        "f",
+        "--args",
+        "1.5, -2.0, 0.25",
+        "--wrt",
+        "1",
+    ]);
     let text = succeeds(&o);
     assert!(text.contains("  %a: -\n"), "{text}");
     assert!(text.contains("  %c: -\n"), "{text}");
@@ -182,7 +191,9 @@ fn dump_rev_prints_bbcode_comments_and_a_module_that_parses_back() {
     // the BBCode, and a gotoifnot in the module.
     let bbcode: Vec<&str> = text.lines().filter(|l| l.starts_with('#')).collect();
     assert!(
-        bbcode.iter().any(|l| l.trim_start_matches("# ").trim_start().starts_with("br ")),
+        bbcode
+            .iter()
+            .any(|l| l.trim_start_matches("# ").trim_start().starts_with("br ")),
         "no `br` line in:\n{}",
         bbcode.join("\n")
     );
@@ -194,7 +205,10 @@ fn dump_rev_prints_bbcode_comments_and_a_module_that_parses_back() {
     // The whole output, comments included, is IR that `check` accepts.
     let path = file("dump", "rosenbrock_rev.ir", &text);
     let o = irad(&["check", path.to_str().unwrap()]);
-    assert_eq!(succeeds(&o), format!("{}: ok (3 functions)\n", path.display()));
+    assert_eq!(
+        succeeds(&o),
+        format!("{}: ok (3 functions)\n", path.display())
+    );
 
     // And the printed `@rosenbrock.rev` (array, its shadow, the seed) still
     // computes the value.
@@ -216,7 +230,10 @@ fn dump_rev_of_every_function_parses_back() {
     let o = irad(&["dump", ROSENBROCK, "--mode", "rev"]);
     let text = succeeds(&o);
     for name in ["rosenbrock", "apply", "main_like", "square"] {
-        assert!(text.contains(&format!("# bbcode @{name}(")), "{name}:\n{text}");
+        assert!(
+            text.contains(&format!("# bbcode @{name}(")),
+            "{name}:\n{text}"
+        );
         assert!(text.contains(&format!("func @{name}.rev.fwd(")), "{name}");
         assert!(text.contains(&format!("func @{name}.rev.back(")), "{name}");
     }
