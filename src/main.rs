@@ -1,7 +1,9 @@
-//! The `irad` command line (SYNTAX.md §3): `run`, `grad` (forward mode),
-//! `check`, `dump` (with `--after PASS` / `--all-passes` over the
-//! normalisation pipeline, and `--mode fwd` for the forward rules) and
-//! `test-rules` (the frule checker; exit 1 when a rule fails).
+//! The `irad` command line (SYNTAX.md §3): `run`, `grad` (reverse mode by
+//! default, forward mode with `--mode fwd`), `check`, `dump` (with
+//! `--after PASS` / `--all-passes` over the normalisation pipeline, `--mode
+//! fwd` for the forward rules, `--mode rev` for BBCode and the reverse
+//! pieces) and `test-rules` (the frule and rrule checkers; exit 1 when a rule
+//! fails).
 //!
 //! Exit status: 0 on success, 1 for a user error (parse, verification,
 //! run-time, malformed arguments) with the message on stderr, 2 for bad usage
@@ -81,7 +83,7 @@ struct GradCmd {
     func: String,
     #[command(flatten)]
     args: ArgsSource,
-    /// The AD mode (reverse mode is not built yet: give `--mode fwd`).
+    /// The AD mode: reverse (one forward sweep and one pullback) or forward.
     #[arg(long, value_enum, default_value_t = Mode::Rev)]
     mode: Mode,
     /// The argument positions (from 0) to differentiate, e.g. `0,2`; default:
@@ -105,7 +107,7 @@ struct GradCmd {
 
 #[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
 enum Mode {
-    /// Reverse mode (not built yet).
+    /// Reverse mode.
     Rev,
     /// Forward mode.
     Fwd,
