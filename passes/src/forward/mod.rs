@@ -21,7 +21,7 @@
 //! both the module and the `Forward`.
 
 pub mod grad;
-mod transform;
+pub(crate) mod transform;
 
 use irad_ir::interp::RuleProvider;
 use irad_ir::{FuncBuilder, FuncId, FuncRef, Location, Module, Operand, Type};
@@ -257,11 +257,18 @@ impl RuleProvider for Forward<'_> {
 /// `base.fwd` (`base.fwdN` for width N > 1), or with `.1`, `.2`, ... appended
 /// if a function of that name exists.
 fn fresh_name(module: &Module, base: &str, width: u32) -> String {
-    let stem = if width == 1 {
-        format!("{base}.fwd")
+    let suffix = if width == 1 {
+        "fwd".to_string()
     } else {
-        format!("{base}.fwd{width}")
+        format!("fwd{width}")
     };
+    fresh_derived_name(module, base, &suffix)
+}
+
+/// `base.suffix`, or with `.1`, `.2`, ... appended if a function of that name
+/// exists: the names of derived functions.
+pub(crate) fn fresh_derived_name(module: &Module, base: &str, suffix: &str) -> String {
+    let stem = format!("{base}.{suffix}");
     if module.by_name(&stem).is_none() {
         return stem;
     }

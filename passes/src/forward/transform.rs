@@ -792,7 +792,7 @@ fn unreachable_target(loc: &Location) -> ForwardError {
 }
 
 /// The location of statement `inst` of block `blk`.
-fn stmt_loc(src: &Func, blk: Block, inst: irad_ir::Inst, floc: &Location) -> Location {
+pub(crate) fn stmt_loc(src: &Func, blk: Block, inst: irad_ir::Inst, floc: &Location) -> Location {
     let data = &src.blocks[blk];
     let stmt = data
         .insts

@@ -34,6 +34,7 @@ pub mod grad;
 mod transform;
 
 use crate::forward::CacheStats;
+use crate::forward::fresh_derived_name as fresh_name;
 use irad_ir::interp::RuleProvider;
 use irad_ir::{
     BuildError, FnType, FuncBuilder, FuncId, FuncRef, Location, Module, Operand, Prim, Scalar,
@@ -351,19 +352,6 @@ impl RuleProvider for Reverse<'_> {
     ) -> Result<(FuncId, FuncId), String> {
         self.rule_of(module, callee).map_err(|e| e.to_string())
     }
-}
-
-/// `base.suffix`, or with `.1`, `.2`, ... appended if a function of that name
-/// exists.
-fn fresh_name(module: &Module, base: &str, suffix: &str) -> String {
-    let stem = format!("{base}.{suffix}");
-    if module.by_name(&stem).is_none() {
-        return stem;
-    }
-    (1u64..)
-        .map(|k| format!("{stem}.{k}"))
-        .find(|name| module.by_name(name).is_none())
-        .unwrap_or(stem)
 }
 
 fn value_of(b: &mut FuncBuilder<'_>, prim: Prim, args: &[Operand]) -> Result<Operand, BuildError> {

@@ -26,6 +26,7 @@
 use super::analysis::{has_cotangent, idoms, live_out, on_cycle, reaches, rpo};
 use super::bbcode::{BBCode, BTerm};
 use super::{Reverse, ReverseError};
+use crate::forward::transform::stmt_loc;
 use irad_ir::{
     Block, Const, Func, FuncBuilder, FuncId, FuncRef, Inst, InstKind, Location, Module, Operand,
     Prim, Type, Value, ValueDef,
@@ -101,22 +102,6 @@ pub(super) fn check_supported(func: &Func, loc: &Location) -> Result<(), Reverse
         }
     }
     Ok(())
-}
-
-/// The location of statement `inst` of block `blk`.
-fn stmt_loc(src: &Func, blk: Block, inst: Inst, floc: &Location) -> Location {
-    let data = &src.blocks[blk];
-    let stmt = data
-        .insts
-        .iter()
-        .position(|&i| i == inst)
-        .map(|k| k as u32 + 1);
-    Location {
-        block: Some(data.label),
-        stmt,
-        pos: src.insts[inst].pos.or(floc.pos),
-        ..floc.clone()
-    }
 }
 
 /// The argument operands of a statement.
