@@ -15,6 +15,8 @@
 #![warn(missing_docs)]
 
 mod cfg;
+#[macro_use]
+mod ad_error;
 pub mod forward;
 pub mod manager;
 pub mod normalise;

@@ -138,6 +138,48 @@ pub struct RuleReport {
     pub message: Option<String>,
 }
 
+impl RuleReport {
+    /// A passing report of no samples yet for `kind` of `sig`.
+    pub(crate) fn start(sig: &Signature, kind: RuleKind) -> RuleReport {
+        RuleReport {
+            name: sig.to_string(),
+            prim: sig.prim,
+            kind,
+            samples: 0,
+            max_error: 0.0,
+            verdict: Verdict::Pass,
+            message: None,
+        }
+    }
+
+    /// Marks the report failed with `msg`.
+    pub(crate) fn fail(mut self, msg: String) -> RuleReport {
+        self.verdict = Verdict::Fail;
+        self.message = Some(msg);
+        self
+    }
+
+    /// Runs `n` samples, each giving its error or a failure message; keeps the
+    /// largest error and stops at the first failure.
+    pub(crate) fn run_samples(
+        &mut self,
+        n: usize,
+        mut sample: impl FnMut() -> Result<f64, String>,
+    ) {
+        for _ in 0..n {
+            self.samples += 1;
+            match sample() {
+                Ok(err) => self.max_error = self.max_error.max(err),
+                Err(msg) => {
+                    self.verdict = Verdict::Fail;
+                    self.message = Some(msg);
+                    break;
+                }
+            }
+        }
+    }
+}
+
 /// Checks the rule of every signature of the test table.
 pub fn check_frules(reg: &Registry, opts: &CheckOptions) -> Vec<RuleReport> {
     crate::table::signatures()
@@ -149,38 +191,19 @@ pub fn check_frules(reg: &Registry, opts: &CheckOptions) -> Vec<RuleReport> {
 /// Checks `reg`'s rule for one signature on `opts.samples` random points;
 /// stops at the first failing sample.
 pub fn check_signature(reg: &Registry, sig: &Signature, opts: &CheckOptions) -> RuleReport {
-    let name = sig.to_string();
-    let mut report = RuleReport {
-        name: name.clone(),
-        prim: sig.prim,
-        kind: RuleKind::Frule,
-        samples: 0,
-        max_error: 0.0,
-        verdict: Verdict::Pass,
-        message: None,
-    };
+    let mut report = RuleReport::start(sig, RuleKind::Frule);
     let harness = match Harness::build(reg, sig) {
         Ok(h) => h,
-        Err(msg) => {
-            report.verdict = Verdict::Fail;
-            report.message = Some(msg);
-            return report;
-        }
+        Err(msg) => return report.fail(msg),
     };
-    let mut rng = SplitMix64::new(opts.seed ^ fnv1a(name.as_bytes()));
+    let mut rng = SplitMix64::new(opts.seed ^ fnv1a(report.name.as_bytes()));
     let mut interp = Interpreter::new(&harness.module);
-    for _ in 0..opts.samples {
+    report.run_samples(opts.samples, || {
         let point = Point::sample(&mut rng, sig);
-        report.samples += 1;
-        match harness.check_point(&mut interp, &point) {
-            Ok(err) => report.max_error = report.max_error.max(err),
-            Err(msg) => {
-                report.verdict = Verdict::Fail;
-                report.message = Some(format!("{msg}, at {}", point.describe(sig)));
-                break;
-            }
-        }
-    }
+        harness
+            .check_point(&mut interp, &point)
+            .map_err(|msg| format!("{msg}, at {}", point.describe(sig)))
+    });
     report
 }
 

@@ -27,42 +27,11 @@ use irad_ir::interp::RuleProvider;
 use irad_ir::{FuncBuilder, FuncId, FuncRef, Location, Module, Operand, Type};
 use irad_rules::{Callee, Registry};
 use std::collections::HashMap;
-use std::fmt;
 
-/// A forward-mode failure: what and where (in the primal).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ForwardError {
-    /// The primal statement or function it is about.
-    pub loc: Location,
-    /// The message, lowercase, without location.
-    pub msg: String,
-}
-
-impl ForwardError {
-    pub(crate) fn new(loc: Location, msg: impl Into<String>) -> ForwardError {
-        ForwardError {
-            loc,
-            msg: msg.into(),
-        }
-    }
-}
-
-impl irad_ir::Diagnostic for ForwardError {
-    fn location(&self) -> &Location {
-        &self.loc
-    }
-    fn message(&self) -> &str {
-        &self.msg
-    }
-}
-
-impl fmt::Display for ForwardError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&irad_ir::loc::with_place(&self.msg, &self.loc))
-    }
-}
-
-impl std::error::Error for ForwardError {}
+ad_error!(
+    /// A forward-mode failure: what and where (in the primal).
+    ForwardError
+);
 
 /// How the cache has been used.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -42,42 +42,11 @@ use irad_ir::{
 };
 use irad_rules::{Callee, PullbackCall, Registry, RevArg, RevCall};
 use std::collections::HashMap;
-use std::fmt;
 
-/// A reverse-mode failure: what and where (in the primal).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ReverseError {
-    /// The primal statement or function it is about.
-    pub loc: Location,
-    /// The message, lowercase, without location.
-    pub msg: String,
-}
-
-impl ReverseError {
-    pub(crate) fn new(loc: Location, msg: impl Into<String>) -> ReverseError {
-        ReverseError {
-            loc,
-            msg: msg.into(),
-        }
-    }
-}
-
-impl irad_ir::Diagnostic for ReverseError {
-    fn location(&self) -> &Location {
-        &self.loc
-    }
-    fn message(&self) -> &str {
-        &self.msg
-    }
-}
-
-impl fmt::Display for ReverseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&irad_ir::loc::with_place(&self.msg, &self.loc))
-    }
-}
-
-impl std::error::Error for ReverseError {}
+ad_error!(
+    /// A reverse-mode failure: what and where (in the primal).
+    ReverseError
+);
 
 /// The types of the rule pieces of a function of type `sig`: forward sweep,
 /// pullback ([`Type::rev_fwd_fn`], [`Type::rev_back_fn`]).

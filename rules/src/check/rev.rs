@@ -50,7 +50,7 @@ mod checks;
 mod function;
 
 use super::{
-    CheckOptions, Outcome, RuleKind, RuleReport, Sample, SplitMix64, Verdict, direction, fnv1a,
+    CheckOptions, Outcome, RuleKind, RuleReport, Sample, SplitMix64, direction, fnv1a,
     primal_function, rule_function, run_function, sample_domain,
 };
 use crate::Registry;
@@ -83,27 +83,14 @@ pub fn check_rrules(reg: &Registry, opts: &CheckOptions) -> Vec<RuleReport> {
 /// stops at the first failing sample. A missing rrule (or frule, which gives
 /// `J dx`) is a failing report.
 pub fn check_rrule_signature(reg: &Registry, sig: &Signature, opts: &CheckOptions) -> RuleReport {
-    let name = sig.to_string();
-    let mut report = RuleReport {
-        name: name.clone(),
-        prim: sig.prim,
-        kind: RuleKind::Rrule,
-        samples: 0,
-        max_error: 0.0,
-        verdict: Verdict::Pass,
-        message: None,
-    };
+    let mut report = RuleReport::start(sig, RuleKind::Rrule);
     let harness = match Harness::build(reg, sig) {
         Ok(h) => h,
-        Err(msg) => {
-            report.verdict = Verdict::Fail;
-            report.message = Some(msg);
-            return report;
-        }
+        Err(msg) => return report.fail(msg),
     };
-    let mut rng = SplitMix64::new(opts.seed ^ fnv1a(format!("rrule {name}").as_bytes()));
+    let mut rng = SplitMix64::new(opts.seed ^ fnv1a(format!("rrule {}", report.name).as_bytes()));
     let mut interp = Interpreter::new(&harness.module);
-    for _ in 0..opts.samples {
+    report.run_samples(opts.samples, || {
         let mut point = Point::sample(&mut rng, sig, &harness.result);
         let primal = run_function(
             &mut interp,
@@ -113,16 +100,10 @@ pub fn check_rrule_signature(reg: &Registry, sig: &Signature, opts: &CheckOption
             &[],
         );
         point.sample_result_dy(&mut rng, &primal, &harness);
-        report.samples += 1;
-        match harness.check_point(&mut interp, &point, &primal) {
-            Ok(err) => report.max_error = report.max_error.max(err),
-            Err(msg) => {
-                report.verdict = Verdict::Fail;
-                report.message = Some(format!("{msg}, at {}", point.describe(sig)));
-                break;
-            }
-        }
-    }
+        harness
+            .check_point(&mut interp, &point, &primal)
+            .map_err(|msg| format!("{msg}, at {}", point.describe(sig)))
+    });
     report
 }
 
