@@ -15,6 +15,7 @@
 pub mod diag;
 pub mod dot;
 
+pub use irad_codegen as codegen;
 pub use irad_ir as ir;
 pub use irad_passes as passes;
 pub use irad_rules as rules;
@@ -278,6 +279,52 @@ pub fn run(
     opts: &RunOptions,
 ) -> Result<Val, Error> {
     ir::interp::run(module, func, args, opts).map_err(|err| Error::Run {
+        file: src.name.clone(),
+        err: Box::new(err),
+    })
+}
+
+/// What runs functions: the reference interpreter or compiled code.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// The reference interpreter.
+    Interp,
+    /// Native code from the Cranelift JIT ([`codegen::Jit`]).
+    #[default]
+    Jit,
+}
+
+impl Backend {
+    /// The executor maker of this backend, for [`GradOptions::exec`].
+    pub fn exec(self) -> ir::interp::MakeExecutor {
+        match self {
+            Backend::Interp => ir::interp::interpreter_with_rules,
+            Backend::Jit => codegen::jit_with_rules,
+        }
+    }
+}
+
+/// Runs `func` on `args` with `backend`: as [`run`] does, or in compiled
+/// code, which gives the same results and errors.
+pub fn run_with(
+    src: &Source,
+    module: &Module,
+    func: FuncId,
+    args: &[Val],
+    opts: &RunOptions,
+    backend: Backend,
+) -> Result<Val, Error> {
+    let res = match backend {
+        Backend::Interp => ir::interp::run(module, func, args, opts),
+        Backend::Jit => codegen::Jit::new(module)
+            .map_err(|e| RunError {
+                loc: e.loc,
+                msg: e.msg,
+                trace: Vec::new(),
+            })
+            .and_then(|mut jit| jit.run(func, args, opts)),
+    };
+    res.map_err(|err| Error::Run {
         file: src.name.clone(),
         err: Box::new(err),
     })

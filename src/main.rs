@@ -64,7 +64,7 @@ struct RunCmd {
     #[command(flatten)]
     args: ArgsSource,
     /// Where to run it.
-    #[arg(long, value_enum, default_value_t = Backend::Interp)]
+    #[arg(long, value_enum, default_value_t = Backend::Jit)]
     backend: Backend,
     /// Print one JSON object: {"value": V}.
     #[arg(long)]
@@ -95,7 +95,7 @@ struct GradCmd {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
     batch: Option<u32>,
     /// Where to run it.
-    #[arg(long, value_enum, default_value_t = Backend::Interp)]
+    #[arg(long, value_enum, default_value_t = Backend::Jit)]
     backend: Backend,
     /// Print one JSON object: {"value": V, "gradient": [G0, G1, ...]}.
     #[arg(long)]
@@ -169,8 +169,19 @@ fn after_names() -> Vec<&'static str> {
 
 #[derive(Copy, Clone, ValueEnum)]
 enum Backend {
+    /// Native code from the Cranelift JIT.
+    Jit,
     /// The reference interpreter.
     Interp,
+}
+
+impl Backend {
+    fn lib(self) -> irad::Backend {
+        match self {
+            Backend::Jit => irad::Backend::Jit,
+            Backend::Interp => irad::Backend::Interp,
+        }
+    }
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
@@ -179,7 +190,29 @@ enum Format {
     Dot,
 }
 
+/// The stack of the thread that runs every command: compiled code recurses
+/// on the native stack, and the call-depth limit (default 100 000) must be
+/// reached before the stack runs out. Reserved, not committed: untouched
+/// pages cost nothing.
+const STACK_BYTES: usize = 1 << 30;
+
 fn main() -> ExitCode {
+    let worker = std::thread::Builder::new()
+        .name("irad".into())
+        .stack_size(STACK_BYTES)
+        .spawn(|| {
+            // Leave room for the frames of irad itself above compiled code.
+            irad::codegen::set_thread_stack_budget(STACK_BYTES - (16 << 20));
+            cli_main()
+        });
+    match worker {
+        Ok(handle) => handle.join().unwrap_or(ExitCode::from(101)),
+        // No memory for such a stack: run here, with the default budget.
+        Err(_) => cli_main(),
+    }
+}
+
+fn cli_main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         // clap exits 0 for --help and --version and 2 for usage errors.
@@ -295,7 +328,6 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
             let func = irad::find_function(&sources[0], &module, &cmd.func)?;
             sources.push(args_source(cmd.args)?);
             let args = irad::parse_args(&sources[1], &module, func)?;
-            let Backend::Interp = cmd.backend;
             let registry = irad::rules::Registry::new();
             let opts = GradOptions {
                 width: cmd.batch.unwrap_or(8),
@@ -303,6 +335,7 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
                 run: RunOptions {
                     max_depth: cmd.max_depth,
                 },
+                exec: cmd.backend.lib().exec(),
             };
             let (g, m) = match cmd.mode {
                 Mode::Rev => {
@@ -352,8 +385,8 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
             let opts = RunOptions {
                 max_depth: cmd.max_depth,
             };
-            let Backend::Interp = cmd.backend;
-            let value = irad::run(&sources[0], &module, func, &args, &opts)?;
+            let value =
+                irad::run_with(&sources[0], &module, func, &args, &opts, cmd.backend.lib())?;
             if cmd.json {
                 let json = serde_json::json!({ "value": irad::value_to_json(&value, &module) });
                 out(&format!("{json}\n"));

@@ -90,6 +90,36 @@ pub trait RuleProvider {
     }
 }
 
+/// Something that runs functions of a module on [`Val`]s with the
+/// interpreter's meaning: the [`Interpreter`] itself, or compiled code
+/// (`irad-codegen`'s JIT), which must agree with it bit for bit.
+pub trait Executor {
+    /// Runs `f` on `args`; see [`run`].
+    fn run(&mut self, f: FuncId, args: &[Val], opts: &RunOptions) -> Result<Val, RunError>;
+}
+
+impl Executor for Interpreter<'_> {
+    fn run(&mut self, f: FuncId, args: &[Val], opts: &RunOptions) -> Result<Val, RunError> {
+        Interpreter::run(self, f, args, opts)
+    }
+}
+
+/// Makes the [`Executor`] that runs a module whose function values get their
+/// rules from a [`RuleProvider`] (the AD passes' gradient functions take one,
+/// so they run in the interpreter or in compiled code alike).
+pub type MakeExecutor = for<'m> fn(
+    &'m mut Module,
+    &'m mut dyn RuleProvider,
+) -> Result<Box<dyn Executor + 'm>, RunError>;
+
+/// The [`MakeExecutor`] of the interpreter.
+pub fn interpreter_with_rules<'m>(
+    module: &'m mut Module,
+    provider: &'m mut dyn RuleProvider,
+) -> Result<Box<dyn Executor + 'm>, RunError> {
+    Ok(Box::new(Interpreter::with_rules(module, provider)))
+}
+
 /// What an [`Interpreter`] has done so far, over all its runs: for tests and
 /// measurements of reverse mode's tape.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]

@@ -9,7 +9,7 @@
 //! differentiated f64s (one pass when n is 0, for the value).
 
 use super::{Forward, ForwardError};
-use irad_ir::interp::{ArrayData, ArrayRef, Interpreter, RunError, RunOptions, Val};
+use irad_ir::interp::{ArrayData, ArrayRef, MakeExecutor, RunError, RunOptions, Val};
 use irad_ir::{FuncId, Location, Module, Scalar, Type};
 use std::rc::Rc;
 
@@ -24,6 +24,10 @@ pub struct GradOptions {
     pub wrt: Option<Vec<usize>>,
     /// Interpreter options (call-depth limit).
     pub run: RunOptions,
+    /// What runs the derived functions: the interpreter
+    /// ([`irad_ir::interp::interpreter_with_rules`], the default) or compiled
+    /// code.
+    pub exec: MakeExecutor,
 }
 
 impl Default for GradOptions {
@@ -32,6 +36,7 @@ impl Default for GradOptions {
             width: 1,
             wrt: None,
             run: RunOptions::default(),
+            exec: irad_ir::interp::interpreter_with_rules,
         }
     }
 }
@@ -102,7 +107,7 @@ pub fn gradient(
         .map(|i| wrt.contains(&i).then(|| zero_tangent(&args[i], &params[i])))
         .collect();
 
-    let mut interp = Interpreter::with_rules(module, fwd);
+    let mut interp = (opts.exec)(module, fwd)?;
     let mut value = None;
     let mut passes = 0;
     let chunks: Vec<&[Slot]> = if slots.is_empty() {

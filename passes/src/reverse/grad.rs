@@ -10,7 +10,7 @@ use super::Reverse;
 use crate::forward::grad::{
     GradError, GradOptions, Gradient, Request, check_request, deep_copy, invalid,
 };
-use irad_ir::interp::{ArrayData, ArrayRef, Interpreter, Val};
+use irad_ir::interp::{ArrayData, ArrayRef, Val};
 use irad_ir::{FuncId, Module, Scalar, Type};
 use std::collections::VecDeque;
 
@@ -32,7 +32,7 @@ pub fn gradient(
         shadows_of(a, t, &mut shadows);
     }
     call.extend(shadows.iter().cloned());
-    let mut interp = Interpreter::with_rules(module, rev);
+    let mut interp = (opts.exec)(module, rev)?;
     let value = interp.run(fwd, &call, &opts.run)?;
     let cots = interp.run(back, &[Val::F64(1.0)], &opts.run)?;
     let total: usize = params.iter().map(Type::cotangent_leaves).sum();

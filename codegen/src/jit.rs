@@ -1,0 +1,641 @@
+//! The JIT: compiles functions of a module in process and calls them with the
+//! interpreter's values, reporting the interpreter's errors.
+//!
+//! [`Jit::run`] compiles the function called and everything it can reach
+//! (static callees, function constants, function values among the arguments)
+//! on first use, then calls it through a trampoline of fixed signature.
+//! Function values met at run time whose rules are not built yet
+//! (`frule`, `revfwd`, `revback`) are derived by the [`RuleProvider`], compiled
+//! and cached in the middle of the run (the rule function `irad_rule` calls back
+//! into the JIT).
+//!
+//! Arrays passed in are shared with compiled code (in-place writes are seen by
+//! the caller, as with the interpreter). Arrays compiled code allocates live
+//! in the runtime's arena: results are copied out, and the arena is freed after
+//! a call that leaves every tape empty (values left on tapes, as by a forward
+//! sweep run alone, keep the arena and the argument arrays alive until a later
+//! call empties the tapes).
+
+use crate::CodegenError;
+use crate::error::{Failure, run_error};
+use crate::layout::{leaf_count, leaf_list};
+use crate::lower::{Compiler, RULE_FN, RULE_FRULE, RULE_REVBACK, RULE_REVFWD};
+use cranelift_codegen::ir::{AbiParam, InstBuilder, MemFlagsData, Signature, types};
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{Module as ClModule, default_libcall_names};
+use irad_ir::func::{FuncId, FuncRef, Module};
+use irad_ir::interp::{ArrayData, ArrayRef, Executor, RuleProvider, RunError, RunOptions, Val};
+use irad_ir::loc::Location;
+use irad_ir::types::{FnType, Scalar, Type};
+use irad_runtime::{self as rt, Ctx, Runtime};
+use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::rc::Rc;
+
+/// How much native stack compiled code may use below the point where
+/// [`Jit::run`] is called, unless set with [`Jit::set_stack_budget`] or
+/// [`set_thread_stack_budget`]: 1 MiB, which fits in the 2 MiB of a spawned
+/// Rust thread and holds recursion to depth 10 000 of small functions.
+pub const DEFAULT_STACK_BUDGET: usize = 1 << 20;
+
+thread_local! {
+    static STACK_BUDGET: std::cell::Cell<usize> = const { std::cell::Cell::new(DEFAULT_STACK_BUDGET) };
+}
+
+/// Sets the stack budget of JITs made on this thread from now on (a program
+/// that runs compiled code on a thread with a large stack says so here).
+pub fn set_thread_stack_budget(bytes: usize) {
+    STACK_BUDGET.with(|b| b.set(bytes));
+}
+
+/// The [`irad_ir::interp::MakeExecutor`] of the JIT: compiled code for the
+/// gradient functions of the AD passes.
+pub fn jit_with_rules<'m>(
+    module: &'m mut Module,
+    provider: &'m mut dyn RuleProvider,
+) -> Result<Box<dyn Executor + 'm>, RunError> {
+    let jit = Jit::with_rules(module, provider).map_err(|e| RunError {
+        loc: e.loc,
+        msg: e.msg,
+        trace: Vec::new(),
+    })?;
+    Ok(Box::new(jit))
+}
+
+impl Executor for Jit<'_> {
+    fn run(&mut self, f: FuncId, args: &[Val], opts: &RunOptions) -> Result<Val, RunError> {
+        Jit::run(self, f, args, opts)
+    }
+}
+
+enum ModuleRef<'m> {
+    Shared(&'m Module),
+    WithRules(&'m mut Module, &'m mut dyn RuleProvider),
+}
+
+impl ModuleRef<'_> {
+    fn get(&self) -> &Module {
+        match self {
+            ModuleRef::Shared(m) => m,
+            ModuleRef::WithRules(m, _) => m,
+        }
+    }
+}
+
+/// A JIT for one module; see the module documentation.
+pub struct Jit<'m> {
+    st: Box<State<'m>>,
+}
+
+struct State<'m> {
+    module: ModuleRef<'m>,
+    comp: Compiler<JITModule>,
+    /// Code addresses by handle.
+    table: Vec<*const u8>,
+    rt: Box<Runtime>,
+    /// Rules met at run time: (kind, handle, width) to handle.
+    rules: HashMap<(i64, u32, i64), u32>,
+    trampolines: HashMap<FuncId, *const u8>,
+    /// Argument arrays kept alive while tapes hold values.
+    pinned: Vec<ArrayRef>,
+    stack_budget: usize,
+}
+
+/// The trampoline's signature: `(ctx, args, results) -> status`.
+type Trampoline = unsafe extern "C" fn(*mut Ctx, *const u64, *mut u64) -> i8;
+
+impl<'m> Jit<'m> {
+    /// A JIT for `module`, without rules for function values (`frule`,
+    /// `revfwd` and `revback` fail as in the interpreter).
+    pub fn new(module: &'m Module) -> Result<Jit<'m>, CodegenError> {
+        Jit::make(ModuleRef::Shared(module))
+    }
+
+    /// A JIT for `module` that asks `provider` for the rules of function values
+    /// met at run time, adds them to `module` and compiles them.
+    pub fn with_rules(
+        module: &'m mut Module,
+        provider: &'m mut dyn RuleProvider,
+    ) -> Result<Jit<'m>, CodegenError> {
+        Jit::make(ModuleRef::WithRules(module, provider))
+    }
+
+    fn make(module: ModuleRef<'m>) -> Result<Jit<'m>, CodegenError> {
+        let mut flags = settings::builder();
+        let set = |f: &mut settings::Builder, k: &str, v: &str| {
+            f.set(k, v).map_err(CodegenError::backend)
+        };
+        set(&mut flags, "opt_level", "speed")?;
+        set(&mut flags, "enable_multi_ret_implicit_sret", "true")?;
+        set(&mut flags, "is_pic", "false")?;
+        set(
+            &mut flags,
+            "enable_verifier",
+            if cfg!(debug_assertions) {
+                "true"
+            } else {
+                "false"
+            },
+        )?;
+        let isa = cranelift_native::builder()
+            .map_err(|e| CodegenError::backend(format!("this machine is not supported: {e}")))?
+            .finish(settings::Flags::new(flags))
+            .map_err(CodegenError::backend)?;
+        let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
+        for (name, ptr) in rt::symbols() {
+            builder.symbol(name, ptr);
+        }
+        builder.symbol(RULE_FN, jit_rule as *const u8);
+        Ok(Jit {
+            st: Box::new(State {
+                module,
+                comp: Compiler::new(JITModule::new(builder)),
+                table: Vec::new(),
+                rt: Box::default(),
+                rules: HashMap::new(),
+                trampolines: HashMap::new(),
+                pinned: Vec::new(),
+                stack_budget: STACK_BUDGET.with(std::cell::Cell::get),
+            }),
+        })
+    }
+
+    /// The module, with every rule added so far.
+    pub fn module(&self) -> &Module {
+        self.st.module.get()
+    }
+
+    /// Sets how much native stack compiled code may use below the caller of
+    /// [`Jit::run`]; deeper calls fail with a "native stack exhausted" error
+    /// instead of overflowing. Raise it only on a thread whose stack is that
+    /// large.
+    pub fn set_stack_budget(&mut self, bytes: usize) {
+        self.st.stack_budget = bytes;
+    }
+
+    /// Compiles `f` and everything it can reach, if not done yet.
+    pub fn compile(&mut self, f: FuncId) -> Result<(), CodegenError> {
+        self.st.compile(FuncRef::User(f)).map(|_| ())
+    }
+
+    /// Bytes on all tapes now.
+    pub fn tape_bytes(&self) -> u64 {
+        self.st.rt.tape_bytes()
+    }
+
+    /// Runs `f` on `args` as [`irad_ir::interp::run`] does, in compiled code.
+    /// Code generation failures are reported as run errors whose message
+    /// starts with `code generation failed` or `cannot compile`.
+    pub fn run(&mut self, f: FuncId, args: &[Val], opts: &RunOptions) -> Result<Val, RunError> {
+        self.st.run(f, args, opts)
+    }
+}
+
+impl State<'_> {
+    /// Declares `f`, defines everything pending, and publishes the code.
+    fn compile(&mut self, f: FuncRef) -> Result<u32, CodegenError> {
+        let module = self.module.get();
+        let h = self.comp.handle(module, f)?;
+        self.finish()?;
+        Ok(h)
+    }
+
+    fn finish(&mut self) -> Result<(), CodegenError> {
+        let module = self.module.get();
+        self.comp.define_pending(module)?;
+        self.comp
+            .backend
+            .finalize_definitions()
+            .map_err(CodegenError::backend)?;
+        while self.table.len() < self.comp.handles.len() {
+            let fr = self.comp.handles[self.table.len()];
+            let id = self.comp.funcs[&fr];
+            self.table
+                .push(self.comp.backend.get_finalized_function(id));
+        }
+        Ok(())
+    }
+
+    fn trampoline(&mut self, f: FuncId) -> Result<*const u8, CodegenError> {
+        if let Some(&p) = self.trampolines.get(&f) {
+            return Ok(p);
+        }
+        let module = self.module.get();
+        let func = module
+            .get(f)
+            .ok_or_else(|| CodegenError::internal(format!("no function {f:?}")))?;
+        let sig = func.fn_type();
+        let callee = self.comp.declare(module, FuncRef::User(f))?;
+        let cc = self.comp.call_conv();
+        let mut tsig = Signature::new(cc);
+        tsig.params.extend([AbiParam::new(types::I64); 3]);
+        tsig.returns.push(AbiParam::new(types::I8));
+        let id = self
+            .comp
+            .backend
+            .declare_anonymous_function(&tsig)
+            .map_err(CodegenError::backend)?;
+        let mut ctx = self.comp.backend.make_context();
+        ctx.func.signature = tsig;
+        let mut fctx = FunctionBuilderContext::new();
+        {
+            let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+            let entry = b.create_block();
+            b.append_block_params_for_function_params(entry);
+            b.switch_to_block(entry);
+            let p = b.block_params(entry).to_vec();
+            let (cx, args, rets) = (p[0], p[1], p[2]);
+            let mut call_args = vec![cx];
+            let mut off = 0i32;
+            for ty in &sig.params {
+                for leaf in leaf_list(ty) {
+                    let v = if leaf == types::I8 {
+                        let w = b.ins().load(types::I64, MemFlagsData::trusted(), args, off);
+                        b.ins().ireduce(types::I8, w)
+                    } else {
+                        b.ins().load(leaf, MemFlagsData::trusted(), args, off)
+                    };
+                    call_args.push(v);
+                    off += 8;
+                }
+            }
+            let r = self.comp.backend.declare_func_in_func(callee, b.func);
+            let call = b.ins().call(r, &call_args);
+            let res = b.inst_results(call).to_vec();
+            let mut off = 0i32;
+            for (&v, leaf) in res[1..].iter().zip(leaf_list(&sig.ret)) {
+                let v = if leaf == types::I8 {
+                    b.ins().uextend(types::I64, v)
+                } else {
+                    v
+                };
+                b.ins().store(MemFlagsData::trusted(), v, rets, off);
+                off += 8;
+            }
+            b.ins().return_(&[res[0]]);
+            b.seal_all_blocks();
+            b.finalize(self.comp.backend.isa().frontend_config());
+        }
+        self.comp
+            .backend
+            .define_function(id, &mut ctx)
+            .map_err(|e| CodegenError::backend_in(e, "a trampoline"))?;
+        self.finish()?;
+        let p = self.comp.backend.get_finalized_function(id);
+        self.trampolines.insert(f, p);
+        Ok(p)
+    }
+
+    fn run(&mut self, f: FuncId, args: &[Val], opts: &RunOptions) -> Result<Val, RunError> {
+        let module = self.module.get();
+        let Some(func) = module.get(f) else {
+            return Err(RunError {
+                loc: Location::default(),
+                msg: format!("no function {f:?} in the module"),
+                trace: Vec::new(),
+            });
+        };
+        let func_loc = Location {
+            func: Some(func.name.clone()),
+            pos: func.pos,
+            ..Location::default()
+        };
+        let fail = |msg: String| RunError {
+            loc: func_loc.clone(),
+            msg,
+            trace: Vec::new(),
+        };
+        let params = func.param_types();
+        let ret = func.ret.clone();
+        if params.len() != args.len() {
+            return Err(fail(format!(
+                "@{} takes {} argument{}, found {}",
+                func.name,
+                params.len(),
+                if params.len() == 1 { "" } else { "s" },
+                args.len()
+            )));
+        }
+        for (i, (ty, arg)) in params.iter().zip(args).enumerate() {
+            if !arg.has_type(ty, module) {
+                return Err(fail(format!(
+                    "argument {} of @{} must be {ty}, found {}",
+                    i + 1,
+                    func.name,
+                    arg.type_text(module)
+                )));
+            }
+        }
+        if opts.max_depth == 0 {
+            return Err(fail(format!(
+                "call depth limit of {} exceeded",
+                opts.max_depth
+            )));
+        }
+        let cg = |e: CodegenError| RunError {
+            loc: if e.loc.has_ir_place() {
+                e.loc.clone()
+            } else {
+                func_loc.clone()
+            },
+            msg: e.msg,
+            trace: Vec::new(),
+        };
+        let mut words = Vec::new();
+        let mut arrays = Vec::new();
+        for (arg, ty) in args.iter().zip(&params) {
+            self.flatten(arg, ty, &mut words, &mut arrays).map_err(cg)?;
+        }
+        self.comp
+            .declare(self.module.get(), FuncRef::User(f))
+            .map_err(cg)?;
+        let tramp = self.trampoline(f).map_err(cg)?;
+        let mut rets = vec![0u64; leaf_count(&ret)];
+        let marker = 0u8;
+        let sp = &marker as *const u8 as u64;
+        let mut ctx = Ctx {
+            depth: 1,
+            max_depth: i64::try_from(opts.max_depth).unwrap_or(i64::MAX),
+            stack_limit: sp.saturating_sub(self.stack_budget as u64),
+            fn_table: self.table.as_ptr(),
+            tapes: std::ptr::null_mut(),
+            err_kind: rt::ERR_NONE,
+            err_site: 0,
+            err_a: 0,
+            err_b: 0,
+            rt: &mut *self.rt,
+            host: std::ptr::null_mut(),
+        };
+        let ntapes = self.comp.tape_types.len();
+        self.rt.ensure_tapes(ntapes, &mut ctx);
+        self.rt.trace.clear();
+        self.rt.message.clear();
+        ctx.host = self as *mut State<'_> as *mut u8;
+        // SAFETY: the trampoline has this signature; `words` and `rets` hold
+        // the leaves of the parameters and the result; the arrays they point
+        // into are alive for the call (`args` borrows them).
+        let status = unsafe {
+            let t: Trampoline = std::mem::transmute(tramp);
+            t(&mut ctx, words.as_ptr(), rets.as_mut_ptr())
+        };
+        let result = if status != 0 {
+            let failure = Failure {
+                kind: ctx.err_kind,
+                site: ctx.err_site,
+                a: ctx.err_a,
+                b: ctx.err_b,
+                max_depth: ctx.max_depth,
+                trace: &self.rt.trace,
+                message: &self.rt.message,
+            };
+            Err(run_error(&failure, &self.comp.sites))
+        } else {
+            let mut it = rets.iter().copied();
+            self.unflatten(&ret, &mut it, &arrays)
+                .map_err(|msg| fail(format!("internal error: {msg}")))
+        };
+        if self.rt.tapes_empty() {
+            self.rt.release_arrays();
+            self.pinned.clear();
+        } else {
+            self.pinned.extend(arrays.into_iter().map(|(a, _)| a));
+        }
+        result
+    }
+
+    /// Appends the leaves of `v` (of type `ty`) to `out`; array arguments are
+    /// recorded in `arrays` with their addresses.
+    fn flatten(
+        &mut self,
+        v: &Val,
+        ty: &Type,
+        out: &mut Vec<u64>,
+        arrays: &mut Vec<(ArrayRef, u64)>,
+    ) -> Result<(), CodegenError> {
+        match (v, ty) {
+            (Val::F64(x), _) => out.push(x.to_bits()),
+            (Val::I64(n), _) => out.push(*n as u64),
+            (Val::Bool(b), _) => out.push(u64::from(*b)),
+            (Val::Unit, _) => {}
+            (Val::Tuple(vs), Type::Tuple(ts)) => {
+                for (v, t) in vs.iter().zip(ts.iter()) {
+                    self.flatten(v, t, out, arrays)?;
+                }
+            }
+            (Val::Array(a), _) => {
+                // SAFETY: no borrow of the cell is held while compiled code runs.
+                let data = unsafe { &mut *a.0.as_ptr() };
+                let (p, n) = match data {
+                    ArrayData::F64(xs) => (xs.as_mut_ptr() as u64, xs.len()),
+                    ArrayData::I64(xs) => (xs.as_mut_ptr() as u64, xs.len()),
+                    ArrayData::Bool(xs) => (xs.as_mut_ptr() as u64, xs.len()),
+                };
+                out.extend([p, n as u64]);
+                arrays.push((a.clone(), p));
+            }
+            (Val::Func(fr), _) => {
+                let h = self.comp.handle(self.module.get(), *fr)?;
+                out.push(u64::from(h));
+            }
+            (Val::Dual(vs), Type::Dual(inner, _)) => {
+                let tan = inner.tangent().unwrap_or(Type::Unit);
+                for (i, v) in vs.iter().enumerate() {
+                    self.flatten(v, if i == 0 { inner } else { &tan }, out, arrays)?;
+                }
+            }
+            _ => {
+                return Err(CodegenError::internal(format!(
+                    "argument of kind {} for type {ty}",
+                    v.kind()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The value of type `ty` whose leaves come next in `it`.
+    fn unflatten(
+        &self,
+        ty: &Type,
+        it: &mut impl Iterator<Item = u64>,
+        arrays: &[(ArrayRef, u64)],
+    ) -> Result<Val, String> {
+        let mut next = || it.next().ok_or_else(|| "too few result leaves".to_string());
+        Ok(match ty {
+            Type::F64 => Val::F64(f64::from_bits(next()?)),
+            Type::I64 => Val::I64(next()? as i64),
+            Type::Bool => Val::Bool(next()? & 1 != 0),
+            Type::Unit => Val::Unit,
+            Type::Func(_) => {
+                let h = next()?;
+                let fr = usize::try_from(h)
+                    .ok()
+                    .and_then(|h| self.comp.handles.get(h))
+                    .ok_or("bad function handle")?;
+                Val::Func(*fr)
+            }
+            Type::Array(elem) => {
+                let (p, n) = (next()?, next()? as usize);
+                if let Some((a, _)) = arrays.iter().find(|(a, q)| {
+                    *q == p
+                        && a.0
+                            .try_borrow()
+                            .is_ok_and(|d| d.len() == n && same_elem(&d, *elem))
+                }) {
+                    return Ok(Val::Array(a.clone()));
+                }
+                // SAFETY: compiled code made this (pointer, length) pair from
+                // an allocation of at least `n` elements that is still alive.
+                let data = unsafe {
+                    match elem {
+                        Scalar::F64 => {
+                            ArrayData::F64(std::slice::from_raw_parts(p as *const f64, n).to_vec())
+                        }
+                        Scalar::I64 => {
+                            ArrayData::I64(std::slice::from_raw_parts(p as *const i64, n).to_vec())
+                        }
+                        Scalar::Bool => ArrayData::Bool(
+                            std::slice::from_raw_parts(p as *const u8, n)
+                                .iter()
+                                .map(|&b| b != 0)
+                                .collect(),
+                        ),
+                    }
+                };
+                Val::Array(ArrayRef::new(data))
+            }
+            Type::Tuple(ts) => {
+                let mut vs = Vec::with_capacity(ts.len());
+                for t in ts.iter() {
+                    vs.push(self.unflatten(t, it, arrays)?);
+                }
+                Val::Tuple(Rc::from(vs))
+            }
+            Type::Dual(inner, width) => {
+                let tan = inner.tangent().ok_or("a dual without a tangent type")?;
+                let mut vs = vec![self.unflatten(inner, it, arrays)?];
+                for _ in 0..*width {
+                    vs.push(self.unflatten(&tan, it, arrays)?);
+                }
+                Val::Dual(Rc::from(vs))
+            }
+        })
+    }
+
+    /// The handle of the rule of `kind` for function value `h` at `width`.
+    fn rule(&mut self, kind: i64, h: i64, width: i64) -> Result<u32, String> {
+        let hu =
+            u32::try_from(h).map_err(|_| format!("internal error: bad function handle {h}"))?;
+        if let Some(&r) = self.rules.get(&(kind, hu, width)) {
+            return Ok(r);
+        }
+        let callee = *self
+            .comp
+            .handles
+            .get(hu as usize)
+            .ok_or_else(|| format!("internal error: bad function handle {h}"))?;
+        let ModuleRef::WithRules(module, provider) = &mut self.module else {
+            return Err(if kind == RULE_FRULE {
+                "no rule provider for frule: run forward rules through the forward-mode API".into()
+            } else {
+                let prim = if kind == RULE_REVBACK {
+                    "revback"
+                } else {
+                    "revfwd"
+                };
+                format!(
+                    "no rule provider for {prim}: run reverse rules through the reverse-mode API"
+                )
+            });
+        };
+        let sig: FnType = match callee {
+            FuncRef::User(id) => module.get(id).map(|f| f.fn_type()),
+            FuncRef::Prim(p) => match p.fn_type() {
+                Some(Type::Func(sig)) => Some((*sig).clone()),
+                _ => None,
+            },
+        }
+        .ok_or("internal error: the rule of a function that does not exist")?;
+        let check = |module: &Module, id: FuncId, want: FnType, what: &str| {
+            let want = Type::from_fn(want);
+            let got = module.get(id).map(|f| Type::from_fn(f.fn_type()));
+            if got.as_ref() == Some(&want) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "internal error: {what} has type {}, not {want}",
+                    got.map_or("nothing".to_string(), |t| t.to_string())
+                ))
+            }
+        };
+        let id = if kind == RULE_FRULE {
+            let w = u32::try_from(width)
+                .map_err(|_| format!("internal error: batch width {width} out of range"))?;
+            let id = provider.forward_rule(module, callee, w)?;
+            check(module, id, Type::forward_fn(&sig, w), "the forward rule")?;
+            id
+        } else {
+            let (fwd, back) = provider.reverse_rule(module, callee)?;
+            check(
+                module,
+                fwd,
+                Type::rev_fwd_fn(&sig),
+                "the reverse rule's forward part",
+            )?;
+            check(
+                module,
+                back,
+                Type::rev_back_fn(&sig),
+                "the reverse rule's pullback part",
+            )?;
+            let hf = self
+                .compile(FuncRef::User(fwd))
+                .map_err(|e| e.to_string())?;
+            let hb = self
+                .compile(FuncRef::User(back))
+                .map_err(|e| e.to_string())?;
+            self.rules.insert((RULE_REVFWD, hu, 0), hf);
+            self.rules.insert((RULE_REVBACK, hu, 0), hb);
+            return Ok(if kind == RULE_REVBACK { hb } else { hf });
+        };
+        let r = self.compile(FuncRef::User(id)).map_err(|e| e.to_string())?;
+        self.rules.insert((kind, hu, width), r);
+        Ok(r)
+    }
+}
+
+fn same_elem(d: &ArrayData, elem: Scalar) -> bool {
+    matches!(
+        (d, elem),
+        (ArrayData::F64(_), Scalar::F64)
+            | (ArrayData::I64(_), Scalar::I64)
+            | (ArrayData::Bool(_), Scalar::Bool)
+    )
+}
+
+/// `irad_rule` in the JIT: finds or derives, compiles and caches a rule, then
+/// points the context at the grown function table and tapes.
+extern "C" fn jit_rule(ctx: *mut Ctx, kind: i64, h: i64, width: i64, site: i64) -> i64 {
+    // SAFETY: compiled code passes the context `State::run` made, whose
+    // `host` is the running JIT's state, not otherwise accessed during the call.
+    let ctx = unsafe { &mut *ctx };
+    let st = unsafe { &mut *(ctx.host as *mut State<'_>) };
+    let res = catch_unwind(AssertUnwindSafe(|| st.rule(kind, h, width)))
+        .unwrap_or_else(|_| Err("internal error: rule derivation panicked".into()));
+    match res {
+        Ok(r) => {
+            ctx.fn_table = st.table.as_ptr();
+            let n = st.comp.tape_types.len();
+            st.rt.ensure_tapes(n, ctx);
+            i64::from(r)
+        }
+        Err(msg) => {
+            st.rt.message = msg;
+            ctx.err_kind = rt::ERR_MESSAGE;
+            ctx.err_site = site;
+            -1
+        }
+    }
+}

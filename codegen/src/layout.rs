@@ -1,0 +1,82 @@
+//! How IR types are laid out in compiled code: every value is a flat list of
+//! leaves, each one Cranelift scalar (docs/codegen.md, "Types").
+//!
+//! - `f64` is one `f64`, `i64` one `i64`, `bool` one `i8` holding 0 or 1;
+//! - `()` has no leaves;
+//! - a tuple is its elements' leaves in order;
+//! - an array `[T]` is two `i64`: the address of its first element and its
+//!   length (elements are 8 bytes, 1 for `bool`);
+//! - a function value is one `i64`, its handle in the function table;
+//! - `dual<T, N>` is the leaves of `T`, then the leaves of N tangents of `T`'s
+//!   tangent type.
+//!
+//! Values pushed on a tape are stored leaf by leaf, 8 bytes per leaf except 1
+//! for a `bool`, unaligned.
+
+use cranelift_codegen::ir::types;
+use irad_ir::types::{Scalar, Type};
+
+/// A leaf: the Cranelift type of one scalar piece of a value.
+pub(crate) type Leaf = types::Type;
+
+/// The leaves of `ty`, appended to `out`.
+pub(crate) fn leaves(ty: &Type, out: &mut Vec<Leaf>) {
+    match ty {
+        Type::F64 => out.push(types::F64),
+        Type::I64 | Type::Func(_) => out.push(types::I64),
+        Type::Bool => out.push(types::I8),
+        Type::Unit => {}
+        Type::Tuple(elems) => elems.iter().for_each(|e| leaves(e, out)),
+        Type::Array(_) => out.extend([types::I64, types::I64]),
+        Type::Dual(inner, width) => {
+            leaves(inner, out);
+            if let Some(tan) = inner.tangent() {
+                for _ in 0..*width {
+                    leaves(&tan, out);
+                }
+            }
+        }
+    }
+}
+
+/// The leaves of `ty` as a new list.
+pub(crate) fn leaf_list(ty: &Type) -> Vec<Leaf> {
+    let mut out = Vec::new();
+    leaves(ty, &mut out);
+    out
+}
+
+/// How many leaves `ty` has.
+pub(crate) fn leaf_count(ty: &Type) -> usize {
+    match ty {
+        Type::F64 | Type::I64 | Type::Func(_) | Type::Bool => 1,
+        Type::Unit => 0,
+        Type::Tuple(elems) => elems.iter().map(leaf_count).sum(),
+        Type::Array(_) => 2,
+        Type::Dual(inner, width) => {
+            leaf_count(inner) + inner.tangent().map_or(0, |t| leaf_count(&t)) * *width as usize
+        }
+    }
+}
+
+/// The bytes a leaf takes on a tape.
+pub(crate) fn leaf_bytes(leaf: Leaf) -> u32 {
+    if leaf == types::I8 { 1 } else { 8 }
+}
+
+/// The bytes an element of an array of `elem` takes.
+pub(crate) fn elem_bytes(elem: Scalar) -> i64 {
+    match elem {
+        Scalar::Bool => 1,
+        Scalar::F64 | Scalar::I64 => 8,
+    }
+}
+
+/// The Cranelift type of an element of an array of `elem`.
+pub(crate) fn elem_leaf(elem: Scalar) -> Leaf {
+    match elem {
+        Scalar::F64 => types::F64,
+        Scalar::I64 => types::I64,
+        Scalar::Bool => types::I8,
+    }
+}

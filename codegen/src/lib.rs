@@ -1,0 +1,19 @@
+//! irad's code generator: lowers IR functions, including the forward and
+//! reverse functions the AD passes produce, to native code with Cranelift.
+//!
+//! - [`Jit`] compiles in process and runs functions on the interpreter's
+//!   values ([`irad_ir::interp::Val`]), with the interpreter's results and
+//!   errors: compiled code must agree with the interpreter bit for bit.
+//! - `layout` fixes how each IR type is represented (docs/codegen.md);
+//!   `lower` translates functions, shared by the JIT and the object backend.
+//! - Run-time support (tapes, arrays, math functions) is the `irad-runtime`
+//!   crate, linked into the process for the JIT and as a static library for
+//!   object files.
+
+mod error;
+mod jit;
+mod layout;
+mod lower;
+
+pub use error::CodegenError;
+pub use jit::{DEFAULT_STACK_BUDGET, Jit, jit_with_rules, set_thread_stack_budget};

@@ -1,0 +1,1183 @@
+//! Lowering of IR functions to Cranelift functions, shared by the JIT and the
+//! object backend (generic over `cranelift_module::Module`).
+//!
+//! Every compiled function has the internal signature
+//! `(ctx, leaves of the parameters...) -> (status: i8, leaves of the result...)`
+//! (docs/codegen.md): status 0 is success, 1 an error whose description is in
+//! the context. Blocks are lowered in reverse postorder, so every value's
+//! definition is lowered before its uses; phis become block parameters, one per
+//! leaf. Every statement that can fail (integer division, `fptosi`, array
+//! access and allocation, `switch`, `pop`, calls) gets a site number, and its
+//! check branches to a cold block that stores the error kind, site and
+//! operands in the context and returns status 1. A call whose callee fails
+//! records its own site in the trace (`irad_rt_trace`) and returns 1 too.
+
+use crate::CodegenError;
+use crate::layout::{elem_bytes, elem_leaf, leaf_bytes, leaf_count, leaf_list};
+use cranelift_codegen::Context;
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{
+    self, AbiParam, BlockArg, InstBuilder, JumpTableData, MemFlagsData, Signature, types,
+};
+use cranelift_codegen::isa::CallConv;
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_module::{FuncId as ClFuncId, Linkage, Module as ClModule};
+use irad_ir::entity::EntityRef;
+use irad_ir::func::{
+    Block, Const, Func, FuncId, FuncRef, InstKind, Module, Operand, Terminator, Value,
+};
+use irad_ir::loc::Location;
+use irad_ir::prim::Prim;
+use irad_ir::types::{FnType, Type};
+use irad_runtime as rt;
+use smallvec::SmallVec;
+use std::collections::HashMap;
+
+type Leaves = SmallVec<[ir::Value; 2]>;
+
+/// What a site number stands for: the failing statement's location, and for
+/// a `pop` the tape's type (for the message).
+#[derive(Clone, Debug)]
+pub(crate) struct Site {
+    pub loc: Location,
+    pub tape: Option<Type>,
+}
+
+/// The kinds of rule the rule function answers (`irad_rule`'s `kind`).
+pub(crate) const RULE_FRULE: i64 = 0;
+pub(crate) const RULE_REVFWD: i64 = 1;
+pub(crate) const RULE_REVBACK: i64 = 2;
+
+/// The name of the function compiled code calls for `frule`, `revfwd` and
+/// `revback`: `(ctx, kind, handle, width, site) -> handle`, negative with the
+/// error in the context on failure.
+pub(crate) const RULE_FN: &str = "irad_rule";
+
+/// The compiler state shared by every function of one backend module.
+pub(crate) struct Compiler<M: ClModule> {
+    pub backend: M,
+    /// The Cranelift function of every IR function and primitive value declared so far.
+    pub funcs: HashMap<FuncRef, ClFuncId>,
+    /// Function values by handle, and back.
+    pub handles: Vec<FuncRef>,
+    pub handle_of: HashMap<FuncRef, u32>,
+    /// Tape numbers by exact type, and back.
+    pub tapes: HashMap<Type, u32>,
+    pub tape_types: Vec<Type>,
+    /// Every site number's meaning.
+    pub sites: Vec<Site>,
+    /// Declared but not yet defined.
+    pending: Vec<FuncRef>,
+    /// Defined by the last `define_pending`.
+    pub defined: Vec<FuncRef>,
+    imports: HashMap<&'static str, ClFuncId>,
+    ctx: Context,
+    fctx: FunctionBuilderContext,
+    /// The linkage of compiled IR functions (local in the JIT and in objects).
+    linkage: Linkage,
+}
+
+impl<M: ClModule> Compiler<M> {
+    pub fn new(backend: M) -> Compiler<M> {
+        let ctx = backend.make_context();
+        Compiler {
+            backend,
+            funcs: HashMap::new(),
+            handles: Vec::new(),
+            handle_of: HashMap::new(),
+            tapes: HashMap::new(),
+            tape_types: Vec::new(),
+            sites: Vec::new(),
+            pending: Vec::new(),
+            defined: Vec::new(),
+            imports: HashMap::new(),
+            ctx,
+            fctx: FunctionBuilderContext::new(),
+            linkage: Linkage::Local,
+        }
+    }
+
+    pub fn call_conv(&self) -> CallConv {
+        self.backend.isa().default_call_conv()
+    }
+
+    /// The internal signature of a function of type `sig`.
+    pub fn signature(&self, sig: &FnType) -> Signature {
+        let mut s = Signature::new(self.call_conv());
+        s.params.push(AbiParam::new(types::I64));
+        for p in &sig.params {
+            for leaf in leaf_list(p) {
+                s.params.push(AbiParam::new(leaf));
+            }
+        }
+        s.returns.push(AbiParam::new(types::I8));
+        for leaf in leaf_list(&sig.ret) {
+            s.returns.push(AbiParam::new(leaf));
+        }
+        s
+    }
+
+    /// The type of a function value.
+    fn fn_type_of(module: &Module, f: FuncRef) -> Result<FnType, CodegenError> {
+        match f {
+            FuncRef::User(id) => module
+                .get(id)
+                .map(Func::fn_type)
+                .ok_or_else(|| CodegenError::internal(format!("no function {id:?}"))),
+            FuncRef::Prim(p) => match p.fn_type() {
+                Some(Type::Func(sig)) => Ok((*sig).clone()),
+                _ => Err(CodegenError::internal(format!(
+                    "primitive `{p}` has no single signature"
+                ))),
+            },
+        }
+    }
+
+    /// The Cranelift function of `f`, declared (and queued for definition) on
+    /// first request.
+    pub fn declare(&mut self, module: &Module, f: FuncRef) -> Result<ClFuncId, CodegenError> {
+        if let Some(&id) = self.funcs.get(&f) {
+            return Ok(id);
+        }
+        let sig = self.signature(&Self::fn_type_of(module, f)?);
+        let name = match f {
+            FuncRef::User(id) => {
+                let name = module.get(id).map_or("", |func| func.name.as_str());
+                format!("irad.{}.{name}", id.index())
+            }
+            FuncRef::Prim(p) => format!("irad.prim.{p}"),
+        };
+        let id = self
+            .backend
+            .declare_function(&name, self.linkage, &sig)
+            .map_err(CodegenError::backend)?;
+        self.funcs.insert(f, id);
+        self.pending.push(f);
+        Ok(id)
+    }
+
+    /// The handle of function value `f` (declaring `f`).
+    pub fn handle(&mut self, module: &Module, f: FuncRef) -> Result<u32, CodegenError> {
+        if let Some(&h) = self.handle_of.get(&f) {
+            return Ok(h);
+        }
+        self.declare(module, f)?;
+        let h = u32::try_from(self.handles.len())
+            .map_err(|_| CodegenError::internal("too many function values".into()))?;
+        self.handles.push(f);
+        self.handle_of.insert(f, h);
+        Ok(h)
+    }
+
+    /// The tape number of type `ty`.
+    pub fn tape(&mut self, ty: &Type) -> u32 {
+        if let Some(&t) = self.tapes.get(ty) {
+            return t;
+        }
+        let t = self.tape_types.len() as u32;
+        self.tape_types.push(ty.clone());
+        self.tapes.insert(ty.clone(), t);
+        t
+    }
+
+    fn site(&mut self, loc: Location, tape: Option<Type>) -> i64 {
+        self.sites.push(Site { loc, tape });
+        (self.sites.len() - 1) as i64
+    }
+
+    /// A function imported by name (the runtime's, or the rule function).
+    fn import(
+        &mut self,
+        name: &'static str,
+        params: &[types::Type],
+        rets: &[types::Type],
+    ) -> Result<ClFuncId, CodegenError> {
+        if let Some(&id) = self.imports.get(name) {
+            return Ok(id);
+        }
+        let mut sig = Signature::new(self.call_conv());
+        sig.params.extend(params.iter().map(|&t| AbiParam::new(t)));
+        sig.returns.extend(rets.iter().map(|&t| AbiParam::new(t)));
+        let id = self
+            .backend
+            .declare_function(name, Linkage::Import, &sig)
+            .map_err(CodegenError::backend)?;
+        self.imports.insert(name, id);
+        Ok(id)
+    }
+
+    /// Defines every declared function not yet defined (and whatever they in
+    /// turn declare). `self.defined` lists them afterwards.
+    pub fn define_pending(&mut self, module: &Module) -> Result<(), CodegenError> {
+        self.defined.clear();
+        while let Some(f) = self.pending.pop() {
+            let id = self.funcs[&f];
+            let sig = self.signature(&Self::fn_type_of(module, f)?);
+            self.ctx.clear();
+            self.ctx.func.signature = sig;
+            let mut ctx = std::mem::replace(&mut self.ctx, Context::new());
+            let mut fctx = std::mem::take(&mut self.fctx);
+            let res = {
+                let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+                let mut lower = Lower {
+                    c: self,
+                    b,
+                    module,
+                    ctx_val: None,
+                    ret_err: None,
+                    ret_leaves: Vec::new(),
+                    vals: Vec::new(),
+                    fimports: HashMap::new(),
+                };
+                let r = match f {
+                    FuncRef::User(fid) => lower.user_function(fid),
+                    FuncRef::Prim(p) => lower.prim_wrapper(p),
+                };
+                let fc = lower.c.backend.isa().frontend_config();
+                lower.b.seal_all_blocks();
+                lower.b.finalize(fc);
+                r
+            };
+            self.fctx = fctx;
+            let res = res.and_then(|()| {
+                self.backend
+                    .define_function(id, &mut ctx)
+                    .map_err(|e| CodegenError::backend_in(e, &name_of(module, f)))
+            });
+            ctx.clear();
+            self.ctx = ctx;
+            res?;
+            self.defined.push(f);
+        }
+        Ok(())
+    }
+}
+
+fn name_of(module: &Module, f: FuncRef) -> String {
+    match f {
+        FuncRef::User(id) => module
+            .get(id)
+            .map_or(String::new(), |f| format!("@{}", f.name)),
+        FuncRef::Prim(p) => format!("@{p}"),
+    }
+}
+
+/// The translation of one function.
+struct Lower<'a, 'b, M: ClModule> {
+    c: &'a mut Compiler<M>,
+    b: FunctionBuilder<'b>,
+    module: &'a Module,
+    ctx_val: Option<ir::Value>,
+    /// The block that returns status 1, made on first need.
+    ret_err: Option<ir::Block>,
+    ret_leaves: Vec<types::Type>,
+    /// The leaves of every IR value lowered so far, by value number.
+    vals: Vec<Option<Leaves>>,
+    /// Functions referenced from this function.
+    fimports: HashMap<ClFuncId, ir::FuncRef>,
+}
+
+const TRUSTED: MemFlagsData = MemFlagsData::trusted();
+
+impl<M: ClModule> Lower<'_, '_, M> {
+    fn ctx(&self) -> ir::Value {
+        self.ctx_val.expect("context parameter bound at entry")
+    }
+
+    fn fref(&mut self, id: ClFuncId) -> ir::FuncRef {
+        if let Some(&r) = self.fimports.get(&id) {
+            return r;
+        }
+        let r = self.c.backend.declare_func_in_func(id, self.b.func);
+        self.fimports.insert(id, r);
+        r
+    }
+
+    fn call_import(
+        &mut self,
+        name: &'static str,
+        params: &[types::Type],
+        rets: &[types::Type],
+        args: &[ir::Value],
+    ) -> Result<SmallVec<[ir::Value; 2]>, CodegenError> {
+        let id = self.c.import(name, params, rets)?;
+        let r = self.fref(id);
+        let call = self.b.ins().call(r, args);
+        Ok(self.b.inst_results(call).iter().copied().collect())
+    }
+
+    /// The block returning status 1 (the error is already in the context).
+    fn ret_err(&mut self) -> ir::Block {
+        self.ret_err.expect("made at entry")
+    }
+
+    /// Makes the block returning status 1; filled by [`Lower::fill_ret_err`]
+    /// once the function's own blocks are done.
+    fn make_ret_err(&mut self) {
+        let blk = self.b.create_block();
+        self.b.set_cold_block(blk);
+        self.ret_err = Some(blk);
+    }
+
+    fn fill_ret_err(&mut self) {
+        let blk = self.ret_err();
+        self.b.switch_to_block(blk);
+        let mut rets = vec![self.b.ins().iconst(types::I8, 1)];
+        for leaf in self.ret_leaves.clone() {
+            rets.push(self.zero(leaf));
+        }
+        self.b.ins().return_(&rets);
+    }
+
+    fn zero(&mut self, leaf: types::Type) -> ir::Value {
+        if leaf == types::F64 {
+            self.b.ins().f64const(0.0)
+        } else {
+            self.b.ins().iconst(leaf, 0)
+        }
+    }
+
+    /// Branches to an error return when `cond` is true, after storing the
+    /// error kind, site and operands; continues in a new block otherwise.
+    fn fail_if(
+        &mut self,
+        cond: ir::Value,
+        kind: i64,
+        site: i64,
+        a: Option<ir::Value>,
+        b: Option<ir::Value>,
+    ) {
+        let err = self.b.create_block();
+        let cont = self.b.create_block();
+        self.b.set_cold_block(err);
+        self.b.ins().brif(cond, err, &[], cont, &[]);
+        self.b.switch_to_block(err);
+        let ctx = self.ctx();
+        let k = self.b.ins().iconst(types::I64, kind);
+        self.b.ins().store(TRUSTED, k, ctx, rt::OFF_ERR_KIND);
+        let s = self.b.ins().iconst(types::I64, site);
+        self.b.ins().store(TRUSTED, s, ctx, rt::OFF_ERR_SITE);
+        for (v, off) in [(a, rt::OFF_ERR_A), (b, rt::OFF_ERR_B)] {
+            let v = match v {
+                Some(v) => v,
+                None => self.b.ins().iconst(types::I64, 0),
+            };
+            self.b.ins().store(TRUSTED, v, ctx, off);
+        }
+        let ret = self.ret_err();
+        self.b.ins().jump(ret, &[]);
+        self.b.switch_to_block(cont);
+    }
+
+    /// Returns status 1 when `cond` is true (the error is already recorded).
+    fn propagate_if(&mut self, cond: ir::Value) {
+        let ret = self.ret_err();
+        let cont = self.b.create_block();
+        self.b.ins().brif(cond, ret, &[], cont, &[]);
+        self.b.switch_to_block(cont);
+    }
+
+    fn const_leaves(&mut self, c: &Const) -> Result<Leaves, CodegenError> {
+        Ok(match c {
+            Const::F64(x) => smallvec::smallvec![self.b.ins().f64const(*x)],
+            Const::I64(n) => smallvec::smallvec![self.b.ins().iconst(types::I64, *n)],
+            Const::Bool(v) => smallvec::smallvec![self.b.ins().iconst(types::I8, i64::from(*v))],
+            Const::Unit => SmallVec::new(),
+            Const::Func(f) => {
+                let h = self.c.handle(self.module, *f)?;
+                smallvec::smallvec![self.b.ins().iconst(types::I64, i64::from(h))]
+            }
+        })
+    }
+
+    fn operand(&mut self, op: &Operand) -> Result<Leaves, CodegenError> {
+        match op {
+            Operand::Value(v) => self
+                .vals
+                .get(v.index())
+                .and_then(Option::as_ref)
+                .cloned()
+                .ok_or_else(|| {
+                    CodegenError::internal(format!("value {v:?} used before its definition"))
+                }),
+            Operand::Const(c) => self.const_leaves(c),
+        }
+    }
+
+    fn set(&mut self, v: Value, leaves: Leaves) {
+        if self.vals.len() <= v.index() {
+            self.vals.resize(v.index() + 1, None);
+        }
+        self.vals[v.index()] = Some(leaves);
+    }
+
+    /// A function of the module.
+    fn user_function(&mut self, fid: FuncId) -> Result<(), CodegenError> {
+        let module = self.module;
+        let func = module
+            .get(fid)
+            .ok_or_else(|| CodegenError::internal(format!("no function {fid:?}")))?;
+        self.ret_leaves = leaf_list(&func.ret);
+        let entry = self.b.create_block();
+        self.b.append_block_params_for_function_params(entry);
+        self.make_ret_err();
+        self.b.switch_to_block(entry);
+        let params: Vec<ir::Value> = self.b.block_params(entry).to_vec();
+        self.ctx_val = Some(params[0]);
+        let mut next = 1;
+        for &p in &func.params {
+            let n = leaf_count(&func.values[p].ty);
+            let leaves: Leaves = params[next..next + n].iter().copied().collect();
+            next += n;
+            self.set(p, leaves);
+        }
+        let Some(first) = func.entry() else {
+            return Err(CodegenError::at(func, None, "function has no blocks"));
+        };
+        let order = rpo(func);
+        let mut cl_blocks: HashMap<Block, ir::Block> = HashMap::new();
+        for &blk in &order {
+            let cb = self.b.create_block();
+            cl_blocks.insert(blk, cb);
+            for &inst in &func.blocks[blk].insts {
+                let data = &func.insts[inst];
+                if let InstKind::Phi { .. } = data.kind {
+                    if blk == first {
+                        return Err(CodegenError::at(
+                            func,
+                            Some(blk),
+                            "the entry block has a phi",
+                        ));
+                    }
+                    let Some(res) = data.result else { continue };
+                    let leaves: Leaves = leaf_list(&func.values[res].ty)
+                        .into_iter()
+                        .map(|leaf| self.b.append_block_param(cb, leaf))
+                        .collect();
+                    self.set(res, leaves);
+                }
+            }
+        }
+        self.b.ins().jump(cl_blocks[&first], &[]);
+        for &blk in &order {
+            self.b.switch_to_block(cl_blocks[&blk]);
+            self.block(func, blk, &cl_blocks)?;
+        }
+        self.fill_ret_err();
+        Ok(())
+    }
+
+    fn loc(func: &Func, blk: Block, stmt: usize) -> Location {
+        let data = &func.blocks[blk];
+        let pos = match data.insts.get(stmt) {
+            Some(&inst) => func.insts[inst].pos,
+            None => data.term_pos,
+        };
+        Location {
+            func: Some(func.name.clone()),
+            block: Some(data.label),
+            stmt: Some(stmt as u32 + 1),
+            pos,
+        }
+    }
+
+    fn block(
+        &mut self,
+        func: &Func,
+        blk: Block,
+        cl_blocks: &HashMap<Block, ir::Block>,
+    ) -> Result<(), CodegenError> {
+        let data = &func.blocks[blk];
+        for (i, &inst) in data.insts.iter().enumerate() {
+            let idata = &func.insts[inst];
+            let site_loc = || Self::loc(func, blk, i);
+            let result_ty = idata.result.map(|r| func.values[r].ty.clone());
+            let out = match &idata.kind {
+                InstKind::Phi { .. } => continue,
+                InstKind::Prim { prim, args } => {
+                    let mut vals = Vec::with_capacity(args.len());
+                    let mut tys = Vec::with_capacity(args.len());
+                    for a in args {
+                        vals.push(self.operand(a)?);
+                        tys.push(func.operand_type(a, self.module).ok_or_else(|| {
+                            CodegenError::at(func, Some(blk), "an operand has no type")
+                        })?);
+                    }
+                    let ret = result_ty.clone().unwrap_or(Type::Unit);
+                    self.prim(*prim, args, &vals, &tys, &ret, &mut || site_loc())?
+                }
+                InstKind::Invoke { func: callee, args } => {
+                    let mut flat = Vec::new();
+                    for a in args {
+                        flat.extend(self.operand(a)?);
+                    }
+                    let id = self.c.declare(self.module, FuncRef::User(*callee))?;
+                    let r = self.fref(id);
+                    let site = self.c.site(site_loc(), None);
+                    self.call(Callee::Direct(r), flat, site)?
+                }
+                InstKind::CallValue { callee, args } => {
+                    let Type::Func(sig) = &func.values[*callee].ty else {
+                        return Err(CodegenError::at(
+                            func,
+                            Some(blk),
+                            "call of a value that is not a function",
+                        ));
+                    };
+                    let h = self.operand(&Operand::Value(*callee))?[0];
+                    let mut flat = Vec::new();
+                    for a in args {
+                        flat.extend(self.operand(a)?);
+                    }
+                    let sigref = self.b.import_signature(self.c.signature(sig));
+                    let site = self.c.site(site_loc(), None);
+                    self.call(Callee::Indirect(sigref, h), flat, site)?
+                }
+            };
+            if let Some(res) = idata.result {
+                self.set(res, out);
+            }
+        }
+        let term_loc = || Self::loc(func, blk, data.insts.len());
+        let target = |b: &Block| {
+            cl_blocks.get(b).copied().ok_or_else(|| {
+                CodegenError::at(func, Some(blk), "jump to a block that is not reachable")
+            })
+        };
+        match &data.term {
+            None => return Err(CodegenError::at(func, Some(blk), "block has no terminator")),
+            Some(Terminator::Goto(t)) => {
+                let args = self.phi_args(func, blk, *t)?;
+                self.b.ins().jump(target(t)?, &args);
+            }
+            Some(Terminator::GotoIfNot { cond, target: t }) => {
+                let c = self.operand(cond)?[0];
+                let next = func.next_in_layout(blk).ok_or_else(|| {
+                    CodegenError::at(func, Some(blk), "gotoifnot in the last block")
+                })?;
+                let then_args = self.phi_args(func, blk, next)?;
+                let else_args = self.phi_args(func, blk, *t)?;
+                self.b
+                    .ins()
+                    .brif(c, target(&next)?, &then_args, target(t)?, &else_args);
+            }
+            Some(Terminator::Return(op)) => {
+                let mut rets = vec![self.b.ins().iconst(types::I8, 0)];
+                rets.extend(self.operand(op)?);
+                self.b.ins().return_(&rets);
+            }
+            Some(Terminator::Switch { index, targets }) => {
+                let i = self.operand(index)?[0];
+                let n = targets.len() as i64;
+                let site = self.c.site(term_loc(), None);
+                let nv = self.b.ins().iconst(types::I64, n);
+                let out = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, nv);
+                self.fail_if(out, rt::ERR_SWITCH, site, Some(i), Some(nv));
+                if targets.len() <= 2 {
+                    // The common case (a recorded predecessor of two): a branch.
+                    let first = target(&targets[0])?;
+                    let first_args = self.phi_args(func, blk, targets[0])?;
+                    if let Some(second) = targets.get(1) {
+                        let second_args = self.phi_args(func, blk, *second)?;
+                        let to = target(second)?;
+                        self.b.ins().brif(i, to, &second_args, first, &first_args);
+                    } else {
+                        self.b.ins().jump(first, &first_args);
+                    }
+                    return Ok(());
+                }
+                // Jump tables carry no block arguments: each target with
+                // phis gets a block that passes them.
+                let mut calls = Vec::with_capacity(targets.len());
+                let mut tramps = Vec::with_capacity(targets.len());
+                for t in targets {
+                    let args = self.phi_args(func, blk, *t)?;
+                    let tramp = self.b.create_block();
+                    calls.push(self.b.func.dfg.block_call(tramp, &[]));
+                    tramps.push((tramp, target(t)?, args));
+                }
+                let default = calls
+                    .first()
+                    .copied()
+                    .ok_or_else(|| CodegenError::at(func, Some(blk), "switch without targets"))?;
+                let jt = self
+                    .b
+                    .create_jump_table(JumpTableData::new(default, &calls));
+                let i32v = self.b.ins().ireduce(types::I32, i);
+                self.b.ins().br_table(i32v, jt);
+                for (tramp, to, args) in tramps {
+                    self.b.switch_to_block(tramp);
+                    self.b.ins().jump(to, &args);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The arguments of the jump from `from` to `to`: the leaves of each phi's
+    /// entry for `from`.
+    fn phi_args(
+        &mut self,
+        func: &Func,
+        from: Block,
+        to: Block,
+    ) -> Result<Vec<BlockArg>, CodegenError> {
+        let mut out = Vec::new();
+        for &inst in &func.blocks[to].insts {
+            let InstKind::Phi { entries } = &func.insts[inst].kind else {
+                break;
+            };
+            if func.insts[inst].result.is_none() {
+                continue;
+            }
+            let op = entries
+                .iter()
+                .find(|(b, _)| *b == from)
+                .map(|(_, op)| *op)
+                .ok_or_else(|| {
+                    CodegenError::at(func, Some(to), "a phi has no entry for a predecessor")
+                })?;
+            out.extend(self.operand(&op)?.into_iter().map(BlockArg::Value));
+        }
+        Ok(out)
+    }
+
+    /// A call with the depth and stack checks, the failure path, and the
+    /// result leaves.
+    fn call(
+        &mut self,
+        callee: Callee,
+        args: Vec<ir::Value>,
+        site: i64,
+    ) -> Result<Leaves, CodegenError> {
+        let ctx = self.ctx();
+        let depth = self.b.ins().load(types::I64, TRUSTED, ctx, rt::OFF_DEPTH);
+        let max = self
+            .b
+            .ins()
+            .load(types::I64, TRUSTED, ctx, rt::OFF_MAX_DEPTH);
+        let too_deep = self
+            .b
+            .ins()
+            .icmp(IntCC::SignedGreaterThanOrEqual, depth, max);
+        self.fail_if(too_deep, rt::ERR_DEPTH, site, Some(max), None);
+        let sp = self.b.ins().get_stack_pointer(types::I64);
+        let limit = self
+            .b
+            .ins()
+            .load(types::I64, TRUSTED, ctx, rt::OFF_STACK_LIMIT);
+        let low = self.b.ins().icmp(IntCC::UnsignedLessThan, sp, limit);
+        self.fail_if(low, rt::ERR_STACK, site, Some(depth), None);
+        let deeper = self.b.ins().iadd_imm_s(depth, 1);
+        self.b.ins().store(TRUSTED, deeper, ctx, rt::OFF_DEPTH);
+        let mut full = Vec::with_capacity(args.len() + 1);
+        full.push(ctx);
+        full.extend(args);
+        let call = match callee {
+            Callee::Direct(r) => self.b.ins().call(r, &full),
+            Callee::Indirect(sigref, h) => {
+                let table = self
+                    .b
+                    .ins()
+                    .load(types::I64, TRUSTED, ctx, rt::OFF_FN_TABLE);
+                let off = self.b.ins().imul_imm_s(h, 8);
+                let addr = self.b.ins().iadd(table, off);
+                let code = self.b.ins().load(types::I64, TRUSTED, addr, 0);
+                self.b.ins().call_indirect(sigref, code, &full)
+            }
+        };
+        let results: Vec<ir::Value> = self.b.inst_results(call).to_vec();
+        self.b.ins().store(TRUSTED, depth, ctx, rt::OFF_DEPTH);
+        let status = results[0];
+        let err = self.b.create_block();
+        let cont = self.b.create_block();
+        self.b.set_cold_block(err);
+        self.b.ins().brif(status, err, &[], cont, &[]);
+        self.b.switch_to_block(err);
+        let s = self.b.ins().iconst(types::I64, site);
+        self.call_import("irad_rt_trace", &[types::I64, types::I64], &[], &[ctx, s])?;
+        let ret = self.ret_err();
+        self.b.ins().jump(ret, &[]);
+        self.b.switch_to_block(cont);
+        Ok(results[1..].iter().copied().collect())
+    }
+
+    /// The function that a primitive used as a value calls: the primitive
+    /// applied to the parameters, errors at [`rt::SITE_NONE`] (the call site
+    /// stands in).
+    fn prim_wrapper(&mut self, p: Prim) -> Result<(), CodegenError> {
+        let Some(Type::Func(sig)) = p.fn_type() else {
+            return Err(CodegenError::internal(format!(
+                "primitive `{p}` has no single signature"
+            )));
+        };
+        self.ret_leaves = leaf_list(&sig.ret);
+        let entry = self.b.create_block();
+        self.b.append_block_params_for_function_params(entry);
+        self.make_ret_err();
+        self.b.switch_to_block(entry);
+        let params: Vec<ir::Value> = self.b.block_params(entry).to_vec();
+        self.ctx_val = Some(params[0]);
+        let mut vals = Vec::new();
+        let mut next = 1;
+        for ty in &sig.params {
+            let n = leaf_count(ty);
+            vals.push(params[next..next + n].iter().copied().collect::<Leaves>());
+            next += n;
+        }
+        let ops: Vec<Operand> = Vec::new();
+        let out = self.prim_at(p, &ops, &vals, &sig.params, &sig.ret, &mut |_, _| {
+            rt::SITE_NONE
+        })?;
+        let mut rets = vec![self.b.ins().iconst(types::I8, 0)];
+        rets.extend(out);
+        self.b.ins().return_(&rets);
+        self.fill_ret_err();
+        Ok(())
+    }
+
+    fn prim(
+        &mut self,
+        p: Prim,
+        ops: &[Operand],
+        vals: &[Leaves],
+        tys: &[Type],
+        ret: &Type,
+        loc: &mut dyn FnMut() -> Location,
+    ) -> Result<Leaves, CodegenError> {
+        // Site numbers are made only for statements that can fail.
+        self.prim_at(p, ops, vals, tys, ret, &mut |c, tape| c.site(loc(), tape))
+    }
+
+    /// The leaves of `p` applied to `vals` (of types `tys`; `ops` are the
+    /// original operands when known, for constant field numbers).
+    #[allow(clippy::too_many_lines)]
+    fn prim_at(
+        &mut self,
+        p: Prim,
+        ops: &[Operand],
+        vals: &[Leaves],
+        tys: &[Type],
+        ret: &Type,
+        site: &mut dyn FnMut(&mut Compiler<M>, Option<Type>) -> i64,
+    ) -> Result<Leaves, CodegenError> {
+        use Prim::*;
+        let arg = |i: usize| -> Result<ir::Value, CodegenError> {
+            vals.get(i)
+                .and_then(|l| l.first().copied())
+                .ok_or_else(|| CodegenError::internal(format!("`{p}` is missing operand {i}")))
+        };
+        let one = |v: ir::Value| -> Leaves { smallvec::smallvec![v] };
+        Ok(match p {
+            Add => one(self.b.ins().fadd(arg(0)?, arg(1)?)),
+            Sub => one(self.b.ins().fsub(arg(0)?, arg(1)?)),
+            Mul => one(self.b.ins().fmul(arg(0)?, arg(1)?)),
+            Div => one(self.b.ins().fdiv(arg(0)?, arg(1)?)),
+            Neg => one(self.b.ins().fneg(arg(0)?)),
+            Abs => one(self.b.ins().fabs(arg(0)?)),
+            Min => one(self.b.ins().fmin(arg(0)?, arg(1)?)),
+            Max => one(self.b.ins().fmax(arg(0)?, arg(1)?)),
+            Copysign => one(self.b.ins().fcopysign(arg(0)?, arg(1)?)),
+            Sqrt => one(self.b.ins().sqrt(arg(0)?)),
+            Floor => one(self.b.ins().floor(arg(0)?)),
+            Ceil => one(self.b.ins().ceil(arg(0)?)),
+            Pow => one(self.math2("irad_rt_pow", arg(0)?, arg(1)?)?),
+            Atan2 => one(self.math2("irad_rt_atan2", arg(0)?, arg(1)?)?),
+            Powi => {
+                let n = self.b.ins().fcvt_from_sint(types::F64, arg(1)?);
+                one(self.math2("irad_rt_pow", arg(0)?, n)?)
+            }
+            Exp | Log | Log1p | Expm1 | Sin | Cos | Tan | Asin | Acos | Atan | Sinh | Cosh
+            | Tanh | Erf | Round => {
+                let name = match p {
+                    Exp => "irad_rt_exp",
+                    Log => "irad_rt_log",
+                    Log1p => "irad_rt_log1p",
+                    Expm1 => "irad_rt_expm1",
+                    Sin => "irad_rt_sin",
+                    Cos => "irad_rt_cos",
+                    Tan => "irad_rt_tan",
+                    Asin => "irad_rt_asin",
+                    Acos => "irad_rt_acos",
+                    Atan => "irad_rt_atan",
+                    Sinh => "irad_rt_sinh",
+                    Cosh => "irad_rt_cosh",
+                    Tanh => "irad_rt_tanh",
+                    Erf => "irad_rt_erf",
+                    _ => "irad_rt_round",
+                };
+                let r = self.call_import(name, &[types::F64], &[types::F64], &[arg(0)?])?;
+                one(r[0])
+            }
+            Lt | Le | Gt | Ge | Eq | Ne => {
+                let (a, b) = (arg(0)?, arg(1)?);
+                if tys.first() == Some(&Type::F64) {
+                    let cc = match p {
+                        Lt => FloatCC::LessThan,
+                        Le => FloatCC::LessThanOrEqual,
+                        Gt => FloatCC::GreaterThan,
+                        Ge => FloatCC::GreaterThanOrEqual,
+                        Eq => FloatCC::Equal,
+                        _ => FloatCC::NotEqual,
+                    };
+                    one(self.b.ins().fcmp(cc, a, b))
+                } else {
+                    let cc = match p {
+                        Lt => IntCC::SignedLessThan,
+                        Le => IntCC::SignedLessThanOrEqual,
+                        Gt => IntCC::SignedGreaterThan,
+                        Ge => IntCC::SignedGreaterThanOrEqual,
+                        Eq => IntCC::Equal,
+                        _ => IntCC::NotEqual,
+                    };
+                    one(self.b.ins().icmp(cc, a, b))
+                }
+            }
+            Select => {
+                let c = arg(0)?;
+                let (a, b) = match (vals.get(1), vals.get(2)) {
+                    (Some(a), Some(b)) if a.len() == b.len() => (a.clone(), b.clone()),
+                    _ => return Err(CodegenError::internal("bad operands of `select`".into())),
+                };
+                a.iter()
+                    .zip(&b)
+                    .map(|(&x, &y)| self.b.ins().select(c, x, y))
+                    .collect()
+            }
+            Iadd => one(self.b.ins().iadd(arg(0)?, arg(1)?)),
+            Isub => one(self.b.ins().isub(arg(0)?, arg(1)?)),
+            Imul => one(self.b.ins().imul(arg(0)?, arg(1)?)),
+            Ineg => one(self.b.ins().ineg(arg(0)?)),
+            Idiv | Irem => {
+                let (a, b) = (arg(0)?, arg(1)?);
+                let s = site(self.c, None);
+                let zero = self.b.ins().icmp_imm_s(IntCC::Equal, b, 0);
+                let kind = if p == Idiv {
+                    rt::ERR_DIV_ZERO
+                } else {
+                    rt::ERR_REM_ZERO
+                };
+                self.fail_if(zero, kind, s, None, None);
+                let minus_one = self.b.ins().icmp_imm_s(IntCC::Equal, b, -1);
+                if p == Idiv {
+                    let min = self.b.ins().icmp_imm_s(IntCC::Equal, a, i64::MIN);
+                    let ovf = self.b.ins().band(min, minus_one);
+                    self.fail_if(ovf, rt::ERR_IDIV_OVERFLOW, s, None, None);
+                    one(self.b.ins().sdiv(a, b))
+                } else {
+                    // x % -1 is 0 for every x; dividing by 1 instead avoids
+                    // the hardware's overflow on i64::MIN % -1.
+                    let onev = self.b.ins().iconst(types::I64, 1);
+                    let safe = self.b.ins().select(minus_one, onev, b);
+                    one(self.b.ins().srem(a, safe))
+                }
+            }
+            And => one(self.b.ins().band(arg(0)?, arg(1)?)),
+            Or => one(self.b.ins().bor(arg(0)?, arg(1)?)),
+            Not => one(self.b.ins().bxor_imm_s(arg(0)?, 1)),
+            Sitofp => one(self.b.ins().fcvt_from_sint(types::F64, arg(0)?)),
+            Fptosi => {
+                let x = arg(0)?;
+                let s = site(self.c, None);
+                const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+                let lo = self.b.ins().f64const(-TWO_63);
+                let hi = self.b.ins().f64const(TWO_63);
+                // Not (x >= -2^63 and x < 2^63): also true for NaN.
+                let ge = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, x, lo);
+                let lt = self.b.ins().fcmp(FloatCC::LessThan, x, hi);
+                let ok = self.b.ins().band(ge, lt);
+                let bad = self.b.ins().bxor_imm_s(ok, 1);
+                let bits = self.b.ins().bitcast(types::I64, MemFlagsData::new(), x);
+                self.fail_if(bad, rt::ERR_FPTOSI, s, Some(bits), None);
+                one(self.b.ins().fcvt_to_sint_sat(types::I64, x))
+            }
+            Tuple => vals.iter().flatten().copied().collect(),
+            Getfield => {
+                let Some(Type::Tuple(elems)) = tys.first() else {
+                    return Err(CodegenError::internal("`getfield` of a non-tuple".into()));
+                };
+                let k = const_index(ops.get(1))
+                    .filter(|&k| k < elems.len())
+                    .ok_or_else(|| CodegenError::internal("bad field of `getfield`".into()))?;
+                let start: usize = elems[..k].iter().map(leaf_count).sum();
+                let n = leaf_count(&elems[k]);
+                vals[0][start..start + n].iter().copied().collect()
+            }
+            Dual => vals.iter().flatten().copied().collect(),
+            Primal => {
+                let n = leaf_count(ret);
+                vals[0][..n].iter().copied().collect()
+            }
+            Tangent => {
+                let Some(Type::Dual(inner, width)) = tys.first() else {
+                    return Err(CodegenError::internal("`tangent` of a non-dual".into()));
+                };
+                let k = const_index(ops.get(1))
+                    .filter(|&k| k < *width as usize)
+                    .ok_or_else(|| CodegenError::internal("bad index of `tangent`".into()))?;
+                let n = leaf_count(ret);
+                let start = leaf_count(inner) + k * n;
+                vals[0][start..start + n].iter().copied().collect()
+            }
+            Alloc | Zeros => {
+                let elem = match ret {
+                    Type::Array(e) => *e,
+                    _ => {
+                        return Err(CodegenError::internal(
+                            "`alloc` without an array type".into(),
+                        ));
+                    }
+                };
+                let n = arg(0)?;
+                let s = site(self.c, None);
+                let ctx = self.ctx();
+                let size = self.b.ins().iconst(types::I64, elem_bytes(elem));
+                let sv = self.b.ins().iconst(types::I64, s);
+                let r = self.call_import(
+                    "irad_rt_alloc",
+                    &[types::I64; 4],
+                    &[types::I64],
+                    &[ctx, n, size, sv],
+                )?;
+                let null = self.b.ins().icmp_imm_s(IntCC::Equal, r[0], 0);
+                self.propagate_if(null);
+                smallvec::smallvec![r[0], n]
+            }
+            Length => one(*vals[0]
+                .get(1)
+                .ok_or_else(|| CodegenError::internal("`length` of a non-array".into()))?),
+            Arrayref | Arrayset => {
+                let elem = match tys.first() {
+                    Some(Type::Array(e)) => *e,
+                    _ => return Err(CodegenError::internal(format!("`{p}` of a non-array"))),
+                };
+                let (ptr, len) = (vals[0][0], vals[0][1]);
+                let i = arg(1)?;
+                let s = site(self.c, None);
+                let out = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
+                self.fail_if(out, rt::ERR_INDEX, s, Some(i), Some(len));
+                let off = self.b.ins().imul_imm_s(i, elem_bytes(elem));
+                let addr = self.b.ins().iadd(ptr, off);
+                if p == Arrayref {
+                    one(self.b.ins().load(elem_leaf(elem), TRUSTED, addr, 0))
+                } else {
+                    let v = arg(2)?;
+                    self.b.ins().store(TRUSTED, v, addr, 0);
+                    SmallVec::new()
+                }
+            }
+            Copy => {
+                let elem = match tys.first() {
+                    Some(Type::Array(e)) => *e,
+                    _ => return Err(CodegenError::internal("`copy` of a non-array".into())),
+                };
+                let (ptr, len) = (vals[0][0], vals[0][1]);
+                let s = site(self.c, None);
+                let ctx = self.ctx();
+                let size = self.b.ins().iconst(types::I64, elem_bytes(elem));
+                let sv = self.b.ins().iconst(types::I64, s);
+                let r = self.call_import(
+                    "irad_rt_copy",
+                    &[types::I64; 5],
+                    &[types::I64],
+                    &[ctx, ptr, len, size, sv],
+                )?;
+                let null = self.b.ins().icmp_imm_s(IntCC::Equal, r[0], 0);
+                self.propagate_if(null);
+                smallvec::smallvec![r[0], len]
+            }
+            Push => {
+                let ty = tys.first().cloned().unwrap_or(Type::Unit);
+                let t = self.c.tape(&ty);
+                let s = site(self.c, None);
+                self.push(t, &vals[0], &leaf_list(&ty), s)?;
+                SmallVec::new()
+            }
+            Pop => {
+                let t = self.c.tape(ret);
+                let s = site(self.c, Some(ret.clone()));
+                self.pop(t, &leaf_list(ret), s)
+            }
+            Frule | Revfwd | Revback => {
+                let kind = match p {
+                    Frule => RULE_FRULE,
+                    Revfwd => RULE_REVFWD,
+                    _ => RULE_REVBACK,
+                };
+                let h = arg(0)?;
+                let width = if p == Frule {
+                    arg(1)?
+                } else {
+                    self.b.ins().iconst(types::I64, 0)
+                };
+                let s = site(self.c, None);
+                let ctx = self.ctx();
+                let k = self.b.ins().iconst(types::I64, kind);
+                let sv = self.b.ins().iconst(types::I64, s);
+                let r = self.call_import(
+                    RULE_FN,
+                    &[types::I64; 5],
+                    &[types::I64],
+                    &[ctx, k, h, width, sv],
+                )?;
+                let bad = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, r[0], 0);
+                self.propagate_if(bad);
+                one(r[0])
+            }
+        })
+    }
+
+    fn math2(
+        &mut self,
+        name: &'static str,
+        a: ir::Value,
+        b: ir::Value,
+    ) -> Result<ir::Value, CodegenError> {
+        Ok(self.call_import(name, &[types::F64, types::F64], &[types::F64], &[a, b])?[0])
+    }
+
+    /// The address of tape `t`'s record.
+    fn tape_addr(&mut self, t: u32) -> ir::Value {
+        let ctx = self.ctx();
+        let tapes = self.b.ins().load(types::I64, TRUSTED, ctx, rt::OFF_TAPES);
+        self.b.ins().iadd_imm_s(tapes, i64::from(t) * rt::TAPE_SIZE)
+    }
+
+    /// `push`: stores the leaves at the tape's top, growing it first when full.
+    fn push(
+        &mut self,
+        t: u32,
+        vals: &[ir::Value],
+        leaves: &[types::Type],
+        site: i64,
+    ) -> Result<(), CodegenError> {
+        let size: u32 = leaves.iter().map(|&l| leaf_bytes(l)).sum();
+        if size == 0 {
+            return Ok(());
+        }
+        let size = i64::from(size);
+        let addr = self.tape_addr(t);
+        let top = self
+            .b
+            .ins()
+            .load(types::I64, TRUSTED, addr, rt::OFF_TAPE_TOP);
+        let end = self
+            .b
+            .ins()
+            .load(types::I64, TRUSTED, addr, rt::OFF_TAPE_END);
+        let room = self.b.ins().isub(end, top);
+        let full = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, room, size);
+        let grow = self.b.create_block();
+        let store = self.b.create_block();
+        let top_param = self.b.append_block_param(store, types::I64);
+        self.b.set_cold_block(grow);
+        self.b
+            .ins()
+            .brif(full, grow, &[], store, &[BlockArg::Value(top)]);
+        self.b.switch_to_block(grow);
+        let ctx = self.ctx();
+        let tv = self.b.ins().iconst(types::I64, i64::from(t));
+        let sz = self.b.ins().iconst(types::I64, size);
+        let sv = self.b.ins().iconst(types::I64, site);
+        let r = self.call_import(
+            "irad_rt_tape_grow",
+            &[types::I64; 4],
+            &[types::I64],
+            &[ctx, tv, sz, sv],
+        )?;
+        self.propagate_if(r[0]);
+        let addr2 = self.tape_addr(t);
+        let top2 = self
+            .b
+            .ins()
+            .load(types::I64, TRUSTED, addr2, rt::OFF_TAPE_TOP);
+        self.b.ins().jump(store, &[BlockArg::Value(top2)]);
+        self.b.switch_to_block(store);
+        let mut off = 0i32;
+        for (&v, &leaf) in vals.iter().zip(leaves) {
+            self.b
+                .ins()
+                .store(MemFlagsData::new().with_notrap(), v, top_param, off);
+            off += leaf_bytes(leaf) as i32;
+        }
+        let new_top = self.b.ins().iadd_imm_s(top_param, size);
+        let addr3 = self.tape_addr(t);
+        self.b
+            .ins()
+            .store(TRUSTED, new_top, addr3, rt::OFF_TAPE_TOP);
+        Ok(())
+    }
+
+    /// `pop`: moves the tape's top back and loads the leaves there; an empty
+    /// tape is an error.
+    fn pop(&mut self, t: u32, leaves: &[types::Type], site: i64) -> Leaves {
+        let size: u32 = leaves.iter().map(|&l| leaf_bytes(l)).sum();
+        if size == 0 {
+            return SmallVec::new();
+        }
+        let size = i64::from(size);
+        let addr = self.tape_addr(t);
+        let top = self
+            .b
+            .ins()
+            .load(types::I64, TRUSTED, addr, rt::OFF_TAPE_TOP);
+        let base = self
+            .b
+            .ins()
+            .load(types::I64, TRUSTED, addr, rt::OFF_TAPE_BASE);
+        let used = self.b.ins().isub(top, base);
+        let empty = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, used, size);
+        self.fail_if(empty, rt::ERR_EMPTY_TAPE, site, None, None);
+        let new_top = self.b.ins().iadd_imm_s(top, -size);
+        self.b.ins().store(TRUSTED, new_top, addr, rt::OFF_TAPE_TOP);
+        let mut off = 0i32;
+        let mut out = Leaves::new();
+        for &leaf in leaves {
+            out.push(
+                self.b
+                    .ins()
+                    .load(leaf, MemFlagsData::new().with_notrap(), new_top, off),
+            );
+            off += leaf_bytes(leaf) as i32;
+        }
+        out
+    }
+}
+
+enum Callee {
+    Direct(ir::FuncRef),
+    Indirect(ir::SigRef, ir::Value),
+}
+
+fn const_index(op: Option<&Operand>) -> Option<usize> {
+    match op {
+        Some(Operand::Const(Const::I64(k))) => usize::try_from(*k).ok(),
+        _ => None,
+    }
+}
+
+/// The reachable blocks of `func` in reverse postorder from the entry.
+pub(crate) fn rpo(func: &Func) -> Vec<Block> {
+    let Some(entry) = func.entry() else {
+        return Vec::new();
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut post = Vec::new();
+    let mut stack: Vec<(Block, SmallVec<[Block; 2]>, usize)> = Vec::new();
+    seen.insert(entry);
+    stack.push((entry, func.successors(entry, func.next_in_layout(entry)), 0));
+    while let Some((blk, succs, i)) = stack.last_mut() {
+        if let Some(&s) = succs.get(*i) {
+            *i += 1;
+            if seen.insert(s) {
+                let succ = func.successors(s, func.next_in_layout(s));
+                stack.push((s, succ, 0));
+            }
+        } else {
+            post.push(*blk);
+            stack.pop();
+        }
+    }
+    post.reverse();
+    post
+}

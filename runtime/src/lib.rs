@@ -1,0 +1,532 @@
+//! The run-time support of irad's compiled code: the context every compiled
+//! function receives, the tapes of reverse mode, array allocation, the math
+//! functions and the error slot.
+//!
+//! The JIT links this crate into the process and passes the addresses of its
+//! `irad_rt_*` functions to Cranelift; object files written by `irad emit` link
+//! the same functions from the static library this crate also builds
+//! (`libirad_runtime.a`). Either way compiled code computes what the
+//! interpreter computes: the math functions are the `libm` crate's, as in the
+//! interpreter.
+//!
+//! Layout contract with the code generator (`irad-codegen`, docs/codegen.md):
+//! [`Ctx`] and [`Tape`] are `repr(C)` and the generator reads and writes their
+//! fields at the offsets given by the `OFF_*` constants; a test checks that the
+//! constants match the structs. A tape is one growable buffer: `push` stores a
+//! value's leaves at `top` and advances it, `pop` moves `top` back; compiled
+//! code does both inline and calls [`irad_rt_tape_grow`] only when a buffer is
+//! full. Arrays are (pointer, length) pairs; [`irad_rt_alloc`] and
+//! [`irad_rt_copy`] allocate zeroed memory that the [`Runtime`] owns until
+//! [`Runtime::release_arrays`].
+//!
+//! Errors: a failing operation stores an error kind (the `ERR_*` constants),
+//! the site (a number the code generator gave the failing statement) and up to
+//! two operands in the context, then every compiled frame returns status 1;
+//! callers record their call site with [`irad_rt_trace`] on the way out.
+
+#![allow(clippy::missing_safety_doc)] // every unsafe fn documents its contract in prose
+
+use std::alloc::{Layout, alloc_zeroed, dealloc, realloc};
+use std::ptr;
+
+/// The largest array, in elements, compiled code allocates (the interpreter's
+/// limit, `irad_ir::interp::MAX_ARRAY_LEN`).
+pub const MAX_ARRAY_LEN: u64 = 1 << 28;
+
+/// No error.
+pub const ERR_NONE: i64 = 0;
+/// `idiv` by zero.
+pub const ERR_DIV_ZERO: i64 = 1;
+/// `irem` by zero.
+pub const ERR_REM_ZERO: i64 = 2;
+/// `idiv(i64::MIN, -1)`.
+pub const ERR_IDIV_OVERFLOW: i64 = 3;
+/// `fptosi` of NaN or of a value outside the i64 range; `a` holds the f64's bits.
+pub const ERR_FPTOSI: i64 = 4;
+/// A negative array length `a`.
+pub const ERR_NEG_LEN: i64 = 5;
+/// An array length `a` above [`MAX_ARRAY_LEN`].
+pub const ERR_TOO_LONG: i64 = 6;
+/// Out of memory allocating an array of `a` elements.
+pub const ERR_OOM_ALLOC: i64 = 7;
+/// Out of memory copying an array of `a` elements.
+pub const ERR_OOM_COPY: i64 = 8;
+/// Index `a` out of bounds for an array of length `b`.
+pub const ERR_INDEX: i64 = 9;
+/// Switch index `a` out of range for `b` targets.
+pub const ERR_SWITCH: i64 = 10;
+/// Pop from an empty tape (the site says which type).
+pub const ERR_EMPTY_TAPE: i64 = 11;
+/// The call-depth limit was reached at a call.
+pub const ERR_DEPTH: i64 = 12;
+/// The native stack ran out at call depth `a`.
+pub const ERR_STACK: i64 = 13;
+/// An error whose text is in [`Runtime::message`] (rule derivation, internal errors).
+pub const ERR_MESSAGE: i64 = 14;
+/// Out of memory growing a tape.
+pub const ERR_OOM_TAPE: i64 = 15;
+
+/// The site number of an error raised outside any statement (a primitive
+/// called through a function value): the caller's call site takes its place.
+pub const SITE_NONE: i64 = -1;
+
+/// One tape: a buffer of values of one type, last pushed at the top.
+#[repr(C)]
+#[derive(Debug)]
+pub struct Tape {
+    /// The first free byte.
+    pub top: *mut u8,
+    /// One past the last byte of the buffer.
+    pub end: *mut u8,
+    /// The first byte of the buffer.
+    pub base: *mut u8,
+}
+
+impl Default for Tape {
+    fn default() -> Tape {
+        Tape {
+            top: ptr::null_mut(),
+            end: ptr::null_mut(),
+            base: ptr::null_mut(),
+        }
+    }
+}
+
+/// The hidden first argument of every compiled function.
+#[repr(C)]
+#[derive(Debug)]
+pub struct Ctx {
+    /// Active compiled frames (the outermost call counts as one).
+    pub depth: i64,
+    /// The largest allowed `depth`; a call beyond it is [`ERR_DEPTH`].
+    pub max_depth: i64,
+    /// Calls fail with [`ERR_STACK`] when the stack pointer is below this.
+    pub stack_limit: u64,
+    /// Code addresses of the function values, indexed by handle.
+    pub fn_table: *const *const u8,
+    /// The tapes, indexed by tape number.
+    pub tapes: *mut Tape,
+    /// The error kind (`ERR_*`), [`ERR_NONE`] while all is well.
+    pub err_kind: i64,
+    /// The failing statement's site number.
+    pub err_site: i64,
+    /// First operand of the error message.
+    pub err_a: i64,
+    /// Second operand of the error message.
+    pub err_b: i64,
+    /// The run-time state: arrays, tapes, call trace.
+    pub rt: *mut Runtime,
+    /// Whatever the embedder needs in callbacks (the JIT's compiler state).
+    pub host: *mut u8,
+}
+
+/// Byte offset of [`Ctx::depth`].
+pub const OFF_DEPTH: i32 = 0;
+/// Byte offset of [`Ctx::max_depth`].
+pub const OFF_MAX_DEPTH: i32 = 8;
+/// Byte offset of [`Ctx::stack_limit`].
+pub const OFF_STACK_LIMIT: i32 = 16;
+/// Byte offset of [`Ctx::fn_table`].
+pub const OFF_FN_TABLE: i32 = 24;
+/// Byte offset of [`Ctx::tapes`].
+pub const OFF_TAPES: i32 = 32;
+/// Byte offset of [`Ctx::err_kind`].
+pub const OFF_ERR_KIND: i32 = 40;
+/// Byte offset of [`Ctx::err_site`].
+pub const OFF_ERR_SITE: i32 = 48;
+/// Byte offset of [`Ctx::err_a`].
+pub const OFF_ERR_A: i32 = 56;
+/// Byte offset of [`Ctx::err_b`].
+pub const OFF_ERR_B: i32 = 64;
+/// Byte offset of [`Tape::top`].
+pub const OFF_TAPE_TOP: i32 = 0;
+/// Byte offset of [`Tape::end`].
+pub const OFF_TAPE_END: i32 = 8;
+/// Byte offset of [`Tape::base`].
+pub const OFF_TAPE_BASE: i32 = 16;
+/// Size of a [`Tape`].
+pub const TAPE_SIZE: i64 = 24;
+
+/// What compiled code owns while it runs: the arrays it allocated, the tapes,
+/// the call sites of an error on its way out.
+#[derive(Debug, Default)]
+pub struct Runtime {
+    arrays: Vec<(*mut u8, Layout)>,
+    /// The tapes; [`Ctx::tapes`] points at this buffer.
+    pub tapes: Vec<Tape>,
+    /// Call sites of the error being returned, innermost first.
+    pub trace: Vec<i64>,
+    /// The text of an [`ERR_MESSAGE`] error.
+    pub message: String,
+}
+
+impl Runtime {
+    /// Makes sure there are `n` tapes and points `ctx` at them.
+    pub fn ensure_tapes(&mut self, n: usize, ctx: &mut Ctx) {
+        if self.tapes.len() < n {
+            self.tapes.resize_with(n, Tape::default);
+        }
+        ctx.tapes = self.tapes.as_mut_ptr();
+    }
+
+    /// Whether every tape is empty.
+    pub fn tapes_empty(&self) -> bool {
+        self.tapes.iter().all(|t| t.top == t.base)
+    }
+
+    /// Bytes on all tapes now.
+    pub fn tape_bytes(&self) -> u64 {
+        self.tapes
+            .iter()
+            .map(|t| (t.top as usize).wrapping_sub(t.base as usize) as u64)
+            .sum()
+    }
+
+    /// Frees every array allocated by compiled code. Any (pointer, length)
+    /// pair still held anywhere dangles afterwards: call it only when no
+    /// tape holds an array and every result has been copied out.
+    pub fn release_arrays(&mut self) {
+        for (p, layout) in self.arrays.drain(..) {
+            // SAFETY: allocated by `alloc_zeroed` with this layout, freed once.
+            unsafe { dealloc(p, layout) };
+        }
+    }
+
+    /// Empties every tape and frees their buffers.
+    pub fn clear_tapes(&mut self) {
+        for t in &mut self.tapes {
+            free_tape(t);
+        }
+    }
+
+    /// Allocates `len` zeroed elements of `elem_size` bytes; `None` when out
+    /// of memory. The memory lives until [`Runtime::release_arrays`].
+    fn alloc(&mut self, len: usize, elem_size: usize) -> Option<*mut u8> {
+        let bytes = len.checked_mul(elem_size)?.max(1);
+        let layout = Layout::from_size_align(bytes, 8).ok()?;
+        // SAFETY: the layout has a non-zero size.
+        let p = unsafe { alloc_zeroed(layout) };
+        if p.is_null() {
+            return None;
+        }
+        self.arrays.push((p, layout));
+        Some(p)
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.release_arrays();
+        self.clear_tapes();
+    }
+}
+
+fn free_tape(t: &mut Tape) {
+    if !t.base.is_null() {
+        let cap = t.end as usize - t.base as usize;
+        // SAFETY: the buffer was allocated by `irad_rt_tape_grow` with this size.
+        unsafe { dealloc(t.base, Layout::from_size_align_unchecked(cap, 8)) };
+    }
+    *t = Tape::default();
+}
+
+/// Records an error in `ctx`.
+fn fail(ctx: &mut Ctx, kind: i64, site: i64, a: i64) {
+    ctx.err_kind = kind;
+    ctx.err_site = site;
+    ctx.err_a = a;
+    ctx.err_b = 0;
+}
+
+/// Checks an array length: the element count, or the error kind.
+fn checked_len(n: i64) -> Result<usize, i64> {
+    if n < 0 {
+        Err(ERR_NEG_LEN)
+    } else if n as u64 > MAX_ARRAY_LEN {
+        Err(ERR_TOO_LONG)
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// `alloc(n)` / `zeros(n)`: a zeroed array of `n` elements of `elem_size`
+/// bytes, or null with the error in `ctx` (negative length, too long, out of
+/// memory) at `site`.
+///
+/// # Safety
+/// `ctx` is a valid context whose `rt` points at a live [`Runtime`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn irad_rt_alloc(
+    ctx: *mut Ctx,
+    n: i64,
+    elem_size: i64,
+    site: i64,
+) -> *mut u8 {
+    // SAFETY: the caller passes a valid context.
+    let ctx = unsafe { &mut *ctx };
+    let len = match checked_len(n) {
+        Ok(len) => len,
+        Err(kind) => {
+            fail(ctx, kind, site, n);
+            return ptr::null_mut();
+        }
+    };
+    // SAFETY: `rt` is live (contract).
+    let rt = unsafe { &mut *ctx.rt };
+    match rt.alloc(len, elem_size as usize) {
+        Some(p) => p,
+        None => {
+            fail(ctx, ERR_OOM_ALLOC, site, n);
+            ptr::null_mut()
+        }
+    }
+}
+
+/// `copy(a)`: a new array holding the `len` elements of `elem_size` bytes at
+/// `src`, or null with the error in `ctx`.
+///
+/// # Safety
+/// As [`irad_rt_alloc`]; `src` points at `len * elem_size` readable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn irad_rt_copy(
+    ctx: *mut Ctx,
+    src: *const u8,
+    len: i64,
+    elem_size: i64,
+    site: i64,
+) -> *mut u8 {
+    // SAFETY: the caller passes a valid context.
+    let ctx = unsafe { &mut *ctx };
+    // SAFETY: `rt` is live (contract).
+    let rt = unsafe { &mut *ctx.rt };
+    let n = len.max(0) as usize;
+    match rt.alloc(n, elem_size as usize) {
+        Some(p) => {
+            // SAFETY: both regions hold n * elem_size bytes and do not overlap.
+            unsafe { ptr::copy_nonoverlapping(src, p, n * elem_size as usize) };
+            p
+        }
+        None => {
+            fail(ctx, ERR_OOM_COPY, site, len);
+            ptr::null_mut()
+        }
+    }
+}
+
+/// Grows tape number `tape` so that `size` more bytes fit; returns 0, or 1
+/// with [`ERR_OOM_TAPE`] in `ctx` at `site`.
+///
+/// # Safety
+/// As [`irad_rt_alloc`]; `tape` is below the number of tapes `ctx` points at.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn irad_rt_tape_grow(ctx: *mut Ctx, tape: i64, size: i64, site: i64) -> i64 {
+    // SAFETY: the caller passes a valid context and tape number.
+    let ctx = unsafe { &mut *ctx };
+    let t = unsafe { &mut *ctx.tapes.add(tape as usize) };
+    let used = t.top as usize - t.base as usize;
+    let cap = t.end as usize - t.base as usize;
+    let want = used.saturating_add(size as usize);
+    let new_cap = want.max(cap.saturating_mul(2)).max(4096);
+    let Ok(new_layout) = Layout::from_size_align(new_cap, 8) else {
+        fail(ctx, ERR_OOM_TAPE, site, 0);
+        return 1;
+    };
+    let p = if t.base.is_null() {
+        // SAFETY: non-zero size.
+        unsafe { alloc_zeroed(new_layout) }
+    } else {
+        // SAFETY: `base` was allocated here with capacity `cap` and alignment 8.
+        unsafe { realloc(t.base, Layout::from_size_align_unchecked(cap, 8), new_cap) }
+    };
+    if p.is_null() {
+        fail(ctx, ERR_OOM_TAPE, site, 0);
+        return 1;
+    }
+    t.base = p;
+    // SAFETY: both offsets lie within the new buffer.
+    t.top = unsafe { p.add(used) };
+    t.end = unsafe { p.add(new_cap) };
+    0
+}
+
+/// Records call site `site` on the way out of a failed call (or makes it the
+/// error's site when the error has none).
+///
+/// # Safety
+/// As [`irad_rt_alloc`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn irad_rt_trace(ctx: *mut Ctx, site: i64) {
+    // SAFETY: the caller passes a valid context whose runtime is live.
+    let ctx = unsafe { &mut *ctx };
+    if ctx.err_site == SITE_NONE {
+        // A primitive called as a value failed: the call is the failing statement.
+        ctx.err_site = site;
+    } else {
+        let rt = unsafe { &mut *ctx.rt };
+        rt.trace.push(site);
+    }
+}
+
+macro_rules! unary_math {
+    ($($name:ident = $f:ident),* $(,)?) => {$(
+        #[doc = concat!("`libm::", stringify!($f), "`, for compiled code.")]
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $name(x: f64) -> f64 {
+            libm::$f(x)
+        }
+    )*};
+}
+
+unary_math!(
+    irad_rt_exp = exp,
+    irad_rt_log = log,
+    irad_rt_log1p = log1p,
+    irad_rt_expm1 = expm1,
+    irad_rt_sin = sin,
+    irad_rt_cos = cos,
+    irad_rt_tan = tan,
+    irad_rt_asin = asin,
+    irad_rt_acos = acos,
+    irad_rt_atan = atan,
+    irad_rt_sinh = sinh,
+    irad_rt_cosh = cosh,
+    irad_rt_tanh = tanh,
+    irad_rt_erf = erf,
+    irad_rt_round = round,
+);
+
+/// `libm::pow`, for compiled code.
+#[unsafe(no_mangle)]
+pub extern "C" fn irad_rt_pow(x: f64, y: f64) -> f64 {
+    libm::pow(x, y)
+}
+
+/// `libm::atan2`, for compiled code.
+#[unsafe(no_mangle)]
+pub extern "C" fn irad_rt_atan2(y: f64, x: f64) -> f64 {
+    libm::atan2(y, x)
+}
+
+/// Every function compiled code may call, by symbol name, with its address:
+/// the JIT registers these with Cranelift.
+pub fn symbols() -> Vec<(&'static str, *const u8)> {
+    vec![
+        ("irad_rt_alloc", irad_rt_alloc as *const u8),
+        ("irad_rt_copy", irad_rt_copy as *const u8),
+        ("irad_rt_tape_grow", irad_rt_tape_grow as *const u8),
+        ("irad_rt_trace", irad_rt_trace as *const u8),
+        ("irad_rt_exp", irad_rt_exp as *const u8),
+        ("irad_rt_log", irad_rt_log as *const u8),
+        ("irad_rt_log1p", irad_rt_log1p as *const u8),
+        ("irad_rt_expm1", irad_rt_expm1 as *const u8),
+        ("irad_rt_sin", irad_rt_sin as *const u8),
+        ("irad_rt_cos", irad_rt_cos as *const u8),
+        ("irad_rt_tan", irad_rt_tan as *const u8),
+        ("irad_rt_asin", irad_rt_asin as *const u8),
+        ("irad_rt_acos", irad_rt_acos as *const u8),
+        ("irad_rt_atan", irad_rt_atan as *const u8),
+        ("irad_rt_sinh", irad_rt_sinh as *const u8),
+        ("irad_rt_cosh", irad_rt_cosh as *const u8),
+        ("irad_rt_tanh", irad_rt_tanh as *const u8),
+        ("irad_rt_erf", irad_rt_erf as *const u8),
+        ("irad_rt_round", irad_rt_round as *const u8),
+        ("irad_rt_pow", irad_rt_pow as *const u8),
+        ("irad_rt_atan2", irad_rt_atan2 as *const u8),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    #[test]
+    fn offsets_match_the_structs() {
+        assert_eq!(offset_of!(Ctx, depth), OFF_DEPTH as usize);
+        assert_eq!(offset_of!(Ctx, max_depth), OFF_MAX_DEPTH as usize);
+        assert_eq!(offset_of!(Ctx, stack_limit), OFF_STACK_LIMIT as usize);
+        assert_eq!(offset_of!(Ctx, fn_table), OFF_FN_TABLE as usize);
+        assert_eq!(offset_of!(Ctx, tapes), OFF_TAPES as usize);
+        assert_eq!(offset_of!(Ctx, err_kind), OFF_ERR_KIND as usize);
+        assert_eq!(offset_of!(Ctx, err_site), OFF_ERR_SITE as usize);
+        assert_eq!(offset_of!(Ctx, err_a), OFF_ERR_A as usize);
+        assert_eq!(offset_of!(Ctx, err_b), OFF_ERR_B as usize);
+        assert_eq!(offset_of!(Tape, top), OFF_TAPE_TOP as usize);
+        assert_eq!(offset_of!(Tape, end), OFF_TAPE_END as usize);
+        assert_eq!(offset_of!(Tape, base), OFF_TAPE_BASE as usize);
+        assert_eq!(size_of::<Tape>(), TAPE_SIZE as usize);
+    }
+
+    fn ctx_with(rt: &mut Runtime) -> Ctx {
+        Ctx {
+            depth: 0,
+            max_depth: 10,
+            stack_limit: 0,
+            fn_table: ptr::null(),
+            tapes: ptr::null_mut(),
+            err_kind: ERR_NONE,
+            err_site: 0,
+            err_a: 0,
+            err_b: 0,
+            rt,
+            host: ptr::null_mut(),
+        }
+    }
+
+    #[test]
+    fn alloc_checks_lengths_and_zeroes() {
+        let mut rt = Runtime::default();
+        let mut ctx = ctx_with(&mut rt);
+        let p = unsafe { irad_rt_alloc(&mut ctx, -3, 8, 7) };
+        assert!(p.is_null());
+        assert_eq!(
+            (ctx.err_kind, ctx.err_site, ctx.err_a),
+            (ERR_NEG_LEN, 7, -3)
+        );
+        let p = unsafe { irad_rt_alloc(&mut ctx, (MAX_ARRAY_LEN + 1) as i64, 8, 2) };
+        assert!(p.is_null());
+        assert_eq!(ctx.err_kind, ERR_TOO_LONG);
+        let p = unsafe { irad_rt_alloc(&mut ctx, 5, 8, 0) } as *mut f64;
+        assert!(!p.is_null());
+        let xs = unsafe { std::slice::from_raw_parts_mut(p, 5) };
+        assert_eq!(xs, &[0.0; 5]);
+        xs[2] = 4.0;
+        let q = unsafe { irad_rt_copy(&mut ctx, p as *const u8, 5, 8, 0) } as *const f64;
+        assert_eq!(
+            unsafe { std::slice::from_raw_parts(q, 5) },
+            &[0.0, 0.0, 4.0, 0.0, 0.0]
+        );
+    }
+
+    #[test]
+    fn tapes_grow_and_keep_their_contents() {
+        let mut rt = Runtime::default();
+        let mut ctx = ctx_with(&mut rt);
+        unsafe { (*ctx.rt).ensure_tapes(2, &mut ctx) };
+        for i in 0..10_000u64 {
+            let t = unsafe { &mut *ctx.tapes.add(1) };
+            if (t.end as usize) - (t.top as usize) < 8 {
+                assert_eq!(unsafe { irad_rt_tape_grow(&mut ctx, 1, 8, 0) }, 0);
+            }
+            let t = unsafe { &mut *ctx.tapes.add(1) };
+            unsafe { (t.top as *mut u64).write_unaligned(i) };
+            t.top = unsafe { t.top.add(8) };
+        }
+        let rt = unsafe { &mut *ctx.rt };
+        assert_eq!(rt.tape_bytes(), 80_000);
+        for i in (0..10_000u64).rev() {
+            let t = &mut rt.tapes[1];
+            t.top = unsafe { t.top.sub(8) };
+            assert_eq!(unsafe { (t.top as *const u64).read_unaligned() }, i);
+        }
+        assert!(rt.tapes_empty());
+    }
+
+    #[test]
+    fn math_is_libm() {
+        assert_eq!(irad_rt_sin(0.5).to_bits(), libm::sin(0.5).to_bits());
+        assert_eq!(irad_rt_round(2.5), 3.0);
+        assert_eq!(irad_rt_round(-2.5), -3.0);
+        assert!(irad_rt_log(-1.0).is_nan());
+    }
+}
