@@ -228,6 +228,9 @@ impl<M: ClModule> Compiler<M> {
                     ret_leaves: Vec::new(),
                     vals: Vec::new(),
                     fimports: HashMap::new(),
+                    prechecked: None,
+                    seg_tops: HashMap::new(),
+                    movable_pops: false,
                 };
                 let r = match f {
                     FuncRef::User(fid) => lower.user_function(fid),
@@ -275,6 +278,20 @@ struct Lower<'a, 'b, M: ClModule> {
     vals: Vec<Option<Leaves>>,
     /// Functions referenced from this function.
     fimports: HashMap<ClFuncId, ir::FuncRef>,
+    /// Set while lowering a `push` or `pop` whose room or contents were
+    /// checked at the start of its segment: its tape and the byte offset of
+    /// its value from the tape's top at the segment start.
+    prechecked: Option<(u32, i64)>,
+    /// The top of each tape at the start of the current segment, for the
+    /// tapes whose pushes (or pops) the segment moved the top over at once.
+    seg_tops: HashMap<u32, ir::Value>,
+    /// Whether popped values may be loaded where they are first used rather
+    /// than at the `pop`: true in functions that neither push nor call, where
+    /// nothing can overwrite or free the popped bytes while the function
+    /// runs. Without it, the optimiser keeps every load of a long pullback in
+    /// place and moves the arithmetic that uses them to the end, so all
+    /// popped values stay live at once (slow register allocation, spills).
+    movable_pops: bool,
 }
 
 const TRUSTED: MemFlagsData = MemFlagsData::trusted();
@@ -434,6 +451,17 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let Some(first) = func.entry() else {
             return Err(CodegenError::at(func, None, "function has no blocks"));
         };
+        self.movable_pops = !func.insts.values().any(|d| {
+            matches!(
+                d.kind,
+                InstKind::Invoke { .. }
+                    | InstKind::CallValue { .. }
+                    | InstKind::Prim {
+                        prim: Prim::Push,
+                        ..
+                    }
+            )
+        });
         let order = rpo(func);
         let mut cl_blocks: HashMap<Block, ir::Block> = HashMap::new();
         for &blk in &order {
@@ -488,10 +516,15 @@ impl<M: ClModule> Lower<'_, '_, M> {
         cl_blocks: &HashMap<Block, ir::Block>,
     ) -> Result<(), CodegenError> {
         let data = &func.blocks[blk];
+        let mut plan = self.tape_plan(func, blk);
         for (i, &inst) in data.insts.iter().enumerate() {
             let idata = &func.insts[inst];
             let site_loc = || Self::loc(func, blk, i);
             let result_ty = idata.result.map(|r| func.values[r].ty.clone());
+            if let Some(checks) = plan.checks.remove(&i) {
+                self.tape_checks(checks)?;
+            }
+            self.prechecked = plan.prechecked.get(&i).copied();
             let out = match &idata.kind {
                 InstKind::Phi { .. } => continue,
                 InstKind::Prim { prim, args } => {
@@ -989,14 +1022,24 @@ impl<M: ClModule> Lower<'_, '_, M> {
             Push => {
                 let ty = tys.first().cloned().unwrap_or(Type::Unit);
                 let t = self.c.tape(&ty);
-                let s = site(self.c, None);
-                self.push(t, &vals[0], &leaf_list(&ty), s)?;
+                match self.prechecked.take() {
+                    Some((_, off)) => self.push_at(t, off, &vals[0], &leaf_list(&ty))?,
+                    None => {
+                        let s = site(self.c, None);
+                        self.push(t, &vals[0], &leaf_list(&ty), s)?;
+                    }
+                }
                 SmallVec::new()
             }
             Pop => {
                 let t = self.c.tape(ret);
-                let s = site(self.c, Some(ret.clone()));
-                self.pop(t, &leaf_list(ret), s)
+                match self.prechecked.take() {
+                    Some((_, off)) => self.pop_at(t, off, &leaf_list(ret))?,
+                    None => {
+                        let s = site(self.c, Some(ret.clone()));
+                        self.pop(t, &leaf_list(ret), Some(s))
+                    }
+                }
             }
             Frule | Revfwd | Revback => {
                 let kind = match p {
@@ -1056,6 +1099,78 @@ impl<M: ClModule> Lower<'_, '_, M> {
             return Ok(());
         }
         let size = i64::from(size);
+        self.reserve(t, size, site)?;
+        let addr = self.tape_addr(t);
+        let top = self
+            .b
+            .ins()
+            .load(types::I64, TRUSTED, addr, rt::OFF_TAPE_TOP);
+        self.store_leaves(top, 0, vals, leaves);
+        let new_top = self.b.ins().iadd_imm_s(top, size);
+        self.b.ins().store(TRUSTED, new_top, addr, rt::OFF_TAPE_TOP);
+        Ok(())
+    }
+
+    fn store_leaves(
+        &mut self,
+        base: ir::Value,
+        off: i64,
+        vals: &[ir::Value],
+        leaves: &[types::Type],
+    ) {
+        let mut off = off as i32;
+        for (&v, &leaf) in vals.iter().zip(leaves) {
+            self.b
+                .ins()
+                .store(MemFlagsData::new().with_notrap(), v, base, off);
+            off += leaf_bytes(leaf) as i32;
+        }
+    }
+
+    /// A `push` of a segment whose room was reserved and whose top was
+    /// moved at the segment start: stores at `off` from the old top.
+    fn push_at(
+        &mut self,
+        t: u32,
+        off: i64,
+        vals: &[ir::Value],
+        leaves: &[types::Type],
+    ) -> Result<(), CodegenError> {
+        let top0 = *self
+            .seg_tops
+            .get(&t)
+            .ok_or_else(|| CodegenError::internal("a push outside its segment".into()))?;
+        self.store_leaves(top0, off, vals, leaves);
+        Ok(())
+    }
+
+    /// A `pop` of a segment whose bytes were checked and whose top was moved
+    /// at the segment start: loads at `off` (negative) from the old top.
+    fn pop_at(&mut self, t: u32, off: i64, leaves: &[types::Type]) -> Result<Leaves, CodegenError> {
+        let top0 = *self
+            .seg_tops
+            .get(&t)
+            .ok_or_else(|| CodegenError::internal("a pop outside its segment".into()))?;
+        Ok(self.load_leaves(top0, off, leaves))
+    }
+
+    fn load_leaves(&mut self, base: ir::Value, off: i64, leaves: &[types::Type]) -> Leaves {
+        let mut flags = MemFlagsData::new().with_notrap();
+        if self.movable_pops {
+            flags = flags.with_readonly().with_can_move();
+        }
+        let mut off = off as i32;
+        let mut out = Leaves::new();
+        for &leaf in leaves {
+            out.push(self.b.ins().load(leaf, flags, base, off));
+            off += leaf_bytes(leaf) as i32;
+        }
+        out
+    }
+
+    /// Makes sure `size` more bytes fit on tape `t`, growing it (a call of
+    /// the runtime, on a cold path) when they do not.
+    fn reserve(&mut self, t: u32, size: i64, site: i64) -> Result<(), CodegenError> {
         let addr = self.tape_addr(t);
         let top = self
             .b
@@ -1068,12 +1183,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let room = self.b.ins().isub(end, top);
         let full = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, room, size);
         let grow = self.b.create_block();
-        let store = self.b.create_block();
-        let top_param = self.b.append_block_param(store, types::I64);
+        let cont = self.b.create_block();
         self.b.set_cold_block(grow);
-        self.b
-            .ins()
-            .brif(full, grow, &[], store, &[BlockArg::Value(top)]);
+        self.b.ins().brif(full, grow, &[], cont, &[]);
         self.b.switch_to_block(grow);
         let ctx = self.ctx();
         let tv = self.b.ins().iconst(types::I64, i64::from(t));
@@ -1086,31 +1198,14 @@ impl<M: ClModule> Lower<'_, '_, M> {
             &[ctx, tv, sz, sv],
         )?;
         self.propagate_if(r[0]);
-        let addr2 = self.tape_addr(t);
-        let top2 = self
-            .b
-            .ins()
-            .load(types::I64, TRUSTED, addr2, rt::OFF_TAPE_TOP);
-        self.b.ins().jump(store, &[BlockArg::Value(top2)]);
-        self.b.switch_to_block(store);
-        let mut off = 0i32;
-        for (&v, &leaf) in vals.iter().zip(leaves) {
-            self.b
-                .ins()
-                .store(MemFlagsData::new().with_notrap(), v, top_param, off);
-            off += leaf_bytes(leaf) as i32;
-        }
-        let new_top = self.b.ins().iadd_imm_s(top_param, size);
-        let addr3 = self.tape_addr(t);
-        self.b
-            .ins()
-            .store(TRUSTED, new_top, addr3, rt::OFF_TAPE_TOP);
+        self.b.ins().jump(cont, &[]);
+        self.b.switch_to_block(cont);
         Ok(())
     }
 
     /// `pop`: moves the tape's top back and loads the leaves there; an empty
-    /// tape is an error.
-    fn pop(&mut self, t: u32, leaves: &[types::Type], site: i64) -> Leaves {
+    /// tape is an error (checked here unless `site` is `None`).
+    fn pop(&mut self, t: u32, leaves: &[types::Type], site: Option<i64>) -> Leaves {
         let size: u32 = leaves.iter().map(|&l| leaf_bytes(l)).sum();
         if size == 0 {
             return SmallVec::new();
@@ -1121,27 +1216,192 @@ impl<M: ClModule> Lower<'_, '_, M> {
             .b
             .ins()
             .load(types::I64, TRUSTED, addr, rt::OFF_TAPE_TOP);
-        let base = self
-            .b
-            .ins()
-            .load(types::I64, TRUSTED, addr, rt::OFF_TAPE_BASE);
-        let used = self.b.ins().isub(top, base);
-        let empty = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, used, size);
-        self.fail_if(empty, rt::ERR_EMPTY_TAPE, site, None, None);
+        if let Some(site) = site {
+            let base = self
+                .b
+                .ins()
+                .load(types::I64, TRUSTED, addr, rt::OFF_TAPE_BASE);
+            let used = self.b.ins().isub(top, base);
+            let empty = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, used, size);
+            self.fail_if(empty, rt::ERR_EMPTY_TAPE, site, None, None);
+        }
         let new_top = self.b.ins().iadd_imm_s(top, -size);
         self.b.ins().store(TRUSTED, new_top, addr, rt::OFF_TAPE_TOP);
-        let mut off = 0i32;
-        let mut out = Leaves::new();
-        for &leaf in leaves {
-            out.push(
-                self.b
-                    .ins()
-                    .load(leaf, MemFlagsData::new().with_notrap(), new_top, off),
-            );
-            off += leaf_bytes(leaf) as i32;
-        }
-        out
+        self.load_leaves(new_top, 0, leaves)
     }
+
+    /// Groups the `push` and `pop` statements of block `blk` into segments
+    /// that end at calls (a callee may use the same tapes). A tape that a
+    /// segment only pushes to gets one room check and one move of its top
+    /// at the segment start, each push a store at its offset; a tape it only
+    /// pops from, one check that it holds enough and one move, each pop a
+    /// load. Tapes both pushed and popped in a segment keep per-statement
+    /// checks. (After a run-time error inside a segment the tapes may hold
+    /// more or less than the interpreter's would; they are unspecified then.)
+    fn tape_plan(&mut self, func: &Func, blk: Block) -> TapePlan {
+        let mut plan = TapePlan::default();
+        let insts = &func.blocks[blk].insts;
+        let mut start = 0;
+        while start < insts.len() {
+            let mut end = start;
+            while end < insts.len()
+                && !matches!(
+                    func.insts[insts[end]].kind,
+                    InstKind::Invoke { .. } | InstKind::CallValue { .. }
+                )
+            {
+                end += 1;
+            }
+            // Per tape, in order: (statement, size, is_push).
+            let mut uses: Vec<(u32, Vec<TapeUse>)> = Vec::new();
+            for (i, &inst) in insts.iter().enumerate().take(end).skip(start) {
+                let data = &func.insts[inst];
+                let InstKind::Prim { prim, args } = &data.kind else {
+                    continue;
+                };
+                let (ty, is_push) = match prim {
+                    Prim::Push => {
+                        match args.first().and_then(|a| func.operand_type(a, self.module)) {
+                            Some(ty) => (ty, true),
+                            None => continue,
+                        }
+                    }
+                    Prim::Pop => match data.result {
+                        Some(r) => (func.values[r].ty.clone(), false),
+                        None => continue,
+                    },
+                    _ => continue,
+                };
+                let size: i64 = leaf_list(&ty)
+                    .iter()
+                    .map(|&l| i64::from(leaf_bytes(l)))
+                    .sum();
+                if size == 0 {
+                    continue;
+                }
+                let t = self.c.tape(&ty);
+                match uses.iter_mut().find(|u| u.0 == t) {
+                    Some(u) => u.1.push((i, size, is_push)),
+                    None => uses.push((t, vec![(i, size, is_push)])),
+                }
+            }
+            let mut checks = Vec::new();
+            for (tape, list) in uses {
+                if list.iter().all(|u| u.2) {
+                    let site = self.c.site(Self::loc(func, blk, list[0].0), None);
+                    let mut off = 0;
+                    for &(i, size, _) in &list {
+                        plan.prechecked.insert(i, (tape, off));
+                        off += size;
+                    }
+                    checks.push(TapeCheck::Room {
+                        tape,
+                        bytes: off,
+                        site,
+                    });
+                } else if list.iter().all(|u| !u.2) {
+                    let ty = self.c.tape_types[tape as usize].clone();
+                    let mut cum = 0;
+                    let mut pops = Vec::with_capacity(list.len());
+                    for &(i, size, _) in &list {
+                        cum += size;
+                        plan.prechecked.insert(i, (tape, -cum));
+                        let site = self.c.site(Self::loc(func, blk, i), Some(ty.clone()));
+                        pops.push((size, site));
+                    }
+                    checks.push(TapeCheck::Filled { tape, pops });
+                }
+            }
+            if !checks.is_empty() {
+                plan.checks.insert(start, checks);
+            }
+            start = end + 1;
+        }
+        plan
+    }
+
+    /// Emits the checks of the start of a segment and moves the tops.
+    fn tape_checks(&mut self, checks: Vec<TapeCheck>) -> Result<(), CodegenError> {
+        for check in checks {
+            match check {
+                TapeCheck::Room { tape, bytes, site } => {
+                    self.reserve(tape, bytes, site)?;
+                    let addr = self.tape_addr(tape);
+                    let top = self
+                        .b
+                        .ins()
+                        .load(types::I64, TRUSTED, addr, rt::OFF_TAPE_TOP);
+                    let new_top = self.b.ins().iadd_imm_s(top, bytes);
+                    self.b.ins().store(TRUSTED, new_top, addr, rt::OFF_TAPE_TOP);
+                    self.seg_tops.insert(tape, top);
+                }
+                TapeCheck::Filled { tape, pops } => {
+                    let total: i64 = pops.iter().map(|p| p.0).sum();
+                    let addr = self.tape_addr(tape);
+                    let top = self
+                        .b
+                        .ins()
+                        .load(types::I64, TRUSTED, addr, rt::OFF_TAPE_TOP);
+                    let base = self
+                        .b
+                        .ins()
+                        .load(types::I64, TRUSTED, addr, rt::OFF_TAPE_BASE);
+                    let used = self.b.ins().isub(top, base);
+                    let short = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, used, total);
+                    let err = self.b.create_block();
+                    let cont = self.b.create_block();
+                    self.b.set_cold_block(err);
+                    self.b.ins().brif(short, err, &[], cont, &[]);
+                    self.b.switch_to_block(err);
+                    // The failing pop is the first whose bytes are not all
+                    // there: the first k with used < size_1 + ... + size_k.
+                    let mut site = self.b.ins().iconst(types::I64, pops[pops.len() - 1].1);
+                    let mut cum = 0;
+                    let mut bounds = Vec::with_capacity(pops.len());
+                    for &(size, s) in &pops {
+                        cum += size;
+                        bounds.push((cum, s));
+                    }
+                    for &(cum, s) in bounds.iter().rev().skip(1) {
+                        let lt = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, used, cum);
+                        let sv = self.b.ins().iconst(types::I64, s);
+                        site = self.b.ins().select(lt, sv, site);
+                    }
+                    let ctx = self.ctx();
+                    let k = self.b.ins().iconst(types::I64, rt::ERR_EMPTY_TAPE);
+                    self.b.ins().store(TRUSTED, k, ctx, rt::OFF_ERR_KIND);
+                    self.b.ins().store(TRUSTED, site, ctx, rt::OFF_ERR_SITE);
+                    let ret = self.ret_err();
+                    self.b.ins().jump(ret, &[]);
+                    self.b.switch_to_block(cont);
+                    let new_top = self.b.ins().iadd_imm_s(top, -total);
+                    self.b.ins().store(TRUSTED, new_top, addr, rt::OFF_TAPE_TOP);
+                    self.seg_tops.insert(tape, top);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One check at the start of a segment of a block (the statements between
+/// calls): room for every push of one tape in the segment, or enough bytes
+/// on one tape for every pop (each pop's size and site, to report the pop
+/// that finds the tape short).
+enum TapeCheck {
+    Room { tape: u32, bytes: i64, site: i64 },
+    Filled { tape: u32, pops: Vec<(i64, i64)> },
+}
+
+/// A `push` (true) or `pop` of a segment: statement number, bytes.
+type TapeUse = (usize, i64, bool);
+
+/// The tape checks of a block: which checks go before which statement, and
+/// which `push`/`pop` statements they cover (with their sites).
+#[derive(Default)]
+struct TapePlan {
+    checks: HashMap<usize, Vec<TapeCheck>>,
+    prechecked: HashMap<usize, (u32, i64)>,
 }
 
 enum Callee {

@@ -400,10 +400,11 @@ impl Ctx<'_, '_> {
             for v in defined {
                 self.ensure_unpacked(v, floc)?;
             }
-            for &inst in rest {
+            let first = data.insts.len() - rest.len();
+            for (k, &inst) in rest.iter().enumerate() {
                 let idata = &src.insts[inst];
                 self.b.set_pos(idata.pos);
-                let loc = stmt_loc(src, blk, inst, floc);
+                let loc = stmt_loc(src, blk, (first + k) as u32 + 1, inst, floc);
                 self.make_fwds_ad_stmts(&idata.kind, idata.result, &loc)?;
             }
             // Phi entries of the successors for the edges out of this block.
@@ -791,17 +792,17 @@ fn unreachable_target(loc: &Location) -> ForwardError {
     ForwardError::new(loc.clone(), "internal error: jump to a dropped block")
 }
 
-/// The location of statement `inst` of block `blk`.
-pub(crate) fn stmt_loc(src: &Func, blk: Block, inst: irad_ir::Inst, floc: &Location) -> Location {
-    let data = &src.blocks[blk];
-    let stmt = data
-        .insts
-        .iter()
-        .position(|&i| i == inst)
-        .map(|k| k as u32 + 1);
+/// The location of statement `inst`, number `stmt` (from 1) of block `blk`.
+pub(crate) fn stmt_loc(
+    src: &Func,
+    blk: Block,
+    stmt: u32,
+    inst: irad_ir::Inst,
+    floc: &Location,
+) -> Location {
     Location {
-        block: Some(data.label),
-        stmt,
+        block: Some(src.blocks[blk].label),
+        stmt: Some(stmt),
         pos: src.insts[inst].pos.or(floc.pos),
         ..floc.clone()
     }

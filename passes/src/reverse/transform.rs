@@ -207,7 +207,7 @@ pub(super) fn derive(
         }
     }
     let loc_of = |inst: Inst| match *places.get(inst) {
-        Some((blk, _)) => stmt_loc(&src, blk, inst, &floc),
+        Some((blk, stmt)) => stmt_loc(&src, blk, stmt, inst, &floc),
         None => floc.clone(),
     };
     let optype = |op: &Operand, m: &Module| -> Result<Type, ReverseError> {
@@ -263,6 +263,7 @@ pub(super) fn derive(
         }
     }
     let mut stmts: HashMap<Inst, Stmt> = HashMap::new();
+    let mut fend: HashMap<Inst, usize> = HashMap::new();
     for &i in &order {
         fb.switch_to_block(fblock[i]).map_err(build)?;
         for &inst in &bb.blocks[i].stmts {
@@ -367,6 +368,11 @@ pub(super) fn derive(
                 fval.insert(res, out.primal);
                 fshadow.insert(res, out.shadows.clone());
             }
+            // Where this statement's forward part ends in its block, if the
+            // part stayed in the block (pushes may be moved there).
+            if fb.current_block() == Some(fblock[i]) {
+                fend.insert(inst, fb.func().blocks[fblock[i]].insts.len());
+            }
             stmts.insert(
                 inst,
                 Stmt {
@@ -395,7 +401,46 @@ pub(super) fn derive(
             }
         }
     };
-    // Saved values per block: global (pushed once at the return) or local.
+    // Saved values read only by statements of the block that defines them
+    // are pushed right after the last of those statements and popped right
+    // before its pullback: short live ranges on both sides, so a long block
+    // does not keep every saved value alive to its end (code generation's
+    // register allocation would pay for that).
+    let mut readers: HashMap<Value, (bool, Inst)> = HashMap::new();
+    let kept = |i: &usize| reachable.contains(i) && to_r[*i];
+    for i in (0..n).filter(kept) {
+        for &inst in &bb.blocks[i].stmts {
+            let Some(st) = stmts.get(&inst) else { continue };
+            for op in &st.saved {
+                let Operand::Value(v) = op else { continue };
+                let here = fdef(*v) == Some(i) && fend.contains_key(&inst);
+                readers
+                    .entry(*v)
+                    .and_modify(|(ok, last)| {
+                        *ok &= here;
+                        *last = inst;
+                    })
+                    .or_insert((here, inst));
+            }
+        }
+    }
+    let mut moved: HashMap<Inst, Vec<Value>> = HashMap::new();
+    let mut is_moved: HashSet<Value> = HashSet::new();
+    for i in (0..n).filter(kept) {
+        for &inst in &bb.blocks[i].stmts {
+            let Some(st) = stmts.get(&inst) else { continue };
+            for op in &st.saved {
+                let Operand::Value(v) = op else { continue };
+                if let Some(&(true, last)) = readers.get(v)
+                    && is_moved.insert(*v)
+                {
+                    moved.entry(last).or_default().push(*v);
+                }
+            }
+        }
+    }
+    // The other saved values per block: global (pushed once at the return)
+    // or local (pushed at the block's end).
     let mut is_global: HashMap<Value, bool> = HashMap::new();
     let mut locals: Vec<Vec<Value>> = vec![Vec::new(); n];
     let mut globals: Vec<Value> = Vec::new();
@@ -409,6 +454,9 @@ pub(super) fn derive(
             let Some(st) = stmts.get(&inst) else { continue };
             for op in &st.saved {
                 let Operand::Value(v) = op else { continue };
+                if is_moved.contains(v) {
+                    continue;
+                }
                 let g = *is_global
                     .entry(*v)
                     .or_insert_with(|| fdef(*v).is_none_or(|d| once[d]));
@@ -424,12 +472,29 @@ pub(super) fn derive(
     }
     drop(fdef);
     let mut ftypes: HashMap<Value, Type> = HashMap::new();
-    for &v in locals.iter().flatten().chain(&globals) {
+    for &v in locals.iter().flatten().chain(&globals).chain(&is_moved) {
         ftypes.insert(v, fb.func().values[v].ty.clone());
     }
-    // Block ends: pushes, then the terminator.
+    // Block ends: pushes, then the terminator. The pushes of moved values
+    // come first and are moved into place below.
+    let mut placed: Vec<(Block, Vec<(usize, Inst)>)> = Vec::new();
     for &i in &order {
         fb.switch_to_block(fblock[i]).map_err(build)?;
+        let mut here = Vec::new();
+        for &inst in &bb.blocks[i].stmts {
+            for &v in moved.get(&inst).map_or(&[][..], Vec::as_slice) {
+                fb.set_pos(src.insts[inst].pos);
+                fb.prim(Prim::Push, &[Operand::Value(v)]).map_err(build)?;
+                let pushed = fb.func().blocks[fblock[i]].insts.last().copied();
+                let at = fend.get(&inst).copied();
+                if let (Some(p), Some(at)) = (pushed, at) {
+                    here.push((at, p));
+                }
+            }
+        }
+        if !here.is_empty() {
+            placed.push((fblock[i], here));
+        }
         let term_pos = src.blocks[bb.blocks[i].id].term_pos;
         fb.set_pos(term_pos);
         for &v in &locals[i] {
@@ -511,6 +576,26 @@ pub(super) fn derive(
         }
     }
     drop(fb);
+    // Each moved push goes right after the forward part of its statement.
+    if let Some(f) = module.get_mut(fwd_id) {
+        for (b, pushes) in placed {
+            let insts = std::mem::take(&mut f.blocks[b].insts);
+            let movers: HashSet<Inst> = pushes.iter().map(|&(_, p)| p).collect();
+            let mut out = Vec::with_capacity(insts.len());
+            let mut k = 0;
+            for (pos, inst) in insts.iter().enumerate() {
+                while k < pushes.len() && pushes[k].0 == pos {
+                    out.push(pushes[k].1);
+                    k += 1;
+                }
+                if !movers.contains(inst) {
+                    out.push(*inst);
+                }
+            }
+            out.extend(pushes[k..].iter().map(|&(_, p)| p));
+            f.blocks[b].insts = out;
+        }
+    }
 
     // ---------------- pullback ----------------
     let mut bk = FuncBuilder::new(module, back_id).map_err(|e| err(&floc, e.to_string()))?;
@@ -605,6 +690,10 @@ pub(super) fn derive(
             if let How::Phi = st.how {
                 phi_insts.push(inst);
                 continue;
+            }
+            for &v in moved.get(&inst).map_or(&[][..], Vec::as_slice).iter().rev() {
+                let x = bk.pop(ftypes[&v].clone()).map_err(build)?;
+                local.insert(v, Operand::Value(x));
             }
             let res_ty = data
                 .result
