@@ -12,9 +12,11 @@
 //!
 //! Every function here returns [`Error`] for bad input; none panics.
 
+mod compiled;
 pub mod diag;
 pub mod dot;
 
+pub use compiled::{Compiled, CompiledError, jit_forward, jit_primal, jit_reverse};
 pub use irad_codegen as codegen;
 pub use irad_ir as ir;
 pub use irad_passes as passes;

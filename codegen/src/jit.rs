@@ -73,6 +73,7 @@ impl Executor for Jit<'_> {
 enum ModuleRef<'m> {
     Shared(&'m Module),
     WithRules(&'m mut Module, &'m mut dyn RuleProvider),
+    Owned(Box<Module>, Option<Box<dyn RuleProvider + 'm>>),
 }
 
 impl ModuleRef<'_> {
@@ -80,6 +81,16 @@ impl ModuleRef<'_> {
         match self {
             ModuleRef::Shared(m) => m,
             ModuleRef::WithRules(m, _) => m,
+            ModuleRef::Owned(m, _) => m,
+        }
+    }
+
+    /// The module and the rule provider, when there is one.
+    fn with_rules(&mut self) -> Option<(&mut Module, &mut dyn RuleProvider)> {
+        match self {
+            ModuleRef::Shared(_) | ModuleRef::Owned(_, None) => None,
+            ModuleRef::WithRules(m, p) => Some((&mut **m, &mut **p)),
+            ModuleRef::Owned(m, Some(p)) => Some((&mut **m, &mut **p)),
         }
     }
 }
@@ -120,6 +131,16 @@ impl<'m> Jit<'m> {
         provider: &'m mut dyn RuleProvider,
     ) -> Result<Jit<'m>, CodegenError> {
         Jit::make(ModuleRef::WithRules(module, provider))
+    }
+
+    /// A JIT that owns `module` and, when given, the provider of the rules
+    /// of function values: for callers that keep compiled code around (an
+    /// embedding compiler), with no borrow to keep alive.
+    pub fn owning(
+        module: Module,
+        provider: Option<Box<dyn RuleProvider + 'm>>,
+    ) -> Result<Jit<'m>, CodegenError> {
+        Jit::make(ModuleRef::Owned(Box::new(module), provider))
     }
 
     fn make(module: ModuleRef<'m>) -> Result<Jit<'m>, CodegenError> {
@@ -536,7 +557,7 @@ impl State<'_> {
             .handles
             .get(hu as usize)
             .ok_or_else(|| format!("internal error: bad function handle {h}"))?;
-        let ModuleRef::WithRules(module, provider) = &mut self.module else {
+        let Some((module, provider)) = self.module.with_rules() else {
             return Err(if kind == RULE_FRULE {
                 "no rule provider for frule: run forward rules through the forward-mode API".into()
             } else {

@@ -1,0 +1,140 @@
+//! Compiled modules that an embedding compiler keeps and calls: a module
+//! (built with the builder API or parsed), its derived functions, and the
+//! JIT's native code for all of them, behind one owning handle.
+//!
+//! ```
+//! use irad::ir::{FuncBuilder, Module, Prim, Type};
+//! use irad::ir::interp::{RunOptions, Val};
+//!
+//! // f(x) = x * sin(x), built without text.
+//! let mut m = Module::new();
+//! let f = m.declare_func("f", vec![(Some("x".into()), Type::F64)], Type::F64).unwrap();
+//! let mut b = FuncBuilder::new(&mut m, f).unwrap();
+//! let entry = b.create_block();
+//! b.switch_to_block(entry).unwrap();
+//! let x = b.param(0).unwrap();
+//! let s = b.prim(Prim::Sin, &[x.into()]).unwrap().unwrap();
+//! let y = b.prim(Prim::Mul, &[x.into(), s.into()]).unwrap().unwrap();
+//! b.ret(y.into()).unwrap();
+//!
+//! let registry = irad::rules::Registry::new();
+//! let mut c = irad::jit_reverse(&m, &[f], &registry).unwrap();
+//! // @f.rev: the arguments, then the seed; returns (value, dx).
+//! let rev = c.func("f.rev").unwrap();
+//! let out = c.call(rev, &[Val::F64(2.0), Val::F64(1.0)], &RunOptions::default()).unwrap();
+//! let Val::Tuple(parts) = out else { panic!("a tuple") };
+//! let (Val::F64(v), Val::F64(dx)) = (&parts[0], &parts[1]) else { panic!("f64s") };
+//! assert_eq!(*v, 2.0 * 2.0f64.sin());
+//! assert!((dx - (2.0f64.sin() + 2.0 * 2.0f64.cos())).abs() < 1e-15);
+//! ```
+
+use crate::codegen::{CodegenError, Jit};
+use irad_ir::interp::{RuleProvider, RunError, RunOptions, Val};
+use irad_ir::{FuncId, Module};
+use irad_passes::forward::{Forward, ForwardError};
+use irad_passes::reverse::{Reverse, ReverseError};
+use irad_rules::Registry;
+
+/// Why a module could not be compiled or a compiled function failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CompiledError {
+    /// Normalisation failed.
+    #[error(transparent)]
+    Pass(#[from] irad_passes::PassError),
+    /// Deriving a forward rule failed.
+    #[error(transparent)]
+    Forward(#[from] ForwardError),
+    /// Deriving reverse-mode pieces failed.
+    #[error(transparent)]
+    Reverse(#[from] ReverseError),
+    /// Code generation failed.
+    #[error(transparent)]
+    Codegen(#[from] CodegenError),
+    /// The function failed at run time.
+    #[error(transparent)]
+    Run(#[from] RunError),
+}
+
+/// A module with its derived functions, compiled by the JIT (on first call of
+/// each function), owning everything it needs; `'r` is the rule registry's
+/// borrow (rules of function values met at run time are derived with it).
+pub struct Compiled<'r> {
+    jit: Jit<'r>,
+}
+
+impl Compiled<'_> {
+    /// The module with every derived function (and every rule added at run time).
+    pub fn module(&self) -> &Module {
+        self.jit.module()
+    }
+
+    /// The function named `name` (without `@`), e.g. `f`, `f.rev`, `f.fwd`.
+    pub fn func(&self, name: &str) -> Option<FuncId> {
+        self.jit.module().by_name(name.trim_start_matches('@'))
+    }
+
+    /// Compiles `f` (and what it reaches) now rather than on its first call.
+    pub fn compile(&mut self, f: FuncId) -> Result<(), CompiledError> {
+        Ok(self.jit.compile(f)?)
+    }
+
+    /// Calls `f` on `args` in native code; the same results and errors as the
+    /// interpreter's `run`.
+    pub fn call(
+        &mut self,
+        f: FuncId,
+        args: &[Val],
+        opts: &RunOptions,
+    ) -> Result<Val, CompiledError> {
+        Ok(self.jit.run(f, args, opts)?)
+    }
+}
+
+/// `module` normalised and compiled as it is: its functions only.
+pub fn jit_primal(module: &Module) -> Result<Compiled<'static>, CompiledError> {
+    let mut m = module.clone();
+    irad_passes::normalise(&mut m)?;
+    Ok(Compiled {
+        jit: Jit::owning(m, None)?,
+    })
+}
+
+/// `module` normalised, with `@f.rev` (and its pieces) for each of `funcs`
+/// (SYNTAX.md's gradient convention: the arguments, a shadow per array, the
+/// seed; returns the value and the scalar gradients), compiled.
+pub fn jit_reverse<'r>(
+    module: &Module,
+    funcs: &[FuncId],
+    registry: &'r Registry,
+) -> Result<Compiled<'r>, CompiledError> {
+    let mut m = module.clone();
+    irad_passes::normalise(&mut m)?;
+    let mut rev = Reverse::new(registry);
+    for &f in funcs {
+        rev.rev(&mut m, f)?;
+    }
+    let provider: Box<dyn RuleProvider + 'r> = Box::new(rev);
+    Ok(Compiled {
+        jit: Jit::owning(m, Some(provider))?,
+    })
+}
+
+/// `module` normalised, with the forward rule of width `width` (`@f.fwd`, or
+/// `@f.fwdN` for N > 1) of each of `funcs`, compiled.
+pub fn jit_forward<'r>(
+    module: &Module,
+    funcs: &[FuncId],
+    width: u32,
+    registry: &'r Registry,
+) -> Result<Compiled<'r>, CompiledError> {
+    let mut m = module.clone();
+    irad_passes::normalise(&mut m)?;
+    let mut fwd = Forward::new(registry);
+    for &f in funcs {
+        fwd.rule(&mut m, f, width)?;
+    }
+    let provider: Box<dyn RuleProvider + 'r> = Box::new(fwd);
+    Ok(Compiled {
+        jit: Jit::owning(m, Some(provider))?,
+    })
+}
