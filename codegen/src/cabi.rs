@@ -108,8 +108,6 @@ pub(crate) struct Plan {
     pub internal: FuncId,
     /// The primal's location, for errors at entry.
     pub loc: Location,
-    /// The IR signature, for the header.
-    pub ir_sig: String,
     /// The C parameters, in order.
     pub params: Vec<CParam>,
     /// The leaves of the internal call's arguments.
@@ -119,7 +117,7 @@ pub(crate) struct Plan {
     /// (length parameter, argument position) of every array parameter:
     /// checked to be non-negative on entry.
     pub lengths: Vec<(usize, usize)>,
-    /// A one-line summary for the header.
+    /// A one-line summary with the IR signature, for the header.
     pub summary: String,
 }
 
@@ -234,7 +232,10 @@ pub(crate) fn plan(module: &Module, export: &Export) -> Result<Plan, CodegenErro
         ),
     };
     let symbol = symbol_of(module, export.func, suffix)?;
-    let mut b = PlanBuilder::default();
+    let mut b = PlanBuilder {
+        grad: wrt.is_some(),
+        ..PlanBuilder::default()
+    };
     // Parameter names first, so that the names made up later (`x_len`,
     // `out`) yield to them.
     let names: Vec<String> = func
@@ -310,17 +311,16 @@ pub(crate) fn plan(module: &Module, export: &Export) -> Result<Plan, CodegenErro
     let ir_sig = ir_signature(module, export.func);
     let summary = if grad {
         format!(
-            "Value and gradient of @{} (reverse mode, @{}.rev)",
-            func.name, func.name
+            "Value and gradient of {ir_sig} by reverse mode (@{}.rev).",
+            func.name
         )
     } else {
-        format!("@{}", func.name)
+        format!("The value of {ir_sig}.")
     };
     Ok(Plan {
         symbol,
         internal,
         loc,
-        ir_sig,
         params: b.params,
         args: b.args,
         results: b.results,
@@ -345,7 +345,7 @@ pub(crate) fn header(name: &str, source: &str, plans: &[Plan]) -> String {
     h.push_str(RUNTIME_API);
     let _ = writeln!(h, "\n#ifdef __cplusplus\nextern \"C\" {{\n#endif\n");
     for p in plans {
-        let _ = writeln!(h, "/* {}: {}", p.summary, p.ir_sig);
+        let _ = writeln!(h, "/* {}", p.summary);
         let width = p.params.iter().map(|c| c.name.len()).max().unwrap_or(0);
         for c in &p.params {
             let _ = writeln!(h, " *   {:width$}  {}", c.name, c.doc);
@@ -444,6 +444,8 @@ pub(crate) const STATUS_CODES: &[(&str, i64)] = &[
 /// Collects the pieces of a [`Plan`] while walking the parameter types.
 #[derive(Default)]
 struct PlanBuilder {
+    /// Whether this is a gradient function (whose arrays are restored).
+    grad: bool,
     names: Names,
     params: Vec<CParam>,
     args: Vec<ArgLeaf>,
@@ -507,8 +509,13 @@ impl PlanBuilder {
                     cty,
                     name,
                     format!(
-                        "{what} ([{}]): {len_name} elements ({ety}), which the function may write",
-                        elem_text(*elem)
+                        "{what} ([{}]): {len_name} elements ({ety}), {}",
+                        elem_text(*elem),
+                        if self.grad {
+                            "written during the call and restored before it returns"
+                        } else {
+                            "which the function may write"
+                        }
                     ),
                     types::I64,
                 );
