@@ -10,7 +10,7 @@
 
 use irad::codegen::runtime as rt;
 use irad::ir::interp::RunOptions;
-use irad::ir::interp::value::{ArrayData, Val};
+use irad::ir::interp::value::{ArrayData, ArrayRef, Val};
 use irad::passes::forward::grad::GradOptions;
 use irad::{Backend, Source};
 use std::path::{Path, PathBuf};
@@ -200,9 +200,11 @@ fn argv(vals: &[Val]) -> Vec<String> {
             Val::Bool(b) => out.push(u8::from(*b).to_string()),
             Val::Tuple(vs) => vs.iter().for_each(|v| go(v, out)),
             Val::Array(a) => {
-                if let ArrayData::F64(xs) = &*a.0.borrow() {
-                    out.push(xs.len().to_string());
-                    out.extend(xs.iter().map(|x| format!("{x:?}")));
+                out.push(a.0.borrow().len().to_string());
+                match &*a.0.borrow() {
+                    ArrayData::F64(xs) => out.extend(xs.iter().map(|x| format!("{x:?}"))),
+                    ArrayData::I64(xs) => out.extend(xs.iter().map(i64::to_string)),
+                    ArrayData::Bool(xs) => out.extend(xs.iter().map(|&b| u8::from(b).to_string())),
                 }
             }
             _ => panic!("no command-line form for {}", v.kind()),
@@ -347,6 +349,56 @@ fn tuples_integers_wrt_and_two_objects_in_one_program() {
         let want = expected(&src, &module, "int_mixed", &vals, None);
         let got = run(&exe, &argv(&vals));
         assert_eq!(got.lines().collect::<Vec<_>>(), want, "int_mixed({args})");
+    }
+}
+
+#[test]
+fn every_kind_of_parameter_and_result_and_scratch_shadows() {
+    // Arrays of each element type, a bool, an array inside a tuple; a result
+    // tuple of f64, bool and i64; with --wrt 2 the array `a` is not
+    // differentiated and gets a scratch shadow inside the call.
+    let file = format!("{ROOT}/tests/c/mixed.irad");
+    let (src, module) = source(&file);
+    let args = "[0.5, -1.25, 2.0], true, ([0.3, 0.7], 1.5), [2, -3, 4]";
+    let vals = parse(&src, &module, "mixed", args);
+    let flags: Vec<bool> = (0..3).map(|i| i % 2 == 0).collect();
+    let stats = irad::find_function(&src, &module, "stats").expect("stats");
+    let stats_args = [
+        vals[0].clone(),
+        Val::Array(ArrayRef::new(ArrayData::Bool(flags))),
+    ];
+    let r =
+        irad::run(&src, &module, stats, &stats_args, &RunOptions::default()).expect("stats runs");
+    let Val::Tuple(r) = r else {
+        panic!("stats returns a tuple")
+    };
+    let (Val::Bool(more), Val::I64(count)) = (&r[1], &r[2]) else {
+        panic!("stats returns (f64, bool, i64)")
+    };
+    let Val::Tuple(t) = &vals[2] else {
+        panic!("mixed takes a tuple third")
+    };
+    for (test, wrt, defines) in [
+        ("mixed", None, &[][..]),
+        ("mixed_wrt", Some(vec![2]), &["-DWRT_T"][..]),
+    ] {
+        let d = dir(test);
+        let mut extra = vec!["--grad"];
+        if wrt.is_some() {
+            extra.extend(["--wrt", "2"]);
+        }
+        let objs = [
+            emit(&file, "mixed", &extra, &d, "mixed"),
+            emit(&file, "stats", &[], &d, "stats"),
+        ];
+        let exe = link(&d, "mixed.c", &objs, defines, "mixed");
+        let mut want = expected(&src, &module, "mixed", &vals, wrt);
+        want.push(line("a", &[&vals[0]]));
+        want.push(line("u", &[&t[0]]));
+        want.push(line("stats", &[&r[0]]));
+        want.push(format!("{} {count}", u8::from(*more)));
+        let got = run(&exe, &argv(&vals));
+        assert_eq!(got.lines().collect::<Vec<_>>(), want, "{test}({args})");
     }
 }
 
