@@ -333,6 +333,8 @@ pub(crate) fn plan(module: &Module, export: &Export) -> Result<Plan, CodegenErro
 /// header's file name).
 pub(crate) fn header(name: &str, source: &str, plans: &[Plan]) -> String {
     let guard: String = format!("IRAD_{}", sanitize(name).to_ascii_uppercase());
+    // Names go inside comments, which `*/` would end.
+    let (name, source) = (name.replace("*/", "* /"), source.replace("*/", "* /"));
     let mut h = String::new();
     let _ = writeln!(
         h,
@@ -769,7 +771,8 @@ mod tests {
             ]
         );
         assert_eq!(p.symbol, "f_g");
-        let h = header("f.h", "f.ir", &[p]);
+        let h = header("f.h", "a*/f.ir", &[p]);
+        assert!(h.contains("from a* /f.ir"), "{h}");
         assert!(
             h.contains(
                 "int32_t f_g(double *x, int64_t x_len_2, int64_t x_len, double int_2_0, \
