@@ -9,6 +9,7 @@
 //! The layers themselves are re-exported: [`ir`] is the IR crate, [`rules`] the
 //! rule registry and the rule checker behind `irad test-rules`
 //! ([`test_rules`]), [`passes`] the pass manager, normalisation and forward mode.
+//! [`emit`] writes an object file with a C ABI and its header (`irad emit`).
 //!
 //! Every function here returns [`Error`] for bad input; none panics.
 
@@ -26,7 +27,7 @@ use irad_passes::forward::grad::{GradError, GradOptions, Gradient};
 use irad_passes::forward::{Forward, ForwardError};
 
 use ir::interp::value::{ArrayData, Val};
-use ir::interp::{RunError, RunOptions};
+use ir::interp::{RuleProvider, RunError, RunOptions};
 use ir::text::ParseError;
 use ir::verify::VerifyError;
 use ir::{Diagnostic, FuncId, FuncRef, Module, Pos};
@@ -47,6 +48,14 @@ pub enum Error {
     /// The file could not be read.
     #[error("{file}: error: cannot read file: {message}")]
     Io {
+        /// The path.
+        file: String,
+        /// What the operating system said.
+        message: String,
+    },
+    /// An output file could not be written (`irad emit`).
+    #[error("{file}: error: cannot write file: {message}")]
+    Write {
         /// The path.
         file: String,
         /// What the operating system said.
@@ -140,6 +149,15 @@ pub enum Error {
         file: String,
         /// The error (boxed: it is large and rare).
         err: Box<RunError>,
+    },
+    /// Code generation failed, or a function cannot be exported through the
+    /// C ABI (`irad emit`).
+    #[error("{file}: {err}")]
+    Codegen {
+        /// The source's name.
+        file: String,
+        /// The error (boxed: it is large and rare).
+        err: Box<codegen::CodegenError>,
     },
     /// `irad test-rules`: some rules disagree with their primitive.
     #[error("error: {failed} of {total} rule checks failed")]
@@ -476,6 +494,82 @@ pub fn forward_module(
     Ok((m, added))
 }
 
+/// `irad emit`: an object file exporting `func` through the C ABI as `NAME`
+/// and, with `grad`, its value and gradient by reverse mode as `NAME_grad`
+/// (with respect to the arguments at positions `wrt`, default all with a
+/// tangent), and the C header declaring them; `header_name` is the header's
+/// file name (for its include guard). The module is normalised; `@f.rev` and
+/// the rules of every function value that a rule statement may meet are
+/// derived ahead of time (objects are closed).
+/// See docs/codegen.md, "The C ABI".
+pub fn emit(
+    src: &Source,
+    module: &Module,
+    func: FuncId,
+    grad: bool,
+    wrt: Option<&[usize]>,
+    header_name: &str,
+) -> Result<codegen::ObjectFile, Error> {
+    let mut m = normalised(src, module)?;
+    let registry = rules::Registry::new();
+    let mut rules = AheadOfTimeRules {
+        fwd: Forward::new(&registry),
+        rev: irad_passes::reverse::Reverse::new(&registry),
+    };
+    let mut exports = vec![codegen::Export {
+        func,
+        kind: codegen::ExportKind::Primal,
+    }];
+    if grad {
+        let id = rules.rev.rev(&mut m, func).map_err(|err| Error::Reverse {
+            file: src.name.clone(),
+            err: Box::new(err),
+        })?;
+        exports.push(codegen::Export {
+            func,
+            kind: codegen::ExportKind::Grad {
+                rev: id,
+                wrt: wrt.map(<[usize]>::to_vec),
+            },
+        });
+    }
+    let opts = codegen::ObjectOptions {
+        source: &src.name,
+        header_name,
+    };
+    codegen::emit_object(&mut m, &mut rules, &exports, &opts).map_err(|err| Error::Codegen {
+        file: src.name.clone(),
+        err: Box::new(err),
+    })
+}
+
+/// The rules an object file is built with: forward rules from forward mode's
+/// cache, reverse pieces from reverse mode's (the one that built `@f.rev`, so
+/// that pieces are shared).
+struct AheadOfTimeRules<'r> {
+    fwd: Forward<'r>,
+    rev: irad_passes::reverse::Reverse<'r>,
+}
+
+impl RuleProvider for AheadOfTimeRules<'_> {
+    fn forward_rule(
+        &mut self,
+        module: &mut Module,
+        callee: FuncRef,
+        width: u32,
+    ) -> Result<FuncId, String> {
+        self.fwd.forward_rule(module, callee, width)
+    }
+
+    fn reverse_rule(
+        &mut self,
+        module: &mut Module,
+        callee: FuncRef,
+    ) -> Result<(FuncId, FuncId), String> {
+        self.rev.reverse_rule(module, callee)
+    }
+}
+
 /// `irad test-rules`: checks the built-in frule of every primitive against
 /// finite differences of the primitive, and its rrule against the primitive
 /// and, through the adjoint identity, against the frule (`rules::check`).
@@ -529,6 +623,7 @@ impl Error {
             Error::Surface { file, errs } => render_all(file, text_of(file), errs),
             Error::Forward { file, err } => render_diag(file, text_of(file), &**err),
             Error::Reverse { file, err } => render_diag(file, text_of(file), &**err),
+            Error::Codegen { file, err } => render_diag(file, text_of(file), &**err),
             Error::Run { file, err } => {
                 let mut out = render_diag(file, text_of(file), &**err);
                 // A depth-limit error has a call site per frame: show the

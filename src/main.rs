@@ -2,8 +2,8 @@
 //! default, forward mode with `--mode fwd`), `check`, `dump` (with
 //! `--after PASS` / `--all-passes` over the normalisation pipeline, `--mode
 //! fwd` for the forward rules, `--mode rev` for BBCode and the reverse
-//! pieces) and `test-rules` (the frule and rrule checkers; exit 1 when a rule
-//! fails).
+//! pieces), `emit` (an object file with a C ABI and its header) and
+//! `test-rules` (the frule and rrule checkers; exit 1 when a rule fails).
 //!
 //! Exit status: 0 on success, 1 for a user error (parse, verification,
 //! run-time, malformed arguments) with the message on stderr, 2 for bad usage
@@ -40,8 +40,35 @@ enum Command {
     },
     /// Print a file's IR in canonical form, or its control-flow graph.
     Dump(DumpCmd),
+    /// Write an object file exporting a function through the C ABI, and its
+    /// C header (OUT with the extension `.h`); see docs/codegen.md.
+    Emit(EmitCmd),
     /// Check every primitive's forward rule against finite differences.
     TestRules(TestRulesCmd),
+}
+
+#[derive(Args)]
+struct EmitCmd {
+    /// The source file (.irad or .ir).
+    file: PathBuf,
+    /// The function to export as `NAME` (`.` in its name becomes `_`).
+    #[arg(short = 'f', value_name = "NAME")]
+    func: String,
+    /// Also export `NAME_grad`: value and gradient by reverse mode.
+    #[arg(long)]
+    grad: bool,
+    /// The argument positions (from 0) `NAME_grad` differentiates, e.g.
+    /// `0,2`; default: every argument whose type contains f64.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "grad")]
+    wrt: Option<Vec<usize>>,
+    /// An optimisation schedule: accepted and ignored for now (schedules come
+    /// with the optimiser).
+    #[arg(long, value_name = "S")]
+    schedule: Option<String>,
+    /// The object file to write; the header goes beside it, with the
+    /// extension replaced by `.h`.
+    #[arg(short = 'o', value_name = "OUT.o")]
+    out: PathBuf,
 }
 
 #[derive(Args)]
@@ -241,6 +268,28 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
             let (table, verdict) = irad::test_rules(&opts);
             out(&table);
             verdict?;
+        }
+        Command::Emit(cmd) => {
+            let module = load(&cmd.file, sources)?;
+            let func = irad::find_function(&sources[0], &module, &cmd.func)?;
+            let _ = cmd.schedule;
+            let header = cmd.out.with_extension("h");
+            if header == cmd.out {
+                usage_error("-o names the header's own path: give the object file a `.o` name");
+            }
+            let header_name = header
+                .file_name()
+                .map_or_else(|| "out.h".into(), |n| n.to_string_lossy().into_owned());
+            let obj = irad::emit(
+                &sources[0],
+                &module,
+                func,
+                cmd.grad,
+                cmd.wrt.as_deref(),
+                &header_name,
+            )?;
+            write_file(&cmd.out, &obj.object)?;
+            write_file(&header, obj.header.as_bytes())?;
         }
         Command::Check { file } => {
             let module = load(&file, sources)?;
@@ -445,6 +494,13 @@ fn args_source(args: ArgsSource) -> Result<Source, Error> {
 fn usage_error(msg: &str) -> ! {
     let err = clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, format!("{msg}\n"));
     err.exit()
+}
+
+fn write_file(path: &std::path::Path, bytes: &[u8]) -> Result<(), Error> {
+    std::fs::write(path, bytes).map_err(|e| Error::Write {
+        file: path.display().to_string(),
+        message: e.to_string(),
+    })
 }
 
 fn load(path: &std::path::Path, sources: &mut Vec<Source>) -> Result<irad::ir::Module, Error> {

@@ -6,14 +6,22 @@
 //!   errors: compiled code must agree with the interpreter bit for bit.
 //! - `layout` fixes how each IR type is represented (docs/codegen.md);
 //!   `lower` translates functions, shared by the JIT and the object backend.
+//! - [`emit_object`] writes an object file with a C ABI and its header
+//!   (`irad emit`): exported functions per [`Export`], described in `cabi`.
 //! - Run-time support (tapes, arrays, math functions) is the `irad-runtime`
 //!   crate, linked into the process for the JIT and as a static library for
 //!   object files.
 
+mod cabi;
 mod error;
 mod jit;
 mod layout;
 mod lower;
+mod object;
 
+pub use cabi::{Export, ExportKind};
 pub use error::CodegenError;
+/// The run-time library compiled code calls (status codes, context layout).
+pub use irad_runtime as runtime;
 pub use jit::{DEFAULT_STACK_BUDGET, Jit, jit_with_rules, set_thread_stack_budget};
+pub use object::{ObjectFile, ObjectOptions, emit_object};

@@ -23,11 +23,21 @@
 //! the site (a number the code generator gave the failing statement) and up to
 //! two operands in the context, then every compiled frame returns status 1;
 //! callers record their call site with [`irad_rt_trace`] on the way out.
+//!
+//! Object files also call [`irad_rt_enter`] and [`irad_rt_leave`] around
+//! each exported function, and C programs call [`irad_error_message`] and the
+//! per-thread settings (the `capi` module, docs/codegen.md "The C ABI").
 
 #![allow(clippy::missing_safety_doc)] // every unsafe fn documents its contract in prose
 
 use std::alloc::{Layout, alloc_zeroed, dealloc, realloc};
 use std::ptr;
+
+mod capi;
+pub use capi::{
+    DEFAULT_MAX_DEPTH, DEFAULT_STACK_BUDGET, SITE_INFO_SIZE, SiteInfo, error_text,
+    irad_error_message, irad_rt_enter, irad_rt_leave, irad_set_max_depth, irad_set_stack_budget,
+};
 
 /// The largest array, in elements, compiled code allocates (the interpreter's
 /// limit, `irad_ir::interp::MAX_ARRAY_LEN`).
@@ -65,6 +75,13 @@ pub const ERR_STACK: i64 = 13;
 pub const ERR_MESSAGE: i64 = 14;
 /// Out of memory growing a tape.
 pub const ERR_OOM_TAPE: i64 = 15;
+/// A rule of a function value that an object file does not hold (objects
+/// are closed: their rules are built ahead of time); `a` is the handle, `b`
+/// the rule kind.
+pub const ERR_NO_RULE: i64 = 16;
+/// An array argument of an exported function has a negative length: `a` is
+/// the argument's position (from 0), `b` the length.
+pub const ERR_BAD_LENGTH: i64 = 17;
 
 /// The site number of an error raised outside any statement (a primitive
 /// called through a function value): the caller's call site takes its place.

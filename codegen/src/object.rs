@@ -1,0 +1,715 @@
+//! Object files with a C ABI: what `irad emit` writes (docs/codegen.md, "The
+//! C ABI").
+//!
+//! [`emit_object`] compiles the exported functions and everything they reach
+//! with the lowering the JIT uses (`lower::Compiler` over a
+//! `cranelift_object::ObjectModule`, native ISA, position-independent), and
+//! adds:
+//! - one exported C function per [`Export`], generated from its
+//!   `cabi::Plan`: it keeps a [`irad_runtime::Ctx`] in its frame, calls
+//!   `irad_rt_enter`, checks array lengths, calls the internal function,
+//!   stores the results through the out-pointers on success and returns the
+//!   status `irad_rt_leave` makes (which frees every array and tape of the call);
+//! - the function table (`irad.fn_table`, read through `Ctx::fn_table`): the
+//!   address of every function value's code, by handle;
+//! - `irad_rule`, local to the object: the rules of function values
+//!   (`frule`, `revfwd`, `revback`) as a table lookup. An object is closed,
+//!   so every rule a rule statement may ask for is built ahead of time
+//!   through the [`RuleProvider`]: for every function value whose type is
+//!   the operand type of a rule statement, the reverse pieces (for
+//!   `revfwd`/`revback`) and the forward rule of each constant width (for
+//!   `frule`), repeated until the rules themselves need nothing new. A lookup
+//!   that misses fails with `ERR_NO_RULE`;
+//! - the site table (`irad.sites`): per site number, C strings with the
+//!   source position, the IR place and a `pop`'s tape type, from which the
+//!   runtime writes located error messages.
+//!
+//! Internal symbols are local, so objects emitted separately link into one
+//! program; only the exported functions are global.
+
+use crate::CodegenError;
+use crate::cabi::{self, ArgLeaf, Export, Plan, ResultLeaf};
+use crate::layout::leaf_count;
+use crate::lower::{Compiler, RULE_FN, RULE_FRULE, RULE_REVBACK, RULE_REVFWD};
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{
+    AbiParam, BlockArg, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind, types,
+};
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_module::{
+    DataDescription, DataId, FuncId as ClFuncId, Linkage, Module as ClModule, default_libcall_names,
+};
+use cranelift_object::{ObjectBuilder, ObjectModule};
+use irad_ir::func::{Const, FuncId, FuncRef, InstKind, Module, Operand};
+use irad_ir::interp::RuleProvider;
+use irad_ir::loc::Location;
+use irad_ir::prim::Prim;
+use irad_ir::types::{FnType, Type};
+use irad_runtime::{self as rt, Ctx};
+use std::collections::{HashMap, HashSet};
+
+/// An object file and the C header that declares its exported functions.
+#[derive(Clone, Debug)]
+pub struct ObjectFile {
+    /// The object file's bytes (ELF, Mach-O or COFF, as the machine uses).
+    pub object: Vec<u8>,
+    /// The header's text.
+    pub header: String,
+}
+
+/// What an object's texts say about where it came from.
+#[derive(Clone, Copy, Debug)]
+pub struct ObjectOptions<'a> {
+    /// The source file's name, as error messages of the object name it.
+    pub source: &'a str,
+    /// The header's file name (its include guard is made from it).
+    pub header_name: &'a str,
+}
+
+/// Compiles `exports` of `module` (and everything they reach, with the rules
+/// of their function values, which `provider` derives and adds to `module`)
+/// into an object file with a C ABI, and writes its header.
+pub fn emit_object(
+    module: &mut Module,
+    provider: &mut dyn RuleProvider,
+    exports: &[Export],
+    opts: &ObjectOptions<'_>,
+) -> Result<ObjectFile, CodegenError> {
+    let plans = exports
+        .iter()
+        .map(|e| cabi::plan(module, e))
+        .collect::<Result<Vec<_>, _>>()?;
+    let builder = ObjectBuilder::new(native_isa()?, "irad", default_libcall_names())
+        .map_err(CodegenError::backend)?;
+    let mut comp = Compiler::new(ObjectModule::new(builder));
+    // Declared local before the lowering imports it, so that calls of
+    // `irad_rule` bind to the definition in this object.
+    let rule_fn = comp
+        .backend
+        .declare_function(RULE_FN, Linkage::Local, &rule_signature(&comp))
+        .map_err(CodegenError::backend)?;
+    for p in &plans {
+        comp.declare(module, FuncRef::User(p.internal))?;
+    }
+    let rules = close_rules(&mut comp, module, provider)?;
+    let data = Tables {
+        fn_table: declare_data(&mut comp, "irad.fn_table")?,
+        sites: declare_data(&mut comp, "irad.sites")?,
+        strings: declare_data(&mut comp, "irad.strings")?,
+    };
+    // Every export's entry site first: the number of sites is final before
+    // the exported functions, which pass it to the runtime, are generated.
+    let entry_sites: Vec<i64> = plans
+        .iter()
+        .map(|p| {
+            comp.sites.push(crate::lower::Site {
+                loc: p.loc.clone(),
+                tape: None,
+            });
+            (comp.sites.len() - 1) as i64
+        })
+        .collect();
+    for (p, &site) in plans.iter().zip(&entry_sites) {
+        define_export(&mut comp, module, p, site, &data)?;
+    }
+    define_rule_fn(&mut comp, rule_fn, &rules)?;
+    define_fn_table(&mut comp, data.fn_table)?;
+    define_sites(&mut comp, &data, opts.source)?;
+    let object = comp
+        .backend
+        .finish()
+        .emit()
+        .map_err(CodegenError::backend)?;
+    Ok(ObjectFile {
+        object,
+        header: cabi::header(opts.header_name, opts.source, &plans),
+    })
+}
+
+/// The data objects of an object file besides the code.
+struct Tables {
+    fn_table: DataId,
+    sites: DataId,
+    strings: DataId,
+}
+
+/// One row of `irad_rule`'s table: the rule of `kind` (at `width`) of the
+/// function value `handle` is the function value `rule`.
+#[derive(Clone, Copy, Debug)]
+struct RuleEntry {
+    kind: i64,
+    handle: u32,
+    width: i64,
+    rule: u32,
+}
+
+/// A kind of rule that some rule statement asks of function values of type
+/// `ty`: the reverse pieces, or the forward rule at `width`.
+#[derive(Clone, Debug)]
+struct Need {
+    rev: bool,
+    ty: Type,
+    width: u32,
+    /// The first statement that asks, for errors.
+    loc: Location,
+}
+
+/// The ISA of this machine, with the flags of the object backend.
+fn native_isa() -> Result<cranelift_codegen::isa::OwnedTargetIsa, CodegenError> {
+    let mut flags = settings::builder();
+    for (k, v) in [
+        ("opt_level", "speed"),
+        ("enable_multi_ret_implicit_sret", "true"),
+        ("is_pic", "true"),
+        (
+            "enable_verifier",
+            if cfg!(debug_assertions) {
+                "true"
+            } else {
+                "false"
+            },
+        ),
+    ] {
+        flags.set(k, v).map_err(CodegenError::backend)?;
+    }
+    cranelift_native::builder()
+        .map_err(|e| CodegenError::backend(format!("this machine is not supported: {e}")))?
+        .finish(settings::Flags::new(flags))
+        .map_err(CodegenError::backend)
+}
+
+/// `irad_rule`'s signature: `(ctx, kind, handle, width, site) -> handle`.
+fn rule_signature(comp: &Compiler<ObjectModule>) -> Signature {
+    let mut sig = Signature::new(comp.call_conv());
+    sig.params.extend([AbiParam::new(types::I64); 5]);
+    sig.returns.push(AbiParam::new(types::I64));
+    sig
+}
+
+/// Compiles everything pending and builds the rules of function values that
+/// rule statements may ask for, until nothing new is needed. Returns the
+/// rule table.
+fn close_rules(
+    comp: &mut Compiler<ObjectModule>,
+    module: &mut Module,
+    provider: &mut dyn RuleProvider,
+) -> Result<Vec<RuleEntry>, CodegenError> {
+    let mut needs: Vec<Need> = Vec::new();
+    let mut done: HashSet<(bool, u32, u32)> = HashSet::new();
+    let mut rule_handles: HashSet<u32> = HashSet::new();
+    let mut entries = Vec::new();
+    loop {
+        comp.define_pending(module)?;
+        for f in comp.defined.clone() {
+            if let FuncRef::User(id) = f {
+                scan_rule_statements(module, id, &mut needs)?;
+            }
+        }
+        let mut progress = false;
+        let mut h = 0usize;
+        // Building a rule adds handles (of the rule functions), so the bound
+        // is read anew each time.
+        while h < comp.handles.len() {
+            let handle = u32::try_from(h)
+                .map_err(|_| CodegenError::internal("too many function values".into()))?;
+            h += 1;
+            if rule_handles.contains(&handle) {
+                continue;
+            }
+            let callee = comp.handles[handle as usize];
+            let sig = fn_type_of(module, callee)?;
+            let ty = Type::from_fn(sig.clone());
+            let callee_name = name_of(module, callee);
+            for need in needs.iter().filter(|n| n.ty == ty) {
+                if !done.insert((need.rev, handle, need.width)) {
+                    continue;
+                }
+                progress = true;
+                let fail = |msg: String| CodegenError {
+                    loc: need.loc.clone(),
+                    msg: format!(
+                        "cannot build the {} rule of function value {callee_name} ahead of time: {msg}",
+                        if need.rev { "reverse" } else { "forward" },
+                    ),
+                };
+                if need.rev {
+                    let (fwd, back) = provider.reverse_rule(module, callee).map_err(fail)?;
+                    check_type(module, fwd, &Type::rev_fwd_fn(&sig)).map_err(fail)?;
+                    check_type(module, back, &Type::rev_back_fn(&sig)).map_err(fail)?;
+                    let hf = comp.handle(module, FuncRef::User(fwd))?;
+                    let hb = comp.handle(module, FuncRef::User(back))?;
+                    rule_handles.extend([hf, hb]);
+                    entries.push(RuleEntry {
+                        kind: RULE_REVFWD,
+                        handle,
+                        width: 0,
+                        rule: hf,
+                    });
+                    entries.push(RuleEntry {
+                        kind: RULE_REVBACK,
+                        handle,
+                        width: 0,
+                        rule: hb,
+                    });
+                } else {
+                    let id = provider
+                        .forward_rule(module, callee, need.width)
+                        .map_err(fail)?;
+                    check_type(module, id, &Type::forward_fn(&sig, need.width)).map_err(fail)?;
+                    let r = comp.handle(module, FuncRef::User(id))?;
+                    rule_handles.insert(r);
+                    entries.push(RuleEntry {
+                        kind: RULE_FRULE,
+                        handle,
+                        width: i64::from(need.width),
+                        rule: r,
+                    });
+                }
+            }
+        }
+        if !progress {
+            return Ok(entries);
+        }
+    }
+}
+
+/// Adds to `needs` what the rule statements of function `id` ask for.
+fn scan_rule_statements(
+    module: &Module,
+    id: FuncId,
+    needs: &mut Vec<Need>,
+) -> Result<(), CodegenError> {
+    let func = module
+        .get(id)
+        .ok_or_else(|| CodegenError::internal(format!("no function {id:?}")))?;
+    for &blk in &func.layout {
+        for (i, &inst) in func.blocks[blk].insts.iter().enumerate() {
+            let InstKind::Prim { prim, args } = &func.insts[inst].kind else {
+                continue;
+            };
+            if !matches!(prim, Prim::Frule | Prim::Revfwd | Prim::Revback) {
+                continue;
+            }
+            let loc = Location {
+                func: Some(func.name.clone()),
+                block: Some(func.blocks[blk].label),
+                stmt: Some(i as u32 + 1),
+                pos: func.insts[inst].pos,
+            };
+            let ty = args
+                .first()
+                .and_then(|a| func.operand_type(a, module))
+                .filter(|t| matches!(t, Type::Func(_)))
+                .ok_or_else(|| CodegenError {
+                    loc: loc.clone(),
+                    msg: format!("cannot compile: `{prim}` of a value that is not a function"),
+                })?;
+            let (rev, width) = if *prim == Prim::Frule {
+                match args.get(1) {
+                    Some(Operand::Const(Const::I64(w))) => match u32::try_from(*w) {
+                        Ok(w) => (false, w),
+                        Err(_) => {
+                            return Err(CodegenError {
+                                loc,
+                                msg: format!("cannot compile: batch width {w} out of range"),
+                            });
+                        }
+                    },
+                    _ => {
+                        return Err(CodegenError {
+                            loc,
+                            msg: "cannot compile into an object: `frule` with a width that is not a constant (objects build their rules ahead of time)".into(),
+                        });
+                    }
+                }
+            } else {
+                (true, 0)
+            };
+            if !needs
+                .iter()
+                .any(|n| n.rev == rev && n.width == width && n.ty == ty)
+            {
+                needs.push(Need {
+                    rev,
+                    ty,
+                    width,
+                    loc,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The type of a function value.
+fn fn_type_of(module: &Module, f: FuncRef) -> Result<FnType, CodegenError> {
+    match f {
+        FuncRef::User(id) => module
+            .get(id)
+            .map(|f| f.fn_type())
+            .ok_or_else(|| CodegenError::internal(format!("no function {id:?}"))),
+        FuncRef::Prim(p) => match p.fn_type() {
+            Some(Type::Func(sig)) => Ok((*sig).clone()),
+            _ => Err(CodegenError::internal(format!(
+                "primitive `{p}` has no single signature"
+            ))),
+        },
+    }
+}
+
+/// Checks that a rule the provider made has the type the rule statement's
+/// call expects (a wrong one would be called with the wrong signature).
+fn check_type(module: &Module, id: FuncId, want: &FnType) -> Result<(), String> {
+    let want = Type::from_fn(want.clone());
+    let got = module.get(id).map(|f| Type::from_fn(f.fn_type()));
+    if got.as_ref() == Some(&want) {
+        Ok(())
+    } else {
+        Err(format!(
+            "internal error: the rule has type {}, not {want}",
+            got.map_or("nothing".to_string(), |t| t.to_string())
+        ))
+    }
+}
+
+fn name_of(module: &Module, f: FuncRef) -> String {
+    match f {
+        FuncRef::User(id) => module
+            .get(id)
+            .map_or_else(|| "?".to_string(), |f| format!("@{}", f.name)),
+        FuncRef::Prim(p) => format!("@{p}"),
+    }
+}
+
+fn declare_data(comp: &mut Compiler<ObjectModule>, name: &str) -> Result<DataId, CodegenError> {
+    comp.backend
+        .declare_data(name, Linkage::Local, false, false)
+        .map_err(CodegenError::backend)
+}
+
+/// A runtime function, imported.
+fn import(
+    comp: &mut Compiler<ObjectModule>,
+    name: &str,
+    params: &[types::Type],
+    rets: &[types::Type],
+) -> Result<ClFuncId, CodegenError> {
+    let mut sig = Signature::new(comp.call_conv());
+    sig.params.extend(params.iter().map(|&t| AbiParam::new(t)));
+    sig.returns.extend(rets.iter().map(|&t| AbiParam::new(t)));
+    comp.backend
+        .declare_function(name, Linkage::Import, &sig)
+        .map_err(CodegenError::backend)
+}
+
+/// Generates the exported C function of `plan`; `site` is its entry's site
+/// number (for argument errors).
+fn define_export(
+    comp: &mut Compiler<ObjectModule>,
+    module: &Module,
+    plan: &Plan,
+    site: i64,
+    data: &Tables,
+) -> Result<(), CodegenError> {
+    let func = module
+        .get(plan.internal)
+        .ok_or_else(|| CodegenError::internal(format!("no function {:?}", plan.internal)))?;
+    let n_in: usize = func.param_types().iter().map(leaf_count).sum::<usize>();
+    if n_in != plan.args.len() || leaf_count(&func.ret) != plan.results.len() {
+        return Err(CodegenError::internal(format!(
+            "the C form of @{} does not match its signature",
+            func.name
+        )));
+    }
+    let mut sig = Signature::new(comp.call_conv());
+    sig.params
+        .extend(plan.params.iter().map(|p| AbiParam::new(p.leaf)));
+    sig.returns.push(AbiParam::new(types::I32));
+    let id = comp
+        .backend
+        .declare_function(&plan.symbol, Linkage::Export, &sig)
+        .map_err(|e| CodegenError {
+            loc: plan.loc.clone(),
+            msg: format!("cannot export `{}`: {e}", plan.symbol),
+        })?;
+    let internal = comp.declare(module, FuncRef::User(plan.internal))?;
+    let i64s = [types::I64; 4];
+    let enter = import(comp, "irad_rt_enter", &i64s[..3], &[])?;
+    let leave = import(comp, "irad_rt_leave", &i64s, &[types::I32])?;
+    let alloc = import(comp, "irad_rt_alloc", &i64s, &[types::I64])?;
+    let ntapes = i64::try_from(comp.tape_types.len())
+        .map_err(|_| CodegenError::internal("too many tapes".into()))?;
+    let nsites = i64::try_from(comp.sites.len())
+        .map_err(|_| CodegenError::internal("too many sites".into()))?;
+    let ctx_size = u32::try_from(std::mem::size_of::<Ctx>())
+        .map_err(|_| CodegenError::internal("context too large".into()))?;
+
+    let mut ctx = comp.backend.make_context();
+    ctx.func.signature = sig;
+    let mut fctx = FunctionBuilderContext::new();
+    {
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        let ps = b.block_params(entry).to_vec();
+        let slot =
+            b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, ctx_size, 3));
+        let cx = b.ins().stack_addr(types::I64, slot, 0);
+        let table_gv = comp.backend.declare_data_in_func(data.fn_table, b.func);
+        let table = b.ins().symbol_value(types::I64, table_gv);
+        let nt = b.ins().iconst(types::I64, ntapes);
+        let enter_ref = comp.backend.declare_func_in_func(enter, b.func);
+        b.ins().call(enter_ref, &[cx, table, nt]);
+
+        let leave_blk = b.create_block();
+        let status = b.append_block_param(leave_blk, types::I64);
+        let failed = b.create_block();
+        b.set_cold_block(failed);
+
+        // A negative length would pass every bounds check (they compare
+        // unsigned): refuse it before any compiled code runs.
+        for &(len, arg) in &plan.lengths {
+            let neg = b.ins().icmp_imm_s(IntCC::SignedLessThan, ps[len], 0);
+            let bad = b.create_block();
+            let ok = b.create_block();
+            b.set_cold_block(bad);
+            b.ins().brif(neg, bad, &[], ok, &[]);
+            b.switch_to_block(bad);
+            let arg = i64::try_from(arg).unwrap_or(i64::MAX);
+            for (v, off) in [
+                (
+                    b.ins().iconst(types::I64, rt::ERR_BAD_LENGTH),
+                    rt::OFF_ERR_KIND,
+                ),
+                (b.ins().iconst(types::I64, site), rt::OFF_ERR_SITE),
+                (b.ins().iconst(types::I64, arg), rt::OFF_ERR_A),
+                (ps[len], rt::OFF_ERR_B),
+            ] {
+                b.ins().store(MemFlagsData::trusted(), v, cx, off);
+            }
+            b.ins().jump(failed, &[]);
+            b.switch_to_block(ok);
+        }
+
+        let mut args = vec![cx];
+        for leaf in &plan.args {
+            let v = match *leaf {
+                ArgLeaf::Param(p) | ArgLeaf::Shadow(p) | ArgLeaf::Len(p) => ps[p],
+                ArgLeaf::Bool(p) => b.ins().icmp_imm_s(IntCC::NotEqual, ps[p], 0),
+                ArgLeaf::Scratch(len) => {
+                    // The shadow of an array not differentiated: zeroed
+                    // memory the runtime frees when the call ends.
+                    let size = b.ins().iconst(types::I64, 8);
+                    let s = b.ins().iconst(types::I64, site);
+                    let alloc_ref = comp.backend.declare_func_in_func(alloc, b.func);
+                    let call = b.ins().call(alloc_ref, &[cx, ps[len], size, s]);
+                    let p = b.inst_results(call)[0];
+                    let null = b.ins().icmp_imm_s(IntCC::Equal, p, 0);
+                    let ok = b.create_block();
+                    b.ins().brif(null, failed, &[], ok, &[]);
+                    b.switch_to_block(ok);
+                    p
+                }
+            };
+            args.push(v);
+        }
+        let internal_ref = comp.backend.declare_func_in_func(internal, b.func);
+        let call = b.ins().call(internal_ref, &args);
+        let res = b.inst_results(call).to_vec();
+        let ok = b.create_block();
+        b.ins().brif(res[0], failed, &[], ok, &[]);
+
+        b.switch_to_block(ok);
+        for (&v, dest) in res[1..].iter().zip(&plan.results) {
+            if let ResultLeaf::Out(p, leaf) = *dest {
+                let v = if leaf == types::I8 {
+                    b.ins().uextend(types::I32, v)
+                } else {
+                    v
+                };
+                b.ins().store(MemFlagsData::new(), v, ps[p], 0);
+            }
+        }
+        let zero = b.ins().iconst(types::I64, 0);
+        b.ins().jump(leave_blk, &[BlockArg::Value(zero)]);
+
+        b.switch_to_block(failed);
+        let one = b.ins().iconst(types::I64, 1);
+        b.ins().jump(leave_blk, &[BlockArg::Value(one)]);
+
+        b.switch_to_block(leave_blk);
+        let sites_gv = comp.backend.declare_data_in_func(data.sites, b.func);
+        let sites = b.ins().symbol_value(types::I64, sites_gv);
+        let ns = b.ins().iconst(types::I64, nsites);
+        let leave_ref = comp.backend.declare_func_in_func(leave, b.func);
+        let call = b.ins().call(leave_ref, &[cx, status, sites, ns]);
+        let code = b.inst_results(call)[0];
+        b.ins().return_(&[code]);
+        b.seal_all_blocks();
+        b.finalize(comp.backend.isa().frontend_config());
+    }
+    comp.backend
+        .define_function(id, &mut ctx)
+        .map_err(|e| CodegenError::backend_in(e, &plan.symbol))
+}
+
+/// Generates `irad_rule`: the rule table as a chain of comparisons; a miss
+/// records `ERR_NO_RULE` and returns -1.
+fn define_rule_fn(
+    comp: &mut Compiler<ObjectModule>,
+    id: ClFuncId,
+    rules: &[RuleEntry],
+) -> Result<(), CodegenError> {
+    let mut ctx = comp.backend.make_context();
+    ctx.func.signature = rule_signature(comp);
+    let mut fctx = FunctionBuilderContext::new();
+    {
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        let ps = b.block_params(entry).to_vec();
+        let (cx, kind, handle, width, site) = (ps[0], ps[1], ps[2], ps[3], ps[4]);
+        for r in rules {
+            let k = b.ins().icmp_imm_s(IntCC::Equal, kind, r.kind);
+            let h = b
+                .ins()
+                .icmp_imm_s(IntCC::Equal, handle, i64::from(r.handle));
+            let w = b.ins().icmp_imm_s(IntCC::Equal, width, r.width);
+            let kh = b.ins().band(k, h);
+            let hit = b.ins().band(kh, w);
+            let found = b.create_block();
+            let next = b.create_block();
+            b.ins().brif(hit, found, &[], next, &[]);
+            b.switch_to_block(found);
+            let v = b.ins().iconst(types::I64, i64::from(r.rule));
+            b.ins().return_(&[v]);
+            b.switch_to_block(next);
+        }
+        let flags = MemFlagsData::trusted();
+        let no_rule = b.ins().iconst(types::I64, rt::ERR_NO_RULE);
+        b.ins().store(flags, no_rule, cx, rt::OFF_ERR_KIND);
+        b.ins().store(flags, site, cx, rt::OFF_ERR_SITE);
+        b.ins().store(flags, handle, cx, rt::OFF_ERR_A);
+        b.ins().store(flags, kind, cx, rt::OFF_ERR_B);
+        let minus_one = b.ins().iconst(types::I64, -1);
+        b.ins().return_(&[minus_one]);
+        b.seal_all_blocks();
+        b.finalize(comp.backend.isa().frontend_config());
+    }
+    comp.backend
+        .define_function(id, &mut ctx)
+        .map_err(|e| CodegenError::backend_in(e, RULE_FN))
+}
+
+/// Defines the function table: the code address of every handle.
+fn define_fn_table(comp: &mut Compiler<ObjectModule>, id: DataId) -> Result<(), CodegenError> {
+    let mut desc = DataDescription::new();
+    // Never empty: a data object of size zero may share its address.
+    let n = comp.handles.len().max(1);
+    desc.define(vec![0u8; n * 8].into_boxed_slice());
+    desc.set_align(8);
+    for (i, f) in comp.handles.iter().enumerate() {
+        let fid = *comp
+            .funcs
+            .get(f)
+            .ok_or_else(|| CodegenError::internal("a function value was not declared".into()))?;
+        let r = comp.backend.declare_func_in_data(fid, &mut desc);
+        let off = u32::try_from(i * 8)
+            .map_err(|_| CodegenError::internal("function table too large".into()))?;
+        desc.write_function_addr(off, r);
+    }
+    comp.backend
+        .define_data(id, &desc)
+        .map_err(CodegenError::backend)
+}
+
+/// Defines the site table and the strings it points at.
+fn define_sites(
+    comp: &mut Compiler<ObjectModule>,
+    data: &Tables,
+    source: &str,
+) -> Result<(), CodegenError> {
+    let mut blob: Vec<u8> = Vec::new();
+    let mut offsets: HashMap<String, i64> = HashMap::new();
+    let mut intern = |s: String| -> i64 {
+        if let Some(&o) = offsets.get(&s) {
+            return o;
+        }
+        let o = blob.len() as i64;
+        // IR names and file names hold no NUL; drop any to keep C strings whole.
+        blob.extend(s.bytes().filter(|&c| c != 0));
+        blob.push(0);
+        offsets.insert(s, o);
+        o
+    };
+    let mut rows: Vec<[Option<i64>; 3]> = Vec::with_capacity(comp.sites.len());
+    for site in &comp.sites {
+        let pos = site.loc.pos.unwrap_or(irad_ir::loc::Pos::new(1, 1));
+        rows.push([
+            Some(intern(format!("{source}:{}:{}", pos.line, pos.col))),
+            Some(intern(site.loc.ir_place())),
+            site.tape.as_ref().map(|t| intern(t.to_string())),
+        ]);
+    }
+    if blob.is_empty() {
+        blob.push(0);
+    }
+    let mut strings = DataDescription::new();
+    strings.define(blob.into_boxed_slice());
+    comp.backend
+        .define_data(data.strings, &strings)
+        .map_err(CodegenError::backend)?;
+
+    let mut table = DataDescription::new();
+    table.define(vec![0u8; rows.len().max(1) * rt::SITE_INFO_SIZE].into_boxed_slice());
+    table.set_align(8);
+    let gv = comp.backend.declare_data_in_data(data.strings, &mut table);
+    for (i, row) in rows.iter().enumerate() {
+        for (k, off) in row.iter().enumerate() {
+            if let Some(off) = off {
+                let at = u32::try_from(i * rt::SITE_INFO_SIZE + k * 8)
+                    .map_err(|_| CodegenError::internal("site table too large".into()))?;
+                table.write_data_addr(at, gv, *off);
+            }
+        }
+    }
+    comp.backend
+        .define_data(data.sites, &table)
+        .map_err(CodegenError::backend)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::error::{Failure, message};
+    use irad_runtime as rt;
+
+    /// The C texts of run-time errors are the JIT's (and so the
+    /// interpreter's), except the advice of a stack overflow.
+    #[test]
+    fn runtime_error_texts_match_the_jits() {
+        for kind in rt::ERR_DIV_ZERO..=rt::ERR_OOM_TAPE {
+            if kind == rt::ERR_STACK || kind == rt::ERR_MESSAGE {
+                continue;
+            }
+            for (a, b) in [(5, 3), (-1, 0), (f64::NAN.to_bits() as i64, 7)] {
+                let f = Failure {
+                    kind,
+                    site: rt::SITE_NONE,
+                    a,
+                    b,
+                    max_depth: 10,
+                    trace: &[],
+                    message: "",
+                };
+                assert_eq!(
+                    message(&f, &[]),
+                    rt::error_text(kind, a, b, 10, None),
+                    "kind {kind}"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,344 @@
+//! The C side of the object files `irad emit` writes (docs/codegen.md, "The
+//! C ABI"): what an exported function calls to set up and tear down its
+//! context, the per-thread settings a C program may change, and the text of
+//! the last error.
+//!
+//! An exported function keeps its [`Ctx`] in its own stack frame. It calls
+//! [`irad_rt_enter`], which fills the context and gives it a fresh
+//! [`Runtime`], runs the compiled code, and calls [`irad_rt_leave`], which
+//! turns a failure into a status code and an error text (kept per thread for
+//! [`irad_error_message`]) and frees every array and tape the call made. So
+//! nothing outlives a call, and calls on different threads share nothing.
+//!
+//! Error texts are worded as the interpreter words them ([`error_text`]) and
+//! located through the object's site table ([`SiteInfo`]), one entry per
+//! site number, written by the code generator.
+
+use crate::{
+    Ctx, ERR_BAD_LENGTH, ERR_DEPTH, ERR_DIV_ZERO, ERR_EMPTY_TAPE, ERR_FPTOSI, ERR_IDIV_OVERFLOW,
+    ERR_INDEX, ERR_MESSAGE, ERR_NEG_LEN, ERR_NO_RULE, ERR_NONE, ERR_OOM_ALLOC, ERR_OOM_COPY,
+    ERR_OOM_TAPE, ERR_REM_ZERO, ERR_STACK, ERR_SWITCH, ERR_TOO_LONG, MAX_ARRAY_LEN, Runtime,
+};
+use std::cell::{Cell, RefCell};
+use std::ffi::{CStr, CString, c_char};
+use std::ptr;
+
+/// How much native stack compiled code may use below an exported function's
+/// entry unless [`irad_set_stack_budget`] says otherwise: 1 MiB, as in the
+/// JIT, which holds recursion to depth 10 000 of small functions and fits in
+/// the stack of any thread that C libraries create by default.
+pub const DEFAULT_STACK_BUDGET: u64 = 1 << 20;
+
+/// The call-depth limit of exported functions unless [`irad_set_max_depth`]
+/// says otherwise (the interpreter's default).
+pub const DEFAULT_MAX_DEPTH: i64 = 100_000;
+
+thread_local! {
+    static STACK_BUDGET: Cell<u64> = const { Cell::new(DEFAULT_STACK_BUDGET) };
+    static MAX_DEPTH: Cell<i64> = const { Cell::new(DEFAULT_MAX_DEPTH) };
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// What a site number of an object stands for, as C strings the object
+/// holds: the source position (`file:line:col`), the IR place (`in @f, block
+/// #2, statement 3`, or empty) and, for a `pop`, the tape's type (or null).
+#[repr(C)]
+#[derive(Debug)]
+pub struct SiteInfo {
+    /// `file:line:col` of the statement.
+    pub pos: *const c_char,
+    /// The IR place of the statement, without parentheses.
+    pub place: *const c_char,
+    /// The type of a `pop`'s tape, null for other statements.
+    pub tape: *const c_char,
+}
+
+/// The size of a [`SiteInfo`], for the code generator.
+pub const SITE_INFO_SIZE: usize = 24;
+
+/// How many innermost and outermost call sites an error text shows (as the
+/// command line does).
+const TRACE_HEAD: usize = 8;
+const TRACE_TAIL: usize = 2;
+
+/// Sets how much native stack compiled code may use below the entry of an
+/// exported function called later on this thread; deeper calls fail with
+/// [`ERR_STACK`] instead of overflowing. Raise it only on a thread whose stack
+/// is that large.
+#[unsafe(no_mangle)]
+pub extern "C" fn irad_set_stack_budget(bytes: u64) {
+    STACK_BUDGET.with(|b| b.set(bytes));
+}
+
+/// Sets the call-depth limit of exported functions called later on this
+/// thread (at least 1; smaller values count as 1).
+#[unsafe(no_mangle)]
+pub extern "C" fn irad_set_max_depth(depth: i64) {
+    MAX_DEPTH.with(|d| d.set(depth.max(1)));
+}
+
+/// The text of the error of the last exported function that returned on this
+/// thread: `file:line:col: error: message (in @f, block #2, statement 3)`,
+/// then one `note: called ... at file:line:col` line per call on the way
+/// out; the empty string after a call that succeeded. The pointer is valid
+/// until the next call of an exported function on this thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn irad_error_message() -> *const c_char {
+    LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+/// Fills `ctx` for a call of compiled code from an exported function: depth
+/// 1, the thread's depth limit and stack budget (measured from here), the
+/// object's function table and a fresh [`Runtime`] with `ntapes` tapes.
+///
+/// # Safety
+/// `ctx` points at writable memory for a [`Ctx`]; `fn_table` is the object's
+/// function table. Every call is paired with one [`irad_rt_leave`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn irad_rt_enter(ctx: *mut Ctx, fn_table: *const *const u8, ntapes: i64) {
+    let marker = 0u8;
+    let sp = std::hint::black_box(&marker) as *const u8 as u64;
+    let budget = STACK_BUDGET.with(Cell::get);
+    let mut rt = Box::<Runtime>::default();
+    let fresh = Ctx {
+        depth: 1,
+        max_depth: MAX_DEPTH.with(Cell::get),
+        stack_limit: sp.saturating_sub(budget),
+        fn_table,
+        tapes: ptr::null_mut(),
+        err_kind: ERR_NONE,
+        err_site: 0,
+        err_a: 0,
+        err_b: 0,
+        rt: ptr::null_mut(),
+        host: ptr::null_mut(),
+    };
+    // SAFETY: `ctx` is writable (contract); `write` does not read the old contents.
+    unsafe { ctx.write(fresh) };
+    // SAFETY: just initialised.
+    let ctx = unsafe { &mut *ctx };
+    rt.ensure_tapes(usize::try_from(ntapes).unwrap_or(0), ctx);
+    ctx.rt = Box::into_raw(rt);
+}
+
+/// Ends a call begun by [`irad_rt_enter`]: returns 0 when `status` is 0,
+/// otherwise the error kind in `ctx` (an `ERR_*` code) with its text stored
+/// for [`irad_error_message`]; frees the runtime (arrays and tapes) either way.
+///
+/// # Safety
+/// `ctx` was filled by [`irad_rt_enter`] and not left yet; `sites` points at
+/// `nsites` entries whose strings are NUL-terminated (or null).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn irad_rt_leave(
+    ctx: *mut Ctx,
+    status: i64,
+    sites: *const SiteInfo,
+    nsites: i64,
+) -> i32 {
+    // SAFETY: filled by `irad_rt_enter` (contract).
+    let ctx = unsafe { &mut *ctx };
+    // SAFETY: `rt` came from `Box::into_raw` in `irad_rt_enter` and is
+    // taken back once; compiled code has returned, so nothing else uses it.
+    let rt = unsafe { Box::from_raw(ctx.rt) };
+    ctx.rt = ptr::null_mut();
+    ctx.tapes = ptr::null_mut();
+    let sites: &[SiteInfo] = match usize::try_from(nsites) {
+        // SAFETY: `sites` holds `nsites` entries (contract).
+        Ok(n) if n > 0 && !sites.is_null() => unsafe { std::slice::from_raw_parts(sites, n) },
+        _ => &[],
+    };
+    let (code, text) = if status == 0 {
+        (ERR_NONE, String::new())
+    } else {
+        let kind = if ctx.err_kind == ERR_NONE {
+            ERR_MESSAGE
+        } else {
+            ctx.err_kind
+        };
+        (kind, failure_text(ctx, kind, &rt.trace, sites))
+    };
+    drop(rt);
+    // An error text holds no NUL: every piece comes from a C string or from
+    // the messages here.
+    let text = CString::new(text).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = text);
+    i32::try_from(code).unwrap_or(i32::MAX)
+}
+
+/// The message of an error kind, worded as the interpreter words it (the
+/// code generator's JIT messages; a test keeps the two in step). `tape` is
+/// the type of the tape of an [`ERR_EMPTY_TAPE`].
+pub fn error_text(kind: i64, a: i64, b: i64, max_depth: i64, tape: Option<&str>) -> String {
+    match kind {
+        ERR_DIV_ZERO => "division by zero".into(),
+        ERR_REM_ZERO => "remainder by zero".into(),
+        ERR_IDIV_OVERFLOW => "integer overflow in idiv".into(),
+        ERR_FPTOSI => format!(
+            "fptosi of {} is out of the i64 range",
+            format_f64(f64::from_bits(a as u64))
+        ),
+        ERR_NEG_LEN => format!("negative array length {a}"),
+        ERR_TOO_LONG => format!("array length {a} exceeds the limit of {MAX_ARRAY_LEN} elements"),
+        ERR_OOM_ALLOC => format!("out of memory allocating an array of {a} elements"),
+        ERR_OOM_COPY => format!("out of memory copying an array of {a} elements"),
+        ERR_INDEX => format!("index {a} out of bounds for array of length {b}"),
+        ERR_SWITCH => format!("switch index {a} is out of range for {b} targets"),
+        ERR_EMPTY_TAPE => format!("pop from an empty tape of {}", tape.unwrap_or("?")),
+        ERR_DEPTH => format!("call depth limit of {a} exceeded"),
+        ERR_STACK => format!(
+            "native stack exhausted at call depth {a} (the call-depth limit is {max_depth}; raise the stack budget with irad_set_stack_budget on a thread with a larger stack)"
+        ),
+        ERR_MESSAGE => "internal error: a failure without a message".into(),
+        ERR_OOM_TAPE => "out of memory growing a tape".into(),
+        ERR_NO_RULE => format!(
+            "the object holds no {} rule for function value {a} (objects are closed: rules are built ahead of time)",
+            match b {
+                0 => "forward",
+                1 => "reverse (forward sweep)",
+                _ => "reverse (pullback)",
+            }
+        ),
+        ERR_BAD_LENGTH => format!("array argument {a} has negative length {b}"),
+        k => format!("internal error: unknown error kind {k}"),
+    }
+}
+
+/// The full text of a failure: the located message, then the call sites.
+fn failure_text(ctx: &Ctx, kind: i64, trace: &[i64], sites: &[SiteInfo]) -> String {
+    let site = |s: i64| usize::try_from(s).ok().and_then(|s| sites.get(s));
+    let here = site(ctx.err_site);
+    // SAFETY (both closures): the site table's strings are NUL-terminated or
+    // null (contract of `irad_rt_leave`).
+    let text = |p: *const c_char| {
+        if p.is_null() {
+            None
+        } else {
+            Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+        }
+    };
+    let tape = here.and_then(|s| text(s.tape));
+    let msg = error_text(kind, ctx.err_a, ctx.err_b, ctx.max_depth, tape.as_deref());
+    let pos = here
+        .and_then(|s| text(s.pos))
+        .unwrap_or_else(|| "<unknown>".into());
+    let place = here.and_then(|s| text(s.place)).unwrap_or_default();
+    let mut out = if place.is_empty() {
+        format!("{pos}: error: {msg}")
+    } else {
+        format!("{pos}: error: {msg} ({place})")
+    };
+    let n = trace.len();
+    for (i, &call) in trace.iter().enumerate() {
+        if i == TRACE_HEAD && n > TRACE_HEAD + TRACE_TAIL {
+            let hidden = n - TRACE_HEAD - TRACE_TAIL;
+            out.push_str(&format!("\nnote: ... {hidden} more calls ..."));
+        }
+        if i < TRACE_HEAD || i + TRACE_TAIL >= n {
+            let s = site(call);
+            let place = s.and_then(|s| text(s.place)).unwrap_or_default();
+            let pos = s
+                .and_then(|s| text(s.pos))
+                .unwrap_or_else(|| "<unknown>".into());
+            out.push_str(&format!("\nnote: called {place} at {pos}"));
+        }
+    }
+    out
+}
+
+/// A float as IR text writes it (`irad_ir::text::num::format_f64`): the
+/// shortest form that reads back to the same bits, with a `.` or an exponent.
+fn format_f64(x: f64) -> String {
+    if x.is_nan() {
+        "nan".into()
+    } else if x.is_infinite() {
+        if x > 0.0 { "inf".into() } else { "-inf".into() }
+    } else {
+        format!("{x:?}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::size_of;
+
+    #[test]
+    fn site_info_size_matches() {
+        assert_eq!(size_of::<SiteInfo>(), SITE_INFO_SIZE);
+    }
+
+    #[test]
+    fn enter_and_leave_report_located_errors() {
+        let pos = c"f.irad:3:7";
+        let place = c"in @f, block #2, statement 1";
+        let call_pos = c"f.irad:9:2";
+        let call_place = c"in @g, block #1, statement 4";
+        let sites = [
+            SiteInfo {
+                pos: pos.as_ptr(),
+                place: place.as_ptr(),
+                tape: ptr::null(),
+            },
+            SiteInfo {
+                pos: call_pos.as_ptr(),
+                place: call_place.as_ptr(),
+                tape: ptr::null(),
+            },
+        ];
+        let mut ctx = std::mem::MaybeUninit::<Ctx>::uninit();
+        unsafe { irad_rt_enter(ctx.as_mut_ptr(), ptr::null(), 3) };
+        let ctx = unsafe { ctx.assume_init_mut() };
+        assert_eq!(ctx.depth, 1);
+        assert_eq!(ctx.max_depth, DEFAULT_MAX_DEPTH);
+        assert!(!ctx.tapes.is_null());
+        ctx.err_kind = ERR_INDEX;
+        ctx.err_site = 0;
+        ctx.err_a = 5;
+        ctx.err_b = 3;
+        unsafe { (*ctx.rt).trace.push(1) };
+        let code = unsafe { irad_rt_leave(ctx, 1, sites.as_ptr(), 2) };
+        assert_eq!(i64::from(code), ERR_INDEX);
+        let text = unsafe { CStr::from_ptr(irad_error_message()) }.to_string_lossy();
+        assert_eq!(
+            text,
+            "f.irad:3:7: error: index 5 out of bounds for array of length 3 \
+             (in @f, block #2, statement 1)\n\
+             note: called in @g, block #1, statement 4 at f.irad:9:2"
+        );
+        let mut ctx = std::mem::MaybeUninit::<Ctx>::uninit();
+        unsafe { irad_rt_enter(ctx.as_mut_ptr(), ptr::null(), 0) };
+        let code = unsafe { irad_rt_leave(ctx.as_mut_ptr(), 0, ptr::null(), 0) };
+        assert_eq!(code, 0);
+        let text = unsafe { CStr::from_ptr(irad_error_message()) };
+        assert!(text.is_empty());
+    }
+
+    #[test]
+    fn settings_are_per_thread() {
+        std::thread::spawn(|| {
+            irad_set_max_depth(7);
+            irad_set_stack_budget(4096);
+            let mut ctx = std::mem::MaybeUninit::<Ctx>::uninit();
+            unsafe { irad_rt_enter(ctx.as_mut_ptr(), ptr::null(), 0) };
+            let c = unsafe { ctx.assume_init_mut() };
+            assert_eq!(c.max_depth, 7);
+            assert!(c.stack_limit > 0);
+            unsafe { irad_rt_leave(c, 0, ptr::null(), 0) };
+        })
+        .join()
+        .expect("thread runs");
+        let mut ctx = std::mem::MaybeUninit::<Ctx>::uninit();
+        unsafe { irad_rt_enter(ctx.as_mut_ptr(), ptr::null(), 0) };
+        let c = unsafe { ctx.assume_init_mut() };
+        assert_eq!(c.max_depth, DEFAULT_MAX_DEPTH);
+        unsafe { irad_rt_leave(c, 0, ptr::null(), 0) };
+    }
+
+    #[test]
+    fn floats_print_as_ir_text() {
+        assert_eq!(format_f64(1e16), "1e16");
+        assert_eq!(format_f64(1.0), "1.0");
+        assert_eq!(format_f64(f64::NAN), "nan");
+        assert_eq!(format_f64(f64::NEG_INFINITY), "-inf");
+    }
+}

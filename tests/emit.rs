@@ -1,0 +1,628 @@
+//! `irad emit` end to end: objects written by the binary, linked by the
+//! system C compiler (`cc`) with the runtime's static library and the C
+//! drivers in `tests/c/`, compute the interpreter's values and gradients bit
+//! for bit, and report run-time errors with the documented status code and
+//! the interpreter's located message. Also the command's own errors.
+//!
+//! The static runtime is built with `cargo build -p irad-runtime` into the
+//! target directory these tests run from. A missing C compiler fails the
+//! tests that need one, with a message saying so (they never skip).
+
+use irad::codegen::runtime as rt;
+use irad::ir::interp::RunOptions;
+use irad::ir::interp::value::{ArrayData, ArrayRef, Val};
+use irad::passes::forward::grad::GradOptions;
+use irad::{Backend, Source};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The target directory of this test run (`CARGO_TARGET_TMPDIR` is its `tmp`).
+fn target_dir() -> PathBuf {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    tmp.parent().unwrap_or(tmp).to_path_buf()
+}
+
+/// `libirad_runtime.a`, built once per test run; the path cargo reports.
+fn runtime_lib() -> &'static Path {
+    static LIB: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let lib = LIB.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let out = Command::new(&cargo)
+            .args(["build", "-p", "irad-runtime", "--message-format=json"])
+            .arg("--target-dir")
+            .arg(target_dir())
+            .current_dir(ROOT)
+            .output()
+            .map_err(|e| format!("cannot run {cargo}: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "cargo build -p irad-runtime failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "irad_runtime")
+            .flat_map(|m| {
+                m["filenames"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+                    .into_iter()
+            })
+            .filter_map(|f| f.as_str().map(PathBuf::from))
+            .find(|f| f.extension().is_some_and(|e| e == "a"))
+            .ok_or_else(|| format!("cargo reported no static library for irad-runtime:\n{stdout}"))
+    });
+    match lib {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Fails with a clear message when there is no C compiler.
+fn require_cc() {
+    let ok = Command::new("cc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "tests/emit.rs needs a C compiler called `cc` on PATH to link emitted objects \
+         (install one, e.g. `apt-get install gcc`; .ci/run does so when it is missing)"
+    );
+}
+
+/// A fresh directory for one test's files.
+fn dir(test: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("emit")
+        .join(test);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+fn irad(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_irad"))
+        .args(args)
+        .output()
+        .expect("irad starts")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `irad emit FILE -f FUNC [extra] -o DIR/OUT.o`; returns the object's path.
+fn emit(file: &str, func: &str, extra: &[&str], dir: &Path, out: &str) -> PathBuf {
+    let obj = dir.join(format!("{out}.o"));
+    let mut args = vec!["emit", file, "-f", func];
+    args.extend_from_slice(extra);
+    let obj_text = obj.display().to_string();
+    args.extend(["-o", &obj_text]);
+    let o = irad(&args);
+    assert!(o.status.success(), "irad {args:?} failed:\n{}", stderr(&o));
+    assert!(
+        dir.join(format!("{out}.h")).exists(),
+        "no header beside {obj_text}"
+    );
+    obj
+}
+
+/// Compiles the C driver `tests/c/{driver}` with the objects and the runtime
+/// into `dir/{exe}`.
+fn link(dir: &Path, driver: &str, objects: &[PathBuf], defines: &[&str], exe: &str) -> PathBuf {
+    require_cc();
+    let exe = dir.join(exe);
+    let c_dir = Path::new(ROOT).join("tests").join("c");
+    let o = Command::new("cc")
+        .args([
+            "-std=c11",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            "-O1",
+        ])
+        .args(defines)
+        .arg("-I")
+        .arg(dir)
+        .arg("-I")
+        .arg(&c_dir)
+        .arg(c_dir.join(driver))
+        .args(objects)
+        .arg(runtime_lib())
+        .args(["-lm", "-lpthread", "-ldl", "-o"])
+        .arg(&exe)
+        .output()
+        .expect("cc starts");
+    assert!(
+        o.status.success(),
+        "cc failed for {driver}:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    exe
+}
+
+/// Runs a linked driver; returns its standard output.
+fn run(exe: &Path, args: &[String]) -> String {
+    let o = Command::new(exe)
+        .args(args)
+        .output()
+        .expect("driver starts");
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "{} {args:?} failed ({:?}):\n{out}{}",
+        exe.display(),
+        o.status,
+        stderr(&o)
+    );
+    out
+}
+
+fn source(path: &str) -> (Source, irad::ir::Module) {
+    let src = irad::read_source(Path::new(path)).expect("readable source");
+    let module = irad::load(&src).expect("source loads");
+    (src, module)
+}
+
+fn corpus(name: &str) -> String {
+    format!("{ROOT}/tests/corpus/{name}")
+}
+
+/// The argument sets of a corpus program (`NAME.json`).
+fn corpus_args(name: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(corpus(&format!("{name}.json"))).expect("corpus json");
+    let json: serde_json::Value = serde_json::from_str(&text).expect("corpus json parses");
+    json["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|c| c["args"].as_str().expect("args").to_string())
+        .collect()
+}
+
+/// The driver's command-line form of argument values: numbers as text that
+/// reads back to the same bits (`strtod`, `strtoll`), an array as its length
+/// then its elements, a tuple as its components.
+fn argv(vals: &[Val]) -> Vec<String> {
+    fn go(v: &Val, out: &mut Vec<String>) {
+        match v {
+            Val::F64(x) => out.push(format!("{x:?}")),
+            Val::I64(n) => out.push(n.to_string()),
+            Val::Bool(b) => out.push(u8::from(*b).to_string()),
+            Val::Tuple(vs) => vs.iter().for_each(|v| go(v, out)),
+            Val::Array(a) => {
+                out.push(a.0.borrow().len().to_string());
+                match &*a.0.borrow() {
+                    ArrayData::F64(xs) => out.extend(xs.iter().map(|x| format!("{x:?}"))),
+                    ArrayData::I64(xs) => out.extend(xs.iter().map(i64::to_string)),
+                    ArrayData::Bool(xs) => out.extend(xs.iter().map(|&b| u8::from(b).to_string())),
+                }
+            }
+            _ => panic!("no command-line form for {}", v.kind()),
+        }
+    }
+    let mut out = Vec::new();
+    vals.iter().for_each(|v| go(v, &mut out));
+    out
+}
+
+/// The f64s of a value in order, as the drivers print them.
+fn bits(v: &Val, out: &mut Vec<String>) {
+    match v {
+        Val::F64(x) => out.push(format!("{:016x}", x.to_bits())),
+        Val::Tuple(vs) => vs.iter().for_each(|v| bits(v, out)),
+        Val::Array(a) => {
+            if let ArrayData::F64(xs) = &*a.0.borrow() {
+                out.extend(xs.iter().map(|x| format!("{:016x}", x.to_bits())));
+            }
+        }
+        _ => {}
+    }
+}
+
+fn line(label: &str, vals: &[&Val]) -> String {
+    let mut out = Vec::new();
+    vals.iter().for_each(|v| bits(v, &mut out));
+    let mut s = label.to_string();
+    for b in out {
+        s.push(' ');
+        s.push_str(&b);
+    }
+    s
+}
+
+/// What a driver prints for `func` at `args` by the interpreter: the value,
+/// then the value and the gradient (of the arguments in `wrt`, default all).
+fn expected(
+    src: &Source,
+    module: &irad::ir::Module,
+    func: &str,
+    args: &[Val],
+    wrt: Option<Vec<usize>>,
+) -> Vec<String> {
+    let f = irad::find_function(src, module, func).expect("function");
+    let value = irad::run(src, module, f, args, &RunOptions::default()).expect("interpreter runs");
+    let registry = irad::rules::Registry::new();
+    let opts = GradOptions {
+        width: 1,
+        wrt,
+        run: RunOptions::default(),
+        exec: Backend::Interp.exec(),
+    };
+    let (g, _) = irad::grad_reverse(src, module, f, args, &registry, &opts).expect("gradient");
+    let grads: Vec<&Val> = g.gradient.iter().flatten().collect();
+    vec![
+        line("value", &[&value]),
+        line("value", &[&g.value]),
+        line("grad", &grads),
+    ]
+}
+
+fn parse(src: &Source, module: &irad::ir::Module, func: &str, args: &str) -> Vec<Val> {
+    let f = irad::find_function(src, module, func).expect("function");
+    let text = Source {
+        name: "<args>".into(),
+        text: args.into(),
+    };
+    irad::parse_args(&text, module, f).expect("arguments parse")
+}
+
+#[test]
+fn rosenbrock_value_and_gradient_match_the_interpreter_bit_for_bit() {
+    let d = dir("rosenbrock");
+    let file = corpus("rosenbrock.irad");
+    let obj = emit(&file, "rosenbrock", &["--grad"], &d, "rosenbrock");
+    let exe = link(&d, "rosenbrock.c", &[obj], &[], "rosenbrock");
+    let (src, module) = source(&file);
+    for args in corpus_args("rosenbrock") {
+        let vals = parse(&src, &module, "rosenbrock", &args);
+        let mut want = expected(&src, &module, "rosenbrock", &vals, None);
+        want.push(line("x", &[&vals[0]]));
+        let got = run(&exe, &argv(&vals));
+        assert_eq!(got.lines().collect::<Vec<_>>(), want, "rosenbrock({args})");
+    }
+}
+
+#[test]
+fn scalar_programs_match_the_interpreter_bit_for_bit() {
+    // Straight-line primitives, static calls, and function values whose
+    // rules the object builds ahead of time.
+    for (name, func) in [
+        ("scalar_prims", "prims"),
+        ("static_calls", "chain"),
+        ("higher_order", "hof"),
+    ] {
+        let d = dir(name);
+        let file = corpus(&format!("{name}.irad"));
+        let obj = emit(&file, func, &["--grad"], &d, func);
+        let header = format!("-DIRAD_HEADER=\"{func}.h\"");
+        let fdef = format!("-DIRAD_FUNC={func}");
+        let exe = link(&d, "scalar2.c", &[obj], &[&header, &fdef], func);
+        let (src, module) = source(&file);
+        for args in corpus_args(name) {
+            let vals = parse(&src, &module, func, &args);
+            let want = expected(&src, &module, func, &vals, None);
+            let got = run(&exe, &argv(&vals));
+            assert_eq!(got.lines().collect::<Vec<_>>(), want, "{func}({args})");
+        }
+    }
+}
+
+#[test]
+fn tuples_integers_wrt_and_two_objects_in_one_program() {
+    let d = dir("tuples");
+    let file = corpus("tuples.irad");
+    let t = emit(&file, "tuples", &["--grad", "--wrt", "0"], &d, "tuples");
+    let p = emit(&file, "polar", &[], &d, "polar");
+    let exe = link(&d, "tuples.c", &[t, p], &[], "tuples");
+    let (src, module) = source(&file);
+    for args in corpus_args("tuples") {
+        let vals = parse(&src, &module, "tuples", &args);
+        let mut want = expected(&src, &module, "tuples", &vals, Some(vec![0]));
+        let Val::Tuple(pt) = &vals[0] else {
+            panic!("tuples takes a tuple first")
+        };
+        let polar = irad::find_function(&src, &module, "polar").expect("polar");
+        let r =
+            irad::run(&src, &module, polar, &pt[..], &RunOptions::default()).expect("polar runs");
+        want.push(line("polar", &[&r]));
+        let got = run(&exe, &argv(&vals));
+        assert_eq!(got.lines().collect::<Vec<_>>(), want, "tuples({args})");
+    }
+
+    let d = dir("int_mixed");
+    let file = corpus("int_mixed.irad");
+    let obj = emit(&file, "int_mixed", &["--grad"], &d, "int_mixed");
+    let exe = link(&d, "int_mixed.c", &[obj], &[], "int_mixed");
+    let (src, module) = source(&file);
+    for args in corpus_args("int_mixed") {
+        let vals = parse(&src, &module, "int_mixed", &args);
+        let want = expected(&src, &module, "int_mixed", &vals, None);
+        let got = run(&exe, &argv(&vals));
+        assert_eq!(got.lines().collect::<Vec<_>>(), want, "int_mixed({args})");
+    }
+}
+
+#[test]
+fn every_kind_of_parameter_and_result_and_scratch_shadows() {
+    // Arrays of each element type, a bool, an array inside a tuple; a result
+    // tuple of f64, bool and i64; with --wrt 2 the array `a` is not
+    // differentiated and gets a scratch shadow inside the call.
+    let file = format!("{ROOT}/tests/c/mixed.irad");
+    let (src, module) = source(&file);
+    let args = "[0.5, -1.25, 2.0], true, ([0.3, 0.7], 1.5), [2, -3, 4]";
+    let vals = parse(&src, &module, "mixed", args);
+    let flags: Vec<bool> = (0..3).map(|i| i % 2 == 0).collect();
+    let stats = irad::find_function(&src, &module, "stats").expect("stats");
+    let stats_args = [
+        vals[0].clone(),
+        Val::Array(ArrayRef::new(ArrayData::Bool(flags))),
+    ];
+    let r =
+        irad::run(&src, &module, stats, &stats_args, &RunOptions::default()).expect("stats runs");
+    let Val::Tuple(r) = r else {
+        panic!("stats returns a tuple")
+    };
+    let (Val::Bool(more), Val::I64(count)) = (&r[1], &r[2]) else {
+        panic!("stats returns (f64, bool, i64)")
+    };
+    let Val::Tuple(t) = &vals[2] else {
+        panic!("mixed takes a tuple third")
+    };
+    for (test, wrt, defines) in [
+        ("mixed", None, &[][..]),
+        ("mixed_wrt", Some(vec![2]), &["-DWRT_T"][..]),
+    ] {
+        let d = dir(test);
+        let mut extra = vec!["--grad"];
+        if wrt.is_some() {
+            extra.extend(["--wrt", "2"]);
+        }
+        let objs = [
+            emit(&file, "mixed", &extra, &d, "mixed"),
+            emit(&file, "stats", &[], &d, "stats"),
+        ];
+        let exe = link(&d, "mixed.c", &objs, defines, "mixed");
+        let mut want = expected(&src, &module, "mixed", &vals, wrt);
+        want.push(line("a", &[&vals[0]]));
+        want.push(line("u", &[&t[0]]));
+        want.push(line("stats", &[&r[0]]));
+        want.push(format!("{} {count}", u8::from(*more)));
+        let got = run(&exe, &argv(&vals));
+        assert_eq!(got.lines().collect::<Vec<_>>(), want, "{test}({args})");
+    }
+}
+
+#[test]
+fn forward_rules_of_function_values_are_built_into_the_object() {
+    let d = dir("frule");
+    let file = format!("{ROOT}/tests/c/frule.ir");
+    let obj = emit(&file, "f", &[], &d, "f");
+    let exe = link(
+        &d,
+        "scalar1.c",
+        &[obj],
+        &["-DIRAD_HEADER=\"f.h\"", "-DIRAD_FUNC=f"],
+        "f",
+    );
+    let (src, module) = source(&file);
+    let f = irad::find_function(&src, &module, "f").expect("f");
+    let registry = irad::rules::Registry::new();
+    let mut fwd = irad::passes::forward::Forward::new(&registry);
+    let mut m = module.clone();
+    for x in [1.7, -0.3, 1e10] {
+        let want = irad::ir::interp::interpreter_with_rules(&mut m, &mut fwd)
+            .and_then(|mut i| i.run(f, &[Val::F64(x)], &RunOptions::default()))
+            .expect("the interpreter runs @f");
+        let got = run(&exe, &[format!("{x:?}")]);
+        assert_eq!(
+            got.lines().collect::<Vec<_>>(),
+            [line("value", &[&want])],
+            "f({x})"
+        );
+    }
+}
+
+/// The lines of the interpreter's error as the command line renders it that
+/// the C error text also has: the located first line and the call notes
+/// (the C text has no source snippet).
+fn interp_error_lines(err: &irad::Error, src: &Source) -> Vec<String> {
+    err.render(&[src])
+        .lines()
+        .filter(|l| l.starts_with(&src.name) || l.starts_with("note:"))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn run_time_errors_return_their_code_and_the_interpreters_message() {
+    let d = dir("errors");
+    let file = format!("{ROOT}/tests/c/errors.irad");
+    let objs = vec![
+        emit(&file, "pick", &["--grad"], &d, "pick"),
+        emit(&file, "ratio", &[], &d, "ratio"),
+        emit(&file, "deep", &[], &d, "deep"),
+    ];
+    let exe = link(&d, "errors.c", &objs, &[], "errors");
+    let (src, module) = source(&file);
+    let case = |name: &str| -> (i64, Vec<String>) {
+        let out = run(&exe, &[name.to_string()]);
+        let mut lines = out.lines();
+        let status = lines
+            .next()
+            .and_then(|l| l.strip_prefix("status "))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no status in {out}"));
+        (status, lines.map(String::from).collect())
+    };
+    let interp = |func: &str, args: &str, max_depth: usize| {
+        let f = irad::find_function(&src, &module, func).expect("function");
+        let vals = parse(&src, &module, func, args);
+        let opts = RunOptions { max_depth };
+        let err = irad::run(&src, &module, f, &vals, &opts).expect_err("the interpreter fails too");
+        interp_error_lines(&err, &src)
+    };
+    let messages = |lines: &[String]| -> Vec<String> {
+        lines.iter().filter(|l| !l.is_empty()).cloned().collect()
+    };
+
+    let (status, text) = case("pick");
+    assert_eq!(status, rt::ERR_INDEX);
+    assert_eq!(
+        messages(&text),
+        interp("pick", "[1.0, 2.0, 3.0], 5", 100_000)
+    );
+
+    let (status, text) = case("ratio");
+    assert_eq!(status, rt::ERR_DIV_ZERO);
+    assert_eq!(messages(&text), interp("ratio", "7, 0", 100_000));
+
+    let (status, text) = case("deep");
+    assert_eq!(status, rt::ERR_DEPTH);
+    let want = interp("deep", "100", 50);
+    assert!(want.len() > 2, "{want:?}");
+    assert_eq!(messages(&text), want);
+
+    // The reverse pieces fail where the primal does.
+    let (status, text) = case("pick_grad");
+    assert_eq!(status, rt::ERR_INDEX);
+    let f = irad::find_function(&src, &module, "pick").expect("pick");
+    let vals = parse(&src, &module, "pick", "[1.0, 2.0, 3.0], 5");
+    let opts = GradOptions {
+        width: 1,
+        wrt: None,
+        run: RunOptions::default(),
+        exec: Backend::Interp.exec(),
+    };
+    let registry = irad::rules::Registry::new();
+    let err = irad::grad_reverse(&src, &module, f, &vals, &registry, &opts)
+        .expect_err("the interpreter fails too");
+    // The interpreter runs the pieces without `@pick.rev`, whose call the C
+    // text adds as a note: compare the located line.
+    assert_eq!(messages(&text)[..1], interp_error_lines(&err, &src)[..1]);
+
+    let (status, text) = case("neg_len");
+    assert_eq!(status, rt::ERR_BAD_LENGTH);
+    assert_eq!(
+        messages(&text),
+        [format!(
+            "{file}:2:1: error: array argument 0 has negative length -1 (in @pick)"
+        )]
+    );
+
+    let (status, text) = case("stack");
+    assert_eq!(status, rt::ERR_STACK);
+    assert!(
+        text[0].contains("error: native stack exhausted"),
+        "{text:?}"
+    );
+
+    // A success after failures: the value, and an empty error text.
+    let (status, text) = case("pick_ok");
+    assert_eq!(status, 0);
+    assert_eq!(text[0], line("value", &[&Val::F64(4.0)]));
+    assert_eq!(messages(&text[1..]), Vec::<String>::new());
+
+    let (status, _) = case("deep_ok");
+    assert_eq!(status, 0);
+}
+
+#[test]
+fn the_header_compiles_on_its_own_and_declares_the_runtime() {
+    let d = dir("header");
+    emit(&corpus("tuples.irad"), "tuples", &["--grad"], &d, "tuples");
+    let h = std::fs::read_to_string(d.join("tuples.h")).expect("header");
+    for needle in [
+        "#ifndef IRAD_TUPLES_H",
+        "#include <stdint.h>",
+        "const char *irad_error_message(void);",
+        "#define IRAD_ERR_INDEX          9",
+        "int32_t tuples(double p_0, double p_1, double th, int64_t k, double *out);",
+        "int32_t tuples_grad(double p_0, double p_1, double th, int64_t k, double seed, double *out, double *p_0_grad, double *p_1_grad, double *th_grad);",
+    ] {
+        assert!(h.contains(needle), "{needle} not in\n{h}");
+    }
+    require_cc();
+    let o = Command::new("cc")
+        .args([
+            "-std=c99",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            "-fsyntax-only",
+            "-x",
+            "c",
+        ])
+        .arg(d.join("tuples.h"))
+        .output()
+        .expect("cc starts");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn emit_refuses_what_the_c_abi_cannot_carry_with_located_errors() {
+    let d = dir("refusals");
+    let out = d.join("x.o").display().to_string();
+    let hof = corpus("higher_order.irad");
+    let o = irad(&["emit", &hof, "-f", "apply", "-o", &out]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with(&format!(
+            "{hof}:1:1: error: cannot export @apply: argument 0 has type fn(f64) -> f64, and function values cannot cross the C ABI (in @apply)"
+        )),
+        "{}",
+        stderr(&o)
+    );
+
+    let arr = d.join("arr.irad");
+    std::fs::write(&arr, "fn twice(x: [f64]) -> [f64] {\n    x\n}\n").expect("write");
+    let arr = arr.display().to_string();
+    let o = irad(&["emit", &arr, "-f", "twice", "-o", &out]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("error: cannot export @twice: it returns [f64], and arrays cannot be returned through the C ABI"),
+        "{}",
+        stderr(&o)
+    );
+
+    let tuples = corpus("tuples.irad");
+    let o = irad(&[
+        "emit", &tuples, "-f", "tuples", "--grad", "--wrt", "2", "-o", &out,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o)
+            .contains("error: --wrt 2: argument 2 of @tuples has type i64, which has no tangent"),
+        "{}",
+        stderr(&o)
+    );
+    let o = irad(&[
+        "emit", &tuples, "-f", "tuples", "--grad", "--wrt", "7", "-o", &out,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("error: --wrt 7: @tuples has 3 arguments"),
+        "{}",
+        stderr(&o)
+    );
+
+    // Usage errors exit 2: --wrt without --grad, no -o, an unknown function
+    // is a user error (1).
+    let o = irad(&["emit", &tuples, "-f", "tuples", "--wrt", "0", "-o", &out]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = irad(&["emit", &tuples, "-f", "tuples"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = irad(&["emit", &tuples, "-f", "nope", "-o", &out]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(!Path::new(&out).exists());
+}
