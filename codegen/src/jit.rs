@@ -352,6 +352,11 @@ impl State<'_> {
             .declare(self.module.get(), FuncRef::User(f))
             .map_err(cg)?;
         let tramp = self.trampoline(f).map_err(cg)?;
+        // Function values among the arguments may be new since the
+        // trampoline was made: compile them before anything calls them.
+        if self.comp.has_pending() {
+            self.finish().map_err(cg)?;
+        }
         let mut rets = vec![0u64; leaf_count(&ret)];
         let marker = 0u8;
         let sp = &marker as *const u8 as u64;

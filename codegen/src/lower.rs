@@ -206,6 +206,11 @@ impl<M: ClModule> Compiler<M> {
         Ok(id)
     }
 
+    /// Whether some declared function is not defined yet.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
     /// Defines every declared function not yet defined (and whatever they in
     /// turn declare). `self.defined` lists them afterwards.
     pub fn define_pending(&mut self, module: &Module) -> Result<(), CodegenError> {
