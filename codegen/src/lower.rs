@@ -439,6 +439,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let Some(first) = func.entry() else {
             return Err(CodegenError::at(func, None, "function has no blocks"));
         };
+        self.depth_check();
         let order = rpo(func);
         let mut cl_blocks: HashMap<Block, ir::Block> = HashMap::new();
         for &blk in &order {
@@ -647,8 +648,24 @@ impl<M: ClModule> Lower<'_, '_, M> {
         Ok(out)
     }
 
-    /// A call with the depth and stack checks, the failure path, and the
-    /// result leaves.
+    /// The call-depth check on entry to a function of the module: its frame
+    /// must not be deeper than the limit. The check is the callee's, not the
+    /// call site's, because a primitive called through a function value is
+    /// no frame (as in the interpreter); the error has no site of its own,
+    /// and the caller's failure path puts its call site in its place.
+    fn depth_check(&mut self) {
+        let ctx = self.ctx();
+        let depth = self.b.ins().load(types::I64, TRUSTED, ctx, rt::OFF_DEPTH);
+        let max = self
+            .b
+            .ins()
+            .load(types::I64, TRUSTED, ctx, rt::OFF_MAX_DEPTH);
+        let too_deep = self.b.ins().icmp(IntCC::SignedGreaterThan, depth, max);
+        self.fail_if(too_deep, rt::ERR_DEPTH, rt::SITE_NONE, Some(max), None);
+    }
+
+    /// A call with the stack check, the failure path, and the result leaves
+    /// (the callee checks the call depth, see [`Lower::depth_check`]).
     fn call(
         &mut self,
         callee: Callee,
@@ -657,15 +674,6 @@ impl<M: ClModule> Lower<'_, '_, M> {
     ) -> Result<Leaves, CodegenError> {
         let ctx = self.ctx();
         let depth = self.b.ins().load(types::I64, TRUSTED, ctx, rt::OFF_DEPTH);
-        let max = self
-            .b
-            .ins()
-            .load(types::I64, TRUSTED, ctx, rt::OFF_MAX_DEPTH);
-        let too_deep = self
-            .b
-            .ins()
-            .icmp(IntCC::SignedGreaterThanOrEqual, depth, max);
-        self.fail_if(too_deep, rt::ERR_DEPTH, site, Some(max), None);
         let sp = self.b.ins().get_stack_pointer(types::I64);
         let limit = self
             .b
