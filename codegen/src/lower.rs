@@ -1064,11 +1064,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         leaves: &[types::Type],
         site: i64,
     ) -> Result<(), CodegenError> {
-        let size: u32 = leaves.iter().map(|&l| leaf_bytes(l)).sum();
-        if size == 0 {
-            return Ok(());
-        }
-        let size = i64::from(size);
+        let size = i64::from(record_bytes(leaves));
         let addr = self.tape_addr(t);
         let top = self
             .b
@@ -1124,11 +1120,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// `pop`: moves the tape's top back and loads the leaves there; an empty
     /// tape is an error.
     fn pop(&mut self, t: u32, leaves: &[types::Type], site: i64) -> Leaves {
-        let size: u32 = leaves.iter().map(|&l| leaf_bytes(l)).sum();
-        if size == 0 {
-            return SmallVec::new();
-        }
-        let size = i64::from(size);
+        let size = i64::from(record_bytes(leaves));
         let addr = self.tape_addr(t);
         let top = self
             .b
@@ -1155,6 +1147,13 @@ impl<M: ClModule> Lower<'_, '_, M> {
         }
         out
     }
+}
+
+/// The bytes one value with `leaves` takes on a tape: its leaves', and one
+/// byte for a value without leaves (`()`, `((), ())`), so that the tape counts
+/// them and a pop of one too many fails as in the interpreter.
+fn record_bytes(leaves: &[types::Type]) -> u32 {
+    leaves.iter().map(|&l| leaf_bytes(l)).sum::<u32>().max(1)
 }
 
 enum Callee {
