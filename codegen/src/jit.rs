@@ -398,7 +398,7 @@ impl State<'_> {
             Err(run_error(&failure, &self.comp.sites))
         } else {
             let mut it = rets.iter().copied();
-            self.unflatten(&ret, &mut it, &arrays)
+            self.unflatten(&ret, &mut it, &arrays, &mut Vec::new())
                 .map_err(|msg| fail(format!("internal error: {msg}")))
         };
         if self.rt.tapes_empty() {
@@ -460,12 +460,17 @@ impl State<'_> {
         Ok(())
     }
 
-    /// The value of type `ty` whose leaves come next in `it`.
+    /// The value of type `ty` whose leaves come next in `it`. An array that
+    /// is an argument (in `arrays`, with its address) is that argument; one
+    /// that compiled code allocated is copied out once, and `made` keeps the
+    /// copies of this result by address, so that an array met twice is one
+    /// array, as in the interpreter.
     fn unflatten(
         &self,
         ty: &Type,
         it: &mut impl Iterator<Item = u64>,
         arrays: &[(ArrayRef, u64)],
+        made: &mut Vec<(ArrayRef, u64)>,
     ) -> Result<Val, String> {
         let mut next = || it.next().ok_or_else(|| "too few result leaves".to_string());
         Ok(match ty {
@@ -483,7 +488,7 @@ impl State<'_> {
             }
             Type::Array(elem) => {
                 let (p, n) = (next()?, next()? as usize);
-                if let Some((a, _)) = arrays.iter().find(|(a, q)| {
+                if let Some((a, _)) = arrays.iter().chain(made.iter()).find(|(a, q)| {
                     *q == p
                         && a.0
                             .try_borrow()
@@ -509,20 +514,22 @@ impl State<'_> {
                         ),
                     }
                 };
-                Val::Array(ArrayRef::new(data))
+                let a = ArrayRef::new(data);
+                made.push((a.clone(), p));
+                Val::Array(a)
             }
             Type::Tuple(ts) => {
                 let mut vs = Vec::with_capacity(ts.len());
                 for t in ts.iter() {
-                    vs.push(self.unflatten(t, it, arrays)?);
+                    vs.push(self.unflatten(t, it, arrays, made)?);
                 }
                 Val::Tuple(Rc::from(vs))
             }
             Type::Dual(inner, width) => {
                 let tan = inner.tangent().ok_or("a dual without a tangent type")?;
-                let mut vs = vec![self.unflatten(inner, it, arrays)?];
+                let mut vs = vec![self.unflatten(inner, it, arrays, made)?];
                 for _ in 0..*width {
-                    vs.push(self.unflatten(&tan, it, arrays)?);
+                    vs.push(self.unflatten(&tan, it, arrays, made)?);
                 }
                 Val::Dual(Rc::from(vs))
             }
