@@ -437,6 +437,11 @@ impl State<'_> {
                     ArrayData::I64(xs) => (xs.as_mut_ptr() as u64, xs.len()),
                     ArrayData::Bool(xs) => (xs.as_mut_ptr() as u64, xs.len()),
                 };
+                // Empty vectors share one dangling address; an empty array
+                // passes its cell's instead (never read: it has no
+                // elements), so that a result is matched with the right
+                // argument in `unflatten`.
+                let p = if n == 0 { Rc::as_ptr(&a.0) as u64 } else { p };
                 out.extend([p, n as u64]);
                 arrays.push((a.clone(), p));
             }

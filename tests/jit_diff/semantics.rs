@@ -500,6 +500,12 @@ func @twice(%n: i64) -> ([f64], [f64]) {
   return %r
 }
 
+# The second of two arrays.
+func @pick(%a: [f64], %b: [f64]) -> [f64] {
+#0:
+  return %b
+}
+
 # One array passed twice: a write through one name is seen through the other.
 func @alias(%a: [f64], %b: [f64]) -> f64 {
 #0:
@@ -656,6 +662,17 @@ fn array_results_alias_the_arguments_they_came_from() {
             same_array(array_ref(field(&r, 0)), array_ref(field(&r, 1))),
             "{backend:?}: @twice returned two different arrays"
         );
+
+        // Empty arrays have no elements to tell them apart by, but a result
+        // is still the very argument it came from.
+        let f = func(&m, "pick");
+        for (a, b) in [(f64s(&[]), f64s(&[])), (f64s(&[1.0]), f64s(&[]))] {
+            let r = run_on(backend, &m, f, &[a, b.clone()], &opts).expect("runs");
+            assert!(
+                Rc::ptr_eq(&array_ref(&r).0, &array_ref(&b).0),
+                "{backend:?}: @pick returned the other array"
+            );
+        }
 
         // One array passed as two arguments.
         let f = func(&m, "alias");
