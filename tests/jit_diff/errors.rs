@@ -2,10 +2,11 @@
 //! zero, idiv overflow, fptosi out of range, negative and too long array
 //! lengths, indices out of bounds, switch indices out of range, pops from
 //! empty tapes, the call-depth limit, errors in callees (with their call
-//! sites) and in primitives called through function values, and rules
-//! without a provider. The interpreter and the JIT give the same `RunError`
-//! (location, message, trace), directly, through the facade and through the
-//! `irad run` binary (same stderr, exit status 1).
+//! sites) and in primitives called through function values, rules without a
+//! provider, and errors inside rules derived at run time. The interpreter and
+//! the JIT give the same `RunError` (location, message, trace), directly,
+//! through the facade and through the `irad run` binary (same stderr, exit
+//! status 1).
 
 use super::*;
 
@@ -692,4 +693,53 @@ fn the_cli_prints_the_same_run_time_errors_with_either_backend() {
         err_i.contains("call depth limit of 100000 exceeded"),
         "{err_i}"
     );
+}
+
+/// A function value whose rule is derived at run time, and fails inside.
+const RULES_IR: &str = r"
+func @scale(%x: f64, %k: i64) -> f64 {
+#1:
+  %q = call idiv(10, %k) :: i64
+  %f = call sitofp(%q) :: f64
+  %y = call mul(%x, %f) :: f64
+  return %y
+}
+
+func @apply_k(%g: fn(f64, i64) -> f64, %x: f64, %k: i64) -> f64 {
+#1:
+  %y = call %g(%x, %k) :: f64
+  return %y
+}
+
+func @top(%x: f64, %k: i64) -> f64 {
+#1:
+  %y = invoke @apply_k(@scale, %x, %k) :: f64
+  %z = call sin(%y) :: f64
+  return %z
+}
+";
+
+#[test]
+fn errors_inside_rules_derived_at_run_time_are_the_same() {
+    let m = ir(RULES_IR);
+    let src = Source {
+        name: "rules.ir".into(),
+        text: RULES_IR.into(),
+    };
+    let f = func(&m, "top");
+    for mode in [Mode::Reverse, Mode::Forward(1), Mode::Forward(2)] {
+        let ok = [Val::F64(1.5), Val::I64(3)];
+        assert!(check_grad("@top(1.5, 3)", mode, &src, &m, f, &ok));
+        let bad = [Val::F64(1.5), Val::I64(0)];
+        assert!(!check_grad("@top(1.5, 0)", mode, &src, &m, f, &bad));
+        match grad_on(Backend::Jit, mode, &src, &m, f, &bad) {
+            Err(Error::Run { err, .. }) => {
+                assert_eq!(err.msg, "division by zero", "{mode:?}");
+                // In the rule of @scale, called from the rule of @apply_k,
+                // called from the rule of @top.
+                assert!(err.trace.len() >= 2, "{mode:?}: {err:?}");
+            }
+            other => panic!("{mode:?}: {:?}", other.map(|(g, _)| g.value)),
+        }
+    }
 }
