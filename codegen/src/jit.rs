@@ -373,6 +373,11 @@ impl State<'_> {
             .declare(self.module.get(), FuncRef::User(f))
             .map_err(cg)?;
         let tramp = self.trampoline(f).map_err(cg)?;
+        // Function values among the arguments may be new since the
+        // trampoline was made: compile them before anything calls them.
+        if self.comp.has_pending() {
+            self.finish().map_err(cg)?;
+        }
         let mut rets = vec![0u64; leaf_count(&ret)];
         let marker = 0u8;
         let sp = &marker as *const u8 as u64;
@@ -414,7 +419,7 @@ impl State<'_> {
             Err(run_error(&failure, &self.comp.sites))
         } else {
             let mut it = rets.iter().copied();
-            self.unflatten(&ret, &mut it, &arrays)
+            self.unflatten(&ret, &mut it, &arrays, &mut Vec::new())
                 .map_err(|msg| fail(format!("internal error: {msg}")))
         };
         if self.rt.tapes_empty() {
@@ -453,6 +458,11 @@ impl State<'_> {
                     ArrayData::I64(xs) => (xs.as_mut_ptr() as u64, xs.len()),
                     ArrayData::Bool(xs) => (xs.as_mut_ptr() as u64, xs.len()),
                 };
+                // Empty vectors share one dangling address; an empty array
+                // passes its cell's instead (never read: it has no
+                // elements), so that a result is matched with the right
+                // argument in `unflatten`.
+                let p = if n == 0 { Rc::as_ptr(&a.0) as u64 } else { p };
                 out.extend([p, n as u64]);
                 arrays.push((a.clone(), p));
             }
@@ -476,12 +486,17 @@ impl State<'_> {
         Ok(())
     }
 
-    /// The value of type `ty` whose leaves come next in `it`.
+    /// The value of type `ty` whose leaves come next in `it`. An array that
+    /// is an argument (in `arrays`, with its address) is that argument; one
+    /// that compiled code allocated is copied out once, and `made` keeps the
+    /// copies of this result by address, so that an array met twice is one
+    /// array, as in the interpreter.
     fn unflatten(
         &self,
         ty: &Type,
         it: &mut impl Iterator<Item = u64>,
         arrays: &[(ArrayRef, u64)],
+        made: &mut Vec<(ArrayRef, u64)>,
     ) -> Result<Val, String> {
         let mut next = || it.next().ok_or_else(|| "too few result leaves".to_string());
         Ok(match ty {
@@ -499,7 +514,7 @@ impl State<'_> {
             }
             Type::Array(elem) => {
                 let (p, n) = (next()?, next()? as usize);
-                if let Some((a, _)) = arrays.iter().find(|(a, q)| {
+                if let Some((a, _)) = arrays.iter().chain(made.iter()).find(|(a, q)| {
                     *q == p
                         && a.0
                             .try_borrow()
@@ -525,20 +540,22 @@ impl State<'_> {
                         ),
                     }
                 };
-                Val::Array(ArrayRef::new(data))
+                let a = ArrayRef::new(data);
+                made.push((a.clone(), p));
+                Val::Array(a)
             }
             Type::Tuple(ts) => {
                 let mut vs = Vec::with_capacity(ts.len());
                 for t in ts.iter() {
-                    vs.push(self.unflatten(t, it, arrays)?);
+                    vs.push(self.unflatten(t, it, arrays, made)?);
                 }
                 Val::Tuple(Rc::from(vs))
             }
             Type::Dual(inner, width) => {
                 let tan = inner.tangent().ok_or("a dual without a tangent type")?;
-                let mut vs = vec![self.unflatten(inner, it, arrays)?];
+                let mut vs = vec![self.unflatten(inner, it, arrays, made)?];
                 for _ in 0..*width {
-                    vs.push(self.unflatten(&tan, it, arrays)?);
+                    vs.push(self.unflatten(&tan, it, arrays, made)?);
                 }
                 Val::Dual(Rc::from(vs))
             }

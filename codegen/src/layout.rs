@@ -11,7 +11,8 @@
 //!   tangent type.
 //!
 //! Values pushed on a tape are stored leaf by leaf, 8 bytes per leaf except 1
-//! for a `bool`, unaligned.
+//! for a `bool`, unaligned; a value without leaves takes one (unused) byte, so
+//! that the tape counts it.
 
 use cranelift_codegen::ir::types;
 use irad_ir::types::{Scalar, Type};

@@ -206,6 +206,11 @@ impl<M: ClModule> Compiler<M> {
         Ok(id)
     }
 
+    /// Whether some declared function is not defined yet.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
     /// Defines every declared function not yet defined (and whatever they in
     /// turn declare). `self.defined` lists them afterwards.
     pub fn define_pending(&mut self, module: &Module) -> Result<(), CodegenError> {
@@ -462,6 +467,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     }
             )
         });
+        self.depth_check();
         let order = rpo(func);
         let mut cl_blocks: HashMap<Block, ir::Block> = HashMap::new();
         for &blk in &order {
@@ -675,8 +681,24 @@ impl<M: ClModule> Lower<'_, '_, M> {
         Ok(out)
     }
 
-    /// A call with the depth and stack checks, the failure path, and the
-    /// result leaves.
+    /// The call-depth check on entry to a function of the module: its frame
+    /// must not be deeper than the limit. The check is the callee's, not the
+    /// call site's, because a primitive called through a function value is
+    /// no frame (as in the interpreter); the error has no site of its own,
+    /// and the caller's failure path puts its call site in its place.
+    fn depth_check(&mut self) {
+        let ctx = self.ctx();
+        let depth = self.b.ins().load(types::I64, TRUSTED, ctx, rt::OFF_DEPTH);
+        let max = self
+            .b
+            .ins()
+            .load(types::I64, TRUSTED, ctx, rt::OFF_MAX_DEPTH);
+        let too_deep = self.b.ins().icmp(IntCC::SignedGreaterThan, depth, max);
+        self.fail_if(too_deep, rt::ERR_DEPTH, rt::SITE_NONE, Some(max), None);
+    }
+
+    /// A call with the stack check, the failure path, and the result leaves
+    /// (the callee checks the call depth, see [`Lower::depth_check`]).
     fn call(
         &mut self,
         callee: Callee,
@@ -685,15 +707,6 @@ impl<M: ClModule> Lower<'_, '_, M> {
     ) -> Result<Leaves, CodegenError> {
         let ctx = self.ctx();
         let depth = self.b.ins().load(types::I64, TRUSTED, ctx, rt::OFF_DEPTH);
-        let max = self
-            .b
-            .ins()
-            .load(types::I64, TRUSTED, ctx, rt::OFF_MAX_DEPTH);
-        let too_deep = self
-            .b
-            .ins()
-            .icmp(IntCC::SignedGreaterThanOrEqual, depth, max);
-        self.fail_if(too_deep, rt::ERR_DEPTH, site, Some(max), None);
         let sp = self.b.ins().get_stack_pointer(types::I64);
         let limit = self
             .b
@@ -1094,11 +1107,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         leaves: &[types::Type],
         site: i64,
     ) -> Result<(), CodegenError> {
-        let size: u32 = leaves.iter().map(|&l| leaf_bytes(l)).sum();
-        if size == 0 {
-            return Ok(());
-        }
-        let size = i64::from(size);
+        let size = i64::from(record_bytes(leaves));
         self.reserve(t, size, site)?;
         let addr = self.tape_addr(t);
         let top = self
@@ -1206,11 +1215,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// `pop`: moves the tape's top back and loads the leaves there; an empty
     /// tape is an error (checked here unless `site` is `None`).
     fn pop(&mut self, t: u32, leaves: &[types::Type], site: Option<i64>) -> Leaves {
-        let size: u32 = leaves.iter().map(|&l| leaf_bytes(l)).sum();
-        if size == 0 {
-            return SmallVec::new();
-        }
-        let size = i64::from(size);
+        let size = i64::from(record_bytes(leaves));
         let addr = self.tape_addr(t);
         let top = self
             .b
@@ -1272,13 +1277,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     },
                     _ => continue,
                 };
-                let size: i64 = leaf_list(&ty)
-                    .iter()
-                    .map(|&l| i64::from(leaf_bytes(l)))
-                    .sum();
-                if size == 0 {
-                    continue;
-                }
+                let size = i64::from(record_bytes(&leaf_list(&ty)));
                 let t = self.c.tape(&ty);
                 match uses.iter_mut().find(|u| u.0 == t) {
                     Some(u) => u.1.push((i, size, is_push)),
@@ -1402,6 +1401,13 @@ type TapeUse = (usize, i64, bool);
 struct TapePlan {
     checks: HashMap<usize, Vec<TapeCheck>>,
     prechecked: HashMap<usize, (u32, i64)>,
+}
+
+/// The bytes one value with `leaves` takes on a tape: its leaves', and one
+/// byte for a value without leaves (`()`, `((), ())`), so that the tape counts
+/// them and a pop of one too many fails as in the interpreter.
+fn record_bytes(leaves: &[types::Type]) -> u32 {
+    leaves.iter().map(|&l| leaf_bytes(l)).sum::<u32>().max(1)
 }
 
 enum Callee {

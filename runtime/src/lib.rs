@@ -84,7 +84,8 @@ pub const ERR_NO_RULE: i64 = 16;
 pub const ERR_BAD_LENGTH: i64 = 17;
 
 /// The site number of an error raised outside any statement (a primitive
-/// called through a function value): the caller's call site takes its place.
+/// called through a function value, or the call-depth check on entry to a
+/// function): the caller's call site takes its place.
 pub const SITE_NONE: i64 = -1;
 
 /// One tape: a buffer of values of one type, last pushed at the top.
@@ -376,7 +377,8 @@ pub unsafe extern "C" fn irad_rt_trace(ctx: *mut Ctx, site: i64) {
     // SAFETY: the caller passes a valid context whose runtime is live.
     let ctx = unsafe { &mut *ctx };
     if ctx.err_site == SITE_NONE {
-        // A primitive called as a value failed: the call is the failing statement.
+        // The callee failed outside its statements (a primitive called as a
+        // value, or too deep a call): the call is the failing statement.
         ctx.err_site = site;
     } else {
         let rt = unsafe { &mut *ctx.rt };
