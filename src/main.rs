@@ -217,29 +217,7 @@ enum Format {
     Dot,
 }
 
-/// The stack of the thread that runs every command: compiled code recurses
-/// on the native stack, and the call-depth limit (default 100 000) must be
-/// reached before the stack runs out. Reserved, not committed: untouched
-/// pages cost nothing.
-const STACK_BYTES: usize = 1 << 30;
-
 fn main() -> ExitCode {
-    let worker = std::thread::Builder::new()
-        .name("irad".into())
-        .stack_size(STACK_BYTES)
-        .spawn(|| {
-            // Leave room for the frames of irad itself above compiled code.
-            irad::codegen::set_thread_stack_budget(STACK_BYTES - (16 << 20));
-            cli_main()
-        });
-    match worker {
-        Ok(handle) => handle.join().unwrap_or(ExitCode::from(101)),
-        // No memory for such a stack: run here, with the default budget.
-        Err(_) => cli_main(),
-    }
-}
-
-fn cli_main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         // clap exits 0 for --help and --version and 2 for usage errors.

@@ -22,7 +22,7 @@
 //! - One JIT running the two sweeps of reverse mode as separate calls: the
 //!   tape carries over between them and is empty after the pullback.
 
-use irad::codegen::{Jit, set_thread_stack_budget};
+use irad::codegen::Jit;
 use irad::ir::interp::{ArrayData, ArrayRef, Interpreter, RunError, RunOptions, Val};
 use irad::ir::text::num::format_f64;
 use irad::ir::text::{parse_args, parse_module, parse_value};
@@ -293,17 +293,14 @@ fn check_grad(what: &str, mode: Mode, src: &Source, m: &Module, f: FuncId, args:
     }
 }
 
-/// Runs `body` on a thread with a 1 GiB stack whose JITs may use all but
-/// 16 MiB of it (as `irad` itself does), so that compiled code reaches the
-/// default call-depth limit of 100 000 before the native stack runs out.
+/// Runs `body` on a thread with a 1 GiB stack, on which the JIT's default
+/// stack budget (256 MiB) fits, so compiled code runs in place rather than
+/// on a stack of its own.
 fn on_big_stack(body: impl FnOnce() + Send + 'static) {
     const STACK: usize = 1 << 30;
     let handle = std::thread::Builder::new()
         .stack_size(STACK)
-        .spawn(move || {
-            set_thread_stack_budget(STACK - (16 << 20));
-            body();
-        })
+        .spawn(body)
         .expect("a thread with a 1 GiB stack (reserved, not committed)");
     if let Err(panic) = handle.join() {
         std::panic::resume_unwind(panic);

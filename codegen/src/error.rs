@@ -81,40 +81,20 @@ pub(crate) struct Failure<'a> {
     pub message: &'a str,
 }
 
-/// The message of an error kind, worded as the interpreter words it.
+/// The message of an error kind, worded as the interpreter words it: the
+/// runtime's text (which objects print too), except where the JIT knows more.
 pub(crate) fn message(f: &Failure<'_>, sites: &[Site]) -> String {
     let site = usize::try_from(f.site).ok().and_then(|s| sites.get(s));
     match f.kind {
-        rt::ERR_DIV_ZERO => "division by zero".into(),
-        rt::ERR_REM_ZERO => "remainder by zero".into(),
-        rt::ERR_IDIV_OVERFLOW => "integer overflow in idiv".into(),
-        rt::ERR_FPTOSI => format!(
-            "fptosi of {} is out of the i64 range",
-            irad_ir::text::num::format_f64(f64::from_bits(f.a as u64))
-        ),
-        rt::ERR_NEG_LEN => format!("negative array length {}", f.a),
-        rt::ERR_TOO_LONG => format!(
-            "array length {} exceeds the limit of {} elements",
-            f.a,
-            rt::MAX_ARRAY_LEN
-        ),
-        rt::ERR_OOM_ALLOC => format!("out of memory allocating an array of {} elements", f.a),
-        rt::ERR_OOM_COPY => format!("out of memory copying an array of {} elements", f.a),
-        rt::ERR_INDEX => format!("index {} out of bounds for array of length {}", f.a, f.b),
-        rt::ERR_SWITCH => format!("switch index {} is out of range for {} targets", f.a, f.b),
-        rt::ERR_EMPTY_TAPE => format!(
-            "pop from an empty tape of {}",
-            site.and_then(|s| s.tape.as_ref())
-                .map_or_else(|| "?".to_string(), ToString::to_string)
-        ),
-        rt::ERR_DEPTH => format!("call depth limit of {} exceeded", f.a),
         rt::ERR_STACK => format!(
-            "native stack exhausted at call depth {} (the call-depth limit is {}; run on a thread with a larger stack or raise the stack budget)",
+            "native stack exhausted at call depth {} (the call-depth limit is {}; raise the JIT's stack budget)",
             f.a, f.max_depth
         ),
         rt::ERR_MESSAGE => f.message.to_string(),
-        rt::ERR_OOM_TAPE => "out of memory growing a tape".into(),
-        k => format!("internal error: unknown error kind {k}"),
+        kind => {
+            let tape = site.and_then(|s| s.tape.as_ref()).map(ToString::to_string);
+            rt::error_text(kind, f.a, f.b, f.max_depth, tape.as_deref())
+        }
     }
 }
 

@@ -34,18 +34,24 @@ use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::rc::Rc;
 
-/// How much native stack compiled code may use below the point where
-/// [`Jit::run`] is called, unless set with [`Jit::set_stack_budget`] or
-/// [`set_thread_stack_budget`]: 1 MiB, which fits in the 2 MiB of a spawned
-/// Rust thread and holds recursion to depth 10 000 of small functions.
-pub const DEFAULT_STACK_BUDGET: usize = 1 << 20;
+/// How much native stack compiled code may use, unless set with
+/// [`Jit::set_stack_budget`] or [`set_thread_stack_budget`]: 256 MiB, enough
+/// for the default call-depth limit (100 000) with frames of 2.6 KiB, and for
+/// depth 10 000 with frames of 26 KiB. When the calling thread has less
+/// stack left (a spawned thread has 2 MiB), [`Jit::run`] runs compiled code
+/// on a stack of its own (`stacker`); the memory is reserved, and only what
+/// is used is committed.
+pub const DEFAULT_STACK_BUDGET: usize = 256 << 20;
+
+/// Stack kept free below the budget, for the frame of the callee of the last
+/// checked call and for the runtime (rule derivation compiles code there).
+const STACK_MARGIN: usize = 1 << 20;
 
 thread_local! {
     static STACK_BUDGET: std::cell::Cell<usize> = const { std::cell::Cell::new(DEFAULT_STACK_BUDGET) };
 }
 
-/// Sets the stack budget of JITs made on this thread from now on (a program
-/// that runs compiled code on a thread with a large stack says so here).
+/// Sets the stack budget of JITs made on this thread from now on.
 pub fn set_thread_stack_budget(bytes: usize) {
     STACK_BUDGET.with(|b| b.set(bytes));
 }
@@ -188,10 +194,9 @@ impl<'m> Jit<'m> {
         self.st.module.get()
     }
 
-    /// Sets how much native stack compiled code may use below the caller of
-    /// [`Jit::run`]; deeper calls fail with a "native stack exhausted" error
-    /// instead of overflowing. Raise it only on a thread whose stack is that
-    /// large.
+    /// Sets how much native stack compiled code may use (see
+    /// [`DEFAULT_STACK_BUDGET`]); deeper calls fail with a "native stack
+    /// exhausted" error instead of overflowing.
     pub fn set_stack_budget(&mut self, bytes: usize) {
         self.st.stack_budget = bytes;
     }
@@ -379,12 +384,10 @@ impl State<'_> {
             self.finish().map_err(cg)?;
         }
         let mut rets = vec![0u64; leaf_count(&ret)];
-        let marker = 0u8;
-        let sp = &marker as *const u8 as u64;
         let mut ctx = Ctx {
             depth: 1,
             max_depth: i64::try_from(opts.max_depth).unwrap_or(i64::MAX),
-            stack_limit: sp.saturating_sub(self.stack_budget as u64),
+            stack_limit: 0,
             fn_table: self.table.as_ptr(),
             tapes: std::ptr::null_mut(),
             err_kind: rt::ERR_NONE,
@@ -399,13 +402,20 @@ impl State<'_> {
         self.rt.trace.clear();
         self.rt.message.clear();
         ctx.host = self as *mut State<'_> as *mut u8;
-        // SAFETY: the trampoline has this signature; `words` and `rets` hold
-        // the leaves of the parameters and the result; the arrays they point
-        // into are alive for the call (`args` borrows them).
-        let status = unsafe {
-            let t: Trampoline = std::mem::transmute(tramp);
-            t(&mut ctx, words.as_ptr(), rets.as_mut_ptr())
-        };
+        let budget = self.stack_budget;
+        let need = budget.saturating_add(STACK_MARGIN);
+        let status = stacker::maybe_grow(need, need, || {
+            let marker = 0u8;
+            let sp = &marker as *const u8 as u64;
+            ctx.stack_limit = sp.saturating_sub(budget as u64);
+            // SAFETY: the trampoline has this signature; `words` and `rets`
+            // hold the leaves of the parameters and the result; the arrays
+            // they point into are alive for the call (`args` borrows them).
+            unsafe {
+                let t: Trampoline = std::mem::transmute(tramp);
+                t(&mut ctx, words.as_ptr(), rets.as_mut_ptr())
+            }
+        });
         let result = if status != 0 {
             let failure = Failure {
                 kind: ctx.err_kind,

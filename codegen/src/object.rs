@@ -683,33 +683,27 @@ fn define_sites(
 
 #[cfg(test)]
 mod tests {
-    use crate::error::{Failure, message};
     use irad_runtime as rt;
 
-    /// The C texts of run-time errors are the JIT's (and so the
-    /// interpreter's), except the advice of a stack overflow.
+    /// The runtime words an `fptosi` failure with the IR's number format.
     #[test]
-    fn runtime_error_texts_match_the_jits() {
-        for kind in rt::ERR_DIV_ZERO..=rt::ERR_OOM_TAPE {
-            if kind == rt::ERR_STACK || kind == rt::ERR_MESSAGE {
-                continue;
-            }
-            for (a, b) in [(5, 3), (-1, 0), (f64::NAN.to_bits() as i64, 7)] {
-                let f = Failure {
-                    kind,
-                    site: rt::SITE_NONE,
-                    a,
-                    b,
-                    max_depth: 10,
-                    trace: &[],
-                    message: "",
-                };
-                assert_eq!(
-                    message(&f, &[]),
-                    rt::error_text(kind, a, b, 10, None),
-                    "kind {kind}"
-                );
-            }
+    fn runtime_error_texts_format_numbers_as_the_ir_does() {
+        for x in [
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1e19,
+            -1e19,
+            9.223372036854776e18,
+            2.5,
+        ] {
+            assert_eq!(
+                rt::error_text(rt::ERR_FPTOSI, x.to_bits() as i64, 0, 10, None),
+                format!(
+                    "fptosi of {} is out of the i64 range",
+                    irad_ir::text::num::format_f64(x)
+                ),
+            );
         }
     }
 }

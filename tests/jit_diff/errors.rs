@@ -586,30 +586,39 @@ fn every_run_time_error_is_the_same_in_the_jit() {
     assert!(identical(&r.expect("in range"), &Val::I64(i64::MIN)));
 }
 
+fn default_depth_limit_is_reached() {
+    let m = ir(ERRORS_IR);
+    for name in ["forever", "forever_by_value"] {
+        let f = func(&m, name);
+        let (want, got) = run_both_direct(&m, f, &[Val::I64(0)], &RunOptions::default());
+        assert_same_outcome(name, &m, &want, &got);
+        let err = want.expect_err(name);
+        assert_eq!(err.msg, "call depth limit of 100000 exceeded");
+        assert_eq!(err.trace.len(), 99_999, "{name}");
+    }
+}
+
 #[test]
 fn the_default_depth_limit_is_reached_on_a_big_stack() {
-    on_big_stack(|| {
-        let m = ir(ERRORS_IR);
-        for name in ["forever", "forever_by_value"] {
-            let f = func(&m, name);
-            let (want, got) = run_both_direct(&m, f, &[Val::I64(0)], &RunOptions::default());
-            assert_same_outcome(name, &m, &want, &got);
-            let err = want.expect_err(name);
-            assert_eq!(err.msg, "call depth limit of 100000 exceeded");
-            assert_eq!(err.trace.len(), 99_999, "{name}");
-        }
-    });
+    on_big_stack(default_depth_limit_is_reached);
+}
+
+#[test]
+fn the_default_depth_limit_is_reached_on_a_test_thread() {
+    // 2 MiB of stack: the JIT runs compiled code on a stack of its own.
+    default_depth_limit_is_reached();
 }
 
 #[test]
 fn compiled_code_reports_a_full_stack_instead_of_crashing() {
-    // On a test thread (2 MiB) the JIT's default budget (1 MiB) runs out
-    // before depth 100 000: a located error, not a crash. This is the one
-    // way the JIT may differ from the interpreter (`Jit::set_stack_budget`).
+    // With a stack budget of 256 KiB, depth 100 000 is out of reach: a
+    // located error, not a crash. This is the one way the JIT may differ
+    // from the interpreter (`Jit::set_stack_budget`).
     let m = ir(ERRORS_IR);
     let f = func(&m, "forever");
-    let err = Jit::new(&m)
-        .expect("a JIT")
+    let mut jit = Jit::new(&m).expect("a JIT");
+    jit.set_stack_budget(256 << 10);
+    let err = jit
         .run(f, &[Val::I64(0)], &RunOptions::default())
         .expect_err("the stack budget runs out");
     assert!(
