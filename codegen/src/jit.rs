@@ -118,6 +118,81 @@ struct State<'m> {
     /// Argument arrays kept alive while tapes hold values.
     pinned: Vec<ArrayRef>,
     stack_budget: usize,
+    /// The JIT's own stack, mapped on first need and kept for later runs.
+    own_stack: Option<OwnStack>,
+}
+
+/// A stack for compiled code when the caller's thread has too little: mapped
+/// once (reserved, committed only as it is used), with an inaccessible page
+/// below it, and reused by every run that needs it.
+struct OwnStack {
+    base: *mut u8,
+    size: usize,
+    guard: usize,
+}
+
+impl OwnStack {
+    #[cfg(unix)]
+    fn map(size: usize) -> Option<OwnStack> {
+        let guard = 1 << 16;
+        let total = size.checked_add(guard)?;
+        // SAFETY: an anonymous private mapping, checked below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                total,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return None;
+        }
+        // SAFETY: the first `guard` bytes of the mapping just made.
+        if unsafe { libc::mprotect(p, guard, libc::PROT_NONE) } != 0 {
+            // SAFETY: unmaps the mapping just made.
+            unsafe { libc::munmap(p, total) };
+            return None;
+        }
+        Some(OwnStack {
+            base: p.cast(),
+            size,
+            guard,
+        })
+    }
+
+    #[cfg(not(unix))]
+    fn map(_size: usize) -> Option<OwnStack> {
+        None
+    }
+}
+
+impl Drop for OwnStack {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        // SAFETY: the mapping made by `map`, unmapped once.
+        unsafe {
+            libc::munmap(self.base.cast(), self.size + self.guard);
+        }
+    }
+}
+
+/// Runs `call` on the JIT's own stack of at least `need` bytes (mapped
+/// on first use; a new one when the budget grew), or on a stack from
+/// `stacker` where none can be mapped.
+fn on_own_stack(own: &mut Option<OwnStack>, need: usize, call: impl FnOnce() -> i8) -> i8 {
+    if own.as_ref().is_none_or(|s| s.size < need) {
+        *own = OwnStack::map(need);
+    }
+    match own {
+        // SAFETY: `base + guard .. base + guard + size` is mapped
+        // read-write and used by nothing else: `run` is not re-entered
+        // while compiled code runs (rule derivation does not run code).
+        Some(s) => unsafe { psm::on_stack(s.base.add(s.guard), s.size, call) },
+        None => stacker::grow(need, call),
+    }
 }
 
 /// The trampoline's signature: `(ctx, args, results) -> status`.
@@ -157,6 +232,10 @@ impl<'m> Jit<'m> {
         set(&mut flags, "opt_level", "speed")?;
         set(&mut flags, "enable_multi_ret_implicit_sret", "true")?;
         set(&mut flags, "is_pic", "false")?;
+        // Frames larger than a page touch each page on entry, so a frame
+        // that would jump past the end of a stack hits its guard page.
+        set(&mut flags, "enable_probestack", "true")?;
+        set(&mut flags, "probestack_strategy", "inline")?;
         set(
             &mut flags,
             "enable_verifier",
@@ -185,6 +264,7 @@ impl<'m> Jit<'m> {
                 trampolines: HashMap::new(),
                 pinned: Vec::new(),
                 stack_budget: STACK_BUDGET.with(std::cell::Cell::get),
+                own_stack: None,
             }),
         })
     }
@@ -404,7 +484,7 @@ impl State<'_> {
         ctx.host = self as *mut State<'_> as *mut u8;
         let budget = self.stack_budget;
         let need = budget.saturating_add(STACK_MARGIN);
-        let status = stacker::maybe_grow(need, need, || {
+        let mut call = || {
             let marker = 0u8;
             let sp = &marker as *const u8 as u64;
             ctx.stack_limit = sp.saturating_sub(budget as u64);
@@ -415,7 +495,18 @@ impl State<'_> {
                 let t: Trampoline = std::mem::transmute(tramp);
                 t(&mut ctx, words.as_ptr(), rets.as_mut_ptr())
             }
-        });
+        };
+        let in_place = stacker::remaining_stack().is_some_and(|left| left >= need);
+        let status = if in_place {
+            call()
+        } else {
+            // Taken out of `self` while the code runs: the rule callback
+            // reaches the rest of the state through `ctx.host`.
+            let mut stack = self.own_stack.take();
+            let status = on_own_stack(&mut stack, need, call);
+            self.own_stack = stack;
+            status
+        };
         let result = if status != 0 {
             let failure = Failure {
                 kind: ctx.err_kind,
