@@ -27,7 +27,6 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Module as ClModule, default_libcall_names};
 use irad_ir::func::{FuncId, FuncRef, Module};
 use irad_ir::interp::{ArrayData, ArrayRef, Executor, RuleProvider, RunError, RunOptions, Val};
-use irad_ir::loc::Location;
 use irad_ir::types::{FnType, Scalar, Type};
 use irad_runtime::{self as rt, Ctx, Runtime};
 use std::collections::HashMap;
@@ -395,51 +394,17 @@ impl State<'_> {
     }
 
     fn run(&mut self, f: FuncId, args: &[Val], opts: &RunOptions) -> Result<Val, RunError> {
-        let module = self.module.get();
-        let Some(func) = module.get(f) else {
-            return Err(RunError {
-                loc: Location::default(),
-                msg: format!("no function {f:?} in the module"),
-                trace: Vec::new(),
-            });
-        };
-        let func_loc = Location {
-            func: Some(func.name.clone()),
-            pos: func.pos,
-            ..Location::default()
-        };
+        let func_loc = irad_ir::interp::check_call(self.module.get(), f, args, opts)?;
         let fail = |msg: String| RunError {
             loc: func_loc.clone(),
             msg,
             trace: Vec::new(),
         };
-        let params = func.param_types();
-        let ret = func.ret.clone();
-        if params.len() != args.len() {
-            return Err(fail(format!(
-                "@{} takes {} argument{}, found {}",
-                func.name,
-                params.len(),
-                if params.len() == 1 { "" } else { "s" },
-                args.len()
-            )));
-        }
-        for (i, (ty, arg)) in params.iter().zip(args).enumerate() {
-            if !arg.has_type(ty, module) {
-                return Err(fail(format!(
-                    "argument {} of @{} must be {ty}, found {}",
-                    i + 1,
-                    func.name,
-                    arg.type_text(module)
-                )));
-            }
-        }
-        if opts.max_depth == 0 {
-            return Err(fail(format!(
-                "call depth limit of {} exceeded",
-                opts.max_depth
-            )));
-        }
+        let module = self.module.get();
+        let (params, ret) = match module.get(f) {
+            Some(func) => (func.param_types(), func.ret.clone()),
+            None => return Err(fail("internal error: no such function".into())),
+        };
         let cg = |e: CodegenError| RunError {
             loc: if e.loc.has_ir_place() {
                 e.loc.clone()

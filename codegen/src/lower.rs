@@ -351,6 +351,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
         self.b.ins().return_(&rets);
     }
 
+    /// An i64 field at `off` from `p` (the context, a tape record).
+    fn load64(&mut self, p: ir::Value, off: i32) -> ir::Value {
+        self.b.ins().load(types::I64, TRUSTED, p, off)
+    }
+
     fn zero(&mut self, leaf: types::Type) -> ir::Value {
         if leaf == types::F64 {
             self.b.ins().f64const(0.0)
@@ -688,11 +693,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// and the caller's failure path puts its call site in its place.
     fn depth_check(&mut self) {
         let ctx = self.ctx();
-        let depth = self.b.ins().load(types::I64, TRUSTED, ctx, rt::OFF_DEPTH);
-        let max = self
-            .b
-            .ins()
-            .load(types::I64, TRUSTED, ctx, rt::OFF_MAX_DEPTH);
+        let depth = self.load64(ctx, rt::OFF_DEPTH);
+        let max = self.load64(ctx, rt::OFF_MAX_DEPTH);
         let too_deep = self.b.ins().icmp(IntCC::SignedGreaterThan, depth, max);
         self.fail_if(too_deep, rt::ERR_DEPTH, rt::SITE_NONE, Some(max), None);
     }
@@ -706,12 +708,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
         site: i64,
     ) -> Result<Leaves, CodegenError> {
         let ctx = self.ctx();
-        let depth = self.b.ins().load(types::I64, TRUSTED, ctx, rt::OFF_DEPTH);
+        let depth = self.load64(ctx, rt::OFF_DEPTH);
         let sp = self.b.ins().get_stack_pointer(types::I64);
-        let limit = self
-            .b
-            .ins()
-            .load(types::I64, TRUSTED, ctx, rt::OFF_STACK_LIMIT);
+        let limit = self.load64(ctx, rt::OFF_STACK_LIMIT);
         let low = self.b.ins().icmp(IntCC::UnsignedLessThan, sp, limit);
         self.fail_if(low, rt::ERR_STACK, site, Some(depth), None);
         let deeper = self.b.ins().iadd_imm_s(depth, 1);
@@ -722,10 +721,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let call = match callee {
             Callee::Direct(r) => self.b.ins().call(r, &full),
             Callee::Indirect(sigref, h) => {
-                let table = self
-                    .b
-                    .ins()
-                    .load(types::I64, TRUSTED, ctx, rt::OFF_FN_TABLE);
+                let table = self.load64(ctx, rt::OFF_FN_TABLE);
                 let off = self.b.ins().imul_imm_s(h, 8);
                 let addr = self.b.ins().iadd(table, off);
                 let code = self.b.ins().load(types::I64, TRUSTED, addr, 0);
@@ -1095,7 +1091,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// The address of tape `t`'s record.
     fn tape_addr(&mut self, t: u32) -> ir::Value {
         let ctx = self.ctx();
-        let tapes = self.b.ins().load(types::I64, TRUSTED, ctx, rt::OFF_TAPES);
+        let tapes = self.load64(ctx, rt::OFF_TAPES);
         self.b.ins().iadd_imm_s(tapes, i64::from(t) * rt::TAPE_SIZE)
     }
 
@@ -1110,10 +1106,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let size = i64::from(record_bytes(leaves));
         self.reserve(t, size, site)?;
         let addr = self.tape_addr(t);
-        let top = self
-            .b
-            .ins()
-            .load(types::I64, TRUSTED, addr, rt::OFF_TAPE_TOP);
+        let top = self.load64(addr, rt::OFF_TAPE_TOP);
         self.store_leaves(top, 0, vals, leaves);
         let new_top = self.b.ins().iadd_imm_s(top, size);
         self.b.ins().store(TRUSTED, new_top, addr, rt::OFF_TAPE_TOP);
@@ -1181,14 +1174,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// the runtime, on a cold path) when they do not.
     fn reserve(&mut self, t: u32, size: i64, site: i64) -> Result<(), CodegenError> {
         let addr = self.tape_addr(t);
-        let top = self
-            .b
-            .ins()
-            .load(types::I64, TRUSTED, addr, rt::OFF_TAPE_TOP);
-        let end = self
-            .b
-            .ins()
-            .load(types::I64, TRUSTED, addr, rt::OFF_TAPE_END);
+        let top = self.load64(addr, rt::OFF_TAPE_TOP);
+        let end = self.load64(addr, rt::OFF_TAPE_END);
         let room = self.b.ins().isub(end, top);
         let full = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, room, size);
         let grow = self.b.create_block();
@@ -1217,15 +1204,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
     fn pop(&mut self, t: u32, leaves: &[types::Type], site: Option<i64>) -> Leaves {
         let size = i64::from(record_bytes(leaves));
         let addr = self.tape_addr(t);
-        let top = self
-            .b
-            .ins()
-            .load(types::I64, TRUSTED, addr, rt::OFF_TAPE_TOP);
+        let top = self.load64(addr, rt::OFF_TAPE_TOP);
         if let Some(site) = site {
-            let base = self
-                .b
-                .ins()
-                .load(types::I64, TRUSTED, addr, rt::OFF_TAPE_BASE);
+            let base = self.load64(addr, rt::OFF_TAPE_BASE);
             let used = self.b.ins().isub(top, base);
             let empty = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, used, size);
             self.fail_if(empty, rt::ERR_EMPTY_TAPE, site, None, None);
@@ -1326,10 +1307,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 TapeCheck::Room { tape, bytes, site } => {
                     self.reserve(tape, bytes, site)?;
                     let addr = self.tape_addr(tape);
-                    let top = self
-                        .b
-                        .ins()
-                        .load(types::I64, TRUSTED, addr, rt::OFF_TAPE_TOP);
+                    let top = self.load64(addr, rt::OFF_TAPE_TOP);
                     let new_top = self.b.ins().iadd_imm_s(top, bytes);
                     self.b.ins().store(TRUSTED, new_top, addr, rt::OFF_TAPE_TOP);
                     self.seg_tops.insert(tape, top);
@@ -1337,14 +1315,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 TapeCheck::Filled { tape, pops } => {
                     let total: i64 = pops.iter().map(|p| p.0).sum();
                     let addr = self.tape_addr(tape);
-                    let top = self
-                        .b
-                        .ins()
-                        .load(types::I64, TRUSTED, addr, rt::OFF_TAPE_TOP);
-                    let base = self
-                        .b
-                        .ins()
-                        .load(types::I64, TRUSTED, addr, rt::OFF_TAPE_BASE);
+                    let top = self.load64(addr, rt::OFF_TAPE_TOP);
+                    let base = self.load64(addr, rt::OFF_TAPE_BASE);
                     let used = self.b.ins().isub(top, base);
                     let short = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, used, total);
                     let err = self.b.create_block();

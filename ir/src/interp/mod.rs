@@ -211,6 +211,62 @@ pub fn run(m: &Module, f: FuncId, args: &[Val], opts: &RunOptions) -> Result<Val
     Interpreter::new(m).run(f, args, opts)
 }
 
+/// Checks a call of `f` on `args` as every backend does before running it:
+/// the function exists, the arguments match its parameters in number and
+/// type, the depth limit allows one frame. Returns the function's location
+/// (where errors about the call are reported).
+pub fn check_call(
+    module: &Module,
+    f: FuncId,
+    args: &[Val],
+    opts: &RunOptions,
+) -> Result<Location, RunError> {
+    let Some(func) = module.get(f) else {
+        return Err(RunError {
+            loc: Location::default(),
+            msg: format!("no function {f:?} in the module"),
+            trace: Vec::new(),
+        });
+    };
+    let func_loc = Location {
+        func: Some(func.name.clone()),
+        pos: func.pos,
+        ..Location::default()
+    };
+    let fail = |msg: String| RunError {
+        loc: func_loc.clone(),
+        msg,
+        trace: Vec::new(),
+    };
+    let params = func.param_types();
+    if params.len() != args.len() {
+        return Err(fail(format!(
+            "@{} takes {} argument{}, found {}",
+            func.name,
+            params.len(),
+            if params.len() == 1 { "" } else { "s" },
+            args.len()
+        )));
+    }
+    for (i, (ty, arg)) in params.iter().zip(args).enumerate() {
+        if !arg.has_type(ty, module) {
+            return Err(fail(format!(
+                "argument {} of @{} must be {ty}, found {}",
+                i + 1,
+                func.name,
+                arg.type_text(module)
+            )));
+        }
+    }
+    if opts.max_depth == 0 {
+        return Err(fail(format!(
+            "call depth limit of {} exceeded",
+            opts.max_depth
+        )));
+    }
+    Ok(func_loc)
+}
+
 /// An interpreter for one module that keeps its translated functions between
 /// runs; use it to run the same module many times.
 pub struct Interpreter<'m> {
@@ -373,50 +429,12 @@ impl<'m> Interpreter<'m> {
 
     /// Runs function `f` on `args`; see [`run`].
     pub fn run(&mut self, f: FuncId, args: &[Val], opts: &RunOptions) -> Result<Val, RunError> {
-        let module = self.module.get();
-        let Some(func) = module.get(f) else {
-            return Err(RunError {
-                loc: Location::default(),
-                msg: format!("no function {f:?} in the module"),
-                trace: Vec::new(),
-            });
-        };
-        let func_loc = Location {
-            func: Some(func.name.clone()),
-            pos: func.pos,
-            ..Location::default()
-        };
+        let func_loc = check_call(self.module.get(), f, args, opts)?;
         let fail = |msg: String| RunError {
             loc: func_loc.clone(),
             msg,
             trace: Vec::new(),
         };
-        let params = func.param_types();
-        if params.len() != args.len() {
-            return Err(fail(format!(
-                "@{} takes {} argument{}, found {}",
-                func.name,
-                params.len(),
-                if params.len() == 1 { "" } else { "s" },
-                args.len()
-            )));
-        }
-        for (i, (ty, arg)) in params.iter().zip(args).enumerate() {
-            if !arg.has_type(ty, module) {
-                return Err(fail(format!(
-                    "argument {} of @{} must be {ty}, found {}",
-                    i + 1,
-                    func.name,
-                    arg.type_text(module)
-                )));
-            }
-        }
-        if opts.max_depth == 0 {
-            return Err(fail(format!(
-                "call depth limit of {} exceeded",
-                opts.max_depth
-            )));
-        }
         let cf = self.compiled(f).map_err(fail)?;
         let frame = self.enter(cf, args.iter().cloned(), None).map_err(fail)?;
         self.execute(frame, opts.max_depth)
