@@ -138,3 +138,114 @@ pub fn jit_forward<'r>(
         jit: Jit::owning(m, Some(provider))?,
     })
 }
+
+/// Which AD mode a compiled gradient uses.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Forward mode: ceil(n / width) passes of `@f.fwdW`.
+    Forward,
+    /// Reverse mode: `@f.rev.fwd` then `@f.rev.back`.
+    Reverse,
+}
+
+enum Plan {
+    Forward(irad_passes::forward::grad::ForwardPlan),
+    Reverse(irad_passes::reverse::grad::ReversePlan),
+}
+
+/// A gradient derived and compiled once, run many times: what `irad bench`
+/// times and what an embedder keeps. Its results are those of
+/// [`crate::grad_forward`] / [`crate::grad_reverse`] with the JIT.
+pub struct CompiledGradient<'r> {
+    jit: Jit<'r>,
+    plan: Plan,
+    /// `f` in the compiled module.
+    func: FuncId,
+}
+
+impl CompiledGradient<'_> {
+    /// The module with `f`, its derived functions and any rule added since.
+    pub fn module(&self) -> &Module {
+        self.jit.module()
+    }
+
+    /// The differentiated function.
+    pub fn func(&self) -> FuncId {
+        self.func
+    }
+
+    /// The value and gradient at `args`, which must have the types (and, for
+    /// forward mode, are best of the shapes) the gradient was compiled for.
+    pub fn run(
+        &mut self,
+        args: &[Val],
+        opts: &RunOptions,
+    ) -> Result<irad_passes::forward::grad::Gradient, irad_passes::forward::grad::GradError> {
+        match &self.plan {
+            Plan::Forward(p) => p.run(&mut self.jit, args, opts),
+            Plan::Reverse(p) => p.run(&mut self.jit, args, opts),
+        }
+    }
+
+    /// Runs `f` itself (the primal) in the same compiled module.
+    pub fn run_primal(&mut self, args: &[Val], opts: &RunOptions) -> Result<Val, RunError> {
+        self.jit.run(self.func, args, opts)
+    }
+
+    /// Compiles everything the gradient and the primal run, so that the first
+    /// run does not pay for it.
+    pub fn compile(&mut self) -> Result<(), CodegenError> {
+        self.jit.compile(self.func)?;
+        let ids: Vec<FuncId> = self.plan_funcs();
+        for id in ids {
+            self.jit.compile(id)?;
+        }
+        Ok(())
+    }
+
+    fn plan_funcs(&self) -> Vec<FuncId> {
+        match &self.plan {
+            Plan::Forward(p) => vec![p.rule()],
+            Plan::Reverse(p) => {
+                let (a, b) = p.pieces();
+                vec![a, b]
+            }
+        }
+    }
+}
+
+/// `f` of `module` normalised, its gradient derived in `mode` for arguments
+/// like `args` (with `opts.wrt` and, forward, `opts.width`), and both kept in
+/// a JIT (compiled on first run, or by [`CompiledGradient::compile`]).
+pub fn jit_gradient<'r>(
+    module: &Module,
+    f: FuncId,
+    args: &[Val],
+    registry: &'r Registry,
+    opts: &irad_passes::forward::grad::GradOptions,
+    mode: Mode,
+) -> Result<CompiledGradient<'r>, irad_passes::forward::grad::GradError> {
+    let mut m = module.clone();
+    irad_passes::normalise(&mut m).map_err(|e| irad_passes::forward::grad::GradError::Invalid {
+        loc: irad_ir::Location::default(),
+        msg: e.to_string(),
+    })?;
+    let (plan, provider): (Plan, Box<dyn RuleProvider + 'r>) = match mode {
+        Mode::Forward => {
+            let mut fwd = Forward::new(registry);
+            let p = irad_passes::forward::grad::plan(&mut m, &mut fwd, f, args, opts)?;
+            (Plan::Forward(p), Box::new(fwd))
+        }
+        Mode::Reverse => {
+            let mut rev = Reverse::new(registry);
+            let p = irad_passes::reverse::grad::plan(&mut m, &mut rev, f, args, opts)?;
+            (Plan::Reverse(p), Box::new(rev))
+        }
+    };
+    let jit = Jit::owning(m, Some(provider)).map_err(|e| RunError {
+        loc: e.loc,
+        msg: e.msg,
+        trace: Vec::new(),
+    })?;
+    Ok(CompiledGradient { jit, plan, func: f })
+}

@@ -17,7 +17,10 @@ mod compiled;
 pub mod diag;
 pub mod dot;
 
-pub use compiled::{Compiled, CompiledError, jit_forward, jit_primal, jit_reverse};
+pub use compiled::{
+    Compiled, CompiledError, CompiledGradient, Mode, jit_forward, jit_gradient, jit_primal,
+    jit_reverse,
+};
 pub use irad_codegen as codegen;
 pub use irad_ir as ir;
 pub use irad_passes as passes;

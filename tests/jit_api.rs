@@ -180,3 +180,47 @@ fn run_time_errors_are_the_interpreters() {
     assert_eq!(got, want);
     assert_eq!(got.msg, "index 2 out of bounds for array of length 2");
 }
+
+#[test]
+fn a_compiled_gradient_runs_many_times_with_the_interpreters_results() {
+    let m = sum_module();
+    let f = m.by_name("f").unwrap();
+    let registry = irad::rules::Registry::new();
+    let args = [array(&[0.3, -1.2, 2.5, 0.0, 7.0]), Val::F64(1.5)];
+    let src = irad::source_from_bytes("sum".into(), Vec::new()).unwrap();
+    let opts = irad::passes::forward::grad::GradOptions::default();
+    for (mode, width) in [
+        (irad::Mode::Reverse, 1),
+        (irad::Mode::Forward, 1),
+        (irad::Mode::Forward, 4),
+    ] {
+        let opts = irad::passes::forward::grad::GradOptions {
+            width,
+            ..opts.clone()
+        };
+        let (want, _) = match mode {
+            irad::Mode::Reverse => irad::grad_reverse(&src, &m, f, &args, &registry, &opts),
+            irad::Mode::Forward => irad::grad_forward(&src, &m, f, &args, &registry, &opts),
+        }
+        .unwrap();
+        let mut g = irad::jit_gradient(&m, f, &args, &registry, &opts, mode).unwrap();
+        g.compile().unwrap();
+        for _ in 0..3 {
+            let got = g.run(&args, &RunOptions::default()).unwrap();
+            assert_eq!(
+                bits(&floats(&got.value)),
+                bits(&floats(&want.value)),
+                "{mode:?}"
+            );
+            for (a, b) in got.gradient.iter().zip(&want.gradient) {
+                assert_eq!(
+                    bits(&floats(a.as_ref().unwrap())),
+                    bits(&floats(b.as_ref().unwrap())),
+                    "{mode:?} width {width}"
+                );
+            }
+        }
+        let v = g.run_primal(&args, &RunOptions::default()).unwrap();
+        assert_eq!(bits(&floats(&v)), bits(&floats(&want.value)));
+    }
+}

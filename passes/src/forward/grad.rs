@@ -9,7 +9,7 @@
 //! differentiated f64s (one pass when n is 0, for the value).
 
 use super::{Forward, ForwardError};
-use irad_ir::interp::{ArrayData, ArrayRef, MakeExecutor, RunError, RunOptions, Val};
+use irad_ir::interp::{ArrayData, ArrayRef, Executor, MakeExecutor, RunError, RunOptions, Val};
 use irad_ir::{FuncId, Location, Module, Scalar, Type};
 use std::rc::Rc;
 
@@ -93,21 +93,78 @@ pub fn gradient(
     args: &[Val],
     opts: &GradOptions,
 ) -> Result<Gradient, GradError> {
-    let Request { floc, params, wrt } = check_request(module, f, args, opts.wrt.as_deref())?;
+    let plan = plan(module, fwd, f, args, opts)?;
+    let mut exec = (opts.exec)(module, fwd)?;
+    plan.run(&mut *exec, args, &opts.run)
+}
+
+/// A forward-mode gradient ready to run: the checked request, the batch
+/// width, and the rule of `f` at that width, derived into the module.
+/// [`ForwardPlan::run`] needs only an executor of that module, so compiled
+/// code can be kept and run many times.
+#[derive(Clone, Debug)]
+pub struct ForwardPlan {
+    req: Request,
+    width: u32,
+    rule: FuncId,
+}
+
+/// Checks the request, chooses the width (no more lanes than f64s to
+/// differentiate) and derives the rule (see [`gradient`]).
+pub fn plan(
+    module: &mut Module,
+    fwd: &mut Forward<'_>,
+    f: FuncId,
+    args: &[Val],
+    opts: &GradOptions,
+) -> Result<ForwardPlan, GradError> {
+    let req = check_request(module, f, args, opts.wrt.as_deref())?;
     let mut slots = Vec::new();
-    for &i in &wrt {
-        collect_slots(&args[i], &params[i], i, &mut Vec::new(), &mut slots);
+    for &i in &req.wrt {
+        collect_slots(&args[i], &req.params[i], i, &mut Vec::new(), &mut slots);
     }
     // No more lanes than directions: extra lanes would carry zeros.
     let width = opts
         .width
         .min(u32::try_from(slots.len().max(1)).unwrap_or(u32::MAX));
     let rule = fwd.rule(module, f, width)?;
+    Ok(ForwardPlan { req, width, rule })
+}
+
+impl ForwardPlan {
+    /// The forward rule the plan runs.
+    pub fn rule(&self) -> FuncId {
+        self.rule
+    }
+
+    /// The value and gradient at `args` (of the types the plan was made
+    /// for): ceil(n / width) passes of the rule on `exec`.
+    pub fn run(
+        &self,
+        exec: &mut dyn Executor,
+        args: &[Val],
+        run: &RunOptions,
+    ) -> Result<Gradient, GradError> {
+        passes(&self.req, self.width, self.rule, exec, args, run)
+    }
+}
+
+fn passes(
+    req: &Request,
+    width: u32,
+    rule: FuncId,
+    exec: &mut dyn Executor,
+    args: &[Val],
+    run: &RunOptions,
+) -> Result<Gradient, GradError> {
+    let Request { floc, params, wrt } = req.clone();
+    let mut slots = Vec::new();
+    for &i in &wrt {
+        collect_slots(&args[i], &params[i], i, &mut Vec::new(), &mut slots);
+    }
     let mut grads: Vec<Option<Val>> = (0..args.len())
         .map(|i| wrt.contains(&i).then(|| zero_tangent(&args[i], &params[i])))
         .collect();
-
-    let mut interp = (opts.exec)(module, fwd)?;
     let mut value = None;
     let mut passes = 0;
     let chunks: Vec<&[Slot]> = if slots.is_empty() {
@@ -122,7 +179,7 @@ pub fn gradient(
             .enumerate()
             .map(|(i, (arg, ty))| seeded(arg, ty, i, chunk, width))
             .collect();
-        let out = interp.run(rule, &dual_args, &opts.run)?;
+        let out = exec.run(rule, &dual_args, run)?;
         passes += 1;
         let Val::Dual(parts) = out else {
             return Err(invalid(
@@ -163,6 +220,7 @@ pub fn gradient(
 
 /// A checked gradient request: where the function is, its parameter types,
 /// and the sorted argument positions to differentiate.
+#[derive(Clone, Debug)]
 pub(crate) struct Request {
     pub floc: Location,
     pub params: Vec<Type>,

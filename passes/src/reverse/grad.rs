@@ -10,7 +10,7 @@ use super::Reverse;
 use crate::forward::grad::{
     GradError, GradOptions, Gradient, Request, check_request, deep_copy, invalid,
 };
-use irad_ir::interp::{ArrayData, ArrayRef, Val};
+use irad_ir::interp::{ArrayData, ArrayRef, Executor, RunOptions, Val};
 use irad_ir::{FuncId, Module, Scalar, Type};
 use std::collections::VecDeque;
 
@@ -24,17 +24,69 @@ pub fn gradient(
     args: &[Val],
     opts: &GradOptions,
 ) -> Result<Gradient, GradError> {
-    let Request { floc, params, wrt } = check_request(module, f, args, opts.wrt.as_deref())?;
+    let plan = plan(module, rev, f, args, opts)?;
+    let mut exec = (opts.exec)(module, rev)?;
+    plan.run(&mut *exec, args, &opts.run)
+}
+
+/// A reverse-mode gradient ready to run: the checked request and the pieces
+/// of `f`, derived into the module. [`ReversePlan::run`] needs only an
+/// executor of that module, so compiled code can be kept and run many times.
+#[derive(Clone, Debug)]
+pub struct ReversePlan {
+    req: Request,
+    fwd: FuncId,
+    back: FuncId,
+}
+
+/// Checks the request and derives the pieces of `f` (see [`gradient`]).
+pub fn plan(
+    module: &mut Module,
+    rev: &mut Reverse<'_>,
+    f: FuncId,
+    args: &[Val],
+    opts: &GradOptions,
+) -> Result<ReversePlan, GradError> {
+    let req = check_request(module, f, args, opts.wrt.as_deref())?;
     let (fwd, back) = rev.rule(module, f)?;
+    Ok(ReversePlan { req, fwd, back })
+}
+
+impl ReversePlan {
+    /// The forward sweep and the pullback the plan runs.
+    pub fn pieces(&self) -> (FuncId, FuncId) {
+        (self.fwd, self.back)
+    }
+
+    /// The value and gradient at `args` (of the shapes the plan was made
+    /// for): the forward sweep, then the pullback with seed 1, on `exec`.
+    pub fn run(
+        &self,
+        exec: &mut dyn Executor,
+        args: &[Val],
+        run: &RunOptions,
+    ) -> Result<Gradient, GradError> {
+        sweeps(&self.req, self.fwd, self.back, exec, args, run)
+    }
+}
+
+fn sweeps(
+    req: &Request,
+    fwd: FuncId,
+    back: FuncId,
+    exec: &mut dyn Executor,
+    args: &[Val],
+    run: &RunOptions,
+) -> Result<Gradient, GradError> {
+    let Request { floc, params, wrt } = req.clone();
     let mut call: Vec<Val> = args.iter().map(deep_copy).collect();
     let mut shadows = Vec::new();
     for (a, t) in args.iter().zip(&params) {
         shadows_of(a, t, &mut shadows);
     }
     call.extend(shadows.iter().cloned());
-    let mut interp = (opts.exec)(module, rev)?;
-    let value = interp.run(fwd, &call, &opts.run)?;
-    let cots = interp.run(back, &[Val::F64(1.0)], &opts.run)?;
+    let value = exec.run(fwd, &call, run)?;
+    let cots = exec.run(back, &[Val::F64(1.0)], run)?;
     let total: usize = params.iter().map(Type::cotangent_leaves).sum();
     let mut leaves: VecDeque<f64> = match (total, cots) {
         (0, _) => VecDeque::new(),
