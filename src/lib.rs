@@ -13,10 +13,12 @@
 //!
 //! Every function here returns [`Error`] for bad input; none panics.
 
+mod bench;
 mod compiled;
 pub mod diag;
 pub mod dot;
 
+pub use bench::{BenchOptions, BenchReport, MIN_SAMPLE_TIME, bench};
 pub use compiled::{
     Compiled, CompiledError, CompiledGradient, Mode, jit_forward, jit_gradient, jit_primal,
     jit_reverse,
@@ -384,7 +386,7 @@ pub fn grad_forward(
 }
 
 /// The error of a gradient request, in the facade's terms.
-fn grad_error(src: &Source, e: GradError) -> Error {
+pub fn grad_error(src: &Source, e: GradError) -> Error {
     let file = src.name.clone();
     match e {
         GradError::Forward(err) => Error::Forward {

@@ -33,6 +33,9 @@ enum Command {
     Run(RunCmd),
     /// Print a function's value and its gradient.
     Grad(GradCmd),
+    /// Time a function and its gradient, compiled by the JIT, in one process:
+    /// compile time, median primal and gradient times, and their ratio.
+    Bench(BenchCmd),
     /// Parse and verify a file.
     Check {
         /// The source file (.ir).
@@ -130,6 +133,46 @@ struct GradCmd {
     /// The call-depth limit; deeper recursion is a run-time error.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DEPTH)]
     max_depth: usize,
+}
+
+#[derive(Args)]
+struct BenchCmd {
+    /// The source file (.irad or .ir).
+    file: PathBuf,
+    /// The function, with or without `@`; it returns f64.
+    #[arg(short = 'f', value_name = "NAME")]
+    func: String,
+    #[command(flatten)]
+    args: ArgsSource,
+    /// The AD mode of the gradient.
+    #[arg(long, value_enum, default_value_t = Mode::Rev)]
+    mode: Mode,
+    /// The argument positions (from 0) to differentiate; default: every
+    /// argument whose type contains f64.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    wrt: Option<Vec<usize>>,
+    /// Tangents carried per forward pass (1 to 256; default 8).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    batch: Option<u32>,
+    /// Seconds to sample each of primal and gradient at least.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, value_parser = min_time)]
+    min_time: f64,
+    /// Print one JSON object: {"compile_s": C, "primal_s": P, "grad_s": G, "ratio": G/P}.
+    #[arg(long)]
+    json: bool,
+    /// The call-depth limit; deeper recursion is a run-time error.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DEPTH)]
+    max_depth: usize,
+}
+
+/// `--min-time`: a number of seconds from 0 to one hour.
+fn min_time(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(x) if (0.0..=3600.0).contains(&x) => Ok(x),
+        _ => Err(format!(
+            "`{text}` is not a number of seconds from 0 to 3600"
+        )),
+    }
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
@@ -404,6 +447,65 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
                 out(&text);
             }
         }
+        Command::Bench(cmd) => {
+            let module = load(&cmd.file, sources)?;
+            let func = irad::find_function(&sources[0], &module, &cmd.func)?;
+            sources.push(args_source(cmd.args)?);
+            let args = irad::parse_args(&sources[1], &module, func)?;
+            let registry = irad::rules::Registry::new();
+            let opts = irad::BenchOptions {
+                grad: GradOptions {
+                    width: cmd.batch.unwrap_or(8),
+                    wrt: cmd.wrt,
+                    run: RunOptions {
+                        max_depth: cmd.max_depth,
+                    },
+                    exec: irad::Backend::Jit.exec(),
+                },
+                mode: match cmd.mode {
+                    Mode::Rev => irad::Mode::Reverse,
+                    Mode::Fwd => irad::Mode::Forward,
+                },
+                min_time: std::time::Duration::from_secs_f64(cmd.min_time),
+            };
+            // On a terminal one line counts up; elsewhere a line per second.
+            let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+            let mut shown = false;
+            let mut progress = |secs: f64| {
+                shown = tty;
+                let mut err = std::io::stderr();
+                let _ = if tty {
+                    write!(err, "\rbench: sampling, {secs:.0} s")
+                } else {
+                    writeln!(err, "bench: sampling, {secs:.0} s")
+                };
+                let _ = err.flush();
+            };
+            let report = irad::bench(&module, func, &args, &registry, &opts, &mut progress)
+                .map_err(|e| irad::grad_error(&sources[0], e))?;
+            if shown {
+                let _ = writeln!(std::io::stderr());
+            }
+            if cmd.json {
+                let json = serde_json::json!({
+                    "compile_s": report.compile_s,
+                    "primal_s": report.primal_s,
+                    "grad_s": report.grad_s,
+                    "ratio": report.ratio,
+                });
+                out(&format!("{json}\n"));
+            } else {
+                out(&format!(
+                    "compile:  {}\nprimal:   {} (median of {} runs)\ngradient: {} (median of {} runs)\nratio:    {:.2}\n",
+                    seconds(report.compile_s),
+                    seconds(report.primal_s),
+                    report.primal_runs,
+                    seconds(report.grad_s),
+                    report.grad_runs,
+                    report.ratio
+                ));
+            }
+        }
         Command::Run(cmd) => {
             let module = load(&cmd.file, sources)?;
             let func = irad::find_function(&sources[0], &module, &cmd.func)?;
@@ -453,6 +555,19 @@ fn emit(stream: &mut impl Write, text: &str) {
 }
 
 /// The argument text: `--args` itself, or the contents of `--args-file`.
+/// A duration for people: seconds, milliseconds, microseconds or nanoseconds.
+fn seconds(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.3} s")
+    } else if s >= 1e-3 {
+        format!("{:.3} ms", s * 1e3)
+    } else if s >= 1e-6 {
+        format!("{:.3} us", s * 1e6)
+    } else {
+        format!("{:.1} ns", s * 1e9)
+    }
+}
+
 fn args_source(args: ArgsSource) -> Result<Source, Error> {
     match (args.args, args.args_file) {
         (Some(text), _) => Ok(Source {

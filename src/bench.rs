@@ -1,0 +1,212 @@
+//! `irad bench`: compile a function and its gradient with the JIT, then time
+//! both in one process, interleaved, and report the medians and their ratio.
+//!
+//! What is timed (docs/cli.md, "irad bench"):
+//! - the primal: one compiled call of `f` on the arguments;
+//! - reverse mode: one compiled call of `@f.rev` (SYNTAX.md's gradient
+//!   convention: the arguments, a shadow per array argument, seed 1), which
+//!   gives the value and the whole gradient; the shadows are made once and
+//!   keep accumulating, which does not change the cost;
+//! - forward mode: the whole gradient, ceil(n / width) passes of `@f.fwdW`
+//!   with the argument copies and seeds they need.
+//!
+//! Compile time covers normalising, deriving and compiling the primal and the
+//! gradient's functions. After one warm-up call of each, samples alternate
+//! (primal, gradient, primal, ...) until both have run for at least the
+//! requested time and at least five times.
+
+use crate::compiled::{Mode, jit_gradient};
+use irad_codegen::Jit;
+use irad_ir::interp::{ArrayData, ArrayRef, RunError, Val};
+use irad_ir::{FuncId, Module, Scalar, Type};
+use irad_passes::forward::grad::{GradError, GradOptions};
+use irad_passes::reverse::Reverse;
+use irad_rules::Registry;
+use std::time::{Duration, Instant};
+
+/// What [`bench`] measured, in seconds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchReport {
+    /// Normalising, deriving and compiling the primal and the gradient.
+    pub compile_s: f64,
+    /// Median time of one primal call.
+    pub primal_s: f64,
+    /// Median time of one gradient.
+    pub grad_s: f64,
+    /// `grad_s / primal_s`.
+    pub ratio: f64,
+    /// Timed primal calls.
+    pub primal_runs: usize,
+    /// Timed gradients.
+    pub grad_runs: usize,
+}
+
+/// How long [`bench`] samples each of primal and gradient at least, unless
+/// told otherwise.
+pub const MIN_SAMPLE_TIME: Duration = Duration::from_secs(1);
+
+/// What [`bench`] does.
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    /// The gradient request (`wrt`, forward batch width, call-depth limit).
+    pub grad: GradOptions,
+    /// The AD mode.
+    pub mode: Mode,
+    /// How long each of primal and gradient is sampled at least.
+    pub min_time: Duration,
+}
+
+impl Default for BenchOptions {
+    fn default() -> BenchOptions {
+        BenchOptions {
+            grad: GradOptions::default(),
+            mode: Mode::Reverse,
+            min_time: MIN_SAMPLE_TIME,
+        }
+    }
+}
+
+enum Grad<'r> {
+    Reverse {
+        jit: Jit<'r>,
+        rev: FuncId,
+        call: Vec<Val>,
+    },
+    Forward(crate::compiled::CompiledGradient<'r>),
+}
+
+/// Times `f` of `module` and its gradient (see the module documentation);
+/// `progress` is called about once a second with the seconds spent sampling
+/// so far, for a progress indicator.
+pub fn bench(
+    module: &Module,
+    f: FuncId,
+    args: &[Val],
+    registry: &Registry,
+    bopts: &BenchOptions,
+    progress: &mut dyn FnMut(f64),
+) -> Result<BenchReport, GradError> {
+    let (opts, min_time) = (&bopts.grad, bopts.min_time);
+    let start = Instant::now();
+    let mut grad = match bopts.mode {
+        Mode::Reverse => {
+            // The request is checked as `irad grad` checks it.
+            let mut m = module.clone();
+            irad_passes::normalise(&mut m).map_err(|e| GradError::Invalid {
+                loc: irad_ir::Location::default(),
+                msg: e.to_string(),
+            })?;
+            let mut rev = Reverse::new(registry);
+            irad_passes::reverse::grad::plan(&mut m, &mut rev, f, args, opts)?;
+            let rev_id = rev.rev(&mut m, f)?;
+            let params = m.get(f).map(|func| func.param_types()).unwrap_or_default();
+            let mut call: Vec<Val> = args.to_vec();
+            for (a, t) in args.iter().zip(&params) {
+                shadows(a, t, &mut call);
+            }
+            call.push(Val::F64(1.0));
+            let mut jit = Jit::owning(m, Some(Box::new(rev))).map_err(codegen)?;
+            jit.compile(f).map_err(codegen)?;
+            jit.compile(rev_id).map_err(codegen)?;
+            Grad::Reverse {
+                jit,
+                rev: rev_id,
+                call,
+            }
+        }
+        Mode::Forward => {
+            let mut g = jit_gradient(module, f, args, registry, opts, Mode::Forward)?;
+            g.compile().map_err(codegen)?;
+            Grad::Forward(g)
+        }
+    };
+    let compile_s = start.elapsed().as_secs_f64();
+    let run = &opts.run;
+    let primal = |g: &mut Grad<'_>| -> Result<Duration, GradError> {
+        let t = Instant::now();
+        let r = match g {
+            Grad::Reverse { jit, .. } => jit.run(f, args, run),
+            Grad::Forward(c) => c.run_primal(args, run),
+        };
+        let d = t.elapsed();
+        std::hint::black_box(r?);
+        Ok(d)
+    };
+    let gradient = |g: &mut Grad<'_>| -> Result<Duration, GradError> {
+        let t = Instant::now();
+        match g {
+            Grad::Reverse { jit, rev, call } => {
+                let r = jit.run(*rev, call, run);
+                let d = t.elapsed();
+                std::hint::black_box(r?);
+                Ok(d)
+            }
+            Grad::Forward(c) => {
+                let r = c.run(args, run);
+                let d = t.elapsed();
+                std::hint::black_box(r?);
+                Ok(d)
+            }
+        }
+    };
+    // Warm-up: compiles nothing more, touches the memory, reports errors.
+    primal(&mut grad)?;
+    gradient(&mut grad)?;
+    let (mut ps, mut gs) = (Vec::new(), Vec::new());
+    let (mut pt, mut gt) = (Duration::ZERO, Duration::ZERO);
+    let sampling = Instant::now();
+    let mut next_report = 1.0;
+    while pt < min_time || gt < min_time || ps.len() < 5 || gs.len() < 5 {
+        let p = primal(&mut grad)?;
+        let g = gradient(&mut grad)?;
+        pt += p;
+        gt += g;
+        ps.push(p);
+        gs.push(g);
+        let spent = sampling.elapsed().as_secs_f64();
+        if spent >= next_report {
+            progress(spent);
+            next_report = spent.floor() + 1.0;
+        }
+    }
+    let primal_s = median(&mut ps);
+    let grad_s = median(&mut gs);
+    Ok(BenchReport {
+        compile_s,
+        primal_s,
+        grad_s,
+        ratio: grad_s / primal_s,
+        primal_runs: ps.len(),
+        grad_runs: gs.len(),
+    })
+}
+
+fn codegen(e: irad_codegen::CodegenError) -> GradError {
+    GradError::Run(RunError {
+        loc: e.loc,
+        msg: e.msg,
+        trace: Vec::new(),
+    })
+}
+
+fn median(xs: &mut [Duration]) -> f64 {
+    xs.sort_unstable();
+    xs[xs.len() / 2].as_secs_f64()
+}
+
+/// A zero shadow for every `[f64]` in `val` (of type `ty`), depth-first, as
+/// `@f.rev` takes them.
+fn shadows(val: &Val, ty: &Type, out: &mut Vec<Val>) {
+    match (val, ty) {
+        (Val::Array(a), Type::Array(Scalar::F64)) => {
+            let n = a.0.borrow().len();
+            out.push(Val::Array(ArrayRef::new(ArrayData::F64(vec![0.0; n]))));
+        }
+        (Val::Tuple(vals), Type::Tuple(tys)) => {
+            for (v, t) in vals.iter().zip(tys.iter()) {
+                shadows(v, t, out);
+            }
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,117 @@
+//! `irad bench`: the JSON it prints, its plain output, and its errors.
+
+use std::process::Command;
+
+fn irad(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_irad"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("irad runs")
+}
+
+#[test]
+fn bench_prints_compile_primal_gradient_and_their_ratio() {
+    for mode in ["rev", "fwd"] {
+        let out = irad(&[
+            "bench",
+            "examples/rosenbrock.irad",
+            "-f",
+            "rosenbrock",
+            "--args",
+            "[1.5, 0.5, -0.3, 0.8]",
+            "--mode",
+            mode,
+            "--min-time",
+            "0.05",
+            "--json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let get = |k: &str| j[k].as_f64().unwrap_or_else(|| panic!("{k} in {j}"));
+        let (c, p, g, r) = (
+            get("compile_s"),
+            get("primal_s"),
+            get("grad_s"),
+            get("ratio"),
+        );
+        assert!(c > 0.0 && p > 0.0 && g > 0.0, "{j}");
+        assert!((r - g / p).abs() <= 1e-12 * r, "{j}");
+        assert_eq!(j.as_object().map(|o| o.len()), Some(4), "{j}");
+    }
+    let out = irad(&[
+        "bench",
+        "tests/corpus/tuples.irad",
+        "-f",
+        "tuples",
+        "--args",
+        "(0.8, -0.4), 0.3, 3",
+        "--wrt",
+        "1",
+        "--min-time",
+        "0",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    for (line, head) in lines
+        .iter()
+        .zip(["compile:", "primal:", "gradient:", "ratio:"])
+    {
+        assert!(line.starts_with(head), "{text}");
+    }
+    assert!(lines[1].contains("(median of "), "{text}");
+}
+
+#[test]
+fn bench_reports_bad_requests_like_grad() {
+    // A function that does not return f64.
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let file = dir.join("bench_int.irad");
+    std::fs::write(&file, "fn k(x: f64) -> i64 {\n    i64(x)\n}\n").unwrap();
+    let out = irad(&["bench", file.to_str().unwrap(), "-f", "k", "--args", "2.5"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("a gradient needs a function returning f64"),
+        "{err}"
+    );
+    // A run-time error of the program, located at its statement.
+    let file = dir.join("bench_oob.irad");
+    std::fs::write(&file, "fn at(x: [f64]) -> f64 {\n    x[3] * 2.0\n}\n").unwrap();
+    let out = irad(&[
+        "bench",
+        file.to_str().unwrap(),
+        "-f",
+        "at",
+        "--args",
+        "[1.0]",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(":2:") && err.contains("index 3 out of bounds for array of length 1"),
+        "{err}"
+    );
+    // Bad usage.
+    let out = irad(&[
+        "bench",
+        "examples/rosenbrock.irad",
+        "-f",
+        "rosenbrock",
+        "--args",
+        "[1.0]",
+        "--min-time",
+        "-1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}
