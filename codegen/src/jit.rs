@@ -258,7 +258,11 @@ impl<'m> Jit<'m> {
                 module,
                 comp: Compiler::new(JITModule::new(builder)),
                 table: Vec::new(),
-                rt: Box::default(),
+                rt: {
+                    let mut rt = Box::<Runtime>::default();
+                    rt.reserve_all_tapes();
+                    rt
+                },
                 rules: HashMap::new(),
                 trampolines: HashMap::new(),
                 pinned: Vec::new(),

@@ -71,6 +71,8 @@ pub(crate) struct Compiler<M: ClModule> {
     /// Defined by the last `define_pending`.
     pub defined: Vec<FuncRef>,
     imports: HashMap<&'static str, ClFuncId>,
+    /// `irad.tape_grow`, defined on first need.
+    grow: Option<ClFuncId>,
     ctx: Context,
     fctx: FunctionBuilderContext,
     /// The linkage of compiled IR functions (local in the JIT and in objects).
@@ -91,6 +93,7 @@ impl<M: ClModule> Compiler<M> {
             pending: Vec::new(),
             defined: Vec::new(),
             imports: HashMap::new(),
+            grow: None,
             ctx,
             fctx: FunctionBuilderContext::new(),
             linkage: Linkage::Local,
@@ -211,6 +214,43 @@ impl<M: ClModule> Compiler<M> {
         !self.pending.is_empty()
     }
 
+    /// `irad.tape_grow(ctx, tape, size, site)`: calls `irad_rt_tape_grow`
+    /// and leaves its failure in the context. It preserves every register
+    /// (Cranelift's `preserve_all` convention), so the cold path that grows
+    /// a tape does not make the hot path around it spill its values.
+    pub fn grow_helper(&mut self) -> Result<ClFuncId, CodegenError> {
+        if let Some(id) = self.grow {
+            return Ok(id);
+        }
+        let mut sig = Signature::new(CallConv::PreserveAll);
+        sig.params.extend([AbiParam::new(types::I64); 4]);
+        let id = self
+            .backend
+            .declare_function("irad.tape_grow", Linkage::Local, &sig)
+            .map_err(CodegenError::backend)?;
+        let rt_grow = self.import("irad_rt_tape_grow", &[types::I64; 4], &[types::I64])?;
+        let mut ctx = self.backend.make_context();
+        ctx.func.signature = sig;
+        let mut fctx = FunctionBuilderContext::new();
+        {
+            let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+            let entry = b.create_block();
+            b.append_block_params_for_function_params(entry);
+            b.switch_to_block(entry);
+            let params = b.block_params(entry).to_vec();
+            let callee = self.backend.declare_func_in_func(rt_grow, b.func);
+            b.ins().call(callee, &params);
+            b.ins().return_(&[]);
+            b.seal_all_blocks();
+            b.finalize(self.backend.isa().frontend_config());
+        }
+        self.backend
+            .define_function(id, &mut ctx)
+            .map_err(|e| CodegenError::backend_in(e, "irad.tape_grow"))?;
+        self.grow = Some(id);
+        Ok(id)
+    }
+
     /// Defines every declared function not yet defined (and whatever they in
     /// turn declare). `self.defined` lists them afterwards.
     pub fn define_pending(&mut self, module: &Module) -> Result<(), CodegenError> {
@@ -236,7 +276,13 @@ impl<M: ClModule> Compiler<M> {
                     prechecked: None,
                     seg_tops: HashMap::new(),
                     movable_pops: false,
+                    checked: std::collections::HashSet::new(),
+                    known: HashMap::new(),
+                    fl_ctx: TRUSTED,
+                    fl_tape: MemFlagsData::new().with_notrap(),
+                    fl_array: TRUSTED,
                 };
+                lower.alias_regions();
                 let r = match f {
                     FuncRef::User(fid) => lower.user_function(fid),
                     FuncRef::Prim(p) => lower.prim_wrapper(p),
@@ -255,6 +301,12 @@ impl<M: ClModule> Compiler<M> {
             ctx.clear();
             self.ctx = ctx;
             res?;
+            if self.tape_types.len() > rt::MAX_TAPES {
+                return Err(CodegenError::internal(format!(
+                    "more than {} tapes (distinct types pushed)",
+                    rt::MAX_TAPES
+                )));
+            }
             self.defined.push(f);
         }
         Ok(())
@@ -297,6 +349,18 @@ struct Lower<'a, 'b, M: ClModule> {
     /// place and moves the arithmetic that uses them to the end, so all
     /// popped values stay live at once (slow register allocation, spills).
     movable_pops: bool,
+    /// Index and length pairs checked in the current block.
+    checked: std::collections::HashSet<(ir::Value, ir::Value)>,
+    /// Array elements (address, index) known in the current block: loaded or
+    /// just stored.
+    known: HashMap<(ir::Value, ir::Value), ir::Value>,
+    /// Flags of the context's fields and the tape records (one alias region).
+    fl_ctx: MemFlagsData,
+    /// Flags of the bytes on tapes (their own alias region).
+    fl_tape: MemFlagsData,
+    /// Flags of array elements (their own alias region): stores to tapes or
+    /// to the context cannot change them, so the optimiser may reuse loads.
+    fl_array: MemFlagsData,
 }
 
 const TRUSTED: MemFlagsData = MemFlagsData::trusted();
@@ -351,9 +415,23 @@ impl<M: ClModule> Lower<'_, '_, M> {
         self.b.ins().return_(&rets);
     }
 
+    /// Gives the context, the tapes and the arrays an alias region each.
+    fn alias_regions(&mut self) {
+        let mut region = |user_id: u32, description: &'static str| {
+            Some(self.b.func.dfg.alias_regions.insert(ir::AliasRegionData {
+                user_id,
+                description: description.into(),
+            }))
+        };
+        let (ctx, tape, array) = (region(1, "ctx"), region(2, "tape"), region(3, "array"));
+        self.fl_ctx = self.fl_ctx.with_alias_region(ctx);
+        self.fl_tape = self.fl_tape.with_alias_region(tape);
+        self.fl_array = self.fl_array.with_alias_region(array);
+    }
+
     /// An i64 field at `off` from `p` (the context, a tape record).
     fn load64(&mut self, p: ir::Value, off: i32) -> ir::Value {
-        self.b.ins().load(types::I64, TRUSTED, p, off)
+        self.b.ins().load(types::I64, self.fl_ctx, p, off)
     }
 
     fn zero(&mut self, leaf: types::Type) -> ir::Value {
@@ -381,15 +459,15 @@ impl<M: ClModule> Lower<'_, '_, M> {
         self.b.switch_to_block(err);
         let ctx = self.ctx();
         let k = self.b.ins().iconst(types::I64, kind);
-        self.b.ins().store(TRUSTED, k, ctx, rt::OFF_ERR_KIND);
+        self.b.ins().store(self.fl_ctx, k, ctx, rt::OFF_ERR_KIND);
         let s = self.b.ins().iconst(types::I64, site);
-        self.b.ins().store(TRUSTED, s, ctx, rt::OFF_ERR_SITE);
+        self.b.ins().store(self.fl_ctx, s, ctx, rt::OFF_ERR_SITE);
         for (v, off) in [(a, rt::OFF_ERR_A), (b, rt::OFF_ERR_B)] {
             let v = match v {
                 Some(v) => v,
                 None => self.b.ins().iconst(types::I64, 0),
             };
-            self.b.ins().store(TRUSTED, v, ctx, off);
+            self.b.ins().store(self.fl_ctx, v, ctx, off);
         }
         let ret = self.ret_err();
         self.b.ins().jump(ret, &[]);
@@ -527,6 +605,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
         cl_blocks: &HashMap<Block, ir::Block>,
     ) -> Result<(), CodegenError> {
         let data = &func.blocks[blk];
+        self.checked.clear();
+        self.known.clear();
         let mut plan = self.tape_plan(func, blk);
         for (i, &inst) in data.insts.iter().enumerate() {
             let idata = &func.insts[inst];
@@ -707,6 +787,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
         args: Vec<ir::Value>,
         site: i64,
     ) -> Result<Leaves, CodegenError> {
+        // The callee may write any array.
+        self.known.clear();
         let ctx = self.ctx();
         let depth = self.load64(ctx, rt::OFF_DEPTH);
         let sp = self.b.ins().get_stack_pointer(types::I64);
@@ -714,7 +796,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let low = self.b.ins().icmp(IntCC::UnsignedLessThan, sp, limit);
         self.fail_if(low, rt::ERR_STACK, site, Some(depth), None);
         let deeper = self.b.ins().iadd_imm_s(depth, 1);
-        self.b.ins().store(TRUSTED, deeper, ctx, rt::OFF_DEPTH);
+        self.b.ins().store(self.fl_ctx, deeper, ctx, rt::OFF_DEPTH);
         let mut full = Vec::with_capacity(args.len() + 1);
         full.push(ctx);
         full.extend(args);
@@ -724,12 +806,12 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let table = self.load64(ctx, rt::OFF_FN_TABLE);
                 let off = self.b.ins().imul_imm_s(h, 8);
                 let addr = self.b.ins().iadd(table, off);
-                let code = self.b.ins().load(types::I64, TRUSTED, addr, 0);
+                let code = self.b.ins().load(types::I64, self.fl_ctx, addr, 0);
                 self.b.ins().call_indirect(sigref, code, &full)
             }
         };
         let results: Vec<ir::Value> = self.b.inst_results(call).to_vec();
-        self.b.ins().store(TRUSTED, depth, ctx, rt::OFF_DEPTH);
+        self.b.ins().store(self.fl_ctx, depth, ctx, rt::OFF_DEPTH);
         let status = results[0];
         let err = self.b.create_block();
         let cont = self.b.create_block();
@@ -995,16 +1077,32 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 };
                 let (ptr, len) = (vals[0][0], vals[0][1]);
                 let i = arg(1)?;
-                let s = site(self.c, None);
-                let out = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
-                self.fail_if(out, rt::ERR_INDEX, s, Some(i), Some(len));
+                // Within a block, an index checked once against a length
+                // stays in bounds (lengths never change), and an element
+                // read or written stays known until something may write
+                // arrays (`arrayset` through any name, a call).
+                if p == Arrayref
+                    && let Some(&v) = self.known.get(&(ptr, i))
+                {
+                    return Ok(one(v));
+                }
+                if !self.checked.contains(&(i, len)) {
+                    let s = site(self.c, None);
+                    let out = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
+                    self.fail_if(out, rt::ERR_INDEX, s, Some(i), Some(len));
+                    self.checked.insert((i, len));
+                }
                 let off = self.b.ins().imul_imm_s(i, elem_bytes(elem));
                 let addr = self.b.ins().iadd(ptr, off);
                 if p == Arrayref {
-                    one(self.b.ins().load(elem_leaf(elem), TRUSTED, addr, 0))
+                    let v = self.b.ins().load(elem_leaf(elem), self.fl_array, addr, 0);
+                    self.known.insert((ptr, i), v);
+                    one(v)
                 } else {
                     let v = arg(2)?;
-                    self.b.ins().store(TRUSTED, v, addr, 0);
+                    self.b.ins().store(self.fl_array, v, addr, 0);
+                    self.known.clear();
+                    self.known.insert((ptr, i), v);
                     SmallVec::new()
                 }
             }
@@ -1091,7 +1189,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// The address of tape `t`'s record.
     fn tape_addr(&mut self, t: u32) -> ir::Value {
         let ctx = self.ctx();
-        let tapes = self.load64(ctx, rt::OFF_TAPES);
+        // The tape records do not move while code runs (the runtime makes
+        // room for `MAX_TAPES` of them up front), so their address is a
+        // constant the optimiser may load once.
+        let flags = self.fl_ctx.with_readonly().with_can_move();
+        let tapes = self.b.ins().load(types::I64, flags, ctx, rt::OFF_TAPES);
         self.b.ins().iadd_imm_s(tapes, i64::from(t) * rt::TAPE_SIZE)
     }
 
@@ -1109,7 +1211,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let top = self.load64(addr, rt::OFF_TAPE_TOP);
         self.store_leaves(top, 0, vals, leaves);
         let new_top = self.b.ins().iadd_imm_s(top, size);
-        self.b.ins().store(TRUSTED, new_top, addr, rt::OFF_TAPE_TOP);
+        self.b
+            .ins()
+            .store(self.fl_ctx, new_top, addr, rt::OFF_TAPE_TOP);
         Ok(())
     }
 
@@ -1122,9 +1226,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     ) {
         let mut off = off as i32;
         for (&v, &leaf) in vals.iter().zip(leaves) {
-            self.b
-                .ins()
-                .store(MemFlagsData::new().with_notrap(), v, base, off);
+            self.b.ins().store(self.fl_tape, v, base, off);
             off += leaf_bytes(leaf) as i32;
         }
     }
@@ -1157,7 +1259,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     }
 
     fn load_leaves(&mut self, base: ir::Value, off: i64, leaves: &[types::Type]) -> Leaves {
-        let mut flags = MemFlagsData::new().with_notrap();
+        let mut flags = self.fl_tape;
         if self.movable_pops {
             flags = flags.with_readonly().with_can_move();
         }
@@ -1187,13 +1289,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let tv = self.b.ins().iconst(types::I64, i64::from(t));
         let sz = self.b.ins().iconst(types::I64, size);
         let sv = self.b.ins().iconst(types::I64, site);
-        let r = self.call_import(
-            "irad_rt_tape_grow",
-            &[types::I64; 4],
-            &[types::I64],
-            &[ctx, tv, sz, sv],
-        )?;
-        self.propagate_if(r[0]);
+        let helper = self.c.grow_helper()?;
+        let r = self.fref(helper);
+        self.b.ins().call(r, &[ctx, tv, sz, sv]);
+        let kind = self.load64(ctx, rt::OFF_ERR_KIND);
+        self.propagate_if(kind);
         self.b.ins().jump(cont, &[]);
         self.b.switch_to_block(cont);
         Ok(())
@@ -1212,7 +1312,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
             self.fail_if(empty, rt::ERR_EMPTY_TAPE, site, None, None);
         }
         let new_top = self.b.ins().iadd_imm_s(top, -size);
-        self.b.ins().store(TRUSTED, new_top, addr, rt::OFF_TAPE_TOP);
+        self.b
+            .ins()
+            .store(self.fl_ctx, new_top, addr, rt::OFF_TAPE_TOP);
         self.load_leaves(new_top, 0, leaves)
     }
 
@@ -1309,7 +1411,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     let addr = self.tape_addr(tape);
                     let top = self.load64(addr, rt::OFF_TAPE_TOP);
                     let new_top = self.b.ins().iadd_imm_s(top, bytes);
-                    self.b.ins().store(TRUSTED, new_top, addr, rt::OFF_TAPE_TOP);
+                    self.b
+                        .ins()
+                        .store(self.fl_ctx, new_top, addr, rt::OFF_TAPE_TOP);
                     self.seg_tops.insert(tape, top);
                 }
                 TapeCheck::Filled { tape, pops } => {
@@ -1340,13 +1444,15 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     }
                     let ctx = self.ctx();
                     let k = self.b.ins().iconst(types::I64, rt::ERR_EMPTY_TAPE);
-                    self.b.ins().store(TRUSTED, k, ctx, rt::OFF_ERR_KIND);
-                    self.b.ins().store(TRUSTED, site, ctx, rt::OFF_ERR_SITE);
+                    self.b.ins().store(self.fl_ctx, k, ctx, rt::OFF_ERR_KIND);
+                    self.b.ins().store(self.fl_ctx, site, ctx, rt::OFF_ERR_SITE);
                     let ret = self.ret_err();
                     self.b.ins().jump(ret, &[]);
                     self.b.switch_to_block(cont);
                     let new_top = self.b.ins().iadd_imm_s(top, -total);
-                    self.b.ins().store(TRUSTED, new_top, addr, rt::OFF_TAPE_TOP);
+                    self.b
+                        .ins()
+                        .store(self.fl_ctx, new_top, addr, rt::OFF_TAPE_TOP);
                     self.seg_tops.insert(tape, top);
                 }
             }

@@ -43,6 +43,9 @@ pub use capi::{
 /// limit, `irad_ir::interp::MAX_ARRAY_LEN`).
 pub const MAX_ARRAY_LEN: u64 = 1 << 28;
 
+/// The most tapes (distinct pushed types) a JIT gives compiled code.
+pub const MAX_TAPES: usize = 4096;
+
 /// No error.
 pub const ERR_NONE: i64 = 0;
 /// `idiv` by zero.
@@ -180,11 +183,23 @@ pub struct Runtime {
 
 impl Runtime {
     /// Makes sure there are `n` tapes and points `ctx` at them.
+    ///
+    /// The tape records never move once the first call has made room for
+    /// [`MAX_TAPES`] of them (the JIT's compiled code reads `ctx.tapes` as
+    /// constant during a run); fewer than that keep their place too as long
+    /// as no later call asks for more than the first.
     pub fn ensure_tapes(&mut self, n: usize, ctx: &mut Ctx) {
         if self.tapes.len() < n {
             self.tapes.resize_with(n, Tape::default);
         }
         ctx.tapes = self.tapes.as_mut_ptr();
+    }
+
+    /// Makes room for [`MAX_TAPES`] tape records at once, so that they never
+    /// move afterwards (see [`Runtime::ensure_tapes`]).
+    pub fn reserve_all_tapes(&mut self) {
+        self.tapes
+            .reserve_exact(MAX_TAPES.saturating_sub(self.tapes.len()));
     }
 
     /// Whether every tape is empty.
