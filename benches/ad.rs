@@ -15,8 +15,9 @@
 //!   width 8, so n / 8 passes) for n from 2 500 to 40 000, and the exponent of
 //!   a least-squares fit of log time against log n.
 //! - `compile_chain`: `y <- sin(y) * 1.0001 + 0.5 * y` repeated N times (four
-//!   IR statements per step), built with the builder API, its gradient derived
-//!   (normalisation and reverse mode) and compiled.
+//!   IR statements per step), built with the builder API, its gradient
+//!   `@chain.rev` derived (normalisation and reverse mode) and compiled with
+//!   its pieces; the primal's compile time is reported apart.
 //!
 //! Every gradient is checked before it is timed: irad's reverse mode against
 //! the hand-written adjoint (each entry within 1e-12 of the largest entry,
@@ -28,8 +29,9 @@
 //! `$CARGO_TARGET_DIR/bench/results.json` (default: `target/bench/`).
 //!
 //! Run: `cargo bench --bench ad`; `-- --quick` for a smoke run, `-- --case
-//! NAME` for one case (to profile it), `-- --only TEXT` to time only the
-//! variants whose name contains TEXT (`irad`, `rust`, `grad`, ...). Run
+//! NAME` for one case (to profile it), `-- --only 'irad grad,rust grad'` to
+//! time only the variants of those names (as the table prints them), `--
+//! --n N` to give the array cases another size than 100 000. Run
 //! without any of these flags or `--bench` (as `cargo test --all-targets`
 //! does), the binary does nothing: the programs' correctness is
 //! tests/bench_programs.rs's job.
@@ -85,7 +87,7 @@ fn main() -> ExitCode {
         Ok(cfg) => cfg,
         Err(msg) => {
             eprintln!("error: {msg}");
-            eprintln!("usage: ad [--quick] [--case NAME] [--only TEXT]");
+            eprintln!("usage: ad [--quick] [--case NAME] [--only VARIANT,...] [--n N]");
             return ExitCode::from(2);
         }
     };
@@ -104,7 +106,7 @@ fn main() -> ExitCode {
         }
         match case {
             "rosenbrock" => {
-                let x = handwritten::rosenbrock_point(100_000);
+                let x = handwritten::rosenbrock_point(cfg.n);
                 let c = ArrayCase {
                     name: "rosenbrock",
                     text: ROSENBROCK,
@@ -119,7 +121,7 @@ fn main() -> ExitCode {
                     .push(lotka_volterra(&cfg, &mut report.failures));
             }
             "branchy" => {
-                let x = handwritten::branchy_point(100_000);
+                let x = handwritten::branchy_point(cfg.n);
                 let c = ArrayCase {
                     name: "branchy",
                     text: BRANCHY,
@@ -163,10 +165,12 @@ struct Config {
     quick: bool,
     /// Run only this case.
     case: Option<String>,
-    /// Time only the variants whose name contains this text.
+    /// Time only the variants named in this comma-separated list.
     only: Option<String>,
     /// Least time spent in the timed rounds of one case.
     budget: Duration,
+    /// The size of the array cases (rosenbrock, branchy).
+    n: usize,
 }
 
 impl Config {
@@ -176,6 +180,7 @@ impl Config {
             case: None,
             only: None,
             budget: Duration::from_millis(1500),
+            n: 100_000,
         };
         while let Some(arg) = args.next() {
             match arg.as_str() {
@@ -193,7 +198,15 @@ impl Config {
                     }
                     cfg.case = Some(name);
                 }
-                "--only" => cfg.only = Some(args.next().ok_or("--only needs a text")?),
+                "--n" => {
+                    let n = args.next().ok_or("--n needs a size")?;
+                    cfg.n = n
+                        .parse()
+                        .ok()
+                        .filter(|&n| n >= 2)
+                        .ok_or(format!("--n {n}: want a size of at least 2"))?;
+                }
+                "--only" => cfg.only = Some(args.next().ok_or("--only needs variant names")?),
                 // `cargo bench` passes `--bench` to every bench binary.
                 "--bench" => {}
                 other => return Err(format!("unknown argument `{other}`")),
@@ -203,7 +216,9 @@ impl Config {
     }
 
     fn wants(&self, variant: &str) -> bool {
-        self.only.as_deref().is_none_or(|t| variant.contains(t))
+        self.only
+            .as_deref()
+            .is_none_or(|list| list.split(',').any(|name| name.trim() == variant))
     }
 }
 
@@ -673,15 +688,19 @@ struct ChainPoint {
     derive: Duration,
     jit: Duration,
     total: Duration,
+    /// Compiling the primal alone, for comparison (not part of the total).
+    primal_jit: Duration,
     runs: usize,
 }
 
-/// Compile chain: build, derive and compile the gradient of a long chain.
+/// Compile chain: build the chain, derive its gradient `@chain.rev` (with
+/// normalisation) and compile it with its pieces, as benches/compile_time.rs
+/// does; the primal's own compile time is measured apart.
 fn compile_chain(cfg: &Config, failures: &mut Vec<String>) -> Vec<ChainPoint> {
     println!("\n== compile_chain (y <- sin(y) * 1.0001 + 0.5 * y; 4 IR statements per step)");
     println!(
-        "{:>8} {:>11} {:>10} {:>10} {:>10} {:>10} {:>6}",
-        "steps", "statements", "build", "derive", "jit", "total", "runs"
+        "{:>8} {:>11} {:>10} {:>10} {:>10} {:>10} {:>11} {:>6}",
+        "steps", "statements", "build", "derive", "jit", "total", "primal jit", "runs"
     );
     let registry = irad::rules::Registry::new();
     let run_opts = RunOptions::default();
@@ -689,62 +708,58 @@ fn compile_chain(cfg: &Config, failures: &mut Vec<String>) -> Vec<ChainPoint> {
     let x0 = 0.3;
     let mut points = Vec::new();
     for steps in [1000, 2500, 10000] {
-        let (mut build, mut derive, mut jit, mut total) = (vec![], vec![], vec![], vec![]);
+        let mut phases: [Vec<Duration>; 5] = Default::default();
         let mut last = None;
         for _ in 0..runs {
             let t0 = Instant::now();
             let (m, f) = chain(steps);
             let t1 = Instant::now();
-            let mut g = irad::jit_gradient(
-                &m,
-                f,
-                &[Val::F64(x0)],
-                &registry,
-                &GradOptions::default(),
-                Mode::Reverse,
-            )
-            .expect("the chain's gradient derives");
+            let mut c = irad::jit_reverse(&m, &[f], &registry).expect("the chain derives");
             let t2 = Instant::now();
-            g.compile().expect("the chain's gradient compiles");
+            let rev = c.func("chain.rev").expect("@chain.rev exists");
+            c.compile(rev).expect("@chain.rev compiles");
             let t3 = Instant::now();
-            build.push(t1 - t0);
-            derive.push(t2 - t1);
-            jit.push(t3 - t2);
-            total.push(t3 - t0);
-            last = Some(g);
+            let mut p = irad::jit_primal(&m).expect("the primal compiles");
+            p.compile(f).expect("the primal compiles");
+            let t4 = Instant::now();
+            for (k, d) in [t1 - t0, t2 - t1, t3 - t2, t3 - t0, t4 - t3]
+                .into_iter()
+                .enumerate()
+            {
+                phases[k].push(d);
+            }
+            last = Some((c, rev));
         }
-        if let Some(mut g) = last {
-            let out = g.run(&[Val::F64(x0)], &run_opts).expect("the chain runs");
+        if let Some((mut c, rev)) = last {
+            let out = c
+                .call(rev, &[Val::F64(x0), Val::F64(1.0)], &run_opts)
+                .expect("the chain runs");
             let (want_value, want_grad) = chain_adjoint(x0, steps);
+            let got = floats(&out);
             let mut checks = Checks::new("compile_chain", failures);
-            checks.scalar(
-                &format!("{steps} steps: value"),
-                as_f64(&out.value),
-                want_value,
-            );
-            checks.vector(
-                &format!("{steps} steps: gradient"),
-                &gradient_floats(&out),
-                &[want_grad],
-            );
+            checks.scalar(&format!("{steps} steps: value"), got[0], want_value);
+            checks.vector(&format!("{steps} steps: gradient"), &got[1..], &[want_grad]);
             checks.finish();
         }
+        let [build, derive, jit, total, primal_jit] = phases.map(|d| median(d).unwrap_or_default());
         let point = ChainPoint {
             steps,
-            build: median(build).unwrap_or_default(),
-            derive: median(derive).unwrap_or_default(),
-            jit: median(jit).unwrap_or_default(),
-            total: median(total).unwrap_or_default(),
+            build,
+            derive,
+            jit,
+            total,
+            primal_jit,
             runs,
         };
         println!(
-            "{:>8} {:>11} {:>10} {:>10} {:>10} {:>10} {:>6}",
+            "{:>8} {:>11} {:>10} {:>10} {:>10} {:>10} {:>11} {:>6}",
             steps,
             steps * 4,
             fmt_time(Some(point.build)),
             fmt_time(Some(point.derive)),
             fmt_time(Some(point.jit)),
             fmt_time(Some(point.total)),
+            fmt_time(Some(point.primal_jit)),
             runs
         );
         points.push(point);
@@ -1143,6 +1158,7 @@ impl Report {
                     "derive_s": p.derive.as_secs_f64(),
                     "jit_s": p.jit.as_secs_f64(),
                     "total_s": p.total.as_secs_f64(),
+                    "primal_jit_s": p.primal_jit.as_secs_f64(),
                     "runs": p.runs,
                 })).collect::<Vec<_>>(),
                 "target_10000_steps_lt_0_5_s": self

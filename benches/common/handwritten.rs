@@ -26,16 +26,23 @@ pub fn rosenbrock(x: &[f64]) -> f64 {
 pub fn rosenbrock_adjoint(x: &[f64], grad: &mut [f64]) -> f64 {
     assert_eq!(x.len(), grad.len(), "one gradient entry per element");
     let mut s = 0.0;
-    for i in 0..x.len().saturating_sub(1) {
-        let a = x[i + 1] - x[i] * x[i];
-        let b = 1.0 - x[i];
+    // Term i reads x[i] and x[i+1]; the adjoint of x[i+1] that term i
+    // produces is carried to the next step instead of being added into
+    // grad[i+1] now, so each entry of `grad` is written once.
+    let mut carried = 0.0;
+    for (w, g) in x.windows(2).zip(grad.iter_mut()) {
+        let a = w[1] - w[0] * w[0];
+        let b = 1.0 - w[0];
         s = s + 100.0 * a * a + b * b;
         // d/da (100 a^2) = 200 a; a depends on x[i+1] (+1) and x[i] (-2 x[i]);
         // d/db (b^2) = 2 b; b depends on x[i] (-1).
         let a_bar = 200.0 * a;
         let b_bar = 2.0 * b;
-        grad[i + 1] += a_bar;
-        grad[i] += -2.0 * x[i] * a_bar - b_bar;
+        *g += carried - 2.0 * w[0] * a_bar - b_bar;
+        carried = a_bar;
+    }
+    if let Some(last) = grad.last_mut() {
+        *last += carried;
     }
     s
 }
