@@ -1065,12 +1065,13 @@ struct Report {
 }
 
 impl Report {
-    fn forward_exponent(&self) -> Option<f64> {
+    /// The fitted exponent of the times `time` picks from the scaling points.
+    fn exponent(&self, time: fn(&ScalingPoint) -> Option<Duration>) -> Option<f64> {
         let pts: Vec<(f64, f64)> = self
             .forward
             .as_ref()?
             .iter()
-            .filter_map(|p| Some((p.n as f64, p.fwd?.as_secs_f64())))
+            .filter_map(|p| Some((p.n as f64, time(p)?.as_secs_f64())))
             .collect();
         loglog_slope(&pts)
     }
@@ -1114,10 +1115,21 @@ impl Report {
                 );
             }
         }
-        if let Some(e) = self.forward_exponent() {
+        if let Some(e) = self.exponent(|p| p.fwd) {
             println!(
-                "forward scaling exponent {e:.2} (target <= {TARGET_FORWARD_EXPONENT}): {}",
-                met(Some(e <= TARGET_FORWARD_EXPONENT))
+                "forward scaling exponent {e:.2} (target <= {TARGET_FORWARD_EXPONENT}): {}; reverse mode's {}",
+                met(Some(e <= TARGET_FORWARD_EXPONENT)),
+                fmt_ratio(self.exponent(|p| p.rev))
+            );
+        }
+        if let Some(p) = self
+            .chain
+            .as_ref()
+            .and_then(|c| c.iter().find(|p| p.steps == 2500))
+        {
+            println!(
+                "compile chain, 2 500 steps (10 000 statements): {}",
+                fmt_time(Some(p.total)),
             );
         }
         if let Some(p) = self.chain_10000() {
@@ -1134,7 +1146,7 @@ impl Report {
     fn write(&self, machine: &Machine, cfg: &Config) -> std::io::Result<String> {
         let secs = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
         let forward = self.forward.as_ref().map(|pts| {
-            let e = self.forward_exponent();
+            let e = self.exponent(|p| p.fwd);
             json!({
                 "width": 8,
                 "points": pts.iter().map(|p| json!({
@@ -1146,6 +1158,7 @@ impl Report {
                     "samples": p.samples,
                 })).collect::<Vec<_>>(),
                 "exponent": e,
+                "rev_exponent": self.exponent(|p| p.rev),
                 "target_exponent_le_1_2": e.map(|e| e <= TARGET_FORWARD_EXPONENT),
             })
         });
