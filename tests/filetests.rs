@@ -45,7 +45,8 @@
 //! parse(print(m)) equals m structurally, and printing again gives the same text.
 //! The corpus programs under `tests/corpus/*.ir` get the round trip and the
 //! normalisation check too, and the
-//! bundled `examples/*.ir` are filetests like the others.
+//! bundled `examples/*.ir` and the benchmark programs
+//! (`benches/programs/*.irad`) are filetests like the others.
 //!
 //! `docs/ir.md` is checked too: every fenced block marked `ir` is a filetest
 //! (error blocks are checked without the command line), and every row of its
@@ -67,6 +68,7 @@ datatest_stable::harness! {
     { test = filetest, root = "tests/filetests", pattern = r"^[^.]+\.(ir|irad)$" },
     { test = corpus_round_trip, root = "tests/corpus", pattern = r"^[^.]+\.(ir|irad)$" },
     { test = filetest, root = "examples", pattern = r"^[^.]+\.(ir|irad)$" },
+    { test = filetest, root = "benches", pattern = r"^programs/[^.]+\.(ir|irad)$" },
     { test = doc_examples, root = "docs", pattern = r"^(ir|language)\.md$" },
 }
 

@@ -1,0 +1,1208 @@
+//! The gradient benchmarks of issue 8: for each case, in one process, irad's
+//! compiled primal and reverse-mode gradient (Cranelift JIT) against a
+//! hand-written Rust primal and a hand-derived Rust adjoint (rustc, release),
+//! plus forward mode's scaling with n and the compile time of a long chain.
+//!
+//! - `rosenbrock` (n = 100 000), `lotka_volterra` (gradient with respect to
+//!   the four parameters), `branchy` (n = 100 000): the variants run in
+//!   interleaved rounds after a warm-up, for at least the time budget (1.5 s
+//!   per case; `--quick` 0.15 s), and the medians are reported. "irad grad" is
+//!   one call of the compiled `@f.rev` (zero-filled shadows made once; they
+//!   accumulate between runs, which does not change the cost); "irad grad
+//!   (run)" is `CompiledGradient::run`, which also copies the arguments, makes
+//!   the shadows and assembles the result.
+//! - `forward_scaling`: the full gradient of `sum(x)` by forward mode (batch
+//!   width 8, so n / 8 passes) for n from 2 500 to 40 000, and the exponent of
+//!   a least-squares fit of log time against log n.
+//! - `compile_chain`: `y <- sin(y) * 1.0001 + 0.5 * y` repeated N times (four
+//!   IR statements per step), built with the builder API, its gradient
+//!   `@chain.rev` derived (normalisation and reverse mode) and compiled with
+//!   its pieces; the primal's compile time is reported apart.
+//!
+//! Every gradient is checked before it is timed: irad's reverse mode against
+//! the hand-written adjoint (each entry within 1e-12 of the largest entry,
+//! or 1e-14; the per-entry relative error is reported too) and
+//! against irad's forward mode (at n = 256 for the array cases, where forward
+//! mode is cheap). A failed check makes the binary exit with status 1.
+//!
+//! Prints a table and writes the figures as JSON to
+//! `$CARGO_TARGET_DIR/bench/results.json` (default: `target/bench/`).
+//!
+//! Run: `cargo bench --bench ad`; `-- --quick` for a smoke run, `-- --case
+//! NAME` for one case (to profile it), `-- --only 'irad grad,rust grad'` to
+//! time only the variants of those names (as the table prints them), `--
+//! --n N` to give the array cases another size than 100 000. Run
+//! without any of these flags or `--bench` (as `cargo test --all-targets`
+//! does), the binary does nothing: the programs' correctness is
+//! tests/bench_programs.rs's job.
+
+#[path = "common/handwritten.rs"]
+mod handwritten;
+
+use irad::ir::interp::{ArrayData, RunOptions, Val};
+use irad::ir::{FuncBuilder, FuncId, Module, Operand, Prim, Type};
+use irad::passes::forward::grad::{GradOptions, Gradient};
+use irad::{CompiledGradient, Mode};
+use serde_json::{Value as Json, json};
+use std::hint::black_box;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// The cases, in the order they run.
+const CASES: [&str; 5] = [
+    "rosenbrock",
+    "lotka_volterra",
+    "branchy",
+    "forward_scaling",
+    "compile_chain",
+];
+
+const ROSENBROCK: &str = include_str!("programs/rosenbrock.irad");
+const LOTKA_VOLTERRA: &str = include_str!("programs/lotka_volterra.irad");
+const BRANCHY: &str = include_str!("programs/branchy.irad");
+const SUM: &str = include_str!("programs/sum.irad");
+
+/// Relative and absolute tolerance of the gradient checks.
+const REL_TOL: f64 = 1e-12;
+const ABS_TOL: f64 = 1e-14;
+
+/// The targets of issue 8.
+const TARGET_GRAD_OVER_PRIMAL: f64 = 3.0;
+const TARGET_GRAD_OVER_RUST: f64 = 1.5;
+const TARGET_CHAIN_COMPILE_S: f64 = 0.5;
+const TARGET_FORWARD_EXPONENT: f64 = 1.2;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // `cargo bench` passes `--bench`; `cargo test --benches` (or
+    // `--all-targets`) runs this binary without it, possibly with libtest's
+    // flags: then there is nothing to test here (tests/bench_programs.rs
+    // checks the programs), unless one of this binary's own flags asks for a run.
+    let ours = ["--bench", "--quick", "--case", "--only"];
+    if !args.iter().any(|a| ours.contains(&a.as_str())) {
+        println!("ad: a benchmark; run it with `cargo bench --bench ad` (or pass --bench)");
+        return ExitCode::SUCCESS;
+    }
+    let cfg = match Config::from_args(args.into_iter()) {
+        Ok(cfg) => cfg,
+        Err(msg) => {
+            eprintln!("error: {msg}");
+            eprintln!("usage: ad [--quick] [--case NAME] [--only VARIANT,...] [--n N]");
+            return ExitCode::from(2);
+        }
+    };
+    let machine = Machine::now();
+    println!(
+        "machine: {} ({} cpus), load average at start {}{}",
+        machine.model,
+        machine.cpus,
+        machine.load_start,
+        if cfg.quick { ", --quick" } else { "" }
+    );
+    let mut report = Report::default();
+    for case in CASES {
+        if cfg.case.as_deref().is_some_and(|c| c != case) {
+            continue;
+        }
+        match case {
+            "rosenbrock" => {
+                let x = handwritten::rosenbrock_point(cfg.n);
+                let c = ArrayCase {
+                    name: "rosenbrock",
+                    text: ROSENBROCK,
+                    primal: handwritten::rosenbrock,
+                    adjoint: handwritten::rosenbrock_adjoint,
+                };
+                report.cases.push(c.run(&x, &cfg, &mut report.failures));
+            }
+            "lotka_volterra" => {
+                report
+                    .cases
+                    .push(lotka_volterra(&cfg, &mut report.failures));
+            }
+            "branchy" => {
+                let x = handwritten::branchy_point(cfg.n);
+                let c = ArrayCase {
+                    name: "branchy",
+                    text: BRANCHY,
+                    primal: handwritten::branchy,
+                    adjoint: handwritten::branchy_adjoint,
+                };
+                report.cases.push(c.run(&x, &cfg, &mut report.failures));
+            }
+            "forward_scaling" => {
+                report.forward = Some(forward_scaling(&cfg, &mut report.failures));
+            }
+            "compile_chain" => {
+                report.chain = Some(compile_chain(&cfg, &mut report.failures));
+            }
+            _ => unreachable!("every case is handled"),
+        }
+    }
+    let machine = machine.finish();
+    report.print(&machine);
+    match report.write(&machine, &cfg) {
+        Ok(path) => println!("\nwrote {path}"),
+        Err(e) => {
+            eprintln!("error: cannot write the results: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    if report.failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("\n{} check(s) failed:", report.failures.len());
+        for f in &report.failures {
+            eprintln!("  {f}");
+        }
+        ExitCode::FAILURE
+    }
+}
+
+/// The command line.
+struct Config {
+    /// A short smoke run: small budgets, fewer sizes.
+    quick: bool,
+    /// Run only this case.
+    case: Option<String>,
+    /// Time only the variants named in this comma-separated list.
+    only: Option<String>,
+    /// Least time spent in the timed rounds of one case.
+    budget: Duration,
+    /// The size of the array cases (rosenbrock, branchy).
+    n: usize,
+}
+
+impl Config {
+    fn from_args(mut args: impl Iterator<Item = String>) -> Result<Config, String> {
+        let mut cfg = Config {
+            quick: false,
+            case: None,
+            only: None,
+            budget: Duration::from_millis(1500),
+            n: 100_000,
+        };
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "--quick" => {
+                    cfg.quick = true;
+                    cfg.budget = Duration::from_millis(150);
+                }
+                "--case" => {
+                    let name = args.next().ok_or("--case needs a name")?;
+                    if !CASES.contains(&name.as_str()) {
+                        return Err(format!(
+                            "unknown case `{name}` (cases: {})",
+                            CASES.join(", ")
+                        ));
+                    }
+                    cfg.case = Some(name);
+                }
+                "--n" => {
+                    let n = args.next().ok_or("--n needs a size")?;
+                    cfg.n = n
+                        .parse()
+                        .ok()
+                        .filter(|&n| n >= 2)
+                        .ok_or(format!("--n {n}: want a size of at least 2"))?;
+                }
+                "--only" => cfg.only = Some(args.next().ok_or("--only needs variant names")?),
+                // `cargo bench` passes `--bench` to every bench binary.
+                "--bench" => {}
+                other => return Err(format!("unknown argument `{other}`")),
+            }
+        }
+        Ok(cfg)
+    }
+
+    fn wants(&self, variant: &str) -> bool {
+        self.only
+            .as_deref()
+            .is_none_or(|list| list.split(',').any(|name| name.trim() == variant))
+    }
+}
+
+/// The machine, and how busy it was.
+struct Machine {
+    model: String,
+    cpus: usize,
+    load_start: String,
+    load_end: String,
+}
+
+impl Machine {
+    fn now() -> Machine {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let model = cpuinfo
+            .lines()
+            .find_map(|l| l.strip_prefix("model name")?.split(':').nth(1))
+            .map_or_else(|| "unknown".to_string(), |m| m.trim().to_string());
+        Machine {
+            model,
+            cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
+            load_start: load_average(),
+            load_end: String::new(),
+        }
+    }
+
+    fn finish(self) -> Machine {
+        Machine {
+            load_end: load_average(),
+            ..self
+        }
+    }
+}
+
+/// The 1, 5 and 15 minute load averages, as `/proc/loadavg` has them.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// One timed variant of a case: a name and what one run does.
+struct Variant<'a> {
+    name: &'static str,
+    run: Box<dyn FnMut() + 'a>,
+}
+
+/// Medians of the variants (in their order) and the number of timed rounds.
+struct Timings {
+    medians: Vec<Option<Duration>>,
+    rounds: usize,
+}
+
+/// Runs the variants in interleaved rounds, each round running each variant
+/// once: two rounds of warm-up, then rounds until `budget` has passed (at
+/// least `min_rounds`). Variants that `cfg` leaves out are not run.
+fn measure(
+    variants: &mut [Variant<'_>],
+    cfg: &Config,
+    budget: Duration,
+    min_rounds: usize,
+) -> Timings {
+    let active: Vec<bool> = variants.iter().map(|v| cfg.wants(v.name)).collect();
+    for _ in 0..2 {
+        for (v, _) in variants.iter_mut().zip(&active).filter(|(_, a)| **a) {
+            (v.run)();
+        }
+    }
+    let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); variants.len()];
+    let start = Instant::now();
+    let mut rounds = 0;
+    while rounds < min_rounds || start.elapsed() < budget {
+        for (k, v) in variants.iter_mut().enumerate() {
+            if active[k] {
+                let t = Instant::now();
+                (v.run)();
+                samples[k].push(t.elapsed());
+            }
+        }
+        rounds += 1;
+    }
+    Timings {
+        medians: samples.into_iter().map(median).collect(),
+        rounds,
+    }
+}
+
+fn median(mut xs: Vec<Duration>) -> Option<Duration> {
+    xs.sort();
+    xs.get(xs.len() / 2).copied()
+}
+
+/// An array case: the program, its function's name, and the hand-written primal and adjoint.
+struct ArrayCase {
+    name: &'static str,
+    text: &'static str,
+    primal: fn(&[f64]) -> f64,
+    adjoint: fn(&[f64], &mut [f64]) -> f64,
+}
+
+/// The result of one of the three ratio cases.
+struct CaseResult {
+    name: &'static str,
+    size: String,
+    rounds: usize,
+    /// irad primal, irad grad (`@f.rev`), irad grad (`run`), rust primal, rust grad.
+    times: [Option<Duration>; 5],
+    checks: Json,
+}
+
+const VARIANTS: [&str; 5] = [
+    "irad primal",
+    "irad grad",
+    "irad grad (run)",
+    "rust primal",
+    "rust grad",
+];
+
+impl ArrayCase {
+    fn run(&self, x: &[f64], cfg: &Config, failures: &mut Vec<String>) -> CaseResult {
+        let n = x.len();
+        println!("\n== {} (n = {n})", self.name);
+        let (m, f) = program(self.name, self.text);
+        let registry = irad::rules::Registry::new();
+        let run_opts = RunOptions::default();
+        let xv = Val::f64_array(x.to_vec());
+        let args = vec![xv.clone()];
+
+        let mut primal = irad::jit_primal(&m).expect("the primal compiles");
+        let pf = primal.func(self.name).expect("the function exists");
+        primal.compile(pf).expect("the primal compiles");
+        let mut rev = irad::jit_reverse(&m, &[f], &registry).expect("reverse mode derives");
+        let rf = rev
+            .func(&format!("{}.rev", self.name))
+            .expect("@f.rev exists");
+        rev.compile(rf).expect("@f.rev compiles");
+        let mut grad = irad::jit_gradient(
+            &m,
+            f,
+            &args,
+            &registry,
+            &GradOptions::default(),
+            Mode::Reverse,
+        )
+        .expect("the gradient derives");
+        grad.compile().expect("the gradient compiles");
+
+        // Checks, before any timing.
+        let want_value = (self.primal)(x);
+        let mut want_grad = vec![0.0; n];
+        let want_adj_value = (self.adjoint)(x, &mut want_grad);
+        let got_value = as_f64(&primal.call(pf, &args, &run_opts).expect("the primal runs"));
+        let shadow = Val::f64_array(vec![0.0; n]);
+        let rev_args = vec![xv.clone(), shadow.clone(), Val::F64(1.0)];
+        let rev_out = rev.call(rf, &rev_args, &run_opts).expect("@f.rev runs");
+        let rev_value = floats(&rev_out)[0];
+        let rev_grad = floats(&shadow);
+        let run_out = grad.run(&args, &run_opts).expect("the gradient runs");
+        let run_grad = gradient_floats(&run_out);
+        let mut checks = Checks::new(self.name, failures);
+        checks.scalar("primal vs rust", got_value, want_value);
+        checks.scalar(
+            "rust adjoint value vs rust primal",
+            want_adj_value,
+            want_value,
+        );
+        checks.scalar("@f.rev value vs primal", rev_value, got_value);
+        checks.vector("@f.rev gradient vs rust adjoint", &rev_grad, &want_grad);
+        checks.vector("run gradient vs @f.rev", &run_grad, &rev_grad);
+        checks.scalar("run value vs primal", as_f64(&run_out.value), got_value);
+        // Forward mode is O(n^2) for a full gradient: compare on a prefix.
+        let small = &x[..n.min(256)];
+        let small_args = vec![Val::f64_array(small.to_vec())];
+        let fwd_grad = jit_gradient_floats(&m, f, &small_args, &registry, Mode::Forward);
+        let rev_small = jit_gradient_floats(&m, f, &small_args, &registry, Mode::Reverse);
+        let mut want_small = vec![0.0; small.len()];
+        (self.adjoint)(small, &mut want_small);
+        checks.vector("forward vs reverse (n = 256)", &fwd_grad, &rev_small);
+        checks.vector("forward vs rust adjoint (n = 256)", &fwd_grad, &want_small);
+        let checks = checks.finish();
+
+        // Timing: the shadow accumulates across runs; the cost is the same.
+        let mut rust_grad = vec![0.0; n];
+        let xs = x.to_vec();
+        let timings = {
+            let mut variants = [
+                Variant {
+                    name: VARIANTS[0],
+                    run: Box::new(|| {
+                        black_box(
+                            primal
+                                .call(pf, black_box(&args), &run_opts)
+                                .expect("the primal runs"),
+                        );
+                    }),
+                },
+                Variant {
+                    name: VARIANTS[1],
+                    run: Box::new(|| {
+                        black_box(
+                            rev.call(rf, black_box(&rev_args), &run_opts)
+                                .expect("@f.rev runs"),
+                        );
+                    }),
+                },
+                Variant {
+                    name: VARIANTS[2],
+                    run: Box::new(|| {
+                        black_box(
+                            grad.run(black_box(&args), &run_opts)
+                                .expect("the gradient runs"),
+                        );
+                    }),
+                },
+                Variant {
+                    name: VARIANTS[3],
+                    run: Box::new(|| {
+                        black_box((self.primal)(black_box(&xs)));
+                    }),
+                },
+                Variant {
+                    name: VARIANTS[4],
+                    run: Box::new(|| {
+                        black_box((self.adjoint)(black_box(&xs), black_box(&mut rust_grad)));
+                    }),
+                },
+            ];
+            measure(&mut variants, cfg, cfg.budget, 5)
+        };
+        let result = CaseResult {
+            name: self.name,
+            size: format!("n = {n}"),
+            rounds: timings.rounds,
+            times: medians5(&timings),
+            checks,
+        };
+        result.print_row();
+        result
+    }
+}
+
+/// Lotka-Volterra: the gradient with respect to the four parameters.
+fn lotka_volterra(cfg: &Config, failures: &mut Vec<String>) -> CaseResult {
+    let name = "lotka_volterra";
+    println!("\n== {name} ({} RK4 steps)", handwritten::LV_STEPS);
+    let (m, f) = program(name, LOTKA_VOLTERRA);
+    let registry = irad::rules::Registry::new();
+    let run_opts = RunOptions::default();
+    let p = handwritten::LV_PARAMS;
+    let args: Vec<Val> = p.iter().map(|&v| Val::F64(v)).collect();
+    let mut rev_args = args.clone();
+    rev_args.push(Val::F64(1.0));
+
+    let mut primal = irad::jit_primal(&m).expect("the primal compiles");
+    let pf = primal.func(name).expect("the function exists");
+    primal.compile(pf).expect("the primal compiles");
+    let mut rev = irad::jit_reverse(&m, &[f], &registry).expect("reverse mode derives");
+    let rf = rev.func(&format!("{name}.rev")).expect("@f.rev exists");
+    rev.compile(rf).expect("@f.rev compiles");
+    let mut grad = irad::jit_gradient(
+        &m,
+        f,
+        &args,
+        &registry,
+        &GradOptions::default(),
+        Mode::Reverse,
+    )
+    .expect("the gradient derives");
+    grad.compile().expect("the gradient compiles");
+
+    let want_value = handwritten::lotka_volterra(&p);
+    let (want_adj_value, want_grad) = handwritten::lotka_volterra_adjoint(&p);
+    let got_value = as_f64(&primal.call(pf, &args, &run_opts).expect("the primal runs"));
+    let rev_out = floats(&rev.call(rf, &rev_args, &run_opts).expect("@f.rev runs"));
+    let run_out = grad.run(&args, &run_opts).expect("the gradient runs");
+    let fwd_grad = jit_gradient_floats(&m, f, &args, &registry, Mode::Forward);
+    let mut checks = Checks::new(name, failures);
+    checks.scalar("primal vs rust", got_value, want_value);
+    checks.scalar(
+        "rust adjoint value vs rust primal",
+        want_adj_value,
+        want_value,
+    );
+    checks.scalar("@f.rev value vs primal", rev_out[0], got_value);
+    checks.vector("@f.rev gradient vs rust adjoint", &rev_out[1..], &want_grad);
+    checks.vector(
+        "run gradient vs @f.rev",
+        &gradient_floats(&run_out),
+        &rev_out[1..],
+    );
+    checks.vector("forward vs reverse", &fwd_grad, &rev_out[1..]);
+    let checks = checks.finish();
+
+    let timings = {
+        let mut variants = [
+            Variant {
+                name: VARIANTS[0],
+                run: Box::new(|| {
+                    black_box(
+                        primal
+                            .call(pf, black_box(&args), &run_opts)
+                            .expect("the primal runs"),
+                    );
+                }),
+            },
+            Variant {
+                name: VARIANTS[1],
+                run: Box::new(|| {
+                    black_box(
+                        rev.call(rf, black_box(&rev_args), &run_opts)
+                            .expect("@f.rev runs"),
+                    );
+                }),
+            },
+            Variant {
+                name: VARIANTS[2],
+                run: Box::new(|| {
+                    black_box(
+                        grad.run(black_box(&args), &run_opts)
+                            .expect("the gradient runs"),
+                    );
+                }),
+            },
+            Variant {
+                name: VARIANTS[3],
+                run: Box::new(|| {
+                    black_box(handwritten::lotka_volterra(black_box(&p)));
+                }),
+            },
+            Variant {
+                name: VARIANTS[4],
+                run: Box::new(|| {
+                    black_box(handwritten::lotka_volterra_adjoint(black_box(&p)));
+                }),
+            },
+        ];
+        measure(&mut variants, cfg, cfg.budget, 5)
+    };
+    let result = CaseResult {
+        name,
+        size: format!("{} steps", handwritten::LV_STEPS),
+        rounds: timings.rounds,
+        times: medians5(&timings),
+        checks,
+    };
+    result.print_row();
+    result
+}
+
+/// One size of the forward-scaling case.
+struct ScalingPoint {
+    n: usize,
+    passes: usize,
+    fwd: Option<Duration>,
+    rev: Option<Duration>,
+    primal: Option<Duration>,
+    samples: usize,
+}
+
+/// Forward scaling: the full gradient of `sum(x)` by forward mode, width 8.
+fn forward_scaling(cfg: &Config, failures: &mut Vec<String>) -> Vec<ScalingPoint> {
+    let width = 8;
+    println!("\n== forward_scaling (sum(x), forward mode, width {width})");
+    println!(
+        "{:>8} {:>8} {:>14} {:>14} {:>14} {:>8}",
+        "n", "passes", "fwd gradient", "per pass", "rev gradient", "samples"
+    );
+    let (m, f) = program("sum", SUM);
+    let registry = irad::rules::Registry::new();
+    let run_opts = RunOptions::default();
+    let sizes: &[usize] = if cfg.quick {
+        &[2500, 5000, 10000]
+    } else {
+        &[2500, 5000, 10000, 20000, 40000]
+    };
+    let mut points = Vec::new();
+    for &n in sizes {
+        let args = vec![Val::f64_array(vec![1.0; n])];
+        let opts = GradOptions {
+            width,
+            ..GradOptions::default()
+        };
+        let mut fwd = irad::jit_gradient(&m, f, &args, &registry, &opts, Mode::Forward)
+            .expect("the forward gradient derives");
+        fwd.compile().expect("the forward gradient compiles");
+        let mut rev = irad::jit_gradient(&m, f, &args, &registry, &opts, Mode::Reverse)
+            .expect("the reverse gradient derives");
+        rev.compile().expect("the reverse gradient compiles");
+        let mut primal = irad::jit_primal(&m).expect("the primal compiles");
+        let pf = primal.func("sum").expect("the function exists");
+        primal.compile(pf).expect("the primal compiles");
+        let out = fwd
+            .run(&args, &run_opts)
+            .expect("the forward gradient runs");
+        let mut checks = Checks::new("forward_scaling", failures);
+        let want = handwritten::sum(&vec![1.0; n]);
+        checks.scalar(&format!("n = {n}: value"), as_f64(&out.value), want);
+        checks.vector(
+            &format!("n = {n}: forward gradient"),
+            &gradient_floats(&out),
+            &vec![1.0; n],
+        );
+        let rev_out = rev
+            .run(&args, &run_opts)
+            .expect("the reverse gradient runs");
+        checks.vector(
+            &format!("n = {n}: reverse gradient"),
+            &gradient_floats(&rev_out),
+            &vec![1.0; n],
+        );
+        checks.finish();
+        let timings = {
+            let mut variants = [
+                Variant {
+                    name: "irad fwd grad",
+                    run: Box::new(|| {
+                        black_box(fwd.run(black_box(&args), &run_opts).expect("runs"));
+                    }),
+                },
+                Variant {
+                    name: "irad rev grad (run)",
+                    run: Box::new(|| {
+                        black_box(rev.run(black_box(&args), &run_opts).expect("runs"));
+                    }),
+                },
+                Variant {
+                    name: "irad primal",
+                    run: Box::new(|| {
+                        black_box(primal.call(pf, black_box(&args), &run_opts).expect("runs"));
+                    }),
+                },
+            ];
+            // Each size gets a share of the budget, and at least three samples.
+            measure(
+                &mut variants,
+                cfg,
+                cfg.budget / 2,
+                if cfg.quick { 1 } else { 3 },
+            )
+        };
+        let point = ScalingPoint {
+            n,
+            passes: out.passes,
+            fwd: timings.medians[0],
+            rev: timings.medians[1],
+            primal: timings.medians[2],
+            samples: timings.rounds,
+        };
+        println!(
+            "{:>8} {:>8} {:>14} {:>14} {:>14} {:>8}",
+            n,
+            point.passes,
+            fmt_time(point.fwd),
+            fmt_time(point.fwd.map(|d| d / point.passes.max(1) as u32)),
+            fmt_time(point.rev),
+            point.samples
+        );
+        points.push(point);
+    }
+    points
+}
+
+/// One size of the compile-chain case: medians of each phase.
+struct ChainPoint {
+    steps: usize,
+    build: Duration,
+    derive: Duration,
+    jit: Duration,
+    total: Duration,
+    /// Compiling the primal alone, for comparison (not part of the total).
+    primal_jit: Duration,
+    runs: usize,
+}
+
+/// Compile chain: build the chain, derive its gradient `@chain.rev` (with
+/// normalisation) and compile it with its pieces, as benches/compile_time.rs
+/// does; the primal's own compile time is measured apart.
+fn compile_chain(cfg: &Config, failures: &mut Vec<String>) -> Vec<ChainPoint> {
+    println!("\n== compile_chain (y <- sin(y) * 1.0001 + 0.5 * y; 4 IR statements per step)");
+    println!(
+        "{:>8} {:>11} {:>10} {:>10} {:>10} {:>10} {:>11} {:>6}",
+        "steps", "statements", "build", "derive", "jit", "total", "primal jit", "runs"
+    );
+    let registry = irad::rules::Registry::new();
+    let run_opts = RunOptions::default();
+    let runs = if cfg.quick { 1 } else { 5 };
+    let x0 = 0.3;
+    let mut points = Vec::new();
+    for steps in [1000, 2500, 10000] {
+        let mut phases: [Vec<Duration>; 5] = Default::default();
+        let mut last = None;
+        for _ in 0..runs {
+            let t0 = Instant::now();
+            let (m, f) = chain(steps);
+            let t1 = Instant::now();
+            let mut c = irad::jit_reverse(&m, &[f], &registry).expect("the chain derives");
+            let t2 = Instant::now();
+            let rev = c.func("chain.rev").expect("@chain.rev exists");
+            c.compile(rev).expect("@chain.rev compiles");
+            let t3 = Instant::now();
+            let mut p = irad::jit_primal(&m).expect("the primal compiles");
+            p.compile(f).expect("the primal compiles");
+            let t4 = Instant::now();
+            for (k, d) in [t1 - t0, t2 - t1, t3 - t2, t3 - t0, t4 - t3]
+                .into_iter()
+                .enumerate()
+            {
+                phases[k].push(d);
+            }
+            last = Some((c, rev));
+        }
+        if let Some((mut c, rev)) = last {
+            let out = c
+                .call(rev, &[Val::F64(x0), Val::F64(1.0)], &run_opts)
+                .expect("the chain runs");
+            let (want_value, want_grad) = chain_adjoint(x0, steps);
+            let got = floats(&out);
+            let mut checks = Checks::new("compile_chain", failures);
+            checks.scalar(&format!("{steps} steps: value"), got[0], want_value);
+            checks.vector(&format!("{steps} steps: gradient"), &got[1..], &[want_grad]);
+            checks.finish();
+        }
+        let [build, derive, jit, total, primal_jit] = phases.map(|d| median(d).unwrap_or_default());
+        let point = ChainPoint {
+            steps,
+            build,
+            derive,
+            jit,
+            total,
+            primal_jit,
+            runs,
+        };
+        println!(
+            "{:>8} {:>11} {:>10} {:>10} {:>10} {:>10} {:>11} {:>6}",
+            steps,
+            steps * 4,
+            fmt_time(Some(point.build)),
+            fmt_time(Some(point.derive)),
+            fmt_time(Some(point.jit)),
+            fmt_time(Some(point.total)),
+            fmt_time(Some(point.primal_jit)),
+            runs
+        );
+        points.push(point);
+    }
+    points
+}
+
+/// The chain of `steps` steps, built with the builder API, as in
+/// benches/compile_time.rs.
+fn chain(steps: usize) -> (Module, FuncId) {
+    let mut m = Module::new();
+    let f = m
+        .declare_func("chain", vec![(Some("x".into()), Type::F64)], Type::F64)
+        .expect("valid declaration");
+    let mut b = FuncBuilder::new(&mut m, f).expect("function exists");
+    let entry = b.create_block();
+    b.switch_to_block(entry).expect("block exists");
+    let mut y: Operand = b.param(0).expect("one parameter").into();
+    for _ in 0..steps {
+        let s = b.prim(Prim::Sin, &[y]).expect("typed").expect("a value");
+        let t = b
+            .prim(Prim::Mul, &[s.into(), 1.0001.into()])
+            .expect("typed")
+            .expect("a value");
+        let h = b
+            .prim(Prim::Mul, &[0.5.into(), y])
+            .expect("typed")
+            .expect("a value");
+        y = b
+            .prim(Prim::Add, &[t.into(), h.into()])
+            .expect("typed")
+            .expect("a value")
+            .into();
+    }
+    b.ret(y).expect("returns f64");
+    (m, f)
+}
+
+/// The chain's value and derivative by hand: `dy_{k+1}/dy_k = 1.0001 cos(y_k) + 0.5`.
+fn chain_adjoint(x: f64, steps: usize) -> (f64, f64) {
+    let mut ys = Vec::with_capacity(steps);
+    let mut y = x;
+    for _ in 0..steps {
+        ys.push(y);
+        y = y.sin() * 1.0001 + 0.5 * y;
+    }
+    let mut y_bar = 1.0;
+    for &y in ys.iter().rev() {
+        y_bar *= y.cos() * 1.0001 + 0.5;
+    }
+    (y, y_bar)
+}
+
+/// Loads `benches/programs/NAME.irad` (given as text) and finds `@NAME`.
+fn program(name: &str, text: &str) -> (Module, FuncId) {
+    let src = irad::Source {
+        name: format!("benches/programs/{name}.irad"),
+        text: text.into(),
+    };
+    let m = match irad::load(&src) {
+        Ok(m) => m,
+        Err(e) => panic!("{}", e.render(&[&src])),
+    };
+    let f = m.by_name(name).expect("the program defines its function");
+    (m, f)
+}
+
+/// The gradient of `f` at `args` in `mode` (forward: width 8), compiled, as floats.
+fn jit_gradient_floats(
+    m: &Module,
+    f: FuncId,
+    args: &[Val],
+    registry: &irad::rules::Registry,
+    mode: Mode,
+) -> Vec<f64> {
+    let opts = GradOptions {
+        width: 8,
+        ..GradOptions::default()
+    };
+    let mut g: CompiledGradient<'_> =
+        irad::jit_gradient(m, f, args, registry, &opts, mode).expect("the gradient derives");
+    let out = g
+        .run(args, &RunOptions::default())
+        .expect("the gradient runs");
+    gradient_floats(&out)
+}
+
+fn as_f64(v: &Val) -> f64 {
+    match v {
+        Val::F64(x) => *x,
+        other => panic!("not an f64: {other:?}"),
+    }
+}
+
+/// The f64s of a value, in order (arrays element by element).
+fn floats(v: &Val) -> Vec<f64> {
+    match v {
+        Val::F64(x) => vec![*x],
+        Val::Array(a) => match &*a.0.borrow() {
+            ArrayData::F64(xs) => xs.clone(),
+            other => panic!("not an f64 array: {other:?}"),
+        },
+        Val::Tuple(vs) | Val::Dual(vs) => vs.iter().flat_map(floats).collect(),
+        other => panic!("not numeric: {other:?}"),
+    }
+}
+
+/// Every gradient entry of a result, argument by argument.
+fn gradient_floats(g: &Gradient) -> Vec<f64> {
+    g.gradient.iter().flatten().flat_map(floats).collect()
+}
+
+/// Gradient checks of one case, which record what fails.
+struct Checks<'a> {
+    case: &'a str,
+    failures: &'a mut Vec<String>,
+    worst: Vec<(String, Worst)>,
+}
+
+/// The largest errors of a passed check: relative to the largest entry, and
+/// relative to each entry.
+#[derive(Default)]
+struct Worst {
+    normwise: f64,
+    entrywise: f64,
+}
+
+impl<'a> Checks<'a> {
+    fn new(case: &'a str, failures: &'a mut Vec<String>) -> Checks<'a> {
+        Checks {
+            case,
+            failures,
+            worst: Vec::new(),
+        }
+    }
+
+    fn scalar(&mut self, what: &str, got: f64, want: f64) {
+        self.vector(what, &[got], &[want]);
+    }
+
+    /// Every entry within `REL_TOL` of the largest entry of `want` (a
+    /// norm-wise relative error; an entry that is the small difference of
+    /// large terms, as in Rosenbrock's gradient, carries the rounding of the
+    /// terms, which the order of accumulation changes), or `ABS_TOL`.
+    fn vector(&mut self, what: &str, got: &[f64], want: &[f64]) {
+        if got.len() != want.len() {
+            self.failures.push(format!(
+                "{}: {what}: {} entries, want {}",
+                self.case,
+                got.len(),
+                want.len()
+            ));
+            return;
+        }
+        let scale = want.iter().fold(0.0f64, |m, w| m.max(w.abs()));
+        let mut worst = Worst::default();
+        for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+            let err = (g - w).abs();
+            // Written so that a NaN fails.
+            let within = err <= REL_TOL * scale + ABS_TOL;
+            if !within {
+                self.failures.push(format!(
+                    "{}: {what}: entry {i} is {g:e}, want {w:e}",
+                    self.case
+                ));
+                return;
+            }
+            if scale > 0.0 {
+                worst.normwise = worst.normwise.max(err / scale);
+            }
+            if w != 0.0 {
+                worst.entrywise = worst.entrywise.max(err / w.abs());
+            }
+        }
+        self.worst.push((what.to_string(), worst));
+    }
+
+    /// The largest relative error of each passed check, printed and as JSON.
+    fn finish(self) -> Json {
+        let mut obj = serde_json::Map::new();
+        for (what, w) in self.worst {
+            println!(
+                "  check {what}: ok (relative error {:.1e}; per entry at most {:.1e})",
+                w.normwise, w.entrywise
+            );
+            obj.insert(
+                what,
+                json!({"normwise": w.normwise, "entrywise": w.entrywise}),
+            );
+        }
+        Json::Object(obj)
+    }
+}
+
+fn medians5(t: &Timings) -> [Option<Duration>; 5] {
+    std::array::from_fn(|k| t.medians.get(k).copied().flatten())
+}
+
+/// A duration for people: `12.3 us`, `4.56 ms`, `1.23 s`.
+fn fmt_time(d: Option<Duration>) -> String {
+    let Some(d) = d else {
+        return "-".into();
+    };
+    let s = d.as_secs_f64();
+    if s < 1e-3 {
+        format!("{:.1} us", s * 1e6)
+    } else if s < 1.0 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{s:.2} s")
+    }
+}
+
+fn ratio(a: Option<Duration>, b: Option<Duration>) -> Option<f64> {
+    Some(a?.as_secs_f64() / b?.as_secs_f64())
+}
+
+fn fmt_ratio(r: Option<f64>) -> String {
+    r.map_or_else(|| "-".into(), |r| format!("{r:.2}"))
+}
+
+fn met(ok: Option<bool>) -> &'static str {
+    match ok {
+        Some(true) => "met",
+        Some(false) => "MISSED",
+        None => "-",
+    }
+}
+
+/// The slope of the least-squares line through `(ln x, ln y)`.
+fn loglog_slope(points: &[(f64, f64)]) -> Option<f64> {
+    if points.len() < 2 {
+        return None;
+    }
+    let k = points.len() as f64;
+    let (lx, ly): (Vec<f64>, Vec<f64>) = points.iter().map(|&(x, y)| (x.ln(), y.ln())).unzip();
+    let mx = lx.iter().sum::<f64>() / k;
+    let my = ly.iter().sum::<f64>() / k;
+    let sxy: f64 = lx.iter().zip(&ly).map(|(x, y)| (x - mx) * (y - my)).sum();
+    let sxx: f64 = lx.iter().map(|x| (x - mx) * (x - mx)).sum();
+    Some(sxy / sxx)
+}
+
+impl CaseResult {
+    fn grad_over_primal(&self) -> Option<f64> {
+        ratio(self.times[1], self.times[0])
+    }
+
+    fn grad_over_rust(&self) -> Option<f64> {
+        ratio(self.times[1], self.times[4])
+    }
+
+    fn print_row(&self) {
+        for (name, t) in VARIANTS.iter().zip(&self.times) {
+            println!("  {name:<16} {:>12}", fmt_time(*t));
+        }
+        println!(
+            "  grad / primal {}, grad / rust grad {} ({} rounds)",
+            fmt_ratio(self.grad_over_primal()),
+            fmt_ratio(self.grad_over_rust()),
+            self.rounds
+        );
+    }
+
+    fn json(&self) -> Json {
+        let secs = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
+        let gp = self.grad_over_primal();
+        let gr = self.grad_over_rust();
+        json!({
+            "case": self.name,
+            "size": self.size,
+            "rounds": self.rounds,
+            "median_s": {
+                "irad_primal": secs(self.times[0]),
+                "irad_grad": secs(self.times[1]),
+                "irad_grad_run": secs(self.times[2]),
+                "rust_primal": secs(self.times[3]),
+                "rust_grad": secs(self.times[4]),
+            },
+            "ratios": {
+                "irad_grad_over_irad_primal": gp,
+                "irad_grad_over_rust_grad": gr,
+                "irad_grad_run_over_irad_primal": ratio(self.times[2], self.times[0]),
+                "irad_primal_over_rust_primal": ratio(self.times[0], self.times[3]),
+                "rust_grad_over_rust_primal": ratio(self.times[4], self.times[3]),
+            },
+            "targets": {
+                "grad_le_3x_primal": gp.map(|r| r <= TARGET_GRAD_OVER_PRIMAL),
+                "grad_le_1_5x_rust_grad": gr.map(|r| r <= TARGET_GRAD_OVER_RUST),
+            },
+            "checks_relative_error": self.checks,
+        })
+    }
+}
+
+/// Everything measured in this run.
+#[derive(Default)]
+struct Report {
+    cases: Vec<CaseResult>,
+    forward: Option<Vec<ScalingPoint>>,
+    chain: Option<Vec<ChainPoint>>,
+    failures: Vec<String>,
+}
+
+impl Report {
+    /// The fitted exponent of the times `time` picks from the scaling points.
+    fn exponent(&self, time: fn(&ScalingPoint) -> Option<Duration>) -> Option<f64> {
+        let pts: Vec<(f64, f64)> = self
+            .forward
+            .as_ref()?
+            .iter()
+            .filter_map(|p| Some((p.n as f64, time(p)?.as_secs_f64())))
+            .collect();
+        loglog_slope(&pts)
+    }
+
+    fn chain_10000(&self) -> Option<&ChainPoint> {
+        self.chain.as_ref()?.iter().find(|p| p.steps == 10000)
+    }
+
+    fn print(&self, machine: &Machine) {
+        println!(
+            "\n== summary (medians; load average {} at start, {} at end)",
+            machine.load_start, machine.load_end
+        );
+        if !self.cases.is_empty() {
+            println!(
+                "{:<15} {:>11} {:>11} {:>11} {:>11} {:>11} {:>13} {:>15}",
+                "case",
+                "irad primal",
+                "irad grad",
+                "grad (run)",
+                "rust primal",
+                "rust grad",
+                "grad/primal",
+                "grad/rust grad"
+            );
+            for c in &self.cases {
+                let gp = c.grad_over_primal();
+                let gr = c.grad_over_rust();
+                println!(
+                    "{:<15} {:>11} {:>11} {:>11} {:>11} {:>11} {:>6} {:>6} {:>7} {:>7}",
+                    c.name,
+                    fmt_time(c.times[0]),
+                    fmt_time(c.times[1]),
+                    fmt_time(c.times[2]),
+                    fmt_time(c.times[3]),
+                    fmt_time(c.times[4]),
+                    fmt_ratio(gp),
+                    met(gp.map(|r| r <= TARGET_GRAD_OVER_PRIMAL)),
+                    fmt_ratio(gr),
+                    met(gr.map(|r| r <= TARGET_GRAD_OVER_RUST)),
+                );
+            }
+        }
+        if let Some(e) = self.exponent(|p| p.fwd) {
+            println!(
+                "forward scaling exponent {e:.2} (target <= {TARGET_FORWARD_EXPONENT}): {}; reverse mode's {}",
+                met(Some(e <= TARGET_FORWARD_EXPONENT)),
+                fmt_ratio(self.exponent(|p| p.rev))
+            );
+        }
+        if let Some(p) = self
+            .chain
+            .as_ref()
+            .and_then(|c| c.iter().find(|p| p.steps == 2500))
+        {
+            println!(
+                "compile chain, 2 500 steps (10 000 statements): {}",
+                fmt_time(Some(p.total)),
+            );
+        }
+        if let Some(p) = self.chain_10000() {
+            let s = p.total.as_secs_f64();
+            println!(
+                "compile chain, 10 000 steps (40 000 statements): {} (target < {TARGET_CHAIN_COMPILE_S} s): {}",
+                fmt_time(Some(p.total)),
+                met(Some(s < TARGET_CHAIN_COMPILE_S))
+            );
+        }
+    }
+
+    /// Writes the JSON report; returns its path.
+    fn write(&self, machine: &Machine, cfg: &Config) -> std::io::Result<String> {
+        let secs = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
+        let forward = self.forward.as_ref().map(|pts| {
+            let e = self.exponent(|p| p.fwd);
+            json!({
+                "width": 8,
+                "points": pts.iter().map(|p| json!({
+                    "n": p.n,
+                    "passes": p.passes,
+                    "fwd_grad_s": secs(p.fwd),
+                    "rev_grad_run_s": secs(p.rev),
+                    "primal_s": secs(p.primal),
+                    "samples": p.samples,
+                })).collect::<Vec<_>>(),
+                "exponent": e,
+                "rev_exponent": self.exponent(|p| p.rev),
+                "target_exponent_le_1_2": e.map(|e| e <= TARGET_FORWARD_EXPONENT),
+            })
+        });
+        let chain = self.chain.as_ref().map(|pts| {
+            json!({
+                "points": pts.iter().map(|p| json!({
+                    "steps": p.steps,
+                    "statements": p.steps * 4,
+                    "build_s": p.build.as_secs_f64(),
+                    "derive_s": p.derive.as_secs_f64(),
+                    "jit_s": p.jit.as_secs_f64(),
+                    "total_s": p.total.as_secs_f64(),
+                    "primal_jit_s": p.primal_jit.as_secs_f64(),
+                    "runs": p.runs,
+                })).collect::<Vec<_>>(),
+                "target_10000_steps_lt_0_5_s": self
+                    .chain_10000()
+                    .map(|p| p.total.as_secs_f64() < TARGET_CHAIN_COMPILE_S),
+            })
+        });
+        let report = json!({
+            "machine": {
+                "model": machine.model,
+                "cpus": machine.cpus,
+                "load_average_start": machine.load_start,
+                "load_average_end": machine.load_end,
+            },
+            "quick": cfg.quick,
+            "case_filter": cfg.case,
+            "variant_filter": cfg.only,
+            "budget_per_case_s": cfg.budget.as_secs_f64(),
+            "cases": self.cases.iter().map(CaseResult::json).collect::<Vec<_>>(),
+            "forward_scaling": forward,
+            "compile_chain": chain,
+            "failed_checks": self.failures,
+        });
+        let dir = std::env::var_os("CARGO_TARGET_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target"))
+            .join("bench");
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join("results.json");
+        let text = serde_json::to_string_pretty(&report).map_err(std::io::Error::other)?;
+        std::fs::write(&path, text + "\n")?;
+        Ok(path.display().to_string())
+    }
+}
