@@ -115,3 +115,50 @@ fn bench_reports_bad_requests_like_grad() {
     ]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `irad bench` runs on every corpus program (first case), in both modes.
+#[test]
+fn bench_runs_on_every_corpus_program() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+    let mut runs = 0;
+    let mut entries: Vec<_> = std::fs::read_dir(&dir)
+        .expect("tests/corpus")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    entries.sort();
+    for path in entries {
+        let j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let func = j["function"].as_str().unwrap();
+        let args = j["cases"][0]["args"].as_str().unwrap();
+        for file in [j["file"].as_str(), j["ir_file"].as_str()]
+            .into_iter()
+            .flatten()
+        {
+            for mode in ["rev", "fwd"] {
+                let file = dir.join(file);
+                let out = irad(&[
+                    "bench",
+                    file.to_str().unwrap(),
+                    "-f",
+                    func,
+                    "--args",
+                    args,
+                    "--mode",
+                    mode,
+                    "--min-time",
+                    "0",
+                    "--json",
+                ]);
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                assert!(out.status.success(), "{} {mode}: {stderr}", file.display());
+                let o: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+                assert!(o["grad_s"].as_f64().is_some_and(|g| g > 0.0), "{o}");
+                runs += 1;
+            }
+        }
+    }
+    assert!(runs >= 30, "only {runs} runs");
+}
