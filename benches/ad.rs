@@ -36,11 +36,13 @@
 //! does), the binary does nothing: the programs' correctness is
 //! tests/bench_programs.rs's job.
 
+#[path = "common/chain.rs"]
+mod chain;
 #[path = "common/handwritten.rs"]
 mod handwritten;
 
 use irad::ir::interp::{ArrayData, RunOptions, Val};
-use irad::ir::{FuncBuilder, FuncId, Module, Operand, Prim, Type};
+use irad::ir::{FuncId, Module};
 use irad::passes::forward::grad::{GradOptions, Gradient};
 use irad::{CompiledGradient, Mode};
 use serde_json::{Value as Json, json};
@@ -712,7 +714,7 @@ fn compile_chain(cfg: &Config, failures: &mut Vec<String>) -> Vec<ChainPoint> {
         let mut last = None;
         for _ in 0..runs {
             let t0 = Instant::now();
-            let (m, f) = chain(steps);
+            let (m, f) = chain::chain(steps);
             let t1 = Instant::now();
             let mut c = irad::jit_reverse(&m, &[f], &registry).expect("the chain derives");
             let t2 = Instant::now();
@@ -765,37 +767,6 @@ fn compile_chain(cfg: &Config, failures: &mut Vec<String>) -> Vec<ChainPoint> {
         points.push(point);
     }
     points
-}
-
-/// The chain of `steps` steps, built with the builder API, as in
-/// benches/compile_time.rs.
-fn chain(steps: usize) -> (Module, FuncId) {
-    let mut m = Module::new();
-    let f = m
-        .declare_func("chain", vec![(Some("x".into()), Type::F64)], Type::F64)
-        .expect("valid declaration");
-    let mut b = FuncBuilder::new(&mut m, f).expect("function exists");
-    let entry = b.create_block();
-    b.switch_to_block(entry).expect("block exists");
-    let mut y: Operand = b.param(0).expect("one parameter").into();
-    for _ in 0..steps {
-        let s = b.prim(Prim::Sin, &[y]).expect("typed").expect("a value");
-        let t = b
-            .prim(Prim::Mul, &[s.into(), 1.0001.into()])
-            .expect("typed")
-            .expect("a value");
-        let h = b
-            .prim(Prim::Mul, &[0.5.into(), y])
-            .expect("typed")
-            .expect("a value");
-        y = b
-            .prim(Prim::Add, &[t.into(), h.into()])
-            .expect("typed")
-            .expect("a value")
-            .into();
-    }
-    b.ret(y).expect("returns f64");
-    (m, f)
 }
 
 /// The chain's value and derivative by hand: `dy_{k+1}/dy_k = 1.0001 cos(y_k) + 0.5`.

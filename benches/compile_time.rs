@@ -8,39 +8,11 @@
 //! Run: `cargo bench --bench compile_time` (add `-- --quick` for fewer runs).
 
 use irad::codegen::Jit;
-use irad::ir::{FuncBuilder, Module, Operand, Prim, Type};
 use irad::passes::reverse::Reverse;
 use std::time::{Duration, Instant};
 
-/// The chain of `steps` steps as a module with one function `@chain`.
-fn chain(steps: usize) -> Module {
-    let mut m = Module::new();
-    let f = m
-        .declare_func("chain", vec![(Some("x".into()), Type::F64)], Type::F64)
-        .expect("valid declaration");
-    let mut b = FuncBuilder::new(&mut m, f).expect("function exists");
-    let entry = b.create_block();
-    b.switch_to_block(entry).expect("block exists");
-    let mut y: Operand = b.param(0).expect("one parameter").into();
-    for _ in 0..steps {
-        let s = b.prim(Prim::Sin, &[y]).expect("typed").expect("a value");
-        let t = b
-            .prim(Prim::Mul, &[s.into(), 1.0001.into()])
-            .expect("typed")
-            .expect("a value");
-        let h = b
-            .prim(Prim::Mul, &[0.5.into(), y])
-            .expect("typed")
-            .expect("a value");
-        y = b
-            .prim(Prim::Add, &[t.into(), h.into()])
-            .expect("typed")
-            .expect("a value")
-            .into();
-    }
-    b.ret(y).expect("returns f64");
-    m
-}
+#[path = "common/chain.rs"]
+mod chain;
 
 fn median(mut xs: Vec<Duration>) -> Duration {
     xs.sort();
@@ -63,7 +35,7 @@ fn main() {
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for _ in 0..runs {
             let t0 = Instant::now();
-            let mut m = chain(steps);
+            let (mut m, _) = chain::chain(steps);
             let t1 = Instant::now();
             irad::passes::normalise(&mut m).expect("normalises");
             let f = m.by_name("chain").expect("declared");
