@@ -24,7 +24,7 @@ use irad_passes::reverse::Reverse;
 use irad_rules::Registry;
 use std::time::{Duration, Instant};
 
-/// What [`bench`] measured, in seconds.
+/// What [`bench()`] measured, in seconds.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BenchReport {
     /// Normalising, deriving and compiling the primal and the gradient.
@@ -41,11 +41,11 @@ pub struct BenchReport {
     pub grad_runs: usize,
 }
 
-/// How long [`bench`] samples each of primal and gradient at least, unless
+/// How long [`bench()`] samples each of primal and gradient at least, unless
 /// told otherwise.
 pub const MIN_SAMPLE_TIME: Duration = Duration::from_secs(1);
 
-/// What [`bench`] does.
+/// What [`bench()`] does.
 #[derive(Clone, Debug)]
 pub struct BenchOptions {
     /// The gradient request (`wrt`, forward batch width, call-depth limit).
