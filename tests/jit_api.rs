@@ -224,3 +224,24 @@ fn a_compiled_gradient_runs_many_times_with_the_interpreters_results() {
         assert_eq!(bits(&floats(&v)), bits(&floats(&want.value)));
     }
 }
+
+#[test]
+fn modules_that_do_not_verify_are_refused_not_compiled() {
+    // A condition of type f64: the parser accepts it, the verifier does not.
+    let m = irad::ir::text::parse_module(
+        "func @f(%x: f64) -> f64 {\n#0:\n  gotoifnot %x, #2\n#1:\n  return %x\n#2:\n  return %x\n}\n",
+    )
+    .expect("parses");
+    assert!(irad::ir::verify::verify_module(&m).is_err());
+    let f = m.by_name("f").unwrap();
+    let err = irad::codegen::Jit::new(&m)
+        .unwrap()
+        .run(f, &[Val::F64(1.0)], &RunOptions::default())
+        .unwrap_err();
+    assert!(
+        err.msg
+            .starts_with("cannot compile a function that does not verify: "),
+        "{err}"
+    );
+    assert_eq!(err.loc.func.as_deref(), Some("f"));
+}

@@ -256,6 +256,17 @@ impl<M: ClModule> Compiler<M> {
     pub fn define_pending(&mut self, module: &Module) -> Result<(), CodegenError> {
         self.defined.clear();
         while let Some(f) = self.pending.pop() {
+            // Lowering assumes what the verifier checks (operand types, SSA
+            // dominance, phi entries): refuse anything else with its error.
+            if let FuncRef::User(fid) = f
+                && let Err(errors) = irad_ir::verify::verify_func(module, fid)
+                && let Some(e) = errors.into_iter().next()
+            {
+                return Err(CodegenError {
+                    loc: e.loc,
+                    msg: format!("cannot compile a function that does not verify: {}", e.msg),
+                });
+            }
             let id = self.funcs[&f];
             let sig = self.signature(&Self::fn_type_of(module, f)?);
             self.ctx.clear();
