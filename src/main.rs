@@ -104,8 +104,10 @@ struct RunCmd {
     max_depth: usize,
 }
 
+/// What `grad` and `bench` both take: the function, its arguments, and the
+/// gradient request.
 #[derive(Args)]
-struct GradCmd {
+struct GradRequest {
     /// The source file (.irad or .ir).
     file: PathBuf,
     /// The function, with or without `@`; it returns f64.
@@ -124,45 +126,69 @@ struct GradCmd {
     /// when fewer f64s are differentiated.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
     batch: Option<u32>,
+    /// The call-depth limit; deeper recursion is a run-time error.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DEPTH)]
+    max_depth: usize,
+}
+
+/// A gradient request read: the module, the function, its arguments and
+/// the options (the sources are pushed on `sources`).
+struct Request {
+    module: irad::ir::Module,
+    func: irad::ir::FuncId,
+    args: Vec<irad::ir::interp::Val>,
+    opts: GradOptions,
+    mode: irad::Mode,
+}
+
+impl GradRequest {
+    fn read(self, sources: &mut Vec<Source>, backend: irad::Backend) -> Result<Request, Error> {
+        let module = load(&self.file, sources)?;
+        let func = irad::find_function(&sources[0], &module, &self.func)?;
+        sources.push(args_source(self.args)?);
+        let args = irad::parse_args(&sources[1], &module, func)?;
+        Ok(Request {
+            module,
+            func,
+            args,
+            opts: GradOptions {
+                width: self.batch.unwrap_or(8),
+                wrt: self.wrt,
+                run: RunOptions {
+                    max_depth: self.max_depth,
+                },
+                exec: backend.exec(),
+            },
+            mode: match self.mode {
+                Mode::Rev => irad::Mode::Reverse,
+                Mode::Fwd => irad::Mode::Forward,
+            },
+        })
+    }
+}
+
+#[derive(Args)]
+struct GradCmd {
+    #[command(flatten)]
+    req: GradRequest,
     /// Where to run it.
     #[arg(long, value_enum, default_value_t = Backend::Jit)]
     backend: Backend,
     /// Print one JSON object: {"value": V, "gradient": [G0, G1, ...]}.
     #[arg(long)]
     json: bool,
-    /// The call-depth limit; deeper recursion is a run-time error.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DEPTH)]
-    max_depth: usize,
 }
 
 #[derive(Args)]
 struct BenchCmd {
-    /// The source file (.irad or .ir).
-    file: PathBuf,
-    /// The function, with or without `@`; it returns f64.
-    #[arg(short = 'f', value_name = "NAME")]
-    func: String,
     #[command(flatten)]
-    args: ArgsSource,
-    /// The AD mode of the gradient.
-    #[arg(long, value_enum, default_value_t = Mode::Rev)]
-    mode: Mode,
-    /// The argument positions (from 0) to differentiate; default: every
-    /// argument whose type contains f64.
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
-    wrt: Option<Vec<usize>>,
-    /// Tangents carried per forward pass (1 to 256; default 8).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
-    batch: Option<u32>,
+    req: GradRequest,
     /// Seconds to sample each of primal and gradient at least.
     #[arg(long, value_name = "SECONDS", default_value_t = 1.0, value_parser = min_time)]
     min_time: f64,
     /// Print one JSON object: {"compile_s": C, "primal_s": P, "grad_s": G, "ratio": G/P}.
     #[arg(long)]
     json: bool,
-    /// The call-depth limit; deeper recursion is a run-time error.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DEPTH)]
-    max_depth: usize,
 }
 
 /// `--min-time`: a number of seconds from 0 to one hour.
@@ -394,24 +420,19 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
             out(&text);
         }
         Command::Grad(cmd) => {
-            let module = load(&cmd.file, sources)?;
-            let func = irad::find_function(&sources[0], &module, &cmd.func)?;
-            sources.push(args_source(cmd.args)?);
-            let args = irad::parse_args(&sources[1], &module, func)?;
+            let Request {
+                module,
+                func,
+                args,
+                opts,
+                mode,
+            } = cmd.req.read(sources, cmd.backend.lib())?;
             let registry = irad::rules::Registry::new();
-            let opts = GradOptions {
-                width: cmd.batch.unwrap_or(8),
-                wrt: cmd.wrt,
-                run: RunOptions {
-                    max_depth: cmd.max_depth,
-                },
-                exec: cmd.backend.lib().exec(),
-            };
-            let (g, m) = match cmd.mode {
-                Mode::Rev => {
+            let (g, m) = match mode {
+                irad::Mode::Reverse => {
                     irad::grad_reverse(&sources[0], &module, func, &args, &registry, &opts)?
                 }
-                Mode::Fwd => {
+                irad::Mode::Forward => {
                     irad::grad_forward(&sources[0], &module, func, &args, &registry, &opts)?
                 }
             };
@@ -448,24 +469,17 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
             }
         }
         Command::Bench(cmd) => {
-            let module = load(&cmd.file, sources)?;
-            let func = irad::find_function(&sources[0], &module, &cmd.func)?;
-            sources.push(args_source(cmd.args)?);
-            let args = irad::parse_args(&sources[1], &module, func)?;
+            let Request {
+                module,
+                func,
+                args,
+                opts,
+                mode,
+            } = cmd.req.read(sources, irad::Backend::Jit)?;
             let registry = irad::rules::Registry::new();
             let opts = irad::BenchOptions {
-                grad: GradOptions {
-                    width: cmd.batch.unwrap_or(8),
-                    wrt: cmd.wrt,
-                    run: RunOptions {
-                        max_depth: cmd.max_depth,
-                    },
-                    exec: irad::Backend::Jit.exec(),
-                },
-                mode: match cmd.mode {
-                    Mode::Rev => irad::Mode::Reverse,
-                    Mode::Fwd => irad::Mode::Forward,
-                },
+                grad: opts,
+                mode,
                 min_time: std::time::Duration::from_secs_f64(cmd.min_time),
             };
             // On a terminal one line counts up; elsewhere a line per second.

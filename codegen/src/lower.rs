@@ -453,6 +453,18 @@ impl<M: ClModule> Lower<'_, '_, M> {
         }
     }
 
+    /// Branches on `cond` to a new cold block and continues lowering there;
+    /// returns the block where the hot path goes on (the caller ends the
+    /// cold block and switches to it).
+    fn cold_path(&mut self, cond: ir::Value) -> ir::Block {
+        let cold = self.b.create_block();
+        let cont = self.b.create_block();
+        self.b.set_cold_block(cold);
+        self.b.ins().brif(cond, cold, &[], cont, &[]);
+        self.b.switch_to_block(cold);
+        cont
+    }
+
     /// Branches to an error return when `cond` is true, after storing the
     /// error kind, site and operands; continues in a new block otherwise.
     fn fail_if(
@@ -463,11 +475,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         a: Option<ir::Value>,
         b: Option<ir::Value>,
     ) {
-        let err = self.b.create_block();
-        let cont = self.b.create_block();
-        self.b.set_cold_block(err);
-        self.b.ins().brif(cond, err, &[], cont, &[]);
-        self.b.switch_to_block(err);
+        let cont = self.cold_path(cond);
         let ctx = self.ctx();
         let k = self.b.ins().iconst(types::I64, kind);
         self.b.ins().store(self.fl_ctx, k, ctx, rt::OFF_ERR_KIND);
@@ -824,11 +832,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let results: Vec<ir::Value> = self.b.inst_results(call).to_vec();
         self.b.ins().store(self.fl_ctx, depth, ctx, rt::OFF_DEPTH);
         let status = results[0];
-        let err = self.b.create_block();
-        let cont = self.b.create_block();
-        self.b.set_cold_block(err);
-        self.b.ins().brif(status, err, &[], cont, &[]);
-        self.b.switch_to_block(err);
+        let cont = self.cold_path(status);
         let s = self.b.ins().iconst(types::I64, site);
         self.call_import("irad_rt_trace", &[types::I64, types::I64], &[], &[ctx, s])?;
         let ret = self.ret_err();
@@ -1291,11 +1295,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let end = self.load64(addr, rt::OFF_TAPE_END);
         let room = self.b.ins().isub(end, top);
         let full = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, room, size);
-        let grow = self.b.create_block();
-        let cont = self.b.create_block();
-        self.b.set_cold_block(grow);
-        self.b.ins().brif(full, grow, &[], cont, &[]);
-        self.b.switch_to_block(grow);
+        let cont = self.cold_path(full);
         let ctx = self.ctx();
         let tv = self.b.ins().iconst(types::I64, i64::from(t));
         let sz = self.b.ins().iconst(types::I64, size);
@@ -1434,11 +1434,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     let base = self.load64(addr, rt::OFF_TAPE_BASE);
                     let used = self.b.ins().isub(top, base);
                     let short = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, used, total);
-                    let err = self.b.create_block();
-                    let cont = self.b.create_block();
-                    self.b.set_cold_block(err);
-                    self.b.ins().brif(short, err, &[], cont, &[]);
-                    self.b.switch_to_block(err);
+                    let cont = self.cold_path(short);
                     // The failing pop is the first whose bytes are not all
                     // there: the first k with used < size_1 + ... + size_k.
                     let mut site = self.b.ins().iconst(types::I64, pops[pops.len() - 1].1);
