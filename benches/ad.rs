@@ -339,6 +339,86 @@ const VARIANTS: [&str; 5] = [
     "rust grad",
 ];
 
+/// irad's compiled versions of one case: the primal, `@f.rev`, and the
+/// gradient through `CompiledGradient::run`.
+struct Irad<'r> {
+    primal: irad::Compiled<'static>,
+    pf: FuncId,
+    rev: irad::Compiled<'r>,
+    rf: FuncId,
+    grad: CompiledGradient<'r>,
+}
+
+impl<'r> Irad<'r> {
+    /// Derives and compiles all three for `f` (named `name`) of `m`.
+    fn new(
+        m: &Module,
+        f: FuncId,
+        name: &str,
+        args: &[Val],
+        registry: &'r irad::rules::Registry,
+    ) -> Irad<'r> {
+        let mut primal = irad::jit_primal(m).expect("the primal compiles");
+        let pf = primal.func(name).expect("the function exists");
+        primal.compile(pf).expect("the primal compiles");
+        let mut rev = irad::jit_reverse(m, &[f], registry).expect("reverse mode derives");
+        let rf = rev.func(&format!("{name}.rev")).expect("@f.rev exists");
+        rev.compile(rf).expect("@f.rev compiles");
+        let mut grad =
+            irad::jit_gradient(m, f, args, registry, &GradOptions::default(), Mode::Reverse)
+                .expect("the gradient derives");
+        grad.compile().expect("the gradient compiles");
+        Irad {
+            primal,
+            pf,
+            rev,
+            rf,
+            grad,
+        }
+    }
+
+    /// The timed variants of irad (the first three of [`VARIANTS`]).
+    fn variants<'a>(
+        &'a mut self,
+        args: &'a [Val],
+        rev_args: &'a [Val],
+        run: &'a RunOptions,
+    ) -> [Variant<'a>; 3] {
+        let Irad {
+            primal,
+            pf,
+            rev,
+            rf,
+            grad,
+        } = self;
+        let (pf, rf) = (*pf, *rf);
+        [
+            Variant {
+                name: VARIANTS[0],
+                run: Box::new(move || {
+                    black_box(
+                        primal
+                            .call(pf, black_box(args), run)
+                            .expect("the primal runs"),
+                    );
+                }),
+            },
+            Variant {
+                name: VARIANTS[1],
+                run: Box::new(move || {
+                    black_box(rev.call(rf, black_box(rev_args), run).expect("@f.rev runs"));
+                }),
+            },
+            Variant {
+                name: VARIANTS[2],
+                run: Box::new(move || {
+                    black_box(grad.run(black_box(args), run).expect("the gradient runs"));
+                }),
+            },
+        ]
+    }
+}
+
 impl ArrayCase {
     fn run(&self, x: &[f64], cfg: &Config, failures: &mut Vec<String>) -> CaseResult {
         let n = x.len();
@@ -349,36 +429,27 @@ impl ArrayCase {
         let xv = Val::f64_array(x.to_vec());
         let args = vec![xv.clone()];
 
-        let mut primal = irad::jit_primal(&m).expect("the primal compiles");
-        let pf = primal.func(self.name).expect("the function exists");
-        primal.compile(pf).expect("the primal compiles");
-        let mut rev = irad::jit_reverse(&m, &[f], &registry).expect("reverse mode derives");
-        let rf = rev
-            .func(&format!("{}.rev", self.name))
-            .expect("@f.rev exists");
-        rev.compile(rf).expect("@f.rev compiles");
-        let mut grad = irad::jit_gradient(
-            &m,
-            f,
-            &args,
-            &registry,
-            &GradOptions::default(),
-            Mode::Reverse,
-        )
-        .expect("the gradient derives");
-        grad.compile().expect("the gradient compiles");
+        let mut irad = Irad::new(&m, f, self.name, &args, &registry);
 
         // Checks, before any timing.
         let want_value = (self.primal)(x);
         let mut want_grad = vec![0.0; n];
         let want_adj_value = (self.adjoint)(x, &mut want_grad);
-        let got_value = as_f64(&primal.call(pf, &args, &run_opts).expect("the primal runs"));
+        let got_value = as_f64(
+            &irad
+                .primal
+                .call(irad.pf, &args, &run_opts)
+                .expect("the primal runs"),
+        );
         let shadow = Val::f64_array(vec![0.0; n]);
         let rev_args = vec![xv.clone(), shadow.clone(), Val::F64(1.0)];
-        let rev_out = rev.call(rf, &rev_args, &run_opts).expect("@f.rev runs");
+        let rev_out = irad
+            .rev
+            .call(irad.rf, &rev_args, &run_opts)
+            .expect("@f.rev runs");
         let rev_value = floats(&rev_out)[0];
         let rev_grad = floats(&shadow);
-        let run_out = grad.run(&args, &run_opts).expect("the gradient runs");
+        let run_out = irad.grad.run(&args, &run_opts).expect("the gradient runs");
         let run_grad = gradient_floats(&run_out);
         let mut checks = Checks::new(self.name, failures);
         checks.scalar("primal vs rust", got_value, want_value);
@@ -406,35 +477,11 @@ impl ArrayCase {
         let mut rust_grad = vec![0.0; n];
         let xs = x.to_vec();
         let timings = {
+            let [a, b, c] = irad.variants(&args, &rev_args, &run_opts);
             let mut variants = [
-                Variant {
-                    name: VARIANTS[0],
-                    run: Box::new(|| {
-                        black_box(
-                            primal
-                                .call(pf, black_box(&args), &run_opts)
-                                .expect("the primal runs"),
-                        );
-                    }),
-                },
-                Variant {
-                    name: VARIANTS[1],
-                    run: Box::new(|| {
-                        black_box(
-                            rev.call(rf, black_box(&rev_args), &run_opts)
-                                .expect("@f.rev runs"),
-                        );
-                    }),
-                },
-                Variant {
-                    name: VARIANTS[2],
-                    run: Box::new(|| {
-                        black_box(
-                            grad.run(black_box(&args), &run_opts)
-                                .expect("the gradient runs"),
-                        );
-                    }),
-                },
+                a,
+                b,
+                c,
                 Variant {
                     name: VARIANTS[3],
                     run: Box::new(|| {
@@ -474,28 +521,23 @@ fn lotka_volterra(cfg: &Config, failures: &mut Vec<String>) -> CaseResult {
     let mut rev_args = args.clone();
     rev_args.push(Val::F64(1.0));
 
-    let mut primal = irad::jit_primal(&m).expect("the primal compiles");
-    let pf = primal.func(name).expect("the function exists");
-    primal.compile(pf).expect("the primal compiles");
-    let mut rev = irad::jit_reverse(&m, &[f], &registry).expect("reverse mode derives");
-    let rf = rev.func(&format!("{name}.rev")).expect("@f.rev exists");
-    rev.compile(rf).expect("@f.rev compiles");
-    let mut grad = irad::jit_gradient(
-        &m,
-        f,
-        &args,
-        &registry,
-        &GradOptions::default(),
-        Mode::Reverse,
-    )
-    .expect("the gradient derives");
-    grad.compile().expect("the gradient compiles");
+    let mut irad = Irad::new(&m, f, name, &args, &registry);
 
     let want_value = handwritten::lotka_volterra(&p);
     let (want_adj_value, want_grad) = handwritten::lotka_volterra_adjoint(&p);
-    let got_value = as_f64(&primal.call(pf, &args, &run_opts).expect("the primal runs"));
-    let rev_out = floats(&rev.call(rf, &rev_args, &run_opts).expect("@f.rev runs"));
-    let run_out = grad.run(&args, &run_opts).expect("the gradient runs");
+    let got_value = as_f64(
+        &irad
+            .primal
+            .call(irad.pf, &args, &run_opts)
+            .expect("the primal runs"),
+    );
+    let rev_out = floats(
+        &irad
+            .rev
+            .call(irad.rf, &rev_args, &run_opts)
+            .expect("@f.rev runs"),
+    );
+    let run_out = irad.grad.run(&args, &run_opts).expect("the gradient runs");
     let fwd_grad = jit_gradient_floats(&m, f, &args, &registry, Mode::Forward);
     let mut checks = Checks::new(name, failures);
     checks.scalar("primal vs rust", got_value, want_value);
@@ -515,35 +557,11 @@ fn lotka_volterra(cfg: &Config, failures: &mut Vec<String>) -> CaseResult {
     let checks = checks.finish();
 
     let timings = {
+        let [a, b, c] = irad.variants(&args, &rev_args, &run_opts);
         let mut variants = [
-            Variant {
-                name: VARIANTS[0],
-                run: Box::new(|| {
-                    black_box(
-                        primal
-                            .call(pf, black_box(&args), &run_opts)
-                            .expect("the primal runs"),
-                    );
-                }),
-            },
-            Variant {
-                name: VARIANTS[1],
-                run: Box::new(|| {
-                    black_box(
-                        rev.call(rf, black_box(&rev_args), &run_opts)
-                            .expect("@f.rev runs"),
-                    );
-                }),
-            },
-            Variant {
-                name: VARIANTS[2],
-                run: Box::new(|| {
-                    black_box(
-                        grad.run(black_box(&args), &run_opts)
-                            .expect("the gradient runs"),
-                    );
-                }),
-            },
+            a,
+            b,
+            c,
             Variant {
                 name: VARIANTS[3],
                 run: Box::new(|| {
