@@ -97,8 +97,8 @@ pub fn bench(
                 msg: e.to_string(),
             })?;
             let mut rev = Reverse::new(registry);
-            irad_passes::reverse::grad::plan(&mut m, &mut rev, f, args, opts)?;
-            let rev_id = rev.rev(&mut m, f)?;
+            let plan = irad_passes::reverse::grad::plan(&mut m, &mut rev, f, args, opts)?;
+            let rev_id = rev.rev_wrt(&mut m, f, plan.wrt())?;
             let params = m.get(f).map(|func| func.param_types()).unwrap_or_default();
             let mut call: Vec<Val> = args.to_vec();
             for (a, t) in args.iter().zip(&params) {

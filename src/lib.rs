@@ -114,6 +114,15 @@ pub enum Error {
         /// What is wrong, with the functions that exist.
         message: String,
     },
+    /// The request does not fit the program (`irad dump --activity --wrt`
+    /// naming a parameter the function does not have).
+    #[error("{file}:1:1: error: {message}")]
+    Request {
+        /// The source's name.
+        file: String,
+        /// What is wrong.
+        message: String,
+    },
     /// A feature the request needs is not built yet.
     #[error("{file}:1:1: error: {message}")]
     Unsupported {
@@ -471,6 +480,79 @@ pub fn reverse_module(
     Ok((m, added, bbcode))
 }
 
+/// The module normalised and printed with the result of activity analysis
+/// (`irad dump --activity`): after each function's header a comment line
+/// `# active parameters: ...`, and after each statement with a result a
+/// trailing `# active` or `# const` comment, so the text still parses.
+/// `funcs` selects the functions printed (all when empty); `wrt`, the
+/// parameters that are active (all when `None`), applies to each of them.
+pub fn activity_dump(
+    src: &Source,
+    module: &Module,
+    funcs: &[FuncId],
+    wrt: Option<&[usize]>,
+) -> Result<String, Error> {
+    let m = normalised(src, module)?;
+    let ids: Vec<FuncId> = if funcs.is_empty() {
+        m.func_ids().collect()
+    } else {
+        funcs.to_vec()
+    };
+    let mut out = String::new();
+    for (k, id) in ids.into_iter().enumerate() {
+        let Some(func) = m.get(id) else { continue };
+        if let Some(&bad) = wrt.and_then(|w| w.iter().find(|&&i| i >= func.params.len())) {
+            return Err(Error::Request {
+                file: src.name.clone(),
+                message: format!(
+                    "--wrt {bad}: @{} has {} parameter(s)",
+                    func.name,
+                    func.params.len()
+                ),
+            });
+        }
+        let mask: Vec<bool> = (0..func.params.len())
+            .map(|i| wrt.is_none_or(|w| w.contains(&i)))
+            .collect();
+        let act = irad_passes::activity::Activity::of(func, &mask);
+        if k > 0 {
+            out.push('\n');
+        }
+        for (line, text) in ir::text::func_lines(&m, id) {
+            out.push_str(&text);
+            match line {
+                ir::text::Line::Header => {
+                    let active: Vec<String> = func
+                        .params
+                        .iter()
+                        .enumerate()
+                        .filter(|&(_, &p)| act.is_active(p))
+                        .map(|(i, _)| i.to_string())
+                        .collect();
+                    let list = if active.is_empty() {
+                        "none".to_string()
+                    } else {
+                        active.join(", ")
+                    };
+                    out.push_str(&format!("\n# active parameters: {list}"));
+                }
+                ir::text::Line::Inst(inst) => {
+                    if let Some(r) = func.insts[inst].result {
+                        out.push_str(if act.is_active(r) {
+                            "  # active"
+                        } else {
+                            "  # const"
+                        });
+                    }
+                }
+                _ => {}
+            }
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}
+
 /// The module normalised, with the forward rules (width `width`) of `funcs`
 /// (every function when empty) and of everything they call; also the ids of
 /// the rules built, in order.
@@ -526,10 +608,15 @@ pub fn emit(
         kind: codegen::ExportKind::Primal,
     }];
     if grad {
-        let id = rules.rev.rev(&mut m, func).map_err(|err| Error::Reverse {
-            file: src.name.clone(),
-            err: Box::new(err),
-        })?;
+        let all: Vec<usize> = (0..m.get(func).map_or(0, |f| f.params.len())).collect();
+        let wrt_list = wrt.unwrap_or(&all);
+        let id = rules
+            .rev
+            .rev_wrt(&mut m, func, wrt_list)
+            .map_err(|err| Error::Reverse {
+                file: src.name.clone(),
+                err: Box::new(err),
+            })?;
         exports.push(codegen::Export {
             func,
             kind: codegen::ExportKind::Grad {
@@ -651,6 +738,7 @@ impl Error {
             }
             // No line is at fault; SYNTAX.md still wants a line and column.
             Error::NoFunction { file, message }
+            | Error::Request { file, message }
             | Error::Language { file, message }
             | Error::Unsupported { file, message } => {
                 diag::render(file, None, Some(Pos::new(1, 1)), message)

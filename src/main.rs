@@ -245,6 +245,20 @@ struct DumpCmd {
     /// section headed by a `# input` or `# after PASS` comment line.
     #[arg(long)]
     all_passes: bool,
+    /// Print the normalised module with the result of activity analysis: the
+    /// active parameters after each header, `# active` or `# const` after
+    /// each statement with a result.
+    #[arg(long, conflicts_with_all = ["mode", "after", "all_passes"])]
+    activity: bool,
+    /// With `--activity`: the parameters (positions from 0) that are active,
+    /// e.g. `0,2`; default: all.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        requires = "activity"
+    )]
+    wrt: Option<Vec<usize>>,
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
@@ -350,6 +364,15 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
                 Some(name) => vec![irad::find_function(&sources[0], &module, name)?],
                 None => Vec::new(),
             };
+            if cmd.activity {
+                out(&irad::activity_dump(
+                    &sources[0],
+                    &module,
+                    &funcs,
+                    cmd.wrt.as_deref(),
+                )?);
+                return Ok(());
+            }
             let fwd = cmd.mode == Some(DumpMode::Fwd);
             if cmd.after.as_deref() == Some("forward") && !fwd {
                 usage_error("`--after forward` needs `--mode fwd`");

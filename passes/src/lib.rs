@@ -5,6 +5,8 @@
 //!   and [`normalise()`];
 //! - [`normalise`](mod@normalise): the normalisation passes of DESIGN.md, one
 //!   file each;
+//! - [`activity`]: which values carry derivatives that matter, so the AD
+//!   transforms skip tangent and cotangent work for the others;
 //! - `cfg`: the small CFG facts (successors, predecessors, reachability) the
 //!   passes share.
 //!
@@ -14,6 +16,7 @@
 
 #![warn(missing_docs)]
 
+pub mod activity;
 mod cfg;
 #[macro_use]
 mod ad_error;

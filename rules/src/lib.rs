@@ -236,6 +236,12 @@ pub struct RevArg {
     /// One shadow array (`[f64]`, the cotangent buffer) per `[f64]` array in
     /// `ty`, depth-first through tuples ([`Type::shadow_leaves`] of them).
     pub shadows: SmallVec<[Operand; 1]>,
+    /// Whether the argument's cotangent is wanted: false for a constant and
+    /// for a value that activity analysis found inactive, so that the rule
+    /// may save nothing for it (its pullback gets
+    /// [`PullbackCall::arg_inactive`] true and its cotangent is dropped).
+    /// Array arguments are always active (their shadows are written).
+    pub active: bool,
 }
 
 /// A call of a reverse rule's forward part: the statement being differentiated.
@@ -271,9 +277,10 @@ pub struct PullbackCall<'a> {
     pub callee: Callee<'a>,
     /// The argument types of the primal call.
     pub arg_types: &'a [Type],
-    /// Whether each primal argument was a constant (its cotangent is dropped,
-    /// so a rule may skip computing it).
-    pub arg_const: &'a [bool],
+    /// Whether each primal argument was a constant or an inactive value
+    /// ([`RevArg::active`] false): its cotangent is dropped, so a rule may
+    /// skip computing it.
+    pub arg_inactive: &'a [bool],
     /// The primal result type.
     pub result: &'a Type,
     /// [`RevFwdOut::saved`], as operands of the pullback function.

@@ -148,10 +148,7 @@ fn install_partials(
             move |b, call| {
                 let args: Vec<Operand> = call.args.iter().map(|a| a.primal).collect();
                 let types: Vec<Type> = call.args.iter().map(|a| a.ty.clone()).collect();
-                let consts: Vec<bool> = args
-                    .iter()
-                    .map(|a| matches!(a, Operand::Const(_)))
-                    .collect();
+                let consts: Vec<bool> = call.args.iter().map(|a| !a.active).collect();
                 let want = wanted(&types, &consts);
                 let y = value(b, prim, &args)?;
                 let mut saved = SmallVec::new();
@@ -170,7 +167,7 @@ fn install_partials(
                 })
             },
             move |b, call| {
-                let want = wanted(call.arg_types, call.arg_const);
+                let want = wanted(call.arg_types, call.arg_inactive);
                 let dy = one_dy(call)?;
                 let mut saved = call.saved.iter();
                 let mut cotangents = Vec::with_capacity(want.len());
@@ -349,7 +346,7 @@ fn pick(prim: Prim, cmp: Prim) -> RruleFns {
                 return Err(arity(prim));
             };
             let z = value(b, prim, &[x.primal, y.primal])?;
-            let both_const = matches!((x.primal, y.primal), (Operand::Const(_), Operand::Const(_)));
+            let both_const = !x.active && !y.active;
             let mut saved = SmallVec::new();
             if !both_const {
                 saved.push(value(b, cmp, &[x.primal, y.primal])?);

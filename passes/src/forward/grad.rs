@@ -127,7 +127,7 @@ pub fn plan(
     let width = opts
         .width
         .min(u32::try_from(slots.len().max(1)).unwrap_or(u32::MAX));
-    let rule = fwd.rule(module, f, width)?;
+    let rule = fwd.rule_wrt(module, f, width, &req.wrt)?;
     Ok(ForwardPlan { req, width, rule })
 }
 

@@ -49,8 +49,14 @@ pub struct CacheStats {
 pub struct Forward<'r> {
     registry: &'r Registry,
     rules: HashMap<(FuncRef, u32), FuncId>,
-    /// Declared rules whose bodies are still to be built: (primal, rule, width).
-    pending: Vec<(FuncId, FuncId, u32)>,
+    /// Rules with only some parameters active: (primal, width, activity of
+    /// each parameter).
+    variants: HashMap<(FuncId, u32, Vec<bool>), FuncId>,
+    /// Declared rules whose bodies are still to be built: (primal, rule,
+    /// width, which parameters are active; `None`: all).
+    pending: Vec<(FuncId, FuncId, u32, Option<Vec<bool>>)>,
+    /// Whether rules are derived with activity analysis.
+    activity: bool,
     stats: CacheStats,
 }
 
@@ -60,14 +66,96 @@ impl<'r> Forward<'r> {
         Forward {
             registry,
             rules: HashMap::new(),
+            variants: HashMap::new(),
             pending: Vec::new(),
+            activity: true,
             stats: CacheStats::default(),
         }
+    }
+
+    /// Turns activity analysis ([`crate::activity`]) on (the default) or off
+    /// for the rules derived from now on. Off, every value of a tangent type
+    /// gets tangents, as if every value depended on every input.
+    pub fn set_activity(&mut self, on: bool) {
+        self.activity = on;
+    }
+
+    /// The forward rule of `f` at batch width `width` for a gradient with
+    /// respect to the parameters in `wrt` only: the rule of [`Forward::rule`]
+    /// when `wrt` holds every parameter with a tangent type (or activity
+    /// analysis is off), otherwise a variant (`@f.fwd.wrt0_2`, same type)
+    /// that treats the tangents of the other parameters as zero and so does
+    /// no tangent work for values that depend on them only. Callers must pass
+    /// zero tangents for those parameters.
+    pub fn rule_wrt(
+        &mut self,
+        module: &mut Module,
+        f: FuncId,
+        width: u32,
+        wrt: &[usize],
+    ) -> Result<FuncId, ForwardError> {
+        let func = module
+            .get(f)
+            .ok_or_else(|| ForwardError::new(Location::default(), "invalid function handle"))?;
+        let mask: Vec<bool> = func
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| wrt.contains(&i) || !func.values[p].ty.has_tangent())
+            .collect();
+        let marked = self.registry.function_frule(&func.name).is_some();
+        if !self.activity || marked || mask.iter().all(|&a| a) {
+            return self.rule(module, f, width);
+        }
+        if let Some(&id) = self.variants.get(&(f, width, mask.clone())) {
+            self.stats.hits += 1;
+            return Ok(id);
+        }
+        // The callees' rules first: checks the width and builds them.
+        self.rule(module, f, width)?;
+        let func = module
+            .get(f)
+            .ok_or_else(|| ForwardError::new(Location::default(), "invalid function handle"))?;
+        let loc = Location {
+            func: Some(func.name.clone()),
+            pos: func.pos,
+            ..Location::default()
+        };
+        let sig = func.fn_type();
+        let fwd = Type::forward_fn(&sig, width);
+        let params = func
+            .params
+            .iter()
+            .zip(fwd.params)
+            .map(|(&v, ty)| (func.values[v].name.as_deref().map(String::from), ty))
+            .collect();
+        let active: Vec<String> = wrt.iter().map(usize::to_string).collect();
+        let suffix = if width == 1 {
+            format!("fwd.wrt{}", active.join("_"))
+        } else {
+            format!("fwd{width}.wrt{}", active.join("_"))
+        };
+        let rule_name = fresh_derived_name(module, &func.name, &suffix);
+        let pos = func.pos;
+        let id = module
+            .declare_func(&rule_name, params, fwd.ret)
+            .map_err(|e| ForwardError::new(loc, e.to_string()))?;
+        module[id].pos = pos;
+        self.pending.push((f, id, width, Some(mask.clone())));
+        self.stats.derived += 1;
+        self.variants.insert((f, width, mask), id);
+        self.drain(module)?;
+        Ok(id)
     }
 
     /// The registry the rules come from.
     pub fn registry(&self) -> &'r Registry {
         self.registry
+    }
+
+    /// Whether activity analysis is on.
+    pub fn activity(&self) -> bool {
+        self.activity
     }
 
     /// The forward rule of `f` at batch width `width` (1 to
@@ -101,19 +189,6 @@ impl<'r> Forward<'r> {
         }
         let id = self.request(module, callee, width)?;
         self.drain(module)?;
-        // Like every pass, checked by the verifier in debug builds and tests.
-        if cfg!(debug_assertions)
-            && let Err(errs) = irad_ir::verify::verify_module(module)
-        {
-            let first = errs.first().map_or(String::new(), |e| e.to_string());
-            return Err(ForwardError::new(
-                Location::default(),
-                format!(
-                    "internal error: a forward rule does not verify ({} error(s); first: {first})",
-                    errs.len()
-                ),
-            ));
-        }
         Ok(id)
     }
 
@@ -169,7 +244,7 @@ impl<'r> Forward<'r> {
                     if let Some(pos) = module.get(f).and_then(|f| f.pos) {
                         module[id].pos = Some(pos);
                     }
-                    self.pending.push((f, id, width));
+                    self.pending.push((f, id, width, None));
                     self.stats.derived += 1;
                     id
                 }
@@ -204,8 +279,21 @@ impl<'r> Forward<'r> {
 
     /// Builds the bodies of every queued rule (which may queue more).
     fn drain(&mut self, module: &mut Module) -> Result<(), ForwardError> {
-        while let Some((primal, rule, width)) = self.pending.pop() {
-            transform::derive(self, module, primal, rule, width)?;
+        while let Some((primal, rule, width, mask)) = self.pending.pop() {
+            transform::derive(self, module, primal, rule, width, mask.as_deref())?;
+        }
+        // Like every pass, checked by the verifier in debug builds and tests.
+        if cfg!(debug_assertions)
+            && let Err(errs) = irad_ir::verify::verify_module(module)
+        {
+            let first = errs.first().map_or(String::new(), |e| e.to_string());
+            return Err(ForwardError::new(
+                Location::default(),
+                format!(
+                    "internal error: a forward rule does not verify ({} error(s); first: {first})",
+                    errs.len()
+                ),
+            ));
         }
         Ok(())
     }

@@ -22,10 +22,11 @@
 //! unreachable blocks are dropped with the phi entries that come from them.
 
 use super::{Forward, ForwardError};
+use crate::activity::Activity;
 use crate::cfg::Cfg;
 use irad_ir::{
     Block, BuildError, Const, Func, FuncBuilder, FuncId, FuncRef, InstKind, Location, Module,
-    Operand, Prim, Terminator, Type, Value,
+    Operand, Prim, Terminator, Type, Value, ValueDef,
 };
 use irad_rules::{Callee, FruleCall, FwdArg, FwdOut, Registry, RuleError, emit};
 use smallvec::SmallVec;
@@ -225,15 +226,20 @@ struct Ctx<'a, 'm> {
     callees: HashMap<FuncId, Option<FuncId>>,
     /// Callee names and signatures, read before the builder took the module.
     callee_info: HashMap<FuncId, (String, irad_ir::FnType)>,
+    /// Which values need tangents.
+    act: Activity,
 }
 
-/// Builds the body of `rule`, the forward rule of `primal` at `width`.
+/// Builds the body of `rule`, the forward rule of `primal` at `width`, in
+/// which the parameters with `mask[i]` false (all active when `None`) carry no
+/// tangent.
 pub(super) fn derive(
     fwd: &mut Forward<'_>,
     module: &mut Module,
     primal: FuncId,
     rule: FuncId,
     width: u32,
+    mask: Option<&[bool]>,
 ) -> Result<(), ForwardError> {
     let src = module
         .get(primal)
@@ -255,6 +261,11 @@ pub(super) fn derive(
         .map(|(b, _)| *b)
         .collect();
     let registry = fwd.registry();
+    let act = if fwd.activity() {
+        Activity::of(&src, mask.unwrap_or(&[]))
+    } else {
+        Activity::all(&src)
+    };
 
     // Which forms each value needs, and which callees there are.
     let mut needs = Needs::default();
@@ -264,14 +275,23 @@ pub(super) fn derive(
     for &blk in &live {
         let data = &src.blocks[blk];
         for &inst in &data.insts {
+            let passive = is_passive(&src, &act, inst);
             match &src.insts[inst].kind {
                 InstKind::Prim { args, .. } => note(&mut needs.unpacked, args),
                 InstKind::Phi { entries } => {
+                    let set = if passive {
+                        &mut needs.unpacked
+                    } else {
+                        &mut needs.packed
+                    };
                     for (pred, op) in entries {
                         if live_set.contains(pred) {
-                            note(&mut needs.packed, std::slice::from_ref(op));
+                            note(set, std::slice::from_ref(op));
                         }
                     }
+                }
+                InstKind::Invoke { args, .. } | InstKind::CallValue { args, .. } if passive => {
+                    note(&mut needs.unpacked, args);
                 }
                 InstKind::Invoke { func, args } => {
                     let callee = module.get(*func).ok_or_else(|| {
@@ -309,8 +329,15 @@ pub(super) fn derive(
         vals: HashMap::new(),
         callees,
         callee_info,
+        act,
     };
     cx.body(&cfg, &reachable, &floc)
+}
+
+/// Whether statement `inst` runs as its primal statement alone (see
+/// [`Activity::primal_only`]).
+fn is_passive(src: &Func, act: &Activity, inst: irad_ir::Inst) -> bool {
+    act.primal_only(src, inst)
 }
 
 /// Records the values among `ops`.
@@ -371,6 +398,7 @@ impl Ctx<'_, '_> {
                 defined.extend(src.params.iter().copied());
             }
             let mut rest = data.insts.as_slice();
+            let mut passive_phis: Vec<Value> = Vec::new();
             while let Some((&inst, tail)) = rest.split_first() {
                 let InstKind::Phi { .. } = &src.insts[inst].kind else {
                     break;
@@ -380,6 +408,19 @@ impl Ctx<'_, '_> {
                     continue;
                 };
                 self.b.set_pos(src.insts[inst].pos);
+                if is_passive(src, &self.act, inst) {
+                    // An inactive phi carries its primal only.
+                    let nv = self.b.phi(src.values[r].ty.clone(), &[]).map_err(&err)?;
+                    self.name(nv, r, "");
+                    phi_of.insert(r, nv);
+                    let m = Mapped::Dual {
+                        packed: None,
+                        unpacked: Some((Operand::Value(nv), None)),
+                    };
+                    self.vals.insert(r, m);
+                    passive_phis.push(r);
+                    continue;
+                }
                 let ty = src.values[r].ty.forward(width);
                 let nv = self.b.phi(ty, &[]).map_err(&err)?;
                 self.name(nv, r, "");
@@ -399,6 +440,17 @@ impl Ctx<'_, '_> {
             // once, here, where they dominate every use.
             for v in defined {
                 self.ensure_unpacked(v, floc)?;
+            }
+            // Inactive phis that calls, returns or active phis take packed:
+            // their dual with zero tangents, once.
+            for v in passive_phis {
+                if self.needs.packed.contains(&v) {
+                    let ty = src.values[v].ty.clone();
+                    let d = self.packed(&Operand::Value(v), &ty, floc)?;
+                    if let Some(Mapped::Dual { packed, .. }) = self.vals.get_mut(&v) {
+                        *packed = Some(d);
+                    }
+                }
             }
             let first = data.insts.len() - rest.len();
             for (k, &inst) in rest.iter().enumerate() {
@@ -424,10 +476,15 @@ impl Ctx<'_, '_> {
                     let Some(r) = src.insts[inst].result else {
                         continue;
                     };
+                    let passive = is_passive(src, &self.act, inst);
                     for (k, (pred, op)) in es.iter().enumerate() {
                         if *pred == blk {
                             let ty = &src.values[r].ty;
-                            let nop = self.packed(op, ty, &tloc)?;
+                            let nop = if passive {
+                                self.primal_of(op, &tloc)?
+                            } else {
+                                self.packed(op, ty, &tloc)?
+                            };
                             entries.push((r, k, nb, nop));
                         }
                     }
@@ -498,6 +555,20 @@ impl Ctx<'_, '_> {
         else {
             return Ok(());
         };
+        if self.act.is_inactive(v) {
+            let pr = self.project_primal(p, loc)?;
+            if let Operand::Value(pv) = pr {
+                self.name(pv, v, ".p");
+            }
+            self.vals.insert(
+                v,
+                Mapped::Dual {
+                    packed: Some(p),
+                    unpacked: Some((pr, None)),
+                },
+            );
+            return Ok(());
+        }
         let (pr, ts) = project(&mut self.b, p, self.width).map_err(self.build_err(loc))?;
         if let Operand::Value(pv) = pr {
             self.name(pv, v, ".p");
@@ -565,14 +636,105 @@ impl Ctx<'_, '_> {
     fn packed(&mut self, op: &Operand, ty: &Type, loc: &Location) -> Result<Operand, ForwardError> {
         match op {
             Operand::Const(_) => pack(&mut self.b, op, None, ty, self.width).map_err(rule_err(loc)),
-            Operand::Value(v) => match self.vals.get(v) {
-                Some(Mapped::Plain(o)) => Ok(*o),
+            Operand::Value(v) => match self.vals.get(v).cloned() {
+                Some(Mapped::Plain(o)) => Ok(o),
                 Some(Mapped::Dual {
                     packed: Some(p), ..
-                }) => Ok(*p),
+                }) => Ok(p),
+                // An inactive value's dual, built here (its primal dominates
+                // this use).
+                Some(Mapped::Dual {
+                    packed: None,
+                    unpacked: Some((p, ts)),
+                }) => pack(&mut self.b, &p, ts.as_deref(), ty, self.width).map_err(rule_err(loc)),
                 _ => Err(missing(loc, *v)),
             },
         }
+    }
+
+    /// The primal of operand `op` (projected here from its dual when the
+    /// rule has the packed form only).
+    fn primal_of(&mut self, op: &Operand, loc: &Location) -> Result<Operand, ForwardError> {
+        match op {
+            Operand::Const(_) => Ok(*op),
+            Operand::Value(v) => match self.vals.get(v).cloned() {
+                Some(Mapped::Plain(o)) => Ok(o),
+                Some(Mapped::Dual {
+                    unpacked: Some((p, _)),
+                    ..
+                }) => Ok(p),
+                Some(Mapped::Dual {
+                    packed: Some(d), ..
+                }) => self.project_primal(d, loc),
+                _ => Err(missing(loc, *v)),
+            },
+        }
+    }
+
+    /// `primal(d)`.
+    fn project_primal(&mut self, d: Operand, loc: &Location) -> Result<Operand, ForwardError> {
+        let p = self
+            .b
+            .prim(Prim::Primal, &[d])
+            .map_err(self.build_err(loc))?
+            .ok_or_else(|| {
+                ForwardError::new(loc.clone(), "internal error: primal without result")
+            })?;
+        Ok(Operand::Value(p))
+    }
+
+    /// The primal statement alone of a statement with an inactive result (see
+    /// [`is_passive`]); its result gets no tangent.
+    fn passive_stmt(
+        &mut self,
+        kind: &InstKind,
+        r: Value,
+        loc: &Location,
+    ) -> Result<(), ForwardError> {
+        let ty = self.src.values[r].ty.clone();
+        let err = self.build_err(loc);
+        let res = match kind {
+            InstKind::Prim { prim, args } => {
+                let ops = self.primal_ops(args, loc)?;
+                self.b.prim(*prim, &ops).map_err(err)?
+            }
+            InstKind::Invoke { func, args } => {
+                let ops = self.primal_ops(args, loc)?;
+                self.b.invoke(*func, &ops).map_err(err)?
+            }
+            InstKind::CallValue { callee, args } => {
+                let f = self.plain(&Operand::Value(*callee), loc)?;
+                let Operand::Value(f) = f else {
+                    return Err(ForwardError::new(
+                        loc.clone(),
+                        "internal error: a call through a constant",
+                    ));
+                };
+                let ops = self.primal_ops(args, loc)?;
+                self.b.call_value(f, &ops).map_err(err)?
+            }
+            InstKind::Phi { .. } => {
+                return Err(ForwardError::new(
+                    loc.clone(),
+                    "internal error: a phi after other statements",
+                ));
+            }
+        };
+        let primal = res.map_or(Operand::Const(Const::Unit), Operand::Value);
+        let out = FwdOut {
+            primal,
+            tangents: None,
+        };
+        self.define_unpacked(r, &ty, out, loc)
+    }
+
+    /// The primals of `ops`.
+    fn primal_ops(
+        &mut self,
+        ops: &[Operand],
+        loc: &Location,
+    ) -> Result<SmallVec<[Operand; 4]>, ForwardError> {
+        ops.iter().map(|op| self.primal_of(op, loc)).collect()
     }
 
     /// Records what primal value `r` (of type `ty`) became: a rule's result.
@@ -671,6 +833,12 @@ impl Ctx<'_, '_> {
         loc: &Location,
     ) -> Result<(), ForwardError> {
         let src = self.src;
+        if let Some(r) = result
+            && let ValueDef::Inst(inst) = src.values[r].def
+            && is_passive(src, &self.act, inst)
+        {
+            return self.passive_stmt(kind, r, loc);
+        }
         let result_ty = result.map_or(Type::Unit, |r| src.values[r].ty.clone());
         match kind {
             InstKind::Prim { prim, args } => {

@@ -48,11 +48,16 @@ pub fn plan(
     opts: &GradOptions,
 ) -> Result<ReversePlan, GradError> {
     let req = check_request(module, f, args, opts.wrt.as_deref())?;
-    let (fwd, back) = rev.rule(module, f)?;
+    let (fwd, back) = rev.rule_wrt(module, f, &req.wrt)?;
     Ok(ReversePlan { req, fwd, back })
 }
 
 impl ReversePlan {
+    /// The argument positions the gradient is with respect to.
+    pub fn wrt(&self) -> &[usize] {
+        &self.req.wrt
+    }
+
     /// The forward sweep and the pullback the plan runs.
     pub fn pieces(&self) -> (FuncId, FuncId) {
         (self.fwd, self.back)

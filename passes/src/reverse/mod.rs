@@ -58,8 +58,16 @@ pub fn piece_types(sig: &FnType) -> (FnType, FnType) {
 pub struct Reverse<'r> {
     registry: &'r Registry,
     rules: HashMap<FuncRef, (FuncId, FuncId)>,
-    revs: HashMap<FuncId, FuncId>,
-    pending: Vec<(FuncId, FuncId, FuncId)>,
+    /// Pieces with only some parameters active, by (primal, activity of each
+    /// parameter).
+    variants: HashMap<(FuncId, Vec<bool>), (FuncId, FuncId)>,
+    /// `@f.rev` functions, by their pieces.
+    revs: HashMap<(FuncId, FuncId), FuncId>,
+    /// Declared pieces whose bodies are still to be built: (primal, forward
+    /// sweep, pullback, which parameters are active; `None`: all).
+    pending: Vec<(FuncId, FuncId, FuncId, Option<Vec<bool>>)>,
+    /// Whether pieces are derived with activity analysis.
+    activity: bool,
     stats: CacheStats,
 }
 
@@ -69,10 +77,62 @@ impl<'r> Reverse<'r> {
         Reverse {
             registry,
             rules: HashMap::new(),
+            variants: HashMap::new(),
             revs: HashMap::new(),
             pending: Vec::new(),
+            activity: true,
             stats: CacheStats::default(),
         }
+    }
+
+    /// Turns activity analysis ([`crate::activity`]) on (the default) or off
+    /// for the pieces derived from now on. Off, every value of a tangent type
+    /// gets cotangent work.
+    pub fn set_activity(&mut self, on: bool) {
+        self.activity = on;
+    }
+
+    /// Whether activity analysis is on.
+    pub fn activity(&self) -> bool {
+        self.activity
+    }
+
+    /// The pieces of `f` for a gradient with respect to the parameters in
+    /// `wrt` only: those of [`Reverse::rule`] when `wrt` holds every
+    /// parameter with a tangent type (or activity analysis is off, or `f` has
+    /// a registered rule), otherwise a variant (`@f.rev.fwd.wrt0_2`,
+    /// `@f.rev.back.wrt0_2`, same types) that does no cotangent work for
+    /// values depending on the other parameters only and returns zero
+    /// cotangents for those parameters.
+    pub fn rule_wrt(
+        &mut self,
+        module: &mut Module,
+        f: FuncId,
+        wrt: &[usize],
+    ) -> Result<(FuncId, FuncId), ReverseError> {
+        let func = module
+            .get(f)
+            .ok_or_else(|| ReverseError::new(Location::default(), "invalid function handle"))?;
+        let mask: Vec<bool> = func
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| wrt.contains(&i) || !func.values[p].ty.has_tangent())
+            .collect();
+        let marked = self.registry.function_rrule(&func.name).is_some();
+        if !self.activity || marked || mask.iter().all(|&a| a) {
+            return self.rule(module, f);
+        }
+        if let Some(&ids) = self.variants.get(&(f, mask.clone())) {
+            self.stats.hits += 1;
+            return Ok(ids);
+        }
+        let active: Vec<String> = wrt.iter().map(usize::to_string).collect();
+        let wrt_suffix = format!("wrt{}", active.join("_"));
+        let ids = self.declare_pieces(module, f, Some(mask.clone()), &wrt_suffix)?;
+        self.variants.insert((f, mask), ids);
+        self.drain(module)?;
+        Ok(ids)
     }
 
     /// The registry the rules come from.
@@ -103,8 +163,14 @@ impl<'r> Reverse<'r> {
         callee: FuncRef,
     ) -> Result<(FuncId, FuncId), ReverseError> {
         let ids = self.request(module, callee)?;
-        while let Some((primal, fwd, back)) = self.pending.pop() {
-            transform::derive(self, module, primal, fwd, back)?;
+        self.drain(module)?;
+        Ok(ids)
+    }
+
+    /// Builds every queued body, then (in debug builds and tests) verifies.
+    fn drain(&mut self, module: &mut Module) -> Result<(), ReverseError> {
+        while let Some((primal, fwd, back, mask)) = self.pending.pop() {
+            transform::derive(self, module, primal, fwd, back, mask.as_deref())?;
         }
         if cfg!(debug_assertions)
             && let Err(errs) = irad_ir::verify::verify_module(module)
@@ -118,7 +184,7 @@ impl<'r> Reverse<'r> {
                 ),
             ));
         }
-        Ok(ids)
+        Ok(())
     }
 
     /// The pieces of `callee` if they were built already.
@@ -134,11 +200,26 @@ impl<'r> Reverse<'r> {
     /// order; array gradients are added into the shadows, and every argument
     /// array is back in its entry state.
     pub fn rev(&mut self, module: &mut Module, f: FuncId) -> Result<FuncId, ReverseError> {
-        if let Some(&id) = self.revs.get(&f) {
+        let all: Vec<usize> = (0..module.get(f).map_or(0, |func| func.params.len())).collect();
+        self.rev_wrt(module, f, &all)
+    }
+
+    /// [`Reverse::rev`] for a gradient with respect to the parameters in
+    /// `wrt` only, around the pieces of [`Reverse::rule_wrt`] (`@f.rev` when
+    /// those are the pieces of every parameter, `@f.rev.wrt0_2` otherwise);
+    /// the cotangents of the other parameters are zero.
+    pub fn rev_wrt(
+        &mut self,
+        module: &mut Module,
+        f: FuncId,
+        wrt: &[usize],
+    ) -> Result<FuncId, ReverseError> {
+        let (fwd, back) = self.rule_wrt(module, f, wrt)?;
+        if let Some(&id) = self.revs.get(&(fwd, back)) {
             self.stats.hits += 1;
             return Ok(id);
         }
-        let (fwd, back) = self.rule(module, f)?;
+        let variant = self.rules.get(&FuncRef::User(f)) != Some(&(fwd, back));
         let func = module
             .get(f)
             .ok_or_else(|| ReverseError::new(Location::default(), "invalid function handle"))?;
@@ -165,7 +246,12 @@ impl<'r> Reverse<'r> {
         let ncot: usize = sig.params.iter().map(Type::cotangent_leaves).sum();
         let mut ret = vec![sig.ret.clone()];
         ret.extend(std::iter::repeat_n(Type::F64, ncot));
-        let name = fresh_name(module, &func.name, "rev");
+        let name = if variant {
+            let active: Vec<String> = wrt.iter().map(usize::to_string).collect();
+            fresh_name(module, &func.name, &format!("rev.wrt{}", active.join("_")))
+        } else {
+            fresh_name(module, &func.name, "rev")
+        };
         let pos = func.pos;
         let build = |e: BuildError| ReverseError::new(loc.clone(), e.to_string());
         let id = module
@@ -219,8 +305,66 @@ impl<'r> Reverse<'r> {
         }
         let t = value_of(&mut b, Prim::Tuple, &parts).map_err(build)?;
         b.ret(t).map_err(build)?;
-        self.revs.insert(f, id);
+        self.revs.insert((fwd, back), id);
         Ok(id)
+    }
+
+    /// Declares the pieces of user function `f` (`@f.rev.fwd`, `@f.rev.back`,
+    /// with `.suffix` when `suffix` is not empty) and queues their bodies,
+    /// derived with the parameters of `mask` active (`None`: all).
+    fn declare_pieces(
+        &mut self,
+        module: &mut Module,
+        f: FuncId,
+        mask: Option<Vec<bool>>,
+        suffix: &str,
+    ) -> Result<(FuncId, FuncId), ReverseError> {
+        let func = module
+            .get(f)
+            .ok_or_else(|| ReverseError::new(Location::default(), "invalid function handle"))?;
+        let loc = Location {
+            func: Some(func.name.clone()),
+            pos: func.pos,
+            ..Location::default()
+        };
+        transform::check_supported(func, &loc)?;
+        let sig = func.fn_type();
+        let name = func.name.clone();
+        let pos = func.pos;
+        let names: Vec<Option<String>> = func
+            .params
+            .iter()
+            .map(|&v| func.values[v].name.as_deref().map(String::from))
+            .collect();
+        let (ft, bt) = piece_types(&sig);
+        let fparams = ft
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (names.get(i).cloned().flatten(), t.clone()))
+            .collect();
+        let bparams = bt.params.iter().map(|t| (None, t.clone())).collect();
+        let build = |e: BuildError| ReverseError::new(loc.clone(), e.to_string());
+        let piece = |part: &str| {
+            if suffix.is_empty() {
+                format!("rev.{part}")
+            } else {
+                format!("rev.{part}.{suffix}")
+            }
+        };
+        let fname = fresh_name(module, &name, &piece("fwd"));
+        let fwd = module
+            .declare_func(&fname, fparams, ft.ret)
+            .map_err(build)?;
+        let bname = fresh_name(module, &name, &piece("back"));
+        let back = module
+            .declare_func(&bname, bparams, bt.ret)
+            .map_err(build)?;
+        module[fwd].pos = pos;
+        module[back].pos = pos;
+        self.pending.push((f, fwd, back, mask));
+        self.stats.derived += 1;
+        Ok((fwd, back))
     }
 
     /// Finds or declares the pieces of `callee`; a declared body is queued.
@@ -249,35 +393,7 @@ impl<'r> Reverse<'r> {
                     self.stats.wrapped += 1;
                     wrap(self.registry, module, Callee::Func(&name), &sig, loc)?
                 } else {
-                    transform::check_supported(func, &loc)?;
-                    let pos = func.pos;
-                    let names: Vec<Option<String>> = func
-                        .params
-                        .iter()
-                        .map(|&v| func.values[v].name.as_deref().map(String::from))
-                        .collect();
-                    let (ft, bt) = piece_types(&sig);
-                    let fparams = ft
-                        .params
-                        .iter()
-                        .enumerate()
-                        .map(|(i, t)| (names.get(i).cloned().flatten(), t.clone()))
-                        .collect();
-                    let bparams = bt.params.iter().map(|t| (None, t.clone())).collect();
-                    let build = |e: BuildError| ReverseError::new(loc.clone(), e.to_string());
-                    let fname = fresh_name(module, &name, "rev.fwd");
-                    let fwd = module
-                        .declare_func(&fname, fparams, ft.ret)
-                        .map_err(build)?;
-                    let bname = fresh_name(module, &name, "rev.back");
-                    let back = module
-                        .declare_func(&bname, bparams, bt.ret)
-                        .map_err(build)?;
-                    module[fwd].pos = pos;
-                    module[back].pos = pos;
-                    self.pending.push((f, fwd, back));
-                    self.stats.derived += 1;
-                    (fwd, back)
+                    self.declare_pieces(module, f, None, "")?
                 }
             }
             FuncRef::Prim(p) => {
@@ -388,6 +504,7 @@ fn wrap(
             primal,
             ty: ty.clone(),
             shadows,
+            active: true,
         });
     }
     let call = RevCall {
@@ -437,7 +554,7 @@ fn wrap(
     let pcall = PullbackCall {
         callee,
         arg_types: &sig.params,
-        arg_const: &consts,
+        arg_inactive: &consts,
         result: &sig.ret,
         saved: &saved,
         dy: &dy,

@@ -26,6 +26,7 @@
 use super::analysis::{has_cotangent, idoms, live_out, on_cycle, reaches, rpo};
 use super::bbcode::{BBCode, BTerm};
 use super::{Reverse, ReverseError};
+use crate::activity::Activity;
 use crate::forward::transform::stmt_loc;
 use irad_ir::{
     Block, Const, Func, FuncBuilder, FuncId, FuncRef, Inst, InstKind, Location, Module, Operand,
@@ -50,6 +51,8 @@ enum How {
     Dynamic,
     /// A phi: handled at the edges.
     Phi,
+    /// No derivative work (activity analysis): the primal statement alone.
+    Primal,
 }
 
 /// The state of one statement between the sweeps.
@@ -115,13 +118,15 @@ fn args_of(kind: &InstKind) -> &[Operand] {
 }
 
 /// Derives the bodies of `fwd_id` and `back_id` (declared with the right
-/// types) from the primal `primal`.
+/// types) from the primal `primal`, with the parameters of `mask` active
+/// (`None`: all).
 pub(super) fn derive(
     rev: &mut Reverse<'_>,
     module: &mut Module,
     primal: FuncId,
     fwd_id: FuncId,
     back_id: FuncId,
+    mask: Option<&[bool]>,
 ) -> Result<(), ReverseError> {
     let src = module
         .get(primal)
@@ -185,7 +190,16 @@ pub(super) fn derive(
     if !cyc[0] {
         once[0] = true;
     }
-    let live = live_out(&bb, &succs);
+    let act = if rev.activity() {
+        Activity::of(&src, mask.unwrap_or(&[]))
+    } else {
+        Activity::all(&src)
+    };
+    let mut live = live_out(&bb, &succs);
+    // Inactive values never get a cotangent: no join phis for them.
+    for set in &mut live {
+        set.retain(|v| act.is_active(*v));
+    }
     let places = src.inst_places();
     let registry = rev.registry();
 
@@ -194,6 +208,9 @@ pub(super) fn derive(
     let mut callees: HashMap<FuncId, (FuncId, FuncId)> = HashMap::new();
     for b in &bb.blocks {
         for &inst in &b.stmts {
+            if act.primal_only(&src, inst) {
+                continue;
+            }
             if let InstKind::Invoke { func, .. } = &src.insts[inst].kind {
                 let name = module
                     .get(*func)
@@ -275,6 +292,20 @@ pub(super) fn derive(
                 .map(|r| src.values[r].ty.clone())
                 .unwrap_or(Type::Unit);
             let (how, out) = match &data.kind {
+                // No derivative work: the primal statement alone.
+                kind @ (InstKind::Prim { .. }
+                | InstKind::Invoke { .. }
+                | InstKind::CallValue { .. })
+                    if act.primal_only(&src, inst) =>
+                {
+                    let r = primal_stmt(&mut fb, kind, &fval, &loc)?;
+                    let out = RevFwdOut {
+                        primal: r,
+                        shadows: SmallVec::new(),
+                        saved: SmallVec::new(),
+                    };
+                    (How::Primal, out)
+                }
                 InstKind::Phi { .. } => {
                     stmts.insert(
                         inst,
@@ -300,8 +331,7 @@ pub(super) fn derive(
                         args,
                         &types,
                         &res_ty,
-                        &fval,
-                        &fshadow,
+                        (&fval, &fshadow, &act),
                         &loc,
                     )?;
                     (How::Rule(rule, None), out)
@@ -324,8 +354,7 @@ pub(super) fn derive(
                             args,
                             &types,
                             &res_ty,
-                            &fval,
-                            &fshadow,
+                            (&fval, &fshadow, &act),
                             &loc,
                         )?;
                         (How::Rule(rule, Some(name)), out)
@@ -691,6 +720,9 @@ pub(super) fn derive(
                 phi_insts.push(inst);
                 continue;
             }
+            if let How::Primal = st.how {
+                continue;
+            }
             for &v in moved.get(&inst).map_or(&[][..], Vec::as_slice).iter().rev() {
                 let x = bk.pop(ftypes[&v].clone()).map_err(build)?;
                 local.insert(v, Operand::Value(x));
@@ -731,14 +763,11 @@ pub(super) fn derive(
                         (_, Some(name)) => Callee::Func(name),
                         _ => return Err(err(&loc, "internal error: a rule without callee")),
                     };
-                    let consts: Vec<bool> = args
-                        .iter()
-                        .map(|a| matches!(a, Operand::Const(_)))
-                        .collect();
+                    let inactive: Vec<bool> = args.iter().map(|a| !act.is_active_op(a)).collect();
                     let call = PullbackCall {
                         callee,
                         arg_types: &types,
-                        arg_const: &consts,
+                        arg_inactive: &inactive,
                         result: &res_ty,
                         saved: &saved,
                         dy: &dy,
@@ -779,10 +808,13 @@ pub(super) fn derive(
                     let r = bk.call_value(g, &dys).map_err(build)?;
                     unpack_cots(&mut bk, r, &types).map_err(|e| err(&loc, e))?
                 }
-                How::Phi => continue,
+                How::Phi | How::Primal => continue,
             };
             for (a, cs) in args.iter().zip(cots) {
                 let Operand::Value(v) = a else { continue };
+                if !act.is_active(*v) {
+                    continue;
+                }
                 for (k, c) in cs.into_iter().enumerate() {
                     if let Some(c) = c {
                         accumulate(&mut bk, &mut m, (*v, k as u32), c).map_err(|e| err(&loc, e))?;
@@ -814,6 +846,7 @@ pub(super) fn derive(
                     }
                     if let Operand::Value(v) = op
                         && has_cotangent(&src, *v)
+                        && act.is_active(*v)
                     {
                         for (k, c) in cs.iter().enumerate() {
                             if let Some(c) = c {
@@ -913,6 +946,41 @@ fn accumulate(b: &mut FuncBuilder<'_>, m: &mut Cots, key: Key, c: Operand) -> Re
     Ok(())
 }
 
+/// The primal statement of `kind` in the forward sweep, its result as an
+/// operand (`()` for none).
+fn primal_stmt(
+    fb: &mut FuncBuilder<'_>,
+    kind: &InstKind,
+    fval: &HashMap<Value, Operand>,
+    loc: &Location,
+) -> Result<Operand, ReverseError> {
+    let build = |e: irad_ir::BuildError| err(loc, format!("internal error: {e}"));
+    let ops: Vec<Operand> = args_of(kind)
+        .iter()
+        .map(|a| map_op(fval, a, loc))
+        .collect::<Result<_, _>>()?;
+    let r = match kind {
+        InstKind::Prim { prim, .. } => fb.prim(*prim, &ops).map_err(build)?,
+        InstKind::Invoke { func, .. } => fb.invoke(*func, &ops).map_err(build)?,
+        InstKind::CallValue { callee, .. } => {
+            let Operand::Value(f) = map_op(fval, &Operand::Value(*callee), loc)? else {
+                return Err(err(loc, "internal error: a call through a constant"));
+            };
+            fb.call_value(f, &ops).map_err(build)?
+        }
+        InstKind::Phi { .. } => return Err(err(loc, "internal error: a phi as a statement")),
+    };
+    Ok(r.map_or(Operand::Const(Const::Unit), Operand::Value))
+}
+
+/// What the forward sweep knows of the primal values: their operands, their
+/// shadows, and which are active.
+type Known<'a> = (
+    &'a HashMap<Value, Operand>,
+    &'a HashMap<Value, SmallVec<[Operand; 1]>>,
+    &'a Activity,
+);
+
 /// Runs a rule's forward part and checks what it returned.
 #[allow(clippy::too_many_arguments)]
 fn forward_part(
@@ -922,8 +990,7 @@ fn forward_part(
     args: &[Operand],
     types: &[Type],
     res_ty: &Type,
-    fval: &HashMap<Value, Operand>,
-    fshadow: &HashMap<Value, SmallVec<[Operand; 1]>>,
+    (fval, fshadow, act): Known<'_>,
     loc: &Location,
 ) -> Result<RevFwdOut, ReverseError> {
     let mut rargs = Vec::with_capacity(args.len());
@@ -932,6 +999,7 @@ fn forward_part(
             primal: map_op(fval, a, loc)?,
             ty: t.clone(),
             shadows: shadows_of(fshadow, a),
+            active: act.is_active_op(a),
         });
     }
     let call = RevCall {

@@ -76,6 +76,7 @@ pub(super) fn rrule_function(
                 primal: Operand::Const(c),
                 ty: spec.ty.clone(),
                 shadows: Default::default(),
+                active: false,
             });
             continue;
         }
@@ -90,6 +91,7 @@ pub(super) fn rrule_function(
             primal,
             ty: spec.ty.clone(),
             shadows,
+            active: true,
         });
     }
     let call = RevCall {
@@ -159,7 +161,7 @@ pub(super) fn rrule_function(
     let pcall = PullbackCall {
         callee: Callee::Prim(sig.prim),
         arg_types: &types,
-        arg_const: &consts,
+        arg_inactive: &consts,
         result: &result,
         saved: &out.saved,
         dy: &dy,
