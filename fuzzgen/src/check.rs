@@ -1,0 +1,349 @@
+//! The checks the fuzz targets (`fuzz/fuzz_targets/*.rs`) and the seeded
+//! tests (`fuzzgen/tests/seeded.rs`) run: each takes one input and returns
+//! `Err(description)` when irad misbehaves on it. A fuzz target panics on
+//! `Err` (so libFuzzer records the input); a seeded test asserts `Ok`.
+//!
+//! Assumes nothing of the inputs. Guarantees: a check itself never panics on
+//! irad's behalf; a panic inside irad propagates (that is a finding).
+
+use crate::generate::Program;
+use irad::ir::interp::{ArrayData, RunOptions, Val};
+use irad::ir::{Module, Type};
+use irad::passes::forward::grad::GradOptions;
+use irad::{Backend, Source};
+
+fn source(name: &str, text: &str) -> Source {
+    Source {
+        name: name.into(),
+        text: text.into(),
+    }
+}
+
+/// IR text: parsing never panics; text that parses prints to text that
+/// parses back to a structurally equal module and prints the same again.
+pub fn ir_text(bytes: &[u8]) -> Result<(), String> {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Ok(());
+    };
+    let Ok(m) = irad::ir::text::parse_module(text) else {
+        return Ok(());
+    };
+    let printed = irad::ir::text::print_module(&m);
+    let back = irad::ir::text::parse_module(&printed)
+        .map_err(|e| format!("printed text does not parse: {e}\n{printed}"))?;
+    irad::ir::eq::structural_eq(&m, &back).map_err(|e| format!("round trip differs: {e}"))?;
+    let again = irad::ir::text::print_module(&back);
+    if again != printed {
+        return Err(format!("printing is not stable:\n{printed}\n---\n{again}"));
+    }
+    Ok(())
+}
+
+/// Surface text: loading never panics, and what loads verifies.
+pub fn surface_text(bytes: &[u8]) -> Result<(), String> {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Ok(());
+    };
+    let src = source("fuzz.irad", text);
+    match irad::load(&src) {
+        Ok(m) => irad::ir::verify::verify_module(&m)
+            .map_err(|errs| format!("lowered module does not verify: {errs:?}")),
+        Err(e) => {
+            let _ = e.render(&[&src]);
+            Ok(())
+        }
+    }
+}
+
+/// The verifier: on any module that parses, it either accepts or reports
+/// errors that each name a function; an accepted module normalises.
+pub fn verifier(bytes: &[u8]) -> Result<(), String> {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Ok(());
+    };
+    let Ok(m) = irad::ir::text::parse_module(text) else {
+        return Ok(());
+    };
+    match irad::ir::verify::verify_module(&m) {
+        Ok(()) => {
+            let mut n = m.clone();
+            irad::passes::normalise(&mut n)
+                .map_err(|e| format!("a verified module fails to normalise: {e}"))?;
+            Ok(())
+        }
+        Err(errs) => {
+            if errs.is_empty() {
+                return Err("rejected without an error".into());
+            }
+            for e in &errs {
+                if e.loc.func.is_none() {
+                    return Err(format!("an error without a function: {e}"));
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A generated program, loaded: module, entry function, arguments.
+pub struct Loaded {
+    /// The source.
+    pub src: Source,
+    /// The module.
+    pub module: Module,
+    /// The entry function.
+    pub func: irad::ir::FuncId,
+    /// Its arguments.
+    pub args: Vec<Val>,
+}
+
+/// Loads a generated program; failing to is a generator bug.
+pub fn load(p: &Program) -> Result<Loaded, String> {
+    let src = source("gen.irad", &p.source);
+    let module = irad::load(&src).map_err(|e| {
+        format!(
+            "generated program does not load:\n{}\n{}",
+            e.render(&[&src]),
+            p.source
+        )
+    })?;
+    let func = irad::find_function(&src, &module, &p.func).map_err(|e| e.to_string())?;
+    let args = irad::parse_args(&source("<args>", &p.args), &module, func)
+        .map_err(|e| format!("generated arguments do not parse: {e}"))?;
+    Ok(Loaded {
+        src,
+        module,
+        func,
+        args,
+    })
+}
+
+/// The interpreter on a generated program: a value or a clean run-time
+/// error (with a location inside the program).
+pub fn interpreter(p: &Program) -> Result<Option<Val>, String> {
+    let l = load(p)?;
+    match irad::run(&l.src, &l.module, l.func, &l.args, &RunOptions::default()) {
+        Ok(v) => Ok(Some(v)),
+        Err(irad::Error::Run { err, .. }) => {
+            if err.loc.func.is_none() {
+                return Err(format!("a run-time error without a place: {err}"));
+            }
+            Ok(None)
+        }
+        Err(e) => Err(format!("not a run-time error: {e}")),
+    }
+}
+
+/// Bit-equal values (any NaN equals any NaN).
+pub fn same(a: &Val, b: &Val) -> bool {
+    let f = |x: f64, y: f64| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan());
+    match (a, b) {
+        (Val::F64(x), Val::F64(y)) => f(*x, *y),
+        (Val::I64(x), Val::I64(y)) => x == y,
+        (Val::Bool(x), Val::Bool(y)) => x == y,
+        (Val::Unit, Val::Unit) => true,
+        (Val::Tuple(x), Val::Tuple(y)) | (Val::Dual(x), Val::Dual(y)) => {
+            x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| same(p, q))
+        }
+        (Val::Array(x), Val::Array(y)) => match (&*x.0.borrow(), &*y.0.borrow()) {
+            (ArrayData::F64(p), ArrayData::F64(q)) => {
+                p.len() == q.len() && p.iter().zip(q).all(|(s, t)| f(*s, *t))
+            }
+            (ArrayData::I64(p), ArrayData::I64(q)) => p == q,
+            (ArrayData::Bool(p), ArrayData::Bool(q)) => p == q,
+            _ => false,
+        },
+        (Val::Func(x), Val::Func(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// The interpreter and the JIT on a generated program: the same value bit
+/// for bit or the same error; the same for reverse-mode gradients.
+pub fn interp_vs_jit(p: &Program) -> Result<(), String> {
+    let l = load(p)?;
+    let opts = RunOptions::default();
+    let run = |b: Backend| irad::run_with(&l.src, &l.module, l.func, &fresh(&l.args), &opts, b);
+    let same_result = |what: &str,
+                       i: &Result<Val, irad::Error>,
+                       j: &Result<Val, irad::Error>|
+     -> Result<(), String> {
+        match (i, j) {
+            (Ok(a), Ok(b)) if same(a, b) => Ok(()),
+            (Err(a), Err(b)) if a.to_string() == b.to_string() => Ok(()),
+            _ => Err(format!(
+                "{what}: interpreter {i:?} but JIT {j:?}\n{}\nargs: {}",
+                p.source, p.args
+            )),
+        }
+    };
+    same_result("run", &run(Backend::Interp), &run(Backend::Jit))?;
+    let registry = irad::rules::Registry::new();
+    let grad = |b: Backend| {
+        let gopts = GradOptions {
+            exec: b.exec(),
+            ..GradOptions::default()
+        };
+        let args = fresh(&l.args);
+        irad::grad_reverse(&l.src, &l.module, l.func, &args, &registry, &gopts).map(|(g, _)| {
+            let mut parts = vec![g.value];
+            parts.extend(g.gradient.into_iter().map(|x| x.unwrap_or(Val::Unit)));
+            Val::Tuple(parts.into())
+        })
+    };
+    same_result("grad", &grad(Backend::Interp), &grad(Backend::Jit))
+}
+
+/// The f64 leaves of the differentiable arguments, by position (argument,
+/// element), for perturbing.
+fn leaves(args: &[Val], params: &[Type]) -> Vec<(usize, Option<usize>)> {
+    let mut out = Vec::new();
+    for (i, (a, t)) in args.iter().zip(params).enumerate() {
+        match (a, t) {
+            (Val::F64(_), Type::F64) => out.push((i, None)),
+            (Val::Array(arr), Type::Array(_)) => {
+                if let ArrayData::F64(xs) = &*arr.0.borrow() {
+                    out.extend((0..xs.len()).map(|k| (i, Some(k))));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A deep copy of the arguments (a run may write into their arrays).
+fn fresh(args: &[Val]) -> Vec<Val> {
+    args.iter()
+        .map(|a| match a {
+            Val::Array(arr) => Val::Array(irad::ir::interp::ArrayRef::new(arr.0.borrow().clone())),
+            _ => a.clone(),
+        })
+        .collect()
+}
+
+/// A deep copy of the arguments with leaf `at` moved by `h`.
+fn moved(args: &[Val], at: (usize, Option<usize>), h: f64) -> Vec<Val> {
+    args.iter()
+        .enumerate()
+        .map(|(i, a)| match (a, at) {
+            (Val::F64(x), (j, None)) if i == j => Val::F64(x + h),
+            (Val::Array(arr), _) => {
+                let mut data = arr.0.borrow().clone();
+                if let (ArrayData::F64(xs), (j, Some(k))) = (&mut data, at)
+                    && i == j
+                    && let Some(x) = xs.get_mut(k)
+                {
+                    *x += h;
+                }
+                Val::Array(irad::ir::interp::ArrayRef::new(data))
+            }
+            _ => a.clone(),
+        })
+        .collect()
+}
+
+/// The gradient entry of leaf `at`.
+fn entry(g: &[Option<Val>], at: (usize, Option<usize>)) -> Option<f64> {
+    match (g.get(at.0)?.as_ref()?, at.1) {
+        (Val::F64(x), None) => Some(*x),
+        (Val::Array(arr), Some(k)) => match &*arr.0.borrow() {
+            ArrayData::F64(xs) => xs.get(k).copied(),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// What [`derivatives`] compared.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct Compared {
+    /// Gradient entries compared between forward and reverse mode.
+    pub modes: usize,
+    /// Gradient entries compared with finite differences.
+    pub finite_differences: usize,
+}
+
+/// Derivative consistency on a generated program (generate it with
+/// `Config::smooth`): where the primal runs, forward mode (width 1 and 3)
+/// equals reverse mode within 1e-9 relative, and both are within 1e-4 of
+/// central finite differences at each leaf where the function is smooth
+/// (two step sizes agree).
+pub fn derivatives(p: &Program) -> Result<Compared, String> {
+    let mut compared = Compared::default();
+    let l = load(p)?;
+    let opts = RunOptions::default();
+    let f = |args: &[Val]| -> Option<f64> {
+        match irad::run(&l.src, &l.module, l.func, &fresh(args), &opts) {
+            Ok(Val::F64(y)) if y.is_finite() => Some(y),
+            _ => None,
+        }
+    };
+    if f(&l.args).is_none() {
+        return Ok(compared);
+    }
+    let registry = irad::rules::Registry::new();
+    let ctx = |what: &str| format!("{what}\n{}\nargs: {}", p.source, p.args);
+    let (rev, _) = irad::grad_reverse(
+        &l.src,
+        &l.module,
+        l.func,
+        &l.args,
+        &registry,
+        &GradOptions::default(),
+    )
+    .map_err(|e| ctx(&format!("reverse mode fails where the primal runs: {e}")))?;
+    for width in [1, 3] {
+        let gopts = GradOptions {
+            width,
+            ..GradOptions::default()
+        };
+        let (fwd, _) = irad::grad_forward(&l.src, &l.module, l.func, &l.args, &registry, &gopts)
+            .map_err(|e| ctx(&format!("forward mode fails where the primal runs: {e}")))?;
+        if !same(&fwd.value, &rev.value) {
+            return Err(ctx(&format!(
+                "forward value {:?} != reverse value {:?}",
+                fwd.value, rev.value
+            )));
+        }
+        let params = l.module[l.func].param_types();
+        for at in leaves(&l.args, &params) {
+            let (Some(a), Some(b)) = (entry(&fwd.gradient, at), entry(&rev.gradient, at)) else {
+                return Err(ctx(&format!("no gradient entry for {at:?}")));
+            };
+            if a.is_finite() && b.is_finite() {
+                if (a - b).abs() > 1e-9 * (1.0 + a.abs() + b.abs()) {
+                    return Err(ctx(&format!(
+                        "width {width}: forward {a} != reverse {b} at {at:?}"
+                    )));
+                }
+                compared.modes += 1;
+            }
+        }
+    }
+    let params = l.module[l.func].param_types();
+    for at in leaves(&l.args, &params) {
+        let Some(g) = entry(&rev.gradient, at) else {
+            continue;
+        };
+        let fd = |h: f64| -> Option<f64> {
+            let up = f(&moved(&l.args, at, h))?;
+            let down = f(&moved(&l.args, at, -h))?;
+            Some((up - down) / (2.0 * h))
+        };
+        let (Some(d1), Some(d2)) = (fd(1e-5), fd(2.5e-6)) else {
+            continue;
+        };
+        // Two step sizes that disagree mean a kink or a branch nearby.
+        if !g.is_finite() || (d1 - d2).abs() > 1e-5 * (1.0 + d1.abs()) {
+            continue;
+        }
+        if (g - d2).abs() > 1e-4 * (1.0 + d2.abs()) {
+            return Err(ctx(&format!(
+                "gradient {g} but finite differences {d2} (and {d1}) at {at:?}"
+            )));
+        }
+        compared.finite_differences += 1;
+    }
+    Ok(compared)
+}
