@@ -2,16 +2,18 @@
 //! known at compile time, and the transforms that specialisation repeats until
 //! nothing changes. One file per transform:
 //!
-//! - [`inline`](mod@inline): `invoke @g(...)` of a small, non-recursive `@g`
+//! - [`inline`](fn@inline): `invoke @g(...)` of a small, non-recursive `@g`
 //!   replaced by a copy of `@g`'s blocks;
-//! - [`unroll`](mod@unroll): loops with a trip count known at compile time,
+//! - [`unroll`](fn@unroll): loops with a trip count known at compile time,
 //!   and small, replaced by that many copies of their body;
-//! - [`devirtualise`](mod@devirtualise): `call %f(...)` whose callee is known
+//! - [`devirtualise`](fn@devirtualise): `call %f(...)` whose callee is known
 //!   to be one function constant becomes `invoke @g(...)` (or `call prim(...)`);
 //! - `fold_known`: statements whose operands are known are replaced by their
 //!   value (through `irad_ir::interp::fold_prim`, the interpreter's own
 //!   evaluation), `length` of arrays of known length included;
-//! - [`specialise`](mod@specialise): clones a function under a new name, makes
+//! - `merge_blocks`: straight-line chains of blocks, which inlining and
+//!   unrolling leave, merged into one block;
+//! - [`specialise`](fn@specialise): clones a function under a new name, makes
 //!   its known parameters constants and runs all of the above with the
 //!   normalisation passes to a fixpoint, under a fuel limit.
 //!
@@ -24,12 +26,14 @@
 mod devirtualise;
 mod fold_known;
 mod inline;
+mod merge_blocks;
 mod specialise;
 mod unroll;
 
 pub use devirtualise::{devirtualise, devirtualise_func};
 pub use fold_known::fold_known;
 pub use inline::{inline, inline_into, inline_with};
+pub use merge_blocks::merge_blocks;
 pub use specialise::{Known, PeError, specialise, specialise_name, specialise_with};
 pub use unroll::{unroll, unroll_func, unroll_with};
 
@@ -42,16 +46,16 @@ use std::collections::HashMap;
 /// included) and terminators of the blocks in a function's layout.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
-    /// The largest callee [`inline`](mod@inline) copies into a caller.
+    /// The largest callee [`inline`](fn@inline) copies into a caller.
     pub inline_size: usize,
-    /// The largest trip count [`unroll`](mod@unroll) unrolls.
+    /// The largest trip count [`unroll`](fn@unroll) unrolls.
     pub unroll_trip: u64,
     /// The largest trip count × loop size (the statements the unrolled copies
-    /// hold) [`unroll`](mod@unroll) creates for one loop.
+    /// hold) [`unroll`](fn@unroll) creates for one loop.
     pub unroll_size: usize,
     /// No transform grows a function past this size.
     pub max_func_size: usize,
-    /// The most rounds [`specialise`](mod@specialise) runs; needing more is
+    /// The most rounds [`specialise`](fn@specialise) runs; needing more is
     /// an error.
     pub fuel: usize,
 }

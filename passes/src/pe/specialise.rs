@@ -14,13 +14,14 @@
 //! stays). Then, in rounds until a round changes nothing: known statements
 //! folded (`fold_known`), constant branches folded, unreachable blocks
 //! dropped, trivial phis removed, dynamic calls devirtualised, known loops
-//! unrolled, small callees inlined; finally the normalisation passes
+//! unrolled, small callees inlined; finally straight-line chains of blocks
+//! are merged (`merge_blocks`) and the normalisation passes
 //! (`simplify`, `split_critical_edges`, `single_return`) run on the new
 //! function. Needing more than [`Limits::fuel`] rounds is an error, never a
 //! hang; growth is bounded by [`Limits`]. The module is verified after.
 //! Other functions of the module are not changed.
 
-use super::{Limits, devirtualise_func, fold_known, inline_into, unroll_func};
+use super::{Limits, devirtualise_func, fold_known, inline_into, merge_blocks, unroll_func};
 use crate::normalise::{
     fold_constant_branches, remove_trivial_phis, remove_unreachable_blocks, single_return,
     split_critical_edges, uniform_constant_operands,
@@ -135,6 +136,7 @@ pub fn specialise_with(
         )));
     }
     let func = &mut module[id];
+    merge_blocks(func);
     // The normalisation pipeline on the new function alone: `simplify` to
     // its fixpoint (which the loop above has nearly reached), then the CFG
     // passes that run once.
