@@ -29,8 +29,8 @@ use crate::normalise::{
 use irad_ir::interp::{MAX_ARRAY_LEN, Val};
 use irad_ir::verify::verify_module;
 use irad_ir::{
-    Const, Diagnostic, Func, FuncId, InstData, InstKind, Location, Module, Operand, Prim, Type,
-    Value, ValueData, ValueDef,
+    Const, Diagnostic, Func, FuncId, Inst, InstData, InstKind, Location, Module, Operand, Prim,
+    Terminator, Type, Value, ValueData, ValueDef,
 };
 use std::collections::HashMap;
 use std::fmt;
@@ -110,7 +110,7 @@ pub fn specialise_with(
         .add_func(copy)
         .map_err(|e| fail(format!("cannot add @{name}: {e}")))?;
 
-    let lengths = bind_known(&mut module[id], known);
+    let (lengths, prelude) = bind_known(&mut module[id], known);
     let mut settled = false;
     for _ in 0..limits.fuel {
         let mut changed = false;
@@ -136,6 +136,7 @@ pub fn specialise_with(
         )));
     }
     let func = &mut module[id];
+    drop_unused(func, &prelude);
     merge_blocks(func);
     // The normalisation pipeline on the new function alone: `simplify` to
     // its fixpoint (which the loop above has nearly reached), then the CFG
@@ -247,8 +248,9 @@ fn constant_value(v: &Val) -> bool {
 }
 
 /// Replaces the uses of known parameters of `func` by their values; returns
-/// the known lengths of array parameters.
-fn bind_known(func: &mut Func, known: &[Known]) -> HashMap<Value, i64> {
+/// the known lengths of array parameters and the `tuple` statements made for
+/// known tuples.
+fn bind_known(func: &mut Func, known: &[Known]) -> (HashMap<Value, i64>, Vec<Inst>) {
     let mut subst: HashMap<Value, Operand> = HashMap::new();
     let mut lengths = HashMap::new();
     let mut prelude = Vec::new();
@@ -268,10 +270,48 @@ fn bind_known(func: &mut Func, known: &[Known]) -> HashMap<Value, i64> {
     if let Some(entry) = func.entry() {
         // The entry has no predecessors, so no phis: the tuples go first.
         let insts = &mut func.blocks[entry].insts;
-        insts.splice(0..0, prelude);
+        insts.splice(0..0, prelude.iter().copied());
     }
     super::substitute(func, &subst);
-    lengths
+    (lengths, prelude)
+}
+
+/// Removes the statements of `made` (the known tuples, built by `bind_known`)
+/// whose results nothing uses any more, outermost first; they have no
+/// effect. Other dead code is left to the optimiser's `dce`.
+fn drop_unused(func: &mut Func, made: &[Inst]) {
+    for &inst in made.iter().rev() {
+        let Some(result) = func.insts[inst].result else {
+            continue;
+        };
+        let used = func.layout.iter().any(|&b| {
+            let data = &func.blocks[b];
+            data.insts
+                .iter()
+                .any(|&i| i != inst && uses(&func.insts[i].kind, result))
+                || data.term.as_ref().is_some_and(|t| match t {
+                    Terminator::GotoIfNot { cond: op, .. }
+                    | Terminator::Switch { index: op, .. }
+                    | Terminator::Return(op) => *op == Operand::Value(result),
+                    Terminator::Goto(_) => false,
+                })
+        });
+        if !used {
+            for &b in &func.layout {
+                func.blocks[b].insts.retain(|&i| i != inst);
+            }
+        }
+    }
+}
+
+/// Whether a statement of kind `kind` uses `v`.
+fn uses(kind: &InstKind, v: Value) -> bool {
+    let op = Operand::Value(v);
+    match kind {
+        InstKind::Prim { args, .. } | InstKind::Invoke { args, .. } => args.contains(&op),
+        InstKind::CallValue { callee, args } => *callee == v || args.contains(&op),
+        InstKind::Phi { entries } => entries.iter().any(|(_, o)| *o == op),
+    }
 }
 
 /// The operand for constant `v` of type `ty`: a constant, or for a tuple the
