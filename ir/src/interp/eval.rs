@@ -47,7 +47,7 @@ pub(crate) fn eval(prim: Prim, args: &[&Val], elem: Option<Scalar>) -> Result<Va
 }
 
 /// Evaluates `prim` on constant operands at compile time, exactly as the
-/// interpreter would at run time (the same code: [`eval`]), so a folded result
+/// interpreter would at run time (the same code, `eval`), so a folded result
 /// is bit-identical to the run-time one. This is the one place compile-time
 /// constant evaluation lives (partial evaluation uses it; constant-folding
 /// rules can too).
