@@ -156,6 +156,15 @@ pub enum Error {
         /// The error (boxed: it is large and rare).
         err: Box<irad_passes::reverse::ReverseError>,
     },
+    /// A specialisation could not be made (`irad dump --known`): the known
+    /// arguments do not fit the function, or it did not settle.
+    #[error("{file}: {err}")]
+    Pe {
+        /// The source's name.
+        file: String,
+        /// The error (boxed: it is large and rare).
+        err: Box<irad_passes::pe::PeError>,
+    },
     /// A run-time error.
     #[error("{file}: {err}")]
     Run {
@@ -662,6 +671,174 @@ impl RuleProvider for AheadOfTimeRules<'_> {
     }
 }
 
+/// What is known of each argument for [`specialise`]: the known values,
+/// `_` for unknown, and `_[N]` for an array of known length N.
+pub use irad_passes::pe::Known;
+
+/// Reads `--known` text typed against the parameters of `func`: comma-separated
+/// entries, one per parameter, each `_` (unknown), `_[N]` (an array parameter
+/// of length N) or a literal in the `--args` syntax (a known value; arrays
+/// cannot be known values). Errors name the line and column in the text.
+pub fn parse_known(known: &Source, module: &Module, func: FuncId) -> Result<Vec<Known>, Error> {
+    let fail = |pos: Pos, msg: String| Error::Parse {
+        file: known.name.clone(),
+        err: Box::new(ParseError {
+            loc: ir::Location::at(pos),
+            msg,
+        }),
+    };
+    let params = module[func].param_types();
+    let text = known.text.as_str();
+    let pieces = split_top_level(text);
+    let pieces: Vec<(usize, &str)> = if pieces.len() == 1 && pieces[0].1.trim().is_empty() {
+        Vec::new()
+    } else {
+        pieces
+    };
+    if pieces.len() != params.len() {
+        return Err(fail(
+            pos_at(text, text.len()),
+            format!(
+                "expected {} known argument{} (`_` for an unknown one), found {}",
+                params.len(),
+                if params.len() == 1 { "" } else { "s" },
+                pieces.len()
+            ),
+        ));
+    }
+    let mut out = Vec::with_capacity(params.len());
+    for ((start, piece), ty) in pieces.into_iter().zip(&params) {
+        let lead = piece.len() - piece.trim_start().len();
+        let piece = piece.trim();
+        let at = pos_at(text, start + lead);
+        if piece == "_" {
+            out.push(Known::Unknown);
+            continue;
+        }
+        if let Some(inner) = piece.strip_prefix("_[").and_then(|r| r.strip_suffix(']')) {
+            if !matches!(ty, ir::Type::Array(_)) {
+                return Err(fail(
+                    at,
+                    format!("`_[N]` is for arrays, but the argument is {ty}"),
+                ));
+            }
+            let n = inner.trim().parse::<u64>().map_err(|_| {
+                fail(
+                    at,
+                    format!(
+                        "expected a length `_[N]` with N a non-negative integer, found `{piece}`"
+                    ),
+                )
+            })?;
+            out.push(Known::Length(n));
+            continue;
+        }
+        if matches!(ty, ir::Type::Array(_)) {
+            return Err(fail(
+                at,
+                format!("an array argument is `_` or `_[N]` (a known length), found `{piece}`"),
+            ));
+        }
+        let val = ir::text::parse_value(piece, ty, module).map_err(|mut err| {
+            if let Some(p) = err.loc.pos {
+                err.loc.pos = Some(if p.line == 1 {
+                    Pos::new(at.line, at.col.saturating_add(p.col - 1))
+                } else {
+                    Pos::new(at.line.saturating_add(p.line - 1), p.col)
+                });
+            }
+            Error::Parse {
+                file: known.name.clone(),
+                err: Box::new(err),
+            }
+        })?;
+        out.push(Known::Value(val));
+    }
+    Ok(out)
+}
+
+/// Whether `args` agree with `known` (each known value equal, each known
+/// length the array's): the arguments a specialisation computes the same
+/// results for. The error names the first argument that does not.
+pub fn check_args_known(
+    args_src: &Source,
+    module: &Module,
+    args: &[Val],
+    known: &[Known],
+) -> Result<(), Error> {
+    for (i, (arg, k)) in args.iter().zip(known).enumerate() {
+        let bad = match k {
+            Known::Unknown => None,
+            Known::Value(v) if !arg.same(v) => Some(v.display(module)),
+            Known::Value(_) => None,
+            Known::Length(n) => match arg {
+                Val::Array(a) if a.0.borrow().len() as u64 == *n => None,
+                _ => Some(format!("an array of length {n}")),
+            },
+        };
+        if let Some(want) = bad {
+            return Err(Error::Parse {
+                file: args_src.name.clone(),
+                err: Box::new(ParseError {
+                    loc: ir::Location::at(Pos::new(1, 1)),
+                    msg: format!(
+                        "argument {} is {}, but `--known` fixes it to {want}",
+                        i + 1,
+                        arg.display(module)
+                    ),
+                }),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The module with `func` specialised on `known` (see
+/// [`irad_passes::pe::specialise`]): a copy of `module` with the new function
+/// (`@NAME.spec`, same signature) added; also its id. Other functions are
+/// unchanged.
+pub fn specialise(
+    src: &Source,
+    module: &Module,
+    func: FuncId,
+    known: &[Known],
+) -> Result<(Module, FuncId), Error> {
+    let mut m = module.clone();
+    let id = irad_passes::pe::specialise(&mut m, func, known).map_err(|err| Error::Pe {
+        file: src.name.clone(),
+        err: Box::new(err),
+    })?;
+    Ok((m, id))
+}
+
+/// Splits `text` at commas outside brackets: (byte offset, piece) pairs.
+fn split_top_level(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                out.push((start, &text[start..i]));
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push((start, &text[start..]));
+    out
+}
+
+/// The 1-based line and column (in characters) of byte `offset` of `text`.
+fn pos_at(text: &str, offset: usize) -> Pos {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    Pos::new(to_u32(line), to_u32(col))
+}
+
 /// `irad test-rules`: checks the built-in frule of every primitive against
 /// finite differences of the primitive, and its rrule against the primitive
 /// and, through the adjoint identity, against the frule (`rules::check`).
@@ -716,6 +893,7 @@ impl Error {
             Error::Forward { file, err } => render_diag(file, text_of(file), &**err),
             Error::Reverse { file, err } => render_diag(file, text_of(file), &**err),
             Error::Codegen { file, err } => render_diag(file, text_of(file), &**err),
+            Error::Pe { file, err } => render_diag(file, text_of(file), &**err),
             Error::Run { file, err } => {
                 let mut out = render_diag(file, text_of(file), &**err);
                 // A depth-limit error has a call site per frame: show the

@@ -102,6 +102,10 @@ struct RunCmd {
     /// The call-depth limit; deeper recursion is a run-time error.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DEPTH)]
     max_depth: usize,
+    /// Run the function specialised on these known arguments (see `dump
+    /// --known`); the arguments must agree with them.
+    #[arg(long, value_name = "KNOWN", allow_hyphen_values = true)]
+    known: Option<String>,
 }
 
 /// What `grad` and `bench` both take: the function, its arguments, and the
@@ -248,7 +252,7 @@ struct DumpCmd {
     /// Print the normalised module with the result of activity analysis: the
     /// active parameters after each header, `# active` or `# const` after
     /// each statement with a result.
-    #[arg(long, conflicts_with_all = ["mode", "after", "all_passes"])]
+    #[arg(long, conflicts_with_all = ["mode", "after", "all_passes", "known"])]
     activity: bool,
     /// With `--activity`: the parameters (positions from 0) that are active,
     /// e.g. `0,2`; default: all.
@@ -259,6 +263,12 @@ struct DumpCmd {
         requires = "activity"
     )]
     wrt: Option<Vec<usize>>,
+    /// Print the function of `-f` specialised on known arguments: one entry
+    /// per parameter, `_` for unknown, `_[N]` for an array of length N, or a
+    /// literal as in `--args` (`--known '2.0, _, _[4]'`).
+    #[arg(long, value_name = "KNOWN", allow_hyphen_values = true,
+          requires = "func", conflicts_with_all = ["mode", "after", "all_passes"])]
+    known: Option<String>,
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
@@ -360,6 +370,12 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
         }
         Command::Dump(cmd) => {
             let module = load(&cmd.file, sources)?;
+            if let (Some(known), Some(name)) = (&cmd.known, &cmd.func) {
+                let func = irad::find_function(&sources[0], &module, name)?;
+                let (m, spec, _) = specialised(sources, &module, func, known)?;
+                out(&render_module(&m, &[spec], cmd.format));
+                return Ok(());
+            }
             let funcs = match &cmd.func {
                 Some(name) => vec![irad::find_function(&sources[0], &module, name)?],
                 None => Vec::new(),
@@ -546,8 +562,14 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
         Command::Run(cmd) => {
             let module = load(&cmd.file, sources)?;
             let func = irad::find_function(&sources[0], &module, &cmd.func)?;
+            let (module, func, known) = match &cmd.known {
+                Some(known) => specialised(sources, &module, func, known)?,
+                None => (module, func, Vec::new()),
+            };
             sources.push(args_source(cmd.args)?);
-            let args = irad::parse_args(&sources[1], &module, func)?;
+            let args_src = &sources[sources.len() - 1];
+            let args = irad::parse_args(args_src, &module, func)?;
+            irad::check_args_known(args_src, &module, &args, &known)?;
             let opts = RunOptions {
                 max_depth: cmd.max_depth,
             };
@@ -618,6 +640,23 @@ fn args_source(args: ArgsSource) -> Result<Source, Error> {
             text: String::new(),
         }),
     }
+}
+
+/// The module with `func` specialised on the `--known` text (pushed on
+/// `sources` as `<known>`), the specialised function, and what is known.
+fn specialised(
+    sources: &mut Vec<Source>,
+    module: &irad::ir::Module,
+    func: irad::ir::FuncId,
+    known: &str,
+) -> Result<(irad::ir::Module, irad::ir::FuncId, Vec<irad::Known>), Error> {
+    sources.push(Source {
+        name: "<known>".into(),
+        text: known.to_string(),
+    });
+    let known = irad::parse_known(&sources[sources.len() - 1], module, func)?;
+    let (m, spec) = irad::specialise(&sources[0], module, func, &known)?;
+    Ok((m, spec, known))
 }
 
 /// Reports bad command-line usage the way clap does (exit status 2).

@@ -38,6 +38,15 @@
 //!   `@f.rev` (seed 1, zero shadows) must give the primal's value bit for bit
 //!   and the argument arrays must be back in their entry state.
 //!
+//! - `# test: pe NAME`: the module through the partial-evaluation transform
+//!   NAME (`inline`, `unroll`, `devirtualise`), compared with the sibling
+//!   `NAME_OF_FILE.NAME.ir`; it must verify, round-trip and pass the `# run:`
+//!   lines. `# test: specialise @f(KNOWN)`: `@f` specialised on KNOWN (the
+//!   `irad dump --known` syntax), the module compared with
+//!   `NAME_OF_FILE.specialise.ir`; besides the same checks, every `# run:` or
+//!   `# run-error:` call of `@f` whose arguments agree with KNOWN must give the
+//!   same value (or error, at the same place) through `@f.spec`.
+//!
 //! Every file that is not an error test is also normalised: the result must
 //! verify, round-trip, be a fixed point of the pipeline, and pass the file's
 //! `# run:` and `# run-error:` lines. Every file that is not an error test is
@@ -99,6 +108,7 @@ impl Lang {
 }
 
 /// One directive of a file, with its 1-based line.
+#[derive(Clone)]
 enum Directive {
     Run {
         line: usize,
@@ -125,8 +135,13 @@ enum Directive {
     Forward,
     /// `# test: reverse`
     Reverse,
+    /// `# test: pe NAME`: one partial-evaluation transform over the module
+    Pe(String),
+    /// `# test: specialise @f(KNOWN)`
+    Specialise(Call),
 }
 
+#[derive(Clone)]
 struct Call {
     func: String,
     args: String,
@@ -170,6 +185,22 @@ fn filetest(path: &Utf8Path, text: String) -> datatest_stable::Result<()> {
         };
         let printed = check_pipeline(&module, &pipeline, &directives)?;
         compare_with_sibling(path, suffix, &printed, &directives)?;
+    }
+    for d in &directives {
+        match d {
+            // The expected file has positions of its own, so its run-time
+            // errors are checked on the transformed module only.
+            Directive::Pe(name) => {
+                let printed = check_pe(&module, name, &directives)?;
+                compare_with_sibling(path, name, &printed, &without_run_errors(&directives))?;
+            }
+            Directive::Specialise(call) => {
+                let printed = check_specialise(path, &text, &module, call, &directives)?;
+                let runs = without_run_errors(&directives);
+                compare_with_sibling(path, "specialise", &printed, &runs)?;
+            }
+            _ => {}
+        }
     }
     if directives.iter().any(|d| matches!(d, Directive::Forward)) {
         let printed = check_forward(path, &text, &module)?;
@@ -280,6 +311,103 @@ fn check_reverse(
     out.push('\n');
     out.push_str(&print_module(&m));
     Ok(out)
+}
+
+/// The directives without `# run-error:` lines.
+fn without_run_errors(directives: &[Directive]) -> Vec<Directive> {
+    directives
+        .iter()
+        .filter(|d| !matches!(d, Directive::RunError { .. }))
+        .cloned()
+        .collect()
+}
+
+/// The module through the partial-evaluation transform `name` (`inline`,
+/// `unroll`, `devirtualise`); it must verify, round-trip and pass the `# run:`
+/// lines. Returns the printed result.
+fn check_pe(module: &Module, name: &str, directives: &[Directive]) -> Result<String> {
+    let mut m = module.clone();
+    match name {
+        "inline" => irad::passes::pe::inline(&mut m),
+        "unroll" => irad::passes::pe::unroll(&mut m),
+        "devirtualise" => irad::passes::pe::devirtualise(&mut m),
+        other => return Err(format!("no partial-evaluation transform {other:?}").into()),
+    };
+    if let Err(errs) = verify_module(&m) {
+        let msgs: Vec<String> = errs.iter().map(ToString::to_string).collect();
+        return Err(format!(
+            "{name} output does not verify:\n{}\n{}",
+            msgs.join("\n"),
+            print_module(&m)
+        )
+        .into());
+    }
+    round_trip(&m).map_err(|e| format!("after {name}: {e}"))?;
+    run_directives(&m, directives).map_err(|e| format!("after {name}: {e}"))?;
+    Ok(print_module(&m))
+}
+
+/// The module with `@f` specialised on the known text of `call`; it must
+/// verify, round-trip and pass the `# run:` lines, and every `# run:` or
+/// `# run-error:` call of `@f` whose arguments agree with what is known gives
+/// the same value, or the same error at the same place, through `@f.spec`.
+fn check_specialise(
+    path: &Utf8Path,
+    text: &str,
+    module: &Module,
+    call: &Call,
+    directives: &[Directive],
+) -> Result<String> {
+    let src = irad::Source {
+        name: path.to_string(),
+        text: text.to_string(),
+    };
+    let known_src = irad::Source {
+        name: "<known>".into(),
+        text: call.args.clone(),
+    };
+    let f = irad::find_function(&src, module, &call.func).map_err(|e| e.render(&[&src]))?;
+    let known = irad::parse_known(&known_src, module, f).map_err(|e| e.render(&[&known_src]))?;
+    let (m, spec) = irad::specialise(&src, module, f, &known)
+        .map_err(|e| format!("specialise failed:\n{}", e.render(&[&src])))?;
+    round_trip(&m).map_err(|e| format!("after specialise: {e}"))?;
+    run_directives(&m, directives).map_err(|e| format!("after specialise: {e}"))?;
+    let mut compared = 0;
+    for d in directives {
+        let c = match d {
+            Directive::Run { call: c, .. } | Directive::RunError { call: c, .. } => c,
+            _ => continue,
+        };
+        if c.func != call.func {
+            continue;
+        }
+        let params = m[f].param_types();
+        let args = parse_args(&c.args, &params, &m)?;
+        let args_src = irad::Source {
+            name: "<args>".into(),
+            text: c.args.clone(),
+        };
+        if irad::check_args_known(&args_src, &m, &args, &known).is_err() {
+            continue;
+        }
+        let want = run(&m, f, &copies(&args), &RunOptions::default());
+        let got = run(&m, spec, &copies(&args), &RunOptions::default());
+        let same = match (&want, &got) {
+            (Ok(a), Ok(b)) => a.same(b),
+            (Err(a), Err(b)) => a.msg == b.msg && a.loc.pos == b.loc.pos,
+            _ => false,
+        };
+        if !same {
+            return Err(format!(
+                "@{}({}): the original gives {want:?}, the specialisation {got:?}",
+                c.func, c.args
+            )
+            .into());
+        }
+        compared += 1;
+    }
+    let _ = compared;
+    Ok(print_module(&m))
 }
 
 /// Fresh copies of argument values (arrays get new buffers).
@@ -646,7 +774,9 @@ fn run_directives(module: &Module, directives: &[Directive]) -> Result<()> {
             | Directive::Pass(_)
             | Directive::Normalise
             | Directive::Forward
-            | Directive::Reverse => {}
+            | Directive::Reverse
+            | Directive::Pe(_)
+            | Directive::Specialise(_) => {}
         }
     }
     Ok(())
@@ -753,6 +883,14 @@ fn directives(text: &str, lang: Lang) -> Result<Vec<Directive>> {
                 "reverse" => out.push(Directive::Reverse),
                 other if other.starts_with("pass ") => {
                     out.push(Directive::Pass(other["pass ".len()..].trim().to_string()));
+                }
+                other if other.starts_with("pe ") => {
+                    out.push(Directive::Pe(other["pe ".len()..].trim().to_string()));
+                }
+                other if other.starts_with("specialise ") => {
+                    let (call, _) = parse_call(&other["specialise ".len()..])
+                        .map_err(|e| format!("line {line}: {e}"))?;
+                    out.push(Directive::Specialise(call));
                 }
                 other => return Err(format!("line {line}: unknown test kind {other:?}").into()),
             }

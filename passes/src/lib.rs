@@ -7,6 +7,8 @@
 //!   file each;
 //! - [`activity`]: which values carry derivatives that matter, so the AD
 //!   transforms skip tangent and cotangent work for the others;
+//! - [`pe`]: partial evaluation (specialisation, inlining, unrolling,
+//!   devirtualisation);
 //! - `cfg`: the small CFG facts (successors, predecessors, reachability) the
 //!   passes share.
 //!
@@ -23,6 +25,7 @@ mod ad_error;
 pub mod forward;
 pub mod manager;
 pub mod normalise;
+pub mod pe;
 pub mod reverse;
 
 pub use manager::{

@@ -10,6 +10,7 @@
 //! Errors are plain messages (lowercase, no location); the caller locates them.
 
 use super::value::{ArrayData, ArrayRef, Val};
+use crate::func::Const;
 use crate::prim::Prim;
 use crate::types::Scalar;
 
@@ -42,6 +43,45 @@ pub(crate) fn eval(prim: Prim, args: &[&Val], elem: Option<Scalar>) -> Result<Va
         Frule | Push | Pop | Revfwd | Revback => Err(format!(
             "internal error: `{prim}` evaluated without the interpreter"
         )),
+    }
+}
+
+/// Evaluates `prim` on constant operands at compile time, exactly as the
+/// interpreter would at run time (the same code, `eval`), so a folded result
+/// is bit-identical to the run-time one. This is the one place compile-time
+/// constant evaluation lives (partial evaluation uses it; constant-folding
+/// rules can too).
+///
+/// `None` when the call must stay for run time: an operand or the result is not
+/// a scalar constant (tuples, arrays, duals), the primitive has an effect or
+/// needs the interpreter (arrays, tapes, rules), or the evaluation fails (a
+/// run-time error such as `idiv` by zero or `fptosi` of NaN must still be
+/// raised at run time, at its statement).
+pub fn fold_prim(prim: Prim, args: &[Const]) -> Option<Const> {
+    use Prim::*;
+    match prim {
+        Tuple | Getfield | Alloc | Zeros | Length | Arrayref | Arrayset | Copy | Dual | Primal
+        | Tangent | Frule | Push | Pop | Revfwd | Revback => return None,
+        _ => {}
+    }
+    let vals: Vec<Val> = args
+        .iter()
+        .map(|c| match *c {
+            Const::F64(x) => Val::F64(x),
+            Const::I64(x) => Val::I64(x),
+            Const::Bool(x) => Val::Bool(x),
+            Const::Unit => Val::Unit,
+            Const::Func(f) => Val::Func(f),
+        })
+        .collect();
+    let refs: Vec<&Val> = vals.iter().collect();
+    match eval(prim, &refs, None).ok()? {
+        Val::F64(x) => Some(Const::F64(x)),
+        Val::I64(x) => Some(Const::I64(x)),
+        Val::Bool(x) => Some(Const::Bool(x)),
+        Val::Unit => Some(Const::Unit),
+        Val::Func(f) => Some(Const::Func(f)),
+        Val::Tuple(_) | Val::Array(_) | Val::Dual(_) => None,
     }
 }
 
@@ -484,5 +524,30 @@ mod tests {
             }
         }
         assert!(answered > 500, "fast path answered only {answered} cases");
+    }
+
+    /// Compile-time evaluation agrees with the interpreter and leaves failing
+    /// and effectful calls for run time.
+    #[test]
+    fn fold_prim_folds_pure_calls_and_leaves_errors() {
+        use Const::*;
+        assert_eq!(
+            fold_prim(Prim::Add, &[F64(0.1), F64(0.2)]),
+            Some(F64(0.1 + 0.2))
+        );
+        assert_eq!(fold_prim(Prim::Sin, &[F64(1.0)]), Some(F64(libm::sin(1.0))));
+        assert_eq!(
+            fold_prim(Prim::Iadd, &[I64(i64::MAX), I64(1)]),
+            Some(I64(i64::MIN))
+        );
+        assert_eq!(fold_prim(Prim::Lt, &[I64(1), I64(2)]), Some(Bool(true)));
+        assert_eq!(fold_prim(Prim::Idiv, &[I64(1), I64(0)]), None);
+        assert_eq!(fold_prim(Prim::Idiv, &[I64(i64::MIN), I64(-1)]), None);
+        assert_eq!(fold_prim(Prim::Fptosi, &[F64(f64::NAN)]), None);
+        assert_eq!(fold_prim(Prim::Zeros, &[I64(2)]), None);
+        assert_eq!(fold_prim(Prim::Push, &[F64(1.0)]), None);
+        let f = Func(crate::func::FuncRef::Prim(Prim::Sin));
+        let g = Func(crate::func::FuncRef::Prim(Prim::Cos));
+        assert_eq!(fold_prim(Prim::Select, &[Bool(false), f, g]), Some(g));
     }
 }

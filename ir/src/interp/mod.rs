@@ -48,7 +48,7 @@ mod eval;
 mod tape;
 pub mod value;
 
-pub use eval::MAX_ARRAY_LEN;
+pub use eval::{MAX_ARRAY_LEN, fold_prim};
 pub use value::{ArrayData, ArrayRef, Val};
 
 use crate::entity::EntityRef;
