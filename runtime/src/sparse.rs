@@ -11,13 +11,14 @@
 //! constructors check, so the arena is a DAG in topological order.
 //!
 //! [`SparseArena::dense`] materialises a tangent: one backward sweep over the
-//! nodes reachable from it, in decreasing handle order (a priority queue), so
-//! a shared sub-DAG is visited once and the cost is O(R log R) for R reachable
-//! nodes; iterative, so no depth of DAG can overflow the stack. Assumes
-//! nothing of its callers: invalid handles and directions are errors, never
-//! panics.
-
-use std::collections::BinaryHeap;
+//! handles from the root down to the smallest one it reaches, in decreasing
+//! order, skipping those it does not reach; a shared sub-DAG is visited once,
+//! and the cost is O(root - lowest reached + n) for a dense result of n
+//! entries: O(nodes made) for the one materialisation at the end of a
+//! gradient, which is linear in the tangent work (a priority queue over the
+//! reachable nodes alone measured several times slower). Iterative, so no
+//! depth of DAG can overflow the stack. Assumes nothing of its callers:
+//! invalid handles and directions are errors, never panics.
 
 /// The largest number of nodes an arena holds (2^31 handles fit an i64 and
 /// a u32 index); making one more is an error.
@@ -70,7 +71,7 @@ pub struct SparseArena {
     /// Accumulated coefficients during [`SparseArena::dense`], by handle;
     /// zero outside it.
     adj: Vec<f64>,
-    /// Whether a handle is queued during [`SparseArena::dense`].
+    /// Whether a handle is reached during [`SparseArena::dense`].
     queued: Vec<bool>,
 }
 
@@ -157,7 +158,7 @@ impl SparseArena {
     /// and `onehot(k)` adds its coefficient to `out[k]`. A direction at or
     /// beyond `n` is an error.
     pub fn dense(&mut self, h: i64, n: usize, out: &mut Vec<f64>) -> Result<(), SparseError> {
-        let root = self.index(h)?;
+        let root = self.index(h)? as usize;
         out.clear();
         out.resize(n, 0.0);
         if root == 0 {
@@ -167,40 +168,45 @@ impl SparseArena {
             self.adj.resize(self.nodes.len(), 0.0);
             self.queued.resize(self.nodes.len(), false);
         }
-        let mut heap = BinaryHeap::new();
-        heap.push(root);
-        self.queued[root as usize] = true;
-        self.adj[root as usize] = 1.0;
+        self.queued[root] = true;
+        self.adj[root] = 1.0;
+        let mut lowest = root;
         let mut result = Ok(());
-        while let Some(i) = heap.pop() {
-            let i = i as usize;
-            let coef = std::mem::take(&mut self.adj[i]);
-            self.queued[i] = false;
-            let mut pass = |j: u32, c: f64, heap: &mut BinaryHeap<u32>| {
-                let j = j as usize;
-                self.adj[j] += c;
-                if !self.queued[j] {
+        let mut i = root;
+        // Children have smaller handles than their parents, so every node
+        // has all its contributions when the sweep reaches it.
+        while i >= lowest && i > 0 {
+            if std::mem::take(&mut self.queued[i]) {
+                let coef = std::mem::take(&mut self.adj[i]);
+                let mut pass = |j: u32, c: f64| {
+                    let j = j as usize;
+                    self.adj[j] += c;
                     self.queued[j] = true;
-                    heap.push(j as u32);
-                }
-            };
-            match self.nodes[i] {
-                SparseNode::Zero => {}
-                SparseNode::OneHot(k) => match usize::try_from(k).ok().and_then(|k| out.get_mut(k))
-                {
-                    Some(slot) => *slot += coef,
-                    None if result.is_ok() => {
-                        result = Err(SparseError::OutOfRange(k, n as i64));
+                    lowest = lowest.min(j);
+                };
+                match self.nodes[i] {
+                    SparseNode::Zero => {}
+                    SparseNode::OneHot(k) => {
+                        match usize::try_from(k).ok().and_then(|k| out.get_mut(k)) {
+                            Some(slot) => *slot += coef,
+                            None if result.is_ok() => {
+                                result = Err(SparseError::OutOfRange(k, n as i64));
+                            }
+                            None => {}
+                        }
                     }
-                    None => {}
-                },
-                SparseNode::Scale(c, a) => pass(a, c * coef, &mut heap),
-                SparseNode::Add(a, b) => {
-                    pass(a, coef, &mut heap);
-                    pass(b, coef, &mut heap);
+                    SparseNode::Scale(c, a) => pass(a, c * coef),
+                    SparseNode::Add(a, b) => {
+                        pass(a, coef);
+                        pass(b, coef);
+                    }
                 }
             }
+            i -= 1;
         }
+        // Handle 0 (zero) may have been marked; leave the scratch clean.
+        self.queued[0] = false;
+        self.adj[0] = 0.0;
         result
     }
 }
