@@ -122,6 +122,20 @@ pub fn lane_mul(
     }
 }
 
+/// `t * factor` for one lane's f64 tangent `t`: [`lane_mul`] with the dense
+/// operands in this order (`mul(t, factor)`).
+pub fn lane_mul_by(
+    b: &mut FuncBuilder<'_>,
+    t: Operand,
+    factor: Operand,
+) -> Result<Operand, RuleError> {
+    if sparse_lane(b, &t) {
+        value(b, Prim::Sscale, &[factor, t])
+    } else {
+        mul(b, t, factor)
+    }
+}
+
 /// `p + q` for one lane's f64 tangents: `add`, or `sadd` when sparse.
 pub fn lane_add(b: &mut FuncBuilder<'_>, p: Operand, q: Operand) -> Result<Operand, RuleError> {
     if sparse_lane(b, &p) {

@@ -228,7 +228,7 @@ fn mul_rule(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, Rul
         (Some(tx), None) => Some(emit::scale(b, y.primal, tx)?),
         (None, Some(ty)) => Some(emit::scale(b, x.primal, ty)?),
         (Some(tx), Some(ty)) => Some(zip(b, tx, ty, |b, p, q| {
-            let a = emit::lane_mul(b, y.primal, p)?;
+            let a = emit::lane_mul_by(b, p, y.primal)?;
             let c = emit::lane_mul(b, x.primal, q)?;
             emit::lane_add(b, a, c)
         })?),
