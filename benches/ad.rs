@@ -13,7 +13,8 @@
 //!   the shadows and assembles the result.
 //! - `forward_scaling`: the full gradient of `sum(x)` by forward mode (batch
 //!   width 8, so n / 8 passes) for n from 2 500 to 40 000, and the exponent of
-//!   a least-squares fit of log time against log n.
+//!   a least-squares fit of log time against log n; beside it sparse forward
+//!   mode (`--sparse`: one pass with sparse tangents) and its exponent.
 //! - `compile_chain`: `y <- sin(y) * 1.0001 + 0.5 * y` repeated N times (four
 //!   IR statements per step), built with the builder API, its gradient
 //!   `@chain.rev` derived (normalisation and reverse mode) and compiled with
@@ -593,6 +594,8 @@ struct ScalingPoint {
     n: usize,
     passes: usize,
     fwd: Option<Duration>,
+    /// Sparse forward mode (one pass).
+    sparse: Option<Duration>,
     rev: Option<Duration>,
     primal: Option<Duration>,
     samples: usize,
@@ -603,8 +606,8 @@ fn forward_scaling(cfg: &Config, failures: &mut Vec<String>) -> Vec<ScalingPoint
     let width = 8;
     println!("\n== forward_scaling (sum(x), forward mode, width {width})");
     println!(
-        "{:>8} {:>8} {:>14} {:>14} {:>14} {:>8}",
-        "n", "passes", "fwd gradient", "per pass", "rev gradient", "samples"
+        "{:>8} {:>8} {:>14} {:>14} {:>14} {:>14} {:>8}",
+        "n", "passes", "fwd gradient", "per pass", "sparse fwd", "rev gradient", "samples"
     );
     let (m, f) = program("sum", SUM);
     let registry = irad::rules::Registry::new();
@@ -624,6 +627,15 @@ fn forward_scaling(cfg: &Config, failures: &mut Vec<String>) -> Vec<ScalingPoint
         let mut fwd = irad::jit_gradient(&m, f, &args, &registry, &opts, Mode::Forward)
             .expect("the forward gradient derives");
         fwd.compile().expect("the forward gradient compiles");
+        let sparse_opts = GradOptions {
+            width: irad::ir::SPARSE_WIDTH,
+            ..GradOptions::default()
+        };
+        let mut sparse = irad::jit_gradient(&m, f, &args, &registry, &sparse_opts, Mode::Forward)
+            .expect("the sparse forward gradient derives");
+        sparse
+            .compile()
+            .expect("the sparse forward gradient compiles");
         let mut rev = irad::jit_gradient(&m, f, &args, &registry, &opts, Mode::Reverse)
             .expect("the reverse gradient derives");
         rev.compile().expect("the reverse gradient compiles");
@@ -641,6 +653,14 @@ fn forward_scaling(cfg: &Config, failures: &mut Vec<String>) -> Vec<ScalingPoint
             &gradient_floats(&out),
             &vec![1.0; n],
         );
+        let sparse_out = sparse
+            .run(&args, &run_opts)
+            .expect("the sparse forward gradient runs");
+        checks.vector(
+            &format!("n = {n}: sparse forward gradient"),
+            &gradient_floats(&sparse_out),
+            &vec![1.0; n],
+        );
         let rev_out = rev
             .run(&args, &run_opts)
             .expect("the reverse gradient runs");
@@ -656,6 +676,12 @@ fn forward_scaling(cfg: &Config, failures: &mut Vec<String>) -> Vec<ScalingPoint
                     name: "irad fwd grad",
                     run: Box::new(|| {
                         black_box(fwd.run(black_box(&args), &run_opts).expect("runs"));
+                    }),
+                },
+                Variant {
+                    name: "irad sparse fwd grad",
+                    run: Box::new(|| {
+                        black_box(sparse.run(black_box(&args), &run_opts).expect("runs"));
                     }),
                 },
                 Variant {
@@ -683,16 +709,18 @@ fn forward_scaling(cfg: &Config, failures: &mut Vec<String>) -> Vec<ScalingPoint
             n,
             passes: out.passes,
             fwd: timings.medians[0],
-            rev: timings.medians[1],
-            primal: timings.medians[2],
+            sparse: timings.medians[1],
+            rev: timings.medians[2],
+            primal: timings.medians[3],
             samples: timings.rounds,
         };
         println!(
-            "{:>8} {:>8} {:>14} {:>14} {:>14} {:>8}",
+            "{:>8} {:>8} {:>14} {:>14} {:>14} {:>14} {:>8}",
             n,
             point.passes,
             fmt_time(point.fwd),
             fmt_time(point.fwd.map(|d| d / point.passes.max(1) as u32)),
+            fmt_time(point.sparse),
             fmt_time(point.rev),
             point.samples
         );
@@ -1111,6 +1139,12 @@ impl Report {
                 fmt_ratio(self.exponent(|p| p.rev))
             );
         }
+        if let Some(e) = self.exponent(|p| p.sparse) {
+            println!(
+                "sparse forward scaling exponent {e:.2} (target <= {TARGET_FORWARD_EXPONENT}): {}",
+                met(Some(e <= TARGET_FORWARD_EXPONENT)),
+            );
+        }
         if let Some(p) = self
             .chain
             .as_ref()
@@ -1142,12 +1176,14 @@ impl Report {
                     "n": p.n,
                     "passes": p.passes,
                     "fwd_grad_s": secs(p.fwd),
+                    "sparse_fwd_grad_s": secs(p.sparse),
                     "rev_grad_run_s": secs(p.rev),
                     "primal_s": secs(p.primal),
                     "samples": p.samples,
                 })).collect::<Vec<_>>(),
                 "exponent": e,
                 "rev_exponent": self.exponent(|p| p.rev),
+                "sparse_exponent": self.exponent(|p| p.sparse),
                 "target_exponent_le_1_2": e.map(|e| e <= TARGET_FORWARD_EXPONENT),
             })
         });

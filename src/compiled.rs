@@ -205,7 +205,7 @@ impl CompiledGradient<'_> {
 
     fn plan_funcs(&self) -> Vec<FuncId> {
         match &self.plan {
-            Plan::Forward(p) => vec![p.rule()],
+            Plan::Forward(p) => vec![p.entry()],
             Plan::Reverse(p) => {
                 let (a, b) = p.pieces();
                 vec![a, b]

@@ -958,7 +958,8 @@ fn render_located(file: &str, lines: Option<&diag::SourceLines>, err: &dyn Diagn
 
 /// A value as JSON, per SYNTAX.md §3: arrays and tuples as arrays, non-finite
 /// floats as the strings `"inf"`, `"-inf"`, `"nan"`, unit as `null`, function
-/// values as their `@name`, a dual as `{"primal": P, "tangents": [T, ...]}`.
+/// values as their `@name`, a dual as `{"primal": P, "tangents": [T, ...]}`,
+/// a sparse handle as the string `"sparse#H"`.
 pub fn value_to_json(v: &Val, module: &Module) -> serde_json::Value {
     use serde_json::Value as J;
     match v {
@@ -971,7 +972,13 @@ pub fn value_to_json(v: &Val, module: &Module) -> serde_json::Value {
             ArrayData::F64(xs) => xs.iter().map(|&x| f64_to_json(x)).collect(),
             ArrayData::I64(xs) => xs.iter().map(|&x| J::from(x)).collect(),
             ArrayData::Bool(xs) => xs.iter().map(|&x| J::Bool(x)).collect(),
+            ArrayData::Sparse(xs) => xs
+                .iter()
+                .map(|&x| J::String(format!("sparse#{x}")))
+                .collect(),
         }),
+        // A handle of a run's sparse tangent builder (no longer valid).
+        Val::Sparse(h) => J::String(format!("sparse#{h}")),
         Val::Func(FuncRef::Prim(p)) => J::String(format!("@{}", p.name())),
         Val::Func(FuncRef::User(id)) => J::String(format!(
             "@{}",

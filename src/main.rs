@@ -130,6 +130,10 @@ struct GradRequest {
     /// when fewer f64s are differentiated.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
     batch: Option<u32>,
+    /// Sparse forward mode: the whole gradient in one pass with sparse
+    /// tangents (needs `--mode fwd`; excludes `--batch`).
+    #[arg(long, conflicts_with = "batch")]
+    sparse: bool,
     /// The call-depth limit; deeper recursion is a run-time error.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DEPTH)]
     max_depth: usize,
@@ -147,6 +151,9 @@ struct Request {
 
 impl GradRequest {
     fn read(self, sources: &mut Vec<Source>, backend: irad::Backend) -> Result<Request, Error> {
+        if self.sparse && self.mode == Mode::Rev {
+            usage_error("--sparse is sparse forward mode: use it with --mode fwd");
+        }
         let module = load(&self.file, sources)?;
         let func = irad::find_function(&sources[0], &module, &self.func)?;
         sources.push(args_source(self.args)?);
@@ -156,7 +163,11 @@ impl GradRequest {
             func,
             args,
             opts: GradOptions {
-                width: self.batch.unwrap_or(8),
+                width: if self.sparse {
+                    irad::ir::SPARSE_WIDTH
+                } else {
+                    self.batch.unwrap_or(8)
+                },
                 wrt: self.wrt,
                 run: RunOptions {
                     max_depth: self.max_depth,

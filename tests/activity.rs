@@ -2,7 +2,7 @@
 //! values it finds active, that it removes derivative work (statements of
 //! the derived functions counted with the analysis on and off), that it
 //! changes no gradient (every corpus case, every single `wrt` argument and
-//! all of them, reverse mode and forward mode at widths 1 and 3; the JIT
+//! all of them, reverse mode and forward mode at widths 1 and 3 and sparse; the JIT
 //! agrees with the interpreter on the derived variants), and what
 //! `irad dump --activity` prints.
 
@@ -362,7 +362,12 @@ fn activity_changes_no_gradient_of_the_corpus() {
         let mut sets: Vec<Vec<usize>> = tangents.iter().map(|&i| vec![i]).collect();
         sets.push(tangents.clone());
         for wrt in &sets {
-            for mode in [Mode::Reverse, Mode::Forward(1), Mode::Forward(3)] {
+            for mode in [
+                Mode::Reverse,
+                Mode::Forward(1),
+                Mode::Forward(3),
+                Mode::Forward(0),
+            ] {
                 let off = gradient(&m, f, &args, wrt, mode, false, false);
                 let on = gradient(&m, f, &args, wrt, mode, true, false);
                 assert!(

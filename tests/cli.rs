@@ -453,3 +453,41 @@ fn dump_shows_forward_rules() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).contains("rosenbrock.fwd"));
 }
+
+/// `--sparse` (sparse forward mode): the same gradient layout as dense
+/// forward mode, with both backends; with `--batch` or `--mode rev` it is a
+/// usage error (exit 2).
+#[test]
+fn grad_sparse_gives_the_forward_gradient_in_one_pass() {
+    let path = manifest_examples("rosenbrock.irad");
+    let base = [
+        "grad",
+        path.as_str(),
+        "-f",
+        "rosenbrock",
+        "--args",
+        "[1.5, 0.5, -0.3]",
+        "--json",
+    ];
+    let with = |extra: &[&str]| {
+        let mut v = base.to_vec();
+        v.extend_from_slice(extra);
+        irad(&v)
+    };
+    let dense = with(&["--mode", "fwd"]);
+    assert_eq!(dense.status.code(), Some(0), "{}", stderr(&dense));
+    for backend in ["jit", "interp"] {
+        let sparse = with(&["--mode", "fwd", "--sparse", "--backend", backend]);
+        assert_eq!(sparse.status.code(), Some(0), "{}", stderr(&sparse));
+        assert_eq!(stdout(&sparse), stdout(&dense), "--backend {backend}");
+    }
+    let conflict = with(&["--mode", "fwd", "--sparse", "--batch", "2"]);
+    assert_eq!(conflict.status.code(), Some(2), "{}", stderr(&conflict));
+    let rev = with(&["--sparse"]);
+    assert_eq!(rev.status.code(), Some(2), "{}", stderr(&rev));
+    assert!(stderr(&rev).contains("--sparse is sparse forward mode"));
+}
+
+fn manifest_examples(name: &str) -> String {
+    format!("{}/examples/{name}", env!("CARGO_MANIFEST_DIR"))
+}

@@ -205,6 +205,7 @@ fn argv(vals: &[Val]) -> Vec<String> {
                     ArrayData::F64(xs) => out.extend(xs.iter().map(|x| format!("{x:?}"))),
                     ArrayData::I64(xs) => out.extend(xs.iter().map(i64::to_string)),
                     ArrayData::Bool(xs) => out.extend(xs.iter().map(|&b| u8::from(b).to_string())),
+                    ArrayData::Sparse(_) => panic!("no command-line form for [sparse]"),
                 }
             }
             _ => panic!("no command-line form for {}", v.kind()),

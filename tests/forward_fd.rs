@@ -38,6 +38,14 @@
 //! - `wrt` = one differentiated argument gives that argument's gradient of
 //!   the full run, bit for bit, and `None` for every other argument.
 //!
+//! - sparse forward mode (`GradOptions::width` = `SPARSE_WIDTH`) gives the
+//!   primal's value bit for bit, one pass, and every component within
+//!   `SPARSE_RTOL` of the dense gradient's (relative, with an absolute floor
+//!   of `SPARSE_RTOL`, for components that are a cancellation of larger
+//!   terms: `taylor_exp_error`'s -3e-6 differs by 4e-16): the sparse
+//!   materialisation multiplies and adds the same partial derivatives in
+//!   another order (reverse accumulation over the tangent DAG), so bit
+//!   equality is not expected;
 //! - reverse mode (`irad::grad_reverse`) gives the primal's value bit for
 //!   bit and every component within 1e-9 of forward mode's, and each is
 //!   checked against the differences like forward mode's.
@@ -65,6 +73,8 @@ const RTOL: f64 = 1e-6;
 /// Absolute floor, scaled by `max(1, |f(x)|)`: the round-off of a central
 /// difference grows with the size of the value over the step.
 const ATOL: f64 = 1e-7;
+/// Relative tolerance between sparse and dense forward mode.
+const SPARSE_RTOL: f64 = 1e-12;
 /// Tolerance of one-sided differences (error O(h f'')) when deciding
 /// whether a point sits exactly on a kink.
 const ONE_SIDED_TOL: f64 = 1e-3;
@@ -177,6 +187,11 @@ fn forward_mode_matches_finite_differences_on_the_corpus() {
         "too few reverse-mode components: {report}"
     );
     assert!(
+        t.sparse_checks >= MIN_COMPONENTS / 2,
+        "too few sparse-mode components ({}): {report}",
+        t.sparse_checks
+    );
+    assert!(
         t.non_smooth <= MAX_NON_SMOOTH,
         "more than {MAX_NON_SMOOTH} non-smooth skips: {report}"
     );
@@ -259,6 +274,8 @@ struct Totals {
     wrt_checks: usize,
     /// Components where reverse mode was compared with forward mode.
     reverse_checks: usize,
+    /// Components where sparse mode was compared with dense forward mode.
+    sparse_checks: usize,
 }
 
 /// A reference-corpus argument set, as a point of the file it names.
@@ -376,6 +393,41 @@ impl Case<'_> {
             self.check_component(&p, &full, &leaf);
         }
         self.check_reverse(&p, &full);
+        self.check_sparse(&p, &full);
+    }
+
+    /// Sparse mode at the point: the primal's value, one pass, every
+    /// component within `SPARSE_RTOL` of dense forward mode's.
+    fn check_sparse(&mut self, p: &Point, full: &Gradient) {
+        let Some(g) = self.gradient(p, irad::ir::SPARSE_WIDTH, None) else {
+            return;
+        };
+        if !g.value.same(&Val::F64(p.fx)) || g.passes != 1 {
+            let got = g.value.display(self.module);
+            self.fail_at(
+                p,
+                format!(
+                    "sparse value {got} in {} passes, primal {:?}",
+                    g.passes, p.fx
+                ),
+            );
+        }
+        let get = |g: &Gradient, leaf: &Leaf| {
+            g.gradient[leaf.arg]
+                .as_ref()
+                .and_then(|g| get_leaf(g, &leaf.path))
+        };
+        for leaf in &leaves(&p.args) {
+            match (get(full, leaf), get(&g, leaf)) {
+                (Some(a), Some(b)) if a == b || (a - b).abs() <= SPARSE_RTOL * a.abs().max(1.0) => {
+                }
+                (Some(a), Some(b)) if a.is_nan() && b.is_nan() => {}
+                (a, b) => {
+                    self.fail_at(p, format!("{}: dense {a:?}, sparse {b:?}", show_leaf(leaf)))
+                }
+            }
+            self.totals.sparse_checks += 1;
+        }
     }
 
     /// Reverse mode at the point: the primal's value bit for bit, every

@@ -8,7 +8,8 @@
 //!
 //! - Every corpus program (surface and IR twin) and case: the primal
 //!   (`run_with`), reverse mode (`grad_reverse`) and forward mode at widths 1,
-//!   3 and 8 (`grad_forward`), each with the interpreter and with the JIT.
+//!   3 and 8 and sparse (`grad_forward`), each with the interpreter and with
+//!   the JIT.
 //! - Every `# run:` and `# run-error:` line of the filetests and examples, on
 //!   the module as written and normalised, and `@f.rev` of the `# test:
 //!   reverse` files; on a thread with a 1 GiB stack, as some recurse to the
@@ -204,7 +205,8 @@ fn check_run(
     want
 }
 
-/// How a gradient is computed: reverse mode, or forward mode at a width.
+/// How a gradient is computed: reverse mode, or forward mode at a width
+/// (`SPARSE_WIDTH`, 0: sparse mode).
 #[derive(Copy, Clone, Debug)]
 enum Mode {
     Reverse,

@@ -403,6 +403,10 @@ const RUNTIME_API: &str = "#ifndef IRAD_RUNTIME_API
 #define IRAD_ERR_OOM_TAPE      15  /* out of memory growing a tape */
 #define IRAD_ERR_NO_RULE       16  /* a rule the object does not hold */
 #define IRAD_ERR_BAD_LENGTH    17  /* an array argument with a negative length */
+#define IRAD_ERR_SPARSE_HANDLE 18  /* internal: an invalid sparse tangent handle */
+#define IRAD_ERR_SPARSE_DIRECTION 19  /* a negative one-hot direction */
+#define IRAD_ERR_SPARSE_RANGE  20  /* a one-hot direction beyond sdense's length */
+#define IRAD_ERR_SPARSE_FULL   21  /* too many sparse tangent nodes */
 
 /* The error of the last exported function that returned on this thread:
  * \"file:line:col: error: message (in @f, block #2, statement 3)\" and one
@@ -441,6 +445,10 @@ pub(crate) const STATUS_CODES: &[(&str, i64)] = &[
     ("IRAD_ERR_OOM_TAPE", rt::ERR_OOM_TAPE),
     ("IRAD_ERR_NO_RULE", rt::ERR_NO_RULE),
     ("IRAD_ERR_BAD_LENGTH", rt::ERR_BAD_LENGTH),
+    ("IRAD_ERR_SPARSE_HANDLE", rt::ERR_SPARSE_HANDLE),
+    ("IRAD_ERR_SPARSE_DIRECTION", rt::ERR_SPARSE_DIRECTION),
+    ("IRAD_ERR_SPARSE_RANGE", rt::ERR_SPARSE_RANGE),
+    ("IRAD_ERR_SPARSE_FULL", rt::ERR_SPARSE_FULL),
 ];
 
 /// Collects the pieces of a [`Plan`] while walking the parameter types.
@@ -505,6 +513,8 @@ impl PlanBuilder {
                     Scalar::F64 => ("double *", "f64"),
                     Scalar::I64 => ("int64_t *", "i64"),
                     Scalar::Bool => ("uint8_t *", "bool, each 0 or 1"),
+                    // Refused by `no_c_form` before any parameter is planned.
+                    Scalar::Sparse => ("int64_t *", "sparse handles"),
                 };
                 let len_name = self.names.fresh(&format!("{name}_len"));
                 let p = self.push_named(
@@ -534,7 +544,7 @@ impl PlanBuilder {
                 }
             }
             // `plan` refuses the other types before walking.
-            Type::Unit | Type::Func(_) | Type::Dual(..) => {}
+            Type::Unit | Type::Func(_) | Type::Dual(..) | Type::Sparse => {}
         }
     }
 
@@ -570,6 +580,7 @@ impl PlanBuilder {
                 Scalar::F64 => ("double *", types::F64, "f64"),
                 Scalar::I64 => ("int64_t *", types::I64, "i64"),
                 Scalar::Bool => ("int32_t *", types::I8, "bool, stored as 0 or 1"),
+                Scalar::Sparse => ("int64_t *", types::I64, "a sparse handle"),
             };
             let part = if single {
                 "the result".to_string()
@@ -605,6 +616,7 @@ fn scalar_leaves(ty: &Type, path: &str, out: &mut Vec<(String, Scalar)>) {
 fn no_c_form(ty: &Type, result: bool) -> Option<&'static str> {
     match ty {
         Type::F64 | Type::I64 | Type::Bool | Type::Unit => None,
+        Type::Array(Scalar::Sparse) => Some("sparse tangents cannot cross the C ABI"),
         Type::Array(_) if result => Some(
             "arrays cannot be returned through the C ABI (pass an array argument and write into it instead)",
         ),
@@ -612,6 +624,7 @@ fn no_c_form(ty: &Type, result: bool) -> Option<&'static str> {
         Type::Tuple(elems) => elems.iter().find_map(|e| no_c_form(e, result)),
         Type::Func(_) => Some("function values cannot cross the C ABI"),
         Type::Dual(..) => Some("dual values cannot cross the C ABI"),
+        Type::Sparse => Some("sparse tangents cannot cross the C ABI"),
     }
 }
 
@@ -663,6 +676,7 @@ fn elem_text(s: Scalar) -> &'static str {
         Scalar::F64 => "f64",
         Scalar::I64 => "i64",
         Scalar::Bool => "bool",
+        Scalar::Sparse => "sparse",
     }
 }
 

@@ -450,6 +450,8 @@ impl State<'_> {
         self.rt.ensure_tapes(ntapes, &mut ctx);
         self.rt.trace.clear();
         self.rt.message.clear();
+        // Sparse handles live for one run, as in the interpreter.
+        self.rt.sparse.clear();
         ctx.host = self as *mut State<'_> as *mut u8;
         let budget = self.stack_budget;
         let need = budget.saturating_add(STACK_MARGIN);
@@ -527,6 +529,7 @@ impl State<'_> {
                     ArrayData::F64(xs) => (xs.as_mut_ptr() as u64, xs.len()),
                     ArrayData::I64(xs) => (xs.as_mut_ptr() as u64, xs.len()),
                     ArrayData::Bool(xs) => (xs.as_mut_ptr() as u64, xs.len()),
+                    ArrayData::Sparse(xs) => (xs.as_mut_ptr() as u64, xs.len()),
                 };
                 // Empty vectors share one dangling address; an empty array
                 // passes its cell's instead (never read: it has no
@@ -540,8 +543,8 @@ impl State<'_> {
                 let h = self.comp.handle(self.module.get(), *fr)?;
                 out.push(u64::from(h));
             }
-            (Val::Dual(vs), Type::Dual(inner, _)) => {
-                let tan = inner.tangent().unwrap_or(Type::Unit);
+            (Val::Dual(vs), Type::Dual(inner, width)) => {
+                let tan = inner.tangent_at(*width).unwrap_or(Type::Unit);
                 for (i, v) in vs.iter().enumerate() {
                     self.flatten(v, if i == 0 { inner } else { &tan }, out, arrays)?;
                 }
@@ -574,6 +577,9 @@ impl State<'_> {
             Type::I64 => Val::I64(next()? as i64),
             Type::Bool => Val::Bool(next()? & 1 != 0),
             Type::Unit => Val::Unit,
+            // A handle of this run's builder: meaningless after the run, but
+            // returned as it is, as the interpreter does.
+            Type::Sparse => Val::Sparse(next()? as i64),
             Type::Func(_) => {
                 let h = next()?;
                 let fr = usize::try_from(h)
@@ -608,6 +614,9 @@ impl State<'_> {
                                 .map(|&b| b != 0)
                                 .collect(),
                         ),
+                        Scalar::Sparse => ArrayData::Sparse(
+                            std::slice::from_raw_parts(p as *const i64, n).to_vec(),
+                        ),
                     }
                 };
                 let a = ArrayRef::new(data);
@@ -622,9 +631,11 @@ impl State<'_> {
                 Val::Tuple(Rc::from(vs))
             }
             Type::Dual(inner, width) => {
-                let tan = inner.tangent().ok_or("a dual without a tangent type")?;
+                let tan = inner
+                    .tangent_at(*width)
+                    .ok_or("a dual without a tangent type")?;
                 let mut vs = vec![self.unflatten(inner, it, arrays, made)?];
-                for _ in 0..*width {
+                for _ in 0..Type::lanes(*width) {
                     vs.push(self.unflatten(&tan, it, arrays, made)?);
                 }
                 Val::Dual(Rc::from(vs))
@@ -720,6 +731,7 @@ fn same_elem(d: &ArrayData, elem: Scalar) -> bool {
         (ArrayData::F64(_), Scalar::F64)
             | (ArrayData::I64(_), Scalar::I64)
             | (ArrayData::Bool(_), Scalar::Bool)
+            | (ArrayData::Sparse(_), Scalar::Sparse)
     )
 }
 

@@ -7,8 +7,11 @@
 //! - an array `[T]` is two `i64`: the address of its first element and its
 //!   length (elements are 8 bytes, 1 for `bool`);
 //! - a function value is one `i64`, its handle in the function table;
+//! - `sparse` is one `i64`, a handle of the runtime's sparse tangent builder
+//!   (`[sparse]` arrays hold such handles, 8 bytes each);
 //! - `dual<T, N>` is the leaves of `T`, then the leaves of N tangents of `T`'s
-//!   tangent type.
+//!   tangent type; `dual<T, sparse>` the leaves of `T` and of one tangent of
+//!   `T`'s sparse tangent type.
 //!
 //! Values pushed on a tape are stored leaf by leaf, 8 bytes per leaf except 1
 //! for a `bool`, unaligned; a value without leaves takes one (unused) byte, so
@@ -24,15 +27,15 @@ pub(crate) type Leaf = types::Type;
 pub(crate) fn leaves(ty: &Type, out: &mut Vec<Leaf>) {
     match ty {
         Type::F64 => out.push(types::F64),
-        Type::I64 | Type::Func(_) => out.push(types::I64),
+        Type::I64 | Type::Func(_) | Type::Sparse => out.push(types::I64),
         Type::Bool => out.push(types::I8),
         Type::Unit => {}
         Type::Tuple(elems) => elems.iter().for_each(|e| leaves(e, out)),
         Type::Array(_) => out.extend([types::I64, types::I64]),
         Type::Dual(inner, width) => {
             leaves(inner, out);
-            if let Some(tan) = inner.tangent() {
-                for _ in 0..*width {
+            if let Some(tan) = inner.tangent_at(*width) {
+                for _ in 0..Type::lanes(*width) {
                     leaves(&tan, out);
                 }
             }
@@ -50,12 +53,13 @@ pub(crate) fn leaf_list(ty: &Type) -> Vec<Leaf> {
 /// How many leaves `ty` has.
 pub(crate) fn leaf_count(ty: &Type) -> usize {
     match ty {
-        Type::F64 | Type::I64 | Type::Func(_) | Type::Bool => 1,
+        Type::F64 | Type::I64 | Type::Func(_) | Type::Bool | Type::Sparse => 1,
         Type::Unit => 0,
         Type::Tuple(elems) => elems.iter().map(leaf_count).sum(),
         Type::Array(_) => 2,
         Type::Dual(inner, width) => {
-            leaf_count(inner) + inner.tangent().map_or(0, |t| leaf_count(&t)) * *width as usize
+            leaf_count(inner)
+                + inner.tangent_at(*width).map_or(0, |t| leaf_count(&t)) * Type::lanes(*width)
         }
     }
 }
@@ -69,7 +73,7 @@ pub(crate) fn leaf_bytes(leaf: Leaf) -> u32 {
 pub(crate) fn elem_bytes(elem: Scalar) -> i64 {
     match elem {
         Scalar::Bool => 1,
-        Scalar::F64 | Scalar::I64 => 8,
+        Scalar::F64 | Scalar::I64 | Scalar::Sparse => 8,
     }
 }
 
@@ -77,7 +81,7 @@ pub(crate) fn elem_bytes(elem: Scalar) -> i64 {
 pub(crate) fn elem_leaf(elem: Scalar) -> Leaf {
     match elem {
         Scalar::F64 => types::F64,
-        Scalar::I64 => types::I64,
+        Scalar::I64 | Scalar::Sparse => types::I64,
         Scalar::Bool => types::I8,
     }
 }

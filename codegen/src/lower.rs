@@ -1052,7 +1052,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     return Err(CodegenError::internal("`tangent` of a non-dual".into()));
                 };
                 let k = const_index(ops.get(1))
-                    .filter(|&k| k < *width as usize)
+                    .filter(|&k| k < Type::lanes(*width))
                     .ok_or_else(|| CodegenError::internal("bad index of `tangent`".into()))?;
                 let n = leaf_count(ret);
                 let start = leaf_count(inner) + k * n;
@@ -1162,6 +1162,50 @@ impl<M: ClModule> Lower<'_, '_, M> {
                         self.pop(t, &leaf_list(ret), Some(s))
                     }
                 }
+            }
+            Szero => one(self.b.ins().iconst(types::I64, 0)),
+            Sonehot | Sscale | Sadd => {
+                let s = site(self.c, None);
+                let ctx = self.ctx();
+                let sv = self.b.ins().iconst(types::I64, s);
+                let r = match p {
+                    Sonehot => self.call_import(
+                        "irad_rt_sparse_onehot",
+                        &[types::I64; 3],
+                        &[types::I64],
+                        &[ctx, arg(0)?, sv],
+                    )?,
+                    Sscale => self.call_import(
+                        "irad_rt_sparse_scale",
+                        &[types::I64, types::F64, types::I64, types::I64],
+                        &[types::I64],
+                        &[ctx, arg(0)?, arg(1)?, sv],
+                    )?,
+                    _ => self.call_import(
+                        "irad_rt_sparse_add",
+                        &[types::I64; 4],
+                        &[types::I64],
+                        &[ctx, arg(0)?, arg(1)?, sv],
+                    )?,
+                };
+                let bad = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, r[0], 0);
+                self.propagate_if(bad);
+                one(r[0])
+            }
+            Sdense => {
+                let n = arg(1)?;
+                let s = site(self.c, None);
+                let ctx = self.ctx();
+                let sv = self.b.ins().iconst(types::I64, s);
+                let r = self.call_import(
+                    "irad_rt_sparse_dense",
+                    &[types::I64; 4],
+                    &[types::I64],
+                    &[ctx, arg(0)?, n, sv],
+                )?;
+                let null = self.b.ins().icmp_imm_s(IntCC::Equal, r[0], 0);
+                self.propagate_if(null);
+                smallvec::smallvec![r[0], n]
             }
             Frule | Revfwd | Revback => {
                 let kind = match p {

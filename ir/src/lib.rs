@@ -5,6 +5,8 @@
 //! - [`func`]: modules, functions, blocks, statements; [`builder`]: how IR is made;
 //! - [`text`]: the text format of SYNTAX.md §1 (lexer, parser, printer);
 //! - [`verify`]: the verifier; [`interp`]: the reference interpreter;
+//! - [`sparse`]: the tangent builder of sparse forward mode (the runtime's
+//!   source file, shared so both backends materialise alike);
 //! - [`eq`]: structural equality of modules (names and positions ignored);
 //! - [`surface`]: the `.irad` front end (parser, type checker, SSA lowering).
 //!
@@ -21,6 +23,8 @@ pub mod func;
 pub mod interp;
 pub mod loc;
 pub mod prim;
+#[path = "../../runtime/src/sparse.rs"]
+pub mod sparse;
 pub mod surface;
 pub mod text;
 pub mod types;
@@ -46,6 +50,12 @@ pub const MAX_TYPE_SIZE: usize = 1 << 12;
 
 /// The most tangents a `dual<T, N>` carries (forward mode's batch width).
 pub const MAX_WIDTH: u32 = 256;
+
+/// The batch width that stands for sparse forward mode: `dual<T, sparse>`
+/// carries one tangent of `T`'s sparse tangent type ([`Type::sparse_tangent`]),
+/// `frule(f, 0)` is the sparse rule, `@f.fwds` its name. Dense widths are 1 to
+/// [`MAX_WIDTH`], so 0 is free (docs/ir.md, "Sparse tangents").
+pub const SPARSE_WIDTH: u32 = 0;
 
 /// An error that can be shown to a user: a message and where it is.
 pub trait Diagnostic {

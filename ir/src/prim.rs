@@ -78,6 +78,11 @@ pub enum Prim {
     Pop,
     Revfwd,
     Revback,
+    Sonehot,
+    Szero,
+    Sscale,
+    Sadd,
+    Sdense,
 }
 
 /// How a primitive is typed.
@@ -127,6 +132,11 @@ pub enum Sig {
     /// `revback(f)`: the pullback part of the reverse rule of function value
     /// `f`, of type [`Type::rev_back_fn`] of `f`'s, found (or derived) at run time.
     Revback,
+    /// The sparse tangent builder (docs/ir.md, "Sparse tangents"):
+    /// `sonehot(i64) -> sparse`, `szero() -> sparse`,
+    /// `sscale(f64, sparse) -> sparse`, `sadd(sparse, sparse) -> sparse`,
+    /// `sdense(sparse, i64) -> [f64]`. Not function values.
+    Sparse,
 }
 
 /// One row of the primitive table.
@@ -177,6 +187,8 @@ rows! {
     Frule "frule" Sig::Frule;
     Push "push" Sig::Push; Pop "pop" Sig::Pop;
     Revfwd "revfwd" Sig::Revfwd; Revback "revback" Sig::Revback;
+    Sonehot "sonehot" Sig::Sparse; Szero "szero" Sig::Sparse; Sscale "sscale" Sig::Sparse;
+    Sadd "sadd" Sig::Sparse; Sdense "sdense" Sig::Sparse;
 }
 
 impl Prim {
@@ -187,7 +199,8 @@ impl Prim {
     }
 
     /// Whether the primitive is one the AD transforms introduce (`dual`,
-    /// `primal`, `tangent`, `frule`, `push`, `pop`, `revfwd`, `revback`):
+    /// `primal`, `tangent`, `frule`, `push`, `pop`, `revfwd`, `revback`, and
+    /// the sparse tangent builder `sonehot szero sscale sadd sdense`):
     /// these are not differentiated and have no derivative rules.
     pub fn is_ad(self) -> bool {
         matches!(
@@ -200,6 +213,7 @@ impl Prim {
                 | Sig::Pop
                 | Sig::Revfwd
                 | Sig::Revback
+                | Sig::Sparse
         )
     }
 
@@ -409,6 +423,17 @@ impl Prim {
                         args[0]
                     ));
                 };
+                // One tangent of the sparse tangent type: a sparse dual.
+                if let (Some(stan), [_, t]) = (args[0].sparse_tangent(), args)
+                    && t.mentions_sparse()
+                {
+                    want(
+                        1,
+                        &format!("{stan}, the sparse tangent type of {}", args[0]),
+                        *t == stan,
+                    )?;
+                    return Ok(Type::dual_n(args[0].clone(), crate::SPARSE_WIDTH));
+                }
                 for i in 1..args.len() {
                     want(
                         i,
@@ -439,15 +464,16 @@ impl Prim {
                 let Some(k) = field.filter(|_| args[1] == Type::I64) else {
                     return Err("argument 2 of `tangent` must be an i64 constant".into());
                 };
-                if !(0..i64::from(*width)).contains(&k) {
+                let lanes = Type::lanes(*width);
+                if !(0..lanes as i64).contains(&k) {
                     return Err(format!(
-                        "tangent {k} out of range for {} with {width} tangent{}",
+                        "tangent {k} out of range for {} with {lanes} tangent{}",
                         args[0],
-                        if *width == 1 { "" } else { "s" }
+                        if lanes == 1 { "" } else { "s" }
                     ));
                 }
                 inner
-                    .tangent()
+                    .tangent_at(*width)
                     .ok_or_else(|| format!("{} has no tangent type", args[0]))
             }
             Sig::Frule => {
@@ -461,11 +487,12 @@ impl Prim {
                 let Some(width) = field.filter(|_| args[1] == Type::I64) else {
                     return Err("argument 2 of `frule` must be an i64 constant".into());
                 };
+                // Width 0 is sparse mode (`crate::SPARSE_WIDTH`).
                 let width = u32::try_from(width)
                     .ok()
-                    .filter(|w| (1..=MAX_WIDTH).contains(w))
+                    .filter(|w| (0..=MAX_WIDTH).contains(w))
                     .ok_or_else(|| {
-                        format!("batch width {width} out of range (1 to {MAX_WIDTH})")
+                        format!("batch width {width} out of range (0 for sparse, 1 to {MAX_WIDTH})")
                     })?;
                 Ok(Type::from_fn(Type::forward_fn(sig, width)))
             }
@@ -493,6 +520,20 @@ impl Prim {
                     Type::rev_back_fn(sig)
                 }))
             }
+            Sig::Sparse => {
+                let (params, ret): (&[Type], Type) = match self {
+                    Prim::Sonehot => (&[Type::I64], Type::Sparse),
+                    Prim::Szero => (&[], Type::Sparse),
+                    Prim::Sscale => (&[Type::F64, Type::Sparse], Type::Sparse),
+                    Prim::Sadd => (&[Type::Sparse, Type::Sparse], Type::Sparse),
+                    _ => (&[Type::Sparse, Type::I64], Type::Array(Scalar::F64)),
+                };
+                arity(params.len())?;
+                for (i, p) in params.iter().enumerate() {
+                    want(i, &format!("{p}"), args[i] == *p)?;
+                }
+                Ok(ret)
+            }
         }
     }
 }
@@ -513,7 +554,7 @@ mod tests {
             assert_eq!(row.prim as usize, i, "row {} is out of order", row.name);
             assert_eq!(Prim::from_name(row.name), Some(row.prim));
         }
-        assert_eq!(PRIMS.len(), Prim::Revback as usize + 1);
+        assert_eq!(PRIMS.len(), Prim::Sdense as usize + 1);
     }
 
     #[test]
@@ -602,7 +643,8 @@ mod tests {
         assert_eq!(
             ad,
             [
-                "dual", "primal", "tangent", "frule", "push", "pop", "revfwd", "revback"
+                "dual", "primal", "tangent", "frule", "push", "pop", "revfwd", "revback",
+                "sonehot", "szero", "sscale", "sadd", "sdense"
             ]
         );
     }

@@ -1,7 +1,7 @@
 //! IR types: scalars, tuples, arrays of a scalar element, function types and the
 //! AD type `dual<T>`. `Display` prints the text form of SYNTAX.md §1. Also the
-//! type arithmetic of the AD transforms: tangent types (forward mode), and leaf
-//! counts and rule signatures (reverse mode).
+//! type arithmetic of the AD transforms: tangent types (forward mode, dense and
+//! sparse), and leaf counts and rule signatures (reverse mode).
 //!
 //! A tuple has at least one element: [`Type::tuple`] turns the empty tuple into
 //! `()`, so every type has exactly one representation.
@@ -18,6 +18,8 @@ pub enum Scalar {
     I64,
     /// `bool`
     Bool,
+    /// `sparse`: a handle of a sparse tangent (sparse forward mode).
+    Sparse,
 }
 
 /// A function type `fn(P, ...) -> R`.
@@ -48,8 +50,14 @@ pub enum Type {
     Func(Arc<FnType>),
     /// A primal value of the inner type paired with `width` tangents of its
     /// tangent type (forward mode; `width` > 1 in batch mode). The inner type
-    /// always has a tangent type (see [`Type::tangent`]).
+    /// always has a tangent type (see [`Type::tangent`]). Width
+    /// [`crate::SPARSE_WIDTH`] (0) is sparse mode: one tangent, of the sparse
+    /// tangent type ([`Type::sparse_tangent`]), printed `dual<T, sparse>`.
     Dual(Arc<Type>, u32),
+    /// A handle of a node of the sparse tangent builder (sparse forward mode,
+    /// docs/ir.md "Sparse tangents"): a tangent vector over the directions of
+    /// a gradient, materialised by `sdense`.
+    Sparse,
 }
 
 impl Scalar {
@@ -59,6 +67,7 @@ impl Scalar {
             Scalar::F64 => Type::F64,
             Scalar::I64 => Type::I64,
             Scalar::Bool => Type::Bool,
+            Scalar::Sparse => Type::Sparse,
         }
     }
 
@@ -68,6 +77,7 @@ impl Scalar {
             Type::F64 => Some(Scalar::F64),
             Type::I64 => Some(Scalar::I64),
             Type::Bool => Some(Scalar::Bool),
+            Type::Sparse => Some(Scalar::Sparse),
             _ => None,
         }
     }
@@ -114,6 +124,66 @@ impl Type {
             }
             _ => None,
         }
+    }
+
+    /// The tangent type in sparse forward mode: [`Type::tangent`] with every
+    /// f64 replaced by `sparse` (`f64` -> `sparse`, `[f64]` -> `[sparse]`,
+    /// `(f64, i64)` -> `(sparse, ())`); `None` where `tangent` is `None`.
+    pub fn sparse_tangent(&self) -> Option<Type> {
+        match self {
+            Type::F64 => Some(Type::Sparse),
+            Type::Array(Scalar::F64) => Some(Type::Array(Scalar::Sparse)),
+            Type::Tuple(elems) => {
+                let tans: Vec<Option<Type>> = elems.iter().map(Type::sparse_tangent).collect();
+                if tans.iter().all(Option::is_none) {
+                    return None;
+                }
+                Some(Type::tuple(
+                    tans.into_iter().map(|t| t.unwrap_or(Type::Unit)).collect(),
+                ))
+            }
+            _ => None,
+        }
+    }
+
+    /// The tangent type of one lane at batch width `width`: the sparse
+    /// tangent type for [`crate::SPARSE_WIDTH`], [`Type::tangent`] otherwise.
+    pub fn tangent_at(&self, width: u32) -> Option<Type> {
+        if width == crate::SPARSE_WIDTH {
+            self.sparse_tangent()
+        } else {
+            self.tangent()
+        }
+    }
+
+    /// The number of tangents (lanes) a dual of batch width `width` carries:
+    /// 1 in sparse mode ([`crate::SPARSE_WIDTH`]), `width` otherwise.
+    pub fn lanes(width: u32) -> usize {
+        if width == crate::SPARSE_WIDTH {
+            1
+        } else {
+            width as usize
+        }
+    }
+
+    /// Whether `sparse` occurs anywhere in the type (also in `[sparse]`,
+    /// sparse duals and function types). Iterative.
+    pub fn mentions_sparse(&self) -> bool {
+        let mut stack = vec![self];
+        while let Some(ty) = stack.pop() {
+            match ty {
+                Type::Sparse | Type::Array(Scalar::Sparse) => return true,
+                Type::Dual(_, crate::SPARSE_WIDTH) => return true,
+                Type::Tuple(elems) => stack.extend(elems.iter()),
+                Type::Func(f) => {
+                    stack.extend(f.params.iter());
+                    stack.push(&f.ret);
+                }
+                Type::Dual(inner, _) => stack.push(inner),
+                _ => {}
+            }
+        }
+        false
     }
 
     /// Whether the type has a tangent type, i.e. contains an f64 outside a
@@ -289,6 +359,7 @@ impl fmt::Display for Scalar {
             Scalar::F64 => "f64",
             Scalar::I64 => "i64",
             Scalar::Bool => "bool",
+            Scalar::Sparse => "sparse",
         })
     }
 }
@@ -326,6 +397,8 @@ impl fmt::Display for Type {
                 write!(f, ") -> {}", ft.ret)
             }
             Type::Dual(inner, 1) => write!(f, "dual<{inner}>"),
+            Type::Dual(inner, crate::SPARSE_WIDTH) => write!(f, "dual<{inner}, sparse>"),
+            Type::Sparse => f.write_str("sparse"),
             Type::Dual(inner, width) => write!(f, "dual<{inner}, {width}>"),
         }
     }

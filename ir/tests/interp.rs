@@ -31,8 +31,11 @@ fn ty_of(v: &Val) -> Type {
             interp::ArrayData::F64(_) => Type::Array(Scalar::F64),
             interp::ArrayData::I64(_) => Type::Array(Scalar::I64),
             interp::ArrayData::Bool(_) => Type::Array(Scalar::Bool),
+            interp::ArrayData::Sparse(_) => Type::Array(Scalar::Sparse),
         },
-        Val::Func(_) | Val::Dual(_) => panic!("test helper types only plain data values"),
+        Val::Func(_) | Val::Dual(_) | Val::Sparse(_) => {
+            panic!("test helper types only plain data values")
+        }
     }
 }
 
@@ -1743,6 +1746,7 @@ fn counters_count_statements_terminators_phis_and_tape_bytes() -> R<()> {
             pushed_bytes: 16,
             tape_bytes: 16,
             peak_tape_bytes: 16,
+            sparse_nodes: 0,
         }
     );
     assert_i64(it.run(f("push_upto"), &[iv(1)], &opts), 1);

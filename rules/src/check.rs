@@ -851,6 +851,9 @@ fn sample_domain(rng: &mut SplitMix64, d: &Domain, earlier: &[Option<Sample>]) -
                 irad_ir::Scalar::Bool => {
                     Sample::Bools((0..n).map(|_| rng.next() & 1 == 1).collect())
                 }
+                // No test signature has sparse arrays (the builder's
+                // primitives have no derivative rules).
+                irad_ir::Scalar::Sparse => Sample::Unit,
             }
         }
         Domain::Tuple(ds) => {
@@ -991,6 +994,7 @@ fn show(v: &Val) -> String {
             Err(_) => "[..]".into(),
         },
         Val::Func(_) => "function".into(),
+        Val::Sparse(h) => format!("sparse#{h}"),
     }
 }
 

@@ -3,6 +3,11 @@
 //! call's shape. The built-in rules (`frules`) use them, and so may the forward
 //! transform and users' rules.
 //!
+//! Lane work goes through the `lane_*` helpers and [`scale`], which look at
+//! the tangent operand's type: on f64 tangents they emit f64 arithmetic, on
+//! `sparse` tangents (sparse mode, width [`irad_ir::SPARSE_WIDTH`]) the
+//! builder's `sscale`/`sadd`, so one rule serves both modes.
+//!
 //! Assumes a builder positioned in an open block. Guarantees: every helper
 //! either appends well-typed statements and returns their operands, or returns
 //! a [`RuleError`] (never panics); zero tangents of array-holding types are
@@ -10,7 +15,7 @@
 //! one lane's tangent cannot show up in another's.
 
 use crate::{FruleCall, FwdArg, FwdOut, RuleError};
-use irad_ir::{Const, FuncBuilder, Operand, Prim, Scalar, Type};
+use irad_ir::{Const, FuncBuilder, Operand, Prim, SPARSE_WIDTH, Scalar, Type};
 use smallvec::SmallVec;
 
 /// One tangent operand per lane.
@@ -79,9 +84,106 @@ pub fn primal_only(
     })
 }
 
-/// The lane indices `0..width`.
+/// The lane indices `0..width` (one lane in sparse mode).
 pub fn lanes(call: &FruleCall<'_>) -> std::ops::Range<usize> {
-    0..call.width as usize
+    0..Type::lanes(call.width)
+}
+
+/// Whether batch width `width` is sparse mode ([`SPARSE_WIDTH`]).
+pub fn is_sparse(width: u32) -> bool {
+    width == SPARSE_WIDTH
+}
+
+/// Whether `t` is a sparse tangent (of type `sparse`).
+fn sparse_lane(b: &FuncBuilder<'_>, t: &Operand) -> bool {
+    b.operand_type(t).is_ok_and(|ty| ty == Type::Sparse)
+}
+
+/// The zero f64 tangent of one lane: `0.0`, or `szero()` in sparse mode.
+pub fn lane_zero(b: &mut FuncBuilder<'_>, width: u32) -> Result<Operand, RuleError> {
+    if is_sparse(width) {
+        value(b, Prim::Szero, &[])
+    } else {
+        Ok(f64c(0.0))
+    }
+}
+
+/// `factor * t` for one lane's f64 tangent `t`: `mul(factor, t)`, or
+/// `sscale(factor, t)` when `t` is sparse.
+pub fn lane_mul(
+    b: &mut FuncBuilder<'_>,
+    factor: Operand,
+    t: Operand,
+) -> Result<Operand, RuleError> {
+    if sparse_lane(b, &t) {
+        value(b, Prim::Sscale, &[factor, t])
+    } else {
+        mul(b, factor, t)
+    }
+}
+
+/// `t * factor` for one lane's f64 tangent `t`: [`lane_mul`] with the dense
+/// operands in this order (`mul(t, factor)`).
+pub fn lane_mul_by(
+    b: &mut FuncBuilder<'_>,
+    t: Operand,
+    factor: Operand,
+) -> Result<Operand, RuleError> {
+    if sparse_lane(b, &t) {
+        value(b, Prim::Sscale, &[factor, t])
+    } else {
+        mul(b, t, factor)
+    }
+}
+
+/// `p + q` for one lane's f64 tangents: `add`, or `sadd` when sparse.
+pub fn lane_add(b: &mut FuncBuilder<'_>, p: Operand, q: Operand) -> Result<Operand, RuleError> {
+    if sparse_lane(b, &p) {
+        value(b, Prim::Sadd, &[p, q])
+    } else {
+        value(b, Prim::Add, &[p, q])
+    }
+}
+
+/// `-t` for one lane's f64 tangent: `neg`, or `sscale(-1.0, t)` when sparse.
+pub fn lane_neg(b: &mut FuncBuilder<'_>, t: Operand) -> Result<Operand, RuleError> {
+    if sparse_lane(b, &t) {
+        value(b, Prim::Sscale, &[f64c(-1.0), t])
+    } else {
+        value(b, Prim::Neg, &[t])
+    }
+}
+
+/// `p - q` for one lane's f64 tangents: `sub`, or `sadd(p, sscale(-1.0, q))`
+/// when sparse (the same coefficients: negation is exact).
+pub fn lane_sub(b: &mut FuncBuilder<'_>, p: Operand, q: Operand) -> Result<Operand, RuleError> {
+    if sparse_lane(b, &p) {
+        let nq = value(b, Prim::Sscale, &[f64c(-1.0), q])?;
+        value(b, Prim::Sadd, &[p, nq])
+    } else {
+        value(b, Prim::Sub, &[p, q])
+    }
+}
+
+/// `t / y` for one lane's f64 tangent: `div`, or `sscale(1 / y, t)` when
+/// sparse (one rounding more than the dense quotient).
+pub fn lane_div(b: &mut FuncBuilder<'_>, t: Operand, y: Operand) -> Result<Operand, RuleError> {
+    if sparse_lane(b, &t) {
+        let r = value(b, Prim::Div, &[f64c(1.0), y])?;
+        value(b, Prim::Sscale, &[r, t])
+    } else {
+        value(b, Prim::Div, &[t, y])
+    }
+}
+
+/// The element type of the tangent array of a `[f64]` in one lane: `f64`,
+/// or `sparse` in sparse mode.
+pub fn lane_elem(width: u32) -> Scalar {
+    if is_sparse(width) {
+        Scalar::Sparse
+    } else {
+        Scalar::F64
+    }
 }
 
 /// Checks that `call` has `n` arguments and that every argument's tangents
@@ -97,20 +199,16 @@ pub fn args<'c>(call: &FruleCall<'c>, prim: Prim, n: usize) -> Result<&'c [FwdAr
     Ok(call.args)
 }
 
-/// Checks that the batch width is at least 1 and that every argument's
-/// tangents (where present) number exactly `call.width`.
+/// Checks that every argument's tangents (where present) number exactly the
+/// lanes of `call.width` (one in sparse mode, width 0).
 pub fn check_width(call: &FruleCall<'_>) -> Result<(), RuleError> {
-    if call.width == 0 {
-        return Err(RuleError::Unsupported(
-            "batch width 0: a rule needs at least one lane".into(),
-        ));
-    }
+    let lanes = Type::lanes(call.width);
     for (i, arg) in call.args.iter().enumerate() {
         if let Some(t) = &arg.tangents
-            && t.len() != call.width as usize
+            && t.len() != lanes
         {
             return Err(RuleError::Unsupported(format!(
-                "argument {} has {} tangent(s), expected the batch width {}",
+                "argument {} has {} tangent(s), expected {lanes} (batch width {})",
                 i + 1,
                 t.len(),
                 call.width
@@ -143,10 +241,25 @@ pub fn zero_tangent(
     ty: &Type,
     primal: Operand,
 ) -> Result<Option<Operand>, RuleError> {
+    zero_tangent_at(b, ty, primal, 1)
+}
+
+/// [`zero_tangent`] for one lane of batch width `width`: in sparse mode
+/// `szero()` for f64 and a fresh `alloc(length(primal)) :: [sparse]` (zero
+/// handles) for `[f64]`.
+pub fn zero_tangent_at(
+    b: &mut FuncBuilder<'_>,
+    ty: &Type,
+    primal: Operand,
+    width: u32,
+) -> Result<Option<Operand>, RuleError> {
     match ty {
-        Type::F64 => Ok(Some(f64c(0.0))),
+        Type::F64 => Ok(Some(lane_zero(b, width)?)),
         Type::Array(Scalar::F64) => {
             let n = value(b, Prim::Length, &[primal])?;
+            if is_sparse(width) {
+                return Ok(Some(Operand::Value(b.alloc(Scalar::Sparse, n)?)));
+            }
             Ok(Some(value(b, Prim::Zeros, &[n])?))
         }
         Type::Tuple(elems) if ty.has_tangent() => {
@@ -161,7 +274,7 @@ pub fn zero_tangent(
                     } else {
                         primal
                     };
-                    zero_tangent(b, elem, field)?.unwrap_or_else(unit)
+                    zero_tangent_at(b, elem, field, width)?.unwrap_or_else(unit)
                 } else {
                     unit()
                 };
@@ -173,8 +286,9 @@ pub fn zero_tangent(
     }
 }
 
-/// `width` zero tangents of a value `primal` of type `ty` (fresh arrays per
-/// lane); `None` when `ty` has no tangent type.
+/// The zero tangents of every lane of batch width `width` of a value
+/// `primal` of type `ty` (fresh arrays per lane); `None` when `ty` has no
+/// tangent type.
 pub fn zero_tangents(
     b: &mut FuncBuilder<'_>,
     ty: &Type,
@@ -185,8 +299,8 @@ pub fn zero_tangents(
         return Ok(None);
     }
     let mut lanes = Lanes::new();
-    for _ in 0..width {
-        match zero_tangent(b, ty, primal)? {
+    for _ in 0..Type::lanes(width) {
+        match zero_tangent_at(b, ty, primal, width)? {
             Some(t) => lanes.push(t),
             None => return Ok(None),
         }
@@ -194,27 +308,30 @@ pub fn zero_tangents(
     Ok(Some(lanes))
 }
 
-/// The tangent of `arg` in lane `k`, or a zero tangent when it has none
-/// (emitted with [`zero_tangent`]); `None` when its type has no tangent type.
+/// The tangent of `arg` in lane `k` of batch width `width`, or a zero
+/// tangent when it has none (emitted with [`zero_tangent_at`]); `None` when
+/// its type has no tangent type.
 pub fn tangent_or_zero(
     b: &mut FuncBuilder<'_>,
     arg: &FwdArg,
     k: usize,
+    width: u32,
 ) -> Result<Option<Operand>, RuleError> {
     match arg.tangent(k) {
         Some(t) => Ok(Some(t)),
-        None => zero_tangent(b, &arg.ty, arg.primal),
+        None => zero_tangent_at(b, &arg.ty, arg.primal, width),
     }
 }
 
-/// Lane by lane `factor * t` for the tangents `tangents`: the chain rule of a
-/// function of one f64 argument whose derivative `factor` is computed once.
+/// Lane by lane `factor * t` for the tangents `tangents` ([`lane_mul`]: f64
+/// or sparse): the chain rule of a function of one f64 argument whose
+/// derivative `factor` is computed once.
 pub fn scale(
     b: &mut FuncBuilder<'_>,
     factor: Operand,
     tangents: &[Operand],
 ) -> Result<Lanes, RuleError> {
-    tangents.iter().map(|&t| mul(b, factor, t)).collect()
+    tangents.iter().map(|&t| lane_mul(b, factor, t)).collect()
 }
 
 /// Where the leaves of tuple field `k` start among the tuple's leaves, and how

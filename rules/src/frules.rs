@@ -12,6 +12,10 @@
 //!   of the primitive;
 //! - derivative factors are computed once, then each lane costs one multiply
 //!   (or one `select`, one array statement);
+//! - lane work goes through `emit`'s `lane_*` helpers, so every rule also
+//!   runs in sparse mode (width `SPARSE_WIDTH`: one lane of `sparse`
+//!   tangents, `[sparse]` for arrays), where a multiply is an `sscale` and a
+//!   sum an `sadd`;
 //! - when no argument that matters has tangents, no tangent work is emitted:
 //!   the tangents are `None`, except for rules returning arrays, which return
 //!   fresh zero tangent arrays (a zero array needs its length);
@@ -193,7 +197,7 @@ fn add(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleErro
         (None, None) => None,
         (Some(tx), None) => Some(tx.clone()),
         (None, Some(ty)) => Some(ty.clone()),
-        (Some(tx), Some(ty)) => Some(zip(b, tx, ty, |b, p, q| value(b, Prim::Add, &[p, q]))?),
+        (Some(tx), Some(ty)) => Some(zip(b, tx, ty, emit::lane_add)?),
     };
     Ok(out(z, tangents))
 }
@@ -207,8 +211,8 @@ fn sub(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleErro
     let tangents = match (&x.tangents, &y.tangents) {
         (None, None) => None,
         (Some(tx), None) => Some(tx.clone()),
-        (None, Some(ty)) => Some(map(b, ty, |b, q| value(b, Prim::Neg, &[q]))?),
-        (Some(tx), Some(ty)) => Some(zip(b, tx, ty, |b, p, q| value(b, Prim::Sub, &[p, q]))?),
+        (None, Some(ty)) => Some(map(b, ty, emit::lane_neg)?),
+        (Some(tx), Some(ty)) => Some(zip(b, tx, ty, emit::lane_sub)?),
     };
     Ok(out(z, tangents))
 }
@@ -224,9 +228,9 @@ fn mul_rule(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, Rul
         (Some(tx), None) => Some(emit::scale(b, y.primal, tx)?),
         (None, Some(ty)) => Some(emit::scale(b, x.primal, ty)?),
         (Some(tx), Some(ty)) => Some(zip(b, tx, ty, |b, p, q| {
-            let a = mul(b, p, y.primal)?;
-            let c = mul(b, x.primal, q)?;
-            value(b, Prim::Add, &[a, c])
+            let a = emit::lane_mul_by(b, p, y.primal)?;
+            let c = emit::lane_mul(b, x.primal, q)?;
+            emit::lane_add(b, a, c)
         })?),
     };
     Ok(out(z, tangents))
@@ -240,16 +244,16 @@ fn div(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleErro
     let z = value(b, Prim::Div, &[x.primal, y.primal])?;
     let tangents = match (&x.tangents, &y.tangents) {
         (None, None) => None,
-        (Some(tx), None) => Some(map(b, tx, |b, p| value(b, Prim::Div, &[p, y.primal]))?),
+        (Some(tx), None) => Some(map(b, tx, |b, p| emit::lane_div(b, p, y.primal))?),
         (None, Some(ty)) => {
             let q = value(b, Prim::Div, &[z, y.primal])?;
             let f = value(b, Prim::Neg, &[q])?;
             Some(emit::scale(b, f, ty)?)
         }
         (Some(tx), Some(ty)) => Some(zip(b, tx, ty, |b, p, q| {
-            let zq = mul(b, z, q)?;
-            let d = value(b, Prim::Sub, &[p, zq])?;
-            value(b, Prim::Div, &[d, y.primal])
+            let zq = emit::lane_mul(b, z, q)?;
+            let d = emit::lane_sub(b, p, zq)?;
+            emit::lane_div(b, d, y.primal)
         })?),
     };
     Ok(out(z, tangents))
@@ -263,7 +267,7 @@ fn neg(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleErro
     let y = value(b, Prim::Neg, &[x.primal])?;
     let tangents = match &x.tangents {
         None => None,
-        Some(tx) => Some(map(b, tx, |b, p| value(b, Prim::Neg, &[p]))?),
+        Some(tx) => Some(map(b, tx, emit::lane_neg)?),
     };
     Ok(out(y, tangents))
 }
@@ -310,16 +314,19 @@ fn pow(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleErro
         let p = strong_term(b, fx, x.tangent(k))?;
         let q = strong_term(b, fy, y.tangent(k))?;
         lanes.push(match (p, q) {
-            (Some(p), Some(q)) => value(b, Prim::Add, &[p, q])?,
+            (Some(p), Some(q)) => emit::lane_add(b, p, q)?,
             (Some(t), None) | (None, Some(t)) => t,
-            (None, None) => f64c(0.0),
+            (None, None) => emit::lane_zero(b, call.width)?,
         });
     }
     Ok(out(z, Some(lanes)))
 }
 
 /// `select(eq(t, 0), 0, f * t)`: the term `f * t`, exactly 0 when `t` is 0
-/// whatever `f` is; `None` when either is absent.
+/// whatever `f` is; `None` when either is absent. A sparse `t` is scaled
+/// as it is: the zero handle stays zero whatever `f` is, but a direction
+/// whose coefficient is 0 inside a non-zero handle meets `f` (docs/forward.md,
+/// "Sparse mode").
 fn strong_term(
     b: &mut FuncBuilder<'_>,
     f: Option<Operand>,
@@ -328,6 +335,9 @@ fn strong_term(
     let (Some(f), Some(t)) = (f, t) else {
         return Ok(None);
     };
+    if b.operand_type(&t).is_ok_and(|ty| ty == Type::Sparse) {
+        return Ok(Some(emit::lane_mul(b, f, t)?));
+    }
     let ft = mul(b, f, t)?;
     let t0 = value(b, Prim::Eq, &[t, f64c(0.0)])?;
     Ok(Some(value(b, Prim::Select, &[t0, f64c(0.0), ft])?))
@@ -383,8 +393,14 @@ fn pick(
     let c = value(b, cmp, &[x.primal, y.primal])?;
     let mut lanes = Lanes::new();
     for k in emit::lanes(call) {
-        let tx = x.tangent(k).unwrap_or(f64c(0.0));
-        let ty = y.tangent(k).unwrap_or(f64c(0.0));
+        let tx = match x.tangent(k) {
+            Some(t) => t,
+            None => emit::lane_zero(b, call.width)?,
+        };
+        let ty = match y.tangent(k) {
+            Some(t) => t,
+            None => emit::lane_zero(b, call.width)?,
+        };
         lanes.push(value(b, Prim::Select, &[c, tx, ty])?);
     }
     Ok(out(z, Some(lanes)))
@@ -448,8 +464,10 @@ fn select(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleE
     }
     let mut lanes = Lanes::new();
     for k in emit::lanes(call) {
-        let tx = emit::tangent_or_zero(b, x, k)?.ok_or_else(|| no_tangent(Prim::Select, ty))?;
-        let ty_k = emit::tangent_or_zero(b, y, k)?.ok_or_else(|| no_tangent(Prim::Select, ty))?;
+        let tx = emit::tangent_or_zero(b, x, k, call.width)?
+            .ok_or_else(|| no_tangent(Prim::Select, ty))?;
+        let ty_k = emit::tangent_or_zero(b, y, k, call.width)?
+            .ok_or_else(|| no_tangent(Prim::Select, ty))?;
         lanes.push(value(b, Prim::Select, &[c.primal, tx, ty_k])?);
     }
     Ok(out(z, Some(lanes)))
@@ -471,7 +489,7 @@ fn tuple(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleEr
     for k in emit::lanes(call) {
         let mut parts = Vec::with_capacity(call.args.len());
         for arg in call.args {
-            parts.push(emit::tangent_or_zero(b, arg, k)?.unwrap_or_else(emit::unit));
+            parts.push(emit::tangent_or_zero(b, arg, k, call.width)?.unwrap_or_else(emit::unit));
         }
         lanes.push(value(b, Prim::Tuple, &parts)?);
     }
@@ -501,8 +519,9 @@ fn getfield(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, Rul
     ))
 }
 
-/// `alloc(n) :: [f64]`: the primal and a fresh `alloc(n) :: [f64]` (all zero)
-/// per lane; `[i64]`, `[bool]`: the primal only.
+/// `alloc(n) :: [f64]`: the primal and a fresh `alloc(n) :: [f64]` (all zero;
+/// `[sparse]`, zero handles, in sparse mode) per lane; `[i64]`, `[bool]`: the
+/// primal only.
 fn alloc(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
     let [n] = emit::args(call, Prim::Alloc, 1)? else {
         return Err(arity(Prim::Alloc));
@@ -513,12 +532,15 @@ fn alloc(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleEr
     }
     let mut lanes = Lanes::new();
     for _ in emit::lanes(call) {
-        lanes.push(Operand::Value(b.alloc(Scalar::F64, n.primal)?));
+        lanes.push(Operand::Value(
+            b.alloc(emit::lane_elem(call.width), n.primal)?,
+        ));
     }
     Ok(out(z, Some(lanes)))
 }
 
-/// `zeros(n)`: the primal and a fresh `zeros(n)` per lane.
+/// `zeros(n)`: the primal and a fresh `zeros(n)` per lane (`alloc(n) ::
+/// [sparse]` in sparse mode).
 fn zeros(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
     let [n] = emit::args(call, Prim::Zeros, 1)? else {
         return Err(arity(Prim::Zeros));
@@ -526,7 +548,11 @@ fn zeros(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleEr
     let z = value(b, Prim::Zeros, &[n.primal])?;
     let mut lanes = Lanes::new();
     for _ in emit::lanes(call) {
-        lanes.push(value(b, Prim::Zeros, &[n.primal])?);
+        lanes.push(if emit::is_sparse(call.width) {
+            Operand::Value(b.alloc(Scalar::Sparse, n.primal)?)
+        } else {
+            value(b, Prim::Zeros, &[n.primal])?
+        });
     }
     Ok(out(z, Some(lanes)))
 }
@@ -555,7 +581,10 @@ fn arrayset(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, Rul
     emit::effect(b, Prim::Arrayset, &[a.primal, i.primal, v.primal])?;
     if let (Type::Array(Scalar::F64), Some(ta)) = (&a.ty, &a.tangents) {
         for (k, &t) in ta.iter().enumerate() {
-            let tv = v.tangent(k).unwrap_or(f64c(0.0));
+            let tv = match v.tangent(k) {
+                Some(tv) => tv,
+                None => emit::lane_zero(b, call.width)?,
+            };
             emit::effect(b, Prim::Arrayset, &[t, i.primal, tv])?;
         }
     }
@@ -593,17 +622,17 @@ fn two_terms(
     let mut lanes = Lanes::new();
     for k in emit::lanes(call) {
         let p = match (fa, a.tangent(k)) {
-            (Some(f), Some(t)) => Some(mul(b, f, t)?),
+            (Some(f), Some(t)) => Some(emit::lane_mul(b, f, t)?),
             _ => None,
         };
         let q = match (fc, c.tangent(k)) {
-            (Some(f), Some(t)) => Some(mul(b, f, t)?),
+            (Some(f), Some(t)) => Some(emit::lane_mul(b, f, t)?),
             _ => None,
         };
         lanes.push(match (p, q) {
-            (Some(p), Some(q)) => value(b, Prim::Add, &[p, q])?,
+            (Some(p), Some(q)) => emit::lane_add(b, p, q)?,
             (Some(t), None) | (None, Some(t)) => t,
-            (None, None) => f64c(0.0),
+            (None, None) => emit::lane_zero(b, call.width)?,
         });
     }
     Ok(Some(lanes))

@@ -193,7 +193,10 @@ pub struct FruleCall<'a> {
     /// The primal result type (for `alloc`, the annotated array type).
     pub result: &'a Type,
     /// The batch width N >= 1: every `tangents` present has N entries, and the
-    /// rule returns N tangents.
+    /// rule returns N tangents. [`irad_ir::SPARSE_WIDTH`] (0) is sparse mode:
+    /// one lane whose f64 tangents are `sparse` handles (`[sparse]` for
+    /// arrays); rules that do their lane work through `emit`'s helpers work
+    /// in both.
     pub width: u32,
 }
 

@@ -199,6 +199,12 @@ pub fn error_text(kind: i64, a: i64, b: i64, max_depth: i64, tape: Option<&str>)
             }
         ),
         ERR_BAD_LENGTH => format!("array argument {a} has negative length {b}"),
+        crate::ERR_SPARSE_HANDLE => format!("invalid sparse handle {a}"),
+        crate::ERR_SPARSE_DIRECTION => format!("negative sparse direction {a}"),
+        crate::ERR_SPARSE_RANGE => {
+            format!("sparse direction {a} out of range for a dense tangent of length {b}")
+        }
+        crate::ERR_SPARSE_FULL => "too many sparse tangent nodes".into(),
         k => format!("internal error: unknown error kind {k}"),
     }
 }

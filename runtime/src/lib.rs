@@ -34,6 +34,7 @@ use std::alloc::{Layout, alloc_zeroed, dealloc, realloc};
 use std::ptr;
 
 mod capi;
+pub mod sparse;
 pub use capi::{
     DEFAULT_MAX_DEPTH, DEFAULT_STACK_BUDGET, SITE_INFO_SIZE, SiteInfo, error_text,
     irad_error_message, irad_rt_enter, irad_rt_leave, irad_set_max_depth, irad_set_stack_budget,
@@ -85,6 +86,15 @@ pub const ERR_NO_RULE: i64 = 16;
 /// An array argument of an exported function has a negative length: `a` is
 /// the argument's position (from 0), `b` the length.
 pub const ERR_BAD_LENGTH: i64 = 17;
+
+/// An invalid sparse tangent handle `a` (`sscale`, `sadd`, `sdense`).
+pub const ERR_SPARSE_HANDLE: i64 = 18;
+/// A negative one-hot direction `a` (`sonehot`).
+pub const ERR_SPARSE_DIRECTION: i64 = 19;
+/// A one-hot direction `a` at or beyond the length `b` materialised (`sdense`).
+pub const ERR_SPARSE_RANGE: i64 = 20;
+/// The sparse tangent builder is full (`sparse::MAX_SPARSE_NODES` nodes).
+pub const ERR_SPARSE_FULL: i64 = 21;
 
 /// The site number of an error raised outside any statement (a primitive
 /// called through a function value, or the call-depth check on entry to a
@@ -179,6 +189,11 @@ pub struct Runtime {
     pub trace: Vec<i64>,
     /// The text of an [`ERR_MESSAGE`] error.
     pub message: String,
+    /// The sparse tangent builder of sparse forward mode; the JIT empties it
+    /// when a run starts, an object's runtime lives for one exported call.
+    pub sparse: sparse::SparseArena,
+    /// Scratch of [`irad_rt_sparse_dense`].
+    dense_scratch: Vec<f64>,
 }
 
 impl Runtime {
@@ -261,6 +276,106 @@ fn free_tape(t: &mut Tape) {
         unsafe { dealloc(t.base, Layout::from_size_align_unchecked(cap, 8)) };
     }
     *t = Tape::default();
+}
+
+/// Records a sparse builder error in `ctx`; returns -1 (no handle).
+fn sparse_fail(ctx: &mut Ctx, e: sparse::SparseError, site: i64) -> i64 {
+    use sparse::SparseError as E;
+    let (kind, a, b) = match e {
+        E::BadHandle(h) => (ERR_SPARSE_HANDLE, h, 0),
+        E::BadDirection(k) => (ERR_SPARSE_DIRECTION, k, 0),
+        E::OutOfRange(k, n) => (ERR_SPARSE_RANGE, k as i64, n),
+        E::Full => (ERR_SPARSE_FULL, 0, 0),
+    };
+    fail(ctx, kind, site, a);
+    ctx.err_b = b;
+    -1
+}
+
+/// `sonehot(k)`: a new handle, or -1 with the error in `ctx` at `site`.
+///
+/// # Safety
+/// `ctx` is a valid context whose `rt` points at a live [`Runtime`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn irad_rt_sparse_onehot(ctx: *mut Ctx, k: i64, site: i64) -> i64 {
+    // SAFETY: the caller passes a valid context with a live runtime.
+    let ctx = unsafe { &mut *ctx };
+    let rt = unsafe { &mut *ctx.rt };
+    match rt.sparse.onehot(k) {
+        Ok(h) => h,
+        Err(e) => sparse_fail(ctx, e, site),
+    }
+}
+
+/// `sscale(c, a)`: a handle, or -1 with the error in `ctx` at `site`.
+///
+/// # Safety
+/// As [`irad_rt_sparse_onehot`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn irad_rt_sparse_scale(ctx: *mut Ctx, c: f64, a: i64, site: i64) -> i64 {
+    // SAFETY: the caller passes a valid context with a live runtime.
+    let ctx = unsafe { &mut *ctx };
+    let rt = unsafe { &mut *ctx.rt };
+    match rt.sparse.scale(c, a) {
+        Ok(h) => h,
+        Err(e) => sparse_fail(ctx, e, site),
+    }
+}
+
+/// `sadd(a, b)`: a handle, or -1 with the error in `ctx` at `site`.
+///
+/// # Safety
+/// As [`irad_rt_sparse_onehot`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn irad_rt_sparse_add(ctx: *mut Ctx, a: i64, b: i64, site: i64) -> i64 {
+    // SAFETY: the caller passes a valid context with a live runtime.
+    let ctx = unsafe { &mut *ctx };
+    let rt = unsafe { &mut *ctx.rt };
+    match rt.sparse.add(a, b) {
+        Ok(h) => h,
+        Err(e) => sparse_fail(ctx, e, site),
+    }
+}
+
+/// `sdense(a, n)`: a new `[f64]` array of `n` elements holding the tangent of
+/// handle `a` (owned like [`irad_rt_alloc`]'s), or null with the error in
+/// `ctx` at `site`.
+///
+/// # Safety
+/// As [`irad_rt_sparse_onehot`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn irad_rt_sparse_dense(ctx: *mut Ctx, a: i64, n: i64, site: i64) -> *mut u8 {
+    // SAFETY: the caller passes a valid context with a live runtime.
+    let ctx = unsafe { &mut *ctx };
+    let len = match checked_len(n) {
+        Ok(len) => len,
+        Err(kind) => {
+            fail(ctx, kind, site, n);
+            return ptr::null_mut();
+        }
+    };
+    let rt = unsafe { &mut *ctx.rt };
+    let mut out = std::mem::take(&mut rt.dense_scratch);
+    let res = rt.sparse.dense(a, len, &mut out);
+    let p = match res {
+        Ok(()) => match rt.alloc(len, 8) {
+            Some(p) => {
+                // SAFETY: `p` holds `len` f64s (8-aligned), `out` has `len`.
+                unsafe { ptr::copy_nonoverlapping(out.as_ptr(), p as *mut f64, len) };
+                p
+            }
+            None => {
+                fail(ctx, ERR_OOM_ALLOC, site, n);
+                ptr::null_mut()
+            }
+        },
+        Err(e) => {
+            sparse_fail(ctx, e, site);
+            ptr::null_mut()
+        }
+    };
+    rt.dense_scratch = out;
+    p
 }
 
 /// Records an error in `ctx`.
@@ -449,6 +564,10 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
         ("irad_rt_copy", irad_rt_copy as *const u8),
         ("irad_rt_tape_grow", irad_rt_tape_grow as *const u8),
         ("irad_rt_trace", irad_rt_trace as *const u8),
+        ("irad_rt_sparse_onehot", irad_rt_sparse_onehot as *const u8),
+        ("irad_rt_sparse_scale", irad_rt_sparse_scale as *const u8),
+        ("irad_rt_sparse_add", irad_rt_sparse_add as *const u8),
+        ("irad_rt_sparse_dense", irad_rt_sparse_dense as *const u8),
         ("irad_rt_exp", irad_rt_exp as *const u8),
         ("irad_rt_log", irad_rt_log as *const u8),
         ("irad_rt_log1p", irad_rt_log1p as *const u8),

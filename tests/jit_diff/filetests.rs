@@ -174,7 +174,15 @@ fn filetest_gradients_agree_on_both_backends() {
                 let what = format!("{}: @{name}({text})", t.file);
                 check_grad(&what, Mode::Reverse, &t.src, m, f, &args);
                 check_grad(&what, Mode::Forward(2), &t.src, m, f, &args);
-                grads += 2;
+                check_grad(
+                    &what,
+                    Mode::Forward(irad::ir::SPARSE_WIDTH),
+                    &t.src,
+                    m,
+                    f,
+                    &args,
+                );
+                grads += 3;
             }
         }
         // Today: 266 (133 functions, two modes each).

@@ -85,6 +85,13 @@ pub(super) enum OpKind {
         args: Range<u32>,
         dst: Option<u32>,
     },
+    /// A statement of the sparse tangent builder (`sonehot szero sscale
+    /// sadd sdense`), run on the interpreter's arena.
+    Sparse {
+        prim: Prim,
+        args: Range<u32>,
+        dst: Option<u32>,
+    },
     /// A malformed statement: raises this internal error when reached.
     Bad(Box<str>),
 }
@@ -372,6 +379,13 @@ impl Ctx<'_> {
                 OpKind::RevRule {
                     back: *prim == Prim::Revback,
                     arg: self.src(arg)?,
+                    dst,
+                }
+            }
+            (InstKind::Prim { prim, args }, ..) if prim.info().sig == crate::prim::Sig::Sparse => {
+                OpKind::Sparse {
+                    prim: *prim,
+                    args: self.args(args)?,
                     dst,
                 }
             }

@@ -38,11 +38,11 @@ pub(crate) fn eval(prim: Prim, args: &[&Val], elem: Option<Scalar>) -> Result<Va
         Tuple | Getfield => tuple_op(prim, args),
         Alloc | Zeros | Length | Arrayref | Arrayset | Copy => array_op(prim, args, elem),
         Dual | Primal | Tangent => dual_op(prim, args),
-        // Need the interpreter's rule provider or tapes: it handles them
-        // before `eval`.
-        Frule | Push | Pop | Revfwd | Revback => Err(format!(
-            "internal error: `{prim}` evaluated without the interpreter"
-        )),
+        // Need the interpreter's rule provider, tapes or sparse tangent
+        // builder: it handles them before `eval`.
+        Frule | Push | Pop | Revfwd | Revback | Sonehot | Szero | Sscale | Sadd | Sdense => Err(
+            format!("internal error: `{prim}` evaluated without the interpreter"),
+        ),
     }
 }
 
@@ -61,7 +61,8 @@ pub fn fold_prim(prim: Prim, args: &[Const]) -> Option<Const> {
     use Prim::*;
     match prim {
         Tuple | Getfield | Alloc | Zeros | Length | Arrayref | Arrayset | Copy | Dual | Primal
-        | Tangent | Frule | Push | Pop | Revfwd | Revback => return None,
+        | Tangent | Frule | Push | Pop | Revfwd | Revback | Sonehot | Szero | Sscale | Sadd
+        | Sdense => return None,
         _ => {}
     }
     let vals: Vec<Val> = args
@@ -81,7 +82,7 @@ pub fn fold_prim(prim: Prim, args: &[Const]) -> Option<Const> {
         Val::Bool(x) => Some(Const::Bool(x)),
         Val::Unit => Some(Const::Unit),
         Val::Func(f) => Some(Const::Func(f)),
-        Val::Tuple(_) | Val::Array(_) | Val::Dual(_) => None,
+        Val::Tuple(_) | Val::Array(_) | Val::Dual(_) | Val::Sparse(_) => None,
     }
 }
 
@@ -361,6 +362,7 @@ fn array_op(prim: Prim, args: &[&Val], elem: Option<Scalar>) -> Result<Val, Stri
                 (ArrayData::F64(xs), Val::F64(x)) => xs.get_mut(idx).map(|slot| *slot = *x),
                 (ArrayData::I64(xs), Val::I64(x)) => xs.get_mut(idx).map(|slot| *slot = *x),
                 (ArrayData::Bool(xs), Val::Bool(x)) => xs.get_mut(idx).map(|slot| *slot = *x),
+                (ArrayData::Sparse(xs), Val::Sparse(x)) => xs.get_mut(idx).map(|slot| *slot = *x),
                 _ => return Err(bad_operands(prim, args)),
             };
             ok.ok_or_else(|| String::from("internal error: array index check failed"))?;
@@ -372,6 +374,7 @@ fn array_op(prim: Prim, args: &[&Val], elem: Option<Scalar>) -> Result<Val, Stri
                 ArrayData::F64(xs) => ArrayData::F64(copy_vec(xs)?),
                 ArrayData::I64(xs) => ArrayData::I64(copy_vec(xs)?),
                 ArrayData::Bool(xs) => ArrayData::Bool(copy_vec(xs)?),
+                ArrayData::Sparse(xs) => ArrayData::Sparse(copy_vec(xs)?),
             };
             Ok(Val::Array(ArrayRef::new(copy)))
         }
@@ -420,11 +423,12 @@ fn new_array(elem: Scalar, n: i64) -> Result<ArrayData, String> {
         Scalar::F64 => ArrayData::F64(filled(len, 0.0)?),
         Scalar::I64 => ArrayData::I64(filled(len, 0)?),
         Scalar::Bool => ArrayData::Bool(filled(len, false)?),
+        Scalar::Sparse => ArrayData::Sparse(filled(len, 0)?),
     })
 }
 
 /// Checks a requested array length.
-fn array_len(n: i64) -> Result<usize, String> {
+pub(crate) fn array_len(n: i64) -> Result<usize, String> {
     if n < 0 {
         return Err(format!("negative array length {n}"));
     }

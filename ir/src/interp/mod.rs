@@ -37,6 +37,13 @@
 //! parts of its reverse rule, whose types are checked against
 //! [`Type::rev_fwd_fn`] and [`Type::rev_back_fn`] of the callee's.
 //!
+//! Each interpreter owns a sparse tangent builder ([`crate::sparse`]) for
+//! `sonehot szero sscale sadd sdense`, emptied when a top-level [`run`]
+//! starts: a `sparse` value is valid only in the run that made it, and no
+//! argument of a run may hold one (`sparse values cannot be passed into a
+//! run`). Its errors: `invalid sparse handle H`, `negative sparse direction
+//! K`, `sparse direction K out of range for a dense tangent of length N`.
+//!
 //! Each interpreter owns the tapes of `push` and `pop`, one last-in-first-out
 //! stack per exact type, shared by all the calls and runs it makes; popping an
 //! empty tape is the run-time error `pop from an empty tape of T`. It counts
@@ -137,6 +144,9 @@ pub struct InterpStats {
     pub tape_bytes: u64,
     /// The most bytes that were on all tapes at once.
     pub peak_tape_bytes: u64,
+    /// Nodes made by the sparse tangent builder (`sonehot`, and `sscale`,
+    /// `sadd` where they do not fold to an operand).
+    pub sparse_nodes: u64,
 }
 
 /// The module an interpreter runs: borrowed, or borrowed mutably together with
@@ -249,6 +259,13 @@ pub fn check_call(
         )));
     }
     for (i, (ty, arg)) in params.iter().zip(args).enumerate() {
+        if ty.mentions_sparse() {
+            return Err(fail(format!(
+                "argument {} of @{}: sparse values cannot be passed into a run (type {ty})",
+                i + 1,
+                func.name
+            )));
+        }
         if !arg.has_type(ty, module) {
             return Err(fail(format!(
                 "argument {} of @{} must be {ty}, found {}",
@@ -280,6 +297,12 @@ pub struct Interpreter<'m> {
     tapes: tape::Tapes,
     /// Statements and terminators executed, phis included.
     statements: u64,
+    /// The sparse tangent builder, emptied at the start of each run.
+    sparse: crate::sparse::SparseArena,
+    /// Sparse nodes made over all runs.
+    sparse_nodes: u64,
+    /// Scratch of `sdense`.
+    dense_scratch: Vec<f64>,
     /// The translated functions, by `FuncId` index, made on first call.
     cache: Vec<Option<Rc<CFunc>>>,
     /// Frame slot vectors of returned calls, reused by later calls.
@@ -310,6 +333,9 @@ impl<'m> Interpreter<'m> {
             rev_rules: HashMap::new(),
             tapes: tape::Tapes::default(),
             statements: 0,
+            sparse: crate::sparse::SparseArena::default(),
+            sparse_nodes: 0,
+            dense_scratch: Vec::new(),
             pool: Vec::new(),
             scratch: Vec::new(),
         }
@@ -329,6 +355,9 @@ impl<'m> Interpreter<'m> {
             rev_rules: HashMap::new(),
             tapes: tape::Tapes::default(),
             statements: 0,
+            sparse: crate::sparse::SparseArena::default(),
+            sparse_nodes: 0,
+            dense_scratch: Vec::new(),
             pool: Vec::new(),
             scratch: Vec::new(),
         }
@@ -347,7 +376,40 @@ impl<'m> Interpreter<'m> {
             pushed_bytes: self.tapes.pushed_bytes,
             tape_bytes: self.tapes.bytes,
             peak_tape_bytes: self.tapes.peak_bytes,
+            sparse_nodes: self.sparse_nodes,
         }
+    }
+
+    /// A sparse tangent builder statement: `prim` on `args`.
+    fn sparse_op(&mut self, prim: Prim, args: &[&Val]) -> Result<Val, String> {
+        let before = self.sparse.len();
+        let res = match (prim, args) {
+            (Prim::Szero, []) => Ok(Val::Sparse(0)),
+            (Prim::Sonehot, [Val::I64(k)]) => self.sparse.onehot(*k).map(Val::Sparse),
+            (Prim::Sscale, [Val::F64(c), Val::Sparse(a)]) => {
+                self.sparse.scale(*c, *a).map(Val::Sparse)
+            }
+            (Prim::Sadd, [Val::Sparse(a), Val::Sparse(b)]) => {
+                self.sparse.add(*a, *b).map(Val::Sparse)
+            }
+            (Prim::Sdense, [Val::Sparse(a), Val::I64(n)]) => {
+                let len = eval::array_len(*n)?;
+                let mut out = std::mem::take(&mut self.dense_scratch);
+                let res = self.sparse.dense(*a, len, &mut out);
+                let val = res.map(|()| Val::f64_array(out.clone()));
+                self.dense_scratch = out;
+                val
+            }
+            _ => {
+                let kinds: Vec<&str> = args.iter().map(|v| v.kind()).collect();
+                return Err(format!(
+                    "internal error: `{prim}` applied to ({})",
+                    kinds.join(", ")
+                ));
+            }
+        };
+        self.sparse_nodes += (self.sparse.len() - before) as u64;
+        res.map_err(|e| e.to_string())
     }
 
     /// The forward part (`back` false) or pullback part (`back` true) of the
@@ -436,6 +498,7 @@ impl<'m> Interpreter<'m> {
             trace: Vec::new(),
         };
         let cf = self.compiled(f).map_err(fail)?;
+        self.sparse.clear();
         let frame = self.enter(cf, args.iter().cloned(), None).map_err(fail)?;
         self.execute(frame, opts.max_depth)
     }
@@ -624,6 +687,17 @@ impl<'m> Interpreter<'m> {
                             let val = res.map_err(|msg| located(msg, &stack))?;
                             store(&mut cur.slots, *dst, val).map_err(|msg| located(msg, &stack))?;
                         }
+                        OpKind::Sparse { prim, args, dst } => {
+                            let res = operands(&cf, args).and_then(|srcs| {
+                                let mut vals: SmallVec<[&Val; 2]> = SmallVec::new();
+                                for src in srcs {
+                                    vals.push(read(&cur.slots, src)?);
+                                }
+                                self.sparse_op(*prim, &vals)
+                            });
+                            let val = res.map_err(|msg| located(msg, &stack))?;
+                            store(&mut cur.slots, *dst, val).map_err(|msg| located(msg, &stack))?;
+                        }
                         OpKind::Bad(msg) => return Err(located(msg.to_string(), &stack)),
                     }
                 }
@@ -737,6 +811,7 @@ fn has_shape(val: &Val, ty: &Type) -> bool {
             | (Val::Bool(_), Type::Bool)
             | (Val::Unit, Type::Unit)
             | (Val::Array(_), Type::Array(_))
+            | (Val::Sparse(_), Type::Sparse)
             | (Val::Func(_), Type::Func(_)) => true,
             _ => false,
         };

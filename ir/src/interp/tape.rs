@@ -93,7 +93,7 @@ pub(super) fn byte_size(ty: &Type) -> u64 {
     let mut work: Vec<(Type, u64)> = vec![(ty.clone(), 1)];
     while let Some((ty, times)) = work.pop() {
         let each = match &ty {
-            Type::F64 | Type::I64 | Type::Array(_) | Type::Func(_) => 8,
+            Type::F64 | Type::I64 | Type::Array(_) | Type::Func(_) | Type::Sparse => 8,
             Type::Bool => 1,
             Type::Unit => 0,
             Type::Tuple(elems) => {
@@ -101,8 +101,9 @@ pub(super) fn byte_size(ty: &Type) -> u64 {
                 0
             }
             Type::Dual(inner, width) => {
-                if let Some(tan) = inner.tangent() {
-                    work.push((tan, times.saturating_mul(u64::from(*width))));
+                if let Some(tan) = inner.tangent_at(*width) {
+                    let lanes = Type::lanes(*width) as u64;
+                    work.push((tan, times.saturating_mul(lanes)));
                 }
                 work.push(((**inner).clone(), times));
                 0

@@ -20,6 +20,8 @@ pub enum ArrayData {
     I64(Vec<i64>),
     /// `[bool]`
     Bool(Vec<bool>),
+    /// `[sparse]`: handles of the interpreter's sparse tangent builder.
+    Sparse(Vec<i64>),
 }
 
 /// A reference to an array; clones share the buffer.
@@ -45,6 +47,9 @@ pub enum Val {
     Func(FuncRef),
     /// A dual value of forward mode: the primal, then one value per tangent.
     Dual(Rc<[Val]>),
+    /// A handle of the running interpreter's sparse tangent builder (valid
+    /// only during the run that made it).
+    Sparse(i64),
 }
 
 impl ArrayData {
@@ -54,6 +59,7 @@ impl ArrayData {
             Scalar::F64 => ArrayData::F64(vec![0.0; len]),
             Scalar::I64 => ArrayData::I64(vec![0; len]),
             Scalar::Bool => ArrayData::Bool(vec![false; len]),
+            Scalar::Sparse => ArrayData::Sparse(vec![0; len]),
         }
     }
 
@@ -63,6 +69,7 @@ impl ArrayData {
             ArrayData::F64(v) => v.len(),
             ArrayData::I64(v) => v.len(),
             ArrayData::Bool(v) => v.len(),
+            ArrayData::Sparse(v) => v.len(),
         }
     }
 
@@ -77,6 +84,7 @@ impl ArrayData {
             ArrayData::F64(v) => v.get(i).map(|&x| Val::F64(x)),
             ArrayData::I64(v) => v.get(i).map(|&x| Val::I64(x)),
             ArrayData::Bool(v) => v.get(i).map(|&x| Val::Bool(x)),
+            ArrayData::Sparse(v) => v.get(i).map(|&x| Val::Sparse(x)),
         }
     }
 }
@@ -119,12 +127,13 @@ impl Val {
             (Val::Dual(a), Val::Dual(b)) => {
                 a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.same(y))
             }
+            (Val::Sparse(a), Val::Sparse(b)) => a == b,
             _ => false,
         }
     }
 
     /// What kind of value this is, for messages: `f64`, `i64`, `bool`, `()`,
-    /// `tuple`, `array`, `function`, `dual`.
+    /// `tuple`, `array`, `function`, `dual`, `sparse`.
     pub fn kind(&self) -> &'static str {
         match self {
             Val::F64(_) => "f64",
@@ -135,6 +144,7 @@ impl Val {
             Val::Array(_) => "array",
             Val::Func(_) => "function",
             Val::Dual(_) => "dual",
+            Val::Sparse(_) => "sparse",
         }
     }
 
@@ -158,14 +168,16 @@ impl Val {
                         (ArrayData::F64(_), Scalar::F64)
                             | (ArrayData::I64(_), Scalar::I64)
                             | (ArrayData::Bool(_), Scalar::Bool)
+                            | (ArrayData::Sparse(_), Scalar::Sparse)
                     )
                 }),
                 (Val::Func(FuncRef::User(id)), Type::Func(want)) => {
                     module.get(*id).is_some_and(|f| f.fn_type() == **want)
                 }
                 (Val::Func(FuncRef::Prim(p)), Type::Func(_)) => p.fn_type().as_ref() == Some(ty),
-                (Val::Dual(vals), Type::Dual(inner, width)) => match inner.tangent() {
-                    Some(tan) if vals.len() == *width as usize + 1 => {
+                (Val::Sparse(_), Type::Sparse) => true,
+                (Val::Dual(vals), Type::Dual(inner, width)) => match inner.tangent_at(*width) {
+                    Some(tan) if vals.len() == Type::lanes(*width) + 1 => {
                         work.push((&vals[0], inner));
                         // The tangent type is owned here; check the tangents
                         // against it now rather than through the work list.
@@ -210,6 +222,7 @@ impl Val {
                 Ok(ArrayData::F64(_)) => "[f64]",
                 Ok(ArrayData::I64(_)) => "[i64]",
                 Ok(ArrayData::Bool(_)) => "[bool]",
+                Ok(ArrayData::Sparse(_)) => "[sparse]",
                 Err(_) => "array",
             }),
             Val::Func(FuncRef::User(id)) => match module.get(*id) {
@@ -228,6 +241,9 @@ impl Val {
                 }
                 if vals.len() > 2 {
                     out.push_str(&format!(", {}", vals.len() - 1));
+                }
+                if matches!(vals.get(1), Some(Val::Sparse(_))) {
+                    out.push_str(", sparse");
                 }
                 out.push('>');
             }
@@ -283,6 +299,7 @@ impl Val {
                 out.push('@');
                 out.push_str(module.get(*id).map_or("?", |f| f.name.as_str()));
             }
+            Val::Sparse(h) => out.push_str(&format!("sparse#{h}")),
             Val::Dual(vals) => {
                 out.push_str("dual(");
                 for (i, v) in vals.iter().enumerate() {

@@ -136,6 +136,10 @@ impl<'a> Reader<'a> {
             Type::Tuple(elems) => self.tuple_value(ty, elems, depth),
             Type::Array(elem) => self.array_value(ty, *elem),
             Type::Func(_) => self.func_value(ty),
+            Type::Dual(_, crate::SPARSE_WIDTH) | Type::Sparse => Err(self.err(
+                self.tok.pos,
+                format!("{ty} has no literals: sparse tangents exist only inside a run"),
+            )),
             Type::Dual(inner, width) => self.dual_value(ty, inner, *width, depth),
         }
     }
@@ -277,6 +281,12 @@ impl<'a> Reader<'a> {
     }
 
     fn array_value(&mut self, ty: &Type, elem: Scalar) -> Result<Val, ParseError> {
+        if elem == Scalar::Sparse {
+            return Err(self.err(
+                self.tok.pos,
+                format!("{ty} has no literals: sparse tangents exist only inside a run"),
+            ));
+        }
         if self.tok.tok != Tok::LBracket {
             return Err(self.expected_found(&format!("an array of type {ty}")));
         }
@@ -287,6 +297,7 @@ impl<'a> Reader<'a> {
                 ArrayData::F64(v) => v.push(self.f64_value()?),
                 ArrayData::I64(v) => v.push(self.i64_value()?),
                 ArrayData::Bool(v) => v.push(self.bool_value()?),
+                ArrayData::Sparse(_) => return Err(self.expected_found("`]`")),
             }
             match self.tok.tok {
                 Tok::Comma => {

@@ -350,8 +350,21 @@ impl<'a> Parser<'a> {
         if self.tok.tok == Tok::Comma {
             self.advance()?;
             let num = self.tok;
+            if num.tok == Tok::Ident && self.text() == "sparse" {
+                // `dual<T, sparse>`: sparse forward mode.
+                width = crate::SPARSE_WIDTH;
+                self.advance()?;
+                self.expect(Tok::Greater, "`>`")?;
+                if !inner.has_tangent() {
+                    return Err(self.err(
+                        at,
+                        format!("`dual<{inner}, sparse>` needs a type with a tangent (one that contains f64)"),
+                    ));
+                }
+                return Ok(Type::dual_n(inner, width));
+            }
             if num.tok != Tok::Int {
-                return Err(self.expected("a batch width"));
+                return Err(self.expected("a batch width or `sparse`"));
             }
             let text = self.lx.text(&num);
             width = text
@@ -390,6 +403,7 @@ impl<'a> Parser<'a> {
                     "f64" => Some(Type::F64),
                     "i64" => Some(Type::I64),
                     "bool" => Some(Type::Bool),
+                    "sparse" => Some(Type::Sparse),
                     _ => None,
                 };
                 if let Some(ty) = scalar {
@@ -434,7 +448,12 @@ impl<'a> Parser<'a> {
                     "f64" if self.tok.tok == Tok::Ident => Scalar::F64,
                     "i64" if self.tok.tok == Tok::Ident => Scalar::I64,
                     "bool" if self.tok.tok == Tok::Ident => Scalar::Bool,
-                    _ => return Err(self.expected("an array element type `f64`, `i64` or `bool`")),
+                    "sparse" if self.tok.tok == Tok::Ident => Scalar::Sparse,
+                    _ => {
+                        return Err(
+                            self.expected("an array element type `f64`, `i64`, `bool` or `sparse`")
+                        );
+                    }
                 };
                 self.advance()?;
                 self.expect(Tok::RBracket, "`]`")?;

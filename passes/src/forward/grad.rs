@@ -7,10 +7,22 @@
 //! arrays sees the same input in every pass), so the gradient is with respect
 //! to the values on entry (SYNTAX.md §3); ceil(n / width) passes for n
 //! differentiated f64s (one pass when n is 0, for the value).
+//!
+//! Sparse mode (`width` [`irad_ir::SPARSE_WIDTH`], `irad grad --sparse`): one
+//! pass of the sparse rule `@f.fwds` through a wrapper `@f.fwds.grad` built in
+//! IR, which seeds the k-th differentiated f64 with `sonehot(k)` (zero
+//! handles elsewhere), calls the rule, and materialises the result's tangent
+//! with `sdense`; the gradient has the dense layout. Its cost is the primal's
+//! plus O(1) per tangent operation plus the materialisation (docs/forward.md,
+//! "Sparse mode").
 
 use super::{Forward, ForwardError};
 use irad_ir::interp::{ArrayData, ArrayRef, Executor, MakeExecutor, RunError, RunOptions, Val};
-use irad_ir::{FuncId, Location, Module, Scalar, Type};
+use irad_ir::{
+    BuildError, Const, FuncBuilder, FuncId, Location, Module, Operand, Prim, SPARSE_WIDTH, Scalar,
+    Type,
+};
+use irad_rules::{RuleError, emit};
 use std::rc::Rc;
 
 /// How [`gradient`] runs.
@@ -18,6 +30,8 @@ use std::rc::Rc;
 pub struct GradOptions {
     /// Tangents carried per pass (batch width, 1 to [`irad_ir::MAX_WIDTH`]);
     /// no more are used than there are f64s to differentiate.
+    /// [`irad_ir::SPARSE_WIDTH`] (0): sparse mode, one pass whatever the
+    /// number of f64s.
     pub width: u32,
     /// The argument positions to differentiate; `None`: every argument whose
     /// type has a tangent.
@@ -107,6 +121,9 @@ pub struct ForwardPlan {
     req: Request,
     width: u32,
     rule: FuncId,
+    /// Sparse mode: the wrapper `@f.fwds.grad` that seeds, runs the rule and
+    /// materialises (its result is `(value, dense gradient)`).
+    sparse: Option<FuncId>,
 }
 
 /// Checks the request, chooses the width (no more lanes than f64s to
@@ -119,6 +136,16 @@ pub fn plan(
     opts: &GradOptions,
 ) -> Result<ForwardPlan, GradError> {
     let req = check_request(module, f, args, opts.wrt.as_deref())?;
+    if opts.width == SPARSE_WIDTH {
+        let rule = fwd.rule_wrt(module, f, SPARSE_WIDTH, &req.wrt)?;
+        let wrapper = sparse_wrapper(module, f, rule, &req)?;
+        return Ok(ForwardPlan {
+            req,
+            width: SPARSE_WIDTH,
+            rule,
+            sparse: Some(wrapper),
+        });
+    }
     let mut slots = Vec::new();
     for &i in &req.wrt {
         collect_slots(&args[i], &req.params[i], i, &mut Vec::new(), &mut slots);
@@ -128,13 +155,24 @@ pub fn plan(
         .width
         .min(u32::try_from(slots.len().max(1)).unwrap_or(u32::MAX));
     let rule = fwd.rule_wrt(module, f, width, &req.wrt)?;
-    Ok(ForwardPlan { req, width, rule })
+    Ok(ForwardPlan {
+        req,
+        width,
+        rule,
+        sparse: None,
+    })
 }
 
 impl ForwardPlan {
     /// The forward rule the plan runs.
     pub fn rule(&self) -> FuncId {
         self.rule
+    }
+
+    /// The function a run calls: the rule, or in sparse mode the wrapper
+    /// around it.
+    pub fn entry(&self) -> FuncId {
+        self.sparse.unwrap_or(self.rule)
     }
 
     /// The value and gradient at `args` (of the types the plan was made
@@ -145,7 +183,157 @@ impl ForwardPlan {
         args: &[Val],
         run: &RunOptions,
     ) -> Result<Gradient, GradError> {
-        passes(&self.req, self.width, self.rule, exec, args, run)
+        match self.sparse {
+            Some(wrapper) => sparse_pass(&self.req, wrapper, exec, args, run),
+            None => passes(&self.req, self.width, self.rule, exec, args, run),
+        }
+    }
+}
+
+/// The one pass of sparse mode: the wrapper on fresh copies of the
+/// arguments, its dense gradient scattered into the arguments' layout.
+fn sparse_pass(
+    req: &Request,
+    wrapper: FuncId,
+    exec: &mut dyn Executor,
+    args: &[Val],
+    run: &RunOptions,
+) -> Result<Gradient, GradError> {
+    let Request { floc, params, wrt } = req;
+    let mut slots = Vec::new();
+    for &i in wrt {
+        collect_slots(&args[i], &params[i], i, &mut Vec::new(), &mut slots);
+    }
+    let mut grads: Vec<Option<Val>> = (0..args.len())
+        .map(|i| wrt.contains(&i).then(|| zero_tangent(&args[i], &params[i])))
+        .collect();
+    let copies: Vec<Val> = args.iter().map(deep_copy).collect();
+    let out = exec.run(wrapper, &copies, run)?;
+    let bad = || {
+        invalid(
+            floc.clone(),
+            "internal error: the sparse gradient wrapper returned something else".into(),
+        )
+    };
+    let Val::Tuple(parts) = out else {
+        return Err(bad());
+    };
+    let (Some(value), Some(Val::Array(g))) = (parts.first(), parts.get(1)) else {
+        return Err(bad());
+    };
+    let dense = match &*g.0.borrow() {
+        ArrayData::F64(xs) if xs.len() == slots.len() => xs.clone(),
+        _ => return Err(bad()),
+    };
+    for (slot, d) in slots.iter().zip(dense) {
+        if let Some(Some(g)) = grads.get_mut(slot.arg) {
+            set_slot(g, &slot.path, slot.index, d);
+        }
+    }
+    Ok(Gradient {
+        value: value.clone(),
+        gradient: grads,
+        passes: 1,
+    })
+}
+
+/// Builds `@f.fwds.grad(params of f) -> (f64, [f64])`: every differentiated
+/// f64 of the arguments (in the order of `collect_slots`) seeded with
+/// `sonehot(k)`, the others with zero handles; `invoke @f.fwds`; the value
+/// and `sdense` of the result's tangent over all the directions.
+fn sparse_wrapper(
+    module: &mut Module,
+    f: FuncId,
+    rule: FuncId,
+    req: &Request,
+) -> Result<FuncId, GradError> {
+    let loc = req.floc.clone();
+    let build = |e: BuildError| invalid(loc.clone(), format!("internal error: {e}"));
+    let rule_err = |e: RuleError| invalid(loc.clone(), format!("internal error: {e}"));
+    let name = module
+        .get(f)
+        .map(|func| func.name.clone())
+        .unwrap_or_default();
+    let name = super::fresh_derived_name(module, &name, "fwds.grad");
+    let params = req.params.iter().map(|t| (None, t.clone())).collect();
+    let ret = Type::tuple(vec![Type::F64, Type::Array(Scalar::F64)]);
+    let id = module.declare_func(&name, params, ret).map_err(build)?;
+    let mut b = FuncBuilder::new(module, id).map_err(build)?;
+    let entry = b.create_block();
+    b.switch_to_block(entry).map_err(build)?;
+    let mut next = Operand::Const(Const::I64(0));
+    let mut rule_args = Vec::with_capacity(req.params.len());
+    for (i, ty) in req.params.iter().enumerate() {
+        let p = Operand::Value(b.param(i).map_err(build)?);
+        if !ty.has_tangent() {
+            rule_args.push(p);
+            continue;
+        }
+        let t = if req.wrt.contains(&i) {
+            seed(&mut b, ty, p, &mut next).map_err(rule_err)?
+        } else {
+            emit::zero_tangent_at(&mut b, ty, p, SPARSE_WIDTH)
+                .map_err(rule_err)?
+                .ok_or_else(|| invalid(loc.clone(), "internal error: no zero tangent".into()))?
+        };
+        rule_args.push(emit::value(&mut b, Prim::Dual, &[p, t]).map_err(rule_err)?);
+    }
+    let r = b
+        .invoke(rule, &rule_args)
+        .map_err(build)?
+        .map(Operand::Value)
+        .ok_or_else(|| invalid(loc.clone(), "internal error: the rule has no result".into()))?;
+    let v = emit::value(&mut b, Prim::Primal, &[r]).map_err(rule_err)?;
+    let t = emit::value(&mut b, Prim::Tangent, &[r, Operand::from(0i64)]).map_err(rule_err)?;
+    let g = emit::value(&mut b, Prim::Sdense, &[t, next]).map_err(rule_err)?;
+    let out = emit::value(&mut b, Prim::Tuple, &[v, g]).map_err(rule_err)?;
+    b.ret(out).map_err(build)?;
+    Ok(id)
+}
+
+/// The sparse tangent of a value `p` of type `ty` whose f64s are the
+/// directions `next`, `next + 1`, ... (in `collect_slots` order); advances
+/// `next` past them. Recursive over tuples, as deep as the type (at most
+/// `MAX_NESTING`).
+fn seed(
+    b: &mut FuncBuilder<'_>,
+    ty: &Type,
+    p: Operand,
+    next: &mut Operand,
+) -> Result<Operand, RuleError> {
+    match ty {
+        Type::F64 => {
+            let t = emit::value(b, Prim::Sonehot, &[*next])?;
+            *next = emit::value(b, Prim::Iadd, &[*next, Operand::from(1i64)])?;
+            Ok(t)
+        }
+        Type::Array(Scalar::F64) => {
+            let n = emit::value(b, Prim::Length, &[p])?;
+            let ts = Operand::Value(b.alloc(Scalar::Sparse, n)?);
+            let base = *next;
+            emit::for_range(b, n, |b, i| {
+                let k = emit::value(b, Prim::Iadd, &[base, i])?;
+                let h = emit::value(b, Prim::Sonehot, &[k])?;
+                emit::effect(b, Prim::Arrayset, &[ts, i, h])
+            })?;
+            *next = emit::value(b, Prim::Iadd, &[base, n])?;
+            Ok(ts)
+        }
+        Type::Tuple(elems) => {
+            let mut parts = Vec::with_capacity(elems.len());
+            for (k, elem) in elems.iter().enumerate() {
+                if !elem.has_tangent() {
+                    parts.push(emit::unit());
+                    continue;
+                }
+                let k = i64::try_from(k)
+                    .map_err(|_| RuleError::Unsupported("tuple too wide".into()))?;
+                let c = emit::value(b, Prim::Getfield, &[p, Operand::from(k)])?;
+                parts.push(seed(b, elem, c, next)?);
+            }
+            emit::value(b, Prim::Tuple, &parts)
+        }
+        _ => Err(RuleError::Unsupported(format!("no sparse seed for {ty}"))),
     }
 }
 

@@ -130,11 +130,7 @@ impl<'r> Forward<'r> {
             .map(|(&v, ty)| (func.values[v].name.as_deref().map(String::from), ty))
             .collect();
         let active: Vec<String> = wrt.iter().map(usize::to_string).collect();
-        let suffix = if width == 1 {
-            format!("fwd.wrt{}", active.join("_"))
-        } else {
-            format!("fwd{width}.wrt{}", active.join("_"))
-        };
+        let suffix = format!("{}.wrt{}", rule_suffix(width), active.join("_"));
         let rule_name = fresh_derived_name(module, &func.name, &suffix);
         let pos = func.pos;
         let id = module
@@ -159,7 +155,8 @@ impl<'r> Forward<'r> {
     }
 
     /// The forward rule of `f` at batch width `width` (1 to
-    /// [`irad_ir::MAX_WIDTH`]), derived with every rule it calls on first
+    /// [`irad_ir::MAX_WIDTH`], or [`irad_ir::SPARSE_WIDTH`] for the sparse
+    /// rule `@f.fwds`), derived with every rule it calls on first
     /// request and added to `module`; later requests return the same function.
     pub fn rule(
         &mut self,
@@ -178,7 +175,7 @@ impl<'r> Forward<'r> {
         callee: FuncRef,
         width: u32,
     ) -> Result<FuncId, ForwardError> {
-        if !(1..=irad_ir::MAX_WIDTH).contains(&width) {
+        if !(1..=irad_ir::MAX_WIDTH).contains(&width) && width != irad_ir::SPARSE_WIDTH {
             return Err(ForwardError::new(
                 Location::default(),
                 format!(
@@ -311,15 +308,21 @@ impl RuleProvider for Forward<'_> {
     }
 }
 
-/// `base.fwd` (`base.fwdN` for width N > 1), or with `.1`, `.2`, ... appended
-/// if a function of that name exists.
+/// `base.fwd` (`base.fwdN` for width N > 1, `base.fwds` for sparse mode), or
+/// with `.1`, `.2`, ... appended if a function of that name exists.
 fn fresh_name(module: &Module, base: &str, width: u32) -> String {
-    let suffix = if width == 1 {
+    fresh_derived_name(module, base, &rule_suffix(width))
+}
+
+/// The suffix of the rule at `width`: `fwd`, `fwdN`, or `fwds` (sparse).
+fn rule_suffix(width: u32) -> String {
+    if width == 1 {
         "fwd".to_string()
+    } else if width == irad_ir::SPARSE_WIDTH {
+        "fwds".to_string()
     } else {
         format!("fwd{width}")
-    };
-    fresh_derived_name(module, base, &suffix)
+    }
 }
 
 /// `base.suffix`, or with `.1`, `.2`, ... appended if a function of that name

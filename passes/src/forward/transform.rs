@@ -146,8 +146,8 @@ fn project(
 ) -> Result<(Operand, Lanes), BuildError> {
     let missing = || BuildError::Type("a projection without result".into());
     let p = b.prim(Prim::Primal, &[op])?.ok_or_else(missing)?;
-    let mut ts = Lanes::with_capacity(width as usize);
-    for k in 0..width {
+    let mut ts = Lanes::with_capacity(Type::lanes(width));
+    for k in 0..Type::lanes(width) as u32 {
         let t = b
             .prim(Prim::Tangent, &[op, Operand::from(i64::from(k))])?
             .ok_or_else(missing)?;
@@ -181,7 +181,7 @@ fn check_out(b: &FuncBuilder<'_>, out: &FwdOut, ty: &Type, width: u32) -> Result
     if &got != ty {
         return Err(format!("its primal result has type {got}, expected {ty}"));
     }
-    match (&out.tangents, ty.tangent()) {
+    match (&out.tangents, ty.tangent_at(width)) {
         (None, None) => Ok(()),
         (Some(_), None) => Err(format!("it returned tangents for {ty}, which has none")),
         (None, Some(_)) if emit::contains_array(ty) => Err(format!(
@@ -189,10 +189,11 @@ fn check_out(b: &FuncBuilder<'_>, out: &FwdOut, ty: &Type, width: u32) -> Result
         )),
         (None, Some(_)) => Ok(()),
         (Some(ts), Some(tan)) => {
-            if ts.len() != width as usize {
+            if ts.len() != Type::lanes(width) {
                 return Err(format!(
-                    "it returned {} tangents, expected {width}",
-                    ts.len()
+                    "it returned {} tangents, expected {}",
+                    ts.len(),
+                    Type::lanes(width)
                 ));
             }
             for t in ts {
@@ -575,7 +576,7 @@ impl Ctx<'_, '_> {
         }
         for (k, t) in ts.iter().enumerate() {
             if let Operand::Value(tv) = *t {
-                let suffix = if self.width == 1 {
+                let suffix = if Type::lanes(self.width) == 1 {
                     ".t".to_string()
                 } else {
                     format!(".t{k}")

@@ -241,7 +241,7 @@ fn constant_value(v: &Val) -> bool {
         match v {
             Val::F64(_) | Val::I64(_) | Val::Bool(_) | Val::Unit | Val::Func(_) => {}
             Val::Tuple(elems) => work.extend(elems.iter()),
-            Val::Array(_) | Val::Dual(_) => return false,
+            Val::Array(_) | Val::Dual(_) | Val::Sparse(_) => return false,
         }
     }
     true
@@ -351,6 +351,6 @@ fn materialise(func: &mut Func, v: &Val, ty: &Type, prelude: &mut Vec<irad_ir::I
             Operand::Value(r)
         }
         // Rejected by `check_known`.
-        Val::Array(_) | Val::Dual(_) => Operand::Const(Const::Unit),
+        Val::Array(_) | Val::Dual(_) | Val::Sparse(_) => Operand::Const(Const::Unit),
     }
 }
