@@ -38,6 +38,14 @@
 //!   `@f.rev` (seed 1, zero shadows) must give the primal's value bit for bit
 //!   and the argument arrays must be back in their entry state.
 //!
+//! - `# test: schedule S`: the optimiser schedule S (docs/optimise.md) runs
+//!   over every function of the file (verifying after each step); the result,
+//!   headed by comments giving the schedule, whether it succeeded and the
+//!   rewrites made by rule, is compared with the sibling `NAME_OF_FILE.opt.ir`
+//!   (`IRAD_BLESS=1` writes it). It must round-trip and pass the file's
+//!   `# run:` and `# run-error:` lines, as the expected file must. The suite
+//!   is `tests/filetests/optimise/`.
+//!
 //! Every file that is not an error test is also normalised: the result must
 //! verify, round-trip, be a fixed point of the pipeline, and pass the file's
 //! `# run:` and `# run-error:` lines. Every file that is not an error test is
@@ -125,6 +133,8 @@ enum Directive {
     Forward,
     /// `# test: reverse`
     Reverse,
+    /// `# test: schedule S`
+    Schedule(String),
 }
 
 struct Call {
@@ -179,7 +189,46 @@ fn filetest(path: &Utf8Path, text: String) -> datatest_stable::Result<()> {
         let printed = check_reverse(path, &text, &module, &directives)?;
         compare_with_sibling(path, "reverse", &printed, &directives)?;
     }
+    for d in &directives {
+        if let Directive::Schedule(schedule) = d {
+            let printed = check_schedule(&module, schedule, &directives)?;
+            compare_with_sibling_at(path, "opt", &printed, &directives, false)?;
+        }
+    }
     Ok(())
+}
+
+/// Runs the schedule over a copy of `module` (verifying after each step);
+/// the result must round-trip and pass the `# run:` and `# run-error:`
+/// lines. Returns the printed result, with the rewrites made as a leading
+/// comment.
+fn check_schedule(module: &Module, schedule: &str, directives: &[Directive]) -> Result<String> {
+    use irad::passes::optimise::{OptOptions, optimise, parse_schedule};
+    let s = parse_schedule(schedule).map_err(|e| format!("{e}"))?;
+    let mut m = module.clone();
+    let opts = OptOptions {
+        verify: true,
+        ..OptOptions::default()
+    };
+    let report = optimise(&mut m, &s, None, &opts).map_err(|e| format!("{s}: {e}: {e:?}"))?;
+    round_trip(&m).map_err(|e| format!("after {s}: {e}"))?;
+    run_directives(&m, directives).map_err(|e| format!("after {s}: {e}"))?;
+    let rewrites: Vec<String> = report
+        .rewrites
+        .iter()
+        .map(|(name, n)| format!("{name} {n}"))
+        .collect();
+    let mut printed = format!(
+        "# schedule: {s}\n# {}: {}\n",
+        if report.ok { "succeeded" } else { "failed" },
+        if rewrites.is_empty() {
+            "no rewrites".to_string()
+        } else {
+            rewrites.join(", ")
+        }
+    );
+    printed.push_str(&print_module(&m));
+    Ok(printed)
 }
 
 /// The module with `@f.rev` of every function, printed after the BBCode
@@ -351,6 +400,17 @@ fn compare_with_sibling(
     printed: &str,
     directives: &[Directive],
 ) -> Result<()> {
+    compare_with_sibling_at(path, suffix, printed, directives, true)
+}
+
+/// [`compare_with_sibling`]; `check_pos` as in [`run_directives_at`].
+fn compare_with_sibling_at(
+    path: &Utf8Path,
+    suffix: &str,
+    printed: &str,
+    directives: &[Directive],
+    check_pos: bool,
+) -> Result<()> {
     let expected_path = path.with_extension(format!("{suffix}.ir"));
     if std::env::var_os("IRAD_BLESS").is_some() {
         std::fs::write(&expected_path, printed)?;
@@ -361,7 +421,7 @@ fn compare_with_sibling(
         return Err(format!("{suffix} output differs from {expected_path}:\n{printed}").into());
     }
     let expected_module = load(&expected, Lang::Ir)?;
-    run_directives(&expected_module, directives)
+    run_directives_at(&expected_module, directives, check_pos)
 }
 
 fn error_lines(directives: &[Directive]) -> Vec<(usize, &str)> {
@@ -589,6 +649,12 @@ fn run_errors_through_cli(path: &Utf8Path, directives: &[Directive]) -> Result<(
 }
 
 fn run_directives(module: &Module, directives: &[Directive]) -> Result<()> {
+    run_directives_at(module, directives, true)
+}
+
+/// [`run_directives`], checking the position of `# run-error:` failures
+/// only when `check_pos` (a printed module has its own line numbers).
+fn run_directives_at(module: &Module, directives: &[Directive], check_pos: bool) -> Result<()> {
     for d in directives {
         match d {
             Directive::Run {
@@ -632,7 +698,7 @@ fn run_directives(module: &Module, directives: &[Directive]) -> Result<()> {
                 }
                 Err(RunFailure::Run(e)) => {
                     let pos = e.loc.pos.map(|p| (p.line, p.col));
-                    if pos != Some(*at) || !e.msg.contains(text.as_str()) {
+                    if (check_pos && pos != Some(*at)) || !e.msg.contains(text.as_str()) {
                         return Err(format!(
                             "line {line}: error at {pos:?}: {e}; want at {at:?} containing {text:?}"
                         )
@@ -646,7 +712,8 @@ fn run_directives(module: &Module, directives: &[Directive]) -> Result<()> {
             | Directive::Pass(_)
             | Directive::Normalise
             | Directive::Forward
-            | Directive::Reverse => {}
+            | Directive::Reverse
+            | Directive::Schedule(_) => {}
         }
     }
     Ok(())
@@ -751,6 +818,11 @@ fn directives(text: &str, lang: Lang) -> Result<Vec<Directive>> {
                 "normalise" => out.push(Directive::Normalise),
                 "forward" => out.push(Directive::Forward),
                 "reverse" => out.push(Directive::Reverse),
+                other if other.starts_with("schedule ") => {
+                    out.push(Directive::Schedule(
+                        other["schedule ".len()..].trim().to_string(),
+                    ));
+                }
                 other if other.starts_with("pass ") => {
                     out.push(Directive::Pass(other["pass ".len()..].trim().to_string()));
                 }

@@ -5,6 +5,8 @@
 //!   and [`normalise()`];
 //! - [`normalise`](mod@normalise): the normalisation passes of DESIGN.md, one
 //!   file each;
+//! - [`optimise`]: rewrite rules combined by strategies, the schedules
+//!   `irad grad`, `emit`, `dump --schedule` run (docs/optimise.md);
 //! - `cfg`: the small CFG facts (successors, predecessors, reachability) the
 //!   passes share.
 //!
@@ -20,6 +22,7 @@ mod ad_error;
 pub mod forward;
 pub mod manager;
 pub mod normalise;
+pub mod optimise;
 pub mod reverse;
 
 pub use manager::{
