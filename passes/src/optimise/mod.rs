@@ -39,8 +39,8 @@ pub use strategy::Strategy;
 use irad_ir::entity::EntityRef;
 use irad_ir::verify::{VerifyError, verify_module};
 use irad_ir::{Block, Func, FuncId, Inst, InstKind, Module, Operand, Terminator, Value};
-use rules::{RuleKind, StmtCtx, find_rule};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use rules::{RuleKind, StmtCtx};
+use std::collections::{BTreeMap, HashSet};
 
 /// The schedule `irad grad`, `irad emit` and `irad bench` run on the derived
 /// functions (docs/optimise.md, "The default schedule", says why each step is
@@ -161,7 +161,7 @@ pub fn optimise(
     let mut eng = Engine {
         m,
         scope,
-        states: HashMap::new(),
+        states: Vec::new(),
         fuel: opts.fuel,
         counts: BTreeMap::new(),
     };
@@ -316,12 +316,17 @@ struct FuncState {
     subst: Subst,
     removed: HashSet<Inst>,
     callees: HashSet<Value>,
+    /// Per statement: the substitution's size when its operands were last
+    /// substituted (plus one; 0: never), so that a statement is rewritten
+    /// only when something new was replaced.
+    resolved_at: Vec<usize>,
 }
 
 struct Engine<'m> {
     m: &'m mut Module,
     scope: Vec<FuncId>,
-    states: HashMap<FuncId, FuncState>,
+    /// Per function (by index), its state once a rule has visited it.
+    states: Vec<Option<FuncState>>,
     fuel: u64,
     counts: BTreeMap<&'static str, usize>,
 }
@@ -334,7 +339,7 @@ impl Engine<'_> {
                 changed: false,
             },
             Strategy::Fail => Out::FAIL,
-            Strategy::Rule(name) => self.rule(name, at),
+            Strategy::Rule(rule) => self.rule(rule, at),
             Strategy::Seq(items) => {
                 let mut changed = false;
                 for item in items {
@@ -474,7 +479,11 @@ impl Engine<'_> {
             At::Module => self.scope.iter().map(|&f| At::Func(f)).collect(),
             At::Func(f) => self.m[f].layout.iter().map(|&b| At::Block(f, b)).collect(),
             At::Block(f, b) => {
-                let removed = self.states.get(&f).map(|s| &s.removed);
+                let removed = self
+                    .states
+                    .get(f.index())
+                    .and_then(|s| s.as_ref())
+                    .map(|s| &s.removed);
                 self.m[f].blocks[b]
                     .insts
                     .iter()
@@ -486,23 +495,44 @@ impl Engine<'_> {
         }
     }
 
-    fn state(&mut self, f: FuncId) -> &mut FuncState {
+    /// Makes sure `f` has a state (read it from `self.states[f.index()]`).
+    fn ensure_state(&mut self, f: FuncId) {
+        let i = f.index();
+        if self.states.len() <= i {
+            self.states.resize_with(i + 1, || None);
+        }
         let func = &self.m[f];
-        self.states.entry(f).or_insert_with(|| FuncState {
-            callees: callees(func),
-            ..FuncState::default()
-        })
+        if let Some(slot) = self.states.get_mut(i) {
+            slot.get_or_insert_with(|| FuncState {
+                callees: callees(func),
+                ..FuncState::default()
+            });
+        }
     }
 
-    /// The rule, group or pass `name` at `at`.
-    fn rule(&mut self, name: &'static str, at: At) -> Out {
-        let Some(rule) = find_rule(name) else {
-            return Out::FAIL;
-        };
+    /// The rule, group or pass `rule` at `at`.
+    fn rule(&mut self, rule: &'static rules::Rule, at: At) -> Out {
+        match rule.kind {
+            RuleKind::Group(_) => match rules::resolved(rule.name) {
+                Some((_, members)) => self.apply_rule(rule, members, at),
+                None => Out::FAIL,
+            },
+            _ => self.apply_rule(rule, &[], at),
+        }
+    }
+
+    /// `rule` (a group: the first of `members` that succeeds) at `at`.
+    fn apply_rule(
+        &mut self,
+        rule: &'static rules::Rule,
+        members: &[&'static rules::Rule],
+        at: At,
+    ) -> Out {
+        let name = rule.name;
         match (rule.kind, at) {
-            (RuleKind::Group(members), _) => {
+            (RuleKind::Group(_), _) => {
                 for m in members {
-                    let out = self.rule(m, at);
+                    let out = self.apply_rule(m, &[], at);
                     if out.ok {
                         return out;
                     }
@@ -511,8 +541,8 @@ impl Engine<'_> {
             }
             (RuleKind::Stmt(run), At::Stmt(f, inst)) => self.stmt_rule(name, run, f, inst),
             (RuleKind::Block(run), At::Block(f, b)) => {
-                self.state(f);
-                let Some(state) = self.states.get(&f) else {
+                self.ensure_state(f);
+                let Some(Some(state)) = self.states.get(f.index()) else {
                     return Out::FAIL;
                 };
                 let func = &mut self.m[f];
@@ -529,13 +559,17 @@ impl Engine<'_> {
                 self.flush_all();
                 let scope = self.scope.clone();
                 let changed = run(self.m, &scope, true);
-                self.states.clear();
+                if changed {
+                    self.states.clear();
+                }
                 self.count(name, changed)
             }
             (RuleKind::Pass(run), At::Func(f)) => {
                 self.flush(f);
                 let changed = run(self.m, &[f], false);
-                self.states.remove(&f);
+                if changed && let Some(slot) = self.states.get_mut(f.index()) {
+                    *slot = None;
+                }
                 self.count(name, changed)
             }
             _ => Out::FAIL,
@@ -559,8 +593,8 @@ impl Engine<'_> {
         f: FuncId,
         inst: Inst,
     ) -> Out {
-        self.state(f);
-        let Some(state) = self.states.get_mut(&f) else {
+        self.ensure_state(f);
+        let Some(Some(state)) = self.states.get_mut(f.index()) else {
             return Out::FAIL;
         };
         if state.removed.contains(&inst) {
@@ -610,7 +644,7 @@ impl Engine<'_> {
     /// Writes the pending replacements of `f` into its statements and drops
     /// its removed statements.
     fn flush(&mut self, f: FuncId) {
-        let Some(state) = self.states.get_mut(&f) else {
+        let Some(Some(state)) = self.states.get_mut(f.index()) else {
             return;
         };
         if state.subst.is_empty() && state.removed.is_empty() {
@@ -618,13 +652,13 @@ impl Engine<'_> {
         }
         let subst = std::mem::take(&mut state.subst);
         let removed = std::mem::take(&mut state.removed);
+        state.resolved_at.clear();
         apply_to_operands(&mut self.m[f], &removed, |op| *op = subst.resolve(*op));
     }
 
     fn flush_all(&mut self) {
-        let fs: Vec<FuncId> = self.states.keys().copied().collect();
-        for f in fs {
-            self.flush(f);
+        for i in 0..self.states.len() {
+            self.flush(FuncId::from_u32(u32::try_from(i).unwrap_or(u32::MAX)));
         }
     }
 }

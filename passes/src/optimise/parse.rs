@@ -216,8 +216,8 @@ impl Parser {
                 self.close(&open)?;
                 Strategy::unary(n, inner).ok_or_else(|| t.err(format!("unknown combinator `{n}`")))
             }
-            Tok::Name(n) => match rules::lookup(n) {
-                Some(name) => Ok(Strategy::Rule(name)),
+            Tok::Name(n) => match rules::find_rule(n) {
+                Some(rule) => Ok(Strategy::Rule(rule)),
                 None => Err(t.err(format!(
                     "unknown rule `{n}` (known: {})",
                     rules::known_names().join(", ")

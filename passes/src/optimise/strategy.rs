@@ -17,8 +17,10 @@ pub enum Strategy {
     Id,
     /// `fail`: fails.
     Fail,
-    /// A rule, a group of rules or a pass, by name (`fold`, `mul-one`, `dce`).
-    Rule(&'static str),
+    /// A rule, a group of rules or a pass (`fold`, `mul-one`, `dce`), as
+    /// [`rules::find_rule`](super::rules::find_rule) gives it; it prints as
+    /// its name.
+    Rule(&'static super::rules::Rule),
     /// `s1; s2; ...`: each in turn; fails as soon as one fails.
     Seq(Vec<Strategy>),
     /// `s1 <+ s2 <+ ...`: the first that succeeds.
@@ -115,7 +117,7 @@ impl fmt::Display for Strategy {
         match self {
             Strategy::Id => f.write_str("id"),
             Strategy::Fail => f.write_str("fail"),
-            Strategy::Rule(name) => f.write_str(name),
+            Strategy::Rule(rule) => f.write_str(rule.name),
             Strategy::Seq(items) => {
                 for (i, s) in items.iter().enumerate() {
                     if i > 0 {

@@ -23,6 +23,8 @@ pub mod phi_simplify;
 use super::Subst;
 use irad_ir::{Func, FuncId, Inst, InstKind, Module, Operand, Prim};
 use smallvec::SmallVec;
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// What a statement rule sees: the function (with the statement's own
 /// operands already substituted) and the pending substitution, through which
@@ -81,7 +83,7 @@ pub enum RuleKind {
     Group(&'static [&'static str]),
 }
 
-/// A named rule.
+/// A named rule. Rules are equal when their names are (names are unique).
 pub struct Rule {
     /// The kebab-case name schedules and `irad dump` use.
     pub name: &'static str,
@@ -89,6 +91,20 @@ pub struct Rule {
     pub kind: RuleKind,
     /// One line on what it does.
     pub doc: &'static str,
+}
+
+impl PartialEq for Rule {
+    fn eq(&self, other: &Rule) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Rule {}
+
+impl std::fmt::Debug for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
 }
 
 /// Every rule, group and pass, each once.
@@ -267,12 +283,31 @@ pub static RULES: &[Rule] = &[
 
 /// The rule called `name`.
 pub fn find_rule(name: &str) -> Option<&'static Rule> {
-    RULES.iter().find(|r| r.name == name)
+    resolved(name).map(|(rule, _)| *rule)
 }
 
-/// The static name of the rule called `name`, if there is one.
-pub(crate) fn lookup(name: &str) -> Option<&'static str> {
-    find_rule(name).map(|r| r.name)
+/// The rule called `name` and, for a group, its member rules: looked up in a
+/// table built once, since the engine looks rules up at every position.
+pub(crate) fn resolved(name: &str) -> Option<&'static (&'static Rule, Vec<&'static Rule>)> {
+    static TABLE: OnceLock<HashMap<&'static str, (&'static Rule, Vec<&'static Rule>)>> =
+        OnceLock::new();
+    TABLE
+        .get_or_init(|| {
+            RULES
+                .iter()
+                .map(|r| {
+                    let members = match r.kind {
+                        RuleKind::Group(names) => names
+                            .iter()
+                            .filter_map(|n| RULES.iter().find(|m| m.name == *n))
+                            .collect(),
+                        _ => Vec::new(),
+                    };
+                    (r.name, (r, members))
+                })
+                .collect()
+        })
+        .get(name)
 }
 
 /// Every name a schedule may use besides the combinators.
