@@ -106,7 +106,7 @@ fn tape_of(m: &Module, f: FuncId, inst: Inst) -> Option<Type> {
     }
 }
 
-/// The dead statements of `f` (never empty-handed: all of them), and the tape
+/// The dead statements of `f` (the removable ones nothing live uses), and the tape
 /// types of candidate pops whose results are used. `local`: pure statements
 /// and phis may be removed; `tapes`: pushes and pops of tapes not in
 /// `live_tapes` may be removed.
