@@ -10,12 +10,13 @@
 //! - forward mode: the whole gradient, ceil(n / width) passes of `@f.fwdW`
 //!   with the argument copies and seeds they need.
 //!
-//! Compile time covers normalising, deriving and compiling the primal and the
+//! Compile time covers normalising, deriving, optimising (the schedule of
+//! [`BenchOptions::schedule`]) and compiling the primal and the
 //! gradient's functions. After one warm-up call of each, samples alternate
 //! (primal, gradient, primal, ...) until both have run for at least the
 //! requested time and at least five times.
 
-use crate::compiled::{Mode, jit_gradient};
+use crate::compiled::{Mode, jit_gradient_with};
 use irad_codegen::Jit;
 use irad_ir::interp::{ArrayData, ArrayRef, RunError, Val};
 use irad_ir::{FuncId, Module, Scalar, Type};
@@ -54,6 +55,9 @@ pub struct BenchOptions {
     pub mode: Mode,
     /// How long each of primal and gradient is sampled at least.
     pub min_time: Duration,
+    /// The optimiser schedule run over the gradient's derived functions
+    /// before they are compiled (default: the default schedule).
+    pub schedule: irad_passes::optimise::Strategy,
 }
 
 impl Default for BenchOptions {
@@ -62,6 +66,7 @@ impl Default for BenchOptions {
             grad: GradOptions::default(),
             mode: Mode::Reverse,
             min_time: MIN_SAMPLE_TIME,
+            schedule: irad_passes::optimise::default_schedule(),
         }
     }
 }
@@ -96,9 +101,11 @@ pub fn bench(
                 loc: irad_ir::Location::default(),
                 msg: e.to_string(),
             })?;
+            let before = m.len();
             let mut rev = Reverse::new(registry);
             let plan = irad_passes::reverse::grad::plan(&mut m, &mut rev, f, args, opts)?;
             let rev_id = rev.rev_wrt(&mut m, f, plan.wrt())?;
+            crate::compiled::optimise_derived(&mut m, before, &bopts.schedule)?;
             let params = m.get(f).map(|func| func.param_types()).unwrap_or_default();
             let mut call: Vec<Val> = args.to_vec();
             for (a, t) in args.iter().zip(&params) {
@@ -115,7 +122,15 @@ pub fn bench(
             }
         }
         Mode::Forward => {
-            let mut g = jit_gradient(module, f, args, registry, opts, Mode::Forward)?;
+            let mut g = jit_gradient_with(
+                module,
+                f,
+                args,
+                registry,
+                opts,
+                Mode::Forward,
+                &bopts.schedule,
+            )?;
             g.compile().map_err(codegen)?;
             Grad::Forward(g)
         }

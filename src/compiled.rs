@@ -225,11 +225,28 @@ pub fn jit_gradient<'r>(
     opts: &irad_passes::forward::grad::GradOptions,
     mode: Mode,
 ) -> Result<CompiledGradient<'r>, irad_passes::forward::grad::GradError> {
+    let schedule = irad_passes::optimise::default_schedule();
+    jit_gradient_with(module, f, args, registry, opts, mode, &schedule)
+}
+
+/// [`jit_gradient`] with the optimiser schedule `schedule` run over the
+/// derived functions before they are compiled ([`jit_gradient`] runs the
+/// default schedule; docs/optimise.md).
+pub fn jit_gradient_with<'r>(
+    module: &Module,
+    f: FuncId,
+    args: &[Val],
+    registry: &'r Registry,
+    opts: &irad_passes::forward::grad::GradOptions,
+    mode: Mode,
+    schedule: &irad_passes::optimise::Strategy,
+) -> Result<CompiledGradient<'r>, irad_passes::forward::grad::GradError> {
     let mut m = module.clone();
     irad_passes::normalise(&mut m).map_err(|e| irad_passes::forward::grad::GradError::Invalid {
         loc: irad_ir::Location::default(),
         msg: e.to_string(),
     })?;
+    let before = m.len();
     let (plan, provider): (Plan, Box<dyn RuleProvider + 'r>) = match mode {
         Mode::Forward => {
             let mut fwd = Forward::new(registry);
@@ -242,10 +259,31 @@ pub fn jit_gradient<'r>(
             (Plan::Reverse(p), Box::new(rev))
         }
     };
+    optimise_derived(&mut m, before, schedule)?;
     let jit = Jit::owning(m, Some(provider)).map_err(|e| RunError {
         loc: e.loc,
         msg: e.msg,
         trace: Vec::new(),
     })?;
     Ok(CompiledGradient { jit, plan, func: f })
+}
+
+/// Runs `schedule` over the functions of `m` from position `first` on (the
+/// derived ones), as a gradient error when it fails.
+pub(crate) fn optimise_derived(
+    m: &mut Module,
+    first: usize,
+    schedule: &irad_passes::optimise::Strategy,
+) -> Result<(), irad_passes::forward::grad::GradError> {
+    use irad_passes::optimise::{OptOptions, Strategy, optimise};
+    if *schedule == Strategy::Id {
+        return Ok(());
+    }
+    let scope: Vec<FuncId> = m.func_ids().skip(first).collect();
+    optimise(m, schedule, Some(&scope), &OptOptions::default())
+        .map(|_| ())
+        .map_err(|e| irad_passes::forward::grad::GradError::Invalid {
+            loc: irad_ir::Location::default(),
+            msg: e.to_string(),
+        })
 }

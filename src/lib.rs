@@ -17,16 +17,18 @@ mod bench;
 mod compiled;
 pub mod diag;
 pub mod dot;
+mod schedule;
 
 pub use bench::{BenchOptions, BenchReport, MIN_SAMPLE_TIME, bench};
 pub use compiled::{
-    Compiled, CompiledError, CompiledGradient, Mode, jit_forward, jit_gradient, jit_primal,
-    jit_reverse,
+    Compiled, CompiledError, CompiledGradient, Mode, jit_forward, jit_gradient, jit_gradient_with,
+    jit_primal, jit_reverse,
 };
 pub use irad_codegen as codegen;
 pub use irad_ir as ir;
 pub use irad_passes as passes;
 pub use irad_rules as rules;
+pub use schedule::{optimise_from, read_schedule};
 
 use irad_passes::forward::grad::{GradError, GradOptions, Gradient};
 use irad_passes::forward::{Forward, ForwardError};
@@ -181,6 +183,15 @@ pub enum Error {
         file: String,
         /// The error (boxed: it is large and rare).
         err: Box<codegen::CodegenError>,
+    },
+    /// A schedule that does not parse (located in the schedule text, the
+    /// pseudo-file `<schedule>`), or that failed to run (out of fuel).
+    #[error("{file}: {err}")]
+    Schedule {
+        /// The source's name (`<schedule>` for a parse error).
+        file: String,
+        /// The error (boxed: it is large and rare).
+        err: Box<irad_passes::optimise::OptError>,
     },
     /// `irad test-rules`: some rules disagree with their primitive.
     #[error("error: {failed} of {total} rule checks failed")]
@@ -396,10 +407,43 @@ pub fn grad_forward(
     registry: &rules::Registry,
     opts: &GradOptions,
 ) -> Result<(Gradient, Module), Error> {
+    grad_forward_with(
+        src,
+        module,
+        func,
+        args,
+        registry,
+        opts,
+        &read_schedule(None)?,
+    )
+}
+
+/// [`grad_forward`] with the optimiser schedule `schedule` run over the
+/// derived rules before they run (`--schedule`; [`grad_forward`] runs the
+/// default schedule).
+pub fn grad_forward_with(
+    src: &Source,
+    module: &Module,
+    func: FuncId,
+    args: &[Val],
+    registry: &rules::Registry,
+    opts: &GradOptions,
+    schedule: &irad_passes::optimise::Strategy,
+) -> Result<(Gradient, Module), Error> {
     let mut m = normalised(src, module)?;
+    let before = m.len();
     let mut fwd = Forward::new(registry);
-    let g = irad_passes::forward::grad::gradient(&mut m, &mut fwd, func, args, opts)
+    let plan = irad_passes::forward::grad::plan(&mut m, &mut fwd, func, args, opts)
         .map_err(|e| grad_error(src, e))?;
+    optimise_from(src, &mut m, Some(before), schedule, false)?;
+    let g = {
+        let mut exec = (opts.exec)(&mut m, &mut fwd).map_err(|err| Error::Run {
+            file: src.name.clone(),
+            err: Box::new(err),
+        })?;
+        plan.run(&mut *exec, args, &opts.run)
+            .map_err(|e| grad_error(src, e))?
+    };
     Ok((g, m))
 }
 
@@ -439,10 +483,43 @@ pub fn grad_reverse(
     registry: &rules::Registry,
     opts: &GradOptions,
 ) -> Result<(Gradient, Module), Error> {
+    grad_reverse_with(
+        src,
+        module,
+        func,
+        args,
+        registry,
+        opts,
+        &read_schedule(None)?,
+    )
+}
+
+/// [`grad_reverse`] with the optimiser schedule `schedule` run over the
+/// derived pieces before they run (`--schedule`; [`grad_reverse`] runs the
+/// default schedule).
+pub fn grad_reverse_with(
+    src: &Source,
+    module: &Module,
+    func: FuncId,
+    args: &[Val],
+    registry: &rules::Registry,
+    opts: &GradOptions,
+    schedule: &irad_passes::optimise::Strategy,
+) -> Result<(Gradient, Module), Error> {
     let mut m = normalised(src, module)?;
+    let before = m.len();
     let mut rev = irad_passes::reverse::Reverse::new(registry);
-    let g = irad_passes::reverse::grad::gradient(&mut m, &mut rev, func, args, opts)
+    let plan = irad_passes::reverse::grad::plan(&mut m, &mut rev, func, args, opts)
         .map_err(|e| grad_error(src, e))?;
+    optimise_from(src, &mut m, Some(before), schedule, false)?;
+    let g = {
+        let mut exec = (opts.exec)(&mut m, &mut rev).map_err(|err| Error::Run {
+            file: src.name.clone(),
+            err: Box::new(err),
+        })?;
+        plan.run(&mut *exec, args, &opts.run)
+            .map_err(|e| grad_error(src, e))?
+    };
     Ok((g, m))
 }
 
@@ -606,7 +683,25 @@ pub fn emit(
     wrt: Option<&[usize]>,
     header_name: &str,
 ) -> Result<codegen::ObjectFile, Error> {
+    let schedule = read_schedule(None)?;
+    emit_with(src, module, func, grad, wrt, header_name, &schedule)
+}
+
+/// [`emit`] with the optimiser schedule `schedule` run over `@f.rev` and its
+/// pieces (`--schedule`; [`emit`] runs the default schedule). Rules the
+/// object needs for function values are derived later, while emitting, and
+/// are not optimised.
+pub fn emit_with(
+    src: &Source,
+    module: &Module,
+    func: FuncId,
+    grad: bool,
+    wrt: Option<&[usize]>,
+    header_name: &str,
+    schedule: &irad_passes::optimise::Strategy,
+) -> Result<codegen::ObjectFile, Error> {
     let mut m = normalised(src, module)?;
+    let before = m.len();
     let registry = rules::Registry::new();
     let mut rules = AheadOfTimeRules {
         fwd: Forward::new(&registry),
@@ -633,6 +728,7 @@ pub fn emit(
                 wrt: wrt.map(<[usize]>::to_vec),
             },
         });
+        optimise_from(src, &mut m, Some(before), schedule, false)?;
     }
     let opts = codegen::ObjectOptions {
         source: &src.name,
@@ -894,6 +990,11 @@ impl Error {
             Error::Reverse { file, err } => render_diag(file, text_of(file), &**err),
             Error::Codegen { file, err } => render_diag(file, text_of(file), &**err),
             Error::Pe { file, err } => render_diag(file, text_of(file), &**err),
+            Error::Schedule { file, err } => match &**err {
+                // Already `<schedule>:LINE:COL: error: ...`.
+                irad_passes::optimise::OptError::Parse { .. } => format!("{err}\n"),
+                other => diag::render(file, None, Some(Pos::new(1, 1)), &other.to_string()),
+            },
             Error::Run { file, err } => {
                 let mut out = render_diag(file, text_of(file), &**err);
                 // A depth-limit error has a call site per frame: show the

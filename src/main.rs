@@ -2,7 +2,8 @@
 //! default, forward mode with `--mode fwd`), `check`, `dump` (with
 //! `--after PASS` / `--all-passes` over the normalisation pipeline, `--mode
 //! fwd` for the forward rules, `--mode rev` for BBCode and the reverse
-//! pieces), `emit` (an object file with a C ABI and its header) and
+//! pieces, `--schedule S` for the optimiser's steps), `emit` (an object
+//! file with a C ABI and its header) and
 //! `test-rules` (the frule and rrule checkers; exit 1 when a rule fails).
 //!
 //! Exit status: 0 on success, 1 for a user error (parse, verification,
@@ -64,8 +65,9 @@ struct EmitCmd {
     /// `0,2`; default: every argument whose type contains f64.
     #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "grad")]
     wrt: Option<Vec<usize>>,
-    /// An optimisation schedule: accepted and ignored for now (schedules come
-    /// with the optimiser).
+    /// The optimiser schedule run over `NAME_grad`'s derived functions, e.g.
+    /// `normalise(fold <+ identities); try(dce)`; `id` turns optimisation
+    /// off; default: the default schedule (docs/optimise.md).
     #[arg(long, value_name = "S")]
     schedule: Option<String>,
     /// The object file to write; the header goes beside it, with the
@@ -137,6 +139,11 @@ struct GradRequest {
     /// The call-depth limit; deeper recursion is a run-time error.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DEPTH)]
     max_depth: usize,
+    /// The optimiser schedule run over the derived functions, e.g.
+    /// `normalise(fold <+ identities); try(dce)`; `id` turns optimisation
+    /// off; default: the default schedule (docs/optimise.md).
+    #[arg(long, value_name = "S")]
+    schedule: Option<String>,
 }
 
 /// A gradient request read: the module, the function, its arguments and
@@ -147,6 +154,7 @@ struct Request {
     args: Vec<irad::ir::interp::Val>,
     opts: GradOptions,
     mode: irad::Mode,
+    schedule: irad::passes::optimise::Strategy,
 }
 
 impl GradRequest {
@@ -154,6 +162,7 @@ impl GradRequest {
         if self.sparse && self.mode == Mode::Rev {
             usage_error("--sparse is sparse forward mode: use it with --mode fwd");
         }
+        let schedule = irad::read_schedule(self.schedule.as_deref())?;
         let module = load(&self.file, sources)?;
         let func = irad::find_function(&sources[0], &module, &self.func)?;
         sources.push(args_source(self.args)?);
@@ -178,6 +187,7 @@ impl GradRequest {
                 Mode::Rev => irad::Mode::Reverse,
                 Mode::Fwd => irad::Mode::Forward,
             },
+            schedule,
         })
     }
 }
@@ -280,6 +290,12 @@ struct DumpCmd {
     #[arg(long, value_name = "KNOWN", allow_hyphen_values = true,
           requires = "func", conflicts_with_all = ["mode", "after", "all_passes"])]
     known: Option<String>,
+    /// Run this optimiser schedule over the derived functions (over every
+    /// function without `--mode`) after the last stage; with
+    /// `--all-passes`, print the module after each of its top-level steps
+    /// (`# after STEP`). Default: none (docs/optimise.md).
+    #[arg(long, value_name = "S")]
+    schedule: Option<String>,
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
@@ -352,9 +368,9 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
             verdict?;
         }
         Command::Emit(cmd) => {
+            let schedule = irad::read_schedule(cmd.schedule.as_deref())?;
             let module = load(&cmd.file, sources)?;
             let func = irad::find_function(&sources[0], &module, &cmd.func)?;
-            let _ = cmd.schedule;
             let header = cmd.out.with_extension("h");
             if header == cmd.out {
                 usage_error("-o names the header's own path: give the object file a `.o` name");
@@ -362,13 +378,14 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
             let header_name = header
                 .file_name()
                 .map_or_else(|| "out.h".into(), |n| n.to_string_lossy().into_owned());
-            let obj = irad::emit(
+            let obj = irad::emit_with(
                 &sources[0],
                 &module,
                 func,
                 cmd.grad,
                 cmd.wrt.as_deref(),
                 &header_name,
+                &schedule,
             )?;
             write_file(&cmd.out, &obj.object)?;
             write_file(&header, obj.header.as_bytes())?;
@@ -380,6 +397,10 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
             out(&format!("{}: ok ({n} function{plural})\n", file.display()));
         }
         Command::Dump(cmd) => {
+            let schedule = match &cmd.schedule {
+                Some(text) => Some(irad::read_schedule(Some(text))?),
+                None => None,
+            };
             let module = load(&cmd.file, sources)?;
             if let (Some(known), Some(name)) = (&cmd.known, &cmd.func) {
                 let func = irad::find_function(&sources[0], &module, name)?;
@@ -408,27 +429,33 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
                 usage_error("`--after reverse` needs `--mode rev`");
             }
             let rev = cmd.mode == Some(DumpMode::Rev);
-            if cmd.after.is_none() && !cmd.all_passes && !fwd && !rev {
+            if cmd.after.is_none() && !cmd.all_passes && !fwd && !rev && schedule.is_none() {
                 out(&render_module(&module, &funcs, cmd.format));
                 return Ok(());
             }
             let registry = irad::rules::Registry::new();
-            let mut snapshots = match cmd.after.as_deref() {
+            let mut snapshots: Vec<(String, irad::ir::Module)> = match cmd.after.as_deref() {
                 Some("forward" | "reverse") => Vec::new(),
-                after => irad::pass_snapshots(&sources[0], &module, after)?,
+                after => irad::pass_snapshots(&sources[0], &module, after)?
+                    .into_iter()
+                    .map(|(pass, m)| (pass.to_string(), m))
+                    .collect(),
             };
+            // The functions the AD stage added: the schedule's scope.
+            let mut derived: Option<Vec<irad::ir::FuncId>> = None;
             let mut funcs = funcs;
             let forward_only =
                 fwd && (cmd.after.is_none() || cmd.after.as_deref() == Some("forward"));
             if forward_only {
                 let (m, added) = irad::forward_module(&sources[0], &module, &funcs, 1, &registry)?;
                 if !funcs.is_empty() {
-                    funcs = added;
+                    funcs = added.clone();
                 }
+                derived = Some(added);
                 if !cmd.all_passes {
                     snapshots.clear();
                 }
-                snapshots.push(("forward", m));
+                snapshots.push(("forward".into(), m));
             }
             // The BBCode of the functions differentiated, as comments.
             let mut bbcode = String::new();
@@ -438,17 +465,60 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
                 let (m, added, code) =
                     irad::reverse_module(&sources[0], &module, &funcs, &registry)?;
                 if !funcs.is_empty() {
-                    funcs = added;
+                    funcs = added.clone();
                 }
+                derived = Some(added);
                 if !cmd.all_passes {
                     snapshots.clear();
                 }
-                snapshots.push(("reverse", m));
+                snapshots.push(("reverse".into(), m));
                 if cmd.format == Format::Text {
                     for line in code.lines() {
                         bbcode.push_str(&format!("# {line}\n"));
                     }
                     bbcode.push('\n');
+                }
+            }
+            // The schedule's steps, each a section headed by the step and the
+            // rewrites it made, after the last stage.
+            if let (Some(schedule), Some((_, last))) = (&schedule, snapshots.last()) {
+                let mut m = last.clone();
+                let opts = irad::passes::optimise::OptOptions {
+                    record: true,
+                    verify: true,
+                    ..Default::default()
+                };
+                let steps =
+                    irad::passes::optimise::optimise(&mut m, schedule, derived.as_deref(), &opts)
+                        .map_err(|err| Error::Schedule {
+                            file: sources[0].name.clone(),
+                            err: Box::new(err),
+                        })?
+                        .snapshots;
+                if !cmd.all_passes {
+                    snapshots.clear();
+                    bbcode.clear();
+                }
+                for step in steps {
+                    let rewrites: Vec<String> = step
+                        .rewrites
+                        .iter()
+                        .map(|(name, n)| format!("{name} {n}"))
+                        .collect();
+                    let rewrites = if rewrites.is_empty() {
+                        "none".to_string()
+                    } else {
+                        rewrites.join(", ")
+                    };
+                    let header = if cmd.all_passes {
+                        format!("{}\n# rewrites: {rewrites}", step.step)
+                    } else {
+                        step.step
+                    };
+                    snapshots.push((header, step.module));
+                }
+                if !cmd.all_passes {
+                    snapshots.drain(..snapshots.len().saturating_sub(1));
                 }
             }
             let mut text = String::new();
@@ -457,12 +527,12 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
                     if i > 0 {
                         text.push('\n');
                     }
-                    match *pass {
+                    match pass.as_str() {
                         "input" => text.push_str("# input\n"),
                         _ => text.push_str(&format!("# after {pass}\n")),
                     }
                 }
-                if *pass == "reverse" {
+                if pass == "reverse" {
                     text.push_str(&bbcode);
                 }
                 text.push_str(&render_module(m, &funcs, cmd.format));
@@ -476,15 +546,28 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
                 args,
                 opts,
                 mode,
+                schedule,
             } = cmd.req.read(sources, cmd.backend.lib())?;
             let registry = irad::rules::Registry::new();
             let (g, m) = match mode {
-                irad::Mode::Reverse => {
-                    irad::grad_reverse(&sources[0], &module, func, &args, &registry, &opts)?
-                }
-                irad::Mode::Forward => {
-                    irad::grad_forward(&sources[0], &module, func, &args, &registry, &opts)?
-                }
+                irad::Mode::Reverse => irad::grad_reverse_with(
+                    &sources[0],
+                    &module,
+                    func,
+                    &args,
+                    &registry,
+                    &opts,
+                    &schedule,
+                )?,
+                irad::Mode::Forward => irad::grad_forward_with(
+                    &sources[0],
+                    &module,
+                    func,
+                    &args,
+                    &registry,
+                    &opts,
+                    &schedule,
+                )?,
             };
             if cmd.json {
                 let grads: Vec<serde_json::Value> = g
@@ -525,12 +608,14 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
                 args,
                 opts,
                 mode,
+                schedule,
             } = cmd.req.read(sources, irad::Backend::Jit)?;
             let registry = irad::rules::Registry::new();
             let opts = irad::BenchOptions {
                 grad: opts,
                 mode,
                 min_time: std::time::Duration::from_secs_f64(cmd.min_time),
+                schedule,
             };
             // On a terminal one line counts up; elsewhere a line per second.
             let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());

@@ -46,6 +46,13 @@
 //!   `NAME_OF_FILE.specialise.ir`; besides the same checks, every `# run:` or
 //!   `# run-error:` call of `@f` whose arguments agree with KNOWN must give the
 //!   same value (or error, at the same place) through `@f.spec`.
+//! - `# test: schedule S`: the optimiser schedule S (docs/optimise.md) runs
+//!   over every function of the file (verifying after each step); the result,
+//!   headed by comments giving the schedule, whether it succeeded and the
+//!   rewrites made by rule, is compared with the sibling `NAME_OF_FILE.opt.ir`
+//!   (`IRAD_BLESS=1` writes it). It must round-trip and pass the file's
+//!   `# run:` and `# run-error:` lines, as the expected file must. The suite
+//!   is `tests/filetests/optimise/`.
 //!
 //! Every file that is not an error test is also normalised: the result must
 //! verify, round-trip, be a fixed point of the pipeline, and pass the file's
@@ -139,6 +146,8 @@ enum Directive {
     Pe(String),
     /// `# test: specialise @f(KNOWN)`
     Specialise(Call),
+    /// `# test: schedule S`
+    Schedule(String),
 }
 
 #[derive(Clone)]
@@ -210,7 +219,46 @@ fn filetest(path: &Utf8Path, text: String) -> datatest_stable::Result<()> {
         let printed = check_reverse(path, &text, &module, &directives)?;
         compare_with_sibling(path, "reverse", &printed, &directives)?;
     }
+    for d in &directives {
+        if let Directive::Schedule(schedule) = d {
+            let printed = check_schedule(&module, schedule, &directives)?;
+            compare_with_sibling_at(path, "opt", &printed, &directives, false)?;
+        }
+    }
     Ok(())
+}
+
+/// Runs the schedule over a copy of `module` (verifying after each step);
+/// the result must round-trip and pass the `# run:` and `# run-error:`
+/// lines. Returns the printed result, with the rewrites made as a leading
+/// comment.
+fn check_schedule(module: &Module, schedule: &str, directives: &[Directive]) -> Result<String> {
+    use irad::passes::optimise::{OptOptions, optimise, parse_schedule};
+    let s = parse_schedule(schedule).map_err(|e| format!("{e}"))?;
+    let mut m = module.clone();
+    let opts = OptOptions {
+        verify: true,
+        ..OptOptions::default()
+    };
+    let report = optimise(&mut m, &s, None, &opts).map_err(|e| format!("{s}: {e}: {e:?}"))?;
+    round_trip(&m).map_err(|e| format!("after {s}: {e}"))?;
+    run_directives(&m, directives).map_err(|e| format!("after {s}: {e}"))?;
+    let rewrites: Vec<String> = report
+        .rewrites
+        .iter()
+        .map(|(name, n)| format!("{name} {n}"))
+        .collect();
+    let mut printed = format!(
+        "# schedule: {s}\n# {}: {}\n",
+        if report.ok { "succeeded" } else { "failed" },
+        if rewrites.is_empty() {
+            "no rewrites".to_string()
+        } else {
+            rewrites.join(", ")
+        }
+    );
+    printed.push_str(&print_module(&m));
+    Ok(printed)
 }
 
 /// The module with `@f.rev` of every function, printed after the BBCode
@@ -479,6 +527,17 @@ fn compare_with_sibling(
     printed: &str,
     directives: &[Directive],
 ) -> Result<()> {
+    compare_with_sibling_at(path, suffix, printed, directives, true)
+}
+
+/// [`compare_with_sibling`]; `check_pos` as in [`run_directives_at`].
+fn compare_with_sibling_at(
+    path: &Utf8Path,
+    suffix: &str,
+    printed: &str,
+    directives: &[Directive],
+    check_pos: bool,
+) -> Result<()> {
     let expected_path = path.with_extension(format!("{suffix}.ir"));
     if std::env::var_os("IRAD_BLESS").is_some() {
         std::fs::write(&expected_path, printed)?;
@@ -489,7 +548,7 @@ fn compare_with_sibling(
         return Err(format!("{suffix} output differs from {expected_path}:\n{printed}").into());
     }
     let expected_module = load(&expected, Lang::Ir)?;
-    run_directives(&expected_module, directives)
+    run_directives_at(&expected_module, directives, check_pos)
 }
 
 fn error_lines(directives: &[Directive]) -> Vec<(usize, &str)> {
@@ -717,6 +776,12 @@ fn run_errors_through_cli(path: &Utf8Path, directives: &[Directive]) -> Result<(
 }
 
 fn run_directives(module: &Module, directives: &[Directive]) -> Result<()> {
+    run_directives_at(module, directives, true)
+}
+
+/// [`run_directives`], checking the position of `# run-error:` failures
+/// only when `check_pos` (a printed module has its own line numbers).
+fn run_directives_at(module: &Module, directives: &[Directive], check_pos: bool) -> Result<()> {
     for d in directives {
         match d {
             Directive::Run {
@@ -760,7 +825,7 @@ fn run_directives(module: &Module, directives: &[Directive]) -> Result<()> {
                 }
                 Err(RunFailure::Run(e)) => {
                     let pos = e.loc.pos.map(|p| (p.line, p.col));
-                    if pos != Some(*at) || !e.msg.contains(text.as_str()) {
+                    if (check_pos && pos != Some(*at)) || !e.msg.contains(text.as_str()) {
                         return Err(format!(
                             "line {line}: error at {pos:?}: {e}; want at {at:?} containing {text:?}"
                         )
@@ -776,7 +841,8 @@ fn run_directives(module: &Module, directives: &[Directive]) -> Result<()> {
             | Directive::Forward
             | Directive::Reverse
             | Directive::Pe(_)
-            | Directive::Specialise(_) => {}
+            | Directive::Specialise(_)
+            | Directive::Schedule(_) => {}
         }
     }
     Ok(())
@@ -881,6 +947,11 @@ fn directives(text: &str, lang: Lang) -> Result<Vec<Directive>> {
                 "normalise" => out.push(Directive::Normalise),
                 "forward" => out.push(Directive::Forward),
                 "reverse" => out.push(Directive::Reverse),
+                other if other.starts_with("schedule ") => {
+                    out.push(Directive::Schedule(
+                        other["schedule ".len()..].trim().to_string(),
+                    ));
+                }
                 other if other.starts_with("pass ") => {
                     out.push(Directive::Pass(other["pass ".len()..].trim().to_string()));
                 }

@@ -9,6 +9,8 @@
 //!   transforms skip tangent and cotangent work for the others;
 //! - [`pe`]: partial evaluation (specialisation, inlining, unrolling,
 //!   devirtualisation);
+//! - [`optimise`]: rewrite rules combined by strategies, the schedules
+//!   `irad grad`, `emit`, `dump --schedule` run (docs/optimise.md);
 //! - `cfg`: the small CFG facts (successors, predecessors, reachability) the
 //!   passes share.
 //!
@@ -25,6 +27,7 @@ mod ad_error;
 pub mod forward;
 pub mod manager;
 pub mod normalise;
+pub mod optimise;
 pub mod pe;
 pub mod reverse;
 

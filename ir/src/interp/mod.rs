@@ -213,6 +213,16 @@ impl fmt::Display for RunError {
 
 impl std::error::Error for RunError {}
 
+/// Applies primitive `prim` to evaluated operands exactly as the interpreter
+/// does (one definition of the semantics, shared with constant folding in
+/// `irad-passes`). For the primitives that need the interpreter itself
+/// (`frule`, `push`, `pop`, `revfwd`, `revback`) and for `alloc` (whose element
+/// type comes from the statement) it returns an error message, as it does for
+/// a run-time error (`division by zero`, ...).
+pub fn eval_prim(prim: Prim, args: &[&Val]) -> Result<Val, String> {
+    eval::eval(prim, args, None)
+}
+
 /// Runs function `f` of `m` on `args` and returns its result.
 ///
 /// The arguments are checked against `f`'s signature first. Array arguments

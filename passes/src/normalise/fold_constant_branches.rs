@@ -22,40 +22,65 @@ pub fn fold_constant_branches(func: &mut Func) -> bool {
     // on the layout, which is read while the terminators are rewritten.
     let mut folds: Vec<(Block, Block, SmallVec<[Block; 4]>)> = Vec::new();
     for (i, &block) in func.layout.iter().enumerate() {
-        match &func.blocks[block].term {
-            Some(Terminator::GotoIfNot {
-                cond: Operand::Const(Const::Bool(cond)),
-                target,
-            }) => {
-                let Some(&next) = func.layout.get(i + 1) else {
-                    continue;
-                };
-                let (taken, dropped) = if *cond {
-                    (next, *target)
-                } else {
-                    (*target, next)
-                };
-                folds.push((block, taken, SmallVec::from_slice(&[dropped])));
-            }
-            Some(Terminator::Switch {
-                index: Operand::Const(Const::I64(k)),
-                targets,
-            }) => {
-                let Some(&taken) = usize::try_from(*k).ok().and_then(|k| targets.get(k)) else {
-                    continue;
-                };
-                let dropped = targets.iter().copied().filter(|&t| t != taken).collect();
-                folds.push((block, taken, dropped));
-            }
-            _ => {}
+        if let Some(fold) = plan(func, block, || func.layout.get(i + 1).copied()) {
+            folds.push(fold);
         }
     }
     let changed = !folds.is_empty();
-    for (block, taken, dropped) in folds {
-        func.blocks[block].term = Some(Terminator::Goto(taken));
-        for target in dropped {
-            remove_phi_entries(func, target, block);
-        }
+    for fold in folds {
+        apply(func, fold);
     }
     changed
+}
+
+/// Folds the terminator of the one block `block` as
+/// [`fold_constant_branches`] does; returns whether it did. For the
+/// optimiser's `branch-fold`, which visits blocks one at a time.
+pub(crate) fn fold_branch(func: &mut Func, block: Block) -> bool {
+    match plan(func, block, || func.next_in_layout(block)) {
+        Some(fold) => {
+            apply(func, fold);
+            true
+        }
+        None => false,
+    }
+}
+
+/// The fold of `block`'s terminator, if it branches on a constant: (block,
+/// successor taken, successors dropped). `next` gives the fall-through block.
+fn plan(
+    func: &Func,
+    block: Block,
+    next: impl Fn() -> Option<Block>,
+) -> Option<(Block, Block, SmallVec<[Block; 4]>)> {
+    match &func.blocks.get(block)?.term {
+        Some(Terminator::GotoIfNot {
+            cond: Operand::Const(Const::Bool(cond)),
+            target,
+        }) => {
+            let next = next()?;
+            let (taken, dropped) = if *cond {
+                (next, *target)
+            } else {
+                (*target, next)
+            };
+            Some((block, taken, SmallVec::from_slice(&[dropped])))
+        }
+        Some(Terminator::Switch {
+            index: Operand::Const(Const::I64(k)),
+            targets,
+        }) => {
+            let taken = *usize::try_from(*k).ok().and_then(|k| targets.get(k))?;
+            let dropped = targets.iter().copied().filter(|&t| t != taken).collect();
+            Some((block, taken, dropped))
+        }
+        _ => None,
+    }
+}
+
+fn apply(func: &mut Func, (block, taken, dropped): (Block, Block, SmallVec<[Block; 4]>)) {
+    func.blocks[block].term = Some(Terminator::Goto(taken));
+    for target in dropped {
+        remove_phi_entries(func, target, block);
+    }
 }

@@ -8,8 +8,8 @@
 //! Assumes verified functions. Guarantees of the shared helpers: they never
 //! touch the layout (callers queue layout edits and apply them once).
 
-mod fold_constant_branches;
-mod remove_trivial_phis;
+pub(crate) mod fold_constant_branches;
+pub(crate) mod remove_trivial_phis;
 mod remove_unreachable_blocks;
 mod single_return;
 mod split_critical_edges;

@@ -69,8 +69,9 @@ pub fn remove_trivial_phis(func: &mut Func) -> bool {
     }
 }
 
-/// The one operand of a phi's entries other than the phi itself, if there is one.
-fn single_operand(result: Value, ops: impl Iterator<Item = Operand>) -> Option<Operand> {
+/// The one operand of a phi's entries other than the phi itself, if there is
+/// one (shared with the optimiser's `phi-simplify`).
+pub(crate) fn single_operand(result: Value, ops: impl Iterator<Item = Operand>) -> Option<Operand> {
     let mut single = None;
     for op in ops {
         if op == Operand::Value(result) {

@@ -1,0 +1,162 @@
+//! Common subexpression elimination (pass `cse`), dominator-based: a
+//! primitive call equal to one that dominates it (same primitive, same
+//! operands after earlier replacements, same result type) is replaced by the
+//! earlier result.
+//!
+//! Assumes a verified function. Guarantees: only calls whose result depends
+//! on their operands alone are merged (`rules::is_deterministic`: the pure
+//! primitives, and `idiv`, `irem`, `fptosi`, which may fail but then fail
+//! first at the dominating call); statements with effects or identity
+//! (`arrayset`, `alloc`, `zeros`, `copy`, `push`, `pop`), reads of memory
+//! (`arrayref`), rule look-ups, phis and calls of functions are never merged.
+//! The earlier call dominates the later, so every use of the later result is
+//! dominated by the replacement. Walks the dominator tree without recursion.
+
+use super::is_deterministic;
+use crate::cfg::Cfg;
+use crate::optimise::dom::Doms;
+use irad_ir::entity::EntityRef;
+use irad_ir::{Const, FuncId, FuncRef, Inst, InstKind, Module, Operand, Prim, Type, Value};
+use std::collections::{HashMap, HashSet};
+
+/// Runs CSE over each of `funcs`; returns whether it merged anything.
+pub fn cse(m: &mut Module, funcs: &[FuncId], _whole: bool) -> bool {
+    let mut changed = false;
+    for &f in funcs {
+        if let Some(func) = m.get_mut(f) {
+            changed |= cse_func(func);
+        }
+    }
+    changed
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum KeyOp {
+    Value(u32),
+    F64(u64),
+    I64(i64),
+    Bool(bool),
+    Unit,
+    User(u32),
+    Prim(Prim),
+}
+
+type Key = (Prim, Vec<KeyOp>, Type);
+
+fn key_op(op: &Operand) -> KeyOp {
+    match op {
+        Operand::Value(v) => KeyOp::Value(v.as_u32()),
+        Operand::Const(Const::F64(x)) => KeyOp::F64(x.to_bits()),
+        Operand::Const(Const::I64(x)) => KeyOp::I64(*x),
+        Operand::Const(Const::Bool(b)) => KeyOp::Bool(*b),
+        Operand::Const(Const::Unit) => KeyOp::Unit,
+        Operand::Const(Const::Func(FuncRef::User(id))) => KeyOp::User(id.as_u32()),
+        Operand::Const(Const::Func(FuncRef::Prim(p))) => KeyOp::Prim(*p),
+    }
+}
+
+fn cse_func(func: &mut irad_ir::Func) -> bool {
+    let cfg = Cfg::new(func);
+    let doms = Doms::new(&cfg);
+    let children = doms.children();
+    let mut subst: Vec<Option<Value>> = vec![None; func.values.len()];
+    let mut removed: HashSet<Inst> = HashSet::new();
+    let mut table: HashMap<Key, Value> = HashMap::new();
+    // Each entry: (block, next child, undo-log length when entered).
+    let mut undo: Vec<Key> = Vec::new();
+    let Some(&entry) = doms.rpo.first() else {
+        return false;
+    };
+    let mut stack: Vec<(usize, usize, usize)> = Vec::new();
+    visit_block(
+        func,
+        cfg.layout[entry],
+        &mut subst,
+        &mut removed,
+        &mut table,
+        &mut undo,
+    );
+    stack.push((entry, 0, 0));
+    while let Some(top) = stack.last_mut() {
+        let (b, next, mark) = *top;
+        if let Some(&c) = children[b].get(next) {
+            top.1 += 1;
+            let mark_c = undo.len();
+            visit_block(
+                func,
+                cfg.layout[c],
+                &mut subst,
+                &mut removed,
+                &mut table,
+                &mut undo,
+            );
+            stack.push((c, 0, mark_c));
+        } else {
+            for key in undo.drain(mark..) {
+                table.remove(&key);
+            }
+            stack.pop();
+        }
+    }
+    if removed.is_empty() {
+        return false;
+    }
+    let sub = |op: &mut Operand| {
+        if let Operand::Value(v) = op
+            && let Some(Some(w)) = subst.get(v.index())
+        {
+            *op = Operand::Value(*w);
+        }
+    };
+    super::super::apply_to_operands(func, &removed, |op| sub(op));
+    true
+}
+
+/// Visits the statements of `block` in order: substitutes their operands,
+/// then merges each with an equal dominating call or records it.
+fn visit_block(
+    func: &mut irad_ir::Func,
+    block: irad_ir::Block,
+    subst: &mut [Option<Value>],
+    removed: &mut HashSet<Inst>,
+    table: &mut HashMap<Key, Value>,
+    undo: &mut Vec<Key>,
+) {
+    for i in 0..func.blocks[block].insts.len() {
+        let inst = func.blocks[block].insts[i];
+        let data = &mut func.insts[inst];
+        let InstKind::Prim { prim, args } = &mut data.kind else {
+            continue;
+        };
+        for op in args.iter_mut() {
+            if let Operand::Value(v) = op
+                && let Some(Some(w)) = subst.get(v.index())
+            {
+                *op = Operand::Value(*w);
+            }
+        }
+        let Some(result) = data.result else {
+            continue;
+        };
+        if !is_deterministic(*prim) {
+            continue;
+        }
+        let key: Key = (
+            *prim,
+            args.iter().map(key_op).collect(),
+            func.values[result].ty.clone(),
+        );
+        match table.get(&key) {
+            Some(&earlier) => {
+                if let Some(slot) = subst.get_mut(result.index()) {
+                    *slot = Some(earlier);
+                }
+                removed.insert(inst);
+            }
+            None => {
+                table.insert(key.clone(), result);
+                undo.push(key);
+            }
+        }
+    }
+}
