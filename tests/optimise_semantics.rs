@@ -42,6 +42,10 @@ fn schedules() -> Vec<Strategy> {
         "dce",
         "cse",
         "licm",
+        "inline",
+        "unroll",
+        "devirtualise",
+        "merge-blocks",
     ] {
         out.push(parse_schedule(&format!("normalise({rule})")).expect("parses"));
     }

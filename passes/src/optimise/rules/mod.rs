@@ -279,7 +279,72 @@ pub static RULES: &[Rule] = &[
         kind: RuleKind::Pass(licm::licm),
         doc: "loop-invariant pure statements hoisted into the loop's preheader",
     },
+    Rule {
+        name: "inline",
+        kind: RuleKind::Pass(inline),
+        doc: "calls of small non-recursive functions replaced by their bodies (docs/pe.md)",
+    },
+    Rule {
+        name: "unroll",
+        kind: RuleKind::Pass(unroll),
+        doc: "loops with a small trip count known at compile time fully unrolled (docs/pe.md)",
+    },
+    Rule {
+        name: "devirtualise",
+        kind: RuleKind::Pass(devirtualise),
+        doc: "calls through a known function value made static calls (docs/pe.md)",
+    },
+    Rule {
+        name: "merge-blocks",
+        kind: RuleKind::Pass(merge_blocks),
+        doc: "a block merged into its predecessor when that ends in the only goto to it",
+    },
 ];
+
+/// The partial evaluator's `merge_blocks` over the functions in scope.
+fn merge_blocks(m: &mut Module, funcs: &[FuncId], _whole: bool) -> bool {
+    let mut changed = false;
+    for &f in funcs {
+        if let Some(func) = m.get_mut(f) {
+            changed |= crate::pe::merge_blocks(func);
+        }
+    }
+    changed
+}
+
+/// The partial evaluator's `inline` (docs/pe.md) over the functions in scope.
+fn inline(m: &mut Module, funcs: &[FuncId], _whole: bool) -> bool {
+    let limits = crate::pe::Limits::default();
+    let mut changed = false;
+    for &f in funcs {
+        changed |= crate::pe::inline_into(m, f, &limits);
+    }
+    changed
+}
+
+/// The partial evaluator's `unroll` (docs/pe.md) over the functions in scope.
+fn unroll(m: &mut Module, funcs: &[FuncId], _whole: bool) -> bool {
+    let limits = crate::pe::Limits::default();
+    let mut changed = false;
+    for &f in funcs {
+        if let Some(func) = m.get_mut(f) {
+            changed |= crate::pe::unroll_func(func, &limits);
+        }
+    }
+    changed
+}
+
+/// The partial evaluator's `devirtualise` (docs/pe.md) over the functions in
+/// scope.
+fn devirtualise(m: &mut Module, funcs: &[FuncId], _whole: bool) -> bool {
+    let mut changed = false;
+    for &f in funcs {
+        if let Some(func) = m.get_mut(f) {
+            changed |= crate::pe::devirtualise_func(func);
+        }
+    }
+    changed
+}
 
 /// The rule called `name`.
 pub fn find_rule(name: &str) -> Option<&'static Rule> {
