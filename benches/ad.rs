@@ -327,17 +327,21 @@ struct CaseResult {
     name: &'static str,
     size: String,
     rounds: usize,
-    /// irad primal, irad grad (`@f.rev`), irad grad (`run`), rust primal, rust grad.
-    times: [Option<Duration>; 5],
+    /// irad primal, irad grad (`@f.rev`), irad grad (`run`), rust primal, rust
+    /// grad, then the ablations of `run`: without activity analysis and
+    /// optimiser, with activity analysis only.
+    times: [Option<Duration>; 7],
     checks: Json,
 }
 
-const VARIANTS: [&str; 5] = [
+const VARIANTS: [&str; 7] = [
     "irad primal",
     "irad grad",
     "irad grad (run)",
     "rust primal",
     "rust grad",
+    "irad grad (run, no activity, no schedule)",
+    "irad grad (run, activity, no schedule)",
 ];
 
 /// irad's compiled versions of one case: the primal, `@f.rev`, and the
@@ -348,6 +352,10 @@ struct Irad<'r> {
     rev: irad::Compiled<'r>,
     rf: FuncId,
     grad: CompiledGradient<'r>,
+    /// `grad` derived without activity analysis and not optimised.
+    plain: CompiledGradient<'r>,
+    /// `grad` derived with activity analysis, not optimised.
+    active: CompiledGradient<'r>,
 }
 
 impl<'r> Irad<'r> {
@@ -369,28 +377,51 @@ impl<'r> Irad<'r> {
             irad::jit_gradient(m, f, args, registry, &GradOptions::default(), Mode::Reverse)
                 .expect("the gradient derives");
         grad.compile().expect("the gradient compiles");
+        let unoptimised = |activity: bool| {
+            let opts = GradOptions {
+                activity,
+                ..GradOptions::default()
+            };
+            let mut g = irad::jit_gradient_with(
+                m,
+                f,
+                args,
+                registry,
+                &opts,
+                Mode::Reverse,
+                &irad::passes::optimise::Strategy::Id,
+            )
+            .expect("the gradient derives");
+            g.compile().expect("the gradient compiles");
+            g
+        };
         Irad {
             primal,
             pf,
             rev,
             rf,
             grad,
+            plain: unoptimised(false),
+            active: unoptimised(true),
         }
     }
 
-    /// The timed variants of irad (the first three of [`VARIANTS`]).
+    /// The timed variants of irad: the first three of [`VARIANTS`], then its
+    /// last two.
     fn variants<'a>(
         &'a mut self,
         args: &'a [Val],
         rev_args: &'a [Val],
         run: &'a RunOptions,
-    ) -> [Variant<'a>; 3] {
+    ) -> [Variant<'a>; 5] {
         let Irad {
             primal,
             pf,
             rev,
             rf,
             grad,
+            plain,
+            active,
         } = self;
         let (pf, rf) = (*pf, *rf);
         [
@@ -414,6 +445,18 @@ impl<'r> Irad<'r> {
                 name: VARIANTS[2],
                 run: Box::new(move || {
                     black_box(grad.run(black_box(args), run).expect("the gradient runs"));
+                }),
+            },
+            Variant {
+                name: VARIANTS[5],
+                run: Box::new(move || {
+                    black_box(plain.run(black_box(args), run).expect("the gradient runs"));
+                }),
+            },
+            Variant {
+                name: VARIANTS[6],
+                run: Box::new(move || {
+                    black_box(active.run(black_box(args), run).expect("the gradient runs"));
                 }),
             },
         ]
@@ -478,7 +521,7 @@ impl ArrayCase {
         let mut rust_grad = vec![0.0; n];
         let xs = x.to_vec();
         let timings = {
-            let [a, b, c] = irad.variants(&args, &rev_args, &run_opts);
+            let [a, b, c, d, e] = irad.variants(&args, &rev_args, &run_opts);
             let mut variants = [
                 a,
                 b,
@@ -495,6 +538,8 @@ impl ArrayCase {
                         black_box((self.adjoint)(black_box(&xs), black_box(&mut rust_grad)));
                     }),
                 },
+                d,
+                e,
             ];
             measure(&mut variants, cfg, cfg.budget, 5)
         };
@@ -502,7 +547,7 @@ impl ArrayCase {
             name: self.name,
             size: format!("n = {n}"),
             rounds: timings.rounds,
-            times: medians5(&timings),
+            times: medians7(&timings),
             checks,
         };
         result.print_row();
@@ -558,7 +603,7 @@ fn lotka_volterra(cfg: &Config, failures: &mut Vec<String>) -> CaseResult {
     let checks = checks.finish();
 
     let timings = {
-        let [a, b, c] = irad.variants(&args, &rev_args, &run_opts);
+        let [a, b, c, d, e] = irad.variants(&args, &rev_args, &run_opts);
         let mut variants = [
             a,
             b,
@@ -575,6 +620,8 @@ fn lotka_volterra(cfg: &Config, failures: &mut Vec<String>) -> CaseResult {
                     black_box(handwritten::lotka_volterra_adjoint(black_box(&p)));
                 }),
             },
+            d,
+            e,
         ];
         measure(&mut variants, cfg, cfg.budget, 5)
     };
@@ -582,7 +629,7 @@ fn lotka_volterra(cfg: &Config, failures: &mut Vec<String>) -> CaseResult {
         name,
         size: format!("{} steps", handwritten::LV_STEPS),
         rounds: timings.rounds,
-        times: medians5(&timings),
+        times: medians7(&timings),
         checks,
     };
     result.print_row();
@@ -971,7 +1018,7 @@ impl<'a> Checks<'a> {
     }
 }
 
-fn medians5(t: &Timings) -> [Option<Duration>; 5] {
+fn medians7(t: &Timings) -> [Option<Duration>; 7] {
     std::array::from_fn(|k| t.medians.get(k).copied().flatten())
 }
 
@@ -1031,7 +1078,7 @@ impl CaseResult {
 
     fn print_row(&self) {
         for (name, t) in VARIANTS.iter().zip(&self.times) {
-            println!("  {name:<16} {:>12}", fmt_time(*t));
+            println!("  {name:<42} {:>12}", fmt_time(*t));
         }
         println!(
             "  grad / primal {}, grad / rust grad {} ({} rounds)",
@@ -1055,6 +1102,8 @@ impl CaseResult {
                 "irad_grad_run": secs(self.times[2]),
                 "rust_primal": secs(self.times[3]),
                 "rust_grad": secs(self.times[4]),
+                "irad_grad_run_no_activity_no_schedule": secs(self.times[5]),
+                "irad_grad_run_activity_no_schedule": secs(self.times[6]),
             },
             "ratios": {
                 "irad_grad_over_irad_primal": gp,

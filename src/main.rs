@@ -144,6 +144,10 @@ struct GradRequest {
     /// off; default: the default schedule (docs/optimise.md).
     #[arg(long, value_name = "S")]
     schedule: Option<String>,
+    /// Derive without activity analysis: every value gets tangent or
+    /// cotangent work (for comparison; docs/activity.md).
+    #[arg(long)]
+    no_activity: bool,
 }
 
 /// A gradient request read: the module, the function, its arguments and
@@ -182,6 +186,7 @@ impl GradRequest {
                     max_depth: self.max_depth,
                 },
                 exec: backend.exec(),
+                activity: !self.no_activity,
             },
             mode: match self.mode {
                 Mode::Rev => irad::Mode::Reverse,

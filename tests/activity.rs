@@ -328,6 +328,7 @@ fn gradient(
             Mode::Reverse => 1,
         },
         wrt: Some(wrt.to_vec()),
+        activity: on,
         ..GradOptions::default()
     };
     if jit {
@@ -336,12 +337,10 @@ fn gradient(
     let g = match mode {
         Mode::Reverse => {
             let mut rev = Reverse::new(&registry);
-            rev.set_activity(on);
             rgrad::gradient(&mut m, &mut rev, f, args, &opts)
         }
         Mode::Forward(_) => {
             let mut fwd = Forward::new(&registry);
-            fwd.set_activity(on);
             fgrad::gradient(&mut m, &mut fwd, f, args, &opts)
         }
     };
@@ -435,4 +434,39 @@ fn dump_activity_prints_comments_that_still_parse() {
         "{err}"
     );
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn the_fit_benchmark_loses_the_data_arrays_derivative_work() {
+    // benches/programs/fit.irad with respect to the coefficients only: the
+    // reads of the data arrays are inactive, so their pullbacks (scatters
+    // into the data shadows) are gone, and the gradient is unchanged.
+    let path = manifest_dir().join("benches/programs/fit.irad");
+    let text = std::fs::read_to_string(&path).expect("the benchmark program exists");
+    let m = normalised("fit.irad", &text);
+    let (on, off) = split(&m, "fit", &[0]);
+    assert!(off.contains(&"x".to_string()), "{on:?} / {off:?}");
+    let (plain, active) = (
+        reverse_size(&m, "fit", &[0], false),
+        reverse_size(&m, "fit", &[0], true),
+    );
+    assert!(active < plain, "{plain} -> {active}");
+    let f = func_id(&m, "fit");
+    let args = irad::parse_args(
+        &source(
+            "<args>",
+            "[0.5, -0.2, 0.1], [0.0, 0.5, 1.0], [0.1, 0.9, 0.2]",
+        ),
+        &m,
+        f,
+    )
+    .expect("args parse");
+    for mode in [Mode::Reverse, Mode::Forward(1), Mode::Forward(0)] {
+        let a = gradient(&m, f, &args, &[0], mode, false, false);
+        let b = gradient(&m, f, &args, &[0], mode, true, false);
+        assert!(
+            a.iter().zip(&b).all(|(x, y)| same(x, y)),
+            "{mode:?}: {a:?} vs {b:?}"
+        );
+    }
 }

@@ -258,6 +258,7 @@ fn expected(
         wrt,
         run: RunOptions::default(),
         exec: Backend::Interp.exec(),
+        activity: true,
     };
     let (g, _) = irad::grad_reverse(src, module, f, args, &registry, &opts).expect("gradient");
     let grads: Vec<&Val> = g.gradient.iter().flatten().collect();
@@ -503,6 +504,7 @@ fn run_time_errors_return_their_code_and_the_interpreters_message() {
         wrt: None,
         run: RunOptions::default(),
         exec: Backend::Interp.exec(),
+        activity: true,
     };
     let registry = irad::rules::Registry::new();
     let err = irad::grad_reverse(&src, &module, f, &vals, &registry, &opts)

@@ -231,6 +231,7 @@ fn grad_on(
         },
         wrt: None,
         run: RunOptions::default(),
+        activity: true,
     };
     match mode {
         Mode::Reverse => irad::grad_reverse(src, m, f, args, &registry, &opts),

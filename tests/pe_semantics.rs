@@ -179,6 +179,7 @@ fn compare_gradients(
         wrt: Some(wrt),
         run: RunOptions::default(),
         exec: irad::Backend::Interp.exec(),
+        activity: true,
     };
     let registry = irad::rules::Registry::new();
     type GradFn = fn(

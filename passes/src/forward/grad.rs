@@ -38,6 +38,9 @@ pub struct GradOptions {
     pub wrt: Option<Vec<usize>>,
     /// Interpreter options (call-depth limit).
     pub run: RunOptions,
+    /// Run activity analysis (docs/activity.md) while deriving: the default.
+    /// Off, every value gets tangents and cotangents (for comparisons).
+    pub activity: bool,
     /// What runs the derived functions: the interpreter
     /// ([`irad_ir::interp::interpreter_with_rules`], the default) or compiled
     /// code.
@@ -51,6 +54,7 @@ impl Default for GradOptions {
             wrt: None,
             run: RunOptions::default(),
             exec: irad_ir::interp::interpreter_with_rules,
+            activity: true,
         }
     }
 }
@@ -136,6 +140,7 @@ pub fn plan(
     opts: &GradOptions,
 ) -> Result<ForwardPlan, GradError> {
     let req = check_request(module, f, args, opts.wrt.as_deref())?;
+    fwd.set_activity(opts.activity);
     if opts.width == SPARSE_WIDTH {
         let rule = fwd.rule_wrt(module, f, SPARSE_WIDTH, &req.wrt)?;
         let wrapper = sparse_wrapper(module, f, rule, &req)?;
