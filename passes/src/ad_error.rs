@@ -1,6 +1,7 @@
 //! The error type of an AD transform: a message and the place in the primal
 //! it is about. Forward and reverse mode each have one (`ForwardError`,
-//! `ReverseError`), made by [`ad_error!`] so that they stay alike.
+//! `ReverseError`), made by [`ad_error!`] so that they stay alike; and the
+//! debug-build verification of what they derive (`verify_derived`).
 
 /// Defines a located AD error type `$name` with fields `loc` and `msg`, a
 /// crate-internal constructor, `Diagnostic`, `Display` (the message with its
@@ -42,4 +43,20 @@ macro_rules! ad_error {
 
         impl std::error::Error for $name {}
     };
+}
+
+/// Like every pass, the AD transforms are checked by the verifier in debug
+/// builds and tests: the message of the first error when `module` (holding
+/// newly derived `what`s) does not verify; always `Ok` in release builds.
+pub(crate) fn verify_derived(module: &irad_ir::Module, what: &str) -> Result<(), String> {
+    if !cfg!(debug_assertions) {
+        return Ok(());
+    }
+    irad_ir::verify::verify_module(module).map_err(|errs| {
+        let first = errs.first().map_or(String::new(), |e| e.to_string());
+        format!(
+            "internal error: {what} does not verify ({} error(s); first: {first})",
+            errs.len()
+        )
+    })
 }

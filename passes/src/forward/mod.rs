@@ -279,20 +279,8 @@ impl<'r> Forward<'r> {
         while let Some((primal, rule, width, mask)) = self.pending.pop() {
             transform::derive(self, module, primal, rule, width, mask.as_deref())?;
         }
-        // Like every pass, checked by the verifier in debug builds and tests.
-        if cfg!(debug_assertions)
-            && let Err(errs) = irad_ir::verify::verify_module(module)
-        {
-            let first = errs.first().map_or(String::new(), |e| e.to_string());
-            return Err(ForwardError::new(
-                Location::default(),
-                format!(
-                    "internal error: a forward rule does not verify ({} error(s); first: {first})",
-                    errs.len()
-                ),
-            ));
-        }
-        Ok(())
+        crate::ad_error::verify_derived(module, "a forward rule")
+            .map_err(|msg| ForwardError::new(Location::default(), msg))
     }
 }
 

@@ -172,19 +172,8 @@ impl<'r> Reverse<'r> {
         while let Some((primal, fwd, back, mask)) = self.pending.pop() {
             transform::derive(self, module, primal, fwd, back, mask.as_deref())?;
         }
-        if cfg!(debug_assertions)
-            && let Err(errs) = irad_ir::verify::verify_module(module)
-        {
-            let first = errs.first().map_or(String::new(), |e| e.to_string());
-            return Err(ReverseError::new(
-                Location::default(),
-                format!(
-                    "internal error: a reverse rule does not verify ({} error(s); first: {first})",
-                    errs.len()
-                ),
-            ));
-        }
-        Ok(())
+        crate::ad_error::verify_derived(module, "a reverse rule")
+            .map_err(|msg| ReverseError::new(Location::default(), msg))
     }
 
     /// The pieces of `callee` if they were built already.
