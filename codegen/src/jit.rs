@@ -456,8 +456,10 @@ impl State<'_> {
         let budget = self.stack_budget;
         let need = budget.saturating_add(STACK_MARGIN);
         let mut call = || {
-            let marker = 0u8;
-            let sp = &marker as *const u8 as u64;
+            // The stack pointer itself, not the address of a local: under
+            // AddressSanitizer locals can live on a fake stack in the heap
+            // (found by the `interp_vs_jit` fuzz target).
+            let sp = psm::stack_pointer() as u64;
             ctx.stack_limit = sp.saturating_sub(budget as u64);
             // SAFETY: the trampoline has this signature; `words` and `rets`
             // hold the leaves of the parameters and the result; the arrays

@@ -204,3 +204,43 @@ fn committed_fuzz_corpora_replay() {
     // printed so a CI log shows it.
     eprintln!("replayed {replayed} corpus inputs");
 }
+
+#[test]
+fn fuzz_findings_stay_fixed() {
+    // Inputs that once failed a fuzz target, named TARGET-what.
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/regressions");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir)
+        .expect("the regressions directory exists")
+        .flatten()
+    {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let bytes = std::fs::read(e.path()).expect("readable regression input");
+        let mut u = Unstructured::new(&bytes);
+        let result = match name.split('-').next() {
+            Some("interp_vs_jit") => {
+                let p = program(&mut u, &Config::default()).expect("a program");
+                check::interp_vs_jit(&p)
+            }
+            Some("derivatives") => {
+                let cfg = Config {
+                    smooth: true,
+                    ..Config::default()
+                };
+                let p = program(&mut u, &cfg).expect("a program");
+                check::derivatives(&p).map(|_| ())
+            }
+            Some("interp") => {
+                let p = program(&mut u, &Config::default()).expect("a program");
+                check::interpreter(&p).map(|_| ())
+            }
+            Some("ir_parse") => check::ir_text(&bytes),
+            Some("surface_parse") => check::surface_text(&bytes),
+            Some("verify") => check::verifier(&bytes),
+            _ => panic!("{name}: unknown target"),
+        };
+        result.unwrap_or_else(|err| panic!("{name}: {err}"));
+        n += 1;
+    }
+    assert!(n >= 1, "no regression inputs in {}", dir.display());
+}

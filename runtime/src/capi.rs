@@ -96,8 +96,7 @@ pub extern "C" fn irad_error_message() -> *const c_char {
 /// function table. Every call is paired with one [`irad_rt_leave`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn irad_rt_enter(ctx: *mut Ctx, fn_table: *const *const u8, ntapes: i64) {
-    let marker = 0u8;
-    let sp = std::hint::black_box(&marker) as *const u8 as u64;
+    let sp = stack_pointer();
     let budget = STACK_BUDGET.with(Cell::get);
     let mut rt = Box::<Runtime>::default();
     let fresh = Ctx {
@@ -346,5 +345,37 @@ mod tests {
         assert_eq!(format_f64(1.0), "1.0");
         assert_eq!(format_f64(f64::NAN), "nan");
         assert_eq!(format_f64(f64::NEG_INFINITY), "-inf");
+    }
+}
+
+/// The current stack pointer: the register itself where irad knows how to
+/// read it (x86_64, aarch64), the address of a local elsewhere. Not the
+/// address of a local everywhere: under AddressSanitizer locals can live on
+/// a fake stack in the heap, which made the stack check fire at once (found
+/// by the `interp_vs_jit` fuzz target, in the JIT's twin of this code).
+#[inline(always)]
+fn stack_pointer() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let sp: u64;
+        // SAFETY: reads a register; touches no memory.
+        unsafe {
+            std::arch::asm!("mov {}, rsp", out(reg) sp, options(nomem, nostack, preserves_flags))
+        };
+        sp
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        let sp: u64;
+        // SAFETY: reads a register; touches no memory.
+        unsafe {
+            std::arch::asm!("mov {}, sp", out(reg) sp, options(nomem, nostack, preserves_flags))
+        };
+        sp
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        let marker = 0u8;
+        std::hint::black_box(&marker) as *const u8 as u64
     }
 }
