@@ -1615,6 +1615,13 @@ impl Error {
     }
 }
 
+/// The Rust snippets of the docs, run as doctests (the shell sessions are run
+/// by `tests/doc_commands.rs`).
+#[cfg(doctest)]
+#[doc = include_str!("../docs/tutorial.md")]
+#[doc = include_str!("../docs/overview.md")]
+pub struct DocSnippets;
+
 /// How many innermost and outermost call sites a run-time error shows.
 const TRACE_HEAD: usize = 8;
 const TRACE_TAIL: usize = 2;
