@@ -82,7 +82,26 @@ enum Grad<'r> {
 
 /// Times `f` of `module` and its gradient (see the module documentation);
 /// `progress` is called about once a second with the seconds spent sampling
-/// so far, for a progress indicator.
+/// so far, for a progress indicator. Timings vary from run to run; what is
+/// fixed is the shape of the report.
+///
+/// ```
+/// use irad::{BenchOptions, Source};
+/// use std::time::Duration;
+///
+/// let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * sin(y) }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = irad::parse_args(&Source::new("<args>", "1.5, 0.5"), &m, f)?;
+/// let registry = irad::rules::Registry::new();
+/// let opts = BenchOptions { min_time: Duration::from_millis(5), ..BenchOptions::default() };
+/// let report = irad::bench(&m, f, &args, &registry, &opts, &mut |_secs| {})
+///     .map_err(|e| irad::grad_error(&src, e))?;
+/// assert!(report.primal_runs >= 5 && report.grad_runs >= 5);
+/// assert!(report.compile_s > 0.0 && report.primal_s > 0.0 && report.grad_s > 0.0);
+/// assert_eq!(report.ratio, report.grad_s / report.primal_s);
+/// # Ok::<(), irad::Error>(())
+/// ```
 pub fn bench(
     module: &Module,
     f: FuncId,

@@ -64,22 +64,69 @@ pub struct Compiled<'r> {
 
 impl Compiled<'_> {
     /// The module with every derived function (and every rule added at run time).
+    ///
+    /// ```
+    /// let src = irad::Source::new("f.irad", "fn f(x: f64) -> f64 { x * sin(x) }");
+    /// let m = irad::load(&src)?;
+    /// let f = irad::find_function(&src, &m, "f")?;
+    /// let registry = irad::rules::Registry::new();
+    /// let c = irad::jit_reverse(&m, &[f], &registry)?;
+    /// assert!(c.module().by_name("f.rev").is_some());
+    /// assert!(c.module().by_name("f.rev.back").is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn module(&self) -> &Module {
         self.jit.module()
     }
 
-    /// The function named `name` (without `@`), e.g. `f`, `f.rev`, `f.fwd`.
+    /// The function named `name` (with or without `@`), e.g. `f`, `f.rev`, `f.fwd`.
+    ///
+    /// ```
+    /// let src = irad::Source::new("f.irad", "fn f(x: f64) -> f64 { x * sin(x) }");
+    /// let m = irad::load(&src)?;
+    /// let f = irad::find_function(&src, &m, "f")?;
+    /// let c = irad::jit_primal(&m)?;
+    /// assert_eq!(c.func("@f"), Some(f));
+    /// assert_eq!(c.func("f.rev"), None); // jit_primal derives nothing
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn func(&self, name: &str) -> Option<FuncId> {
         self.jit.module().by_name(name.trim_start_matches('@'))
     }
 
     /// Compiles `f` (and what it reaches) now rather than on its first call.
+    ///
+    /// ```
+    /// let src = irad::Source::new("f.irad", "fn f(x: f64) -> f64 { x * sin(x) }");
+    /// let m = irad::load(&src)?;
+    /// let f = irad::find_function(&src, &m, "f")?;
+    /// let mut c = irad::jit_primal(&m)?;
+    /// c.compile(f)?; // the first call below pays no compile time
+    /// let v = c.call(f, &[irad::Val::F64(0.0)], &Default::default())?;
+    /// assert_eq!(v.display(c.module()), "0.0");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn compile(&mut self, f: FuncId) -> Result<(), CompiledError> {
         Ok(self.jit.compile(f)?)
     }
 
     /// Calls `f` on `args` in native code; the same results and errors as the
     /// interpreter's `run`.
+    ///
+    /// ```
+    /// use irad::{RunOptions, Val};
+    ///
+    /// let src = irad::Source::new("f.irad", "fn f(n: i64) -> i64 { 100 / n }");
+    /// let m = irad::load(&src)?;
+    /// let f = irad::find_function(&src, &m, "f")?;
+    /// let mut c = irad::jit_primal(&m)?;
+    /// let v = c.call(f, &[Val::I64(7)], &RunOptions::default())?;
+    /// assert_eq!(v.display(c.module()), "14");
+    /// // Division by zero is an error returned to the caller, not a signal.
+    /// let err = c.call(f, &[Val::I64(0)], &RunOptions::default()).unwrap_err();
+    /// assert!(err.to_string().contains("division by zero"), "{err}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn call(
         &mut self,
         f: FuncId,
@@ -91,6 +138,17 @@ impl Compiled<'_> {
 }
 
 /// `module` normalised and compiled as it is: its functions only.
+///
+/// ```
+/// let m = irad::ir::text::parse_module(
+///     "func @twice(%x: f64) -> f64 {\n#1:\n  %2 = call add(%x, %x) :: f64\n  return %2\n}\n",
+/// )?;
+/// let mut c = irad::jit_primal(&m)?;
+/// let twice = c.func("twice").ok_or("no @twice")?;
+/// let v = c.call(twice, &[irad::Val::F64(1.25)], &Default::default())?;
+/// assert_eq!(v.display(c.module()), "2.5");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn jit_primal(module: &Module) -> Result<Compiled<'static>, CompiledError> {
     let mut m = module.clone();
     irad_passes::normalise(&mut m)?;
@@ -102,6 +160,26 @@ pub fn jit_primal(module: &Module) -> Result<Compiled<'static>, CompiledError> {
 /// `module` normalised, with `@f.rev` (and its pieces) for each of `funcs`
 /// (SYNTAX.md's gradient convention: the arguments, a shadow per array, the
 /// seed; returns the value and the scalar gradients), compiled.
+/// The module documentation has an example with a module built by the
+/// builder; here an array argument, whose gradient is added into its shadow:
+///
+/// ```
+/// use irad::Val;
+/// use irad::ir::interp::{ArrayData, ArrayRef};
+///
+/// let src = irad::Source::new("s.irad", "fn s(x: [f64]) -> f64 { x[0] * x[1] }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "s")?;
+/// let registry = irad::rules::Registry::new();
+/// let mut c = irad::jit_reverse(&m, &[f], &registry)?;
+/// let rev = c.func("s.rev").ok_or("no @s.rev")?;
+/// let shadow = ArrayRef::new(ArrayData::F64(vec![0.0, 0.0]));
+/// let x = Val::f64_array(vec![3.0, 4.0]);
+/// let out = c.call(rev, &[x, Val::Array(shadow.clone()), Val::F64(1.0)], &Default::default())?;
+/// assert_eq!(out.display(c.module()), "(12.0,)");
+/// assert_eq!(Val::Array(shadow).display(c.module()), "[4.0, 3.0]");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn jit_reverse<'r>(
     module: &Module,
     funcs: &[FuncId],
@@ -121,6 +199,21 @@ pub fn jit_reverse<'r>(
 
 /// `module` normalised, with the forward rule of width `width` (`@f.fwd`, or
 /// `@f.fwdN` for N > 1) of each of `funcs`, compiled.
+///
+/// ```
+/// use irad::Val;
+///
+/// let src = irad::Source::new("f.irad", "fn f(x: f64) -> f64 { x * x * x }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let registry = irad::rules::Registry::new();
+/// let mut c = irad::jit_forward(&m, &[f], 1, &registry)?;
+/// let fwd = c.func("f.fwd").ok_or("no @f.fwd")?;
+/// let x = Val::Dual(vec![Val::F64(2.0), Val::F64(1.0)].into());
+/// let y = c.call(fwd, &[x], &Default::default())?;
+/// assert_eq!(y.display(c.module()), "dual(8.0, 12.0)");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn jit_forward<'r>(
     module: &Module,
     funcs: &[FuncId],
@@ -165,17 +258,63 @@ pub struct CompiledGradient<'r> {
 
 impl CompiledGradient<'_> {
     /// The module with `f`, its derived functions and any rule added since.
+    ///
+    /// ```
+    /// use irad::{GradOptions, Mode, Val};
+    ///
+    /// let src = irad::Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
+    /// let m = irad::load(&src)?;
+    /// let f = irad::find_function(&src, &m, "f")?;
+    /// let registry = irad::rules::Registry::new();
+    /// let args = [Val::F64(3.0), Val::F64(2.0)];
+    /// let mut g = irad::jit_gradient(&m, f, &args, &registry, &GradOptions::default(), Mode::Reverse)?;
+    /// assert_eq!(g.module()[g.func()].name, "f");
+    /// assert!(g.module().len() > m.len()); // the reverse pieces were added
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn module(&self) -> &Module {
         self.jit.module()
     }
 
-    /// The differentiated function.
+    /// The differentiated function (its id in [`CompiledGradient::module`],
+    /// the same as in the module it was made from).
+    ///
+    /// ```
+    /// use irad::{GradOptions, Mode, Val};
+    ///
+    /// let src = irad::Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
+    /// let m = irad::load(&src)?;
+    /// let f = irad::find_function(&src, &m, "f")?;
+    /// let registry = irad::rules::Registry::new();
+    /// let args = [Val::F64(3.0), Val::F64(2.0)];
+    /// let mut g = irad::jit_gradient(&m, f, &args, &registry, &GradOptions::default(), Mode::Reverse)?;
+    /// assert_eq!(g.func(), f);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn func(&self) -> FuncId {
         self.func
     }
 
     /// The value and gradient at `args`, which must have the types (and, for
     /// forward mode, are best of the shapes) the gradient was compiled for.
+    /// Run it as often as needed: derivation and compilation happened once.
+    ///
+    /// ```
+    /// use irad::{GradOptions, Mode, Val};
+    ///
+    /// let src = irad::Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
+    /// let m = irad::load(&src)?;
+    /// let f = irad::find_function(&src, &m, "f")?;
+    /// let registry = irad::rules::Registry::new();
+    /// let args = [Val::F64(3.0), Val::F64(2.0)];
+    /// let mut g = irad::jit_gradient(&m, f, &args, &registry, &GradOptions::default(), Mode::Reverse)?;
+    /// for (x, dx) in [(3.0, 12.0), (1.0, 4.0)] {
+    ///     let r = g.run(&[Val::F64(x), Val::F64(2.0)], &Default::default())?;
+    ///     let m = g.module();
+    ///     assert_eq!(r.gradient[0].as_ref().map(|d| d.display(m)), Some(format!("{dx:?}")));
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn run(
         &mut self,
         args: &[Val],
@@ -188,12 +327,41 @@ impl CompiledGradient<'_> {
     }
 
     /// Runs `f` itself (the primal) in the same compiled module.
+    ///
+    /// ```
+    /// use irad::{GradOptions, Mode, Val};
+    ///
+    /// let src = irad::Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
+    /// let m = irad::load(&src)?;
+    /// let f = irad::find_function(&src, &m, "f")?;
+    /// let registry = irad::rules::Registry::new();
+    /// let args = [Val::F64(3.0), Val::F64(2.0)];
+    /// let mut g = irad::jit_gradient(&m, f, &args, &registry, &GradOptions::default(), Mode::Reverse)?;
+    /// let v = g.run_primal(&args, &Default::default())?;
+    /// assert_eq!(v.display(g.module()), "18.0");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn run_primal(&mut self, args: &[Val], opts: &RunOptions) -> Result<Val, RunError> {
         self.jit.run(self.func, args, opts)
     }
 
     /// Compiles everything the gradient and the primal run, so that the first
     /// run does not pay for it.
+    ///
+    /// ```
+    /// use irad::{GradOptions, Mode, Val};
+    ///
+    /// let src = irad::Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
+    /// let m = irad::load(&src)?;
+    /// let f = irad::find_function(&src, &m, "f")?;
+    /// let registry = irad::rules::Registry::new();
+    /// let args = [Val::F64(3.0), Val::F64(2.0)];
+    /// let mut g = irad::jit_gradient(&m, f, &args, &registry, &GradOptions::default(), Mode::Reverse)?;
+    /// g.compile()?;
+    /// let r = g.run(&args, &Default::default())?;
+    /// assert_eq!(r.value.display(g.module()), "18.0");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn compile(&mut self) -> Result<(), CodegenError> {
         self.jit.compile(self.func)?;
         let ids: Vec<FuncId> = self.plan_funcs();
@@ -217,6 +385,26 @@ impl CompiledGradient<'_> {
 /// `f` of `module` normalised, its gradient derived in `mode` for arguments
 /// like `args` (with `opts.wrt` and, forward, `opts.width`), and both kept in
 /// a JIT (compiled on first run, or by [`CompiledGradient::compile`]).
+/// An error converts to a located [`crate::Error`] with [`crate::grad_error`].
+///
+/// ```
+/// use irad::{GradOptions, Mode, Source};
+///
+/// let src = Source::new("r.irad", "fn r(x: [f64]) -> f64 {\n    let mut s = 0.0;\n    for i in 0..len(x) { s = s + x[i] * x[i]; }\n    s\n}\n");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "r")?;
+/// let args = irad::parse_args(&Source::new("<args>", "[1.0, 2.0, 3.0]"), &m, f)?;
+/// let registry = irad::rules::Registry::new();
+/// let opts = GradOptions { width: 3, ..GradOptions::default() };
+/// for mode in [Mode::Forward, Mode::Reverse] {
+///     let mut g = irad::jit_gradient(&m, f, &args, &registry, &opts, mode)
+///         .map_err(|e| irad::grad_error(&src, e))?;
+///     let r = g.run(&args, &Default::default()).map_err(|e| irad::grad_error(&src, e))?;
+///     assert_eq!(r.value.display(g.module()), "14.0");
+///     assert_eq!(r.gradient[0].as_ref().map(|d| d.display(g.module())).as_deref(), Some("[2.0, 4.0, 6.0]"));
+/// }
+/// # Ok::<(), irad::Error>(())
+/// ```
 pub fn jit_gradient<'r>(
     module: &Module,
     f: FuncId,
@@ -232,6 +420,22 @@ pub fn jit_gradient<'r>(
 /// [`jit_gradient`] with the optimiser schedule `schedule` run over the
 /// derived functions before they are compiled ([`jit_gradient`] runs the
 /// default schedule; docs/optimise.md).
+///
+/// ```
+/// use irad::{GradOptions, Mode, Val};
+///
+/// let src = irad::Source::new("f.irad", "fn f(x: f64) -> f64 { x * 1.0 + 0.0 }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let registry = irad::rules::Registry::new();
+/// let schedule = irad::read_schedule(Some("normalise(fold <+ identities); try(dce)"))?;
+/// let args = [Val::F64(2.0)];
+/// let opts = GradOptions::default();
+/// let mut g = irad::jit_gradient_with(&m, f, &args, &registry, &opts, Mode::Reverse, &schedule)?;
+/// let r = g.run(&args, &Default::default())?;
+/// assert_eq!(r.gradient[0].as_ref().map(|d| d.display(g.module())).as_deref(), Some("1.0"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn jit_gradient_with<'r>(
     module: &Module,
     f: FuncId,

@@ -19,6 +19,16 @@ use irad_ir::Pos;
 
 /// One error as text: `file:line:col: error: message`, then the source line
 /// with a caret when the source text is known.
+///
+/// ```
+/// use irad::ir::Pos;
+///
+/// let plain = irad::diag::render("f.ir", None, Some(Pos::new(2, 3)), "bad thing");
+/// assert_eq!(plain, "f.ir:2:3: error: bad thing\n");
+/// let shown = irad::diag::render("f.ir", Some("line one\nline two\n"), Some(Pos::new(2, 3)), "bad thing");
+/// assert!(shown.starts_with("f.ir:2:3: error: bad thing\n"));
+/// assert!(shown.contains("line two"), "{shown}");
+/// ```
 pub fn render(file: &str, text: Option<&str>, pos: Option<Pos>, message: &str) -> String {
     match text {
         Some(text) => SourceLines::new(file, text).render(pos, message),
@@ -38,6 +48,12 @@ pub struct SourceLines<'a> {
 
 impl<'a> SourceLines<'a> {
     /// Indexes the lines of `text`, the contents of `file`.
+    ///
+    /// ```
+    /// let lines = irad::diag::SourceLines::new("f.ir", "a\nb\n");
+    /// let out = lines.render(Some(irad::ir::Pos::new(1, 1)), "first");
+    /// assert!(out.starts_with("f.ir:1:1: error: first\n"));
+    /// ```
     pub fn new(file: &'a str, text: &'a str) -> SourceLines<'a> {
         let line_starts = std::iter::once(0)
             .chain(text.match_indices('\n').map(|(i, _)| i + 1))
@@ -51,6 +67,13 @@ impl<'a> SourceLines<'a> {
     }
 
     /// One error as text, like [`render`], with the source line and a caret.
+    ///
+    /// ```
+    /// let lines = irad::diag::SourceLines::new("f.ir", "alpha\nbeta\n");
+    /// let out = lines.render(Some(irad::ir::Pos::new(2, 2)), "here");
+    /// assert!(out.starts_with("f.ir:2:2: error: here\n"));
+    /// assert!(out.contains("beta") && out.contains('^'), "{out}");
+    /// ```
     pub fn render(&self, pos: Option<Pos>, message: &str) -> String {
         let mut out = header(self.file, pos, message);
         if let Some(p) = pos {
@@ -112,6 +135,11 @@ fn header(file: &str, pos: Option<Pos>, message: &str) -> String {
 }
 
 /// A note line such as `called from f.ir:3:3 (in @g, block #1, statement 2)`.
+///
+/// ```
+/// let n = irad::diag::note("f.ir", Some(irad::ir::Pos::new(3, 3)), "called in @g");
+/// assert_eq!(n, "note: called in @g at f.ir:3:3\n");
+/// ```
 pub fn note(file: &str, pos: Option<Pos>, message: &str) -> String {
     match pos {
         Some(p) => format!("note: {message} at {file}:{}:{}\n", p.line, p.col),

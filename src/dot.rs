@@ -11,6 +11,15 @@ use irad_ir::{Block, FuncId, Module, Terminator};
 use std::fmt::Write;
 
 /// The CFGs of `funcs` (all functions when empty) as one DOT digraph.
+///
+/// ```
+/// let src = irad::Source::new("a.irad", "fn a(x: f64) -> f64 { if x < 0.0 { -x } else { x } }");
+/// let m = irad::load(&src)?;
+/// let dot = irad::dot::module_to_dot(&m, &[]);
+/// assert!(dot.starts_with("digraph irad {"));
+/// assert!(dot.contains("->"), "{dot}");
+/// # Ok::<(), irad::Error>(())
+/// ```
 pub fn module_to_dot(module: &Module, funcs: &[FuncId]) -> String {
     let ids: Vec<FuncId> = if funcs.is_empty() {
         module.func_ids().collect()

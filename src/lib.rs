@@ -1,17 +1,139 @@
 //! irad: a compiler middle-end that differentiates SSA programs.
 //!
 //! This facade ties the layers together for the command line and for embedding
-//! compilers: read a source file, parse and verify it ([`load`]), find a
-//! function ([`find_function`]), read its arguments ([`parse_args`]), run it
-//! ([`run`]), and show any error in SYNTAX.md's format ([`Error::render`]).
-//! Forward mode: [`grad_forward`] gives value and gradient, [`forward_module`]
-//! the module with forward rules added (what `irad dump --mode fwd` prints).
-//! The layers themselves are re-exported: [`ir`] is the IR crate, [`rules`] the
-//! rule registry and the rule checker behind `irad test-rules`
-//! ([`test_rules`]), [`passes`] the pass manager, normalisation and forward mode.
-//! [`emit`] writes an object file with a C ABI and its header (`irad emit`).
+//! compilers: read a source file, parse and verify it ([`load`], or
+//! [`load_normalised`] to also normalise), find a function ([`find_function`]),
+//! read its arguments ([`parse_args`]), run it ([`run`], [`run_with`]), and show
+//! any error in SYNTAX.md's format ([`Error::render`]).
+//! Gradients: [`grad_reverse`] and [`grad_forward`] give value and gradient
+//! (with `wrt`, batch width and backend in [`GradOptions`], a schedule with the
+//! `_with` variants); [`forward_module`] and [`reverse_module`] give the module
+//! with the derived functions added (what `irad dump --mode fwd|rev` prints).
+//! Native code: [`jit_gradient`] keeps a gradient compiled by the JIT
+//! ([`CompiledGradient`]), [`jit_reverse`] / [`jit_forward`] / [`jit_primal`] a
+//! whole module ([`Compiled`]), and [`emit`] writes an object file with a C ABI
+//! and its header (`irad emit`).
+//! The layers themselves are re-exported: [`ir`] is the IR crate (builder,
+//! text format, verifier, interpreter), [`rules`] the rule registry and the
+//! rule checker behind `irad test-rules` ([`test_rules`]), [`passes`] the pass
+//! manager, normalisation, forward and reverse mode and the optimiser,
+//! [`codegen`] the Cranelift backend.
 //!
-//! Every function here returns [`Error`] for bad input; none panics.
+//! Every function here returns [`Error`] for bad input; none panics. Errors
+//! carry the source's name and, where the input has one, a line and column.
+//!
+//! # Quick start
+//!
+//! Parse a function of the surface language, and get its value and gradient
+//! by reverse mode:
+//!
+//! ```
+//! use irad::{GradOptions, Source};
+//!
+//! # fn main() -> Result<(), irad::Error> {
+//! let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y + sin(y) }");
+//! let module = irad::load(&src)?;
+//! let f = irad::find_function(&src, &module, "f")?;
+//! let args = irad::parse_args(&Source::new("<args>", "3.0, 0.0"), &module, f)?;
+//! let registry = irad::rules::Registry::new();
+//! let (g, m) = irad::grad_reverse(&src, &module, f, &args, &registry, &GradOptions::default())?;
+//! assert_eq!(g.value.display(&m), "0.0");
+//! let grads: Vec<String> = g.gradient.iter().flatten().map(|d| d.display(&m)).collect();
+//! assert_eq!(grads, ["0.0", "10.0"]); // d/dx = 2xy, d/dy = x^2 + cos(y)
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Errors name the place: a type error in the source is rendered as the
+//! command line prints it.
+//!
+//! ```
+//! use irad::Source;
+//!
+//! let src = Source::new("bad.irad", "fn f(x: f64) -> f64 {\n    x + 1\n}\n");
+//! let err = irad::load(&src).unwrap_err();
+//! let text = err.render(&[&src]);
+//! assert!(text.starts_with("bad.irad:2:"), "{text}");
+//! assert!(text.contains("error: "), "{text}");
+//! ```
+//!
+//! # Registering a user rule
+//!
+//! An embedder can give any function of its module a hand-written derivative:
+//! [`rules::Registry::register_function_frule`] (forward mode) and
+//! [`rules::Registry::register_function_rrule`] (reverse mode) mark the
+//! function primitive, so the AD passes call the rule where they meet
+//! `invoke @name(...)` instead of differentiating its body (docs/rules.md).
+//! Here `@clip` clamps its argument to `[-1, 1]`, and the rules are the
+//! "straight-through" derivative 1 that training code often wants for it,
+//! where the body's derivative would be 0 outside the interval.
+//!
+//! ```
+//! use irad::ir::{FuncBuilder, Operand};
+//! use irad::rules::{FruleCall, FwdOut, PullbackCall, PullbackOut, RevCall, RevFwdOut};
+//! use irad::rules::{Registry, RruleFns, RuleError};
+//! use irad::{GradOptions, Mode, Source};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let src = Source::new(
+//!     "clip.irad",
+//!     "fn clip(x: f64) -> f64 { min(max(x, -1.0), 1.0) }\n\
+//!      fn f(x: f64) -> f64 { 3.0 * clip(x) }\n",
+//! );
+//! let module = irad::load(&src)?;
+//! let f = irad::find_function(&src, &module, "f")?;
+//!
+//! /// The primal: `invoke @clip(x)` (a rule writes IR through the builder).
+//! fn call_clip(b: &mut FuncBuilder<'_>, x: Operand) -> Result<Operand, RuleError> {
+//!     let missing = || RuleError::Unsupported("no @clip".into());
+//!     let clip = b.module().by_name("clip").ok_or_else(missing)?;
+//!     b.invoke(clip, &[x])?.map(Operand::Value).ok_or_else(missing)
+//! }
+//! let mut registry = Registry::new();
+//! // Forward: the tangent passes through unchanged.
+//! registry.register_function_frule("clip", |b: &mut FuncBuilder<'_>, call: &FruleCall<'_>| {
+//!     let [x] = call.args else {
+//!         return Err(RuleError::Unsupported("clip takes one argument".into()));
+//!     };
+//!     Ok(FwdOut { primal: call_clip(b, x.primal)?, tangents: x.tangents.clone() })
+//! });
+//! // Reverse: nothing to save; the cotangent passes through unchanged.
+//! registry.register_function_rrule(
+//!     "clip",
+//!     RruleFns::new(
+//!         |b: &mut FuncBuilder<'_>, call: &RevCall<'_>| {
+//!             let [x] = call.args else {
+//!                 return Err(RuleError::Unsupported("clip takes one argument".into()));
+//!             };
+//!             let primal = call_clip(b, x.primal)?;
+//!             Ok(RevFwdOut { primal, shadows: Default::default(), saved: Default::default() })
+//!         },
+//!         |_b: &mut FuncBuilder<'_>, call: &PullbackCall<'_>| {
+//!             Ok(PullbackOut { cotangents: vec![call.dy.iter().copied().collect()] })
+//!         },
+//!     ),
+//! );
+//!
+//! let args = irad::parse_args(&Source::new("<args>", "5.0"), &module, f)?;
+//! let opts = GradOptions::default();
+//! for mode in [Mode::Forward, Mode::Reverse] {
+//!     let (g, m) = match mode {
+//!         Mode::Forward => irad::grad_forward(&src, &module, f, &args, &registry, &opts)?,
+//!         Mode::Reverse => irad::grad_reverse(&src, &module, f, &args, &registry, &opts)?,
+//!     };
+//!     assert_eq!(g.value.display(&m), "3.0");
+//!     // 3 * (the rule's 1), where differentiating clip's body would give 0.
+//!     assert_eq!(g.gradient[0].as_ref().map(|d| d.display(&m)).as_deref(), Some("3.0"));
+//! }
+//! // Without the rules, the body is differentiated.
+//! let plain = Registry::new();
+//! let (g, m) = irad::grad_reverse(&src, &module, f, &args, &plain, &opts)?;
+//! assert_eq!(g.gradient[0].as_ref().map(|d| d.display(&m)).as_deref(), Some("0.0"));
+//! # Ok(())
+//! # }
+//! ```
+
+#![warn(missing_docs)]
 
 mod bench;
 mod compiled;
@@ -30,23 +152,43 @@ pub use irad_passes as passes;
 pub use irad_rules as rules;
 pub use schedule::{optimise_from, read_schedule};
 
-use irad_passes::forward::grad::{GradError, GradOptions, Gradient};
+pub use irad_passes::forward::grad::{GradError, GradOptions, Gradient};
 use irad_passes::forward::{Forward, ForwardError};
 
-use ir::interp::value::{ArrayData, Val};
-use ir::interp::{RuleProvider, RunError, RunOptions};
+pub use ir::interp::value::Val;
+pub use ir::interp::{RunError, RunOptions};
+
+use ir::interp::RuleProvider;
+use ir::interp::value::ArrayData;
 use ir::text::ParseError;
 use ir::verify::VerifyError;
 use ir::{Diagnostic, FuncId, FuncRef, Module, Pos};
 use std::path::Path;
 
 /// A source text and the name errors call it by (a path, or `<args>`).
+/// [`load`] chooses the language by the name's extension.
 #[derive(Clone, Debug)]
 pub struct Source {
     /// The name printed in error messages.
     pub name: String,
     /// The text.
     pub text: String,
+}
+
+impl Source {
+    /// A source called `name` holding `text` (nothing is read from disk).
+    ///
+    /// ```
+    /// let src = irad::Source::new("sq.ir", "func @sq(%x: f64) -> f64 {\n#1:\n  %2 = call mul(%x, %x) :: f64\n  return %2\n}\n");
+    /// assert_eq!(src.name, "sq.ir");
+    /// assert!(irad::load(&src).is_ok());
+    /// ```
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> Source {
+        Source {
+            name: name.into(),
+            text: text.into(),
+        }
+    }
 }
 
 /// Anything that can go wrong between reading a file and printing a result.
@@ -203,7 +345,18 @@ pub enum Error {
     },
 }
 
-/// Reads `path` as a source, checking that it is UTF-8.
+/// Reads `path` as a source, checking that it is UTF-8; the source is named
+/// by the path, as errors print it.
+///
+/// ```
+/// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/rosenbrock.irad");
+/// let src = irad::read_source(std::path::Path::new(path))?;
+/// assert!(src.text.contains("fn rosenbrock"));
+///
+/// let err = irad::read_source(std::path::Path::new("no/such/file.irad")).unwrap_err();
+/// assert!(err.to_string().starts_with("no/such/file.irad: error: cannot read file"));
+/// # Ok::<(), irad::Error>(())
+/// ```
 pub fn read_source(path: &Path) -> Result<Source, Error> {
     let name = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|e| Error::Io {
@@ -213,7 +366,17 @@ pub fn read_source(path: &Path) -> Result<Source, Error> {
     source_from_bytes(name, bytes)
 }
 
-/// A source from raw bytes, checking that they are UTF-8.
+/// A source from raw bytes, checking that they are UTF-8; the error names
+/// the line and column of the first bad byte.
+///
+/// ```
+/// let ok = irad::source_from_bytes("a.ir".into(), b"# nothing\n".to_vec())?;
+/// assert_eq!(ok.text, "# nothing\n");
+///
+/// let err = irad::source_from_bytes("b.ir".into(), b"# ok\n  \xff".to_vec()).unwrap_err();
+/// assert_eq!(err.to_string(), "b.ir:2:3: error: file is not valid UTF-8");
+/// # Ok::<(), irad::Error>(())
+/// ```
 pub fn source_from_bytes(name: String, bytes: Vec<u8>) -> Result<Source, Error> {
     match String::from_utf8(bytes) {
         Ok(text) => Ok(Source { name, text }),
@@ -233,6 +396,21 @@ pub fn source_from_bytes(name: String, bytes: Vec<u8>) -> Result<Source, Error> 
 
 /// Parses and verifies a source, choosing the language by extension: `.ir` is
 /// IR text, `.irad` the surface language (compiled to IR).
+///
+/// ```
+/// use irad::Source;
+///
+/// let ir = Source::new("sq.ir", "func @sq(%x: f64) -> f64 {\n#1:\n  %2 = call mul(%x, %x) :: f64\n  return %2\n}\n");
+/// let surface = Source::new("sq.irad", "fn sq(x: f64) -> f64 { x * x }");
+/// for src in [&ir, &surface] {
+///     let m = irad::load(src)?;
+///     assert!(m.by_name("sq").is_some());
+/// }
+/// // Other extensions are refused, with a location.
+/// let err = irad::load(&Source::new("sq.txt", "")).unwrap_err();
+/// assert!(err.to_string().starts_with("sq.txt:1:1: error: unknown file type"));
+/// # Ok::<(), irad::Error>(())
+/// ```
 pub fn load(src: &Source) -> Result<Module, Error> {
     let file = || src.name.clone();
     let ext = Path::new(&src.name).extension().and_then(|e| e.to_str());
@@ -259,10 +437,116 @@ pub fn load(src: &Source) -> Result<Module, Error> {
     Ok(module)
 }
 
+/// [`load`], then the normalisation pipeline ([`normalise`]): the module the
+/// AD passes and the code generator start from, verified after every pass
+/// in every build. One call for an embedder that has text and wants IR ready
+/// to differentiate.
+///
+/// ```
+/// use irad::Source;
+///
+/// let src = Source::new("abs.irad", "fn abs2(x: f64) -> f64 { if x < 0.0 { -x } else { x } }");
+/// let m = irad::load_normalised(&src)?;
+/// let f = irad::find_function(&src, &m, "abs2")?;
+/// // Normalisation leaves a single return block.
+/// let text = irad::ir::text::print_module(&m);
+/// assert_eq!(text.matches("return").count(), 1);
+/// let v = irad::run(&src, &m, f, &[irad::Val::F64(-2.0)], &Default::default())?;
+/// assert_eq!(v.display(&m), "2.0");
+/// # Ok::<(), irad::Error>(())
+/// ```
+pub fn load_normalised(src: &Source) -> Result<Module, Error> {
+    let module = load(src)?;
+    normalise(src, &module)
+}
+
+/// Checks a module made some other way than [`load`] (the builder API, a
+/// pass of the embedder's own): every error the verifier finds, each with
+/// its function, block and statement. `src` names the module in messages
+/// (a [`Source`] with empty text is fine for a module built in memory).
+///
+/// ```
+/// use irad::ir::{FuncBuilder, Module, Prim, Type};
+///
+/// let mut m = Module::new();
+/// let f = m.declare_func("half", vec![(Some("x".into()), Type::F64)], Type::F64)?;
+/// let mut b = FuncBuilder::new(&mut m, f)?;
+/// let entry = b.create_block();
+/// b.switch_to_block(entry)?;
+/// let x = b.param(0)?;
+/// let y = b.prim(Prim::Mul, &[x.into(), 0.5.into()])?.ok_or("a result")?;
+/// b.ret(y.into())?;
+/// let src = irad::Source::new("<builder>", "");
+/// irad::verify(&src, &m)?;
+///
+/// // A function without a terminator does not verify.
+/// let g = m.declare_func("g", vec![], Type::F64)?;
+/// let mut b = FuncBuilder::new(&mut m, g)?;
+/// let entry = b.create_block();
+/// b.switch_to_block(entry)?;
+/// let err = irad::verify(&src, &m).unwrap_err();
+/// assert!(err.render(&[&src]).contains("in @g"), "{}", err.render(&[&src]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn verify(src: &Source, module: &Module) -> Result<(), Error> {
+    ir::verify::verify_module(module).map_err(|errs| Error::Verify {
+        file: src.name.clone(),
+        errs,
+    })
+}
+
+/// The module after the normalisation pipeline (docs/passes.md): constant
+/// operands made uniform, unreachable blocks removed, critical edges split,
+/// a single return block; verified after every pass in every build. The AD
+/// functions of this crate normalise their input themselves; this is for an
+/// embedder that wants to see or keep the normalised module.
+///
+/// ```
+/// use irad::Source;
+///
+/// let src = Source::new("a.ir", "func @a(%x: f64) -> f64 {\n#1:\n  return %x\n#2:\n  return 1.0\n}\n");
+/// let m = irad::load(&src)?;
+/// assert_eq!(m[irad::find_function(&src, &m, "a")?].layout.len(), 2);
+/// let n = irad::normalise(&src, &m)?;
+/// // The unreachable block #2 is gone.
+/// assert_eq!(n[irad::find_function(&src, &n, "a")?].layout.len(), 1);
+/// # Ok::<(), irad::Error>(())
+/// ```
+pub fn normalise(src: &Source, module: &Module) -> Result<Module, Error> {
+    let mut m = module.clone();
+    let wrap = |err| Error::Pass {
+        file: src.name.clone(),
+        err,
+    };
+    let opts = irad_passes::PipelineOptions {
+        verify: true,
+        record: false,
+    };
+    irad_passes::run_pipeline(&mut m, &irad_passes::normalise_pipeline(), &opts).map_err(wrap)?;
+    Ok(m)
+}
+
 /// The module after each pass that `irad dump` shows: with `after`, only the
 /// module after the normalisation pipeline up to and including that pass;
 /// otherwise the input (named `input`) and the module after each pass of the
 /// pipeline.
+///
+/// ```
+/// use irad::Source;
+///
+/// let src = Source::new("f.irad", "fn f(x: f64) -> f64 { if x < 0.0 { -x } else { x } }");
+/// let m = irad::load(&src)?;
+/// let all = irad::pass_snapshots(&src, &m, None)?;
+/// assert_eq!(all[0].0, "input");
+/// assert!(all.len() > 2);
+/// let last = irad::pass_snapshots(&src, &m, Some("split_critical_edges"))?;
+/// assert_eq!(last.len(), 1);
+/// assert_eq!(last[0].0, "split_critical_edges");
+/// // An unknown pass is an error that lists the known ones.
+/// let err = irad::pass_snapshots(&src, &m, Some("nope")).unwrap_err();
+/// assert!(err.to_string().contains("no pass named `nope`"));
+/// # Ok::<(), irad::Error>(())
+/// ```
 pub fn pass_snapshots(
     src: &Source,
     module: &Module,
@@ -293,7 +577,19 @@ pub fn pass_snapshots(
     Ok(out)
 }
 
-/// The function called `name` (with or without `@`).
+/// The function called `name` (with or without `@`); the error lists the
+/// functions the module has.
+///
+/// ```
+/// use irad::Source;
+///
+/// let src = Source::new("f.irad", "fn f(x: f64) -> f64 { x }\nfn g(x: f64) -> f64 { f(x) }");
+/// let m = irad::load(&src)?;
+/// assert_eq!(irad::find_function(&src, &m, "@g")?, irad::find_function(&src, &m, "g")?);
+/// let err = irad::find_function(&src, &m, "h").unwrap_err();
+/// assert_eq!(err.to_string(), "f.irad:1:1: error: no function @h in the module (it has @f, @g)");
+/// # Ok::<(), irad::Error>(())
+/// ```
 pub fn find_function(src: &Source, module: &Module, name: &str) -> Result<FuncId, Error> {
     let bare = name.strip_prefix('@').unwrap_or(name);
     module.by_name(bare).ok_or_else(|| {
@@ -315,7 +611,22 @@ pub fn find_function(src: &Source, module: &Module, name: &str) -> Result<FuncId
     })
 }
 
-/// Reads argument text (`--args`) typed against the parameters of `func`.
+/// Reads argument text (`--args`) typed against the parameters of `func`:
+/// comma-separated IR literals, arrays `[1.0, 2.0]`, tuples `(1.0, 2)`.
+/// Errors are located in the argument text.
+///
+/// ```
+/// use irad::{Source, Val};
+///
+/// let src = Source::new("f.irad", "fn f(x: [f64], n: i64) -> f64 { x[n] }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = irad::parse_args(&Source::new("<args>", "[1.0, 2.5], 1"), &m, f)?;
+/// assert!(matches!(args[1], Val::I64(1)));
+/// let err = irad::parse_args(&Source::new("<args>", "[1.0], 1.5"), &m, f).unwrap_err();
+/// assert_eq!(err.render(&[]), "<args>:1:8: error: expected i64, found `1.5`\n");
+/// # Ok::<(), irad::Error>(())
+/// ```
 pub fn parse_args(args: &Source, module: &Module, func: FuncId) -> Result<Vec<Val>, Error> {
     let params = module[func].param_types();
     ir::text::parse_args(&args.text, &params, module).map_err(|err| Error::Parse {
@@ -324,7 +635,25 @@ pub fn parse_args(args: &Source, module: &Module, func: FuncId) -> Result<Vec<Va
     })
 }
 
-/// Runs `func` on `args` with the reference interpreter.
+/// Runs `func` on `args` with the reference interpreter. A run-time error
+/// names the statement and its source position.
+///
+/// ```
+/// use irad::{RunOptions, Source};
+///
+/// let src = Source::new("f.irad", "fn f(x: [f64], i: i64) -> f64 {\n    x[i] * 2.0\n}\n");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = irad::parse_args(&Source::new("<args>", "[1.0, 2.5], 1"), &m, f)?;
+/// let v = irad::run(&src, &m, f, &args, &RunOptions::default())?;
+/// assert_eq!(v.display(&m), "5.0");
+///
+/// let args = irad::parse_args(&Source::new("<args>", "[1.0, 2.5], 7"), &m, f)?;
+/// let err = irad::run(&src, &m, f, &args, &RunOptions::default()).unwrap_err();
+/// assert!(err.render(&[&src]).starts_with("f.irad:2:"), "{}", err.render(&[&src]));
+/// assert!(err.to_string().contains("index 7 out of bounds"), "{err}");
+/// # Ok::<(), irad::Error>(())
+/// ```
 pub fn run(
     src: &Source,
     module: &Module,
@@ -349,7 +678,22 @@ pub enum Backend {
 }
 
 impl Backend {
-    /// The executor maker of this backend, for [`GradOptions::exec`].
+    /// The executor maker of this backend, for [`GradOptions::exec`]: what
+    /// runs the derived functions of [`grad_forward`] and [`grad_reverse`].
+    ///
+    /// ```
+    /// use irad::{Backend, GradOptions, Source};
+    ///
+    /// let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
+    /// let m = irad::load(&src)?;
+    /// let f = irad::find_function(&src, &m, "f")?;
+    /// let args = irad::parse_args(&Source::new("<args>", "3.0, 2.0"), &m, f)?;
+    /// let registry = irad::rules::Registry::new();
+    /// let opts = GradOptions { exec: Backend::Jit.exec(), ..GradOptions::default() };
+    /// let (g, m) = irad::grad_reverse(&src, &m, f, &args, &registry, &opts)?;
+    /// assert_eq!(g.gradient[0].as_ref().map(|d| d.display(&m)).as_deref(), Some("12.0"));
+    /// # Ok::<(), irad::Error>(())
+    /// ```
     pub fn exec(self) -> ir::interp::MakeExecutor {
         match self {
             Backend::Interp => ir::interp::interpreter_with_rules,
@@ -360,6 +704,20 @@ impl Backend {
 
 /// Runs `func` on `args` with `backend`: as [`run`] does, or in compiled
 /// code, which gives the same results and errors.
+///
+/// ```
+/// use irad::{Backend, RunOptions, Source};
+///
+/// let src = Source::new("f.irad", "fn f(n: i64) -> i64 { if n < 2 { n } else { f(n - 1) + f(n - 2) } }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = irad::parse_args(&Source::new("<args>", "20"), &m, f)?;
+/// for backend in [Backend::Interp, Backend::Jit] {
+///     let v = irad::run_with(&src, &m, f, &args, &RunOptions::default(), backend)?;
+///     assert_eq!(v.display(&m), "6765");
+/// }
+/// # Ok::<(), irad::Error>(())
+/// ```
 pub fn run_with(
     src: &Source,
     module: &Module,
@@ -399,6 +757,30 @@ fn normalised(src: &Source, module: &Module) -> Result<Module, Error> {
 /// `registry`, and run in the interpreter (see
 /// [`irad_passes::forward::grad::gradient`]). Also returns the module with the
 /// rules, which the values may refer to (function values).
+/// [`GradOptions`] chooses the arguments (`wrt`), the batch width, the
+/// backend that runs the rules and the call-depth limit.
+///
+/// ```
+/// use irad::{GradOptions, Source};
+///
+/// let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = irad::parse_args(&Source::new("<args>", "3.0, 2.0"), &m, f)?;
+/// let registry = irad::rules::Registry::new();
+/// let opts = GradOptions { width: 2, ..GradOptions::default() };
+/// let (g, m) = irad::grad_forward(&src, &m, f, &args, &registry, &opts)?;
+/// assert_eq!(g.value.display(&m), "18.0");
+/// let grads: Vec<String> = g.gradient.iter().flatten().map(|d| d.display(&m)).collect();
+/// assert_eq!(grads, ["12.0", "9.0"]);
+/// assert_eq!(g.passes, 1); // both tangents in one pass of @f.fwd2
+///
+/// // Only with respect to y: x has no gradient.
+/// let opts = GradOptions { wrt: Some(vec![1]), ..GradOptions::default() };
+/// let (g, _) = irad::grad_forward(&src, &m, f, &args, &registry, &opts)?;
+/// assert!(g.gradient[0].is_none());
+/// # Ok::<(), irad::Error>(())
+/// ```
 pub fn grad_forward(
     src: &Source,
     module: &Module,
@@ -421,6 +803,22 @@ pub fn grad_forward(
 /// [`grad_forward`] with the optimiser schedule `schedule` run over the
 /// derived rules before they run (`--schedule`; [`grad_forward`] runs the
 /// default schedule).
+///
+/// ```
+/// use irad::{GradOptions, Source};
+///
+/// let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = irad::parse_args(&Source::new("<args>", "3.0, 2.0"), &m, f)?;
+/// let registry = irad::rules::Registry::new();
+/// let opts = GradOptions::default();
+/// // `id`: no optimisation; the gradient is the same.
+/// let schedule = irad::read_schedule(Some("id"))?;
+/// let (g, m) = irad::grad_forward_with(&src, &m, f, &args, &registry, &opts, &schedule)?;
+/// assert_eq!(g.gradient[1].as_ref().map(|d| d.display(&m)).as_deref(), Some("9.0"));
+/// # Ok::<(), irad::Error>(())
+/// ```
 pub fn grad_forward_with(
     src: &Source,
     module: &Module,
@@ -447,7 +845,26 @@ pub fn grad_forward_with(
     Ok((g, m))
 }
 
-/// The error of a gradient request, in the facade's terms.
+/// The error of a gradient request, in the facade's terms: what turns the
+/// [`GradError`] of [`jit_gradient`], [`CompiledGradient::run`] or [`bench()`]
+/// into an [`Error`] that renders with `src`'s name and lines.
+///
+/// ```
+/// use irad::{GradOptions, Mode, Source};
+///
+/// let src = Source::new("f.irad", "fn f(x: f64) -> f64 { x }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = irad::parse_args(&Source::new("<args>", "1.0"), &m, f)?;
+/// let registry = irad::rules::Registry::new();
+/// let opts = GradOptions { wrt: Some(vec![3]), ..GradOptions::default() };
+/// let Err(e) = irad::jit_gradient(&m, f, &args, &registry, &opts, Mode::Reverse) else {
+///     panic!("there is no argument 3");
+/// };
+/// let err = irad::grad_error(&src, e);
+/// assert!(err.render(&[&src]).starts_with("f.irad:"), "{}", err.render(&[&src]));
+/// # Ok::<(), irad::Error>(())
+/// ```
 pub fn grad_error(src: &Source, e: GradError) -> Error {
     let file = src.name.clone();
     match e {
@@ -475,6 +892,23 @@ pub fn grad_error(src: &Source, e: GradError) -> Error {
 /// `registry`, and run once each in the interpreter (see
 /// [`irad_passes::reverse::grad::gradient`]; `opts.width` is not used). Also
 /// returns the module with the pieces.
+///
+/// ```
+/// use irad::{GradOptions, Source};
+///
+/// let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = irad::parse_args(&Source::new("<args>", "3.0, 2.0"), &m, f)?;
+/// let registry = irad::rules::Registry::new();
+/// let (g, m) = irad::grad_reverse(&src, &m, f, &args, &registry, &GradOptions::default())?;
+/// assert_eq!(g.value.display(&m), "18.0");
+/// let grads: Vec<String> = g.gradient.iter().flatten().map(|d| d.display(&m)).collect();
+/// assert_eq!(grads, ["12.0", "9.0"]);
+/// // The derived pieces are in the module returned.
+/// assert!(m.by_name("f.rev.back").is_some());
+/// # Ok::<(), irad::Error>(())
+/// ```
 pub fn grad_reverse(
     src: &Source,
     module: &Module,
@@ -497,6 +931,21 @@ pub fn grad_reverse(
 /// [`grad_reverse`] with the optimiser schedule `schedule` run over the
 /// derived pieces before they run (`--schedule`; [`grad_reverse`] runs the
 /// default schedule).
+///
+/// ```
+/// use irad::{GradOptions, Source};
+///
+/// let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = irad::parse_args(&Source::new("<args>", "3.0, 2.0"), &m, f)?;
+/// let registry = irad::rules::Registry::new();
+/// let schedule = irad::read_schedule(Some("normalise(fold <+ identities); try(dce)"))?;
+/// let opts = GradOptions::default();
+/// let (g, m) = irad::grad_reverse_with(&src, &m, f, &args, &registry, &opts, &schedule)?;
+/// assert_eq!(g.gradient[0].as_ref().map(|d| d.display(&m)).as_deref(), Some("12.0"));
+/// # Ok::<(), irad::Error>(())
+/// ```
 pub fn grad_reverse_with(
     src: &Source,
     module: &Module,
@@ -527,6 +976,24 @@ pub fn grad_reverse_with(
 /// `funcs` (every function when empty); also the ids of the functions added,
 /// in order, and the BBCode text of each function differentiated (what
 /// `irad dump --mode rev` prints).
+///
+/// ```
+/// use irad::Source;
+///
+/// let src = Source::new("sq.irad", "fn sq(x: f64) -> f64 { x * x }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "sq")?;
+/// let registry = irad::rules::Registry::new();
+/// let (m, added, bbcode) = irad::reverse_module(&src, &m, &[f], &registry)?;
+/// let names: Vec<&str> = added.iter().map(|&id| m[id].name.as_str()).collect();
+/// assert!(names.contains(&"sq.rev"), "{names:?}");
+/// assert!(bbcode.contains("sq"), "{bbcode}");
+/// // @sq.rev takes x and the seed, and returns (value, dx).
+/// let rev = m.by_name("sq.rev").ok_or("no @sq.rev")?;
+/// let out = irad::ir::interp::run(&m, rev, &[irad::Val::F64(3.0), irad::Val::F64(1.0)], &Default::default())?;
+/// assert_eq!(out.display(&m), "(9.0, 6.0)");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn reverse_module(
     src: &Source,
     module: &Module,
@@ -572,6 +1039,21 @@ pub fn reverse_module(
 /// trailing `# active` or `# const` comment, so the text still parses.
 /// `funcs` selects the functions printed (all when empty); `wrt`, the
 /// parameters that are active (all when `None`), applies to each of them.
+///
+/// ```
+/// use irad::Source;
+///
+/// let src = Source::new("f.irad", "fn f(x: f64, n: f64) -> f64 { let k = n * 2.0; x * k }");
+/// let m = irad::load(&src)?;
+/// let text = irad::activity_dump(&src, &m, &[], Some(&[0]))?;
+/// assert!(text.contains("# active parameters: 0\n"), "{text}");
+/// assert!(text.contains("# const"), "{text}"); // n * 2.0 needs no derivative
+/// assert!(text.contains("# active"), "{text}");
+/// // A parameter the function does not have is a located error.
+/// let err = irad::activity_dump(&src, &m, &[], Some(&[5])).unwrap_err();
+/// assert_eq!(err.to_string(), "f.irad:1:1: error: --wrt 5: @f has 2 parameter(s)");
+/// # Ok::<(), irad::Error>(())
+/// ```
 pub fn activity_dump(
     src: &Source,
     module: &Module,
@@ -642,6 +1124,22 @@ pub fn activity_dump(
 /// The module normalised, with the forward rules (width `width`) of `funcs`
 /// (every function when empty) and of everything they call; also the ids of
 /// the rules built, in order.
+///
+/// ```
+/// use irad::{Source, Val};
+///
+/// let src = Source::new("sq.irad", "fn sq(x: f64) -> f64 { x * x }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "sq")?;
+/// let registry = irad::rules::Registry::new();
+/// let (m, added) = irad::forward_module(&src, &m, &[f], 1, &registry)?;
+/// assert_eq!(m[added[0]].name, "sq.fwd");
+/// // @sq.fwd maps dual(x, dx) to dual(x * x, 2 * x * dx).
+/// let x = Val::Dual(vec![Val::F64(3.0), Val::F64(1.0)].into());
+/// let y = irad::ir::interp::run(&m, added[0], &[x], &Default::default())?;
+/// assert_eq!(y.display(&m), "dual(9.0, 6.0)");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn forward_module(
     src: &Source,
     module: &Module,
@@ -674,7 +1172,22 @@ pub fn forward_module(
 /// file name (for its include guard). The module is normalised; `@f.rev` and
 /// the rules of every function value that a rule statement may meet are
 /// derived ahead of time (objects are closed).
-/// See docs/codegen.md, "The C ABI".
+/// See docs/codegen.md, "The C ABI"; `examples/c/` links such an object
+/// into a C program.
+///
+/// ```
+/// use irad::Source;
+///
+/// let src = Source::new("sq.irad", "fn sq(x: f64) -> f64 { x * x }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "sq")?;
+/// let obj = irad::emit(&src, &m, f, true, None, "sq.h")?;
+/// assert!(!obj.object.is_empty());
+/// assert!(obj.header.contains("int32_t sq(double x, double *out);"), "{}", obj.header);
+/// assert!(obj.header.contains("int32_t sq_grad("), "{}", obj.header);
+/// // Write them with std::fs::write("sq.o", &obj.object) and the header beside it.
+/// # Ok::<(), irad::Error>(())
+/// ```
 pub fn emit(
     src: &Source,
     module: &Module,
@@ -691,6 +1204,20 @@ pub fn emit(
 /// pieces (`--schedule`; [`emit`] runs the default schedule). Rules the
 /// object needs for function values are derived later, while emitting, and
 /// are not optimised.
+///
+/// ```
+/// use irad::Source;
+///
+/// let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * y }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let schedule = irad::read_schedule(Some("id"))?;
+/// let obj = irad::emit_with(&src, &m, f, true, Some(&[1]), "f.h", &schedule)?;
+/// // Only y is differentiated: one gradient out-pointer, `y_grad`.
+/// assert!(obj.header.contains("y_grad"), "{}", obj.header);
+/// assert!(!obj.header.contains("x_grad"), "{}", obj.header);
+/// # Ok::<(), irad::Error>(())
+/// ```
 pub fn emit_with(
     src: &Source,
     module: &Module,
@@ -775,6 +1302,19 @@ pub use irad_passes::pe::Known;
 /// entries, one per parameter, each `_` (unknown), `_[N]` (an array parameter
 /// of length N) or a literal in the `--args` syntax (a known value; arrays
 /// cannot be known values). Errors name the line and column in the text.
+///
+/// ```
+/// use irad::{Known, Source};
+///
+/// let src = Source::new("f.irad", "fn f(a: f64, x: [f64]) -> f64 { a * x[0] }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let known = irad::parse_known(&Source::new("<known>", "2.0, _[3]"), &m, f)?;
+/// assert!(matches!(known[1], Known::Length(3)));
+/// let err = irad::parse_known(&Source::new("<known>", "2.0, 1.0"), &m, f).unwrap_err();
+/// assert!(err.render(&[]).starts_with("<known>:1:6: error: "), "{}", err.render(&[]));
+/// # Ok::<(), irad::Error>(())
+/// ```
 pub fn parse_known(known: &Source, module: &Module, func: FuncId) -> Result<Vec<Known>, Error> {
     let fail = |pos: Pos, msg: String| Error::Parse {
         file: known.name.clone(),
@@ -856,6 +1396,20 @@ pub fn parse_known(known: &Source, module: &Module, func: FuncId) -> Result<Vec<
 /// Whether `args` agree with `known` (each known value equal, each known
 /// length the array's): the arguments a specialisation computes the same
 /// results for. The error names the first argument that does not.
+///
+/// ```
+/// use irad::Source;
+///
+/// let src = Source::new("f.irad", "fn f(a: f64, x: [f64]) -> f64 { a * x[0] }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let known = irad::parse_known(&Source::new("<known>", "2.0, _"), &m, f)?;
+/// let args_src = Source::new("<args>", "3.0, [1.0]");
+/// let args = irad::parse_args(&args_src, &m, f)?;
+/// let err = irad::check_args_known(&args_src, &m, &args, &known).unwrap_err();
+/// assert!(err.to_string().contains("argument 1 is 3.0, but `--known` fixes it to 2.0"), "{err}");
+/// # Ok::<(), irad::Error>(())
+/// ```
 pub fn check_args_known(
     args_src: &Source,
     module: &Module,
@@ -893,6 +1447,21 @@ pub fn check_args_known(
 /// [`irad_passes::pe::specialise`]): a copy of `module` with the new function
 /// (`@NAME.spec`, same signature) added; also its id. Other functions are
 /// unchanged.
+///
+/// ```
+/// use irad::Source;
+///
+/// let src = Source::new("p.irad", "fn p(x: f64, n: i64) -> f64 {\n    let mut s = 1.0;\n    for i in 0..n { s = s * x; }\n    s\n}\n");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "p")?;
+/// let known = irad::parse_known(&Source::new("<known>", "_, 3"), &m, f)?;
+/// let (m, spec) = irad::specialise(&src, &m, f, &known)?;
+/// assert_eq!(m[spec].name, "p.spec");
+/// let args = irad::parse_args(&Source::new("<args>", "2.0, 3"), &m, spec)?;
+/// let v = irad::run(&src, &m, spec, &args, &Default::default())?;
+/// assert_eq!(v.display(&m), "8.0");
+/// # Ok::<(), irad::Error>(())
+/// ```
 pub fn specialise(
     src: &Source,
     module: &Module,
@@ -941,6 +1510,13 @@ fn pos_at(text: &str, offset: usize) -> Pos {
 /// Returns the table to print (one row per test signature, with both
 /// verdicts), and [`Error::RulesFailed`] when any rule check failed (`total`
 /// counts the frule and the rrule checks).
+///
+/// ```
+/// let opts = irad::rules::check::CheckOptions { samples: 2, ..Default::default() };
+/// let (table, verdict) = irad::test_rules(&opts);
+/// assert!(table.contains("sin"), "{table}");
+/// assert!(verdict.is_ok());
+/// ```
 pub fn test_rules(opts: &rules::check::CheckOptions) -> (String, Result<(), Error>) {
     let registry = rules::Registry::new();
     let mut reports = rules::check::check_frules(&registry, opts);
@@ -964,7 +1540,19 @@ pub fn test_rules(opts: &rules::check::CheckOptions) -> (String, Result<(), Erro
 impl Error {
     /// The error as people read it: each message in SYNTAX.md's format
     /// (`file:line:column: error: ...`) with the source line and a caret.
-    /// `sources` are the texts the error may point into, looked up by name.
+    /// `sources` are the texts the error may point into, looked up by name;
+    /// without its text an error still names file, line and column.
+    ///
+    /// ```
+    /// use irad::Source;
+    ///
+    /// let src = Source::new("t.ir", "func @t(%x: f64) -> f64 {\n#1:\n  return %y\n}\n");
+    /// let err = irad::load(&src).unwrap_err();
+    /// let text = err.render(&[&src]);
+    /// assert!(text.starts_with("t.ir:3:"), "{text}");
+    /// assert!(text.contains("return %y"), "{text}"); // the line, with a caret
+    /// assert!(err.render(&[]).starts_with("t.ir:3:"));
+    /// ```
     pub fn render(&self, sources: &[&Source]) -> String {
         let text_of = |file: &str| {
             sources
@@ -1027,6 +1615,13 @@ impl Error {
     }
 }
 
+/// The Rust snippets of the docs, run as doctests (the shell sessions are run
+/// by `tests/doc_commands.rs`).
+#[cfg(doctest)]
+#[doc = include_str!("../docs/tutorial.md")]
+#[doc = include_str!("../docs/overview.md")]
+pub struct DocSnippets;
+
 /// How many innermost and outermost call sites a run-time error shows.
 const TRACE_HEAD: usize = 8;
 const TRACE_TAIL: usize = 2;
@@ -1061,6 +1656,14 @@ fn render_located(file: &str, lines: Option<&diag::SourceLines>, err: &dyn Diagn
 /// floats as the strings `"inf"`, `"-inf"`, `"nan"`, unit as `null`, function
 /// values as their `@name`, a dual as `{"primal": P, "tangents": [T, ...]}`,
 /// a sparse handle as the string `"sparse#H"`.
+///
+/// ```
+/// use irad::Val;
+///
+/// let m = irad::ir::Module::new();
+/// let v = Val::Tuple(vec![Val::F64(1.5), Val::F64(f64::INFINITY), Val::I64(2)].into());
+/// assert_eq!(irad::value_to_json(&v, &m).to_string(), r#"[1.5,"inf",2]"#);
+/// ```
 pub fn value_to_json(v: &Val, module: &Module) -> serde_json::Value {
     use serde_json::Value as J;
     match v {

@@ -20,9 +20,20 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// A compiler middle-end that differentiates SSA programs.
+/// A compiler middle-end that differentiates SSA programs: reads a function
+/// (`.irad` surface language or `.ir` IR text), and runs it, prints its
+/// gradient by forward or reverse mode, shows the IR after each pass, times
+/// it, or compiles it to an object file with a C header.
 #[derive(Parser)]
-#[command(name = "irad", version)]
+#[command(
+    name = "irad",
+    version,
+    after_help = "Examples:
+  $ irad grad examples/rosenbrock.irad -f rosenbrock --args '[1.5, 0.5, -0.3]'
+  $ irad dump examples/rosenbrock.irad --all-passes
+
+`irad help COMMAND` explains a command; docs/tutorial.md walks through all of them."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -30,24 +41,48 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Evaluate a function and print its value.
+    /// Evaluate a function and print its value (compiled by the JIT, or by
+    /// the reference interpreter with `--backend interp`).
+    #[command(after_help = "Example:
+  $ irad run examples/rosenbrock.irad -f rosenbrock --args '[1.5, 0.5, -0.3]'")]
     Run(RunCmd),
-    /// Print a function's value and its gradient.
+    /// Print a function's value and its gradient, by reverse mode (default)
+    /// or forward mode.
+    #[command(after_help = "Examples:
+  $ irad grad examples/rosenbrock.irad -f rosenbrock --args '[1.5, 0.5, -0.3]'
+  $ irad grad examples/rosenbrock.irad -f rosenbrock --args '[1.5, 0.5, -0.3]' --mode fwd --json")]
     Grad(GradCmd),
     /// Time a function and its gradient, compiled by the JIT, in one process:
     /// compile time, median primal and gradient times, and their ratio.
+    #[command(after_help = "Example:
+  $ irad bench examples/rosenbrock.irad -f rosenbrock --args '[1.5, 0.5, -0.3]' --min-time 0.1")]
     Bench(BenchCmd),
-    /// Parse and verify a file.
+    /// Parse, type-check and verify a file; print `FILE: ok (N functions)`
+    /// or every error with its location.
+    #[command(after_help = "Example:
+  $ irad check examples/rosenbrock.irad")]
     Check {
-        /// The source file (.ir).
+        /// The source file (.irad or .ir).
         file: PathBuf,
     },
-    /// Print a file's IR in canonical form, or its control-flow graph.
+    /// Print a file's IR in canonical form (or its control-flow graph): as
+    /// written, after each normalisation pass, with its derived functions
+    /// (`--mode fwd|rev`), after an optimiser schedule, or with activity.
+    #[command(after_help = "Examples:
+  $ irad dump examples/branches.irad --all-passes
+  $ irad dump examples/rosenbrock.irad --mode rev
+  $ irad dump examples/rosenbrock.irad --activity")]
     Dump(DumpCmd),
     /// Write an object file exporting a function through the C ABI, and its
-    /// C header (OUT with the extension `.h`); see docs/codegen.md.
+    /// C header (OUT with the extension `.h`); see docs/codegen.md and
+    /// examples/c/.
+    #[command(after_help = "Example (writes rosenbrock.o and rosenbrock.h):
+  $ irad emit examples/rosenbrock.irad -f rosenbrock --grad -o rosenbrock.o")]
     Emit(EmitCmd),
-    /// Check every primitive's forward rule against finite differences.
+    /// Check every primitive's forward rule against finite differences, and
+    /// its reverse rule against the forward rule; exit 1 when one fails.
+    #[command(after_help = "Example:
+  $ irad test-rules --samples 4")]
     TestRules(TestRulesCmd),
 }
 
@@ -88,7 +123,7 @@ struct TestRulesCmd {
 
 #[derive(Args)]
 struct RunCmd {
-    /// The source file (.ir).
+    /// The source file (.irad or .ir).
     file: PathBuf,
     /// The function to run, with or without `@`.
     #[arg(short = 'f', value_name = "NAME")]
@@ -252,7 +287,7 @@ struct ArgsSource {
 
 #[derive(Args)]
 struct DumpCmd {
-    /// The source file (.ir).
+    /// The source file (.irad or .ir).
     file: PathBuf,
     /// Print only this function (with `--mode fwd`: its forward rule and the
     /// rules it calls).

@@ -14,7 +14,21 @@ use irad_ir::{FuncId, Module};
 use irad_passes::optimise::{self, OptOptions, OptSnapshot, Strategy};
 
 /// The schedule `text` names (`--schedule`), or the default schedule
-/// ([`optimise::DEFAULT_SCHEDULE`]) when there is none.
+/// ([`optimise::DEFAULT_SCHEDULE`]) when there is none. A malformed schedule
+/// is an error located in its text (the pseudo-file `<schedule>`).
+///
+/// ```
+/// use irad::passes::optimise::{Strategy, default_schedule};
+///
+/// assert_eq!(irad::read_schedule(Some("id"))?, Strategy::Id);
+/// assert_eq!(irad::read_schedule(None)?, default_schedule());
+/// let err = irad::read_schedule(Some("fold <+")).unwrap_err();
+/// assert_eq!(
+///     err.render(&[]),
+///     "<schedule>:1:8: error: expected a strategy, found the end of the schedule\n"
+/// );
+/// # Ok::<(), irad::Error>(())
+/// ```
 pub fn read_schedule(text: Option<&str>) -> Result<Strategy, Error> {
     match text {
         Some(t) => optimise::parse_schedule(t).map_err(|err| Error::Schedule {
@@ -28,6 +42,19 @@ pub fn read_schedule(text: Option<&str>) -> Result<Strategy, Error> {
 /// Runs `schedule` over the functions of `m` from position `first` on (those
 /// a derivation added), or over every function when `first` is `None`;
 /// returns the module after each top-level step when `record`.
+///
+/// ```
+/// use irad::Source;
+///
+/// let src = Source::new("f.ir", "func @f(%x: f64) -> f64 {\n#1:\n  %2 = call mul(%x, 1.0) :: f64\n  %3 = call add(%2, 0.0) :: f64\n  return %3\n}\n");
+/// let mut m = irad::load(&src)?;
+/// let schedule = irad::read_schedule(Some("normalise(fold <+ identities); try(dce)"))?;
+/// let steps = irad::optimise_from(&src, &mut m, None, &schedule, true)?;
+/// assert_eq!(steps.len(), 2); // one snapshot per top-level step
+/// let text = irad::ir::text::print_module(&m);
+/// assert!(!text.contains("mul"), "{text}");
+/// # Ok::<(), irad::Error>(())
+/// ```
 pub fn optimise_from(
     src: &Source,
     m: &mut Module,

@@ -2,7 +2,8 @@
 //! system C compiler (`cc`) with the runtime's static library and the C
 //! drivers in `tests/c/`, compute the interpreter's values and gradients bit
 //! for bit, and report run-time errors with the documented status code and
-//! the interpreter's located message. Also the command's own errors.
+//! the interpreter's located message. Also the command's own errors, and the
+//! worked example `examples/c/` built and run as its README says.
 //!
 //! The static runtime is built with `cargo build -p irad-runtime` into the
 //! target directory these tests run from. A missing C compiler fails the
@@ -628,4 +629,99 @@ fn emit_refuses_what_the_c_abi_cannot_carry_with_located_errors() {
     let o = irad(&["emit", &tuples, "-f", "nope", "-o", &out]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(!Path::new(&out).exists());
+}
+
+/// The fenced block of `text` that starts with the line ` ```text`: what
+/// examples/c/README.md says the program prints.
+fn text_block(text: &str) -> String {
+    let mut lines = text.lines().skip_while(|l| *l != "```text").skip(1);
+    let mut out = String::new();
+    for l in lines.by_ref().take_while(|l| *l != "```") {
+        out.push_str(l);
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn c_example_builds_runs_and_agrees_with_irad_grad() {
+    // examples/c/README.md's steps, from the repository's root.
+    let d = dir("c_example");
+    let obj = d.join("loss.o");
+    let o = Command::new(env!("CARGO_BIN_EXE_irad"))
+        .args([
+            "emit",
+            "examples/c/loss.irad",
+            "-f",
+            "loss",
+            "--grad",
+            "--wrt",
+            "0",
+            "-o",
+        ])
+        .arg(&obj)
+        .current_dir(ROOT)
+        .output()
+        .expect("irad starts");
+    assert!(o.status.success(), "irad emit failed:\n{}", stderr(&o));
+    require_cc();
+    let exe = d.join("loss");
+    let o = Command::new("cc")
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I"])
+        .arg(&d)
+        .arg(Path::new(ROOT).join("examples/c/main.c"))
+        .arg(&obj)
+        .arg(runtime_lib())
+        .args(["-lm", "-lpthread", "-ldl", "-o"])
+        .arg(&exe)
+        .output()
+        .expect("cc starts");
+    assert!(
+        o.status.success(),
+        "cc failed for examples/c/main.c:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let out = run(&exe, &[]);
+    let readme =
+        std::fs::read_to_string(Path::new(ROOT).join("examples/c/README.md")).expect("README");
+    assert_eq!(
+        out,
+        text_block(&readme),
+        "examples/c/README.md shows another output"
+    );
+
+    // The C program's numbers are irad grad's, bit for bit.
+    let o = Command::new(env!("CARGO_BIN_EXE_irad"))
+        .args([
+            "grad",
+            "examples/c/loss.irad",
+            "-f",
+            "loss",
+            "--wrt",
+            "0",
+            "--json",
+        ])
+        .args(["--args", "[0.5, -0.25, 1.0], [1.0, 2.0, 3.0], 1.0"])
+        .current_dir(ROOT)
+        .output()
+        .expect("irad starts");
+    assert!(o.status.success(), "irad grad failed:\n{}", stderr(&o));
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let number = |s: &str| s.parse::<f64>().expect("a number");
+    let field = |label: &str| -> Vec<f64> {
+        out.lines()
+            .find_map(|l| l.strip_prefix(label))
+            .unwrap_or_else(|| panic!("no `{label}` line in:\n{out}"))
+            .split_whitespace()
+            .map(number)
+            .collect()
+    };
+    assert_eq!(field("value: "), [json["value"].as_f64().expect("value")]);
+    let want: Vec<f64> = json["gradient"][0]
+        .as_array()
+        .expect("gradient of w")
+        .iter()
+        .filter_map(serde_json::Value::as_f64)
+        .collect();
+    assert_eq!(field("gradient: "), want);
 }

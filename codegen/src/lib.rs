@@ -12,6 +12,8 @@
 //!   crate, linked into the process for the JIT and as a static library for
 //!   object files.
 
+#![warn(missing_docs)]
+
 mod cabi;
 mod error;
 mod jit;

@@ -28,6 +28,7 @@
 //! each exported function, and C programs call [`irad_error_message`] and the
 //! per-thread settings (the `capi` module, docs/codegen.md "The C ABI").
 
+#![warn(missing_docs)]
 #![allow(clippy::missing_safety_doc)] // every unsafe fn documents its contract in prose
 
 use std::alloc::{Layout, alloc_zeroed, dealloc, realloc};
