@@ -262,6 +262,38 @@ fn format_f64(x: f64) -> String {
     }
 }
 
+/// The current stack pointer: the register itself where irad knows how to
+/// read it (x86_64, aarch64), the address of a local elsewhere. Not the
+/// address of a local everywhere: under AddressSanitizer locals can live on
+/// a fake stack in the heap, which made the stack check fire at once (found
+/// by the `interp_vs_jit` fuzz target, in the JIT's twin of this code).
+#[inline(always)]
+fn stack_pointer() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let sp: u64;
+        // SAFETY: reads a register; touches no memory.
+        unsafe {
+            std::arch::asm!("mov {}, rsp", out(reg) sp, options(nomem, nostack, preserves_flags))
+        };
+        sp
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        let sp: u64;
+        // SAFETY: reads a register; touches no memory.
+        unsafe {
+            std::arch::asm!("mov {}, sp", out(reg) sp, options(nomem, nostack, preserves_flags))
+        };
+        sp
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        let marker = 0u8;
+        std::hint::black_box(&marker) as *const u8 as u64
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,37 +377,5 @@ mod tests {
         assert_eq!(format_f64(1.0), "1.0");
         assert_eq!(format_f64(f64::NAN), "nan");
         assert_eq!(format_f64(f64::NEG_INFINITY), "-inf");
-    }
-}
-
-/// The current stack pointer: the register itself where irad knows how to
-/// read it (x86_64, aarch64), the address of a local elsewhere. Not the
-/// address of a local everywhere: under AddressSanitizer locals can live on
-/// a fake stack in the heap, which made the stack check fire at once (found
-/// by the `interp_vs_jit` fuzz target, in the JIT's twin of this code).
-#[inline(always)]
-fn stack_pointer() -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let sp: u64;
-        // SAFETY: reads a register; touches no memory.
-        unsafe {
-            std::arch::asm!("mov {}, rsp", out(reg) sp, options(nomem, nostack, preserves_flags))
-        };
-        sp
-    }
-    #[cfg(target_arch = "aarch64")]
-    {
-        let sp: u64;
-        // SAFETY: reads a register; touches no memory.
-        unsafe {
-            std::arch::asm!("mov {}, sp", out(reg) sp, options(nomem, nostack, preserves_flags))
-        };
-        sp
-    }
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    {
-        let marker = 0u8;
-        std::hint::black_box(&marker) as *const u8 as u64
     }
 }
