@@ -1620,6 +1620,8 @@ impl Error {
 #[cfg(doctest)]
 #[doc = include_str!("../docs/tutorial.md")]
 #[doc = include_str!("../docs/overview.md")]
+#[doc = include_str!("../docs/rules.md")]
+#[doc = include_str!("../docs/forward.md")]
 pub struct DocSnippets;
 
 /// How many innermost and outermost call sites a run-time error shows.
