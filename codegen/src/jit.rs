@@ -23,7 +23,7 @@ use crate::lower::{Compiler, RULE_FN, RULE_FRULE, RULE_REVBACK, RULE_REVFWD};
 use cranelift_codegen::ir::{AbiParam, InstBuilder, MemFlagsData, Signature, types};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
-use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_jit::{ArenaMemoryProvider, JITBuilder, JITModule};
 use cranelift_module::{Module as ClModule, default_libcall_names};
 use irad_ir::func::{FuncId, FuncRef, Module};
 use irad_ir::interp::{ArrayData, ArrayRef, Executor, RuleProvider, RunError, RunOptions, Val};
@@ -107,7 +107,8 @@ pub struct Jit<'m> {
 
 struct State<'m> {
     module: ModuleRef<'m>,
-    comp: Compiler<JITModule>,
+    /// Taken out only by `Drop`, which frees the code memory.
+    comp: std::mem::ManuallyDrop<Compiler<JITModule>>,
     /// Code addresses by handle.
     table: Vec<*const u8>,
     rt: Box<Runtime>,
@@ -168,6 +169,18 @@ impl OwnStack {
     }
 }
 
+impl Drop for State<'_> {
+    fn drop(&mut self) {
+        // SAFETY: `comp` is not used again. Nothing compiled runs any more
+        // (running borrows the `Jit` mutably) and no code address leaves the
+        // `Jit` (function values are handles), so the code can be freed.
+        unsafe {
+            let comp = std::mem::ManuallyDrop::take(&mut self.comp);
+            comp.backend.free_memory();
+        }
+    }
+}
+
 impl Drop for OwnStack {
     fn drop(&mut self) {
         #[cfg(unix)]
@@ -193,6 +206,10 @@ fn on_own_stack(own: &mut Option<OwnStack>, need: usize, call: impl FnOnce() -> 
         None => stacker::grow(need, call),
     }
 }
+
+/// Address space reserved for one JIT's compiled code (committed only as
+/// used): less than the 2 GiB a direct call can span.
+const CODE_RESERVE: usize = 1 << 30;
 
 /// The trampoline's signature: `(ctx, args, results) -> status`.
 type Trampoline = unsafe extern "C" fn(*mut Ctx, *const u64, *mut u64) -> i8;
@@ -253,10 +270,19 @@ impl<'m> Jit<'m> {
             builder.symbol(name, ptr);
         }
         builder.symbol(RULE_FN, jit_rule as *const u8);
+        // All code in one reserved region, so that the direct (32-bit
+        // PC-relative) calls between compiled functions always reach: with
+        // separately mapped segments two functions could land more than 2 GiB
+        // apart, and Cranelift's relocation panicked (found by the
+        // `interp_vs_jit` fuzz target, whose sanitizer spreads mappings).
+        let arena = ArenaMemoryProvider::new_with_size(CODE_RESERVE).map_err(|e| {
+            CodegenError::backend(format!("cannot reserve memory for compiled code: {e}"))
+        })?;
+        builder.memory_provider(Box::new(arena));
         Ok(Jit {
             st: Box::new(State {
                 module,
-                comp: Compiler::new(JITModule::new(builder)),
+                comp: std::mem::ManuallyDrop::new(Compiler::new(JITModule::new(builder))),
                 table: Vec::new(),
                 rt: {
                     let mut rt = Box::<Runtime>::default();
