@@ -328,7 +328,7 @@ pub enum Error {
     },
     /// A schedule that does not parse (located in the schedule text, the
     /// pseudo-file `<schedule>`), or that failed to run (out of fuel).
-    #[error("{file}: {err}")]
+    #[error("{}", schedule_message(file, err))]
     Schedule {
         /// The source's name (`<schedule>` for a parse error).
         file: String,
@@ -1623,6 +1623,15 @@ impl Error {
 #[doc = include_str!("../docs/rules.md")]
 #[doc = include_str!("../docs/forward.md")]
 pub struct DocSnippets;
+
+/// The message of [`Error::Schedule`]: a parse error already names its place
+/// in the schedule text; a failure while running names the file.
+fn schedule_message(file: &str, err: &irad_passes::optimise::OptError) -> String {
+    match err {
+        irad_passes::optimise::OptError::Parse { .. } => err.to_string(),
+        other => format!("{file}: {other}"),
+    }
+}
 
 /// How many innermost and outermost call sites a run-time error shows.
 const TRACE_HEAD: usize = 8;

@@ -27,6 +27,11 @@ use irad_passes::optimise::{self, OptOptions, OptSnapshot, Strategy};
 ///     err.render(&[]),
 ///     "<schedule>:1:8: error: expected a strategy, found the end of the schedule\n"
 /// );
+/// // The plain message names the place once.
+/// assert_eq!(
+///     err.to_string(),
+///     "<schedule>:1:8: error: expected a strategy, found the end of the schedule"
+/// );
 /// # Ok::<(), irad::Error>(())
 /// ```
 pub fn read_schedule(text: Option<&str>) -> Result<Strategy, Error> {
