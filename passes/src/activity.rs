@@ -108,6 +108,17 @@ impl Activity {
     }
 }
 
+/// Which parameters of `func` a gradient with respect to the positions in
+/// `wrt` makes active: those in `wrt`, and those without a tangent type (they
+/// carry no derivative either way, so a rule for them need not differ).
+pub fn wrt_mask(func: &Func, wrt: &[usize]) -> Vec<bool> {
+    func.params
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| wrt.contains(&i) || !func.values[p].ty.has_tangent())
+        .collect()
+}
+
 /// Whether values of type `ty` can be inactive: a tangent type without arrays
 /// or function values inside.
 pub fn tracked(ty: &Type) -> bool {

@@ -97,12 +97,7 @@ impl<'r> Forward<'r> {
         let func = module
             .get(f)
             .ok_or_else(|| ForwardError::new(Location::default(), "invalid function handle"))?;
-        let mask: Vec<bool> = func
-            .params
-            .iter()
-            .enumerate()
-            .map(|(i, &p)| wrt.contains(&i) || !func.values[p].ty.has_tangent())
-            .collect();
+        let mask = crate::activity::wrt_mask(func, wrt);
         let marked = self.registry.function_frule(&func.name).is_some();
         if !self.activity || marked || mask.iter().all(|&a| a) {
             return self.rule(module, f, width);

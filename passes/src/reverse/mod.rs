@@ -113,12 +113,7 @@ impl<'r> Reverse<'r> {
         let func = module
             .get(f)
             .ok_or_else(|| ReverseError::new(Location::default(), "invalid function handle"))?;
-        let mask: Vec<bool> = func
-            .params
-            .iter()
-            .enumerate()
-            .map(|(i, &p)| wrt.contains(&i) || !func.values[p].ty.has_tangent())
-            .collect();
+        let mask = crate::activity::wrt_mask(func, wrt);
         let marked = self.registry.function_rrule(&func.name).is_some();
         if !self.activity || marked || mask.iter().all(|&a| a) {
             return self.rule(module, f);
