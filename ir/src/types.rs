@@ -110,31 +110,25 @@ impl Type {
     /// not nested). Recursive over tuples, so as deep as the type, which the
     /// parser and verifier cap at [`crate::MAX_NESTING`].
     pub fn tangent(&self) -> Option<Type> {
-        match self {
-            Type::F64 => Some(Type::F64),
-            Type::Array(Scalar::F64) => Some(Type::Array(Scalar::F64)),
-            Type::Tuple(elems) => {
-                let tans: Vec<Option<Type>> = elems.iter().map(Type::tangent).collect();
-                if tans.iter().all(Option::is_none) {
-                    return None;
-                }
-                Some(Type::tuple(
-                    tans.into_iter().map(|t| t.unwrap_or(Type::Unit)).collect(),
-                ))
-            }
-            _ => None,
-        }
+        self.tangent_of(&Type::F64, Scalar::F64)
     }
 
     /// The tangent type in sparse forward mode: [`Type::tangent`] with every
     /// f64 replaced by `sparse` (`f64` -> `sparse`, `[f64]` -> `[sparse]`,
     /// `(f64, i64)` -> `(sparse, ())`); `None` where `tangent` is `None`.
     pub fn sparse_tangent(&self) -> Option<Type> {
+        self.tangent_of(&Type::Sparse, Scalar::Sparse)
+    }
+
+    /// [`Type::tangent`] with `leaf` for each f64 and arrays of `elem` for
+    /// each `[f64]`.
+    fn tangent_of(&self, leaf: &Type, elem: Scalar) -> Option<Type> {
         match self {
-            Type::F64 => Some(Type::Sparse),
-            Type::Array(Scalar::F64) => Some(Type::Array(Scalar::Sparse)),
+            Type::F64 => Some(leaf.clone()),
+            Type::Array(Scalar::F64) => Some(Type::Array(elem)),
             Type::Tuple(elems) => {
-                let tans: Vec<Option<Type>> = elems.iter().map(Type::sparse_tangent).collect();
+                let tans: Vec<Option<Type>> =
+                    elems.iter().map(|e| e.tangent_of(leaf, elem)).collect();
                 if tans.iter().all(Option::is_none) {
                     return None;
                 }
