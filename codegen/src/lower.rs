@@ -1030,6 +1030,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 self.fail_if(bad, rt::ERR_FPTOSI, s, Some(bits), None);
                 one(self.b.ins().fcvt_to_sint_sat(types::I64, x))
             }
+            Sum | Dot | Axpy | Scale | Matvec | Matmul | Fill | Copyto | Gemm => {
+                return Err(CodegenError::internal(format!(
+                    "the bulk primitive `{p}` is not compiled yet"
+                )));
+            }
             Tuple => vals.iter().flatten().copied().collect(),
             Getfield => {
                 let Some(Type::Tuple(elems)) = tys.first() else {

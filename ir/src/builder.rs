@@ -416,9 +416,7 @@ impl<'m> FuncBuilder<'m> {
                 .map(|d| d.ty.clone())
                 .ok_or(BuildError::BadHandle("value")),
             Operand::Const(c) => const_type(c, self.module).ok_or(match c {
-                Const::Func(FuncRef::Prim(p)) => BuildError::Type(format!(
-                    "primitive `{p}` is overloaded and cannot be a value"
-                )),
+                Const::Func(FuncRef::Prim(p)) => BuildError::Type(p.value_error()),
                 _ => BuildError::BadHandle("function"),
             }),
         }

@@ -16,6 +16,8 @@
 #![warn(missing_docs)]
 
 pub mod builder;
+#[path = "../../runtime/src/bulk.rs"]
+pub mod bulk;
 mod cursor;
 pub mod entity;
 pub mod eq;

@@ -83,6 +83,15 @@ pub enum Prim {
     Sscale,
     Sadd,
     Sdense,
+    Sum,
+    Dot,
+    Axpy,
+    Scale,
+    Matvec,
+    Matmul,
+    Fill,
+    Copyto,
+    Gemm,
 }
 
 /// How a primitive is typed.
@@ -137,6 +146,9 @@ pub enum Sig {
     /// `sscale(f64, sparse) -> sparse`, `sadd(sparse, sparse) -> sparse`,
     /// `sdense(sparse, i64) -> [f64]`. Not function values.
     Sparse,
+    /// A bulk array primitive (docs/ir.md, "Bulk array primitives"), of the
+    /// fixed signature [`Prim::bulk_params`]; not a function value.
+    Bulk,
 }
 
 /// One row of the primitive table.
@@ -189,6 +201,9 @@ rows! {
     Revfwd "revfwd" Sig::Revfwd; Revback "revback" Sig::Revback;
     Sonehot "sonehot" Sig::Sparse; Szero "szero" Sig::Sparse; Sscale "sscale" Sig::Sparse;
     Sadd "sadd" Sig::Sparse; Sdense "sdense" Sig::Sparse;
+    Sum "sum" Sig::Bulk; Dot "dot" Sig::Bulk; Axpy "axpy" Sig::Bulk; Scale "scale" Sig::Bulk;
+    Matvec "matvec" Sig::Bulk; Matmul "matmul" Sig::Bulk; Fill "fill" Sig::Bulk;
+    Copyto "copyto" Sig::Bulk; Gemm "gemm" Sig::Bulk;
 }
 
 impl Prim {
@@ -199,22 +214,96 @@ impl Prim {
     }
 
     /// Whether the primitive is one the AD transforms introduce (`dual`,
-    /// `primal`, `tangent`, `frule`, `push`, `pop`, `revfwd`, `revback`, and
-    /// the sparse tangent builder `sonehot szero sscale sadd sdense`):
-    /// these are not differentiated and have no derivative rules.
+    /// `primal`, `tangent`, `frule`, `push`, `pop`, `revfwd`, `revback`, the
+    /// sparse tangent builder `sonehot szero sscale sadd sdense`, and `gemm`,
+    /// which the rules of the matrix primitives write): these are not
+    /// differentiated and have no derivative rules.
     pub fn is_ad(self) -> bool {
-        matches!(
-            self.info().sig,
-            Sig::Dual
-                | Sig::Primal
-                | Sig::Tangent
-                | Sig::Frule
-                | Sig::Push
-                | Sig::Pop
-                | Sig::Revfwd
-                | Sig::Revback
-                | Sig::Sparse
-        )
+        self == Prim::Gemm
+            || matches!(
+                self.info().sig,
+                Sig::Dual
+                    | Sig::Primal
+                    | Sig::Tangent
+                    | Sig::Frule
+                    | Sig::Push
+                    | Sig::Pop
+                    | Sig::Revfwd
+                    | Sig::Revback
+                    | Sig::Sparse
+            )
+    }
+
+    /// The bulk array primitive this is (`sum dot axpy scale matvec matmul
+    /// fill copyto gemm`), whose checks and kernels are [`crate::bulk`].
+    pub fn bulk(self) -> Option<crate::bulk::Op> {
+        use crate::bulk::Op;
+        Some(match self {
+            Prim::Sum => Op::Sum,
+            Prim::Dot => Op::Dot,
+            Prim::Axpy => Op::Axpy,
+            Prim::Scale => Op::Scale,
+            Prim::Matvec => Op::Matvec,
+            Prim::Matmul => Op::Matmul,
+            Prim::Fill => Op::Fill,
+            Prim::Copyto => Op::Copyto,
+            Prim::Gemm => Op::Gemm,
+            _ => return None,
+        })
+    }
+
+    /// The parameter types and result type of a bulk array primitive.
+    pub fn bulk_params(self) -> Option<(Vec<Type>, Type)> {
+        use crate::bulk::Op;
+        let (f, i, b, arr) = (Type::F64, Type::I64, Type::Bool, Type::Array(Scalar::F64));
+        let op = self.bulk()?;
+        let params = match op {
+            Op::Sum => vec![arr],
+            Op::Dot | Op::Copyto => vec![arr.clone(), arr],
+            Op::Axpy => vec![f, arr.clone(), arr],
+            Op::Scale => vec![f, arr],
+            Op::Fill => vec![arr, f],
+            Op::Matvec => vec![arr.clone(), arr.clone(), i.clone(), i, arr],
+            Op::Matmul => vec![arr.clone(), arr.clone(), i.clone(), i.clone(), i, arr],
+            Op::Gemm => vec![
+                b.clone(),
+                b,
+                arr.clone(),
+                arr.clone(),
+                i.clone(),
+                i.clone(),
+                i,
+                arr,
+            ],
+        };
+        let ret = if matches!(op, Op::Sum | Op::Dot) {
+            Type::F64
+        } else {
+            Type::Unit
+        };
+        Some((params, ret))
+    }
+
+    /// The operand position of the array a bulk primitive writes, if any.
+    pub fn bulk_output(self) -> Option<usize> {
+        let out = self.bulk()?.output()?;
+        let (params, _) = self.bulk_params()?;
+        params
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| matches!(t, Type::Array(_)))
+            .nth(out)
+            .map(|(i, _)| i)
+    }
+
+    /// The message for using this primitive as a function value, which only
+    /// primitives with a [`Prim::fn_type`] can be.
+    pub fn value_error(self) -> String {
+        if self.bulk().is_some() {
+            format!("primitive `{self}` works on arrays in place and cannot be used as a value")
+        } else {
+            format!("primitive `{self}` is overloaded and cannot be used as a value")
+        }
     }
 
     /// The IR name.
@@ -534,6 +623,16 @@ impl Prim {
                 }
                 Ok(ret)
             }
+            Sig::Bulk => {
+                let (params, ret) = self
+                    .bulk_params()
+                    .ok_or_else(|| format!("internal error: `{name}` is not a bulk primitive"))?;
+                arity(params.len())?;
+                for (i, p) in params.iter().enumerate() {
+                    want(i, &format!("{p}"), args[i] == *p)?;
+                }
+                Ok(ret)
+            }
         }
     }
 }
@@ -554,7 +653,29 @@ mod tests {
             assert_eq!(row.prim as usize, i, "row {} is out of order", row.name);
             assert_eq!(Prim::from_name(row.name), Some(row.prim));
         }
-        assert_eq!(PRIMS.len(), Prim::Sdense as usize + 1);
+        assert_eq!(PRIMS.len(), Prim::Gemm as usize + 1);
+        for row in PRIMS {
+            assert_eq!(
+                row.prim.bulk().is_some(),
+                row.sig == Sig::Bulk,
+                "{}",
+                row.name
+            );
+            if let Some(op) = row.prim.bulk() {
+                assert_eq!(op.name(), row.name);
+                let (params, _) = row.prim.bulk_params().unwrap();
+                let arrays = params
+                    .iter()
+                    .filter(|t| matches!(t, Type::Array(_)))
+                    .count();
+                let ints = params.iter().filter(|t| **t == Type::I64).count();
+                assert_eq!(arrays, op.arrays().len(), "{}", row.name);
+                assert_eq!(ints, op.dims().len(), "{}", row.name);
+                if let Some(k) = row.prim.bulk_output() {
+                    assert_eq!(params[k], Type::Array(Scalar::F64));
+                }
+            }
+        }
     }
 
     #[test]
@@ -644,7 +765,7 @@ mod tests {
             ad,
             [
                 "dual", "primal", "tangent", "frule", "push", "pop", "revfwd", "revback",
-                "sonehot", "szero", "sscale", "sadd", "sdense"
+                "sonehot", "szero", "sscale", "sadd", "sdense", "gemm"
             ]
         );
     }

@@ -161,6 +161,9 @@ enum Flow {
     Copy,
     /// A new array (`alloc`, `zeros`): depends on nothing.
     Fresh,
+    /// A bulk array primitive: its result and the array it writes (the
+    /// operand at this position, if any) depend on every operand.
+    Bulk(Option<usize>),
     /// A call, or a primitive this analysis does not know: any input may flow
     /// to the result and into every array argument.
     Opaque,
@@ -250,6 +253,7 @@ impl<'a> Analysis<'a> {
                 Prim::Copy => Flow::Copy,
                 Prim::Alloc | Prim::Zeros => Flow::Fresh,
                 p if p.is_ad() => Flow::Opaque,
+                p if p.bulk().is_some() => Flow::Bulk(p.bulk_output()),
                 _ => Flow::Pure,
             },
         }
@@ -349,6 +353,16 @@ impl<'a> Analysis<'a> {
                         }
                     }
                     Flow::Fresh => {}
+                    Flow::Bulk(written) => {
+                        if ops.iter().any(|op| self.op_varied(op)) {
+                            if let Some(r) = result {
+                                changed |= self.set_varied(r);
+                            }
+                            if let Some(Operand::Value(a)) = written.and_then(|k| ops.get(k)) {
+                                changed |= self.set_varied(*a);
+                            }
+                        }
+                    }
                     Flow::Opaque => {
                         if ops.iter().any(|op| self.op_varied(op)) {
                             if let Some(r) = result {
@@ -427,6 +441,17 @@ impl<'a> Analysis<'a> {
                         }
                     }
                     Flow::Fresh => {}
+                    Flow::Bulk(written) => {
+                        let into = match written.and_then(|k| ops.get(k)) {
+                            Some(Operand::Value(a)) => self.is_useful(*a),
+                            _ => false,
+                        };
+                        if out || into {
+                            for op in &ops {
+                                changed |= self.set_useful(op);
+                            }
+                        }
+                    }
                     Flow::Opaque => {
                         let any_array = ops.iter().any(|op| match op {
                             Operand::Value(v) => self.arrays[v.index()] && self.is_useful(*v),

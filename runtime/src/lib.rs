@@ -34,6 +34,7 @@
 use std::alloc::{Layout, alloc_zeroed, dealloc, realloc};
 use std::ptr;
 
+pub mod bulk;
 mod capi;
 pub mod sparse;
 pub use capi::{

@@ -38,6 +38,7 @@ pub(crate) fn eval(prim: Prim, args: &[&Val], elem: Option<Scalar>) -> Result<Va
         Tuple | Getfield => tuple_op(prim, args),
         Alloc | Zeros | Length | Arrayref | Arrayset | Copy => array_op(prim, args, elem),
         Dual | Primal | Tangent => dual_op(prim, args),
+        Sum | Dot | Axpy | Scale | Matvec | Matmul | Fill | Copyto | Gemm => bulk_op(prim, args),
         // Need the interpreter's rule provider, tapes or sparse tangent
         // builder: it handles them before `eval`.
         Frule | Push | Pop | Revfwd | Revback | Sonehot | Szero | Sscale | Sadd | Sdense => Err(
@@ -62,7 +63,9 @@ pub fn fold_prim(prim: Prim, args: &[Const]) -> Option<Const> {
     match prim {
         Tuple | Getfield | Alloc | Zeros | Length | Arrayref | Arrayset | Copy | Dual | Primal
         | Tangent | Frule | Push | Pop | Revfwd | Revback | Sonehot | Szero | Sscale | Sadd
-        | Sdense => return None,
+        | Sdense | Sum | Dot | Axpy | Scale | Matvec | Matmul | Fill | Copyto | Gemm => {
+            return None;
+        }
         _ => {}
     }
     let vals: Vec<Val> = args
@@ -380,6 +383,87 @@ fn array_op(prim: Prim, args: &[&Val], elem: Option<Scalar>) -> Result<Val, Stri
         }
         _ => Err(bad_operands(prim, args)),
     }
+}
+
+/// The bulk array primitives, through the kernels and checks shared with
+/// compiled code (`crate::bulk`).
+fn bulk_op(prim: Prim, args: &[&Val]) -> Result<Val, String> {
+    use crate::bulk::{self, Op};
+    let op = prim.bulk().ok_or_else(|| bad_operands(prim, args))?;
+    let (mut arrays, mut dims, mut reals, mut flags) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for v in args {
+        match v {
+            Val::Array(a) => arrays.push(a),
+            Val::I64(n) => dims.push(*n),
+            Val::F64(x) => reals.push(*x),
+            Val::Bool(b) => flags.push(*b),
+            _ => return Err(bad_operands(prim, args)),
+        }
+    }
+    let want_reals = usize::from(matches!(op, Op::Axpy | Op::Scale | Op::Fill));
+    let want_flags = if op == Op::Gemm { 2 } else { 0 };
+    if reals.len() != want_reals || flags.len() != want_flags {
+        return Err(bad_operands(prim, args));
+    }
+    let mut lens = Vec::with_capacity(arrays.len());
+    for a in &arrays {
+        match &*borrow(a)? {
+            ArrayData::F64(xs) => lens.push(xs.len()),
+            _ => return Err(bad_operands(prim, args)),
+        }
+    }
+    let flag = |i: usize| flags.get(i).copied().unwrap_or(false);
+    bulk::check(op, &lens, &dims, [flag(0), flag(1)], &|i, j| {
+        std::rc::Rc::ptr_eq(&arrays[i].0, &arrays[j].0)
+    })?;
+    if let Some(out) = op.output()
+        && lens[out] == 0
+    {
+        // Nothing to write (and the output may be an input).
+        return Ok(Val::Unit);
+    }
+    let read = |i: usize| -> Result<std::cell::Ref<'_, [f64]>, String> {
+        std::cell::Ref::filter_map(borrow(arrays[i])?, |d| match d {
+            ArrayData::F64(xs) => Some(xs.as_slice()),
+            _ => None,
+        })
+        .map_err(|_| bad_operands(prim, args))
+    };
+    let write = |i: usize| -> Result<std::cell::RefMut<'_, [f64]>, String> {
+        let data = arrays[i]
+            .0
+            .try_borrow_mut()
+            .map_err(|_| String::from("internal error: array is borrowed"))?;
+        std::cell::RefMut::filter_map(data, |d| match d {
+            ArrayData::F64(xs) => Some(xs.as_mut_slice()),
+            _ => None,
+        })
+        .map_err(|_| bad_operands(prim, args))
+    };
+    let dim = |i: usize| usize::try_from(dims[i]).unwrap_or(0);
+    let alpha = reals.first().copied().unwrap_or(0.0);
+    match op {
+        Op::Sum => return Ok(Val::F64(bulk::sum(&read(0)?))),
+        Op::Dot => return Ok(Val::F64(bulk::dot(&read(0)?, &read(1)?))),
+        Op::Axpy => bulk::axpy(alpha, &read(0)?, &mut write(1)?),
+        Op::Scale => bulk::scale(alpha, &mut write(0)?),
+        Op::Fill => bulk::fill(&mut write(0)?, alpha),
+        Op::Copyto => bulk::copyto(&mut write(0)?, &read(1)?),
+        Op::Matvec => bulk::matvec(&read(0)?, &read(1)?, dim(1), &mut write(2)?),
+        Op::Matmul => bulk::matmul(&read(0)?, &read(1)?, dim(1), dim(2), &mut write(2)?),
+        Op::Gemm => bulk::gemm(
+            flag(0),
+            flag(1),
+            &read(0)?,
+            &read(1)?,
+            dim(0),
+            dim(1),
+            dim(2),
+            &mut write(2)?,
+        ),
+    }
+    Ok(Val::Unit)
 }
 
 /// The IEEE 754-2019 `minimum`: NaN if either operand is NaN, and `-0.0` is

@@ -322,12 +322,7 @@ impl<'a> Reader<'a> {
         } else {
             match Prim::from_name(name).map(|p| (p, p.fn_type())) {
                 Some((p, Some(t))) => (FuncRef::Prim(p), t),
-                Some((_, None)) => {
-                    return Err(self.err(
-                        at,
-                        format!("primitive `{name}` is overloaded and cannot be used as a value"),
-                    ));
-                }
+                Some((p, None)) => return Err(self.err(at, p.value_error())),
                 None => return Err(self.err(at, format!("unknown function @{name}"))),
             }
         };

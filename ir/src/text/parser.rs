@@ -838,10 +838,7 @@ impl<'a> Parser<'a> {
         }
         match Prim::from_name(name) {
             Some(prim) if prim.fn_type().is_some() => Ok(FuncRef::Prim(prim)),
-            Some(_) => Err(self.err(
-                pos,
-                format!("primitive `{name}` is overloaded and cannot be used as a value"),
-            )),
+            Some(prim) => Err(self.err(pos, prim.value_error())),
             None => Err(self.err(pos, format!("unknown function @{name}"))),
         }
     }

@@ -282,7 +282,7 @@ fn operand_type<'f>(ctx: &mut Ctx<'f>, at: At, op: &Operand) -> Option<Cow<'f, T
         Operand::Const(Const::Func(FuncRef::Prim(p))) => match p.fn_type() {
             Some(ty) => Some(Cow::Owned(ty)),
             None => {
-                let msg = format!("primitive `{p}` is overloaded and cannot be used as a value");
+                let msg = p.value_error();
                 ctx.err_at(at, msg);
                 None
             }

@@ -23,10 +23,7 @@ impl<'f> Checker<'f> {
             Res::Prim(p) => match p.fn_type() {
                 Some(t) => Ty::Known(t),
                 None => {
-                    self.error(
-                        e.pos,
-                        format!("primitive `{p}` is overloaded and cannot be used as a value"),
-                    );
+                    self.error(e.pos, p.value_error());
                     Ty::Error
                 }
             },

@@ -393,6 +393,8 @@ pub fn is_pure(prim: Prim) -> bool {
         Idiv | Irem | Fptosi | Alloc | Zeros | Copy | Arrayref | Frule | Revfwd | Revback
         // Effects, or fresh identity.
         | Arrayset | Push | Pop
+        // Read or write arrays, and check shapes.
+        | Sum | Dot | Axpy | Scale | Matvec | Matmul | Fill | Copyto | Gemm
     )
 }
 

@@ -1,0 +1,387 @@
+//! The bulk array primitives (`sum dot axpy scale matvec matmul fill copyto`
+//! and the rules' `gemm`): their shape checks and their kernels. One source
+//! file, compiled into the runtime (for compiled code) and included by the
+//! interpreter (`irad-ir`, `#[path]`), so both check in the same order, word
+//! their errors alike and compute with the same arithmetic in the same order:
+//! they agree bit for bit.
+//!
+//! Every sum is taken left to right from the first term, in the order a
+//! scalar loop writes it (`acc = 0.0; for p in 0..k { acc = acc + x[p] * y[p] }`),
+//! so a bulk primitive gives exactly what the scalar loop it replaces gives;
+//! the matrix kernels order their loops so that the inner loop runs along
+//! rows (contiguous memory) without changing any element's order of
+//! summation. No fused multiply-add is used.
+//!
+//! Callers first run [`check`] (shapes, then overlap), then the kernel, which
+//! assumes a passed check and never indexes out of range. An output that is
+//! the same array as an input is an error only when the array is not empty
+//! (an empty one is never written, and compiled code cannot tell two empty
+//! arrays apart).
+
+/// A bulk primitive.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Op {
+    /// `sum(a) -> f64`.
+    Sum,
+    /// `dot(a, b) -> f64`.
+    Dot,
+    /// `axpy(alpha, x, y)`: `y[i] = y[i] + alpha * x[i]`.
+    Axpy,
+    /// `scale(alpha, x)`: `x[i] = alpha * x[i]`.
+    Scale,
+    /// `matvec(A, x, m, n, y)`: `y = A x`, A row-major m×n.
+    Matvec,
+    /// `matmul(A, B, m, k, n, C)`: `C = A B`, row-major m×k, k×n, m×n.
+    Matmul,
+    /// `fill(a, v)`: every element becomes v.
+    Fill,
+    /// `copyto(dst, src)`: `dst[i] = src[i]`.
+    Copyto,
+    /// `gemm(ta, tb, A, B, m, k, n, C)`: `C = C + op(A) op(B)`, op(A) m×k
+    /// (A stored k×m when `ta`), op(B) k×n (B stored n×k when `tb`).
+    Gemm,
+}
+
+impl Op {
+    /// The IR name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Sum => "sum",
+            Op::Dot => "dot",
+            Op::Axpy => "axpy",
+            Op::Scale => "scale",
+            Op::Matvec => "matvec",
+            Op::Matmul => "matmul",
+            Op::Fill => "fill",
+            Op::Copyto => "copyto",
+            Op::Gemm => "gemm",
+        }
+    }
+
+    /// The names of the array operands, in operand order.
+    pub fn arrays(self) -> &'static [&'static str] {
+        match self {
+            Op::Sum | Op::Fill => &["a"],
+            Op::Scale => &["x"],
+            Op::Dot => &["a", "b"],
+            Op::Axpy => &["x", "y"],
+            Op::Matvec => &["A", "x", "y"],
+            Op::Matmul | Op::Gemm => &["A", "B", "C"],
+            Op::Copyto => &["dst", "src"],
+        }
+    }
+
+    /// The names of the dimension operands (i64), in operand order.
+    pub fn dims(self) -> &'static [&'static str] {
+        match self {
+            Op::Matvec => &["m", "n"],
+            Op::Matmul | Op::Gemm => &["m", "k", "n"],
+            _ => &[],
+        }
+    }
+
+    /// The position (among [`Op::arrays`]) of the array written, if any.
+    pub fn output(self) -> Option<usize> {
+        match self {
+            Op::Sum | Op::Dot => None,
+            Op::Axpy => Some(1),
+            Op::Scale | Op::Fill | Op::Copyto => Some(0),
+            Op::Matvec | Op::Matmul | Op::Gemm => Some(2),
+        }
+    }
+}
+
+/// Checks the shapes of a call of `op`: `lens` are the lengths of its array
+/// operands and `dims` its dimension operands, both in operand order;
+/// `flags` are `gemm`'s `ta` and `tb` (ignored by the others). `same(i, j)`
+/// says whether array operands i and j are the same array. The error is a
+/// lowercase message without location.
+pub fn check(
+    op: Op,
+    lens: &[usize],
+    dims: &[i64],
+    flags: [bool; 2],
+    same: &dyn Fn(usize, usize) -> bool,
+) -> Result<(), String> {
+    let name = op.name();
+    let arrays = op.arrays();
+    if lens.len() != arrays.len() || dims.len() != op.dims().len() {
+        return Err(format!(
+            "internal error: `{name}` applied to the wrong operands"
+        ));
+    }
+    for (d, &v) in op.dims().iter().zip(dims) {
+        if v < 0 {
+            return Err(format!("`{name}`: negative dimension {d} = {v}"));
+        }
+    }
+    let names = op.dims();
+    let product = |i: usize, j: usize| -> (String, i128) {
+        let n = i128::from(dims[i]) * i128::from(dims[j]);
+        (
+            format!("{}*{} = {}*{} = {n}", names[i], names[j], dims[i], dims[j]),
+            n,
+        )
+    };
+    let dim = |i: usize| (format!("{} = {}", names[i], dims[i]), i128::from(dims[i]));
+    // The length each array must have: another array's, or a product of
+    // dimensions.
+    let want: Vec<Option<(String, i128)>> = match op {
+        Op::Sum | Op::Scale | Op::Fill => vec![None],
+        Op::Dot | Op::Axpy | Op::Copyto => vec![None, None],
+        Op::Matvec => vec![Some(product(0, 1)), Some(dim(1)), Some(dim(0))],
+        Op::Matmul | Op::Gemm => {
+            let (ta, tb) = if op == Op::Gemm {
+                (flags[0], flags[1])
+            } else {
+                (false, false)
+            };
+            vec![
+                Some(if ta { product(1, 0) } else { product(0, 1) }),
+                Some(if tb { product(2, 1) } else { product(1, 2) }),
+                Some(product(0, 2)),
+            ]
+        }
+    };
+    for (i, w) in want.iter().enumerate() {
+        if let Some((text, n)) = w
+            && i128::try_from(lens[i]).ok() != Some(*n)
+        {
+            return Err(format!(
+                "`{name}`: {} has {} element{} but {text}",
+                arrays[i],
+                lens[i],
+                plural(lens[i])
+            ));
+        }
+    }
+    if matches!(op, Op::Dot | Op::Axpy | Op::Copyto) && lens[0] != lens[1] {
+        return Err(format!(
+            "`{name}`: {} has {} element{} but {} has {}",
+            arrays[0],
+            lens[0],
+            plural(lens[0]),
+            arrays[1],
+            lens[1]
+        ));
+    }
+    if let Some(out) = op.output() {
+        for i in 0..arrays.len() {
+            if i != out && lens[out] > 0 && same(out, i) {
+                return Err(format!(
+                    "`{name}`: the output {} is the same array as the input {}",
+                    arrays[out], arrays[i]
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// `sum(a)`.
+pub fn sum(a: &[f64]) -> f64 {
+    let mut it = a.iter();
+    let Some(&first) = it.next() else { return 0.0 };
+    it.fold(first, |acc, &x| acc + x)
+}
+
+/// `dot(a, b)` (equal lengths).
+pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut it = a.iter().zip(b);
+    let Some((&x, &y)) = it.next() else {
+        return 0.0;
+    };
+    it.fold(x * y, |acc, (&x, &y)| acc + x * y)
+}
+
+/// `axpy(alpha, x, y)` (equal lengths).
+pub fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {
+    for (y, &x) in y.iter_mut().zip(x) {
+        *y += alpha * x;
+    }
+}
+
+/// `scale(alpha, x)`.
+pub fn scale(alpha: f64, x: &mut [f64]) {
+    for x in x {
+        *x *= alpha;
+    }
+}
+
+/// `fill(a, v)`.
+pub fn fill(a: &mut [f64], v: f64) {
+    a.fill(v);
+}
+
+/// `copyto(dst, src)` (equal lengths).
+pub fn copyto(dst: &mut [f64], src: &[f64]) {
+    for (d, &s) in dst.iter_mut().zip(src) {
+        *d = s;
+    }
+}
+
+/// `matvec(A, x, m, n, y)` (checked shapes): `y[i] = dot(A[i, :], x)`.
+pub fn matvec(a: &[f64], x: &[f64], n: usize, y: &mut [f64]) {
+    if n == 0 {
+        y.fill(0.0);
+        return;
+    }
+    for (yi, row) in y.iter_mut().zip(a.chunks_exact(n)) {
+        *yi = dot(row, x);
+    }
+}
+
+/// `matmul(A, B, m, k, n, C)` (checked shapes): `C[i, j]` is the sum over p
+/// of `A[i, p] * B[p, j]`, in increasing p.
+pub fn matmul(a: &[f64], b: &[f64], k: usize, n: usize, c: &mut [f64]) {
+    if n == 0 {
+        return;
+    }
+    if k == 0 {
+        c.fill(0.0);
+        return;
+    }
+    for (crow, arow) in c.chunks_exact_mut(n).zip(a.chunks_exact(k)) {
+        // p = 0 sets the row, the others add to it: each element's sum is
+        // taken in increasing p, as the scalar loop takes it.
+        let (brow0, rest) = b.split_at(n);
+        let a0 = arow[0];
+        for (c, &b) in crow.iter_mut().zip(brow0) {
+            *c = a0 * b;
+        }
+        for (&ap, brow) in arow[1..].iter().zip(rest.chunks_exact(n)) {
+            for (c, &b) in crow.iter_mut().zip(brow) {
+                *c += ap * b;
+            }
+        }
+    }
+}
+
+/// `gemm(ta, tb, A, B, m, k, n, C)` (checked shapes): `C[i, j]` plus the
+/// terms `op(A)[i, p] * op(B)[p, j]` in increasing p.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm(ta: bool, tb: bool, a: &[f64], b: &[f64], m: usize, k: usize, n: usize, c: &mut [f64]) {
+    if m == 0 || n == 0 || k == 0 {
+        return;
+    }
+    let at = |i: usize, p: usize| if ta { a[p * m + i] } else { a[i * k + p] };
+    if tb {
+        // op(B)[p, j] = B[j, p]: row j of B is contiguous in p.
+        for (i, crow) in c.chunks_exact_mut(n).enumerate() {
+            for (cij, brow) in crow.iter_mut().zip(b.chunks_exact(k)) {
+                let mut acc = *cij;
+                for (p, &bjp) in brow.iter().enumerate() {
+                    acc += at(i, p) * bjp;
+                }
+                *cij = acc;
+            }
+        }
+    } else {
+        for (i, crow) in c.chunks_exact_mut(n).enumerate() {
+            for (p, brow) in b.chunks_exact(n).enumerate() {
+                let aip = at(i, p);
+                for (c, &b) in crow.iter_mut().zip(brow) {
+                    *c += aip * b;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn never(_: usize, _: usize) -> bool {
+        false
+    }
+
+    #[test]
+    fn kernels_sum_in_scalar_loop_order() {
+        let a = [0.1, 0.2, 0.3, 1e16, 1.0];
+        let mut acc = 0.0;
+        for &x in &a {
+            acc += x;
+        }
+        assert_eq!(sum(&a).to_bits(), acc.to_bits());
+        assert_eq!(sum(&[]), 0.0);
+        assert_eq!(dot(&[1.0, 2.0], &[3.0, 4.0]), 11.0);
+        // matmul equals the naive triple loop bit for bit.
+        let (m, k, n) = (3, 4, 2);
+        let a: Vec<f64> = (0..m * k).map(|i| (i as f64 * 0.37).sin()).collect();
+        let b: Vec<f64> = (0..k * n).map(|i| (i as f64 * 0.91).cos()).collect();
+        let mut c = vec![9.0; m * n];
+        matmul(&a, &b, k, n, &mut c);
+        for i in 0..m {
+            for j in 0..n {
+                let mut acc = 0.0;
+                for p in 0..k {
+                    acc += a[i * k + p] * b[p * n + j];
+                }
+                assert_eq!(c[i * n + j].to_bits(), acc.to_bits());
+            }
+        }
+        // gemm with every transpose agrees with matmul on transposed copies.
+        let at: Vec<f64> = (0..k * m).map(|q| a[(q % m) * k + q / m]).collect();
+        let bt: Vec<f64> = (0..n * k).map(|q| b[(q % k) * n + q / k]).collect();
+        for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+            let mut g = vec![0.0; m * n];
+            let (aa, bb) = (if ta { &at } else { &a }, if tb { &bt } else { &b });
+            gemm(ta, tb, aa, bb, m, k, n, &mut g);
+            assert_eq!(g, c, "ta {ta} tb {tb}");
+        }
+        let mut y = vec![0.0; m];
+        matvec(&a, &b[..k], k, &mut y);
+        assert_eq!(y[1], dot(&a[k..2 * k], &b[..k]));
+    }
+
+    #[test]
+    fn checks_name_the_operand() {
+        let m = i64::MAX;
+        assert_eq!(
+            check(Op::Axpy, &[3, 4], &[], [false; 2], &never),
+            Err("`axpy`: x has 3 elements but y has 4".into())
+        );
+        assert_eq!(
+            check(Op::Matvec, &[5, 3, 2], &[2, 3], [false; 2], &never),
+            Err("`matvec`: A has 5 elements but m*n = 2*3 = 6".into())
+        );
+        assert_eq!(
+            check(Op::Matvec, &[6, 3, 1], &[2, 3], [false; 2], &never),
+            Err("`matvec`: y has 1 element but m = 2".into())
+        );
+        assert_eq!(
+            check(Op::Matmul, &[6, 6, 4], &[2, -3, 2], [false; 2], &never),
+            Err("`matmul`: negative dimension k = -3".into())
+        );
+        assert_eq!(
+            check(Op::Gemm, &[6, 6, 4], &[2, 3, 2], [true, true], &never),
+            Ok(())
+        );
+        assert_eq!(
+            check(Op::Axpy, &[3, 3], &[], [false; 2], &|_, _| true),
+            Err("`axpy`: the output y is the same array as the input x".into())
+        );
+        assert_eq!(
+            check(Op::Axpy, &[0, 0], &[], [false; 2], &|_, _| true),
+            Ok(())
+        );
+        assert_eq!(
+            check(Op::Matmul, &[4, 4, 4], &[2, 2, 2], [false; 2], &|i, j| i
+                + j
+                == 2),
+            Err("`matmul`: the output C is the same array as the input A".into())
+        );
+        assert_eq!(
+            check(Op::Matmul, &[0, 0, 0], &[m, 0, m], [false; 2], &never),
+            Err(format!(
+                "`matmul`: C has 0 elements but m*n = {m}*{m} = {}",
+                i128::from(m) * i128::from(m)
+            ))
+        );
+    }
+}
