@@ -470,7 +470,10 @@ fn run_time_errors_return_their_code_and_the_interpreters_message() {
     let interp = |func: &str, args: &str, max_depth: usize| {
         let f = irad::find_function(&src, &module, func).expect("function");
         let vals = parse(&src, &module, func, args);
-        let opts = RunOptions { max_depth };
+        let opts = RunOptions {
+            max_depth,
+            ..RunOptions::default()
+        };
         let err = irad::run(&src, &module, f, &vals, &opts).expect_err("the interpreter fails too");
         interp_error_lines(&err, &src)
     };
