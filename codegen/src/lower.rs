@@ -1065,9 +1065,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 one(self.b.ins().fcvt_to_sint_sat(types::I64, x))
             }
             Sum | Dot | Axpy | Scale | Matvec | Matmul | Fill | Copyto | Gemm => {
-                return Err(CodegenError::internal(format!(
-                    "the bulk primitive `{p}` is not compiled yet"
-                )));
+                let s = site(self.c, None);
+                self.bulk(p, vals, s)?
             }
             Tuple => vals.iter().flatten().copied().collect(),
             Getfield => {
@@ -1134,7 +1133,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 // Within a block, an index checked once against a length
                 // stays in bounds (lengths never change), and an element
                 // read or written stays known until something may write
-                // arrays (`arrayset` through any name, a call).
+                // arrays (`arrayset` through any name, a call, a bulk
+                // primitive with an output).
                 if p == Arrayref
                     && let Some(&v) = self.known.get(&(ptr, i))
                 {
@@ -1273,6 +1273,56 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 one(r[0])
             }
         })
+    }
+
+    /// A bulk array primitive: a call of its runtime entry point with the
+    /// context, the leaves of the operands in order (bools widened to i64)
+    /// and the site. `sum` and `dot` return their f64 and leave a failure in
+    /// the context; the others return non-zero on failure, and may have
+    /// written an array, so no element stays known.
+    fn bulk(&mut self, p: Prim, vals: &[Leaves], site: i64) -> Result<Leaves, CodegenError> {
+        let name = match p {
+            Prim::Sum => "irad_rt_bulk_sum",
+            Prim::Dot => "irad_rt_bulk_dot",
+            Prim::Axpy => "irad_rt_bulk_axpy",
+            Prim::Scale => "irad_rt_bulk_scale",
+            Prim::Matvec => "irad_rt_bulk_matvec",
+            Prim::Matmul => "irad_rt_bulk_matmul",
+            Prim::Fill => "irad_rt_bulk_fill",
+            Prim::Copyto => "irad_rt_bulk_copyto",
+            Prim::Gemm => "irad_rt_bulk_gemm",
+            _ => {
+                return Err(CodegenError::internal(format!(
+                    "`{p}` is not a bulk primitive"
+                )));
+            }
+        };
+        let ctx = self.ctx();
+        let mut params = vec![types::I64];
+        let mut args = vec![ctx];
+        for &v in vals.iter().flatten() {
+            let ty = self.b.func.dfg.value_type(v);
+            if ty == types::I8 {
+                params.push(types::I64);
+                args.push(self.b.ins().uextend(types::I64, v));
+            } else {
+                params.push(ty);
+                args.push(v);
+            }
+        }
+        params.push(types::I64);
+        args.push(self.b.ins().iconst(types::I64, site));
+        if matches!(p, Prim::Sum | Prim::Dot) {
+            let r = self.call_import(name, &params, &[types::F64], &args)?;
+            let kind = self.load64(ctx, rt::OFF_ERR_KIND);
+            self.propagate_if(kind);
+            Ok(smallvec::smallvec![r[0]])
+        } else {
+            let r = self.call_import(name, &params, &[types::I64], &args)?;
+            self.known.clear();
+            self.propagate_if(r[0]);
+            Ok(SmallVec::new())
+        }
     }
 
     fn math2(
