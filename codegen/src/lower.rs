@@ -7,10 +7,12 @@
 //! the context. Blocks are lowered in reverse postorder, so every value's
 //! definition is lowered before its uses; phis become block parameters, one per
 //! leaf. Every statement that can fail (integer division, `fptosi`, array
-//! access and allocation, `switch`, `pop`, calls) gets a site number, and its
-//! check branches to a cold block that stores the error kind, site and
-//! operands in the context and returns status 1. A call whose callee fails
-//! records its own site in the trace (`irad_rt_trace`) and returns 1 too.
+//! access and allocation, bulk array primitives, `switch`, `pop`, calls) gets
+//! a site number, and its check branches to a cold block that stores the
+//! error kind, site and operands in the context and returns status 1 (a
+//! runtime function that fails has stored them itself). A call whose callee
+//! fails records its own site in the trace (`irad_rt_trace`) and returns 1
+//! too.
 
 use crate::CodegenError;
 use crate::layout::{elem_bytes, elem_leaf, leaf_bytes, leaf_count, leaf_list};
