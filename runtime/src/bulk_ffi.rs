@@ -348,9 +348,14 @@ fn dim(d: i64) -> usize {
 /// # Safety
 /// `ctx` is a valid context whose `rt` points at a live [`Runtime`].
 unsafe fn checked(ctx: *mut Ctx, call: &Call<'_>, site: i64) -> bool {
-    let lens: Vec<usize> = call.arrays.iter().map(|a| a.len).collect();
+    // No primitive has more than three arrays; no allocation per call.
+    let mut lens = [0; 3];
+    for (len, a) in lens.iter_mut().zip(call.arrays) {
+        *len = a.len;
+    }
+    let lens = &lens[..call.arrays.len().min(3)];
     let same = |i: usize, j: usize| call.arrays[i].same(call.arrays[j]);
-    match bulk::check(call.op, &lens, call.dims, call.flags, &same) {
+    match bulk::check(call.op, lens, call.dims, call.flags, &same) {
         Ok(()) => true,
         Err(msg) => {
             // SAFETY: the contract.
@@ -389,9 +394,9 @@ unsafe fn reduce(ctx: *mut Ctx, op: Op, arrays: &[Arr], site: i64) -> f64 {
 }
 
 /// A primitive that writes its output array: checked, then `kernel` on the
-/// inputs (every operand read, in operand order, with the output's place
-/// holding an empty slice) and the output. Returns 0, or 1 with the failure
-/// in the context.
+/// inputs (every array operand read, in operand order, with the output's
+/// place holding an empty slice) and the output. Returns 0, or 1 with the
+/// failure in the context.
 ///
 /// # Safety
 /// As [`irad_rt_bulk_sum`].
@@ -413,21 +418,15 @@ unsafe fn update(
         // Nothing to write (and the output may be an input).
         return 0;
     }
-    // SAFETY (both blocks): the check passed with a non-empty output, so no
-    // input shares an element with it: the output slice is the only view of
-    // its memory, and the inputs are only read.
-    let inputs: Vec<&[f64]> = call
-        .arrays
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            if i == out {
-                &[][..]
-            } else {
-                unsafe { a.read() }
-            }
-        })
-        .collect();
+    let mut inputs: [&[f64]; 3] = [&[]; 3];
+    for (i, (input, a)) in inputs.iter_mut().zip(call.arrays).enumerate() {
+        if i != out {
+            // SAFETY: the check passed with a non-empty output, so no input
+            // shares an element with it; inputs are only read.
+            *input = unsafe { a.read() };
+        }
+    }
+    // SAFETY: as above, the output slice is the only view of its memory.
     kernel(&inputs, unsafe { out_arr.write() });
     0
 }
