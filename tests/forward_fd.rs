@@ -61,7 +61,7 @@
 use irad::Source;
 use irad::ir::interp::RunOptions;
 use irad::ir::interp::value::{ArrayData, ArrayRef, Val};
-use irad::ir::{FuncId, Module};
+use irad::ir::{FuncId, InstKind, Module};
 use irad::passes::forward::grad::{GradOptions, Gradient};
 use irad::rules::Registry;
 use std::fmt::Write as _;
@@ -146,7 +146,8 @@ fn forward_mode_matches_finite_differences_on_the_corpus() {
          checked ({} on the retry with h/10; worst |ad - fd| / tolerance {:.3}); skipped: \
          {} non-smooth within the step, {} on a kink at the point, {} with a non-finite \
          input or difference; {} batch-width checks, {} wrt checks; {} components \
-         of reverse mode compared with forward mode (and checked against the differences)",
+         of reverse mode compared with forward mode (and checked against the differences); \
+         {} points where sparse mode refused a bulk array primitive",
         t.files,
         t.calls_skipped,
         t.points,
@@ -159,7 +160,8 @@ fn forward_mode_matches_finite_differences_on_the_corpus() {
         t.non_finite,
         t.batch_checks,
         t.wrt_checks,
-        t.reverse_checks
+        t.reverse_checks,
+        t.sparse_refused
     );
     println!("{report}");
     for n in &t.non_smooth_list {
@@ -276,6 +278,17 @@ struct Totals {
     reverse_checks: usize,
     /// Components where sparse mode was compared with dense forward mode.
     sparse_checks: usize,
+    /// Points where sparse mode refused a bulk array primitive, as it must.
+    sparse_refused: usize,
+}
+
+/// Whether a module calls a bulk array primitive anywhere.
+fn uses_bulk(module: &Module) -> bool {
+    module.funcs().any(|(_, f)| {
+        f.insts
+            .values()
+            .any(|d| matches!(&d.kind, InstKind::Prim { prim, .. } if prim.bulk().is_some()))
+    })
 }
 
 /// A reference-corpus argument set, as a point of the file it names.
@@ -399,6 +412,26 @@ impl Case<'_> {
     /// Sparse mode at the point: the primal's value, one pass, every
     /// component within `SPARSE_RTOL` of dense forward mode's.
     fn check_sparse(&mut self, p: &Point, full: &Gradient) {
+        // Sparse mode refuses the bulk array primitives (their tangents are
+        // dense arrays), with an error naming the statement.
+        if uses_bulk(self.module) {
+            let opts = GradOptions {
+                width: irad::ir::SPARSE_WIDTH,
+                ..GradOptions::default()
+            };
+            let fresh: Vec<Val> = p.args.iter().map(deep_copy).collect();
+            match irad::grad_forward(self.src, self.module, p.f, &fresh, self.registry, &opts) {
+                Err(e)
+                    if e.to_string()
+                        .contains("sparse forward mode does not support the bulk primitive") =>
+                {
+                    self.totals.sparse_refused += 1;
+                }
+                Err(e) => self.fail_at(p, format!("sparse mode failed: {e}")),
+                Ok(_) => self.totals.sparse_refused += 1,
+            }
+            return;
+        }
         let Some(g) = self.gradient(p, irad::ir::SPARSE_WIDTH, None) else {
             return;
         };

@@ -123,6 +123,7 @@
 
 #![warn(missing_docs)]
 
+mod bulk;
 pub mod check;
 pub mod emit;
 mod frules;
@@ -440,6 +441,7 @@ impl Registry {
         let mut reg = Registry::empty();
         frules::install(&mut reg);
         rrules::install(&mut reg);
+        bulk::install(&mut reg);
         reg
     }
 

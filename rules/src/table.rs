@@ -291,6 +291,30 @@ pub fn signatures() -> Vec<Signature> {
     for elem in [Scalar::F64, Scalar::I64] {
         t.push(sig(Copy, vec![arr(elem, 0, 4)]));
     }
+
+    // Bulk array primitives: fixed lengths where shapes must agree.
+    let v = |n: usize| arr(Scalar::F64, n, n);
+    let k = |n: i64| c(Const::I64(n));
+    t.push(sig(Sum, vec![arr(Scalar::F64, 0, 5)]));
+    t.push(sig(Dot, vec![v(4), v(4)]));
+    t.push(sig(Axpy, vec![wide(), v(4), v(4)]));
+    t.push(sig(Copyto, vec![v(4), v(4)]));
+    t.push(sig(Axpy, vec![c(Const::F64(-1.5)), v(3), v(3)]));
+    t.push(sig(Scale, vec![wide(), arr(Scalar::F64, 0, 4)]));
+    t.push(sig(Scale, vec![c(Const::F64(2.0)), v(3)]));
+    t.push(sig(Fill, vec![arr(Scalar::F64, 0, 4), wide()]));
+    t.push(sig(Fill, vec![v(3), c(Const::F64(0.25))]));
+    for (m, n) in [(2, 3), (3, 1), (0, 2), (2, 0)] {
+        let (mu, nu) = (m as usize, n as usize);
+        t.push(sig(Matvec, vec![v(mu * nu), v(nu), k(m), k(n), v(mu)]));
+    }
+    for (m, kk, n) in [(2, 3, 2), (1, 4, 3), (3, 2, 1), (2, 0, 2), (0, 2, 3)] {
+        let (mu, ku, nu) = (m as usize, kk as usize, n as usize);
+        t.push(sig(
+            Matmul,
+            vec![v(mu * ku), v(ku * nu), k(m), k(kk), k(n), v(mu * nu)],
+        ));
+    }
     t
 }
 
