@@ -219,6 +219,7 @@ impl GradRequest {
                 wrt: self.wrt,
                 run: RunOptions {
                     max_depth: self.max_depth,
+                    ..RunOptions::default()
                 },
                 exec: backend.exec(),
                 activity: !self.no_activity,
@@ -708,6 +709,7 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
             irad::check_args_known(args_src, &module, &args, &known)?;
             let opts = RunOptions {
                 max_depth: cmd.max_depth,
+                ..RunOptions::default()
             };
             let value =
                 irad::run_with(&sources[0], &module, func, &args, &opts, cmd.backend.lib())?;

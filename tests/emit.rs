@@ -470,7 +470,10 @@ fn run_time_errors_return_their_code_and_the_interpreters_message() {
     let interp = |func: &str, args: &str, max_depth: usize| {
         let f = irad::find_function(&src, &module, func).expect("function");
         let vals = parse(&src, &module, func, args);
-        let opts = RunOptions { max_depth };
+        let opts = RunOptions {
+            max_depth,
+            ..RunOptions::default()
+        };
         let err = irad::run(&src, &module, f, &vals, &opts).expect_err("the interpreter fails too");
         interp_error_lines(&err, &src)
     };
@@ -538,6 +541,52 @@ fn run_time_errors_return_their_code_and_the_interpreters_message() {
 
     let (status, _) = case("deep_ok");
     assert_eq!(status, 0);
+}
+
+#[test]
+fn bulk_primitives_compute_and_fail_as_in_the_interpreter() {
+    let d = dir("bulk");
+    let file = format!("{ROOT}/tests/c/bulk.irad");
+    let obj = emit(&file, "mm", &[], &d, "mm");
+    let exe = link(&d, "bulk.c", &[obj], &[], "mm");
+    let (src, module) = source(&file);
+    let f = irad::find_function(&src, &module, "mm").expect("mm");
+    for args in [
+        "[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [0.5, -1.0, 1e16, 3.0, 0.25, -2.0], 2, 3, 2, [9.0, 9.0, 9.0, 9.0]",
+        "[0.1, 0.2, 0.3], [1e16, 1.0, -1e16], 1, 3, 1, [0.0]",
+        "[], [], 0, 0, 0, []",
+        "[], [], 2, 0, 2, [5.0, 5.0, 5.0, 5.0]",
+        "[1.0, 2.0], [], 2, 1, 0, []",
+        // Shapes that do not fit: IRAD_ERR_BULK and the interpreter's text.
+        "[1.0, 2.0, 3.0], [1.0, 2.0], 2, 1, 2, [0.0, 0.0, 0.0, 0.0]",
+        "[1.0], [1.0], 1, 1, 1, [0.0, 0.0]",
+        "[], [], 0, -1, 0, []",
+        "[], [], 4294967296, 4294967296, 0, []",
+    ] {
+        let vals = parse(&src, &module, "mm", args);
+        let out = run(&exe, &argv(&vals));
+        let mut lines = out.lines().map(String::from);
+        let status = lines.next().unwrap_or_default();
+        let rest: Vec<String> = lines.filter(|l| !l.is_empty()).collect();
+        match irad::run(&src, &module, f, &vals, &RunOptions::default()) {
+            Ok(value) => {
+                assert_eq!(status, "status 0", "mm({args}): {out}");
+                assert_eq!(
+                    rest,
+                    [line("value", &[&value]), line("c", &[&vals[5]])],
+                    "mm({args})"
+                );
+            }
+            Err(err) => {
+                assert_eq!(
+                    status,
+                    format!("status {}", rt::ERR_BULK),
+                    "mm({args}): {out}"
+                );
+                assert_eq!(rest, interp_error_lines(&err, &src), "mm({args})");
+            }
+        }
+    }
 }
 
 #[test]

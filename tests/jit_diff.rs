@@ -20,6 +20,8 @@
 //!   wrapping, conversions, bool and i64 arrays, copies, aliasing of results
 //!   and arguments, function values, recursion to depth 10 000 on a test
 //!   thread's stack.
+//! - The bulk array primitives on many shapes, with one array as several
+//!   operands, and every failed shape check.
 //! - One JIT running the two sweeps of reverse mode as separate calls: the
 //!   tape carries over between them and is empty after the pullback.
 
@@ -36,6 +38,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::rc::Rc;
 
+#[path = "jit_diff/bulk.rs"]
+mod bulk;
 #[path = "jit_diff/corpus.rs"]
 mod corpus;
 #[path = "jit_diff/errors.rs"]

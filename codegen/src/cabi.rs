@@ -407,6 +407,7 @@ const RUNTIME_API: &str = "#ifndef IRAD_RUNTIME_API
 #define IRAD_ERR_SPARSE_DIRECTION 19  /* a negative one-hot direction */
 #define IRAD_ERR_SPARSE_RANGE  20  /* a one-hot direction beyond sdense's length */
 #define IRAD_ERR_SPARSE_FULL   21  /* too many sparse tangent nodes */
+#define IRAD_ERR_BULK          22  /* bulk array primitive: shapes that do not fit, or output is an input */
 
 /* The error of the last exported function that returned on this thread:
  * \"file:line:col: error: message (in @f, block #2, statement 3)\" and one
@@ -449,6 +450,7 @@ pub(crate) const STATUS_CODES: &[(&str, i64)] = &[
     ("IRAD_ERR_SPARSE_DIRECTION", rt::ERR_SPARSE_DIRECTION),
     ("IRAD_ERR_SPARSE_RANGE", rt::ERR_SPARSE_RANGE),
     ("IRAD_ERR_SPARSE_FULL", rt::ERR_SPARSE_FULL),
+    ("IRAD_ERR_BULK", rt::ERR_BULK),
 ];
 
 /// Collects the pieces of a [`Plan`] while walking the parameter types.

@@ -90,7 +90,7 @@ pub(crate) fn message(f: &Failure<'_>, sites: &[Site]) -> String {
             "native stack exhausted at call depth {} (the call-depth limit is {}; raise the JIT's stack budget)",
             f.a, f.max_depth
         ),
-        rt::ERR_MESSAGE => f.message.to_string(),
+        rt::ERR_MESSAGE | rt::ERR_BULK => f.message.to_string(),
         kind => {
             let tape = site.and_then(|s| s.tape.as_ref()).map(ToString::to_string);
             rt::error_text(kind, f.a, f.b, f.max_depth, tape.as_deref())

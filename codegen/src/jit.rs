@@ -787,3 +787,61 @@ extern "C" fn jit_rule(ctx: *mut Ctx, kind: i64, h: i64, width: i64, site: i64) 
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use irad_ir::prim::Prim;
+
+    /// `@f` calls `@g`, which fails to lower at its `sin`: after the cold
+    /// blocks of an `idiv`, in the middle of its second block.
+    const CALLS_G: &str = r"
+func @f(%x: f64, %k: i64) -> f64 {
+#1:
+  %y = invoke @g(%x, %k) :: f64
+  %z = call mul(%y, 2.0) :: f64
+  return %z
+}
+
+func @g(%x: f64, %k: i64) -> f64 {
+#1:
+  %q = call idiv(10, %k) :: i64
+  %c = call lt(%q, 3) :: bool
+  gotoifnot %c, #3
+#2:
+  %t = call mul(%x, %x) :: f64
+  %s = call sin(%t) :: f64
+  return %s
+#3:
+  return %x
+}
+";
+
+    #[test]
+    fn a_failure_half_way_through_a_function_is_an_error_every_time() {
+        // Once a panic in Cranelift's `finalize` (blocks without a
+        // terminator), then one resolving `@f`'s call of the undefined `@g`.
+        let module = irad_ir::text::parse_module(CALLS_G).expect("test IR parses");
+        let f = module.by_name("f").expect("@f");
+        let args = [Val::F64(0.5), Val::I64(5)];
+        let opts = RunOptions::default();
+        let mut jit = Jit::new(&module).expect("a JIT");
+        jit.st.comp.fail_at = Some(Prim::Sin);
+        for attempt in 0..2 {
+            let err = jit.run(f, &args, &opts).expect_err("lowering fails");
+            assert_eq!(
+                err.msg, "internal error: `sin` fails for the test",
+                "attempt {attempt}"
+            );
+        }
+        // `@g` stayed pending and is compiled once it can be.
+        jit.st.comp.fail_at = None;
+        let want = irad_ir::interp::run(&module, f, &args, &opts).expect("the interpreter runs");
+        let got = jit.run(f, &args, &opts).expect("compiled code runs");
+        assert_eq!(format!("{got:?}"), format!("{want:?}"));
+        assert!(
+            matches!(got, Val::F64(y) if y == libm::sin(0.25) * 2.0),
+            "{got:?}"
+        );
+    }
+}

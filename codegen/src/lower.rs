@@ -7,10 +7,12 @@
 //! the context. Blocks are lowered in reverse postorder, so every value's
 //! definition is lowered before its uses; phis become block parameters, one per
 //! leaf. Every statement that can fail (integer division, `fptosi`, array
-//! access and allocation, `switch`, `pop`, calls) gets a site number, and its
-//! check branches to a cold block that stores the error kind, site and
-//! operands in the context and returns status 1. A call whose callee fails
-//! records its own site in the trace (`irad_rt_trace`) and returns 1 too.
+//! access and allocation, bulk array primitives, `switch`, `pop`, calls) gets
+//! a site number, and its check branches to a cold block that stores the
+//! error kind, site and operands in the context and returns status 1 (a
+//! runtime function that fails has stored them itself). A call whose callee
+//! fails records its own site in the trace (`irad_rt_trace`) and returns 1
+//! too.
 
 use crate::CodegenError;
 use crate::layout::{elem_bytes, elem_leaf, leaf_bytes, leaf_count, leaf_list};
@@ -77,6 +79,10 @@ pub(crate) struct Compiler<M: ClModule> {
     fctx: FunctionBuilderContext,
     /// The linkage of compiled IR functions (local in the JIT and in objects).
     linkage: Linkage,
+    /// Tests only: lowering fails at every statement applying this primitive,
+    /// as no valid program makes it fail half-way through a function.
+    #[cfg(test)]
+    pub fail_at: Option<Prim>,
 }
 
 impl<M: ClModule> Compiler<M> {
@@ -97,6 +103,8 @@ impl<M: ClModule> Compiler<M> {
             ctx,
             fctx: FunctionBuilderContext::new(),
             linkage: Linkage::Local,
+            #[cfg(test)]
+            fail_at: None,
         }
     }
 
@@ -253,65 +261,18 @@ impl<M: ClModule> Compiler<M> {
 
     /// Defines every declared function not yet defined (and whatever they in
     /// turn declare). `self.defined` lists them afterwards.
+    ///
+    /// A function that fails to lower stays pending, with those not reached
+    /// yet: functions defined before it may call it, so the backend must not
+    /// finalize their code without it (the JIT would panic resolving the
+    /// call). Every later call fails the same way, never with a panic.
     pub fn define_pending(&mut self, module: &Module) -> Result<(), CodegenError> {
         self.defined.clear();
         while let Some(f) = self.pending.pop() {
-            // Lowering assumes what the verifier checks (operand types, SSA
-            // dominance, phi entries): refuse anything else with its error.
-            if let FuncRef::User(fid) = f
-                && let Err(errors) = irad_ir::verify::verify_func(module, fid)
-                && let Some(e) = errors.into_iter().next()
-            {
-                return Err(CodegenError {
-                    loc: e.loc,
-                    msg: format!("cannot compile a function that does not verify: {}", e.msg),
-                });
+            if let Err(e) = self.define(module, f) {
+                self.pending.push(f);
+                return Err(e);
             }
-            let id = self.funcs[&f];
-            let sig = self.signature(&Self::fn_type_of(module, f)?);
-            self.ctx.clear();
-            self.ctx.func.signature = sig;
-            let mut ctx = std::mem::replace(&mut self.ctx, Context::new());
-            let mut fctx = std::mem::take(&mut self.fctx);
-            let res = {
-                let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
-                let mut lower = Lower {
-                    c: self,
-                    b,
-                    module,
-                    ctx_val: None,
-                    ret_err: None,
-                    ret_leaves: Vec::new(),
-                    vals: Vec::new(),
-                    fimports: HashMap::new(),
-                    prechecked: None,
-                    seg_tops: HashMap::new(),
-                    movable_pops: false,
-                    checked: std::collections::HashSet::new(),
-                    known: HashMap::new(),
-                    fl_ctx: TRUSTED,
-                    fl_tape: MemFlagsData::new().with_notrap(),
-                    fl_array: TRUSTED,
-                };
-                lower.alias_regions();
-                let r = match f {
-                    FuncRef::User(fid) => lower.user_function(fid),
-                    FuncRef::Prim(p) => lower.prim_wrapper(p),
-                };
-                let fc = lower.c.backend.isa().frontend_config();
-                lower.b.seal_all_blocks();
-                lower.b.finalize(fc);
-                r
-            };
-            self.fctx = fctx;
-            let res = res.and_then(|()| {
-                self.backend
-                    .define_function(id, &mut ctx)
-                    .map_err(|e| CodegenError::backend_in(e, &name_of(module, f)))
-            });
-            ctx.clear();
-            self.ctx = ctx;
-            res?;
             if self.tape_types.len() > rt::MAX_TAPES {
                 return Err(CodegenError::internal(format!(
                     "more than {} tapes (distinct types pushed)",
@@ -321,6 +282,77 @@ impl<M: ClModule> Compiler<M> {
             self.defined.push(f);
         }
         Ok(())
+    }
+
+    /// Lowers `f` and defines it in the backend.
+    fn define(&mut self, module: &Module, f: FuncRef) -> Result<(), CodegenError> {
+        // Lowering assumes what the verifier checks (operand types, SSA
+        // dominance, phi entries): refuse anything else with its error.
+        if let FuncRef::User(fid) = f
+            && let Err(errors) = irad_ir::verify::verify_func(module, fid)
+            && let Some(e) = errors.into_iter().next()
+        {
+            return Err(CodegenError {
+                loc: e.loc,
+                msg: format!("cannot compile a function that does not verify: {}", e.msg),
+            });
+        }
+        let id = self.funcs[&f];
+        let sig = self.signature(&Self::fn_type_of(module, f)?);
+        self.ctx.clear();
+        self.ctx.func.signature = sig;
+        let mut ctx = std::mem::replace(&mut self.ctx, Context::new());
+        let mut fctx = std::mem::take(&mut self.fctx);
+        let res = {
+            let b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+            let mut lower = Lower {
+                c: self,
+                b,
+                module,
+                ctx_val: None,
+                ret_err: None,
+                ret_leaves: Vec::new(),
+                vals: Vec::new(),
+                fimports: HashMap::new(),
+                prechecked: None,
+                seg_tops: HashMap::new(),
+                movable_pops: false,
+                checked: std::collections::HashSet::new(),
+                known: HashMap::new(),
+                fl_ctx: TRUSTED,
+                fl_tape: MemFlagsData::new().with_notrap(),
+                fl_array: TRUSTED,
+            };
+            lower.alias_regions();
+            let r = match f {
+                FuncRef::User(fid) => lower.user_function(fid),
+                FuncRef::Prim(p) => lower.prim_wrapper(p),
+            };
+            // A lowering that failed half-way leaves blocks without a
+            // terminator, which `finalize` refuses with a panic: the
+            // builder is dropped unfinished instead.
+            if r.is_ok() {
+                let fc = lower.c.backend.isa().frontend_config();
+                lower.b.seal_all_blocks();
+                lower.b.finalize(fc);
+            }
+            r
+        };
+        // `finalize` empties the builder context; after a failure it
+        // still holds the half-built function, so the next starts afresh.
+        self.fctx = if res.is_ok() {
+            fctx
+        } else {
+            FunctionBuilderContext::new()
+        };
+        let res = res.and_then(|()| {
+            self.backend
+                .define_function(id, &mut ctx)
+                .map_err(|e| CodegenError::backend_in(e, &name_of(module, f)))
+        });
+        ctx.clear();
+        self.ctx = ctx;
+        res
     }
 }
 
@@ -907,6 +939,10 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 .ok_or_else(|| CodegenError::internal(format!("`{p}` is missing operand {i}")))
         };
         let one = |v: ir::Value| -> Leaves { smallvec::smallvec![v] };
+        #[cfg(test)]
+        if self.c.fail_at == Some(p) {
+            return Err(CodegenError::internal(format!("`{p}` fails for the test")));
+        }
         Ok(match p {
             Add => one(self.b.ins().fadd(arg(0)?, arg(1)?)),
             Sub => one(self.b.ins().fsub(arg(0)?, arg(1)?)),
@@ -1031,9 +1067,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 one(self.b.ins().fcvt_to_sint_sat(types::I64, x))
             }
             Sum | Dot | Axpy | Scale | Matvec | Matmul | Fill | Copyto | Gemm => {
-                return Err(CodegenError::internal(format!(
-                    "the bulk primitive `{p}` is not compiled yet"
-                )));
+                let s = site(self.c, None);
+                self.bulk(p, vals, s)?
             }
             Tuple => vals.iter().flatten().copied().collect(),
             Getfield => {
@@ -1100,7 +1135,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 // Within a block, an index checked once against a length
                 // stays in bounds (lengths never change), and an element
                 // read or written stays known until something may write
-                // arrays (`arrayset` through any name, a call).
+                // arrays (`arrayset` through any name, a call, a bulk
+                // primitive with an output).
                 if p == Arrayref
                     && let Some(&v) = self.known.get(&(ptr, i))
                 {
@@ -1239,6 +1275,56 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 one(r[0])
             }
         })
+    }
+
+    /// A bulk array primitive: a call of its runtime entry point with the
+    /// context, the leaves of the operands in order (bools widened to i64)
+    /// and the site. `sum` and `dot` return their f64 and leave a failure in
+    /// the context; the others return non-zero on failure, and may have
+    /// written an array, so no element stays known.
+    fn bulk(&mut self, p: Prim, vals: &[Leaves], site: i64) -> Result<Leaves, CodegenError> {
+        let name = match p {
+            Prim::Sum => "irad_rt_bulk_sum",
+            Prim::Dot => "irad_rt_bulk_dot",
+            Prim::Axpy => "irad_rt_bulk_axpy",
+            Prim::Scale => "irad_rt_bulk_scale",
+            Prim::Matvec => "irad_rt_bulk_matvec",
+            Prim::Matmul => "irad_rt_bulk_matmul",
+            Prim::Fill => "irad_rt_bulk_fill",
+            Prim::Copyto => "irad_rt_bulk_copyto",
+            Prim::Gemm => "irad_rt_bulk_gemm",
+            _ => {
+                return Err(CodegenError::internal(format!(
+                    "`{p}` is not a bulk primitive"
+                )));
+            }
+        };
+        let ctx = self.ctx();
+        let mut params = vec![types::I64];
+        let mut args = vec![ctx];
+        for &v in vals.iter().flatten() {
+            let ty = self.b.func.dfg.value_type(v);
+            if ty == types::I8 {
+                params.push(types::I64);
+                args.push(self.b.ins().uextend(types::I64, v));
+            } else {
+                params.push(ty);
+                args.push(v);
+            }
+        }
+        params.push(types::I64);
+        args.push(self.b.ins().iconst(types::I64, site));
+        if matches!(p, Prim::Sum | Prim::Dot) {
+            let r = self.call_import(name, &params, &[types::F64], &args)?;
+            let kind = self.load64(ctx, rt::OFF_ERR_KIND);
+            self.propagate_if(kind);
+            Ok(smallvec::smallvec![r[0]])
+        } else {
+            let r = self.call_import(name, &params, &[types::I64], &args)?;
+            self.known.clear();
+            self.propagate_if(r[0]);
+            Ok(SmallVec::new())
+        }
     }
 
     fn math2(

@@ -118,11 +118,25 @@ pub fn load(p: &Program) -> Result<Loaded, String> {
     })
 }
 
-/// The interpreter on a generated program: a value or a clean run-time
-/// error (with a location inside the program).
+/// The step limit of [`interpreter`]: far above what any generated program
+/// takes (they terminate by construction, in at most a few million steps),
+/// so reaching it means a hang.
+pub const MAX_STEPS: u64 = 200_000_000;
+
+/// The interpreter on a generated program, under a step limit
+/// ([`MAX_STEPS`]): a value or a clean run-time error (with a location
+/// inside the program). Reaching the step limit is a failure: generated
+/// programs always terminate.
 pub fn interpreter(p: &Program) -> Result<Option<Val>, String> {
     let l = load(p)?;
-    match irad::run(&l.src, &l.module, l.func, &l.args, &RunOptions::default()) {
+    let opts = RunOptions {
+        max_steps: MAX_STEPS,
+        ..RunOptions::default()
+    };
+    match irad::run(&l.src, &l.module, l.func, &l.args, &opts) {
+        Err(irad::Error::Run { err, .. }) if err.msg.starts_with("step limit") => {
+            Err(format!("a generated program hit the step limit: {err}"))
+        }
         Ok(v) => Ok(Some(v)),
         Err(irad::Error::Run { err, .. }) => {
             if err.loc.func.is_none() {

@@ -9,7 +9,9 @@
 //! locals, `if`/`else`, `for` loops over constants, `len(a)` and `n`, `while`
 //! loops with counters, reads and in-place writes of the argument array and of
 //! local arrays (`alloc`, `zeros`), tuples, static calls, dynamic calls
-//! through function values chosen at run time, and every f64 primitive.
+//! through function values chosen at run time, every f64 primitive, and the
+//! bulk array primitives (`sum dot axpy scale fill copyto matvec matmul`) on
+//! arrays whose lengths fit.
 //!
 //! Assumes nothing of the bytes: running out of them ends each choice at its
 //! simplest option. Guarantees: the text loads without error (the generator
@@ -320,7 +322,7 @@ impl Gen<'_, '_> {
 
     /// One statement at indentation `indent`.
     fn stmt(&mut self, indent: usize) -> Result<()> {
-        let choice: u8 = self.u.int_in_range(0..=9)?;
+        let choice: u8 = self.u.int_in_range(0..=11)?;
         match choice {
             0 | 1 => {
                 let name = self.name("v");
@@ -381,7 +383,13 @@ impl Gen<'_, '_> {
                 self.line(indent + 1, &format!("{w} = {w} + 1;"));
                 self.line(indent, "}");
             }
-            8 => self.array_stmt(indent)?,
+            8 | 10 => self.array_stmt(indent)?,
+            11 => {
+                let arrays = self.arrays();
+                if arrays.is_empty() || !self.bulk_stmt(indent, &arrays)? {
+                    self.array_stmt(indent)?;
+                }
+            }
             _ => {
                 // A function value chosen at run time, then called.
                 let g = self.name("g");
@@ -471,13 +479,21 @@ impl Gen<'_, '_> {
         let arrays = self.arrays();
         if arrays.is_empty() || self.u.arbitrary::<bool>()? {
             let b = self.name("arr");
-            let len = self.u.int_in_range(1..=4)?;
+            // Often as long as an array in scope, so bulk primitives fit.
+            let len = if !arrays.is_empty() && self.u.arbitrary::<bool>()? {
+                self.u.choose(&arrays)?.1
+            } else {
+                self.u.int_in_range(1..=4)?
+            };
             if self.u.arbitrary::<bool>()? {
                 self.line(indent, &format!("let {b}: [f64] = alloc({len});"));
             } else {
                 self.line(indent, &format!("let {b} = zeros({len});"));
             }
             self.push(Var::Array { name: b, len });
+            return Ok(());
+        }
+        if self.u.arbitrary::<bool>()? && self.bulk_stmt(indent, &arrays)? {
             return Ok(());
         }
         let (a, len) = self.u.choose(&arrays)?.clone();
@@ -490,6 +506,88 @@ impl Gen<'_, '_> {
             self.line(indent, &format!("{a}[{i}] = {e};"));
         }
         Ok(())
+    }
+
+    /// A bulk array statement on arrays in scope whose lengths fit (docs/ir.md,
+    /// "Bulk array primitives"); false when the chosen one has no arrays that
+    /// fit. Outputs are distinct from inputs (different arrays); factors are
+    /// bounded (`tanh`), so repeated updates in loops stay finite.
+    fn bulk_stmt(&mut self, indent: usize, arrays: &[(String, usize)]) -> Result<bool> {
+        let pairs: Vec<(&String, &String)> = arrays
+            .iter()
+            .flat_map(|(a, la)| {
+                arrays
+                    .iter()
+                    .filter(move |(b, lb)| b != a && lb == la)
+                    .map(move |(b, _)| (a, b))
+            })
+            .collect();
+        let text = match self.u.int_in_range(0..=5u8)? {
+            0 if !pairs.is_empty() => {
+                let (x, y) = *self.u.choose(&pairs)?;
+                let e = self.expr(1)?;
+                format!("axpy(tanh({e}), {x}, {y});")
+            }
+            1 => {
+                let (x, _) = self.u.choose(arrays)?;
+                let e = self.expr(1)?;
+                format!("scale(0.5 + 0.5 * tanh({e}), {x});")
+            }
+            2 => {
+                let (a, _) = self.u.choose(arrays)?;
+                let e = self.expr(1)?;
+                format!("fill({a}, {e});")
+            }
+            3 if !pairs.is_empty() => {
+                let (d, src) = *self.u.choose(&pairs)?;
+                format!("copyto({d}, {src});")
+            }
+            4 => {
+                // matvec(A, x, m, n, y): |A| = m*n, |x| = n, |y| = m.
+                let mut fits = Vec::new();
+                for (a, la) in arrays {
+                    for (x, n) in arrays {
+                        for (y, m) in arrays {
+                            if y != a && y != x && m * n == *la {
+                                fits.push(format!("matvec({a}, {x}, {m}, {n}, {y});"));
+                            }
+                        }
+                    }
+                }
+                if fits.is_empty() {
+                    return Ok(false);
+                }
+                self.u.choose(&fits)?.clone()
+            }
+            5 => {
+                // matmul(A, B, m, k, n, C) with dimensions up to 4.
+                let mut fits = Vec::new();
+                for (a, la) in arrays {
+                    for (b, lb) in arrays {
+                        for (c, lc) in arrays {
+                            if c == a || c == b {
+                                continue;
+                            }
+                            for m in 1..=4 {
+                                for n in 1..=4 {
+                                    let k = la / m;
+                                    if m * k == *la && k * n == *lb && m * n == *lc {
+                                        fits.push(format!("matmul({a}, {b}, {m}, {k}, {n}, {c});"));
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                if fits.is_empty() {
+                    return Ok(false);
+                }
+                self.u.choose(&fits)?.clone()
+            }
+            _ => return Ok(false),
+        };
+        self.line(indent, &text);
+        Ok(true)
     }
 
     /// A function value of type `fn(f64) -> f64`.
@@ -628,8 +726,23 @@ impl Gen<'_, '_> {
             0..=2 if !vars.is_empty() => self.u.choose(&vars)?.clone(),
             3 if !arrays.is_empty() => {
                 let (a, len) = self.u.choose(&arrays)?.clone();
-                let i = self.index(len)?;
-                format!("{a}[{i}]")
+                match self.u.int_in_range(0..=3u8)? {
+                    // Bulk reductions, scaled down: arrays may hold large values.
+                    0 => format!("0.1 * tanh(sum({a}))"),
+                    1 => {
+                        let same: Vec<&String> = arrays
+                            .iter()
+                            .filter(|(_, l)| *l == len)
+                            .map(|(b, _)| b)
+                            .collect();
+                        let b = self.u.choose(&same)?;
+                        format!("0.1 * tanh(dot({a}, {b}))")
+                    }
+                    _ => {
+                        let i = self.index(len)?;
+                        format!("{a}[{i}]")
+                    }
+                }
             }
             4 if !ints.is_empty() => {
                 let (i, _) = self.u.choose(&ints)?.clone();

@@ -1137,19 +1137,28 @@ fn recursion_to_the_depth_limit() -> R<()> {
 #[test]
 fn custom_depth_limit() -> R<()> {
     let (m, f) = depth_module()?;
-    let opts = RunOptions { max_depth: 10 };
+    let opts = RunOptions {
+        max_depth: 10,
+        ..RunOptions::default()
+    };
     assert_i64(interp::run(&m, f, &[iv(10)], &opts), 10);
     assert_err(
         interp::run(&m, f, &[iv(11)], &opts),
         "call depth limit of 10 exceeded",
     );
-    let one = RunOptions { max_depth: 1 };
+    let one = RunOptions {
+        max_depth: 1,
+        ..RunOptions::default()
+    };
     assert_i64(interp::run(&m, f, &[iv(1)], &one), 1);
     assert_err(
         interp::run(&m, f, &[iv(2)], &one),
         "call depth limit of 1 exceeded",
     );
-    let zero = RunOptions { max_depth: 0 };
+    let zero = RunOptions {
+        max_depth: 0,
+        ..RunOptions::default()
+    };
     let e = assert_err(
         interp::run(&m, f, &[iv(1)], &zero),
         "call depth limit of 0 exceeded",
@@ -1915,4 +1924,31 @@ fn reverse_rules_come_from_the_provider_once_and_are_checked() -> R<()> {
         "this rule provider has no reverse rules",
     );
     Ok(())
+}
+
+#[test]
+fn the_step_limit_stops_a_loop_at_its_terminator() {
+    let m = irad_ir::text::parse_module(
+        "func @spin(%n: i64) -> i64 {\n#1:\n  goto #2\n#2:\n  %i = phi [#1 => 0, #3 => %j] :: i64\n  %c = call lt(%i, %n) :: bool\n  gotoifnot %c, #4\n#3:\n  %j = call iadd(%i, 1) :: i64\n  goto #2\n#4:\n  return %i\n}\n",
+    )
+    .unwrap();
+    let f = m.by_name("spin").unwrap();
+    let limited = RunOptions {
+        max_steps: 1000,
+        ..RunOptions::default()
+    };
+    let err = interp::run(&m, f, &[Val::I64(i64::MAX)], &limited).unwrap_err();
+    assert_eq!(err.msg, "step limit of 1000 exceeded");
+    assert_eq!(err.loc.func.as_deref(), Some("spin"));
+    assert!(err.loc.block.is_some() && err.loc.stmt.is_some(), "{err:?}");
+    // Runs within the limit are unaffected, and the limit is per run: one
+    // interpreter runs a 10-iteration loop far more than 1000 steps in all.
+    let mut it = interp::Interpreter::new(&m);
+    for _ in 0..50 {
+        assert!(
+            it.run(f, &[Val::I64(10)], &limited)
+                .unwrap()
+                .same(&Val::I64(10))
+        );
+    }
 }

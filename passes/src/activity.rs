@@ -40,6 +40,9 @@ pub struct Activity {
     active: Vec<bool>,
     /// Per value (by index): whether its type is tracked.
     tracked: Vec<bool>,
+    /// Per value (by index): for a `[f64]` value, whether its array class is
+    /// varied and useful; true for every other value.
+    array_active: Vec<bool>,
 }
 
 impl Activity {
@@ -47,7 +50,11 @@ impl Activity {
     pub fn all(func: &Func) -> Activity {
         let active = func.values.values().map(|d| d.ty.has_tangent()).collect();
         let tracked = func.values.values().map(|d| tracked(&d.ty)).collect();
-        Activity { active, tracked }
+        Activity {
+            active,
+            tracked,
+            array_active: vec![true; func.values.len()],
+        }
     }
 
     /// The activity of `func`'s values when the parameters with `params[i]`
@@ -65,6 +72,23 @@ impl Activity {
     pub fn is_active_op(&self, op: &Operand) -> bool {
         match op {
             Operand::Value(v) => self.is_active(*v),
+            Operand::Const(_) => false,
+        }
+    }
+
+    /// Whether a rule should propagate cotangents into operand `op`: for a
+    /// tracked value, whether it is active ([`Activity::is_active_op`]); for
+    /// a `[f64]` array, whether its array class is both varied and useful
+    /// (otherwise whatever a pullback adds into its shadow never reaches an
+    /// active parameter, or is zero); false for a constant. The reverse
+    /// transform passes it to rules as [`irad_rules::RevArg::active`], so the
+    /// bulk primitives' pullbacks skip matrix products for arrays such as
+    /// input data that is not differentiated.
+    pub fn wants_cotangent(&self, op: &Operand) -> bool {
+        match op {
+            Operand::Value(v) => {
+                self.is_active(*v) && self.array_active.get(v.index()).copied().unwrap_or(true)
+            }
             Operand::Const(_) => false,
         }
     }
@@ -220,9 +244,28 @@ impl<'a> Analysis<'a> {
                 }
             })
             .collect();
+        let f64_arrays: Vec<bool> = self
+            .func
+            .values
+            .values()
+            .map(|d| d.ty == Type::Array(irad_ir::Scalar::F64))
+            .collect();
+        let array_active = f64_arrays
+            .iter()
+            .enumerate()
+            .map(|(i, &is_array)| {
+                if is_array {
+                    let c = self.find(i as u32) as usize;
+                    self.varied[c] && self.useful[c]
+                } else {
+                    true
+                }
+            })
+            .collect();
         Activity {
             active,
             tracked: self.tracked,
+            array_active,
         }
     }
 

@@ -23,8 +23,11 @@
 //!   contents back, so every array is as before the forward part, bit for
 //!   bit. `sum`'s pullback is a loop adding `dy` to each element of the
 //!   shadow;
-//! - nothing is computed for a scalar operand whose cotangent is not wanted
-//!   (a constant or an inactive value).
+//! - nothing is computed for an operand whose cotangent is not wanted
+//!   ([`crate::RevArg::active`] false: a constant, an inactive value, or an
+//!   array whose class activity analysis found not both varied and useful,
+//!   such as input data that is not differentiated): a matrix product is
+//!   skipped for it.
 
 use crate::emit::{self, Lanes, f64c, value};
 use crate::{
@@ -349,7 +352,7 @@ fn pullback(
     };
     match (prim, call.saved) {
         (Prim::Sum, [s]) => {
-            if let Some(d) = dy {
+            if let (Some(d), true) = (dy, wanted(0)) {
                 let s = *s;
                 let n = value(b, Prim::Length, &[s])?;
                 emit::for_range(b, n, |b, i| {
@@ -361,8 +364,12 @@ fn pullback(
         }
         (Prim::Dot, [x, y, sx, sy]) => {
             if let Some(d) = dy {
-                effect(b, Prim::Axpy, &[d, *y, *sx])?;
-                effect(b, Prim::Axpy, &[d, *x, *sy])?;
+                if wanted(0) {
+                    effect(b, Prim::Axpy, &[d, *y, *sx])?;
+                }
+                if wanted(1) {
+                    effect(b, Prim::Axpy, &[d, *x, *sy])?;
+                }
             }
         }
         (Prim::Axpy, [alpha, x, sx, sy, y, old]) => {
@@ -370,7 +377,9 @@ fn pullback(
             if wanted(0) {
                 give(0, value(b, Prim::Dot, &[*x, *sy])?);
             }
-            effect(b, Prim::Axpy, &[*alpha, *sy, *sx])?;
+            if wanted(1) {
+                effect(b, Prim::Axpy, &[*alpha, *sy, *sx])?;
+            }
             effect(b, Prim::Copyto, &[*y, *old])?;
         }
         (Prim::Scale, [alpha, sx, x, old]) => {
@@ -388,22 +397,32 @@ fn pullback(
             effect(b, Prim::Copyto, &[*a, *old])?;
         }
         (Prim::Copyto, [sd, ss, dst, old]) => {
-            effect(b, Prim::Axpy, &[f64c(1.0), *sd, *ss])?;
+            if wanted(1) {
+                effect(b, Prim::Axpy, &[f64c(1.0), *sd, *ss])?;
+            }
             effect(b, Prim::Fill, &[*sd, f64c(0.0)])?;
             effect(b, Prim::Copyto, &[*dst, *old])?;
         }
         (Prim::Matvec, [a, x, m, n, sa, sx, sy, y, old]) => {
             let one = Operand::from(1i64);
             // sA += sy x^T (m×1 times 1×n); sx^T += sy^T A (1×m times m×n).
-            gemm(b, false, false, [*sy, *x, *m, one, *n, *sa])?;
-            gemm(b, false, false, [*sy, *a, one, *m, *n, *sx])?;
+            if wanted(0) {
+                gemm(b, false, false, [*sy, *x, *m, one, *n, *sa])?;
+            }
+            if wanted(1) {
+                gemm(b, false, false, [*sy, *a, one, *m, *n, *sx])?;
+            }
             effect(b, Prim::Fill, &[*sy, f64c(0.0)])?;
             effect(b, Prim::Copyto, &[*y, *old])?;
         }
         (Prim::Matmul, [a, bm, m, k, n, sa, sb, sc, c, old]) => {
             // sA += sC B^T; sB += A^T sC.
-            gemm(b, false, true, [*sc, *bm, *m, *n, *k, *sa])?;
-            gemm(b, true, false, [*a, *sc, *k, *m, *n, *sb])?;
+            if wanted(0) {
+                gemm(b, false, true, [*sc, *bm, *m, *n, *k, *sa])?;
+            }
+            if wanted(1) {
+                gemm(b, true, false, [*a, *sc, *k, *m, *n, *sb])?;
+            }
             effect(b, Prim::Fill, &[*sc, f64c(0.0)])?;
             effect(b, Prim::Copyto, &[*c, *old])?;
         }

@@ -244,7 +244,10 @@ pub struct RevArg {
     /// for a value that activity analysis found inactive, so that the rule
     /// may save nothing for it (its pullback gets
     /// [`PullbackCall::arg_inactive`] true and its cotangent is dropped).
-    /// Array arguments are always active (their shadows are written).
+    /// For a `[f64]` array it is false when activity analysis found that
+    /// nothing added into its shadow can reach an active parameter (its
+    /// array class is not both varied and useful); the shadow is still
+    /// there, and a rule may skip adding into it.
     pub active: bool,
 }
 

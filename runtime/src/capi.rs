@@ -15,9 +15,10 @@
 //! site number, written by the code generator.
 
 use crate::{
-    Ctx, ERR_BAD_LENGTH, ERR_DEPTH, ERR_DIV_ZERO, ERR_EMPTY_TAPE, ERR_FPTOSI, ERR_IDIV_OVERFLOW,
-    ERR_INDEX, ERR_MESSAGE, ERR_NEG_LEN, ERR_NO_RULE, ERR_NONE, ERR_OOM_ALLOC, ERR_OOM_COPY,
-    ERR_OOM_TAPE, ERR_REM_ZERO, ERR_STACK, ERR_SWITCH, ERR_TOO_LONG, MAX_ARRAY_LEN, Runtime,
+    Ctx, ERR_BAD_LENGTH, ERR_BULK, ERR_DEPTH, ERR_DIV_ZERO, ERR_EMPTY_TAPE, ERR_FPTOSI,
+    ERR_IDIV_OVERFLOW, ERR_INDEX, ERR_MESSAGE, ERR_NEG_LEN, ERR_NO_RULE, ERR_NONE, ERR_OOM_ALLOC,
+    ERR_OOM_COPY, ERR_OOM_TAPE, ERR_REM_ZERO, ERR_STACK, ERR_SWITCH, ERR_TOO_LONG, MAX_ARRAY_LEN,
+    Runtime,
 };
 use std::cell::{Cell, RefCell};
 use std::ffi::{CStr, CString, c_char};
@@ -154,7 +155,7 @@ pub unsafe extern "C" fn irad_rt_leave(
         } else {
             ctx.err_kind
         };
-        (kind, failure_text(ctx, kind, &rt.trace, sites))
+        (kind, failure_text(ctx, kind, &rt, sites))
     };
     drop(rt);
     // An error text holds no NUL: every piece comes from a C string or from
@@ -204,12 +205,15 @@ pub fn error_text(kind: i64, a: i64, b: i64, max_depth: i64, tape: Option<&str>)
             format!("sparse direction {a} out of range for a dense tangent of length {b}")
         }
         crate::ERR_SPARSE_FULL => "too many sparse tangent nodes".into(),
+        ERR_BULK => "internal error: a bulk primitive failed without a message".into(),
         k => format!("internal error: unknown error kind {k}"),
     }
 }
 
-/// The full text of a failure: the located message, then the call sites.
-fn failure_text(ctx: &Ctx, kind: i64, trace: &[i64], sites: &[SiteInfo]) -> String {
+/// The full text of a failure: the located message (the runtime's for the
+/// kinds that carry one), then the call sites.
+fn failure_text(ctx: &Ctx, kind: i64, rt: &Runtime, sites: &[SiteInfo]) -> String {
+    let trace = &rt.trace;
     let site = |s: i64| usize::try_from(s).ok().and_then(|s| sites.get(s));
     let here = site(ctx.err_site);
     // SAFETY (both closures): the site table's strings are NUL-terminated or
@@ -222,7 +226,11 @@ fn failure_text(ctx: &Ctx, kind: i64, trace: &[i64], sites: &[SiteInfo]) -> Stri
         }
     };
     let tape = here.and_then(|s| text(s.tape));
-    let msg = error_text(kind, ctx.err_a, ctx.err_b, ctx.max_depth, tape.as_deref());
+    let msg = if matches!(kind, ERR_MESSAGE | ERR_BULK) && !rt.message.is_empty() {
+        rt.message.clone()
+    } else {
+        error_text(kind, ctx.err_a, ctx.err_b, ctx.max_depth, tape.as_deref())
+    };
     let pos = here
         .and_then(|s| text(s.pos))
         .unwrap_or_else(|| "<unknown>".into());

@@ -1,6 +1,6 @@
 //! The run-time support of irad's compiled code: the context every compiled
 //! function receives, the tapes of reverse mode, array allocation, the math
-//! functions and the error slot.
+//! functions, the bulk array primitives and the error slot.
 //!
 //! The JIT links this crate into the process and passes the addresses of its
 //! `irad_rt_*` functions to Cranelift; object files written by `irad emit` link
@@ -35,8 +35,13 @@ use std::alloc::{Layout, alloc_zeroed, dealloc, realloc};
 use std::ptr;
 
 pub mod bulk;
+mod bulk_ffi;
 mod capi;
 pub mod sparse;
+pub use bulk_ffi::{
+    irad_rt_bulk_axpy, irad_rt_bulk_copyto, irad_rt_bulk_dot, irad_rt_bulk_fill, irad_rt_bulk_gemm,
+    irad_rt_bulk_matmul, irad_rt_bulk_matvec, irad_rt_bulk_scale, irad_rt_bulk_sum,
+};
 pub use capi::{
     DEFAULT_MAX_DEPTH, DEFAULT_STACK_BUDGET, SITE_INFO_SIZE, SiteInfo, error_text,
     irad_error_message, irad_rt_enter, irad_rt_leave, irad_set_max_depth, irad_set_stack_budget,
@@ -97,6 +102,10 @@ pub const ERR_SPARSE_DIRECTION: i64 = 19;
 pub const ERR_SPARSE_RANGE: i64 = 20;
 /// The sparse tangent builder is full (`sparse::MAX_SPARSE_NODES` nodes).
 pub const ERR_SPARSE_FULL: i64 = 21;
+/// A bulk array primitive's operands failed [`bulk::check`] (a length that
+/// does not fit, a negative dimension, an output that is an input); the text
+/// is in [`Runtime::message`].
+pub const ERR_BULK: i64 = 22;
 
 /// The site number of an error raised outside any statement (a primitive
 /// called through a function value, or the call-depth check on entry to a
@@ -189,7 +198,7 @@ pub struct Runtime {
     pub tapes: Vec<Tape>,
     /// Call sites of the error being returned, innermost first.
     pub trace: Vec<i64>,
-    /// The text of an [`ERR_MESSAGE`] error.
+    /// The text of an [`ERR_MESSAGE`] or [`ERR_BULK`] error.
     pub message: String,
     /// The sparse tangent builder of sparse forward mode; the JIT empties it
     /// when a run starts, an object's runtime lives for one exported call.
@@ -561,7 +570,7 @@ pub extern "C" fn irad_rt_atan2(y: f64, x: f64) -> f64 {
 /// Every function compiled code may call, by symbol name, with its address:
 /// the JIT registers these with Cranelift.
 pub fn symbols() -> Vec<(&'static str, *const u8)> {
-    vec![
+    let mut symbols = vec![
         ("irad_rt_alloc", irad_rt_alloc as *const u8),
         ("irad_rt_copy", irad_rt_copy as *const u8),
         ("irad_rt_tape_grow", irad_rt_tape_grow as *const u8),
@@ -587,7 +596,9 @@ pub fn symbols() -> Vec<(&'static str, *const u8)> {
         ("irad_rt_round", irad_rt_round as *const u8),
         ("irad_rt_pow", irad_rt_pow as *const u8),
         ("irad_rt_atan2", irad_rt_atan2 as *const u8),
-    ]
+    ];
+    symbols.extend(bulk_ffi::symbols());
+    symbols
 }
 
 #[cfg(test)]
@@ -612,7 +623,7 @@ mod tests {
         assert_eq!(size_of::<Tape>(), TAPE_SIZE as usize);
     }
 
-    fn ctx_with(rt: &mut Runtime) -> Ctx {
+    pub(crate) fn ctx_with(rt: &mut Runtime) -> Ctx {
         Ctx {
             depth: 0,
             max_depth: 10,

@@ -551,6 +551,7 @@ fn every_run_time_error_is_the_same_in_the_jit() {
         let f = func(&m, c.func);
         let opts = RunOptions {
             max_depth: c.max_depth,
+            ..RunOptions::default()
         };
         let what = format!(
             "@{}({}) with max depth {}",

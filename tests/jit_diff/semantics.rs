@@ -850,7 +850,10 @@ fn a_primitive_called_through_a_value_is_not_a_frame() {
     // a call of a primitive value still runs, a call of a user function fails.
     let m = ir(CALLS_IR);
     let f = func(&m, "apply");
-    let opts = RunOptions { max_depth: 1 };
+    let opts = RunOptions {
+        max_depth: 1,
+        ..RunOptions::default()
+    };
     let sin = [Val::Func(FuncRef::Prim(Prim::Sin)), Val::F64(0.5)];
     let (want, got) = run_both_direct(&m, f, &sin, &opts);
     assert_same_outcome("@apply(@sin, 0.5) at depth limit 1", &m, &want, &got);

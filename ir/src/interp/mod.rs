@@ -21,7 +21,9 @@
 //! `index I out of bounds for array of length L`,
 //! `switch index I is out of range for N targets`,
 //! `pop from an empty tape of T`,
-//! `call depth limit of N exceeded`. Each is located at the failing statement
+//! `call depth limit of N exceeded`, the bulk array primitives' shape errors
+//! (`crate::bulk::check`), and, when [`RunOptions::max_steps`] is set, `step
+//! limit of N exceeded`. Each is located at the failing statement
 //! (function, block label, statement number from 1 with the terminator last,
 //! source position) and carries the chain of call sites.
 //!
@@ -174,12 +176,19 @@ pub struct RunOptions {
     /// The largest number of active call frames (the called function counts as
     /// one); a call that would exceed it is a run-time error.
     pub max_depth: usize,
+    /// The largest number of steps a run may take (statements, terminators
+    /// and phi moves, as [`Stats::statements`] counts them); checked at each
+    /// terminator, so a run that takes more is the run-time error `step
+    /// limit of N exceeded` at the terminator where it is noticed. Unlimited
+    /// (`u64::MAX`) by default; the fuzzers set one.
+    pub max_steps: u64,
 }
 
 impl Default for RunOptions {
     fn default() -> RunOptions {
         RunOptions {
             max_depth: DEFAULT_MAX_DEPTH,
+            max_steps: u64::MAX,
         }
     }
 }
@@ -510,7 +519,8 @@ impl<'m> Interpreter<'m> {
         let cf = self.compiled(f).map_err(fail)?;
         self.sparse.clear();
         let frame = self.enter(cf, args.iter().cloned(), None).map_err(fail)?;
-        self.execute(frame, opts.max_depth)
+        let steps_end = self.statements.saturating_add(opts.max_steps);
+        self.execute(frame, opts.max_depth, (opts.max_steps, steps_end))
     }
 
     /// The translated form of function `f`, made on first use.
@@ -566,7 +576,14 @@ impl<'m> Interpreter<'m> {
     }
 
     /// Runs `frame` and every call it makes to completion.
-    fn execute(&mut self, mut cur: Frame, max_depth: usize) -> Result<Val, RunError> {
+    /// `steps` is the step limit and the value of the statement counter
+    /// where the run reaches it.
+    fn execute(
+        &mut self,
+        mut cur: Frame,
+        max_depth: usize,
+        steps: (u64, u64),
+    ) -> Result<Val, RunError> {
         let mut stack: Vec<Frame> = Vec::new();
         'frame: loop {
             let cf = Rc::clone(&cur.func);
@@ -716,6 +733,10 @@ impl<'m> Interpreter<'m> {
                     let place = Some((block.term_stmt, block.term_pos));
                     error_in(&cf, Some(block), place, msg, stack)
                 };
+                if self.statements > steps.1 {
+                    let msg = format!("step limit of {} exceeded", steps.0);
+                    return Err(at_term(msg, &stack));
+                }
                 let edge = match &block.term {
                     Term::Goto(edge) => edge,
                     Term::GotoIfNot { cond, next, target } => match read(&cur.slots, cond) {

@@ -763,7 +763,8 @@ pub(super) fn derive(
                         (_, Some(name)) => Callee::Func(name),
                         _ => return Err(err(&loc, "internal error: a rule without callee")),
                     };
-                    let inactive: Vec<bool> = args.iter().map(|a| !act.is_active_op(a)).collect();
+                    let inactive: Vec<bool> =
+                        args.iter().map(|a| !act.wants_cotangent(a)).collect();
                     let call = PullbackCall {
                         callee,
                         arg_types: &types,
@@ -999,7 +1000,7 @@ fn forward_part(
             primal: map_op(fval, a, loc)?,
             ty: t.clone(),
             shadows: shadows_of(fshadow, a),
-            active: act.is_active_op(a),
+            active: act.wants_cotangent(a),
         });
     }
     let call = RevCall {
