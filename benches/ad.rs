@@ -17,13 +17,13 @@
 //!   (`mlp_scalar.irad`); the gradient is with respect to W1, b1, W2 and b2
 //!   only (`@loss.rev.wrt0_1_2_3`, derived with activity analysis; x and the
 //!   labels are inactive). Both programs and the hand-written Rust run in one
-//!   set of interleaved rounds (at least five); one result row per program,
-//!   sharing the Rust times. Checked first: the gradients of both programs and
-//!   of the Rust adjoint agree within 1e-10 of the largest entry, the values
-//!   within 1e-12 (bulk and scalar are expected to agree bit for bit, and the
-//!   run says whether they do), and the Rust adjoint agrees with central
-//!   differences of the Rust primal on five entries of each array. Data:
-//!   xorshift64*, seed 12 (benches/common/handwritten.rs).
+//!   set of interleaved rounds (at least 15; 3 with `--quick`); one result
+//!   row per program, sharing the Rust times. Checked first: the gradients of
+//!   both programs and of the Rust adjoint agree within 1e-10 of the largest
+//!   entry, the values within 1e-12 (bulk and scalar are expected to agree
+//!   bit for bit, and the run says whether they do), and the Rust adjoint
+//!   agrees with central differences of the Rust primal on five entries of
+//!   each array. Data: xorshift64*, seed 12 (benches/common/handwritten.rs).
 //! - `forward_scaling`: the full gradient of `sum(x)` by forward mode (batch
 //!   width 8, so n / 8 passes) for n from 2 500 to 40 000, and the exponent of
 //!   a least-squares fit of log time against log n; beside it sparse forward
@@ -871,7 +871,15 @@ fn mlp(cfg: &Config, failures: &mut Vec<String>) -> Vec<CaseResult> {
                 }),
             },
         ];
-        measure(&mut variants, cfg, cfg.budget, 5)
+        // A round takes about a quarter of a second (the scalar program's
+        // gradient dominates it): more rounds than the budget alone gives,
+        // so that the bulk program's medians are not of five samples.
+        measure(
+            &mut variants,
+            cfg,
+            cfg.budget,
+            if cfg.quick { 3 } else { 15 },
+        )
     };
     let t = |k: usize| timings.medians.get(k).copied().flatten();
     let results: Vec<CaseResult> = MLP_PROGRAMS

@@ -215,21 +215,23 @@ fn mlp_value(file: &str, p: &handwritten::MlpProblem, backend: Backend) -> f64 {
 }
 
 /// The bulk and the scalar program sum in the same order: their values agree
-/// bit for bit, and with the hand-written primal's within rounding (which
-/// uses std's tanh, exp and log).
+/// bit for bit, in the interpreter and in the JIT, and with the hand-written
+/// primal's within rounding (which uses std's tanh, exp and log).
 #[test]
 fn mlp_programs_agree_bit_for_bit() {
     for seed in 1..=4 {
         let p = handwritten::mlp_problem(MLP_SMALL, seed);
         let want = handwritten::mlp(&p);
-        let bulk = mlp_value("mlp_bulk", &p, Backend::Interp);
-        let scalar = mlp_value("mlp_scalar", &p, Backend::Interp);
-        assert_eq!(
-            bulk.to_bits(),
-            scalar.to_bits(),
-            "seed {seed}: bulk {bulk:e}, scalar {scalar:e}"
-        );
-        assert_value(&format!("mlp (seed {seed})"), bulk, want);
+        for backend in BACKENDS {
+            let bulk = mlp_value("mlp_bulk", &p, backend);
+            let scalar = mlp_value("mlp_scalar", &p, backend);
+            assert_eq!(
+                bulk.to_bits(),
+                scalar.to_bits(),
+                "seed {seed} ({backend:?}): bulk {bulk:e}, scalar {scalar:e}"
+            );
+            assert_value(&format!("mlp (seed {seed}, {backend:?})"), bulk, want);
+        }
     }
 }
 
@@ -263,14 +265,9 @@ fn mlp_gradients_match_the_hand_written_adjoint() {
     let want: Vec<f64> = want.arrays().concat();
     let args = mlp_args(&p);
     let registry = irad::rules::Registry::new();
-    // FIXME: mlp_bulk in the JIT too, when the bulk primitives have their
-    // compiled code.
-    for (file, backends) in [
-        ("mlp_bulk", &[Backend::Interp][..]),
-        ("mlp_scalar", &BACKENDS[..]),
-    ] {
+    for file in ["mlp_bulk", "mlp_scalar"] {
         let (src, m, f) = program_fn(file, "loss");
-        for &backend in backends {
+        for backend in BACKENDS {
             let opts = GradOptions {
                 width: 8,
                 wrt: Some(vec![0, 1, 2, 3]),
