@@ -37,7 +37,7 @@
 //! the hand-written adjoint (each entry within 1e-12 of the largest entry,
 //! or 1e-14; the per-entry relative error is reported too) and
 //! against irad's forward mode (at n = 256 for the array cases, where forward
-//! mode is cheap; not for the MLP, whose 100 000 parameters would take 12 500
+//! mode is cheap; not for the MLP, whose 101 770 parameters would take 12 722
 //! forward passes: tests/bench_programs.rs compares forward and reverse mode
 //! on a small MLP). A failed check makes the binary exit with status 1.
 //!
