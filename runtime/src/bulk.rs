@@ -116,42 +116,40 @@ pub fn check(
         }
     }
     let names = op.dims();
-    let product = |i: usize, j: usize| -> (String, i128) {
-        let n = i128::from(dims[i]) * i128::from(dims[j]);
-        (
-            format!("{}*{} = {}*{} = {n}", names[i], names[j], dims[i], dims[j]),
-            n,
-        )
-    };
-    let dim = |i: usize| (format!("{} = {}", names[i], dims[i]), i128::from(dims[i]));
-    // The length each array must have: another array's, or a product of
-    // dimensions.
-    let want: Vec<Option<(String, i128)>> = match op {
-        Op::Sum | Op::Scale | Op::Fill => vec![None],
-        Op::Dot | Op::Axpy | Op::Copyto => vec![None, None],
-        Op::Matvec => vec![Some(product(0, 1)), Some(dim(1)), Some(dim(0))],
-        Op::Matmul | Op::Gemm => {
-            let (ta, tb) = if op == Op::Gemm {
-                (flags[0], flags[1])
-            } else {
-                (false, false)
-            };
-            vec![
-                Some(if ta { product(1, 0) } else { product(0, 1) }),
-                Some(if tb { product(2, 1) } else { product(1, 2) }),
-                Some(product(0, 2)),
-            ]
+    // The length each array must have, as a product of dimensions (i, j) or
+    // one dimension (i, i); none where it must equal another array's. No
+    // allocation unless the check fails.
+    let (ta, tb) = (op == Op::Gemm && flags[0], op == Op::Gemm && flags[1]);
+    let want = |arr: usize| -> Option<(usize, usize)> {
+        match op {
+            Op::Sum | Op::Scale | Op::Fill | Op::Dot | Op::Axpy | Op::Copyto => None,
+            Op::Matvec => Some([(0, 1), (1, 1), (0, 0)][arr]),
+            Op::Matmul | Op::Gemm => Some(match arr {
+                0 if ta => (1, 0),
+                0 => (0, 1),
+                1 if tb => (2, 1),
+                1 => (1, 2),
+                _ => (0, 2),
+            }),
         }
     };
-    for (i, w) in want.iter().enumerate() {
-        if let Some((text, n)) = w
-            && i128::try_from(lens[i]).ok() != Some(*n)
-        {
+    for (arr, &len) in lens.iter().enumerate() {
+        let Some((i, j)) = want(arr) else { continue };
+        let n = if i == j {
+            i128::from(dims[i])
+        } else {
+            i128::from(dims[i]) * i128::from(dims[j])
+        };
+        if i128::try_from(len).ok() != Some(n) {
+            let text = if i == j {
+                format!("{} = {}", names[i], dims[i])
+            } else {
+                format!("{}*{} = {}*{} = {n}", names[i], names[j], dims[i], dims[j])
+            };
             return Err(format!(
-                "`{name}`: {} has {} element{} but {text}",
-                arrays[i],
-                lens[i],
-                plural(lens[i])
+                "`{name}`: {} has {len} element{} but {text}",
+                arrays[arr],
+                plural(len)
             ));
         }
     }
