@@ -11,6 +11,19 @@
 //!   accumulate between runs, which does not change the cost); "irad grad
 //!   (run)" is `CompiledGradient::run`, which also copies the arguments, makes
 //!   the shadows and assembles the result.
+//! - `mlp` (issue 12): a two-layer MLP, batch 64, 784 -> 128 tanh -> 10,
+//!   mean softmax cross-entropy, written once with the bulk primitives
+//!   (`mlp_bulk.irad`: matmul for both layers) and once with scalar loops
+//!   (`mlp_scalar.irad`); the gradient is with respect to W1, b1, W2 and b2
+//!   only (`@loss.rev.wrt0_1_2_3`, derived with activity analysis; x and the
+//!   labels are inactive). Both programs and the hand-written Rust run in one
+//!   set of interleaved rounds (at least 15; 3 with `--quick`); one result
+//!   row per program, sharing the Rust times. Checked first: the gradients of
+//!   both programs and of the Rust adjoint agree within 1e-10 of the largest
+//!   entry, the values within 1e-12 (bulk and scalar are expected to agree
+//!   bit for bit, and the run says whether they do), and the Rust adjoint
+//!   agrees with central differences of the Rust primal on five entries of
+//!   each array. Data: xorshift64*, seed 12 (benches/common/handwritten.rs).
 //! - `forward_scaling`: the full gradient of `sum(x)` by forward mode (batch
 //!   width 8, so n / 8 passes) for n from 2 500 to 40 000, and the exponent of
 //!   a least-squares fit of log time against log n; beside it sparse forward
@@ -24,15 +37,18 @@
 //! the hand-written adjoint (each entry within 1e-12 of the largest entry,
 //! or 1e-14; the per-entry relative error is reported too) and
 //! against irad's forward mode (at n = 256 for the array cases, where forward
-//! mode is cheap). A failed check makes the binary exit with status 1.
+//! mode is cheap; not for the MLP, whose 101 770 parameters would take 12 722
+//! forward passes: tests/bench_programs.rs compares forward and reverse mode
+//! on a small MLP). A failed check makes the binary exit with status 1.
 //!
 //! Prints a table and writes the figures as JSON to
 //! `$CARGO_TARGET_DIR/bench/results.json` (default: `target/bench/`).
 //!
 //! Run: `cargo bench --bench ad`; `-- --quick` for a smoke run, `-- --case
 //! NAME` for one case (to profile it), `-- --only 'irad grad,rust grad'` to
-//! time only the variants of those names (as the table prints them), `--
-//! --n N` to give the array cases another size than 100 000. Run
+//! time only the variants of those names (as the table prints them; the
+//! MLP's are also named `mlp_bulk: irad grad` and so on, to pick one
+//! program's), `-- --n N` to give the array cases another size than 100 000. Run
 //! without any of these flags or `--bench` (as `cargo test --all-targets`
 //! does), the binary does nothing: the programs' correctness is
 //! tests/bench_programs.rs's job.
@@ -42,9 +58,11 @@ mod chain;
 #[path = "common/handwritten.rs"]
 mod handwritten;
 
-use irad::ir::interp::{ArrayData, RunOptions, Val};
+use irad::codegen::Jit;
+use irad::ir::interp::{ArrayData, ArrayRef, RunOptions, Val};
 use irad::ir::{FuncId, Module};
 use irad::passes::forward::grad::{GradOptions, Gradient};
+use irad::passes::reverse::Reverse;
 use irad::{CompiledGradient, Mode};
 use serde_json::{Value as Json, json};
 use std::hint::black_box;
@@ -52,10 +70,11 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 /// The cases, in the order they run.
-const CASES: [&str; 5] = [
+const CASES: [&str; 6] = [
     "rosenbrock",
     "lotka_volterra",
     "branchy",
+    "mlp",
     "forward_scaling",
     "compile_chain",
 ];
@@ -64,6 +83,8 @@ const ROSENBROCK: &str = include_str!("programs/rosenbrock.irad");
 const LOTKA_VOLTERRA: &str = include_str!("programs/lotka_volterra.irad");
 const BRANCHY: &str = include_str!("programs/branchy.irad");
 const SUM: &str = include_str!("programs/sum.irad");
+const MLP_BULK: &str = include_str!("programs/mlp_bulk.irad");
+const MLP_SCALAR: &str = include_str!("programs/mlp_scalar.irad");
 
 /// Relative and absolute tolerance of the gradient checks.
 const REL_TOL: f64 = 1e-12;
@@ -132,6 +153,10 @@ fn main() -> ExitCode {
                     adjoint: handwritten::branchy_adjoint,
                 };
                 report.cases.push(c.run(&x, &cfg, &mut report.failures));
+            }
+            "mlp" => {
+                let results = mlp(&cfg, &mut report.failures);
+                report.cases.extend(results);
             }
             "forward_scaling" => {
                 report.forward = Some(forward_scaling(&cfg, &mut report.failures));
@@ -218,10 +243,15 @@ impl Config {
         Ok(cfg)
     }
 
+    /// Whether `--only` keeps `variant`: named in full, or, for a variant
+    /// named `PROGRAM: NAME` (the MLP's), by NAME alone.
     fn wants(&self, variant: &str) -> bool {
-        self.only
-            .as_deref()
-            .is_none_or(|list| list.split(',').any(|name| name.trim() == variant))
+        let short = variant.split_once(": ").map(|(_, name)| name);
+        self.only.as_deref().is_none_or(|list| {
+            list.split(',')
+                .map(str::trim)
+                .any(|name| name == variant || short == Some(name))
+        })
     }
 }
 
@@ -322,7 +352,8 @@ struct ArrayCase {
     adjoint: fn(&[f64], &mut [f64]) -> f64,
 }
 
-/// The result of one of the three ratio cases.
+/// The result of one of the ratio cases (rosenbrock, lotka_volterra,
+/// branchy, and one per MLP program).
 struct CaseResult {
     name: &'static str,
     size: String,
@@ -344,13 +375,17 @@ const VARIANTS: [&str; 7] = [
     "irad grad (run, activity, no schedule)",
 ];
 
-/// irad's compiled versions of one case: the primal, `@f.rev`, and the
+/// irad's compiled versions of one case: the primal, `@f.rev` (or, for a
+/// gradient with respect to some arguments only, `@f.rev.wrtI_J`), and the
 /// gradient through `CompiledGradient::run`.
 struct Irad<'r> {
     primal: irad::Compiled<'static>,
     pf: FuncId,
-    rev: irad::Compiled<'r>,
+    /// What `irad::jit_reverse` makes, with `rev_wrt` in place of `rev`.
+    rev: Jit<'r>,
     rf: FuncId,
+    /// The forward sweep and the pullback that `rf` calls.
+    pieces: (FuncId, FuncId),
     grad: CompiledGradient<'r>,
     /// `grad` derived without activity analysis and not optimised.
     plain: CompiledGradient<'r>,
@@ -359,28 +394,34 @@ struct Irad<'r> {
 }
 
 impl<'r> Irad<'r> {
-    /// Derives and compiles all three for `f` (named `name`) of `m`.
+    /// Derives and compiles all three for `f` (named `name`) of `m`, with
+    /// respect to the arguments in `wrt` (`None`: all).
     fn new(
         m: &Module,
         f: FuncId,
         name: &str,
         args: &[Val],
+        wrt: Option<&[usize]>,
         registry: &'r irad::rules::Registry,
     ) -> Irad<'r> {
         let mut primal = irad::jit_primal(m).expect("the primal compiles");
         let pf = primal.func(name).expect("the function exists");
         primal.compile(pf).expect("the primal compiles");
-        let mut rev = irad::jit_reverse(m, &[f], registry).expect("reverse mode derives");
-        let rf = rev.func(&format!("{name}.rev")).expect("@f.rev exists");
+        let all: Vec<usize> = (0..args.len()).collect();
+        let wrt_list = wrt.unwrap_or(&all);
+        let (mut rev, rf, pieces) = jit_reverse_wrt(m, f, wrt_list, registry);
         rev.compile(rf).expect("@f.rev compiles");
-        let mut grad =
-            irad::jit_gradient(m, f, args, registry, &GradOptions::default(), Mode::Reverse)
-                .expect("the gradient derives");
+        let grad_opts = GradOptions {
+            wrt: wrt.map(<[usize]>::to_vec),
+            ..GradOptions::default()
+        };
+        let mut grad = irad::jit_gradient(m, f, args, registry, &grad_opts, Mode::Reverse)
+            .expect("the gradient derives");
         grad.compile().expect("the gradient compiles");
         let unoptimised = |activity: bool| {
             let opts = GradOptions {
                 activity,
-                ..GradOptions::default()
+                ..grad_opts.clone()
             };
             let mut g = irad::jit_gradient_with(
                 m,
@@ -400,6 +441,7 @@ impl<'r> Irad<'r> {
             pf,
             rev,
             rf,
+            pieces,
             grad,
             plain: unoptimised(false),
             active: unoptimised(true),
@@ -422,6 +464,7 @@ impl<'r> Irad<'r> {
             grad,
             plain,
             active,
+            ..
         } = self;
         let (pf, rf) = (*pf, *rf);
         [
@@ -438,7 +481,7 @@ impl<'r> Irad<'r> {
             Variant {
                 name: VARIANTS[1],
                 run: Box::new(move || {
-                    black_box(rev.call(rf, black_box(rev_args), run).expect("@f.rev runs"));
+                    black_box(rev.run(rf, black_box(rev_args), run).expect("@f.rev runs"));
                 }),
             },
             Variant {
@@ -473,7 +516,7 @@ impl ArrayCase {
         let xv = Val::f64_array(x.to_vec());
         let args = vec![xv.clone()];
 
-        let mut irad = Irad::new(&m, f, self.name, &args, &registry);
+        let mut irad = Irad::new(&m, f, self.name, &args, None, &registry);
 
         // Checks, before any timing.
         let want_value = (self.primal)(x);
@@ -489,7 +532,7 @@ impl ArrayCase {
         let rev_args = vec![xv.clone(), shadow.clone(), Val::F64(1.0)];
         let rev_out = irad
             .rev
-            .call(irad.rf, &rev_args, &run_opts)
+            .run(irad.rf, &rev_args, &run_opts)
             .expect("@f.rev runs");
         let rev_value = floats(&rev_out)[0];
         let rev_grad = floats(&shadow);
@@ -567,7 +610,7 @@ fn lotka_volterra(cfg: &Config, failures: &mut Vec<String>) -> CaseResult {
     let mut rev_args = args.clone();
     rev_args.push(Val::F64(1.0));
 
-    let mut irad = Irad::new(&m, f, name, &args, &registry);
+    let mut irad = Irad::new(&m, f, name, &args, None, &registry);
 
     let want_value = handwritten::lotka_volterra(&p);
     let (want_adj_value, want_grad) = handwritten::lotka_volterra_adjoint(&p);
@@ -580,7 +623,7 @@ fn lotka_volterra(cfg: &Config, failures: &mut Vec<String>) -> CaseResult {
     let rev_out = floats(
         &irad
             .rev
-            .call(irad.rf, &rev_args, &run_opts)
+            .run(irad.rf, &rev_args, &run_opts)
             .expect("@f.rev runs"),
     );
     let run_out = irad.grad.run(&args, &run_opts).expect("the gradient runs");
@@ -634,6 +677,281 @@ fn lotka_volterra(cfg: &Config, failures: &mut Vec<String>) -> CaseResult {
     };
     result.print_row();
     result
+}
+
+/// The MLP programs: one function, written with the bulk primitives and with
+/// scalar loops.
+const MLP_PROGRAMS: [(&str, &str); 2] = [("mlp_bulk", MLP_BULK), ("mlp_scalar", MLP_SCALAR)];
+
+/// The seed of the MLP's data.
+const MLP_SEED: u64 = 12;
+
+/// The MLP's gradient is with respect to W1, b1, W2 and b2, not x or the labels.
+const MLP_WRT: [usize; 4] = [0, 1, 2, 3];
+
+/// Relative tolerance of the MLP's gradient checks (issue 12).
+const MLP_REL_TOL: f64 = 1e-10;
+
+/// Relative tolerance of central differences against the adjoint.
+const MLP_FD_TOL: f64 = 1e-6;
+
+/// The MLP of issue 12 (batch 64, 784 -> 128 tanh -> 10, softmax
+/// cross-entropy), gradient with respect to the weights and biases: both
+/// programs and the hand-written Rust, checked against each other and against
+/// central differences, then timed in one interleaved run. One result per
+/// program; the Rust times are the same in both.
+fn mlp(cfg: &Config, failures: &mut Vec<String>) -> Vec<CaseResult> {
+    let dims = handwritten::MLP_DIMS;
+    let handwritten::MlpDims { nb, nin, nh, nout } = dims;
+    println!(
+        "\n== mlp (batch {nb}, {nin} -> {nh} tanh -> {nout}, softmax cross-entropy; \
+         gradient with respect to W1, b1, W2, b2)"
+    );
+    let problem = handwritten::mlp_problem(dims, MLP_SEED);
+    let args = mlp_args(&problem);
+    let registry = irad::rules::Registry::new();
+    let run_opts = RunOptions::default();
+
+    let want_value = handwritten::mlp(&problem);
+    let mut want = handwritten::MlpParams::zeros(dims);
+    let want_adj_value = handwritten::mlp_adjoint(&problem, &mut want);
+    let want_grad = want.arrays().concat();
+    let mut checks = Checks::new("mlp", failures);
+    checks.scalar(
+        "rust adjoint value vs rust primal",
+        want_adj_value,
+        want_value,
+    );
+    // Central differences of the Rust primal on a few coordinates of each array.
+    let names = ["w1", "b1", "w2", "b2"];
+    for (k, g) in want.arrays().into_iter().enumerate() {
+        let n = g.len();
+        let coords = [0, n / 3, n / 2, (7 * n) / 9, n - 1];
+        let fd: Vec<f64> = coords
+            .iter()
+            .map(|&i| handwritten::mlp_central_difference(&problem, k, i))
+            .collect();
+        let adj: Vec<f64> = coords.iter().map(|&i| g[i]).collect();
+        checks.vector_within(
+            &format!(
+                "central differences vs rust adjoint ({}, 5 entries)",
+                names[k]
+            ),
+            &fd,
+            &adj,
+            MLP_FD_TOL,
+        );
+    }
+
+    let mut irads = Vec::new();
+    let mut rev_args = Vec::new();
+    let mut values = Vec::new();
+    let mut grads = Vec::new();
+    for (file, text) in MLP_PROGRAMS {
+        let (m, f) = program_fn(file, "loss", text);
+        let mut irad = Irad::new(&m, f, "loss", &args, Some(&MLP_WRT), &registry);
+        let value = as_f64(
+            &irad
+                .primal
+                .call(irad.pf, &args, &run_opts)
+                .expect("the primal runs"),
+        );
+        checks.scalar(&format!("{file}: primal vs rust"), value, want_value);
+        // `@loss.rev.wrt0_1_2_3`: the arguments, a shadow per f64 array (x
+        // too, which it leaves alone), the seed.
+        let shadows: Vec<Val> = args[..5]
+            .iter()
+            .map(|a| Val::f64_array(vec![0.0; floats(a).len()]))
+            .collect();
+        let mut call = args.clone();
+        call.extend(shadows.iter().cloned());
+        call.push(Val::F64(1.0));
+        let out = irad
+            .rev
+            .run(irad.rf, &call, &run_opts)
+            .expect("@f.rev runs");
+        let grad: Vec<f64> = shadows[..4].iter().flat_map(floats).collect();
+        checks.scalar(
+            &format!("{file}: @f.rev value vs primal"),
+            floats(&out)[0],
+            value,
+        );
+        checks.vector_within(
+            &format!("{file}: @f.rev gradient vs rust adjoint"),
+            &grad,
+            &want_grad,
+            MLP_REL_TOL,
+        );
+        let run_out = irad.grad.run(&args, &run_opts).expect("the gradient runs");
+        checks.vector(
+            &format!("{file}: run gradient vs @f.rev"),
+            &gradient_floats(&run_out),
+            &grad,
+        );
+        // x is not differentiated; a pullback that still computes its
+        // cotangent (into x's shadow) does work nobody asked for.
+        let x_shadow_written = floats(&shadows[4]).iter().any(|&v| v != 0.0);
+        println!(
+            "  {file}: tape after the forward sweep {:.1} MB; the shadow of x {}",
+            tape_after_forward_sweep(&mut irad, &args, &run_opts) as f64 / 1e6,
+            if x_shadow_written {
+                "was written (x's cotangent was computed, though x is inactive)"
+            } else {
+                "was left alone"
+            }
+        );
+        values.push(value);
+        grads.push(grad);
+        irads.push(irad);
+        // Fresh shadows for the timed runs; they accumulate, which does not
+        // change the cost.
+        let mut timed = args.clone();
+        timed.extend(
+            args[..5]
+                .iter()
+                .map(|a| Val::f64_array(vec![0.0; floats(a).len()])),
+        );
+        timed.push(Val::F64(1.0));
+        rev_args.push(timed);
+    }
+    checks.scalar("bulk value vs scalar value", values[0], values[1]);
+    checks.vector_within(
+        "bulk gradient vs scalar gradient",
+        &grads[0],
+        &grads[1],
+        MLP_REL_TOL,
+    );
+    println!(
+        "  bulk and scalar values {}",
+        if values[0].to_bits() == values[1].to_bits() {
+            "agree bit for bit".to_string()
+        } else {
+            format!("differ: {:e} and {:e}", values[0], values[1])
+        }
+    );
+    let checks = checks.finish();
+
+    let mut rust_grad = handwritten::MlpParams::zeros(dims);
+    let timings = {
+        let [bulk, scalar] = &mut irads[..] else {
+            unreachable!("two programs")
+        };
+        let [ba, bb, bc, bd, be] = named(
+            MLP_PROGRAMS[0].0,
+            bulk.variants(&args, &rev_args[0], &run_opts),
+        );
+        let [sa, sb, sc, sd, se] = named(
+            MLP_PROGRAMS[1].0,
+            scalar.variants(&args, &rev_args[1], &run_opts),
+        );
+        let mut variants = [
+            ba,
+            bb,
+            bc,
+            bd,
+            be,
+            sa,
+            sb,
+            sc,
+            sd,
+            se,
+            Variant {
+                name: VARIANTS[3],
+                run: Box::new(|| {
+                    black_box(handwritten::mlp(black_box(&problem)));
+                }),
+            },
+            Variant {
+                name: VARIANTS[4],
+                run: Box::new(|| {
+                    black_box(handwritten::mlp_adjoint(
+                        black_box(&problem),
+                        black_box(&mut rust_grad),
+                    ));
+                }),
+            },
+        ];
+        // A round takes about a quarter of a second (the scalar program's
+        // gradient dominates it): more rounds than the budget alone gives,
+        // so that the bulk program's medians are not of five samples.
+        measure(
+            &mut variants,
+            cfg,
+            cfg.budget,
+            if cfg.quick { 3 } else { 15 },
+        )
+    };
+    let t = |k: usize| timings.medians.get(k).copied().flatten();
+    let results: Vec<CaseResult> = MLP_PROGRAMS
+        .iter()
+        .enumerate()
+        .map(|(p, (file, _))| {
+            let o = 5 * p;
+            CaseResult {
+                name: file,
+                size: format!("batch {nb}, {nin}-{nh}-{nout}"),
+                rounds: timings.rounds,
+                times: [t(o), t(o + 1), t(o + 2), t(10), t(11), t(o + 3), t(o + 4)],
+                checks: checks.clone(),
+            }
+        })
+        .collect();
+    for r in &results {
+        println!("  -- {}", r.name);
+        r.print_row();
+    }
+    println!(
+        "  bulk grad / scalar grad {}, bulk primal / scalar primal {}, rust grad / rust primal {}",
+        fmt_ratio(ratio(results[0].times[1], results[1].times[1])),
+        fmt_ratio(ratio(results[0].times[0], results[1].times[0])),
+        fmt_ratio(ratio(t(11), t(10))),
+    );
+    results
+}
+
+/// The variants renamed `PROGRAM: NAME`, so that `--only` can pick one
+/// program's (and still picks both by NAME alone).
+fn named<'a, const N: usize>(program: &str, mut variants: [Variant<'a>; N]) -> [Variant<'a>; N] {
+    for v in &mut variants {
+        // A dozen short strings, once per run of the binary.
+        v.name = Box::leak(format!("{program}: {}", v.name).into_boxed_str());
+    }
+    variants
+}
+
+/// The MLP programs' arguments: w1, b1, w2, b2, x, labels.
+fn mlp_args(p: &handwritten::MlpProblem) -> Vec<Val> {
+    let mut args: Vec<Val> = p
+        .params
+        .arrays()
+        .into_iter()
+        .map(|a| Val::f64_array(a.to_vec()))
+        .collect();
+    args.push(Val::f64_array(p.x.clone()));
+    args.push(Val::Array(ArrayRef::new(ArrayData::I64(p.labels.clone()))));
+    args
+}
+
+/// The bytes on irad's tapes between the forward sweep and the pullback of
+/// `irad`'s gradient at `args` (the pullback then runs, emptying them).
+fn tape_after_forward_sweep(irad: &mut Irad<'_>, args: &[Val], run: &RunOptions) -> u64 {
+    let (fwd, back) = irad.pieces;
+    let mut call = args.to_vec();
+    for a in args {
+        if let Val::Array(arr) = a
+            && let ArrayData::F64(xs) = &*arr.0.borrow()
+        {
+            call.push(Val::f64_array(vec![0.0; xs.len()]));
+        }
+    }
+    irad.rev
+        .run(fwd, &call, run)
+        .expect("the forward sweep runs");
+    let bytes = irad.rev.tape_bytes();
+    irad.rev
+        .run(back, &[Val::F64(1.0)], run)
+        .expect("the pullback runs");
+    bytes
 }
 
 /// One size of the forward-scaling case.
@@ -879,16 +1197,42 @@ fn chain_adjoint(x: f64, steps: usize) -> (f64, f64) {
 
 /// Loads `benches/programs/NAME.irad` (given as text) and finds `@NAME`.
 fn program(name: &str, text: &str) -> (Module, FuncId) {
+    program_fn(name, name, text)
+}
+
+/// Loads `benches/programs/FILE.irad` (given as text) and finds `@func`.
+fn program_fn(file: &str, func: &str, text: &str) -> (Module, FuncId) {
     let src = irad::Source {
-        name: format!("benches/programs/{name}.irad"),
+        name: format!("benches/programs/{file}.irad"),
         text: text.into(),
     };
     let m = match irad::load(&src) {
         Ok(m) => m,
         Err(e) => panic!("{}", e.render(&[&src])),
     };
-    let f = m.by_name(name).expect("the program defines its function");
+    let f = m.by_name(func).expect("the program defines its function");
     (m, f)
+}
+
+/// What `irad::jit_reverse` makes for `f` of `m`, but with `@f.rev` for a
+/// gradient with respect to the arguments in `wrt` only (`@f.rev.wrtI_J`,
+/// derived with activity analysis; `@f.rev` itself when `wrt` holds every
+/// argument): the JIT, that function, and the forward sweep and pullback it
+/// calls.
+fn jit_reverse_wrt<'r>(
+    m: &Module,
+    f: FuncId,
+    wrt: &[usize],
+    registry: &'r irad::rules::Registry,
+) -> (Jit<'r>, FuncId, (FuncId, FuncId)) {
+    let mut m = m.clone();
+    irad::passes::normalise(&mut m).expect("the program normalises");
+    let mut rev = Reverse::new(registry);
+    let rf = rev.rev_wrt(&mut m, f, wrt).expect("reverse mode derives");
+    // The pieces `rev_wrt` made (cached: nothing is derived again).
+    let pieces = rev.rule_wrt(&mut m, f, wrt).expect("reverse mode derives");
+    let jit = Jit::owning(m, Some(Box::new(rev))).expect("the module compiles");
+    (jit, rf, pieces)
 }
 
 /// The gradient of `f` at `args` in `mode` (forward: width 8), compiled, as floats.
@@ -969,6 +1313,11 @@ impl<'a> Checks<'a> {
     /// large terms, as in Rosenbrock's gradient, carries the rounding of the
     /// terms, which the order of accumulation changes), or `ABS_TOL`.
     fn vector(&mut self, what: &str, got: &[f64], want: &[f64]) {
+        self.vector_within(what, got, want, REL_TOL);
+    }
+
+    /// [`Checks::vector`] with the relative tolerance `rel`.
+    fn vector_within(&mut self, what: &str, got: &[f64], want: &[f64], rel: f64) {
         if got.len() != want.len() {
             self.failures.push(format!(
                 "{}: {what}: {} entries, want {}",
@@ -983,7 +1332,7 @@ impl<'a> Checks<'a> {
         for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
             let err = (g - w).abs();
             // Written so that a NaN fails.
-            let within = err <= REL_TOL * scale + ABS_TOL;
+            let within = err <= rel * scale + ABS_TOL;
             if !within {
                 self.failures.push(format!(
                     "{}: {what}: entry {i} is {g:e}, want {w:e}",

@@ -6,11 +6,17 @@
 //! 1e-12 relative; gradients entry by entry within 1e-12 of their largest
 //! entry (an entry that is the small difference of large terms carries their
 //! rounding, which the order of accumulation changes).
+//!
+//! The two MLP programs (`mlp_bulk`, `mlp_scalar`: one function, written with
+//! the bulk primitives and with scalar loops) must also agree with each other
+//! bit for bit, their gradients with respect to the weights and biases with
+//! the hand-written adjoint within 1e-10 of the largest entry, and that
+//! adjoint with central differences on every coordinate of a small problem.
 
 #[path = "../benches/common/handwritten.rs"]
 mod handwritten;
 
-use irad::ir::interp::{ArrayData, RunOptions, Val};
+use irad::ir::interp::{ArrayData, ArrayRef, RunOptions, Val};
 use irad::passes::forward::grad::{GradOptions, Gradient};
 use irad::{Backend, Source};
 
@@ -18,13 +24,18 @@ const BACKENDS: [Backend; 2] = [Backend::Interp, Backend::Jit];
 
 /// `benches/programs/NAME.irad`, loaded, and `@NAME`.
 fn program(name: &str) -> (Source, irad::ir::Module, irad::ir::FuncId) {
+    program_fn(name, name)
+}
+
+/// `benches/programs/FILE.irad`, loaded, and `@func`.
+fn program_fn(file: &str, func: &str) -> (Source, irad::ir::Module, irad::ir::FuncId) {
     let path = format!(
-        "{}/benches/programs/{name}.irad",
+        "{}/benches/programs/{file}.irad",
         env!("CARGO_MANIFEST_DIR")
     );
     let src = irad::read_source(std::path::Path::new(&path)).expect("the program exists");
     let m = irad::load(&src).unwrap_or_else(|e| panic!("{}", e.render(&[&src])));
-    let f = irad::find_function(&src, &m, name).expect("the program defines @NAME");
+    let f = irad::find_function(&src, &m, func).expect("the program defines the function");
     (src, m, f)
 }
 
@@ -81,11 +92,16 @@ fn assert_value(what: &str, got: f64, want: f64) {
 }
 
 fn assert_gradient(what: &str, got: &[f64], want: &[f64]) {
+    assert_gradient_within(what, got, want, 1e-12);
+}
+
+/// Every entry within `rel` of the largest entry of `want` (or 1e-14).
+fn assert_gradient_within(what: &str, got: &[f64], want: &[f64], rel: f64) {
     assert_eq!(got.len(), want.len(), "{what}: length");
     let scale = want.iter().fold(0.0f64, |m, w| m.max(w.abs()));
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
         assert!(
-            (g - w).abs() <= 1e-12 * scale + 1e-14,
+            (g - w).abs() <= rel * scale + 1e-14,
             "{what}: entry {i} is {g:e}, want {w:e}"
         );
     }
@@ -165,5 +181,133 @@ fn lotka_volterra_matches_the_hand_written_adjoint() {
         assert_value(&format!("{what}: value"), value, want);
         assert_gradient(&format!("{what}: reverse"), &rev, &want_grad);
         assert_gradient(&format!("{what}: forward"), &fwd, &want_grad);
+    }
+}
+
+/// The MLP programs' sizes here: small enough for the interpreter and for
+/// central differences on every coordinate.
+const MLP_SMALL: handwritten::MlpDims = handwritten::MlpDims {
+    nb: 3,
+    nin: 5,
+    nh: 4,
+    nout: 3,
+};
+
+/// The MLP programs' arguments: w1, b1, w2, b2, x, labels.
+fn mlp_args(p: &handwritten::MlpProblem) -> Vec<Val> {
+    let mut args: Vec<Val> = p
+        .params
+        .arrays()
+        .into_iter()
+        .map(|a| Val::f64_array(a.to_vec()))
+        .collect();
+    args.push(Val::f64_array(p.x.clone()));
+    args.push(Val::Array(ArrayRef::new(ArrayData::I64(p.labels.clone()))));
+    args
+}
+
+/// The value of `@loss` of `benches/programs/FILE.irad` on `p`.
+fn mlp_value(file: &str, p: &handwritten::MlpProblem, backend: Backend) -> f64 {
+    let (src, m, f) = program_fn(file, "loss");
+    let v = irad::run_with(&src, &m, f, &mlp_args(p), &RunOptions::default(), backend)
+        .unwrap_or_else(|e| panic!("{}", e.render(&[&src])));
+    floats(&v)[0]
+}
+
+/// The bulk and the scalar program sum in the same order: their values agree
+/// bit for bit, in the interpreter and in the JIT, and with the hand-written
+/// primal's within rounding (which uses std's tanh, exp and log).
+#[test]
+fn mlp_programs_agree_bit_for_bit() {
+    for seed in 1..=4 {
+        let p = handwritten::mlp_problem(MLP_SMALL, seed);
+        let want = handwritten::mlp(&p);
+        for backend in BACKENDS {
+            let bulk = mlp_value("mlp_bulk", &p, backend);
+            let scalar = mlp_value("mlp_scalar", &p, backend);
+            assert_eq!(
+                bulk.to_bits(),
+                scalar.to_bits(),
+                "seed {seed} ({backend:?}): bulk {bulk:e}, scalar {scalar:e}"
+            );
+            assert_value(&format!("mlp (seed {seed}, {backend:?})"), bulk, want);
+        }
+    }
+}
+
+/// The hand-written adjoint against central differences of the hand-written
+/// primal, on every coordinate of a small problem.
+#[test]
+fn mlp_adjoint_matches_central_differences() {
+    let p = handwritten::mlp_problem(MLP_SMALL, 7);
+    let mut grad = handwritten::MlpParams::zeros(MLP_SMALL);
+    let value = handwritten::mlp_adjoint(&p, &mut grad);
+    assert_value("mlp adjoint's value", value, handwritten::mlp(&p));
+    for (k, g) in grad.arrays().into_iter().enumerate() {
+        for (i, &gi) in g.iter().enumerate() {
+            let fd = handwritten::mlp_central_difference(&p, k, i);
+            assert!(
+                (fd - gi).abs() <= 1e-7 * gi.abs() + 1e-9,
+                "parameter {k}, entry {i}: adjoint {gi:e}, central difference {fd:e}"
+            );
+        }
+    }
+}
+
+/// Both programs' gradients with respect to the weights and biases (not x,
+/// not the labels), by reverse and by forward mode, against the hand-written
+/// adjoint.
+#[test]
+fn mlp_gradients_match_the_hand_written_adjoint() {
+    let p = handwritten::mlp_problem(MLP_SMALL, 3);
+    let mut want = handwritten::MlpParams::zeros(MLP_SMALL);
+    handwritten::mlp_adjoint(&p, &mut want);
+    let want: Vec<f64> = want.arrays().concat();
+    let args = mlp_args(&p);
+    let registry = irad::rules::Registry::new();
+    for file in ["mlp_bulk", "mlp_scalar"] {
+        let (src, m, f) = program_fn(file, "loss");
+        for backend in BACKENDS {
+            let opts = GradOptions {
+                width: 8,
+                wrt: Some(vec![0, 1, 2, 3]),
+                exec: backend.exec(),
+                ..GradOptions::default()
+            };
+            let what = format!("{file} ({backend:?})");
+            let (rev, _) = irad::grad_reverse(&src, &m, f, &args, &registry, &opts)
+                .unwrap_or_else(|e| panic!("{}", e.render(&[&src])));
+            let (fwd, _) = irad::grad_forward(&src, &m, f, &args, &registry, &opts)
+                .unwrap_or_else(|e| panic!("{}", e.render(&[&src])));
+            for g in [&rev, &fwd] {
+                assert!(
+                    g.gradient[4].is_none() && g.gradient[5].is_none(),
+                    "{what}: not wrt x or labels"
+                );
+            }
+            assert_gradient_within(&format!("{what}: reverse"), &gradient(&rev), &want, 1e-10);
+            assert_gradient_within(&format!("{what}: forward"), &gradient(&fwd), &want, 1e-10);
+        }
+    }
+}
+
+/// The benchmark's own problem (batch 64, 784 -> 128 -> 10): the loss is
+/// near log(10), as for an untrained network, and the hand-written adjoint
+/// agrees with central differences on a few coordinates of each array.
+#[test]
+fn mlp_benchmark_problem_is_sound() {
+    let p = handwritten::mlp_problem(handwritten::MLP_DIMS, 12);
+    let mut grad = handwritten::MlpParams::zeros(handwritten::MLP_DIMS);
+    let value = handwritten::mlp_adjoint(&p, &mut grad);
+    assert!((value - 10f64.ln()).abs() < 0.5, "loss {value}");
+    for (k, g) in grad.arrays().into_iter().enumerate() {
+        for i in [0, g.len() / 2, g.len() - 1] {
+            let fd = handwritten::mlp_central_difference(&p, k, i);
+            assert!(
+                (fd - g[i]).abs() <= 1e-6 * g[i].abs() + 1e-9,
+                "parameter {k}, entry {i}: adjoint {:e}, central difference {fd:e}",
+                g[i]
+            );
+        }
     }
 }

@@ -9,7 +9,9 @@
 //! (the shadow convention of irad's `@f.rev`), or, for scalar arguments,
 //! returns it. The adjoints are derived by hand, reverse mode, with no tape
 //! beyond what the function needs (Lotka-Volterra keeps the state at the
-//! start of each step and recomputes the stages).
+//! start of each step and recomputes the stages; the MLP keeps its hidden
+//! activations and logits). The MLP's data come from a small xorshift
+//! generator here, so every user of this file sees the same problem.
 
 /// The Rosenbrock function, `sum_{i < n-1} 100 (x[i+1] - x[i]^2)^2 + (1 - x[i])^2`.
 pub fn rosenbrock(x: &[f64]) -> f64 {
@@ -224,4 +226,266 @@ fn rk4_step_adjoint(
     // k1 = field(old).
     let (s_u, s_v) = field_adjoint(p, u, v, k1u_bar, k1v_bar, p_bar);
     (ou_bar + s_u, ov_bar + s_v)
+}
+
+/// The sizes of an MLP problem (benches/programs/mlp_*.irad): `nb` examples
+/// of `nin` inputs, `nh` hidden units, `nout` classes.
+#[derive(Copy, Clone, Debug)]
+pub struct MlpDims {
+    /// Examples in the batch.
+    pub nb: usize,
+    /// Inputs per example.
+    pub nin: usize,
+    /// Hidden units.
+    pub nh: usize,
+    /// Classes.
+    pub nout: usize,
+}
+
+/// The MLP benchmark's sizes (issue 12): batch 64, 784 -> 128 -> 10.
+pub const MLP_DIMS: MlpDims = MlpDims {
+    nb: 64,
+    nin: 784,
+    nh: 128,
+    nout: 10,
+};
+
+/// The parameters of the MLP, or their gradient: `w1` is nin x nh and `w2`
+/// nh x nout, row-major, stored input by output as in the programs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MlpParams {
+    /// The first layer's weights, nin x nh.
+    pub w1: Vec<f64>,
+    /// The first layer's biases, nh.
+    pub b1: Vec<f64>,
+    /// The second layer's weights, nh x nout.
+    pub w2: Vec<f64>,
+    /// The second layer's biases, nout.
+    pub b2: Vec<f64>,
+}
+
+/// An MLP problem: parameters, a batch `x` (nb x nin, row-major) and one
+/// class per example.
+#[derive(Clone, Debug)]
+pub struct MlpProblem {
+    /// The sizes.
+    pub dims: MlpDims,
+    /// The weights and biases.
+    pub params: MlpParams,
+    /// The inputs, nb x nin.
+    pub x: Vec<f64>,
+    /// The class of each example, in 0..nout.
+    pub labels: Vec<i64>,
+}
+
+impl MlpParams {
+    /// Zeros of the shapes of `dims`: a gradient to add into.
+    pub fn zeros(dims: MlpDims) -> MlpParams {
+        MlpParams {
+            w1: vec![0.0; dims.nin * dims.nh],
+            b1: vec![0.0; dims.nh],
+            w2: vec![0.0; dims.nh * dims.nout],
+            b2: vec![0.0; dims.nout],
+        }
+    }
+
+    /// The four arrays, in the programs' argument order.
+    pub fn arrays(&self) -> [&[f64]; 4] {
+        [&self.w1, &self.b1, &self.w2, &self.b2]
+    }
+
+    /// The four arrays, mutable, in the programs' argument order.
+    pub fn arrays_mut(&mut self) -> [&mut Vec<f64>; 4] {
+        [&mut self.w1, &mut self.b1, &mut self.w2, &mut self.b2]
+    }
+}
+
+/// A deterministic problem of the shapes of `dims`: weights uniform in
+/// +-1/sqrt(fan-in) (so the hidden units are neither linear nor saturated),
+/// biases in +-0.1, inputs in [0, 1) (as pixel intensities), labels uniform;
+/// drawn from xorshift64* seeded with `seed`.
+pub fn mlp_problem(dims: MlpDims, seed: u64) -> MlpProblem {
+    let mut rng = XorShift::new(seed);
+    let mut uniform = |n: usize, lo: f64, hi: f64| -> Vec<f64> {
+        (0..n).map(|_| lo + (hi - lo) * rng.next_f64()).collect()
+    };
+    let r1 = 1.0 / (dims.nin as f64).sqrt();
+    let r2 = 1.0 / (dims.nh as f64).sqrt();
+    let params = MlpParams {
+        w1: uniform(dims.nin * dims.nh, -r1, r1),
+        b1: uniform(dims.nh, -0.1, 0.1),
+        w2: uniform(dims.nh * dims.nout, -r2, r2),
+        b2: uniform(dims.nout, -0.1, 0.1),
+    };
+    let x = uniform(dims.nb * dims.nin, 0.0, 1.0);
+    let labels = (0..dims.nb)
+        .map(|_| (rng.next_u64() % dims.nout as u64) as i64)
+        .collect();
+    MlpProblem {
+        dims,
+        params,
+        x,
+        labels,
+    }
+}
+
+/// The mean softmax cross-entropy of the MLP `tanh(x W1 + b1) W2 + b2` on the
+/// batch: the programs' function. Every sum is taken in the programs' order
+/// (matrix elements from 0.0 in increasing p, the mean left to right); the
+/// matrix products run with the inner loop along rows.
+pub fn mlp(p: &MlpProblem) -> f64 {
+    let MlpDims { nb, nout, .. } = p.dims;
+    let (_, zb) = mlp_forward(p);
+    let mut total = 0.0;
+    for b in 0..nb {
+        let row = &zb[b * nout..(b + 1) * nout];
+        let (m, s) = max_and_sum_exp(row);
+        total += m + s.ln() - row[label(p, b)];
+    }
+    total / nb as f64
+}
+
+/// The value of [`mlp`]; the gradient with respect to the parameters (not
+/// `x`) is added into `grad`. Keeps the hidden activations and the logits of
+/// the forward pass, nothing else.
+pub fn mlp_adjoint(p: &MlpProblem, grad: &mut MlpParams) -> f64 {
+    let MlpDims { nb, nin, nh, nout } = p.dims;
+    let (h, zb) = mlp_forward(p);
+    // The loss and its adjoint with respect to the logits (with b2):
+    // softmax minus one-hot, over nb for the mean.
+    let mut total = 0.0;
+    let mut dz = vec![0.0; nb * nout];
+    for b in 0..nb {
+        let row = &zb[b * nout..(b + 1) * nout];
+        let k = label(p, b);
+        let (m, s) = max_and_sum_exp(row);
+        total += m + s.ln() - row[k];
+        let dz_row = &mut dz[b * nout..(b + 1) * nout];
+        for (d, &z) in dz_row.iter_mut().zip(row) {
+            *d = (z - m).exp() / s / nb as f64;
+        }
+        dz_row[k] -= 1.0 / nb as f64;
+    }
+    // Output layer: db2 = sum_b dz, dW2 = h^T dz, dh = dz W2^T.
+    let mut da = vec![0.0; nb * nh];
+    for b in 0..nb {
+        let dz_row = &dz[b * nout..(b + 1) * nout];
+        for (g, &d) in grad.b2.iter_mut().zip(dz_row) {
+            *g += d;
+        }
+        for j in 0..nh {
+            let hj = h[b * nh + j];
+            let w2_row = &p.params.w2[j * nout..(j + 1) * nout];
+            let g_row = &mut grad.w2[j * nout..(j + 1) * nout];
+            let mut dh = 0.0;
+            for c in 0..nout {
+                g_row[c] += hj * dz_row[c];
+                dh += dz_row[c] * w2_row[c];
+            }
+            // Through tanh: d tanh(u)/du = 1 - tanh(u)^2.
+            da[b * nh + j] = dh * (1.0 - hj * hj);
+        }
+    }
+    // Hidden layer: db1 = sum_b da, dW1 = x^T da, one row of dW1 at a time.
+    for b in 0..nb {
+        for (g, &d) in grad.b1.iter_mut().zip(&da[b * nh..(b + 1) * nh]) {
+            *g += d;
+        }
+    }
+    for (pi, g_row) in grad.w1.chunks_exact_mut(nh).enumerate() {
+        for b in 0..nb {
+            let xv = p.x[b * nin + pi];
+            for (g, &d) in g_row.iter_mut().zip(&da[b * nh..(b + 1) * nh]) {
+                *g += xv * d;
+            }
+        }
+    }
+    total / nb as f64
+}
+
+/// The central difference of [`mlp`] with respect to entry `i` of parameter
+/// array `k` (0 to 3: w1, b1, w2, b2), with the step `1e-5 max(1, |w|)`.
+pub fn mlp_central_difference(p: &MlpProblem, k: usize, i: usize) -> f64 {
+    let mut q = p.clone();
+    let w = p.params.arrays()[k][i];
+    let step = 1e-5 * w.abs().max(1.0);
+    q.params.arrays_mut()[k][i] = w + step;
+    let up = mlp(&q);
+    q.params.arrays_mut()[k][i] = w - step;
+    let down = mlp(&q);
+    // The steps actually taken, after rounding.
+    (up - down) / ((w + step) - (w - step))
+}
+
+/// The hidden activations `h` (nb x nh) and the logits with their bias
+/// (nb x nout).
+fn mlp_forward(p: &MlpProblem) -> (Vec<f64>, Vec<f64>) {
+    let MlpDims { nb, nin, nh, nout } = p.dims;
+    let MlpParams { w1, b1, w2, b2 } = &p.params;
+    let mut h = vec![0.0; nb * nh];
+    matmul_rows(&p.x, w1, nin, nh, &mut h);
+    for row in h.chunks_exact_mut(nh) {
+        for (v, &bias) in row.iter_mut().zip(b1) {
+            *v = (*v + bias).tanh();
+        }
+    }
+    let mut zb = vec![0.0; nb * nout];
+    matmul_rows(&h, w2, nh, nout, &mut zb);
+    for row in zb.chunks_exact_mut(nout) {
+        for (v, &bias) in row.iter_mut().zip(b2) {
+            *v += bias;
+        }
+    }
+    (h, zb)
+}
+
+/// `c = a b` (a: m x k, b: k x n, c: m x n, row-major; c zero on entry): each
+/// element summed from 0.0 in increasing p, the inner loop along a row of b.
+fn matmul_rows(a: &[f64], b: &[f64], k: usize, n: usize, c: &mut [f64]) {
+    for (c_row, a_row) in c.chunks_exact_mut(n).zip(a.chunks_exact(k)) {
+        for (&av, b_row) in a_row.iter().zip(b.chunks_exact(n)) {
+            for (cv, &bv) in c_row.iter_mut().zip(b_row) {
+                *cv += av * bv;
+            }
+        }
+    }
+}
+
+/// The largest element of a row and the sum of `exp(z - max)` over it, in order.
+fn max_and_sum_exp(row: &[f64]) -> (f64, f64) {
+    let m = row.iter().fold(f64::NEG_INFINITY, |m, &z| m.max(z));
+    let mut s = 0.0;
+    for &z in row {
+        s += (z - m).exp();
+    }
+    (m, s)
+}
+
+/// Example `b`'s class, as an index.
+fn label(p: &MlpProblem, b: usize) -> usize {
+    usize::try_from(p.labels[b]).expect("labels are class indices")
+}
+
+/// xorshift64* (Vigna): a small deterministic generator for benchmark data.
+struct XorShift(u64);
+
+impl XorShift {
+    fn new(seed: u64) -> XorShift {
+        // The state must not be zero.
+        XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in [0, 1), 53 bits.
+    fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
 }
