@@ -300,7 +300,7 @@ impl Prim {
     /// primitives with a [`Prim::fn_type`] can be.
     pub fn value_error(self) -> String {
         if self.bulk().is_some() {
-            format!("primitive `{self}` works on arrays in place and cannot be used as a value")
+            format!("primitive `{self}` is a bulk array primitive and cannot be used as a value")
         } else {
             format!("primitive `{self}` is overloaded and cannot be used as a value")
         }

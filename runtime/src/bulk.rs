@@ -5,9 +5,10 @@
 //! their errors alike and compute with the same arithmetic in the same order:
 //! they agree bit for bit.
 //!
-//! Every sum is taken left to right from the first term, in the order a
-//! scalar loop writes it (`acc = 0.0; for p in 0..k { acc = acc + x[p] * y[p] }`),
-//! so a bulk primitive gives exactly what the scalar loop it replaces gives;
+//! Every sum starts from `0.0` and adds its terms left to right, as the
+//! scalar loop `acc = 0.0; for p in 0..k { acc = acc + x[p] * y[p] }` does
+//! (signed zeros included: a sum of `-0.0`s is `0.0`), so a bulk primitive
+//! gives exactly what the scalar loop it replaces gives;
 //! the matrix kernels order their loops so that the inner loop runs along
 //! rows (contiguous memory) without changing any element's order of
 //! summation. No fused multiply-add is used.
@@ -182,18 +183,12 @@ fn plural(n: usize) -> &'static str {
 
 /// `sum(a)`.
 pub fn sum(a: &[f64]) -> f64 {
-    let mut it = a.iter();
-    let Some(&first) = it.next() else { return 0.0 };
-    it.fold(first, |acc, &x| acc + x)
+    a.iter().fold(0.0, |acc, &x| acc + x)
 }
 
 /// `dot(a, b)` (equal lengths).
 pub fn dot(a: &[f64], b: &[f64]) -> f64 {
-    let mut it = a.iter().zip(b);
-    let Some((&x, &y)) = it.next() else {
-        return 0.0;
-    };
-    it.fold(x * y, |acc, (&x, &y)| acc + x * y)
+    a.iter().zip(b).fold(0.0, |acc, (&x, &y)| acc + x * y)
 }
 
 /// `axpy(alpha, x, y)` (equal lengths).
@@ -244,12 +239,13 @@ pub fn matmul(a: &[f64], b: &[f64], k: usize, n: usize, c: &mut [f64]) {
         return;
     }
     for (crow, arow) in c.chunks_exact_mut(n).zip(a.chunks_exact(k)) {
-        // p = 0 sets the row, the others add to it: each element's sum is
-        // taken in increasing p, as the scalar loop takes it.
+        // p = 0 sets the row (0.0 plus the first term, as the scalar loop
+        // starts), the others add to it: each element's sum is taken in
+        // increasing p, as the scalar loop takes it.
         let (brow0, rest) = b.split_at(n);
         let a0 = arow[0];
         for (c, &b) in crow.iter_mut().zip(brow0) {
-            *c = a0 * b;
+            *c = 0.0 + a0 * b;
         }
         for (&ap, brow) in arow[1..].iter().zip(rest.chunks_exact(n)) {
             for (c, &b) in crow.iter_mut().zip(brow) {
@@ -329,6 +325,12 @@ mod tests {
         }
         assert_eq!(sum(&a).to_bits(), acc.to_bits());
         assert_eq!(sum(&[]), 0.0);
+        // Signed zeros as the loop gives them: 0.0 + -0.0 is 0.0.
+        assert!(sum(&[-0.0, -0.0]).is_sign_positive());
+        assert!(dot(&[-1.0], &[0.0]).is_sign_positive());
+        let mut c = [7.0];
+        matmul(&[-1.0], &[0.0], 1, 1, &mut c);
+        assert!(c[0] == 0.0 && c[0].is_sign_positive());
         assert_eq!(dot(&[1.0, 2.0], &[3.0, 4.0]), 11.0);
         // matmul equals the naive triple loop bit for bit.
         let (m, k, n) = (3, 4, 2);

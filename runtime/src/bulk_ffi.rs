@@ -302,11 +302,14 @@ impl Arr {
         }
     }
 
-    /// Whether `self` and `other` are the same array, or share elements.
+    /// Whether `self` and `other` share elements: the same array, or (only a
+    /// C caller can pass these) overlapping ones. Empty arrays share nothing,
+    /// whatever their addresses, as in the interpreter, where an empty array
+    /// is never the same array as a non-empty one.
     fn same(self, other: Arr) -> bool {
         let (a, b) = (self.ptr as usize, other.ptr as usize);
         let end = |p: usize, len: usize| p.saturating_add(len.saturating_mul(8));
-        a == b || (self.len > 0 && other.len > 0 && a < end(b, other.len) && b < end(a, self.len))
+        self.len > 0 && other.len > 0 && a < end(b, other.len) && b < end(a, self.len)
     }
 
     /// The elements, read.
