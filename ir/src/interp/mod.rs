@@ -177,7 +177,7 @@ pub struct RunOptions {
     /// one); a call that would exceed it is a run-time error.
     pub max_depth: usize,
     /// The largest number of steps a run may take (statements, terminators
-    /// and phi moves, as [`Stats::statements`] counts them); checked at each
+    /// and phi moves, as [`InterpStats::statements`] counts them); checked at each
     /// terminator, so a run that takes more is the run-time error `step
     /// limit of N exceeded` at the terminator where it is noticed. Unlimited
     /// (`u64::MAX`) by default; the fuzzers set one.
