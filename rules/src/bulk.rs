@@ -30,11 +30,13 @@
 //!   skipped for it.
 
 use crate::emit::{self, Lanes, f64c, value};
+use crate::rrules::{arity, no_cotangents};
 use crate::{
     FruleCall, FwdArg, FwdOut, PullbackCall, PullbackOut, Registry, RevCall, RevFwdOut, RruleFns,
     RuleError,
 };
-use irad_ir::{Const, FuncBuilder, Operand, Prim, Type};
+use emit::effect;
+use irad_ir::{Const, FuncBuilder, Operand, Prim};
 use smallvec::{SmallVec, smallvec};
 
 /// The bulk primitives with rules (`gemm` is the rules' own and has none).
@@ -93,7 +95,6 @@ fn frule(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>, prim: Prim) -> Result<Fw
         .unwrap_or(0);
     let args = emit::args(call, prim, n)?;
     let primal: SmallVec<[Operand; 6]> = args.iter().map(|a| a.primal).collect();
-    let effect = |b: &mut FuncBuilder<'_>, p: Prim, ops: &[Operand]| emit::effect(b, p, ops);
     let lanes = emit::lanes(call);
     match (prim, args) {
         (Prim::Sum, [a]) => {
@@ -196,9 +197,7 @@ fn frule(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>, prim: Prim) -> Result<Fw
             }
         }
         _ => {
-            return Err(RuleError::Unsupported(format!(
-                "wrong number of arguments for the rule of `{prim}`"
-            )));
+            return Err(arity(prim));
         }
     };
     // The result is (): the tangents went into the arrays' tangents.
@@ -318,9 +317,7 @@ fn forward(
             ]
         }
         _ => {
-            return Err(RuleError::Unsupported(format!(
-                "wrong number of arguments for the rule of `{prim}`"
-            )));
+            return Err(arity(prim));
         }
     };
     Ok(RevFwdOut {
@@ -335,16 +332,9 @@ fn pullback(
     call: &PullbackCall<'_>,
     prim: Prim,
 ) -> Result<PullbackOut, RuleError> {
-    let mut out = PullbackOut {
-        cotangents: call
-            .arg_types
-            .iter()
-            .map(|t| smallvec![None; Type::cotangent_leaves(t)])
-            .collect(),
-    };
+    let mut out = no_cotangents(call);
     let wanted = |i: usize| !call.arg_inactive.get(i).copied().unwrap_or(true);
     let dy = call.dy.first().copied().flatten();
-    let effect = |b: &mut FuncBuilder<'_>, p: Prim, ops: &[Operand]| emit::effect(b, p, ops);
     let mut give = |i: usize, g: Operand| {
         if let Some(slot) = out.cotangents.get_mut(i).and_then(|c| c.first_mut()) {
             *slot = Some(g);

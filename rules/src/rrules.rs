@@ -654,7 +654,7 @@ fn plain(primal: Operand) -> RevFwdOut {
 }
 
 /// Zero cotangents for every argument.
-fn no_cotangents(call: &PullbackCall<'_>) -> PullbackOut {
+pub(crate) fn no_cotangents(call: &PullbackCall<'_>) -> PullbackOut {
     PullbackOut {
         cotangents: call
             .arg_types
@@ -683,7 +683,7 @@ fn short(call: &PullbackCall<'_>) -> RuleError {
     ))
 }
 
-fn arity(prim: Prim) -> RuleError {
+pub(crate) fn arity(prim: Prim) -> RuleError {
     RuleError::Unsupported(format!(
         "wrong number of arguments for the rule of `{prim}`"
     ))
