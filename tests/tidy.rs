@@ -1,5 +1,6 @@
-//! House-style checks over the source tree (STYLE.md): every Rust file opens
-//! with a `//!` comment saying what it does, assumes and guarantees.
+//! House-style checks over the source tree (STYLE.md): every Rust file of every
+//! crate (and of the tests, benches, examples and fuzz targets) opens with a
+//! `//!` comment saying what it does, assumes and guarantees.
 
 use std::path::{Path, PathBuf};
 
@@ -22,7 +23,10 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn every_rust_file_opens_with_a_module_comment() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    for dir in ["src", "tests", "benches", "ir", "rules", "passes"] {
+    for dir in [
+        "src", "tests", "benches", "examples", "ir", "rules", "passes", "codegen", "runtime",
+        "kernels", "fuzzgen", "fuzz",
+    ] {
         rust_files(&root.join(dir), &mut files);
     }
     assert!(files.len() > 20, "found only {} Rust files", files.len());
