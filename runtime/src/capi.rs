@@ -20,6 +20,7 @@ use crate::{
     ERR_OOM_COPY, ERR_OOM_TAPE, ERR_REM_ZERO, ERR_STACK, ERR_SWITCH, ERR_TOO_LONG, MAX_ARRAY_LEN,
     Runtime,
 };
+use irad_kernels::float::format_f64;
 use std::cell::{Cell, RefCell};
 use std::ffi::{CStr, CString, c_char};
 use std::ptr;
@@ -258,18 +259,6 @@ fn failure_text(ctx: &Ctx, kind: i64, rt: &Runtime, sites: &[SiteInfo]) -> Strin
     out
 }
 
-/// A float as IR text writes it (`irad_ir::text::num::format_f64`): the
-/// shortest form that reads back to the same bits, with a `.` or an exponent.
-fn format_f64(x: f64) -> String {
-    if x.is_nan() {
-        "nan".into()
-    } else if x.is_infinite() {
-        if x > 0.0 { "inf".into() } else { "-inf".into() }
-    } else {
-        format!("{x:?}")
-    }
-}
-
 /// The current stack pointer: the register itself where irad knows how to
 /// read it (x86_64, aarch64), the address of a local elsewhere. Not the
 /// address of a local everywhere: under AddressSanitizer locals can live on
@@ -377,13 +366,5 @@ mod tests {
         let c = unsafe { ctx.assume_init_mut() };
         assert_eq!(c.max_depth, DEFAULT_MAX_DEPTH);
         unsafe { irad_rt_leave(c, 0, ptr::null(), 0) };
-    }
-
-    #[test]
-    fn floats_print_as_ir_text() {
-        assert_eq!(format_f64(1e16), "1e16");
-        assert_eq!(format_f64(1.0), "1.0");
-        assert_eq!(format_f64(f64::NAN), "nan");
-        assert_eq!(format_f64(f64::NEG_INFINITY), "-inf");
     }
 }

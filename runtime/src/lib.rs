@@ -34,10 +34,8 @@
 use std::alloc::{Layout, alloc_zeroed, dealloc, realloc};
 use std::ptr;
 
-pub mod bulk;
 mod bulk_ffi;
 mod capi;
-pub mod sparse;
 pub use bulk_ffi::{
     irad_rt_bulk_axpy, irad_rt_bulk_copyto, irad_rt_bulk_dot, irad_rt_bulk_fill, irad_rt_bulk_gemm,
     irad_rt_bulk_matmul, irad_rt_bulk_matvec, irad_rt_bulk_scale, irad_rt_bulk_sum,
@@ -46,6 +44,7 @@ pub use capi::{
     DEFAULT_MAX_DEPTH, DEFAULT_STACK_BUDGET, SITE_INFO_SIZE, SiteInfo, error_text,
     irad_error_message, irad_rt_enter, irad_rt_leave, irad_set_max_depth, irad_set_stack_budget,
 };
+pub use irad_kernels::{bulk, sparse};
 
 /// The largest array, in elements, compiled code allocates (the interpreter's
 /// limit, `irad_ir::interp::MAX_ARRAY_LEN`).

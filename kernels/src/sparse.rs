@@ -1,8 +1,8 @@
 //! The tangent builder of sparse forward mode: an arena of nodes that stand
-//! for tangent vectors (docs/forward.md, "Sparse mode"). One source file,
-//! compiled into the runtime (for compiled code) and included by the
-//! interpreter (`irad-ir`, `#[path]`), so both materialise tangents with the
-//! same arithmetic in the same order and agree bit for bit.
+//! for tangent vectors (docs/forward.md, "Sparse mode"). The runtime (for
+//! compiled code) and the interpreter (`irad-ir`, as `irad_ir::sparse`) both
+//! use this arena, so both materialise tangents with the same arithmetic in
+//! the same order and agree bit for bit.
 //!
 //! A handle is an index into the arena; handle 0 is the zero tangent and
 //! costs nothing. The other nodes are `onehot(k)` (the unit vector of
