@@ -482,25 +482,25 @@ fn run_time_errors_return_their_code_and_the_interpreters_message() {
     };
 
     let (status, text) = case("pick");
-    assert_eq!(status, rt::ERR_INDEX);
+    assert_eq!(status, rt::TrapKind::Index.code());
     assert_eq!(
         messages(&text),
         interp("pick", "[1.0, 2.0, 3.0], 5", 100_000)
     );
 
     let (status, text) = case("ratio");
-    assert_eq!(status, rt::ERR_DIV_ZERO);
+    assert_eq!(status, rt::TrapKind::DivZero.code());
     assert_eq!(messages(&text), interp("ratio", "7, 0", 100_000));
 
     let (status, text) = case("deep");
-    assert_eq!(status, rt::ERR_DEPTH);
+    assert_eq!(status, rt::TrapKind::Depth.code());
     let want = interp("deep", "100", 50);
     assert!(want.len() > 2, "{want:?}");
     assert_eq!(messages(&text), want);
 
     // The reverse pieces fail where the primal does.
     let (status, text) = case("pick_grad");
-    assert_eq!(status, rt::ERR_INDEX);
+    assert_eq!(status, rt::TrapKind::Index.code());
     let f = irad::find_function(&src, &module, "pick").expect("pick");
     let vals = parse(&src, &module, "pick", "[1.0, 2.0, 3.0], 5");
     let opts = GradOptions {
@@ -518,7 +518,7 @@ fn run_time_errors_return_their_code_and_the_interpreters_message() {
     assert_eq!(messages(&text)[..1], interp_error_lines(&err, &src)[..1]);
 
     let (status, text) = case("neg_len");
-    assert_eq!(status, rt::ERR_BAD_LENGTH);
+    assert_eq!(status, rt::TrapKind::BadLength.code());
     assert_eq!(
         messages(&text),
         [format!(
@@ -527,7 +527,7 @@ fn run_time_errors_return_their_code_and_the_interpreters_message() {
     );
 
     let (status, text) = case("stack");
-    assert_eq!(status, rt::ERR_STACK);
+    assert_eq!(status, rt::TrapKind::Stack.code());
     assert!(
         text[0].contains("error: native stack exhausted"),
         "{text:?}"
@@ -580,7 +580,7 @@ fn bulk_primitives_compute_and_fail_as_in_the_interpreter() {
             Err(err) => {
                 assert_eq!(
                     status,
-                    format!("status {}", rt::ERR_BULK),
+                    format!("status {}", rt::TrapKind::Bulk.code()),
                     "mm({args}): {out}"
                 );
                 assert_eq!(rest, interp_error_lines(&err, &src), "mm({args})");

@@ -465,7 +465,7 @@ impl State<'_> {
             stack_limit: 0,
             fn_table: self.table.as_ptr(),
             tapes: std::ptr::null_mut(),
-            err_kind: rt::ERR_NONE,
+            err_kind: rt::NO_TRAP,
             err_site: 0,
             err_a: 0,
             err_b: 0,
@@ -781,7 +781,7 @@ extern "C" fn jit_rule(ctx: *mut Ctx, kind: i64, h: i64, width: i64, site: i64) 
         }
         Err(msg) => {
             st.rt.message = msg;
-            ctx.err_kind = rt::ERR_MESSAGE;
+            ctx.err_kind = rt::TrapKind::Message.code();
             ctx.err_site = site;
             -1
         }

@@ -31,7 +31,7 @@ use irad_ir::func::{
 use irad_ir::loc::Location;
 use irad_ir::prim::Prim;
 use irad_ir::types::{FnType, Type};
-use irad_runtime as rt;
+use irad_runtime::{self as rt, TrapKind};
 use smallvec::SmallVec;
 use std::collections::HashMap;
 
@@ -502,14 +502,14 @@ impl<M: ClModule> Lower<'_, '_, M> {
     fn fail_if(
         &mut self,
         cond: ir::Value,
-        kind: i64,
+        kind: TrapKind,
         site: i64,
         a: Option<ir::Value>,
         b: Option<ir::Value>,
     ) {
         let cont = self.cold_path(cond);
         let ctx = self.ctx();
-        let k = self.b.ins().iconst(types::I64, kind);
+        let k = self.b.ins().iconst(types::I64, kind.code());
         self.b.ins().store(self.fl_ctx, k, ctx, rt::OFF_ERR_KIND);
         let s = self.b.ins().iconst(types::I64, site);
         self.b.ins().store(self.fl_ctx, s, ctx, rt::OFF_ERR_SITE);
@@ -747,7 +747,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let site = self.c.site(term_loc(), None);
                 let nv = self.b.ins().iconst(types::I64, n);
                 let out = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, nv);
-                self.fail_if(out, rt::ERR_SWITCH, site, Some(i), Some(nv));
+                self.fail_if(out, TrapKind::Switch, site, Some(i), Some(nv));
                 if targets.len() <= 2 {
                     // The common case (a recorded predecessor of two): a branch.
                     let first = target(&targets[0])?;
@@ -827,7 +827,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let depth = self.load64(ctx, rt::OFF_DEPTH);
         let max = self.load64(ctx, rt::OFF_MAX_DEPTH);
         let too_deep = self.b.ins().icmp(IntCC::SignedGreaterThan, depth, max);
-        self.fail_if(too_deep, rt::ERR_DEPTH, rt::SITE_NONE, Some(max), None);
+        self.fail_if(too_deep, TrapKind::Depth, rt::SITE_NONE, Some(max), None);
     }
 
     /// A call with the stack check, the failure path, and the result leaves
@@ -845,7 +845,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let sp = self.b.ins().get_stack_pointer(types::I64);
         let limit = self.load64(ctx, rt::OFF_STACK_LIMIT);
         let low = self.b.ins().icmp(IntCC::UnsignedLessThan, sp, limit);
-        self.fail_if(low, rt::ERR_STACK, site, Some(depth), None);
+        self.fail_if(low, TrapKind::Stack, site, Some(depth), None);
         let deeper = self.b.ins().iadd_imm_s(depth, 1);
         self.b.ins().store(self.fl_ctx, deeper, ctx, rt::OFF_DEPTH);
         let mut full = Vec::with_capacity(args.len() + 1);
@@ -1028,16 +1028,16 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let s = site(self.c, None);
                 let zero = self.b.ins().icmp_imm_s(IntCC::Equal, b, 0);
                 let kind = if p == Idiv {
-                    rt::ERR_DIV_ZERO
+                    TrapKind::DivZero
                 } else {
-                    rt::ERR_REM_ZERO
+                    TrapKind::RemZero
                 };
                 self.fail_if(zero, kind, s, None, None);
                 let minus_one = self.b.ins().icmp_imm_s(IntCC::Equal, b, -1);
                 if p == Idiv {
                     let min = self.b.ins().icmp_imm_s(IntCC::Equal, a, i64::MIN);
                     let ovf = self.b.ins().band(min, minus_one);
-                    self.fail_if(ovf, rt::ERR_IDIV_OVERFLOW, s, None, None);
+                    self.fail_if(ovf, TrapKind::IdivOverflow, s, None, None);
                     one(self.b.ins().sdiv(a, b))
                 } else {
                     // x % -1 is 0 for every x; dividing by 1 instead avoids
@@ -1063,7 +1063,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let ok = self.b.ins().band(ge, lt);
                 let bad = self.b.ins().bxor_imm_s(ok, 1);
                 let bits = self.b.ins().bitcast(types::I64, MemFlagsData::new(), x);
-                self.fail_if(bad, rt::ERR_FPTOSI, s, Some(bits), None);
+                self.fail_if(bad, TrapKind::Fptosi, s, Some(bits), None);
                 one(self.b.ins().fcvt_to_sint_sat(types::I64, x))
             }
             Sum | Dot | Axpy | Scale | Matvec | Matmul | Fill | Copyto | Gemm => {
@@ -1145,7 +1145,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 if !self.checked.contains(&(i, len)) {
                     let s = site(self.c, None);
                     let out = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
-                    self.fail_if(out, rt::ERR_INDEX, s, Some(i), Some(len));
+                    self.fail_if(out, TrapKind::Index, s, Some(i), Some(len));
                     self.checked.insert((i, len));
                 }
                 let off = self.b.ins().imul_imm_s(i, elem_bytes(elem));
@@ -1455,7 +1455,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             let base = self.load64(addr, rt::OFF_TAPE_BASE);
             let used = self.b.ins().isub(top, base);
             let empty = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, used, size);
-            self.fail_if(empty, rt::ERR_EMPTY_TAPE, site, None, None);
+            self.fail_if(empty, TrapKind::EmptyTape, site, None, None);
         }
         let new_top = self.b.ins().iadd_imm_s(top, -size);
         self.b
@@ -1585,7 +1585,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                         site = self.b.ins().select(lt, sv, site);
                     }
                     let ctx = self.ctx();
-                    let k = self.b.ins().iconst(types::I64, rt::ERR_EMPTY_TAPE);
+                    let k = self.b.ins().iconst(types::I64, TrapKind::EmptyTape.code());
                     self.b.ins().store(self.fl_ctx, k, ctx, rt::OFF_ERR_KIND);
                     self.b.ins().store(self.fl_ctx, site, ctx, rt::OFF_ERR_SITE);
                     let ret = self.ret_err();

@@ -19,7 +19,7 @@
 //!   the operand type of a rule statement, the reverse pieces (for
 //!   `revfwd`/`revback`) and the forward rule of each constant width (for
 //!   `frule`), repeated until the rules themselves need nothing new. A lookup
-//!   that misses fails with `ERR_NO_RULE`;
+//!   that misses fails with `TrapKind::NoRule`;
 //! - the site table (`irad.sites`): per site number, C strings with the
 //!   source position, the IR place and a `pop`'s tape type, from which the
 //!   runtime writes located error messages.
@@ -46,7 +46,7 @@ use irad_ir::interp::RuleProvider;
 use irad_ir::loc::Location;
 use irad_ir::prim::Prim;
 use irad_ir::types::{FnType, Type};
-use irad_runtime::{self as rt, Ctx};
+use irad_runtime::{self as rt, Ctx, TrapKind};
 use std::collections::{HashMap, HashSet};
 
 /// An object file and the C header that declares its exported functions.
@@ -480,7 +480,7 @@ fn define_export(
             let arg = i64::try_from(arg).unwrap_or(i64::MAX);
             for (v, off) in [
                 (
-                    b.ins().iconst(types::I64, rt::ERR_BAD_LENGTH),
+                    b.ins().iconst(types::I64, TrapKind::BadLength.code()),
                     rt::OFF_ERR_KIND,
                 ),
                 (b.ins().iconst(types::I64, site), rt::OFF_ERR_SITE),
@@ -556,7 +556,7 @@ fn define_export(
 }
 
 /// Generates `irad_rule`: the rule table as a chain of comparisons; a miss
-/// records `ERR_NO_RULE` and returns -1.
+/// records [`TrapKind::NoRule`] and returns -1.
 fn define_rule_fn(
     comp: &mut Compiler<ObjectModule>,
     id: ClFuncId,
@@ -589,7 +589,7 @@ fn define_rule_fn(
             b.switch_to_block(next);
         }
         let flags = MemFlagsData::trusted();
-        let no_rule = b.ins().iconst(types::I64, rt::ERR_NO_RULE);
+        let no_rule = b.ins().iconst(types::I64, TrapKind::NoRule.code());
         b.ins().store(flags, no_rule, cx, rt::OFF_ERR_KIND);
         b.ins().store(flags, site, cx, rt::OFF_ERR_SITE);
         b.ins().store(flags, handle, cx, rt::OFF_ERR_A);
@@ -698,7 +698,7 @@ mod tests {
             2.5,
         ] {
             assert_eq!(
-                rt::error_text(rt::ERR_FPTOSI, x.to_bits() as i64, 0, 10, None),
+                rt::error_text(rt::TrapKind::Fptosi.code(), x.to_bits() as i64, 0, 10, None),
                 format!(
                     "fptosi of {} is out of the i64 range",
                     irad_ir::text::num::format_f64(x)

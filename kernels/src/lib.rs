@@ -4,6 +4,8 @@
 //!
 //! - [`bulk`]: the bulk array primitives' shape checks and kernels;
 //! - [`sparse`]: the tangent builder (node arena) of sparse forward mode;
+//! - [`trap`]: the run-time errors: kinds with their C ABI codes, operands
+//!   and message texts;
 //! - [`float`]: floats printed as IR text words them.
 //!
 //! The bottom of irad's crate graph: it depends on no other irad crate (and
@@ -16,3 +18,11 @@
 pub mod bulk;
 pub mod float;
 pub mod sparse;
+pub mod trap;
+
+/// The largest array (in elements) that `alloc`, `zeros` and `copy` make,
+/// in the interpreter and in compiled code; larger requests are run-time
+/// errors ([`trap::TrapKind::TooLong`]) rather than allocation failures.
+/// 2^28 elements is 2 GiB of f64: one array cannot outgrow the memory of the
+/// machines irad runs on.
+pub const MAX_ARRAY_LEN: u64 = 1 << 28;
