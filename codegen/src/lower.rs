@@ -31,7 +31,7 @@ use irad_ir::func::{
 use irad_ir::loc::Location;
 use irad_ir::prim::Prim;
 use irad_ir::types::{FnType, Type};
-use irad_runtime::{self as rt, TrapKind};
+use irad_runtime::{self as rt, RuleKind, TrapKind};
 use smallvec::SmallVec;
 use std::collections::HashMap;
 
@@ -45,14 +45,9 @@ pub(crate) struct Site {
     pub tape: Option<Type>,
 }
 
-/// The kinds of rule the rule function answers (`irad_rule`'s `kind`).
-pub(crate) const RULE_FRULE: i64 = 0;
-pub(crate) const RULE_REVFWD: i64 = 1;
-pub(crate) const RULE_REVBACK: i64 = 2;
-
 /// The name of the function compiled code calls for `frule`, `revfwd` and
-/// `revback`: `(ctx, kind, handle, width, site) -> handle`, negative with the
-/// error in the context on failure.
+/// `revback`: `(ctx, kind, handle, width, site) -> handle` (`kind` a
+/// [`RuleKind`] code), negative with the error in the context on failure.
 pub(crate) const RULE_FN: &str = "irad_rule";
 
 /// The compiler state shared by every function of one backend module.
@@ -1250,9 +1245,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
             }
             Frule | Revfwd | Revback => {
                 let kind = match p {
-                    Frule => RULE_FRULE,
-                    Revfwd => RULE_REVFWD,
-                    _ => RULE_REVBACK,
+                    Frule => RuleKind::Frule,
+                    Revfwd => RuleKind::Revfwd,
+                    _ => RuleKind::Revback,
                 };
                 let h = arg(0)?;
                 let width = if p == Frule {
@@ -1262,7 +1257,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 };
                 let s = site(self.c, None);
                 let ctx = self.ctx();
-                let k = self.b.ins().iconst(types::I64, kind);
+                let k = self.b.ins().iconst(types::I64, kind.code());
                 let sv = self.b.ins().iconst(types::I64, s);
                 let r = self.call_import(
                     RULE_FN,

@@ -30,7 +30,7 @@
 use crate::CodegenError;
 use crate::cabi::{self, ArgLeaf, Export, Plan, ResultLeaf};
 use crate::layout::leaf_count;
-use crate::lower::{Compiler, RULE_FN, RULE_FRULE, RULE_REVBACK, RULE_REVFWD};
+use crate::lower::{Compiler, RULE_FN};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
     AbiParam, BlockArg, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind, types,
@@ -46,7 +46,7 @@ use irad_ir::interp::RuleProvider;
 use irad_ir::loc::Location;
 use irad_ir::prim::Prim;
 use irad_ir::types::{FnType, Type};
-use irad_runtime::{self as rt, Ctx, TrapKind};
+use irad_runtime::{self as rt, Ctx, RuleKind, TrapKind};
 use std::collections::{HashMap, HashSet};
 
 /// An object file and the C header that declares its exported functions.
@@ -138,7 +138,7 @@ struct Tables {
 /// function value `handle` is the function value `rule`.
 #[derive(Clone, Copy, Debug)]
 struct RuleEntry {
-    kind: i64,
+    kind: RuleKind,
     handle: u32,
     width: i64,
     rule: u32,
@@ -241,13 +241,13 @@ fn close_rules(
                     let hb = comp.handle(module, FuncRef::User(back))?;
                     rule_handles.extend([hf, hb]);
                     entries.push(RuleEntry {
-                        kind: RULE_REVFWD,
+                        kind: RuleKind::Revfwd,
                         handle,
                         width: 0,
                         rule: hf,
                     });
                     entries.push(RuleEntry {
-                        kind: RULE_REVBACK,
+                        kind: RuleKind::Revback,
                         handle,
                         width: 0,
                         rule: hb,
@@ -260,7 +260,7 @@ fn close_rules(
                     let r = comp.handle(module, FuncRef::User(id))?;
                     rule_handles.insert(r);
                     entries.push(RuleEntry {
-                        kind: RULE_FRULE,
+                        kind: RuleKind::Frule,
                         handle,
                         width: i64::from(need.width),
                         rule: r,
@@ -573,7 +573,7 @@ fn define_rule_fn(
         let ps = b.block_params(entry).to_vec();
         let (cx, kind, handle, width, site) = (ps[0], ps[1], ps[2], ps[3], ps[4]);
         for r in rules {
-            let k = b.ins().icmp_imm_s(IntCC::Equal, kind, r.kind);
+            let k = b.ins().icmp_imm_s(IntCC::Equal, kind, r.kind.code());
             let h = b
                 .ins()
                 .icmp_imm_s(IntCC::Equal, handle, i64::from(r.handle));
