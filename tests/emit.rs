@@ -2,8 +2,9 @@
 //! system C compiler (`cc`) with the runtime's static library and the C
 //! drivers in `tests/c/`, compute the interpreter's values and gradients bit
 //! for bit, and report run-time errors with the documented status code and
-//! the interpreter's located message. Also the command's own errors, and the
-//! worked example `examples/c/` built and run as its README says.
+//! the interpreter's located message. Also the command's own errors, the
+//! worked example `examples/c/` built and run as its README says, and that
+//! the static library defines every runtime symbol objects import.
 //!
 //! The static runtime is built with `cargo build -p irad-runtime` into the
 //! target directory these tests run from. A missing C compiler fails the
@@ -620,6 +621,36 @@ fn the_header_compiles_on_its_own_and_declares_the_runtime() {
         .output()
         .expect("cc starts");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Every runtime function the code generator may import ([`rt::RtSym`])
+/// is defined by the static library objects link with, under its name.
+#[test]
+fn the_static_runtime_defines_every_symbol_compiled_code_imports() {
+    let o = Command::new("nm")
+        .args(["--defined-only", "--format=posix"])
+        .arg(runtime_lib())
+        .output()
+        .expect("nm starts (binutils)");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    // `name type value size`, text symbols `T`; Mach-O prefixes an `_`.
+    let defined: std::collections::HashSet<&str> = out
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let name = f.next()?;
+            (f.next()? == "T").then(|| name.strip_prefix('_').unwrap_or(name))
+        })
+        .collect();
+    for sym in rt::RtSym::ALL {
+        assert!(
+            defined.contains(sym.name()),
+            "{} is not defined by {}",
+            sym.name(),
+            runtime_lib().display()
+        );
+    }
 }
 
 #[test]

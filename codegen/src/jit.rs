@@ -266,8 +266,8 @@ impl<'m> Jit<'m> {
             .finish(settings::Flags::new(flags))
             .map_err(CodegenError::backend)?;
         let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
-        for (name, ptr) in rt::symbols() {
-            builder.symbol(name, ptr);
+        for &sym in rt::RtSym::ALL {
+            builder.symbol(sym.name(), sym.address());
         }
         builder.symbol(RULE_FN, jit_rule as *const u8);
         // All code in one reserved region, so that the direct (32-bit

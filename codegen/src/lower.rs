@@ -31,7 +31,7 @@ use irad_ir::func::{
 use irad_ir::loc::Location;
 use irad_ir::prim::Prim;
 use irad_ir::types::{FnType, Type};
-use irad_runtime::{self as rt, RuleKind, TrapKind};
+use irad_runtime::{self as rt, RtSym, RuleKind, TrapKind};
 use smallvec::SmallVec;
 use std::collections::HashMap;
 
@@ -231,7 +231,7 @@ impl<M: ClModule> Compiler<M> {
             .backend
             .declare_function("irad.tape_grow", Linkage::Local, &sig)
             .map_err(CodegenError::backend)?;
-        let rt_grow = self.import("irad_rt_tape_grow", &[types::I64; 4], &[types::I64])?;
+        let rt_grow = self.import(RtSym::TapeGrow.name(), &[types::I64; 4], &[types::I64])?;
         let mut ctx = self.backend.make_context();
         ctx.func.signature = sig;
         let mut fctx = FunctionBuilderContext::new();
@@ -417,6 +417,19 @@ impl<M: ClModule> Lower<'_, '_, M> {
         r
     }
 
+    /// Calls the runtime function `sym`.
+    fn call_rt(
+        &mut self,
+        sym: RtSym,
+        params: &[types::Type],
+        rets: &[types::Type],
+        args: &[ir::Value],
+    ) -> Result<SmallVec<[ir::Value; 2]>, CodegenError> {
+        self.call_import(sym.name(), params, rets, args)
+    }
+
+    /// Calls the function imported as `name`: a runtime function (through
+    /// [`Lower::call_rt`]) or the rule function [`RULE_FN`].
     fn call_import(
         &mut self,
         name: &'static str,
@@ -861,7 +874,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let status = results[0];
         let cont = self.cold_path(status);
         let s = self.b.ins().iconst(types::I64, site);
-        self.call_import("irad_rt_trace", &[types::I64, types::I64], &[], &[ctx, s])?;
+        self.call_rt(RtSym::Trace, &[types::I64, types::I64], &[], &[ctx, s])?;
         let ret = self.ret_err();
         self.b.ins().jump(ret, &[]);
         self.b.switch_to_block(cont);
@@ -951,32 +964,32 @@ impl<M: ClModule> Lower<'_, '_, M> {
             Sqrt => one(self.b.ins().sqrt(arg(0)?)),
             Floor => one(self.b.ins().floor(arg(0)?)),
             Ceil => one(self.b.ins().ceil(arg(0)?)),
-            Pow => one(self.math2("irad_rt_pow", arg(0)?, arg(1)?)?),
-            Atan2 => one(self.math2("irad_rt_atan2", arg(0)?, arg(1)?)?),
+            Pow => one(self.math2(RtSym::Pow, arg(0)?, arg(1)?)?),
+            Atan2 => one(self.math2(RtSym::Atan2, arg(0)?, arg(1)?)?),
             Powi => {
                 let n = self.b.ins().fcvt_from_sint(types::F64, arg(1)?);
-                one(self.math2("irad_rt_pow", arg(0)?, n)?)
+                one(self.math2(RtSym::Pow, arg(0)?, n)?)
             }
             Exp | Log | Log1p | Expm1 | Sin | Cos | Tan | Asin | Acos | Atan | Sinh | Cosh
             | Tanh | Erf | Round => {
-                let name = match p {
-                    Exp => "irad_rt_exp",
-                    Log => "irad_rt_log",
-                    Log1p => "irad_rt_log1p",
-                    Expm1 => "irad_rt_expm1",
-                    Sin => "irad_rt_sin",
-                    Cos => "irad_rt_cos",
-                    Tan => "irad_rt_tan",
-                    Asin => "irad_rt_asin",
-                    Acos => "irad_rt_acos",
-                    Atan => "irad_rt_atan",
-                    Sinh => "irad_rt_sinh",
-                    Cosh => "irad_rt_cosh",
-                    Tanh => "irad_rt_tanh",
-                    Erf => "irad_rt_erf",
-                    _ => "irad_rt_round",
+                let sym = match p {
+                    Exp => RtSym::Exp,
+                    Log => RtSym::Log,
+                    Log1p => RtSym::Log1p,
+                    Expm1 => RtSym::Expm1,
+                    Sin => RtSym::Sin,
+                    Cos => RtSym::Cos,
+                    Tan => RtSym::Tan,
+                    Asin => RtSym::Asin,
+                    Acos => RtSym::Acos,
+                    Atan => RtSym::Atan,
+                    Sinh => RtSym::Sinh,
+                    Cosh => RtSym::Cosh,
+                    Tanh => RtSym::Tanh,
+                    Erf => RtSym::Erf,
+                    _ => RtSym::Round,
                 };
-                let r = self.call_import(name, &[types::F64], &[types::F64], &[arg(0)?])?;
+                let r = self.call_rt(sym, &[types::F64], &[types::F64], &[arg(0)?])?;
                 one(r[0])
             }
             Lt | Le | Gt | Ge | Eq | Ne => {
@@ -1107,8 +1120,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let ctx = self.ctx();
                 let size = self.b.ins().iconst(types::I64, elem_bytes(elem));
                 let sv = self.b.ins().iconst(types::I64, s);
-                let r = self.call_import(
-                    "irad_rt_alloc",
+                let r = self.call_rt(
+                    RtSym::Alloc,
                     &[types::I64; 4],
                     &[types::I64],
                     &[ctx, n, size, sv],
@@ -1167,8 +1180,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let ctx = self.ctx();
                 let size = self.b.ins().iconst(types::I64, elem_bytes(elem));
                 let sv = self.b.ins().iconst(types::I64, s);
-                let r = self.call_import(
-                    "irad_rt_copy",
+                let r = self.call_rt(
+                    RtSym::Copy,
                     &[types::I64; 5],
                     &[types::I64],
                     &[ctx, ptr, len, size, sv],
@@ -1205,20 +1218,20 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let ctx = self.ctx();
                 let sv = self.b.ins().iconst(types::I64, s);
                 let r = match p {
-                    Sonehot => self.call_import(
-                        "irad_rt_sparse_onehot",
+                    Sonehot => self.call_rt(
+                        RtSym::SparseOnehot,
                         &[types::I64; 3],
                         &[types::I64],
                         &[ctx, arg(0)?, sv],
                     )?,
-                    Sscale => self.call_import(
-                        "irad_rt_sparse_scale",
+                    Sscale => self.call_rt(
+                        RtSym::SparseScale,
                         &[types::I64, types::F64, types::I64, types::I64],
                         &[types::I64],
                         &[ctx, arg(0)?, arg(1)?, sv],
                     )?,
-                    _ => self.call_import(
-                        "irad_rt_sparse_add",
+                    _ => self.call_rt(
+                        RtSym::SparseAdd,
                         &[types::I64; 4],
                         &[types::I64],
                         &[ctx, arg(0)?, arg(1)?, sv],
@@ -1233,8 +1246,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let s = site(self.c, None);
                 let ctx = self.ctx();
                 let sv = self.b.ins().iconst(types::I64, s);
-                let r = self.call_import(
-                    "irad_rt_sparse_dense",
+                let r = self.call_rt(
+                    RtSym::SparseDense,
                     &[types::I64; 4],
                     &[types::I64],
                     &[ctx, arg(0)?, n, sv],
@@ -1278,16 +1291,16 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// the context; the others return non-zero on failure, and may have
     /// written an array, so no element stays known.
     fn bulk(&mut self, p: Prim, vals: &[Leaves], site: i64) -> Result<Leaves, CodegenError> {
-        let name = match p {
-            Prim::Sum => "irad_rt_bulk_sum",
-            Prim::Dot => "irad_rt_bulk_dot",
-            Prim::Axpy => "irad_rt_bulk_axpy",
-            Prim::Scale => "irad_rt_bulk_scale",
-            Prim::Matvec => "irad_rt_bulk_matvec",
-            Prim::Matmul => "irad_rt_bulk_matmul",
-            Prim::Fill => "irad_rt_bulk_fill",
-            Prim::Copyto => "irad_rt_bulk_copyto",
-            Prim::Gemm => "irad_rt_bulk_gemm",
+        let sym = match p {
+            Prim::Sum => RtSym::BulkSum,
+            Prim::Dot => RtSym::BulkDot,
+            Prim::Axpy => RtSym::BulkAxpy,
+            Prim::Scale => RtSym::BulkScale,
+            Prim::Matvec => RtSym::BulkMatvec,
+            Prim::Matmul => RtSym::BulkMatmul,
+            Prim::Fill => RtSym::BulkFill,
+            Prim::Copyto => RtSym::BulkCopyto,
+            Prim::Gemm => RtSym::BulkGemm,
             _ => {
                 return Err(CodegenError::internal(format!(
                     "`{p}` is not a bulk primitive"
@@ -1310,25 +1323,20 @@ impl<M: ClModule> Lower<'_, '_, M> {
         params.push(types::I64);
         args.push(self.b.ins().iconst(types::I64, site));
         if matches!(p, Prim::Sum | Prim::Dot) {
-            let r = self.call_import(name, &params, &[types::F64], &args)?;
+            let r = self.call_rt(sym, &params, &[types::F64], &args)?;
             let kind = self.load64(ctx, rt::OFF_ERR_KIND);
             self.propagate_if(kind);
             Ok(smallvec::smallvec![r[0]])
         } else {
-            let r = self.call_import(name, &params, &[types::I64], &args)?;
+            let r = self.call_rt(sym, &params, &[types::I64], &args)?;
             self.known.clear();
             self.propagate_if(r[0]);
             Ok(SmallVec::new())
         }
     }
 
-    fn math2(
-        &mut self,
-        name: &'static str,
-        a: ir::Value,
-        b: ir::Value,
-    ) -> Result<ir::Value, CodegenError> {
-        Ok(self.call_import(name, &[types::F64, types::F64], &[types::F64], &[a, b])?[0])
+    fn math2(&mut self, sym: RtSym, a: ir::Value, b: ir::Value) -> Result<ir::Value, CodegenError> {
+        Ok(self.call_rt(sym, &[types::F64, types::F64], &[types::F64], &[a, b])?[0])
     }
 
     /// The address of tape `t`'s record.

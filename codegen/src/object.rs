@@ -46,7 +46,7 @@ use irad_ir::interp::RuleProvider;
 use irad_ir::loc::Location;
 use irad_ir::prim::Prim;
 use irad_ir::types::{FnType, Type};
-use irad_runtime::{self as rt, Ctx, RuleKind, TrapKind};
+use irad_runtime::{self as rt, Ctx, RtSym, RuleKind, TrapKind};
 use std::collections::{HashMap, HashSet};
 
 /// An object file and the C header that declares its exported functions.
@@ -391,7 +391,7 @@ fn declare_data(comp: &mut Compiler<ObjectModule>, name: &str) -> Result<DataId,
 /// A runtime function, imported.
 fn import(
     comp: &mut Compiler<ObjectModule>,
-    name: &str,
+    sym: RtSym,
     params: &[types::Type],
     rets: &[types::Type],
 ) -> Result<ClFuncId, CodegenError> {
@@ -399,7 +399,7 @@ fn import(
     sig.params.extend(params.iter().map(|&t| AbiParam::new(t)));
     sig.returns.extend(rets.iter().map(|&t| AbiParam::new(t)));
     comp.backend
-        .declare_function(name, Linkage::Import, &sig)
+        .declare_function(sym.name(), Linkage::Import, &sig)
         .map_err(CodegenError::backend)
 }
 
@@ -435,9 +435,9 @@ fn define_export(
         })?;
     let internal = comp.declare(module, FuncRef::User(plan.internal))?;
     let i64s = [types::I64; 4];
-    let enter = import(comp, "irad_rt_enter", &i64s[..3], &[])?;
-    let leave = import(comp, "irad_rt_leave", &i64s, &[types::I32])?;
-    let alloc = import(comp, "irad_rt_alloc", &i64s, &[types::I64])?;
+    let enter = import(comp, RtSym::Enter, &i64s[..3], &[])?;
+    let leave = import(comp, RtSym::Leave, &i64s, &[types::I32])?;
+    let alloc = import(comp, RtSym::Alloc, &i64s, &[types::I64])?;
     let ntapes = i64::try_from(comp.tape_types.len())
         .map_err(|_| CodegenError::internal("too many tapes".into()))?;
     let nsites = i64::try_from(comp.sites.len())

@@ -262,21 +262,6 @@ pub unsafe extern "C" fn irad_rt_bulk_gemm(
     }
 }
 
-/// Every entry point, by symbol name, for [`crate::symbols`].
-pub(crate) fn symbols() -> [(&'static str, *const u8); 9] {
-    [
-        ("irad_rt_bulk_sum", irad_rt_bulk_sum as *const u8),
-        ("irad_rt_bulk_dot", irad_rt_bulk_dot as *const u8),
-        ("irad_rt_bulk_axpy", irad_rt_bulk_axpy as *const u8),
-        ("irad_rt_bulk_scale", irad_rt_bulk_scale as *const u8),
-        ("irad_rt_bulk_fill", irad_rt_bulk_fill as *const u8),
-        ("irad_rt_bulk_copyto", irad_rt_bulk_copyto as *const u8),
-        ("irad_rt_bulk_matvec", irad_rt_bulk_matvec as *const u8),
-        ("irad_rt_bulk_matmul", irad_rt_bulk_matmul as *const u8),
-        ("irad_rt_bulk_gemm", irad_rt_bulk_gemm as *const u8),
-    ]
-}
-
 /// An array operand as compiled code passes it.
 #[derive(Copy, Clone)]
 struct Arr {

@@ -3,7 +3,7 @@
 //! functions, the bulk array primitives and the error slot.
 //!
 //! The JIT links this crate into the process and passes the addresses of its
-//! `irad_rt_*` functions to Cranelift; object files written by `irad emit` link
+//! `irad_rt_*` functions (the [`RtSym`] list) to Cranelift; object files written by `irad emit` link
 //! the same functions from the static library this crate also builds
 //! (`libirad_runtime.a`). Either way compiled code computes what the
 //! interpreter computes: the math functions are the `libm` crate's, as in the
@@ -36,6 +36,7 @@ use std::ptr;
 
 mod bulk_ffi;
 mod capi;
+mod symbols;
 pub use bulk_ffi::{
     irad_rt_bulk_axpy, irad_rt_bulk_copyto, irad_rt_bulk_dot, irad_rt_bulk_fill, irad_rt_bulk_gemm,
     irad_rt_bulk_matmul, irad_rt_bulk_matvec, irad_rt_bulk_scale, irad_rt_bulk_sum,
@@ -45,6 +46,7 @@ pub use capi::{
     irad_error_message, irad_rt_enter, irad_rt_leave, irad_set_max_depth, irad_set_stack_budget,
 };
 pub use irad_kernels::{bulk, sparse};
+pub use symbols::RtSym;
 
 /// The largest array, in elements, compiled code allocates (the interpreter's
 /// limit too).
@@ -507,40 +509,6 @@ pub extern "C" fn irad_rt_pow(x: f64, y: f64) -> f64 {
 #[unsafe(no_mangle)]
 pub extern "C" fn irad_rt_atan2(y: f64, x: f64) -> f64 {
     libm::atan2(y, x)
-}
-
-/// Every function compiled code may call, by symbol name, with its address:
-/// the JIT registers these with Cranelift.
-pub fn symbols() -> Vec<(&'static str, *const u8)> {
-    let mut symbols = vec![
-        ("irad_rt_alloc", irad_rt_alloc as *const u8),
-        ("irad_rt_copy", irad_rt_copy as *const u8),
-        ("irad_rt_tape_grow", irad_rt_tape_grow as *const u8),
-        ("irad_rt_trace", irad_rt_trace as *const u8),
-        ("irad_rt_sparse_onehot", irad_rt_sparse_onehot as *const u8),
-        ("irad_rt_sparse_scale", irad_rt_sparse_scale as *const u8),
-        ("irad_rt_sparse_add", irad_rt_sparse_add as *const u8),
-        ("irad_rt_sparse_dense", irad_rt_sparse_dense as *const u8),
-        ("irad_rt_exp", irad_rt_exp as *const u8),
-        ("irad_rt_log", irad_rt_log as *const u8),
-        ("irad_rt_log1p", irad_rt_log1p as *const u8),
-        ("irad_rt_expm1", irad_rt_expm1 as *const u8),
-        ("irad_rt_sin", irad_rt_sin as *const u8),
-        ("irad_rt_cos", irad_rt_cos as *const u8),
-        ("irad_rt_tan", irad_rt_tan as *const u8),
-        ("irad_rt_asin", irad_rt_asin as *const u8),
-        ("irad_rt_acos", irad_rt_acos as *const u8),
-        ("irad_rt_atan", irad_rt_atan as *const u8),
-        ("irad_rt_sinh", irad_rt_sinh as *const u8),
-        ("irad_rt_cosh", irad_rt_cosh as *const u8),
-        ("irad_rt_tanh", irad_rt_tanh as *const u8),
-        ("irad_rt_erf", irad_rt_erf as *const u8),
-        ("irad_rt_round", irad_rt_round as *const u8),
-        ("irad_rt_pow", irad_rt_pow as *const u8),
-        ("irad_rt_atan2", irad_rt_atan2 as *const u8),
-    ];
-    symbols.extend(bulk_ffi::symbols());
-    symbols
 }
 
 #[cfg(test)]
