@@ -59,8 +59,8 @@ const TRACE_TAIL: usize = 2;
 
 /// Sets how much native stack compiled code may use below the entry of an
 /// exported function called later on this thread; deeper calls fail with
-/// [`TrapKind::Stack`] instead of overflowing. Raise it only on a thread whose stack
-/// is that large.
+/// [`TrapKind::Stack`] instead of overflowing. Raise it only on a thread
+/// whose stack is that large.
 #[unsafe(no_mangle)]
 pub extern "C" fn irad_set_stack_budget(bytes: u64) {
     STACK_BUDGET.with(|b| b.set(bytes));
@@ -117,8 +117,9 @@ pub unsafe extern "C" fn irad_rt_enter(ctx: *mut Ctx, fn_table: *const *const u8
 }
 
 /// Ends a call begun by [`irad_rt_enter`]: returns 0 when `status` is 0,
-/// otherwise the error kind in `ctx` (a [`TrapKind`] code) with its text stored
-/// for [`irad_error_message`]; frees the runtime (arrays and tapes) either way.
+/// otherwise the error kind in `ctx` (a [`TrapKind`] code) with its text
+/// stored for [`irad_error_message`]; frees the runtime (arrays and tapes)
+/// either way.
 ///
 /// # Safety
 /// `ctx` was filled by [`irad_rt_enter`] and not left yet; `sites` points at

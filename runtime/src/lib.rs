@@ -3,11 +3,11 @@
 //! functions, the bulk array primitives and the error slot.
 //!
 //! The JIT links this crate into the process and passes the addresses of its
-//! `irad_rt_*` functions (the [`RtSym`] list) to Cranelift; object files written by `irad emit` link
-//! the same functions from the static library this crate also builds
-//! (`libirad_runtime.a`). Either way compiled code computes what the
-//! interpreter computes: the math functions are the `libm` crate's, as in the
-//! interpreter.
+//! `irad_rt_*` functions (the [`RtSym`] list) to Cranelift; object files
+//! written by `irad emit` link the same functions from the static library
+//! this crate also builds (`libirad_runtime.a`). Either way compiled code
+//! computes what the interpreter computes: the math functions are the `libm`
+//! crate's, as in the interpreter.
 //!
 //! Layout contract with the code generator (`irad-codegen`, docs/codegen.md):
 //! [`Ctx`] and [`Tape`] are `repr(C)` and the generator reads and writes their
@@ -18,6 +18,10 @@
 //! full. Arrays are (pointer, length) pairs; [`irad_rt_alloc`] and
 //! [`irad_rt_copy`] allocate zeroed memory that the [`Runtime`] owns until
 //! [`Runtime::release_arrays`].
+//!
+//! The bulk kernels, the sparse tangent builder and the error kinds with
+//! their texts are `irad-kernels`', which the interpreter uses too; they are
+//! re-exported here ([`bulk`], [`sparse`], [`TrapKind`], [`Trap`]).
 //!
 //! Errors: a failing operation stores an error kind (a [`TrapKind`] code),
 //! the site (a number the code generator gave the failing statement) and up to

@@ -15,7 +15,8 @@
 //!   are seen by the caller, and by the caller of [`run`].
 //!
 //! The run-time errors, with their exact messages (compiled code reports the
-//! same: both print [`irad_kernels::trap::Trap`]): `division by zero`, `remainder by zero`, `integer overflow in idiv`,
+//! same: both print [`irad_kernels::trap::Trap`]): `division by zero`,
+//! `remainder by zero`, `integer overflow in idiv`,
 //! `fptosi of X is out of the i64 range`, `negative array length N`,
 //! `array length N exceeds the limit of 268435456 elements`,
 //! `index I out of bounds for array of length L`,
