@@ -2,8 +2,9 @@
 //! system C compiler (`cc`) with the runtime's static library and the C
 //! drivers in `tests/c/`, compute the interpreter's values and gradients bit
 //! for bit, and report run-time errors with the documented status code and
-//! the interpreter's located message. Also the command's own errors, and the
-//! worked example `examples/c/` built and run as its README says.
+//! the interpreter's located message. Also the command's own errors, the
+//! worked example `examples/c/` built and run as its README says, and that
+//! the static library defines every runtime symbol objects import.
 //!
 //! The static runtime is built with `cargo build -p irad-runtime` into the
 //! target directory these tests run from. A missing C compiler fails the
@@ -482,25 +483,25 @@ fn run_time_errors_return_their_code_and_the_interpreters_message() {
     };
 
     let (status, text) = case("pick");
-    assert_eq!(status, rt::ERR_INDEX);
+    assert_eq!(status, rt::TrapKind::Index.code());
     assert_eq!(
         messages(&text),
         interp("pick", "[1.0, 2.0, 3.0], 5", 100_000)
     );
 
     let (status, text) = case("ratio");
-    assert_eq!(status, rt::ERR_DIV_ZERO);
+    assert_eq!(status, rt::TrapKind::DivZero.code());
     assert_eq!(messages(&text), interp("ratio", "7, 0", 100_000));
 
     let (status, text) = case("deep");
-    assert_eq!(status, rt::ERR_DEPTH);
+    assert_eq!(status, rt::TrapKind::Depth.code());
     let want = interp("deep", "100", 50);
     assert!(want.len() > 2, "{want:?}");
     assert_eq!(messages(&text), want);
 
     // The reverse pieces fail where the primal does.
     let (status, text) = case("pick_grad");
-    assert_eq!(status, rt::ERR_INDEX);
+    assert_eq!(status, rt::TrapKind::Index.code());
     let f = irad::find_function(&src, &module, "pick").expect("pick");
     let vals = parse(&src, &module, "pick", "[1.0, 2.0, 3.0], 5");
     let opts = GradOptions {
@@ -518,7 +519,7 @@ fn run_time_errors_return_their_code_and_the_interpreters_message() {
     assert_eq!(messages(&text)[..1], interp_error_lines(&err, &src)[..1]);
 
     let (status, text) = case("neg_len");
-    assert_eq!(status, rt::ERR_BAD_LENGTH);
+    assert_eq!(status, rt::TrapKind::BadLength.code());
     assert_eq!(
         messages(&text),
         [format!(
@@ -527,7 +528,7 @@ fn run_time_errors_return_their_code_and_the_interpreters_message() {
     );
 
     let (status, text) = case("stack");
-    assert_eq!(status, rt::ERR_STACK);
+    assert_eq!(status, rt::TrapKind::Stack.code());
     assert!(
         text[0].contains("error: native stack exhausted"),
         "{text:?}"
@@ -580,7 +581,7 @@ fn bulk_primitives_compute_and_fail_as_in_the_interpreter() {
             Err(err) => {
                 assert_eq!(
                     status,
-                    format!("status {}", rt::ERR_BULK),
+                    format!("status {}", rt::TrapKind::Bulk.code()),
                     "mm({args}): {out}"
                 );
                 assert_eq!(rest, interp_error_lines(&err, &src), "mm({args})");
@@ -620,6 +621,36 @@ fn the_header_compiles_on_its_own_and_declares_the_runtime() {
         .output()
         .expect("cc starts");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Every runtime function the code generator may import ([`rt::RtSym`])
+/// is defined by the static library objects link with, under its name.
+#[test]
+fn the_static_runtime_defines_every_symbol_compiled_code_imports() {
+    let o = Command::new("nm")
+        .args(["--defined-only", "--format=posix"])
+        .arg(runtime_lib())
+        .output()
+        .expect("nm starts (binutils)");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    // `name type value size`, text symbols `T`; Mach-O prefixes an `_`.
+    let defined: std::collections::HashSet<&str> = out
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let name = f.next()?;
+            (f.next()? == "T").then(|| name.strip_prefix('_').unwrap_or(name))
+        })
+        .collect();
+    for sym in rt::RtSym::ALL {
+        assert!(
+            defined.contains(sym.name()),
+            "{} is not defined by {}",
+            sym.name(),
+            runtime_lib().display()
+        );
+    }
 }
 
 #[test]

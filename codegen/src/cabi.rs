@@ -30,8 +30,6 @@ use cranelift_codegen::ir::types;
 use irad_ir::func::{FuncId, Module};
 use irad_ir::loc::Location;
 use irad_ir::types::{Scalar, Type};
-#[cfg(test)]
-use irad_runtime as rt;
 use std::collections::HashSet;
 use std::fmt::Write as _;
 
@@ -424,35 +422,6 @@ void irad_set_max_depth(int64_t depth);
 #endif /* IRAD_RUNTIME_API */
 ";
 
-/// The status codes the header defines, for the test that keeps them equal to
-/// the runtime's.
-#[cfg(test)]
-pub(crate) const STATUS_CODES: &[(&str, i64)] = &[
-    ("IRAD_OK", rt::ERR_NONE),
-    ("IRAD_ERR_DIV_ZERO", rt::ERR_DIV_ZERO),
-    ("IRAD_ERR_REM_ZERO", rt::ERR_REM_ZERO),
-    ("IRAD_ERR_IDIV_OVERFLOW", rt::ERR_IDIV_OVERFLOW),
-    ("IRAD_ERR_FPTOSI", rt::ERR_FPTOSI),
-    ("IRAD_ERR_NEG_LEN", rt::ERR_NEG_LEN),
-    ("IRAD_ERR_TOO_LONG", rt::ERR_TOO_LONG),
-    ("IRAD_ERR_OOM_ALLOC", rt::ERR_OOM_ALLOC),
-    ("IRAD_ERR_OOM_COPY", rt::ERR_OOM_COPY),
-    ("IRAD_ERR_INDEX", rt::ERR_INDEX),
-    ("IRAD_ERR_SWITCH", rt::ERR_SWITCH),
-    ("IRAD_ERR_EMPTY_TAPE", rt::ERR_EMPTY_TAPE),
-    ("IRAD_ERR_DEPTH", rt::ERR_DEPTH),
-    ("IRAD_ERR_STACK", rt::ERR_STACK),
-    ("IRAD_ERR_MESSAGE", rt::ERR_MESSAGE),
-    ("IRAD_ERR_OOM_TAPE", rt::ERR_OOM_TAPE),
-    ("IRAD_ERR_NO_RULE", rt::ERR_NO_RULE),
-    ("IRAD_ERR_BAD_LENGTH", rt::ERR_BAD_LENGTH),
-    ("IRAD_ERR_SPARSE_HANDLE", rt::ERR_SPARSE_HANDLE),
-    ("IRAD_ERR_SPARSE_DIRECTION", rt::ERR_SPARSE_DIRECTION),
-    ("IRAD_ERR_SPARSE_RANGE", rt::ERR_SPARSE_RANGE),
-    ("IRAD_ERR_SPARSE_FULL", rt::ERR_SPARSE_FULL),
-    ("IRAD_ERR_BULK", rt::ERR_BULK),
-];
-
 /// Collects the pieces of a [`Plan`] while walking the parameter types.
 #[derive(Default)]
 struct PlanBuilder {
@@ -736,6 +705,37 @@ impl Names {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use irad_runtime::{NO_TRAP, TrapKind};
+
+    /// The name the header gives a trap kind's status code, for the test that
+    /// keeps the header's codes equal to [`TrapKind::code`] (the match is
+    /// exhaustive, so a new kind cannot be forgotten here).
+    fn status_name(kind: TrapKind) -> &'static str {
+        match kind {
+            TrapKind::DivZero => "IRAD_ERR_DIV_ZERO",
+            TrapKind::RemZero => "IRAD_ERR_REM_ZERO",
+            TrapKind::IdivOverflow => "IRAD_ERR_IDIV_OVERFLOW",
+            TrapKind::Fptosi => "IRAD_ERR_FPTOSI",
+            TrapKind::NegLen => "IRAD_ERR_NEG_LEN",
+            TrapKind::TooLong => "IRAD_ERR_TOO_LONG",
+            TrapKind::OomAlloc => "IRAD_ERR_OOM_ALLOC",
+            TrapKind::OomCopy => "IRAD_ERR_OOM_COPY",
+            TrapKind::Index => "IRAD_ERR_INDEX",
+            TrapKind::Switch => "IRAD_ERR_SWITCH",
+            TrapKind::EmptyTape => "IRAD_ERR_EMPTY_TAPE",
+            TrapKind::Depth => "IRAD_ERR_DEPTH",
+            TrapKind::Stack => "IRAD_ERR_STACK",
+            TrapKind::Message => "IRAD_ERR_MESSAGE",
+            TrapKind::OomTape => "IRAD_ERR_OOM_TAPE",
+            TrapKind::NoRule => "IRAD_ERR_NO_RULE",
+            TrapKind::BadLength => "IRAD_ERR_BAD_LENGTH",
+            TrapKind::SparseHandle => "IRAD_ERR_SPARSE_HANDLE",
+            TrapKind::SparseDirection => "IRAD_ERR_SPARSE_DIRECTION",
+            TrapKind::SparseRange => "IRAD_ERR_SPARSE_RANGE",
+            TrapKind::SparseFull => "IRAD_ERR_SPARSE_FULL",
+            TrapKind::Bulk => "IRAD_ERR_BULK",
+        }
+    }
 
     fn module(text: &str) -> Module {
         irad_ir::text::parse_module(text).expect("parses")
@@ -743,7 +743,8 @@ mod tests {
 
     #[test]
     fn the_header_defines_the_runtimes_status_codes() {
-        for (name, code) in STATUS_CODES {
+        let codes = TrapKind::ALL.map(|k| (status_name(k), k.code()));
+        for (name, code) in [("IRAD_OK", NO_TRAP)].iter().chain(&codes) {
             let line = RUNTIME_API
                 .lines()
                 .find(|l| l.starts_with(&format!("#define {name} ")))
@@ -756,8 +757,8 @@ mod tests {
             assert_eq!(value, *code, "{name}");
         }
         let defines = RUNTIME_API.matches("#define IRAD_").count();
-        // IRAD_RUNTIME_API itself, then one per status code.
-        assert_eq!(defines, STATUS_CODES.len() + 1);
+        // IRAD_RUNTIME_API itself, IRAD_OK, then one per trap kind.
+        assert_eq!(defines, codes.len() + 2);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use crate::lower::Site;
 use irad_ir::func::{Block, Func};
 use irad_ir::interp::RunError;
 use irad_ir::loc::Location;
-use irad_runtime as rt;
+use irad_runtime::{self as rt, Host, TrapKind};
 use std::fmt;
 
 /// Code generation failed: a module the verifier would reject, or a limit of
@@ -82,19 +82,17 @@ pub(crate) struct Failure<'a> {
 }
 
 /// The message of an error kind, worded as the interpreter words it: the
-/// runtime's text (which objects print too), except where the JIT knows more.
+/// text of the [`rt::Trap`] (which objects print too, but for the advice on
+/// the stack budget), or the runtime's text for the kinds that carry one.
 pub(crate) fn message(f: &Failure<'_>, sites: &[Site]) -> String {
     let site = usize::try_from(f.site).ok().and_then(|s| sites.get(s));
-    match f.kind {
-        rt::ERR_STACK => format!(
-            "native stack exhausted at call depth {} (the call-depth limit is {}; raise the JIT's stack budget)",
-            f.a, f.max_depth
-        ),
-        rt::ERR_MESSAGE | rt::ERR_BULK => f.message.to_string(),
-        kind => {
+    match TrapKind::from_code(f.kind) {
+        Some(TrapKind::Message | TrapKind::Bulk) => f.message.to_string(),
+        Some(kind) => {
             let tape = site.and_then(|s| s.tape.as_ref()).map(ToString::to_string);
-            rt::error_text(kind, f.a, f.b, f.max_depth, tape.as_deref())
+            rt::Trap::decode(kind, f.a, f.b, f.max_depth, tape.as_deref(), Host::Jit).to_string()
         }
+        None => rt::error_text(f.kind, f.a, f.b, f.max_depth, None),
     }
 }
 

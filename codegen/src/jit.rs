@@ -19,7 +19,7 @@
 use crate::CodegenError;
 use crate::error::{Failure, run_error};
 use crate::layout::{leaf_count, leaf_list};
-use crate::lower::{Compiler, RULE_FN, RULE_FRULE, RULE_REVBACK, RULE_REVFWD};
+use crate::lower::{Compiler, RULE_FN};
 use cranelift_codegen::ir::{AbiParam, InstBuilder, MemFlagsData, Signature, types};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -28,7 +28,7 @@ use cranelift_module::{Module as ClModule, default_libcall_names};
 use irad_ir::func::{FuncId, FuncRef, Module};
 use irad_ir::interp::{ArrayData, ArrayRef, Executor, RuleProvider, RunError, RunOptions, Val};
 use irad_ir::types::{FnType, Scalar, Type};
-use irad_runtime::{self as rt, Ctx, Runtime};
+use irad_runtime::{self as rt, Ctx, RuleKind, Runtime};
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::rc::Rc;
@@ -113,7 +113,7 @@ struct State<'m> {
     table: Vec<*const u8>,
     rt: Box<Runtime>,
     /// Rules met at run time: (kind, handle, width) to handle.
-    rules: HashMap<(i64, u32, i64), u32>,
+    rules: HashMap<(RuleKind, u32, i64), u32>,
     trampolines: HashMap<FuncId, *const u8>,
     /// Argument arrays kept alive while tapes hold values.
     pinned: Vec<ArrayRef>,
@@ -266,8 +266,8 @@ impl<'m> Jit<'m> {
             .finish(settings::Flags::new(flags))
             .map_err(CodegenError::backend)?;
         let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
-        for (name, ptr) in rt::symbols() {
-            builder.symbol(name, ptr);
+        for &sym in rt::RtSym::ALL {
+            builder.symbol(sym.name(), sym.address());
         }
         builder.symbol(RULE_FN, jit_rule as *const u8);
         // All code in one reserved region, so that the direct (32-bit
@@ -465,7 +465,7 @@ impl State<'_> {
             stack_limit: 0,
             fn_table: self.table.as_ptr(),
             tapes: std::ptr::null_mut(),
-            err_kind: rt::ERR_NONE,
+            err_kind: rt::NO_TRAP,
             err_site: 0,
             err_a: 0,
             err_b: 0,
@@ -672,7 +672,7 @@ impl State<'_> {
     }
 
     /// The handle of the rule of `kind` for function value `h` at `width`.
-    fn rule(&mut self, kind: i64, h: i64, width: i64) -> Result<u32, String> {
+    fn rule(&mut self, kind: RuleKind, h: i64, width: i64) -> Result<u32, String> {
         let hu =
             u32::try_from(h).map_err(|_| format!("internal error: bad function handle {h}"))?;
         if let Some(&r) = self.rules.get(&(kind, hu, width)) {
@@ -684,10 +684,10 @@ impl State<'_> {
             .get(hu as usize)
             .ok_or_else(|| format!("internal error: bad function handle {h}"))?;
         let Some((module, provider)) = self.module.with_rules() else {
-            return Err(if kind == RULE_FRULE {
+            return Err(if kind == RuleKind::Frule {
                 "no rule provider for frule: run forward rules through the forward-mode API".into()
             } else {
-                let prim = if kind == RULE_REVBACK {
+                let prim = if kind == RuleKind::Revback {
                     "revback"
                 } else {
                     "revfwd"
@@ -717,7 +717,7 @@ impl State<'_> {
                 ))
             }
         };
-        let id = if kind == RULE_FRULE {
+        let id = if kind == RuleKind::Frule {
             let w = u32::try_from(width)
                 .map_err(|_| format!("internal error: batch width {width} out of range"))?;
             let id = provider.forward_rule(module, callee, w)?;
@@ -743,9 +743,9 @@ impl State<'_> {
             let hb = self
                 .compile(FuncRef::User(back))
                 .map_err(|e| e.to_string())?;
-            self.rules.insert((RULE_REVFWD, hu, 0), hf);
-            self.rules.insert((RULE_REVBACK, hu, 0), hb);
-            return Ok(if kind == RULE_REVBACK { hb } else { hf });
+            self.rules.insert((RuleKind::Revfwd, hu, 0), hf);
+            self.rules.insert((RuleKind::Revback, hu, 0), hb);
+            return Ok(if kind == RuleKind::Revback { hb } else { hf });
         };
         let r = self.compile(FuncRef::User(id)).map_err(|e| e.to_string())?;
         self.rules.insert((kind, hu, width), r);
@@ -770,8 +770,11 @@ extern "C" fn jit_rule(ctx: *mut Ctx, kind: i64, h: i64, width: i64, site: i64) 
     // `host` is the running JIT's state, not otherwise accessed during the call.
     let ctx = unsafe { &mut *ctx };
     let st = unsafe { &mut *(ctx.host as *mut State<'_>) };
-    let res = catch_unwind(AssertUnwindSafe(|| st.rule(kind, h, width)))
-        .unwrap_or_else(|_| Err("internal error: rule derivation panicked".into()));
+    let res = match RuleKind::from_code(kind) {
+        Some(kind) => catch_unwind(AssertUnwindSafe(|| st.rule(kind, h, width)))
+            .unwrap_or_else(|_| Err("internal error: rule derivation panicked".into())),
+        None => Err(format!("internal error: unknown rule kind {kind}")),
+    };
     match res {
         Ok(r) => {
             ctx.fn_table = st.table.as_ptr();
@@ -781,7 +784,7 @@ extern "C" fn jit_rule(ctx: *mut Ctx, kind: i64, h: i64, width: i64, site: i64) 
         }
         Err(msg) => {
             st.rt.message = msg;
-            ctx.err_kind = rt::ERR_MESSAGE;
+            ctx.err_kind = rt::TrapKind::Message.code();
             ctx.err_site = site;
             -1
         }

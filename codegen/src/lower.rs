@@ -31,7 +31,7 @@ use irad_ir::func::{
 use irad_ir::loc::Location;
 use irad_ir::prim::Prim;
 use irad_ir::types::{FnType, Type};
-use irad_runtime as rt;
+use irad_runtime::{self as rt, RtSym, RuleKind, TrapKind};
 use smallvec::SmallVec;
 use std::collections::HashMap;
 
@@ -45,14 +45,9 @@ pub(crate) struct Site {
     pub tape: Option<Type>,
 }
 
-/// The kinds of rule the rule function answers (`irad_rule`'s `kind`).
-pub(crate) const RULE_FRULE: i64 = 0;
-pub(crate) const RULE_REVFWD: i64 = 1;
-pub(crate) const RULE_REVBACK: i64 = 2;
-
 /// The name of the function compiled code calls for `frule`, `revfwd` and
-/// `revback`: `(ctx, kind, handle, width, site) -> handle`, negative with the
-/// error in the context on failure.
+/// `revback`: `(ctx, kind, handle, width, site) -> handle` (`kind` a
+/// [`RuleKind`] code), negative with the error in the context on failure.
 pub(crate) const RULE_FN: &str = "irad_rule";
 
 /// The compiler state shared by every function of one backend module.
@@ -236,7 +231,7 @@ impl<M: ClModule> Compiler<M> {
             .backend
             .declare_function("irad.tape_grow", Linkage::Local, &sig)
             .map_err(CodegenError::backend)?;
-        let rt_grow = self.import("irad_rt_tape_grow", &[types::I64; 4], &[types::I64])?;
+        let rt_grow = self.import(RtSym::TapeGrow.name(), &[types::I64; 4], &[types::I64])?;
         let mut ctx = self.backend.make_context();
         ctx.func.signature = sig;
         let mut fctx = FunctionBuilderContext::new();
@@ -422,6 +417,19 @@ impl<M: ClModule> Lower<'_, '_, M> {
         r
     }
 
+    /// Calls the runtime function `sym`.
+    fn call_rt(
+        &mut self,
+        sym: RtSym,
+        params: &[types::Type],
+        rets: &[types::Type],
+        args: &[ir::Value],
+    ) -> Result<SmallVec<[ir::Value; 2]>, CodegenError> {
+        self.call_import(sym.name(), params, rets, args)
+    }
+
+    /// Calls the function imported as `name`: a runtime function (through
+    /// [`Lower::call_rt`]) or the rule function [`RULE_FN`].
     fn call_import(
         &mut self,
         name: &'static str,
@@ -502,14 +510,14 @@ impl<M: ClModule> Lower<'_, '_, M> {
     fn fail_if(
         &mut self,
         cond: ir::Value,
-        kind: i64,
+        kind: TrapKind,
         site: i64,
         a: Option<ir::Value>,
         b: Option<ir::Value>,
     ) {
         let cont = self.cold_path(cond);
         let ctx = self.ctx();
-        let k = self.b.ins().iconst(types::I64, kind);
+        let k = self.b.ins().iconst(types::I64, kind.code());
         self.b.ins().store(self.fl_ctx, k, ctx, rt::OFF_ERR_KIND);
         let s = self.b.ins().iconst(types::I64, site);
         self.b.ins().store(self.fl_ctx, s, ctx, rt::OFF_ERR_SITE);
@@ -747,7 +755,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let site = self.c.site(term_loc(), None);
                 let nv = self.b.ins().iconst(types::I64, n);
                 let out = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, nv);
-                self.fail_if(out, rt::ERR_SWITCH, site, Some(i), Some(nv));
+                self.fail_if(out, TrapKind::Switch, site, Some(i), Some(nv));
                 if targets.len() <= 2 {
                     // The common case (a recorded predecessor of two): a branch.
                     let first = target(&targets[0])?;
@@ -827,7 +835,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let depth = self.load64(ctx, rt::OFF_DEPTH);
         let max = self.load64(ctx, rt::OFF_MAX_DEPTH);
         let too_deep = self.b.ins().icmp(IntCC::SignedGreaterThan, depth, max);
-        self.fail_if(too_deep, rt::ERR_DEPTH, rt::SITE_NONE, Some(max), None);
+        self.fail_if(too_deep, TrapKind::Depth, rt::SITE_NONE, Some(max), None);
     }
 
     /// A call with the stack check, the failure path, and the result leaves
@@ -845,7 +853,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let sp = self.b.ins().get_stack_pointer(types::I64);
         let limit = self.load64(ctx, rt::OFF_STACK_LIMIT);
         let low = self.b.ins().icmp(IntCC::UnsignedLessThan, sp, limit);
-        self.fail_if(low, rt::ERR_STACK, site, Some(depth), None);
+        self.fail_if(low, TrapKind::Stack, site, Some(depth), None);
         let deeper = self.b.ins().iadd_imm_s(depth, 1);
         self.b.ins().store(self.fl_ctx, deeper, ctx, rt::OFF_DEPTH);
         let mut full = Vec::with_capacity(args.len() + 1);
@@ -866,7 +874,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let status = results[0];
         let cont = self.cold_path(status);
         let s = self.b.ins().iconst(types::I64, site);
-        self.call_import("irad_rt_trace", &[types::I64, types::I64], &[], &[ctx, s])?;
+        self.call_rt(RtSym::Trace, &[types::I64, types::I64], &[], &[ctx, s])?;
         let ret = self.ret_err();
         self.b.ins().jump(ret, &[]);
         self.b.switch_to_block(cont);
@@ -956,32 +964,32 @@ impl<M: ClModule> Lower<'_, '_, M> {
             Sqrt => one(self.b.ins().sqrt(arg(0)?)),
             Floor => one(self.b.ins().floor(arg(0)?)),
             Ceil => one(self.b.ins().ceil(arg(0)?)),
-            Pow => one(self.math2("irad_rt_pow", arg(0)?, arg(1)?)?),
-            Atan2 => one(self.math2("irad_rt_atan2", arg(0)?, arg(1)?)?),
+            Pow => one(self.math2(RtSym::Pow, arg(0)?, arg(1)?)?),
+            Atan2 => one(self.math2(RtSym::Atan2, arg(0)?, arg(1)?)?),
             Powi => {
                 let n = self.b.ins().fcvt_from_sint(types::F64, arg(1)?);
-                one(self.math2("irad_rt_pow", arg(0)?, n)?)
+                one(self.math2(RtSym::Pow, arg(0)?, n)?)
             }
             Exp | Log | Log1p | Expm1 | Sin | Cos | Tan | Asin | Acos | Atan | Sinh | Cosh
             | Tanh | Erf | Round => {
-                let name = match p {
-                    Exp => "irad_rt_exp",
-                    Log => "irad_rt_log",
-                    Log1p => "irad_rt_log1p",
-                    Expm1 => "irad_rt_expm1",
-                    Sin => "irad_rt_sin",
-                    Cos => "irad_rt_cos",
-                    Tan => "irad_rt_tan",
-                    Asin => "irad_rt_asin",
-                    Acos => "irad_rt_acos",
-                    Atan => "irad_rt_atan",
-                    Sinh => "irad_rt_sinh",
-                    Cosh => "irad_rt_cosh",
-                    Tanh => "irad_rt_tanh",
-                    Erf => "irad_rt_erf",
-                    _ => "irad_rt_round",
+                let sym = match p {
+                    Exp => RtSym::Exp,
+                    Log => RtSym::Log,
+                    Log1p => RtSym::Log1p,
+                    Expm1 => RtSym::Expm1,
+                    Sin => RtSym::Sin,
+                    Cos => RtSym::Cos,
+                    Tan => RtSym::Tan,
+                    Asin => RtSym::Asin,
+                    Acos => RtSym::Acos,
+                    Atan => RtSym::Atan,
+                    Sinh => RtSym::Sinh,
+                    Cosh => RtSym::Cosh,
+                    Tanh => RtSym::Tanh,
+                    Erf => RtSym::Erf,
+                    _ => RtSym::Round,
                 };
-                let r = self.call_import(name, &[types::F64], &[types::F64], &[arg(0)?])?;
+                let r = self.call_rt(sym, &[types::F64], &[types::F64], &[arg(0)?])?;
                 one(r[0])
             }
             Lt | Le | Gt | Ge | Eq | Ne => {
@@ -1028,16 +1036,16 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let s = site(self.c, None);
                 let zero = self.b.ins().icmp_imm_s(IntCC::Equal, b, 0);
                 let kind = if p == Idiv {
-                    rt::ERR_DIV_ZERO
+                    TrapKind::DivZero
                 } else {
-                    rt::ERR_REM_ZERO
+                    TrapKind::RemZero
                 };
                 self.fail_if(zero, kind, s, None, None);
                 let minus_one = self.b.ins().icmp_imm_s(IntCC::Equal, b, -1);
                 if p == Idiv {
                     let min = self.b.ins().icmp_imm_s(IntCC::Equal, a, i64::MIN);
                     let ovf = self.b.ins().band(min, minus_one);
-                    self.fail_if(ovf, rt::ERR_IDIV_OVERFLOW, s, None, None);
+                    self.fail_if(ovf, TrapKind::IdivOverflow, s, None, None);
                     one(self.b.ins().sdiv(a, b))
                 } else {
                     // x % -1 is 0 for every x; dividing by 1 instead avoids
@@ -1063,7 +1071,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let ok = self.b.ins().band(ge, lt);
                 let bad = self.b.ins().bxor_imm_s(ok, 1);
                 let bits = self.b.ins().bitcast(types::I64, MemFlagsData::new(), x);
-                self.fail_if(bad, rt::ERR_FPTOSI, s, Some(bits), None);
+                self.fail_if(bad, TrapKind::Fptosi, s, Some(bits), None);
                 one(self.b.ins().fcvt_to_sint_sat(types::I64, x))
             }
             Sum | Dot | Axpy | Scale | Matvec | Matmul | Fill | Copyto | Gemm => {
@@ -1112,8 +1120,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let ctx = self.ctx();
                 let size = self.b.ins().iconst(types::I64, elem_bytes(elem));
                 let sv = self.b.ins().iconst(types::I64, s);
-                let r = self.call_import(
-                    "irad_rt_alloc",
+                let r = self.call_rt(
+                    RtSym::Alloc,
                     &[types::I64; 4],
                     &[types::I64],
                     &[ctx, n, size, sv],
@@ -1145,7 +1153,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 if !self.checked.contains(&(i, len)) {
                     let s = site(self.c, None);
                     let out = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
-                    self.fail_if(out, rt::ERR_INDEX, s, Some(i), Some(len));
+                    self.fail_if(out, TrapKind::Index, s, Some(i), Some(len));
                     self.checked.insert((i, len));
                 }
                 let off = self.b.ins().imul_imm_s(i, elem_bytes(elem));
@@ -1172,8 +1180,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let ctx = self.ctx();
                 let size = self.b.ins().iconst(types::I64, elem_bytes(elem));
                 let sv = self.b.ins().iconst(types::I64, s);
-                let r = self.call_import(
-                    "irad_rt_copy",
+                let r = self.call_rt(
+                    RtSym::Copy,
                     &[types::I64; 5],
                     &[types::I64],
                     &[ctx, ptr, len, size, sv],
@@ -1210,20 +1218,20 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let ctx = self.ctx();
                 let sv = self.b.ins().iconst(types::I64, s);
                 let r = match p {
-                    Sonehot => self.call_import(
-                        "irad_rt_sparse_onehot",
+                    Sonehot => self.call_rt(
+                        RtSym::SparseOnehot,
                         &[types::I64; 3],
                         &[types::I64],
                         &[ctx, arg(0)?, sv],
                     )?,
-                    Sscale => self.call_import(
-                        "irad_rt_sparse_scale",
+                    Sscale => self.call_rt(
+                        RtSym::SparseScale,
                         &[types::I64, types::F64, types::I64, types::I64],
                         &[types::I64],
                         &[ctx, arg(0)?, arg(1)?, sv],
                     )?,
-                    _ => self.call_import(
-                        "irad_rt_sparse_add",
+                    _ => self.call_rt(
+                        RtSym::SparseAdd,
                         &[types::I64; 4],
                         &[types::I64],
                         &[ctx, arg(0)?, arg(1)?, sv],
@@ -1238,8 +1246,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let s = site(self.c, None);
                 let ctx = self.ctx();
                 let sv = self.b.ins().iconst(types::I64, s);
-                let r = self.call_import(
-                    "irad_rt_sparse_dense",
+                let r = self.call_rt(
+                    RtSym::SparseDense,
                     &[types::I64; 4],
                     &[types::I64],
                     &[ctx, arg(0)?, n, sv],
@@ -1250,9 +1258,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
             }
             Frule | Revfwd | Revback => {
                 let kind = match p {
-                    Frule => RULE_FRULE,
-                    Revfwd => RULE_REVFWD,
-                    _ => RULE_REVBACK,
+                    Frule => RuleKind::Frule,
+                    Revfwd => RuleKind::Revfwd,
+                    _ => RuleKind::Revback,
                 };
                 let h = arg(0)?;
                 let width = if p == Frule {
@@ -1262,7 +1270,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 };
                 let s = site(self.c, None);
                 let ctx = self.ctx();
-                let k = self.b.ins().iconst(types::I64, kind);
+                let k = self.b.ins().iconst(types::I64, kind.code());
                 let sv = self.b.ins().iconst(types::I64, s);
                 let r = self.call_import(
                     RULE_FN,
@@ -1283,16 +1291,16 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// the context; the others return non-zero on failure, and may have
     /// written an array, so no element stays known.
     fn bulk(&mut self, p: Prim, vals: &[Leaves], site: i64) -> Result<Leaves, CodegenError> {
-        let name = match p {
-            Prim::Sum => "irad_rt_bulk_sum",
-            Prim::Dot => "irad_rt_bulk_dot",
-            Prim::Axpy => "irad_rt_bulk_axpy",
-            Prim::Scale => "irad_rt_bulk_scale",
-            Prim::Matvec => "irad_rt_bulk_matvec",
-            Prim::Matmul => "irad_rt_bulk_matmul",
-            Prim::Fill => "irad_rt_bulk_fill",
-            Prim::Copyto => "irad_rt_bulk_copyto",
-            Prim::Gemm => "irad_rt_bulk_gemm",
+        let sym = match p {
+            Prim::Sum => RtSym::BulkSum,
+            Prim::Dot => RtSym::BulkDot,
+            Prim::Axpy => RtSym::BulkAxpy,
+            Prim::Scale => RtSym::BulkScale,
+            Prim::Matvec => RtSym::BulkMatvec,
+            Prim::Matmul => RtSym::BulkMatmul,
+            Prim::Fill => RtSym::BulkFill,
+            Prim::Copyto => RtSym::BulkCopyto,
+            Prim::Gemm => RtSym::BulkGemm,
             _ => {
                 return Err(CodegenError::internal(format!(
                     "`{p}` is not a bulk primitive"
@@ -1315,25 +1323,20 @@ impl<M: ClModule> Lower<'_, '_, M> {
         params.push(types::I64);
         args.push(self.b.ins().iconst(types::I64, site));
         if matches!(p, Prim::Sum | Prim::Dot) {
-            let r = self.call_import(name, &params, &[types::F64], &args)?;
+            let r = self.call_rt(sym, &params, &[types::F64], &args)?;
             let kind = self.load64(ctx, rt::OFF_ERR_KIND);
             self.propagate_if(kind);
             Ok(smallvec::smallvec![r[0]])
         } else {
-            let r = self.call_import(name, &params, &[types::I64], &args)?;
+            let r = self.call_rt(sym, &params, &[types::I64], &args)?;
             self.known.clear();
             self.propagate_if(r[0]);
             Ok(SmallVec::new())
         }
     }
 
-    fn math2(
-        &mut self,
-        name: &'static str,
-        a: ir::Value,
-        b: ir::Value,
-    ) -> Result<ir::Value, CodegenError> {
-        Ok(self.call_import(name, &[types::F64, types::F64], &[types::F64], &[a, b])?[0])
+    fn math2(&mut self, sym: RtSym, a: ir::Value, b: ir::Value) -> Result<ir::Value, CodegenError> {
+        Ok(self.call_rt(sym, &[types::F64, types::F64], &[types::F64], &[a, b])?[0])
     }
 
     /// The address of tape `t`'s record.
@@ -1455,7 +1458,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             let base = self.load64(addr, rt::OFF_TAPE_BASE);
             let used = self.b.ins().isub(top, base);
             let empty = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, used, size);
-            self.fail_if(empty, rt::ERR_EMPTY_TAPE, site, None, None);
+            self.fail_if(empty, TrapKind::EmptyTape, site, None, None);
         }
         let new_top = self.b.ins().iadd_imm_s(top, -size);
         self.b
@@ -1585,7 +1588,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                         site = self.b.ins().select(lt, sv, site);
                     }
                     let ctx = self.ctx();
-                    let k = self.b.ins().iconst(types::I64, rt::ERR_EMPTY_TAPE);
+                    let k = self.b.ins().iconst(types::I64, TrapKind::EmptyTape.code());
                     self.b.ins().store(self.fl_ctx, k, ctx, rt::OFF_ERR_KIND);
                     self.b.ins().store(self.fl_ctx, site, ctx, rt::OFF_ERR_SITE);
                     let ret = self.ret_err();

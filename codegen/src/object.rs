@@ -19,7 +19,7 @@
 //!   the operand type of a rule statement, the reverse pieces (for
 //!   `revfwd`/`revback`) and the forward rule of each constant width (for
 //!   `frule`), repeated until the rules themselves need nothing new. A lookup
-//!   that misses fails with `ERR_NO_RULE`;
+//!   that misses fails with `TrapKind::NoRule`;
 //! - the site table (`irad.sites`): per site number, C strings with the
 //!   source position, the IR place and a `pop`'s tape type, from which the
 //!   runtime writes located error messages.
@@ -30,7 +30,7 @@
 use crate::CodegenError;
 use crate::cabi::{self, ArgLeaf, Export, Plan, ResultLeaf};
 use crate::layout::leaf_count;
-use crate::lower::{Compiler, RULE_FN, RULE_FRULE, RULE_REVBACK, RULE_REVFWD};
+use crate::lower::{Compiler, RULE_FN};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
     AbiParam, BlockArg, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind, types,
@@ -46,7 +46,7 @@ use irad_ir::interp::RuleProvider;
 use irad_ir::loc::Location;
 use irad_ir::prim::Prim;
 use irad_ir::types::{FnType, Type};
-use irad_runtime::{self as rt, Ctx};
+use irad_runtime::{self as rt, Ctx, RtSym, RuleKind, TrapKind};
 use std::collections::{HashMap, HashSet};
 
 /// An object file and the C header that declares its exported functions.
@@ -138,7 +138,7 @@ struct Tables {
 /// function value `handle` is the function value `rule`.
 #[derive(Clone, Copy, Debug)]
 struct RuleEntry {
-    kind: i64,
+    kind: RuleKind,
     handle: u32,
     width: i64,
     rule: u32,
@@ -241,13 +241,13 @@ fn close_rules(
                     let hb = comp.handle(module, FuncRef::User(back))?;
                     rule_handles.extend([hf, hb]);
                     entries.push(RuleEntry {
-                        kind: RULE_REVFWD,
+                        kind: RuleKind::Revfwd,
                         handle,
                         width: 0,
                         rule: hf,
                     });
                     entries.push(RuleEntry {
-                        kind: RULE_REVBACK,
+                        kind: RuleKind::Revback,
                         handle,
                         width: 0,
                         rule: hb,
@@ -260,7 +260,7 @@ fn close_rules(
                     let r = comp.handle(module, FuncRef::User(id))?;
                     rule_handles.insert(r);
                     entries.push(RuleEntry {
-                        kind: RULE_FRULE,
+                        kind: RuleKind::Frule,
                         handle,
                         width: i64::from(need.width),
                         rule: r,
@@ -391,7 +391,7 @@ fn declare_data(comp: &mut Compiler<ObjectModule>, name: &str) -> Result<DataId,
 /// A runtime function, imported.
 fn import(
     comp: &mut Compiler<ObjectModule>,
-    name: &str,
+    sym: RtSym,
     params: &[types::Type],
     rets: &[types::Type],
 ) -> Result<ClFuncId, CodegenError> {
@@ -399,7 +399,7 @@ fn import(
     sig.params.extend(params.iter().map(|&t| AbiParam::new(t)));
     sig.returns.extend(rets.iter().map(|&t| AbiParam::new(t)));
     comp.backend
-        .declare_function(name, Linkage::Import, &sig)
+        .declare_function(sym.name(), Linkage::Import, &sig)
         .map_err(CodegenError::backend)
 }
 
@@ -435,9 +435,9 @@ fn define_export(
         })?;
     let internal = comp.declare(module, FuncRef::User(plan.internal))?;
     let i64s = [types::I64; 4];
-    let enter = import(comp, "irad_rt_enter", &i64s[..3], &[])?;
-    let leave = import(comp, "irad_rt_leave", &i64s, &[types::I32])?;
-    let alloc = import(comp, "irad_rt_alloc", &i64s, &[types::I64])?;
+    let enter = import(comp, RtSym::Enter, &i64s[..3], &[])?;
+    let leave = import(comp, RtSym::Leave, &i64s, &[types::I32])?;
+    let alloc = import(comp, RtSym::Alloc, &i64s, &[types::I64])?;
     let ntapes = i64::try_from(comp.tape_types.len())
         .map_err(|_| CodegenError::internal("too many tapes".into()))?;
     let nsites = i64::try_from(comp.sites.len())
@@ -480,7 +480,7 @@ fn define_export(
             let arg = i64::try_from(arg).unwrap_or(i64::MAX);
             for (v, off) in [
                 (
-                    b.ins().iconst(types::I64, rt::ERR_BAD_LENGTH),
+                    b.ins().iconst(types::I64, TrapKind::BadLength.code()),
                     rt::OFF_ERR_KIND,
                 ),
                 (b.ins().iconst(types::I64, site), rt::OFF_ERR_SITE),
@@ -556,7 +556,7 @@ fn define_export(
 }
 
 /// Generates `irad_rule`: the rule table as a chain of comparisons; a miss
-/// records `ERR_NO_RULE` and returns -1.
+/// records [`TrapKind::NoRule`] and returns -1.
 fn define_rule_fn(
     comp: &mut Compiler<ObjectModule>,
     id: ClFuncId,
@@ -573,7 +573,7 @@ fn define_rule_fn(
         let ps = b.block_params(entry).to_vec();
         let (cx, kind, handle, width, site) = (ps[0], ps[1], ps[2], ps[3], ps[4]);
         for r in rules {
-            let k = b.ins().icmp_imm_s(IntCC::Equal, kind, r.kind);
+            let k = b.ins().icmp_imm_s(IntCC::Equal, kind, r.kind.code());
             let h = b
                 .ins()
                 .icmp_imm_s(IntCC::Equal, handle, i64::from(r.handle));
@@ -589,7 +589,7 @@ fn define_rule_fn(
             b.switch_to_block(next);
         }
         let flags = MemFlagsData::trusted();
-        let no_rule = b.ins().iconst(types::I64, rt::ERR_NO_RULE);
+        let no_rule = b.ins().iconst(types::I64, TrapKind::NoRule.code());
         b.ins().store(flags, no_rule, cx, rt::OFF_ERR_KIND);
         b.ins().store(flags, site, cx, rt::OFF_ERR_SITE);
         b.ins().store(flags, handle, cx, rt::OFF_ERR_A);
@@ -698,7 +698,7 @@ mod tests {
             2.5,
         ] {
             assert_eq!(
-                rt::error_text(rt::ERR_FPTOSI, x.to_bits() as i64, 0, 10, None),
+                rt::error_text(rt::TrapKind::Fptosi.code(), x.to_bits() as i64, 0, 10, None),
                 format!(
                     "fptosi of {} is out of the i64 range",
                     irad_ir::text::num::format_f64(x)

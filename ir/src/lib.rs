@@ -5,8 +5,9 @@
 //! - [`func`]: modules, functions, blocks, statements; [`builder`]: how IR is made;
 //! - [`text`]: the text format of SYNTAX.md §1 (lexer, parser, printer);
 //! - [`verify`]: the verifier; [`interp`]: the reference interpreter;
-//! - [`sparse`]: the tangent builder of sparse forward mode (the runtime's
-//!   source file, shared so both backends materialise alike);
+//! - [`bulk`], [`sparse`]: the bulk array kernels and the tangent builder of
+//!   sparse forward mode, from `irad-kernels`, which the runtime uses too, so
+//!   both backends compute and materialise alike;
 //! - [`eq`]: structural equality of modules (names and positions ignored);
 //! - [`surface`]: the `.irad` front end (parser, type checker, SSA lowering).
 //!
@@ -16,8 +17,6 @@
 #![warn(missing_docs)]
 
 pub mod builder;
-#[path = "../../runtime/src/bulk.rs"]
-pub mod bulk;
 mod cursor;
 pub mod entity;
 pub mod eq;
@@ -25,8 +24,6 @@ pub mod func;
 pub mod interp;
 pub mod loc;
 pub mod prim;
-#[path = "../../runtime/src/sparse.rs"]
-pub mod sparse;
 pub mod surface;
 pub mod text;
 pub mod types;
@@ -37,6 +34,10 @@ pub use func::{
     Block, BlockData, Const, Func, FuncId, FuncRef, Inst, InstData, InstKind, Module, Operand,
     Terminator, Value, ValueData, ValueDef,
 };
+/// The bulk array primitives' checks and kernels, shared with the runtime.
+pub use irad_kernels::bulk;
+/// The tangent builder of sparse forward mode, shared with the runtime.
+pub use irad_kernels::sparse;
 pub use loc::{Location, Pos};
 pub use prim::Prim;
 pub use types::{FnType, Scalar, Type};

@@ -7,7 +7,7 @@
 //! file the interpreter includes, in the interpreter's order: the check
 //! first; an output of length 0 writes nothing and skips the kernel. So the
 //! results agree bit for bit and a failed check has the interpreter's text,
-//! which goes to [`Runtime::message`] with [`ERR_BULK`] at the site.
+//! which goes to [`Runtime::message`] with [`crate::TrapKind::Bulk`] at the site.
 //!
 //! Two operands are the same array when their pointers are equal, as two
 //! arrays of a run are the same exactly when they share memory (two empty
@@ -17,11 +17,11 @@
 //! kernel ever writes memory it reads.
 //!
 //! `sum` and `dot` return their f64 and leave any failure in the context
-//! (`ctx.err_kind` is not [`crate::ERR_NONE`] afterwards); the others return 0, or
+//! (`ctx.err_kind` is not [`crate::NO_TRAP`] afterwards); the others return 0, or
 //! 1 with the failure in the context.
 
 use crate::bulk::{self, Op};
-use crate::{Ctx, ERR_BULK, Runtime, fail};
+use crate::{Ctx, Runtime, Trap, fail};
 
 /// `sum(a)`.
 ///
@@ -262,21 +262,6 @@ pub unsafe extern "C" fn irad_rt_bulk_gemm(
     }
 }
 
-/// Every entry point, by symbol name, for [`crate::symbols`].
-pub(crate) fn symbols() -> [(&'static str, *const u8); 9] {
-    [
-        ("irad_rt_bulk_sum", irad_rt_bulk_sum as *const u8),
-        ("irad_rt_bulk_dot", irad_rt_bulk_dot as *const u8),
-        ("irad_rt_bulk_axpy", irad_rt_bulk_axpy as *const u8),
-        ("irad_rt_bulk_scale", irad_rt_bulk_scale as *const u8),
-        ("irad_rt_bulk_fill", irad_rt_bulk_fill as *const u8),
-        ("irad_rt_bulk_copyto", irad_rt_bulk_copyto as *const u8),
-        ("irad_rt_bulk_matvec", irad_rt_bulk_matvec as *const u8),
-        ("irad_rt_bulk_matmul", irad_rt_bulk_matmul as *const u8),
-        ("irad_rt_bulk_gemm", irad_rt_bulk_gemm as *const u8),
-    ]
-}
-
 /// An array operand as compiled code passes it.
 #[derive(Copy, Clone)]
 struct Arr {
@@ -345,7 +330,7 @@ fn dim(d: i64) -> usize {
     usize::try_from(d).unwrap_or(0)
 }
 
-/// Runs [`bulk::check`] on `call`; on failure records [`ERR_BULK`] at
+/// Runs [`bulk::check`] on `call`; on failure records [`crate::TrapKind::Bulk`] at
 /// `site` with the message in the runtime.
 ///
 /// # Safety
@@ -365,7 +350,7 @@ unsafe fn checked(ctx: *mut Ctx, call: &Call<'_>, site: i64) -> bool {
             let ctx = unsafe { &mut *ctx };
             let rt: &mut Runtime = unsafe { &mut *ctx.rt };
             rt.message = msg;
-            fail(ctx, ERR_BULK, site, 0);
+            fail(ctx, Trap::Bulk, site);
             false
         }
     }
@@ -437,8 +422,8 @@ unsafe fn update(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ERR_NONE;
     use crate::tests::ctx_with;
+    use crate::{NO_TRAP, TrapKind};
 
     fn message(ctx: &Ctx) -> String {
         // SAFETY: the test's runtime is live.
@@ -456,26 +441,26 @@ mod tests {
         let r = unsafe {
             irad_rt_bulk_matvec(&mut ctx, p(&mut a), 6, p(&mut x), 3, 2, 3, p(&mut y), 2, 4)
         };
-        assert_eq!((r, ctx.err_kind), (0, ERR_NONE));
+        assert_eq!((r, ctx.err_kind), (0, NO_TRAP));
         assert_eq!(y, [6.0, 15.0]);
         let d = unsafe { irad_rt_bulk_dot(&mut ctx, p(&mut y), 2, p(&mut y), 2, 0) };
         assert_eq!(d, 36.0 + 225.0);
         // The output is the same array as an input.
         let r = unsafe { irad_rt_bulk_axpy(&mut ctx, 2.0, p(&mut y), 2, p(&mut y), 2, 7) };
         assert_eq!(r, 1);
-        assert_eq!((ctx.err_kind, ctx.err_site), (ERR_BULK, 7));
+        assert_eq!((ctx.err_kind, ctx.err_site), (TrapKind::Bulk.code(), 7));
         assert_eq!(
             message(&ctx),
             "`axpy`: the output y is the same array as the input x"
         );
         assert_eq!(y, [6.0, 15.0]);
         // Overlapping, not equal: refused too.
-        ctx.err_kind = ERR_NONE;
+        ctx.err_kind = NO_TRAP;
         let r = unsafe { irad_rt_bulk_copyto(&mut ctx, p(&mut a), 3, p(&mut a[1..]), 3, 2) };
-        assert_eq!((r, ctx.err_kind), (1, ERR_BULK));
+        assert_eq!((r, ctx.err_kind), (1, TrapKind::Bulk.code()));
         assert_eq!(a, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
         // Shapes, with null pointers for empty arrays.
-        ctx.err_kind = ERR_NONE;
+        ctx.err_kind = NO_TRAP;
         let null = std::ptr::null_mut();
         let r =
             unsafe { irad_rt_bulk_matmul(&mut ctx, p(&mut a), 5, null, 0, 2, 3, 0, null, 0, 3) };
@@ -484,9 +469,9 @@ mod tests {
             message(&ctx),
             "`matmul`: A has 5 elements but m*k = 2*3 = 6"
         );
-        ctx.err_kind = ERR_NONE;
+        ctx.err_kind = NO_TRAP;
         let r = unsafe { irad_rt_bulk_gemm(&mut ctx, 1, 0, null, 0, null, 0, 0, 0, 0, null, 0, 3) };
-        assert_eq!((r, ctx.err_kind), (0, ERR_NONE));
+        assert_eq!((r, ctx.err_kind), (0, NO_TRAP));
         assert_eq!(unsafe { irad_rt_bulk_sum(&mut ctx, null, 0, 1) }, 0.0);
     }
 }

@@ -14,12 +14,7 @@
 //! located through the object's site table ([`SiteInfo`]), one entry per
 //! site number, written by the code generator.
 
-use crate::{
-    Ctx, ERR_BAD_LENGTH, ERR_BULK, ERR_DEPTH, ERR_DIV_ZERO, ERR_EMPTY_TAPE, ERR_FPTOSI,
-    ERR_IDIV_OVERFLOW, ERR_INDEX, ERR_MESSAGE, ERR_NEG_LEN, ERR_NO_RULE, ERR_NONE, ERR_OOM_ALLOC,
-    ERR_OOM_COPY, ERR_OOM_TAPE, ERR_REM_ZERO, ERR_STACK, ERR_SWITCH, ERR_TOO_LONG, MAX_ARRAY_LEN,
-    Runtime,
-};
+use crate::{Ctx, Host, NO_TRAP, Runtime, Trap, TrapKind};
 use std::cell::{Cell, RefCell};
 use std::ffi::{CStr, CString, c_char};
 use std::ptr;
@@ -64,8 +59,8 @@ const TRACE_TAIL: usize = 2;
 
 /// Sets how much native stack compiled code may use below the entry of an
 /// exported function called later on this thread; deeper calls fail with
-/// [`ERR_STACK`] instead of overflowing. Raise it only on a thread whose stack
-/// is that large.
+/// [`TrapKind::Stack`] instead of overflowing. Raise it only on a thread
+/// whose stack is that large.
 #[unsafe(no_mangle)]
 pub extern "C" fn irad_set_stack_budget(bytes: u64) {
     STACK_BUDGET.with(|b| b.set(bytes));
@@ -106,7 +101,7 @@ pub unsafe extern "C" fn irad_rt_enter(ctx: *mut Ctx, fn_table: *const *const u8
         stack_limit: sp.saturating_sub(budget),
         fn_table,
         tapes: ptr::null_mut(),
-        err_kind: ERR_NONE,
+        err_kind: NO_TRAP,
         err_site: 0,
         err_a: 0,
         err_b: 0,
@@ -122,8 +117,9 @@ pub unsafe extern "C" fn irad_rt_enter(ctx: *mut Ctx, fn_table: *const *const u8
 }
 
 /// Ends a call begun by [`irad_rt_enter`]: returns 0 when `status` is 0,
-/// otherwise the error kind in `ctx` (an `ERR_*` code) with its text stored
-/// for [`irad_error_message`]; frees the runtime (arrays and tapes) either way.
+/// otherwise the error kind in `ctx` (a [`TrapKind`] code) with its text
+/// stored for [`irad_error_message`]; frees the runtime (arrays and tapes)
+/// either way.
 ///
 /// # Safety
 /// `ctx` was filled by [`irad_rt_enter`] and not left yet; `sites` points at
@@ -148,10 +144,10 @@ pub unsafe extern "C" fn irad_rt_leave(
         _ => &[],
     };
     let (code, text) = if status == 0 {
-        (ERR_NONE, String::new())
+        (NO_TRAP, String::new())
     } else {
-        let kind = if ctx.err_kind == ERR_NONE {
-            ERR_MESSAGE
+        let kind = if ctx.err_kind == NO_TRAP {
+            TrapKind::Message.code()
         } else {
             ctx.err_kind
         };
@@ -165,48 +161,14 @@ pub unsafe extern "C" fn irad_rt_leave(
     i32::try_from(code).unwrap_or(i32::MAX)
 }
 
-/// The message of an error kind, worded as the interpreter words it (the
-/// code generator's JIT messages; a test keeps the two in step). `tape` is
-/// the type of the tape of an [`ERR_EMPTY_TAPE`].
+/// The message of an error kind (a [`TrapKind`] code) with operands `a`
+/// and `b`, as objects print it: the interpreter's text ([`Trap`]'s), with
+/// the C side's advice for [`TrapKind::Stack`]. `tape` is the type of the
+/// tape of a [`TrapKind::EmptyTape`].
 pub fn error_text(kind: i64, a: i64, b: i64, max_depth: i64, tape: Option<&str>) -> String {
-    match kind {
-        ERR_DIV_ZERO => "division by zero".into(),
-        ERR_REM_ZERO => "remainder by zero".into(),
-        ERR_IDIV_OVERFLOW => "integer overflow in idiv".into(),
-        ERR_FPTOSI => format!(
-            "fptosi of {} is out of the i64 range",
-            format_f64(f64::from_bits(a as u64))
-        ),
-        ERR_NEG_LEN => format!("negative array length {a}"),
-        ERR_TOO_LONG => format!("array length {a} exceeds the limit of {MAX_ARRAY_LEN} elements"),
-        ERR_OOM_ALLOC => format!("out of memory allocating an array of {a} elements"),
-        ERR_OOM_COPY => format!("out of memory copying an array of {a} elements"),
-        ERR_INDEX => format!("index {a} out of bounds for array of length {b}"),
-        ERR_SWITCH => format!("switch index {a} is out of range for {b} targets"),
-        ERR_EMPTY_TAPE => format!("pop from an empty tape of {}", tape.unwrap_or("?")),
-        ERR_DEPTH => format!("call depth limit of {a} exceeded"),
-        ERR_STACK => format!(
-            "native stack exhausted at call depth {a} (the call-depth limit is {max_depth}; raise the stack budget with irad_set_stack_budget on a thread with a larger stack)"
-        ),
-        ERR_MESSAGE => "internal error: a failure without a message".into(),
-        ERR_OOM_TAPE => "out of memory growing a tape".into(),
-        ERR_NO_RULE => format!(
-            "the object holds no {} rule for function value {a} (objects are closed: rules are built ahead of time)",
-            match b {
-                0 => "forward",
-                1 => "reverse (forward sweep)",
-                _ => "reverse (pullback)",
-            }
-        ),
-        ERR_BAD_LENGTH => format!("array argument {a} has negative length {b}"),
-        crate::ERR_SPARSE_HANDLE => format!("invalid sparse handle {a}"),
-        crate::ERR_SPARSE_DIRECTION => format!("negative sparse direction {a}"),
-        crate::ERR_SPARSE_RANGE => {
-            format!("sparse direction {a} out of range for a dense tangent of length {b}")
-        }
-        crate::ERR_SPARSE_FULL => "too many sparse tangent nodes".into(),
-        ERR_BULK => "internal error: a bulk primitive failed without a message".into(),
-        k => format!("internal error: unknown error kind {k}"),
+    match TrapKind::from_code(kind) {
+        Some(kind) => Trap::decode(kind, a, b, max_depth, tape, Host::Object).to_string(),
+        None => format!("internal error: unknown error kind {kind}"),
     }
 }
 
@@ -226,7 +188,11 @@ fn failure_text(ctx: &Ctx, kind: i64, rt: &Runtime, sites: &[SiteInfo]) -> Strin
         }
     };
     let tape = here.and_then(|s| text(s.tape));
-    let msg = if matches!(kind, ERR_MESSAGE | ERR_BULK) && !rt.message.is_empty() {
+    let carries_text = matches!(
+        TrapKind::from_code(kind),
+        Some(TrapKind::Message | TrapKind::Bulk)
+    );
+    let msg = if carries_text && !rt.message.is_empty() {
         rt.message.clone()
     } else {
         error_text(kind, ctx.err_a, ctx.err_b, ctx.max_depth, tape.as_deref())
@@ -256,18 +222,6 @@ fn failure_text(ctx: &Ctx, kind: i64, rt: &Runtime, sites: &[SiteInfo]) -> Strin
         }
     }
     out
-}
-
-/// A float as IR text writes it (`irad_ir::text::num::format_f64`): the
-/// shortest form that reads back to the same bits, with a `.` or an exponent.
-fn format_f64(x: f64) -> String {
-    if x.is_nan() {
-        "nan".into()
-    } else if x.is_infinite() {
-        if x > 0.0 { "inf".into() } else { "-inf".into() }
-    } else {
-        format!("{x:?}")
-    }
 }
 
 /// The current stack pointer: the register itself where irad knows how to
@@ -336,13 +290,13 @@ mod tests {
         assert_eq!(ctx.depth, 1);
         assert_eq!(ctx.max_depth, DEFAULT_MAX_DEPTH);
         assert!(!ctx.tapes.is_null());
-        ctx.err_kind = ERR_INDEX;
+        ctx.err_kind = TrapKind::Index.code();
         ctx.err_site = 0;
         ctx.err_a = 5;
         ctx.err_b = 3;
         unsafe { (*ctx.rt).trace.push(1) };
         let code = unsafe { irad_rt_leave(ctx, 1, sites.as_ptr(), 2) };
-        assert_eq!(i64::from(code), ERR_INDEX);
+        assert_eq!(i64::from(code), TrapKind::Index.code());
         let text = unsafe { CStr::from_ptr(irad_error_message()) }.to_string_lossy();
         assert_eq!(
             text,
@@ -377,13 +331,5 @@ mod tests {
         let c = unsafe { ctx.assume_init_mut() };
         assert_eq!(c.max_depth, DEFAULT_MAX_DEPTH);
         unsafe { irad_rt_leave(c, 0, ptr::null(), 0) };
-    }
-
-    #[test]
-    fn floats_print_as_ir_text() {
-        assert_eq!(format_f64(1e16), "1e16");
-        assert_eq!(format_f64(1.0), "1.0");
-        assert_eq!(format_f64(f64::NAN), "nan");
-        assert_eq!(format_f64(f64::NEG_INFINITY), "-inf");
     }
 }

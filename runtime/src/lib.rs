@@ -3,11 +3,11 @@
 //! functions, the bulk array primitives and the error slot.
 //!
 //! The JIT links this crate into the process and passes the addresses of its
-//! `irad_rt_*` functions to Cranelift; object files written by `irad emit` link
-//! the same functions from the static library this crate also builds
-//! (`libirad_runtime.a`). Either way compiled code computes what the
-//! interpreter computes: the math functions are the `libm` crate's, as in the
-//! interpreter.
+//! `irad_rt_*` functions (the [`RtSym`] list) to Cranelift; object files
+//! written by `irad emit` link the same functions from the static library
+//! this crate also builds (`libirad_runtime.a`). Either way compiled code
+//! computes what the interpreter computes: the math functions are the `libm`
+//! crate's, as in the interpreter.
 //!
 //! Layout contract with the code generator (`irad-codegen`, docs/codegen.md):
 //! [`Ctx`] and [`Tape`] are `repr(C)` and the generator reads and writes their
@@ -19,7 +19,11 @@
 //! [`irad_rt_copy`] allocate zeroed memory that the [`Runtime`] owns until
 //! [`Runtime::release_arrays`].
 //!
-//! Errors: a failing operation stores an error kind (the `ERR_*` constants),
+//! The bulk kernels, the sparse tangent builder and the error kinds with
+//! their texts are `irad-kernels`', which the interpreter uses too; they are
+//! re-exported here ([`bulk`], [`sparse`], [`TrapKind`], [`Trap`]).
+//!
+//! Errors: a failing operation stores an error kind (a [`TrapKind`] code),
 //! the site (a number the code generator gave the failing statement) and up to
 //! two operands in the context, then every compiled frame returns status 1;
 //! callers record their call site with [`irad_rt_trace`] on the way out.
@@ -34,10 +38,9 @@
 use std::alloc::{Layout, alloc_zeroed, dealloc, realloc};
 use std::ptr;
 
-pub mod bulk;
 mod bulk_ffi;
 mod capi;
-pub mod sparse;
+mod symbols;
 pub use bulk_ffi::{
     irad_rt_bulk_axpy, irad_rt_bulk_copyto, irad_rt_bulk_dot, irad_rt_bulk_fill, irad_rt_bulk_gemm,
     irad_rt_bulk_matmul, irad_rt_bulk_matvec, irad_rt_bulk_scale, irad_rt_bulk_sum,
@@ -46,66 +49,18 @@ pub use capi::{
     DEFAULT_MAX_DEPTH, DEFAULT_STACK_BUDGET, SITE_INFO_SIZE, SiteInfo, error_text,
     irad_error_message, irad_rt_enter, irad_rt_leave, irad_set_max_depth, irad_set_stack_budget,
 };
+pub use irad_kernels::{bulk, sparse};
+pub use symbols::RtSym;
 
 /// The largest array, in elements, compiled code allocates (the interpreter's
-/// limit, `irad_ir::interp::MAX_ARRAY_LEN`).
-pub const MAX_ARRAY_LEN: u64 = 1 << 28;
+/// limit too).
+pub use irad_kernels::MAX_ARRAY_LEN;
+/// The run-time errors: kinds with their codes (what `Ctx::err_kind` holds)
+/// and their texts, shared with the interpreter.
+pub use irad_kernels::trap::{Host, NO_TRAP, RuleKind, Trap, TrapKind};
 
 /// The most tapes (distinct pushed types) a JIT gives compiled code.
 pub const MAX_TAPES: usize = 4096;
-
-/// No error.
-pub const ERR_NONE: i64 = 0;
-/// `idiv` by zero.
-pub const ERR_DIV_ZERO: i64 = 1;
-/// `irem` by zero.
-pub const ERR_REM_ZERO: i64 = 2;
-/// `idiv(i64::MIN, -1)`.
-pub const ERR_IDIV_OVERFLOW: i64 = 3;
-/// `fptosi` of NaN or of a value outside the i64 range; `a` holds the f64's bits.
-pub const ERR_FPTOSI: i64 = 4;
-/// A negative array length `a`.
-pub const ERR_NEG_LEN: i64 = 5;
-/// An array length `a` above [`MAX_ARRAY_LEN`].
-pub const ERR_TOO_LONG: i64 = 6;
-/// Out of memory allocating an array of `a` elements.
-pub const ERR_OOM_ALLOC: i64 = 7;
-/// Out of memory copying an array of `a` elements.
-pub const ERR_OOM_COPY: i64 = 8;
-/// Index `a` out of bounds for an array of length `b`.
-pub const ERR_INDEX: i64 = 9;
-/// Switch index `a` out of range for `b` targets.
-pub const ERR_SWITCH: i64 = 10;
-/// Pop from an empty tape (the site says which type).
-pub const ERR_EMPTY_TAPE: i64 = 11;
-/// The call-depth limit was reached at a call.
-pub const ERR_DEPTH: i64 = 12;
-/// The native stack ran out at call depth `a`.
-pub const ERR_STACK: i64 = 13;
-/// An error whose text is in [`Runtime::message`] (rule derivation, internal errors).
-pub const ERR_MESSAGE: i64 = 14;
-/// Out of memory growing a tape.
-pub const ERR_OOM_TAPE: i64 = 15;
-/// A rule of a function value that an object file does not hold (objects
-/// are closed: their rules are built ahead of time); `a` is the handle, `b`
-/// the rule kind.
-pub const ERR_NO_RULE: i64 = 16;
-/// An array argument of an exported function has a negative length: `a` is
-/// the argument's position (from 0), `b` the length.
-pub const ERR_BAD_LENGTH: i64 = 17;
-
-/// An invalid sparse tangent handle `a` (`sscale`, `sadd`, `sdense`).
-pub const ERR_SPARSE_HANDLE: i64 = 18;
-/// A negative one-hot direction `a` (`sonehot`).
-pub const ERR_SPARSE_DIRECTION: i64 = 19;
-/// A one-hot direction `a` at or beyond the length `b` materialised (`sdense`).
-pub const ERR_SPARSE_RANGE: i64 = 20;
-/// The sparse tangent builder is full (`sparse::MAX_SPARSE_NODES` nodes).
-pub const ERR_SPARSE_FULL: i64 = 21;
-/// A bulk array primitive's operands failed [`bulk::check`] (a length that
-/// does not fit, a negative dimension, an output that is an input); the text
-/// is in [`Runtime::message`].
-pub const ERR_BULK: i64 = 22;
 
 /// The site number of an error raised outside any statement (a primitive
 /// called through a function value, or the call-depth check on entry to a
@@ -140,15 +95,15 @@ impl Default for Tape {
 pub struct Ctx {
     /// Active compiled frames (the outermost call counts as one).
     pub depth: i64,
-    /// The largest allowed `depth`; a call beyond it is [`ERR_DEPTH`].
+    /// The largest allowed `depth`; a call beyond it is [`TrapKind::Depth`].
     pub max_depth: i64,
-    /// Calls fail with [`ERR_STACK`] when the stack pointer is below this.
+    /// Calls fail with [`TrapKind::Stack`] when the stack pointer is below this.
     pub stack_limit: u64,
     /// Code addresses of the function values, indexed by handle.
     pub fn_table: *const *const u8,
     /// The tapes, indexed by tape number.
     pub tapes: *mut Tape,
-    /// The error kind (`ERR_*`), [`ERR_NONE`] while all is well.
+    /// The error kind (a [`TrapKind`] code), [`NO_TRAP`] while all is well.
     pub err_kind: i64,
     /// The failing statement's site number.
     pub err_site: i64,
@@ -198,7 +153,7 @@ pub struct Runtime {
     pub tapes: Vec<Tape>,
     /// Call sites of the error being returned, innermost first.
     pub trace: Vec<i64>,
-    /// The text of an [`ERR_MESSAGE`] or [`ERR_BULK`] error.
+    /// The text of a [`TrapKind::Message`] or [`TrapKind::Bulk`] error.
     pub message: String,
     /// The sparse tangent builder of sparse forward mode; the JIT empties it
     /// when a run starts, an object's runtime lives for one exported call.
@@ -291,15 +246,7 @@ fn free_tape(t: &mut Tape) {
 
 /// Records a sparse builder error in `ctx`; returns -1 (no handle).
 fn sparse_fail(ctx: &mut Ctx, e: sparse::SparseError, site: i64) -> i64 {
-    use sparse::SparseError as E;
-    let (kind, a, b) = match e {
-        E::BadHandle(h) => (ERR_SPARSE_HANDLE, h, 0),
-        E::BadDirection(k) => (ERR_SPARSE_DIRECTION, k, 0),
-        E::OutOfRange(k, n) => (ERR_SPARSE_RANGE, k as i64, n),
-        E::Full => (ERR_SPARSE_FULL, 0, 0),
-    };
-    fail(ctx, kind, site, a);
-    ctx.err_b = b;
+    fail(ctx, e.trap(), site);
     -1
 }
 
@@ -360,8 +307,8 @@ pub unsafe extern "C" fn irad_rt_sparse_dense(ctx: *mut Ctx, a: i64, n: i64, sit
     let ctx = unsafe { &mut *ctx };
     let len = match checked_len(n) {
         Ok(len) => len,
-        Err(kind) => {
-            fail(ctx, kind, site, n);
+        Err(trap) => {
+            fail(ctx, trap, site);
             return ptr::null_mut();
         }
     };
@@ -376,7 +323,7 @@ pub unsafe extern "C" fn irad_rt_sparse_dense(ctx: *mut Ctx, a: i64, n: i64, sit
                 p
             }
             None => {
-                fail(ctx, ERR_OOM_ALLOC, site, n);
+                fail(ctx, Trap::OomAlloc(n), site);
                 ptr::null_mut()
             }
         },
@@ -389,20 +336,21 @@ pub unsafe extern "C" fn irad_rt_sparse_dense(ctx: *mut Ctx, a: i64, n: i64, sit
     p
 }
 
-/// Records an error in `ctx`.
-fn fail(ctx: &mut Ctx, kind: i64, site: i64, a: i64) {
-    ctx.err_kind = kind;
+/// Records `trap` at `site` in `ctx`.
+fn fail(ctx: &mut Ctx, trap: Trap<'_>, site: i64) {
+    let (a, b) = trap.operands();
+    ctx.err_kind = trap.kind().code();
     ctx.err_site = site;
     ctx.err_a = a;
-    ctx.err_b = 0;
+    ctx.err_b = b;
 }
 
-/// Checks an array length: the element count, or the error kind.
-fn checked_len(n: i64) -> Result<usize, i64> {
+/// Checks an array length: the element count, or the error.
+fn checked_len(n: i64) -> Result<usize, Trap<'static>> {
     if n < 0 {
-        Err(ERR_NEG_LEN)
+        Err(Trap::NegLen(n))
     } else if n as u64 > MAX_ARRAY_LEN {
-        Err(ERR_TOO_LONG)
+        Err(Trap::TooLong(n))
     } else {
         Ok(n as usize)
     }
@@ -425,8 +373,8 @@ pub unsafe extern "C" fn irad_rt_alloc(
     let ctx = unsafe { &mut *ctx };
     let len = match checked_len(n) {
         Ok(len) => len,
-        Err(kind) => {
-            fail(ctx, kind, site, n);
+        Err(trap) => {
+            fail(ctx, trap, site);
             return ptr::null_mut();
         }
     };
@@ -435,7 +383,7 @@ pub unsafe extern "C" fn irad_rt_alloc(
     match rt.alloc(len, elem_size as usize) {
         Some(p) => p,
         None => {
-            fail(ctx, ERR_OOM_ALLOC, site, n);
+            fail(ctx, Trap::OomAlloc(n), site);
             ptr::null_mut()
         }
     }
@@ -466,14 +414,14 @@ pub unsafe extern "C" fn irad_rt_copy(
             p
         }
         None => {
-            fail(ctx, ERR_OOM_COPY, site, len);
+            fail(ctx, Trap::OomCopy(len), site);
             ptr::null_mut()
         }
     }
 }
 
 /// Grows tape number `tape` so that `size` more bytes fit; returns 0, or 1
-/// with [`ERR_OOM_TAPE`] in `ctx` at `site`.
+/// with [`TrapKind::OomTape`] in `ctx` at `site`.
 ///
 /// # Safety
 /// As [`irad_rt_alloc`]; `tape` is below the number of tapes `ctx` points at.
@@ -487,7 +435,7 @@ pub unsafe extern "C" fn irad_rt_tape_grow(ctx: *mut Ctx, tape: i64, size: i64, 
     let want = used.saturating_add(size as usize);
     let new_cap = want.max(cap.saturating_mul(2)).max(4096);
     let Ok(new_layout) = Layout::from_size_align(new_cap, 8) else {
-        fail(ctx, ERR_OOM_TAPE, site, 0);
+        fail(ctx, Trap::OomTape, site);
         return 1;
     };
     let p = if t.base.is_null() {
@@ -498,7 +446,7 @@ pub unsafe extern "C" fn irad_rt_tape_grow(ctx: *mut Ctx, tape: i64, size: i64, 
         unsafe { realloc(t.base, Layout::from_size_align_unchecked(cap, 8), new_cap) }
     };
     if p.is_null() {
-        fail(ctx, ERR_OOM_TAPE, site, 0);
+        fail(ctx, Trap::OomTape, site);
         return 1;
     }
     t.base = p;
@@ -567,40 +515,6 @@ pub extern "C" fn irad_rt_atan2(y: f64, x: f64) -> f64 {
     libm::atan2(y, x)
 }
 
-/// Every function compiled code may call, by symbol name, with its address:
-/// the JIT registers these with Cranelift.
-pub fn symbols() -> Vec<(&'static str, *const u8)> {
-    let mut symbols = vec![
-        ("irad_rt_alloc", irad_rt_alloc as *const u8),
-        ("irad_rt_copy", irad_rt_copy as *const u8),
-        ("irad_rt_tape_grow", irad_rt_tape_grow as *const u8),
-        ("irad_rt_trace", irad_rt_trace as *const u8),
-        ("irad_rt_sparse_onehot", irad_rt_sparse_onehot as *const u8),
-        ("irad_rt_sparse_scale", irad_rt_sparse_scale as *const u8),
-        ("irad_rt_sparse_add", irad_rt_sparse_add as *const u8),
-        ("irad_rt_sparse_dense", irad_rt_sparse_dense as *const u8),
-        ("irad_rt_exp", irad_rt_exp as *const u8),
-        ("irad_rt_log", irad_rt_log as *const u8),
-        ("irad_rt_log1p", irad_rt_log1p as *const u8),
-        ("irad_rt_expm1", irad_rt_expm1 as *const u8),
-        ("irad_rt_sin", irad_rt_sin as *const u8),
-        ("irad_rt_cos", irad_rt_cos as *const u8),
-        ("irad_rt_tan", irad_rt_tan as *const u8),
-        ("irad_rt_asin", irad_rt_asin as *const u8),
-        ("irad_rt_acos", irad_rt_acos as *const u8),
-        ("irad_rt_atan", irad_rt_atan as *const u8),
-        ("irad_rt_sinh", irad_rt_sinh as *const u8),
-        ("irad_rt_cosh", irad_rt_cosh as *const u8),
-        ("irad_rt_tanh", irad_rt_tanh as *const u8),
-        ("irad_rt_erf", irad_rt_erf as *const u8),
-        ("irad_rt_round", irad_rt_round as *const u8),
-        ("irad_rt_pow", irad_rt_pow as *const u8),
-        ("irad_rt_atan2", irad_rt_atan2 as *const u8),
-    ];
-    symbols.extend(bulk_ffi::symbols());
-    symbols
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -630,7 +544,7 @@ mod tests {
             stack_limit: 0,
             fn_table: ptr::null(),
             tapes: ptr::null_mut(),
-            err_kind: ERR_NONE,
+            err_kind: NO_TRAP,
             err_site: 0,
             err_a: 0,
             err_b: 0,
@@ -647,11 +561,11 @@ mod tests {
         assert!(p.is_null());
         assert_eq!(
             (ctx.err_kind, ctx.err_site, ctx.err_a),
-            (ERR_NEG_LEN, 7, -3)
+            (TrapKind::NegLen.code(), 7, -3)
         );
         let p = unsafe { irad_rt_alloc(&mut ctx, (MAX_ARRAY_LEN + 1) as i64, 8, 2) };
         assert!(p.is_null());
-        assert_eq!(ctx.err_kind, ERR_TOO_LONG);
+        assert_eq!(ctx.err_kind, TrapKind::TooLong.code());
         let p = unsafe { irad_rt_alloc(&mut ctx, 5, 8, 0) } as *mut f64;
         assert!(!p.is_null());
         let xs = unsafe { std::slice::from_raw_parts_mut(p, 5) };

@@ -13,12 +13,12 @@ use super::value::{ArrayData, ArrayRef, Val};
 use crate::func::Const;
 use crate::prim::Prim;
 use crate::types::Scalar;
+use irad_kernels::trap::Trap;
 
 /// The largest array (in elements) that `alloc`, `zeros` and `copy` make;
-/// larger requests are run-time errors rather than allocation failures. 2^28
-/// elements is 2 GiB of f64: one array cannot outgrow the memory of the
-/// machines irad runs on, and compiled code keeps the same limit.
-pub const MAX_ARRAY_LEN: u64 = 1 << 28;
+/// larger requests are run-time errors rather than allocation failures.
+/// Compiled code keeps the same limit (it is `irad-kernels`').
+pub use irad_kernels::MAX_ARRAY_LEN;
 
 /// Applies `prim` to `args`. `elem` is the element type of `alloc`'s result
 /// (taken from the statement's result type); other primitives ignore it.
@@ -268,14 +268,14 @@ fn int_arith(prim: Prim, args: &[&Val]) -> Result<Val, String> {
         (Ineg, [Val::I64(a)]) => a.wrapping_neg(),
         (Idiv, [Val::I64(a), Val::I64(b)]) => {
             if *b == 0 {
-                return Err("division by zero".into());
+                return Err(Trap::DivZero.to_string());
             }
             a.checked_div(*b)
-                .ok_or_else(|| String::from("integer overflow in idiv"))?
+                .ok_or_else(|| Trap::IdivOverflow.to_string())?
         }
         (Irem, [Val::I64(a), Val::I64(b)]) => {
             if *b == 0 {
-                return Err("remainder by zero".into());
+                return Err(Trap::RemZero.to_string());
             }
             // Only i64::MIN % -1 overflows, and its mathematical value is 0.
             a.checked_rem(*b).unwrap_or(0)
@@ -306,10 +306,7 @@ fn convert(prim: Prim, args: &[&Val]) -> Result<Val, String> {
             // 2^63 is exact in f64; every f64 in [-2^63, 2^63) truncates to an i64.
             const TWO_63: f64 = 9_223_372_036_854_775_808.0;
             if x.is_nan() || *x < -TWO_63 || *x >= TWO_63 {
-                Err(format!(
-                    "fptosi of {} is out of the i64 range",
-                    crate::text::num::format_f64(*x)
-                ))
+                Err(Trap::Fptosi(*x).to_string())
             } else {
                 Ok(Val::I64(*x as i64))
             }
@@ -514,12 +511,10 @@ fn new_array(elem: Scalar, n: i64) -> Result<ArrayData, String> {
 /// Checks a requested array length.
 pub(crate) fn array_len(n: i64) -> Result<usize, String> {
     if n < 0 {
-        return Err(format!("negative array length {n}"));
+        return Err(Trap::NegLen(n).to_string());
     }
     if n as u64 > MAX_ARRAY_LEN {
-        return Err(format!(
-            "array length {n} exceeds the limit of {MAX_ARRAY_LEN} elements"
-        ));
+        return Err(Trap::TooLong(n).to_string());
     }
     usize::try_from(n).map_err(|_| format!("array length {n} does not fit in memory"))
 }
@@ -528,7 +523,7 @@ pub(crate) fn array_len(n: i64) -> Result<usize, String> {
 fn filled<T: Copy>(len: usize, x: T) -> Result<Vec<T>, String> {
     let mut v = Vec::new();
     v.try_reserve_exact(len)
-        .map_err(|_| format!("out of memory allocating an array of {len} elements"))?;
+        .map_err(|_| Trap::OomAlloc(len as i64).to_string())?;
     v.resize(len, x);
     Ok(v)
 }
@@ -537,7 +532,7 @@ fn filled<T: Copy>(len: usize, x: T) -> Result<Vec<T>, String> {
 fn copy_vec<T: Copy>(xs: &[T]) -> Result<Vec<T>, String> {
     let mut v = Vec::new();
     v.try_reserve_exact(xs.len())
-        .map_err(|_| format!("out of memory copying an array of {} elements", xs.len()))?;
+        .map_err(|_| Trap::OomCopy(xs.len() as i64).to_string())?;
     v.extend_from_slice(xs);
     Ok(v)
 }
@@ -546,7 +541,11 @@ fn copy_vec<T: Copy>(xs: &[T]) -> Result<Vec<T>, String> {
 fn index(i: i64, len: usize) -> Result<usize, String> {
     match usize::try_from(i) {
         Ok(idx) if idx < len => Ok(idx),
-        _ => Err(format!("index {i} out of bounds for array of length {len}")),
+        _ => Err(Trap::Index {
+            index: i,
+            len: len as i64,
+        }
+        .to_string()),
     }
 }
 

@@ -15,7 +15,8 @@
 //!   are seen by the caller, and by the caller of [`run`].
 //!
 //! The run-time errors, with their exact messages (compiled code reports the
-//! same): `division by zero`, `remainder by zero`, `integer overflow in idiv`,
+//! same: both print [`irad_kernels::trap::Trap`]): `division by zero`,
+//! `remainder by zero`, `integer overflow in idiv`,
 //! `fptosi of X is out of the i64 range`, `negative array length N`,
 //! `array length N exceeds the limit of 268435456 elements`,
 //! `index I out of bounds for array of length L`,
@@ -66,6 +67,7 @@ use crate::loc::{Location, Pos};
 use crate::prim::{Prim, Sig};
 use crate::types::{Scalar, Type};
 use compile::{CBlock, CFunc, Edge, OpKind, Src, Term};
+use irad_kernels::trap::Trap;
 use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::fmt;
@@ -295,10 +297,7 @@ pub fn check_call(
         }
     }
     if opts.max_depth == 0 {
-        return Err(fail(format!(
-            "call depth limit of {} exceeded",
-            opts.max_depth
-        )));
+        return Err(fail(Trap::Depth(0).to_string()));
     }
     Ok(func_loc)
 }
@@ -614,7 +613,8 @@ impl<'m> Interpreter<'m> {
                         }
                         OpKind::Invoke { func, args, dst } => {
                             if stack.len() + 2 > max_depth {
-                                let msg = format!("call depth limit of {max_depth} exceeded");
+                                let msg = Trap::Depth(i64::try_from(max_depth).unwrap_or(i64::MAX))
+                                    .to_string();
                                 return Err(located(msg, &stack));
                             }
                             let callee = self
@@ -640,7 +640,9 @@ impl<'m> Interpreter<'m> {
                         {
                             Some(Val::Func(FuncRef::User(func))) => {
                                 if stack.len() + 2 > max_depth {
-                                    let msg = format!("call depth limit of {max_depth} exceeded");
+                                    let msg =
+                                        Trap::Depth(i64::try_from(max_depth).unwrap_or(i64::MAX))
+                                            .to_string();
                                     return Err(located(msg, &stack));
                                 }
                                 let func = *func;
@@ -756,10 +758,11 @@ impl<'m> Interpreter<'m> {
                             match usize::try_from(*i).ok().and_then(|k| targets.get(k)) {
                                 Some(edge) => edge,
                                 None => {
-                                    let msg = format!(
-                                        "switch index {i} is out of range for {} targets",
-                                        targets.len()
-                                    );
+                                    let msg = Trap::Switch {
+                                        index: *i,
+                                        targets: targets.len() as i64,
+                                    }
+                                    .to_string();
                                     return Err(at_term(msg, &stack));
                                 }
                             }

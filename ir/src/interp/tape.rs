@@ -11,6 +11,7 @@
 
 use super::value::Val;
 use crate::types::Type;
+use irad_kernels::trap::Trap;
 use std::collections::HashMap;
 
 /// Every tape of an interpreter, and the counters of what went through them.
@@ -77,7 +78,7 @@ impl Tapes {
         let val = tape
             .vals
             .pop()
-            .ok_or_else(|| format!("pop from an empty tape of {}", tape.ty))?;
+            .ok_or_else(|| Trap::EmptyTape(&tape.ty.to_string()).to_string())?;
         self.bytes = self.bytes.saturating_sub(tape.bytes);
         Ok(val)
     }

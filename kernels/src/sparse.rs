@@ -1,8 +1,8 @@
 //! The tangent builder of sparse forward mode: an arena of nodes that stand
-//! for tangent vectors (docs/forward.md, "Sparse mode"). One source file,
-//! compiled into the runtime (for compiled code) and included by the
-//! interpreter (`irad-ir`, `#[path]`), so both materialise tangents with the
-//! same arithmetic in the same order and agree bit for bit.
+//! for tangent vectors (docs/forward.md, "Sparse mode"). The runtime (for
+//! compiled code) and the interpreter (`irad-ir`, as `irad_ir::sparse`) both
+//! use this arena, so both materialise tangents with the same arithmetic in
+//! the same order and agree bit for bit.
 //!
 //! A handle is an index into the arena; handle 0 is the zero tangent and
 //! costs nothing. The other nodes are `onehot(k)` (the unit vector of
@@ -19,6 +19,8 @@
 //! reachable nodes alone measured several times slower). Iterative, so no
 //! depth of DAG can overflow the stack. Assumes nothing of its callers:
 //! invalid handles and directions are errors, never panics.
+
+use crate::trap::Trap;
 
 /// The largest number of nodes an arena holds (2^31 handles fit an i64 and
 /// a u32 index); making one more is an error.
@@ -50,17 +52,26 @@ pub enum SparseError {
     Full,
 }
 
+impl SparseError {
+    /// The run-time error this is.
+    pub fn trap(self) -> Trap<'static> {
+        match self {
+            SparseError::BadHandle(h) => Trap::SparseHandle(h),
+            SparseError::BadDirection(k) => Trap::SparseDirection(k),
+            // Directions come from `onehot`, which refuses negative ones, so
+            // every `k` fits an i64.
+            SparseError::OutOfRange(k, n) => Trap::SparseRange {
+                direction: k as i64,
+                len: n,
+            },
+            SparseError::Full => Trap::SparseFull,
+        }
+    }
+}
+
 impl std::fmt::Display for SparseError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SparseError::BadHandle(h) => write!(f, "invalid sparse handle {h}"),
-            SparseError::BadDirection(k) => write!(f, "negative sparse direction {k}"),
-            SparseError::OutOfRange(k, n) => write!(
-                f,
-                "sparse direction {k} out of range for a dense tangent of length {n}"
-            ),
-            SparseError::Full => write!(f, "too many sparse tangent nodes"),
-        }
+        self.trap().fmt(f)
     }
 }
 

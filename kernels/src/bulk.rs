@@ -1,9 +1,9 @@
 //! The bulk array primitives (`sum dot axpy scale matvec matmul fill copyto`
-//! and the rules' `gemm`): their shape checks and their kernels. One source
-//! file, compiled into the runtime (for compiled code) and included by the
-//! interpreter (`irad-ir`, `#[path]`), so both check in the same order, word
-//! their errors alike and compute with the same arithmetic in the same order:
-//! they agree bit for bit.
+//! and the rules' `gemm`): their shape checks and their kernels. The runtime
+//! (for compiled code) and the interpreter (`irad-ir`, as `irad_ir::bulk`)
+//! both call this module, so both check in the same order, word their errors
+//! alike and compute with the same arithmetic in the same order: they agree
+//! bit for bit.
 //!
 //! Every sum starts from `0.0` and adds its terms left to right, as the
 //! scalar loop `acc = 0.0; for p in 0..k { acc = acc + x[p] * y[p] }` does
