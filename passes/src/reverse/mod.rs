@@ -11,6 +11,11 @@
 //!   time, building small pieces around the registered rrule of a primitive
 //!   or of a function marked primitive.
 //! - [`bbcode`]: the block form the transform reads.
+//! - [`plan`]: the tape plan, what the forward sweep saves for the pullback
+//!   and where it is pushed and popped; [`tape_plan`] returns it for one
+//!   function. The transform itself is private: `transform.rs` runs the
+//!   steps over a shared context (`ctx.rs`), the forward sweep (`sweep.rs`)
+//!   and the pullback (`pullback.rs`).
 //! - [`grad`]: value and gradient by running the pieces.
 //!
 //! The pieces of `f: fn(A...) -> R`:
@@ -30,8 +35,14 @@
 
 mod analysis;
 pub mod bbcode;
+mod ctx;
 pub mod grad;
+pub mod plan;
+mod pullback;
+mod sweep;
 mod transform;
+
+pub use plan::{TapePlan, tape_plan};
 
 use crate::forward::CacheStats;
 use crate::forward::fresh_derived_name as fresh_name;
