@@ -12,7 +12,8 @@
 //! - [`optimise`]: rewrite rules combined by strategies, the schedules
 //!   `irad grad`, `emit`, `dump --schedule` run (docs/optimise.md);
 //! - `cfg`: the small CFG facts (successors, predecessors, reachability) the
-//!   passes share.
+//!   passes share;
+//! - `rule_cache`: the derived-rule cache of both AD modes.
 //!
 //! Assumes its input modules verify. Guarantees that every pass run through the
 //! manager leaves a module that verifies (checked in debug builds and tests) and
@@ -30,6 +31,7 @@ pub mod normalise;
 pub mod optimise;
 pub mod pe;
 pub mod reverse;
+mod rule_cache;
 
 pub use manager::{
     NORMALISE, Pass, PassError, PipelineOptions, Snapshot, find, normalise, normalise_pipeline,

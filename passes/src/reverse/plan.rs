@@ -134,7 +134,7 @@ pub fn tape_plan(
     }
     let mut rev = Reverse::new(registry);
     let (fwd, _back) = rev.request(&mut m, FuncRef::User(f))?;
-    let (primal, fwd_id, back_id, mask) = rev.pending.pop().ok_or_else(|| {
+    let (primal, fwd_id, back_id, mask) = rev.cache.next_job().ok_or_else(|| {
         ReverseError::new(Location::default(), "internal error: no pieces queued")
     })?;
     let mut plan =
