@@ -5,6 +5,7 @@
 //!   and [`normalise()`];
 //! - [`normalise`](mod@normalise): the normalisation passes of DESIGN.md, one
 //!   file each;
+//! - [`grad`]: the gradient request and result both AD modes share;
 //! - [`activity`]: which values carry derivatives that matter, so the AD
 //!   transforms skip tangent and cotangent work for the others;
 //! - [`pe`]: partial evaluation (specialisation, inlining, unrolling,
@@ -26,6 +27,7 @@ mod cfg;
 #[macro_use]
 mod ad_error;
 pub mod forward;
+pub mod grad;
 pub mod manager;
 pub mod normalise;
 pub mod optimise;
