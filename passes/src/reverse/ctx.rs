@@ -1,7 +1,8 @@
 //! The shared context of one reverse derivation: the primal function, the
 //! facts about its control flow both sweeps read ([`Shape`]), activity, the
 //! rule pieces of the user functions it invokes, and the small helpers both
-//! sweeps use (operand mapping, cotangent accumulation, located errors).
+//! sweeps use (operand and shadow mapping, cotangent accumulation, located
+//! errors).
 //!
 //! Assumes a verified primal; [`Derivation::new`] checks that it is
 //! normalised (one return block, no critical edges, an entry without
@@ -75,14 +76,6 @@ pub(super) struct Shape {
     pub once: Vec<bool>,
 }
 
-impl Shape {
-    /// Whether block `i` gets tape traffic and a reverse block: reachable
-    /// from the entry and reaching the return.
-    pub fn kept(&self, i: usize) -> bool {
-        self.reachable[i] && self.to_ret[i]
-    }
-}
-
 /// Everything the sweeps share about one derivation.
 pub(super) struct Derivation<'r> {
     /// The primal function.
@@ -101,16 +94,6 @@ pub(super) struct Derivation<'r> {
     pub registry: &'r Registry,
     /// The pieces (forward sweep, pullback) of every user function invoked.
     pub callees: HashMap<FuncId, (FuncId, FuncId)>,
-}
-
-pub(super) fn err(loc: &Location, msg: impl Into<String>) -> ReverseError {
-    ReverseError::new(loc.clone(), msg)
-}
-
-/// An internal builder failure at `loc`.
-pub(super) fn build_err(loc: &Location) -> impl Fn(irad_ir::BuildError) -> ReverseError + use<> {
-    let loc = loc.clone();
-    move |e| err(&loc, format!("internal error: {e}"))
 }
 
 impl<'r> Derivation<'r> {
@@ -232,15 +215,6 @@ impl<'r> Derivation<'r> {
     }
 }
 
-fn need_normal(floc: &Location, what: &str) -> ReverseError {
-    err(
-        floc,
-        format!(
-            "internal error: reverse mode needs a normalised function ({what}); run the normalisation passes first"
-        ),
-    )
-}
-
 impl Shape {
     /// The control-flow facts of `bb`, the block form of `src`; refuses a
     /// primal that never returns or is not normalised.
@@ -303,6 +277,12 @@ impl Shape {
             once,
         })
     }
+
+    /// Whether block `i` gets tape traffic and a reverse block: reachable
+    /// from the entry and reaching the return.
+    pub fn kept(&self, i: usize) -> bool {
+        self.reachable[i] && self.to_ret[i]
+    }
 }
 
 /// Refuses what reverse mode cannot take: dual values and AD primitives.
@@ -357,6 +337,31 @@ pub(super) fn args_of(kind: &InstKind) -> &[Operand] {
     }
 }
 
+/// The forward-sweep operand of a primal operand.
+pub(super) fn map_op(
+    fval: &HashMap<Value, Operand>,
+    op: &Operand,
+    loc: &Location,
+) -> Result<Operand, ReverseError> {
+    match op {
+        Operand::Const(c) => Ok(Operand::Const(*c)),
+        Operand::Value(v) => fval.get(v).copied().ok_or_else(|| {
+            err(
+                loc,
+                format!("internal error: value {v:?} used before its definition"),
+            )
+        }),
+    }
+}
+
+/// The shadows of a primal operand (none for a constant).
+pub(super) fn shadows_of(fshadow: &Shadows, op: &Operand) -> SmallVec<[Operand; 1]> {
+    match op {
+        Operand::Value(v) => fshadow.get(v).cloned().unwrap_or_default(),
+        Operand::Const(_) => SmallVec::new(),
+    }
+}
+
 /// `m[key] += c` (or `= c` where absent).
 pub(super) fn accumulate(
     b: &mut FuncBuilder<'_>,
@@ -379,4 +384,25 @@ pub(super) fn emit_value(
     args: &[Operand],
 ) -> Result<Operand, String> {
     irad_rules::emit::value(b, prim, args).map_err(|e| e.to_string())
+}
+
+/// A reverse-mode failure at `loc`.
+pub(super) fn err(loc: &Location, msg: impl Into<String>) -> ReverseError {
+    ReverseError::new(loc.clone(), msg)
+}
+
+/// An internal builder failure at `loc`.
+pub(super) fn build_err(loc: &Location) -> impl Fn(irad_ir::BuildError) -> ReverseError + use<> {
+    let loc = loc.clone();
+    move |e| err(&loc, format!("internal error: {e}"))
+}
+
+/// The failure for a primal that is not normalised: `what` it lacks.
+fn need_normal(floc: &Location, what: &str) -> ReverseError {
+    err(
+        floc,
+        format!(
+            "internal error: reverse mode needs a normalised function ({what}); run the normalisation passes first"
+        ),
+    )
 }

@@ -20,7 +20,9 @@
 
 use super::ReverseError;
 use super::bbcode::BTerm;
-use super::ctx::{Derivation, How, Shadows, Stmt, args_of, build_err, emit_value, err};
+use super::ctx::{
+    Derivation, How, Shadows, Stmt, args_of, build_err, emit_value, err, map_op, shadows_of,
+};
 use super::plan::TapePlan;
 use irad_ir::{
     Block, Const, FuncBuilder, FuncId, Inst, InstKind, Location, Module, Operand, Prim, Type, Value,
@@ -527,31 +529,6 @@ pub(super) fn place_moved_pushes(
         }
         out.extend(pushes[k..].iter().map(|&(_, p)| p));
         f.blocks[b].insts = out;
-    }
-}
-
-/// The forward-sweep operand of a primal operand.
-pub(super) fn map_op(
-    fval: &HashMap<Value, Operand>,
-    op: &Operand,
-    loc: &Location,
-) -> Result<Operand, ReverseError> {
-    match op {
-        Operand::Const(c) => Ok(Operand::Const(*c)),
-        Operand::Value(v) => fval.get(v).copied().ok_or_else(|| {
-            err(
-                loc,
-                format!("internal error: value {v:?} used before its definition"),
-            )
-        }),
-    }
-}
-
-/// The shadows of a primal operand (none for a constant).
-fn shadows_of(fshadow: &Shadows, op: &Operand) -> SmallVec<[Operand; 1]> {
-    match op {
-        Operand::Value(v) => fshadow.get(v).cloned().unwrap_or_default(),
-        Operand::Const(_) => SmallVec::new(),
     }
 }
 
