@@ -6,6 +6,7 @@
 use expect_test::{Expect, expect};
 use irad_ir::text::parse_module;
 use irad_ir::verify::verify_module;
+use irad_passes::reverse::plan::Site;
 use irad_passes::reverse::tape_plan;
 use irad_rules::Registry;
 
@@ -210,4 +211,38 @@ fn the_plan_in_the_docs_is_what_tape_plan_prints() {
     let f = m.by_name("pow_loop").expect("exists");
     let plan = tape_plan(&m, &Registry::new(), f).expect("the plan builds");
     assert_eq!(plan.to_string(), block);
+}
+
+/// The plan as data: in the loop of docs/reverse.md, the invariant `%x` is
+/// saved once per call, the loop-carried `%acc` at the end of the body, and
+/// the header's two predecessors push their index.
+#[test]
+fn the_plan_is_data_too() {
+    let text = include_str!("../../tests/filetests/reverse/loop_phi.ir");
+    let mut m = parse_module(text).expect("parses");
+    irad_passes::normalise(&mut m).expect("normalises");
+    let f = m.by_name("pow_loop").expect("exists");
+    let plan = tape_plan(&m, &Registry::new(), f).expect("the plan builds");
+    let sites: Vec<(Option<&str>, &Site)> = plan
+        .saves()
+        .iter()
+        .map(|s| (s.name.as_deref(), &s.site))
+        .collect();
+    assert!(
+        matches!(
+            sites[..],
+            [
+                (Some("x"), Site::Once),
+                (Some("1"), Site::BlockEnd { label: 3, .. })
+            ]
+        ),
+        "{sites:?}"
+    );
+    assert_eq!(plan.ret_label(), 4);
+    let indices: Vec<(u32, u32, usize)> = plan
+        .branches()
+        .iter()
+        .map(|b| (b.from_label, b.to_label, b.index))
+        .collect();
+    assert_eq!(indices, [(1, 2, 0), (3, 2, 1)]);
 }

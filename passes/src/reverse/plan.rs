@@ -92,13 +92,9 @@ pub struct BranchSave {
 /// The tape plan of one function (see the module header).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TapePlan {
-    /// The saved values, in the order the forward sweep first meets them
-    /// (blocks in layout order, statements in order).
-    pub saves: Vec<Save>,
-    /// The predecessor indices, in reverse postorder of their blocks.
-    pub branches: Vec<BranchSave>,
-    /// The label of the return block, where [`Site::Once`] values are pushed.
-    pub ret_label: u32,
+    saves: Vec<Save>,
+    branches: Vec<BranchSave>,
+    ret_label: u32,
     by_stmt: HashMap<Inst, Vec<usize>>,
     by_block: HashMap<Block, Vec<usize>>,
     once: Vec<usize>,
@@ -133,17 +129,33 @@ pub fn tape_plan(
         ));
     }
     let mut rev = Reverse::new(registry);
-    let (fwd, _back) = rev.request(&mut m, FuncRef::User(f))?;
+    rev.request(&mut m, FuncRef::User(f))?;
     let (primal, fwd_id, back_id, mask) = rev.cache.next_job().ok_or_else(|| {
         ReverseError::new(Location::default(), "internal error: no pieces queued")
     })?;
     let mut plan =
         super::transform::derive(&mut rev, &mut m, primal, fwd_id, back_id, mask.as_deref())?;
-    plan.name_values(&m, fwd);
+    plan.name_values(&m, fwd_id);
     Ok(plan)
 }
 
 impl TapePlan {
+    /// The saved values, in the order the forward sweep first meets them
+    /// (blocks in layout order, statements in order).
+    pub fn saves(&self) -> &[Save] {
+        &self.saves
+    }
+
+    /// The predecessor indices, in reverse postorder of their blocks.
+    pub fn branches(&self) -> &[BranchSave] {
+        &self.branches
+    }
+
+    /// The label of the return block, where [`Site::Once`] values are pushed.
+    pub fn ret_label(&self) -> u32 {
+        self.ret_label
+    }
+
     /// The values pushed right after the forward part of `inst`, in push order.
     pub fn after_stmt(&self, inst: Inst) -> impl DoubleEndedIterator<Item = &Save> {
         self.pick(self.by_stmt.get(&inst))
