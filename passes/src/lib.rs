@@ -5,6 +5,7 @@
 //!   and [`normalise()`];
 //! - [`normalise`](mod@normalise): the normalisation passes of DESIGN.md, one
 //!   file each;
+//! - [`grad`]: the gradient request and result both AD modes share;
 //! - [`activity`]: which values carry derivatives that matter, so the AD
 //!   transforms skip tangent and cotangent work for the others;
 //! - [`pe`]: partial evaluation (specialisation, inlining, unrolling,
@@ -12,7 +13,8 @@
 //! - [`optimise`]: rewrite rules combined by strategies, the schedules
 //!   `irad grad`, `emit`, `dump --schedule` run (docs/optimise.md);
 //! - `cfg`: the small CFG facts (successors, predecessors, reachability) the
-//!   passes share.
+//!   passes share;
+//! - `rule_cache`: the derived-rule cache of both AD modes.
 //!
 //! Assumes its input modules verify. Guarantees that every pass run through the
 //! manager leaves a module that verifies (checked in debug builds and tests) and
@@ -25,11 +27,13 @@ mod cfg;
 #[macro_use]
 mod ad_error;
 pub mod forward;
+pub mod grad;
 pub mod manager;
 pub mod normalise;
 pub mod optimise;
 pub mod pe;
 pub mod reverse;
+mod rule_cache;
 
 pub use manager::{
     NORMALISE, Pass, PassError, PipelineOptions, Snapshot, find, normalise, normalise_pipeline,

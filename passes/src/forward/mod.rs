@@ -26,50 +26,37 @@ pub(crate) mod transform;
 use irad_ir::interp::RuleProvider;
 use irad_ir::{FuncBuilder, FuncId, FuncRef, Location, Module, Operand, Type};
 use irad_rules::{Callee, Registry};
-use std::collections::HashMap;
+
+pub use crate::rule_cache::CacheStats;
+use crate::rule_cache::RuleCache;
 
 ad_error!(
     /// A forward-mode failure: what and where (in the primal).
     ForwardError
 );
 
-/// How the cache has been used.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CacheStats {
-    /// Rules derived from a function body.
-    pub derived: usize,
-    /// Rules built around a primitive's or a marked function's registered
-    /// frule, for use as a function value.
-    pub wrapped: usize,
-    /// Requests answered from the cache.
-    pub hits: usize,
-}
-
 /// The derived-rule cache: forward rules by (function, batch width).
 pub struct Forward<'r> {
     registry: &'r Registry,
-    rules: HashMap<(FuncRef, u32), FuncId>,
-    /// Rules with only some parameters active: (primal, width, activity of
-    /// each parameter).
-    variants: HashMap<(FuncId, u32, Vec<bool>), FuncId>,
-    /// Declared rules whose bodies are still to be built: (primal, rule,
-    /// width, which parameters are active; `None`: all).
-    pending: Vec<(FuncId, FuncId, u32, Option<Vec<bool>>)>,
+    /// Rules by (callee, width); variants by (callee, width, activity of
+    /// each parameter); queued bodies: (primal, rule, width, which
+    /// parameters are active; `None`: all).
+    cache: RuleCache<(FuncRef, u32), FuncId, Job>,
     /// Whether rules are derived with activity analysis.
     activity: bool,
-    stats: CacheStats,
 }
+
+/// A declared rule whose body is still to be built: (primal, rule, width,
+/// which parameters are active; `None`: all).
+type Job = (FuncId, FuncId, u32, Option<Vec<bool>>);
 
 impl<'r> Forward<'r> {
     /// An empty cache whose rules come from `registry`.
     pub fn new(registry: &'r Registry) -> Forward<'r> {
         Forward {
             registry,
-            rules: HashMap::new(),
-            variants: HashMap::new(),
-            pending: Vec::new(),
+            cache: RuleCache::new(),
             activity: true,
-            stats: CacheStats::default(),
         }
     }
 
@@ -102,8 +89,8 @@ impl<'r> Forward<'r> {
         if !self.activity || marked || mask.iter().all(|&a| a) {
             return self.rule(module, f, width);
         }
-        if let Some(&id) = self.variants.get(&(f, width, mask.clone())) {
-            self.stats.hits += 1;
+        let key = (FuncRef::User(f), width);
+        if let Some(id) = self.cache.get_variant(key, mask.clone()) {
             return Ok(id);
         }
         // The callees' rules first: checks the width and builds them.
@@ -132,9 +119,8 @@ impl<'r> Forward<'r> {
             .declare_func(&rule_name, params, fwd.ret)
             .map_err(|e| ForwardError::new(loc, e.to_string()))?;
         module[id].pos = pos;
-        self.pending.push((f, id, width, Some(mask.clone())));
-        self.stats.derived += 1;
-        self.variants.insert((f, width, mask), id);
+        self.cache.queue((f, id, width, Some(mask.clone())));
+        self.cache.insert_variant(key, mask, id);
         self.drain(module)?;
         Ok(id)
     }
@@ -186,12 +172,12 @@ impl<'r> Forward<'r> {
 
     /// The rule of `callee` at `width` if it was built already.
     pub fn cached(&self, callee: FuncRef, width: u32) -> Option<FuncId> {
-        self.rules.get(&(callee, width)).copied()
+        self.cache.peek(&(callee, width))
     }
 
     /// How the cache has been used so far.
     pub fn stats(&self) -> CacheStats {
-        self.stats
+        self.cache.stats()
     }
 
     /// Finds or declares the rule of `callee`; a declared body is queued.
@@ -201,8 +187,7 @@ impl<'r> Forward<'r> {
         callee: FuncRef,
         width: u32,
     ) -> Result<FuncId, ForwardError> {
-        if let Some(&id) = self.rules.get(&(callee, width)) {
-            self.stats.hits += 1;
+        if let Some(id) = self.cache.get(&(callee, width)) {
             return Ok(id);
         }
         let id = match callee {
@@ -218,7 +203,7 @@ impl<'r> Forward<'r> {
                 let sig = func.fn_type();
                 let name = func.name.clone();
                 if self.registry.function_frule(&name).is_some() {
-                    self.stats.wrapped += 1;
+                    self.cache.count_wrapped();
                     wrap(self.registry, module, Callee::Func(&name), &sig, width, loc)?
                 } else {
                     transform::check_not_nested(func, &loc)?;
@@ -236,8 +221,7 @@ impl<'r> Forward<'r> {
                     if let Some(pos) = module.get(f).and_then(|f| f.pos) {
                         module[id].pos = Some(pos);
                     }
-                    self.pending.push((f, id, width, None));
-                    self.stats.derived += 1;
+                    self.cache.queue((f, id, width, None));
                     id
                 }
             }
@@ -254,7 +238,7 @@ impl<'r> Forward<'r> {
                         "internal error: a primitive's function type",
                     ));
                 };
-                self.stats.wrapped += 1;
+                self.cache.count_wrapped();
                 wrap(
                     self.registry,
                     module,
@@ -265,13 +249,13 @@ impl<'r> Forward<'r> {
                 )?
             }
         };
-        self.rules.insert((callee, width), id);
+        self.cache.insert((callee, width), id);
         Ok(id)
     }
 
     /// Builds the bodies of every queued rule (which may queue more).
     fn drain(&mut self, module: &mut Module) -> Result<(), ForwardError> {
-        while let Some((primal, rule, width, mask)) = self.pending.pop() {
+        while let Some((primal, rule, width, mask)) = self.cache.next_job() {
             transform::derive(self, module, primal, rule, width, mask.as_deref())?;
         }
         crate::ad_error::verify_derived(module, "a forward rule")

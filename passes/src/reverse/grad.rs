@@ -7,9 +7,8 @@
 //! gradients are the shadows the pullback added into, starting from zero.
 
 use super::Reverse;
-use crate::forward::grad::{
-    GradError, GradOptions, Gradient, Request, check_request, deep_copy, invalid,
-};
+pub use crate::grad::{GradError, GradOptions, Gradient};
+use crate::grad::{Request, check_request, deep_copy, invalid};
 use irad_ir::interp::{ArrayData, ArrayRef, Executor, RunOptions, Val};
 use irad_ir::{FuncId, Module, Scalar, Type};
 use std::collections::VecDeque;

@@ -11,6 +11,11 @@
 //!   time, building small pieces around the registered rrule of a primitive
 //!   or of a function marked primitive.
 //! - [`bbcode`]: the block form the transform reads.
+//! - [`plan`]: the tape plan, what the forward sweep saves for the pullback
+//!   and where it is pushed and popped; [`tape_plan`] returns it for one
+//!   function. The transform itself is private: `transform.rs` runs the
+//!   steps over a shared context (`ctx.rs`), the forward sweep (`sweep.rs`)
+//!   and the pullback (`pullback.rs`).
 //! - [`grad`]: value and gradient by running the pieces.
 //!
 //! The pieces of `f: fn(A...) -> R`:
@@ -30,11 +35,17 @@
 
 mod analysis;
 pub mod bbcode;
+mod ctx;
 pub mod grad;
+pub mod plan;
+mod pullback;
+mod sweep;
 mod transform;
 
-use crate::forward::CacheStats;
+pub use plan::{TapePlan, tape_plan};
+
 use crate::forward::fresh_derived_name as fresh_name;
+use crate::rule_cache::{CacheStats, RuleCache};
 use irad_ir::interp::RuleProvider;
 use irad_ir::{
     BuildError, FnType, FuncBuilder, FuncId, FuncRef, Location, Module, Operand, Prim, Scalar,
@@ -57,31 +68,28 @@ pub fn piece_types(sig: &FnType) -> (FnType, FnType) {
 /// The derived-rule cache of reverse mode.
 pub struct Reverse<'r> {
     registry: &'r Registry,
-    rules: HashMap<FuncRef, (FuncId, FuncId)>,
-    /// Pieces with only some parameters active, by (primal, activity of each
-    /// parameter).
-    variants: HashMap<(FuncId, Vec<bool>), (FuncId, FuncId)>,
+    /// Pieces by callee; variants by (callee, activity of each parameter);
+    /// queued bodies: (primal, forward sweep, pullback, which parameters are
+    /// active; `None`: all).
+    cache: RuleCache<FuncRef, (FuncId, FuncId), Job>,
     /// `@f.rev` functions, by their pieces.
     revs: HashMap<(FuncId, FuncId), FuncId>,
-    /// Declared pieces whose bodies are still to be built: (primal, forward
-    /// sweep, pullback, which parameters are active; `None`: all).
-    pending: Vec<(FuncId, FuncId, FuncId, Option<Vec<bool>>)>,
     /// Whether pieces are derived with activity analysis.
     activity: bool,
-    stats: CacheStats,
 }
+
+/// A declared pair of pieces whose bodies are still to be built: (primal,
+/// forward sweep, pullback, which parameters are active; `None`: all).
+type Job = (FuncId, FuncId, FuncId, Option<Vec<bool>>);
 
 impl<'r> Reverse<'r> {
     /// An empty cache whose rules come from `registry`.
     pub fn new(registry: &'r Registry) -> Reverse<'r> {
         Reverse {
             registry,
-            rules: HashMap::new(),
-            variants: HashMap::new(),
+            cache: RuleCache::new(),
             revs: HashMap::new(),
-            pending: Vec::new(),
             activity: true,
-            stats: CacheStats::default(),
         }
     }
 
@@ -118,14 +126,13 @@ impl<'r> Reverse<'r> {
         if !self.activity || marked || mask.iter().all(|&a| a) {
             return self.rule(module, f);
         }
-        if let Some(&ids) = self.variants.get(&(f, mask.clone())) {
-            self.stats.hits += 1;
+        if let Some(ids) = self.cache.get_variant(FuncRef::User(f), mask.clone()) {
             return Ok(ids);
         }
         let active: Vec<String> = wrt.iter().map(usize::to_string).collect();
         let wrt_suffix = format!("wrt{}", active.join("_"));
         let ids = self.declare_pieces(module, f, Some(mask.clone()), &wrt_suffix)?;
-        self.variants.insert((f, mask), ids);
+        self.cache.insert_variant(FuncRef::User(f), mask, ids);
         self.drain(module)?;
         Ok(ids)
     }
@@ -137,7 +144,7 @@ impl<'r> Reverse<'r> {
 
     /// How the cache has been used so far.
     pub fn stats(&self) -> CacheStats {
-        self.stats
+        self.cache.stats()
     }
 
     /// The rule pieces (forward sweep, pullback) of `f`, derived with every
@@ -164,7 +171,7 @@ impl<'r> Reverse<'r> {
 
     /// Builds every queued body, then (in debug builds and tests) verifies.
     fn drain(&mut self, module: &mut Module) -> Result<(), ReverseError> {
-        while let Some((primal, fwd, back, mask)) = self.pending.pop() {
+        while let Some((primal, fwd, back, mask)) = self.cache.next_job() {
             transform::derive(self, module, primal, fwd, back, mask.as_deref())?;
         }
         crate::ad_error::verify_derived(module, "a reverse rule")
@@ -173,7 +180,7 @@ impl<'r> Reverse<'r> {
 
     /// The pieces of `callee` if they were built already.
     pub fn cached(&self, callee: FuncRef) -> Option<(FuncId, FuncId)> {
-        self.rules.get(&callee).copied()
+        self.cache.peek(&callee)
     }
 
     /// `@f.rev`: value and gradient in one call, with SYNTAX.md's gradient
@@ -200,10 +207,10 @@ impl<'r> Reverse<'r> {
     ) -> Result<FuncId, ReverseError> {
         let (fwd, back) = self.rule_wrt(module, f, wrt)?;
         if let Some(&id) = self.revs.get(&(fwd, back)) {
-            self.stats.hits += 1;
+            self.cache.count_hit();
             return Ok(id);
         }
-        let variant = self.rules.get(&FuncRef::User(f)) != Some(&(fwd, back));
+        let variant = self.cache.peek(&FuncRef::User(f)) != Some((fwd, back));
         let func = module
             .get(f)
             .ok_or_else(|| ReverseError::new(Location::default(), "invalid function handle"))?;
@@ -346,8 +353,7 @@ impl<'r> Reverse<'r> {
             .map_err(build)?;
         module[fwd].pos = pos;
         module[back].pos = pos;
-        self.pending.push((f, fwd, back, mask));
-        self.stats.derived += 1;
+        self.cache.queue((f, fwd, back, mask));
         Ok((fwd, back))
     }
 
@@ -357,8 +363,7 @@ impl<'r> Reverse<'r> {
         module: &mut Module,
         callee: FuncRef,
     ) -> Result<(FuncId, FuncId), ReverseError> {
-        if let Some(&ids) = self.rules.get(&callee) {
-            self.stats.hits += 1;
+        if let Some(ids) = self.cache.get(&callee) {
             return Ok(ids);
         }
         let ids = match callee {
@@ -374,7 +379,7 @@ impl<'r> Reverse<'r> {
                 let sig = func.fn_type();
                 let name = func.name.clone();
                 if self.registry.function_rrule(&name).is_some() {
-                    self.stats.wrapped += 1;
+                    self.cache.count_wrapped();
                     wrap(self.registry, module, Callee::Func(&name), &sig, loc)?
                 } else {
                     self.declare_pieces(module, f, None, "")?
@@ -387,7 +392,7 @@ impl<'r> Reverse<'r> {
                         format!("primitive `{p}` is overloaded and has no function value"),
                     ));
                 };
-                self.stats.wrapped += 1;
+                self.cache.count_wrapped();
                 wrap(
                     self.registry,
                     module,
@@ -397,7 +402,7 @@ impl<'r> Reverse<'r> {
                 )?
             }
         };
-        self.rules.insert(callee, ids);
+        self.cache.insert(callee, ids);
         Ok(ids)
     }
 }

@@ -1,0 +1,191 @@
+//! The gradient request and result both AD modes share: how a gradient is
+//! asked for ([`GradOptions`]), what it gives ([`Gradient`]) and why it fails
+//! ([`GradError`]); and the check of a request against the function
+//! (`check_request`), which both `forward::grad` and `reverse::grad` run
+//! first.
+//!
+//! Assumes a verified module. Guarantees: a checked request has an f64
+//! result, arguments of the parameter types, and sorted, distinct `wrt`
+//! positions whose parameters have a tangent.
+
+use crate::forward::ForwardError;
+use irad_ir::interp::{ArrayRef, MakeExecutor, RunError, RunOptions, Val};
+use irad_ir::{FuncId, Location, Module, Type};
+
+/// How a gradient runs (`forward::grad::gradient`,
+/// `reverse::grad::gradient`).
+#[derive(Clone, Debug)]
+pub struct GradOptions {
+    /// Forward mode only (reverse mode ignores it): tangents carried per
+    /// pass (batch width, 1 to [`irad_ir::MAX_WIDTH`]);
+    /// no more are used than there are f64s to differentiate.
+    /// [`irad_ir::SPARSE_WIDTH`] (0): sparse mode, one pass whatever the
+    /// number of f64s.
+    pub width: u32,
+    /// The argument positions to differentiate; `None`: every argument whose
+    /// type has a tangent.
+    pub wrt: Option<Vec<usize>>,
+    /// Interpreter options (call-depth limit).
+    pub run: RunOptions,
+    /// Run activity analysis (docs/activity.md) while deriving: the default.
+    /// Off, every value gets tangents and cotangents (for comparisons).
+    pub activity: bool,
+    /// What runs the derived functions: the interpreter
+    /// ([`irad_ir::interp::interpreter_with_rules`], the default) or compiled
+    /// code.
+    pub exec: MakeExecutor,
+}
+
+impl Default for GradOptions {
+    fn default() -> GradOptions {
+        GradOptions {
+            width: 1,
+            wrt: None,
+            run: RunOptions::default(),
+            exec: irad_ir::interp::interpreter_with_rules,
+            activity: true,
+        }
+    }
+}
+
+/// A value and its gradient.
+#[derive(Clone, Debug)]
+pub struct Gradient {
+    /// The function's value.
+    pub value: Val,
+    /// Per argument: the gradient, a value of the argument's tangent type
+    /// (`()` for tuple components without one), or `None` when the argument
+    /// has no tangent or is not differentiated.
+    pub gradient: Vec<Option<Val>>,
+    /// How many passes were run: of the forward rule in forward mode; 1 (one
+    /// sweep each way) in reverse mode.
+    pub passes: usize,
+}
+
+/// Why a gradient could not be computed.
+#[derive(Debug, thiserror::Error)]
+pub enum GradError {
+    /// Deriving the forward rule failed.
+    #[error(transparent)]
+    Forward(#[from] ForwardError),
+    /// Deriving the reverse rule failed.
+    #[error(transparent)]
+    Reverse(#[from] crate::reverse::ReverseError),
+    /// Running it failed (a run-time error of the program).
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// The request does not fit the function (arguments, `wrt`, result type).
+    #[error("{msg}")]
+    Invalid {
+        /// Where: the function.
+        loc: Location,
+        /// What.
+        msg: String,
+    },
+}
+
+/// A checked gradient request: where the function is, its parameter types,
+/// and the sorted argument positions to differentiate.
+#[derive(Clone, Debug)]
+pub(crate) struct Request {
+    pub floc: Location,
+    pub params: Vec<Type>,
+    pub wrt: Vec<usize>,
+}
+
+/// Checks a gradient request against `f`: an f64 result, arguments of the
+/// parameter types, `wrt` positions with a tangent (all such by default).
+pub(crate) fn check_request(
+    module: &Module,
+    f: FuncId,
+    args: &[Val],
+    wrt: Option<&[usize]>,
+) -> Result<Request, GradError> {
+    let func = module
+        .get(f)
+        .ok_or_else(|| invalid(Location::default(), "invalid function handle".into()))?;
+    let floc = Location {
+        func: Some(func.name.clone()),
+        pos: func.pos,
+        ..Location::default()
+    };
+    let name = func.name.clone();
+    let params = func.param_types();
+    if func.ret != Type::F64 {
+        return Err(invalid(
+            floc,
+            format!(
+                "a gradient needs a function returning f64; @{name} returns {}",
+                func.ret
+            ),
+        ));
+    }
+    if params.len() != args.len() {
+        return Err(invalid(
+            floc,
+            format!(
+                "@{name} takes {} argument{}, found {}",
+                params.len(),
+                if params.len() == 1 { "" } else { "s" },
+                args.len()
+            ),
+        ));
+    }
+    for (i, (ty, arg)) in params.iter().zip(args).enumerate() {
+        if !arg.has_type(ty, module) {
+            return Err(invalid(
+                floc,
+                format!(
+                    "argument {} of @{name} must be {ty}, found {}",
+                    i + 1,
+                    arg.type_text(module)
+                ),
+            ));
+        }
+    }
+    let wrt: Vec<usize> = match wrt {
+        None => (0..params.len())
+            .filter(|&i| params[i].has_tangent())
+            .collect(),
+        Some(list) => {
+            for &i in list {
+                let Some(ty) = params.get(i) else {
+                    return Err(invalid(
+                        floc,
+                        format!(
+                            "--wrt {i}: @{name} has {} argument{} (positions from 0)",
+                            params.len(),
+                            if params.len() == 1 { "" } else { "s" }
+                        ),
+                    ));
+                };
+                if !ty.has_tangent() {
+                    return Err(invalid(
+                        floc,
+                        format!(
+                            "--wrt {i}: argument {i} of @{name} has type {ty}, which has no tangent"
+                        ),
+                    ));
+                }
+            }
+            let mut list = list.to_vec();
+            list.sort_unstable();
+            list.dedup();
+            list
+        }
+    };
+    Ok(Request { floc, params, wrt })
+}
+
+pub(crate) fn invalid(loc: Location, msg: String) -> GradError {
+    GradError::Invalid { loc, msg }
+}
+
+/// A fresh copy of `val`: arrays get new buffers.
+pub(crate) fn deep_copy(val: &Val) -> Val {
+    match val {
+        Val::Array(a) => Val::Array(ArrayRef::new(a.0.borrow().clone())),
+        Val::Tuple(vals) => Val::Tuple(vals.iter().map(deep_copy).collect()),
+        other => other.clone(),
+    }
+}

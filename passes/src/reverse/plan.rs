@@ -1,0 +1,402 @@
+//! The tape plan of one reverse derivation: for every value of the forward
+//! sweep that the pullback reads, on which tape it travels (its type), where
+//! the forward sweep pushes it and where the pullback pops it; and for every
+//! block whose successor joins several predecessors, the index it pushes so
+//! that the pullback can `switch` back.
+//!
+//! Three places a saved value can take (docs/reverse.md, "Tapes"):
+//! - read only by statements of the block that defines it: pushed right after
+//!   the forward part of the last of those statements, popped right before
+//!   that statement's pullback (short live ranges on both sides);
+//! - defined in a block that runs at most once per call and dominates the
+//!   return block (or a parameter): pushed once, at the end of the return
+//!   block, popped once where the pullback starts;
+//! - otherwise: pushed at the end of each block that reads it, popped where
+//!   that block's reverse starts.
+//!
+//! Assumes the forward parts of the statements have been emitted (the saved
+//! values are values of the forward sweep, chosen by the rules), and nothing
+//! else: the plan is computed before any push or pop is written, and both
+//! sweeps then follow it. Guarantees: each saved value has one entry per
+//! place it is pushed; within each place, entries are in the order the
+//! forward sweep pushes them (the pullback pops them in reverse).
+//! [`tape_plan`] derives a function into a scratch copy of its module and
+//! returns its plan, with the value names of the printed forward sweep.
+
+use super::ctx::{Derivation, Stmt};
+use super::{Reverse, ReverseError};
+use irad_ir::text::{Line, func_lines};
+use irad_ir::{Block, Func, FuncId, FuncRef, Inst, Location, Module, Operand, Type, Value};
+use irad_rules::Registry;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+/// Where a saved value is pushed and popped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Site {
+    /// Pushed right after the forward part of statement `stmt` (from 1) of
+    /// block `#label`, popped right before that statement's pullback.
+    Stmt {
+        /// The primal block.
+        block: Block,
+        /// Its label.
+        label: u32,
+        /// The primal statement.
+        inst: Inst,
+        /// Its number in the block, from 1.
+        stmt: u32,
+    },
+    /// Pushed at the end of block `#label` (before its terminator), popped
+    /// where the reverse of that block starts.
+    BlockEnd {
+        /// The primal block.
+        block: Block,
+        /// Its label.
+        label: u32,
+    },
+    /// Pushed once per call at the end of the return block, popped once where
+    /// the pullback starts.
+    Once,
+}
+
+/// One value carried from the forward sweep to the pullback on a tape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Save {
+    /// The value, in the forward sweep.
+    pub value: Value,
+    /// Its name in the printed forward sweep, when known ([`tape_plan`]).
+    pub name: Option<String>,
+    /// Its type: the tape it travels on.
+    pub ty: Type,
+    /// Where it is pushed and popped.
+    pub site: Site,
+}
+
+/// The index of a block among the predecessors of its one successor, pushed
+/// at the block's end; the reverse of the successor pops it (an `i64`) and
+/// `switch`es on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BranchSave {
+    /// The block that pushes.
+    pub from: Block,
+    /// Its label.
+    pub from_label: u32,
+    /// Its one successor, whose reverse pops.
+    pub to: Block,
+    /// The successor's label.
+    pub to_label: u32,
+    /// The index pushed: the position of `from` among the predecessors of `to`.
+    pub index: usize,
+}
+
+/// The tape plan of one function (see the module header).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TapePlan {
+    saves: Vec<Save>,
+    branches: Vec<BranchSave>,
+    ret_label: u32,
+    by_stmt: HashMap<Inst, Vec<usize>>,
+    by_block: HashMap<Block, Vec<usize>>,
+    once: Vec<usize>,
+    branch_of: HashMap<Block, usize>,
+}
+
+/// Builds `f` (a function of a normalised, verified module) in reverse mode
+/// in a scratch copy of `module`, activity analysis on, and returns its tape
+/// plan, with the names of the saved values as `irad dump --mode rev` prints
+/// them in `@f.rev.fwd`. A function marked primitive by a registered rrule
+/// has no plan: that is an error.
+pub fn tape_plan(
+    module: &Module,
+    registry: &Registry,
+    f: FuncId,
+) -> Result<TapePlan, ReverseError> {
+    let mut m = module.clone();
+    let func = m
+        .get(f)
+        .ok_or_else(|| ReverseError::new(Location::default(), "invalid function handle"))?;
+    if registry.function_rrule(&func.name).is_some() {
+        return Err(ReverseError::new(
+            Location {
+                func: Some(func.name.clone()),
+                pos: func.pos,
+                ..Location::default()
+            },
+            format!(
+                "@{} has a registered reverse rule and no tape plan",
+                func.name
+            ),
+        ));
+    }
+    let mut rev = Reverse::new(registry);
+    rev.request(&mut m, FuncRef::User(f))?;
+    let (primal, fwd_id, back_id, mask) = rev.cache.next_job().ok_or_else(|| {
+        ReverseError::new(Location::default(), "internal error: no pieces queued")
+    })?;
+    let mut plan =
+        super::transform::derive(&mut rev, &mut m, primal, fwd_id, back_id, mask.as_deref())?;
+    plan.name_values(&m, fwd_id);
+    Ok(plan)
+}
+
+impl TapePlan {
+    /// The saved values, in the order the forward sweep first meets them
+    /// (blocks in layout order, statements in order).
+    pub fn saves(&self) -> &[Save] {
+        &self.saves
+    }
+
+    /// The predecessor indices, in reverse postorder of their blocks.
+    pub fn branches(&self) -> &[BranchSave] {
+        &self.branches
+    }
+
+    /// The label of the return block, where [`Site::Once`] values are pushed.
+    pub fn ret_label(&self) -> u32 {
+        self.ret_label
+    }
+
+    /// The values pushed right after the forward part of `inst`, in push order.
+    pub fn after_stmt(&self, inst: Inst) -> impl DoubleEndedIterator<Item = &Save> {
+        self.pick(self.by_stmt.get(&inst))
+    }
+
+    /// The values pushed at the end of `block`, in push order.
+    pub fn at_block_end(&self, block: Block) -> impl DoubleEndedIterator<Item = &Save> {
+        self.pick(self.by_block.get(&block))
+    }
+
+    /// The values pushed once per call, in push order.
+    pub fn once(&self) -> impl DoubleEndedIterator<Item = &Save> {
+        self.pick(Some(&self.once))
+    }
+
+    /// The predecessor index pushed at the end of `block`, if any.
+    pub fn branch_from(&self, block: Block) -> Option<&BranchSave> {
+        self.branch_of.get(&block).map(|&k| &self.branches[k])
+    }
+
+    fn pick<'a>(
+        &'a self,
+        idx: Option<&'a Vec<usize>>,
+    ) -> impl DoubleEndedIterator<Item = &'a Save> {
+        idx.map_or(&[][..], Vec::as_slice)
+            .iter()
+            .map(|&k| &self.saves[k])
+    }
+
+    /// Adds a save and indexes it.
+    fn push(&mut self, save: Save) {
+        let k = self.saves.len();
+        match &save.site {
+            Site::Stmt { inst, .. } => self.by_stmt.entry(*inst).or_default().push(k),
+            Site::BlockEnd { block, .. } => self.by_block.entry(*block).or_default().push(k),
+            Site::Once => self.once.push(k),
+        }
+        self.saves.push(save);
+    }
+
+    /// Fills in the names of the saved values as printed in function `fwd`.
+    fn name_values(&mut self, m: &Module, fwd: FuncId) {
+        let Some(func) = m.get(fwd) else { return };
+        let names = printed_names(m, fwd, func);
+        for save in &mut self.saves {
+            save.name = names.get(&save.value).cloned();
+        }
+    }
+
+    /// The plan of derivation `cx`, from the statements as the forward sweep
+    /// left them: `stmts` (what each saves), `stayed` (whether a statement's
+    /// forward part stayed in its block: only then can a push follow it),
+    /// `fwd` (the forward sweep so far) and `fblock` (its block of each
+    /// primal block, by position).
+    pub(super) fn build(
+        cx: &Derivation<'_>,
+        stmts: &HashMap<Inst, Stmt>,
+        stayed: impl Fn(Inst) -> bool,
+        fwd: &Func,
+        fblock: &[Block],
+    ) -> TapePlan {
+        let shape = &cx.shape;
+        let bb = &shape.bb;
+        let fdef = def_blocks(fwd, fblock);
+        let def_of = |v: Value| fdef.get(&v).copied();
+        // Every (block, statement, saved value), in the forward sweep's order.
+        let mut reads: Vec<(usize, Inst, Value)> = Vec::new();
+        for i in (0..shape.n).filter(|&i| shape.kept(i)) {
+            for &inst in &bb.blocks[i].stmts {
+                let Some(st) = stmts.get(&inst) else { continue };
+                for op in &st.saved {
+                    if let Operand::Value(v) = op {
+                        reads.push((i, inst, *v));
+                    }
+                }
+            }
+        }
+        // A value read only in its defining block, by statements whose
+        // forward parts stayed there, moves next to its last reader.
+        let mut readers: HashMap<Value, (bool, Inst)> = HashMap::new();
+        for &(i, inst, v) in &reads {
+            let here = def_of(v) == Some(i) && stayed(inst);
+            readers
+                .entry(v)
+                .and_modify(|(ok, last)| {
+                    *ok &= here;
+                    *last = inst;
+                })
+                .or_insert((here, inst));
+        }
+        let mut plan = TapePlan {
+            ret_label: cx.label(shape.ret),
+            ..TapePlan::default()
+        };
+        let mut seen: HashSet<(Option<usize>, Value)> = HashSet::new();
+        for &(i, _, v) in &reads {
+            let ty = fwd.values[v].ty.clone();
+            let site = match readers.get(&v) {
+                Some(&(true, last)) => {
+                    if !seen.insert((None, v)) {
+                        continue;
+                    }
+                    let stmt = cx.places.get(last).map_or(0, |(_, s)| s);
+                    let block = bb.blocks[i].id;
+                    Site::Stmt {
+                        block,
+                        label: cx.label(i),
+                        inst: last,
+                        stmt,
+                    }
+                }
+                _ if def_of(v).is_none_or(|d| shape.once[d]) => {
+                    if !seen.insert((None, v)) {
+                        continue;
+                    }
+                    Site::Once
+                }
+                _ => {
+                    if !seen.insert((Some(i), v)) {
+                        continue;
+                    }
+                    Site::BlockEnd {
+                        block: bb.blocks[i].id,
+                        label: cx.label(i),
+                    }
+                }
+            };
+            plan.push(Save {
+                value: v,
+                name: None,
+                ty,
+                site,
+            });
+        }
+        plan.plan_branches(cx);
+        plan
+    }
+
+    /// The predecessor indices: a block whose one successor has several
+    /// predecessors and reaches the return pushes its index among them.
+    fn plan_branches(&mut self, cx: &Derivation<'_>) {
+        let shape = &cx.shape;
+        for &i in &shape.order {
+            if let [s] = shape.succs[i].as_slice()
+                && shape.preds[*s].len() > 1
+                && shape.to_ret[*s]
+            {
+                let index = shape.preds[*s].iter().position(|&p| p == i).unwrap_or(0);
+                let from = shape.bb.blocks[i].id;
+                self.branch_of.insert(from, self.branches.len());
+                self.branches.push(BranchSave {
+                    from,
+                    from_label: cx.label(i),
+                    to: shape.bb.blocks[*s].id,
+                    to_label: cx.label(*s),
+                    index,
+                });
+            }
+        }
+    }
+}
+
+impl fmt::Display for TapePlan {
+    /// One line per saved value, then one per predecessor index.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for save in &self.saves {
+            match &save.name {
+                Some(name) => write!(f, "%{name}")?,
+                None => write!(f, "value {}", save.value.as_u32())?,
+            }
+            write!(f, ": {}  ", save.ty)?;
+            match &save.site {
+                Site::Stmt { label, stmt, .. } => writeln!(
+                    f,
+                    "pushed after #{label} statement {stmt}, popped before its pullback"
+                )?,
+                Site::BlockEnd { label, .. } => writeln!(
+                    f,
+                    "pushed at the end of #{label}, popped where its reverse starts"
+                )?,
+                Site::Once => writeln!(
+                    f,
+                    "pushed once at the end of #{}, popped where the pullback starts",
+                    self.ret_label
+                )?,
+            }
+        }
+        for br in &self.branches {
+            writeln!(
+                f,
+                "{}: i64  pushed at the end of #{} (its index among the predecessors of #{}), popped at the end of the reverse of #{}",
+                br.index, br.from_label, br.to_label, br.to_label
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The position (among the primal's blocks) of the block of the forward
+/// sweep `fwd` that defines each statement result; parameters have none.
+fn def_blocks(fwd: &Func, fblock: &[Block]) -> HashMap<Value, usize> {
+    let pos: HashMap<Block, usize> = fblock.iter().enumerate().map(|(i, &b)| (b, i)).collect();
+    let mut out = HashMap::new();
+    for &b in &fwd.layout {
+        let Some(&i) = pos.get(&b) else { continue };
+        for &inst in &fwd.blocks[b].insts {
+            if let Some(v) = fwd.insts[inst].result {
+                out.insert(v, i);
+            }
+        }
+    }
+    out
+}
+
+/// The names function `fwd` prints for its parameters and statement results.
+fn printed_names(m: &Module, fwd: FuncId, func: &Func) -> HashMap<Value, String> {
+    let mut names = HashMap::new();
+    for (line, text) in func_lines(m, fwd) {
+        match line {
+            Line::Header => {
+                // `func @f(%a: T, %b: U) -> R {`: types hold no `%`.
+                let params = text
+                    .split('%')
+                    .skip(1)
+                    .map(|s| s.split(':').next().unwrap_or_default().to_string());
+                for (&p, name) in func.params.iter().zip(params) {
+                    names.insert(p, name);
+                }
+            }
+            Line::Inst(inst) => {
+                let Some(v) = func.insts.get(inst).and_then(|d| d.result) else {
+                    continue;
+                };
+                if let Some(rest) = text.trim_start().strip_prefix('%')
+                    && let Some((name, _)) = rest.split_once(" = ")
+                {
+                    names.insert(v, name.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    names
+}

@@ -1,0 +1,542 @@
+//! The pullback `@f.rev.back` of one derivation (docs/reverse.md).
+//!
+//! One reverse block per primal block that can reach the return block,
+//! entered from the reverse of its successors, visited in reverse postorder
+//! of the reversed control flow. Each pops what the [`TapePlan`] says its
+//! primal block pushed, runs the pullbacks of the statements in reverse
+//! order (one method per statement kind: an rrule, the pullback piece of an
+//! invoked user function, `revback` of a saved function value), then leaves
+//! to the reverse of its one predecessor, or pops the recorded predecessor
+//! index and `switch`es on it; the reverse of the entry returns the
+//! parameters' cotangents.
+//!
+//! Cotangents are SSA values: a map from (primal value, f64 leaf) to the
+//! current cotangent, passed along reverse edges; where the reverse flow
+//! joins (the reverse of a block with several successors) each active
+//! cotangent live there gets a phi. A phi's cotangent goes to the incoming
+//! value of the edge taken only.
+//!
+//! Assumes the forward sweep of the same [`Derivation`] has been built with
+//! the same plan, and a declared, empty pullback function of the right type.
+//! Guarantees: every value the plan pushes is popped once, in reverse order,
+//! on every path through the pullback.
+
+use super::ReverseError;
+use super::analysis::{has_cotangent, rpo};
+use super::bbcode::BTerm;
+use super::ctx::{
+    Cots, Derivation, How, Key, Stmt, accumulate, args_of, build_err, emit_value, err,
+};
+use super::plan::TapePlan;
+use irad_ir::{
+    Block, Const, FuncBuilder, FuncId, Inst, InstKind, Location, Module, Operand, Prim, Type, Value,
+};
+use irad_rules::emit::f64c;
+use irad_rules::{Callee, PullbackCall, Rrule};
+use smallvec::SmallVec;
+use std::collections::{BTreeMap, HashMap};
+
+/// The cotangents arriving at a reverse block: the map of the block that
+/// jumps there and the phi cotangents of that edge, still to add.
+type Incoming = Option<(Cots, Vec<(Key, Operand)>)>;
+
+/// The per-argument cotangents of a statement's pullback.
+type ArgCots = Vec<SmallVec<[Option<Operand>; 1]>>;
+
+/// The state of the pullback being built.
+pub(super) struct Pullback<'a, 'r, 'm> {
+    cx: &'a Derivation<'r>,
+    bk: FuncBuilder<'m>,
+    plan: &'a TapePlan,
+    stmts: &'a HashMap<Inst, Stmt>,
+    /// The reverse block of each primal block, by position.
+    rblock: Vec<Option<Block>>,
+    /// The blocks the reverse of each block leaves to.
+    rev_succs: Vec<SmallVec<[usize; 2]>>,
+    /// The cotangent phis of each reverse block where the reverse flow joins.
+    joins: Vec<BTreeMap<Key, Value>>,
+    /// What arrives at each reverse block without phis.
+    incoming: Vec<Incoming>,
+    /// The values pushed once per call, popped where the pullback starts.
+    avail: HashMap<Value, Operand>,
+}
+
+impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
+    /// Starts the body of `back_id`: its blocks and cotangent phis.
+    pub fn new(
+        cx: &'a Derivation<'r>,
+        module: &'m mut Module,
+        back_id: FuncId,
+        stmts: &'a HashMap<Inst, Stmt>,
+        plan: &'a TapePlan,
+    ) -> Result<Pullback<'a, 'r, 'm>, ReverseError> {
+        let shape = &cx.shape;
+        let n = shape.n;
+        let mut bk = FuncBuilder::new(module, back_id).map_err(|e| err(&cx.floc, e.to_string()))?;
+        // Reverse blocks: the return block's first (the entry), then the others.
+        let mut rblock: Vec<Option<Block>> = vec![None; n];
+        rblock[shape.ret] = Some(bk.create_block());
+        for i in (0..n).rev() {
+            if i != shape.ret && shape.kept(i) {
+                rblock[i] = Some(bk.create_block());
+            }
+        }
+        let rev_succs: Vec<SmallVec<[usize; 2]>> = (0..n)
+            .map(|i| {
+                if rblock[i].is_some() {
+                    shape.preds[i]
+                        .iter()
+                        .copied()
+                        .filter(|&p| rblock[p].is_some())
+                        .collect()
+                } else {
+                    SmallVec::new()
+                }
+            })
+            .collect();
+        let mut pb = Pullback {
+            cx,
+            bk,
+            plan,
+            stmts,
+            rblock,
+            rev_succs,
+            joins: vec![BTreeMap::new(); n],
+            incoming: vec![None; n],
+            avail: HashMap::new(),
+        };
+        pb.join_phis()?;
+        Ok(pb)
+    }
+
+    /// Cotangent phis where the reverse flow joins.
+    fn join_phis(&mut self) -> Result<(), ReverseError> {
+        let cx = self.cx;
+        let build = build_err(&cx.floc);
+        for i in 0..cx.shape.n {
+            let Some(rb) = self.rblock[i] else { continue };
+            let into = cx.shape.succs[i]
+                .iter()
+                .filter(|&&s| self.rblock[s].is_some())
+                .count();
+            if into < 2 {
+                continue;
+            }
+            for &v in &cx.live[i] {
+                for k in 0..Type::cotangent_leaves(&cx.src.values[v].ty) {
+                    let phi = self.bk.insert_phi(rb, Type::F64).map_err(&build)?;
+                    self.joins[i].insert((v, k as u32), phi);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every reverse block, in reverse postorder of the reversed flow.
+    pub fn blocks(&mut self) -> Result<(), ReverseError> {
+        let cx = self.cx;
+        let ret = cx.shape.ret;
+        let rorder = rpo(&self.rev_succs, ret);
+        let ret_op = match &cx.shape.bb.blocks[ret].term {
+            BTerm::Return(op) => *op,
+            _ => return Err(err(&cx.floc, "internal error: the return block")),
+        };
+        for &i in &rorder {
+            self.block(i, ret_op)?;
+        }
+        Ok(())
+    }
+
+    /// The reverse of block `i`.
+    fn block(&mut self, i: usize, ret_op: Operand) -> Result<(), ReverseError> {
+        let cx = self.cx;
+        let Some(rb) = self.rblock[i] else {
+            return Ok(());
+        };
+        let build = build_err(&cx.floc);
+        self.bk.switch_to_block(rb).map_err(&build)?;
+        let bloc = cx.block_loc(i);
+        let mut m = self.entry_cots(i, ret_op, &bloc)?;
+        let block = cx.shape.bb.blocks[i].id;
+        let mut local: HashMap<Value, Operand> = HashMap::new();
+        for save in self.plan.at_block_end(block).rev() {
+            let x = self.bk.pop(save.ty.clone()).map_err(&build)?;
+            local.insert(save.value, Operand::Value(x));
+        }
+        // Statements in reverse order.
+        let mut phi_insts = Vec::new();
+        for &inst in cx.shape.bb.blocks[i].stmts.iter().rev() {
+            self.bk.set_pos(cx.src.insts[inst].pos);
+            let Some(st) = self.stmts.get(&inst) else {
+                continue;
+            };
+            match st.how {
+                How::Phi => phi_insts.push(inst),
+                How::Primal => {}
+                _ => self.statement(inst, st, &mut m, &mut local)?,
+            }
+        }
+        let phi_cots = self.phi_cots(&phi_insts, &mut m);
+        self.exit(i, m, &phi_cots, &bloc)
+    }
+
+    /// The cotangents at the start of the reverse of block `i`: the seeds
+    /// (after popping the values pushed once per call) for the return block,
+    /// the join phis, or what the one reverse predecessor passed on.
+    fn entry_cots(
+        &mut self,
+        i: usize,
+        ret_op: Operand,
+        bloc: &Location,
+    ) -> Result<Cots, ReverseError> {
+        let cx = self.cx;
+        let build = build_err(&cx.floc);
+        let mut m: Cots = BTreeMap::new();
+        if i == cx.shape.ret {
+            for save in self.plan.once().rev() {
+                let x = self.bk.pop(save.ty.clone()).map_err(&build)?;
+                self.avail.insert(save.value, Operand::Value(x));
+            }
+            if let Operand::Value(v) = ret_op {
+                for k in 0..Type::cotangent_leaves(&cx.src.ret) {
+                    let seed = self.bk.param(k).map_err(&build)?;
+                    m.insert((v, k as u32), Operand::Value(seed));
+                }
+            }
+        } else if !self.joins[i].is_empty() {
+            for (key, phi) in &self.joins[i] {
+                m.insert(*key, Operand::Value(*phi));
+            }
+        } else if let Some((cots, adds)) = self.incoming[i].take() {
+            m = cots;
+            for (key, c) in adds {
+                accumulate(&mut self.bk, &mut m, key, c).map_err(|e| err(bloc, e))?;
+            }
+        }
+        Ok(m)
+    }
+
+    /// The pullback of statement `inst` (neither a phi nor primal only):
+    /// pops what the plan pushed right after it, takes its result's
+    /// cotangent out of `m` and adds its arguments' cotangents in.
+    fn statement(
+        &mut self,
+        inst: Inst,
+        st: &Stmt,
+        m: &mut Cots,
+        local: &mut HashMap<Value, Operand>,
+    ) -> Result<(), ReverseError> {
+        let cx = self.cx;
+        let data = &cx.src.insts[inst];
+        let loc = cx.loc_of(inst);
+        let build = build_err(&cx.floc);
+        for save in self.plan.after_stmt(inst).rev() {
+            let x = self.bk.pop(save.ty.clone()).map_err(&build)?;
+            local.insert(save.value, Operand::Value(x));
+        }
+        let res_ty = cx.result_type(inst);
+        let dy: Vec<Option<Operand>> = (0..Type::cotangent_leaves(&res_ty))
+            .map(|k| data.result.and_then(|v| m.remove(&(v, k as u32))))
+            .collect();
+        let saved = self.saved(st, local, &loc)?;
+        let args = args_of(&data.kind);
+        let types: Vec<Type> = args
+            .iter()
+            .map(|a| cx.optype(a, self.bk.module()))
+            .collect::<Result<_, _>>()?;
+        let cots = match &st.how {
+            How::Rule(rule, fname) => {
+                let callee = match (&data.kind, fname) {
+                    (InstKind::Prim { prim, .. }, _) => Callee::Prim(*prim),
+                    (_, Some(name)) => Callee::Func(name),
+                    _ => return Err(err(&loc, "internal error: a rule without callee")),
+                };
+                let call = Call {
+                    args,
+                    types: &types,
+                    res_ty: &res_ty,
+                    saved: &saved,
+                    dy: &dy,
+                };
+                self.rule(&**rule, callee, &call, &loc)?
+            }
+            How::Invoke(gb) => self.invoke(*gb, &dy, &types, &loc)?,
+            How::Dynamic => self.dynamic(&saved, &dy, &types, &loc)?,
+            How::Phi | How::Primal => return Ok(()),
+        };
+        for (a, cs) in args.iter().zip(cots) {
+            let Operand::Value(v) = a else { continue };
+            if !cx.act.is_active(*v) {
+                continue;
+            }
+            for (k, c) in cs.into_iter().enumerate() {
+                if let Some(c) = c {
+                    accumulate(&mut self.bk, m, (*v, k as u32), c).map_err(|e| err(&loc, e))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The saved operands of a statement, as the pullback reads them:
+    /// popped in this block, popped once per call, or constants.
+    fn saved(
+        &self,
+        st: &Stmt,
+        local: &HashMap<Value, Operand>,
+        loc: &Location,
+    ) -> Result<Vec<Operand>, ReverseError> {
+        st.saved
+            .iter()
+            .map(|op| match op {
+                Operand::Const(c) => Ok(Operand::Const(*c)),
+                Operand::Value(v) => local
+                    .get(v)
+                    .or_else(|| self.avail.get(v))
+                    .copied()
+                    .ok_or_else(|| {
+                        err(
+                            loc,
+                            "internal error: a saved value did not reach the pullback",
+                        )
+                    }),
+            })
+            .collect()
+    }
+
+    /// The pullback of an rrule, checked against the argument types.
+    fn rule(
+        &mut self,
+        rule: &dyn Rrule,
+        callee: Callee<'_>,
+        call: &Call<'_>,
+        loc: &Location,
+    ) -> Result<ArgCots, ReverseError> {
+        let inactive: Vec<bool> = call
+            .args
+            .iter()
+            .map(|a| !self.cx.act.wants_cotangent(a))
+            .collect();
+        let pcall = PullbackCall {
+            callee,
+            arg_types: call.types,
+            arg_inactive: &inactive,
+            result: call.res_ty,
+            saved: call.saved,
+            dy: call.dy,
+        };
+        let out = rule
+            .pullback(&mut self.bk, &pcall)
+            .map_err(|e| err(loc, format!("pullback of `{callee}`: {e}")))?;
+        if out.cotangents.len() != call.args.len()
+            || out
+                .cotangents
+                .iter()
+                .zip(call.types)
+                .any(|(c, t)| c.len() != Type::cotangent_leaves(t))
+        {
+            return Err(err(
+                loc,
+                format!("pullback of `{callee}`: cotangents do not match the argument types"),
+            ));
+        }
+        Ok(out.cotangents)
+    }
+
+    /// `invoke @g.rev.back(dy...)`.
+    fn invoke(
+        &mut self,
+        gb: FuncId,
+        dy: &[Option<Operand>],
+        types: &[Type],
+        loc: &Location,
+    ) -> Result<ArgCots, ReverseError> {
+        let dys: Vec<Operand> = dy.iter().map(|d| d.unwrap_or(f64c(0.0))).collect();
+        let r = self.bk.invoke(gb, &dys).map_err(build_err(&self.cx.floc))?;
+        unpack_cots(&mut self.bk, r, types).map_err(|e| err(loc, e))
+    }
+
+    /// `call revback(%h)(dy...)` for the saved callee `%h` (the last saved
+    /// operand).
+    fn dynamic(
+        &mut self,
+        saved: &[Operand],
+        dy: &[Option<Operand>],
+        types: &[Type],
+        loc: &Location,
+    ) -> Result<ArgCots, ReverseError> {
+        let fc = *saved
+            .last()
+            .ok_or_else(|| err(loc, "internal error: no saved callee"))?;
+        let g = emit_value(&mut self.bk, Prim::Revback, &[fc]).map_err(|e| err(loc, e))?;
+        let Operand::Value(g) = g else {
+            return Err(err(loc, "internal error: revback gave a constant"));
+        };
+        let dys: Vec<Operand> = dy.iter().map(|d| d.unwrap_or(f64c(0.0))).collect();
+        let r = self
+            .bk
+            .call_value(g, &dys)
+            .map_err(build_err(&self.cx.floc))?;
+        unpack_cots(&mut self.bk, r, types).map_err(|e| err(loc, e))
+    }
+
+    /// The cotangents of the phis of a block (taken out of `m`).
+    fn phi_cots(&self, phi_insts: &[Inst], m: &mut Cots) -> Vec<(Inst, Vec<Option<Operand>>)> {
+        let src = &self.cx.src;
+        let mut phi_cots = Vec::new();
+        for &inst in phi_insts {
+            let Some(res) = src.insts[inst].result else {
+                continue;
+            };
+            let cs = (0..Type::cotangent_leaves(&src.values[res].ty))
+                .map(|k| m.remove(&(res, k as u32)))
+                .collect();
+            phi_cots.push((inst, cs));
+        }
+        phi_cots
+    }
+
+    /// The phi cotangents the edge from predecessor `p` carries: each goes
+    /// to the phi's incoming value from `p`.
+    fn edge_adds(
+        &self,
+        p: usize,
+        phi_cots: &[(Inst, Vec<Option<Operand>>)],
+    ) -> Vec<(Key, Operand)> {
+        let cx = self.cx;
+        let pid = cx.shape.bb.blocks[p].id;
+        let mut adds = Vec::new();
+        for (inst, cs) in phi_cots {
+            let InstKind::Phi { entries } = &cx.src.insts[*inst].kind else {
+                continue;
+            };
+            for (b, op) in entries {
+                if *b != pid {
+                    continue;
+                }
+                if let Operand::Value(v) = op
+                    && has_cotangent(&cx.src, *v)
+                    && cx.act.is_active(*v)
+                {
+                    for (k, c) in cs.iter().enumerate() {
+                        if let Some(c) = c {
+                            adds.push(((*v, k as u32), *c));
+                        }
+                    }
+                }
+            }
+        }
+        adds
+    }
+
+    /// Leaves the reverse of block `i`: the entry's returns the parameters'
+    /// cotangents; one reverse successor gets the cotangents passed on (or
+    /// its join phis' entries); several: pop the predecessor index and
+    /// `switch`.
+    fn exit(
+        &mut self,
+        i: usize,
+        mut m: Cots,
+        phi_cots: &[(Inst, Vec<Option<Operand>>)],
+        bloc: &Location,
+    ) -> Result<(), ReverseError> {
+        let cx = self.cx;
+        let build = build_err(&cx.floc);
+        let rp: Vec<usize> = self.rev_succs[i].to_vec();
+        if i == 0 {
+            let mut leaves = Vec::new();
+            for &p in &cx.src.params {
+                for k in 0..Type::cotangent_leaves(&cx.src.values[p].ty) {
+                    leaves.push(m.get(&(p, k as u32)).copied().unwrap_or(f64c(0.0)));
+                }
+            }
+            let ret = match leaves.len() {
+                0 => Operand::Const(Const::Unit),
+                1 => leaves[0],
+                _ => emit_value(&mut self.bk, Prim::Tuple, &leaves).map_err(|e| err(bloc, e))?,
+            };
+            self.bk.ret(ret).map_err(&build)?;
+        } else if let [p] = rp.as_slice() {
+            let p = *p;
+            let target =
+                self.rblock[p].ok_or_else(|| err(bloc, "internal error: reverse target"))?;
+            let adds = self.edge_adds(p, phi_cots);
+            if self.joins[p].is_empty() {
+                self.incoming[p] = Some((m, adds));
+            } else {
+                for (key, c) in adds {
+                    accumulate(&mut self.bk, &mut m, key, c).map_err(|e| err(bloc, e))?;
+                }
+                let from = self
+                    .bk
+                    .current_block()
+                    .ok_or_else(|| err(bloc, "internal error: no block"))?;
+                for (key, phi) in &self.joins[p] {
+                    let c = m.get(key).copied().unwrap_or(f64c(0.0));
+                    self.bk.add_phi_entry(*phi, from, c).map_err(&build)?;
+                }
+            }
+            self.bk.goto(target).map_err(&build)?;
+        } else {
+            let id = self.bk.pop(Type::I64).map_err(&build)?;
+            let mut targets = Vec::with_capacity(cx.shape.preds[i].len());
+            for &p in &cx.shape.preds[i] {
+                targets.push(
+                    self.rblock[p].ok_or_else(|| err(bloc, "internal error: reverse target"))?,
+                );
+                if !self.joins[p].is_empty() {
+                    return Err(cx.need_normal("no critical edges"));
+                }
+                self.incoming[p] = Some((m.clone(), self.edge_adds(p, phi_cots)));
+            }
+            self.bk
+                .switch(Operand::Value(id), &targets)
+                .map_err(&build)?;
+        }
+        Ok(())
+    }
+}
+
+/// A statement's call of a pullback: its arguments and their types, its
+/// result type, what it saved and its result's cotangents.
+struct Call<'c> {
+    args: &'c [Operand],
+    types: &'c [Type],
+    res_ty: &'c Type,
+    saved: &'c [Operand],
+    dy: &'c [Option<Operand>],
+}
+
+/// The per-argument cotangents in the leaf pack a pullback piece returns.
+fn unpack_cots(
+    b: &mut FuncBuilder<'_>,
+    r: Option<Value>,
+    types: &[Type],
+) -> Result<ArgCots, String> {
+    let total: usize = types.iter().map(Type::cotangent_leaves).sum();
+    let mut leaves: Vec<Option<Operand>> = Vec::with_capacity(total);
+    match (total, r) {
+        (0, _) => {}
+        (1, Some(v)) => leaves.push(Some(Operand::Value(v))),
+        (_, Some(v)) => {
+            for j in 0..total {
+                leaves.push(Some(emit_value(
+                    b,
+                    Prim::Getfield,
+                    &[Operand::Value(v), Operand::from(j as i64)],
+                )?));
+            }
+        }
+        (_, None) => return Err("internal error: a pullback without result".into()),
+    }
+    let mut out = Vec::with_capacity(types.len());
+    let mut it = leaves.into_iter();
+    for t in types {
+        out.push(
+            (0..Type::cotangent_leaves(t))
+                .map(|_| it.next().flatten())
+                .collect(),
+        );
+    }
+    Ok(out)
+}
