@@ -152,8 +152,13 @@ pub use irad_passes as passes;
 pub use irad_rules as rules;
 pub use schedule::{optimise_from, read_schedule};
 
+use irad_passes::Step;
 pub use irad_passes::forward::grad::{GradError, GradOptions, Gradient};
 use irad_passes::forward::{Forward, ForwardError};
+use irad_passes::stages::{
+    ForwardGradStage, ForwardStage, OptimiseStage, ReverseGradStage, ReverseStage, Scope,
+    SpecialiseStage,
+};
 
 pub use ir::interp::value::Val;
 pub use ir::interp::{RunError, RunOptions};
@@ -520,61 +525,74 @@ pub fn normalise(src: &Source, module: &Module) -> Result<Module, Error> {
     };
     let opts = irad_passes::PipelineOptions {
         verify: true,
-        record: false,
+        ..irad_passes::PipelineOptions::default()
     };
-    irad_passes::run_pipeline(&mut m, &irad_passes::normalise_pipeline(), &opts).map_err(wrap)?;
+    irad_passes::run_passes(&mut m, &irad_passes::normalise_pipeline(), &opts).map_err(wrap)?;
     Ok(m)
 }
 
 /// The module after each pass that `irad dump` shows: with `after`, only the
-/// module after the normalisation pipeline up to and including that pass;
-/// otherwise the input (named `input`) and the module after each pass of the
-/// pipeline.
+/// module after the normalisation pipeline up to and including that pass
+/// (one of [`passes::NORMALISE`]); otherwise the input (named `input`) and
+/// the module after each pass of the pipeline.
 ///
 /// ```
 /// use irad::Source;
+/// use irad::passes::PassId;
 ///
 /// let src = Source::new("f.irad", "fn f(x: f64) -> f64 { if x < 0.0 { -x } else { x } }");
 /// let m = irad::load(&src)?;
 /// let all = irad::pass_snapshots(&src, &m, None)?;
 /// assert_eq!(all[0].0, "input");
 /// assert!(all.len() > 2);
-/// let last = irad::pass_snapshots(&src, &m, Some("split_critical_edges"))?;
+/// let last = irad::pass_snapshots(&src, &m, Some(PassId::SplitCriticalEdges))?;
 /// assert_eq!(last.len(), 1);
 /// assert_eq!(last[0].0, "split_critical_edges");
-/// // An unknown pass is an error that lists the known ones.
-/// let err = irad::pass_snapshots(&src, &m, Some("nope")).unwrap_err();
+/// // A pass name is read once, where it is text; an unknown one is an
+/// // error that lists the known ones.
+/// let err = PassId::parse_normalise("nope").unwrap_err();
 /// assert!(err.to_string().contains("no pass named `nope`"));
 /// # Ok::<(), irad::Error>(())
 /// ```
 pub fn pass_snapshots(
     src: &Source,
     module: &Module,
-    after: Option<&str>,
+    after: Option<irad_passes::PassId>,
 ) -> Result<Vec<(&'static str, Module)>, Error> {
-    let wrap = |err| Error::Pass {
-        file: src.name.clone(),
-        err,
+    let req = irad_passes::dump::DumpRequest {
+        after,
+        all_passes: after.is_none(),
+        ..Default::default()
     };
-    let pipeline = match after {
-        Some(name) => irad_passes::normalise_until(name).map_err(wrap)?,
-        None => irad_passes::normalise_pipeline(),
-    };
-    let opts = irad_passes::PipelineOptions {
-        verify: true,
-        record: true,
-    };
-    let mut m = module.clone();
-    let snapshots = irad_passes::run_pipeline(&mut m, &pipeline, &opts).map_err(wrap)?;
-    let mut out = Vec::new();
-    if after.is_none() {
-        out.push(("input", module.clone()));
+    let registry = rules::Registry::new();
+    let dump = irad_passes::dump::dump(module, &req, &registry).map_err(|e| pass_error(src, e))?;
+    Ok(dump
+        .sections
+        .into_iter()
+        .map(|s| {
+            let name = match s.label {
+                irad_passes::dump::Label::Pass(pass) => pass.name(),
+                _ => "input",
+            };
+            (name, s.module)
+        })
+        .collect())
+}
+
+/// The error of a pipeline of the pass manager, in the facade's terms: a
+/// stage's own error as the facade reports it elsewhere (forward, reverse,
+/// gradient request, schedule, specialisation), any other as [`Error::Pass`].
+pub fn pass_error(src: &Source, e: irad_passes::PassError) -> Error {
+    use irad_passes::PassError as P;
+    let file = src.name.clone();
+    match e {
+        P::Forward(err) => Error::Forward { file, err },
+        P::Reverse(err) => Error::Reverse { file, err },
+        P::Grad(err) => grad_error(src, *err),
+        P::Optimise(err) => Error::Schedule { file, err },
+        P::Pe(err) => Error::Pe { file, err },
+        err => Error::Pass { file, err },
     }
-    out.extend(snapshots.into_iter().map(|s| (s.pass, s.module)));
-    if after.is_some() {
-        out.drain(..out.len().saturating_sub(1));
-    }
-    Ok(out)
 }
 
 /// The function called `name` (with or without `@`); the error lists the
@@ -828,14 +846,19 @@ pub fn grad_forward_with(
     opts: &GradOptions,
     schedule: &irad_passes::optimise::Strategy,
 ) -> Result<(Gradient, Module), Error> {
-    let mut m = normalised(src, module)?;
-    let before = m.len();
-    let mut fwd = Forward::new(registry);
-    let plan = irad_passes::forward::grad::plan(&mut m, &mut fwd, func, args, opts)
-        .map_err(|e| grad_error(src, e))?;
-    optimise_from(src, &mut m, Some(before), schedule, false)?;
+    let mut m = module.clone();
+    let mut stage = ForwardGradStage::new(Forward::new(registry), func, args, opts);
+    let mut opt = OptimiseStage::new(schedule, Scope::From(m.len()));
+    run_stages(
+        src,
+        &mut m,
+        &mut [Step::Stage(&mut stage), Step::Stage(&mut opt)],
+    )?;
+    let Some(plan) = stage.plan else {
+        return Err(internal(src, "the forward stage made no plan"));
+    };
     let g = {
-        let mut exec = (opts.exec)(&mut m, &mut fwd).map_err(|err| Error::Run {
+        let mut exec = (opts.exec)(&mut m, &mut stage.fwd).map_err(|err| Error::Run {
             file: src.name.clone(),
             err: Box::new(err),
         })?;
@@ -955,14 +978,20 @@ pub fn grad_reverse_with(
     opts: &GradOptions,
     schedule: &irad_passes::optimise::Strategy,
 ) -> Result<(Gradient, Module), Error> {
-    let mut m = normalised(src, module)?;
-    let before = m.len();
-    let mut rev = irad_passes::reverse::Reverse::new(registry);
-    let plan = irad_passes::reverse::grad::plan(&mut m, &mut rev, func, args, opts)
-        .map_err(|e| grad_error(src, e))?;
-    optimise_from(src, &mut m, Some(before), schedule, false)?;
+    let mut m = module.clone();
+    let rev = irad_passes::reverse::Reverse::new(registry);
+    let mut stage = ReverseGradStage::new(rev, func, args, opts);
+    let mut opt = OptimiseStage::new(schedule, Scope::From(m.len()));
+    run_stages(
+        src,
+        &mut m,
+        &mut [Step::Stage(&mut stage), Step::Stage(&mut opt)],
+    )?;
+    let Some(plan) = stage.plan else {
+        return Err(internal(src, "the reverse stage made no plan"));
+    };
     let g = {
-        let mut exec = (opts.exec)(&mut m, &mut rev).map_err(|err| Error::Run {
+        let mut exec = (opts.exec)(&mut m, &mut stage.rev).map_err(|err| Error::Run {
             file: src.name.clone(),
             err: Box::new(err),
         })?;
@@ -1000,37 +1029,11 @@ pub fn reverse_module(
     funcs: &[FuncId],
     registry: &rules::Registry,
 ) -> Result<(Module, Vec<FuncId>, String), Error> {
-    let mut m = normalised(src, module)?;
-    let before = m.len();
-    let roots: Vec<FuncId> = if funcs.is_empty() {
-        m.func_ids().collect()
-    } else {
-        funcs.to_vec()
-    };
-    let mut bbcode = String::new();
-    for &f in &roots {
-        let code =
-            irad_passes::reverse::bbcode::BBCode::from_func(&m[f]).map_err(|e| Error::Reverse {
-                file: src.name.clone(),
-                err: Box::new(irad_passes::reverse::ReverseError {
-                    loc: ir::Location::default(),
-                    msg: e.to_string(),
-                }),
-            })?;
-        if !bbcode.is_empty() {
-            bbcode.push('\n');
-        }
-        bbcode.push_str(&code.print(&m, f));
-    }
-    let mut rev = irad_passes::reverse::Reverse::new(registry);
-    for f in roots {
-        rev.rev(&mut m, f).map_err(|err| Error::Reverse {
-            file: src.name.clone(),
-            err: Box::new(err),
-        })?;
-    }
-    let added = m.func_ids().skip(before).collect();
-    Ok((m, added, bbcode))
+    let mut m = module.clone();
+    let rev = irad_passes::reverse::Reverse::new(registry);
+    let mut stage = ReverseStage::new(rev, funcs.to_vec(), None).with_bbcode();
+    run_stages(src, &mut m, &mut [Step::Stage(&mut stage)])?;
+    Ok((m, stage.added, stage.bbcode))
 }
 
 /// The module normalised and printed with the result of activity analysis
@@ -1147,22 +1150,31 @@ pub fn forward_module(
     width: u32,
     registry: &rules::Registry,
 ) -> Result<(Module, Vec<FuncId>), Error> {
-    let mut m = normalised(src, module)?;
-    let before = m.len();
-    let roots: Vec<FuncId> = if funcs.is_empty() {
-        m.func_ids().collect()
-    } else {
-        funcs.to_vec()
-    };
-    let mut fwd = Forward::new(registry);
-    for f in roots {
-        fwd.rule(&mut m, f, width).map_err(|err| Error::Forward {
-            file: src.name.clone(),
-            err: Box::new(err),
-        })?;
+    let mut m = module.clone();
+    let mut stage = ForwardStage::new(Forward::new(registry), funcs.to_vec(), width);
+    run_stages(src, &mut m, &mut [Step::Stage(&mut stage)])?;
+    Ok((m, stage.added))
+}
+
+/// Runs the normalisation pipeline, then `stages`, over `m` with the
+/// manager's default options (verification in debug builds and tests).
+fn run_stages(src: &Source, m: &mut Module, stages: &mut [Step<'_>]) -> Result<(), Error> {
+    let mut pipeline = irad_passes::manager::steps(&irad_passes::normalise_pipeline());
+    pipeline.extend(stages.iter_mut().map(|step| match step {
+        Step::Pass(id) => Step::Pass(*id),
+        Step::Stage(stage) => Step::Stage(&mut **stage),
+    }));
+    let opts = irad_passes::PipelineOptions::default();
+    irad_passes::run_pipeline(m, &mut pipeline, &opts).map_err(|e| pass_error(src, e))?;
+    Ok(())
+}
+
+/// An error that is a bug of irad, not of the input.
+fn internal(src: &Source, what: &str) -> Error {
+    Error::Unsupported {
+        file: src.name.clone(),
+        message: format!("internal error: {what}"),
     }
-    let added = m.func_ids().skip(before).collect();
-    Ok((m, added))
 }
 
 /// `irad emit`: an object file exporting `func` through the C ABI as `NAME`
@@ -1227,27 +1239,26 @@ pub fn emit_with(
     header_name: &str,
     schedule: &irad_passes::optimise::Strategy,
 ) -> Result<codegen::ObjectFile, Error> {
-    let mut m = normalised(src, module)?;
-    let before = m.len();
+    let mut m = module.clone();
     let registry = rules::Registry::new();
-    let mut rules = AheadOfTimeRules {
-        fwd: Forward::new(&registry),
-        rev: irad_passes::reverse::Reverse::new(&registry),
-    };
+    let rev = irad_passes::reverse::Reverse::new(&registry);
     let mut exports = vec![codegen::Export {
         func,
         kind: codegen::ExportKind::Primal,
     }];
-    if grad {
+    let rev = if grad {
         let all: Vec<usize> = (0..m.get(func).map_or(0, |f| f.params.len())).collect();
-        let wrt_list = wrt.unwrap_or(&all);
-        let id = rules
-            .rev
-            .rev_wrt(&mut m, func, wrt_list)
-            .map_err(|err| Error::Reverse {
-                file: src.name.clone(),
-                err: Box::new(err),
-            })?;
+        let wrt_list = wrt.map_or(all, <[usize]>::to_vec);
+        let mut stage = ReverseStage::new(rev, vec![func], Some(wrt_list));
+        let mut opt = OptimiseStage::new(schedule, Scope::From(m.len()));
+        run_stages(
+            src,
+            &mut m,
+            &mut [Step::Stage(&mut stage), Step::Stage(&mut opt)],
+        )?;
+        let Some(&id) = stage.revs.first() else {
+            return Err(internal(src, "the reverse stage derived nothing"));
+        };
         exports.push(codegen::Export {
             func,
             kind: codegen::ExportKind::Grad {
@@ -1255,8 +1266,15 @@ pub fn emit_with(
                 wrt: wrt.map(<[usize]>::to_vec),
             },
         });
-        optimise_from(src, &mut m, Some(before), schedule, false)?;
-    }
+        stage.rev
+    } else {
+        run_stages(src, &mut m, &mut [])?;
+        rev
+    };
+    let mut rules = AheadOfTimeRules {
+        fwd: Forward::new(&registry),
+        rev,
+    };
     let opts = codegen::ObjectOptions {
         source: &src.name,
         header_name,
@@ -1469,10 +1487,13 @@ pub fn specialise(
     known: &[Known],
 ) -> Result<(Module, FuncId), Error> {
     let mut m = module.clone();
-    let id = irad_passes::pe::specialise(&mut m, func, known).map_err(|err| Error::Pe {
-        file: src.name.clone(),
-        err: Box::new(err),
-    })?;
+    let mut stage = SpecialiseStage::new(func, known);
+    let opts = irad_passes::PipelineOptions::default();
+    irad_passes::run_pipeline(&mut m, &mut [Step::Stage(&mut stage)], &opts)
+        .map_err(|e| pass_error(src, e))?;
+    let Some(id) = stage.spec else {
+        return Err(internal(src, "the specialise stage made nothing"));
+    };
     Ok((m, id))
 }
 
@@ -1568,7 +1589,7 @@ impl Error {
                 let errs = match err {
                     irad_passes::PassError::Input { errors }
                     | irad_passes::PassError::Verify { errors, .. } => errors.as_slice(),
-                    irad_passes::PassError::UnknownPass { .. } => &[],
+                    _ => &[],
                 };
                 out.push_str(&render_all(file, text_of(file), errs));
                 out

@@ -14,7 +14,9 @@
 use clap::builder::PossibleValuesParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use irad::ir::interp::{DEFAULT_MAX_DEPTH, RunOptions};
+use irad::passes::dump::Label;
 use irad::passes::forward::grad::GradOptions;
+use irad::passes::{PassId, PassRun};
 use irad::{Error, Source};
 use std::io::Write;
 use std::path::PathBuf;
@@ -337,6 +339,12 @@ struct DumpCmd {
     /// (`# after STEP`). Default: none (docs/optimise.md).
     #[arg(long, value_name = "S")]
     schedule: Option<String>,
+    /// Run only the first N passes (normalisation passes, the derivation,
+    /// the schedule) and skip the rest, printing on stderr which ran
+    /// (`BISECT: running pass (1) simplify`); the derivation always runs.
+    /// Lower N until the output is right to find the pass that breaks it.
+    #[arg(long, value_name = "N", conflicts_with_all = ["activity", "known"])]
+    bisect_limit: Option<usize>,
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
@@ -347,12 +355,18 @@ enum DumpMode {
     Rev,
 }
 
-/// The names `dump --after` takes: the normalisation passes, then `forward`.
+/// The names `dump --after` takes: the normalisation passes, then `forward`
+/// and `reverse`.
 fn after_names() -> Vec<&'static str> {
-    let mut names = irad::passes::NORMALISE.to_vec();
-    names.push("forward");
-    names.push("reverse");
+    let mut names: Vec<&str> = irad::passes::NORMALISE.iter().map(|p| p.name()).collect();
+    names.push(PassId::Forward.name());
+    names.push(PassId::Reverse.name());
     names
+}
+
+/// Prints one line of the bisect log (`--bisect-limit`) on stderr.
+fn log_pass(run: &PassRun) {
+    emit(&mut std::io::stderr(), &format!("{run}\n"));
 }
 
 #[derive(Copy, Clone, ValueEnum)]
@@ -469,114 +483,39 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
             if cmd.after.as_deref() == Some("reverse") && cmd.mode != Some(DumpMode::Rev) {
                 usage_error("`--after reverse` needs `--mode rev`");
             }
-            let rev = cmd.mode == Some(DumpMode::Rev);
-            if cmd.after.is_none() && !cmd.all_passes && !fwd && !rev && schedule.is_none() {
-                out(&render_module(&module, &funcs, cmd.format));
-                return Ok(());
-            }
-            let registry = irad::rules::Registry::new();
-            let mut snapshots: Vec<(String, irad::ir::Module)> = match cmd.after.as_deref() {
-                Some("forward" | "reverse") => Vec::new(),
-                after => irad::pass_snapshots(&sources[0], &module, after)?
-                    .into_iter()
-                    .map(|(pass, m)| (pass.to_string(), m))
-                    .collect(),
+            // clap let through only the names of `after_names`.
+            let after = cmd.after.as_deref().and_then(PassId::from_name);
+            let req = irad::passes::dump::DumpRequest {
+                funcs,
+                mode: cmd.mode.map(|mode| match mode {
+                    DumpMode::Fwd => irad::passes::dump::DumpMode::Forward,
+                    DumpMode::Rev => irad::passes::dump::DumpMode::Reverse,
+                }),
+                after,
+                all_passes: cmd.all_passes,
+                schedule: schedule.as_ref(),
+                bisect_limit: cmd.bisect_limit,
+                on_pass: cmd.bisect_limit.map(|_| log_pass as fn(&PassRun)),
             };
-            // The functions the AD stage added: the schedule's scope.
-            let mut derived: Option<Vec<irad::ir::FuncId>> = None;
-            let mut funcs = funcs;
-            let forward_only =
-                fwd && (cmd.after.is_none() || cmd.after.as_deref() == Some("forward"));
-            if forward_only {
-                let (m, added) = irad::forward_module(&sources[0], &module, &funcs, 1, &registry)?;
-                if !funcs.is_empty() {
-                    funcs = added.clone();
-                }
-                derived = Some(added);
-                if !cmd.all_passes {
-                    snapshots.clear();
-                }
-                snapshots.push(("forward".into(), m));
-            }
-            // The BBCode of the functions differentiated, as comments.
-            let mut bbcode = String::new();
-            let reverse_only =
-                rev && (cmd.after.is_none() || cmd.after.as_deref() == Some("reverse"));
-            if reverse_only {
-                let (m, added, code) =
-                    irad::reverse_module(&sources[0], &module, &funcs, &registry)?;
-                if !funcs.is_empty() {
-                    funcs = added.clone();
-                }
-                derived = Some(added);
-                if !cmd.all_passes {
-                    snapshots.clear();
-                }
-                snapshots.push(("reverse".into(), m));
-                if cmd.format == Format::Text {
-                    for line in code.lines() {
-                        bbcode.push_str(&format!("# {line}\n"));
-                    }
-                    bbcode.push('\n');
-                }
-            }
-            // The schedule's steps, each a section headed by the step and the
-            // rewrites it made, after the last stage.
-            if let (Some(schedule), Some((_, last))) = (&schedule, snapshots.last()) {
-                let mut m = last.clone();
-                let opts = irad::passes::optimise::OptOptions {
-                    record: true,
-                    verify: true,
-                    ..Default::default()
-                };
-                let steps =
-                    irad::passes::optimise::optimise(&mut m, schedule, derived.as_deref(), &opts)
-                        .map_err(|err| Error::Schedule {
-                            file: sources[0].name.clone(),
-                            err: Box::new(err),
-                        })?
-                        .snapshots;
-                if !cmd.all_passes {
-                    snapshots.clear();
-                    bbcode.clear();
-                }
-                for step in steps {
-                    let rewrites: Vec<String> = step
-                        .rewrites
-                        .iter()
-                        .map(|(name, n)| format!("{name} {n}"))
-                        .collect();
-                    let rewrites = if rewrites.is_empty() {
-                        "none".to_string()
-                    } else {
-                        rewrites.join(", ")
-                    };
-                    let header = if cmd.all_passes {
-                        format!("{}\n# rewrites: {rewrites}", step.step)
-                    } else {
-                        step.step
-                    };
-                    snapshots.push((header, step.module));
-                }
-                if !cmd.all_passes {
-                    snapshots.drain(..snapshots.len().saturating_sub(1));
-                }
-            }
+            let registry = irad::rules::Registry::new();
+            let dump = irad::passes::dump::dump(&module, &req, &registry)
+                .map_err(|e| irad::pass_error(&sources[0], e))?;
             let mut text = String::new();
-            for (i, (pass, m)) in snapshots.iter().enumerate() {
+            for (i, section) in dump.sections.iter().enumerate() {
                 if cmd.all_passes {
                     if i > 0 {
                         text.push('\n');
                     }
-                    match pass.as_str() {
-                        "input" => text.push_str("# input\n"),
-                        _ => text.push_str(&format!("# after {pass}\n")),
+                    text.push_str(&section.heading());
+                }
+                let reverse = matches!(section.label, Label::Pass(PassId::Reverse));
+                if reverse && cmd.format == Format::Text {
+                    for line in dump.bbcode.lines() {
+                        text.push_str(&format!("# {line}\n"));
                     }
+                    text.push('\n');
                 }
-                if pass == "reverse" {
-                    text.push_str(&bbcode);
-                }
-                text.push_str(&render_module(m, &funcs, cmd.format));
+                text.push_str(&render_module(&section.module, &dump.funcs, cmd.format));
             }
             out(&text);
         }

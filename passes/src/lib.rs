@@ -1,8 +1,12 @@
 //! irad-passes: the pass manager and the transforms that run under it.
 //!
-//! - [`manager`]: the registry of passes by name, [`run_pipeline`] (run passes
-//!   over every function, verify after each, record snapshots for `irad dump`)
-//!   and [`normalise()`];
+//! - [`manager`]: the one pass manager: every stage a named pass
+//!   ([`PassId`]), [`run_pipeline`] (run passes and stages, verify after each,
+//!   record snapshots for `irad dump`, bisect) and [`normalise()`];
+//! - [`stages`]: forward mode, reverse mode, the optimiser and specialisation
+//!   wrapped as stages of the manager;
+//! - [`dump`]: the pipeline `irad dump` runs and the sections it prints;
+//! - [`annotate`]: IR printed with analysis results beside it (BBCode);
 //! - [`normalise`](mod@normalise): the normalisation passes of DESIGN.md, one
 //!   file each;
 //! - [`activity`]: which values carry derivatives that matter, so the AD
@@ -21,17 +25,20 @@
 #![warn(missing_docs)]
 
 pub mod activity;
+pub mod annotate;
 mod cfg;
 #[macro_use]
 mod ad_error;
+pub mod dump;
 pub mod forward;
 pub mod manager;
 pub mod normalise;
 pub mod optimise;
 pub mod pe;
 pub mod reverse;
+pub mod stages;
 
 pub use manager::{
-    NORMALISE, Pass, PassError, PipelineOptions, Snapshot, find, normalise, normalise_pipeline,
-    normalise_until, passes, run_pipeline,
+    NORMALISE, OptStep, Pass, PassError, PassId, PassRun, PipelineOptions, Report, Snapshot, Stage,
+    Step, find, normalise, normalise_pipeline, normalise_until, passes, run_passes, run_pipeline,
 };
