@@ -31,8 +31,13 @@
 use crate::codegen::{CodegenError, Jit};
 use irad_ir::interp::{RuleProvider, RunError, RunOptions, Val};
 use irad_ir::{FuncId, Module};
+use irad_passes::forward::grad::GradError;
 use irad_passes::forward::{Forward, ForwardError};
 use irad_passes::reverse::{Reverse, ReverseError};
+use irad_passes::stages::{
+    ForwardGradStage, ForwardStage, OptimiseStage, ReverseGradStage, ReverseStage, Scope,
+};
+use irad_passes::{PassError, Step};
 use irad_rules::Registry;
 
 /// Why a module could not be compiled or a compiled function failed.
@@ -151,7 +156,7 @@ impl Compiled<'_> {
 /// ```
 pub fn jit_primal(module: &Module) -> Result<Compiled<'static>, CompiledError> {
     let mut m = module.clone();
-    irad_passes::normalise(&mut m)?;
+    normalise_and(&mut m, &mut [])?;
     Ok(Compiled {
         jit: Jit::owning(m, None)?,
     })
@@ -186,12 +191,15 @@ pub fn jit_reverse<'r>(
     registry: &'r Registry,
 ) -> Result<Compiled<'r>, CompiledError> {
     let mut m = module.clone();
-    irad_passes::normalise(&mut m)?;
-    let mut rev = Reverse::new(registry);
-    for &f in funcs {
-        rev.rev(&mut m, f)?;
-    }
-    let provider: Box<dyn RuleProvider + 'r> = Box::new(rev);
+    let mut stage = ReverseStage::new(Reverse::new(registry), funcs.to_vec(), None);
+    // An empty `funcs` derives nothing (a stage's empty roots mean all).
+    let stages = if funcs.is_empty() {
+        &mut [][..]
+    } else {
+        &mut [Step::Stage(&mut stage)][..]
+    };
+    normalise_and(&mut m, stages)?;
+    let provider: Box<dyn RuleProvider + 'r> = Box::new(stage.rev);
     Ok(Compiled {
         jit: Jit::owning(m, Some(provider))?,
     })
@@ -221,12 +229,15 @@ pub fn jit_forward<'r>(
     registry: &'r Registry,
 ) -> Result<Compiled<'r>, CompiledError> {
     let mut m = module.clone();
-    irad_passes::normalise(&mut m)?;
-    let mut fwd = Forward::new(registry);
-    for &f in funcs {
-        fwd.rule(&mut m, f, width)?;
-    }
-    let provider: Box<dyn RuleProvider + 'r> = Box::new(fwd);
+    let mut stage = ForwardStage::new(Forward::new(registry), funcs.to_vec(), width);
+    // An empty `funcs` derives nothing (a stage's empty roots mean all).
+    let stages = if funcs.is_empty() {
+        &mut [][..]
+    } else {
+        &mut [Step::Stage(&mut stage)][..]
+    };
+    normalise_and(&mut m, stages)?;
+    let provider: Box<dyn RuleProvider + 'r> = Box::new(stage.fwd);
     Ok(Compiled {
         jit: Jit::owning(m, Some(provider))?,
     })
@@ -446,24 +457,25 @@ pub fn jit_gradient_with<'r>(
     schedule: &irad_passes::optimise::Strategy,
 ) -> Result<CompiledGradient<'r>, irad_passes::forward::grad::GradError> {
     let mut m = module.clone();
-    irad_passes::normalise(&mut m).map_err(|e| irad_passes::forward::grad::GradError::Invalid {
-        loc: irad_ir::Location::default(),
-        msg: e.to_string(),
-    })?;
-    let before = m.len();
-    let (plan, provider): (Plan, Box<dyn RuleProvider + 'r>) = match mode {
+    let mut opt = OptimiseStage::new(schedule, Scope::From(m.len()));
+    let (plan, provider): (Option<Plan>, Box<dyn RuleProvider + 'r>) = match mode {
         Mode::Forward => {
-            let mut fwd = Forward::new(registry);
-            let p = irad_passes::forward::grad::plan(&mut m, &mut fwd, f, args, opts)?;
-            (Plan::Forward(p), Box::new(fwd))
+            let mut stage = ForwardGradStage::new(Forward::new(registry), f, args, opts);
+            let mut stages = [Step::Stage(&mut stage), Step::Stage(&mut opt)];
+            normalise_and(&mut m, &mut stages).map_err(into_grad_error)?;
+            (stage.plan.map(Plan::Forward), Box::new(stage.fwd))
         }
         Mode::Reverse => {
-            let mut rev = Reverse::new(registry);
-            let p = irad_passes::reverse::grad::plan(&mut m, &mut rev, f, args, opts)?;
-            (Plan::Reverse(p), Box::new(rev))
+            let mut stage = ReverseGradStage::new(Reverse::new(registry), f, args, opts);
+            let mut stages = [Step::Stage(&mut stage), Step::Stage(&mut opt)];
+            normalise_and(&mut m, &mut stages).map_err(into_grad_error)?;
+            (stage.plan.map(Plan::Reverse), Box::new(stage.rev))
         }
     };
-    optimise_derived(&mut m, before, schedule)?;
+    let plan = plan.ok_or_else(|| GradError::Invalid {
+        loc: irad_ir::Location::default(),
+        msg: "internal error: the gradient stage made no plan".into(),
+    })?;
     let jit = Jit::owning(m, Some(provider)).map_err(|e| RunError {
         loc: e.loc,
         msg: e.msg,
@@ -472,22 +484,36 @@ pub fn jit_gradient_with<'r>(
     Ok(CompiledGradient { jit, plan, func: f })
 }
 
-/// Runs `schedule` over the functions of `m` from position `first` on (the
-/// derived ones), as a gradient error when it fails.
-pub(crate) fn optimise_derived(
-    m: &mut Module,
-    first: usize,
-    schedule: &irad_passes::optimise::Strategy,
-) -> Result<(), irad_passes::forward::grad::GradError> {
-    use irad_passes::optimise::{OptOptions, Strategy, optimise};
-    if *schedule == Strategy::Id {
-        return Ok(());
+/// Runs the normalisation pipeline, then `stages`, over `m` through the pass
+/// manager (verification in debug builds and tests); a stage's error is the
+/// variant of its module.
+pub(crate) fn normalise_and(m: &mut Module, stages: &mut [Step<'_>]) -> Result<(), CompiledError> {
+    let mut pipeline = irad_passes::manager::steps(&irad_passes::normalise_pipeline());
+    pipeline.extend(stages.iter_mut().map(|step| match step {
+        Step::Pass(id) => Step::Pass(*id),
+        Step::Stage(stage) => Step::Stage(&mut **stage),
+    }));
+    let opts = irad_passes::PipelineOptions::default();
+    match irad_passes::run_pipeline(m, &mut pipeline, &opts) {
+        Ok(_) => Ok(()),
+        Err(PassError::Forward(err)) => Err(CompiledError::Forward(*err)),
+        Err(PassError::Reverse(err)) => Err(CompiledError::Reverse(*err)),
+        Err(err) => Err(CompiledError::Pass(err)),
     }
-    let scope: Vec<FuncId> = m.func_ids().skip(first).collect();
-    optimise(m, schedule, Some(&scope), &OptOptions::default())
-        .map(|_| ())
-        .map_err(|e| irad_passes::forward::grad::GradError::Invalid {
-            loc: irad_ir::Location::default(),
-            msg: e.to_string(),
-        })
+}
+
+/// A pipeline's error as a gradient error: the gradient stage's own, or (a
+/// failed normalisation or schedule) [`GradError::Invalid`] with its message.
+pub(crate) fn into_grad_error(err: CompiledError) -> GradError {
+    let invalid = |msg: String| GradError::Invalid {
+        loc: irad_ir::Location::default(),
+        msg,
+    };
+    match err {
+        CompiledError::Pass(PassError::Grad(err)) => *err,
+        CompiledError::Forward(err) => GradError::Forward(err),
+        CompiledError::Reverse(err) => GradError::Reverse(err),
+        CompiledError::Run(err) => GradError::Run(err),
+        other => invalid(other.to_string()),
+    }
 }
