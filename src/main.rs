@@ -476,15 +476,14 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
                 )?);
                 return Ok(());
             }
-            let fwd = cmd.mode == Some(DumpMode::Fwd);
-            if cmd.after.as_deref() == Some("forward") && !fwd {
-                usage_error("`--after forward` needs `--mode fwd`");
-            }
-            if cmd.after.as_deref() == Some("reverse") && cmd.mode != Some(DumpMode::Rev) {
-                usage_error("`--after reverse` needs `--mode rev`");
-            }
             // clap let through only the names of `after_names`.
             let after = cmd.after.as_deref().and_then(PassId::from_name);
+            if after == Some(PassId::Forward) && cmd.mode != Some(DumpMode::Fwd) {
+                usage_error("`--after forward` needs `--mode fwd`");
+            }
+            if after == Some(PassId::Reverse) && cmd.mode != Some(DumpMode::Rev) {
+                usage_error("`--after reverse` needs `--mode rev`");
+            }
             let req = irad::passes::dump::DumpRequest {
                 funcs,
                 mode: cmd.mode.map(|mode| match mode {
