@@ -163,7 +163,6 @@ use irad_passes::stages::{
 pub use ir::interp::value::Val;
 pub use ir::interp::{RunError, RunOptions};
 
-use ir::interp::RuleProvider;
 use ir::interp::value::ArrayData;
 use ir::text::ParseError;
 use ir::verify::VerifyError;
@@ -591,6 +590,7 @@ pub fn pass_error(src: &Source, e: irad_passes::PassError) -> Error {
         P::Grad(err) => grad_error(src, *err),
         P::Optimise(err) => Error::Schedule { file, err },
         P::Pe(err) => Error::Pe { file, err },
+        P::Request { message } => Error::Request { file, message },
         err => Error::Pass { file, err },
     }
 }
@@ -1064,64 +1064,7 @@ pub fn activity_dump(
     wrt: Option<&[usize]>,
 ) -> Result<String, Error> {
     let m = normalised(src, module)?;
-    let ids: Vec<FuncId> = if funcs.is_empty() {
-        m.func_ids().collect()
-    } else {
-        funcs.to_vec()
-    };
-    let mut out = String::new();
-    for (k, id) in ids.into_iter().enumerate() {
-        let Some(func) = m.get(id) else { continue };
-        if let Some(&bad) = wrt.and_then(|w| w.iter().find(|&&i| i >= func.params.len())) {
-            return Err(Error::Request {
-                file: src.name.clone(),
-                message: format!(
-                    "--wrt {bad}: @{} has {} parameter(s)",
-                    func.name,
-                    func.params.len()
-                ),
-            });
-        }
-        let mask: Vec<bool> = (0..func.params.len())
-            .map(|i| wrt.is_none_or(|w| w.contains(&i)))
-            .collect();
-        let act = irad_passes::activity::Activity::of(func, &mask);
-        if k > 0 {
-            out.push('\n');
-        }
-        for (line, text) in ir::text::func_lines(&m, id) {
-            out.push_str(&text);
-            match line {
-                ir::text::Line::Header => {
-                    let active: Vec<String> = func
-                        .params
-                        .iter()
-                        .enumerate()
-                        .filter(|&(_, &p)| act.is_active(p))
-                        .map(|(i, _)| i.to_string())
-                        .collect();
-                    let list = if active.is_empty() {
-                        "none".to_string()
-                    } else {
-                        active.join(", ")
-                    };
-                    out.push_str(&format!("\n# active parameters: {list}"));
-                }
-                ir::text::Line::Inst(inst) => {
-                    if let Some(r) = func.insts[inst].result {
-                        out.push_str(if act.is_active(r) {
-                            "  # active"
-                        } else {
-                            "  # const"
-                        });
-                    }
-                }
-                _ => {}
-            }
-            out.push('\n');
-        }
-    }
-    Ok(out)
+    irad_passes::annotate::activity_text(&m, funcs, wrt).map_err(|e| pass_error(src, e))
 }
 
 /// The module normalised, with the forward rules (width `width`) of `funcs`
@@ -1271,7 +1214,7 @@ pub fn emit_with(
         run_stages(src, &mut m, &mut [])?;
         rev
     };
-    let mut rules = AheadOfTimeRules {
+    let mut rules = irad_passes::aot_rules::AheadOfTimeRules {
         fwd: Forward::new(&registry),
         rev,
     };
@@ -1283,33 +1226,6 @@ pub fn emit_with(
         file: src.name.clone(),
         err: Box::new(err),
     })
-}
-
-/// The rules an object file is built with: forward rules from forward mode's
-/// cache, reverse pieces from reverse mode's (the one that built `@f.rev`, so
-/// that pieces are shared).
-struct AheadOfTimeRules<'r> {
-    fwd: Forward<'r>,
-    rev: irad_passes::reverse::Reverse<'r>,
-}
-
-impl RuleProvider for AheadOfTimeRules<'_> {
-    fn forward_rule(
-        &mut self,
-        module: &mut Module,
-        callee: FuncRef,
-        width: u32,
-    ) -> Result<FuncId, String> {
-        self.fwd.forward_rule(module, callee, width)
-    }
-
-    fn reverse_rule(
-        &mut self,
-        module: &mut Module,
-        callee: FuncRef,
-    ) -> Result<(FuncId, FuncId), String> {
-        self.rev.reverse_rule(module, callee)
-    }
 }
 
 /// What is known of each argument for [`specialise`]: the known values,
@@ -1334,81 +1250,20 @@ pub use irad_passes::pe::Known;
 /// # Ok::<(), irad::Error>(())
 /// ```
 pub fn parse_known(known: &Source, module: &Module, func: FuncId) -> Result<Vec<Known>, Error> {
-    let fail = |pos: Pos, msg: String| Error::Parse {
-        file: known.name.clone(),
-        err: Box::new(ParseError {
-            loc: ir::Location::at(pos),
-            msg,
-        }),
-    };
     let params = module[func].param_types();
-    let text = known.text.as_str();
-    let pieces = split_top_level(text);
-    let pieces: Vec<(usize, &str)> = if pieces.len() == 1 && pieces[0].1.trim().is_empty() {
-        Vec::new()
-    } else {
-        pieces
-    };
-    if pieces.len() != params.len() {
-        return Err(fail(
-            pos_at(text, text.len()),
-            format!(
-                "expected {} known argument{} (`_` for an unknown one), found {}",
-                params.len(),
-                if params.len() == 1 { "" } else { "s" },
-                pieces.len()
-            ),
-        ));
-    }
-    let mut out = Vec::with_capacity(params.len());
-    for ((start, piece), ty) in pieces.into_iter().zip(&params) {
-        let lead = piece.len() - piece.trim_start().len();
-        let piece = piece.trim();
-        let at = pos_at(text, start + lead);
-        if piece == "_" {
-            out.push(Known::Unknown);
-            continue;
-        }
-        if let Some(inner) = piece.strip_prefix("_[").and_then(|r| r.strip_suffix(']')) {
-            if !matches!(ty, ir::Type::Array(_)) {
-                return Err(fail(
-                    at,
-                    format!("`_[N]` is for arrays, but the argument is {ty}"),
-                ));
-            }
-            let n = inner.trim().parse::<u64>().map_err(|_| {
-                fail(
-                    at,
-                    format!(
-                        "expected a length `_[N]` with N a non-negative integer, found `{piece}`"
-                    ),
-                )
-            })?;
-            out.push(Known::Length(n));
-            continue;
-        }
-        if matches!(ty, ir::Type::Array(_)) {
-            return Err(fail(
-                at,
-                format!("an array argument is `_` or `_[N]` (a known length), found `{piece}`"),
-            ));
-        }
-        let val = ir::text::parse_value(piece, ty, module).map_err(|mut err| {
-            if let Some(p) = err.loc.pos {
-                err.loc.pos = Some(if p.line == 1 {
-                    Pos::new(at.line, at.col.saturating_add(p.col - 1))
-                } else {
-                    Pos::new(at.line.saturating_add(p.line - 1), p.col)
-                });
-            }
-            Error::Parse {
-                file: known.name.clone(),
-                err: Box::new(err),
-            }
+    let entries =
+        ir::text::parse_known(&known.text, &params, module).map_err(|err| Error::Parse {
+            file: known.name.clone(),
+            err: Box::new(err),
         })?;
-        out.push(Known::Value(val));
-    }
-    Ok(out)
+    Ok(entries
+        .into_iter()
+        .map(|entry| match entry {
+            ir::text::KnownArg::Unknown => Known::Unknown,
+            ir::text::KnownArg::Value(v) => Known::Value(v),
+            ir::text::KnownArg::Length(n) => Known::Length(n),
+        })
+        .collect())
 }
 
 /// Whether `args` agree with `known` (each known value equal, each known
@@ -1495,34 +1350,6 @@ pub fn specialise(
         return Err(internal(src, "the specialise stage made nothing"));
     };
     Ok((m, id))
-}
-
-/// Splits `text` at commas outside brackets: (byte offset, piece) pairs.
-fn split_top_level(text: &str) -> Vec<(usize, &str)> {
-    let mut out = Vec::new();
-    let mut depth = 0usize;
-    let mut start = 0;
-    for (i, c) in text.char_indices() {
-        match c {
-            '(' | '[' => depth += 1,
-            ')' | ']' => depth = depth.saturating_sub(1),
-            ',' if depth == 0 => {
-                out.push((start, &text[start..i]));
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    out.push((start, &text[start..]));
-    out
-}
-
-/// The 1-based line and column (in characters) of byte `offset` of `text`.
-fn pos_at(text: &str, offset: usize) -> Pos {
-    let before = text.get(..offset).unwrap_or(text);
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    Pos::new(to_u32(line), to_u32(col))
 }
 
 /// `irad test-rules`: checks the built-in frule of every primitive against

@@ -6,6 +6,7 @@
 //! - [`stages`]: forward mode, reverse mode, the optimiser and specialisation
 //!   wrapped as stages of the manager;
 //! - [`dump`]: the pipeline `irad dump` runs and the sections it prints;
+//! - [`aot_rules`]: the run-time rule provider of `irad emit`'s objects;
 //! - [`annotate`]: IR printed with analysis results beside it (BBCode);
 //! - [`normalise`](mod@normalise): the normalisation passes of DESIGN.md, one
 //!   file each;
@@ -26,6 +27,7 @@
 
 pub mod activity;
 pub mod annotate;
+pub mod aot_rules;
 mod cfg;
 #[macro_use]
 mod ad_error;

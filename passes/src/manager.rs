@@ -230,6 +230,13 @@ pub enum PassError {
         /// Every name that was expected.
         known: Vec<&'static str>,
     },
+    /// The request does not fit the program (a `--wrt` position past a
+    /// function's parameters).
+    #[error("{message}")]
+    Request {
+        /// What is wrong.
+        message: String,
+    },
     /// A pass that takes parameters was named as a plain [`Step::Pass`].
     #[error("pass `{pass}` takes parameters: run it as a stage")]
     NeedsParameters {
