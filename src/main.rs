@@ -413,251 +413,277 @@ fn main() -> ExitCode {
 /// can show their lines.
 fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
     match command {
-        Command::TestRules(cmd) => {
-            let opts = irad::rules::check::CheckOptions {
-                samples: cmd.samples,
-                seed: cmd.seed,
-            };
-            let (table, verdict) = irad::test_rules(&opts);
-            out(&table);
-            verdict?;
+        Command::TestRules(cmd) => test_rules(cmd),
+        Command::Emit(cmd) => emit_cmd(cmd, sources),
+        Command::Check { file } => check(file, sources),
+        Command::Dump(cmd) => dump(cmd, sources),
+        Command::Grad(cmd) => grad(cmd, sources),
+        Command::Bench(cmd) => bench(cmd, sources),
+        Command::Run(cmd) => run(cmd, sources),
+    }
+}
+
+/// `irad test-rules`: the table of rule checks; an error when one failed.
+fn test_rules(cmd: TestRulesCmd) -> Result<(), Error> {
+    let opts = irad::rules::check::CheckOptions {
+        samples: cmd.samples,
+        seed: cmd.seed,
+    };
+    let (table, verdict) = irad::test_rules(&opts);
+    out(&table);
+    verdict?;
+    Ok(())
+}
+
+/// `irad emit`: the object file and its C header.
+fn emit_cmd(cmd: EmitCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
+    let schedule = irad::read_schedule(cmd.schedule.as_deref())?;
+    let module = load(&cmd.file, sources)?;
+    let func = irad::find_function(&sources[0], &module, &cmd.func)?;
+    let header = cmd.out.with_extension("h");
+    if header == cmd.out {
+        usage_error("-o names the header's own path: give the object file a `.o` name");
+    }
+    let header_name = header
+        .file_name()
+        .map_or_else(|| "out.h".into(), |n| n.to_string_lossy().into_owned());
+    let obj = irad::emit_with(
+        &sources[0],
+        &module,
+        func,
+        cmd.grad,
+        cmd.wrt.as_deref(),
+        &header_name,
+        &schedule,
+    )?;
+    write_file(&cmd.out, &obj.object)?;
+    write_file(&header, obj.header.as_bytes())?;
+    Ok(())
+}
+
+/// `irad check`: `FILE: ok (N functions)`.
+fn check(file: PathBuf, sources: &mut Vec<Source>) -> Result<(), Error> {
+    let module = load(&file, sources)?;
+    let n = module.len();
+    let plural = if n == 1 { "" } else { "s" };
+    out(&format!("{}: ok ({n} function{plural})\n", file.display()));
+    Ok(())
+}
+
+/// `irad dump`: the module as read, after passes, with derived functions, specialised, or annotated with activity.
+fn dump(cmd: DumpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
+    let schedule = match &cmd.schedule {
+        Some(text) => Some(irad::read_schedule(Some(text))?),
+        None => None,
+    };
+    let module = load(&cmd.file, sources)?;
+    if let (Some(known), Some(name)) = (&cmd.known, &cmd.func) {
+        let func = irad::find_function(&sources[0], &module, name)?;
+        let (m, spec, _) = specialised(sources, &module, func, known)?;
+        out(&render_module(&m, &[spec], cmd.format));
+        return Ok(());
+    }
+    let funcs = match &cmd.func {
+        Some(name) => vec![irad::find_function(&sources[0], &module, name)?],
+        None => Vec::new(),
+    };
+    if cmd.activity {
+        out(&irad::activity_dump(
+            &sources[0],
+            &module,
+            &funcs,
+            cmd.wrt.as_deref(),
+        )?);
+        return Ok(());
+    }
+    // clap let through only the names of `after_names`.
+    let after = cmd.after.as_deref().and_then(PassId::from_name);
+    if after == Some(PassId::Forward) && cmd.mode != Some(DumpMode::Fwd) {
+        usage_error("`--after forward` needs `--mode fwd`");
+    }
+    if after == Some(PassId::Reverse) && cmd.mode != Some(DumpMode::Rev) {
+        usage_error("`--after reverse` needs `--mode rev`");
+    }
+    let req = irad::passes::dump::DumpRequest {
+        funcs,
+        mode: cmd.mode.map(|mode| match mode {
+            DumpMode::Fwd => irad::passes::dump::DumpMode::Forward,
+            DumpMode::Rev => irad::passes::dump::DumpMode::Reverse,
+        }),
+        after,
+        all_passes: cmd.all_passes,
+        schedule: schedule.as_ref(),
+        bisect_limit: cmd.bisect_limit,
+        on_pass: cmd.bisect_limit.map(|_| log_pass as fn(&PassRun)),
+    };
+    let registry = irad::rules::Registry::new();
+    let dump = irad::passes::dump::dump(&module, &req, &registry)
+        .map_err(|e| irad::pass_error(&sources[0], e))?;
+    let mut text = String::new();
+    for (i, section) in dump.sections.iter().enumerate() {
+        if cmd.all_passes {
+            if i > 0 {
+                text.push('\n');
+            }
+            text.push_str(&section.heading());
         }
-        Command::Emit(cmd) => {
-            let schedule = irad::read_schedule(cmd.schedule.as_deref())?;
-            let module = load(&cmd.file, sources)?;
-            let func = irad::find_function(&sources[0], &module, &cmd.func)?;
-            let header = cmd.out.with_extension("h");
-            if header == cmd.out {
-                usage_error("-o names the header's own path: give the object file a `.o` name");
+        let reverse = matches!(section.label, Label::Pass(PassId::Reverse));
+        if reverse && cmd.format == Format::Text {
+            for line in dump.bbcode.lines() {
+                text.push_str(&format!("# {line}\n"));
             }
-            let header_name = header
-                .file_name()
-                .map_or_else(|| "out.h".into(), |n| n.to_string_lossy().into_owned());
-            let obj = irad::emit_with(
-                &sources[0],
-                &module,
-                func,
-                cmd.grad,
-                cmd.wrt.as_deref(),
-                &header_name,
-                &schedule,
-            )?;
-            write_file(&cmd.out, &obj.object)?;
-            write_file(&header, obj.header.as_bytes())?;
+            text.push('\n');
         }
-        Command::Check { file } => {
-            let module = load(&file, sources)?;
-            let n = module.len();
-            let plural = if n == 1 { "" } else { "s" };
-            out(&format!("{}: ok ({n} function{plural})\n", file.display()));
+        text.push_str(&render_module(&section.module, &dump.funcs, cmd.format));
+    }
+    out(&text);
+    Ok(())
+}
+
+/// `irad grad`: value and gradient, as text or JSON.
+fn grad(cmd: GradCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
+    let Request {
+        module,
+        func,
+        args,
+        opts,
+        mode,
+        schedule,
+    } = cmd.req.read(sources, cmd.backend.lib())?;
+    let registry = irad::rules::Registry::new();
+    let (g, m) = match mode {
+        irad::Mode::Reverse => irad::grad_reverse_with(
+            &sources[0],
+            &module,
+            func,
+            &args,
+            &registry,
+            &opts,
+            &schedule,
+        )?,
+        irad::Mode::Forward => irad::grad_forward_with(
+            &sources[0],
+            &module,
+            func,
+            &args,
+            &registry,
+            &opts,
+            &schedule,
+        )?,
+    };
+    if cmd.json {
+        let grads: Vec<serde_json::Value> = g
+            .gradient
+            .iter()
+            .map(|d| {
+                d.as_ref()
+                    .map_or(serde_json::Value::Null, |d| irad::value_to_json(d, &m))
+            })
+            .collect();
+        let json = serde_json::json!({
+            "value": irad::value_to_json(&g.value, &m),
+            "gradient": grads,
+        });
+        out(&format!("{json}\n"));
+    } else {
+        let f = &m[func];
+        let mut text = format!("value: {}\ngradient:\n", g.value.display(&m));
+        for (i, d) in g.gradient.iter().enumerate() {
+            let name = f
+                .params
+                .get(i)
+                .and_then(|&v| f.values[v].name.as_deref())
+                .map_or(format!("argument {i}"), |n| format!("%{n}"));
+            let shown = match d {
+                Some(d) => d.display(&m).replace("()", "-"),
+                None => "-".to_string(),
+            };
+            text.push_str(&format!("  {name}: {shown}\n"));
         }
-        Command::Dump(cmd) => {
-            let schedule = match &cmd.schedule {
-                Some(text) => Some(irad::read_schedule(Some(text))?),
-                None => None,
-            };
-            let module = load(&cmd.file, sources)?;
-            if let (Some(known), Some(name)) = (&cmd.known, &cmd.func) {
-                let func = irad::find_function(&sources[0], &module, name)?;
-                let (m, spec, _) = specialised(sources, &module, func, known)?;
-                out(&render_module(&m, &[spec], cmd.format));
-                return Ok(());
-            }
-            let funcs = match &cmd.func {
-                Some(name) => vec![irad::find_function(&sources[0], &module, name)?],
-                None => Vec::new(),
-            };
-            if cmd.activity {
-                out(&irad::activity_dump(
-                    &sources[0],
-                    &module,
-                    &funcs,
-                    cmd.wrt.as_deref(),
-                )?);
-                return Ok(());
-            }
-            // clap let through only the names of `after_names`.
-            let after = cmd.after.as_deref().and_then(PassId::from_name);
-            if after == Some(PassId::Forward) && cmd.mode != Some(DumpMode::Fwd) {
-                usage_error("`--after forward` needs `--mode fwd`");
-            }
-            if after == Some(PassId::Reverse) && cmd.mode != Some(DumpMode::Rev) {
-                usage_error("`--after reverse` needs `--mode rev`");
-            }
-            let req = irad::passes::dump::DumpRequest {
-                funcs,
-                mode: cmd.mode.map(|mode| match mode {
-                    DumpMode::Fwd => irad::passes::dump::DumpMode::Forward,
-                    DumpMode::Rev => irad::passes::dump::DumpMode::Reverse,
-                }),
-                after,
-                all_passes: cmd.all_passes,
-                schedule: schedule.as_ref(),
-                bisect_limit: cmd.bisect_limit,
-                on_pass: cmd.bisect_limit.map(|_| log_pass as fn(&PassRun)),
-            };
-            let registry = irad::rules::Registry::new();
-            let dump = irad::passes::dump::dump(&module, &req, &registry)
-                .map_err(|e| irad::pass_error(&sources[0], e))?;
-            let mut text = String::new();
-            for (i, section) in dump.sections.iter().enumerate() {
-                if cmd.all_passes {
-                    if i > 0 {
-                        text.push('\n');
-                    }
-                    text.push_str(&section.heading());
-                }
-                let reverse = matches!(section.label, Label::Pass(PassId::Reverse));
-                if reverse && cmd.format == Format::Text {
-                    for line in dump.bbcode.lines() {
-                        text.push_str(&format!("# {line}\n"));
-                    }
-                    text.push('\n');
-                }
-                text.push_str(&render_module(&section.module, &dump.funcs, cmd.format));
-            }
-            out(&text);
-        }
-        Command::Grad(cmd) => {
-            let Request {
-                module,
-                func,
-                args,
-                opts,
-                mode,
-                schedule,
-            } = cmd.req.read(sources, cmd.backend.lib())?;
-            let registry = irad::rules::Registry::new();
-            let (g, m) = match mode {
-                irad::Mode::Reverse => irad::grad_reverse_with(
-                    &sources[0],
-                    &module,
-                    func,
-                    &args,
-                    &registry,
-                    &opts,
-                    &schedule,
-                )?,
-                irad::Mode::Forward => irad::grad_forward_with(
-                    &sources[0],
-                    &module,
-                    func,
-                    &args,
-                    &registry,
-                    &opts,
-                    &schedule,
-                )?,
-            };
-            if cmd.json {
-                let grads: Vec<serde_json::Value> = g
-                    .gradient
-                    .iter()
-                    .map(|d| {
-                        d.as_ref()
-                            .map_or(serde_json::Value::Null, |d| irad::value_to_json(d, &m))
-                    })
-                    .collect();
-                let json = serde_json::json!({
-                    "value": irad::value_to_json(&g.value, &m),
-                    "gradient": grads,
-                });
-                out(&format!("{json}\n"));
-            } else {
-                let f = &m[func];
-                let mut text = format!("value: {}\ngradient:\n", g.value.display(&m));
-                for (i, d) in g.gradient.iter().enumerate() {
-                    let name = f
-                        .params
-                        .get(i)
-                        .and_then(|&v| f.values[v].name.as_deref())
-                        .map_or(format!("argument {i}"), |n| format!("%{n}"));
-                    let shown = match d {
-                        Some(d) => d.display(&m).replace("()", "-"),
-                        None => "-".to_string(),
-                    };
-                    text.push_str(&format!("  {name}: {shown}\n"));
-                }
-                out(&text);
-            }
-        }
-        Command::Bench(cmd) => {
-            let Request {
-                module,
-                func,
-                args,
-                opts,
-                mode,
-                schedule,
-            } = cmd.req.read(sources, irad::Backend::Jit)?;
-            let registry = irad::rules::Registry::new();
-            let opts = irad::BenchOptions {
-                grad: opts,
-                mode,
-                min_time: std::time::Duration::from_secs_f64(cmd.min_time),
-                schedule,
-            };
-            // On a terminal one line counts up; elsewhere a line per second.
-            let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-            let mut shown = false;
-            let mut progress = |secs: f64| {
-                shown = tty;
-                let mut err = std::io::stderr();
-                let _ = if tty {
-                    write!(err, "\rbench: sampling, {secs:.0} s")
-                } else {
-                    writeln!(err, "bench: sampling, {secs:.0} s")
-                };
-                let _ = err.flush();
-            };
-            let report = irad::bench(&module, func, &args, &registry, &opts, &mut progress)
-                .map_err(|e| irad::grad_error(&sources[0], e))?;
-            if shown {
-                let _ = writeln!(std::io::stderr());
-            }
-            if cmd.json {
-                let json = serde_json::json!({
-                    "compile_s": report.compile_s,
-                    "primal_s": report.primal_s,
-                    "grad_s": report.grad_s,
-                    "ratio": report.ratio,
-                });
-                out(&format!("{json}\n"));
-            } else {
-                out(&format!(
-                    "compile:  {}\nprimal:   {} (median of {} runs)\ngradient: {} (median of {} runs)\nratio:    {:.2}\n",
-                    seconds(report.compile_s),
-                    seconds(report.primal_s),
-                    report.primal_runs,
-                    seconds(report.grad_s),
-                    report.grad_runs,
-                    report.ratio
-                ));
-            }
-        }
-        Command::Run(cmd) => {
-            let module = load(&cmd.file, sources)?;
-            let func = irad::find_function(&sources[0], &module, &cmd.func)?;
-            let (module, func, known) = match &cmd.known {
-                Some(known) => specialised(sources, &module, func, known)?,
-                None => (module, func, Vec::new()),
-            };
-            sources.push(args_source(cmd.args)?);
-            let args_src = &sources[sources.len() - 1];
-            let args = irad::parse_args(args_src, &module, func)?;
-            irad::check_args_known(args_src, &module, &args, &known)?;
-            let opts = RunOptions {
-                max_depth: cmd.max_depth,
-                ..RunOptions::default()
-            };
-            let value =
-                irad::run_with(&sources[0], &module, func, &args, &opts, cmd.backend.lib())?;
-            if cmd.json {
-                let json = serde_json::json!({ "value": irad::value_to_json(&value, &module) });
-                out(&format!("{json}\n"));
-            } else {
-                out(&format!("{}\n", value.display(&module)));
-            }
-        }
+        out(&text);
+    }
+    Ok(())
+}
+
+/// `irad bench`: compile time, primal and gradient medians, their ratio.
+fn bench(cmd: BenchCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
+    let Request {
+        module,
+        func,
+        args,
+        opts,
+        mode,
+        schedule,
+    } = cmd.req.read(sources, irad::Backend::Jit)?;
+    let registry = irad::rules::Registry::new();
+    let opts = irad::BenchOptions {
+        grad: opts,
+        mode,
+        min_time: std::time::Duration::from_secs_f64(cmd.min_time),
+        schedule,
+    };
+    // On a terminal one line counts up; elsewhere a line per second.
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let mut shown = false;
+    let mut progress = |secs: f64| {
+        shown = tty;
+        let mut err = std::io::stderr();
+        let _ = if tty {
+            write!(err, "\rbench: sampling, {secs:.0} s")
+        } else {
+            writeln!(err, "bench: sampling, {secs:.0} s")
+        };
+        let _ = err.flush();
+    };
+    let report = irad::bench(&module, func, &args, &registry, &opts, &mut progress)
+        .map_err(|e| irad::grad_error(&sources[0], e))?;
+    if shown {
+        let _ = writeln!(std::io::stderr());
+    }
+    if cmd.json {
+        let json = serde_json::json!({
+            "compile_s": report.compile_s,
+            "primal_s": report.primal_s,
+            "grad_s": report.grad_s,
+            "ratio": report.ratio,
+        });
+        out(&format!("{json}\n"));
+    } else {
+        out(&format!(
+            "compile:  {}\nprimal:   {} (median of {} runs)\ngradient: {} (median of {} runs)\nratio:    {:.2}\n",
+            seconds(report.compile_s),
+            seconds(report.primal_s),
+            report.primal_runs,
+            seconds(report.grad_s),
+            report.grad_runs,
+            report.ratio
+        ));
+    }
+    Ok(())
+}
+
+/// `irad run`: the value of a call, as text or JSON.
+fn run(cmd: RunCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
+    let module = load(&cmd.file, sources)?;
+    let func = irad::find_function(&sources[0], &module, &cmd.func)?;
+    let (module, func, known) = match &cmd.known {
+        Some(known) => specialised(sources, &module, func, known)?,
+        None => (module, func, Vec::new()),
+    };
+    sources.push(args_source(cmd.args)?);
+    let args_src = &sources[sources.len() - 1];
+    let args = irad::parse_args(args_src, &module, func)?;
+    irad::check_args_known(args_src, &module, &args, &known)?;
+    let opts = RunOptions {
+        max_depth: cmd.max_depth,
+        ..RunOptions::default()
+    };
+    let value = irad::run_with(&sources[0], &module, func, &args, &opts, cmd.backend.lib())?;
+    if cmd.json {
+        let json = serde_json::json!({ "value": irad::value_to_json(&value, &module) });
+        out(&format!("{json}\n"));
+    } else {
+        out(&format!("{}\n", value.display(&module)));
     }
     Ok(())
 }
