@@ -16,7 +16,8 @@
 //! (primal, gradient, primal, ...) until both have run for at least the
 //! requested time and at least five times.
 
-use crate::compiled::{Mode, into_grad_error, jit_gradient_with, normalise_and};
+use crate::GradRequest;
+use crate::compiled::{Mode, into_grad_error, jit_gradient, normalise_and};
 use irad_codegen::Jit;
 use irad_ir::interp::{ArrayData, ArrayRef, RunError, Val};
 use irad_ir::{FuncId, Module, Scalar, Type};
@@ -149,15 +150,14 @@ pub fn bench(
             }
         }
         Mode::Forward => {
-            let mut g = jit_gradient_with(
-                module,
-                f,
+            let req = GradRequest {
+                func: f,
                 args,
-                registry,
-                opts,
-                Mode::Forward,
-                &bopts.schedule,
-            )?;
+                mode: Mode::Forward,
+                opts: opts.clone(),
+                schedule: Some(bopts.schedule.clone()),
+            };
+            let mut g = jit_gradient(module, registry, &req)?;
             g.compile().map_err(codegen)?;
             Grad::Forward(g)
         }

@@ -28,6 +28,7 @@
 //! assert!((dx - (2.0f64.sin() + 2.0 * 2.0f64.cos())).abs() < 1e-15);
 //! ```
 
+use crate::GradRequest;
 use crate::codegen::{CodegenError, Jit};
 use irad_ir::interp::{RuleProvider, RunError, RunOptions, Val};
 use irad_ir::{FuncId, Module};
@@ -271,14 +272,14 @@ impl CompiledGradient<'_> {
     /// The module with `f`, its derived functions and any rule added since.
     ///
     /// ```
-    /// use irad::{GradOptions, Mode, Val};
+    /// use irad::{GradRequest, Val};
     ///
     /// let src = irad::Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
     /// let m = irad::load(&src)?;
     /// let f = irad::find_function(&src, &m, "f")?;
     /// let registry = irad::rules::Registry::new();
     /// let args = [Val::F64(3.0), Val::F64(2.0)];
-    /// let mut g = irad::jit_gradient(&m, f, &args, &registry, &GradOptions::default(), Mode::Reverse)?;
+    /// let mut g = irad::jit_gradient(&m, &registry, &GradRequest::new(f, &args))?;
     /// assert_eq!(g.module()[g.func()].name, "f");
     /// assert!(g.module().len() > m.len()); // the reverse pieces were added
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -291,14 +292,14 @@ impl CompiledGradient<'_> {
     /// the same as in the module it was made from).
     ///
     /// ```
-    /// use irad::{GradOptions, Mode, Val};
+    /// use irad::{GradRequest, Val};
     ///
     /// let src = irad::Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
     /// let m = irad::load(&src)?;
     /// let f = irad::find_function(&src, &m, "f")?;
     /// let registry = irad::rules::Registry::new();
     /// let args = [Val::F64(3.0), Val::F64(2.0)];
-    /// let mut g = irad::jit_gradient(&m, f, &args, &registry, &GradOptions::default(), Mode::Reverse)?;
+    /// let mut g = irad::jit_gradient(&m, &registry, &GradRequest::new(f, &args))?;
     /// assert_eq!(g.func(), f);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -311,14 +312,14 @@ impl CompiledGradient<'_> {
     /// Run it as often as needed: derivation and compilation happened once.
     ///
     /// ```
-    /// use irad::{GradOptions, Mode, Val};
+    /// use irad::{GradRequest, Val};
     ///
     /// let src = irad::Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
     /// let m = irad::load(&src)?;
     /// let f = irad::find_function(&src, &m, "f")?;
     /// let registry = irad::rules::Registry::new();
     /// let args = [Val::F64(3.0), Val::F64(2.0)];
-    /// let mut g = irad::jit_gradient(&m, f, &args, &registry, &GradOptions::default(), Mode::Reverse)?;
+    /// let mut g = irad::jit_gradient(&m, &registry, &GradRequest::new(f, &args))?;
     /// for (x, dx) in [(3.0, 12.0), (1.0, 4.0)] {
     ///     let r = g.run(&[Val::F64(x), Val::F64(2.0)], &Default::default())?;
     ///     let m = g.module();
@@ -340,14 +341,14 @@ impl CompiledGradient<'_> {
     /// Runs `f` itself (the primal) in the same compiled module.
     ///
     /// ```
-    /// use irad::{GradOptions, Mode, Val};
+    /// use irad::{GradRequest, Val};
     ///
     /// let src = irad::Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
     /// let m = irad::load(&src)?;
     /// let f = irad::find_function(&src, &m, "f")?;
     /// let registry = irad::rules::Registry::new();
     /// let args = [Val::F64(3.0), Val::F64(2.0)];
-    /// let mut g = irad::jit_gradient(&m, f, &args, &registry, &GradOptions::default(), Mode::Reverse)?;
+    /// let mut g = irad::jit_gradient(&m, &registry, &GradRequest::new(f, &args))?;
     /// let v = g.run_primal(&args, &Default::default())?;
     /// assert_eq!(v.display(g.module()), "18.0");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -360,14 +361,14 @@ impl CompiledGradient<'_> {
     /// run does not pay for it.
     ///
     /// ```
-    /// use irad::{GradOptions, Mode, Val};
+    /// use irad::{GradRequest, Val};
     ///
     /// let src = irad::Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
     /// let m = irad::load(&src)?;
     /// let f = irad::find_function(&src, &m, "f")?;
     /// let registry = irad::rules::Registry::new();
     /// let args = [Val::F64(3.0), Val::F64(2.0)];
-    /// let mut g = irad::jit_gradient(&m, f, &args, &registry, &GradOptions::default(), Mode::Reverse)?;
+    /// let mut g = irad::jit_gradient(&m, &registry, &GradRequest::new(f, &args))?;
     /// g.compile()?;
     /// let r = g.run(&args, &Default::default())?;
     /// assert_eq!(r.value.display(g.module()), "18.0");
@@ -393,13 +394,15 @@ impl CompiledGradient<'_> {
     }
 }
 
-/// `f` of `module` normalised, its gradient derived in `mode` for arguments
-/// like `args` (with `opts.wrt` and, forward, `opts.width`), and both kept in
-/// a JIT (compiled on first run, or by [`CompiledGradient::compile`]).
+/// The gradient `req` asks for, kept compiled: `req.func` of `module`
+/// normalised, its derived functions built in `req.mode` for arguments like
+/// `req.args` (with `req.opts.wrt` and, forward, `req.opts.width`) and
+/// optimised by `req.schedule`, all kept in a JIT (compiled on first run, or
+/// by [`CompiledGradient::compile`]); `req.opts.exec` is not used.
 /// An error converts to a located [`crate::Error`] with [`crate::grad_error`].
 ///
 /// ```
-/// use irad::{GradOptions, Mode, Source};
+/// use irad::{GradOptions, GradRequest, Mode, Source};
 ///
 /// let src = Source::new("r.irad", "fn r(x: [f64]) -> f64 {\n    let mut s = 0.0;\n    for i in 0..len(x) { s = s + x[i] * x[i]; }\n    s\n}\n");
 /// let m = irad::load(&src)?;
@@ -408,57 +411,35 @@ impl CompiledGradient<'_> {
 /// let registry = irad::rules::Registry::new();
 /// let opts = GradOptions { width: 3, ..GradOptions::default() };
 /// for mode in [Mode::Forward, Mode::Reverse] {
-///     let mut g = irad::jit_gradient(&m, f, &args, &registry, &opts, mode)
-///         .map_err(|e| irad::grad_error(&src, e))?;
+///     let req = GradRequest { mode, opts: opts.clone(), ..GradRequest::new(f, &args) };
+///     let mut g = irad::jit_gradient(&m, &registry, &req).map_err(|e| irad::grad_error(&src, e))?;
 ///     let r = g.run(&args, &Default::default()).map_err(|e| irad::grad_error(&src, e))?;
 ///     assert_eq!(r.value.display(g.module()), "14.0");
 ///     assert_eq!(r.gradient[0].as_ref().map(|d| d.display(g.module())).as_deref(), Some("[2.0, 4.0, 6.0]"));
 /// }
-/// # Ok::<(), irad::Error>(())
-/// ```
-pub fn jit_gradient<'r>(
-    module: &Module,
-    f: FuncId,
-    args: &[Val],
-    registry: &'r Registry,
-    opts: &irad_passes::forward::grad::GradOptions,
-    mode: Mode,
-) -> Result<CompiledGradient<'r>, irad_passes::forward::grad::GradError> {
-    let schedule = irad_passes::optimise::default_schedule();
-    jit_gradient_with(module, f, args, registry, opts, mode, &schedule)
-}
-
-/// [`jit_gradient`] with the optimiser schedule `schedule` run over the
-/// derived functions before they are compiled ([`jit_gradient`] runs the
-/// default schedule; docs/optimise.md).
-///
-/// ```
-/// use irad::{GradOptions, Mode, Val};
-///
-/// let src = irad::Source::new("f.irad", "fn f(x: f64) -> f64 { x * 1.0 + 0.0 }");
-/// let m = irad::load(&src)?;
-/// let f = irad::find_function(&src, &m, "f")?;
-/// let registry = irad::rules::Registry::new();
-/// let schedule = irad::read_schedule(Some("normalise(fold <+ identities); try(dce)"))?;
-/// let args = [Val::F64(2.0)];
-/// let opts = GradOptions::default();
-/// let mut g = irad::jit_gradient_with(&m, f, &args, &registry, &opts, Mode::Reverse, &schedule)?;
-/// let r = g.run(&args, &Default::default())?;
+/// // With a schedule of one's own.
+/// let f2 = irad::load(&Source::new("f.irad", "fn f(x: f64) -> f64 { x * 1.0 + 0.0 }"))?;
+/// let id = f2.by_name("f").ok_or("no @f")?;
+/// let args = [irad::Val::F64(2.0)];
+/// let req = GradRequest {
+///     schedule: Some(irad::read_schedule(Some("normalise(fold <+ identities); try(dce)"))?),
+///     ..GradRequest::new(id, &args)
+/// };
+/// let mut g = irad::jit_gradient(&f2, &registry, &req).map_err(|e| irad::grad_error(&src, e))?;
+/// let r = g.run(&args, &Default::default()).map_err(|e| irad::grad_error(&src, e))?;
 /// assert_eq!(r.gradient[0].as_ref().map(|d| d.display(g.module())).as_deref(), Some("1.0"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn jit_gradient_with<'r>(
+pub fn jit_gradient<'r>(
     module: &Module,
-    f: FuncId,
-    args: &[Val],
     registry: &'r Registry,
-    opts: &irad_passes::forward::grad::GradOptions,
-    mode: Mode,
-    schedule: &irad_passes::optimise::Strategy,
-) -> Result<CompiledGradient<'r>, irad_passes::forward::grad::GradError> {
+    req: &GradRequest<'_>,
+) -> Result<CompiledGradient<'r>, GradError> {
+    let (f, args, opts) = (req.func, req.args, &req.opts);
+    let schedule = req.schedule();
     let mut m = module.clone();
-    let mut opt = OptimiseStage::new(schedule, Scope::From(m.len()));
-    let (plan, provider): (Option<Plan>, Box<dyn RuleProvider + 'r>) = match mode {
+    let mut opt = OptimiseStage::new(&schedule, Scope::From(m.len()));
+    let (plan, provider): (Option<Plan>, Box<dyn RuleProvider + 'r>) = match req.mode {
         Mode::Forward => {
             let mut stage = ForwardGradStage::new(Forward::new(registry), f, args, opts);
             let mut stages = [Step::Stage(&mut stage), Step::Stage(&mut opt)];

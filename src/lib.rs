@@ -3,16 +3,21 @@
 //! This facade ties the layers together for the command line and for embedding
 //! compilers: read a source file, parse and verify it ([`load`], or
 //! [`load_normalised`] to also normalise), find a function ([`find_function`]),
-//! read its arguments ([`parse_args`]), run it ([`run`], [`run_with`]), and show
-//! any error in SYNTAX.md's format ([`Error::render`]).
-//! Gradients: [`grad_reverse`] and [`grad_forward`] give value and gradient
-//! (with `wrt`, batch width and backend in [`GradOptions`], a schedule with the
-//! `_with` variants); [`forward_module`] and [`reverse_module`] give the module
+//! read its arguments ([`parse_args`]), run it ([`run`] with a [`RunRequest`]:
+//! interpreter or JIT), and show any error in SYNTAX.md's format
+//! ([`Error::render`]). Each operation takes one request struct whose `new`
+//! gives the defaults, changed with struct-update syntax.
+//! Gradients: [`grad`] gives value and gradient as a [`GradRequest`] asks
+//! (mode, `wrt`, batch width and backend in [`GradOptions`], a schedule);
+//! [`grad_reverse`] and [`grad_forward`] are its one-mode shorthands with the
+//! default schedule; [`forward_module`] and [`reverse_module`] give the module
 //! with the derived functions added (what `irad dump --mode fwd|rev` prints).
 //! Native code: [`jit_gradient`] keeps a gradient compiled by the JIT
 //! ([`CompiledGradient`]), [`jit_reverse`] / [`jit_forward`] / [`jit_primal`] a
 //! whole module ([`Compiled`]), and [`emit`] writes an object file with a C ABI
-//! and its header (`irad emit`).
+//! and its header as an [`EmitRequest`] asks (`irad emit`).
+//! Every stage (normalisation, forward and reverse mode, the optimiser,
+//! specialisation) runs under the pass manager of [`passes::manager`].
 //! The layers themselves are re-exported: [`ir`] is the IR crate (builder,
 //! text format, verifier, interpreter), [`rules`] the rule registry and the
 //! rule checker behind `irad test-rules` ([`test_rules`]), [`passes`] the pass
@@ -139,13 +144,17 @@ mod bench;
 mod compiled;
 pub mod diag;
 pub mod dot;
+mod emit;
+mod grad;
 mod schedule;
 
 pub use bench::{BenchOptions, BenchReport, MIN_SAMPLE_TIME, bench};
 pub use compiled::{
-    Compiled, CompiledError, CompiledGradient, Mode, jit_forward, jit_gradient, jit_gradient_with,
-    jit_primal, jit_reverse,
+    Compiled, CompiledError, CompiledGradient, Mode, jit_forward, jit_gradient, jit_primal,
+    jit_reverse,
 };
+pub use emit::{EmitRequest, emit};
+pub use grad::{GradRequest, grad, grad_error, grad_forward, grad_reverse};
 pub use irad_codegen as codegen;
 pub use irad_ir as ir;
 pub use irad_passes as passes;
@@ -155,10 +164,7 @@ pub use schedule::{optimise_from, read_schedule};
 use irad_passes::Step;
 pub use irad_passes::forward::grad::{GradError, GradOptions, Gradient};
 use irad_passes::forward::{Forward, ForwardError};
-use irad_passes::stages::{
-    ForwardGradStage, ForwardStage, OptimiseStage, ReverseGradStage, ReverseStage, Scope,
-    SpecialiseStage,
-};
+use irad_passes::stages::{ForwardStage, ReverseStage, SpecialiseStage};
 
 pub use ir::interp::value::Val;
 pub use ir::interp::{RunError, RunOptions};
@@ -455,7 +461,7 @@ pub fn load(src: &Source) -> Result<Module, Error> {
 /// // Normalisation leaves a single return block.
 /// let text = irad::ir::text::print_module(&m);
 /// assert_eq!(text.matches("return").count(), 1);
-/// let v = irad::run(&src, &m, f, &[irad::Val::F64(-2.0)], &Default::default())?;
+/// let v = irad::run(&src, &m, &irad::RunRequest::new(f, &[irad::Val::F64(-2.0)]))?;
 /// assert_eq!(v.display(&m), "2.0");
 /// # Ok::<(), irad::Error>(())
 /// ```
@@ -653,33 +659,76 @@ pub fn parse_args(args: &Source, module: &Module, func: FuncId) -> Result<Vec<Va
     })
 }
 
-/// Runs `func` on `args` with the reference interpreter. A run-time error
-/// names the statement and its source position.
+/// What [`run`] runs: `func` on `args`, with `opts` (the call-depth
+/// limit), by `backend`. [`RunRequest::new`] gives the reference interpreter
+/// and the default options.
+#[derive(Clone, Debug)]
+pub struct RunRequest<'a> {
+    /// The function.
+    pub func: FuncId,
+    /// Its arguments.
+    pub args: &'a [Val],
+    /// The call-depth limit.
+    pub opts: RunOptions,
+    /// The interpreter, or compiled code (which gives the same results and
+    /// errors).
+    pub backend: Backend,
+}
+
+impl<'a> RunRequest<'a> {
+    /// `func` on `args` in the interpreter, with the default options.
+    pub fn new(func: FuncId, args: &'a [Val]) -> RunRequest<'a> {
+        RunRequest {
+            func,
+            args,
+            opts: RunOptions::default(),
+            backend: Backend::Interp,
+        }
+    }
+}
+
+/// Runs the call `req` asks for. A run-time error names the statement and
+/// its source position.
 ///
 /// ```
-/// use irad::{RunOptions, Source};
+/// use irad::{Backend, RunRequest, Source};
 ///
 /// let src = Source::new("f.irad", "fn f(x: [f64], i: i64) -> f64 {\n    x[i] * 2.0\n}\n");
 /// let m = irad::load(&src)?;
 /// let f = irad::find_function(&src, &m, "f")?;
 /// let args = irad::parse_args(&Source::new("<args>", "[1.0, 2.5], 1"), &m, f)?;
-/// let v = irad::run(&src, &m, f, &args, &RunOptions::default())?;
+/// let v = irad::run(&src, &m, &RunRequest::new(f, &args))?;
 /// assert_eq!(v.display(&m), "5.0");
 ///
 /// let args = irad::parse_args(&Source::new("<args>", "[1.0, 2.5], 7"), &m, f)?;
-/// let err = irad::run(&src, &m, f, &args, &RunOptions::default()).unwrap_err();
+/// let err = irad::run(&src, &m, &RunRequest::new(f, &args)).unwrap_err();
 /// assert!(err.render(&[&src]).starts_with("f.irad:2:"), "{}", err.render(&[&src]));
 /// assert!(err.to_string().contains("index 7 out of bounds"), "{err}");
+///
+/// // Compiled code gives the same results.
+/// let src = Source::new("fib.irad", "fn f(n: i64) -> i64 { if n < 2 { n } else { f(n - 1) + f(n - 2) } }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = irad::parse_args(&Source::new("<args>", "20"), &m, f)?;
+/// for backend in [Backend::Interp, Backend::Jit] {
+///     let v = irad::run(&src, &m, &RunRequest { backend, ..RunRequest::new(f, &args) })?;
+///     assert_eq!(v.display(&m), "6765");
+/// }
 /// # Ok::<(), irad::Error>(())
 /// ```
-pub fn run(
-    src: &Source,
-    module: &Module,
-    func: FuncId,
-    args: &[Val],
-    opts: &RunOptions,
-) -> Result<Val, Error> {
-    ir::interp::run(module, func, args, opts).map_err(|err| Error::Run {
+pub fn run(src: &Source, module: &Module, req: &RunRequest<'_>) -> Result<Val, Error> {
+    let (func, args, opts) = (req.func, req.args, &req.opts);
+    let res = match req.backend {
+        Backend::Interp => ir::interp::run(module, func, args, opts),
+        Backend::Jit => codegen::Jit::new(module)
+            .map_err(|e| RunError {
+                loc: e.loc,
+                msg: e.msg,
+                trace: Vec::new(),
+            })
+            .and_then(|mut jit| jit.run(func, args, opts)),
+    };
+    res.map_err(|err| Error::Run {
         file: src.name.clone(),
         err: Box::new(err),
     })
@@ -720,46 +769,6 @@ impl Backend {
     }
 }
 
-/// Runs `func` on `args` with `backend`: as [`run`] does, or in compiled
-/// code, which gives the same results and errors.
-///
-/// ```
-/// use irad::{Backend, RunOptions, Source};
-///
-/// let src = Source::new("f.irad", "fn f(n: i64) -> i64 { if n < 2 { n } else { f(n - 1) + f(n - 2) } }");
-/// let m = irad::load(&src)?;
-/// let f = irad::find_function(&src, &m, "f")?;
-/// let args = irad::parse_args(&Source::new("<args>", "20"), &m, f)?;
-/// for backend in [Backend::Interp, Backend::Jit] {
-///     let v = irad::run_with(&src, &m, f, &args, &RunOptions::default(), backend)?;
-///     assert_eq!(v.display(&m), "6765");
-/// }
-/// # Ok::<(), irad::Error>(())
-/// ```
-pub fn run_with(
-    src: &Source,
-    module: &Module,
-    func: FuncId,
-    args: &[Val],
-    opts: &RunOptions,
-    backend: Backend,
-) -> Result<Val, Error> {
-    let res = match backend {
-        Backend::Interp => ir::interp::run(module, func, args, opts),
-        Backend::Jit => codegen::Jit::new(module)
-            .map_err(|e| RunError {
-                loc: e.loc,
-                msg: e.msg,
-                trace: Vec::new(),
-            })
-            .and_then(|mut jit| jit.run(func, args, opts)),
-    };
-    res.map_err(|err| Error::Run {
-        file: src.name.clone(),
-        err: Box::new(err),
-    })
-}
-
 /// The module normalised, for the AD modes.
 fn normalised(src: &Source, module: &Module) -> Result<Module, Error> {
     let mut m = module.clone();
@@ -768,237 +777,6 @@ fn normalised(src: &Source, module: &Module) -> Result<Module, Error> {
         err,
     })?;
     Ok(m)
-}
-
-/// Value and gradient of `func` at `args` by forward mode: the module is
-/// normalised, the forward rule of `func` derived with the rules of
-/// `registry`, and run in the interpreter (see
-/// [`irad_passes::forward::grad::gradient`]). Also returns the module with the
-/// rules, which the values may refer to (function values).
-/// [`GradOptions`] chooses the arguments (`wrt`), the batch width, the
-/// backend that runs the rules and the call-depth limit.
-///
-/// ```
-/// use irad::{GradOptions, Source};
-///
-/// let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
-/// let m = irad::load(&src)?;
-/// let f = irad::find_function(&src, &m, "f")?;
-/// let args = irad::parse_args(&Source::new("<args>", "3.0, 2.0"), &m, f)?;
-/// let registry = irad::rules::Registry::new();
-/// let opts = GradOptions { width: 2, ..GradOptions::default() };
-/// let (g, m) = irad::grad_forward(&src, &m, f, &args, &registry, &opts)?;
-/// assert_eq!(g.value.display(&m), "18.0");
-/// let grads: Vec<String> = g.gradient.iter().flatten().map(|d| d.display(&m)).collect();
-/// assert_eq!(grads, ["12.0", "9.0"]);
-/// assert_eq!(g.passes, 1); // both tangents in one pass of @f.fwd2
-///
-/// // Only with respect to y: x has no gradient.
-/// let opts = GradOptions { wrt: Some(vec![1]), ..GradOptions::default() };
-/// let (g, _) = irad::grad_forward(&src, &m, f, &args, &registry, &opts)?;
-/// assert!(g.gradient[0].is_none());
-/// # Ok::<(), irad::Error>(())
-/// ```
-pub fn grad_forward(
-    src: &Source,
-    module: &Module,
-    func: FuncId,
-    args: &[Val],
-    registry: &rules::Registry,
-    opts: &GradOptions,
-) -> Result<(Gradient, Module), Error> {
-    grad_forward_with(
-        src,
-        module,
-        func,
-        args,
-        registry,
-        opts,
-        &read_schedule(None)?,
-    )
-}
-
-/// [`grad_forward`] with the optimiser schedule `schedule` run over the
-/// derived rules before they run (`--schedule`; [`grad_forward`] runs the
-/// default schedule).
-///
-/// ```
-/// use irad::{GradOptions, Source};
-///
-/// let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
-/// let m = irad::load(&src)?;
-/// let f = irad::find_function(&src, &m, "f")?;
-/// let args = irad::parse_args(&Source::new("<args>", "3.0, 2.0"), &m, f)?;
-/// let registry = irad::rules::Registry::new();
-/// let opts = GradOptions::default();
-/// // `id`: no optimisation; the gradient is the same.
-/// let schedule = irad::read_schedule(Some("id"))?;
-/// let (g, m) = irad::grad_forward_with(&src, &m, f, &args, &registry, &opts, &schedule)?;
-/// assert_eq!(g.gradient[1].as_ref().map(|d| d.display(&m)).as_deref(), Some("9.0"));
-/// # Ok::<(), irad::Error>(())
-/// ```
-pub fn grad_forward_with(
-    src: &Source,
-    module: &Module,
-    func: FuncId,
-    args: &[Val],
-    registry: &rules::Registry,
-    opts: &GradOptions,
-    schedule: &irad_passes::optimise::Strategy,
-) -> Result<(Gradient, Module), Error> {
-    let mut m = module.clone();
-    let mut stage = ForwardGradStage::new(Forward::new(registry), func, args, opts);
-    let mut opt = OptimiseStage::new(schedule, Scope::From(m.len()));
-    run_stages(
-        src,
-        &mut m,
-        &mut [Step::Stage(&mut stage), Step::Stage(&mut opt)],
-    )?;
-    let Some(plan) = stage.plan else {
-        return Err(internal(src, "the forward stage made no plan"));
-    };
-    let g = {
-        let mut exec = (opts.exec)(&mut m, &mut stage.fwd).map_err(|err| Error::Run {
-            file: src.name.clone(),
-            err: Box::new(err),
-        })?;
-        plan.run(&mut *exec, args, &opts.run)
-            .map_err(|e| grad_error(src, e))?
-    };
-    Ok((g, m))
-}
-
-/// The error of a gradient request, in the facade's terms: what turns the
-/// [`GradError`] of [`jit_gradient`], [`CompiledGradient::run`] or [`bench()`]
-/// into an [`Error`] that renders with `src`'s name and lines.
-///
-/// ```
-/// use irad::{GradOptions, Mode, Source};
-///
-/// let src = Source::new("f.irad", "fn f(x: f64) -> f64 { x }");
-/// let m = irad::load(&src)?;
-/// let f = irad::find_function(&src, &m, "f")?;
-/// let args = irad::parse_args(&Source::new("<args>", "1.0"), &m, f)?;
-/// let registry = irad::rules::Registry::new();
-/// let opts = GradOptions { wrt: Some(vec![3]), ..GradOptions::default() };
-/// let Err(e) = irad::jit_gradient(&m, f, &args, &registry, &opts, Mode::Reverse) else {
-///     panic!("there is no argument 3");
-/// };
-/// let err = irad::grad_error(&src, e);
-/// assert!(err.render(&[&src]).starts_with("f.irad:"), "{}", err.render(&[&src]));
-/// # Ok::<(), irad::Error>(())
-/// ```
-pub fn grad_error(src: &Source, e: GradError) -> Error {
-    let file = src.name.clone();
-    match e {
-        GradError::Forward(err) => Error::Forward {
-            file,
-            err: Box::new(err),
-        },
-        GradError::Reverse(err) => Error::Reverse {
-            file,
-            err: Box::new(err),
-        },
-        GradError::Run(err) => Error::Run {
-            file,
-            err: Box::new(err),
-        },
-        GradError::Invalid { loc, msg } => Error::Forward {
-            file,
-            err: Box::new(ForwardError { loc, msg }),
-        },
-    }
-}
-
-/// Value and gradient of `func` at `args` by reverse mode: the module is
-/// normalised, the rule pieces of `func` derived with the rrules of
-/// `registry`, and run once each in the interpreter (see
-/// [`irad_passes::reverse::grad::gradient`]; `opts.width` is not used). Also
-/// returns the module with the pieces.
-///
-/// ```
-/// use irad::{GradOptions, Source};
-///
-/// let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
-/// let m = irad::load(&src)?;
-/// let f = irad::find_function(&src, &m, "f")?;
-/// let args = irad::parse_args(&Source::new("<args>", "3.0, 2.0"), &m, f)?;
-/// let registry = irad::rules::Registry::new();
-/// let (g, m) = irad::grad_reverse(&src, &m, f, &args, &registry, &GradOptions::default())?;
-/// assert_eq!(g.value.display(&m), "18.0");
-/// let grads: Vec<String> = g.gradient.iter().flatten().map(|d| d.display(&m)).collect();
-/// assert_eq!(grads, ["12.0", "9.0"]);
-/// // The derived pieces are in the module returned.
-/// assert!(m.by_name("f.rev.back").is_some());
-/// # Ok::<(), irad::Error>(())
-/// ```
-pub fn grad_reverse(
-    src: &Source,
-    module: &Module,
-    func: FuncId,
-    args: &[Val],
-    registry: &rules::Registry,
-    opts: &GradOptions,
-) -> Result<(Gradient, Module), Error> {
-    grad_reverse_with(
-        src,
-        module,
-        func,
-        args,
-        registry,
-        opts,
-        &read_schedule(None)?,
-    )
-}
-
-/// [`grad_reverse`] with the optimiser schedule `schedule` run over the
-/// derived pieces before they run (`--schedule`; [`grad_reverse`] runs the
-/// default schedule).
-///
-/// ```
-/// use irad::{GradOptions, Source};
-///
-/// let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
-/// let m = irad::load(&src)?;
-/// let f = irad::find_function(&src, &m, "f")?;
-/// let args = irad::parse_args(&Source::new("<args>", "3.0, 2.0"), &m, f)?;
-/// let registry = irad::rules::Registry::new();
-/// let schedule = irad::read_schedule(Some("normalise(fold <+ identities); try(dce)"))?;
-/// let opts = GradOptions::default();
-/// let (g, m) = irad::grad_reverse_with(&src, &m, f, &args, &registry, &opts, &schedule)?;
-/// assert_eq!(g.gradient[0].as_ref().map(|d| d.display(&m)).as_deref(), Some("12.0"));
-/// # Ok::<(), irad::Error>(())
-/// ```
-pub fn grad_reverse_with(
-    src: &Source,
-    module: &Module,
-    func: FuncId,
-    args: &[Val],
-    registry: &rules::Registry,
-    opts: &GradOptions,
-    schedule: &irad_passes::optimise::Strategy,
-) -> Result<(Gradient, Module), Error> {
-    let mut m = module.clone();
-    let rev = irad_passes::reverse::Reverse::new(registry);
-    let mut stage = ReverseGradStage::new(rev, func, args, opts);
-    let mut opt = OptimiseStage::new(schedule, Scope::From(m.len()));
-    run_stages(
-        src,
-        &mut m,
-        &mut [Step::Stage(&mut stage), Step::Stage(&mut opt)],
-    )?;
-    let Some(plan) = stage.plan else {
-        return Err(internal(src, "the reverse stage made no plan"));
-    };
-    let g = {
-        let mut exec = (opts.exec)(&mut m, &mut stage.rev).map_err(|err| Error::Run {
-            file: src.name.clone(),
-            err: Box::new(err),
-        })?;
-        plan.run(&mut *exec, args, &opts.run)
-            .map_err(|e| grad_error(src, e))?
-    };
-    Ok((g, m))
 }
 
 /// The module normalised, with `@f.rev` (and the pieces it calls) for each of
@@ -1120,114 +898,6 @@ fn internal(src: &Source, what: &str) -> Error {
     }
 }
 
-/// `irad emit`: an object file exporting `func` through the C ABI as `NAME`
-/// and, with `grad`, its value and gradient by reverse mode as `NAME_grad`
-/// (with respect to the arguments at positions `wrt`, default all with a
-/// tangent), and the C header declaring them; `header_name` is the header's
-/// file name (for its include guard). The module is normalised; `@f.rev` and
-/// the rules of every function value that a rule statement may meet are
-/// derived ahead of time (objects are closed).
-/// See docs/codegen.md, "The C ABI"; `examples/c/` links such an object
-/// into a C program.
-///
-/// ```
-/// use irad::Source;
-///
-/// let src = Source::new("sq.irad", "fn sq(x: f64) -> f64 { x * x }");
-/// let m = irad::load(&src)?;
-/// let f = irad::find_function(&src, &m, "sq")?;
-/// let obj = irad::emit(&src, &m, f, true, None, "sq.h")?;
-/// assert!(!obj.object.is_empty());
-/// assert!(obj.header.contains("int32_t sq(double x, double *out);"), "{}", obj.header);
-/// assert!(obj.header.contains("int32_t sq_grad("), "{}", obj.header);
-/// // Write them with std::fs::write("sq.o", &obj.object) and the header beside it.
-/// # Ok::<(), irad::Error>(())
-/// ```
-pub fn emit(
-    src: &Source,
-    module: &Module,
-    func: FuncId,
-    grad: bool,
-    wrt: Option<&[usize]>,
-    header_name: &str,
-) -> Result<codegen::ObjectFile, Error> {
-    let schedule = read_schedule(None)?;
-    emit_with(src, module, func, grad, wrt, header_name, &schedule)
-}
-
-/// [`emit`] with the optimiser schedule `schedule` run over `@f.rev` and its
-/// pieces (`--schedule`; [`emit`] runs the default schedule). Rules the
-/// object needs for function values are derived later, while emitting, and
-/// are not optimised.
-///
-/// ```
-/// use irad::Source;
-///
-/// let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * y }");
-/// let m = irad::load(&src)?;
-/// let f = irad::find_function(&src, &m, "f")?;
-/// let schedule = irad::read_schedule(Some("id"))?;
-/// let obj = irad::emit_with(&src, &m, f, true, Some(&[1]), "f.h", &schedule)?;
-/// // Only y is differentiated: one gradient out-pointer, `y_grad`.
-/// assert!(obj.header.contains("y_grad"), "{}", obj.header);
-/// assert!(!obj.header.contains("x_grad"), "{}", obj.header);
-/// # Ok::<(), irad::Error>(())
-/// ```
-pub fn emit_with(
-    src: &Source,
-    module: &Module,
-    func: FuncId,
-    grad: bool,
-    wrt: Option<&[usize]>,
-    header_name: &str,
-    schedule: &irad_passes::optimise::Strategy,
-) -> Result<codegen::ObjectFile, Error> {
-    let mut m = module.clone();
-    let registry = rules::Registry::new();
-    let rev = irad_passes::reverse::Reverse::new(&registry);
-    let mut exports = vec![codegen::Export {
-        func,
-        kind: codegen::ExportKind::Primal,
-    }];
-    let rev = if grad {
-        let all: Vec<usize> = (0..m.get(func).map_or(0, |f| f.params.len())).collect();
-        let wrt_list = wrt.map_or(all, <[usize]>::to_vec);
-        let mut stage = ReverseStage::new(rev, vec![func], Some(wrt_list));
-        let mut opt = OptimiseStage::new(schedule, Scope::From(m.len()));
-        run_stages(
-            src,
-            &mut m,
-            &mut [Step::Stage(&mut stage), Step::Stage(&mut opt)],
-        )?;
-        let Some(&id) = stage.revs.first() else {
-            return Err(internal(src, "the reverse stage derived nothing"));
-        };
-        exports.push(codegen::Export {
-            func,
-            kind: codegen::ExportKind::Grad {
-                rev: id,
-                wrt: wrt.map(<[usize]>::to_vec),
-            },
-        });
-        stage.rev
-    } else {
-        run_stages(src, &mut m, &mut [])?;
-        rev
-    };
-    let mut rules = irad_passes::aot_rules::AheadOfTimeRules {
-        fwd: Forward::new(&registry),
-        rev,
-    };
-    let opts = codegen::ObjectOptions {
-        source: &src.name,
-        header_name,
-    };
-    codegen::emit_object(&mut m, &mut rules, &exports, &opts).map_err(|err| Error::Codegen {
-        file: src.name.clone(),
-        err: Box::new(err),
-    })
-}
-
 /// What is known of each argument for [`specialise`]: the known values,
 /// `_` for unknown, and `_[N]` for an array of known length N.
 pub use irad_passes::pe::Known;
@@ -1331,7 +1001,7 @@ pub fn check_args_known(
 /// let (m, spec) = irad::specialise(&src, &m, f, &known)?;
 /// assert_eq!(m[spec].name, "p.spec");
 /// let args = irad::parse_args(&Source::new("<args>", "2.0, 3"), &m, spec)?;
-/// let v = irad::run(&src, &m, spec, &args, &Default::default())?;
+/// let v = irad::run(&src, &m, &irad::RunRequest::new(spec, &args))?;
 /// assert_eq!(v.display(&m), "8.0");
 /// # Ok::<(), irad::Error>(())
 /// ```

@@ -150,7 +150,7 @@ struct RunCmd {
 /// What `grad` and `bench` both take: the function, its arguments, and the
 /// gradient request.
 #[derive(Args)]
-struct GradRequest {
+struct GradArgs {
     /// The source file (.irad or .ir).
     file: PathBuf,
     /// The function, with or without `@`; it returns f64.
@@ -198,7 +198,7 @@ struct Request {
     schedule: irad::passes::optimise::Strategy,
 }
 
-impl GradRequest {
+impl GradArgs {
     fn read(self, sources: &mut Vec<Source>, backend: irad::Backend) -> Result<Request, Error> {
         if self.sparse && self.mode == Mode::Rev {
             usage_error("--sparse is sparse forward mode: use it with --mode fwd");
@@ -238,7 +238,7 @@ impl GradRequest {
 #[derive(Args)]
 struct GradCmd {
     #[command(flatten)]
-    req: GradRequest,
+    req: GradArgs,
     /// Where to run it.
     #[arg(long, value_enum, default_value_t = Backend::Jit)]
     backend: Backend,
@@ -250,7 +250,7 @@ struct GradCmd {
 #[derive(Args)]
 struct BenchCmd {
     #[command(flatten)]
-    req: GradRequest,
+    req: GradArgs,
     /// Seconds to sample each of primal and gradient at least.
     #[arg(long, value_name = "SECONDS", default_value_t = 1.0, value_parser = min_time)]
     min_time: f64,
@@ -447,15 +447,13 @@ fn emit_cmd(cmd: EmitCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
     let header_name = header
         .file_name()
         .map_or_else(|| "out.h".into(), |n| n.to_string_lossy().into_owned());
-    let obj = irad::emit_with(
-        &sources[0],
-        &module,
-        func,
-        cmd.grad,
-        cmd.wrt.as_deref(),
-        &header_name,
-        &schedule,
-    )?;
+    let req = irad::EmitRequest {
+        grad: cmd.grad,
+        wrt: cmd.wrt,
+        schedule: Some(schedule),
+        ..irad::EmitRequest::new(func, &header_name)
+    };
+    let obj = irad::emit(&sources[0], &module, &req)?;
     write_file(&cmd.out, &obj.object)?;
     write_file(&header, obj.header.as_bytes())?;
     Ok(())
@@ -551,26 +549,14 @@ fn grad(cmd: GradCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         schedule,
     } = cmd.req.read(sources, cmd.backend.lib())?;
     let registry = irad::rules::Registry::new();
-    let (g, m) = match mode {
-        irad::Mode::Reverse => irad::grad_reverse_with(
-            &sources[0],
-            &module,
-            func,
-            &args,
-            &registry,
-            &opts,
-            &schedule,
-        )?,
-        irad::Mode::Forward => irad::grad_forward_with(
-            &sources[0],
-            &module,
-            func,
-            &args,
-            &registry,
-            &opts,
-            &schedule,
-        )?,
+    let req = irad::GradRequest {
+        func,
+        args: &args,
+        mode,
+        opts,
+        schedule: Some(schedule),
     };
+    let (g, m) = irad::grad(&sources[0], &module, &registry, &req)?;
     if cmd.json {
         let grads: Vec<serde_json::Value> = g
             .gradient
@@ -674,11 +660,16 @@ fn run(cmd: RunCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
     let args_src = &sources[sources.len() - 1];
     let args = irad::parse_args(args_src, &module, func)?;
     irad::check_args_known(args_src, &module, &args, &known)?;
-    let opts = RunOptions {
-        max_depth: cmd.max_depth,
-        ..RunOptions::default()
+    let req = irad::RunRequest {
+        func,
+        args: &args,
+        opts: RunOptions {
+            max_depth: cmd.max_depth,
+            ..RunOptions::default()
+        },
+        backend: cmd.backend.lib(),
     };
-    let value = irad::run_with(&sources[0], &module, func, &args, &opts, cmd.backend.lib())?;
+    let value = irad::run(&sources[0], &module, &req)?;
     if cmd.json {
         let json = serde_json::json!({ "value": irad::value_to_json(&value, &module) });
         out(&format!("{json}\n"));
