@@ -527,10 +527,7 @@ fn dump(cmd: DumpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         }
         let reverse = matches!(section.label, Label::Pass(PassId::Reverse));
         if reverse && cmd.format == Format::Text {
-            for line in dump.bbcode.lines() {
-                text.push_str(&format!("# {line}\n"));
-            }
-            text.push('\n');
+            text.push_str(&irad::passes::annotate::comment_lines(&dump.bbcode));
         }
         text.push_str(&render_module(&section.module, &dump.funcs, cmd.format));
     }

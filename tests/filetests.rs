@@ -351,11 +351,7 @@ fn check_reverse(
             .into());
         }
     }
-    let mut out = String::new();
-    for line in bbcode.lines() {
-        out.push_str(&format!("# {line}\n"));
-    }
-    out.push('\n');
+    let mut out = irad::passes::annotate::comment_lines(&bbcode);
     out.push_str(&print_module(&m));
     Ok(out)
 }

@@ -2,7 +2,8 @@
 //! `irad dump` shows them. [`activity_text`] prints functions with the result
 //! of activity analysis as comments (`irad dump --activity`); [`bbcode_text`]
 //! prints the BBCode (reverse mode's view of a function's blocks) of some
-//! functions, as `irad dump --mode rev` shows it in comments.
+//! functions, and [`comment_lines`] turns such text into the `#` comment
+//! lines `irad dump --mode rev` shows above the module.
 //!
 //! Assumes verified, normalised functions. Guarantees: the text is a pure
 //! function of the module, and the activity text still parses as IR (every
@@ -108,4 +109,17 @@ pub fn activity_text(
         }
     }
     Ok(out)
+}
+
+/// `text` as IR comment lines (`# ` before each line) followed by an empty
+/// line: how `irad dump --mode rev` shows the BBCode above the module.
+pub fn comment_lines(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        out.push_str("# ");
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push('\n');
+    out
 }
