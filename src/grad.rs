@@ -181,7 +181,7 @@ fn forward_in(
 }
 
 /// The error of a gradient request, in the facade's terms: what turns the
-/// [`GradError`] of [`jit_gradient`], [`CompiledGradient::run`] or [`bench()`]
+/// [`GradError`] of [`crate::jit_gradient`], [`crate::CompiledGradient::run`] or [`crate::bench()`]
 /// into an [`Error`] that renders with `src`'s name and lines.
 ///
 /// ```
