@@ -179,3 +179,93 @@ pub fn dump(
         bbcode: rev.map(|s| s.bbcode).unwrap_or_default(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SRC: &str = "func @sq(%x: f64) -> f64 {\n#1:\n  %2 = call mul(%x, %x) :: f64\n  gotoifnot true, #3\n#2:\n  return %2\n#3:\n  return 1.0\n}\n";
+
+    fn labels(dump: &Dump) -> Vec<String> {
+        dump.sections
+            .iter()
+            .map(|s| s.heading().trim_end().to_string())
+            .collect()
+    }
+
+    fn run(req: &DumpRequest<'_>) -> Result<Dump, String> {
+        let m = irad_ir::text::parse_module(SRC).map_err(|e| e.to_string())?;
+        dump(&m, req, &Registry::new()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn all_passes_with_reverse_and_a_schedule_shows_every_stage() {
+        let schedule = crate::optimise::parse_schedule("try(dce)").ok();
+        let req = DumpRequest {
+            mode: Some(DumpMode::Reverse),
+            all_passes: true,
+            schedule: schedule.as_ref(),
+            ..DumpRequest::default()
+        };
+        let dump = run(&req);
+        let names: Vec<String> = dump.iter().flat_map(labels).collect();
+        assert_eq!(names.first().map(String::as_str), Some("# input"));
+        assert!(
+            names.contains(&"# after single_return".to_string()),
+            "{names:?}"
+        );
+        let reverse = names.iter().position(|n| n == "# after reverse");
+        let step = names
+            .iter()
+            .position(|n| n.starts_with("# after try(dce)\n# rewrites: "));
+        assert!(reverse.is_some() && step > reverse, "{names:?}");
+        let bbcode = dump.as_ref().map(|d| d.bbcode.contains("sq"));
+        assert_eq!(bbcode, Ok(true));
+    }
+
+    #[test]
+    fn after_a_pass_shows_one_section_and_forward_adds_its_rules() {
+        let req = DumpRequest {
+            after: Some(PassId::FoldConstantBranches),
+            ..DumpRequest::default()
+        };
+        let dump = run(&req);
+        assert_eq!(
+            dump.iter().flat_map(labels).collect::<Vec<_>>(),
+            ["# after fold_constant_branches"]
+        );
+        let req = DumpRequest {
+            mode: Some(DumpMode::Forward),
+            ..DumpRequest::default()
+        };
+        let dump = run(&req);
+        let names: Vec<String> = dump
+            .iter()
+            .flat_map(|d| &d.sections)
+            .flat_map(|s| s.module.funcs().map(|(_, f)| f.name.clone()))
+            .collect();
+        assert_eq!(names, ["sq", "sq.fwd"]);
+    }
+
+    /// With nothing asked for, the input is the one section; a bisect limit
+    /// of 0 runs no pass but still derives what `--mode` asks for.
+    #[test]
+    fn the_bisect_limit_skips_passes_but_not_the_derivation() {
+        let dump = run(&DumpRequest::default());
+        assert_eq!(
+            dump.iter().flat_map(labels).collect::<Vec<_>>(),
+            ["# input"]
+        );
+        let req = DumpRequest {
+            mode: Some(DumpMode::Forward),
+            all_passes: true,
+            bisect_limit: Some(0),
+            ..DumpRequest::default()
+        };
+        let dump = run(&req);
+        assert_eq!(
+            dump.iter().flat_map(labels).collect::<Vec<_>>(),
+            ["# input", "# after forward"]
+        );
+    }
+}
