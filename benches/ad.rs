@@ -415,22 +415,31 @@ impl<'r> Irad<'r> {
             wrt: wrt.map(<[usize]>::to_vec),
             ..GradOptions::default()
         };
-        let mut grad = irad::jit_gradient(m, f, args, registry, &grad_opts, Mode::Reverse)
-            .expect("the gradient derives");
+        let mut grad = irad::jit_gradient(
+            m,
+            registry,
+            &irad::GradRequest {
+                mode: Mode::Reverse,
+                opts: grad_opts.clone(),
+                ..irad::GradRequest::new(f, args)
+            },
+        )
+        .expect("the gradient derives");
         grad.compile().expect("the gradient compiles");
         let unoptimised = |activity: bool| {
             let opts = GradOptions {
                 activity,
                 ..grad_opts.clone()
             };
-            let mut g = irad::jit_gradient_with(
+            let mut g = irad::jit_gradient(
                 m,
-                f,
-                args,
                 registry,
-                &opts,
-                Mode::Reverse,
-                &irad::passes::optimise::Strategy::Id,
+                &irad::GradRequest {
+                    mode: Mode::Reverse,
+                    opts: opts.clone(),
+                    schedule: Some(irad::passes::optimise::Strategy::Id),
+                    ..irad::GradRequest::new(f, args)
+                },
             )
             .expect("the gradient derives");
             g.compile().expect("the gradient compiles");
@@ -989,20 +998,44 @@ fn forward_scaling(cfg: &Config, failures: &mut Vec<String>) -> Vec<ScalingPoint
             width,
             ..GradOptions::default()
         };
-        let mut fwd = irad::jit_gradient(&m, f, &args, &registry, &opts, Mode::Forward)
-            .expect("the forward gradient derives");
+        let mut fwd = irad::jit_gradient(
+            &m,
+            &registry,
+            &irad::GradRequest {
+                mode: Mode::Forward,
+                opts: opts.clone(),
+                ..irad::GradRequest::new(f, &args)
+            },
+        )
+        .expect("the forward gradient derives");
         fwd.compile().expect("the forward gradient compiles");
         let sparse_opts = GradOptions {
             width: irad::ir::SPARSE_WIDTH,
             ..GradOptions::default()
         };
-        let mut sparse = irad::jit_gradient(&m, f, &args, &registry, &sparse_opts, Mode::Forward)
-            .expect("the sparse forward gradient derives");
+        let mut sparse = irad::jit_gradient(
+            &m,
+            &registry,
+            &irad::GradRequest {
+                mode: Mode::Forward,
+                opts: sparse_opts.clone(),
+                ..irad::GradRequest::new(f, &args)
+            },
+        )
+        .expect("the sparse forward gradient derives");
         sparse
             .compile()
             .expect("the sparse forward gradient compiles");
-        let mut rev = irad::jit_gradient(&m, f, &args, &registry, &opts, Mode::Reverse)
-            .expect("the reverse gradient derives");
+        let mut rev = irad::jit_gradient(
+            &m,
+            &registry,
+            &irad::GradRequest {
+                mode: Mode::Reverse,
+                opts: opts.clone(),
+                ..irad::GradRequest::new(f, &args)
+            },
+        )
+        .expect("the reverse gradient derives");
         rev.compile().expect("the reverse gradient compiles");
         let mut primal = irad::jit_primal(&m).expect("the primal compiles");
         let pf = primal.func("sum").expect("the function exists");
@@ -1247,8 +1280,16 @@ fn jit_gradient_floats(
         width: 8,
         ..GradOptions::default()
     };
-    let mut g: CompiledGradient<'_> =
-        irad::jit_gradient(m, f, args, registry, &opts, mode).expect("the gradient derives");
+    let mut g: CompiledGradient<'_> = irad::jit_gradient(
+        m,
+        registry,
+        &irad::GradRequest {
+            mode,
+            opts: opts.clone(),
+            ..irad::GradRequest::new(f, args)
+        },
+    )
+    .expect("the gradient derives");
     let out = g
         .run(args, &RunOptions::default())
         .expect("the gradient runs");

@@ -16,12 +16,15 @@
 //! (primal, gradient, primal, ...) until both have run for at least the
 //! requested time and at least five times.
 
-use crate::compiled::{Mode, jit_gradient_with};
+use crate::GradRequest;
+use crate::compiled::{Mode, into_grad_error, jit_gradient, normalise_and};
 use irad_codegen::Jit;
 use irad_ir::interp::{ArrayData, ArrayRef, RunError, Val};
 use irad_ir::{FuncId, Module, Scalar, Type};
 use irad_passes::forward::grad::{GradError, GradOptions};
+use irad_passes::manager::{PassError, PassId, PipelineOptions, Snapshot, Stage, Step};
 use irad_passes::reverse::Reverse;
+use irad_passes::stages::{OptimiseStage, ReverseGradStage, Scope};
 use irad_rules::Registry;
 use std::time::{Duration, Instant};
 
@@ -116,15 +119,21 @@ pub fn bench(
         Mode::Reverse => {
             // The request is checked as `irad grad` checks it.
             let mut m = module.clone();
-            irad_passes::normalise(&mut m).map_err(|e| GradError::Invalid {
-                loc: irad_ir::Location::default(),
-                msg: e.to_string(),
-            })?;
-            let before = m.len();
-            let mut rev = Reverse::new(registry);
-            let plan = irad_passes::reverse::grad::plan(&mut m, &mut rev, f, args, opts)?;
-            let rev_id = rev.rev_wrt(&mut m, f, plan.wrt())?;
-            crate::compiled::optimise_derived(&mut m, before, &bopts.schedule)?;
+            let mut stage = BenchReverse {
+                grad: ReverseGradStage::new(Reverse::new(registry), f, args, opts),
+                func: f,
+                rev: None,
+            };
+            let mut opt = OptimiseStage::new(&bopts.schedule, Scope::From(m.len()));
+            let mut stages = [Step::Stage(&mut stage), Step::Stage(&mut opt)];
+            normalise_and(&mut m, &mut stages).map_err(into_grad_error)?;
+            let Some(rev_id) = stage.rev else {
+                return Err(GradError::Invalid {
+                    loc: irad_ir::Location::default(),
+                    msg: "internal error: the reverse stage derived nothing".into(),
+                });
+            };
+            let rev = stage.grad.rev;
             let params = m.get(f).map(|func| func.param_types()).unwrap_or_default();
             let mut call: Vec<Val> = args.to_vec();
             for (a, t) in args.iter().zip(&params) {
@@ -141,15 +150,14 @@ pub fn bench(
             }
         }
         Mode::Forward => {
-            let mut g = jit_gradient_with(
-                module,
-                f,
+            let req = GradRequest {
+                func: f,
                 args,
-                registry,
-                opts,
-                Mode::Forward,
-                &bopts.schedule,
-            )?;
+                mode: Mode::Forward,
+                opts: opts.clone(),
+                schedule: Some(bopts.schedule.clone()),
+            };
+            let mut g = jit_gradient(module, registry, &req)?;
             g.compile().map_err(codegen)?;
             Grad::Forward(g)
         }
@@ -242,5 +250,41 @@ fn shadows(val: &Val, ty: &Type, out: &mut Vec<Val>) {
             }
         }
         _ => {}
+    }
+}
+
+/// `reverse` for `irad bench`: the gradient's plan (the request checked as
+/// `irad grad` checks it), then `@f.rev` with respect to the plan's
+/// arguments, which is what the benchmark calls.
+struct BenchReverse<'r, 'a> {
+    grad: ReverseGradStage<'r, 'a>,
+    func: FuncId,
+    /// After the run: `@f.rev` (or its `wrt` variant).
+    rev: Option<FuncId>,
+}
+
+impl Stage for BenchReverse<'_, '_> {
+    fn id(&self) -> PassId {
+        PassId::Reverse
+    }
+
+    fn required(&self) -> bool {
+        true
+    }
+
+    fn run(
+        &mut self,
+        m: &mut Module,
+        opts: &PipelineOptions,
+    ) -> Result<Option<Vec<Snapshot>>, PassError> {
+        self.grad.run(m, opts)?;
+        let wrt: Vec<usize> = self
+            .grad
+            .plan
+            .as_ref()
+            .map(|plan| plan.wrt().to_vec())
+            .unwrap_or_default();
+        self.rev = Some(self.grad.rev.rev_wrt(m, self.func, &wrt)?);
+        Ok(None)
     }
 }

@@ -28,11 +28,17 @@
 //! assert!((dx - (2.0f64.sin() + 2.0 * 2.0f64.cos())).abs() < 1e-15);
 //! ```
 
+use crate::GradRequest;
 use crate::codegen::{CodegenError, Jit};
 use irad_ir::interp::{RuleProvider, RunError, RunOptions, Val};
 use irad_ir::{FuncId, Module};
+use irad_passes::forward::grad::GradError;
 use irad_passes::forward::{Forward, ForwardError};
 use irad_passes::reverse::{Reverse, ReverseError};
+use irad_passes::stages::{
+    ForwardGradStage, ForwardStage, OptimiseStage, ReverseGradStage, ReverseStage, Scope,
+};
+use irad_passes::{PassError, Step};
 use irad_rules::Registry;
 
 /// Why a module could not be compiled or a compiled function failed.
@@ -151,7 +157,7 @@ impl Compiled<'_> {
 /// ```
 pub fn jit_primal(module: &Module) -> Result<Compiled<'static>, CompiledError> {
     let mut m = module.clone();
-    irad_passes::normalise(&mut m)?;
+    normalise_and(&mut m, &mut [])?;
     Ok(Compiled {
         jit: Jit::owning(m, None)?,
     })
@@ -186,12 +192,15 @@ pub fn jit_reverse<'r>(
     registry: &'r Registry,
 ) -> Result<Compiled<'r>, CompiledError> {
     let mut m = module.clone();
-    irad_passes::normalise(&mut m)?;
-    let mut rev = Reverse::new(registry);
-    for &f in funcs {
-        rev.rev(&mut m, f)?;
-    }
-    let provider: Box<dyn RuleProvider + 'r> = Box::new(rev);
+    let mut stage = ReverseStage::new(Reverse::new(registry), funcs.to_vec(), None);
+    // An empty `funcs` derives nothing (a stage's empty roots mean all).
+    let stages = if funcs.is_empty() {
+        &mut [][..]
+    } else {
+        &mut [Step::Stage(&mut stage)][..]
+    };
+    normalise_and(&mut m, stages)?;
+    let provider: Box<dyn RuleProvider + 'r> = Box::new(stage.rev);
     Ok(Compiled {
         jit: Jit::owning(m, Some(provider))?,
     })
@@ -221,12 +230,15 @@ pub fn jit_forward<'r>(
     registry: &'r Registry,
 ) -> Result<Compiled<'r>, CompiledError> {
     let mut m = module.clone();
-    irad_passes::normalise(&mut m)?;
-    let mut fwd = Forward::new(registry);
-    for &f in funcs {
-        fwd.rule(&mut m, f, width)?;
-    }
-    let provider: Box<dyn RuleProvider + 'r> = Box::new(fwd);
+    let mut stage = ForwardStage::new(Forward::new(registry), funcs.to_vec(), width);
+    // An empty `funcs` derives nothing (a stage's empty roots mean all).
+    let stages = if funcs.is_empty() {
+        &mut [][..]
+    } else {
+        &mut [Step::Stage(&mut stage)][..]
+    };
+    normalise_and(&mut m, stages)?;
+    let provider: Box<dyn RuleProvider + 'r> = Box::new(stage.fwd);
     Ok(Compiled {
         jit: Jit::owning(m, Some(provider))?,
     })
@@ -260,14 +272,14 @@ impl CompiledGradient<'_> {
     /// The module with `f`, its derived functions and any rule added since.
     ///
     /// ```
-    /// use irad::{GradOptions, Mode, Val};
+    /// use irad::{GradRequest, Val};
     ///
     /// let src = irad::Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
     /// let m = irad::load(&src)?;
     /// let f = irad::find_function(&src, &m, "f")?;
     /// let registry = irad::rules::Registry::new();
     /// let args = [Val::F64(3.0), Val::F64(2.0)];
-    /// let mut g = irad::jit_gradient(&m, f, &args, &registry, &GradOptions::default(), Mode::Reverse)?;
+    /// let mut g = irad::jit_gradient(&m, &registry, &GradRequest::new(f, &args))?;
     /// assert_eq!(g.module()[g.func()].name, "f");
     /// assert!(g.module().len() > m.len()); // the reverse pieces were added
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -280,14 +292,14 @@ impl CompiledGradient<'_> {
     /// the same as in the module it was made from).
     ///
     /// ```
-    /// use irad::{GradOptions, Mode, Val};
+    /// use irad::{GradRequest, Val};
     ///
     /// let src = irad::Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
     /// let m = irad::load(&src)?;
     /// let f = irad::find_function(&src, &m, "f")?;
     /// let registry = irad::rules::Registry::new();
     /// let args = [Val::F64(3.0), Val::F64(2.0)];
-    /// let mut g = irad::jit_gradient(&m, f, &args, &registry, &GradOptions::default(), Mode::Reverse)?;
+    /// let mut g = irad::jit_gradient(&m, &registry, &GradRequest::new(f, &args))?;
     /// assert_eq!(g.func(), f);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -300,14 +312,14 @@ impl CompiledGradient<'_> {
     /// Run it as often as needed: derivation and compilation happened once.
     ///
     /// ```
-    /// use irad::{GradOptions, Mode, Val};
+    /// use irad::{GradRequest, Val};
     ///
     /// let src = irad::Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
     /// let m = irad::load(&src)?;
     /// let f = irad::find_function(&src, &m, "f")?;
     /// let registry = irad::rules::Registry::new();
     /// let args = [Val::F64(3.0), Val::F64(2.0)];
-    /// let mut g = irad::jit_gradient(&m, f, &args, &registry, &GradOptions::default(), Mode::Reverse)?;
+    /// let mut g = irad::jit_gradient(&m, &registry, &GradRequest::new(f, &args))?;
     /// for (x, dx) in [(3.0, 12.0), (1.0, 4.0)] {
     ///     let r = g.run(&[Val::F64(x), Val::F64(2.0)], &Default::default())?;
     ///     let m = g.module();
@@ -329,14 +341,14 @@ impl CompiledGradient<'_> {
     /// Runs `f` itself (the primal) in the same compiled module.
     ///
     /// ```
-    /// use irad::{GradOptions, Mode, Val};
+    /// use irad::{GradRequest, Val};
     ///
     /// let src = irad::Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
     /// let m = irad::load(&src)?;
     /// let f = irad::find_function(&src, &m, "f")?;
     /// let registry = irad::rules::Registry::new();
     /// let args = [Val::F64(3.0), Val::F64(2.0)];
-    /// let mut g = irad::jit_gradient(&m, f, &args, &registry, &GradOptions::default(), Mode::Reverse)?;
+    /// let mut g = irad::jit_gradient(&m, &registry, &GradRequest::new(f, &args))?;
     /// let v = g.run_primal(&args, &Default::default())?;
     /// assert_eq!(v.display(g.module()), "18.0");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -349,14 +361,14 @@ impl CompiledGradient<'_> {
     /// run does not pay for it.
     ///
     /// ```
-    /// use irad::{GradOptions, Mode, Val};
+    /// use irad::{GradRequest, Val};
     ///
     /// let src = irad::Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
     /// let m = irad::load(&src)?;
     /// let f = irad::find_function(&src, &m, "f")?;
     /// let registry = irad::rules::Registry::new();
     /// let args = [Val::F64(3.0), Val::F64(2.0)];
-    /// let mut g = irad::jit_gradient(&m, f, &args, &registry, &GradOptions::default(), Mode::Reverse)?;
+    /// let mut g = irad::jit_gradient(&m, &registry, &GradRequest::new(f, &args))?;
     /// g.compile()?;
     /// let r = g.run(&args, &Default::default())?;
     /// assert_eq!(r.value.display(g.module()), "18.0");
@@ -382,13 +394,15 @@ impl CompiledGradient<'_> {
     }
 }
 
-/// `f` of `module` normalised, its gradient derived in `mode` for arguments
-/// like `args` (with `opts.wrt` and, forward, `opts.width`), and both kept in
-/// a JIT (compiled on first run, or by [`CompiledGradient::compile`]).
+/// The gradient `req` asks for, kept compiled: `req.func` of `module`
+/// normalised, its derived functions built in `req.mode` for arguments like
+/// `req.args` (with `req.opts.wrt` and, forward, `req.opts.width`) and
+/// optimised by `req.schedule`, all kept in a JIT (compiled on first run, or
+/// by [`CompiledGradient::compile`]); `req.opts.exec` is not used.
 /// An error converts to a located [`crate::Error`] with [`crate::grad_error`].
 ///
 /// ```
-/// use irad::{GradOptions, Mode, Source};
+/// use irad::{GradOptions, GradRequest, Mode, Source};
 ///
 /// let src = Source::new("r.irad", "fn r(x: [f64]) -> f64 {\n    let mut s = 0.0;\n    for i in 0..len(x) { s = s + x[i] * x[i]; }\n    s\n}\n");
 /// let m = irad::load(&src)?;
@@ -397,73 +411,52 @@ impl CompiledGradient<'_> {
 /// let registry = irad::rules::Registry::new();
 /// let opts = GradOptions { width: 3, ..GradOptions::default() };
 /// for mode in [Mode::Forward, Mode::Reverse] {
-///     let mut g = irad::jit_gradient(&m, f, &args, &registry, &opts, mode)
-///         .map_err(|e| irad::grad_error(&src, e))?;
+///     let req = GradRequest { mode, opts: opts.clone(), ..GradRequest::new(f, &args) };
+///     let mut g = irad::jit_gradient(&m, &registry, &req).map_err(|e| irad::grad_error(&src, e))?;
 ///     let r = g.run(&args, &Default::default()).map_err(|e| irad::grad_error(&src, e))?;
 ///     assert_eq!(r.value.display(g.module()), "14.0");
 ///     assert_eq!(r.gradient[0].as_ref().map(|d| d.display(g.module())).as_deref(), Some("[2.0, 4.0, 6.0]"));
 /// }
-/// # Ok::<(), irad::Error>(())
-/// ```
-pub fn jit_gradient<'r>(
-    module: &Module,
-    f: FuncId,
-    args: &[Val],
-    registry: &'r Registry,
-    opts: &irad_passes::forward::grad::GradOptions,
-    mode: Mode,
-) -> Result<CompiledGradient<'r>, irad_passes::forward::grad::GradError> {
-    let schedule = irad_passes::optimise::default_schedule();
-    jit_gradient_with(module, f, args, registry, opts, mode, &schedule)
-}
-
-/// [`jit_gradient`] with the optimiser schedule `schedule` run over the
-/// derived functions before they are compiled ([`jit_gradient`] runs the
-/// default schedule; docs/optimise.md).
-///
-/// ```
-/// use irad::{GradOptions, Mode, Val};
-///
-/// let src = irad::Source::new("f.irad", "fn f(x: f64) -> f64 { x * 1.0 + 0.0 }");
-/// let m = irad::load(&src)?;
-/// let f = irad::find_function(&src, &m, "f")?;
-/// let registry = irad::rules::Registry::new();
-/// let schedule = irad::read_schedule(Some("normalise(fold <+ identities); try(dce)"))?;
-/// let args = [Val::F64(2.0)];
-/// let opts = GradOptions::default();
-/// let mut g = irad::jit_gradient_with(&m, f, &args, &registry, &opts, Mode::Reverse, &schedule)?;
-/// let r = g.run(&args, &Default::default())?;
+/// // With a schedule of one's own.
+/// let f2 = irad::load(&Source::new("f.irad", "fn f(x: f64) -> f64 { x * 1.0 + 0.0 }"))?;
+/// let id = f2.by_name("f").ok_or("no @f")?;
+/// let args = [irad::Val::F64(2.0)];
+/// let req = GradRequest {
+///     schedule: Some(irad::read_schedule(Some("normalise(fold <+ identities); try(dce)"))?),
+///     ..GradRequest::new(id, &args)
+/// };
+/// let mut g = irad::jit_gradient(&f2, &registry, &req).map_err(|e| irad::grad_error(&src, e))?;
+/// let r = g.run(&args, &Default::default()).map_err(|e| irad::grad_error(&src, e))?;
 /// assert_eq!(r.gradient[0].as_ref().map(|d| d.display(g.module())).as_deref(), Some("1.0"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn jit_gradient_with<'r>(
+pub fn jit_gradient<'r>(
     module: &Module,
-    f: FuncId,
-    args: &[Val],
     registry: &'r Registry,
-    opts: &irad_passes::forward::grad::GradOptions,
-    mode: Mode,
-    schedule: &irad_passes::optimise::Strategy,
-) -> Result<CompiledGradient<'r>, irad_passes::forward::grad::GradError> {
+    req: &GradRequest<'_>,
+) -> Result<CompiledGradient<'r>, GradError> {
+    let (f, args, opts) = (req.func, req.args, &req.opts);
+    let schedule = req.schedule();
     let mut m = module.clone();
-    irad_passes::normalise(&mut m).map_err(|e| irad_passes::forward::grad::GradError::Invalid {
-        loc: irad_ir::Location::default(),
-        msg: e.to_string(),
-    })?;
-    let before = m.len();
-    let (plan, provider): (Plan, Box<dyn RuleProvider + 'r>) = match mode {
+    let mut opt = OptimiseStage::new(&schedule, Scope::From(m.len()));
+    let (plan, provider): (Option<Plan>, Box<dyn RuleProvider + 'r>) = match req.mode {
         Mode::Forward => {
-            let mut fwd = Forward::new(registry);
-            let p = irad_passes::forward::grad::plan(&mut m, &mut fwd, f, args, opts)?;
-            (Plan::Forward(p), Box::new(fwd))
+            let mut stage = ForwardGradStage::new(Forward::new(registry), f, args, opts);
+            let mut stages = [Step::Stage(&mut stage), Step::Stage(&mut opt)];
+            normalise_and(&mut m, &mut stages).map_err(into_grad_error)?;
+            (stage.plan.map(Plan::Forward), Box::new(stage.fwd))
         }
         Mode::Reverse => {
-            let mut rev = Reverse::new(registry);
-            let p = irad_passes::reverse::grad::plan(&mut m, &mut rev, f, args, opts)?;
-            (Plan::Reverse(p), Box::new(rev))
+            let mut stage = ReverseGradStage::new(Reverse::new(registry), f, args, opts);
+            let mut stages = [Step::Stage(&mut stage), Step::Stage(&mut opt)];
+            normalise_and(&mut m, &mut stages).map_err(into_grad_error)?;
+            (stage.plan.map(Plan::Reverse), Box::new(stage.rev))
         }
     };
-    optimise_derived(&mut m, before, schedule)?;
+    let plan = plan.ok_or_else(|| GradError::Invalid {
+        loc: irad_ir::Location::default(),
+        msg: "internal error: the gradient stage made no plan".into(),
+    })?;
     let jit = Jit::owning(m, Some(provider)).map_err(|e| RunError {
         loc: e.loc,
         msg: e.msg,
@@ -472,22 +465,36 @@ pub fn jit_gradient_with<'r>(
     Ok(CompiledGradient { jit, plan, func: f })
 }
 
-/// Runs `schedule` over the functions of `m` from position `first` on (the
-/// derived ones), as a gradient error when it fails.
-pub(crate) fn optimise_derived(
-    m: &mut Module,
-    first: usize,
-    schedule: &irad_passes::optimise::Strategy,
-) -> Result<(), irad_passes::forward::grad::GradError> {
-    use irad_passes::optimise::{OptOptions, Strategy, optimise};
-    if *schedule == Strategy::Id {
-        return Ok(());
+/// Runs the normalisation pipeline, then `stages`, over `m` through the pass
+/// manager (verification in debug builds and tests); a stage's error is the
+/// variant of its module.
+pub(crate) fn normalise_and(m: &mut Module, stages: &mut [Step<'_>]) -> Result<(), CompiledError> {
+    let mut pipeline = irad_passes::manager::steps(&irad_passes::normalise_pipeline());
+    pipeline.extend(stages.iter_mut().map(|step| match step {
+        Step::Pass(id) => Step::Pass(*id),
+        Step::Stage(stage) => Step::Stage(&mut **stage),
+    }));
+    let opts = irad_passes::PipelineOptions::default();
+    match irad_passes::run_pipeline(m, &mut pipeline, &opts) {
+        Ok(_) => Ok(()),
+        Err(PassError::Forward(err)) => Err(CompiledError::Forward(*err)),
+        Err(PassError::Reverse(err)) => Err(CompiledError::Reverse(*err)),
+        Err(err) => Err(CompiledError::Pass(err)),
     }
-    let scope: Vec<FuncId> = m.func_ids().skip(first).collect();
-    optimise(m, schedule, Some(&scope), &OptOptions::default())
-        .map(|_| ())
-        .map_err(|e| irad_passes::forward::grad::GradError::Invalid {
-            loc: irad_ir::Location::default(),
-            msg: e.to_string(),
-        })
+}
+
+/// A pipeline's error as a gradient error: the gradient stage's own, or (a
+/// failed normalisation or schedule) [`GradError::Invalid`] with its message.
+pub(crate) fn into_grad_error(err: CompiledError) -> GradError {
+    let invalid = |msg: String| GradError::Invalid {
+        loc: irad_ir::Location::default(),
+        msg,
+    };
+    match err {
+        CompiledError::Pass(PassError::Grad(err)) => *err,
+        CompiledError::Forward(err) => GradError::Forward(err),
+        CompiledError::Reverse(err) => GradError::Reverse(err),
+        CompiledError::Run(err) => GradError::Run(err),
+        other => invalid(other.to_string()),
+    }
 }

@@ -3,16 +3,21 @@
 //! This facade ties the layers together for the command line and for embedding
 //! compilers: read a source file, parse and verify it ([`load`], or
 //! [`load_normalised`] to also normalise), find a function ([`find_function`]),
-//! read its arguments ([`parse_args`]), run it ([`run`], [`run_with`]), and show
-//! any error in SYNTAX.md's format ([`Error::render`]).
-//! Gradients: [`grad_reverse`] and [`grad_forward`] give value and gradient
-//! (with `wrt`, batch width and backend in [`GradOptions`], a schedule with the
-//! `_with` variants); [`forward_module`] and [`reverse_module`] give the module
+//! read its arguments ([`parse_args`]), run it ([`run`] with a [`RunRequest`]:
+//! interpreter or JIT), and show any error in SYNTAX.md's format
+//! ([`Error::render`]). Each operation takes one request struct whose `new`
+//! gives the defaults, changed with struct-update syntax.
+//! Gradients: [`grad`] gives value and gradient as a [`GradRequest`] asks
+//! (mode, `wrt`, batch width and backend in [`GradOptions`], a schedule);
+//! [`grad_reverse`] and [`grad_forward`] are its one-mode shorthands with the
+//! default schedule; [`forward_module`] and [`reverse_module`] give the module
 //! with the derived functions added (what `irad dump --mode fwd|rev` prints).
 //! Native code: [`jit_gradient`] keeps a gradient compiled by the JIT
 //! ([`CompiledGradient`]), [`jit_reverse`] / [`jit_forward`] / [`jit_primal`] a
 //! whole module ([`Compiled`]), and [`emit`] writes an object file with a C ABI
-//! and its header (`irad emit`).
+//! and its header as an [`EmitRequest`] asks (`irad emit`).
+//! Every stage (normalisation, forward and reverse mode, the optimiser,
+//! specialisation) runs under the pass manager of [`passes::manager`].
 //! The layers themselves are re-exported: [`ir`] is the IR crate (builder,
 //! text format, verifier, interpreter), [`rules`] the rule registry and the
 //! rule checker behind `irad test-rules` ([`test_rules`]), [`passes`] the pass
@@ -139,26 +144,31 @@ mod bench;
 mod compiled;
 pub mod diag;
 pub mod dot;
+mod emit;
+mod grad;
 mod schedule;
 
 pub use bench::{BenchOptions, BenchReport, MIN_SAMPLE_TIME, bench};
 pub use compiled::{
-    Compiled, CompiledError, CompiledGradient, Mode, jit_forward, jit_gradient, jit_gradient_with,
-    jit_primal, jit_reverse,
+    Compiled, CompiledError, CompiledGradient, Mode, jit_forward, jit_gradient, jit_primal,
+    jit_reverse,
 };
+pub use emit::{EmitRequest, emit};
+pub use grad::{GradRequest, grad, grad_error, grad_forward, grad_reverse};
 pub use irad_codegen as codegen;
 pub use irad_ir as ir;
 pub use irad_passes as passes;
 pub use irad_rules as rules;
 pub use schedule::{optimise_from, read_schedule};
 
+use irad_passes::Step;
 pub use irad_passes::forward::grad::{GradError, GradOptions, Gradient};
 use irad_passes::forward::{Forward, ForwardError};
+use irad_passes::stages::{ForwardStage, ReverseStage, SpecialiseStage};
 
 pub use ir::interp::value::Val;
 pub use ir::interp::{RunError, RunOptions};
 
-use ir::interp::RuleProvider;
 use ir::interp::value::ArrayData;
 use ir::text::ParseError;
 use ir::verify::VerifyError;
@@ -451,7 +461,7 @@ pub fn load(src: &Source) -> Result<Module, Error> {
 /// // Normalisation leaves a single return block.
 /// let text = irad::ir::text::print_module(&m);
 /// assert_eq!(text.matches("return").count(), 1);
-/// let v = irad::run(&src, &m, f, &[irad::Val::F64(-2.0)], &Default::default())?;
+/// let v = irad::run(&src, &m, &irad::RunRequest::new(f, &[irad::Val::F64(-2.0)]))?;
 /// assert_eq!(v.display(&m), "2.0");
 /// # Ok::<(), irad::Error>(())
 /// ```
@@ -520,61 +530,75 @@ pub fn normalise(src: &Source, module: &Module) -> Result<Module, Error> {
     };
     let opts = irad_passes::PipelineOptions {
         verify: true,
-        record: false,
+        ..irad_passes::PipelineOptions::default()
     };
-    irad_passes::run_pipeline(&mut m, &irad_passes::normalise_pipeline(), &opts).map_err(wrap)?;
+    irad_passes::run_passes(&mut m, &irad_passes::normalise_pipeline(), &opts).map_err(wrap)?;
     Ok(m)
 }
 
 /// The module after each pass that `irad dump` shows: with `after`, only the
-/// module after the normalisation pipeline up to and including that pass;
-/// otherwise the input (named `input`) and the module after each pass of the
-/// pipeline.
+/// module after the normalisation pipeline up to and including that pass
+/// (one of [`passes::NORMALISE`]); otherwise the input (named `input`) and
+/// the module after each pass of the pipeline.
 ///
 /// ```
 /// use irad::Source;
+/// use irad::passes::PassId;
 ///
 /// let src = Source::new("f.irad", "fn f(x: f64) -> f64 { if x < 0.0 { -x } else { x } }");
 /// let m = irad::load(&src)?;
 /// let all = irad::pass_snapshots(&src, &m, None)?;
 /// assert_eq!(all[0].0, "input");
 /// assert!(all.len() > 2);
-/// let last = irad::pass_snapshots(&src, &m, Some("split_critical_edges"))?;
+/// let last = irad::pass_snapshots(&src, &m, Some(PassId::SplitCriticalEdges))?;
 /// assert_eq!(last.len(), 1);
 /// assert_eq!(last[0].0, "split_critical_edges");
-/// // An unknown pass is an error that lists the known ones.
-/// let err = irad::pass_snapshots(&src, &m, Some("nope")).unwrap_err();
+/// // A pass name is read once, where it is text; an unknown one is an
+/// // error that lists the known ones.
+/// let err = PassId::parse_normalise("nope").unwrap_err();
 /// assert!(err.to_string().contains("no pass named `nope`"));
 /// # Ok::<(), irad::Error>(())
 /// ```
 pub fn pass_snapshots(
     src: &Source,
     module: &Module,
-    after: Option<&str>,
+    after: Option<irad_passes::PassId>,
 ) -> Result<Vec<(&'static str, Module)>, Error> {
-    let wrap = |err| Error::Pass {
-        file: src.name.clone(),
-        err,
+    let req = irad_passes::dump::DumpRequest {
+        after,
+        all_passes: after.is_none(),
+        ..Default::default()
     };
-    let pipeline = match after {
-        Some(name) => irad_passes::normalise_until(name).map_err(wrap)?,
-        None => irad_passes::normalise_pipeline(),
-    };
-    let opts = irad_passes::PipelineOptions {
-        verify: true,
-        record: true,
-    };
-    let mut m = module.clone();
-    let snapshots = irad_passes::run_pipeline(&mut m, &pipeline, &opts).map_err(wrap)?;
-    let mut out = Vec::new();
-    if after.is_none() {
-        out.push(("input", module.clone()));
+    let registry = rules::Registry::new();
+    let dump = irad_passes::dump::dump(module, &req, &registry).map_err(|e| pass_error(src, e))?;
+    Ok(dump
+        .sections
+        .into_iter()
+        .map(|s| {
+            let name = match s.label {
+                irad_passes::dump::Label::Pass(pass) => pass.name(),
+                _ => "input",
+            };
+            (name, s.module)
+        })
+        .collect())
+}
+
+/// The error of a pipeline of the pass manager, in the facade's terms: a
+/// stage's own error as the facade reports it elsewhere (forward, reverse,
+/// gradient request, schedule, specialisation), any other as [`Error::Pass`].
+pub fn pass_error(src: &Source, e: irad_passes::PassError) -> Error {
+    use irad_passes::PassError as P;
+    let file = src.name.clone();
+    match e {
+        P::Forward(err) => Error::Forward { file, err },
+        P::Reverse(err) => Error::Reverse { file, err },
+        P::Grad(err) => grad_error(src, *err),
+        P::Optimise(err) => Error::Schedule { file, err },
+        P::Pe(err) => Error::Pe { file, err },
+        P::Request { message } => Error::Request { file, message },
+        err => Error::Pass { file, err },
     }
-    out.extend(snapshots.into_iter().map(|s| (s.pass, s.module)));
-    if after.is_some() {
-        out.drain(..out.len().saturating_sub(1));
-    }
-    Ok(out)
 }
 
 /// The function called `name` (with or without `@`); the error lists the
@@ -635,33 +659,76 @@ pub fn parse_args(args: &Source, module: &Module, func: FuncId) -> Result<Vec<Va
     })
 }
 
-/// Runs `func` on `args` with the reference interpreter. A run-time error
-/// names the statement and its source position.
+/// What [`run`] runs: `func` on `args`, with `opts` (the call-depth
+/// limit), by `backend`. [`RunRequest::new`] gives the reference interpreter
+/// and the default options.
+#[derive(Clone, Debug)]
+pub struct RunRequest<'a> {
+    /// The function.
+    pub func: FuncId,
+    /// Its arguments.
+    pub args: &'a [Val],
+    /// The call-depth limit.
+    pub opts: RunOptions,
+    /// The interpreter, or compiled code (which gives the same results and
+    /// errors).
+    pub backend: Backend,
+}
+
+impl<'a> RunRequest<'a> {
+    /// `func` on `args` in the interpreter, with the default options.
+    pub fn new(func: FuncId, args: &'a [Val]) -> RunRequest<'a> {
+        RunRequest {
+            func,
+            args,
+            opts: RunOptions::default(),
+            backend: Backend::Interp,
+        }
+    }
+}
+
+/// Runs the call `req` asks for. A run-time error names the statement and
+/// its source position.
 ///
 /// ```
-/// use irad::{RunOptions, Source};
+/// use irad::{Backend, RunRequest, Source};
 ///
 /// let src = Source::new("f.irad", "fn f(x: [f64], i: i64) -> f64 {\n    x[i] * 2.0\n}\n");
 /// let m = irad::load(&src)?;
 /// let f = irad::find_function(&src, &m, "f")?;
 /// let args = irad::parse_args(&Source::new("<args>", "[1.0, 2.5], 1"), &m, f)?;
-/// let v = irad::run(&src, &m, f, &args, &RunOptions::default())?;
+/// let v = irad::run(&src, &m, &RunRequest::new(f, &args))?;
 /// assert_eq!(v.display(&m), "5.0");
 ///
 /// let args = irad::parse_args(&Source::new("<args>", "[1.0, 2.5], 7"), &m, f)?;
-/// let err = irad::run(&src, &m, f, &args, &RunOptions::default()).unwrap_err();
+/// let err = irad::run(&src, &m, &RunRequest::new(f, &args)).unwrap_err();
 /// assert!(err.render(&[&src]).starts_with("f.irad:2:"), "{}", err.render(&[&src]));
 /// assert!(err.to_string().contains("index 7 out of bounds"), "{err}");
+///
+/// // Compiled code gives the same results.
+/// let src = Source::new("fib.irad", "fn f(n: i64) -> i64 { if n < 2 { n } else { f(n - 1) + f(n - 2) } }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = irad::parse_args(&Source::new("<args>", "20"), &m, f)?;
+/// for backend in [Backend::Interp, Backend::Jit] {
+///     let v = irad::run(&src, &m, &RunRequest { backend, ..RunRequest::new(f, &args) })?;
+///     assert_eq!(v.display(&m), "6765");
+/// }
 /// # Ok::<(), irad::Error>(())
 /// ```
-pub fn run(
-    src: &Source,
-    module: &Module,
-    func: FuncId,
-    args: &[Val],
-    opts: &RunOptions,
-) -> Result<Val, Error> {
-    ir::interp::run(module, func, args, opts).map_err(|err| Error::Run {
+pub fn run(src: &Source, module: &Module, req: &RunRequest<'_>) -> Result<Val, Error> {
+    let (func, args, opts) = (req.func, req.args, &req.opts);
+    let res = match req.backend {
+        Backend::Interp => ir::interp::run(module, func, args, opts),
+        Backend::Jit => codegen::Jit::new(module)
+            .map_err(|e| RunError {
+                loc: e.loc,
+                msg: e.msg,
+                trace: Vec::new(),
+            })
+            .and_then(|mut jit| jit.run(func, args, opts)),
+    };
+    res.map_err(|err| Error::Run {
         file: src.name.clone(),
         err: Box::new(err),
     })
@@ -702,46 +769,6 @@ impl Backend {
     }
 }
 
-/// Runs `func` on `args` with `backend`: as [`run`] does, or in compiled
-/// code, which gives the same results and errors.
-///
-/// ```
-/// use irad::{Backend, RunOptions, Source};
-///
-/// let src = Source::new("f.irad", "fn f(n: i64) -> i64 { if n < 2 { n } else { f(n - 1) + f(n - 2) } }");
-/// let m = irad::load(&src)?;
-/// let f = irad::find_function(&src, &m, "f")?;
-/// let args = irad::parse_args(&Source::new("<args>", "20"), &m, f)?;
-/// for backend in [Backend::Interp, Backend::Jit] {
-///     let v = irad::run_with(&src, &m, f, &args, &RunOptions::default(), backend)?;
-///     assert_eq!(v.display(&m), "6765");
-/// }
-/// # Ok::<(), irad::Error>(())
-/// ```
-pub fn run_with(
-    src: &Source,
-    module: &Module,
-    func: FuncId,
-    args: &[Val],
-    opts: &RunOptions,
-    backend: Backend,
-) -> Result<Val, Error> {
-    let res = match backend {
-        Backend::Interp => ir::interp::run(module, func, args, opts),
-        Backend::Jit => codegen::Jit::new(module)
-            .map_err(|e| RunError {
-                loc: e.loc,
-                msg: e.msg,
-                trace: Vec::new(),
-            })
-            .and_then(|mut jit| jit.run(func, args, opts)),
-    };
-    res.map_err(|err| Error::Run {
-        file: src.name.clone(),
-        err: Box::new(err),
-    })
-}
-
 /// The module normalised, for the AD modes.
 fn normalised(src: &Source, module: &Module) -> Result<Module, Error> {
     let mut m = module.clone();
@@ -750,226 +777,6 @@ fn normalised(src: &Source, module: &Module) -> Result<Module, Error> {
         err,
     })?;
     Ok(m)
-}
-
-/// Value and gradient of `func` at `args` by forward mode: the module is
-/// normalised, the forward rule of `func` derived with the rules of
-/// `registry`, and run in the interpreter (see
-/// [`irad_passes::forward::grad::gradient`]). Also returns the module with the
-/// rules, which the values may refer to (function values).
-/// [`GradOptions`] chooses the arguments (`wrt`), the batch width, the
-/// backend that runs the rules and the call-depth limit.
-///
-/// ```
-/// use irad::{GradOptions, Source};
-///
-/// let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
-/// let m = irad::load(&src)?;
-/// let f = irad::find_function(&src, &m, "f")?;
-/// let args = irad::parse_args(&Source::new("<args>", "3.0, 2.0"), &m, f)?;
-/// let registry = irad::rules::Registry::new();
-/// let opts = GradOptions { width: 2, ..GradOptions::default() };
-/// let (g, m) = irad::grad_forward(&src, &m, f, &args, &registry, &opts)?;
-/// assert_eq!(g.value.display(&m), "18.0");
-/// let grads: Vec<String> = g.gradient.iter().flatten().map(|d| d.display(&m)).collect();
-/// assert_eq!(grads, ["12.0", "9.0"]);
-/// assert_eq!(g.passes, 1); // both tangents in one pass of @f.fwd2
-///
-/// // Only with respect to y: x has no gradient.
-/// let opts = GradOptions { wrt: Some(vec![1]), ..GradOptions::default() };
-/// let (g, _) = irad::grad_forward(&src, &m, f, &args, &registry, &opts)?;
-/// assert!(g.gradient[0].is_none());
-/// # Ok::<(), irad::Error>(())
-/// ```
-pub fn grad_forward(
-    src: &Source,
-    module: &Module,
-    func: FuncId,
-    args: &[Val],
-    registry: &rules::Registry,
-    opts: &GradOptions,
-) -> Result<(Gradient, Module), Error> {
-    grad_forward_with(
-        src,
-        module,
-        func,
-        args,
-        registry,
-        opts,
-        &read_schedule(None)?,
-    )
-}
-
-/// [`grad_forward`] with the optimiser schedule `schedule` run over the
-/// derived rules before they run (`--schedule`; [`grad_forward`] runs the
-/// default schedule).
-///
-/// ```
-/// use irad::{GradOptions, Source};
-///
-/// let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
-/// let m = irad::load(&src)?;
-/// let f = irad::find_function(&src, &m, "f")?;
-/// let args = irad::parse_args(&Source::new("<args>", "3.0, 2.0"), &m, f)?;
-/// let registry = irad::rules::Registry::new();
-/// let opts = GradOptions::default();
-/// // `id`: no optimisation; the gradient is the same.
-/// let schedule = irad::read_schedule(Some("id"))?;
-/// let (g, m) = irad::grad_forward_with(&src, &m, f, &args, &registry, &opts, &schedule)?;
-/// assert_eq!(g.gradient[1].as_ref().map(|d| d.display(&m)).as_deref(), Some("9.0"));
-/// # Ok::<(), irad::Error>(())
-/// ```
-pub fn grad_forward_with(
-    src: &Source,
-    module: &Module,
-    func: FuncId,
-    args: &[Val],
-    registry: &rules::Registry,
-    opts: &GradOptions,
-    schedule: &irad_passes::optimise::Strategy,
-) -> Result<(Gradient, Module), Error> {
-    let mut m = normalised(src, module)?;
-    let before = m.len();
-    let mut fwd = Forward::new(registry);
-    let plan = irad_passes::forward::grad::plan(&mut m, &mut fwd, func, args, opts)
-        .map_err(|e| grad_error(src, e))?;
-    optimise_from(src, &mut m, Some(before), schedule, false)?;
-    let g = {
-        let mut exec = (opts.exec)(&mut m, &mut fwd).map_err(|err| Error::Run {
-            file: src.name.clone(),
-            err: Box::new(err),
-        })?;
-        plan.run(&mut *exec, args, &opts.run)
-            .map_err(|e| grad_error(src, e))?
-    };
-    Ok((g, m))
-}
-
-/// The error of a gradient request, in the facade's terms: what turns the
-/// [`GradError`] of [`jit_gradient`], [`CompiledGradient::run`] or [`bench()`]
-/// into an [`Error`] that renders with `src`'s name and lines.
-///
-/// ```
-/// use irad::{GradOptions, Mode, Source};
-///
-/// let src = Source::new("f.irad", "fn f(x: f64) -> f64 { x }");
-/// let m = irad::load(&src)?;
-/// let f = irad::find_function(&src, &m, "f")?;
-/// let args = irad::parse_args(&Source::new("<args>", "1.0"), &m, f)?;
-/// let registry = irad::rules::Registry::new();
-/// let opts = GradOptions { wrt: Some(vec![3]), ..GradOptions::default() };
-/// let Err(e) = irad::jit_gradient(&m, f, &args, &registry, &opts, Mode::Reverse) else {
-///     panic!("there is no argument 3");
-/// };
-/// let err = irad::grad_error(&src, e);
-/// assert!(err.render(&[&src]).starts_with("f.irad:"), "{}", err.render(&[&src]));
-/// # Ok::<(), irad::Error>(())
-/// ```
-pub fn grad_error(src: &Source, e: GradError) -> Error {
-    let file = src.name.clone();
-    match e {
-        GradError::Forward(err) => Error::Forward {
-            file,
-            err: Box::new(err),
-        },
-        GradError::Reverse(err) => Error::Reverse {
-            file,
-            err: Box::new(err),
-        },
-        GradError::Run(err) => Error::Run {
-            file,
-            err: Box::new(err),
-        },
-        GradError::Invalid { loc, msg } => Error::Forward {
-            file,
-            err: Box::new(ForwardError { loc, msg }),
-        },
-    }
-}
-
-/// Value and gradient of `func` at `args` by reverse mode: the module is
-/// normalised, the rule pieces of `func` derived with the rrules of
-/// `registry`, and run once each in the interpreter (see
-/// [`irad_passes::reverse::grad::gradient`]; `opts.width` is not used). Also
-/// returns the module with the pieces.
-///
-/// ```
-/// use irad::{GradOptions, Source};
-///
-/// let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
-/// let m = irad::load(&src)?;
-/// let f = irad::find_function(&src, &m, "f")?;
-/// let args = irad::parse_args(&Source::new("<args>", "3.0, 2.0"), &m, f)?;
-/// let registry = irad::rules::Registry::new();
-/// let (g, m) = irad::grad_reverse(&src, &m, f, &args, &registry, &GradOptions::default())?;
-/// assert_eq!(g.value.display(&m), "18.0");
-/// let grads: Vec<String> = g.gradient.iter().flatten().map(|d| d.display(&m)).collect();
-/// assert_eq!(grads, ["12.0", "9.0"]);
-/// // The derived pieces are in the module returned.
-/// assert!(m.by_name("f.rev.back").is_some());
-/// # Ok::<(), irad::Error>(())
-/// ```
-pub fn grad_reverse(
-    src: &Source,
-    module: &Module,
-    func: FuncId,
-    args: &[Val],
-    registry: &rules::Registry,
-    opts: &GradOptions,
-) -> Result<(Gradient, Module), Error> {
-    grad_reverse_with(
-        src,
-        module,
-        func,
-        args,
-        registry,
-        opts,
-        &read_schedule(None)?,
-    )
-}
-
-/// [`grad_reverse`] with the optimiser schedule `schedule` run over the
-/// derived pieces before they run (`--schedule`; [`grad_reverse`] runs the
-/// default schedule).
-///
-/// ```
-/// use irad::{GradOptions, Source};
-///
-/// let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
-/// let m = irad::load(&src)?;
-/// let f = irad::find_function(&src, &m, "f")?;
-/// let args = irad::parse_args(&Source::new("<args>", "3.0, 2.0"), &m, f)?;
-/// let registry = irad::rules::Registry::new();
-/// let schedule = irad::read_schedule(Some("normalise(fold <+ identities); try(dce)"))?;
-/// let opts = GradOptions::default();
-/// let (g, m) = irad::grad_reverse_with(&src, &m, f, &args, &registry, &opts, &schedule)?;
-/// assert_eq!(g.gradient[0].as_ref().map(|d| d.display(&m)).as_deref(), Some("12.0"));
-/// # Ok::<(), irad::Error>(())
-/// ```
-pub fn grad_reverse_with(
-    src: &Source,
-    module: &Module,
-    func: FuncId,
-    args: &[Val],
-    registry: &rules::Registry,
-    opts: &GradOptions,
-    schedule: &irad_passes::optimise::Strategy,
-) -> Result<(Gradient, Module), Error> {
-    let mut m = normalised(src, module)?;
-    let before = m.len();
-    let mut rev = irad_passes::reverse::Reverse::new(registry);
-    let plan = irad_passes::reverse::grad::plan(&mut m, &mut rev, func, args, opts)
-        .map_err(|e| grad_error(src, e))?;
-    optimise_from(src, &mut m, Some(before), schedule, false)?;
-    let g = {
-        let mut exec = (opts.exec)(&mut m, &mut rev).map_err(|err| Error::Run {
-            file: src.name.clone(),
-            err: Box::new(err),
-        })?;
-        plan.run(&mut *exec, args, &opts.run)
-            .map_err(|e| grad_error(src, e))?
-    };
-    Ok((g, m))
 }
 
 /// The module normalised, with `@f.rev` (and the pieces it calls) for each of
@@ -1000,37 +807,11 @@ pub fn reverse_module(
     funcs: &[FuncId],
     registry: &rules::Registry,
 ) -> Result<(Module, Vec<FuncId>, String), Error> {
-    let mut m = normalised(src, module)?;
-    let before = m.len();
-    let roots: Vec<FuncId> = if funcs.is_empty() {
-        m.func_ids().collect()
-    } else {
-        funcs.to_vec()
-    };
-    let mut bbcode = String::new();
-    for &f in &roots {
-        let code =
-            irad_passes::reverse::bbcode::BBCode::from_func(&m[f]).map_err(|e| Error::Reverse {
-                file: src.name.clone(),
-                err: Box::new(irad_passes::reverse::ReverseError {
-                    loc: ir::Location::default(),
-                    msg: e.to_string(),
-                }),
-            })?;
-        if !bbcode.is_empty() {
-            bbcode.push('\n');
-        }
-        bbcode.push_str(&code.print(&m, f));
-    }
-    let mut rev = irad_passes::reverse::Reverse::new(registry);
-    for f in roots {
-        rev.rev(&mut m, f).map_err(|err| Error::Reverse {
-            file: src.name.clone(),
-            err: Box::new(err),
-        })?;
-    }
-    let added = m.func_ids().skip(before).collect();
-    Ok((m, added, bbcode))
+    let mut m = module.clone();
+    let rev = irad_passes::reverse::Reverse::new(registry);
+    let mut stage = ReverseStage::new(rev, funcs.to_vec(), None).with_bbcode();
+    run_stages(src, &mut m, &mut [Step::Stage(&mut stage)])?;
+    Ok((m, stage.added, stage.bbcode))
 }
 
 /// The module normalised and printed with the result of activity analysis
@@ -1061,64 +842,7 @@ pub fn activity_dump(
     wrt: Option<&[usize]>,
 ) -> Result<String, Error> {
     let m = normalised(src, module)?;
-    let ids: Vec<FuncId> = if funcs.is_empty() {
-        m.func_ids().collect()
-    } else {
-        funcs.to_vec()
-    };
-    let mut out = String::new();
-    for (k, id) in ids.into_iter().enumerate() {
-        let Some(func) = m.get(id) else { continue };
-        if let Some(&bad) = wrt.and_then(|w| w.iter().find(|&&i| i >= func.params.len())) {
-            return Err(Error::Request {
-                file: src.name.clone(),
-                message: format!(
-                    "--wrt {bad}: @{} has {} parameter(s)",
-                    func.name,
-                    func.params.len()
-                ),
-            });
-        }
-        let mask: Vec<bool> = (0..func.params.len())
-            .map(|i| wrt.is_none_or(|w| w.contains(&i)))
-            .collect();
-        let act = irad_passes::activity::Activity::of(func, &mask);
-        if k > 0 {
-            out.push('\n');
-        }
-        for (line, text) in ir::text::func_lines(&m, id) {
-            out.push_str(&text);
-            match line {
-                ir::text::Line::Header => {
-                    let active: Vec<String> = func
-                        .params
-                        .iter()
-                        .enumerate()
-                        .filter(|&(_, &p)| act.is_active(p))
-                        .map(|(i, _)| i.to_string())
-                        .collect();
-                    let list = if active.is_empty() {
-                        "none".to_string()
-                    } else {
-                        active.join(", ")
-                    };
-                    out.push_str(&format!("\n# active parameters: {list}"));
-                }
-                ir::text::Line::Inst(inst) => {
-                    if let Some(r) = func.insts[inst].result {
-                        out.push_str(if act.is_active(r) {
-                            "  # active"
-                        } else {
-                            "  # const"
-                        });
-                    }
-                }
-                _ => {}
-            }
-            out.push('\n');
-        }
-    }
-    Ok(out)
+    irad_passes::annotate::activity_text(&m, funcs, wrt).map_err(|e| pass_error(src, e))
 }
 
 /// The module normalised, with the forward rules (width `width`) of `funcs`
@@ -1147,150 +871,30 @@ pub fn forward_module(
     width: u32,
     registry: &rules::Registry,
 ) -> Result<(Module, Vec<FuncId>), Error> {
-    let mut m = normalised(src, module)?;
-    let before = m.len();
-    let roots: Vec<FuncId> = if funcs.is_empty() {
-        m.func_ids().collect()
-    } else {
-        funcs.to_vec()
-    };
-    let mut fwd = Forward::new(registry);
-    for f in roots {
-        fwd.rule(&mut m, f, width).map_err(|err| Error::Forward {
-            file: src.name.clone(),
-            err: Box::new(err),
-        })?;
-    }
-    let added = m.func_ids().skip(before).collect();
-    Ok((m, added))
+    let mut m = module.clone();
+    let mut stage = ForwardStage::new(Forward::new(registry), funcs.to_vec(), width);
+    run_stages(src, &mut m, &mut [Step::Stage(&mut stage)])?;
+    Ok((m, stage.added))
 }
 
-/// `irad emit`: an object file exporting `func` through the C ABI as `NAME`
-/// and, with `grad`, its value and gradient by reverse mode as `NAME_grad`
-/// (with respect to the arguments at positions `wrt`, default all with a
-/// tangent), and the C header declaring them; `header_name` is the header's
-/// file name (for its include guard). The module is normalised; `@f.rev` and
-/// the rules of every function value that a rule statement may meet are
-/// derived ahead of time (objects are closed).
-/// See docs/codegen.md, "The C ABI"; `examples/c/` links such an object
-/// into a C program.
-///
-/// ```
-/// use irad::Source;
-///
-/// let src = Source::new("sq.irad", "fn sq(x: f64) -> f64 { x * x }");
-/// let m = irad::load(&src)?;
-/// let f = irad::find_function(&src, &m, "sq")?;
-/// let obj = irad::emit(&src, &m, f, true, None, "sq.h")?;
-/// assert!(!obj.object.is_empty());
-/// assert!(obj.header.contains("int32_t sq(double x, double *out);"), "{}", obj.header);
-/// assert!(obj.header.contains("int32_t sq_grad("), "{}", obj.header);
-/// // Write them with std::fs::write("sq.o", &obj.object) and the header beside it.
-/// # Ok::<(), irad::Error>(())
-/// ```
-pub fn emit(
-    src: &Source,
-    module: &Module,
-    func: FuncId,
-    grad: bool,
-    wrt: Option<&[usize]>,
-    header_name: &str,
-) -> Result<codegen::ObjectFile, Error> {
-    let schedule = read_schedule(None)?;
-    emit_with(src, module, func, grad, wrt, header_name, &schedule)
+/// Runs the normalisation pipeline, then `stages`, over `m` with the
+/// manager's default options (verification in debug builds and tests).
+fn run_stages(src: &Source, m: &mut Module, stages: &mut [Step<'_>]) -> Result<(), Error> {
+    let mut pipeline = irad_passes::manager::steps(&irad_passes::normalise_pipeline());
+    pipeline.extend(stages.iter_mut().map(|step| match step {
+        Step::Pass(id) => Step::Pass(*id),
+        Step::Stage(stage) => Step::Stage(&mut **stage),
+    }));
+    let opts = irad_passes::PipelineOptions::default();
+    irad_passes::run_pipeline(m, &mut pipeline, &opts).map_err(|e| pass_error(src, e))?;
+    Ok(())
 }
 
-/// [`emit`] with the optimiser schedule `schedule` run over `@f.rev` and its
-/// pieces (`--schedule`; [`emit`] runs the default schedule). Rules the
-/// object needs for function values are derived later, while emitting, and
-/// are not optimised.
-///
-/// ```
-/// use irad::Source;
-///
-/// let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * y }");
-/// let m = irad::load(&src)?;
-/// let f = irad::find_function(&src, &m, "f")?;
-/// let schedule = irad::read_schedule(Some("id"))?;
-/// let obj = irad::emit_with(&src, &m, f, true, Some(&[1]), "f.h", &schedule)?;
-/// // Only y is differentiated: one gradient out-pointer, `y_grad`.
-/// assert!(obj.header.contains("y_grad"), "{}", obj.header);
-/// assert!(!obj.header.contains("x_grad"), "{}", obj.header);
-/// # Ok::<(), irad::Error>(())
-/// ```
-pub fn emit_with(
-    src: &Source,
-    module: &Module,
-    func: FuncId,
-    grad: bool,
-    wrt: Option<&[usize]>,
-    header_name: &str,
-    schedule: &irad_passes::optimise::Strategy,
-) -> Result<codegen::ObjectFile, Error> {
-    let mut m = normalised(src, module)?;
-    let before = m.len();
-    let registry = rules::Registry::new();
-    let mut rules = AheadOfTimeRules {
-        fwd: Forward::new(&registry),
-        rev: irad_passes::reverse::Reverse::new(&registry),
-    };
-    let mut exports = vec![codegen::Export {
-        func,
-        kind: codegen::ExportKind::Primal,
-    }];
-    if grad {
-        let all: Vec<usize> = (0..m.get(func).map_or(0, |f| f.params.len())).collect();
-        let wrt_list = wrt.unwrap_or(&all);
-        let id = rules
-            .rev
-            .rev_wrt(&mut m, func, wrt_list)
-            .map_err(|err| Error::Reverse {
-                file: src.name.clone(),
-                err: Box::new(err),
-            })?;
-        exports.push(codegen::Export {
-            func,
-            kind: codegen::ExportKind::Grad {
-                rev: id,
-                wrt: wrt.map(<[usize]>::to_vec),
-            },
-        });
-        optimise_from(src, &mut m, Some(before), schedule, false)?;
-    }
-    let opts = codegen::ObjectOptions {
-        source: &src.name,
-        header_name,
-    };
-    codegen::emit_object(&mut m, &mut rules, &exports, &opts).map_err(|err| Error::Codegen {
+/// An error that is a bug of irad, not of the input.
+fn internal(src: &Source, what: &str) -> Error {
+    Error::Unsupported {
         file: src.name.clone(),
-        err: Box::new(err),
-    })
-}
-
-/// The rules an object file is built with: forward rules from forward mode's
-/// cache, reverse pieces from reverse mode's (the one that built `@f.rev`, so
-/// that pieces are shared).
-struct AheadOfTimeRules<'r> {
-    fwd: Forward<'r>,
-    rev: irad_passes::reverse::Reverse<'r>,
-}
-
-impl RuleProvider for AheadOfTimeRules<'_> {
-    fn forward_rule(
-        &mut self,
-        module: &mut Module,
-        callee: FuncRef,
-        width: u32,
-    ) -> Result<FuncId, String> {
-        self.fwd.forward_rule(module, callee, width)
-    }
-
-    fn reverse_rule(
-        &mut self,
-        module: &mut Module,
-        callee: FuncRef,
-    ) -> Result<(FuncId, FuncId), String> {
-        self.rev.reverse_rule(module, callee)
+        message: format!("internal error: {what}"),
     }
 }
 
@@ -1316,81 +920,20 @@ pub use irad_passes::pe::Known;
 /// # Ok::<(), irad::Error>(())
 /// ```
 pub fn parse_known(known: &Source, module: &Module, func: FuncId) -> Result<Vec<Known>, Error> {
-    let fail = |pos: Pos, msg: String| Error::Parse {
-        file: known.name.clone(),
-        err: Box::new(ParseError {
-            loc: ir::Location::at(pos),
-            msg,
-        }),
-    };
     let params = module[func].param_types();
-    let text = known.text.as_str();
-    let pieces = split_top_level(text);
-    let pieces: Vec<(usize, &str)> = if pieces.len() == 1 && pieces[0].1.trim().is_empty() {
-        Vec::new()
-    } else {
-        pieces
-    };
-    if pieces.len() != params.len() {
-        return Err(fail(
-            pos_at(text, text.len()),
-            format!(
-                "expected {} known argument{} (`_` for an unknown one), found {}",
-                params.len(),
-                if params.len() == 1 { "" } else { "s" },
-                pieces.len()
-            ),
-        ));
-    }
-    let mut out = Vec::with_capacity(params.len());
-    for ((start, piece), ty) in pieces.into_iter().zip(&params) {
-        let lead = piece.len() - piece.trim_start().len();
-        let piece = piece.trim();
-        let at = pos_at(text, start + lead);
-        if piece == "_" {
-            out.push(Known::Unknown);
-            continue;
-        }
-        if let Some(inner) = piece.strip_prefix("_[").and_then(|r| r.strip_suffix(']')) {
-            if !matches!(ty, ir::Type::Array(_)) {
-                return Err(fail(
-                    at,
-                    format!("`_[N]` is for arrays, but the argument is {ty}"),
-                ));
-            }
-            let n = inner.trim().parse::<u64>().map_err(|_| {
-                fail(
-                    at,
-                    format!(
-                        "expected a length `_[N]` with N a non-negative integer, found `{piece}`"
-                    ),
-                )
-            })?;
-            out.push(Known::Length(n));
-            continue;
-        }
-        if matches!(ty, ir::Type::Array(_)) {
-            return Err(fail(
-                at,
-                format!("an array argument is `_` or `_[N]` (a known length), found `{piece}`"),
-            ));
-        }
-        let val = ir::text::parse_value(piece, ty, module).map_err(|mut err| {
-            if let Some(p) = err.loc.pos {
-                err.loc.pos = Some(if p.line == 1 {
-                    Pos::new(at.line, at.col.saturating_add(p.col - 1))
-                } else {
-                    Pos::new(at.line.saturating_add(p.line - 1), p.col)
-                });
-            }
-            Error::Parse {
-                file: known.name.clone(),
-                err: Box::new(err),
-            }
+    let entries =
+        ir::text::parse_known(&known.text, &params, module).map_err(|err| Error::Parse {
+            file: known.name.clone(),
+            err: Box::new(err),
         })?;
-        out.push(Known::Value(val));
-    }
-    Ok(out)
+    Ok(entries
+        .into_iter()
+        .map(|entry| match entry {
+            ir::text::KnownArg::Unknown => Known::Unknown,
+            ir::text::KnownArg::Value(v) => Known::Value(v),
+            ir::text::KnownArg::Length(n) => Known::Length(n),
+        })
+        .collect())
 }
 
 /// Whether `args` agree with `known` (each known value equal, each known
@@ -1458,7 +1001,7 @@ pub fn check_args_known(
 /// let (m, spec) = irad::specialise(&src, &m, f, &known)?;
 /// assert_eq!(m[spec].name, "p.spec");
 /// let args = irad::parse_args(&Source::new("<args>", "2.0, 3"), &m, spec)?;
-/// let v = irad::run(&src, &m, spec, &args, &Default::default())?;
+/// let v = irad::run(&src, &m, &irad::RunRequest::new(spec, &args))?;
 /// assert_eq!(v.display(&m), "8.0");
 /// # Ok::<(), irad::Error>(())
 /// ```
@@ -1469,39 +1012,14 @@ pub fn specialise(
     known: &[Known],
 ) -> Result<(Module, FuncId), Error> {
     let mut m = module.clone();
-    let id = irad_passes::pe::specialise(&mut m, func, known).map_err(|err| Error::Pe {
-        file: src.name.clone(),
-        err: Box::new(err),
-    })?;
+    let mut stage = SpecialiseStage::new(func, known);
+    let opts = irad_passes::PipelineOptions::default();
+    irad_passes::run_pipeline(&mut m, &mut [Step::Stage(&mut stage)], &opts)
+        .map_err(|e| pass_error(src, e))?;
+    let Some(id) = stage.spec else {
+        return Err(internal(src, "the specialise stage made nothing"));
+    };
     Ok((m, id))
-}
-
-/// Splits `text` at commas outside brackets: (byte offset, piece) pairs.
-fn split_top_level(text: &str) -> Vec<(usize, &str)> {
-    let mut out = Vec::new();
-    let mut depth = 0usize;
-    let mut start = 0;
-    for (i, c) in text.char_indices() {
-        match c {
-            '(' | '[' => depth += 1,
-            ')' | ']' => depth = depth.saturating_sub(1),
-            ',' if depth == 0 => {
-                out.push((start, &text[start..i]));
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    out.push((start, &text[start..]));
-    out
-}
-
-/// The 1-based line and column (in characters) of byte `offset` of `text`.
-fn pos_at(text: &str, offset: usize) -> Pos {
-    let before = text.get(..offset).unwrap_or(text);
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    Pos::new(to_u32(line), to_u32(col))
 }
 
 /// `irad test-rules`: checks the built-in frule of every primitive against
@@ -1568,7 +1086,7 @@ impl Error {
                 let errs = match err {
                     irad_passes::PassError::Input { errors }
                     | irad_passes::PassError::Verify { errors, .. } => errors.as_slice(),
-                    irad_passes::PassError::UnknownPass { .. } => &[],
+                    _ => &[],
                 };
                 out.push_str(&render_all(file, text_of(file), errs));
                 out

@@ -14,7 +14,9 @@
 use clap::builder::PossibleValuesParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use irad::ir::interp::{DEFAULT_MAX_DEPTH, RunOptions};
+use irad::passes::dump::Label;
 use irad::passes::forward::grad::GradOptions;
+use irad::passes::{PassId, PassRun};
 use irad::{Error, Source};
 use std::io::Write;
 use std::path::PathBuf;
@@ -148,7 +150,7 @@ struct RunCmd {
 /// What `grad` and `bench` both take: the function, its arguments, and the
 /// gradient request.
 #[derive(Args)]
-struct GradRequest {
+struct GradArgs {
     /// The source file (.irad or .ir).
     file: PathBuf,
     /// The function, with or without `@`; it returns f64.
@@ -196,7 +198,7 @@ struct Request {
     schedule: irad::passes::optimise::Strategy,
 }
 
-impl GradRequest {
+impl GradArgs {
     fn read(self, sources: &mut Vec<Source>, backend: irad::Backend) -> Result<Request, Error> {
         if self.sparse && self.mode == Mode::Rev {
             usage_error("--sparse is sparse forward mode: use it with --mode fwd");
@@ -236,7 +238,7 @@ impl GradRequest {
 #[derive(Args)]
 struct GradCmd {
     #[command(flatten)]
-    req: GradRequest,
+    req: GradArgs,
     /// Where to run it.
     #[arg(long, value_enum, default_value_t = Backend::Jit)]
     backend: Backend,
@@ -248,7 +250,7 @@ struct GradCmd {
 #[derive(Args)]
 struct BenchCmd {
     #[command(flatten)]
-    req: GradRequest,
+    req: GradArgs,
     /// Seconds to sample each of primal and gradient at least.
     #[arg(long, value_name = "SECONDS", default_value_t = 1.0, value_parser = min_time)]
     min_time: f64,
@@ -337,6 +339,12 @@ struct DumpCmd {
     /// (`# after STEP`). Default: none (docs/optimise.md).
     #[arg(long, value_name = "S")]
     schedule: Option<String>,
+    /// Run only the first N passes (normalisation passes, the derivation,
+    /// the schedule) and skip the rest, printing on stderr which ran
+    /// (`BISECT: running pass (1) simplify`); the derivation always runs.
+    /// Lower N until the output is right to find the pass that breaks it.
+    #[arg(long, value_name = "N", conflicts_with_all = ["activity", "known"])]
+    bisect_limit: Option<usize>,
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
@@ -347,12 +355,18 @@ enum DumpMode {
     Rev,
 }
 
-/// The names `dump --after` takes: the normalisation passes, then `forward`.
+/// The names `dump --after` takes: the normalisation passes, then `forward`
+/// and `reverse`.
 fn after_names() -> Vec<&'static str> {
-    let mut names = irad::passes::NORMALISE.to_vec();
-    names.push("forward");
-    names.push("reverse");
+    let mut names: Vec<&str> = irad::passes::NORMALISE.iter().map(|p| p.name()).collect();
+    names.push(PassId::Forward.name());
+    names.push(PassId::Reverse.name());
     names
+}
+
+/// Prints one line of the bisect log (`--bisect-limit`) on stderr.
+fn log_pass(run: &PassRun) {
+    emit(&mut std::io::stderr(), &format!("{run}\n"));
 }
 
 #[derive(Copy, Clone, ValueEnum)]
@@ -399,327 +413,265 @@ fn main() -> ExitCode {
 /// can show their lines.
 fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
     match command {
-        Command::TestRules(cmd) => {
-            let opts = irad::rules::check::CheckOptions {
-                samples: cmd.samples,
-                seed: cmd.seed,
-            };
-            let (table, verdict) = irad::test_rules(&opts);
-            out(&table);
-            verdict?;
+        Command::TestRules(cmd) => test_rules(cmd),
+        Command::Emit(cmd) => emit_cmd(cmd, sources),
+        Command::Check { file } => check(file, sources),
+        Command::Dump(cmd) => dump(cmd, sources),
+        Command::Grad(cmd) => grad(cmd, sources),
+        Command::Bench(cmd) => bench(cmd, sources),
+        Command::Run(cmd) => run(cmd, sources),
+    }
+}
+
+/// `irad test-rules`: the table of rule checks; an error when one failed.
+fn test_rules(cmd: TestRulesCmd) -> Result<(), Error> {
+    let opts = irad::rules::check::CheckOptions {
+        samples: cmd.samples,
+        seed: cmd.seed,
+    };
+    let (table, verdict) = irad::test_rules(&opts);
+    out(&table);
+    verdict?;
+    Ok(())
+}
+
+/// `irad emit`: the object file and its C header.
+fn emit_cmd(cmd: EmitCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
+    let schedule = irad::read_schedule(cmd.schedule.as_deref())?;
+    let module = load(&cmd.file, sources)?;
+    let func = irad::find_function(&sources[0], &module, &cmd.func)?;
+    let header = cmd.out.with_extension("h");
+    if header == cmd.out {
+        usage_error("-o names the header's own path: give the object file a `.o` name");
+    }
+    let header_name = header
+        .file_name()
+        .map_or_else(|| "out.h".into(), |n| n.to_string_lossy().into_owned());
+    let req = irad::EmitRequest {
+        grad: cmd.grad,
+        wrt: cmd.wrt,
+        schedule: Some(schedule),
+        ..irad::EmitRequest::new(func, &header_name)
+    };
+    let obj = irad::emit(&sources[0], &module, &req)?;
+    write_file(&cmd.out, &obj.object)?;
+    write_file(&header, obj.header.as_bytes())?;
+    Ok(())
+}
+
+/// `irad check`: `FILE: ok (N functions)`.
+fn check(file: PathBuf, sources: &mut Vec<Source>) -> Result<(), Error> {
+    let module = load(&file, sources)?;
+    let n = module.len();
+    let plural = if n == 1 { "" } else { "s" };
+    out(&format!("{}: ok ({n} function{plural})\n", file.display()));
+    Ok(())
+}
+
+/// `irad dump`: the module as read, after passes, with derived functions, specialised, or annotated with activity.
+fn dump(cmd: DumpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
+    let schedule = match &cmd.schedule {
+        Some(text) => Some(irad::read_schedule(Some(text))?),
+        None => None,
+    };
+    let module = load(&cmd.file, sources)?;
+    if let (Some(known), Some(name)) = (&cmd.known, &cmd.func) {
+        let func = irad::find_function(&sources[0], &module, name)?;
+        let (m, spec, _) = specialised(sources, &module, func, known)?;
+        out(&render_module(&m, &[spec], cmd.format));
+        return Ok(());
+    }
+    let funcs = match &cmd.func {
+        Some(name) => vec![irad::find_function(&sources[0], &module, name)?],
+        None => Vec::new(),
+    };
+    if cmd.activity {
+        out(&irad::activity_dump(
+            &sources[0],
+            &module,
+            &funcs,
+            cmd.wrt.as_deref(),
+        )?);
+        return Ok(());
+    }
+    // clap let through only the names of `after_names`.
+    let after = cmd.after.as_deref().and_then(PassId::from_name);
+    if after == Some(PassId::Forward) && cmd.mode != Some(DumpMode::Fwd) {
+        usage_error("`--after forward` needs `--mode fwd`");
+    }
+    if after == Some(PassId::Reverse) && cmd.mode != Some(DumpMode::Rev) {
+        usage_error("`--after reverse` needs `--mode rev`");
+    }
+    let req = irad::passes::dump::DumpRequest {
+        funcs,
+        mode: cmd.mode.map(|mode| match mode {
+            DumpMode::Fwd => irad::passes::dump::DumpMode::Forward,
+            DumpMode::Rev => irad::passes::dump::DumpMode::Reverse,
+        }),
+        after,
+        all_passes: cmd.all_passes,
+        schedule: schedule.as_ref(),
+        bisect_limit: cmd.bisect_limit,
+        on_pass: cmd.bisect_limit.map(|_| log_pass as fn(&PassRun)),
+    };
+    let registry = irad::rules::Registry::new();
+    let dump = irad::passes::dump::dump(&module, &req, &registry)
+        .map_err(|e| irad::pass_error(&sources[0], e))?;
+    let mut text = String::new();
+    for (i, section) in dump.sections.iter().enumerate() {
+        if cmd.all_passes {
+            if i > 0 {
+                text.push('\n');
+            }
+            text.push_str(&section.heading());
         }
-        Command::Emit(cmd) => {
-            let schedule = irad::read_schedule(cmd.schedule.as_deref())?;
-            let module = load(&cmd.file, sources)?;
-            let func = irad::find_function(&sources[0], &module, &cmd.func)?;
-            let header = cmd.out.with_extension("h");
-            if header == cmd.out {
-                usage_error("-o names the header's own path: give the object file a `.o` name");
-            }
-            let header_name = header
-                .file_name()
-                .map_or_else(|| "out.h".into(), |n| n.to_string_lossy().into_owned());
-            let obj = irad::emit_with(
-                &sources[0],
-                &module,
-                func,
-                cmd.grad,
-                cmd.wrt.as_deref(),
-                &header_name,
-                &schedule,
-            )?;
-            write_file(&cmd.out, &obj.object)?;
-            write_file(&header, obj.header.as_bytes())?;
+        let reverse = matches!(section.label, Label::Pass(PassId::Reverse));
+        if reverse && cmd.format == Format::Text {
+            text.push_str(&irad::passes::annotate::comment_lines(&dump.bbcode));
         }
-        Command::Check { file } => {
-            let module = load(&file, sources)?;
-            let n = module.len();
-            let plural = if n == 1 { "" } else { "s" };
-            out(&format!("{}: ok ({n} function{plural})\n", file.display()));
+        text.push_str(&render_module(&section.module, &dump.funcs, cmd.format));
+    }
+    out(&text);
+    Ok(())
+}
+
+/// `irad grad`: value and gradient, as text or JSON.
+fn grad(cmd: GradCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
+    let Request {
+        module,
+        func,
+        args,
+        opts,
+        mode,
+        schedule,
+    } = cmd.req.read(sources, cmd.backend.lib())?;
+    let registry = irad::rules::Registry::new();
+    let req = irad::GradRequest {
+        func,
+        args: &args,
+        mode,
+        opts,
+        schedule: Some(schedule),
+    };
+    let (g, m) = irad::grad(&sources[0], &module, &registry, &req)?;
+    if cmd.json {
+        let grads: Vec<serde_json::Value> = g
+            .gradient
+            .iter()
+            .map(|d| {
+                d.as_ref()
+                    .map_or(serde_json::Value::Null, |d| irad::value_to_json(d, &m))
+            })
+            .collect();
+        let json = serde_json::json!({
+            "value": irad::value_to_json(&g.value, &m),
+            "gradient": grads,
+        });
+        out(&format!("{json}\n"));
+    } else {
+        let f = &m[func];
+        let mut text = format!("value: {}\ngradient:\n", g.value.display(&m));
+        for (i, d) in g.gradient.iter().enumerate() {
+            let name = f
+                .params
+                .get(i)
+                .and_then(|&v| f.values[v].name.as_deref())
+                .map_or(format!("argument {i}"), |n| format!("%{n}"));
+            let shown = match d {
+                Some(d) => d.display(&m).replace("()", "-"),
+                None => "-".to_string(),
+            };
+            text.push_str(&format!("  {name}: {shown}\n"));
         }
-        Command::Dump(cmd) => {
-            let schedule = match &cmd.schedule {
-                Some(text) => Some(irad::read_schedule(Some(text))?),
-                None => None,
-            };
-            let module = load(&cmd.file, sources)?;
-            if let (Some(known), Some(name)) = (&cmd.known, &cmd.func) {
-                let func = irad::find_function(&sources[0], &module, name)?;
-                let (m, spec, _) = specialised(sources, &module, func, known)?;
-                out(&render_module(&m, &[spec], cmd.format));
-                return Ok(());
-            }
-            let funcs = match &cmd.func {
-                Some(name) => vec![irad::find_function(&sources[0], &module, name)?],
-                None => Vec::new(),
-            };
-            if cmd.activity {
-                out(&irad::activity_dump(
-                    &sources[0],
-                    &module,
-                    &funcs,
-                    cmd.wrt.as_deref(),
-                )?);
-                return Ok(());
-            }
-            let fwd = cmd.mode == Some(DumpMode::Fwd);
-            if cmd.after.as_deref() == Some("forward") && !fwd {
-                usage_error("`--after forward` needs `--mode fwd`");
-            }
-            if cmd.after.as_deref() == Some("reverse") && cmd.mode != Some(DumpMode::Rev) {
-                usage_error("`--after reverse` needs `--mode rev`");
-            }
-            let rev = cmd.mode == Some(DumpMode::Rev);
-            if cmd.after.is_none() && !cmd.all_passes && !fwd && !rev && schedule.is_none() {
-                out(&render_module(&module, &funcs, cmd.format));
-                return Ok(());
-            }
-            let registry = irad::rules::Registry::new();
-            let mut snapshots: Vec<(String, irad::ir::Module)> = match cmd.after.as_deref() {
-                Some("forward" | "reverse") => Vec::new(),
-                after => irad::pass_snapshots(&sources[0], &module, after)?
-                    .into_iter()
-                    .map(|(pass, m)| (pass.to_string(), m))
-                    .collect(),
-            };
-            // The functions the AD stage added: the schedule's scope.
-            let mut derived: Option<Vec<irad::ir::FuncId>> = None;
-            let mut funcs = funcs;
-            let forward_only =
-                fwd && (cmd.after.is_none() || cmd.after.as_deref() == Some("forward"));
-            if forward_only {
-                let (m, added) = irad::forward_module(&sources[0], &module, &funcs, 1, &registry)?;
-                if !funcs.is_empty() {
-                    funcs = added.clone();
-                }
-                derived = Some(added);
-                if !cmd.all_passes {
-                    snapshots.clear();
-                }
-                snapshots.push(("forward".into(), m));
-            }
-            // The BBCode of the functions differentiated, as comments.
-            let mut bbcode = String::new();
-            let reverse_only =
-                rev && (cmd.after.is_none() || cmd.after.as_deref() == Some("reverse"));
-            if reverse_only {
-                let (m, added, code) =
-                    irad::reverse_module(&sources[0], &module, &funcs, &registry)?;
-                if !funcs.is_empty() {
-                    funcs = added.clone();
-                }
-                derived = Some(added);
-                if !cmd.all_passes {
-                    snapshots.clear();
-                }
-                snapshots.push(("reverse".into(), m));
-                if cmd.format == Format::Text {
-                    for line in code.lines() {
-                        bbcode.push_str(&format!("# {line}\n"));
-                    }
-                    bbcode.push('\n');
-                }
-            }
-            // The schedule's steps, each a section headed by the step and the
-            // rewrites it made, after the last stage.
-            if let (Some(schedule), Some((_, last))) = (&schedule, snapshots.last()) {
-                let mut m = last.clone();
-                let opts = irad::passes::optimise::OptOptions {
-                    record: true,
-                    verify: true,
-                    ..Default::default()
-                };
-                let steps =
-                    irad::passes::optimise::optimise(&mut m, schedule, derived.as_deref(), &opts)
-                        .map_err(|err| Error::Schedule {
-                            file: sources[0].name.clone(),
-                            err: Box::new(err),
-                        })?
-                        .snapshots;
-                if !cmd.all_passes {
-                    snapshots.clear();
-                    bbcode.clear();
-                }
-                for step in steps {
-                    let rewrites: Vec<String> = step
-                        .rewrites
-                        .iter()
-                        .map(|(name, n)| format!("{name} {n}"))
-                        .collect();
-                    let rewrites = if rewrites.is_empty() {
-                        "none".to_string()
-                    } else {
-                        rewrites.join(", ")
-                    };
-                    let header = if cmd.all_passes {
-                        format!("{}\n# rewrites: {rewrites}", step.step)
-                    } else {
-                        step.step
-                    };
-                    snapshots.push((header, step.module));
-                }
-                if !cmd.all_passes {
-                    snapshots.drain(..snapshots.len().saturating_sub(1));
-                }
-            }
-            let mut text = String::new();
-            for (i, (pass, m)) in snapshots.iter().enumerate() {
-                if cmd.all_passes {
-                    if i > 0 {
-                        text.push('\n');
-                    }
-                    match pass.as_str() {
-                        "input" => text.push_str("# input\n"),
-                        _ => text.push_str(&format!("# after {pass}\n")),
-                    }
-                }
-                if pass == "reverse" {
-                    text.push_str(&bbcode);
-                }
-                text.push_str(&render_module(m, &funcs, cmd.format));
-            }
-            out(&text);
-        }
-        Command::Grad(cmd) => {
-            let Request {
-                module,
-                func,
-                args,
-                opts,
-                mode,
-                schedule,
-            } = cmd.req.read(sources, cmd.backend.lib())?;
-            let registry = irad::rules::Registry::new();
-            let (g, m) = match mode {
-                irad::Mode::Reverse => irad::grad_reverse_with(
-                    &sources[0],
-                    &module,
-                    func,
-                    &args,
-                    &registry,
-                    &opts,
-                    &schedule,
-                )?,
-                irad::Mode::Forward => irad::grad_forward_with(
-                    &sources[0],
-                    &module,
-                    func,
-                    &args,
-                    &registry,
-                    &opts,
-                    &schedule,
-                )?,
-            };
-            if cmd.json {
-                let grads: Vec<serde_json::Value> = g
-                    .gradient
-                    .iter()
-                    .map(|d| {
-                        d.as_ref()
-                            .map_or(serde_json::Value::Null, |d| irad::value_to_json(d, &m))
-                    })
-                    .collect();
-                let json = serde_json::json!({
-                    "value": irad::value_to_json(&g.value, &m),
-                    "gradient": grads,
-                });
-                out(&format!("{json}\n"));
-            } else {
-                let f = &m[func];
-                let mut text = format!("value: {}\ngradient:\n", g.value.display(&m));
-                for (i, d) in g.gradient.iter().enumerate() {
-                    let name = f
-                        .params
-                        .get(i)
-                        .and_then(|&v| f.values[v].name.as_deref())
-                        .map_or(format!("argument {i}"), |n| format!("%{n}"));
-                    let shown = match d {
-                        Some(d) => d.display(&m).replace("()", "-"),
-                        None => "-".to_string(),
-                    };
-                    text.push_str(&format!("  {name}: {shown}\n"));
-                }
-                out(&text);
-            }
-        }
-        Command::Bench(cmd) => {
-            let Request {
-                module,
-                func,
-                args,
-                opts,
-                mode,
-                schedule,
-            } = cmd.req.read(sources, irad::Backend::Jit)?;
-            let registry = irad::rules::Registry::new();
-            let opts = irad::BenchOptions {
-                grad: opts,
-                mode,
-                min_time: std::time::Duration::from_secs_f64(cmd.min_time),
-                schedule,
-            };
-            // On a terminal one line counts up; elsewhere a line per second.
-            let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-            let mut shown = false;
-            let mut progress = |secs: f64| {
-                shown = tty;
-                let mut err = std::io::stderr();
-                let _ = if tty {
-                    write!(err, "\rbench: sampling, {secs:.0} s")
-                } else {
-                    writeln!(err, "bench: sampling, {secs:.0} s")
-                };
-                let _ = err.flush();
-            };
-            let report = irad::bench(&module, func, &args, &registry, &opts, &mut progress)
-                .map_err(|e| irad::grad_error(&sources[0], e))?;
-            if shown {
-                let _ = writeln!(std::io::stderr());
-            }
-            if cmd.json {
-                let json = serde_json::json!({
-                    "compile_s": report.compile_s,
-                    "primal_s": report.primal_s,
-                    "grad_s": report.grad_s,
-                    "ratio": report.ratio,
-                });
-                out(&format!("{json}\n"));
-            } else {
-                out(&format!(
-                    "compile:  {}\nprimal:   {} (median of {} runs)\ngradient: {} (median of {} runs)\nratio:    {:.2}\n",
-                    seconds(report.compile_s),
-                    seconds(report.primal_s),
-                    report.primal_runs,
-                    seconds(report.grad_s),
-                    report.grad_runs,
-                    report.ratio
-                ));
-            }
-        }
-        Command::Run(cmd) => {
-            let module = load(&cmd.file, sources)?;
-            let func = irad::find_function(&sources[0], &module, &cmd.func)?;
-            let (module, func, known) = match &cmd.known {
-                Some(known) => specialised(sources, &module, func, known)?,
-                None => (module, func, Vec::new()),
-            };
-            sources.push(args_source(cmd.args)?);
-            let args_src = &sources[sources.len() - 1];
-            let args = irad::parse_args(args_src, &module, func)?;
-            irad::check_args_known(args_src, &module, &args, &known)?;
-            let opts = RunOptions {
-                max_depth: cmd.max_depth,
-                ..RunOptions::default()
-            };
-            let value =
-                irad::run_with(&sources[0], &module, func, &args, &opts, cmd.backend.lib())?;
-            if cmd.json {
-                let json = serde_json::json!({ "value": irad::value_to_json(&value, &module) });
-                out(&format!("{json}\n"));
-            } else {
-                out(&format!("{}\n", value.display(&module)));
-            }
-        }
+        out(&text);
+    }
+    Ok(())
+}
+
+/// `irad bench`: compile time, primal and gradient medians, their ratio.
+fn bench(cmd: BenchCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
+    let Request {
+        module,
+        func,
+        args,
+        opts,
+        mode,
+        schedule,
+    } = cmd.req.read(sources, irad::Backend::Jit)?;
+    let registry = irad::rules::Registry::new();
+    let opts = irad::BenchOptions {
+        grad: opts,
+        mode,
+        min_time: std::time::Duration::from_secs_f64(cmd.min_time),
+        schedule,
+    };
+    // On a terminal one line counts up; elsewhere a line per second.
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let mut shown = false;
+    let mut progress = |secs: f64| {
+        shown = tty;
+        let mut err = std::io::stderr();
+        let _ = if tty {
+            write!(err, "\rbench: sampling, {secs:.0} s")
+        } else {
+            writeln!(err, "bench: sampling, {secs:.0} s")
+        };
+        let _ = err.flush();
+    };
+    let report = irad::bench(&module, func, &args, &registry, &opts, &mut progress)
+        .map_err(|e| irad::grad_error(&sources[0], e))?;
+    if shown {
+        let _ = writeln!(std::io::stderr());
+    }
+    if cmd.json {
+        let json = serde_json::json!({
+            "compile_s": report.compile_s,
+            "primal_s": report.primal_s,
+            "grad_s": report.grad_s,
+            "ratio": report.ratio,
+        });
+        out(&format!("{json}\n"));
+    } else {
+        out(&format!(
+            "compile:  {}\nprimal:   {} (median of {} runs)\ngradient: {} (median of {} runs)\nratio:    {:.2}\n",
+            seconds(report.compile_s),
+            seconds(report.primal_s),
+            report.primal_runs,
+            seconds(report.grad_s),
+            report.grad_runs,
+            report.ratio
+        ));
+    }
+    Ok(())
+}
+
+/// `irad run`: the value of a call, as text or JSON.
+fn run(cmd: RunCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
+    let module = load(&cmd.file, sources)?;
+    let func = irad::find_function(&sources[0], &module, &cmd.func)?;
+    let (module, func, known) = match &cmd.known {
+        Some(known) => specialised(sources, &module, func, known)?,
+        None => (module, func, Vec::new()),
+    };
+    sources.push(args_source(cmd.args)?);
+    let args_src = &sources[sources.len() - 1];
+    let args = irad::parse_args(args_src, &module, func)?;
+    irad::check_args_known(args_src, &module, &args, &known)?;
+    let req = irad::RunRequest {
+        func,
+        args: &args,
+        opts: RunOptions {
+            max_depth: cmd.max_depth,
+            ..RunOptions::default()
+        },
+        backend: cmd.backend.lib(),
+    };
+    let value = irad::run(&sources[0], &module, &req)?;
+    if cmd.json {
+        let json = serde_json::json!({ "value": irad::value_to_json(&value, &module) });
+        out(&format!("{json}\n"));
+    } else {
+        out(&format!("{}\n", value.display(&module)));
     }
     Ok(())
 }

@@ -16,7 +16,7 @@
 #[path = "../benches/common/handwritten.rs"]
 mod handwritten;
 
-use irad::ir::interp::{ArrayData, ArrayRef, RunOptions, Val};
+use irad::ir::interp::{ArrayData, ArrayRef, Val};
 use irad::passes::forward::grad::{GradOptions, Gradient};
 use irad::{Backend, Source};
 
@@ -49,8 +49,15 @@ fn run_all(name: &str, args: &[Val], backend: Backend) -> (f64, Vec<f64>, Vec<f6
         exec: backend.exec(),
         ..GradOptions::default()
     };
-    let value = irad::run_with(&src, &m, f, args, &RunOptions::default(), backend)
-        .unwrap_or_else(|e| panic!("{}", e.render(&[&src])));
+    let value = irad::run(
+        &src,
+        &m,
+        &irad::RunRequest {
+            backend,
+            ..irad::RunRequest::new(f, args)
+        },
+    )
+    .unwrap_or_else(|e| panic!("{}", e.render(&[&src])));
     let (rev, _) = irad::grad_reverse(&src, &m, f, args, &registry, &opts)
         .unwrap_or_else(|e| panic!("{}", e.render(&[&src])));
     let (fwd, _) = irad::grad_forward(&src, &m, f, args, &registry, &opts)
@@ -209,8 +216,15 @@ fn mlp_args(p: &handwritten::MlpProblem) -> Vec<Val> {
 /// The value of `@loss` of `benches/programs/FILE.irad` on `p`.
 fn mlp_value(file: &str, p: &handwritten::MlpProblem, backend: Backend) -> f64 {
     let (src, m, f) = program_fn(file, "loss");
-    let v = irad::run_with(&src, &m, f, &mlp_args(p), &RunOptions::default(), backend)
-        .unwrap_or_else(|e| panic!("{}", e.render(&[&src])));
+    let v = irad::run(
+        &src,
+        &m,
+        &irad::RunRequest {
+            backend,
+            ..irad::RunRequest::new(f, &mlp_args(p))
+        },
+    )
+    .unwrap_or_else(|e| panic!("{}", e.render(&[&src])));
     floats(&v)[0]
 }
 

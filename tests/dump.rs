@@ -1,7 +1,8 @@
 //! `irad dump --after PASS` and `--all-passes` at the command line: the output
 //! is valid IR text (each `# after PASS` section on its own), unknown pass names
 //! are usage errors (exit 2, clap lists the pass names), and the two flags
-//! exclude each other. `--all-passes` shows every round of the group
+//! exclude each other; `--bisect-limit N` runs the first N passes and logs
+//! every pass on stderr. `--all-passes` shows every round of the group
 //! `simplify` that changed the module; `--after` one of its passes stops after
 //! that pass's first run.
 
@@ -194,4 +195,38 @@ fn the_reverse_mode_example_in_the_docs_is_what_dump_prints() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(stdout(&out).trim_end(), block.trim_end());
+}
+
+/// `--bisect-limit N` runs passes 1 to N: a limit past the last pass changes
+/// nothing, a limit of 2 (`uniform_constant_operands`,
+/// `fold_constant_branches`) prints what `--after fold_constant_branches`
+/// prints, and every pass is logged on stderr, the skipped ones as `NOT`.
+#[test]
+fn bisect_limit_runs_the_first_passes_and_logs_them() {
+    let all = irad(&["dump", FILE, "--mode", "rev", "--bisect-limit", "1000"]);
+    let plain = irad(&["dump", FILE, "--mode", "rev"]);
+    assert_eq!(all.status.code(), Some(0));
+    assert_eq!(stdout(&all), stdout(&plain));
+    let log = String::from_utf8_lossy(&all.stderr).into_owned();
+    assert!(
+        log.starts_with("BISECT: running pass (1) uniform_constant_operands\n"),
+        "{log}"
+    );
+    assert!(log.contains(" reverse (required)\n"), "{log}");
+    assert!(!log.contains("NOT"), "{log}");
+
+    let two = irad(&["dump", FILE, "--bisect-limit", "2"]);
+    let after = irad(&["dump", FILE, "--after", "fold_constant_branches"]);
+    assert_eq!(two.status.code(), Some(0));
+    assert_eq!(stdout(&two), stdout(&after));
+    let log = String::from_utf8_lossy(&two.stderr).into_owned();
+    assert!(
+        log.contains("BISECT: running pass (2) fold_constant_branches\n"),
+        "{log}"
+    );
+    assert!(
+        log.contains("BISECT: NOT running pass (3) remove_unreachable_blocks\n"),
+        "{log}"
+    );
+    assert!(plain.stderr.is_empty());
 }

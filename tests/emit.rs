@@ -253,7 +253,7 @@ fn expected(
     wrt: Option<Vec<usize>>,
 ) -> Vec<String> {
     let f = irad::find_function(src, module, func).expect("function");
-    let value = irad::run(src, module, f, args, &RunOptions::default()).expect("interpreter runs");
+    let value = irad::run(src, module, &irad::RunRequest::new(f, args)).expect("interpreter runs");
     let registry = irad::rules::Registry::new();
     let opts = GradOptions {
         width: 1,
@@ -337,7 +337,7 @@ fn tuples_integers_wrt_and_two_objects_in_one_program() {
         };
         let polar = irad::find_function(&src, &module, "polar").expect("polar");
         let r =
-            irad::run(&src, &module, polar, &pt[..], &RunOptions::default()).expect("polar runs");
+            irad::run(&src, &module, &irad::RunRequest::new(polar, &pt[..])).expect("polar runs");
         want.push(line("polar", &[&r]));
         let got = run(&exe, &argv(&vals));
         assert_eq!(got.lines().collect::<Vec<_>>(), want, "tuples({args})");
@@ -372,7 +372,7 @@ fn every_kind_of_parameter_and_result_and_scratch_shadows() {
         Val::Array(ArrayRef::new(ArrayData::Bool(flags))),
     ];
     let r =
-        irad::run(&src, &module, stats, &stats_args, &RunOptions::default()).expect("stats runs");
+        irad::run(&src, &module, &irad::RunRequest::new(stats, &stats_args)).expect("stats runs");
     let Val::Tuple(r) = r else {
         panic!("stats returns a tuple")
     };
@@ -475,7 +475,15 @@ fn run_time_errors_return_their_code_and_the_interpreters_message() {
             max_depth,
             ..RunOptions::default()
         };
-        let err = irad::run(&src, &module, f, &vals, &opts).expect_err("the interpreter fails too");
+        let err = irad::run(
+            &src,
+            &module,
+            &irad::RunRequest {
+                opts: opts.clone(),
+                ..irad::RunRequest::new(f, &vals)
+            },
+        )
+        .expect_err("the interpreter fails too");
         interp_error_lines(&err, &src)
     };
     let messages = |lines: &[String]| -> Vec<String> {
@@ -569,7 +577,7 @@ fn bulk_primitives_compute_and_fail_as_in_the_interpreter() {
         let mut lines = out.lines().map(String::from);
         let status = lines.next().unwrap_or_default();
         let rest: Vec<String> = lines.filter(|l| !l.is_empty()).collect();
-        match irad::run(&src, &module, f, &vals, &RunOptions::default()) {
+        match irad::run(&src, &module, &irad::RunRequest::new(f, &vals)) {
             Ok(value) => {
                 assert_eq!(status, "status 0", "mm({args}): {out}");
                 assert_eq!(

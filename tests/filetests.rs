@@ -75,7 +75,8 @@ use irad::ir::interp::{RunOptions, run};
 use irad::ir::surface::compile;
 use irad::ir::text::{parse_args, parse_module, parse_value, print_module};
 use irad::ir::{Diagnostic, Module, eq::structural_eq, verify::verify_module};
-use irad::passes::{Pass, PipelineOptions, find, normalise_pipeline, run_pipeline};
+use irad::passes::manager::Run;
+use irad::passes::{PassId, PipelineOptions, normalise_pipeline, run_passes};
 use std::process::Command;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -135,7 +136,7 @@ enum Directive {
     },
     Dump,
     /// `# test: pass NAME`
-    Pass(String),
+    Pass(PassId),
     /// `# test: normalise`
     Normalise,
     /// `# test: forward`
@@ -143,7 +144,7 @@ enum Directive {
     /// `# test: reverse`
     Reverse,
     /// `# test: pe NAME`: one partial-evaluation transform over the module
-    Pe(String),
+    Pe(PassId),
     /// `# test: specialise @f(KNOWN)`
     Specialise(Call),
     /// `# test: schedule S`
@@ -185,10 +186,7 @@ fn filetest(path: &Utf8Path, text: String) -> datatest_stable::Result<()> {
     check_pipeline(&module, &normalise_pipeline(), &directives)?;
     for d in &directives {
         let (suffix, pipeline) = match d {
-            Directive::Pass(name) => {
-                let pass = find(name).ok_or_else(|| format!("no pass named {name:?}"))?;
-                (name.as_str(), vec![pass])
-            }
+            Directive::Pass(pass) => (pass.name(), vec![*pass]),
             Directive::Normalise => ("normalise", normalise_pipeline()),
             _ => continue,
         };
@@ -200,8 +198,9 @@ fn filetest(path: &Utf8Path, text: String) -> datatest_stable::Result<()> {
             // The expected file has positions of its own, so its run-time
             // errors are checked on the transformed module only.
             Directive::Pe(name) => {
-                let printed = check_pe(&module, name, &directives)?;
-                compare_with_sibling(path, name, &printed, &without_run_errors(&directives))?;
+                let printed = check_pe(&module, *name, &directives)?;
+                let runs = without_run_errors(&directives);
+                compare_with_sibling(path, name.name(), &printed, &runs)?;
             }
             Directive::Specialise(call) => {
                 let printed = check_specialise(path, &text, &module, call, &directives)?;
@@ -352,11 +351,7 @@ fn check_reverse(
             .into());
         }
     }
-    let mut out = String::new();
-    for line in bbcode.lines() {
-        out.push_str(&format!("# {line}\n"));
-    }
-    out.push('\n');
+    let mut out = irad::passes::annotate::comment_lines(&bbcode);
     out.push_str(&print_module(&m));
     Ok(out)
 }
@@ -373,14 +368,13 @@ fn without_run_errors(directives: &[Directive]) -> Vec<Directive> {
 /// The module through the partial-evaluation transform `name` (`inline`,
 /// `unroll`, `devirtualise`); it must verify, round-trip and pass the `# run:`
 /// lines. Returns the printed result.
-fn check_pe(module: &Module, name: &str, directives: &[Directive]) -> Result<String> {
+fn check_pe(module: &Module, name: PassId, directives: &[Directive]) -> Result<String> {
     let mut m = module.clone();
-    match name {
-        "inline" => irad::passes::pe::inline(&mut m),
-        "unroll" => irad::passes::pe::unroll(&mut m),
-        "devirtualise" => irad::passes::pe::devirtualise(&mut m),
-        other => return Err(format!("no partial-evaluation transform {other:?}").into()),
+    let opts = PipelineOptions {
+        verify: true,
+        ..PipelineOptions::default()
     };
+    run_passes(&mut m, &[name], &opts).map_err(|e| format!("{name}: {e}: {e:?}"))?;
     if let Err(errs) = verify_module(&m) {
         let msgs: Vec<String> = errs.iter().map(ToString::to_string).collect();
         return Err(format!(
@@ -497,18 +491,22 @@ fn check_forward(path: &Utf8Path, text: &str, module: &Module) -> Result<String>
 /// Runs `pipeline` over a copy of `module` (the manager verifies after each
 /// pass); the result must round-trip, pass the `# run:` lines and be a fixed
 /// point of the pipeline. Returns the printed result.
-fn check_pipeline(module: &Module, pipeline: &[&Pass], directives: &[Directive]) -> Result<String> {
-    let names: Vec<&str> = pipeline.iter().map(|p| p.name).collect();
+fn check_pipeline(
+    module: &Module,
+    pipeline: &[PassId],
+    directives: &[Directive],
+) -> Result<String> {
+    let names: Vec<&str> = pipeline.iter().map(|p| p.name()).collect();
     let opts = PipelineOptions {
         verify: true,
-        record: false,
+        ..PipelineOptions::default()
     };
     let mut m = module.clone();
-    run_pipeline(&mut m, pipeline, &opts).map_err(|e| format!("{names:?}: {e}: {e:?}"))?;
+    run_passes(&mut m, pipeline, &opts).map_err(|e| format!("{names:?}: {e}: {e:?}"))?;
     round_trip(&m).map_err(|e| format!("after {names:?}: {e}"))?;
     run_directives(&m, directives).map_err(|e| format!("after {names:?}: {e}"))?;
     let printed = print_module(&m);
-    run_pipeline(&mut m, pipeline, &opts).map_err(|e| format!("{names:?} again: {e}"))?;
+    run_passes(&mut m, pipeline, &opts).map_err(|e| format!("{names:?} again: {e}"))?;
     let again = print_module(&m);
     if again != printed {
         return Err(format!(
@@ -953,10 +951,22 @@ fn directives(text: &str, lang: Lang) -> Result<Vec<Directive>> {
                     ));
                 }
                 other if other.starts_with("pass ") => {
-                    out.push(Directive::Pass(other["pass ".len()..].trim().to_string()));
+                    let name = other["pass ".len()..].trim();
+                    let pass = PassId::from_name(name)
+                        .filter(|p| {
+                            matches!(irad::passes::find(*p).run, Run::Func(_) | Run::Fixpoint(_))
+                        })
+                        .ok_or_else(|| format!("no pass named {name:?}"))?;
+                    out.push(Directive::Pass(pass));
                 }
                 other if other.starts_with("pe ") => {
-                    out.push(Directive::Pe(other["pe ".len()..].trim().to_string()));
+                    let name = other["pe ".len()..].trim();
+                    let pass = PassId::from_name(name)
+                        .filter(|p| {
+                            matches!(p, PassId::Inline | PassId::Unroll | PassId::Devirtualise)
+                        })
+                        .ok_or_else(|| format!("no partial-evaluation transform {name:?}"))?;
+                    out.push(Directive::Pe(pass));
                 }
                 other if other.starts_with("specialise ") => {
                     let (call, _) = parse_call(&other["specialise ".len()..])

@@ -59,7 +59,6 @@
 //! above.
 
 use irad::Source;
-use irad::ir::interp::RunOptions;
 use irad::ir::interp::value::{ArrayData, ArrayRef, Val};
 use irad::ir::{FuncId, InstKind, Module};
 use irad::passes::forward::grad::{GradOptions, Gradient};
@@ -504,7 +503,7 @@ impl Case<'_> {
     /// The primal at fresh copies of `args`, if it runs and is finite.
     fn eval(&self, f: FuncId, args: &[Val]) -> Option<f64> {
         let fresh: Vec<Val> = args.iter().map(deep_copy).collect();
-        match irad::run(self.src, self.module, f, &fresh, &RunOptions::default()) {
+        match irad::run(self.src, self.module, &irad::RunRequest::new(f, &fresh)) {
             Ok(Val::F64(y)) if y.is_finite() => Some(y),
             _ => None,
         }

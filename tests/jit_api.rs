@@ -203,7 +203,16 @@ fn a_compiled_gradient_runs_many_times_with_the_interpreters_results() {
             irad::Mode::Forward => irad::grad_forward(&src, &m, f, &args, &registry, &opts),
         }
         .unwrap();
-        let mut g = irad::jit_gradient(&m, f, &args, &registry, &opts, mode).unwrap();
+        let mut g = irad::jit_gradient(
+            &m,
+            &registry,
+            &irad::GradRequest {
+                mode,
+                opts: opts.clone(),
+                ..irad::GradRequest::new(f, &args)
+            },
+        )
+        .unwrap();
         g.compile().unwrap();
         for _ in 0..3 {
             let got = g.run(&args, &RunOptions::default()).unwrap();

@@ -184,7 +184,16 @@ fn run_on(
     args: &[Val],
     opts: &RunOptions,
 ) -> Result<Val, RunError> {
-    irad::run_with(&test_source(), m, f, args, opts, backend).map_err(|e| match e {
+    irad::run(
+        &test_source(),
+        m,
+        &irad::RunRequest {
+            opts: opts.clone(),
+            backend,
+            ..irad::RunRequest::new(f, args)
+        },
+    )
+    .map_err(|e| match e {
         Error::Run { err, .. } => *err,
         other => panic!("{backend:?}: not a run-time error: {other}"),
     })

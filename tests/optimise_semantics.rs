@@ -16,7 +16,7 @@
 //! Assumes the programs load; files that do not (error tests) are skipped.
 //! Fails when it finds fewer calls than a floor, so it cannot pass vacuously.
 
-use irad::ir::interp::{RunOptions, Val};
+use irad::ir::interp::Val;
 use irad::ir::{FuncId, Module};
 use irad::passes::forward::grad::GradOptions;
 use irad::passes::optimise::{OptOptions, Strategy, default_schedule, optimise, parse_schedule};
@@ -218,7 +218,7 @@ fn run_primal(c: &Call, schedule: &Strategy) -> Option<Outcome> {
         .unwrap_or_else(|e| panic!("{}: {schedule}: {e}", c.src.name));
     let args = args_of(c, &m, f)?;
     Some(
-        match irad::run(&c.src, &m, f, &args, &RunOptions::default()) {
+        match irad::run(&c.src, &m, &irad::RunRequest::new(f, &args)) {
             Ok(v) => {
                 // Argument arrays written by the function are part of the result.
                 let mut vals = vec![v];
@@ -249,12 +249,28 @@ fn run_grad(c: &Call, mode: Mode, schedule: &Strategy, backend: irad::Backend) -
         ..GradOptions::default()
     };
     let res = match mode {
-        Mode::Fwd(_) => {
-            irad::grad_forward_with(&c.src, &c.module, f, &args, &registry, &opts, schedule)
-        }
-        Mode::Rev => {
-            irad::grad_reverse_with(&c.src, &c.module, f, &args, &registry, &opts, schedule)
-        }
+        Mode::Fwd(_) => irad::grad(
+            &c.src,
+            &c.module,
+            &registry,
+            &irad::GradRequest {
+                mode: irad::Mode::Forward,
+                opts: opts.clone(),
+                schedule: Some(schedule.clone()),
+                ..irad::GradRequest::new(f, &args)
+            },
+        ),
+        Mode::Rev => irad::grad(
+            &c.src,
+            &c.module,
+            &registry,
+            &irad::GradRequest {
+                mode: irad::Mode::Reverse,
+                opts: opts.clone(),
+                schedule: Some(schedule.clone()),
+                ..irad::GradRequest::new(f, &args)
+            },
+        ),
     };
     Some(match res {
         Ok((g, _)) => {

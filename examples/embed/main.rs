@@ -6,9 +6,8 @@
 
 pub mod calc;
 
-use irad::Mode;
 use irad::ir::interp::{RunOptions, Val};
-use irad::passes::forward::grad::GradOptions;
+use irad::{GradRequest, Mode};
 
 /// The program compiled when no file is given.
 pub const PROGRAM: &str = "
@@ -42,14 +41,8 @@ pub fn gradients(
             })
             .collect()
     };
-    let mut rev = irad::jit_gradient(
-        module,
-        f,
-        &args,
-        &registry,
-        &GradOptions::default(),
-        Mode::Reverse,
-    )?;
+    // Reverse mode, the default schedule and options: GradRequest::new.
+    let mut rev = irad::jit_gradient(module, &registry, &GradRequest::new(f, &args))?;
     rev.compile()?;
     let g = rev.run(&args, &RunOptions::default())?;
     let Val::F64(value) = g.value else {
@@ -57,11 +50,11 @@ pub fn gradients(
     };
     let mut fwd = irad::jit_gradient(
         module,
-        f,
-        &args,
         &registry,
-        &GradOptions::default(),
-        Mode::Forward,
+        &GradRequest {
+            mode: Mode::Forward,
+            ..GradRequest::new(f, &args)
+        },
     )?;
     let h = fwd.run(&args, &RunOptions::default())?;
     Ok((value, floats(&g), floats(&h)))

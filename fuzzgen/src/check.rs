@@ -133,7 +133,14 @@ pub fn interpreter(p: &Program) -> Result<Option<Val>, String> {
         max_steps: MAX_STEPS,
         ..RunOptions::default()
     };
-    match irad::run(&l.src, &l.module, l.func, &l.args, &opts) {
+    match irad::run(
+        &l.src,
+        &l.module,
+        &irad::RunRequest {
+            opts: opts.clone(),
+            ..irad::RunRequest::new(l.func, &l.args)
+        },
+    ) {
         Err(irad::Error::Run { err, .. }) if err.msg.starts_with("step limit") => {
             Err(format!("a generated program hit the step limit: {err}"))
         }
@@ -177,7 +184,17 @@ pub fn same(a: &Val, b: &Val) -> bool {
 pub fn interp_vs_jit(p: &Program) -> Result<(), String> {
     let l = load(p)?;
     let opts = RunOptions::default();
-    let run = |b: Backend| irad::run_with(&l.src, &l.module, l.func, &fresh(&l.args), &opts, b);
+    let run = |b: Backend| {
+        irad::run(
+            &l.src,
+            &l.module,
+            &irad::RunRequest {
+                opts: opts.clone(),
+                backend: b,
+                ..irad::RunRequest::new(l.func, &fresh(&l.args))
+            },
+        )
+    };
     let same_result = |what: &str,
                        i: &Result<Val, irad::Error>,
                        j: &Result<Val, irad::Error>|
@@ -288,7 +305,14 @@ pub fn derivatives(p: &Program) -> Result<Compared, String> {
     let l = load(p)?;
     let opts = RunOptions::default();
     let f = |args: &[Val]| -> Option<f64> {
-        match irad::run(&l.src, &l.module, l.func, &fresh(args), &opts) {
+        match irad::run(
+            &l.src,
+            &l.module,
+            &irad::RunRequest {
+                opts: opts.clone(),
+                ..irad::RunRequest::new(l.func, &fresh(args))
+            },
+        ) {
             Ok(Val::F64(y)) if y.is_finite() => Some(y),
             _ => None,
         }

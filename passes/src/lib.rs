@@ -1,8 +1,13 @@
 //! irad-passes: the pass manager and the transforms that run under it.
 //!
-//! - [`manager`]: the registry of passes by name, [`run_pipeline`] (run passes
-//!   over every function, verify after each, record snapshots for `irad dump`)
-//!   and [`normalise()`];
+//! - [`manager`]: the one pass manager: every stage a named pass
+//!   ([`PassId`]), [`run_pipeline`] (run passes and stages, verify after each,
+//!   record snapshots for `irad dump`, bisect) and [`normalise()`];
+//! - [`stages`]: forward mode, reverse mode, the optimiser and specialisation
+//!   wrapped as stages of the manager;
+//! - [`dump`]: the pipeline `irad dump` runs and the sections it prints;
+//! - [`aot_rules`]: the run-time rule provider of `irad emit`'s objects;
+//! - [`annotate`]: IR printed with analysis results beside it (BBCode);
 //! - [`normalise`](mod@normalise): the normalisation passes of DESIGN.md, one
 //!   file each;
 //! - [`grad`]: the gradient request and result both AD modes share;
@@ -23,9 +28,12 @@
 #![warn(missing_docs)]
 
 pub mod activity;
+pub mod annotate;
+pub mod aot_rules;
 mod cfg;
 #[macro_use]
 mod ad_error;
+pub mod dump;
 pub mod forward;
 pub mod grad;
 pub mod manager;
@@ -34,8 +42,9 @@ pub mod optimise;
 pub mod pe;
 pub mod reverse;
 mod rule_cache;
+pub mod stages;
 
 pub use manager::{
-    NORMALISE, Pass, PassError, PipelineOptions, Snapshot, find, normalise, normalise_pipeline,
-    normalise_until, passes, run_pipeline,
+    NORMALISE, OptStep, Pass, PassError, PassId, PassRun, PipelineOptions, Report, Snapshot, Stage,
+    Step, find, normalise, normalise_pipeline, normalise_until, passes, run_passes, run_pipeline,
 };

@@ -1,29 +1,143 @@
-//! The pass manager: every pass registered once by name, pipelines of passes
-//! run over every function of a module, the verifier after each pass, and
-//! snapshots of the module after each pass for `irad dump --after/--all-passes`.
+//! The pass manager: every stage of irad is a named pass ([`PassId`]) run by
+//! one manager: the normalisation passes and their group `simplify`, forward
+//! and reverse mode, the optimiser's schedule, and the partial-evaluation
+//! transforms. The manager runs a pipeline of [`Step`]s over a module, runs
+//! the verifier after each pass, records a copy of the module after each pass
+//! for `irad dump --after/--all-passes`, and numbers every pass it runs so a
+//! bisect limit (like LLVM's `-opt-bisect-limit`) can skip every pass after
+//! the Nth and find the pass that breaks a program.
 //!
-//! A registered pass is either a transform of one function or a group: other
-//! registered passes run in rounds until a round changes no function (a
-//! fixpoint). The normalisation pipeline has one group, `simplify`.
+//! A registered pass ([`Pass`], in [`passes()`]) is a transform of one
+//! function, a transform of the whole module, a group (other registered
+//! passes run in rounds until a round changes no function: a fixpoint; the
+//! normalisation pipeline has one group, `simplify`), or a stage that takes
+//! parameters and gives results of its own (forward and reverse mode, the
+//! optimiser, specialisation): such a pass runs as a [`Stage`] value
+//! (`crate::stages` wraps the entry points of those modules).
 //!
 //! Assumes the module given to [`run_pipeline`] verifies (it is checked first
-//! when verification is on). Guarantees: passes run in the order given, each
-//! over every function in module order (a group runs its passes in its order,
-//! round after round); with verification on (the default in debug builds and
-//! therefore in tests), a module that fails to verify after a pass stops the
-//! pipeline with [`PassError::Verify`] naming that pass. A group's rounds are
-//! capped, so a group whose passes undo each other cannot loop for ever (debug
-//! builds fail an assertion at the cap).
+//! when verification is on). Guarantees: steps run in the order given, each
+//! function pass over every function in module order (a group runs its passes
+//! in its order, round after round); with verification on (the default in
+//! debug builds and therefore in tests), a module that fails to verify after a
+//! pass stops the pipeline with [`PassError::Verify`] naming that pass. A
+//! group's rounds are capped, so a group whose passes undo each other cannot
+//! loop for ever (debug builds fail an assertion at the cap). With a bisect
+//! limit N, the passes numbered 1 to N run and later ones are skipped, except
+//! required stages (a derivation the request asks for), which always run.
 
+use crate::forward::ForwardError;
+use crate::forward::grad::GradError;
 use crate::normalise as passes_fn;
+use crate::optimise::OptError;
+use crate::pe::{self, PeError};
+use crate::reverse::ReverseError;
 use irad_ir::verify::{VerifyError, verify_module};
 use irad_ir::{Func, Module};
+use std::fmt;
 
-/// A transform registered by name.
+/// The name of every pass the manager runs: what `irad dump --after`, the
+/// filetests (`# test: pass NAME`, `# test: pe NAME`) and the bisect log
+/// print. Text names are parsed once, where they are read ([`PassId::from_name`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum PassId {
+    /// `uniform_constant_operands`.
+    UniformConstantOperands,
+    /// `fold_constant_branches`.
+    FoldConstantBranches,
+    /// `remove_unreachable_blocks`.
+    RemoveUnreachableBlocks,
+    /// `remove_trivial_phis`.
+    RemoveTrivialPhis,
+    /// `simplify`, the group of [`SIMPLIFY`].
+    Simplify,
+    /// `split_critical_edges`.
+    SplitCriticalEdges,
+    /// `single_return`.
+    SingleReturn,
+    /// `forward`: forward-mode rules (a stage).
+    Forward,
+    /// `reverse`: reverse-mode pieces (a stage).
+    Reverse,
+    /// `optimise`: an optimiser schedule over some functions (a stage).
+    Optimise,
+    /// `specialise`: a function specialised on known arguments (a stage).
+    Specialise,
+    /// `inline`: partial evaluation's inliner.
+    Inline,
+    /// `unroll`: partial evaluation's loop unroller.
+    Unroll,
+    /// `devirtualise`: calls of known function values made direct.
+    Devirtualise,
+}
+
+impl PassId {
+    /// Every pass, in the order of [`passes()`].
+    pub const ALL: [PassId; 14] = [
+        PassId::UniformConstantOperands,
+        PassId::FoldConstantBranches,
+        PassId::RemoveUnreachableBlocks,
+        PassId::RemoveTrivialPhis,
+        PassId::Simplify,
+        PassId::SplitCriticalEdges,
+        PassId::SingleReturn,
+        PassId::Forward,
+        PassId::Reverse,
+        PassId::Optimise,
+        PassId::Specialise,
+        PassId::Inline,
+        PassId::Unroll,
+        PassId::Devirtualise,
+    ];
+
+    /// The name users write and the manager prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            PassId::UniformConstantOperands => "uniform_constant_operands",
+            PassId::FoldConstantBranches => "fold_constant_branches",
+            PassId::RemoveUnreachableBlocks => "remove_unreachable_blocks",
+            PassId::RemoveTrivialPhis => "remove_trivial_phis",
+            PassId::Simplify => "simplify",
+            PassId::SplitCriticalEdges => "split_critical_edges",
+            PassId::SingleReturn => "single_return",
+            PassId::Forward => "forward",
+            PassId::Reverse => "reverse",
+            PassId::Optimise => "optimise",
+            PassId::Specialise => "specialise",
+            PassId::Inline => "inline",
+            PassId::Unroll => "unroll",
+            PassId::Devirtualise => "devirtualise",
+        }
+    }
+
+    /// The pass called `name`, if any.
+    pub fn from_name(name: &str) -> Option<PassId> {
+        PassId::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// The pass of the normalisation pipeline called `name` (one of
+    /// [`NORMALISE`]); the error lists those names.
+    pub fn parse_normalise(name: &str) -> Result<PassId, PassError> {
+        PassId::from_name(name)
+            .filter(|p| NORMALISE.contains(p))
+            .ok_or_else(|| PassError::UnknownPass {
+                name: name.to_string(),
+                known: NORMALISE.iter().map(|p| p.name()).collect(),
+            })
+    }
+}
+
+impl fmt::Display for PassId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A registered pass.
 #[derive(Debug)]
 pub struct Pass {
-    /// The name `irad dump --after` and filetests (`# test: pass NAME`) use.
-    pub name: &'static str,
+    /// Its name.
+    pub id: PassId,
     /// What running the pass does.
     pub run: Run,
     /// One line on what the pass guarantees.
@@ -40,7 +154,55 @@ pub enum Run {
     /// over every function, repeated until a round changes no function. Every
     /// round that changes a function must bring it closer to a state no pass
     /// of the group changes, or the group stops at its round cap.
-    Fixpoint(&'static [&'static str]),
+    Fixpoint(&'static [PassId]),
+    /// A transform of the whole module, in place; it returns whether it
+    /// changed the module.
+    Module(fn(&mut Module) -> bool),
+    /// A pass with parameters and results: it runs only as a [`Step::Stage`].
+    Stage,
+}
+
+/// A pass with parameters (the functions to derive, a schedule, known
+/// arguments) and results (the functions it added): forward and reverse
+/// mode, the optimiser, specialisation. The caller keeps the value, runs it
+/// in a pipeline as [`Step::Stage`], and reads its results afterwards.
+pub trait Stage {
+    /// The pass this stage is.
+    fn id(&self) -> PassId;
+
+    /// Whether the stage runs whatever the bisect limit: true for what the
+    /// request itself asks for (a derivation, a specialisation), false for
+    /// an optimisation.
+    fn required(&self) -> bool {
+        false
+    }
+
+    /// Runs the stage over `m`. With `opts.record`, it may return snapshots
+    /// of its own steps (the optimiser: one per top-level step); `None` has
+    /// the manager record the module after it.
+    fn run(
+        &mut self,
+        m: &mut Module,
+        opts: &PipelineOptions,
+    ) -> Result<Option<Vec<Snapshot>>, PassError>;
+}
+
+/// One step of a pipeline.
+pub enum Step<'s> {
+    /// A registered pass without parameters (a function pass, a group or a
+    /// module pass).
+    Pass(PassId),
+    /// A stage, whose results its owner reads after the pipeline.
+    Stage(&'s mut dyn Stage),
+}
+
+impl fmt::Debug for Step<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Step::Pass(id) => write!(f, "Pass({id})"),
+            Step::Stage(stage) => write!(f, "Stage({})", stage.id()),
+        }
+    }
 }
 
 /// The one error type of the passes crate.
@@ -56,7 +218,7 @@ pub enum PassError {
     #[error("pass `{pass}` produced IR that does not verify ({} error(s))", errors.len())]
     Verify {
         /// The pass that ran last.
-        pass: &'static str,
+        pass: PassId,
         /// The verifier's errors.
         errors: Vec<VerifyError>,
     },
@@ -65,9 +227,37 @@ pub enum PassError {
     UnknownPass {
         /// The name asked for.
         name: String,
-        /// Every registered name.
+        /// Every name that was expected.
         known: Vec<&'static str>,
     },
+    /// The request does not fit the program (a `--wrt` position past a
+    /// function's parameters).
+    #[error("{message}")]
+    Request {
+        /// What is wrong.
+        message: String,
+    },
+    /// A pass that takes parameters was named as a plain [`Step::Pass`].
+    #[error("pass `{pass}` takes parameters: run it as a stage")]
+    NeedsParameters {
+        /// The pass.
+        pass: PassId,
+    },
+    /// Forward mode could not derive a rule.
+    #[error(transparent)]
+    Forward(Box<ForwardError>),
+    /// Reverse mode could not derive the pieces of a function.
+    #[error(transparent)]
+    Reverse(Box<ReverseError>),
+    /// A gradient request does not fit its function, or its derivation failed.
+    #[error(transparent)]
+    Grad(Box<GradError>),
+    /// The optimiser's schedule failed to run.
+    #[error(transparent)]
+    Optimise(Box<OptError>),
+    /// A specialisation could not be made.
+    #[error(transparent)]
+    Pe(Box<PeError>),
 }
 
 /// How [`run_pipeline`] runs.
@@ -79,15 +269,55 @@ pub struct PipelineOptions {
     /// group in its first round and in every later round that changed the
     /// module (a round that changed nothing would repeat the one before).
     pub record: bool,
+    /// Run only the passes numbered 1 to N (every pass run counts, each pass
+    /// of a group in each round; required stages run whatever the limit);
+    /// `None`: run every pass. `irad dump --bisect-limit N`.
+    pub bisect_limit: Option<usize>,
+    /// Called for every numbered pass, run or skipped, as it comes (the
+    /// bisect log `irad dump --bisect-limit` prints).
+    pub on_pass: Option<fn(&PassRun)>,
 }
 
 impl Default for PipelineOptions {
-    /// Verification on in debug builds (and so in tests), recording off.
+    /// Verification on in debug builds (and so in tests), recording off, no
+    /// bisect limit.
     fn default() -> PipelineOptions {
         PipelineOptions {
             verify: cfg!(debug_assertions),
             record: false,
+            bisect_limit: None,
+            on_pass: None,
         }
+    }
+}
+
+/// One numbered pass of a pipeline run, for bisecting.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct PassRun {
+    /// Its number, from 1, in the order the passes came.
+    pub number: usize,
+    /// The pass.
+    pub pass: PassId,
+    /// Whether it ran (false: skipped by the bisect limit).
+    pub ran: bool,
+    /// Whether it is a required stage (run whatever the limit).
+    pub required: bool,
+}
+
+impl fmt::Display for PassRun {
+    /// `BISECT: running pass (N) NAME`, `BISECT: NOT running pass (N) NAME`,
+    /// with ` (required)` after a required stage, as LLVM prints them.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let not = if self.ran { "" } else { "NOT " };
+        write!(
+            f,
+            "BISECT: {not}running pass ({}) {}",
+            self.number, self.pass
+        )?;
+        if self.required {
+            f.write_str(" (required)")?;
+        }
+        Ok(())
     }
 }
 
@@ -95,9 +325,30 @@ impl Default for PipelineOptions {
 #[derive(Clone, Debug)]
 pub struct Snapshot {
     /// The pass that had just run.
-    pub pass: &'static str,
+    pub pass: PassId,
+    /// For the optimiser, the top-level step of its schedule that had just
+    /// run, and the rewrites it made; `None` for other passes.
+    pub step: Option<OptStep>,
     /// The module after it.
     pub module: Module,
+}
+
+/// A top-level step of an optimiser schedule, as a [`Snapshot`] names it.
+#[derive(Clone, Debug)]
+pub struct OptStep {
+    /// The step, printed.
+    pub step: String,
+    /// The rewrites it made, by rule name.
+    pub rewrites: Vec<(&'static str, usize)>,
+}
+
+/// What [`run_pipeline`] did.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// With [`PipelineOptions::record`], the module after each pass.
+    pub snapshots: Vec<Snapshot>,
+    /// Every numbered pass, run or skipped.
+    pub runs: Vec<PassRun>,
 }
 
 /// The passes of the group `simplify`, the first step of the normalisation
@@ -115,26 +366,26 @@ pub struct Snapshot {
 /// `gotoifnot`, a block or a statement from its layout and add none; after the
 /// first round, `uniform_constant_operands` changes a function only where
 /// `remove_trivial_phis` substituted a constant the round before.
-pub const SIMPLIFY: &[&str] = &[
-    "uniform_constant_operands",
-    "fold_constant_branches",
-    "remove_unreachable_blocks",
-    "remove_trivial_phis",
+pub const SIMPLIFY: &[PassId] = &[
+    PassId::UniformConstantOperands,
+    PassId::FoldConstantBranches,
+    PassId::RemoveUnreachableBlocks,
+    PassId::RemoveTrivialPhis,
 ];
 
-/// Every name of the normalisation pipeline, which [`normalise_until`] and
+/// Every pass of the normalisation pipeline, which [`normalise_until`] and
 /// `irad dump --after` accept, in pipeline order, each placed where its
 /// output is: the passes of [`SIMPLIFY`] (the pipeline up to such a pass
 /// stops after its first run, in the group's first round), then the group
 /// `simplify` (its fixpoint), then the passes that run once after it.
-pub const NORMALISE: &[&str] = &[
-    "uniform_constant_operands",
-    "fold_constant_branches",
-    "remove_unreachable_blocks",
-    "remove_trivial_phis",
-    "simplify",
-    "split_critical_edges",
-    "single_return",
+pub const NORMALISE: &[PassId] = &[
+    PassId::UniformConstantOperands,
+    PassId::FoldConstantBranches,
+    PassId::RemoveUnreachableBlocks,
+    PassId::RemoveTrivialPhis,
+    PassId::Simplify,
+    PassId::SplitCriticalEdges,
+    PassId::SingleReturn,
 ];
 
 /// What [`normalise()`] runs, in order. `simplify` comes first: it folds
@@ -142,179 +393,295 @@ pub const NORMALISE: &[&str] = &[
 /// phi entries) before any edge is split. `single_return` comes last because
 /// the block it appends must stay last and it creates no critical edge (its
 /// new block's predecessors each end in `goto`).
-const PIPELINE: &[&str] = &["simplify", "split_critical_edges", "single_return"];
+const PIPELINE: &[PassId] = &[
+    PassId::Simplify,
+    PassId::SplitCriticalEdges,
+    PassId::SingleReturn,
+];
 
+/// The registry, in the order of [`PassId::ALL`] (a unit test checks it).
 static PASSES: &[Pass] = &[
     Pass {
-        name: "uniform_constant_operands",
+        id: PassId::UniformConstantOperands,
         run: Run::Func(passes_fn::uniform_constant_operands),
         doc: "a constant operand of an exchangeable binary primitive comes second",
     },
     Pass {
-        name: "fold_constant_branches",
+        id: PassId::FoldConstantBranches,
         run: Run::Func(passes_fn::fold_constant_branches),
         doc: "`gotoifnot true/false` becomes a `goto` of the taken successor",
     },
     Pass {
-        name: "remove_unreachable_blocks",
+        id: PassId::RemoveUnreachableBlocks,
         run: Run::Func(passes_fn::remove_unreachable_blocks),
         doc: "every block of the layout is reachable from the entry",
     },
     Pass {
-        name: "remove_trivial_phis",
+        id: PassId::RemoveTrivialPhis,
         run: Run::Func(passes_fn::remove_trivial_phis),
         doc: "no phi whose entries are all one operand (or the phi itself)",
     },
     Pass {
-        name: "simplify",
+        id: PassId::Simplify,
         run: Run::Fixpoint(SIMPLIFY),
         doc: "the passes of SIMPLIFY, repeated until none changes anything",
     },
     Pass {
-        name: "split_critical_edges",
+        id: PassId::SplitCriticalEdges,
         run: Run::Func(passes_fn::split_critical_edges),
         doc: "no edge joins a block with several successors to one with several predecessors",
     },
     Pass {
-        name: "single_return",
+        id: PassId::SingleReturn,
         run: Run::Func(passes_fn::single_return),
         doc: "at most one `return`, in the last block of the layout",
     },
+    Pass {
+        id: PassId::Forward,
+        run: Run::Stage,
+        doc: "the forward rules (`@f.fwd`) of some functions and of what they call",
+    },
+    Pass {
+        id: PassId::Reverse,
+        run: Run::Stage,
+        doc: "`@f.rev` and its pieces (forward sweep, pullback) for some functions",
+    },
+    Pass {
+        id: PassId::Optimise,
+        run: Run::Stage,
+        doc: "an optimiser schedule over some functions (docs/optimise.md)",
+    },
+    Pass {
+        id: PassId::Specialise,
+        run: Run::Stage,
+        doc: "`@f.spec`: a function specialised on known arguments (docs/pe.md)",
+    },
+    Pass {
+        id: PassId::Inline,
+        run: Run::Module(pe::inline),
+        doc: "small direct calls replaced by the callee's body",
+    },
+    Pass {
+        id: PassId::Unroll,
+        run: Run::Module(pe::unroll),
+        doc: "counted loops of known trip count unrolled",
+    },
+    Pass {
+        id: PassId::Devirtualise,
+        run: Run::Module(pe::devirtualise),
+        doc: "calls of a known function value made direct",
+    },
 ];
 
-/// Every registered pass, each once.
+/// Every registered pass, each once, in the order of [`PassId::ALL`].
 pub fn passes() -> &'static [Pass] {
     PASSES
 }
 
-/// The pass called `name`.
-pub fn find(name: &str) -> Option<&'static Pass> {
-    PASSES.iter().find(|p| p.name == name)
+/// The registered pass `id`.
+pub fn find(id: PassId) -> &'static Pass {
+    // The registry lists every pass in the order of `PassId::ALL`; a unit
+    // test checks it.
+    &PASSES[id as usize]
 }
 
 /// The steps of the normalisation pipeline, in order: the group `simplify`,
 /// then the passes that run once after it.
-pub fn normalise_pipeline() -> Vec<&'static Pass> {
-    PIPELINE.iter().filter_map(|name| find(name)).collect()
+pub fn normalise_pipeline() -> Vec<PassId> {
+    PIPELINE.to_vec()
 }
 
-/// Runs `pipeline` over `m`: each pass over every function, then (when
-/// `opts.verify`) the verifier; a group runs its passes so, round after round,
-/// until a round changes no function. Returns the module after each pass when
-/// `opts.record` (see [`PipelineOptions::record`]), else an empty list.
+/// `passes` as pipeline steps.
+pub fn steps<'s>(passes: &[PassId]) -> Vec<Step<'s>> {
+    passes.iter().map(|&id| Step::Pass(id)).collect()
+}
+
+/// Runs `pipeline` over `m`: each step in order, then (when `opts.verify`)
+/// the verifier; a group runs its passes so, round after round, until a
+/// round changes no function. Passes past [`PipelineOptions::bisect_limit`]
+/// are skipped (required stages excepted). Returns the module after each pass
+/// when `opts.record` (see [`PipelineOptions::record`]), and every numbered
+/// pass, run or skipped.
 pub fn run_pipeline(
     m: &mut Module,
-    pipeline: &[&Pass],
+    pipeline: &mut [Step<'_>],
     opts: &PipelineOptions,
-) -> Result<Vec<Snapshot>, PassError> {
+) -> Result<Report, PassError> {
     if opts.verify {
         verify_module(m).map_err(|errors| PassError::Input { errors })?;
     }
     let mut ctx = Ctx {
         opts,
-        snapshots: Vec::new(),
+        report: Report::default(),
     };
-    for pass in pipeline {
-        match pass.run {
-            Run::Func(run) => {
-                ctx.run_func(m, pass.name, run)?;
-                ctx.record(m, pass.name);
-            }
-            Run::Fixpoint(group) => ctx.run_fixpoint(m, pass.name, group)?,
-        }
+    for step in pipeline {
+        ctx.step(m, step)?;
     }
-    Ok(ctx.snapshots)
+    Ok(ctx.report)
+}
+
+/// Runs the registered passes `passes` (no stages) over `m`, as
+/// [`run_pipeline`] does.
+pub fn run_passes(
+    m: &mut Module,
+    passes: &[PassId],
+    opts: &PipelineOptions,
+) -> Result<Report, PassError> {
+    run_pipeline(m, &mut steps(passes), opts)
 }
 
 /// Runs the normalisation pipeline over `m` with the default options.
 pub fn normalise(m: &mut Module) -> Result<(), PassError> {
-    run_pipeline(m, &normalise_pipeline(), &PipelineOptions::default()).map(|_| ())
+    run_passes(m, PIPELINE, &PipelineOptions::default()).map(|_| ())
 }
 
-/// The normalisation pipeline until the pass called `name` has run, for
+/// The normalisation pipeline until the pass `name` has run, for
 /// `irad dump --after`: for a step of the pipeline (`simplify` included), the
 /// pipeline up to and including it; for a pass of `simplify`, the group's
 /// first round up to and including that pass, each pass run once (so the
-/// module is the one `--all-passes` shows first under that name). `name` must
-/// be one of [`NORMALISE`].
-pub fn normalise_until(name: &str) -> Result<Vec<&'static Pass>, PassError> {
+/// module is the one `--all-passes` shows first under that name). `name`
+/// must be one of [`NORMALISE`].
+pub fn normalise_until(name: PassId) -> Result<Vec<PassId>, PassError> {
     let mut pipeline = Vec::new();
-    for step in normalise_pipeline() {
-        if step.name == name {
+    for &step in PIPELINE {
+        if step == name {
             pipeline.push(step);
             return Ok(pipeline);
         }
-        if let Run::Fixpoint(group) = step.run
+        if let Run::Fixpoint(group) = find(step).run
             && let Some(end) = group.iter().position(|&n| n == name)
         {
-            pipeline.extend(group[..=end].iter().filter_map(|n| find(n)));
+            pipeline.extend_from_slice(&group[..=end]);
             return Ok(pipeline);
         }
         pipeline.push(step);
     }
     Err(PassError::UnknownPass {
         name: name.to_string(),
-        known: NORMALISE.to_vec(),
+        known: NORMALISE.iter().map(|p| p.name()).collect(),
     })
 }
 
 /// The state of one [`run_pipeline`] call.
 struct Ctx<'o> {
     opts: &'o PipelineOptions,
-    snapshots: Vec<Snapshot>,
+    report: Report,
 }
 
 impl Ctx<'_> {
+    /// Runs one step of the pipeline.
+    fn step(&mut self, m: &mut Module, step: &mut Step<'_>) -> Result<(), PassError> {
+        match step {
+            Step::Pass(id) => self.pass(m, *id),
+            Step::Stage(stage) => {
+                let id = stage.id();
+                if !self.admit(id, stage.required()) {
+                    return Ok(());
+                }
+                let own = stage.run(m, self.opts)?;
+                self.verify(m, id)?;
+                match own {
+                    Some(snapshots) if self.opts.record => self.report.snapshots.extend(snapshots),
+                    Some(_) => {}
+                    None => self.record(m, id),
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Runs the registered pass `id`.
+    fn pass(&mut self, m: &mut Module, id: PassId) -> Result<(), PassError> {
+        match find(id).run {
+            Run::Func(run) => {
+                if self.admit(id, false) {
+                    self.run_func(m, id, run)?;
+                    self.record(m, id);
+                }
+                Ok(())
+            }
+            Run::Module(run) => {
+                if self.admit(id, false) {
+                    run(m);
+                    self.verify(m, id)?;
+                    self.record(m, id);
+                }
+                Ok(())
+            }
+            Run::Fixpoint(group) => self.run_fixpoint(m, id, group),
+            Run::Stage => Err(PassError::NeedsParameters { pass: id }),
+        }
+    }
+
+    /// Numbers the next pass and tells whether it runs under the bisect
+    /// limit; logs it.
+    fn admit(&mut self, pass: PassId, required: bool) -> bool {
+        let number = self.report.runs.len() + 1;
+        let ran = required || self.opts.bisect_limit.is_none_or(|n| number <= n);
+        let run = PassRun {
+            number,
+            pass,
+            ran,
+            required,
+        };
+        if let Some(log) = self.opts.on_pass {
+            log(&run);
+        }
+        self.report.runs.push(run);
+        ran
+    }
+
     /// Runs `run` over every function of `m`, then the verifier; returns
     /// whether it changed any function.
     fn run_func(
         &self,
         m: &mut Module,
-        name: &'static str,
+        id: PassId,
         run: fn(&mut Func) -> bool,
     ) -> Result<bool, PassError> {
         let mut changed = false;
-        for id in m.func_ids() {
-            changed |= run(&mut m[id]);
+        for f in m.func_ids() {
+            changed |= run(&mut m[f]);
         }
-        if self.opts.verify {
-            verify_module(m).map_err(|errors| PassError::Verify { pass: name, errors })?;
-        }
+        self.verify(m, id)?;
         Ok(changed)
     }
 
-    /// Runs the passes named by `group` in rounds until a round changes no
+    fn verify(&self, m: &Module, pass: PassId) -> Result<(), PassError> {
+        if self.opts.verify {
+            verify_module(m).map_err(|errors| PassError::Verify { pass, errors })?;
+        }
+        Ok(())
+    }
+
+    /// Runs the passes of `group` in rounds until a round changes no
     /// function, or until the round cap.
     fn run_fixpoint(
         &mut self,
         m: &mut Module,
-        name: &'static str,
-        group: &[&'static str],
+        name: PassId,
+        group: &[PassId],
     ) -> Result<(), PassError> {
-        let passes: Vec<&'static Pass> = group.iter().filter_map(|n| find(n)).collect();
-        // The registry is ours: a unit test checks that every group names
-        // only registered one-function passes.
-        debug_assert_eq!(
-            passes.len(),
-            group.len(),
-            "group `{name}` names unknown passes"
-        );
         let cap = max_rounds(m);
         for round in 0..cap {
             let mut changed = false;
-            let first_snapshot = self.snapshots.len();
-            for pass in &passes {
-                let Run::Func(run) = pass.run else {
-                    debug_assert!(false, "group `{name}` names the group `{}`", pass.name);
+            let first_snapshot = self.report.snapshots.len();
+            for &pass in group {
+                // The registry is ours: a unit test checks that every group
+                // names only one-function passes.
+                let Run::Func(run) = find(pass).run else {
+                    debug_assert!(false, "group `{name}` names `{pass}`");
                     continue;
                 };
-                changed |= self.run_func(m, pass.name, run)?;
-                self.record(m, pass.name);
+                if self.admit(pass, false) {
+                    changed |= self.run_func(m, pass, run)?;
+                    self.record(m, pass);
+                }
             }
             if !changed {
                 if round > 0 {
                     // This round repeats the module of the one before.
-                    self.snapshots.truncate(first_snapshot);
+                    self.report.snapshots.truncate(first_snapshot);
                 }
                 return Ok(());
             }
@@ -325,10 +692,11 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    fn record(&mut self, m: &Module, pass: &'static str) {
+    fn record(&mut self, m: &Module, pass: PassId) {
         if self.opts.record {
-            self.snapshots.push(Snapshot {
+            self.report.snapshots.push(Snapshot {
                 pass,
+                step: None,
                 module: m.clone(),
             });
         }
@@ -351,16 +719,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_pipeline_name_is_registered_once() {
-        for name in NORMALISE.iter().chain(PIPELINE).chain(SIMPLIFY) {
-            assert!(find(name).is_some(), "{name} is not registered");
-        }
-        for (i, p) in PASSES.iter().enumerate() {
-            assert!(
-                PASSES[..i].iter().all(|q| q.name != p.name),
-                "{} is registered twice",
-                p.name
-            );
+    fn the_registry_lists_every_pass_once_in_order() {
+        assert_eq!(PASSES.len(), PassId::ALL.len());
+        for (i, (p, id)) in PASSES.iter().zip(PassId::ALL).enumerate() {
+            assert_eq!(p.id, id, "registry entry {i}");
+            assert_eq!(id as usize, i, "{id} is out of order");
+            assert_eq!(PassId::from_name(id.name()), Some(id));
         }
         assert_eq!(normalise_pipeline().len(), PIPELINE.len());
     }
@@ -371,11 +735,11 @@ mod tests {
             let Run::Fixpoint(group) = pass.run else {
                 continue;
             };
-            for name in group {
+            for &id in group {
                 assert!(
-                    matches!(find(name).map(|p| p.run), Some(Run::Func(_))),
-                    "group {} names {name}, which is not a one-function pass",
-                    pass.name
+                    matches!(find(id).run, Run::Func(_)),
+                    "group {} names {id}, which is not a one-function pass",
+                    pass.id
                 );
             }
         }
@@ -386,14 +750,14 @@ mod tests {
     fn normalise_lists_the_pipeline_and_its_groups() {
         let mut names = Vec::new();
         for step in normalise_pipeline() {
-            if let Run::Fixpoint(group) = step.run {
+            if let Run::Fixpoint(group) = find(step).run {
                 names.extend_from_slice(group);
             }
-            names.push(step.name);
+            names.push(step);
         }
         assert_eq!(names, NORMALISE);
-        assert_eq!(NORMALISE[0], "uniform_constant_operands");
-        for name in NORMALISE {
+        assert_eq!(NORMALISE[0], PassId::UniformConstantOperands);
+        for &name in NORMALISE {
             let until = normalise_until(name).map_err(|e| e.to_string());
             assert!(until.is_ok(), "{until:?}");
         }
@@ -401,29 +765,38 @@ mod tests {
 
     #[test]
     fn normalise_until_a_pass_of_a_group_stops_in_its_first_round() {
-        let names = |name| -> Vec<&str> {
-            normalise_until(name)
-                .into_iter()
-                .flatten()
-                .map(|p| p.name)
-                .collect()
-        };
+        let names = |name| -> Vec<PassId> { normalise_until(name).into_iter().flatten().collect() };
         assert_eq!(
-            names("fold_constant_branches"),
-            ["uniform_constant_operands", "fold_constant_branches"]
+            names(PassId::FoldConstantBranches),
+            [
+                PassId::UniformConstantOperands,
+                PassId::FoldConstantBranches
+            ]
         );
-        assert_eq!(names("simplify"), ["simplify"]);
-        assert_eq!(
-            names("single_return"),
-            ["simplify", "split_critical_edges", "single_return"]
-        );
+        assert_eq!(names(PassId::Simplify), [PassId::Simplify]);
+        assert_eq!(names(PassId::SingleReturn), PIPELINE);
     }
 
     const SRC: &str = "func @f(%x: f64) -> f64 {\n#1:\n  gotoifnot true, #3\n#2:\n  return %x\n#3:\n  return 1.0\n}\n";
 
-    fn empty_layout(func: &mut Func) -> bool {
-        func.layout.clear();
-        true
+    /// A deliberately wrong stage: it empties every layout.
+    struct EmptyLayout;
+
+    impl Stage for EmptyLayout {
+        fn id(&self) -> PassId {
+            PassId::Inline
+        }
+
+        fn run(
+            &mut self,
+            m: &mut Module,
+            _: &PipelineOptions,
+        ) -> Result<Option<Vec<Snapshot>>, PassError> {
+            for f in m.func_ids() {
+                m[f].layout.clear();
+            }
+            Ok(None)
+        }
     }
 
     fn parse(src: &str) -> Result<Module, String> {
@@ -434,26 +807,42 @@ mod tests {
         PipelineOptions {
             verify: true,
             record: true,
+            ..PipelineOptions::default()
         }
     }
 
     #[test]
     fn a_pass_that_breaks_the_ir_is_named() {
-        let broken = Pass {
-            name: "empty_layout",
-            run: Run::Func(empty_layout),
-            doc: "a deliberately wrong pass",
-        };
         let mut m = parse(SRC);
         let Ok(m) = m.as_mut() else {
             return assert!(m.is_ok(), "{m:?}");
         };
-        let fold = find("fold_constant_branches")
-            .into_iter()
-            .collect::<Vec<_>>();
-        let res = run_pipeline(m, &[fold[0], &broken], &recording());
+        let mut broken = EmptyLayout;
+        let mut pipeline = [
+            Step::Pass(PassId::FoldConstantBranches),
+            Step::Stage(&mut broken),
+        ];
+        let res = run_pipeline(m, &mut pipeline, &recording());
         assert!(
-            matches!(&res, Err(PassError::Verify { pass: "empty_layout", errors }) if !errors.is_empty()),
+            matches!(&res, Err(PassError::Verify { pass: PassId::Inline, errors }) if !errors.is_empty()),
+            "{res:?}"
+        );
+    }
+
+    #[test]
+    fn a_stage_is_not_a_plain_pass() {
+        let mut m = parse(SRC);
+        let Ok(m) = m.as_mut() else {
+            return assert!(m.is_ok(), "{m:?}");
+        };
+        let res = run_passes(m, &[PassId::Forward], &recording());
+        assert!(
+            matches!(
+                res,
+                Err(PassError::NeedsParameters {
+                    pass: PassId::Forward
+                })
+            ),
             "{res:?}"
         );
     }
@@ -466,19 +855,58 @@ mod tests {
         let Ok(m) = m.as_mut() else {
             return assert!(m.is_ok(), "{m:?}");
         };
-        let snaps = run_pipeline(m, &normalise_pipeline(), &recording()).map_err(|e| e.to_string());
-        let names: Vec<&str> = snaps.iter().flatten().map(|s| s.pass).collect();
-        let once: Vec<&str> = NORMALISE
+        let report = run_passes(m, PIPELINE, &recording()).map_err(|e| e.to_string());
+        let names: Vec<PassId> = report
+            .iter()
+            .flat_map(|r| &r.snapshots)
+            .map(|s| s.pass)
+            .collect();
+        let once: Vec<PassId> = NORMALISE
             .iter()
             .copied()
-            .filter(|&n| n != "simplify")
+            .filter(|&n| n != PassId::Simplify)
             .collect();
         assert_eq!(names, once);
+        // Two rounds of the group's four passes, then two passes.
+        let runs = report.as_ref().map(|r| r.runs.len());
+        assert_eq!(runs, Ok(10));
         let text = irad_ir::text::print_module(m);
         assert_eq!(
             text,
             "func @f(%x: f64) -> f64 {\n#1:\n  goto #2\n#2:\n  return %x\n}\n"
         );
+    }
+
+    /// A bisect limit of 1 runs `uniform_constant_operands` only: the
+    /// branch is not folded, and every later pass is logged as skipped.
+    #[test]
+    fn the_bisect_limit_skips_later_passes() {
+        let mut m = parse(SRC);
+        let Ok(m) = m.as_mut() else {
+            return assert!(m.is_ok(), "{m:?}");
+        };
+        let opts = PipelineOptions {
+            bisect_limit: Some(1),
+            ..recording()
+        };
+        let report = run_passes(m, PIPELINE, &opts).map_err(|e| e.to_string());
+        let log: Vec<String> = report
+            .iter()
+            .flat_map(|r| &r.runs)
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            log,
+            [
+                "BISECT: running pass (1) uniform_constant_operands",
+                "BISECT: NOT running pass (2) fold_constant_branches",
+                "BISECT: NOT running pass (3) remove_unreachable_blocks",
+                "BISECT: NOT running pass (4) remove_trivial_phis",
+                "BISECT: NOT running pass (5) split_critical_edges",
+                "BISECT: NOT running pass (6) single_return",
+            ]
+        );
+        assert_eq!(irad_ir::text::print_module(m), SRC);
     }
 
     /// A trivial phi of `true` feeds a branch; folding it drops a block and
@@ -511,9 +939,12 @@ mod tests {
         let Ok(m) = m.as_mut() else {
             return assert!(m.is_ok(), "{m:?}");
         };
-        let simplify: Vec<&Pass> = find("simplify").into_iter().collect();
-        let snaps = run_pipeline(m, &simplify, &recording()).map_err(|e| e.to_string());
-        let names: Vec<&str> = snaps.iter().flatten().map(|s| s.pass).collect();
+        let report = run_passes(m, &[PassId::Simplify], &recording()).map_err(|e| e.to_string());
+        let names: Vec<PassId> = report
+            .iter()
+            .flat_map(|r| &r.snapshots)
+            .map(|s| s.pass)
+            .collect();
         assert_eq!(names, [SIMPLIFY, SIMPLIFY, SIMPLIFY].concat());
         let text = irad_ir::text::print_module(m);
         assert!(!text.contains("phi"), "{text}");
@@ -523,10 +954,17 @@ mod tests {
 
     #[test]
     fn unknown_pass_lists_the_pipeline() {
-        let err = normalise_until("nope").err().map(|e| e.to_string());
-        assert!(
-            err.as_deref().is_some_and(|e| e.contains("single_return")),
-            "{err:?}"
+        let err = PassId::parse_normalise("nope").err().map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some(
+                "no pass named `nope` (passes: uniform_constant_operands, fold_constant_branches, \
+                 remove_unreachable_blocks, remove_trivial_phis, simplify, split_critical_edges, \
+                 single_return)"
+            )
         );
+        // A pass outside the pipeline is not one of its names either.
+        assert!(PassId::parse_normalise("forward").is_err());
+        assert!(normalise_until(PassId::Forward).is_err());
     }
 }

@@ -1,5 +1,6 @@
 //! Run-time values written as IR literals: the `--args` text of SYNTAX.md §3
-//! (`1.5, [1.0, 2.0], (1.0, 2), true, (), @g`) and single expected results.
+//! (`1.5, [1.0, 2.0], (1.0, 2), true, (), @g`), single expected results, and
+//! the `--known` text of partial evaluation (`_, 3, _[4]`: [`parse_known`]).
 //!
 //! Every literal is read against the type it must have, so `[]` takes the
 //! expected element type and `@sin` is checked against a function type.
@@ -13,7 +14,7 @@ use super::parser::{float_value, int_value};
 use crate::MAX_NESTING;
 use crate::func::{FuncRef, Module};
 use crate::interp::value::{ArrayData, ArrayRef, Val};
-use crate::loc::Pos;
+use crate::loc::{Location, Pos};
 use crate::prim::Prim;
 use crate::types::{Scalar, Type};
 
@@ -70,6 +71,121 @@ pub fn parse_value(src: &str, ty: &Type, m: &Module) -> Result<Val, ParseError> 
         return Err(reader.expected_found("the end of the value"));
     }
     Ok(val)
+}
+
+/// What `--known` text says of one parameter (`irad dump --known`, `run
+/// --known`; partial evaluation's `Known` is this, read).
+#[derive(Clone, Debug)]
+pub enum KnownArg {
+    /// `_`: nothing is known.
+    Unknown,
+    /// A literal: the value is known.
+    Value(Val),
+    /// `_[N]`: an array of length N.
+    Length(u64),
+}
+
+/// Reads `--known` text typed against `params`: comma-separated entries, one
+/// per parameter, each `_` (unknown), `_[N]` (an array parameter of length N)
+/// or a literal in the `--args` syntax (a known value; arrays cannot be known
+/// values). Errors name the line and column in the text.
+pub fn parse_known(src: &str, params: &[Type], m: &Module) -> Result<Vec<KnownArg>, ParseError> {
+    let fail = |pos: Pos, msg: String| ParseError {
+        loc: Location::at(pos),
+        msg,
+    };
+    let pieces = split_top_level(src);
+    let pieces: Vec<(usize, &str)> = if pieces.len() == 1 && pieces[0].1.trim().is_empty() {
+        Vec::new()
+    } else {
+        pieces
+    };
+    if pieces.len() != params.len() {
+        return Err(fail(
+            pos_at(src, src.len()),
+            format!(
+                "expected {} known argument{} (`_` for an unknown one), found {}",
+                params.len(),
+                if params.len() == 1 { "" } else { "s" },
+                pieces.len()
+            ),
+        ));
+    }
+    let mut out = Vec::with_capacity(params.len());
+    for ((start, piece), ty) in pieces.into_iter().zip(params) {
+        let lead = piece.len() - piece.trim_start().len();
+        let piece = piece.trim();
+        let at = pos_at(src, start + lead);
+        if piece == "_" {
+            out.push(KnownArg::Unknown);
+            continue;
+        }
+        if let Some(inner) = piece.strip_prefix("_[").and_then(|r| r.strip_suffix(']')) {
+            if !matches!(ty, Type::Array(_)) {
+                return Err(fail(
+                    at,
+                    format!("`_[N]` is for arrays, but the argument is {ty}"),
+                ));
+            }
+            let n = inner.trim().parse::<u64>().map_err(|_| {
+                fail(
+                    at,
+                    format!(
+                        "expected a length `_[N]` with N a non-negative integer, found `{piece}`"
+                    ),
+                )
+            })?;
+            out.push(KnownArg::Length(n));
+            continue;
+        }
+        if matches!(ty, Type::Array(_)) {
+            return Err(fail(
+                at,
+                format!("an array argument is `_` or `_[N]` (a known length), found `{piece}`"),
+            ));
+        }
+        let val = parse_value(piece, ty, m).map_err(|mut err| {
+            if let Some(p) = err.loc.pos {
+                err.loc.pos = Some(if p.line == 1 {
+                    Pos::new(at.line, at.col.saturating_add(p.col - 1))
+                } else {
+                    Pos::new(at.line.saturating_add(p.line - 1), p.col)
+                });
+            }
+            err
+        })?;
+        out.push(KnownArg::Value(val));
+    }
+    Ok(out)
+}
+
+/// Splits `text` at commas outside brackets: (byte offset, piece) pairs.
+fn split_top_level(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                out.push((start, &text[start..i]));
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push((start, &text[start..]));
+    out
+}
+
+/// The 1-based line and column (in characters) of byte `offset` of `text`.
+fn pos_at(text: &str, offset: usize) -> Pos {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    let to_u32 = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    Pos::new(to_u32(line), to_u32(col))
 }
 
 fn count_text(n: usize) -> String {

@@ -3,7 +3,8 @@
 //!
 //! - [`parse_module`] reads a module, resolves names and infers omitted `:: T`;
 //! - [`print_module`], [`print_func`], [`func_lines`] print one;
-//! - [`parse_args`], [`parse_value`] read run-time values typed against a signature.
+//! - [`parse_args`], [`parse_value`] read run-time values typed against a signature;
+//!   [`parse_known`] reads what is known of them (`--known`).
 //!
 //! Guarantees: parsing never panics, recurses at most [`crate::MAX_NESTING`]
 //! levels and takes time linear in the input; every error is a [`ParseError`]
@@ -18,7 +19,7 @@ pub mod num;
 mod parser;
 mod printer;
 
-pub use literal::{parse_args, parse_value};
+pub use literal::{KnownArg, parse_args, parse_known, parse_value};
 pub use parser::parse_module;
 pub use printer::{Line, func_lines, print_func, print_module};
 

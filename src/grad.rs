@@ -1,0 +1,295 @@
+//! Gradients in the facade: [`grad`] computes a value and its gradient as a
+//! [`GradRequest`] asks (the function, its arguments, the mode, the options
+//! of [`GradOptions`], the optimiser schedule), [`grad_forward`] and
+//! [`grad_reverse`] are the one-mode shorthands with the default schedule,
+//! and [`grad_error`] turns the passes' [`GradError`] into an [`Error`].
+//!
+//! Assumes a module that verifies (as [`crate::load`] gives). Guarantees: the
+//! module is normalised, the derived functions added and optimised by one
+//! pipeline of the pass manager, then run by `opts.exec`; every failure is
+//! an [`Error`] naming the source.
+
+use crate::{Error, Mode, Source, internal, rules, run_stages};
+use irad_ir::interp::value::Val;
+use irad_ir::{FuncId, Module};
+use irad_passes::Step;
+use irad_passes::forward::grad::{GradError, GradOptions, Gradient};
+use irad_passes::forward::{Forward, ForwardError};
+use irad_passes::optimise::{Strategy, default_schedule};
+use irad_passes::stages::{ForwardGradStage, OptimiseStage, ReverseGradStage, Scope};
+
+/// What [`grad`] computes: the value and gradient of `func` at `args`.
+/// [`GradRequest::new`] gives the defaults: reverse mode, the default
+/// [`GradOptions`] (every argument with a tangent, width 1, the interpreter),
+/// the default schedule.
+///
+/// ```
+/// use irad::{GradRequest, Mode, Source};
+///
+/// let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = irad::parse_args(&Source::new("<args>", "3.0, 2.0"), &m, f)?;
+/// let registry = irad::rules::Registry::new();
+/// // Forward mode, without optimisation (`id`); the gradient is the same.
+/// let req = GradRequest {
+///     mode: Mode::Forward,
+///     schedule: Some(irad::read_schedule(Some("id"))?),
+///     ..GradRequest::new(f, &args)
+/// };
+/// let (g, m2) = irad::grad(&src, &m, &registry, &req)?;
+/// assert_eq!(g.gradient[1].as_ref().map(|d| d.display(&m2)).as_deref(), Some("9.0"));
+/// // Reverse mode with a schedule of one's own.
+/// let req = GradRequest {
+///     schedule: Some(irad::read_schedule(Some("normalise(fold <+ identities); try(dce)"))?),
+///     ..GradRequest::new(f, &args)
+/// };
+/// let (g, m2) = irad::grad(&src, &m, &registry, &req)?;
+/// assert_eq!(g.gradient[0].as_ref().map(|d| d.display(&m2)).as_deref(), Some("12.0"));
+/// # Ok::<(), irad::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct GradRequest<'a> {
+    /// The function; it returns f64.
+    pub func: FuncId,
+    /// Its arguments.
+    pub args: &'a [Val],
+    /// Reverse mode (the default) or forward mode.
+    pub mode: Mode,
+    /// The arguments to differentiate (`wrt`), the batch width (forward
+    /// mode), the call-depth limit, the executor, activity analysis.
+    pub opts: GradOptions,
+    /// The optimiser schedule run over the derived functions before they
+    /// run; `None`: the default schedule (`irad grad --schedule`).
+    pub schedule: Option<Strategy>,
+}
+
+impl<'a> GradRequest<'a> {
+    /// The gradient of `func` at `args` with every other field at its default.
+    pub fn new(func: FuncId, args: &'a [Val]) -> GradRequest<'a> {
+        GradRequest {
+            func,
+            args,
+            mode: Mode::Reverse,
+            opts: GradOptions::default(),
+            schedule: None,
+        }
+    }
+
+    /// The schedule to run: the one asked for, or the default.
+    pub(crate) fn schedule(&self) -> Strategy {
+        self.schedule.clone().unwrap_or_else(default_schedule)
+    }
+}
+
+/// Value and gradient as `req` asks: the module is normalised, the derived
+/// functions of `req.func` built in `req.mode` with the rules of `registry`
+/// and optimised by the schedule, then run by `req.opts.exec`. Also returns
+/// the module with the derived functions, which the values may refer to
+/// (function values). See [`GradRequest`] for an example.
+pub fn grad(
+    src: &Source,
+    module: &Module,
+    registry: &rules::Registry,
+    req: &GradRequest<'_>,
+) -> Result<(Gradient, Module), Error> {
+    let schedule = req.schedule();
+    let run = match req.mode {
+        Mode::Forward => forward_in,
+        Mode::Reverse => reverse_in,
+    };
+    run(
+        src, module, req.func, req.args, registry, &req.opts, &schedule,
+    )
+}
+
+/// Value and gradient of `func` at `args` by forward mode: the module is
+/// normalised, the forward rule of `func` derived with the rules of
+/// `registry`, and run in the interpreter (see
+/// [`irad_passes::forward::grad::gradient`]). Also returns the module with the
+/// rules, which the values may refer to (function values).
+/// [`GradOptions`] chooses the arguments (`wrt`), the batch width, the
+/// backend that runs the rules and the call-depth limit.
+///
+/// ```
+/// use irad::{GradOptions, Source};
+///
+/// let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = irad::parse_args(&Source::new("<args>", "3.0, 2.0"), &m, f)?;
+/// let registry = irad::rules::Registry::new();
+/// let opts = GradOptions { width: 2, ..GradOptions::default() };
+/// let (g, m) = irad::grad_forward(&src, &m, f, &args, &registry, &opts)?;
+/// assert_eq!(g.value.display(&m), "18.0");
+/// let grads: Vec<String> = g.gradient.iter().flatten().map(|d| d.display(&m)).collect();
+/// assert_eq!(grads, ["12.0", "9.0"]);
+/// assert_eq!(g.passes, 1); // both tangents in one pass of @f.fwd2
+///
+/// // Only with respect to y: x has no gradient.
+/// let opts = GradOptions { wrt: Some(vec![1]), ..GradOptions::default() };
+/// let (g, _) = irad::grad_forward(&src, &m, f, &args, &registry, &opts)?;
+/// assert!(g.gradient[0].is_none());
+/// # Ok::<(), irad::Error>(())
+/// ```
+pub fn grad_forward(
+    src: &Source,
+    module: &Module,
+    func: FuncId,
+    args: &[Val],
+    registry: &rules::Registry,
+    opts: &GradOptions,
+) -> Result<(Gradient, Module), Error> {
+    let req = GradRequest {
+        mode: Mode::Forward,
+        opts: opts.clone(),
+        ..GradRequest::new(func, args)
+    };
+    grad(src, module, registry, &req)
+}
+
+/// Forward mode, with the schedule given.
+fn forward_in(
+    src: &Source,
+    module: &Module,
+    func: FuncId,
+    args: &[Val],
+    registry: &rules::Registry,
+    opts: &GradOptions,
+    schedule: &irad_passes::optimise::Strategy,
+) -> Result<(Gradient, Module), Error> {
+    let mut m = module.clone();
+    let mut stage = ForwardGradStage::new(Forward::new(registry), func, args, opts);
+    let mut opt = OptimiseStage::new(schedule, Scope::From(m.len()));
+    run_stages(
+        src,
+        &mut m,
+        &mut [Step::Stage(&mut stage), Step::Stage(&mut opt)],
+    )?;
+    let Some(plan) = stage.plan else {
+        return Err(internal(src, "the forward stage made no plan"));
+    };
+    let g = {
+        let mut exec = (opts.exec)(&mut m, &mut stage.fwd).map_err(|err| Error::Run {
+            file: src.name.clone(),
+            err: Box::new(err),
+        })?;
+        plan.run(&mut *exec, args, &opts.run)
+            .map_err(|e| grad_error(src, e))?
+    };
+    Ok((g, m))
+}
+
+/// The error of a gradient request, in the facade's terms: what turns the
+/// [`GradError`] of [`crate::jit_gradient`], [`crate::CompiledGradient::run`] or [`crate::bench()`]
+/// into an [`Error`] that renders with `src`'s name and lines.
+///
+/// ```
+/// use irad::{GradOptions, GradRequest, Source};
+///
+/// let src = Source::new("f.irad", "fn f(x: f64) -> f64 { x }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = irad::parse_args(&Source::new("<args>", "1.0"), &m, f)?;
+/// let registry = irad::rules::Registry::new();
+/// let opts = GradOptions { wrt: Some(vec![3]), ..GradOptions::default() };
+/// let req = GradRequest { opts, ..GradRequest::new(f, &args) };
+/// let Err(e) = irad::jit_gradient(&m, &registry, &req) else {
+///     panic!("there is no argument 3");
+/// };
+/// let err = irad::grad_error(&src, e);
+/// assert!(err.render(&[&src]).starts_with("f.irad:"), "{}", err.render(&[&src]));
+/// # Ok::<(), irad::Error>(())
+/// ```
+pub fn grad_error(src: &Source, e: GradError) -> Error {
+    let file = src.name.clone();
+    match e {
+        GradError::Forward(err) => Error::Forward {
+            file,
+            err: Box::new(err),
+        },
+        GradError::Reverse(err) => Error::Reverse {
+            file,
+            err: Box::new(err),
+        },
+        GradError::Run(err) => Error::Run {
+            file,
+            err: Box::new(err),
+        },
+        GradError::Invalid { loc, msg } => Error::Forward {
+            file,
+            err: Box::new(ForwardError { loc, msg }),
+        },
+    }
+}
+
+/// Value and gradient of `func` at `args` by reverse mode: the module is
+/// normalised, the rule pieces of `func` derived with the rrules of
+/// `registry`, and run once each in the interpreter (see
+/// [`irad_passes::reverse::grad::gradient`]; `opts.width` is not used). Also
+/// returns the module with the pieces.
+///
+/// ```
+/// use irad::{GradOptions, Source};
+///
+/// let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = irad::parse_args(&Source::new("<args>", "3.0, 2.0"), &m, f)?;
+/// let registry = irad::rules::Registry::new();
+/// let (g, m) = irad::grad_reverse(&src, &m, f, &args, &registry, &GradOptions::default())?;
+/// assert_eq!(g.value.display(&m), "18.0");
+/// let grads: Vec<String> = g.gradient.iter().flatten().map(|d| d.display(&m)).collect();
+/// assert_eq!(grads, ["12.0", "9.0"]);
+/// // The derived pieces are in the module returned.
+/// assert!(m.by_name("f.rev.back").is_some());
+/// # Ok::<(), irad::Error>(())
+/// ```
+pub fn grad_reverse(
+    src: &Source,
+    module: &Module,
+    func: FuncId,
+    args: &[Val],
+    registry: &rules::Registry,
+    opts: &GradOptions,
+) -> Result<(Gradient, Module), Error> {
+    let req = GradRequest {
+        mode: Mode::Reverse,
+        opts: opts.clone(),
+        ..GradRequest::new(func, args)
+    };
+    grad(src, module, registry, &req)
+}
+
+/// Reverse mode, with the schedule given.
+fn reverse_in(
+    src: &Source,
+    module: &Module,
+    func: FuncId,
+    args: &[Val],
+    registry: &rules::Registry,
+    opts: &GradOptions,
+    schedule: &irad_passes::optimise::Strategy,
+) -> Result<(Gradient, Module), Error> {
+    let mut m = module.clone();
+    let rev = irad_passes::reverse::Reverse::new(registry);
+    let mut stage = ReverseGradStage::new(rev, func, args, opts);
+    let mut opt = OptimiseStage::new(schedule, Scope::From(m.len()));
+    run_stages(
+        src,
+        &mut m,
+        &mut [Step::Stage(&mut stage), Step::Stage(&mut opt)],
+    )?;
+    let Some(plan) = stage.plan else {
+        return Err(internal(src, "the reverse stage made no plan"));
+    };
+    let g = {
+        let mut exec = (opts.exec)(&mut m, &mut stage.rev).map_err(|err| Error::Run {
+            file: src.name.clone(),
+            err: Box::new(err),
+        })?;
+        plan.run(&mut *exec, args, &opts.run)
+            .map_err(|e| grad_error(src, e))?
+    };
+    Ok((g, m))
+}
