@@ -986,14 +986,14 @@ fn forward_scaling(cfg: &Config, failures: &mut Vec<String>) -> Vec<ScalingPoint
     for &n in sizes {
         let args = vec![Val::f64_array(vec![1.0; n])];
         let opts = GradOptions {
-            width,
+            lanes: irad::ir::Lanes::dense(width).expect("a dense width"),
             ..GradOptions::default()
         };
         let mut fwd = irad::jit_gradient(&m, f, &args, &registry, &opts, Mode::Forward)
             .expect("the forward gradient derives");
         fwd.compile().expect("the forward gradient compiles");
         let sparse_opts = GradOptions {
-            width: irad::ir::SPARSE_WIDTH,
+            lanes: irad::ir::Lanes::Sparse,
             ..GradOptions::default()
         };
         let mut sparse = irad::jit_gradient(&m, f, &args, &registry, &sparse_opts, Mode::Forward)
@@ -1244,7 +1244,7 @@ fn jit_gradient_floats(
     mode: Mode,
 ) -> Vec<f64> {
     let opts = GradOptions {
-        width: 8,
+        lanes: irad::ir::Lanes::dense(8).expect("8 is not 0"),
         ..GradOptions::default()
     };
     let mut g: CompiledGradient<'_> =

@@ -768,7 +768,8 @@ fn normalised(src: &Source, module: &Module) -> Result<Module, Error> {
 /// let f = irad::find_function(&src, &m, "f")?;
 /// let args = irad::parse_args(&Source::new("<args>", "3.0, 2.0"), &m, f)?;
 /// let registry = irad::rules::Registry::new();
-/// let opts = GradOptions { width: 2, ..GradOptions::default() };
+/// let lanes = irad::ir::Lanes::dense(2).expect("2 is not 0");
+/// let opts = GradOptions { lanes, ..GradOptions::default() };
 /// let (g, m) = irad::grad_forward(&src, &m, f, &args, &registry, &opts)?;
 /// assert_eq!(g.value.display(&m), "18.0");
 /// let grads: Vec<String> = g.gradient.iter().flatten().map(|d| d.display(&m)).collect();
@@ -882,7 +883,7 @@ pub fn grad_error(src: &Source, e: GradError) -> Error {
         },
         GradError::Invalid { loc, msg } => Error::Forward {
             file,
-            err: Box::new(ForwardError { loc, msg }),
+            err: Box::new(ForwardError::new(loc, msg)),
         },
     }
 }
@@ -890,7 +891,7 @@ pub fn grad_error(src: &Source, e: GradError) -> Error {
 /// Value and gradient of `func` at `args` by reverse mode: the module is
 /// normalised, the rule pieces of `func` derived with the rrules of
 /// `registry`, and run once each in the interpreter (see
-/// [`irad_passes::reverse::grad::gradient`]; `opts.width` is not used). Also
+/// [`irad_passes::reverse::grad::gradient`]; `opts.lanes` is not used). Also
 /// returns the module with the pieces.
 ///
 /// ```
@@ -1012,10 +1013,10 @@ pub fn reverse_module(
         let code =
             irad_passes::reverse::bbcode::BBCode::from_func(&m[f]).map_err(|e| Error::Reverse {
                 file: src.name.clone(),
-                err: Box::new(irad_passes::reverse::ReverseError {
-                    loc: ir::Location::default(),
-                    msg: e.to_string(),
-                }),
+                err: Box::new(irad_passes::reverse::ReverseError::new(
+                    ir::Location::default(),
+                    e.to_string(),
+                )),
             })?;
         if !bbcode.is_empty() {
             bbcode.push('\n');
@@ -1121,7 +1122,7 @@ pub fn activity_dump(
     Ok(out)
 }
 
-/// The module normalised, with the forward rules (width `width`) of `funcs`
+/// The module normalised, with the forward rules (with `width` lanes) of `funcs`
 /// (every function when empty) and of everything they call; also the ids of
 /// the rules built, in order.
 ///
@@ -1132,7 +1133,7 @@ pub fn activity_dump(
 /// let m = irad::load(&src)?;
 /// let f = irad::find_function(&src, &m, "sq")?;
 /// let registry = irad::rules::Registry::new();
-/// let (m, added) = irad::forward_module(&src, &m, &[f], 1, &registry)?;
+/// let (m, added) = irad::forward_module(&src, &m, &[f], irad::ir::Lanes::ONE, &registry)?;
 /// assert_eq!(m[added[0]].name, "sq.fwd");
 /// // @sq.fwd maps dual(x, dx) to dual(x * x, 2 * x * dx).
 /// let x = Val::Dual(vec![Val::F64(3.0), Val::F64(1.0)].into());
@@ -1144,7 +1145,7 @@ pub fn forward_module(
     src: &Source,
     module: &Module,
     funcs: &[FuncId],
-    width: u32,
+    width: ir::Lanes,
     registry: &rules::Registry,
 ) -> Result<(Module, Vec<FuncId>), Error> {
     let mut m = normalised(src, module)?;
@@ -1280,8 +1281,8 @@ impl RuleProvider for AheadOfTimeRules<'_> {
         &mut self,
         module: &mut Module,
         callee: FuncRef,
-        width: u32,
-    ) -> Result<FuncId, String> {
+        width: ir::Lanes,
+    ) -> Result<FuncId, ir::interp::RuleProviderError> {
         self.fwd.forward_rule(module, callee, width)
     }
 
@@ -1289,7 +1290,7 @@ impl RuleProvider for AheadOfTimeRules<'_> {
         &mut self,
         module: &mut Module,
         callee: FuncRef,
-    ) -> Result<(FuncId, FuncId), String> {
+    ) -> Result<(FuncId, FuncId), ir::interp::RuleProviderError> {
         self.rev.reverse_rule(module, callee)
     }
 }

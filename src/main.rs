@@ -211,10 +211,11 @@ impl GradRequest {
             func,
             args,
             opts: GradOptions {
-                width: if self.sparse {
-                    irad::ir::SPARSE_WIDTH
+                lanes: if self.sparse {
+                    irad::ir::Lanes::Sparse
                 } else {
-                    self.batch.unwrap_or(8)
+                    // clap keeps `--batch` in 1..=256.
+                    irad::ir::Lanes::dense(self.batch.unwrap_or(8)).unwrap_or(irad::ir::Lanes::ONE)
                 },
                 wrt: self.wrt,
                 run: RunOptions {
@@ -488,7 +489,13 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
             let forward_only =
                 fwd && (cmd.after.is_none() || cmd.after.as_deref() == Some("forward"));
             if forward_only {
-                let (m, added) = irad::forward_module(&sources[0], &module, &funcs, 1, &registry)?;
+                let (m, added) = irad::forward_module(
+                    &sources[0],
+                    &module,
+                    &funcs,
+                    irad::ir::Lanes::ONE,
+                    &registry,
+                )?;
                 if !funcs.is_empty() {
                     funcs = added.clone();
                 }

@@ -31,6 +31,7 @@ pub mod optimise;
 pub mod pe;
 pub mod reverse;
 
+pub use ad_error::AdErrorKind;
 pub use manager::{
     NORMALISE, Pass, PassError, PipelineOptions, Snapshot, find, normalise, normalise_pipeline,
     normalise_until, passes, run_pipeline,

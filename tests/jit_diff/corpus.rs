@@ -45,10 +45,10 @@ fn corpus_primal_and_gradients_agree_in_every_mode() {
                 assert!(primal.is_ok(), "{what}: the corpus case fails");
                 for mode in [
                     Mode::Reverse,
-                    Mode::Forward(1),
-                    Mode::Forward(3),
-                    Mode::Forward(8),
-                    Mode::Forward(irad::ir::SPARSE_WIDTH),
+                    fwd(1),
+                    fwd(3),
+                    fwd(8),
+                    Mode::Forward(irad::ir::Lanes::Sparse),
                 ] {
                     assert!(
                         check_grad(&what, mode, &src, &m, f, &args),
