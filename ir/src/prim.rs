@@ -578,7 +578,8 @@ impl Prim {
                 let Some(width) = field.filter(|_| args[1] == Type::I64) else {
                     return Err("argument 2 of `frule` must be an i64 constant".into());
                 };
-                // Width 0 is sparse mode ([`Lanes::code`]).
+                // The operand is the lanes' run-time code: 0 is sparse mode
+                // ([`Lanes::code`]).
                 let lanes = Lanes::from_code(width)
                     .filter(|l| l.code() <= i64::from(MAX_WIDTH))
                     .ok_or_else(|| {

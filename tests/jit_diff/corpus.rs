@@ -1,6 +1,6 @@
 //! Every corpus program (surface and IR twin) and case, in every mode: the
 //! primal through `irad::run_with`, reverse mode through `irad::grad_reverse`
-//! and forward mode at widths 1, 3 and 8 and sparse (width 0) through
+//! and forward mode at widths 1, 3 and 8 and sparse (`Lanes::Sparse`) through
 //! `irad::grad_forward`, with
 //! the interpreter and with the JIT: results bit for bit, arguments
 //! untouched by the gradients.

@@ -8,7 +8,7 @@
 //! to the values on entry (SYNTAX.md §3); ceil(n / width) passes for n
 //! differentiated f64s (one pass when n is 0, for the value).
 //!
-//! Sparse mode (`width` [`irad_ir::SPARSE_WIDTH`], `irad grad --sparse`): one
+//! Sparse mode ([`Lanes::Sparse`], `irad grad --sparse`): one
 //! pass of the sparse rule `@f.fwds` through a wrapper `@f.fwds.grad` built in
 //! IR, which seeds the k-th differentiated f64 with `sonehot(k)` (zero
 //! handles elsewhere), calls the rule, and materialises the result's tangent
@@ -123,6 +123,7 @@ pub fn gradient(
 #[derive(Clone, Debug)]
 pub struct ForwardPlan {
     req: Request,
+    /// The dense batch width of a pass (unused in sparse mode).
     width: NonZeroU32,
     rule: FuncId,
     /// Sparse mode: the wrapper `@f.fwds.grad` that seeds, runs the rule and

@@ -3,7 +3,7 @@
 //! `@f.fwd` (SYNTAX.md, "Derived functions").
 //!
 //! - [`Forward`] is the derived-rule cache: it builds the forward rule of a
-//!   function on first request, keyed by (function, batch width), and
+//!   function on first request, keyed by (function, [`Lanes`]), and
 //!   remembers it. A rule's callees are requested while it is built (the
 //!   callee's rule is declared at once and its body queued), so recursion and
 //!   mutual recursion meet a declared rule and terminate.
@@ -45,7 +45,7 @@ pub struct CacheStats {
     pub hits: usize,
 }
 
-/// The derived-rule cache: forward rules by (function, batch width).
+/// The derived-rule cache: forward rules by (function, lanes: batch width or sparse).
 pub struct Forward<'r> {
     registry: &'r Registry,
     rules: HashMap<(FuncRef, Lanes), FuncId>,
