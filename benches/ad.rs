@@ -995,7 +995,7 @@ fn forward_scaling(cfg: &Config, failures: &mut Vec<String>) -> Vec<ScalingPoint
     for &n in sizes {
         let args = vec![Val::f64_array(vec![1.0; n])];
         let opts = GradOptions {
-            width,
+            lanes: irad::ir::Lanes::dense(width).expect("a dense width"),
             ..GradOptions::default()
         };
         let mut fwd = irad::jit_gradient(
@@ -1010,7 +1010,7 @@ fn forward_scaling(cfg: &Config, failures: &mut Vec<String>) -> Vec<ScalingPoint
         .expect("the forward gradient derives");
         fwd.compile().expect("the forward gradient compiles");
         let sparse_opts = GradOptions {
-            width: irad::ir::SPARSE_WIDTH,
+            lanes: irad::ir::Lanes::Sparse,
             ..GradOptions::default()
         };
         let mut sparse = irad::jit_gradient(
@@ -1277,7 +1277,7 @@ fn jit_gradient_floats(
     mode: Mode,
 ) -> Vec<f64> {
     let opts = GradOptions {
-        width: 8,
+        lanes: irad::ir::Lanes::dense(8).expect("8 is not 0"),
         ..GradOptions::default()
     };
     let mut g: CompiledGradient<'_> = irad::jit_gradient(

@@ -206,8 +206,8 @@ pub fn jit_reverse<'r>(
     })
 }
 
-/// `module` normalised, with the forward rule of width `width` (`@f.fwd`, or
-/// `@f.fwdN` for N > 1) of each of `funcs`, compiled.
+/// `module` normalised, with the forward rule with `width` lanes (`@f.fwd`,
+/// `@f.fwdN` for N > 1, `@f.fwds` for sparse) of each of `funcs`, compiled.
 ///
 /// ```
 /// use irad::Val;
@@ -216,7 +216,7 @@ pub fn jit_reverse<'r>(
 /// let m = irad::load(&src)?;
 /// let f = irad::find_function(&src, &m, "f")?;
 /// let registry = irad::rules::Registry::new();
-/// let mut c = irad::jit_forward(&m, &[f], 1, &registry)?;
+/// let mut c = irad::jit_forward(&m, &[f], irad::ir::Lanes::ONE, &registry)?;
 /// let fwd = c.func("f.fwd").ok_or("no @f.fwd")?;
 /// let x = Val::Dual(vec![Val::F64(2.0), Val::F64(1.0)].into());
 /// let y = c.call(fwd, &[x], &Default::default())?;
@@ -226,7 +226,7 @@ pub fn jit_reverse<'r>(
 pub fn jit_forward<'r>(
     module: &Module,
     funcs: &[FuncId],
-    width: u32,
+    width: irad_ir::Lanes,
     registry: &'r Registry,
 ) -> Result<Compiled<'r>, CompiledError> {
     let mut m = module.clone();
@@ -396,7 +396,7 @@ impl CompiledGradient<'_> {
 
 /// The gradient `req` asks for, kept compiled: `req.func` of `module`
 /// normalised, its derived functions built in `req.mode` for arguments like
-/// `req.args` (with `req.opts.wrt` and, forward, `req.opts.width`) and
+/// `req.args` (with `req.opts.wrt` and, forward, `req.opts.lanes`) and
 /// optimised by `req.schedule`, all kept in a JIT (compiled on first run, or
 /// by [`CompiledGradient::compile`]); `req.opts.exec` is not used.
 /// An error converts to a located [`crate::Error`] with [`crate::grad_error`].
@@ -409,7 +409,8 @@ impl CompiledGradient<'_> {
 /// let f = irad::find_function(&src, &m, "r")?;
 /// let args = irad::parse_args(&Source::new("<args>", "[1.0, 2.0, 3.0]"), &m, f)?;
 /// let registry = irad::rules::Registry::new();
-/// let opts = GradOptions { width: 3, ..GradOptions::default() };
+/// let lanes = irad::ir::Lanes::dense(3).expect("3 is not 0");
+/// let opts = GradOptions { lanes, ..GradOptions::default() };
 /// for mode in [Mode::Forward, Mode::Reverse] {
 ///     let req = GradRequest { mode, opts: opts.clone(), ..GradRequest::new(f, &args) };
 ///     let mut g = irad::jit_gradient(&m, &registry, &req).map_err(|e| irad::grad_error(&src, e))?;

@@ -119,7 +119,8 @@ pub fn grad(
 /// let f = irad::find_function(&src, &m, "f")?;
 /// let args = irad::parse_args(&Source::new("<args>", "3.0, 2.0"), &m, f)?;
 /// let registry = irad::rules::Registry::new();
-/// let opts = GradOptions { width: 2, ..GradOptions::default() };
+/// let lanes = irad::ir::Lanes::dense(2).expect("2 is not 0");
+/// let opts = GradOptions { lanes, ..GradOptions::default() };
 /// let (g, m) = irad::grad_forward(&src, &m, f, &args, &registry, &opts)?;
 /// assert_eq!(g.value.display(&m), "18.0");
 /// let grads: Vec<String> = g.gradient.iter().flatten().map(|d| d.display(&m)).collect();
@@ -218,7 +219,7 @@ pub fn grad_error(src: &Source, e: GradError) -> Error {
         },
         GradError::Invalid { loc, msg } => Error::Forward {
             file,
-            err: Box::new(ForwardError { loc, msg }),
+            err: Box::new(ForwardError::new(loc, msg)),
         },
     }
 }
@@ -226,7 +227,7 @@ pub fn grad_error(src: &Source, e: GradError) -> Error {
 /// Value and gradient of `func` at `args` by reverse mode: the module is
 /// normalised, the rule pieces of `func` derived with the rrules of
 /// `registry`, and run once each in the interpreter (see
-/// [`irad_passes::reverse::grad::gradient`]; `opts.width` is not used). Also
+/// [`irad_passes::reverse::grad::gradient`]; `opts.lanes` is not used). Also
 /// returns the module with the pieces.
 ///
 /// ```

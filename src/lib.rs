@@ -845,7 +845,7 @@ pub fn activity_dump(
     irad_passes::annotate::activity_text(&m, funcs, wrt).map_err(|e| pass_error(src, e))
 }
 
-/// The module normalised, with the forward rules (width `width`) of `funcs`
+/// The module normalised, with the forward rules (with `width` lanes) of `funcs`
 /// (every function when empty) and of everything they call; also the ids of
 /// the rules built, in order.
 ///
@@ -856,7 +856,7 @@ pub fn activity_dump(
 /// let m = irad::load(&src)?;
 /// let f = irad::find_function(&src, &m, "sq")?;
 /// let registry = irad::rules::Registry::new();
-/// let (m, added) = irad::forward_module(&src, &m, &[f], 1, &registry)?;
+/// let (m, added) = irad::forward_module(&src, &m, &[f], irad::ir::Lanes::ONE, &registry)?;
 /// assert_eq!(m[added[0]].name, "sq.fwd");
 /// // @sq.fwd maps dual(x, dx) to dual(x * x, 2 * x * dx).
 /// let x = Val::Dual(vec![Val::F64(3.0), Val::F64(1.0)].into());
@@ -868,7 +868,7 @@ pub fn forward_module(
     src: &Source,
     module: &Module,
     funcs: &[FuncId],
-    width: u32,
+    width: ir::Lanes,
     registry: &rules::Registry,
 ) -> Result<(Module, Vec<FuncId>), Error> {
     let mut m = module.clone();

@@ -213,10 +213,11 @@ impl GradArgs {
             func,
             args,
             opts: GradOptions {
-                width: if self.sparse {
-                    irad::ir::SPARSE_WIDTH
+                lanes: if self.sparse {
+                    irad::ir::Lanes::Sparse
                 } else {
-                    self.batch.unwrap_or(8)
+                    // clap keeps `--batch` in 1..=256.
+                    irad::ir::Lanes::dense(self.batch.unwrap_or(8)).unwrap_or(irad::ir::Lanes::ONE)
                 },
                 wrt: self.wrt,
                 run: RunOptions {

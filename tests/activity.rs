@@ -8,7 +8,7 @@
 
 use irad::Source;
 use irad::ir::interp::{ArrayData, Val};
-use irad::ir::{FuncId, Module};
+use irad::ir::{FuncId, Lanes, Module};
 use irad::passes::activity::Activity;
 use irad::passes::forward::Forward;
 use irad::passes::forward::grad::{self as fgrad, GradOptions};
@@ -210,7 +210,7 @@ fn forward_size(m: &Module, f: &str, wrt: &[usize], width: u32, on: bool) -> usi
     let mut fwd = Forward::new(&registry);
     fwd.set_activity(on);
     let rule = fwd
-        .rule_wrt(&mut m, id, width, wrt)
+        .rule_wrt(&mut m, id, Lanes::dense(width).expect("a dense width"), wrt)
         .expect("differentiates");
     statements(&m, &m[rule].name.clone())
 }
@@ -306,7 +306,12 @@ fn corpus() -> Vec<(String, Module, FuncId, Vec<Val>)> {
 #[derive(Copy, Clone, Debug)]
 enum Mode {
     Reverse,
-    Forward(u32),
+    Forward(Lanes),
+}
+
+/// Forward mode at dense batch width `n` (not 0).
+fn fwd(n: u32) -> Mode {
+    Mode::Forward(Lanes::dense(n).expect("a dense width"))
 }
 
 /// The value and gradient of `f` with respect to `wrt`, activity on or off,
@@ -323,9 +328,9 @@ fn gradient(
     let registry = Registry::new();
     let mut m = m.clone();
     let mut opts = GradOptions {
-        width: match mode {
-            Mode::Forward(w) => w,
-            Mode::Reverse => 1,
+        lanes: match mode {
+            Mode::Forward(lanes) => lanes,
+            Mode::Reverse => Lanes::ONE,
         },
         wrt: Some(wrt.to_vec()),
         activity: on,
@@ -361,12 +366,7 @@ fn activity_changes_no_gradient_of_the_corpus() {
         let mut sets: Vec<Vec<usize>> = tangents.iter().map(|&i| vec![i]).collect();
         sets.push(tangents.clone());
         for wrt in &sets {
-            for mode in [
-                Mode::Reverse,
-                Mode::Forward(1),
-                Mode::Forward(3),
-                Mode::Forward(0),
-            ] {
+            for mode in [Mode::Reverse, fwd(1), fwd(3), Mode::Forward(Lanes::Sparse)] {
                 let off = gradient(&m, f, &args, wrt, mode, false, false);
                 let on = gradient(&m, f, &args, wrt, mode, true, false);
                 assert!(
@@ -461,7 +461,7 @@ fn the_fit_benchmark_loses_the_data_arrays_derivative_work() {
         f,
     )
     .expect("args parse");
-    for mode in [Mode::Reverse, Mode::Forward(1), Mode::Forward(0)] {
+    for mode in [Mode::Reverse, fwd(1), Mode::Forward(Lanes::Sparse)] {
         let a = gradient(&m, f, &args, &[0], mode, false, false);
         let b = gradient(&m, f, &args, &[0], mode, true, false);
         assert!(

@@ -45,7 +45,7 @@ fn run_all(name: &str, args: &[Val], backend: Backend) -> (f64, Vec<f64>, Vec<f6
     let (src, m, f) = program(name);
     let registry = irad::rules::Registry::new();
     let opts = GradOptions {
-        width: 8,
+        lanes: irad::ir::Lanes::dense(8).expect("8 is not 0"),
         exec: backend.exec(),
         ..GradOptions::default()
     };
@@ -283,7 +283,7 @@ fn mlp_gradients_match_the_hand_written_adjoint() {
         let (src, m, f) = program_fn(file, "loss");
         for backend in BACKENDS {
             let opts = GradOptions {
-                width: 8,
+                lanes: irad::ir::Lanes::dense(8).expect("8 is not 0"),
                 wrt: Some(vec![0, 1, 2, 3]),
                 exec: backend.exec(),
                 ..GradOptions::default()

@@ -473,7 +473,7 @@ fn check_forward(path: &Utf8Path, text: &str, module: &Module) -> Result<String>
         text: text.to_string(),
     };
     let registry = irad::rules::Registry::new();
-    let (m, _) = irad::forward_module(&src, module, &[], 1, &registry)
+    let (m, _) = irad::forward_module(&src, module, &[], irad::ir::Lanes::ONE, &registry)
         .map_err(|e| format!("forward mode failed:\n{}", e.render(&[&src])))?;
     if let Err(errs) = verify_module(&m) {
         let msgs: Vec<String> = errs.iter().map(ToString::to_string).collect();

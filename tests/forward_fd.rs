@@ -38,7 +38,7 @@
 //! - `wrt` = one differentiated argument gives that argument's gradient of
 //!   the full run, bit for bit, and `None` for every other argument.
 //!
-//! - sparse forward mode (`GradOptions::width` = `SPARSE_WIDTH`) gives the
+//! - sparse forward mode (`GradOptions::lanes` = `Lanes::Sparse`) gives the
 //!   primal's value bit for bit, one pass, and every component within
 //!   `SPARSE_RTOL` of the dense gradient's (relative, with an absolute floor
 //!   of `SPARSE_RTOL`, for components that are a cancellation of larger
@@ -72,6 +72,11 @@ const RTOL: f64 = 1e-6;
 /// Absolute floor, scaled by `max(1, |f(x)|)`: the round-off of a central
 /// difference grows with the size of the value over the step.
 const ATOL: f64 = 1e-7;
+/// Dense lanes of batch width `n` (not 0).
+fn dense(n: u32) -> irad::ir::Lanes {
+    irad::ir::Lanes::dense(n).expect("a dense width")
+}
+
 /// Relative tolerance between sparse and dense forward mode.
 const SPARSE_RTOL: f64 = 1e-12;
 /// Tolerance of one-sided differences (error O(h f'')) when deciding
@@ -392,7 +397,7 @@ impl Case<'_> {
             args,
             fx,
         };
-        let Some(full) = self.gradient(&p, 1, None) else {
+        let Some(full) = self.gradient(&p, irad::ir::Lanes::ONE, None) else {
             return;
         };
         if !full.value.same(&Val::F64(fx)) {
@@ -415,7 +420,7 @@ impl Case<'_> {
         // dense arrays), with an error naming the statement.
         if uses_bulk(self.module) {
             let opts = GradOptions {
-                width: irad::ir::SPARSE_WIDTH,
+                lanes: irad::ir::Lanes::Sparse,
                 ..GradOptions::default()
             };
             let fresh: Vec<Val> = p.args.iter().map(deep_copy).collect();
@@ -431,7 +436,7 @@ impl Case<'_> {
             }
             return;
         }
-        let Some(g) = self.gradient(p, irad::ir::SPARSE_WIDTH, None) else {
+        let Some(g) = self.gradient(p, irad::ir::Lanes::Sparse, None) else {
             return;
         };
         if !g.value.same(&Val::F64(p.fx)) || g.passes != 1 {
@@ -510,9 +515,14 @@ impl Case<'_> {
     }
 
     /// Forward mode at fresh copies of the point's arguments.
-    fn gradient(&mut self, p: &Point, width: u32, wrt: Option<Vec<usize>>) -> Option<Gradient> {
+    fn gradient(
+        &mut self,
+        p: &Point,
+        lanes: irad::ir::Lanes,
+        wrt: Option<Vec<usize>>,
+    ) -> Option<Gradient> {
         let opts = GradOptions {
-            width,
+            lanes,
             wrt: wrt.clone(),
             ..GradOptions::default()
         };
@@ -523,7 +533,10 @@ impl Case<'_> {
                 let msg = e.render(&[self.src]);
                 self.fail_at(
                     p,
-                    format!("grad_forward (width {width}, wrt {wrt:?}) failed: {msg}"),
+                    format!(
+                        "grad_forward (width {}, wrt {wrt:?}) failed: {msg}",
+                        lanes.code()
+                    ),
                 );
                 None
             }
@@ -537,7 +550,7 @@ impl Case<'_> {
             let g = if width == 1 {
                 full.clone()
             } else {
-                match self.gradient(p, width, None) {
+                match self.gradient(p, dense(width), None) {
                     Some(g) => g,
                     None => continue,
                 }
@@ -578,7 +591,7 @@ impl Case<'_> {
             }
         }
         for i in (0..params.len()).filter(|&i| params[i].has_tangent()) {
-            let Some(g) = self.gradient(p, 8, Some(vec![i])) else {
+            let Some(g) = self.gradient(p, dense(8), Some(vec![i])) else {
                 continue;
             };
             self.totals.wrt_checks += 1;

@@ -126,7 +126,7 @@ fn primal_reverse_and_forward_agree_with_the_interpreter() {
     }
 
     // Forward, width 1: the tangent of c = 1 gives df/dc.
-    let mut fw = irad::jit_forward(&m, &[f], 1, &registry).unwrap();
+    let mut fw = irad::jit_forward(&m, &[f], irad::ir::Lanes::ONE, &registry).unwrap();
     let rule = fw.func("f.fwd").unwrap();
     let dual_x = Val::Dual(Rc::from(vec![array(&xs), array(&[0.0; 5])]));
     let dual_c = Val::Dual(Rc::from(vec![Val::F64(1.5), Val::F64(1.0)]));
@@ -195,7 +195,7 @@ fn a_compiled_gradient_runs_many_times_with_the_interpreters_results() {
         (irad::Mode::Forward, 4),
     ] {
         let opts = irad::passes::forward::grad::GradOptions {
-            width,
+            lanes: irad::ir::Lanes::dense(width).expect("a dense width"),
             ..opts.clone()
         };
         let (want, _) = match mode {

@@ -218,12 +218,17 @@ fn check_run(
     want
 }
 
-/// How a gradient is computed: reverse mode, or forward mode at a width
-/// (`SPARSE_WIDTH`, 0: sparse mode).
+/// How a gradient is computed: reverse mode, or forward mode with some lanes
+/// (a batch width, or sparse mode).
 #[derive(Copy, Clone, Debug)]
 enum Mode {
     Reverse,
-    Forward(u32),
+    Forward(irad::ir::Lanes),
+}
+
+/// Forward mode at dense batch width `n` (not 0).
+fn fwd(n: u32) -> Mode {
+    Mode::Forward(irad::ir::Lanes::dense(n).expect("a dense width"))
 }
 
 /// Value and gradient through the facade with `backend`.
@@ -238,9 +243,9 @@ fn grad_on(
     let registry = irad::rules::Registry::new();
     let opts = GradOptions {
         exec: backend.exec(),
-        width: match mode {
-            Mode::Reverse => 1,
-            Mode::Forward(w) => w,
+        lanes: match mode {
+            Mode::Reverse => irad::ir::Lanes::ONE,
+            Mode::Forward(lanes) => lanes,
         },
         wrt: None,
         run: RunOptions::default(),

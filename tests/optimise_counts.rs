@@ -34,7 +34,7 @@ fn counts(file: &str, func: &str, rev: bool) -> (usize, usize) {
         let (m, added, _) = irad::reverse_module(&src, &module, &[f], &registry).expect("rev");
         (m, added)
     } else {
-        irad::forward_module(&src, &module, &[f], 1, &registry).expect("fwd")
+        irad::forward_module(&src, &module, &[f], irad::ir::Lanes::ONE, &registry).expect("fwd")
     };
     let before = count(&m, &added);
     optimise(

@@ -241,9 +241,9 @@ fn run_grad(c: &Call, mode: Mode, schedule: &Strategy, backend: irad::Backend) -
     let args = args_of(c, &c.module, f)?;
     let registry = irad::rules::Registry::new();
     let opts = GradOptions {
-        width: match mode {
-            Mode::Fwd(w) => w,
-            Mode::Rev => 1,
+        lanes: match mode {
+            Mode::Fwd(w) => irad::ir::Lanes::dense(w).expect("a dense width"),
+            Mode::Rev => irad::ir::Lanes::ONE,
         },
         exec: backend.exec(),
         ..GradOptions::default()

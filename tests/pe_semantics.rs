@@ -175,7 +175,7 @@ fn compare_gradients(
         return Ok(());
     }
     let opts = GradOptions {
-        width: 1,
+        lanes: irad::ir::Lanes::ONE,
         wrt: Some(wrt),
         run: RunOptions::default(),
         exec: irad::Backend::Interp.exec(),

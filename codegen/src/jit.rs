@@ -27,7 +27,7 @@ use cranelift_jit::{ArenaMemoryProvider, JITBuilder, JITModule};
 use cranelift_module::{Module as ClModule, default_libcall_names};
 use irad_ir::func::{FuncId, FuncRef, Module};
 use irad_ir::interp::{ArrayData, ArrayRef, Executor, RuleProvider, RunError, RunOptions, Val};
-use irad_ir::types::{FnType, Scalar, Type};
+use irad_ir::types::{FnType, Lanes, Scalar, Type};
 use irad_runtime::{self as rt, Ctx, RuleKind, Runtime};
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -571,8 +571,8 @@ impl State<'_> {
                 let h = self.comp.handle(self.module.get(), *fr)?;
                 out.push(u64::from(h));
             }
-            (Val::Dual(vs), Type::Dual(inner, width)) => {
-                let tan = inner.tangent_at(*width).unwrap_or(Type::Unit);
+            (Val::Dual(vs), Type::Dual(inner, lanes)) => {
+                let tan = inner.tangent_at(*lanes).unwrap_or(Type::Unit);
                 for (i, v) in vs.iter().enumerate() {
                     self.flatten(v, if i == 0 { inner } else { &tan }, out, arrays)?;
                 }
@@ -658,12 +658,12 @@ impl State<'_> {
                 }
                 Val::Tuple(Rc::from(vs))
             }
-            Type::Dual(inner, width) => {
+            Type::Dual(inner, lanes) => {
                 let tan = inner
-                    .tangent_at(*width)
+                    .tangent_at(*lanes)
                     .ok_or("a dual without a tangent type")?;
                 let mut vs = vec![self.unflatten(inner, it, arrays, made)?];
-                for _ in 0..Type::lanes(*width) {
+                for _ in 0..lanes.count() {
                     vs.push(self.unflatten(&tan, it, arrays, made)?);
                 }
                 Val::Dual(Rc::from(vs))
@@ -718,13 +718,22 @@ impl State<'_> {
             }
         };
         let id = if kind == RuleKind::Frule {
-            let w = u32::try_from(width)
-                .map_err(|_| format!("internal error: batch width {width} out of range"))?;
-            let id = provider.forward_rule(module, callee, w)?;
-            check(module, id, Type::forward_fn(&sig, w), "the forward rule")?;
+            let lanes = Lanes::from_code(width)
+                .ok_or_else(|| format!("internal error: batch width {width} out of range"))?;
+            let id = provider
+                .forward_rule(module, callee, lanes)
+                .map_err(|e| e.to_string())?;
+            check(
+                module,
+                id,
+                Type::forward_fn(&sig, lanes),
+                "the forward rule",
+            )?;
             id
         } else {
-            let (fwd, back) = provider.reverse_rule(module, callee)?;
+            let (fwd, back) = provider
+                .reverse_rule(module, callee)
+                .map_err(|e| e.to_string())?;
             check(
                 module,
                 fwd,

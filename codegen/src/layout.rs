@@ -32,10 +32,10 @@ pub(crate) fn leaves(ty: &Type, out: &mut Vec<Leaf>) {
         Type::Unit => {}
         Type::Tuple(elems) => elems.iter().for_each(|e| leaves(e, out)),
         Type::Array(_) => out.extend([types::I64, types::I64]),
-        Type::Dual(inner, width) => {
+        Type::Dual(inner, lanes) => {
             leaves(inner, out);
-            if let Some(tan) = inner.tangent_at(*width) {
-                for _ in 0..Type::lanes(*width) {
+            if let Some(tan) = inner.tangent_at(*lanes) {
+                for _ in 0..lanes.count() {
                     leaves(&tan, out);
                 }
             }
@@ -57,9 +57,9 @@ pub(crate) fn leaf_count(ty: &Type) -> usize {
         Type::Unit => 0,
         Type::Tuple(elems) => elems.iter().map(leaf_count).sum(),
         Type::Array(_) => 2,
-        Type::Dual(inner, width) => {
+        Type::Dual(inner, lanes) => {
             leaf_count(inner)
-                + inner.tangent_at(*width).map_or(0, |t| leaf_count(&t)) * Type::lanes(*width)
+                + inner.tangent_at(*lanes).map_or(0, |t| leaf_count(&t)) * lanes.count()
         }
     }
 }

@@ -1096,11 +1096,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 vals[0][..n].iter().copied().collect()
             }
             Tangent => {
-                let Some(Type::Dual(inner, width)) = tys.first() else {
+                let Some(Type::Dual(inner, lanes)) = tys.first() else {
                     return Err(CodegenError::internal("`tangent` of a non-dual".into()));
                 };
                 let k = const_index(ops.get(1))
-                    .filter(|&k| k < Type::lanes(*width))
+                    .filter(|&k| k < lanes.count())
                     .ok_or_else(|| CodegenError::internal("bad index of `tangent`".into()))?;
                 let n = leaf_count(ret);
                 let start = leaf_count(inner) + k * n;

@@ -45,7 +45,7 @@ use irad_ir::func::{Const, FuncId, FuncRef, InstKind, Module, Operand};
 use irad_ir::interp::RuleProvider;
 use irad_ir::loc::Location;
 use irad_ir::prim::Prim;
-use irad_ir::types::{FnType, Type};
+use irad_ir::types::{FnType, Lanes, Type};
 use irad_runtime::{self as rt, Ctx, RtSym, RuleKind, TrapKind};
 use std::collections::{HashMap, HashSet};
 
@@ -145,12 +145,11 @@ struct RuleEntry {
 }
 
 /// A kind of rule that some rule statement asks of function values of type
-/// `ty`: the reverse pieces, or the forward rule at `width`.
+/// `ty`: the reverse pieces (`lanes` `None`), or the forward rule with `lanes`.
 #[derive(Clone, Debug)]
 struct Need {
-    rev: bool,
     ty: Type,
-    width: u32,
+    lanes: Option<Lanes>,
     /// The first statement that asks, for errors.
     loc: Location,
 }
@@ -196,7 +195,7 @@ fn close_rules(
     provider: &mut dyn RuleProvider,
 ) -> Result<Vec<RuleEntry>, CodegenError> {
     let mut needs: Vec<Need> = Vec::new();
-    let mut done: HashSet<(bool, u32, u32)> = HashSet::new();
+    let mut done: HashSet<(u32, Option<Lanes>)> = HashSet::new();
     let mut rule_handles: HashSet<u32> = HashSet::new();
     let mut entries = Vec::new();
     loop {
@@ -222,7 +221,7 @@ fn close_rules(
             let ty = Type::from_fn(sig.clone());
             let callee_name = name_of(module, callee);
             for need in needs.iter().filter(|n| n.ty == ty) {
-                if !done.insert((need.rev, handle, need.width)) {
+                if !done.insert((handle, need.lanes)) {
                     continue;
                 }
                 progress = true;
@@ -230,11 +229,17 @@ fn close_rules(
                     loc: need.loc.clone(),
                     msg: format!(
                         "cannot build the {} rule of function value {callee_name} ahead of time: {msg}",
-                        if need.rev { "reverse" } else { "forward" },
+                        if need.lanes.is_none() {
+                            "reverse"
+                        } else {
+                            "forward"
+                        },
                     ),
                 };
-                if need.rev {
-                    let (fwd, back) = provider.reverse_rule(module, callee).map_err(fail)?;
+                let Some(lanes) = need.lanes else {
+                    let (fwd, back) = provider
+                        .reverse_rule(module, callee)
+                        .map_err(|e| fail(e.to_string()))?;
                     check_type(module, fwd, &Type::rev_fwd_fn(&sig)).map_err(fail)?;
                     check_type(module, back, &Type::rev_back_fn(&sig)).map_err(fail)?;
                     let hf = comp.handle(module, FuncRef::User(fwd))?;
@@ -252,20 +257,20 @@ fn close_rules(
                         width: 0,
                         rule: hb,
                     });
-                } else {
-                    let id = provider
-                        .forward_rule(module, callee, need.width)
-                        .map_err(fail)?;
-                    check_type(module, id, &Type::forward_fn(&sig, need.width)).map_err(fail)?;
-                    let r = comp.handle(module, FuncRef::User(id))?;
-                    rule_handles.insert(r);
-                    entries.push(RuleEntry {
-                        kind: RuleKind::Frule,
-                        handle,
-                        width: i64::from(need.width),
-                        rule: r,
-                    });
-                }
+                    continue;
+                };
+                let id = provider
+                    .forward_rule(module, callee, lanes)
+                    .map_err(|e| fail(e.to_string()))?;
+                check_type(module, id, &Type::forward_fn(&sig, lanes)).map_err(fail)?;
+                let r = comp.handle(module, FuncRef::User(id))?;
+                rule_handles.insert(r);
+                entries.push(RuleEntry {
+                    kind: RuleKind::Frule,
+                    handle,
+                    width: lanes.code(),
+                    rule: r,
+                });
             }
         }
         if !progress {
@@ -305,11 +310,11 @@ fn scan_rule_statements(
                     loc: loc.clone(),
                     msg: format!("cannot compile: `{prim}` of a value that is not a function"),
                 })?;
-            let (rev, width) = if *prim == Prim::Frule {
+            let lanes = if *prim == Prim::Frule {
                 match args.get(1) {
-                    Some(Operand::Const(Const::I64(w))) => match u32::try_from(*w) {
-                        Ok(w) => (false, w),
-                        Err(_) => {
+                    Some(Operand::Const(Const::I64(w))) => match Lanes::from_code(*w) {
+                        Some(lanes) => Some(lanes),
+                        None => {
                             return Err(CodegenError {
                                 loc,
                                 msg: format!("cannot compile: batch width {w} out of range"),
@@ -324,18 +329,10 @@ fn scan_rule_statements(
                     }
                 }
             } else {
-                (true, 0)
+                None
             };
-            if !needs
-                .iter()
-                .any(|n| n.rev == rev && n.width == width && n.ty == ty)
-            {
-                needs.push(Need {
-                    rev,
-                    ty,
-                    width,
-                    loc,
-                });
+            if !needs.iter().any(|n| n.lanes == lanes && n.ty == ty) {
+                needs.push(Need { ty, lanes, loc });
             }
         }
     }

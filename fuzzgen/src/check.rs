@@ -333,7 +333,7 @@ pub fn derivatives(p: &Program) -> Result<Compared, String> {
     .map_err(|e| ctx(&format!("reverse mode fails where the primal runs: {e}")))?;
     for width in [1, 3] {
         let gopts = GradOptions {
-            width,
+            lanes: irad::ir::Lanes::dense(width).unwrap_or(irad::ir::Lanes::ONE),
             ..GradOptions::default()
         };
         let (fwd, _) = irad::grad_forward(&l.src, &l.module, l.func, &l.args, &registry, &gopts)

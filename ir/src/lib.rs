@@ -40,7 +40,7 @@ pub use irad_kernels::bulk;
 pub use irad_kernels::sparse;
 pub use loc::{Location, Pos};
 pub use prim::Prim;
-pub use types::{FnType, Scalar, Type};
+pub use types::{FnType, Lanes, Scalar, Type};
 
 /// The deepest nesting of types, tuples and literals that text may have; deeper
 /// input is a located error, never a stack overflow.
@@ -53,12 +53,6 @@ pub const MAX_TYPE_SIZE: usize = 1 << 12;
 
 /// The most tangents a `dual<T, N>` carries (forward mode's batch width).
 pub const MAX_WIDTH: u32 = 256;
-
-/// The batch width that stands for sparse forward mode: `dual<T, sparse>`
-/// carries one tangent of `T`'s sparse tangent type ([`Type::sparse_tangent`]),
-/// `frule(f, 0)` is the sparse rule, `@f.fwds` its name. Dense widths are 1 to
-/// [`MAX_WIDTH`], so 0 is free (docs/ir.md, "Sparse tangents").
-pub const SPARSE_WIDTH: u32 = 0;
 
 /// An error that can be shown to a user: a message and where it is.
 pub trait Diagnostic {

@@ -6,7 +6,7 @@
 //! keyed by [`Prim`]. Adding a primitive means adding a variant and a row here,
 //! then its semantics and rules; nothing else switches on the name.
 
-use crate::types::{Scalar, Type};
+use crate::types::{Lanes, Scalar, Type};
 use crate::{MAX_NESTING, MAX_TYPE_SIZE, MAX_WIDTH};
 use std::fmt;
 
@@ -501,11 +501,13 @@ impl Prim {
                     ));
                 }
                 let width = args.len() - 1;
-                if width > MAX_WIDTH as usize {
-                    return Err(format!(
-                        "`dual` takes at most {MAX_WIDTH} tangents, found {width}"
-                    ));
-                }
+                let lanes = u32::try_from(width)
+                    .ok()
+                    .filter(|w| *w <= MAX_WIDTH)
+                    .and_then(Lanes::dense)
+                    .ok_or_else(|| {
+                        format!("`dual` takes at most {MAX_WIDTH} tangents, found {width}")
+                    })?;
                 let Some(tan) = args[0].tangent() else {
                     return Err(format!(
                         "argument 1 of `dual` must be a type with a tangent (one that contains f64), found {}",
@@ -521,7 +523,7 @@ impl Prim {
                         &format!("{stan}, the sparse tangent type of {}", args[0]),
                         *t == stan,
                     )?;
-                    return Ok(Type::dual_n(args[0].clone(), crate::SPARSE_WIDTH));
+                    return Ok(Type::dual_n(args[0].clone(), Lanes::Sparse));
                 }
                 for i in 1..args.len() {
                     want(
@@ -530,7 +532,7 @@ impl Prim {
                         args[i] == tan,
                     )?;
                 }
-                Ok(Type::dual_n(args[0].clone(), width as u32))
+                Ok(Type::dual_n(args[0].clone(), lanes))
             }
             Sig::Primal => {
                 arity(1)?;
@@ -544,7 +546,7 @@ impl Prim {
             }
             Sig::Tangent => {
                 arity(2)?;
-                let Type::Dual(inner, width) = &args[0] else {
+                let Type::Dual(inner, lanes) = &args[0] else {
                     return Err(format!(
                         "argument 1 of `tangent` must be a dual, found {}",
                         args[0]
@@ -553,16 +555,16 @@ impl Prim {
                 let Some(k) = field.filter(|_| args[1] == Type::I64) else {
                     return Err("argument 2 of `tangent` must be an i64 constant".into());
                 };
-                let lanes = Type::lanes(*width);
-                if !(0..lanes as i64).contains(&k) {
+                let count = lanes.count();
+                if !(0..count as i64).contains(&k) {
                     return Err(format!(
-                        "tangent {k} out of range for {} with {lanes} tangent{}",
+                        "tangent {k} out of range for {} with {count} tangent{}",
                         args[0],
-                        if lanes == 1 { "" } else { "s" }
+                        if count == 1 { "" } else { "s" }
                     ));
                 }
                 inner
-                    .tangent_at(*width)
+                    .tangent_at(*lanes)
                     .ok_or_else(|| format!("{} has no tangent type", args[0]))
             }
             Sig::Frule => {
@@ -576,14 +578,14 @@ impl Prim {
                 let Some(width) = field.filter(|_| args[1] == Type::I64) else {
                     return Err("argument 2 of `frule` must be an i64 constant".into());
                 };
-                // Width 0 is sparse mode (`crate::SPARSE_WIDTH`).
-                let width = u32::try_from(width)
-                    .ok()
-                    .filter(|w| (0..=MAX_WIDTH).contains(w))
+                // The operand is the lanes' run-time code: 0 is sparse mode
+                // ([`Lanes::code`]).
+                let lanes = Lanes::from_code(width)
+                    .filter(|l| l.code() <= i64::from(MAX_WIDTH))
                     .ok_or_else(|| {
                         format!("batch width {width} out of range (0 for sparse, 1 to {MAX_WIDTH})")
                     })?;
-                Ok(Type::from_fn(Type::forward_fn(sig, width)))
+                Ok(Type::from_fn(Type::forward_fn(sig, lanes)))
             }
             Sig::Push => {
                 arity(1)?;

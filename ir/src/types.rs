@@ -7,6 +7,7 @@
 //! `()`, so every type has exactly one representation.
 
 use std::fmt;
+use std::num::NonZeroU32;
 use std::sync::Arc;
 
 /// The element type of an array.
@@ -19,6 +20,19 @@ pub enum Scalar {
     /// `bool`
     Bool,
     /// `sparse`: a handle of a sparse tangent (sparse forward mode).
+    Sparse,
+}
+
+/// The tangents a `dual` carries: forward mode's batch width, or sparse mode
+/// (docs/ir.md, "Sparse tangents"). A dense width of 0 cannot be written; the
+/// widths the text and the passes accept are 1 to [`crate::MAX_WIDTH`].
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Lanes {
+    /// N tangents of the inner type's tangent type ([`Type::tangent`]):
+    /// `dual<T>` for 1, `dual<T, N>` (batch mode) for more.
+    Dense(NonZeroU32),
+    /// One tangent of the sparse tangent type ([`Type::sparse_tangent`]):
+    /// `dual<T, sparse>`.
     Sparse,
 }
 
@@ -48,12 +62,11 @@ pub enum Type {
     Array(Scalar),
     /// A function value.
     Func(Arc<FnType>),
-    /// A primal value of the inner type paired with `width` tangents of its
-    /// tangent type (forward mode; `width` > 1 in batch mode). The inner type
-    /// always has a tangent type (see [`Type::tangent`]). Width
-    /// [`crate::SPARSE_WIDTH`] (0) is sparse mode: one tangent, of the sparse
-    /// tangent type ([`Type::sparse_tangent`]), printed `dual<T, sparse>`.
-    Dual(Arc<Type>, u32),
+    /// A primal value of the inner type paired with its tangents (forward
+    /// mode): dense lanes of its tangent type, or in sparse mode one tangent of
+    /// the sparse tangent type ([`Lanes`]). The inner type always has a
+    /// tangent type (see [`Type::tangent`]).
+    Dual(Arc<Type>, Lanes),
     /// A handle of a node of the sparse tangent builder (sparse forward mode,
     /// docs/ir.md "Sparse tangents"): a tangent vector over the directions of
     /// a gradient, materialised by `sdense`.
@@ -83,6 +96,51 @@ impl Scalar {
     }
 }
 
+impl Lanes {
+    /// One dense tangent: `dual<T>`, the rule `@f.fwd`.
+    pub const ONE: Lanes = Lanes::Dense(NonZeroU32::MIN);
+
+    /// `n` dense tangents; `None` for 0. (The upper bound,
+    /// [`crate::MAX_WIDTH`], is checked where a width is read, with that
+    /// place's message.)
+    pub fn dense(n: u32) -> Option<Lanes> {
+        NonZeroU32::new(n).map(Lanes::Dense)
+    }
+
+    /// Whether this is sparse mode.
+    pub fn is_sparse(self) -> bool {
+        self == Lanes::Sparse
+    }
+
+    /// The number of tangents a dual carries: N for dense, 1 in sparse mode.
+    pub fn count(self) -> usize {
+        match self {
+            Lanes::Dense(n) => n.get() as usize,
+            Lanes::Sparse => 1,
+        }
+    }
+
+    /// The i64 that stands for these lanes at run time, as the second operand
+    /// of `frule` and in the compiled rule tables: N for dense, 0 for sparse
+    /// (so `frule(f, 0)` asks for the sparse rule `@f.fwds`). Messages that
+    /// print a batch width print this number.
+    pub fn code(self) -> i64 {
+        match self {
+            Lanes::Dense(n) => i64::from(n.get()),
+            Lanes::Sparse => 0,
+        }
+    }
+
+    /// The lanes a run-time code stands for ([`Lanes::code`]); `None` for a
+    /// negative code or one past `u32`.
+    pub fn from_code(code: i64) -> Option<Lanes> {
+        match u32::try_from(code).ok()? {
+            0 => Some(Lanes::Sparse),
+            n => Lanes::dense(n),
+        }
+    }
+}
+
 impl Type {
     /// A tuple of `elems`; `()` when there are none.
     pub fn tuple(elems: Vec<Type>) -> Type {
@@ -95,12 +153,13 @@ impl Type {
 
     /// The forward-mode pair type `dual<inner>`: one tangent.
     pub fn dual(inner: Type) -> Type {
-        Type::Dual(Arc::new(inner), 1)
+        Type::Dual(Arc::new(inner), Lanes::ONE)
     }
 
-    /// The batch forward-mode type `dual<inner, width>`: `width` tangents.
-    pub fn dual_n(inner: Type, width: u32) -> Type {
-        Type::Dual(Arc::new(inner), width)
+    /// The forward-mode type `dual<inner, N>` (or `dual<inner, sparse>`) with
+    /// `lanes` tangents.
+    pub fn dual_n(inner: Type, lanes: Lanes) -> Type {
+        Type::Dual(Arc::new(inner), lanes)
     }
 
     /// The tangent type: `f64` for `f64`, `[f64]` for `[f64]`, for a tuple the
@@ -140,23 +199,12 @@ impl Type {
         }
     }
 
-    /// The tangent type of one lane at batch width `width`: the sparse
-    /// tangent type for [`crate::SPARSE_WIDTH`], [`Type::tangent`] otherwise.
-    pub fn tangent_at(&self, width: u32) -> Option<Type> {
-        if width == crate::SPARSE_WIDTH {
-            self.sparse_tangent()
-        } else {
-            self.tangent()
-        }
-    }
-
-    /// The number of tangents (lanes) a dual of batch width `width` carries:
-    /// 1 in sparse mode ([`crate::SPARSE_WIDTH`]), `width` otherwise.
-    pub fn lanes(width: u32) -> usize {
-        if width == crate::SPARSE_WIDTH {
-            1
-        } else {
-            width as usize
+    /// The tangent type of one lane of `lanes`: the sparse tangent type in
+    /// sparse mode, [`Type::tangent`] otherwise.
+    pub fn tangent_at(&self, lanes: Lanes) -> Option<Type> {
+        match lanes {
+            Lanes::Sparse => self.sparse_tangent(),
+            Lanes::Dense(_) => self.tangent(),
         }
     }
 
@@ -167,7 +215,7 @@ impl Type {
         while let Some(ty) = stack.pop() {
             match ty {
                 Type::Sparse | Type::Array(Scalar::Sparse) => return true,
-                Type::Dual(_, crate::SPARSE_WIDTH) => return true,
+                Type::Dual(_, Lanes::Sparse) => return true,
                 Type::Tuple(elems) => stack.extend(elems.iter()),
                 Type::Func(f) => {
                     stack.extend(f.params.iter());
@@ -194,22 +242,23 @@ impl Type {
         false
     }
 
-    /// The type a value of this type has in a forward rule of batch width
-    /// `width`: `dual<T, width>` when `T` has a tangent, `T` itself otherwise.
-    pub fn forward(&self, width: u32) -> Type {
+    /// The type a value of this type has in a forward rule with `lanes`:
+    /// `dual<T, N>` (or `dual<T, sparse>`) when `T` has a tangent, `T` itself
+    /// otherwise.
+    pub fn forward(&self, lanes: Lanes) -> Type {
         if self.has_tangent() {
-            Type::dual_n(self.clone(), width)
+            Type::dual_n(self.clone(), lanes)
         } else {
             self.clone()
         }
     }
 
-    /// The type of the forward rule of a function of type `sig` at batch width
-    /// `width`: every parameter and the result mapped by [`Type::forward`].
-    pub fn forward_fn(sig: &FnType, width: u32) -> FnType {
+    /// The type of the forward rule of a function of type `sig` with `lanes`:
+    /// every parameter and the result mapped by [`Type::forward`].
+    pub fn forward_fn(sig: &FnType, lanes: Lanes) -> FnType {
         FnType {
-            params: sig.params.iter().map(|p| p.forward(width)).collect(),
-            ret: sig.ret.forward(width),
+            params: sig.params.iter().map(|p| p.forward(lanes)).collect(),
+            ret: sig.ret.forward(lanes),
         }
     }
 
@@ -390,10 +439,10 @@ impl fmt::Display for Type {
                 }
                 write!(f, ") -> {}", ft.ret)
             }
-            Type::Dual(inner, 1) => write!(f, "dual<{inner}>"),
-            Type::Dual(inner, crate::SPARSE_WIDTH) => write!(f, "dual<{inner}, sparse>"),
+            Type::Dual(inner, Lanes::ONE) => write!(f, "dual<{inner}>"),
+            Type::Dual(inner, Lanes::Sparse) => write!(f, "dual<{inner}, sparse>"),
             Type::Sparse => f.write_str("sparse"),
-            Type::Dual(inner, width) => write!(f, "dual<{inner}, {width}>"),
+            Type::Dual(inner, Lanes::Dense(n)) => write!(f, "dual<{inner}, {n}>"),
         }
     }
 }
@@ -408,6 +457,31 @@ mod tests {
 
     const AF: Type = Type::Array(Scalar::F64);
     const AI: Type = Type::Array(Scalar::I64);
+
+    #[test]
+    fn lanes_print_count_and_code() {
+        let three = Lanes::dense(3).unwrap();
+        assert_eq!(Lanes::dense(0), None);
+        assert_eq!(Type::dual(Type::F64).to_string(), "dual<f64>");
+        assert_eq!(Type::dual_n(AF, three).to_string(), "dual<[f64], 3>");
+        assert_eq!(
+            Type::dual_n(Type::F64, Lanes::Sparse).to_string(),
+            "dual<f64, sparse>"
+        );
+        assert_eq!((three.count(), Lanes::Sparse.count()), (3, 1));
+        for lanes in [Lanes::ONE, three, Lanes::Sparse] {
+            assert_eq!(Lanes::from_code(lanes.code()), Some(lanes));
+        }
+        assert_eq!(Lanes::Sparse.code(), 0);
+        assert_eq!(Lanes::from_code(-1), None);
+        assert_eq!(Lanes::from_code(1 << 32), None);
+        assert_eq!(
+            Type::dual_n(Type::F64, Lanes::Sparse).tangent_at(Lanes::Sparse),
+            None
+        );
+        assert_eq!(Type::F64.tangent_at(Lanes::Sparse), Some(Type::Sparse));
+        assert_eq!(Type::F64.tangent_at(three), Some(Type::F64));
+    }
 
     #[test]
     fn cotangent_leaves_count_scalars_outside_arrays_and_functions() {

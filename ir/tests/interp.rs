@@ -9,10 +9,10 @@
 //! IR is built with the builder, except in the reverse-mode tests, which read
 //! IR text for brevity.
 
-use irad_ir::interp::{self, RunError, RunOptions, Val};
+use irad_ir::interp::{self, RuleProviderError, RunError, RunOptions, Val};
 use irad_ir::{
-    Block, Const, FuncBuilder, FuncId, FuncRef, InstKind, Module, Operand, Pos, Prim, Scalar,
-    Terminator, Type, Value,
+    Block, Const, FuncBuilder, FuncId, FuncRef, InstKind, Lanes, Module, Operand, Pos, Prim,
+    Scalar, Terminator, Type, Value,
 };
 
 // ---------------------------------------------------------------- helpers
@@ -1846,24 +1846,34 @@ struct ReverseRules {
 }
 
 impl interp::RuleProvider for ReverseRules {
-    fn forward_rule(&mut self, _: &mut Module, _: FuncRef, _: u32) -> Result<FuncId, String> {
-        Err("no forward rules here".into())
+    fn forward_rule(
+        &mut self,
+        _: &mut Module,
+        _: FuncRef,
+        _: Lanes,
+    ) -> Result<FuncId, RuleProviderError> {
+        Err(RuleProviderError::Unavailable(
+            "no forward rules here".into(),
+        ))
     }
 
     fn reverse_rule(
         &mut self,
         module: &mut Module,
         callee: FuncRef,
-    ) -> Result<(FuncId, FuncId), String> {
+    ) -> Result<(FuncId, FuncId), RuleProviderError> {
         self.asked.push(callee);
         let name = |id: FuncId| module.get(id).map(|f| f.name.as_str());
-        let by_name = |n: &str| module.by_name(n).ok_or(format!("no @{n}"));
+        let by_name =
+            |n: &str| (module.by_name(n)).ok_or(RuleProviderError::Unavailable(format!("no @{n}")));
         match callee {
             FuncRef::User(id) if name(id) == Some("sq") => {
                 Ok((by_name("sq_fwd")?, by_name("sq_back")?))
             }
             FuncRef::User(id) if name(id) == Some("norm") => Ok((id, id)),
-            _ => Err("no reverse rule for this callee".into()),
+            _ => Err(RuleProviderError::Unavailable(
+                "no reverse rule for this callee".into(),
+            )),
         }
     }
 }
@@ -1872,8 +1882,15 @@ impl interp::RuleProvider for ReverseRules {
 struct ForwardOnly;
 
 impl interp::RuleProvider for ForwardOnly {
-    fn forward_rule(&mut self, _: &mut Module, _: FuncRef, _: u32) -> Result<FuncId, String> {
-        Err("no forward rules here".into())
+    fn forward_rule(
+        &mut self,
+        _: &mut Module,
+        _: FuncRef,
+        _: Lanes,
+    ) -> Result<FuncId, RuleProviderError> {
+        Err(RuleProviderError::Unavailable(
+            "no forward rules here".into(),
+        ))
     }
 }
 

@@ -8,7 +8,7 @@ use irad_ir::eq::structural_eq;
 use irad_ir::func::{Const, FuncRef, InstKind, Module, Operand, Terminator, Value};
 use irad_ir::prim::PRIMS;
 use irad_ir::text::{Line, func_lines, parse_module, print_module};
-use irad_ir::{FuncBuilder, Prim, Scalar, Type};
+use irad_ir::{FuncBuilder, Lanes, Prim, Scalar, Type};
 use proptest::prelude::*;
 use smallvec::SmallVec;
 
@@ -66,12 +66,12 @@ fn random_type(rng: &mut Rng, depth: usize) -> Type {
             } else {
                 Type::F64
             };
-            let width = if rng.chance(30) {
-                2 + rng.below(3) as u32
+            let lanes = if rng.chance(30) {
+                Lanes::dense(2 + rng.below(3) as u32).unwrap_or(Lanes::ONE)
             } else {
-                1
+                Lanes::ONE
             };
-            Type::dual_n(inner, width)
+            Type::dual_n(inner, lanes)
         }
     }
 }

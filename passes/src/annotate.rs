@@ -27,12 +27,7 @@ pub fn bbcode_text(m: &Module, funcs: &[FuncId]) -> Result<String, PassError> {
             .get(f)
             .ok_or_else(|| "invalid function handle".to_string())
             .and_then(|func| BBCode::from_func(func).map_err(|e| e.to_string()))
-            .map_err(|msg| {
-                PassError::from(ReverseError {
-                    loc: Location::default(),
-                    msg,
-                })
-            })?;
+            .map_err(|msg| PassError::from(ReverseError::new(Location::default(), msg)))?;
         if !out.is_empty() {
             out.push('\n');
         }

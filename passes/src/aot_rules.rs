@@ -8,8 +8,8 @@
 
 use crate::forward::Forward;
 use crate::reverse::Reverse;
-use irad_ir::interp::RuleProvider;
-use irad_ir::{FuncId, FuncRef, Module};
+use irad_ir::interp::{RuleProvider, RuleProviderError};
+use irad_ir::{FuncId, FuncRef, Lanes, Module};
 
 /// Forward rules from `fwd`, reverse pieces from `rev`.
 pub struct AheadOfTimeRules<'r> {
@@ -24,8 +24,8 @@ impl RuleProvider for AheadOfTimeRules<'_> {
         &mut self,
         module: &mut Module,
         callee: FuncRef,
-        width: u32,
-    ) -> Result<FuncId, String> {
+        width: Lanes,
+    ) -> Result<FuncId, RuleProviderError> {
         self.fwd.forward_rule(module, callee, width)
     }
 
@@ -33,7 +33,7 @@ impl RuleProvider for AheadOfTimeRules<'_> {
         &mut self,
         module: &mut Module,
         callee: FuncRef,
-    ) -> Result<(FuncId, FuncId), String> {
+    ) -> Result<(FuncId, FuncId), RuleProviderError> {
         self.rev.reverse_rule(module, callee)
     }
 }

@@ -14,7 +14,7 @@ use crate::manager::{self, NORMALISE, OptStep, PassError, PassId, PassRun, Pipel
 use crate::optimise::Strategy;
 use crate::reverse::Reverse;
 use crate::stages::{ForwardStage, OptimiseStage, ReverseStage, Scope};
-use irad_ir::{FuncId, Module};
+use irad_ir::{FuncId, Lanes, Module};
 use irad_rules::Registry;
 
 /// The derivation a dump adds.
@@ -132,7 +132,7 @@ pub fn dump(
     };
     let derive = |mode| req.mode == Some(mode) && req.after.is_none_or(|p| !NORMALISE.contains(&p));
     let mut fwd = derive(DumpMode::Forward)
-        .then(|| ForwardStage::new(Forward::new(registry), req.funcs.clone(), 1));
+        .then(|| ForwardStage::new(Forward::new(registry), req.funcs.clone(), Lanes::ONE));
     let mut rev = derive(DumpMode::Reverse)
         .then(|| ReverseStage::new(Reverse::new(registry), req.funcs.clone(), None).with_bbcode());
     let scope = if fwd.is_some() || rev.is_some() {

@@ -10,18 +10,18 @@
 
 use crate::forward::ForwardError;
 use irad_ir::interp::{ArrayRef, MakeExecutor, RunError, RunOptions, Val};
-use irad_ir::{FuncId, Location, Module, Type};
+use irad_ir::{FuncId, Lanes, Location, Module, Type};
 
 /// How a gradient runs (`forward::grad::gradient`,
 /// `reverse::grad::gradient`).
 #[derive(Clone, Debug)]
 pub struct GradOptions {
     /// Forward mode only (reverse mode ignores it): tangents carried per
-    /// pass (batch width, 1 to [`irad_ir::MAX_WIDTH`]);
-    /// no more are used than there are f64s to differentiate.
-    /// [`irad_ir::SPARSE_WIDTH`] (0): sparse mode, one pass whatever the
-    /// number of f64s.
-    pub width: u32,
+    /// pass: [`Lanes::Dense`] N (the batch width, 1 to
+    /// [`irad_ir::MAX_WIDTH`]; no more are used than there are f64s to
+    /// differentiate), or [`Lanes::Sparse`]: sparse mode, one pass whatever
+    /// the number of f64s.
+    pub lanes: Lanes,
     /// The argument positions to differentiate; `None`: every argument whose
     /// type has a tangent.
     pub wrt: Option<Vec<usize>>,
@@ -39,7 +39,7 @@ pub struct GradOptions {
 impl Default for GradOptions {
     fn default() -> GradOptions {
         GradOptions {
-            width: 1,
+            lanes: Lanes::ONE,
             wrt: None,
             run: RunOptions::default(),
             exec: irad_ir::interp::interpreter_with_rules,

@@ -44,6 +44,7 @@ pub mod reverse;
 mod rule_cache;
 pub mod stages;
 
+pub use ad_error::AdErrorKind;
 pub use manager::{
     NORMALISE, OptStep, Pass, PassError, PassId, PassRun, PipelineOptions, Report, Snapshot, Stage,
     Step, find, normalise, normalise_pipeline, normalise_until, passes, run_passes, run_pipeline,

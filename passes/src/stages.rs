@@ -19,7 +19,7 @@ use crate::pe::{self, Known, PeError};
 use crate::reverse::grad::ReversePlan;
 use crate::reverse::{Reverse, ReverseError};
 use irad_ir::interp::value::Val;
-use irad_ir::{FuncId, Module};
+use irad_ir::{FuncId, Lanes, Module};
 
 impl From<ForwardError> for PassError {
     fn from(err: ForwardError) -> PassError {
@@ -60,20 +60,20 @@ fn roots_or_all(m: &Module, roots: &[FuncId]) -> Vec<FuncId> {
     }
 }
 
-/// `forward`: the forward rules of width `width` of some functions (and of
+/// `forward`: the forward rules with `width` lanes of some functions (and of
 /// everything they call), as `irad dump --mode fwd` shows them.
 pub struct ForwardStage<'r> {
     /// The rule cache, kept for whoever runs the rules afterwards.
     pub fwd: Forward<'r>,
     roots: Vec<FuncId>,
-    width: u32,
+    width: Lanes,
     /// After the run: the functions added, in order.
     pub added: Vec<FuncId>,
 }
 
 impl<'r> ForwardStage<'r> {
-    /// The rules of width `width` of `roots` (every function when empty).
-    pub fn new(fwd: Forward<'r>, roots: Vec<FuncId>, width: u32) -> ForwardStage<'r> {
+    /// The rules with `width` lanes of `roots` (every function when empty).
+    pub fn new(fwd: Forward<'r>, roots: Vec<FuncId>, width: Lanes) -> ForwardStage<'r> {
         ForwardStage {
             fwd,
             roots,

@@ -7,7 +7,7 @@
 use irad_ir::interp::{Interpreter, RunOptions, Val};
 use irad_ir::text::{parse_module, print_module};
 use irad_ir::verify::verify_module;
-use irad_ir::{FuncRef, Module, Operand, Prim};
+use irad_ir::{FuncRef, Lanes, Module, Operand, Prim};
 use irad_passes::forward::grad::{GradOptions, gradient};
 use irad_passes::forward::{CacheStats, Forward};
 use irad_rules::emit::{f64c, mul, value};
@@ -18,6 +18,11 @@ fn module(text: &str) -> Module {
     let m = parse_module(text).expect("test IR parses");
     verify_module(&m).expect("test IR verifies");
     m
+}
+
+/// Dense lanes of batch width `n` (not 0).
+fn dense(n: u32) -> Lanes {
+    Lanes::dense(n).expect("a dense width")
 }
 
 /// Value and gradient of `name` at `args` (scalars only), width `width`.
@@ -31,7 +36,7 @@ fn grad(
     let f = m.by_name(name).expect("function exists");
     let vals: Vec<Val> = args.iter().map(|&x| Val::F64(x)).collect();
     let opts = GradOptions {
-        width,
+        lanes: dense(width),
         ..GradOptions::default()
     };
     let g = gradient(m, fwd, f, &vals, &opts).expect("gradient");
@@ -97,7 +102,7 @@ fn a_function_called_from_several_places_is_derived_once() {
     // A second request, of the same rule, is a hit and adds nothing.
     let n = m.len();
     let f = m.by_name("f").unwrap();
-    let again = fwd.rule(&mut m, f, 1).unwrap();
+    let again = fwd.rule(&mut m, f, Lanes::ONE).unwrap();
     assert_eq!(Some(again), m.by_name("f.fwd"));
     assert_eq!(m.len(), n);
     assert_eq!(fwd.stats().hits, 2);
@@ -274,9 +279,9 @@ fn dynamic_calls_find_their_rules_at_run_time_once() {
     // @f, @pick derived statically; @sq derived at run time on first use;
     // @sin wrapped once. The second call of each is answered by the
     // interpreter's memo, the second gradient by the cache.
-    assert!(fwd.cached(FuncRef::Prim(Prim::Sin), 1).is_some());
+    assert!(fwd.cached(FuncRef::Prim(Prim::Sin), Lanes::ONE).is_some());
     let sq = m.by_name("sq").unwrap();
-    assert!(fwd.cached(FuncRef::User(sq), 1).is_some());
+    assert!(fwd.cached(FuncRef::User(sq), Lanes::ONE).is_some());
     let s = fwd.stats();
     assert_eq!((s.derived, s.wrapped), (3, 1), "{s:?}");
     verify_module(&m).expect("rules verify");
@@ -288,7 +293,7 @@ fn frule_runs_through_any_interpreter_with_the_provider() {
     let reg = Registry::new();
     let mut fwd = Forward::new(&reg);
     let f = m.by_name("f").unwrap();
-    let rule = fwd.rule(&mut m, f, 1).unwrap();
+    let rule = fwd.rule(&mut m, f, Lanes::ONE).unwrap();
     let n = m.len();
     let mut interp = Interpreter::with_rules(&mut m, &mut fwd);
     let arg = Val::Dual(vec![Val::F64(2.0), Val::F64(1.0)].into());
@@ -338,7 +343,7 @@ func @f(%x: [f64], %s: f64) -> f64 {
         let mut fwd = Forward::new(&reg);
         let f = m.by_name("f").unwrap();
         let opts = GradOptions {
-            width,
+            lanes: dense(width),
             ..GradOptions::default()
         };
         let g = gradient(&mut m, &mut fwd, f, &args(), &opts).unwrap();
@@ -384,7 +389,7 @@ func @f(%x: dual<f64>) -> f64 {
     let reg = Registry::new();
     let mut fwd = Forward::new(&reg);
     let f = m.by_name("f").unwrap();
-    let err = fwd.rule(&mut m, f, 1).unwrap_err();
+    let err = fwd.rule(&mut m, f, Lanes::ONE).unwrap_err();
     assert!(err.msg.contains("forward mode is not nested"), "{err}");
     assert_eq!(err.loc.func.as_deref(), Some("f"));
     // No rule for a primitive: an empty registry.
@@ -400,7 +405,7 @@ func @g(%x: f64) -> f64 {
     let empty = Registry::empty();
     let mut fwd = Forward::new(&empty);
     let g = m.by_name("g").unwrap();
-    let err = fwd.rule(&mut m, g, 1).unwrap_err();
+    let err = fwd.rule(&mut m, g, Lanes::ONE).unwrap_err();
     assert_eq!(err.msg, "no forward rule for primitive `cos` on (f64)");
     assert_eq!((err.loc.block, err.loc.stmt), (Some(1), Some(1)));
     assert!(err.loc.pos.is_some());
@@ -417,19 +422,19 @@ func @g(%x: f64) -> f64 {
         },
     );
     let mut fwd = Forward::new(&reg);
-    let err = fwd.rule(&mut m, g, 1).unwrap_err();
+    let err = fwd.rule(&mut m, g, Lanes::ONE).unwrap_err();
     assert!(
         err.msg
             .contains("forward rule of `cos`: its primal result has type i64, expected f64"),
         "{err}"
     );
-    // Width 0 is sparse mode (SPARSE_WIDTH): the same rule, the same error.
+    // Sparse mode: the same rule, the same error.
     let mut fwd = Forward::new(&reg);
-    let err = fwd.rule(&mut m, g, irad_ir::SPARSE_WIDTH).unwrap_err();
+    let err = fwd.rule(&mut m, g, Lanes::Sparse).unwrap_err();
     assert!(err.msg.contains("forward rule of `cos`"), "{err}");
     // A width out of range.
     assert!(
-        fwd.rule(&mut m, g, 257)
+        fwd.rule(&mut m, g, dense(257))
             .unwrap_err()
             .msg
             .contains("batch width 257")
@@ -454,7 +459,7 @@ func @f.fwd(%x: f64) -> f64 {
     let reg = Registry::new();
     let mut fwd = Forward::new(&reg);
     let f = m.by_name("f").unwrap();
-    let r = fwd.rule(&mut m, f, 1).unwrap();
+    let r = fwd.rule(&mut m, f, Lanes::ONE).unwrap();
     assert_eq!(m[r].name, "f.fwd.1");
     verify_module(&m).unwrap();
 }

@@ -1,5 +1,5 @@
-//! Sparse forward mode through the library (`GradOptions::width` =
-//! `SPARSE_WIDTH`): the full gradient in one pass, equal to dense forward
+//! Sparse forward mode through the library (`GradOptions::lanes` =
+//! `Lanes::Sparse`): the full gradient in one pass, equal to dense forward
 //! mode's (within 1e-12 relative, floor 1e-12: the materialisation sums the
 //! same products in another order) on edge cases (no differentiated input,
 //! tuples, integers, branches, loops and phis, arrays written in place,
@@ -11,7 +11,7 @@
 use irad_ir::interp::{Interpreter, RunOptions, Val};
 use irad_ir::text::{parse_args, parse_module};
 use irad_ir::verify::verify_module;
-use irad_ir::{Module, SPARSE_WIDTH};
+use irad_ir::{Lanes, Module};
 use irad_passes::forward::Forward;
 use irad_passes::forward::grad::{GradOptions, Gradient, plan};
 use irad_rules::Registry;
@@ -157,9 +157,9 @@ fn module() -> Module {
     m
 }
 
-/// The gradient of `name` at `args` (`--args` text) with `width`, and the
+/// The gradient of `name` at `args` (`--args` text) with `lanes`, and the
 /// interpreter's counters for it.
-fn grad(name: &str, args: &str, width: u32) -> (Gradient, irad_ir::interp::InterpStats) {
+fn grad(name: &str, args: &str, lanes: Lanes) -> (Gradient, irad_ir::interp::InterpStats) {
     let mut m = module();
     let registry = Registry::new();
     let mut fwd = Forward::new(&registry);
@@ -167,7 +167,7 @@ fn grad(name: &str, args: &str, width: u32) -> (Gradient, irad_ir::interp::Inter
     let params = m[f].param_types();
     let vals = parse_args(args, &params, &m).expect("args parse");
     let opts = GradOptions {
-        width,
+        lanes,
         ..GradOptions::default()
     };
     let p = plan(&mut m, &mut fwd, f, &vals, &opts).expect("the rule derives");
@@ -225,8 +225,8 @@ fn sparse_gradients_equal_dense_ones_in_one_pass() {
         ("apply", "@sin, 0.4, 1.2"),
     ];
     for (name, args) in cases {
-        let (dense, _) = grad(name, args, 1);
-        let (sparse, _) = grad(name, args, SPARSE_WIDTH);
+        let (dense, _) = grad(name, args, Lanes::ONE);
+        let (sparse, _) = grad(name, args, Lanes::Sparse);
         assert_eq!(sparse.passes, 1, "@{name}: one pass");
         assert!(sparse.value.same(&dense.value), "@{name}: value");
         assert_eq!(
@@ -248,14 +248,14 @@ fn sparse_gradients_equal_dense_ones_in_one_pass() {
 
 #[test]
 fn sparse_gradient_of_sum_is_all_ones_and_zero_inputs_work() {
-    let (g, stats) = grad("sum", "[]", SPARSE_WIDTH);
+    let (g, stats) = grad("sum", "[]", Lanes::Sparse);
     assert!(flat(&g).is_empty());
     assert_eq!(stats.sparse_nodes, 0);
-    let (g, stats) = grad("sum", "[4.0, 5.0, 6.0]", SPARSE_WIDTH);
+    let (g, stats) = grad("sum", "[4.0, 5.0, 6.0]", Lanes::Sparse);
     assert_eq!(flat(&g), vec![1.0, 1.0, 1.0]);
     // Three seeds and two sums (the first add folds: 0 + t is t).
     assert_eq!(stats.sparse_nodes, 5);
-    let (g, _) = grad("ints_only", "3", SPARSE_WIDTH);
+    let (g, _) = grad("ints_only", "3", Lanes::Sparse);
     assert!(matches!(g.gradient.as_slice(), [None]));
 }
 
@@ -270,16 +270,17 @@ fn array(n: usize) -> String {
 /// quadruple (ratio > 3.5).
 #[test]
 fn sparse_forward_gradients_scale_linearly_by_count() {
+    let eight = Lanes::dense(8).expect("8 is not 0");
     for name in ["sum", "rosenbrock"] {
         let n = 400;
-        let (_, s1) = grad(name, &array(n), SPARSE_WIDTH);
-        let (_, s2) = grad(name, &array(2 * n), SPARSE_WIDTH);
+        let (_, s1) = grad(name, &array(n), Lanes::Sparse);
+        let (_, s2) = grad(name, &array(2 * n), Lanes::Sparse);
         let ratio = s2.statements as f64 / s1.statements as f64;
         let nodes = s2.sparse_nodes as f64 / s1.sparse_nodes as f64;
         assert!(ratio < 2.5, "@{name}: sparse statements grew {ratio}x");
         assert!(nodes < 2.5, "@{name}: sparse nodes grew {nodes}x");
-        let (_, d1) = grad(name, &array(n), 8);
-        let (_, d2) = grad(name, &array(2 * n), 8);
+        let (_, d1) = grad(name, &array(n), eight);
+        let (_, d2) = grad(name, &array(2 * n), eight);
         let dense = d2.statements as f64 / d1.statements as f64;
         assert!(dense > 3.5, "@{name}: dense statements grew only {dense}x");
         println!(

@@ -29,7 +29,7 @@
 //!   such as input data that is not differentiated): a matrix product is
 //!   skipped for it.
 
-use crate::emit::{self, Lanes, f64c, value};
+use crate::emit::{self, Tangents, f64c, value};
 use crate::rrules::{arity, no_cotangents};
 use crate::{
     FruleCall, FwdArg, FwdOut, PullbackCall, PullbackOut, Registry, RevCall, RevFwdOut, RruleFns,
@@ -83,7 +83,7 @@ fn lanes_of(a: &FwdArg, prim: Prim) -> Result<&[Operand], RuleError> {
 }
 
 fn frule(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>, prim: Prim) -> Result<FwdOut, RuleError> {
-    if emit::is_sparse(call.width) {
+    if call.lanes.is_sparse() {
         return Err(RuleError::Unsupported(format!(
             "sparse forward mode does not support the bulk primitive `{prim}` \
              (its tangents are dense arrays); use dense forward mode"
@@ -100,7 +100,7 @@ fn frule(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>, prim: Prim) -> Result<Fw
         (Prim::Sum, [a]) => {
             let z = value(b, prim, &primal)?;
             let ta = lanes_of(a, prim)?;
-            let t: Lanes = ta
+            let t: Tangents = ta
                 .iter()
                 .map(|&t| value(b, Prim::Sum, &[t]))
                 .collect::<Result<_, _>>()?;
@@ -112,7 +112,7 @@ fn frule(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>, prim: Prim) -> Result<Fw
         (Prim::Dot, [x, y]) => {
             let z = value(b, prim, &primal)?;
             let (tx, ty) = (lanes_of(x, prim)?, lanes_of(y, prim)?);
-            let mut t = Lanes::new();
+            let mut t = Tangents::new();
             for k in lanes {
                 let p = value(b, Prim::Dot, &[tx[k], y.primal])?;
                 let q = value(b, Prim::Dot, &[x.primal, ty[k]])?;

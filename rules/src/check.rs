@@ -33,7 +33,7 @@ use crate::table::{Domain, Signature};
 use crate::{Callee, FruleCall, FwdArg, Registry, RuleError};
 use irad_ir::interp::{ArrayData, ArrayRef, Interpreter, RunOptions, Val};
 use irad_ir::text::num::format_f64;
-use irad_ir::{FuncBuilder, FuncId, Module, Operand, Prim, Type};
+use irad_ir::{FuncBuilder, FuncId, Lanes, Module, Operand, Prim, Type};
 use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::fmt;
@@ -61,6 +61,12 @@ pub const MAX_SAMPLE_LEN: i64 = 1 << 16;
 
 /// The batch width checked against width 1.
 pub const WIDTH: u32 = 3;
+
+/// [`WIDTH`] as lanes.
+const WIDTH_LANES: Lanes = match std::num::NonZeroU32::new(WIDTH) {
+    Some(n) => Lanes::Dense(n),
+    None => Lanes::ONE,
+};
 
 /// How to check.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -299,7 +305,7 @@ pub fn render_table(reports: &[RuleReport], opts: &CheckOptions) -> String {
 }
 
 /// Builds, in `module`, the function `@name` that runs `reg`'s rule for `sig`
-/// at batch width `width`: its parameters are the non-constant arguments'
+/// with `lanes` tangents: its parameters are the non-constant arguments'
 /// [`Type::forward`] types, it projects each dual parameter into its primal
 /// and tangents, emits the rule and returns `dual(primal, tangents...)` (or
 /// the primal when the result has no tangent type).
@@ -311,16 +317,16 @@ pub fn rule_function(
     name: &str,
     reg: &Registry,
     sig: &Signature,
-    width: u32,
+    lanes: Lanes,
 ) -> Result<FuncId, RuleError> {
     let result = sig.result().map_err(RuleError::Unsupported)?;
     let params = sig
         .args
         .iter()
         .filter(|a| !matches!(a.domain, Domain::Const(_)))
-        .map(|a| (None, a.ty.forward(width)))
+        .map(|a| (None, a.ty.forward(lanes)))
         .collect();
-    let f = module.declare_func(name, params, result.forward(width))?;
+    let f = module.declare_func(name, params, result.forward(lanes))?;
     let mut b = FuncBuilder::new(module, f)?;
     let entry = b.create_block();
     b.switch_to_block(entry)?;
@@ -347,12 +353,10 @@ pub fn rule_function(
         }
         let primal = emit::value(&mut b, Prim::Primal, &[p])?;
         let mut tangents = SmallVec::new();
-        for k in 0..width {
-            tangents.push(emit::value(
-                &mut b,
-                Prim::Tangent,
-                &[p, Operand::from(i64::from(k))],
-            )?);
+        for k in 0..lanes.count() {
+            let k =
+                i64::try_from(k).map_err(|_| RuleError::Unsupported("too many lanes".into()))?;
+            tangents.push(emit::value(&mut b, Prim::Tangent, &[p, Operand::from(k)])?);
         }
         args.push(FwdArg {
             primal,
@@ -367,7 +371,7 @@ pub fn rule_function(
         callee: Callee::Prim(sig.prim),
         args: &args,
         result: &result,
-        width,
+        lanes,
     };
     let out = rule.emit(&mut b, &call)?;
     let ret = if result.has_tangent() {
@@ -378,13 +382,14 @@ pub fn rule_function(
                     "the rule returned no tangents for a result of type {result}, which holds an array"
                 )));
             }
-            None => emit::zero_tangents(&mut b, &result, out.primal, width)?
+            None => emit::zero_tangents(&mut b, &result, out.primal, lanes)?
                 .ok_or_else(|| RuleError::Unsupported(format!("{result} has no zero tangent")))?,
         };
-        if tangents.len() != width as usize {
+        if tangents.len() != lanes.count() {
             return Err(RuleError::Unsupported(format!(
-                "the rule returned {} tangents at width {width}",
-                tangents.len()
+                "the rule returned {} tangents at width {}",
+                tangents.len(),
+                lanes.code()
             )));
         }
         let mut ops = vec![out.primal];
@@ -443,9 +448,9 @@ impl Harness {
         let mut module = Module::new();
         let primal = primal_function(&mut module, sig, &result)
             .map_err(|e| format!("cannot build the primal: {e}"))?;
-        let rule1 = rule_function(&mut module, "r1", reg, sig, 1)
+        let rule1 = rule_function(&mut module, "r1", reg, sig, Lanes::ONE)
             .map_err(|e| format!("the rule failed to emit at width 1: {e}"))?;
-        let rule_n = rule_function(&mut module, "r3", reg, sig, WIDTH)
+        let rule_n = rule_function(&mut module, "r3", reg, sig, WIDTH_LANES)
             .map_err(|e| format!("the rule failed to emit at width {WIDTH}: {e}"))?;
         if let Err(errs) = irad_ir::verify::verify_module(&module) {
             return Err(format!(

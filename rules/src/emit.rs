@@ -5,7 +5,7 @@
 //!
 //! Lane work goes through the `lane_*` helpers and [`scale`], which look at
 //! the tangent operand's type: on f64 tangents they emit f64 arithmetic, on
-//! `sparse` tangents (sparse mode, width [`irad_ir::SPARSE_WIDTH`]) the
+//! `sparse` tangents (sparse mode, [`irad_ir::Lanes::Sparse`]) the
 //! builder's `sscale`/`sadd`, so one rule serves both modes.
 //!
 //! Assumes a builder positioned in an open block. Guarantees: every helper
@@ -15,11 +15,11 @@
 //! one lane's tangent cannot show up in another's.
 
 use crate::{FruleCall, FwdArg, FwdOut, RuleError};
-use irad_ir::{Const, FuncBuilder, Operand, Prim, SPARSE_WIDTH, Scalar, Type};
+use irad_ir::{Const, FuncBuilder, Lanes, Operand, Prim, Scalar, Type};
 use smallvec::SmallVec;
 
 /// One tangent operand per lane.
-pub type Lanes = SmallVec<[Operand; 1]>;
+pub type Tangents = SmallVec<[Operand; 1]>;
 
 /// `call prim(args)` for a primitive whose result is not `()`; its result as
 /// an operand.
@@ -84,14 +84,9 @@ pub fn primal_only(
     })
 }
 
-/// The lane indices `0..width` (one lane in sparse mode).
+/// The lane indices `0..N` (one lane in sparse mode).
 pub fn lanes(call: &FruleCall<'_>) -> std::ops::Range<usize> {
-    0..Type::lanes(call.width)
-}
-
-/// Whether batch width `width` is sparse mode ([`SPARSE_WIDTH`]).
-pub fn is_sparse(width: u32) -> bool {
-    width == SPARSE_WIDTH
+    0..call.lanes.count()
 }
 
 /// Whether `t` is a sparse tangent (of type `sparse`).
@@ -100,8 +95,8 @@ fn sparse_lane(b: &FuncBuilder<'_>, t: &Operand) -> bool {
 }
 
 /// The zero f64 tangent of one lane: `0.0`, or `szero()` in sparse mode.
-pub fn lane_zero(b: &mut FuncBuilder<'_>, width: u32) -> Result<Operand, RuleError> {
-    if is_sparse(width) {
+pub fn lane_zero(b: &mut FuncBuilder<'_>, lanes: Lanes) -> Result<Operand, RuleError> {
+    if lanes.is_sparse() {
         value(b, Prim::Szero, &[])
     } else {
         Ok(f64c(0.0))
@@ -178,8 +173,8 @@ pub fn lane_div(b: &mut FuncBuilder<'_>, t: Operand, y: Operand) -> Result<Opera
 
 /// The element type of the tangent array of a `[f64]` in one lane: `f64`,
 /// or `sparse` in sparse mode.
-pub fn lane_elem(width: u32) -> Scalar {
-    if is_sparse(width) {
+pub fn lane_elem(lanes: Lanes) -> Scalar {
+    if lanes.is_sparse() {
         Scalar::Sparse
     } else {
         Scalar::F64
@@ -187,7 +182,7 @@ pub fn lane_elem(width: u32) -> Scalar {
 }
 
 /// Checks that `call` has `n` arguments and that every argument's tangents
-/// (where present) number `call.width`; returns the arguments.
+/// (where present) number the lanes of `call`; returns the arguments.
 pub fn args<'c>(call: &FruleCall<'c>, prim: Prim, n: usize) -> Result<&'c [FwdArg], RuleError> {
     if call.args.len() != n {
         return Err(RuleError::Unsupported(format!(
@@ -200,9 +195,9 @@ pub fn args<'c>(call: &FruleCall<'c>, prim: Prim, n: usize) -> Result<&'c [FwdAr
 }
 
 /// Checks that every argument's tangents (where present) number exactly the
-/// lanes of `call.width` (one in sparse mode, width 0).
+/// lanes of `call` (one in sparse mode, which messages call batch width 0).
 pub fn check_width(call: &FruleCall<'_>) -> Result<(), RuleError> {
-    let lanes = Type::lanes(call.width);
+    let lanes = call.lanes.count();
     for (i, arg) in call.args.iter().enumerate() {
         if let Some(t) = &arg.tangents
             && t.len() != lanes
@@ -211,7 +206,7 @@ pub fn check_width(call: &FruleCall<'_>) -> Result<(), RuleError> {
                 "argument {} has {} tangent(s), expected {lanes} (batch width {})",
                 i + 1,
                 t.len(),
-                call.width
+                call.lanes.code()
             )));
         }
     }
@@ -241,23 +236,23 @@ pub fn zero_tangent(
     ty: &Type,
     primal: Operand,
 ) -> Result<Option<Operand>, RuleError> {
-    zero_tangent_at(b, ty, primal, 1)
+    zero_tangent_at(b, ty, primal, Lanes::ONE)
 }
 
-/// [`zero_tangent`] for one lane of batch width `width`: in sparse mode
+/// [`zero_tangent`] for one lane of `lanes`: in sparse mode
 /// `szero()` for f64 and a fresh `alloc(length(primal)) :: [sparse]` (zero
 /// handles) for `[f64]`.
 pub fn zero_tangent_at(
     b: &mut FuncBuilder<'_>,
     ty: &Type,
     primal: Operand,
-    width: u32,
+    lanes: Lanes,
 ) -> Result<Option<Operand>, RuleError> {
     match ty {
-        Type::F64 => Ok(Some(lane_zero(b, width)?)),
+        Type::F64 => Ok(Some(lane_zero(b, lanes)?)),
         Type::Array(Scalar::F64) => {
             let n = value(b, Prim::Length, &[primal])?;
-            if is_sparse(width) {
+            if lanes.is_sparse() {
                 return Ok(Some(Operand::Value(b.alloc(Scalar::Sparse, n)?)));
             }
             Ok(Some(value(b, Prim::Zeros, &[n])?))
@@ -274,7 +269,7 @@ pub fn zero_tangent_at(
                     } else {
                         primal
                     };
-                    zero_tangent_at(b, elem, field, width)?.unwrap_or_else(unit)
+                    zero_tangent_at(b, elem, field, lanes)?.unwrap_or_else(unit)
                 } else {
                     unit()
                 };
@@ -286,40 +281,39 @@ pub fn zero_tangent_at(
     }
 }
 
-/// The zero tangents of every lane of batch width `width` of a value
-/// `primal` of type `ty` (fresh arrays per lane); `None` when `ty` has no
-/// tangent type.
+/// The zero tangents of every lane of `lanes` of a value `primal` of type
+/// `ty` (fresh arrays per lane); `None` when `ty` has no tangent type.
 pub fn zero_tangents(
     b: &mut FuncBuilder<'_>,
     ty: &Type,
     primal: Operand,
-    width: u32,
-) -> Result<Option<Lanes>, RuleError> {
+    lanes: Lanes,
+) -> Result<Option<Tangents>, RuleError> {
     if !ty.has_tangent() {
         return Ok(None);
     }
-    let mut lanes = Lanes::new();
-    for _ in 0..Type::lanes(width) {
-        match zero_tangent_at(b, ty, primal, width)? {
-            Some(t) => lanes.push(t),
+    let mut zeros = Tangents::new();
+    for _ in 0..lanes.count() {
+        match zero_tangent_at(b, ty, primal, lanes)? {
+            Some(t) => zeros.push(t),
             None => return Ok(None),
         }
     }
-    Ok(Some(lanes))
+    Ok(Some(zeros))
 }
 
-/// The tangent of `arg` in lane `k` of batch width `width`, or a zero
+/// The tangent of `arg` in lane `k` of `lanes`, or a zero
 /// tangent when it has none (emitted with [`zero_tangent_at`]); `None` when
 /// its type has no tangent type.
 pub fn tangent_or_zero(
     b: &mut FuncBuilder<'_>,
     arg: &FwdArg,
     k: usize,
-    width: u32,
+    lanes: Lanes,
 ) -> Result<Option<Operand>, RuleError> {
     match arg.tangent(k) {
         Some(t) => Ok(Some(t)),
-        None => zero_tangent_at(b, &arg.ty, arg.primal, width),
+        None => zero_tangent_at(b, &arg.ty, arg.primal, lanes),
     }
 }
 
@@ -330,7 +324,7 @@ pub fn scale(
     b: &mut FuncBuilder<'_>,
     factor: Operand,
     tangents: &[Operand],
-) -> Result<Lanes, RuleError> {
+) -> Result<Tangents, RuleError> {
     tangents.iter().map(|&t| lane_mul(b, factor, t)).collect()
 }
 

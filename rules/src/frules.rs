@@ -3,8 +3,8 @@
 //!
 //! Assumes calls shaped as the forward transform makes them (see [`FwdArg`]):
 //! argument types as the primitive's signature says, tangents present only
-//! for arguments whose type has a tangent type, and then exactly `width` of
-//! them. A call of another shape is a [`RuleError`], never a panic.
+//! for arguments whose type has a tangent type, and then exactly one per lane
+//! ([`FruleCall::lanes`]). A call of another shape is a [`RuleError`], never a panic.
 //!
 //! Guarantees, for every rule:
 //! - the primal statement is emitted first and exactly as the primal has it,
@@ -13,7 +13,7 @@
 //! - derivative factors are computed once, then each lane costs one multiply
 //!   (or one `select`, one array statement);
 //! - lane work goes through `emit`'s `lane_*` helpers, so every rule also
-//!   runs in sparse mode (width `SPARSE_WIDTH`: one lane of `sparse`
+//!   runs in sparse mode ([`irad_ir::Lanes::Sparse`]: one lane of `sparse`
 //!   tangents, `[sparse]` for arrays), where a multiply is an `sscale` and a
 //!   sum an `sadd`;
 //! - when no argument that matters has tangents, no tangent work is emitted:
@@ -21,7 +21,7 @@
 //!   fresh zero tangent arrays (a zero array needs its length);
 //! - at kinks, ties and NaN the conventions of `docs/rules.md`.
 
-use crate::emit::{self, Lanes, f64c, mul, value};
+use crate::emit::{self, Tangents, f64c, mul, value};
 use crate::{FruleCall, FwdArg, FwdOut, Registry, RuleError};
 use irad_ir::{FuncBuilder, Operand, Prim, Scalar, Type};
 
@@ -309,14 +309,14 @@ fn pow(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleErro
     // Each term counts only where its tangent is not zero ("strong zero"): a
     // lane that does not move x must not pick up a NaN or infinite d/dx (x
     // near 0 with y < 1), nor one that does not move y the NaN d/dy of x < 0.
-    let mut lanes = Lanes::new();
+    let mut lanes = Tangents::new();
     for k in emit::lanes(call) {
         let p = strong_term(b, fx, x.tangent(k))?;
         let q = strong_term(b, fy, y.tangent(k))?;
         lanes.push(match (p, q) {
             (Some(p), Some(q)) => emit::lane_add(b, p, q)?,
             (Some(t), None) | (None, Some(t)) => t,
-            (None, None) => emit::lane_zero(b, call.width)?,
+            (None, None) => emit::lane_zero(b, call.lanes)?,
         });
     }
     Ok(out(z, Some(lanes)))
@@ -391,15 +391,15 @@ fn pick(
         return Ok(out(z, None));
     }
     let c = value(b, cmp, &[x.primal, y.primal])?;
-    let mut lanes = Lanes::new();
+    let mut lanes = Tangents::new();
     for k in emit::lanes(call) {
         let tx = match x.tangent(k) {
             Some(t) => t,
-            None => emit::lane_zero(b, call.width)?,
+            None => emit::lane_zero(b, call.lanes)?,
         };
         let ty = match y.tangent(k) {
             Some(t) => t,
-            None => emit::lane_zero(b, call.width)?,
+            None => emit::lane_zero(b, call.lanes)?,
         };
         lanes.push(value(b, Prim::Select, &[c, tx, ty])?);
     }
@@ -462,11 +462,11 @@ fn select(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleE
     if !ty.has_tangent() || no_work {
         return Ok(out(z, None));
     }
-    let mut lanes = Lanes::new();
+    let mut lanes = Tangents::new();
     for k in emit::lanes(call) {
-        let tx = emit::tangent_or_zero(b, x, k, call.width)?
+        let tx = emit::tangent_or_zero(b, x, k, call.lanes)?
             .ok_or_else(|| no_tangent(Prim::Select, ty))?;
-        let ty_k = emit::tangent_or_zero(b, y, k, call.width)?
+        let ty_k = emit::tangent_or_zero(b, y, k, call.lanes)?
             .ok_or_else(|| no_tangent(Prim::Select, ty))?;
         lanes.push(value(b, Prim::Select, &[c.primal, tx, ty_k])?);
     }
@@ -485,11 +485,11 @@ fn tuple(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleEr
     if !result.has_tangent() || no_work {
         return Ok(out(z, None));
     }
-    let mut lanes = Lanes::new();
+    let mut lanes = Tangents::new();
     for k in emit::lanes(call) {
         let mut parts = Vec::with_capacity(call.args.len());
         for arg in call.args {
-            parts.push(emit::tangent_or_zero(b, arg, k, call.width)?.unwrap_or_else(emit::unit));
+            parts.push(emit::tangent_or_zero(b, arg, k, call.lanes)?.unwrap_or_else(emit::unit));
         }
         lanes.push(value(b, Prim::Tuple, &parts)?);
     }
@@ -509,7 +509,7 @@ fn getfield(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, Rul
     }
     let Some(tt) = &t.tangents else {
         if emit::contains_array(elem) {
-            return Ok(out(z, emit::zero_tangents(b, elem, z, call.width)?));
+            return Ok(out(z, emit::zero_tangents(b, elem, z, call.lanes)?));
         }
         return Ok(out(z, None));
     };
@@ -530,10 +530,10 @@ fn alloc(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleEr
     if *call.result != Type::Array(Scalar::F64) {
         return Ok(out(z, None));
     }
-    let mut lanes = Lanes::new();
+    let mut lanes = Tangents::new();
     for _ in emit::lanes(call) {
         lanes.push(Operand::Value(
-            b.alloc(emit::lane_elem(call.width), n.primal)?,
+            b.alloc(emit::lane_elem(call.lanes), n.primal)?,
         ));
     }
     Ok(out(z, Some(lanes)))
@@ -546,9 +546,9 @@ fn zeros(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleEr
         return Err(arity(Prim::Zeros));
     };
     let z = value(b, Prim::Zeros, &[n.primal])?;
-    let mut lanes = Lanes::new();
+    let mut lanes = Tangents::new();
     for _ in emit::lanes(call) {
-        lanes.push(if emit::is_sparse(call.width) {
+        lanes.push(if call.lanes.is_sparse() {
             Operand::Value(b.alloc(Scalar::Sparse, n.primal)?)
         } else {
             value(b, Prim::Zeros, &[n.primal])?
@@ -583,7 +583,7 @@ fn arrayset(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, Rul
         for (k, &t) in ta.iter().enumerate() {
             let tv = match v.tangent(k) {
                 Some(tv) => tv,
-                None => emit::lane_zero(b, call.width)?,
+                None => emit::lane_zero(b, call.lanes)?,
             };
             emit::effect(b, Prim::Arrayset, &[t, i.primal, tv])?;
         }
@@ -601,7 +601,7 @@ fn copy(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleErr
         Some(ta) if a.ty == Type::Array(Scalar::F64) => {
             Some(map(b, ta, |b, p| value(b, Prim::Copy, &[p]))?)
         }
-        _ => emit::zero_tangents(b, &a.ty, z, call.width)?,
+        _ => emit::zero_tangents(b, &a.ty, z, call.lanes)?,
     };
     Ok(out(z, tangents))
 }
@@ -615,11 +615,11 @@ fn two_terms(
     fa: Option<Operand>,
     c: &FwdArg,
     fc: Option<Operand>,
-) -> Result<Option<Lanes>, RuleError> {
+) -> Result<Option<Tangents>, RuleError> {
     if fa.is_none() && fc.is_none() {
         return Ok(None);
     }
-    let mut lanes = Lanes::new();
+    let mut lanes = Tangents::new();
     for k in emit::lanes(call) {
         let p = match (fa, a.tangent(k)) {
             (Some(f), Some(t)) => Some(emit::lane_mul(b, f, t)?),
@@ -632,7 +632,7 @@ fn two_terms(
         lanes.push(match (p, q) {
             (Some(p), Some(q)) => emit::lane_add(b, p, q)?,
             (Some(t), None) | (None, Some(t)) => t,
-            (None, None) => emit::lane_zero(b, call.width)?,
+            (None, None) => emit::lane_zero(b, call.lanes)?,
         });
     }
     Ok(Some(lanes))
@@ -643,7 +643,7 @@ fn map(
     b: &mut FuncBuilder<'_>,
     ts: &[Operand],
     mut f: impl FnMut(&mut FuncBuilder<'_>, Operand) -> Result<Operand, RuleError>,
-) -> Result<Lanes, RuleError> {
+) -> Result<Tangents, RuleError> {
     ts.iter().map(|&t| f(b, t)).collect()
 }
 
@@ -653,11 +653,11 @@ fn zip(
     ps: &[Operand],
     qs: &[Operand],
     mut f: impl FnMut(&mut FuncBuilder<'_>, Operand, Operand) -> Result<Operand, RuleError>,
-) -> Result<Lanes, RuleError> {
+) -> Result<Tangents, RuleError> {
     ps.iter().zip(qs).map(|(&p, &q)| f(b, p, q)).collect()
 }
 
-fn out(primal: Operand, tangents: Option<Lanes>) -> FwdOut {
+fn out(primal: Operand, tangents: Option<Tangents>) -> FwdOut {
     FwdOut { primal, tangents }
 }
 

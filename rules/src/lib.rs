@@ -99,7 +99,7 @@
 //!     callee: irad_rules::Callee::Func("softplus"),
 //!     args: std::slice::from_ref(&arg),
 //!     result: &Type::F64,
-//!     width: 1,
+//!     lanes: irad_ir::Lanes::ONE,
 //! };
 //! let rule = reg.function_frule("softplus").ok_or("softplus is marked primitive")?;
 //! let out = rule.emit(&mut b, &call)?;
@@ -130,7 +130,7 @@ mod frules;
 mod rrules;
 pub mod table;
 
-use irad_ir::{BuildError, FuncBuilder, Operand, Prim, Type};
+use irad_ir::{BuildError, FuncBuilder, Lanes, Operand, Prim, Type};
 use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::fmt;
@@ -193,12 +193,12 @@ pub struct FruleCall<'a> {
     pub args: &'a [FwdArg],
     /// The primal result type (for `alloc`, the annotated array type).
     pub result: &'a Type,
-    /// The batch width N >= 1: every `tangents` present has N entries, and the
-    /// rule returns N tangents. [`irad_ir::SPARSE_WIDTH`] (0) is sparse mode:
-    /// one lane whose f64 tangents are `sparse` handles (`[sparse]` for
-    /// arrays); rules that do their lane work through `emit`'s helpers work
-    /// in both.
-    pub width: u32,
+    /// The lanes: for [`Lanes::Dense`] N (the batch width), every `tangents`
+    /// present has N entries and the rule returns N tangents;
+    /// [`Lanes::Sparse`] is sparse mode, one lane whose f64 tangents are
+    /// `sparse` handles (`[sparse]` for arrays). Rules that do their lane
+    /// work through `emit`'s helpers work in both.
+    pub lanes: Lanes,
 }
 
 /// What a rule produced: the primal result and its tangents.

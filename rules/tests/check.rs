@@ -165,8 +165,8 @@ fn a_rule_whose_lanes_disagree_with_width_one_fails() {
                 return Err(RuleError::Unsupported("one argument".into()));
             };
             let c = emit::value(b, Prim::Cos, &[x.primal])?;
-            let mut lanes = emit::Lanes::new();
-            for k in 0..call.width as usize {
+            let mut lanes = emit::Tangents::new();
+            for k in 0..call.lanes.count() {
                 let t = x.tangent(k).unwrap_or(emit::f64c(0.0));
                 // Lane 0 is right; the others are off by a rounding-size error
                 // that finite differences cannot see.

@@ -9,7 +9,7 @@
 //! tests pin the conventions at kinks and ties that random points never hit.
 
 use irad_ir::interp::{RunOptions, Val, run};
-use irad_ir::{Const, FuncBuilder, FuncId, Module, Operand, Prim, Scalar, Type};
+use irad_ir::{Const, FuncBuilder, FuncId, Lanes, Module, Operand, Prim, Scalar, Type};
 use irad_rules::{FruleCall, FwdArg, FwdOut, Registry, RuleError, emit};
 use smallvec::SmallVec;
 use std::rc::Rc;
@@ -30,16 +30,17 @@ fn build(
     result: &Type,
     width: u32,
 ) -> (Module, FuncId, usize) {
+    let lanes = Lanes::dense(width).expect("a dense width");
     let mut m = Module::new();
     let params: Vec<(Option<String>, Type)> = args
         .iter()
         .filter_map(|a| match a {
-            Arg::Param(ty) => Some((None, ty.forward(width))),
+            Arg::Param(ty) => Some((None, ty.forward(lanes))),
             Arg::Const(_) => None,
         })
         .collect();
     let f = m
-        .declare_func("r", params, result.forward(width))
+        .declare_func("r", params, result.forward(lanes))
         .expect("declare");
     let mut b = FuncBuilder::new(&mut m, f).expect("builder");
     let entry = b.create_block();
@@ -94,14 +95,14 @@ fn build(
         callee: irad_rules::Callee::Prim(prim),
         args: &fwd,
         result,
-        width,
+        lanes,
     };
     let out = rule.emit(&mut b, &call).expect("rule emits");
     let emitted = b.func().blocks[entry].insts.len() - before;
     let ret = if result.has_tangent() {
         let ts = match out.tangents {
             Some(ts) => ts,
-            None => emit::zero_tangents(&mut b, result, out.primal, width)
+            None => emit::zero_tangents(&mut b, result, out.primal, lanes)
                 .expect("zeros")
                 .expect("tangent type"),
         };
@@ -307,7 +308,7 @@ fn a_later_rule_takes_precedence() {
     let mut reg = Registry::new();
     let constant = |b: &mut FuncBuilder<'_>, call: &FruleCall<'_>| -> Result<FwdOut, RuleError> {
         let primal = emit::primal(b, Prim::Sin, call)?;
-        let tangents = Some((0..call.width).map(|_| emit::f64c(42.0)).collect());
+        let tangents = Some((0..call.lanes.count()).map(|_| emit::f64c(42.0)).collect());
         Ok(FwdOut { primal, tangents })
     };
     reg.register_frule(Prim::Sin, Some(vec![Type::F64]), constant);

@@ -1,6 +1,6 @@
 //! Every corpus program (surface and IR twin) and case, in every mode: the
 //! primal through `irad::run_with`, reverse mode through `irad::grad_reverse`
-//! and forward mode at widths 1, 3 and 8 and sparse (width 0) through
+//! and forward mode at widths 1, 3 and 8 and sparse (`Lanes::Sparse`) through
 //! `irad::grad_forward`, with
 //! the interpreter and with the JIT: results bit for bit, arguments
 //! untouched by the gradients.
@@ -45,10 +45,10 @@ fn corpus_primal_and_gradients_agree_in_every_mode() {
                 assert!(primal.is_ok(), "{what}: the corpus case fails");
                 for mode in [
                     Mode::Reverse,
-                    Mode::Forward(1),
-                    Mode::Forward(3),
-                    Mode::Forward(8),
-                    Mode::Forward(irad::ir::SPARSE_WIDTH),
+                    fwd(1),
+                    fwd(3),
+                    fwd(8),
+                    Mode::Forward(irad::ir::Lanes::Sparse),
                 ] {
                     assert!(
                         check_grad(&what, mode, &src, &m, f, &args),

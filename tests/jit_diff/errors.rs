@@ -737,7 +737,7 @@ fn errors_inside_rules_derived_at_run_time_are_the_same() {
         text: RULES_IR.into(),
     };
     let f = func(&m, "top");
-    for mode in [Mode::Reverse, Mode::Forward(1), Mode::Forward(2)] {
+    for mode in [Mode::Reverse, fwd(1), fwd(2)] {
         let ok = [Val::F64(1.5), Val::I64(3)];
         assert!(check_grad("@top(1.5, 3)", mode, &src, &m, f, &ok));
         let bad = [Val::F64(1.5), Val::I64(0)];

@@ -173,10 +173,10 @@ fn filetest_gradients_agree_on_both_backends() {
                 let args = args_of(m, f, text);
                 let what = format!("{}: @{name}({text})", t.file);
                 check_grad(&what, Mode::Reverse, &t.src, m, f, &args);
-                check_grad(&what, Mode::Forward(2), &t.src, m, f, &args);
+                check_grad(&what, fwd(2), &t.src, m, f, &args);
                 check_grad(
                     &what,
-                    Mode::Forward(irad::ir::SPARSE_WIDTH),
+                    Mode::Forward(irad::ir::Lanes::Sparse),
                     &t.src,
                     m,
                     f,

@@ -55,17 +55,19 @@
 
 mod compile;
 mod eval;
+mod rule_error;
 mod tape;
 pub mod value;
 
 pub use eval::{MAX_ARRAY_LEN, fold_prim};
+pub use rule_error::RuleProviderError;
 pub use value::{ArrayData, ArrayRef, Val};
 
 use crate::entity::EntityRef;
 use crate::func::{FuncId, FuncRef, Module};
 use crate::loc::{Location, Pos};
 use crate::prim::{Prim, Sig};
-use crate::types::{Scalar, Type};
+use crate::types::{Lanes, Scalar, Type};
 use compile::{CBlock, CFunc, Edge, OpKind, Src, Term};
 use irad_kernels::trap::Trap;
 use smallvec::SmallVec;
@@ -77,17 +79,16 @@ use std::rc::Rc;
 /// values and dynamic rules"): implemented by the AD passes, which live in a
 /// crate above this one.
 pub trait RuleProvider {
-    /// The forward rule of `callee` at batch width `width`: a function of
+    /// The forward rule of `callee` with `lanes` tangents: a function of
     /// `module` whose type is [`Type::forward_fn`] of the callee's, made and
-    /// added to `module` on first request (with whatever it calls). The error
-    /// is a lowercase message; the interpreter locates it at the `frule`
-    /// statement.
+    /// added to `module` on first request (with whatever it calls). The
+    /// interpreter locates the error's text at the `frule` statement.
     fn forward_rule(
         &mut self,
         module: &mut Module,
         callee: FuncRef,
-        width: u32,
-    ) -> Result<FuncId, String>;
+        lanes: Lanes,
+    ) -> Result<FuncId, RuleProviderError>;
 
     /// The reverse rule of `callee`: (forward part, pullback part), functions of `module` of types
     /// `Type::rev_fwd_fn` / `Type::rev_back_fn` of the callee's type, made on first request.
@@ -95,9 +96,11 @@ pub trait RuleProvider {
         &mut self,
         module: &mut Module,
         callee: FuncRef,
-    ) -> Result<(FuncId, FuncId), String> {
+    ) -> Result<(FuncId, FuncId), RuleProviderError> {
         let _ = (module, callee);
-        Err("this rule provider has no reverse rules".into())
+        Err(RuleProviderError::Unavailable(
+            "this rule provider has no reverse rules".into(),
+        ))
     }
 }
 
@@ -306,8 +309,8 @@ pub fn check_call(
 /// runs; use it to run the same module many times.
 pub struct Interpreter<'m> {
     module: ModuleRef<'m>,
-    /// The forward rules met by `frule`, by (function value, width).
-    rules: HashMap<(FuncRef, u32), FuncId>,
+    /// The forward rules met by `frule`, by (function value, lanes).
+    rules: HashMap<(FuncRef, Lanes), FuncId>,
     /// The reverse rules met by `revfwd` and `revback`: (forward part,
     /// pullback part) by function value.
     rev_rules: HashMap<FuncRef, (FuncId, FuncId)>,
@@ -452,7 +455,9 @@ impl<'m> Interpreter<'m> {
                     },
                 }
                 .ok_or("internal error: the reverse rule of a function that does not exist")?;
-                let pair = provider.reverse_rule(module, callee)?;
+                let pair = provider
+                    .reverse_rule(module, callee)
+                    .map_err(|e| e.to_string())?;
                 let parts = [
                     (pair.0, Type::rev_fwd_fn(&sig), "forward part"),
                     (pair.1, Type::rev_back_fn(&sig), "pullback part"),
@@ -477,10 +482,10 @@ impl<'m> Interpreter<'m> {
         Ok(Val::Func(FuncRef::User(if back { pullback } else { fwd })))
     }
 
-    /// The forward rule of `callee` at `width`, of type `want`: from this
+    /// The forward rule of `callee` with `lanes`, of type `want`: from this
     /// interpreter's memo, else from the provider.
-    fn forward_rule(&mut self, callee: FuncRef, width: u32, want: &Type) -> Result<Val, String> {
-        let id = match self.rules.get(&(callee, width)) {
+    fn forward_rule(&mut self, callee: FuncRef, lanes: Lanes, want: &Type) -> Result<Val, String> {
+        let id = match self.rules.get(&(callee, lanes)) {
             Some(&id) => id,
             None => {
                 let ModuleRef::WithRules(module, provider) = &mut self.module else {
@@ -489,7 +494,9 @@ impl<'m> Interpreter<'m> {
                             .into(),
                     );
                 };
-                let id = provider.forward_rule(module, callee, width)?;
+                let id = provider
+                    .forward_rule(module, callee, lanes)
+                    .map_err(|e| e.to_string())?;
                 let got = module.get(id).map(|f| Type::from_fn(f.fn_type()));
                 if got.as_ref() != Some(want) {
                     return Err(format!(
@@ -500,7 +507,7 @@ impl<'m> Interpreter<'m> {
                 if self.cache.len() < module.len() {
                     self.cache.resize(module.len(), None);
                 }
-                self.rules.insert((callee, width), id);
+                self.rules.insert((callee, lanes), id);
                 id
             }
         };
@@ -679,9 +686,9 @@ impl<'m> Interpreter<'m> {
                             }) {
                                 Ok((Val::Func(callee), Val::I64(width))) => {
                                     let callee = *callee;
-                                    match u32::try_from(*width) {
-                                        Ok(width) => self.forward_rule(callee, width, ty),
-                                        Err(_) => Err(format!(
+                                    match Lanes::from_code(*width) {
+                                        Some(lanes) => self.forward_rule(callee, lanes, ty),
+                                        None => Err(format!(
                                             "internal error: batch width {width} out of range"
                                         )),
                                     }

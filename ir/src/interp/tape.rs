@@ -101,9 +101,9 @@ pub(super) fn byte_size(ty: &Type) -> u64 {
                 work.extend(elems.iter().map(|e| (e.clone(), times)));
                 0
             }
-            Type::Dual(inner, width) => {
-                if let Some(tan) = inner.tangent_at(*width) {
-                    let lanes = Type::lanes(*width) as u64;
+            Type::Dual(inner, lanes) => {
+                if let Some(tan) = inner.tangent_at(*lanes) {
+                    let lanes = lanes.count() as u64;
                     work.push((tan, times.saturating_mul(lanes)));
                 }
                 work.push(((**inner).clone(), times));
@@ -118,7 +118,7 @@ pub(super) fn byte_size(ty: &Type) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::Scalar;
+    use crate::types::{Lanes, Scalar};
 
     #[test]
     fn byte_sizes_add_up_the_parts() {
@@ -133,8 +133,11 @@ mod tests {
             (Type::tuple(vec![Type::Bool, pair.clone(), Type::Unit]), 17),
             (Type::dual(Type::F64), 16),
             // (f64, i64) and two tangents of (f64, ()).
-            (Type::dual_n(pair, 2), 32),
-            (Type::dual_n(Type::Array(Scalar::F64), 3), 32),
+            (Type::dual_n(pair, Lanes::dense(2).unwrap()), 32),
+            (
+                Type::dual_n(Type::Array(Scalar::F64), Lanes::dense(3).unwrap()),
+                32,
+            ),
         ];
         for (ty, n) in cases {
             assert_eq!(byte_size(&ty), n, "{ty}");

@@ -176,8 +176,8 @@ impl Val {
                 }
                 (Val::Func(FuncRef::Prim(p)), Type::Func(_)) => p.fn_type().as_ref() == Some(ty),
                 (Val::Sparse(_), Type::Sparse) => true,
-                (Val::Dual(vals), Type::Dual(inner, width)) => match inner.tangent_at(*width) {
-                    Some(tan) if vals.len() == Type::lanes(*width) + 1 => {
+                (Val::Dual(vals), Type::Dual(inner, lanes)) => match inner.tangent_at(*lanes) {
+                    Some(tan) if vals.len() == lanes.count() + 1 => {
                         work.push((&vals[0], inner));
                         // The tangent type is owned here; check the tangents
                         // against it now rather than through the work list.

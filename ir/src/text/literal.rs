@@ -16,7 +16,7 @@ use crate::func::{FuncRef, Module};
 use crate::interp::value::{ArrayData, ArrayRef, Val};
 use crate::loc::{Location, Pos};
 use crate::prim::Prim;
-use crate::types::{Scalar, Type};
+use crate::types::{Lanes, Scalar, Type};
 
 /// Reads comma-separated argument values typed against `params`.
 ///
@@ -252,11 +252,11 @@ impl<'a> Reader<'a> {
             Type::Tuple(elems) => self.tuple_value(ty, elems, depth),
             Type::Array(elem) => self.array_value(ty, *elem),
             Type::Func(_) => self.func_value(ty),
-            Type::Dual(_, crate::SPARSE_WIDTH) | Type::Sparse => Err(self.err(
+            Type::Dual(_, Lanes::Sparse) | Type::Sparse => Err(self.err(
                 self.tok.pos,
                 format!("{ty} has no literals: sparse tangents exist only inside a run"),
             )),
-            Type::Dual(inner, width) => self.dual_value(ty, inner, *width, depth),
+            Type::Dual(inner, Lanes::Dense(n)) => self.dual_value(ty, inner, n.get(), depth),
         }
     }
 

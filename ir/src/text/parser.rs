@@ -23,7 +23,7 @@ use crate::func::{
 };
 use crate::loc::{Location, Pos};
 use crate::prim::Prim;
-use crate::types::{Scalar, Type};
+use crate::types::{Lanes, Scalar, Type};
 use crate::{MAX_NESTING, MAX_WIDTH};
 use smallvec::SmallVec;
 use std::collections::HashMap;
@@ -346,13 +346,12 @@ impl<'a> Parser<'a> {
     /// a small stack frame.
     #[inline(never)]
     fn dual_type_rest(&mut self, at: Pos, inner: Type) -> Result<Type, ParseError> {
-        let mut width = 1;
+        let mut lanes = Lanes::ONE;
         if self.tok.tok == Tok::Comma {
             self.advance()?;
             let num = self.tok;
             if num.tok == Tok::Ident && self.text() == "sparse" {
                 // `dual<T, sparse>`: sparse forward mode.
-                width = crate::SPARSE_WIDTH;
                 self.advance()?;
                 self.expect(Tok::Greater, "`>`")?;
                 if !inner.has_tangent() {
@@ -361,16 +360,17 @@ impl<'a> Parser<'a> {
                         format!("`dual<{inner}, sparse>` needs a type with a tangent (one that contains f64)"),
                     ));
                 }
-                return Ok(Type::dual_n(inner, width));
+                return Ok(Type::dual_n(inner, Lanes::Sparse));
             }
             if num.tok != Tok::Int {
                 return Err(self.expected("a batch width or `sparse`"));
             }
             let text = self.lx.text(&num);
-            width = text
+            lanes = text
                 .parse::<u32>()
                 .ok()
-                .filter(|w| (1..=MAX_WIDTH).contains(w))
+                .filter(|w| *w <= MAX_WIDTH)
+                .and_then(Lanes::dense)
                 .ok_or_else(|| {
                     self.err(
                         num.pos,
@@ -386,7 +386,7 @@ impl<'a> Parser<'a> {
                 format!("`dual<{inner}>` needs a type with a tangent (one that contains f64)"),
             ));
         }
-        Ok(Type::dual_n(inner, width))
+        Ok(Type::dual_n(inner, lanes))
     }
 
     fn parse_type(&mut self, depth: usize) -> Result<Type, ParseError> {

@@ -8,7 +8,7 @@
 //! to the values on entry (SYNTAX.md §3); ceil(n / width) passes for n
 //! differentiated f64s (one pass when n is 0, for the value).
 //!
-//! Sparse mode (`width` [`irad_ir::SPARSE_WIDTH`], `irad grad --sparse`): one
+//! Sparse mode ([`Lanes::Sparse`], `irad grad --sparse`): one
 //! pass of the sparse rule `@f.fwds` through a wrapper `@f.fwds.grad` built in
 //! IR, which seeds the k-th differentiated f64 with `sonehot(k)` (zero
 //! handles elsewhere), calls the rule, and materialises the result's tangent
@@ -16,14 +16,15 @@
 //! plus O(1) per tangent operation plus the materialisation (docs/forward.md,
 //! "Sparse mode").
 
-use super::Forward;
+use super::{Forward, ForwardError};
 pub use crate::grad::{GradError, GradOptions, Gradient};
-use crate::grad::{Request, check_request, deep_copy, invalid};
+use crate::grad::{Request, check_request, deep_copy};
 use irad_ir::interp::{ArrayData, ArrayRef, Executor, RunOptions, Val};
 use irad_ir::{
-    BuildError, Const, FuncBuilder, FuncId, Module, Operand, Prim, SPARSE_WIDTH, Scalar, Type,
+    BuildError, Const, FuncBuilder, FuncId, Lanes, Location, Module, Operand, Prim, Scalar, Type,
 };
 use irad_rules::{RuleError, emit};
+use std::num::NonZeroU32;
 use std::rc::Rc;
 
 /// One differentiated f64 of the arguments: argument, tuple path, array index.
@@ -55,7 +56,8 @@ pub fn gradient(
 #[derive(Clone, Debug)]
 pub struct ForwardPlan {
     req: Request,
-    width: u32,
+    /// The dense batch width of a pass (unused in sparse mode).
+    width: NonZeroU32,
     rule: FuncId,
     /// Sparse mode: the wrapper `@f.fwds.grad` that seeds, runs the rule and
     /// materialises (its result is `(value, dense gradient)`).
@@ -73,25 +75,27 @@ pub fn plan(
 ) -> Result<ForwardPlan, GradError> {
     let req = check_request(module, f, args, opts.wrt.as_deref())?;
     fwd.set_activity(opts.activity);
-    if opts.width == SPARSE_WIDTH {
-        let rule = fwd.rule_wrt(module, f, SPARSE_WIDTH, &req.wrt)?;
-        let wrapper = sparse_wrapper(module, f, rule, &req)?;
-        return Ok(ForwardPlan {
-            req,
-            width: SPARSE_WIDTH,
-            rule,
-            sparse: Some(wrapper),
-        });
-    }
+    let width = match opts.lanes {
+        Lanes::Dense(n) => n,
+        Lanes::Sparse => {
+            let rule = fwd.rule_wrt(module, f, Lanes::Sparse, &req.wrt)?;
+            let wrapper = sparse_wrapper(module, f, rule, &req)?;
+            return Ok(ForwardPlan {
+                req,
+                width: NonZeroU32::MIN,
+                rule,
+                sparse: Some(wrapper),
+            });
+        }
+    };
     let mut slots = Vec::new();
     for &i in &req.wrt {
         collect_slots(&args[i], &req.params[i], i, &mut Vec::new(), &mut slots);
     }
     // No more lanes than directions: extra lanes would carry zeros.
-    let width = opts
-        .width
-        .min(u32::try_from(slots.len().max(1)).unwrap_or(u32::MAX));
-    let rule = fwd.rule_wrt(module, f, width, &req.wrt)?;
+    let directions = u32::try_from(slots.len()).unwrap_or(u32::MAX);
+    let width = NonZeroU32::new(directions).map_or(NonZeroU32::MIN, |n| width.min(n));
+    let rule = fwd.rule_wrt(module, f, Lanes::Dense(width), &req.wrt)?;
     Ok(ForwardPlan {
         req,
         width,
@@ -147,9 +151,9 @@ fn sparse_pass(
     let copies: Vec<Val> = args.iter().map(deep_copy).collect();
     let out = exec.run(wrapper, &copies, run)?;
     let bad = || {
-        invalid(
+        internal(
             floc.clone(),
-            "internal error: the sparse gradient wrapper returned something else".into(),
+            "the sparse gradient wrapper returned something else",
         )
     };
     let Val::Tuple(parts) = out else {
@@ -185,8 +189,8 @@ fn sparse_wrapper(
     req: &Request,
 ) -> Result<FuncId, GradError> {
     let loc = req.floc.clone();
-    let build = |e: BuildError| invalid(loc.clone(), format!("internal error: {e}"));
-    let rule_err = |e: RuleError| invalid(loc.clone(), format!("internal error: {e}"));
+    let build = |e: BuildError| internal(loc.clone(), e);
+    let rule_err = |e: RuleError| internal(loc.clone(), e);
     let name = module
         .get(f)
         .map(|func| func.name.clone())
@@ -209,9 +213,9 @@ fn sparse_wrapper(
         let t = if req.wrt.contains(&i) {
             seed(&mut b, ty, p, &mut next).map_err(rule_err)?
         } else {
-            emit::zero_tangent_at(&mut b, ty, p, SPARSE_WIDTH)
+            emit::zero_tangent_at(&mut b, ty, p, Lanes::Sparse)
                 .map_err(rule_err)?
-                .ok_or_else(|| invalid(loc.clone(), "internal error: no zero tangent".into()))?
+                .ok_or_else(|| internal(loc.clone(), "no zero tangent"))?
         };
         rule_args.push(emit::value(&mut b, Prim::Dual, &[p, t]).map_err(rule_err)?);
     }
@@ -219,7 +223,7 @@ fn sparse_wrapper(
         .invoke(rule, &rule_args)
         .map_err(build)?
         .map(Operand::Value)
-        .ok_or_else(|| invalid(loc.clone(), "internal error: the rule has no result".into()))?;
+        .ok_or_else(|| internal(loc.clone(), "the rule has no result"))?;
     let v = emit::value(&mut b, Prim::Primal, &[r]).map_err(rule_err)?;
     let t = emit::value(&mut b, Prim::Tangent, &[r, Operand::from(0i64)]).map_err(rule_err)?;
     let g = emit::value(&mut b, Prim::Sdense, &[t, next]).map_err(rule_err)?;
@@ -276,7 +280,7 @@ fn seed(
 
 fn passes(
     req: &Request,
-    width: u32,
+    width: NonZeroU32,
     rule: FuncId,
     exec: &mut dyn Executor,
     args: &[Val],
@@ -295,7 +299,7 @@ fn passes(
     let chunks: Vec<&[Slot]> = if slots.is_empty() {
         vec![&[]]
     } else {
-        slots.chunks(width as usize).collect()
+        slots.chunks(width.get() as usize).collect()
     };
     for chunk in chunks {
         let dual_args: Vec<Val> = args
@@ -307,10 +311,7 @@ fn passes(
         let out = exec.run(rule, &dual_args, run)?;
         passes += 1;
         let Val::Dual(parts) = out else {
-            return Err(invalid(
-                floc,
-                "internal error: the forward rule did not return a dual".into(),
-            ));
+            return Err(internal(floc, "the forward rule did not return a dual"));
         };
         if value.is_none() {
             value = parts.first().cloned();
@@ -319,10 +320,7 @@ fn passes(
             let d = match parts.get(k + 1) {
                 Some(Val::F64(d)) => *d,
                 _ => {
-                    return Err(invalid(
-                        floc,
-                        "internal error: a tangent of the result is not f64".into(),
-                    ));
+                    return Err(internal(floc, "a tangent of the result is not f64"));
                 }
             };
             if let Some(Some(g)) = grads.get_mut(slot.arg) {
@@ -330,17 +328,18 @@ fn passes(
             }
         }
     }
-    let value = value.ok_or_else(|| {
-        invalid(
-            floc,
-            "internal error: no pass of the forward rule ran".into(),
-        )
-    })?;
+    let value = value.ok_or_else(|| internal(floc, "no pass of the forward rule ran"))?;
     Ok(Gradient {
         value,
         gradient: grads,
         passes,
     })
+}
+
+/// An internal error of forward mode (a bug, not a fault of the request)
+/// about `loc`: the message `internal error: {what}`.
+fn internal(loc: Location, what: impl std::fmt::Display) -> GradError {
+    GradError::Forward(ForwardError::internal(loc, what))
 }
 
 /// Every f64 inside `val` (of type `ty`), as slots of argument `arg`.
@@ -419,14 +418,15 @@ fn set_slot(g: &mut Val, path: &[usize], index: Option<usize>, d: f64) {
 
 /// Argument `i` as the rule takes it: a dual whose lane k is the unit
 /// direction of `chunk[k]` (zero where that slot is in another argument).
-fn seeded(arg: &Val, ty: &Type, i: usize, chunk: &[Slot], width: u32) -> Val {
+fn seeded(arg: &Val, ty: &Type, i: usize, chunk: &[Slot], width: NonZeroU32) -> Val {
     let primal = deep_copy(arg);
     if !ty.has_tangent() {
         return primal;
     }
-    let mut parts = Vec::with_capacity(width as usize + 1);
+    let width = width.get() as usize;
+    let mut parts = Vec::with_capacity(width + 1);
     parts.push(primal);
-    for k in 0..width as usize {
+    for k in 0..width {
         let mut t = zero_tangent(arg, ty);
         if let Some(slot) = chunk.get(k).filter(|s| s.arg == i) {
             set_slot(&mut t, &slot.path, slot.index, 1.0);

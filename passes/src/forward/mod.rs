@@ -3,7 +3,7 @@
 //! `@f.fwd` (SYNTAX.md, "Derived functions").
 //!
 //! - [`Forward`] is the derived-rule cache: it builds the forward rule of a
-//!   function on first request, keyed by (function, batch width), and
+//!   function on first request, keyed by (function, [`Lanes`]), and
 //!   remembers it. A rule's callees are requested while it is built (the
 //!   callee's rule is declared at once and its body queued), so recursion and
 //!   mutual recursion meet a declared rule and terminate.
@@ -23,8 +23,8 @@
 pub mod grad;
 pub(crate) mod transform;
 
-use irad_ir::interp::RuleProvider;
-use irad_ir::{FuncBuilder, FuncId, FuncRef, Location, Module, Operand, Type};
+use irad_ir::interp::{RuleProvider, RuleProviderError};
+use irad_ir::{FuncBuilder, FuncId, FuncRef, Lanes, Location, Module, Operand, Type};
 use irad_rules::{Callee, Registry};
 
 pub use crate::rule_cache::CacheStats;
@@ -41,14 +41,14 @@ pub struct Forward<'r> {
     /// Rules by (callee, width); variants by (callee, width, activity of
     /// each parameter); queued bodies: (primal, rule, width, which
     /// parameters are active; `None`: all).
-    cache: RuleCache<(FuncRef, u32), FuncId, Job>,
+    cache: RuleCache<(FuncRef, Lanes), FuncId, Job>,
     /// Whether rules are derived with activity analysis.
     activity: bool,
 }
 
 /// A declared rule whose body is still to be built: (primal, rule, width,
 /// which parameters are active; `None`: all).
-type Job = (FuncId, FuncId, u32, Option<Vec<bool>>);
+type Job = (FuncId, FuncId, Lanes, Option<Vec<bool>>);
 
 impl<'r> Forward<'r> {
     /// An empty cache whose rules come from `registry`.
@@ -78,7 +78,7 @@ impl<'r> Forward<'r> {
         &mut self,
         module: &mut Module,
         f: FuncId,
-        width: u32,
+        width: Lanes,
         wrt: &[usize],
     ) -> Result<FuncId, ForwardError> {
         let func = module
@@ -135,15 +135,15 @@ impl<'r> Forward<'r> {
         self.activity
     }
 
-    /// The forward rule of `f` at batch width `width` (1 to
-    /// [`irad_ir::MAX_WIDTH`], or [`irad_ir::SPARSE_WIDTH`] for the sparse
-    /// rule `@f.fwds`), derived with every rule it calls on first
+    /// The forward rule of `f` at batch width `width` (dense lanes 1 to
+    /// [`irad_ir::MAX_WIDTH`], or [`Lanes::Sparse`] for the sparse rule
+    /// `@f.fwds`), derived with every rule it calls on first
     /// request and added to `module`; later requests return the same function.
     pub fn rule(
         &mut self,
         module: &mut Module,
         f: FuncId,
-        width: u32,
+        width: Lanes,
     ) -> Result<FuncId, ForwardError> {
         self.rule_of(module, FuncRef::User(f), width)
     }
@@ -154,15 +154,14 @@ impl<'r> Forward<'r> {
         &mut self,
         module: &mut Module,
         callee: FuncRef,
-        width: u32,
+        width: Lanes,
     ) -> Result<FuncId, ForwardError> {
-        if !(1..=irad_ir::MAX_WIDTH).contains(&width) && width != irad_ir::SPARSE_WIDTH {
+        if let Lanes::Dense(n) = width
+            && n.get() > irad_ir::MAX_WIDTH
+        {
             return Err(ForwardError::new(
                 Location::default(),
-                format!(
-                    "batch width {width} out of range (1 to {})",
-                    irad_ir::MAX_WIDTH
-                ),
+                format!("batch width {n} out of range (1 to {})", irad_ir::MAX_WIDTH),
             ));
         }
         let id = self.request(module, callee, width)?;
@@ -171,7 +170,7 @@ impl<'r> Forward<'r> {
     }
 
     /// The rule of `callee` at `width` if it was built already.
-    pub fn cached(&self, callee: FuncRef, width: u32) -> Option<FuncId> {
+    pub fn cached(&self, callee: FuncRef, width: Lanes) -> Option<FuncId> {
         self.cache.peek(&(callee, width))
     }
 
@@ -185,7 +184,7 @@ impl<'r> Forward<'r> {
         &mut self,
         module: &mut Module,
         callee: FuncRef,
-        width: u32,
+        width: Lanes,
     ) -> Result<FuncId, ForwardError> {
         if let Some(id) = self.cache.get(&(callee, width)) {
             return Ok(id);
@@ -233,9 +232,9 @@ impl<'r> Forward<'r> {
                     ));
                 };
                 let Type::Func(sig) = sig else {
-                    return Err(ForwardError::new(
+                    return Err(ForwardError::internal(
                         Location::default(),
-                        "internal error: a primitive's function type",
+                        "a primitive's function type",
                     ));
                 };
                 self.cache.count_wrapped();
@@ -258,8 +257,10 @@ impl<'r> Forward<'r> {
         while let Some((primal, rule, width, mask)) = self.cache.next_job() {
             transform::derive(self, module, primal, rule, width, mask.as_deref())?;
         }
-        crate::ad_error::verify_derived(module, "a forward rule")
-            .map_err(|msg| ForwardError::new(Location::default(), msg))
+        crate::ad_error::verify_derived(module, "a forward rule").map_err(|msg| ForwardError {
+            kind: crate::AdErrorKind::Internal,
+            ..ForwardError::new(Location::default(), msg)
+        })
     }
 }
 
@@ -268,27 +269,24 @@ impl RuleProvider for Forward<'_> {
         &mut self,
         module: &mut Module,
         callee: FuncRef,
-        width: u32,
-    ) -> Result<FuncId, String> {
-        self.rule_of(module, callee, width)
-            .map_err(|e| e.to_string())
+        width: Lanes,
+    ) -> Result<FuncId, RuleProviderError> {
+        self.rule_of(module, callee, width).map_err(Into::into)
     }
 }
 
 /// `base.fwd` (`base.fwdN` for width N > 1, `base.fwds` for sparse mode), or
 /// with `.1`, `.2`, ... appended if a function of that name exists.
-fn fresh_name(module: &Module, base: &str, width: u32) -> String {
+fn fresh_name(module: &Module, base: &str, width: Lanes) -> String {
     fresh_derived_name(module, base, &rule_suffix(width))
 }
 
 /// The suffix of the rule at `width`: `fwd`, `fwdN`, or `fwds` (sparse).
-fn rule_suffix(width: u32) -> String {
-    if width == 1 {
-        "fwd".to_string()
-    } else if width == irad_ir::SPARSE_WIDTH {
-        "fwds".to_string()
-    } else {
-        format!("fwd{width}")
+fn rule_suffix(width: Lanes) -> String {
+    match width {
+        Lanes::ONE => "fwd".to_string(),
+        Lanes::Sparse => "fwds".to_string(),
+        Lanes::Dense(n) => format!("fwd{n}"),
     }
 }
 
@@ -312,7 +310,7 @@ fn wrap(
     module: &mut Module,
     callee: Callee<'_>,
     sig: &irad_ir::FnType,
-    width: u32,
+    width: Lanes,
     loc: Location,
 ) -> Result<FuncId, ForwardError> {
     let base = match callee {
@@ -347,7 +345,7 @@ fn wrap(
         callee,
         args: &args,
         result: &sig.ret,
-        width,
+        lanes: width,
     };
     let out = transform::emit_checked(&mut b, &*rule, &call, &loc)?;
     let ret = transform::pack(
@@ -357,7 +355,7 @@ fn wrap(
         &sig.ret,
         width,
     )
-    .map_err(|e| ForwardError::new(loc.clone(), format!("internal error: {e}")))?;
+    .map_err(|e| ForwardError::internal(loc.clone(), e))?;
     b.ret(ret).map_err(build)?;
     Ok(id)
 }

@@ -25,14 +25,14 @@ use super::{Forward, ForwardError};
 use crate::activity::Activity;
 use crate::cfg::Cfg;
 use irad_ir::{
-    Block, BuildError, Const, Func, FuncBuilder, FuncId, FuncRef, InstKind, Location, Module,
-    Operand, Prim, Terminator, Type, Value, ValueDef,
+    Block, BuildError, Const, Func, FuncBuilder, FuncId, FuncRef, InstKind, Lanes, Location,
+    Module, Operand, Prim, Terminator, Type, Value, ValueDef,
 };
 use irad_rules::{Callee, FruleCall, FwdArg, FwdOut, Registry, RuleError, emit};
 use smallvec::SmallVec;
 use std::collections::{HashMap, HashSet};
 
-type Lanes = SmallVec<[Operand; 1]>;
+type Tangents = SmallVec<[Operand; 1]>;
 
 /// What a primal value became in the rule.
 #[derive(Clone, Debug)]
@@ -42,7 +42,7 @@ enum Mapped {
     /// A dual value, in the forms made so far.
     Dual {
         packed: Option<Operand>,
-        unpacked: Option<(Operand, Option<Lanes>)>,
+        unpacked: Option<(Operand, Option<Tangents>)>,
     },
 }
 
@@ -97,12 +97,12 @@ pub(super) fn pack(
     primal: &Operand,
     tangents: Option<&[Operand]>,
     ty: &Type,
-    width: u32,
+    width: Lanes,
 ) -> Result<Operand, RuleError> {
     if !ty.has_tangent() {
         return Ok(*primal);
     }
-    let mut args: SmallVec<[Operand; 4]> = SmallVec::with_capacity(width as usize + 1);
+    let mut args: SmallVec<[Operand; 4]> = SmallVec::with_capacity(width.count() + 1);
     args.push(*primal);
     match tangents {
         Some(ts) => args.extend_from_slice(ts),
@@ -121,7 +121,7 @@ pub(super) fn unpack(
     b: &mut FuncBuilder<'_>,
     op: Operand,
     ty: &Type,
-    width: u32,
+    width: Lanes,
 ) -> Result<FwdArg, BuildError> {
     if !ty.has_tangent() {
         return Ok(FwdArg {
@@ -142,14 +142,15 @@ pub(super) fn unpack(
 fn project(
     b: &mut FuncBuilder<'_>,
     op: Operand,
-    width: u32,
-) -> Result<(Operand, Lanes), BuildError> {
+    width: Lanes,
+) -> Result<(Operand, Tangents), BuildError> {
     let missing = || BuildError::Type("a projection without result".into());
     let p = b.prim(Prim::Primal, &[op])?.ok_or_else(missing)?;
-    let mut ts = Lanes::with_capacity(Type::lanes(width));
-    for k in 0..Type::lanes(width) as u32 {
+    let mut ts = Tangents::with_capacity(width.count());
+    for k in 0..width.count() {
+        let k = i64::try_from(k).map_err(|_| BuildError::Type("too many lanes".into()))?;
         let t = b
-            .prim(Prim::Tangent, &[op, Operand::from(i64::from(k))])?
+            .prim(Prim::Tangent, &[op, Operand::from(k)])?
             .ok_or_else(missing)?;
         ts.push(Operand::Value(t));
     }
@@ -171,12 +172,12 @@ pub(super) fn emit_checked(
         )
     };
     let out = rule.emit(b, call).map_err(|e| fail(e.to_string()))?;
-    check_out(b, &out, call.result, call.width).map_err(fail)?;
+    check_out(b, &out, call.result, call.lanes).map_err(fail)?;
     Ok(out)
 }
 
 /// Checks what a rule returned against the primal result type `ty`.
-fn check_out(b: &FuncBuilder<'_>, out: &FwdOut, ty: &Type, width: u32) -> Result<(), String> {
+fn check_out(b: &FuncBuilder<'_>, out: &FwdOut, ty: &Type, width: Lanes) -> Result<(), String> {
     let got = b.operand_type(&out.primal).map_err(|e| e.to_string())?;
     if &got != ty {
         return Err(format!("its primal result has type {got}, expected {ty}"));
@@ -189,11 +190,11 @@ fn check_out(b: &FuncBuilder<'_>, out: &FwdOut, ty: &Type, width: u32) -> Result
         )),
         (None, Some(_)) => Ok(()),
         (Some(ts), Some(tan)) => {
-            if ts.len() != Type::lanes(width) {
+            if ts.len() != width.count() {
                 return Err(format!(
                     "it returned {} tangents, expected {}",
                     ts.len(),
-                    Type::lanes(width)
+                    width.count()
                 ));
             }
             for t in ts {
@@ -219,7 +220,7 @@ struct Ctx<'a, 'm> {
     b: FuncBuilder<'m>,
     src: &'a Func,
     registry: &'a Registry,
-    width: u32,
+    width: Lanes,
     needs: Needs,
     vals: HashMap<Value, Mapped>,
     /// Static callees: their rule, or `None` when a registered rule is
@@ -239,7 +240,7 @@ pub(super) fn derive(
     module: &mut Module,
     primal: FuncId,
     rule: FuncId,
-    width: u32,
+    width: Lanes,
     mask: Option<&[bool]>,
 ) -> Result<(), ForwardError> {
     let src = module
@@ -352,7 +353,7 @@ fn note(set: &mut HashSet<Value>, ops: &[Operand]) {
 impl Ctx<'_, '_> {
     fn build_err(&self, loc: &Location) -> impl Fn(BuildError) -> ForwardError + use<> {
         let loc = loc.clone();
-        move |e| ForwardError::new(loc.clone(), format!("internal error: {e}"))
+        move |e| ForwardError::internal(loc.clone(), e)
     }
 
     /// Every block, statement and terminator of the rule.
@@ -528,7 +529,7 @@ impl Ctx<'_, '_> {
         for (phi, _, pred, op) in entries {
             let nv = *phi_of
                 .get(&phi)
-                .ok_or_else(|| ForwardError::new(floc.clone(), "internal error: phi not built"))?;
+                .ok_or_else(|| ForwardError::internal(floc.clone(), "phi not built"))?;
             self.b.add_phi_entry(nv, pred, op).map_err(&err)?;
         }
         Ok(())
@@ -576,7 +577,7 @@ impl Ctx<'_, '_> {
         }
         for (k, t) in ts.iter().enumerate() {
             if let Operand::Value(tv) = *t {
-                let suffix = if Type::lanes(self.width) == 1 {
+                let suffix = if self.width.count() == 1 {
                     ".t".to_string()
                 } else {
                     format!(".t{k}")
@@ -678,9 +679,7 @@ impl Ctx<'_, '_> {
             .b
             .prim(Prim::Primal, &[d])
             .map_err(self.build_err(loc))?
-            .ok_or_else(|| {
-                ForwardError::new(loc.clone(), "internal error: primal without result")
-            })?;
+            .ok_or_else(|| ForwardError::internal(loc.clone(), "primal without result"))?;
         Ok(Operand::Value(p))
     }
 
@@ -706,18 +705,18 @@ impl Ctx<'_, '_> {
             InstKind::CallValue { callee, args } => {
                 let f = self.plain(&Operand::Value(*callee), loc)?;
                 let Operand::Value(f) = f else {
-                    return Err(ForwardError::new(
+                    return Err(ForwardError::internal(
                         loc.clone(),
-                        "internal error: a call through a constant",
+                        "a call through a constant",
                     ));
                 };
                 let ops = self.primal_ops(args, loc)?;
                 self.b.call_value(f, &ops).map_err(err)?
             }
             InstKind::Phi { .. } => {
-                return Err(ForwardError::new(
+                return Err(ForwardError::internal(
                     loc.clone(),
-                    "internal error: a phi after other statements",
+                    "a phi after other statements",
                 ));
             }
         };
@@ -821,7 +820,7 @@ impl Ctx<'_, '_> {
             callee,
             args,
             result,
-            width: self.width,
+            lanes: self.width,
         };
         emit_checked(&mut self.b, rule, &call, loc)
     }
@@ -872,7 +871,7 @@ impl Ctx<'_, '_> {
                     .callee_info
                     .get(func)
                     .cloned()
-                    .ok_or_else(|| ForwardError::new(loc.clone(), "internal error: callee"))?;
+                    .ok_or_else(|| ForwardError::internal(loc.clone(), "callee"))?;
                 match self.callees.get(func).copied().flatten() {
                     None => {
                         // Marked primitive: its registered rule, in place.
@@ -907,16 +906,16 @@ impl Ctx<'_, '_> {
             InstKind::CallValue { callee, args } => {
                 let f = self.plain(&Operand::Value(*callee), loc)?;
                 let Type::Func(sig) = src.values[*callee].ty.clone() else {
-                    return Err(ForwardError::new(
+                    return Err(ForwardError::internal(
                         loc.clone(),
-                        "internal error: a call through a value that is not a function",
+                        "a call through a value that is not a function",
                     ));
                 };
                 let rule = self
                     .b
-                    .prim(Prim::Frule, &[f, Operand::from(i64::from(self.width))])
+                    .prim(Prim::Frule, &[f, Operand::from(self.width.code())])
                     .map_err(self.build_err(loc))?
-                    .ok_or_else(|| ForwardError::new(loc.clone(), "internal error: frule"))?;
+                    .ok_or_else(|| ForwardError::internal(loc.clone(), "frule"))?;
                 let mut ops = Vec::with_capacity(args.len());
                 for (op, ty) in args.iter().zip(&sig.params) {
                     ops.push(self.packed(op, ty, loc)?);
@@ -927,9 +926,9 @@ impl Ctx<'_, '_> {
                     None => Ok(()),
                 }
             }
-            InstKind::Phi { .. } => Err(ForwardError::new(
+            InstKind::Phi { .. } => Err(ForwardError::internal(
                 loc.clone(),
-                "internal error: a phi after other statements",
+                "a phi after other statements",
             )),
         }
     }
@@ -938,27 +937,26 @@ impl Ctx<'_, '_> {
     fn primal_type(&self, op: &Operand, loc: &Location) -> Result<Type, ForwardError> {
         match op {
             Operand::Value(v) => Ok(self.src.values[*v].ty.clone()),
-            Operand::Const(c) => irad_ir::func::const_type(c, self.b.module()).ok_or_else(|| {
-                ForwardError::new(loc.clone(), "internal error: constant without a type")
-            }),
+            Operand::Const(c) => irad_ir::func::const_type(c, self.b.module())
+                .ok_or_else(|| ForwardError::internal(loc.clone(), "constant without a type")),
         }
     }
 }
 
 fn rule_err(loc: &Location) -> impl Fn(RuleError) -> ForwardError + use<> {
     let loc = loc.clone();
-    move |e| ForwardError::new(loc.clone(), format!("internal error: {e}"))
+    move |e| ForwardError::internal(loc.clone(), e)
 }
 
 fn missing(loc: &Location, v: Value) -> ForwardError {
-    ForwardError::new(
+    ForwardError::internal(
         loc.clone(),
-        format!("internal error: value {v:?} used before the rule defined it"),
+        format!("value {v:?} used before the rule defined it"),
     )
 }
 
 fn unreachable_target(loc: &Location) -> ForwardError {
-    ForwardError::new(loc.clone(), "internal error: jump to a dropped block")
+    ForwardError::internal(loc.clone(), "jump to a dropped block")
 }
 
 /// The location of statement `inst`, number `stmt` (from 1) of block `blk`.

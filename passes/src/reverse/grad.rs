@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 
 /// The value and gradient of `f` at `args` by reverse mode, deriving the
 /// pieces through `rev` (added to `module`) and running them in the
-/// interpreter. `opts.width` is ignored (reverse mode has no batch width).
+/// interpreter. `opts.lanes` is ignored (reverse mode has no batch width).
 pub fn gradient(
     module: &mut Module,
     rev: &mut Reverse<'_>,

@@ -46,7 +46,7 @@ pub use plan::{TapePlan, tape_plan};
 
 use crate::forward::fresh_derived_name as fresh_name;
 use crate::rule_cache::{CacheStats, RuleCache};
-use irad_ir::interp::RuleProvider;
+use irad_ir::interp::{RuleProvider, RuleProviderError};
 use irad_ir::{
     BuildError, FnType, FuncBuilder, FuncId, FuncRef, Location, Module, Operand, Prim, Scalar,
     Type, Value,
@@ -412,19 +412,19 @@ impl RuleProvider for Reverse<'_> {
         &mut self,
         _module: &mut Module,
         callee: FuncRef,
-        _width: u32,
-    ) -> Result<FuncId, String> {
-        Err(format!(
+        _width: irad_ir::Lanes,
+    ) -> Result<FuncId, RuleProviderError> {
+        Err(RuleProviderError::Unavailable(format!(
             "forward rules are not available while running reverse-mode code (for {callee:?})"
-        ))
+        )))
     }
 
     fn reverse_rule(
         &mut self,
         module: &mut Module,
         callee: FuncRef,
-    ) -> Result<(FuncId, FuncId), String> {
-        self.rule_of(module, callee).map_err(|e| e.to_string())
+    ) -> Result<(FuncId, FuncId), RuleProviderError> {
+        self.rule_of(module, callee).map_err(Into::into)
     }
 }
 

@@ -170,7 +170,7 @@ impl Harness {
         } else {
             None
         };
-        let frule = rule_function(&mut module, "f1", reg, sig, 1)
+        let frule = rule_function(&mut module, "f1", reg, sig, irad_ir::Lanes::ONE)
             .map_err(|e| format!("the frule, which gives J dx, failed to emit: {e}"))?;
         if let Err(errs) = irad_ir::verify::verify_module(&module) {
             return Err(format!(
