@@ -21,6 +21,7 @@ pub mod bulk;
 mod cursor;
 pub mod entity;
 pub mod eq;
+pub mod flow;
 pub mod func;
 pub mod interp;
 pub mod loc;
