@@ -10,9 +10,10 @@
 //! - [`pe`]: partial evaluation (specialisation, inlining, unrolling,
 //!   devirtualisation);
 //! - [`optimise`]: rewrite rules combined by strategies, the schedules
-//!   `irad grad`, `emit`, `dump --schedule` run (docs/optimise.md);
-//! - `cfg`: the small CFG facts (successors, predecessors, reachability) the
-//!   passes share.
+//!   `irad grad`, `emit`, `dump --schedule` run (docs/optimise.md).
+//!
+//! Control flow (successors, predecessors, dominators, loops) comes from
+//! `irad_ir::flow`.
 //!
 //! Assumes its input modules verify. Guarantees that every pass run through the
 //! manager leaves a module that verifies (checked in debug builds and tests) and
@@ -21,7 +22,6 @@
 #![warn(missing_docs)]
 
 pub mod activity;
-mod cfg;
 #[macro_use]
 mod ad_error;
 pub mod forward;

@@ -24,7 +24,8 @@
 use super::{
     Labels, Limits, func_size, map_kind, map_targets, map_term, rename_phi_pred, substitute,
 };
-use crate::cfg::on_cycle;
+use irad_ir::entity::{EntitySet, SecondaryMap};
+use irad_ir::flow::graph;
 use irad_ir::{
     Block, BlockData, Const, Func, FuncId, FuncRef, InstData, InstKind, Module, Operand,
     Terminator, Value, ValueData, ValueDef,
@@ -71,20 +72,16 @@ pub fn inline_into(module: &mut Module, f: FuncId, limits: &Limits) -> bool {
     changed
 }
 
-/// Whether each function lies on a cycle of the call graph.
-fn recursive_functions(module: &Module) -> Vec<bool> {
-    let ids: Vec<FuncId> = module.func_ids().collect();
-    let index: HashMap<FuncId, usize> = ids.iter().enumerate().map(|(i, &f)| (f, i)).collect();
-    let succs: Vec<SmallVec<[usize; 2]>> = ids
-        .iter()
-        .map(|&f| {
+/// The functions that lie on a cycle of the call graph.
+fn recursive_functions(module: &Module) -> EntitySet<FuncId> {
+    let mut succs: SecondaryMap<FuncId, SmallVec<[FuncId; 2]>> = SecondaryMap::new();
+    for f in module.func_ids() {
+        let out = {
             let func = &module[f];
-            let mut out: SmallVec<[usize; 2]> = SmallVec::new();
+            let mut out: SmallVec<[FuncId; 2]> = SmallVec::new();
             let mut add = |g: FuncId| {
-                if let Some(&i) = index.get(&g)
-                    && !out.contains(&i)
-                {
-                    out.push(i);
+                if module.get(g).is_some() && !out.contains(&g) {
+                    out.push(g);
                 }
             };
             for &block in &func.layout {
@@ -124,21 +121,21 @@ fn recursive_functions(module: &Module) -> Vec<bool> {
                 }
             }
             out
-        })
-        .collect();
-    on_cycle(&succs)
+        };
+        succs.set(f, out);
+    }
+    graph::cyclic(module.func_ids(), |f| succs[f].iter().copied())
 }
 
 /// The first call in `f` that can be inlined: (block, statement index, callee).
 fn next_site(
     module: &Module,
     f: FuncId,
-    recursive: &[bool],
+    recursive: &EntitySet<FuncId>,
     limits: &Limits,
 ) -> Option<(Block, usize, FuncId)> {
     let func = &module[f];
     let size = func_size(func);
-    let ids: Vec<FuncId> = module.func_ids().collect();
     for &block in &func.layout {
         for (idx, &inst) in func.blocks[block].insts.iter().enumerate() {
             let InstKind::Invoke { func: callee, .. } = func.insts[inst].kind else {
@@ -147,10 +144,7 @@ fn next_site(
             let Some(body) = module.get(callee) else {
                 continue;
             };
-            let on_cycle = ids
-                .iter()
-                .position(|&g| g == callee)
-                .is_none_or(|i| recursive.get(i).copied().unwrap_or(true));
+            let on_cycle = recursive.contains(callee);
             let callee_size = func_size(body);
             if callee != f
                 && !on_cycle
