@@ -190,13 +190,11 @@ fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) {
 
     // Values: parameters become the arguments; every other value of the
     // callee's layout a fresh value of the same type and name.
-    let mut vmap: HashMap<Value, Operand> = callee
-        .params
-        .iter()
-        .copied()
-        .zip(args.iter().copied())
-        .collect();
-    let mut bmap: HashMap<Block, Block> = HashMap::new();
+    let mut vmap: SecondaryMap<Value, Option<Operand>> = SecondaryMap::new();
+    for (&p, &a) in callee.params.iter().zip(args.iter()) {
+        vmap.set(p, Some(a));
+    }
+    let mut bmap: SecondaryMap<Block, Option<Block>> = SecondaryMap::new();
     for &b in &callee.layout {
         let data = &callee.blocks[b];
         let new = func.blocks.push(BlockData {
@@ -206,7 +204,7 @@ fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) {
             pos: data.pos,
             term_pos: data.term_pos,
         });
-        bmap.insert(b, new);
+        bmap.set(b, Some(new));
     }
     // Copies keep their names where the caller does not use them (the
     // printer would rename both otherwise).
@@ -231,7 +229,7 @@ fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) {
                     name: callee.values[r].name.clone().filter(|n| !names.contains(n)),
                 });
                 func.insts[new_inst].result = Some(v);
-                vmap.insert(r, Operand::Value(v));
+                vmap.set(r, Some(Operand::Value(v)));
             }
             imap.push((b, new_inst));
         }
@@ -239,7 +237,7 @@ fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) {
     // Operands are mapped once each: callee values and caller values share
     // handle numbers.
     let map_op = |op: Operand| match op {
-        Operand::Value(v) => vmap.get(&v).copied().unwrap_or(op),
+        Operand::Value(v) => vmap[v].unwrap_or(op),
         Operand::Const(_) => op,
     };
     for (b, new_inst) in imap {
@@ -247,15 +245,15 @@ fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) {
         map_kind(kind, &map_op);
         if let InstKind::Phi { entries } = kind {
             for (pred, _) in entries.iter_mut() {
-                *pred = bmap.get(pred).copied().unwrap_or(*pred);
+                *pred = bmap[*pred].unwrap_or(*pred);
             }
         }
-        let nb = bmap[&b];
+        let nb = bmap[b].unwrap_or(b);
         func.blocks[nb].insts.push(new_inst);
     }
     let mut returns: SmallVec<[(Block, Operand); 2]> = SmallVec::new();
     for &b in &callee.layout {
-        let nb = bmap[&b];
+        let nb = bmap[b].unwrap_or(b);
         let term = match callee.blocks[b].term.clone() {
             Some(Terminator::Return(op)) => {
                 returns.push((nb, map_op(op)));
@@ -263,7 +261,7 @@ fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) {
             }
             Some(mut term) => {
                 map_term(&mut term, &map_op);
-                map_targets(&mut term, &|t| bmap.get(&t).copied().unwrap_or(t));
+                map_targets(&mut term, &|t| bmap[t].unwrap_or(t));
                 term
             }
             // A verified callee has a terminator on every block.
@@ -271,7 +269,7 @@ fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) {
         };
         func.blocks[nb].term = Some(term);
     }
-    let entry = callee.layout.first().map(|b| bmap[b]);
+    let entry = callee.layout.first().map(|&b| bmap[b].unwrap_or(b));
     if let Some(entry) = entry {
         func.blocks[block].term = Some(Terminator::Goto(entry));
         func.blocks[block].term_pos = call_pos;
@@ -283,7 +281,11 @@ fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) {
         .iter()
         .position(|&b| b == block)
         .map_or(func.layout.len(), |i| i + 1);
-    let mut new_blocks: Vec<Block> = callee.layout.iter().map(|b| bmap[b]).collect();
+    let mut new_blocks: Vec<Block> = callee
+        .layout
+        .iter()
+        .map(|&b| bmap[b].unwrap_or(b))
+        .collect();
     new_blocks.push(cont);
     func.layout.splice(at..at, new_blocks);
 

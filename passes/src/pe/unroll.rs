@@ -37,7 +37,7 @@ use irad_ir::{
     Block, BlockData, Const, Func, InstData, InstKind, Module, Operand, Prim, Terminator, Value,
     ValueData, ValueDef,
 };
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Unrolls the loops of every function of `module` with the default
 /// [`Limits`]; returns whether any loop was unrolled.
@@ -290,7 +290,7 @@ fn unroll_loop(func: &mut Func, lp: &Loop) {
     let header_insts = func.blocks[header].insts.clone();
     // (phi result, entry operand, latch operand) of the header's phis.
     let mut header_phis: Vec<(Value, Operand, Operand)> = Vec::new();
-    let mut header_values: HashSet<Value> = HashSet::new();
+    let mut header_values: EntitySet<Value> = EntitySet::new();
     for &inst in &header_insts {
         let data = &func.insts[inst];
         if let Some(r) = data.result {
@@ -432,7 +432,7 @@ fn unroll_loop(func: &mut Func, lp: &Loop) {
     func.layout = layout;
     let after: HashMap<Value, Operand> = prev
         .into_iter()
-        .filter(|(v, _)| header_values.contains(v))
+        .filter(|(v, _)| header_values.contains(*v))
         .collect();
     super::substitute(func, &after);
 }
