@@ -264,3 +264,128 @@ fn reaching_walks_predecessors() {
     assert!(to4.contains(f.b(1)) && to4.contains(f.b(3)));
     assert!(!to4.contains(f.b(2)));
 }
+
+#[test]
+fn entity_set_is_a_set_of_handles_in_order() {
+    use irad_ir::entity::{EntityRef, EntitySet};
+    let mut set: EntitySet<Block> = EntitySet::new();
+    assert!(set.is_empty());
+    for i in [130, 3, 64, 3, 0] {
+        set.insert(Block::new(i));
+    }
+    assert_eq!(set.len(), 4);
+    let got: Vec<usize> = set.iter().map(|b| b.index()).collect();
+    assert_eq!(got, [0, 3, 64, 130]);
+    assert!(set.remove(Block::new(64)));
+    assert!(!set.remove(Block::new(64)));
+    assert!(!set.remove(Block::new(100_000)));
+    assert!(!set.contains(Block::new(64)));
+    assert!(set.contains(Block::new(130)));
+    assert_eq!(set.len(), 3);
+    set.clear();
+    assert!(set.is_empty() && !set.contains(Block::new(0)));
+}
+
+/// A function of `n` blocks with terminators drawn from `next` (a small
+/// deterministic generator), so that every shape turns up: loops,
+/// irreducible cycles, unreachable blocks, switches.
+fn random_func(n: usize, next: &mut impl FnMut(usize) -> usize) -> Func {
+    use irad_ir::{Operand, Terminator, Type};
+    let mut func = Func::new("f", vec![(None, Type::Bool), (None, Type::I64)], Type::F64);
+    let blocks: Vec<Block> = (0..n).map(|i| func.add_block(i as u32 + 1)).collect();
+    for (i, &b) in blocks.iter().enumerate() {
+        // Never to the entry, as in verified code.
+        let target = |next: &mut dyn FnMut(usize) -> usize| blocks[1 + next(n - 1)];
+        let term = match next(4) {
+            _ if n == 1 => Terminator::Return(Operand::from(1.0)),
+            0 => Terminator::Return(Operand::from(1.0)),
+            1 => Terminator::Goto(target(next)),
+            2 if i + 1 < n => Terminator::GotoIfNot {
+                cond: Operand::Value(func.params[0]),
+                target: target(next),
+            },
+            _ => Terminator::Switch {
+                index: Operand::Value(func.params[1]),
+                targets: (0..1 + next(3)).map(|_| target(next)).collect(),
+            },
+        };
+        func.blocks[b].term = Some(term);
+    }
+    func
+}
+
+#[test]
+fn dominators_agree_with_the_definition_on_random_cfgs() {
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |bound: usize| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((state >> 33) as usize) % bound.max(1)
+    };
+    for round in 0..300 {
+        let n = 1 + round % 9;
+        let func = random_func(n, &mut next);
+        let cfg = ControlFlowGraph::with_function(&func);
+        let dom = DominatorTree::with_cfg(&cfg);
+        let loops = LoopAnalysis::compute(&cfg, &dom);
+        let entry = cfg.entry().expect("entry");
+        let reach = cfg.reachable();
+        // Predecessors mirror successors, in layout order.
+        for &b in cfg.blocks() {
+            let want: Vec<Block> = cfg
+                .blocks()
+                .iter()
+                .copied()
+                .filter(|&p| cfg.succs(p).contains(&b))
+                .collect();
+            assert_eq!(cfg.preds(b), want.as_slice());
+        }
+        for &a in cfg.blocks() {
+            assert_eq!(dom.is_reachable(a), reach.contains(a));
+            // The blocks reachable from the entry without passing through `a`.
+            let avoid = graph::reachable(entry, |x| {
+                cfg.succs(x)
+                    .iter()
+                    .copied()
+                    .filter(move |&s| s != a && x != a)
+                    .collect::<Vec<_>>()
+            });
+            for &b in cfg.blocks() {
+                let want = a == b
+                    || (reach.contains(a) && reach.contains(b) && a != entry && !avoid.contains(b))
+                    || (a == entry && reach.contains(b));
+                assert_eq!(dom.dominates(a, b), want, "round {round}: {a:?} dom {b:?}");
+            }
+            // The idom dominates strictly and is dominated by every other
+            // strict dominator.
+            if let Some(d) = dom.idom(a) {
+                assert!(dom.dominates(d, a) && d != a);
+                for &c in cfg.blocks() {
+                    if c != a && dom.dominates(c, a) {
+                        assert!(dom.dominates(c, d));
+                    }
+                }
+            } else {
+                assert!(a == entry || !reach.contains(a));
+            }
+        }
+        // Reverse postorder: every block after its idom.
+        for &b in dom.reverse_postorder() {
+            if let Some(d) = dom.idom(b) {
+                assert!(dom.rpo_index(d) < dom.rpo_index(b));
+            }
+        }
+        // Every loop's header dominates its reachable blocks, and a latch
+        // is a predecessor of the header.
+        for lp in loops.loops() {
+            let h = loops.header(lp);
+            for &b in loops.blocks(lp) {
+                assert!(!reach.contains(b) || dom.dominates(h, b));
+            }
+            for &l in loops.latches(lp) {
+                assert!(cfg.preds(h).contains(&l) && dom.dominates(h, l));
+            }
+        }
+    }
+}
