@@ -61,27 +61,6 @@ impl ControlFlowGraph {
         cfg
     }
 
-    /// `targets` without blocks outside the graph and without repeats (a
-    /// set for long lists, so a switch of many targets stays linear).
-    fn edges(&self, targets: SmallVec<[Block; 2]>) -> SmallVec<[Block; 2]> {
-        let mut out: SmallVec<[Block; 2]> = SmallVec::with_capacity(targets.len());
-        let mut seen = EntitySet::new();
-        for t in targets {
-            let fresh = if targets_are_few(out.len()) {
-                !out.contains(&t)
-            } else {
-                if seen.is_empty() {
-                    seen.extend(out.iter().copied());
-                }
-                seen.insert(t)
-            };
-            if self.contains(t) && fresh {
-                out.push(t);
-            }
-        }
-        out
-    }
-
     /// The entry block: the first of [`ControlFlowGraph::blocks`].
     pub fn entry(&self) -> Option<Block> {
         self.blocks.first().copied()
@@ -133,6 +112,27 @@ impl ControlFlowGraph {
             Some(entry) => graph::reverse_postorder(entry, |b| self.succs(b).iter().copied()),
             None => Vec::new(),
         }
+    }
+
+    /// `targets` without blocks outside the graph and without repeats (a
+    /// set for long lists, so a switch of many targets stays linear).
+    fn edges(&self, targets: SmallVec<[Block; 2]>) -> SmallVec<[Block; 2]> {
+        let mut out: SmallVec<[Block; 2]> = SmallVec::with_capacity(targets.len());
+        let mut seen = EntitySet::new();
+        for t in targets {
+            let fresh = if targets_are_few(out.len()) {
+                !out.contains(&t)
+            } else {
+                if seen.is_empty() {
+                    seen.extend(out.iter().copied());
+                }
+                seen.insert(t)
+            };
+            if self.contains(t) && fresh {
+                out.push(t);
+            }
+        }
+        out
     }
 }
 

@@ -49,34 +49,6 @@ impl DominatorTree {
         dt
     }
 
-    /// Numbers the tree in preorder and postorder (an explicit stack).
-    fn number_tree(&mut self) {
-        let Some(&entry) = self.rpo.first() else {
-            return;
-        };
-        let (mut pre_n, mut post_n) = (0u32, 0u32);
-        // (block, index of the next child to visit)
-        let mut stack: Vec<(Block, usize)> = vec![(entry, 0)];
-        self.pre.set(entry, pre_n);
-        pre_n += 1;
-        while let Some(top) = stack.last_mut() {
-            let (b, next) = *top;
-            match self.children[b].get(next) {
-                Some(&c) => {
-                    top.1 += 1;
-                    self.pre.set(c, pre_n);
-                    pre_n += 1;
-                    stack.push((c, 0));
-                }
-                None => {
-                    self.post.set(b, post_n);
-                    post_n += 1;
-                    stack.pop();
-                }
-            }
-        }
-    }
-
     /// The reachable blocks in reverse postorder, the entry first.
     pub fn reverse_postorder(&self) -> &[Block] {
         &self.rpo
@@ -114,5 +86,33 @@ impl DominatorTree {
             return false;
         }
         self.pre[a] <= self.pre[b] && self.post[b] <= self.post[a]
+    }
+
+    /// Numbers the tree in preorder and postorder (an explicit stack).
+    fn number_tree(&mut self) {
+        let Some(&entry) = self.rpo.first() else {
+            return;
+        };
+        let (mut pre_n, mut post_n) = (0u32, 0u32);
+        // (block, index of the next child to visit)
+        let mut stack: Vec<(Block, usize)> = vec![(entry, 0)];
+        self.pre.set(entry, pre_n);
+        pre_n += 1;
+        while let Some(top) = stack.last_mut() {
+            let (b, next) = *top;
+            match self.children[b].get(next) {
+                Some(&c) => {
+                    top.1 += 1;
+                    self.pre.set(c, pre_n);
+                    pre_n += 1;
+                    stack.push((c, 0));
+                }
+                None => {
+                    self.post.set(b, post_n);
+                    post_n += 1;
+                    stack.pop();
+                }
+            }
+        }
     }
 }

@@ -24,6 +24,16 @@ crate::entity!(
     "loop"
 );
 
+/// The natural loops of one function.
+#[derive(Clone, Debug, Default)]
+pub struct LoopAnalysis {
+    loops: PrimaryMap<Loop, LoopData>,
+    /// The loop each header heads.
+    header_of: SecondaryMap<Block, Option<Loop>>,
+    /// The innermost loop of each block.
+    innermost: SecondaryMap<Block, Option<Loop>>,
+}
+
 /// What a [`LoopAnalysis`] knows about one loop.
 #[derive(Clone, Debug)]
 struct LoopData {
@@ -33,16 +43,6 @@ struct LoopData {
     blocks: Vec<Block>,
     parent: Option<Loop>,
     depth: u32,
-}
-
-/// The natural loops of one function.
-#[derive(Clone, Debug, Default)]
-pub struct LoopAnalysis {
-    loops: PrimaryMap<Loop, LoopData>,
-    /// The loop each header heads.
-    header_of: SecondaryMap<Block, Option<Loop>>,
-    /// The innermost loop of each block.
-    innermost: SecondaryMap<Block, Option<Loop>>,
 }
 
 impl LoopAnalysis {
@@ -88,33 +88,6 @@ impl LoopAnalysis {
         }
         la.nest(cfg);
         la
-    }
-
-    /// Fills parents, depths and innermost loops: loops by increasing size,
-    /// so the first loop found holding something is the smallest.
-    fn nest(&mut self, cfg: &ControlFlowGraph) {
-        let mut by_size: Vec<Loop> = self.loops.keys().collect();
-        by_size.sort_by_key(|&l| self.loops[l].blocks.len());
-        for (k, &l) in by_size.iter().enumerate() {
-            let h = self.loops[l].header;
-            self.loops[l].parent = by_size[k + 1..]
-                .iter()
-                .copied()
-                .find(|&o| self.loops[o].body.contains(h));
-        }
-        for &b in cfg.blocks() {
-            let inner = by_size
-                .iter()
-                .copied()
-                .find(|&l| self.loops[l].body.contains(b));
-            self.innermost.set(b, inner);
-        }
-        // Parents are larger, so they come later in `by_size`: set depths
-        // from the largest down.
-        for &l in by_size.iter().rev() {
-            let depth = self.loops[l].parent.map_or(1, |p| self.loops[p].depth + 1);
-            self.loops[l].depth = depth;
-        }
     }
 
     /// Every loop, in the order they were found.
@@ -175,5 +148,32 @@ impl LoopAnalysis {
     /// How many loops hold `block` (0 outside every loop).
     pub fn loop_depth(&self, block: Block) -> u32 {
         self.innermost(block).map_or(0, |l| self.depth(l))
+    }
+
+    /// Fills parents, depths and innermost loops: loops by increasing size,
+    /// so the first loop found holding something is the smallest.
+    fn nest(&mut self, cfg: &ControlFlowGraph) {
+        let mut by_size: Vec<Loop> = self.loops.keys().collect();
+        by_size.sort_by_key(|&l| self.loops[l].blocks.len());
+        for (k, &l) in by_size.iter().enumerate() {
+            let h = self.loops[l].header;
+            self.loops[l].parent = by_size[k + 1..]
+                .iter()
+                .copied()
+                .find(|&o| self.loops[o].body.contains(h));
+        }
+        for &b in cfg.blocks() {
+            let inner = by_size
+                .iter()
+                .copied()
+                .find(|&l| self.loops[l].body.contains(b));
+            self.innermost.set(b, inner);
+        }
+        // Parents are larger, so they come later in `by_size`: set depths
+        // from the largest down.
+        for &l in by_size.iter().rev() {
+            let depth = self.loops[l].parent.map_or(1, |p| self.loops[p].depth + 1);
+            self.loops[l].depth = depth;
+        }
     }
 }
