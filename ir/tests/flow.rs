@@ -387,5 +387,18 @@ fn dominators_agree_with_the_definition_on_random_cfgs() {
                 assert!(cfg.preds(h).contains(&l) && dom.dominates(h, l));
             }
         }
+        // A block's innermost loop is the smallest holding it.
+        for &b in cfg.blocks() {
+            let smallest = loops
+                .loops()
+                .filter(|&l| loops.contains(l, b))
+                .min_by_key(|&l| loops.blocks(l).len());
+            let got = loops.innermost(b);
+            assert_eq!(
+                got.map(|l| loops.blocks(l).len()),
+                smallest.map(|l| loops.blocks(l).len())
+            );
+            assert!(got.is_none_or(|l| loops.contains(l, b)));
+        }
     }
 }

@@ -86,7 +86,7 @@ impl LoopAnalysis {
                 .filter(|&b| data.body.contains(b))
                 .collect();
         }
-        la.nest(cfg);
+        la.nest();
         la
     }
 
@@ -152,7 +152,7 @@ impl LoopAnalysis {
 
     /// Fills parents, depths and innermost loops: loops by increasing size,
     /// so the first loop found holding something is the smallest.
-    fn nest(&mut self, cfg: &ControlFlowGraph) {
+    fn nest(&mut self) {
         let mut by_size: Vec<Loop> = self.loops.keys().collect();
         by_size.sort_by_key(|&l| self.loops[l].blocks.len());
         for (k, &l) in by_size.iter().enumerate() {
@@ -162,12 +162,13 @@ impl LoopAnalysis {
                 .copied()
                 .find(|&o| self.loops[o].body.contains(h));
         }
-        for &b in cfg.blocks() {
-            let inner = by_size
-                .iter()
-                .copied()
-                .find(|&l| self.loops[l].body.contains(b));
-            self.innermost.set(b, inner);
+        // Smallest first: a block keeps the first loop that claims it.
+        for &l in &by_size {
+            for &b in &self.loops[l].blocks {
+                if self.innermost[b].is_none() {
+                    self.innermost.set(b, Some(l));
+                }
+            }
         }
         // Parents are larger, so they come later in `by_size`: set depths
         // from the largest down.
