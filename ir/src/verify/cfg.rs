@@ -136,6 +136,7 @@ pub(crate) fn build_cfg(ctx: &mut Ctx) {
     // The graph has the edges the checks accept: targets in the layout, the
     // fall-through block of `gotoifnot` when there is one, each target once.
     ctx.cfg.flow = ControlFlowGraph::with_function(ctx.f);
+    debug_assert_eq!(ctx.cfg.flow.blocks(), ctx.cfg.layout.as_slice());
     ctx.cfg.dom = DominatorTree::with_cfg(&ctx.cfg.flow);
 }
 
