@@ -25,6 +25,7 @@ use cranelift_codegen::isa::CallConv;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_module::{FuncId as ClFuncId, Linkage, Module as ClModule};
 use irad_ir::entity::EntityRef;
+use irad_ir::flow::ControlFlowGraph;
 use irad_ir::func::{
     Block, Const, Func, FuncId, FuncRef, InstKind, Module, Operand, Terminator, Value,
 };
@@ -1647,26 +1648,5 @@ fn const_index(op: Option<&Operand>) -> Option<usize> {
 
 /// The reachable blocks of `func` in reverse postorder from the entry.
 pub(crate) fn rpo(func: &Func) -> Vec<Block> {
-    let Some(entry) = func.entry() else {
-        return Vec::new();
-    };
-    let mut seen = std::collections::HashSet::new();
-    let mut post = Vec::new();
-    let mut stack: Vec<(Block, SmallVec<[Block; 2]>, usize)> = Vec::new();
-    seen.insert(entry);
-    stack.push((entry, func.successors(entry, func.next_in_layout(entry)), 0));
-    while let Some((blk, succs, i)) = stack.last_mut() {
-        if let Some(&s) = succs.get(*i) {
-            *i += 1;
-            if seen.insert(s) {
-                let succ = func.successors(s, func.next_in_layout(s));
-                stack.push((s, succ, 0));
-            }
-        } else {
-            post.push(*blk);
-            stack.pop();
-        }
-    }
-    post.reverse();
-    post
+    ControlFlowGraph::with_function(func).reverse_postorder()
 }

@@ -3,7 +3,8 @@
 //! An entity (`Value`, `Block`, `Inst`, `FuncId`) is a `u32` newtype made by the
 //! [`entity!`](crate::entity!) macro. A [`PrimaryMap`] owns the data of one kind of entity and
 //! hands out its handles in order; a [`SecondaryMap`] attaches side data to
-//! handles made elsewhere and answers a default for handles it has not seen.
+//! handles made elsewhere and answers a default for handles it has not seen; an
+//! [`EntitySet`] is a set of handles, one bit each.
 //! Handles are only meaningful for the table that made them; the tables check
 //! nothing beyond bounds, which `get` reports as `None`.
 
@@ -218,5 +219,120 @@ impl<K: EntityRef + fmt::Debug, V: Clone + fmt::Debug> fmt::Debug for SecondaryM
         f.debug_map()
             .entries(self.elems.iter().enumerate().map(|(i, v)| (K::new(i), v)))
             .finish()
+    }
+}
+
+/// A set of entities of one kind, as a bit per handle: dense, ordered by
+/// handle, unseen handles absent.
+#[derive(Clone, PartialEq, Eq)]
+pub struct EntitySet<K: EntityRef> {
+    words: Vec<u64>,
+    len: usize,
+    unused: PhantomData<K>,
+}
+
+impl<K: EntityRef> EntitySet<K> {
+    /// An empty set.
+    pub fn new() -> Self {
+        EntitySet {
+            words: Vec::new(),
+            len: 0,
+            unused: PhantomData,
+        }
+    }
+
+    /// Whether `k` is in the set.
+    pub fn contains(&self, k: K) -> bool {
+        let i = k.index();
+        self.words
+            .get(i / 64)
+            .is_some_and(|w| w & (1u64 << (i % 64)) != 0)
+    }
+
+    /// Adds `k`; returns whether it was absent.
+    pub fn insert(&mut self, k: K) -> bool {
+        let i = k.index();
+        if i / 64 >= self.words.len() {
+            self.words.resize(i / 64 + 1, 0);
+        }
+        let bit = 1u64 << (i % 64);
+        let fresh = self.words[i / 64] & bit == 0;
+        self.words[i / 64] |= bit;
+        self.len += usize::from(fresh);
+        fresh
+    }
+
+    /// Removes `k`; returns whether it was present.
+    pub fn remove(&mut self, k: K) -> bool {
+        let i = k.index();
+        let Some(w) = self.words.get_mut(i / 64) else {
+            return false;
+        };
+        let bit = 1u64 << (i % 64);
+        let present = *w & bit != 0;
+        *w &= !bit;
+        self.len -= usize::from(present);
+        present
+    }
+
+    /// The number of entities in the set.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Empties the set.
+    pub fn clear(&mut self) {
+        self.words.clear();
+        self.len = 0;
+    }
+
+    /// The members in increasing handle order.
+    pub fn iter(&self) -> impl Iterator<Item = K> + '_ {
+        self.words.iter().enumerate().flat_map(|(wi, &w)| {
+            let mut rest = w;
+            std::iter::from_fn(move || {
+                if rest == 0 {
+                    return None;
+                }
+                let b = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                Some(K::new(wi * 64 + b))
+            })
+        })
+    }
+}
+
+impl<K: EntityRef> Default for EntitySet<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K: EntityRef> FromIterator<K> for EntitySet<K> {
+    fn from_iter<I: IntoIterator<Item = K>>(iter: I) -> Self {
+        let mut set = EntitySet::new();
+        for k in iter {
+            set.insert(k);
+        }
+        set
+    }
+}
+
+impl<K: EntityRef> Extend<K> for EntitySet<K> {
+    fn extend<I: IntoIterator<Item = K>>(&mut self, iter: I) {
+        for k in iter {
+            self.insert(k);
+        }
+    }
+}
+
+impl<K: EntityRef + fmt::Debug> fmt::Debug for EntitySet<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.iter()).finish()
     }
 }

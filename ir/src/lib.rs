@@ -20,6 +20,7 @@ pub mod builder;
 mod cursor;
 pub mod entity;
 pub mod eq;
+pub mod flow;
 pub mod func;
 pub mod interp;
 pub mod loc;

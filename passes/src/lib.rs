@@ -17,9 +17,10 @@
 //!   devirtualisation);
 //! - [`optimise`]: rewrite rules combined by strategies, the schedules
 //!   `irad grad`, `emit`, `dump --schedule` run (docs/optimise.md);
-//! - `cfg`: the small CFG facts (successors, predecessors, reachability) the
-//!   passes share;
 //! - `rule_cache`: the derived-rule cache of both AD modes.
+//!
+//! Control flow (successors, predecessors, dominators, loops) comes from
+//! `irad_ir::flow`.
 //!
 //! Assumes its input modules verify. Guarantees that every pass run through the
 //! manager leaves a module that verifies (checked in debug builds and tests) and
@@ -30,7 +31,6 @@
 pub mod activity;
 pub mod annotate;
 pub mod aot_rules;
-mod cfg;
 #[macro_use]
 mod ad_error;
 pub mod dump;

@@ -1,17 +1,17 @@
-//! Layout, statement placement, terminators and the CFG with its dominator tree.
+//! Layout, statement placement and terminators, checked; the CFG and its
+//! dominator tree, from `crate::flow`.
 //!
 //! Assumes nothing about the function. Guarantees, once `build_cfg` has run,
-//! that `Cfg::layout` lists valid blocks once each (the first is the entry),
-//! `slot_of` gives the one place of every listed statement, the successor and
-//! predecessor lists hold only layout blocks (predecessors sorted by layout
-//! order, without repeats) and `dominates` answers in constant time.
+//! that `Cfg::layout` lists valid blocks once each (the first is the entry)
+//! and equals `flow.blocks()`, `slot_of` gives the one place of every listed
+//! statement, the successor and predecessor lists of `flow` hold only layout
+//! blocks (predecessors sorted by layout order, without repeats) and
+//! `dominates` answers in constant time.
 
 use super::{Ctx, Slot};
-use crate::entity::SecondaryMap;
+use crate::entity::{EntitySet, SecondaryMap};
+use crate::flow::{ControlFlowGraph, DominatorTree};
 use crate::func::{Block, Inst, Terminator};
-use petgraph::algo::dominators::simple_fast;
-use petgraph::graph::{DiGraph, NodeIndex};
-use smallvec::SmallVec;
 use std::collections::HashSet;
 
 /// The verified shape of a function: its layout, placements and CFG.
@@ -23,16 +23,11 @@ pub(crate) struct Cfg {
     order: SecondaryMap<Block, u32>,
     /// Where each listed statement is (its first listing).
     slots: SecondaryMap<Inst, Option<Slot>>,
-    /// Successors by layout index; for `gotoifnot`, the fall-through first;
-    /// for `switch`, the targets in index order.
-    pub succs: Vec<SmallVec<[u32; 2]>>,
-    /// Predecessors by layout index, in layout order.
-    pub preds: Vec<Vec<u32>>,
-    /// Whether each block is reachable from the entry.
-    pub reachable: Vec<bool>,
-    /// Preorder and postorder numbers in the dominator tree, for reachable blocks.
-    pre: Vec<u32>,
-    post: Vec<u32>,
+    /// The edges between the blocks of `layout` (the same list), as the
+    /// terminators checked here give them.
+    pub flow: ControlFlowGraph,
+    /// Reachability and dominance over `flow`.
+    pub dom: DominatorTree,
 }
 
 impl Cfg {
@@ -46,11 +41,16 @@ impl Cfg {
         *self.slots.get(inst)
     }
 
+    /// Whether the block at layout index `bi` is reachable from the entry.
+    pub fn reachable(&self, bi: u32) -> bool {
+        self.dom.is_reachable(self.layout[bi as usize])
+    }
+
     /// Whether the block at layout index `a` dominates the one at `b`; both
     /// must be reachable.
     pub fn dominates(&self, a: u32, b: u32) -> bool {
-        let (a, b) = (a as usize, b as usize);
-        self.pre[a] <= self.pre[b] && self.post[b] <= self.post[a]
+        self.dom
+            .dominates(self.layout[a as usize], self.layout[b as usize])
     }
 }
 
@@ -128,31 +128,23 @@ pub(crate) fn check_blocks(ctx: &mut Ctx) {
     }
 }
 
-/// Checks terminators, builds successor and predecessor lists, and computes
-/// reachability and the dominator tree.
+/// Checks terminators, then builds the CFG and its dominator tree.
 pub(crate) fn build_cfg(ctx: &mut Ctx) {
-    let n = ctx.cfg.layout.len();
-    let mut succs = Vec::with_capacity(n);
-    for bi in 0..n as u32 {
-        succs.push(block_succs(ctx, bi));
+    for bi in 0..ctx.cfg.layout.len() as u32 {
+        check_targets(ctx, bi);
     }
-    let mut preds = vec![Vec::new(); n];
-    for (bi, ss) in succs.iter().enumerate() {
-        for &s in ss {
-            preds[s as usize].push(bi as u32);
-        }
-    }
-    ctx.cfg.succs = succs;
-    ctx.cfg.preds = preds;
-    compute_dominators(&mut ctx.cfg);
+    // The graph has the edges the checks accept: targets in the layout, the
+    // fall-through block of `gotoifnot` when there is one, each target once.
+    ctx.cfg.flow = ControlFlowGraph::with_function(ctx.f);
+    debug_assert_eq!(ctx.cfg.flow.blocks(), ctx.cfg.layout.as_slice());
+    ctx.cfg.dom = DominatorTree::with_cfg(&ctx.cfg.flow);
 }
 
-/// The successors of the block at layout index `bi`, reporting bad terminators.
-fn block_succs(ctx: &mut Ctx, bi: u32) -> SmallVec<[u32; 2]> {
+/// Reports bad terminators of the block at layout index `bi`.
+fn check_targets(ctx: &mut Ctx, bi: u32) {
     let block = ctx.cfg.layout[bi as usize];
-    let mut succs = SmallVec::new();
     let Some(data) = ctx.f.blocks.get(block) else {
-        return succs;
+        return;
     };
     match &data.term {
         None => ctx.err_term(
@@ -161,9 +153,7 @@ fn block_succs(ctx: &mut Ctx, bi: u32) -> SmallVec<[u32; 2]> {
         ),
         Some(Terminator::Return(_)) => {}
         Some(Terminator::Goto(target)) => {
-            if let Some(t) = jump_target(ctx, bi, *target) {
-                succs.push(t);
-            }
+            jump_target(ctx, bi, *target);
         }
         Some(Terminator::GotoIfNot { target, .. }) => {
             let next = bi + 1;
@@ -171,45 +161,35 @@ fn block_succs(ctx: &mut Ctx, bi: u32) -> SmallVec<[u32; 2]> {
                 let msg =
                     "gotoifnot has no next block to fall through to: it ends the layout".into();
                 ctx.err_term(bi, msg);
-            } else {
-                succs.push(next);
             }
-            if let Some(t) = jump_target(ctx, bi, *target) {
-                if t == next {
-                    let name = ctx.block_name(*target);
-                    let msg = format!(
-                        "gotoifnot jumps to {name} and falls through to {name}: expected two different successors"
-                    );
-                    ctx.err_term(bi, msg);
-                } else {
-                    succs.push(t);
-                }
+            if jump_target(ctx, bi, *target) == Some(next) {
+                let name = ctx.block_name(*target);
+                let msg = format!(
+                    "gotoifnot jumps to {name} and falls through to {name}: expected two different successors"
+                );
+                ctx.err_term(bi, msg);
             }
         }
         Some(Terminator::Switch { targets, .. }) => {
             if targets.is_empty() {
                 ctx.err_term(bi, "switch has no targets: expected at least one".into());
             }
-            // A set rather than a scan of `succs`, so a switch of many targets
-            // stays linear.
-            let mut seen = HashSet::with_capacity(targets.len());
+            // A set rather than a scan, so a switch of many targets stays linear.
+            let mut seen = EntitySet::new();
             for &target in targets {
                 let Some(t) = jump_target(ctx, bi, target) else {
                     continue;
                 };
-                if !seen.insert(t) {
+                if !seen.insert(ctx.cfg.layout[t as usize]) {
                     let msg = format!(
                         "switch lists {} more than once: each target is one edge, and phi entries are per predecessor",
                         ctx.block_name(target)
                     );
                     ctx.err_term(bi, msg);
-                } else {
-                    succs.push(t);
                 }
             }
         }
     }
-    succs
 }
 
 /// The layout index of a jump target, reporting targets outside the layout and
@@ -236,59 +216,4 @@ fn jump_target(ctx: &mut Ctx, bi: u32, target: Block) -> Option<u32> {
         ctx.err_term(bi, msg);
     }
     Some(t)
-}
-
-/// Fills `reachable`, `pre` and `post` from the immediate dominators that
-/// `simple_fast` computes; the tree walk uses an explicit stack.
-fn compute_dominators(cfg: &mut Cfg) {
-    let n = cfg.layout.len();
-    let mut graph: DiGraph<(), (), u32> = DiGraph::with_capacity(n, n * 2);
-    for _ in 0..n {
-        graph.add_node(());
-    }
-    for (bi, ss) in cfg.succs.iter().enumerate() {
-        for &s in ss {
-            graph.add_edge(NodeIndex::new(bi), NodeIndex::new(s as usize), ());
-        }
-    }
-    let doms = simple_fast(&graph, NodeIndex::new(0));
-    let mut reachable = vec![false; n];
-    let mut children: Vec<Vec<u32>> = vec![Vec::new(); n];
-    if let Some(r) = reachable.first_mut() {
-        *r = true;
-    }
-    for (bi, r) in reachable.iter_mut().enumerate().skip(1) {
-        if let Some(idom) = doms.immediate_dominator(NodeIndex::new(bi)) {
-            *r = true;
-            if let Some(c) = children.get_mut(idom.index()) {
-                c.push(bi as u32);
-            }
-        }
-    }
-    let mut pre = vec![0u32; n];
-    let mut post = vec![0u32; n];
-    let (mut pre_n, mut post_n) = (0u32, 0u32);
-    // (block, index of the next child to visit)
-    let mut stack: Vec<(u32, usize)> = vec![(0, 0)];
-    pre[0] = pre_n;
-    pre_n += 1;
-    while let Some(top) = stack.last_mut() {
-        let (b, next) = *top;
-        match children[b as usize].get(next) {
-            Some(&c) => {
-                top.1 += 1;
-                pre[c as usize] = pre_n;
-                pre_n += 1;
-                stack.push((c, 0));
-            }
-            None => {
-                post[b as usize] = post_n;
-                post_n += 1;
-                stack.pop();
-            }
-        }
-    }
-    cfg.reachable = reachable;
-    cfg.pre = pre;
-    cfg.post = post;
 }

@@ -3,8 +3,9 @@
 //!
 //! It assumes nothing about its input: any `Func` that can be built through the
 //! public fields is accepted without panicking, and the work is linear in the
-//! size of the function (plus the near-linear dominator computation of
-//! `petgraph::algo::dominators::simple_fast`); nothing recurses over the CFG.
+//! size of the function (plus the near-linear iterative dominator computation
+//! of `crate::flow`, whose CFG and dominator tree it uses); nothing recurses
+//! over the CFG.
 //! It guarantees that a function it accepts can be walked, interpreted and
 //! transformed without further checks on the invariants below.
 //!

@@ -36,12 +36,12 @@ pub(crate) struct Defs {
     shallow: SecondaryMap<Value, bool>,
     /// The layout index of the last block with a non-phi statement seen so far.
     non_phi_in: Option<u32>,
-    /// `pred_mark[p] == b + 1` when the block at layout index `p` is a
-    /// predecessor of block `b`, the one whose phis are being checked.
-    pred_mark: Vec<u32>,
+    /// `pred_mark[p] == b + 1` when block `p` is a predecessor of the block
+    /// at layout index `b`, the one whose phis are being checked.
+    pred_mark: SecondaryMap<Block, u32>,
     marked: Option<u32>,
     /// `seen[p] == phi_stamp` when the current phi has an entry for `p`.
-    seen: Vec<u32>,
+    seen: SecondaryMap<Block, u32>,
     phi_stamp: u32,
 }
 
@@ -120,9 +120,6 @@ pub(crate) fn compute_defs(ctx: &mut Ctx) {
         defs.def.set(v, def);
         defs.shallow.set(v, data.ty.depth() <= MAX_NESTING);
     }
-    let n = ctx.cfg.layout.len();
-    defs.pred_mark = vec![0; n];
-    defs.seen = vec![0; n];
     ctx.defs = defs;
 }
 
@@ -213,9 +210,10 @@ fn check_phi_position(ctx: &mut Ctx, at: At, slot: Slot) {
 /// Checks that the entries of a phi in block `b` match its predecessors exactly
 /// and that their operands are available at the end of each predecessor.
 fn check_phi_entries(ctx: &mut Ctx, at: At, b: u32, entries: &[(Block, Operand)]) {
+    let block = ctx.cfg.layout[b as usize];
     if ctx.defs.marked != Some(b) {
-        for &p in &ctx.cfg.preds[b as usize] {
-            ctx.defs.pred_mark[p as usize] = b + 1;
+        for &p in ctx.cfg.flow.preds(block) {
+            ctx.defs.pred_mark.set(p, b + 1);
         }
         ctx.defs.marked = Some(b);
     }
@@ -227,7 +225,7 @@ fn check_phi_entries(ctx: &mut Ctx, at: At, b: u32, entries: &[(Block, Operand)]
                 format!(
                     "phi has an entry for {}, which is not a predecessor of {}",
                     ctx.block_name(pred),
-                    ctx.block_name(ctx.cfg.layout[b as usize])
+                    ctx.block_name(block)
                 )
             } else {
                 format!("phi entry names invalid block handle {}", pred.as_u32())
@@ -235,16 +233,16 @@ fn check_phi_entries(ctx: &mut Ctx, at: At, b: u32, entries: &[(Block, Operand)]
             ctx.err_at(at, msg);
             continue;
         };
-        if ctx.defs.pred_mark[p as usize] != b + 1 {
+        if ctx.defs.pred_mark[pred] != b + 1 {
             let msg = format!(
                 "phi has an entry for {}, which is not a predecessor of {}",
                 ctx.block_name(pred),
-                ctx.block_name(ctx.cfg.layout[b as usize])
+                ctx.block_name(block)
             );
             ctx.err_at(at, msg);
             continue;
         }
-        if ctx.defs.seen[p as usize] == stamp {
+        if ctx.defs.seen[pred] == stamp {
             let msg = format!(
                 "phi has more than one entry for predecessor {}",
                 ctx.block_name(pred)
@@ -252,18 +250,15 @@ fn check_phi_entries(ctx: &mut Ctx, at: At, b: u32, entries: &[(Block, Operand)]
             ctx.err_at(at, msg);
             continue;
         }
-        ctx.defs.seen[p as usize] = stamp;
+        ctx.defs.seen.set(pred, stamp);
         if let Operand::Value(v) = op {
             check_use(ctx, at, Site::Edge { pred: p }, v);
         }
     }
-    for i in 0..ctx.cfg.preds[b as usize].len() {
-        let p = ctx.cfg.preds[b as usize][i];
-        if ctx.defs.seen[p as usize] != stamp {
-            let msg = format!(
-                "phi has no entry for predecessor {}",
-                ctx.block_name(ctx.cfg.layout[p as usize])
-            );
+    for i in 0..ctx.cfg.flow.preds(block).len() {
+        let p = ctx.cfg.flow.preds(block)[i];
+        if ctx.defs.seen[p] != stamp {
+            let msg = format!("phi has no entry for predecessor {}", ctx.block_name(p));
             ctx.err_at(at, msg);
         }
     }
@@ -311,7 +306,7 @@ fn use_problem(ctx: &Ctx, site: Site, v: Value) -> Option<String> {
     let cfg = &ctx.cfg;
     match site {
         Site::At { block, index } => {
-            if !cfg.reachable[block as usize] {
+            if !cfg.reachable(block) {
                 None
             } else if d.block == block {
                 if d.index == index {
@@ -328,7 +323,7 @@ fn use_problem(ctx: &Ctx, site: Site, v: Value) -> Option<String> {
                 } else {
                     None
                 }
-            } else if !cfg.reachable[d.block as usize] {
+            } else if !cfg.reachable(d.block) {
                 Some(format!(
                     "use of {}, which is defined in unreachable block {}",
                     name(),
@@ -345,9 +340,9 @@ fn use_problem(ctx: &Ctx, site: Site, v: Value) -> Option<String> {
             }
         }
         Site::Edge { pred } => {
-            if !cfg.reachable[pred as usize] || d.block == pred {
+            if !cfg.reachable(pred) || d.block == pred {
                 None
-            } else if !cfg.reachable[d.block as usize] {
+            } else if !cfg.reachable(d.block) {
                 Some(format!(
                     "phi entry for {} uses {}, which is defined in unreachable block {}",
                     block_name(pred),

@@ -23,7 +23,8 @@
 
 use super::{Forward, ForwardError};
 use crate::activity::Activity;
-use crate::cfg::Cfg;
+use irad_ir::entity::EntitySet;
+use irad_ir::flow::ControlFlowGraph;
 use irad_ir::{
     Block, BuildError, Const, Func, FuncBuilder, FuncId, FuncRef, InstKind, Lanes, Location,
     Module, Operand, Prim, Terminator, Type, Value, ValueDef,
@@ -253,14 +254,13 @@ pub(super) fn derive(
         ..Location::default()
     };
     check_not_nested(&src, &floc)?;
-    let cfg = Cfg::new(&src);
+    let cfg = ControlFlowGraph::with_function(&src);
     let reachable = cfg.reachable();
     let live: Vec<Block> = cfg
-        .layout
+        .blocks()
         .iter()
-        .zip(&reachable)
-        .filter(|(_, r)| **r)
-        .map(|(b, _)| *b)
+        .copied()
+        .filter(|&b| reachable.contains(b))
         .collect();
     let registry = fwd.registry();
     let act = if fwd.activity() {
@@ -273,7 +273,6 @@ pub(super) fn derive(
     let mut needs = Needs::default();
     let mut callees: HashMap<FuncId, Option<FuncId>> = HashMap::new();
     let mut callee_info = HashMap::new();
-    let live_set: HashSet<Block> = live.iter().copied().collect();
     for &blk in &live {
         let data = &src.blocks[blk];
         for &inst in &data.insts {
@@ -287,7 +286,7 @@ pub(super) fn derive(
                         &mut needs.packed
                     };
                     for (pred, op) in entries {
-                        if live_set.contains(pred) {
+                        if reachable.contains(*pred) {
                             note(set, std::slice::from_ref(op));
                         }
                     }
@@ -357,14 +356,19 @@ impl Ctx<'_, '_> {
     }
 
     /// Every block, statement and terminator of the rule.
-    fn body(&mut self, cfg: &Cfg, reachable: &[bool], floc: &Location) -> Result<(), ForwardError> {
+    fn body(
+        &mut self,
+        cfg: &ControlFlowGraph,
+        reachable: &EntitySet<Block>,
+        floc: &Location,
+    ) -> Result<(), ForwardError> {
         let src = self.src;
         let width = self.width;
         let err = self.build_err(floc);
         // The blocks, in the primal's layout order, with its labels.
         let mut bmap: HashMap<Block, Block> = HashMap::new();
-        for (i, &blk) in cfg.layout.iter().enumerate() {
-            if reachable[i] {
+        for &blk in cfg.blocks() {
+            if reachable.contains(blk) {
                 self.b.set_pos(src.blocks[blk].pos);
                 let nb = self
                     .b
@@ -389,13 +393,12 @@ impl Ctx<'_, '_> {
         let mut phi_of: HashMap<Value, Value> = HashMap::new();
         // (primal phi, index of the entry in it, new predecessor, operand)
         let mut entries: Vec<(Value, usize, Block, Operand)> = Vec::new();
-        for &i in &cfg.reverse_postorder() {
-            let blk = cfg.layout[i];
+        for blk in cfg.reverse_postorder() {
             let nb = bmap[&blk];
             self.b.switch_to_block(nb).map_err(&err)?;
             let data = &src.blocks[blk];
             let mut defined: Vec<Value> = Vec::new();
-            if i == 0 {
+            if cfg.entry() == Some(blk) {
                 self.b.set_pos(src.pos);
                 defined.extend(src.params.iter().copied());
             }
@@ -469,8 +472,7 @@ impl Ctx<'_, '_> {
                 ..floc.clone()
             };
             self.b.set_pos(data.term_pos);
-            let next = cfg.layout.get(i + 1).copied();
-            for succ in src.successors(blk, next) {
+            for &succ in cfg.succs(blk) {
                 for &inst in &src.blocks[succ].insts {
                     let InstKind::Phi { entries: es } = &src.insts[inst].kind else {
                         break;

@@ -15,8 +15,9 @@
 //! to a fixpoint. Idempotent on its own.
 
 use super::phis;
+use irad_ir::entity::{EntitySet, SecondaryMap};
 use irad_ir::{Func, Inst, InstKind, Operand, Terminator, Value};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Replaces every trivial phi by its operand; returns whether there were any.
 pub fn remove_trivial_phis(func: &mut Func) -> bool {
@@ -31,7 +32,7 @@ pub fn remove_trivial_phis(func: &mut Func) -> bool {
                     continue;
                 };
                 if let Some(op) = single_operand(result, entries.iter().map(|(_, op)| *op)) {
-                    if matches!(op, Operand::Const(_)) && callees.contains(&result) {
+                    if matches!(op, Operand::Const(_)) && callees.contains(result) {
                         continue;
                     }
                     found.insert(result, (inst, op));
@@ -49,11 +50,14 @@ pub fn remove_trivial_phis(func: &mut Func) -> bool {
             return changed;
         }
         changed = true;
-        let removed: HashSet<Inst> = ready.values().map(|&(inst, _)| inst).collect();
-        let subst: HashMap<Value, Operand> = ready.iter().map(|(&v, &(_, op))| (v, op)).collect();
+        let removed: EntitySet<Inst> = ready.values().map(|&(inst, _)| inst).collect();
+        let mut subst: SecondaryMap<Value, Option<Operand>> = SecondaryMap::new();
+        for (&v, &(_, op)) in &ready {
+            subst.set(v, Some(op));
+        }
         let layout = func.layout.clone();
         for block in layout {
-            func.blocks[block].insts.retain(|i| !removed.contains(i));
+            func.blocks[block].insts.retain(|&i| !removed.contains(i));
             for inst in func.blocks[block].insts.clone() {
                 replace_in_inst(&mut func.insts[inst].kind, &subst);
             }
@@ -87,7 +91,7 @@ pub(crate) fn single_operand(result: Value, ops: impl Iterator<Item = Operand>) 
 }
 
 /// The values used as the callee of a dynamic call.
-fn callees(func: &Func) -> HashSet<Value> {
+fn callees(func: &Func) -> EntitySet<Value> {
     func.layout
         .iter()
         .flat_map(|&b| func.blocks[b].insts.iter())
@@ -98,14 +102,14 @@ fn callees(func: &Func) -> HashSet<Value> {
         .collect()
 }
 
-fn replace_in_inst(kind: &mut InstKind, subst: &HashMap<Value, Operand>) {
+fn replace_in_inst(kind: &mut InstKind, subst: &SecondaryMap<Value, Option<Operand>>) {
     match kind {
         InstKind::Prim { args, .. } | InstKind::Invoke { args, .. } => {
             args.iter_mut().for_each(|op| replace(op, subst));
         }
         InstKind::CallValue { callee, args } => {
-            if let Some(Operand::Value(v)) = subst.get(callee) {
-                *callee = *v;
+            if let Some(Operand::Value(v)) = subst[*callee] {
+                *callee = v;
             }
             args.iter_mut().for_each(|op| replace(op, subst));
         }
@@ -115,10 +119,10 @@ fn replace_in_inst(kind: &mut InstKind, subst: &HashMap<Value, Operand>) {
     }
 }
 
-fn replace(op: &mut Operand, subst: &HashMap<Value, Operand>) {
+fn replace(op: &mut Operand, subst: &SecondaryMap<Value, Option<Operand>>) {
     if let Operand::Value(v) = op
-        && let Some(new) = subst.get(v)
+        && let Some(new) = subst[*v]
     {
-        *op = *new;
+        *op = new;
     }
 }

@@ -10,27 +10,27 @@
 //! ignores them). Idempotent.
 
 use super::remove_phi_entries;
-use crate::cfg::Cfg;
 use irad_ir::Func;
+use irad_ir::flow::ControlFlowGraph;
 
 /// Drops unreachable blocks from the layout and their phi entries; returns
 /// whether there were any.
 pub fn remove_unreachable_blocks(func: &mut Func) -> bool {
-    let cfg = Cfg::new(func);
+    let cfg = ControlFlowGraph::with_function(func);
     let reachable = cfg.reachable();
-    if reachable.iter().all(|&r| r) {
+    if reachable.len() == cfg.blocks().len() {
         return false;
     }
     // Queue the phi fixes (edges from a dead block into a live one), then apply
     // them and the new layout once.
     let mut dead_edges = Vec::new();
-    for (i, succs) in cfg.succs.iter().enumerate() {
-        if reachable[i] {
+    for &block in cfg.blocks() {
+        if reachable.contains(block) {
             continue;
         }
-        for &s in succs {
-            if reachable[s] {
-                dead_edges.push((cfg.layout[s], cfg.layout[i]));
+        for &s in cfg.succs(block) {
+            if reachable.contains(s) {
+                dead_edges.push((s, block));
             }
         }
     }
@@ -38,11 +38,10 @@ pub fn remove_unreachable_blocks(func: &mut Func) -> bool {
         remove_phi_entries(func, block, dead_pred);
     }
     func.layout = cfg
-        .layout
+        .blocks()
         .iter()
-        .zip(&reachable)
-        .filter(|(_, r)| **r)
-        .map(|(&b, _)| b)
+        .copied()
+        .filter(|&b| reachable.contains(b))
         .collect();
     true
 }

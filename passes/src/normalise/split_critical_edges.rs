@@ -15,35 +15,34 @@
 //! block's predecessor count changes.
 
 use super::{Labels, new_block, rename_phi_pred};
-use crate::cfg::Cfg;
+use irad_ir::entity::SecondaryMap;
+use irad_ir::flow::ControlFlowGraph;
 use irad_ir::{Block, Func, Terminator};
 
 /// Inserts an empty block on every critical edge; returns whether there were
 /// any.
 pub fn split_critical_edges(func: &mut Func) -> bool {
-    let cfg = Cfg::new(func);
-    let n = cfg.layout.len();
-    // New blocks to place after / before each layout index, applied at the end.
-    let mut after: Vec<Vec<Block>> = vec![Vec::new(); n];
-    let mut before: Vec<Vec<Block>> = vec![Vec::new(); n];
+    let cfg = ControlFlowGraph::with_function(func);
+    // New blocks to place after / before each block, applied at the end.
+    let mut after: SecondaryMap<Block, Vec<Block>> = SecondaryMap::new();
+    let mut before: SecondaryMap<Block, Vec<Block>> = SecondaryMap::new();
     let mut labels = Labels::new(func);
     let mut changed = false;
-    for (i, &block) in cfg.layout.iter().enumerate() {
+    for &block in cfg.blocks() {
         if let Some(Terminator::Switch { index, targets }) = func.blocks[block].term.clone() {
-            if cfg.succs[i].len() < 2 {
+            if cfg.succs(block).len() < 2 {
                 continue;
             }
             let mut new_targets = targets.clone();
-            for (k, &succ) in cfg.succs[i].iter().enumerate() {
+            for (k, &target) in cfg.succs(block).iter().enumerate() {
                 // `succs` of a verified switch are its targets, in order.
-                if cfg.preds[succ].len() < 2 || new_targets.get(k) != Some(&cfg.layout[succ]) {
+                if cfg.preds(target).len() < 2 || new_targets.get(k) != Some(&target) {
                     continue;
                 }
-                let target = cfg.layout[succ];
                 let split = new_block(func, labels.fresh(), Terminator::Goto(target));
                 rename_phi_pred(func, target, block, split);
                 new_targets[k] = split;
-                before[succ].push(split);
+                before.get_mut(target).push(split);
                 changed = true;
             }
             func.blocks[block].term = Some(Terminator::Switch {
@@ -56,36 +55,35 @@ pub fn split_critical_edges(func: &mut Func) -> bool {
             continue;
         };
         // `succs` of a `gotoifnot`: the fall-through first, then the target.
-        let &[fall, jump] = cfg.succs[i].as_slice() else {
+        let &[fall, jump] = cfg.succs(block) else {
             continue;
         };
-        if cfg.preds[fall].len() > 1 {
-            let target = cfg.layout[fall];
-            let split = new_block(func, labels.fresh(), Terminator::Goto(target));
-            rename_phi_pred(func, target, block, split);
-            after[i].push(split);
+        if cfg.preds(fall).len() > 1 {
+            let split = new_block(func, labels.fresh(), Terminator::Goto(fall));
+            rename_phi_pred(func, fall, block, split);
+            after.get_mut(block).push(split);
             changed = true;
         }
-        if cfg.preds[jump].len() > 1 {
-            let target = cfg.layout[jump];
-            let split = new_block(func, labels.fresh(), Terminator::Goto(target));
-            rename_phi_pred(func, target, block, split);
+        if cfg.preds(jump).len() > 1 {
+            let split = new_block(func, labels.fresh(), Terminator::Goto(jump));
+            rename_phi_pred(func, jump, block, split);
             func.blocks[block].term = Some(Terminator::GotoIfNot {
                 cond,
                 target: split,
             });
-            before[jump].push(split);
+            before.get_mut(jump).push(split);
             changed = true;
         }
     }
     if !changed {
         return false;
     }
-    let mut layout = Vec::with_capacity(n + 2 * n);
-    for ((block, before), after) in cfg.layout.iter().zip(&before).zip(&after) {
-        layout.extend(before.iter().copied());
-        layout.push(*block);
-        layout.extend(after.iter().copied());
+    let n = cfg.blocks().len();
+    let mut layout = Vec::with_capacity(3 * n);
+    for &block in cfg.blocks() {
+        layout.extend(before[block].iter().copied());
+        layout.push(block);
+        layout.extend(after[block].iter().copied());
     }
     func.layout = layout;
     true

@@ -28,7 +28,6 @@
 //! [`OptError::Fuel`] rather than run for ever. Never panics on a verified
 //! module or on any schedule text.
 
-pub(crate) mod dom;
 pub mod parse;
 pub mod rules;
 pub mod strategy;

@@ -24,7 +24,8 @@
 use super::{
     Labels, Limits, func_size, map_kind, map_targets, map_term, rename_phi_pred, substitute,
 };
-use crate::cfg::on_cycle;
+use irad_ir::entity::{EntitySet, SecondaryMap};
+use irad_ir::flow::graph;
 use irad_ir::{
     Block, BlockData, Const, Func, FuncId, FuncRef, InstData, InstKind, Module, Operand,
     Terminator, Value, ValueData, ValueDef,
@@ -71,20 +72,16 @@ pub fn inline_into(module: &mut Module, f: FuncId, limits: &Limits) -> bool {
     changed
 }
 
-/// Whether each function lies on a cycle of the call graph.
-fn recursive_functions(module: &Module) -> Vec<bool> {
-    let ids: Vec<FuncId> = module.func_ids().collect();
-    let index: HashMap<FuncId, usize> = ids.iter().enumerate().map(|(i, &f)| (f, i)).collect();
-    let succs: Vec<SmallVec<[usize; 2]>> = ids
-        .iter()
-        .map(|&f| {
+/// The functions that lie on a cycle of the call graph.
+fn recursive_functions(module: &Module) -> EntitySet<FuncId> {
+    let mut succs: SecondaryMap<FuncId, SmallVec<[FuncId; 2]>> = SecondaryMap::new();
+    for f in module.func_ids() {
+        let out = {
             let func = &module[f];
-            let mut out: SmallVec<[usize; 2]> = SmallVec::new();
+            let mut out: SmallVec<[FuncId; 2]> = SmallVec::new();
             let mut add = |g: FuncId| {
-                if let Some(&i) = index.get(&g)
-                    && !out.contains(&i)
-                {
-                    out.push(i);
+                if module.get(g).is_some() && !out.contains(&g) {
+                    out.push(g);
                 }
             };
             for &block in &func.layout {
@@ -124,21 +121,21 @@ fn recursive_functions(module: &Module) -> Vec<bool> {
                 }
             }
             out
-        })
-        .collect();
-    on_cycle(&succs)
+        };
+        succs.set(f, out);
+    }
+    graph::cyclic(module.func_ids(), |f| succs[f].iter().copied())
 }
 
 /// The first call in `f` that can be inlined: (block, statement index, callee).
 fn next_site(
     module: &Module,
     f: FuncId,
-    recursive: &[bool],
+    recursive: &EntitySet<FuncId>,
     limits: &Limits,
 ) -> Option<(Block, usize, FuncId)> {
     let func = &module[f];
     let size = func_size(func);
-    let ids: Vec<FuncId> = module.func_ids().collect();
     for &block in &func.layout {
         for (idx, &inst) in func.blocks[block].insts.iter().enumerate() {
             let InstKind::Invoke { func: callee, .. } = func.insts[inst].kind else {
@@ -147,10 +144,7 @@ fn next_site(
             let Some(body) = module.get(callee) else {
                 continue;
             };
-            let on_cycle = ids
-                .iter()
-                .position(|&g| g == callee)
-                .is_none_or(|i| recursive.get(i).copied().unwrap_or(true));
+            let on_cycle = recursive.contains(callee);
             let callee_size = func_size(body);
             if callee != f
                 && !on_cycle
@@ -196,13 +190,11 @@ fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) {
 
     // Values: parameters become the arguments; every other value of the
     // callee's layout a fresh value of the same type and name.
-    let mut vmap: HashMap<Value, Operand> = callee
-        .params
-        .iter()
-        .copied()
-        .zip(args.iter().copied())
-        .collect();
-    let mut bmap: HashMap<Block, Block> = HashMap::new();
+    let mut vmap: SecondaryMap<Value, Option<Operand>> = SecondaryMap::new();
+    for (&p, &a) in callee.params.iter().zip(args.iter()) {
+        vmap.set(p, Some(a));
+    }
+    let mut bmap: SecondaryMap<Block, Option<Block>> = SecondaryMap::new();
     for &b in &callee.layout {
         let data = &callee.blocks[b];
         let new = func.blocks.push(BlockData {
@@ -212,7 +204,7 @@ fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) {
             pos: data.pos,
             term_pos: data.term_pos,
         });
-        bmap.insert(b, new);
+        bmap.set(b, Some(new));
     }
     // Copies keep their names where the caller does not use them (the
     // printer would rename both otherwise).
@@ -237,7 +229,7 @@ fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) {
                     name: callee.values[r].name.clone().filter(|n| !names.contains(n)),
                 });
                 func.insts[new_inst].result = Some(v);
-                vmap.insert(r, Operand::Value(v));
+                vmap.set(r, Some(Operand::Value(v)));
             }
             imap.push((b, new_inst));
         }
@@ -245,7 +237,7 @@ fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) {
     // Operands are mapped once each: callee values and caller values share
     // handle numbers.
     let map_op = |op: Operand| match op {
-        Operand::Value(v) => vmap.get(&v).copied().unwrap_or(op),
+        Operand::Value(v) => vmap[v].unwrap_or(op),
         Operand::Const(_) => op,
     };
     for (b, new_inst) in imap {
@@ -253,15 +245,15 @@ fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) {
         map_kind(kind, &map_op);
         if let InstKind::Phi { entries } = kind {
             for (pred, _) in entries.iter_mut() {
-                *pred = bmap.get(pred).copied().unwrap_or(*pred);
+                *pred = bmap[*pred].unwrap_or(*pred);
             }
         }
-        let nb = bmap[&b];
+        let nb = bmap[b].unwrap_or(b);
         func.blocks[nb].insts.push(new_inst);
     }
     let mut returns: SmallVec<[(Block, Operand); 2]> = SmallVec::new();
     for &b in &callee.layout {
-        let nb = bmap[&b];
+        let nb = bmap[b].unwrap_or(b);
         let term = match callee.blocks[b].term.clone() {
             Some(Terminator::Return(op)) => {
                 returns.push((nb, map_op(op)));
@@ -269,7 +261,7 @@ fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) {
             }
             Some(mut term) => {
                 map_term(&mut term, &map_op);
-                map_targets(&mut term, &|t| bmap.get(&t).copied().unwrap_or(t));
+                map_targets(&mut term, &|t| bmap[t].unwrap_or(t));
                 term
             }
             // A verified callee has a terminator on every block.
@@ -277,7 +269,7 @@ fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) {
         };
         func.blocks[nb].term = Some(term);
     }
-    let entry = callee.layout.first().map(|b| bmap[b]);
+    let entry = callee.layout.first().map(|&b| bmap[b].unwrap_or(b));
     if let Some(entry) = entry {
         func.blocks[block].term = Some(Terminator::Goto(entry));
         func.blocks[block].term_pos = call_pos;
@@ -289,7 +281,11 @@ fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) {
         .iter()
         .position(|&b| b == block)
         .map_or(func.layout.len(), |i| i + 1);
-    let mut new_blocks: Vec<Block> = callee.layout.iter().map(|b| bmap[b]).collect();
+    let mut new_blocks: Vec<Block> = callee
+        .layout
+        .iter()
+        .map(|&b| bmap[b].unwrap_or(b))
+        .collect();
     new_blocks.push(cont);
     func.layout.splice(at..at, new_blocks);
 

@@ -13,7 +13,8 @@
 //! Idempotent.
 
 use super::rename_phi_pred;
-use crate::cfg::Cfg;
+use irad_ir::entity::EntitySet;
+use irad_ir::flow::ControlFlowGraph;
 use irad_ir::{Func, InstKind, Terminator};
 
 /// Merges every block into its single `goto` predecessor where it can;
@@ -23,39 +24,34 @@ pub fn merge_blocks(func: &mut Func) -> bool {
     // Each pass merges disjoint pairs, so a chain of k blocks takes about
     // log2 k passes; every pass that changes something removes a block.
     for _ in 0..=func.layout.len() {
-        let cfg = Cfg::new(func);
-        let n = cfg.layout.len();
-        let mut used = vec![false; n];
+        let cfg = ControlFlowGraph::with_function(func);
+        let mut used = EntitySet::new();
         let mut merges = Vec::new();
-        for a in 0..n {
-            let Some(Terminator::Goto(target)) = func.blocks[cfg.layout[a]].term else {
+        for &a in cfg.blocks() {
+            let Some(Terminator::Goto(b)) = func.blocks[a].term else {
                 continue;
             };
-            let Some(b) = cfg.layout.iter().position(|&x| x == target) else {
+            if !cfg.contains(b) {
                 continue;
-            };
-            let block_b = cfg.layout[b];
-            let has_phi = func.blocks[block_b]
+            }
+            let has_phi = func.blocks[b]
                 .insts
                 .first()
                 .is_some_and(|&i| matches!(func.insts[i].kind, InstKind::Phi { .. }));
-            let falls_through = matches!(
-                func.blocks[block_b].term,
-                Some(Terminator::GotoIfNot { .. })
-            );
-            if b == 0
+            let falls_through = matches!(func.blocks[b].term, Some(Terminator::GotoIfNot { .. }));
+            if cfg.entry() == Some(b)
                 || b == a
-                || cfg.preds[b] != [a]
+                || cfg.preds(b) != [a]
                 || has_phi
-                || (falls_through && b != a + 1)
-                || used[a]
-                || used[b]
+                || (falls_through && cfg.next_in_layout(a) != Some(b))
+                || used.contains(a)
+                || used.contains(b)
             {
                 continue;
             }
-            used[a] = true;
-            used[b] = true;
-            merges.push((cfg.layout[a], block_b, cfg.succs[b].clone()));
+            used.insert(a);
+            used.insert(b);
+            merges.push((a, b, cfg.succs(b).to_vec()));
         }
         if merges.is_empty() {
             break;
@@ -67,7 +63,7 @@ pub fn merge_blocks(func: &mut Func) -> bool {
             func.blocks[a].term = func.blocks[b].term.take();
             func.blocks[a].term_pos = func.blocks[b].term_pos;
             for s in succs {
-                rename_phi_pred(func, cfg.layout[s], b, a);
+                rename_phi_pred(func, s, b, a);
             }
             func.layout.retain(|&x| x != b);
         }

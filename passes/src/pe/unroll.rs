@@ -30,13 +30,14 @@
 //! values and errors. The copies keep the statements' source positions.
 
 use super::{Labels, Limits, func_size, map_kind, map_targets, map_term, rename_phi_pred};
-use crate::cfg::{Cfg, idoms};
+use irad_ir::entity::EntitySet;
+use irad_ir::flow::{ControlFlowGraph, DominatorTree, LoopAnalysis};
 use irad_ir::interp::fold_prim;
 use irad_ir::{
     Block, BlockData, Const, Func, InstData, InstKind, Module, Operand, Prim, Terminator, Value,
     ValueData, ValueDef,
 };
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Unrolls the loops of every function of `module` with the default
 /// [`Limits`]; returns whether any loop was unrolled.
@@ -86,67 +87,36 @@ struct Loop {
 
 /// The smallest loop of `func` that can be unrolled within `limits`.
 fn find_loop(func: &Func, limits: &Limits) -> Option<Loop> {
-    let cfg = Cfg::new(func);
-    let n = cfg.layout.len();
-    let order = cfg.reverse_postorder();
-    let idom = idoms(&cfg.preds, &order);
-    let dominates = |a: usize, b: usize| {
-        let mut x = b;
-        for _ in 0..=n {
-            if x == a {
-                return true;
-            }
-            match idom[x] {
-                Some(p) => x = p,
-                None => return false,
-            }
-        }
-        false
-    };
+    let cfg = ControlFlowGraph::with_function(func);
+    let dom = DominatorTree::with_cfg(&cfg);
+    let loops = LoopAnalysis::compute(&cfg, &dom);
     let size = func_size(func);
     let mut best: Option<(usize, Loop)> = None;
-    for &h in &order {
-        let (back, outside): (Vec<usize>, Vec<usize>) =
-            cfg.preds[h].iter().partition(|&&p| dominates(h, p));
-        let ([latch], [pre]) = (back.as_slice(), outside.as_slice()) else {
+    // Headers in reverse postorder: among loops of one size, the first wins.
+    for &h in dom.reverse_postorder() {
+        let Some(lp) = loops.loop_headed_by(h) else {
             continue;
         };
-        // The natural loop of the back edge: blocks reaching the latch
-        // without passing through the header.
-        let mut in_loop = vec![false; n];
-        in_loop[h] = true;
-        let mut work = vec![*latch];
-        while let Some(b) = work.pop() {
-            if !in_loop[b] {
-                in_loop[b] = true;
-                work.extend(cfg.preds[b].iter().copied());
-            }
-        }
-        let exits_only_at_header = (0..n)
-            .filter(|&b| in_loop[b] && b != h)
-            .all(|b| cfg.succs[b].iter().all(|&s| in_loop[s]));
+        let latches = loops.latches(lp);
+        let mut outside = cfg.preds(h).iter().filter(|p| !latches.contains(p));
+        let ([latch], Some(&pre), None) = (latches, outside.next(), outside.next()) else {
+            continue;
+        };
+        // The natural loop of the one back edge.
+        let blocks = loops.blocks(lp);
+        let exits_only_at_header = blocks
+            .iter()
+            .filter(|&&b| b != h)
+            .all(|&b| cfg.succs(b).iter().all(|&s| loops.contains(lp, s)));
         if !exits_only_at_header {
             continue;
         }
-        let loop_size: usize = (0..n)
-            .filter(|&b| in_loop[b])
-            .map(|b| func.blocks[cfg.layout[b]].insts.len() + 1)
-            .sum();
+        let loop_size: usize = blocks.iter().map(|&b| func.blocks[b].insts.len() + 1).sum();
         if best.as_ref().is_some_and(|(s, _)| *s <= loop_size) {
             continue;
         }
-        let in_loop_block: HashSet<Block> = (0..n)
-            .filter(|&b| in_loop[b])
-            .map(|b| cfg.layout[b])
-            .collect();
-        let Some((inside, exit, trip)) = header_test(
-            func,
-            cfg.layout[h],
-            cfg.layout[*pre],
-            cfg.layout[*latch],
-            &in_loop_block,
-            limits,
-        ) else {
+        let in_loop: EntitySet<Block> = blocks.iter().copied().collect();
+        let Some((inside, exit, trip)) = header_test(func, h, pre, *latch, &in_loop, limits) else {
             continue;
         };
         let unrolled = usize::try_from(trip)
@@ -158,17 +128,14 @@ fn find_loop(func: &Func, limits: &Limits) -> Option<Loop> {
         if !fits {
             continue;
         }
-        let mut blocks: Vec<Block> = (0..n)
-            .filter(|&b| in_loop[b])
-            .map(|b| cfg.layout[b])
-            .collect();
-        let at = blocks.iter().position(|&b| b == cfg.layout[h]).unwrap_or(0);
+        let mut blocks = blocks.to_vec();
+        let at = blocks.iter().position(|&b| b == h).unwrap_or(0);
         blocks.rotate_left(at);
         best = Some((
             loop_size,
             Loop {
-                header: cfg.layout[h],
-                preheader: cfg.layout[*pre],
+                header: h,
+                preheader: pre,
                 blocks,
                 inside,
                 exit,
@@ -187,7 +154,7 @@ fn header_test(
     header: Block,
     pre: Block,
     latch: Block,
-    in_loop: &HashSet<Block>,
+    in_loop: &EntitySet<Block>,
     limits: &Limits,
 ) -> Option<(Block, Block, u64)> {
     let Some(Terminator::GotoIfNot {
@@ -198,7 +165,7 @@ fn header_test(
         return None;
     };
     let fall = func.next_in_layout(header)?;
-    let (inside, exit, stay_when) = match (in_loop.contains(&fall), in_loop.contains(target)) {
+    let (inside, exit, stay_when) = match (in_loop.contains(fall), in_loop.contains(*target)) {
         (true, false) => (fall, *target, true),
         (false, true) => (*target, fall, false),
         _ => return None,
@@ -290,14 +257,12 @@ fn step(
     func: &Func,
     next: Value,
     i: Value,
-    in_loop: &HashSet<Block>,
+    in_loop: &EntitySet<Block>,
 ) -> Option<(Prim, [Option<Operand>; 2])> {
     let ValueDef::Inst(inst) = func.values[next].def else {
         return None;
     };
-    let defined_in_loop = in_loop
-        .iter()
-        .any(|&b| func.blocks[b].insts.contains(&inst));
+    let defined_in_loop = in_loop.iter().any(|b| func.blocks[b].insts.contains(&inst));
     if !defined_in_loop {
         return None;
     }
@@ -325,7 +290,7 @@ fn unroll_loop(func: &mut Func, lp: &Loop) {
     let header_insts = func.blocks[header].insts.clone();
     // (phi result, entry operand, latch operand) of the header's phis.
     let mut header_phis: Vec<(Value, Operand, Operand)> = Vec::new();
-    let mut header_values: HashSet<Value> = HashSet::new();
+    let mut header_values: EntitySet<Value> = EntitySet::new();
     for &inst in &header_insts {
         let data = &func.insts[inst];
         if let Some(r) = data.result {
@@ -453,21 +418,21 @@ fn unroll_loop(func: &mut Func, lp: &Loop) {
     if let Some(term) = &mut func.blocks[lp.preheader].term {
         map_targets(term, &|t| if t == header { first_header } else { t });
     }
-    let in_loop: HashSet<Block> = lp.blocks.iter().copied().collect();
+    let in_loop: EntitySet<Block> = lp.blocks.iter().copied().collect();
     let at = func.layout.iter().position(|&b| b == header).unwrap_or(0);
     let mut layout: Vec<Block> = Vec::with_capacity(func.layout.len() + seq.len());
     for (i, &b) in func.layout.iter().enumerate() {
         if i == at {
             layout.extend(seq.iter().copied());
         }
-        if !in_loop.contains(&b) {
+        if !in_loop.contains(b) {
             layout.push(b);
         }
     }
     func.layout = layout;
     let after: HashMap<Value, Operand> = prev
         .into_iter()
-        .filter(|(v, _)| header_values.contains(v))
+        .filter(|(v, _)| header_values.contains(*v))
         .collect();
     super::substitute(func, &after);
 }

@@ -2,56 +2,63 @@
 //! blocks reach the return block, which run at most once per call and
 //! dominate it, and which f64-carrying values are live out of each block.
 //!
-//! Everything is iterative (work lists, an explicit DFS stack), so deep or
-//! long functions cannot overflow the native stack.
+//! The graph algorithms are `irad_ir::flow::graph`'s, over block positions
+//! (BBCode blocks move, so the reverse transform numbers them by position);
+//! everything is iterative, so deep or long functions cannot overflow the
+//! native stack.
 
 use super::bbcode::BBCode;
+use irad_ir::entity::EntityRef;
+use irad_ir::flow::graph;
 use irad_ir::{Func, InstKind, Operand, Type, Value};
 use smallvec::SmallVec;
 use std::collections::BTreeSet;
 
-/// Dominators and cycles are shared with partial evaluation: they live in
-/// `crate::cfg`.
-pub(crate) use crate::cfg::{idoms, on_cycle};
+irad_ir::entity!(
+    /// A block position of a BBCode function, as an entity for the kernels of
+    /// `irad_ir::flow::graph`.
+    Pos,
+    "pos"
+);
+
+/// The positions `edges` lists for position `p`, as entities.
+fn out(edges: &[impl AsRef<[usize]>], p: Pos) -> impl Iterator<Item = Pos> + '_ {
+    edges[p.index()].as_ref().iter().map(|&q| Pos::new(q))
+}
 
 /// Blocks (by position) from which block `r` can be reached.
 pub(crate) fn reaches(preds: &[Vec<usize>], r: usize) -> Vec<bool> {
-    let mut seen = vec![false; preds.len()];
-    let mut work = vec![r];
-    seen[r] = true;
-    while let Some(b) = work.pop() {
-        for &p in &preds[b] {
-            if !seen[p] {
-                seen[p] = true;
-                work.push(p);
-            }
-        }
-    }
-    seen
+    let set = graph::reachable(Pos::new(r), |p| out(preds, p));
+    (0..preds.len())
+        .map(|i| set.contains(Pos::new(i)))
+        .collect()
 }
 
-/// Reverse postorder from `start` over `succs`.
+/// Reverse postorder from `start` over `succs` (successors in order).
 pub(crate) fn rpo(succs: &[SmallVec<[usize; 2]>], start: usize) -> Vec<usize> {
-    let n = succs.len();
-    let mut order = Vec::with_capacity(n);
-    let mut seen = vec![false; n];
-    let mut stack = vec![(start, 0usize)];
-    seen[start] = true;
-    while let Some(top) = stack.last_mut() {
-        let (b, next) = *top;
-        if let Some(&s) = succs[b].get(next) {
-            top.1 += 1;
-            if !seen[s] {
-                seen[s] = true;
-                stack.push((s, 0));
-            }
-        } else {
-            order.push(b);
-            stack.pop();
-        }
-    }
-    order.reverse();
-    order
+    graph::reverse_postorder(Pos::new(start), |p| out(succs, p))
+        .into_iter()
+        .map(Pos::index)
+        .collect()
+}
+
+/// Immediate dominators over the reverse postorder `order` (entry first);
+/// `None` for the entry and unreachable blocks.
+pub(crate) fn idoms(preds: &[Vec<usize>], order: &[usize]) -> Vec<Option<usize>> {
+    let order: Vec<Pos> = order.iter().map(|&i| Pos::new(i)).collect();
+    let idom = graph::immediate_dominators(&order, |p| out(preds, p));
+    (0..preds.len())
+        .map(|i| idom[Pos::new(i)].map(Pos::index))
+        .collect()
+}
+
+/// Whether each block lies on a cycle (an SCC of more than one block, or a
+/// self loop).
+pub(crate) fn on_cycle(succs: &[SmallVec<[usize; 2]>]) -> Vec<bool> {
+    let cyc = graph::cyclic((0..succs.len()).map(Pos::new), |p| out(succs, p));
+    (0..succs.len())
+        .map(|i| cyc.contains(Pos::new(i)))
+        .collect()
 }
 
 /// Whether a value carries a cotangent (an f64 outside arrays).

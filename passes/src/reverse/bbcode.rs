@@ -14,6 +14,7 @@
 //! IDs are never renumbered; predecessor lists are in block order without
 //! repeats. Nothing recurses.
 
+use irad_ir::entity::SecondaryMap;
 use irad_ir::text::{Line, func_lines};
 use irad_ir::{Block, BlockData, Func, FuncId, Inst, InstKind, Module, Operand, Terminator};
 use smallvec::SmallVec;
@@ -138,14 +139,23 @@ impl BBCode {
             .collect()
     }
 
+    /// The position of each block, as side data of its ID.
+    fn positions(&self) -> SecondaryMap<Block, Option<usize>> {
+        let mut pos = SecondaryMap::new();
+        for (i, b) in self.blocks.iter().enumerate() {
+            pos.set(b.id, Some(i));
+        }
+        pos
+    }
+
     /// The predecessors of each block (by position), in block order, without
     /// repeats; targets that are not blocks of this BBCode are ignored.
     pub fn preds(&self) -> Vec<Vec<usize>> {
-        let index = self.index();
+        let index = self.positions();
         let mut preds = vec![Vec::new(); self.blocks.len()];
         for (i, b) in self.blocks.iter().enumerate() {
             for s in b.term.successors() {
-                if let Some(&j) = index.get(&s) {
+                if let Some(j) = index[s] {
                     let list: &mut Vec<usize> = &mut preds[j];
                     if list.last() != Some(&i) {
                         list.push(i);
@@ -158,14 +168,14 @@ impl BBCode {
 
     /// The successors of each block (by position), in terminator order.
     pub fn succs(&self) -> Vec<SmallVec<[usize; 2]>> {
-        let index = self.index();
+        let index = self.positions();
         self.blocks
             .iter()
             .map(|b| {
                 b.term
                     .successors()
                     .iter()
-                    .filter_map(|s| index.get(s).copied())
+                    .filter_map(|&s| index[s])
                     .collect()
             })
             .collect()
@@ -295,7 +305,7 @@ impl BBCode {
         let mut m = module.clone();
         let mut func = self.func.clone();
         func.layout = self.blocks.iter().map(|b| b.id).collect();
-        let mut thens = HashMap::new();
+        let mut thens: SecondaryMap<Block, Option<Block>> = SecondaryMap::new();
         for b in &self.blocks {
             let data = &mut func.blocks[b.id];
             data.insts = b.stmts.clone();
@@ -304,7 +314,7 @@ impl BBCode {
                 BTerm::Return(o) => Terminator::Return(*o),
                 BTerm::Switch { index, targets } => switch_term(*index, targets),
                 BTerm::Br { cond, then, else_ } => {
-                    thens.insert(b.id, *then);
+                    thens.set(b.id, Some(*then));
                     Terminator::GotoIfNot {
                         cond: *cond,
                         target: *else_,
@@ -312,7 +322,10 @@ impl BBCode {
                 }
             });
         }
-        let labels: HashMap<Block, u32> = func.blocks.iter().map(|(b, d)| (b, d.label)).collect();
+        let mut labels: SecondaryMap<Block, u32> = SecondaryMap::new();
+        for (b, d) in func.blocks.iter() {
+            labels.set(b, d.label);
+        }
         if let Some(slot) = m.get_mut(func_id) {
             *slot = func;
         }
@@ -322,8 +335,8 @@ impl BBCode {
                 Line::Header => {
                     out.push_str(&text.replacen("func", "bbcode", 1));
                 }
-                Line::Term(b) if thens.contains_key(&b) => {
-                    let then = labels.get(&thens[&b]).copied().unwrap_or(0);
+                Line::Term(b) if thens[b].is_some() => {
+                    let then = thens[b].map_or(0, |t| labels[t]);
                     let rest = text.trim_start().trim_start_matches("gotoifnot ");
                     let (cond, els) = rest.rsplit_once(", ").unwrap_or((rest, "?"));
                     let _ = write!(out, "  br {cond}, #{then}, {els}");

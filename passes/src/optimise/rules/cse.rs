@@ -13,10 +13,9 @@
 //! dominated by the replacement. Walks the dominator tree without recursion.
 
 use super::is_deterministic;
-use crate::cfg::Cfg;
-use crate::optimise::dom::Doms;
-use irad_ir::entity::EntityRef;
-use irad_ir::{Const, FuncId, FuncRef, Inst, InstKind, Module, Operand, Prim, Type, Value};
+use irad_ir::entity::SecondaryMap;
+use irad_ir::flow::{ControlFlowGraph, DominatorTree};
+use irad_ir::{Block, Const, FuncId, FuncRef, Inst, InstKind, Module, Operand, Prim, Type, Value};
 use std::collections::{HashMap, HashSet};
 
 /// Runs CSE over each of `funcs`; returns whether it merged anything.
@@ -56,106 +55,95 @@ fn key_op(op: &Operand) -> KeyOp {
 }
 
 fn cse_func(func: &mut irad_ir::Func) -> bool {
-    let cfg = Cfg::new(func);
-    let doms = Doms::new(&cfg);
-    let children = doms.children();
-    let mut subst: Vec<Option<Value>> = vec![None; func.values.len()];
-    let mut removed: HashSet<Inst> = HashSet::new();
-    let mut table: HashMap<Key, Value> = HashMap::new();
-    // Each entry: (block, next child, undo-log length when entered).
-    let mut undo: Vec<Key> = Vec::new();
-    let Some(&entry) = doms.rpo.first() else {
+    let cfg = ControlFlowGraph::with_function(func);
+    let dom = DominatorTree::with_cfg(&cfg);
+    let mut cx = Scopes::default();
+    let Some(entry) = cfg.entry() else {
         return false;
     };
-    let mut stack: Vec<(usize, usize, usize)> = Vec::new();
-    visit_block(
-        func,
-        cfg.layout[entry],
-        &mut subst,
-        &mut removed,
-        &mut table,
-        &mut undo,
-    );
+    // Each entry: (block, next child, undo-log length when entered).
+    let mut stack: Vec<(Block, usize, usize)> = Vec::new();
+    cx.visit_block(func, entry);
     stack.push((entry, 0, 0));
     while let Some(top) = stack.last_mut() {
         let (b, next, mark) = *top;
-        if let Some(&c) = children[b].get(next) {
+        if let Some(&c) = dom.children(b).get(next) {
             top.1 += 1;
-            let mark_c = undo.len();
-            visit_block(
-                func,
-                cfg.layout[c],
-                &mut subst,
-                &mut removed,
-                &mut table,
-                &mut undo,
-            );
+            let mark_c = cx.undo.len();
+            cx.visit_block(func, c);
             stack.push((c, 0, mark_c));
         } else {
-            for key in undo.drain(mark..) {
-                table.remove(&key);
+            for key in cx.undo.drain(mark..) {
+                cx.table.remove(&key);
             }
             stack.pop();
         }
     }
-    if removed.is_empty() {
+    if cx.removed.is_empty() {
         return false;
     }
-    let sub = |op: &mut Operand| {
+    let subst = &cx.subst;
+    super::super::apply_to_operands(func, &cx.removed, |op| {
         if let Operand::Value(v) = op
-            && let Some(Some(w)) = subst.get(v.index())
+            && let Some(w) = subst[*v]
         {
-            *op = Operand::Value(*w);
+            *op = Operand::Value(w);
         }
-    };
-    super::super::apply_to_operands(func, &removed, |op| sub(op));
+    });
     true
 }
 
-/// Visits the statements of `block` in order: substitutes their operands,
-/// then merges each with an equal dominating call or records it.
-fn visit_block(
-    func: &mut irad_ir::Func,
-    block: irad_ir::Block,
-    subst: &mut [Option<Value>],
-    removed: &mut HashSet<Inst>,
-    table: &mut HashMap<Key, Value>,
-    undo: &mut Vec<Key>,
-) {
-    for i in 0..func.blocks[block].insts.len() {
-        let inst = func.blocks[block].insts[i];
-        let data = &mut func.insts[inst];
-        let InstKind::Prim { prim, args } = &mut data.kind else {
-            continue;
-        };
-        for op in args.iter_mut() {
-            if let Operand::Value(v) = op
-                && let Some(Some(w)) = subst.get(v.index())
-            {
-                *op = Operand::Value(*w);
-            }
-        }
-        let Some(result) = data.result else {
-            continue;
-        };
-        if !is_deterministic(*prim) {
-            continue;
-        }
-        let key: Key = (
-            *prim,
-            args.iter().map(key_op).collect(),
-            func.values[result].ty.clone(),
-        );
-        match table.get(&key) {
-            Some(&earlier) => {
-                if let Some(slot) = subst.get_mut(result.index()) {
-                    *slot = Some(earlier);
+/// The state of the walk: the calls seen on the dominator-tree path, and
+/// what was merged.
+#[derive(Default)]
+struct Scopes {
+    /// The earlier result each merged result is replaced by.
+    subst: SecondaryMap<Value, Option<Value>>,
+    /// The merged statements.
+    removed: HashSet<Inst>,
+    /// The calls of the blocks on the path from the entry, by key.
+    table: HashMap<Key, Value>,
+    /// The keys in the order they were added, to leave a block's scope.
+    undo: Vec<Key>,
+}
+
+impl Scopes {
+    /// Visits the statements of `block` in order: substitutes their operands,
+    /// then merges each with an equal dominating call or records it.
+    fn visit_block(&mut self, func: &mut irad_ir::Func, block: Block) {
+        for i in 0..func.blocks[block].insts.len() {
+            let inst = func.blocks[block].insts[i];
+            let data = &mut func.insts[inst];
+            let InstKind::Prim { prim, args } = &mut data.kind else {
+                continue;
+            };
+            for op in args.iter_mut() {
+                if let Operand::Value(v) = op
+                    && let Some(w) = self.subst[*v]
+                {
+                    *op = Operand::Value(w);
                 }
-                removed.insert(inst);
             }
-            None => {
-                table.insert(key.clone(), result);
-                undo.push(key);
+            let Some(result) = data.result else {
+                continue;
+            };
+            if !is_deterministic(*prim) {
+                continue;
+            }
+            let key: Key = (
+                *prim,
+                args.iter().map(key_op).collect(),
+                func.values[result].ty.clone(),
+            );
+            match self.table.get(&key) {
+                Some(&earlier) => {
+                    self.subst.set(result, Some(earlier));
+                    self.removed.insert(inst);
+                }
+                None => {
+                    self.table.insert(key.clone(), result);
+                    self.undo.push(key);
+                }
             }
         }
     }

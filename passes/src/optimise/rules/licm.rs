@@ -17,10 +17,9 @@
 //! is not changed.
 
 use super::is_pure;
-use crate::cfg::Cfg;
-use crate::optimise::dom::Doms;
-use irad_ir::entity::EntityRef;
-use irad_ir::{Func, FuncId, InstKind, Module, Operand, Terminator, ValueDef};
+use irad_ir::entity::SecondaryMap;
+use irad_ir::flow::{ControlFlowGraph, DominatorTree, Loop, LoopAnalysis};
+use irad_ir::{Block, Func, FuncId, InstKind, Module, Operand, Terminator, Value, ValueDef};
 
 /// Hoists loop-invariant pure statements in each of `funcs`; returns whether
 /// it moved any.
@@ -34,75 +33,40 @@ pub fn licm(m: &mut Module, funcs: &[FuncId], _whole: bool) -> bool {
     changed
 }
 
-struct Loop {
-    header: usize,
-    body: Vec<bool>,
-    size: usize,
-}
-
 fn licm_func(func: &mut Func) -> bool {
-    let cfg = Cfg::new(func);
-    let doms = Doms::new(&cfg);
-    let n = cfg.layout.len();
-    let mut loops: Vec<Loop> = Vec::new();
-    for &b in &doms.rpo {
-        for &s in &cfg.succs[b] {
-            if !doms.dominates(s, b) {
-                continue;
-            }
-            // Back edge b -> s: collect the body backwards from b.
-            let lp = match loops.iter_mut().find(|l| l.header == s) {
-                Some(l) => l,
-                None => {
-                    let mut body = vec![false; n];
-                    body[s] = true;
-                    loops.push(Loop {
-                        header: s,
-                        body,
-                        size: 1,
-                    });
-                    let last = loops.len() - 1;
-                    &mut loops[last]
-                }
-            };
-            let mut work = vec![b];
-            while let Some(x) = work.pop() {
-                if lp.body[x] {
-                    continue;
-                }
-                lp.body[x] = true;
-                lp.size += 1;
-                work.extend(cfg.preds[x].iter().copied());
-            }
-        }
-    }
-    loops.sort_by_key(|l| l.size);
+    let cfg = ControlFlowGraph::with_function(func);
+    let dom = DominatorTree::with_cfg(&cfg);
+    let loops = LoopAnalysis::compute(&cfg, &dom);
+    // Innermost first: by size, loops of one size in the order found.
+    let mut order: Vec<Loop> = loops.loops().collect();
+    order.sort_by_key(|&l| loops.blocks(l).len());
     // Where each block's statements are now, for the invariance test.
-    let mut block_of_value: Vec<Option<usize>> = vec![None; func.values.len()];
-    for (i, &b) in cfg.layout.iter().enumerate() {
+    let mut block_of_value: SecondaryMap<Value, Option<Block>> = SecondaryMap::new();
+    for &b in cfg.blocks() {
         for &inst in &func.blocks[b].insts {
             if let Some(r) = func.insts[inst].result {
-                block_of_value[r.index()] = Some(i);
+                block_of_value.set(r, Some(b));
             }
         }
     }
     let mut changed = false;
-    for lp in &loops {
-        let outside: Vec<usize> = cfg.preds[lp.header]
+    for lp in order {
+        let header = loops.header(lp);
+        let mut outside = cfg
+            .preds(header)
             .iter()
-            .copied()
-            .filter(|&p| !lp.body[p])
-            .collect();
-        let [pre] = outside.as_slice() else {
+            .filter(|&&p| !loops.contains(lp, p));
+        let (Some(&pre), None) = (outside.next(), outside.next()) else {
             continue;
         };
-        let pre = *pre;
-        let header_block = cfg.layout[lp.header];
-        if func.blocks[cfg.layout[pre]].term != Some(Terminator::Goto(header_block)) {
+        if func.blocks[pre].term != Some(Terminator::Goto(header)) {
             continue;
         }
-        for &b in doms.rpo.iter().filter(|&&b| lp.body[b]) {
-            let block = cfg.layout[b];
+        for &block in dom
+            .reverse_postorder()
+            .iter()
+            .filter(|&&b| loops.contains(lp, b))
+        {
             let mut kept = Vec::with_capacity(func.blocks[block].insts.len());
             let mut moved = Vec::new();
             for &inst in &func.blocks[block].insts {
@@ -113,11 +77,9 @@ fn licm_func(func: &mut Func) -> bool {
                             Operand::Const(_) => true,
                             Operand::Value(v) => match func.values[*v].def {
                                 ValueDef::Param(_) => true,
-                                ValueDef::Inst(_) => block_of_value
-                                    .get(v.index())
-                                    .copied()
-                                    .flatten()
-                                    .is_some_and(|d| !lp.body[d]),
+                                ValueDef::Inst(_) => {
+                                    block_of_value[*v].is_some_and(|d| !loops.contains(lp, d))
+                                }
                             },
                         })
                     }
@@ -126,7 +88,7 @@ fn licm_func(func: &mut Func) -> bool {
                 if invariant {
                     moved.push(inst);
                     if let Some(r) = data.result {
-                        block_of_value[r.index()] = Some(pre);
+                        block_of_value.set(r, Some(pre));
                     }
                 } else {
                     kept.push(inst);
@@ -135,7 +97,7 @@ fn licm_func(func: &mut Func) -> bool {
             if !moved.is_empty() {
                 changed = true;
                 func.blocks[block].insts = kept;
-                func.blocks[cfg.layout[pre]].insts.extend(moved);
+                func.blocks[pre].insts.extend(moved);
             }
         }
     }

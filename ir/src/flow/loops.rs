@@ -1,0 +1,180 @@
+//! Natural loops of a function: headers, back edges, bodies and nesting.
+//!
+//! Assumes a [`ControlFlowGraph`] and its [`DominatorTree`]. A back edge is
+//! an edge `n -> h` from a reachable block `n` that `h` dominates; the
+//! natural loop of header `h` is `h` with every block that reaches one of its
+//! back edges' sources without passing through `h`. (A block that no path
+//! from the entry reaches can belong to a body when it jumps into it: every
+//! block dominates it vacuously.) A cycle with no such edge (an irreducible
+//! one, entered at two places) is no natural loop and is not reported.
+//! Guarantees: loops are numbered in the order their first back edge is
+//! found walking the reverse postorder, successors in order; latches are
+//! listed in the header's predecessor order and bodies in layout order; the
+//! parent of a loop is the smallest other loop whose body holds its header;
+//! a block's innermost loop is the smallest loop holding it. Nothing recurses.
+
+use super::cfg::ControlFlowGraph;
+use super::dom::DominatorTree;
+use crate::entity::{EntitySet, PrimaryMap, SecondaryMap};
+use crate::func::Block;
+
+crate::entity!(
+    /// A natural loop of a [`LoopAnalysis`].
+    Loop,
+    "loop"
+);
+
+/// The natural loops of one function.
+#[derive(Clone, Debug, Default)]
+pub struct LoopAnalysis {
+    loops: PrimaryMap<Loop, LoopData>,
+    /// The loop each header heads.
+    header_of: SecondaryMap<Block, Option<Loop>>,
+    /// The innermost loop of each block.
+    innermost: SecondaryMap<Block, Option<Loop>>,
+}
+
+/// What a [`LoopAnalysis`] knows about one loop.
+#[derive(Clone, Debug)]
+struct LoopData {
+    header: Block,
+    latches: Vec<Block>,
+    body: EntitySet<Block>,
+    blocks: Vec<Block>,
+    parent: Option<Loop>,
+    depth: u32,
+}
+
+impl LoopAnalysis {
+    /// The natural loops of `cfg`, whose dominator tree is `dom`.
+    pub fn compute(cfg: &ControlFlowGraph, dom: &DominatorTree) -> LoopAnalysis {
+        let mut la = LoopAnalysis::default();
+        for &b in dom.reverse_postorder() {
+            for &h in cfg.succs(b) {
+                if dom.dominates(h, b) && la.header_of[h].is_none() {
+                    let lp = la.loops.push(LoopData {
+                        header: h,
+                        latches: Vec::new(),
+                        body: EntitySet::new(),
+                        blocks: Vec::new(),
+                        parent: None,
+                        depth: 1,
+                    });
+                    la.header_of.set(h, Some(lp));
+                }
+            }
+        }
+        for data in la.loops.values_mut() {
+            let h = data.header;
+            data.latches = cfg
+                .preds(h)
+                .iter()
+                .copied()
+                .filter(|&p| dom.is_reachable(p) && dom.dominates(h, p))
+                .collect();
+            data.body.insert(h);
+            let mut work = data.latches.clone();
+            while let Some(x) = work.pop() {
+                if data.body.insert(x) {
+                    work.extend(cfg.preds(x).iter().copied());
+                }
+            }
+            data.blocks = cfg
+                .blocks()
+                .iter()
+                .copied()
+                .filter(|&b| data.body.contains(b))
+                .collect();
+        }
+        la.nest();
+        la
+    }
+
+    /// Every loop, in the order they were found.
+    pub fn loops(&self) -> impl DoubleEndedIterator<Item = Loop> + ExactSizeIterator + use<> {
+        self.loops.keys()
+    }
+
+    /// The number of loops.
+    pub fn len(&self) -> usize {
+        self.loops.len()
+    }
+
+    /// Whether there is no loop.
+    pub fn is_empty(&self) -> bool {
+        self.loops.is_empty()
+    }
+
+    /// The header of `lp`.
+    pub fn header(&self, lp: Loop) -> Block {
+        self.loops[lp].header
+    }
+
+    /// The sources of `lp`'s back edges, in the header's predecessor order.
+    pub fn latches(&self, lp: Loop) -> &[Block] {
+        &self.loops[lp].latches
+    }
+
+    /// The blocks of `lp`, header included, in layout order.
+    pub fn blocks(&self, lp: Loop) -> &[Block] {
+        &self.loops[lp].blocks
+    }
+
+    /// Whether `block` belongs to `lp` (or to a loop inside it).
+    pub fn contains(&self, lp: Loop, block: Block) -> bool {
+        self.loops[lp].body.contains(block)
+    }
+
+    /// The smallest loop other than `lp` that holds `lp`'s header.
+    pub fn parent(&self, lp: Loop) -> Option<Loop> {
+        self.loops[lp].parent
+    }
+
+    /// How many loops hold `lp`'s header, `lp` included (1 for an outermost loop).
+    pub fn depth(&self, lp: Loop) -> u32 {
+        self.loops[lp].depth
+    }
+
+    /// The loop `block` heads, if any.
+    pub fn loop_headed_by(&self, block: Block) -> Option<Loop> {
+        *self.header_of.get(block)
+    }
+
+    /// The innermost loop holding `block`.
+    pub fn innermost(&self, block: Block) -> Option<Loop> {
+        *self.innermost.get(block)
+    }
+
+    /// How many loops hold `block` (0 outside every loop).
+    pub fn loop_depth(&self, block: Block) -> u32 {
+        self.innermost(block).map_or(0, |l| self.depth(l))
+    }
+
+    /// Fills parents, depths and innermost loops: loops by increasing size,
+    /// so the first loop found holding something is the smallest.
+    fn nest(&mut self) {
+        let mut by_size: Vec<Loop> = self.loops.keys().collect();
+        by_size.sort_by_key(|&l| self.loops[l].blocks.len());
+        for (k, &l) in by_size.iter().enumerate() {
+            let h = self.loops[l].header;
+            self.loops[l].parent = by_size[k + 1..]
+                .iter()
+                .copied()
+                .find(|&o| self.loops[o].body.contains(h));
+        }
+        // Smallest first: a block keeps the first loop that claims it.
+        for &l in &by_size {
+            for &b in &self.loops[l].blocks {
+                if self.innermost[b].is_none() {
+                    self.innermost.set(b, Some(l));
+                }
+            }
+        }
+        // Parents are larger, so they come later in `by_size`: set depths
+        // from the largest down.
+        for &l in by_size.iter().rev() {
+            let depth = self.loops[l].parent.map_or(1, |p| self.loops[p].depth + 1);
+            self.loops[l].depth = depth;
+        }
+    }
+}
