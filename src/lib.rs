@@ -899,7 +899,8 @@ fn internal(src: &Source, what: &str) -> Error {
 }
 
 /// What is known of each argument for [`specialise`]: the known values,
-/// `_` for unknown, and `_[N]` for an array of known length N.
+/// `_` for unknown, and `_[N]` for an array of known length N (one type with
+/// [`ir::text::KnownArg`], which [`parse_known`] reads).
 pub use irad_passes::pe::Known;
 
 /// Reads `--known` text typed against the parameters of `func`: comma-separated
@@ -921,19 +922,10 @@ pub use irad_passes::pe::Known;
 /// ```
 pub fn parse_known(known: &Source, module: &Module, func: FuncId) -> Result<Vec<Known>, Error> {
     let params = module[func].param_types();
-    let entries =
-        ir::text::parse_known(&known.text, &params, module).map_err(|err| Error::Parse {
-            file: known.name.clone(),
-            err: Box::new(err),
-        })?;
-    Ok(entries
-        .into_iter()
-        .map(|entry| match entry {
-            ir::text::KnownArg::Unknown => Known::Unknown,
-            ir::text::KnownArg::Value(v) => Known::Value(v),
-            ir::text::KnownArg::Length(n) => Known::Length(n),
-        })
-        .collect())
+    ir::text::parse_known(&known.text, &params, module).map_err(|err| Error::Parse {
+        file: known.name.clone(),
+        err: Box::new(err),
+    })
 }
 
 /// Whether `args` agree with `known` (each known value equal, each known

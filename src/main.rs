@@ -341,8 +341,9 @@ struct DumpCmd {
     #[arg(long, value_name = "S")]
     schedule: Option<String>,
     /// Run only the first N passes (normalisation passes, the derivation,
-    /// the schedule) and skip the rest, printing on stderr which ran
-    /// (`BISECT: running pass (1) simplify`); the derivation always runs.
+    /// each step of the schedule) and skip the rest, printing on stderr
+    /// which ran (`BISECT: running pass (1) simplify`); the derivation
+    /// always runs.
     /// Lower N until the output is right to find the pass that breaks it.
     #[arg(long, value_name = "N", conflicts_with_all = ["activity", "known"])]
     bisect_limit: Option<usize>,

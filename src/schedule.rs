@@ -3,6 +3,9 @@
 //! rules, `@f.rev` and its pieces), which is what `irad grad`, `emit`,
 //! `bench` and `dump --schedule` do (docs/optimise.md).
 //!
+//! The schedule runs under the pass manager, as the `optimise` stage
+//! ([`irad_passes::stages::OptimiseStage`]), like every other stage.
+//!
 //! Assumes modules that verify. Guarantees: the primal functions are left as
 //! they are (only the derived functions are in scope; the tape part of `dce`
 //! may drop pushes and pops anywhere, which primal functions do not have);
@@ -10,8 +13,10 @@
 //! malformed one.
 
 use crate::{Error, Source};
-use irad_ir::{FuncId, Module};
-use irad_passes::optimise::{self, OptOptions, OptSnapshot, Strategy};
+use irad_ir::Module;
+use irad_passes::manager::{PassError, PipelineOptions, Step};
+use irad_passes::optimise::{self, OptError, OptSnapshot, Strategy};
+use irad_passes::stages::{OptimiseStage, Scope};
 
 /// The schedule `text` names (`--schedule`), or the default schedule
 /// ([`optimise::DEFAULT_SCHEDULE`]) when there is none. A malformed schedule
@@ -56,9 +61,25 @@ pub fn read_schedule(text: Option<&str>) -> Result<Strategy, Error> {
 /// let schedule = irad::read_schedule(Some("normalise(fold <+ identities); try(dce)"))?;
 /// let steps = irad::optimise_from(&src, &mut m, None, &schedule, true)?;
 /// assert_eq!(steps.len(), 2); // one snapshot per top-level step
+/// assert_eq!(steps[1].step, "try(dce)");
 /// let text = irad::ir::text::print_module(&m);
 /// assert!(!text.contains("mul"), "{text}");
-/// # Ok::<(), irad::Error>(())
+///
+/// // A module that does not verify (a block without a terminator) is refused
+/// // with the optimiser's message, where verification is on (debug builds).
+/// let mut bad = irad::ir::Module::new();
+/// let g = bad.declare_func("g", vec![], irad::ir::Type::F64)?;
+/// let mut b = irad::ir::FuncBuilder::new(&mut bad, g)?;
+/// let entry = b.create_block();
+/// b.switch_to_block(entry)?;
+/// if cfg!(debug_assertions) {
+///     let err = irad::optimise_from(&src, &mut bad, None, &schedule, false).unwrap_err();
+///     assert!(
+///         err.to_string().starts_with("f.ir: the input does not verify (1 error(s)); the optimiser needs verified IR"),
+///         "{err}"
+///     );
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn optimise_from(
     src: &Source,
@@ -67,18 +88,39 @@ pub fn optimise_from(
     schedule: &Strategy,
     record: bool,
 ) -> Result<Vec<OptSnapshot>, Error> {
+    // `id` changes nothing: unrecorded, it is not run (nor is the input
+    // verified, as before this ran under the manager).
     if *schedule == Strategy::Id && !record {
         return Ok(Vec::new());
     }
-    let scope: Option<Vec<FuncId>> = first.map(|n| m.func_ids().skip(n).collect());
-    let opts = OptOptions {
+    let scope = first.map_or(Scope::All, Scope::From);
+    let mut stage = OptimiseStage::new(schedule, scope);
+    let opts = PipelineOptions {
         record,
-        ..OptOptions::default()
+        ..PipelineOptions::default()
     };
-    optimise::optimise(m, schedule, scope.as_deref(), &opts)
-        .map(|r| r.snapshots)
-        .map_err(|err| Error::Schedule {
-            file: src.name.clone(),
-            err: Box::new(err),
+    let report = irad_passes::run_pipeline(m, &mut [Step::Stage(&mut stage)], &opts).map_err(
+        |err| match err {
+            // The manager checks the input before the stage; the error keeps
+            // the optimiser's own words for it, as when the optimiser
+            // checked it itself.
+            PassError::Input { errors } => Error::Schedule {
+                file: src.name.clone(),
+                err: Box::new(OptError::Input { errors }),
+            },
+            other => crate::pass_error(src, other),
+        },
+    )?;
+    Ok(report
+        .snapshots
+        .into_iter()
+        .filter_map(|s| {
+            let step = s.step?;
+            Some(OptSnapshot {
+                step: step.step,
+                rewrites: step.rewrites,
+                module: s.module,
+            })
         })
+        .collect())
 }

@@ -2,9 +2,10 @@
 //! is valid IR text (each `# after PASS` section on its own), unknown pass names
 //! are usage errors (exit 2, clap lists the pass names), and the two flags
 //! exclude each other; `--bisect-limit N` runs the first N passes and logs
-//! every pass on stderr. `--all-passes` shows every round of the group
-//! `simplify` that changed the module; `--after` one of its passes stops after
-//! that pass's first run.
+//! every pass on stderr (each top-level step of `--schedule` a pass of its
+//! own, so a limit inside a schedule skips its later steps). `--all-passes`
+//! shows every round of the group `simplify` that changed the module;
+//! `--after` one of its passes stops after that pass's first run.
 
 use irad::ir::text::parse_module;
 use irad::ir::verify::verify_module;
@@ -229,4 +230,58 @@ fn bisect_limit_runs_the_first_passes_and_logs_them() {
         "{log}"
     );
     assert!(plain.stderr.is_empty());
+}
+
+/// Each top-level step of `--schedule` is a numbered pass: with the limit
+/// at the first step (after the ten normalisation passes and the required
+/// `reverse`), that step runs and the later ones are skipped, each logged
+/// with its name; `--all-passes` then has a section for the first step only,
+/// and the dump is the module after that step.
+#[test]
+fn bisect_limit_inside_a_schedule_skips_the_later_steps() {
+    let file = "examples/rosenbrock.irad";
+    let schedule = "normalise(dce <+ fold); try(cse); licm";
+    let dump = |extra: &[&str]| {
+        let mut args = vec!["dump", file, "--mode", "rev", "--schedule"];
+        args.push(schedule);
+        args.extend_from_slice(extra);
+        irad(&args)
+    };
+    let limited = dump(&["--bisect-limit", "12", "--all-passes"]);
+    assert_eq!(
+        limited.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&limited.stderr)
+    );
+    let log = String::from_utf8_lossy(&limited.stderr).into_owned();
+    assert!(
+        log.ends_with(
+            "BISECT: running pass (11) reverse (required)\n\
+             BISECT: running pass (12) optimise: normalise(dce <+ fold)\n\
+             BISECT: NOT running pass (13) optimise: try(cse)\n\
+             BISECT: NOT running pass (14) optimise: licm\n"
+        ),
+        "{log}"
+    );
+    let text = stdout(&limited);
+    let steps: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("# after ") && l.contains('('))
+        .collect();
+    assert_eq!(steps, ["# after normalise(dce <+ fold)"]);
+
+    // The module printed is the one after the first step alone.
+    let first = irad(&[
+        "dump",
+        file,
+        "--mode",
+        "rev",
+        "--schedule",
+        "normalise(dce <+ fold)",
+    ]);
+    let limited = dump(&["--bisect-limit", "12"]);
+    let all = dump(&[]);
+    assert_eq!(stdout(&limited), stdout(&first));
+    assert_ne!(stdout(&limited), stdout(&all), "try(cse) changes nothing");
 }

@@ -5,7 +5,10 @@
 //! the verifier after each pass, records a copy of the module after each pass
 //! for `irad dump --after/--all-passes`, and numbers every pass it runs so a
 //! bisect limit (like LLVM's `-opt-bisect-limit`) can skip every pass after
-//! the Nth and find the pass that breaks a program.
+//! the Nth and find the pass that breaks a program. A stage made of steps
+//! can have each step numbered as a pass of its own ([`Stage::numbers_steps`]):
+//! the optimiser's, one per top-level step of its schedule, so the limit
+//! finds the rewrite step that breaks a program.
 //!
 //! A registered pass ([`Pass`], in [`passes()`]) is a transform of one
 //! function, a transform of the whole module, a group (other registered
@@ -185,6 +188,29 @@ pub trait Stage {
         m: &mut Module,
         opts: &PipelineOptions,
     ) -> Result<Option<Vec<Snapshot>>, PassError>;
+
+    /// Whether the bisect limit numbers the stage's steps, each as a pass of
+    /// its own, rather than the stage as one pass: then the manager runs it
+    /// by [`Stage::run_steps`]. False by default; true for the optimiser.
+    /// Such a stage is never required.
+    fn numbers_steps(&self) -> bool {
+        false
+    }
+
+    /// Runs the stage as [`Stage::run`] does, but asks `admit` before each
+    /// of its steps, passing the step's name: the manager numbers the step,
+    /// logs it, and answers whether it runs under the bisect limit; a step
+    /// refused must change nothing. Called only when
+    /// [`Stage::numbers_steps`]; the default runs the whole stage unasked.
+    fn run_steps(
+        &mut self,
+        m: &mut Module,
+        opts: &PipelineOptions,
+        admit: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<Option<Vec<Snapshot>>, PassError> {
+        let _ = admit;
+        self.run(m, opts)
+    }
 }
 
 /// One step of a pipeline.
@@ -270,8 +296,9 @@ pub struct PipelineOptions {
     /// module (a round that changed nothing would repeat the one before).
     pub record: bool,
     /// Run only the passes numbered 1 to N (every pass run counts, each pass
-    /// of a group in each round; required stages run whatever the limit);
-    /// `None`: run every pass. `irad dump --bisect-limit N`.
+    /// of a group in each round, each top-level step of an optimiser
+    /// schedule; required stages run whatever the limit); `None`: run every
+    /// pass. `irad dump --bisect-limit N`.
     pub bisect_limit: Option<usize>,
     /// Called for every numbered pass, run or skipped, as it comes (the
     /// bisect log `irad dump --bisect-limit` prints).
@@ -292,12 +319,15 @@ impl Default for PipelineOptions {
 }
 
 /// One numbered pass of a pipeline run, for bisecting.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PassRun {
     /// Its number, from 1, in the order the passes came.
     pub number: usize,
     /// The pass.
     pub pass: PassId,
+    /// For a stage that numbers its steps ([`Stage::numbers_steps`]), the
+    /// step: for the optimiser, the top-level step of its schedule, printed.
+    pub step: Option<String>,
     /// Whether it ran (false: skipped by the bisect limit).
     pub ran: bool,
     /// Whether it is a required stage (run whatever the limit).
@@ -306,7 +336,9 @@ pub struct PassRun {
 
 impl fmt::Display for PassRun {
     /// `BISECT: running pass (N) NAME`, `BISECT: NOT running pass (N) NAME`,
-    /// with ` (required)` after a required stage, as LLVM prints them.
+    /// with ` (required)` after a required stage, as LLVM prints them. NAME
+    /// is the pass, or for a step of a stage `PASS: STEP` (`optimise:
+    /// try(cse)`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let not = if self.ran { "" } else { "NOT " };
         write!(
@@ -314,6 +346,9 @@ impl fmt::Display for PassRun {
             "BISECT: {not}running pass ({}) {}",
             self.number, self.pass
         )?;
+        if let Some(step) = &self.step {
+            write!(f, ": {step}")?;
+        }
         if self.required {
             f.write_str(" (required)")?;
         }
@@ -575,10 +610,25 @@ impl Ctx<'_> {
             Step::Pass(id) => self.pass(m, *id),
             Step::Stage(stage) => {
                 let id = stage.id();
-                if !self.admit(id, stage.required()) {
-                    return Ok(());
-                }
-                let own = stage.run(m, self.opts)?;
+                let opts = self.opts;
+                let own = if stage.numbers_steps() {
+                    let mut ran = false;
+                    let own = stage.run_steps(m, opts, &mut |step| {
+                        let admitted = self.admit(id, Some(step), false);
+                        ran |= admitted;
+                        admitted
+                    })?;
+                    if !ran {
+                        // Every step was skipped: the module is unchanged.
+                        return Ok(());
+                    }
+                    own
+                } else {
+                    if !self.admit(id, None, stage.required()) {
+                        return Ok(());
+                    }
+                    stage.run(m, opts)?
+                };
                 self.verify(m, id)?;
                 match own {
                     Some(snapshots) if self.opts.record => self.report.snapshots.extend(snapshots),
@@ -594,14 +644,14 @@ impl Ctx<'_> {
     fn pass(&mut self, m: &mut Module, id: PassId) -> Result<(), PassError> {
         match find(id).run {
             Run::Func(run) => {
-                if self.admit(id, false) {
+                if self.admit(id, None, false) {
                     self.run_func(m, id, run)?;
                     self.record(m, id);
                 }
                 Ok(())
             }
             Run::Module(run) => {
-                if self.admit(id, false) {
+                if self.admit(id, None, false) {
                     run(m);
                     self.verify(m, id)?;
                     self.record(m, id);
@@ -613,14 +663,16 @@ impl Ctx<'_> {
         }
     }
 
-    /// Numbers the next pass and tells whether it runs under the bisect
-    /// limit; logs it.
-    fn admit(&mut self, pass: PassId, required: bool) -> bool {
+    /// Numbers the next pass (`step` of stage `pass`, for a stage that
+    /// numbers its steps) and tells whether it runs under the bisect limit;
+    /// logs it.
+    fn admit(&mut self, pass: PassId, step: Option<&str>, required: bool) -> bool {
         let number = self.report.runs.len() + 1;
         let ran = required || self.opts.bisect_limit.is_none_or(|n| number <= n);
         let run = PassRun {
             number,
             pass,
+            step: step.map(str::to_string),
             ran,
             required,
         };
@@ -673,7 +725,7 @@ impl Ctx<'_> {
                     debug_assert!(false, "group `{name}` names `{pass}`");
                     continue;
                 };
-                if self.admit(pass, false) {
+                if self.admit(pass, None, false) {
                     changed |= self.run_func(m, pass, run)?;
                     self.record(m, pass);
                 }
@@ -950,6 +1002,69 @@ mod tests {
         assert!(!text.contains("phi"), "{text}");
         assert!(!text.contains("gotoifnot true"), "{text}");
         assert!(!text.contains("return %x"), "{text}");
+    }
+
+    /// Each top-level step of an optimiser schedule is a numbered pass: a
+    /// limit of 1 runs `normalise(fold)` (the sum becomes 3.0) and skips
+    /// `try(dce)` (the unused product stays); only the step that ran is
+    /// recorded.
+    #[test]
+    fn the_bisect_limit_counts_each_step_of_a_schedule() {
+        let src = "func @f(%x: f64) -> f64 {\n#1:\n  %2 = call add(1.0, 2.0) :: f64\n  %3 = call mul(%x, %x) :: f64\n  return %2\n}\n";
+        let schedule = crate::optimise::parse_schedule("normalise(fold); try(dce)");
+        let Ok(schedule) = schedule else {
+            return assert!(schedule.is_ok(), "{schedule:?}");
+        };
+        let run = |limit: Option<usize>| -> Result<(Report, String), String> {
+            let mut m = parse(src)?;
+            let mut opt = crate::stages::OptimiseStage::new(&schedule, crate::stages::Scope::All);
+            let opts = PipelineOptions {
+                bisect_limit: limit,
+                ..recording()
+            };
+            let report = run_pipeline(&mut m, &mut [Step::Stage(&mut opt)], &opts)
+                .map_err(|e| e.to_string())?;
+            Ok((report, irad_ir::text::print_module(&m)))
+        };
+        let log = |r: &Report| -> Vec<String> { r.runs.iter().map(ToString::to_string).collect() };
+        let steps = |r: &Report| -> Vec<Option<String>> {
+            r.snapshots
+                .iter()
+                .map(|s| s.step.as_ref().map(|st| st.step.clone()))
+                .collect()
+        };
+
+        let one = run(Some(1));
+        let Ok((report, text)) = &one else {
+            return assert!(one.is_ok(), "{one:?}");
+        };
+        assert_eq!(
+            log(report),
+            [
+                "BISECT: running pass (1) optimise: normalise(fold)",
+                "BISECT: NOT running pass (2) optimise: try(dce)",
+            ]
+        );
+        assert_eq!(steps(report), [Some("normalise(fold)".to_string())]);
+        assert!(
+            text.contains("return 3.0") && text.contains("mul"),
+            "{text}"
+        );
+
+        // No limit: both steps run; a limit of 0 runs neither.
+        let all = run(None);
+        let Ok((report, text)) = &all else {
+            return assert!(all.is_ok(), "{all:?}");
+        };
+        assert_eq!(report.runs.iter().filter(|r| r.ran).count(), 2);
+        assert_eq!(steps(report).len(), 2);
+        assert!(!text.contains("mul"), "{text}");
+        let none = run(Some(0));
+        let Ok((report, text)) = &none else {
+            return assert!(none.is_ok(), "{none:?}");
+        };
+        assert!(report.runs.iter().all(|r| !r.ran) && report.snapshots.is_empty());
+        assert_eq!(text, src);
     }
 
     #[test]

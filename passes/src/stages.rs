@@ -286,9 +286,10 @@ pub enum Scope {
     From(usize),
 }
 
-/// `optimise`: an optimiser schedule over some functions. With recording on,
-/// its snapshots are one per top-level step of the schedule, each naming the
-/// step and its rewrites.
+/// `optimise`: an optimiser schedule over some functions. Each top-level step
+/// of the schedule is a numbered pass of its own, which a bisect limit may
+/// skip (logged `optimise: STEP`). With recording on, its snapshots are one
+/// per top-level step that ran, each naming the step and its rewrites.
 pub struct OptimiseStage<'s> {
     schedule: &'s Strategy,
     scope: Scope,
@@ -321,7 +322,21 @@ impl Stage for OptimiseStage<'_> {
         m: &mut Module,
         opts: &PipelineOptions,
     ) -> Result<Option<Vec<Snapshot>>, PassError> {
-        // `id` changes nothing; unrecorded, it is not worth a verification.
+        self.run_steps(m, opts, &mut |_| true)
+    }
+
+    fn numbers_steps(&self) -> bool {
+        true
+    }
+
+    fn run_steps(
+        &mut self,
+        m: &mut Module,
+        opts: &PipelineOptions,
+        admit: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<Option<Vec<Snapshot>>, PassError> {
+        // `id` changes nothing; unrecorded, it is not worth a verification
+        // (nor a number: no step is offered, so the manager verifies nothing).
         if *self.schedule == Strategy::Id && !opts.record {
             return Ok(Some(Vec::new()));
         }
@@ -334,7 +349,10 @@ impl Stage for OptimiseStage<'_> {
             verify: opts.verify,
             ..OptOptions::default()
         };
-        let report = optimise::optimise(m, self.schedule, scope.as_deref(), &opt)?;
+        let report =
+            optimise::optimise_gated(m, self.schedule, scope.as_deref(), &opt, &mut |step| {
+                admit(&step.to_string())
+            })?;
         self.ok = report.ok;
         self.rewrites = report.rewrites;
         let snapshots = report

@@ -73,15 +73,17 @@ pub fn parse_value(src: &str, ty: &Type, m: &Module) -> Result<Val, ParseError> 
     Ok(val)
 }
 
-/// What `--known` text says of one parameter (`irad dump --known`, `run
-/// --known`; partial evaluation's `Known` is this, read).
+/// What is known of one parameter at compile time, as `--known` text says it
+/// (`irad dump --known`, `run --known`). Partial evaluation takes this type
+/// itself: `irad_passes::pe::Known` (and `irad::Known`) re-export it.
 #[derive(Clone, Debug)]
 pub enum KnownArg {
-    /// `_`: nothing is known.
+    /// `_`: nothing is known; the parameter stays a parameter.
     Unknown,
-    /// A literal: the value is known.
+    /// A literal: its value, an f64, i64, bool, `()`, function value, or a
+    /// tuple of those (arrays and duals cannot be known values).
     Value(Val),
-    /// `_[N]`: an array of length N.
+    /// `_[N]`: for an array parameter, its length.
     Length(u64),
 }
 

@@ -150,6 +150,21 @@ pub fn optimise(
     scope: Option<&[FuncId]>,
     opts: &OptOptions,
 ) -> Result<OptReport, OptError> {
+    optimise_gated(m, schedule, scope, opts, &mut |_| true)
+}
+
+/// [`optimise`], asking `admit` before each top-level step whether to run
+/// it (how the pass manager's bisect limit numbers the steps one by one). A
+/// step it refuses is skipped as `id` would be: nothing changes, nothing is
+/// verified or recorded, and the schedule goes on with the next step. After
+/// a step that fails no step is offered.
+pub fn optimise_gated(
+    m: &mut Module,
+    schedule: &Strategy,
+    scope: Option<&[FuncId]>,
+    opts: &OptOptions,
+    admit: &mut dyn FnMut(&Strategy) -> bool,
+) -> Result<OptReport, OptError> {
     if opts.verify {
         verify_module(m).map_err(|errors| OptError::Input { errors })?;
     }
@@ -169,6 +184,9 @@ pub fn optimise(
         ..OptReport::default()
     };
     for step in schedule.steps() {
+        if !admit(step) {
+            continue;
+        }
         let before = eng.counts.clone();
         let out = eng.apply(step, At::Module)?;
         eng.flush_all();

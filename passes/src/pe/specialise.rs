@@ -35,17 +35,9 @@ use irad_ir::{
 use std::collections::HashMap;
 use std::fmt;
 
-/// What is known of one parameter at compile time.
-#[derive(Clone, Debug)]
-pub enum Known {
-    /// Nothing: the parameter stays a parameter.
-    Unknown,
-    /// Its value: an f64, i64, bool, `()`, function value, or a tuple of
-    /// those (arrays and duals cannot be known values).
-    Value(Val),
-    /// For an array parameter: its length.
-    Length(u64),
-}
+/// What is known of one parameter at compile time: the type the `--known`
+/// text is read into ([`irad_ir::text::parse_known`]), under its name here.
+pub use irad_ir::text::KnownArg as Known;
 
 /// A specialisation that cannot be made: a `known` list that does not fit the
 /// function, or a function that did not settle within the fuel.
