@@ -3,7 +3,7 @@
 
 use crate::lower::Site;
 use irad_ir::func::{Block, Func};
-use irad_ir::interp::RunError;
+use irad_ir::interp::{ErrorKind, RunError};
 use irad_ir::loc::Location;
 use irad_runtime::{self as rt, Host, TrapKind};
 use std::fmt;
@@ -19,11 +19,21 @@ pub struct CodegenError {
 }
 
 impl CodegenError {
-    pub(crate) fn internal(msg: String) -> CodegenError {
+    /// An internal error (a bug of code generation, not a fault of the
+    /// module): the message `internal error: {what}`, without a place.
+    pub fn internal(what: String) -> CodegenError {
         CodegenError {
             loc: Location::default(),
-            msg: format!("internal error: {msg}"),
+            msg: irad_ir::interp::internal_message(what),
         }
+    }
+
+    /// Whose fault it is: [`ErrorKind::Internal`] for one made by
+    /// [`CodegenError::internal`] (the message starts with `internal error:
+    /// `), else [`ErrorKind::User`] (a module code generation cannot compile,
+    /// a limit of the backend).
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::of_message(&self.msg)
     }
 
     pub(crate) fn at(func: &Func, block: Option<Block>, msg: &str) -> CodegenError {
@@ -105,9 +115,24 @@ pub(crate) fn run_error(f: &Failure<'_>, sites: &[Site]) -> RunError {
             .map(|s| s.loc.clone())
             .unwrap_or_default()
     };
-    RunError {
-        loc: loc_of(f.site),
-        msg: message(f, sites),
-        trace: f.trace.iter().map(|&s| loc_of(s)).collect(),
+    RunError::new(loc_of(f.site), message(f, sites))
+        .with_trace(f.trace.iter().map(|&s| loc_of(s)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_internal_error_has_its_kind_and_the_old_text() {
+        let e = CodegenError::internal(format!("no function {}", 3));
+        assert_eq!(e.kind(), ErrorKind::Internal);
+        assert_eq!(e.to_string(), "internal error: no function 3");
+        let cannot = CodegenError::backend("verifier errors");
+        assert_eq!(cannot.kind(), ErrorKind::User);
+        assert_eq!(
+            cannot.to_string(),
+            "code generation failed: verifier errors"
+        );
     }
 }

@@ -26,7 +26,9 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{ArenaMemoryProvider, JITBuilder, JITModule};
 use cranelift_module::{Module as ClModule, default_libcall_names};
 use irad_ir::func::{FuncId, FuncRef, Module};
-use irad_ir::interp::{ArrayData, ArrayRef, Executor, RuleProvider, RunError, RunOptions, Val};
+use irad_ir::interp::{
+    ArrayData, ArrayRef, Executor, RuleProvider, RunError, RunOptions, Val, internal_message,
+};
 use irad_ir::types::{FnType, Lanes, Scalar, Type};
 use irad_runtime::{self as rt, Ctx, RuleKind, Runtime};
 use std::collections::HashMap;
@@ -61,11 +63,7 @@ pub fn jit_with_rules<'m>(
     module: &'m mut Module,
     provider: &'m mut dyn RuleProvider,
 ) -> Result<Box<dyn Executor + 'm>, RunError> {
-    let jit = Jit::with_rules(module, provider).map_err(|e| RunError {
-        loc: e.loc,
-        msg: e.msg,
-        trace: Vec::new(),
-    })?;
+    let jit = Jit::with_rules(module, provider).map_err(|e| RunError::new(e.loc, e.msg))?;
     Ok(Box::new(jit))
 }
 
@@ -425,24 +423,18 @@ impl State<'_> {
 
     fn run(&mut self, f: FuncId, args: &[Val], opts: &RunOptions) -> Result<Val, RunError> {
         let func_loc = irad_ir::interp::check_call(self.module.get(), f, args, opts)?;
-        let fail = |msg: String| RunError {
-            loc: func_loc.clone(),
-            msg,
-            trace: Vec::new(),
-        };
         let module = self.module.get();
         let (params, ret) = match module.get(f) {
             Some(func) => (func.param_types(), func.ret.clone()),
-            None => return Err(fail("internal error: no such function".into())),
+            None => return Err(RunError::internal(func_loc, "no such function")),
         };
-        let cg = |e: CodegenError| RunError {
-            loc: if e.loc.has_ir_place() {
+        let cg = |e: CodegenError| {
+            let loc = if e.loc.has_ir_place() {
                 e.loc.clone()
             } else {
                 func_loc.clone()
-            },
-            msg: e.msg,
-            trace: Vec::new(),
+            };
+            RunError::new(loc, e.msg)
         };
         let mut words = Vec::new();
         let mut arrays = Vec::new();
@@ -520,7 +512,7 @@ impl State<'_> {
         } else {
             let mut it = rets.iter().copied();
             self.unflatten(&ret, &mut it, &arrays, &mut Vec::new())
-                .map_err(|msg| fail(format!("internal error: {msg}")))
+                .map_err(|msg| RunError::internal(func_loc.clone(), msg))
         };
         if self.rt.tapes_empty() {
             self.rt.release_arrays();
@@ -673,8 +665,8 @@ impl State<'_> {
 
     /// The handle of the rule of `kind` for function value `h` at `width`.
     fn rule(&mut self, kind: RuleKind, h: i64, width: i64) -> Result<u32, String> {
-        let hu =
-            u32::try_from(h).map_err(|_| format!("internal error: bad function handle {h}"))?;
+        let hu = u32::try_from(h)
+            .map_err(|_| internal_message(format_args!("bad function handle {h}")))?;
         if let Some(&r) = self.rules.get(&(kind, hu, width)) {
             return Ok(r);
         }
@@ -682,7 +674,7 @@ impl State<'_> {
             .comp
             .handles
             .get(hu as usize)
-            .ok_or_else(|| format!("internal error: bad function handle {h}"))?;
+            .ok_or_else(|| internal_message(format_args!("bad function handle {h}")))?;
         let Some((module, provider)) = self.module.with_rules() else {
             return Err(if kind == RuleKind::Frule {
                 "no rule provider for frule: run forward rules through the forward-mode API".into()
@@ -704,22 +696,23 @@ impl State<'_> {
                 _ => None,
             },
         }
-        .ok_or("internal error: the rule of a function that does not exist")?;
+        .ok_or_else(|| internal_message("the rule of a function that does not exist"))?;
         let check = |module: &Module, id: FuncId, want: FnType, what: &str| {
             let want = Type::from_fn(want);
             let got = module.get(id).map(|f| Type::from_fn(f.fn_type()));
             if got.as_ref() == Some(&want) {
                 Ok(())
             } else {
-                Err(format!(
-                    "internal error: {what} has type {}, not {want}",
+                Err(internal_message(format_args!(
+                    "{what} has type {}, not {want}",
                     got.map_or("nothing".to_string(), |t| t.to_string())
-                ))
+                )))
             }
         };
         let id = if kind == RuleKind::Frule {
-            let lanes = Lanes::from_code(width)
-                .ok_or_else(|| format!("internal error: batch width {width} out of range"))?;
+            let lanes = Lanes::from_code(width).ok_or_else(|| {
+                internal_message(format_args!("batch width {width} out of range"))
+            })?;
             let id = provider
                 .forward_rule(module, callee, lanes)
                 .map_err(|e| e.to_string())?;
@@ -781,8 +774,8 @@ extern "C" fn jit_rule(ctx: *mut Ctx, kind: i64, h: i64, width: i64, site: i64) 
     let st = unsafe { &mut *(ctx.host as *mut State<'_>) };
     let res = match RuleKind::from_code(kind) {
         Some(kind) => catch_unwind(AssertUnwindSafe(|| st.rule(kind, h, width)))
-            .unwrap_or_else(|_| Err("internal error: rule derivation panicked".into())),
-        None => Err(format!("internal error: unknown rule kind {kind}")),
+            .unwrap_or_else(|_| Err(internal_message("rule derivation panicked"))),
+        None => Err(internal_message(format_args!("unknown rule kind {kind}"))),
     };
     match res {
         Ok(r) => {

@@ -9,16 +9,13 @@
 //! what went wrong, the text users have always seen; the kind only adds a
 //! type to it.
 
-/// Whose fault an AD error is.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum AdErrorKind {
-    /// The program (or the request) cannot be differentiated as asked: no
-    /// rule for a callee, a batch width out of range, nested forward mode.
-    User,
-    /// A bug of the transform: it met something the verifier or its own
-    /// invariants exclude. The message starts with `internal error`.
-    Internal,
-}
+/// Whose fault an AD error is: the interpreter's [`irad_ir::interp::ErrorKind`]
+/// under the name the AD passes have always used. `User`: the program (or
+/// the request) cannot be differentiated as asked: no rule for a callee, a
+/// batch width out of range, nested forward mode. `Internal`: a bug of the
+/// transform, which met something the verifier or its own invariants
+/// exclude; the message starts with `internal error`.
+pub type AdErrorKind = irad_ir::interp::ErrorKind;
 
 /// Defines a located AD error type `$name` with fields `loc`, `msg` and
 /// `kind`, constructors for user and internal errors, `Diagnostic`, `Display`
@@ -53,7 +50,7 @@ macro_rules! ad_error {
             pub fn internal(loc: irad_ir::Location, what: impl std::fmt::Display) -> $name {
                 $name {
                     loc,
-                    msg: format!("internal error: {what}"),
+                    msg: irad_ir::interp::internal_message(what),
                     kind: crate::AdErrorKind::Internal,
                 }
             }
@@ -105,9 +102,67 @@ pub(crate) fn verify_derived(module: &irad_ir::Module, what: &str) -> Result<(),
     }
     irad_ir::verify::verify_module(module).map_err(|errs| {
         let first = errs.first().map_or(String::new(), |e| e.to_string());
-        format!(
-            "internal error: {what} does not verify ({} error(s); first: {first})",
+        irad_ir::interp::internal_message(format_args!(
+            "{what} does not verify ({} error(s); first: {first})",
             errs.len()
-        )
+        ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::AdErrorKind;
+    use crate::forward::ForwardError;
+    use crate::reverse::ReverseError;
+    use irad_ir::{Diagnostic, Location};
+
+    fn at_f() -> Location {
+        Location {
+            func: Some("f".into()),
+            stmt: Some(2),
+            ..Location::default()
+        }
+    }
+
+    #[test]
+    fn an_internal_error_has_its_kind_and_the_old_text() {
+        let e = ReverseError::internal(at_f(), "a phi as a statement");
+        assert_eq!(e.kind, AdErrorKind::Internal);
+        assert_eq!(e.message(), "internal error: a phi as a statement");
+        let old = ReverseError::new(at_f(), "internal error: a phi as a statement");
+        assert_eq!(e.to_string(), old.to_string());
+        assert_eq!(old.kind, AdErrorKind::User);
+        let f = ForwardError::internal(Location::default(), format_args!("no {}", "zero"));
+        assert_eq!(
+            (f.kind, f.to_string().as_str()),
+            (AdErrorKind::Internal, "internal error: no zero")
+        );
+    }
+
+    #[test]
+    fn an_internal_pe_error_has_its_kind_and_the_old_text() {
+        let e = crate::pe::PeError::internal(at_f(), "the specialised function does not verify: x");
+        assert_eq!(e.kind(), AdErrorKind::Internal);
+        assert_eq!(
+            e.to_string(),
+            irad_ir::loc::with_place(
+                "internal error: the specialised function does not verify: x",
+                &at_f()
+            )
+        );
+        let user = crate::pe::PeError {
+            loc: at_f(),
+            msg: "known value 1 does not fit".into(),
+        };
+        assert_eq!(user.kind(), AdErrorKind::User);
+    }
+
+    #[test]
+    fn the_kind_survives_into_the_rule_provider_error() {
+        use irad_ir::interp::RuleProviderError;
+        let e: RuleProviderError = ReverseError::internal(at_f(), "x").into();
+        assert!(matches!(e, RuleProviderError::Internal { .. }), "{e:?}");
+        let e: RuleProviderError = ReverseError::new(at_f(), "no rule").into();
+        assert!(matches!(e, RuleProviderError::Located { .. }), "{e:?}");
+    }
 }

@@ -11,6 +11,7 @@
 //! every slot index in the result is below `n_slots`, every operand range lies
 //! within `operands`, every jump target is a block index of `blocks`.
 
+use super::internal_message;
 use super::tape::Tapes;
 use super::value::Val;
 use crate::entity::EntityRef;
@@ -190,10 +191,10 @@ pub(super) fn compile(func: &Func, module: &Module, tapes: &mut Tapes) -> CFunc 
         .collect::<Box<[u32]>>();
     let entry = match func.entry() {
         Some(b) if func.blocks.is_valid(b) => Ok(b.index() as u32),
-        _ => Err(format!("internal error: function @{} has no blocks", func.name).into()),
+        _ => Err(internal_message(format_args!("function @{} has no blocks", func.name)).into()),
     };
     let entry = if params.len() != func.params.len() {
-        Err("internal error: invalid parameter value handle".into())
+        Err(internal_message("invalid parameter value handle").into())
     } else {
         entry
     };
@@ -238,10 +239,10 @@ impl Ctx<'_> {
                     cond,
                     next: match self.next.get(block.index()).copied().flatten() {
                         Some(next) => self.edge(block, next),
-                        None => Err(format!(
-                            "internal error: gotoifnot in block #{} has no next block to fall through to",
+                        None => Err(internal_message(format_args!(
+                            "gotoifnot in block #{} has no next block to fall through to",
                             data.label
-                        )
+                        ))
                         .into()),
                     },
                     target: self.edge(block, *target),
@@ -260,7 +261,7 @@ impl Ctx<'_> {
                 Err(e) => Term::Bad(e),
             },
             None => Term::Bad(
-                format!("internal error: block #{} has no terminator", data.label).into(),
+                internal_message(format_args!("block #{} has no terminator", data.label)).into(),
             ),
         };
         CBlock {
@@ -298,10 +299,10 @@ impl Ctx<'_> {
             .func
             .insts
             .get(inst)
-            .ok_or("internal error: invalid statement handle")?;
+            .ok_or_else(|| internal_message("invalid statement handle"))?;
         let dst = match data.result {
             Some(v) if v.index() < self.func.values.len() => Some(v.index() as u32),
-            Some(_) => return Err("internal error: invalid result value handle".into()),
+            Some(_) => return Err(internal_message("invalid result value handle").into()),
             None => None,
         };
         let result_ty = data
@@ -345,12 +346,12 @@ impl Ctx<'_> {
                 ..,
             ) => {
                 let [arg] = args.as_slice() else {
-                    return Err("internal error: `push` takes 1 operand".into());
+                    return Err(internal_message("`push` takes 1 operand").into());
                 };
                 let ty = self
                     .func
                     .operand_type(arg, self.module)
-                    .ok_or("internal error: `push` of an operand without a type")?;
+                    .ok_or_else(|| internal_message("`push` of an operand without a type"))?;
                 OpKind::Push {
                     arg: self.src(arg)?,
                     tape: self.tapes.id(&ty),
@@ -374,7 +375,7 @@ impl Ctx<'_> {
                 ..,
             ) => {
                 let [arg] = args.as_slice() else {
-                    return Err(format!("internal error: `{prim}` takes 1 operand").into());
+                    return Err(internal_message(format_args!("`{prim}` takes 1 operand")).into());
                 };
                 OpKind::RevRule {
                     back: *prim == Prim::Revback,
@@ -406,7 +407,7 @@ impl Ctx<'_> {
                 dst,
             },
             (InstKind::Phi { .. }, ..) => {
-                return Err("internal error: phi after a statement that is not a phi".into());
+                return Err(internal_message("phi after a statement that is not a phi").into());
             }
         })
     }
@@ -432,14 +433,14 @@ impl Ctx<'_> {
         if v.index() < self.func.values.len() {
             Ok(v.index() as u32)
         } else {
-            Err(format!("internal error: invalid value handle {v:?}").into())
+            Err(internal_message(format_args!("invalid value handle {v:?}")).into())
         }
     }
 
     /// The edge from `from` to `to` with the moves of `to`'s phis.
     fn edge(&self, from: Block, to: Block) -> EdgeResult {
         let Some(target) = self.func.blocks.get(to) else {
-            return Err("internal error: invalid block handle".into());
+            return Err(internal_message("invalid block handle").into());
         };
         let from_label = self.func.blocks[from].label;
         let mut moves = Vec::new();
@@ -451,10 +452,10 @@ impl Ctx<'_> {
                 continue;
             };
             let Some((_, op)) = entries.iter().find(|(pred, _)| *pred == from) else {
-                return Err(format!(
-                    "internal error: phi in block #{} has no entry for predecessor #{from_label}",
+                return Err(internal_message(format_args!(
+                    "phi in block #{} has no entry for predecessor #{from_label}",
                     target.label
-                )
+                ))
                 .into());
             };
             let src = self.src(op)?;

@@ -9,6 +9,7 @@
 //! IEEE operations, integer arithmetic wraps except where an error is defined.
 //! Errors are plain messages (lowercase, no location); the caller locates them.
 
+use super::internal_message;
 use super::value::{ArrayData, ArrayRef, Val};
 use crate::func::Const;
 use crate::prim::Prim;
@@ -42,7 +43,7 @@ pub(crate) fn eval(prim: Prim, args: &[&Val], elem: Option<Scalar>) -> Result<Va
         // Need the interpreter's rule provider, tapes or sparse tangent
         // builder: it handles them before `eval`.
         Frule | Push | Pop | Revfwd | Revback | Sonehot | Szero | Sscale | Sadd | Sdense => Err(
-            format!("internal error: `{prim}` evaluated without the interpreter"),
+            internal_message(format_args!("`{prim}` evaluated without the interpreter")),
         ),
     }
 }
@@ -96,16 +97,16 @@ fn dual_op(prim: Prim, args: &[&Val]) -> Result<Val, String> {
         (Prim::Primal, [Val::Dual(vals)]) => vals
             .first()
             .cloned()
-            .ok_or_else(|| "internal error: empty dual".to_string()),
+            .ok_or_else(|| internal_message("empty dual")),
         (Prim::Tangent, [Val::Dual(vals), Val::I64(k)]) => usize::try_from(*k)
             .ok()
             .and_then(|k| vals.get(k + 1))
             .cloned()
             .ok_or_else(|| {
-                format!(
-                    "internal error: tangent {k} out of range for a dual of {} tangents",
+                internal_message(format_args!(
+                    "tangent {k} out of range for a dual of {} tangents",
                     vals.len().saturating_sub(1)
-                )
+                ))
             }),
         _ => Err(bad_operands(prim, args)),
     }
@@ -325,10 +326,10 @@ fn tuple_op(prim: Prim, args: &[&Val]) -> Result<Val, String> {
             .and_then(|k| elems.get(k))
             .cloned()
             .ok_or_else(|| {
-                format!(
-                    "internal error: field {k} out of range for a tuple of {} elements",
+                internal_message(format_args!(
+                    "field {k} out of range for a tuple of {} elements",
                     elems.len()
-                )
+                ))
             }),
         _ => Err(bad_operands(prim, args)),
     }
@@ -339,7 +340,8 @@ fn array_op(prim: Prim, args: &[&Val], elem: Option<Scalar>) -> Result<Val, Stri
     use Prim::*;
     match (prim, args) {
         (Alloc, [Val::I64(n)]) => {
-            let elem = elem.ok_or("internal error: `alloc` without an array result type")?;
+            let elem =
+                elem.ok_or_else(|| internal_message("`alloc` without an array result type"))?;
             Ok(Val::Array(ArrayRef::new(new_array(elem, *n)?)))
         }
         (Zeros, [Val::I64(n)]) => Ok(Val::Array(ArrayRef::new(new_array(Scalar::F64, *n)?))),
@@ -351,12 +353,12 @@ fn array_op(prim: Prim, args: &[&Val], elem: Option<Scalar>) -> Result<Val, Stri
             let data = borrow(a)?;
             let idx = index(*i, data.len())?;
             data.get(idx)
-                .ok_or_else(|| String::from("internal error: array index check failed"))
+                .ok_or_else(|| internal_message("array index check failed"))
         }
         (Arrayset, [Val::Array(a), Val::I64(i), v]) => {
             let mut data =
                 a.0.try_borrow_mut()
-                    .map_err(|_| String::from("internal error: array is borrowed"))?;
+                    .map_err(|_| internal_message("array is borrowed"))?;
             let idx = index(*i, data.len())?;
             let ok = match (&mut *data, v) {
                 (ArrayData::F64(xs), Val::F64(x)) => xs.get_mut(idx).map(|slot| *slot = *x),
@@ -365,7 +367,7 @@ fn array_op(prim: Prim, args: &[&Val], elem: Option<Scalar>) -> Result<Val, Stri
                 (ArrayData::Sparse(xs), Val::Sparse(x)) => xs.get_mut(idx).map(|slot| *slot = *x),
                 _ => return Err(bad_operands(prim, args)),
             };
-            ok.ok_or_else(|| String::from("internal error: array index check failed"))?;
+            ok.ok_or_else(|| internal_message("array index check failed"))?;
             Ok(Val::Unit)
         }
         (Copy, [Val::Array(a)]) => {
@@ -431,7 +433,7 @@ fn bulk_op(prim: Prim, args: &[&Val]) -> Result<Val, String> {
         let data = arrays[i]
             .0
             .try_borrow_mut()
-            .map_err(|_| String::from("internal error: array is borrowed"))?;
+            .map_err(|_| internal_message("array is borrowed"))?;
         std::cell::RefMut::filter_map(data, |d| match d {
             ArrayData::F64(xs) => Some(xs.as_mut_slice()),
             _ => None,
@@ -553,13 +555,13 @@ fn index(i: i64, len: usize) -> Result<usize, String> {
 /// failure means a bug, reported rather than panicking.
 fn borrow(a: &ArrayRef) -> Result<std::cell::Ref<'_, ArrayData>, String> {
     a.0.try_borrow()
-        .map_err(|_| String::from("internal error: array is borrowed"))
+        .map_err(|_| internal_message("array is borrowed"))
 }
 
 /// The message for operands of the wrong number or kind.
 fn bad_operands(prim: Prim, args: &[&Val]) -> String {
     let kinds: Vec<&str> = args.iter().map(|v| v.kind()).collect();
-    format!("internal error: `{prim}` applied to ({})", kinds.join(", "))
+    internal_message(format_args!("`{prim}` applied to ({})", kinds.join(", ")))
 }
 
 #[cfg(test)]

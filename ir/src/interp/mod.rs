@@ -198,16 +198,85 @@ impl Default for RunOptions {
     }
 }
 
+/// Whose fault an error is: the program's (or the request's), or a bug of the
+/// tool that reports it. Shared by the interpreter's [`RunError`], code
+/// generation's error and the passes' errors (the AD passes call it
+/// `AdErrorKind`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The program or the request: a run-time error such as `division by
+    /// zero`, arguments that do not fit, a limit exceeded.
+    User,
+    /// A bug: something the verifier or the tool's own invariants exclude
+    /// (type confusion, an invalid handle). The message starts with
+    /// [`INTERNAL_ERROR`].
+    Internal,
+}
+
+/// How the message of every internal error starts; [`internal_message`]
+/// makes one.
+pub const INTERNAL_ERROR: &str = "internal error: ";
+
+/// The message of an internal error: `internal error: {what}`.
+pub fn internal_message(what: impl fmt::Display) -> String {
+    format!("{INTERNAL_ERROR}{what}")
+}
+
+impl ErrorKind {
+    /// The kind of an error with message `msg` (errors that carry no kind of
+    /// their own, such as the interpreter's, whose primitives report errors
+    /// as text): [`ErrorKind::Internal`] exactly when `msg` starts with
+    /// [`INTERNAL_ERROR`], as [`internal_message`] makes it.
+    pub fn of_message(msg: &str) -> ErrorKind {
+        if msg.starts_with(INTERNAL_ERROR) {
+            ErrorKind::Internal
+        } else {
+            ErrorKind::User
+        }
+    }
+}
+
 /// A run-time error: where it happened, what happened, and the call sites that
-/// led there.
+/// led there. Its [`RunError::kind`] says whose fault it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunError {
     /// The failing statement (or the function, for argument errors).
     pub loc: Location,
-    /// The message, lowercase, without location.
+    /// The message, lowercase, without location; an internal error's starts
+    /// with [`INTERNAL_ERROR`] ([`RunError::internal`] makes one).
     pub msg: String,
     /// The call sites, from the innermost caller outward.
     pub trace: Vec<Location>,
+}
+
+impl RunError {
+    /// The error `msg` at `loc`, without call sites.
+    pub fn new(loc: Location, msg: impl Into<String>) -> RunError {
+        RunError {
+            loc,
+            msg: msg.into(),
+            trace: Vec::new(),
+        }
+    }
+
+    /// An internal error (a bug, not a fault of the program) at `loc`,
+    /// without call sites: the message `internal error: {what}`.
+    pub fn internal(loc: Location, what: impl fmt::Display) -> RunError {
+        RunError::new(loc, internal_message(what))
+    }
+
+    /// `self` with call sites `trace`, innermost caller first.
+    pub fn with_trace(self, trace: Vec<Location>) -> RunError {
+        RunError { trace, ..self }
+    }
+
+    /// Whose fault it is: [`ErrorKind::Internal`] for a bug of the
+    /// interpreter, compiled code or a rule provider (the message starts with
+    /// [`INTERNAL_ERROR`]), [`ErrorKind::User`] for a run-time error of the
+    /// program or its arguments.
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::of_message(&self.msg)
+    }
 }
 
 impl crate::Diagnostic for RunError {
@@ -256,22 +325,17 @@ pub fn check_call(
     opts: &RunOptions,
 ) -> Result<Location, RunError> {
     let Some(func) = module.get(f) else {
-        return Err(RunError {
-            loc: Location::default(),
-            msg: format!("no function {f:?} in the module"),
-            trace: Vec::new(),
-        });
+        return Err(RunError::new(
+            Location::default(),
+            format!("no function {f:?} in the module"),
+        ));
     };
     let func_loc = Location {
         func: Some(func.name.clone()),
         pos: func.pos,
         ..Location::default()
     };
-    let fail = |msg: String| RunError {
-        loc: func_loc.clone(),
-        msg,
-        trace: Vec::new(),
-    };
+    let fail = |msg: String| RunError::new(func_loc.clone(), msg);
     let params = func.param_types();
     if params.len() != args.len() {
         return Err(fail(format!(
@@ -423,10 +487,10 @@ impl<'m> Interpreter<'m> {
             }
             _ => {
                 let kinds: Vec<&str> = args.iter().map(|v| v.kind()).collect();
-                return Err(format!(
-                    "internal error: `{prim}` applied to ({})",
+                return Err(internal_message(format_args!(
+                    "`{prim}` applied to ({})",
                     kinds.join(", ")
-                ));
+                )));
             }
         };
         self.sparse_nodes += (self.sparse.len() - before) as u64;
@@ -454,7 +518,9 @@ impl<'m> Interpreter<'m> {
                         _ => None,
                     },
                 }
-                .ok_or("internal error: the reverse rule of a function that does not exist")?;
+                .ok_or_else(|| {
+                    internal_message("the reverse rule of a function that does not exist")
+                })?;
                 let pair = provider
                     .reverse_rule(module, callee)
                     .map_err(|e| e.to_string())?;
@@ -466,10 +532,10 @@ impl<'m> Interpreter<'m> {
                     let want = Type::from_fn(want);
                     let got = module.get(id).map(|f| Type::from_fn(f.fn_type()));
                     if got.as_ref() != Some(&want) {
-                        return Err(format!(
-                            "internal error: the reverse rule's {what} has type {}, not {want}",
+                        return Err(internal_message(format_args!(
+                            "the reverse rule's {what} has type {}, not {want}",
                             got.map_or("nothing".to_string(), |t| t.to_string())
-                        ));
+                        )));
                     }
                 }
                 if self.cache.len() < module.len() {
@@ -499,10 +565,10 @@ impl<'m> Interpreter<'m> {
                     .map_err(|e| e.to_string())?;
                 let got = module.get(id).map(|f| Type::from_fn(f.fn_type()));
                 if got.as_ref() != Some(want) {
-                    return Err(format!(
-                        "internal error: the forward rule has type {}, not {want}",
+                    return Err(internal_message(format_args!(
+                        "the forward rule has type {}, not {want}",
                         got.map_or("nothing".to_string(), |t| t.to_string())
-                    ));
+                    )));
                 }
                 if self.cache.len() < module.len() {
                     self.cache.resize(module.len(), None);
@@ -517,11 +583,7 @@ impl<'m> Interpreter<'m> {
     /// Runs function `f` on `args`; see [`run`].
     pub fn run(&mut self, f: FuncId, args: &[Val], opts: &RunOptions) -> Result<Val, RunError> {
         let func_loc = check_call(self.module.get(), f, args, opts)?;
-        let fail = |msg: String| RunError {
-            loc: func_loc.clone(),
-            msg,
-            trace: Vec::new(),
-        };
+        let fail = |msg: String| RunError::new(func_loc.clone(), msg);
         let cf = self.compiled(f).map_err(fail)?;
         self.sparse.clear();
         let frame = self.enter(cf, args.iter().cloned(), None).map_err(fail)?;
@@ -534,7 +596,7 @@ impl<'m> Interpreter<'m> {
         let slot = self
             .cache
             .get_mut(f.index())
-            .ok_or_else(|| format!("internal error: invalid function handle {f:?}"))?;
+            .ok_or_else(|| internal_message(format_args!("invalid function handle {f:?}")))?;
         if let Some(cf) = slot {
             return Ok(Rc::clone(cf));
         }
@@ -542,7 +604,7 @@ impl<'m> Interpreter<'m> {
             .module
             .get()
             .get(f)
-            .ok_or_else(|| format!("internal error: invalid function handle {f:?}"))?;
+            .ok_or_else(|| internal_message(format_args!("invalid function handle {f:?}")))?;
         let cf = Rc::new(compile::compile(func, self.module.get(), &mut self.tapes));
         *slot = Some(Rc::clone(&cf));
         Ok(cf)
@@ -557,12 +619,12 @@ impl<'m> Interpreter<'m> {
     ) -> Result<Frame, String> {
         let entry = cf.entry.clone().map_err(String::from)?;
         if args.len() != cf.params.len() {
-            return Err(format!(
-                "internal error: @{} takes {} arguments, found {}",
+            return Err(internal_message(format_args!(
+                "@{} takes {} arguments, found {}",
                 cf.name,
                 cf.params.len(),
                 args.len()
-            ));
+            )));
         }
         let mut slots = self.pool.pop().unwrap_or_default();
         slots.resize(cf.n_slots, Val::Unit);
@@ -595,7 +657,7 @@ impl<'m> Interpreter<'m> {
             let cf = Rc::clone(&cur.func);
             loop {
                 let Some(block) = cf.blocks.get(cur.block as usize) else {
-                    let msg = "internal error: invalid block index".to_string();
+                    let msg = internal_message("invalid block index");
                     return Err(error_in(&cf, None, None, msg, &stack));
                 };
                 while let Some(op) = block.ops.get(cur.pc as usize) {
@@ -634,8 +696,9 @@ impl<'m> Interpreter<'m> {
                             let res = apply_prim(&cf, &cur.slots, Prim::Tuple, args, None);
                             let val = res.map_err(|msg| located(msg, &stack))?;
                             if !has_shape(&val, ty) {
-                                let msg =
-                                    format!("internal error: tuple does not have its type {ty}");
+                                let msg = internal_message(format_args!(
+                                    "tuple does not have its type {ty}"
+                                ));
                                 return Err(located(msg, &stack));
                             }
                             store(&mut cur.slots, Some(*dst), val)
@@ -663,9 +726,9 @@ impl<'m> Interpreter<'m> {
                                 // Only primitives of one fixed signature are values;
                                 // this also keeps `tuple` and `alloc` out of here.
                                 if !matches!(prim.info().sig, Sig::Fixed(..)) {
-                                    let msg = format!(
-                                        "internal error: primitive `{prim}` called as a value"
-                                    );
+                                    let msg = internal_message(format_args!(
+                                        "primitive `{prim}` called as a value"
+                                    ));
                                     return Err(located(msg, &stack));
                                 }
                                 let res = apply_prim(&cf, &cur.slots, *prim, args, None);
@@ -675,25 +738,26 @@ impl<'m> Interpreter<'m> {
                             }
                             other => {
                                 let kind = other.map_or("nothing", Val::kind);
-                                let msg = format!("internal error: called a value of kind {kind}");
+                                let msg =
+                                    internal_message(format_args!("called a value of kind {kind}"));
                                 return Err(located(msg, &stack));
                             }
                         },
                         OpKind::Frule { args, dst, ty } => {
                             let res = match operands(&cf, args).and_then(|srcs| match srcs {
                                 [f, w] => Ok((read(&cur.slots, f)?, read(&cur.slots, w)?)),
-                                _ => Err("internal error: `frule` takes 2 operands".into()),
+                                _ => Err(internal_message("`frule` takes 2 operands")),
                             }) {
                                 Ok((Val::Func(callee), Val::I64(width))) => {
                                     let callee = *callee;
                                     match Lanes::from_code(*width) {
                                         Some(lanes) => self.forward_rule(callee, lanes, ty),
-                                        None => Err(format!(
-                                            "internal error: batch width {width} out of range"
-                                        )),
+                                        None => Err(internal_message(format_args!(
+                                            "batch width {width} out of range"
+                                        ))),
                                     }
                                 }
-                                Ok(_) => Err("internal error: bad operands of `frule`".into()),
+                                Ok(_) => Err(internal_message("bad operands of `frule`")),
                                 Err(msg) => Err(msg),
                             };
                             let val = res.map_err(|msg| located(msg, &stack))?;
@@ -714,10 +778,10 @@ impl<'m> Interpreter<'m> {
                         OpKind::RevRule { back, arg, dst } => {
                             let res = match read(&cur.slots, arg) {
                                 Ok(Val::Func(callee)) => self.reverse_rule(*callee, *back),
-                                Ok(other) => Err(format!(
-                                    "internal error: the reverse rule of a value of kind {}",
+                                Ok(other) => Err(internal_message(format_args!(
+                                    "the reverse rule of a value of kind {}",
                                     other.kind()
-                                )),
+                                ))),
                                 Err(msg) => Err(msg),
                             };
                             let val = res.map_err(|msg| located(msg, &stack))?;
@@ -752,10 +816,10 @@ impl<'m> Interpreter<'m> {
                         Ok(Val::Bool(true)) => next,
                         Ok(Val::Bool(false)) => target,
                         Ok(other) => {
-                            let msg = format!(
-                                "internal error: gotoifnot condition is {}, not bool",
+                            let msg = internal_message(format_args!(
+                                "gotoifnot condition is {}, not bool",
                                 other.kind()
-                            );
+                            ));
                             return Err(at_term(msg, &stack));
                         }
                         Err(msg) => return Err(at_term(msg, &stack)),
@@ -775,10 +839,10 @@ impl<'m> Interpreter<'m> {
                             }
                         }
                         Ok(other) => {
-                            let msg = format!(
-                                "internal error: switch index is {}, not i64",
+                            let msg = internal_message(format_args!(
+                                "switch index is {}, not i64",
                                 other.kind()
-                            );
+                            ));
                             return Err(at_term(msg, &stack));
                         }
                         Err(msg) => return Err(at_term(msg, &stack)),
@@ -867,7 +931,7 @@ fn has_shape(val: &Val, ty: &Type) -> bool {
 fn operands<'a>(cf: &'a CFunc, args: &std::ops::Range<u32>) -> Result<&'a [Src], String> {
     cf.operands
         .get(args.start as usize..args.end as usize)
-        .ok_or_else(|| "internal error: invalid operand range".to_string())
+        .ok_or_else(|| internal_message("invalid operand range"))
 }
 
 /// Tries `eval::fast` on the operands and stores the result in place; false
@@ -939,7 +1003,7 @@ fn read<'a>(slots: &'a [Val], src: &'a Src) -> Result<&'a Val, String> {
     match src {
         Src::Slot(s) => slots
             .get(*s as usize)
-            .ok_or_else(|| "internal error: invalid value slot".to_string()),
+            .ok_or_else(|| internal_message("invalid value slot")),
         Src::Const(v) => Ok(v),
     }
 }
@@ -950,7 +1014,7 @@ fn store(slots: &mut [Val], dst: Option<u32>, val: Val) -> Result<(), String> {
     if let Some(d) = dst {
         let slot = slots
             .get_mut(d as usize)
-            .ok_or_else(|| "internal error: invalid value slot".to_string())?;
+            .ok_or_else(|| internal_message("invalid value slot"))?;
         *slot = val;
     }
     Ok(())
@@ -993,25 +1057,18 @@ fn error_in(
     msg: String,
     stack: &[Frame],
 ) -> RunError {
-    RunError {
-        loc: Location {
-            func: Some(cf.name.to_string()),
-            block: block.map(|b| b.label),
-            stmt: place.map(|(stmt, _)| stmt),
-            pos: place.and_then(|(_, pos)| pos),
-        },
-        msg,
-        trace: stack.iter().rev().map(call_site).collect(),
-    }
+    let loc = Location {
+        func: Some(cf.name.to_string()),
+        block: block.map(|b| b.label),
+        stmt: place.map(|(stmt, _)| stmt),
+        pos: place.and_then(|(_, pos)| pos),
+    };
+    RunError::new(loc, msg).with_trace(stack.iter().rev().map(call_site).collect())
 }
 
 /// An error at the call statement `frame` is executing.
 fn call_site_error(frame: &Frame, msg: String, stack: &[Frame]) -> RunError {
-    RunError {
-        loc: call_site(frame),
-        msg,
-        trace: stack.iter().rev().map(call_site).collect(),
-    }
+    RunError::new(call_site(frame), msg).with_trace(stack.iter().rev().map(call_site).collect())
 }
 
 /// The location of the call statement a suspended frame is executing: the
@@ -1024,5 +1081,57 @@ fn call_site(frame: &Frame) -> Location {
         block: block.map(|b| b.label),
         stmt: op.map(|op| op.stmt),
         pos: op.and_then(|op| op.pos),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_internal_error_has_its_kind_and_the_old_text() {
+        let loc = Location {
+            func: Some("f".into()),
+            block: None,
+            stmt: None,
+            pos: Some(Pos::new(2, 3)),
+        };
+        let e = RunError::internal(loc.clone(), "invalid value slot");
+        assert_eq!(e.kind(), ErrorKind::Internal);
+        assert_eq!(e.msg, "internal error: invalid value slot");
+        assert_eq!(
+            e.to_string(),
+            with_place_of("internal error: invalid value slot", &loc)
+        );
+        assert!(e.trace.is_empty());
+        let traced = e.clone().with_trace(vec![loc.clone()]);
+        assert_eq!(
+            (traced.kind(), traced.trace.len()),
+            (ErrorKind::Internal, 1)
+        );
+        // Messages made as text by the interpreter's primitives.
+        let made = RunError::new(loc.clone(), internal_message(format_args!("x {}", 1)));
+        assert_eq!(
+            (made.kind(), made.msg.as_str()),
+            (ErrorKind::Internal, "internal error: x 1")
+        );
+        let user = RunError::new(loc, "division by zero");
+        assert_eq!(user.kind(), ErrorKind::User);
+    }
+
+    fn with_place_of(msg: &str, loc: &Location) -> String {
+        crate::loc::with_place(msg, loc)
+    }
+
+    #[test]
+    fn malformed_ir_is_an_internal_run_error() {
+        // A function whose only block has no terminator.
+        let mut m = Module::new();
+        let mut func = crate::func::Func::new("f", Vec::new(), Type::F64);
+        func.add_block(0);
+        let f = m.add_func(func).expect("a new name");
+        let e = run(&m, f, &[], &RunOptions::default()).expect_err("no terminator");
+        assert_eq!(e.kind(), ErrorKind::Internal);
+        assert!(e.msg.starts_with("internal error: block #"), "{}", e.msg);
     }
 }

@@ -9,6 +9,7 @@
 //! error `pop from an empty tape of T`; the byte counters follow the sizes of
 //! [`byte_size`], in constant time per operation.
 
+use super::internal_message;
 use super::value::Val;
 use crate::types::Type;
 use irad_kernels::trap::Trap;
@@ -59,7 +60,7 @@ impl Tapes {
         let tape = self
             .tapes
             .get_mut(id as usize)
-            .ok_or("internal error: invalid tape number")?;
+            .ok_or_else(|| internal_message("invalid tape number"))?;
         tape.vals.push(val);
         self.pushes += 1;
         self.pushed_bytes = self.pushed_bytes.saturating_add(tape.bytes);
@@ -74,7 +75,7 @@ impl Tapes {
         let tape = self
             .tapes
             .get_mut(id as usize)
-            .ok_or("internal error: invalid tape number")?;
+            .ok_or_else(|| internal_message("invalid tape number"))?;
         let val = tape
             .vals
             .pop()

@@ -66,6 +66,24 @@ impl fmt::Display for PeError {
 
 impl std::error::Error for PeError {}
 
+impl PeError {
+    /// An internal error (a bug of partial evaluation, not a fault of the
+    /// request) at `loc`: the message `internal error: {what}`.
+    pub fn internal(loc: Location, what: impl fmt::Display) -> PeError {
+        PeError {
+            loc,
+            msg: irad_ir::interp::internal_message(what),
+        }
+    }
+
+    /// Whose fault it is: [`irad_ir::interp::ErrorKind::Internal`] for one
+    /// made by [`PeError::internal`] (the message starts with `internal
+    /// error: `), else [`irad_ir::interp::ErrorKind::User`].
+    pub fn kind(&self) -> irad_ir::interp::ErrorKind {
+        irad_ir::interp::ErrorKind::of_message(&self.msg)
+    }
+}
+
 /// Specialises function `f` of `module` on `known` (one entry per parameter)
 /// with the default [`Limits`]; returns the new function.
 pub fn specialise(module: &mut Module, f: FuncId, known: &[Known]) -> Result<FuncId, PeError> {
@@ -148,13 +166,13 @@ pub fn specialise_with(
     single_return(func);
     verify_module(module).map_err(|errors| {
         let first = errors.first();
-        PeError {
-            loc: first.map_or(at_func.clone(), |e| e.loc.clone()),
-            msg: format!(
-                "internal error: the specialised function does not verify: {}",
+        PeError::internal(
+            first.map_or(at_func.clone(), |e| e.loc.clone()),
+            format_args!(
+                "the specialised function does not verify: {}",
                 first.map_or(String::new(), |e| e.msg.clone())
             ),
-        }
+        )
     })?;
     Ok(id)
 }

@@ -116,7 +116,7 @@ impl<'r> Derivation<'r> {
             ..Location::default()
         };
         check_supported(&src, &floc)?;
-        let bb = BBCode::from_func(&src).map_err(|e| err(&floc, format!("internal error: {e}")))?;
+        let bb = BBCode::from_func(&src).map_err(|e| internal(&floc, e))?;
         let shape = Shape::new(bb, &src, &floc)?;
         let act = if rev.activity() {
             Activity::of(&src, mask.unwrap_or(&[]))
@@ -198,7 +198,7 @@ impl<'r> Derivation<'r> {
     pub fn optype(&self, op: &Operand, m: &Module) -> Result<Type, ReverseError> {
         self.src
             .operand_type(op, m)
-            .ok_or_else(|| err(&self.floc, "internal error: an operand without a type"))
+            .ok_or_else(|| internal(&self.floc, "an operand without a type"))
     }
 
     /// The type of the result of primal statement `inst` (`()` for none).
@@ -345,12 +345,10 @@ pub(super) fn map_op(
 ) -> Result<Operand, ReverseError> {
     match op {
         Operand::Const(c) => Ok(Operand::Const(*c)),
-        Operand::Value(v) => fval.get(v).copied().ok_or_else(|| {
-            err(
-                loc,
-                format!("internal error: value {v:?} used before its definition"),
-            )
-        }),
+        Operand::Value(v) => fval
+            .get(v)
+            .copied()
+            .ok_or_else(|| internal(loc, format!("value {v:?} used before its definition"))),
     }
 }
 
@@ -391,18 +389,24 @@ pub(super) fn err(loc: &Location, msg: impl Into<String>) -> ReverseError {
     ReverseError::new(loc.clone(), msg)
 }
 
+/// An internal error of reverse mode (a bug, not a fault of the program) at
+/// `loc`: the message `internal error: {what}`.
+pub(super) fn internal(loc: &Location, what: impl std::fmt::Display) -> ReverseError {
+    ReverseError::internal(loc.clone(), what)
+}
+
 /// An internal builder failure at `loc`.
 pub(super) fn build_err(loc: &Location) -> impl Fn(irad_ir::BuildError) -> ReverseError + use<> {
     let loc = loc.clone();
-    move |e| err(&loc, format!("internal error: {e}"))
+    move |e| internal(&loc, e)
 }
 
 /// The failure for a primal that is not normalised: `what` it lacks.
 fn need_normal(floc: &Location, what: &str) -> ReverseError {
-    err(
+    internal(
         floc,
-        format!(
-            "internal error: reverse mode needs a normalised function ({what}); run the normalisation passes first"
+        format_args!(
+            "reverse mode needs a normalised function ({what}); run the normalisation passes first"
         ),
     )
 }

@@ -8,9 +8,9 @@
 
 use super::Reverse;
 pub use crate::grad::{GradError, GradOptions, Gradient};
-use crate::grad::{Request, check_request, deep_copy, invalid};
+use crate::grad::{Request, check_request, deep_copy};
 use irad_ir::interp::{ArrayData, ArrayRef, Executor, RunOptions, Val};
-use irad_ir::{FuncId, Module, Scalar, Type};
+use irad_ir::{FuncId, Location, Module, Scalar, Type};
 use std::collections::VecDeque;
 
 /// The value and gradient of `f` at `args` by reverse mode, deriving the
@@ -100,17 +100,11 @@ fn sweeps(
             .iter()
             .map(|x| match x {
                 Val::F64(x) => Ok(*x),
-                _ => Err(invalid(
-                    floc.clone(),
-                    "internal error: a cotangent is not f64".into(),
-                )),
+                _ => Err(internal(floc.clone(), "a cotangent is not f64")),
             })
             .collect::<Result<_, _>>()?,
         _ => {
-            return Err(invalid(
-                floc,
-                "internal error: the pullback returned the wrong shape".into(),
-            ));
+            return Err(internal(floc, "the pullback returned the wrong shape"));
         }
     };
     let mut shadows: VecDeque<Val> = shadows.into();
@@ -163,4 +157,10 @@ fn assemble(
         )),
         _ => None,
     }
+}
+
+/// An internal error of reverse mode (a bug, not a fault of the request)
+/// about `loc`: the message `internal error: {what}`.
+fn internal(loc: Location, what: impl std::fmt::Display) -> GradError {
+    GradError::Reverse(super::ReverseError::internal(loc, what))
 }

@@ -174,8 +174,10 @@ impl<'r> Reverse<'r> {
         while let Some((primal, fwd, back, mask)) = self.cache.next_job() {
             transform::derive(self, module, primal, fwd, back, mask.as_deref())?;
         }
-        crate::ad_error::verify_derived(module, "a reverse rule")
-            .map_err(|msg| ReverseError::new(Location::default(), msg))
+        crate::ad_error::verify_derived(module, "a reverse rule").map_err(|msg| ReverseError {
+            kind: crate::AdErrorKind::Internal,
+            ..ReverseError::new(Location::default(), msg)
+        })
     }
 
     /// The pieces of `callee` if they were built already.
@@ -288,10 +290,7 @@ impl<'r> Reverse<'r> {
                 }
             }
             (_, None) => {
-                return Err(ReverseError::new(
-                    loc,
-                    "internal error: a pullback without result",
-                ));
+                return Err(ReverseError::internal(loc, "a pullback without result"));
             }
         }
         let t = value_of(&mut b, Prim::Tuple, &parts).map_err(build)?;

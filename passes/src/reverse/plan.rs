@@ -130,9 +130,10 @@ pub fn tape_plan(
     }
     let mut rev = Reverse::new(registry);
     rev.request(&mut m, FuncRef::User(f))?;
-    let (primal, fwd_id, back_id, mask) = rev.cache.next_job().ok_or_else(|| {
-        ReverseError::new(Location::default(), "internal error: no pieces queued")
-    })?;
+    let (primal, fwd_id, back_id, mask) = rev
+        .cache
+        .next_job()
+        .ok_or_else(|| ReverseError::internal(Location::default(), "no pieces queued"))?;
     let mut plan =
         super::transform::derive(&mut rev, &mut m, primal, fwd_id, back_id, mask.as_deref())?;
     plan.name_values(&m, fwd_id);

@@ -25,7 +25,7 @@ use super::ReverseError;
 use super::analysis::{has_cotangent, rpo};
 use super::bbcode::BTerm;
 use super::ctx::{
-    Cots, Derivation, How, Key, Stmt, accumulate, args_of, build_err, emit_value, err,
+    Cots, Derivation, How, Key, Stmt, accumulate, args_of, build_err, emit_value, err, internal,
 };
 use super::plan::TapePlan;
 use irad_ir::{
@@ -139,7 +139,7 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
         let rorder = rpo(&self.rev_succs, ret);
         let ret_op = match &cx.shape.bb.blocks[ret].term {
             BTerm::Return(op) => *op,
-            _ => return Err(err(&cx.floc, "internal error: the return block")),
+            _ => return Err(internal(&cx.floc, "the return block")),
         };
         for &i in &rorder {
             self.block(i, ret_op)?;
@@ -249,7 +249,7 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
                 let callee = match (&data.kind, fname) {
                     (InstKind::Prim { prim, .. }, _) => Callee::Prim(*prim),
                     (_, Some(name)) => Callee::Func(name),
-                    _ => return Err(err(&loc, "internal error: a rule without callee")),
+                    _ => return Err(internal(&loc, "a rule without callee")),
                 };
                 let call = Call {
                     args,
@@ -294,12 +294,7 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
                     .get(v)
                     .or_else(|| self.avail.get(v))
                     .copied()
-                    .ok_or_else(|| {
-                        err(
-                            loc,
-                            "internal error: a saved value did not reach the pullback",
-                        )
-                    }),
+                    .ok_or_else(|| internal(loc, "a saved value did not reach the pullback")),
             })
             .collect()
     }
@@ -353,7 +348,7 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
     ) -> Result<ArgCots, ReverseError> {
         let dys: Vec<Operand> = dy.iter().map(|d| d.unwrap_or(f64c(0.0))).collect();
         let r = self.bk.invoke(gb, &dys).map_err(build_err(&self.cx.floc))?;
-        unpack_cots(&mut self.bk, r, types).map_err(|e| err(loc, e))
+        unpack_cots(&mut self.bk, r, types, loc)
     }
 
     /// `call revback(%h)(dy...)` for the saved callee `%h` (the last saved
@@ -367,17 +362,17 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
     ) -> Result<ArgCots, ReverseError> {
         let fc = *saved
             .last()
-            .ok_or_else(|| err(loc, "internal error: no saved callee"))?;
+            .ok_or_else(|| internal(loc, "no saved callee"))?;
         let g = emit_value(&mut self.bk, Prim::Revback, &[fc]).map_err(|e| err(loc, e))?;
         let Operand::Value(g) = g else {
-            return Err(err(loc, "internal error: revback gave a constant"));
+            return Err(internal(loc, "revback gave a constant"));
         };
         let dys: Vec<Operand> = dy.iter().map(|d| d.unwrap_or(f64c(0.0))).collect();
         let r = self
             .bk
             .call_value(g, &dys)
             .map_err(build_err(&self.cx.floc))?;
-        unpack_cots(&mut self.bk, r, types).map_err(|e| err(loc, e))
+        unpack_cots(&mut self.bk, r, types, loc)
     }
 
     /// The cotangents of the phis of a block (taken out of `m`).
@@ -458,8 +453,7 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
             self.bk.ret(ret).map_err(&build)?;
         } else if let [p] = rp.as_slice() {
             let p = *p;
-            let target =
-                self.rblock[p].ok_or_else(|| err(bloc, "internal error: reverse target"))?;
+            let target = self.rblock[p].ok_or_else(|| internal(bloc, "reverse target"))?;
             let adds = self.edge_adds(p, phi_cots);
             if self.joins[p].is_empty() {
                 self.incoming[p] = Some((m, adds));
@@ -470,7 +464,7 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
                 let from = self
                     .bk
                     .current_block()
-                    .ok_or_else(|| err(bloc, "internal error: no block"))?;
+                    .ok_or_else(|| internal(bloc, "no block"))?;
                 for (key, phi) in &self.joins[p] {
                     let c = m.get(key).copied().unwrap_or(f64c(0.0));
                     self.bk.add_phi_entry(*phi, from, c).map_err(&build)?;
@@ -481,9 +475,7 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
             let id = self.bk.pop(Type::I64).map_err(&build)?;
             let mut targets = Vec::with_capacity(cx.shape.preds[i].len());
             for &p in &cx.shape.preds[i] {
-                targets.push(
-                    self.rblock[p].ok_or_else(|| err(bloc, "internal error: reverse target"))?,
-                );
+                targets.push(self.rblock[p].ok_or_else(|| internal(bloc, "reverse target"))?);
                 if !self.joins[p].is_empty() {
                     return Err(cx.need_normal("no critical edges"));
                 }
@@ -507,12 +499,14 @@ struct Call<'c> {
     dy: &'c [Option<Operand>],
 }
 
-/// The per-argument cotangents in the leaf pack a pullback piece returns.
+/// The per-argument cotangents in the leaf pack a pullback piece returns
+/// (the call at `loc`).
 fn unpack_cots(
     b: &mut FuncBuilder<'_>,
     r: Option<Value>,
     types: &[Type],
-) -> Result<ArgCots, String> {
+    loc: &Location,
+) -> Result<ArgCots, ReverseError> {
     let total: usize = types.iter().map(Type::cotangent_leaves).sum();
     let mut leaves: Vec<Option<Operand>> = Vec::with_capacity(total);
     match (total, r) {
@@ -520,14 +514,17 @@ fn unpack_cots(
         (1, Some(v)) => leaves.push(Some(Operand::Value(v))),
         (_, Some(v)) => {
             for j in 0..total {
-                leaves.push(Some(emit_value(
-                    b,
-                    Prim::Getfield,
-                    &[Operand::Value(v), Operand::from(j as i64)],
-                )?));
+                leaves.push(Some(
+                    emit_value(
+                        b,
+                        Prim::Getfield,
+                        &[Operand::Value(v), Operand::from(j as i64)],
+                    )
+                    .map_err(|e| err(loc, e))?,
+                ));
             }
         }
-        (_, None) => return Err("internal error: a pullback without result".into()),
+        (_, None) => return Err(internal(loc, "a pullback without result")),
     }
     let mut out = Vec::with_capacity(types.len());
     let mut it = leaves.into_iter();

@@ -21,7 +21,8 @@
 use super::ReverseError;
 use super::bbcode::BTerm;
 use super::ctx::{
-    Derivation, How, Shadows, Stmt, args_of, build_err, emit_value, err, map_op, shadows_of,
+    Derivation, How, Shadows, Stmt, args_of, build_err, emit_value, err, internal, map_op,
+    shadows_of,
 };
 use super::plan::TapePlan;
 use irad_ir::{
@@ -257,7 +258,7 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
             .cx
             .callees
             .get(&func)
-            .ok_or_else(|| err(loc, "internal error: a callee without rule"))?;
+            .ok_or_else(|| internal(loc, "a callee without rule"))?;
         let ops = self.args_and_shadows(args, loc)?;
         let build = build_err(&self.cx.floc);
         let r = self.fb.invoke(gf, &ops).map_err(&build)?;
@@ -277,7 +278,7 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
         let ops = self.args_and_shadows(args, loc)?;
         let g = emit_value(&mut self.fb, Prim::Revfwd, &[fc]).map_err(|e| err(loc, e))?;
         let Operand::Value(g) = g else {
-            return Err(err(loc, "internal error: revfwd gave a constant"));
+            return Err(internal(loc, "revfwd gave a constant"));
         };
         let build = build_err(&self.cx.floc);
         let r = self.fb.call_value(g, &ops).map_err(&build)?;
@@ -482,7 +483,7 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
                     let shs = shadows_of(&self.fshadow, op);
                     let phis = self.shadow_phis.get(&res).cloned().unwrap_or_default();
                     if shs.len() != phis.len() {
-                        return Err(err(&loc, "internal error: shadows of a phi entry"));
+                        return Err(internal(&loc, "shadows of a phi entry"));
                     }
                     for (s, ph) in shs.iter().zip(phis) {
                         self.fb
@@ -550,11 +551,11 @@ fn primal_stmt(
         InstKind::Invoke { func, .. } => fb.invoke(*func, &ops).map_err(build)?,
         InstKind::CallValue { callee, .. } => {
             let Operand::Value(f) = map_op(fval, &Operand::Value(*callee), loc)? else {
-                return Err(err(loc, "internal error: a call through a constant"));
+                return Err(internal(loc, "a call through a constant"));
             };
             fb.call_value(f, &ops).map_err(build)?
         }
-        InstKind::Phi { .. } => return Err(err(loc, "internal error: a phi as a statement")),
+        InstKind::Phi { .. } => return Err(internal(loc, "a phi as a statement")),
     };
     Ok(r.map_or(Operand::Const(Const::Unit), Operand::Value))
 }
