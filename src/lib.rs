@@ -285,6 +285,16 @@ pub enum Error {
         /// What is missing.
         message: String,
     },
+    /// A bug of irad, not a fault of the input (`message` starts with
+    /// `internal error: `); errors of the lower crates say the same through
+    /// their kind (`irad::ir::interp::ErrorKind::Internal`).
+    #[error("{file}:1:1: error: {message}")]
+    Internal {
+        /// The source's name.
+        file: String,
+        /// What went wrong.
+        message: String,
+    },
     /// A pass failed (an unknown pass name, or a pass that left invalid IR).
     #[error("{file}: error: {err}")]
     Pass {
@@ -892,9 +902,9 @@ fn run_stages(src: &Source, m: &mut Module, stages: &mut [Step<'_>]) -> Result<(
 
 /// An error that is a bug of irad, not of the input.
 fn internal(src: &Source, what: &str) -> Error {
-    Error::Unsupported {
+    Error::Internal {
         file: src.name.clone(),
-        message: format!("internal error: {what}"),
+        message: ir::interp::internal_message(what),
     }
 }
 
@@ -1117,7 +1127,8 @@ impl Error {
             Error::NoFunction { file, message }
             | Error::Request { file, message }
             | Error::Language { file, message }
-            | Error::Unsupported { file, message } => {
+            | Error::Unsupported { file, message }
+            | Error::Internal { file, message } => {
                 diag::render(file, None, Some(Pos::new(1, 1)), message)
             }
             other => format!("{other}\n"),

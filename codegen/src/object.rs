@@ -363,10 +363,10 @@ fn check_type(module: &Module, id: FuncId, want: &FnType) -> Result<(), String> 
     if got.as_ref() == Some(&want) {
         Ok(())
     } else {
-        Err(format!(
-            "internal error: the rule has type {}, not {want}",
+        Err(irad_ir::interp::internal_message(format_args!(
+            "the rule has type {}, not {want}",
             got.map_or("nothing".to_string(), |t| t.to_string())
-        ))
+        )))
     }
 }
 
