@@ -18,7 +18,6 @@ use irad_ir::entity::SecondaryMap;
 use irad_ir::text::{Line, func_lines};
 use irad_ir::{Block, BlockData, Func, FuncId, Inst, InstKind, Module, Operand, Terminator};
 use smallvec::SmallVec;
-use std::collections::HashMap;
 use std::fmt::{self, Write as _};
 
 /// How a BBCode block ends: like [`Terminator`], with both targets of a branch
@@ -131,12 +130,12 @@ impl BBCode {
     }
 
     /// The position of each block in [`BBCode::blocks`].
-    pub fn index(&self) -> HashMap<Block, usize> {
-        self.blocks
-            .iter()
-            .enumerate()
-            .map(|(i, b)| (b.id, i))
-            .collect()
+    pub fn index(&self) -> SecondaryMap<Block, Option<usize>> {
+        let mut index = SecondaryMap::new();
+        for (i, b) in self.blocks.iter().enumerate() {
+            index.set(b.id, Some(i));
+        }
+        index
     }
 
     /// The position of each block, as side data of its ID.
