@@ -138,19 +138,10 @@ impl BBCode {
         index
     }
 
-    /// The position of each block, as side data of its ID.
-    fn positions(&self) -> SecondaryMap<Block, Option<usize>> {
-        let mut pos = SecondaryMap::new();
-        for (i, b) in self.blocks.iter().enumerate() {
-            pos.set(b.id, Some(i));
-        }
-        pos
-    }
-
     /// The predecessors of each block (by position), in block order, without
     /// repeats; targets that are not blocks of this BBCode are ignored.
     pub fn preds(&self) -> Vec<Vec<usize>> {
-        let index = self.positions();
+        let index = self.index();
         let mut preds = vec![Vec::new(); self.blocks.len()];
         for (i, b) in self.blocks.iter().enumerate() {
             for s in b.term.successors() {
@@ -167,7 +158,7 @@ impl BBCode {
 
     /// The successors of each block (by position), in terminator order.
     pub fn succs(&self) -> Vec<SmallVec<[usize; 2]>> {
-        let index = self.positions();
+        let index = self.index();
         self.blocks
             .iter()
             .map(|b| {
