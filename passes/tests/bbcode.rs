@@ -317,7 +317,7 @@ fn preds_and_succs_of_a_loop_with_a_branch() {
     // The index agrees with the order.
     let index = bb.index();
     for (k, b) in bb.blocks.iter().enumerate() {
-        assert_eq!(index[&b.id], k);
+        assert_eq!(index[b.id], Some(k));
     }
 }
 
@@ -508,7 +508,7 @@ fn move_block_reorders_and_into_func_adds_jumps() {
     let BTerm::Br { then, .. } = bb.blocks[0].term.clone() else {
         panic!("the entry ends in a br");
     };
-    let from = bb.index()[&then];
+    let from = bb.index()[then].expect("then is a block of the bbcode");
     assert_eq!(from, 1);
     bb.move_block(from, bb.blocks.len());
     let moved = labels(&bb);

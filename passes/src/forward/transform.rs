@@ -23,7 +23,7 @@
 
 use super::{Forward, ForwardError};
 use crate::activity::Activity;
-use irad_ir::entity::EntitySet;
+use irad_ir::entity::{EntitySet, SecondaryMap};
 use irad_ir::flow::ControlFlowGraph;
 use irad_ir::{
     Block, BuildError, Const, Func, FuncBuilder, FuncId, FuncRef, InstKind, Lanes, Location,
@@ -31,7 +31,7 @@ use irad_ir::{
 };
 use irad_rules::{Callee, FruleCall, FwdArg, FwdOut, Registry, RuleError, emit};
 use smallvec::SmallVec;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 type Tangents = SmallVec<[Operand; 1]>;
 
@@ -212,8 +212,8 @@ fn check_out(b: &FuncBuilder<'_>, out: &FwdOut, ty: &Type, width: Lanes) -> Resu
 /// Which forms of each primal value the rule needs.
 #[derive(Default)]
 struct Needs {
-    unpacked: HashSet<Value>,
-    packed: HashSet<Value>,
+    unpacked: EntitySet<Value>,
+    packed: EntitySet<Value>,
 }
 
 /// The state of one rule being built.
@@ -223,7 +223,7 @@ struct Ctx<'a, 'm> {
     registry: &'a Registry,
     width: Lanes,
     needs: Needs,
-    vals: HashMap<Value, Mapped>,
+    vals: SecondaryMap<Value, Option<Mapped>>,
     /// Static callees: their rule, or `None` when a registered rule is
     /// emitted in place (the callee is marked primitive).
     callees: HashMap<FuncId, Option<FuncId>>,
@@ -327,7 +327,7 @@ pub(super) fn derive(
         registry,
         width,
         needs,
-        vals: HashMap::new(),
+        vals: SecondaryMap::new(),
         callees,
         callee_info,
         act,
@@ -342,7 +342,7 @@ fn is_passive(src: &Func, act: &Activity, inst: irad_ir::Inst) -> bool {
 }
 
 /// Records the values among `ops`.
-fn note(set: &mut HashSet<Value>, ops: &[Operand]) {
+fn note(set: &mut EntitySet<Value>, ops: &[Operand]) {
     set.extend(ops.iter().filter_map(|op| match op {
         Operand::Value(v) => Some(*v),
         Operand::Const(_) => None,
@@ -366,7 +366,7 @@ impl Ctx<'_, '_> {
         let width = self.width;
         let err = self.build_err(floc);
         // The blocks, in the primal's layout order, with its labels.
-        let mut bmap: HashMap<Block, Block> = HashMap::new();
+        let mut bmap: SecondaryMap<Block, Option<Block>> = SecondaryMap::new();
         for &blk in cfg.blocks() {
             if reachable.contains(blk) {
                 self.b.set_pos(src.blocks[blk].pos);
@@ -374,7 +374,7 @@ impl Ctx<'_, '_> {
                     .b
                     .create_block_labeled(src.blocks[blk].label)
                     .map_err(&err)?;
-                bmap.insert(blk, nb);
+                bmap.set(blk, Some(nb));
             }
         }
         // The parameters: plain, or packed duals.
@@ -388,13 +388,14 @@ impl Ctx<'_, '_> {
             } else {
                 Mapped::Plain(nv)
             };
-            self.vals.insert(p, m);
+            self.vals.set(p, Some(m));
         }
-        let mut phi_of: HashMap<Value, Value> = HashMap::new();
+        let mut phi_of: SecondaryMap<Value, Option<Value>> = SecondaryMap::new();
         // (primal phi, index of the entry in it, new predecessor, operand)
         let mut entries: Vec<(Value, usize, Block, Operand)> = Vec::new();
         for blk in cfg.reverse_postorder() {
-            let nb = bmap[&blk];
+            let nb =
+                bmap[blk].ok_or_else(|| ForwardError::internal(floc.clone(), "block not built"))?;
             self.b.switch_to_block(nb).map_err(&err)?;
             let data = &src.blocks[blk];
             let mut defined: Vec<Value> = Vec::new();
@@ -417,19 +418,19 @@ impl Ctx<'_, '_> {
                     // An inactive phi carries its primal only.
                     let nv = self.b.phi(src.values[r].ty.clone(), &[]).map_err(&err)?;
                     self.name(nv, r, "");
-                    phi_of.insert(r, nv);
+                    phi_of.set(r, Some(nv));
                     let m = Mapped::Dual {
                         packed: None,
                         unpacked: Some((Operand::Value(nv), None)),
                     };
-                    self.vals.insert(r, m);
+                    self.vals.set(r, Some(m));
                     passive_phis.push(r);
                     continue;
                 }
                 let ty = src.values[r].ty.forward(width);
                 let nv = self.b.phi(ty, &[]).map_err(&err)?;
                 self.name(nv, r, "");
-                phi_of.insert(r, nv);
+                phi_of.set(r, Some(nv));
                 let m = if src.values[r].ty.has_tangent() {
                     Mapped::Dual {
                         packed: Some(Operand::Value(nv)),
@@ -438,7 +439,7 @@ impl Ctx<'_, '_> {
                 } else {
                     Mapped::Plain(Operand::Value(nv))
                 };
-                self.vals.insert(r, m);
+                self.vals.set(r, Some(m));
                 defined.push(r);
             }
             // Parameters and phis that primitive statements read: project them
@@ -449,10 +450,10 @@ impl Ctx<'_, '_> {
             // Inactive phis that calls, returns or active phis take packed:
             // their dual with zero tangents, once.
             for v in passive_phis {
-                if self.needs.packed.contains(&v) {
+                if self.needs.packed.contains(v) {
                     let ty = src.values[v].ty.clone();
                     let d = self.packed(&Operand::Value(v), &ty, floc)?;
-                    if let Some(Mapped::Dual { packed, .. }) = self.vals.get_mut(&v) {
+                    if let Some(Mapped::Dual { packed, .. }) = self.vals.get_mut(v) {
                         *packed = Some(d);
                     }
                 }
@@ -500,23 +501,19 @@ impl Ctx<'_, '_> {
                 .ok_or_else(|| ForwardError::new(tloc.clone(), "block without terminator"))?;
             match term {
                 Terminator::Goto(t) => {
-                    let t = *bmap.get(t).ok_or_else(|| unreachable_target(&tloc))?;
+                    let t = bmap[*t].ok_or_else(|| unreachable_target(&tloc))?;
                     self.b.goto(t).map_err(&err)?;
                 }
                 Terminator::GotoIfNot { cond, target } => {
                     let c = self.plain(cond, &tloc)?;
-                    let t = *bmap.get(target).ok_or_else(|| unreachable_target(&tloc))?;
+                    let t = bmap[*target].ok_or_else(|| unreachable_target(&tloc))?;
                     self.b.gotoifnot(c, t).map_err(&err)?;
                 }
                 Terminator::Switch { index, targets } => {
                     let i = self.plain(index, &tloc)?;
                     let ts = targets
                         .iter()
-                        .map(|t| {
-                            bmap.get(t)
-                                .copied()
-                                .ok_or_else(|| unreachable_target(&tloc))
-                        })
+                        .map(|t| bmap[*t].ok_or_else(|| unreachable_target(&tloc)))
                         .collect::<Result<SmallVec<[Block; 4]>, _>>()?;
                     self.b.switch(i, &ts).map_err(&err)?;
                 }
@@ -529,9 +526,8 @@ impl Ctx<'_, '_> {
         // In the primal's entry order, so the rule reads like the primal.
         entries.sort_by_key(|&(phi, k, _, _)| (phi, k));
         for (phi, _, pred, op) in entries {
-            let nv = *phi_of
-                .get(&phi)
-                .ok_or_else(|| ForwardError::internal(floc.clone(), "phi not built"))?;
+            let nv =
+                phi_of[phi].ok_or_else(|| ForwardError::internal(floc.clone(), "phi not built"))?;
             self.b.add_phi_entry(nv, pred, op).map_err(&err)?;
         }
         Ok(())
@@ -549,13 +545,13 @@ impl Ctx<'_, '_> {
 
     /// Makes the unpacked form of dual `v` if primitive statements read it.
     fn ensure_unpacked(&mut self, v: Value, loc: &Location) -> Result<(), ForwardError> {
-        if !self.needs.unpacked.contains(&v) {
+        if !self.needs.unpacked.contains(v) {
             return Ok(());
         }
         let Some(Mapped::Dual {
             packed: Some(p),
             unpacked: None,
-        }) = self.vals.get(&v).cloned()
+        }) = self.vals[v].clone()
         else {
             return Ok(());
         };
@@ -564,12 +560,12 @@ impl Ctx<'_, '_> {
             if let Operand::Value(pv) = pr {
                 self.name(pv, v, ".p");
             }
-            self.vals.insert(
+            self.vals.set(
                 v,
-                Mapped::Dual {
+                Some(Mapped::Dual {
                     packed: Some(p),
                     unpacked: Some((pr, None)),
-                },
+                }),
             );
             return Ok(());
         }
@@ -587,12 +583,12 @@ impl Ctx<'_, '_> {
                 self.name(tv, v, &suffix);
             }
         }
-        self.vals.insert(
+        self.vals.set(
             v,
-            Mapped::Dual {
+            Some(Mapped::Dual {
                 packed: Some(p),
                 unpacked: Some((pr, Some(ts))),
-            },
+            }),
         );
         Ok(())
     }
@@ -601,7 +597,7 @@ impl Ctx<'_, '_> {
     fn plain(&self, op: &Operand, loc: &Location) -> Result<Operand, ForwardError> {
         match op {
             Operand::Const(_) => Ok(*op),
-            Operand::Value(v) => match self.vals.get(v) {
+            Operand::Value(v) => match self.vals[*v].as_ref() {
                 Some(Mapped::Plain(o)) => Ok(*o),
                 _ => Err(missing(loc, *v)),
             },
@@ -616,7 +612,7 @@ impl Ctx<'_, '_> {
                 ty: ty.clone(),
                 tangents: None,
             }),
-            Operand::Value(v) => match self.vals.get(v) {
+            Operand::Value(v) => match self.vals[*v].as_ref() {
                 Some(Mapped::Plain(o)) => Ok(FwdArg {
                     primal: *o,
                     ty: ty.clone(),
@@ -640,7 +636,7 @@ impl Ctx<'_, '_> {
     fn packed(&mut self, op: &Operand, ty: &Type, loc: &Location) -> Result<Operand, ForwardError> {
         match op {
             Operand::Const(_) => pack(&mut self.b, op, None, ty, self.width).map_err(rule_err(loc)),
-            Operand::Value(v) => match self.vals.get(v).cloned() {
+            Operand::Value(v) => match self.vals[*v].clone() {
                 Some(Mapped::Plain(o)) => Ok(o),
                 Some(Mapped::Dual {
                     packed: Some(p), ..
@@ -661,7 +657,7 @@ impl Ctx<'_, '_> {
     fn primal_of(&mut self, op: &Operand, loc: &Location) -> Result<Operand, ForwardError> {
         match op {
             Operand::Const(_) => Ok(*op),
-            Operand::Value(v) => match self.vals.get(v).cloned() {
+            Operand::Value(v) => match self.vals[*v].clone() {
                 Some(Mapped::Plain(o)) => Ok(o),
                 Some(Mapped::Dual {
                     unpacked: Some((p, _)),
@@ -753,10 +749,10 @@ impl Ctx<'_, '_> {
             self.name(pv, r, "");
         }
         if !ty.has_tangent() {
-            self.vals.insert(r, Mapped::Plain(out.primal));
+            self.vals.set(r, Some(Mapped::Plain(out.primal)));
             return Ok(());
         }
-        let packed = if self.needs.packed.contains(&r) {
+        let packed = if self.needs.packed.contains(r) {
             let p = pack(
                 &mut self.b,
                 &out.primal,
@@ -772,12 +768,12 @@ impl Ctx<'_, '_> {
         } else {
             None
         };
-        self.vals.insert(
+        self.vals.set(
             r,
-            Mapped::Dual {
+            Some(Mapped::Dual {
                 packed,
                 unpacked: Some((out.primal, out.tangents)),
-            },
+            }),
         );
         Ok(())
     }
@@ -795,16 +791,16 @@ impl Ctx<'_, '_> {
             self.name(v, r, "");
         }
         if ty.has_tangent() {
-            self.vals.insert(
+            self.vals.set(
                 r,
-                Mapped::Dual {
+                Some(Mapped::Dual {
                     packed: Some(op),
                     unpacked: None,
-                },
+                }),
             );
             self.ensure_unpacked(r, loc)
         } else {
-            self.vals.insert(r, Mapped::Plain(op));
+            self.vals.set(r, Some(Mapped::Plain(op)));
             Ok(())
         }
     }

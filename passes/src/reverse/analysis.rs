@@ -89,7 +89,7 @@ pub(crate) fn live_out(bb: &BBCode, succs: &[SmallVec<[usize; 2]>]) -> Vec<BTree
             }
             if let InstKind::Phi { entries } = &data.kind {
                 for (p, op) in entries {
-                    if let (Some(&pi), Some(v)) = (index.get(p), cot(op)) {
+                    if let (Some(pi), Some(v)) = (index[*p], cot(op)) {
                         phi_uses[i].push((pi, v));
                     }
                 }

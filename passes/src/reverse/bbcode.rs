@@ -18,7 +18,6 @@ use irad_ir::entity::SecondaryMap;
 use irad_ir::text::{Line, func_lines};
 use irad_ir::{Block, BlockData, Func, FuncId, Inst, InstKind, Module, Operand, Terminator};
 use smallvec::SmallVec;
-use std::collections::HashMap;
 use std::fmt::{self, Write as _};
 
 /// How a BBCode block ends: like [`Terminator`], with both targets of a branch
@@ -131,27 +130,18 @@ impl BBCode {
     }
 
     /// The position of each block in [`BBCode::blocks`].
-    pub fn index(&self) -> HashMap<Block, usize> {
-        self.blocks
-            .iter()
-            .enumerate()
-            .map(|(i, b)| (b.id, i))
-            .collect()
-    }
-
-    /// The position of each block, as side data of its ID.
-    fn positions(&self) -> SecondaryMap<Block, Option<usize>> {
-        let mut pos = SecondaryMap::new();
+    pub fn index(&self) -> SecondaryMap<Block, Option<usize>> {
+        let mut index = SecondaryMap::new();
         for (i, b) in self.blocks.iter().enumerate() {
-            pos.set(b.id, Some(i));
+            index.set(b.id, Some(i));
         }
-        pos
+        index
     }
 
     /// The predecessors of each block (by position), in block order, without
     /// repeats; targets that are not blocks of this BBCode are ignored.
     pub fn preds(&self) -> Vec<Vec<usize>> {
-        let index = self.positions();
+        let index = self.index();
         let mut preds = vec![Vec::new(); self.blocks.len()];
         for (i, b) in self.blocks.iter().enumerate() {
             for s in b.term.successors() {
@@ -168,7 +158,7 @@ impl BBCode {
 
     /// The successors of each block (by position), in terminator order.
     pub fn succs(&self) -> Vec<SmallVec<[usize; 2]>> {
-        let index = self.positions();
+        let index = self.index();
         self.blocks
             .iter()
             .map(|b| {

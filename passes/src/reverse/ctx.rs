@@ -31,9 +31,10 @@ pub(super) type Key = (Value, u32);
 /// The current cotangent of each (primal value, leaf).
 pub(super) type Cots = BTreeMap<Key, Operand>;
 /// The `[f64]` shadows of the primal values in the forward sweep.
-pub(super) type Shadows = HashMap<Value, SmallVec<[Operand; 1]>>;
+pub(super) type Shadows = SecondaryMap<Value, SmallVec<[Operand; 1]>>;
 
 /// How a statement is differentiated.
+#[derive(Clone)]
 pub(super) enum How {
     /// A registered rrule (primitive or marked function).
     Rule(Arc<dyn Rrule>, Option<String>),
@@ -49,6 +50,7 @@ pub(super) enum How {
 
 /// The state of one statement between the sweeps: how it is differentiated
 /// and the operands of the forward sweep its pullback reads.
+#[derive(Clone)]
 pub(super) struct Stmt {
     pub how: How,
     pub saved: SmallVec<[Operand; 4]>,
@@ -339,23 +341,22 @@ pub(super) fn args_of(kind: &InstKind) -> &[Operand] {
 
 /// The forward-sweep operand of a primal operand.
 pub(super) fn map_op(
-    fval: &HashMap<Value, Operand>,
+    fval: &SecondaryMap<Value, Option<Operand>>,
     op: &Operand,
     loc: &Location,
 ) -> Result<Operand, ReverseError> {
     match op {
         Operand::Const(c) => Ok(Operand::Const(*c)),
-        Operand::Value(v) => fval
-            .get(v)
-            .copied()
-            .ok_or_else(|| internal(loc, format!("value {v:?} used before its definition"))),
+        Operand::Value(v) => {
+            fval[*v].ok_or_else(|| internal(loc, format!("value {v:?} used before its definition")))
+        }
     }
 }
 
 /// The shadows of a primal operand (none for a constant).
 pub(super) fn shadows_of(fshadow: &Shadows, op: &Operand) -> SmallVec<[Operand; 1]> {
     match op {
-        Operand::Value(v) => fshadow.get(v).cloned().unwrap_or_default(),
+        Operand::Value(v) => fshadow[*v].clone(),
         Operand::Const(_) => SmallVec::new(),
     }
 }

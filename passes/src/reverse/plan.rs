@@ -25,6 +25,7 @@
 
 use super::ctx::{Derivation, Stmt};
 use super::{Reverse, ReverseError};
+use irad_ir::entity::SecondaryMap;
 use irad_ir::text::{Line, func_lines};
 use irad_ir::{Block, Func, FuncId, FuncRef, Inst, Location, Module, Operand, Type, Value};
 use irad_rules::Registry;
@@ -202,7 +203,7 @@ impl TapePlan {
         let Some(func) = m.get(fwd) else { return };
         let names = printed_names(m, fwd, func);
         for save in &mut self.saves {
-            save.name = names.get(&save.value).cloned();
+            save.name = names[save.value].clone();
         }
     }
 
@@ -213,7 +214,7 @@ impl TapePlan {
     /// primal block, by position).
     pub(super) fn build(
         cx: &Derivation<'_>,
-        stmts: &HashMap<Inst, Stmt>,
+        stmts: &SecondaryMap<Inst, Option<Stmt>>,
         stayed: impl Fn(Inst) -> bool,
         fwd: &Func,
         fblock: &[Block],
@@ -221,12 +222,12 @@ impl TapePlan {
         let shape = &cx.shape;
         let bb = &shape.bb;
         let fdef = def_blocks(fwd, fblock);
-        let def_of = |v: Value| fdef.get(&v).copied();
+        let def_of = |v: Value| fdef[v];
         // Every (block, statement, saved value), in the forward sweep's order.
         let mut reads: Vec<(usize, Inst, Value)> = Vec::new();
         for i in (0..shape.n).filter(|&i| shape.kept(i)) {
             for &inst in &bb.blocks[i].stmts {
-                let Some(st) = stmts.get(&inst) else { continue };
+                let Some(st) = &stmts[inst] else { continue };
                 for op in &st.saved {
                     if let Operand::Value(v) = op {
                         reads.push((i, inst, *v));
@@ -357,14 +358,17 @@ impl fmt::Display for TapePlan {
 
 /// The position (among the primal's blocks) of the block of the forward
 /// sweep `fwd` that defines each statement result; parameters have none.
-fn def_blocks(fwd: &Func, fblock: &[Block]) -> HashMap<Value, usize> {
-    let pos: HashMap<Block, usize> = fblock.iter().enumerate().map(|(i, &b)| (b, i)).collect();
-    let mut out = HashMap::new();
+fn def_blocks(fwd: &Func, fblock: &[Block]) -> SecondaryMap<Value, Option<usize>> {
+    let mut pos: SecondaryMap<Block, Option<usize>> = SecondaryMap::new();
+    for (i, &b) in fblock.iter().enumerate() {
+        pos.set(b, Some(i));
+    }
+    let mut out = SecondaryMap::new();
     for &b in &fwd.layout {
-        let Some(&i) = pos.get(&b) else { continue };
+        let Some(i) = pos[b] else { continue };
         for &inst in &fwd.blocks[b].insts {
             if let Some(v) = fwd.insts[inst].result {
-                out.insert(v, i);
+                out.set(v, Some(i));
             }
         }
     }
@@ -372,8 +376,8 @@ fn def_blocks(fwd: &Func, fblock: &[Block]) -> HashMap<Value, usize> {
 }
 
 /// The names function `fwd` prints for its parameters and statement results.
-fn printed_names(m: &Module, fwd: FuncId, func: &Func) -> HashMap<Value, String> {
-    let mut names = HashMap::new();
+fn printed_names(m: &Module, fwd: FuncId, func: &Func) -> SecondaryMap<Value, Option<String>> {
+    let mut names = SecondaryMap::new();
     for (line, text) in func_lines(m, fwd) {
         match line {
             Line::Header => {
@@ -383,7 +387,7 @@ fn printed_names(m: &Module, fwd: FuncId, func: &Func) -> HashMap<Value, String>
                     .skip(1)
                     .map(|s| s.split(':').next().unwrap_or_default().to_string());
                 for (&p, name) in func.params.iter().zip(params) {
-                    names.insert(p, name);
+                    names.set(p, Some(name));
                 }
             }
             Line::Inst(inst) => {
@@ -393,7 +397,7 @@ fn printed_names(m: &Module, fwd: FuncId, func: &Func) -> HashMap<Value, String>
                 if let Some(rest) = text.trim_start().strip_prefix('%')
                     && let Some((name, _)) = rest.split_once(" = ")
                 {
-                    names.insert(v, name.to_string());
+                    names.set(v, Some(name.to_string()));
                 }
             }
             _ => {}

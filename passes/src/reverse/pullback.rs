@@ -28,6 +28,7 @@ use super::ctx::{
     Cots, Derivation, How, Key, Stmt, accumulate, args_of, build_err, emit_value, err, internal,
 };
 use super::plan::TapePlan;
+use irad_ir::entity::SecondaryMap;
 use irad_ir::{
     Block, Const, FuncBuilder, FuncId, Inst, InstKind, Location, Module, Operand, Prim, Type, Value,
 };
@@ -48,7 +49,7 @@ pub(super) struct Pullback<'a, 'r, 'm> {
     cx: &'a Derivation<'r>,
     bk: FuncBuilder<'m>,
     plan: &'a TapePlan,
-    stmts: &'a HashMap<Inst, Stmt>,
+    stmts: &'a SecondaryMap<Inst, Option<Stmt>>,
     /// The reverse block of each primal block, by position.
     rblock: Vec<Option<Block>>,
     /// The blocks the reverse of each block leaves to.
@@ -67,7 +68,7 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
         cx: &'a Derivation<'r>,
         module: &'m mut Module,
         back_id: FuncId,
-        stmts: &'a HashMap<Inst, Stmt>,
+        stmts: &'a SecondaryMap<Inst, Option<Stmt>>,
         plan: &'a TapePlan,
     ) -> Result<Pullback<'a, 'r, 'm>, ReverseError> {
         let shape = &cx.shape;
@@ -167,7 +168,7 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
         let mut phi_insts = Vec::new();
         for &inst in cx.shape.bb.blocks[i].stmts.iter().rev() {
             self.bk.set_pos(cx.src.insts[inst].pos);
-            let Some(st) = self.stmts.get(&inst) else {
+            let Some(st) = &self.stmts[inst] else {
                 continue;
             };
             match st.how {

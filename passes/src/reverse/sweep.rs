@@ -25,32 +25,33 @@ use super::ctx::{
     shadows_of,
 };
 use super::plan::TapePlan;
+use irad_ir::entity::SecondaryMap;
 use irad_ir::{
     Block, Const, FuncBuilder, FuncId, Inst, InstKind, Location, Module, Operand, Prim, Type, Value,
 };
 use irad_rules::{Callee, RevArg, RevCall, RevFwdOut, Rrule};
 use smallvec::SmallVec;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 /// The state of the forward sweep being built.
 pub(super) struct Sweep<'a, 'r, 'm> {
     cx: &'a Derivation<'r>,
     fb: FuncBuilder<'m>,
     /// The forward-sweep operand of each primal value.
-    fval: HashMap<Value, Operand>,
+    fval: SecondaryMap<Value, Option<Operand>>,
     /// The shadows of each primal value.
     fshadow: Shadows,
     /// The block of the forward sweep of each primal block, by position.
     fblock: Vec<Block>,
     /// The position of each primal block.
-    index: HashMap<Block, usize>,
+    index: SecondaryMap<Block, Option<usize>>,
     /// The phis of the shadows of each primal phi.
-    shadow_phis: HashMap<Value, SmallVec<[Value; 1]>>,
+    shadow_phis: SecondaryMap<Value, SmallVec<[Value; 1]>>,
     /// How each statement was differentiated and what it saves.
-    stmts: HashMap<Inst, Stmt>,
+    stmts: SecondaryMap<Inst, Option<Stmt>>,
     /// Where a statement's forward part ends in its block, if the part
     /// stayed in the block (pushes may be moved there).
-    fend: HashMap<Inst, usize>,
+    fend: SecondaryMap<Inst, Option<usize>>,
     /// Pushes to move: per block, (position, push statement).
     placed: Vec<(Block, Vec<(usize, Inst)>)>,
 }
@@ -59,7 +60,7 @@ pub(super) struct Sweep<'a, 'r, 'm> {
 /// pushes still to move into place.
 pub(super) struct Swept {
     /// How each statement was differentiated and what it saves.
-    pub stmts: HashMap<Inst, Stmt>,
+    pub stmts: SecondaryMap<Inst, Option<Stmt>>,
     /// Pushes to move: per block, (position, push statement).
     pub placed: Vec<(Block, Vec<(usize, Inst)>)>,
 }
@@ -75,13 +76,13 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
         let mut sweep = Sweep {
             cx,
             fb,
-            fval: HashMap::new(),
-            fshadow: HashMap::new(),
+            fval: SecondaryMap::new(),
+            fshadow: SecondaryMap::new(),
             fblock: Vec::new(),
             index: cx.shape.bb.index(),
-            shadow_phis: HashMap::new(),
-            stmts: HashMap::new(),
-            fend: HashMap::new(),
+            shadow_phis: SecondaryMap::new(),
+            stmts: SecondaryMap::new(),
+            fend: SecondaryMap::new(),
             placed: Vec::new(),
         };
         sweep.params()?;
@@ -106,13 +107,13 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
         let mut next_shadow = src.params.len();
         for (i, &p) in src.params.iter().enumerate() {
             self.fval
-                .insert(p, Operand::Value(self.fb.param(i).map_err(&build)?));
+                .set(p, Some(Operand::Value(self.fb.param(i).map_err(&build)?)));
             let mut sh = SmallVec::new();
             for _ in 0..Type::shadow_leaves(&src.values[p].ty) {
                 sh.push(Operand::Value(self.fb.param(next_shadow).map_err(&build)?));
                 next_shadow += 1;
             }
-            self.fshadow.insert(p, sh);
+            self.fshadow.set(p, sh);
         }
         Ok(())
     }
@@ -130,7 +131,7 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
                         .fb
                         .insert_phi(self.fblock[i], ty.clone())
                         .map_err(&build)?;
-                    self.fval.insert(res, Operand::Value(v));
+                    self.fval.set(res, Some(Operand::Value(v)));
                     let mut sh = SmallVec::new();
                     let mut shv = SmallVec::new();
                     for _ in 0..Type::shadow_leaves(&ty) {
@@ -141,8 +142,8 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
                         sh.push(Operand::Value(s));
                         shv.push(s);
                     }
-                    self.fshadow.insert(res, sh);
-                    self.shadow_phis.insert(res, shv);
+                    self.fshadow.set(res, sh);
+                    self.shadow_phis.set(res, shv);
                 }
             }
         }
@@ -179,12 +180,12 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
             }
             InstKind::Phi { .. } => {
                 let saved = SmallVec::new();
-                self.stmts.insert(
+                self.stmts.set(
                     inst,
-                    Stmt {
+                    Some(Stmt {
                         how: How::Phi,
                         saved,
-                    },
+                    }),
                 );
                 return Ok(());
             }
@@ -193,15 +194,15 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
             InstKind::CallValue { callee, args } => self.dynamic(*callee, args, &res_ty, &loc)?,
         };
         if let Some(res) = data.result {
-            self.fval.insert(res, out.primal);
-            self.fshadow.insert(res, out.shadows.clone());
+            self.fval.set(res, Some(out.primal));
+            self.fshadow.set(res, out.shadows.clone());
         }
         if self.fb.current_block() == Some(self.fblock[i]) {
             let end = self.fb.func().blocks[self.fblock[i]].insts.len();
-            self.fend.insert(inst, end);
+            self.fend.set(inst, Some(end));
         }
         let saved = out.saved;
-        self.stmts.insert(inst, Stmt { how, saved });
+        self.stmts.set(inst, Some(Stmt { how, saved }));
         Ok(())
     }
 
@@ -359,7 +360,7 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
 
     /// The tape plan, from what the statements save.
     pub fn plan(&self) -> TapePlan {
-        let stayed = |inst: Inst| self.fend.contains_key(&inst);
+        let stayed = |inst: Inst| self.fend[inst].is_some();
         TapePlan::build(self.cx, &self.stmts, stayed, self.fb.func(), &self.fblock)
     }
 
@@ -386,7 +387,7 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
                 self.fb.set_pos(cx.src.insts[inst].pos);
                 self.push(Operand::Value(save.value))?;
                 let pushed = self.fb.func().blocks[self.fblock[i]].insts.last().copied();
-                let at = self.fend.get(&inst).copied();
+                let at = self.fend[inst];
                 if let (Some(p), Some(at)) = (pushed, at) {
                     here.push((at, p));
                 }
@@ -425,17 +426,20 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
         let tloc = cx.block_loc(i);
         match &cx.shape.bb.blocks[i].term {
             BTerm::Goto(t) => {
-                self.fb.goto(self.fblock[self.index[t]]).map_err(&build)?;
+                let t = self.pos(*t, &tloc)?;
+                self.fb.goto(self.fblock[t]).map_err(&build)?;
             }
             BTerm::Br { cond, else_, .. } => {
                 let c = map_op(&self.fval, cond, &tloc)?;
-                self.fb
-                    .gotoifnot(c, self.fblock[self.index[else_]])
-                    .map_err(&build)?;
+                let e = self.pos(*else_, &tloc)?;
+                self.fb.gotoifnot(c, self.fblock[e]).map_err(&build)?;
             }
             BTerm::Switch { index, targets } => {
                 let c = map_op(&self.fval, index, &tloc)?;
-                let ts: Vec<Block> = targets.iter().map(|t| self.fblock[self.index[t]]).collect();
+                let ts: Vec<Block> = targets
+                    .iter()
+                    .map(|t| Ok(self.fblock[self.pos(*t, &tloc)?]))
+                    .collect::<Result<_, ReverseError>>()?;
                 self.fb.switch(c, &ts).map_err(&build)?;
             }
             BTerm::Return(op) => {
@@ -454,6 +458,11 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
         Ok(())
     }
 
+    /// The position of primal block `b` among the blocks of the shape.
+    fn pos(&self, b: Block, loc: &Location) -> Result<usize, ReverseError> {
+        self.index[b].ok_or_else(|| internal(loc, "a branch to a block outside the function"))
+    }
+
     /// The entries of the phis (and of their shadows' phis), from reachable
     /// predecessors only.
     pub fn phi_entries(&mut self) -> Result<(), ReverseError> {
@@ -465,12 +474,12 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
                 let (InstKind::Phi { entries }, Some(res)) = (&data.kind, data.result) else {
                     continue;
                 };
-                let Some(Operand::Value(phi)) = self.fval.get(&res).copied() else {
+                let Some(Operand::Value(phi)) = self.fval[res] else {
                     continue;
                 };
                 let loc = cx.loc_of(inst);
                 for (p, op) in entries {
-                    let Some(&pi) = self.index.get(p) else {
+                    let Some(pi) = self.index[*p] else {
                         continue;
                     };
                     if !cx.shape.reachable[pi] {
@@ -481,7 +490,7 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
                         .add_phi_entry(phi, self.fblock[pi], mapped)
                         .map_err(&build)?;
                     let shs = shadows_of(&self.fshadow, op);
-                    let phis = self.shadow_phis.get(&res).cloned().unwrap_or_default();
+                    let phis = self.shadow_phis[res].clone();
                     if shs.len() != phis.len() {
                         return Err(internal(&loc, "shadows of a phi entry"));
                     }
@@ -538,7 +547,7 @@ pub(super) fn place_moved_pushes(
 fn primal_stmt(
     fb: &mut FuncBuilder<'_>,
     kind: &InstKind,
-    fval: &HashMap<Value, Operand>,
+    fval: &SecondaryMap<Value, Option<Operand>>,
     loc: &Location,
 ) -> Result<Operand, ReverseError> {
     let build = build_err(loc);
