@@ -1,6 +1,7 @@
 //! House-style checks over the source tree (STYLE.md): every Rust file of every
 //! crate (and of the tests, benches, examples and fuzz targets) opens with a
-//! `//!` comment saying what it does, assumes and guarantees.
+//! `//!` comment saying what it does, assumes and guarantees, and no function
+//! in any workspace crate's `src/` is longer than [`MAX_FN_LINES`] lines.
 
 use std::path::{Path, PathBuf};
 
@@ -44,7 +45,7 @@ fn every_rust_file_opens_with_a_module_comment() {
     );
 }
 
-/// The longest a function in `passes/` or `src/` may be (STYLE.md: a function
+/// The longest a function in any crate's `src/` may be (STYLE.md: a function
 /// past ~250 lines is a sign that phases want to be functions).
 const MAX_FN_LINES: usize = 250;
 
@@ -200,12 +201,54 @@ fn the_length_scanner_measures_functions_and_ignores_strings_and_comments() {
     );
 }
 
+/// The source directory of every crate of the workspace (the facade's first).
+const CRATE_SOURCES: &[&str] = &[
+    "src",
+    "ir/src",
+    "rules/src",
+    "passes/src",
+    "codegen/src",
+    "runtime/src",
+    "kernels/src",
+    "fuzzgen/src",
+];
+
 #[test]
-fn no_function_in_passes_or_the_facade_is_too_long() {
+fn the_length_check_covers_every_workspace_member() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap_or_default();
+    let members = manifest
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("members = ["))
+        .and_then(|l| l.strip_suffix(']'))
+        .unwrap_or_default();
+    let members: Vec<&str> = members
+        .split(',')
+        .map(|m| m.trim().trim_matches('"'))
+        .filter(|m| !m.is_empty())
+        .collect();
+    assert!(members.len() > 5, "no workspace members found: {members:?}");
+    for member in members {
+        let src = if member == "." {
+            "src".to_string()
+        } else {
+            format!("{member}/src")
+        };
+        assert!(
+            CRATE_SOURCES.contains(&src.as_str()),
+            "workspace member {member} is not in CRATE_SOURCES"
+        );
+    }
+}
+
+#[test]
+fn no_function_in_any_crate_is_too_long() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    for dir in ["src", "passes/src"] {
+    for dir in CRATE_SOURCES {
+        let before = files.len();
         rust_files(&root.join(dir), &mut files);
+        assert!(files.len() > before, "no Rust files in {dir}");
     }
     assert!(files.len() > 20, "found only {} Rust files", files.len());
     let mut long = Vec::new();

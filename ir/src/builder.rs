@@ -7,6 +7,10 @@
 //! locally (handles, names, arities, operand types, one terminator per block,
 //! phis first); whole-function properties (dominance, phi entries against
 //! predecessors) are the verifier's.
+//!
+//! It builds on the data model in `func.rs`, never the other way round; its
+//! error [`BuildError`] and the name rules are defined there and re-exported
+//! here.
 
 use crate::func::{
     Args, Block, Const, FuncId, FuncRef, InstKind, Module, Operand, Terminator, Value, const_type,
@@ -17,49 +21,9 @@ use crate::types::{Scalar, Type};
 use smallvec::SmallVec;
 use std::collections::HashSet;
 
-/// A mistake in a builder call.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum BuildError {
-    /// A function of that name already exists.
-    #[error("function @{0} is defined twice")]
-    DuplicateFunc(String),
-    /// A name that is not an identifier.
-    #[error("`{0}` is not a valid name: names match [A-Za-z_][A-Za-z0-9_.]*")]
-    BadName(String),
-    /// A handle that does not belong to this module or function.
-    #[error("invalid {0} handle")]
-    BadHandle(&'static str),
-    /// A statement or terminator with no current block.
-    #[error("no current block: call switch_to_block first")]
-    NoBlock,
-    /// A statement or terminator after the block's terminator.
-    #[error("block #{0} already has a terminator")]
-    Terminated(u32),
-    /// Two blocks with one label.
-    #[error("block #{0} is defined twice")]
-    DuplicateLabel(u32),
-    /// A phi after a non-phi statement.
-    #[error("phi after another statement in block #{0}: phis must come first")]
-    PhiNotFirst(u32),
-    /// An operand or result type that does not fit.
-    #[error("{0}")]
-    Type(String),
-    /// A `switch` without targets or with a target listed twice.
-    #[error("{0}")]
-    Switch(String),
-}
-
-/// Whether `name` is an identifier: `[A-Za-z_][A-Za-z0-9_.]*`.
-pub fn is_ident(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
-}
-
-/// Whether `name` can name a value: an identifier or a decimal number.
-pub fn is_value_name(name: &str) -> bool {
-    is_ident(name) || (!name.is_empty() && name.bytes().all(|b| b.is_ascii_digit()))
-}
+/// The builder's error and the name rules live with the data model, which
+/// uses them too; re-exported so that `builder::` paths keep working.
+pub use crate::func::{BuildError, is_ident, is_value_name};
 
 impl Module {
     /// Declares a function with named (or unnamed) parameters and no blocks yet.

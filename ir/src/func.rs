@@ -7,6 +7,11 @@
 //! and a definition site, handles are valid) and the verifier checks the rest.
 //! Value names and source positions are carried along but are not part of a
 //! module's meaning (see `eq::structural_eq`).
+//!
+//! Nothing here imports the builder (`builder.rs`), which builds on this
+//! module. The error of a module edit or builder call ([`BuildError`]) and the
+//! name rules ([`is_ident`], [`is_value_name`]) are defined here because the
+//! module's own edits (`add_func`, `rename`) need them.
 
 use crate::entity::{PrimaryMap, SecondaryMap};
 use crate::loc::Pos;
@@ -396,6 +401,51 @@ pub fn const_type(c: &Const, module: &Module) -> Option<Type> {
     })
 }
 
+/// A mistake in a builder call or a module edit ([`Module::add_func`],
+/// [`Module::rename`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BuildError {
+    /// A function of that name already exists.
+    #[error("function @{0} is defined twice")]
+    DuplicateFunc(String),
+    /// A name that is not an identifier.
+    #[error("`{0}` is not a valid name: names match [A-Za-z_][A-Za-z0-9_.]*")]
+    BadName(String),
+    /// A handle that does not belong to this module or function.
+    #[error("invalid {0} handle")]
+    BadHandle(&'static str),
+    /// A statement or terminator with no current block.
+    #[error("no current block: call switch_to_block first")]
+    NoBlock,
+    /// A statement or terminator after the block's terminator.
+    #[error("block #{0} already has a terminator")]
+    Terminated(u32),
+    /// Two blocks with one label.
+    #[error("block #{0} is defined twice")]
+    DuplicateLabel(u32),
+    /// A phi after a non-phi statement.
+    #[error("phi after another statement in block #{0}: phis must come first")]
+    PhiNotFirst(u32),
+    /// An operand or result type that does not fit.
+    #[error("{0}")]
+    Type(String),
+    /// A `switch` without targets or with a target listed twice.
+    #[error("{0}")]
+    Switch(String),
+}
+
+/// Whether `name` is an identifier: `[A-Za-z_][A-Za-z0-9_.]*`.
+pub fn is_ident(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+}
+
+/// Whether `name` can name a value: an identifier or a decimal number.
+pub fn is_value_name(name: &str) -> bool {
+    is_ident(name) || (!name.is_empty() && name.bytes().all(|b| b.is_ascii_digit()))
+}
+
 impl Module {
     /// An empty module.
     pub fn new() -> Module {
@@ -403,9 +453,9 @@ impl Module {
     }
 
     /// Adds `func`; fails when a function of that name exists.
-    pub fn add_func(&mut self, func: Func) -> Result<FuncId, crate::builder::BuildError> {
+    pub fn add_func(&mut self, func: Func) -> Result<FuncId, BuildError> {
         if self.by_name.contains_key(&func.name) {
-            return Err(crate::builder::BuildError::DuplicateFunc(func.name));
+            return Err(BuildError::DuplicateFunc(func.name));
         }
         let name = func.name.clone();
         let id = self.funcs.push(func);
@@ -430,17 +480,17 @@ impl Module {
     }
 
     /// Renames function `id`; fails when the new name is taken.
-    pub fn rename(&mut self, id: FuncId, name: &str) -> Result<(), crate::builder::BuildError> {
-        if !crate::builder::is_ident(name) {
-            return Err(crate::builder::BuildError::BadName(name.to_string()));
+    pub fn rename(&mut self, id: FuncId, name: &str) -> Result<(), BuildError> {
+        if !is_ident(name) {
+            return Err(BuildError::BadName(name.to_string()));
         }
         if self.by_name.contains_key(name) {
-            return Err(crate::builder::BuildError::DuplicateFunc(name.to_string()));
+            return Err(BuildError::DuplicateFunc(name.to_string()));
         }
         let func = self
             .funcs
             .get_mut(id)
-            .ok_or(crate::builder::BuildError::BadHandle("function"))?;
+            .ok_or(BuildError::BadHandle("function"))?;
         self.by_name.remove(&func.name);
         func.name = name.to_string();
         self.by_name.insert(name.to_string(), id);

@@ -30,10 +30,10 @@ pub mod text;
 pub mod types;
 pub mod verify;
 
-pub use builder::{BuildError, FuncBuilder};
+pub use builder::FuncBuilder;
 pub use func::{
-    Block, BlockData, Const, Func, FuncId, FuncRef, Inst, InstData, InstKind, Module, Operand,
-    Terminator, Value, ValueData, ValueDef,
+    Block, BlockData, BuildError, Const, Func, FuncId, FuncRef, Inst, InstData, InstKind, Module,
+    Operand, Terminator, Value, ValueData, ValueDef,
 };
 /// The bulk array primitives' checks and kernels, shared with the runtime.
 pub use irad_kernels::bulk;

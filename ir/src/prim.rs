@@ -342,39 +342,85 @@ impl Prim {
         field: Option<i64>,
         annot: Option<&Type>,
     ) -> Result<Type, String> {
-        let name = self.name();
-        let arity = |n: usize| -> Result<(), String> {
-            if args.len() == n {
-                Ok(())
-            } else {
-                Err(format!(
-                    "`{name}` takes {n} argument{}, found {}",
-                    if n == 1 { "" } else { "s" },
-                    args.len()
-                ))
-            }
+        let call = Call {
+            prim: self,
+            name: self.name(),
+            args,
+            field,
+            annot,
         };
-        let want = |i: usize, what: &str, ok: bool| -> Result<(), String> {
-            if ok {
-                Ok(())
-            } else {
-                Err(format!(
-                    "argument {} of `{name}` must be {what}, found {}",
-                    i + 1,
-                    args[i]
-                ))
-            }
-        };
-        match self.info().sig {
+        let sig = self.info().sig;
+        match sig {
+            Sig::Fixed(..) | Sig::Compare { .. } | Sig::Select => call.scalar(sig),
+            Sig::Tuple | Sig::Getfield => call.tuple(sig),
+            Sig::Alloc | Sig::Zeros | Sig::Length | Sig::Copy => call.array(sig),
+            Sig::Arrayref | Sig::Arrayset => call.element(sig),
+            Sig::Dual => call.dual(),
+            Sig::Primal | Sig::Tangent => call.dual_part(sig),
+            Sig::Frule | Sig::Revfwd | Sig::Revback => call.rule(sig),
+            Sig::Push | Sig::Pop => call.tape(sig),
+            Sig::Sparse | Sig::Bulk => call.fixed_types(sig),
+        }
+    }
+}
+
+/// A call being typed by [`Prim::result_type`], with the checks every
+/// signature uses; one method per group of signatures.
+struct Call<'a> {
+    prim: Prim,
+    name: &'static str,
+    args: &'a [Type],
+    field: Option<i64>,
+    annot: Option<&'a Type>,
+}
+
+impl Call<'_> {
+    /// Fails unless there are `n` arguments.
+    fn arity(&self, n: usize) -> Result<(), String> {
+        let (name, args) = (self.name, self.args);
+        if args.len() == n {
+            Ok(())
+        } else {
+            Err(format!(
+                "`{name}` takes {n} argument{}, found {}",
+                if n == 1 { "" } else { "s" },
+                args.len()
+            ))
+        }
+    }
+
+    /// Fails unless `ok`, saying that argument `i` must be `what`.
+    fn want(&self, i: usize, what: &str, ok: bool) -> Result<(), String> {
+        let (name, args) = (self.name, self.args);
+        if ok {
+            Ok(())
+        } else {
+            Err(format!(
+                "argument {} of `{name}` must be {what}, found {}",
+                i + 1,
+                args[i]
+            ))
+        }
+    }
+
+    /// The error for a signature handed to a group method it is not in.
+    fn not_in_group(&self, group: &str) -> String {
+        format!("internal error: `{}` is not {group} primitive", self.name)
+    }
+
+    /// Fixed scalar signatures, comparisons and `select`.
+    fn scalar(&self, sig: Sig) -> Result<Type, String> {
+        let args = self.args;
+        match sig {
             Sig::Fixed(params, ret) => {
-                arity(params.len())?;
+                self.arity(params.len())?;
                 for (i, p) in params.iter().enumerate() {
-                    want(i, &format!("{p}"), args[i] == p.ty())?;
+                    self.want(i, &format!("{p}"), args[i] == p.ty())?;
                 }
                 Ok(ret.ty())
             }
             Sig::Compare { bools } => {
-                arity(2)?;
+                self.arity(2)?;
                 let ok =
                     matches!(args[0], Type::F64 | Type::I64) || (bools && args[0] == Type::Bool);
                 let what = if bools {
@@ -382,8 +428,8 @@ impl Prim {
                 } else {
                     "f64 or i64"
                 };
-                want(0, what, ok)?;
-                want(
+                self.want(0, what, ok)?;
+                self.want(
                     1,
                     &format!("{} like argument 1", args[0]),
                     args[1] == args[0],
@@ -391,15 +437,23 @@ impl Prim {
                 Ok(Type::Bool)
             }
             Sig::Select => {
-                arity(3)?;
-                want(0, "bool", args[0] == Type::Bool)?;
-                want(
+                self.arity(3)?;
+                self.want(0, "bool", args[0] == Type::Bool)?;
+                self.want(
                     2,
                     &format!("{} like argument 2", args[1]),
                     args[2] == args[1],
                 )?;
                 Ok(args[1].clone())
             }
+            _ => Err(self.not_in_group("a scalar")),
+        }
+    }
+
+    /// `tuple` (bounded in depth and size) and `getfield` of a constant field.
+    fn tuple(&self, sig: Sig) -> Result<Type, String> {
+        let (args, field) = (self.args, self.field);
+        match sig {
             Sig::Tuple => {
                 // Checked before the clone: a chain of `tuple` statements whose
                 // types are inferred could otherwise nest without bound, or
@@ -422,7 +476,7 @@ impl Prim {
                 Ok(Type::tuple(args.to_vec()))
             }
             Sig::Getfield => {
-                arity(2)?;
+                self.arity(2)?;
                 let Type::Tuple(elems) = &args[0] else {
                     return Err(format!(
                         "argument 1 of `getfield` must be a tuple, found {}",
@@ -443,9 +497,17 @@ impl Prim {
                         )
                     })
             }
+            _ => Err(self.not_in_group("a tuple")),
+        }
+    }
+
+    /// Whole arrays: `alloc` (typed by its annotation), `zeros`, `length`, `copy`.
+    fn array(&self, sig: Sig) -> Result<Type, String> {
+        let (args, annot) = (self.args, self.annot);
+        match sig {
             Sig::Alloc => {
-                arity(1)?;
-                want(0, "i64", args[0] == Type::I64)?;
+                self.arity(1)?;
+                self.want(0, "i64", args[0] == Type::I64)?;
                 match annot {
                     Some(t @ Type::Array(_)) => Ok(t.clone()),
                     Some(t) => Err(format!(
@@ -455,87 +517,104 @@ impl Prim {
                 }
             }
             Sig::Zeros => {
-                arity(1)?;
-                want(0, "i64", args[0] == Type::I64)?;
+                self.arity(1)?;
+                self.want(0, "i64", args[0] == Type::I64)?;
                 Ok(Type::Array(Scalar::F64))
             }
             Sig::Length => {
-                arity(1)?;
-                want(0, "an array", matches!(args[0], Type::Array(_)))?;
+                self.arity(1)?;
+                self.want(0, "an array", matches!(args[0], Type::Array(_)))?;
                 Ok(Type::I64)
             }
             Sig::Copy => {
-                arity(1)?;
-                want(0, "an array", matches!(args[0], Type::Array(_)))?;
+                self.arity(1)?;
+                self.want(0, "an array", matches!(args[0], Type::Array(_)))?;
                 Ok(args[0].clone())
             }
+            _ => Err(self.not_in_group("an array")),
+        }
+    }
+
+    /// Array elements: `arrayref` and `arrayset`.
+    fn element(&self, sig: Sig) -> Result<Type, String> {
+        let args = self.args;
+        match sig {
             Sig::Arrayref => {
-                arity(2)?;
+                self.arity(2)?;
                 let Type::Array(elem) = args[0] else {
                     return Err(format!(
                         "argument 1 of `arrayref` must be an array, found {}",
                         args[0]
                     ));
                 };
-                want(1, "i64", args[1] == Type::I64)?;
+                self.want(1, "i64", args[1] == Type::I64)?;
                 Ok(elem.ty())
             }
             Sig::Arrayset => {
-                arity(3)?;
+                self.arity(3)?;
                 let Type::Array(elem) = args[0] else {
                     return Err(format!(
                         "argument 1 of `arrayset` must be an array, found {}",
                         args[0]
                     ));
                 };
-                want(1, "i64", args[1] == Type::I64)?;
-                want(2, &format!("{elem}"), args[2] == elem.ty())?;
+                self.want(1, "i64", args[1] == Type::I64)?;
+                self.want(2, &format!("{elem}"), args[2] == elem.ty())?;
                 Ok(Type::Unit)
             }
-            Sig::Dual => {
-                if args.len() < 2 {
-                    return Err(format!(
-                        "`dual` takes a primal and at least one tangent, found {} argument{}",
-                        args.len(),
-                        if args.len() == 1 { "" } else { "s" }
-                    ));
-                }
-                let width = args.len() - 1;
-                let lanes = u32::try_from(width)
-                    .ok()
-                    .filter(|w| *w <= MAX_WIDTH)
-                    .and_then(Lanes::dense)
-                    .ok_or_else(|| {
-                        format!("`dual` takes at most {MAX_WIDTH} tangents, found {width}")
-                    })?;
-                let Some(tan) = args[0].tangent() else {
-                    return Err(format!(
-                        "argument 1 of `dual` must be a type with a tangent (one that contains f64), found {}",
-                        args[0]
-                    ));
-                };
-                // One tangent of the sparse tangent type: a sparse dual.
-                if let (Some(stan), [_, t]) = (args[0].sparse_tangent(), args)
-                    && t.mentions_sparse()
-                {
-                    want(
-                        1,
-                        &format!("{stan}, the sparse tangent type of {}", args[0]),
-                        *t == stan,
-                    )?;
-                    return Ok(Type::dual_n(args[0].clone(), Lanes::Sparse));
-                }
-                for i in 1..args.len() {
-                    want(
-                        i,
-                        &format!("{tan}, the tangent type of {}", args[0]),
-                        args[i] == tan,
-                    )?;
-                }
-                Ok(Type::dual_n(args[0].clone(), lanes))
-            }
+            _ => Err(self.not_in_group("an array element")),
+        }
+    }
+
+    /// `dual(p, t1, ..., tN)`: N dense tangents, or one sparse tangent.
+    fn dual(&self) -> Result<Type, String> {
+        let args = self.args;
+        if args.len() < 2 {
+            return Err(format!(
+                "`dual` takes a primal and at least one tangent, found {} argument{}",
+                args.len(),
+                if args.len() == 1 { "" } else { "s" }
+            ));
+        }
+        let width = args.len() - 1;
+        let lanes = u32::try_from(width)
+            .ok()
+            .filter(|w| *w <= MAX_WIDTH)
+            .and_then(Lanes::dense)
+            .ok_or_else(|| format!("`dual` takes at most {MAX_WIDTH} tangents, found {width}"))?;
+        let Some(tan) = args[0].tangent() else {
+            return Err(format!(
+                "argument 1 of `dual` must be a type with a tangent (one that contains f64), found {}",
+                args[0]
+            ));
+        };
+        // One tangent of the sparse tangent type: a sparse dual.
+        if let (Some(stan), [_, t]) = (args[0].sparse_tangent(), args)
+            && t.mentions_sparse()
+        {
+            self.want(
+                1,
+                &format!("{stan}, the sparse tangent type of {}", args[0]),
+                *t == stan,
+            )?;
+            return Ok(Type::dual_n(args[0].clone(), Lanes::Sparse));
+        }
+        for i in 1..args.len() {
+            self.want(
+                i,
+                &format!("{tan}, the tangent type of {}", args[0]),
+                args[i] == tan,
+            )?;
+        }
+        Ok(Type::dual_n(args[0].clone(), lanes))
+    }
+
+    /// The parts of a dual: `primal`, and `tangent` with a constant index.
+    fn dual_part(&self, sig: Sig) -> Result<Type, String> {
+        let (args, field) = (self.args, self.field);
+        match sig {
             Sig::Primal => {
-                arity(1)?;
+                self.arity(1)?;
                 match &args[0] {
                     Type::Dual(inner, _) => Ok((**inner).clone()),
                     _ => Err(format!(
@@ -545,7 +624,7 @@ impl Prim {
                 }
             }
             Sig::Tangent => {
-                arity(2)?;
+                self.arity(2)?;
                 let Type::Dual(inner, lanes) = &args[0] else {
                     return Err(format!(
                         "argument 1 of `tangent` must be a dual, found {}",
@@ -567,8 +646,17 @@ impl Prim {
                     .tangent_at(*lanes)
                     .ok_or_else(|| format!("{} has no tangent type", args[0]))
             }
+            _ => Err(self.not_in_group("a dual")),
+        }
+    }
+
+    /// The rules of a function value: `frule` with constant lanes, `revfwd`
+    /// and `revback`.
+    fn rule(&self, sig: Sig) -> Result<Type, String> {
+        let (name, args, field) = (self.name, self.args, self.field);
+        match sig {
             Sig::Frule => {
-                arity(2)?;
+                self.arity(2)?;
                 let Type::Func(sig) = &args[0] else {
                     return Err(format!(
                         "argument 1 of `frule` must be a function, found {}",
@@ -587,54 +675,72 @@ impl Prim {
                     })?;
                 Ok(Type::from_fn(Type::forward_fn(sig, lanes)))
             }
-            Sig::Push => {
-                arity(1)?;
-                Ok(Type::Unit)
-            }
-            Sig::Pop => {
-                arity(0)?;
-                annot.cloned().ok_or_else(|| {
-                    "`pop` needs a result with a type annotation: `%v = call pop() :: T`".into()
-                })
-            }
             Sig::Revfwd | Sig::Revback => {
-                arity(1)?;
+                self.arity(1)?;
                 let Type::Func(sig) = &args[0] else {
                     return Err(format!(
                         "argument 1 of `{name}` must be a function, found {}",
                         args[0]
                     ));
                 };
-                Ok(Type::from_fn(if self == Prim::Revfwd {
+                Ok(Type::from_fn(if self.prim == Prim::Revfwd {
                     Type::rev_fwd_fn(sig)
                 } else {
                     Type::rev_back_fn(sig)
                 }))
             }
+            _ => Err(self.not_in_group("a rule")),
+        }
+    }
+
+    /// The tape: `push` of any value, `pop` of the annotation's type.
+    fn tape(&self, sig: Sig) -> Result<Type, String> {
+        match sig {
+            Sig::Push => {
+                self.arity(1)?;
+                Ok(Type::Unit)
+            }
+            Sig::Pop => {
+                self.arity(0)?;
+                self.annot.cloned().ok_or_else(|| {
+                    "`pop` needs a result with a type annotation: `%v = call pop() :: T`".into()
+                })
+            }
+            _ => Err(self.not_in_group("a tape")),
+        }
+    }
+
+    /// The sparse tangent builder and the bulk array primitives: fixed
+    /// parameter types that are not all scalars.
+    fn fixed_types(&self, sig: Sig) -> Result<Type, String> {
+        let (name, args) = (self.name, self.args);
+        match sig {
             Sig::Sparse => {
-                let (params, ret): (&[Type], Type) = match self {
+                let (params, ret): (&[Type], Type) = match self.prim {
                     Prim::Sonehot => (&[Type::I64], Type::Sparse),
                     Prim::Szero => (&[], Type::Sparse),
                     Prim::Sscale => (&[Type::F64, Type::Sparse], Type::Sparse),
                     Prim::Sadd => (&[Type::Sparse, Type::Sparse], Type::Sparse),
                     _ => (&[Type::Sparse, Type::I64], Type::Array(Scalar::F64)),
                 };
-                arity(params.len())?;
+                self.arity(params.len())?;
                 for (i, p) in params.iter().enumerate() {
-                    want(i, &format!("{p}"), args[i] == *p)?;
+                    self.want(i, &format!("{p}"), args[i] == *p)?;
                 }
                 Ok(ret)
             }
             Sig::Bulk => {
                 let (params, ret) = self
+                    .prim
                     .bulk_params()
                     .ok_or_else(|| format!("internal error: `{name}` is not a bulk primitive"))?;
-                arity(params.len())?;
+                self.arity(params.len())?;
                 for (i, p) in params.iter().enumerate() {
-                    want(i, &format!("{p}"), args[i] == *p)?;
+                    self.want(i, &format!("{p}"), args[i] == *p)?;
                 }
                 Ok(ret)
             }
+            _ => Err(self.not_in_group("a sparse or bulk")),
         }
     }
 }

@@ -68,7 +68,7 @@ use crate::func::{FuncId, FuncRef, Module};
 use crate::loc::{Location, Pos};
 use crate::prim::{Prim, Sig};
 use crate::types::{Lanes, Scalar, Type};
-use compile::{CBlock, CFunc, Edge, OpKind, Src, Term};
+use compile::{CBlock, CFunc, Edge, Op, OpKind, Src, Term};
 use irad_kernels::trap::Trap;
 use smallvec::SmallVec;
 use std::collections::HashMap;
@@ -396,6 +396,16 @@ pub struct Interpreter<'m> {
     scratch: Vec<Val>,
 }
 
+/// Where a run goes on after a block's terminator.
+enum Resume {
+    /// In the same frame, at the start of the edge's target block.
+    Block,
+    /// In the caller's frame, which is now the current one.
+    Caller,
+    /// Nowhere: the outermost call returned this value.
+    Done(Val),
+}
+
 /// An active call.
 struct Frame {
     func: Rc<CFunc>,
@@ -663,219 +673,256 @@ impl<'m> Interpreter<'m> {
                 while let Some(op) = block.ops.get(cur.pc as usize) {
                     cur.pc += 1;
                     self.statements += 1;
-                    let located = |msg: String, stack: &[Frame]| {
-                        error_in(&cf, Some(block), Some((op.stmt, op.pos)), msg, stack)
-                    };
-                    match &op.kind {
-                        OpKind::Prim {
-                            prim,
-                            args,
-                            dst,
-                            elem,
-                        } => {
-                            if fast_prim(&cf, &mut cur.slots, *prim, args, *dst) {
-                                continue;
-                            }
-                            let res = apply_prim(&cf, &cur.slots, *prim, args, *elem);
-                            let val = res.map_err(|msg| located(msg, &stack))?;
-                            store(&mut cur.slots, *dst, val).map_err(|msg| located(msg, &stack))?;
-                        }
-                        OpKind::Invoke { func, args, dst } => {
-                            if stack.len() + 2 > max_depth {
-                                let msg = Trap::Depth(i64::try_from(max_depth).unwrap_or(i64::MAX))
-                                    .to_string();
-                                return Err(located(msg, &stack));
-                            }
-                            let callee = self
-                                .call_frame(&cf, &cur.slots, *func, args, *dst)
-                                .map_err(|msg| located(msg, &stack))?;
-                            stack.push(std::mem::replace(&mut cur, callee));
-                            continue 'frame;
-                        }
-                        OpKind::Tuple { args, dst, ty } => {
-                            let res = apply_prim(&cf, &cur.slots, Prim::Tuple, args, None);
-                            let val = res.map_err(|msg| located(msg, &stack))?;
-                            if !has_shape(&val, ty) {
-                                let msg = internal_message(format_args!(
-                                    "tuple does not have its type {ty}"
-                                ));
-                                return Err(located(msg, &stack));
-                            }
-                            store(&mut cur.slots, Some(*dst), val)
-                                .map_err(|msg| located(msg, &stack))?;
-                        }
-                        OpKind::CallValue { callee, args, dst } => match cur
-                            .slots
-                            .get(*callee as usize)
-                        {
-                            Some(Val::Func(FuncRef::User(func))) => {
-                                if stack.len() + 2 > max_depth {
-                                    let msg =
-                                        Trap::Depth(i64::try_from(max_depth).unwrap_or(i64::MAX))
-                                            .to_string();
-                                    return Err(located(msg, &stack));
-                                }
-                                let func = *func;
-                                let callee = self
-                                    .call_frame(&cf, &cur.slots, func, args, *dst)
-                                    .map_err(|msg| located(msg, &stack))?;
-                                stack.push(std::mem::replace(&mut cur, callee));
-                                continue 'frame;
-                            }
-                            Some(Val::Func(FuncRef::Prim(prim))) => {
-                                // Only primitives of one fixed signature are values;
-                                // this also keeps `tuple` and `alloc` out of here.
-                                if !matches!(prim.info().sig, Sig::Fixed(..)) {
-                                    let msg = internal_message(format_args!(
-                                        "primitive `{prim}` called as a value"
-                                    ));
-                                    return Err(located(msg, &stack));
-                                }
-                                let res = apply_prim(&cf, &cur.slots, *prim, args, None);
-                                let val = res.map_err(|msg| located(msg, &stack))?;
-                                store(&mut cur.slots, *dst, val)
-                                    .map_err(|msg| located(msg, &stack))?;
-                            }
-                            other => {
-                                let kind = other.map_or("nothing", Val::kind);
-                                let msg =
-                                    internal_message(format_args!("called a value of kind {kind}"));
-                                return Err(located(msg, &stack));
-                            }
-                        },
-                        OpKind::Frule { args, dst, ty } => {
-                            let res = match operands(&cf, args).and_then(|srcs| match srcs {
-                                [f, w] => Ok((read(&cur.slots, f)?, read(&cur.slots, w)?)),
-                                _ => Err(internal_message("`frule` takes 2 operands")),
-                            }) {
-                                Ok((Val::Func(callee), Val::I64(width))) => {
-                                    let callee = *callee;
-                                    match Lanes::from_code(*width) {
-                                        Some(lanes) => self.forward_rule(callee, lanes, ty),
-                                        None => Err(internal_message(format_args!(
-                                            "batch width {width} out of range"
-                                        ))),
-                                    }
-                                }
-                                Ok(_) => Err(internal_message("bad operands of `frule`")),
-                                Err(msg) => Err(msg),
-                            };
-                            let val = res.map_err(|msg| located(msg, &stack))?;
-                            store(&mut cur.slots, Some(*dst), val)
-                                .map_err(|msg| located(msg, &stack))?;
-                        }
-                        OpKind::Push { arg, tape } => {
-                            let val = read(&cur.slots, arg).map_err(|msg| located(msg, &stack))?;
-                            self.tapes
-                                .push(*tape, val.clone())
-                                .map_err(|msg| located(msg, &stack))?;
-                        }
-                        OpKind::Pop { dst, tape } => {
-                            let val = self.tapes.pop(*tape).map_err(|msg| located(msg, &stack))?;
-                            store(&mut cur.slots, Some(*dst), val)
-                                .map_err(|msg| located(msg, &stack))?;
-                        }
-                        OpKind::RevRule { back, arg, dst } => {
-                            let res = match read(&cur.slots, arg) {
-                                Ok(Val::Func(callee)) => self.reverse_rule(*callee, *back),
-                                Ok(other) => Err(internal_message(format_args!(
-                                    "the reverse rule of a value of kind {}",
-                                    other.kind()
-                                ))),
-                                Err(msg) => Err(msg),
-                            };
-                            let val = res.map_err(|msg| located(msg, &stack))?;
-                            store(&mut cur.slots, *dst, val).map_err(|msg| located(msg, &stack))?;
-                        }
-                        OpKind::Sparse { prim, args, dst } => {
-                            let res = operands(&cf, args).and_then(|srcs| {
-                                let mut vals: SmallVec<[&Val; 2]> = SmallVec::new();
-                                for src in srcs {
-                                    vals.push(read(&cur.slots, src)?);
-                                }
-                                self.sparse_op(*prim, &vals)
-                            });
-                            let val = res.map_err(|msg| located(msg, &stack))?;
-                            store(&mut cur.slots, *dst, val).map_err(|msg| located(msg, &stack))?;
-                        }
-                        OpKind::Bad(msg) => return Err(located(msg.to_string(), &stack)),
+                    if let Some(callee) =
+                        self.run_op(&cf, block, op, &mut cur, &stack, max_depth)?
+                    {
+                        stack.push(std::mem::replace(&mut cur, callee));
+                        continue 'frame;
                     }
                 }
                 self.statements += 1;
-                let at_term = |msg: String, stack: &[Frame]| {
-                    let place = Some((block.term_stmt, block.term_pos));
-                    error_in(&cf, Some(block), place, msg, stack)
-                };
-                if self.statements > steps.1 {
-                    let msg = format!("step limit of {} exceeded", steps.0);
-                    return Err(at_term(msg, &stack));
+                match self.run_term(&cf, block, &mut cur, &mut stack, steps)? {
+                    Resume::Block => {}
+                    Resume::Caller => continue 'frame,
+                    Resume::Done(val) => return Ok(val),
                 }
-                let edge = match &block.term {
-                    Term::Goto(edge) => edge,
-                    Term::GotoIfNot { cond, next, target } => match read(&cur.slots, cond) {
-                        Ok(Val::Bool(true)) => next,
-                        Ok(Val::Bool(false)) => target,
-                        Ok(other) => {
-                            let msg = internal_message(format_args!(
-                                "gotoifnot condition is {}, not bool",
-                                other.kind()
-                            ));
-                            return Err(at_term(msg, &stack));
-                        }
-                        Err(msg) => return Err(at_term(msg, &stack)),
-                    },
-                    Term::Switch { index, targets } => match read(&cur.slots, index) {
-                        Ok(Val::I64(i)) => {
-                            match usize::try_from(*i).ok().and_then(|k| targets.get(k)) {
-                                Some(edge) => edge,
-                                None => {
-                                    let msg = Trap::Switch {
-                                        index: *i,
-                                        targets: targets.len() as i64,
-                                    }
-                                    .to_string();
-                                    return Err(at_term(msg, &stack));
-                                }
-                            }
-                        }
-                        Ok(other) => {
-                            let msg = internal_message(format_args!(
-                                "switch index is {}, not i64",
-                                other.kind()
-                            ));
-                            return Err(at_term(msg, &stack));
-                        }
-                        Err(msg) => return Err(at_term(msg, &stack)),
-                    },
-                    Term::Return(src) => {
-                        let val = read(&cur.slots, src)
-                            .map_err(|msg| at_term(msg, &stack))?
-                            .clone();
-                        let Some(caller) = stack.pop() else {
-                            return Ok(val);
-                        };
-                        let done = std::mem::replace(&mut cur, caller);
-                        let mut slots = done.slots;
-                        slots.clear();
-                        self.pool.push(slots);
-                        if let Err(msg) = store(&mut cur.slots, done.ret_dst, val) {
-                            // Locate the failure at the call statement of the caller.
-                            return Err(call_site_error(&cur, msg, &stack));
-                        }
-                        continue 'frame;
-                    }
-                    Term::Bad(msg) => return Err(at_term(msg.to_string(), &stack)),
-                };
-                let edge = edge
-                    .as_ref()
-                    .map_err(|msg| at_term(msg.to_string(), &stack))?;
-                self.statements += edge.moves.len() as u64;
-                take_edge(&mut cur.slots, edge, &mut self.scratch)
-                    .map_err(|msg| at_term(msg, &stack))?;
-                cur.block = edge.target;
-                cur.pc = 0;
             }
         }
+    }
+
+    /// Runs statement `op` of `block` in frame `cur` (whose callers are
+    /// `stack`). A call gives the callee's new frame, to run next.
+    fn run_op(
+        &mut self,
+        cf: &CFunc,
+        block: &CBlock,
+        op: &Op,
+        cur: &mut Frame,
+        stack: &[Frame],
+        max_depth: usize,
+    ) -> Result<Option<Frame>, RunError> {
+        let located = |msg: String, stack: &[Frame]| {
+            error_in(cf, Some(block), Some((op.stmt, op.pos)), msg, stack)
+        };
+        match &op.kind {
+            OpKind::Prim {
+                prim,
+                args,
+                dst,
+                elem,
+            } => {
+                if fast_prim(cf, &mut cur.slots, *prim, args, *dst) {
+                    return Ok(None);
+                }
+                let res = apply_prim(cf, &cur.slots, *prim, args, *elem);
+                let val = res.map_err(|msg| located(msg, stack))?;
+                store(&mut cur.slots, *dst, val).map_err(|msg| located(msg, stack))?;
+            }
+            OpKind::Invoke { func, args, dst } => {
+                if stack.len() + 2 > max_depth {
+                    let msg = Trap::Depth(i64::try_from(max_depth).unwrap_or(i64::MAX)).to_string();
+                    return Err(located(msg, stack));
+                }
+                let callee = self
+                    .call_frame(cf, &cur.slots, *func, args, *dst)
+                    .map_err(|msg| located(msg, stack))?;
+                return Ok(Some(callee));
+            }
+            OpKind::Tuple { args, dst, ty } => {
+                let res = apply_prim(cf, &cur.slots, Prim::Tuple, args, None);
+                let val = res.map_err(|msg| located(msg, stack))?;
+                if !has_shape(&val, ty) {
+                    let msg = internal_message(format_args!("tuple does not have its type {ty}"));
+                    return Err(located(msg, stack));
+                }
+                store(&mut cur.slots, Some(*dst), val).map_err(|msg| located(msg, stack))?;
+            }
+            OpKind::CallValue { callee, args, dst } => {
+                let call = (*callee, args, dst);
+                return self.call_value(cf, cur, stack, max_depth, call, &located);
+            }
+            OpKind::Frule { args, dst, ty } => {
+                let res = match operands(cf, args).and_then(|srcs| match srcs {
+                    [f, w] => Ok((read(&cur.slots, f)?, read(&cur.slots, w)?)),
+                    _ => Err(internal_message("`frule` takes 2 operands")),
+                }) {
+                    Ok((Val::Func(callee), Val::I64(width))) => {
+                        let callee = *callee;
+                        match Lanes::from_code(*width) {
+                            Some(lanes) => self.forward_rule(callee, lanes, ty),
+                            None => Err(internal_message(format_args!(
+                                "batch width {width} out of range"
+                            ))),
+                        }
+                    }
+                    Ok(_) => Err(internal_message("bad operands of `frule`")),
+                    Err(msg) => Err(msg),
+                };
+                let val = res.map_err(|msg| located(msg, stack))?;
+                store(&mut cur.slots, Some(*dst), val).map_err(|msg| located(msg, stack))?;
+            }
+            OpKind::Push { arg, tape } => {
+                let val = read(&cur.slots, arg).map_err(|msg| located(msg, stack))?;
+                self.tapes
+                    .push(*tape, val.clone())
+                    .map_err(|msg| located(msg, stack))?;
+            }
+            OpKind::Pop { dst, tape } => {
+                let val = self.tapes.pop(*tape).map_err(|msg| located(msg, stack))?;
+                store(&mut cur.slots, Some(*dst), val).map_err(|msg| located(msg, stack))?;
+            }
+            OpKind::RevRule { back, arg, dst } => {
+                let res = match read(&cur.slots, arg) {
+                    Ok(Val::Func(callee)) => self.reverse_rule(*callee, *back),
+                    Ok(other) => Err(internal_message(format_args!(
+                        "the reverse rule of a value of kind {}",
+                        other.kind()
+                    ))),
+                    Err(msg) => Err(msg),
+                };
+                let val = res.map_err(|msg| located(msg, stack))?;
+                store(&mut cur.slots, *dst, val).map_err(|msg| located(msg, stack))?;
+            }
+            OpKind::Sparse { prim, args, dst } => {
+                let res = operands(cf, args).and_then(|srcs| {
+                    let mut vals: SmallVec<[&Val; 2]> = SmallVec::new();
+                    for src in srcs {
+                        vals.push(read(&cur.slots, src)?);
+                    }
+                    self.sparse_op(*prim, &vals)
+                });
+                let val = res.map_err(|msg| located(msg, stack))?;
+                store(&mut cur.slots, *dst, val).map_err(|msg| located(msg, stack))?;
+            }
+            OpKind::Bad(msg) => return Err(located(msg.to_string(), stack)),
+        }
+        Ok(None)
+    }
+
+    /// Runs a call of the function value in slot `call.0` with operands
+    /// `call.1` into slot `call.2`: a user function gives its new frame, a
+    /// primitive is applied at once.
+    fn call_value(
+        &mut self,
+        cf: &CFunc,
+        cur: &mut Frame,
+        stack: &[Frame],
+        max_depth: usize,
+        (callee, args, dst): (u32, &std::ops::Range<u32>, &Option<u32>),
+        located: &dyn Fn(String, &[Frame]) -> RunError,
+    ) -> Result<Option<Frame>, RunError> {
+        match cur.slots.get(callee as usize) {
+            Some(Val::Func(FuncRef::User(func))) => {
+                if stack.len() + 2 > max_depth {
+                    let msg = Trap::Depth(i64::try_from(max_depth).unwrap_or(i64::MAX)).to_string();
+                    return Err(located(msg, stack));
+                }
+                let func = *func;
+                let callee = self
+                    .call_frame(cf, &cur.slots, func, args, *dst)
+                    .map_err(|msg| located(msg, stack))?;
+                return Ok(Some(callee));
+            }
+            Some(Val::Func(FuncRef::Prim(prim))) => {
+                // Only primitives of one fixed signature are values;
+                // this also keeps `tuple` and `alloc` out of here.
+                if !matches!(prim.info().sig, Sig::Fixed(..)) {
+                    let msg =
+                        internal_message(format_args!("primitive `{prim}` called as a value"));
+                    return Err(located(msg, stack));
+                }
+                let res = apply_prim(cf, &cur.slots, *prim, args, None);
+                let val = res.map_err(|msg| located(msg, stack))?;
+                store(&mut cur.slots, *dst, val).map_err(|msg| located(msg, stack))?;
+            }
+            other => {
+                let kind = other.map_or("nothing", Val::kind);
+                let msg = internal_message(format_args!("called a value of kind {kind}"));
+                return Err(located(msg, stack));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Runs the terminator of `block` in frame `cur` (whose callers are
+    /// `stack`), counting the step and the phi moves against `steps`: takes
+    /// an edge, or returns to the caller (or out of the run).
+    fn run_term(
+        &mut self,
+        cf: &CFunc,
+        block: &CBlock,
+        cur: &mut Frame,
+        stack: &mut Vec<Frame>,
+        steps: (u64, u64),
+    ) -> Result<Resume, RunError> {
+        let at_term = |msg: String, stack: &[Frame]| {
+            let place = Some((block.term_stmt, block.term_pos));
+            error_in(cf, Some(block), place, msg, stack)
+        };
+        if self.statements > steps.1 {
+            let msg = format!("step limit of {} exceeded", steps.0);
+            return Err(at_term(msg, stack));
+        }
+        let edge = match &block.term {
+            Term::Goto(edge) => edge,
+            Term::GotoIfNot { cond, next, target } => match read(&cur.slots, cond) {
+                Ok(Val::Bool(true)) => next,
+                Ok(Val::Bool(false)) => target,
+                Ok(other) => {
+                    let msg = internal_message(format_args!(
+                        "gotoifnot condition is {}, not bool",
+                        other.kind()
+                    ));
+                    return Err(at_term(msg, stack));
+                }
+                Err(msg) => return Err(at_term(msg, stack)),
+            },
+            Term::Switch { index, targets } => match read(&cur.slots, index) {
+                Ok(Val::I64(i)) => match usize::try_from(*i).ok().and_then(|k| targets.get(k)) {
+                    Some(edge) => edge,
+                    None => {
+                        let msg = Trap::Switch {
+                            index: *i,
+                            targets: targets.len() as i64,
+                        }
+                        .to_string();
+                        return Err(at_term(msg, stack));
+                    }
+                },
+                Ok(other) => {
+                    let msg =
+                        internal_message(format_args!("switch index is {}, not i64", other.kind()));
+                    return Err(at_term(msg, stack));
+                }
+                Err(msg) => return Err(at_term(msg, stack)),
+            },
+            Term::Return(src) => {
+                let val = read(&cur.slots, src)
+                    .map_err(|msg| at_term(msg, stack))?
+                    .clone();
+                let Some(caller) = stack.pop() else {
+                    return Ok(Resume::Done(val));
+                };
+                let done = std::mem::replace(cur, caller);
+                let mut slots = done.slots;
+                slots.clear();
+                self.pool.push(slots);
+                if let Err(msg) = store(&mut cur.slots, done.ret_dst, val) {
+                    // Locate the failure at the call statement of the caller.
+                    return Err(call_site_error(cur, msg, stack));
+                }
+                return Ok(Resume::Caller);
+            }
+            Term::Bad(msg) => return Err(at_term(msg.to_string(), stack)),
+        };
+        let edge = edge
+            .as_ref()
+            .map_err(|msg| at_term(msg.to_string(), stack))?;
+        self.statements += edge.moves.len() as u64;
+        take_edge(&mut cur.slots, edge, &mut self.scratch).map_err(|msg| at_term(msg, stack))?;
+        cur.block = edge.target;
+        cur.pc = 0;
+        Ok(Resume::Block)
     }
 
     /// The frame of a call of `func` from a statement of `cf` with operands `args`.

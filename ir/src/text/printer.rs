@@ -14,7 +14,7 @@
 //! back as the module's function (SYNTAX.md: the module's function shadows).
 
 use super::num::format_f64;
-use crate::builder::is_value_name;
+use crate::func::is_value_name;
 use crate::func::{
     Block, Const, Func, FuncId, FuncRef, Inst, InstKind, Module, Operand, Terminator, Value,
     ValueDef,

@@ -1,0 +1,622 @@
+//! Lowering of one primitive call to Cranelift instructions, one function per
+//! group of primitives: float arithmetic, math-library calls, comparisons,
+//! integers, tuples, duals, arrays, bulk array primitives, the tape (`push`,
+//! `pop`), the sparse tangent builder and the rule primitives (`frule`,
+//! `revfwd`, `revback`).
+//!
+//! Assumes the statement was verified (operand counts and types are the
+//! primitive table's); a shape the verifier would have refused is an internal
+//! error, never a panic. [`Lower::prim_at`] only dispatches, so each group reads
+//! on its own. Statements that can fail take a site number from the `site`
+//! callback, at the point where they need it, so site numbers come out in
+//! statement order.
+
+use super::{Compiler, Leaves, Lower, RULE_FN, const_index};
+use crate::CodegenError;
+use crate::layout::{elem_bytes, elem_leaf, leaf_count, leaf_list};
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{self, InstBuilder, MemFlagsData, types};
+use cranelift_module::Module as ClModule;
+use irad_ir::func::Operand;
+use irad_ir::prim::Prim;
+use irad_ir::types::Type;
+use irad_runtime::{self as rt, RtSym, RuleKind, TrapKind};
+use smallvec::SmallVec;
+
+/// The callback that numbers a failing site: the compiler, and for a `pop`
+/// the tape's type.
+type SiteFn<'s, M> = dyn FnMut(&mut Compiler<M>, Option<Type>) -> i64 + 's;
+
+/// The first leaf of operand `i` of `p`.
+fn first_leaf(p: Prim, vals: &[Leaves], i: usize) -> Result<ir::Value, CodegenError> {
+    vals.get(i)
+        .and_then(|l| l.first().copied())
+        .ok_or_else(|| CodegenError::internal(format!("`{p}` is missing operand {i}")))
+}
+
+/// A value of one leaf.
+fn one(v: ir::Value) -> Leaves {
+    smallvec::smallvec![v]
+}
+
+/// The error for a primitive handed to a group function it is not in.
+fn not_in_group(p: Prim, group: &str) -> CodegenError {
+    CodegenError::internal(format!("`{p}` is not {group} primitive"))
+}
+
+impl<M: ClModule> Lower<'_, '_, M> {
+    /// The leaves of `p` applied to `vals` (of types `tys`; `ops` are the
+    /// original operands when known, for constant field numbers).
+    pub(super) fn prim_at(
+        &mut self,
+        p: Prim,
+        ops: &[Operand],
+        vals: &[Leaves],
+        tys: &[Type],
+        ret: &Type,
+        site: &mut SiteFn<'_, M>,
+    ) -> Result<Leaves, CodegenError> {
+        use Prim::*;
+        #[cfg(test)]
+        if self.c.fail_at == Some(p) {
+            return Err(CodegenError::internal(format!("`{p}` fails for the test")));
+        }
+        match p {
+            Add | Sub | Mul | Div | Neg | Abs | Min | Max | Copysign | Sqrt | Floor | Ceil => {
+                self.prim_float(p, vals)
+            }
+            Pow | Atan2 | Powi | Exp | Log | Log1p | Expm1 | Sin | Cos | Tan | Asin | Acos
+            | Atan | Sinh | Cosh | Tanh | Erf | Round => self.prim_math(p, vals),
+            Lt | Le | Gt | Ge | Eq | Ne | Select => self.prim_compare(p, vals, tys),
+            Iadd | Isub | Imul | Ineg | Idiv | Irem | And | Or | Not | Sitofp | Fptosi => {
+                self.prim_int(p, vals, site)
+            }
+            Sum | Dot | Axpy | Scale | Matvec | Matmul | Fill | Copyto | Gemm => {
+                let s = site(self.c, None);
+                self.bulk(p, vals, s)
+            }
+            Tuple | Getfield => self.prim_tuple(p, ops, vals, tys),
+            Dual | Primal | Tangent => self.prim_dual(p, ops, vals, tys, ret),
+            Alloc | Zeros | Copy => self.prim_array_new(p, vals, tys, ret, site),
+            Length | Arrayref | Arrayset => self.prim_array_access(p, vals, tys, site),
+            Push | Pop => self.prim_tape(p, vals, tys, ret, site),
+            Szero | Sonehot | Sscale | Sadd | Sdense => self.prim_sparse(p, vals, site),
+            Frule | Revfwd | Revback => self.prim_rule(p, vals, site),
+        }
+    }
+
+    /// Float arithmetic that Cranelift has instructions for.
+    fn prim_float(&mut self, p: Prim, vals: &[Leaves]) -> Result<Leaves, CodegenError> {
+        use Prim::*;
+        let arg = |i: usize| first_leaf(p, vals, i);
+        Ok(match p {
+            Add => one(self.b.ins().fadd(arg(0)?, arg(1)?)),
+            Sub => one(self.b.ins().fsub(arg(0)?, arg(1)?)),
+            Mul => one(self.b.ins().fmul(arg(0)?, arg(1)?)),
+            Div => one(self.b.ins().fdiv(arg(0)?, arg(1)?)),
+            Neg => one(self.b.ins().fneg(arg(0)?)),
+            Abs => one(self.b.ins().fabs(arg(0)?)),
+            Min => one(self.b.ins().fmin(arg(0)?, arg(1)?)),
+            Max => one(self.b.ins().fmax(arg(0)?, arg(1)?)),
+            Copysign => one(self.b.ins().fcopysign(arg(0)?, arg(1)?)),
+            Sqrt => one(self.b.ins().sqrt(arg(0)?)),
+            Floor => one(self.b.ins().floor(arg(0)?)),
+            Ceil => one(self.b.ins().ceil(arg(0)?)),
+            _ => return Err(not_in_group(p, "a float arithmetic")),
+        })
+    }
+
+    /// Float functions computed by the runtime's math library.
+    fn prim_math(&mut self, p: Prim, vals: &[Leaves]) -> Result<Leaves, CodegenError> {
+        use Prim::*;
+        let arg = |i: usize| first_leaf(p, vals, i);
+        Ok(match p {
+            Pow => one(self.math2(RtSym::Pow, arg(0)?, arg(1)?)?),
+            Atan2 => one(self.math2(RtSym::Atan2, arg(0)?, arg(1)?)?),
+            Powi => {
+                let n = self.b.ins().fcvt_from_sint(types::F64, arg(1)?);
+                one(self.math2(RtSym::Pow, arg(0)?, n)?)
+            }
+            Exp | Log | Log1p | Expm1 | Sin | Cos | Tan | Asin | Acos | Atan | Sinh | Cosh
+            | Tanh | Erf | Round => {
+                let sym = match p {
+                    Exp => RtSym::Exp,
+                    Log => RtSym::Log,
+                    Log1p => RtSym::Log1p,
+                    Expm1 => RtSym::Expm1,
+                    Sin => RtSym::Sin,
+                    Cos => RtSym::Cos,
+                    Tan => RtSym::Tan,
+                    Asin => RtSym::Asin,
+                    Acos => RtSym::Acos,
+                    Atan => RtSym::Atan,
+                    Sinh => RtSym::Sinh,
+                    Cosh => RtSym::Cosh,
+                    Tanh => RtSym::Tanh,
+                    Erf => RtSym::Erf,
+                    _ => RtSym::Round,
+                };
+                let r = self.call_rt(sym, &[types::F64], &[types::F64], &[arg(0)?])?;
+                one(r[0])
+            }
+            _ => return Err(not_in_group(p, "a math library")),
+        })
+    }
+
+    fn math2(&mut self, sym: RtSym, a: ir::Value, b: ir::Value) -> Result<ir::Value, CodegenError> {
+        Ok(self.call_rt(sym, &[types::F64, types::F64], &[types::F64], &[a, b])?[0])
+    }
+
+    /// Comparisons of floats (ordered) and of integers or bools (signed),
+    /// and `select` of values of any number of leaves.
+    fn prim_compare(
+        &mut self,
+        p: Prim,
+        vals: &[Leaves],
+        tys: &[Type],
+    ) -> Result<Leaves, CodegenError> {
+        use Prim::*;
+        let arg = |i: usize| first_leaf(p, vals, i);
+        Ok(match p {
+            Lt | Le | Gt | Ge | Eq | Ne => {
+                let (a, b) = (arg(0)?, arg(1)?);
+                if tys.first() == Some(&Type::F64) {
+                    let cc = match p {
+                        Lt => FloatCC::LessThan,
+                        Le => FloatCC::LessThanOrEqual,
+                        Gt => FloatCC::GreaterThan,
+                        Ge => FloatCC::GreaterThanOrEqual,
+                        Eq => FloatCC::Equal,
+                        _ => FloatCC::NotEqual,
+                    };
+                    one(self.b.ins().fcmp(cc, a, b))
+                } else {
+                    let cc = match p {
+                        Lt => IntCC::SignedLessThan,
+                        Le => IntCC::SignedLessThanOrEqual,
+                        Gt => IntCC::SignedGreaterThan,
+                        Ge => IntCC::SignedGreaterThanOrEqual,
+                        Eq => IntCC::Equal,
+                        _ => IntCC::NotEqual,
+                    };
+                    one(self.b.ins().icmp(cc, a, b))
+                }
+            }
+            Select => {
+                let c = arg(0)?;
+                let (a, b) = match (vals.get(1), vals.get(2)) {
+                    (Some(a), Some(b)) if a.len() == b.len() => (a.clone(), b.clone()),
+                    _ => return Err(CodegenError::internal("bad operands of `select`".into())),
+                };
+                a.iter()
+                    .zip(&b)
+                    .map(|(&x, &y)| self.b.ins().select(c, x, y))
+                    .collect()
+            }
+            _ => return Err(not_in_group(p, "a comparison")),
+        })
+    }
+
+    /// Integer arithmetic, bool logic and conversions; `idiv`, `irem` and
+    /// `fptosi` check their operands and fail at a site.
+    fn prim_int(
+        &mut self,
+        p: Prim,
+        vals: &[Leaves],
+        site: &mut SiteFn<'_, M>,
+    ) -> Result<Leaves, CodegenError> {
+        use Prim::*;
+        let arg = |i: usize| first_leaf(p, vals, i);
+        Ok(match p {
+            Iadd => one(self.b.ins().iadd(arg(0)?, arg(1)?)),
+            Isub => one(self.b.ins().isub(arg(0)?, arg(1)?)),
+            Imul => one(self.b.ins().imul(arg(0)?, arg(1)?)),
+            Ineg => one(self.b.ins().ineg(arg(0)?)),
+            Idiv | Irem => {
+                let (a, b) = (arg(0)?, arg(1)?);
+                let s = site(self.c, None);
+                let zero = self.b.ins().icmp_imm_s(IntCC::Equal, b, 0);
+                let kind = if p == Idiv {
+                    TrapKind::DivZero
+                } else {
+                    TrapKind::RemZero
+                };
+                self.fail_if(zero, kind, s, None, None);
+                let minus_one = self.b.ins().icmp_imm_s(IntCC::Equal, b, -1);
+                if p == Idiv {
+                    let min = self.b.ins().icmp_imm_s(IntCC::Equal, a, i64::MIN);
+                    let ovf = self.b.ins().band(min, minus_one);
+                    self.fail_if(ovf, TrapKind::IdivOverflow, s, None, None);
+                    one(self.b.ins().sdiv(a, b))
+                } else {
+                    // x % -1 is 0 for every x; dividing by 1 instead avoids
+                    // the hardware's overflow on i64::MIN % -1.
+                    let onev = self.b.ins().iconst(types::I64, 1);
+                    let safe = self.b.ins().select(minus_one, onev, b);
+                    one(self.b.ins().srem(a, safe))
+                }
+            }
+            And => one(self.b.ins().band(arg(0)?, arg(1)?)),
+            Or => one(self.b.ins().bor(arg(0)?, arg(1)?)),
+            Not => one(self.b.ins().bxor_imm_s(arg(0)?, 1)),
+            Sitofp => one(self.b.ins().fcvt_from_sint(types::F64, arg(0)?)),
+            Fptosi => {
+                let x = arg(0)?;
+                let s = site(self.c, None);
+                const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+                let lo = self.b.ins().f64const(-TWO_63);
+                let hi = self.b.ins().f64const(TWO_63);
+                // Not (x >= -2^63 and x < 2^63): also true for NaN.
+                let ge = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, x, lo);
+                let lt = self.b.ins().fcmp(FloatCC::LessThan, x, hi);
+                let ok = self.b.ins().band(ge, lt);
+                let bad = self.b.ins().bxor_imm_s(ok, 1);
+                let bits = self.b.ins().bitcast(types::I64, MemFlagsData::new(), x);
+                self.fail_if(bad, TrapKind::Fptosi, s, Some(bits), None);
+                one(self.b.ins().fcvt_to_sint_sat(types::I64, x))
+            }
+            _ => return Err(not_in_group(p, "an integer")),
+        })
+    }
+
+    /// A bulk array primitive: a call of its runtime entry point with the
+    /// context, the leaves of the operands in order (bools widened to i64)
+    /// and the site. `sum` and `dot` return their f64 and leave a failure in
+    /// the context; the others return non-zero on failure, and may have
+    /// written an array, so no element stays known.
+    fn bulk(&mut self, p: Prim, vals: &[Leaves], site: i64) -> Result<Leaves, CodegenError> {
+        let sym = match p {
+            Prim::Sum => RtSym::BulkSum,
+            Prim::Dot => RtSym::BulkDot,
+            Prim::Axpy => RtSym::BulkAxpy,
+            Prim::Scale => RtSym::BulkScale,
+            Prim::Matvec => RtSym::BulkMatvec,
+            Prim::Matmul => RtSym::BulkMatmul,
+            Prim::Fill => RtSym::BulkFill,
+            Prim::Copyto => RtSym::BulkCopyto,
+            Prim::Gemm => RtSym::BulkGemm,
+            _ => {
+                return Err(CodegenError::internal(format!(
+                    "`{p}` is not a bulk primitive"
+                )));
+            }
+        };
+        let ctx = self.ctx();
+        let mut params = vec![types::I64];
+        let mut args = vec![ctx];
+        for &v in vals.iter().flatten() {
+            let ty = self.b.func.dfg.value_type(v);
+            if ty == types::I8 {
+                params.push(types::I64);
+                args.push(self.b.ins().uextend(types::I64, v));
+            } else {
+                params.push(ty);
+                args.push(v);
+            }
+        }
+        params.push(types::I64);
+        args.push(self.b.ins().iconst(types::I64, site));
+        if matches!(p, Prim::Sum | Prim::Dot) {
+            let r = self.call_rt(sym, &params, &[types::F64], &args)?;
+            let kind = self.load64(ctx, rt::OFF_ERR_KIND);
+            self.propagate_if(kind);
+            Ok(smallvec::smallvec![r[0]])
+        } else {
+            let r = self.call_rt(sym, &params, &[types::I64], &args)?;
+            self.known.clear();
+            self.propagate_if(r[0]);
+            Ok(SmallVec::new())
+        }
+    }
+
+    /// `tuple` (the operands' leaves in order) and `getfield` (the leaves of
+    /// one field, whose number is a constant operand).
+    fn prim_tuple(
+        &mut self,
+        p: Prim,
+        ops: &[Operand],
+        vals: &[Leaves],
+        tys: &[Type],
+    ) -> Result<Leaves, CodegenError> {
+        Ok(match p {
+            Prim::Tuple => vals.iter().flatten().copied().collect(),
+            Prim::Getfield => {
+                let Some(Type::Tuple(elems)) = tys.first() else {
+                    return Err(CodegenError::internal("`getfield` of a non-tuple".into()));
+                };
+                let k = const_index(ops.get(1))
+                    .filter(|&k| k < elems.len())
+                    .ok_or_else(|| CodegenError::internal("bad field of `getfield`".into()))?;
+                let start: usize = elems[..k].iter().map(leaf_count).sum();
+                let n = leaf_count(&elems[k]);
+                vals[0][start..start + n].iter().copied().collect()
+            }
+            _ => return Err(not_in_group(p, "a tuple")),
+        })
+    }
+
+    /// `dual`, `primal` and `tangent`: a dual's leaves are its primal's, then
+    /// each tangent's in turn, so all three only regroup leaves.
+    fn prim_dual(
+        &mut self,
+        p: Prim,
+        ops: &[Operand],
+        vals: &[Leaves],
+        tys: &[Type],
+        ret: &Type,
+    ) -> Result<Leaves, CodegenError> {
+        Ok(match p {
+            Prim::Dual => vals.iter().flatten().copied().collect(),
+            Prim::Primal => {
+                let n = leaf_count(ret);
+                vals[0][..n].iter().copied().collect()
+            }
+            Prim::Tangent => {
+                let Some(Type::Dual(inner, lanes)) = tys.first() else {
+                    return Err(CodegenError::internal("`tangent` of a non-dual".into()));
+                };
+                let k = const_index(ops.get(1))
+                    .filter(|&k| k < lanes.count())
+                    .ok_or_else(|| CodegenError::internal("bad index of `tangent`".into()))?;
+                let n = leaf_count(ret);
+                let start = leaf_count(inner) + k * n;
+                vals[0][start..start + n].iter().copied().collect()
+            }
+            _ => return Err(not_in_group(p, "a dual")),
+        })
+    }
+
+    /// The primitives that make an array (`alloc`, `zeros`, `copy`): a call
+    /// of the runtime, which returns null (with the error in the context) on
+    /// failure.
+    fn prim_array_new(
+        &mut self,
+        p: Prim,
+        vals: &[Leaves],
+        tys: &[Type],
+        ret: &Type,
+        site: &mut SiteFn<'_, M>,
+    ) -> Result<Leaves, CodegenError> {
+        use Prim::*;
+        let arg = |i: usize| first_leaf(p, vals, i);
+        Ok(match p {
+            Alloc | Zeros => {
+                let elem = match ret {
+                    Type::Array(e) => *e,
+                    _ => {
+                        return Err(CodegenError::internal(
+                            "`alloc` without an array type".into(),
+                        ));
+                    }
+                };
+                let n = arg(0)?;
+                let s = site(self.c, None);
+                let ctx = self.ctx();
+                let size = self.b.ins().iconst(types::I64, elem_bytes(elem));
+                let sv = self.b.ins().iconst(types::I64, s);
+                let r = self.call_rt(
+                    RtSym::Alloc,
+                    &[types::I64; 4],
+                    &[types::I64],
+                    &[ctx, n, size, sv],
+                )?;
+                let null = self.b.ins().icmp_imm_s(IntCC::Equal, r[0], 0);
+                self.propagate_if(null);
+                smallvec::smallvec![r[0], n]
+            }
+            Copy => {
+                let elem = match tys.first() {
+                    Some(Type::Array(e)) => *e,
+                    _ => return Err(CodegenError::internal("`copy` of a non-array".into())),
+                };
+                let (ptr, len) = (vals[0][0], vals[0][1]);
+                let s = site(self.c, None);
+                let ctx = self.ctx();
+                let size = self.b.ins().iconst(types::I64, elem_bytes(elem));
+                let sv = self.b.ins().iconst(types::I64, s);
+                let r = self.call_rt(
+                    RtSym::Copy,
+                    &[types::I64; 5],
+                    &[types::I64],
+                    &[ctx, ptr, len, size, sv],
+                )?;
+                let null = self.b.ins().icmp_imm_s(IntCC::Equal, r[0], 0);
+                self.propagate_if(null);
+                smallvec::smallvec![r[0], len]
+            }
+            _ => return Err(not_in_group(p, "an array-making")),
+        })
+    }
+
+    /// `length`, `arrayref` and `arrayset`: an array's leaves are its
+    /// pointer and length; element access checks the index at a site.
+    fn prim_array_access(
+        &mut self,
+        p: Prim,
+        vals: &[Leaves],
+        tys: &[Type],
+        site: &mut SiteFn<'_, M>,
+    ) -> Result<Leaves, CodegenError> {
+        use Prim::*;
+        let arg = |i: usize| first_leaf(p, vals, i);
+        Ok(match p {
+            Length => one(*vals[0]
+                .get(1)
+                .ok_or_else(|| CodegenError::internal("`length` of a non-array".into()))?),
+            Arrayref | Arrayset => {
+                let elem = match tys.first() {
+                    Some(Type::Array(e)) => *e,
+                    _ => return Err(CodegenError::internal(format!("`{p}` of a non-array"))),
+                };
+                let (ptr, len) = (vals[0][0], vals[0][1]);
+                let i = arg(1)?;
+                // Within a block, an index checked once against a length
+                // stays in bounds (lengths never change), and an element
+                // read or written stays known until something may write
+                // arrays (`arrayset` through any name, a call, a bulk
+                // primitive with an output).
+                if p == Arrayref
+                    && let Some(&v) = self.known.get(&(ptr, i))
+                {
+                    return Ok(one(v));
+                }
+                if !self.checked.contains(&(i, len)) {
+                    let s = site(self.c, None);
+                    let out = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
+                    self.fail_if(out, TrapKind::Index, s, Some(i), Some(len));
+                    self.checked.insert((i, len));
+                }
+                let off = self.b.ins().imul_imm_s(i, elem_bytes(elem));
+                let addr = self.b.ins().iadd(ptr, off);
+                if p == Arrayref {
+                    let v = self.b.ins().load(elem_leaf(elem), self.fl_array, addr, 0);
+                    self.known.insert((ptr, i), v);
+                    one(v)
+                } else {
+                    let v = arg(2)?;
+                    self.b.ins().store(self.fl_array, v, addr, 0);
+                    self.known.clear();
+                    self.known.insert((ptr, i), v);
+                    SmallVec::new()
+                }
+            }
+            _ => return Err(not_in_group(p, "an array access")),
+        })
+    }
+
+    /// `push` and `pop` on the tape of the value's type: at an offset from
+    /// the segment's top when the segment checked the tape at its start,
+    /// else with a check of their own at a site.
+    fn prim_tape(
+        &mut self,
+        p: Prim,
+        vals: &[Leaves],
+        tys: &[Type],
+        ret: &Type,
+        site: &mut SiteFn<'_, M>,
+    ) -> Result<Leaves, CodegenError> {
+        Ok(match p {
+            Prim::Push => {
+                let ty = tys.first().cloned().unwrap_or(Type::Unit);
+                let t = self.c.tape(&ty);
+                match self.prechecked.take() {
+                    Some((_, off)) => self.push_at(t, off, &vals[0], &leaf_list(&ty))?,
+                    None => {
+                        let s = site(self.c, None);
+                        self.push(t, &vals[0], &leaf_list(&ty), s)?;
+                    }
+                }
+                SmallVec::new()
+            }
+            Prim::Pop => {
+                let t = self.c.tape(ret);
+                match self.prechecked.take() {
+                    Some((_, off)) => self.pop_at(t, off, &leaf_list(ret))?,
+                    None => {
+                        let s = site(self.c, Some(ret.clone()));
+                        self.pop(t, &leaf_list(ret), Some(s))
+                    }
+                }
+            }
+            _ => return Err(not_in_group(p, "a tape")),
+        })
+    }
+
+    /// The sparse tangent builder: `szero` is the null handle, the others
+    /// call the runtime, which returns a negative handle on failure
+    /// (`sdense` a null array).
+    fn prim_sparse(
+        &mut self,
+        p: Prim,
+        vals: &[Leaves],
+        site: &mut SiteFn<'_, M>,
+    ) -> Result<Leaves, CodegenError> {
+        use Prim::*;
+        let arg = |i: usize| first_leaf(p, vals, i);
+        Ok(match p {
+            Szero => one(self.b.ins().iconst(types::I64, 0)),
+            Sonehot | Sscale | Sadd => {
+                let s = site(self.c, None);
+                let ctx = self.ctx();
+                let sv = self.b.ins().iconst(types::I64, s);
+                let r = match p {
+                    Sonehot => self.call_rt(
+                        RtSym::SparseOnehot,
+                        &[types::I64; 3],
+                        &[types::I64],
+                        &[ctx, arg(0)?, sv],
+                    )?,
+                    Sscale => self.call_rt(
+                        RtSym::SparseScale,
+                        &[types::I64, types::F64, types::I64, types::I64],
+                        &[types::I64],
+                        &[ctx, arg(0)?, arg(1)?, sv],
+                    )?,
+                    _ => self.call_rt(
+                        RtSym::SparseAdd,
+                        &[types::I64; 4],
+                        &[types::I64],
+                        &[ctx, arg(0)?, arg(1)?, sv],
+                    )?,
+                };
+                let bad = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, r[0], 0);
+                self.propagate_if(bad);
+                one(r[0])
+            }
+            Sdense => {
+                let n = arg(1)?;
+                let s = site(self.c, None);
+                let ctx = self.ctx();
+                let sv = self.b.ins().iconst(types::I64, s);
+                let r = self.call_rt(
+                    RtSym::SparseDense,
+                    &[types::I64; 4],
+                    &[types::I64],
+                    &[ctx, arg(0)?, n, sv],
+                )?;
+                let null = self.b.ins().icmp_imm_s(IntCC::Equal, r[0], 0);
+                self.propagate_if(null);
+                smallvec::smallvec![r[0], n]
+            }
+            _ => return Err(not_in_group(p, "a sparse tangent")),
+        })
+    }
+
+    /// `frule`, `revfwd` and `revback`: a call of [`RULE_FN`], which finds or
+    /// derives the rule at run time and returns its handle, negative on
+    /// failure.
+    fn prim_rule(
+        &mut self,
+        p: Prim,
+        vals: &[Leaves],
+        site: &mut SiteFn<'_, M>,
+    ) -> Result<Leaves, CodegenError> {
+        use Prim::*;
+        let arg = |i: usize| first_leaf(p, vals, i);
+        let kind = match p {
+            Frule => RuleKind::Frule,
+            Revfwd => RuleKind::Revfwd,
+            Revback => RuleKind::Revback,
+            _ => return Err(not_in_group(p, "a rule")),
+        };
+        let h = arg(0)?;
+        let width = if p == Frule {
+            arg(1)?
+        } else {
+            self.b.ins().iconst(types::I64, 0)
+        };
+        let s = site(self.c, None);
+        let ctx = self.ctx();
+        let k = self.b.ins().iconst(types::I64, kind.code());
+        let sv = self.b.ins().iconst(types::I64, s);
+        let r = self.call_import(
+            RULE_FN,
+            &[types::I64; 5],
+            &[types::I64],
+            &[ctx, k, h, width, sv],
+        )?;
+        let bad = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, r[0], 0);
+        self.propagate_if(bad);
+        Ok(one(r[0]))
+    }
+}
