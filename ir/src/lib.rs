@@ -4,6 +4,8 @@
 //! - [`types`], [`prim`]: the type language and the primitive table;
 //! - [`func`]: modules, functions, blocks, statements; [`builder`]: how IR is made;
 //! - [`text`]: the text format of SYNTAX.md §1 (lexer, parser, printer);
+//! - [`flow`]: control flow keyed by `Block` (CFG, dominator tree, loops),
+//!   for the verifier, every pass and codegen;
 //! - [`verify`]: the verifier; [`interp`]: the reference interpreter;
 //! - [`bulk`], [`sparse`]: the bulk array kernels and the tangent builder of
 //!   sparse forward mode, from `irad-kernels`, which the runtime uses too, so

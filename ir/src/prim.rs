@@ -405,7 +405,7 @@ impl Call<'_> {
 
     /// The error for a signature handed to a group method it is not in.
     fn not_in_group(&self, group: &str) -> String {
-        format!("internal error: `{}` is not {group} primitive", self.name)
+        crate::interp::internal_message(format_args!("`{}` is not {group} primitive", self.name))
     }
 
     /// Fixed scalar signatures, comparisons and `select`.
@@ -730,10 +730,11 @@ impl Call<'_> {
                 Ok(ret)
             }
             Sig::Bulk => {
-                let (params, ret) = self
-                    .prim
-                    .bulk_params()
-                    .ok_or_else(|| format!("internal error: `{name}` is not a bulk primitive"))?;
+                let (params, ret) = self.prim.bulk_params().ok_or_else(|| {
+                    crate::interp::internal_message(format_args!(
+                        "`{name}` is not a bulk primitive"
+                    ))
+                })?;
                 self.arity(params.len())?;
                 for (i, p) in params.iter().enumerate() {
                     self.want(i, &format!("{p}"), args[i] == *p)?;
