@@ -268,6 +268,10 @@ impl Stage for BenchReverse<'_, '_> {
         PassId::Reverse
     }
 
+    fn needs_normalised(&self) -> bool {
+        true
+    }
+
     fn required(&self) -> bool {
         true
     }

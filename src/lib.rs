@@ -779,16 +779,6 @@ impl Backend {
     }
 }
 
-/// The module normalised, for the AD modes.
-fn normalised(src: &Source, module: &Module) -> Result<Module, Error> {
-    let mut m = module.clone();
-    irad_passes::normalise(&mut m).map_err(|err| Error::Pass {
-        file: src.name.clone(),
-        err,
-    })?;
-    Ok(m)
-}
-
 /// The module normalised, with `@f.rev` (and the pieces it calls) for each of
 /// `funcs` (every function when empty); also the ids of the functions added,
 /// in order, and the BBCode text of each function differentiated (what
@@ -851,7 +841,7 @@ pub fn activity_dump(
     funcs: &[FuncId],
     wrt: Option<&[usize]>,
 ) -> Result<String, Error> {
-    let m = normalised(src, module)?;
+    let m = normalise(src, module)?;
     irad_passes::annotate::activity_text(&m, funcs, wrt).map_err(|e| pass_error(src, e))
 }
 

@@ -343,7 +343,7 @@ struct DumpCmd {
     /// Run only the first N passes (normalisation passes, the derivation,
     /// each step of the schedule) and skip the rest, printing on stderr
     /// which ran (`BISECT: running pass (1) uniform_constant_operands`); the derivation
-    /// always runs.
+    /// always runs, and with `--mode rev` the normalisation it needs.
     /// Lower N until the output is right to find the pass that breaks it.
     #[arg(long, value_name = "N", conflicts_with_all = ["activity", "known"])]
     bisect_limit: Option<usize>,

@@ -268,4 +268,23 @@ mod tests {
             ["# input", "# after forward"]
         );
     }
+
+    /// Reverse mode needs a normalised input (one return block, and `SRC`
+    /// has two), so a bisect limit of 0 still runs the normalisation passes
+    /// before it rather than hand it an input it rejects.
+    #[test]
+    fn a_bisect_limit_keeps_the_normalisation_reverse_mode_needs() {
+        let req = DumpRequest {
+            mode: Some(DumpMode::Reverse),
+            all_passes: true,
+            bisect_limit: Some(0),
+            ..DumpRequest::default()
+        };
+        let names: Vec<String> = run(&req).iter().flat_map(labels).collect();
+        assert!(
+            names.contains(&"# after single_return".to_string()),
+            "{names:?}"
+        );
+        assert_eq!(names.last().map(String::as_str), Some("# after reverse"));
+    }
 }

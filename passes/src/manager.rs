@@ -189,6 +189,14 @@ pub trait Stage {
         opts: &PipelineOptions,
     ) -> Result<Option<Vec<Snapshot>>, PassError>;
 
+    /// Whether the stage needs a normalised input (reverse mode: one return
+    /// block, no critical edges). Then the normalisation passes of its
+    /// pipeline are required too: a bisect limit cannot skip them and leave
+    /// the stage an input it rejects. False by default.
+    fn needs_normalised(&self) -> bool {
+        false
+    }
+
     /// Whether the bisect limit numbers the stage's steps, each as a pass of
     /// its own, rather than the stage as one pass: then the manager runs it
     /// by [`Stage::run_steps`]. False by default; true for the optimiser.
@@ -545,9 +553,13 @@ pub fn run_pipeline(
     if opts.verify {
         verify_module(m).map_err(|errors| PassError::Input { errors })?;
     }
+    let normalise_required = pipeline
+        .iter()
+        .any(|step| matches!(step, Step::Stage(stage) if stage.needs_normalised()));
     let mut ctx = Ctx {
         opts,
         report: Report::default(),
+        normalise_required,
     };
     for step in pipeline {
         ctx.step(m, step)?;
@@ -601,6 +613,9 @@ pub fn normalise_until(name: PassId) -> Result<Vec<PassId>, PassError> {
 struct Ctx<'o> {
     opts: &'o PipelineOptions,
     report: Report,
+    /// A stage of the pipeline needs a normalised input, so the
+    /// normalisation passes run whatever the bisect limit.
+    normalise_required: bool,
 }
 
 impl Ctx<'_> {
@@ -644,14 +659,14 @@ impl Ctx<'_> {
     fn pass(&mut self, m: &mut Module, id: PassId) -> Result<(), PassError> {
         match find(id).run {
             Run::Func(run) => {
-                if self.admit(id, None, false) {
+                if self.admit(id, None, self.required_pass(id)) {
                     self.run_func(m, id, run)?;
                     self.record(m, id);
                 }
                 Ok(())
             }
             Run::Module(run) => {
-                if self.admit(id, None, false) {
+                if self.admit(id, None, self.required_pass(id)) {
                     run(m);
                     self.verify(m, id)?;
                     self.record(m, id);
@@ -661,6 +676,12 @@ impl Ctx<'_> {
             Run::Fixpoint(group) => self.run_fixpoint(m, id, group),
             Run::Stage => Err(PassError::NeedsParameters { pass: id }),
         }
+    }
+
+    /// Whether registered pass `id` runs whatever the bisect limit: a
+    /// normalisation pass when a stage of the pipeline needs its guarantee.
+    fn required_pass(&self, id: PassId) -> bool {
+        self.normalise_required && NORMALISE.contains(&id)
     }
 
     /// Numbers the next pass (`step` of stage `pass`, for a stage that
@@ -725,7 +746,7 @@ impl Ctx<'_> {
                     debug_assert!(false, "group `{name}` names `{pass}`");
                     continue;
                 };
-                if self.admit(pass, None, false) {
+                if self.admit(pass, None, self.required_pass(pass)) {
                     changed |= self.run_func(m, pass, run)?;
                     self.record(m, pass);
                 }

@@ -150,6 +150,10 @@ impl Stage for ReverseStage<'_> {
         PassId::Reverse
     }
 
+    fn needs_normalised(&self) -> bool {
+        true
+    }
+
     fn required(&self) -> bool {
         true
     }
@@ -259,6 +263,10 @@ impl<'r, 'a> ReverseGradStage<'r, 'a> {
 impl Stage for ReverseGradStage<'_, '_> {
     fn id(&self) -> PassId {
         PassId::Reverse
+    }
+
+    fn needs_normalised(&self) -> bool {
+        true
     }
 
     fn required(&self) -> bool {
