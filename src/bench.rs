@@ -130,7 +130,7 @@ pub fn bench(
             let Some(rev_id) = stage.rev else {
                 return Err(GradError::Invalid {
                     loc: irad_ir::Location::default(),
-                    msg: "internal error: the reverse stage derived nothing".into(),
+                    msg: irad_ir::interp::internal_message("the reverse stage derived nothing"),
                 });
             };
             let rev = stage.grad.rev;

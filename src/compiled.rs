@@ -456,7 +456,7 @@ pub fn jit_gradient<'r>(
     };
     let plan = plan.ok_or_else(|| GradError::Invalid {
         loc: irad_ir::Location::default(),
-        msg: "internal error: the gradient stage made no plan".into(),
+        msg: irad_ir::interp::internal_message("the gradient stage made no plan"),
     })?;
     let jit = Jit::owning(m, Some(provider)).map_err(|e| RunError {
         loc: e.loc,

@@ -365,6 +365,26 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// Whose fault it is: [`ir::interp::ErrorKind::Internal`] for a bug of
+    /// irad (an [`Error::Internal`], or a wrapped error of that kind),
+    /// [`ir::interp::ErrorKind::User`] for a fault of the input, the
+    /// arguments or the request.
+    pub fn kind(&self) -> ir::interp::ErrorKind {
+        use ir::interp::ErrorKind;
+        match self {
+            Error::Internal { .. } => ErrorKind::Internal,
+            Error::Pass { err, .. } => err.kind(),
+            Error::Forward { err, .. } => err.kind,
+            Error::Reverse { err, .. } => err.kind,
+            Error::Pe { err, .. } => err.kind(),
+            Error::Run { err, .. } => err.kind(),
+            Error::Codegen { err, .. } => err.kind(),
+            _ => ErrorKind::User,
+        }
+    }
+}
+
 /// Reads `path` as a source, checking that it is UTF-8; the source is named
 /// by the path, as errors print it.
 ///

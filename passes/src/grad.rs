@@ -9,7 +9,7 @@
 //! positions whose parameters have a tangent.
 
 use crate::forward::ForwardError;
-use irad_ir::interp::{ArrayRef, MakeExecutor, RunError, RunOptions, Val};
+use irad_ir::interp::{ArrayRef, ErrorKind, MakeExecutor, RunError, RunOptions, Val};
 use irad_ir::{FuncId, Lanes, Location, Module, Type};
 
 /// How a gradient runs (`forward::grad::gradient`,
@@ -82,6 +82,20 @@ pub enum GradError {
         /// What.
         msg: String,
     },
+}
+
+impl GradError {
+    /// Whose fault it is: the derivation's or run's own kind, and for
+    /// [`GradError::Invalid`] [`ErrorKind::Internal`] exactly when the
+    /// message is an internal one (a stage that made nothing).
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            GradError::Forward(e) => e.kind,
+            GradError::Reverse(e) => e.kind,
+            GradError::Run(e) => e.kind(),
+            GradError::Invalid { msg, .. } => ErrorKind::of_message(msg),
+        }
+    }
 }
 
 /// A checked gradient request: where the function is, its parameter types,

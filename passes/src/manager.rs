@@ -35,6 +35,7 @@ use crate::normalise as passes_fn;
 use crate::optimise::OptError;
 use crate::pe::{self, PeError};
 use crate::reverse::ReverseError;
+use irad_ir::interp::ErrorKind;
 use irad_ir::verify::{VerifyError, verify_module};
 use irad_ir::{Func, Module};
 use std::fmt;
@@ -292,6 +293,27 @@ pub enum PassError {
     /// A specialisation could not be made.
     #[error(transparent)]
     Pe(Box<PeError>),
+}
+
+impl PassError {
+    /// Whose fault it is: [`ErrorKind::Internal`] for a pass that left IR
+    /// that does not verify or a stage named as a plain pass (bugs of irad),
+    /// the wrapped error's own kind for a derivation or specialisation, and
+    /// [`ErrorKind::User`] for the rest (input, names, requests, a schedule
+    /// out of fuel).
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            PassError::Verify { .. } | PassError::NeedsParameters { .. } => ErrorKind::Internal,
+            PassError::Forward(e) => e.kind,
+            PassError::Reverse(e) => e.kind,
+            PassError::Grad(e) => e.kind(),
+            PassError::Pe(e) => e.kind(),
+            PassError::Input { .. }
+            | PassError::UnknownPass { .. }
+            | PassError::Request { .. }
+            | PassError::Optimise(_) => ErrorKind::User,
+        }
+    }
 }
 
 /// How [`run_pipeline`] runs.
