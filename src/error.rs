@@ -1,0 +1,336 @@
+//! The facade's one error type, [`Error`]: every lower crate's error wrapped
+//! with the name of its source, whose fault it is ([`Error::kind`]), and how
+//! people read it ([`Error::render`]: SYNTAX.md's `file:line:column: error:`
+//! format with the source line and a caret, call traces of run-time errors).
+//!
+//! Assumes the source a located error names is the one given to `render`.
+//! Guarantees: every message starts with the file (and a line and column
+//! where the error has a place), never panics on any error or source.
+
+use crate::{Source, diag, grad_error};
+use irad_codegen as codegen;
+use irad_ir as ir;
+use irad_ir::interp::RunError;
+use irad_ir::text::ParseError;
+use irad_ir::verify::VerifyError;
+use irad_ir::{Diagnostic, Pos};
+use irad_passes::forward::ForwardError;
+
+/// Anything that can go wrong between reading a file and printing a result.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The file could not be read.
+    #[error("{file}: error: cannot read file: {message}")]
+    Io {
+        /// The path.
+        file: String,
+        /// What the operating system said.
+        message: String,
+    },
+    /// An output file could not be written (`irad emit`).
+    #[error("{file}: error: cannot write file: {message}")]
+    Write {
+        /// The path.
+        file: String,
+        /// What the operating system said.
+        message: String,
+    },
+    /// The file is not UTF-8.
+    #[error("{file}:{}:{}: error: file is not valid UTF-8", pos.line, pos.col)]
+    Utf8 {
+        /// The path.
+        file: String,
+        /// Where the first bad byte is.
+        pos: Pos,
+    },
+    /// The file's extension names no language irad reads.
+    #[error("{file}:1:1: error: {message}")]
+    Language {
+        /// The path.
+        file: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A syntax or name error in IR text or in argument text.
+    #[error("{file}: {err}")]
+    Parse {
+        /// The source's name.
+        file: String,
+        /// The error (boxed: it is large and rare).
+        err: Box<ParseError>,
+    },
+    /// Errors of the surface language: syntax, names, types.
+    #[error("{file}: {} error(s)", errs.len())]
+    Surface {
+        /// The source's name.
+        file: String,
+        /// Every error found.
+        errs: Vec<ir::surface::SurfaceError>,
+    },
+    /// The module does not verify.
+    #[error("{file}: {} verification error(s)", errs.len())]
+    Verify {
+        /// The source's name.
+        file: String,
+        /// Every error found.
+        errs: Vec<VerifyError>,
+    },
+    /// `-f NAME` names no function of the module.
+    #[error("{file}:1:1: error: {message}")]
+    NoFunction {
+        /// The source's name.
+        file: String,
+        /// What is wrong, with the functions that exist.
+        message: String,
+    },
+    /// The request does not fit the program (`irad dump --activity --wrt`
+    /// naming a parameter the function does not have).
+    #[error("{file}:1:1: error: {message}")]
+    Request {
+        /// The source's name.
+        file: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A feature the request needs is not built yet.
+    #[error("{file}:1:1: error: {message}")]
+    Unsupported {
+        /// The source's name.
+        file: String,
+        /// What is missing.
+        message: String,
+    },
+    /// A bug of irad, not a fault of the input (`message` starts with
+    /// `internal error: `); errors of the lower crates say the same through
+    /// their kind (`irad::ir::interp::ErrorKind::Internal`).
+    #[error("{file}:1:1: error: {message}")]
+    Internal {
+        /// The source's name.
+        file: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A pass failed (an unknown pass name, or a pass that left invalid IR).
+    #[error("{file}: error: {err}")]
+    Pass {
+        /// The source's name.
+        file: String,
+        /// The error.
+        err: irad_passes::PassError,
+    },
+    /// Forward mode could not derive a rule, or the gradient request does
+    /// not fit the function (`--wrt`, result type).
+    #[error("{file}: {err}")]
+    Forward {
+        /// The source's name.
+        file: String,
+        /// The error (boxed: it is large and rare).
+        err: Box<ForwardError>,
+    },
+    /// Reverse mode could not derive the pieces of a function.
+    #[error("{file}: {err}")]
+    Reverse {
+        /// The source's name.
+        file: String,
+        /// The error (boxed: it is large and rare).
+        err: Box<irad_passes::reverse::ReverseError>,
+    },
+    /// A specialisation could not be made (`irad dump --known`): the known
+    /// arguments do not fit the function, or it did not settle.
+    #[error("{file}: {err}")]
+    Pe {
+        /// The source's name.
+        file: String,
+        /// The error (boxed: it is large and rare).
+        err: Box<irad_passes::pe::PeError>,
+    },
+    /// A run-time error.
+    #[error("{file}: {err}")]
+    Run {
+        /// The source's name.
+        file: String,
+        /// The error (boxed: it is large and rare).
+        err: Box<RunError>,
+    },
+    /// Code generation failed, or a function cannot be exported through the
+    /// C ABI (`irad emit`).
+    #[error("{file}: {err}")]
+    Codegen {
+        /// The source's name.
+        file: String,
+        /// The error (boxed: it is large and rare).
+        err: Box<codegen::CodegenError>,
+    },
+    /// A schedule that does not parse (located in the schedule text, the
+    /// pseudo-file `<schedule>`), or that failed to run (out of fuel).
+    #[error("{}", schedule_message(file, err))]
+    Schedule {
+        /// The source's name (`<schedule>` for a parse error).
+        file: String,
+        /// The error (boxed: it is large and rare).
+        err: Box<irad_passes::optimise::OptError>,
+    },
+    /// `irad test-rules`: some rules disagree with their primitive.
+    #[error("error: {failed} of {total} rule checks failed")]
+    RulesFailed {
+        /// How many test signatures failed.
+        failed: usize,
+        /// How many were checked.
+        total: usize,
+    },
+}
+
+impl Error {
+    /// Whose fault it is: [`ir::interp::ErrorKind::Internal`] for a bug of
+    /// irad (an [`Error::Internal`], or a wrapped error of that kind),
+    /// [`ir::interp::ErrorKind::User`] for a fault of the input, the
+    /// arguments or the request.
+    pub fn kind(&self) -> ir::interp::ErrorKind {
+        use ir::interp::ErrorKind;
+        match self {
+            Error::Internal { .. } => ErrorKind::Internal,
+            Error::Pass { err, .. } => err.kind(),
+            Error::Forward { err, .. } => err.kind,
+            Error::Reverse { err, .. } => err.kind,
+            Error::Pe { err, .. } => err.kind(),
+            Error::Run { err, .. } => err.kind(),
+            Error::Codegen { err, .. } => err.kind(),
+            _ => ErrorKind::User,
+        }
+    }
+}
+
+/// The error of a pipeline of the pass manager, in the facade's terms: a
+/// stage's own error as the facade reports it elsewhere (forward, reverse,
+/// gradient request, schedule, specialisation), any other as [`Error::Pass`].
+pub fn pass_error(src: &Source, e: irad_passes::PassError) -> Error {
+    use irad_passes::PassError as P;
+    let file = src.name.clone();
+    match e {
+        P::Forward(err) => Error::Forward { file, err },
+        P::Reverse(err) => Error::Reverse { file, err },
+        P::Grad(err) => grad_error(src, *err),
+        P::Optimise(err) => Error::Schedule { file, err },
+        P::Pe(err) => Error::Pe { file, err },
+        P::Request { message } => Error::Request { file, message },
+        err => Error::Pass { file, err },
+    }
+}
+
+impl Error {
+    /// The error as people read it: each message in SYNTAX.md's format
+    /// (`file:line:column: error: ...`) with the source line and a caret.
+    /// `sources` are the texts the error may point into, looked up by name;
+    /// without its text an error still names file, line and column.
+    ///
+    /// ```
+    /// use irad::Source;
+    ///
+    /// let src = Source::new("t.ir", "func @t(%x: f64) -> f64 {\n#1:\n  return %y\n}\n");
+    /// let err = irad::load(&src).unwrap_err();
+    /// let text = err.render(&[&src]);
+    /// assert!(text.starts_with("t.ir:3:"), "{text}");
+    /// assert!(text.contains("return %y"), "{text}"); // the line, with a caret
+    /// assert!(err.render(&[]).starts_with("t.ir:3:"));
+    /// ```
+    pub fn render(&self, sources: &[&Source]) -> String {
+        let text_of = |file: &str| {
+            sources
+                .iter()
+                .find(|s| s.name == file)
+                .map(|s| s.text.as_str())
+        };
+        match self {
+            Error::Parse { file, err } => render_diag(file, text_of(file), &**err),
+            Error::Verify { file, errs } => render_all(file, text_of(file), errs),
+            Error::Pass { file, err } => {
+                let mut out = diag::render(file, None, Some(Pos::new(1, 1)), &err.to_string());
+                let errs = match err {
+                    irad_passes::PassError::Input { errors }
+                    | irad_passes::PassError::Verify { errors, .. } => errors.as_slice(),
+                    _ => &[],
+                };
+                out.push_str(&render_all(file, text_of(file), errs));
+                out
+            }
+            Error::Surface { file, errs } => render_all(file, text_of(file), errs),
+            Error::Forward { file, err } => render_diag(file, text_of(file), &**err),
+            Error::Reverse { file, err } => render_diag(file, text_of(file), &**err),
+            Error::Codegen { file, err } => render_diag(file, text_of(file), &**err),
+            Error::Pe { file, err } => render_diag(file, text_of(file), &**err),
+            Error::Schedule { file, err } => match &**err {
+                // Already `<schedule>:LINE:COL: error: ...`.
+                irad_passes::optimise::OptError::Parse { .. } => format!("{err}\n"),
+                other => diag::render(file, None, Some(Pos::new(1, 1)), &other.to_string()),
+            },
+            Error::Run { file, err } => {
+                let mut out = render_diag(file, text_of(file), &**err);
+                // A depth-limit error has a call site per frame: show the
+                // innermost and outermost few.
+                let n = err.trace.len();
+                for (i, call) in err.trace.iter().enumerate() {
+                    if i == TRACE_HEAD && n > TRACE_HEAD + TRACE_TAIL {
+                        let hidden = n - TRACE_HEAD - TRACE_TAIL;
+                        out.push_str(&format!("note: ... {hidden} more calls ...\n"));
+                    }
+                    if i < TRACE_HEAD || i + TRACE_TAIL >= n {
+                        let what = format!("called {}", call.ir_place());
+                        out.push_str(&diag::note(file, call.pos, &what));
+                    }
+                }
+                out
+            }
+            Error::Utf8 { file, pos } => {
+                diag::render(file, None, Some(*pos), "file is not valid UTF-8")
+            }
+            // No line is at fault; SYNTAX.md still wants a line and column.
+            Error::NoFunction { file, message }
+            | Error::Request { file, message }
+            | Error::Language { file, message }
+            | Error::Unsupported { file, message }
+            | Error::Internal { file, message } => {
+                diag::render(file, None, Some(Pos::new(1, 1)), message)
+            }
+            other => format!("{other}\n"),
+        }
+    }
+}
+
+/// The message of [`Error::Schedule`]: a parse error already names its place
+/// in the schedule text; a failure while running names the file.
+fn schedule_message(file: &str, err: &irad_passes::optimise::OptError) -> String {
+    match err {
+        irad_passes::optimise::OptError::Parse { .. } => err.to_string(),
+        other => format!("{file}: {other}"),
+    }
+}
+
+/// How many innermost and outermost call sites a run-time error shows.
+const TRACE_HEAD: usize = 8;
+const TRACE_TAIL: usize = 2;
+
+/// Renders many errors of one file, indexing its lines once, so that a file
+/// with many errors renders in linear time.
+fn render_all<E: Diagnostic>(file: &str, text: Option<&str>, errs: &[E]) -> String {
+    let lines = text.map(|text| diag::SourceLines::new(file, text));
+    errs.iter()
+        .map(|e| render_located(file, lines.as_ref(), e))
+        .collect()
+}
+
+fn render_diag(file: &str, text: Option<&str>, err: &dyn Diagnostic) -> String {
+    let lines = text.map(|text| diag::SourceLines::new(file, text));
+    render_located(file, lines.as_ref(), err)
+}
+
+fn render_located(file: &str, lines: Option<&diag::SourceLines>, err: &dyn Diagnostic) -> String {
+    let loc = err.location();
+    let message = ir::loc::with_place(err.message(), loc);
+    // SYNTAX.md: every message names a line and column; an error with no
+    // position of its own points at the start of the file.
+    let pos = loc.pos.or(Some(Pos::new(1, 1)));
+    match lines {
+        Some(lines) => lines.render(pos, &message),
+        None => diag::render(file, None, pos, &message),
+    }
+}
