@@ -4,7 +4,9 @@
 //! differed.
 //!
 //! Assumes a harness whose functions verified. Guarantees: never panics; an
-//! unexpected value shape is an `internal error` message, not a crash.
+//! unexpected value shape is a [`CheckError::Internal`] (printed as an
+//! `internal error: ...` message), not a crash; what the rule got wrong is a
+//! [`CheckError::Failed`].
 
 use super::{ADJOINT_TOLERANCE, Harness, Point, sample_leaves};
 use crate::check::{CheckError, Outcome, lane, run_function, show};
