@@ -39,7 +39,10 @@ use std::collections::HashMap;
 use std::fmt;
 use std::rc::Rc;
 
+mod error;
 mod rev;
+
+pub use error::CheckError;
 
 pub use rev::{ADJOINT_TOLERANCE, check_rrule_signature, check_rrules};
 
@@ -469,16 +472,16 @@ impl Harness {
     }
 
     /// Checks one point; the largest finite-difference error, or what failed.
-    fn check_point(&self, interp: &mut Interpreter<'_>, p: &Point) -> Result<f64, String> {
-        let primal = self.run(interp, self.primal, &p.args, &[]);
+    fn check_point(&self, interp: &mut Interpreter<'_>, p: &Point) -> Result<f64, CheckError> {
+        let primal = self.run(interp, self.primal, &p.args, &[])?;
         let mut lanes1 = Vec::new();
         for (k, dir) in p.dirs.iter().enumerate() {
-            let run = self.run(interp, self.rule1, &p.args, std::slice::from_ref(dir));
+            let run = self.run(interp, self.rule1, &p.args, std::slice::from_ref(dir))?;
             self.same_primal(&primal, &run)
                 .map_err(|e| format!("width 1, lane {k}: {e}"))?;
             lanes1.push(run);
         }
-        let run_n = self.run(interp, self.rule_n, &p.args, &p.dirs);
+        let run_n = self.run(interp, self.rule_n, &p.args, &p.dirs)?;
         self.same_primal(&primal, &run_n)
             .map_err(|e| format!("width {WIDTH}: {e}"))?;
         let (Ok(_), Ok(run_n)) = (&primal, &run_n) else {
@@ -488,7 +491,7 @@ impl Harness {
         let mut max_err: f64 = 0.0;
         for (k, run1) in lanes1.iter().enumerate() {
             let Ok(run1) = run1 else {
-                return Err(format!("width 1, lane {k}: the rule failed to run"));
+                return Err(format!("width 1, lane {k}: the rule failed to run").into());
             };
             let tan1 = self.tangent_leaves(run1, 0)?;
             let tan_n = self.tangent_leaves(run_n, k)?;
@@ -498,7 +501,8 @@ impl Harness {
                     at.0,
                     format_f64(at.1),
                     format_f64(at.2)
-                ));
+                )
+                .into());
             }
             let fd = self.finite_differences(interp, &p.args, &p.dirs[k])?;
             if fd.len() != tan1.len() {
@@ -506,7 +510,8 @@ impl Harness {
                     "lane {k}: the rule gives {} tangent components, the primal {}",
                     tan1.len(),
                     fd.len()
-                ));
+                )
+                .into());
             }
             for ((what, t), (_, d)) in tan1.iter().zip(&fd) {
                 let err = fd_error(*t, *d);
@@ -515,7 +520,8 @@ impl Harness {
                         "lane {k}: tangent of {what} is {}, finite differences give {} (error {err:.3e})",
                         format_f64(*t),
                         format_f64(*d)
-                    ));
+                    )
+                    .into());
                 }
                 max_err = max_err.max(err);
             }
@@ -524,14 +530,15 @@ impl Harness {
     }
 
     /// Runs `f` on the point's arguments (fresh arrays), as duals with the
-    /// given lanes' directions when `dirs` is not empty.
+    /// given lanes' directions when `dirs` is not empty: its outcome or its
+    /// run-time error (inner), or a bug of the checker (outer).
     fn run(
         &self,
         interp: &mut Interpreter<'_>,
         f: FuncId,
         args: &[Option<Sample>],
         dirs: &[Vec<Option<Sample>>],
-    ) -> Result<Outcome, String> {
+    ) -> Result<Result<Outcome, String>, CheckError> {
         run_function(interp, f, &self.types, args, dirs)
     }
 
@@ -577,7 +584,7 @@ impl Harness {
 
     /// Lane `k`'s tangent components, named: the result's, then each array
     /// argument's final tangent.
-    fn tangent_leaves(&self, run: &Outcome, k: usize) -> Result<Vec<(String, f64)>, String> {
+    fn tangent_leaves(&self, run: &Outcome, k: usize) -> Result<Vec<(String, f64)>, CheckError> {
         let mut out = Vec::new();
         if self.result.has_tangent() {
             let t = lane(&run.result, k).ok_or("the rule's result is not a dual")?;
@@ -607,7 +614,7 @@ impl Harness {
         interp: &mut Interpreter<'_>,
         args: &[Option<Sample>],
         dir: &[Option<Sample>],
-    ) -> Result<Vec<(String, f64)>, String> {
+    ) -> Result<Vec<(String, f64)>, CheckError> {
         let scale = args
             .iter()
             .flatten()
@@ -624,10 +631,10 @@ impl Harness {
                 .collect()
         };
         let plus = self
-            .run(interp, self.primal, &shifted(1.0), &[])
+            .run(interp, self.primal, &shifted(1.0), &[])?
             .map_err(|e| format!("the primal fails at x + h*d: {e}"))?;
         let minus = self
-            .run(interp, self.primal, &shifted(-1.0), &[])
+            .run(interp, self.primal, &shifted(-1.0), &[])?
             .map_err(|e| format!("the primal fails at x - h*d: {e}"))?;
         let hi = self.primal_leaves(&plus)?;
         let lo = self.primal_leaves(&minus)?;
@@ -640,7 +647,7 @@ impl Harness {
 
     /// The f64 components of a primal run, in the order of
     /// [`Harness::tangent_leaves`].
-    fn primal_leaves(&self, run: &Outcome) -> Result<Vec<(String, f64)>, String> {
+    fn primal_leaves(&self, run: &Outcome) -> Result<Vec<(String, f64)>, CheckError> {
         let mut out = Vec::new();
         if self.result.has_tangent() {
             leaves(&run.result, &self.result, "the result", &mut out)?;
@@ -921,15 +928,15 @@ fn lane(v: &Val, k: usize) -> Option<Val> {
 /// Appends the f64 components of `v`, a value of type `ty` or of its tangent
 /// type, named after `what`: f64s, `[f64]` elements, and tuple elements that
 /// have a tangent type.
-fn leaves(v: &Val, ty: &Type, what: &str, out: &mut Vec<(String, f64)>) -> Result<(), String> {
+fn leaves(v: &Val, ty: &Type, what: &str, out: &mut Vec<(String, f64)>) -> Result<(), CheckError> {
     match (ty, v) {
         (Type::F64, Val::F64(x)) => out.push((what.to_string(), *x)),
         (Type::Array(irad_ir::Scalar::F64), Val::Array(a)) => {
             let data =
                 a.0.try_borrow()
-                    .map_err(|_| "internal error: array is borrowed".to_string())?;
+                    .map_err(|_| CheckError::internal("array is borrowed"))?;
             let ArrayData::F64(xs) = &*data else {
-                return Err(format!("{what} is not an f64 array"));
+                return Err(format!("{what} is not an f64 array").into());
             };
             for (j, x) in xs.iter().enumerate() {
                 out.push((format!("{what}[{j}]"), *x));
@@ -943,7 +950,7 @@ fn leaves(v: &Val, ty: &Type, what: &str, out: &mut Vec<(String, f64)>) -> Resul
             }
         }
         _ if !ty.has_tangent() => {}
-        _ => return Err(format!("{what} is a {}, expected a {ty}", v.kind())),
+        _ => return Err(format!("{what} is a {}, expected a {ty}", v.kind()).into()),
     }
     Ok(())
 }
@@ -1043,14 +1050,16 @@ fn primal_function(
 
 /// Runs `f` on `args` (fresh arrays; `None` for constant operands, which are
 /// not parameters), as duals with the given lanes' directions when `dirs` is
-/// not empty; `types` are the types of all the arguments.
+/// not empty; `types` are the types of all the arguments. The inner error is
+/// `f`'s run-time error (an outcome to compare), the outer one a bug of the
+/// checker.
 fn run_function(
     interp: &mut Interpreter<'_>,
     f: FuncId,
     types: &[Type],
     args: &[Option<Sample>],
     dirs: &[Vec<Option<Sample>>],
-) -> Result<Outcome, String> {
+) -> Result<Result<Outcome, String>, CheckError> {
     let mut vals = Vec::new();
     let mut slots = Vec::new();
     for (i, arg) in args.iter().enumerate() {
@@ -1058,14 +1067,16 @@ fn run_function(
             slots.push(None);
             continue;
         };
-        let ty = types.get(i).ok_or("internal error: argument type")?;
+        let ty = types
+            .get(i)
+            .ok_or_else(|| CheckError::internal("argument type"))?;
         let v = if !dirs.is_empty() && ty.has_tangent() {
             let mut parts = vec![x.to_val()];
             for lane in dirs {
                 let d = lane
                     .get(i)
                     .and_then(Option::as_ref)
-                    .ok_or("internal error: missing direction")?;
+                    .ok_or_else(|| CheckError::internal("missing direction"))?;
                 parts.push(d.to_val());
             }
             Val::Dual(Rc::from(parts))
@@ -1075,14 +1086,15 @@ fn run_function(
         slots.push(Some(vals.len()));
         vals.push(v);
     }
-    let result = interp
-        .run(f, &vals, &RunOptions::default())
-        .map_err(|e| e.msg)?;
+    let result = match interp.run(f, &vals, &RunOptions::default()) {
+        Ok(result) => result,
+        Err(e) => return Ok(Err(e.msg)),
+    };
     let args = slots
         .into_iter()
         .map(|s| s.and_then(|j| vals.get(j).cloned()))
         .collect();
-    Ok(Outcome { result, args })
+    Ok(Ok(Outcome { result, args }))
 }
 
 /// The column of a kind of rule in [`render_table`]'s rows.

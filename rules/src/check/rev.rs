@@ -98,7 +98,8 @@ pub fn check_rrule_signature(reg: &Registry, sig: &Signature, opts: &CheckOption
             &harness.types,
             &point.args,
             &[],
-        );
+        )
+        .map_err(|e| format!("{e}, at {}", point.describe(sig)))?;
         point.sample_result_dy(&mut rng, &primal, &harness);
         harness
             .check_point(&mut interp, &point, &primal)

@@ -4,10 +4,12 @@
 //! differed.
 //!
 //! Assumes a harness whose functions verified. Guarantees: never panics; an
-//! unexpected value shape is an `internal error` message, not a crash.
+//! unexpected value shape is a [`CheckError::Internal`] (printed as an
+//! `internal error: ...` message), not a crash; what the rule got wrong is a
+//! [`CheckError::Failed`].
 
 use super::{ADJOINT_TOLERANCE, Harness, Point, sample_leaves};
-use crate::check::{Outcome, lane, run_function, show};
+use crate::check::{CheckError, Outcome, lane, run_function, show};
 use irad_ir::interp::{ArrayData, ArrayRef, Interpreter, RunOptions, Val};
 use irad_ir::text::num::format_f64;
 use irad_ir::{FuncId, Scalar, Type};
@@ -53,7 +55,7 @@ impl Harness {
         interp: &mut Interpreter<'_>,
         p: &Point,
         primal: &Result<Outcome, String>,
-    ) -> Result<f64, String> {
+    ) -> Result<f64, CheckError> {
         // J dx, once for both functions; only when the primitive runs.
         let tangents = match primal {
             Ok(_) => Some(self.frule_tangents(interp, p)?),
@@ -63,7 +65,12 @@ impl Harness {
         if let Some(f) = self.rrule_zero {
             let e = self
                 .check_function(interp, f, true, p, primal, &tangents)
-                .map_err(|e| format!("with dy known to be zero (None): {e}"))?;
+                .map_err(|e| match e {
+                    CheckError::Failed(m) => {
+                        CheckError::Failed(format!("with dy known to be zero (None): {m}"))
+                    }
+                    internal => internal,
+                })?;
             err = err.max(e);
         }
         Ok(err)
@@ -78,26 +85,24 @@ impl Harness {
         p: &Point,
         primal: &Result<Outcome, String>,
         tangents: &Option<Tangents>,
-    ) -> Result<f64, String> {
-        let run = self.run(interp, f, p);
+    ) -> Result<f64, CheckError> {
+        let run = self.run(interp, f, p)?;
         let (primal, run) = match (primal, run) {
             (Err(a), Err(b)) if *a == b => return Ok(0.0),
             (Err(a), Err(b)) => {
-                return Err(format!(
-                    "the primitive fails with `{a}`, the rule with `{b}`"
-                ));
+                return Err(format!("the primitive fails with `{a}`, the rule with `{b}`").into());
             }
             (Err(a), Ok(_)) => {
-                return Err(format!("the primitive fails with `{a}`, the rule does not"));
+                return Err(format!("the primitive fails with `{a}`, the rule does not").into());
             }
             (Ok(_), Err(b)) => {
-                return Err(format!("the rule fails with `{b}`, the primitive does not"));
+                return Err(format!("the rule fails with `{b}`, the primitive does not").into());
             }
             (Ok(primal), Ok(run)) => (primal, run),
         };
         let tangents = tangents
             .as_ref()
-            .ok_or("internal error: no frule tangents")?;
+            .ok_or_else(|| CheckError::internal("no frule tangents"))?;
         self.check_primal(primal, &run)?;
         self.check_restored(p, &run)?;
         let aliased = self.check_shadows(primal, &run)?;
@@ -105,44 +110,44 @@ impl Harness {
     }
 
     /// (a): the forward part's primal result and the arguments after it.
-    fn check_primal(&self, primal: &Outcome, run: &RevRun) -> Result<(), String> {
+    fn check_primal(&self, primal: &Outcome, run: &RevRun) -> Result<(), CheckError> {
         if !primal.result.same(&run.result_copy) {
-            return Err(format!(
+            return Err(CheckError::Failed(format!(
                 "the forward part's primal result {} differs from the primitive's {}",
                 show(&run.result_copy),
                 show(&primal.result)
-            ));
+            )));
         }
         for (&i, after) in self.live.iter().zip(&run.args_copy) {
             let Some(Some(want)) = primal.args.get(i) else {
-                return Err("internal error: a live argument without value".into());
+                return Err(CheckError::internal("a live argument without value"));
             };
             if !want.same(after) {
-                return Err(format!(
+                return Err(CheckError::Failed(format!(
                     "argument {} is {} after the forward part, {} after the primitive",
                     i + 1,
                     show(after),
                     show(want)
-                ));
+                )));
             }
         }
         Ok(())
     }
 
     /// (b): every argument is as on entry after the pullback.
-    fn check_restored(&self, p: &Point, run: &RevRun) -> Result<(), String> {
+    fn check_restored(&self, p: &Point, run: &RevRun) -> Result<(), CheckError> {
         for (&i, after) in self.live.iter().zip(&run.args_after) {
             let Some(Some(entry)) = p.args.get(i) else {
-                return Err("internal error: a live argument without sample".into());
+                return Err(CheckError::internal("a live argument without sample"));
             };
             let entry = entry.to_val();
             if !entry.same(after) {
-                return Err(format!(
+                return Err(CheckError::Failed(format!(
                     "argument {} is {} after the pullback, {} on entry: the pullback does not restore it",
                     i + 1,
                     show(after),
                     show(&entry)
-                ));
+                )));
             }
         }
         Ok(())
@@ -152,7 +157,7 @@ impl Harness {
     /// their arrays, and shadows aliased exactly where arrays are. Returns,
     /// per result shadow, whether it is an argument shadow or an earlier
     /// result shadow (so that the adjoint identity counts it once).
-    fn check_shadows(&self, primal: &Outcome, run: &RevRun) -> Result<Vec<bool>, String> {
+    fn check_shadows(&self, primal: &Outcome, run: &RevRun) -> Result<Vec<bool>, CheckError> {
         let n_as = self.shadow_owner.len();
         let mut primal_arrays = Vec::new();
         f64_array_refs(&primal.result, &self.result, &mut primal_arrays)?;
@@ -165,25 +170,28 @@ impl Harness {
             if k >= n_as {
                 let want = primal_arrays.get(k - n_as).map(f64_len).transpose()?;
                 if want != Some(xs.len()) {
-                    return Err(format!(
+                    return Err(CheckError::Failed(format!(
                         "{what} has {} element(s), the result's array {}",
                         xs.len(),
                         want.map_or_else(|| "none".into(), |n| n.to_string())
-                    ));
+                    )));
                 }
             }
             if xs.iter().any(|&x| x != 0.0) {
-                return Err(format!(
+                return Err(CheckError::Failed(format!(
                     "{what} is {} after the forward part: it must stay zero (the forward sweep leaves cotangents alone)",
                     show(s)
-                ));
+                )));
             }
         }
         let mut result_arrays = Vec::new();
         f64_array_refs(&run.result, &self.result, &mut result_arrays)?;
         let mut arg_arrays = Vec::new();
         for (&i, v) in self.live.iter().zip(&run.args_after) {
-            let ty = self.types.get(i).ok_or("internal error: argument type")?;
+            let ty = self
+                .types
+                .get(i)
+                .ok_or_else(|| CheckError::internal("argument type"))?;
             f64_array_refs(v, ty, &mut arg_arrays)?;
         }
         let arg_shadows = &run.arg_shadows_after;
@@ -194,11 +202,11 @@ impl Harness {
                 let same_array = same_ref(array, a);
                 if same_array != same_ref(shadow, s) {
                     let i = self.shadow_owner.get(m).map_or(0, |i| i + 1);
-                    return Err(alias_message(
+                    return Err(CheckError::Failed(alias_message(
                         &self.result_shadow_name(k),
                         &format!("argument {i}'s array"),
                         same_array,
-                    ));
+                    )));
                 }
                 seen |= same_array;
             }
@@ -210,11 +218,11 @@ impl Harness {
             {
                 let same_array = same_ref(array, a);
                 if same_array != same_ref(shadow, s) {
-                    return Err(alias_message(
+                    return Err(CheckError::Failed(alias_message(
                         &self.result_shadow_name(k),
                         &format!("array {} of the result", k2 + 1),
                         same_array,
-                    ));
+                    )));
                 }
                 seen |= same_array;
             }
@@ -240,15 +248,15 @@ impl Harness {
         t: &Tangents,
         aliased: &[bool],
         zero_dy: bool,
-    ) -> Result<f64, String> {
+    ) -> Result<f64, CheckError> {
         let n_as = self.shadow_owner.len();
         let mut left = Vec::new();
         if t.result_f64s.len() != p.dy.len() {
-            return Err(format!(
-                "internal error: {} result tangents for {} cotangents",
+            return Err(CheckError::internal(format!(
+                "{} result tangents for {} cotangents",
                 t.result_f64s.len(),
                 p.dy.len()
-            ));
+            )));
         }
         if !zero_dy {
             left.extend(p.dy.iter().zip(&t.result_f64s).map(|(d, t)| d * t));
@@ -277,7 +285,10 @@ impl Harness {
         let mut cot_text = Vec::new();
         let mut shadow_text = Vec::new();
         for &i in &self.live {
-            let ty = self.types.get(i).ok_or("internal error: argument type")?;
+            let ty = self
+                .types
+                .get(i)
+                .ok_or_else(|| CheckError::internal("argument type"))?;
             let (mut xs, mut arrays) = (Vec::new(), Vec::new());
             if let Some(Some(dx)) = p.dx.get(i) {
                 sample_leaves(dx, &mut xs, &mut arrays);
@@ -285,7 +296,7 @@ impl Harness {
             let n = Type::cotangent_leaves(ty);
             let cs: Vec<f64> = cotangents.by_ref().take(n).copied().collect();
             if cs.len() != n || xs.len() != n {
-                return Err("internal error: cotangent count".into());
+                return Err(CheckError::internal("cotangent count"));
             }
             right.extend(cs.iter().zip(&xs).map(|(c, x)| c * x));
             if n > 0 {
@@ -293,7 +304,9 @@ impl Harness {
                 cot_text.push(format!("argument {}: {}", i + 1, parts.join(", ")));
             }
             for dx in &arrays {
-                let s = shadows.next().ok_or("internal error: shadow count")?;
+                let s = shadows
+                    .next()
+                    .ok_or_else(|| CheckError::internal("shadow count"))?;
                 let what = format!("the shadow of argument {}", i + 1);
                 products(&mut right, &what, &f64_data(s)?, dx)?;
                 shadow_text.push(format!("argument {}: {}", i + 1, show(s)));
@@ -320,20 +333,24 @@ impl Harness {
                     shadow_text.join("; ")
                 ));
             }
-            return Err(msg);
+            return Err(msg.into());
         }
         Ok(err)
     }
 
     /// Runs the frule at width 1 in direction dx; its tangents, split.
-    fn frule_tangents(&self, interp: &mut Interpreter<'_>, p: &Point) -> Result<Tangents, String> {
+    fn frule_tangents(
+        &self,
+        interp: &mut Interpreter<'_>,
+        p: &Point,
+    ) -> Result<Tangents, CheckError> {
         let run = run_function(
             interp,
             self.frule,
             &self.types,
             &p.args,
             std::slice::from_ref(&p.dx),
-        )
+        )?
         .map_err(|e| format!("the frule, which gives J dx, fails with `{e}`"))?;
         let mut t = Tangents {
             result_f64s: Vec::new(),
@@ -345,7 +362,10 @@ impl Harness {
             tangent_leaves(&tr, &self.result, &mut t.result_f64s, &mut t.result_arrays)?;
         }
         for &i in &self.live {
-            let ty = self.types.get(i).ok_or("internal error: argument type")?;
+            let ty = self
+                .types
+                .get(i)
+                .ok_or_else(|| CheckError::internal("argument type"))?;
             if Type::shadow_leaves(ty) == 0 {
                 continue;
             }
@@ -353,22 +373,28 @@ impl Harness {
                 .args
                 .get(i)
                 .and_then(Option::as_ref)
-                .ok_or("internal error: frule argument")?;
+                .ok_or_else(|| CheckError::internal("frule argument"))?;
             let ta = lane(v, 0).ok_or("the frule's argument is not a dual")?;
             tangent_leaves(&ta, ty, &mut Vec::new(), &mut t.arg_arrays)?;
         }
         Ok(t)
     }
 
-    /// Runs `@rr` (or `@rr0`) on fresh copies of the point.
-    fn run(&self, interp: &mut Interpreter<'_>, f: FuncId, p: &Point) -> Result<RevRun, String> {
+    /// Runs `@rr` (or `@rr0`) on fresh copies of the point: its outcome or
+    /// its run-time error (inner), or a bug of the checker (outer).
+    fn run(
+        &self,
+        interp: &mut Interpreter<'_>,
+        f: FuncId,
+        p: &Point,
+    ) -> Result<Result<RevRun, String>, CheckError> {
         let mut vals = Vec::new();
         for &i in &self.live {
             let x = p
                 .args
                 .get(i)
                 .and_then(Option::as_ref)
-                .ok_or("internal error: a live argument without sample")?;
+                .ok_or_else(|| CheckError::internal("a live argument without sample"))?;
             vals.push(x.to_val());
         }
         let n_live = vals.len();
@@ -380,26 +406,27 @@ impl Harness {
         for d in p.arg_dy.iter().chain(&p.result_dy) {
             vals.push(Val::f64_array(d.clone()));
         }
-        let out = interp
-            .run(f, &vals, &RunOptions::default())
-            .map_err(|e| e.msg)?;
+        let out = match interp.run(f, &vals, &RunOptions::default()) {
+            Ok(out) => out,
+            Err(e) => return Ok(Err(e.msg)),
+        };
         let Val::Tuple(parts) = out else {
-            return Err("internal error: @rr returned no tuple".into());
+            return Err(CheckError::internal("@rr returned no tuple"));
         };
         let n_as = p.arg_dy.len();
         let n_rs = self.n_result_shadows();
         let mut parts = parts.iter().cloned();
-        let mut take = |n: usize| -> Result<Vec<Val>, String> {
+        let mut take = |n: usize| -> Result<Vec<Val>, CheckError> {
             let v: Vec<Val> = parts.by_ref().take(n).collect();
             if v.len() == n {
                 Ok(v)
             } else {
-                Err("internal error: @rr returned too few values".into())
+                Err(CheckError::internal("@rr returned too few values"))
             }
         };
         let mut first = take(2)?.into_iter();
         let (Some(result), Some(result_copy)) = (first.next(), first.next()) else {
-            return Err("internal error: @rr returned too few values".into());
+            return Err(CheckError::internal("@rr returned too few values"));
         };
         let args_copy = take(n_live)?;
         let shadows_fwd = take(n_as + n_rs)?;
@@ -415,12 +442,12 @@ impl Harness {
             .iter()
             .map(|v| match v {
                 Val::F64(x) => Ok(*x),
-                _ => Err("internal error: a cotangent that is not f64".to_string()),
+                _ => Err(CheckError::internal("a cotangent that is not f64")),
             })
-            .collect::<Result<Vec<f64>, String>>()?;
+            .collect::<Result<Vec<f64>, CheckError>>()?;
         let args_after = vals.get(..n_live).unwrap_or(&[]).to_vec();
         let arg_shadows_after = vals.get(n_live..n_live + n_as).unwrap_or(&[]).to_vec();
-        Ok(RevRun {
+        Ok(Ok(RevRun {
             result,
             result_copy,
             args_copy,
@@ -430,7 +457,7 @@ impl Harness {
             shadows_mid,
             arg_shadows_after,
             cotangents,
-        })
+        }))
     }
 }
 
@@ -442,7 +469,7 @@ fn tangent_leaves(
     ty: &Type,
     f64s: &mut Vec<f64>,
     arrays: &mut Vec<Vec<f64>>,
-) -> Result<(), String> {
+) -> Result<(), CheckError> {
     match (ty, v) {
         (Type::F64, Val::F64(x)) => f64s.push(*x),
         (Type::Array(Scalar::F64), Val::Array(_)) => arrays.push(f64_data(v)?),
@@ -454,7 +481,7 @@ fn tangent_leaves(
             }
         }
         _ if !ty.has_tangent() => {}
-        _ => return Err(format!("a tangent is a {}, expected a {ty}", v.kind())),
+        _ => return Err(format!("a tangent is a {}, expected a {ty}", v.kind()).into()),
     }
     Ok(())
 }
@@ -478,20 +505,21 @@ pub(super) fn f64_array_refs(v: &Val, ty: &Type, out: &mut Vec<Val>) -> Result<(
 }
 
 /// The elements of an f64 array value.
-fn f64_data(v: &Val) -> Result<Vec<f64>, String> {
+fn f64_data(v: &Val) -> Result<Vec<f64>, CheckError> {
     let Val::Array(ArrayRef(a)) = v else {
-        return Err(format!("a {} where an f64 array was expected", v.kind()));
+        return Err(format!("a {} where an f64 array was expected", v.kind()).into());
     };
     let data = a
         .try_borrow()
-        .map_err(|_| "internal error: array is borrowed".to_string())?;
+        .map_err(|_| CheckError::internal("array is borrowed"))?;
     match &*data {
         ArrayData::F64(xs) => Ok(xs.clone()),
         _ => Err("an array that is not [f64]".into()),
     }
 }
 
-pub(super) fn f64_len(v: &Val) -> Result<usize, String> {
+/// The length of an f64 array value.
+pub(super) fn f64_len(v: &Val) -> Result<usize, CheckError> {
     f64_data(v).map(|xs| xs.len())
 }
 
