@@ -133,7 +133,7 @@ pub fn bench(
                     msg: irad_ir::interp::internal_message("the reverse stage derived nothing"),
                 });
             };
-            let rev = stage.grad.rev;
+            let rev = stage.grad.cache;
             let params = m.get(f).map(|func| func.param_types()).unwrap_or_default();
             let mut call: Vec<Val> = args.to_vec();
             for (a, t) in args.iter().zip(&params) {
@@ -288,7 +288,7 @@ impl Stage for BenchReverse<'_, '_> {
             .as_ref()
             .map(|plan| plan.wrt().to_vec())
             .unwrap_or_default();
-        self.rev = Some(self.grad.rev.rev_wrt(m, self.func, &wrt)?);
+        self.rev = Some(self.grad.cache.rev_wrt(m, self.func, &wrt)?);
         Ok(None)
     }
 }

@@ -445,13 +445,13 @@ pub fn jit_gradient<'r>(
             let mut stage = ForwardGradStage::new(Forward::new(registry), f, args, opts);
             let mut stages = [Step::Stage(&mut stage), Step::Stage(&mut opt)];
             normalise_and(&mut m, &mut stages).map_err(into_grad_error)?;
-            (stage.plan.map(Plan::Forward), Box::new(stage.fwd))
+            (stage.plan.map(Plan::Forward), Box::new(stage.cache))
         }
         Mode::Reverse => {
             let mut stage = ReverseGradStage::new(Reverse::new(registry), f, args, opts);
             let mut stages = [Step::Stage(&mut stage), Step::Stage(&mut opt)];
             normalise_and(&mut m, &mut stages).map_err(into_grad_error)?;
-            (stage.plan.map(Plan::Reverse), Box::new(stage.rev))
+            (stage.plan.map(Plan::Reverse), Box::new(stage.cache))
         }
     };
     let plan = plan.ok_or_else(|| GradError::Invalid {

@@ -16,7 +16,8 @@ use irad_passes::Step;
 use irad_passes::forward::grad::{GradError, GradOptions, Gradient};
 use irad_passes::forward::{Forward, ForwardError};
 use irad_passes::optimise::{Strategy, default_schedule};
-use irad_passes::stages::{ForwardGradStage, OptimiseStage, ReverseGradStage, Scope};
+use irad_passes::reverse::Reverse;
+use irad_passes::stages::{GradMode, GradStage, OptimiseStage, Scope};
 
 /// What [`grad`] computes: the value and gradient of `func` at `args`.
 /// [`GradRequest::new`] gives the defaults: reverse mode, the default
@@ -94,13 +95,10 @@ pub fn grad(
     req: &GradRequest<'_>,
 ) -> Result<(Gradient, Module), Error> {
     let schedule = req.schedule();
-    let run = match req.mode {
-        Mode::Forward => forward_in,
-        Mode::Reverse => reverse_in,
-    };
-    run(
-        src, module, req.func, req.args, registry, &req.opts, &schedule,
-    )
+    match req.mode {
+        Mode::Forward => grad_in(src, module, Forward::new(registry), req, &schedule),
+        Mode::Reverse => grad_in(src, module, Reverse::new(registry), req, &schedule),
+    }
 }
 
 /// Value and gradient of `func` at `args` by forward mode: the module is
@@ -149,18 +147,19 @@ pub fn grad_forward(
     grad(src, module, registry, &req)
 }
 
-/// Forward mode, with the schedule given.
-fn forward_in(
+/// `req`'s gradient in the mode of `cache` (forward or reverse), with the
+/// schedule given: one pipeline (normalisation, the gradient stage, the
+/// schedule over what it derived), then the plan run by `req.opts.exec`.
+fn grad_in<C: GradMode>(
     src: &Source,
     module: &Module,
-    func: FuncId,
-    args: &[Val],
-    registry: &rules::Registry,
-    opts: &GradOptions,
+    cache: C,
+    req: &GradRequest<'_>,
     schedule: &irad_passes::optimise::Strategy,
 ) -> Result<(Gradient, Module), Error> {
+    let (opts, args) = (&req.opts, req.args);
     let mut m = module.clone();
-    let mut stage = ForwardGradStage::new(Forward::new(registry), func, args, opts);
+    let mut stage = GradStage::new(cache, req.func, args, opts);
     let mut opt = OptimiseStage::new(schedule, Scope::From(m.len()));
     run_stages(
         src,
@@ -168,15 +167,17 @@ fn forward_in(
         &mut [Step::Stage(&mut stage), Step::Stage(&mut opt)],
     )?;
     let Some(plan) = stage.plan else {
-        return Err(internal(src, "the forward stage made no plan"));
+        return Err(internal(
+            src,
+            &format!("the {} stage made no plan", C::PASS),
+        ));
     };
     let g = {
-        let mut exec = (opts.exec)(&mut m, &mut stage.fwd).map_err(|err| Error::Run {
+        let mut exec = (opts.exec)(&mut m, &mut stage.cache).map_err(|err| Error::Run {
             file: src.name.clone(),
             err: Box::new(err),
         })?;
-        plan.run(&mut *exec, args, &opts.run)
-            .map_err(|e| grad_error(src, e))?
+        C::run_plan(&plan, &mut *exec, args, &opts.run).map_err(|e| grad_error(src, e))?
     };
     Ok((g, m))
 }
@@ -260,37 +261,4 @@ pub fn grad_reverse(
         ..GradRequest::new(func, args)
     };
     grad(src, module, registry, &req)
-}
-
-/// Reverse mode, with the schedule given.
-fn reverse_in(
-    src: &Source,
-    module: &Module,
-    func: FuncId,
-    args: &[Val],
-    registry: &rules::Registry,
-    opts: &GradOptions,
-    schedule: &irad_passes::optimise::Strategy,
-) -> Result<(Gradient, Module), Error> {
-    let mut m = module.clone();
-    let rev = irad_passes::reverse::Reverse::new(registry);
-    let mut stage = ReverseGradStage::new(rev, func, args, opts);
-    let mut opt = OptimiseStage::new(schedule, Scope::From(m.len()));
-    run_stages(
-        src,
-        &mut m,
-        &mut [Step::Stage(&mut stage), Step::Stage(&mut opt)],
-    )?;
-    let Some(plan) = stage.plan else {
-        return Err(internal(src, "the reverse stage made no plan"));
-    };
-    let g = {
-        let mut exec = (opts.exec)(&mut m, &mut stage.rev).map_err(|err| Error::Run {
-            file: src.name.clone(),
-            err: Box::new(err),
-        })?;
-        plan.run(&mut *exec, args, &opts.run)
-            .map_err(|e| grad_error(src, e))?
-    };
-    Ok((g, m))
 }

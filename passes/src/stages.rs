@@ -11,7 +11,7 @@
 //! derivations and the specialisation are required (a bisect limit never
 //! skips what the request asks for), the optimiser is not.
 
-use crate::forward::grad::{ForwardPlan, GradError, GradOptions};
+use crate::forward::grad::{ForwardPlan, GradError, GradOptions, Gradient};
 use crate::forward::{Forward, ForwardError};
 use crate::manager::{OptStep, PassError, PassId, PipelineOptions, Snapshot, Stage};
 use crate::optimise::{self, OptError, OptOptions, Strategy};
@@ -19,6 +19,7 @@ use crate::pe::{self, Known, PeError};
 use crate::reverse::grad::ReversePlan;
 use crate::reverse::{Reverse, ReverseError};
 use irad_ir::interp::value::Val;
+use irad_ir::interp::{Executor, RuleProvider, RunOptions};
 use irad_ir::{FuncId, Lanes, Module};
 
 impl From<ForwardError> for PassError {
@@ -180,78 +181,109 @@ impl Stage for ReverseStage<'_> {
     }
 }
 
-/// `forward` for a gradient: the checked request and the forward rule of one
-/// function ([`crate::forward::grad::plan`]).
-pub struct ForwardGradStage<'r, 'a> {
-    /// The rule cache, which the executor of the plan needs.
-    pub fwd: Forward<'r>,
-    func: FuncId,
-    args: &'a [Val],
-    opts: &'a GradOptions,
-    /// After the run: the plan.
-    pub plan: Option<ForwardPlan>,
-}
-
-impl<'r, 'a> ForwardGradStage<'r, 'a> {
-    /// The gradient of `func` at `args` as `opts` asks for it.
-    pub fn new(
-        fwd: Forward<'r>,
-        func: FuncId,
-        args: &'a [Val],
-        opts: &'a GradOptions,
-    ) -> ForwardGradStage<'r, 'a> {
-        ForwardGradStage {
-            fwd,
-            func,
-            args,
-            opts,
-            plan: None,
-        }
-    }
-}
-
-impl Stage for ForwardGradStage<'_, '_> {
-    fn id(&self) -> PassId {
-        PassId::Forward
-    }
-
-    fn required(&self) -> bool {
-        true
-    }
-
-    fn run(
+/// An AD mode as a gradient stage uses it: the rule cache that derives (and,
+/// as the run-time rule provider, later serves) its rules, and the plan of
+/// one gradient it makes.
+pub trait GradMode: RuleProvider {
+    /// What the stage leaves: the checked request and the derived functions.
+    type Plan;
+    /// The pass the stage is (`forward` or `reverse`).
+    const PASS: PassId;
+    /// Whether the mode needs a normalised input ([`Stage::needs_normalised`]).
+    const NEEDS_NORMALISED: bool;
+    /// The plan of the gradient of `func` at `args` as `opts` asks for it,
+    /// its functions derived into `m`.
+    fn plan(
         &mut self,
         m: &mut Module,
-        _: &PipelineOptions,
-    ) -> Result<Option<Vec<Snapshot>>, PassError> {
-        let plan = crate::forward::grad::plan(m, &mut self.fwd, self.func, self.args, self.opts)?;
-        self.plan = Some(plan);
-        Ok(None)
+        func: FuncId,
+        args: &[Val],
+        opts: &GradOptions,
+    ) -> Result<Self::Plan, GradError>;
+    /// Runs `plan` on `exec`: the value and the gradient.
+    fn run_plan(
+        plan: &Self::Plan,
+        exec: &mut dyn Executor,
+        args: &[Val],
+        run: &RunOptions,
+    ) -> Result<Gradient, GradError>;
+}
+
+impl GradMode for Forward<'_> {
+    type Plan = ForwardPlan;
+    const PASS: PassId = PassId::Forward;
+    const NEEDS_NORMALISED: bool = false;
+
+    fn plan(
+        &mut self,
+        m: &mut Module,
+        func: FuncId,
+        args: &[Val],
+        opts: &GradOptions,
+    ) -> Result<ForwardPlan, GradError> {
+        crate::forward::grad::plan(m, self, func, args, opts)
+    }
+
+    fn run_plan(
+        plan: &ForwardPlan,
+        exec: &mut dyn Executor,
+        args: &[Val],
+        run: &RunOptions,
+    ) -> Result<Gradient, GradError> {
+        plan.run(exec, args, run)
     }
 }
 
-/// `reverse` for a gradient: the checked request and the pieces of one
-/// function ([`crate::reverse::grad::plan`]).
-pub struct ReverseGradStage<'r, 'a> {
+impl GradMode for Reverse<'_> {
+    type Plan = ReversePlan;
+    const PASS: PassId = PassId::Reverse;
+    const NEEDS_NORMALISED: bool = true;
+
+    fn plan(
+        &mut self,
+        m: &mut Module,
+        func: FuncId,
+        args: &[Val],
+        opts: &GradOptions,
+    ) -> Result<ReversePlan, GradError> {
+        crate::reverse::grad::plan(m, self, func, args, opts)
+    }
+
+    fn run_plan(
+        plan: &ReversePlan,
+        exec: &mut dyn Executor,
+        args: &[Val],
+        run: &RunOptions,
+    ) -> Result<Gradient, GradError> {
+        plan.run(exec, args, run)
+    }
+}
+
+/// `forward` or `reverse` for a gradient: the checked request and the
+/// derived functions of one function ([`crate::forward::grad::plan`],
+/// [`crate::reverse::grad::plan`]).
+pub struct GradStage<'a, C: GradMode> {
     /// The rule cache, which the executor of the plan needs.
-    pub rev: Reverse<'r>,
+    pub cache: C,
     func: FuncId,
     args: &'a [Val],
     opts: &'a GradOptions,
     /// After the run: the plan.
-    pub plan: Option<ReversePlan>,
+    pub plan: Option<C::Plan>,
 }
 
-impl<'r, 'a> ReverseGradStage<'r, 'a> {
-    /// The gradient of `func` at `args` as `opts` asks for it.
-    pub fn new(
-        rev: Reverse<'r>,
-        func: FuncId,
-        args: &'a [Val],
-        opts: &'a GradOptions,
-    ) -> ReverseGradStage<'r, 'a> {
-        ReverseGradStage {
-            rev,
+/// The forward-mode gradient stage.
+pub type ForwardGradStage<'r, 'a> = GradStage<'a, Forward<'r>>;
+
+/// The reverse-mode gradient stage.
+pub type ReverseGradStage<'r, 'a> = GradStage<'a, Reverse<'r>>;
+
+impl<'a, C: GradMode> GradStage<'a, C> {
+    /// The gradient of `func` at `args` as `opts` asks for it, with the
+    /// rules of `cache`.
+    pub fn new(cache: C, func: FuncId, args: &'a [Val], opts: &'a GradOptions) -> Self {
+        GradStage {
+            cache,
             func,
             args,
             opts,
@@ -260,13 +292,13 @@ impl<'r, 'a> ReverseGradStage<'r, 'a> {
     }
 }
 
-impl Stage for ReverseGradStage<'_, '_> {
+impl<C: GradMode> Stage for GradStage<'_, C> {
     fn id(&self) -> PassId {
-        PassId::Reverse
+        C::PASS
     }
 
     fn needs_normalised(&self) -> bool {
-        true
+        C::NEEDS_NORMALISED
     }
 
     fn required(&self) -> bool {
@@ -278,7 +310,7 @@ impl Stage for ReverseGradStage<'_, '_> {
         m: &mut Module,
         _: &PipelineOptions,
     ) -> Result<Option<Vec<Snapshot>>, PassError> {
-        let plan = crate::reverse::grad::plan(m, &mut self.rev, self.func, self.args, self.opts)?;
+        let plan = self.cache.plan(m, self.func, self.args, self.opts)?;
         self.plan = Some(plan);
         Ok(None)
     }
