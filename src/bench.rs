@@ -264,16 +264,17 @@ struct BenchReverse<'r, 'a> {
 }
 
 impl Stage for BenchReverse<'_, '_> {
+    // The gradient stage it wraps says what the stage is.
     fn id(&self) -> PassId {
-        PassId::Reverse
+        self.grad.id()
     }
 
     fn needs_normalised(&self) -> bool {
-        true
+        self.grad.needs_normalised()
     }
 
     fn required(&self) -> bool {
-        true
+        self.grad.required()
     }
 
     fn run(
