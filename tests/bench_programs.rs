@@ -7,6 +7,11 @@
 //! entry (an entry that is the small difference of large terms carries their
 //! rounding, which the order of accumulation changes).
 //!
+//! The Gaussian mixture (`gmm`) is differentiated with respect to its
+//! parameters only, and its hand-written adjoint is checked against central
+//! differences, as the MLP's is; `logsumexp` is also run far beyond exp's
+//! range, which the program's shift by the max must survive.
+//!
 //! The two MLP programs (`mlp_bulk`, `mlp_scalar`: one function, written with
 //! the bulk primitives and with scalar loops) must also agree with each other
 //! bit for bit, their gradients with respect to the weights and biases with
@@ -158,6 +163,27 @@ fn branchy_matches_the_hand_written_adjoint() {
         &x,
         handwritten::branchy,
         handwritten::branchy_adjoint,
+    );
+}
+
+#[test]
+fn logsumexp_matches_the_hand_written_adjoint() {
+    let x = handwritten::logsumexp_point(43);
+    check_array_program(
+        "logsumexp",
+        &x,
+        handwritten::logsumexp,
+        handwritten::logsumexp_adjoint,
+    );
+    // Shifted far beyond exp's range (exp(710) overflows): the program
+    // subtracts the max first, so value and gradient stay finite.
+    let shifted: Vec<f64> = x.iter().map(|v| v + 1000.0).collect();
+    assert!(shifted.iter().all(|v| !v.exp().is_finite()));
+    check_array_program(
+        "logsumexp",
+        &shifted,
+        handwritten::logsumexp,
+        handwritten::logsumexp_adjoint,
     );
 }
 
@@ -323,5 +349,94 @@ fn mlp_benchmark_problem_is_sound() {
                 g[i]
             );
         }
+    }
+}
+
+/// The Gaussian mixture's sizes here: small enough for the interpreter and
+/// for central differences on every coordinate, with more than one point,
+/// component and dimension.
+const GMM_SMALL: handwritten::GmmDims = handwritten::GmmDims { n: 6, d: 3, k: 4 };
+
+/// The Gaussian mixture's arguments: mu, logw, invs, x.
+fn gmm_args(p: &handwritten::GmmProblem) -> Vec<Val> {
+    let mut args: Vec<Val> = p
+        .params
+        .arrays()
+        .into_iter()
+        .map(|a| Val::f64_array(a.to_vec()))
+        .collect();
+    args.push(Val::f64_array(p.x.clone()));
+    args
+}
+
+/// The hand-written adjoint against central differences of the hand-written
+/// primal, on every coordinate of a small problem, and on a few of the
+/// benchmark's.
+#[test]
+fn gmm_adjoint_matches_central_differences() {
+    for (dims, seed, every) in [(GMM_SMALL, 5, true), (handwritten::GMM_DIMS, 21, false)] {
+        let p = handwritten::gmm_problem(dims, seed);
+        let mut grad = handwritten::GmmParams::zeros(dims);
+        let value = handwritten::gmm_adjoint(&p, &mut grad);
+        assert_value("gmm adjoint's value", value, handwritten::gmm(&p));
+        for (a, g) in grad.arrays().into_iter().enumerate() {
+            let coords: Vec<usize> = if every {
+                (0..g.len()).collect()
+            } else {
+                vec![0, g.len() / 2, g.len() - 1]
+            };
+            for i in coords {
+                let fd = handwritten::gmm_central_difference(&p, a, i);
+                assert!(
+                    (fd - g[i]).abs() <= 1e-6 * g[i].abs() + 1e-7,
+                    "{dims:?}, parameter {a}, entry {i}: adjoint {:e}, central difference {fd:e}",
+                    g[i]
+                );
+            }
+        }
+    }
+}
+
+/// The program's value against the hand-written primal, and its gradients
+/// with respect to mu, logw and invs (not the points), by reverse and by
+/// forward mode, against the hand-written adjoint.
+#[test]
+fn gmm_matches_the_hand_written_adjoint() {
+    let p = handwritten::gmm_problem(GMM_SMALL, 3);
+    let want_value = handwritten::gmm(&p);
+    let mut want = handwritten::GmmParams::zeros(GMM_SMALL);
+    handwritten::gmm_adjoint(&p, &mut want);
+    let want: Vec<f64> = want.arrays().concat();
+    let args = gmm_args(&p);
+    let registry = irad::rules::Registry::new();
+    let (src, m, f) = program("gmm");
+    for backend in BACKENDS {
+        let what = format!("gmm ({backend:?})");
+        let value = irad::run(
+            &src,
+            &m,
+            &irad::RunRequest {
+                backend,
+                ..irad::RunRequest::new(f, &args)
+            },
+        )
+        .unwrap_or_else(|e| panic!("{}", e.render(&[&src])));
+        assert_value(&format!("{what}: value"), floats(&value)[0], want_value);
+        let opts = GradOptions {
+            lanes: irad::ir::Lanes::dense(8).expect("8 is not 0"),
+            wrt: Some(vec![0, 1, 2]),
+            exec: backend.exec(),
+            ..GradOptions::default()
+        };
+        let (rev, _) = irad::grad_reverse(&src, &m, f, &args, &registry, &opts)
+            .unwrap_or_else(|e| panic!("{}", e.render(&[&src])));
+        let (fwd, _) = irad::grad_forward(&src, &m, f, &args, &registry, &opts)
+            .unwrap_or_else(|e| panic!("{}", e.render(&[&src])));
+        for g in [&rev, &fwd] {
+            assert!(g.gradient[3].is_none(), "{what}: not wrt x");
+            assert_eq!(floats(&g.value), [floats(&value)[0]], "{what}: value");
+        }
+        assert_gradient(&format!("{what}: reverse"), &gradient(&rev), &want);
+        assert_gradient(&format!("{what}: forward"), &gradient(&fwd), &want);
     }
 }

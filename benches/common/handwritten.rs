@@ -10,7 +10,8 @@
 //! returns it. The adjoints are derived by hand, reverse mode, with no tape
 //! beyond what the function needs (Lotka-Volterra keeps the state at the
 //! start of each step and recomputes the stages; the MLP keeps its hidden
-//! activations and logits). The MLP's data come from a small xorshift
+//! activations and logits; the Gaussian mixture recomputes each point's
+//! scores). The MLP's and the mixture's data come from a small xorshift
 //! generator here, so every user of this file sees the same problem.
 
 /// The Rosenbrock function, `sum_{i < n-1} 100 (x[i+1] - x[i]^2)^2 + (1 - x[i])^2`.
@@ -117,6 +118,44 @@ pub fn branchy_adjoint(x: &[f64], grad: &mut [f64]) -> f64 {
     s
 }
 
+/// `log(sum_i exp(x[i] - m)) + m` with `m = max_i x[i]`: the max in one
+/// pass, then the sum in a second, as the program does.
+pub fn logsumexp(x: &[f64]) -> f64 {
+    let mut m = f64::NEG_INFINITY;
+    for &xi in x {
+        m = m.max(xi);
+    }
+    let mut s = 0.0;
+    for &xi in x {
+        s += (xi - m).exp();
+    }
+    s.ln() + m
+}
+
+/// The value of [`logsumexp`]; its gradient, `exp(x[i] - f)` (the softmax),
+/// is added into `grad` (of `x`'s length). Two passes, one exp per element in
+/// each: the max and the sum together (the sum rescaled whenever the max
+/// grows), then the gradient.
+pub fn logsumexp_adjoint(x: &[f64], grad: &mut [f64]) -> f64 {
+    assert_eq!(x.len(), grad.len(), "one gradient entry per element");
+    let mut m = f64::NEG_INFINITY;
+    let mut s = 0.0;
+    for &xi in x {
+        if xi <= m {
+            s += (xi - m).exp();
+        } else {
+            // exp(-inf) is 0, so the first element needs no special case.
+            s = s * (m - xi).exp() + 1.0;
+            m = xi;
+        }
+    }
+    let f = s.ln() + m;
+    for (&xi, g) in x.iter().zip(grad.iter_mut()) {
+        *g += (xi - f).exp();
+    }
+    f
+}
+
 /// The sum of the elements, left to right.
 pub fn sum(x: &[f64]) -> f64 {
     let mut s = 0.0;
@@ -129,6 +168,12 @@ pub fn sum(x: &[f64]) -> f64 {
 /// `x[i] = 0.5 + 0.3 sin(i)`: the Rosenbrock benchmark's point.
 pub fn rosenbrock_point(n: usize) -> Vec<f64> {
     (0..n).map(|i| 0.5 + 0.3 * (i as f64).sin()).collect()
+}
+
+/// `x[i] = 3 sin(1.3 i)`: the logsumexp benchmark's point (a spread of
+/// exponents, so the softmax is far from uniform).
+pub fn logsumexp_point(n: usize) -> Vec<f64> {
+    (0..n).map(|i| 3.0 * (1.3 * i as f64).sin()).collect()
 }
 
 /// `x[i] = sin(1.7 i)`: the branchy benchmark's point.
@@ -464,6 +509,202 @@ fn max_and_sum_exp(row: &[f64]) -> (f64, f64) {
 /// Example `b`'s class, as an index.
 fn label(p: &MlpProblem, b: usize) -> usize {
     usize::try_from(p.labels[b]).expect("labels are class indices")
+}
+
+/// The sizes of a Gaussian-mixture problem (benches/programs/gmm.irad): `n`
+/// points of `d` dimensions, `k` components.
+#[derive(Copy, Clone, Debug)]
+pub struct GmmDims {
+    /// Points.
+    pub n: usize,
+    /// Dimensions of a point.
+    pub d: usize,
+    /// Components.
+    pub k: usize,
+}
+
+/// The Gaussian-mixture benchmark's sizes (issue 21): 1 000 points of 12
+/// dimensions, 8 components.
+pub const GMM_DIMS: GmmDims = GmmDims {
+    n: 1000,
+    d: 12,
+    k: 8,
+};
+
+/// The parameters of the mixture, or their gradient, in the program's
+/// argument order: `mu` and `invs` are k x d, row-major (component by
+/// component).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GmmParams {
+    /// The means, k x d.
+    pub mu: Vec<f64>,
+    /// The log-weights, k (not normalised).
+    pub logw: Vec<f64>,
+    /// The inverse standard deviations, k x d (a diagonal per component).
+    pub invs: Vec<f64>,
+}
+
+impl GmmParams {
+    /// Zeros of the shapes of `dims`: a gradient to add into.
+    pub fn zeros(dims: GmmDims) -> GmmParams {
+        GmmParams {
+            mu: vec![0.0; dims.k * dims.d],
+            logw: vec![0.0; dims.k],
+            invs: vec![0.0; dims.k * dims.d],
+        }
+    }
+
+    /// The three arrays, in the program's argument order.
+    pub fn arrays(&self) -> [&[f64]; 3] {
+        [&self.mu, &self.logw, &self.invs]
+    }
+
+    /// The three arrays, mutable, in the program's argument order.
+    pub fn arrays_mut(&mut self) -> [&mut Vec<f64>; 3] {
+        [&mut self.mu, &mut self.logw, &mut self.invs]
+    }
+}
+
+/// A Gaussian-mixture problem: the parameters and the points (n x d,
+/// row-major), which are data, not differentiated.
+#[derive(Clone, Debug)]
+pub struct GmmProblem {
+    /// The sizes.
+    pub dims: GmmDims,
+    /// The means, log-weights and inverse standard deviations.
+    pub params: GmmParams,
+    /// The points, n x d.
+    pub x: Vec<f64>,
+}
+
+/// A deterministic problem of the shapes of `dims`: means in +-1,
+/// log-weights in +-0.5, inverse standard deviations in [0.5, 1.5), points
+/// in +-1.5 (so that several components share each point: the softmax over
+/// components is neither uniform nor one-hot); drawn from xorshift64* seeded
+/// with `seed`.
+pub fn gmm_problem(dims: GmmDims, seed: u64) -> GmmProblem {
+    let mut rng = XorShift::new(seed);
+    let mut uniform = |n: usize, lo: f64, hi: f64| -> Vec<f64> {
+        (0..n).map(|_| lo + (hi - lo) * rng.next_f64()).collect()
+    };
+    let GmmDims { n, d, k } = dims;
+    let params = GmmParams {
+        mu: uniform(k * d, -1.0, 1.0),
+        logw: uniform(k, -0.5, 0.5),
+        invs: uniform(k * d, 0.5, 1.5),
+    };
+    let x = uniform(n * d, -1.5, 1.5);
+    GmmProblem { dims, params, x }
+}
+
+/// The Gaussian-mixture objective, the program's function:
+///
+/// `sum_i logsumexp_c (logw[c] + sum_j log(invs[c, j]) - 0.5 sum_j ((x[i, j] - mu[c, j]) invs[c, j])^2)`,
+///
+/// every sum taken in the program's order (from 0.0, increasing index).
+pub fn gmm(p: &GmmProblem) -> f64 {
+    let GmmDims { n, d, k } = p.dims;
+    let GmmParams { mu, invs, .. } = &p.params;
+    let logdet = gmm_logdet(p);
+    let mut scores = vec![0.0; k];
+    let mut total = 0.0;
+    for xi in p.x.chunks_exact(d).take(n) {
+        for (c, score) in scores.iter_mut().enumerate() {
+            let mut q = 0.0;
+            for j in 0..d {
+                let z = (xi[j] - mu[c * d + j]) * invs[c * d + j];
+                q += z * z;
+            }
+            *score = logdet[c] - 0.5 * q;
+        }
+        let (m, s) = max_and_sum_exp(&scores);
+        total += m + s.ln();
+    }
+    total
+}
+
+/// The value of [`gmm`]; the gradient with respect to the parameters (not
+/// the points) is added into `grad`. One pass over the points: each point's
+/// scores (keeping the scaled differences z, k x d, and the exponentials),
+/// its log-sum-exp, then the softmax weights `w_c` and
+/// `mu_bar[c, j] += w_c z_j invs[c, j]`,
+/// `invs_bar[c, j] -= w_c z_j (x[i, j] - mu[c, j])`; the weights summed over
+/// the points give `logw_bar` and the log-determinant's share of `invs_bar`
+/// at the end.
+pub fn gmm_adjoint(p: &GmmProblem, grad: &mut GmmParams) -> f64 {
+    let GmmDims { n, d, k } = p.dims;
+    let GmmParams { mu, invs, .. } = &p.params;
+    let logdet = gmm_logdet(p);
+    let mut scores = vec![0.0; k];
+    let mut z = vec![0.0; k * d];
+    let mut wsum = vec![0.0; k];
+    let mut total = 0.0;
+    for xi in p.x.chunks_exact(d).take(n) {
+        for (c, score) in scores.iter_mut().enumerate() {
+            let mut q = 0.0;
+            for j in 0..d {
+                let zj = (xi[j] - mu[c * d + j]) * invs[c * d + j];
+                z[c * d + j] = zj;
+                q += zj * zj;
+            }
+            *score = logdet[c] - 0.5 * q;
+        }
+        let m = scores.iter().fold(f64::NEG_INFINITY, |m, &s| m.max(s));
+        let mut s = 0.0;
+        for score in scores.iter_mut() {
+            // The score is not needed again, its exponential is.
+            *score = (*score - m).exp();
+            s += *score;
+        }
+        total += m + s.ln();
+        let inv_s = 1.0 / s;
+        for c in 0..k {
+            let w = scores[c] * inv_s;
+            wsum[c] += w;
+            for j in 0..d {
+                let g = w * z[c * d + j];
+                grad.mu[c * d + j] += g * invs[c * d + j];
+                grad.invs[c * d + j] -= g * (xi[j] - mu[c * d + j]);
+            }
+        }
+    }
+    for c in 0..k {
+        grad.logw[c] += wsum[c];
+        for j in 0..d {
+            grad.invs[c * d + j] += wsum[c] / invs[c * d + j];
+        }
+    }
+    total
+}
+
+/// The central difference of [`gmm`] with respect to entry `i` of parameter
+/// array `a` (0 to 2: mu, logw, invs), with the step `1e-5 max(1, |w|)`.
+pub fn gmm_central_difference(p: &GmmProblem, a: usize, i: usize) -> f64 {
+    let mut q = p.clone();
+    let w = p.params.arrays()[a][i];
+    let step = 1e-5 * w.abs().max(1.0);
+    q.params.arrays_mut()[a][i] = w + step;
+    let up = gmm(&q);
+    q.params.arrays_mut()[a][i] = w - step;
+    let down = gmm(&q);
+    (up - down) / ((w + step) - (w - step))
+}
+
+/// `logw[c] + sum_j log(invs[c, j])` for each component, the sum from 0.0
+/// in increasing j.
+fn gmm_logdet(p: &GmmProblem) -> Vec<f64> {
+    let d = p.dims.d;
+    let GmmParams { logw, invs, .. } = &p.params;
+    logw.iter()
+        .zip(invs.chunks_exact(d))
+        .map(|(&lw, row)| {
+            let mut s = 0.0;
+            for &v in row {
+                s += v.ln();
+            }
+            lw + s
+        })
+        .collect()
 }
 
 /// xorshift64* (Vigna): a small deterministic generator for benchmark data.
