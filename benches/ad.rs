@@ -584,6 +584,7 @@ impl ArrayCase {
 
         // Checks, before any timing.
         let want_value = (self.primal)(x);
+        println!("  value {want_value:?} (rust primal)");
         let mut want_grad = vec![0.0; n];
         let want_adj_value = (self.adjoint)(x, &mut want_grad);
         let got_value = as_f64(
@@ -778,6 +779,7 @@ fn gmm(cfg: &Config, failures: &mut Vec<String>) -> CaseResult {
     let mut irad = Irad::new(&m, f, name, &args, Some(&GMM_WRT), &registry);
 
     let want_value = handwritten::gmm(&problem);
+    println!("  value {want_value:?} (rust primal)");
     let mut want = handwritten::GmmParams::zeros(dims);
     let want_adj_value = handwritten::gmm_adjoint(&problem, &mut want);
     let want_grad = want.arrays().concat();
