@@ -68,11 +68,11 @@ fn the_default_schedule_shrinks_derived_code() {
     }
     let got = got.join("\n");
     let want = "\
-examples/rosenbrock.irad rev rosenbrock: 65 -> 62
+examples/rosenbrock.irad rev rosenbrock: 63 -> 59
 examples/rosenbrock.irad fwd rosenbrock: 43 -> 42
 tests/corpus/tuples.irad rev tuples: 179 -> 152
 tests/corpus/tuples.irad fwd tuples: 141 -> 111
-tests/corpus/branchy.irad rev branchy: 95 -> 91
+tests/corpus/branchy.irad rev branchy: 93 -> 89
 tests/corpus/static_calls.irad rev chain: 87 -> 83";
     assert_eq!(got, want);
 }

@@ -34,10 +34,10 @@ func @f(%x: f64, %y: f64) -> f64 {
 "#,
         "f",
         expect![[r#"
-            %1: f64  pushed after #1 statement 1, popped before its pullback
             %y: f64  pushed once at the end of #1, popped where the pullback starts
-            %0: f64  pushed after #1 statement 2, popped before its pullback
-            %2: f64  pushed after #1 statement 3, popped before its pullback
+            %1: f64  pushed after #1 statement 1, popped before its pullback
+            %0: f64  pushed after #1 statement 3, popped before its pullback
+            %2: recomputed in the reverse of #1 (`mul`), not recorded
         "#]],
     );
 }
@@ -66,8 +66,8 @@ func @f(%x: f64, %s: f64) -> f64 {
             %s: f64  pushed once at the end of #4, popped where the pullback starts
             %x: f64  pushed once at the end of #4, popped where the pullback starts
             %3: f64  pushed after #3 statement 1, popped before its pullback
-            1: i64  pushed at the end of #3 (its index among the predecessors of #4), popped at the end of the reverse of #4
-            0: i64  pushed at the end of #2 (its index among the predecessors of #4), popped at the end of the reverse of #4
+            true: bool  pushed at the end of #3 (its index among the predecessors of #4), popped at the end of the reverse of #4
+            false: bool  pushed at the end of #2 (its index among the predecessors of #4), popped at the end of the reverse of #4
         "#]],
     );
 }
@@ -96,8 +96,8 @@ func @pow_loop(%x: f64, %n: i64) -> f64 {
         expect![[r#"
             %x: f64  pushed once at the end of #4, popped where the pullback starts
             %1: f64  pushed at the end of #3, popped where its reverse starts
-            0: i64  pushed at the end of #1 (its index among the predecessors of #2), popped at the end of the reverse of #2
-            1: i64  pushed at the end of #3 (its index among the predecessors of #2), popped at the end of the reverse of #2
+            %0: i64  pushed at the end of #4, popped where its reverse starts
+            %0: counts loop #2 (step 1); its reverse counts back, recording no index per iteration
         "#]],
     );
 }
@@ -119,9 +119,9 @@ func @f(%a: [f64], %s: f64) -> f64 {
         expect![[r#"
             %0: [f64]  pushed once at the end of #1, popped where the pullback starts
             %s: f64  pushed once at the end of #1, popped where the pullback starts
-            %1: f64  pushed after #1 statement 2, popped before its pullback
             %a: [f64]  pushed once at the end of #1, popped where the pullback starts
             %3: f64  pushed after #1 statement 3, popped before its pullback
+            %1: recomputed in the reverse of #1 (`arrayref`), not recorded
         "#]],
     );
 }
@@ -156,8 +156,8 @@ func @f(%x: f64, %n: i64) -> f64 {
         "f",
         expect![[r#"
             %6: f64  pushed after #3 statement 2, popped before its pullback
-            0: i64  pushed at the end of #1 (its index among the predecessors of #2), popped at the end of the reverse of #2
-            1: i64  pushed at the end of #3 (its index among the predecessors of #2), popped at the end of the reverse of #2
+            %0: i64  pushed at the end of #4, popped where its reverse starts
+            %0: counts loop #2 (step 1); its reverse counts back, recording no index per iteration
         "#]],
     );
 }
@@ -214,8 +214,9 @@ fn the_plan_in_the_docs_is_what_tape_plan_prints() {
 }
 
 /// The plan as data: in the loop of docs/reverse.md, the invariant `%x` is
-/// saved once per call, the loop-carried `%acc` at the end of the body, and
-/// the header's two predecessors push their index.
+/// saved once per call, the loop-carried `%acc` at the end of the body, the
+/// counter's last value where the loop exits, and no predecessor index: the
+/// loop is counted.
 #[test]
 fn the_plan_is_data_too() {
     let text = include_str!("../../tests/filetests/reverse/loop_phi.ir");
@@ -233,16 +234,18 @@ fn the_plan_is_data_too() {
             sites[..],
             [
                 (Some("x"), Site::Once),
-                (Some("1"), Site::BlockEnd { label: 3, .. })
+                (Some("1"), Site::BlockEnd { label: 3, .. }),
+                (Some("0"), Site::BlockEnd { label: 4, .. })
             ]
         ),
         "{sites:?}"
     );
     assert_eq!(plan.ret_label(), 4);
-    let indices: Vec<(u32, u32, usize)> = plan
-        .branches()
-        .iter()
-        .map(|b| (b.from_label, b.to_label, b.index))
+    assert!(plan.branches().is_empty(), "{:?}", plan.branches());
+    let counted: Vec<(u32, Option<&str>, i64)> = plan
+        .counted()
+        .map(|c| (c.label, c.name.as_deref(), c.step))
         .collect();
-    assert_eq!(indices, [(1, 2, 0), (3, 2, 1)]);
+    assert_eq!(counted, [(2, Some("0"), 1)]);
+    assert!(plan.recomputed().is_empty());
 }

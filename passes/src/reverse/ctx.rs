@@ -13,6 +13,8 @@
 
 use super::analysis::{idoms, live_out, on_cycle, reaches, rpo};
 use super::bbcode::{BBCode, BTerm};
+use super::loops::RevLoops;
+use super::memory::ArrayClasses;
 use super::{Reverse, ReverseError};
 use crate::activity::Activity;
 use crate::forward::transform::stmt_loc;
@@ -76,6 +78,10 @@ pub(super) struct Shape {
     pub reachable: Vec<bool>,
     /// Blocks that run at most once per call and dominate the return block.
     pub once: Vec<bool>,
+    /// The single-exit and counted loops.
+    pub loops: RevLoops,
+    /// The immediate dominator of each block.
+    pub idom: Vec<Option<usize>>,
 }
 
 /// Everything the sweeps share about one derivation.
@@ -96,6 +102,8 @@ pub(super) struct Derivation<'r> {
     pub registry: &'r Registry,
     /// The pieces (forward sweep, pullback) of every user function invoked.
     pub callees: HashMap<FuncId, (FuncId, FuncId)>,
+    /// Which arrays may be the same, and which statements write which.
+    pub classes: ArrayClasses,
 }
 
 impl<'r> Derivation<'r> {
@@ -132,6 +140,7 @@ impl<'r> Derivation<'r> {
         }
         let places = src.inst_places();
         let registry = rev.registry();
+        let classes = ArrayClasses::of(&src);
         let mut cx = Derivation {
             src,
             floc,
@@ -141,6 +150,7 @@ impl<'r> Derivation<'r> {
             places,
             registry,
             callees: HashMap::new(),
+            classes,
         };
         cx.request_callees(rev, module)?;
         Ok(cx)
@@ -267,6 +277,8 @@ impl Shape {
         for &i in &order {
             reachable[i] = true;
         }
+        let ids: Vec<Block> = bb.blocks.iter().map(|b| b.id).collect();
+        let loops = RevLoops::new(src, &ids, &preds, &succs);
         Ok(Shape {
             bb,
             n,
@@ -277,7 +289,34 @@ impl Shape {
             order,
             reachable,
             once,
+            loops,
+            idom,
         })
+    }
+
+    /// Whether a value defined in block `d` and read in block `i` is, at
+    /// the read, the one computed in the same iteration of every loop around
+    /// `i`: `d` is `i`, or dominates it within the same innermost loop
+    /// (conservative: false when unsure).
+    pub fn same_iteration(&self, d: usize, i: usize) -> bool {
+        if d == i {
+            return true;
+        }
+        let inner = self.loops.inner[i];
+        if self.loops.inner[d] != inner {
+            return false;
+        }
+        let mut x = i;
+        while let Some(up) = self.idom[x] {
+            if up == d {
+                return true;
+            }
+            if self.loops.inner[up] != inner {
+                return false;
+            }
+            x = up;
+        }
+        false
     }
 
     /// Whether block `i` gets tape traffic and a reverse block: reachable

@@ -35,8 +35,11 @@
 
 mod analysis;
 pub mod bbcode;
+mod choose;
 mod ctx;
 pub mod grad;
+mod loops;
+mod memory;
 pub mod plan;
 mod pullback;
 mod sweep;

@@ -23,11 +23,12 @@
 //! [`tape_plan`] derives a function into a scratch copy of its module and
 //! returns its plan, with the value names of the printed forward sweep.
 
-use super::ctx::{Derivation, Stmt};
+use super::choose::PlanInput;
+use super::ctx::Derivation;
 use super::{Reverse, ReverseError};
 use irad_ir::entity::SecondaryMap;
 use irad_ir::text::{Line, func_lines};
-use irad_ir::{Block, Func, FuncId, FuncRef, Inst, Location, Module, Operand, Type, Value};
+use irad_ir::{Block, Func, FuncId, FuncRef, Inst, Location, Module, Operand, Prim, Type, Value};
 use irad_rules::Registry;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -74,8 +75,9 @@ pub struct Save {
 }
 
 /// The index of a block among the predecessors of its one successor, pushed
-/// at the block's end; the reverse of the successor pops it (an `i64`) and
-/// `switch`es on it.
+/// at the block's end; the reverse of the successor pops it and `switch`es
+/// on it. Between two predecessors it travels as a `bool` (one byte of
+/// tape: `true` for the second), otherwise as an `i64`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BranchSave {
     /// The block that pushes.
@@ -88,10 +90,23 @@ pub struct BranchSave {
     pub to_label: u32,
     /// The index pushed: the position of `from` among the predecessors of `to`.
     pub index: usize,
+    /// Whether `to` has two predecessors, so that the index is a `bool`.
+    pub two_way: bool,
+}
+
+impl BranchSave {
+    /// The operand pushed.
+    pub fn pushed(&self) -> Operand {
+        if self.two_way {
+            Operand::from(self.index == 1)
+        } else {
+            Operand::from(self.index as i64)
+        }
+    }
 }
 
 /// The tape plan of one function (see the module header).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct TapePlan {
     saves: Vec<Save>,
     branches: Vec<BranchSave>,
@@ -100,6 +115,48 @@ pub struct TapePlan {
     by_block: HashMap<Block, Vec<usize>>,
     once: Vec<usize>,
     branch_of: HashMap<Block, usize>,
+    recomputed: Vec<Recompute>,
+    by_recompute: HashMap<(Block, Value), usize>,
+    counted: Vec<Option<CountedLoop>>,
+    canon: HashMap<Value, Value>,
+}
+
+/// A value of the forward sweep that the reverse of a block computes again
+/// from what it has, instead of reading it from a tape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recompute {
+    /// The value, in the forward sweep.
+    pub value: Value,
+    /// Its name in the printed forward sweep, when known ([`tape_plan`]).
+    pub name: Option<String>,
+    /// The primal block whose reverse computes it.
+    pub block: Block,
+    /// Its label.
+    pub label: u32,
+    /// The primitive that computes it.
+    pub prim: Prim,
+    /// Its operands, values of the forward sweep or constants.
+    pub args: Vec<Operand>,
+}
+
+/// A loop the pullback runs backwards by counting: its header's phi `iv`
+/// steps by `step` from `init`; the pullback counts it down from its last
+/// value (recorded when the loop exits) and leaves the loop's reverse when
+/// it is back at `init`, so no predecessor index is recorded per iteration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CountedLoop {
+    /// The header.
+    pub header: Block,
+    /// Its label.
+    pub label: u32,
+    /// The counting phi, in the forward sweep.
+    pub iv: Value,
+    /// Its name in the printed forward sweep, when known.
+    pub name: Option<String>,
+    /// Its start, in the forward sweep.
+    pub init: Operand,
+    /// What each iteration adds.
+    pub step: i64,
 }
 
 /// Builds `f` (a function of a normalised, verified module) in reverse mode
@@ -173,6 +230,34 @@ impl TapePlan {
         self.pick(Some(&self.once))
     }
 
+    /// The values the reverse of blocks computes again, in block order.
+    pub fn recomputed(&self) -> &[Recompute] {
+        &self.recomputed
+    }
+
+    /// How the reverse of `block` computes `value` again, if it does.
+    pub fn recompute_at(&self, block: Block, value: Value) -> Option<&Recompute> {
+        self.by_recompute
+            .get(&(block, value))
+            .map(|&k| &self.recomputed[k])
+    }
+
+    /// The loops run backwards by counting.
+    pub fn counted(&self) -> impl Iterator<Item = &CountedLoop> {
+        self.counted.iter().flatten()
+    }
+
+    /// The value of the forward sweep the pullback reads in place of `v`:
+    /// an earlier value of the same block that `v` repeats, or `v`.
+    pub fn canonical(&self, v: Value) -> Value {
+        self.canon.get(&v).copied().unwrap_or(v)
+    }
+
+    /// The counted loops, aligned with the derivation's single-exit loops.
+    pub(super) fn counted_slots(&self) -> &[Option<CountedLoop>] {
+        &self.counted
+    }
+
     /// The predecessor index pushed at the end of `block`, if any.
     pub fn branch_from(&self, block: Block) -> Option<&BranchSave> {
         self.branch_of.get(&block).map(|&k| &self.branches[k])
@@ -205,71 +290,56 @@ impl TapePlan {
         for save in &mut self.saves {
             save.name = names[save.value].clone();
         }
+        for r in &mut self.recomputed {
+            r.name = names[r.value].clone();
+        }
+        for c in self.counted.iter_mut().flatten() {
+            c.name = names[c.iv].clone();
+        }
     }
 
     /// The plan of derivation `cx`, from the statements as the forward sweep
-    /// left them: `stmts` (what each saves), `stayed` (whether a statement's
-    /// forward part stayed in its block: only then can a push follow it),
-    /// `fwd` (the forward sweep so far) and `fblock` (its block of each
-    /// primal block, by position).
-    pub(super) fn build(
-        cx: &Derivation<'_>,
-        stmts: &SecondaryMap<Inst, Option<Stmt>>,
-        stayed: impl Fn(Inst) -> bool,
-        fwd: &Func,
-        fblock: &[Block],
-    ) -> TapePlan {
+    /// left them (see [`super::choose`]).
+    pub(super) fn build(cx: &Derivation<'_>, input: &PlanInput<'_>) -> TapePlan {
+        let chosen = super::choose::choose(cx, input);
         let shape = &cx.shape;
         let bb = &shape.bb;
-        let fdef = def_blocks(fwd, fblock);
-        let def_of = |v: Value| fdef[v];
-        // Every (block, statement, saved value), in the forward sweep's order.
-        let mut reads: Vec<(usize, Inst, Value)> = Vec::new();
-        for i in (0..shape.n).filter(|&i| shape.kept(i)) {
-            for &inst in &bb.blocks[i].stmts {
-                let Some(st) = &stmts[inst] else { continue };
-                for op in &st.saved {
-                    if let Operand::Value(v) = op {
-                        reads.push((i, inst, *v));
-                    }
-                }
-            }
-        }
-        // A value read only in its defining block, by statements whose
-        // forward parts stayed there, moves next to its last reader.
-        let mut readers: HashMap<Value, (bool, Inst)> = HashMap::new();
-        for &(i, inst, v) in &reads {
-            let here = def_of(v) == Some(i) && stayed(inst);
-            readers
-                .entry(v)
-                .and_modify(|(ok, last)| {
-                    *ok &= here;
-                    *last = inst;
-                })
-                .or_insert((here, inst));
-        }
         let mut plan = TapePlan {
             ret_label: cx.label(shape.ret),
             ..TapePlan::default()
         };
+        let fdef = &chosen.fdef;
+        // A value read only in its defining block, by statements whose
+        // forward parts stayed there, moves next to its last reader.
+        let stayed = |inst: Inst| input.fend[inst].is_some();
+        let mut readers: HashMap<Value, (bool, Option<Inst>)> = HashMap::new();
+        for &(i, reader, v) in &chosen.reads {
+            let here = fdef[v] == Some(i) && reader.is_some_and(stayed);
+            readers
+                .entry(v)
+                .and_modify(|(ok, last)| {
+                    *ok &= here;
+                    *last = reader;
+                })
+                .or_insert((here, reader));
+        }
         let mut seen: HashSet<(Option<usize>, Value)> = HashSet::new();
-        for &(i, _, v) in &reads {
-            let ty = fwd.values[v].ty.clone();
+        for &(i, _, v) in &chosen.reads {
+            let ty = input.fwd.values[v].ty.clone();
             let site = match readers.get(&v) {
-                Some(&(true, last)) => {
+                Some(&(true, Some(last))) => {
                     if !seen.insert((None, v)) {
                         continue;
                     }
                     let stmt = cx.places.get(last).map_or(0, |(_, s)| s);
-                    let block = bb.blocks[i].id;
                     Site::Stmt {
-                        block,
+                        block: bb.blocks[i].id,
                         label: cx.label(i),
                         inst: last,
                         stmt,
                     }
                 }
-                _ if def_of(v).is_none_or(|d| shape.once[d]) => {
+                _ if fdef[v].is_none_or(|d| shape.once[d]) => {
                     if !seen.insert((None, v)) {
                         continue;
                     }
@@ -292,18 +362,28 @@ impl TapePlan {
                 site,
             });
         }
+        for r in chosen.recomputed {
+            plan.by_recompute
+                .insert((r.block, r.value), plan.recomputed.len());
+            plan.recomputed.push(r);
+        }
+        plan.counted = chosen.counted;
+        plan.canon = chosen.canon;
         plan.plan_branches(cx);
         plan
     }
 
     /// The predecessor indices: a block whose one successor has several
-    /// predecessors and reaches the return pushes its index among them.
+    /// predecessors and reaches the return pushes its index among them,
+    /// unless that successor heads a loop run backwards by counting.
     fn plan_branches(&mut self, cx: &Derivation<'_>) {
         let shape = &cx.shape;
+        let counted: HashSet<Block> = self.counted().map(|c| c.header).collect();
         for &i in &shape.order {
             if let [s] = shape.succs[i].as_slice()
                 && shape.preds[*s].len() > 1
                 && shape.to_ret[*s]
+                && !counted.contains(&shape.bb.blocks[*s].id)
             {
                 let index = shape.preds[*s].iter().position(|&p| p == i).unwrap_or(0);
                 let from = shape.bb.blocks[i].id;
@@ -314,6 +394,7 @@ impl TapePlan {
                     to: shape.bb.blocks[*s].id,
                     to_label: cx.label(*s),
                     index,
+                    two_way: shape.preds[*s].len() == 2,
                 });
             }
         }
@@ -345,11 +426,38 @@ impl fmt::Display for TapePlan {
                 )?,
             }
         }
-        for br in &self.branches {
+        for r in &self.recomputed {
+            match &r.name {
+                Some(name) => write!(f, "%{name}")?,
+                None => write!(f, "value {}", r.value.as_u32())?,
+            }
             writeln!(
                 f,
-                "{}: i64  pushed at the end of #{} (its index among the predecessors of #{}), popped at the end of the reverse of #{}",
-                br.index, br.from_label, br.to_label, br.to_label
+                ": recomputed in the reverse of #{} (`{}`), not recorded",
+                r.label, r.prim
+            )?;
+        }
+        for c in self.counted() {
+            match &c.name {
+                Some(name) => write!(f, "%{name}")?,
+                None => write!(f, "value {}", c.iv.as_u32())?,
+            }
+            writeln!(
+                f,
+                ": counts loop #{} (step {}); its reverse counts back, recording no index per iteration",
+                c.label, c.step
+            )?;
+        }
+        for br in &self.branches {
+            let (k, ty) = if br.two_way {
+                ((br.index == 1).to_string(), "bool")
+            } else {
+                (br.index.to_string(), "i64")
+            };
+            writeln!(
+                f,
+                "{k}: {ty}  pushed at the end of #{} (its index among the predecessors of #{}), popped at the end of the reverse of #{}",
+                br.from_label, br.to_label, br.to_label
             )?;
         }
         Ok(())
@@ -358,7 +466,7 @@ impl fmt::Display for TapePlan {
 
 /// The position (among the primal's blocks) of the block of the forward
 /// sweep `fwd` that defines each statement result; parameters have none.
-fn def_blocks(fwd: &Func, fblock: &[Block]) -> SecondaryMap<Value, Option<usize>> {
+pub(super) fn def_blocks(fwd: &Func, fblock: &[Block]) -> SecondaryMap<Value, Option<usize>> {
     let mut pos: SecondaryMap<Block, Option<usize>> = SecondaryMap::new();
     for (i, &b) in fblock.iter().enumerate() {
         pos.set(b, Some(i));

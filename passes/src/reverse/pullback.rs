@@ -60,6 +60,29 @@ pub(super) struct Pullback<'a, 'r, 'm> {
     incoming: Vec<Incoming>,
     /// The values pushed once per call, popped where the pullback starts.
     avail: HashMap<Value, Operand>,
+    /// The position of the block whose reverse is being built.
+    cur: usize,
+    /// The values popped in the reverse of the current block.
+    local: HashMap<Value, Operand>,
+    /// The values popped where the reverse of each block starts (those of a
+    /// loop's exit serve the whole reverse of the loop).
+    popped_end: Vec<HashMap<Value, Operand>>,
+    /// The values recomputed in the reverse of the current block.
+    memo: HashMap<Value, Operand>,
+    /// The recomputations of the current block by primitive and operands,
+    /// so that one is not done twice (array reads only until a statement
+    /// that writes arrays is passed).
+    numbered: HashMap<(Prim, Vec<OpKey>), Operand>,
+    /// Per single-exit loop: the counter's phi in the reverse of a counted
+    /// loop's header, and its value in the reverse of the loop's body.
+    counters: Vec<Option<(Value, Option<Operand>)>>,
+}
+
+/// An operand as a key of [`Pullback::numbered`].
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum OpKey {
+    Value(Value),
+    Const(String),
 }
 
 impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
@@ -105,8 +128,15 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
             joins: vec![BTreeMap::new(); n],
             incoming: vec![None; n],
             avail: HashMap::new(),
+            cur: 0,
+            local: HashMap::new(),
+            popped_end: vec![HashMap::new(); n],
+            memo: HashMap::new(),
+            numbered: HashMap::new(),
+            counters: vec![None; shape.loops.loops.len()],
         };
         pb.join_phis()?;
+        pb.counter_phis()?;
         Ok(pb)
     }
 
@@ -129,6 +159,22 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
                     self.joins[i].insert((v, k as u32), phi);
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// The counter phi of the reverse of each counted loop's header.
+    fn counter_phis(&mut self) -> Result<(), ReverseError> {
+        let cx = self.cx;
+        let build = build_err(&cx.floc);
+        for (k, c) in self.plan.counted_slots().iter().enumerate() {
+            if c.is_none() {
+                continue;
+            }
+            let h = cx.shape.loops.loops[k].header;
+            let rb = self.rblock[h].ok_or_else(|| internal(&cx.floc, "a counted loop's header"))?;
+            let phi = self.bk.insert_phi(rb, Type::I64).map_err(&build)?;
+            self.counters[k] = Some((phi, None));
         }
         Ok(())
     }
@@ -159,10 +205,14 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
         let bloc = cx.block_loc(i);
         let mut m = self.entry_cots(i, ret_op, &bloc)?;
         let block = cx.shape.bb.blocks[i].id;
-        let mut local: HashMap<Value, Operand> = HashMap::new();
+        self.cur = i;
+        self.local.clear();
+        self.memo.clear();
+        self.numbered.clear();
         for save in self.plan.at_block_end(block).rev() {
             let x = self.bk.pop(save.ty.clone()).map_err(&build)?;
-            local.insert(save.value, Operand::Value(x));
+            self.local.insert(save.value, Operand::Value(x));
+            self.popped_end[i].insert(save.value, Operand::Value(x));
         }
         // Statements in reverse order.
         let mut phi_insts = Vec::new();
@@ -174,7 +224,7 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
             match st.how {
                 How::Phi => phi_insts.push(inst),
                 How::Primal => {}
-                _ => self.statement(inst, st, &mut m, &mut local)?,
+                _ => self.statement(inst, st, &mut m)?,
             }
         }
         let phi_cots = self.phi_cots(&phi_insts, &mut m);
@@ -220,26 +270,24 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
     /// The pullback of statement `inst` (neither a phi nor primal only):
     /// pops what the plan pushed right after it, takes its result's
     /// cotangent out of `m` and adds its arguments' cotangents in.
-    fn statement(
-        &mut self,
-        inst: Inst,
-        st: &Stmt,
-        m: &mut Cots,
-        local: &mut HashMap<Value, Operand>,
-    ) -> Result<(), ReverseError> {
+    fn statement(&mut self, inst: Inst, st: &Stmt, m: &mut Cots) -> Result<(), ReverseError> {
         let cx = self.cx;
         let data = &cx.src.insts[inst];
         let loc = cx.loc_of(inst);
         let build = build_err(&cx.floc);
         for save in self.plan.after_stmt(inst).rev() {
             let x = self.bk.pop(save.ty.clone()).map_err(&build)?;
-            local.insert(save.value, Operand::Value(x));
+            self.local.insert(save.value, Operand::Value(x));
+        }
+        if !cx.classes.writes(&cx.src, inst).is_empty() {
+            // Its pullback restores arrays: reads from before it differ.
+            self.numbered.retain(|(p, _), _| *p != Prim::Arrayref);
         }
         let res_ty = cx.result_type(inst);
         let dy: Vec<Option<Operand>> = (0..Type::cotangent_leaves(&res_ty))
             .map(|k| data.result.and_then(|v| m.remove(&(v, k as u32))))
             .collect();
-        let saved = self.saved(st, local, &loc)?;
+        let saved = self.saved(st, &loc)?;
         let args = args_of(&data.kind);
         let types: Vec<Type> = args
             .iter()
@@ -280,24 +328,94 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
     }
 
     /// The saved operands of a statement, as the pullback reads them:
-    /// popped in this block, popped once per call, or constants.
-    fn saved(
-        &self,
-        st: &Stmt,
-        local: &HashMap<Value, Operand>,
-        loc: &Location,
-    ) -> Result<Vec<Operand>, ReverseError> {
-        st.saved
-            .iter()
-            .map(|op| match op {
-                Operand::Const(c) => Ok(Operand::Const(*c)),
-                Operand::Value(v) => local
-                    .get(v)
-                    .or_else(|| self.avail.get(v))
-                    .copied()
-                    .ok_or_else(|| internal(loc, "a saved value did not reach the pullback")),
-            })
-            .collect()
+    /// popped, counted, recomputed, or constants.
+    fn saved(&mut self, st: &Stmt, loc: &Location) -> Result<Vec<Operand>, ReverseError> {
+        st.saved.iter().map(|op| self.value(*op, loc)).collect()
+    }
+
+    /// Operand `op` of the forward sweep in the reverse of the current
+    /// block, as the plan says: popped here or where the reverse of a loop
+    /// around it starts, popped once per call, a counter, or recomputed
+    /// (with what it needs recomputed first, without recursion: chains of
+    /// recomputed values may be as long as the block).
+    fn value(&mut self, op: Operand, loc: &Location) -> Result<Operand, ReverseError> {
+        let Operand::Value(v) = op else {
+            return Ok(op);
+        };
+        let v = self.plan.canonical(v);
+        if let Some(x) = self.find(v) {
+            return Ok(x);
+        }
+        let block = self.cx.shape.bb.blocks[self.cur].id;
+        let plan = self.plan;
+        let mut stack = vec![(v, false)];
+        while let Some((v, ready)) = stack.pop() {
+            let v = plan.canonical(v);
+            if self.find(v).is_some() {
+                continue;
+            }
+            let Some(r) = plan.recompute_at(block, v) else {
+                return Err(internal(loc, "a saved value did not reach the pullback"));
+            };
+            if !ready {
+                stack.push((v, true));
+                for a in &r.args {
+                    if let Operand::Value(u) = a
+                        && self.find(*u).is_none()
+                    {
+                        stack.push((*u, false));
+                    }
+                }
+                continue;
+            }
+            let mut ops = Vec::with_capacity(r.args.len());
+            for a in &r.args {
+                ops.push(match a {
+                    Operand::Value(u) => self
+                        .find(*u)
+                        .ok_or_else(|| internal(loc, "a recomputation's operand"))?,
+                    c => *c,
+                });
+            }
+            let key = (r.prim, ops.iter().map(op_key).collect::<Vec<_>>());
+            let x = match self.numbered.get(&key) {
+                Some(&x) => x,
+                None => {
+                    let x = emit_value(&mut self.bk, r.prim, &ops).map_err(|e| err(loc, e))?;
+                    self.numbered.insert(key, x);
+                    x
+                }
+            };
+            self.memo.insert(v, x);
+        }
+        self.find(v)
+            .ok_or_else(|| internal(loc, "a recomputed value"))
+    }
+
+    /// Value `v` of the forward sweep if the reverse of the current block
+    /// has it without computing anything.
+    fn find(&self, v: Value) -> Option<Operand> {
+        let v = self.plan.canonical(v);
+        let i = self.cur;
+        if let Some(&x) = self.local.get(&v).or_else(|| self.memo.get(&v)) {
+            return Some(x);
+        }
+        let loops = &self.cx.shape.loops;
+        for &k in &loops.around[i] {
+            if let (Some(c), Some((phi, body))) = (&self.plan.counted_slots()[k], self.counters[k])
+                && c.iv == v
+            {
+                return if loops.loops[k].header == i {
+                    Some(Operand::Value(phi))
+                } else {
+                    body
+                };
+            }
+            if let Some(&x) = self.popped_end[loops.loops[k].exit].get(&v) {
+                return Some(x);
+            }
+        }
+        self.avail.get(&v).copied()
     }
 
     /// The pullback of an rrule, checked against the argument types.
@@ -455,6 +573,7 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
         } else if let [p] = rp.as_slice() {
             let p = *p;
             let target = self.rblock[p].ok_or_else(|| internal(bloc, "reverse target"))?;
+            self.counter_entries(i, p, bloc)?;
             let adds = self.edge_adds(p, phi_cots);
             if self.joins[p].is_empty() {
                 self.incoming[p] = Some((m, adds));
@@ -473,7 +592,20 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
             }
             self.bk.goto(target).map_err(&build)?;
         } else {
-            let id = self.bk.pop(Type::I64).map_err(&build)?;
+            let id = match self.counted_here(i) {
+                Some(k) => self.count_back(k, bloc)?,
+                None if cx.shape.preds[i].len() == 2 => {
+                    // Two predecessors: the index travels as a bool.
+                    let b = self.bk.pop(Type::Bool).map_err(&build)?;
+                    emit_value(
+                        &mut self.bk,
+                        Prim::Select,
+                        &[Operand::Value(b), Operand::from(1i64), Operand::from(0i64)],
+                    )
+                    .map_err(|e| err(bloc, e))?
+                }
+                None => Operand::Value(self.bk.pop(Type::I64).map_err(&build)?),
+            };
             let mut targets = Vec::with_capacity(cx.shape.preds[i].len());
             for &p in &cx.shape.preds[i] {
                 targets.push(self.rblock[p].ok_or_else(|| internal(bloc, "reverse target"))?);
@@ -482,11 +614,88 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
                 }
                 self.incoming[p] = Some((m.clone(), self.edge_adds(p, phi_cots)));
             }
-            self.bk
-                .switch(Operand::Value(id), &targets)
-                .map_err(&build)?;
+            self.bk.switch(id, &targets).map_err(&build)?;
         }
         Ok(())
+    }
+
+    /// The counted loop headed by position `i`, if any.
+    fn counted_here(&self, i: usize) -> Option<usize> {
+        let loops = &self.cx.shape.loops.loops;
+        (0..loops.len()).find(|&k| loops[k].header == i && self.counters[k].is_some())
+    }
+
+    /// In the reverse of counted loop `k`'s header: the index of the
+    /// predecessor the forward run came from (the one outside while the
+    /// counter is not yet back at its start... the latch otherwise), and the
+    /// counter's value for the reverse of the body it leads to.
+    fn count_back(&mut self, k: usize, bloc: &Location) -> Result<Operand, ReverseError> {
+        let cx = self.cx;
+        let (Some(c), Some((phi, _))) = (self.plan.counted_slots()[k].clone(), self.counters[k])
+        else {
+            return Err(internal(bloc, "a counted loop without counter"));
+        };
+        let Some(info) = cx.shape.loops.loops[k].counted.as_ref() else {
+            return Err(internal(bloc, "a counted loop without counter"));
+        };
+        let h = cx.shape.loops.loops[k].header;
+        let pos = |b: usize| cx.shape.preds[h].iter().position(|&p| p == b).unwrap_or(0) as i64;
+        let (pre, latch) = (pos(info.pre), pos(info.latch));
+        let init = self.value(c.init, bloc)?;
+        let e = |r: Result<Operand, String>| r.map_err(|e| err(bloc, e));
+        let body = e(emit_value(
+            &mut self.bk,
+            Prim::Isub,
+            &[Operand::Value(phi), Operand::from(c.step)],
+        ))?;
+        self.counters[k] = Some((phi, Some(body)));
+        let first = e(emit_value(
+            &mut self.bk,
+            Prim::Eq,
+            &[Operand::Value(phi), init],
+        ))?;
+        e(emit_value(
+            &mut self.bk,
+            Prim::Select,
+            &[first, Operand::from(pre), Operand::from(latch)],
+        ))
+    }
+
+    /// The entry of the counter phi of the reverse of block `p` on the edge
+    /// from the reverse of block `i`, when `p` heads a counted loop: the
+    /// counter's last value from the loop's exit, its body value from inside.
+    fn counter_entries(&mut self, i: usize, p: usize, bloc: &Location) -> Result<(), ReverseError> {
+        let Some(k) = self.counted_here(p) else {
+            return Ok(());
+        };
+        let Some((phi, body)) = self.counters[k] else {
+            return Ok(());
+        };
+        let l = &self.cx.shape.loops.loops[k];
+        let x = if l.member[i] {
+            body.ok_or_else(|| internal(bloc, "a loop's body reversed before its header"))?
+        } else {
+            let Some(c) = self.plan.counted_slots()[k].clone() else {
+                return Ok(());
+            };
+            self.value(Operand::Value(c.iv), bloc)?
+        };
+        let from = self
+            .bk
+            .current_block()
+            .ok_or_else(|| internal(bloc, "no block"))?;
+        self.bk
+            .add_phi_entry(phi, from, x)
+            .map_err(build_err(&self.cx.floc))?;
+        Ok(())
+    }
+}
+
+/// The key of an operand in [`Pullback::numbered`].
+fn op_key(op: &Operand) -> OpKey {
+    match op {
+        Operand::Value(v) => OpKey::Value(*v),
+        Operand::Const(c) => OpKey::Const(format!("{c:?}")),
     }
 }
 

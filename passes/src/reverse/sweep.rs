@@ -20,6 +20,7 @@
 
 use super::ReverseError;
 use super::bbcode::BTerm;
+use super::choose::PlanInput;
 use super::ctx::{
     Derivation, How, Shadows, Stmt, args_of, build_err, emit_value, err, internal, map_op,
     shadows_of,
@@ -360,8 +361,14 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
 
     /// The tape plan, from what the statements save.
     pub fn plan(&self) -> TapePlan {
-        let stayed = |inst: Inst| self.fend[inst].is_some();
-        TapePlan::build(self.cx, &self.stmts, stayed, self.fb.func(), &self.fblock)
+        let input = PlanInput {
+            stmts: &self.stmts,
+            fend: &self.fend,
+            fval: &self.fval,
+            fwd: self.fb.func(),
+            fblock: &self.fblock,
+        };
+        TapePlan::build(self.cx, &input)
     }
 
     /// The end of every block: its pushes, then its terminator.
@@ -406,7 +413,7 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
             }
         }
         if let Some(br) = plan.branch_from(block) {
-            self.push(Operand::from(br.index as i64))?;
+            self.push(br.pushed())?;
         }
         self.terminator(i)
     }

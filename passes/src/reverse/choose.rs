@@ -1,0 +1,556 @@
+//! What the forward sweep records and what the pullback recomputes: the
+//! decisions behind a [`TapePlan`](super::plan::TapePlan) (docs/reverse.md,
+//! "What is recorded").
+//!
+//! The rules name the values of the forward sweep each pullback reads. For
+//! each block, each of those values is obtained in the reverse of that block
+//! in the cheapest way that is sound:
+//! - the counter of a loop run backwards by counting ([`super::loops`]) is
+//!   counted back, not recorded;
+//! - a value defined before a single-exit loop and read inside it is
+//!   recorded once per run of the loop, at its exit (and so on outwards),
+//!   and a parameter or a value of a block that runs once is recorded once
+//!   per call;
+//! - a value defined in the same block by a cheap pure primitive whose
+//!   operands can all be had without recording anything more is recomputed
+//!   (*cost model*: integer and float add, sub, mul, neg, abs, min, max,
+//!   copysign, comparisons, `select`, logic, conversions, `getfield`,
+//!   `length` and array reads count one each; a recomputation may cost at
+//!   most [`BUDGET`] of them and nest at most [`DEPTH`] deep; division,
+//!   square roots and transcendental functions are never recomputed);
+//! - an array read (`arrayref`) is recomputed, that is, read again, only
+//!   when the array is in the same state when the pullback reads it: no
+//!   statement from the read to the last reader in the block writes the
+//!   array's class ([`super::memory`]), and every statement of the function
+//!   that writes that class restores it in its pullback (the rules of the
+//!   primitives and the pieces of user functions do; registered rules of
+//!   user functions and calls through function values are not trusted to);
+//! - everything else is recorded, once per block execution.
+//!
+//! Assumes the forward parts of the statements have been emitted (`fwd`)
+//! with their end positions (`fend`). Guarantees: every value a pullback
+//! reads is either recorded at a site the pullback can pop before that
+//! read, recomputed from values that are, or a counter; the decisions are
+//! deterministic (blocks in position order, values in order of appearance).
+
+use super::ctx::{Derivation, How, Stmt};
+use super::plan::{CountedLoop, Recompute, def_blocks};
+use irad_ir::entity::SecondaryMap;
+use irad_ir::{Block, Func, Inst, InstKind, Operand, Prim, Value};
+use smallvec::SmallVec;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// The most primitives one recomputation may take.
+pub const BUDGET: u32 = 8;
+/// How deep a recomputation may nest.
+pub const DEPTH: u32 = 6;
+
+/// What the forward sweep hands to the plan.
+pub(super) struct PlanInput<'a> {
+    /// How each statement was differentiated and what it saves.
+    pub stmts: &'a SecondaryMap<Inst, Option<Stmt>>,
+    /// Where each statement's forward part ends in its block, if it stayed.
+    pub fend: &'a SecondaryMap<Inst, Option<usize>>,
+    /// The forward-sweep operand of each primal value.
+    pub fval: &'a SecondaryMap<Value, Option<Operand>>,
+    /// The forward sweep so far.
+    pub fwd: &'a Func,
+    /// Its block of each primal block, by position.
+    pub fblock: &'a [Block],
+}
+
+/// The decisions: the values recorded, each with the block that reads it
+/// and its last reader there (`None`: the block's end), the values
+/// recomputed, and the loops counted.
+pub(super) struct Chosen {
+    /// (block position, last reader, value), in order of appearance.
+    pub reads: Vec<(usize, Option<Inst>, Value)>,
+    /// The values recomputed, by block.
+    pub recomputed: Vec<Recompute>,
+    /// Per single-exit loop of the shape, how it counts when it does.
+    pub counted: Vec<Option<CountedLoop>>,
+    /// The position of the block of the forward sweep defining each value.
+    pub fdef: SecondaryMap<Value, Option<usize>>,
+    /// The earlier value of the same block each value repeats (the same
+    /// cheap primitive of the same operands; for array reads, with no write
+    /// to the array's class in between), if any.
+    pub canon: HashMap<Value, Value>,
+}
+
+/// The decisions for derivation `cx`.
+pub(super) fn choose(cx: &Derivation<'_>, input: &PlanInput<'_>) -> Chosen {
+    let fdef = def_blocks(input.fwd, input.fblock);
+    let mut ch = Chooser::new(cx, input, fdef);
+    for i in (0..cx.shape.n).filter(|&i| cx.shape.kept(i)) {
+        ch.block(i);
+    }
+    // The counters' last values and starts are read where their loops exit.
+    for k in 0..ch.counted.len() {
+        let Some(c) = ch.counted[k].clone() else {
+            continue;
+        };
+        let exit = cx.shape.loops.loops[k].exit;
+        ch.outside(exit, c.iv);
+        if let Operand::Value(v) = c.init {
+            ch.outside(exit, v);
+        }
+    }
+    Chosen {
+        reads: ch.reads,
+        recomputed: ch.recomputed,
+        counted: ch.counted,
+        fdef: ch.fdef,
+        canon: ch.canon,
+    }
+}
+
+/// The state of the decisions.
+struct Chooser<'a, 'r> {
+    cx: &'a Derivation<'r>,
+    input: &'a PlanInput<'a>,
+    fdef: SecondaryMap<Value, Option<usize>>,
+    /// For each value of the forward sweep: its position in its block and
+    /// the index of the primal statement whose forward part defines it.
+    fpos: SecondaryMap<Value, Option<(usize, usize)>>,
+    /// The primal value behind each forward-sweep value that is one.
+    primal_of: HashMap<Value, Value>,
+    /// The array classes some statement writes without restoring them.
+    unsafe_classes: HashSet<u32>,
+    /// The array classes some statement writes.
+    written: HashSet<u32>,
+    /// The earlier value of the same block each value repeats, if any.
+    canon: HashMap<Value, Value>,
+    /// The reverse-postorder rank of each block.
+    rank: Vec<usize>,
+    counted: Vec<Option<CountedLoop>>,
+    reads: Vec<(usize, Option<Inst>, Value)>,
+    recorded: HashSet<(usize, Value)>,
+    recomputed: Vec<Recompute>,
+}
+
+impl<'a, 'r> Chooser<'a, 'r> {
+    fn new(
+        cx: &'a Derivation<'r>,
+        input: &'a PlanInput<'a>,
+        fdef: SecondaryMap<Value, Option<usize>>,
+    ) -> Chooser<'a, 'r> {
+        let shape = &cx.shape;
+        let mut fpos = SecondaryMap::new();
+        for i in 0..shape.n {
+            let stmts = &shape.bb.blocks[i].stmts;
+            let ends: Vec<(usize, usize)> = stmts
+                .iter()
+                .enumerate()
+                .filter_map(|(k, &s)| input.fend[s].map(|e| (k, e)))
+                .collect();
+            let mut e = 0;
+            for (p, &inst) in input.fwd.blocks[input.fblock[i]].insts.iter().enumerate() {
+                while e < ends.len() && ends[e].1 <= p {
+                    e += 1;
+                }
+                let owner = ends.get(e).map_or(stmts.len(), |&(k, _)| k);
+                if let Some(v) = input.fwd.insts[inst].result {
+                    fpos.set(v, Some((p, owner)));
+                }
+            }
+        }
+        let mut primal_of = HashMap::new();
+        for (v, _) in cx.src.values.iter() {
+            if let Some(Operand::Value(f)) = input.fval[v] {
+                primal_of.insert(f, v);
+            }
+        }
+        let mut unsafe_classes = HashSet::new();
+        let mut written = HashSet::new();
+        for b in &shape.bb.blocks {
+            for &inst in &b.stmts {
+                written.extend(cx.classes.writes(&cx.src, inst));
+                let restores = match input.stmts[inst].as_ref().map(|s| &s.how) {
+                    Some(How::Rule(_, None) | How::Invoke(_) | How::Phi) => true,
+                    Some(How::Rule(_, Some(_)) | How::Dynamic | How::Primal) | None => false,
+                };
+                if !restores {
+                    unsafe_classes.extend(cx.classes.writes(&cx.src, inst));
+                }
+            }
+        }
+        let mut rank = vec![usize::MAX; shape.n];
+        for (k, &i) in shape.order.iter().enumerate() {
+            rank[i] = k;
+        }
+        let classes = &cx.classes;
+        let primal_class = |a: &Operand| match a {
+            Operand::Value(a) => primal_of.get(a).map(|&p| classes.class(p)),
+            Operand::Const(_) => None,
+        };
+        let mut canon = HashMap::new();
+        for i in (0..shape.n).filter(|&i| shape.kept(i)) {
+            repeats(cx, input, i, &primal_class, &mut canon);
+        }
+        let counted = shape
+            .loops
+            .loops
+            .iter()
+            .map(|l| {
+                let c = l.counted.as_ref()?;
+                let kept = [l.header, l.exit, c.pre, c.latch]
+                    .iter()
+                    .all(|&b| shape.kept(b));
+                let iv = match input.fval[c.iv] {
+                    Some(Operand::Value(v)) => v,
+                    _ => return None,
+                };
+                let init = match c.init {
+                    Operand::Const(k) => Operand::Const(k),
+                    Operand::Value(v) => input.fval[v]?,
+                };
+                kept.then(|| CountedLoop {
+                    header: shape.bb.blocks[l.header].id,
+                    label: cx.label(l.header),
+                    iv,
+                    name: None,
+                    init,
+                    step: c.step,
+                })
+            })
+            .collect();
+        Chooser {
+            cx,
+            input,
+            fdef,
+            fpos,
+            primal_of,
+            unsafe_classes,
+            written,
+            canon,
+            rank,
+            counted,
+            reads: Vec::new(),
+            recorded: HashSet::new(),
+            recomputed: Vec::new(),
+        }
+    }
+
+    /// The decisions for the values the pullbacks of block `i` read.
+    fn block(&mut self, i: usize) {
+        let stmts = &self.cx.shape.bb.blocks[i].stmts;
+        // Values defined in this block, latest first; each with its last
+        // reader (statement index) and order of appearance.
+        let mut needs: BTreeMap<(usize, usize), (Value, usize)> = BTreeMap::new();
+        let mut outside: Vec<Value> = Vec::new();
+        for (k, &inst) in stmts.iter().enumerate() {
+            let Some(st) = &self.input.stmts[inst] else {
+                continue;
+            };
+            for op in &st.saved {
+                if let Operand::Value(v) = op {
+                    self.need(i, *v, k, &mut needs, &mut outside);
+                }
+            }
+        }
+        for v in outside {
+            self.outside(i, v);
+        }
+        let writes: Vec<SmallVec<[u32; 2]>> = stmts
+            .iter()
+            .map(|&s| self.cx.classes.writes(&self.cx.src, s))
+            .collect();
+        while let Some((_, (v, r))) = needs.pop_last() {
+            let mut seen = Vec::new();
+            let recompute = self.recipe(v).is_some()
+                && self
+                    .cost(i, v, r, 0, &needs, &writes, &mut seen)
+                    .is_some_and(|c| c >= 1);
+            if recompute {
+                let Some((prim, args)) = self.recipe(v) else {
+                    continue;
+                };
+                let mut outside = Vec::new();
+                for a in &args {
+                    if let Operand::Value(u) = a {
+                        self.need(i, *u, r, &mut needs, &mut outside);
+                    }
+                }
+                for u in outside {
+                    self.outside(i, u);
+                }
+                self.recomputed.push(Recompute {
+                    value: v,
+                    name: None,
+                    block: self.cx.shape.bb.blocks[i].id,
+                    label: self.cx.label(i),
+                    prim,
+                    args,
+                });
+            } else {
+                let reader = stmts.get(r).copied();
+                self.record(i, reader, v);
+            }
+        }
+    }
+
+    /// Notes that block `i`'s reverse reads `v` by statement index `r` at
+    /// the latest: into `needs` when this block defines it, else `outside`.
+    fn need(
+        &self,
+        i: usize,
+        v: Value,
+        r: usize,
+        needs: &mut BTreeMap<(usize, usize), (Value, usize)>,
+        outside: &mut Vec<Value>,
+    ) {
+        let v = self.canon.get(&v).copied().unwrap_or(v);
+        if self.is_counter(i, v) {
+            return;
+        }
+        match (self.fdef[v], self.fpos[v]) {
+            (Some(d), Some((p, _))) if self.cx.shape.same_iteration(d, i) => {
+                let e = needs.entry((self.rank[d], p)).or_insert((v, r));
+                e.1 = e.1.max(r);
+            }
+            _ => {
+                if !outside.contains(&v) {
+                    outside.push(v);
+                }
+            }
+        }
+    }
+
+    /// Block `i`'s reverse reads `v`, which another block (or the
+    /// parameters) defines: a counter, recorded once per call, hoisted to
+    /// the exit of a loop around `i`, or recorded at the end of `i`.
+    fn outside(&mut self, i: usize, v: Value) {
+        if self.is_counter(i, v) {
+            return;
+        }
+        let shape = &self.cx.shape;
+        let def = self.fdef[v];
+        if def.is_none_or(|d| shape.once[d]) {
+            self.record(i, None, v);
+            return;
+        }
+        if let Some(e) = shape.loops.hoist(i, def)
+            && shape.kept(e)
+        {
+            self.outside(e, v);
+            return;
+        }
+        self.record(i, None, v);
+    }
+
+    /// Whether `v` is the counter of a counted loop around position `i`.
+    fn is_counter(&self, i: usize, v: Value) -> bool {
+        self.cx.shape.loops.around[i]
+            .iter()
+            .any(|&k| self.counted[k].as_ref().is_some_and(|c| c.iv == v))
+    }
+
+    /// Whether block `i`'s reverse has `v` (defined elsewhere) without a
+    /// record per execution of `i`.
+    fn free_outside(&self, i: usize, v: Value) -> bool {
+        let shape = &self.cx.shape;
+        let def = self.fdef[v];
+        self.is_counter(i, v)
+            || def.is_none_or(|d| shape.once[d])
+            || shape.loops.hoist(i, def).is_some_and(|e| shape.kept(e))
+    }
+
+    /// Records `v` for block `i` (read by `reader`, or at the block's end).
+    fn record(&mut self, i: usize, reader: Option<Inst>, v: Value) {
+        if self.recorded.insert((i, v)) {
+            self.reads.push((i, reader, v));
+        }
+    }
+
+    /// The primitive and operands of `v` when it is one the cost model may
+    /// recompute.
+    fn recipe(&self, v: Value) -> Option<(Prim, Vec<Operand>)> {
+        let irad_ir::ValueDef::Inst(inst) = self.input.fwd.values[v].def else {
+            return None;
+        };
+        let InstKind::Prim { prim, args } = &self.input.fwd.insts[inst].kind else {
+            return None;
+        };
+        let canon = |op: &Operand| match op {
+            Operand::Value(u) => Operand::Value(self.canon.get(u).copied().unwrap_or(*u)),
+            c => *c,
+        };
+        cheap(*prim).then(|| (*prim, args.iter().map(canon).collect()))
+    }
+
+    /// What recomputing `v` in the reverse of block `i` for readers up to
+    /// statement `r` costs (primitives), or `None` when it would need a
+    /// record, is not allowed or costs too much.
+    #[allow(clippy::too_many_arguments)]
+    fn cost(
+        &self,
+        i: usize,
+        v: Value,
+        r: usize,
+        depth: u32,
+        needs: &BTreeMap<(usize, usize), (Value, usize)>,
+        writes: &[SmallVec<[u32; 2]>],
+        seen: &mut Vec<Value>,
+    ) -> Option<u32> {
+        let v = self.canon.get(&v).copied().unwrap_or(v);
+        if seen.contains(&v) || self.is_counter(i, v) {
+            return Some(0);
+        }
+        let (d, p) = match (self.fdef[v], self.fpos[v]) {
+            (Some(d), Some((p, _))) if self.cx.shape.same_iteration(d, i) => (d, p),
+            _ => return self.free_outside(i, v).then_some(0),
+        };
+        if depth > 0 && needs.contains_key(&(self.rank[d], p)) {
+            return Some(0);
+        }
+        if depth >= DEPTH {
+            return None;
+        }
+        let (prim, args) = self.recipe(v)?;
+        if prim == Prim::Arrayref && !self.reload_ok(v, &args, d == i, r, writes) {
+            return None;
+        }
+        seen.push(v);
+        let mut total = 1;
+        for a in &args {
+            if let Operand::Value(u) = a {
+                total += self.cost(i, *u, r, depth + 1, needs, writes, seen)?;
+            }
+        }
+        (total <= BUDGET).then_some(total)
+    }
+
+    /// Whether array read `v = arrayref(args)` can be read again in the
+    /// pullback of statement `r` of the block that reads it: the same block
+    /// (`here`), with no write of its class from the read to `r`, or a
+    /// later block of the same iteration, when nothing writes the class.
+    fn reload_ok(
+        &self,
+        v: Value,
+        args: &[Operand],
+        here: bool,
+        r: usize,
+        writes: &[SmallVec<[u32; 2]>],
+    ) -> bool {
+        let Some(Operand::Value(a)) = args.first() else {
+            return false;
+        };
+        let Some(&pa) = self.primal_of.get(a) else {
+            return false;
+        };
+        let c = self.cx.classes.class(pa);
+        if self.unsafe_classes.contains(&c) {
+            return false;
+        }
+        if !here {
+            return !self.written.contains(&c);
+        }
+        let Some((_, owner)) = self.fpos[v] else {
+            return false;
+        };
+        let last = r.min(writes.len().saturating_sub(1));
+        !(owner..=last).any(|k| writes.get(k).is_some_and(|w| w.contains(&c)))
+    }
+}
+
+/// Finds the values of block `i` of the forward sweep that repeat an
+/// earlier one (`canon`): the same cheap primitive of the same operands, and
+/// for an array read of an array of the primal, no statement writing its
+/// class from the earlier read to this one (a read inside a statement that
+/// writes its class repeats nothing).
+fn repeats(
+    cx: &Derivation<'_>,
+    input: &PlanInput<'_>,
+    i: usize,
+    primal_class: &dyn Fn(&Operand) -> Option<u32>,
+    canon: &mut HashMap<Value, Value>,
+) {
+    let stmts = &cx.shape.bb.blocks[i].stmts;
+    let writes: Vec<SmallVec<[u32; 2]>> = stmts
+        .iter()
+        .map(|&s| cx.classes.writes(&cx.src, s))
+        .collect();
+    let ends: Vec<(usize, usize)> = stmts
+        .iter()
+        .enumerate()
+        .filter_map(|(k, &s)| input.fend[s].map(|e| (k, e)))
+        .collect();
+    let mut epoch: HashMap<u32, u32> = HashMap::new();
+    let mut seen: HashMap<(Prim, Vec<String>), Value> = HashMap::new();
+    let (mut e, mut passed) = (0, 0);
+    let key = |op: &Operand, canon: &HashMap<Value, Value>| match op {
+        Operand::Value(u) => format!("%{}", canon.get(u).copied().unwrap_or(*u).as_u32()),
+        Operand::Const(c) => format!("{c:?}"),
+    };
+    for (p, &inst) in input.fwd.blocks[input.fblock[i]].insts.iter().enumerate() {
+        while e < ends.len() && ends[e].1 <= p {
+            e += 1;
+        }
+        let owner = ends.get(e).map_or(stmts.len(), |&(k, _)| k);
+        // Statements before the owner have written what they write.
+        while passed < owner.min(writes.len()) {
+            for &c in &writes[passed] {
+                *epoch.entry(c).or_insert(0) += 1;
+            }
+            passed += 1;
+        }
+        let data = &input.fwd.insts[inst];
+        let (InstKind::Prim { prim, args }, Some(v)) = (&data.kind, data.result) else {
+            continue;
+        };
+        if !cheap(*prim) {
+            continue;
+        }
+        let mut k: Vec<String> = args.iter().map(|a| key(a, canon)).collect();
+        if *prim == Prim::Arrayref {
+            let Some(c) = args.first().and_then(primal_class) else {
+                continue;
+            };
+            if writes.get(owner).is_some_and(|w| w.contains(&c)) {
+                continue;
+            }
+            k.push(format!("@{}", epoch.get(&c).copied().unwrap_or(0)));
+        }
+        match seen.get(&(*prim, k.clone())) {
+            Some(&first) => {
+                canon.insert(v, first);
+            }
+            None => {
+                seen.insert((*prim, k), v);
+            }
+        }
+    }
+}
+
+/// Whether the cost model may recompute `prim` (see the module header).
+fn cheap(prim: Prim) -> bool {
+    use Prim::*;
+    matches!(
+        prim,
+        Add | Sub
+            | Mul
+            | Neg
+            | Abs
+            | Min
+            | Max
+            | Copysign
+            | Lt
+            | Le
+            | Gt
+            | Ge
+            | Eq
+            | Ne
+            | Select
+            | Iadd
+            | Isub
+            | Imul
+            | Ineg
+            | And
+            | Or
+            | Not
+            | Sitofp
+            | Getfield
+            | Length
+            | Arrayref
+    )
+}

@@ -1,0 +1,240 @@
+//! The loops of a primal as the reverse transform sees them, by block
+//! position in its BBCode: which loops leave through one exit edge from
+//! their header (values defined before such a loop and read inside it are
+//! recorded once per run of the loop, at its exit, instead of once per
+//! iteration), and which of those are *counted*: the header has one entry
+//! edge from outside and one latch, and an `i64` phi that starts at a value
+//! from outside and steps by a constant on the latch edge. The pullback runs
+//! a counted loop backwards by counting that phi down from its last value
+//! (recorded at the exit) to its first, instead of popping one recorded
+//! predecessor index per iteration (docs/reverse.md, "What is recorded").
+//!
+//! Assumes a verified, normalised primal (no critical edges) and its shape.
+//! Guarantees: a counted loop's step is a nonzero constant of magnitude at
+//! most 2^16, so the phi takes a different value on every visit of the
+//! header for fewer than 2^48 iterations (steps wrap like `iadd`), and the
+//! first visit is the only one where it equals its start.
+
+use irad_ir::flow::{ControlFlowGraph, DominatorTree, LoopAnalysis};
+use irad_ir::{Block, Const, Func, InstKind, Operand, Prim, Value};
+
+/// The largest step magnitude of a counted loop.
+const MAX_STEP: i64 = 1 << 16;
+
+/// One loop that leaves through one edge, from its header.
+#[derive(Clone, Debug)]
+pub(super) struct RevLoop {
+    /// Its header's position.
+    pub header: usize,
+    /// Which positions belong to it.
+    pub member: Vec<bool>,
+    /// The position of the block its one exit edge leads to.
+    pub exit: usize,
+    /// When it is counted: how.
+    pub counted: Option<Counted>,
+}
+
+/// How a counted loop counts.
+#[derive(Clone, Debug)]
+pub(super) struct Counted {
+    /// The position of the header's predecessor outside the loop.
+    pub pre: usize,
+    /// The position of its one latch.
+    pub latch: usize,
+    /// The header phi that counts.
+    pub iv: Value,
+    /// Its value on entry (from the predecessor outside).
+    pub init: Operand,
+    /// What the latch adds to it.
+    pub step: i64,
+}
+
+/// The single-exit loops of a primal and, for each position, the loops
+/// that contain it, innermost first.
+#[derive(Clone, Debug, Default)]
+pub(super) struct RevLoops {
+    /// The loops.
+    pub loops: Vec<RevLoop>,
+    /// For each position, the single-exit loops containing it, innermost first.
+    pub around: Vec<Vec<usize>>,
+    /// For each position, whether a loop that is not single-exit contains it
+    /// inside its innermost single-exit loop (then nothing is hoisted there).
+    pub irregular: Vec<bool>,
+    /// For each position, the header position of the innermost loop (of
+    /// any kind) containing it.
+    pub inner: Vec<Option<usize>>,
+}
+
+impl RevLoops {
+    /// The loops of `src`, whose BBCode blocks have ids `ids` (by position),
+    /// with `preds`/`succs` by position.
+    pub fn new(
+        src: &Func,
+        ids: &[Block],
+        preds: &[Vec<usize>],
+        succs: &[smallvec::SmallVec<[usize; 2]>],
+    ) -> RevLoops {
+        let n = ids.len();
+        let mut pos: irad_ir::entity::SecondaryMap<Block, Option<usize>> =
+            irad_ir::entity::SecondaryMap::new();
+        for (i, &b) in ids.iter().enumerate() {
+            pos.set(b, Some(i));
+        }
+        let cfg = ControlFlowGraph::with_function(src);
+        let dom = DominatorTree::with_cfg(&cfg);
+        let la = LoopAnalysis::compute(&cfg, &dom);
+        let mut out = RevLoops {
+            loops: Vec::new(),
+            around: vec![Vec::new(); n],
+            irregular: vec![false; n],
+            inner: vec![None; n],
+        };
+        for (i, &b) in ids.iter().enumerate() {
+            out.inner[i] = la.innermost(b).and_then(|l| pos[la.header(l)]);
+        }
+        // Every loop, innermost first (by size), with its membership.
+        let mut all: Vec<(usize, Vec<bool>, Option<usize>)> = Vec::new();
+        for lp in la.loops() {
+            let Some(h) = pos[la.header(lp)] else {
+                continue;
+            };
+            let mut member = vec![false; n];
+            for &b in la.blocks(lp) {
+                if let Some(i) = pos[b] {
+                    member[i] = true;
+                }
+            }
+            // The exit edges.
+            let mut exits = Vec::new();
+            for i in (0..n).filter(|&i| member[i]) {
+                for &s in &succs[i] {
+                    if !member[s] {
+                        exits.push((i, s));
+                    }
+                }
+            }
+            let exit = match exits.as_slice() {
+                [(from, to)] if *from == h && preds[*to].len() == 1 => Some(*to),
+                _ => None,
+            };
+            all.push((h, member, exit));
+        }
+        all.sort_by_key(|(_, m, _)| m.iter().filter(|&&x| x).count());
+        for (h, member, exit) in all {
+            match exit {
+                Some(exit) => {
+                    let k = out.loops.len();
+                    let counted = counted(src, ids, &pos, preds, h, &member);
+                    for i in (0..n).filter(|&i| member[i]) {
+                        out.around[i].push(k);
+                    }
+                    out.loops.push(RevLoop {
+                        header: h,
+                        member,
+                        exit,
+                        counted,
+                    });
+                }
+                None => {
+                    for i in (0..n).filter(|&i| member[i]) {
+                        if out.around[i].is_empty() {
+                            out.irregular[i] = true;
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Where a value defined at position `def` (`None`: a parameter) and
+    /// read at position `i` can be recorded once per run of the innermost
+    /// single-exit loop around `i` that does not contain `def`: that loop's
+    /// exit. `None` when `i` is in no such loop or an irregular loop is in
+    /// between.
+    pub fn hoist(&self, i: usize, def: Option<usize>) -> Option<usize> {
+        if self.irregular[i] {
+            return None;
+        }
+        let &k = self.around[i].first()?;
+        let l = &self.loops[k];
+        match def {
+            Some(d) if l.member[d] => None,
+            _ => Some(l.exit),
+        }
+    }
+}
+
+/// The counting phi of the loop headed by position `h` with members
+/// `member`, if it is counted.
+fn counted(
+    src: &Func,
+    ids: &[Block],
+    pos: &irad_ir::entity::SecondaryMap<Block, Option<usize>>,
+    preds: &[Vec<usize>],
+    h: usize,
+    member: &[bool],
+) -> Option<Counted> {
+    let [a, b] = preds[h].as_slice() else {
+        return None;
+    };
+    let (pre, latch) = match (member[*a], member[*b]) {
+        (false, true) => (*a, *b),
+        (true, false) => (*b, *a),
+        _ => return None,
+    };
+    for &inst in &src.blocks[ids[h]].insts {
+        let data = &src.insts[inst];
+        let (InstKind::Phi { entries }, Some(iv)) = (&data.kind, data.result) else {
+            continue;
+        };
+        if src.values[iv].ty != irad_ir::Type::I64 {
+            continue;
+        }
+        let (mut init, mut next) = (None, None);
+        for (blk, op) in entries {
+            match pos[*blk] {
+                Some(p) if p == pre => init = Some(*op),
+                Some(p) if p == latch => next = Some(*op),
+                _ => {}
+            }
+        }
+        let (Some(init), Some(Operand::Value(next))) = (init, next) else {
+            continue;
+        };
+        if let Some(step) = step_of(src, iv, next)
+            && step != 0
+            && step.abs() <= MAX_STEP
+        {
+            return Some(Counted {
+                pre,
+                latch,
+                iv,
+                init,
+                step,
+            });
+        }
+    }
+    None
+}
+
+/// The constant `c` when `next` is `iadd(iv, c)`, `iadd(c, iv)` or
+/// `isub(iv, -c)`.
+fn step_of(src: &Func, iv: Value, next: Value) -> Option<i64> {
+    let irad_ir::ValueDef::Inst(inst) = src.values[next].def else {
+        return None;
+    };
+    let InstKind::Prim { prim, args } = &src.insts[inst].kind else {
+        return None;
+    };
+    let c = |op: &Operand| match op {
+        Operand::Const(Const::I64(c)) => Some(*c),
+        _ => None,
+    };
+    match (prim, args.as_slice()) {
+        (Prim::Iadd, [Operand::Value(v), k]) if *v == iv => c(k),
+        (Prim::Iadd, [k, Operand::Value(v)]) if *v == iv => c(k),
+        (Prim::Isub, [Operand::Value(v), k]) if *v == iv => c(k).and_then(i64::checked_neg),
+        _ => None,
+    }
+}
