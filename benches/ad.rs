@@ -653,6 +653,7 @@ impl ArrayCase {
             ];
             measure(&mut variants, cfg, cfg.budget, 5)
         };
+        print_split(&mut irad, &args, &run_opts, timings.rounds);
         let result = CaseResult {
             name: self.name,
             size: format!("n = {n}"),
@@ -905,6 +906,7 @@ fn gmm(cfg: &Config, failures: &mut Vec<String>) -> CaseResult {
         ];
         measure(&mut variants, cfg, cfg.budget, 5)
     };
+    print_split(&mut irad, &args, &run_opts, timings.rounds);
     let result = CaseResult {
         name,
         size: format!("n = {n}, d = {d}, k = {k}"),
@@ -1175,6 +1177,43 @@ fn mlp_args(p: &handwritten::MlpProblem) -> Vec<Val> {
 
 /// The bytes on irad's tapes between the forward sweep and the pullback of
 /// `irad`'s gradient at `args` (the pullback then runs, emptying them).
+/// Where a gradient's time goes: the medians of the forward sweep and of the
+/// pullback, each timed alone over `rounds` runs of the pair (a profile, not
+/// a target; printed under the case).
+fn print_split(irad: &mut Irad<'_>, args: &[Val], run: &RunOptions, rounds: usize) {
+    let (fwd, back) = irad.pieces;
+    let mut call = args.to_vec();
+    for a in args {
+        if let Val::Array(arr) = a
+            && let ArrayData::F64(xs) = &*arr.0.borrow()
+        {
+            call.push(Val::f64_array(vec![0.0; xs.len()]));
+        }
+    }
+    let (mut tf, mut tb) = (Vec::new(), Vec::new());
+    for _ in 0..rounds.clamp(5, 200) {
+        let t0 = Instant::now();
+        black_box(
+            irad.rev
+                .run(fwd, black_box(&call), run)
+                .expect("the forward sweep runs"),
+        );
+        let t1 = Instant::now();
+        black_box(
+            irad.rev
+                .run(back, black_box(&[Val::F64(1.0)]), run)
+                .expect("the pullback runs"),
+        );
+        tb.push(t1.elapsed());
+        tf.push(t1 - t0);
+    }
+    println!(
+        "  split: forward sweep {}, pullback {} (medians, each timed alone)",
+        fmt_time(median(tf)),
+        fmt_time(median(tb))
+    );
+}
+
 fn tape_after_forward_sweep(irad: &mut Irad<'_>, args: &[Val], run: &RunOptions) -> u64 {
     let (fwd, back) = irad.pieces;
     let mut call = args.to_vec();

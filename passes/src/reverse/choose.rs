@@ -165,9 +165,12 @@ impl<'a, 'r> Chooser<'a, 'r> {
         for b in &shape.bb.blocks {
             for &inst in &b.stmts {
                 written.extend(cx.classes.writes(&cx.src, inst));
+                // Rules restore what they overwrite (the `Rrule` contract,
+                // checked by `irad test-rules`), and so do the pieces of user
+                // functions and of function values, which are made of rules.
                 let restores = match input.stmts[inst].as_ref().map(|s| &s.how) {
-                    Some(How::Rule(_, None) | How::Invoke(_) | How::Phi) => true,
-                    Some(How::Rule(_, Some(_)) | How::Dynamic | How::Primal) | None => false,
+                    Some(How::Rule(..) | How::Invoke(_) | How::Dynamic | How::Phi) => true,
+                    Some(How::Primal) | None => false,
                 };
                 if !restores {
                     unsafe_classes.extend(cx.classes.writes(&cx.src, inst));
