@@ -116,6 +116,10 @@ pub struct TapeListing {
     /// derivation (the optimiser edits statements in place, so these name
     /// the same pushes in later sections).
     pushes: HashMap<Value, Vec<Inst>>,
+    /// Whether the plan's derivation (a scratch one, [`tape_plan`]) named
+    /// each saved value as this sweep does; if not, names are left as the
+    /// plan has them and a line says so.
+    same_names: bool,
 }
 
 impl Section {
@@ -276,8 +280,18 @@ impl Dump {
         };
         for line in text.lines() {
             out.push_str("#   ");
-            out.push_str(&rename(line, &now));
+            if listing.same_names {
+                out.push_str(&rename(line, &now));
+            } else {
+                out.push_str(line);
+            }
             out.push('\n');
+        }
+        if !listing.same_names {
+            out.push_str(&format!(
+                "#   (values named as in a separate derivation, not as @{} prints them)\n",
+                func.name
+            ));
         }
         let now = pushed_types(module, f);
         for ty in listing.tapes.difference(&now) {
@@ -341,19 +355,28 @@ fn listings(
         if registry.function_rrule(&before[p].name).is_some() {
             continue;
         }
-        let text = tape_plan(before, registry, p)
-            .map(|plan| plan.to_string())
-            .map_err(|e| e.to_string());
+        let values: HashMap<String, Value> = printed_names(after, fwd)
+            .into_iter()
+            .map(|(v, name)| (name, v))
+            .collect();
+        let plan = tape_plan(before, registry, p);
+        // The plan names values by a derivation of its own: check that each
+        // name is the same value here.
+        let same_names = plan.as_ref().is_ok_and(|plan| {
+            plan.saves().iter().all(|save| {
+                save.name
+                    .as_ref()
+                    .is_none_or(|name| values.get(name) == Some(&save.value))
+            })
+        });
         out.push(TapeListing {
             fwd,
             name: func.name.clone(),
-            text,
-            values: printed_names(after, fwd)
-                .into_iter()
-                .map(|(v, name)| (name, v))
-                .collect(),
+            text: plan.map(|plan| plan.to_string()).map_err(|e| e.to_string()),
+            values,
             tapes: pushed_types(after, fwd),
             pushes: pushes_by_value(after, fwd),
+            same_names,
         });
     }
     out.sort_by_key(|t| t.fwd);
@@ -628,6 +651,7 @@ mod tests {
             );
             assert_eq!(comments.lines().count(), 4, "{comments}");
             assert!(pushed_as_said(&comments, &text), "{comments}\n{text}");
+            assert!(!comments.contains("separate derivation"), "{comments}");
             lines.push(comments.lines().nth(1).map(String::from));
             // Only forward sweeps have a tape.
             let back = module.by_name("p.rev.back").ok_or("no @p.rev.back")?;
