@@ -231,10 +231,12 @@ impl Dump {
     /// The `#` comment lines printed after forward sweep `f` in a section of
     /// `module`: `# tape of @f.rev.fwd:` then one line per value saved and
     /// per predecessor index, as [`crate::reverse::TapePlan`] prints them,
-    /// with each value renamed to its name in `module` (which the optimiser
-    /// may have rewritten since the derivation; a value it replaced or
-    /// removed is said to be so), and one line per tape the optimiser
-    /// emptied of every push. A plan with nothing on it says `nothing
+    /// with each value pushed named by what the same `push` statements push
+    /// in `module` (which the optimiser may have rewritten since the
+    /// derivation: the value's new name, or the value or constant that
+    /// replaced it; a value whose pushes it removed is said to be so), any
+    /// other value by its name in `module`, and one line per tape the
+    /// optimiser emptied of every push. A plan with nothing on it says `nothing
     /// recorded`. `None` when `f` is not a forward sweep of this dump (or
     /// `module` does not have it yet).
     pub fn tape_comments(&self, module: &Module, f: FuncId) -> Option<String> {
@@ -262,16 +264,17 @@ impl Dump {
                 // Not pushed (nothing this dump knows of saves it): its name.
                 return Some(match names.get(v) {
                     Some(now) => format!("%{now}"),
-                    None => format!("%{name} (removed by the optimiser)"),
+                    None => format!("%{name} (replaced or removed by the optimiser)"),
                 });
             }
             // What the same pushes push now: the value renamed, or what the
             // optimiser replaced it with.
-            let mut ops: Vec<&str> = pushes
-                .iter()
-                .filter_map(|inst| pushed.get(inst).map(String::as_str))
-                .collect();
-            ops.dedup();
+            let mut ops: Vec<&str> = Vec::new();
+            for op in pushes.iter().filter_map(|inst| pushed.get(inst)) {
+                if !ops.contains(&op.as_str()) {
+                    ops.push(op);
+                }
+            }
             Some(if ops.is_empty() {
                 format!("%{name} (no longer pushed: the optimiser removed its pushes)")
             } else {
