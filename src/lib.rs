@@ -11,7 +11,8 @@
 //! (mode, `wrt`, batch width and backend in [`GradOptions`], a schedule);
 //! [`grad_reverse`] and [`grad_forward`] are its one-mode shorthands with the
 //! default schedule; [`forward_module`] and [`reverse_module`] give the module
-//! with the derived functions added (what `irad dump --mode fwd|rev` prints).
+//! with the derived functions added, unoptimised (what `irad dump --mode
+//! fwd|rev --schedule id` prints).
 //! Native code: [`jit_gradient`] keeps a gradient compiled by the JIT
 //! ([`CompiledGradient`]), [`jit_reverse`] / [`jit_forward`] / [`jit_primal`] a
 //! whole module ([`Compiled`]), and [`emit`] writes an object file with a C ABI
@@ -602,8 +603,10 @@ impl Backend {
 
 /// The module normalised, with `@f.rev` (and the pieces it calls) for each of
 /// `funcs` (every function when empty); also the ids of the functions added,
-/// in order, and the BBCode text of each function differentiated (what
-/// `irad dump --mode rev` prints).
+/// in order, and the BBCode text of each function differentiated: the raw
+/// derivation, before any optimisation (what `irad dump --mode rev
+/// --schedule id` prints; without `--schedule`, `dump` prints the pieces
+/// after the default schedule, as `irad grad` runs them).
 ///
 /// ```
 /// use irad::Source;

@@ -299,7 +299,10 @@ struct DumpCmd {
     func: Option<String>,
     /// Add the forward rules (`@f.fwd`) after normalisation and print them;
     /// or, with `rev`, print the BBCode of each function (as `#` comments)
-    /// and the module with `@f.rev` and its forward sweep and pullback.
+    /// and the module with `@f.rev` and its forward sweep and pullback, each
+    /// forward sweep followed by its tape plan (`# tape of @f.rev.fwd:`).
+    /// The derived functions are optimised as `irad grad` runs them: by the
+    /// default schedule unless `--schedule` names another.
     #[arg(long, value_enum)]
     mode: Option<DumpMode>,
     /// Text (IR) or dot (Graphviz control-flow graph).
@@ -337,7 +340,9 @@ struct DumpCmd {
     /// Run this optimiser schedule over the derived functions (over every
     /// function without `--mode`) after the last stage; with
     /// `--all-passes`, print the module after each of its top-level steps
-    /// (`# after STEP`). Default: none (docs/optimise.md).
+    /// (`# after STEP`). Default: with `--mode` (and no `--after`), the
+    /// default schedule `irad grad` runs; `id` shows the raw derivation;
+    /// without `--mode`, none (docs/optimise.md).
     #[arg(long, value_name = "S")]
     schedule: Option<String>,
     /// Run only the first N passes (normalisation passes, the derivation,
@@ -470,10 +475,16 @@ fn check(file: PathBuf, sources: &mut Vec<Source>) -> Result<(), Error> {
     Ok(())
 }
 
-/// `irad dump`: the module as read, after passes, with derived functions, specialised, or annotated with activity.
+/// `irad dump`: the module as read, after passes, with derived functions
+/// (optimised as `irad grad` runs them, with the tape plans of reverse
+/// mode), specialised, or annotated with activity.
 fn dump(cmd: DumpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
+    // With `--mode`, the derived functions are printed as `irad grad`
+    // compiles them: optimised by the default schedule unless `--schedule`
+    // names another (`id`: none); `--after` a pass stops before it.
     let schedule = match &cmd.schedule {
         Some(text) => Some(irad::read_schedule(Some(text))?),
+        None if cmd.mode.is_some() && cmd.after.is_none() => Some(irad::read_schedule(None)?),
         None => None,
     };
     let module = load(&cmd.file, sources)?;
@@ -527,14 +538,40 @@ fn dump(cmd: DumpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
             }
             text.push_str(&section.heading());
         }
+        // The BBCode heads the reverse section, or the one section printed.
         let reverse = matches!(section.label, Label::Pass(PassId::Reverse));
-        if reverse && cmd.format == Format::Text {
+        let text_out = cmd.format == Format::Text;
+        if text_out && (reverse || !cmd.all_passes) && !dump.bbcode.is_empty() {
             text.push_str(&irad::passes::annotate::comment_lines(&dump.bbcode));
         }
-        text.push_str(&render_module(&section.module, &dump.funcs, cmd.format));
+        if text_out {
+            text.push_str(&render_with_tapes(&dump, &section.module));
+        } else {
+            text.push_str(&render_module(&section.module, &dump.funcs, cmd.format));
+        }
     }
     out(&text);
     Ok(())
+}
+
+/// The functions of `dump` (all when it names none) of `module` as IR text,
+/// each forward sweep `@f.rev.fwd` followed by its tape plan as `#` comment
+/// lines (`# tape of @f.rev.fwd:`), named as `module` prints its values.
+fn render_with_tapes(dump: &irad::passes::dump::Dump, module: &irad::ir::Module) -> String {
+    let funcs: Vec<irad::ir::FuncId> = if dump.funcs.is_empty() {
+        module.func_ids().collect()
+    } else {
+        dump.funcs.clone()
+    };
+    funcs
+        .iter()
+        .map(|&f| {
+            let mut text = irad::ir::text::print_func(module, f);
+            text.push_str(&dump.tape_comments(module, f).unwrap_or_default());
+            text
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// `irad grad`: value and gradient, as text or JSON.

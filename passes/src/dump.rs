@@ -7,15 +7,26 @@
 //! in every build; the sections are those of the manager's snapshots, the
 //! input first (a bisect limit that skips a pass leaves no section for it);
 //! with `--mode rev`, the reverse section carries the BBCode of the functions
-//! differentiated. Rendering (IR text or DOT) is the caller's.
+//! differentiated, and the dump the tape plan of each forward sweep derived
+//! from a body ([`crate::reverse::tape_plan`], which names values as the
+//! sweep prints right after the derivation), which [`Dump::tape_comments`]
+//! prints for any later section by the names that section prints: the
+//! optimiser edits statements in place, so a value and its `push`
+//! statements keep their handles through a schedule. Which schedule runs
+//! (`irad dump` runs the default one under `--mode`) is the caller's choice,
+//! as is rendering (IR text or DOT).
 
 use crate::forward::Forward;
-use crate::manager::{self, NORMALISE, OptStep, PassError, PassId, PassRun, PipelineOptions, Step};
+use crate::manager::{
+    self, NORMALISE, OptStep, PassError, PassId, PassRun, PipelineOptions, Snapshot, Stage, Step,
+};
 use crate::optimise::Strategy;
-use crate::reverse::Reverse;
+use crate::reverse::{Reverse, tape_plan};
 use crate::stages::{ForwardStage, OptimiseStage, ReverseStage, Scope};
-use irad_ir::{FuncId, Lanes, Module};
+use irad_ir::text::{Line, func_lines};
+use irad_ir::{FuncId, FuncRef, Inst, InstKind, Lanes, Module, Operand, Prim, Value};
 use irad_rules::Registry;
+use std::collections::{BTreeSet, HashMap};
 
 /// The derivation a dump adds.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -79,6 +90,36 @@ pub struct Dump {
     /// With [`DumpMode::Reverse`], the BBCode of the functions
     /// differentiated, printed before the `reverse` section.
     pub bbcode: String,
+    /// With [`DumpMode::Reverse`], the tape plan of each forward sweep
+    /// derived from a function body ([`Dump::tape_comments`] prints it).
+    pub tapes: Vec<TapeListing>,
+}
+
+/// The tape plan of one forward sweep `@f.rev.fwd` of a reverse dump, kept
+/// so that it can be printed with the value names of any later section.
+#[derive(Clone, Debug)]
+pub struct TapeListing {
+    /// The forward sweep.
+    pub fwd: FuncId,
+    /// Its name.
+    pub name: String,
+    /// The plan's lines ([`crate::reverse::TapePlan`]'s `Display`), which
+    /// name values as the forward sweep prints right after the derivation;
+    /// or why there is no plan.
+    text: Result<String, String>,
+    /// The values of the forward sweep right after the derivation, by
+    /// printed name.
+    values: HashMap<String, Value>,
+    /// The types of the tapes it pushes to right after the derivation.
+    tapes: BTreeSet<String>,
+    /// The `push` statements of each value it pushes right after the
+    /// derivation (the optimiser edits statements in place, so these name
+    /// the same pushes in later sections).
+    pushes: HashMap<Value, Vec<Inst>>,
+    /// Whether the plan's derivation (a scratch one, [`tape_plan`]) named
+    /// each saved value as this sweep does; if not, names are left as the
+    /// plan has them and a line says so.
+    same_names: bool,
 }
 
 impl Section {
@@ -124,6 +165,7 @@ pub fn dump(
             sections: vec![input],
             funcs: req.funcs.clone(),
             bbcode: String::new(),
+            tapes: Vec::new(),
         });
     }
     let normalise = match req.after {
@@ -133,8 +175,11 @@ pub fn dump(
     let derive = |mode| req.mode == Some(mode) && req.after.is_none_or(|p| !NORMALISE.contains(&p));
     let mut fwd = derive(DumpMode::Forward)
         .then(|| ForwardStage::new(Forward::new(registry), req.funcs.clone(), Lanes::ONE));
-    let mut rev = derive(DumpMode::Reverse)
-        .then(|| ReverseStage::new(Reverse::new(registry), req.funcs.clone(), None).with_bbcode());
+    let mut rev = derive(DumpMode::Reverse).then(|| PlannedReverse {
+        stage: ReverseStage::new(Reverse::new(registry), req.funcs.clone(), None).with_bbcode(),
+        registry,
+        tapes: Vec::new(),
+    });
     let scope = if fwd.is_some() || rev.is_some() {
         Scope::From(module.len())
     } else {
@@ -168,16 +213,294 @@ pub fn dump(
     let added = fwd
         .as_ref()
         .map(|s| &s.added)
-        .or(rev.as_ref().map(|s| &s.added));
+        .or(rev.as_ref().map(|s| &s.stage.added));
     let funcs = match added {
         Some(added) if !req.funcs.is_empty() => added.clone(),
         _ => req.funcs.clone(),
     };
+    let (bbcode, tapes) = rev.map_or_else(Default::default, |r| (r.stage.bbcode, r.tapes));
     Ok(Dump {
         sections,
         funcs,
-        bbcode: rev.map(|s| s.bbcode).unwrap_or_default(),
+        bbcode,
+        tapes,
     })
+}
+
+impl Dump {
+    /// The `#` comment lines printed after forward sweep `f` in a section of
+    /// `module`: `# tape of @f.rev.fwd:` then one line per value saved and
+    /// per predecessor index, as [`crate::reverse::TapePlan`] prints them,
+    /// with each value pushed named by what the same `push` statements push
+    /// in `module` (which the optimiser may have rewritten since the
+    /// derivation: the value's new name, or the value or constant that
+    /// replaced it; a value whose pushes it removed is said to be so), any
+    /// other value by its name in `module`, and one line per tape the
+    /// optimiser emptied of every push. A plan with nothing on it says `nothing
+    /// recorded`. `None` when `f` is not a forward sweep of this dump (or
+    /// `module` does not have it yet).
+    pub fn tape_comments(&self, module: &Module, f: FuncId) -> Option<String> {
+        let listing = self.tapes.iter().find(|t| t.fwd == f)?;
+        let func = module.get(f).filter(|func| func.name == listing.name)?;
+        let mut out = format!("# tape of @{}:", listing.name);
+        let text = match &listing.text {
+            Ok(text) => text,
+            Err(why) => {
+                out.push_str(&format!(" no plan ({why})\n"));
+                return Some(out);
+            }
+        };
+        if text.trim().is_empty() {
+            out.push_str(" nothing recorded\n");
+            return Some(out);
+        }
+        out.push('\n');
+        let names = printed_names(module, f);
+        let pushed = pushed_operands(module, f);
+        let now = |name: &str| -> Option<String> {
+            let v = listing.values.get(name)?;
+            let pushes = listing.pushes.get(v).map_or(&[][..], Vec::as_slice);
+            if pushes.is_empty() {
+                // Not pushed (nothing this dump knows of saves it): its name.
+                return Some(match names.get(v) {
+                    Some(now) => format!("%{now}"),
+                    None => format!("%{name} (replaced or removed by the optimiser)"),
+                });
+            }
+            // What the same pushes push now: the value renamed, or what the
+            // optimiser replaced it with.
+            let mut ops: Vec<&str> = Vec::new();
+            for op in pushes.iter().filter_map(|inst| pushed.get(inst)) {
+                if !ops.contains(&op.as_str()) {
+                    ops.push(op);
+                }
+            }
+            Some(if ops.is_empty() {
+                format!("%{name} (no longer pushed: the optimiser removed its pushes)")
+            } else {
+                ops.join(" or ")
+            })
+        };
+        for line in text.lines() {
+            out.push_str("#   ");
+            if listing.same_names {
+                out.push_str(&rename(line, &now));
+            } else {
+                out.push_str(line);
+            }
+            out.push('\n');
+        }
+        if !listing.same_names {
+            out.push_str(&format!(
+                "#   (values named as in a separate derivation, not as @{} prints them)\n",
+                func.name
+            ));
+        }
+        let now = pushed_types(module, f);
+        for ty in listing.tapes.difference(&now) {
+            out.push_str(&format!(
+                "#   (the optimiser removed every push of {ty} from @{}: that tape is not recorded)\n",
+                func.name
+            ));
+        }
+        Some(out)
+    }
+}
+
+/// The reverse stage of a dump, which also keeps the tape plan of every
+/// forward sweep it derived from a function body.
+struct PlannedReverse<'r> {
+    stage: ReverseStage<'r>,
+    registry: &'r Registry,
+    tapes: Vec<TapeListing>,
+}
+
+impl Stage for PlannedReverse<'_> {
+    fn id(&self) -> PassId {
+        self.stage.id()
+    }
+
+    fn needs_normalised(&self) -> bool {
+        self.stage.needs_normalised()
+    }
+
+    fn required(&self) -> bool {
+        self.stage.required()
+    }
+
+    fn run(
+        &mut self,
+        m: &mut Module,
+        opts: &PipelineOptions,
+    ) -> Result<Option<Vec<Snapshot>>, PassError> {
+        let before = m.clone();
+        let out = self.stage.run(m, opts)?;
+        self.tapes = listings(&before, m, &self.stage.rev, self.registry);
+        Ok(out)
+    }
+}
+
+/// The tape plan of each forward sweep `rev` derived into `after` from a
+/// function body of `before` (functions with a registered rrule have
+/// wrapped pieces and no plan), in the order of the forward sweeps.
+fn listings(
+    before: &Module,
+    after: &Module,
+    rev: &Reverse<'_>,
+    registry: &Registry,
+) -> Vec<TapeListing> {
+    let mut out = Vec::new();
+    for p in before.func_ids() {
+        let Some((fwd, _)) = rev.cached(FuncRef::User(p)) else {
+            continue;
+        };
+        let Some(func) = after.get(fwd) else { continue };
+        if registry.function_rrule(&before[p].name).is_some() {
+            continue;
+        }
+        let values: HashMap<String, Value> = printed_names(after, fwd)
+            .into_iter()
+            .map(|(v, name)| (name, v))
+            .collect();
+        let plan = tape_plan(before, registry, p);
+        // The plan names values by a derivation of its own: check that each
+        // name is the same value here.
+        let same_names = plan.as_ref().is_ok_and(|plan| {
+            plan.saves().iter().all(|save| {
+                save.name
+                    .as_ref()
+                    .is_none_or(|name| values.get(name) == Some(&save.value))
+            })
+        });
+        out.push(TapeListing {
+            fwd,
+            name: func.name.clone(),
+            text: plan.map(|plan| plan.to_string()).map_err(|e| e.to_string()),
+            values,
+            tapes: pushed_types(after, fwd),
+            pushes: pushes_by_value(after, fwd),
+            same_names,
+        });
+    }
+    out.sort_by_key(|t| t.fwd);
+    out
+}
+
+/// The names function `f` of `m` prints for its parameters and statement
+/// results (without the `%`).
+fn printed_names(m: &Module, f: FuncId) -> HashMap<Value, String> {
+    let mut names = HashMap::new();
+    let Some(func) = m.get(f) else { return names };
+    for (line, text) in func_lines(m, f) {
+        match line {
+            Line::Header => {
+                // `func @f(%a: T, %b: U) -> R {`: types hold no `%`.
+                let params = text
+                    .split('%')
+                    .skip(1)
+                    .map(|s| s.split(':').next().unwrap_or_default().to_string());
+                names.extend(func.params.iter().copied().zip(params));
+            }
+            Line::Inst(inst) => {
+                let Some(v) = func.insts.get(inst).and_then(|d| d.result) else {
+                    continue;
+                };
+                if let Some(rest) = text.trim_start().strip_prefix('%')
+                    && let Some((name, _)) = rest.split_once(" = ")
+                {
+                    names.insert(v, name.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    names
+}
+
+/// The `push` statements of function `f` of `m` (those of its layout), in
+/// layout order, with the operand each pushes.
+fn pushes(m: &Module, f: FuncId) -> Vec<(Inst, Operand)> {
+    let Some(func) = m.get(f) else {
+        return Vec::new();
+    };
+    func.layout
+        .iter()
+        .filter_map(|&b| func.blocks.get(b))
+        .flat_map(|data| &data.insts)
+        .filter_map(|&inst| match &func.insts.get(inst)?.kind {
+            InstKind::Prim {
+                prim: Prim::Push,
+                args,
+            } => Some((inst, *args.first()?)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The types (printed) of the tapes function `f` of `m` pushes to.
+fn pushed_types(m: &Module, f: FuncId) -> BTreeSet<String> {
+    let Some(func) = m.get(f) else {
+        return BTreeSet::new();
+    };
+    pushes(m, f)
+        .iter()
+        .filter_map(|(_, op)| func.operand_type(op, m))
+        .map(|ty| ty.to_string())
+        .collect()
+}
+
+/// The `push` statements of function `f` of `m` by the value they push.
+fn pushes_by_value(m: &Module, f: FuncId) -> HashMap<Value, Vec<Inst>> {
+    let mut out: HashMap<Value, Vec<Inst>> = HashMap::new();
+    for (inst, op) in pushes(m, f) {
+        if let Operand::Value(v) = op {
+            out.entry(v).or_default().push(inst);
+        }
+    }
+    out
+}
+
+/// The operand of each `push` statement of function `f` of `m`, as printed
+/// (`%3`, `1.0`).
+fn pushed_operands(m: &Module, f: FuncId) -> HashMap<Inst, String> {
+    let live: BTreeSet<Inst> = pushes(m, f).into_iter().map(|(inst, _)| inst).collect();
+    func_lines(m, f)
+        .into_iter()
+        .filter_map(|(line, text)| match line {
+            Line::Inst(inst) if live.contains(&inst) => {
+                let (_, arg) = text.split_once("push(")?;
+                Some((inst, arg.strip_suffix(')')?.to_string()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// `line` with every value `%NAME` that `now` knows replaced by what `now`
+/// says; other text as is.
+fn rename(line: &str, now: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(at) = rest.find('%') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let len = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
+            .unwrap_or(after.len());
+        // A trailing `.` is the text's full stop unless the name has it.
+        let token = &after[..len];
+        let (name, new) = match now(token) {
+            Some(new) => (token, Some(new)),
+            None => {
+                let name = token.trim_end_matches('.');
+                (name, now(name))
+            }
+        };
+        out.push_str(&new.unwrap_or_else(|| format!("%{name}")));
+        rest = &after[name.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 #[cfg(test)]
@@ -286,5 +609,89 @@ mod tests {
             "{names:?}"
         );
         assert_eq!(names.last().map(String::as_str), Some("# after reverse"));
+    }
+
+    /// `d/dx powi(x, 2)` is saved: the default schedule folds it into
+    /// another value, which the plan then names.
+    const POWI: &str = "func @p(%x: f64, %y: f64) -> f64 {\n#1:\n  %1 = call powi(%x, 2) :: f64\n  %2 = call mul(%1, %y) :: f64\n  return %2\n}\n";
+
+    /// The reverse dump of `POWI` under `schedule`: the dump and the id of
+    /// `@p.rev.fwd`.
+    fn powi(schedule: &str) -> Result<(Dump, FuncId), String> {
+        let m = irad_ir::text::parse_module(POWI).map_err(|e| e.to_string())?;
+        let schedule = crate::optimise::parse_schedule(schedule).map_err(|e| e.to_string())?;
+        let req = DumpRequest {
+            mode: Some(DumpMode::Reverse),
+            schedule: Some(&schedule),
+            ..DumpRequest::default()
+        };
+        let dump = dump(&m, &req, &Registry::new()).map_err(|e| e.to_string())?;
+        let module = &dump.sections.last().ok_or("no section")?.module;
+        let fwd = module.by_name("p.rev.fwd").ok_or("no @p.rev.fwd")?;
+        Ok((dump, fwd))
+    }
+
+    /// Each value line of `comments` names a value `text` pushes.
+    fn pushed_as_said(comments: &str, text: &str) -> bool {
+        comments
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.strip_prefix("#   %")?.split_once(':'))
+            .all(|(name, _)| text.contains(&format!("call push(%{name})")))
+    }
+
+    #[test]
+    fn the_tape_comments_name_values_as_the_scheduled_code_does() -> Result<(), String> {
+        let mut lines = Vec::new();
+        for schedule in ["id", crate::optimise::DEFAULT_SCHEDULE] {
+            let (dump, fwd) = powi(schedule)?;
+            let module = &dump.sections.last().ok_or("no section")?.module;
+            let comments = dump.tape_comments(module, fwd).ok_or("no comments")?;
+            let text = irad_ir::text::print_func(module, fwd);
+            assert!(
+                comments.starts_with("# tape of @p.rev.fwd:\n"),
+                "{comments}"
+            );
+            assert_eq!(comments.lines().count(), 4, "{comments}");
+            assert!(pushed_as_said(&comments, &text), "{comments}\n{text}");
+            assert!(!comments.contains("separate derivation"), "{comments}");
+            lines.push(comments.lines().nth(1).map(String::from));
+            // Only forward sweeps have a tape.
+            let back = module.by_name("p.rev.back").ok_or("no @p.rev.back")?;
+            assert_eq!(dump.tape_comments(module, back), None);
+        }
+        // The schedule renamed the first value saved.
+        assert_ne!(lines[0], lines[1]);
+        Ok(())
+    }
+
+    /// When the optimiser removes the pushes of a value (here by hand, as
+    /// the `dce` of a dead tape would), its line says so, and so does a line
+    /// per tape emptied of every push.
+    #[test]
+    fn the_tape_comments_say_when_pushes_are_gone() -> Result<(), String> {
+        let (dump, fwd) = powi("id")?;
+        let mut module = dump.sections.last().ok_or("no section")?.module.clone();
+        let gone: Vec<Inst> = pushes(&module, fwd).into_iter().map(|(i, _)| i).collect();
+        let func = &mut module[fwd];
+        for b in func.layout.clone() {
+            func.blocks[b].insts.retain(|i| !gone.contains(i));
+        }
+        let comments = dump.tape_comments(&module, fwd).ok_or("no comments")?;
+        assert_eq!(
+            comments
+                .matches("(no longer pushed: the optimiser removed its pushes)")
+                .count(),
+            3,
+            "{comments}"
+        );
+        assert!(
+            comments.ends_with("#   (the optimiser removed every push of f64 from @p.rev.fwd: that tape is not recorded)\n"),
+            "{comments}"
+        );
+        // A module without the forward sweep gets none.
+        let input = irad_ir::text::parse_module(POWI).map_err(|e| e.to_string())?;
+        assert_eq!(dump.tape_comments(&input, fwd), None);
+        Ok(())
     }
 }

@@ -37,7 +37,7 @@ func @f(%x: f64, %y: f64) -> f64 {
             %y: f64  pushed once at the end of #1, popped where the pullback starts
             %1: f64  pushed after #1 statement 1, popped before its pullback
             %0: f64  pushed after #1 statement 3, popped before its pullback
-            %2: recomputed in the reverse of #1 (`mul`), not recorded
+            `mul` of #1 statement 2: recomputed in the reverse of #1, not recorded
         "#]],
     );
 }
@@ -121,7 +121,7 @@ func @f(%a: [f64], %s: f64) -> f64 {
             %s: f64  pushed once at the end of #1, popped where the pullback starts
             %a: [f64]  pushed once at the end of #1, popped where the pullback starts
             %3: f64  pushed after #1 statement 3, popped before its pullback
-            %1: recomputed in the reverse of #1 (`arrayref`), not recorded
+            `arrayref` of #1 statement 1: recomputed in the reverse of #1, not recorded
         "#]],
     );
 }

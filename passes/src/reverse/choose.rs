@@ -277,9 +277,11 @@ impl<'a, 'r> Chooser<'a, 'r> {
                 for u in outside {
                     self.outside(i, u);
                 }
+                let from = self.from(v);
                 self.recomputed.push(Recompute {
                     value: v,
                     name: None,
+                    from,
                     block: self.cx.shape.bb.blocks[i].id,
                     label: self.cx.label(i),
                     prim,
@@ -356,6 +358,21 @@ impl<'a, 'r> Chooser<'a, 'r> {
         self.is_counter(i, v)
             || def.is_none_or(|d| shape.once[d])
             || shape.loops.hoist(i, def).is_some_and(|e| shape.kept(e))
+    }
+
+    /// The block label and statement number (from 1) of the primal
+    /// statement whose forward part defines `v`.
+    fn from(&self, v: Value) -> (u32, u32) {
+        let (Some(d), Some((_, owner))) = (self.fdef[v], self.fpos[v]) else {
+            return (0, 0);
+        };
+        let label = self.cx.label(d);
+        let stmt = self.cx.shape.bb.blocks[d]
+            .stmts
+            .get(owner)
+            .and_then(|&s| *self.cx.places.get(s))
+            .map_or(0, |(_, n)| n);
+        (label, stmt)
     }
 
     /// Records `v` for block `i` (read by `reader`, or at the block's end).

@@ -133,6 +133,9 @@ pub struct Recompute {
     pub block: Block,
     /// Its label.
     pub label: u32,
+    /// The primal statement (number in its block, from 1) whose forward part
+    /// computes it in the forward sweep, and that statement's block label.
+    pub from: (u32, u32),
     /// The primitive that computes it.
     pub prim: Prim,
     /// Its operands, values of the forward sweep or constants.
@@ -427,14 +430,10 @@ impl fmt::Display for TapePlan {
             }
         }
         for r in &self.recomputed {
-            match &r.name {
-                Some(name) => write!(f, "%{name}")?,
-                None => write!(f, "value {}", r.value.as_u32())?,
-            }
             writeln!(
                 f,
-                ": recomputed in the reverse of #{} (`{}`), not recorded",
-                r.label, r.prim
+                "`{}` of #{} statement {}: recomputed in the reverse of #{}, not recorded",
+                r.prim, r.from.0, r.from.1, r.label
             )?;
         }
         for c in self.counted() {
