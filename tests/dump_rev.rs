@@ -342,12 +342,13 @@ fn all_passes_shows_the_default_schedule_with_a_tape_in_each_section() {
         "--all-passes",
     ]);
     let headers: Vec<&str> = dump.lines().filter(|l| l.starts_with("# after ")).collect();
-    let tail = &headers[headers.len() - 4..];
+    let tail = &headers[headers.len() - 5..];
     assert_eq!(
         tail,
         [
             "# after reverse",
             "# after normalise(dce <+ fold <+ identities <+ copyprop <+ phi-simplify <+ branch-fold)",
+            "# after try(memfwd)",
             "# after try(cse)",
             "# after try(licm)",
         ]
@@ -358,7 +359,7 @@ fn all_passes_shows_the_default_schedule_with_a_tape_in_each_section() {
     assert!(dump.find("# bbcode @rosenbrock(") > Some(reverse));
     // A tape in each section from reverse on, true to that section's code.
     let sections: Vec<&str> = dump[reverse..].split("\n# after ").collect();
-    assert_eq!(sections.len(), 4);
+    assert_eq!(sections.len(), 5);
     for section in sections {
         let (tape, func) = tape_of(section, "rosenbrock.rev.fwd").expect("a tape");
         assert!(assert_tape_matches(&tape, &func, section.lines().next().unwrap_or("")) > 0);
@@ -382,8 +383,9 @@ fn bisect_limit_counts_the_default_schedule_steps() {
         log.ends_with(
             "BISECT: running pass (11) reverse (required)\n\
              BISECT: NOT running pass (12) optimise: normalise(dce <+ fold <+ identities <+ copyprop <+ phi-simplify <+ branch-fold)\n\
-             BISECT: NOT running pass (13) optimise: try(cse)\n\
-             BISECT: NOT running pass (14) optimise: try(licm)\n"
+             BISECT: NOT running pass (13) optimise: try(memfwd)\n\
+             BISECT: NOT running pass (14) optimise: try(cse)\n\
+             BISECT: NOT running pass (15) optimise: try(licm)\n"
         ),
         "{log}"
     );

@@ -68,8 +68,8 @@ fn the_default_schedule_shrinks_derived_code() {
     }
     let got = got.join("\n");
     let want = "\
-examples/rosenbrock.irad rev rosenbrock: 63 -> 59
-examples/rosenbrock.irad fwd rosenbrock: 43 -> 42
+examples/rosenbrock.irad rev rosenbrock: 63 -> 53
+examples/rosenbrock.irad fwd rosenbrock: 43 -> 38
 tests/corpus/tuples.irad rev tuples: 179 -> 152
 tests/corpus/tuples.irad fwd tuples: 141 -> 111
 tests/corpus/branchy.irad rev branchy: 93 -> 89

@@ -41,6 +41,7 @@ fn schedules() -> Vec<Strategy> {
         "branch-fold",
         "dce",
         "cse",
+        "memfwd",
         "licm",
         "inline",
         "unroll",

@@ -44,7 +44,7 @@ use std::collections::{BTreeMap, HashSet};
 /// The schedule `irad grad`, `irad emit` and `irad bench` run on the derived
 /// functions (docs/optimise.md, "The default schedule", says why each step is
 /// there).
-pub const DEFAULT_SCHEDULE: &str = "normalise(dce <+ fold <+ identities <+ copyprop <+ phi-simplify <+ branch-fold); try(cse); try(licm)";
+pub const DEFAULT_SCHEDULE: &str = "normalise(dce <+ fold <+ identities <+ copyprop <+ phi-simplify <+ branch-fold); try(memfwd); try(cse); try(licm)";
 
 /// How many iterations one `repeat` (and how many sweeps one `normalise`)
 /// may run before [`OptError::Fuel`], unless [`OptOptions::fuel`] says

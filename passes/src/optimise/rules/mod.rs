@@ -18,6 +18,7 @@ pub mod dce;
 pub mod fold;
 pub mod identities;
 pub mod licm;
+pub mod memfwd;
 pub mod phi_simplify;
 
 use super::Subst;
@@ -273,6 +274,11 @@ pub static RULES: &[Rule] = &[
         name: "cse",
         kind: RuleKind::Pass(cse::cse),
         doc: "a pure call equal to one that dominates it is replaced by that one",
+    },
+    Rule {
+        name: "memfwd",
+        kind: RuleKind::Pass(memfwd::memfwd),
+        doc: "array reads of an element the block knows replaced by its value; writes a later write covers removed",
     },
     Rule {
         name: "licm",
