@@ -23,7 +23,7 @@ use crate::manager::{
 use crate::optimise::Strategy;
 use crate::reverse::{Reverse, tape_plan};
 use crate::stages::{ForwardStage, OptimiseStage, ReverseStage, Scope};
-use irad_ir::text::{Line, func_lines};
+use irad_ir::text::{Line, func_lines, printed_names};
 use irad_ir::{FuncId, FuncRef, Inst, InstKind, Lanes, Module, Operand, Prim, Value};
 use irad_rules::Registry;
 use std::collections::{BTreeSet, HashMap};
@@ -384,37 +384,6 @@ fn listings(
     }
     out.sort_by_key(|t| t.fwd);
     out
-}
-
-/// The names function `f` of `m` prints for its parameters and statement
-/// results (without the `%`).
-fn printed_names(m: &Module, f: FuncId) -> HashMap<Value, String> {
-    let mut names = HashMap::new();
-    let Some(func) = m.get(f) else { return names };
-    for (line, text) in func_lines(m, f) {
-        match line {
-            Line::Header => {
-                // `func @f(%a: T, %b: U) -> R {`: types hold no `%`.
-                let params = text
-                    .split('%')
-                    .skip(1)
-                    .map(|s| s.split(':').next().unwrap_or_default().to_string());
-                names.extend(func.params.iter().copied().zip(params));
-            }
-            Line::Inst(inst) => {
-                let Some(v) = func.insts.get(inst).and_then(|d| d.result) else {
-                    continue;
-                };
-                if let Some(rest) = text.trim_start().strip_prefix('%')
-                    && let Some((name, _)) = rest.split_once(" = ")
-                {
-                    names.insert(v, name.to_string());
-                }
-            }
-            _ => {}
-        }
-    }
-    names
 }
 
 /// The `push` statements of function `f` of `m` (those of its layout), in

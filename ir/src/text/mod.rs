@@ -21,7 +21,7 @@ mod printer;
 
 pub use literal::{KnownArg, parse_args, parse_known, parse_value};
 pub use parser::parse_module;
-pub use printer::{Line, func_lines, print_func, print_module};
+pub use printer::{Line, func_lines, print_func, print_module, printed_names};
 
 use crate::loc::{Location, Pos, with_place};
 use std::fmt;

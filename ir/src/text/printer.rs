@@ -51,6 +51,12 @@ pub fn func_lines(m: &Module, f: FuncId) -> Vec<(Line, String)> {
     printer.lines()
 }
 
+/// The names (without `%`) that [`print_func`] gives the parameters and
+/// statement results of function `f`; empty when `m` has no function `f`.
+pub fn printed_names(m: &Module, f: FuncId) -> HashMap<Value, String> {
+    m.get(f).map(value_names).unwrap_or_default()
+}
+
 /// Function `f` as text, ending in a newline; empty when `m` has no function `f`.
 pub fn print_func(m: &Module, f: FuncId) -> String {
     let mut out = String::new();

@@ -306,8 +306,12 @@ impl Shape {
         if self.loops.inner[d] != inner {
             return false;
         }
+        // A bounded walk up the dominator tree keeps this O(1) per query.
         let mut x = i;
-        while let Some(up) = self.idom[x] {
+        for _ in 0..SAME_ITERATION_WALK {
+            let Some(up) = self.idom[x] else {
+                return false;
+            };
             if up == d {
                 return true;
             }
@@ -325,6 +329,9 @@ impl Shape {
         self.reachable[i] && self.to_ret[i]
     }
 }
+
+/// How far up the dominator tree [`Shape::same_iteration`] looks.
+const SAME_ITERATION_WALK: usize = 64;
 
 /// Refuses what reverse mode cannot take: dual values and AD primitives.
 pub(super) fn check_supported(func: &Func, loc: &Location) -> Result<(), ReverseError> {

@@ -27,7 +27,7 @@ use super::choose::PlanInput;
 use super::ctx::Derivation;
 use super::{Reverse, ReverseError};
 use irad_ir::entity::SecondaryMap;
-use irad_ir::text::{Line, func_lines};
+use irad_ir::text::printed_names;
 use irad_ir::{Block, Func, FuncId, FuncRef, Inst, Location, Module, Operand, Prim, Type, Value};
 use irad_rules::Registry;
 use std::collections::{HashMap, HashSet};
@@ -288,16 +288,15 @@ impl TapePlan {
 
     /// Fills in the names of the saved values as printed in function `fwd`.
     fn name_values(&mut self, m: &Module, fwd: FuncId) {
-        let Some(func) = m.get(fwd) else { return };
-        let names = printed_names(m, fwd, func);
+        let names = printed_names(m, fwd);
         for save in &mut self.saves {
-            save.name = names[save.value].clone();
+            save.name = names.get(&save.value).cloned();
         }
         for r in &mut self.recomputed {
-            r.name = names[r.value].clone();
+            r.name = names.get(&r.value).cloned();
         }
         for c in self.counted.iter_mut().flatten() {
-            c.name = names[c.iv].clone();
+            c.name = names.get(&c.iv).cloned();
         }
     }
 
@@ -480,35 +479,4 @@ pub(super) fn def_blocks(fwd: &Func, fblock: &[Block]) -> SecondaryMap<Value, Op
         }
     }
     out
-}
-
-/// The names function `fwd` prints for its parameters and statement results.
-fn printed_names(m: &Module, fwd: FuncId, func: &Func) -> SecondaryMap<Value, Option<String>> {
-    let mut names = SecondaryMap::new();
-    for (line, text) in func_lines(m, fwd) {
-        match line {
-            Line::Header => {
-                // `func @f(%a: T, %b: U) -> R {`: types hold no `%`.
-                let params = text
-                    .split('%')
-                    .skip(1)
-                    .map(|s| s.split(':').next().unwrap_or_default().to_string());
-                for (&p, name) in func.params.iter().zip(params) {
-                    names.set(p, Some(name));
-                }
-            }
-            Line::Inst(inst) => {
-                let Some(v) = func.insts.get(inst).and_then(|d| d.result) else {
-                    continue;
-                };
-                if let Some(rest) = text.trim_start().strip_prefix('%')
-                    && let Some((name, _)) = rest.split_once(" = ")
-                {
-                    names.set(v, Some(name.to_string()));
-                }
-            }
-            _ => {}
-        }
-    }
-    names
 }
