@@ -477,7 +477,7 @@ fn reverse_mode_agrees_at_every_point_of_the_stress_programs() {
     on_big_stack(|| {
         let points = points();
         assert!(
-            points.len() >= 40,
+            points.len() >= 75,
             "found only {} points under tests/reverse_recompute",
             points.len()
         );
