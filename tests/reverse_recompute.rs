@@ -19,7 +19,7 @@
 //!   to all but the first) gives those arguments' gradients of the full run
 //!   within `WRT_RTOL` and `None` for the others;
 //! - running `@f.rev.fwd` then `@f.rev.back` in one interpreter leaves every
-//!   argument array bit for bit as it was.
+//!   argument array bit for bit as it was, and the tapes empty.
 //!
 //! Besides the files: `@rw.rev`'s pieces run on one array given as both
 //! array parameters (with one shadow for both) agree with finite
@@ -366,7 +366,8 @@ fn check_wrt(
 }
 
 /// Runs `@f.rev.fwd` and `@f.rev.back` (seed 1) in one interpreter on
-/// copies of `args` with zero shadows; the arrays must be as before.
+/// copies of `args` with zero shadows; the arrays must be as before and the
+/// tapes empty.
 fn check_restored(what: &str, m: &Module, f: FuncId, args: &[Val]) -> Vec<String> {
     let mut m = m.clone();
     let registry = Registry::new();
@@ -392,6 +393,10 @@ fn check_restored(what: &str, m: &Module, f: FuncId, args: &[Val]) -> Vec<String
         return vec![format!("{what}: pullback: {e:?}")];
     }
     let mut fails = Vec::new();
+    let left = interp.stats().tape_bytes;
+    if left != 0 {
+        fails.push(format!("{what}: {left} tape bytes left after the pullback"));
+    }
     for (k, (a, b)) in args.iter().zip(&call).enumerate() {
         if !same(a, b) {
             fails.push(format!(
