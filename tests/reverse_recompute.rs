@@ -21,11 +21,19 @@
 //! - running `@f.rev.fwd` then `@f.rev.back` in one interpreter leaves every
 //!   argument array bit for bit as it was, and the tapes empty.
 //!
+//! `// plan: @f has TEXT` (or `lacks TEXT`) lines assert that the tape plan
+//! of `@f` (`reverse::tape_plan`) shows the decision the program is about
+//! (a counted loop, a re-read element, a branch recorded as a bool).
+//!
 //! Besides the files: `@rw.rev`'s pieces run on one array given as both
 //! array parameters (with one shadow for both) agree with finite
-//! differences, and straight-line chains of thousands of cheap statements
+//! differences; straight-line chains of thousands of cheap statements
 //! (scalar, and array reads interleaved with writes) are differentiated and
-//! checked in bounded time.
+//! checked in bounded time with a pullback of a few times the primal's
+//! statements; an element read before a call with a registered rrule (not
+//! trusted to restore) is recorded, not read again; and a counted loop may
+//! start at a value merged with an earlier one (KNOWN FAILURE at 055a44f,
+//! `start_repeats.irad`).
 //!
 //! Assumes the facade's `grad_reverse`/`grad_forward` and the interpreter
 //! are the reference. Guarantees: a wrong gradient, a JIT/interpreter
@@ -744,4 +752,90 @@ fn a_counted_loop_may_start_at_a_value_merged_with_an_earlier_one() {
         (r - w).abs() <= FWD_RTOL * w.abs().max(1.0),
         "reverse {r}, forward {w}"
     );
+}
+
+/// A registered rrule of a user function is not trusted to put back what
+/// it writes: the caller must record the element it read before the call,
+/// not read it again. `@bump` doubles `a[0]`; its rule runs it and gives it
+/// no derivative, and (against the contract, which is why it is not
+/// trusted) leaves `a[0]` doubled in the pullback. The caller's gradient is
+/// then `d(t^3)/dx0 = 3 x0^2`, which re-reading the doubled `x[0]` would
+/// make `12 x0^2`.
+#[test]
+fn a_registered_rule_of_a_user_function_is_not_trusted_to_restore() {
+    use irad::rules::{PullbackOut, RevFwdOut, RruleFns};
+    let src = Source {
+        name: "untrusted.irad".into(),
+        text: "fn bump(a: [f64]) -> f64 {
+    a[0] = a[0] * 2.0;
+    a[0]
+}
+fn f(x: [f64]) -> f64 {
+    let t = x[0];
+    let y = t * t * t;
+    let r = bump(x);
+    y + r * 0.0
+}"
+        .into(),
+    };
+    let m = irad::load_normalised(&src).expect("the program loads");
+    let f = irad::find_function(&src, &m, "f").expect("@f");
+    // Without the rule, @bump's pieces restore x, and x[0] is read again.
+    let trusted = irad::passes::reverse::tape_plan(&m, &Registry::new(), f)
+        .expect("the plan builds")
+        .to_string();
+    assert!(trusted.contains("(`arrayref`)"), "{trusted}");
+    let mut reg = Registry::new();
+    reg.register_function_rrule(
+        "bump",
+        RruleFns::new(
+            |b, call| {
+                let bump = b
+                    .module()
+                    .by_name("bump")
+                    .ok_or_else(|| irad::rules::RuleError::Unsupported("no @bump".into()))?;
+                let r = b.invoke(bump, &[call.args[0].primal])?.ok_or_else(|| {
+                    irad::rules::RuleError::Unsupported("@bump gives no value".into())
+                })?;
+                Ok(RevFwdOut {
+                    primal: irad::ir::Operand::Value(r),
+                    shadows: Default::default(),
+                    saved: Default::default(),
+                })
+            },
+            |_, call| {
+                Ok(PullbackOut {
+                    cotangents: call.arg_types.iter().map(|_| Default::default()).collect(),
+                })
+            },
+        ),
+    );
+    let plan = irad::passes::reverse::tape_plan(&m, &reg, f)
+        .expect("the plan builds")
+        .to_string();
+    assert!(
+        !plan.contains("(`arrayref`)"),
+        "x[0] is read again although @bump's rule may leave it changed:\n{plan}"
+    );
+    for x0 in [0.7, -1.3] {
+        let args = [Val::Array(ArrayRef::new(ArrayData::F64(vec![x0, 0.5])))];
+        let opts = GradOptions {
+            exec: Backend::Interp.exec(),
+            ..GradOptions::default()
+        };
+        let (g, _) = irad::grad_reverse(&src, &m, f, &args, &reg, &opts)
+            .unwrap_or_else(|e| panic!("{}", e.render(&[&src])));
+        let want = 3.0 * x0 * x0;
+        let got = get(
+            &g.gradient,
+            Leaf {
+                arg: 0,
+                elem: Some(0),
+            },
+        );
+        assert!(
+            got.is_some_and(|d| (d - want).abs() <= 1e-12 * want.abs().max(1.0)),
+            "x0 = {x0}: reverse {got:?}, 3 x0^2 = {want}"
+        );
+    }
 }
