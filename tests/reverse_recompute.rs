@@ -10,7 +10,9 @@
 //! - reverse mode's value equals the primal's bit for bit, and the
 //!   interpreter and the JIT give bit-identical values and gradients;
 //! - every differentiated f64 (scalar arguments, `[f64]` elements) of
-//!   reverse mode agrees with forward mode (width 1) within `FWD_RTOL`, and
+//!   reverse mode, with the derived functions optimised (the default
+//!   schedule) and not (`id`), agrees with forward mode (width 1) within
+//!   `FWD_RTOL`, and
 //!   with a central finite difference within `RTOL` (absolute floor `ATOL`
 //!   scaled by `max(1, |f(x)|)`), retrying with `h / 10` as
 //!   `tests/forward_fd.rs` does; a point must not sit on a kink: a component
@@ -179,6 +181,26 @@ fn grad(
     })
 }
 
+/// Reverse mode's gradient of `f` at `args` in the interpreter, the derived
+/// functions not optimised (schedule `id`), so that the optimiser cannot
+/// hide or cause a difference.
+fn grad_unoptimised(src: &Source, m: &Module, f: FuncId, args: &[Val]) -> Result<Gradient, String> {
+    let registry = Registry::new();
+    let args = copies(args);
+    let schedule = irad::read_schedule(Some("id")).map_err(|e| e.render(&[src]))?;
+    let req = irad::GradRequest {
+        opts: GradOptions {
+            exec: Backend::Interp.exec(),
+            ..GradOptions::default()
+        },
+        schedule: Some(schedule),
+        ..irad::GradRequest::new(f, &args)
+    };
+    irad::grad(src, m, &registry, &req)
+        .map(|(g, _)| g)
+        .map_err(|e| format!("reverse mode (schedule id): {}", e.render(&[src])))
+}
+
 /// Where a differentiated f64 of the arguments is: argument `arg`, element
 /// `elem` of an array (`None`: a scalar).
 #[derive(Clone, Copy, Debug)]
@@ -330,16 +352,26 @@ fn check_point(p: &Point, jit: bool) -> Vec<String> {
         .iter()
         .filter_map(|&l| get(&rev.gradient, l))
         .fold(1.0f64, |s, x| s.max(x.abs()));
+    let raw = match grad_unoptimised(&p.src, &m, f, &args) {
+        Ok(g) => g,
+        Err(e) => return vec![format!("{what}: {e}")],
+    };
+    if !same(&raw.value, &Val::F64(value)) {
+        fails.push(format!("{what}: value (schedule id) {:?}", raw.value));
+    }
     for &leaf in &all {
-        let (r, w) = (get(&rev.gradient, leaf), get(&fwd.gradient, leaf));
-        let ok = match (r, w) {
-            (Some(r), Some(w)) => (r - w).abs() <= FWD_RTOL * scale,
-            _ => false,
-        };
-        if !ok {
-            fails.push(format!(
-                "{what}: component {leaf:?}: reverse {r:?}, forward {w:?}"
-            ));
+        let w = get(&fwd.gradient, leaf);
+        for (how, g) in [("reverse", &rev), ("reverse (schedule id)", &raw)] {
+            let r = get(&g.gradient, leaf);
+            let ok = match (r, w) {
+                (Some(r), Some(w)) => (r - w).abs() <= FWD_RTOL * scale,
+                _ => false,
+            };
+            if !ok {
+                fails.push(format!(
+                    "{what}: component {leaf:?}: {how} {r:?}, forward {w:?}"
+                ));
+            }
         }
     }
     fails.extend(check_fd(&what, &m, f, &args, &rev));
