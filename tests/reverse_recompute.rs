@@ -548,7 +548,7 @@ fn reverse_mode_agrees_at_every_point_of_the_stress_programs() {
     on_big_stack(|| {
         let points = points();
         assert!(
-            points.len() >= 75,
+            points.len() >= 90,
             "found only {} points under tests/reverse_recompute",
             points.len()
         );
@@ -681,9 +681,10 @@ fn check_chain(name: &str, text: String, args: &str, jit: bool) {
 
 /// Chains of a few thousand statements in the interpreter, and of a few
 /// hundred with the JIT too: compiling the reverse pieces of a long block
-/// takes time superlinear in its length (about 2 s for 1 000 statements,
-/// 7 s for 2 000 and 26 s for 4 000 in a debug build; forward mode's stay
-/// linear), which is not what this test is about.
+/// takes time superlinear in its length (`irad grad` of `scalar_chain(n)`
+/// in a debug build: 2.2 s, 7.0 s and 39 s for n = 1 000, 2 000 and 4 000,
+/// against 1.3 s, 3.7 s and 17 s at the commit before 055a44f; forward
+/// mode's grows linearly), which is not what this test is about.
 #[test]
 fn long_straight_line_chains_of_cheap_statements() {
     on_big_stack(|| {
