@@ -16,8 +16,11 @@
 //!   (*cost model*: integer and float add, sub, mul, neg, abs, min, max,
 //!   copysign, comparisons, `select`, logic, conversions, `getfield`,
 //!   `length` and array reads count one each; a recomputation may cost at
-//!   most [`BUDGET`] of them and nest at most [`DEPTH`] deep; division,
-//!   square roots and transcendental functions are never recomputed);
+//!   most [`BUDGET`] of them and nest at most [`DEPTH`] deep, counted from
+//!   the value a pullback reads, so chains of recomputed values are cut by a
+//!   record every [`DEPTH`] links; division, square roots and
+//!   transcendental functions are never recomputed; a block of more than
+//!   [`MAX_BLOCK`] statements records instead);
 //! - an array read (`arrayref`) is recomputed, that is, read again, only
 //!   when the array is in the same state when the pullback reads it: no
 //!   statement from the read to the last reader in the block writes the
@@ -44,6 +47,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 pub const BUDGET: u32 = 8;
 /// How deep a recomputation may nest.
 pub const DEPTH: u32 = 6;
+/// The longest block (primal statements) whose reverse recomputes: longer
+/// ones record, because recomputing lengthens live ranges in one huge
+/// function, which Cranelift's register allocator pays for more than
+/// linearly, and a block that long gains little (it is rarely a loop body).
+pub const MAX_BLOCK: usize = 1000;
 
 /// What the forward sweep hands to the plan.
 pub(super) struct PlanInput<'a> {
@@ -165,12 +173,14 @@ impl<'a, 'r> Chooser<'a, 'r> {
         for b in &shape.bb.blocks {
             for &inst in &b.stmts {
                 written.extend(cx.classes.writes(&cx.src, inst));
-                // Rules restore what they overwrite (the `Rrule` contract,
-                // checked by `irad test-rules`), and so do the pieces of user
-                // functions and of function values, which are made of rules.
+                // The rules of primitives restore what they overwrite (the
+                // `Rrule` contract, checked by `irad test-rules`), and so do
+                // the pieces of user functions, made of them. A rule a user
+                // registered for a function is not checked, and a function
+                // value may be one: not trusted.
                 let restores = match input.stmts[inst].as_ref().map(|s| &s.how) {
-                    Some(How::Rule(..) | How::Invoke(_) | How::Dynamic | How::Phi) => true,
-                    Some(How::Primal) | None => false,
+                    Some(How::Rule(_, None) | How::Invoke(_) | How::Phi) => true,
+                    Some(How::Rule(_, Some(_)) | How::Dynamic | How::Primal) | None => false,
                 };
                 if !restores {
                     unsafe_classes.extend(cx.classes.writes(&cx.src, inst));
@@ -258,11 +268,17 @@ impl<'a, 'r> Chooser<'a, 'r> {
             .iter()
             .map(|&s| self.cx.classes.writes(&self.cx.src, s))
             .collect();
+        // How deep in a recomputation each value is wanted: a chain of
+        // recomputed values is cut (recorded) at `DEPTH`, so that the pullback
+        // never rebuilds a long stretch of the block at once.
+        let mut depth: HashMap<Value, u32> = HashMap::new();
         while let Some((_, (v, r))) = needs.pop_last() {
             let mut seen = Vec::new();
-            let recompute = self.recipe(v).is_some()
+            let d = depth.get(&v).copied().unwrap_or(0);
+            let recompute = stmts.len() <= MAX_BLOCK
+                && self.recipe(v).is_some()
                 && self
-                    .cost(i, v, r, 0, &needs, &writes, &mut seen)
+                    .cost(i, v, r, d, &needs, &writes, &mut seen)
                     .is_some_and(|c| c >= 1);
             if recompute {
                 let Some((prim, args)) = self.recipe(v) else {
@@ -271,7 +287,10 @@ impl<'a, 'r> Chooser<'a, 'r> {
                 let mut outside = Vec::new();
                 for a in &args {
                     if let Operand::Value(u) = a {
-                        self.need(i, *u, r, &mut needs, &mut outside);
+                        let u = self.canon.get(u).copied().unwrap_or(*u);
+                        let e = depth.entry(u).or_insert(0);
+                        *e = (*e).max(d + 1);
+                        self.need(i, u, r, &mut needs, &mut outside);
                     }
                 }
                 for u in outside {
@@ -325,6 +344,7 @@ impl<'a, 'r> Chooser<'a, 'r> {
     /// parameters) defines: a counter, recorded once per call, hoisted to
     /// the exit of a loop around `i`, or recorded at the end of `i`.
     fn outside(&mut self, i: usize, v: Value) {
+        let v = self.canon.get(&v).copied().unwrap_or(v);
         if self.is_counter(i, v) {
             return;
         }
@@ -353,6 +373,7 @@ impl<'a, 'r> Chooser<'a, 'r> {
     /// Whether block `i`'s reverse has `v` (defined elsewhere) without a
     /// record per execution of `i`.
     fn free_outside(&self, i: usize, v: Value) -> bool {
+        let v = self.canon.get(&v).copied().unwrap_or(v);
         let shape = &self.cx.shape;
         let def = self.fdef[v];
         self.is_counter(i, v)
@@ -420,7 +441,7 @@ impl<'a, 'r> Chooser<'a, 'r> {
             (Some(d), Some((p, _))) if self.cx.shape.same_iteration(d, i) => (d, p),
             _ => return self.free_outside(i, v).then_some(0),
         };
-        if depth > 0 && needs.contains_key(&(self.rank[d], p)) {
+        if !seen.is_empty() && needs.contains_key(&(self.rank[d], p)) {
             return Some(0);
         }
         if depth >= DEPTH {
