@@ -753,21 +753,6 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 self.b.ins().return_(&rets);
             }
             Some(Terminator::Switch { index, targets }) => {
-                // `switch select(c, 0, 1), [A, B]` (how reverse mode leaves a
-                // counted loop or a two-way join): a branch on `c`, with no
-                // range check since the index is 0 or 1.
-                if let [t0, t1] = targets.as_slice()
-                    && let Some((c, first)) = select_of_bit(func, index)
-                {
-                    let c = self.operand(&c)?[0];
-                    let (then, else_) = if first == 0 { (t0, t1) } else { (t1, t0) };
-                    let then_args = self.phi_args(func, blk, *then)?;
-                    let else_args = self.phi_args(func, blk, *else_)?;
-                    self.b
-                        .ins()
-                        .brif(c, target(then)?, &then_args, target(else_)?, &else_args);
-                    return Ok(());
-                }
                 let i = self.operand(index)?[0];
                 let n = targets.len() as i64;
                 let site = self.c.site(term_loc(), None);
@@ -1255,29 +1240,4 @@ fn const_index(op: Option<&Operand>) -> Option<usize> {
 /// The reachable blocks of `func` in reverse postorder from the entry.
 pub(crate) fn rpo(func: &Func) -> Vec<Block> {
     ControlFlowGraph::with_function(func).reverse_postorder()
-}
-
-/// When `index` is `select(c, k, 1 - k)` with `k` 0 or 1: `c` and `k`.
-fn select_of_bit(func: &Func, index: &Operand) -> Option<(Operand, i64)> {
-    let Operand::Value(v) = index else {
-        return None;
-    };
-    let irad_ir::ValueDef::Inst(inst) = func.values.get(*v)?.def else {
-        return None;
-    };
-    let InstKind::Prim {
-        prim: Prim::Select,
-        args,
-    } = &func.insts.get(inst)?.kind
-    else {
-        return None;
-    };
-    match args.as_slice() {
-        [
-            c,
-            Operand::Const(Const::I64(a)),
-            Operand::Const(Const::I64(b)),
-        ] if (*a, *b) == (0, 1) || (*a, *b) == (1, 0) => Some((*c, *a)),
-        _ => None,
-    }
 }
