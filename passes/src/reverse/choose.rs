@@ -24,7 +24,8 @@
 //! - an array read (`arrayref`) is recomputed, that is, read again, only
 //!   when the array is in the same state when the pullback reads it: no
 //!   statement from the read to the last reader in the block writes the
-//!   array's class ([`super::memory`]), and every statement of the function
+//!   array's class ([`super::memory`]) (for a read in an earlier block of the
+//!   same iteration: no statement at all writes it), and every statement of the function
 //!   that writes that class restores it in its pullback (the rules of the
 //!   primitives and the pieces of user functions do; registered rules of
 //!   user functions and calls through function values are not trusted to);
