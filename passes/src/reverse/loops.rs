@@ -238,3 +238,98 @@ fn step_of(src: &Func, iv: Value, next: Value) -> Option<i64> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reverse::bbcode::BBCode;
+    use irad_ir::text::parse_module;
+
+    /// The loops of `@f` in `text` (normalised), with the BBCode's labels.
+    fn loops_of(text: &str) -> (RevLoops, Vec<u32>) {
+        let mut m = parse_module(text).expect("test IR parses");
+        crate::normalise(&mut m).expect("normalises");
+        let f = m.by_name("f").expect("@f");
+        let func = m[f].clone();
+        let bb = BBCode::from_func(&func).expect("BBCode");
+        let ids: Vec<Block> = bb.blocks.iter().map(|b| b.id).collect();
+        let labels = ids.iter().map(|&b| func.blocks[b].label).collect();
+        (RevLoops::new(&func, &ids, &bb.preds(), &bb.succs()), labels)
+    }
+
+    const COUNTED: &str = "func @f(%x: f64, %n: i64) -> f64 {
+#1:
+  goto #2
+#2:
+  %i = phi [#1 => 5, #3 => %i1] :: i64
+  %s = phi [#1 => 0.0, #3 => %s1] :: f64
+  %c = call gt(%i, %n) :: bool
+  gotoifnot %c, #4
+#3:
+  %s1 = call add(%s, %x) :: f64
+  %i1 = call isub(%i, 2) :: i64
+  goto #2
+#4:
+  return %s
+}
+";
+
+    #[test]
+    fn a_loop_stepping_down_by_a_constant_is_counted() {
+        let (l, labels) = loops_of(COUNTED);
+        assert_eq!(l.loops.len(), 1);
+        let lp = &l.loops[0];
+        assert_eq!(labels[lp.header], 2);
+        assert_eq!(labels[lp.exit], 4);
+        let c = lp.counted.as_ref().expect("counted");
+        assert_eq!(c.step, -2);
+        assert!(matches!(c.init, Operand::Const(Const::I64(5))));
+        assert_eq!((labels[c.pre], labels[c.latch]), (1, 3));
+        // Everything in the loop hoists a value defined before it to the exit.
+        let body = labels.iter().position(|&b| b == 3).expect("#3");
+        assert_eq!(l.hoist(body, None), Some(lp.exit));
+        assert_eq!(l.hoist(body, Some(body)), None);
+    }
+
+    #[test]
+    fn a_step_that_is_not_a_small_constant_is_not_counted() {
+        for (from, to) in [
+            ("isub(%i, 2)", "imul(%i, 2)"),
+            ("isub(%i, 2)", "isub(%i, %n)"),
+            ("isub(%i, 2)", "iadd(%i, 65537)"),
+            ("isub(%i, 2)", "iadd(%i, 0)"),
+        ] {
+            let (l, _) = loops_of(&COUNTED.replace(from, to));
+            assert_eq!(l.loops.len(), 1, "{to}");
+            assert!(l.loops[0].counted.is_none(), "{to}");
+        }
+        let (l, _) = loops_of(&COUNTED.replace("isub(%i, 2)", "iadd(%i, 65536)"));
+        assert_eq!(l.loops[0].counted.as_ref().map(|c| c.step), Some(65536));
+    }
+
+    #[test]
+    fn a_loop_with_a_second_exit_is_neither_hoisted_nor_counted() {
+        let text = "func @f(%x: f64, %n: i64) -> f64 {
+#1:
+  goto #2
+#2:
+  %i = phi [#1 => 0, #4 => %i1] :: i64
+  %c = call lt(%i, %n) :: bool
+  gotoifnot %c, #5
+#3:
+  %d = call gt(%x, 1.0) :: bool
+  gotoifnot %d, #5
+#4:
+  %i1 = call iadd(%i, 1) :: i64
+  goto #2
+#5:
+  return %x
+}
+";
+        let (l, labels) = loops_of(text);
+        assert!(l.loops.is_empty(), "{:?}", l.loops);
+        let body = labels.iter().position(|&b| b == 3).expect("#3");
+        assert!(l.irregular[body]);
+        assert_eq!(l.hoist(body, None), None);
+    }
+}

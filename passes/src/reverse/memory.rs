@@ -175,3 +175,47 @@ fn holds_array(t: &Type) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use irad_ir::text::parse_module;
+
+    const TEXT: &str = "func @f(%a: [f64], %b: [f64], %c: bool, %n: i64) -> f64 {
+#1:
+  %z = call zeros(%n) :: [f64]
+  %y = call copy(%a) :: [f64]
+  %s = call select(%c, %z, %y) :: [f64]
+  call arrayset(%s, 0, 1.0)
+  call axpy(2.0, %a, %z)
+  %r = call arrayref(%b, 0) :: f64
+  return %r
+}
+";
+
+    #[test]
+    fn parameters_share_a_class_and_fresh_arrays_join_where_they_meet() {
+        let m = parse_module(TEXT).expect("test IR parses");
+        let f = m.by_name("f").expect("@f");
+        let func = &m[f];
+        let ac = ArrayClasses::of(func);
+        let v = |name: &str| {
+            func.values
+                .iter()
+                .find(|(_, d)| d.name.as_deref() == Some(name))
+                .map(|(v, _)| v)
+                .expect("a named value")
+        };
+        // Parameters may be one array.
+        assert_eq!(ac.class(v("a")), ac.class(v("b")));
+        // `copy` and `zeros` are fresh; `select` joins its operands.
+        assert_ne!(ac.class(v("y")), ac.class(v("a")));
+        assert_eq!(ac.class(v("s")), ac.class(v("z")));
+        assert_eq!(ac.class(v("s")), ac.class(v("y")));
+        let stmts: Vec<Inst> = func.blocks[func.layout[0]].insts.clone();
+        // arrayset writes its array's class, axpy its output's, arrayref nothing.
+        assert_eq!(ac.writes(func, stmts[3]).as_slice(), [ac.class(v("s"))]);
+        assert_eq!(ac.writes(func, stmts[4]).as_slice(), [ac.class(v("z"))]);
+        assert!(ac.writes(func, stmts[5]).is_empty());
+    }
+}
