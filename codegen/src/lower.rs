@@ -14,6 +14,7 @@
 //! fails records its own site in the trace (`irad_rt_trace`) and returns 1
 //! too.
 
+mod bounds;
 mod prim;
 
 use crate::CodegenError;
@@ -316,6 +317,8 @@ impl<M: ClModule> Compiler<M> {
                 seg_tops: HashMap::new(),
                 movable_pops: false,
                 checked: std::collections::HashSet::new(),
+                in_range: std::collections::HashSet::new(),
+                cur_in_range: false,
                 known: HashMap::new(),
                 fl_ctx: TRUSTED,
                 fl_tape: MemFlagsData::new().with_notrap(),
@@ -392,6 +395,11 @@ struct Lower<'a, 'b, M: ClModule> {
     movable_pops: bool,
     /// Index and length pairs checked in the current block.
     checked: std::collections::HashSet<(ir::Value, ir::Value)>,
+    /// The accesses of the function whose index is proven in range
+    /// (`lower/bounds.rs`): they get no bounds check.
+    in_range: std::collections::HashSet<irad_ir::Inst>,
+    /// Whether the statement being lowered is one of those.
+    cur_in_range: bool,
     /// Array elements (address, index) known in the current block: loaded or
     /// just stored.
     known: HashMap<(ir::Value, ir::Value), ir::Value>,
@@ -585,6 +593,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             .get(fid)
             .ok_or_else(|| CodegenError::internal(format!("no function {fid:?}")))?;
         self.ret_leaves = leaf_list(&func.ret);
+        self.in_range = bounds::in_range(func);
         let entry = self.b.create_block();
         self.b.append_block_params_for_function_params(entry);
         self.make_ret_err();
@@ -678,6 +687,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 self.tape_checks(checks)?;
             }
             self.prechecked = plan.prechecked.get(&i).copied();
+            self.cur_in_range = self.in_range.contains(&inst);
             let out = match &idata.kind {
                 InstKind::Phi { .. } => continue,
                 InstKind::Prim { prim, args } => {

@@ -460,7 +460,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 {
                     return Ok(one(v));
                 }
-                if !self.checked.contains(&(i, len)) {
+                if !self.cur_in_range && !self.checked.contains(&(i, len)) {
                     let s = site(self.c, None);
                     let out = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
                     self.fail_if(out, TrapKind::Index, s, Some(i), Some(len));
