@@ -377,6 +377,39 @@ impl Func {
         }
     }
 
+    /// The statement that defines value `v`, if a statement does (not a
+    /// parameter, not a value of another function).
+    pub fn def_kind(&self, v: Value) -> Option<&InstKind> {
+        match self.values.get(v)?.def {
+            ValueDef::Inst(inst) => Some(&self.insts.get(inst)?.kind),
+            ValueDef::Param(_) => None,
+        }
+    }
+
+    /// The constant `c` when `x` is `base + c` by its definition: `base`
+    /// itself (0), `iadd(base, c)`, `iadd(c, base)` or `isub(base, -c)`;
+    /// how loops recognise a counter's step and an offset from it.
+    pub fn const_offset(&self, x: Value, base: Value) -> Option<i64> {
+        if x == base {
+            return Some(0);
+        }
+        let InstKind::Prim { prim, args } = self.def_kind(x)? else {
+            return None;
+        };
+        match (prim, args.as_slice()) {
+            (Prim::Iadd, [Operand::Value(v), Operand::Const(Const::I64(c))])
+            | (Prim::Iadd, [Operand::Const(Const::I64(c)), Operand::Value(v)])
+                if *v == base =>
+            {
+                Some(*c)
+            }
+            (Prim::Isub, [Operand::Value(v), Operand::Const(Const::I64(c))]) if *v == base => {
+                c.checked_neg()
+            }
+            _ => None,
+        }
+    }
+
     /// The (statement number from 1, block) of each instruction, for error locations.
     pub fn inst_places(&self) -> SecondaryMap<Inst, Option<(Block, u32)>> {
         let mut places = SecondaryMap::new();

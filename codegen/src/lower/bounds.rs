@@ -77,28 +77,20 @@ pub(super) fn in_range(func: &Func) -> HashSet<Inst> {
     out
 }
 
-/// The statement defining `v`, if a statement does.
-fn def(func: &Func, v: Value) -> Option<&InstKind> {
-    match func.values.get(v)?.def {
-        ValueDef::Inst(inst) => Some(&func.insts.get(inst)?.kind),
-        _ => None,
-    }
-}
-
 /// `c` is `lt(i, B)` with `B` `length(a)` or `isub(length(a), k)`, `k >= 0`:
 /// `(i, a, k)`.
 fn guard(func: &Func, c: Value) -> Option<(Value, Value, i64)> {
     let InstKind::Prim {
         prim: Prim::Lt,
         args,
-    } = def(func, c)?
+    } = func.def_kind(c)?
     else {
         return None;
     };
     let [Operand::Value(i), Operand::Value(b)] = args.as_slice() else {
         return None;
     };
-    let length_of = |v: Value| match def(func, v)? {
+    let length_of = |v: Value| match func.def_kind(v)? {
         InstKind::Prim {
             prim: Prim::Length,
             args,
@@ -111,7 +103,7 @@ fn guard(func: &Func, c: Value) -> Option<(Value, Value, i64)> {
     if let Some(a) = length_of(*b) {
         return Some((*i, a, 0));
     }
-    match def(func, *b)? {
+    match func.def_kind(*b)? {
         InstKind::Prim {
             prim: Prim::Isub,
             args,
@@ -154,31 +146,12 @@ fn counts_up_from_nonnegative(
     })
 }
 
-/// `d` when `idx` is `iv` (0) or `iadd(iv, d)` / `iadd(d, iv)` with a
-/// constant `d >= 0`.
+/// `d` when `idx` is `iv + d` with a constant `d >= 0`.
 fn offset(func: &Func, idx: &Operand, iv: Value) -> Option<i64> {
     let Operand::Value(x) = idx else {
         return None;
     };
-    if *x == iv {
-        return Some(0);
-    }
-    let InstKind::Prim {
-        prim: Prim::Iadd,
-        args,
-    } = def(func, *x)?
-    else {
-        return None;
-    };
-    match args.as_slice() {
-        [Operand::Value(v), Operand::Const(Const::I64(d))]
-        | [Operand::Const(Const::I64(d)), Operand::Value(v)]
-            if *v == iv && *d >= 0 =>
-        {
-            Some(*d)
-        }
-        _ => None,
-    }
+    func.const_offset(*x, iv).filter(|&d| d >= 0)
 }
 
 #[cfg(test)]

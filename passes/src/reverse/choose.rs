@@ -127,6 +127,8 @@ struct Chooser<'a, 'r> {
     unsafe_classes: HashSet<u32>,
     /// The array classes some statement writes.
     written: HashSet<u32>,
+    /// What each statement writes, by block position and statement index.
+    writes: Vec<Vec<SmallVec<[u32; 2]>>>,
     /// The earlier value of the same block each value repeats, if any.
     canon: HashMap<Value, Value>,
     /// The reverse-postorder rank of each block.
@@ -169,11 +171,23 @@ impl<'a, 'r> Chooser<'a, 'r> {
                 primal_of.insert(f, v);
             }
         }
+        // What each statement writes, by block position and statement index.
+        let writes: Vec<Vec<SmallVec<[u32; 2]>>> = shape
+            .bb
+            .blocks
+            .iter()
+            .map(|b| {
+                b.stmts
+                    .iter()
+                    .map(|&s| cx.classes.writes(&cx.src, s))
+                    .collect()
+            })
+            .collect();
         let mut unsafe_classes = HashSet::new();
         let mut written = HashSet::new();
-        for b in &shape.bb.blocks {
-            for &inst in &b.stmts {
-                written.extend(cx.classes.writes(&cx.src, inst));
+        for (b, ws) in shape.bb.blocks.iter().zip(&writes) {
+            for (&inst, w) in b.stmts.iter().zip(ws) {
+                written.extend(w.iter().copied());
                 // The rules of primitives restore what they overwrite (the
                 // `Rrule` contract, checked by `irad test-rules`), and so do
                 // the pieces of user functions, made of them. A rule a user
@@ -184,7 +198,7 @@ impl<'a, 'r> Chooser<'a, 'r> {
                     Some(How::Rule(_, Some(_)) | How::Dynamic | How::Primal) | None => false,
                 };
                 if !restores {
-                    unsafe_classes.extend(cx.classes.writes(&cx.src, inst));
+                    unsafe_classes.extend(w.iter().copied());
                 }
             }
         }
@@ -199,7 +213,7 @@ impl<'a, 'r> Chooser<'a, 'r> {
         };
         let mut canon = HashMap::new();
         for i in (0..shape.n).filter(|&i| shape.kept(i)) {
-            repeats(cx, input, i, &primal_class, &mut canon);
+            repeats(input, i, &writes[i], &fpos, &primal_class, &mut canon);
         }
         let counted = shape
             .loops
@@ -236,6 +250,7 @@ impl<'a, 'r> Chooser<'a, 'r> {
             primal_of,
             unsafe_classes,
             written,
+            writes,
             canon,
             rank,
             counted,
@@ -265,10 +280,6 @@ impl<'a, 'r> Chooser<'a, 'r> {
         for v in outside {
             self.outside(i, v);
         }
-        let writes: Vec<SmallVec<[u32; 2]>> = stmts
-            .iter()
-            .map(|&s| self.cx.classes.writes(&self.cx.src, s))
-            .collect();
         // How deep in a recomputation each value is wanted: a chain of
         // recomputed values is cut (recorded) at `DEPTH`, so that the pullback
         // never rebuilds a long stretch of the block at once.
@@ -276,19 +287,18 @@ impl<'a, 'r> Chooser<'a, 'r> {
         while let Some((_, (v, r))) = needs.pop_last() {
             let mut seen = Vec::new();
             let d = depth.get(&v).copied().unwrap_or(0);
-            let recompute = stmts.len() <= MAX_BLOCK
-                && self.recipe(v).is_some()
+            // `cost` is `None` for anything without a recipe.
+            let recipe = (stmts.len() <= MAX_BLOCK
                 && self
-                    .cost(i, v, r, d, &needs, &writes, &mut seen)
-                    .is_some_and(|c| c >= 1);
-            if recompute {
-                let Some((prim, args)) = self.recipe(v) else {
-                    continue;
-                };
+                    .cost(i, v, r, d, &needs, &mut seen)
+                    .is_some_and(|c| c >= 1))
+            .then(|| self.recipe(v))
+            .flatten();
+            if let Some((prim, args)) = recipe {
                 let mut outside = Vec::new();
                 for a in &args {
                     if let Operand::Value(u) = a {
-                        let u = self.canon.get(u).copied().unwrap_or(*u);
+                        let u = self.canonical(*u);
                         let e = depth.entry(u).or_insert(0);
                         *e = (*e).max(d + 1);
                         self.need(i, u, r, &mut needs, &mut outside);
@@ -324,7 +334,7 @@ impl<'a, 'r> Chooser<'a, 'r> {
         needs: &mut BTreeMap<(usize, usize), (Value, usize)>,
         outside: &mut Vec<Value>,
     ) {
-        let v = self.canon.get(&v).copied().unwrap_or(v);
+        let v = self.canonical(v);
         if self.is_counter(i, v) {
             return;
         }
@@ -345,7 +355,7 @@ impl<'a, 'r> Chooser<'a, 'r> {
     /// parameters) defines: a counter, recorded once per call, hoisted to
     /// the exit of a loop around `i`, or recorded at the end of `i`.
     fn outside(&mut self, i: usize, v: Value) {
-        let v = self.canon.get(&v).copied().unwrap_or(v);
+        let v = self.canonical(v);
         if self.is_counter(i, v) {
             return;
         }
@@ -374,12 +384,17 @@ impl<'a, 'r> Chooser<'a, 'r> {
     /// Whether block `i`'s reverse has `v` (defined elsewhere) without a
     /// record per execution of `i`.
     fn free_outside(&self, i: usize, v: Value) -> bool {
-        let v = self.canon.get(&v).copied().unwrap_or(v);
+        let v = self.canonical(v);
         let shape = &self.cx.shape;
         let def = self.fdef[v];
         self.is_counter(i, v)
             || def.is_none_or(|d| shape.once[d])
             || shape.loops.hoist(i, def).is_some_and(|e| shape.kept(e))
+    }
+
+    /// The earlier value of its block that `v` repeats, or `v`.
+    fn canonical(&self, v: Value) -> Value {
+        self.canon.get(&v).copied().unwrap_or(v)
     }
 
     /// The block label and statement number (from 1) of the primal
@@ -414,7 +429,7 @@ impl<'a, 'r> Chooser<'a, 'r> {
             return None;
         };
         let canon = |op: &Operand| match op {
-            Operand::Value(u) => Operand::Value(self.canon.get(u).copied().unwrap_or(*u)),
+            Operand::Value(u) => Operand::Value(self.canonical(*u)),
             c => *c,
         };
         cheap(*prim).then(|| (*prim, args.iter().map(canon).collect()))
@@ -423,7 +438,6 @@ impl<'a, 'r> Chooser<'a, 'r> {
     /// What recomputing `v` in the reverse of block `i` for readers up to
     /// statement `r` costs (primitives), or `None` when it would need a
     /// record, is not allowed or costs too much.
-    #[allow(clippy::too_many_arguments)]
     fn cost(
         &self,
         i: usize,
@@ -431,10 +445,9 @@ impl<'a, 'r> Chooser<'a, 'r> {
         r: usize,
         depth: u32,
         needs: &BTreeMap<(usize, usize), (Value, usize)>,
-        writes: &[SmallVec<[u32; 2]>],
         seen: &mut Vec<Value>,
     ) -> Option<u32> {
-        let v = self.canon.get(&v).copied().unwrap_or(v);
+        let v = self.canonical(v);
         if seen.contains(&v) || self.is_counter(i, v) {
             return Some(0);
         }
@@ -449,14 +462,14 @@ impl<'a, 'r> Chooser<'a, 'r> {
             return None;
         }
         let (prim, args) = self.recipe(v)?;
-        if prim == Prim::Arrayref && !self.reload_ok(v, &args, d == i, r, writes) {
+        if prim == Prim::Arrayref && !self.reload_ok(v, &args, i, d == i, r) {
             return None;
         }
         seen.push(v);
         let mut total = 1;
         for a in &args {
             if let Operand::Value(u) = a {
-                total += self.cost(i, *u, r, depth + 1, needs, writes, seen)?;
+                total += self.cost(i, *u, r, depth + 1, needs, seen)?;
             }
         }
         (total <= BUDGET).then_some(total)
@@ -466,14 +479,8 @@ impl<'a, 'r> Chooser<'a, 'r> {
     /// pullback of statement `r` of the block that reads it: the same block
     /// (`here`), with no write of its class from the read to `r`, or a
     /// later block of the same iteration, when nothing writes the class.
-    fn reload_ok(
-        &self,
-        v: Value,
-        args: &[Operand],
-        here: bool,
-        r: usize,
-        writes: &[SmallVec<[u32; 2]>],
-    ) -> bool {
+    fn reload_ok(&self, v: Value, args: &[Operand], i: usize, here: bool, r: usize) -> bool {
+        let writes = &self.writes[i];
         let Some(Operand::Value(a)) = args.first() else {
             return false;
         };
@@ -501,34 +508,26 @@ impl<'a, 'r> Chooser<'a, 'r> {
 /// class from the earlier read to this one (a read inside a statement that
 /// writes its class repeats nothing).
 fn repeats(
-    cx: &Derivation<'_>,
     input: &PlanInput<'_>,
     i: usize,
+    writes: &[SmallVec<[u32; 2]>],
+    fpos: &SecondaryMap<Value, Option<(usize, usize)>>,
     primal_class: &dyn Fn(&Operand) -> Option<u32>,
     canon: &mut HashMap<Value, Value>,
 ) {
-    let stmts = &cx.shape.bb.blocks[i].stmts;
-    let writes: Vec<SmallVec<[u32; 2]>> = stmts
-        .iter()
-        .map(|&s| cx.classes.writes(&cx.src, s))
-        .collect();
-    let ends: Vec<(usize, usize)> = stmts
-        .iter()
-        .enumerate()
-        .filter_map(|(k, &s)| input.fend[s].map(|e| (k, e)))
-        .collect();
     let mut epoch: HashMap<u32, u32> = HashMap::new();
     let mut seen: HashMap<(Prim, Vec<String>), Value> = HashMap::new();
-    let (mut e, mut passed) = (0, 0);
+    let mut passed = 0;
     let key = |op: &Operand, canon: &HashMap<Value, Value>| match op {
         Operand::Value(u) => format!("%{}", canon.get(u).copied().unwrap_or(*u).as_u32()),
         Operand::Const(c) => format!("{c:?}"),
     };
-    for (p, &inst) in input.fwd.blocks[input.fblock[i]].insts.iter().enumerate() {
-        while e < ends.len() && ends[e].1 <= p {
-            e += 1;
-        }
-        let owner = ends.get(e).map_or(stmts.len(), |&(k, _)| k);
+    for &inst in &input.fwd.blocks[input.fblock[i]].insts {
+        let data = &input.fwd.insts[inst];
+        let (InstKind::Prim { prim, args }, Some(v)) = (&data.kind, data.result) else {
+            continue;
+        };
+        let Some((_, owner)) = fpos[v] else { continue };
         // Statements before the owner have written what they write.
         while passed < owner.min(writes.len()) {
             for &c in &writes[passed] {
@@ -536,10 +535,6 @@ fn repeats(
             }
             passed += 1;
         }
-        let data = &input.fwd.insts[inst];
-        let (InstKind::Prim { prim, args }, Some(v)) = (&data.kind, data.result) else {
-            continue;
-        };
         if !cheap(*prim) {
             continue;
         }

@@ -16,7 +16,7 @@
 //! first visit is the only one where it equals its start.
 
 use irad_ir::flow::{ControlFlowGraph, DominatorTree, LoopAnalysis};
-use irad_ir::{Block, Const, Func, InstKind, Operand, Prim, Value};
+use irad_ir::{Block, Func, InstKind, Operand, Value};
 
 /// The largest step magnitude of a counted loop.
 const MAX_STEP: i64 = 1 << 16;
@@ -202,7 +202,7 @@ fn counted(
         let (Some(init), Some(Operand::Value(next))) = (init, next) else {
             continue;
         };
-        if let Some(step) = step_of(src, iv, next)
+        if let Some(step) = src.const_offset(next, iv)
             && step != 0
             && step.abs() <= MAX_STEP
         {
@@ -218,31 +218,11 @@ fn counted(
     None
 }
 
-/// The constant `c` when `next` is `iadd(iv, c)`, `iadd(c, iv)` or
-/// `isub(iv, -c)`.
-fn step_of(src: &Func, iv: Value, next: Value) -> Option<i64> {
-    let irad_ir::ValueDef::Inst(inst) = src.values[next].def else {
-        return None;
-    };
-    let InstKind::Prim { prim, args } = &src.insts[inst].kind else {
-        return None;
-    };
-    let c = |op: &Operand| match op {
-        Operand::Const(Const::I64(c)) => Some(*c),
-        _ => None,
-    };
-    match (prim, args.as_slice()) {
-        (Prim::Iadd, [Operand::Value(v), k]) if *v == iv => c(k),
-        (Prim::Iadd, [k, Operand::Value(v)]) if *v == iv => c(k),
-        (Prim::Isub, [Operand::Value(v), k]) if *v == iv => c(k).and_then(i64::checked_neg),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::reverse::bbcode::BBCode;
+    use irad_ir::Const;
     use irad_ir::text::parse_module;
 
     /// The loops of `@f` in `text` (normalised), with the BBCode's labels.
