@@ -14,7 +14,7 @@
 //!
 //! The two MLP programs (`mlp_bulk`, `mlp_scalar`: one function, written with
 //! the bulk primitives and with scalar loops) must also agree with each other
-//! bit for bit, their gradients with respect to the weights and biases with
+//! to rounding (1e-13 relative; `matmul` sums in its kernel's order), their gradients with respect to the weights and biases with
 //! the hand-written adjoint within 1e-10 of the largest entry, and that
 //! adjoint with central differences on every coordinate of a small problem.
 
@@ -254,20 +254,30 @@ fn mlp_value(file: &str, p: &handwritten::MlpProblem, backend: Backend) -> f64 {
     floats(&v)[0]
 }
 
-/// The bulk and the scalar program sum in the same order: their values agree
-/// bit for bit, in the interpreter and in the JIT, and with the hand-written
-/// primal's within rounding (which uses std's tanh, exp and log).
+/// The bulk program's value is the same bit for bit in the interpreter and
+/// in the JIT (one kernel); the scalar program's agrees with it to rounding
+/// (`matmul` sums in the kernel's blocked order, the loops in increasing p),
+/// and both with the hand-written primal's (which uses std's tanh, exp and
+/// log).
 #[test]
-fn mlp_programs_agree_bit_for_bit() {
+fn mlp_programs_agree_to_rounding() {
     for seed in 1..=4 {
         let p = handwritten::mlp_problem(MLP_SMALL, seed);
         let want = handwritten::mlp(&p);
+        let mut first: Option<f64> = None;
         for backend in BACKENDS {
             let bulk = mlp_value("mlp_bulk", &p, backend);
             let scalar = mlp_value("mlp_scalar", &p, backend);
-            assert_eq!(
-                bulk.to_bits(),
-                scalar.to_bits(),
+            if let Some(first) = first {
+                assert_eq!(
+                    bulk.to_bits(),
+                    first.to_bits(),
+                    "seed {seed}: bulk differs between backends"
+                );
+            }
+            first = Some(bulk);
+            assert!(
+                (bulk - scalar).abs() <= 1e-13 * scalar.abs(),
                 "seed {seed} ({backend:?}): bulk {bulk:e}, scalar {scalar:e}"
             );
             assert_value(&format!("mlp (seed {seed}, {backend:?})"), bulk, want);

@@ -5,13 +5,32 @@
 //! alike and compute with the same arithmetic in the same order: they agree
 //! bit for bit.
 //!
-//! Every sum starts from `0.0` and adds its terms left to right, as the
-//! scalar loop `acc = 0.0; for p in 0..k { acc = acc + x[p] * y[p] }` does
-//! (signed zeros included: a sum of `-0.0`s is `0.0`), so a bulk primitive
-//! gives exactly what the scalar loop it replaces gives;
-//! the matrix kernels order their loops so that the inner loop runs along
-//! rows (contiguous memory) without changing any element's order of
-//! summation. No fused multiply-add is used.
+//! **Order of summation.** It is fixed by this module, once, for every
+//! backend; it is not the scalar loop's, so a bulk primitive may differ from
+//! the loop it replaces by rounding (docs/ir.md, "Bulk array primitives"):
+//!
+//! - `sum` and `dot` keep [`LANES`] (8) partial sums: term q goes to partial
+//!   sum `q % 8`, each starting from `0.0`, over the first `8 * (len / 8)`
+//!   terms; the partial sums are then added pairwise (`((p0 + p1) + (p2 +
+//!   p3)) + ((p4 + p5) + (p6 + p7))`) and the remaining terms added left to
+//!   right. Below 8 terms this is the scalar loop's order exactly. No fused
+//!   multiply-add: the AVX2 build and the baseline build (chosen at run time
+//!   by the machine's features) give the same bits.
+//! - `matvec` is one `dot` per row.
+//! - `matmul` and `gemm` are `matrixmultiply`'s `dgemm` (blocked, packed,
+//!   SIMD micro-kernels chosen at run time by the machine's features, FMA
+//!   where it has it; one thread). Its order of summation depends on the
+//!   shapes and on the machine's SIMD features: the same call gives the same
+//!   bits on one machine, but a machine with other features (say without
+//!   FMA) may round differently. The error of each element is within the
+//!   usual bound of a sum of products (a few `k * eps` times the sum of the
+//!   terms' magnitudes), as the tests check.
+//! - `axpy`, `scale`, `fill` and `copyto` compute each element on its own:
+//!   no order to choose.
+//!
+//! Signed zeros and IEEE special values behave as in scalar arithmetic: each
+//! sum starts from `0.0` (a sum of `-0.0`s is `0.0`), NaN and infinities
+//! propagate, and `matmul` never reads C (a NaN there is overwritten).
 //!
 //! Callers first run [`check`] (shapes, then overlap), then the kernel, which
 //! assumes a passed check and never indexes out of range. An output that is
@@ -181,14 +200,84 @@ fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-/// `sum(a)`.
-pub fn sum(a: &[f64]) -> f64 {
-    a.iter().fold(0.0, |acc, &x| acc + x)
+/// The number of partial sums `sum` and `dot` keep (see the module header).
+pub const LANES: usize = 8;
+
+/// Runs `$body` (an expression over the function's arguments) compiled for
+/// AVX2 when the machine has it, else for the baseline target. Both are the
+/// same arithmetic in the same order (no fused multiply-add), so the choice
+/// changes the speed only, never a bit of the result.
+macro_rules! multiversion {
+    ($name:ident, $avx2:ident, ($($arg:ident: $ty:ty),*) -> $ret:ty, $body:expr) => {
+        #[inline(always)]
+        fn $name($($arg: $ty),*) -> $ret {
+            $body
+        }
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2")]
+        fn $avx2($($arg: $ty),*) -> $ret {
+            $name($($arg),*)
+        }
+    };
 }
 
-/// `dot(a, b)` (equal lengths).
+multiversion!(sum_lanes, sum_avx2, (a: &[f64]) -> f64, {
+    let mut acc = [0.0; LANES];
+    let mut chunks = a.chunks_exact(LANES);
+    for chunk in &mut chunks {
+        for (acc, &x) in acc.iter_mut().zip(chunk) {
+            *acc += x;
+        }
+    }
+    chunks.remainder().iter().fold(combine(acc), |s, &x| s + x)
+});
+
+multiversion!(dot_lanes, dot_avx2, (a: &[f64], b: &[f64]) -> f64, {
+    let mut acc = [0.0; LANES];
+    let mut xs = a.chunks_exact(LANES);
+    let mut ys = b.chunks_exact(LANES);
+    for (x, y) in (&mut xs).zip(&mut ys) {
+        for ((acc, &x), &y) in acc.iter_mut().zip(x).zip(y) {
+            *acc += x * y;
+        }
+    }
+    xs.remainder()
+        .iter()
+        .zip(ys.remainder())
+        .fold(combine(acc), |s, (&x, &y)| s + x * y)
+});
+
+/// The partial sums added pairwise: `((p0 + p1) + (p2 + p3)) + ((p4 + p5)
+/// + (p6 + p7))`.
+#[inline(always)]
+fn combine(p: [f64; LANES]) -> f64 {
+    ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]))
+}
+
+#[cfg(target_arch = "x86_64")]
+fn has_avx2() -> bool {
+    std::is_x86_feature_detected!("avx2")
+}
+
+/// `sum(a)`, in the order of the module header.
+pub fn sum(a: &[f64]) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2() {
+        // SAFETY: the machine has AVX2 (checked above).
+        return unsafe { sum_avx2(a) };
+    }
+    sum_lanes(a)
+}
+
+/// `dot(a, b)` (equal lengths; extra elements of the longer are ignored), in
+/// the order of the module header.
 pub fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).fold(0.0, |acc, (&x, &y)| acc + x * y)
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2() {
+        // SAFETY: the machine has AVX2 (checked above).
+        return unsafe { dot_avx2(a, b) };
+    }
+    dot_lanes(a, b)
 }
 
 /// `axpy(alpha, x, y)` (equal lengths).
@@ -228,8 +317,75 @@ pub fn matvec(a: &[f64], x: &[f64], n: usize, y: &mut [f64]) {
     }
 }
 
+/// A matrix operand of [`dgemm`]: its elements and the strides of its rows
+/// and columns.
+struct Mat<'a> {
+    data: &'a [f64],
+    rows: usize,
+    cols: usize,
+    row_stride: usize,
+    col_stride: usize,
+}
+
+impl<'a> Mat<'a> {
+    /// A `rows`×`cols` matrix, stored row-major, or (when `transposed`) the
+    /// transpose of a row-major `cols`×`rows` one.
+    fn new(data: &'a [f64], rows: usize, cols: usize, transposed: bool) -> Self {
+        let (row_stride, col_stride) = if transposed { (1, rows) } else { (cols, 1) };
+        Mat {
+            data,
+            rows,
+            cols,
+            row_stride,
+            col_stride,
+        }
+    }
+
+    /// Whether every element the strides address lies in `data`.
+    fn fits(&self) -> bool {
+        self.rows.checked_mul(self.cols) == Some(self.data.len())
+    }
+}
+
+/// `C = A B` (`accumulate` false: C is only written) or `C = C + A B`, with
+/// `matrixmultiply`'s kernel; C is row-major `A.rows`×`B.cols`. Does nothing
+/// when a dimension is zero, and (a caller's bug, which [`check`] rules out)
+/// when a length does not fit its dimensions.
+fn dgemm(a: Mat, b: Mat, c: &mut [f64], accumulate: bool) {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    let fits = a.fits() && b.fits() && b.rows == k && m.checked_mul(n) == Some(c.len());
+    debug_assert!(fits, "bulk kernel called with unchecked shapes");
+    if !fits || m == 0 || k == 0 || n == 0 {
+        return;
+    }
+    let s = |x: usize| x as isize;
+    // SAFETY: every element (i, p) of A at i * rs + p * cs lies in a.data
+    // because rows * cols == len and the strides are (cols, 1) or (1, rows);
+    // likewise B and C (row-major m×n, c.len() == m * n). C does not overlap
+    // A or B: it is borrowed mutably while they are borrowed shared.
+    unsafe {
+        matrixmultiply::dgemm(
+            m,
+            k,
+            n,
+            1.0,
+            a.data.as_ptr(),
+            s(a.row_stride),
+            s(a.col_stride),
+            b.data.as_ptr(),
+            s(b.row_stride),
+            s(b.col_stride),
+            if accumulate { 1.0 } else { 0.0 },
+            c.as_mut_ptr(),
+            s(n),
+            1,
+        );
+    }
+}
+
 /// `matmul(A, B, m, k, n, C)` (checked shapes): `C[i, j]` is the sum over p
-/// of `A[i, p] * B[p, j]`, in increasing p.
+/// of `A[i, p] * B[p, j]`, in the kernel's order (module header); C is
+/// overwritten, whatever it held.
 pub fn matmul(a: &[f64], b: &[f64], k: usize, n: usize, c: &mut [f64]) {
     if n == 0 {
         return;
@@ -238,74 +394,15 @@ pub fn matmul(a: &[f64], b: &[f64], k: usize, n: usize, c: &mut [f64]) {
         c.fill(0.0);
         return;
     }
-    for (crow, arow) in c.chunks_exact_mut(n).zip(a.chunks_exact(k)) {
-        // p = 0 sets the row (0.0 plus the first term, as the scalar loop
-        // starts), the others add to it: each element's sum is taken in
-        // increasing p, as the scalar loop takes it.
-        let (brow0, rest) = b.split_at(n);
-        let a0 = arow[0];
-        for (c, &b) in crow.iter_mut().zip(brow0) {
-            *c = 0.0 + a0 * b;
-        }
-        for (&ap, brow) in arow[1..].iter().zip(rest.chunks_exact(n)) {
-            for (c, &b) in crow.iter_mut().zip(brow) {
-                *c += ap * b;
-            }
-        }
-    }
+    let m = c.len() / n;
+    dgemm(Mat::new(a, m, k, false), Mat::new(b, k, n, false), c, false);
 }
 
 /// `gemm(ta, tb, A, B, m, k, n, C)` (checked shapes): `C[i, j]` plus the
-/// terms `op(A)[i, p] * op(B)[p, j]` in increasing p.
+/// sum of the terms `op(A)[i, p] * op(B)[p, j]`, in the kernel's order.
 #[allow(clippy::too_many_arguments)]
 pub fn gemm(ta: bool, tb: bool, a: &[f64], b: &[f64], m: usize, k: usize, n: usize, c: &mut [f64]) {
-    if m == 0 || n == 0 || k == 0 {
-        return;
-    }
-    let at = |i: usize, p: usize| if ta { a[p * m + i] } else { a[i * k + p] };
-    if tb {
-        // op(B)[p, j] = B[j, p]: row j of B is contiguous in p. Four output
-        // columns at a time, each its own chain of sums in increasing p (the
-        // same order as one at a time), so the four chains overlap.
-        for (i, crow) in c.chunks_mut(n).enumerate() {
-            let mut quads = crow.chunks_exact_mut(4);
-            let mut brows = b.chunks_exact(4 * k);
-            for (cq, bq) in (&mut quads).zip(&mut brows) {
-                let (b0, rest) = bq.split_at(k);
-                let (b1, rest) = rest.split_at(k);
-                let (b2, b3) = rest.split_at(k);
-                let mut acc = [cq[0], cq[1], cq[2], cq[3]];
-                for p in 0..k {
-                    let aip = at(i, p);
-                    acc[0] += aip * b0[p];
-                    acc[1] += aip * b1[p];
-                    acc[2] += aip * b2[p];
-                    acc[3] += aip * b3[p];
-                }
-                cq.copy_from_slice(&acc);
-            }
-            for (cij, brow) in quads
-                .into_remainder()
-                .iter_mut()
-                .zip(brows.remainder().chunks_exact(k))
-            {
-                let mut acc = *cij;
-                for (p, &bjp) in brow.iter().enumerate() {
-                    acc += at(i, p) * bjp;
-                }
-                *cij = acc;
-            }
-        }
-    } else {
-        for (i, crow) in c.chunks_exact_mut(n).enumerate() {
-            for (p, brow) in b.chunks_exact(n).enumerate() {
-                let aip = at(i, p);
-                for (c, &b) in crow.iter_mut().zip(brow) {
-                    *c += aip * b;
-                }
-            }
-        }
-    }
+    dgemm(Mat::new(a, m, k, ta), Mat::new(b, k, n, tb), c, true);
 }
 
 #[cfg(test)]
@@ -316,70 +413,195 @@ mod tests {
         false
     }
 
-    #[test]
-    fn kernels_sum_in_scalar_loop_order() {
-        let a = [0.1, 0.2, 0.3, 1e16, 1.0];
-        let mut acc = 0.0;
-        for &x in &a {
-            acc += x;
+    /// The order of the module header, written out plainly.
+    fn sum_in_lane_order(terms: &[f64]) -> f64 {
+        let full = terms.len() / LANES * LANES;
+        let mut p = [0.0; LANES];
+        for (q, &t) in terms[..full].iter().enumerate() {
+            p[q % LANES] += t;
         }
-        assert_eq!(sum(&a).to_bits(), acc.to_bits());
-        assert_eq!(sum(&[]), 0.0);
-        // Signed zeros as the loop gives them: 0.0 + -0.0 is 0.0.
-        assert!(sum(&[-0.0, -0.0]).is_sign_positive());
-        assert!(dot(&[-1.0], &[0.0]).is_sign_positive());
-        let mut c = [7.0];
-        matmul(&[-1.0], &[0.0], 1, 1, &mut c);
-        assert!(c[0] == 0.0 && c[0].is_sign_positive());
-        assert_eq!(dot(&[1.0, 2.0], &[3.0, 4.0]), 11.0);
-        // matmul equals the naive triple loop bit for bit.
-        let (m, k, n) = (3, 4, 2);
-        let a: Vec<f64> = (0..m * k).map(|i| (i as f64 * 0.37).sin()).collect();
-        let b: Vec<f64> = (0..k * n).map(|i| (i as f64 * 0.91).cos()).collect();
-        let mut c = vec![9.0; m * n];
-        matmul(&a, &b, k, n, &mut c);
-        for i in 0..m {
-            for j in 0..n {
-                let mut acc = 0.0;
-                for p in 0..k {
-                    acc += a[i * k + p] * b[p * n + j];
-                }
-                assert_eq!(c[i * n + j].to_bits(), acc.to_bits());
-            }
+        let mut s = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
+        for &t in &terms[full..] {
+            s += t;
         }
-        // gemm with every transpose agrees with matmul on transposed copies
-        // (n = 2 here; the 4-column path is checked below).
-        let at: Vec<f64> = (0..k * m).map(|q| a[(q % m) * k + q / m]).collect();
-        let bt: Vec<f64> = (0..n * k).map(|q| b[(q % k) * n + q / k]).collect();
-        for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
-            let mut g = vec![0.0; m * n];
-            let (aa, bb) = (if ta { &at } else { &a }, if tb { &bt } else { &b });
-            gemm(ta, tb, aa, bb, m, k, n, &mut g);
-            assert_eq!(g, c, "ta {ta} tb {tb}");
-        }
-        let mut y = vec![0.0; m];
-        matvec(&a, &b[..k], k, &mut y);
-        assert_eq!(y[1], dot(&a[k..2 * k], &b[..k]));
+        s
+    }
+
+    fn data(len: usize, seed: f64) -> Vec<f64> {
+        (0..len)
+            .map(|i| ((i as f64 + 1.0) * seed).sin() * (1.0 + (i % 7) as f64 * 1e3))
+            .collect()
+    }
+
+    fn bits(v: &[f64]) -> Vec<u64> {
+        v.iter().map(|x| x.to_bits()).collect()
     }
 
     #[test]
-    fn gemm_with_transposed_b_sums_each_element_in_order() {
-        for (m, k, n) in [(3, 5, 9), (1, 1, 4), (2, 7, 5), (4, 3, 8)] {
-            let a: Vec<f64> = (0..m * k).map(|i| (i as f64 * 0.73).sin() * 1e3).collect();
-            let bt: Vec<f64> = (0..n * k).map(|i| (i as f64 * 0.29).cos() * 1e-3).collect();
-            let mut c: Vec<f64> = (0..m * n).map(|i| i as f64 * 0.1).collect();
-            let mut want = c.clone();
-            for i in 0..m {
-                for j in 0..n {
-                    for p in 0..k {
-                        want[i * n + j] += a[i * k + p] * bt[j * k + p];
-                    }
+    fn sum_and_dot_add_in_lane_order() {
+        for len in [0, 1, 5, 7, 8, 9, 15, 16, 17, 64, 100, 1001] {
+            let a = data(len, 0.37);
+            let b = data(len, 0.91);
+            assert_eq!(
+                sum(&a).to_bits(),
+                sum_in_lane_order(&a).to_bits(),
+                "sum, {len}"
+            );
+            assert_eq!(
+                sum(&a).to_bits(),
+                sum_lanes(&a).to_bits(),
+                "sum baseline, {len}"
+            );
+            let products: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
+            assert_eq!(
+                dot(&a, &b).to_bits(),
+                sum_in_lane_order(&products).to_bits(),
+                "dot, {len}"
+            );
+            assert_eq!(
+                dot(&a, &b).to_bits(),
+                dot_lanes(&a, &b).to_bits(),
+                "dot baseline, {len}"
+            );
+        }
+        // Fewer than LANES elements: the scalar loop's order exactly.
+        let a = [0.1, 0.2, 0.3, 1e16, 1.0];
+        assert_eq!(
+            sum(&a).to_bits(),
+            a.iter().fold(0.0, |s, &x| s + x).to_bits()
+        );
+        // A different order than the loop's on 16 elements: lane 1 keeps
+        // both 1.0s, the loop loses the first to 1e16.
+        let mut big = [0.0; 16];
+        big[0] = 1e16;
+        big[1] = 1.0;
+        big[9] = 1.0;
+        big[8] = -1e16;
+        assert_eq!(sum(&big), 2.0);
+        assert_eq!(big.iter().fold(0.0, |s, &x| s + x), 1.0);
+        assert_eq!(sum(&[]), 0.0);
+        // Signed zeros: every partial sum starts at 0.0, and 0.0 + -0.0 is 0.0.
+        assert!(sum(&[-0.0; 20]).is_sign_positive());
+        assert!(sum(&[-0.0, -0.0]).is_sign_positive());
+        assert!(dot(&[-1.0], &[0.0]).is_sign_positive());
+        // IEEE specials as the scalar arithmetic gives them.
+        assert!(dot(&[f64::INFINITY; 9], &[0.0; 9]).is_nan());
+        assert_eq!(sum(&[f64::INFINITY; 12]), f64::INFINITY);
+    }
+
+    /// `C + op(A) op(B)` by the naive triple loop, and the sum of the terms'
+    /// magnitudes per element (the scale of the rounding error any order of
+    /// summation may make).
+    #[allow(clippy::too_many_arguments)]
+    fn naive(
+        ta: bool,
+        tb: bool,
+        a: &[f64],
+        b: &[f64],
+        m: usize,
+        k: usize,
+        n: usize,
+        c: &[f64],
+    ) -> (Vec<f64>, Vec<f64>) {
+        let mut out = c.to_vec();
+        let mut mag = c.iter().map(|x| x.abs()).collect::<Vec<_>>();
+        for i in 0..m {
+            for j in 0..n {
+                for p in 0..k {
+                    let x = if ta { a[p * m + i] } else { a[i * k + p] };
+                    let y = if tb { b[j * k + p] } else { b[p * n + j] };
+                    out[i * n + j] += x * y;
+                    mag[i * n + j] += (x * y).abs();
                 }
             }
-            gemm(false, true, &a, &bt, m, k, n, &mut c);
-            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&c), bits(&want), "{m}x{k}x{n}");
         }
+        (out, mag)
+    }
+
+    #[test]
+    fn matmul_and_gemm_agree_with_the_triple_loop_to_rounding() {
+        let shapes = [
+            (1, 1, 1),
+            (3, 4, 2),
+            (2, 7, 5),
+            (9, 13, 17),
+            (64, 33, 10),
+            (5, 1, 70),
+            (70, 3, 1),
+        ];
+        for (m, k, n) in shapes {
+            let a = data(m * k, 0.73);
+            let b = data(k * n, 0.29);
+            let c0 = data(m * n, 0.11);
+            let mut c = c0.clone();
+            matmul(&a, &b, k, n, &mut c);
+            let (want, mag) = naive(false, false, &a, &b, m, k, n, &vec![0.0; m * n]);
+            for q in 0..m * n {
+                assert!(
+                    (c[q] - want[q]).abs() <= 4.0 * k as f64 * f64::EPSILON * mag[q],
+                    "matmul {m}x{k}x{n} at {q}: {} vs {}",
+                    c[q],
+                    want[q]
+                );
+            }
+            // Deterministic: the same inputs give the same bits.
+            let mut again = vec![f64::NAN; m * n];
+            matmul(&a, &b, k, n, &mut again);
+            assert_eq!(bits(&again), bits(&c));
+            for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+                let at: Vec<f64> = (0..k * m).map(|q| a[(q % m) * k + q / m]).collect();
+                let bt: Vec<f64> = (0..n * k).map(|q| b[(q % k) * n + q / k]).collect();
+                let (aa, bb) = (if ta { &at } else { &a }, if tb { &bt } else { &b });
+                let mut g = c0.clone();
+                gemm(ta, tb, aa, bb, m, k, n, &mut g);
+                let (want, mag) = naive(ta, tb, aa, bb, m, k, n, &c0);
+                for q in 0..m * n {
+                    assert!(
+                        (g[q] - want[q]).abs() <= 4.0 * (k + 1) as f64 * f64::EPSILON * mag[q],
+                        "gemm {ta} {tb} {m}x{k}x{n} at {q}: {} vs {}",
+                        g[q],
+                        want[q]
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn matrix_kernels_on_empty_and_special_values() {
+        // k = 0: matmul writes zeros, gemm leaves C alone.
+        let mut c = [7.0, f64::NAN];
+        matmul(&[], &[], 0, 2, &mut c);
+        assert_eq!(bits(&c), bits(&[0.0, 0.0]));
+        let mut c = [7.0, -0.0];
+        gemm(false, false, &[], &[], 1, 0, 2, &mut c);
+        assert_eq!(bits(&c), bits(&[7.0, -0.0]));
+        // matmul ignores what C held, NaN included; NaN and infinities in the
+        // operands propagate as in scalar arithmetic.
+        let mut c = [f64::NAN; 4];
+        matmul(&[1.0, 2.0, 3.0, 4.0], &[1.0, 0.0, 0.0, 1.0], 2, 2, &mut c);
+        assert_eq!(c, [1.0, 2.0, 3.0, 4.0]);
+        let mut c = [0.0; 4];
+        matmul(
+            &[f64::NAN, 0.0, 0.0, 1.0],
+            &[1.0, 0.0, 0.0, 1.0],
+            2,
+            2,
+            &mut c,
+        );
+        assert!(c[0].is_nan() && c[1].is_nan() && c[2] == 0.0 && c[3] == 1.0);
+        let mut c = [0.0];
+        matmul(&[f64::INFINITY], &[0.0], 1, 1, &mut c);
+        assert!(c[0].is_nan());
+        // A product of signed zeros sums to 0.0.
+        let mut c = [7.0];
+        matmul(&[-1.0], &[0.0], 1, 1, &mut c);
+        assert!(c[0] == 0.0 && c[0].is_sign_positive());
+        let mut y = vec![0.0; 3];
+        let a = data(12, 0.5);
+        let x = data(4, 0.25);
+        matvec(&a, &x, 4, &mut y);
+        assert_eq!(y[1].to_bits(), dot(&a[4..8], &x).to_bits());
     }
 
     #[test]

@@ -8,8 +8,8 @@
 //!   and message texts;
 //! - [`float`]: floats printed as IR text words them.
 //!
-//! The bottom of irad's crate graph: it depends on no other irad crate (and
-//! on nothing but `std`), so both `irad-ir` and `irad-runtime` can depend on
+//! The bottom of irad's crate graph: it depends on no other irad crate (only
+//! on `std` and `matrixmultiply`, the matrix kernel), so both `irad-ir` and `irad-runtime` can depend on
 //! it without either depending on the other. Nothing here panics on the
 //! values compiled code or a program passes in; failures are `Result`s.
 
