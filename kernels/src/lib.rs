@@ -6,7 +6,8 @@
 //! - [`sparse`]: the tangent builder (node arena) of sparse forward mode;
 //! - [`trap`]: the run-time errors: kinds with their C ABI codes, operands
 //!   and message texts;
-//! - [`float`]: floats printed as IR text words them.
+//! - [`float`]: floats printed as IR text words them;
+//! - [`math`]: the math functions irad implements itself (`exp`).
 //!
 //! The bottom of irad's crate graph: it depends on no other irad crate (only
 //! on `std` and `matrixmultiply`, the matrix kernel), so both `irad-ir` and `irad-runtime` can depend on
@@ -17,6 +18,7 @@
 
 pub mod bulk;
 pub mod float;
+pub mod math;
 pub mod sparse;
 pub mod trap;
 

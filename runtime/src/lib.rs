@@ -6,8 +6,9 @@
 //! `irad_rt_*` functions (the [`RtSym`] list) to Cranelift; object files
 //! written by `irad emit` link the same functions from the static library
 //! this crate also builds (`libirad_runtime.a`). Either way compiled code
-//! computes what the interpreter computes: the math functions are the `libm`
-//! crate's, as in the interpreter.
+//! computes what the interpreter computes: the math functions are the ones
+//! the interpreter calls (`irad_kernels::math::exp`, the `libm` crate's
+//! others).
 //!
 //! Layout contract with the code generator (`irad-codegen`, docs/codegen.md):
 //! [`Ctx`] and [`Tape`] are `repr(C)` and the generator reads and writes their
@@ -485,8 +486,14 @@ macro_rules! unary_math {
     )*};
 }
 
+/// `irad_kernels::math::exp` (irad's own exp, docs/ir.md "Math"), for
+/// compiled code.
+#[unsafe(no_mangle)]
+pub extern "C" fn irad_rt_exp(x: f64) -> f64 {
+    irad_kernels::math::exp(x)
+}
+
 unary_math!(
-    irad_rt_exp = exp,
     irad_rt_log = log,
     irad_rt_log1p = log1p,
     irad_rt_expm1 = expm1,
@@ -603,8 +610,12 @@ mod tests {
     }
 
     #[test]
-    fn math_is_libm() {
+    fn math_is_the_interpreters() {
         assert_eq!(irad_rt_sin(0.5).to_bits(), libm::sin(0.5).to_bits());
+        assert_eq!(
+            irad_rt_exp(0.5).to_bits(),
+            irad_kernels::math::exp(0.5).to_bits()
+        );
         assert_eq!(irad_rt_round(2.5), 3.0);
         assert_eq!(irad_rt_round(-2.5), -3.0);
         assert!(irad_rt_log(-1.0).is_nan());

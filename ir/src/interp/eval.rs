@@ -195,7 +195,7 @@ fn f64_func(prim: Prim, args: &[&Val]) -> Result<Val, String> {
     let x = *x;
     let y = match prim {
         Sqrt => libm::sqrt(x),
-        Exp => libm::exp(x),
+        Exp => irad_kernels::math::exp(x),
         Log => libm::log(x),
         Log1p => libm::log1p(x),
         Expm1 => libm::expm1(x),
