@@ -28,7 +28,7 @@ use irad_ir::entity::{EntitySet, SecondaryMap};
 use irad_ir::flow::graph;
 use irad_ir::{
     Block, BlockData, Const, Func, FuncId, FuncRef, Inst, InstData, InstKind, Module, Operand, Pos,
-    Terminator, Value, ValueData, ValueDef,
+    Prim, Terminator, Value, ValueData, ValueDef,
 };
 use smallvec::SmallVec;
 use std::collections::{HashMap, HashSet};
@@ -64,7 +64,7 @@ pub fn inline_into(module: &mut Module, f: FuncId, limits: &Limits) -> bool {
     // the size limit ends the loop, and this bound is a second guard.
     for _ in 0..limits.max_func_size {
         let Some((block, idx, callee)) =
-            next_site(module, f, &module[f], &recursive, limits, &|_| true)
+            next_site(module, f, &module[f], &recursive, limits, &|_, _| true)
         else {
             break;
         };
@@ -166,8 +166,26 @@ pub fn inline_for_codegen(
     };
     set_places(&mut out, func, None, |b| (b, None));
     let mut any = false;
+    // Pushes and pops are not mixed in one function: code generation loads
+    // a popped value where it is used only in a function that neither
+    // pushes nor calls (docs/codegen.md, "Tapes"), so a pullback inlined
+    // next to its forward sweep (`@f.rev` calls both) would get slower.
+    //
+    // And only callees without a loop are inlined: a call costs little
+    // next to a loop's work, while a loop inlined into a bigger function
+    // gets that function's register pressure (Cranelift's allocator then
+    // keeps loop-carried values in stack slots when they live across a
+    // later call), which measured slower (docs/performance.md, "Inlining
+    // before codegen").
+    let allow_here = |caller: &Func, g: FuncId| {
+        let (push, pop) = tape_use(caller);
+        let (g_push, g_pop) = tape_use(&module[g]);
+        let mixes = pop && g_push || push && g_pop;
+        !mixes && !has_loop(&module[g]) && allow(g)
+    };
     for _ in 0..limits.max_func_size {
-        let Some((block, idx, callee)) = next_site(module, f, &out.func, recursive, limits, allow)
+        let Some((block, idx, callee)) =
+            next_site(module, f, &out.func, recursive, limits, &allow_here)
         else {
             break;
         };
@@ -221,6 +239,29 @@ pub fn inlined_as_compiled(module: &Module) -> Module {
         }
     }
     out
+}
+
+/// Whether `func`'s control-flow graph has a cycle.
+fn has_loop(func: &Func) -> bool {
+    let next: HashMap<Block, Block> = func.layout.windows(2).map(|w| (w[0], w[1])).collect();
+    let cyc = graph::cyclic(func.layout.iter().copied(), |b| {
+        func.successors(b, next.get(&b).copied())
+    });
+    !cyc.is_empty()
+}
+
+/// Whether `func`'s layout blocks push and whether they pop.
+fn tape_use(func: &Func) -> (bool, bool) {
+    let (mut push, mut pop) = (false, false);
+    for &b in &func.layout {
+        for &inst in &func.blocks[b].insts {
+            if let InstKind::Prim { prim, .. } = &func.insts[inst].kind {
+                push |= *prim == Prim::Push;
+                pop |= *prim == Prim::Pop;
+            }
+        }
+    }
+    (push, pop)
 }
 
 /// The source position of statement `inst` of `func`.
@@ -330,7 +371,7 @@ fn next_site(
     func: &Func,
     recursive: &EntitySet<FuncId>,
     limits: &Limits,
-    allow: &dyn Fn(FuncId) -> bool,
+    allow: &dyn Fn(&Func, FuncId) -> bool,
 ) -> Option<(Block, usize, FuncId)> {
     let size = func_size(func);
     for &block in &func.layout {
@@ -348,7 +389,7 @@ fn next_site(
                 && !body.layout.is_empty()
                 && callee_size <= limits.inline_size
                 && size + callee_size <= limits.max_func_size
-                && allow(callee)
+                && allow(func, callee)
             {
                 return Some((block, idx, callee));
             }
