@@ -88,6 +88,10 @@ pub(crate) struct Compiler<M: ClModule> {
     /// earlier ones or each other through rules, never put an old function
     /// on a cycle, and are computed afresh when the number changes).
     recursive: Option<(usize, EntitySet<FuncId>)>,
+    /// For each function defined so far, the functions whose bodies were
+    /// inlined into it (their statements are compiled there, not in them:
+    /// objects look for the rules those statements need there too).
+    pub inlined_bodies: HashMap<FuncId, Vec<FuncId>>,
     /// Tests only: lowering fails at every statement applying this primitive,
     /// as no valid program makes it fail half-way through a function.
     #[cfg(test)]
@@ -114,6 +118,7 @@ impl<M: ClModule> Compiler<M> {
             linkage: Linkage::Local,
             inline: Some(Limits::default()),
             recursive: None,
+            inlined_bodies: HashMap::new(),
             #[cfg(test)]
             fail_at: None,
         }
@@ -336,6 +341,12 @@ impl<M: ClModule> Compiler<M> {
             FuncRef::User(fid) => self.inlined(module, fid),
             FuncRef::Prim(_) => None,
         };
+        if let (FuncRef::User(fid), Some(inl)) = (f, &inlined) {
+            let mut bodies: Vec<FuncId> = inl.calls.iter().map(|c| c.callee).collect();
+            bodies.sort_unstable();
+            bodies.dedup();
+            self.inlined_bodies.insert(fid, bodies);
+        }
         let id = self.funcs[&f];
         let sig = self.signature(&Self::fn_type_of(module, f)?);
         self.ctx.clear();

@@ -98,6 +98,8 @@ pub struct InlinedCall {
     /// The inlined call whose body the `invoke` was in (an index into
     /// [`Inlined::calls`]), `None` when it was in the function itself.
     pub outer: Option<usize>,
+    /// The function called, whose body was copied.
+    pub callee: FuncId,
 }
 
 /// A copy of a function with small callees inlined, for code generation,
@@ -209,6 +211,7 @@ pub fn inline_for_codegen(
             place,
             pos: func_pos(&out.func, call),
             outer: frame,
+            callee,
         });
         let here = Some(out.calls.len() - 1);
         let blocks: HashMap<Block, Block> = copied.blocks.iter().copied().collect();
