@@ -13,6 +13,12 @@
 //! runtime function that fails has stored them itself). A call whose callee
 //! fails records its own site in the trace (`irad_rt_trace`) and returns 1
 //! too.
+//!
+//! Each function is lowered with its small loop-free non-recursive callees
+//! inlined (`irad_passes::pe::inline_for_codegen`; docs/codegen.md,
+//! "Inlining"). Sites in inlined code carry the callee's place, their error
+//! returns trace the inlined calls, and an inlined body's entry checks the
+//! call depth its frame would have had, so errors read as without inlining.
 
 mod bounds;
 mod prim;
@@ -84,9 +90,8 @@ pub(crate) struct Compiler<M: ClModule> {
     /// each function before it is lowered (`None`: no inlining).
     pub inline: Option<Limits>,
     /// The functions on a cycle of the call graph, computed for a module of
-    /// the given number of functions (functions added later call only
-    /// earlier ones or each other through rules, never put an old function
-    /// on a cycle, and are computed afresh when the number changes).
+    /// the given number of functions, and again when functions are added
+    /// (rules derived at run time).
     recursive: Option<(usize, EntitySet<FuncId>)>,
     /// For each function defined so far, the functions whose bodies were
     /// inlined into it (their statements are compiled there, not in them:

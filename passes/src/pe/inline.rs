@@ -20,6 +20,13 @@
 //! normal form (docs/passes.md) when the caller and callee have it: the new
 //! blocks end in `goto` or in the callee's own branches, the continuation is
 //! last when the call's block was, and the entry gains no predecessor.
+//!
+//! For code generation, [`inline_for_codegen`] makes the same transformation
+//! on a copy of one function, leaving the module alone, inlines only
+//! loop-free callees that do not mix pushes and pops with the caller, and
+//! returns with the copy where each statement stood before ([`Inlined`]), so
+//! that errors in inlined code can be reported exactly as without inlining
+//! (docs/codegen.md, "Inlining").
 
 use super::{
     Labels, Limits, func_size, map_kind, map_targets, map_term, rename_phi_pred, substitute,
@@ -141,8 +148,9 @@ impl Inlined {
 
 /// A copy of function `f` of `module` with every call inlined that
 /// [`inline_into`] would inline (within `limits`; `recursive` is
-/// [`recursive_functions`] of `module`), and only calls of callees that
-/// `allow` accepts; `None` when there is none. The module is not changed.
+/// [`recursive_functions`] of `module`), of callees without a loop that do
+/// not pop where the caller pushes (or push where it pops) and that `allow`
+/// accepts; `None` when there is none. The module is not changed.
 ///
 /// What the copy computes is `f`'s: the same values and errors, except that
 /// an inlined call makes no frame. The [`Inlined`] tables say where each
