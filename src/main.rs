@@ -309,7 +309,9 @@ struct DumpCmd {
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
     /// Print the module after the normalisation pipeline up to and including
-    /// PASS (`forward`, with `--mode fwd`: after the forward rules are built).
+    /// PASS (`forward`, with `--mode fwd`: after the forward rules are built;
+    /// `inline`: after everything else, the module as code generation
+    /// compiles it, with small non-recursive callees inlined).
     #[arg(long, value_name = "PASS", conflicts_with = "all_passes",
           value_parser = PossibleValuesParser::new(after_names()))]
     after: Option<String>,
@@ -368,6 +370,7 @@ fn after_names() -> Vec<&'static str> {
     let mut names: Vec<&str> = irad::passes::NORMALISE.iter().map(|p| p.name()).collect();
     names.push(PassId::Forward.name());
     names.push(PassId::Reverse.name());
+    names.push(PassId::Inline.name());
     names
 }
 
@@ -484,7 +487,11 @@ fn dump(cmd: DumpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
     // names another (`id`: none); `--after` a pass stops before it.
     let schedule = match &cmd.schedule {
         Some(text) => Some(irad::read_schedule(Some(text))?),
-        None if cmd.mode.is_some() && cmd.after.is_none() => Some(irad::read_schedule(None)?),
+        None if cmd.mode.is_some()
+            && (cmd.after.is_none() || cmd.after.as_deref() == Some(PassId::Inline.name())) =>
+        {
+            Some(irad::read_schedule(None)?)
+        }
         None => None,
     };
     let module = load(&cmd.file, sources)?;

@@ -455,6 +455,7 @@ fn run_time_errors_return_their_code_and_the_interpreters_message() {
         emit(&file, "pick", &["--grad"], &d, "pick"),
         emit(&file, "ratio", &[], &d, "ratio"),
         emit(&file, "deep", &[], &d, "deep"),
+        emit(&file, "ratio_twice", &[], &d, "ratio_twice"),
     ];
     let exe = link(&d, "errors.c", &objs, &[], "errors");
     let (src, module) = source(&file);
@@ -500,6 +501,14 @@ fn run_time_errors_return_their_code_and_the_interpreters_message() {
     let (status, text) = case("ratio");
     assert_eq!(status, rt::TrapKind::DivZero.code());
     assert_eq!(messages(&text), interp("ratio", "7, 0", 100_000));
+
+    // In a callee inlined by code generation: the same text, a note for
+    // the inlined call included.
+    let (status, text) = case("ratio_twice");
+    assert_eq!(status, rt::TrapKind::DivZero.code());
+    let want = interp("ratio_twice", "7, 0", 100_000);
+    assert!(want.len() == 2 && want[1].starts_with("note:"), "{want:?}");
+    assert_eq!(messages(&text), want);
 
     let (status, text) = case("deep");
     assert_eq!(status, rt::TrapKind::Depth.code());

@@ -308,6 +308,14 @@ impl<'m> Jit<'m> {
         self.st.stack_budget = bytes;
     }
 
+    /// Sets the limits within which functions compiled from now on get their
+    /// small non-recursive callees inlined (docs/codegen.md, "Inlining");
+    /// `None` turns inlining off. The default is `Some(Limits::default())`.
+    /// Either way the results and errors are the same.
+    pub fn set_inlining(&mut self, limits: Option<irad_passes::pe::Limits>) {
+        self.st.comp.inline = limits;
+    }
+
     /// Compiles `f` and everything it can reach, if not done yet.
     pub fn compile(&mut self, f: FuncId) -> Result<(), CodegenError> {
         self.st.compile(FuncRef::User(f)).map(|_| ())

@@ -13,6 +13,12 @@
 //! runtime function that fails has stored them itself). A call whose callee
 //! fails records its own site in the trace (`irad_rt_trace`) and returns 1
 //! too.
+//!
+//! Each function is lowered with its small loop-free non-recursive callees
+//! inlined (`irad_passes::pe::inline_for_codegen`; docs/codegen.md,
+//! "Inlining"). Sites in inlined code carry the callee's place, their error
+//! returns trace the inlined calls, and an inlined body's entry checks the
+//! call depth its frame would have had, so errors read as without inlining.
 
 mod bounds;
 mod prim;
@@ -28,6 +34,7 @@ use cranelift_codegen::isa::CallConv;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_module::{FuncId as ClFuncId, Linkage, Module as ClModule};
 use irad_ir::entity::EntityRef;
+use irad_ir::entity::EntitySet;
 use irad_ir::flow::ControlFlowGraph;
 use irad_ir::func::{
     Block, Const, Func, FuncId, FuncRef, InstKind, Module, Operand, Terminator, Value,
@@ -35,6 +42,7 @@ use irad_ir::func::{
 use irad_ir::loc::Location;
 use irad_ir::prim::Prim;
 use irad_ir::types::{FnType, Type};
+use irad_passes::pe::{Inlined, Limits};
 use irad_runtime::{self as rt, RtSym, TrapKind};
 use smallvec::SmallVec;
 use std::collections::HashMap;
@@ -78,6 +86,17 @@ pub(crate) struct Compiler<M: ClModule> {
     fctx: FunctionBuilderContext,
     /// The linkage of compiled IR functions (local in the JIT and in objects).
     linkage: Linkage,
+    /// The limits within which small non-recursive callees are inlined into
+    /// each function before it is lowered (`None`: no inlining).
+    pub inline: Option<Limits>,
+    /// The functions on a cycle of the call graph, computed for a module of
+    /// the given number of functions, and again when functions are added
+    /// (rules derived at run time).
+    recursive: Option<(usize, EntitySet<FuncId>)>,
+    /// For each function defined so far, the functions whose bodies were
+    /// inlined into it (their statements are compiled there, not in them:
+    /// objects look for the rules those statements need there too).
+    pub inlined_bodies: HashMap<FuncId, Vec<FuncId>>,
     /// Tests only: lowering fails at every statement applying this primitive,
     /// as no valid program makes it fail half-way through a function.
     #[cfg(test)]
@@ -102,6 +121,9 @@ impl<M: ClModule> Compiler<M> {
             ctx,
             fctx: FunctionBuilderContext::new(),
             linkage: Linkage::Local,
+            inline: Some(Limits::default()),
+            recursive: None,
+            inlined_bodies: HashMap::new(),
             #[cfg(test)]
             fail_at: None,
         }
@@ -283,6 +305,30 @@ impl<M: ClModule> Compiler<M> {
         Ok(())
     }
 
+    /// `f` with its small non-recursive callees inlined (docs/codegen.md,
+    /// "Inlining"), or `None` when inlining is off or finds no call. Only
+    /// callees that verify are inlined: a callee that does not is compiled
+    /// (and refused) as a function of its own, as without inlining.
+    fn inlined(&mut self, module: &Module, f: FuncId) -> Option<Inlined> {
+        let limits = self.inline.as_ref()?;
+        let n = module.len();
+        let recursive = match &self.recursive {
+            Some((len, set)) if *len == n => set,
+            _ => {
+                let set = irad_passes::pe::recursive_functions(module);
+                &self.recursive.insert((n, set)).1
+            }
+        };
+        let verified: std::cell::RefCell<HashMap<FuncId, bool>> = Default::default();
+        let allow = |g: FuncId| {
+            *verified
+                .borrow_mut()
+                .entry(g)
+                .or_insert_with(|| irad_ir::verify::verify_func(module, g).is_ok())
+        };
+        irad_passes::pe::inline_for_codegen(module, f, recursive, limits, &allow)
+    }
+
     /// Lowers `f` and defines it in the backend.
     fn define(&mut self, module: &Module, f: FuncRef) -> Result<(), CodegenError> {
         // Lowering assumes what the verifier checks (operand types, SSA
@@ -295,6 +341,16 @@ impl<M: ClModule> Compiler<M> {
                 loc: e.loc,
                 msg: format!("cannot compile a function that does not verify: {}", e.msg),
             });
+        }
+        let inlined = match f {
+            FuncRef::User(fid) => self.inlined(module, fid),
+            FuncRef::Prim(_) => None,
+        };
+        if let (FuncRef::User(fid), Some(inl)) = (f, &inlined) {
+            let mut bodies: Vec<FuncId> = inl.calls.iter().map(|c| c.callee).collect();
+            bodies.sort_unstable();
+            bodies.dedup();
+            self.inlined_bodies.insert(fid, bodies);
         }
         let id = self.funcs[&f];
         let sig = self.signature(&Self::fn_type_of(module, f)?);
@@ -309,7 +365,10 @@ impl<M: ClModule> Compiler<M> {
                 b,
                 module,
                 ctx_val: None,
+                inl: inlined.as_ref(),
                 ret_err: None,
+                cur_frame: None,
+                frame_rets: HashMap::new(),
                 ret_leaves: Vec::new(),
                 vals: Vec::new(),
                 fimports: HashMap::new(),
@@ -372,8 +431,18 @@ struct Lower<'a, 'b, M: ClModule> {
     b: FunctionBuilder<'b>,
     module: &'a Module,
     ctx_val: Option<ir::Value>,
+    /// The function with its calls inlined (`Compiler::inline`), lowered
+    /// in place of the module's, with where its statements stood before.
+    inl: Option<&'a Inlined>,
     /// The block that returns status 1, made on first need.
     ret_err: Option<ir::Block>,
+    /// The inlined call whose body the block being lowered belongs to
+    /// (an index into `Inlined::calls`), `None` in the function's own.
+    cur_frame: Option<usize>,
+    /// For each inlined call, the block that records its call site in the
+    /// trace (as its frame's caller would) and goes on to the next outer
+    /// one, or to `ret_err`: the error return of code in its body.
+    frame_rets: HashMap<usize, ir::Block>,
     ret_leaves: Vec<types::Type>,
     /// The leaves of every IR value lowered so far, by value number.
     vals: Vec<Option<Leaves>>,
@@ -454,9 +523,26 @@ impl<M: ClModule> Lower<'_, '_, M> {
         Ok(self.b.inst_results(call).iter().copied().collect())
     }
 
-    /// The block returning status 1 (the error is already in the context).
+    /// The block returning status 1 (the error is already in the context)
+    /// from the block being lowered: in inlined code, through the blocks
+    /// that trace the inlined calls around it (innermost first).
     fn ret_err(&mut self) -> ir::Block {
-        self.ret_err.expect("made at entry")
+        match self.cur_frame {
+            Some(k) => self.frame_ret(k),
+            None => self.ret_err.expect("made at entry"),
+        }
+    }
+
+    /// The error return of the body of inlined call `k` (made on first
+    /// need, filled by [`Lower::fill_ret_err`]).
+    fn frame_ret(&mut self, k: usize) -> ir::Block {
+        if let Some(&blk) = self.frame_rets.get(&k) {
+            return blk;
+        }
+        let blk = self.b.create_block();
+        self.b.set_cold_block(blk);
+        self.frame_rets.insert(k, blk);
+        blk
     }
 
     /// Makes the block returning status 1; filled by [`Lower::fill_ret_err`]
@@ -467,14 +553,57 @@ impl<M: ClModule> Lower<'_, '_, M> {
         self.ret_err = Some(blk);
     }
 
-    fn fill_ret_err(&mut self) {
-        let blk = self.ret_err();
+    fn fill_ret_err(&mut self) -> Result<(), CodegenError> {
+        self.fill_frame_rets()?;
+        let blk = self.ret_err.expect("made at entry");
         self.b.switch_to_block(blk);
         let mut rets = vec![self.b.ins().iconst(types::I8, 1)];
         for leaf in self.ret_leaves.clone() {
             rets.push(self.zero(leaf));
         }
         self.b.ins().return_(&rets);
+        Ok(())
+    }
+
+    /// Fills the error return of every inlined call's body that some code
+    /// uses: `irad_rt_trace` of the inlined call's site, as the caller of
+    /// its frame would record it, then the next outer one's error return.
+    fn fill_frame_rets(&mut self) -> Result<(), CodegenError> {
+        let Some(inl) = self.inl else {
+            return Ok(());
+        };
+        let mut done: std::collections::HashSet<usize> = std::collections::HashSet::new();
+        loop {
+            let Some((k, blk)) = self
+                .frame_rets
+                .iter()
+                .map(|(&k, &b)| (k, b))
+                .find(|(k, _)| !done.contains(k))
+            else {
+                return Ok(());
+            };
+            done.insert(k);
+            let call = inl
+                .calls
+                .get(k)
+                .ok_or_else(|| CodegenError::internal(format!("no inlined call {k}")))?;
+            let loc = Location {
+                func: Some(call.place.func.to_string()),
+                block: Some(call.place.block),
+                stmt: Some(call.place.stmt),
+                pos: call.pos,
+            };
+            let site = self.c.site(loc, None);
+            self.b.switch_to_block(blk);
+            let ctx = self.ctx();
+            let s = self.b.ins().iconst(types::I64, site);
+            self.call_rt(RtSym::Trace, &[types::I64, types::I64], &[], &[ctx, s])?;
+            let next = match call.outer {
+                Some(outer) => self.frame_ret(outer),
+                None => self.ret_err.expect("made at entry"),
+            };
+            self.b.ins().jump(next, &[]);
+        }
     }
 
     /// Gives the context, the tapes and the arrays an alias region each.
@@ -589,9 +718,12 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// A function of the module.
     fn user_function(&mut self, fid: FuncId) -> Result<(), CodegenError> {
         let module = self.module;
-        let func = module
-            .get(fid)
-            .ok_or_else(|| CodegenError::internal(format!("no function {fid:?}")))?;
+        let func = match self.inl {
+            Some(inl) => &inl.func,
+            None => module
+                .get(fid)
+                .ok_or_else(|| CodegenError::internal(format!("no function {fid:?}")))?,
+        };
         self.ret_leaves = leaf_list(&func.ret);
         self.in_range = bounds::in_range(func);
         let entry = self.b.create_block();
@@ -651,21 +783,35 @@ impl<M: ClModule> Lower<'_, '_, M> {
             self.b.switch_to_block(cl_blocks[&blk]);
             self.block(func, blk, &cl_blocks)?;
         }
-        self.fill_ret_err();
-        Ok(())
+        self.fill_ret_err()
     }
 
-    fn loc(func: &Func, blk: Block, stmt: usize) -> Location {
+    /// The location of statement `stmt` (from 0; the terminator when past
+    /// the last) of block `blk`: where it stood before inlining when
+    /// `inl` knows (the callee's name, block and statement), else where
+    /// it is in `func`.
+    fn loc(inl: Option<&Inlined>, func: &Func, blk: Block, stmt: usize) -> Location {
         let data = &func.blocks[blk];
-        let pos = match data.insts.get(stmt) {
-            Some(&inst) => func.insts[inst].pos,
-            None => data.term_pos,
+        let (pos, place) = match data.insts.get(stmt) {
+            Some(&inst) => (
+                func.insts[inst].pos,
+                inl.and_then(|i| i.insts[inst].as_ref()),
+            ),
+            None => (data.term_pos, inl.and_then(|i| i.terms[blk].as_ref())),
         };
-        Location {
-            func: Some(func.name.clone()),
-            block: Some(data.label),
-            stmt: Some(stmt as u32 + 1),
-            pos,
+        match place {
+            Some(p) => Location {
+                func: Some(p.func.to_string()),
+                block: Some(p.block),
+                stmt: Some(p.stmt),
+                pos,
+            },
+            None => Location {
+                func: Some(func.name.clone()),
+                block: Some(data.label),
+                stmt: Some(stmt as u32 + 1),
+                pos,
+            },
         }
     }
 
@@ -676,12 +822,19 @@ impl<M: ClModule> Lower<'_, '_, M> {
         cl_blocks: &HashMap<Block, ir::Block>,
     ) -> Result<(), CodegenError> {
         let data = &func.blocks[blk];
+        let inl = self.inl;
         self.checked.clear();
         self.known.clear();
+        self.cur_frame = inl.and_then(|i| i.frames[blk]);
+        if let Some(i) = inl
+            && i.entries.contains(blk)
+        {
+            self.inlined_depth_check(i.depth(blk));
+        }
         let mut plan = self.tape_plan(func, blk);
         for (i, &inst) in data.insts.iter().enumerate() {
             let idata = &func.insts[inst];
-            let site_loc = || Self::loc(func, blk, i);
+            let site_loc = || Self::loc(inl, func, blk, i);
             let result_ty = idata.result.map(|r| func.values[r].ty.clone());
             if let Some(checks) = plan.checks.remove(&i) {
                 self.tape_checks(checks)?;
@@ -734,7 +887,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 self.set(res, out);
             }
         }
-        let term_loc = || Self::loc(func, blk, data.insts.len());
+        let term_loc = || Self::loc(inl, func, blk, data.insts.len());
         let target = |b: &Block| {
             cl_blocks.get(b).copied().ok_or_else(|| {
                 CodegenError::at(func, Some(blk), "jump to a block that is not reachable")
@@ -851,6 +1004,19 @@ impl<M: ClModule> Lower<'_, '_, M> {
         self.fail_if(too_deep, TrapKind::Depth, rt::SITE_NONE, Some(max), None);
     }
 
+    /// The call-depth check of an inlined frame, at the entry of its body:
+    /// `depth` frames deeper than the function's own, as the callee's own
+    /// [`Lower::depth_check`] would have been, with the same error (no site
+    /// of its own; the inlined calls' error returns trace their sites).
+    fn inlined_depth_check(&mut self, depth: usize) {
+        let ctx = self.ctx();
+        let own = self.load64(ctx, rt::OFF_DEPTH);
+        let max = self.load64(ctx, rt::OFF_MAX_DEPTH);
+        let deeper = self.b.ins().iadd_imm_s(own, depth as i64);
+        let too_deep = self.b.ins().icmp(IntCC::SignedGreaterThan, deeper, max);
+        self.fail_if(too_deep, TrapKind::Depth, rt::SITE_NONE, Some(max), None);
+    }
+
     /// A call with the stack check, the failure path, and the result leaves
     /// (the callee checks the call depth, see [`Lower::depth_check`]).
     fn call(
@@ -924,8 +1090,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let mut rets = vec![self.b.ins().iconst(types::I8, 0)];
         rets.extend(out);
         self.b.ins().return_(&rets);
-        self.fill_ret_err();
-        Ok(())
+        self.fill_ret_err()
     }
 
     fn prim(
@@ -1078,6 +1243,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// checks. (After a run-time error inside a segment the tapes may hold
     /// more or less than the interpreter's would; they are unspecified then.)
     fn tape_plan(&mut self, func: &Func, blk: Block) -> TapePlan {
+        let inl = self.inl;
         let mut plan = TapePlan::default();
         let insts = &func.blocks[blk].insts;
         let mut start = 0;
@@ -1121,7 +1287,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             let mut checks = Vec::new();
             for (tape, list) in uses {
                 if list.iter().all(|u| u.2) {
-                    let site = self.c.site(Self::loc(func, blk, list[0].0), None);
+                    let site = self.c.site(Self::loc(inl, func, blk, list[0].0), None);
                     let mut off = 0;
                     for &(i, size, _) in &list {
                         plan.prechecked.insert(i, (tape, off));
@@ -1139,7 +1305,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     for &(i, size, _) in &list {
                         cum += size;
                         plan.prechecked.insert(i, (tape, -cum));
-                        let site = self.c.site(Self::loc(func, blk, i), Some(ty.clone()));
+                        let site = self.c.site(Self::loc(inl, func, blk, i), Some(ty.clone()));
                         pops.push((size, site));
                     }
                     checks.push(TapeCheck::Filled { tape, pops });

@@ -203,6 +203,11 @@ fn close_rules(
         for f in comp.defined.clone() {
             if let FuncRef::User(id) = f {
                 scan_rule_statements(module, id, &mut needs)?;
+                // Inlined bodies' statements are compiled in `id`.
+                let bodies = comp.inlined_bodies.get(&id).cloned().unwrap_or_default();
+                for g in bodies {
+                    scan_rule_statements(module, g, &mut needs)?;
+                }
             }
         }
         let mut progress = false;

@@ -45,7 +45,9 @@ pub struct DumpRequest<'a> {
     /// The derivation to add, if any.
     pub mode: Option<DumpMode>,
     /// Stop after this pass: one of [`NORMALISE`], or `forward` / `reverse`
-    /// (the pass of `mode`).
+    /// (the pass of `mode`), or `inline`: after everything else, the module
+    /// as code generation compiles it, small callees inlined
+    /// ([`crate::pe::inlined_as_compiled`]).
     pub after: Option<PassId>,
     /// Every section, not only the last.
     pub all_passes: bool,
@@ -207,6 +209,15 @@ pub fn dump(
         },
         module: s.module,
     }));
+    if req.after == Some(PassId::Inline) {
+        // What code generation compiles: the last module, inlined.
+        let last = sections.last().map_or(&m, |s| &s.module);
+        let inlined = crate::pe::inlined_as_compiled(last);
+        sections.push(Section {
+            label: Label::Pass(PassId::Inline),
+            module: inlined,
+        });
+    }
     if !req.all_passes {
         sections.drain(..sections.len() - 1);
     }

@@ -4,6 +4,7 @@
 #include "pick.h"
 #include "ratio.h"
 #include "deep.h"
+#include "ratio_twice.h"
 #include "driver.h"
 
 int main(int argc, char **argv) {
@@ -22,6 +23,8 @@ int main(int argc, char **argv) {
         status = pick(xs, -1, 0, &v);
     } else if (strcmp(c, "ratio") == 0) {
         status = ratio(7, 0, &v);
+    } else if (strcmp(c, "ratio_twice") == 0) {
+        status = ratio_twice(7, 0, &v);
     } else if (strcmp(c, "deep") == 0) {
         irad_set_max_depth(50);
         status = deep(100, &v);

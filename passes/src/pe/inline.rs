@@ -20,6 +20,13 @@
 //! normal form (docs/passes.md) when the caller and callee have it: the new
 //! blocks end in `goto` or in the callee's own branches, the continuation is
 //! last when the call's block was, and the entry gains no predecessor.
+//!
+//! For code generation, [`inline_for_codegen`] makes the same transformation
+//! on a copy of one function, leaving the module alone, inlines only
+//! loop-free callees that do not mix pushes and pops with the caller, and
+//! returns with the copy where each statement stood before ([`Inlined`]), so
+//! that errors in inlined code can be reported exactly as without inlining
+//! (docs/codegen.md, "Inlining").
 
 use super::{
     Labels, Limits, func_size, map_kind, map_targets, map_term, rename_phi_pred, substitute,
@@ -27,11 +34,12 @@ use super::{
 use irad_ir::entity::{EntitySet, SecondaryMap};
 use irad_ir::flow::graph;
 use irad_ir::{
-    Block, BlockData, Const, Func, FuncId, FuncRef, InstData, InstKind, Module, Operand,
-    Terminator, Value, ValueData, ValueDef,
+    Block, BlockData, Const, Func, FuncId, FuncRef, Inst, InstData, InstKind, Module, Operand, Pos,
+    Prim, Terminator, Value, ValueData, ValueDef,
 };
 use smallvec::SmallVec;
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 /// Inlines small non-recursive callees into every function of `module` with
 /// the default [`Limits`]; returns whether any call was inlined.
@@ -62,7 +70,9 @@ pub fn inline_into(module: &mut Module, f: FuncId, limits: &Limits) -> bool {
     // Each inline removes one call and adds a bounded number of statements;
     // the size limit ends the loop, and this bound is a second guard.
     for _ in 0..limits.max_func_size {
-        let Some((block, idx, callee)) = next_site(module, f, &recursive, limits) else {
+        let Some((block, idx, callee)) =
+            next_site(module, f, &module[f], &recursive, limits, &|_, _| true)
+        else {
             break;
         };
         let body = module[callee].clone();
@@ -72,8 +82,244 @@ pub fn inline_into(module: &mut Module, f: FuncId, limits: &Limits) -> bool {
     changed
 }
 
-/// The functions that lie on a cycle of the call graph.
-fn recursive_functions(module: &Module) -> EntitySet<FuncId> {
+/// Where a statement stood before inlining: its function (by name, without
+/// `@`), block label and statement number from 1 (the terminator counted
+/// last), as an error names it (SYNTAX.md).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// The function's name.
+    pub func: Rc<str>,
+    /// The block's label.
+    pub block: u32,
+    /// The statement's number within the block, from 1.
+    pub stmt: u32,
+}
+
+/// A call that [`inline_for_codegen`] replaced by its callee's body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InlinedCall {
+    /// Where the `invoke` stood.
+    pub place: Place,
+    /// Its source position.
+    pub pos: Option<Pos>,
+    /// The inlined call whose body the `invoke` was in (an index into
+    /// [`Inlined::calls`]), `None` when it was in the function itself.
+    pub outer: Option<usize>,
+    /// The function called, whose body was copied.
+    pub callee: FuncId,
+}
+
+/// A copy of a function with small callees inlined, for code generation,
+/// and for every statement of the copy where it stood before inlining, so
+/// that its errors can read exactly as they would without inlining.
+#[derive(Clone, Debug)]
+pub struct Inlined {
+    /// The function with the calls inlined (same name, parameters, type).
+    pub func: Func,
+    /// Each statement's place before inlining (every statement that can
+    /// fail has one; a phi made for several returns has none).
+    pub insts: SecondaryMap<Inst, Option<Place>>,
+    /// Each block's terminator's place before inlining.
+    pub terms: SecondaryMap<Block, Option<Place>>,
+    /// For each block, the innermost inlined call whose body it belongs to
+    /// (an index into `calls`); `None` for the function's own blocks.
+    /// Every statement of a block belongs to the same body.
+    pub frames: SecondaryMap<Block, Option<usize>>,
+    /// The blocks that are the entry of an inlined callee's copy, where its
+    /// frame would have begun.
+    pub entries: EntitySet<Block>,
+    /// The calls inlined, outer ones before the calls their bodies brought.
+    pub calls: Vec<InlinedCall>,
+}
+
+impl Inlined {
+    /// How many frames the inlined calls around block `b` stood for (0 in
+    /// the function's own blocks).
+    pub fn depth(&self, b: Block) -> usize {
+        let mut n = 0;
+        let mut at = self.frames[b];
+        while let Some(i) = at {
+            n += 1;
+            at = self.calls.get(i).and_then(|c| c.outer);
+        }
+        n
+    }
+}
+
+/// A copy of function `f` of `module` with every call inlined that
+/// [`inline_into`] would inline (within `limits`; `recursive` is
+/// [`recursive_functions`] of `module`), of callees without a loop that do
+/// not pop where the caller pushes (or push where it pops) and that `allow`
+/// accepts; `None` when there is none. The module is not changed.
+///
+/// What the copy computes is `f`'s: the same values and errors, except that
+/// an inlined call makes no frame. The [`Inlined`] tables say where each
+/// copied statement stood, so a code generator can report an error in
+/// inlined code with the callee's name, block and statement, and the
+/// inlined calls as the trace of calls it would have had, and can check the
+/// call depth where each inlined frame would have begun.
+pub fn inline_for_codegen(
+    module: &Module,
+    f: FuncId,
+    recursive: &EntitySet<FuncId>,
+    limits: &Limits,
+    allow: &dyn Fn(FuncId) -> bool,
+) -> Option<Inlined> {
+    let func = module.get(f)?;
+    let mut out = Inlined {
+        func: func.clone(),
+        insts: SecondaryMap::new(),
+        terms: SecondaryMap::new(),
+        frames: SecondaryMap::new(),
+        entries: EntitySet::new(),
+        calls: Vec::new(),
+    };
+    set_places(&mut out, func, None, |b| (b, None));
+    let mut any = false;
+    // Pushes and pops are not mixed in one function: code generation loads
+    // a popped value where it is used only in a function that neither
+    // pushes nor calls (docs/codegen.md, "Tapes"), so a pullback inlined
+    // next to its forward sweep (`@f.rev` calls both) would get slower.
+    //
+    // And only callees without a loop are inlined: a call costs little
+    // next to a loop's work, while a loop inlined into a bigger function
+    // gets that function's register pressure (Cranelift's allocator then
+    // keeps loop-carried values in stack slots when they live across a
+    // later call), which measured slower (docs/performance.md, "Inlining
+    // before codegen").
+    let allow_here = |caller: &Func, g: FuncId| {
+        let (push, pop) = tape_use(caller);
+        let (g_push, g_pop) = tape_use(&module[g]);
+        let mixes = pop && g_push || push && g_pop;
+        !mixes && !has_loop(&module[g]) && allow(g)
+    };
+    for _ in 0..limits.max_func_size {
+        let Some((block, idx, callee)) =
+            next_site(module, f, &out.func, recursive, limits, &allow_here)
+        else {
+            break;
+        };
+        let call = out.func.blocks[block].insts[idx];
+        let body = &module[callee];
+        let Some(copied) = inline_site(&mut out.func, block, idx, body) else {
+            break;
+        };
+        any = true;
+        // The continuation holds the rest of the call's block: same body,
+        // and the old terminator with its place.
+        let frame = out.frames[block];
+        out.frames.set(copied.cont, frame);
+        let term = out.terms[block].clone();
+        out.terms.set(copied.cont, term);
+        out.terms.set(block, None);
+        let Some(place) = out.insts[call].clone() else {
+            continue;
+        };
+        out.calls.push(InlinedCall {
+            place,
+            pos: func_pos(&out.func, call),
+            outer: frame,
+            callee,
+        });
+        let here = Some(out.calls.len() - 1);
+        let blocks: HashMap<Block, Block> = copied.blocks.iter().copied().collect();
+        let insts: HashMap<Inst, Inst> = copied.insts.iter().copied().collect();
+        set_places(&mut out, body, here, |b| {
+            (blocks.get(&b).copied().unwrap_or(b), Some(&insts))
+        });
+        if let Some(&(_, entry)) = copied.blocks.first() {
+            out.entries.insert(entry);
+        }
+    }
+    any.then_some(out)
+}
+
+/// `module` as code generation compiles it: every function replaced by its
+/// [`inline_for_codegen`] copy (default [`Limits`]; only callees that
+/// verify), what `irad dump --after inline` prints. Each copy is made from
+/// the module as given, so a function's callees are inlined as they were
+/// written, never twice.
+pub fn inlined_as_compiled(module: &Module) -> Module {
+    let recursive = recursive_functions(module);
+    let limits = Limits::default();
+    let allow = |g: FuncId| irad_ir::verify::verify_func(module, g).is_ok();
+    let mut out = module.clone();
+    for f in module.func_ids() {
+        if let Some(inl) = inline_for_codegen(module, f, &recursive, &limits, &allow) {
+            out[f] = inl.func;
+        }
+    }
+    out
+}
+
+/// Whether `func`'s control-flow graph has a cycle.
+fn has_loop(func: &Func) -> bool {
+    let next: HashMap<Block, Block> = func.layout.windows(2).map(|w| (w[0], w[1])).collect();
+    let cyc = graph::cyclic(func.layout.iter().copied(), |b| {
+        func.successors(b, next.get(&b).copied())
+    });
+    !cyc.is_empty()
+}
+
+/// Whether `func`'s layout blocks push and whether they pop.
+fn tape_use(func: &Func) -> (bool, bool) {
+    let (mut push, mut pop) = (false, false);
+    for &b in &func.layout {
+        for &inst in &func.blocks[b].insts {
+            if let InstKind::Prim { prim, .. } = &func.insts[inst].kind {
+                push |= *prim == Prim::Push;
+                pop |= *prim == Prim::Pop;
+            }
+        }
+    }
+    (push, pop)
+}
+
+/// The source position of statement `inst` of `func`.
+fn func_pos(func: &Func, inst: Inst) -> Option<Pos> {
+    func.insts.get(inst).and_then(|d| d.pos)
+}
+
+/// Records the places of `body`'s statements and terminators (`body` as it
+/// is in the module) at their copies: block `b` of `body` is `at(b).0` in
+/// `out.func`, its statements mapped by `at(b).1` (the identity when `None`),
+/// inside inlined call `frame`.
+fn set_places<'m>(
+    out: &mut Inlined,
+    body: &Func,
+    frame: Option<usize>,
+    at: impl Fn(Block) -> (Block, Option<&'m HashMap<Inst, Inst>>),
+) {
+    let name: Rc<str> = Rc::from(body.name.as_str());
+    for &b in &body.layout {
+        let data = &body.blocks[b];
+        let (nb, insts) = at(b);
+        for (i, &inst) in data.insts.iter().enumerate() {
+            let new = insts.and_then(|m| m.get(&inst).copied()).unwrap_or(inst);
+            out.insts.set(
+                new,
+                Some(Place {
+                    func: name.clone(),
+                    block: data.label,
+                    stmt: i as u32 + 1,
+                }),
+            );
+        }
+        out.terms.set(
+            nb,
+            Some(Place {
+                func: name.clone(),
+                block: data.label,
+                stmt: data.insts.len() as u32 + 1,
+            }),
+        );
+        out.frames.set(nb, frame);
+    }
+}
+
+/// The functions that lie on a cycle of the call graph (edges: `invoke`,
+/// and every function constant a body mentions).
+pub fn recursive_functions(module: &Module) -> EntitySet<FuncId> {
     let mut succs: SecondaryMap<FuncId, SmallVec<[FuncId; 2]>> = SecondaryMap::new();
     for f in module.func_ids() {
         let out = {
@@ -127,14 +373,17 @@ fn recursive_functions(module: &Module) -> EntitySet<FuncId> {
     graph::cyclic(module.func_ids(), |f| succs[f].iter().copied())
 }
 
-/// The first call in `f` that can be inlined: (block, statement index, callee).
+/// The first call in `func` (function `f` of `module`, or a copy of it) that
+/// can be inlined: (block, statement index, callee). `allow` may refuse a
+/// callee that passes the other tests.
 fn next_site(
     module: &Module,
     f: FuncId,
+    func: &Func,
     recursive: &EntitySet<FuncId>,
     limits: &Limits,
+    allow: &dyn Fn(&Func, FuncId) -> bool,
 ) -> Option<(Block, usize, FuncId)> {
-    let func = &module[f];
     let size = func_size(func);
     for &block in &func.layout {
         for (idx, &inst) in func.blocks[block].insts.iter().enumerate() {
@@ -151,6 +400,7 @@ fn next_site(
                 && !body.layout.is_empty()
                 && callee_size <= limits.inline_size
                 && size + callee_size <= limits.max_func_size
+                && allow(func, callee)
             {
                 return Some((block, idx, callee));
             }
@@ -159,12 +409,20 @@ fn next_site(
     None
 }
 
+/// Where the pieces of an inlined callee went: its blocks and statements
+/// (old handle to new) and the continuation block.
+struct Copied {
+    blocks: Vec<(Block, Block)>,
+    insts: Vec<(Inst, Inst)>,
+    cont: Block,
+}
+
 /// Replaces statement `idx` of `block` in `func`, an `invoke` of `callee`,
 /// by a copy of `callee`'s blocks.
-fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) {
+fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) -> Option<Copied> {
     let call = func.blocks[block].insts[idx];
     let InstKind::Invoke { args, .. } = func.insts[call].kind.clone() else {
-        return;
+        return None;
     };
     let call_result = func.insts[call].result;
     let call_pos = func.insts[call].pos;
@@ -231,7 +489,7 @@ fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) {
                 func.insts[new_inst].result = Some(v);
                 vmap.set(r, Some(Operand::Value(v)));
             }
-            imap.push((b, new_inst));
+            imap.push((b, inst, new_inst));
         }
     }
     // Operands are mapped once each: callee values and caller values share
@@ -240,7 +498,7 @@ fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) {
         Operand::Value(v) => vmap[v].unwrap_or(op),
         Operand::Const(_) => op,
     };
-    for (b, new_inst) in imap {
+    for &(b, _, new_inst) in &imap {
         let kind = &mut func.insts[new_inst].kind;
         map_kind(kind, &map_op);
         if let InstKind::Phi { entries } = kind {
@@ -316,4 +574,13 @@ fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) {
         };
         substitute(func, &HashMap::from([(r, op)]));
     }
+    Some(Copied {
+        blocks: callee
+            .layout
+            .iter()
+            .map(|&b| (b, bmap[b].unwrap_or(b)))
+            .collect(),
+        insts: imap.into_iter().map(|(_, old, new)| (old, new)).collect(),
+        cont,
+    })
 }

@@ -32,7 +32,10 @@ mod unroll;
 
 pub use devirtualise::{devirtualise, devirtualise_func};
 pub use fold_known::fold_known;
-pub use inline::{inline, inline_into, inline_with};
+pub use inline::{
+    Inlined, InlinedCall, Place, inline, inline_for_codegen, inline_into, inline_with,
+    inlined_as_compiled, recursive_functions,
+};
 pub use merge_blocks::merge_blocks;
 pub use specialise::{Known, PeError, specialise, specialise_name, specialise_with};
 pub use unroll::{unroll, unroll_func, unroll_with};
