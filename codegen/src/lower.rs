@@ -80,6 +80,8 @@ pub(crate) struct Compiler<M: ClModule> {
     /// Defined by the last `define_pending`.
     pub defined: Vec<FuncRef>,
     imports: HashMap<&'static str, ClFuncId>,
+    /// The runtime's exp table, declared on first need.
+    exp_table: Option<cranelift_module::DataId>,
     /// `irad.tape_grow`, defined on first need.
     grow: Option<ClFuncId>,
     ctx: Context,
@@ -117,6 +119,7 @@ impl<M: ClModule> Compiler<M> {
             pending: Vec::new(),
             defined: Vec::new(),
             imports: HashMap::new(),
+            exp_table: None,
             grow: None,
             ctx,
             fctx: FunctionBuilderContext::new(),
@@ -235,6 +238,20 @@ impl<M: ClModule> Compiler<M> {
             .declare_function(name, Linkage::Import, &sig)
             .map_err(CodegenError::backend)?;
         self.imports.insert(name, id);
+        Ok(id)
+    }
+
+    /// The runtime's exp table (`irad_rt_exp_table`), imported as read-only
+    /// data.
+    fn exp_table(&mut self) -> Result<cranelift_module::DataId, CodegenError> {
+        if let Some(id) = self.exp_table {
+            return Ok(id);
+        }
+        let id = self
+            .backend
+            .declare_data(rt::EXP_TABLE_SYMBOL, Linkage::Import, false, false)
+            .map_err(CodegenError::backend)?;
+        self.exp_table = Some(id);
         Ok(id)
     }
 
@@ -372,6 +389,7 @@ impl<M: ClModule> Compiler<M> {
                 ret_leaves: Vec::new(),
                 vals: Vec::new(),
                 fimports: HashMap::new(),
+                exp_table_gv: None,
                 prechecked: None,
                 seg_tops: HashMap::new(),
                 movable_pops: false,
@@ -448,6 +466,8 @@ struct Lower<'a, 'b, M: ClModule> {
     vals: Vec<Option<Leaves>>,
     /// Functions referenced from this function.
     fimports: HashMap<ClFuncId, ir::FuncRef>,
+    /// The exp table's address in this function, once needed.
+    exp_table_gv: Option<ir::GlobalValue>,
     /// Set while lowering a `push` or `pop` whose room or contents were
     /// checked at the start of its segment: its tape and the byte offset of
     /// its value from the tape's top at the segment start.

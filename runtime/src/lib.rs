@@ -50,7 +50,7 @@ pub use capi::{
     DEFAULT_MAX_DEPTH, DEFAULT_STACK_BUDGET, SITE_INFO_SIZE, SiteInfo, error_text,
     irad_error_message, irad_rt_enter, irad_rt_leave, irad_set_max_depth, irad_set_stack_budget,
 };
-pub use irad_kernels::{bulk, sparse};
+pub use irad_kernels::{bulk, math, sparse};
 pub use symbols::RtSym;
 
 /// The largest array, in elements, compiled code allocates (the interpreter's
@@ -486,8 +486,19 @@ macro_rules! unary_math {
     )*};
 }
 
+/// The table of `irad_kernels::math::exp`, for compiled code that computes
+/// exp inline (docs/codegen.md, "Statements"); its symbol name is
+/// [`EXP_TABLE_SYMBOL`].
+#[unsafe(no_mangle)]
+#[allow(non_upper_case_globals)]
+pub static irad_rt_exp_table: [[f64; 2]; 128] = irad_kernels::math::EXP_TABLE;
+
+/// The symbol of [`irad_rt_exp_table`].
+pub const EXP_TABLE_SYMBOL: &str = "irad_rt_exp_table";
+
 /// `irad_kernels::math::exp` (irad's own exp, docs/ir.md "Math"), for
-/// compiled code.
+/// compiled code: the whole function where the inline code takes its slow
+/// path (arguments out of range, results near overflow or subnormal).
 #[unsafe(no_mangle)]
 pub extern "C" fn irad_rt_exp(x: f64) -> f64 {
     irad_kernels::math::exp(x)

@@ -253,6 +253,70 @@ fn every_primitive_agrees_on_special_values() {
     assert_eq!(errors, 34);
 }
 
+/// Compiled code computes `exp` inline (codegen's `exp_inline`) with the
+/// kernel's operations; the interpreter calls the kernel. Every branch of
+/// the kernel, bit for bit: the whole range, near 0, results near overflow
+/// (2^1024 scaled in two steps), the last normal results and the subnormal
+/// ones (k div 128 = -1022 with y below and above 1), the thresholds, and
+/// the values outside.
+#[test]
+fn exp_inline_agrees_with_the_kernel_everywhere() {
+    use Val::F64;
+    let m = ir(&prims_ir());
+    let mut xs: Vec<f64> = vec![
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        1e-300,
+        -1e-300,
+        5e-324,
+        709.782712893384,
+        f64::from_bits(709.782712893384f64.to_bits() + 1),
+        709.7,
+        709.78,
+        -745.1332191019411,
+        -745.1332191019412,
+        -744.4400719213812,
+        -746.0,
+        f64::from_bits((-746.0f64).to_bits() - 1),
+        -708.3964185322641,
+        -708.4,
+        -707.0,
+        1000.0,
+        -1000.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        -f64::NAN,
+        f64::MAX,
+        f64::MIN,
+    ];
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    for i in 0..6000 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let u = (seed >> 11) as f64 / (1u64 << 53) as f64;
+        xs.push(match i % 6 {
+            0 => -746.0 + u * 1456.0,
+            1 => (u - 0.5) * 40.0,
+            2 => (u - 0.5) * 1e-6,
+            3 => -745.2 + u * 38.0,
+            4 => 705.0 + u * 5.0,
+            // Around -1022 ln 2, where k div 128 is -1022 and y straddles 1.
+            _ => -708.4 + u * 0.02,
+        });
+    }
+    let calls: Vec<_> = xs
+        .iter()
+        .map(|&x| ("u_exp".to_string(), vec![F64(x)]))
+        .collect();
+    let outcomes = sweep(&m, &calls);
+    assert_eq!(outcomes.len(), xs.len());
+    assert!(outcomes.iter().all(|r| r.is_ok()));
+}
+
 #[test]
 fn primitives_called_through_values_agree_on_special_values() {
     use Val::{F64, I64};

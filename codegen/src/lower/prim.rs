@@ -117,10 +117,10 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let n = self.b.ins().fcvt_from_sint(types::F64, arg(1)?);
                 one(self.math2(RtSym::Pow, arg(0)?, n)?)
             }
-            Exp | Log | Log1p | Expm1 | Sin | Cos | Tan | Asin | Acos | Atan | Sinh | Cosh
-            | Tanh | Erf | Round => {
+            Exp => one(self.exp_inline(arg(0)?)?),
+            Log | Log1p | Expm1 | Sin | Cos | Tan | Asin | Acos | Atan | Sinh | Cosh | Tanh
+            | Erf | Round => {
                 let sym = match p {
-                    Exp => RtSym::Exp,
                     Log => RtSym::Log,
                     Log1p => RtSym::Log1p,
                     Expm1 => RtSym::Expm1,
@@ -141,6 +141,149 @@ impl<M: ClModule> Lower<'_, '_, M> {
             }
             _ => return Err(not_in_group(p, "a math library")),
         })
+    }
+
+    /// `exp(x)` computed inline, without a call: the operations of
+    /// `irad_kernels::math::exp` in the same order with the same constants
+    /// and table (so the same bits). The common case (x in range, a normal
+    /// result) is straight-line code; the rest (NaN, infinities, overflow,
+    /// results near overflow or subnormal) is a cold block of selects that
+    /// mirrors the kernel's branches. No call, so nothing live across an
+    /// `exp` has to be spilled.
+    fn exp_inline(&mut self, x: ir::Value) -> Result<ir::Value, CodegenError> {
+        use rt::math::{EXP_MAX, EXP_MIN, INV_LN2_N, LN2_N_HI, LN2_N_LO, SHIFT};
+        let table = match self.exp_table_gv {
+            Some(gv) => gv,
+            None => {
+                let id = self.c.exp_table()?;
+                let gv = self.c.backend.declare_data_in_func(id, self.b.func);
+                self.exp_table_gv = Some(gv);
+                gv
+            }
+        };
+        let f = |b: &mut Self, v: f64| b.b.ins().f64const(v);
+        // kd = (x * N / ln2 + 1.5 * 2^52) - 1.5 * 2^52; k = kd as an integer,
+        // read off the shifted sum's bits (exact while |x * N / ln2| < 2^51,
+        // so on every path that uses it).
+        let c = f(self, INV_LN2_N);
+        let z = self.b.ins().fmul(x, c);
+        let sh = f(self, SHIFT);
+        let z = self.b.ins().fadd(z, sh);
+        let kd = self.b.ins().fsub(z, sh);
+        let zbits = self.b.ins().bitcast(types::I64, MemFlagsData::new(), z);
+        let k = self.b.ins().iadd_imm_s(zbits, -(SHIFT.to_bits() as i64));
+        // r = (x - kd * L_hi) - kd * L_lo
+        let c = f(self, LN2_N_HI);
+        let t = self.b.ins().fmul(kd, c);
+        let r = self.b.ins().fsub(x, t);
+        let c = f(self, LN2_N_LO);
+        let t = self.b.ins().fmul(kd, c);
+        let r = self.b.ins().fsub(r, t);
+        // p = r + r * r * (1/2 + r * (1/6 + r * (1/24 + r * (1/120))))
+        let mut acc = f(self, 1.0 / 120.0);
+        acc = self.b.ins().fmul(r, acc);
+        for coef in [1.0 / 24.0, 1.0 / 6.0] {
+            let c = f(self, coef);
+            acc = self.b.ins().fadd(c, acc);
+            acc = self.b.ins().fmul(r, acc);
+        }
+        let c = f(self, 0.5);
+        acc = self.b.ins().fadd(c, acc);
+        let rr = self.b.ins().fmul(r, r);
+        let t = self.b.ins().fmul(rr, acc);
+        let p = self.b.ins().fadd(r, t);
+        // [t_hi, t_lo] = table[k & 127]; y = t_hi + (t_lo + t_hi * p)
+        let j = self.b.ins().band_imm_s(k, 127);
+        let off = self.b.ins().ishl_imm_s(j, 4);
+        let base = self.b.ins().symbol_value(types::I64, table);
+        let addr = self.b.ins().iadd(base, off);
+        let ro = MemFlagsData::trusted().with_readonly();
+        let t_hi = self.b.ins().load(types::F64, ro, addr, 0);
+        let t_lo = self.b.ins().load(types::F64, ro, addr, 8);
+        let t = self.b.ins().fmul(t_hi, p);
+        let q = self.b.ins().fadd(t_lo, t);
+        let y = self.b.ins().fadd(t_hi, q);
+        // y * 2^e, e = k >> 7, when x is in range and -1021 <= e <= 1023.
+        let e = self.b.ins().sshr_imm_s(k, 7);
+        let fast = self.exp_scale(y, e, 0);
+        let lo = f(self, EXP_MIN);
+        let hi = f(self, EXP_MAX);
+        let above = self.b.ins().fcmp(FloatCC::GreaterThan, x, lo);
+        let below = self.b.ins().fcmp(FloatCC::LessThanOrEqual, x, hi);
+        let in_range = self.b.ins().band(above, below);
+        let e_lo = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, e, -1021);
+        let e_hi = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::SignedLessThanOrEqual, e, 1023);
+        let ok_e = self.b.ins().band(e_lo, e_hi);
+        let ok = self.b.ins().band(in_range, ok_e);
+        let slow = self.b.create_block();
+        let join = self.b.create_block();
+        self.b.set_cold_block(slow);
+        let res = self.b.append_block_param(join, types::F64);
+        self.b
+            .ins()
+            .brif(ok, join, &[ir::BlockArg::Value(fast)], slow, &[]);
+        self.b.switch_to_block(slow);
+        // In range: e > 1023 overflows 2^e, so y 2^1023 2; a result below
+        // 2^-1022 is rounded once on the subnormal grid (the kernel's
+        // `subnormal`: scaled by 2^1022, hi = 1 + a split exactly, one
+        // rounding in hi + (lo + b)); else (e = -1022, y >= 1) y 2^e.
+        let e_max = self.b.ins().iconst(types::I64, 1023);
+        let over = self.exp_scale(y, e_max, 0);
+        let two = f(self, 2.0);
+        let over = self.b.ins().fmul(over, two);
+        let s = self.exp_scale_pow2(e, 1022);
+        let a = self.b.ins().fmul(t_hi, s);
+        let bq = self.b.ins().fmul(q, s);
+        let one_ = f(self, 1.0);
+        let h = self.b.ins().fadd(one_, a);
+        let l = self.b.ins().fsub(one_, h);
+        let l = self.b.ins().fadd(l, a);
+        let l = self.b.ins().fadd(l, bq);
+        let sum = self.b.ins().fadd(h, l);
+        let sum = self.b.ins().fsub(sum, one_);
+        let min_normal = f(self, f64::MIN_POSITIVE);
+        let sub = self.b.ins().fmul(sum, min_normal);
+        let e_low = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, e, -1022);
+        let e_eq = self.b.ins().icmp_imm_s(IntCC::Equal, e, -1022);
+        let y_lt1 = self.b.ins().fcmp(FloatCC::LessThan, y, one_);
+        let tiny = self.b.ins().band(e_eq, y_lt1);
+        let tiny = self.b.ins().bor(e_low, tiny);
+        let e_big = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, e, 1023);
+        let inner = self.b.ins().select(tiny, sub, fast);
+        let inner = self.b.ins().select(e_big, over, inner);
+        // Out of range: NaN gives x + x, above inf, below 0.
+        let nan = self.b.ins().fadd(x, x);
+        let zero = f(self, 0.0);
+        let inf = f(self, f64::INFINITY);
+        let pos = self.b.ins().fcmp(FloatCC::GreaterThan, x, zero);
+        let outside = self.b.ins().select(pos, inf, zero);
+        let is_nan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
+        let outside = self.b.ins().select(is_nan, nan, outside);
+        let v = self.b.ins().select(in_range, inner, outside);
+        self.b.ins().jump(join, &[ir::BlockArg::Value(v)]);
+        self.b.switch_to_block(join);
+        Ok(res)
+    }
+
+    /// `y * 2^(e + add)` with the power built from its bits (exact for
+    /// `-1022 <= e + add <= 1023`; garbage elsewhere, which callers select
+    /// away).
+    fn exp_scale(&mut self, y: ir::Value, e: ir::Value, add: i64) -> ir::Value {
+        let p = self.exp_scale_pow2(e, add);
+        self.b.ins().fmul(y, p)
+    }
+
+    /// `2^(e + add)` from its bits.
+    fn exp_scale_pow2(&mut self, e: ir::Value, add: i64) -> ir::Value {
+        let bias = self.b.ins().iadd_imm_s(e, 1023 + add);
+        let bits = self.b.ins().ishl_imm_s(bias, 52);
+        self.b.ins().bitcast(types::F64, MemFlagsData::new(), bits)
     }
 
     fn math2(&mut self, sym: RtSym, a: ir::Value, b: ir::Value) -> Result<ir::Value, CodegenError> {
