@@ -14,7 +14,8 @@
 //!   machine the median can fall well below what the core does alone).
 //! - Peak, all cores: the same loop on every core at once
 //!   (`available_parallelism` threads started together at a barrier), the
-//!   total FLOPs over the wall time of the slowest.
+//!   total FLOPs over the span from the first thread's start to the last
+//!   one's end, each thread reading its own clock.
 //! - Kernels: `matmul` and `gemm` at 256 x 256 x 256 and at the MLP's shapes
 //!   (benches/programs/mlp_bulk.irad at batch 64, 784 -> 128 -> 10: the two
 //!   forward matmuls and the pullback's transposed gemms), and `dot` and
@@ -30,9 +31,9 @@
 //! Before timing, each kernel's result is checked against a naive loop
 //! computed here: every element within twice the forward error bound of a
 //! sum of k products in any order, `(k + 1) eps (|c_ij| + sum_p |a_ip
-//! b_pj|)` (so a kernel that
-//! reorders or fuses is accepted, one given the wrong shapes is not). A
-//! failed check makes the binary exit with status 1.
+//! b_pj|)`, so a kernel that reorders or fuses is accepted and one given
+//! the wrong shapes or transposes is not. A failed check makes the binary
+//! exit with status 1.
 //!
 //! The data are uniform in [-1, 1) (xorshift64*, seed 22). The machine is
 //! shared, so the load average is printed at the start and the end.
