@@ -1,22 +1,30 @@
-"""The logsumexp and gmm gradients of benches/ad.rs (issue 21), timed in JAX.
+"""The logsumexp, gmm and MLP gradients of benches/ad.rs, timed in JAX.
 
 Not part of the build and not a dependency of the project: a point of
-comparison for docs/performance.md. Same functions, sizes and data as the
-harness (logsumexp: n = 100 000, x[i] = 3 sin(1.3 i); gmm: 1 000 points of
-12 dimensions, 8 components, drawn with the harness's xorshift64*, seed 21,
-in the same order), float64, each function and its gradient compiled with
-jax.jit, timed as the median of repeated calls after a warm-up (each call
-waits for its result). XLA runs on one thread unless --threads is given, as
-irad's and the Rust code do.
+comparison for docs/performance.md (issues 21 and 22). Same functions, sizes
+and data as the harness (logsumexp: n = 100 000, x[i] = 3 sin(1.3 i); gmm:
+1 000 points of 12 dimensions, 8 components, drawn with the harness's
+xorshift64*, seed 21, in the same order; mlp: mlp_bulk.irad's mean softmax
+cross-entropy of tanh(x W1 + b1) W2 + b2, batch 64, 784 -> 128 -> 10, W1 and
+W2 stored input by output, gradient with respect to W1, b1, W2 and b2, data
+drawn as handwritten::mlp_problem draws them: xorshift64*, seed 12, W1, b1,
+W2, b2, x, then the labels as next_u64() % 10), float64, each function and
+its gradient compiled with jax.jit, timed as the median of repeated calls
+after a warm-up (each call waits for its result). XLA runs on one thread
+unless --threads is given, as irad's and the Rust code do.
 
 Run (any Python 3 with jax; a venv of one's own):
 
     python3 -m venv /tmp/jaxenv && /tmp/jaxenv/bin/pip install jax
     /tmp/jaxenv/bin/python benches/jax/ad_jax.py [--repeats N] [--threads]
+    /tmp/jaxenv/bin/python benches/jax/ad_jax.py --case mlp       # one case (logsumexp, gmm, mlp)
     /tmp/jaxenv/bin/python benches/jax/ad_jax.py --gmm-args FILE   # gmm's arguments, for `irad run --args-file`
+    /tmp/jaxenv/bin/python benches/jax/ad_jax.py --mlp-args FILE   # the MLP's, for `irad run --args-file`
 
 It prints one line per case: primal and gradient medians and their ratio,
-and the value (to compare with the harness's hand-written primal).
+and the value (to compare with the harness's hand-written primal, or with
+`irad run benches/programs/mlp_bulk.irad -f loss --args-file FILE` on the
+arguments --mlp-args writes; likewise gmm).
 """
 
 import argparse
@@ -31,7 +39,9 @@ def parse_args():
     p.add_argument("--repeats", type=int, default=200, help="timed calls per variant")
     p.add_argument("--threads", action="store_true", help="let XLA use every core")
     p.add_argument("--n", type=int, default=100_000, help="logsumexp's size")
+    p.add_argument("--case", default="logsumexp,gmm,mlp", help="the cases to run, comma-separated")
     p.add_argument("--gmm-args", metavar="FILE", help="write gmm's arguments in IR syntax and stop")
+    p.add_argument("--mlp-args", metavar="FILE", help="write the MLP's arguments in IR syntax and stop")
     return p.parse_args()
 
 
@@ -83,6 +93,20 @@ def gmm_problem(n=1000, d=12, k=8, seed=21):
     return mu, logw, invs, x
 
 
+def mlp_problem(nb=64, nin=784, nh=128, nout=10, seed=12):
+    """handwritten::mlp_problem: w1 (nin x nh), b1, w2 (nh x nout), b2, x (nb x nin), labels."""
+    rng = XorShift(seed)
+    r1 = 1.0 / math.sqrt(nin)
+    r2 = 1.0 / math.sqrt(nh)
+    w1 = rng.uniform(nin * nh, -r1, r1).reshape(nin, nh)
+    b1 = rng.uniform(nh, -0.1, 0.1)
+    w2 = rng.uniform(nh * nout, -r2, r2).reshape(nh, nout)
+    b2 = rng.uniform(nout, -0.1, 0.1)
+    x = rng.uniform(nb * nin, 0.0, 1.0).reshape(nb, nin)
+    labels = np.array([rng.next_u64() % nout for _ in range(nb)], dtype=np.int64)
+    return w1, b1, w2, b2, x, labels
+
+
 def logsumexp(x):
     m = jnp.max(x)
     return jnp.log(jnp.sum(jnp.exp(x - m))) + m
@@ -94,6 +118,27 @@ def gmm(mu, logw, invs, x):
     scores = logw + jnp.sum(jnp.log(invs), axis=1) - 0.5 * jnp.sum(z * z, axis=2)
     m = jnp.max(scores, axis=1, keepdims=True)
     return jnp.sum(jnp.log(jnp.sum(jnp.exp(scores - m), axis=1)) + m[:, 0])
+
+
+def mlp(w1, b1, w2, b2, x, labels):
+    """mean_b (logsumexp(z[b, :]) - z[b, labels[b]]) for z = tanh(x W1 + b1) W2 + b2."""
+    h = jnp.tanh(x @ w1 + b1)
+    z = h @ w2 + b2
+    m = jnp.max(z, axis=1, keepdims=True)
+    lse = jnp.log(jnp.sum(jnp.exp(z - m), axis=1)) + m[:, 0]
+    picked = jnp.take_along_axis(z, labels[:, None], axis=1)[:, 0]
+    return jnp.mean(lse - picked)
+
+
+def write_args(path, arrays):
+    """The arrays as an IR argument list, `[1.5, ...], [0, 3, ...]` (f64 with repr, i64 as integers)."""
+
+    def item(v):
+        return repr(int(v)) if np.issubdtype(np.asarray(v).dtype, np.integer) else repr(float(v))
+
+    with open(path, "w") as f:
+        f.write(", ".join("[" + ", ".join(item(v) for v in np.ravel(a)) + "]" for a in arrays))
+        f.write("\n")
 
 
 def median_time(f, args, repeats):
@@ -121,33 +166,48 @@ def report(name, primal, grad, args, repeats):
 
 def main():
     if ARGS.gmm_args:
-        mu, logw, invs, x = gmm_problem()
-        arrays = [mu.ravel(), logw, invs.ravel(), x.ravel()]
-        with open(ARGS.gmm_args, "w") as f:
-            f.write(", ".join("[" + ", ".join(repr(float(v)) for v in a) + "]" for a in arrays))
-            f.write("\n")
+        write_args(ARGS.gmm_args, gmm_problem())
         return
+    if ARGS.mlp_args:
+        write_args(ARGS.mlp_args, mlp_problem())
+        return
+    cases = [c.strip() for c in ARGS.case.split(",")]
+    unknown = [c for c in cases if c not in ("logsumexp", "gmm", "mlp")]
+    if unknown:
+        print(f"error: unknown case(s) {', '.join(unknown)} (cases: logsumexp, gmm, mlp)", file=sys.stderr)
+        return 2
     print(
         f"jax {jax.__version__}, {jax.devices()[0].platform}, "
         f"{'all cores' if ARGS.threads else 'one thread'}, float64, "
         f"median of {ARGS.repeats}; load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}"
     )
-    x = jnp.array([3.0 * math.sin(1.3 * i) for i in range(ARGS.n)])
-    report(
-        f"logsumexp (n = {ARGS.n})",
-        jax.jit(logsumexp),
-        jax.jit(jax.grad(logsumexp)),
-        (x,),
-        ARGS.repeats,
-    )
-    args = tuple(jnp.array(a) for a in gmm_problem())
-    report(
-        "gmm (n = 1000, d = 12, k = 8)",
-        jax.jit(gmm),
-        jax.jit(jax.grad(gmm, argnums=(0, 1, 2))),
-        args,
-        ARGS.repeats,
-    )
+    if "logsumexp" in cases:
+        x = jnp.array([3.0 * math.sin(1.3 * i) for i in range(ARGS.n)])
+        report(
+            f"logsumexp (n = {ARGS.n})",
+            jax.jit(logsumexp),
+            jax.jit(jax.grad(logsumexp)),
+            (x,),
+            ARGS.repeats,
+        )
+    if "gmm" in cases:
+        args = tuple(jnp.array(a) for a in gmm_problem())
+        report(
+            "gmm (n = 1000, d = 12, k = 8)",
+            jax.jit(gmm),
+            jax.jit(jax.grad(gmm, argnums=(0, 1, 2))),
+            args,
+            ARGS.repeats,
+        )
+    if "mlp" in cases:
+        args = tuple(jnp.array(a) for a in mlp_problem())
+        report(
+            "mlp (batch 64, 784-128-10)",
+            jax.jit(mlp),
+            jax.jit(jax.grad(mlp, argnums=(0, 1, 2, 3))),
+            args,
+            ARGS.repeats,
+        )
 
 
 if __name__ == "__main__":
