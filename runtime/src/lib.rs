@@ -7,8 +7,8 @@
 //! written by `irad emit` link the same functions from the static library
 //! this crate also builds (`libirad_runtime.a`). Either way compiled code
 //! computes what the interpreter computes: the math functions are the ones
-//! the interpreter calls (`irad_kernels::math::exp`, the `libm` crate's
-//! others).
+//! the interpreter calls (`irad_kernels::math`'s `exp` and `tanh`, the
+//! `libm` crate's others).
 //!
 //! Layout contract with the code generator (`irad-codegen`, docs/codegen.md):
 //! [`Ctx`] and [`Tape`] are `repr(C)` and the generator reads and writes their
@@ -504,6 +504,13 @@ pub extern "C" fn irad_rt_exp(x: f64) -> f64 {
     irad_kernels::math::exp(x)
 }
 
+/// `irad_kernels::math::tanh` (irad's own tanh, docs/ir.md "Math"), for
+/// compiled code.
+#[unsafe(no_mangle)]
+pub extern "C" fn irad_rt_tanh(x: f64) -> f64 {
+    irad_kernels::math::tanh(x)
+}
+
 unary_math!(
     irad_rt_log = log,
     irad_rt_log1p = log1p,
@@ -516,7 +523,6 @@ unary_math!(
     irad_rt_atan = atan,
     irad_rt_sinh = sinh,
     irad_rt_cosh = cosh,
-    irad_rt_tanh = tanh,
     irad_rt_erf = erf,
     irad_rt_round = round,
 );

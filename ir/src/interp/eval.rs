@@ -207,7 +207,7 @@ fn f64_func(prim: Prim, args: &[&Val]) -> Result<Val, String> {
         Atan => libm::atan(x),
         Sinh => libm::sinh(x),
         Cosh => libm::cosh(x),
-        Tanh => libm::tanh(x),
+        Tanh => irad_kernels::math::tanh(x),
         Erf => libm::erf(x),
         Floor => libm::floor(x),
         Ceil => libm::ceil(x),
