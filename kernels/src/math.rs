@@ -184,6 +184,20 @@ fn pow2(e: i64) -> f64 {
     f64::from_bits(((e + 1023) as u64) << 52)
 }
 
+/// Steps 1 to 4 of the module header for `z` in (-746, 710): `(t_hi, q, k)`
+/// with e^z = 2^(k div 128) (t_hi + q), q = t_lo + t_hi (e^r - 1) rounded.
+/// Codegen's inline exp repeats these operations in this order.
+#[inline(always)]
+fn exp_core(z: f64) -> (f64, f64, i64) {
+    let kd = (z * INV_LN2_N + SHIFT) - SHIFT;
+    let r = (z - kd * LN2_N_HI) - kd * LN2_N_LO;
+    let p = r + r * r * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0))));
+    // |kd| < 137 800: exact as an integer.
+    let k = kd as i64;
+    let [t_hi, t_lo] = EXP_TABLE[(k & 127) as usize];
+    (t_hi, t_lo + t_hi * p, k)
+}
+
 /// e^x, within 1 ulp (module header). `#[inline]` so that the runtime's
 /// entry point `irad_rt_exp` is this code, not a call of it.
 #[inline]
@@ -197,13 +211,7 @@ pub fn exp(x: f64) -> f64 {
             0.0
         };
     }
-    let kd = (x * INV_LN2_N + SHIFT) - SHIFT;
-    let r = (x - kd * LN2_N_HI) - kd * LN2_N_LO;
-    let p = r + r * r * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0))));
-    // |kd| < 137 800: exact as an integer.
-    let k = kd as i64;
-    let [t_hi, t_lo] = EXP_TABLE[(k & 127) as usize];
-    let q = t_lo + t_hi * p;
+    let (t_hi, q, k) = exp_core(x);
     let y = t_hi + q;
     let e = k >> 7;
     if e > 1023 {
@@ -283,14 +291,9 @@ pub fn tanh(x: f64) -> f64 {
         return x + x * (s * q);
     }
     // E = e^(-2a) = 2^e (t_hi + (t_lo + t_hi p)), -44 < -2a <= -1.1.
-    let z = -2.0 * a;
-    let kd = (z * INV_LN2_N + SHIFT) - SHIFT;
-    let r = (z - kd * LN2_N_HI) - kd * LN2_N_LO;
-    let p = r + r * r * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0))));
-    let k = kd as i64;
-    let [t_hi, t_lo] = EXP_TABLE[(k & 127) as usize];
+    let (t_hi, q, k) = exp_core(-2.0 * a);
     let scale = pow2(k >> 7);
-    let (hi, lo) = (t_hi * scale, (t_lo + t_hi * p) * scale);
+    let (hi, lo) = (t_hi * scale, q * scale);
     // N = 1 - E and D = 1 + E as normalised pairs (|hi| < 1/3 and |lo| is
     // far below both sums, so each Fast2Sum is exact).
     let (nh, nl) = fast_two_sum(1.0, -hi);
