@@ -260,7 +260,7 @@ const TANH_Q: [f64; 11] = [
 /// tanh(x), within 1 ulp; the interpreter's and compiled code's `tanh`.
 ///
 /// - |x| < 2^-28: x (the next term, x^3 / 3, is below half an ulp);
-/// - |x| < 0.55: x + x (s Q(s)) with s = x^2 ([`TANH_Q`]): the correction
+/// - |x| < 0.55: x + x (s Q(s)) with s = x^2 (`TANH_Q`): the correction
 ///   is at most a tenth of the result, so its rounding errors count a tenth;
 /// - |x| < 22: (1 - E) / (1 + E) with E = e^(-2|x|) kept as a pair hi + lo
 ///   from exp's table and polynomial (relative error near 2^-60); numerator
