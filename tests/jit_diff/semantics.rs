@@ -317,6 +317,30 @@ fn exp_inline_agrees_with_the_kernel_everywhere() {
     assert!(outcomes.iter().all(|r| r.is_ok()));
 }
 
+/// `powi` with a constant exponent of -1, 0, 1 or 2 compiles to no call
+/// (1 / x, 1, x, x * x: the libm crate's `pow` special cases); the
+/// interpreter calls `pow`. Bit for bit on the special values.
+#[test]
+fn powi_by_a_small_constant_agrees_with_pow() {
+    use Val::F64;
+    let mut text = String::new();
+    for n in -2..=3 {
+        let name = format!("p{}", n + 2);
+        text.push_str(&format!(
+            "func @{name}(%x: f64) -> f64 {{\n#1:\n  %r = call powi(%x, {n}) :: f64\n  return %r\n}}\n\n"
+        ));
+    }
+    let m = ir(&text);
+    let mut calls = Vec::new();
+    for n in 0..6 {
+        for &x in SPECIAL.iter().chain(&[-f64::NAN, 0.1, -3.7, 1e200, 1e-200]) {
+            calls.push((format!("p{n}"), vec![F64(x)]));
+        }
+    }
+    let outcomes = sweep(&m, &calls);
+    assert!(outcomes.iter().all(|r| r.is_ok()));
+}
+
 #[test]
 fn primitives_called_through_values_agree_on_special_values() {
     use Val::{F64, I64};

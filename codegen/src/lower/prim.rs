@@ -65,6 +65,22 @@ impl<M: ClModule> Lower<'_, '_, M> {
             Add | Sub | Mul | Div | Neg | Abs | Min | Max | Copysign | Sqrt | Floor | Ceil => {
                 self.prim_float(p, vals)
             }
+            // `pow(x, n)` of the libm crate is exactly 1, x, x * x and 1 / x
+            // for n = 0, 1, 2 and -1 (its special cases, checked before
+            // anything else but NaN, which these give too), so a constant
+            // exponent among those needs no call.
+            Powi if let Some(Operand::Const(irad_ir::Const::I64(n @ -1..=2))) = ops.get(1) => {
+                let x = first_leaf(p, vals, 0)?;
+                Ok(one(match n {
+                    0 => self.b.ins().f64const(1.0),
+                    1 => x,
+                    2 => self.b.ins().fmul(x, x),
+                    _ => {
+                        let one_ = self.b.ins().f64const(1.0);
+                        self.b.ins().fdiv(one_, x)
+                    }
+                }))
+            }
             Pow | Atan2 | Powi | Exp | Log | Log1p | Expm1 | Sin | Cos | Tan | Asin | Acos
             | Atan | Sinh | Cosh | Tanh | Erf | Round => self.prim_math(p, vals),
             Lt | Le | Gt | Ge | Eq | Ne | Select => self.prim_compare(p, vals, tys),
