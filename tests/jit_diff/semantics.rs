@@ -317,9 +317,10 @@ fn exp_inline_agrees_with_the_kernel_everywhere() {
     assert!(outcomes.iter().all(|r| r.is_ok()));
 }
 
-/// `powi` with a constant exponent of -1, 0, 1 or 2 compiles to no call
-/// (1 / x, 1, x, x * x: the libm crate's `pow` special cases); the
-/// interpreter calls `pow`. Bit for bit on the special values.
+/// `powi` with a constant exponent of -1, 0, 1 or 2, and `pow` with one
+/// of those as an f64 constant, compile to no call (1 / x, 1, x, x * x: the
+/// libm crate's `pow` special cases); the interpreter calls `pow`. Bit for
+/// bit on the special values.
 #[test]
 fn powi_by_a_small_constant_agrees_with_pow() {
     use Val::F64;
@@ -330,11 +331,22 @@ fn powi_by_a_small_constant_agrees_with_pow() {
             "func @{name}(%x: f64) -> f64 {{\n#1:\n  %r = call powi(%x, {n}) :: f64\n  return %r\n}}\n\n"
         ));
     }
+    // And `pow` with those exponents as f64 constants (as powi's rules
+    // write them), -0.0 and 0.5 among them.
+    let ys = ["-1.0", "-0.0", "0.0", "1.0", "2.0", "3.0", "0.5"];
+    for (i, y) in ys.iter().enumerate() {
+        text.push_str(&format!(
+            "func @q{i}(%x: f64) -> f64 {{\n#1:\n  %r = call pow(%x, {y}) :: f64\n  return %r\n}}\n\n"
+        ));
+    }
     let m = ir(&text);
     let mut calls = Vec::new();
-    for n in 0..6 {
+    let names = (0..6)
+        .map(|n| format!("p{n}"))
+        .chain((0..ys.len()).map(|i| format!("q{i}")));
+    for name in names {
         for &x in SPECIAL.iter().chain(&[-f64::NAN, 0.1, -3.7, 1e200, 1e-200]) {
-            calls.push((format!("p{n}"), vec![F64(x)]));
+            calls.push((name.clone(), vec![F64(x)]));
         }
     }
     let outcomes = sweep(&m, &calls);

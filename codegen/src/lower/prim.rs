@@ -39,6 +39,18 @@ fn one(v: ir::Value) -> Leaves {
     smallvec::smallvec![v]
 }
 
+/// The exponent of a `powi` or `pow` when it is a constant -1, 0, 1 or 2
+/// (an i64, or an f64 equal to one of those; `-0.0` counts as 0).
+fn small_exponent(op: Option<&Operand>) -> Option<i64> {
+    match op? {
+        Operand::Const(irad_ir::Const::I64(n @ -1..=2)) => Some(*n),
+        Operand::Const(irad_ir::Const::F64(y)) => {
+            [-1i64, 0, 1, 2].into_iter().find(|&n| *y == n as f64)
+        }
+        _ => None,
+    }
+}
+
 /// The error for a primitive handed to a group function it is not in.
 fn not_in_group(p: Prim, group: &str) -> CodegenError {
     CodegenError::internal(format!("`{p}` is not {group} primitive"))
@@ -68,8 +80,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
             // `pow(x, n)` of the libm crate is exactly 1, x, x * x and 1 / x
             // for n = 0, 1, 2 and -1 (its special cases, checked before
             // anything else but NaN, which these give too), so a constant
-            // exponent among those needs no call.
-            Powi if let Some(Operand::Const(irad_ir::Const::I64(n @ -1..=2))) = ops.get(1) => {
+            // exponent among those (`powi`'s i64 or `pow`'s f64, as the
+            // rules of `powi` write it) needs no call.
+            Powi | Pow if let Some(n) = small_exponent(ops.get(1)) => {
                 let x = first_leaf(p, vals, 0)?;
                 Ok(one(match n {
                     0 => self.b.ins().f64const(1.0),
