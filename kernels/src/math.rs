@@ -198,8 +198,8 @@ fn exp_core(z: f64) -> (f64, f64, i64) {
     (t_hi, t_lo + t_hi * p, k)
 }
 
-/// e^x, within 1 ulp (module header). `#[inline]` so that the runtime's
-/// entry point `irad_rt_exp` is this code, not a call of it.
+/// e^x, within 1 ulp (module header). The interpreter calls it; compiled
+/// code computes the same operations inline (codegen's `exp_inline`).
 #[inline]
 pub fn exp(x: f64) -> f64 {
     if !(x > EXP_MIN && x <= EXP_MAX) {

@@ -496,14 +496,6 @@ pub static irad_rt_exp_table: [[f64; 2]; 128] = irad_kernels::math::EXP_TABLE;
 /// The symbol of [`irad_rt_exp_table`].
 pub const EXP_TABLE_SYMBOL: &str = "irad_rt_exp_table";
 
-/// `irad_kernels::math::exp` (irad's own exp, docs/ir.md "Math"), for
-/// compiled code: the whole function where the inline code takes its slow
-/// path (arguments out of range, results near overflow or subnormal).
-#[unsafe(no_mangle)]
-pub extern "C" fn irad_rt_exp(x: f64) -> f64 {
-    irad_kernels::math::exp(x)
-}
-
 /// `irad_kernels::math::tanh` (irad's own tanh, docs/ir.md "Math"), for
 /// compiled code.
 #[unsafe(no_mangle)]
@@ -629,10 +621,6 @@ mod tests {
     #[test]
     fn math_is_the_interpreters() {
         assert_eq!(irad_rt_sin(0.5).to_bits(), libm::sin(0.5).to_bits());
-        assert_eq!(
-            irad_rt_exp(0.5).to_bits(),
-            irad_kernels::math::exp(0.5).to_bits()
-        );
         assert_eq!(irad_rt_round(2.5), 3.0);
         assert_eq!(irad_rt_round(-2.5), -3.0);
         assert!(irad_rt_log(-1.0).is_nan());

@@ -58,7 +58,6 @@ runtime_symbols! {
     SparseScale = irad_rt_sparse_scale,
     SparseAdd = irad_rt_sparse_add,
     SparseDense = irad_rt_sparse_dense,
-    Exp = irad_rt_exp,
     Log = irad_rt_log,
     Log1p = irad_rt_log1p,
     Expm1 = irad_rt_expm1,
