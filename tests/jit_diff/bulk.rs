@@ -485,7 +485,6 @@ fn every_failed_check_has_the_interpreters_message_and_place() {
     let e =
         |name: &str, args: &dyn Fn() -> Vec<Val>, msg: &str| err(&m, name, args, (name, 1), msg);
     let f = Val::F64;
-    let t = Val::Bool;
     // Lengths that differ.
     e(
         "dot",
@@ -631,6 +630,18 @@ fn every_failed_check_has_the_interpreters_message_and_place() {
         &gm(true, true, 0, 0, [0, max, max], 0),
         &format!("`gemm`: B has 0 elements but n*k = {max}*{max} = {square}"),
     );
+}
+
+/// An output that is one of the inputs (in the program, or through two
+/// arguments), and failed checks inside a callee and inside a loop: the
+/// interpreter's message and place, bit for bit.
+#[test]
+fn outputs_that_are_inputs_and_checks_in_callees_and_loops_fail_alike() {
+    let m = ir(BULK_IR);
+    let e =
+        |name: &str, args: &dyn Fn() -> Vec<Val>, msg: &str| err(&m, name, args, (name, 1), msg);
+    let f = Val::F64;
+    let t = Val::Bool;
     // Outputs that are inputs, in the program and through two arguments.
     let same = "the output y is the same array as the input x";
     e(
