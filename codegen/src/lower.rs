@@ -26,7 +26,7 @@ mod prim;
 use crate::CodegenError;
 use crate::layout::{leaf_bytes, leaf_count, leaf_list};
 use cranelift_codegen::Context;
-use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::condcodes::{CondCode, IntCC};
 use cranelift_codegen::ir::{
     self, AbiParam, BlockArg, InstBuilder, JumpTableData, MemFlagsData, Signature, types,
 };
@@ -926,9 +926,13 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 })?;
                 let then_args = self.phi_args(func, blk, next)?;
                 let else_args = self.phi_args(func, blk, *t)?;
+                // Branch to the jump target on the negated condition, so
+                // that the fall-through block is the second successor:
+                // see `negate`.
+                let not_c = self.negate(c);
                 self.b
                     .ins()
-                    .brif(c, target(&next)?, &then_args, target(t)?, &else_args);
+                    .brif(not_c, target(t)?, &else_args, target(&next)?, &then_args);
             }
             Some(Terminator::Return(op)) => {
                 let mut rets = vec![self.b.ins().iconst(types::I8, 0)];
@@ -981,6 +985,35 @@ impl<M: ClModule> Lower<'_, '_, M> {
             }
         }
         Ok(())
+    }
+
+    /// The negation of the branch condition `c`: the complementary
+    /// comparison when `c` is an `icmp` or `fcmp` (whose other uses keep
+    /// the original), else `c == 0`.
+    ///
+    /// `gotoifnot c, #t` falls through into the next block, which for a
+    /// loop header is the loop body. Lowered as `brif c, next, t`, the
+    /// header's successors are (body, exit), and Cranelift's dominator tree
+    /// then lists the exit among the header's children before the body;
+    /// its egraph elaboration walks the children in that order and, on
+    /// entering the exit (outside the loop), pops the loop from its stack
+    /// of loops for good, so nothing in the body is hoisted out of the
+    /// loop (cranelift-codegen 0.135, `egraph/elaborate.rs`,
+    /// `start_block`). Lowered as `brif !c, t, next`, the body comes first
+    /// and loop-invariant code is hoisted (docs/codegen.md, "Loops").
+    fn negate(&mut self, c: ir::Value) -> ir::Value {
+        if let ir::ValueDef::Result(inst, 0) = self.b.func.dfg.value_def(c) {
+            match self.b.func.dfg.insts[inst] {
+                ir::InstructionData::IntCompare { cond, args, .. } => {
+                    return self.b.ins().icmp(cond.complement(), args[0], args[1]);
+                }
+                ir::InstructionData::FloatCompare { cond, args, .. } => {
+                    return self.b.ins().fcmp(cond.complement(), args[0], args[1]);
+                }
+                _ => {}
+            }
+        }
+        self.b.ins().icmp_imm_s(IntCC::Equal, c, 0)
     }
 
     /// The arguments of the jump from `from` to `to`: the leaves of each phi's
