@@ -293,6 +293,12 @@ fn mlp_adjoint_matches_central_differences() {
     let mut grad = handwritten::MlpParams::zeros(MLP_SMALL);
     let value = handwritten::mlp_adjoint(&p, &mut grad);
     assert_value("mlp adjoint's value", value, handwritten::mlp(&p));
+    // The benchmark's rustc primal in the program's loop order sums in the
+    // same order as the hand-written one: the same bits.
+    assert_eq!(
+        handwritten::mlp_program_order(&p).to_bits(),
+        handwritten::mlp(&p).to_bits()
+    );
     for (k, g) in grad.arrays().into_iter().enumerate() {
         for (i, &gi) in g.iter().enumerate() {
             let fd = handwritten::mlp_central_difference(&p, k, i);
@@ -389,6 +395,11 @@ fn gmm_adjoint_matches_central_differences() {
         let mut grad = handwritten::GmmParams::zeros(dims);
         let value = handwritten::gmm_adjoint(&p, &mut grad);
         assert_value("gmm adjoint's value", value, handwritten::gmm(&p));
+        assert_eq!(
+            handwritten::gmm_program_order(&p).to_bits(),
+            handwritten::gmm(&p).to_bits(),
+            "the program-structured rustc primal sums as the fused one"
+        );
         for (a, g) in grad.arrays().into_iter().enumerate() {
             let coords: Vec<usize> = if every {
                 (0..g.len()).collect()

@@ -390,6 +390,54 @@ pub fn mlp(p: &MlpProblem) -> f64 {
     total / nb as f64
 }
 
+/// [`mlp`] with mlp_scalar.irad's loop nests, statement for statement: each
+/// matrix element as a dot product in its own innermost loop (the first
+/// layer reads W1 down a column), then the bias; the loss as the program
+/// computes it. The same sums in the same order as [`mlp`], so the same
+/// value; what differs is the loop order, which [`mlp`] chooses so that the
+/// innermost loop runs along rows (independent elements, which rustc
+/// vectorises) instead of along one dependent sum. This is the rustc
+/// compilation of the program irad compiles.
+pub fn mlp_program_order(p: &MlpProblem) -> f64 {
+    let MlpDims { nb, nin, nh, nout } = p.dims;
+    let MlpParams { w1, b1, w2, b2 } = &p.params;
+    let x = &p.x;
+    let mut h = vec![0.0; nb * nh];
+    for b in 0..nb {
+        for j in 0..nh {
+            let mut acc = 0.0;
+            for q in 0..nin {
+                acc += x[b * nin + q] * w1[q * nh + j];
+            }
+            h[b * nh + j] = (acc + b1[j]).tanh();
+        }
+    }
+    let mut z = vec![0.0; nb * nout];
+    for b in 0..nb {
+        for c in 0..nout {
+            let mut acc = 0.0;
+            for j in 0..nh {
+                acc += h[b * nh + j] * w2[j * nout + c];
+            }
+            z[b * nout + c] = acc;
+        }
+    }
+    let mut total = 0.0;
+    for b in 0..nb {
+        let mut m = f64::NEG_INFINITY;
+        for c in 0..nout {
+            m = m.max(z[b * nout + c] + b2[c]);
+        }
+        let mut s = 0.0;
+        for c in 0..nout {
+            s += (z[b * nout + c] + b2[c] - m).exp();
+        }
+        let k = label(p, b);
+        total += m + s.ln() - (z[b * nout + k] + b2[k]);
+    }
+    total / nb as f64
+}
+
 /// The value of [`mlp`]; the gradient with respect to the parameters (not
 /// `x`) is added into `grad`. Keeps the hidden activations and the logits of
 /// the forward pass, nothing else.
@@ -621,6 +669,58 @@ pub fn gmm(p: &GmmProblem) -> f64 {
         total += m + s.ln();
     }
     total
+}
+
+/// [`gmm`] with gmm.irad's structure, statement for statement: the scaled
+/// differences written to a scratch array `diff` in one loop and squared
+/// and summed in a second, and the log-sum-exp in a helper that is not
+/// inlined (as a call, like the program's). The same sums in the same order
+/// as [`gmm`], so the same value; [`gmm`] fuses the two loops and inlines
+/// the log-sum-exp. This is the rustc compilation of the program irad
+/// compiles.
+pub fn gmm_program_order(p: &GmmProblem) -> f64 {
+    let GmmDims { n, d, k } = p.dims;
+    let GmmParams { mu, logw, invs } = &p.params;
+    let x = &p.x;
+    let mut logdet = vec![0.0; k];
+    for c in 0..k {
+        let mut s = 0.0;
+        for j in 0..d {
+            s += invs[c * d + j].ln();
+        }
+        logdet[c] = logw[c] + s;
+    }
+    let mut scores = vec![0.0; k];
+    let mut diff = vec![0.0; d];
+    let mut total = 0.0;
+    for i in 0..n {
+        for c in 0..k {
+            for j in 0..d {
+                diff[j] = (x[i * d + j] - mu[c * d + j]) * invs[c * d + j];
+            }
+            let mut q = 0.0;
+            for &z in &diff {
+                q += z * z;
+            }
+            scores[c] = logdet[c] - 0.5 * q;
+        }
+        total += gmm_logsumexp(&scores);
+    }
+    total
+}
+
+/// gmm.irad's `logsumexp` helper, kept a call.
+#[inline(never)]
+fn gmm_logsumexp(s: &[f64]) -> f64 {
+    let mut m = f64::NEG_INFINITY;
+    for &v in s {
+        m = m.max(v);
+    }
+    let mut t = 0.0;
+    for &v in s {
+        t += (v - m).exp();
+    }
+    m + t.ln()
 }
 
 /// The value of [`gmm`]; the gradient with respect to the parameters (not

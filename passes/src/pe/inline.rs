@@ -148,9 +148,9 @@ impl Inlined {
 
 /// A copy of function `f` of `module` with every call inlined that
 /// [`inline_into`] would inline (within `limits`; `recursive` is
-/// [`recursive_functions`] of `module`), of callees without a loop that do
-/// not pop where the caller pushes (or push where it pops) and that `allow`
-/// accepts; `None` when there is none. The module is not changed.
+/// [`recursive_functions`] of `module`), of callees that do not pop where
+/// the caller pushes (or push where it pops) and that `allow` accepts;
+/// `None` when there is none. The module is not changed.
 ///
 /// What the copy computes is `f`'s: the same values and errors, except that
 /// an inlined call makes no frame. The [`Inlined`] tables say where each
@@ -180,18 +180,16 @@ pub fn inline_for_codegen(
     // a popped value where it is used only in a function that neither
     // pushes nor calls (docs/codegen.md, "Tapes"), so a pullback inlined
     // next to its forward sweep (`@f.rev` calls both) would get slower.
-    //
-    // And only callees without a loop are inlined: a call costs little
-    // next to a loop's work, while a loop inlined into a bigger function
-    // gets that function's register pressure (Cranelift's allocator then
-    // keeps loop-carried values in stack slots when they live across a
-    // later call), which measured slower (docs/performance.md, "Inlining
+    // Callees with loops are inlined like any other: code generation
+    // lowers loop headers so that Cranelift hoists loop invariants
+    // (docs/codegen.md, "Loops"), and then a loop inlined into its caller
+    // measured faster than the call (docs/performance.md, "Inlining
     // before codegen").
     let allow_here = |caller: &Func, g: FuncId| {
         let (push, pop) = tape_use(caller);
         let (g_push, g_pop) = tape_use(&module[g]);
         let mixes = pop && g_push || push && g_pop;
-        !mixes && !has_loop(&module[g]) && allow(g)
+        !mixes && allow(g)
     };
     for _ in 0..limits.max_func_size {
         let Some((block, idx, callee)) =
@@ -250,15 +248,6 @@ pub fn inlined_as_compiled(module: &Module) -> Module {
         }
     }
     out
-}
-
-/// Whether `func`'s control-flow graph has a cycle.
-fn has_loop(func: &Func) -> bool {
-    let next: HashMap<Block, Block> = func.layout.windows(2).map(|w| (w[0], w[1])).collect();
-    let cyc = graph::cyclic(func.layout.iter().copied(), |b| {
-        func.successors(b, next.get(&b).copied())
-    });
-    !cyc.is_empty()
 }
 
 /// Whether `func`'s layout blocks push and whether they pop.
