@@ -14,7 +14,7 @@
 //! fails records its own site in the trace (`irad_rt_trace`) and returns 1
 //! too.
 //!
-//! Each function is lowered with its small loop-free non-recursive callees
+//! Each function is lowered with its small non-recursive callees
 //! inlined (`irad_passes::pe::inline_for_codegen`; docs/codegen.md,
 //! "Inlining"). Sites in inlined code carry the callee's place, their error
 //! returns trace the inlined calls, and an inlined body's entry checks the

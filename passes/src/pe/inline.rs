@@ -23,7 +23,7 @@
 //!
 //! For code generation, [`inline_for_codegen`] makes the same transformation
 //! on a copy of one function, leaving the module alone, inlines only
-//! loop-free callees that do not mix pushes and pops with the caller, and
+//! callees that do not mix pushes and pops with the caller, and
 //! returns with the copy where each statement stood before ([`Inlined`]), so
 //! that errors in inlined code can be reported exactly as without inlining
 //! (docs/codegen.md, "Inlining").
