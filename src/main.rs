@@ -305,7 +305,9 @@ struct DumpCmd {
     /// default schedule unless `--schedule` names another.
     #[arg(long, value_enum)]
     mode: Option<DumpMode>,
-    /// Text (IR) or dot (Graphviz control-flow graph).
+    /// Text (IR), dot (Graphviz control-flow graph), or clif: the Cranelift
+    /// IR that code generation makes of the module printed (after inlining
+    /// and Cranelift's optimiser, before register allocation).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
     /// Print the module after the normalisation pipeline up to and including
@@ -400,6 +402,7 @@ impl Backend {
 enum Format {
     Text,
     Dot,
+    Clif,
 }
 
 fn main() -> ExitCode {
@@ -494,11 +497,21 @@ fn dump(cmd: DumpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         }
         None => None,
     };
+    if cmd.format == Format::Clif && (cmd.all_passes || cmd.activity) {
+        usage_error(
+            "`--format clif` prints the code of one module: it cannot be combined \
+             with `--all-passes` or `--activity`",
+        );
+    }
     let module = load(&cmd.file, sources)?;
     if let (Some(known), Some(name)) = (&cmd.known, &cmd.func) {
         let func = irad::find_function(&sources[0], &module, name)?;
         let (m, spec, _) = specialised(sources, &module, func, known)?;
-        out(&render_module(&m, &[spec], cmd.format));
+        if cmd.format == Format::Clif {
+            out(&render_clif(&sources[0], &m, &[spec])?);
+        } else {
+            out(&render_module(&m, &[spec], cmd.format));
+        }
         return Ok(());
     }
     let funcs = match &cmd.func {
@@ -537,6 +550,12 @@ fn dump(cmd: DumpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
     let registry = irad::rules::Registry::new();
     let dump = irad::passes::dump::dump(&module, &req, &registry)
         .map_err(|e| irad::pass_error(&sources[0], e))?;
+    if cmd.format == Format::Clif {
+        if let Some(last) = dump.sections.last() {
+            out(&render_clif(&sources[0], &last.module, &dump.funcs)?);
+        }
+        return Ok(());
+    }
     let mut text = String::new();
     for (i, section) in dump.sections.iter().enumerate() {
         if cmd.all_passes {
@@ -722,6 +741,36 @@ fn run(cmd: RunCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
     Ok(())
 }
 
+/// The Cranelift IR of the functions `funcs` of `module` (all when empty)
+/// and of everything they call, as the JIT compiles them (inlining
+/// included), each after a `; @name` line.
+fn render_clif(
+    src: &Source,
+    module: &irad::ir::Module,
+    funcs: &[irad::ir::FuncId],
+) -> Result<String, Error> {
+    let codegen = |err| Error::Codegen {
+        file: src.name.clone(),
+        err: Box::new(err),
+    };
+    let mut jit = irad::codegen::Jit::new(module).map_err(codegen)?;
+    jit.capture_clif();
+    let all: Vec<irad::ir::FuncId> = if funcs.is_empty() {
+        module.func_ids().collect()
+    } else {
+        funcs.to_vec()
+    };
+    for f in all {
+        jit.compile(f).map_err(codegen)?;
+    }
+    Ok(jit
+        .take_clif()
+        .into_iter()
+        .map(|(name, text)| format!("; {name}\n{text}"))
+        .collect::<Vec<_>>()
+        .join("\n"))
+}
+
 /// The module (or only `funcs`, when given) as IR text or DOT. Passes keep
 /// function handles, so `funcs` names the same functions in every snapshot.
 fn render_module(module: &irad::ir::Module, funcs: &[irad::ir::FuncId], format: Format) -> String {
@@ -733,6 +782,8 @@ fn render_module(module: &irad::ir::Module, funcs: &[irad::ir::FuncId], format: 
             .collect::<Vec<_>>()
             .join("\n"),
         Format::Dot => irad::dot::module_to_dot(module, funcs),
+        // `dump` prints clif with `render_clif` before it gets here.
+        Format::Clif => irad::ir::text::print_module(module),
     }
 }
 

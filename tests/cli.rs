@@ -305,6 +305,45 @@ fn check_and_dump_print_the_module() {
     assert_eq!(edges.count(), 4, "{dot}");
 }
 
+#[test]
+fn dump_format_clif_prints_the_compiled_functions() {
+    // The primal: one Cranelift function, headed by its IR name.
+    let o = irad(&["dump", EXAMPLE, "--format", "clif"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let clif = stdout(&o);
+    assert!(clif.starts_with("; @rosenbrock\nfunction "), "{clif}");
+    assert_eq!(clif.matches("\nfunction ").count(), 1, "{clif}");
+    assert!(
+        clif.contains(" = fmul ") && clif.contains("return"),
+        "{clif}"
+    );
+    // The gradient: @rosenbrock.rev and the pieces it calls (inlined or not,
+    // each compiled function once).
+    let o = irad(&[
+        "dump",
+        EXAMPLE,
+        "--mode",
+        "rev",
+        "-f",
+        "rosenbrock",
+        "--format",
+        "clif",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let clif = stdout(&o);
+    for name in [
+        "; @rosenbrock.rev\n",
+        "; @rosenbrock.rev.fwd\n",
+        "; @rosenbrock.rev.back\n",
+    ] {
+        assert_eq!(clif.matches(name).count(), 1, "{name} in {clif}");
+    }
+    // One module only: not with the sections of --all-passes.
+    let o = irad(&["dump", EXAMPLE, "--all-passes", "--format", "clif"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--format clif"), "{}", stderr(&o));
+}
+
 const TUPLES: &str = "func @f(%p: (f64, i64), %x: f64, %n: i64) -> f64 {
 #1:
   %a = call getfield(%p, 0) :: f64

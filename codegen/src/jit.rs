@@ -320,6 +320,29 @@ impl<'m> Jit<'m> {
         self.st.comp.inline = limits;
     }
 
+    /// From now on, keeps the Cranelift IR of every function compiled, as
+    /// Cranelift's optimiser leaves it (before register allocation), for
+    /// [`Jit::take_clif`]: what `irad dump --format clif` prints.
+    pub fn capture_clif(&mut self) {
+        self.st.comp.clif.get_or_insert_with(Vec::new);
+    }
+
+    /// The Cranelift IR kept since [`Jit::capture_clif`] (or the last
+    /// call), one `(name, text)` per function compiled, in the order they
+    /// were compiled: `name` is the IR function's name (`gmm.rev.fwd`) or
+    /// a primitive's wrapper's.
+    pub fn take_clif(&mut self) -> Vec<(String, String)> {
+        self.st
+            .comp
+            .clif
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, func)| (name, func.display().to_string()))
+            .collect()
+    }
+
     /// Compiles `f` and everything it can reach, if not done yet.
     pub fn compile(&mut self, f: FuncId) -> Result<(), CodegenError> {
         self.st.compile(FuncRef::User(f)).map(|_| ())
@@ -833,6 +856,90 @@ func @g(%x: f64, %k: i64) -> f64 {
   return %x
 }
 ";
+
+    /// A sum over `a[i * d + j]`, `j` the inner loop: `i * d` is invariant
+    /// in it.
+    const ROWS: &str = r"
+func @rows(%a: [f64], %n: i64, %d: i64) -> f64 {
+#1:
+  goto #2
+#2:
+  %i = phi [#1 => 0, #6 => %i1]
+  %s = phi [#1 => 0.0, #6 => %s2]
+  %c = call lt(%i, %n) :: bool
+  gotoifnot %c, #7
+#3:
+  goto #4
+#4:
+  %j = phi [#3 => 0, #5 => %j1]
+  %s2 = phi [#3 => %s, #5 => %t]
+  %k = call lt(%j, %d) :: bool
+  gotoifnot %k, #6
+#5:
+  %r = call imul(%i, %d) :: i64
+  %x = call iadd(%r, %j) :: i64
+  %v = call arrayref(%a, %x) :: f64
+  %t = call add(%s2, %v) :: f64
+  %j1 = call iadd(%j, 1) :: i64
+  goto #4
+#6:
+  %i1 = call iadd(%i, 1) :: i64
+  goto #2
+#7:
+  return %s
+}
+";
+
+    #[test]
+    fn loop_invariants_are_hoisted_out_of_inner_loops() {
+        // Cranelift's optimiser hoists `i * d` out of the inner loop only
+        // when the header's branch lists the body second (docs/codegen.md,
+        // "Loops"): after it, the `imul` is in a block of loop depth 1.
+        let module = irad_ir::text::parse_module(ROWS).expect("test IR parses");
+        let f = module.by_name("rows").expect("@rows");
+        let mut jit = Jit::new(&module).expect("a JIT");
+        jit.capture_clif();
+        jit.compile(f).expect("@rows compiles");
+        let funcs = jit.st.comp.clif.take().expect("captured");
+        let (name, func) = funcs.first().expect("one function");
+        assert_eq!(name, "@rows");
+        let cfg = cranelift_codegen::flowgraph::ControlFlowGraph::with_function(func);
+        let dom = cranelift_codegen::dominator_tree::DominatorTree::with_function(func, &cfg);
+        let mut loops = cranelift_codegen::loop_analysis::LoopAnalysis::new();
+        loops.compute(func, &cfg, &dom);
+        let depth = |op: cranelift_codegen::ir::Opcode| -> Vec<usize> {
+            func.layout
+                .blocks()
+                .filter(|&b| {
+                    func.layout
+                        .block_insts(b)
+                        .any(|i| func.dfg.insts[i].opcode() == op)
+                })
+                .map(|b| loops.loop_level(b).level())
+                .collect()
+        };
+        assert_eq!(
+            depth(cranelift_codegen::ir::Opcode::Imul),
+            [1],
+            "{}",
+            func.display()
+        );
+        // The element load stays in the inner loop.
+        assert_eq!(
+            depth(cranelift_codegen::ir::Opcode::Load).iter().max(),
+            Some(&2)
+        );
+        // And the result is the sum.
+        let args = [
+            Val::f64_array((0..6).map(f64::from).collect()),
+            Val::I64(2),
+            Val::I64(3),
+        ];
+        let got = jit
+            .run(f, &args, &RunOptions::default())
+            .expect("@rows runs");
+        assert!(matches!(got, Val::F64(v) if v == 15.0), "{got:?}");
+    }
 
     #[test]
     fn a_failure_half_way_through_a_function_is_an_error_every_time() {

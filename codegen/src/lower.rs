@@ -99,6 +99,10 @@ pub(crate) struct Compiler<M: ClModule> {
     /// inlined into it (their statements are compiled there, not in them:
     /// objects look for the rules those statements need there too).
     pub inlined_bodies: HashMap<FuncId, Vec<FuncId>>,
+    /// When set, the Cranelift IR of each function defined, after
+    /// Cranelift's optimiser, with the function's name (`irad dump
+    /// --format clif`).
+    pub clif: Option<Vec<(String, ir::Function)>>,
     /// Tests only: lowering fails at every statement applying this primitive,
     /// as no valid program makes it fail half-way through a function.
     #[cfg(test)]
@@ -127,6 +131,7 @@ impl<M: ClModule> Compiler<M> {
             inline: Some(Limits::default()),
             recursive: None,
             inlined_bodies: HashMap::new(),
+            clif: None,
             #[cfg(test)]
             fail_at: None,
         }
@@ -428,6 +433,10 @@ impl<M: ClModule> Compiler<M> {
                 .define_function(id, &mut ctx)
                 .map_err(|e| CodegenError::backend_in(e, &name_of(module, f)))
         });
+        if let (Ok(()), Some(log)) = (&res, &mut self.clif) {
+            // `define_function` optimised and compiled `ctx.func` in place.
+            log.push((name_of(module, f), ctx.func.clone()));
+        }
         ctx.clear();
         self.ctx = ctx;
         res
