@@ -1235,4 +1235,19 @@ mod tests {
         // a[top - m] (sign -1), out[m].
         assert_eq!(versioned(&m, "rev"), (2, 0, 1));
     }
+
+    /// The reverse-mode pieces of the mixture objective (a snapshot of what
+    /// reverse mode derives): every access of the reverse sweeps' innermost
+    /// loops, over tape-popped arrays, loses its check in the copies.
+    #[test]
+    fn the_mixture_gradients_sweeps() {
+        let text = include_str!("../../tests/data/gmm_rev.ir");
+        let m = irad_ir::text::parse_module(text).expect("the snapshot parses");
+        // The forward sweep: the two reads of invs, as in the primal.
+        assert_eq!(versioned(&m, "gmm.rev.fwd"), (2, 0, 2));
+        // The pullback: three innermost loops counting down, 17 accesses.
+        assert_eq!(versioned(&m, "gmm.rev.back"), (17, 0, 3));
+        assert_eq!(versioned(&m, "logsumexp.rev.back"), (4, 0, 2));
+        assert_eq!(versioned(&m, "logsumexp.rev.fwd"), (0, 0, 0));
+    }
 }
