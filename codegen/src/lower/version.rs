@@ -148,6 +148,10 @@ fn fill_places(out: &mut Inlined, blocks: &[Block]) {
     }
 }
 
+/// Values that are the counter plus a constant in a loop's body: `(value,
+/// d)` for `value = i + d`.
+type Counters = Vec<(Value, i64)>;
+
 /// A loop to version and its accesses (module header).
 struct Plan {
     header: Block,
@@ -160,6 +164,9 @@ struct Plan {
     bound: Operand,
     /// Counting down: `bound < 0` is bad.
     bound_nonneg: bool,
+    /// The values that are the counter plus a constant in the body:
+    /// `(value, d)` for `value = i + d`.
+    ivs: Counters,
     /// The accesses: (statement, array, index's sign of `i`, its
     /// invariant terms, its constant).
     accesses: Vec<Access>,
@@ -206,7 +213,7 @@ fn find(func: &Func, done: &HashSet<Block>) -> Option<Plan> {
             block_of: &block_of,
             in_loop: &plan.in_loop,
         };
-        let ivs = ivs_of(func, &plan);
+        let ivs = plan.ivs.clone();
         for &b in &plan.blocks {
             if b == h {
                 continue;
@@ -305,9 +312,9 @@ fn shape(func: &Func, cfg: &ControlFlowGraph, h: Block, in_loop: HashSet<Block>)
         .filter(|b| in_loop.contains(b))
         .collect();
     blocks.dedup();
-    let (k0, bound, bound_nonneg) = counting_up(func, h, pre, latch, &in_loop)
-        .map(|(k0, b)| (k0, b, false))
-        .or_else(|| counting_down(func, h, pre, latch, exit).map(|n0| (0, n0, true)))?;
+    let (k0, bound, bound_nonneg, ivs) = counting_up(func, h, pre, latch, &in_loop)
+        .map(|(k0, b, ivs)| (k0, b, false, ivs))
+        .or_else(|| counting_down(func, h, pre, latch, exit).map(|(n0, ivs)| (0, n0, true, ivs)))?;
     Some(Plan {
         header: h,
         pre,
@@ -316,6 +323,7 @@ fn shape(func: &Func, cfg: &ControlFlowGraph, h: Block, in_loop: HashSet<Block>)
         k0,
         bound,
         bound_nonneg,
+        ivs,
         accesses: Vec::new(),
         in_loop,
     })
@@ -328,7 +336,7 @@ fn counting_up(
     pre: Block,
     latch: Block,
     in_loop: &HashSet<Block>,
-) -> Option<(i64, Operand)> {
+) -> Option<(i64, Operand, Counters)> {
     let Some(Terminator::GotoIfNot {
         cond: Operand::Value(c),
         ..
@@ -359,7 +367,7 @@ fn counting_up(
             return None;
         }
     }
-    Some((k0, *bound))
+    Some((k0, *bound, vec![(*iv, 0)]))
 }
 
 /// `k0` when `iv` is a phi of `h` entered with a constant `k0 >= 0` from
@@ -388,8 +396,15 @@ fn counter_start(func: &Func, h: Block, iv: Value, pre: Block, latch: Block) -> 
     (entries.len() == 2 && stepped).then_some(k0?)
 }
 
-/// `n0` for a counting-down loop (module header).
-fn counting_down(func: &Func, h: Block, pre: Block, latch: Block, exit: Block) -> Option<Operand> {
+/// `n0` for a counting-down loop (module header), and its counters `m`
+/// (`i`) and `n` (`i + 1`).
+fn counting_down(
+    func: &Func,
+    h: Block,
+    pre: Block,
+    latch: Block,
+    exit: Block,
+) -> Option<(Operand, Counters)> {
     let Some(Terminator::Switch {
         index: Operand::Value(sel),
         targets,
@@ -432,7 +447,10 @@ fn counting_down(func: &Func, h: Block, pre: Block, latch: Block, exit: Block) -
     let ValueDef::Inst(mi) = func.values.get(m)?.def else {
         return None;
     };
-    func.blocks[h].insts.contains(&mi).then_some(n0)
+    func.blocks[h]
+        .insts
+        .contains(&mi)
+        .then(|| (n0, vec![(m, 0), (n, 1)]))
 }
 
 /// `(m, n0)` when `n` is a phi of `h` entered with `n0` from `pre` and
@@ -471,45 +489,6 @@ fn inst_blocks(func: &Func) -> HashMap<Inst, Block> {
         .iter()
         .flat_map(|&b| func.blocks[b].insts.iter().map(move |&i| (i, b)))
         .collect()
-}
-
-/// The values that are the counter plus a constant in the loop's body:
-/// `(value, d)` for `value = i + d`.
-fn ivs_of(func: &Func, plan: &Plan) -> Vec<(Value, i64)> {
-    let h = plan.header;
-    if plan.bound_nonneg {
-        // Counting down: `m` (the latch's entry) and `n = m + 1`.
-        for &i in &func.blocks[h].insts {
-            let (InstKind::Phi { entries }, Some(n)) = (&func.insts[i].kind, func.insts[i].result)
-            else {
-                continue;
-            };
-            for (from, op) in entries {
-                if *from != plan.pre
-                    && let Operand::Value(m) = op
-                    && func.const_offset(*m, n) == Some(-1)
-                {
-                    return vec![(*m, 0), (n, 1)];
-                }
-            }
-        }
-        Vec::new()
-    } else {
-        let Some(Terminator::GotoIfNot {
-            cond: Operand::Value(c),
-            ..
-        }) = &func.blocks[h].term
-        else {
-            return Vec::new();
-        };
-        match func.def_kind(*c) {
-            Some(InstKind::Prim { args, .. }) => match args.first() {
-                Some(Operand::Value(i)) => vec![(*i, 0)],
-                _ => Vec::new(),
-            },
-            _ => Vec::new(),
-        }
-    }
 }
 
 /// What the analysis of one loop's expressions needs.
