@@ -1257,7 +1257,9 @@ mod tests {
     /// (short arrays, counts and offsets from -3 to 8 and near the ends of
     /// i64), compute what the originals do, and every error they stop with
     /// is the original's, in an original block: an index out of range never
-    /// reaches an unchecked copy, whose blocks have labels of their own.
+    /// reaches an unchecked copy, whose blocks have labels of their own. And
+    /// when the original runs to a value, so does the function whose
+    /// checked loop bodies fail: with every index in range, the copy runs.
     #[test]
     fn the_test_never_lets_an_index_out_of_range_into_the_copy() {
         use irad_ir::interp::{RunOptions, Val, run};
@@ -1297,7 +1299,9 @@ mod tests {
                     continue;
                 };
                 let mut m2 = m.clone();
+                let old_blocks = func.blocks.len();
                 m2[fid] = inl.func;
+                let m3 = slow_path_fails(&m2, fid, old_blocks);
                 for _ in 0..400 {
                     let args: Vec<Val> = func
                         .param_types()
@@ -1334,6 +1338,14 @@ mod tests {
                     match (&want, &got) {
                         (Ok(w), Ok(g)) => {
                             assert!(w.same(g), "{what}: {w:?} against {g:?}");
+                            // Every index in range: the copy ran, not the
+                            // original (whose body fails in `m3`).
+                            let a3 = copies(&args);
+                            let fast = run(&m3, fid, &a3, &opts);
+                            assert!(
+                                fast.as_ref().is_ok_and(|f| f.same(w)),
+                                "{what}: the checked loop ran: {fast:?}"
+                            );
                             oks += 1;
                         }
                         (Err(w), Err(g)) => {
@@ -1369,5 +1381,51 @@ mod tests {
             },
             _ => Vec::new(),
         }
+    }
+
+    /// `m` with `idiv(1, 0)` first in the body of each original loop that
+    /// versioning put a test before (the blocks of `@f` from `old_blocks`
+    /// on are new): a run that enters such a body fails.
+    fn slow_path_fails(m: &Module, f: irad_ir::FuncId, old_blocks: usize) -> Module {
+        let mut m3 = m.clone();
+        let func = &mut m3[f];
+        let tests: Vec<Block> = func
+            .layout
+            .iter()
+            .copied()
+            .filter(|b| b.index() >= old_blocks)
+            .filter(|&b| {
+                matches!(&func.blocks[b].term, Some(Terminator::GotoIfNot { target, .. })
+                    if target.index() >= old_blocks)
+                    && func
+                        .next_in_layout(b)
+                        .is_some_and(|n| n.index() < old_blocks)
+            })
+            .collect();
+        for g in tests {
+            let Some(h) = func.next_in_layout(g) else {
+                continue;
+            };
+            let body = match &func.blocks[h].term {
+                Some(Terminator::Switch { targets, .. }) => targets[1],
+                _ => func.next_in_layout(h).expect("a body"),
+            };
+            let (inst, _) = func.push_inst(
+                body,
+                InstKind::Prim {
+                    prim: Prim::Idiv,
+                    args: SmallVec::from_slice(&[
+                        Operand::Const(Const::I64(1)),
+                        Operand::Const(Const::I64(0)),
+                    ]),
+                },
+                Some(Type::I64),
+                None,
+            );
+            let insts = &mut func.blocks[body].insts;
+            insts.pop();
+            insts.insert(0, inst);
+        }
+        m3
     }
 }
