@@ -19,6 +19,9 @@
 //! "Inlining"). Sites in inlined code carry the callee's place, their error
 //! returns trace the inlined calls, and an inlined body's entry checks the
 //! call depth its frame would have had, so errors read as without inlining.
+//! Innermost loops whose array accesses `lower/bounds.rs` cannot prove in
+//! range are then versioned on that copy (`lower/version.rs`): an unchecked
+//! copy of the loop runs when one test before it shows every index in range.
 
 mod bounds;
 mod prim;
