@@ -271,11 +271,35 @@ fn find(func: &Func, done: &HashSet<Block>) -> Option<Plan> {
                 });
             }
         }
-        if !plan.accesses.is_empty() {
+        if !plan.accesses.is_empty() && !writes_with_a_stride(func, &lc, &plan) {
             return Some(plan);
         }
     }
     None
+}
+
+/// Whether a statement of the loop writes an array at an index that moves
+/// by a stride (`imul(i, S)`): such a loop is not versioned. Measured on
+/// the scalar MLP's pullback, `w1bar[p * nh + j] += ...` (1 KiB apart from
+/// one iteration to the next), its unchecked copy ran 30% slower than the
+/// checked loop although it had fewer instructions (docs/performance.md,
+/// "Issue 22: loop versioning"); reads with a stride are versioned.
+fn writes_with_a_stride(func: &Func, lc: &LoopCtx, plan: &Plan) -> bool {
+    plan.blocks.iter().any(|&b| {
+        func.blocks[b]
+            .insts
+            .iter()
+            .any(|&i| match &func.insts[i].kind {
+                InstKind::Prim {
+                    prim: Prim::Arrayset,
+                    args,
+                } => args
+                    .get(1)
+                    .and_then(|x| lc.linear(*x, &plan.ivs, 0))
+                    .is_some_and(|l| l.stride.is_some()),
+                _ => false,
+            })
+    })
 }
 
 /// The structure of the loop headed by `h` with blocks `in_loop` when it
