@@ -1318,6 +1318,8 @@ mod tests {
         assert_eq!(versioned(&m, "i2f"), (0, 0, 0));
         // x[j * d + c]: strided.
         assert_eq!(versioned(&m, "column"), (1, 0, 1));
+        // out[j * d + c] written: not versioned.
+        assert_eq!(versioned(&m, "scatter"), (0, 0, 0));
         // Already proven: nothing to version.
         let proven = include_str!("../../../tests/filetests/surface/bounds_proven.irad");
         let m = irad_ir::surface::compile(proven).expect("the program compiles");
