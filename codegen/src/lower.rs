@@ -19,9 +19,13 @@
 //! "Inlining"). Sites in inlined code carry the callee's place, their error
 //! returns trace the inlined calls, and an inlined body's entry checks the
 //! call depth its frame would have had, so errors read as without inlining.
+//! Innermost loops whose array accesses `lower/bounds.rs` cannot prove in
+//! range are then versioned on that copy (`lower/version.rs`): an unchecked
+//! copy of the loop runs when one test before it shows every index in range.
 
 mod bounds;
 mod prim;
+mod version;
 
 use crate::CodegenError;
 use crate::layout::{leaf_bytes, leaf_count, leaf_list};
@@ -103,6 +107,10 @@ pub(crate) struct Compiler<M: ClModule> {
     /// Cranelift's optimiser, with the function's name (`irad dump
     /// --format clif`).
     pub clif: Option<Vec<(String, ir::Function)>>,
+    /// Whether loops whose array accesses cannot be proven in range are
+    /// versioned: an unchecked copy runs when a test before the loop shows
+    /// them in range (`lower/version.rs`; docs/codegen.md, "Bounds checks").
+    pub version_loops: bool,
     /// Tests only: lowering fails at every statement applying this primitive,
     /// as no valid program makes it fail half-way through a function.
     #[cfg(test)]
@@ -132,6 +140,7 @@ impl<M: ClModule> Compiler<M> {
             recursive: None,
             inlined_bodies: HashMap::new(),
             clif: None,
+            version_loops: true,
             #[cfg(test)]
             fail_at: None,
         }
@@ -374,6 +383,15 @@ impl<M: ClModule> Compiler<M> {
             bodies.dedup();
             self.inlined_bodies.insert(fid, bodies);
         }
+        // Loop versioning works on the same copy; the accesses of its
+        // unchecked loops join those `bounds.rs` proves in range.
+        let (inlined, unchecked) = match f {
+            FuncRef::User(fid) if self.version_loops => match module.get(fid) {
+                Some(func) => version::version(func, inlined),
+                None => (inlined, std::collections::HashSet::new()),
+            },
+            _ => (inlined, std::collections::HashSet::new()),
+        };
         let id = self.funcs[&f];
         let sig = self.signature(&Self::fn_type_of(module, f)?);
         self.ctx.clear();
@@ -399,7 +417,7 @@ impl<M: ClModule> Compiler<M> {
                 seg_tops: HashMap::new(),
                 movable_pops: false,
                 checked: std::collections::HashSet::new(),
-                in_range: std::collections::HashSet::new(),
+                in_range: unchecked,
                 cur_in_range: false,
                 known: HashMap::new(),
                 fl_ctx: TRUSTED,
@@ -754,7 +772,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 .ok_or_else(|| CodegenError::internal(format!("no function {fid:?}")))?,
         };
         self.ret_leaves = leaf_list(&func.ret);
-        self.in_range = bounds::in_range(func);
+        self.in_range.extend(bounds::in_range(func));
         let entry = self.b.create_block();
         self.b.append_block_params_for_function_params(entry);
         self.make_ret_err();
