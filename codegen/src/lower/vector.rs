@@ -1,0 +1,694 @@
+//! Vectorisation of map and reduction loops over f64 arrays (docs/codegen.md,
+//! "Vectorisation"): two iterations at a time in Cranelift's 128-bit
+//! vectors (`f64x2`), with the results the scalar loop would give, bit for
+//! bit.
+//!
+//! Which loops. A counted loop of `lower/bounds.rs` (`i` from a constant
+//! `k0 >= 0` by one while `i < B`) whose header holds only its phis and the
+//! compare `lt(i, B)`, `B` defined outside the loop, entered from one block
+//! that ends in `goto`, and whose other blocks are a chain of blocks, each
+//! with one predecessor, ending in `goto` the next and the last in `goto`
+//! the header (an innermost loop without branches). The header's phis are
+//! `i` and *accumulators*: a phi `acc` used in the loop only by one statement
+//! `acc' = add(acc, e)` (or `add(e, acc)`, `sub(acc, e)`, `mul`, `min`,
+//! `max` either way round) whose result is used only as the phi's entry
+//! from the latch. Every other statement of the chain is
+//! - f64 `add sub mul div neg abs sqrt min max`: exactly rounded or exact
+//!   IEEE operations, which the vector instructions compute per lane with
+//!   the scalar instructions' results (`min`/`max`: Cranelift's `fmin`/
+//!   `fmax`, the same NaN and signed-zero rules for vectors as for scalars,
+//!   which are SYNTAX.md's);
+//! - i64 `iadd isub imul ineg` and `length`, making *uniform* values (the
+//!   same in every iteration: from values defined outside the loop and
+//!   constants) or *indices* `i + u` (`iadd(i, u)`, `iadd(u, x)`, `isub(x,
+//!   u)` with `x` an index and `u` uniform);
+//! - `arrayref`/`arrayset` of an `[f64]` array (uniform) at an index, which
+//!   `bounds::in_range` proves in range: in iterations `i` and `i + 1`, the
+//!   index is `x` and `x + 1` (wrapping arithmetic is exact modulo 2^64), both
+//!   in range, so one 16-byte load or store covers them.
+//!
+//! Nothing else: no calls, tapes, checks; so no vectorised statement can
+//! fail, and errors, locations and tapes are those of the scalar loop.
+//!
+//! Order. The vector loop runs statement by statement for both iterations,
+//! where the scalar loop runs iteration by iteration. The two agree unless
+//! an array written in the loop is read or written at another place by the
+//! other iteration. So an array written in the loop is accessed (read and
+//! written) at one index only (the same `i + u`, compared as a sum of
+//! uniform terms and a constant), and every other array accessed in the
+//! loop is either provably another array (one of them allocated in this
+//! function, `alloc`/`zeros`/`copy`, and the other another allocation or a
+//! parameter), or checked at run time before the loop: when the two
+//! arrays' memory overlaps, the vector loop is skipped. Accumulators are
+//! updated lane 0 then lane 1, in scalar code: the sequential order exactly.
+//!
+//! Lowering. The block entering the loop jumps to a vector header instead,
+//! with the phis' values: `i < L` with `L = max(B, 1) - 1` (so `i + 1 < B`
+//! without overflow) runs one vector body (both iterations, then `i + 2`),
+//! otherwise the scalar header is entered with the current `i` and
+//! accumulators, and the scalar loop does what is left (at most one
+//! iteration, or all of them when the run-time alias check failed).
+//!
+//! Assumes a verified function and `in_range` from `bounds::in_range` of the
+//! same function. Guarantees: a loop is planned only when every statement
+//! matches the above; anything else is compiled as before.
+
+use super::bounds::counted_loops;
+use super::{Leaves, Lower};
+use crate::CodegenError;
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{self, BlockArg, InstBuilder, types};
+use cranelift_module::Module as ClModule;
+use irad_ir::flow::{ControlFlowGraph, DominatorTree, LoopAnalysis};
+use irad_ir::{Block, Const, Func, Inst, InstKind, Operand, Prim, Terminator, Type, Value};
+use std::collections::{HashMap, HashSet};
+
+/// A loop to vectorise, keyed by the block that enters it.
+pub(super) struct Plan {
+    /// The loop's header (the scalar loop's entry).
+    header: Block,
+    /// The induction variable `i` and its bound `B`.
+    iv: Value,
+    bound: Value,
+    /// The statements of the chain, in order (accumulator updates included).
+    stmts: Vec<Inst>,
+    /// The accumulator updates: statement, phi.
+    accs: HashMap<Inst, Value>,
+    /// Pairs of arrays whose memory must not overlap for the vector loop
+    /// to run (checked before it).
+    guards: Vec<(Value, Value)>,
+}
+
+/// An index `i + sum(terms) + k`: uniform terms (values, with a sign) and a
+/// constant, kept sorted so that equal sums compare equal.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+struct Affine {
+    terms: Vec<(Value, bool)>,
+    k: i64,
+}
+
+impl Affine {
+    fn add(&self, u: &Operand, neg: bool) -> Option<Affine> {
+        let mut out = self.clone();
+        match u {
+            Operand::Const(Const::I64(c)) => {
+                out.k = if neg {
+                    out.k.wrapping_sub(*c)
+                } else {
+                    out.k.wrapping_add(*c)
+                }
+            }
+            Operand::Value(v) => {
+                // `+ v - v` cancels.
+                if let Some(p) = out.terms.iter().position(|t| *t == (*v, !neg)) {
+                    out.terms.remove(p);
+                } else {
+                    out.terms.push((*v, neg));
+                    out.terms.sort_unstable_by_key(|t| (t.0, t.1));
+                }
+            }
+            Operand::Const(_) => return None,
+        }
+        Some(out)
+    }
+}
+
+/// What a value of the loop is, per iteration.
+#[derive(Clone, PartialEq, Debug)]
+enum Class {
+    /// The same in both iterations (defined outside the loop, a constant, or
+    /// computed from those).
+    Uniform,
+    /// An index `i + ...`: one more in the second iteration.
+    Index(Affine),
+    /// An f64 that differs per iteration: one vector lane each.
+    Lane,
+}
+
+/// The loops of `func` to vectorise, keyed by the block entering each.
+pub(super) fn plans(func: &Func, in_range: &HashSet<Inst>) -> HashMap<Block, Plan> {
+    let mut out = HashMap::new();
+    let cfg = ControlFlowGraph::with_function(func);
+    let dom = DominatorTree::with_cfg(&cfg);
+    let la = LoopAnalysis::compute(&cfg, &dom);
+    for c in counted_loops(func, &cfg, &la) {
+        if let Some((pre, plan)) = plan(func, &cfg, &la, in_range, &c) {
+            out.insert(pre, plan);
+        }
+    }
+    out
+}
+
+/// The number of loops of `func` that compiled code runs with vectors
+/// (for tests; `func` as compiled, without inlining).
+pub(crate) fn count(func: &Func) -> usize {
+    plans(func, &super::bounds::in_range(func)).len()
+}
+
+/// The plan of counted loop `c`, with the block entering it, if the loop
+/// qualifies (module header).
+fn plan(
+    func: &Func,
+    cfg: &ControlFlowGraph,
+    la: &LoopAnalysis,
+    in_range: &HashSet<Inst>,
+    c: &super::bounds::Counted,
+) -> Option<(Block, Plan)> {
+    let header = la.header(c.lp);
+    let pre = *cfg.preds(header).iter().find(|&&p| !la.contains(c.lp, p))?;
+    if func.blocks[pre].term != Some(Terminator::Goto(header)) {
+        return None;
+    }
+    // The chain from the fall-through block back to the header.
+    let mut chain = vec![c.body];
+    loop {
+        let blk = *chain.last()?;
+        if cfg.preds(blk).len() != 1 || !la.contains(c.lp, blk) {
+            return None;
+        }
+        match func.blocks[blk].term {
+            Some(Terminator::Goto(next)) if next == header => break,
+            Some(Terminator::Goto(next)) if !chain.contains(&next) => chain.push(next),
+            _ => return None,
+        }
+    }
+    if la.blocks(c.lp).len() != chain.len() + 1 {
+        return None;
+    }
+    let latch = *chain.last()?;
+    let in_loop: HashSet<Block> = la.blocks(c.lp).iter().copied().collect();
+    let defined_in_loop = |v: Value| match func.values[v].def {
+        irad_ir::ValueDef::Param(_) => false,
+        irad_ir::ValueDef::Inst(inst) => in_loop
+            .iter()
+            .any(|&b| func.blocks[b].insts.contains(&inst)),
+    };
+    if defined_in_loop(c.bound) {
+        return None;
+    }
+    // The header: phis of `i` and of accumulators, then `lt(i, B)` only.
+    let mut acc_phis: HashMap<Value, Value> = HashMap::new(); // phi -> update value
+    for &inst in &func.blocks[header].insts {
+        let data = &func.insts[inst];
+        match &data.kind {
+            InstKind::Phi { entries } => {
+                let r = data.result?;
+                if r == c.iv {
+                    continue;
+                }
+                if func.values[r].ty != Type::F64 {
+                    return None;
+                }
+                let (_, Operand::Value(u)) = entries.iter().find(|e| e.0 == latch)? else {
+                    return None;
+                };
+                acc_phis.insert(r, *u);
+            }
+            InstKind::Prim {
+                prim: Prim::Lt,
+                args,
+            } if args.as_slice() == [Operand::Value(c.iv), Operand::Value(c.bound)] => {}
+            _ => return None,
+        }
+    }
+    let stmts: Vec<Inst> = chain
+        .iter()
+        .flat_map(|&b| func.blocks[b].insts.iter().copied())
+        .collect();
+    // Each accumulator's update, used only by the phi.
+    let mut accs: HashMap<Inst, Value> = HashMap::new();
+    for (&phi, &u) in &acc_phis {
+        let irad_ir::ValueDef::Inst(upd) = func.values[u].def else {
+            return None;
+        };
+        if !stmts.contains(&upd) || !is_reduction(func, upd, phi) {
+            return None;
+        }
+        let uses = |v: Value| {
+            stmts
+                .iter()
+                .filter(|&&s| uses_value(&func.insts[s].kind, v))
+                .count()
+        };
+        if uses(phi) != 1 || uses(u) != 0 {
+            return None;
+        }
+        accs.insert(upd, phi);
+    }
+    let mut class: HashMap<Value, Class> = HashMap::new();
+    class.insert(c.iv, Class::Index(Affine::default()));
+    let class_of = |class: &HashMap<Value, Class>, op: &Operand| -> Option<Class> {
+        match op {
+            Operand::Const(Const::F64(_) | Const::I64(_)) => Some(Class::Uniform),
+            Operand::Const(_) => None,
+            Operand::Value(v) if !defined_in_loop(*v) => Some(Class::Uniform),
+            Operand::Value(v) => class.get(v).cloned(),
+        }
+    };
+    // Array accesses: (array, index, is a store).
+    let mut accesses: Vec<(Value, Affine, bool)> = Vec::new();
+    for &inst in &stmts {
+        let data = &func.insts[inst];
+        let InstKind::Prim { prim, args } = &data.kind else {
+            return None;
+        };
+        if let Some(&phi) = accs.get(&inst) {
+            // The element: the operand that is not the accumulator.
+            let e = args.iter().find(|a| **a != Operand::Value(phi))?;
+            if !is_f64(func, e) || !matches!(class_of(&class, e)?, Class::Uniform | Class::Lane) {
+                return None;
+            }
+            continue;
+        }
+        let cls: Vec<Class> = args
+            .iter()
+            .map(|a| class_of(&class, a))
+            .collect::<Option<_>>()?;
+        let f64_ops = args.iter().all(|a| is_f64(func, a));
+        let res_ty = data.result.map(|r| func.values[r].ty.clone());
+        let result = {
+            match prim {
+                Prim::Add
+                | Prim::Sub
+                | Prim::Mul
+                | Prim::Div
+                | Prim::Neg
+                | Prim::Abs
+                | Prim::Sqrt
+                | Prim::Min
+                | Prim::Max
+                    if f64_ops && res_ty == Some(Type::F64) =>
+                {
+                    if cls.iter().all(|c| *c == Class::Uniform) {
+                        Some(Class::Uniform)
+                    } else if cls
+                        .iter()
+                        .all(|c| matches!(c, Class::Uniform | Class::Lane))
+                    {
+                        Some(Class::Lane)
+                    } else {
+                        return None;
+                    }
+                }
+                Prim::Iadd | Prim::Isub | Prim::Imul | Prim::Ineg | Prim::Length => {
+                    Some(int_class(*prim, args, &cls)?)
+                }
+                Prim::Arrayref | Prim::Arrayset => {
+                    let (Some(Operand::Value(a)), Some(Class::Uniform), Some(Class::Index(x))) =
+                        (args.first(), cls.first(), cls.get(1))
+                    else {
+                        return None;
+                    };
+                    let elem_f64 = matches!(&func.values[*a].ty, Type::Array(e) if *e == irad_ir::types::Scalar::F64);
+                    if !elem_f64 || !in_range.contains(&inst) {
+                        return None;
+                    }
+                    let store = *prim == Prim::Arrayset;
+                    accesses.push((*a, x.clone(), store));
+                    if store {
+                        if !matches!(cls.get(2), Some(Class::Uniform | Class::Lane)) {
+                            return None;
+                        }
+                        None
+                    } else {
+                        Some(Class::Lane)
+                    }
+                }
+                _ => return None,
+            }
+        };
+        if let (Some(r), Some(cl)) = (data.result, result) {
+            class.insert(r, cl);
+        }
+    }
+    let guards = alias_guards(func, &accesses)?;
+    Some((
+        pre,
+        Plan {
+            header,
+            iv: c.iv,
+            bound: c.bound,
+            stmts,
+            accs,
+            guards,
+        },
+    ))
+}
+
+/// Whether operand `op` is an f64.
+fn is_f64(func: &Func, op: &Operand) -> bool {
+    match op {
+        Operand::Const(c) => matches!(c, Const::F64(_)),
+        Operand::Value(v) => func.values[*v].ty == Type::F64,
+    }
+}
+
+/// The class of an i64 statement's result (module header), if allowed.
+fn int_class(prim: Prim, args: &[Operand], cls: &[Class]) -> Option<Class> {
+    if cls.iter().all(|c| *c == Class::Uniform) {
+        return Some(Class::Uniform);
+    }
+    match (prim, cls) {
+        (Prim::Iadd, [Class::Index(x), Class::Uniform]) => {
+            Some(Class::Index(x.add(args.get(1)?, false)?))
+        }
+        (Prim::Iadd, [Class::Uniform, Class::Index(x)]) => {
+            Some(Class::Index(x.add(args.first()?, false)?))
+        }
+        (Prim::Isub, [Class::Index(x), Class::Uniform]) => {
+            Some(Class::Index(x.add(args.get(1)?, true)?))
+        }
+        _ => None,
+    }
+}
+
+/// Whether statement `upd` is `prim(phi, e)` (or `prim(e, phi)` for the
+/// commutative ones) with `prim` a reduction (module header), `e` not `phi`.
+fn is_reduction(func: &Func, upd: Inst, phi: Value) -> bool {
+    let InstKind::Prim { prim, args } = &func.insts[upd].kind else {
+        return false;
+    };
+    let acc = Operand::Value(phi);
+    match (prim, args.as_slice()) {
+        (Prim::Sub, [a, e]) => *a == acc && *e != acc,
+        (Prim::Add | Prim::Mul | Prim::Min | Prim::Max, [a, e]) => (*a == acc) != (*e == acc),
+        _ => false,
+    }
+}
+
+/// Whether statement `kind` reads value `v`.
+fn uses_value(kind: &InstKind, v: Value) -> bool {
+    let args = match kind {
+        InstKind::Prim { args, .. } | InstKind::Invoke { args, .. } => args,
+        InstKind::CallValue { callee, args } => {
+            if *callee == v {
+                return true;
+            }
+            args
+        }
+        InstKind::Phi { entries } => return entries.iter().any(|e| e.1 == Operand::Value(v)),
+    };
+    args.contains(&Operand::Value(v))
+}
+
+/// The pairs of arrays to check for overlap at run time, or `None` when
+/// the accesses cannot be vectorised (module header, "Order").
+fn alias_guards(func: &Func, accesses: &[(Value, Affine, bool)]) -> Option<Vec<(Value, Value)>> {
+    let fresh = |a: Value| {
+        matches!(
+            func.def_kind(a),
+            Some(InstKind::Prim {
+                prim: Prim::Alloc | Prim::Zeros | Prim::Copy,
+                ..
+            })
+        )
+    };
+    let param = |a: Value| matches!(func.values[a].def, irad_ir::ValueDef::Param(_));
+    let mut guards = Vec::new();
+    for (w, wx, store) in accesses {
+        if !store {
+            continue;
+        }
+        for (a, ax, _) in accesses {
+            if a == w {
+                if ax != wx {
+                    return None;
+                }
+                continue;
+            }
+            let distinct = (fresh(*w) && (fresh(*a) || param(*a))) || (fresh(*a) && param(*w));
+            let pair = (*w.min(a), *w.max(a));
+            if !distinct && !guards.contains(&pair) {
+                guards.push(pair);
+            }
+        }
+    }
+    Some(guards)
+}
+
+/// A value of the vector body: scalar leaves (uniform), an index (its
+/// value in the first iteration), or a vector of two f64s.
+#[derive(Clone)]
+enum VVal {
+    Scalar(Leaves),
+    Index(ir::Value),
+    Lane(ir::Value),
+}
+
+impl<M: ClModule> Lower<'_, '_, M> {
+    /// Ends the block entering `plan`'s loop (whose terminator jumps to the
+    /// scalar header `scalar` with `args`) with the vector loop, which goes
+    /// on into the scalar header (module header, "Lowering").
+    pub(super) fn vector_loop(
+        &mut self,
+        func: &Func,
+        plan: &Plan,
+        args: &[BlockArg],
+        scalar: ir::Block,
+    ) -> Result<(), CodegenError> {
+        let header_phis: Vec<Value> = func.blocks[plan.header]
+            .insts
+            .iter()
+            .filter_map(|&i| match func.insts[i].kind {
+                InstKind::Phi { .. } => func.insts[i].result,
+                _ => None,
+            })
+            .collect();
+        if header_phis.len() != args.len() {
+            return Err(CodegenError::internal(
+                "a vectorised loop's phis do not match its entry".into(),
+            ));
+        }
+        let b = self.operand(&Operand::Value(plan.bound))?[0];
+        // L = max(B, 1) - 1: i < L is i + 1 < B, without overflow.
+        let one = self.b.ins().iconst(types::I64, 1);
+        let pos = self.b.ins().icmp(IntCC::SignedGreaterThan, b, one);
+        let bb = self.b.ins().select(pos, b, one);
+        let limit = self.b.ins().iadd_imm_s(bb, -1);
+        let vh = self.b.create_block();
+        let vb = self.b.create_block();
+        let mut ok = None;
+        for &(x, y) in &plan.guards {
+            let d = self.disjoint(x, y)?;
+            ok = Some(match ok {
+                None => d,
+                Some(o) => self.b.ins().band(o, d),
+            });
+        }
+        match ok {
+            Some(ok) => {
+                self.b.ins().brif(ok, vh, args, scalar, args);
+            }
+            None => {
+                self.b.ins().jump(vh, args);
+            }
+        }
+        // The vector header: a parameter per phi.
+        self.b.switch_to_block(vh);
+        let mut params: HashMap<Value, ir::Value> = HashMap::new();
+        let mut vh_args = Vec::with_capacity(header_phis.len());
+        for &phi in &header_phis {
+            let leaf = if phi == plan.iv {
+                types::I64
+            } else {
+                types::F64
+            };
+            let p = self.b.append_block_param(vh, leaf);
+            params.insert(phi, p);
+            vh_args.push(BlockArg::Value(p));
+        }
+        let i = params[&plan.iv];
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, i, limit);
+        self.b.ins().brif(more, vb, &[], scalar, &vh_args);
+        // The body: both iterations.
+        self.b.switch_to_block(vb);
+        let mut vals: HashMap<Value, VVal> = HashMap::new();
+        vals.insert(plan.iv, VVal::Index(i));
+        let mut accs: HashMap<Value, ir::Value> = HashMap::new();
+        for &inst in &plan.stmts {
+            let data = &func.insts[inst];
+            let InstKind::Prim { prim, args } = &data.kind else {
+                return Err(CodegenError::internal(
+                    "a vectorised statement is a call".into(),
+                ));
+            };
+            let ops: Vec<VVal> = args
+                .iter()
+                .map(|a| self.vval(&vals, a))
+                .collect::<Result<_, _>>()?;
+            if let Some(&phi) = plan.accs.get(&inst) {
+                let e_at = usize::from(args.first() == Some(&Operand::Value(phi)));
+                let lanes = match &ops[e_at] {
+                    VVal::Lane(v) => [
+                        self.b.ins().extractlane(*v, 0),
+                        self.b.ins().extractlane(*v, 1),
+                    ],
+                    VVal::Scalar(s) => [s[0], s[0]],
+                    VVal::Index(_) => {
+                        return Err(CodegenError::internal("an index accumulated".into()));
+                    }
+                };
+                let mut acc = accs.get(&phi).copied().unwrap_or(params[&phi]);
+                for e in lanes {
+                    let (x, y) = if e_at == 1 { (acc, e) } else { (e, acc) };
+                    acc = self.f64_op(*prim, &[x, y])?;
+                }
+                accs.insert(phi, acc);
+                continue;
+            }
+            let out = self.vector_stmt(*prim, &ops)?;
+            if let (Some(r), Some(v)) = (data.result, out) {
+                vals.insert(r, v);
+            }
+        }
+        let next = self.b.ins().iadd_imm_s(i, 2);
+        let back: Vec<BlockArg> = header_phis
+            .iter()
+            .map(|phi| {
+                BlockArg::Value(if *phi == plan.iv {
+                    next
+                } else {
+                    accs.get(phi).copied().unwrap_or(params[phi])
+                })
+            })
+            .collect();
+        self.b.ins().jump(vh, &back);
+        Ok(())
+    }
+
+    /// Whether the memory of arrays `x` and `y` does not overlap.
+    fn disjoint(&mut self, x: Value, y: Value) -> Result<ir::Value, CodegenError> {
+        let xs = self.operand(&Operand::Value(x))?;
+        let ys = self.operand(&Operand::Value(y))?;
+        let end = |s: &mut Self, l: &Leaves| {
+            let bytes = s.b.ins().imul_imm_s(l[1], 8);
+            s.b.ins().iadd(l[0], bytes)
+        };
+        let xe = end(self, &xs);
+        let ye = end(self, &ys);
+        let before = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, xe, ys[0]);
+        let after = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, ye, xs[0]);
+        Ok(self.b.ins().bor(before, after))
+    }
+
+    /// The vector body's value of operand `op`.
+    fn vval(&mut self, vals: &HashMap<Value, VVal>, op: &Operand) -> Result<VVal, CodegenError> {
+        if let Operand::Value(v) = op
+            && let Some(x) = vals.get(v)
+        {
+            return Ok(x.clone());
+        }
+        Ok(VVal::Scalar(self.operand(op)?))
+    }
+
+    /// A scalar f64 operation (as `prim_float` lowers it), on scalars or
+    /// on vectors of two.
+    fn f64_op(&mut self, p: Prim, x: &[ir::Value]) -> Result<ir::Value, CodegenError> {
+        let arg = |k: usize| {
+            x.get(k)
+                .copied()
+                .ok_or_else(|| CodegenError::internal(format!("`{p}` without operand {k}")))
+        };
+        let ins = self.b.ins();
+        Ok(match p {
+            Prim::Add => ins.fadd(arg(0)?, arg(1)?),
+            Prim::Sub => ins.fsub(arg(0)?, arg(1)?),
+            Prim::Mul => ins.fmul(arg(0)?, arg(1)?),
+            Prim::Div => ins.fdiv(arg(0)?, arg(1)?),
+            Prim::Neg => ins.fneg(arg(0)?),
+            Prim::Abs => ins.fabs(arg(0)?),
+            Prim::Sqrt => ins.sqrt(arg(0)?),
+            Prim::Min => ins.fmin(arg(0)?, arg(1)?),
+            Prim::Max => ins.fmax(arg(0)?, arg(1)?),
+            _ => {
+                return Err(CodegenError::internal(format!("`{p}` is not vectorised")));
+            }
+        })
+    }
+
+    /// One statement of the vector body (not an accumulator update); its
+    /// result, if it has one.
+    fn vector_stmt(&mut self, p: Prim, ops: &[VVal]) -> Result<Option<VVal>, CodegenError> {
+        let bad = || CodegenError::internal(format!("`{p}` vectorised on wrong operands"));
+        let scalar = |v: &VVal| match v {
+            VVal::Scalar(s) => s.first().copied(),
+            _ => None,
+        };
+        Ok(Some(match p {
+            Prim::Add
+            | Prim::Sub
+            | Prim::Mul
+            | Prim::Div
+            | Prim::Neg
+            | Prim::Abs
+            | Prim::Sqrt
+            | Prim::Min
+            | Prim::Max => {
+                if let Some(xs) = ops.iter().map(scalar).collect::<Option<Vec<_>>>() {
+                    VVal::Scalar(smallvec::smallvec![self.f64_op(p, &xs)?])
+                } else {
+                    let mut xs = Vec::with_capacity(ops.len());
+                    for o in ops {
+                        xs.push(match o {
+                            VVal::Lane(v) => *v,
+                            VVal::Scalar(s) => self.b.ins().splat(types::F64X2, s[0]),
+                            VVal::Index(_) => return Err(bad()),
+                        });
+                    }
+                    VVal::Lane(self.f64_op(p, &xs)?)
+                }
+            }
+            Prim::Length => VVal::Scalar(smallvec::smallvec![match ops.first() {
+                Some(VVal::Scalar(s)) if s.len() == 2 => s[1],
+                _ => return Err(bad()),
+            }]),
+            Prim::Iadd | Prim::Isub | Prim::Imul | Prim::Ineg => {
+                if let Some(xs) = ops.iter().map(scalar).collect::<Option<Vec<_>>>() {
+                    let ins = self.b.ins();
+                    let v = match (p, xs.as_slice()) {
+                        (Prim::Iadd, [x, y]) => ins.iadd(*x, *y),
+                        (Prim::Isub, [x, y]) => ins.isub(*x, *y),
+                        (Prim::Imul, [x, y]) => ins.imul(*x, *y),
+                        (Prim::Ineg, [x]) => ins.ineg(*x),
+                        _ => return Err(bad()),
+                    };
+                    VVal::Scalar(smallvec::smallvec![v])
+                } else {
+                    // An index plus or minus a uniform value: the first
+                    // iteration's index.
+                    let v = match (p, ops) {
+                        (Prim::Iadd, [VVal::Index(x), VVal::Scalar(y)])
+                        | (Prim::Iadd, [VVal::Scalar(y), VVal::Index(x)]) => {
+                            self.b.ins().iadd(*x, y[0])
+                        }
+                        (Prim::Isub, [VVal::Index(x), VVal::Scalar(y)]) => {
+                            self.b.ins().isub(*x, y[0])
+                        }
+                        _ => return Err(bad()),
+                    };
+                    VVal::Index(v)
+                }
+            }
+            Prim::Arrayref | Prim::Arrayset => {
+                let (Some(VVal::Scalar(a)), Some(VVal::Index(x))) = (ops.first(), ops.get(1))
+                else {
+                    return Err(bad());
+                };
+                let off = self.b.ins().imul_imm_s(*x, 8);
+                let addr = self.b.ins().iadd(a[0], off);
+                if p == Prim::Arrayref {
+                    VVal::Lane(self.b.ins().load(types::F64X2, self.fl_array, addr, 0))
+                } else {
+                    let v = match ops.get(2) {
+                        Some(VVal::Lane(v)) => *v,
+                        Some(VVal::Scalar(s)) => self.b.ins().splat(types::F64X2, s[0]),
+                        _ => return Err(bad()),
+                    };
+                    self.b.ins().store(self.fl_array, v, addr, 0);
+                    return Ok(None);
+                }
+            }
+            _ => return Err(bad()),
+        }))
+    }
+}
