@@ -79,6 +79,17 @@ fn reductions(a: [f64], s: f64) -> (f64, f64, f64, f64, f64) {
     }
     (d, p, lo, hi, u)
 }
+fn rosen(x: [f64]) -> (f64, f64) {
+    let mut s = 0.0;
+    let mut t = 1.0;
+    for i in 0..len(x) - 1 {
+        let a = x[i + 1] - x[i] * x[i];
+        let b = 1.0 - x[i];
+        s = s + 100.0 * a * a + b * b;
+        t = max(t - a, b) * 0.5;
+    }
+    (s, t)
+}
 fn rows(x: [f64], d: i64) -> [f64] {
     let n = len(x) / d;
     let t = zeros(d);
@@ -145,6 +156,7 @@ const VECTORISED: &[(&str, usize)] = &[
     ("inplace", 2),
     ("dot", 1),
     ("reductions", 1),
+    ("rosen", 1),
     ("rows", 1),
     ("picked", 1),
     // An array written at one index and read at another; an index not
@@ -250,11 +262,21 @@ fn maps_and_reductions_agree_bit_for_bit_on_every_length() {
                     }
                 }
             }
-            for name in ["map1", "from_one", "shifted", "recurrence", "called"] {
-                let what = format!("@{name} n={n} seed={seed}");
-                let r = check_run(&what, &m, func(&m, name), std::slice::from_ref(&a), &opts);
-                // `len(a) - 1` loops fail on no length; nothing here fails.
-                r.expect("runs");
+            for name in [
+                "map1",
+                "from_one",
+                "shifted",
+                "recurrence",
+                "called",
+                "rosen",
+            ] {
+                for (x, which) in [(&a, "special"), (&p, "plain")] {
+                    let what = format!("@{name} n={n} seed={seed} {which}");
+                    // `len(a) - 1` loops run no iteration on no elements:
+                    // nothing here fails.
+                    check_run(&what, &m, func(&m, name), std::slice::from_ref(x), &opts)
+                        .expect("runs");
+                }
             }
             let what = format!("@inplace n={n} seed={seed}");
             let r = check_run(

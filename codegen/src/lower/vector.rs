@@ -9,10 +9,12 @@
 //! that ends in `goto`, and whose other blocks are a chain of blocks, each
 //! with one predecessor, ending in `goto` the next and the last in `goto`
 //! the header (an innermost loop without branches). The header's phis are
-//! `i` and *accumulators*: a phi `acc` used in the loop only by one statement
-//! `acc' = add(acc, e)` (or `add(e, acc)`, `sub(acc, e)`, `mul`, `min`,
-//! `max` either way round) whose result is used only as the phi's entry
-//! from the latch. Every other statement of the chain is
+//! `i` and *accumulators*: a phi `acc` updated by a chain of statements
+//! `u1 = add(acc, e1)`, `u2 = mul(u1, e2)`, ... (each `add(x, e)`,
+//! `add(e, x)`, `sub(x, e)`, `mul`, `min` or `max` either way round), each
+//! value of the chain used in the loop only by the next update, and the
+//! last only as the phi's entry from the latch (`s = s + 100 * a * a + b *
+//! b` is two). Every other statement of the chain is
 //! - f64 `add sub mul div neg abs sqrt min max`: exactly rounded or exact
 //!   IEEE operations, which the vector instructions compute per lane with
 //!   the scalar instructions' results (`min`/`max`: Cranelift's `fmin`/
@@ -40,7 +42,8 @@
 //! function, `alloc`/`zeros`/`copy`, and the other another allocation or a
 //! parameter), or checked at run time before the loop: when the two
 //! arrays' memory overlaps, the vector loop is skipped. Accumulators are
-//! updated lane 0 then lane 1, in scalar code: the sequential order exactly.
+//! updated in scalar code, all the updates of the first iteration (lane 0)
+//! and then all those of the second: the sequential order exactly.
 //!
 //! Lowering. The block entering the loop jumps to a vector header instead,
 //! with the phis' values: `i < L` with `L = max(B, 1) - 1` (so `i + 1 < B`
@@ -72,8 +75,9 @@ pub(super) struct Plan {
     bound: Value,
     /// The statements of the chain, in order (accumulator updates included).
     stmts: Vec<Inst>,
-    /// The accumulator updates: statement, phi.
-    accs: HashMap<Inst, Value>,
+    /// The accumulator updates: statement, its phi, and the value it
+    /// updates (the phi or the previous update's result).
+    accs: HashMap<Inst, (Value, Value)>,
     /// Pairs of arrays whose memory must not overlap for the vector loop
     /// to run (checked before it).
     guards: Vec<(Value, Value)>,
@@ -215,25 +219,33 @@ fn plan(
         .iter()
         .flat_map(|&b| func.blocks[b].insts.iter().copied())
         .collect();
-    // Each accumulator's update, used only by the phi.
-    let mut accs: HashMap<Inst, Value> = HashMap::new();
+    // Each accumulator's chain of updates, from the phi to its entry from
+    // the latch: each value used only by the next update.
+    let uses = |v: Value| {
+        stmts
+            .iter()
+            .filter(|&&s| uses_value(&func.insts[s].kind, v))
+            .count()
+    };
+    let mut accs: HashMap<Inst, (Value, Value)> = HashMap::new();
     for (&phi, &u) in &acc_phis {
-        let irad_ir::ValueDef::Inst(upd) = func.values[u].def else {
-            return None;
-        };
-        if !stmts.contains(&upd) || !is_reduction(func, upd, phi) {
-            return None;
-        }
-        let uses = |v: Value| {
-            stmts
+        let mut cur = phi;
+        while cur != u {
+            if uses(cur) != 1 {
+                return None;
+            }
+            let upd = *stmts
                 .iter()
-                .filter(|&&s| uses_value(&func.insts[s].kind, v))
-                .count()
-        };
-        if uses(phi) != 1 || uses(u) != 0 {
+                .find(|&&s| uses_value(&func.insts[s].kind, cur))?;
+            if !is_reduction(func, upd, cur) {
+                return None;
+            }
+            accs.insert(upd, (phi, cur));
+            cur = func.insts[upd].result?;
+        }
+        if uses(u) != 0 || u == phi {
             return None;
         }
-        accs.insert(upd, phi);
     }
     let mut class: HashMap<Value, Class> = HashMap::new();
     class.insert(c.iv, Class::Index(Affine::default()));
@@ -252,9 +264,9 @@ fn plan(
         let InstKind::Prim { prim, args } = &data.kind else {
             return None;
         };
-        if let Some(&phi) = accs.get(&inst) {
+        if let Some(&(_, acc)) = accs.get(&inst) {
             // The element: the operand that is not the accumulator.
-            let e = args.iter().find(|a| **a != Operand::Value(phi))?;
+            let e = args.iter().find(|a| **a != Operand::Value(acc))?;
             if !is_f64(func, e) || !matches!(class_of(&class, e)?, Class::Uniform | Class::Lane) {
                 return None;
             }
@@ -504,7 +516,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
         self.b.switch_to_block(vb);
         let mut vals: HashMap<Value, VVal> = HashMap::new();
         vals.insert(plan.iv, VVal::Index(i));
-        let mut accs: HashMap<Value, ir::Value> = HashMap::new();
+        // Each accumulator's updates, in order: the operation, which
+        // operand the element is, and the element in each lane.
+        let mut updates: HashMap<Value, Vec<(Prim, usize, [ir::Value; 2])>> = HashMap::new();
         for &inst in &plan.stmts {
             let data = &func.insts[inst];
             let InstKind::Prim { prim, args } = &data.kind else {
@@ -512,34 +526,52 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     "a vectorised statement is a call".into(),
                 ));
             };
-            let ops: Vec<VVal> = args
-                .iter()
-                .map(|a| self.vval(&vals, a))
-                .collect::<Result<_, _>>()?;
-            if let Some(&phi) = plan.accs.get(&inst) {
-                let e_at = usize::from(args.first() == Some(&Operand::Value(phi)));
-                let lanes = match &ops[e_at] {
+            if let Some(&(phi, acc)) = plan.accs.get(&inst) {
+                let e_at = usize::from(args.first() == Some(&Operand::Value(acc)));
+                let e = args.get(e_at).ok_or_else(|| {
+                    CodegenError::internal("an update without its element".into())
+                })?;
+                let lanes = match self.vval(&vals, e)? {
                     VVal::Lane(v) => [
-                        self.b.ins().extractlane(*v, 0),
-                        self.b.ins().extractlane(*v, 1),
+                        self.b.ins().extractlane(v, 0),
+                        self.b.ins().extractlane(v, 1),
                     ],
                     VVal::Scalar(s) => [s[0], s[0]],
                     VVal::Index(_) => {
                         return Err(CodegenError::internal("an index accumulated".into()));
                     }
                 };
-                let mut acc = accs.get(&phi).copied().unwrap_or(params[&phi]);
-                for e in lanes {
-                    let (x, y) = if e_at == 1 { (acc, e) } else { (e, acc) };
-                    acc = self.f64_op(*prim, &[x, y])?;
-                }
-                accs.insert(phi, acc);
+                updates.entry(phi).or_default().push((*prim, e_at, lanes));
                 continue;
             }
+            let ops: Vec<VVal> = args
+                .iter()
+                .map(|a| self.vval(&vals, a))
+                .collect::<Result<_, _>>()?;
             let out = self.vector_stmt(*prim, &ops)?;
             if let (Some(r), Some(v)) = (data.result, out) {
                 vals.insert(r, v);
             }
+        }
+        // The first iteration's updates, then the second's: the scalar
+        // loop's order.
+        let mut accs: HashMap<Value, ir::Value> = HashMap::new();
+        for &phi in &header_phis {
+            let Some(ups) = updates.get(&phi) else {
+                continue;
+            };
+            let mut acc = params[&phi];
+            for lane in 0..2 {
+                for &(p, e_at, es) in ups {
+                    let (x, y) = if e_at == 1 {
+                        (acc, es[lane])
+                    } else {
+                        (es[lane], acc)
+                    };
+                    acc = self.f64_op(p, &[x, y])?;
+                }
+            }
+            accs.insert(phi, acc);
         }
         let next = self.b.ins().iadd_imm_s(i, 2);
         let back: Vec<BlockArg> = header_phis
