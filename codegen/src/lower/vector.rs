@@ -724,3 +724,35 @@ impl<M: ClModule> Lower<'_, '_, M> {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The benchmark programs' vectorised loops, on the front end's IR:
+    /// rosenbrock's sum (a chain of two adds), the sum, the maximum of
+    /// logsumexp (not its sum of `exp`, a call), and the mixture's sum of
+    /// squares of `diff` and its helper's maximum (not the loop writing
+    /// `diff`, whose read of `invs` is checked, nor the sums of `log`).
+    #[test]
+    fn the_benchmark_programs_loops() {
+        let cases = [
+            ("rosenbrock", "rosenbrock", 1),
+            ("sum", "sum", 1),
+            ("logsumexp", "logsumexp", 1),
+            ("gmm", "gmm", 1),
+            ("gmm", "logsumexp", 1),
+            ("branchy", "branchy", 0),
+        ];
+        for (file, f, want) in cases {
+            let path = format!(
+                "{}/../benches/programs/{file}.irad",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            let text = std::fs::read_to_string(&path).expect("the benchmark program");
+            let m = irad_ir::surface::compile(&text).expect("the program compiles");
+            let func = &m[m.by_name(f).expect("the function")];
+            assert_eq!(count(func), want, "@{f} of {file}");
+        }
+    }
+}
