@@ -743,6 +743,10 @@ mod tests {
             ("gmm", "gmm", 1),
             ("gmm", "logsumexp", 1),
             ("branchy", "branchy", 0),
+            ("vector", "scale", 1),
+            ("vector", "axpb", 1),
+            ("vector", "map", 1),
+            ("vector", "dotr", 1),
         ];
         for (file, f, want) in cases {
             let path = format!(
