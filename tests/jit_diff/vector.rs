@@ -137,6 +137,24 @@ fn called(a: [f64]) -> [f64] {
     }
     c
 }
+fn lse(a: [f64]) -> f64 {
+    let mut m = -inf;
+    for i in 0..len(a) {
+        m = max(m, a[i]);
+    }
+    let mut t = 0.0;
+    for i in 0..len(a) {
+        t = t + exp(a[i] - m);
+    }
+    m + log(t)
+}
+fn log_of(a: [f64]) -> [f64] {
+    let c: [f64] = alloc(len(a));
+    for i in 0..len(a) {
+        c[i] = log(a[i]);
+    }
+    c
+}
 fn acc_read(a: [f64]) -> f64 {
     let mut t = 0.0;
     for i in 0..len(a) {
@@ -159,12 +177,14 @@ const VECTORISED: &[(&str, usize)] = &[
     ("rosen", 1),
     ("rows", 1),
     ("picked", 1),
+    ("lse", 2),
     // An array written at one index and read at another; an index not
     // proven in range; a branch; a call; an accumulator read elsewhere.
     ("recurrence", 0),
     ("unproven", 0),
     ("branchy", 0),
-    ("called", 0),
+    ("called", 1),
+    ("log_of", 0),
     ("acc_read", 0),
 ];
 
@@ -293,6 +313,87 @@ fn maps_and_reductions_agree_bit_for_bit_on_every_length() {
                 check_run(&what, &m, func(&m, "picked"), &args, &opts).expect("runs");
             }
         }
+    }
+}
+
+/// `exp` of both lanes at once: every path of the scalar `exp` (in range,
+/// near overflow, subnormal results, out of range, NaN) in either lane
+/// beside any other, as `tests/jit_diff/semantics.rs` covers the scalar code.
+#[test]
+fn vector_exp_agrees_in_every_lane_on_every_path() {
+    let m = vector_module();
+    let opts = RunOptions::default();
+    let special = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        1e-300,
+        5e-324,
+        709.782712893384,
+        f64::from_bits(709.782712893384f64.to_bits() + 1),
+        709.7,
+        709.78,
+        -745.1332191019411,
+        -745.1332191019412,
+        -744.4400719213812,
+        -746.0,
+        f64::from_bits((-746.0f64).to_bits() - 1),
+        -708.3964185322641,
+        -708.4,
+        -707.0,
+        1000.0,
+        -1000.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        f64::MAX,
+        f64::MIN,
+    ];
+    // Every ordered pair of special values as the two lanes of one vector,
+    // once starting at an even index (a vector) and once at an odd one.
+    let mut xs = Vec::new();
+    for &a in &special {
+        for &b in &special {
+            xs.extend([a, b]);
+        }
+    }
+    let mut shifted = vec![0.5];
+    shifted.extend(&xs);
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut random = Vec::new();
+    for i in 0..4000 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let u = (seed >> 11) as f64 / (1u64 << 53) as f64;
+        random.push(match i % 6 {
+            0 => -746.0 + u * 1456.0,
+            1 => (u - 0.5) * 40.0,
+            2 => (u - 0.5) * 1e-6,
+            3 => -745.2 + u * 38.0,
+            4 => 705.0 + u * 5.0,
+            _ => -708.4 + u * 0.02,
+        });
+    }
+    for (what, data) in [("pairs", &xs), ("shifted", &shifted), ("random", &random)] {
+        let a = f64s(data);
+        check_run(
+            &format!("@called {what}"),
+            &m,
+            func(&m, "called"),
+            std::slice::from_ref(&a),
+            &opts,
+        )
+        .expect("runs");
+        check_run(
+            &format!("@lse {what}"),
+            &m,
+            func(&m, "lse"),
+            std::slice::from_ref(&a),
+            &opts,
+        )
+        .expect("runs");
     }
 }
 

@@ -20,6 +20,12 @@
 //!   the scalar instructions' results (`min`/`max`: Cranelift's `fmin`/
 //!   `fmax`, the same NaN and signed-zero rules for vectors as for scalars,
 //!   which are SYNTAX.md's);
+//! - f64 `exp`: `exp_x2`, the scalar `exp_inline`'s operations (those of
+//!   `irad_kernels::math::exp`) in the same order on vectors, each lane's
+//!   table entry and power of two built on its own, and when either lane
+//!   leaves the common path (argument out of range, a result near overflow
+//!   or subnormal) the scalar code for each lane in a cold block: the
+//!   interpreter's bits in every lane;
 //! - i64 `iadd isub imul ineg` and `length`, making *uniform* values (the
 //!   same in every iteration: from values defined outside the loop and
 //!   constants) or *indices* `i + u` (`iadd(i, u)`, `iadd(u, x)`, `isub(x,
@@ -59,11 +65,12 @@
 use super::bounds::counted_loops;
 use super::{Leaves, Lower};
 use crate::CodegenError;
-use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{self, BlockArg, InstBuilder, types};
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{self, BlockArg, InstBuilder, MemFlagsData, types};
 use cranelift_module::Module as ClModule;
 use irad_ir::flow::{ControlFlowGraph, DominatorTree, LoopAnalysis};
 use irad_ir::{Block, Const, Func, Inst, InstKind, Operand, Prim, Terminator, Type, Value};
+use irad_runtime as rt;
 use std::collections::{HashMap, HashSet};
 
 /// A loop to vectorise, keyed by the block that enters it.
@@ -289,6 +296,7 @@ fn plan(
                 | Prim::Sqrt
                 | Prim::Min
                 | Prim::Max
+                | Prim::Exp
                     if f64_ops && res_ty == Some(Type::F64) =>
                 {
                     if cls.iter().all(|c| *c == Class::Uniform) {
@@ -621,6 +629,14 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 .copied()
                 .ok_or_else(|| CodegenError::internal(format!("`{p}` without operand {k}")))
         };
+        if p == Prim::Exp {
+            let x = arg(0)?;
+            return if self.b.func.dfg.value_type(x) == types::F64X2 {
+                self.exp_x2(x)
+            } else {
+                self.exp_scalar(x)
+            };
+        }
         let ins = self.b.ins();
         Ok(match p {
             Prim::Add => ins.fadd(arg(0)?, arg(1)?),
@@ -636,6 +652,141 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 return Err(CodegenError::internal(format!("`{p}` is not vectorised")));
             }
         })
+    }
+
+    /// `exp(x)` of one f64, as the scalar lowering computes it
+    /// (`prim.rs`, `exp_inline`).
+    fn exp_scalar(&mut self, x: ir::Value) -> Result<ir::Value, CodegenError> {
+        let out = self.prim_at(
+            Prim::Exp,
+            &[],
+            &[smallvec::smallvec![x]],
+            &[Type::F64],
+            &Type::F64,
+            &mut |_, _| rt::SITE_NONE,
+        )?;
+        out.first()
+            .copied()
+            .ok_or_else(|| CodegenError::internal("`exp` without a result".into()))
+    }
+
+    /// `exp` of both lanes of `x`: the operations of the scalar `exp_inline`
+    /// (`prim.rs`; `irad_kernels::math::exp`) in the same order with the
+    /// same constants, in vectors, each lane's table entry loaded on its
+    /// own. That is the scalar code's result in each lane when both lanes
+    /// take its common path (argument in range, normal result); otherwise
+    /// a cold block computes each lane with the scalar code itself.
+    fn exp_x2(&mut self, x: ir::Value) -> Result<ir::Value, CodegenError> {
+        use rt::math::{EXP_MAX, EXP_MIN, INV_LN2_N, LN2_N_HI, LN2_N_LO, SHIFT};
+        let table = match self.exp_table_gv {
+            Some(gv) => gv,
+            None => {
+                let id = self.c.exp_table()?;
+                let gv = self.c.backend.declare_data_in_func(id, self.b.func);
+                self.exp_table_gv = Some(gv);
+                gv
+            }
+        };
+        let le = MemFlagsData::new().with_endianness(ir::Endianness::Little);
+        let f = |s: &mut Self, v: f64| {
+            let c = s.b.ins().f64const(v);
+            s.b.ins().splat(types::F64X2, c)
+        };
+        let c = f(self, INV_LN2_N);
+        let z = self.b.ins().fmul(x, c);
+        let sh = f(self, SHIFT);
+        let z = self.b.ins().fadd(z, sh);
+        let kd = self.b.ins().fsub(z, sh);
+        let zbits = self.b.ins().bitcast(types::I64X2, le, z);
+        let c = f(self, LN2_N_HI);
+        let t = self.b.ins().fmul(kd, c);
+        let r = self.b.ins().fsub(x, t);
+        let c = f(self, LN2_N_LO);
+        let t = self.b.ins().fmul(kd, c);
+        let r = self.b.ins().fsub(r, t);
+        let mut acc = f(self, 1.0 / 120.0);
+        acc = self.b.ins().fmul(r, acc);
+        for coef in [1.0 / 24.0, 1.0 / 6.0] {
+            let c = f(self, coef);
+            acc = self.b.ins().fadd(c, acc);
+            acc = self.b.ins().fmul(r, acc);
+        }
+        let c = f(self, 0.5);
+        acc = self.b.ins().fadd(c, acc);
+        let rr = self.b.ins().fmul(r, r);
+        let t = self.b.ins().fmul(rr, acc);
+        let p = self.b.ins().fadd(r, t);
+        // Per lane: k, the table entry, the exponent e and 2^e.
+        let base = self.b.ins().symbol_value(types::I64, table);
+        let ro = MemFlagsData::trusted().with_readonly();
+        let mut hi = [x; 2];
+        let mut lo = [x; 2];
+        let mut pow2 = [x; 2];
+        let mut ok_e = None;
+        for lane in 0..2u8 {
+            let zb = self.b.ins().extractlane(zbits, lane);
+            let k = self.b.ins().iadd_imm_s(zb, -(SHIFT.to_bits() as i64));
+            let j = self.b.ins().band_imm_s(k, 127);
+            let off = self.b.ins().ishl_imm_s(j, 4);
+            let addr = self.b.ins().iadd(base, off);
+            hi[lane as usize] = self.b.ins().load(types::F64, ro, addr, 0);
+            lo[lane as usize] = self.b.ins().load(types::F64, ro, addr, 8);
+            let e = self.b.ins().sshr_imm_s(k, 7);
+            let bias = self.b.ins().iadd_imm_s(e, 1023);
+            pow2[lane as usize] = self.b.ins().ishl_imm_s(bias, 52);
+            let e_lo = self
+                .b
+                .ins()
+                .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, e, -1021);
+            let e_hi = self
+                .b
+                .ins()
+                .icmp_imm_s(IntCC::SignedLessThanOrEqual, e, 1023);
+            let ok = self.b.ins().band(e_lo, e_hi);
+            ok_e = Some(match ok_e {
+                None => ok,
+                Some(o) => self.b.ins().band(o, ok),
+            });
+        }
+        let pair = |s: &mut Self, ty: types::Type, v: [ir::Value; 2]| {
+            let w = s.b.ins().scalar_to_vector(ty, v[0]);
+            s.b.ins().insertlane(w, v[1], 1)
+        };
+        let t_hi = pair(self, types::F64X2, hi);
+        let t_lo = pair(self, types::F64X2, lo);
+        let t = self.b.ins().fmul(t_hi, p);
+        let q = self.b.ins().fadd(t_lo, t);
+        let y = self.b.ins().fadd(t_hi, q);
+        let bits = pair(self, types::I64X2, pow2);
+        let scale = self.b.ins().bitcast(types::F64X2, le, bits);
+        let fast = self.b.ins().fmul(y, scale);
+        // Both lanes in range (EXP_MIN < x <= EXP_MAX, false for NaN) with
+        // -1021 <= e <= 1023.
+        let lo_c = f(self, EXP_MIN);
+        let hi_c = f(self, EXP_MAX);
+        let above = self.b.ins().fcmp(FloatCC::GreaterThan, x, lo_c);
+        let below = self.b.ins().fcmp(FloatCC::LessThanOrEqual, x, hi_c);
+        let in_range = self.b.ins().band(above, below);
+        let all_in = self.b.ins().vall_true(in_range);
+        let ok_e = ok_e.ok_or_else(|| CodegenError::internal("no lanes".into()))?;
+        let ok = self.b.ins().band(all_in, ok_e);
+        let slow = self.b.create_block();
+        let join = self.b.create_block();
+        self.b.set_cold_block(slow);
+        let res = self.b.append_block_param(join, types::F64X2);
+        self.b
+            .ins()
+            .brif(ok, join, &[BlockArg::Value(fast)], slow, &[]);
+        self.b.switch_to_block(slow);
+        let mut lanes = [x; 2];
+        for lane in 0..2u8 {
+            let xl = self.b.ins().extractlane(x, lane);
+            lanes[lane as usize] = self.exp_scalar(xl)?;
+        }
+        let v = pair(self, types::F64X2, lanes);
+        self.b.ins().jump(join, &[BlockArg::Value(v)]);
+        self.b.switch_to_block(join);
+        Ok(res)
     }
 
     /// One statement of the vector body (not an accumulator update); its
@@ -655,7 +806,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
             | Prim::Abs
             | Prim::Sqrt
             | Prim::Min
-            | Prim::Max => {
+            | Prim::Max
+            | Prim::Exp => {
                 if let Some(xs) = ops.iter().map(scalar).collect::<Option<Vec<_>>>() {
                     VVal::Scalar(smallvec::smallvec![self.f64_op(p, &xs)?])
                 } else {
@@ -730,23 +882,24 @@ mod tests {
     use super::*;
 
     /// The benchmark programs' vectorised loops, on the front end's IR:
-    /// rosenbrock's sum (a chain of two adds), the sum, the maximum of
-    /// logsumexp (not its sum of `exp`, a call), and the mixture's sum of
-    /// squares of `diff` and its helper's maximum (not the loop writing
-    /// `diff`, whose read of `invs` is checked, nor the sums of `log`).
+    /// rosenbrock's sum (a chain of two adds), the sum, both loops of
+    /// logsumexp (the maximum, the sum of `exp`), and the mixture's sum of
+    /// squares of `diff` and its helper's two (not the loop writing `diff`,
+    /// whose read of `invs` is checked, nor the sums of `log`, a call).
     #[test]
     fn the_benchmark_programs_loops() {
         let cases = [
             ("rosenbrock", "rosenbrock", 1),
             ("sum", "sum", 1),
-            ("logsumexp", "logsumexp", 1),
+            ("logsumexp", "logsumexp", 2),
             ("gmm", "gmm", 1),
-            ("gmm", "logsumexp", 1),
+            ("gmm", "logsumexp", 2),
             ("branchy", "branchy", 0),
             ("vector", "scale", 1),
             ("vector", "axpb", 1),
             ("vector", "map", 1),
             ("vector", "dotr", 1),
+            ("vector", "expmap", 1),
         ];
         for (file, f, want) in cases {
             let path = format!(
