@@ -121,6 +121,19 @@ fn unproven(a: [f64], b: [f64]) -> [f64] {
     }
     c
 }
+fn inplace2(a: [f64], b: [f64]) -> f64 {
+    for i in 0..len(a) {
+        a[i] = a[i] * b[i] + 1.0;
+    }
+    a[0]
+}
+fn shifted_read(a: [f64], b: [f64], k: i64) -> [f64] {
+    let c: [f64] = alloc(len(a));
+    for i in 1..len(a) {
+        c[i] = a[i] - b[i + k] * b[i - 1];
+    }
+    c
+}
 fn branchy(a: [f64]) -> [f64] {
     let c: [f64] = alloc(len(a));
     for i in 0..len(a) {
@@ -178,10 +191,12 @@ const VECTORISED: &[(&str, usize)] = &[
     ("rows", 1),
     ("picked", 1),
     ("lse", 2),
-    // An array written at one index and read at another; an index not
-    // proven in range; a branch; a call; an accumulator read elsewhere.
+    ("unproven", 1),
+    ("inplace2", 1),
+    ("shifted_read", 1),
+    // An array written at one index and read at another; a branch; a call
+    // other than exp; an accumulator read elsewhere.
     ("recurrence", 0),
-    ("unproven", 0),
     ("branchy", 0),
     ("called", 1),
     ("log_of", 0),
@@ -410,9 +425,56 @@ fn row_loops_agree_for_every_width() {
     }
 }
 
+/// Accesses not proven in range: each pair of iterations is checked first,
+/// and the scalar loop takes over when either index is out of range, so
+/// the error is the interpreter's (same iteration, statement, operands) and
+/// the arrays hold what the interpreter leaves in them.
+#[test]
+fn checked_accesses_fail_where_the_interpreter_fails() {
+    let m = vector_module();
+    let opts = RunOptions::default();
+    let mut failed = 0;
+    for n in [0, 1, 2, 3, 4, 5, 17] {
+        for nb in [0, 1, 2, 3, 4, 5, 6, 16, 17, 18, 19] {
+            let a = f64s(&plain(n, 1));
+            let b = f64s(&values(nb, 2));
+            let what = format!("@unproven n={n} nb={nb}");
+            let r = check_run(
+                &what,
+                &m,
+                func(&m, "unproven"),
+                &[a.clone(), b.clone()],
+                &opts,
+            );
+            assert_eq!(r.is_err(), nb < n, "{what}");
+            failed += usize::from(r.is_err());
+            let what = format!("@inplace2 n={n} nb={nb}");
+            let r = check_run(
+                &what,
+                &m,
+                func(&m, "inplace2"),
+                &[a.clone(), b.clone()],
+                &opts,
+            );
+            assert_eq!(r.is_err(), nb < n || n == 0, "{what}");
+            for k in [-3, -1, 0, 1, 2] {
+                let what = format!("@shifted_read n={n} nb={nb} k={k}");
+                let args = [a.clone(), b.clone(), Val::I64(k)];
+                let r = check_run(&what, &m, func(&m, "shifted_read"), &args, &opts);
+                failed += usize::from(r.is_err());
+            }
+        }
+    }
+    assert!(
+        failed > 100,
+        "the cases exercise the failing path ({failed})"
+    );
+}
+
 /// The same array passed as both arguments: `@inplace` writes it twice over,
 /// and each backend must see its own writes; `@picked` reads it through a
-/// join.
+/// join; `@inplace2` reads and writes it at one index (which the run-time
+/// alias check allows).
 #[test]
 fn one_array_as_two_arguments_agrees() {
     let m = vector_module();
@@ -436,13 +498,21 @@ fn one_array_as_two_arguments_agrees() {
                 &[a.clone(), a.clone(), Val::Bool(false)],
                 &opts,
             );
-            outs.push((r, p, a));
+            let q = run_on(
+                backend,
+                &m,
+                func(&m, "inplace2"),
+                &[a.clone(), a.clone()],
+                &opts,
+            );
+            outs.push((r, p, q, a));
         }
-        let (ri, pi, ai) = &outs[0];
-        let (rj, pj, aj) = &outs[1];
+        let (ri, pi, qi, ai) = &outs[0];
+        let (rj, pj, qj, aj) = &outs[1];
         let what = format!("aliased n={n}");
         assert_same_outcome(&what, &m, ri, rj);
         assert_same_outcome(&what, &m, pi, pj);
+        assert_same_outcome(&what, &m, qi, qj);
         assert_same_args(
             &what,
             &m,
