@@ -1005,6 +1005,7 @@ mod tests {
             ("vector", "map", 1),
             ("vector", "dotr", 1),
             ("vector", "expmap", 1),
+            ("vector", "mul2", 1),
         ];
         for (file, f, want) in cases {
             let path = format!(
