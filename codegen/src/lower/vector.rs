@@ -56,16 +56,18 @@
 //! parameter), or checked at run time before the loop: when the two
 //! arrays' memory overlaps, the vector loop is skipped (unless both are
 //! accessed at one index only and are the very same array: then each
-//! iteration touches its own element of it, as with one array). Accumulators are
-//! updated in scalar code, all the updates of the first iteration (lane 0)
-//! and then all those of the second: the sequential order exactly.
+//! iteration touches its own element of it, as with one array).
+//! Accumulators are updated in scalar code, all the updates of the first
+//! iteration (lane 0) and then all those of the second: the sequential
+//! order exactly.
 //!
 //! Lowering. The block entering the loop jumps to a vector header instead,
 //! with the phis' values: `i < L` with `L = max(B, 1) - 1` (so `i + 1 < B`
 //! without overflow) runs one vector body (both iterations, then `i + 2`),
 //! otherwise the scalar header is entered with the current `i` and
 //! accumulators, and the scalar loop does what is left (at most one
-//! iteration, or all of them when the run-time alias check failed).
+//! iteration; all of them when the run-time alias check failed; from the
+//! pair whose index check failed).
 //!
 //! Assumes a verified function and `in_range` from `bounds::in_range` of the
 //! same function. Guarantees: a loop is planned only when every statement
