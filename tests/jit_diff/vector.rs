@@ -161,6 +161,16 @@ fn lse(a: [f64]) -> f64 {
     }
     m + log(t)
 }
+fn pushy(a: [f64], s: f64) -> f64 {
+    let c: [f64] = alloc(len(a));
+    let mut t = 0.0;
+    for i in 0..len(a) {
+        let x = a[i] * s;
+        c[i] = exp(x) / (x * x + 1.0);
+        t = t + c[i] * x;
+    }
+    t
+}
 fn log_of(a: [f64]) -> [f64] {
     let c: [f64] = alloc(len(a));
     for i in 0..len(a) {
@@ -192,6 +202,7 @@ const VECTORISED: &[(&str, usize)] = &[
     ("picked", 1),
     ("lse", 2),
     ("unproven", 1),
+    ("pushy", 1),
     ("inplace2", 1),
     ("shifted_read", 1),
     // An array written at one index and read at another; a branch; a call
@@ -522,6 +533,44 @@ fn one_array_as_two_arguments_agrees() {
     }
 }
 
+/// Reverse mode's forward sweeps push values in some of their loops; those
+/// are vectorised too (both iterations' pushes stored at once), and the
+/// pullbacks pop what the scalar code would have pushed (checked by the
+/// gradients below).
+#[test]
+fn forward_sweeps_that_push_are_vectorised() {
+    let mut m = vector_module();
+    irad::passes::normalise(&mut m).expect("normalises");
+    let registry = irad::rules::Registry::new();
+    // @lse's sum of exp pushes each exp (its maximum pushes a comparison
+    // of the accumulator: not vectorised); @pushy's loop pushes.
+    for (name, want) in [("lse", 1), ("pushy", 1)] {
+        let f = func(&m, name);
+        let (fwd, _) = Reverse::new(&registry)
+            .rule(&mut m, f)
+            .expect("reverse rule");
+        let pushes = m[fwd]
+            .insts
+            .values()
+            .filter(|d| {
+                matches!(
+                    d.kind,
+                    irad::ir::InstKind::Prim {
+                        prim: Prim::Push,
+                        ..
+                    }
+                )
+            })
+            .count();
+        assert!(pushes > 0, "@{name}.rev.fwd pushes");
+        assert_eq!(
+            irad::codegen::vectorised_loops(&m[fwd]),
+            want,
+            "@{name}.rev.fwd"
+        );
+    }
+}
+
 /// Gradients go through vectorised primal and derived loops alike.
 #[test]
 fn gradients_of_vectorised_loops_agree() {
@@ -537,16 +586,29 @@ fn gradients_of_vectorised_loops_agree() {
                 .map(|x| x.clamp(-3.0, 3.0))
                 .collect::<Vec<_>>(),
         );
-        for name in ["dot", "reductions"] {
-            for mode in [Mode::Reverse, fwd(1), fwd(3)] {
-                let what = format!("@{name} n={n}");
-                check_grad(
-                    &what,
-                    mode,
-                    &src,
-                    &m,
-                    func(&m, name),
-                    &[a.clone(), Val::F64(0.5)],
+        let p = f64s(
+            &plain(n, 5)
+                .iter()
+                .map(|x| x.clamp(-3.0, 3.0))
+                .collect::<Vec<_>>(),
+        );
+        for x in [&a, &p] {
+            for name in ["dot", "pushy"] {
+                for mode in [Mode::Reverse, fwd(1), fwd(3)] {
+                    let what = format!("@{name} n={n}");
+                    let args = [x.clone(), Val::F64(0.5)];
+                    assert!(
+                        check_grad(&what, mode, &src, &m, func(&m, name), &args),
+                        "{what}"
+                    );
+                }
+            }
+            for mode in [Mode::Reverse, fwd(2)] {
+                let what = format!("@lse n={n}");
+                let args = std::slice::from_ref(x);
+                assert!(
+                    check_grad(&what, mode, &src, &m, func(&m, "lse"), args),
+                    "{what}"
                 );
             }
         }

@@ -41,9 +41,19 @@
 //!   scalar loop then reports the error at the interpreter's iteration and
 //!   statement, with the earlier iterations' effects all done.
 //!
+//! - `push` of an f64 (uniform or per lane) or an i64 (uniform or an
+//!   index): each vector body makes room for both iterations' pushes on
+//!   each tape at once and moves its top over them, as the scalar code does
+//!   once per block (`Lower::tape_plan`: a tape that cannot grow fails at
+//!   the first push, out of memory, and leaves the tapes unspecified), and
+//!   stores the first iteration's values, then the second's, at their
+//!   offsets: the bytes the scalar pushes would have written, in order (one
+//!   16-byte store when an iteration pushes one f64 per lane).
+//!
 //! Nothing else: no calls (but `exp`'s cold path, which has no effect),
-//! tapes or failing statements; so nothing in a vector body can fail, and
-//! errors, locations and tapes are those of the scalar loop.
+//! pops or failing statements; so nothing in a vector body can fail (but a
+//! tape's growth, out of memory), and errors, locations and tapes are those
+//! of the scalar loop.
 //!
 //! Order. The vector loop runs statement by statement for both iterations,
 //! where the scalar loop runs iteration by iteration. The two agree unless
@@ -107,6 +117,17 @@ pub(super) struct Plan {
     /// The statements computing uniform values and indices (no effects, no
     /// failure), lowered before those checks.
     pure: HashSet<Inst>,
+    /// The `push` statements, in order.
+    pushes: Vec<Push>,
+}
+
+/// A `push` of an f64 or i64 in a vectorised loop, with its place (block,
+/// statement number from 0) and the type pushed (which names the tape).
+struct Push {
+    inst: Inst,
+    blk: Block,
+    stmt: usize,
+    ty: Type,
 }
 
 /// An index `i + sum(terms) + k`: uniform terms (values, with a sign) and a
@@ -245,6 +266,16 @@ fn plan(
         .iter()
         .flat_map(|&b| func.blocks[b].insts.iter().copied())
         .collect();
+    let places: HashMap<Inst, (Block, usize)> = chain
+        .iter()
+        .flat_map(|&b| {
+            func.blocks[b]
+                .insts
+                .iter()
+                .enumerate()
+                .map(move |(k, &i)| (i, (b, k)))
+        })
+        .collect();
     // Each accumulator's chain of updates, from the phi to its entry from
     // the latch: each value used only by the next update.
     let uses = |v: Value| {
@@ -289,6 +320,7 @@ fn plan(
     let mut accesses: Vec<(Value, Affine, bool)> = Vec::new();
     let mut checks: Vec<(Value, Value)> = Vec::new();
     let mut pure: HashSet<Inst> = HashSet::new();
+    let mut pushes: Vec<Push> = Vec::new();
     for &inst in &stmts {
         let data = &func.insts[inst];
         let InstKind::Prim { prim, args } = &data.kind else {
@@ -365,6 +397,30 @@ fn plan(
                         Some(Class::Lane)
                     }
                 }
+                Prim::Push => {
+                    let ty = match args.first() {
+                        Some(Operand::Value(v)) => func.values[*v].ty.clone(),
+                        Some(Operand::Const(Const::F64(_))) => Type::F64,
+                        Some(Operand::Const(Const::I64(_))) => Type::I64,
+                        _ => return None,
+                    };
+                    let fits = matches!(
+                        (&ty, cls.first()),
+                        (Type::F64, Some(Class::Lane | Class::Uniform))
+                            | (Type::I64, Some(Class::Index(_) | Class::Uniform))
+                    );
+                    if !fits {
+                        return None;
+                    }
+                    let (blk, stmt) = *places.get(&inst)?;
+                    pushes.push(Push {
+                        inst,
+                        blk,
+                        stmt,
+                        ty,
+                    });
+                    None
+                }
                 _ => return None,
             }
         };
@@ -387,6 +443,7 @@ fn plan(
             guards,
             checks,
             pure,
+            pushes,
         },
     ))
 }
@@ -528,6 +585,23 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 "a vectorised loop's phis do not match its entry".into(),
             ));
         }
+        // Errors (a tape that cannot grow) trace the loop's inlined calls.
+        let frame = self.cur_frame;
+        self.cur_frame = self.inl.and_then(|i| i.frames[plan.header]);
+        let r = self.vector_loop_in(func, plan, &header_phis, args, scalar);
+        self.cur_frame = frame;
+        r
+    }
+
+    /// [`Lower::vector_loop`] once the phis are known.
+    fn vector_loop_in(
+        &mut self,
+        func: &Func,
+        plan: &Plan,
+        header_phis: &[Value],
+        args: &[BlockArg],
+        scalar: ir::Block,
+    ) -> Result<(), CodegenError> {
         let b = self.operand(&Operand::Value(plan.bound))?[0];
         // L = max(B, 1) - 1: i < L is i + 1 < B, without overflow.
         let one = self.b.ins().iconst(types::I64, 1);
@@ -578,7 +652,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         self.b.switch_to_block(vh);
         let mut params: HashMap<Value, ir::Value> = HashMap::new();
         let mut vh_args = Vec::with_capacity(header_phis.len());
-        for &phi in &header_phis {
+        for &phi in header_phis {
             let leaf = if phi == plan.iv {
                 types::I64
             } else {
@@ -633,6 +707,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             self.b.ins().brif(all, rest, &[], scalar, &vh_args);
             self.b.switch_to_block(rest);
         }
+        let slots = self.vector_reserve(func, plan)?;
         for &inst in plan.stmts.iter().filter(|s| !plan.pure.contains(s)) {
             let data = &func.insts[inst];
             let InstKind::Prim { prim, args } = &data.kind else {
@@ -640,6 +715,14 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     "a vectorised statement is a call".into(),
                 ));
             };
+            if let Some(&slot) = slots.get(&inst) {
+                let v = match args.first() {
+                    Some(a) => self.vval(&vals, a)?,
+                    None => return Err(CodegenError::internal("a push of nothing".into())),
+                };
+                self.vector_push(slot, v);
+                continue;
+            }
             if let Some(&(phi, acc)) = plan.accs.get(&inst) {
                 let e_at = usize::from(args.first() == Some(&Operand::Value(acc)));
                 let e = args.get(e_at).ok_or_else(|| {
@@ -670,7 +753,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         // The first iteration's updates, then the second's: the scalar
         // loop's order.
         let mut accs: HashMap<Value, ir::Value> = HashMap::new();
-        for &phi in &header_phis {
+        for &phi in header_phis {
             let Some(ups) = updates.get(&phi) else {
                 continue;
             };
@@ -700,6 +783,67 @@ impl<M: ClModule> Lower<'_, '_, M> {
             .collect();
         self.b.ins().jump(vh, &back);
         Ok(())
+    }
+
+    /// Makes room on each tape the loop pushes to for both iterations'
+    /// pushes and moves its top over them, as the scalar code does once for
+    /// a block's pushes (`Lower::tape_plan`; a failure to grow the tape is
+    /// reported at the first push). Returns, for each push, where its
+    /// first iteration's value goes: the old top, its offset in an
+    /// iteration's record, and the bytes one iteration pushes to the tape.
+    fn vector_reserve(
+        &mut self,
+        func: &Func,
+        plan: &Plan,
+    ) -> Result<HashMap<Inst, (ir::Value, i32, i32)>, CodegenError> {
+        let mut tapes: Vec<(u32, Vec<&Push>)> = Vec::new();
+        for p in &plan.pushes {
+            let t = self.c.tape(&p.ty);
+            match tapes.iter_mut().find(|e| e.0 == t) {
+                Some(e) => e.1.push(p),
+                None => tapes.push((t, vec![p])),
+            }
+        }
+        let mut out = HashMap::new();
+        for (t, list) in tapes {
+            let per_iter = 8 * list.len() as i32;
+            let first = list[0];
+            let loc = Self::loc(self.inl, func, first.blk, first.stmt);
+            let site = self.c.site(loc, None);
+            self.reserve(t, 2 * i64::from(per_iter), site)?;
+            let addr = self.tape_addr(t);
+            let top = self.load64(addr, rt::OFF_TAPE_TOP);
+            let new_top = self.b.ins().iadd_imm_s(top, 2 * i64::from(per_iter));
+            self.b
+                .ins()
+                .store(self.fl_ctx, new_top, addr, rt::OFF_TAPE_TOP);
+            for (k, p) in list.iter().enumerate() {
+                out.insert(p.inst, (top, 8 * k as i32, per_iter));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Stores a pushed value of both iterations in the room
+    /// [`Lower::vector_reserve`] made: the first iteration's at `off` from
+    /// `top`, the second's one iteration's record further.
+    fn vector_push(&mut self, (top, off, per_iter): (ir::Value, i32, i32), v: VVal) {
+        let lanes = match v {
+            VVal::Lane(v) if per_iter == 8 => {
+                self.b.ins().store(self.fl_tape, v, top, off);
+                return;
+            }
+            VVal::Lane(v) => [
+                self.b.ins().extractlane(v, 0),
+                self.b.ins().extractlane(v, 1),
+            ],
+            VVal::Index(x) => [x, self.b.ins().iadd_imm_s(x, 1)],
+            VVal::Scalar(s) => [s[0], s[0]],
+        };
+        self.b.ins().store(self.fl_tape, lanes[0], top, off);
+        self.b
+            .ins()
+            .store(self.fl_tape, lanes[1], top, off + per_iter);
     }
 
     /// Whether the memory of arrays `x` and `y` does not overlap.
