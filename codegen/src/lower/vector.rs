@@ -227,12 +227,14 @@ fn plan(
         return None;
     }
     let latch = *chain.last()?;
-    let in_loop: HashSet<Block> = la.blocks(c.lp).iter().copied().collect();
+    let loop_insts: HashSet<Inst> = la
+        .blocks(c.lp)
+        .iter()
+        .flat_map(|&b| func.blocks[b].insts.iter().copied())
+        .collect();
     let defined_in_loop = |v: Value| match func.values[v].def {
         irad_ir::ValueDef::Param(_) => false,
-        irad_ir::ValueDef::Inst(inst) => in_loop
-            .iter()
-            .any(|&b| func.blocks[b].insts.contains(&inst)),
+        irad_ir::ValueDef::Inst(inst) => loop_insts.contains(&inst),
     };
     if defined_in_loop(c.bound) {
         return None;
@@ -278,12 +280,17 @@ fn plan(
         .collect();
     // Each accumulator's chain of updates, from the phi to its entry from
     // the latch: each value used only by the next update.
-    let uses = |v: Value| {
-        stmts
-            .iter()
-            .filter(|&&s| uses_value(&func.insts[s].kind, v))
-            .count()
-    };
+    // For each value, the statements of the chain that read it (each once).
+    let mut users: HashMap<Value, Vec<Inst>> = HashMap::new();
+    for &st in &stmts {
+        let mut read: Vec<Value> = operands(&func.insts[st].kind);
+        read.sort_unstable();
+        read.dedup();
+        for v in read {
+            users.entry(v).or_default().push(st);
+        }
+    }
+    let uses = |v: Value| users.get(&v).map_or(0, Vec::len);
     let mut accs: HashMap<Inst, (Value, Value)> = HashMap::new();
     for (&phi, &u) in &acc_phis {
         let mut cur = phi;
@@ -291,9 +298,7 @@ fn plan(
             if uses(cur) != 1 {
                 return None;
             }
-            let upd = *stmts
-                .iter()
-                .find(|&&s| uses_value(&func.insts[s].kind, cur))?;
+            let upd = *users.get(&cur)?.first()?;
             if !is_reduction(func, upd, cur) {
                 return None;
             }
@@ -489,19 +494,21 @@ fn is_reduction(func: &Func, upd: Inst, phi: Value) -> bool {
     }
 }
 
-/// Whether statement `kind` reads value `v`.
-fn uses_value(kind: &InstKind, v: Value) -> bool {
-    let args = match kind {
-        InstKind::Prim { args, .. } | InstKind::Invoke { args, .. } => args,
-        InstKind::CallValue { callee, args } => {
-            if *callee == v {
-                return true;
-            }
-            args
-        }
-        InstKind::Phi { entries } => return entries.iter().any(|e| e.1 == Operand::Value(v)),
+/// The values statement `kind` reads.
+fn operands(kind: &InstKind) -> Vec<Value> {
+    let value = |op: &Operand| match op {
+        Operand::Value(v) => Some(*v),
+        Operand::Const(_) => None,
     };
-    args.contains(&Operand::Value(v))
+    match kind {
+        InstKind::Prim { args, .. } | InstKind::Invoke { args, .. } => {
+            args.iter().filter_map(value).collect()
+        }
+        InstKind::CallValue { callee, args } => std::iter::once(*callee)
+            .chain(args.iter().filter_map(value))
+            .collect(),
+        InstKind::Phi { entries } => entries.iter().filter_map(|e| value(&e.1)).collect(),
+    }
 }
 
 /// The pairs of arrays to check for overlap at run time, or `None` when
@@ -520,6 +527,11 @@ fn alias_guards(
         )
     };
     let param = |a: Value| matches!(func.values[a].def, irad_ir::ValueDef::Param(_));
+    // The pairwise comparisons below are cubic at worst: a loop with more
+    // accesses than this (none seen in practice) is left scalar.
+    if accesses.len() > 256 {
+        return None;
+    }
     let mut guards = Vec::new();
     for (w, wx, store) in accesses {
         if !store {
