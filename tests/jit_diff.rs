@@ -22,6 +22,8 @@
 //!   thread's stack.
 //! - The bulk array primitives on many shapes, with one array as several
 //!   operands, and every failed shape check.
+//! - Vectorised map and reduction loops on every length, start, special
+//!   value and aliasing of arguments, and which loops are vectorised.
 //! - One JIT running the two sweeps of reverse mode as separate calls: the
 //!   tape carries over between them and is empty after the pullback.
 
@@ -50,6 +52,8 @@ mod filetests;
 mod semantics;
 #[path = "jit_diff/tape.rs"]
 mod tape;
+#[path = "jit_diff/vector.rs"]
+mod vector;
 
 // ---------------------------------------------------------------------------
 // Comparing values and outcomes

@@ -27,3 +27,11 @@ pub use error::CodegenError;
 pub use irad_runtime as runtime;
 pub use jit::{DEFAULT_STACK_BUDGET, Jit, jit_with_rules, set_thread_stack_budget};
 pub use object::{ObjectFile, ObjectOptions, emit_object};
+
+/// How many loops of `func` compiled code runs two iterations at a time
+/// with vectors (docs/codegen.md, "Vectorisation"), counted on `func` as
+/// given (code generation first inlines small callees into it, which may
+/// add loops). For tests and diagnostics.
+pub fn vectorised_loops(func: &irad_ir::Func) -> usize {
+    lower::vectorised_loops(func)
+}

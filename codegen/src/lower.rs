@@ -25,7 +25,10 @@
 
 mod bounds;
 mod prim;
+mod vector;
 mod version;
+
+pub(crate) use vector::count as vectorised_loops;
 
 use crate::CodegenError;
 use crate::layout::{leaf_bytes, leaf_count, leaf_list};
@@ -419,6 +422,7 @@ impl<M: ClModule> Compiler<M> {
                 checked: std::collections::HashSet::new(),
                 in_range: unchecked,
                 cur_in_range: false,
+                vector: HashMap::new(),
                 known: HashMap::new(),
                 fl_ctx: TRUSTED,
                 fl_tape: MemFlagsData::new().with_notrap(),
@@ -516,6 +520,9 @@ struct Lower<'a, 'b, M: ClModule> {
     in_range: std::collections::HashSet<irad_ir::Inst>,
     /// Whether the statement being lowered is one of those.
     cur_in_range: bool,
+    /// The loops run two iterations at a time (`lower/vector.rs`), by the
+    /// block that enters each.
+    vector: HashMap<Block, vector::Plan>,
     /// Array elements (address, index) known in the current block: loaded or
     /// just stored.
     known: HashMap<(ir::Value, ir::Value), ir::Value>,
@@ -773,6 +780,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         };
         self.ret_leaves = leaf_list(&func.ret);
         self.in_range.extend(bounds::in_range(func));
+        self.vector = vector::plans(func, &self.in_range);
         let entry = self.b.create_block();
         self.b.append_block_params_for_function_params(entry);
         self.make_ret_err();
@@ -944,7 +952,12 @@ impl<M: ClModule> Lower<'_, '_, M> {
             None => return Err(CodegenError::at(func, Some(blk), "block has no terminator")),
             Some(Terminator::Goto(t)) => {
                 let args = self.phi_args(func, blk, *t)?;
-                self.b.ins().jump(target(t)?, &args);
+                match self.vector.remove(&blk) {
+                    Some(plan) => self.vector_loop(func, &plan, &args, target(t)?)?,
+                    None => {
+                        self.b.ins().jump(target(t)?, &args);
+                    }
+                }
             }
             Some(Terminator::GotoIfNot { cond, target: t }) => {
                 let c = self.operand(cond)?[0];

@@ -10,7 +10,8 @@
 //! one, and only after a check passed, so it cannot wrap.
 //!
 //! Lengths. A value `L` *is the length of* array `a` when it is `length(a)`,
-//! or `a` is `alloc(L)` or `zeros(L)`, or `a` is `copy(b)` and `L` is the
+//! or `a` is `alloc(L)` or `zeros(L)` (or of `N`, with `L` and `N` both
+//! `length(b)` of one array `b`), or `a` is `copy(b)` and `L` is the
 //! length of `b`. An array's length never changes.
 //!
 //! Proven, for `arrayref`/`arrayset` of array `a` at index `x` in a block
@@ -39,11 +40,11 @@ use std::collections::HashSet;
 
 /// A counted loop's fact: in the blocks of `lp` that `body` dominates,
 /// `0 <= iv < bound`.
-struct Counted {
-    iv: Value,
-    bound: Value,
-    body: irad_ir::Block,
-    lp: irad_ir::flow::Loop,
+pub(super) struct Counted {
+    pub(super) iv: Value,
+    pub(super) bound: Value,
+    pub(super) body: irad_ir::Block,
+    pub(super) lp: irad_ir::flow::Loop,
 }
 
 /// The accesses of `func` proven in range.
@@ -84,7 +85,11 @@ pub(super) fn in_range(func: &Func) -> HashSet<Inst> {
 }
 
 /// The counted loops of `func` (module header).
-fn counted_loops(func: &Func, cfg: &ControlFlowGraph, la: &LoopAnalysis) -> Vec<Counted> {
+pub(super) fn counted_loops(
+    func: &Func,
+    cfg: &ControlFlowGraph,
+    la: &LoopAnalysis,
+) -> Vec<Counted> {
     let mut out = Vec::new();
     for lp in la.loops() {
         let h = la.header(lp);
@@ -150,7 +155,12 @@ fn is_length(func: &Func, l: Value, a: Value) -> bool {
             Some(InstKind::Prim {
                 prim: Prim::Alloc | Prim::Zeros,
                 args,
-            }) => return args.as_slice() == [Operand::Value(l)],
+            }) => {
+                return match args.as_slice() {
+                    [Operand::Value(n)] => *n == l || same_length(func, *n, l),
+                    _ => false,
+                };
+            }
             Some(InstKind::Prim {
                 prim: Prim::Copy,
                 args,
@@ -162,6 +172,19 @@ fn is_length(func: &Func, l: Value, a: Value) -> bool {
         }
     }
     false
+}
+
+/// Whether `x` and `y` are both `length(b)` of one array `b` (the front end
+/// computes `len(a)` afresh at each use).
+fn same_length(func: &Func, x: Value, y: Value) -> bool {
+    let of = |v: Value| match func.def_kind(v) {
+        Some(InstKind::Prim {
+            prim: Prim::Length,
+            args,
+        }) => args.first().copied(),
+        _ => None,
+    };
+    matches!((of(x), of(y)), (Some(p), Some(q)) if p == q)
 }
 
 /// Whether index `idx` of array `a` is in range under `facts` (pairs
