@@ -320,6 +320,16 @@ impl<'m> Jit<'m> {
         self.st.comp.inline = limits;
     }
 
+    /// Whether functions compiled from now on version loops whose array
+    /// accesses cannot be proven in range (on by default), and which loops
+    /// they run in vectors (docs/codegen.md, "Bounds checks" and
+    /// "Vectorisation"). Either way the results and errors are the same:
+    /// for measuring what each does, and for tests.
+    pub fn set_loop_opts(&mut self, version: bool, vectors: crate::LoopVectors) {
+        self.st.comp.version_loops = version;
+        self.st.comp.vectorise = vectors;
+    }
+
     /// From now on, keeps the Cranelift IR of every function compiled, as
     /// Cranelift's optimiser leaves it (before register allocation), for
     /// [`Jit::take_clif`]: what `irad dump --format clif` prints.

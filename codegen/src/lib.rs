@@ -28,10 +28,30 @@ pub use irad_runtime as runtime;
 pub use jit::{DEFAULT_STACK_BUDGET, Jit, jit_with_rules, set_thread_stack_budget};
 pub use object::{ObjectFile, ObjectOptions, emit_object};
 
+/// Which loops compiled code runs two iterations at a time in vectors
+/// (docs/codegen.md, "Vectorisation"); the results are the same either way.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum LoopVectors {
+    /// None.
+    Off,
+    /// Map loops (no accumulator): the default. These gain (an in-place
+    /// map over 1e5 elements 48.6 -> 27.2 us).
+    #[default]
+    Maps,
+    /// Map loops and reductions: the elementwise part in vectors, the
+    /// accumulators updated lane after lane in scalar code (the sequential
+    /// sum exactly). Measured no faster than the scalar loop, whose chain
+    /// of dependent adds is the bound either way, and slower when the
+    /// accumulator lives across a later call (rosenbrock's gradient 280 ->
+    /// 356 us), so not the default (docs/performance.md).
+    MapsAndReductions,
+}
+
 /// How many loops of `func` compiled code runs two iterations at a time
-/// with vectors (docs/codegen.md, "Vectorisation"), counted on `func` as
-/// given (code generation first inlines small callees into it, which may
-/// add loops). For tests and diagnostics.
-pub fn vectorised_loops(func: &irad_ir::Func) -> usize {
-    lower::vectorised_loops(func)
+/// with vectors when `which` are (docs/codegen.md, "Vectorisation"),
+/// counted on `func` as given (code generation first inlines small callees
+/// into it, and versions loops, which may add loops). For tests and
+/// diagnostics.
+pub fn vectorised_loops(func: &irad_ir::Func, which: LoopVectors) -> usize {
+    lower::vectorised_loops(func, which)
 }

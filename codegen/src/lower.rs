@@ -114,6 +114,9 @@ pub(crate) struct Compiler<M: ClModule> {
     /// versioned: an unchecked copy runs when a test before the loop shows
     /// them in range (`lower/version.rs`; docs/codegen.md, "Bounds checks").
     pub version_loops: bool,
+    /// Which loops run two iterations at a time in vectors
+    /// (`lower/vector.rs`; docs/codegen.md, "Vectorisation").
+    pub vectorise: crate::LoopVectors,
     /// Tests only: lowering fails at every statement applying this primitive,
     /// as no valid program makes it fail half-way through a function.
     #[cfg(test)]
@@ -144,6 +147,7 @@ impl<M: ClModule> Compiler<M> {
             inlined_bodies: HashMap::new(),
             clif: None,
             version_loops: true,
+            vectorise: crate::LoopVectors::default(),
             #[cfg(test)]
             fail_at: None,
         }
@@ -780,7 +784,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         };
         self.ret_leaves = leaf_list(&func.ret);
         self.in_range.extend(bounds::in_range(func));
-        self.vector = vector::plans(func, &self.in_range);
+        self.vector = vector::plans(func, &self.in_range, self.c.vectorise);
         let entry = self.b.create_block();
         self.b.append_block_params_for_function_params(entry);
         self.make_ret_err();

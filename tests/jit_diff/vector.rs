@@ -7,6 +7,7 @@
 //! and so are the near misses that must not be.
 
 use super::*;
+use irad::codegen::LoopVectors;
 
 /// Loops that are vectorised (the count per function is in
 /// [`VECTORISED`]) and near misses that are not.
@@ -214,6 +215,33 @@ const VECTORISED: &[(&str, usize)] = &[
     ("acc_read", 0),
 ];
 
+/// The functions of [`VECTORISED`] whose vectorised loops all have an
+/// accumulator: vectorised only with `LoopVectors::MapsAndReductions`.
+const REDUCTIONS: [&str; 5] = ["dot", "reductions", "rosen", "lse", "pushy"];
+
+/// [`check_run`] (the interpreter against compiled code with the default
+/// options, which vectorise map loops), then the interpreter against a JIT
+/// that vectorises reductions too (not the default: `LoopVectors`).
+fn check_all(
+    what: &str,
+    m: &Module,
+    f: FuncId,
+    args: &[Val],
+    opts: &RunOptions,
+) -> Result<Val, RunError> {
+    let want = check_run(what, m, f, args, opts);
+    let interp_args = copies(args);
+    let jit_args = copies(args);
+    let again = run_on(Backend::Interp, m, f, &interp_args, opts);
+    let mut jit = irad::codegen::Jit::new(m).expect("a JIT");
+    jit.set_loop_opts(true, LoopVectors::MapsAndReductions);
+    let got = jit.run(f, &jit_args, opts);
+    let what = format!("{what} (reductions vectorised)");
+    assert_same_outcome(&what, m, &again, &got);
+    assert_same_args(&what, m, &interp_args, &jit_args);
+    want
+}
+
 fn vector_module() -> Module {
     let src = Source {
         name: "vector.irad".into(),
@@ -272,7 +300,18 @@ fn the_loops_meant_to_be_vectorised_are_and_near_misses_are_not() {
     let m = vector_module();
     for &(name, want) in VECTORISED {
         let f = func(&m, name);
-        assert_eq!(irad::codegen::vectorised_loops(&m[f]), want, "@{name}");
+        assert_eq!(
+            irad::codegen::vectorised_loops(&m[f], LoopVectors::MapsAndReductions),
+            want,
+            "@{name}"
+        );
+        // By default only the loops without an accumulator.
+        let maps = if REDUCTIONS.contains(&name) { 0 } else { want };
+        assert_eq!(
+            irad::codegen::vectorised_loops(&m[f], LoopVectors::Maps),
+            maps,
+            "@{name} (maps only)"
+        );
     }
     // Normalised as `irad run` and `irad grad` see it, too.
     let src = Source {
@@ -283,7 +322,7 @@ fn the_loops_meant_to_be_vectorised_are_and_near_misses_are_not() {
     for &(name, want) in VECTORISED {
         let f = func(&norm, name);
         assert_eq!(
-            irad::codegen::vectorised_loops(&norm[f]),
+            irad::codegen::vectorised_loops(&norm[f], LoopVectors::MapsAndReductions),
             want,
             "@{name} normalised"
         );
@@ -303,7 +342,7 @@ fn maps_and_reductions_agree_bit_for_bit_on_every_length() {
                 for name in ["ops", "minmax", "dot", "reductions"] {
                     for (x, which) in [(&a, "special"), (&p, "plain")] {
                         let what = format!("@{name} n={n} seed={seed} s={s} {which}");
-                        check_run(&what, &m, func(&m, name), &[x.clone(), Val::F64(s)], &opts)
+                        check_all(&what, &m, func(&m, name), &[x.clone(), Val::F64(s)], &opts)
                             .expect("runs");
                     }
                 }
@@ -320,12 +359,12 @@ fn maps_and_reductions_agree_bit_for_bit_on_every_length() {
                     let what = format!("@{name} n={n} seed={seed} {which}");
                     // `len(a) - 1` loops run no iteration on no elements:
                     // nothing here fails.
-                    check_run(&what, &m, func(&m, name), std::slice::from_ref(x), &opts)
+                    check_all(&what, &m, func(&m, name), std::slice::from_ref(x), &opts)
                         .expect("runs");
                 }
             }
             let what = format!("@inplace n={n} seed={seed}");
-            let r = check_run(
+            let r = check_all(
                 &what,
                 &m,
                 func(&m, "inplace"),
@@ -336,7 +375,7 @@ fn maps_and_reductions_agree_bit_for_bit_on_every_length() {
             for first in [true, false] {
                 let what = format!("@picked n={n} seed={seed} first={first}");
                 let args = [a.clone(), b.clone(), Val::Bool(first)];
-                check_run(&what, &m, func(&m, "picked"), &args, &opts).expect("runs");
+                check_all(&what, &m, func(&m, "picked"), &args, &opts).expect("runs");
             }
         }
     }
@@ -404,7 +443,7 @@ fn vector_exp_agrees_in_every_lane_on_every_path() {
     }
     for (what, data) in [("pairs", &xs), ("shifted", &shifted), ("random", &random)] {
         let a = f64s(data);
-        check_run(
+        check_all(
             &format!("@called {what}"),
             &m,
             func(&m, "called"),
@@ -412,7 +451,7 @@ fn vector_exp_agrees_in_every_lane_on_every_path() {
             &opts,
         )
         .expect("runs");
-        check_run(
+        check_all(
             &format!("@lse {what}"),
             &m,
             func(&m, "lse"),
@@ -431,7 +470,7 @@ fn row_loops_agree_for_every_width() {
         for rows in [0, 1, 3] {
             let x = f64s(&values(d * rows, d as u64));
             let what = format!("@rows d={d} rows={rows}");
-            check_run(&what, &m, func(&m, "rows"), &[x, Val::I64(d as i64)], &opts).expect("runs");
+            check_all(&what, &m, func(&m, "rows"), &[x, Val::I64(d as i64)], &opts).expect("runs");
         }
     }
 }
@@ -450,7 +489,7 @@ fn checked_accesses_fail_where_the_interpreter_fails() {
             let a = f64s(&plain(n, 1));
             let b = f64s(&values(nb, 2));
             let what = format!("@unproven n={n} nb={nb}");
-            let r = check_run(
+            let r = check_all(
                 &what,
                 &m,
                 func(&m, "unproven"),
@@ -460,7 +499,7 @@ fn checked_accesses_fail_where_the_interpreter_fails() {
             assert_eq!(r.is_err(), nb < n, "{what}");
             failed += usize::from(r.is_err());
             let what = format!("@inplace2 n={n} nb={nb}");
-            let r = check_run(
+            let r = check_all(
                 &what,
                 &m,
                 func(&m, "inplace2"),
@@ -471,7 +510,7 @@ fn checked_accesses_fail_where_the_interpreter_fails() {
             for k in [-3, -1, 0, 1, 2] {
                 let what = format!("@shifted_read n={n} nb={nb} k={k}");
                 let args = [a.clone(), b.clone(), Val::I64(k)];
-                let r = check_run(&what, &m, func(&m, "shifted_read"), &args, &opts);
+                let r = check_all(&what, &m, func(&m, "shifted_read"), &args, &opts);
                 failed += usize::from(r.is_err());
             }
         }
@@ -564,7 +603,7 @@ fn forward_sweeps_that_push_are_vectorised() {
             .count();
         assert!(pushes > 0, "@{name}.rev.fwd pushes");
         assert_eq!(
-            irad::codegen::vectorised_loops(&m[fwd]),
+            irad::codegen::vectorised_loops(&m[fwd], LoopVectors::MapsAndReductions),
             want,
             "@{name}.rev.fwd"
         );

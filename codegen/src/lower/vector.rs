@@ -85,7 +85,7 @@
 
 use super::bounds::counted_loops;
 use super::{Leaves, Lower};
-use crate::CodegenError;
+use crate::{CodegenError, LoopVectors};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{self, BlockArg, InstBuilder, MemFlagsData, types};
 use cranelift_module::Module as ClModule;
@@ -177,23 +177,34 @@ enum Class {
 }
 
 /// The loops of `func` to vectorise, keyed by the block entering each.
-pub(super) fn plans(func: &Func, in_range: &HashSet<Inst>) -> HashMap<Block, Plan> {
+pub(super) fn plans(
+    func: &Func,
+    in_range: &HashSet<Inst>,
+    which: LoopVectors,
+) -> HashMap<Block, Plan> {
     let mut out = HashMap::new();
+    if which == LoopVectors::Off {
+        return out;
+    }
     let cfg = ControlFlowGraph::with_function(func);
     let dom = DominatorTree::with_cfg(&cfg);
     let la = LoopAnalysis::compute(&cfg, &dom);
     for c in counted_loops(func, &cfg, &la) {
         if let Some((pre, plan)) = plan(func, &cfg, &la, in_range, &c) {
-            out.insert(pre, plan);
+            // Reductions only when asked for (`LoopVectors`).
+            if plan.accs.is_empty() || which == LoopVectors::MapsAndReductions {
+                out.insert(pre, plan);
+            }
         }
     }
     out
 }
 
 /// The number of loops of `func` that compiled code runs with vectors
-/// (for tests; `func` as compiled, without inlining).
-pub(crate) fn count(func: &Func) -> usize {
-    plans(func, &super::bounds::in_range(func)).len()
+/// when `which` are (for tests; `func` as compiled, without inlining or
+/// versioning).
+pub(crate) fn count(func: &Func, which: LoopVectors) -> usize {
+    plans(func, &super::bounds::in_range(func), which).len()
 }
 
 /// The plan of counted loop `c`, with the block entering it, if the loop
@@ -1143,29 +1154,30 @@ impl<M: ClModule> Lower<'_, '_, M> {
 mod tests {
     use super::*;
 
-    /// The benchmark programs' vectorised loops, on the front end's IR:
-    /// rosenbrock's sum (a chain of two adds), the sum, both loops of
-    /// logsumexp (the maximum, the sum of `exp`), and the mixture's sum of
-    /// squares of `diff`, the loop writing `diff` (its read of `invs`
-    /// checked per pair), and its helper's two (not the sums of `log`, a
-    /// call).
+    /// The benchmark programs' vectorised loops, on the front end's IR,
+    /// maps only (the default) and with reductions: the mixture's loop
+    /// writing `diff` (its read of `invs` checked per pair) and the maps of
+    /// vector.irad; with reductions also rosenbrock's sum (a chain of two
+    /// adds), the sum, both loops of logsumexp (the maximum, the sum of
+    /// `exp`), the mixture's sum of squares of `diff` and its helper's two
+    /// (not the sums of `log`).
     #[test]
     fn the_benchmark_programs_loops() {
         let cases = [
-            ("rosenbrock", "rosenbrock", 1),
-            ("sum", "sum", 1),
-            ("logsumexp", "logsumexp", 2),
-            ("gmm", "gmm", 2),
-            ("gmm", "logsumexp", 2),
-            ("branchy", "branchy", 0),
-            ("vector", "scale", 1),
-            ("vector", "axpb", 1),
-            ("vector", "map", 1),
-            ("vector", "dotr", 1),
-            ("vector", "expmap", 1),
-            ("vector", "mul2", 1),
+            ("rosenbrock", "rosenbrock", 0, 1),
+            ("sum", "sum", 0, 1),
+            ("logsumexp", "logsumexp", 0, 2),
+            ("gmm", "gmm", 1, 2),
+            ("gmm", "logsumexp", 0, 2),
+            ("branchy", "branchy", 0, 0),
+            ("vector", "scale", 1, 1),
+            ("vector", "axpb", 1, 1),
+            ("vector", "map", 1, 1),
+            ("vector", "dotr", 0, 1),
+            ("vector", "expmap", 1, 1),
+            ("vector", "mul2", 1, 1),
         ];
-        for (file, f, want) in cases {
+        for (file, f, maps, all) in cases {
             let path = format!(
                 "{}/../benches/programs/{file}.irad",
                 env!("CARGO_MANIFEST_DIR")
@@ -1173,7 +1185,12 @@ mod tests {
             let text = std::fs::read_to_string(&path).expect("the benchmark program");
             let m = irad_ir::surface::compile(&text).expect("the program compiles");
             let func = &m[m.by_name(f).expect("the function")];
-            assert_eq!(count(func), want, "@{f} of {file}");
+            assert_eq!(count(func, LoopVectors::Maps), maps, "@{f} of {file}");
+            assert_eq!(
+                count(func, LoopVectors::MapsAndReductions),
+                all,
+                "@{f} of {file}"
+            );
         }
     }
 }
