@@ -5,9 +5,9 @@ as Rust literals. Also reports the largest |r| and the polynomial's error.
 Run: python3 kernels/tests/log_table.py  (needs mpmath)
 
 The reduction (see math.rs): x = 2^k z with z in [OFF, 2 OFF) as bits,
-OFF = 0x3fe6900000000000; the table index i is bits 45..51 of
+OFF = 0x3fe6980000000000; the table index i is bits 44..51 of
 bits(x) - OFF, so interval i holds the z whose bits are in
-[OFF + i 2^45, OFF + (i + 1) 2^45); interval 75 holds 1.0 in its middle
+[OFF + i 2^44, OFF + (i + 1) 2^44); interval 150 holds 1.0 in its middle
 (bits-wise) and gets invc = 1 exactly.
 """
 
@@ -17,8 +17,10 @@ from mpmath import mpf
 
 mpmath.mp.prec = 200
 
-OFF = 0x3FE6900000000000
-N = 128
+OFF = 0x3FE6980000000000
+N = 256
+SHIFT = 44
+ONE = 150
 
 
 def from_bits(b):
@@ -52,9 +54,9 @@ ln2_lo = float(ln2 - ln2_hi)
 rows = []
 rmax = mpf(0)
 for i in range(N):
-    a = mpf(from_bits(OFF + i * 2**45))
-    b = mpf(from_bits(OFF + (i + 1) * 2**45))
-    if i == 75:
+    a = mpf(from_bits(OFF + i * 2**SHIFT))
+    b = mpf(from_bits(OFF + (i + 1) * 2**SHIFT))
+    if i == ONE:
         assert a < 1 < b
         invc = mpf(1)
     else:
@@ -68,14 +70,14 @@ for i in range(N):
     rmax = max(rmax, abs(a * invc - 1), abs(b * invc - 1))
 
 # Q(r) = (log1p(r) - r) / r^2 on [-R, R], interpolated at Chebyshev points.
-R = mpf(0.00391)
+R = mpf(0.001955)
 assert rmax < R
-DEG = 5
+DEG = 4
 
 
 def qf(r):
-    if r == 0:
-        return mpf(-0.5)
+    if abs(r) < mpf(10) ** -30:
+        return mpf(-0.5) + r / 3 - r**2 / 4
     return (mpmath.log1p(r) - r) / r**2
 
 

@@ -502,7 +502,7 @@ pub const EXP_TABLE_SYMBOL: &str = "irad_rt_exp_table";
 /// (docs/codegen.md, "Statements"); its symbol name is [`LOG_TABLE_SYMBOL`].
 #[unsafe(no_mangle)]
 #[allow(non_upper_case_globals)]
-pub static irad_rt_log_table: [[f64; 3]; 128] = irad_kernels::math::LOG_TABLE;
+pub static irad_rt_log_table: [[f64; 3]; 256] = irad_kernels::math::LOG_TABLE;
 
 /// The symbol of [`irad_rt_log_table`].
 pub const LOG_TABLE_SYMBOL: &str = "irad_rt_log_table";

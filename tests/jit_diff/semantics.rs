@@ -363,6 +363,7 @@ fn powi_by_a_small_constant_agrees_with_pow() {
 #[test]
 fn log_inline_agrees_with_the_kernel_everywhere() {
     use Val::F64;
+    use irad::codegen::runtime::math::LOG_OFF;
     let m = ir(&prims_ir());
     let mut xs: Vec<f64> = SPECIAL.to_vec();
     xs.extend([
@@ -377,12 +378,12 @@ fn log_inline_agrees_with_the_kernel_everywhere() {
         f64::MIN,
         1.0 - f64::EPSILON / 2.0,
         1.0 + f64::EPSILON,
-        1.0 - 1.0 / 512.0,
-        1.0 + 1.0 / 256.0,
+        1.0 - 1.0 / 1024.0,
+        1.0 + 1.0 / 512.0,
         std::f64::consts::E,
         2.0,
-        0.705078125,
-        f64::from_bits(0.705078125f64.to_bits() - 1),
+        f64::from_bits(LOG_OFF),
+        f64::from_bits(LOG_OFF - 1),
     ]);
     let mut seed = 0x2545_f491_4f6c_dd1du64;
     for i in 0..8000 {
@@ -397,8 +398,8 @@ fn log_inline_agrees_with_the_kernel_everywhere() {
             1 => 0.5 + u * 1.5,
             2 => 1.0 + (u - 0.5) * 1e-3,
             3 => 1.0 + (u - 0.5) * 1e-12,
-            // The edges of the 128 intervals (bits 0x3fe69 + i 2^45).
-            4 => f64::from_bits(0x3fe6_9000_0000_0000 + ((seed % 129) << 45) - 8 + (seed >> 60)),
+            // The edges of the 256 intervals (bits LOG_OFF + i 2^44).
+            4 => f64::from_bits(LOG_OFF + ((seed % 257) << 44) - 8 + (seed >> 60)),
             5 => f64::from_bits(seed >> 12),
             6 => f64::MAX * (1.0 - u * 1e-3),
             _ => -f64::from_bits(seed >> 1),

@@ -344,11 +344,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
             .brif(special, cold, &[], main, &[ir::BlockArg::Value(ix)]);
 
         self.b.switch_to_block(main);
-        // tmp = ix - LOG_OFF; i = bits 45..51; k = tmp >> 52 (arithmetic);
+        // tmp = ix - LOG_OFF; i = bits 44..51; k = tmp >> 52 (arithmetic);
         // z = bits ix less k in the exponent; zh = z's leading 32 bits.
         let tmp = self.b.ins().iadd_imm_s(ixp, LOG_OFF.wrapping_neg() as i64);
-        let i = self.b.ins().ushr_imm_s(tmp, 45);
-        let i = self.b.ins().band_imm_s(i, 127);
+        let i = self.b.ins().ushr_imm_s(tmp, 44);
+        let i = self.b.ins().band_imm_s(i, 255);
         let k = self.b.ins().sshr_imm_s(tmp, 52);
         let top = self.b.ins().band_imm_s(tmp, (0xfffu64 << 52) as i64);
         let iz = self.b.ins().isub(ixp, top);
@@ -387,7 +387,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let lo = self.b.ins().fadd(lo, logc_lo);
         let e = self.b.ins().fadd(e, r_err);
         let lo = self.b.ins().fadd(lo, e);
-        // q = (Q0 + r Q1) + r2 ((Q2 + r Q3) + r2 (Q4 + r Q5));
+        // q = (Q0 + r Q1) + r2 ((Q2 + r Q3) + r2 Q4);
         // y = hi + (lo + r2 q).
         let r2 = self.b.ins().fmul(r, r);
         let pair = |b: &mut Self, j: usize| {
@@ -398,8 +398,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
         };
         let q01 = pair(self, 0);
         let q23 = pair(self, 2);
-        let q45 = pair(self, 4);
-        let q = self.b.ins().fmul(r2, q45);
+        let c = f(self, LOG_Q[4]);
+        let q = self.b.ins().fmul(r2, c);
         let q = self.b.ins().fadd(q23, q);
         let q = self.b.ins().fmul(r2, q);
         let q = self.b.ins().fadd(q01, q);
