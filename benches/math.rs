@@ -1,10 +1,12 @@
 //! Issue 22's math-function benchmark: what each math primitive costs per
 //! call in irad's runtime (the `irad_rt_*` functions compiled code calls:
-//! the `libm` crate's, and irad's own `tanh`; for `exp`, which compiled code
-//! computes inline, `irad_kernels::math::exp` itself) against the platform's libm (Rust
-//! std's `f64` methods, which on Linux call glibc; `erf`, which std does not
-//! have on stable, is glibc's `erf` declared here), and how far apart their
-//! results are.
+//! the `libm` crate's, and irad's own `tanh`; for `exp` and `log`, which
+//! compiled code computes inline, `irad_kernels::math::exp` and `log`
+//! themselves) against the platform's libm (Rust std's `f64` methods, which
+//! on Linux call glibc; `erf`, which std does not have on stable, is
+//! glibc's `erf` declared here), and how far apart their results are. The
+//! row `log-libm` is the `libm` crate's log (what irad used before its own)
+//! against glibc's, for comparison.
 //!
 //! - Throughput: for each function, an array of 4 096 inputs spread over a
 //!   typical domain for it (xorshift64*, seed 22), mapped through the
@@ -121,7 +123,8 @@ macro_rules! unary {
 
 unary! {
     irad_exp std_exp = rt::math::exp, |x| x.exp();
-    irad_log std_log = rt::irad_rt_log, |x| x.ln();
+    irad_log std_log = rt::math::log, |x| x.ln();
+    libm_log std_log2 = libm::log, |x| x.ln();
     irad_log1p std_log1p = rt::irad_rt_log1p, |x| x.ln_1p();
     irad_expm1 std_expm1 = rt::irad_rt_expm1, |x| x.exp_m1();
     irad_sin std_sin = rt::irad_rt_sin, |x| x.sin();
@@ -209,6 +212,17 @@ fn functions() -> Vec<Fun> {
                 r("[1e-3, 1e3] log-uniform", L(1e-3, 1e3, false)),
                 r("near 1 [1 - 1e-3, 1 + 1e-3]", U(1.0 - 1e-3, 1.0 + 1e-3)),
                 r("near 1 [1 - 1e-9, 1 + 1e-9]", U(1.0 - 1e-9, 1.0 + 1e-9)),
+                r("whole range 1e-300..1e300", L(1e-300, 1e300, false)),
+                r("subnormal", L(5e-324, 2.2e-308, false)),
+            ],
+        ),
+        f(
+            "log-libm",
+            libm_log,
+            std_log2,
+            true,
+            vec![
+                r("[1e-3, 1e3] log-uniform", L(1e-3, 1e3, false)),
                 r("whole range 1e-300..1e300", L(1e-300, 1e300, false)),
                 r("subnormal", L(5e-324, 2.2e-308, false)),
             ],

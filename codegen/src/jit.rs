@@ -272,6 +272,10 @@ impl<'m> Jit<'m> {
             rt::EXP_TABLE_SYMBOL,
             std::ptr::addr_of!(rt::irad_rt_exp_table).cast::<u8>(),
         );
+        builder.symbol(
+            rt::LOG_TABLE_SYMBOL,
+            std::ptr::addr_of!(rt::irad_rt_log_table).cast::<u8>(),
+        );
         // All code in one reserved region, so that the direct (32-bit
         // PC-relative) calls between compiled functions always reach: with
         // separately mapped segments two functions could land more than 2 GiB

@@ -7,8 +7,9 @@
 //! written by `irad emit` link the same functions from the static library
 //! this crate also builds (`libirad_runtime.a`). Either way compiled code
 //! computes what the interpreter computes: the math functions are the ones
-//! the interpreter calls (`irad_kernels::math`'s `exp` and `tanh`, the
-//! `libm` crate's others).
+//! the interpreter calls (`irad_kernels::math`'s `exp`, `log` and `tanh`,
+//! the `libm` crate's others; compiled code computes `exp` and `log` inline,
+//! reading their tables, `irad_rt_exp_table` and `irad_rt_log_table`).
 //!
 //! Layout contract with the code generator (`irad-codegen`, docs/codegen.md):
 //! [`Ctx`] and [`Tape`] are `repr(C)` and the generator reads and writes their
@@ -496,6 +497,16 @@ pub static irad_rt_exp_table: [[f64; 2]; 128] = irad_kernels::math::EXP_TABLE;
 /// The symbol of [`irad_rt_exp_table`].
 pub const EXP_TABLE_SYMBOL: &str = "irad_rt_exp_table";
 
+/// The table of `irad_kernels::math::log` (`[invc, logc_hi, logc_lo]` per
+/// reduction interval), for compiled code that computes log inline
+/// (docs/codegen.md, "Statements"); its symbol name is [`LOG_TABLE_SYMBOL`].
+#[unsafe(no_mangle)]
+#[allow(non_upper_case_globals)]
+pub static irad_rt_log_table: [[f64; 3]; 256] = irad_kernels::math::LOG_TABLE;
+
+/// The symbol of [`irad_rt_log_table`].
+pub const LOG_TABLE_SYMBOL: &str = "irad_rt_log_table";
+
 /// `irad_kernels::math::tanh` (irad's own tanh, docs/ir.md "Math"), for
 /// compiled code.
 #[unsafe(no_mangle)]
@@ -504,7 +515,6 @@ pub extern "C" fn irad_rt_tanh(x: f64) -> f64 {
 }
 
 unary_math!(
-    irad_rt_log = log,
     irad_rt_log1p = log1p,
     irad_rt_expm1 = expm1,
     irad_rt_sin = sin,
@@ -623,6 +633,6 @@ mod tests {
         assert_eq!(irad_rt_sin(0.5).to_bits(), libm::sin(0.5).to_bits());
         assert_eq!(irad_rt_round(2.5), 3.0);
         assert_eq!(irad_rt_round(-2.5), -3.0);
-        assert!(irad_rt_log(-1.0).is_nan());
+        assert_eq!(irad_rt_log_table, irad_kernels::math::LOG_TABLE);
     }
 }

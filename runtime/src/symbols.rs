@@ -58,7 +58,6 @@ runtime_symbols! {
     SparseScale = irad_rt_sparse_scale,
     SparseAdd = irad_rt_sparse_add,
     SparseDense = irad_rt_sparse_dense,
-    Log = irad_rt_log,
     Log1p = irad_rt_log1p,
     Expm1 = irad_rt_expm1,
     Sin = irad_rt_sin,

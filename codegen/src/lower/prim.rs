@@ -147,10 +147,10 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 one(self.math2(RtSym::Pow, arg(0)?, n)?)
             }
             Exp => one(self.exp_inline(arg(0)?)?),
-            Log | Log1p | Expm1 | Sin | Cos | Tan | Asin | Acos | Atan | Sinh | Cosh | Tanh
-            | Erf | Round => {
+            Log => one(self.log_inline(arg(0)?)?),
+            Log1p | Expm1 | Sin | Cos | Tan | Asin | Acos | Atan | Sinh | Cosh | Tanh | Erf
+            | Round => {
                 let sym = match p {
-                    Log => RtSym::Log,
                     Log1p => RtSym::Log1p,
                     Expm1 => RtSym::Expm1,
                     Sin => RtSym::Sin,
@@ -296,6 +296,149 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let outside = self.b.ins().select(is_nan, nan, outside);
         let v = self.b.ins().select(in_range, inner, outside);
         self.b.ins().jump(join, &[ir::BlockArg::Value(v)]);
+        self.b.switch_to_block(join);
+        Ok(res)
+    }
+
+    /// `log(x)` computed inline, without a call: the operations of
+    /// `irad_kernels::math::log` in the same order with the same constants
+    /// and table (the runtime's `irad_rt_log_table`), so the same bits. A
+    /// positive normal `x` takes straight-line code; the rest goes to a cold
+    /// block, which gives the special values (-inf for zeros, `x + x` for
+    /// NaN and +inf, NaN for negatives) or, for a subnormal, re-enters the
+    /// straight-line code with the bits of `x * 2^52` less 52 in the
+    /// exponent field, as the kernel does.
+    fn log_inline(&mut self, x: ir::Value) -> Result<ir::Value, CodegenError> {
+        use rt::math::{LN2_HI, LN2_LO, LOG_OFF, LOG_Q, LOG_SUBNORMAL_SCALE, LOG_ZH_MASK};
+        const MIN_NORMAL_BITS: i64 = 0x0010_0000_0000_0000;
+        const INF_BITS: i64 = 0x7ff0_0000_0000_0000;
+        let id = self
+            .c
+            .backend
+            .declare_data(
+                rt::LOG_TABLE_SYMBOL,
+                cranelift_module::Linkage::Import,
+                false,
+                false,
+            )
+            .map_err(CodegenError::backend)?;
+        let table = self.c.backend.declare_data_in_func(id, self.b.func);
+        let f = |b: &mut Self, v: f64| b.b.ins().f64const(v);
+        let main = self.b.create_block();
+        let cold = self.b.create_block();
+        let join = self.b.create_block();
+        self.b.set_cold_block(cold);
+        let ixp = self.b.append_block_param(main, types::I64);
+        let res = self.b.append_block_param(join, types::F64);
+        // 0, subnormal, negative, inf or NaN: bits(x) - MIN_NORMAL_BITS,
+        // unsigned, at least INF_BITS - MIN_NORMAL_BITS.
+        let ix = self.b.ins().bitcast(types::I64, MemFlagsData::new(), x);
+        let t = self.b.ins().iadd_imm_s(ix, -MIN_NORMAL_BITS);
+        let special = self.b.ins().icmp_imm_s(
+            IntCC::UnsignedGreaterThanOrEqual,
+            t,
+            INF_BITS - MIN_NORMAL_BITS,
+        );
+        self.b
+            .ins()
+            .brif(special, cold, &[], main, &[ir::BlockArg::Value(ix)]);
+
+        self.b.switch_to_block(main);
+        // tmp = ix - LOG_OFF; i = bits 44..51; k = tmp >> 52 (arithmetic);
+        // z = bits ix less k in the exponent; zh = z's leading 32 bits.
+        let tmp = self.b.ins().iadd_imm_s(ixp, LOG_OFF.wrapping_neg() as i64);
+        let i = self.b.ins().ushr_imm_s(tmp, 44);
+        let i = self.b.ins().band_imm_s(i, 255);
+        let k = self.b.ins().sshr_imm_s(tmp, 52);
+        let top = self.b.ins().band_imm_s(tmp, (0xfffu64 << 52) as i64);
+        let iz = self.b.ins().isub(ixp, top);
+        let z = self.b.ins().bitcast(types::F64, MemFlagsData::new(), iz);
+        let izh = self.b.ins().band_imm_s(iz, LOG_ZH_MASK as i64);
+        let zh = self.b.ins().bitcast(types::F64, MemFlagsData::new(), izh);
+        let zl = self.b.ins().fsub(z, zh);
+        // [invc, logc_hi, logc_lo] = table[i], 24 bytes a row.
+        let off = self.b.ins().imul_imm_s(i, 24);
+        let base = self.b.ins().symbol_value(types::I64, table);
+        let addr = self.b.ins().iadd(base, off);
+        let ro = MemFlagsData::trusted().with_readonly();
+        let invc = self.b.ins().load(types::F64, ro, addr, 0);
+        let logc_hi = self.b.ins().load(types::F64, ro, addr, 8);
+        let logc_lo = self.b.ins().load(types::F64, ro, addr, 16);
+        // rh = zh * invc - 1, rl = zl * invc (both exact); r = rh + rl and
+        // r_err = (rh - r) + rl.
+        let one_ = f(self, 1.0);
+        let rh = self.b.ins().fmul(zh, invc);
+        let rh = self.b.ins().fsub(rh, one_);
+        let rl = self.b.ins().fmul(zl, invc);
+        let r = self.b.ins().fadd(rh, rl);
+        let r_err = self.b.ins().fsub(rh, r);
+        let r_err = self.b.ins().fadd(r_err, rl);
+        // t1 = kd * LN2_HI + logc_hi; hi = t1 + r; e = (t1 - hi) + r;
+        // lo = (kd * LN2_LO + logc_lo) + (e + r_err).
+        let kd = self.b.ins().fcvt_from_sint(types::F64, k);
+        let c = f(self, LN2_HI);
+        let t1 = self.b.ins().fmul(kd, c);
+        let t1 = self.b.ins().fadd(t1, logc_hi);
+        let hi = self.b.ins().fadd(t1, r);
+        let e = self.b.ins().fsub(t1, hi);
+        let e = self.b.ins().fadd(e, r);
+        let c = f(self, LN2_LO);
+        let lo = self.b.ins().fmul(kd, c);
+        let lo = self.b.ins().fadd(lo, logc_lo);
+        let e = self.b.ins().fadd(e, r_err);
+        let lo = self.b.ins().fadd(lo, e);
+        // q = (Q0 + r Q1) + r2 ((Q2 + r Q3) + r2 Q4);
+        // y = hi + (lo + r2 q).
+        let r2 = self.b.ins().fmul(r, r);
+        let pair = |b: &mut Self, j: usize| {
+            let c0 = f(b, LOG_Q[j]);
+            let c1 = f(b, LOG_Q[j + 1]);
+            let t = b.b.ins().fmul(r, c1);
+            b.b.ins().fadd(c0, t)
+        };
+        let q01 = pair(self, 0);
+        let q23 = pair(self, 2);
+        let c = f(self, LOG_Q[4]);
+        let q = self.b.ins().fmul(r2, c);
+        let q = self.b.ins().fadd(q23, q);
+        let q = self.b.ins().fmul(r2, q);
+        let q = self.b.ins().fadd(q01, q);
+        let p = self.b.ins().fmul(r2, q);
+        let y = self.b.ins().fadd(lo, p);
+        let y = self.b.ins().fadd(hi, y);
+        self.b.ins().jump(join, &[ir::BlockArg::Value(y)]);
+
+        self.b.switch_to_block(cold);
+        // A positive subnormal (bits in 1..MIN_NORMAL_BITS) goes back to
+        // the main block scaled; the rest is: zero -inf, NaN or +inf x + x,
+        // negative NaN.
+        let scale = f(self, LOG_SUBNORMAL_SCALE);
+        let xs = self.b.ins().fmul(x, scale);
+        let xs = self.b.ins().bitcast(types::I64, MemFlagsData::new(), xs);
+        let ix2 = self.b.ins().iadd_imm_s(xs, -(52i64 << 52));
+        let m1 = self.b.ins().iadd_imm_s(ix, -1);
+        let sub = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::UnsignedLessThan, m1, MIN_NORMAL_BITS - 1);
+        let zero = f(self, 0.0);
+        let inf = f(self, f64::INFINITY);
+        let is_zero = self.b.ins().fcmp(FloatCC::Equal, x, zero);
+        let is_nan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
+        let is_inf = self.b.ins().fcmp(FloatCC::Equal, x, inf);
+        let pass = self.b.ins().bor(is_nan, is_inf);
+        let twice = self.b.ins().fadd(x, x);
+        let nan = f(self, f64::NAN);
+        let neg_inf = f(self, f64::NEG_INFINITY);
+        let v = self.b.ins().select(pass, twice, nan);
+        let v = self.b.ins().select(is_zero, neg_inf, v);
+        self.b.ins().brif(
+            sub,
+            main,
+            &[ir::BlockArg::Value(ix2)],
+            join,
+            &[ir::BlockArg::Value(v)],
+        );
         self.b.switch_to_block(join);
         Ok(res)
     }

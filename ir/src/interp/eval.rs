@@ -196,7 +196,7 @@ fn f64_func(prim: Prim, args: &[&Val]) -> Result<Val, String> {
     let y = match prim {
         Sqrt => libm::sqrt(x),
         Exp => irad_kernels::math::exp(x),
-        Log => libm::log(x),
+        Log => irad_kernels::math::log(x),
         Log1p => libm::log1p(x),
         Expm1 => libm::expm1(x),
         Sin => libm::sin(x),
