@@ -87,8 +87,8 @@ pub(crate) struct Compiler<M: ClModule> {
     /// Defined by the last `define_pending`.
     pub defined: Vec<FuncRef>,
     imports: HashMap<&'static str, ClFuncId>,
-    /// The runtime's exp table, declared on first need.
-    exp_table: Option<cranelift_module::DataId>,
+    /// The runtime's tables (exp's, log's) by symbol, declared on first need.
+    tables: HashMap<&'static str, cranelift_module::DataId>,
     /// `irad.tape_grow`, defined on first need.
     grow: Option<ClFuncId>,
     ctx: Context,
@@ -137,7 +137,7 @@ impl<M: ClModule> Compiler<M> {
             pending: Vec::new(),
             defined: Vec::new(),
             imports: HashMap::new(),
-            exp_table: None,
+            tables: HashMap::new(),
             grow: None,
             ctx,
             fctx: FunctionBuilderContext::new(),
@@ -262,17 +262,17 @@ impl<M: ClModule> Compiler<M> {
         Ok(id)
     }
 
-    /// The runtime's exp table (`irad_rt_exp_table`), imported as read-only
-    /// data.
-    fn exp_table(&mut self) -> Result<cranelift_module::DataId, CodegenError> {
-        if let Some(id) = self.exp_table {
+    /// The runtime's table `symbol` (`rt::EXP_TABLE_SYMBOL`,
+    /// `rt::LOG_TABLE_SYMBOL`), imported as read-only data.
+    fn table(&mut self, symbol: &'static str) -> Result<cranelift_module::DataId, CodegenError> {
+        if let Some(&id) = self.tables.get(symbol) {
             return Ok(id);
         }
         let id = self
             .backend
-            .declare_data(rt::EXP_TABLE_SYMBOL, Linkage::Import, false, false)
+            .declare_data(symbol, Linkage::Import, false, false)
             .map_err(CodegenError::backend)?;
-        self.exp_table = Some(id);
+        self.tables.insert(symbol, id);
         Ok(id)
     }
 
@@ -419,7 +419,7 @@ impl<M: ClModule> Compiler<M> {
                 ret_leaves: Vec::new(),
                 vals: Vec::new(),
                 fimports: HashMap::new(),
-                exp_table_gv: None,
+                table_gvs: HashMap::new(),
                 prechecked: None,
                 seg_tops: HashMap::new(),
                 movable_pops: false,
@@ -501,8 +501,8 @@ struct Lower<'a, 'b, M: ClModule> {
     vals: Vec<Option<Leaves>>,
     /// Functions referenced from this function.
     fimports: HashMap<ClFuncId, ir::FuncRef>,
-    /// The exp table's address in this function, once needed.
-    exp_table_gv: Option<ir::GlobalValue>,
+    /// The runtime tables' addresses in this function, once needed.
+    table_gvs: HashMap<&'static str, ir::GlobalValue>,
     /// Set while lowering a `push` or `pop` whose room or contents were
     /// checked at the start of its segment: its tape and the byte offset of
     /// its value from the tape's top at the segment start.
@@ -556,6 +556,17 @@ impl<M: ClModule> Lower<'_, '_, M> {
     }
 
     /// Calls the runtime function `sym`.
+    /// The address of the runtime's table `symbol` in this function.
+    fn table_gv(&mut self, symbol: &'static str) -> Result<ir::GlobalValue, CodegenError> {
+        if let Some(&gv) = self.table_gvs.get(symbol) {
+            return Ok(gv);
+        }
+        let id = self.c.table(symbol)?;
+        let gv = self.c.backend.declare_data_in_func(id, self.b.func);
+        self.table_gvs.insert(symbol, gv);
+        Ok(gv)
+    }
+
     fn call_rt(
         &mut self,
         sym: RtSym,

@@ -181,15 +181,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// `exp` has to be spilled.
     fn exp_inline(&mut self, x: ir::Value) -> Result<ir::Value, CodegenError> {
         use rt::math::{EXP_MAX, EXP_MIN, INV_LN2_N, LN2_N_HI, LN2_N_LO, SHIFT};
-        let table = match self.exp_table_gv {
-            Some(gv) => gv,
-            None => {
-                let id = self.c.exp_table()?;
-                let gv = self.c.backend.declare_data_in_func(id, self.b.func);
-                self.exp_table_gv = Some(gv);
-                gv
-            }
-        };
+        let table = self.table_gv(rt::EXP_TABLE_SYMBOL)?;
         let f = |b: &mut Self, v: f64| b.b.ins().f64const(v);
         // kd = (x * N / ln2 + 1.5 * 2^52) - 1.5 * 2^52; k = kd as an integer,
         // read off the shifted sum's bits (exact while |x * N / ln2| < 2^51,
@@ -312,17 +304,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         use rt::math::{LN2_HI, LN2_LO, LOG_OFF, LOG_Q, LOG_SUBNORMAL_SCALE, LOG_ZH_MASK};
         const MIN_NORMAL_BITS: i64 = 0x0010_0000_0000_0000;
         const INF_BITS: i64 = 0x7ff0_0000_0000_0000;
-        let id = self
-            .c
-            .backend
-            .declare_data(
-                rt::LOG_TABLE_SYMBOL,
-                cranelift_module::Linkage::Import,
-                false,
-                false,
-            )
-            .map_err(CodegenError::backend)?;
-        let table = self.c.backend.declare_data_in_func(id, self.b.func);
+        let table = self.table_gv(rt::LOG_TABLE_SYMBOL)?;
         let f = |b: &mut Self, v: f64| b.b.ins().f64const(v);
         let main = self.b.create_block();
         let cold = self.b.create_block();

@@ -951,15 +951,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// a cold block computes each lane with the scalar code itself.
     fn exp_x2(&mut self, x: ir::Value) -> Result<ir::Value, CodegenError> {
         use rt::math::{EXP_MAX, EXP_MIN, INV_LN2_N, LN2_N_HI, LN2_N_LO, SHIFT};
-        let table = match self.exp_table_gv {
-            Some(gv) => gv,
-            None => {
-                let id = self.c.exp_table()?;
-                let gv = self.c.backend.declare_data_in_func(id, self.b.func);
-                self.exp_table_gv = Some(gv);
-                gv
-            }
-        };
+        let table = self.table_gv(rt::EXP_TABLE_SYMBOL)?;
         let le = MemFlagsData::new().with_endianness(ir::Endianness::Little);
         let f = |s: &mut Self, v: f64| {
             let c = s.b.ins().f64const(v);
