@@ -289,37 +289,7 @@ fn plan(
                 .map(move |(k, &i)| (i, (b, k)))
         })
         .collect();
-    // Each accumulator's chain of updates, from the phi to its entry from
-    // the latch: each value used only by the next update.
-    // For each value, the statements of the chain that read it (each once).
-    let mut users: HashMap<Value, Vec<Inst>> = HashMap::new();
-    for &st in &stmts {
-        let mut read: Vec<Value> = operands(&func.insts[st].kind);
-        read.sort_unstable();
-        read.dedup();
-        for v in read {
-            users.entry(v).or_default().push(st);
-        }
-    }
-    let uses = |v: Value| users.get(&v).map_or(0, Vec::len);
-    let mut accs: HashMap<Inst, (Value, Value)> = HashMap::new();
-    for (&phi, &u) in &acc_phis {
-        let mut cur = phi;
-        while cur != u {
-            if uses(cur) != 1 {
-                return None;
-            }
-            let upd = *users.get(&cur)?.first()?;
-            if !is_reduction(func, upd, cur) {
-                return None;
-            }
-            accs.insert(upd, (phi, cur));
-            cur = func.insts[upd].result?;
-        }
-        if uses(u) != 0 || u == phi {
-            return None;
-        }
-    }
+    let accs = accumulators(func, &stmts, &acc_phis)?;
     let mut class: HashMap<Value, Class> = HashMap::new();
     class.insert(c.iv, Class::Index(Affine::default()));
     let class_of = |class: &HashMap<Value, Class>, op: &Operand| -> Option<Class> {
@@ -489,6 +459,48 @@ fn int_class(prim: Prim, args: &[Operand], cls: &[Class]) -> Option<Class> {
         }
         _ => None,
     }
+}
+
+/// Each accumulator's chain of updates among the loop's statements
+/// `stmts`, from its phi to its entry from the latch (`acc_phis`: phi ->
+/// that entry), each value used only by the next update: the updates, each
+/// with its phi and the accumulator value it updates; `None` when a chain
+/// is not of that shape.
+fn accumulators(
+    func: &Func,
+    stmts: &[Inst],
+    acc_phis: &HashMap<Value, Value>,
+) -> Option<HashMap<Inst, (Value, Value)>> {
+    // For each value, the statements of the chain that read it (each once).
+    let mut users: HashMap<Value, Vec<Inst>> = HashMap::new();
+    for &st in stmts {
+        let mut read: Vec<Value> = operands(&func.insts[st].kind);
+        read.sort_unstable();
+        read.dedup();
+        for v in read {
+            users.entry(v).or_default().push(st);
+        }
+    }
+    let uses = |v: Value| users.get(&v).map_or(0, Vec::len);
+    let mut accs: HashMap<Inst, (Value, Value)> = HashMap::new();
+    for (&phi, &u) in acc_phis {
+        let mut cur = phi;
+        while cur != u {
+            if uses(cur) != 1 {
+                return None;
+            }
+            let upd = *users.get(&cur)?.first()?;
+            if !is_reduction(func, upd, cur) {
+                return None;
+            }
+            accs.insert(upd, (phi, cur));
+            cur = func.insts[upd].result?;
+        }
+        if uses(u) != 0 || u == phi {
+            return None;
+        }
+    }
+    Some(accs)
 }
 
 /// Whether statement `upd` is `prim(phi, e)` (or `prim(e, phi)` for the
