@@ -4,8 +4,10 @@
 //! Assumes nothing about the operands: a verified module passes values of the
 //! types the table says, but a wrong count or kind of operand is reported as an
 //! `internal error: ...` message, never a panic. Guarantees the shared semantics
-//! of SYNTAX.md §1: the math functions are `libm`'s (so compiled code, which
-//! links the same `libm`, agrees bit for bit), `add sub mul div neg` are plain
+//! of SYNTAX.md §1: the math functions are irad's own `exp`, `log` and `tanh`
+//! (`irad_kernels::math`) and the `libm` crate's others, the functions compiled
+//! code calls or computes inline (so the two agree bit for bit; docs/ir.md,
+//! "Semantics"), `add sub mul div neg` are plain
 //! IEEE operations, integer arithmetic wraps except where an error is defined.
 //! Errors are plain messages (lowercase, no location); the caller locates them.
 
@@ -183,7 +185,8 @@ fn f64_arith(prim: Prim, args: &[&Val]) -> Result<Val, String> {
     Ok(Val::F64(x))
 }
 
-/// The f64 functions: all unary except `atan2`, all from `libm`.
+/// The f64 functions: all unary except `atan2`; `exp`, `log` and `tanh` irad's
+/// own (`irad_kernels::math`), the others the `libm` crate's.
 fn f64_func(prim: Prim, args: &[&Val]) -> Result<Val, String> {
     use Prim::*;
     if let (Atan2, [Val::F64(y), Val::F64(x)]) = (prim, args) {
