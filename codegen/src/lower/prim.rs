@@ -172,6 +172,37 @@ impl<M: ClModule> Lower<'_, '_, M> {
         })
     }
 
+    /// exp's polynomial step, of scalars or of vectors alike (`konst`
+    /// makes a constant of `x`'s type): r = (x - kd L_hi) - kd L_lo and
+    /// p = r + r^2 (1/2 + r (1/6 + r (1/24 + r / 120))), the operations of
+    /// `irad_kernels::math::exp` in its order.
+    pub(super) fn exp_poly(
+        &mut self,
+        x: ir::Value,
+        kd: ir::Value,
+        konst: &dyn Fn(&mut Self, f64) -> ir::Value,
+    ) -> ir::Value {
+        use rt::math::{LN2_N_HI, LN2_N_LO};
+        let c = konst(self, LN2_N_HI);
+        let t = self.b.ins().fmul(kd, c);
+        let r = self.b.ins().fsub(x, t);
+        let c = konst(self, LN2_N_LO);
+        let t = self.b.ins().fmul(kd, c);
+        let r = self.b.ins().fsub(r, t);
+        let mut acc = konst(self, 1.0 / 120.0);
+        acc = self.b.ins().fmul(r, acc);
+        for coef in [1.0 / 24.0, 1.0 / 6.0] {
+            let c = konst(self, coef);
+            acc = self.b.ins().fadd(c, acc);
+            acc = self.b.ins().fmul(r, acc);
+        }
+        let c = konst(self, 0.5);
+        acc = self.b.ins().fadd(c, acc);
+        let rr = self.b.ins().fmul(r, r);
+        let t = self.b.ins().fmul(rr, acc);
+        self.b.ins().fadd(r, t)
+    }
+
     /// `exp(x)` computed inline, without a call: the operations of
     /// `irad_kernels::math::exp` in the same order with the same constants
     /// and table (so the same bits). The common case (x in range, a normal
@@ -180,7 +211,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// mirrors the kernel's branches. No call, so nothing live across an
     /// `exp` has to be spilled.
     fn exp_inline(&mut self, x: ir::Value) -> Result<ir::Value, CodegenError> {
-        use rt::math::{EXP_MAX, EXP_MIN, INV_LN2_N, LN2_N_HI, LN2_N_LO, SHIFT};
+        use rt::math::{EXP_MAX, EXP_MIN, INV_LN2_N, SHIFT};
         let table = self.table_gv(rt::EXP_TABLE_SYMBOL)?;
         let f = |b: &mut Self, v: f64| b.b.ins().f64const(v);
         // kd = (x * N / ln2 + 1.5 * 2^52) - 1.5 * 2^52; k = kd as an integer,
@@ -193,26 +224,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let kd = self.b.ins().fsub(z, sh);
         let zbits = self.b.ins().bitcast(types::I64, MemFlagsData::new(), z);
         let k = self.b.ins().iadd_imm_s(zbits, -(SHIFT.to_bits() as i64));
-        // r = (x - kd * L_hi) - kd * L_lo
-        let c = f(self, LN2_N_HI);
-        let t = self.b.ins().fmul(kd, c);
-        let r = self.b.ins().fsub(x, t);
-        let c = f(self, LN2_N_LO);
-        let t = self.b.ins().fmul(kd, c);
-        let r = self.b.ins().fsub(r, t);
-        // p = r + r * r * (1/2 + r * (1/6 + r * (1/24 + r * (1/120))))
-        let mut acc = f(self, 1.0 / 120.0);
-        acc = self.b.ins().fmul(r, acc);
-        for coef in [1.0 / 24.0, 1.0 / 6.0] {
-            let c = f(self, coef);
-            acc = self.b.ins().fadd(c, acc);
-            acc = self.b.ins().fmul(r, acc);
-        }
-        let c = f(self, 0.5);
-        acc = self.b.ins().fadd(c, acc);
-        let rr = self.b.ins().fmul(r, r);
-        let t = self.b.ins().fmul(rr, acc);
-        let p = self.b.ins().fadd(r, t);
+        let p = self.exp_poly(x, kd, &f);
         // [t_hi, t_lo] = table[k & 127]; y = t_hi + (t_lo + t_hi * p)
         let j = self.b.ins().band_imm_s(k, 127);
         let off = self.b.ins().ishl_imm_s(j, 4);

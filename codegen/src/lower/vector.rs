@@ -962,7 +962,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// take its common path (argument in range, normal result); otherwise
     /// a cold block computes each lane with the scalar code itself.
     fn exp_x2(&mut self, x: ir::Value) -> Result<ir::Value, CodegenError> {
-        use rt::math::{EXP_MAX, EXP_MIN, INV_LN2_N, LN2_N_HI, LN2_N_LO, SHIFT};
+        use rt::math::{EXP_MAX, EXP_MIN, INV_LN2_N, SHIFT};
         let table = self.table_gv(rt::EXP_TABLE_SYMBOL)?;
         let le = MemFlagsData::new().with_endianness(ir::Endianness::Little);
         let f = |s: &mut Self, v: f64| {
@@ -975,24 +975,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let z = self.b.ins().fadd(z, sh);
         let kd = self.b.ins().fsub(z, sh);
         let zbits = self.b.ins().bitcast(types::I64X2, le, z);
-        let c = f(self, LN2_N_HI);
-        let t = self.b.ins().fmul(kd, c);
-        let r = self.b.ins().fsub(x, t);
-        let c = f(self, LN2_N_LO);
-        let t = self.b.ins().fmul(kd, c);
-        let r = self.b.ins().fsub(r, t);
-        let mut acc = f(self, 1.0 / 120.0);
-        acc = self.b.ins().fmul(r, acc);
-        for coef in [1.0 / 24.0, 1.0 / 6.0] {
-            let c = f(self, coef);
-            acc = self.b.ins().fadd(c, acc);
-            acc = self.b.ins().fmul(r, acc);
-        }
-        let c = f(self, 0.5);
-        acc = self.b.ins().fadd(c, acc);
-        let rr = self.b.ins().fmul(r, r);
-        let t = self.b.ins().fmul(rr, acc);
-        let p = self.b.ins().fadd(r, t);
+        let p = self.exp_poly(x, kd, &f);
         // Per lane: k, the table entry, the exponent e and 2^e.
         let base = self.b.ins().symbol_value(types::I64, table);
         let ro = MemFlagsData::trusted().with_readonly();
