@@ -176,6 +176,20 @@ enum Class {
     Lane,
 }
 
+/// The f64 primitives computed lane by lane (module header).
+const ELEMENTWISE: [Prim; 10] = [
+    Prim::Add,
+    Prim::Sub,
+    Prim::Mul,
+    Prim::Div,
+    Prim::Neg,
+    Prim::Abs,
+    Prim::Sqrt,
+    Prim::Min,
+    Prim::Max,
+    Prim::Exp,
+];
+
 /// The loops of `func` to vectorise, keyed by the block entering each.
 pub(super) fn plans(
     func: &Func,
@@ -328,18 +342,7 @@ fn plan(
         let res_ty = data.result.map(|r| func.values[r].ty.clone());
         let result = {
             match prim {
-                Prim::Add
-                | Prim::Sub
-                | Prim::Mul
-                | Prim::Div
-                | Prim::Neg
-                | Prim::Abs
-                | Prim::Sqrt
-                | Prim::Min
-                | Prim::Max
-                | Prim::Exp
-                    if f64_ops && res_ty == Some(Type::F64) =>
-                {
+                p if ELEMENTWISE.contains(p) && f64_ops && res_ty == Some(Type::F64) => {
                     if cls.iter().all(|c| *c == Class::Uniform) {
                         Some(Class::Uniform)
                     } else if cls
@@ -1058,16 +1061,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             _ => None,
         };
         Ok(Some(match p {
-            Prim::Add
-            | Prim::Sub
-            | Prim::Mul
-            | Prim::Div
-            | Prim::Neg
-            | Prim::Abs
-            | Prim::Sqrt
-            | Prim::Min
-            | Prim::Max
-            | Prim::Exp => {
+            p if ELEMENTWISE.contains(&p) => {
                 if let Some(xs) = ops.iter().map(scalar).collect::<Option<Vec<_>>>() {
                     VVal::Scalar(smallvec::smallvec![self.f64_op(p, &xs)?])
                 } else {
