@@ -1339,7 +1339,7 @@ mod tests {
 
     #[test]
     fn counting_down_loops_of_reverse_sweeps() {
-        let text = include_str!("../../../tests/filetests/programs/bounds_versioned_down.ir");
+        let text = include_str!("../../../tests/filetests/codegen/bounds_versioned_down.ir");
         let m = irad_ir::text::parse_module(text).expect("the program parses");
         // a[m], b[m], g[off + m] read and written.
         assert_eq!(versioned(&m, "acc"), (4, 0, 1));
@@ -1396,7 +1396,7 @@ mod tests {
     fn the_test_never_lets_an_index_out_of_range_into_the_copy() {
         use irad_ir::interp::{RunOptions, Val, run};
         let surface = include_str!("../../../tests/filetests/surface/bounds_versioned.irad");
-        let down = include_str!("../../../tests/filetests/programs/bounds_versioned_down.ir");
+        let down = include_str!("../../../tests/filetests/codegen/bounds_versioned_down.ir");
         let proven = include_str!("../../../tests/filetests/surface/bounds_proven.irad");
         let modules = [
             irad_ir::surface::compile(surface).expect("the program compiles"),
