@@ -956,6 +956,44 @@ func @rows(%a: [f64], %n: i64, %d: i64) -> f64 {
     }
 
     #[test]
+    fn vector_loads_and_stores_are_not_marked_aligned() {
+        // a[i], a[i + 1] is 16-byte aligned only for even i: an `aligned`
+        // f64x2 load may become an SSE memory operand, which faults on a
+        // machine without AVX (docs/codegen.md, "Vectorisation").
+        let text = "fn from_one(a: [f64]) -> [f64] {
+            let c = copy(a);
+            for i in 1..len(a) {
+                c[i] = c[i] * 3.0 - a[i];
+            }
+            c
+        }";
+        let module = irad_ir::surface::compile(text).expect("test program compiles");
+        let f = module.by_name("from_one").expect("@from_one");
+        let mut jit = Jit::new(&module).expect("a JIT");
+        jit.capture_clif();
+        jit.compile(f).expect("compiles");
+        let clif = jit
+            .take_clif()
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect::<String>();
+        let pairs: Vec<&str> = clif
+            .lines()
+            .filter(|l| l.contains("load.f64x2") || (l.contains("store") && l.contains("f64x2")))
+            .collect();
+        assert!(!pairs.is_empty(), "the loop is vectorised:\n{clif}");
+        for line in pairs {
+            assert!(!line.contains("aligned"), "{line}");
+        }
+        let args = [Val::f64_array(vec![1.0, 2.0, 3.0, 4.0, 5.0])];
+        let got = jit.run(f, &args, &RunOptions::default()).expect("runs");
+        assert!(
+            matches!(&got, Val::Array(a) if format!("{a:?}").contains("4.0, 6.0, 8.0, 10.0")),
+            "{got:?}"
+        );
+    }
+
+    #[test]
     fn a_failure_half_way_through_a_function_is_an_error_every_time() {
         // Once a panic in Cranelift's `finalize` (blocks without a
         // terminator), then one resolving `@f`'s call of the undefined `@g`.

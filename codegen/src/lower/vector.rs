@@ -958,6 +958,19 @@ impl<M: ClModule> Lower<'_, '_, M> {
             .ok_or_else(|| CodegenError::internal("`exp` without a result".into()))
     }
 
+    /// The flags of a load or store of two array elements at once: those
+    /// of array elements but not `aligned`, since `a[x]` and `a[x + 1]` are
+    /// 16-byte aligned only when `x` is even. (An aligned vector load may
+    /// be folded into an SSE arithmetic instruction's memory operand, which
+    /// faults on an unaligned address on a machine without AVX.)
+    fn fl_pair(&self) -> MemFlagsData {
+        let mut fl = MemFlagsData::new().with_notrap();
+        if let Some(region) = self.fl_array.alias_region() {
+            fl = fl.with_alias_region(Some(region));
+        }
+        fl
+    }
+
     /// `exp` of both lanes of `x`: the operations of the scalar `exp_inline`
     /// (`prim.rs`; `irad_kernels::math::exp`) in the same order with the
     /// same constants, in vectors, each lane's table entry loaded on its
@@ -1115,14 +1128,16 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let off = self.b.ins().imul_imm_s(*x, 8);
                 let addr = self.b.ins().iadd(a[0], off);
                 if p == Prim::Arrayref {
-                    VVal::Lane(self.b.ins().load(types::F64X2, self.fl_array, addr, 0))
+                    let fl = self.fl_pair();
+                    VVal::Lane(self.b.ins().load(types::F64X2, fl, addr, 0))
                 } else {
                     let v = match ops.get(2) {
                         Some(VVal::Lane(v)) => *v,
                         Some(VVal::Scalar(s)) => self.b.ins().splat(types::F64X2, s[0]),
                         _ => return Err(bad()),
                     };
-                    self.b.ins().store(self.fl_array, v, addr, 0);
+                    let fl = self.fl_pair();
+                    self.b.ins().store(fl, v, addr, 0);
                     return Ok(None);
                 }
             }
