@@ -76,7 +76,6 @@
 //! computes the same values, errors and side effects; every statement
 //! returned is an access of a copy whose index is in range on every run.
 
-use irad_ir::entity::{EntitySet, SecondaryMap};
 use irad_ir::flow::{ControlFlowGraph, DominatorTree, LoopAnalysis};
 use irad_ir::types::Type;
 use irad_ir::{
@@ -114,29 +113,13 @@ pub(super) fn version(func: &Func, inl: Option<Inlined>) -> (Option<Inlined>, Ha
             break;
         }
         let Some(plan) = find(f, &done) else { break };
-        let w = work.get_or_insert_with(|| identity(func));
+        let w = work.get_or_insert_with(|| Inlined::identity(func));
         done.insert(plan.header);
         let (copy_header, fast) = apply(w, &plan);
         done.insert(copy_header);
         unchecked.extend(fast);
     }
     (work, unchecked)
-}
-
-/// `func` as an [`Inlined`] with nothing inlined: every statement and
-/// terminator at its own place.
-fn identity(func: &Func) -> Inlined {
-    let mut out = Inlined {
-        func: func.clone(),
-        insts: SecondaryMap::new(),
-        terms: SecondaryMap::new(),
-        frames: SecondaryMap::new(),
-        entries: EntitySet::new(),
-        calls: Vec::new(),
-    };
-    let blocks: Vec<Block> = func.layout.clone();
-    fill_places(&mut out, &blocks);
-    out
 }
 
 /// Gives every statement and terminator of `blocks` that has no place the

@@ -133,6 +133,22 @@ pub struct Inlined {
 }
 
 impl Inlined {
+    /// `func` with nothing inlined: a copy with every statement and
+    /// terminator at its own place (for passes that change a copy of a
+    /// function for code generation, as loop versioning does).
+    pub fn identity(func: &Func) -> Inlined {
+        let mut out = Inlined {
+            func: func.clone(),
+            insts: SecondaryMap::new(),
+            terms: SecondaryMap::new(),
+            frames: SecondaryMap::new(),
+            entries: EntitySet::new(),
+            calls: Vec::new(),
+        };
+        set_places(&mut out, func, None, |b| (b, None));
+        out
+    }
+
     /// How many frames the inlined calls around block `b` stood for (0 in
     /// the function's own blocks).
     pub fn depth(&self, b: Block) -> usize {
@@ -166,15 +182,7 @@ pub fn inline_for_codegen(
     allow: &dyn Fn(FuncId) -> bool,
 ) -> Option<Inlined> {
     let func = module.get(f)?;
-    let mut out = Inlined {
-        func: func.clone(),
-        insts: SecondaryMap::new(),
-        terms: SecondaryMap::new(),
-        frames: SecondaryMap::new(),
-        entries: EntitySet::new(),
-        calls: Vec::new(),
-    };
-    set_places(&mut out, func, None, |b| (b, None));
+    let mut out = Inlined::identity(func);
     let mut any = false;
     // Pushes and pops are not mixed in one function: code generation loads
     // a popped value where it is used only in a function that neither
