@@ -224,11 +224,7 @@ pub fn bench(
 }
 
 fn codegen(e: irad_codegen::CodegenError) -> GradError {
-    GradError::Run(RunError {
-        loc: e.loc,
-        msg: e.msg,
-        trace: Vec::new(),
-    })
+    GradError::Run(RunError::new(e.loc, e.msg))
 }
 
 fn median(xs: &mut [Duration]) -> f64 {

@@ -458,11 +458,7 @@ pub fn jit_gradient<'r>(
         loc: irad_ir::Location::default(),
         msg: irad_ir::interp::internal_message("the gradient stage made no plan"),
     })?;
-    let jit = Jit::owning(m, Some(provider)).map_err(|e| RunError {
-        loc: e.loc,
-        msg: e.msg,
-        trace: Vec::new(),
-    })?;
+    let jit = Jit::owning(m, Some(provider)).map_err(|e| RunError::new(e.loc, e.msg))?;
     Ok(CompiledGradient { jit, plan, func: f })
 }
 

@@ -267,10 +267,12 @@ impl Error {
                 let mut out = render_diag(file, text_of(file), &**err);
                 // A depth-limit error has a call site per frame: show the
                 // innermost and outermost few.
+                // (The interpreter keeps only the ends of a deep stack and
+                // counts the rest in `trace_elided`.)
                 let n = err.trace.len();
                 for (i, call) in err.trace.iter().enumerate() {
                     if i == TRACE_HEAD && n > TRACE_HEAD + TRACE_TAIL {
-                        let hidden = n - TRACE_HEAD - TRACE_TAIL;
+                        let hidden = (n - TRACE_HEAD - TRACE_TAIL) as u64 + err.trace_elided;
                         out.push_str(&format!("note: ... {hidden} more calls ...\n"));
                     }
                     if i < TRACE_HEAD || i + TRACE_TAIL >= n {

@@ -553,11 +553,7 @@ pub fn run(src: &Source, module: &Module, req: &RunRequest<'_>) -> Result<Val, E
     let res = match req.backend {
         Backend::Interp => ir::interp::run(module, func, args, opts),
         Backend::Jit => codegen::Jit::new(module)
-            .map_err(|e| RunError {
-                loc: e.loc,
-                msg: e.msg,
-                trace: Vec::new(),
-            })
+            .map_err(|e| RunError::new(e.loc, e.msg))
             .and_then(|mut jit| jit.run(func, args, opts)),
     };
     res.map_err(|err| Error::Run {

@@ -115,8 +115,9 @@ pub(crate) fn run_error(f: &Failure<'_>, sites: &[Site]) -> RunError {
             .map(|s| s.loc.clone())
             .unwrap_or_default()
     };
-    RunError::new(loc_of(f.site), message(f, sites))
-        .with_trace(f.trace.iter().map(|&s| loc_of(s)).collect())
+    // `f.trace` is innermost first; a deep recursion keeps only its ends.
+    let n = f.trace.len();
+    RunError::new(loc_of(f.site), message(f, sites)).with_call_sites(n, |i| loc_of(f.trace[i]))
 }
 
 #[cfg(test)]

@@ -1125,7 +1125,8 @@ fn recursion_to_the_depth_limit() -> R<()> {
     assert_eq!(e.loc.block, Some(2));
     assert_eq!(e.loc.stmt, Some(2));
     assert_eq!(e.loc.pos, Some(Pos::new(4, 9)));
-    assert_eq!(e.trace.len(), 99_999);
+    assert_eq!(e.call_sites(), 99_999);
+    assert_eq!(e.trace.len(), 2 * interp::TRACE_KEPT);
     assert_eq!(e.trace[0], e.loc);
     assert_eq!(
         e.to_string(),

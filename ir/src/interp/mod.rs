@@ -245,9 +245,18 @@ pub struct RunError {
     /// The message, lowercase, without location; an internal error's starts
     /// with [`INTERNAL_ERROR`] ([`RunError::internal`] makes one).
     pub msg: String,
-    /// The call sites, from the innermost caller outward.
+    /// The call sites, from the innermost caller outward. A deep stack
+    /// keeps its innermost and outermost [`TRACE_KEPT`] call sites only.
     pub trace: Vec<Location>,
+    /// How many call sites were left out of `trace`, between its first
+    /// [`TRACE_KEPT`] and its last (zero when it holds them all).
+    pub trace_elided: u64,
 }
+
+/// How many of the innermost, and of the outermost, call sites an error's
+/// trace keeps when the stack is deeper than twice this: a trace of every
+/// frame of a deep recursion would itself exhaust memory.
+pub const TRACE_KEPT: usize = 64;
 
 impl RunError {
     /// The error `msg` at `loc`, without call sites.
@@ -256,7 +265,32 @@ impl RunError {
             loc,
             msg: msg.into(),
             trace: Vec::new(),
+            trace_elided: 0,
         }
+    }
+
+    /// `self` with `n` call sites, the `i`-th (innermost first) being
+    /// `site(i)`: all of them, or the [`TRACE_KEPT`] innermost and outermost
+    /// and the count of the others in `trace_elided`, so that the trace of a
+    /// deep recursion stays small.
+    pub fn with_call_sites(self, n: usize, site: impl Fn(usize) -> Location) -> RunError {
+        let (trace, elided) = if n <= 2 * TRACE_KEPT {
+            ((0..n).map(&site).collect(), 0)
+        } else {
+            let ends = (0..TRACE_KEPT).chain(n - TRACE_KEPT..n);
+            (ends.map(&site).collect(), n - 2 * TRACE_KEPT)
+        };
+        RunError {
+            trace,
+            trace_elided: elided as u64,
+            ..self
+        }
+    }
+
+    /// How many call sites led to the error: those in `trace` and those
+    /// left out of it.
+    pub fn call_sites(&self) -> u64 {
+        self.trace.len() as u64 + self.trace_elided
     }
 
     /// An internal error (a bug, not a fault of the program) at `loc`,
@@ -267,7 +301,11 @@ impl RunError {
 
     /// `self` with call sites `trace`, innermost caller first.
     pub fn with_trace(self, trace: Vec<Location>) -> RunError {
-        RunError { trace, ..self }
+        RunError {
+            trace,
+            trace_elided: 0,
+            ..self
+        }
     }
 
     /// Whose fault it is: [`ErrorKind::Internal`] for a bug of the
@@ -394,7 +432,14 @@ pub struct Interpreter<'m> {
     pool: Vec<Vec<Val>>,
     /// Holds the incoming values of phi moves while they are performed.
     scratch: Vec<Val>,
+    /// Memory set aside while a run executes and given back when making a
+    /// frame fails for want of memory, so that the error (its message and
+    /// trace) can still be made.
+    ballast: Vec<u8>,
 }
+
+/// The size of [`Interpreter::ballast`]: far more than an error needs.
+const BALLAST_BYTES: usize = 1 << 20;
 
 /// Where a run goes on after a block's terminator.
 enum Resume {
@@ -433,6 +478,7 @@ impl<'m> Interpreter<'m> {
             dense_scratch: Vec::new(),
             pool: Vec::new(),
             scratch: Vec::new(),
+            ballast: Vec::new(),
         }
     }
 
@@ -455,6 +501,7 @@ impl<'m> Interpreter<'m> {
             dense_scratch: Vec::new(),
             pool: Vec::new(),
             scratch: Vec::new(),
+            ballast: Vec::new(),
         }
     }
 
@@ -637,6 +684,15 @@ impl<'m> Interpreter<'m> {
             )));
         }
         let mut slots = self.pool.pop().unwrap_or_default();
+        // A deep recursion (a large `max_depth`) can exhaust memory one
+        // frame at a time: a located error then, never an abort.
+        if slots
+            .try_reserve(cf.n_slots.saturating_sub(slots.len()))
+            .is_err()
+        {
+            self.ballast = Vec::new();
+            return Err(format!("out of memory making a frame of @{}", cf.name));
+        }
         slots.resize(cf.n_slots, Val::Unit);
         for (&param, arg) in cf.params.iter().zip(args) {
             // `compile` keeps only parameter slots below `n_slots`.
@@ -663,6 +719,10 @@ impl<'m> Interpreter<'m> {
         steps: (u64, u64),
     ) -> Result<Val, RunError> {
         let mut stack: Vec<Frame> = Vec::new();
+        if self.ballast.capacity() == 0 {
+            // Address space only: the pages are never touched.
+            let _ = self.ballast.try_reserve_exact(BALLAST_BYTES);
+        }
         'frame: loop {
             let cf = Rc::clone(&cur.func);
             loop {
@@ -676,6 +736,22 @@ impl<'m> Interpreter<'m> {
                     if let Some(callee) =
                         self.run_op(&cf, block, op, &mut cur, &stack, max_depth)?
                     {
+                        if stack.len() == stack.capacity()
+                            && stack.try_reserve(stack.len().max(16)).is_err()
+                        {
+                            self.ballast = Vec::new();
+                            let depth = stack.len() + 1;
+                            let msg = format!(
+                                "out of memory growing the call stack at call depth {depth}"
+                            );
+                            return Err(error_in(
+                                &cf,
+                                Some(block),
+                                Some((op.stmt, op.pos)),
+                                msg,
+                                &stack,
+                            ));
+                        }
                         stack.push(std::mem::replace(&mut cur, callee));
                         continue 'frame;
                     }
@@ -1110,12 +1186,19 @@ fn error_in(
         stmt: place.map(|(stmt, _)| stmt),
         pos: place.and_then(|(_, pos)| pos),
     };
-    RunError::new(loc, msg).with_trace(stack.iter().rev().map(call_site).collect())
+    with_stack(RunError::new(loc, msg), stack)
+}
+
+/// `err` with the call sites of `stack` (outermost first in `stack`,
+/// innermost first in the trace).
+fn with_stack(err: RunError, stack: &[Frame]) -> RunError {
+    let n = stack.len();
+    err.with_call_sites(n, |i| call_site(&stack[n - 1 - i]))
 }
 
 /// An error at the call statement `frame` is executing.
 fn call_site_error(frame: &Frame, msg: String, stack: &[Frame]) -> RunError {
-    RunError::new(call_site(frame), msg).with_trace(stack.iter().rev().map(call_site).collect())
+    with_stack(RunError::new(call_site(frame), msg), stack)
 }
 
 /// The location of the call statement a suspended frame is executing: the

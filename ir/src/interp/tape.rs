@@ -61,6 +61,14 @@ impl Tapes {
             .tapes
             .get_mut(id as usize)
             .ok_or_else(|| internal_message("invalid tape number"))?;
+        // Grow by doubling as `push` would, but report a failed allocation
+        // as the run-time error compiled code reports, not an abort.
+        if tape.vals.len() == tape.vals.capacity() {
+            let more = tape.vals.len().max(4);
+            tape.vals
+                .try_reserve(more)
+                .map_err(|_| Trap::OomTape.to_string())?;
+        }
         tape.vals.push(val);
         self.pushes += 1;
         self.pushed_bytes = self.pushed_bytes.saturating_add(tape.bytes);

@@ -1,0 +1,130 @@
+//! Running out of memory is a located run-time error in every backend, never
+//! an abort (issue 27, finding 2): a reverse-mode tape that cannot grow, and a
+//! recursion under a huge `--max-depth` whose frames exhaust memory, run
+//! under an address-space limit (`ulimit -v`, so Linux only).
+//!
+//! Each case checks the exit status (1, a user error: an abort would be a
+//! signal, a panic 101), that the message says what ran out, and that it
+//! names the statement in the user's file.
+#![cfg(target_os = "linux")]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+const PROGRAM: &str = "fn f(x: f64, n: i64) -> f64 {
+    let mut y = x;
+    for i in 0..n {
+        y = sin(y) * 1.0001;
+    }
+    y
+}
+fn rec(x: f64) -> f64 { rec(x * 1.0) }
+";
+
+/// The program, written once per test process.
+fn program() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("out_of_memory");
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("long.irad");
+    std::fs::write(&path, PROGRAM).expect("temp file");
+    path
+}
+
+/// Runs irad with `args` under an address-space limit of `kib` KiB.
+fn irad_limited(kib: u64, args: &[&str]) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_irad"))
+        .args(args)
+        .output()
+        .expect("sh starts")
+}
+
+/// Asserts a clean user error whose message contains each of `texts`.
+fn fails_cleanly(o: &Output, texts: &[&str]) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "status {:?}: {err}", o.status);
+    for t in texts {
+        assert!(err.contains(t), "missing {t:?} in: {err}");
+    }
+}
+
+/// 300 MiB of address space: enough to start, far too little for the tape
+/// of 10^9 iterations or for 10^8 frames.
+const LIMIT_KIB: u64 = 300_000;
+
+#[test]
+fn a_tape_that_cannot_grow_is_a_located_error_in_the_interpreter() {
+    let p = program();
+    let path = p.to_str().expect("utf-8 path");
+    let o = irad_limited(
+        LIMIT_KIB,
+        &[
+            "grad",
+            path,
+            "-f",
+            "f",
+            "--args",
+            "0.5, 1000000000",
+            "--backend",
+            "interp",
+        ],
+    );
+    fails_cleanly(&o, &["out of memory growing a tape", "long.irad:4:13"]);
+}
+
+#[test]
+fn a_recursion_that_exhausts_memory_is_a_located_error_in_the_interpreter() {
+    let p = program();
+    let path = p.to_str().expect("utf-8 path");
+    for cmd in ["run", "grad"] {
+        let o = irad_limited(
+            LIMIT_KIB,
+            &[
+                cmd,
+                path,
+                "-f",
+                "rec",
+                "--args",
+                "0.5",
+                "--backend",
+                "interp",
+                "--max-depth",
+                "100000000",
+            ],
+        );
+        // Whichever allocation fails first: the call stack or a frame.
+        fails_cleanly(
+            &o,
+            &["error: out of memory", "long.irad:8:25", "more calls"],
+        );
+    }
+}
+
+#[test]
+fn a_deep_recursion_under_the_jit_keeps_a_short_trace() {
+    // The JIT's stack budget stops the recursion; its error used to copy
+    // every one of millions of call sites, which ran out of memory itself.
+    let p = program();
+    let path = p.to_str().expect("utf-8 path");
+    let o = irad_limited(
+        2_000_000,
+        &[
+            "grad",
+            path,
+            "-f",
+            "rec",
+            "--args",
+            "0.5",
+            "--max-depth",
+            "100000000",
+        ],
+    );
+    fails_cleanly(
+        &o,
+        &["native stack exhausted", "long.irad:8:25", "more calls"],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.lines().count() < 40, "{err}");
+}
