@@ -1,7 +1,8 @@
 //! Running out of memory is a located run-time error in every backend, never
-//! an abort (issue 27, finding 2): a reverse-mode tape that cannot grow, and a
-//! recursion under a huge `--max-depth` whose frames exhaust memory, run
-//! under an address-space limit (`ulimit -v`, so Linux only).
+//! an abort (issue 27, findings 2 and 3): a reverse-mode tape that cannot
+//! grow, a recursion under a huge `--max-depth` whose frames exhaust memory,
+//! and the sparse tangent builder of a long loop, run under an address-space
+//! limit (`ulimit -v`, so Linux only).
 //!
 //! Each case checks the exit status (1, a user error: an abort would be a
 //! signal, a panic 101), that the message says what ran out, and that it
@@ -127,4 +128,36 @@ fn a_deep_recursion_under_the_jit_keeps_a_short_trace() {
     );
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.lines().count() < 40, "{err}");
+}
+
+#[test]
+fn a_sparse_tangent_builder_that_cannot_grow_is_a_located_error_in_both_backends() {
+    let p = program();
+    let path = p.to_str().expect("utf-8 path");
+    // The JIT reserves address space for its code up front: it needs more.
+    for (backend, kib) in [("interp", LIMIT_KIB), ("jit", 2_000_000)] {
+        let o = irad_limited(
+            kib,
+            &[
+                "grad",
+                path,
+                "-f",
+                "f",
+                "--args",
+                "0.5, 1000000000",
+                "--mode",
+                "fwd",
+                "--sparse",
+                "--backend",
+                backend,
+            ],
+        );
+        fails_cleanly(
+            &o,
+            &[
+                "out of memory growing the sparse tangent builder",
+                "long.irad:4:13",
+            ],
+        );
+    }
 }

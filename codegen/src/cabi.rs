@@ -406,6 +406,7 @@ const RUNTIME_API: &str = "#ifndef IRAD_RUNTIME_API
 #define IRAD_ERR_SPARSE_RANGE  20  /* a one-hot direction beyond sdense's length */
 #define IRAD_ERR_SPARSE_FULL   21  /* too many sparse tangent nodes */
 #define IRAD_ERR_BULK          22  /* bulk array primitive: shapes that do not fit, or output is an input */
+#define IRAD_ERR_OOM_SPARSE    23  /* out of memory growing the sparse tangent builder */
 
 /* The error of the last exported function that returned on this thread:
  * \"file:line:col: error: message (in @f, block #2, statement 3)\" and one
@@ -734,6 +735,7 @@ mod tests {
             TrapKind::SparseRange => "IRAD_ERR_SPARSE_RANGE",
             TrapKind::SparseFull => "IRAD_ERR_SPARSE_FULL",
             TrapKind::Bulk => "IRAD_ERR_BULK",
+            TrapKind::OomSparse => "IRAD_ERR_OOM_SPARSE",
         }
     }
 

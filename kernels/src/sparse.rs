@@ -50,6 +50,8 @@ pub enum SparseError {
     OutOfRange(u64, i64),
     /// The arena holds [`MAX_SPARSE_NODES`] nodes already.
     Full,
+    /// Memory ran out growing the arena (or its scratch space).
+    OutOfMemory,
 }
 
 impl SparseError {
@@ -65,6 +67,7 @@ impl SparseError {
                 len: n,
             },
             SparseError::Full => Trap::SparseFull,
+            SparseError::OutOfMemory => Trap::OomSparse,
         }
     }
 }
@@ -125,6 +128,13 @@ impl SparseArena {
         if self.nodes.len() >= MAX_SPARSE_NODES {
             return Err(SparseError::Full);
         }
+        // Grow by doubling, as `push` would, but fail cleanly.
+        if self.nodes.len() == self.nodes.capacity() {
+            let more = self.nodes.len().min(MAX_SPARSE_NODES - self.nodes.len());
+            self.nodes
+                .try_reserve(more.max(1))
+                .map_err(|_| SparseError::OutOfMemory)?;
+        }
         self.nodes.push(node);
         Ok((self.nodes.len() - 1) as i64)
     }
@@ -171,11 +181,18 @@ impl SparseArena {
     pub fn dense(&mut self, h: i64, n: usize, out: &mut Vec<f64>) -> Result<(), SparseError> {
         let root = self.index(h)? as usize;
         out.clear();
+        out.try_reserve(n).map_err(|_| SparseError::OutOfMemory)?;
         out.resize(n, 0.0);
         if root == 0 {
             return Ok(());
         }
         if self.adj.len() < self.nodes.len() {
+            let more = self.nodes.len() - self.adj.len();
+            let more_q = self.nodes.len() - self.queued.len();
+            self.adj
+                .try_reserve(more)
+                .and_then(|()| self.queued.try_reserve(more_q))
+                .map_err(|_| SparseError::OutOfMemory)?;
             self.adj.resize(self.nodes.len(), 0.0);
             self.queued.resize(self.nodes.len(), false);
         }

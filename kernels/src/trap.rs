@@ -80,6 +80,8 @@ pub enum TrapKind {
     /// length that does not fit, a negative dimension, an output that is an
     /// input); the runtime holds the text.
     Bulk = 22,
+    /// Out of memory growing the sparse tangent builder.
+    OomSparse = 23,
 }
 
 /// The kinds of rule that compiled code asks for at run time (the `kind`
@@ -185,11 +187,13 @@ pub enum Trap<'a> {
     SparseFull,
     /// [`TrapKind::Bulk`] without its text.
     Bulk,
+    /// [`TrapKind::OomSparse`].
+    OomSparse,
 }
 
 impl TrapKind {
     /// Every kind, in code order.
-    pub const ALL: [TrapKind; 22] = [
+    pub const ALL: [TrapKind; 23] = [
         TrapKind::DivZero,
         TrapKind::RemZero,
         TrapKind::IdivOverflow,
@@ -212,6 +216,7 @@ impl TrapKind {
         TrapKind::SparseRange,
         TrapKind::SparseFull,
         TrapKind::Bulk,
+        TrapKind::OomSparse,
     ];
 
     /// The stable code: what compiled code stores and C callers receive.
@@ -297,6 +302,7 @@ impl<'a> Trap<'a> {
             },
             TrapKind::SparseFull => Trap::SparseFull,
             TrapKind::Bulk => Trap::Bulk,
+            TrapKind::OomSparse => Trap::OomSparse,
         }
     }
 
@@ -325,6 +331,7 @@ impl<'a> Trap<'a> {
             Trap::SparseRange { .. } => TrapKind::SparseRange,
             Trap::SparseFull => TrapKind::SparseFull,
             Trap::Bulk => TrapKind::Bulk,
+            Trap::OomSparse => TrapKind::OomSparse,
         }
     }
 
@@ -354,7 +361,8 @@ impl<'a> Trap<'a> {
             | Trap::Message
             | Trap::OomTape
             | Trap::SparseFull
-            | Trap::Bulk => (0, 0),
+            | Trap::Bulk
+            | Trap::OomSparse => (0, 0),
         }
     }
 }
@@ -419,6 +427,7 @@ impl fmt::Display for Trap<'_> {
                 "sparse direction {direction} out of range for a dense tangent of length {len}"
             ),
             Trap::SparseFull => f.write_str("too many sparse tangent nodes"),
+            Trap::OomSparse => f.write_str("out of memory growing the sparse tangent builder"),
             Trap::Bulk => f.write_str("internal error: a bulk primitive failed without a message"),
         }
     }
@@ -435,7 +444,7 @@ mod tests {
             assert_eq!(TrapKind::from_code(kind.code()), Some(kind));
         }
         assert_eq!(TrapKind::from_code(NO_TRAP), None);
-        assert_eq!(TrapKind::from_code(23), None);
+        assert_eq!(TrapKind::from_code(24), None);
         for rule in [RuleKind::Frule, RuleKind::Revfwd, RuleKind::Revback] {
             assert_eq!(RuleKind::from_code(rule.code()), Some(rule));
         }
@@ -456,7 +465,11 @@ mod tests {
             let (ta, tb) = trap.operands();
             match trap {
                 Trap::EmptyTape(_) | Trap::Message | Trap::OomTape | Trap::Bulk => {}
-                Trap::DivZero | Trap::RemZero | Trap::IdivOverflow | Trap::SparseFull => {}
+                Trap::DivZero
+                | Trap::RemZero
+                | Trap::IdivOverflow
+                | Trap::SparseFull
+                | Trap::OomSparse => {}
                 Trap::Index { .. }
                 | Trap::Switch { .. }
                 | Trap::NoRule { .. }
