@@ -456,6 +456,7 @@ fn run_time_errors_return_their_code_and_the_interpreters_message() {
         emit(&file, "ratio", &[], &d, "ratio"),
         emit(&file, "deep", &[], &d, "deep"),
         emit(&file, "ratio_twice", &[], &d, "ratio_twice"),
+        emit(&file, "chain", &["--grad"], &d, "chain"),
     ];
     let exe = link(&d, "errors.c", &objs, &[], "errors");
     let (src, module) = source(&file);
@@ -559,6 +560,14 @@ fn run_time_errors_return_their_code_and_the_interpreters_message() {
 
     let (status, _) = case("deep_ok");
     assert_eq!(status, 0);
+
+    // The default stack budget is measured from the thread's stack (issue
+    // 27, finding 4: a fixed 1 MiB stopped gradients short of depth 10 000).
+    let (status, text) = case("chain_grad_deep");
+    assert_eq!(status, 0, "{text:?}");
+    let (status, text) = case("chain_grad_small_thread");
+    assert_eq!(status, rt::TrapKind::Stack.code(), "{text:?}");
+    assert!(text[0].contains("native stack exhausted"), "{text:?}");
 }
 
 #[test]

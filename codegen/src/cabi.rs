@@ -414,8 +414,9 @@ const RUNTIME_API: &str = "#ifndef IRAD_RUNTIME_API
  * Valid until the next call of an exported function on this thread. */
 const char *irad_error_message(void);
 /* The native stack compiled code may use below an exported function's entry,
- * for later calls on this thread (default 1 MiB; deeper calls fail with
- * IRAD_ERR_STACK instead of overflowing). */
+ * for later calls on this thread; deeper calls fail with IRAD_ERR_STACK
+ * instead of overflowing. 0 (the default) means the stack the thread has
+ * left below the entry, less a margin (on Linux; 1 MiB elsewhere). */
 void irad_set_stack_budget(uint64_t bytes);
 /* The call-depth limit for later calls on this thread (default 100000). */
 void irad_set_max_depth(int64_t depth);

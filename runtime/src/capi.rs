@@ -20,17 +20,28 @@ use std::ffi::{CStr, CString, c_char};
 use std::ptr;
 
 /// How much native stack compiled code may use below an exported function's
-/// entry unless [`irad_set_stack_budget`] says otherwise: 1 MiB, as in the
-/// JIT, which holds recursion to depth 10 000 of small functions and fits in
-/// the stack of any thread that C libraries create by default.
+/// entry unless [`irad_set_stack_budget`] says otherwise, where the thread's
+/// stack cannot be found (see [`irad_rt_enter`]): 1 MiB, which holds
+/// recursion to depth 10 000 of small functions and fits in the stack of any
+/// thread that C libraries create by default.
 pub const DEFAULT_STACK_BUDGET: u64 = 1 << 20;
+
+/// The stack left unused below the budget when it is measured from the
+/// thread's stack: room for the runtime functions compiled code calls at
+/// its deepest (math, bulk kernels, tape growth) and for the guard page;
+/// a quarter of the stack on threads smaller than 1 MiB.
+pub const STACK_MARGIN: u64 = 256 << 10;
 
 /// The call-depth limit of exported functions unless [`irad_set_max_depth`]
 /// says otherwise (the interpreter's default).
 pub const DEFAULT_MAX_DEPTH: i64 = 100_000;
 
 thread_local! {
-    static STACK_BUDGET: Cell<u64> = const { Cell::new(DEFAULT_STACK_BUDGET) };
+    /// The budget `irad_set_stack_budget` set; `None`: measured per call.
+    static STACK_BUDGET: Cell<Option<u64>> = const { Cell::new(None) };
+    /// This thread's stack, `[low, high)`, once looked up (empty: not
+    /// found).
+    static STACK_RANGE: Cell<Option<(u64, u64)>> = const { Cell::new(None) };
     static MAX_DEPTH: Cell<i64> = const { Cell::new(DEFAULT_MAX_DEPTH) };
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
 }
@@ -60,10 +71,60 @@ const TRACE_TAIL: usize = 2;
 /// Sets how much native stack compiled code may use below the entry of an
 /// exported function called later on this thread; deeper calls fail with
 /// [`TrapKind::Stack`] instead of overflowing. Raise it only on a thread
-/// whose stack is that large.
+/// whose stack is that large. 0 restores the default: the stack the thread
+/// has left (see [`irad_rt_enter`]).
 #[unsafe(no_mangle)]
 pub extern "C" fn irad_set_stack_budget(bytes: u64) {
-    STACK_BUDGET.with(|b| b.set(bytes));
+    STACK_BUDGET.with(|b| b.set((bytes != 0).then_some(bytes)));
+}
+
+/// The stack budget of a call entered at stack pointer `sp`: the one set on
+/// this thread, else what the thread's stack has left below `sp` less
+/// [`STACK_MARGIN`], else [`DEFAULT_STACK_BUDGET`] (also when `sp` is not
+/// on the thread's stack: a coroutine's or a signal handler's).
+fn stack_budget(sp: u64) -> u64 {
+    if let Some(bytes) = STACK_BUDGET.with(Cell::get) {
+        return bytes;
+    }
+    let (low, high) = STACK_RANGE.with(|c| {
+        c.get().unwrap_or_else(|| {
+            let range = thread_stack().unwrap_or((0, 0));
+            c.set(Some(range));
+            range
+        })
+    });
+    if low < sp && sp < high {
+        let margin = STACK_MARGIN.min((high - low) / 4);
+        (sp - low).saturating_sub(margin)
+    } else {
+        DEFAULT_STACK_BUDGET
+    }
+}
+
+/// The calling thread's stack, `[low, high)` (Linux: from
+/// `pthread_getattr_np`, which glibc and musl give for the main thread too).
+#[cfg(target_os = "linux")]
+fn thread_stack() -> Option<(u64, u64)> {
+    // SAFETY: `attr` is initialised by `pthread_getattr_np` before it is
+    // read and destroyed once; the out-pointers are valid locals.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+            return None;
+        }
+        let mut addr: *mut libc::c_void = ptr::null_mut();
+        let mut size: libc::size_t = 0;
+        let ok = libc::pthread_attr_getstack(&attr, &mut addr, &mut size) == 0;
+        libc::pthread_attr_destroy(&mut attr);
+        let low = addr as u64;
+        (ok && low != 0 && size > 0).then(|| (low, low.saturating_add(size as u64)))
+    }
+}
+
+/// Elsewhere the stack is not looked up: the fixed default applies.
+#[cfg(not(target_os = "linux"))]
+fn thread_stack() -> Option<(u64, u64)> {
+    None
 }
 
 /// Sets the call-depth limit of exported functions called later on this
@@ -93,7 +154,7 @@ pub extern "C" fn irad_error_message() -> *const c_char {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn irad_rt_enter(ctx: *mut Ctx, fn_table: *const *const u8, ntapes: i64) {
     let sp = stack_pointer();
-    let budget = STACK_BUDGET.with(Cell::get);
+    let budget = stack_budget(sp);
     let mut rt = Box::<Runtime>::default();
     let fresh = Ctx {
         depth: 1,
