@@ -143,6 +143,7 @@
 
 mod bench;
 mod compiled;
+mod deriv;
 pub mod diag;
 pub mod dot;
 mod emit;
@@ -155,6 +156,10 @@ pub use bench::{BenchOptions, BenchReport, MIN_SAMPLE_TIME, bench};
 pub use compiled::{
     Compiled, CompiledError, CompiledGradient, Mode, jit_forward, jit_gradient, jit_primal,
     jit_reverse,
+};
+pub use deriv::{
+    Jacobian, Jvp, SEED_SOURCE, TANGENT_SOURCE, jacobian, jvp, parse_seed, parse_tangent,
+    require_seed, vjp,
 };
 pub use emit::{EmitRequest, emit};
 pub use error::{Error, pass_error};
