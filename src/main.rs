@@ -1,5 +1,6 @@
 //! The `irad` command line (SYNTAX.md §3): `run`, `grad` (reverse mode by
-//! default, forward mode with `--mode fwd`), `check`, `dump` (with
+//! default, forward mode with `--mode fwd`, an output seed with `--seed`),
+//! `jvp` (the derivative along a tangent), `jacobian`, `check`, `dump` (with
 //! `--after PASS` / `--all-passes` over the normalisation pipeline, `--mode
 //! fwd` for the forward rules, `--mode rev` for BBCode and the reverse
 //! pieces, `--schedule S` for the optimiser's steps), `emit` (an object
@@ -875,11 +876,20 @@ fn jacobian(cmd: JacobianCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
             j.value.display(&m),
             j.rows.len(),
             j.inputs.len(),
-            j.inputs.join(", ")
+            if j.inputs.is_empty() {
+                "(none)".to_string()
+            } else {
+                j.inputs.join(", ")
+            }
         );
         for (label, row) in j.outputs.iter().zip(&j.rows) {
             let cells: Vec<String> = row.iter().map(|&x| num(x)).collect();
-            text.push_str(&format!("  {label}: {}\n", cells.join(", ")));
+            let cells = if cells.is_empty() {
+                "(none)".to_string()
+            } else {
+                cells.join(", ")
+            };
+            text.push_str(&format!("  {label}: {cells}\n"));
         }
         out(&text);
     }
