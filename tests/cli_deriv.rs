@@ -618,3 +618,58 @@ fn every_error_is_a_clear_message() {
         "<seed>:1:1: error: the seed must be of the result's type (f64, [f64], i64), found f64\n"
     );
 }
+
+#[test]
+fn tangent_files_and_backends_on_the_command_line() {
+    let p = program_file("files.irad");
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli_deriv");
+    let good = dir.join("good.tangent");
+    std::fs::write(&good, "-1.0, [0.5, 0.25, 3.0], 0\n").expect("temp file");
+    let bad = dir.join("bad.tangent");
+    std::fs::write(&bad, "-1.0, [0.5], 0\n").expect("temp file");
+    let (good, bad) = (good.to_string_lossy(), bad.to_string_lossy());
+    let base = [
+        "-f",
+        "mixed",
+        "--args",
+        "0.5, [1.5, -0.25, 2.0], 2",
+        "--json",
+    ];
+    let from_file = json(&irad_cmd(
+        &[&["jvp", &p][..], &base, &["--tangent-file", &good]].concat(),
+    ));
+    let inline = json(&irad_cmd(
+        &[
+            &["jvp", &p][..],
+            &base,
+            &["--tangent", "-1.0, [0.5, 0.25, 3.0], 0"],
+        ]
+        .concat(),
+    ));
+    assert_eq!(from_file, inline);
+    // The interpreter prints the same JSON as the JIT (equal numbers;
+    // `interpreter_and_jit_agree_bit_for_bit` compares the bits).
+    for cmd in [
+        &["jvp", "--tangent-file", &good][..],
+        &["jacobian", "--mode", "fwd"][..],
+        &["jacobian"][..],
+        &["grad", "--seed", "(0.5, [2.0, -1.0], 0)"][..],
+    ] {
+        let jit = irad_cmd(&[&[cmd[0], &p][..], &base, &cmd[1..]].concat());
+        let interp = irad_cmd(
+            &[
+                &[cmd[0], &p][..],
+                &base,
+                &cmd[1..],
+                &["--backend", "interp"],
+            ]
+            .concat(),
+        );
+        assert_eq!(json(&jit), json(&interp), "{cmd:?}");
+    }
+    fails_with(
+        &irad_cmd(&[&["jvp", &p][..], &base, &["--tangent-file", &bad]].concat()),
+        1,
+        &format!("{bad}:1:1: error: tangent for argument 2 has 1 entry, argument has 3"),
+    );
+}
