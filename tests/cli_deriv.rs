@@ -371,7 +371,8 @@ fn interpreter_and_jit_agree_bit_for_bit() {
 
 /// The corpus (tests/corpus, as tests/corpus.rs reads it): every case of a
 /// function with an f64 result, on both backends, `jvp` along a tangent t
-/// equals `dot(grad, t)` (reverse mode) to rounding.
+/// equals `dot(grad, t)` (reverse mode) to rounding, and the Jacobian's one
+/// row is the gradient (reverse: bit for bit; forward: to rounding).
 #[test]
 fn corpus_jvp_equals_gradient_dot_tangent() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
@@ -424,6 +425,26 @@ fn corpus_jvp_equals_gradient_dot_tangent() {
                         "{file} @{func}({text}) {backend:?}: jvp {got}, grad . t {dot}"
                     );
                     assert!(d.value.same(&g.value), "{file} @{func}({text}): values");
+                    // The reverse Jacobian's one row is the gradient (the same
+                    // pieces with seed 1); the forward one agrees to rounding.
+                    for mode in [Mode::Reverse, Mode::Forward] {
+                        let r = GradRequest {
+                            mode,
+                            ..req(f, &args, backend)
+                        };
+                        let (j, _) = irad::jacobian(&src, &m, &registry, &r).expect("jacobian");
+                        assert_eq!(j.rows.len(), 1, "{file} @{func}");
+                        if mode == Mode::Reverse {
+                            assert!(same_bits(&j.rows[0], &gl), "{file} @{func}({text})");
+                        } else {
+                            assert_close(
+                                &j.rows[0],
+                                &gl,
+                                1e-12,
+                                &format!("{file} @{func}({text})"),
+                            );
+                        }
+                    }
                     checked += 1;
                 }
             }
