@@ -166,7 +166,8 @@ struct RunCmd {
 struct GradArgs {
     /// The source file (.irad or .ir).
     file: PathBuf,
-    /// The function, with or without `@`; it returns f64.
+    /// The function, with or without `@`; it returns f64 (with `grad --seed`,
+    /// any type with f64 entries).
     #[arg(short = 'f', value_name = "NAME")]
     func: String,
     #[command(flatten)]
