@@ -13,6 +13,11 @@
 //! default schedule; [`forward_module`] and [`reverse_module`] give the module
 //! with the derived functions added, unoptimised (what `irad dump --mode
 //! fwd|rev --schedule id` prints).
+//! Directional and seeded derivatives: [`jvp`] (the derivative along a
+//! tangent, one forward pass), [`vjp`] (reverse mode with an output seed of
+//! the result's type) and [`jacobian`] (either mode), for results of any
+//! shape with f64 entries; [`parse_tangent`] and [`parse_seed`] read their
+//! directions (`irad jvp`, `irad grad --seed`, `irad jacobian`).
 //! Native code: [`jit_gradient`] keeps a gradient compiled by the JIT
 //! ([`CompiledGradient`]), [`jit_reverse`] / [`jit_forward`] / [`jit_primal`] a
 //! whole module ([`Compiled`]), and [`emit`] writes an object file with a C ABI
@@ -143,6 +148,7 @@
 
 mod bench;
 mod compiled;
+mod deriv;
 pub mod diag;
 pub mod dot;
 mod emit;
@@ -155,6 +161,10 @@ pub use bench::{BenchOptions, BenchReport, MIN_SAMPLE_TIME, bench};
 pub use compiled::{
     Compiled, CompiledError, CompiledGradient, Mode, jit_forward, jit_gradient, jit_primal,
     jit_reverse,
+};
+pub use deriv::{
+    Jacobian, Jvp, SEED_SOURCE, TANGENT_SOURCE, jacobian, jvp, parse_seed, parse_tangent,
+    require_seed, vjp,
 };
 pub use emit::{EmitRequest, emit};
 pub use error::{Error, pass_error};

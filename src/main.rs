@@ -1,5 +1,6 @@
 //! The `irad` command line (SYNTAX.md §3): `run`, `grad` (reverse mode by
-//! default, forward mode with `--mode fwd`), `check`, `dump` (with
+//! default, forward mode with `--mode fwd`, an output seed with `--seed`),
+//! `jvp` (the derivative along a tangent), `jacobian`, `check`, `dump` (with
 //! `--after PASS` / `--all-passes` over the normalisation pipeline, `--mode
 //! fwd` for the forward rules, `--mode rev` for BBCode and the reverse
 //! pieces, `--schedule S` for the optimiser's steps), `emit` (an object
@@ -54,6 +55,18 @@ enum Command {
   $ irad grad examples/rosenbrock.irad -f rosenbrock --args '[1.5, 0.5, -0.3]'
   $ irad grad examples/rosenbrock.irad -f rosenbrock --args '[1.5, 0.5, -0.3]' --mode fwd --json")]
     Grad(GradCmd),
+    /// Print a function's value and its derivative along a tangent (a
+    /// Jacobian-vector product, one pass of forward mode), for any result
+    /// with f64 entries.
+    #[command(after_help = "Example:
+  $ irad jvp examples/rosenbrock.irad -f rosenbrock --args '[1.5, 0.5, -0.3]' --tangent '[1.0, 0.0, 0.0]'")]
+    Jvp(JvpCmd),
+    /// Print a function's value and its full Jacobian: one row per f64 of the
+    /// result, one column per f64 of the arguments, by reverse mode (one seed
+    /// per row, the default) or forward mode (one tangent per column).
+    #[command(after_help = "Example:
+  $ irad jacobian examples/rosenbrock.irad -f rosenbrock --args '[1.5, 0.5, -0.3]' --mode fwd --json")]
+    Jacobian(JacobianCmd),
     /// Time a function and its gradient, compiled by the JIT, in one process:
     /// compile time, median primal and gradient times, and their ratio.
     #[command(after_help = "Example:
@@ -153,7 +166,8 @@ struct RunCmd {
 struct GradArgs {
     /// The source file (.irad or .ir).
     file: PathBuf,
-    /// The function, with or without `@`; it returns f64.
+    /// The function, with or without `@`; it returns f64 (with `grad --seed`,
+    /// any type with f64 entries).
     #[arg(short = 'f', value_name = "NAME")]
     func: String,
     #[command(flatten)]
@@ -244,6 +258,76 @@ struct GradCmd {
     #[arg(long, value_enum, default_value_t = Backend::Jit)]
     backend: Backend,
     /// Print one JSON object: {"value": V, "gradient": [G0, G1, ...]}.
+    #[arg(long)]
+    json: bool,
+    /// The output seed of reverse mode, a value of the result's type written
+    /// like `--args` (`(1.0, 0.5)`): prints the gradient of the seed-weighted
+    /// sum of the result's f64 entries (a vector-Jacobian product). Needed
+    /// when the result is not one f64; on an f64 result it scales the
+    /// gradient.
+    #[arg(long, value_name = "S", allow_hyphen_values = true)]
+    seed: Option<String>,
+}
+
+/// What `jvp` and `jacobian` both take: the function, its arguments, where
+/// to run, the output format.
+#[derive(Args)]
+struct DerivArgs {
+    /// The source file (.irad or .ir).
+    file: PathBuf,
+    /// The function, with or without `@`; its result has f64 entries.
+    #[arg(short = 'f', value_name = "NAME")]
+    func: String,
+    #[command(flatten)]
+    args: ArgsSource,
+    /// Where to run it.
+    #[arg(long, value_enum, default_value_t = Backend::Jit)]
+    backend: Backend,
+    /// The call-depth limit; deeper recursion is a run-time error.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DEPTH)]
+    max_depth: usize,
+    /// The optimiser schedule run over the derived functions; `id` turns
+    /// optimisation off; default: the default schedule (docs/optimise.md).
+    #[arg(long, value_name = "S")]
+    schedule: Option<String>,
+}
+
+#[derive(Args)]
+struct JvpCmd {
+    #[command(flatten)]
+    req: DerivArgs,
+    #[command(flatten)]
+    tangent: TangentSource,
+    /// Print one JSON object: {"value": V, "jvp": T}.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+#[group(required = true, multiple = false)]
+struct TangentSource {
+    /// The direction, written like `--args`: one value per argument, of the
+    /// argument's shape (entries of i64 and bool arguments are not used).
+    #[arg(long, value_name = "T", allow_hyphen_values = true)]
+    tangent: Option<String>,
+    /// A file holding the tangent text.
+    #[arg(long, value_name = "F")]
+    tangent_file: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct JacobianCmd {
+    #[command(flatten)]
+    req: DerivArgs,
+    /// Reverse mode (one seed per row of the result) or forward mode (one
+    /// tangent per column, `--batch` of them per pass).
+    #[arg(long, value_enum, default_value_t = Mode::Rev)]
+    mode: Mode,
+    /// Forward mode: tangents carried per pass (1 to 256); default: 8, or
+    /// fewer when there are fewer columns.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    batch: Option<u32>,
+    /// Print one JSON object: {"value": V, "jacobian": [[row], ...]}.
     #[arg(long)]
     json: bool,
 }
@@ -431,6 +515,8 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
         Command::Check { file } => check(file, sources),
         Command::Dump(cmd) => dump(cmd, sources),
         Command::Grad(cmd) => grad(cmd, sources),
+        Command::Jvp(cmd) => jvp(cmd, sources),
+        Command::Jacobian(cmd) => jacobian(cmd, sources),
         Command::Bench(cmd) => bench(cmd, sources),
         Command::Run(cmd) => run(cmd, sources),
     }
@@ -600,8 +686,15 @@ fn render_with_tapes(dump: &irad::passes::dump::Dump, module: &irad::ir::Module)
         .join("\n")
 }
 
-/// `irad grad`: value and gradient, as text or JSON.
+/// `irad grad`: value and gradient, as text or JSON; with `--seed`, the
+/// gradient of the seed-weighted sum of the result's f64 entries.
 fn grad(cmd: GradCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
+    if cmd.seed.is_some() && cmd.req.mode == Mode::Fwd {
+        usage_error(
+            "--seed is the output seed of reverse mode: it cannot be used with --mode fwd \
+             (`irad jvp` gives forward mode along a tangent)",
+        );
+    }
     let Request {
         module,
         func,
@@ -618,7 +711,22 @@ fn grad(cmd: GradCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         opts,
         schedule: Some(schedule),
     };
-    let (g, m) = irad::grad(&sources[0], &module, &registry, &req)?;
+    let (g, m) = match cmd.seed {
+        Some(text) => {
+            sources.push(Source {
+                name: irad::SEED_SOURCE.into(),
+                text,
+            });
+            let seed = irad::parse_seed(&sources[sources.len() - 1], &module, func)?;
+            irad::vjp(&sources[0], &module, &registry, &req, &seed)?
+        }
+        None => {
+            if mode == irad::Mode::Reverse {
+                irad::require_seed(&sources[0], &module, func)?;
+            }
+            irad::grad(&sources[0], &module, &registry, &req)?
+        }
+    };
     if cmd.json {
         let grads: Vec<serde_json::Value> = g
             .gradient
@@ -637,16 +745,152 @@ fn grad(cmd: GradCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         let f = &m[func];
         let mut text = format!("value: {}\ngradient:\n", g.value.display(&m));
         for (i, d) in g.gradient.iter().enumerate() {
-            let name = f
-                .params
-                .get(i)
-                .and_then(|&v| f.values[v].name.as_deref())
-                .map_or(format!("argument {i}"), |n| format!("%{n}"));
             let shown = match d {
                 Some(d) => d.display(&m).replace("()", "-"),
                 None => "-".to_string(),
             };
-            text.push_str(&format!("  {name}: {shown}\n"));
+            text.push_str(&format!("  {}: {shown}\n", param_name(f, i)));
+        }
+        out(&text);
+    }
+    Ok(())
+}
+
+/// `%name` of parameter `i` of `f`, or `argument i` when it has none.
+fn param_name(f: &irad::ir::Func, i: usize) -> String {
+    f.params
+        .get(i)
+        .and_then(|&v| f.values[v].name.as_deref())
+        .map_or(format!("argument {i}"), |n| format!("%{n}"))
+}
+
+/// What `jvp` and `jacobian` read: the module, the function, its arguments,
+/// and a gradient request with the options of `cmd` (sources pushed on
+/// `sources`: the file, then the arguments).
+fn read_deriv(
+    cmd: DerivArgs,
+    sources: &mut Vec<Source>,
+) -> Result<
+    (
+        irad::ir::Module,
+        irad::ir::FuncId,
+        Vec<irad::Val>,
+        GradOptions,
+        irad::passes::optimise::Strategy,
+    ),
+    Error,
+> {
+    let schedule = irad::read_schedule(cmd.schedule.as_deref())?;
+    let module = load(&cmd.file, sources)?;
+    let func = irad::find_function(&sources[0], &module, &cmd.func)?;
+    sources.push(args_source(cmd.args)?);
+    let args = irad::parse_args(&sources[1], &module, func)?;
+    let opts = GradOptions {
+        run: RunOptions {
+            max_depth: cmd.max_depth,
+            ..RunOptions::default()
+        },
+        exec: cmd.backend.lib().exec(),
+        ..GradOptions::default()
+    };
+    Ok((module, func, args, opts, schedule))
+}
+
+/// `irad jvp`: the value and the derivative along the tangent.
+fn jvp(cmd: JvpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
+    let (module, func, args, opts, schedule) = read_deriv(cmd.req, sources)?;
+    let tangent_src = match (cmd.tangent.tangent, cmd.tangent.tangent_file) {
+        (Some(text), _) => Source {
+            name: irad::TANGENT_SOURCE.into(),
+            text,
+        },
+        (None, Some(path)) => irad::read_source(&path)?,
+        // clap's group makes one of the two required.
+        (None, None) => Source {
+            name: irad::TANGENT_SOURCE.into(),
+            text: String::new(),
+        },
+    };
+    sources.push(tangent_src);
+    let tangent = irad::parse_tangent(&sources[sources.len() - 1], &module, func, &args)?;
+    let registry = irad::rules::Registry::new();
+    let req = irad::GradRequest {
+        opts,
+        schedule: Some(schedule),
+        ..irad::GradRequest::new(func, &args)
+    };
+    let (d, m) = irad::jvp(&sources[0], &module, &registry, &req, &tangent)?;
+    if cmd.json {
+        let json = serde_json::json!({
+            "value": irad::value_to_json(&d.value, &m),
+            "jvp": irad::value_to_json(&d.jvp, &m),
+        });
+        out(&format!("{json}\n"));
+    } else {
+        out(&format!(
+            "value: {}\njvp: {}\n",
+            d.value.display(&m),
+            d.jvp.display(&m).replace("()", "-")
+        ));
+    }
+    Ok(())
+}
+
+/// `irad jacobian`: the value and the Jacobian, as text (a line of column
+/// labels, then one labelled line per row) or JSON.
+fn jacobian(cmd: JacobianCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
+    let (module, func, args, opts, schedule) = read_deriv(cmd.req, sources)?;
+    let registry = irad::rules::Registry::new();
+    let req = irad::GradRequest {
+        mode: match cmd.mode {
+            Mode::Rev => irad::Mode::Reverse,
+            Mode::Fwd => irad::Mode::Forward,
+        },
+        opts: GradOptions {
+            // clap keeps `--batch` in 1..=256.
+            lanes: irad::ir::Lanes::dense(cmd.batch.unwrap_or(8)).unwrap_or(irad::ir::Lanes::ONE),
+            ..opts
+        },
+        schedule: Some(schedule),
+        ..irad::GradRequest::new(func, &args)
+    };
+    let (j, m) = irad::jacobian(&sources[0], &module, &registry, &req)?;
+    let num = |x: f64| irad::Val::F64(x).display(&m);
+    if cmd.json {
+        let rows: Vec<serde_json::Value> = j
+            .rows
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .map(|&x| irad::value_to_json(&irad::Val::F64(x), &m))
+                    .collect()
+            })
+            .collect();
+        let json = serde_json::json!({
+            "value": irad::value_to_json(&j.value, &m),
+            "jacobian": rows,
+        });
+        out(&format!("{json}\n"));
+    } else {
+        let mut text = format!(
+            "value: {}\njacobian: {} row(s) (result entries) x {} column(s) (f64 inputs)\n  columns: {}\n",
+            j.value.display(&m),
+            j.rows.len(),
+            j.inputs.len(),
+            if j.inputs.is_empty() {
+                "(none)".to_string()
+            } else {
+                j.inputs.join(", ")
+            }
+        );
+        for (label, row) in j.outputs.iter().zip(&j.rows) {
+            let cells: Vec<String> = row.iter().map(|&x| num(x)).collect();
+            let cells = if cells.is_empty() {
+                "(none)".to_string()
+            } else {
+                cells.join(", ")
+            };
+            text.push_str(&format!("  {label}: {cells}\n"));
         }
         out(&text);
     }

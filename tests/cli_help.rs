@@ -9,9 +9,11 @@ use std::process::Command;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-const SUBCOMMANDS: [&str; 7] = [
+const SUBCOMMANDS: [&str; 9] = [
     "run",
     "grad",
+    "jvp",
+    "jacobian",
     "bench",
     "check",
     "dump",
