@@ -905,6 +905,56 @@ func @rows(%a: [f64], %n: i64, %d: i64) -> f64 {
 ";
 
     #[test]
+    fn error_returns_are_shared_by_few_checks() {
+        // 40 checked reads: one shared error return would have 40
+        // predecessors along a chain of 40 blocks, which made the dominator
+        // computations quadratic in the function's length
+        // (docs/codegen.md, "Errors").
+        let mut text = String::from(
+            "func @many(%a: [f64], %i: i64) -> f64 {\n#1:\n  %s0 = call add(0.0, 0.0) :: f64\n",
+        );
+        for k in 0..40 {
+            text.push_str(&format!(
+                "  %j{k} = call imul(%i, {}) :: i64\n  %x{k} = call arrayref(%a, %j{k}) :: f64\n  %s{} = call add(%s{k}, %x{k}) :: f64\n",
+                k + 1,
+                k + 1
+            ));
+        }
+        text.push_str("  return %s40\n}\n");
+        let module = irad_ir::text::parse_module(&text).expect("test IR parses");
+        let f = module.by_name("many").expect("@many");
+        let mut jit = Jit::new(&module).expect("a JIT");
+        jit.capture_clif();
+        jit.compile(f).expect("@many compiles");
+        let funcs = jit.st.comp.clif.take().expect("captured");
+        let (_, func) = funcs.first().expect("one function");
+        let cfg = cranelift_codegen::flowgraph::ControlFlowGraph::with_function(func);
+        let most = func
+            .layout
+            .blocks()
+            .map(|b| cfg.pred_iter(b).count())
+            .max()
+            .unwrap_or(0);
+        assert!(
+            most <= 16,
+            "a block with {most} predecessors:\n{}",
+            func.display()
+        );
+        // The checks still fail as the interpreter does.
+        let args = [Val::f64_array(vec![1.0, 2.0]), Val::I64(1)];
+        let got = jit.run(f, &args, &RunOptions::default());
+        let want = irad_ir::interp::run(&module, f, &args, &RunOptions::default());
+        let (got, want) = (
+            got.expect_err("out of range"),
+            want.expect_err("out of range"),
+        );
+        assert_eq!(got, want);
+        let args = [Val::f64_array(vec![1.0, 2.0]), Val::I64(0)];
+        let got = jit.run(f, &args, &RunOptions::default()).expect("in range");
+        assert!(got.same(&Val::F64(40.0)), "{got:?}");
+    }
+
+    #[test]
     fn loop_invariants_are_hoisted_out_of_inner_loops() {
         // Cranelift's optimiser hoists `i * d` out of the inner loop only
         // when the header's branch lists the body second (docs/codegen.md,

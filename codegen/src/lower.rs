@@ -413,9 +413,10 @@ impl<M: ClModule> Compiler<M> {
                 module,
                 ctx_val: None,
                 inl: inlined.as_ref(),
-                ret_err: None,
+                ret_err: ErrReturns::default(),
                 cur_frame: None,
                 frame_rets: HashMap::new(),
+                frame_rets_unfilled: Vec::new(),
                 ret_leaves: Vec::new(),
                 vals: Vec::new(),
                 fimports: HashMap::new(),
@@ -447,6 +448,7 @@ impl<M: ClModule> Compiler<M> {
             }
             r
         };
+
         // `finalize` empties the builder context; after a failure it
         // still holds the half-built function, so the next starts afresh.
         self.fctx = if res.is_ok() {
@@ -478,6 +480,38 @@ fn name_of(module: &Module, f: FuncRef) -> String {
     }
 }
 
+/// How many failing checks share one error return block. One block for all
+/// of a function's checks has thousands of predecessors along a long
+/// dominator chain, on which regalloc2's dominator computation (and
+/// Cranelift's) spends time quadratic in the number of checks: a gradient
+/// with 10 000 sequential branches took 6 s to compile, most of it there.
+const ERR_RET_SHARING: usize = 16;
+
+/// Error return blocks (cold), made on need, each jumped to by at most
+/// [`ERR_RET_SHARING`] checks; the lowering fills them at the end.
+#[derive(Default)]
+struct ErrReturns {
+    blocks: Vec<ir::Block>,
+    uses: usize,
+}
+
+impl ErrReturns {
+    /// The block for one more check, and whether it is new.
+    fn next(&mut self, b: &mut FunctionBuilder<'_>) -> (ir::Block, bool) {
+        let shared = !self.uses.is_multiple_of(ERR_RET_SHARING);
+        self.uses += 1;
+        match self.blocks.last() {
+            Some(&blk) if shared => (blk, false),
+            _ => {
+                let blk = b.create_block();
+                b.set_cold_block(blk);
+                self.blocks.push(blk);
+                (blk, true)
+            }
+        }
+    }
+}
+
 /// The translation of one function.
 struct Lower<'a, 'b, M: ClModule> {
     c: &'a mut Compiler<M>,
@@ -487,15 +521,18 @@ struct Lower<'a, 'b, M: ClModule> {
     /// The function with its calls inlined (`Compiler::inline`), lowered
     /// in place of the module's, with where its statements stood before.
     inl: Option<&'a Inlined>,
-    /// The block that returns status 1, made on first need.
-    ret_err: Option<ir::Block>,
+    /// The blocks that return status 1, made on need, each shared by at most
+    /// [`ERR_RET_SHARING`] failing checks.
+    ret_err: ErrReturns,
     /// The inlined call whose body the block being lowered belongs to
     /// (an index into `Inlined::calls`), `None` in the function's own.
     cur_frame: Option<usize>,
-    /// For each inlined call, the block that records its call site in the
-    /// trace (as its frame's caller would) and goes on to the next outer
-    /// one, or to `ret_err`: the error return of code in its body.
-    frame_rets: HashMap<usize, ir::Block>,
+    /// For each inlined call, the blocks that record its call site in the
+    /// trace (as its frame's caller would) and go on to the next outer
+    /// one, or to `ret_err`: the error returns of code in its body.
+    frame_rets: HashMap<usize, ErrReturns>,
+    /// The blocks of `frame_rets` not filled yet, with their inlined call.
+    frame_rets_unfilled: Vec<(usize, ir::Block)>,
     ret_leaves: Vec<types::Type>,
     /// The leaves of every IR value lowered so far, by value number.
     vals: Vec<Option<Leaves>>,
@@ -598,39 +635,36 @@ impl<M: ClModule> Lower<'_, '_, M> {
     fn ret_err(&mut self) -> ir::Block {
         match self.cur_frame {
             Some(k) => self.frame_ret(k),
-            None => self.ret_err.expect("made at entry"),
+            None => self.ret_err.next(&mut self.b).0,
         }
     }
 
-    /// The error return of the body of inlined call `k` (made on first
-    /// need, filled by [`Lower::fill_ret_err`]).
+    /// An error return of the body of inlined call `k` (made on need,
+    /// filled by [`Lower::fill_ret_err`]).
     fn frame_ret(&mut self, k: usize) -> ir::Block {
-        if let Some(&blk) = self.frame_rets.get(&k) {
-            return blk;
+        let (blk, new) = self.frame_rets.entry(k).or_default().next(&mut self.b);
+        if new {
+            self.frame_rets_unfilled.push((k, blk));
         }
-        let blk = self.b.create_block();
-        self.b.set_cold_block(blk);
-        self.frame_rets.insert(k, blk);
         blk
     }
 
-    /// Makes the block returning status 1; filled by [`Lower::fill_ret_err`]
-    /// once the function's own blocks are done.
+    /// Starts a function without error returns; those made later are
+    /// filled by [`Lower::fill_ret_err`] once its own blocks are done.
     fn make_ret_err(&mut self) {
-        let blk = self.b.create_block();
-        self.b.set_cold_block(blk);
-        self.ret_err = Some(blk);
+        self.ret_err = ErrReturns::default();
     }
 
     fn fill_ret_err(&mut self) -> Result<(), CodegenError> {
         self.fill_frame_rets()?;
-        let blk = self.ret_err.expect("made at entry");
-        self.b.switch_to_block(blk);
-        let mut rets = vec![self.b.ins().iconst(types::I8, 1)];
-        for leaf in self.ret_leaves.clone() {
-            rets.push(self.zero(leaf));
+        for blk in std::mem::take(&mut self.ret_err.blocks) {
+            self.b.switch_to_block(blk);
+            let mut rets = vec![self.b.ins().iconst(types::I8, 1)];
+            for leaf in self.ret_leaves.clone() {
+                rets.push(self.zero(leaf));
+            }
+            self.b.ins().return_(&rets);
         }
-        self.b.ins().return_(&rets);
         Ok(())
     }
 
@@ -641,17 +675,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let Some(inl) = self.inl else {
             return Ok(());
         };
-        let mut done: std::collections::HashSet<usize> = std::collections::HashSet::new();
-        loop {
-            let Some((k, blk)) = self
-                .frame_rets
-                .iter()
-                .map(|(&k, &b)| (k, b))
-                .find(|(k, _)| !done.contains(k))
-            else {
-                return Ok(());
-            };
-            done.insert(k);
+        // Filling one may make an error return of an outer call.
+        while let Some((k, blk)) = self.frame_rets_unfilled.pop() {
             let call = inl
                 .calls
                 .get(k)
@@ -669,10 +694,12 @@ impl<M: ClModule> Lower<'_, '_, M> {
             self.call_rt(RtSym::Trace, &[types::I64, types::I64], &[], &[ctx, s])?;
             let next = match call.outer {
                 Some(outer) => self.frame_ret(outer),
-                None => self.ret_err.expect("made at entry"),
+                None => self.ret_err.next(&mut self.b).0,
             };
             self.b.ins().jump(next, &[]);
         }
+        self.frame_rets.clear();
+        Ok(())
     }
 
     /// Gives the context, the tapes and the arrays an alias region each.
