@@ -11,7 +11,8 @@ use crate::types::{FnType, Type};
 impl<'f> Checker<'f> {
     pub(super) fn name_value(&mut self, e: &Expr, name: &str) -> Ty {
         let Some(res) = self.resolve(name) else {
-            self.error(e.pos, format!("unknown name `{name}`"));
+            let hint = self.suggest(name, false);
+            self.error(e.pos, format!("unknown name `{name}`{hint}"));
             return Ty::Error;
         };
         let ty = match &res {
@@ -66,7 +67,8 @@ impl<'f> Checker<'f> {
             return self.call_value(e, callee, &t, args);
         };
         let Some(res) = self.resolve(name) else {
-            self.error(callee.pos, format!("unknown function `{name}`"));
+            let hint = self.suggest(name, true);
+            self.error(callee.pos, format!("unknown function `{name}`{hint}"));
             for a in args {
                 self.expr(a);
             }
