@@ -263,7 +263,6 @@ struct BenchCmd {
     json: bool,
 }
 
-/// `--min-time`: a number of seconds from 0 to one hour.
 /// One position of `--wrt LIST` (clap splits the list at commas); the error
 /// names the value and what is expected, clap adds the option (exit 2).
 fn wrt_position(text: &str) -> Result<usize, String> {
@@ -297,6 +296,7 @@ fn seed(text: &str) -> Result<u64, String> {
         .map_err(|_| format!("`{text}` is not a seed (expected an integer from 0 to 2^64 - 1)"))
 }
 
+/// `--min-time`: a number of seconds from 0 to one hour.
 fn min_time(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(x) if (0.0..=3600.0).contains(&x) => Ok(x),

@@ -76,14 +76,19 @@ impl Location {
     /// for, with its internal name in parentheses for `irad dump` readers:
     /// `in the gradient of `f` (@f.rev.fwd), block #2, statement 3`.
     pub fn user_place(&self) -> String {
-        let place = self.ir_place();
-        match self.func.as_deref().and_then(derived_phrase) {
-            Some(phrase) => match place.split_once(", ") {
-                Some((head, rest)) => format!("in {phrase} ({}), {rest}", &head[3..]),
-                None => format!("in {phrase} ({})", &place[3..]),
-            },
-            None => place,
+        let Some(phrase) = self.func.as_deref().and_then(derived_phrase) else {
+            return self.ir_place();
+        };
+        let rest = Location {
+            func: None,
+            ..self.clone()
+        };
+        let mut place = format!("in {phrase} (@{})", self.func.as_deref().unwrap_or(""));
+        if rest.has_ir_place() {
+            place.push_str(", ");
+            place.push_str(&rest.ir_place());
         }
+        place
     }
 }
 

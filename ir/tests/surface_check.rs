@@ -256,7 +256,7 @@ fn argument_types_are_checked() {
     );
     assert_eq!(
         error("fn g() -> f64 { sin(1) }"),
-        "1:17: argument 1 of `sin` must be f64, found i64"
+        "1:17: argument 1 of `sin` must be f64, found i64; write `1.0` for an f64 literal"
     );
 }
 
