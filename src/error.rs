@@ -264,7 +264,15 @@ impl Error {
                 other => diag::render(file, None, Some(Pos::new(1, 1)), &other.to_string()),
             },
             Error::Run { file, err } => {
-                let mut out = render_diag(file, text_of(file), &**err);
+                // Derived functions are named for the user ("in the
+                // gradient of `f`"), their internal names kept in parentheses.
+                let lines = text_of(file).map(|text| diag::SourceLines::new(file, text));
+                let message = ir::loc::with_user_place(&err.msg, &err.loc);
+                let pos = err.loc.pos.or(Some(Pos::new(1, 1)));
+                let mut out = match &lines {
+                    Some(lines) => lines.render(pos, &message),
+                    None => diag::render(file, None, pos, &message),
+                };
                 // A depth-limit error has a call site per frame: show the
                 // innermost and outermost few.
                 // (The interpreter keeps only the ends of a deep stack and
@@ -276,7 +284,7 @@ impl Error {
                         out.push_str(&format!("note: ... {hidden} more calls ...\n"));
                     }
                     if i < TRACE_HEAD || i + TRACE_TAIL >= n {
-                        let what = format!("called {}", call.ir_place());
+                        let what = format!("called {}", call.user_place());
                         out.push_str(&diag::note(file, call.pos, &what));
                     }
                 }

@@ -236,17 +236,23 @@ pub fn read_source(path: &Path) -> Result<Source, Error> {
 }
 
 /// A source from raw bytes, checking that they are UTF-8; the error names
-/// the line and column of the first bad byte.
+/// the line and column of the first bad byte. A UTF-8 byte-order mark at the
+/// start (as some Windows editors write) is skipped.
 ///
 /// ```
 /// let ok = irad::source_from_bytes("a.ir".into(), b"# nothing\n".to_vec())?;
 /// assert_eq!(ok.text, "# nothing\n");
+/// let bom = irad::source_from_bytes("a.ir".into(), b"\xef\xbb\xbf# nothing\n".to_vec())?;
+/// assert_eq!(bom.text, "# nothing\n");
 ///
 /// let err = irad::source_from_bytes("b.ir".into(), b"# ok\n  \xff".to_vec()).unwrap_err();
 /// assert_eq!(err.to_string(), "b.ir:2:3: error: file is not valid UTF-8");
 /// # Ok::<(), irad::Error>(())
 /// ```
-pub fn source_from_bytes(name: String, bytes: Vec<u8>) -> Result<Source, Error> {
+pub fn source_from_bytes(name: String, mut bytes: Vec<u8>) -> Result<Source, Error> {
+    if bytes.starts_with(b"\xef\xbb\xbf") {
+        bytes.drain(..3);
+    }
     match String::from_utf8(bytes) {
         Ok(text) => Ok(Source { name, text }),
         Err(e) => {

@@ -113,7 +113,8 @@ struct EmitCmd {
     grad: bool,
     /// The argument positions (from 0) `NAME_grad` differentiates, e.g.
     /// `0,2`; default: every argument whose type contains f64.
-    #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "grad")]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "grad",
+          value_parser = wrt_position)]
     wrt: Option<Vec<usize>>,
     /// The optimiser schedule run over `NAME_grad`'s derived functions, e.g.
     /// `normalise(fold <+ identities); try(dce)`; `id` turns optimisation
@@ -129,10 +130,12 @@ struct EmitCmd {
 #[derive(Args)]
 struct TestRulesCmd {
     /// Random points per test signature.
-    #[arg(long, value_name = "N", default_value_t = irad::rules::check::DEFAULT_SAMPLES)]
+    #[arg(long, value_name = "N", default_value_t = irad::rules::check::DEFAULT_SAMPLES,
+          value_parser = count)]
     samples: usize,
     /// The seed of the random points and directions.
-    #[arg(long, value_name = "S", default_value_t = irad::rules::check::DEFAULT_SEED)]
+    #[arg(long, value_name = "S", default_value_t = irad::rules::check::DEFAULT_SEED,
+          value_parser = seed)]
     seed: u64,
 }
 
@@ -152,7 +155,7 @@ struct RunCmd {
     #[arg(long)]
     json: bool,
     /// The call-depth limit; deeper recursion is a run-time error.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DEPTH)]
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DEPTH, value_parser = count)]
     max_depth: usize,
     /// Run the function specialised on these known arguments (see `dump
     /// --known`); the arguments must agree with them.
@@ -177,18 +180,18 @@ struct GradArgs {
     mode: Mode,
     /// The argument positions (from 0) to differentiate, e.g. `0,2`; default:
     /// every argument whose type contains f64.
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = wrt_position)]
     wrt: Option<Vec<usize>>,
     /// Tangents carried per forward pass (1 to 256); default: 8, or fewer
     /// when fewer f64s are differentiated.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    #[arg(long, value_name = "N", value_parser = batch_width)]
     batch: Option<u32>,
     /// Sparse forward mode: the whole gradient in one pass with sparse
     /// tangents (needs `--mode fwd`; excludes `--batch`).
     #[arg(long, conflicts_with = "batch")]
     sparse: bool,
     /// The call-depth limit; deeper recursion is a run-time error.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DEPTH)]
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DEPTH, value_parser = count)]
     max_depth: usize,
     /// The optimiser schedule run over the derived functions, e.g.
     /// `normalise(fold <+ identities); try(dce)`; `id` turns optimisation
@@ -344,6 +347,39 @@ struct BenchCmd {
     json: bool,
 }
 
+/// One position of `--wrt LIST` (clap splits the list at commas); the error
+/// names the value and what is expected, clap adds the option (exit 2).
+fn wrt_position(text: &str) -> Result<usize, String> {
+    text.trim().parse::<usize>().map_err(|_| {
+        format!("`{text}` is not an argument position (expected a list like 0,2, positions from 0)")
+    })
+}
+
+/// `--batch N`: tangents per forward pass, 1 to 256 (`irad::ir::MAX_WIDTH`).
+fn batch_width(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(n) if (1..=irad::ir::MAX_WIDTH).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "`{text}` is not a number of tangents (expected an integer from 1 to {})",
+            irad::ir::MAX_WIDTH
+        )),
+    }
+}
+
+/// A count option (`--samples`, `--max-depth`, `--bisect-limit`).
+fn count(text: &str) -> Result<usize, String> {
+    text.trim()
+        .parse::<usize>()
+        .map_err(|_| format!("`{text}` is not a count (expected a non-negative integer)"))
+}
+
+/// `--seed S`.
+fn seed(text: &str) -> Result<u64, String> {
+    text.trim()
+        .parse::<u64>()
+        .map_err(|_| format!("`{text}` is not a seed (expected an integer from 0 to 2^64 - 1)"))
+}
+
 /// `--min-time`: a number of seconds from 0 to one hour.
 fn min_time(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
@@ -416,6 +452,7 @@ struct DumpCmd {
         long,
         value_name = "LIST",
         value_delimiter = ',',
+        value_parser = wrt_position,
         requires = "activity"
     )]
     wrt: Option<Vec<usize>>,
@@ -438,7 +475,8 @@ struct DumpCmd {
     /// which ran (`BISECT: running pass (1) uniform_constant_operands`); the derivation
     /// always runs, and with `--mode rev` the normalisation it needs.
     /// Lower N until the output is right to find the pass that breaks it.
-    #[arg(long, value_name = "N", conflicts_with_all = ["activity", "known"])]
+    #[arg(long, value_name = "N", conflicts_with_all = ["activity", "known"],
+          value_parser = count)]
     bisect_limit: Option<usize>,
 }
 
@@ -539,9 +577,22 @@ fn emit_cmd(cmd: EmitCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
     let schedule = irad::read_schedule(cmd.schedule.as_deref())?;
     let module = load(&cmd.file, sources)?;
     let func = irad::find_function(&sources[0], &module, &cmd.func)?;
+    let is_dir = cmd.out.is_dir()
+        || cmd.out.file_name().is_none()
+        || cmd.out.as_os_str().to_string_lossy().ends_with(['/', '\\']);
+    if is_dir {
+        usage_error(&format!(
+            "-o must name an object file path such as `out.o` (the header goes beside it \
+             as `out.h`), but `{}` is a directory",
+            cmd.out.display()
+        ));
+    }
     let header = cmd.out.with_extension("h");
     if header == cmd.out {
-        usage_error("-o names the header's own path: give the object file a `.o` name");
+        usage_error(&format!(
+            "-o `{}` would be overwritten by the header: give the object file a `.o` name",
+            cmd.out.display()
+        ));
     }
     let header_name = header
         .file_name()
@@ -583,6 +634,12 @@ fn dump(cmd: DumpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         }
         None => None,
     };
+    if cmd.format == Format::Dot && cmd.activity {
+        usage_error(
+            "`--activity` annotates the IR text: it cannot be combined with `--format dot` \
+             (use `--format text`, the default)",
+        );
+    }
     if cmd.format == Format::Clif && (cmd.all_passes || cmd.activity) {
         usage_error(
             "`--format clif` prints the code of one module: it cannot be combined \

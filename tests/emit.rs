@@ -535,6 +535,11 @@ fn run_time_errors_return_their_code_and_the_interpreters_message() {
     // The interpreter runs the pieces without `@pick.rev`, whose call the C
     // text adds as a note: compare the located line.
     assert_eq!(messages(&text)[..1], interp_error_lines(&err, &src)[..1]);
+    // Both name the derived function for the user (docs/cli.md).
+    assert!(
+        text[0].contains("(in the gradient of `pick` (@pick.rev.fwd), block #"),
+        "{text:?}"
+    );
 
     let (status, text) = case("neg_len");
     assert_eq!(status, rt::TrapKind::BadLength.code());

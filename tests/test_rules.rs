@@ -1,7 +1,8 @@
 //! `irad test-rules` at the command line: it checks the built-in frule and
 //! rrule of every primitive, names each one in its table with both verdicts,
 //! exits 0 when all pass, is reproducible for a seed, and treats malformed
-//! options as usage errors (exit 2). The checkers' own behaviour on wrong
+//! options as usage errors (exit 2), and the figures the docs quote of it
+//! are current. The checkers' own behaviour on wrong
 //! rules is tested in `rules/tests/check.rs` (frules) and
 //! `rules/tests/check_rrules.rs` (rrules).
 
@@ -106,4 +107,45 @@ fn a_failed_check_renders_as_one_error_line() {
         total: 174,
     };
     assert_eq!(e.render(&[]), "error: 1 of 174 rule checks failed\n");
+}
+
+/// docs/cli.md quotes a run of `irad test-rules` and docs/rules.md how many
+/// signatures of the bulk primitives it checks: the counts must be the
+/// table's, so adding a signature without updating the docs fails here.
+#[test]
+fn the_docs_quote_the_current_number_of_signatures() {
+    let sigs = irad::rules::table::signatures();
+    let n = sigs.len();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let cli = std::fs::read_to_string(format!("{root}/docs/cli.md")).expect("docs/cli.md");
+    let mut quoted = 0;
+    for line in cli.lines() {
+        for (key, lead) in [
+            (" signatures checked,", ""),
+            (" passed, 0 failed;", "frules: "),
+            (" passed, 0 failed;", "rrules: "),
+        ] {
+            if let Some(at) = line.find(key)
+                && line.starts_with(lead)
+            {
+                quoted += 1;
+                assert_eq!(
+                    line[lead.len()..at].trim(),
+                    n.to_string(),
+                    "docs/cli.md: `{line}`, but test-rules checks {n} signatures"
+                );
+            }
+        }
+    }
+    assert_eq!(
+        quoted, 3,
+        "docs/cli.md no longer quotes the summary of test-rules"
+    );
+    let bulk = sigs.iter().filter(|s| s.prim.bulk().is_some()).count();
+    let rules = std::fs::read_to_string(format!("{root}/docs/rules.md")).expect("docs/rules.md");
+    let want = format!("`irad test-rules` checks {bulk} signatures of them");
+    assert!(
+        rules.contains(&want),
+        "docs/rules.md should say {want:?} (the bulk primitives' signatures)"
+    );
 }

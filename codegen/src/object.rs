@@ -652,7 +652,7 @@ fn define_sites(
         let pos = site.loc.pos.unwrap_or(irad_ir::loc::Pos::new(1, 1));
         rows.push([
             Some(intern(format!("{source}:{}:{}", pos.line, pos.col))),
-            Some(intern(site.loc.ir_place())),
+            Some(intern(site.loc.user_place())),
             site.tape.as_ref().map(|t| intern(t.to_string())),
         ]);
     }

@@ -10,6 +10,7 @@
 //! - [`bulk`], [`sparse`]: the bulk array kernels and the tangent builder of
 //!   sparse forward mode, from `irad-kernels`, which the runtime uses too, so
 //!   both backends compute and materialise alike;
+//! - [`suggest`]: "did you mean" suggestions for misspelled names;
 //! - [`eq`]: structural equality of modules (names and positions ignored);
 //! - [`surface`]: the `.irad` front end (parser, type checker, SSA lowering).
 //!
@@ -27,6 +28,7 @@ pub mod func;
 pub mod interp;
 pub mod loc;
 pub mod prim;
+pub mod suggest;
 pub mod surface;
 pub mod text;
 pub mod types;

@@ -297,13 +297,30 @@ impl Prim {
     }
 
     /// The message for using this primitive as a function value, which only
-    /// primitives with a [`Prim::fn_type`] can be.
+    /// primitives with a [`Prim::fn_type`] can be. It says why: a bulk
+    /// primitive; an array primitive whose type comes from its call's
+    /// annotation (`alloc`), that is generic over the element type (`length`,
+    /// `copy`, ...), or that works on arrays (`zeros`, one signature but no
+    /// function value); or a primitive with several signatures.
     pub fn value_error(self) -> String {
-        if self.bulk().is_some() {
-            format!("primitive `{self}` is a bulk array primitive and cannot be used as a value")
-        } else {
-            format!("primitive `{self}` is overloaded and cannot be used as a value")
-        }
+        let why = match self.info().sig {
+            _ if self.bulk().is_some() => {
+                return format!(
+                    "primitive `{self}` is a bulk array primitive and cannot be used as a value"
+                );
+            }
+            Sig::Alloc => "its element type comes from the `:: [T]` annotation of a call",
+            Sig::Zeros => {
+                "only primitives on scalars (such as `sin`) are function values, and it works on arrays"
+            }
+            Sig::Length | Sig::Copy | Sig::Arrayref | Sig::Arrayset => {
+                "it is generic over the array's element type, so it has no single function type"
+            }
+            _ => return format!("primitive `{self}` is overloaded and cannot be used as a value"),
+        };
+        format!(
+            "primitive `{self}` cannot be used as a value: {why} (call it, or wrap the call in a function)"
+        )
     }
 
     /// The IR name.

@@ -53,7 +53,7 @@ fn unknown_function() {
 fn mismatched_types() {
     assert_eq!(
         error("fn f(n: i64) -> f64 {\n    let x: f64 = n;\n    x\n}"),
-        "2:18: mismatched types: expected f64, found i64"
+        "2:18: mismatched types: expected f64, found i64; convert with `f64(n)`"
     );
 }
 
@@ -165,7 +165,7 @@ fn remainder_needs_i64() {
 fn arithmetic_needs_matching_operands() {
     assert_eq!(
         error("fn f(x: f64, n: i64) -> f64 {\n    x + n\n}"),
-        "2:7: operator `+` needs two f64 or two i64 operands, found f64 and i64"
+        "2:7: operator `+` needs two f64 or two i64 operands, found f64 and i64; convert with `f64(n)`"
     );
 }
 
@@ -232,7 +232,7 @@ fn diverging_blocks_fit_any_type() {
 fn if_branches_must_agree() {
     assert_eq!(
         error("fn f(b: bool) -> f64 {\n    if b { 1.0 } else { 2 }\n}"),
-        "2:25: mismatched types: expected f64, found i64"
+        "2:25: mismatched types: expected f64, found i64; write `2.0` for an f64 literal"
     );
 }
 
@@ -240,7 +240,7 @@ fn if_branches_must_agree() {
 fn return_type_is_checked() {
     assert_eq!(
         error("fn f() -> f64 {\n    return 1;\n}"),
-        "2:12: mismatched types: expected f64, found i64"
+        "2:12: mismatched types: expected f64, found i64; write `1.0` for an f64 literal"
     );
     assert_eq!(
         error("fn f() -> i64 {\n    1.5\n}"),
@@ -252,11 +252,11 @@ fn return_type_is_checked() {
 fn argument_types_are_checked() {
     assert_eq!(
         error("fn f(x: f64) -> f64 { x }\nfn g() -> f64 { f(1) }"),
-        "2:19: mismatched types: expected f64, found i64"
+        "2:19: mismatched types: expected f64, found i64; write `1.0` for an f64 literal"
     );
     assert_eq!(
         error("fn g() -> f64 { sin(1) }"),
-        "1:17: argument 1 of `sin` must be f64, found i64"
+        "1:17: argument 1 of `sin` must be f64, found i64; write `1.0` for an f64 literal"
     );
 }
 

@@ -16,7 +16,7 @@ use crate::manager::PassError;
 use crate::reverse::ReverseError;
 use crate::reverse::bbcode::BBCode;
 use irad_ir::text::{Line, func_lines};
-use irad_ir::{FuncId, Location, Module};
+use irad_ir::{FuncId, Location, Module, Operand};
 
 /// The BBCode of each of `funcs`, printed, in order, separated by empty
 /// lines.
@@ -38,7 +38,9 @@ pub fn bbcode_text(m: &Module, funcs: &[FuncId]) -> Result<String, PassError> {
 
 /// `funcs` of `m` (every function when empty) printed with the result of
 /// activity analysis: after each function's header a comment line
-/// `# active parameters: ...` (or `none`), and after each statement with a
+/// `# active parameters: ...` (or `none`): the parameters of `wrt` whose
+/// derivative matters (for a `[f64]` array, whose array class is varied and
+/// useful), and after each statement with a
 /// result a trailing `# active` or `# const` comment. `wrt`, the parameters
 /// that are active (all when `None`), applies to each function; a position
 /// past a function's parameters is a [`PassError::Request`].
@@ -75,11 +77,13 @@ pub fn activity_text(
             out.push_str(&text);
             match line {
                 Line::Header => {
+                    // A parameter outside `wrt` is never listed, even an
+                    // array (every array value is active, for its shadow).
                     let active: Vec<String> = func
                         .params
                         .iter()
                         .enumerate()
-                        .filter(|&(_, &p)| act.is_active(p))
+                        .filter(|&(i, &p)| mask[i] && act.wants_cotangent(&Operand::Value(p)))
                         .map(|(i, _)| i.to_string())
                         .collect();
                     let list = if active.is_empty() {

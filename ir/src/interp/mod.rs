@@ -327,8 +327,10 @@ impl crate::Diagnostic for RunError {
 }
 
 impl fmt::Display for RunError {
+    /// The message and its place, a derived function named for the user
+    /// ([`crate::loc::Location::user_place`]).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&crate::loc::with_place(&self.msg, &self.loc))
+        f.write_str(&crate::loc::with_user_place(&self.msg, &self.loc))
     }
 }
 

@@ -255,6 +255,9 @@ impl<'a> Lexer<'a> {
             .and_then(|s| s.chars().next())
         {
             None => "end of file".to_string(),
+            Some('\u{feff}') => {
+                "U+FEFF, a byte-order mark (allowed only at the start of a file)".to_string()
+            }
             Some(c) if c.is_whitespace() || c.is_control() => format!("{c:?}"),
             Some(c) => format!("`{c}`"),
         };

@@ -96,6 +96,7 @@ pub fn parse_known(src: &str, params: &[Type], m: &Module) -> Result<Vec<KnownAr
         loc: Location::at(pos),
         msg,
     };
+    check_brackets(src)?;
     let pieces = split_top_level(src);
     let pieces: Vec<(usize, &str)> = if pieces.len() == 1 && pieces[0].1.trim().is_empty() {
         Vec::new()
@@ -159,6 +160,62 @@ pub fn parse_known(src: &str, params: &[Type], m: &Module) -> Result<Vec<KnownAr
         out.push(KnownArg::Value(val));
     }
     Ok(out)
+}
+
+/// Checks that the brackets of `text` pair up, so that a missing `]` or `)`
+/// is reported where it is missing, not as a wrong count of pieces.
+fn check_brackets(text: &str) -> Result<(), ParseError> {
+    let fail = |offset: usize, msg: String| ParseError {
+        loc: Location::at(pos_at(text, offset)),
+        msg,
+    };
+    let place = |offset: usize| {
+        let p = pos_at(text, offset);
+        if p.line == 1 {
+            format!("column {}", p.col)
+        } else {
+            format!("line {}, column {}", p.line, p.col)
+        }
+    };
+    let mut open: Vec<(usize, char)> = Vec::new();
+    for (i, c) in text.char_indices() {
+        let want = match c {
+            '(' | '[' => {
+                open.push((i, c));
+                continue;
+            }
+            ')' => '(',
+            ']' => '[',
+            _ => continue,
+        };
+        match open.pop() {
+            Some((_, o)) if o == want => {}
+            Some((at, o)) => {
+                let close = if o == '(' { ')' } else { ']' };
+                return Err(fail(
+                    i,
+                    format!(
+                        "expected `{close}` to close the `{o}` at {}, found `{c}`",
+                        place(at)
+                    ),
+                ));
+            }
+            None => return Err(fail(i, format!("unmatched `{c}`"))),
+        }
+    }
+    match open.pop() {
+        Some((at, o)) => {
+            let close = if o == '(' { ')' } else { ']' };
+            Err(fail(
+                text.len(),
+                format!(
+                    "expected `{close}` to close the `{o}` at {}, found the end of the text",
+                    place(at)
+                ),
+            ))
+        }
+        None => Ok(()),
+    }
 }
 
 /// Splits `text` at commas outside brackets: (byte offset, piece) pairs.
@@ -441,7 +498,18 @@ impl<'a> Reader<'a> {
             match Prim::from_name(name).map(|p| (p, p.fn_type())) {
                 Some((p, Some(t))) => (FuncRef::Prim(p), t),
                 Some((p, None)) => return Err(self.err(at, p.value_error())),
-                None => return Err(self.err(at, format!("unknown function @{name}"))),
+                None => {
+                    let mut names: Vec<&str> = self
+                        .m
+                        .func_ids()
+                        .map(|id| self.m[id].name.as_str())
+                        .collect();
+                    names.sort_unstable();
+                    let prims = crate::prim::PRIMS.iter().map(|row| row.name);
+                    let hint =
+                        crate::suggest::did_you_mean(name, "@", names.into_iter().chain(prims));
+                    return Err(self.err(at, format!("unknown function @{name}{hint}")));
+                }
             }
         };
         if &found != ty {

@@ -714,7 +714,14 @@ impl<'a> Parser<'a> {
                 Tok::Ident => {
                     let name = self.text();
                     let Some(prim) = Prim::from_name(name) else {
-                        return Err(self.err(self.tok.pos, format!("unknown primitive `{name}`")));
+                        let hint = crate::suggest::did_you_mean(
+                            name,
+                            "",
+                            crate::prim::PRIMS.iter().map(|row| row.name),
+                        );
+                        return Err(
+                            self.err(self.tok.pos, format!("unknown primitive `{name}`{hint}"))
+                        );
                     };
                     self.advance()?;
                     Ok(RawKind::Prim(prim, self.parse_call_args()?))
@@ -733,7 +740,8 @@ impl<'a> Parser<'a> {
             }
             let name = self.text();
             let Some(&callee) = self.funcs.get(name) else {
-                return Err(self.err(self.tok.pos, format!("unknown function @{name}")));
+                let hint = self.suggest_func(name, false);
+                return Err(self.err(self.tok.pos, format!("unknown function @{name}{hint}")));
             };
             self.advance()?;
             Ok(RawKind::Invoke(callee, self.parse_call_args()?))
@@ -839,8 +847,24 @@ impl<'a> Parser<'a> {
         match Prim::from_name(name) {
             Some(prim) if prim.fn_type().is_some() => Ok(FuncRef::Prim(prim)),
             Some(prim) => Err(self.err(pos, prim.value_error())),
-            None => Err(self.err(pos, format!("unknown function @{name}"))),
+            None => {
+                let hint = self.suggest_func(name, true);
+                Err(self.err(pos, format!("unknown function @{name}{hint}")))
+            }
         }
+    }
+
+    /// `; did you mean `@g`?` for an unknown function name: the closest
+    /// function of the module, or (`prims`: where a primitive may stand)
+    /// primitive.
+    fn suggest_func(&self, name: &str, prims: bool) -> String {
+        let mut funcs: Vec<&str> = self.funcs.keys().copied().collect();
+        funcs.sort_unstable();
+        let prim_names = crate::prim::PRIMS
+            .iter()
+            .filter(|_| prims)
+            .map(|row| row.name);
+        crate::suggest::did_you_mean(name, "@", funcs.into_iter().chain(prim_names))
     }
 
     // ---- resolution ----
@@ -926,10 +950,12 @@ impl<'a> Parser<'a> {
         body: &Body<'a>,
         place: Place,
     ) -> Result<Value, ParseError> {
-        body.names
-            .get(name)
-            .copied()
-            .ok_or_else(|| self.err_at_place(place, pos, format!("undefined value %{name}")))
+        body.names.get(name).copied().ok_or_else(|| {
+            let mut names: Vec<&str> = body.names.keys().copied().collect();
+            names.sort_unstable();
+            let hint = crate::suggest::did_you_mean(name, "%", names);
+            self.err_at_place(place, pos, format!("undefined value %{name}{hint}"))
+        })
     }
 
     fn block_ref(

@@ -218,10 +218,18 @@ impl Parser {
             }
             Tok::Name(n) => match rules::find_rule(n) {
                 Some(rule) => Ok(Strategy::Rule(rule)),
-                None => Err(t.err(format!(
-                    "unknown rule `{n}` (known: {})",
-                    rules::known_names().join(", ")
-                ))),
+                None => {
+                    let known = rules::known_names();
+                    let hint = irad_ir::suggest::did_you_mean(
+                        n,
+                        "",
+                        known.iter().copied().chain(UNARY.iter().copied()),
+                    );
+                    Err(t.err(format!(
+                        "unknown rule `{n}` (known: {}){hint}",
+                        known.join(", ")
+                    )))
+                }
             },
             other => Err(t.err(format!("expected a strategy, found {}", other.show()))),
         }

@@ -2,7 +2,7 @@
 //! and calls of file functions, primitives (typed by the primitive table),
 //! builtins and function values, with their arity and argument checks.
 
-use super::{Checker, Ty, int_literal, value_pos};
+use super::{Checker, Ty, conversion_hint, int_literal, value_pos};
 use crate::loc::Pos;
 use crate::prim::Prim;
 use crate::surface::ast::{Builtin, Expr, ExprKind, Res};
@@ -11,7 +11,8 @@ use crate::types::{FnType, Type};
 impl<'f> Checker<'f> {
     pub(super) fn name_value(&mut self, e: &Expr, name: &str) -> Ty {
         let Some(res) = self.resolve(name) else {
-            self.error(e.pos, format!("unknown name `{name}`"));
+            let hint = self.suggest(name, false);
+            self.error(e.pos, format!("unknown name `{name}`{hint}"));
             return Ty::Error;
         };
         let ty = match &res {
@@ -66,7 +67,8 @@ impl<'f> Checker<'f> {
             return self.call_value(e, callee, &t, args);
         };
         let Some(res) = self.resolve(name) else {
-            self.error(callee.pos, format!("unknown function `{name}`"));
+            let hint = self.suggest(name, true);
+            self.error(callee.pos, format!("unknown function `{name}`{hint}"));
             for a in args {
                 self.expr(a);
             }
@@ -159,7 +161,18 @@ impl<'f> Checker<'f> {
         match p.result_type(&known, field, annot) {
             Ok(t) => Ty::Known(t),
             Err(msg) => {
-                self.error(e.pos, msg);
+                // An i64 where a fixed signature wants f64 (`sin(2)`): the
+                // same hint as a mismatched argument of a file's function.
+                let hint = match p.info().sig {
+                    crate::prim::Sig::Fixed(params, _) => params
+                        .iter()
+                        .zip(args.iter().zip(&known))
+                        .find(|(want, (_, t))| want.ty() == Type::F64 && **t == Type::I64)
+                        .map(|(_, (a, t))| conversion_hint(a, &Type::F64, t))
+                        .unwrap_or_default(),
+                    _ => String::new(),
+                };
+                self.error(e.pos, format!("{msg}{hint}"));
                 Ty::Error
             }
         }

@@ -150,6 +150,44 @@ fn value_pos(e: &Expr) -> Pos {
     }
 }
 
+/// The expression whose value `e` yields: the tail of a block, or `e`.
+fn value_expr(e: &Expr) -> &Expr {
+    match &e.kind {
+        ExprKind::Block(b) => b.tail.as_deref().map_or(e, value_expr),
+        _ => e,
+    }
+}
+
+/// A hint for an expression of type `found` where `want` is needed: for an
+/// i64 where an f64 is expected, `; write `2.0` for an f64 literal` (an
+/// integer literal) or `; convert with `f64(n)`` (a name); "" otherwise.
+fn conversion_hint(e: &Expr, want: &Type, found: &Type) -> String {
+    if *want != Type::F64 || *found != Type::I64 {
+        return String::new();
+    }
+    let e = value_expr(e);
+    if let Some(k) = int_literal(e) {
+        return format!("; write `{k}.0` for an f64 literal");
+    }
+    match &e.kind {
+        ExprKind::Name(n) => format!("; convert with `f64({n})`"),
+        _ => String::new(),
+    }
+}
+
+/// The hint for a binary operator on an f64 and an i64 operand: the i64
+/// operand written as an f64 literal or converted (see [`conversion_hint`]).
+fn operand_hint(lhs: Option<&Expr>, a: &Type, rhs: &Expr, b: &Type) -> String {
+    match (a, b) {
+        (Type::F64, Type::I64) => conversion_hint(rhs, &Type::F64, b),
+        (Type::I64, Type::F64) => lhs.map_or_else(
+            || "; convert the i64 operand with `f64(...)`".to_string(),
+            |l| conversion_hint(l, &Type::F64, a),
+        ),
+        _ => String::new(),
+    }
+}
+
 impl<'f> Checker<'f> {
     fn error(&mut self, pos: Pos, msg: String) {
         let loc = Location {
@@ -159,9 +197,15 @@ impl<'f> Checker<'f> {
         self.errors.push(SurfaceError { loc, msg });
     }
 
-    fn mismatch(&mut self, pos: Pos, want: &Type, found: &Ty) {
+    /// A mismatch at the value of `e`, with a hint when it is a common mistake
+    /// (an integer literal or an i64 name where an f64 is expected).
+    fn mismatch_at(&mut self, e: &Expr, want: &Type, found: &Ty) {
         if let Ty::Known(t) = found {
-            self.error(pos, format!("mismatched types: expected {want}, found {t}"));
+            let hint = conversion_hint(e, want, t);
+            self.error(
+                value_pos(e),
+                format!("mismatched types: expected {want}, found {t}{hint}"),
+            );
         }
     }
 
@@ -219,7 +263,7 @@ impl<'f> Checker<'f> {
                     f.name.name, f.ret
                 ),
             ),
-            Some(tail) => self.mismatch(value_pos(tail), &f.ret, &ty),
+            Some(tail) => self.mismatch_at(tail, &f.ret, &ty),
         }
     }
 
@@ -240,6 +284,24 @@ impl<'f> Checker<'f> {
             Some(Res::Prim(p))
         } else {
             builtin(name).map(Res::Builtin)
+        }
+    }
+
+    /// `; did you mean `x`?` for a name that resolves to nothing: the
+    /// closest local in scope (innermost first), function of the file,
+    /// builtin or primitive; for a callee (`call`) the functions first.
+    fn suggest(&self, name: &str, call: bool) -> String {
+        let locals = self.scope.iter().rev().map(|&(n, _)| n);
+        let mut funcs: Vec<&str> = self.funcs.keys().copied().collect();
+        funcs.sort_unstable();
+        let builtins = ["len", "f64", "i64", "zeros"];
+        let prims = crate::prim::PRIMS.iter().map(|row| row.name);
+        if call {
+            let c = funcs.into_iter().chain(builtins).chain(prims).chain(locals);
+            crate::suggest::did_you_mean(name, "", c)
+        } else {
+            let c = locals.chain(funcs).chain(prims);
+            crate::suggest::did_you_mean(name, "", c)
         }
     }
 
@@ -280,7 +342,7 @@ impl<'f> Checker<'f> {
                 let bound = match ty {
                     Some(want) => {
                         if !found.fits(want) {
-                            self.mismatch(value_pos(init), want, &found);
+                            self.mismatch_at(init, want, &found);
                         }
                         Ty::Known(want.clone())
                     }
@@ -303,7 +365,7 @@ impl<'f> Checker<'f> {
                         } else if let Ty::Known(want) = self.local_ty(id)
                             && !found.fits(&want)
                         {
-                            self.mismatch(value_pos(value), &want, &found);
+                            self.mismatch_at(value, &want, &found);
                         }
                     }
                     None if self.funcs.contains_key(name.name.as_str()) => self.error(
@@ -314,7 +376,10 @@ impl<'f> Checker<'f> {
                         name.pos,
                         format!("cannot assign to primitive `{}`", name.name),
                     ),
-                    None => self.error(name.pos, format!("unknown name `{}`", name.name)),
+                    None => {
+                        let hint = self.suggest(&name.name, false);
+                        self.error(name.pos, format!("unknown name `{}`{hint}", name.name));
+                    }
                 }
                 found == Ty::Never
             }
@@ -329,7 +394,7 @@ impl<'f> Checker<'f> {
                 match arr {
                     Ty::Known(Type::Array(elem)) => {
                         if !val.fits(&elem.ty()) {
-                            self.mismatch(value_pos(value), &elem.ty(), &val);
+                            self.mismatch_at(value, &elem.ty(), &val);
                         }
                     }
                     Ty::Known(t) => {
@@ -386,7 +451,7 @@ impl<'f> Checker<'f> {
                     Some(e) => {
                         let found = self.expr(e);
                         if !found.fits(&ret) {
-                            self.mismatch(value_pos(e), &ret, &found);
+                            self.mismatch_at(e, &ret, &found);
                         }
                     }
                     None if ret != Type::Unit => self.error(
@@ -420,7 +485,7 @@ impl<'f> Checker<'f> {
     fn expect(&mut self, e: &'f Expr, want: &Type) -> Ty {
         let found = self.expr(e);
         if !found.fits(want) {
-            self.mismatch(value_pos(e), want, &found);
+            self.mismatch_at(e, want, &found);
         }
         found
     }
@@ -467,9 +532,10 @@ impl<'f> Checker<'f> {
             ExprKind::Unary { op, operand } => self.unary(e.pos, *op, operand),
             ExprKind::Chain { first, rest } => {
                 let mut lhs = self.expr(first);
-                for (op, pos, rhs) in rest {
+                for (k, (op, pos, rhs)) in rest.iter().enumerate() {
                     let r = self.expr(rhs);
-                    lhs = self.binary(*op, *pos, &lhs, &r);
+                    let lhs_expr = (k == 0).then_some(&**first);
+                    lhs = self.binary(*op, *pos, (&lhs, lhs_expr), (&r, rhs));
                 }
                 lhs
             }
@@ -532,7 +598,7 @@ impl<'f> Checker<'f> {
                             (Ty::Error, _) | (_, Ty::Error) => Ty::Error,
                             (Ty::Known(a), Ty::Known(_)) => {
                                 if !else_ty.fits(a) {
-                                    self.mismatch(value_pos(els), a, &else_ty);
+                                    self.mismatch_at(els, a, &else_ty);
                                     return Ty::Error;
                                 }
                                 then_ty
@@ -579,7 +645,10 @@ impl<'f> Checker<'f> {
         }
     }
 
-    fn binary(&mut self, op: BinOp, pos: Pos, lhs: &Ty, rhs: &Ty) -> Ty {
+    /// Types `lhs op rhs`; `lhs.1` is the left operand's expression when it
+    /// is one (not the result of an earlier operator of the chain).
+    fn binary(&mut self, op: BinOp, pos: Pos, lhs: (&Ty, Option<&Expr>), rhs: (&Ty, &Expr)) -> Ty {
+        let ((lhs, lhs_expr), (rhs, rhs_expr)) = (lhs, rhs);
         let result_if_unknown = match op {
             BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne => {
                 Ty::Known(Type::Bool)
@@ -610,12 +679,18 @@ impl<'f> Checker<'f> {
         if ok {
             return Ty::Known(result);
         }
-        let found = if matches!(op, BinOp::Rem | BinOp::And | BinOp::Or) {
-            found_pair(a, b)
+        let (found, hint) = if matches!(op, BinOp::Rem | BinOp::And | BinOp::Or) {
+            (found_pair(a, b), String::new())
         } else {
-            format!("{a} and {b}")
+            (
+                format!("{a} and {b}"),
+                operand_hint(lhs_expr, a, rhs_expr, b),
+            )
         };
-        self.error(pos, format!("operator `{sym}` needs {need}, found {found}"));
+        self.error(
+            pos,
+            format!("operator `{sym}` needs {need}, found {found}{hint}"),
+        );
         result_if_unknown
     }
 }
