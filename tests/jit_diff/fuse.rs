@@ -57,6 +57,30 @@ fn in_place(a: [f64]) -> f64 {
     }
     s
 }
+fn two_maps(a: [f64]) -> [f64] {
+    let n = len(a);
+    let c: [f64] = alloc(n);
+    let d: [f64] = alloc(n);
+    for i in 0..n {
+        c[i] = a[i] * 3.0 - 0.25;
+    }
+    for j in 0..n {
+        d[j] = c[j] * c[j] + a[j];
+    }
+    d
+}
+fn alloc_between(a: [f64]) -> [f64] {
+    let n = len(a);
+    let c: [f64] = alloc(n);
+    for i in 0..n {
+        c[i] = a[i] * 3.0 - 0.25;
+    }
+    let d: [f64] = alloc(n);
+    for j in 0..n {
+        d[j] = c[j] * c[j] + a[j];
+    }
+    d
+}
 fn three(a: [f64]) -> f64 {
     let n = len(a);
     let c: [f64] = alloc(n);
@@ -191,12 +215,15 @@ const FUSED: &[(&str, usize)] = &[
     ("first_fails", 1),
     ("second_fails", 1),
     ("in_place", 1),
+    ("two_maps", 1),
     ("three", 2),
     ("rows", 1),
-    // Different bounds or starts; a read one ahead; a result of the first
+    // An allocation between the loops (it may fail); different bounds or
+    // starts; a read one ahead; a result of the first
     // loop used by the second; both loops may fail; the safe loop writes
     // an argument while the other may fail; a write that may alias what
     // the first loop reads.
+    ("alloc_between", 0),
     ("bounds_differ", 0),
     ("starts_differ", 0),
     ("ahead", 0),
@@ -228,12 +255,19 @@ fn check_fused(
     let opts = RunOptions::default();
     let want_args = make();
     let want = run_on(Backend::Interp, m, f, &want_args, &opts);
-    for on in [true, false] {
+    // Fusion on and off, and on with reductions vectorised too.
+    let configs = [
+        (true, irad::codegen::LoopVectors::Maps),
+        (false, irad::codegen::LoopVectors::Maps),
+        (true, irad::codegen::LoopVectors::MapsAndReductions),
+    ];
+    for (on, vectors) in configs {
         let args = make();
         let mut jit = irad::codegen::Jit::new(m).expect("a JIT");
         jit.set_loop_fusion(on);
+        jit.set_loop_opts(true, vectors);
         let got = jit.run(f, &args, &opts);
-        let what = format!("{what} (fusion {on})");
+        let what = format!("{what} (fusion {on}, {vectors:?})");
         assert_same_outcome(&what, m, &want, &got);
         assert_same_args(&what, m, &want_args, &args);
     }

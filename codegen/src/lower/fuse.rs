@@ -51,10 +51,14 @@
 //! - *Effects*: every statement of both loops is a pure primitive, a phi,
 //!   an `arrayref` or an `arrayset` (no call, invoke, push, pop, alloc,
 //!   bulk primitive), and no terminator is a `switch`.
-//! - *Memory*: two array values *may alias* unless they differ and one is
-//!   *local*: the result of `alloc`, `zeros` or `copy` in this function
-//!   used nowhere but as the array operand of `arrayref`, `arrayset` and
-//!   `length` (no other value can then hold it). `L2` writes no array that
+//! - *Memory*: an array value is *fresh* when it is the result of
+//!   `alloc`, `zeros` or `copy` in this function, and *local* when fresh
+//!   and used nowhere but as the array operand of `arrayref`, `arrayset`
+//!   and `length`, or by `return` (no other value of the function can then
+//!   hold it). Two array values *may alias* unless they differ and one is
+//!   local, or both are fresh (two allocations are two arrays), or one is
+//!   fresh and the other a parameter (which names an array made before
+//!   the call). `L2` writes no array that
 //!   may alias one `L1` reads or writes (so no `L1(u)` reads or overwrites
 //!   what `L2(t)` wrote). Each `L2` read of an array that may alias one
 //!   `L1` writes is at index `j` itself, and every `L1` write to an array
@@ -73,7 +77,8 @@
 //! safe body's iterations that ran (or did not run) where they did not
 //! before must leave nothing the caller can see, so when the other body is
 //! not safe too, the safe one writes only local arrays (which die with the
-//! failed call). Iterations of the failing body before `t` are unchanged.
+//! failed call: it returns nothing, and nothing else holds them).
+//! Iterations of the failing body before `t` are unchanged.
 //!
 //! Forwarding. In the fused body, an `arrayref(a, i)` of `L2` (same array
 //! value `a`) after an `arrayset(a, i, v)` of `L1` in a block that
@@ -213,6 +218,8 @@ struct Facts<'a> {
     block_of: HashMap<Inst, Block>,
     /// Accesses proven in range (`bounds.rs`).
     proven: HashSet<Inst>,
+    /// Fresh arrays (module header).
+    fresh: HashSet<Value>,
     /// Local arrays (module header).
     local: HashSet<Value>,
 }
@@ -229,13 +236,28 @@ impl Facts<'_> {
         }
     }
 
+    /// Whether `v` is a parameter of the function.
+    fn param(&self, v: Value) -> bool {
+        matches!(
+            self.func.values.get(v).map(|d| d.def),
+            Some(ValueDef::Param(_))
+        )
+    }
+
+    /// Whether array values `a` and `b` may be one array (module header).
     fn may_alias(&self, a: Value, b: Value) -> bool {
-        a == b || !(self.local.contains(&a) || self.local.contains(&b))
+        let fresh = |v: Value| self.fresh.contains(&v);
+        let distinct = self.local.contains(&a)
+            || self.local.contains(&b)
+            || (fresh(a) && (fresh(b) || self.param(b)))
+            || (fresh(b) && self.param(a));
+        a == b || !distinct
     }
 }
 
-/// The arrays that are local (module header).
-fn local_arrays(func: &Func) -> HashSet<Value> {
+/// The fresh arrays of `func`, and those of them that are local (module
+/// header).
+fn local_arrays(func: &Func) -> (HashSet<Value>, HashSet<Value>) {
     let mut fresh: HashSet<Value> = HashSet::new();
     for &b in &func.layout {
         for &i in &func.blocks[b].insts {
@@ -251,6 +273,7 @@ fn local_arrays(func: &Func) -> HashSet<Value> {
             }
         }
     }
+    let all = fresh.clone();
     let escaped = |op: &Operand, fresh: &mut HashSet<Value>| {
         if let Operand::Value(v) = op {
             fresh.remove(v);
@@ -272,11 +295,18 @@ fn local_arrays(func: &Func) -> HashSet<Value> {
                 }
             }
         }
-        if let Some(op) = func.blocks[b].term.as_ref().and_then(term_operand) {
-            escaped(&op, &mut fresh);
+        // Returned is not escaped: a failed call returns nothing, and
+        // nothing runs in this function after its return.
+        match &func.blocks[b].term {
+            Some(Terminator::Return(_)) | None => {}
+            Some(t) => {
+                if let Some(op) = term_operand(t) {
+                    escaped(&op, &mut fresh);
+                }
+            }
         }
     }
-    fresh
+    (all, fresh)
 }
 
 /// An access of a loop body: (statement, array, index).
@@ -377,6 +407,7 @@ fn find(func: &Func, inl: Option<&Inlined>) -> Option<Pair> {
     if loops.len() < 2 {
         return None;
     }
+    let (fresh, local) = local_arrays(func);
     let fx = Facts {
         func,
         block_of: func
@@ -385,7 +416,8 @@ fn find(func: &Func, inl: Option<&Inlined>) -> Option<Pair> {
             .flat_map(|&b| func.blocks[b].insts.iter().map(move |&i| (i, b)))
             .collect(),
         proven: super::bounds::in_range(func),
-        local: local_arrays(func),
+        fresh,
+        local,
     };
     for l1 in &loops {
         let Some(Terminator::Goto(h2)) = func.blocks[l1.exit].term else {
