@@ -131,6 +131,7 @@ pub(crate) fn count(func: &Func) -> usize {
 }
 
 /// One counting-up loop (module header).
+#[derive(Clone)]
 struct Counted {
     header: Block,
     pre: Block,
@@ -321,6 +322,8 @@ struct Body {
     safe: bool,
 }
 
+/// The accesses of `lp`'s blocks and whether none of its statements can
+/// fail (module header, "Errors"); `None` when it has an effect.
 fn body(fx: &Facts, lp: &Counted) -> Option<Body> {
     let func = fx.func;
     let mut out = Body {
@@ -427,25 +430,11 @@ fn find(func: &Func, inl: Option<&Inlined>) -> Option<Pair> {
             continue;
         };
         if let Some(forward) = check(&fx, &dom, inl, l1, l2) {
-            let (l1, l2) = (clone_counted(l1), clone_counted(l2));
+            let (l1, l2) = (l1.clone(), l2.clone());
             return Some(Pair { l1, l2, forward });
         }
     }
     None
-}
-
-fn clone_counted(c: &Counted) -> Counted {
-    Counted {
-        header: c.header,
-        pre: c.pre,
-        latch: c.latch,
-        exit: c.exit,
-        blocks: c.blocks.clone(),
-        in_loop: c.in_loop.clone(),
-        k0: c.k0,
-        bound: c.bound,
-        iv: c.iv,
-    }
 }
 
 /// The loads to forward when `l1` and `l2` may be fused (module header).
