@@ -19,8 +19,9 @@
 //! "Inlining"). Sites in inlined code carry the callee's place, their error
 //! returns trace the inlined calls, and an inlined body's entry checks the
 //! call depth its frame would have had, so errors read as without inlining.
-//! Innermost loops whose array accesses `lower/bounds.rs` cannot prove in
-//! range are then versioned on that copy (`lower/version.rs`): an unchecked
+//! Adjacent counted loops over the same range are then fused on that copy
+//! (`lower/fuse.rs`), and innermost loops whose array accesses
+//! `lower/bounds.rs` cannot prove in range versioned (`lower/version.rs`): an unchecked
 //! copy of the loop runs when one test before it shows every index in range.
 
 mod bounds;
