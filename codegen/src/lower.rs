@@ -21,8 +21,9 @@
 //! call depth its frame would have had, so errors read as without inlining.
 //! Adjacent counted loops over the same range are then fused on that copy
 //! (`lower/fuse.rs`), and innermost loops whose array accesses
-//! `lower/bounds.rs` cannot prove in range versioned (`lower/version.rs`): an unchecked
-//! copy of the loop runs when one test before it shows every index in range.
+//! `lower/bounds.rs` cannot prove in range versioned (`lower/version.rs`):
+//! an unchecked copy of the loop runs when one test before it shows every
+//! index in range.
 
 mod bounds;
 mod fuse;
