@@ -81,6 +81,28 @@ fn alloc_between(a: [f64]) -> [f64] {
     }
     d
 }
+fn lens(a: [f64]) -> f64 {
+    let c: [f64] = alloc(len(a));
+    for i in 0..len(a) {
+        c[i] = a[i] * 3.0 + 0.5;
+    }
+    let mut s = 0.0;
+    for j in 0..len(a) {
+        s = s + c[j] * a[j];
+    }
+    s
+}
+fn lens_differ(a: [f64], b: [f64]) -> f64 {
+    let c: [f64] = alloc(len(a));
+    for i in 0..len(a) {
+        c[i] = a[i] * 3.0;
+    }
+    let mut s = 0.0;
+    for j in 0..len(b) {
+        s = s + b[j];
+    }
+    s
+}
 fn three(a: [f64]) -> f64 {
     let n = len(a);
     let c: [f64] = alloc(n);
@@ -216,14 +238,16 @@ const FUSED: &[(&str, usize)] = &[
     ("second_fails", 1),
     ("in_place", 1),
     ("two_maps", 1),
+    ("lens", 1),
     ("three", 2),
     ("rows", 1),
-    // An allocation between the loops (it may fail); different bounds or
-    // starts; a read one ahead; a result of the first
+    // An allocation between the loops (it may fail); lengths of two arrays;
+    // different bounds or starts; a read one ahead; a result of the first
     // loop used by the second; both loops may fail; the safe loop writes
     // an argument while the other may fail; a write that may alias what
     // the first loop reads.
     ("alloc_between", 0),
+    ("lens_differ", 0),
     ("bounds_differ", 0),
     ("starts_differ", 0),
     ("ahead", 0),
