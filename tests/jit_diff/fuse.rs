@@ -103,6 +103,20 @@ fn lens_differ(a: [f64], b: [f64]) -> f64 {
     }
     s
 }
+fn cond_store(a: [f64]) -> f64 {
+    let n = len(a);
+    let c = zeros(n);
+    for i in 0..n {
+        if a[i] > 0.0 {
+            c[i] = a[i] * 0.5;
+        }
+    }
+    let mut s = 0.25;
+    for j in 0..n {
+        s = s + c[j];
+    }
+    s
+}
 fn three(a: [f64]) -> f64 {
     let n = len(a);
     let c: [f64] = alloc(n);
@@ -239,6 +253,7 @@ const FUSED: &[(&str, usize)] = &[
     ("in_place", 1),
     ("two_maps", 1),
     ("lens", 1),
+    ("cond_store", 1),
     ("three", 2),
     ("rows", 1),
     // An allocation between the loops (it may fail); lengths of two arrays;

@@ -764,6 +764,20 @@ fn lens_differ(a: [f64], b: [f64]) -> f64 {
     }
     s
 }
+fn cond_store(a: [f64]) -> f64 {
+    let n = len(a);
+    let c = zeros(n);
+    for i in 0..n {
+        if a[i] > 0.0 {
+            c[i] = a[i] * 0.5;
+        }
+    }
+    let mut s = 0.25;
+    for j in 0..n {
+        s = s + c[j];
+    }
+    s
+}
 fn three(a: [f64]) -> f64 {
     let n = len(a);
     let c: [f64] = alloc(n);
@@ -858,6 +872,7 @@ fn may_alias(a: [f64], b: [f64]) -> f64 {
         ("unproven", 1),
         ("three", 2),
         ("lens", 1),
+        ("cond_store", 1),
         ("lens_differ", 0),
         ("bounds_differ", 0),
         ("ahead", 0),
@@ -912,6 +927,19 @@ fn may_alias(a: [f64], b: [f64]) -> f64 {
             assert_eq!(fused(&m, name).1, want, "@{name}");
             let fid = m.by_name(name).expect("the function");
             assert_eq!(count(&m[fid]), want, "@{name}");
+        }
+    }
+
+    /// Loads forwarded: both of `map_sum`'s `c[j]`; none of `cond_store`'s,
+    /// whose store runs only on some iterations; `three`'s `c[j]` (its
+    /// third loop reads `a` only, which no loop writes).
+    #[test]
+    fn only_loads_after_a_store_on_every_iteration_are_forwarded() {
+        let m = module();
+        for (name, want) in [("map_sum", 2), ("cond_store", 0), ("three", 1)] {
+            let fid = m.by_name(name).expect("the function");
+            let (m2, _) = fused(&m, name);
+            assert_eq!(loads(&m[fid]) - loads(&m2[fid]), want, "@{name}");
         }
     }
 
