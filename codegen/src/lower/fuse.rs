@@ -37,9 +37,9 @@
 //! latch jumps to `h1`, whose phis are now entered from it; `h1` leaves to
 //! `L2`'s exit `e2`, whose phis name `h1` for `h2`; `j` is replaced by `i`
 //! everywhere (both run `k0, k0 + 1, ...` below the same `B`, `h1` testing
-//! `L1`'s operand, whose value is `L2`'s; and after
-//! the loops both equal the value that failed the test); `e1` and `h2`
-//! leave the layout. `i` counts one iteration of both bodies.
+//! `L1`'s operand, whose value is `L2`'s; and after the loops both equal
+//! the value that failed the test); `e1` and `h2` leave the layout. `i`
+//! counts one iteration of both bodies.
 //!
 //! Legality. Before, the run is `L1(k0), ..., L1(B-1), L2(k0), ...,
 //! L2(B-1)`; after, `L1(k0), L2(k0), L1(k0+1), ...`. Each body's own
@@ -60,13 +60,13 @@
 //!   hold it). Two array values *may alias* unless they differ and one is
 //!   local, or both are fresh (two allocations are two arrays), or one is
 //!   fresh and the other a parameter (which names an array made before
-//!   the call). `L2` writes no array that
-//!   may alias one `L1` reads or writes (so no `L1(u)` reads or overwrites
-//!   what `L2(t)` wrote). Each `L2` read of an array that may alias one
-//!   `L1` writes is at index `j` itself, and every `L1` write to an array
-//!   that may alias it is at index `i` itself: `L1(u)` writes element `u`
-//!   only, so `L2(t)` reads element `t` after `L1(t)` wrote it and before
-//!   any later `L1(u)` could touch it (none does), as before.
+//!   the call). `L2` writes no array that may alias one `L1` reads or
+//!   writes (so no `L1(u)` reads or overwrites what `L2(t)` wrote). Each
+//!   `L2` read of an array that may alias one `L1` writes is at index `j`
+//!   itself, and every `L1` write to an array that may alias it is at
+//!   index `i` itself: `L1(u)` writes element `u` only, so `L2(t)` reads
+//!   element `t` after `L1(t)` wrote it and before any later `L1(u)` could
+//!   touch it (none does), as before.
 //!
 //! Errors. Each body is *safe* when none of its statements can fail: a
 //! pure primitive, or an `arrayref`/`arrayset` proven in range by
