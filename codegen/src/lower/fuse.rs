@@ -965,7 +965,9 @@ fn may_alias(a: [f64], b: [f64]) -> f64 {
         // And the fused loop is versioned as one.
         let (inl, unchecked) = version::version(&m2[fid], None);
         assert!(inl.is_some());
-        assert_eq!(unchecked.len(), 2, "invs[c * d + j] in both copies' bodies");
+        // invs[c * d + j] of the logdet loop and of the fused loop: both
+        // loops versioned, as the logdet loop and the diff loop were.
+        assert_eq!(unchecked.len(), 2);
     }
 
     fn arr(xs: &[f64]) -> Val {
