@@ -24,6 +24,8 @@
 //!   operands, and every failed shape check.
 //! - Vectorised map and reduction loops on every length, start, special
 //!   value and aliasing of arguments, and which loops are vectorised.
+//! - Fused loops on every length, with a failing access in either loop and
+//!   arrays passed twice, fusion on and off, and which loops are fused.
 //! - One JIT running the two sweeps of reverse mode as separate calls: the
 //!   tape carries over between them and is empty after the pullback.
 
@@ -48,6 +50,8 @@ mod corpus;
 mod errors;
 #[path = "jit_diff/filetests.rs"]
 mod filetests;
+#[path = "jit_diff/fuse.rs"]
+mod fuse;
 #[path = "jit_diff/semantics.rs"]
 mod semantics;
 #[path = "jit_diff/tape.rs"]

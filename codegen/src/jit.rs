@@ -334,6 +334,14 @@ impl<'m> Jit<'m> {
         self.st.comp.vectorise = vectors;
     }
 
+    /// Whether functions compiled from now on fuse adjacent counted loops
+    /// over the same range (on by default; docs/codegen.md, "Loop
+    /// fusion"). Either way the results and errors are the same: for
+    /// measuring what it does, and for tests.
+    pub fn set_loop_fusion(&mut self, on: bool) {
+        self.st.comp.fuse_loops = on;
+    }
+
     /// From now on, keeps the Cranelift IR of every function compiled, as
     /// Cranelift's optimiser leaves it (before register allocation), for
     /// [`Jit::take_clif`]: what `irad dump --format clif` prints.

@@ -55,3 +55,11 @@ pub enum LoopVectors {
 pub fn vectorised_loops(func: &irad_ir::Func, which: LoopVectors) -> usize {
     lower::vectorised_loops(func, which)
 }
+
+/// How many times code generation fuses two adjacent counted loops of
+/// `func` into one (docs/codegen.md, "Loop fusion"), counted on `func` as
+/// given (code generation first inlines small callees into it). For tests
+/// and diagnostics.
+pub fn fused_loops(func: &irad_ir::Func) -> usize {
+    lower::fused_loops(func)
+}

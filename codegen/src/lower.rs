@@ -19,15 +19,19 @@
 //! "Inlining"). Sites in inlined code carry the callee's place, their error
 //! returns trace the inlined calls, and an inlined body's entry checks the
 //! call depth its frame would have had, so errors read as without inlining.
-//! Innermost loops whose array accesses `lower/bounds.rs` cannot prove in
-//! range are then versioned on that copy (`lower/version.rs`): an unchecked
-//! copy of the loop runs when one test before it shows every index in range.
+//! Adjacent counted loops over the same range are then fused on that copy
+//! (`lower/fuse.rs`), and innermost loops whose array accesses
+//! `lower/bounds.rs` cannot prove in range versioned (`lower/version.rs`):
+//! an unchecked copy of the loop runs when one test before it shows every
+//! index in range.
 
 mod bounds;
+mod fuse;
 mod prim;
 mod vector;
 mod version;
 
+pub(crate) use fuse::count as fused_loops;
 pub(crate) use vector::count as vectorised_loops;
 
 use crate::CodegenError;
@@ -114,6 +118,9 @@ pub(crate) struct Compiler<M: ClModule> {
     /// versioned: an unchecked copy runs when a test before the loop shows
     /// them in range (`lower/version.rs`; docs/codegen.md, "Bounds checks").
     pub version_loops: bool,
+    /// Whether adjacent counted loops over the same range are fused, before
+    /// versioning (`lower/fuse.rs`; docs/codegen.md, "Loop fusion").
+    pub fuse_loops: bool,
     /// Which loops run two iterations at a time in vectors
     /// (`lower/vector.rs`; docs/codegen.md, "Vectorisation").
     pub vectorise: crate::LoopVectors,
@@ -147,6 +154,7 @@ impl<M: ClModule> Compiler<M> {
             inlined_bodies: HashMap::new(),
             clif: None,
             version_loops: true,
+            fuse_loops: true,
             vectorise: crate::LoopVectors::default(),
             #[cfg(test)]
             fail_at: None,
@@ -390,6 +398,15 @@ impl<M: ClModule> Compiler<M> {
             bodies.dedup();
             self.inlined_bodies.insert(fid, bodies);
         }
+        // Loop fusion works on the same copy, before versioning (which then
+        // takes a fused loop as one).
+        let inlined = match f {
+            FuncRef::User(fid) if self.fuse_loops => match module.get(fid) {
+                Some(func) => fuse::fuse(func, inlined).0,
+                None => inlined,
+            },
+            _ => inlined,
+        };
         // Loop versioning works on the same copy; the accesses of its
         // unchecked loops join those `bounds.rs` proves in range.
         let (inlined, unchecked) = match f {

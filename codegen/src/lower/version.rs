@@ -147,28 +147,30 @@ fn fill_places(out: &mut Inlined, blocks: &[Block]) {
 
 /// Values that are the counter plus a constant in a loop's body: `(value,
 /// d)` for `value = i + d`.
-type Counters = Vec<(Value, i64)>;
+pub(super) type Counters = Vec<(Value, i64)>;
 
-/// A loop to version and its accesses (module header).
-struct Plan {
-    header: Block,
-    pre: Block,
-    exit: Block,
+/// A loop to version and its accesses (module header). Loop fusion
+/// (`fuse.rs`) recognises its loops with [`shape`] too.
+pub(super) struct Plan {
+    pub(super) header: Block,
+    pub(super) pre: Block,
+    pub(super) exit: Block,
     /// The loop's blocks, in layout order.
-    blocks: Vec<Block>,
+    pub(super) blocks: Vec<Block>,
     /// In the body, `k0 <= i < bound`.
-    k0: i64,
-    bound: Operand,
+    pub(super) k0: i64,
+    pub(super) bound: Operand,
     /// Counting down: `bound < 0` is bad.
-    bound_nonneg: bool,
+    pub(super) bound_nonneg: bool,
     /// The values that are the counter plus a constant in the body:
-    /// `(value, d)` for `value = i + d`.
-    ivs: Counters,
+    /// `(value, d)` for `value = i + d`; the first is the counter itself
+    /// (`i`, or `m` counting down).
+    pub(super) ivs: Counters,
     /// The accesses: (statement, array, index's sign of `i`, its
     /// invariant terms, its constant).
     accesses: Vec<Access>,
     /// The loop's blocks as a set.
-    in_loop: HashSet<Block>,
+    pub(super) in_loop: HashSet<Block>,
 }
 
 /// An access of a [`Plan`]: its index is `sign * i + delta + sum(terms)`.
@@ -287,7 +289,12 @@ fn writes_with_a_stride(func: &Func, lc: &LoopCtx, plan: &Plan) -> bool {
 
 /// The structure of the loop headed by `h` with blocks `in_loop` when it
 /// qualifies (module header), without its accesses.
-fn shape(func: &Func, cfg: &ControlFlowGraph, h: Block, in_loop: HashSet<Block>) -> Option<Plan> {
+pub(super) fn shape(
+    func: &Func,
+    cfg: &ControlFlowGraph,
+    h: Block,
+    in_loop: HashSet<Block>,
+) -> Option<Plan> {
     let [p0, p1] = cfg.preds(h) else { return None };
     let (pre, latch) = match (in_loop.contains(p0), in_loop.contains(p1)) {
         (false, true) => (*p0, *p1),
@@ -827,7 +834,7 @@ fn copy_loop(
 }
 
 /// Replaces target `from` of `t` by `to`.
-fn retarget(t: &mut Terminator, from: Block, to: Block) {
+pub(super) fn retarget(t: &mut Terminator, from: Block, to: Block) {
     match t {
         Terminator::Goto(x) | Terminator::GotoIfNot { target: x, .. } if *x == from => *x = to,
         Terminator::Switch { targets, .. } => {
