@@ -527,6 +527,60 @@ fn grad_sparse_gives_the_forward_gradient_in_one_pass() {
     assert!(stderr(&rev).contains("--sparse is sparse forward mode"));
 }
 
+/// Sparse mode's driver `@f.fwds.grad` is irad's, not a call level of the
+/// user's (issue 27, finding 5): the call-depth limit is reached where dense
+/// forward mode, reverse mode and the primal reach it, in both backends.
+#[test]
+fn sparse_mode_counts_call_depth_as_the_other_modes_do() {
+    let path = file(
+        "sparse_depth",
+        "rec.irad",
+        b"fn r(x: f64, n: i64) -> f64 { if n == 0 { x } else { sin(r(x, n - 1)) } }\n",
+    );
+    let path = path.to_str().expect("utf-8 path");
+    for backend in ["jit", "interp"] {
+        for (depth, ok) in [("4", true), ("3", false)] {
+            let run = |extra: &[&str]| {
+                let mut v = vec![
+                    "grad",
+                    path,
+                    "-f",
+                    "r",
+                    "--args",
+                    "0.5, 3",
+                    "--max-depth",
+                    depth,
+                    "--backend",
+                    backend,
+                ];
+                v.extend_from_slice(extra);
+                irad(&v)
+            };
+            let sparse = run(&["--mode", "fwd", "--sparse"]);
+            for other in [run(&["--mode", "fwd"]), run(&[])] {
+                assert_eq!(
+                    sparse.status.code(),
+                    other.status.code(),
+                    "{}",
+                    stderr(&sparse)
+                );
+                assert_eq!(stdout(&sparse), stdout(&other));
+            }
+            if ok {
+                assert_eq!(sparse.status.code(), Some(0), "{}", stderr(&sparse));
+            } else {
+                fails_with(&sparse, "call depth limit of 3 exceeded");
+                // Located in the user's recursion, not at the driver.
+                assert!(
+                    stderr(&sparse).contains("rec.irad:1:58"),
+                    "{}",
+                    stderr(&sparse)
+                );
+            }
+        }
+    }
+}
+
 fn manifest_examples(name: &str) -> String {
     format!("{}/examples/{name}", env!("CARGO_MANIFEST_DIR"))
 }

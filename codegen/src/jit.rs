@@ -509,7 +509,8 @@ impl State<'_> {
         }
         let mut rets = vec![0u64; leaf_count(&ret)];
         let mut ctx = Ctx {
-            depth: 1,
+            // A driver's frames are below depth 1 (`RunOptions::driver_frames`).
+            depth: 1 - i64::try_from(opts.driver_frames).unwrap_or(0),
             max_depth: i64::try_from(opts.max_depth).unwrap_or(i64::MAX),
             stack_limit: 0,
             fn_table: self.table.as_ptr(),

@@ -187,6 +187,11 @@ pub struct RunOptions {
     /// limit of N exceeded` at the terminator where it is noticed. Unlimited
     /// (`u64::MAX`) by default; the fuzzers set one.
     pub max_steps: u64,
+    /// Frames at the bottom of the stack, of a wrapper irad runs around
+    /// the function the user asked for (sparse mode's `@f.fwds.grad`), that
+    /// do not count toward `max_depth`: the user's function is at depth 1
+    /// under any driver. 0 by default.
+    pub driver_frames: usize,
 }
 
 impl Default for RunOptions {
@@ -194,6 +199,7 @@ impl Default for RunOptions {
         RunOptions {
             max_depth: DEFAULT_MAX_DEPTH,
             max_steps: u64::MAX,
+            driver_frames: 0,
         }
     }
 }
@@ -438,6 +444,8 @@ pub struct Interpreter<'m> {
     /// frame fails for want of memory, so that the error (its message and
     /// trace) can still be made.
     ballast: Vec<u8>,
+    /// [`RunOptions::driver_frames`] of the run under way.
+    driver_frames: usize,
 }
 
 /// The size of [`Interpreter::ballast`]: far more than an error needs.
@@ -481,6 +489,7 @@ impl<'m> Interpreter<'m> {
             pool: Vec::new(),
             scratch: Vec::new(),
             ballast: Vec::new(),
+            driver_frames: 0,
         }
     }
 
@@ -504,6 +513,7 @@ impl<'m> Interpreter<'m> {
             pool: Vec::new(),
             scratch: Vec::new(),
             ballast: Vec::new(),
+            driver_frames: 0,
         }
     }
 
@@ -647,7 +657,11 @@ impl<'m> Interpreter<'m> {
         self.sparse.clear();
         let frame = self.enter(cf, args.iter().cloned(), None).map_err(fail)?;
         let steps_end = self.statements.saturating_add(opts.max_steps);
-        self.execute(frame, opts.max_depth, (opts.max_steps, steps_end))
+        // The driver's frames are below the user's: they raise the limit
+        // the stack is checked against, not the one messages name.
+        self.driver_frames = opts.driver_frames;
+        let limit = opts.max_depth.saturating_add(opts.driver_frames);
+        self.execute(frame, limit, (opts.max_steps, steps_end))
     }
 
     /// The translated form of function `f`, made on first use.
@@ -798,7 +812,8 @@ impl<'m> Interpreter<'m> {
             }
             OpKind::Invoke { func, args, dst } => {
                 if stack.len() + 2 > max_depth {
-                    let msg = Trap::Depth(i64::try_from(max_depth).unwrap_or(i64::MAX)).to_string();
+                    let shown = max_depth - self.driver_frames;
+                    let msg = Trap::Depth(i64::try_from(shown).unwrap_or(i64::MAX)).to_string();
                     return Err(located(msg, stack));
                 }
                 let callee = self
@@ -892,7 +907,8 @@ impl<'m> Interpreter<'m> {
         match cur.slots.get(callee as usize) {
             Some(Val::Func(FuncRef::User(func))) => {
                 if stack.len() + 2 > max_depth {
-                    let msg = Trap::Depth(i64::try_from(max_depth).unwrap_or(i64::MAX)).to_string();
+                    let shown = max_depth - self.driver_frames;
+                    let msg = Trap::Depth(i64::try_from(shown).unwrap_or(i64::MAX)).to_string();
                     return Err(located(msg, stack));
                 }
                 let func = *func;

@@ -149,7 +149,12 @@ fn sparse_pass(
         .map(|i| wrt.contains(&i).then(|| zero_tangent(&args[i], &params[i])))
         .collect();
     let copies: Vec<Val> = args.iter().map(deep_copy).collect();
-    let out = exec.run(wrapper, &copies, run)?;
+    // The wrapper is irad's, not the user's: it is no call level.
+    let run = RunOptions {
+        driver_frames: run.driver_frames.saturating_add(1),
+        ..run.clone()
+    };
+    let out = exec.run(wrapper, &copies, &run)?;
     let bad = || {
         internal(
             floc.clone(),
