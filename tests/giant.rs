@@ -184,3 +184,62 @@ fn ten_million_elements_pass_through_an_args_file() {
         &err[..err.len().min(300)]
     );
 }
+
+/// A tuple of `n` f64s, as a type or as a value of ones.
+fn tuple_of(n: usize, item: &str) -> String {
+    format!("({})", vec![item; n].join(", "))
+}
+
+/// Signatures with more scalars than compiled code takes (issue 27, finding
+/// 1: Cranelift's ABI code panicked past 65 535 arguments) are located
+/// errors naming the function and the interpreter, which runs them.
+#[test]
+fn giant_signatures_are_located_errors_in_compiled_code() {
+    // 17 parameters of 4 000 f64s each: 68 000 scalars.
+    let ty = tuple_of(4000, "f64");
+    let params: Vec<String> = (0..17).map(|k| format!("a{k}: {ty}")).collect();
+    let file = write(
+        "sig17.irad",
+        &format!("fn f({}) -> f64 {{ a0.0 + a16.1 }}\n", params.join(", ")),
+    );
+    let args = write("sig17.args", &vec![tuple_of(4000, "1.0"); 17].join(", "));
+    let args = args.to_str().expect("utf-8 path");
+    let o = irad(&["run", "-f", "f", "--args-file", args], &file);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o)
+            .contains("sig17.irad:1:1: error: cannot compile: @f has 68001 scalar parameters"),
+        "{}",
+        stderr(&o)
+    );
+    let o = irad(
+        &["run", "-f", "f", "--args-file", args, "--backend", "interp"],
+        &file,
+    );
+    assert_eq!(stdout(&o).trim(), "2.0", "{}", stderr(&o));
+    // Forward mode at width 256 of one 256-f64 tuple: 65 792 tangents.
+    let file = write(
+        "sig256.irad",
+        &format!("fn f(a: {}) -> f64 {{ a.0 * a.1 }}\n", tuple_of(256, "f64")),
+    );
+    let args = write("sig256.args", &tuple_of(256, "1.0"));
+    let args = args.to_str().expect("utf-8 path");
+    let fwd = [
+        "grad",
+        "-f",
+        "f",
+        "--args-file",
+        args,
+        "--mode",
+        "fwd",
+        "--batch",
+        "256",
+    ];
+    let o = irad(&fwd, &file);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("scalar parameters"), "{}", stderr(&o));
+    let mut interp = fwd.to_vec();
+    interp.extend(["--backend", "interp"]);
+    let o = irad(&interp, &file);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

@@ -165,8 +165,10 @@ impl<M: ClModule> Compiler<M> {
         self.backend.isa().default_call_conv()
     }
 
-    /// The internal signature of a function of type `sig`.
-    pub fn signature(&self, sig: &FnType) -> Signature {
+    /// The internal signature of a function of type `sig`, or the error
+    /// `what` (the function, or the call) has too many scalars for it:
+    /// [`MAX_SIGNATURE_LEAVES`] parameters or results at most.
+    pub fn signature(&self, sig: &FnType, what: &str) -> Result<Signature, String> {
         let mut s = Signature::new(self.call_conv());
         s.params.push(AbiParam::new(types::I64));
         for p in &sig.params {
@@ -178,7 +180,14 @@ impl<M: ClModule> Compiler<M> {
         for leaf in leaf_list(&sig.ret) {
             s.returns.push(AbiParam::new(leaf));
         }
-        s
+        for (n, which) in [(s.params.len(), "parameters"), (s.returns.len(), "results")] {
+            if n > MAX_SIGNATURE_LEAVES {
+                return Err(format!(
+                    "{what} has {n} scalar {which} once tuples and duals are flattened; compiled code takes at most {MAX_SIGNATURE_LEAVES} (the interpreter has no such limit: `--backend interp`)"
+                ));
+            }
+        }
+        Ok(s)
     }
 
     /// The type of a function value.
@@ -203,7 +212,15 @@ impl<M: ClModule> Compiler<M> {
         if let Some(&id) = self.funcs.get(&f) {
             return Ok(id);
         }
-        let sig = self.signature(&Self::fn_type_of(module, f)?);
+        let sig = self
+            .signature(&Self::fn_type_of(module, f)?, &name_of(module, f))
+            .map_err(|msg| match f {
+                FuncRef::User(id) => match module.get(id) {
+                    Some(func) => CodegenError::at(func, None, &msg),
+                    None => CodegenError::internal(msg),
+                },
+                FuncRef::Prim(_) => CodegenError::internal(msg),
+            })?;
         let name = match f {
             FuncRef::User(id) => {
                 let name = module.get(id).map_or("", |func| func.name.as_str());
@@ -417,7 +434,15 @@ impl<M: ClModule> Compiler<M> {
             _ => (inlined, std::collections::HashSet::new()),
         };
         let id = self.funcs[&f];
-        let sig = self.signature(&Self::fn_type_of(module, f)?);
+        let sig = self
+            .signature(&Self::fn_type_of(module, f)?, &name_of(module, f))
+            .map_err(|msg| match f {
+                FuncRef::User(id) => match module.get(id) {
+                    Some(func) => CodegenError::at(func, None, &msg),
+                    None => CodegenError::internal(msg),
+                },
+                FuncRef::Prim(_) => CodegenError::internal(msg),
+            })?;
         self.ctx.clear();
         self.ctx.func.signature = sig;
         let mut ctx = std::mem::replace(&mut self.ctx, Context::new());
@@ -487,6 +512,13 @@ impl<M: ClModule> Compiler<M> {
         res
     }
 }
+
+/// The most scalar parameters, or results, of a compiled signature (the
+/// context and the status included). Cranelift's ABI code numbers
+/// arguments in 16 bits and panics past that (issue 27, finding 1), so
+/// larger signatures are a located error; the margin leaves room for the
+/// hidden arguments it adds.
+pub const MAX_SIGNATURE_LEAVES: usize = 60_000;
 
 fn name_of(module: &Module, f: FuncRef) -> String {
     match f {
@@ -992,7 +1024,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     for a in args {
                         flat.extend(self.operand(a)?);
                     }
-                    let sigref = self.b.import_signature(self.c.signature(sig));
+                    let sig = self
+                        .c
+                        .signature(sig, "the function value called")
+                        .map_err(|msg| CodegenError::at(func, Some(blk), &msg))?;
+                    let sigref = self.b.import_signature(sig);
                     let site = self.c.site(site_loc(), None);
                     self.call(Callee::Indirect(sigref, h), flat, site)?
                 }
