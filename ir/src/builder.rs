@@ -400,6 +400,18 @@ impl<'m> FuncBuilder<'m> {
             Some(Operand::Const(Const::I64(k))) => Some(*k),
             _ => None,
         };
+        // Tuples the builder makes are bounded by MAX_BUILT_TYPE_SIZE, not
+        // by the bound on inferred types (they are of declared types).
+        let built;
+        let annot = match (prim, annot) {
+            (Prim::Tuple, None)
+                if types.iter().map(Type::size).sum::<usize>() < crate::MAX_BUILT_TYPE_SIZE =>
+            {
+                built = Type::tuple(types.clone());
+                Some(&built)
+            }
+            _ => annot,
+        };
         prim.result_type(&types, field, annot)
             .map_err(BuildError::Type)
     }

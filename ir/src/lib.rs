@@ -54,7 +54,15 @@ pub const MAX_NESTING: usize = 256;
 /// The most components (nodes of the type tree) that a `tuple` statement's type
 /// may have. Inferred types are copied into every value, so without a bound
 /// `%t1 = call tuple(%t0, %t0)` repeated 40 times would ask for 2^41 of them.
+/// Only inferred types are bounded: a `tuple` statement annotated with its
+/// type (`:: T`, written out in full, so no larger than its text) is not.
 pub const MAX_TYPE_SIZE: usize = 1 << 12;
+
+/// The bound on the type of a `tuple` statement made by [`FuncBuilder`]:
+/// the transforms build tuples of the user's declared types (reverse mode's
+/// gradient of every parameter at once), which may exceed
+/// [`MAX_TYPE_SIZE`] without any doubling (two parameters of 2 100 f64s).
+pub const MAX_BUILT_TYPE_SIZE: usize = 1 << 16;
 
 /// The most tangents a `dual<T, N>` carries (forward mode's batch width).
 pub const MAX_WIDTH: u32 = 256;

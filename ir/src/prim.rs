@@ -481,10 +481,16 @@ impl Call<'_> {
                         "tuple type nested deeper than {MAX_NESTING} levels"
                     ));
                 }
+                // An annotated statement states its type in full: no bound.
+                let limit = if self.annot.is_some() {
+                    usize::MAX
+                } else {
+                    MAX_TYPE_SIZE
+                };
                 let mut size = 1usize;
                 for arg in args {
                     size = size.saturating_add(arg.size());
-                    if size > MAX_TYPE_SIZE {
+                    if size > limit {
                         return Err(format!(
                             "tuple type has more than {MAX_TYPE_SIZE} components"
                         ));
