@@ -157,7 +157,7 @@ mod grad;
 mod json;
 mod schedule;
 
-pub use bench::{BenchOptions, BenchReport, MIN_SAMPLE_TIME, bench};
+pub use bench::{BenchOptions, BenchReport, MAX_RUNS, MIN_RUNS, MIN_SAMPLE_TIME, bench};
 pub use compiled::{
     Compiled, CompiledError, CompiledGradient, Mode, jit_forward, jit_gradient, jit_primal,
     jit_reverse,
