@@ -339,10 +339,12 @@ struct JacobianCmd {
 struct BenchCmd {
     #[command(flatten)]
     req: GradArgs,
-    /// Seconds to sample each of primal and gradient at least.
+    /// Seconds to sample each of primal and gradient (each on its own: a
+    /// slow gradient runs fewer times than a fast primal).
     #[arg(long, value_name = "SECONDS", default_value_t = 1.0, value_parser = min_time)]
     min_time: f64,
-    /// Print one JSON object: {"compile_s": C, "primal_s": P, "grad_s": G, "ratio": G/P}.
+    /// Print one JSON object: {"compile_s": C, "primal_s": P, "grad_s": G,
+    /// "ratio": G/P, "primal_runs": NP, "grad_runs": NG}.
     #[arg(long)]
     json: bool,
 }
@@ -971,30 +973,26 @@ fn bench(cmd: BenchCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         min_time: std::time::Duration::from_secs_f64(cmd.min_time),
         schedule,
     };
-    // On a terminal one line counts up; elsewhere a line per second.
-    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let mut shown = false;
-    let mut progress = |secs: f64| {
-        shown = tty;
-        let mut err = std::io::stderr();
-        let _ = if tty {
-            write!(err, "\rbench: sampling, {secs:.0} s")
-        } else {
-            writeln!(err, "bench: sampling, {secs:.0} s")
-        };
-        let _ = err.flush();
+    // On a terminal, and not under `--json`, one line counts the seconds up
+    // (`\r`) and is wiped when sampling ends; elsewhere nothing is shown.
+    let mut progress = Progress {
+        out: std::io::stderr(),
+        on: !cmd.json && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        width: 0,
     };
-    let report = irad::bench(&module, func, &args, &registry, &opts, &mut progress)
-        .map_err(|e| irad::grad_error(&sources[0], e))?;
-    if shown {
-        let _ = writeln!(std::io::stderr());
-    }
+    let result = irad::bench(&module, func, &args, &registry, &opts, &mut |secs| {
+        progress.show(&format!("bench: sampling, {secs:.0} s"));
+    });
+    progress.clear();
+    let report = result.map_err(|e| irad::grad_error(&sources[0], e))?;
     if cmd.json {
         let json = serde_json::json!({
             "compile_s": report.compile_s,
             "primal_s": report.primal_s,
             "grad_s": report.grad_s,
             "ratio": report.ratio,
+            "primal_runs": report.primal_runs,
+            "grad_runs": report.grad_runs,
         });
         out(&format!("{json}\n"));
     } else {
@@ -1009,6 +1007,35 @@ fn bench(cmd: BenchCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         ));
     }
     Ok(())
+}
+
+/// A one-line progress indicator (on stderr), rewritten in place with `\r`
+/// and wiped by [`Progress::clear`]; writes nothing when `on` is false.
+struct Progress<W: Write> {
+    out: W,
+    on: bool,
+    /// The characters on the line now (0: nothing shown).
+    width: usize,
+}
+
+impl<W: Write> Progress<W> {
+    /// Replaces the line by `text`.
+    fn show(&mut self, text: &str) {
+        if self.on {
+            let n = text.chars().count();
+            let pad = " ".repeat(self.width.saturating_sub(n));
+            emit(&mut self.out, &format!("\r{text}{pad}"));
+            self.width = self.width.max(n);
+        }
+    }
+
+    /// Wipes the line, leaving the cursor at its start.
+    fn clear(&mut self) {
+        if self.on && self.width > 0 {
+            emit(&mut self.out, &format!("\r{}\r", " ".repeat(self.width)));
+            self.width = 0;
+        }
+    }
 }
 
 /// `irad run`: the value of a call, as text or JSON.
@@ -1163,4 +1190,44 @@ fn write_file(path: &std::path::Path, bytes: &[u8]) -> Result<(), Error> {
 fn load(path: &std::path::Path, sources: &mut Vec<Source>) -> Result<irad::ir::Module, Error> {
     sources.push(irad::read_source(path)?);
     irad::load(&sources[sources.len() - 1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Progress;
+
+    #[test]
+    fn progress_rewrites_its_line_and_wipes_it() {
+        let mut p = Progress {
+            out: Vec::new(),
+            on: true,
+            width: 0,
+        };
+        p.show("bench: sampling, 9 s");
+        p.show("bench: sampling, 10 s");
+        p.show("short");
+        p.clear();
+        p.clear();
+        let text = String::from_utf8(p.out).unwrap_or_default();
+        let wipe = format!("\r{}\r", " ".repeat(21));
+        assert_eq!(
+            text,
+            format!(
+                "\rbench: sampling, 9 s\rbench: sampling, 10 s\rshort{}{wipe}",
+                " ".repeat(16)
+            )
+        );
+    }
+
+    #[test]
+    fn progress_that_is_off_writes_nothing() {
+        let mut p = Progress {
+            out: Vec::new(),
+            on: false,
+            width: 0,
+        };
+        p.show("bench: sampling, 1 s");
+        p.clear();
+        assert!(p.out.is_empty());
+    }
 }
