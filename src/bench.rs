@@ -13,8 +13,12 @@
 //! Compile time covers normalising, deriving, optimising (the schedule of
 //! [`BenchOptions::schedule`]) and compiling the primal and the
 //! gradient's functions. After one warm-up call of each, samples alternate
-//! (primal, gradient, primal, ...) until both have run for at least the
-//! requested time and at least five times.
+//! (primal, gradient, primal, ...), and each of the two stops on its own
+//! once it has run for the requested time (its calls' times summed) and at
+//! least [`MIN_RUNS`] times, or [`MAX_RUNS`] times: a gradient a thousand
+//! times slower than its primal runs a thousandth as often, so sampling takes
+//! about twice the requested time whatever their ratio (longer only when
+//! [`MIN_RUNS`] calls take longer).
 
 use crate::GradRequest;
 use crate::compiled::{Mode, into_grad_error, jit_gradient, normalise_and};
@@ -49,6 +53,14 @@ pub struct BenchReport {
 /// told otherwise.
 pub const MIN_SAMPLE_TIME: Duration = Duration::from_secs(1);
 
+/// [`bench()`] times each of primal and gradient at least this many times.
+pub const MIN_RUNS: usize = 5;
+
+/// [`bench()`] times each of primal and gradient at most this many times,
+/// even short of [`BenchOptions::min_time`], so that the samples of a
+/// function of a few nanoseconds stay in bounds (16 MB).
+pub const MAX_RUNS: usize = 1_000_000;
+
 /// What [`bench()`] does.
 #[derive(Clone, Debug)]
 pub struct BenchOptions {
@@ -56,7 +68,8 @@ pub struct BenchOptions {
     pub grad: GradOptions,
     /// The AD mode.
     pub mode: Mode,
-    /// How long each of primal and gradient is sampled at least.
+    /// How long each of primal and gradient is sampled (the times of its
+    /// calls summed), each on its own.
     pub min_time: Duration,
     /// The optimiser schedule run over the gradient's derived functions
     /// before they are compiled (default: the default schedule).
@@ -85,7 +98,8 @@ enum Grad<'r> {
 
 /// Times `f` of `module` and its gradient (see the module documentation);
 /// `progress` is called about once a second with the seconds spent sampling
-/// so far, for a progress indicator. Timings vary from run to run; what is
+/// so far, for a progress indicator (never when sampling takes less than a
+/// second). Timings vary from run to run; what is
 /// fixed is the shape of the report.
 ///
 /// ```
@@ -194,33 +208,57 @@ pub fn bench(
     // Warm-up: compiles nothing more, touches the memory, reports errors.
     primal(&mut grad)?;
     gradient(&mut grad)?;
-    let (mut ps, mut gs) = (Vec::new(), Vec::new());
-    let (mut pt, mut gt) = (Duration::ZERO, Duration::ZERO);
+    // Each variant is sampled on its own budget: a gradient much slower than
+    // its primal stops after `min_time` of its own, not after as many runs
+    // as the primal needs.
+    let (mut ps, mut gs) = (Samples::default(), Samples::default());
     let sampling = Instant::now();
     let mut next_report = 1.0;
-    while pt < min_time || gt < min_time || ps.len() < 5 || gs.len() < 5 {
-        let p = primal(&mut grad)?;
-        let g = gradient(&mut grad)?;
-        pt += p;
-        gt += g;
-        ps.push(p);
-        gs.push(g);
+    while !(ps.done(min_time) && gs.done(min_time)) {
+        if !ps.done(min_time) {
+            ps.push(primal(&mut grad)?);
+        }
+        if !gs.done(min_time) {
+            gs.push(gradient(&mut grad)?);
+        }
         let spent = sampling.elapsed().as_secs_f64();
         if spent >= next_report {
             progress(spent);
             next_report = spent.floor() + 1.0;
         }
     }
-    let primal_s = median(&mut ps);
-    let grad_s = median(&mut gs);
+    let (primal_runs, grad_runs) = (ps.times.len(), gs.times.len());
+    let primal_s = median(&mut ps.times);
+    let grad_s = median(&mut gs.times);
     Ok(BenchReport {
         compile_s,
         primal_s,
         grad_s,
         ratio: grad_s / primal_s,
-        primal_runs: ps.len(),
-        grad_runs: gs.len(),
+        primal_runs,
+        grad_runs,
     })
+}
+
+/// The timed runs of one variant (primal or gradient).
+#[derive(Default)]
+struct Samples {
+    times: Vec<Duration>,
+    total: Duration,
+}
+
+impl Samples {
+    fn push(&mut self, d: Duration) {
+        self.times.push(d);
+        self.total += d;
+    }
+
+    /// Whether this variant has run for `min_time` and [`MIN_RUNS`] times,
+    /// or [`MAX_RUNS`] times.
+    fn done(&self, min_time: Duration) -> bool {
+        let n = self.times.len();
+        (self.total >= min_time && n >= MIN_RUNS) || n >= MAX_RUNS
+    }
 }
 
 fn codegen(e: irad_codegen::CodegenError) -> GradError {

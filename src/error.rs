@@ -306,6 +306,151 @@ impl Error {
     }
 }
 
+impl Error {
+    /// The error as one JSON object, for `--json` (docs/cli.md, "JSON
+    /// output"): `{"error": E, "errors": [E, ...]}`, where each `E` is
+    /// `{"file", "line", "column", "message", "kind"}` and `error` is the
+    /// first of `errors` (a file with three syntax errors has three). Each
+    /// `E` says what the first line of the text form says
+    /// (`file:line:column: error: message`, [`Error::render`]): `file`,
+    /// `line` and `column` are `null` where that line has none (`cannot read
+    /// file`, `test-rules`' verdict), `kind` is `"user"` or `"internal"`
+    /// ([`Error::kind`]).
+    ///
+    /// ```
+    /// use irad::Source;
+    ///
+    /// let src = Source::new("t.ir", "func @t(%x: f64) -> f64 {\n#1:\n  return %y\n}\n");
+    /// let err = irad::load(&src).unwrap_err();
+    /// let j = err.to_json();
+    /// assert_eq!(j["error"]["file"], "t.ir");
+    /// assert_eq!(j["error"]["line"], 3);
+    /// assert_eq!(j["error"]["kind"], "user");
+    /// let first = err.render(&[&src]);
+    /// let m = j["error"]["message"].as_str().unwrap();
+    /// assert!(first.starts_with(&format!("t.ir:3:{}: error: {m}\n", j["error"]["column"])));
+    /// ```
+    pub fn to_json(&self) -> serde_json::Value {
+        let kind = match self.kind() {
+            ir::interp::ErrorKind::User => "user",
+            ir::interp::ErrorKind::Internal => "internal",
+        };
+        let entries: Vec<serde_json::Value> = self
+            .messages()
+            .into_iter()
+            .map(|m| m.to_json(kind))
+            .collect();
+        let first = entries.first().cloned().unwrap_or(serde_json::Value::Null);
+        serde_json::json!({ "error": first, "errors": entries })
+    }
+
+    /// Every message of the error, as the header lines of [`Error::render`]
+    /// say them (at least one).
+    fn messages(&self) -> Vec<Message> {
+        let at = |file: &str, pos: Option<Pos>, text: String| Message {
+            file: Some(file.to_string()),
+            pos,
+            text,
+        };
+        let start = Some(Pos::new(1, 1));
+        let located = |file: &str, err: &dyn Diagnostic| {
+            let loc = err.location();
+            at(
+                file,
+                loc.pos.or(start),
+                ir::loc::with_place(err.message(), loc),
+            )
+        };
+        let all = |file: &str, errs: &[&dyn Diagnostic]| -> Vec<Message> {
+            errs.iter().map(|e| located(file, *e)).collect()
+        };
+        let mut out = match self {
+            Error::Parse { file, err } => vec![located(file, &**err)],
+            Error::Verify { file, errs } => all(file, &dyns(errs)),
+            Error::Surface { file, errs } => all(file, &dyns(errs)),
+            Error::Forward { file, err } => vec![located(file, &**err)],
+            Error::Reverse { file, err } => vec![located(file, &**err)],
+            Error::Codegen { file, err } => vec![located(file, &**err)],
+            Error::Pe { file, err } => vec![located(file, &**err)],
+            Error::Pass { file, err } => {
+                let errs = match err {
+                    irad_passes::PassError::Input { errors }
+                    | irad_passes::PassError::Verify { errors, .. } => errors.as_slice(),
+                    _ => &[],
+                };
+                let mut out = vec![at(file, start, err.to_string())];
+                out.extend(all(file, &dyns(errs)));
+                out
+            }
+            Error::Schedule { file, err } => match &**err {
+                irad_passes::optimise::OptError::Parse { line, col, msg } => {
+                    // Its text names the pseudo-file itself.
+                    vec![at("<schedule>", Some(Pos::new(*line, *col)), msg.clone())]
+                }
+                other => vec![at(file, start, other.to_string())],
+            },
+            Error::Run { file, err } => vec![at(
+                file,
+                err.loc.pos.or(start),
+                ir::loc::with_user_place(&err.msg, &err.loc),
+            )],
+            Error::Utf8 { file, pos } => {
+                vec![at(file, Some(*pos), "file is not valid UTF-8".into())]
+            }
+            Error::NoFunction { file, message }
+            | Error::Request { file, message }
+            | Error::Language { file, message }
+            | Error::Unsupported { file, message }
+            | Error::Internal { file, message } => vec![at(file, start, message.clone())],
+            Error::Io { file, message } | Error::Write { file, message } => {
+                let verb = if matches!(self, Error::Io { .. }) {
+                    "read"
+                } else {
+                    "write"
+                };
+                vec![at(file, None, format!("cannot {verb} file: {message}"))]
+            }
+            Error::RulesFailed { failed, total } => vec![Message {
+                file: None,
+                pos: None,
+                text: format!("{failed} of {total} rule checks failed"),
+            }],
+        };
+        if out.is_empty() {
+            // An error list that is empty still says something.
+            out.push(Message {
+                file: None,
+                pos: None,
+                text: self.to_string(),
+            });
+        }
+        out
+    }
+}
+
+/// One message of an [`Error`]: what the first line of its text form says.
+struct Message {
+    file: Option<String>,
+    pos: Option<Pos>,
+    text: String,
+}
+
+impl Message {
+    fn to_json(&self, kind: &str) -> serde_json::Value {
+        serde_json::json!({
+            "file": self.file,
+            "line": self.pos.map(|p| p.line),
+            "column": self.pos.map(|p| p.col),
+            "message": self.text,
+            "kind": kind,
+        })
+    }
+}
+
+fn dyns<E: Diagnostic>(errs: &[E]) -> Vec<&dyn Diagnostic> {
+    errs.iter().map(|e| e as &dyn Diagnostic).collect()
+}
+
 /// The message of [`Error::Schedule`]: a parse error already names its place
 /// in the schedule text; a failure while running names the file.
 fn schedule_message(file: &str, err: &irad_passes::optimise::OptError) -> String {

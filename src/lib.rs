@@ -155,9 +155,10 @@ mod emit;
 mod error;
 mod grad;
 mod json;
+mod rule_checks;
 mod schedule;
 
-pub use bench::{BenchOptions, BenchReport, MIN_SAMPLE_TIME, bench};
+pub use bench::{BenchOptions, BenchReport, MAX_RUNS, MIN_RUNS, MIN_SAMPLE_TIME, bench};
 pub use compiled::{
     Compiled, CompiledError, CompiledGradient, Mode, jit_forward, jit_gradient, jit_primal,
     jit_reverse,
@@ -174,6 +175,7 @@ pub use irad_ir as ir;
 pub use irad_passes as passes;
 pub use irad_rules as rules;
 pub use json::value_to_json;
+pub use rule_checks::{RuleChecks, check_rules};
 pub use schedule::{optimise_from, read_schedule};
 
 use irad_passes::Step;
@@ -855,7 +857,8 @@ pub fn specialise(
 /// and, through the adjoint identity, against the frule (`rules::check`).
 /// Returns the table to print (one row per test signature, with both
 /// verdicts), and [`Error::RulesFailed`] when any rule check failed (`total`
-/// counts the frule and the rrule checks).
+/// counts the frule and the rrule checks). [`check_rules`] gives the
+/// reports themselves (and their JSON).
 ///
 /// ```
 /// let opts = irad::rules::check::CheckOptions { samples: 2, ..Default::default() };
@@ -864,23 +867,8 @@ pub fn specialise(
 /// assert!(verdict.is_ok());
 /// ```
 pub fn test_rules(opts: &rules::check::CheckOptions) -> (String, Result<(), Error>) {
-    let registry = rules::Registry::new();
-    let mut reports = rules::check::check_frules(&registry, opts);
-    reports.extend(rules::check::check_rrules(&registry, opts));
-    let table = rules::check::render_table(&reports, opts);
-    let failed = reports
-        .iter()
-        .filter(|r| r.verdict != rules::check::Verdict::Pass)
-        .count();
-    let verdict = if failed == 0 {
-        Ok(())
-    } else {
-        Err(Error::RulesFailed {
-            failed,
-            total: reports.len(),
-        })
-    };
-    (table, verdict)
+    let checks = check_rules(opts);
+    (checks.table(), checks.verdict())
 }
 
 /// The Rust snippets of the docs, run as doctests (the shell sessions are run

@@ -10,7 +10,9 @@
 //! Exit status: 0 on success, 1 for a user error (parse, verification,
 //! run-time, malformed arguments) with the message on stderr, 2 for bad usage
 //! (clap's own errors). No input makes it panic: every failure is an
-//! `irad::Error` rendered with its location.
+//! `irad::Error` rendered with its location; under `--json` (every command
+//! that prints results takes it) the error is one JSON object on stderr
+//! instead, with the same exit status (docs/cli.md, "JSON output").
 
 use clap::builder::PossibleValuesParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -22,6 +24,7 @@ use irad::{Error, Source};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A compiler middle-end that differentiates SSA programs: reads a function
 /// (`.irad` surface language or `.ir` IR text), and runs it, prints its
@@ -76,10 +79,7 @@ enum Command {
     /// or every error with its location.
     #[command(after_help = "Example:
   $ irad check examples/rosenbrock.irad")]
-    Check {
-        /// The source file (.irad or .ir).
-        file: PathBuf,
-    },
+    Check(CheckCmd),
     /// Print a file's IR in canonical form (or its control-flow graph): as
     /// written, after each normalisation pass, with its derived functions
     /// (`--mode fwd|rev`), after an optimiser schedule, or with activity.
@@ -128,6 +128,16 @@ struct EmitCmd {
 }
 
 #[derive(Args)]
+struct CheckCmd {
+    /// The source file (.irad or .ir).
+    file: PathBuf,
+    /// Print one JSON object: {"file": F, "ok": true, "functions": N,
+    /// "names": [...]}; errors as JSON on stderr.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
 struct TestRulesCmd {
     /// Random points per test signature.
     #[arg(long, value_name = "N", default_value_t = irad::rules::check::DEFAULT_SAMPLES,
@@ -137,6 +147,10 @@ struct TestRulesCmd {
     #[arg(long, value_name = "S", default_value_t = irad::rules::check::DEFAULT_SEED,
           value_parser = seed)]
     seed: u64,
+    /// Print one JSON object: the options, one entry per signature (its
+    /// frule and rrule checks) and a summary; errors as JSON on stderr.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -339,10 +353,12 @@ struct JacobianCmd {
 struct BenchCmd {
     #[command(flatten)]
     req: GradArgs,
-    /// Seconds to sample each of primal and gradient at least.
+    /// Seconds to sample each of primal and gradient (each on its own: a
+    /// slow gradient runs fewer times than a fast primal).
     #[arg(long, value_name = "SECONDS", default_value_t = 1.0, value_parser = min_time)]
     min_time: f64,
-    /// Print one JSON object: {"compile_s": C, "primal_s": P, "grad_s": G, "ratio": G/P}.
+    /// Print one JSON object: {"compile_s": C, "primal_s": P, "grad_s": G,
+    /// "ratio": G/P, "primal_runs": NP, "grad_runs": NG}.
     #[arg(long)]
     json: bool,
 }
@@ -530,16 +546,49 @@ enum Format {
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        // clap exits 0 for --help and --version and 2 for usage errors.
-        Err(e) => e.exit(),
+        // clap exits 0 for --help and --version and 2 for usage errors; a
+        // usage error of a command line asking for `--json` is JSON.
+        Err(e) => {
+            if e.use_stderr() && std::env::args_os().skip(1).any(|a| a == "--json") {
+                JSON_ERRORS.store(true, Ordering::Relaxed);
+                usage_exit(&e.render().to_string())
+            }
+            e.exit()
+        }
     };
+    JSON_ERRORS.store(cli.command.json(), Ordering::Relaxed);
     let mut sources = Vec::new();
     match execute(cli.command, &mut sources) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            let refs: Vec<&Source> = sources.iter().collect();
-            emit(&mut std::io::stderr(), &e.render(&refs));
+            let text = if JSON_ERRORS.load(Ordering::Relaxed) {
+                format!("{}\n", e.to_json())
+            } else {
+                let refs: Vec<&Source> = sources.iter().collect();
+                e.render(&refs)
+            };
+            emit(&mut std::io::stderr(), &text);
             ExitCode::from(1)
+        }
+    }
+}
+
+/// Whether errors are printed as JSON (`--json`: docs/cli.md, "JSON
+/// output"); set once in `main`, read where usage errors are reported.
+static JSON_ERRORS: AtomicBool = AtomicBool::new(false);
+
+impl Command {
+    /// Whether the command was asked for JSON output.
+    fn json(&self) -> bool {
+        match self {
+            Command::Run(c) => c.json,
+            Command::Grad(c) => c.json,
+            Command::Jvp(c) => c.json,
+            Command::Jacobian(c) => c.json,
+            Command::Bench(c) => c.json,
+            Command::Check(c) => c.json,
+            Command::TestRules(c) => c.json,
+            Command::Dump(_) | Command::Emit(_) => false,
         }
     }
 }
@@ -550,7 +599,7 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
     match command {
         Command::TestRules(cmd) => test_rules(cmd),
         Command::Emit(cmd) => emit_cmd(cmd, sources),
-        Command::Check { file } => check(file, sources),
+        Command::Check(cmd) => check(cmd, sources),
         Command::Dump(cmd) => dump(cmd, sources),
         Command::Grad(cmd) => grad(cmd, sources),
         Command::Jvp(cmd) => jvp(cmd, sources),
@@ -566,10 +615,13 @@ fn test_rules(cmd: TestRulesCmd) -> Result<(), Error> {
         samples: cmd.samples,
         seed: cmd.seed,
     };
-    let (table, verdict) = irad::test_rules(&opts);
-    out(&table);
-    verdict?;
-    Ok(())
+    let checks = irad::check_rules(&opts);
+    if cmd.json {
+        out(&format!("{}\n", checks.to_json()));
+    } else {
+        out(&checks.table());
+    }
+    checks.verdict()
 }
 
 /// `irad emit`: the object file and its C header.
@@ -609,12 +661,26 @@ fn emit_cmd(cmd: EmitCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
     Ok(())
 }
 
-/// `irad check`: `FILE: ok (N functions)`.
-fn check(file: PathBuf, sources: &mut Vec<Source>) -> Result<(), Error> {
-    let module = load(&file, sources)?;
+/// `irad check`: `FILE: ok (N functions)`, or its JSON.
+fn check(cmd: CheckCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
+    let module = load(&cmd.file, sources)?;
     let n = module.len();
-    let plural = if n == 1 { "" } else { "s" };
-    out(&format!("{}: ok ({n} function{plural})\n", file.display()));
+    if cmd.json {
+        let names: Vec<&str> = module.func_ids().map(|f| module[f].name.as_str()).collect();
+        let json = serde_json::json!({
+            "file": cmd.file.display().to_string(),
+            "ok": true,
+            "functions": n,
+            "names": names,
+        });
+        out(&format!("{json}\n"));
+    } else {
+        let plural = if n == 1 { "" } else { "s" };
+        out(&format!(
+            "{}: ok ({n} function{plural})\n",
+            cmd.file.display()
+        ));
+    }
     Ok(())
 }
 
@@ -971,30 +1037,26 @@ fn bench(cmd: BenchCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         min_time: std::time::Duration::from_secs_f64(cmd.min_time),
         schedule,
     };
-    // On a terminal one line counts up; elsewhere a line per second.
-    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let mut shown = false;
-    let mut progress = |secs: f64| {
-        shown = tty;
-        let mut err = std::io::stderr();
-        let _ = if tty {
-            write!(err, "\rbench: sampling, {secs:.0} s")
-        } else {
-            writeln!(err, "bench: sampling, {secs:.0} s")
-        };
-        let _ = err.flush();
+    // On a terminal, and not under `--json`, one line counts the seconds up
+    // (`\r`) and is wiped when sampling ends; elsewhere nothing is shown.
+    let mut progress = Progress {
+        out: std::io::stderr(),
+        on: !cmd.json && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        width: 0,
     };
-    let report = irad::bench(&module, func, &args, &registry, &opts, &mut progress)
-        .map_err(|e| irad::grad_error(&sources[0], e))?;
-    if shown {
-        let _ = writeln!(std::io::stderr());
-    }
+    let result = irad::bench(&module, func, &args, &registry, &opts, &mut |secs| {
+        progress.show(&format!("bench: sampling, {secs:.0} s"));
+    });
+    progress.clear();
+    let report = result.map_err(|e| irad::grad_error(&sources[0], e))?;
     if cmd.json {
         let json = serde_json::json!({
             "compile_s": report.compile_s,
             "primal_s": report.primal_s,
             "grad_s": report.grad_s,
             "ratio": report.ratio,
+            "primal_runs": report.primal_runs,
+            "grad_runs": report.grad_runs,
         });
         out(&format!("{json}\n"));
     } else {
@@ -1009,6 +1071,35 @@ fn bench(cmd: BenchCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         ));
     }
     Ok(())
+}
+
+/// A one-line progress indicator (on stderr), rewritten in place with `\r`
+/// and wiped by [`Progress::clear`]; writes nothing when `on` is false.
+struct Progress<W: Write> {
+    out: W,
+    on: bool,
+    /// The characters on the line now (0: nothing shown).
+    width: usize,
+}
+
+impl<W: Write> Progress<W> {
+    /// Replaces the line by `text`.
+    fn show(&mut self, text: &str) {
+        if self.on {
+            let n = text.chars().count();
+            let pad = " ".repeat(self.width.saturating_sub(n));
+            emit(&mut self.out, &format!("\r{text}{pad}"));
+            self.width = self.width.max(n);
+        }
+    }
+
+    /// Wipes the line, leaving the cursor at its start.
+    fn clear(&mut self) {
+        if self.on && self.width > 0 {
+            emit(&mut self.out, &format!("\r{}\r", " ".repeat(self.width)));
+            self.width = 0;
+        }
+    }
 }
 
 /// `irad run`: the value of a call, as text or JSON.
@@ -1147,10 +1238,39 @@ fn specialised(
     Ok((m, spec, known))
 }
 
-/// Reports bad command-line usage the way clap does (exit status 2).
+/// Reports bad command-line usage the way clap does (exit status 2), or
+/// as JSON under `--json`.
 fn usage_error(msg: &str) -> ! {
     let err = clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, format!("{msg}\n"));
+    if JSON_ERRORS.load(Ordering::Relaxed) {
+        usage_exit(&err.render().to_string())
+    }
     err.exit()
+}
+
+/// Prints a usage error (clap's text) as JSON on stderr and exits with
+/// status 2: `{"error": E, "errors": [E]}` with `E` of kind `"usage"`, its
+/// message clap's first paragraph on one line, without `error: ` and the
+/// usage lines after it (docs/cli.md, "JSON output").
+fn usage_exit(text: &str) -> ! {
+    let first = text.split("\n\n").next().unwrap_or_default();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let message = first
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let e = serde_json::json!({
+        "file": null,
+        "line": null,
+        "column": null,
+        "message": message,
+        "kind": "usage",
+    });
+    let json = serde_json::json!({ "error": e, "errors": [e] });
+    emit(&mut std::io::stderr(), &format!("{json}\n"));
+    std::process::exit(2)
 }
 
 fn write_file(path: &std::path::Path, bytes: &[u8]) -> Result<(), Error> {
@@ -1163,4 +1283,44 @@ fn write_file(path: &std::path::Path, bytes: &[u8]) -> Result<(), Error> {
 fn load(path: &std::path::Path, sources: &mut Vec<Source>) -> Result<irad::ir::Module, Error> {
     sources.push(irad::read_source(path)?);
     irad::load(&sources[sources.len() - 1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Progress;
+
+    #[test]
+    fn progress_rewrites_its_line_and_wipes_it() {
+        let mut p = Progress {
+            out: Vec::new(),
+            on: true,
+            width: 0,
+        };
+        p.show("bench: sampling, 9 s");
+        p.show("bench: sampling, 10 s");
+        p.show("short");
+        p.clear();
+        p.clear();
+        let text = String::from_utf8(p.out).unwrap_or_default();
+        let wipe = format!("\r{}\r", " ".repeat(21));
+        assert_eq!(
+            text,
+            format!(
+                "\rbench: sampling, 9 s\rbench: sampling, 10 s\rshort{}{wipe}",
+                " ".repeat(16)
+            )
+        );
+    }
+
+    #[test]
+    fn progress_that_is_off_writes_nothing() {
+        let mut p = Progress {
+            out: Vec::new(),
+            on: false,
+            width: 0,
+        };
+        p.show("bench: sampling, 1 s");
+        p.clear();
+        assert!(p.out.is_empty());
+    }
 }

@@ -41,7 +41,10 @@ fn bench_prints_compile_primal_gradient_and_their_ratio() {
         );
         assert!(c > 0.0 && p > 0.0 && g > 0.0, "{j}");
         assert!((r - g / p).abs() <= 1e-12 * r, "{j}");
-        assert_eq!(j.as_object().map(|o| o.len()), Some(4), "{j}");
+        for k in ["primal_runs", "grad_runs"] {
+            assert!(j[k].as_u64().is_some_and(|n| n >= 5), "{k} in {j}");
+        }
+        assert_eq!(j.as_object().map(|o| o.len()), Some(6), "{j}");
     }
     let out = irad(&[
         "bench",
@@ -70,6 +73,80 @@ fn bench_prints_compile_primal_gradient_and_their_ratio() {
         assert!(line.starts_with(head), "{text}");
     }
     assert!(lines[1].contains("(median of "), "{text}");
+}
+
+/// A gradient far slower than its primal (forward mode, one tangent per
+/// pass, over 2 500 inputs: 2 500 passes) is sampled for `--min-time` of its
+/// own, not as many times as the fast primal: its run count is bounded by
+/// what fits in a few `--min-time`s at its median, however many runs the
+/// primal takes. (Sampling both as often ran for minutes.)
+#[test]
+fn bench_samples_a_slow_gradient_on_its_own_budget() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let file = dir.join("bench_sum.irad");
+    std::fs::write(
+        &file,
+        "fn total(x: [f64]) -> f64 {\n    let mut s = 0.0;\n    for i in 0..len(x) {\n        s = s + x[i];\n    }\n    s\n}\n",
+    )
+    .unwrap();
+    let xs: Vec<String> = (0..2500).map(|i| format!("{}.5", i % 7)).collect();
+    let args = format!("[{}]", xs.join(", "));
+    let min_time = 0.05;
+    let out = irad(&[
+        "bench",
+        file.to_str().unwrap(),
+        "-f",
+        "total",
+        "--args",
+        &args,
+        "--mode",
+        "fwd",
+        "--batch",
+        "1",
+        "--min-time",
+        &min_time.to_string(),
+        "--json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stderr, "", "--json prints no progress");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let runs = |k: &str| j[k].as_u64().unwrap_or_else(|| panic!("{k} in {j}"));
+    let (primal_runs, grad_runs) = (runs("primal_runs"), runs("grad_runs"));
+    let (p, g) = (j["primal_s"].as_f64(), j["grad_s"].as_f64());
+    let (Some(p), Some(g)) = (p, g) else {
+        panic!("{j}")
+    };
+    assert!(g > 10.0 * p, "the gradient is not slow here: {j}");
+    assert!(grad_runs >= 5 && primal_runs >= 5, "{j}");
+    // The primal, far faster, needs far more runs for its own budget.
+    assert!(primal_runs > 2 * grad_runs, "{j}");
+    // The gradient stops once its own calls sum to `--min-time`: at its
+    // median time, no more runs than fit in a few `--min-time`s.
+    let bound = ((4.0 * min_time / g).ceil() as u64 + 1).max(5);
+    assert!(
+        grad_runs <= bound,
+        "{grad_runs} gradient runs (bound {bound}): {j}"
+    );
+}
+
+/// Sampling that lasts over a second reports progress only on a terminal;
+/// a pipe (as here) gets nothing on stderr.
+#[test]
+fn bench_progress_is_silent_off_a_terminal() {
+    let out = irad(&[
+        "bench",
+        "examples/rosenbrock.irad",
+        "-f",
+        "rosenbrock",
+        "--args",
+        "[1.5, 0.5, -0.3, 0.8]",
+        "--min-time",
+        "0.6",
+    ]);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 4);
 }
 
 #[test]

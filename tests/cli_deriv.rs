@@ -688,9 +688,22 @@ fn tangent_files_and_backends_on_the_command_line() {
         );
         assert_eq!(json(&jit), json(&interp), "{cmd:?}");
     }
+    // Without `--json` the error is text; with it, the same as JSON.
     fails_with(
-        &irad_cmd(&[&["jvp", &p][..], &base, &["--tangent-file", &bad]].concat()),
+        &irad_cmd(&[&["jvp", &p][..], &base[..4], &["--tangent-file", &bad]].concat()),
         1,
         &format!("{bad}:1:1: error: tangent for argument 2 has 1 entry, argument has 3"),
+    );
+    let o = irad_cmd(&[&["jvp", &p][..], &base, &["--tangent-file", &bad]].concat());
+    assert_eq!(o.status.code(), Some(1));
+    let e: serde_json::Value = serde_json::from_slice(&o.stderr).expect("a JSON error");
+    assert_eq!(e["error"]["file"], bad.as_ref());
+    assert_eq!(
+        (e["error"]["line"].as_u64(), e["error"]["column"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(
+        e["error"]["message"],
+        "tangent for argument 2 has 1 entry, argument has 3"
     );
 }
