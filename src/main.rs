@@ -1,6 +1,7 @@
 //! The `irad` command line (SYNTAX.md §3): `run`, `grad` (reverse mode by
 //! default, forward mode with `--mode fwd`, an output seed with `--seed`),
-//! `jvp` (the derivative along a tangent), `jacobian`, `check`, `dump` (with
+//! `jvp` (the derivative along a tangent), `jacobian`, `hvp` (a Hessian-vector
+//! product by forward over reverse), `check`, `dump` (with
 //! `--after PASS` / `--all-passes` over the normalisation pipeline, `--mode
 //! fwd` for the forward rules, `--mode rev` for BBCode and the reverse
 //! pieces, `--schedule S` for the optimiser's steps), `emit` (an object
@@ -67,6 +68,12 @@ enum Command {
     #[command(after_help = "Example:
   $ irad jacobian examples/rosenbrock.irad -f rosenbrock --args '[1.5, 0.5, -0.3]' --mode fwd --json")]
     Jacobian(JacobianCmd),
+    /// Print a function's value, its gradient and its Hessian times a
+    /// direction (a Hessian-vector product, by forward mode over the
+    /// reverse-mode pieces), for a function returning f64.
+    #[command(after_help = "Example:
+  $ irad hvp examples/rosenbrock.irad -f rosenbrock --args '[1.5, 0.5, -0.3]' --tangent '[1.0, 0.0, 0.0]'")]
+    Hvp(HvpCmd),
     /// Time a function and its gradient, compiled by the JIT, in one process:
     /// compile time, median primal and gradient times, and their ratio.
     #[command(after_help = "Example:
@@ -302,6 +309,18 @@ struct JvpCmd {
     #[command(flatten)]
     tangent: TangentSource,
     /// Print one JSON object: {"value": V, "jvp": T}.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct HvpCmd {
+    #[command(flatten)]
+    req: DerivArgs,
+    #[command(flatten)]
+    tangent: TangentSource,
+    /// Print one JSON object: {"value": V, "gradient": [...], "hvp": [...]},
+    /// `hvp` shaped like `gradient` (null for arguments without f64).
     #[arg(long)]
     json: bool,
 }
@@ -555,6 +574,7 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
         Command::Grad(cmd) => grad(cmd, sources),
         Command::Jvp(cmd) => jvp(cmd, sources),
         Command::Jacobian(cmd) => jacobian(cmd, sources),
+        Command::Hvp(cmd) => hvp(cmd, sources),
         Command::Bench(cmd) => bench(cmd, sources),
         Command::Run(cmd) => run(cmd, sources),
     }
@@ -856,20 +876,7 @@ fn read_deriv(
 /// `irad jvp`: the value and the derivative along the tangent.
 fn jvp(cmd: JvpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
     let (module, func, args, opts, schedule) = read_deriv(cmd.req, sources)?;
-    let tangent_src = match (cmd.tangent.tangent, cmd.tangent.tangent_file) {
-        (Some(text), _) => Source {
-            name: irad::TANGENT_SOURCE.into(),
-            text,
-        },
-        (None, Some(path)) => irad::read_source(&path)?,
-        // clap's group makes one of the two required.
-        (None, None) => Source {
-            name: irad::TANGENT_SOURCE.into(),
-            text: String::new(),
-        },
-    };
-    sources.push(tangent_src);
-    let tangent = irad::parse_tangent(&sources[sources.len() - 1], &module, func, &args)?;
+    let tangent = read_tangent(cmd.tangent, sources, &module, func, &args)?;
     let registry = irad::rules::Registry::new();
     let req = irad::GradRequest {
         opts,
@@ -889,6 +896,75 @@ fn jvp(cmd: JvpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
             d.value.display(&m),
             d.jvp.display(&m).replace("()", "-")
         ));
+    }
+    Ok(())
+}
+
+/// The tangent of `--tangent` or `--tangent-file` (its source pushed on
+/// `sources`), read for `func` at `args`.
+fn read_tangent(
+    src: TangentSource,
+    sources: &mut Vec<Source>,
+    module: &irad::ir::Module,
+    func: irad::ir::FuncId,
+    args: &[irad::Val],
+) -> Result<Vec<irad::Val>, Error> {
+    let tangent_src = match (src.tangent, src.tangent_file) {
+        (Some(text), _) => Source {
+            name: irad::TANGENT_SOURCE.into(),
+            text,
+        },
+        (None, Some(path)) => irad::read_source(&path)?,
+        // clap's group makes one of the two required.
+        (None, None) => Source {
+            name: irad::TANGENT_SOURCE.into(),
+            text: String::new(),
+        },
+    };
+    sources.push(tangent_src);
+    irad::parse_tangent(&sources[sources.len() - 1], module, func, args)
+}
+
+/// `irad hvp`: the value, the gradient and H·V, as text or JSON.
+fn hvp(cmd: HvpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
+    let (module, func, args, opts, schedule) = read_deriv(cmd.req, sources)?;
+    let tangent = read_tangent(cmd.tangent, sources, &module, func, &args)?;
+    let registry = irad::rules::Registry::new();
+    let req = irad::GradRequest {
+        opts,
+        schedule: Some(schedule),
+        ..irad::GradRequest::new(func, &args)
+    };
+    let (h, m) = irad::hvp(&sources[0], &module, &registry, &req, &tangent)?;
+    let json_list = |g: &[Option<irad::Val>]| -> Vec<serde_json::Value> {
+        g.iter()
+            .map(|d| {
+                d.as_ref()
+                    .map_or(serde_json::Value::Null, |d| irad::value_to_json(d, &m))
+            })
+            .collect()
+    };
+    if cmd.json {
+        let json = serde_json::json!({
+            "value": irad::value_to_json(&h.value, &m),
+            "gradient": json_list(&h.gradient),
+            "hvp": json_list(&h.hvp),
+        });
+        out(&format!("{json}\n"));
+    } else {
+        let f = &m[func];
+        let mut text = format!("value: {}\n", h.value.display(&m));
+        for (title, list) in [("gradient", &h.gradient), ("hvp", &h.hvp)] {
+            text.push_str(&format!("{title}:\n"));
+            for (i, d) in list.iter().enumerate() {
+                let shown = match d {
+                    Some(d) => d.display(&m).replace("()", "-"),
+                    None => "-".to_string(),
+                };
+                text.push_str(&format!("  {}: {shown}\n", param_name(f, i)));
+            }
+        }
+        out(&text);
     }
     Ok(())
 }

@@ -9,11 +9,12 @@ use std::process::Command;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-const SUBCOMMANDS: [&str; 9] = [
+const SUBCOMMANDS: [&str; 10] = [
     "run",
     "grad",
     "jvp",
     "jacobian",
+    "hvp",
     "bench",
     "check",
     "dump",

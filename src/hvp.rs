@@ -1,0 +1,254 @@
+//! Hessian-vector products by forward over reverse (docs/reverse.md,
+//! "Forward over reverse"): [`hvp`] derives the reverse-mode pieces of a
+//! function returning f64 and the wrapper `@f.vjp` that runs them (as
+//! [`crate::vjp`] does), then the forward rule `@f.vjp.fwd` of that wrapper
+//! (which derives `@f.rev.fwd.fwd` and `@f.rev.back.fwd`: the tape
+//! statements go through the frules of `push` and `pop`, so tangents travel
+//! on the tapes with their primals), and runs it once with the direction V as
+//! the arguments' tangents and zero tangents on the shadows and on the
+//! output seed 1.0. The primal parts of what it returns are the value and
+//! the gradient; their tangents are H·V.
+//!
+//! Assumes a module that verifies (as [`crate::load`] gives) and a request
+//! like [`crate::grad`]'s. Guarantees: the derived functions are optimised
+//! by the pass manager's default (or the requested) schedule and run on
+//! fresh copies of the arguments, on the executor of `req.opts.exec`
+//! (interpreter or JIT); every mismatch of the direction with the arguments
+//! and every construct forward mode cannot differentiate in the pieces (a
+//! call through a function value: `revfwd`/`revback` have no forward rule)
+//! is an [`Error`] with a location, never a panic.
+
+use crate::deriv::{
+    ReverseRun, TANGENT_SOURCE, as_tangent, assemble, check_call, check_tangent, check_wrt, copies,
+    deep_copy, executor, func_loc, invalid, run_on, zero_shadows,
+};
+use crate::{Error, GradRequest, Source, internal, rules, run_stages};
+use irad_ir::interp::value::Val;
+use irad_ir::{FuncId, Lanes, Module, Type};
+use irad_passes::Step;
+use irad_passes::forward::Forward;
+use irad_passes::manager::{PassError, PassId, PipelineOptions, Snapshot, Stage};
+use irad_passes::optimise::default_schedule;
+use irad_passes::stages::{OptimiseStage, Scope};
+use std::collections::VecDeque;
+
+/// A value, its gradient and a Hessian-vector product ([`hvp`]).
+#[derive(Clone, Debug)]
+pub struct Hvp {
+    /// The function's value.
+    pub value: Val,
+    /// The gradient: one entry per argument, `None` for an argument without
+    /// a tangent type or outside `wrt` (as [`crate::Gradient::gradient`]).
+    pub gradient: Vec<Option<Val>>,
+    /// H·V, shaped like `gradient` (entry i is row block i of the Hessian
+    /// times the direction).
+    pub hvp: Vec<Option<Val>>,
+}
+
+/// The value of `func` (which returns f64) at `req.args`, its gradient, and
+/// the product of its Hessian with the direction `tangent` (written like the
+/// arguments: one value per argument, of its shape; entries of i64 and bool
+/// arguments are not used), by one run of the forward rule of the
+/// reverse-mode pieces (forward over reverse). `req.opts.wrt` chooses the
+/// arguments of the gradient (and of the Hessian's rows; the direction
+/// moves every argument with a tangent); `req.mode` and `req.opts.lanes`
+/// are not used. Also returns the module with the derived functions.
+///
+/// ```
+/// use irad::{GradRequest, Source, Val};
+///
+/// let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = [Val::F64(3.0), Val::F64(2.0)];
+/// let registry = irad::rules::Registry::new();
+/// let v = [Val::F64(1.0), Val::F64(0.0)];
+/// let (h, m2) = irad::hvp(&src, &m, &registry, &GradRequest::new(f, &args), &v)?;
+/// assert_eq!(h.value.display(&m2), "18.0");
+/// let show = |g: &[Option<Val>]| -> Vec<String> {
+///     g.iter().flatten().map(|d| d.display(&m2)).collect()
+/// };
+/// assert_eq!(show(&h.gradient), ["12.0", "9.0"]); // (2xy, x²)
+/// assert_eq!(show(&h.hvp), ["4.0", "6.0"]); // H e₁ = (2y, 2x)
+/// # Ok::<(), irad::Error>(())
+/// ```
+pub fn hvp(
+    src: &Source,
+    module: &Module,
+    registry: &rules::Registry,
+    req: &GradRequest<'_>,
+    tangent: &[Val],
+) -> Result<(Hvp, Module), Error> {
+    let params = check_call(src, module, req.func, req.args)?;
+    let (floc, f) = func_loc(src, module, req.func)?;
+    if f.ret != Type::F64 {
+        return Err(invalid(
+            src,
+            floc,
+            format!(
+                "@{} returns {}: a Hessian-vector product needs a function returning f64",
+                f.name, f.ret
+            ),
+        ));
+    }
+    check_tangent(TANGENT_SOURCE, module, req.func, req.args, tangent)?;
+    let wrt = check_wrt(src, module, req.func, req.opts.wrt.as_deref())?;
+    let rev = ReverseRun::new(src, module, registry, req, &wrt)?;
+    let mut m = rev.m;
+    let wrapper = rev.wrapper.id;
+    let mut stage = FwdOverRevStage {
+        fwd: Forward::new(registry),
+        func: wrapper,
+        nargs: params.len(),
+        rule: None,
+    };
+    stage.fwd.set_activity(req.opts.activity);
+    let schedule = req.schedule.clone().unwrap_or_else(default_schedule);
+    let mut opt = OptimiseStage::new(&schedule, Scope::From(m.len()));
+    run_stages(
+        src,
+        &mut m,
+        &mut [Step::Stage(&mut stage), Step::Stage(&mut opt)],
+    )?;
+    let rule = stage
+        .rule
+        .ok_or_else(|| internal(src, "the forward-over-reverse stage made no rule"))?;
+    let mut fwd = stage.fwd;
+
+    // The call: the arguments with the direction as tangents, the zero
+    // shadows of their arrays with zero tangents, the seed 1.0 with zero
+    // tangent.
+    let mut call: Vec<Val> = req
+        .args
+        .iter()
+        .zip(tangent)
+        .zip(&params)
+        .map(|((a, t), ty)| {
+            if ty.has_tangent() {
+                Val::Dual(vec![deep_copy(a), as_tangent(t, ty)].into())
+            } else {
+                deep_copy(a)
+            }
+        })
+        .collect();
+    let mut shadows = Vec::new();
+    for a in &copies(req.args) {
+        zero_shadows(a, &mut shadows);
+    }
+    let mut shadow_tangents = Vec::new();
+    for s in &shadows {
+        let mut z = Vec::new();
+        zero_shadows(s, &mut z);
+        shadow_tangents.extend(z);
+    }
+    for (s, t) in shadows.iter().zip(&shadow_tangents) {
+        call.push(Val::Dual(vec![s.clone(), t.clone()].into()));
+    }
+    call.push(Val::Dual(vec![Val::F64(1.0), Val::F64(0.0)].into()));
+    let out = {
+        let mut exec = executor(src, req, &mut m, &mut fwd)?;
+        run_on(src, &mut *exec, rule, &call, req)?
+    };
+
+    let Val::Dual(parts) = out else {
+        return Err(internal(
+            src,
+            "the forward-over-reverse rule did not return a dual",
+        ));
+    };
+    let [primal, tan] = &parts[..] else {
+        return Err(internal(
+            src,
+            "the forward-over-reverse rule returned the wrong lanes",
+        ));
+    };
+    let (Val::Tuple(p), Val::Tuple(t)) = (primal, tan) else {
+        return Err(internal(
+            src,
+            "the forward-over-reverse rule returned no pair",
+        ));
+    };
+    let ([value, cots], [_, tcots]) = (&p[..], &t[..]) else {
+        return Err(internal(
+            src,
+            "the forward-over-reverse rule returned the wrong shape",
+        ));
+    };
+    let total: usize = params.iter().map(Type::cotangent_leaves).sum();
+    let gradient = per_argument(src, req.args, &params, &wrt, total, cots, shadows)?;
+    let hvp = per_argument(src, req.args, &params, &wrt, total, tcots, shadow_tangents)?;
+    Ok((
+        Hvp {
+            value: value.clone(),
+            gradient,
+            hvp,
+        },
+        m,
+    ))
+}
+
+/// The gradient-shaped value (one entry per argument, `None` outside
+/// `wrt`) from the pullback's `total` scalar cotangents `cots` (one f64, or
+/// a tuple of them) and the shadows of the arguments' arrays.
+fn per_argument(
+    src: &Source,
+    args: &[Val],
+    params: &[Type],
+    wrt: &[usize],
+    total: usize,
+    cots: &Val,
+    shadows: Vec<Val>,
+) -> Result<Vec<Option<Val>>, Error> {
+    let mut leaves: VecDeque<f64> = match (total, cots) {
+        (0, _) => VecDeque::new(),
+        (1, Val::F64(x)) => [*x].into(),
+        (_, Val::Tuple(xs)) => xs
+            .iter()
+            .map(|x| match x {
+                Val::F64(x) => Ok(*x),
+                _ => Err(internal(src, "a cotangent is not f64")),
+            })
+            .collect::<Result<_, _>>()?,
+        _ => return Err(internal(src, "the pullback returned the wrong shape")),
+    };
+    let mut shadows: VecDeque<Val> = shadows.into();
+    Ok(args
+        .iter()
+        .zip(params)
+        .enumerate()
+        .map(|(i, (a, ty))| {
+            let g = assemble(a, ty, &mut leaves, &mut shadows);
+            if wrt.contains(&i) { g } else { None }
+        })
+        .collect())
+}
+
+/// `forward` of the wrapper `@f.vjp` with tangents on its first `nargs`
+/// parameters only (the shadows and the seed get zero tangents), the rule
+/// kept for the caller.
+struct FwdOverRevStage<'r> {
+    fwd: Forward<'r>,
+    func: FuncId,
+    nargs: usize,
+    rule: Option<FuncId>,
+}
+
+impl Stage for FwdOverRevStage<'_> {
+    fn id(&self) -> PassId {
+        PassId::Forward
+    }
+
+    fn required(&self) -> bool {
+        true
+    }
+
+    fn run(
+        &mut self,
+        m: &mut Module,
+        _: &PipelineOptions,
+    ) -> Result<Option<Vec<Snapshot>>, PassError> {
+        let wrt: Vec<usize> = (0..self.nargs).collect();
+        self.rule = Some(self.fwd.rule_wrt(m, self.func, Lanes::ONE, &wrt)?);
+        Ok(None)
+    }
+}
