@@ -1049,7 +1049,7 @@ fn tangent_with(val: &Val, ty: &Type, next: &mut dyn FnMut() -> f64) -> Val {
 
 /// A value of `val`'s type whose f64 entries are `next()` in order (other
 /// entries copied).
-fn like_with(val: &Val, ty: &Type, next: &mut dyn FnMut() -> f64) -> Val {
+pub(crate) fn like_with(val: &Val, ty: &Type, next: &mut dyn FnMut() -> f64) -> Val {
     match (val, ty) {
         (Val::F64(_), _) => Val::F64(next()),
         (Val::Array(a), Type::Array(Scalar::F64)) => {
@@ -1067,7 +1067,7 @@ fn like_with(val: &Val, ty: &Type, next: &mut dyn FnMut() -> f64) -> Val {
 }
 
 /// The f64 entries of `val` in depth-first order, array elements in order.
-fn f64_leaves(val: &Val, out: &mut Vec<f64>) {
+pub(crate) fn f64_leaves(val: &Val, out: &mut Vec<f64>) {
     match val {
         Val::F64(x) => out.push(*x),
         Val::Array(a) => {
@@ -1099,7 +1099,12 @@ fn leaf_labels(val: &Val, ty: &Type, prefix: String, out: &mut Vec<String>) {
 }
 
 /// The labels of the Jacobian's columns: every f64 of the arguments.
-fn input_labels(module: &Module, func: FuncId, args: &[Val], params: &[Type]) -> Vec<String> {
+pub(crate) fn input_labels(
+    module: &Module,
+    func: FuncId,
+    args: &[Val],
+    params: &[Type],
+) -> Vec<String> {
     let f = &module[func];
     let mut out = Vec::new();
     for (i, (a, ty)) in args.iter().zip(params).enumerate() {

@@ -20,9 +20,11 @@
 
 use crate::deriv::{
     ReverseRun, TANGENT_SOURCE, as_tangent, assemble, check_call, check_tangent, check_wrt, copies,
-    deep_copy, executor, func_loc, invalid, run_on, zero_shadows,
+    deep_copy, executor, f64_leaves, func_loc, input_labels, invalid, like_with, run_on,
+    zero_shadows,
 };
 use crate::{Error, GradRequest, Source, internal, rules, run_stages};
+use irad_ir::interp::Executor;
 use irad_ir::interp::value::Val;
 use irad_ir::{FuncId, Lanes, Module, Type};
 use irad_passes::Step;
@@ -79,112 +81,248 @@ pub fn hvp(
     req: &GradRequest<'_>,
     tangent: &[Val],
 ) -> Result<(Hvp, Module), Error> {
-    let params = check_call(src, module, req.func, req.args)?;
-    let (floc, f) = func_loc(src, module, req.func)?;
-    if f.ret != Type::F64 {
-        return Err(invalid(
-            src,
-            floc,
-            format!(
-                "@{} returns {}: a Hessian-vector product needs a function returning f64",
-                f.name, f.ret
-            ),
-        ));
-    }
+    check_call(src, module, req.func, req.args)?;
     check_tangent(TANGENT_SOURCE, module, req.func, req.args, tangent)?;
-    let wrt = check_wrt(src, module, req.func, req.opts.wrt.as_deref())?;
-    let rev = ReverseRun::new(src, module, registry, req, &wrt)?;
-    let mut m = rev.m;
-    let wrapper = rev.wrapper.id;
-    let mut stage = FwdOverRevStage {
-        fwd: Forward::new(registry),
-        func: wrapper,
-        nargs: params.len(),
-        rule: None,
+    let mut prep = Prepared::new(src, module, registry, req)?;
+    let h = {
+        let mut exec = executor(src, req, &mut prep.m, &mut prep.fwd)?;
+        prep.shape.run(src, &mut *exec, req, tangent)?
     };
-    stage.fwd.set_activity(req.opts.activity);
-    let schedule = req.schedule.clone().unwrap_or_else(default_schedule);
-    let mut opt = OptimiseStage::new(&schedule, Scope::From(m.len()));
-    run_stages(
-        src,
-        &mut m,
-        &mut [Step::Stage(&mut stage), Step::Stage(&mut opt)],
-    )?;
-    let rule = stage
-        .rule
-        .ok_or_else(|| internal(src, "the forward-over-reverse stage made no rule"))?;
-    let mut fwd = stage.fwd;
+    Ok((h, prep.m))
+}
 
-    // The call: the arguments with the direction as tangents, the zero
-    // shadows of their arrays with zero tangents, the seed 1.0 with zero
-    // tangent.
-    let mut call: Vec<Val> = req
-        .args
-        .iter()
-        .zip(tangent)
-        .zip(&params)
-        .map(|((a, t), ty)| {
-            if ty.has_tangent() {
-                Val::Dual(vec![deep_copy(a), as_tangent(t, ty)].into())
-            } else {
-                deep_copy(a)
-            }
-        })
-        .collect();
-    let mut shadows = Vec::new();
-    for a in &copies(req.args) {
-        zero_shadows(a, &mut shadows);
-    }
-    let mut shadow_tangents = Vec::new();
-    for s in &shadows {
-        let mut z = Vec::new();
-        zero_shadows(s, &mut z);
-        shadow_tangents.extend(z);
-    }
-    for (s, t) in shadows.iter().zip(&shadow_tangents) {
-        call.push(Val::Dual(vec![s.clone(), t.clone()].into()));
-    }
-    call.push(Val::Dual(vec![Val::F64(1.0), Val::F64(0.0)].into()));
-    let out = {
-        let mut exec = executor(src, req, &mut m, &mut fwd)?;
-        run_on(src, &mut *exec, rule, &call, req)?
-    };
+/// A value, its gradient and its Hessian ([`hessian`]).
+#[derive(Clone, Debug)]
+pub struct Hessian {
+    /// The function's value.
+    pub value: Val,
+    /// The gradient, as [`Hvp::gradient`].
+    pub gradient: Vec<Option<Val>>,
+    /// One row per f64 of the arguments in `wrt` (in argument order,
+    /// depth-first, array elements in order), each with one entry per f64
+    /// of the arguments with a tangent: row i is H eᵢ.
+    pub rows: Vec<Vec<f64>>,
+    /// The label of each column (and row): the parameter's name and the
+    /// path, e.g. `%x`, `%y[0]`, `%p.1`.
+    pub inputs: Vec<String>,
+}
 
-    let Val::Dual(parts) = out else {
-        return Err(internal(
-            src,
-            "the forward-over-reverse rule did not return a dual",
-        ));
-    };
-    let [primal, tan] = &parts[..] else {
-        return Err(internal(
-            src,
-            "the forward-over-reverse rule returned the wrong lanes",
-        ));
-    };
-    let (Val::Tuple(p), Val::Tuple(t)) = (primal, tan) else {
-        return Err(internal(
-            src,
-            "the forward-over-reverse rule returned no pair",
-        ));
-    };
-    let ([value, cots], [_, tcots]) = (&p[..], &t[..]) else {
-        return Err(internal(
-            src,
-            "the forward-over-reverse rule returned the wrong shape",
-        ));
-    };
-    let total: usize = params.iter().map(Type::cotangent_leaves).sum();
-    let gradient = per_argument(src, req.args, &params, &wrt, total, cots, shadows)?;
-    let hvp = per_argument(src, req.args, &params, &wrt, total, tcots, shadow_tangents)?;
+/// The value of `func` (which returns f64) at `req.args`, its gradient and
+/// its Hessian with respect to every f64 of the arguments: one
+/// Hessian-vector product ([`hvp`]) per f64 input along its unit vector,
+/// the forward-over-reverse rule derived and compiled once for all of them.
+/// Symmetric within rounding. Also returns the module with the derived
+/// functions.
+///
+/// ```
+/// use irad::{GradRequest, Source, Val};
+///
+/// let src = Source::new("f.irad", "fn f(x: f64, y: [f64]) -> f64 { x * x * y[0] + y[0] * y[1] }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = [Val::F64(3.0), Val::f64_array(vec![2.0, 5.0])];
+/// let registry = irad::rules::Registry::new();
+/// let (h, _) = irad::hessian(&src, &m, &registry, &GradRequest::new(f, &args))?;
+/// assert_eq!(h.inputs, ["%x", "%y[0]", "%y[1]"]);
+/// assert_eq!(h.rows, [[4.0, 6.0, 0.0], [6.0, 0.0, 1.0], [0.0, 1.0, 0.0]]);
+/// # Ok::<(), irad::Error>(())
+/// ```
+pub fn hessian(
+    src: &Source,
+    module: &Module,
+    registry: &rules::Registry,
+    req: &GradRequest<'_>,
+) -> Result<(Hessian, Module), Error> {
+    let mut prep = Prepared::new(src, module, registry, req)?;
+    let params = prep.shape.params.clone();
+    let inputs = input_labels(module, req.func, req.args, &params);
+    let n = inputs.len();
+    let mut rows = Vec::with_capacity(n);
+    let mut first: Option<Hvp> = None;
+    {
+        let mut exec = executor(src, req, &mut prep.m, &mut prep.fwd)?;
+        for k in 0..n {
+            let mut i = 0;
+            let mut unit = || {
+                i += 1;
+                if i - 1 == k { 1.0 } else { 0.0 }
+            };
+            let t: Vec<Val> = req
+                .args
+                .iter()
+                .zip(&params)
+                .map(|(a, ty)| {
+                    if ty.has_tangent() {
+                        like_with(a, ty, &mut unit)
+                    } else {
+                        deep_copy(a)
+                    }
+                })
+                .collect();
+            let h = prep.shape.run(src, &mut *exec, req, &t)?;
+            let mut row = Vec::with_capacity(n);
+            h.hvp.iter().flatten().for_each(|v| f64_leaves(v, &mut row));
+            rows.push(row);
+            first.get_or_insert(h);
+        }
+        if first.is_none() {
+            // No f64 input: one run for the value and the gradient.
+            let t: Vec<Val> = req.args.iter().map(deep_copy).collect();
+            first = Some(prep.shape.run(src, &mut *exec, req, &t)?);
+        }
+    }
+    let h = first.ok_or_else(|| internal(src, "no Hessian-vector product was run"))?;
     Ok((
-        Hvp {
+        Hessian {
+            value: h.value,
+            gradient: h.gradient,
+            rows,
+            inputs,
+        },
+        prep.m,
+    ))
+}
+
+/// The module with the forward-over-reverse rule derived and optimised, the
+/// rule cache the executor needs, and how to call the rule.
+struct Prepared<'r> {
+    m: Module,
+    fwd: Forward<'r>,
+    shape: Shape,
+}
+
+/// The rule `@f.vjp.fwd.wrt...` and what its call and result look like.
+struct Shape {
+    rule: FuncId,
+    params: Vec<Type>,
+    wrt: Vec<usize>,
+}
+
+impl<'r> Prepared<'r> {
+    /// Checks the request (a function returning f64, arguments of its
+    /// types), derives the pieces, `@f.vjp` and its forward rule.
+    fn new(
+        src: &Source,
+        module: &Module,
+        registry: &'r rules::Registry,
+        req: &GradRequest<'_>,
+    ) -> Result<Prepared<'r>, Error> {
+        let params = check_call(src, module, req.func, req.args)?;
+        let (floc, f) = func_loc(src, module, req.func)?;
+        if f.ret != Type::F64 {
+            return Err(invalid(
+                src,
+                floc,
+                format!(
+                    "@{} returns {}: a Hessian-vector product needs a function returning f64",
+                    f.name, f.ret
+                ),
+            ));
+        }
+        let wrt = check_wrt(src, module, req.func, req.opts.wrt.as_deref())?;
+        let rev = ReverseRun::new(src, module, registry, req, &wrt)?;
+        let mut m = rev.m;
+        let mut stage = FwdOverRevStage {
+            fwd: Forward::new(registry),
+            func: rev.wrapper.id,
+            nargs: params.len(),
+            rule: None,
+        };
+        stage.fwd.set_activity(req.opts.activity);
+        let schedule = req.schedule.clone().unwrap_or_else(default_schedule);
+        let mut opt = OptimiseStage::new(&schedule, Scope::From(m.len()));
+        run_stages(
+            src,
+            &mut m,
+            &mut [Step::Stage(&mut stage), Step::Stage(&mut opt)],
+        )?;
+        let rule = stage
+            .rule
+            .ok_or_else(|| internal(src, "the forward-over-reverse stage made no rule"))?;
+        Ok(Prepared {
+            m,
+            fwd: stage.fwd,
+            shape: Shape { rule, params, wrt },
+        })
+    }
+}
+
+impl Shape {
+    /// One run of the rule along `tangent` (checked by the caller).
+    fn run(
+        &self,
+        src: &Source,
+        exec: &mut dyn Executor,
+        req: &GradRequest<'_>,
+        tangent: &[Val],
+    ) -> Result<Hvp, Error> {
+        let params = &self.params;
+        // The call: the arguments with the direction as tangents, the zero
+        // shadows of their arrays with zero tangents, the seed 1.0 with zero
+        // tangent.
+        let mut call: Vec<Val> = req
+            .args
+            .iter()
+            .zip(tangent)
+            .zip(params)
+            .map(|((a, t), ty)| {
+                if ty.has_tangent() {
+                    Val::Dual(vec![deep_copy(a), as_tangent(t, ty)].into())
+                } else {
+                    deep_copy(a)
+                }
+            })
+            .collect();
+        let mut shadows = Vec::new();
+        for a in &copies(req.args) {
+            zero_shadows(a, &mut shadows);
+        }
+        let mut shadow_tangents = Vec::new();
+        for s in &shadows {
+            let mut z = Vec::new();
+            zero_shadows(s, &mut z);
+            shadow_tangents.extend(z);
+        }
+        for (s, t) in shadows.iter().zip(&shadow_tangents) {
+            call.push(Val::Dual(vec![s.clone(), t.clone()].into()));
+        }
+        call.push(Val::Dual(vec![Val::F64(1.0), Val::F64(0.0)].into()));
+        let out = run_on(src, exec, self.rule, &call, req)?;
+
+        let Val::Dual(parts) = out else {
+            return Err(internal(
+                src,
+                "the forward-over-reverse rule did not return a dual",
+            ));
+        };
+        let [primal, tan] = &parts[..] else {
+            return Err(internal(
+                src,
+                "the forward-over-reverse rule returned the wrong lanes",
+            ));
+        };
+        let (Val::Tuple(p), Val::Tuple(t)) = (primal, tan) else {
+            return Err(internal(
+                src,
+                "the forward-over-reverse rule returned no pair",
+            ));
+        };
+        let ([value, cots], [_, tcots]) = (&p[..], &t[..]) else {
+            return Err(internal(
+                src,
+                "the forward-over-reverse rule returned the wrong shape",
+            ));
+        };
+        let total: usize = params.iter().map(Type::cotangent_leaves).sum();
+        let wrt = &self.wrt;
+        let gradient = per_argument(src, req.args, params, wrt, total, cots, shadows)?;
+        let hvp = per_argument(src, req.args, params, wrt, total, tcots, shadow_tangents)?;
+        Ok(Hvp {
             value: value.clone(),
             gradient,
             hvp,
-        },
-        m,
-    ))
+        })
+    }
 }
 
 /// The gradient-shaped value (one entry per argument, `None` outside

@@ -11,10 +11,14 @@
 //!   of the products);
 //! - the interpreter and the JIT give the same bits.
 //!
+//! The full Hessian (`irad::hessian`, one HVP per f64 input) on the same
+//! corpus cases: symmetric within 1e-10 relative, times v equal to the HVP
+//! along v to 1e-12, the backends bit for bit.
+//!
 //! Programs forward over reverse cannot handle yet (a call through a
 //! function value: the corpus's `higher_order`) give a located error, which
-//! is checked too. Also: the JSON shape, the text output, and the errors of
-//! `irad hvp`.
+//! is checked too. Also: the JSON shapes, the text output, and the errors of
+//! `irad hvp` and `irad hessian`.
 
 use irad::{Backend, GradOptions, GradRequest, Source, Val};
 use std::path::Path;
@@ -190,6 +194,57 @@ fn check_case(src: &Source, m: &irad::ir::Module, f: irad::ir::FuncId, args: &[V
     }
 }
 
+/// The Hessian (`irad::hessian`): symmetric within 1e-10 · max(1, |entry|),
+/// H v equal to `irad::hvp` along v within 1e-12 · (the sum of the
+/// magnitudes of the products), its gradient `irad::hvp`'s, the two
+/// backends bit for bit.
+fn check_hessian(
+    src: &Source,
+    m: &irad::ir::Module,
+    f: irad::ir::FuncId,
+    args: &[Val],
+    what: &str,
+) {
+    let registry = irad::rules::Registry::new();
+    let params = m[f].param_types();
+    let v = map_args(args, &|_, i| ((i * 7 + 3) % 11) as f64 / 5.0 - 1.0);
+    let vl = direction_leaves(&v, &params);
+    let mut by_backend = Vec::new();
+    for backend in [Backend::Interp, Backend::Jit] {
+        let r = req(f, args, backend);
+        let (h, _) = irad::hessian(src, m, &registry, &r).expect("hessian");
+        let (hv, _) = irad::hvp(src, m, &registry, &r, &v).expect("hvp");
+        let n = vl.len();
+        assert_eq!(h.rows.len(), n, "{what}: rows");
+        assert_eq!(h.inputs.len(), n, "{what}: labels");
+        for (i, row) in h.rows.iter().enumerate() {
+            assert_eq!(row.len(), n, "{what}: row {i}");
+            for (j, x) in row.iter().enumerate() {
+                let y = h.rows[j][i];
+                assert!(
+                    (x - y).abs() <= 1e-10 * 1f64.max(x.abs()).max(y.abs()),
+                    "{what} {backend:?}: H[{i}][{j}] = {x}, H[{j}][{i}] = {y}"
+                );
+            }
+        }
+        let hvl = flat(&hv.hvp);
+        for (i, row) in h.rows.iter().enumerate() {
+            let (d, scale) = dot(row, &vl);
+            assert!(
+                (d - hvl[i]).abs() <= 1e-12 * scale.max(1.0),
+                "{what} {backend:?}: (H v)[{i}] = {d}, hvp {}",
+                hvl[i]
+            );
+        }
+        assert!(same_bits(&flat(&h.gradient), &flat(&hv.gradient)), "{what}");
+        by_backend.push(h.rows.concat());
+    }
+    assert!(
+        same_bits(&by_backend[0], &by_backend[1]),
+        "{what}: Hessians differ between backends"
+    );
+}
+
 /// Every corpus case of a function with an f64 result is checked, or its
 /// refusal is (a located error naming why).
 #[test]
@@ -232,6 +287,7 @@ fn corpus_hvp_matches_differences_is_symmetric_and_backends_agree() {
                     continue;
                 }
                 check_case(&src, &m, f, &args, &what);
+                check_hessian(&src, &m, f, &args, &what);
                 checked += 1;
             }
         }
@@ -364,6 +420,59 @@ fn cli_json_and_text() {
         String::from_utf8_lossy(&out.stdout),
         "value: 37.0\ngradient:\n  %x: 12.0\n  %y: [4.0, 10.0]\n  %n: -\n\
          hvp:\n  %x: 6.0\n  %y: [4.0, 2.0]\n  %n: -\n"
+    );
+}
+
+#[test]
+fn cli_hessian_json_and_text() {
+    let file = program_file("hessian.irad", PROGRAM);
+    let out = irad_cmd(&[
+        "hessian",
+        &file,
+        "-f",
+        "mixed",
+        "--args",
+        "2.0, [3.0, 5.0], 1",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    // f = x² y0 + y1² (n = 1), inputs (x, y0, y1).
+    assert_eq!(j["value"], serde_json::json!(37.0), "{j}");
+    assert_eq!(
+        j["gradient"],
+        serde_json::json!([12.0, [4.0, 10.0], null]),
+        "{j}"
+    );
+    assert_eq!(
+        j["hessian"],
+        serde_json::json!([[6.0, 4.0, 0.0], [4.0, 0.0, 0.0], [0.0, 0.0, 2.0]]),
+        "{j}"
+    );
+    let out = irad_cmd(&[
+        "hessian",
+        &file,
+        "-f",
+        "mixed",
+        "--args",
+        "2.0, [3.0, 5.0], 1",
+        "--backend",
+        "interp",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "value: 37.0\ngradient:\n  %x: 12.0\n  %y: [4.0, 10.0]\n  %n: -\n\
+         hessian: 3 x 3 (f64 inputs)\n  columns: %x, %y[0], %y[1]\n\
+         \x20 %x: 6.0, 4.0, 0.0\n  %y[0]: 4.0, 0.0, 0.0\n  %y[1]: 0.0, 0.0, 2.0\n"
     );
 }
 
