@@ -191,7 +191,7 @@ struct Prepared<'r> {
     shape: Shape,
 }
 
-/// The rule `@f.vjp.fwd.wrt...` and what its call and result look like.
+/// The rule `@f.vjp.fwd` and what its call and result look like.
 struct Shape {
     rule: FuncId,
     params: Vec<Type>,
@@ -225,7 +225,6 @@ impl<'r> Prepared<'r> {
         let mut stage = FwdOverRevStage {
             fwd: Forward::new(registry),
             func: rev.wrapper.id,
-            nargs: params.len(),
             rule: None,
         };
         stage.fwd.set_activity(req.opts.activity);
@@ -361,13 +360,14 @@ fn per_argument(
         .collect())
 }
 
-/// `forward` of the wrapper `@f.vjp` with tangents on its first `nargs`
-/// parameters only (the shadows and the seed get zero tangents), the rule
-/// kept for the caller.
+/// `forward` of the wrapper `@f.vjp`, the rule kept for the caller. Every
+/// parameter gets a tangent (the callers pass zero ones for the shadows and
+/// the seed): a variant with fewer active parameters would be the same
+/// function, since the pieces run `push` and `pop` and are derived without
+/// activity analysis.
 struct FwdOverRevStage<'r> {
     fwd: Forward<'r>,
     func: FuncId,
-    nargs: usize,
     rule: Option<FuncId>,
 }
 
@@ -385,8 +385,7 @@ impl Stage for FwdOverRevStage<'_> {
         m: &mut Module,
         _: &PipelineOptions,
     ) -> Result<Option<Vec<Snapshot>>, PassError> {
-        let wrt: Vec<usize> = (0..self.nargs).collect();
-        self.rule = Some(self.fwd.rule_wrt(m, self.func, Lanes::ONE, &wrt)?);
+        self.rule = Some(self.fwd.rule(m, self.func, Lanes::ONE)?);
         Ok(None)
     }
 }
