@@ -83,12 +83,22 @@ pub fn hvp(
 ) -> Result<(Hvp, Module), Error> {
     check_call(src, module, req.func, req.args)?;
     check_tangent(TANGENT_SOURCE, module, req.func, req.args, tangent)?;
-    let mut prep = Prepared::new(src, module, registry, req)?;
-    let h = {
+    let mut prep = Prepared::new(src, module, registry, req, Lanes::ONE)?;
+    let (value, gradient, mut hvps) = {
         let mut exec = executor(src, req, &mut prep.m, &mut prep.fwd)?;
-        prep.shape.run(src, &mut *exec, req, tangent)?
+        prep.shape.run(src, &mut *exec, req, &[tangent.to_vec()])?
     };
-    Ok((h, prep.m))
+    let hvp = hvps
+        .pop()
+        .ok_or_else(|| internal(src, "the rule returned no lane"))?;
+    Ok((
+        Hvp {
+            value,
+            gradient,
+            hvp,
+        },
+        prep.m,
+    ))
 }
 
 /// A value, its gradient and its Hessian ([`hessian`]).
@@ -110,7 +120,8 @@ pub struct Hessian {
 /// The value of `func` (which returns f64) at `req.args`, its gradient and
 /// its Hessian with respect to every f64 of the arguments: one
 /// Hessian-vector product ([`hvp`]) per f64 input along its unit vector,
-/// the forward-over-reverse rule derived and compiled once for all of them.
+/// batched in the lanes of the rule (up to 8 per run: n inputs take
+/// ceil(n / 8) runs), which is derived and compiled once for all of them.
 /// Symmetric within rounding. Also returns the module with the derived
 /// functions.
 ///
@@ -133,55 +144,75 @@ pub fn hessian(
     registry: &rules::Registry,
     req: &GradRequest<'_>,
 ) -> Result<(Hessian, Module), Error> {
-    let mut prep = Prepared::new(src, module, registry, req)?;
-    let params = prep.shape.params.clone();
+    let params = check_call(src, module, req.func, req.args)?;
     let inputs = input_labels(module, req.func, req.args, &params);
     let n = inputs.len();
+    let width = n.clamp(1, HESSIAN_LANES);
+    let lanes = u32::try_from(width)
+        .ok()
+        .and_then(Lanes::dense)
+        .ok_or_else(|| internal(src, "a Hessian's lane count"))?;
+    let mut prep = Prepared::new(src, module, registry, req, lanes)?;
+    // The direction of input k: the unit vector (zero past the last input,
+    // for the unused lanes of the last batch).
+    let unit = |k: usize| -> Vec<Val> {
+        let mut i = 0;
+        let mut next = || {
+            i += 1;
+            if i - 1 == k { 1.0 } else { 0.0 }
+        };
+        req.args
+            .iter()
+            .zip(&params)
+            .map(|(a, ty)| {
+                if ty.has_tangent() {
+                    like_with(a, ty, &mut next)
+                } else {
+                    deep_copy(a)
+                }
+            })
+            .collect()
+    };
     let mut rows = Vec::with_capacity(n);
-    let mut first: Option<Hvp> = None;
+    let mut first = None;
     {
         let mut exec = executor(src, req, &mut prep.m, &mut prep.fwd)?;
-        for k in 0..n {
-            let mut i = 0;
-            let mut unit = || {
-                i += 1;
-                if i - 1 == k { 1.0 } else { 0.0 }
-            };
-            let t: Vec<Val> = req
-                .args
-                .iter()
-                .zip(&params)
-                .map(|(a, ty)| {
-                    if ty.has_tangent() {
-                        like_with(a, ty, &mut unit)
-                    } else {
-                        deep_copy(a)
-                    }
-                })
-                .collect();
-            let h = prep.shape.run(src, &mut *exec, req, &t)?;
-            let mut row = Vec::with_capacity(n);
-            h.hvp.iter().flatten().for_each(|v| f64_leaves(v, &mut row));
-            rows.push(row);
-            first.get_or_insert(h);
-        }
-        if first.is_none() {
-            // No f64 input: one run for the value and the gradient.
-            let t: Vec<Val> = req.args.iter().map(deep_copy).collect();
-            first = Some(prep.shape.run(src, &mut *exec, req, &t)?);
+        let mut start = 0;
+        loop {
+            let batch: Vec<Vec<Val>> = (start..start + width).map(unit).collect();
+            let (value, gradient, hvps) = prep.shape.run(src, &mut *exec, req, &batch)?;
+            for h in hvps.iter().take(n.saturating_sub(start)) {
+                let mut row = Vec::with_capacity(n);
+                h.iter().flatten().for_each(|v| f64_leaves(v, &mut row));
+                rows.push(row);
+            }
+            first.get_or_insert((value, gradient));
+            start += width;
+            if start >= n {
+                break;
+            }
         }
     }
-    let h = first.ok_or_else(|| internal(src, "no Hessian-vector product was run"))?;
+    let (value, gradient) =
+        first.ok_or_else(|| internal(src, "no Hessian-vector product was run"))?;
     Ok((
         Hessian {
-            value: h.value,
-            gradient: h.gradient,
+            value,
+            gradient,
             rows,
             inputs,
         },
         prep.m,
     ))
 }
+
+/// What one run of the rule gives: the value, the gradient (one entry per
+/// argument) and, per lane, H·V shaped like the gradient.
+type RunOut = (Val, Vec<Option<Val>>, Vec<Vec<Option<Val>>>);
+
+/// The lanes of one run of [`hessian`]: this many Hessian-vector products
+/// per run of the rule (fewer for fewer inputs).
+const HESSIAN_LANES: usize = 8;
 
 /// The module with the forward-over-reverse rule derived and optimised, the
 /// rule cache the executor needs, and how to call the rule.
@@ -206,6 +237,7 @@ impl<'r> Prepared<'r> {
         module: &Module,
         registry: &'r rules::Registry,
         req: &GradRequest<'_>,
+        width: Lanes,
     ) -> Result<Prepared<'r>, Error> {
         let params = check_call(src, module, req.func, req.args)?;
         let (floc, f) = func_loc(src, module, req.func)?;
@@ -225,6 +257,7 @@ impl<'r> Prepared<'r> {
         let mut stage = FwdOverRevStage {
             fwd: Forward::new(registry),
             func: rev.wrapper.id,
+            width,
             rule: None,
         };
         stage.fwd.set_activity(req.opts.activity);
@@ -247,80 +280,83 @@ impl<'r> Prepared<'r> {
 }
 
 impl Shape {
-    /// One run of the rule along `tangent` (checked by the caller).
+    /// One run of the rule with one direction per lane (`tangents`, each
+    /// checked by the caller; as many as the rule's width): the value, the
+    /// gradient, and H·V per lane.
     fn run(
         &self,
         src: &Source,
         exec: &mut dyn Executor,
         req: &GradRequest<'_>,
-        tangent: &[Val],
-    ) -> Result<Hvp, Error> {
+        tangents: &[Vec<Val>],
+    ) -> Result<RunOut, Error> {
         let params = &self.params;
-        // The call: the arguments with the direction as tangents, the zero
+        let lanes = tangents.len();
+        // The call: the arguments with the directions as tangents, the zero
         // shadows of their arrays with zero tangents, the seed 1.0 with zero
-        // tangent.
-        let mut call: Vec<Val> = req
-            .args
-            .iter()
-            .zip(tangent)
-            .zip(params)
-            .map(|((a, t), ty)| {
-                if ty.has_tangent() {
-                    Val::Dual(vec![deep_copy(a), as_tangent(t, ty)].into())
-                } else {
-                    deep_copy(a)
-                }
-            })
-            .collect();
+        // tangents.
+        let mut call = Vec::with_capacity(req.args.len() + 1);
+        for (i, (a, ty)) in req.args.iter().zip(params).enumerate() {
+            if !ty.has_tangent() {
+                call.push(deep_copy(a));
+                continue;
+            }
+            let mut parts = vec![deep_copy(a)];
+            for t in tangents {
+                let ti = t
+                    .get(i)
+                    .ok_or_else(|| internal(src, "a direction without this argument"))?;
+                parts.push(as_tangent(ti, ty));
+            }
+            call.push(Val::Dual(parts.into()));
+        }
         let mut shadows = Vec::new();
         for a in &copies(req.args) {
             zero_shadows(a, &mut shadows);
         }
-        let mut shadow_tangents = Vec::new();
-        for s in &shadows {
+        // Per lane, a zero tangent array for each shadow.
+        let mut lane_shadows: Vec<Vec<Val>> = Vec::with_capacity(lanes);
+        for _ in 0..lanes {
             let mut z = Vec::new();
-            zero_shadows(s, &mut z);
-            shadow_tangents.extend(z);
+            for s in &shadows {
+                zero_shadows(s, &mut z);
+            }
+            lane_shadows.push(z);
         }
-        for (s, t) in shadows.iter().zip(&shadow_tangents) {
-            call.push(Val::Dual(vec![s.clone(), t.clone()].into()));
+        for (j, s) in shadows.iter().enumerate() {
+            let mut parts = vec![s.clone()];
+            parts.extend(lane_shadows.iter().map(|z| z[j].clone()));
+            call.push(Val::Dual(parts.into()));
         }
-        call.push(Val::Dual(vec![Val::F64(1.0), Val::F64(0.0)].into()));
+        let mut seed = vec![Val::F64(1.0)];
+        seed.extend(std::iter::repeat_n(Val::F64(0.0), lanes));
+        call.push(Val::Dual(seed.into()));
         let out = run_on(src, exec, self.rule, &call, req)?;
 
+        let wrong = |what: &str| internal(src, &format!("the forward-over-reverse rule {what}"));
         let Val::Dual(parts) = out else {
-            return Err(internal(
-                src,
-                "the forward-over-reverse rule did not return a dual",
-            ));
+            return Err(wrong("did not return a dual"));
         };
-        let [primal, tan] = &parts[..] else {
-            return Err(internal(
-                src,
-                "the forward-over-reverse rule returned the wrong lanes",
-            ));
+        if parts.len() != lanes + 1 {
+            return Err(wrong("returned the wrong lanes"));
+        }
+        let pair = |v: &Val| match v {
+            Val::Tuple(p) => match &p[..] {
+                [a, b] => Ok((a.clone(), b.clone())),
+                _ => Err(wrong("returned the wrong shape")),
+            },
+            _ => Err(wrong("returned no pair")),
         };
-        let (Val::Tuple(p), Val::Tuple(t)) = (primal, tan) else {
-            return Err(internal(
-                src,
-                "the forward-over-reverse rule returned no pair",
-            ));
-        };
-        let ([value, cots], [_, tcots]) = (&p[..], &t[..]) else {
-            return Err(internal(
-                src,
-                "the forward-over-reverse rule returned the wrong shape",
-            ));
-        };
+        let (value, cots) = pair(&parts[0])?;
         let total: usize = params.iter().map(Type::cotangent_leaves).sum();
         let wrt = &self.wrt;
-        let gradient = per_argument(src, req.args, params, wrt, total, cots, shadows)?;
-        let hvp = per_argument(src, req.args, params, wrt, total, tcots, shadow_tangents)?;
-        Ok(Hvp {
-            value: value.clone(),
-            gradient,
-            hvp,
-        })
+        let gradient = per_argument(src, req.args, params, wrt, total, &cots, shadows)?;
+        let mut hvps = Vec::with_capacity(lanes);
+        for (k, z) in lane_shadows.into_iter().enumerate() {
+            let (_, tcots) = pair(&parts[k + 1])?;
+            hvps.push(per_argument(src, req.args, params, wrt, total, &tcots, z)?);
+        }
+        Ok((value, gradient, hvps))
     }
 }
 
@@ -368,6 +404,7 @@ fn per_argument(
 struct FwdOverRevStage<'r> {
     fwd: Forward<'r>,
     func: FuncId,
+    width: Lanes,
     rule: Option<FuncId>,
 }
 
@@ -385,7 +422,7 @@ impl Stage for FwdOverRevStage<'_> {
         m: &mut Module,
         _: &PipelineOptions,
     ) -> Result<Option<Vec<Snapshot>>, PassError> {
-        self.rule = Some(self.fwd.rule(m, self.func, Lanes::ONE)?);
+        self.rule = Some(self.fwd.rule(m, self.func, self.width)?);
         Ok(None)
     }
 }

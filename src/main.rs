@@ -75,7 +75,8 @@ enum Command {
   $ irad hvp examples/rosenbrock.irad -f rosenbrock --args '[1.5, 0.5, -0.3]' --tangent '[1.0, 0.0, 0.0]'")]
     Hvp(HvpCmd),
     /// Print a function's value, its gradient and its full Hessian (one
-    /// Hessian-vector product per f64 input), for a function returning f64.
+    /// Hessian-vector product per f64 input, batched in lanes), for a
+    /// function returning f64.
     #[command(after_help = "Example:
   $ irad hessian examples/rosenbrock.irad -f rosenbrock --args '[1.5, 0.5, -0.3]' --json")]
     Hessian(HessianCmd),
