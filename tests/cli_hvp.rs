@@ -628,6 +628,31 @@ fn hvp_cost_against_the_gradient() {
         );
         assert!(hvp.is_finite() && grad > 0.0);
     }
+    // A Hessian of 10 inputs (rosenbrock, n = 10) against one HVP.
+    let src = irad::read_source(&root.join("examples/rosenbrock.irad")).expect("program");
+    let m = irad::load(&src).expect("loads");
+    let f = irad::find_function(&src, &m, "rosenbrock").expect("function");
+    let args = [Val::f64_array(x[..10].to_vec())];
+    let r = GradRequest {
+        opts: GradOptions {
+            exec: timed_jit,
+            ..GradOptions::default()
+        },
+        ..GradRequest::new(f, &args)
+    };
+    TIMES.with(|t| t.borrow_mut().clear());
+    let v = map_args(&args, &|_, i| ((i * 7 + 3) % 11) as f64 / 5.0 - 1.0);
+    irad::hvp(&src, &m, &registry, &r, &v).expect("hvp");
+    let hvp: f64 = TIMES.with(|t| t.borrow().iter().sum());
+    TIMES.with(|t| t.borrow_mut().clear());
+    irad::hessian(&src, &m, &registry, &r).expect("hessian");
+    let hessian: f64 = TIMES.with(|t| t.borrow().iter().sum());
+    println!(
+        "rosenbrock n = 10: hvp {:.2} us, hessian {:.2} us, {:.2} HVPs",
+        hvp * 1e6,
+        hessian * 1e6,
+        hessian / hvp
+    );
 }
 
 /// Tapes of duals in compiled code: forward mode of functions that push
