@@ -13,10 +13,11 @@
 //! like [`crate::grad`]'s. Guarantees: the derived functions are optimised
 //! by the pass manager's default (or the requested) schedule and run on
 //! fresh copies of the arguments, on the executor of `req.opts.exec`
-//! (interpreter or JIT); every mismatch of the direction with the arguments
-//! and every construct forward mode cannot differentiate in the pieces (a
-//! call through a function value: `revfwd`/`revback` have no forward rule)
-//! is an [`Error`] with a location, never a panic.
+//! (interpreter or JIT), with a rule provider that gives both reverse pieces
+//! and forward rules at run time (a call through a function value in the
+//! pieces looks up the callee's pieces, then their forward rule); every
+//! mismatch of the direction with the arguments and every failure to
+//! derive is an [`Error`] with a location, never a panic.
 
 use crate::deriv::{
     ReverseRun, TANGENT_SOURCE, as_tangent, assemble, check_call, check_tangent, check_wrt, copies,
@@ -24,13 +25,14 @@ use crate::deriv::{
     zero_shadows,
 };
 use crate::{Error, GradRequest, Source, internal, rules, run_stages};
-use irad_ir::interp::Executor;
 use irad_ir::interp::value::Val;
-use irad_ir::{FuncId, Lanes, Module, Type};
+use irad_ir::interp::{Executor, RuleProvider, RuleProviderError};
+use irad_ir::{FuncId, FuncRef, Lanes, Module, Type};
 use irad_passes::Step;
 use irad_passes::forward::Forward;
 use irad_passes::manager::{PassError, PassId, PipelineOptions, Snapshot, Stage};
 use irad_passes::optimise::default_schedule;
+use irad_passes::reverse::Reverse;
 use irad_passes::stages::{OptimiseStage, Scope};
 use std::collections::VecDeque;
 
@@ -85,7 +87,7 @@ pub fn hvp(
     check_tangent(TANGENT_SOURCE, module, req.func, req.args, tangent)?;
     let mut prep = Prepared::new(src, module, registry, req, Lanes::ONE)?;
     let (value, gradient, mut hvps) = {
-        let mut exec = executor(src, req, &mut prep.m, &mut prep.fwd)?;
+        let mut exec = executor(src, req, &mut prep.m, &mut prep.rules)?;
         prep.shape.run(src, &mut *exec, req, &[tangent.to_vec()])?
     };
     let hvp = hvps
@@ -108,9 +110,10 @@ pub struct Hessian {
     pub value: Val,
     /// The gradient, as [`Hvp::gradient`].
     pub gradient: Vec<Option<Val>>,
-    /// One row per f64 of the arguments in `wrt` (in argument order,
-    /// depth-first, array elements in order), each with one entry per f64
-    /// of the arguments with a tangent: row i is H eᵢ.
+    /// One row per f64 of the arguments (in argument order, depth-first,
+    /// array elements in order): row i is H eᵢ, with one entry per f64 of
+    /// the gradient (the arguments in `wrt`; all of them by default, which
+    /// makes the matrix square and symmetric).
     pub rows: Vec<Vec<f64>>,
     /// The label of each column (and row): the parameter's name and the
     /// path, e.g. `%x`, `%y[0]`, `%p.1`.
@@ -176,7 +179,7 @@ pub fn hessian(
     let mut rows = Vec::with_capacity(n);
     let mut first = None;
     {
-        let mut exec = executor(src, req, &mut prep.m, &mut prep.fwd)?;
+        let mut exec = executor(src, req, &mut prep.m, &mut prep.rules)?;
         let mut start = 0;
         loop {
             let batch: Vec<Vec<Val>> = (start..start + width).map(unit).collect();
@@ -218,8 +221,36 @@ const HESSIAN_LANES: usize = 8;
 /// rule cache the executor needs, and how to call the rule.
 struct Prepared<'r> {
     m: Module,
-    fwd: Forward<'r>,
+    rules: Rules<'r>,
     shape: Shape,
+}
+
+/// The rules a run may ask for: forward rules (`frule`, through function
+/// values) and the pieces of reverse rules (`revfwd`, `revback`), which a
+/// call through a function value in the pieces looks up first and then
+/// differentiates forward.
+struct Rules<'r> {
+    fwd: Forward<'r>,
+    rev: Reverse<'r>,
+}
+
+impl RuleProvider for Rules<'_> {
+    fn forward_rule(
+        &mut self,
+        module: &mut Module,
+        callee: FuncRef,
+        lanes: Lanes,
+    ) -> Result<FuncId, RuleProviderError> {
+        self.fwd.forward_rule(module, callee, lanes)
+    }
+
+    fn reverse_rule(
+        &mut self,
+        module: &mut Module,
+        callee: FuncRef,
+    ) -> Result<(FuncId, FuncId), RuleProviderError> {
+        self.rev.reverse_rule(module, callee)
+    }
 }
 
 /// The rule `@f.vjp.fwd` and what its call and result look like.
@@ -273,7 +304,10 @@ impl<'r> Prepared<'r> {
             .ok_or_else(|| internal(src, "the forward-over-reverse stage made no rule"))?;
         Ok(Prepared {
             m,
-            fwd: stage.fwd,
+            rules: Rules {
+                fwd: stage.fwd,
+                rev: rev.cache,
+            },
             shape: Shape { rule, params, wrt },
         })
     }

@@ -11,6 +11,12 @@
 //! - `pop() :: T` with T of a type with a tangent pops `dual<T, N>` and
 //!   gives its primal and tangents; otherwise it pops T as it is.
 //!
+//! - `revfwd(f)` and `revback(f)` (a reverse rule's pieces looked up at run
+//!   time, for a call through a function value) are function values, which
+//!   have no tangent: their rule is the primal statement. The call through
+//!   the piece then finds the piece's forward rule at run time (`frule`), so
+//!   the run needs a rule provider that gives both reverse and forward rules.
+//!
 //! So tangents travel with their primals on one tape, and the tapes keep
 //! their last-in-first-out order: every push and every pop of a function and
 //! of the functions it calls go through these rules together (a derived rule
@@ -30,10 +36,17 @@ use crate::{FruleCall, FwdOut, Registry, RuleError};
 use irad_ir::{FuncBuilder, Operand, Prim};
 use smallvec::SmallVec;
 
-/// Registers the frules of `push` and `pop`.
+/// Registers the frules of `push` and `pop`, and of `revfwd` and `revback`.
 pub(crate) fn install(reg: &mut Registry) {
     reg.register_frule(Prim::Push, None, push);
     reg.register_frule(Prim::Pop, None, pop);
+    for prim in [Prim::Revfwd, Prim::Revback] {
+        reg.register_frule(
+            prim,
+            None,
+            move |b: &mut FuncBuilder<'_>, call: &FruleCall<'_>| emit::primal_only(b, prim, call),
+        );
+    }
 }
 
 /// `push(v)`: pushes the dual of `v` (or `v` itself when its type has no

@@ -340,7 +340,9 @@ pub(super) fn derive(
 }
 
 /// Whether `f` or a function it calls (statically, transitively) runs `push`
-/// or `pop`: a reverse-mode piece, or a function calling one.
+/// or `pop`, or looks up a reverse rule at run time (`revfwd`, `revback`:
+/// the pieces it then calls through a function value use the tapes): a
+/// reverse-mode piece, or a function calling one.
 fn uses_tapes(module: &Module, f: FuncId) -> bool {
     let mut seen = std::collections::HashSet::new();
     let mut stack = vec![f];
@@ -352,7 +354,7 @@ fn uses_tapes(module: &Module, f: FuncId) -> bool {
         for inst in func.insts.values() {
             match &inst.kind {
                 InstKind::Prim {
-                    prim: Prim::Push | Prim::Pop,
+                    prim: Prim::Push | Prim::Pop | Prim::Revfwd | Prim::Revback,
                     ..
                 } => return true,
                 InstKind::Invoke { func: callee, .. } => stack.push(*callee),
@@ -867,16 +869,6 @@ impl Ctx<'_, '_> {
         }
         let result_ty = result.map_or(Type::Unit, |r| src.values[r].ty.clone());
         match kind {
-            InstKind::Prim {
-                prim: prim @ (Prim::Revfwd | Prim::Revback),
-                ..
-            } => Err(ForwardError::new(
-                loc.clone(),
-                format!(
-                    "forward mode over reverse mode does not support a call through a function \
-                     value yet (`{prim}` finds a reverse rule at run time)"
-                ),
-            )),
             InstKind::Prim { prim, args } => {
                 let fargs = args
                     .iter()
