@@ -524,16 +524,16 @@ fn derive_forward<'r>(
 
 /// A reverse-mode run being prepared: the module with the pieces and the
 /// wrapper, and the rule cache the executor needs.
-struct ReverseRun<'r> {
-    m: Module,
-    cache: Reverse<'r>,
-    wrapper: VjpWrapper,
+pub(crate) struct ReverseRun<'r> {
+    pub(crate) m: Module,
+    pub(crate) cache: Reverse<'r>,
+    pub(crate) wrapper: VjpWrapper,
 }
 
 impl<'r> ReverseRun<'r> {
     /// Derives the pieces of `req.func` for `wrt`, optimises them, and
     /// builds `@f.vjp` around them.
-    fn new(
+    pub(crate) fn new(
         src: &Source,
         module: &Module,
         registry: &'r rules::Registry,
@@ -570,8 +570,8 @@ impl<'r> ReverseRun<'r> {
 }
 
 /// `@f.vjp` in a module: see [`vjp_wrapper`].
-struct VjpWrapper {
-    id: FuncId,
+pub(crate) struct VjpWrapper {
+    pub(crate) id: FuncId,
 }
 
 impl VjpWrapper {
@@ -767,7 +767,7 @@ impl Stage for RevPiecesStage<'_> {
 }
 
 /// The executor `req.opts.exec` makes of `m`, with `provider`'s rules.
-fn executor<'m>(
+pub(crate) fn executor<'m>(
     src: &Source,
     req: &GradRequest<'_>,
     m: &'m mut Module,
@@ -781,7 +781,7 @@ fn executor<'m>(
 
 /// Runs `f` on `args` with `req`'s run options; a run-time error is the
 /// program's.
-fn run_on(
+pub(crate) fn run_on(
     src: &Source,
     exec: &mut dyn Executor,
     f: FuncId,
@@ -793,7 +793,7 @@ fn run_on(
 }
 
 /// Where `func` is, and the function; an error for a stale handle.
-fn func_loc<'m>(
+pub(crate) fn func_loc<'m>(
     src: &Source,
     module: &'m Module,
     func: FuncId,
@@ -810,7 +810,7 @@ fn func_loc<'m>(
 }
 
 /// A request that does not fit the function, located at the function.
-fn invalid(src: &Source, loc: Location, msg: String) -> Error {
+pub(crate) fn invalid(src: &Source, loc: Location, msg: String) -> Error {
     grad_error(src, GradError::Invalid { loc, msg })
 }
 
@@ -843,7 +843,7 @@ fn result_has_f64(src: &Source, module: &Module, func: FuncId) -> Result<(), Err
 
 /// Checks that `args` fit `func` and that its result has f64 entries; the
 /// parameter types.
-fn check_call(
+pub(crate) fn check_call(
     src: &Source,
     module: &Module,
     func: FuncId,
@@ -884,7 +884,7 @@ fn check_call(
 
 /// The `wrt` positions (sorted, distinct; all with a tangent by default),
 /// checked as `irad grad --wrt` checks them.
-fn check_wrt(
+pub(crate) fn check_wrt(
     src: &Source,
     module: &Module,
     func: FuncId,
@@ -925,7 +925,7 @@ fn plural(n: usize) -> &'static str {
 
 /// Checks a tangent against the arguments: one value per argument, of the
 /// argument's type, arrays of the argument's lengths. Errors name `file`.
-fn check_tangent(
+pub(crate) fn check_tangent(
     file: &str,
     module: &Module,
     func: FuncId,
@@ -1009,7 +1009,7 @@ fn same_shape(a: &Val, t: &Val, what: &str, whose: &str) -> Result<(), String> {
 
 /// A tangent written like the argument (of type `ty`, which has a tangent)
 /// as the forward rule takes it: `()` for components without a tangent.
-fn as_tangent(t: &Val, ty: &Type) -> Val {
+pub(crate) fn as_tangent(t: &Val, ty: &Type) -> Val {
     match (t, ty) {
         (Val::Tuple(vals), Type::Tuple(tys)) => Val::Tuple(
             vals.iter()
@@ -1049,7 +1049,7 @@ fn tangent_with(val: &Val, ty: &Type, next: &mut dyn FnMut() -> f64) -> Val {
 
 /// A value of `val`'s type whose f64 entries are `next()` in order (other
 /// entries copied).
-fn like_with(val: &Val, ty: &Type, next: &mut dyn FnMut() -> f64) -> Val {
+pub(crate) fn like_with(val: &Val, ty: &Type, next: &mut dyn FnMut() -> f64) -> Val {
     match (val, ty) {
         (Val::F64(_), _) => Val::F64(next()),
         (Val::Array(a), Type::Array(Scalar::F64)) => {
@@ -1067,7 +1067,7 @@ fn like_with(val: &Val, ty: &Type, next: &mut dyn FnMut() -> f64) -> Val {
 }
 
 /// The f64 entries of `val` in depth-first order, array elements in order.
-fn f64_leaves(val: &Val, out: &mut Vec<f64>) {
+pub(crate) fn f64_leaves(val: &Val, out: &mut Vec<f64>) {
     match val {
         Val::F64(x) => out.push(*x),
         Val::Array(a) => {
@@ -1099,7 +1099,12 @@ fn leaf_labels(val: &Val, ty: &Type, prefix: String, out: &mut Vec<String>) {
 }
 
 /// The labels of the Jacobian's columns: every f64 of the arguments.
-fn input_labels(module: &Module, func: FuncId, args: &[Val], params: &[Type]) -> Vec<String> {
+pub(crate) fn input_labels(
+    module: &Module,
+    func: FuncId,
+    args: &[Val],
+    params: &[Type],
+) -> Vec<String> {
     let f = &module[func];
     let mut out = Vec::new();
     for (i, (a, ty)) in args.iter().zip(params).enumerate() {
@@ -1129,7 +1134,7 @@ fn split_seed(seed: &Val, scalars: &mut Vec<f64>, arrays: &mut Vec<Vec<f64>>) {
 }
 
 /// A fresh zero shadow for every `[f64]` array in `val`, depth-first.
-fn zero_shadows(val: &Val, out: &mut Vec<Val>) {
+pub(crate) fn zero_shadows(val: &Val, out: &mut Vec<Val>) {
     match val {
         Val::Array(a) => {
             if let ArrayData::F64(xs) = &*a.0.borrow() {
@@ -1143,7 +1148,7 @@ fn zero_shadows(val: &Val, out: &mut Vec<Val>) {
 
 /// The gradient of one argument from the cotangent leaves and shadows, taken
 /// in order (as `irad grad` assembles it).
-fn assemble(
+pub(crate) fn assemble(
     val: &Val,
     ty: &Type,
     leaves: &mut std::collections::VecDeque<f64>,
@@ -1163,12 +1168,12 @@ fn assemble(
 }
 
 /// Fresh copies of the arguments (arrays get new buffers).
-fn copies(args: &[Val]) -> Vec<Val> {
+pub(crate) fn copies(args: &[Val]) -> Vec<Val> {
     args.iter().map(deep_copy).collect()
 }
 
 /// A fresh copy of `val`: arrays get new buffers.
-fn deep_copy(val: &Val) -> Val {
+pub(crate) fn deep_copy(val: &Val) -> Val {
     match val {
         Val::Array(a) => Val::Array(ArrayRef::new(a.0.borrow().clone())),
         Val::Tuple(vals) => Val::Tuple(vals.iter().map(deep_copy).collect()),

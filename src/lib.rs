@@ -154,6 +154,7 @@ pub mod dot;
 mod emit;
 mod error;
 mod grad;
+mod hvp;
 mod json;
 mod rule_checks;
 mod schedule;
@@ -170,6 +171,7 @@ pub use deriv::{
 pub use emit::{EmitRequest, emit};
 pub use error::{Error, pass_error};
 pub use grad::{GradRequest, grad, grad_error, grad_forward, grad_reverse};
+pub use hvp::{Hessian, Hvp, hessian, hvp};
 pub use irad_codegen as codegen;
 pub use irad_ir as ir;
 pub use irad_passes as passes;

@@ -1,6 +1,7 @@
 //! The `irad` command line (SYNTAX.md §3): `run`, `grad` (reverse mode by
 //! default, forward mode with `--mode fwd`, an output seed with `--seed`),
-//! `jvp` (the derivative along a tangent), `jacobian`, `check`, `dump` (with
+//! `jvp` (the derivative along a tangent), `jacobian`, `hvp` (a Hessian-vector
+//! product by forward over reverse), `hessian`, `check`, `dump` (with
 //! `--after PASS` / `--all-passes` over the normalisation pipeline, `--mode
 //! fwd` for the forward rules, `--mode rev` for BBCode and the reverse
 //! pieces, `--schedule S` for the optimiser's steps), `emit` (an object
@@ -70,6 +71,18 @@ enum Command {
     #[command(after_help = "Example:
   $ irad jacobian examples/rosenbrock.irad -f rosenbrock --args '[1.5, 0.5, -0.3]' --mode fwd --json")]
     Jacobian(JacobianCmd),
+    /// Print a function's value, its gradient and its Hessian times a
+    /// direction (a Hessian-vector product, by forward mode over the
+    /// reverse-mode pieces), for a function returning f64.
+    #[command(after_help = "Example:
+  $ irad hvp examples/rosenbrock.irad -f rosenbrock --args '[1.5, 0.5, -0.3]' --tangent '[1.0, 0.0, 0.0]'")]
+    Hvp(HvpCmd),
+    /// Print a function's value, its gradient and its full Hessian (one
+    /// Hessian-vector product per f64 input, batched in lanes), for a
+    /// function returning f64.
+    #[command(after_help = "Example:
+  $ irad hessian examples/rosenbrock.irad -f rosenbrock --args '[1.5, 0.5, -0.3]' --json")]
+    Hessian(HessianCmd),
     /// Time a function and its gradient, compiled by the JIT, in one process:
     /// compile time, median primal and gradient times, and their ratio.
     #[command(after_help = "Example:
@@ -316,6 +329,28 @@ struct JvpCmd {
     #[command(flatten)]
     tangent: TangentSource,
     /// Print one JSON object: {"value": V, "jvp": T}.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct HvpCmd {
+    #[command(flatten)]
+    req: DerivArgs,
+    #[command(flatten)]
+    tangent: TangentSource,
+    /// Print one JSON object: {"value": V, "gradient": [...], "hvp": [...]},
+    /// `hvp` shaped like `gradient` (null for arguments without f64).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct HessianCmd {
+    #[command(flatten)]
+    req: DerivArgs,
+    /// Print one JSON object: {"value": V, "gradient": [...], "hessian":
+    /// [[row], ...]}, rows over the f64 inputs in argument order.
     #[arg(long)]
     json: bool,
 }
@@ -604,6 +639,8 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
         Command::Grad(cmd) => grad(cmd, sources),
         Command::Jvp(cmd) => jvp(cmd, sources),
         Command::Jacobian(cmd) => jacobian(cmd, sources),
+        Command::Hvp(cmd) => hvp(cmd, sources),
+        Command::Hessian(cmd) => hessian(cmd, sources),
         Command::Bench(cmd) => bench(cmd, sources),
         Command::Run(cmd) => run(cmd, sources),
     }
@@ -922,20 +959,7 @@ fn read_deriv(
 /// `irad jvp`: the value and the derivative along the tangent.
 fn jvp(cmd: JvpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
     let (module, func, args, opts, schedule) = read_deriv(cmd.req, sources)?;
-    let tangent_src = match (cmd.tangent.tangent, cmd.tangent.tangent_file) {
-        (Some(text), _) => Source {
-            name: irad::TANGENT_SOURCE.into(),
-            text,
-        },
-        (None, Some(path)) => irad::read_source(&path)?,
-        // clap's group makes one of the two required.
-        (None, None) => Source {
-            name: irad::TANGENT_SOURCE.into(),
-            text: String::new(),
-        },
-    };
-    sources.push(tangent_src);
-    let tangent = irad::parse_tangent(&sources[sources.len() - 1], &module, func, &args)?;
+    let tangent = read_tangent(cmd.tangent, sources, &module, func, &args)?;
     let registry = irad::rules::Registry::new();
     let req = irad::GradRequest {
         opts,
@@ -955,6 +979,139 @@ fn jvp(cmd: JvpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
             d.value.display(&m),
             d.jvp.display(&m).replace("()", "-")
         ));
+    }
+    Ok(())
+}
+
+/// The tangent of `--tangent` or `--tangent-file` (its source pushed on
+/// `sources`), read for `func` at `args`.
+fn read_tangent(
+    src: TangentSource,
+    sources: &mut Vec<Source>,
+    module: &irad::ir::Module,
+    func: irad::ir::FuncId,
+    args: &[irad::Val],
+) -> Result<Vec<irad::Val>, Error> {
+    let tangent_src = match (src.tangent, src.tangent_file) {
+        (Some(text), _) => Source {
+            name: irad::TANGENT_SOURCE.into(),
+            text,
+        },
+        (None, Some(path)) => irad::read_source(&path)?,
+        // clap's group makes one of the two required.
+        (None, None) => Source {
+            name: irad::TANGENT_SOURCE.into(),
+            text: String::new(),
+        },
+    };
+    sources.push(tangent_src);
+    irad::parse_tangent(&sources[sources.len() - 1], module, func, args)
+}
+
+/// `irad hvp`: the value, the gradient and H·V, as text or JSON.
+fn hvp(cmd: HvpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
+    let (module, func, args, opts, schedule) = read_deriv(cmd.req, sources)?;
+    let tangent = read_tangent(cmd.tangent, sources, &module, func, &args)?;
+    let registry = irad::rules::Registry::new();
+    let req = irad::GradRequest {
+        opts,
+        schedule: Some(schedule),
+        ..irad::GradRequest::new(func, &args)
+    };
+    let (h, m) = irad::hvp(&sources[0], &module, &registry, &req, &tangent)?;
+    let json_list = |g: &[Option<irad::Val>]| -> Vec<serde_json::Value> {
+        g.iter()
+            .map(|d| {
+                d.as_ref()
+                    .map_or(serde_json::Value::Null, |d| irad::value_to_json(d, &m))
+            })
+            .collect()
+    };
+    if cmd.json {
+        let json = serde_json::json!({
+            "value": irad::value_to_json(&h.value, &m),
+            "gradient": json_list(&h.gradient),
+            "hvp": json_list(&h.hvp),
+        });
+        out(&format!("{json}\n"));
+    } else {
+        let f = &m[func];
+        let mut text = format!("value: {}\n", h.value.display(&m));
+        for (title, list) in [("gradient", &h.gradient), ("hvp", &h.hvp)] {
+            text.push_str(&format!("{title}:\n"));
+            for (i, d) in list.iter().enumerate() {
+                let shown = match d {
+                    Some(d) => d.display(&m).replace("()", "-"),
+                    None => "-".to_string(),
+                };
+                text.push_str(&format!("  {}: {shown}\n", param_name(f, i)));
+            }
+        }
+        out(&text);
+    }
+    Ok(())
+}
+
+/// `irad hessian`: the value, the gradient and the Hessian, as text (the
+/// gradient, a line of labels, then one labelled line per row) or JSON.
+fn hessian(cmd: HessianCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
+    let (module, func, args, opts, schedule) = read_deriv(cmd.req, sources)?;
+    let registry = irad::rules::Registry::new();
+    let req = irad::GradRequest {
+        opts,
+        schedule: Some(schedule),
+        ..irad::GradRequest::new(func, &args)
+    };
+    let (h, m) = irad::hessian(&sources[0], &module, &registry, &req)?;
+    let grads: Vec<serde_json::Value> = h
+        .gradient
+        .iter()
+        .map(|d| {
+            d.as_ref()
+                .map_or(serde_json::Value::Null, |d| irad::value_to_json(d, &m))
+        })
+        .collect();
+    if cmd.json {
+        let rows: Vec<serde_json::Value> = h
+            .rows
+            .iter()
+            .map(|r| {
+                serde_json::Value::Array(
+                    r.iter()
+                        .map(|&x| irad::value_to_json(&irad::Val::F64(x), &m))
+                        .collect(),
+                )
+            })
+            .collect();
+        let json = serde_json::json!({
+            "value": irad::value_to_json(&h.value, &m),
+            "gradient": grads,
+            "hessian": rows,
+        });
+        out(&format!("{json}\n"));
+    } else {
+        let f = &m[func];
+        let mut text = format!("value: {}\ngradient:\n", h.value.display(&m));
+        for (i, d) in h.gradient.iter().enumerate() {
+            let shown = match d {
+                Some(d) => d.display(&m).replace("()", "-"),
+                None => "-".to_string(),
+            };
+            text.push_str(&format!("  {}: {shown}\n", param_name(f, i)));
+        }
+        let n = h.inputs.len();
+        text.push_str(&format!(
+            "hessian: {n} x {n} (f64 inputs)\n  columns: {}\n",
+            h.inputs.join(", ")
+        ));
+        for (label, row) in h.inputs.iter().zip(&h.rows) {
+            let cells: Vec<String> = row
+                .iter()
+                .map(|&x| irad::ir::text::num::format_f64(x))
+                .collect();
+            text.push_str(&format!("  {label}: {}\n", cells.join(", ")));
+        }
+        out(&text);
     }
     Ok(())
 }

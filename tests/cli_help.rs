@@ -9,11 +9,13 @@ use std::process::Command;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-const SUBCOMMANDS: [&str; 9] = [
+const SUBCOMMANDS: [&str; 11] = [
     "run",
     "grad",
     "jvp",
     "jacobian",
+    "hvp",
+    "hessian",
     "bench",
     "check",
     "dump",

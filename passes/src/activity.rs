@@ -191,6 +191,13 @@ enum Flow {
     /// A call, or a primitive this analysis does not know: any input may flow
     /// to the result and into every array argument.
     Opaque,
+    /// `pop() :: T`: the value comes off a tape, from a push in another
+    /// function (a forward sweep): always varied, and a popped array is
+    /// always useful (the pushing function's caller sees it).
+    Pop,
+    /// `push(v)`: the value goes on a tape, for a pop in another function
+    /// (a pullback): always useful.
+    Push,
 }
 
 /// The state of one analysis.
@@ -295,6 +302,8 @@ impl<'a> Analysis<'a> {
                 Prim::Arrayset => Flow::Write,
                 Prim::Copy => Flow::Copy,
                 Prim::Alloc | Prim::Zeros => Flow::Fresh,
+                Prim::Pop => Flow::Pop,
+                Prim::Push => Flow::Push,
                 p if p.is_ad() => Flow::Opaque,
                 p if p.bulk().is_some() => Flow::Bulk(p.bulk_output()),
                 _ => Flow::Pure,
@@ -395,7 +404,12 @@ impl<'a> Analysis<'a> {
                             changed |= self.set_varied(*a);
                         }
                     }
-                    Flow::Fresh => {}
+                    Flow::Fresh | Flow::Push => {}
+                    Flow::Pop => {
+                        if let Some(r) = result {
+                            changed |= self.set_varied(r);
+                        }
+                    }
                     Flow::Bulk(written) => {
                         if ops.iter().any(|op| self.op_varied(op)) {
                             if let Some(r) = result {
@@ -484,6 +498,21 @@ impl<'a> Analysis<'a> {
                         }
                     }
                     Flow::Fresh => {}
+                    Flow::Pop => {
+                        // A popped array is memory another function (the
+                        // one that pushed it) sees: what is written into it
+                        // is an output.
+                        if let Some(r) = func.insts[inst].result
+                            && self.arrays[r.index()]
+                        {
+                            changed |= self.set_useful(&Operand::Value(r));
+                        }
+                    }
+                    Flow::Push => {
+                        for op in &ops {
+                            changed |= self.set_useful(op);
+                        }
+                    }
                     Flow::Bulk(written) => {
                         let into = match written.and_then(|k| ops.get(k)) {
                             Some(Operand::Value(a)) => self.is_useful(*a),

@@ -507,3 +507,98 @@ func @pick(%i: i64, %x: f64) -> f64 {
         "{err}"
     );
 }
+
+/// A function that pushes (a square, an f64 argument, a constant and an i64)
+/// and one that pops them back, in last-in-first-out order: what forward
+/// mode meets in reverse mode's pieces.
+const TAPES: &str = "
+func @put(%x: f64, %y: f64) -> () {
+#1:
+  %a = call mul(%x, %x)
+  call push(%a)
+  call push(%y)
+  call push(2.5)
+  call push(3)
+  return ()
+}
+func @take() -> f64 {
+#1:
+  %k = call pop() :: i64
+  %c = call pop() :: f64
+  %b = call pop() :: f64
+  %a = call pop() :: f64
+  %kf = call sitofp(%k)
+  %s = call sub(%a, %b)
+  %t = call mul(%s, %kf)
+  %u = call mul(%t, %c)
+  %r = call sin(%u)
+  return %r
+}
+func @both(%x: f64, %y: f64) -> f64 {
+#1:
+  invoke @put(%x, %y)
+  %r = invoke @take()
+  return %r
+}
+";
+
+#[test]
+fn tangents_travel_on_the_tapes_with_their_primals() {
+    // both(x, y) = sin(7.5 (x² - y)): the pops see the pushes in reverse
+    // order (the other order would give sin(7.5 (y - x²)) or worse).
+    let registry = Registry::new();
+    let (x, y): (f64, f64) = (0.7, 0.2);
+    let u = 7.5 * (x * x - y);
+    let want = (u.sin(), vec![u.cos() * 15.0 * x, -u.cos() * 7.5]);
+    for activity in [true, false] {
+        for width in [1, 2] {
+            let mut m = module(TAPES);
+            let mut fwd = Forward::new(&registry);
+            fwd.set_activity(activity);
+            let (v, d) = grad(&mut m, &mut fwd, "both", &[x, y], width);
+            assert_eq!(v, want.0, "activity {activity}, width {width}");
+            for (got, w) in d.iter().zip(&want.1) {
+                assert!((got - w).abs() <= 1e-12 * w.abs(), "{got} vs {w}");
+            }
+            // The f64s go on the tape of their duals, the i64 on its own.
+            let name = if width == 1 { "take.fwd" } else { "take.fwd2" };
+            let rule = m.by_name(name).expect("the rule of @take");
+            let text = irad_ir::text::print_func(&m, rule);
+            let suffix = if width == 1 { "" } else { ", 2" };
+            assert!(
+                text.contains(&format!("call pop() :: dual<f64{suffix}>")),
+                "{text}"
+            );
+            assert!(text.contains("call pop() :: i64"), "{text}");
+            assert!(!text.contains("call pop() :: f64"), "{text}");
+        }
+    }
+}
+
+#[test]
+fn reverse_rules_looked_up_at_run_time_are_function_values_without_tangent() {
+    let mut m = module(
+        "
+func @sq(%x: f64) -> f64 {
+#1:
+  %y = call mul(%x, %x)
+  return %y
+}
+func @back(%x: f64) -> f64 {
+#1:
+  %f = call revback(@sq)
+  %r = call %f(%x)
+  return %r
+}
+",
+    );
+    let registry = Registry::new();
+    let mut fwd = Forward::new(&registry);
+    let f = m.by_name("back").expect("function exists");
+    let rule = fwd.rule(&mut m, f, Lanes::ONE).expect("derived");
+    let text = irad_ir::text::print_func(&m, rule);
+    // The lookup is the primal statement; the call through the piece finds
+    // the piece's forward rule at run time.
+    assert!(text.contains("call revback(@sq)"), "{text}");
+    assert!(text.contains("call frule("), "{text}");
+}

@@ -39,7 +39,8 @@ use emit::effect;
 use irad_ir::{Const, FuncBuilder, Operand, Prim};
 use smallvec::{SmallVec, smallvec};
 
-/// The bulk primitives with rules (`gemm` is the rules' own and has none).
+/// The bulk primitives with both rules (`gemm` is the rules' own and has an
+/// frule only).
 const PRIMS: [Prim; 8] = [
     Prim::Sum,
     Prim::Dot,
@@ -68,6 +69,13 @@ pub(crate) fn install(reg: &mut Registry) {
             ),
         );
     }
+    // `gemm` has no rrule (reverse mode is not nested) but an frule, for
+    // forward mode over the pullbacks that use it (forward over reverse).
+    reg.register_frule(
+        Prim::Gemm,
+        None,
+        |b: &mut FuncBuilder<'_>, call: &FruleCall<'_>| frule(b, call, Prim::Gemm),
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -179,6 +187,22 @@ fn frule(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>, prim: Prim) -> Result<Fw
                     ty[k],
                 ];
                 gemm(b, false, false, ab)?;
+            }
+        }
+        (Prim::Gemm, [trans_a, trans_b, a, bm, m, kk, n, c]) => {
+            // tC += op(tA) op(B) + op(A) op(tB): the pullbacks' own product,
+            // differentiated when forward mode runs over them.
+            effect(b, prim, &primal)?;
+            let (ta, tb, tc) = (lanes_of(a, prim)?, lanes_of(bm, prim)?, lanes_of(c, prim)?);
+            for k in lanes {
+                let (flags, dims) = (
+                    [trans_a.primal, trans_b.primal],
+                    [m.primal, kk.primal, n.primal],
+                );
+                for (x, y) in [(ta[k], bm.primal), (a.primal, tb[k])] {
+                    let ops = [flags[0], flags[1], x, y, dims[0], dims[1], dims[2], tc[k]];
+                    effect(b, Prim::Gemm, &ops)?;
+                }
             }
         }
         (Prim::Matmul, [a, bm, m, kk, n, c]) => {

@@ -129,6 +129,7 @@ pub mod emit;
 mod frules;
 mod rrules;
 pub mod table;
+mod tape;
 
 use irad_ir::{BuildError, FuncBuilder, Lanes, Operand, Prim, Type};
 use smallvec::SmallVec;
@@ -445,6 +446,7 @@ impl Registry {
         frules::install(&mut reg);
         rrules::install(&mut reg);
         bulk::install(&mut reg);
+        tape::install(&mut reg);
         reg
     }
 

@@ -315,6 +315,26 @@ pub fn signatures() -> Vec<Signature> {
             vec![v(mu * ku), v(ku * nu), k(m), k(kk), k(n), v(mu * nu)],
         ));
     }
+    // `gemm` (an AD primitive: frule only, for forward over reverse), every
+    // transposition; op(A) is m×k, op(B) k×n, stored transposed when asked.
+    for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+        for (m, kk, n) in [(2, 3, 2), (1, 2, 3)] {
+            let (mu, ku, nu) = (m as usize, kk as usize, n as usize);
+            t.push(sig(
+                Gemm,
+                vec![
+                    c(Const::Bool(ta)),
+                    c(Const::Bool(tb)),
+                    v(mu * ku),
+                    v(ku * nu),
+                    k(m),
+                    k(kk),
+                    k(n),
+                    v(mu * nu),
+                ],
+            ));
+        }
+    }
     t
 }
 

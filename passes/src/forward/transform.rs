@@ -263,7 +263,11 @@ pub(super) fn derive(
         .filter(|&b| reachable.contains(b))
         .collect();
     let registry = fwd.registry();
-    let act = if fwd.activity() {
+    // A function that touches a tape, or calls one that does, reads and
+    // writes values that activity analysis cannot follow (a pop gives what
+    // another function pushed; a call that pops is varied whatever its
+    // arguments): every value with a tangent type gets tangents.
+    let act = if fwd.activity() && !uses_tapes(module, primal) {
         Activity::of(&src, mask.unwrap_or(&[]))
     } else {
         Activity::all(&src)
@@ -333,6 +337,32 @@ pub(super) fn derive(
         act,
     };
     cx.body(&cfg, &reachable, &floc)
+}
+
+/// Whether `f` or a function it calls (statically, transitively) runs `push`
+/// or `pop`, or looks up a reverse rule at run time (`revfwd`, `revback`:
+/// the pieces it then calls through a function value use the tapes): a
+/// reverse-mode piece, or a function calling one.
+fn uses_tapes(module: &Module, f: FuncId) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    let mut stack = vec![f];
+    while let Some(g) = stack.pop() {
+        if !seen.insert(g) {
+            continue;
+        }
+        let Some(func) = module.get(g) else { continue };
+        for inst in func.insts.values() {
+            match &inst.kind {
+                InstKind::Prim {
+                    prim: Prim::Push | Prim::Pop | Prim::Revfwd | Prim::Revback,
+                    ..
+                } => return true,
+                InstKind::Invoke { func: callee, .. } => stack.push(*callee),
+                _ => {}
+            }
+        }
+    }
+    false
 }
 
 /// Whether statement `inst` runs as its primal statement alone (see

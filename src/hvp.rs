@@ -1,0 +1,462 @@
+//! Hessian-vector products by forward over reverse (docs/reverse.md,
+//! "Forward over reverse"): [`hvp`] derives the reverse-mode pieces of a
+//! function returning f64 and the wrapper `@f.vjp` that runs them (as
+//! [`crate::vjp`] does), then the forward rule `@f.vjp.fwd` of that wrapper
+//! (which derives `@f.rev.fwd.fwd` and `@f.rev.back.fwd`: the tape
+//! statements go through the frules of `push` and `pop`, so tangents travel
+//! on the tapes with their primals), and runs it once with the direction V as
+//! the arguments' tangents and zero tangents on the shadows and on the
+//! output seed 1.0. The primal parts of what it returns are the value and
+//! the gradient; their tangents are H·V.
+//!
+//! Assumes a module that verifies (as [`crate::load`] gives) and a request
+//! like [`crate::grad`]'s. Guarantees: the derived functions are optimised
+//! by the pass manager's default (or the requested) schedule and run on
+//! fresh copies of the arguments, on the executor of `req.opts.exec`
+//! (interpreter or JIT), with a rule provider that gives both reverse pieces
+//! and forward rules at run time (a call through a function value in the
+//! pieces looks up the callee's pieces, then their forward rule); every
+//! mismatch of the direction with the arguments and every failure to
+//! derive is an [`Error`] with a location, never a panic.
+
+use crate::deriv::{
+    ReverseRun, TANGENT_SOURCE, as_tangent, assemble, check_call, check_tangent, check_wrt, copies,
+    deep_copy, executor, f64_leaves, func_loc, input_labels, invalid, like_with, run_on,
+    zero_shadows,
+};
+use crate::{Error, GradRequest, Source, internal, rules, run_stages};
+use irad_ir::interp::value::Val;
+use irad_ir::interp::{Executor, RuleProvider, RuleProviderError};
+use irad_ir::{FuncId, FuncRef, Lanes, Module, Type};
+use irad_passes::Step;
+use irad_passes::forward::Forward;
+use irad_passes::manager::{PassError, PassId, PipelineOptions, Snapshot, Stage};
+use irad_passes::optimise::default_schedule;
+use irad_passes::reverse::Reverse;
+use irad_passes::stages::{OptimiseStage, Scope};
+use std::collections::VecDeque;
+
+/// A value, its gradient and a Hessian-vector product ([`hvp`]).
+#[derive(Clone, Debug)]
+pub struct Hvp {
+    /// The function's value.
+    pub value: Val,
+    /// The gradient: one entry per argument, `None` for an argument without
+    /// a tangent type or outside `wrt` (as [`crate::Gradient::gradient`]).
+    pub gradient: Vec<Option<Val>>,
+    /// H·V, shaped like `gradient` (entry i is row block i of the Hessian
+    /// times the direction).
+    pub hvp: Vec<Option<Val>>,
+}
+
+/// The value of `func` (which returns f64) at `req.args`, its gradient, and
+/// the product of its Hessian with the direction `tangent` (written like the
+/// arguments: one value per argument, of its shape; entries of i64 and bool
+/// arguments are not used), by one run of the forward rule of the
+/// reverse-mode pieces (forward over reverse). `req.opts.wrt` chooses the
+/// arguments of the gradient (and of the Hessian's rows; the direction
+/// moves every argument with a tangent); `req.mode` and `req.opts.lanes`
+/// are not used. Also returns the module with the derived functions.
+///
+/// ```
+/// use irad::{GradRequest, Source, Val};
+///
+/// let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = [Val::F64(3.0), Val::F64(2.0)];
+/// let registry = irad::rules::Registry::new();
+/// let v = [Val::F64(1.0), Val::F64(0.0)];
+/// let (h, m2) = irad::hvp(&src, &m, &registry, &GradRequest::new(f, &args), &v)?;
+/// assert_eq!(h.value.display(&m2), "18.0");
+/// let show = |g: &[Option<Val>]| -> Vec<String> {
+///     g.iter().flatten().map(|d| d.display(&m2)).collect()
+/// };
+/// assert_eq!(show(&h.gradient), ["12.0", "9.0"]); // (2xy, x²)
+/// assert_eq!(show(&h.hvp), ["4.0", "6.0"]); // H e₁ = (2y, 2x)
+/// # Ok::<(), irad::Error>(())
+/// ```
+pub fn hvp(
+    src: &Source,
+    module: &Module,
+    registry: &rules::Registry,
+    req: &GradRequest<'_>,
+    tangent: &[Val],
+) -> Result<(Hvp, Module), Error> {
+    check_call(src, module, req.func, req.args)?;
+    check_tangent(TANGENT_SOURCE, module, req.func, req.args, tangent)?;
+    let mut prep = Prepared::new(src, module, registry, req, Lanes::ONE)?;
+    let (value, gradient, mut hvps) = {
+        let mut exec = executor(src, req, &mut prep.m, &mut prep.rules)?;
+        prep.shape.run(src, &mut *exec, req, &[tangent.to_vec()])?
+    };
+    let hvp = hvps
+        .pop()
+        .ok_or_else(|| internal(src, "the rule returned no lane"))?;
+    Ok((
+        Hvp {
+            value,
+            gradient,
+            hvp,
+        },
+        prep.m,
+    ))
+}
+
+/// A value, its gradient and its Hessian ([`hessian`]).
+#[derive(Clone, Debug)]
+pub struct Hessian {
+    /// The function's value.
+    pub value: Val,
+    /// The gradient, as [`Hvp::gradient`].
+    pub gradient: Vec<Option<Val>>,
+    /// One row per f64 of the arguments (in argument order, depth-first,
+    /// array elements in order): row i is H eᵢ, with one entry per f64 of
+    /// the gradient (the arguments in `wrt`; all of them by default, which
+    /// makes the matrix square and symmetric).
+    pub rows: Vec<Vec<f64>>,
+    /// The label of each column (and row): the parameter's name and the
+    /// path, e.g. `%x`, `%y[0]`, `%p.1`.
+    pub inputs: Vec<String>,
+}
+
+/// The value of `func` (which returns f64) at `req.args`, its gradient and
+/// its Hessian with respect to every f64 of the arguments: one
+/// Hessian-vector product ([`hvp`]) per f64 input along its unit vector,
+/// batched in the lanes of the rule (up to 8 per run: n inputs take
+/// ceil(n / 8) runs), which is derived and compiled once for all of them.
+/// Symmetric within rounding. Also returns the module with the derived
+/// functions.
+///
+/// ```
+/// use irad::{GradRequest, Source, Val};
+///
+/// let src = Source::new("f.irad", "fn f(x: f64, y: [f64]) -> f64 { x * x * y[0] + y[0] * y[1] }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = [Val::F64(3.0), Val::f64_array(vec![2.0, 5.0])];
+/// let registry = irad::rules::Registry::new();
+/// let (h, _) = irad::hessian(&src, &m, &registry, &GradRequest::new(f, &args))?;
+/// assert_eq!(h.inputs, ["%x", "%y[0]", "%y[1]"]);
+/// assert_eq!(h.rows, [[4.0, 6.0, 0.0], [6.0, 0.0, 1.0], [0.0, 1.0, 0.0]]);
+/// # Ok::<(), irad::Error>(())
+/// ```
+pub fn hessian(
+    src: &Source,
+    module: &Module,
+    registry: &rules::Registry,
+    req: &GradRequest<'_>,
+) -> Result<(Hessian, Module), Error> {
+    let params = check_call(src, module, req.func, req.args)?;
+    let inputs = input_labels(module, req.func, req.args, &params);
+    let n = inputs.len();
+    let width = n.clamp(1, HESSIAN_LANES);
+    let lanes = u32::try_from(width)
+        .ok()
+        .and_then(Lanes::dense)
+        .ok_or_else(|| internal(src, "a Hessian's lane count"))?;
+    let mut prep = Prepared::new(src, module, registry, req, lanes)?;
+    // The direction of input k: the unit vector (zero past the last input,
+    // for the unused lanes of the last batch).
+    let unit = |k: usize| -> Vec<Val> {
+        let mut i = 0;
+        let mut next = || {
+            i += 1;
+            if i - 1 == k { 1.0 } else { 0.0 }
+        };
+        req.args
+            .iter()
+            .zip(&params)
+            .map(|(a, ty)| {
+                if ty.has_tangent() {
+                    like_with(a, ty, &mut next)
+                } else {
+                    deep_copy(a)
+                }
+            })
+            .collect()
+    };
+    let mut rows = Vec::with_capacity(n);
+    let mut first = None;
+    {
+        let mut exec = executor(src, req, &mut prep.m, &mut prep.rules)?;
+        let mut start = 0;
+        loop {
+            let batch: Vec<Vec<Val>> = (start..start + width).map(unit).collect();
+            let (value, gradient, hvps) = prep.shape.run(src, &mut *exec, req, &batch)?;
+            for h in hvps.iter().take(n.saturating_sub(start)) {
+                let mut row = Vec::with_capacity(n);
+                h.iter().flatten().for_each(|v| f64_leaves(v, &mut row));
+                rows.push(row);
+            }
+            first.get_or_insert((value, gradient));
+            start += width;
+            if start >= n {
+                break;
+            }
+        }
+    }
+    let (value, gradient) =
+        first.ok_or_else(|| internal(src, "no Hessian-vector product was run"))?;
+    Ok((
+        Hessian {
+            value,
+            gradient,
+            rows,
+            inputs,
+        },
+        prep.m,
+    ))
+}
+
+/// What one run of the rule gives: the value, the gradient (one entry per
+/// argument) and, per lane, H·V shaped like the gradient.
+type RunOut = (Val, Vec<Option<Val>>, Vec<Vec<Option<Val>>>);
+
+/// The lanes of one run of [`hessian`]: this many Hessian-vector products
+/// per run of the rule (fewer for fewer inputs).
+const HESSIAN_LANES: usize = 8;
+
+/// The module with the forward-over-reverse rule derived and optimised, the
+/// rule cache the executor needs, and how to call the rule.
+struct Prepared<'r> {
+    m: Module,
+    rules: Rules<'r>,
+    shape: Shape,
+}
+
+/// The rules a run may ask for: forward rules (`frule`, through function
+/// values) and the pieces of reverse rules (`revfwd`, `revback`), which a
+/// call through a function value in the pieces looks up first and then
+/// differentiates forward.
+struct Rules<'r> {
+    fwd: Forward<'r>,
+    rev: Reverse<'r>,
+}
+
+impl RuleProvider for Rules<'_> {
+    fn forward_rule(
+        &mut self,
+        module: &mut Module,
+        callee: FuncRef,
+        lanes: Lanes,
+    ) -> Result<FuncId, RuleProviderError> {
+        self.fwd.forward_rule(module, callee, lanes)
+    }
+
+    fn reverse_rule(
+        &mut self,
+        module: &mut Module,
+        callee: FuncRef,
+    ) -> Result<(FuncId, FuncId), RuleProviderError> {
+        self.rev.reverse_rule(module, callee)
+    }
+}
+
+/// The rule `@f.vjp.fwd` and what its call and result look like.
+struct Shape {
+    rule: FuncId,
+    params: Vec<Type>,
+    wrt: Vec<usize>,
+}
+
+impl<'r> Prepared<'r> {
+    /// Checks the request (a function returning f64, arguments of its
+    /// types), derives the pieces, `@f.vjp` and its forward rule.
+    fn new(
+        src: &Source,
+        module: &Module,
+        registry: &'r rules::Registry,
+        req: &GradRequest<'_>,
+        width: Lanes,
+    ) -> Result<Prepared<'r>, Error> {
+        let params = check_call(src, module, req.func, req.args)?;
+        let (floc, f) = func_loc(src, module, req.func)?;
+        if f.ret != Type::F64 {
+            return Err(invalid(
+                src,
+                floc,
+                format!(
+                    "@{} returns {}: a Hessian-vector product needs a function returning f64",
+                    f.name, f.ret
+                ),
+            ));
+        }
+        let wrt = check_wrt(src, module, req.func, req.opts.wrt.as_deref())?;
+        let rev = ReverseRun::new(src, module, registry, req, &wrt)?;
+        let mut m = rev.m;
+        let mut stage = FwdOverRevStage {
+            fwd: Forward::new(registry),
+            func: rev.wrapper.id,
+            width,
+            rule: None,
+        };
+        stage.fwd.set_activity(req.opts.activity);
+        let schedule = req.schedule.clone().unwrap_or_else(default_schedule);
+        let mut opt = OptimiseStage::new(&schedule, Scope::From(m.len()));
+        run_stages(
+            src,
+            &mut m,
+            &mut [Step::Stage(&mut stage), Step::Stage(&mut opt)],
+        )?;
+        let rule = stage
+            .rule
+            .ok_or_else(|| internal(src, "the forward-over-reverse stage made no rule"))?;
+        Ok(Prepared {
+            m,
+            rules: Rules {
+                fwd: stage.fwd,
+                rev: rev.cache,
+            },
+            shape: Shape { rule, params, wrt },
+        })
+    }
+}
+
+impl Shape {
+    /// One run of the rule with one direction per lane (`tangents`, each
+    /// checked by the caller; as many as the rule's width): the value, the
+    /// gradient, and H·V per lane.
+    fn run(
+        &self,
+        src: &Source,
+        exec: &mut dyn Executor,
+        req: &GradRequest<'_>,
+        tangents: &[Vec<Val>],
+    ) -> Result<RunOut, Error> {
+        let params = &self.params;
+        let lanes = tangents.len();
+        // The call: the arguments with the directions as tangents, the zero
+        // shadows of their arrays with zero tangents, the seed 1.0 with zero
+        // tangents.
+        let mut call = Vec::with_capacity(req.args.len() + 1);
+        for (i, (a, ty)) in req.args.iter().zip(params).enumerate() {
+            if !ty.has_tangent() {
+                call.push(deep_copy(a));
+                continue;
+            }
+            let mut parts = vec![deep_copy(a)];
+            for t in tangents {
+                let ti = t
+                    .get(i)
+                    .ok_or_else(|| internal(src, "a direction without this argument"))?;
+                parts.push(as_tangent(ti, ty));
+            }
+            call.push(Val::Dual(parts.into()));
+        }
+        let mut shadows = Vec::new();
+        for a in &copies(req.args) {
+            zero_shadows(a, &mut shadows);
+        }
+        // Per lane, a zero tangent array for each shadow.
+        let mut lane_shadows: Vec<Vec<Val>> = Vec::with_capacity(lanes);
+        for _ in 0..lanes {
+            let mut z = Vec::new();
+            for s in &shadows {
+                zero_shadows(s, &mut z);
+            }
+            lane_shadows.push(z);
+        }
+        for (j, s) in shadows.iter().enumerate() {
+            let mut parts = vec![s.clone()];
+            parts.extend(lane_shadows.iter().map(|z| z[j].clone()));
+            call.push(Val::Dual(parts.into()));
+        }
+        let mut seed = vec![Val::F64(1.0)];
+        seed.extend(std::iter::repeat_n(Val::F64(0.0), lanes));
+        call.push(Val::Dual(seed.into()));
+        let out = run_on(src, exec, self.rule, &call, req)?;
+
+        let wrong = |what: &str| internal(src, &format!("the forward-over-reverse rule {what}"));
+        let Val::Dual(parts) = out else {
+            return Err(wrong("did not return a dual"));
+        };
+        if parts.len() != lanes + 1 {
+            return Err(wrong("returned the wrong lanes"));
+        }
+        let pair = |v: &Val| match v {
+            Val::Tuple(p) => match &p[..] {
+                [a, b] => Ok((a.clone(), b.clone())),
+                _ => Err(wrong("returned the wrong shape")),
+            },
+            _ => Err(wrong("returned no pair")),
+        };
+        let (value, cots) = pair(&parts[0])?;
+        let total: usize = params.iter().map(Type::cotangent_leaves).sum();
+        let wrt = &self.wrt;
+        let gradient = per_argument(src, req.args, params, wrt, total, &cots, shadows)?;
+        let mut hvps = Vec::with_capacity(lanes);
+        for (k, z) in lane_shadows.into_iter().enumerate() {
+            let (_, tcots) = pair(&parts[k + 1])?;
+            hvps.push(per_argument(src, req.args, params, wrt, total, &tcots, z)?);
+        }
+        Ok((value, gradient, hvps))
+    }
+}
+
+/// The gradient-shaped value (one entry per argument, `None` outside
+/// `wrt`) from the pullback's `total` scalar cotangents `cots` (one f64, or
+/// a tuple of them) and the shadows of the arguments' arrays.
+fn per_argument(
+    src: &Source,
+    args: &[Val],
+    params: &[Type],
+    wrt: &[usize],
+    total: usize,
+    cots: &Val,
+    shadows: Vec<Val>,
+) -> Result<Vec<Option<Val>>, Error> {
+    let mut leaves: VecDeque<f64> = match (total, cots) {
+        (0, _) => VecDeque::new(),
+        (1, Val::F64(x)) => [*x].into(),
+        (_, Val::Tuple(xs)) => xs
+            .iter()
+            .map(|x| match x {
+                Val::F64(x) => Ok(*x),
+                _ => Err(internal(src, "a cotangent is not f64")),
+            })
+            .collect::<Result<_, _>>()?,
+        _ => return Err(internal(src, "the pullback returned the wrong shape")),
+    };
+    let mut shadows: VecDeque<Val> = shadows.into();
+    Ok(args
+        .iter()
+        .zip(params)
+        .enumerate()
+        .map(|(i, (a, ty))| {
+            let g = assemble(a, ty, &mut leaves, &mut shadows);
+            if wrt.contains(&i) { g } else { None }
+        })
+        .collect())
+}
+
+/// `forward` of the wrapper `@f.vjp`, the rule kept for the caller. Every
+/// parameter gets a tangent (the callers pass zero ones for the shadows and
+/// the seed): a variant with fewer active parameters would be the same
+/// function, since the pieces run `push` and `pop` and are derived without
+/// activity analysis.
+struct FwdOverRevStage<'r> {
+    fwd: Forward<'r>,
+    func: FuncId,
+    width: Lanes,
+    rule: Option<FuncId>,
+}
+
+impl Stage for FwdOverRevStage<'_> {
+    fn id(&self) -> PassId {
+        PassId::Forward
+    }
+
+    fn required(&self) -> bool {
+        true
+    }
+
+    fn run(
+        &mut self,
+        m: &mut Module,
+        _: &PipelineOptions,
+    ) -> Result<Option<Vec<Snapshot>>, PassError> {
+        self.rule = Some(self.fwd.rule(m, self.func, self.width)?);
+        Ok(None)
+    }
+}
