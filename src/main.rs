@@ -620,6 +620,8 @@ impl Command {
             Command::Grad(c) => c.json,
             Command::Jvp(c) => c.json,
             Command::Jacobian(c) => c.json,
+            Command::Hvp(c) => c.json,
+            Command::Hessian(c) => c.json,
             Command::Bench(c) => c.json,
             Command::Check(c) => c.json,
             Command::TestRules(c) => c.json,

@@ -296,8 +296,14 @@ fn test_rules_json_has_every_signature_and_the_summary() {
     for (sig, row) in sigs.iter().zip(&rows) {
         let name = sig["name"].as_str().expect("name");
         assert!(row.starts_with(&format!("{name} ")), "{name} / {row}");
+        // Every signature has its frule checked; a few (gemm, which
+        // only forward mode over reverse uses) have no rrule check: null.
+        assert!(!sig["frule"].is_null(), "{sig}");
         for kind in ["frule", "rrule"] {
             let r = &sig[kind];
+            if r.is_null() {
+                continue;
+            }
             assert_eq!(r["ok"], true, "{sig}");
             assert_eq!(r["samples"], 2, "{sig}");
             assert!(r["max_error"].as_f64().is_some_and(|e| e >= 0.0), "{sig}");
@@ -306,7 +312,8 @@ fn test_rules_json_has_every_signature_and_the_summary() {
     }
     for kind in ["frule", "rrule"] {
         let s = &j["summary"][kind];
-        assert_eq!(s["passed"].as_u64(), Some(sigs.len() as u64), "{j}");
+        let checked = sigs.iter().filter(|s| !s[kind].is_null()).count();
+        assert_eq!(s["passed"].as_u64(), Some(checked as u64), "{j}");
         assert_eq!(s["failed"], 0);
         let worst = sigs
             .iter()
