@@ -708,12 +708,13 @@ fn vjp_wrapper(m: &mut Module, f: FuncId, fwd: FuncId, back: FuncId) -> Result<F
     Ok(id)
 }
 
-/// `forward` for one function at one width (the rule kept for the caller).
-struct FwdRuleStage<'r> {
-    fwd: Forward<'r>,
-    func: FuncId,
-    width: Lanes,
-    rule: Option<FuncId>,
+/// `forward` for one function at one width (the rule kept for the caller;
+/// also `hvp.rs`'s forward rule of `@f.vjp`).
+pub(crate) struct FwdRuleStage<'r> {
+    pub(crate) fwd: Forward<'r>,
+    pub(crate) func: FuncId,
+    pub(crate) width: Lanes,
+    pub(crate) rule: Option<FuncId>,
 }
 
 impl Stage for FwdRuleStage<'_> {

@@ -30,7 +30,6 @@ use irad_ir::interp::{Executor, RuleProvider, RuleProviderError};
 use irad_ir::{FuncId, FuncRef, Lanes, Module, Type};
 use irad_passes::Step;
 use irad_passes::forward::Forward;
-use irad_passes::manager::{PassError, PassId, PipelineOptions, Snapshot, Stage};
 use irad_passes::optimise::default_schedule;
 use irad_passes::reverse::Reverse;
 use irad_passes::stages::{OptimiseStage, Scope};
@@ -285,7 +284,11 @@ impl<'r> Prepared<'r> {
         let wrt = check_wrt(src, module, req.func, req.opts.wrt.as_deref())?;
         let rev = ReverseRun::new(src, module, registry, req, &wrt)?;
         let mut m = rev.m;
-        let mut stage = FwdOverRevStage {
+        // `forward` of the wrapper `@f.vjp` at full width: every parameter gets a
+        // tangent (zero ones for the shadows and the seed); a variant with
+        // fewer active parameters would be the same function, since the
+        // pieces run `push` and `pop` and are derived without activity.
+        let mut stage = crate::deriv::FwdRuleStage {
             fwd: Forward::new(registry),
             func: rev.wrapper.id,
             width,
@@ -428,35 +431,4 @@ fn per_argument(
             if wrt.contains(&i) { g } else { None }
         })
         .collect())
-}
-
-/// `forward` of the wrapper `@f.vjp`, the rule kept for the caller. Every
-/// parameter gets a tangent (the callers pass zero ones for the shadows and
-/// the seed): a variant with fewer active parameters would be the same
-/// function, since the pieces run `push` and `pop` and are derived without
-/// activity analysis.
-struct FwdOverRevStage<'r> {
-    fwd: Forward<'r>,
-    func: FuncId,
-    width: Lanes,
-    rule: Option<FuncId>,
-}
-
-impl Stage for FwdOverRevStage<'_> {
-    fn id(&self) -> PassId {
-        PassId::Forward
-    }
-
-    fn required(&self) -> bool {
-        true
-    }
-
-    fn run(
-        &mut self,
-        m: &mut Module,
-        _: &PipelineOptions,
-    ) -> Result<Option<Vec<Snapshot>>, PassError> {
-        self.rule = Some(self.fwd.rule(m, self.func, self.width)?);
-        Ok(None)
-    }
 }
