@@ -469,14 +469,18 @@ pub fn pass_snapshots(
 pub fn find_function(src: &Source, module: &Module, name: &str) -> Result<FuncId, Error> {
     let bare = name.strip_prefix('@').unwrap_or(name);
     module.by_name(bare).ok_or_else(|| {
-        let names: Vec<String> = module
-            .funcs()
-            .map(|(_, f)| format!("@{}", f.name))
-            .collect();
+        // The first few names, and the closest one when it is close.
+        const LISTED: usize = 20;
+        let all: Vec<&str> = module.funcs().map(|(_, f)| f.name.as_str()).collect();
+        let mut names: Vec<String> = all.iter().take(LISTED).map(|n| format!("@{n}")).collect();
+        if all.len() > LISTED {
+            names.push(format!("and {} more", all.len() - LISTED));
+        }
+        let hint = ir::suggest::did_you_mean(bare, "@", all.iter().copied());
         Error::NoFunction {
             file: src.name.clone(),
             message: format!(
-                "no function @{bare} in the module (it has {})",
+                "no function @{bare} in the module (it has {}){hint}",
                 if names.is_empty() {
                     "none".to_string()
                 } else {

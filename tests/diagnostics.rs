@@ -329,3 +329,32 @@ fn the_activity_header_lists_only_the_parameters_of_wrt() {
          (use `--format text`, the default)"
     );
 }
+
+/// `-f NAME` naming no function: the module's names (the first 20 and how
+/// many more) and the closest one.
+#[test]
+fn a_misspelled_function_name_on_the_command_line_gets_a_suggestion() {
+    let path = file(
+        "names.irad",
+        b"fn square(x: f64) -> f64 { x * x }\nfn cube(x: f64) -> f64 { x * x * x }\n",
+    );
+    let path = path.to_str().expect("utf-8 path");
+    assert_eq!(
+        first_error(&["run", path, "-f", "sqaure", "--args", "2.0"], 1),
+        "names.irad:1:1: error: no function @sqaure in the module (it has @square, @cube); did you mean `@square`?"
+    );
+    assert_eq!(
+        first_error(&["run", path, "-f", "nothing", "--args", "2.0"], 1),
+        "names.irad:1:1: error: no function @nothing in the module (it has @square, @cube)"
+    );
+    let many: String = (0..25)
+        .map(|k| format!("fn f{k}(x: f64) -> f64 {{ x }}\n"))
+        .collect();
+    let path = file("many.irad", many.as_bytes());
+    let path = path.to_str().expect("utf-8 path");
+    let err = first_error(&["run", path, "-f", "g0", "--args", "2.0"], 1);
+    assert!(
+        err.contains("@f19, and 5 more); did you mean `@f0`?"),
+        "{err}"
+    );
+}
