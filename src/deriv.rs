@@ -500,12 +500,25 @@ fn derive_forward<'r>(
     req: &GradRequest<'_>,
     width: Lanes,
 ) -> Result<(Module, Forward<'r>, FuncId), Error> {
-    let mut m = module.clone();
+    forward_rule_of(src, module.clone(), registry, req, req.func, width)
+}
+
+/// `m` with the forward rule of `func` at `width` derived and optimised by
+/// `req`'s schedule (activity as `req` says), the rule cache, and the rule:
+/// also `hvp.rs`'s rule of the wrapper `@f.vjp`.
+pub(crate) fn forward_rule_of<'r>(
+    src: &Source,
+    mut m: Module,
+    registry: &'r rules::Registry,
+    req: &GradRequest<'_>,
+    func: FuncId,
+    width: Lanes,
+) -> Result<(Module, Forward<'r>, FuncId), Error> {
     let mut fwd = Forward::new(registry);
     fwd.set_activity(req.opts.activity);
     let mut stage = FwdRuleStage {
         fwd,
-        func: req.func,
+        func,
         width,
         rule: None,
     };
@@ -708,13 +721,12 @@ fn vjp_wrapper(m: &mut Module, f: FuncId, fwd: FuncId, back: FuncId) -> Result<F
     Ok(id)
 }
 
-/// `forward` for one function at one width (the rule kept for the caller;
-/// also `hvp.rs`'s forward rule of `@f.vjp`).
-pub(crate) struct FwdRuleStage<'r> {
-    pub(crate) fwd: Forward<'r>,
-    pub(crate) func: FuncId,
-    pub(crate) width: Lanes,
-    pub(crate) rule: Option<FuncId>,
+/// `forward` for one function at one width (the rule kept for the caller).
+struct FwdRuleStage<'r> {
+    fwd: Forward<'r>,
+    func: FuncId,
+    width: Lanes,
+    rule: Option<FuncId>,
 }
 
 impl Stage for FwdRuleStage<'_> {

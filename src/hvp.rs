@@ -24,15 +24,12 @@ use crate::deriv::{
     deep_copy, executor, f64_leaves, func_loc, input_labels, invalid, like_with, run_on,
     zero_shadows,
 };
-use crate::{Error, GradRequest, Source, internal, rules, run_stages};
+use crate::{Error, GradRequest, Source, internal, rules};
 use irad_ir::interp::value::Val;
 use irad_ir::interp::{Executor, RuleProvider, RuleProviderError};
 use irad_ir::{FuncId, FuncRef, Lanes, Module, Type};
-use irad_passes::Step;
 use irad_passes::forward::Forward;
-use irad_passes::optimise::default_schedule;
 use irad_passes::reverse::Reverse;
-use irad_passes::stages::{OptimiseStage, Scope};
 use std::collections::VecDeque;
 
 /// A value, its gradient and a Hessian-vector product ([`hvp`]).
@@ -283,32 +280,16 @@ impl<'r> Prepared<'r> {
         }
         let wrt = check_wrt(src, module, req.func, req.opts.wrt.as_deref())?;
         let rev = ReverseRun::new(src, module, registry, req, &wrt)?;
-        let mut m = rev.m;
         // `forward` of the wrapper `@f.vjp` at full width: every parameter gets a
         // tangent (zero ones for the shadows and the seed); a variant with
         // fewer active parameters would be the same function, since the
         // pieces run `push` and `pop` and are derived without activity.
-        let mut stage = crate::deriv::FwdRuleStage {
-            fwd: Forward::new(registry),
-            func: rev.wrapper.id,
-            width,
-            rule: None,
-        };
-        stage.fwd.set_activity(req.opts.activity);
-        let schedule = req.schedule.clone().unwrap_or_else(default_schedule);
-        let mut opt = OptimiseStage::new(&schedule, Scope::From(m.len()));
-        run_stages(
-            src,
-            &mut m,
-            &mut [Step::Stage(&mut stage), Step::Stage(&mut opt)],
-        )?;
-        let rule = stage
-            .rule
-            .ok_or_else(|| internal(src, "the forward-over-reverse stage made no rule"))?;
+        let (m, fwd, rule) =
+            crate::deriv::forward_rule_of(src, rev.m, registry, req, rev.wrapper.id, width)?;
         Ok(Prepared {
             m,
             rules: Rules {
-                fwd: stage.fwd,
+                fwd,
                 rev: rev.cache,
             },
             shape: Shape { rule, params, wrt },
