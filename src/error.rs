@@ -15,6 +15,7 @@ use irad_ir::text::ParseError;
 use irad_ir::verify::VerifyError;
 use irad_ir::{Diagnostic, Pos};
 use irad_passes::forward::ForwardError;
+use irad_passes::forward::grad::GradError;
 
 /// Anything that can go wrong between reading a file and printing a result.
 #[derive(Debug, thiserror::Error)]
@@ -487,5 +488,228 @@ fn render_located(file: &str, lines: Option<&diag::SourceLines>, err: &dyn Diagn
     match lines {
         Some(lines) => lines.render(pos, &message),
         None => diag::render(file, None, pos, &message),
+    }
+}
+
+/// The file name an error converted with `From` (the `?` operator) carries
+/// until [`Error::in_file`] names its source: modules built with the builder
+/// API have no file.
+pub const UNNAMED_SOURCE: &str = "<module>";
+
+impl Error {
+    /// The same error naming `file` as its source (the name of the
+    /// [`Source`] it is about), for errors made by `From`, which know no
+    /// file ([`UNNAMED_SOURCE`]). [`Error::RulesFailed`] names no file and
+    /// is returned as it is.
+    ///
+    /// ```
+    /// use irad::{GradRequest, Val};
+    ///
+    /// fn gradient(src: &irad::Source) -> Result<(), irad::Error> {
+    ///     let m = irad::load(src)?;
+    ///     let f = irad::find_function(src, &m, "f")?;
+    ///     let registry = irad::rules::Registry::new();
+    ///     let args = [Val::F64(2.0), Val::f64_array(vec![1.0])];
+    ///     let mut g = irad::jit_gradient(&m, &registry, &GradRequest::new(f, &args))?;
+    ///     // A run-time error converts with `?`; `in_file` names the source.
+    ///     let bad = [Val::F64(-1.0), Val::f64_array(vec![1.0])];
+    ///     g.run(&bad, &Default::default()).map_err(|e| irad::Error::from(e).in_file(&src.name))?;
+    ///     Ok(())
+    /// }
+    /// let src = irad::Source::new("f.irad", "fn f(x: f64, a: [f64]) -> f64 {\n    let y = x * a[0];\n    if x < 0.0 { a[3] } else { y }\n}\n");
+    /// let err = gradient(&src).unwrap_err();
+    /// assert!(err.render(&[&src]).starts_with("f.irad:3:"), "{}", err.render(&[&src]));
+    /// ```
+    pub fn in_file(mut self, file: &str) -> Error {
+        if let Some(slot) = self.file_mut() {
+            *slot = file.to_string();
+        }
+        self
+    }
+
+    /// The name of the source the error is about (`None` for
+    /// [`Error::RulesFailed`]).
+    ///
+    /// ```
+    /// let err = irad::load(&irad::Source::new("bad.irad", "fn")).unwrap_err();
+    /// assert_eq!(err.file(), Some("bad.irad"));
+    /// ```
+    pub fn file(&self) -> Option<&str> {
+        match self {
+            Error::Io { file, .. }
+            | Error::Write { file, .. }
+            | Error::Utf8 { file, .. }
+            | Error::Language { file, .. }
+            | Error::Parse { file, .. }
+            | Error::Surface { file, .. }
+            | Error::Verify { file, .. }
+            | Error::NoFunction { file, .. }
+            | Error::Request { file, .. }
+            | Error::Unsupported { file, .. }
+            | Error::Internal { file, .. }
+            | Error::Pass { file, .. }
+            | Error::Forward { file, .. }
+            | Error::Reverse { file, .. }
+            | Error::Pe { file, .. }
+            | Error::Run { file, .. }
+            | Error::Codegen { file, .. }
+            | Error::Schedule { file, .. } => Some(file),
+            Error::RulesFailed { .. } => None,
+        }
+    }
+
+    fn file_mut(&mut self) -> Option<&mut String> {
+        match self {
+            Error::Io { file, .. }
+            | Error::Write { file, .. }
+            | Error::Utf8 { file, .. }
+            | Error::Language { file, .. }
+            | Error::Parse { file, .. }
+            | Error::Surface { file, .. }
+            | Error::Verify { file, .. }
+            | Error::NoFunction { file, .. }
+            | Error::Request { file, .. }
+            | Error::Unsupported { file, .. }
+            | Error::Internal { file, .. }
+            | Error::Pass { file, .. }
+            | Error::Forward { file, .. }
+            | Error::Reverse { file, .. }
+            | Error::Pe { file, .. }
+            | Error::Run { file, .. }
+            | Error::Codegen { file, .. }
+            | Error::Schedule { file, .. } => Some(file),
+            Error::RulesFailed { .. } => None,
+        }
+    }
+
+    /// A source standing for "no file", for the `From` conversions.
+    fn unnamed() -> Source {
+        Source::new(UNNAMED_SOURCE, "")
+    }
+}
+
+/// A gradient's error (derivation, request or run time), as
+/// [`crate::grad_error`] makes it, naming [`UNNAMED_SOURCE`] until
+/// [`Error::in_file`].
+impl From<GradError> for Error {
+    fn from(e: GradError) -> Error {
+        grad_error(&Error::unnamed(), e)
+    }
+}
+
+/// A run-time error.
+impl From<RunError> for Error {
+    fn from(err: RunError) -> Error {
+        Error::Run {
+            file: UNNAMED_SOURCE.into(),
+            err: Box::new(err),
+        }
+    }
+}
+
+/// A code-generation error.
+impl From<codegen::CodegenError> for Error {
+    fn from(err: codegen::CodegenError) -> Error {
+        Error::Codegen {
+            file: UNNAMED_SOURCE.into(),
+            err: Box::new(err),
+        }
+    }
+}
+
+/// A pass-manager error, as [`pass_error`] makes it.
+impl From<irad_passes::PassError> for Error {
+    fn from(e: irad_passes::PassError) -> Error {
+        pass_error(&Error::unnamed(), e)
+    }
+}
+
+/// A forward-mode derivation error.
+impl From<ForwardError> for Error {
+    fn from(err: ForwardError) -> Error {
+        Error::Forward {
+            file: UNNAMED_SOURCE.into(),
+            err: Box::new(err),
+        }
+    }
+}
+
+/// A reverse-mode derivation error.
+impl From<irad_passes::reverse::ReverseError> for Error {
+    fn from(err: irad_passes::reverse::ReverseError) -> Error {
+        Error::Reverse {
+            file: UNNAMED_SOURCE.into(),
+            err: Box::new(err),
+        }
+    }
+}
+
+/// A specialisation error.
+impl From<irad_passes::pe::PeError> for Error {
+    fn from(err: irad_passes::pe::PeError) -> Error {
+        Error::Pe {
+            file: UNNAMED_SOURCE.into(),
+            err: Box::new(err),
+        }
+    }
+}
+
+/// A schedule error (parse or run).
+impl From<irad_passes::optimise::OptError> for Error {
+    fn from(err: irad_passes::optimise::OptError) -> Error {
+        Error::Schedule {
+            file: UNNAMED_SOURCE.into(),
+            err: Box::new(err),
+        }
+    }
+}
+
+/// A parse error of IR text.
+impl From<ParseError> for Error {
+    fn from(err: ParseError) -> Error {
+        Error::Parse {
+            file: UNNAMED_SOURCE.into(),
+            err: Box::new(err),
+        }
+    }
+}
+
+/// Verification errors of a module.
+impl From<Vec<VerifyError>> for Error {
+    fn from(errs: Vec<VerifyError>) -> Error {
+        Error::Verify {
+            file: UNNAMED_SOURCE.into(),
+            errs,
+        }
+    }
+}
+
+/// An error of a compiled module or gradient, each part as its own
+/// conversion makes it.
+impl From<crate::CompiledError> for Error {
+    fn from(e: crate::CompiledError) -> Error {
+        use crate::CompiledError as C;
+        match e {
+            C::Pass(err) => err.into(),
+            C::Forward(err) => err.into(),
+            C::Reverse(err) => err.into(),
+            C::Codegen(err) => err.into(),
+            C::Run(err) => err.into(),
+        }
+    }
+}
+
+/// A gradient error as a compiled module's error (the request errors of
+/// [`GradError::Invalid`] become forward-mode errors, as
+/// [`crate::grad_error`] reports them).
+impl From<GradError> for crate::CompiledError {
+    fn from(e: GradError) -> crate::CompiledError {
+        use crate::CompiledError as C;
+        match e {
+            GradError::Forward(err) => C::Forward(err),
+            GradError::Reverse(err) => C::Reverse(err),
+            GradError::Run(err) => C::Run(err),
+            GradError::Invalid { loc, msg } => C::Forward(ForwardError::new(loc, msg)),
+        }
     }
 }

@@ -169,7 +169,7 @@ pub use deriv::{
     require_seed, vjp,
 };
 pub use emit::{EmitRequest, emit};
-pub use error::{Error, pass_error};
+pub use error::{Error, UNNAMED_SOURCE, pass_error};
 pub use grad::{GradRequest, grad, grad_error, grad_forward, grad_reverse};
 pub use hvp::{Hessian, Hvp, hessian, hvp};
 pub use irad_codegen as codegen;
