@@ -179,6 +179,19 @@ pub enum Error {
         /// How many were checked.
         total: usize,
     },
+    /// `irad check-grad`: some gradient entries disagree with finite
+    /// differences, or forward mode with reverse mode.
+    #[error("{file}:1:1: error: {failed} of {total} gradient checks of `{func}` failed")]
+    GradCheckFailed {
+        /// The source's name.
+        file: String,
+        /// The function checked.
+        func: String,
+        /// How many entries (output, input) failed.
+        failed: usize,
+        /// How many were checked.
+        total: usize,
+    },
 }
 
 impl Error {
@@ -416,6 +429,16 @@ impl Error {
                 pos: None,
                 text: format!("{failed} of {total} rule checks failed"),
             }],
+            Error::GradCheckFailed {
+                file,
+                func,
+                failed,
+                total,
+            } => vec![at(
+                file,
+                start,
+                format!("{failed} of {total} gradient checks of `{func}` failed"),
+            )],
         };
         if out.is_empty() {
             // An error list that is empty still says something.
@@ -553,7 +576,8 @@ impl Error {
             | Error::Pe { file, .. }
             | Error::Run { file, .. }
             | Error::Codegen { file, .. }
-            | Error::Schedule { file, .. } => Some(file),
+            | Error::Schedule { file, .. }
+            | Error::GradCheckFailed { file, .. } => Some(file),
             Error::RulesFailed { .. } => None,
         }
     }
@@ -577,7 +601,8 @@ impl Error {
             | Error::Pe { file, .. }
             | Error::Run { file, .. }
             | Error::Codegen { file, .. }
-            | Error::Schedule { file, .. } => Some(file),
+            | Error::Schedule { file, .. }
+            | Error::GradCheckFailed { file, .. } => Some(file),
             Error::RulesFailed { .. } => None,
         }
     }

@@ -147,6 +147,7 @@
 #![warn(missing_docs)]
 
 mod bench;
+mod check_grad;
 mod compiled;
 mod deriv;
 pub mod diag;
@@ -160,6 +161,9 @@ mod rule_checks;
 mod schedule;
 
 pub use bench::{BenchOptions, BenchReport, MAX_RUNS, MIN_RUNS, MIN_SAMPLE_TIME, bench};
+pub use check_grad::{
+    FD_TOLERANCE, GradCheck, GradCheckEntry, GradCheckOptions, MODE_TOLERANCE, check_grad,
+};
 pub use compiled::{
     Compiled, CompiledError, CompiledGradient, Mode, jit_forward, jit_gradient, jit_primal,
     jit_reverse,

@@ -83,6 +83,12 @@ enum Command {
     #[command(after_help = "Example:
   $ irad hessian examples/rosenbrock.irad -f rosenbrock --args '[1.5, 0.5, -0.3]' --json")]
     Hessian(HessianCmd),
+    /// Check a function's derivatives: every entry of its Jacobian by
+    /// reverse mode and by forward mode, against finite differences of the
+    /// function, with a pass/fail table (exit status 1 when one fails).
+    #[command(after_help = "Example:
+  $ irad check-grad examples/rosenbrock.irad -f rosenbrock --args '[1.5, 0.5, -0.3]'")]
+    CheckGrad(CheckGradCmd),
     /// Time a function and its gradient, compiled by the JIT, in one process:
     /// compile time, median primal and gradient times, and their ratio.
     #[command(after_help = "Example:
@@ -385,6 +391,24 @@ struct JacobianCmd {
 }
 
 #[derive(Args)]
+struct CheckGradCmd {
+    #[command(flatten)]
+    req: DerivArgs,
+    /// The largest error against finite differences, |rev - fd| / max(1,
+    /// |fd|).
+    #[arg(long, value_name = "T", default_value_t = irad::FD_TOLERANCE, value_parser = tolerance, allow_hyphen_values = true)]
+    tolerance: f64,
+    /// The largest error of forward mode against reverse mode, |fwd - rev| /
+    /// max(1, |rev|).
+    #[arg(long, value_name = "T", default_value_t = irad::MODE_TOLERANCE, value_parser = tolerance, allow_hyphen_values = true)]
+    mode_tolerance: f64,
+    /// Print one JSON object: {"value", "ok", "entries": [...], ...}
+    /// (docs/cli.md).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
 struct BenchCmd {
     #[command(flatten)]
     req: GradArgs,
@@ -437,6 +461,16 @@ fn min_time(text: &str) -> Result<f64, String> {
         Ok(x) if (0.0..=3600.0).contains(&x) => Ok(x),
         _ => Err(format!(
             "`{text}` is not a number of seconds from 0 to 3600"
+        )),
+    }
+}
+
+/// A tolerance: a finite number, 0 (exact) or more.
+fn tolerance(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(x) if x >= 0.0 && x.is_finite() => Ok(x),
+        _ => Err(format!(
+            "`{text}` is not a tolerance: a finite number, 0 or more (e.g. 1e-6)"
         )),
     }
 }
@@ -622,6 +656,7 @@ impl Command {
             Command::Jacobian(c) => c.json,
             Command::Hvp(c) => c.json,
             Command::Hessian(c) => c.json,
+            Command::CheckGrad(c) => c.json,
             Command::Bench(c) => c.json,
             Command::Check(c) => c.json,
             Command::TestRules(c) => c.json,
@@ -643,6 +678,7 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
         Command::Jacobian(cmd) => jacobian(cmd, sources),
         Command::Hvp(cmd) => hvp(cmd, sources),
         Command::Hessian(cmd) => hessian(cmd, sources),
+        Command::CheckGrad(cmd) => check_grad(cmd, sources),
         Command::Bench(cmd) => bench(cmd, sources),
         Command::Run(cmd) => run(cmd, sources),
     }
@@ -1177,6 +1213,32 @@ fn jacobian(cmd: JacobianCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         out(&text);
     }
     Ok(())
+}
+
+/// `irad check-grad`: the table (or JSON) of derivative checks; an error
+/// when one failed.
+fn check_grad(cmd: CheckGradCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
+    let (module, func, args, opts, schedule) = read_deriv(cmd.req, sources)?;
+    let registry = irad::rules::Registry::new();
+    let req = irad::GradRequest {
+        opts: GradOptions {
+            lanes: irad::ir::Lanes::dense(8).unwrap_or(irad::ir::Lanes::ONE),
+            ..opts
+        },
+        schedule: Some(schedule),
+        ..irad::GradRequest::new(func, &args)
+    };
+    let check_opts = irad::GradCheckOptions {
+        tolerance: cmd.tolerance,
+        mode_tolerance: cmd.mode_tolerance,
+    };
+    let (check, m) = irad::check_grad(&sources[0], &module, &registry, &req, &check_opts)?;
+    if cmd.json {
+        out(&format!("{}\n", check.to_json(&m)));
+    } else {
+        out(&check.table(&m));
+    }
+    check.verdict(&sources[0].name, &m[func].name)
 }
 
 /// `irad bench`: compile time, primal and gradient medians, their ratio.
