@@ -179,6 +179,19 @@ pub enum Error {
         /// How many were checked.
         total: usize,
     },
+    /// `irad test-rules FILE`: some rules declared in the file disagree with
+    /// their function (or could not be checked).
+    #[error(
+        "{file}:1:1: error: the declared rules of {failed} of {total} functions failed their checks"
+    )]
+    DeclaredRulesFailed {
+        /// The source's name.
+        file: String,
+        /// How many functions failed.
+        failed: usize,
+        /// How many have declared rules.
+        total: usize,
+    },
     /// `irad check-grad`: some gradient entries disagree with finite
     /// differences, or forward mode with reverse mode.
     #[error("{file}:1:1: error: {failed} of {total} gradient checks of `{func}` failed")]
@@ -429,6 +442,15 @@ impl Error {
                 pos: None,
                 text: format!("{failed} of {total} rule checks failed"),
             }],
+            Error::DeclaredRulesFailed {
+                file,
+                failed,
+                total,
+            } => vec![at(
+                file,
+                start,
+                format!("the declared rules of {failed} of {total} functions failed their checks"),
+            )],
             Error::GradCheckFailed {
                 file,
                 func,
@@ -577,7 +599,8 @@ impl Error {
             | Error::Run { file, .. }
             | Error::Codegen { file, .. }
             | Error::Schedule { file, .. }
-            | Error::GradCheckFailed { file, .. } => Some(file),
+            | Error::GradCheckFailed { file, .. }
+            | Error::DeclaredRulesFailed { file, .. } => Some(file),
             Error::RulesFailed { .. } => None,
         }
     }
@@ -602,7 +625,8 @@ impl Error {
             | Error::Run { file, .. }
             | Error::Codegen { file, .. }
             | Error::Schedule { file, .. }
-            | Error::GradCheckFailed { file, .. } => Some(file),
+            | Error::GradCheckFailed { file, .. }
+            | Error::DeclaredRulesFailed { file, .. } => Some(file),
             Error::RulesFailed { .. } => None,
         }
     }

@@ -149,6 +149,7 @@
 mod bench;
 mod check_grad;
 mod compiled;
+mod declared_rules;
 mod deriv;
 pub mod diag;
 pub mod dot;
@@ -168,6 +169,7 @@ pub use compiled::{
     Compiled, CompiledError, CompiledGradient, Mode, jit_forward, jit_gradient, jit_primal,
     jit_reverse,
 };
+pub use declared_rules::{DeclaredRuleChecks, DeclaredRuleReport, check_declared_rules};
 pub use deriv::{
     Jacobian, Jvp, SEED_SOURCE, TANGENT_SOURCE, jacobian, jvp, parse_seed, parse_tangent,
     require_seed, vjp,

@@ -158,6 +158,9 @@ struct CheckCmd {
 
 #[derive(Args)]
 struct TestRulesCmd {
+    /// A source file: check the rules it declares (`jvp`/`vjp` after a
+    /// function's signature) instead of the built-in rules.
+    file: Option<PathBuf>,
     /// Random points per test signature.
     #[arg(long, value_name = "N", default_value_t = irad::rules::check::DEFAULT_SAMPLES,
           value_parser = count)]
@@ -669,7 +672,7 @@ impl Command {
 /// can show their lines.
 fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
     match command {
-        Command::TestRules(cmd) => test_rules(cmd),
+        Command::TestRules(cmd) => test_rules(cmd, sources),
         Command::Emit(cmd) => emit_cmd(cmd, sources),
         Command::Check(cmd) => check(cmd, sources),
         Command::Dump(cmd) => dump(cmd, sources),
@@ -685,7 +688,25 @@ fn execute(command: Command, sources: &mut Vec<Source>) -> Result<(), Error> {
 }
 
 /// `irad test-rules`: the table of rule checks; an error when one failed.
-fn test_rules(cmd: TestRulesCmd) -> Result<(), Error> {
+fn test_rules(cmd: TestRulesCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
+    if let Some(file) = &cmd.file {
+        let module = load(file, sources)?;
+        let registry = irad::rules::Registry::new();
+        let checks = irad::check_declared_rules(
+            &sources[0],
+            &module,
+            &registry,
+            cmd.samples,
+            cmd.seed,
+            &irad::GradCheckOptions::default(),
+        );
+        if cmd.json {
+            out(&format!("{}\n", checks.to_json()));
+        } else {
+            out(&checks.table());
+        }
+        return checks.verdict();
+    }
     let opts = irad::rules::check::CheckOptions {
         samples: cmd.samples,
         seed: cmd.seed,

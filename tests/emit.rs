@@ -836,3 +836,33 @@ fn c_example_builds_runs_and_agrees_with_irad_grad() {
         .collect();
     assert_eq!(field("gradient: "), want);
 }
+
+/// A function whose rules are written in the language (`jvp`/`vjp` in its
+/// header): the object's gradient calls the vjp as the interpreter does, bit
+/// for bit, and that is the rule's derivative (3 at x = 5, where clip's body
+/// has 0), not the body's.
+#[test]
+fn rules_written_in_the_language_reach_objects() {
+    let d = dir("lang_rules");
+    let file = format!("{ROOT}/tests/lang_rules/clip.irad");
+    let obj = emit(&file, "st", &["--grad"], &d, "st");
+    let exe = link(
+        &d,
+        "scalar2.c",
+        &[obj],
+        &["-DIRAD_HEADER=\"st.h\"", "-DIRAD_FUNC=st"],
+        "st",
+    );
+    let (src, module) = source(&file);
+    for args in ["5.0, 0.5", "0.25, -0.5", "-7.5, 2.0"] {
+        let vals = parse(&src, &module, "st", args);
+        let want = expected(&src, &module, "st", &vals, None);
+        let got = run(&exe, &argv(&vals));
+        assert_eq!(got.lines().collect::<Vec<_>>(), want, "st({args})");
+    }
+    let vals = parse(&src, &module, "st", "5.0, 0.5");
+    let got = run(&exe, &argv(&vals));
+    let grad = got.lines().last().expect("a gradient line");
+    let three = line("grad", &[&Val::F64(3.0), &Val::F64(1.0)]);
+    assert_eq!(grad, three);
+}

@@ -6,7 +6,8 @@
 //! result types, phi entries by block label, constants by bits (except that all
 //! NaNs are equal, since the text has one `nan`), and operands that refer to the
 //! same definitions (parameter index, or layout position of the block and index
-//! of the statement in it). Value names, handles and source positions are not
+//! of the statement in it), and the same declared rules (by function name).
+//! Value names, handles and source positions are not
 //! compared. Assumes nothing about the modules: invalid handles compare as
 //! unequal descriptions, never panic.
 
@@ -21,7 +22,13 @@ pub fn structural_eq(a: &Module, b: &Module) -> Result<(), String> {
     if a.len() != b.len() {
         return Err(format!("{} functions against {}", a.len(), b.len()));
     }
-    for ((_, fa), (_, fb)) in a.funcs().zip(b.funcs()) {
+    for ((ia, fa), (ib, fb)) in a.funcs().zip(b.funcs()) {
+        let (ra, rb) = (a.declared_rules(ia), b.declared_rules(ib));
+        let name =
+            |m: &Module, f: Option<crate::FuncId>| f.and_then(|f| m.get(f)).map(|f| f.name.clone());
+        if (name(a, ra.jvp), name(a, ra.vjp)) != (name(b, rb.jvp), name(b, rb.vjp)) {
+            return Err(format!("@{}: different declared rules", fa.name));
+        }
         let cmp = FuncCmp {
             ma: a,
             mb: b,

@@ -245,6 +245,32 @@ pub struct Func {
 pub struct Module {
     funcs: PrimaryMap<FuncId, Func>,
     by_name: HashMap<String, FuncId>,
+    /// The derivative rules declared in the program for some functions
+    /// (`jvp @g`, `vjp @h` after a signature).
+    rules: HashMap<FuncId, DeclaredRules>,
+}
+
+/// Derivative rules a program declares for one of its functions, each
+/// itself a function of the module (docs/rules.md, "Rules written in the
+/// language"): the AD passes call them instead of differentiating the
+/// function's body.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeclaredRules {
+    /// The forward rule: takes the arguments, then the tangent of each
+    /// argument whose type has one, and returns `(result, result tangent)`.
+    pub jvp: Option<FuncId>,
+    /// The reverse rule: takes the arguments, then the result's cotangent
+    /// (of the result's tangent type), and returns the cotangent of the
+    /// argument whose type has a tangent (a tuple of them in order when
+    /// there are several, `()` when there is none).
+    pub vjp: Option<FuncId>,
+}
+
+impl DeclaredRules {
+    /// Whether neither rule is declared.
+    pub fn is_empty(&self) -> bool {
+        self.jvp.is_none() && self.vjp.is_none()
+    }
 }
 
 impl Func {
@@ -543,6 +569,21 @@ impl Module {
     /// The number of functions.
     pub fn len(&self) -> usize {
         self.funcs.len()
+    }
+
+    /// The rules declared for function `f` (none by default).
+    pub fn declared_rules(&self, f: FuncId) -> DeclaredRules {
+        self.rules.get(&f).copied().unwrap_or_default()
+    }
+
+    /// Declares the rules of function `f` (replacing any it had); the
+    /// verifier checks that they exist and fit `f`'s signature.
+    pub fn declare_rules(&mut self, f: FuncId, rules: DeclaredRules) {
+        if rules.is_empty() {
+            self.rules.remove(&f);
+        } else {
+            self.rules.insert(f, rules);
+        }
     }
 
     /// Whether the module has no function.

@@ -36,8 +36,8 @@ pub mod verify;
 
 pub use builder::FuncBuilder;
 pub use func::{
-    Block, BlockData, BuildError, Const, Func, FuncId, FuncRef, Inst, InstData, InstKind, Module,
-    Operand, Terminator, Value, ValueData, ValueDef,
+    Block, BlockData, BuildError, Const, DeclaredRules, Func, FuncId, FuncRef, Inst, InstData,
+    InstKind, Module, Operand, Terminator, Value, ValueData, ValueDef,
 };
 /// The bulk array primitives' checks and kernels, shared with the runtime.
 pub use irad_kernels::bulk;

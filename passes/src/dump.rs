@@ -366,7 +366,10 @@ fn listings(
             continue;
         };
         let Some(func) = after.get(fwd) else { continue };
-        if registry.function_rrule(&before[p].name).is_some() {
+        if registry
+            .function_rrule_in(before, &before[p].name)
+            .is_some()
+        {
             continue;
         }
         let values: HashMap<String, Value> = printed_names(after, fwd)

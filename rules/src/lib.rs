@@ -127,11 +127,12 @@ mod bulk;
 pub mod check;
 pub mod emit;
 mod frules;
+mod lang;
 mod rrules;
 pub mod table;
 mod tape;
 
-use irad_ir::{BuildError, FuncBuilder, Lanes, Operand, Prim, Type};
+use irad_ir::{BuildError, FuncBuilder, Lanes, Module, Operand, Prim, Type};
 use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::fmt;
@@ -531,6 +532,28 @@ impl Registry {
     /// The registered frule of user function `name`, if it is marked primitive.
     pub fn function_frule(&self, name: &str) -> Option<Arc<dyn Frule>> {
         self.funcs.get(name).cloned()
+    }
+
+    /// The frule of user function `name` of `module`: the registered one
+    /// ([`Registry::register_function_frule`]), else the one its header
+    /// declares (`jvp @g`; docs/rules.md, "Rules written in the language").
+    pub fn function_frule_in(&self, module: &Module, name: &str) -> Option<Arc<dyn Frule>> {
+        self.function_frule(name).or_else(|| {
+            let f = module.by_name(name)?;
+            let jvp = module.declared_rules(f).jvp?;
+            Some(Arc::new(lang::JvpRule { jvp }) as Arc<dyn Frule>)
+        })
+    }
+
+    /// The rrule of user function `name` of `module`: the registered one
+    /// ([`Registry::register_function_rrule`]), else the one its header
+    /// declares (`vjp @h`).
+    pub fn function_rrule_in(&self, module: &Module, name: &str) -> Option<Arc<dyn Rrule>> {
+        self.function_rrule(name).or_else(|| {
+            let f = module.by_name(name)?;
+            let vjp = module.declared_rules(f).vjp?;
+            Some(Arc::new(lang::VjpRule { vjp }) as Arc<dyn Rrule>)
+        })
     }
 
     /// The primitives of the table without a rule (the AD primitives `dual`,

@@ -41,6 +41,11 @@ pub struct FnDecl {
     pub params: Vec<Param>,
     /// The result type; `()` when `-> T` is omitted.
     pub ret: Type,
+    /// `jvp g`: the function that is its forward rule (docs/rules.md,
+    /// "Rules written in the language").
+    pub jvp: Option<Ident>,
+    /// `vjp h`: the function that is its reverse rule.
+    pub vjp: Option<Ident>,
     /// The body; its value (tail expression) is the result unless it returns.
     pub body: Block,
     /// The position of `fn`.

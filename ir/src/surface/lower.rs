@@ -52,6 +52,14 @@ pub fn lower(file: &File, info: &TypeInfo) -> Module {
     }
     for f in &file.funcs {
         if let Some(&id) = ids.get(f.name.name.as_str()) {
+            let rule = |r: &Option<crate::surface::ast::Ident>| {
+                r.as_ref().and_then(|r| ids.get(r.name.as_str()).copied())
+            };
+            let rules = crate::DeclaredRules {
+                jvp: rule(&f.jvp),
+                vjp: rule(&f.vjp),
+            };
+            m.declare_rules(id, rules);
             lower_fn(&mut m, id, &ids, f, info);
         }
     }

@@ -252,11 +252,31 @@ impl<'a> Parser<'a> {
         } else {
             Type::Unit
         };
+        // Declared rules: `jvp g`, `vjp h`, each at most once.
+        let (mut jvp, mut vjp) = (None, None);
+        while self.is_word("jvp") || self.is_word("vjp") {
+            let t = self.advance();
+            let word = self.text(&t);
+            let rule = self.ident()?;
+            let slot = if word == "jvp" { &mut jvp } else { &mut vjp };
+            if slot.is_some() {
+                return Err(self.err(
+                    t.pos,
+                    format!("`{word}` declared twice for `{}`", name.name),
+                ));
+            }
+            *slot = Some(rule);
+        }
+        if self.peek().tok != Tok::LBrace {
+            return Err(self.expected("`{` (or `jvp g`, `vjp h`)"));
+        }
         let body = self.block(1)?;
         Ok(FnDecl {
             name,
             params,
             ret,
+            jvp,
+            vjp,
             body,
             pos,
         })

@@ -37,6 +37,7 @@ pub fn parse_module(src: &str) -> Result<Module, ParseError> {
     // With every header known, the body holding a lexical error reports it
     // with its block and statement (or an earlier error of the text first).
     for header in headers {
+        parser.declare_rules(&mut module, &header)?;
         parser.parse_body(&mut module, header)?;
     }
     match lex_error {
@@ -50,6 +51,9 @@ struct Header<'a> {
     id: FuncId,
     name: &'a str,
     params: Vec<&'a str>,
+    /// The declared rules: `jvp @g` / `vjp @h`, the word, the name and
+    /// where the name is.
+    rules: Vec<(&'a str, &'a str, Pos)>,
     body: (Lexer<'a>, Token),
 }
 
@@ -284,7 +288,21 @@ impl<'a> Parser<'a> {
         } else {
             Type::Unit
         };
-        self.expect(Tok::LBrace, "`{`")?;
+        // Declared rules: `jvp @g`, `vjp @h`, each at most once.
+        let mut rules = Vec::new();
+        while self.is_keyword("jvp") || self.is_keyword("vjp") {
+            let word = self.lx.text(&self.tok);
+            let at = self.advance()?.pos;
+            if rules.iter().any(|&(w, _, _)| w == word) {
+                return Err(self.err(at, format!("`{word}` declared twice for @{name}")));
+            }
+            let rule_tok = self.expect(Tok::Global, "a function name `@name`")?;
+            rules.push((word, self.lx.text(&rule_tok), rule_tok.pos));
+        }
+        if self.tok.tok != Tok::LBrace {
+            return Err(self.expected("`{` (or `jvp @g`, `vjp @h`)"));
+        }
+        self.advance()?;
         let param_names = params.iter().map(|(n, _)| *n).collect();
         let decl = params
             .into_iter()
@@ -298,8 +316,33 @@ impl<'a> Parser<'a> {
             id,
             name,
             params: param_names,
+            rules,
             body: (self.lx.clone(), self.tok),
         })
+    }
+
+    /// Records the rules `header` declares, each naming a function of the
+    /// module (their signatures are the verifier's to check).
+    fn declare_rules(
+        &mut self,
+        module: &mut Module,
+        header: &Header<'a>,
+    ) -> Result<(), ParseError> {
+        let mut rules = crate::DeclaredRules::default();
+        for &(word, name, pos) in &header.rules {
+            self.func = Some(header.name.to_string());
+            let Some(&g) = self.funcs.get(name) else {
+                return Err(self.err(pos, format!("unknown function @{name}")));
+            };
+            if word == "jvp" {
+                rules.jvp = Some(g);
+            } else {
+                rules.vjp = Some(g);
+            }
+        }
+        self.func = None;
+        module.declare_rules(header.id, rules);
+        Ok(())
     }
 
     /// Skips a body up to its `}`. The first lexical error is returned as

@@ -46,6 +46,7 @@ pub fn func_lines(m: &Module, f: FuncId) -> Vec<(Line, String)> {
     let printer = FuncPrinter {
         m,
         func,
+        rules: m.declared_rules(f),
         names: value_names(func),
     };
     printer.lines()
@@ -82,6 +83,8 @@ pub fn print_module(m: &Module) -> String {
 struct FuncPrinter<'m> {
     m: &'m Module,
     func: &'m Func,
+    /// The rules declared for the function (`jvp @g vjp @h` in its header).
+    rules: crate::DeclaredRules,
     names: HashMap<Value, String>,
 }
 
@@ -100,7 +103,14 @@ impl FuncPrinter<'_> {
                 .map_or("?".to_string(), |d| d.ty.to_string());
             let _ = write!(header, "{}: {ty}", self.value(param));
         }
-        let _ = write!(header, ") -> {} {{", func.ret);
+        let _ = write!(header, ") -> {}", func.ret);
+        for (word, rule) in [("jvp", self.rules.jvp), ("vjp", self.rules.vjp)] {
+            if let Some(g) = rule {
+                let name = self.m.get(g).map_or("?", |g| g.name.as_str());
+                let _ = write!(header, " {word} @{name}");
+            }
+        }
+        header.push_str(" {");
         lines.push((Line::Header, header));
         for &block in &func.layout {
             let Some(data) = func.blocks.get(block) else {

@@ -67,6 +67,7 @@
 
 mod cfg;
 mod render;
+mod rules;
 mod ssa;
 mod typing;
 
@@ -75,6 +76,7 @@ use crate::loc::{Location, Pos};
 use std::fmt;
 
 pub use render::render_errors;
+pub use rules::{jvp_signature, vjp_signature};
 
 /// Where in a module a [`VerifyError`] is, as handles, so that a printer can
 /// show the error under the right line of the printed function.
@@ -194,6 +196,7 @@ impl<'a> Ctx<'a> {
 
     fn run(&mut self) {
         typing::check_signature(self);
+        rules::check_declared_rules(self);
         ssa::check_params(self);
         if !cfg::check_layout(self) {
             return;

@@ -85,7 +85,10 @@ impl<'r> Forward<'r> {
             .get(f)
             .ok_or_else(|| ForwardError::new(Location::default(), "invalid function handle"))?;
         let mask = crate::activity::wrt_mask(func, wrt);
-        let marked = self.registry.function_frule(&func.name).is_some();
+        let marked = self
+            .registry
+            .function_frule_in(module, &func.name)
+            .is_some();
         if !self.activity || marked || mask.iter().all(|&a| a) {
             return self.rule(module, f, width);
         }
@@ -201,7 +204,7 @@ impl<'r> Forward<'r> {
                 };
                 let sig = func.fn_type();
                 let name = func.name.clone();
-                if self.registry.function_frule(&name).is_some() {
+                if self.registry.function_frule_in(module, &name).is_some() {
                     self.cache.count_wrapped();
                     wrap(self.registry, module, Callee::Func(&name), &sig, width, loc)?
                 } else {
@@ -338,7 +341,7 @@ fn wrap(
             let types: Vec<Type> = sig.params.clone();
             registry.frule(p, &types)
         }
-        Callee::Func(name) => registry.function_frule(name),
+        Callee::Func(name) => registry.function_frule_in(b.module(), name),
     }
     .ok_or_else(|| ForwardError::new(loc.clone(), format!("no forward rule for `{callee}`")))?;
     let call = irad_rules::FruleCall {

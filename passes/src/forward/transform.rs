@@ -302,7 +302,7 @@ pub(super) fn derive(
                     let callee = module.get(*func).ok_or_else(|| {
                         ForwardError::new(floc.clone(), "invalid function handle")
                     })?;
-                    let marked = registry.function_frule(&callee.name).is_some();
+                    let marked = registry.function_frule_in(module, &callee.name).is_some();
                     callee_info.insert(*func, (callee.name.clone(), callee.fn_type()));
                     if marked {
                         note(&mut needs.unpacked, args);
@@ -903,9 +903,15 @@ impl Ctx<'_, '_> {
                 match self.callees.get(func).copied().flatten() {
                     None => {
                         // Marked primitive: its registered rule, in place.
-                        let rule = self.registry.function_frule(&name).ok_or_else(|| {
-                            ForwardError::new(loc.clone(), format!("no forward rule for @{name}"))
-                        })?;
+                        let rule = self
+                            .registry
+                            .function_frule_in(self.b.module(), &name)
+                            .ok_or_else(|| {
+                                ForwardError::new(
+                                    loc.clone(),
+                                    format!("no forward rule for @{name}"),
+                                )
+                            })?;
                         let fargs = args
                             .iter()
                             .zip(&sig.params)

@@ -173,7 +173,7 @@ impl<'r> Derivation<'r> {
                         .get(*func)
                         .map(|f| f.name.clone())
                         .unwrap_or_default();
-                    if self.registry.function_rrule(&name).is_none()
+                    if self.registry.function_rrule_in(module, &name).is_none()
                         && !self.callees.contains_key(func)
                     {
                         let pieces = rev.request(module, FuncRef::User(*func))?;

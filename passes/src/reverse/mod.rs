@@ -125,7 +125,10 @@ impl<'r> Reverse<'r> {
             .get(f)
             .ok_or_else(|| ReverseError::new(Location::default(), "invalid function handle"))?;
         let mask = crate::activity::wrt_mask(func, wrt);
-        let marked = self.registry.function_rrule(&func.name).is_some();
+        let marked = self
+            .registry
+            .function_rrule_in(module, &func.name)
+            .is_some();
         if !self.activity || marked || mask.iter().all(|&a| a) {
             return self.rule(module, f);
         }
@@ -380,7 +383,7 @@ impl<'r> Reverse<'r> {
                 };
                 let sig = func.fn_type();
                 let name = func.name.clone();
-                if self.registry.function_rrule(&name).is_some() {
+                if self.registry.function_rrule_in(module, &name).is_some() {
                     self.cache.count_wrapped();
                     wrap(self.registry, module, Callee::Func(&name), &sig, loc)?
                 } else {
@@ -452,7 +455,7 @@ fn wrap(
     };
     let rule = match callee {
         Callee::Prim(p) => registry.rrule(p, &sig.params),
-        Callee::Func(name) => registry.function_rrule(name),
+        Callee::Func(name) => registry.function_rrule_in(module, name),
     }
     .ok_or_else(|| ReverseError::new(loc.clone(), format!("no reverse rule for `{callee}`")))?;
     let (ft, bt) = piece_types(sig);

@@ -176,7 +176,7 @@ pub fn tape_plan(
     let func = m
         .get(f)
         .ok_or_else(|| ReverseError::new(Location::default(), "invalid function handle"))?;
-    if registry.function_rrule(&func.name).is_some() {
+    if registry.function_rrule_in(module, &func.name).is_some() {
         return Err(ReverseError::new(
             Location {
                 func: Some(func.name.clone()),

@@ -252,7 +252,7 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
             .map(|f| f.name.clone())
             .unwrap_or_default();
         let types = self.arg_types(args)?;
-        if let Some(rule) = self.cx.registry.function_rrule(&name) {
+        if let Some(rule) = self.cx.registry.function_rrule_in(self.fb.module(), &name) {
             let out = self.forward_part(&*rule, Callee::Func(&name), args, &types, res_ty, loc)?;
             return Ok((How::Rule(rule, Some(name)), out));
         }

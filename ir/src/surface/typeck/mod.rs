@@ -244,6 +244,14 @@ impl<'f> Checker<'f> {
         self.loops = 0;
         self.while_cond = None;
         self.scope.clear();
+        // A declared rule names a function of the file; its signature is the
+        // IR verifier's to check.
+        for rule in [&f.jvp, &f.vjp].into_iter().flatten() {
+            if !self.funcs.contains_key(rule.name.as_str()) {
+                let hint = self.suggest(&rule.name, true);
+                self.error(rule.pos, format!("unknown function `{}`{hint}", rule.name));
+            }
+        }
         for (i, p) in f.params.iter().enumerate() {
             if f.params[..i].iter().any(|q| q.name.name == p.name.name) {
                 self.error(p.name.pos, format!("duplicate parameter `{}`", p.name.name));
