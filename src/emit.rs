@@ -84,25 +84,112 @@ pub fn emit(
     module: &Module,
     req: &EmitRequest<'_>,
 ) -> Result<codegen::ObjectFile, Error> {
-    let func = req.func;
+    with_exports(
+        src,
+        module,
+        std::slice::from_ref(req),
+        |m, rules, exports, opts| codegen::emit_object(m, rules, exports, opts),
+    )
+}
+
+/// What [`emit`] puts in an object, defined in the embedder's own Cranelift
+/// module instead (a `cranelift_jit::JITModule` or a
+/// `cranelift_object::ObjectModule` it made and will finish): for each of
+/// `reqs`, the exported C functions `NAME` (and `NAME_grad`), with
+/// everything they reach. All of them are defined in one call (irad's
+/// internal symbols are defined once per module: a second call on the same
+/// module is an error). Returns the module, the exported functions' ids in
+/// it and one C header for them all (named by the first request's
+/// `header_name`). See
+/// [`codegen::define_in_module`] for what the module must allow and the
+/// runtime symbols the embedder provides ([`codegen::runtime_symbols`] for
+/// a JIT).
+///
+/// ```
+/// use irad::codegen::cranelift_module::Module as _;
+/// use irad::{EmitRequest, Source};
+///
+/// let src = Source::new("sq.irad", "fn sq(x: f64) -> f64 { x * x }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "sq")?;
+/// // The embedder's object module (an ISA with the flags irad needs).
+/// let isa = irad::codegen::native_isa_for_objects()?;
+/// let builder = irad::codegen::cranelift_object::ObjectBuilder::new(
+///     isa,
+///     "mine",
+///     irad::codegen::cranelift_module::default_libcall_names(),
+/// )?;
+/// let backend = irad::codegen::cranelift_object::ObjectModule::new(builder);
+/// let req = EmitRequest { grad: true, ..EmitRequest::new(f, "sq.h") };
+/// let (backend, defined) = irad::define_in_module(backend, &src, &m, &[req])?;
+/// let names: Vec<&str> = defined.functions.iter().map(|(n, _)| n.as_str()).collect();
+/// assert_eq!(names, ["sq", "sq_grad"]);
+/// assert!(backend.declarations().get_function_decl(defined.functions[0].1).name.as_deref() == Some("sq"));
+/// let object = backend.finish().emit()?;
+/// assert!(!object.is_empty());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn define_in_module<M: codegen::cranelift_module::Module>(
+    backend: M,
+    src: &Source,
+    module: &Module,
+    reqs: &[EmitRequest<'_>],
+) -> Result<(M, codegen::DefinedExports), Error> {
+    with_exports(src, module, reqs, |m, rules, exports, opts| {
+        codegen::define_in_module(backend, m, rules, exports, opts)
+    })
+}
+
+/// The module normalised (and, for each request with a gradient, `@f.rev`
+/// derived and optimised), the exports and the ahead-of-time rules `reqs`
+/// ask for, handed to `make`.
+fn with_exports<T>(
+    src: &Source,
+    module: &Module,
+    reqs: &[EmitRequest<'_>],
+    make: impl FnOnce(
+        &mut Module,
+        &mut dyn irad_ir::interp::RuleProvider,
+        &[codegen::Export],
+        &codegen::ObjectOptions<'_>,
+    ) -> Result<T, codegen::CodegenError>,
+) -> Result<T, Error> {
+    let Some(first) = reqs.first() else {
+        return Err(Error::Request {
+            file: src.name.clone(),
+            message: "nothing to export: give at least one function".into(),
+        });
+    };
     let mut m = module.clone();
     let registry = rules::Registry::new();
-    let rev = Reverse::new(&registry);
-    let mut exports = vec![codegen::Export {
-        func,
-        kind: codegen::ExportKind::Primal,
-    }];
-    let rev = if req.grad {
+    let mut rev = Reverse::new(&registry);
+    let mut exports = Vec::new();
+    // The module is normalised once, with the first gradient's stages (or
+    // alone, below, when no request asks for a gradient).
+    let mut normalised = false;
+    for req in reqs {
+        let func = req.func;
+        exports.push(codegen::Export {
+            func,
+            kind: codegen::ExportKind::Primal,
+        });
+        if !req.grad {
+            continue;
+        }
         let all: Vec<usize> = (0..m.get(func).map_or(0, |f| f.params.len())).collect();
         let wrt_list = req.wrt.clone().unwrap_or(all);
         let schedule = req.schedule.clone().unwrap_or_else(default_schedule);
         let mut stage = ReverseStage::new(rev, vec![func], Some(wrt_list));
         let mut opt = OptimiseStage::new(&schedule, Scope::From(m.len()));
-        run_stages(
-            src,
-            &mut m,
-            &mut [Step::Stage(&mut stage), Step::Stage(&mut opt)],
-        )?;
+        let mut steps = [Step::Stage(&mut stage), Step::Stage(&mut opt)];
+        if normalised {
+            let opts = irad_passes::PipelineOptions::default();
+            irad_passes::run_pipeline(&mut m, &mut steps, &opts)
+                .map_err(|e| crate::pass_error(src, e))?;
+        } else {
+            run_stages(src, &mut m, &mut steps)?;
+            normalised = true;
+        }
         let Some(&id) = stage.revs.first() else {
             return Err(internal(src, "the reverse stage derived nothing"));
         };
@@ -113,20 +200,20 @@ pub fn emit(
                 wrt: req.wrt.clone(),
             },
         });
-        stage.rev
-    } else {
+        rev = stage.rev;
+    }
+    if !normalised {
         run_stages(src, &mut m, &mut [])?;
-        rev
-    };
+    }
     let mut rules = AheadOfTimeRules {
         fwd: Forward::new(&registry),
         rev,
     };
     let opts = codegen::ObjectOptions {
         source: &src.name,
-        header_name: req.header_name,
+        header_name: first.header_name,
     };
-    codegen::emit_object(&mut m, &mut rules, &exports, &opts).map_err(|err| Error::Codegen {
+    make(&mut m, &mut rules, &exports, &opts).map_err(|err| Error::Codegen {
         file: src.name.clone(),
         err: Box::new(err),
     })

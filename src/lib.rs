@@ -174,7 +174,7 @@ pub use deriv::{
     Jacobian, Jvp, SEED_SOURCE, TANGENT_SOURCE, jacobian, jvp, parse_seed, parse_tangent,
     require_seed, vjp,
 };
-pub use emit::{EmitRequest, emit};
+pub use emit::{EmitRequest, define_in_module, emit};
 pub use error::{Error, UNNAMED_SOURCE, pass_error};
 pub use grad::{GradRequest, grad, grad_error, grad_forward, grad_reverse};
 pub use hvp::{Hessian, Hvp, hessian, hvp};

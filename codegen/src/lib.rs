@@ -26,7 +26,16 @@ pub use error::CodegenError;
 /// The run-time library compiled code calls (status codes, context layout).
 pub use irad_runtime as runtime;
 pub use jit::{DEFAULT_STACK_BUDGET, Jit, jit_with_rules, set_thread_stack_budget};
-pub use object::{ObjectFile, ObjectOptions, emit_object};
+pub use object::{
+    DefinedExports, ObjectFile, ObjectOptions, define_in_module, emit_object,
+    native_isa_for_objects, runtime_symbols,
+};
+/// The Cranelift crates an embedder's module comes from (the versions
+/// irad is built with).
+pub use {
+    cranelift_codegen, cranelift_frontend, cranelift_jit, cranelift_module, cranelift_native,
+    cranelift_object,
+};
 
 /// Which loops compiled code runs two iterations at a time in vectors
 /// (docs/codegen.md, "Vectorisation"); the results are the same either way.

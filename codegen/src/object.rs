@@ -76,15 +76,71 @@ pub fn emit_object(
     exports: &[Export],
     opts: &ObjectOptions<'_>,
 ) -> Result<ObjectFile, CodegenError> {
+    let builder = ObjectBuilder::new(native_isa()?, "irad", default_libcall_names())
+        .map_err(CodegenError::backend)?;
+    let (backend, defined) =
+        define_in_module(ObjectModule::new(builder), module, provider, exports, opts)?;
+    let object = backend.finish().emit().map_err(CodegenError::backend)?;
+    Ok(ObjectFile {
+        object,
+        header: defined.header,
+    })
+}
+
+/// What [`define_in_module`] defined in the caller's module.
+#[derive(Clone, Debug)]
+pub struct DefinedExports {
+    /// Each exported C function's symbol and its id in the caller's module,
+    /// in the order of the exports.
+    pub functions: Vec<(String, ClFuncId)>,
+    /// The C header declaring them (what `irad emit` writes beside its
+    /// object).
+    pub header: String,
+}
+
+/// Defines `exports` of `module` (and everything they reach, with the
+/// rules of their function values, which `provider` derives and adds to
+/// `module`) in the caller's Cranelift module `backend`, a JIT or an object
+/// module the caller owns and finishes: the exported C functions (global,
+/// [`cranelift_module::Linkage::Export`], the C ABI of docs/codegen.md) and,
+/// local to the module, the internal functions, the rule lookup
+/// `irad_rule`, the function table and the site table. Returns the module
+/// with the ids of the exported functions and their C header.
+///
+/// Assumes `backend`'s ISA has the flag `enable_multi_ret_implicit_sret`
+/// set (irad's functions return several values; checked: an error
+/// otherwise) and, for objects, `is_pic` where the caller links them into
+/// a position-independent program. The local symbols are named `irad.*`
+/// and `irad_rule`, so define irad's exports in a module once. The caller
+/// provides the runtime's symbols: link `libirad_runtime.a` with an object,
+/// or register [`runtime_symbols`] with a `cranelift_jit::JITBuilder`.
+pub fn define_in_module<M: ClModule>(
+    backend: M,
+    module: &mut Module,
+    provider: &mut dyn RuleProvider,
+    exports: &[Export],
+    opts: &ObjectOptions<'_>,
+) -> Result<(M, DefinedExports), CodegenError> {
+    if !backend.isa().flags().enable_multi_ret_implicit_sret() {
+        return Err(CodegenError::backend(
+            "the module's ISA must have the flag `enable_multi_ret_implicit_sret` set: \
+             irad's functions return several values"
+                .to_string(),
+        ));
+    }
+    if backend.get_name("irad.fn_table").is_some() {
+        return Err(CodegenError::backend(
+            "the module already defines irad's functions: define every export in one call"
+                .to_string(),
+        ));
+    }
     let plans = exports
         .iter()
         .map(|e| cabi::plan(module, e))
         .collect::<Result<Vec<_>, _>>()?;
-    let builder = ObjectBuilder::new(native_isa()?, "irad", default_libcall_names())
-        .map_err(CodegenError::backend)?;
-    let mut comp = Compiler::new(ObjectModule::new(builder));
+    let mut comp = Compiler::new(backend);
     // Declared local before the lowering imports it, so that calls of
-    // `irad_rule` bind to the definition in this object.
+    // `irad_rule` bind to the definition in this module.
     let rule_fn = comp
         .backend
         .declare_function(RULE_FN, Linkage::Local, &rule_signature(&comp))
@@ -110,21 +166,37 @@ pub fn emit_object(
             (comp.sites.len() - 1) as i64
         })
         .collect();
+    let mut functions = Vec::with_capacity(plans.len());
     for (p, &site) in plans.iter().zip(&entry_sites) {
-        define_export(&mut comp, module, p, site, &data)?;
+        let id = define_export(&mut comp, module, p, site, &data)?;
+        functions.push((p.symbol.clone(), id));
     }
     define_rule_fn(&mut comp, rule_fn, &rules)?;
     define_fn_table(&mut comp, data.fn_table)?;
     define_sites(&mut comp, &data, opts.source)?;
-    let object = comp
-        .backend
-        .finish()
-        .emit()
-        .map_err(CodegenError::backend)?;
-    Ok(ObjectFile {
-        object,
-        header: cabi::header(opts.header_name, opts.source, &plans),
-    })
+    let header = cabi::header(opts.header_name, opts.source, &plans);
+    Ok((comp.backend, DefinedExports { functions, header }))
+}
+
+/// The runtime's symbols that code defined by [`define_in_module`] calls
+/// or reads, with their addresses in this process: register each with a
+/// `cranelift_jit::JITBuilder` (`builder.symbol(name, address)`) before
+/// defining irad's functions in its module. (An object links
+/// `libirad_runtime.a` instead.)
+pub fn runtime_symbols() -> Vec<(&'static str, *const u8)> {
+    let mut out: Vec<(&'static str, *const u8)> = rt::RtSym::ALL
+        .iter()
+        .map(|s| (s.name(), s.address()))
+        .collect();
+    out.push((
+        rt::EXP_TABLE_SYMBOL,
+        std::ptr::addr_of!(rt::irad_rt_exp_table).cast::<u8>(),
+    ));
+    out.push((
+        rt::LOG_TABLE_SYMBOL,
+        std::ptr::addr_of!(rt::irad_rt_log_table).cast::<u8>(),
+    ));
+    out
 }
 
 /// The data objects of an object file besides the code.
@@ -154,6 +226,13 @@ struct Need {
     loc: Location,
 }
 
+/// The ISA of this machine with the flags irad's objects are made with
+/// (`opt_level=speed`, `enable_multi_ret_implicit_sret`, `is_pic`): what
+/// an embedder's `ObjectModule` for [`define_in_module`] can be built on.
+pub fn native_isa_for_objects() -> Result<cranelift_codegen::isa::OwnedTargetIsa, CodegenError> {
+    native_isa()
+}
+
 /// The ISA of this machine, with the flags of the object backend.
 fn native_isa() -> Result<cranelift_codegen::isa::OwnedTargetIsa, CodegenError> {
     let mut flags = settings::builder();
@@ -179,7 +258,7 @@ fn native_isa() -> Result<cranelift_codegen::isa::OwnedTargetIsa, CodegenError> 
 }
 
 /// `irad_rule`'s signature: `(ctx, kind, handle, width, site) -> handle`.
-fn rule_signature(comp: &Compiler<ObjectModule>) -> Signature {
+fn rule_signature<M: ClModule>(comp: &Compiler<M>) -> Signature {
     let mut sig = Signature::new(comp.call_conv());
     sig.params.extend([AbiParam::new(types::I64); 5]);
     sig.returns.push(AbiParam::new(types::I64));
@@ -189,8 +268,8 @@ fn rule_signature(comp: &Compiler<ObjectModule>) -> Signature {
 /// Compiles everything pending and builds the rules of function values that
 /// rule statements may ask for, until nothing new is needed. Returns the
 /// rule table.
-fn close_rules(
-    comp: &mut Compiler<ObjectModule>,
+fn close_rules<M: ClModule>(
+    comp: &mut Compiler<M>,
     module: &mut Module,
     provider: &mut dyn RuleProvider,
 ) -> Result<Vec<RuleEntry>, CodegenError> {
@@ -384,15 +463,15 @@ fn name_of(module: &Module, f: FuncRef) -> String {
     }
 }
 
-fn declare_data(comp: &mut Compiler<ObjectModule>, name: &str) -> Result<DataId, CodegenError> {
+fn declare_data<M: ClModule>(comp: &mut Compiler<M>, name: &str) -> Result<DataId, CodegenError> {
     comp.backend
         .declare_data(name, Linkage::Local, false, false)
         .map_err(CodegenError::backend)
 }
 
 /// A runtime function, imported.
-fn import(
-    comp: &mut Compiler<ObjectModule>,
+fn import<M: ClModule>(
+    comp: &mut Compiler<M>,
     sym: RtSym,
     params: &[types::Type],
     rets: &[types::Type],
@@ -407,13 +486,13 @@ fn import(
 
 /// Generates the exported C function of `plan`; `site` is its entry's site
 /// number (for argument errors).
-fn define_export(
-    comp: &mut Compiler<ObjectModule>,
+fn define_export<M: ClModule>(
+    comp: &mut Compiler<M>,
     module: &Module,
     plan: &Plan,
     site: i64,
     data: &Tables,
-) -> Result<(), CodegenError> {
+) -> Result<ClFuncId, CodegenError> {
     let func = module
         .get(plan.internal)
         .ok_or_else(|| CodegenError::internal(format!("no function {:?}", plan.internal)))?;
@@ -554,13 +633,14 @@ fn define_export(
     }
     comp.backend
         .define_function(id, &mut ctx)
-        .map_err(|e| CodegenError::backend_in(e, &plan.symbol))
+        .map_err(|e| CodegenError::backend_in(e, &plan.symbol))?;
+    Ok(id)
 }
 
 /// Generates `irad_rule`: the rule table as a chain of comparisons; a miss
 /// records [`TrapKind::NoRule`] and returns -1.
-fn define_rule_fn(
-    comp: &mut Compiler<ObjectModule>,
+fn define_rule_fn<M: ClModule>(
+    comp: &mut Compiler<M>,
     id: ClFuncId,
     rules: &[RuleEntry],
 ) -> Result<(), CodegenError> {
@@ -607,7 +687,7 @@ fn define_rule_fn(
 }
 
 /// Defines the function table: the code address of every handle.
-fn define_fn_table(comp: &mut Compiler<ObjectModule>, id: DataId) -> Result<(), CodegenError> {
+fn define_fn_table<M: ClModule>(comp: &mut Compiler<M>, id: DataId) -> Result<(), CodegenError> {
     let mut desc = DataDescription::new();
     // Never empty: a data object of size zero may share its address.
     let n = comp.handles.len().max(1);
@@ -629,8 +709,8 @@ fn define_fn_table(comp: &mut Compiler<ObjectModule>, id: DataId) -> Result<(), 
 }
 
 /// Defines the site table and the strings it points at.
-fn define_sites(
-    comp: &mut Compiler<ObjectModule>,
+fn define_sites<M: ClModule>(
+    comp: &mut Compiler<M>,
     data: &Tables,
     source: &str,
 ) -> Result<(), CodegenError> {
