@@ -99,11 +99,17 @@ fn malformed_options_are_usage_errors() {
     for args in [
         &["test-rules", "--samples", "many"][..],
         &["test-rules", "--seed", "-1"],
-        &["test-rules", "extra"],
+        &["test-rules", "a.irad", "b.irad"],
     ] {
         let o = irad(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
     }
+    // One positional is a FILE whose declared rules are checked: a missing
+    // one is a user error that names it.
+    let o = irad(&["test-rules", "extra"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.starts_with("extra: error: cannot read file"), "{err}");
 }
 
 #[test]
