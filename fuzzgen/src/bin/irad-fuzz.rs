@@ -1,0 +1,298 @@
+//! `irad-fuzz`: the differential fuzz runner without sanitizers, for CI and
+//! by hand (fuzz/README.md):
+//!
+//! ```text
+//! cargo run --release -p irad-fuzzgen --bin irad-fuzz -- TARGET [--seconds S | --programs N] [--seed K] [--jobs J]
+//! ```
+//!
+//! TARGET is a generator target: `interp` (a program runs to a value or a
+//! clean error), `interp_vs_jit` (the interpreter and the JIT agree, value
+//! and reverse-mode gradient, bit for bit or with the same error) or
+//! `derivatives` (forward mode against reverse mode against finite
+//! differences, on smooth programs). Program number i is generated from seed
+//! K + i (default K = 0), so a run is reproducible and runs add up: `--seed`
+//! where the last one stopped continues it. J threads (default: the number
+//! of CPUs) take seeds in turn.
+//!
+//! Prints progress to stderr (on a terminal, one line rewritten each
+//! second; otherwise a line every 10 s), then one line on stdout:
+//! `TARGET: N programs, F failures` (and the rate). On a failure the exit
+//! status is 1, and each failing program (its seed, source, arguments and
+//! the message) is written to `fuzz/failures/TARGET-SEED.txt` (the folder
+//! `IRAD_FUZZ_FAILURES` names, if set) with the command that reproduces it;
+//! 2 for bad usage. `IRAD_FUZZ_INJECT_FAILURE=SEED` makes the program of
+//! that seed fail, to test this path (fuzzgen/tests/runner.rs).
+
+use arbitrary::Unstructured;
+use irad_fuzzgen::generate::{Config, program};
+use irad_fuzzgen::{check, seeded};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// The targets: name, and whether it generates smooth programs.
+const TARGETS: [(&str, bool); 3] = [
+    ("interp", false),
+    ("interp_vs_jit", false),
+    ("derivatives", true),
+];
+
+/// Bytes of generator input per program.
+const INPUT_BYTES: usize = 4096;
+
+/// How long to run.
+#[derive(Clone, Copy, Debug)]
+enum Budget {
+    Seconds(f64),
+    Programs(u64),
+}
+
+#[derive(Debug)]
+struct Options {
+    target: &'static str,
+    smooth: bool,
+    budget: Budget,
+    seed: u64,
+    jobs: usize,
+}
+
+const USAGE: &str = "usage: irad-fuzz TARGET [--seconds S | --programs N] [--seed K] [--jobs J]
+  TARGET: interp, interp_vs_jit, derivatives";
+
+fn usage(msg: &str) -> ExitCode {
+    eprintln!("irad-fuzz: {msg}\n{USAGE}");
+    ExitCode::from(2)
+}
+
+fn parse(args: &[String]) -> Result<Options, String> {
+    let mut target = None;
+    let mut budget = None;
+    let mut seed = 0u64;
+    let mut jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = |name: &str| {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
+        match a.as_str() {
+            "--seconds" | "--programs" if budget.is_some() => {
+                return Err("give one of --seconds and --programs".into());
+            }
+            "--seconds" => {
+                let v = value("--seconds")?;
+                match v.parse::<f64>() {
+                    Ok(s) if s > 0.0 && s.is_finite() => budget = Some(Budget::Seconds(s)),
+                    _ => return Err(format!("--seconds `{v}` is not a positive number")),
+                }
+            }
+            "--programs" => {
+                let v = value("--programs")?;
+                match v.parse::<u64>() {
+                    Ok(n) if n > 0 => budget = Some(Budget::Programs(n)),
+                    _ => return Err(format!("--programs `{v}` is not a positive integer")),
+                }
+            }
+            "--seed" => {
+                let v = value("--seed")?;
+                seed = v
+                    .parse()
+                    .map_err(|_| format!("--seed `{v}` is not an integer from 0"))?;
+            }
+            "--jobs" => {
+                let v = value("--jobs")?;
+                jobs = match v.parse::<usize>() {
+                    Ok(j) if (1..=256).contains(&j) => j,
+                    _ => return Err(format!("--jobs `{v}` is not a number from 1 to 256")),
+                };
+            }
+            "-h" | "--help" => return Err("help".into()),
+            flag if flag.starts_with('-') => return Err(format!("unknown option `{flag}`")),
+            name => {
+                if target.is_some() {
+                    return Err(format!("unexpected argument `{name}`"));
+                }
+                let Some(&(t, smooth)) = TARGETS.iter().find(|(t, _)| *t == name) else {
+                    return Err(format!("unknown target `{name}`"));
+                };
+                target = Some((t, smooth));
+            }
+        }
+    }
+    let (target, smooth) = target.ok_or("no TARGET given")?;
+    Ok(Options {
+        target,
+        smooth,
+        budget: budget.unwrap_or(Budget::Seconds(10.0)),
+        seed,
+        jobs,
+    })
+}
+
+/// A failing program.
+struct Failure {
+    seed: u64,
+    text: String,
+}
+
+/// Runs `target`'s check on the program of `seed`: `Err` with the program
+/// and the message on a failure.
+fn run_one(target: &str, cfg: &Config, seed: u64, inject: Option<u64>) -> Result<(), String> {
+    if inject == Some(seed) {
+        return Err(format!(
+            "injected failure at seed {seed} (IRAD_FUZZ_INJECT_FAILURE)"
+        ));
+    }
+    let bytes = seeded(seed, INPUT_BYTES);
+    let mut u = Unstructured::new(&bytes);
+    let p = program(&mut u, cfg).map_err(|e| format!("the generator failed: {e}"))?;
+    let res = match target {
+        "interp" => check::interpreter(&p).map(|_| ()),
+        "interp_vs_jit" => check::interp_vs_jit(&p),
+        _ => check::derivatives(&p).map(|_| ()),
+    };
+    res.map_err(|e| {
+        format!(
+            "{e}\n\n--- program ---\n{}\n--- args ---\n{}\n",
+            p.source, p.args
+        )
+    })
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let opts = match parse(&args) {
+        Ok(o) => o,
+        Err(e) if e == "help" => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => return usage(&e),
+    };
+    let cfg = Config {
+        smooth: opts.smooth,
+        ..Config::default()
+    };
+    let inject: Option<u64> = std::env::var("IRAD_FUZZ_INJECT_FAILURE")
+        .ok()
+        .and_then(|s| s.parse().ok());
+    let next = AtomicU64::new(0);
+    let done = AtomicU64::new(0);
+    let failures: Mutex<Vec<Failure>> = Mutex::new(Vec::new());
+    let start = Instant::now();
+    let deadline = match opts.budget {
+        Budget::Seconds(s) => Some(start + Duration::from_secs_f64(s)),
+        Budget::Programs(_) => None,
+    };
+    let limit = match opts.budget {
+        Budget::Programs(n) => n,
+        Budget::Seconds(_) => u64::MAX,
+    };
+    let tty = std::io::stderr().is_terminal();
+    let workers_left = AtomicUsize::new(opts.jobs);
+    std::thread::scope(|s| {
+        for _ in 0..opts.jobs {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= limit || deadline.is_some_and(|d| Instant::now() >= d) {
+                        break;
+                    }
+                    let seed = opts.seed.wrapping_add(i);
+                    // A panic inside irad is a failure like any other.
+                    let res = std::panic::catch_unwind(|| run_one(opts.target, &cfg, seed, inject))
+                        .unwrap_or_else(|p| Err(format!("panic: {}", panic_text(&*p))));
+                    if let Err(text) = res
+                        && let Ok(mut f) = failures.lock()
+                    {
+                        f.push(Failure { seed, text });
+                    }
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+                workers_left.fetch_sub(1, Ordering::Relaxed);
+            });
+        }
+        // Progress, until the workers are done.
+        s.spawn(|| {
+            let mut last_line = Instant::now();
+            let mut width = 0;
+            while workers_left.load(Ordering::Relaxed) > 0 {
+                std::thread::sleep(Duration::from_millis(250));
+                let n = done.load(Ordering::Relaxed);
+                let f = failures.lock().map_or(0, |f| f.len());
+                let secs = start.elapsed().as_secs_f64();
+                let line = format!(
+                    "{}: {n} programs, {f} failures, {:.0}/s",
+                    opts.target,
+                    n as f64 / secs.max(1e-9)
+                );
+                if tty {
+                    eprint!("\r{line}   ");
+                    width = line.len() + 3;
+                } else if last_line.elapsed() >= Duration::from_secs(10) {
+                    eprintln!("{line}");
+                    last_line = Instant::now();
+                }
+            }
+            if tty && width > 0 {
+                eprint!("\r{:width$}\r", "");
+            }
+        });
+    });
+    let n = done.load(Ordering::Relaxed);
+    let secs = start.elapsed().as_secs_f64();
+    let mut failures = failures.into_inner().unwrap_or_default();
+    failures.sort_by_key(|f| f.seed);
+    println!(
+        "{}: {n} programs, {} failures ({:.0} programs per second, {} jobs, seeds {}..{})",
+        opts.target,
+        failures.len(),
+        n as f64 / secs.max(1e-9),
+        opts.jobs,
+        opts.seed,
+        opts.seed.wrapping_add(n)
+    );
+    if failures.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    let dir = std::env::var_os("IRAD_FUZZ_FAILURES").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/failures"),
+        PathBuf::from,
+    );
+    for f in failures.iter().take(20) {
+        let cmd = format!(
+            "cargo run --release -p irad-fuzzgen --bin irad-fuzz -- {} --seed {} --programs 1 --jobs 1",
+            opts.target, f.seed
+        );
+        let path = dir.join(format!("{}-{}.txt", opts.target, f.seed));
+        let saved = std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(&path, format!("{cmd}\n\n{}", f.text)));
+        let first = f.text.lines().next().unwrap_or("");
+        match saved {
+            Ok(()) => eprintln!(
+                "seed {}: {first}\n  saved in {}\n  reproduce: {cmd}",
+                f.seed,
+                path.display()
+            ),
+            Err(e) => eprintln!(
+                "seed {}: {first}\n  (not saved: {e})\n  reproduce: {cmd}",
+                f.seed
+            ),
+        }
+    }
+    ExitCode::from(1)
+}
+
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(no message)".to_string()
+    }
+}
