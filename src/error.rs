@@ -304,16 +304,8 @@ impl Error {
                 // innermost and outermost few.
                 // (The interpreter keeps only the ends of a deep stack and
                 // counts the rest in `trace_elided`.)
-                let n = err.trace.len();
-                for (i, call) in err.trace.iter().enumerate() {
-                    if i == TRACE_HEAD && n > TRACE_HEAD + TRACE_TAIL {
-                        let hidden = (n - TRACE_HEAD - TRACE_TAIL) as u64 + err.trace_elided;
-                        out.push_str(&format!("note: ... {hidden} more calls ...\n"));
-                    }
-                    if i < TRACE_HEAD || i + TRACE_TAIL >= n {
-                        let what = format!("called {}", call.user_place());
-                        out.push_str(&diag::note(file, call.pos, &what));
-                    }
+                for (pos, what) in trace_notes(err) {
+                    out.push_str(&diag::note(file, pos, &what));
                 }
                 out
             }
@@ -367,6 +359,24 @@ impl Error {
             .into_iter()
             .map(|m| m.to_json(kind))
             .collect();
+        let mut entries = entries;
+        // A run-time error's call trace, as the text's notes.
+        if let (Error::Run { file, err }, Some(serde_json::Value::Object(first))) =
+            (self, entries.first_mut())
+        {
+            let notes: Vec<serde_json::Value> = trace_notes(err)
+                .into_iter()
+                .map(|(pos, message)| {
+                    serde_json::json!({
+                        "file": pos.map(|_| file),
+                        "line": pos.map(|p| p.line),
+                        "column": pos.map(|p| p.col),
+                        "message": message,
+                    })
+                })
+                .collect();
+            first.insert("notes".into(), serde_json::Value::Array(notes));
+        }
         let first = entries.first().cloned().unwrap_or(serde_json::Value::Null);
         serde_json::json!({ "error": first, "errors": entries })
     }
@@ -507,6 +517,25 @@ fn schedule_message(file: &str, err: &irad_passes::optimise::OptError) -> String
 }
 
 /// How many innermost and outermost call sites a run-time error shows.
+/// The notes of a run-time error's call trace, innermost first: the first
+/// [`TRACE_HEAD`] and the last [`TRACE_TAIL`] call sites (`called ...`,
+/// with their positions), and between them `... N more calls ...` for the
+/// rest (those the interpreter did not keep included).
+fn trace_notes(err: &RunError) -> Vec<(Option<Pos>, String)> {
+    let n = err.trace.len();
+    let mut out = Vec::new();
+    for (i, call) in err.trace.iter().enumerate() {
+        if i == TRACE_HEAD && n > TRACE_HEAD + TRACE_TAIL {
+            let hidden = (n - TRACE_HEAD - TRACE_TAIL) as u64 + err.trace_elided;
+            out.push((None, format!("... {hidden} more calls ...")));
+        }
+        if i < TRACE_HEAD || i + TRACE_TAIL >= n {
+            out.push((call.pos, format!("called {}", call.user_place())));
+        }
+    }
+    out
+}
+
 const TRACE_HEAD: usize = 8;
 const TRACE_TAIL: usize = 2;
 

@@ -358,3 +358,66 @@ fn a_misspelled_function_name_on_the_command_line_gets_a_suggestion() {
         "{err}"
     );
 }
+
+/// A run-time error under `--json` carries its call trace as `notes`, the
+/// text form's `note:` lines, innermost first, on both backends; a deep
+/// trace's elided middle is one note without a place.
+#[test]
+fn json_run_errors_carry_the_call_trace() {
+    let path = file(
+        "trace.irad",
+        b"fn f(n: i64, a: [f64]) -> f64 {\n    if n == 0 { a[5] } else { g(n - 1, a) }\n}\nfn g(n: i64, a: [f64]) -> f64 { f(n, a) * 2.0 }\n",
+    );
+    let path = path.to_str().expect("utf-8 path");
+    for backend in ["jit", "interp"] {
+        let o = irad(&[
+            "run",
+            path,
+            "-f",
+            "f",
+            "--args",
+            "2, [1.0]",
+            "--json",
+            "--backend",
+            backend,
+        ]);
+        assert_eq!(o.status.code(), Some(1));
+        let e: serde_json::Value =
+            serde_json::from_slice(&o.stderr).expect("one JSON object on stderr");
+        let notes = e["error"]["notes"].as_array().expect("notes");
+        let got: Vec<(u64, u64, &str)> = notes
+            .iter()
+            .map(|n| {
+                (
+                    n["line"].as_u64().unwrap_or(0),
+                    n["column"].as_u64().unwrap_or(0),
+                    n["message"].as_str().unwrap_or(""),
+                )
+            })
+            .collect();
+        let g = (4, 33, "called in @g, block #1, statement 1");
+        let f = (2, 31, "called in @f, block #3, statement 2");
+        assert_eq!(got, [g, f, g, f], "{backend}");
+        assert!(notes.iter().all(|n| n["file"] == path), "{backend}");
+        // The text form has the same notes.
+        let t = irad(&[
+            "run",
+            path,
+            "-f",
+            "f",
+            "--args",
+            "2, [1.0]",
+            "--backend",
+            backend,
+        ]);
+        let text = String::from_utf8_lossy(&t.stderr);
+        assert_eq!(text.matches("note: called in").count(), 4, "{text}");
+    }
+    // Deep: 8 innermost, the elided middle, 2 outermost.
+    let o = irad(&["run", path, "-f", "f", "--args", "100, [1.0]", "--json"]);
+    let e: serde_json::Value = serde_json::from_slice(&o.stderr).expect("JSON");
+    let notes = e["error"]["notes"].as_array().expect("notes");
+    assert_eq!(notes.len(), 11);
+    assert_eq!(notes[8]["message"], "... 190 more calls ...");
+    assert!(notes[8]["line"].is_null() && notes[8]["file"].is_null());
+}
