@@ -85,6 +85,37 @@ fn generated_derivatives_agree_between_modes_and_with_finite_differences() {
     );
 }
 
+#[test]
+fn generated_hessian_vector_products_agree_between_backends_and_with_differences() {
+    let cfg = Config {
+        smooth: true,
+        ..Config::default()
+    };
+    let n = seeds(40);
+    let (mut ran, mut fd) = (0, 0);
+    for seed in 0..n {
+        let p = generated(3000 + seed, &cfg);
+        match check::second_order(&p) {
+            Ok(c) => {
+                ran += usize::from(c.ran);
+                fd += c.finite_differences;
+            }
+            Err(e) => panic!("seed {}: {e}", 3000 + seed),
+        }
+    }
+    let n = usize::try_from(n).unwrap_or(usize::MAX);
+    eprintln!("second order: the hvp ran on {ran} of {n} programs, {fd} entries compared");
+    // Most programs run at their point and are smooth along the direction.
+    assert!(
+        ran * 10 >= n * 8,
+        "the hvp ran on only {ran} of {n} programs"
+    );
+    assert!(
+        fd >= n,
+        "only {fd} finite-difference comparisons for {n} programs"
+    );
+}
+
 /// The test files of the repository, as seeds for mutation.
 fn test_files(ext: &str) -> Vec<Vec<u8>> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");

@@ -9,7 +9,9 @@
 //! clean error), `interp_vs_jit` (the interpreter and the JIT agree, value
 //! and reverse-mode gradient, bit for bit or with the same error) or
 //! `derivatives` (forward mode against reverse mode against finite
-//! differences, on smooth programs). Program number i is generated from seed
+//! differences, on smooth programs) or `second_order` (Hessian-vector
+//! products: interpreter against JIT, against finite differences of the
+//! gradient, on smooth programs). Program number i is generated from seed
 //! K + i (default K = 0), so a run is reproducible and runs add up: `--seed`
 //! where the last one stopped continues it. J threads (default: the number
 //! of CPUs) take seeds in turn.
@@ -34,10 +36,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// The targets: name, and whether it generates smooth programs.
-const TARGETS: [(&str, bool); 3] = [
+const TARGETS: [(&str, bool); 4] = [
     ("interp", false),
     ("interp_vs_jit", false),
     ("derivatives", true),
+    ("second_order", true),
 ];
 
 /// Bytes of generator input per program.
@@ -60,7 +63,7 @@ struct Options {
 }
 
 const USAGE: &str = "usage: irad-fuzz TARGET [--seconds S | --programs N] [--seed K] [--jobs J]
-  TARGET: interp, interp_vs_jit, derivatives";
+  TARGET: interp, interp_vs_jit, derivatives, second_order";
 
 fn usage(msg: &str) -> ExitCode {
     eprintln!("irad-fuzz: {msg}\n{USAGE}");
@@ -153,6 +156,7 @@ fn run_one(target: &str, cfg: &Config, seed: u64, inject: Option<u64>) -> Result
     let res = match target {
         "interp" => check::interpreter(&p).map(|_| ()),
         "interp_vs_jit" => check::interp_vs_jit(&p),
+        "second_order" => check::second_order(&p).map(|_| ()),
         _ => check::derivatives(&p).map(|_| ()),
     };
     res.map_err(|e| {
