@@ -153,6 +153,7 @@ pub mod diag;
 pub mod dot;
 mod emit;
 mod error;
+mod fwd_choice;
 mod grad;
 mod hvp;
 mod json;
@@ -170,6 +171,9 @@ pub use deriv::{
 };
 pub use emit::{EmitRequest, emit};
 pub use error::{Error, pass_error};
+pub use fwd_choice::{
+    DEFAULT_BATCH, ForwardChoice, SPARSE_MIN_DIRECTIONS, choose_forward, forward_directions,
+};
 pub use grad::{GradRequest, grad, grad_error, grad_forward, grad_reverse};
 pub use hvp::{Hessian, Hvp, hessian, hvp};
 pub use irad_codegen as codegen;
