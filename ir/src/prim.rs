@@ -229,8 +229,8 @@ impl Prim {
     /// `primal`, `tangent`, `frule`, `push`, `pop`, `revfwd`, `revback`, the
     /// sparse tangent builder `sonehot szero sscale sadd sdense ssum sdot
     /// sfill sgemma sgemmb`, and `gemm`, which the rules of the matrix
-    /// primitives write): these are not
-    /// differentiated and have no derivative rules.
+    /// primitives write): these are not differentiated and have no
+    /// derivative rules (`gemm` has an frule, for forward over reverse).
     pub fn is_ad(self) -> bool {
         self == Prim::Gemm
             || matches!(
