@@ -10,7 +10,8 @@
 //!   (`tests/filetests`, `examples`), and a table of IR programs exercising
 //!   each bulk primitive and `gemm` (the pullbacks' own, which forward over
 //!   reverse meets): the same checks, against dense forward mode where
-//!   reverse mode has no rule (`gemm`).
+//!   reverse mode has no rule (`gemm`); the run lines also with each
+//!   argument differentiated on its own (`wrt`).
 //!
 //! The counts are bounded below so that losing the corpus or the bulk files
 //! fails the test.
@@ -66,11 +67,13 @@ fn gradient(
     args: &[Val],
     lanes: Option<Lanes>,
     backend: Backend,
+    wrt: Option<&[usize]>,
 ) -> Result<Gradient, String> {
     let registry = irad::rules::Registry::new();
     let opts = GradOptions {
         exec: backend.exec(),
         lanes: lanes.unwrap_or(Lanes::ONE),
+        wrt: wrt.map(<[usize]>::to_vec),
         ..GradOptions::default()
     };
     let fresh = copies(args);
@@ -99,18 +102,25 @@ fn check_point(
     f: FuncId,
     args: &[Val],
     dense_reference: bool,
+    wrt: Option<&[usize]>,
 ) -> Result<usize, String> {
     let reference_lanes = dense_reference.then_some(Lanes::ONE);
-    let want = gradient(src, m, f, args, reference_lanes, Backend::Interp)
+    let want = gradient(src, m, f, args, reference_lanes, Backend::Interp, wrt)
         .map_err(|e| format!("{what}: the reference gradient failed: {e}"))?;
     let mut backends = Vec::new();
     for backend in [Backend::Interp, Backend::Jit] {
-        let g = gradient(src, m, f, args, Some(Lanes::Sparse), backend)
+        let g = gradient(src, m, f, args, Some(Lanes::Sparse), backend, wrt)
             .map_err(|e| format!("{what}: sparse mode ({backend:?}) failed: {e}"))?;
         if g.passes != 1 || !g.value.same(&want.value) {
             return Err(format!(
                 "{what} ({backend:?}): {} passes, value {:?} (reference {:?})",
                 g.passes, g.value, want.value
+            ));
+        }
+        let which = |g: &Gradient| g.gradient.iter().map(Option::is_some).collect::<Vec<_>>();
+        if which(&g) != which(&want) {
+            return Err(format!(
+                "{what} ({backend:?}): other arguments differentiated"
             ));
         }
         let (a, b) = (flat(&want), flat(&g));
@@ -178,7 +188,7 @@ fn corpus_sparse_gradients_match_reverse_mode_on_both_backends() {
                 let text = case["args"].as_str().expect("args text");
                 let args = parse(&src, &m, f, text);
                 let what = format!("{file} @{name}({text})");
-                match check_point(&what, &src, &m, f, &args, false) {
+                match check_point(&what, &src, &m, f, &args, false, None) {
                     Ok(n) => components += n,
                     Err(e) => failures.push(e),
                 }
@@ -284,7 +294,7 @@ fn bulk_primitives_sparse_gradients_match_on_both_backends() {
         sources(&root().join(dir), &mut files);
     }
     files.sort();
-    let (mut points, mut failures) = (0, Vec::new());
+    let (mut points, mut wrt_points, mut failures) = (0, 0, Vec::new());
     for path in files {
         let Ok(src) = irad::read_source(&path) else {
             continue;
@@ -303,9 +313,28 @@ fn bulk_primitives_sparse_gradients_match_on_both_backends() {
             }
             let args = parse(&src, &m, f, &text);
             let what = format!("{} @{name}({text})", path.display());
-            match check_point(&what, &src, &m, f, &args, false) {
+            match check_point(&what, &src, &m, f, &args, false, None) {
                 Ok(_) => points += 1,
                 Err(e) => failures.push(e),
+            }
+            // Each argument with a tangent on its own (`--wrt i`): the
+            // others' arrays have tangents that are never seeded.
+            for (i, ty) in m[f].param_types().iter().enumerate() {
+                if !ty.has_tangent() {
+                    continue;
+                }
+                match check_point(
+                    &format!("{what} wrt {i}"),
+                    &src,
+                    &m,
+                    f,
+                    &args,
+                    false,
+                    Some(&[i]),
+                ) {
+                    Ok(_) => wrt_points += 1,
+                    Err(e) => failures.push(e),
+                }
             }
         }
     }
@@ -329,14 +358,18 @@ fn bulk_primitives_sparse_gradients_match_on_both_backends() {
     for (name, text, dense) in table {
         let f = irad::find_function(&src, &m, name).expect("table function");
         let args = parse(&src, &m, f, text);
-        match check_point(&format!("@{name}({text})"), &src, &m, f, &args, dense) {
+        match check_point(&format!("@{name}({text})"), &src, &m, f, &args, dense, None) {
             Ok(_) => points += 1,
             Err(e) => failures.push(e),
         }
     }
-    println!("sparse_forward: {points} points with bulk primitives");
+    println!("sparse_forward: {points} points with bulk primitives, {wrt_points} with one wrt");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // The run lines of the files with bulk primitives and the table: 24
     // today.
     assert!(points >= 20, "only {points} points");
+    assert!(
+        wrt_points >= points,
+        "only {wrt_points} points with one wrt"
+    );
 }
