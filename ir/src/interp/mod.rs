@@ -154,7 +154,8 @@ pub struct InterpStats {
     /// The most bytes that were on all tapes at once.
     pub peak_tape_bytes: u64,
     /// Nodes made by the sparse tangent builder (`sonehot`, and `sscale`,
-    /// `sadd` where they do not fold to an operand).
+    /// `sadd` and the combinations of `ssum sdot sgemma sgemmb` where they
+    /// do not fold to an operand).
     pub sparse_nodes: u64,
 }
 
