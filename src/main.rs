@@ -209,8 +209,10 @@ struct GradArgs {
     /// every argument whose type contains f64.
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = wrt_position)]
     wrt: Option<Vec<usize>>,
-    /// Tangents carried per forward pass (1 to 256); default: 8, or fewer
-    /// when fewer f64s are differentiated.
+    /// Dense forward mode with N tangents per pass (1 to 256; fewer when
+    /// fewer f64s are differentiated). Without `--batch` or `--sparse`,
+    /// forward mode is sparse from 32 differentiated f64s on, dense with 8
+    /// tangents per pass below.
     #[arg(long, value_name = "N", value_parser = batch_width)]
     batch: Option<u32>,
     /// Sparse forward mode: the whole gradient in one pass with sparse
