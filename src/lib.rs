@@ -155,6 +155,7 @@ pub mod diag;
 pub mod dot;
 mod emit;
 mod error;
+mod fwd_choice;
 mod grad;
 mod hvp;
 mod json;
@@ -176,6 +177,10 @@ pub use deriv::{
 };
 pub use emit::{EmitRequest, define_in_module, emit};
 pub use error::{Error, UNNAMED_SOURCE, pass_error};
+pub use fwd_choice::{
+    DEFAULT_BATCH, ForwardChoice, SPARSE_MIN_DIRECTIONS, choose_forward, forward_directions,
+    sparse_capable,
+};
 pub use grad::{GradRequest, grad, grad_error, grad_forward, grad_reverse};
 pub use hvp::{Hessian, Hvp, hessian, hvp};
 pub use irad_codegen as codegen;

@@ -218,8 +218,10 @@ struct GradArgs {
     /// every argument whose type contains f64.
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = wrt_position)]
     wrt: Option<Vec<usize>>,
-    /// Tangents carried per forward pass (1 to 256); default: 8, or fewer
-    /// when fewer f64s are differentiated.
+    /// Dense forward mode with N tangents per pass (1 to 256; fewer when
+    /// fewer f64s are differentiated). Without `--batch` or `--sparse`,
+    /// forward mode is sparse from 32 differentiated f64s on, dense with 8
+    /// tangents per pass below.
     #[arg(long, value_name = "N", value_parser = batch_width)]
     batch: Option<u32>,
     /// Sparse forward mode: the whole gradient in one pass with sparse
@@ -249,6 +251,9 @@ struct Request {
     opts: GradOptions,
     mode: irad::Mode,
     schedule: irad::passes::optimise::Strategy,
+    /// Forward mode: the lanes and whether irad chose them (`None` in
+    /// reverse mode).
+    forward: Option<irad::ForwardChoice>,
 }
 
 impl GradArgs {
@@ -261,16 +266,29 @@ impl GradArgs {
         let func = irad::find_function(&sources[0], &module, &self.func)?;
         sources.push(args_source(self.args)?);
         let args = irad::parse_args(&sources[1], &module, func)?;
+        // `--batch N` or `--sparse` force the lanes; otherwise forward mode
+        // picks sparse mode for many inputs (docs/forward.md, "Choosing
+        // dense or sparse"). clap keeps `--batch` in 1..=256.
+        let forced = match (self.sparse, self.batch) {
+            (true, _) => Some(irad::ir::Lanes::Sparse),
+            (false, Some(n)) => irad::ir::Lanes::dense(n),
+            (false, None) => None,
+        };
+        let forward = (self.mode == Mode::Fwd).then(|| {
+            let n = irad::forward_directions(&module, func, &args, self.wrt.as_deref());
+            irad::choose_forward(n, forced, irad::sparse_capable(&module))
+        });
         Ok(Request {
             module,
             func,
             args,
+            forward,
             opts: GradOptions {
-                lanes: if self.sparse {
-                    irad::ir::Lanes::Sparse
-                } else {
-                    // clap keeps `--batch` in 1..=256.
-                    irad::ir::Lanes::dense(self.batch.unwrap_or(8)).unwrap_or(irad::ir::Lanes::ONE)
+                lanes: match forward {
+                    Some(choice) => choice.lanes,
+                    None => {
+                        irad::ir::Lanes::dense(irad::DEFAULT_BATCH).unwrap_or(irad::ir::Lanes::ONE)
+                    }
                 },
                 wrt: self.wrt,
                 run: RunOptions {
@@ -921,6 +939,7 @@ fn grad(cmd: GradCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         opts,
         mode,
         schedule,
+        forward,
     } = cmd.req.read(sources, cmd.backend.lib())?;
     let registry = irad::rules::Registry::new();
     let req = irad::GradRequest {
@@ -955,10 +974,13 @@ fn grad(cmd: GradCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
                     .map_or(serde_json::Value::Null, |d| irad::value_to_json(d, &m))
             })
             .collect();
-        let json = serde_json::json!({
+        let mut json = serde_json::json!({
             "value": irad::value_to_json(&g.value, &m),
             "gradient": grads,
         });
+        if let Some(choice) = forward {
+            json["forward"] = forward_json(&choice);
+        }
         out(&format!("{json}\n"));
     } else {
         let f = &m[func];
@@ -1271,6 +1293,7 @@ fn bench(cmd: BenchCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         opts,
         mode,
         schedule,
+        forward,
     } = cmd.req.read(sources, irad::Backend::Jit)?;
     let registry = irad::rules::Registry::new();
     let opts = irad::BenchOptions {
@@ -1292,7 +1315,7 @@ fn bench(cmd: BenchCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
     progress.clear();
     let report = result.map_err(|e| irad::grad_error(&sources[0], e))?;
     if cmd.json {
-        let json = serde_json::json!({
+        let mut json = serde_json::json!({
             "compile_s": report.compile_s,
             "primal_s": report.primal_s,
             "grad_s": report.grad_s,
@@ -1300,8 +1323,14 @@ fn bench(cmd: BenchCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
             "primal_runs": report.primal_runs,
             "grad_runs": report.grad_runs,
         });
+        if let Some(choice) = forward {
+            json["forward"] = forward_json(&choice);
+        }
         out(&format!("{json}\n"));
     } else {
+        if let Some(choice) = forward {
+            out(&format!("forward:  {}\n", forward_text(&choice)));
+        }
         out(&format!(
             "compile:  {}\nprimal:   {} (median of {} runs)\ngradient: {} (median of {} runs)\nratio:    {:.2}\n",
             seconds(report.compile_s),
@@ -1313,6 +1342,39 @@ fn bench(cmd: BenchCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         ));
     }
     Ok(())
+}
+
+/// Forward mode's lanes under `--json` (`grad`, `bench`): `{"mode":
+/// "dense"|"sparse", "batch": N|null, "directions": n, "auto": B}`.
+fn forward_json(choice: &irad::ForwardChoice) -> serde_json::Value {
+    serde_json::json!({
+        "mode": choice.mode_name(),
+        "batch": choice.batch(),
+        "directions": choice.directions,
+        "auto": choice.auto,
+    })
+}
+
+/// Forward mode's lanes as `bench` prints them: `sparse (chosen: 1000 f64
+/// inputs, sparse from 32)`, `dense, batch 8 (--batch)`.
+fn forward_text(choice: &irad::ForwardChoice) -> String {
+    let what = match choice.batch() {
+        Some(n) => format!("dense, batch {n}"),
+        None => "sparse".to_string(),
+    };
+    let why = if choice.auto {
+        format!(
+            "chosen: {} f64 input{}, sparse from {}",
+            choice.directions,
+            if choice.directions == 1 { "" } else { "s" },
+            irad::SPARSE_MIN_DIRECTIONS
+        )
+    } else if choice.lanes.is_sparse() {
+        "--sparse".to_string()
+    } else {
+        "--batch".to_string()
+    };
+    format!("{what} ({why})")
 }
 
 /// A one-line progress indicator (on stderr), rewritten in place with `\r`

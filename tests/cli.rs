@@ -388,9 +388,11 @@ fn grad_prints_value_and_gradient() {
     );
     cmd.push("--json");
     let o = irad(&cmd);
+    // Forward mode says which lanes it used: three inputs, dense, chosen.
     assert_eq!(
         stdout(&o),
-        "{\"gradient\":[[1051.0,-241.0,-110.00000000000001]],\"value\":337.0}\n"
+        "{\"forward\":{\"auto\":true,\"batch\":3,\"directions\":3,\"mode\":\"dense\"},\
+         \"gradient\":[[1051.0,-241.0,-110.00000000000001]],\"value\":337.0}\n"
     );
     // Tuples have null for components without a tangent, i64 arguments null,
     // and --wrt leaves the others null.
@@ -411,16 +413,26 @@ fn grad_prints_value_and_gradient() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "{\"gradient\":[[1.5,null],6.0,null],\"value\":3.0}\n"
+        "{\"forward\":{\"auto\":true,\"batch\":2,\"directions\":2,\"mode\":\"dense\"},\
+         \"gradient\":[[1.5,null],6.0,null],\"value\":3.0}\n"
     );
     let mut wrt = base.to_vec();
     wrt.extend(["--wrt", "1"]);
     let o = irad(&wrt);
-    assert_eq!(stdout(&o), "{\"gradient\":[null,6.0,null],\"value\":3.0}\n");
-    // Batch widths give the same answer.
+    assert_eq!(
+        stdout(&o),
+        "{\"forward\":{\"auto\":true,\"batch\":1,\"directions\":1,\"mode\":\"dense\"},\
+         \"gradient\":[null,6.0,null],\"value\":3.0}\n"
+    );
+    // Batch widths give the same answer (and say so in `forward`).
     let mut batch = base.to_vec();
     batch.extend(["--batch", "1"]);
-    assert_eq!(stdout(&irad(&batch)), stdout(&irad(&base)));
+    let forced = "{\"forward\":{\"auto\":false,\"batch\":1,\"directions\":2,\"mode\":\"dense\"},";
+    let chosen = "{\"forward\":{\"auto\":true,\"batch\":2,\"directions\":2,\"mode\":\"dense\"},";
+    assert_eq!(
+        stdout(&irad(&batch)).replacen(forced, "", 1),
+        stdout(&irad(&base)).replacen(chosen, "", 1)
+    );
 }
 
 #[test]
@@ -513,12 +525,23 @@ fn grad_sparse_gives_the_forward_gradient_in_one_pass() {
         v.extend_from_slice(extra);
         irad(&v)
     };
+    // The same value and gradient; the `forward` field says which lanes.
+    let without_lanes = |o: &std::process::Output| {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&stdout(o)).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)));
+        let lanes = v.as_object_mut().and_then(|m| m.remove("forward"));
+        (v, lanes.map(|l| l["mode"].clone()))
+    };
     let dense = with(&["--mode", "fwd"]);
     assert_eq!(dense.status.code(), Some(0), "{}", stderr(&dense));
+    let (dense, mode) = without_lanes(&dense);
+    assert_eq!(mode, Some(serde_json::json!("dense")));
     for backend in ["jit", "interp"] {
         let sparse = with(&["--mode", "fwd", "--sparse", "--backend", backend]);
         assert_eq!(sparse.status.code(), Some(0), "{}", stderr(&sparse));
-        assert_eq!(stdout(&sparse), stdout(&dense), "--backend {backend}");
+        let (sparse, mode) = without_lanes(&sparse);
+        assert_eq!(sparse, dense, "--backend {backend}");
+        assert_eq!(mode, Some(serde_json::json!("sparse")));
     }
     let conflict = with(&["--mode", "fwd", "--sparse", "--batch", "2"]);
     assert_eq!(conflict.status.code(), Some(2), "{}", stderr(&conflict));

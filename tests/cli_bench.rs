@@ -44,7 +44,14 @@ fn bench_prints_compile_primal_gradient_and_their_ratio() {
         for k in ["primal_runs", "grad_runs"] {
             assert!(j[k].as_u64().is_some_and(|n| n >= 5), "{k} in {j}");
         }
-        assert_eq!(j.as_object().map(|o| o.len()), Some(6), "{j}");
+        // Forward mode adds the lanes it used (four inputs: dense).
+        let fields = if mode == "fwd" {
+            assert_eq!(j["forward"]["mode"], "dense", "{j}");
+            7
+        } else {
+            6
+        };
+        assert_eq!(j.as_object().map(|o| o.len()), Some(fields), "{j}");
     }
     let out = irad(&[
         "bench",

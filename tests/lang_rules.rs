@@ -420,3 +420,46 @@ fn malformed_declarations_are_located_errors() {
         assert_eq!(shown.lines().next(), Some(want), "{shown}");
     }
 }
+
+/// Forward mode's automatic choice stays dense where a declared jvp cannot
+/// be called in sparse mode (an array signature), and the gradient is right.
+#[test]
+fn the_automatic_forward_choice_respects_declared_rules() {
+    let xs: Vec<String> = (0..40)
+        .map(|i| format!("{:.1}", 0.1 * f64::from(i) - 2.0))
+        .collect();
+    let args = format!("[{}], 0.7", xs.join(", "));
+    let run = |mode: &str| {
+        let o = irad(&[
+            "grad",
+            "tests/lang_rules/scale.irad",
+            "-f",
+            "loss",
+            "--args",
+            &args,
+            "--mode",
+            mode,
+            "--json",
+        ]);
+        assert!(o.status.success(), "{mode}: {}", text(&o.stderr));
+        serde_json::from_str::<serde_json::Value>(&text(&o.stdout)).expect("JSON")
+    };
+    let fwd = run("fwd");
+    assert_eq!(fwd["forward"]["mode"], "dense", "{fwd}");
+    assert_eq!(fwd["forward"]["auto"], true, "{fwd}");
+    let rev = run("rev");
+    let (f, r) = (
+        fwd["gradient"][0].as_array().expect("w"),
+        rev["gradient"][0].as_array().expect("w"),
+    );
+    assert_eq!(f.len(), 40);
+    for (a, b) in f.iter().zip(r) {
+        let (a, b) = (a.as_f64().expect("f64"), b.as_f64().expect("f64"));
+        assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} {b}");
+    }
+    // A scalar signature keeps the sparse choice: the polar map's area.
+    let (src, m) = load("tests/lang_rules/polar.ir");
+    assert!(irad::sparse_capable(&m), "{}", src.name);
+    let (_, m) = load("tests/lang_rules/scale.irad");
+    assert!(!irad::sparse_capable(&m));
+}

@@ -92,6 +92,11 @@ pub enum Prim {
     Fill,
     Copyto,
     Gemm,
+    Ssum,
+    Sdot,
+    Sfill,
+    Sgemma,
+    Sgemmb,
 }
 
 /// How a primitive is typed.
@@ -144,7 +149,12 @@ pub enum Sig {
     /// The sparse tangent builder (docs/ir.md, "Sparse tangents"):
     /// `sonehot(i64) -> sparse`, `szero() -> sparse`,
     /// `sscale(f64, sparse) -> sparse`, `sadd(sparse, sparse) -> sparse`,
-    /// `sdense(sparse, i64) -> [f64]`. Not function values.
+    /// `sdense(sparse, i64) -> [f64]`, and the tangents of the bulk array
+    /// primitives: `ssum([sparse]) -> sparse`, `sdot([f64], [sparse]) ->
+    /// sparse`, `sfill([sparse], sparse)`, `sgemma(bool, bool, [sparse],
+    /// [f64], i64, i64, i64, [sparse])`, `sgemmb(bool, bool, [f64], [sparse],
+    /// i64, i64, i64, [sparse])` (see [`Prim::sparse_bulk`]). Not function
+    /// values.
     Sparse,
     /// A bulk array primitive (docs/ir.md, "Bulk array primitives"), of the
     /// fixed signature [`Prim::bulk_params`]; not a function value.
@@ -204,6 +214,8 @@ rows! {
     Sum "sum" Sig::Bulk; Dot "dot" Sig::Bulk; Axpy "axpy" Sig::Bulk; Scale "scale" Sig::Bulk;
     Matvec "matvec" Sig::Bulk; Matmul "matmul" Sig::Bulk; Fill "fill" Sig::Bulk;
     Copyto "copyto" Sig::Bulk; Gemm "gemm" Sig::Bulk;
+    Ssum "ssum" Sig::Sparse; Sdot "sdot" Sig::Sparse; Sfill "sfill" Sig::Sparse;
+    Sgemma "sgemma" Sig::Sparse; Sgemmb "sgemmb" Sig::Sparse;
 }
 
 impl Prim {
@@ -215,9 +227,10 @@ impl Prim {
 
     /// Whether the primitive is one the AD transforms introduce (`dual`,
     /// `primal`, `tangent`, `frule`, `push`, `pop`, `revfwd`, `revback`, the
-    /// sparse tangent builder `sonehot szero sscale sadd sdense`, and `gemm`,
-    /// which the rules of the matrix primitives write): these are not
-    /// differentiated and have no derivative rules.
+    /// sparse tangent builder `sonehot szero sscale sadd sdense ssum sdot
+    /// sfill sgemma sgemmb`, and `gemm`, which the rules of the matrix
+    /// primitives write): these are not differentiated and have no
+    /// derivative rules (`gemm` has an frule, for forward over reverse).
     pub fn is_ad(self) -> bool {
         self == Prim::Gemm
             || matches!(
@@ -250,6 +263,31 @@ impl Prim {
             Prim::Gemm => Op::Gemm,
             _ => return None,
         })
+    }
+
+    /// The sparse primitive on arrays of handles this is (`ssum sdot sfill
+    /// sgemma sgemmb`), whose checks and kernels are [`crate::sparse`].
+    pub fn sparse_bulk(self) -> Option<crate::sparse::SparseBulk> {
+        use crate::sparse::SparseBulk;
+        Some(match self {
+            Prim::Ssum => SparseBulk::Sum,
+            Prim::Sdot => SparseBulk::Dot,
+            Prim::Sfill => SparseBulk::Fill,
+            Prim::Sgemma => SparseBulk::GemmA,
+            Prim::Sgemmb => SparseBulk::GemmB,
+            _ => return None,
+        })
+    }
+
+    /// Whether a call of this primitive may write an array operand it is
+    /// given: the bulk primitives with an output, `arrayset`, and `sfill`,
+    /// `sgemma`, `sgemmb`.
+    pub fn writes_array(self) -> bool {
+        self.bulk_output().is_some()
+            || matches!(
+                self,
+                Prim::Arrayset | Prim::Sfill | Prim::Sgemma | Prim::Sgemmb
+            )
     }
 
     /// The parameter types and result type of a bulk array primitive.
@@ -736,6 +774,10 @@ impl Call<'_> {
     /// The sparse tangent builder and the bulk array primitives: fixed
     /// parameter types that are not all scalars.
     fn fixed_types(&self, sig: Sig) -> Result<Type, String> {
+        const SA: Type = Type::Array(Scalar::Sparse);
+        const FA: Type = Type::Array(Scalar::F64);
+        const B: Type = Type::Bool;
+        const I: Type = Type::I64;
         let (name, args) = (self.name, self.args);
         match sig {
             Sig::Sparse => {
@@ -744,6 +786,11 @@ impl Call<'_> {
                     Prim::Szero => (&[], Type::Sparse),
                     Prim::Sscale => (&[Type::F64, Type::Sparse], Type::Sparse),
                     Prim::Sadd => (&[Type::Sparse, Type::Sparse], Type::Sparse),
+                    Prim::Ssum => (&[SA], Type::Sparse),
+                    Prim::Sdot => (&[FA, SA], Type::Sparse),
+                    Prim::Sfill => (&[SA, Type::Sparse], Type::Unit),
+                    Prim::Sgemma => (&[B, B, SA, FA, I, I, I, SA], Type::Unit),
+                    Prim::Sgemmb => (&[B, B, FA, SA, I, I, I, SA], Type::Unit),
                     _ => (&[Type::Sparse, Type::I64], Type::Array(Scalar::F64)),
                 };
                 self.arity(params.len())?;
@@ -785,7 +832,7 @@ mod tests {
             assert_eq!(row.prim as usize, i, "row {} is out of order", row.name);
             assert_eq!(Prim::from_name(row.name), Some(row.prim));
         }
-        assert_eq!(PRIMS.len(), Prim::Gemm as usize + 1);
+        assert_eq!(PRIMS.len(), Prim::Sgemmb as usize + 1);
         for row in PRIMS {
             assert_eq!(
                 row.prim.bulk().is_some(),
@@ -897,7 +944,8 @@ mod tests {
             ad,
             [
                 "dual", "primal", "tangent", "frule", "push", "pop", "revfwd", "revback",
-                "sonehot", "szero", "sscale", "sadd", "sdense", "gemm"
+                "sonehot", "szero", "sscale", "sadd", "sdense", "gemm", "ssum", "sdot", "sfill",
+                "sgemma", "sgemmb"
             ]
         );
     }

@@ -10,6 +10,16 @@
 //! O(1) and its children always have smaller handles than it, which the
 //! constructors check, so the arena is a DAG in topological order.
 //!
+//! The bulk array primitives' sparse rules (docs/forward.md, "Sparse mode")
+//! make `comb` nodes: a weighted sum `c1 a1 + ... + cq aq` of existing
+//! handles, with its terms in a side table, one node per result element
+//! (`ssum`, `sdot`: O(n) terms for n elements; `sgemma`/`sgemmb`: k + 1 terms
+//! per element of an m×n result, O(m k n) in all). Terms whose handle is zero
+//! are dropped; a combination with no term left is the zero handle and one
+//! whose only term has weight 1.0 is that term's handle (no node), so a copy
+//! of handles makes nothing. [`check_bulk`] checks their shapes with the
+//! bulk primitives' checks and words.
+//!
 //! [`SparseArena::dense`] materialises a tangent: one backward sweep over the
 //! handles from the root down to the smallest one it reaches, in decreasing
 //! order, skipping those it does not reach; a shared sub-DAG is visited once,
@@ -26,6 +36,63 @@ use crate::trap::Trap;
 /// a u32 index); making one more is an error.
 pub const MAX_SPARSE_NODES: usize = 1 << 31;
 
+/// The sparse primitives that read or write arrays of handles (the tangents
+/// of the bulk array primitives in sparse forward mode).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum SparseBulk {
+    /// `ssum([sparse]) -> sparse`.
+    Sum,
+    /// `sdot([f64], [sparse]) -> sparse`.
+    Dot,
+    /// `sfill([sparse], sparse)`.
+    Fill,
+    /// `sgemma(bool, bool, [sparse], [f64], i64, i64, i64, [sparse])`.
+    GemmA,
+    /// `sgemmb(bool, bool, [f64], [sparse], i64, i64, i64, [sparse])`.
+    GemmB,
+}
+
+impl SparseBulk {
+    /// The IR name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SparseBulk::Sum => "ssum",
+            SparseBulk::Dot => "sdot",
+            SparseBulk::Fill => "sfill",
+            SparseBulk::GemmA => "sgemma",
+            SparseBulk::GemmB => "sgemmb",
+        }
+    }
+}
+
+/// Checks the shapes of a call of `op` as the bulk primitive it mirrors
+/// (`sdot` as `dot`, `sgemma`/`sgemmb` as `gemm`: the same conditions and
+/// words, named after `op`); `ssum` and `sfill` take any length. `lens` are
+/// the lengths of the array operands, `dims` the dimensions, `flags` the
+/// transposition flags, `same(i, j)` whether array operands i and j are the
+/// same array, all in operand order.
+pub fn check_bulk(
+    op: SparseBulk,
+    lens: &[usize],
+    dims: &[i64],
+    flags: [bool; 2],
+    same: &dyn Fn(usize, usize) -> bool,
+) -> Result<(), String> {
+    use crate::bulk::{Op, check};
+    let mirror = match op {
+        SparseBulk::Sum | SparseBulk::Fill => return Ok(()),
+        SparseBulk::Dot => Op::Dot,
+        SparseBulk::GemmA | SparseBulk::GemmB => Op::Gemm,
+    };
+    check(mirror, lens, dims, flags, same).map_err(|msg| {
+        msg.replacen(
+            &format!("`{}`", mirror.name()),
+            &format!("`{}`", op.name()),
+            1,
+        )
+    })
+}
+
 /// One node of the tangent builder.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub enum SparseNode {
@@ -37,6 +104,14 @@ pub enum SparseNode {
     Scale(f64, u32),
     /// The sum of the tangents of the two children.
     Add(u32, u32),
+    /// A weighted sum of children: terms `start .. start + len` of the
+    /// arena's term table ([`SparseArena::terms`]), each a weight and a child.
+    Comb {
+        /// The first term.
+        start: u32,
+        /// The number of terms (at least 2, or 1 with a weight other than 1).
+        len: u32,
+    },
 }
 
 /// Why a sparse operation failed.
@@ -87,6 +162,8 @@ pub struct SparseArena {
     adj: Vec<f64>,
     /// Whether a handle is reached during [`SparseArena::dense`].
     queued: Vec<bool>,
+    /// The terms of the `Comb` nodes: (weight, child).
+    terms: Vec<(f64, u32)>,
 }
 
 impl Default for SparseArena {
@@ -95,6 +172,7 @@ impl Default for SparseArena {
             nodes: vec![SparseNode::Zero],
             adj: Vec::new(),
             queued: Vec::new(),
+            terms: Vec::new(),
         }
     }
 }
@@ -113,6 +191,14 @@ impl SparseArena {
     /// Forgets every node but zero (handles made before are invalid after).
     pub fn clear(&mut self) {
         self.nodes.truncate(1);
+        self.terms.clear();
+    }
+
+    /// The terms (weight, child) of a `Comb` node `start .. start + len`
+    /// (empty for a range outside the table).
+    pub fn terms(&self, start: u32, len: u32) -> &[(f64, u32)] {
+        let (start, len) = (start as usize, len as usize);
+        self.terms.get(start..start + len).unwrap_or(&[])
     }
 
     /// The node of handle `h`.
@@ -168,6 +254,121 @@ impl SparseArena {
             (_, 0) => Ok(i64::from(a)),
             _ => self.push(SparseNode::Add(a, b)),
         }
+    }
+
+    /// A new `Comb` node for the weighted sum of `terms` (weight, handle):
+    /// terms with the zero handle are dropped; none left is the zero handle,
+    /// one of weight 1.0 is its handle. On an invalid handle nothing is made.
+    fn comb(&mut self, terms: impl Iterator<Item = (f64, i64)>) -> Result<i64, SparseError> {
+        let start = self.terms.len();
+        let res = self.comb_from(start, terms);
+        if res.is_err() {
+            self.terms.truncate(start);
+        }
+        res
+    }
+
+    fn comb_from(
+        &mut self,
+        start: usize,
+        terms: impl Iterator<Item = (f64, i64)>,
+    ) -> Result<i64, SparseError> {
+        for (c, h) in terms {
+            let h = self.index(h)?;
+            if h == 0 {
+                continue;
+            }
+            if self.terms.len() == self.terms.capacity() {
+                let more = self.terms.len().max(16);
+                self.terms
+                    .try_reserve(more)
+                    .map_err(|_| SparseError::OutOfMemory)?;
+            }
+            self.terms.push((c, h));
+        }
+        let len = self.terms.len() - start;
+        match len {
+            0 => Ok(0),
+            1 if self.terms[start].0 == 1.0 => {
+                let h = self.terms[start].1;
+                self.terms.truncate(start);
+                Ok(i64::from(h))
+            }
+            _ => {
+                let (Ok(start), Ok(len)) = (u32::try_from(start), u32::try_from(len)) else {
+                    return Err(SparseError::Full);
+                };
+                if u32::try_from(self.terms.len()).is_err() {
+                    return Err(SparseError::Full);
+                }
+                self.push(SparseNode::Comb { start, len })
+            }
+        }
+    }
+
+    /// `ssum(a)`: the sum of the handles of `a` (one node, or none).
+    pub fn sum(&mut self, a: &[i64]) -> Result<i64, SparseError> {
+        self.comb(a.iter().map(|&h| (1.0, h)))
+    }
+
+    /// `sdot(w, a)`: `w[0] a[0] + ... + w[n-1] a[n-1]` (one node, or none);
+    /// the caller checked the lengths ([`check_bulk`]), extra entries of
+    /// either are ignored.
+    pub fn dot(&mut self, w: &[f64], a: &[i64]) -> Result<i64, SparseError> {
+        self.comb(w.iter().copied().zip(a.iter().copied()))
+    }
+
+    /// `sfill(a, v)`: every handle of `a` becomes `v` (checked first).
+    pub fn fill(&self, a: &mut [i64], v: i64) -> Result<(), SparseError> {
+        self.index(v)?;
+        a.fill(v);
+        Ok(())
+    }
+
+    /// `sgemma(ta, tb, A, B, m, k, n, C)` (`sparse_a`, `s` is A and `f` B)
+    /// or `sgemmb` (`!sparse_a`, `f` is A and `s` B): `C += op(A) op(B)` on
+    /// handles, one `Comb` node per element of C with the old handle (of
+    /// weight one) and the k products, in order of the inner index. Shapes as
+    /// [`crate::bulk::gemm`]'s, checked by the caller ([`check_bulk`]); a
+    /// shape that does not fit is [`SparseError::BadHandle`] of -1, never a
+    /// panic. On an error, C may be partly updated.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm(
+        &mut self,
+        sparse_a: bool,
+        ta: bool,
+        tb: bool,
+        s: &[i64],
+        f: &[f64],
+        (m, k, n): (usize, usize, usize),
+        c: &mut [i64],
+    ) -> Result<(), SparseError> {
+        let fits = |len: usize, r: usize, q: usize| r.checked_mul(q) == Some(len);
+        let (la, lb) = if sparse_a {
+            (s.len(), f.len())
+        } else {
+            (f.len(), s.len())
+        };
+        if !(fits(la, m, k) && fits(lb, k, n) && fits(c.len(), m, n)) {
+            return Err(SparseError::BadHandle(-1));
+        }
+        // Element (i, l) of op(A) and (l, j) of op(B), as indices.
+        let ia = |i: usize, l: usize| if ta { l * m + i } else { i * k + l };
+        let ib = |l: usize, j: usize| if tb { j * k + l } else { l * n + j };
+        for i in 0..m {
+            for j in 0..n {
+                let old = c[i * n + j];
+                let products = (0..k).map(|l| {
+                    if sparse_a {
+                        (f[ib(l, j)], s[ia(i, l)])
+                    } else {
+                        (f[ia(i, l)], s[ib(l, j)])
+                    }
+                });
+                c[i * n + j] = self.comb(std::iter::once((1.0, old)).chain(products))?;
+            }
+        }
+        Ok(())
     }
 
     /// The tangent of handle `h` as a dense vector of `n` coefficients, in
@@ -228,6 +429,12 @@ impl SparseArena {
                         pass(a, coef);
                         pass(b, coef);
                     }
+                    SparseNode::Comb { start, len } => {
+                        let (start, len) = (start as usize, len as usize);
+                        for &(c, j) in self.terms.get(start..start + len).unwrap_or(&[]) {
+                            pass(j, c * coef);
+                        }
+                    }
                 }
             }
             i -= 1;
@@ -263,6 +470,86 @@ mod tests {
         assert_eq!(a.onehot(-1), Err(SparseError::BadDirection(-1)));
         a.clear();
         assert!(a.is_empty());
+    }
+
+    #[test]
+    fn combinations_materialise_as_weighted_sums() {
+        let mut a = SparseArena::default();
+        let x: Vec<i64> = (0..3).map(|k| a.onehot(k).unwrap_or(0)).collect();
+        let mut out = Vec::new();
+        // ssum of zero handles is zero, of one handle that handle: no node.
+        assert_eq!(a.sum(&[0, 0]), Ok(0));
+        assert_eq!(a.sum(&[0, x[1]]), Ok(x[1]));
+        let before = a.len();
+        let s = a.sum(&x).unwrap_or(0);
+        assert_eq!(a.len(), before + 1);
+        assert_eq!(a.dense(s, 3, &mut out), Ok(()));
+        assert_eq!(out, vec![1.0, 1.0, 1.0]);
+        let d = a.dot(&[2.0, -1.0, 0.5], &[x[0], x[0], x[2]]).unwrap_or(0);
+        assert_eq!(a.dense(d, 3, &mut out), Ok(()));
+        assert_eq!(out, vec![1.0, 0.0, 0.5]);
+        assert_eq!(a.dot(&[1.0], &[99]), Err(SparseError::BadHandle(99)));
+        // C (1×2) += A (1×3 handles) B (3×2), then with B transposed.
+        let mut c = [x[2], 0];
+        let b = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        assert_eq!(
+            a.gemm(true, false, false, &x, &b, (1, 3, 2), &mut c),
+            Ok(())
+        );
+        assert_eq!(a.dense(c[0], 3, &mut out), Ok(()));
+        assert_eq!(out, vec![1.0, 3.0, 6.0]);
+        assert_eq!(a.dense(c[1], 3, &mut out), Ok(()));
+        assert_eq!(out, vec![2.0, 4.0, 6.0]);
+        // C (2×1) += A (2×3 f64) op(B), B (3×1 handles) given as 1×3, tb.
+        let mut c = [0, 0];
+        let a23 = [1.0, 0.0, 2.0, 0.0, -1.0, 0.0];
+        assert_eq!(
+            a.gemm(false, false, true, &x, &a23, (2, 3, 1), &mut c),
+            Ok(())
+        );
+        assert_eq!(a.dense(c[0], 3, &mut out), Ok(()));
+        assert_eq!(out, vec![1.0, 0.0, 2.0]);
+        assert_eq!(a.dense(c[1], 3, &mut out), Ok(()));
+        assert_eq!(out, vec![0.0, -1.0, 0.0]);
+        // Shapes that do not fit are errors, never panics.
+        assert!(
+            a.gemm(true, false, false, &x, &b, (2, 3, 2), &mut c)
+                .is_err()
+        );
+        let mut f = [0; 2];
+        assert_eq!(a.fill(&mut f, s), Ok(()));
+        assert_eq!(f, [s, s]);
+        assert_eq!(a.fill(&mut f, -3), Err(SparseError::BadHandle(-3)));
+        a.clear();
+        assert!(a.terms.is_empty());
+    }
+
+    #[test]
+    fn shape_checks_name_the_sparse_primitive() {
+        let same = |_: usize, _: usize| false;
+        assert_eq!(
+            check_bulk(SparseBulk::Sum, &[3], &[], [false; 2], &same),
+            Ok(())
+        );
+        assert_eq!(
+            check_bulk(SparseBulk::Dot, &[3, 2], &[], [false; 2], &same),
+            Err("`sdot`: a has 3 elements but b has 2".to_string())
+        );
+        assert_eq!(
+            check_bulk(SparseBulk::GemmB, &[6, 3, 3], &[2, 3, 1], [false; 2], &same),
+            Err("`sgemmb`: C has 3 elements but m*n = 2*1 = 2".to_string())
+        );
+        let aliased = |i: usize, j: usize| i != j;
+        assert_eq!(
+            check_bulk(
+                SparseBulk::GemmA,
+                &[1, 1, 1],
+                &[1, 1, 1],
+                [false; 2],
+                &aliased
+            ),
+            Err("`sgemma`: the output C is the same array as the input A".to_string())
+        );
     }
 
     #[test]

@@ -12,9 +12,9 @@
 //!   errors are the primitive's), then one or two bulk statements per lane
 //!   on the tangent arrays, which have the primal arrays' lengths. `scale` is
 //!   the exception: its lanes read the array before the primal scales it in
-//!   place, so the primal comes last (`scale` never fails). Tangents are
-//!   dense arrays: sparse forward mode refuses these primitives with an
-//!   error that says so;
+//!   place, so the primal comes last (`scale` never fails). In sparse
+//!   forward mode the tangents are `[sparse]` arrays of handles and the
+//!   rules are `crate::bulk_sparse`'s;
 //! - reverse rules save array operands by reference (the reverse transform
 //!   restores every array before the pullback of an earlier statement runs)
 //!   and copy an output before overwriting it; the pullback adds the
@@ -92,10 +92,7 @@ fn lanes_of(a: &FwdArg, prim: Prim) -> Result<&[Operand], RuleError> {
 
 fn frule(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>, prim: Prim) -> Result<FwdOut, RuleError> {
     if call.lanes.is_sparse() {
-        return Err(RuleError::Unsupported(format!(
-            "sparse forward mode does not support the bulk primitive `{prim}` \
-             (its tangents are dense arrays); use dense forward mode"
-        )));
+        return crate::bulk_sparse::frule(b, call, prim);
     }
     let n = prim
         .bulk_params()

@@ -18,7 +18,13 @@
 //!   lane's direction: step `h = cbrt(eps) * max(1, max |x|)`, error
 //!   `|t - fd| / max(1, |fd|)`, pass at most [`TOLERANCE`];
 //! - (c) the width-3 lanes equal three width-1 runs with the same directions,
-//!   bit for bit.
+//!   bit for bit;
+//! - (d) the rule in sparse forward mode (`@rs`, `check/sparse.rs`: one
+//!   direction, each f64 tangent `t` the handle `t * onehot(0)`), on
+//!   signatures of f64s and `[f64]`s (all scalar and bulk primitives), gives
+//!   the primal's results and lane 0's tangents of the width-1 run within
+//!   [`SPARSE_TOLERANCE`] (the builder multiplies the same factors in
+//!   another order).
 //!
 //! Assumes the interpreter is the reference semantics. Guarantees: the result
 //! is a function of the registry, the options and the table only (its own
@@ -41,6 +47,7 @@ use std::rc::Rc;
 
 mod error;
 mod rev;
+mod sparse;
 
 pub use error::CheckError;
 
@@ -58,6 +65,10 @@ pub const DEFAULT_SEED: u64 = 0x1ad5_eed5;
 /// for the steepest points of the table (tan near 1.2, pow near its bounds)
 /// and is still far below the error of any wrong formula.
 pub const TOLERANCE: f64 = 1e-6;
+
+/// The largest difference `|sparse - dense| / max(1, |dense|)` between the
+/// sparse rule's tangent and the width-1 rule's (check (d)).
+pub const SPARSE_TOLERANCE: f64 = 1e-12;
 
 /// The longest array the checker samples, whatever a domain asks for.
 pub const MAX_SAMPLE_LEN: i64 = 1 << 16;
@@ -433,6 +444,8 @@ struct Harness {
     primal: FuncId,
     rule1: FuncId,
     rule_n: FuncId,
+    /// The rule in sparse mode, for signatures of f64s and `[f64]`s.
+    rule_s: Option<FuncId>,
     /// The types of the arguments (constants included).
     types: Vec<Type>,
     result: Type,
@@ -455,6 +468,8 @@ impl Harness {
             .map_err(|e| format!("the rule failed to emit at width 1: {e}"))?;
         let rule_n = rule_function(&mut module, "r3", reg, sig, WIDTH_LANES)
             .map_err(|e| format!("the rule failed to emit at width {WIDTH}: {e}"))?;
+        let rule_s = sparse::sparse_rule_function(&mut module, "rs", reg, sig)
+            .map_err(|e| format!("the rule failed to emit in sparse mode: {e}"))?;
         if let Err(errs) = irad_ir::verify::verify_module(&module) {
             return Err(format!(
                 "the rule's IR does not verify:\n{}",
@@ -466,6 +481,7 @@ impl Harness {
             primal,
             rule1,
             rule_n,
+            rule_s,
             types: sig.types(),
             result,
         })
@@ -484,6 +500,7 @@ impl Harness {
         let run_n = self.run(interp, self.rule_n, &p.args, &p.dirs)?;
         self.same_primal(&primal, &run_n)
             .map_err(|e| format!("width {WIDTH}: {e}"))?;
+        self.check_sparse(interp, p, &primal, lanes1.first())?;
         let (Ok(_), Ok(run_n)) = (&primal, &run_n) else {
             // Both failed with the same error: nothing more to compare.
             return Ok(0.0);
@@ -527,6 +544,50 @@ impl Harness {
             }
         }
         Ok(max_err)
+    }
+
+    /// (d): the sparse rule along lane 0's direction gives the primal's
+    /// results and the width-1 run's tangents within [`SPARSE_TOLERANCE`].
+    fn check_sparse(
+        &self,
+        interp: &mut Interpreter<'_>,
+        p: &Point,
+        primal: &Result<Outcome, String>,
+        run1: Option<&Result<Outcome, String>>,
+    ) -> Result<(), CheckError> {
+        let (Some(rule_s), Some(dir), Some(run1)) = (self.rule_s, p.dirs.first(), run1) else {
+            return Ok(());
+        };
+        let run_s = self.run(interp, rule_s, &p.args, std::slice::from_ref(dir))?;
+        self.same_primal(primal, &run_s)
+            .map_err(|e| format!("sparse mode: {e}"))?;
+        let (Ok(run1), Ok(run_s)) = (run1, &run_s) else {
+            return Ok(());
+        };
+        let dense = self.tangent_leaves(run1, 0)?;
+        let sparse = self.tangent_leaves(run_s, 0)?;
+        if dense.len() != sparse.len() {
+            return Err(format!(
+                "sparse mode gives {} tangent components, width 1 {}",
+                sparse.len(),
+                dense.len()
+            )
+            .into());
+        }
+        for ((what, d), (_, s)) in dense.iter().zip(&sparse) {
+            let same = d.to_bits() == s.to_bits()
+                || (d.is_nan() && s.is_nan())
+                || (d - s).abs() <= SPARSE_TOLERANCE * d.abs().max(1.0);
+            if !same {
+                return Err(format!(
+                    "sparse mode: tangent of {what} is {}, width 1 gives {}",
+                    format_f64(*s),
+                    format_f64(*d)
+                )
+                .into());
+            }
+        }
+        Ok(())
     }
 
     /// Runs `f` on the point's arguments (fresh arrays), as duals with the

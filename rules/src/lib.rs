@@ -124,6 +124,7 @@
 #![warn(missing_docs)]
 
 mod bulk;
+mod bulk_sparse;
 pub mod check;
 pub mod emit;
 mod frules;

@@ -167,7 +167,10 @@ fn a_rule_whose_lanes_disagree_with_width_one_fails() {
             let c = emit::value(b, Prim::Cos, &[x.primal])?;
             let mut lanes = emit::Tangents::new();
             for k in 0..call.lanes.count() {
-                let t = x.tangent(k).unwrap_or(emit::f64c(0.0));
+                let t = match x.tangent(k) {
+                    Some(t) => t,
+                    None => emit::lane_zero(b, call.lanes)?,
+                };
                 // Lane 0 is right; the others are off by a rounding-size error
                 // that finite differences cannot see.
                 let f = if k == 0 {
@@ -175,13 +178,71 @@ fn a_rule_whose_lanes_disagree_with_width_one_fails() {
                 } else {
                     emit::value(b, Prim::Mul, &[c, emit::f64c(1.0 + 1e-15)])?
                 };
-                lanes.push(emit::mul(b, f, t)?);
+                // Through `lane_mul`, so that the rule also emits in sparse
+                // mode (check (d)), where its one lane is right.
+                lanes.push(emit::lane_mul(b, f, t)?);
             }
             out.tangents = Some(lanes);
             Ok(out)
         },
     );
     assert!(msg.contains("differs from width 1"), "{msg}");
+}
+
+#[test]
+fn a_rule_that_cannot_emit_in_sparse_mode_fails() {
+    let msg = failure(
+        Prim::Sin,
+        "sin(f64)",
+        |b: &mut FuncBuilder<'_>, call: &FruleCall<'_>| {
+            let mut out = emit::primal_only(b, Prim::Sin, call)?;
+            let [x] = call.args else {
+                return Err(RuleError::Unsupported("one argument".into()));
+            };
+            let c = emit::value(b, Prim::Cos, &[x.primal])?;
+            let mut lanes = emit::Tangents::new();
+            for k in 0..call.lanes.count() {
+                // `mul` takes f64s only: a dense-only rule.
+                let t = x.tangent(k).unwrap_or(emit::f64c(0.0));
+                lanes.push(emit::mul(b, c, t)?);
+            }
+            out.tangents = Some(lanes);
+            Ok(out)
+        },
+    );
+    assert!(msg.contains("failed to emit in sparse mode"), "{msg}");
+}
+
+#[test]
+fn a_rule_whose_sparse_tangent_disagrees_with_width_one_fails() {
+    let msg = failure(
+        Prim::Sin,
+        "sin(f64)",
+        |b: &mut FuncBuilder<'_>, call: &FruleCall<'_>| {
+            let mut out = emit::primal_only(b, Prim::Sin, call)?;
+            let [x] = call.args else {
+                return Err(RuleError::Unsupported("one argument".into()));
+            };
+            let c = emit::value(b, Prim::Cos, &[x.primal])?;
+            // Off by a rounding-size error in sparse mode only.
+            let f = if call.lanes.is_sparse() {
+                emit::value(b, Prim::Mul, &[c, emit::f64c(1.0 + 1e-11)])?
+            } else {
+                c
+            };
+            let mut lanes = emit::Tangents::new();
+            for k in 0..call.lanes.count() {
+                let t = match x.tangent(k) {
+                    Some(t) => t,
+                    None => emit::lane_zero(b, call.lanes)?,
+                };
+                lanes.push(emit::lane_mul(b, f, t)?);
+            }
+            out.tangents = Some(lanes);
+            Ok(out)
+        },
+    );
+    assert!(msg.contains("sparse mode: tangent of the result"), "{msg}");
 }
 
 #[test]

@@ -42,6 +42,7 @@ use std::ptr;
 
 mod bulk_ffi;
 mod capi;
+mod sparse_ffi;
 mod symbols;
 pub use bulk_ffi::{
     irad_rt_bulk_axpy, irad_rt_bulk_copyto, irad_rt_bulk_dot, irad_rt_bulk_fill, irad_rt_bulk_gemm,
@@ -52,6 +53,10 @@ pub use capi::{
     irad_error_message, irad_rt_enter, irad_rt_leave, irad_set_max_depth, irad_set_stack_budget,
 };
 pub use irad_kernels::{bulk, math, sparse};
+pub use sparse_ffi::{
+    irad_rt_sparse_dot, irad_rt_sparse_fill, irad_rt_sparse_gemma, irad_rt_sparse_gemmb,
+    irad_rt_sparse_sum,
+};
 pub use symbols::RtSym;
 
 /// The largest array, in elements, compiled code allocates (the interpreter's

@@ -110,6 +110,10 @@ impl<M: ClModule> Lower<'_, '_, M> {
             Length | Arrayref | Arrayset => self.prim_array_access(p, vals, tys, site),
             Push | Pop => self.prim_tape(p, vals, tys, ret, site),
             Szero | Sonehot | Sscale | Sadd | Sdense => self.prim_sparse(p, vals, site),
+            Ssum | Sdot | Sfill | Sgemma | Sgemmb => {
+                let s = site(self.c, None);
+                self.sparse_bulk(p, vals, s)
+            }
             Frule | Revfwd | Revback => self.prim_rule(p, vals, site),
         }
     }
@@ -614,6 +618,47 @@ impl<M: ClModule> Lower<'_, '_, M> {
             let r = self.call_rt(sym, &params, &[types::I64], &args)?;
             self.known.clear();
             self.propagate_if(r[0]);
+            Ok(SmallVec::new())
+        }
+    }
+
+    /// A sparse primitive on arrays of handles (`ssum sdot sfill sgemma
+    /// sgemmb`): a call of its runtime entry point with the context, the
+    /// leaves of the operands in order (bools widened to i64) and the site,
+    /// as [`Self::bulk`]. Each returns a negative number on failure; `ssum`
+    /// and `sdot` return their handle, the others may have written an array,
+    /// so no element stays known.
+    fn sparse_bulk(&mut self, p: Prim, vals: &[Leaves], site: i64) -> Result<Leaves, CodegenError> {
+        let sym = match p {
+            Prim::Ssum => RtSym::SparseSum,
+            Prim::Sdot => RtSym::SparseDot,
+            Prim::Sfill => RtSym::SparseFill,
+            Prim::Sgemma => RtSym::SparseGemma,
+            Prim::Sgemmb => RtSym::SparseGemmb,
+            _ => return Err(not_in_group(p, "a sparse array")),
+        };
+        let ctx = self.ctx();
+        let mut params = vec![types::I64];
+        let mut args = vec![ctx];
+        for &v in vals.iter().flatten() {
+            let ty = self.b.func.dfg.value_type(v);
+            if ty == types::I8 {
+                params.push(types::I64);
+                args.push(self.b.ins().uextend(types::I64, v));
+            } else {
+                params.push(ty);
+                args.push(v);
+            }
+        }
+        params.push(types::I64);
+        args.push(self.b.ins().iconst(types::I64, site));
+        let r = self.call_rt(sym, &params, &[types::I64], &args)?;
+        let bad = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, r[0], 0);
+        self.propagate_if(bad);
+        if matches!(p, Prim::Ssum | Prim::Sdot) {
+            Ok(one(r[0]))
+        } else {
+            self.known.clear();
             Ok(SmallVec::new())
         }
     }

@@ -44,9 +44,10 @@ pub(crate) fn eval(prim: Prim, args: &[&Val], elem: Option<Scalar>) -> Result<Va
         Sum | Dot | Axpy | Scale | Matvec | Matmul | Fill | Copyto | Gemm => bulk_op(prim, args),
         // Need the interpreter's rule provider, tapes or sparse tangent
         // builder: it handles them before `eval`.
-        Frule | Push | Pop | Revfwd | Revback | Sonehot | Szero | Sscale | Sadd | Sdense => Err(
-            internal_message(format_args!("`{prim}` evaluated without the interpreter")),
-        ),
+        Frule | Push | Pop | Revfwd | Revback | Sonehot | Szero | Sscale | Sadd | Sdense | Ssum
+        | Sdot | Sfill | Sgemma | Sgemmb => Err(internal_message(format_args!(
+            "`{prim}` evaluated without the interpreter"
+        ))),
     }
 }
 
@@ -66,7 +67,8 @@ pub fn fold_prim(prim: Prim, args: &[Const]) -> Option<Const> {
     match prim {
         Tuple | Getfield | Alloc | Zeros | Length | Arrayref | Arrayset | Copy | Dual | Primal
         | Tangent | Frule | Push | Pop | Revfwd | Revback | Sonehot | Szero | Sscale | Sadd
-        | Sdense | Sum | Dot | Axpy | Scale | Matvec | Matmul | Fill | Copyto | Gemm => {
+        | Sdense | Sum | Dot | Axpy | Scale | Matvec | Matmul | Fill | Copyto | Gemm | Ssum
+        | Sdot | Sfill | Sgemma | Sgemmb => {
             return None;
         }
         _ => {}

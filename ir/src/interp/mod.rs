@@ -41,7 +41,8 @@
 //! [`Type::rev_fwd_fn`] and [`Type::rev_back_fn`] of the callee's.
 //!
 //! Each interpreter owns a sparse tangent builder ([`crate::sparse`]) for
-//! `sonehot szero sscale sadd sdense`, emptied when a top-level [`run`]
+//! `sonehot szero sscale sadd sdense` and the tangents of the bulk array
+//! primitives `ssum sdot sfill sgemma sgemmb`, emptied when a top-level [`run`]
 //! starts: a `sparse` value is valid only in the run that made it, and no
 //! argument of a run may hold one (`sparse values cannot be passed into a
 //! run`). Its errors: `invalid sparse handle H`, `negative sparse direction
@@ -56,6 +57,7 @@
 mod compile;
 mod eval;
 mod rule_error;
+mod sparse_bulk;
 mod tape;
 pub mod value;
 
@@ -152,7 +154,8 @@ pub struct InterpStats {
     /// The most bytes that were on all tapes at once.
     pub peak_tape_bytes: u64,
     /// Nodes made by the sparse tangent builder (`sonehot`, and `sscale`,
-    /// `sadd` where they do not fold to an operand).
+    /// `sadd` and the combinations of `ssum sdot sgemma sgemmb` where they
+    /// do not fold to an operand).
     pub sparse_nodes: u64,
 }
 
@@ -553,6 +556,11 @@ impl<'m> Interpreter<'m> {
                 let val = res.map(|()| Val::f64_array(out.clone()));
                 self.dense_scratch = out;
                 val
+            }
+            (Prim::Ssum | Prim::Sdot | Prim::Sfill | Prim::Sgemma | Prim::Sgemmb, _) => {
+                let res = sparse_bulk::run(&mut self.sparse, prim, args);
+                self.sparse_nodes += (self.sparse.len() - before) as u64;
+                return res;
             }
             _ => {
                 let kinds: Vec<&str> = args.iter().map(|v| v.kind()).collect();

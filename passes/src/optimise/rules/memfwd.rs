@@ -68,7 +68,8 @@ enum Class {
     Load,
     /// `arrayset`.
     Store,
-    /// A bulk primitive: reads arrays, may fail, and writes its output.
+    /// A bulk primitive (or a sparse one on arrays of handles): reads
+    /// arrays, may fail, and may write its output ([`Prim::writes_array`]).
     Bulk,
 }
 
@@ -86,7 +87,8 @@ fn class(prim: Prim) -> Class {
         | Sonehot | Sscale | Sadd | Sdense => Class::Opaque,
         Arrayref => Class::Load,
         Arrayset => Class::Store,
-        Sum | Dot | Axpy | Scale | Matvec | Matmul | Fill | Copyto | Gemm => Class::Bulk,
+        Sum | Dot | Axpy | Scale | Matvec | Matmul | Fill | Copyto | Gemm | Ssum | Sdot | Sfill
+        | Sgemma | Sgemmb => Class::Bulk,
     }
 }
 
@@ -164,7 +166,7 @@ impl Walk {
                 Class::Opaque => self.pending.clear(),
                 Class::Bulk => {
                     self.pending.clear();
-                    if prim.bulk_output().is_some() {
+                    if prim.writes_array() {
                         self.known.clear();
                     }
                 }

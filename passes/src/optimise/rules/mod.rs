@@ -401,6 +401,7 @@ pub fn is_pure(prim: Prim) -> bool {
         | Arrayset | Push | Pop
         // Read or write arrays, and check shapes.
         | Sum | Dot | Axpy | Scale | Matvec | Matmul | Fill | Copyto | Gemm
+        | Ssum | Sdot | Sfill | Sgemma | Sgemmb
     )
 }
 
