@@ -85,14 +85,14 @@ fn primal_reverse_and_forward_agree_with_the_interpreter() {
     let opts = RunOptions::default();
 
     // Primal.
-    let mut p = irad::jit_primal(&m).unwrap();
+    let p = irad::jit_primal(&m).unwrap();
     let args = [array(&xs), Val::F64(1.5)];
     let got = p.call(f, &args, &opts).unwrap();
     let want = irad::ir::interp::run(&m, f, &args, &opts).unwrap();
     assert_eq!(bits(&floats(&got)), bits(&floats(&want)));
 
     // Reverse: @f.rev(x, c, dx_shadow, seed) -> (value, dc); dx added into the shadow.
-    let mut r = irad::jit_reverse(&m, &[f], &registry).unwrap();
+    let r = irad::jit_reverse(&m, &[f], &registry).unwrap();
     let rev = r.func("f.rev").unwrap();
     let (g, _) = irad::grad_reverse(
         &irad::source_from_bytes("sum".into(), Vec::new()).unwrap(),
@@ -126,7 +126,7 @@ fn primal_reverse_and_forward_agree_with_the_interpreter() {
     }
 
     // Forward, width 1: the tangent of c = 1 gives df/dc.
-    let mut fw = irad::jit_forward(&m, &[f], irad::ir::Lanes::ONE, &registry).unwrap();
+    let fw = irad::jit_forward(&m, &[f], irad::ir::Lanes::ONE, &registry).unwrap();
     let rule = fw.func("f.fwd").unwrap();
     let dual_x = Val::Dual(Rc::from(vec![array(&xs), array(&[0.0; 5])]));
     let dual_c = Val::Dual(Rc::from(vec![Val::F64(1.5), Val::F64(1.0)]));
@@ -151,7 +151,7 @@ fn top(x: f64) -> f64 { apply(square, x) + apply(sin, x) }
     let m = irad::ir::surface::compile(src).expect("compiles");
     let top = m.by_name("top").unwrap();
     let registry = irad::rules::Registry::new();
-    let mut c = irad::jit_reverse(&m, &[top], &registry).unwrap();
+    let c = irad::jit_reverse(&m, &[top], &registry).unwrap();
     let rev = c.func("top.rev").unwrap();
     let out = c
         .call(rev, &[Val::F64(0.7), Val::F64(1.0)], &RunOptions::default())
@@ -170,7 +170,7 @@ fn top(x: f64) -> f64 { apply(square, x) + apply(sin, x) }
 fn run_time_errors_are_the_interpreters() {
     let m = irad::ir::surface::compile("fn at(x: [f64], i: i64) -> f64 { x[i] }").unwrap();
     let f = m.by_name("at").unwrap();
-    let mut c = irad::jit_primal(&m).unwrap();
+    let c = irad::jit_primal(&m).unwrap();
     let args = [array(&[1.0, 2.0]), Val::I64(2)];
     let got = c.call(f, &args, &RunOptions::default()).unwrap_err();
     let want = irad::ir::interp::run(&m, f, &args, &RunOptions::default()).unwrap_err();
@@ -203,7 +203,7 @@ fn a_compiled_gradient_runs_many_times_with_the_interpreters_results() {
             irad::Mode::Forward => irad::grad_forward(&src, &m, f, &args, &registry, &opts),
         }
         .unwrap();
-        let mut g = irad::jit_gradient(
+        let g = irad::jit_gradient(
             &m,
             &registry,
             &irad::GradRequest {

@@ -84,7 +84,8 @@ impl Executor for Jit<'_> {
 /// A JIT for one module, with one runtime context kept between runs (tapes
 /// left by one run are there for the next); see the module documentation.
 pub struct Jit<'m> {
-    code: Code<'m>,
+    /// Boxed: large, and its address is in every running context.
+    code: Box<Code<'m>>,
     local: Local,
     /// Argument arrays kept alive while tapes hold values.
     pinned: Vec<ArrayRef>,
@@ -131,7 +132,7 @@ impl<'m> Jit<'m> {
 
     fn make(code: Code<'m>) -> Result<Jit<'m>, CodegenError> {
         Ok(Jit {
-            code,
+            code: Box::new(code),
             local: Local::new(),
             pinned: Vec::new(),
         })

@@ -53,7 +53,8 @@ const POOL: usize = 32;
 /// ```
 pub struct SharedJit {
     /// Declared before `_owner`: the provider inside may borrow from it.
-    code: Code<'static>,
+    /// Boxed: large, and entries name it by address.
+    code: Box<Code<'static>>,
     pool: Pool,
     max_depth: i64,
     /// What the provider borrows (`SharedJit::with_owner`), dropped last.
@@ -123,7 +124,7 @@ impl SharedJit {
             thread_stack_budget(),
         )?;
         Ok(SharedJit {
-            code,
+            code: Box::new(code),
             pool: Pool::default(),
             max_depth: i64::try_from(RunOptions::default().max_depth).unwrap_or(i64::MAX),
             _owner: owner,
@@ -152,7 +153,7 @@ impl SharedJit {
     pub fn entry(&self, f: FuncId) -> Result<Entry, CodegenError> {
         Ok(Entry {
             tramp: self.code.entry(f)?,
-            owner: &self.code as *const Code<'static> as usize,
+            owner: &*self.code as *const Code<'static> as usize,
         })
     }
 
@@ -255,7 +256,7 @@ impl JitSession<'_> {
         rets: &mut [u64],
     ) -> Result<(), RunError> {
         let jit = self.jit;
-        if entry.owner != &jit.code as *const Code<'static> as usize {
+        if entry.owner != &*jit.code as *const Code<'static> as usize {
             return Err(RunError::internal(
                 irad_ir::Location::default(),
                 "an entry of another JIT",
@@ -294,13 +295,15 @@ impl Drop for JitSession<'_> {
 
 /// Runtime contexts for reuse, in slots taken and filled with atomic swaps.
 struct Pool {
-    slots: [AtomicPtr<Local>; POOL],
+    slots: Box<[AtomicPtr<Local>]>,
 }
 
 impl Default for Pool {
     fn default() -> Pool {
         Pool {
-            slots: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
+            slots: (0..POOL)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
         }
     }
 }
@@ -308,7 +311,7 @@ impl Default for Pool {
 impl Pool {
     /// A context from the pool, or a new one.
     fn take(&self) -> Box<Local> {
-        for s in &self.slots {
+        for s in self.slots.iter() {
             if s.load(Ordering::Relaxed).is_null() {
                 continue;
             }
@@ -325,7 +328,7 @@ impl Pool {
     /// Gives `local` back, or drops it when the pool is full.
     fn put(&self, local: Box<Local>) {
         let p = Box::into_raw(local);
-        for s in &self.slots {
+        for s in self.slots.iter() {
             if s.compare_exchange(
                 std::ptr::null_mut(),
                 p,
@@ -344,7 +347,7 @@ impl Pool {
 
 impl Drop for Pool {
     fn drop(&mut self) {
-        for s in &mut self.slots {
+        for s in self.slots.iter_mut() {
             let p = *s.get_mut();
             if !p.is_null() {
                 // SAFETY: leaked by `put`, not taken.

@@ -1,0 +1,202 @@
+//! Compiled code shared by threads: `Compiled`, `CompiledGradient` and the
+//! codegen's `SharedJit` are `Send + Sync`, and one compiled gradient called
+//! from 8 threads at once (several hundred calls each, with varying
+//! arguments) gives every result bit for bit as the same calls made one
+//! after the other do, including programs whose reverse sweep uses tapes
+//! (a loop over an array), whose rules are derived at run time (function
+//! values, first met by several threads at once), and calls that fail.
+
+use irad::ir::interp::{ArrayData, RunOptions, Val};
+use irad::{ArgRef, CompiledGradient, GradOut, GradRequest, Mode};
+
+fn is_send_sync<T: Send + Sync>() {}
+
+#[test]
+fn compiled_code_is_send_and_sync() {
+    is_send_sync::<irad::Compiled>();
+    is_send_sync::<irad::CompiledGradient>();
+    is_send_sync::<irad::codegen::SharedJit>();
+    is_send_sync::<irad::codegen::Entry>();
+}
+
+const THREADS: usize = 8;
+const CALLS: usize = 300;
+
+/// A sum over an array in a loop: the reverse sweep pushes and pops tapes.
+const LOOP: &str = "
+fn loss(x: [f64], c: f64) -> f64 {
+    let mut s = 0.0;
+    for i in 0..len(x) {
+        s = s + sin(x[i]) * x[i] * c;
+    }
+    s
+}
+";
+
+/// Function values: the rules of `square` and `sin` are derived while the
+/// code runs.
+const DYNAMIC: &str = "
+fn square(x: f64) -> f64 { x * x }
+fn apply(g: fn(f64) -> f64, x: f64) -> f64 { g(x) + g(2.0 * x) }
+fn top(x: f64, y: f64) -> f64 { apply(square, x) * y + apply(sin, y) }
+";
+
+/// An index that may be out of range.
+const INDEX: &str = "fn at(x: [f64], i: i64) -> f64 { x[i] * x[0] + x[1] }";
+
+/// The arguments of call `k` of thread `t`.
+type MakeArgs = fn(usize, usize) -> Vec<Val>;
+
+fn loop_args(t: usize, k: usize) -> Vec<Val> {
+    let n = 1 + (t * 7 + k) % 9;
+    let xs = (0..n)
+        .map(|i| ((t * 31 + k * 17 + i * 5) % 97) as f64 / 13.0 - 3.0)
+        .collect();
+    vec![Val::f64_array(xs), Val::F64(0.5 + (k % 11) as f64 / 7.0)]
+}
+
+fn dynamic_args(t: usize, k: usize) -> Vec<Val> {
+    vec![
+        Val::F64((t as f64) * 0.37 - (k as f64) * 0.011),
+        Val::F64(1.0 + (k % 13) as f64 * 0.25),
+    ]
+}
+
+fn index_args(t: usize, k: usize) -> Vec<Val> {
+    // Every fifth call reads past the end.
+    let i = if (t + k) % 5 == 0 { 3 } else { (t + k) % 3 };
+    vec![
+        Val::f64_array(vec![1.5 + t as f64, -0.25 * k as f64, 3.0]),
+        Val::I64(i as i64),
+    ]
+}
+
+/// A result as bits: the value and the flattened gradient, or the error.
+fn outcome(g: &CompiledGradient, args: &[Val]) -> Result<Vec<u64>, String> {
+    let r = g
+        .run(args, &RunOptions::default())
+        .map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    flat(&r.value, &mut out);
+    for d in r.gradient.iter().flatten() {
+        flat(d, &mut out);
+    }
+    Ok(out)
+}
+
+fn flat(v: &Val, out: &mut Vec<u64>) {
+    match v {
+        Val::F64(x) => out.push(x.to_bits()),
+        Val::Array(a) => match &*a.0.borrow() {
+            ArrayData::F64(xs) => out.extend(xs.iter().map(|x| x.to_bits())),
+            other => panic!("not an f64 array: {other:?}"),
+        },
+        Val::Tuple(vs) => vs.iter().for_each(|v| flat(v, out)),
+        other => panic!("not numeric: {other:?}"),
+    }
+}
+
+fn gradient(src: &str, name: &str, mode: Mode, args: &[Val]) -> CompiledGradient {
+    let m = irad::ir::surface::compile(src).expect("the test program compiles");
+    let f = m.by_name(name).expect("the function");
+    let registry = irad::rules::Registry::new();
+    let req = GradRequest {
+        mode,
+        ..GradRequest::new(f, args)
+    };
+    irad::jit_gradient(&m, &registry, &req).expect("the gradient derives")
+}
+
+/// Every call of every thread, made one after the other on a gradient of
+/// its own, then all at once on one fresh gradient (nothing compiled
+/// before the threads start, which start together): the same results, bit
+/// for bit. Returns how many functions the shared gradient's module had
+/// before and after.
+fn agree_across_threads(src: &str, name: &str, mode: Mode, args: MakeArgs) -> (usize, usize) {
+    let serial = gradient(src, name, mode, &args(0, 0));
+    let want: Vec<Vec<Result<Vec<u64>, String>>> = (0..THREADS)
+        .map(|t| (0..CALLS).map(|k| outcome(&serial, &args(t, k))).collect())
+        .collect();
+    let shared = gradient(src, name, mode, &args(0, 0));
+    let before = shared.module().len();
+    let start = std::sync::Barrier::new(THREADS);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (shared, want, start) = (&shared, &want[t], &start);
+                s.spawn(move || {
+                    start.wait();
+                    for (k, want) in want.iter().enumerate() {
+                        let got = outcome(shared, &args(t, k));
+                        assert_eq!(&got, want, "thread {t}, call {k}");
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().expect("a thread failed");
+        }
+    });
+    (before, shared.module().len())
+}
+
+#[test]
+fn a_loop_over_an_array_from_eight_threads() {
+    agree_across_threads(LOOP, "loss", Mode::Reverse, loop_args);
+}
+
+#[test]
+fn forward_mode_from_eight_threads() {
+    agree_across_threads(DYNAMIC, "top", Mode::Forward, dynamic_args);
+}
+
+#[test]
+fn rules_derived_at_run_time_from_eight_threads() {
+    let (before, after) = agree_across_threads(DYNAMIC, "top", Mode::Reverse, dynamic_args);
+    assert!(after > before, "no rule was derived at run time");
+}
+
+#[test]
+fn errors_on_some_threads_leave_the_others_alone() {
+    // Some calls fail (and leave tapes half full); the others, on the same
+    // threads and on others, still get the serial results.
+    let g = gradient(INDEX, "at", Mode::Reverse, &index_args(0, 1));
+    let err = outcome(&g, &index_args(0, 0)).expect_err("index 3 of 3");
+    assert!(err.contains("index 3 out of bounds"), "{err}");
+    agree_across_threads(INDEX, "at", Mode::Reverse, index_args);
+}
+
+#[test]
+fn typed_calls_from_eight_threads_match_the_boxed_ones() {
+    let g = gradient(LOOP, "loss", Mode::Reverse, &loop_args(0, 0));
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let g = &g;
+            s.spawn(move || {
+                let mut dx = Vec::new();
+                for k in 0..CALLS {
+                    let args = loop_args(t, k);
+                    let want = outcome(g, &args).expect("runs");
+                    let (Val::Array(a), Val::F64(c)) = (&args[0], &args[1]) else {
+                        unreachable!()
+                    };
+                    let ArrayData::F64(xs) = a.0.borrow().clone() else {
+                        unreachable!()
+                    };
+                    dx.resize(xs.len(), f64::NAN);
+                    let mut dc = f64::NAN;
+                    let y = g
+                        .gradient_into(
+                            &[ArgRef::Slice(&xs), ArgRef::F64(*c)],
+                            &mut [GradOut::Slice(&mut dx), GradOut::F64(&mut dc)],
+                        )
+                        .expect("runs");
+                    let mut got = vec![y.to_bits()];
+                    got.extend(dx.iter().map(|x| x.to_bits()));
+                    got.push(dc.to_bits());
+                    assert_eq!(got, want, "thread {t}, call {k}");
+                }
+            });
+        }
+    });
+}
