@@ -64,7 +64,11 @@ fn dynamic_args(t: usize, k: usize) -> Vec<Val> {
 
 fn index_args(t: usize, k: usize) -> Vec<Val> {
     // Every fifth call reads past the end.
-    let i = if (t + k) % 5 == 0 { 3 } else { (t + k) % 3 };
+    let i = if (t + k).is_multiple_of(5) {
+        3
+    } else {
+        (t + k) % 3
+    };
     vec![
         Val::f64_array(vec![1.5 + t as f64, -0.25 * k as f64, 3.0]),
         Val::I64(i as i64),
