@@ -11,6 +11,39 @@ use irad::{ArgRef, CompiledGradient, GradOut, GradRequest, Mode};
 
 fn is_send_sync<T: Send + Sync>() {}
 
+/// The global allocator, counting the allocations of each thread.
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+// SAFETY: forwards to the system allocator; the count is a thread-local
+// `Cell` without a destructor.
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        ALLOCATIONS.with(|n| n.set(n.get() + 1));
+        // SAFETY: the caller's contract is the system allocator's.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: as above.
+        unsafe { std::alloc::System.dealloc(p, layout) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, layout: std::alloc::Layout, size: usize) -> *mut u8 {
+        ALLOCATIONS.with(|n| n.set(n.get() + 1));
+        // SAFETY: as above.
+        unsafe { std::alloc::System.realloc(p, layout, size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+fn allocations() -> usize {
+    ALLOCATIONS.with(std::cell::Cell::get)
+}
+
 #[test]
 fn compiled_code_is_send_and_sync() {
     is_send_sync::<irad::Compiled>();
@@ -203,4 +236,47 @@ fn typed_calls_from_eight_threads_match_the_boxed_ones() {
             });
         }
     });
+}
+
+#[test]
+fn typed_calls_allocate_nothing_once_warm() {
+    // f(x, y) = x * y + sin(x), and a loop over an array (tapes).
+    let f = gradient(
+        "fn f(x: f64, y: f64) -> f64 { x * y + sin(x) }",
+        "f",
+        Mode::Reverse,
+        &[Val::F64(0.0), Val::F64(0.0)],
+    );
+    let l = gradient(LOOP, "loss", Mode::Reverse, &loop_args(0, 0));
+    let xs: Vec<f64> = (0..64).map(|i| f64::from(i) * 0.1).collect();
+    let (mut dx, mut dy, mut dxs) = (0.0, 0.0, vec![0.0; xs.len()]);
+    let mut calls = |k: f64| {
+        let a = f
+            .gradient_into(
+                &[ArgRef::F64(k), ArgRef::F64(2.0)],
+                &mut [GradOut::F64(&mut dx), GradOut::F64(&mut dy)],
+            )
+            .expect("runs");
+        let b = l
+            .gradient_into(
+                &[ArgRef::Slice(&xs), ArgRef::F64(k)],
+                &mut [GradOut::Slice(&mut dxs), GradOut::F64(&mut dy)],
+            )
+            .expect("runs");
+        let c = f.value(&[ArgRef::F64(k), ArgRef::F64(2.0)]).expect("runs");
+        a + b + c
+    };
+    calls(0.5);
+    let before = allocations();
+    let mut sum = 0.0;
+    for k in 0..200 {
+        sum += calls(f64::from(k) * 0.01);
+    }
+    assert_eq!(allocations() - before, 0, "typed calls allocated");
+    assert!(sum.is_finite());
+    // The boxed path does allocate: the counter counts.
+    let before = allocations();
+    f.run(&[Val::F64(1.0), Val::F64(2.0)], &RunOptions::default())
+        .expect("runs");
+    assert!(allocations() > before);
 }
