@@ -372,10 +372,10 @@ impl CompiledGradient {
         opts: &RunOptions,
     ) -> Result<irad_passes::forward::grad::Gradient, irad_passes::forward::grad::GradError> {
         let mut session = self.jit.session();
-        match &self.plan {
-            Plan::Forward(p) => p.run(&mut session, args, opts),
-            Plan::Reverse(p) => p.run(&mut session, args, opts),
-        }
+        session.with_stack(|s| match &self.plan {
+            Plan::Forward(p) => p.run(s, args, opts),
+            Plan::Reverse(p) => p.run(s, args, opts),
+        })
     }
 
     /// Runs `f` itself (the primal) in the same compiled module.

@@ -270,7 +270,7 @@ impl CompiledGradient {
         };
         let mut session = self.jit.session();
         let mut sc = std::mem::take(session.scratch());
-        let res = reverse_into(&mut session, &mut sc, args, grads, fwd, back, ncot);
+        let res = session.try_in_place(|s| reverse_into(s, &mut sc, args, grads, fwd, back, ncot));
         *session.scratch() = sc;
         res
     }
@@ -295,7 +295,7 @@ impl CompiledGradient {
         self.check_typed(plan, args, None)?;
         let mut session = self.jit.session();
         let mut sc = std::mem::take(session.scratch());
-        let res = primal_into(&mut session, &mut sc, args, plan.primal);
+        let res = session.try_in_place(|s| primal_into(s, &mut sc, args, plan.primal));
         *session.scratch() = sc;
         res
     }

@@ -280,3 +280,55 @@ fn typed_calls_allocate_nothing_once_warm() {
         .expect("runs");
     assert!(allocations() > before);
 }
+
+#[test]
+fn typed_calls_that_outgrow_a_small_stack_are_retried_on_their_own() {
+    // 20 000 nested calls do not fit in what is left of a 2 MiB thread
+    // stack: the typed call first runs in place, runs out of stack, and is
+    // run again on a stack of its own, with the boxed path's results.
+    let src =
+        "fn down(x: f64, n: i64) -> f64 { if n == 0 { x } else { sin(down(x, n - 1)) * 0.5 + x } }";
+    let n = 20_000;
+    let g = gradient(src, "down", Mode::Reverse, &[Val::F64(0.3), Val::I64(n)]);
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn_scoped_test(|| {
+            let want = outcome(&g, &[Val::F64(0.3), Val::I64(n)]).expect("runs");
+            for _ in 0..3 {
+                let mut dx = f64::NAN;
+                let y = g
+                    .gradient_into(
+                        &[ArgRef::F64(0.3), ArgRef::I64(n)],
+                        &mut [GradOut::F64(&mut dx), GradOut::Skip],
+                    )
+                    .expect("runs");
+                assert_eq!(vec![y.to_bits(), dx.to_bits()], want);
+                let v = g.value(&[ArgRef::F64(0.3), ArgRef::I64(n)]).expect("runs");
+                assert_eq!(v.to_bits(), want[0]);
+            }
+            // Deeper than the call-depth limit: the error, not a retry loop.
+            let err = g
+                .gradient_into(
+                    &[ArgRef::F64(0.3), ArgRef::I64(200_000)],
+                    &mut [GradOut::Skip, GradOut::Skip],
+                )
+                .expect_err("too deep");
+            assert!(err.msg.contains("depth"), "{err}");
+        });
+}
+
+/// Runs `f` on a thread built by `self` and waits for it.
+trait SpawnScopedTest {
+    fn spawn_scoped_test(self, f: impl FnOnce() + Send);
+}
+
+impl SpawnScopedTest for std::thread::Builder {
+    fn spawn_scoped_test(self, f: impl FnOnce() + Send) {
+        std::thread::scope(|s| {
+            self.spawn_scoped(s, f)
+                .expect("a thread")
+                .join()
+                .expect("the thread's checks pass");
+        });
+    }
+}

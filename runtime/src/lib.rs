@@ -198,6 +198,14 @@ impl Runtime {
         self.tapes.iter().all(|t| t.top == t.base)
     }
 
+    /// Bytes the tapes' buffers hold (used or not).
+    pub fn tape_capacity(&self) -> u64 {
+        self.tapes
+            .iter()
+            .map(|t| (t.end as usize).wrapping_sub(t.base as usize) as u64)
+            .sum()
+    }
+
     /// Bytes on all tapes now.
     pub fn tape_bytes(&self) -> u64 {
         self.tapes

@@ -126,7 +126,17 @@ pub(crate) struct Code<'m> {
 /// runs on when the caller's is too small.
 pub(crate) struct Local {
     pub(crate) rt: Box<Runtime>,
-    own_stack: Option<OwnStack>,
+    pub(crate) own_stack: Option<OwnStack>,
+    /// Whether the thread runs on `own_stack` now (taken out meanwhile),
+    /// within the budget: calls run in place.
+    pub(crate) on_own: bool,
+    /// When set, calls run in place with the thread's stack left, less the
+    /// margin, as their budget when that is smaller than the JIT's: a first
+    /// try, retried on the own stack if it runs out
+    /// (`JitSession::try_in_place`).
+    pub(crate) shallow: bool,
+    /// The error kind of the last call that failed.
+    pub(crate) last_trap: i64,
     /// Buffers of typed calls.
     pub(crate) scratch: Scratch,
 }
@@ -143,8 +153,23 @@ impl Local {
         Local {
             rt,
             own_stack: None,
+            on_own: false,
+            shallow: false,
+            last_trap: rt::NO_TRAP,
             scratch: Scratch::default(),
         }
+    }
+
+    /// Whether the context is small enough to keep in a thread's spare
+    /// slot (no own stack, buffers of at most 1 MiB): it lives as long as
+    /// the thread.
+    pub(crate) fn is_small(&self) -> bool {
+        const SMALL: u64 = 1 << 20;
+        let scratch = (self.scratch.words.capacity()
+            + self.scratch.rets.capacity()
+            + self.scratch.copies.capacity()) as u64
+            * 8;
+        self.own_stack.is_none() && self.rt.tape_capacity() + scratch <= SMALL
     }
 
     /// Back to the state of a fresh context, keeping the buffers: empty
@@ -430,7 +455,12 @@ impl<'m> Code<'m> {
         // Sparse handles live for one run, as in the interpreter.
         local.rt.sparse.clear();
         ctx.host = self as *const Code<'m> as *mut u8;
-        let budget = self.stack_budget;
+        let budget = if local.shallow {
+            let left = stacker::remaining_stack().unwrap_or(0);
+            left.saturating_sub(STACK_MARGIN).min(self.stack_budget)
+        } else {
+            self.stack_budget
+        };
         let need = budget.saturating_add(STACK_MARGIN);
         let mut call = || {
             // The stack pointer itself, not the address of a local: under
@@ -445,7 +475,9 @@ impl<'m> Code<'m> {
                 t(&mut ctx, args.as_ptr(), rets.as_mut_ptr())
             }
         };
-        let in_place = stacker::remaining_stack().is_some_and(|left| left >= need);
+        let in_place = local.on_own
+            || local.shallow
+            || stacker::remaining_stack().is_some_and(|left| left >= need);
         let status = if in_place {
             call()
         } else {
@@ -454,6 +486,7 @@ impl<'m> Code<'m> {
         if status == 0 {
             return Ok(());
         }
+        local.last_trap = ctx.err_kind;
         let failure = Failure {
             kind: ctx.err_kind,
             site: ctx.err_site,

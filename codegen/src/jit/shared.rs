@@ -14,7 +14,9 @@
 //! compiler's mutex. A context goes back to the pool empty (tapes emptied,
 //! arena freed), so one call's failure leaves nothing behind for another.
 
+use super::STACK_MARGIN as MARGIN;
 use super::code::{Code, Local, Provider};
+use super::stack::on_own_stack;
 use super::thread_stack_budget;
 use crate::CodegenError;
 use irad_ir::func::{FuncId, FuncRef, Module};
@@ -26,6 +28,13 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 /// Contexts kept for reuse: more threads than this at once still work, the
 /// extra contexts are made and dropped per call.
 const POOL: usize = 32;
+
+thread_local! {
+    /// A small context kept by the thread (any JIT's: a context does not
+    /// depend on the code it runs), tried before the pool: no atomic
+    /// operation on the common path of one thread calling again and again.
+    static SPARE: std::cell::Cell<Option<Box<Local>>> = const { std::cell::Cell::new(None) };
+}
 
 /// A JIT that owns its module and rule provider and that many threads call
 /// at once through `&self`; see the module documentation.
@@ -167,9 +176,12 @@ impl SharedJit {
     /// A context for a sequence of runs that share tapes (reverse mode's
     /// forward sweep, then its pullback), given back when dropped.
     pub fn session(&self) -> JitSession<'_> {
+        let local = SPARE
+            .with(std::cell::Cell::take)
+            .unwrap_or_else(|| self.pool.take());
         JitSession {
             jit: self,
-            local: Some(self.pool.take()),
+            local: Some(local),
             pinned: Vec::new(),
         }
     }
@@ -227,6 +239,60 @@ impl JitSession<'_> {
         let res = jit.code.run(self.local(), &mut pinned, f, args, opts);
         self.pinned = pinned;
         res
+    }
+
+    /// Runs `f` with this session, on the session's own stack when the
+    /// thread has less stack left than the JIT's budget: the runs and calls
+    /// `f` makes then switch stacks no more (once per gradient rather than
+    /// once per call).
+    pub fn with_stack<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let need = self.jit.code.stack_budget.saturating_add(MARGIN);
+        let local = self.local();
+        if local.on_own || stacker::remaining_stack().is_some_and(|left| left >= need) {
+            return f(self);
+        }
+        let mut stack = local.own_stack.take();
+        local.on_own = true;
+        let out = on_own_stack(&mut stack, need, || f(self));
+        let local = self.local();
+        local.own_stack = stack;
+        local.on_own = false;
+        out
+    }
+
+    /// Runs `f` with this session in place on the thread's stack, with
+    /// what is left of it (less a margin) as the stack budget when that is
+    /// less than the JIT's; if the compiled code runs out of it, resets the
+    /// session (tapes, arena) and runs `f` again on the session's own stack
+    /// with the full budget ([`JitSession::with_stack`]). For calls that
+    /// can be repeated from the start (typed calls copy their arguments):
+    /// it saves the switch of stacks when the thread's stack suffices.
+    pub fn try_in_place<R>(
+        &mut self,
+        mut f: impl FnMut(&mut Self) -> Result<R, RunError>,
+    ) -> Result<R, RunError> {
+        let budget = self.jit.code.stack_budget;
+        let need = budget.saturating_add(MARGIN);
+        let local = self.local();
+        let left = stacker::remaining_stack().unwrap_or(0);
+        if local.on_own || local.shallow || left >= need {
+            return f(self);
+        }
+        // Less than 64 KiB besides the margin: not worth a try.
+        if left > MARGIN + (1 << 16) {
+            local.shallow = true;
+            local.last_trap = irad_runtime::NO_TRAP;
+            let res = f(self);
+            let local = self.local();
+            local.shallow = false;
+            let out_of_stack = local.last_trap == irad_runtime::TrapKind::Stack.code();
+            if res.is_ok() || !out_of_stack {
+                return res;
+            }
+            local.reset();
+            self.pinned.clear();
+        }
+        self.with_stack(f)
     }
 
     /// The session's reusable buffers.
@@ -288,7 +354,23 @@ impl Drop for JitSession<'_> {
             local.reset();
             // After the reset: no tape points into these any more.
             self.pinned.clear();
-            self.jit.pool.put(local);
+            let local = if local.is_small() {
+                SPARE.with(|s| match s.take() {
+                    None => {
+                        s.set(Some(local));
+                        None
+                    }
+                    other => {
+                        s.set(other);
+                        Some(local)
+                    }
+                })
+            } else {
+                Some(local)
+            };
+            if let Some(local) = local {
+                self.jit.pool.put(local);
+            }
         }
     }
 }

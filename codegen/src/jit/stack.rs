@@ -67,11 +67,11 @@ impl Drop for OwnStack {
 /// Runs `call` on the context's own stack of at least `need` bytes (mapped
 /// on first use; a new one when the budget grew), or on a stack from
 /// `stacker` where none can be mapped.
-pub(crate) fn on_own_stack(
+pub(crate) fn on_own_stack<R>(
     own: &mut Option<OwnStack>,
     need: usize,
-    call: impl FnOnce() -> i8,
-) -> i8 {
+    call: impl FnOnce() -> R,
+) -> R {
     if own.as_ref().is_none_or(|s| s.size < need) {
         *own = OwnStack::map(need);
     }
