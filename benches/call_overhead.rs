@@ -8,7 +8,9 @@
 //! per call; the typed gradient is also timed from 2 threads sharing the
 //! gradient (the time per call per thread). Prints one line per figure;
 //! the results are in docs/performance.md. Run: `cargo bench --bench
-//! call_overhead`.
+//! call_overhead` (the built binary takes `--bench`, or `typed` for the
+//! typed gradient's figure alone, for a profiler; without either it does
+//! nothing, as under `cargo test --all-targets`).
 
 use irad::{ArgRef, GradOut, GradRequest, RunOptions, Val};
 use std::hint::black_box;
@@ -41,6 +43,12 @@ fn x_of(i: u32) -> f64 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // `cargo test --all-targets` runs bench binaries without `--bench`:
+    // nothing to time in a debug build.
+    let flags: Vec<String> = std::env::args().collect();
+    if !flags.iter().any(|a| a == "--bench" || a == "typed") {
+        return Ok(());
+    }
     let src = irad::Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * y + sin(x) }");
     let m = irad::load(&src)?;
     let f = irad::find_function(&src, &m, "f")?;
@@ -63,7 +71,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         v + dx + dy
     };
     // `call_overhead typed`: that figure alone (for a profiler).
-    if std::env::args().any(|a| a == "typed") {
+    if flags.iter().any(|a| a == "typed") {
         let ns: f64 = (0..10).map(|_| time(typed)).fold(f64::INFINITY, f64::min);
         println!("gradient, typed (gradient_into) {ns:6.1}");
         return Ok(());

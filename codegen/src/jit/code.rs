@@ -175,6 +175,9 @@ impl Local {
     /// Back to the state of a fresh context, keeping the buffers: empty
     /// tapes, the arena freed.
     pub(crate) fn reset(&mut self) {
+        // After a panic on the own stack these may still be set.
+        self.on_own = false;
+        self.shallow = false;
         self.rt.reset_tapes();
         self.rt.release_arrays();
         self.rt.sparse.clear();
