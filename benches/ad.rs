@@ -434,18 +434,18 @@ const VARIANTS: [&str; 7] = [
 /// gradient with respect to some arguments only, `@f.rev.wrtI_J`), and the
 /// gradient through `CompiledGradient::run`.
 struct Irad<'r> {
-    primal: irad::Compiled<'static>,
+    primal: irad::Compiled,
     pf: FuncId,
     /// What `irad::jit_reverse` makes, with `rev_wrt` in place of `rev`.
     rev: Jit<'r>,
     rf: FuncId,
     /// The forward sweep and the pullback that `rf` calls.
     pieces: (FuncId, FuncId),
-    grad: CompiledGradient<'r>,
+    grad: CompiledGradient,
     /// `grad` derived without activity analysis and not optimised.
-    plain: CompiledGradient<'r>,
+    plain: CompiledGradient,
     /// `grad` derived with activity analysis, not optimised.
-    active: CompiledGradient<'r>,
+    active: CompiledGradient,
 }
 
 impl<'r> Irad<'r> {
@@ -459,7 +459,7 @@ impl<'r> Irad<'r> {
         wrt: Option<&[usize]>,
         registry: &'r irad::rules::Registry,
     ) -> Irad<'r> {
-        let mut primal = irad::jit_primal(m).expect("the primal compiles");
+        let primal = irad::jit_primal(m).expect("the primal compiles");
         let pf = primal.func(name).expect("the function exists");
         primal.compile(pf).expect("the primal compiles");
         let all: Vec<usize> = (0..args.len()).collect();
@@ -470,7 +470,7 @@ impl<'r> Irad<'r> {
             wrt: wrt.map(<[usize]>::to_vec),
             ..GradOptions::default()
         };
-        let mut grad = irad::jit_gradient(
+        let grad = irad::jit_gradient(
             m,
             registry,
             &irad::GradRequest {
@@ -486,7 +486,7 @@ impl<'r> Irad<'r> {
                 activity,
                 ..grad_opts.clone()
             };
-            let mut g = irad::jit_gradient(
+            let g = irad::jit_gradient(
                 m,
                 registry,
                 &irad::GradRequest {
@@ -853,7 +853,7 @@ fn gmm(cfg: &Config, failures: &mut Vec<String>) -> CaseResult {
         wrt: Some(GMM_WRT.to_vec()),
         ..GradOptions::default()
     };
-    let mut fwd = irad::jit_gradient(
+    let fwd = irad::jit_gradient(
         &m,
         &registry,
         &irad::GradRequest {
@@ -1312,7 +1312,7 @@ fn forward_scaling(cfg: &Config, failures: &mut Vec<String>) -> Vec<ScalingPoint
             lanes: irad::ir::Lanes::dense(width).expect("a dense width"),
             ..GradOptions::default()
         };
-        let mut fwd = irad::jit_gradient(
+        let fwd = irad::jit_gradient(
             &m,
             &registry,
             &irad::GradRequest {
@@ -1327,7 +1327,7 @@ fn forward_scaling(cfg: &Config, failures: &mut Vec<String>) -> Vec<ScalingPoint
             lanes: irad::ir::Lanes::Sparse,
             ..GradOptions::default()
         };
-        let mut sparse = irad::jit_gradient(
+        let sparse = irad::jit_gradient(
             &m,
             &registry,
             &irad::GradRequest {
@@ -1340,7 +1340,7 @@ fn forward_scaling(cfg: &Config, failures: &mut Vec<String>) -> Vec<ScalingPoint
         sparse
             .compile()
             .expect("the sparse forward gradient compiles");
-        let mut rev = irad::jit_gradient(
+        let rev = irad::jit_gradient(
             &m,
             &registry,
             &irad::GradRequest {
@@ -1351,7 +1351,7 @@ fn forward_scaling(cfg: &Config, failures: &mut Vec<String>) -> Vec<ScalingPoint
         )
         .expect("the reverse gradient derives");
         rev.compile().expect("the reverse gradient compiles");
-        let mut primal = irad::jit_primal(&m).expect("the primal compiles");
+        let primal = irad::jit_primal(&m).expect("the primal compiles");
         let pf = primal.func("sum").expect("the function exists");
         primal.compile(pf).expect("the primal compiles");
         let out = fwd
@@ -1474,12 +1474,12 @@ fn compile_chain(cfg: &Config, failures: &mut Vec<String>) -> Vec<ChainPoint> {
             let t0 = Instant::now();
             let (m, f) = chain::chain(steps);
             let t1 = Instant::now();
-            let mut c = irad::jit_reverse(&m, &[f], &registry).expect("the chain derives");
+            let c = irad::jit_reverse(&m, &[f], &registry).expect("the chain derives");
             let t2 = Instant::now();
             let rev = c.func("chain.rev").expect("@chain.rev exists");
             c.compile(rev).expect("@chain.rev compiles");
             let t3 = Instant::now();
-            let mut p = irad::jit_primal(&m).expect("the primal compiles");
+            let p = irad::jit_primal(&m).expect("the primal compiles");
             p.compile(f).expect("the primal compiles");
             let t4 = Instant::now();
             for (k, d) in [t1 - t0, t2 - t1, t3 - t2, t3 - t0, t4 - t3]
@@ -1490,7 +1490,7 @@ fn compile_chain(cfg: &Config, failures: &mut Vec<String>) -> Vec<ChainPoint> {
             }
             last = Some((c, rev));
         }
-        if let Some((mut c, rev)) = last {
+        if let Some((c, rev)) = last {
             let out = c
                 .call(rev, &[Val::F64(x0), Val::F64(1.0)], &run_opts)
                 .expect("the chain runs");
@@ -1594,7 +1594,7 @@ fn jit_gradient_floats(
         lanes: irad::ir::Lanes::dense(8).expect("8 is not 0"),
         ..GradOptions::default()
     };
-    let mut g: CompiledGradient<'_> = irad::jit_gradient(
+    let g: CompiledGradient = irad::jit_gradient(
         m,
         registry,
         &irad::GradRequest {

@@ -93,7 +93,7 @@ enum Grad<'r> {
         rev: FuncId,
         call: Vec<Val>,
     },
-    Forward(crate::compiled::CompiledGradient<'r>),
+    Forward(crate::compiled::CompiledGradient),
 }
 
 /// Times `f` of `module` and its gradient (see the module documentation);
@@ -171,7 +171,7 @@ pub fn bench(
                 opts: opts.clone(),
                 schedule: Some(bopts.schedule.clone()),
             };
-            let mut g = jit_gradient(module, registry, &req)?;
+            let g = jit_gradient(module, registry, &req)?;
             g.compile().map_err(codegen)?;
             Grad::Forward(g)
         }

@@ -2,6 +2,14 @@
 //! (built with the builder API or parsed), its derived functions, and the
 //! JIT's native code for all of them, behind one owning handle.
 //!
+//! [`Compiled`] and [`CompiledGradient`] own everything they need (the
+//! module, the rule provider of function values met at run time and a copy
+//! of the rule registry it reads), are `Send + Sync`, and are called through
+//! `&self`: many threads may call one at once, each call with a runtime
+//! context (tapes, arena, stack) of its own (docs/codegen.md, "The JIT").
+//! [`CompiledGradient::gradient_into`] is the typed, allocation-free call
+//! (`crate::typed`).
+//!
 //! ```
 //! use irad::ir::{FuncBuilder, Module, Prim, Type};
 //! use irad::ir::interp::{RunOptions, Val};
@@ -18,7 +26,7 @@
 //! b.ret(y.into()).unwrap();
 //!
 //! let registry = irad::rules::Registry::new();
-//! let mut c = irad::jit_reverse(&m, &[f], &registry).unwrap();
+//! let c = irad::jit_reverse(&m, &[f], &registry).unwrap();
 //! // @f.rev: the arguments, then the seed; returns (value, dx).
 //! let rev = c.func("f.rev").unwrap();
 //! let out = c.call(rev, &[Val::F64(2.0), Val::F64(1.0)], &RunOptions::default()).unwrap();
@@ -29,7 +37,7 @@
 //! ```
 
 use crate::GradRequest;
-use crate::codegen::{CodegenError, Jit};
+use crate::codegen::{CodegenError, JitSession, SharedJit};
 use irad_ir::interp::{RuleProvider, RunError, RunOptions, Val};
 use irad_ir::{FuncId, Module};
 use irad_passes::forward::grad::GradError;
@@ -40,6 +48,7 @@ use irad_passes::stages::{
 };
 use irad_passes::{PassError, Step};
 use irad_rules::Registry;
+use std::sync::{Arc, OnceLock};
 
 /// Why a module could not be compiled or a compiled function failed.
 #[derive(Debug, thiserror::Error)]
@@ -62,13 +71,14 @@ pub enum CompiledError {
 }
 
 /// A module with its derived functions, compiled by the JIT (on first call of
-/// each function), owning everything it needs; `'r` is the rule registry's
-/// borrow (rules of function values met at run time are derived with it).
-pub struct Compiled<'r> {
-    jit: Jit<'r>,
+/// each function), owning everything it needs (rules of function values met
+/// at run time are derived with its own copy of the registry). `Send +
+/// Sync`: threads share one through `&Compiled` (or an `Arc`).
+pub struct Compiled {
+    jit: SharedJit,
 }
 
-impl Compiled<'_> {
+impl Compiled {
     /// The module with every derived function (and every rule added at run time).
     ///
     /// ```
@@ -106,18 +116,21 @@ impl Compiled<'_> {
     /// let src = irad::Source::new("f.irad", "fn f(x: f64) -> f64 { x * sin(x) }");
     /// let m = irad::load(&src)?;
     /// let f = irad::find_function(&src, &m, "f")?;
-    /// let mut c = irad::jit_primal(&m)?;
+    /// let c = irad::jit_primal(&m)?;
     /// c.compile(f)?; // the first call below pays no compile time
     /// let v = c.call(f, &[irad::Val::F64(0.0)], &Default::default())?;
     /// assert_eq!(v.display(c.module()), "0.0");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn compile(&mut self, f: FuncId) -> Result<(), CompiledError> {
+    pub fn compile(&self, f: FuncId) -> Result<(), CompiledError> {
         Ok(self.jit.compile(f)?)
     }
 
     /// Calls `f` on `args` in native code; the same results and errors as the
-    /// interpreter's `run`.
+    /// interpreter's `run`. Each call has a runtime context of its own: tapes
+    /// start empty and are emptied after (a reverse rule's forward sweep and
+    /// pullback, called one after the other, share one through
+    /// [`Compiled::session`]).
     ///
     /// ```
     /// use irad::{RunOptions, Val};
@@ -125,7 +138,7 @@ impl Compiled<'_> {
     /// let src = irad::Source::new("f.irad", "fn f(n: i64) -> i64 { 100 / n }");
     /// let m = irad::load(&src)?;
     /// let f = irad::find_function(&src, &m, "f")?;
-    /// let mut c = irad::jit_primal(&m)?;
+    /// let c = irad::jit_primal(&m)?;
     /// let v = c.call(f, &[Val::I64(7)], &RunOptions::default())?;
     /// assert_eq!(v.display(c.module()), "14");
     /// // Division by zero is an error returned to the caller, not a signal.
@@ -133,13 +146,31 @@ impl Compiled<'_> {
     /// assert!(err.to_string().contains("division by zero"), "{err}");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn call(
-        &mut self,
-        f: FuncId,
-        args: &[Val],
-        opts: &RunOptions,
-    ) -> Result<Val, CompiledError> {
+    pub fn call(&self, f: FuncId, args: &[Val], opts: &RunOptions) -> Result<Val, CompiledError> {
         Ok(self.jit.run(f, args, opts)?)
+    }
+
+    /// A runtime context for calls that share tapes, given back when
+    /// dropped: `@f.rev.fwd`, then `@f.rev.back` with the seed.
+    ///
+    /// ```
+    /// use irad::Val;
+    ///
+    /// let src = irad::Source::new("f.irad", "fn f(x: f64) -> f64 { x * sin(x) }");
+    /// let m = irad::load(&src)?;
+    /// let f = irad::find_function(&src, &m, "f")?;
+    /// let registry = irad::rules::Registry::new();
+    /// let c = irad::jit_reverse(&m, &[f], &registry)?;
+    /// let (fwd, back) = (c.func("f.rev.fwd").ok_or("no fwd")?, c.func("f.rev.back").ok_or("no back")?);
+    /// let mut s = c.session();
+    /// let y = s.run(fwd, &[Val::F64(2.0)], &Default::default())?;
+    /// let dx = s.run(back, &[Val::F64(1.0)], &Default::default())?;
+    /// assert_eq!(y.display(c.module()), format!("{:?}", 2.0 * 2.0f64.sin()));
+    /// assert_eq!(dx.display(c.module()), format!("{:?}", 2.0f64.sin() + 2.0 * 2.0f64.cos()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn session(&self) -> JitSession<'_> {
+        self.jit.session()
     }
 }
 
@@ -149,17 +180,17 @@ impl Compiled<'_> {
 /// let m = irad::ir::text::parse_module(
 ///     "func @twice(%x: f64) -> f64 {\n#1:\n  %2 = call add(%x, %x) :: f64\n  return %2\n}\n",
 /// )?;
-/// let mut c = irad::jit_primal(&m)?;
+/// let c = irad::jit_primal(&m)?;
 /// let twice = c.func("twice").ok_or("no @twice")?;
 /// let v = c.call(twice, &[irad::Val::F64(1.25)], &Default::default())?;
 /// assert_eq!(v.display(c.module()), "2.5");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn jit_primal(module: &Module) -> Result<Compiled<'static>, CompiledError> {
+pub fn jit_primal(module: &Module) -> Result<Compiled, CompiledError> {
     let mut m = module.clone();
     normalise_and(&mut m, &mut [])?;
     Ok(Compiled {
-        jit: Jit::owning(m, None)?,
+        jit: SharedJit::new(m, None)?,
     })
 }
 
@@ -177,7 +208,7 @@ pub fn jit_primal(module: &Module) -> Result<Compiled<'static>, CompiledError> {
 /// let m = irad::load(&src)?;
 /// let f = irad::find_function(&src, &m, "s")?;
 /// let registry = irad::rules::Registry::new();
-/// let mut c = irad::jit_reverse(&m, &[f], &registry)?;
+/// let c = irad::jit_reverse(&m, &[f], &registry)?;
 /// let rev = c.func("s.rev").ok_or("no @s.rev")?;
 /// let shadow = ArrayRef::new(ArrayData::F64(vec![0.0, 0.0]));
 /// let x = Val::f64_array(vec![3.0, 4.0]);
@@ -186,24 +217,25 @@ pub fn jit_primal(module: &Module) -> Result<Compiled<'static>, CompiledError> {
 /// assert_eq!(Val::Array(shadow).display(c.module()), "[4.0, 3.0]");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn jit_reverse<'r>(
+pub fn jit_reverse(
     module: &Module,
     funcs: &[FuncId],
-    registry: &'r Registry,
-) -> Result<Compiled<'r>, CompiledError> {
-    let mut m = module.clone();
-    let mut stage = ReverseStage::new(Reverse::new(registry), funcs.to_vec(), None);
-    // An empty `funcs` derives nothing (a stage's empty roots mean all).
-    let stages = if funcs.is_empty() {
-        &mut [][..]
-    } else {
-        &mut [Step::Stage(&mut stage)][..]
-    };
-    normalise_and(&mut m, stages)?;
-    let provider: Box<dyn RuleProvider + 'r> = Box::new(stage.rev);
-    Ok(Compiled {
-        jit: Jit::owning(m, Some(provider))?,
-    })
+    registry: &Registry,
+) -> Result<Compiled, CompiledError> {
+    let jit = SharedJit::with_owner(Arc::new(registry.clone()), |registry| {
+        let mut m = module.clone();
+        let mut stage = ReverseStage::new(Reverse::new(registry), funcs.to_vec(), None);
+        // An empty `funcs` derives nothing (a stage's empty roots mean all).
+        let stages = if funcs.is_empty() {
+            &mut [][..]
+        } else {
+            &mut [Step::Stage(&mut stage)][..]
+        };
+        normalise_and(&mut m, stages)?;
+        let provider: Box<dyn RuleProvider + Send + '_> = Box::new(stage.rev);
+        Ok::<_, CompiledError>((m, Some(provider)))
+    })?;
+    Ok(Compiled { jit })
 }
 
 /// `module` normalised, with the forward rule with `width` lanes (`@f.fwd`,
@@ -216,32 +248,33 @@ pub fn jit_reverse<'r>(
 /// let m = irad::load(&src)?;
 /// let f = irad::find_function(&src, &m, "f")?;
 /// let registry = irad::rules::Registry::new();
-/// let mut c = irad::jit_forward(&m, &[f], irad::ir::Lanes::ONE, &registry)?;
+/// let c = irad::jit_forward(&m, &[f], irad::ir::Lanes::ONE, &registry)?;
 /// let fwd = c.func("f.fwd").ok_or("no @f.fwd")?;
 /// let x = Val::Dual(vec![Val::F64(2.0), Val::F64(1.0)].into());
 /// let y = c.call(fwd, &[x], &Default::default())?;
 /// assert_eq!(y.display(c.module()), "dual(8.0, 12.0)");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn jit_forward<'r>(
+pub fn jit_forward(
     module: &Module,
     funcs: &[FuncId],
     width: irad_ir::Lanes,
-    registry: &'r Registry,
-) -> Result<Compiled<'r>, CompiledError> {
-    let mut m = module.clone();
-    let mut stage = ForwardStage::new(Forward::new(registry), funcs.to_vec(), width);
-    // An empty `funcs` derives nothing (a stage's empty roots mean all).
-    let stages = if funcs.is_empty() {
-        &mut [][..]
-    } else {
-        &mut [Step::Stage(&mut stage)][..]
-    };
-    normalise_and(&mut m, stages)?;
-    let provider: Box<dyn RuleProvider + 'r> = Box::new(stage.fwd);
-    Ok(Compiled {
-        jit: Jit::owning(m, Some(provider))?,
-    })
+    registry: &Registry,
+) -> Result<Compiled, CompiledError> {
+    let jit = SharedJit::with_owner(Arc::new(registry.clone()), |registry| {
+        let mut m = module.clone();
+        let mut stage = ForwardStage::new(Forward::new(registry), funcs.to_vec(), width);
+        // An empty `funcs` derives nothing (a stage's empty roots mean all).
+        let stages = if funcs.is_empty() {
+            &mut [][..]
+        } else {
+            &mut [Step::Stage(&mut stage)][..]
+        };
+        normalise_and(&mut m, stages)?;
+        let provider: Box<dyn RuleProvider + Send + '_> = Box::new(stage.fwd);
+        Ok::<_, CompiledError>((m, Some(provider)))
+    })?;
+    Ok(Compiled { jit })
 }
 
 /// Which AD mode a compiled gradient uses.
@@ -253,22 +286,28 @@ pub enum Mode {
     Reverse,
 }
 
-enum Plan {
+pub(crate) enum Plan {
     Forward(irad_passes::forward::grad::ForwardPlan),
     Reverse(irad_passes::reverse::grad::ReversePlan),
 }
 
 /// A gradient derived and compiled once, run many times: what `irad bench`
 /// times and what an embedder keeps. Its results are those of
-/// [`crate::grad_forward`] / [`crate::grad_reverse`] with the JIT.
-pub struct CompiledGradient<'r> {
-    jit: Jit<'r>,
-    plan: Plan,
+/// [`crate::grad_forward`] / [`crate::grad_reverse`] with the JIT. It owns
+/// what it needs and is `Send + Sync`: threads call one at once through
+/// `&self`, each call with its own tapes, arena and stack.
+pub struct CompiledGradient {
+    pub(crate) jit: SharedJit,
+    pub(crate) plan: Plan,
     /// `f` in the compiled module.
-    func: FuncId,
+    pub(crate) func: FuncId,
+    /// Which arguments the gradient is taken with respect to.
+    pub(crate) wrt: Vec<bool>,
+    /// The entry points of typed calls, made on the first.
+    pub(crate) typed: OnceLock<Result<crate::typed::TypedPlan, String>>,
 }
 
-impl CompiledGradient<'_> {
+impl CompiledGradient {
     /// The module with `f`, its derived functions and any rule added since.
     ///
     /// ```
@@ -279,7 +318,7 @@ impl CompiledGradient<'_> {
     /// let f = irad::find_function(&src, &m, "f")?;
     /// let registry = irad::rules::Registry::new();
     /// let args = [Val::F64(3.0), Val::F64(2.0)];
-    /// let mut g = irad::jit_gradient(&m, &registry, &GradRequest::new(f, &args))?;
+    /// let g = irad::jit_gradient(&m, &registry, &GradRequest::new(f, &args))?;
     /// assert_eq!(g.module()[g.func()].name, "f");
     /// assert!(g.module().len() > m.len()); // the reverse pieces were added
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -299,7 +338,7 @@ impl CompiledGradient<'_> {
     /// let f = irad::find_function(&src, &m, "f")?;
     /// let registry = irad::rules::Registry::new();
     /// let args = [Val::F64(3.0), Val::F64(2.0)];
-    /// let mut g = irad::jit_gradient(&m, &registry, &GradRequest::new(f, &args))?;
+    /// let g = irad::jit_gradient(&m, &registry, &GradRequest::new(f, &args))?;
     /// assert_eq!(g.func(), f);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -319,7 +358,7 @@ impl CompiledGradient<'_> {
     /// let f = irad::find_function(&src, &m, "f")?;
     /// let registry = irad::rules::Registry::new();
     /// let args = [Val::F64(3.0), Val::F64(2.0)];
-    /// let mut g = irad::jit_gradient(&m, &registry, &GradRequest::new(f, &args))?;
+    /// let g = irad::jit_gradient(&m, &registry, &GradRequest::new(f, &args))?;
     /// for (x, dx) in [(3.0, 12.0), (1.0, 4.0)] {
     ///     let r = g.run(&[Val::F64(x), Val::F64(2.0)], &Default::default())?;
     ///     let m = g.module();
@@ -328,14 +367,15 @@ impl CompiledGradient<'_> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn run(
-        &mut self,
+        &self,
         args: &[Val],
         opts: &RunOptions,
     ) -> Result<irad_passes::forward::grad::Gradient, irad_passes::forward::grad::GradError> {
-        match &self.plan {
-            Plan::Forward(p) => p.run(&mut self.jit, args, opts),
-            Plan::Reverse(p) => p.run(&mut self.jit, args, opts),
-        }
+        let mut session = self.jit.session();
+        session.with_stack(|s| match &self.plan {
+            Plan::Forward(p) => p.run(s, args, opts),
+            Plan::Reverse(p) => p.run(s, args, opts),
+        })
     }
 
     /// Runs `f` itself (the primal) in the same compiled module.
@@ -348,12 +388,12 @@ impl CompiledGradient<'_> {
     /// let f = irad::find_function(&src, &m, "f")?;
     /// let registry = irad::rules::Registry::new();
     /// let args = [Val::F64(3.0), Val::F64(2.0)];
-    /// let mut g = irad::jit_gradient(&m, &registry, &GradRequest::new(f, &args))?;
+    /// let g = irad::jit_gradient(&m, &registry, &GradRequest::new(f, &args))?;
     /// let v = g.run_primal(&args, &Default::default())?;
     /// assert_eq!(v.display(g.module()), "18.0");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn run_primal(&mut self, args: &[Val], opts: &RunOptions) -> Result<Val, RunError> {
+    pub fn run_primal(&self, args: &[Val], opts: &RunOptions) -> Result<Val, RunError> {
         self.jit.run(self.func, args, opts)
     }
 
@@ -368,13 +408,13 @@ impl CompiledGradient<'_> {
     /// let f = irad::find_function(&src, &m, "f")?;
     /// let registry = irad::rules::Registry::new();
     /// let args = [Val::F64(3.0), Val::F64(2.0)];
-    /// let mut g = irad::jit_gradient(&m, &registry, &GradRequest::new(f, &args))?;
+    /// let g = irad::jit_gradient(&m, &registry, &GradRequest::new(f, &args))?;
     /// g.compile()?;
     /// let r = g.run(&args, &Default::default())?;
     /// assert_eq!(r.value.display(g.module()), "18.0");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn compile(&mut self) -> Result<(), CodegenError> {
+    pub fn compile(&self) -> Result<(), CodegenError> {
         self.jit.compile(self.func)?;
         let ids: Vec<FuncId> = self.plan_funcs();
         for id in ids {
@@ -413,7 +453,7 @@ impl CompiledGradient<'_> {
 /// let opts = GradOptions { lanes, ..GradOptions::default() };
 /// for mode in [Mode::Forward, Mode::Reverse] {
 ///     let req = GradRequest { mode, opts: opts.clone(), ..GradRequest::new(f, &args) };
-///     let mut g = irad::jit_gradient(&m, &registry, &req).map_err(|e| irad::grad_error(&src, e))?;
+///     let g = irad::jit_gradient(&m, &registry, &req).map_err(|e| irad::grad_error(&src, e))?;
 ///     let r = g.run(&args, &Default::default()).map_err(|e| irad::grad_error(&src, e))?;
 ///     assert_eq!(r.value.display(g.module()), "14.0");
 ///     assert_eq!(r.gradient[0].as_ref().map(|d| d.display(g.module())).as_deref(), Some("[2.0, 4.0, 6.0]"));
@@ -426,40 +466,59 @@ impl CompiledGradient<'_> {
 ///     schedule: Some(irad::read_schedule(Some("normalise(fold <+ identities); try(dce)"))?),
 ///     ..GradRequest::new(id, &args)
 /// };
-/// let mut g = irad::jit_gradient(&f2, &registry, &req).map_err(|e| irad::grad_error(&src, e))?;
+/// let g = irad::jit_gradient(&f2, &registry, &req).map_err(|e| irad::grad_error(&src, e))?;
 /// let r = g.run(&args, &Default::default()).map_err(|e| irad::grad_error(&src, e))?;
 /// assert_eq!(r.gradient[0].as_ref().map(|d| d.display(g.module())).as_deref(), Some("1.0"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn jit_gradient<'r>(
+pub fn jit_gradient(
     module: &Module,
-    registry: &'r Registry,
+    registry: &Registry,
     req: &GradRequest<'_>,
-) -> Result<CompiledGradient<'r>, GradError> {
+) -> Result<CompiledGradient, GradError> {
     let (f, args, opts) = (req.func, req.args, &req.opts);
     let schedule = req.schedule();
-    let mut m = module.clone();
-    let mut opt = OptimiseStage::new(&schedule, Scope::From(m.len()));
-    let (plan, provider): (Option<Plan>, Box<dyn RuleProvider + 'r>) = match req.mode {
-        Mode::Forward => {
-            let mut stage = ForwardGradStage::new(Forward::new(registry), f, args, opts);
-            let mut stages = [Step::Stage(&mut stage), Step::Stage(&mut opt)];
-            normalise_and(&mut m, &mut stages).map_err(into_grad_error)?;
-            (stage.plan.map(Plan::Forward), Box::new(stage.cache))
-        }
-        Mode::Reverse => {
-            let mut stage = ReverseGradStage::new(Reverse::new(registry), f, args, opts);
-            let mut stages = [Step::Stage(&mut stage), Step::Stage(&mut opt)];
-            normalise_and(&mut m, &mut stages).map_err(into_grad_error)?;
-            (stage.plan.map(Plan::Reverse), Box::new(stage.cache))
-        }
+    let mut plan = None;
+    let made = SharedJit::with_owner(Arc::new(registry.clone()), |registry| {
+        let mut m = module.clone();
+        let mut opt = OptimiseStage::new(&schedule, Scope::From(m.len()));
+        let provider: Box<dyn RuleProvider + Send + '_> = match req.mode {
+            Mode::Forward => {
+                let mut stage = ForwardGradStage::new(Forward::new(registry), f, args, opts);
+                let mut stages = [Step::Stage(&mut stage), Step::Stage(&mut opt)];
+                normalise_and(&mut m, &mut stages)?;
+                plan = stage.plan.map(Plan::Forward);
+                Box::new(stage.cache)
+            }
+            Mode::Reverse => {
+                let mut stage = ReverseGradStage::new(Reverse::new(registry), f, args, opts);
+                let mut stages = [Step::Stage(&mut stage), Step::Stage(&mut opt)];
+                normalise_and(&mut m, &mut stages)?;
+                plan = stage.plan.map(Plan::Reverse);
+                Box::new(stage.cache)
+            }
+        };
+        Ok::<_, CompiledError>((m, Some(provider)))
+    });
+    let jit = match made {
+        Ok(jit) => jit,
+        Err(CompiledError::Codegen(e)) => return Err(GradError::Run(RunError::new(e.loc, e.msg))),
+        Err(e) => return Err(into_grad_error(e)),
     };
     let plan = plan.ok_or_else(|| GradError::Invalid {
         loc: irad_ir::Location::default(),
         msg: irad_ir::interp::internal_message("the gradient stage made no plan"),
     })?;
-    let jit = Jit::owning(m, Some(provider)).map_err(|e| RunError::new(e.loc, e.msg))?;
-    Ok(CompiledGradient { jit, plan, func: f })
+    let wrt = (0..args.len())
+        .map(|i| opts.wrt.as_ref().is_none_or(|w| w.contains(&i)))
+        .collect();
+    Ok(CompiledGradient {
+        jit,
+        plan,
+        func: f,
+        wrt,
+        typed: OnceLock::new(),
+    })
 }
 
 /// Runs the normalisation pipeline, then `stages`, over `m` through the pass

@@ -19,7 +19,10 @@
 //! shape with f64 entries; [`parse_tangent`] and [`parse_seed`] read their
 //! directions (`irad jvp`, `irad grad --seed`, `irad jacobian`).
 //! Native code: [`jit_gradient`] keeps a gradient compiled by the JIT
-//! ([`CompiledGradient`]), [`jit_reverse`] / [`jit_forward`] / [`jit_primal`] a
+//! ([`CompiledGradient`]: `Send + Sync`, called through `&self` from many
+//! threads at once, with typed, allocation-free calls
+//! [`CompiledGradient::gradient_into`] taking [`ArgRef`]s and writing
+//! [`GradOut`]s), [`jit_reverse`] / [`jit_forward`] / [`jit_primal`] a
 //! whole module ([`Compiled`]), and [`emit`] writes an object file with a C ABI
 //! and its header as an [`EmitRequest`] asks (`irad emit`).
 //! Every stage (normalisation, forward and reverse mode, the optimiser,
@@ -161,6 +164,7 @@ mod hvp;
 mod json;
 mod rule_checks;
 mod schedule;
+mod typed;
 
 pub use bench::{BenchOptions, BenchReport, MAX_RUNS, MIN_RUNS, MIN_SAMPLE_TIME, bench};
 pub use check_grad::{
@@ -190,6 +194,7 @@ pub use irad_rules as rules;
 pub use json::value_to_json;
 pub use rule_checks::{RuleChecks, check_rules};
 pub use schedule::{optimise_from, read_schedule};
+pub use typed::{ArgRef, GradOut};
 
 use irad_passes::Step;
 use irad_passes::forward::Forward;

@@ -4,6 +4,8 @@
 //! - [`Jit`] compiles in process and runs functions on the interpreter's
 //!   values ([`irad_ir::interp::Val`]), with the interpreter's results and
 //!   errors: compiled code must agree with the interpreter bit for bit.
+//!   [`SharedJit`] is the same, owning its module, for many threads at
+//!   once (each call or [`JitSession`] with a runtime context of its own).
 //! - `layout` fixes how each IR type is represented (docs/codegen.md);
 //!   `lower` translates functions, shared by the JIT and the object backend.
 //! - [`emit_object`] writes an object file with a C ABI and its header
@@ -25,7 +27,10 @@ pub use cabi::{Export, ExportKind};
 pub use error::CodegenError;
 /// The run-time library compiled code calls (status codes, context layout).
 pub use irad_runtime as runtime;
-pub use jit::{DEFAULT_STACK_BUDGET, Jit, jit_with_rules, set_thread_stack_budget};
+pub use jit::{
+    DEFAULT_STACK_BUDGET, Entry, Jit, JitSession, Scratch, SharedJit, jit_with_rules,
+    set_thread_stack_budget,
+};
 pub use object::{
     DefinedExports, ObjectFile, ObjectOptions, define_in_module, emit_object,
     native_isa_for_objects, runtime_symbols,

@@ -42,13 +42,13 @@ pub fn gradients(
             .collect()
     };
     // Reverse mode, the default schedule and options: GradRequest::new.
-    let mut rev = irad::jit_gradient(module, &registry, &GradRequest::new(f, &args))?;
+    let rev = irad::jit_gradient(module, &registry, &GradRequest::new(f, &args))?;
     rev.compile()?;
     let g = rev.run(&args, &RunOptions::default())?;
     let Val::F64(value) = g.value else {
         return Err("the value is not an f64".into());
     };
-    let mut fwd = irad::jit_gradient(
+    let fwd = irad::jit_gradient(
         module,
         &registry,
         &GradRequest {

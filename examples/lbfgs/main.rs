@@ -2,7 +2,9 @@
 //! function of `examples/rosenbrock.irad`, in 10 dimensions, minimised with
 //! L-BFGS (and a More-Thuente line search) from the `argmin` crate. irad
 //! derives and JIT-compiles the gradient once; argmin calls the compiled
-//! value and gradient at every point it tries.
+//! value and gradient at every point it tries, through the typed calls
+//! (`value`, `gradient_into`: slices in, the gradient written into argmin's
+//! vector, no boxed values).
 //!
 //! Run it with `cargo run --release --example lbfgs`; `tests/lbfgs_example.rs`
 //! runs [`minimise`] and checks the minimum it finds.
@@ -10,9 +12,8 @@
 use argmin::core::{CostFunction, Executor, Gradient, State};
 use argmin::solver::linesearch::MoreThuenteLineSearch;
 use argmin::solver::quasinewton::LBFGS;
-use irad::ir::interp::value::ArrayData;
-use irad::{CompiledGradient, GradRequest, Source, Val};
-use std::cell::{Cell, RefCell};
+use irad::{ArgRef, CompiledGradient, GradOut, GradRequest, Source, Val};
+use std::cell::Cell;
 use std::rc::Rc;
 
 /// The program: the Rosenbrock function over an array, as the examples
@@ -35,11 +36,10 @@ pub struct Minimum {
 }
 
 /// The problem argmin sees: the compiled value and gradient of
-/// `@rosenbrock`. `CompiledGradient::run` takes `&mut self` and argmin's
-/// traits `&self`, hence the `RefCell`.
-struct Rosenbrock<'r> {
+/// `@rosenbrock` (callable through `&self`, as argmin's traits call).
+struct Rosenbrock {
     src: Source,
-    grad: RefCell<CompiledGradient<'r>>,
+    grad: CompiledGradient,
     /// Calls of the value and of the gradient, shared with [`minimise`].
     calls: Rc<Cell<(usize, usize)>>,
 }
@@ -49,55 +49,31 @@ fn argmin_error(src: &Source, e: impl Into<irad::Error>) -> argmin::core::Error 
     argmin::core::Error::msg(e.into().in_file(&src.name).render(&[src]))
 }
 
-/// The f64 entries of an `[f64]` value.
-fn floats(v: &Val) -> Option<Vec<f64>> {
-    match v {
-        Val::Array(a) => match &*a.0.borrow() {
-            ArrayData::F64(xs) => Some(xs.clone()),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-impl CostFunction for Rosenbrock<'_> {
+impl CostFunction for Rosenbrock {
     type Param = Vec<f64>;
     type Output = f64;
 
     fn cost(&self, x: &Vec<f64>) -> Result<f64, argmin::core::Error> {
         let (c, g) = self.calls.get();
         self.calls.set((c + 1, g));
-        let v = self
-            .grad
-            .borrow_mut()
-            .run_primal(&[Val::f64_array(x.clone())], &Default::default())
-            .map_err(|e| argmin_error(&self.src, e))?;
-        match v {
-            Val::F64(c) => Ok(c),
-            _ => Err(argmin::core::Error::msg(
-                "@rosenbrock did not return an f64",
-            )),
-        }
+        self.grad
+            .value(&[ArgRef::Slice(x)])
+            .map_err(|e| argmin_error(&self.src, e))
     }
 }
 
-impl Gradient for Rosenbrock<'_> {
+impl Gradient for Rosenbrock {
     type Param = Vec<f64>;
     type Gradient = Vec<f64>;
 
     fn gradient(&self, x: &Vec<f64>) -> Result<Vec<f64>, argmin::core::Error> {
         let (c, g) = self.calls.get();
         self.calls.set((c, g + 1));
-        let g = self
-            .grad
-            .borrow_mut()
-            .run(&[Val::f64_array(x.clone())], &Default::default())
+        let mut g = vec![0.0; x.len()];
+        self.grad
+            .gradient_into(&[ArgRef::Slice(x)], &mut [GradOut::Slice(&mut g)])
             .map_err(|e| argmin_error(&self.src, e))?;
-        g.gradient
-            .first()
-            .and_then(|d| d.as_ref())
-            .and_then(floats)
-            .ok_or_else(|| argmin::core::Error::msg("the gradient is not an [f64]"))
+        Ok(g)
     }
 }
 
@@ -111,13 +87,13 @@ pub fn minimise(x0: Vec<f64>) -> Result<Minimum, Box<dyn std::error::Error>> {
     // Derived (reverse mode), optimised and compiled once, for arguments
     // shaped like x0.
     let args = [Val::f64_array(x0.clone())];
-    let mut grad = irad::jit_gradient(&module, &registry, &GradRequest::new(f, &args))
+    let grad = irad::jit_gradient(&module, &registry, &GradRequest::new(f, &args))
         .map_err(|e| irad::Error::from(e).in_file(&src.name).render(&[&src]))?;
     grad.compile()?;
     let calls = Rc::new(Cell::new((0, 0)));
     let problem = Rosenbrock {
         src,
-        grad: RefCell::new(grad),
+        grad,
         calls: Rc::clone(&calls),
     };
     let solver = LBFGS::new(MoreThuenteLineSearch::new(), 7)

@@ -190,9 +190,25 @@ impl Runtime {
             .reserve_exact(MAX_TAPES.saturating_sub(self.tapes.len()));
     }
 
+    /// Empties every tape, keeping its buffer for later pushes: for a
+    /// context reused by another call, whatever the last one left.
+    pub fn reset_tapes(&mut self) {
+        for t in &mut self.tapes {
+            t.top = t.base;
+        }
+    }
+
     /// Whether every tape is empty.
     pub fn tapes_empty(&self) -> bool {
         self.tapes.iter().all(|t| t.top == t.base)
+    }
+
+    /// Bytes the tapes' buffers hold (used or not).
+    pub fn tape_capacity(&self) -> u64 {
+        self.tapes
+            .iter()
+            .map(|t| (t.end as usize).wrapping_sub(t.base as usize) as u64)
+            .sum()
     }
 
     /// Bytes on all tapes now.
