@@ -297,6 +297,11 @@ struct GradCmd {
     /// gradient.
     #[arg(long, value_name = "S", allow_hyphen_values = true)]
     seed: Option<String>,
+    /// Print the time of each stage (parse, check, ssa, normalise, derive,
+    /// optimise, codegen, cranelift, run) on stderr; with `--json`, as the
+    /// field "timings" of the JSON object instead (docs/cli.md).
+    #[arg(long)]
+    timings: bool,
 }
 
 /// What `jvp` and `jacobian` both take: the function, its arguments, where
@@ -857,6 +862,9 @@ fn grad(cmd: GradCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
              (`irad jvp` gives forward mode along a tangent)",
         );
     }
+    if cmd.timings {
+        irad::timings::enable(true);
+    }
     let Request {
         module,
         func,
@@ -898,12 +906,21 @@ fn grad(cmd: GradCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
                     .map_or(serde_json::Value::Null, |d| irad::value_to_json(d, &m))
             })
             .collect();
-        let json = serde_json::json!({
+        let mut json = serde_json::json!({
             "value": irad::value_to_json(&g.value, &m),
             "gradient": grads,
         });
+        if cmd.timings {
+            json["timings"] = irad::timings::to_json(&irad::timings::snapshot());
+        }
         out(&format!("{json}\n"));
     } else {
+        if cmd.timings {
+            emit(
+                &mut std::io::stderr(),
+                &irad::timings::to_text(&irad::timings::snapshot()),
+            );
+        }
         let f = &m[func];
         let mut text = format!("value: {}\ngradient:\n", g.value.display(&m));
         for (i, d) in g.gradient.iter().enumerate() {

@@ -395,10 +395,12 @@ impl State<'_> {
     fn finish(&mut self) -> Result<(), CodegenError> {
         let module = self.module.get();
         self.comp.define_pending(module)?;
-        self.comp
-            .backend
-            .finalize_definitions()
-            .map_err(CodegenError::backend)?;
+        irad_ir::timings::time(irad_ir::timings::Stage::Cranelift, || {
+            self.comp
+                .backend
+                .finalize_definitions()
+                .map_err(CodegenError::backend)
+        })?;
         while self.table.len() < self.comp.handles.len() {
             let fr = self.comp.handles[self.table.len()];
             let id = self.comp.funcs[&fr];

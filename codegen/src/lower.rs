@@ -52,6 +52,7 @@ use irad_ir::func::{
 };
 use irad_ir::loc::Location;
 use irad_ir::prim::Prim;
+use irad_ir::timings::{Stage, time};
 use irad_ir::types::{FnType, Type};
 use irad_passes::pe::{Inlined, Limits};
 use irad_runtime::{self as rt, RtSym, TrapKind};
@@ -394,6 +395,10 @@ impl<M: ClModule> Compiler<M> {
 
     /// Lowers `f` and defines it in the backend.
     fn define(&mut self, module: &Module, f: FuncRef) -> Result<(), CodegenError> {
+        time(Stage::Codegen, || self.define_untimed(module, f))
+    }
+
+    fn define_untimed(&mut self, module: &Module, f: FuncRef) -> Result<(), CodegenError> {
         // Lowering assumes what the verifier checks (operand types, SSA
         // dominance, phi entries): refuse anything else with its error.
         if let FuncRef::User(fid) = f
@@ -499,9 +504,11 @@ impl<M: ClModule> Compiler<M> {
             FunctionBuilderContext::new()
         };
         let res = res.and_then(|()| {
-            self.backend
-                .define_function(id, &mut ctx)
-                .map_err(|e| CodegenError::backend_in(e, &name_of(module, f)))
+            time(Stage::Cranelift, || {
+                self.backend
+                    .define_function(id, &mut ctx)
+                    .map_err(|e| CodegenError::backend_in(e, &name_of(module, f)))
+            })
         });
         if let (Ok(()), Some(log)) = (&res, &mut self.clif) {
             // `define_function` optimised and compiled `ctx.func` in place.
