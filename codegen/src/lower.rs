@@ -58,8 +58,8 @@ use irad_ir::timings::{Stage, time};
 use irad_ir::types::{FnType, Type};
 use irad_passes::pe::{Inlined, Limits};
 use irad_runtime::{self as rt, RtSym, TrapKind};
+use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
-use std::collections::HashMap;
 
 type Leaves = SmallVec<[ir::Value; 2]>;
 
@@ -141,23 +141,23 @@ impl<M: ClModule> Compiler<M> {
         let ctx = backend.make_context();
         Compiler {
             backend,
-            funcs: HashMap::new(),
+            funcs: HashMap::default(),
             handles: Vec::new(),
-            handle_of: HashMap::new(),
-            tapes: HashMap::new(),
+            handle_of: HashMap::default(),
+            tapes: HashMap::default(),
             tape_types: Vec::new(),
             sites: Vec::new(),
             pending: Vec::new(),
             defined: Vec::new(),
-            imports: HashMap::new(),
-            tables: HashMap::new(),
+            imports: HashMap::default(),
+            tables: HashMap::default(),
             grow: None,
             ctx,
             fctx: FunctionBuilderContext::new(),
             linkage: Linkage::Local,
             inline: Some(Limits::default()),
             recursive: None,
-            inlined_bodies: HashMap::new(),
+            inlined_bodies: HashMap::default(),
             clif: None,
             version_loops: true,
             fuse_loops: true,
@@ -440,9 +440,9 @@ impl<M: ClModule> Compiler<M> {
         let (inlined, unchecked) = match f {
             FuncRef::User(fid) if self.version_loops => match module.get(fid) {
                 Some(func) => version::version(func, inlined),
-                None => (inlined, std::collections::HashSet::new()),
+                None => (inlined, rustc_hash::FxHashSet::default()),
             },
-            _ => (inlined, std::collections::HashSet::new()),
+            _ => (inlined, rustc_hash::FxHashSet::default()),
         };
         let id = self.funcs[&f];
         let sig = self
@@ -468,20 +468,20 @@ impl<M: ClModule> Compiler<M> {
                 inl: inlined.as_ref(),
                 ret_err: ErrReturns::default(),
                 cur_frame: None,
-                frame_rets: HashMap::new(),
+                frame_rets: HashMap::default(),
                 frame_rets_unfilled: Vec::new(),
                 ret_leaves: Vec::new(),
                 vals: Vec::new(),
-                fimports: HashMap::new(),
-                table_gvs: HashMap::new(),
+                fimports: HashMap::default(),
+                table_gvs: HashMap::default(),
                 prechecked: None,
-                seg_tops: HashMap::new(),
+                seg_tops: HashMap::default(),
                 movable_pops: false,
-                checked: std::collections::HashSet::new(),
+                checked: rustc_hash::FxHashSet::default(),
                 in_range: unchecked,
                 cur_in_range: false,
-                vector: HashMap::new(),
-                known: HashMap::new(),
+                vector: HashMap::default(),
+                known: HashMap::default(),
                 fl_ctx: TRUSTED,
                 fl_tape: MemFlagsData::new().with_notrap(),
                 fl_array: TRUSTED,
@@ -681,10 +681,10 @@ struct Lower<'a, 'b, M: ClModule> {
     /// popped values stay live at once (slow register allocation, spills).
     movable_pops: bool,
     /// Index and length pairs checked in the current block.
-    checked: std::collections::HashSet<(ir::Value, ir::Value)>,
+    checked: rustc_hash::FxHashSet<(ir::Value, ir::Value)>,
     /// The accesses of the function whose index is proven in range
     /// (`lower/bounds.rs`): they get no bounds check.
-    in_range: std::collections::HashSet<irad_ir::Inst>,
+    in_range: rustc_hash::FxHashSet<irad_ir::Inst>,
     /// Whether the statement being lowered is one of those.
     cur_in_range: bool,
     /// The loops run two iterations at a time (`lower/vector.rs`), by the
@@ -978,7 +978,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         });
         self.depth_check();
         let order = rpo(func);
-        let mut cl_blocks: HashMap<Block, ir::Block> = HashMap::new();
+        let mut cl_blocks: HashMap<Block, ir::Block> = HashMap::default();
         for &blk in &order {
             let cb = self.b.create_block();
             cl_blocks.insert(blk, cb);
