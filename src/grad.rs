@@ -172,13 +172,13 @@ fn grad_in<C: GradMode>(
             &format!("the {} stage made no plan", C::PASS),
         ));
     };
-    let g = {
+    let g = irad_ir::timings::time(irad_ir::timings::Stage::Run, || {
         let mut exec = (opts.exec)(&mut m, &mut stage.cache).map_err(|err| Error::Run {
             file: src.name.clone(),
             err: Box::new(err),
         })?;
-        C::run_plan(&plan, &mut *exec, args, &opts.run).map_err(|e| grad_error(src, e))?
-    };
+        C::run_plan(&plan, &mut *exec, args, &opts.run).map_err(|e| grad_error(src, e))
+    })?;
     Ok((g, m))
 }
 

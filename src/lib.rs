@@ -164,6 +164,7 @@ mod hvp;
 mod json;
 mod rule_checks;
 mod schedule;
+pub mod timings;
 mod typed;
 
 pub use bench::{BenchOptions, BenchReport, MAX_RUNS, MIN_RUNS, MIN_SAMPLE_TIME, bench};
@@ -205,6 +206,7 @@ pub use ir::interp::value::Val;
 pub use ir::interp::{RunError, RunOptions};
 
 use ir::text::ParseError;
+use ir::timings::{Stage, time};
 use ir::{FuncId, Module, Pos};
 use std::path::Path;
 
@@ -310,9 +312,11 @@ pub fn load(src: &Source) -> Result<Module, Error> {
     let file = || src.name.clone();
     let ext = Path::new(&src.name).extension().and_then(|e| e.to_str());
     let module = match ext {
-        Some("ir") => ir::text::parse_module(&src.text).map_err(|err| Error::Parse {
-            file: file(),
-            err: Box::new(err),
+        Some("ir") => time(Stage::Parse, || ir::text::parse_module(&src.text)).map_err(|err| {
+            Error::Parse {
+                file: file(),
+                err: Box::new(err),
+            }
         })?,
         Some("irad") => {
             ir::surface::compile(&src.text).map_err(|errs| Error::Surface { file: file(), errs })?
@@ -328,7 +332,8 @@ pub fn load(src: &Source) -> Result<Module, Error> {
     };
     // The surface lowering's output always verifies; if it ever did not, the
     // errors would still name the function and the source line.
-    ir::verify::verify_module(&module).map_err(|errs| Error::Verify { file: file(), errs })?;
+    time(Stage::Check, || ir::verify::verify_module(&module))
+        .map_err(|errs| Error::Verify { file: file(), errs })?;
     Ok(module)
 }
 

@@ -324,6 +324,11 @@ struct GradCmd {
     /// gradient.
     #[arg(long, value_name = "S", allow_hyphen_values = true)]
     seed: Option<String>,
+    /// Print the time of each stage (parse, check, ssa, normalise, derive,
+    /// optimise, codegen, cranelift, run) on stderr; with `--json`, as the
+    /// field "timings" of the JSON object instead (docs/cli.md).
+    #[arg(long)]
+    timings: bool,
 }
 
 /// What `jvp` and `jacobian` both take: the function, its arguments, where
@@ -932,6 +937,9 @@ fn grad(cmd: GradCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
              (`irad jvp` gives forward mode along a tangent)",
         );
     }
+    if cmd.timings {
+        irad::timings::enable(true);
+    }
     let Request {
         module,
         func,
@@ -981,8 +989,17 @@ fn grad(cmd: GradCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         if let Some(choice) = forward {
             json["forward"] = forward_json(&choice);
         }
+        if cmd.timings {
+            json["timings"] = irad::timings::to_json(&irad::timings::snapshot());
+        }
         out(&format!("{json}\n"));
     } else {
+        if cmd.timings {
+            emit(
+                &mut std::io::stderr(),
+                &irad::timings::to_text(&irad::timings::snapshot()),
+            );
+        }
         let f = &m[func];
         let mut text = format!("value: {}\ngradient:\n", g.value.display(&m));
         for (i, d) in g.gradient.iter().enumerate() {

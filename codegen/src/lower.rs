@@ -37,13 +37,15 @@ pub(crate) use vector::count as vectorised_loops;
 use crate::CodegenError;
 use crate::layout::{leaf_bytes, leaf_count, leaf_list};
 use cranelift_codegen::Context;
+use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::ir::condcodes::{CondCode, IntCC};
 use cranelift_codegen::ir::{
     self, AbiParam, BlockArg, InstBuilder, JumpTableData, MemFlagsData, Signature, types,
 };
-use cranelift_codegen::isa::CallConv;
+use cranelift_codegen::isa::{CallConv, OwnedTargetIsa, TargetIsa};
+use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
-use cranelift_module::{FuncId as ClFuncId, Linkage, Module as ClModule};
+use cranelift_module::{FuncId as ClFuncId, Linkage, Module as ClModule, ModuleError, ModuleReloc};
 use irad_ir::entity::EntityRef;
 use irad_ir::entity::EntitySet;
 use irad_ir::flow::ControlFlowGraph;
@@ -52,11 +54,12 @@ use irad_ir::func::{
 };
 use irad_ir::loc::Location;
 use irad_ir::prim::Prim;
+use irad_ir::timings::{Stage, time};
 use irad_ir::types::{FnType, Type};
 use irad_passes::pe::{Inlined, Limits};
 use irad_runtime::{self as rt, RtSym, TrapKind};
+use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
-use std::collections::HashMap;
 
 type Leaves = SmallVec<[ir::Value; 2]>;
 
@@ -124,6 +127,9 @@ pub(crate) struct Compiler<M: ClModule> {
     /// Which loops run two iterations at a time in vectors
     /// (`lower/vector.rs`; docs/codegen.md, "Vectorisation").
     pub vectorise: crate::LoopVectors,
+    /// The ISA huge functions are compiled with ([`huge_isa`]), made on
+    /// first need; `Some(None)` when it cannot be made.
+    huge_isa: Option<Option<OwnedTargetIsa>>,
     /// Tests only: lowering fails at every statement applying this primitive,
     /// as no valid program makes it fail half-way through a function.
     #[cfg(test)]
@@ -135,27 +141,28 @@ impl<M: ClModule> Compiler<M> {
         let ctx = backend.make_context();
         Compiler {
             backend,
-            funcs: HashMap::new(),
+            funcs: HashMap::default(),
             handles: Vec::new(),
-            handle_of: HashMap::new(),
-            tapes: HashMap::new(),
+            handle_of: HashMap::default(),
+            tapes: HashMap::default(),
             tape_types: Vec::new(),
             sites: Vec::new(),
             pending: Vec::new(),
             defined: Vec::new(),
-            imports: HashMap::new(),
-            tables: HashMap::new(),
+            imports: HashMap::default(),
+            tables: HashMap::default(),
             grow: None,
             ctx,
             fctx: FunctionBuilderContext::new(),
             linkage: Linkage::Local,
             inline: Some(Limits::default()),
             recursive: None,
-            inlined_bodies: HashMap::new(),
+            inlined_bodies: HashMap::default(),
             clif: None,
             version_loops: true,
             fuse_loops: true,
             vectorise: crate::LoopVectors::default(),
+            huge_isa: None,
             #[cfg(test)]
             fail_at: None,
         }
@@ -394,6 +401,10 @@ impl<M: ClModule> Compiler<M> {
 
     /// Lowers `f` and defines it in the backend.
     fn define(&mut self, module: &Module, f: FuncRef) -> Result<(), CodegenError> {
+        time(Stage::Codegen, || self.define_untimed(module, f))
+    }
+
+    fn define_untimed(&mut self, module: &Module, f: FuncRef) -> Result<(), CodegenError> {
         // Lowering assumes what the verifier checks (operand types, SSA
         // dominance, phi entries): refuse anything else with its error.
         if let FuncRef::User(fid) = f
@@ -429,9 +440,9 @@ impl<M: ClModule> Compiler<M> {
         let (inlined, unchecked) = match f {
             FuncRef::User(fid) if self.version_loops => match module.get(fid) {
                 Some(func) => version::version(func, inlined),
-                None => (inlined, std::collections::HashSet::new()),
+                None => (inlined, rustc_hash::FxHashSet::default()),
             },
-            _ => (inlined, std::collections::HashSet::new()),
+            _ => (inlined, rustc_hash::FxHashSet::default()),
         };
         let id = self.funcs[&f];
         let sig = self
@@ -457,20 +468,20 @@ impl<M: ClModule> Compiler<M> {
                 inl: inlined.as_ref(),
                 ret_err: ErrReturns::default(),
                 cur_frame: None,
-                frame_rets: HashMap::new(),
+                frame_rets: HashMap::default(),
                 frame_rets_unfilled: Vec::new(),
                 ret_leaves: Vec::new(),
                 vals: Vec::new(),
-                fimports: HashMap::new(),
-                table_gvs: HashMap::new(),
+                fimports: HashMap::default(),
+                table_gvs: HashMap::default(),
                 prechecked: None,
-                seg_tops: HashMap::new(),
+                seg_tops: HashMap::default(),
                 movable_pops: false,
-                checked: std::collections::HashSet::new(),
+                checked: rustc_hash::FxHashSet::default(),
                 in_range: unchecked,
                 cur_in_range: false,
-                vector: HashMap::new(),
-                known: HashMap::new(),
+                vector: HashMap::default(),
+                known: HashMap::default(),
                 fl_ctx: TRUSTED,
                 fl_tape: MemFlagsData::new().with_notrap(),
                 fl_array: TRUSTED,
@@ -499,9 +510,10 @@ impl<M: ClModule> Compiler<M> {
             FunctionBuilderContext::new()
         };
         let res = res.and_then(|()| {
-            self.backend
-                .define_function(id, &mut ctx)
-                .map_err(|e| CodegenError::backend_in(e, &name_of(module, f)))
+            time(Stage::Cranelift, || {
+                self.define_sized(id, &mut ctx)
+                    .map_err(|e| CodegenError::backend_in(e, &name_of(module, f)))
+            })
         });
         if let (Ok(()), Some(log)) = (&res, &mut self.clif) {
             // `define_function` optimised and compiled `ctx.func` in place.
@@ -511,6 +523,71 @@ impl<M: ClModule> Compiler<M> {
         self.ctx = ctx;
         res
     }
+}
+
+impl<M: ClModule> Compiler<M> {
+    /// Compiles `ctx.func` and defines it as `id`: with the backend's own
+    /// settings, or, for a function of at least [`HUGE_FUNCTION_INSTS`]
+    /// Cranelift instructions, with those of [`huge_isa`] (then defined from
+    /// its bytes and relocations, as the backend itself would).
+    fn define_sized(&mut self, id: ClFuncId, ctx: &mut Context) -> Result<(), Box<ModuleError>> {
+        if ctx.func.dfg.num_insts() < HUGE_FUNCTION_INSTS {
+            return Ok(self.backend.define_function(id, ctx)?);
+        }
+        if self.huge_isa.is_none() {
+            self.huge_isa = Some(huge_isa(self.backend.isa()));
+        }
+        let Some(Some(isa)) = &self.huge_isa else {
+            // No such settings on this target: the backend's own.
+            return Ok(self.backend.define_function(id, ctx)?);
+        };
+        let mut ctrl = ControlPlane::default();
+        ctx.compile(&**isa, &mut ctrl)
+            .map_err(|e| ModuleError::Compilation(e.inner))?;
+        let Some(code) = ctx.compiled_code() else {
+            return Err(Box::new(ModuleError::Compilation(
+                cranelift_codegen::CodegenError::Unsupported("no code after compiling".into()),
+            )));
+        };
+        let relocs: Vec<ModuleReloc> = code
+            .buffer
+            .relocs()
+            .iter()
+            .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, id))
+            .collect();
+        let align = u64::from(code.buffer.alignment);
+        Ok(self
+            .backend
+            .define_function_bytes(id, align, code.code_buffer(), &relocs)?)
+    }
+}
+
+/// The size, in Cranelift instructions, from which a function is compiled
+/// with the settings of [`huge_isa`]: the backtracking register allocator
+/// and the e-graph optimiser cost time more than linear in a function's
+/// size (a 100 000-step chain's 800 000-instruction forward sweep took 3.7 s
+/// in Cranelift with them, 1.4 s without), while a function this large
+/// gains little from them. Smaller functions, loops' bodies included, keep
+/// the backend's settings.
+pub const HUGE_FUNCTION_INSTS: usize = 20_000;
+
+/// The backend ISA `isa` with the settings of huge functions: Cranelift's
+/// single-pass register allocator (`regalloc_algorithm=single_pass`, linear
+/// in the function's size) and no e-graph optimisation (`opt_level=none`);
+/// every other setting, shared or of the target, as `isa` has it. `None`
+/// when the target cannot be rebuilt so.
+fn huge_isa(isa: &dyn TargetIsa) -> Option<OwnedTargetIsa> {
+    let mut shared = settings::builder();
+    for v in isa.flags().iter() {
+        shared.set(v.name, &v.value_string()).ok()?;
+    }
+    shared.set("regalloc_algorithm", "single_pass").ok()?;
+    shared.set("opt_level", "none").ok()?;
+    let mut target = cranelift_codegen::isa::lookup(isa.triple().clone()).ok()?;
+    for v in isa.isa_flags() {
+        target.set(v.name, &v.value_string()).ok()?;
+    }
+    target.finish(settings::Flags::new(shared)).ok()
 }
 
 /// The most scalar parameters, or results, of a compiled signature (the
@@ -604,10 +681,10 @@ struct Lower<'a, 'b, M: ClModule> {
     /// popped values stay live at once (slow register allocation, spills).
     movable_pops: bool,
     /// Index and length pairs checked in the current block.
-    checked: std::collections::HashSet<(ir::Value, ir::Value)>,
+    checked: rustc_hash::FxHashSet<(ir::Value, ir::Value)>,
     /// The accesses of the function whose index is proven in range
     /// (`lower/bounds.rs`): they get no bounds check.
-    in_range: std::collections::HashSet<irad_ir::Inst>,
+    in_range: rustc_hash::FxHashSet<irad_ir::Inst>,
     /// Whether the statement being lowered is one of those.
     cur_in_range: bool,
     /// The loops run two iterations at a time (`lower/vector.rs`), by the
@@ -901,7 +978,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         });
         self.depth_check();
         let order = rpo(func);
-        let mut cl_blocks: HashMap<Block, ir::Block> = HashMap::new();
+        let mut cl_blocks: HashMap<Block, ir::Block> = HashMap::default();
         for &blk in &order {
             let cb = self.b.create_block();
             cl_blocks.insert(blk, cb);
@@ -1604,4 +1681,57 @@ fn const_index(op: Option<&Operand>) -> Option<usize> {
 /// The reachable blocks of `func` in reverse postorder from the entry.
 pub(crate) fn rpo(func: &Func) -> Vec<Block> {
     ControlFlowGraph::with_function(func).reverse_postorder()
+}
+
+#[cfg(test)]
+mod huge_tests {
+    use super::HUGE_FUNCTION_INSTS;
+    use crate::Jit;
+    use irad_ir::interp::{RunOptions, Val};
+
+    /// A straight-line chain of `steps` times `y = sin(y) * 1.0001 + 0.5 * y`
+    /// with a tape (`push`/`pop`) and a call of a small function, as IR text.
+    fn chain(steps: usize) -> String {
+        let mut t =
+            String::from("func @chain(%x: f64) -> f64 {\n#1:\n  %y0 = call add(%x, 0.0) :: f64\n");
+        for k in 0..steps {
+            t.push_str(&format!(
+                "  %s{k} = call sin(%y{k}) :: f64\n  call push(%s{k})\n  \
+                 %a{k} = call mul(%s{k}, 1.0001) :: f64\n  %b{k} = invoke @half(%y{k}) :: f64\n  \
+                 %y{} = call add(%a{k}, %b{k}) :: f64\n",
+                k + 1
+            ));
+        }
+        for k in 0..steps {
+            t.push_str(&format!(
+                "  %p{k} = call pop() :: f64\n  %q{} = call add(%p{k}, %y{steps}) :: f64\n",
+                k + 1
+            ));
+        }
+        t.push_str(&format!("  return %q{steps}\n}}\n"));
+        t.push_str(
+            "func @half(%x: f64) -> f64 {\n#1:\n  %h = call mul(%x, 0.5) :: f64\n  return %h\n}\n",
+        );
+        t
+    }
+
+    #[test]
+    fn huge_functions_compute_what_the_interpreter_does() {
+        // Enough steps for the chain's Cranelift function to pass the
+        // threshold (about 6 Cranelift instructions per step), and a small
+        // one below it: both agree with the interpreter bit for bit.
+        for steps in [10, HUGE_FUNCTION_INSTS / 4] {
+            let m = irad_ir::text::parse_module(&chain(steps)).expect("the chain parses");
+            let f = m.by_name("chain").expect("declared");
+            let args = [Val::F64(0.3)];
+            let opts = RunOptions::default();
+            let want = irad_ir::interp::run(&m, f, &args, &opts).expect("interprets");
+            let mut jit = Jit::new(&m).expect("a JIT");
+            let got = jit.run(f, &args, &opts).expect("runs compiled");
+            match (want, got) {
+                (Val::F64(w), Val::F64(g)) => assert_eq!(w.to_bits(), g.to_bits(), "{steps}"),
+                other => panic!("not two f64s: {other:?}"),
+            }
+        }
+    }
 }

@@ -18,8 +18,8 @@ use crate::func::{
 use crate::loc::Pos;
 use crate::prim::Prim;
 use crate::types::{Scalar, Type};
+use rustc_hash::FxHashSet as HashSet;
 use smallvec::SmallVec;
-use std::collections::HashSet;
 
 /// The builder's error and the name rules live with the data model, which
 /// uses them too; re-exported so that `builder::` paths keep working.
@@ -345,7 +345,7 @@ impl<'m> FuncBuilder<'m> {
         if targets.is_empty() {
             return Err(BuildError::Switch("switch has no targets".into()));
         }
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         if let Some(&dup) = targets.iter().find(|&&t| !seen.insert(t)) {
             let label = self.func().blocks[dup].label;
             return Err(BuildError::Switch(format!(

@@ -17,8 +17,8 @@ use crate::entity::{PrimaryMap, SecondaryMap};
 use crate::loc::Pos;
 use crate::prim::Prim;
 use crate::types::{FnType, Type};
+use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
-use std::collections::HashMap;
 
 crate::entity!(
     /// An SSA value: a function parameter or a statement result.
@@ -336,7 +336,7 @@ impl Func {
             // `#4294967295` is taken: fall back to the smallest free label
             // (there is one, since a function has fewer than 2^32 blocks).
             Some(_) => {
-                let used: std::collections::HashSet<u32> =
+                let used: rustc_hash::FxHashSet<u32> =
                     self.blocks.values().map(|b| b.label).collect();
                 (0..u32::MAX).find(|l| !used.contains(l)).unwrap_or(0)
             }

@@ -12,7 +12,8 @@
 //!   both backends compute and materialise alike;
 //! - [`suggest`]: "did you mean" suggestions for misspelled names;
 //! - [`eq`]: structural equality of modules (names and positions ignored);
-//! - [`surface`]: the `.irad` front end (parser, type checker, SSA lowering).
+//! - [`surface`]: the `.irad` front end (parser, type checker, SSA lowering);
+//! - [`timings`]: the stage timings of `irad grad --timings`.
 //!
 //! Everything that takes user input returns a `Result` whose error carries a
 //! [`loc::Location`]; nothing here panics on input.
@@ -31,6 +32,7 @@ pub mod prim;
 pub mod suggest;
 pub mod surface;
 pub mod text;
+pub mod timings;
 pub mod types;
 pub mod verify;
 

@@ -445,7 +445,8 @@ impl Call<'_> {
     }
 
     /// Fails unless `ok`, saying that argument `i` must be `what`.
-    fn want(&self, i: usize, what: &str, ok: bool) -> Result<(), String> {
+    /// `what` is formatted only on failure (no allocation per operand typed).
+    fn want(&self, i: usize, what: impl std::fmt::Display, ok: bool) -> Result<(), String> {
         let (name, args) = (self.name, self.args);
         if ok {
             Ok(())
@@ -470,7 +471,7 @@ impl Call<'_> {
             Sig::Fixed(params, ret) => {
                 self.arity(params.len())?;
                 for (i, p) in params.iter().enumerate() {
-                    self.want(i, &format!("{p}"), args[i] == p.ty())?;
+                    self.want(i, p, args[i] == p.ty())?;
                 }
                 Ok(ret.ty())
             }
@@ -486,7 +487,7 @@ impl Call<'_> {
                 self.want(0, what, ok)?;
                 self.want(
                     1,
-                    &format!("{} like argument 1", args[0]),
+                    format_args!("{} like argument 1", args[0]),
                     args[1] == args[0],
                 )?;
                 Ok(Type::Bool)
@@ -496,7 +497,7 @@ impl Call<'_> {
                 self.want(0, "bool", args[0] == Type::Bool)?;
                 self.want(
                     2,
-                    &format!("{} like argument 2", args[1]),
+                    format_args!("{} like argument 2", args[1]),
                     args[2] == args[1],
                 )?;
                 Ok(args[1].clone())
@@ -620,7 +621,7 @@ impl Call<'_> {
                     ));
                 };
                 self.want(1, "i64", args[1] == Type::I64)?;
-                self.want(2, &format!("{elem}"), args[2] == elem.ty())?;
+                self.want(2, elem, args[2] == elem.ty())?;
                 Ok(Type::Unit)
             }
             _ => Err(self.not_in_group("an array element")),
@@ -655,7 +656,7 @@ impl Call<'_> {
         {
             self.want(
                 1,
-                &format!("{stan}, the sparse tangent type of {}", args[0]),
+                format_args!("{stan}, the sparse tangent type of {}", args[0]),
                 *t == stan,
             )?;
             return Ok(Type::dual_n(args[0].clone(), Lanes::Sparse));
@@ -663,7 +664,7 @@ impl Call<'_> {
         for i in 1..args.len() {
             self.want(
                 i,
-                &format!("{tan}, the tangent type of {}", args[0]),
+                format_args!("{tan}, the tangent type of {}", args[0]),
                 args[i] == tan,
             )?;
         }
@@ -795,7 +796,7 @@ impl Call<'_> {
                 };
                 self.arity(params.len())?;
                 for (i, p) in params.iter().enumerate() {
-                    self.want(i, &format!("{p}"), args[i] == *p)?;
+                    self.want(i, p, args[i] == *p)?;
                 }
                 Ok(ret)
             }
@@ -807,7 +808,7 @@ impl Call<'_> {
                 })?;
                 self.arity(params.len())?;
                 for (i, p) in params.iter().enumerate() {
-                    self.want(i, &format!("{p}"), args[i] == *p)?;
+                    self.want(i, p, args[i] == *p)?;
                 }
                 Ok(ret)
             }

@@ -8,7 +8,7 @@
 //! answers the same rule until the cache is dropped; every job queued is
 //! counted as derived, every answer from the cache as a hit.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::hash::Hash;
 
 /// How a derived-rule cache has been used.
@@ -37,8 +37,8 @@ impl<K: Eq + Hash, R: Copy, J> RuleCache<K, R, J> {
     /// An empty cache.
     pub fn new() -> RuleCache<K, R, J> {
         RuleCache {
-            rules: HashMap::new(),
-            variants: HashMap::new(),
+            rules: HashMap::default(),
+            variants: HashMap::default(),
             pending: Vec::new(),
             stats: CacheStats::default(),
         }

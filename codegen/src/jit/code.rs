@@ -83,7 +83,7 @@ pub(crate) struct Snap<'m> {
     rules: HashMap<(RuleKind, u32, i64), u32>,
     /// Function by handle, and handle by function.
     handles: Vec<FuncRef>,
-    handle_of: HashMap<FuncRef, u32>,
+    handle_of: rustc_hash::FxHashMap<FuncRef, u32>,
 }
 
 impl Snap<'_> {
@@ -211,7 +211,7 @@ impl<'m> Code<'m> {
             trampolines: HashMap::new(),
             rules: HashMap::new(),
             handles: Vec::new(),
-            handle_of: HashMap::new(),
+            handle_of: rustc_hash::FxHashMap::default(),
         });
         Ok(Code {
             inner: Mutex::new(Inner {
@@ -719,11 +719,13 @@ fn jit_builder() -> Result<JITBuilder, CodegenError> {
 /// Defines everything pending and finalizes it.
 fn finish(inner: &mut Inner<'_>, module: &Module) -> Result<(), CodegenError> {
     inner.comp.define_pending(module)?;
-    inner
-        .comp
-        .backend
-        .finalize_definitions()
-        .map_err(CodegenError::backend)
+    irad_ir::timings::time(irad_ir::timings::Stage::Cranelift, || {
+        inner
+            .comp
+            .backend
+            .finalize_definitions()
+            .map_err(CodegenError::backend)
+    })
 }
 
 /// Makes (and finalizes) the trampoline of `f`, declaring `f`.

@@ -36,7 +36,7 @@
 
 use irad_ir::flow::{ControlFlowGraph, DominatorTree, LoopAnalysis};
 use irad_ir::{Const, Func, Inst, InstKind, Operand, Prim, Terminator, Value, ValueDef};
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 /// A counted loop's fact: in the blocks of `lp` that `body` dominates,
 /// `0 <= iv < bound`.
@@ -49,7 +49,7 @@ pub(super) struct Counted {
 
 /// The accesses of `func` proven in range.
 pub(super) fn in_range(func: &Func) -> HashSet<Inst> {
-    let mut out = HashSet::new();
+    let mut out = HashSet::default();
     let cfg = ControlFlowGraph::with_function(func);
     let dom = DominatorTree::with_cfg(&cfg);
     let la = LoopAnalysis::compute(&cfg, &dom);

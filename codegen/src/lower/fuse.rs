@@ -99,7 +99,7 @@ use irad_ir::flow::{ControlFlowGraph, DominatorTree, LoopAnalysis};
 use irad_ir::{Block, Func, Inst, InstKind, Operand, Prim, Terminator, Value, ValueDef};
 use irad_passes::optimise::rules::is_pure;
 use irad_passes::pe::Inlined;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// At most this many fusions in one function.
 const MAX_FUSIONS: usize = 64;
@@ -261,7 +261,7 @@ impl Facts<'_> {
 /// The fresh arrays of `func`, and those of them that are local (module
 /// header).
 fn local_arrays(func: &Func) -> (HashSet<Value>, HashSet<Value>) {
-    let mut fresh: HashSet<Value> = HashSet::new();
+    let mut fresh: HashSet<Value> = HashSet::default();
     for &b in &func.layout {
         for &i in &func.blocks[b].insts {
             if let (
@@ -659,7 +659,7 @@ fn apply(func: &mut Func, pair: &Pair) {
     func.layout.retain(|&b| b != e1 && b != h2);
     func.blocks[h2].term = Some(Terminator::Goto(h1));
     // `j` is `i`; forwarded loads read the stored values.
-    let mut subst: HashMap<Value, Operand> = HashMap::new();
+    let mut subst: HashMap<Value, Operand> = HashMap::default();
     subst.insert(l2.iv, Operand::Value(l1.iv));
     let dropped: HashSet<Inst> = forward.iter().map(|(i, _)| *i).collect();
     for (load, v) in forward {

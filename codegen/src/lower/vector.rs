@@ -92,7 +92,7 @@ use cranelift_module::Module as ClModule;
 use irad_ir::flow::{ControlFlowGraph, DominatorTree, LoopAnalysis};
 use irad_ir::{Block, Const, Func, Inst, InstKind, Operand, Prim, Terminator, Type, Value};
 use irad_runtime as rt;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// A loop to vectorise, keyed by the block that enters it.
 pub(super) struct Plan {
@@ -196,7 +196,7 @@ pub(super) fn plans(
     in_range: &HashSet<Inst>,
     which: LoopVectors,
 ) -> HashMap<Block, Plan> {
-    let mut out = HashMap::new();
+    let mut out = HashMap::default();
     if which == LoopVectors::Off {
         return out;
     }
@@ -265,7 +265,7 @@ fn plan(
         return None;
     }
     // The header: phis of `i` and of accumulators, then `lt(i, B)` only.
-    let mut acc_phis: HashMap<Value, Value> = HashMap::new(); // phi -> update value
+    let mut acc_phis: HashMap<Value, Value> = HashMap::default(); // phi -> update value
     for &inst in &func.blocks[header].insts {
         let data = &func.insts[inst];
         match &data.kind {
@@ -304,7 +304,7 @@ fn plan(
         })
         .collect();
     let accs = accumulators(func, &stmts, &acc_phis)?;
-    let mut class: HashMap<Value, Class> = HashMap::new();
+    let mut class: HashMap<Value, Class> = HashMap::default();
     class.insert(c.iv, Class::Index(Affine::default()));
     let class_of = |class: &HashMap<Value, Class>, op: &Operand| -> Option<Class> {
         match op {
@@ -319,7 +319,7 @@ fn plan(
     // and indices.
     let mut accesses: Vec<(Value, Affine, bool)> = Vec::new();
     let mut checks: Vec<(Value, Value)> = Vec::new();
-    let mut pure: HashSet<Inst> = HashSet::new();
+    let mut pure: HashSet<Inst> = HashSet::default();
     let mut pushes: Vec<Push> = Vec::new();
     for &inst in &stmts {
         let data = &func.insts[inst];
@@ -475,7 +475,7 @@ fn accumulators(
     acc_phis: &HashMap<Value, Value>,
 ) -> Option<HashMap<Inst, (Value, Value)>> {
     // For each value, the statements of the chain that read it (each once).
-    let mut users: HashMap<Value, Vec<Inst>> = HashMap::new();
+    let mut users: HashMap<Value, Vec<Inst>> = HashMap::default();
     for &st in stmts {
         let mut read: Vec<Value> = operands(&func.insts[st].kind);
         read.sort_unstable();
@@ -485,7 +485,7 @@ fn accumulators(
         }
     }
     let uses = |v: Value| users.get(&v).map_or(0, Vec::len);
-    let mut accs: HashMap<Inst, (Value, Value)> = HashMap::new();
+    let mut accs: HashMap<Inst, (Value, Value)> = HashMap::default();
     for (&phi, &u) in acc_phis {
         let mut cur = phi;
         while cur != u {
@@ -648,7 +648,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let limit = self.b.ins().iadd_imm_s(bb, -1);
         // For each array of a checked access: max(len, 1) - 1, so that an
         // index x passes `x <u that` when x and x + 1 are both in range.
-        let mut last: HashMap<Value, ir::Value> = HashMap::new();
+        let mut last: HashMap<Value, ir::Value> = HashMap::default();
         for &(a, _) in &plan.checks {
             if last.contains_key(&a) {
                 continue;
@@ -688,7 +688,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         }
         // The vector header: a parameter per phi.
         self.b.switch_to_block(vh);
-        let mut params: HashMap<Value, ir::Value> = HashMap::new();
+        let mut params: HashMap<Value, ir::Value> = HashMap::default();
         let mut vh_args = Vec::with_capacity(header_phis.len());
         for &phi in header_phis {
             let leaf = if phi == plan.iv {
@@ -705,11 +705,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
         self.b.ins().brif(more, vb, &[], scalar, &vh_args);
         // The body: both iterations.
         self.b.switch_to_block(vb);
-        let mut vals: HashMap<Value, VVal> = HashMap::new();
+        let mut vals: HashMap<Value, VVal> = HashMap::default();
         vals.insert(plan.iv, VVal::Index(i));
         // Each accumulator's updates, in order: the operation, which
         // operand the element is, and the element in each lane.
-        let mut updates: HashMap<Value, Vec<(Prim, usize, [ir::Value; 2])>> = HashMap::new();
+        let mut updates: HashMap<Value, Vec<(Prim, usize, [ir::Value; 2])>> = HashMap::default();
         // Uniform values and indices first, then the checks of the accesses
         // not proven in range, then the rest.
         for &inst in plan.stmts.iter().filter(|s| plan.pure.contains(s)) {
@@ -790,7 +790,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         }
         // The first iteration's updates, then the second's: the scalar
         // loop's order.
-        let mut accs: HashMap<Value, ir::Value> = HashMap::new();
+        let mut accs: HashMap<Value, ir::Value> = HashMap::default();
         for &phi in header_phis {
             let Some(ups) = updates.get(&phi) else {
                 continue;
@@ -842,7 +842,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 None => tapes.push((t, vec![p])),
             }
         }
-        let mut out = HashMap::new();
+        let mut out = HashMap::default();
         for (t, list) in tapes {
             let per_iter = 8 * list.len() as i32;
             let first = list[0];

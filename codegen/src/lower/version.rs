@@ -83,8 +83,8 @@ use irad_ir::{
     ValueData, ValueDef,
 };
 use irad_passes::pe::{Inlined, Place};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use smallvec::SmallVec;
-use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 /// At most this many loops are versioned in one function (each copy adds
@@ -105,8 +105,8 @@ const MAX_OFFSET: i64 = 1 << 62;
 /// `inl` unchanged and an empty set when no loop qualifies.
 pub(super) fn version(func: &Func, inl: Option<Inlined>) -> (Option<Inlined>, HashSet<Inst>) {
     let mut work = inl;
-    let mut unchecked = HashSet::new();
-    let mut done: HashSet<Block> = HashSet::new();
+    let mut unchecked = HashSet::default();
+    let mut done: HashSet<Block> = HashSet::default();
     for _ in 0..MAX_LOOPS {
         let f = work.as_ref().map_or(func, |i| &i.func);
         if f.insts.len() > MAX_FUNC_INSTS {
@@ -742,7 +742,7 @@ fn copy_loop(
     HashMap<Value, Value>,
 ) {
     let func = &mut inl.func;
-    let mut bmap = HashMap::new();
+    let mut bmap = HashMap::default();
     for &b in &plan.blocks {
         let label = func.fresh_label();
         let data = &func.blocks[b];
@@ -756,8 +756,8 @@ fn copy_loop(
         func.layout.push(nb);
         bmap.insert(b, nb);
     }
-    let mut imap = HashMap::new();
-    let mut vmap = HashMap::new();
+    let mut imap = HashMap::default();
+    let mut vmap = HashMap::default();
     for &b in &plan.blocks {
         for k in 0..func.blocks[b].insts.len() {
             let i = func.blocks[b].insts[k];
@@ -856,7 +856,7 @@ fn guard(func: &mut Func, g: Block, plan: &Plan) -> Operand {
         g,
         block_of,
         in_loop: &plan.in_loop,
-        memo: HashMap::new(),
+        memo: HashMap::default(),
     };
     let bound = e.hoist(plan.bound, 0);
     let k0 = plan.k0;
@@ -870,9 +870,9 @@ fn guard(func: &mut Func, g: Block, plan: &Plan) -> Operand {
     }
     // Shared: the offset and lower test per (index, sign), `L - B` per
     // array, `B - 1` once.
-    let mut offs: HashMap<(Value, i64), Operand> = HashMap::new();
-    let mut upper: HashSet<(Value, Value, i64)> = HashSet::new();
-    let mut room: HashMap<Value, Operand> = HashMap::new();
+    let mut offs: HashMap<(Value, i64), Operand> = HashMap::default();
+    let mut upper: HashSet<(Value, Value, i64)> = HashSet::default();
+    let mut room: HashMap<Value, Operand> = HashMap::default();
     let mut minus_one: Option<Operand> = None;
     for a in &plan.accesses {
         if let Some(stride) = a.stride {
@@ -1111,7 +1111,7 @@ fn join(
         .copied()
         .filter(|b| !plan.in_loop.contains(b) && !skip.contains(b))
         .collect();
-    let mut subst: HashMap<Value, Value> = HashMap::new();
+    let mut subst: HashMap<Value, Value> = HashMap::default();
     let mut used: Vec<Value> = Vec::new();
     for &b in &outside {
         let mut visit = |op: &Operand| {

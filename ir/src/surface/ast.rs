@@ -314,10 +314,10 @@ pub struct TypeInfo {
     pub types: Vec<Type>,
     /// For every `Name` expression and every `Call`'s callee that is a
     /// `Name`, what it resolves to, by the id of that `Name` expression.
-    pub names: std::collections::HashMap<ExprId, Res>,
+    pub names: rustc_hash::FxHashMap<ExprId, Res>,
     /// For every `let`, parameter, `for` variable and assignment, the binding,
     /// by the position of the binding's name (`Ident::pos`).
-    pub locals: std::collections::HashMap<Pos, LocalId>,
+    pub locals: rustc_hash::FxHashMap<Pos, LocalId>,
     /// Each local's source name, by `LocalId` (for readable SSA value names).
     pub local_names: Vec<String>,
 }

@@ -33,12 +33,12 @@ use crate::func::{Block, Const, FuncId, FuncRef, Module, Operand, Value};
 use crate::loc::Pos;
 use crate::prim::Prim;
 use crate::types::{Scalar, Type};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Lowers every function of `file` to IR, using the checker's `info`.
 pub fn lower(file: &File, info: &TypeInfo) -> Module {
     let mut m = Module::new();
-    let mut ids: HashMap<&str, FuncId> = HashMap::new();
+    let mut ids: HashMap<&str, FuncId> = HashMap::default();
     for f in &file.funcs {
         let params = f
             .params

@@ -60,9 +60,10 @@ pub fn lower(file: &ast::File, info: &ast::TypeInfo) -> Module {
 /// the verifier; a verifier error on it is an internal error of the front
 /// end, which the caller (who runs the verifier) reports.
 pub fn compile(src: &str) -> Result<Module, Vec<SurfaceError>> {
-    let file = parse(src).map_err(|e| vec![e])?;
-    let info = check(&file)?;
-    Ok(lower(&file, &info))
+    use crate::timings::{Stage, time};
+    let file = time(Stage::Parse, || parse(src)).map_err(|e| vec![e])?;
+    let info = time(Stage::Check, || check(&file))?;
+    Ok(time(Stage::Ssa, || lower(&file, &info)))
 }
 
 /// An error in a surface-language file.

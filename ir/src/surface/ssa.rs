@@ -24,7 +24,7 @@ use super::ast::{LocalId, TypeInfo};
 use crate::builder::FuncBuilder;
 use crate::func::{Block, Const, Func, FuncRef, InstKind, Operand, Terminator, Value, ValueDef};
 use crate::types::Type;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Appends blocks and statements to one function and keeps its variables in
 /// SSA form.
@@ -534,7 +534,7 @@ pub(super) fn finish(func: &mut Func, mut ssa: Ssa, info: &TypeInfo) {
 /// block is directly followed by its fall-through block.
 fn layout(ssa: &Ssa, created: &[Block]) -> Vec<Block> {
     let followers: HashSet<Block> = ssa.follow.values().copied().collect();
-    let mut placed = HashSet::new();
+    let mut placed = HashSet::default();
     let mut out = Vec::with_capacity(ssa.order.len());
     for &start in &ssa.order {
         if placed.contains(&start) || followers.contains(&start) {
@@ -561,8 +561,8 @@ fn layout(ssa: &Ssa, created: &[Block]) -> Vec<Block> {
 
 /// Names each value that defines a variable after it: `s`, then `s_1`, ...
 fn name_values(func: &mut Func, tags: &HashMap<Value, LocalId>, info: &TypeInfo) {
-    let mut used: HashSet<String> = HashSet::new();
-    let mut counts: HashMap<String, u32> = HashMap::new();
+    let mut used: HashSet<String> = HashSet::default();
+    let mut counts: HashMap<String, u32> = HashMap::default();
     for &p in &func.params {
         if let Some(name) = &func.values[p].name {
             used.insert(name.to_string());

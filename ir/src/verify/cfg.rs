@@ -12,7 +12,7 @@ use super::{Ctx, Slot};
 use crate::entity::{EntitySet, SecondaryMap};
 use crate::flow::{ControlFlowGraph, DominatorTree};
 use crate::func::{Block, Inst, Terminator};
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 /// The verified shape of a function: its layout, placements and CFG.
 #[derive(Default)]
@@ -92,7 +92,7 @@ pub(crate) fn check_layout(ctx: &mut Ctx) -> bool {
 
 /// Checks labels and statement listings, and places every listed statement.
 pub(crate) fn check_blocks(ctx: &mut Ctx) {
-    let mut labels: HashSet<u32> = HashSet::new();
+    let mut labels: HashSet<u32> = HashSet::default();
     for bi in 0..ctx.cfg.layout.len() as u32 {
         let block = ctx.cfg.layout[bi as usize];
         let Some(data) = ctx.f.blocks.get(block) else {

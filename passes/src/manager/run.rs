@@ -10,6 +10,7 @@ use super::registry::PIPELINE;
 use super::{
     NORMALISE, PassError, PassId, PassRun, PipelineOptions, Report, Run, Snapshot, Step, find,
 };
+use irad_ir::timings::Stage;
 use irad_ir::verify::verify_module;
 use irad_ir::{Func, Module};
 
@@ -73,6 +74,14 @@ struct Ctx<'o> {
 impl Ctx<'_> {
     /// Runs one step of the pipeline.
     fn step(&mut self, m: &mut Module, step: &mut Step<'_>) -> Result<(), PassError> {
+        let id = match step {
+            Step::Pass(id) => *id,
+            Step::Stage(stage) => stage.id(),
+        };
+        irad_ir::timings::time(timed_stage(id), || self.step_untimed(m, step))
+    }
+
+    fn step_untimed(&mut self, m: &mut Module, step: &mut Step<'_>) -> Result<(), PassError> {
         match step {
             Step::Pass(id) => self.pass(m, *id),
             Step::Stage(stage) => {
@@ -237,4 +246,23 @@ fn max_rounds(m: &Module) -> usize {
     let per_func = |f: &Func| 1 + 2 * (2 * f.blocks.len() + f.insts.len());
     let rounds: usize = m.funcs().map(|(_, f)| per_func(f)).sum();
     2 * (rounds + 1)
+}
+
+/// The stage of [`irad_ir::timings`] that pass `id`'s time counts in.
+fn timed_stage(id: PassId) -> Stage {
+    match id {
+        PassId::Forward | PassId::Reverse => Stage::Derive,
+        PassId::Optimise
+        | PassId::Specialise
+        | PassId::Inline
+        | PassId::Unroll
+        | PassId::Devirtualise => Stage::Optimise,
+        PassId::UniformConstantOperands
+        | PassId::FoldConstantBranches
+        | PassId::RemoveUnreachableBlocks
+        | PassId::RemoveTrivialPhis
+        | PassId::Simplify
+        | PassId::SplitCriticalEdges
+        | PassId::SingleReturn => Stage::Normalise,
+    }
 }

@@ -59,13 +59,13 @@ fn rename_phi_pred(func: &mut Func, block: Block, from: Block, to: Block) {
 /// Fresh block labels: above every label in use, or, past `u32::MAX`, the
 /// smallest free ones (a function has fewer than 2^32 blocks).
 struct Labels {
-    used: std::collections::HashSet<u32>,
+    used: rustc_hash::FxHashSet<u32>,
     next: u32,
 }
 
 impl Labels {
     fn new(func: &Func) -> Labels {
-        let used: std::collections::HashSet<u32> = func.blocks.values().map(|b| b.label).collect();
+        let used: rustc_hash::FxHashSet<u32> = func.blocks.values().map(|b| b.label).collect();
         let next = used.iter().max().map_or(1, |m| m.wrapping_add(1));
         Labels { used, next }
     }

@@ -17,14 +17,14 @@
 use super::phis;
 use irad_ir::entity::{EntitySet, SecondaryMap};
 use irad_ir::{Func, Inst, InstKind, Operand, Terminator, Value};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Replaces every trivial phi by its operand; returns whether there were any.
 pub fn remove_trivial_phis(func: &mut Func) -> bool {
     let mut changed = false;
     loop {
         let callees = callees(func);
-        let mut found: HashMap<Value, (Inst, Operand)> = HashMap::new();
+        let mut found: HashMap<Value, (Inst, Operand)> = HashMap::default();
         for &block in &func.layout {
             for inst in phis(func, block) {
                 let data = &func.insts[inst];

@@ -39,7 +39,8 @@ use irad_ir::entity::EntityRef;
 use irad_ir::verify::{VerifyError, verify_module};
 use irad_ir::{Block, Func, FuncId, Inst, InstKind, Module, Operand, Terminator, Value};
 use rules::{RuleKind, StmtCtx};
-use std::collections::{BTreeMap, HashSet};
+use rustc_hash::FxHashSet as HashSet;
+use std::collections::BTreeMap;
 
 /// The schedule `irad grad`, `irad emit` and `irad bench` run on the derived
 /// functions (docs/optimise.md, "The default schedule", says why each step is

@@ -14,7 +14,7 @@
 
 use super::call_of_const;
 use irad_ir::{Const, Func, FuncRef, InstKind, Module, Operand, Prim, Type, Value};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Devirtualises every function of `module`; returns whether any call changed.
 pub fn devirtualise(module: &mut Module) -> bool {
@@ -74,7 +74,7 @@ fn meet(a: Lattice, b: Lattice) -> Lattice {
 /// layout, iterated to a fixpoint (each value only goes down the lattice, so
 /// it ends after at most two changes per value).
 fn known_functions(func: &Func) -> HashMap<Value, Lattice> {
-    let mut lat: HashMap<Value, Lattice> = HashMap::new();
+    let mut lat: HashMap<Value, Lattice> = HashMap::default();
     let mut defs = Vec::new();
     for &block in &func.layout {
         for &inst in &func.blocks[block].insts {

@@ -20,15 +20,15 @@
 use super::substitute;
 use irad_ir::interp::{MAX_ARRAY_LEN, fold_prim};
 use irad_ir::{Const, Func, Inst, InstKind, Operand, Prim, Value, ValueDef};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Folds every statement of `func` whose value is known; `lengths` gives the
 /// known lengths of array values. Returns whether anything folded.
 pub fn fold_known(func: &mut Func, lengths: &HashMap<Value, i64>) -> bool {
     let mut changed = false;
     loop {
-        let mut subst: HashMap<Value, Operand> = HashMap::new();
-        let mut removed: HashSet<Inst> = HashSet::new();
+        let mut subst: HashMap<Value, Operand> = HashMap::default();
+        let mut removed: HashSet<Inst> = HashSet::default();
         for &block in &func.layout {
             for &inst in &func.blocks[block].insts {
                 let data = &func.insts[inst];

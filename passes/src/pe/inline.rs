@@ -37,8 +37,8 @@ use irad_ir::{
     Block, BlockData, Const, Func, FuncId, FuncRef, Inst, InstData, InstKind, Module, Operand, Pos,
     Prim, Terminator, Value, ValueData, ValueDef,
 };
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use smallvec::SmallVec;
-use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 /// Inlines small non-recursive callees into every function of `module` with
@@ -569,7 +569,7 @@ fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) -> Opti
                 Operand::Value(v)
             }
         };
-        substitute(func, &HashMap::from([(r, op)]));
+        substitute(func, &HashMap::from_iter([(r, op)]));
     }
     Some(Copied {
         blocks: callee

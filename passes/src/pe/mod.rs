@@ -43,7 +43,7 @@ pub use unroll::{unroll, unroll_func, unroll_with};
 use irad_ir::func::Args;
 use irad_ir::prim::Sig;
 use irad_ir::{Block, Const, Func, FuncRef, InstKind, Operand, Terminator, Value};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// How far partial evaluation may grow code. Sizes count statements (phis
 /// included) and terminators of the blocks in a function's layout.
@@ -208,14 +208,14 @@ pub(crate) fn rename_phi_pred(func: &mut Func, block: Block, from: Block, to: Bl
 /// Fresh block labels for one function: above every label in use, or, past
 /// `u32::MAX`, the smallest free ones.
 pub(crate) struct Labels {
-    used: std::collections::HashSet<u32>,
+    used: rustc_hash::FxHashSet<u32>,
     next: u32,
 }
 
 impl Labels {
     /// The labels of `func`.
     pub fn new(func: &Func) -> Labels {
-        let used: std::collections::HashSet<u32> = func.blocks.values().map(|b| b.label).collect();
+        let used: rustc_hash::FxHashSet<u32> = func.blocks.values().map(|b| b.label).collect();
         let next = used.iter().max().map_or(1, |m| m.wrapping_add(1));
         Labels { used, next }
     }

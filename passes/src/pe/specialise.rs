@@ -32,7 +32,7 @@ use irad_ir::{
     Const, Diagnostic, Func, FuncId, Inst, InstData, InstKind, Location, Module, Operand, Prim,
     Terminator, Type, Value, ValueData, ValueDef,
 };
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt;
 
 /// What is known of one parameter at compile time: the type the `--known`
@@ -261,8 +261,8 @@ fn constant_value(v: &Val) -> bool {
 /// the known lengths of array parameters and the `tuple` statements made for
 /// known tuples.
 fn bind_known(func: &mut Func, known: &[Known]) -> (HashMap<Value, i64>, Vec<Inst>) {
-    let mut subst: HashMap<Value, Operand> = HashMap::new();
-    let mut lengths = HashMap::new();
+    let mut subst: HashMap<Value, Operand> = HashMap::default();
+    let mut lengths = HashMap::default();
     let mut prelude = Vec::new();
     for (&param, k) in func.params.clone().iter().zip(known) {
         match k {

@@ -37,7 +37,7 @@ use irad_ir::{
     Block, BlockData, Const, Func, InstData, InstKind, Module, Operand, Prim, Terminator, Value,
     ValueData, ValueDef,
 };
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Unrolls the loops of every function of `module` with the default
 /// [`Limits`]; returns whether any loop was unrolled.
@@ -309,7 +309,7 @@ fn unroll_loop(func: &mut Func, lp: &Loop) {
     let mut copies: Vec<HashMap<Block, Block>> = Vec::with_capacity(trip + 1);
     for k in 0..=trip {
         let originals: &[Block] = if k < trip { &lp.blocks } else { &[header] };
-        let mut map = HashMap::new();
+        let mut map = HashMap::default();
         for &b in originals {
             let data = &func.blocks[b];
             let (pos, term_pos) = (data.pos, data.term_pos);
@@ -334,14 +334,14 @@ fn unroll_loop(func: &mut Func, lp: &Loop) {
     };
 
     let mut seq: Vec<Block> = Vec::new();
-    let mut prev: HashMap<Value, Operand> = HashMap::new();
+    let mut prev: HashMap<Value, Operand> = HashMap::default();
     for (k, blocks) in copies.iter().enumerate() {
         let originals: &[Block] = if k < trip { &lp.blocks } else { &[header] };
         let through = |map: &HashMap<Value, Operand>, op: Operand| match op {
             Operand::Value(v) => map.get(&v).copied().unwrap_or(op),
             Operand::Const(_) => op,
         };
-        let mut vmap: HashMap<Value, Operand> = HashMap::new();
+        let mut vmap: HashMap<Value, Operand> = HashMap::default();
         for &(phi, entry, back) in &header_phis {
             let op = if k == 0 { entry } else { through(&prev, back) };
             vmap.insert(phi, op);

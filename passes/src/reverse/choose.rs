@@ -41,8 +41,9 @@ use super::ctx::{Derivation, How, Stmt};
 use super::plan::{CountedLoop, Recompute, def_blocks};
 use irad_ir::entity::SecondaryMap;
 use irad_ir::{Block, Func, Inst, InstKind, Operand, Prim, Value};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use smallvec::SmallVec;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 
 /// The most primitives one recomputation may take.
 pub const BUDGET: u32 = 8;
@@ -165,7 +166,7 @@ impl<'a, 'r> Chooser<'a, 'r> {
                 }
             }
         }
-        let mut primal_of = HashMap::new();
+        let mut primal_of = HashMap::default();
         for (v, _) in cx.src.values.iter() {
             if let Some(Operand::Value(f)) = input.fval[v] {
                 primal_of.insert(f, v);
@@ -183,8 +184,8 @@ impl<'a, 'r> Chooser<'a, 'r> {
                     .collect()
             })
             .collect();
-        let mut unsafe_classes = HashSet::new();
-        let mut written = HashSet::new();
+        let mut unsafe_classes = HashSet::default();
+        let mut written = HashSet::default();
         for (b, ws) in shape.bb.blocks.iter().zip(&writes) {
             for (&inst, w) in b.stmts.iter().zip(ws) {
                 written.extend(w.iter().copied());
@@ -211,7 +212,7 @@ impl<'a, 'r> Chooser<'a, 'r> {
             Operand::Value(a) => primal_of.get(a).map(|&p| classes.class(p)),
             Operand::Const(_) => None,
         };
-        let mut canon = HashMap::new();
+        let mut canon = HashMap::default();
         for i in (0..shape.n).filter(|&i| shape.kept(i)) {
             repeats(input, i, &writes[i], &fpos, &primal_class, &mut canon);
         }
@@ -255,7 +256,7 @@ impl<'a, 'r> Chooser<'a, 'r> {
             rank,
             counted,
             reads: Vec::new(),
-            recorded: HashSet::new(),
+            recorded: HashSet::default(),
             recomputed: Vec::new(),
         }
     }
@@ -283,7 +284,7 @@ impl<'a, 'r> Chooser<'a, 'r> {
         // How deep in a recomputation each value is wanted: a chain of
         // recomputed values is cut (recorded) at `DEPTH`, so that the pullback
         // never rebuilds a long stretch of the block at once.
-        let mut depth: HashMap<Value, u32> = HashMap::new();
+        let mut depth: HashMap<Value, u32> = HashMap::default();
         while let Some((_, (v, r))) = needs.pop_last() {
             let mut seen = Vec::new();
             let d = depth.get(&v).copied().unwrap_or(0);
@@ -515,8 +516,8 @@ fn repeats(
     primal_class: &dyn Fn(&Operand) -> Option<u32>,
     canon: &mut HashMap<Value, Value>,
 ) {
-    let mut epoch: HashMap<u32, u32> = HashMap::new();
-    let mut seen: HashMap<(Prim, Vec<String>), Value> = HashMap::new();
+    let mut epoch: HashMap<u32, u32> = HashMap::default();
+    let mut seen: HashMap<(Prim, Vec<String>), Value> = HashMap::default();
     let mut passed = 0;
     let key = |op: &Operand, canon: &HashMap<Value, Value>| match op {
         Operand::Value(u) => format!("%{}", canon.get(u).copied().unwrap_or(*u).as_u32()),

@@ -24,8 +24,9 @@ use irad_ir::{
     Type, Value,
 };
 use irad_rules::{Registry, Rrule};
+use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// A cotangent's key: a primal value and one of its f64 leaves.
@@ -149,7 +150,7 @@ impl<'r> Derivation<'r> {
             live,
             places,
             registry,
-            callees: HashMap::new(),
+            callees: HashMap::default(),
             classes,
         };
         cx.request_callees(rev, module)?;

@@ -55,7 +55,7 @@ use irad_ir::{
     Type, Value,
 };
 use irad_rules::{Callee, PullbackCall, Registry, RevArg, RevCall};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 ad_error!(
     /// A reverse-mode failure: what and where (in the primal).
@@ -91,7 +91,7 @@ impl<'r> Reverse<'r> {
         Reverse {
             registry,
             cache: RuleCache::new(),
-            revs: HashMap::new(),
+            revs: HashMap::default(),
             activity: true,
         }
     }
@@ -527,7 +527,7 @@ fn wrap(
     let mut b = FuncBuilder::new(module, back).map_err(build)?;
     let entry = b.create_block();
     b.switch_to_block(entry).map_err(build)?;
-    let mut popped: HashMap<Value, Operand> = HashMap::new();
+    let mut popped: HashMap<Value, Operand> = HashMap::default();
     for (v, ty) in saved_types.iter().rev() {
         let x = b.pop(ty.clone()).map_err(build)?;
         popped.insert(*v, Operand::Value(x));

@@ -30,7 +30,7 @@ use irad_ir::entity::SecondaryMap;
 use irad_ir::text::printed_names;
 use irad_ir::{Block, Func, FuncId, FuncRef, Inst, Location, Module, Operand, Prim, Type, Value};
 use irad_rules::Registry;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::fmt;
 
 /// Where a saved value is pushed and popped.
@@ -314,7 +314,7 @@ impl TapePlan {
         // A value read only in its defining block, by statements whose
         // forward parts stayed there, moves next to its last reader.
         let stayed = |inst: Inst| input.fend[inst].is_some();
-        let mut readers: HashMap<Value, (bool, Option<Inst>)> = HashMap::new();
+        let mut readers: HashMap<Value, (bool, Option<Inst>)> = HashMap::default();
         for &(i, reader, v) in &chosen.reads {
             let here = fdef[v] == Some(i) && reader.is_some_and(stayed);
             readers
@@ -325,7 +325,7 @@ impl TapePlan {
                 })
                 .or_insert((here, reader));
         }
-        let mut seen: HashSet<(Option<usize>, Value)> = HashSet::new();
+        let mut seen: HashSet<(Option<usize>, Value)> = HashSet::default();
         for &(i, _, v) in &chosen.reads {
             let ty = input.fwd.values[v].ty.clone();
             let site = match readers.get(&v) {

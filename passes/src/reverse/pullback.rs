@@ -34,8 +34,9 @@ use irad_ir::{
 };
 use irad_rules::emit::f64c;
 use irad_rules::{Callee, PullbackCall, Rrule};
+use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// The cotangents arriving at a reverse block: the map of the block that
 /// jumps there and the phi cotangents of that edge, still to add.
@@ -127,12 +128,12 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
             rev_succs,
             joins: vec![BTreeMap::new(); n],
             incoming: vec![None; n],
-            avail: HashMap::new(),
+            avail: HashMap::default(),
             cur: 0,
-            local: HashMap::new(),
-            popped_end: vec![HashMap::new(); n],
-            memo: HashMap::new(),
-            numbered: HashMap::new(),
+            local: HashMap::default(),
+            popped_end: vec![HashMap::default(); n],
+            memo: HashMap::default(),
+            numbered: HashMap::default(),
             counters: vec![None; shape.loops.loops.len()],
         };
         pb.join_phis()?;

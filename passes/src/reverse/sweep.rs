@@ -31,8 +31,8 @@ use irad_ir::{
     Block, Const, FuncBuilder, FuncId, Inst, InstKind, Location, Module, Operand, Prim, Type, Value,
 };
 use irad_rules::{Callee, RevArg, RevCall, RevFwdOut, Rrule};
+use rustc_hash::FxHashSet as HashSet;
 use smallvec::SmallVec;
-use std::collections::HashSet;
 
 /// The state of the forward sweep being built.
 pub(super) struct Sweep<'a, 'r, 'm> {

@@ -22,12 +22,12 @@ use super::ast::{
 use crate::loc::{Location, Pos};
 use crate::prim::Prim;
 use crate::types::{FnType, Type};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Resolves and types `file`; all errors (in source order) when it is ill-typed.
 pub fn check(file: &File) -> Result<TypeInfo, Vec<SurfaceError>> {
     let mut cx = Checker {
-        funcs: HashMap::new(),
+        funcs: HashMap::default(),
         info: TypeInfo {
             types: vec![Type::Unit; file.n_exprs as usize],
             ..TypeInfo::default()

@@ -16,7 +16,7 @@ use super::is_deterministic;
 use irad_ir::entity::SecondaryMap;
 use irad_ir::flow::{ControlFlowGraph, DominatorTree};
 use irad_ir::{Block, Const, FuncId, FuncRef, Inst, InstKind, Module, Operand, Prim, Type, Value};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Runs CSE over each of `funcs`; returns whether it merged anything.
 pub fn cse(m: &mut Module, funcs: &[FuncId], _whole: bool) -> bool {

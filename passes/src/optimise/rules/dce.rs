@@ -25,7 +25,7 @@ use super::is_pure;
 use crate::normalise::remove_unreachable_blocks;
 use irad_ir::entity::EntityRef;
 use irad_ir::{FuncId, Inst, InstKind, Module, Operand, Prim, Terminator, Type, ValueDef};
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 /// Removes dead code from `funcs` of `m`, and dead tapes from all of `m`
 /// when `whole` (see the module documentation); returns whether it removed
@@ -44,7 +44,7 @@ pub fn dce(m: &mut Module, funcs: &[FuncId], whole: bool) -> bool {
     } else {
         funcs.to_vec()
     };
-    let mut live_tapes: HashSet<Type> = HashSet::new();
+    let mut live_tapes: HashSet<Type> = HashSet::default();
     let dead = loop {
         let mut grew = false;
         let mut dead = Vec::new();
@@ -174,7 +174,7 @@ fn liveness(
         });
     }
     let mut used_pops = Vec::new();
-    let mut dead = HashSet::new();
+    let mut dead = HashSet::default();
     for inst in candidates {
         if live_inst[inst.index()] {
             if tapes

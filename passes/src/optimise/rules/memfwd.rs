@@ -33,7 +33,7 @@
 //! (by induction over the walk), which fails first where it would have.
 
 use irad_ir::{Const, Func, FuncId, Inst, InstKind, Module, Operand, Prim, Scalar, Type, Value};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Forwards reads and removes covered writes in each of `funcs`; returns
 /// whether it changed anything.

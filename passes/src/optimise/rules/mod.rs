@@ -23,8 +23,8 @@ pub mod phi_simplify;
 
 use super::Subst;
 use irad_ir::{Func, FuncId, Inst, InstKind, Module, Operand, Prim};
+use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
-use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// What a statement rule sees: the function (with the statement's own
