@@ -565,6 +565,37 @@ fn render_located(file: &str, lines: Option<&diag::SourceLines>, err: &dyn Diagn
     }
 }
 
+/// `$some` with `$file` bound to the error's file name, or `$none` for the
+/// one variant without a file: one list of the variants for [`Error::file`]
+/// and its `&mut` twin.
+macro_rules! with_file {
+    ($e:expr, $file:ident => $some:expr, $none:expr) => {
+        match $e {
+            Error::Io { file: $file, .. }
+            | Error::Write { file: $file, .. }
+            | Error::Utf8 { file: $file, .. }
+            | Error::Language { file: $file, .. }
+            | Error::Parse { file: $file, .. }
+            | Error::Surface { file: $file, .. }
+            | Error::Verify { file: $file, .. }
+            | Error::NoFunction { file: $file, .. }
+            | Error::Request { file: $file, .. }
+            | Error::Unsupported { file: $file, .. }
+            | Error::Internal { file: $file, .. }
+            | Error::Pass { file: $file, .. }
+            | Error::Forward { file: $file, .. }
+            | Error::Reverse { file: $file, .. }
+            | Error::Pe { file: $file, .. }
+            | Error::Run { file: $file, .. }
+            | Error::Codegen { file: $file, .. }
+            | Error::Schedule { file: $file, .. }
+            | Error::GradCheckFailed { file: $file, .. }
+            | Error::DeclaredRulesFailed { file: $file, .. } => $some,
+            Error::RulesFailed { .. } => $none,
+        }
+    };
+}
+
 /// The file name an error converted with `From` (the `?` operator) carries
 /// until [`Error::in_file`] names its source: modules built with the builder
 /// API have no file.
@@ -609,55 +640,11 @@ impl Error {
     /// assert_eq!(err.file(), Some("bad.irad"));
     /// ```
     pub fn file(&self) -> Option<&str> {
-        match self {
-            Error::Io { file, .. }
-            | Error::Write { file, .. }
-            | Error::Utf8 { file, .. }
-            | Error::Language { file, .. }
-            | Error::Parse { file, .. }
-            | Error::Surface { file, .. }
-            | Error::Verify { file, .. }
-            | Error::NoFunction { file, .. }
-            | Error::Request { file, .. }
-            | Error::Unsupported { file, .. }
-            | Error::Internal { file, .. }
-            | Error::Pass { file, .. }
-            | Error::Forward { file, .. }
-            | Error::Reverse { file, .. }
-            | Error::Pe { file, .. }
-            | Error::Run { file, .. }
-            | Error::Codegen { file, .. }
-            | Error::Schedule { file, .. }
-            | Error::GradCheckFailed { file, .. }
-            | Error::DeclaredRulesFailed { file, .. } => Some(file),
-            Error::RulesFailed { .. } => None,
-        }
+        with_file!(self, file => Some(file.as_str()), None)
     }
 
     fn file_mut(&mut self) -> Option<&mut String> {
-        match self {
-            Error::Io { file, .. }
-            | Error::Write { file, .. }
-            | Error::Utf8 { file, .. }
-            | Error::Language { file, .. }
-            | Error::Parse { file, .. }
-            | Error::Surface { file, .. }
-            | Error::Verify { file, .. }
-            | Error::NoFunction { file, .. }
-            | Error::Request { file, .. }
-            | Error::Unsupported { file, .. }
-            | Error::Internal { file, .. }
-            | Error::Pass { file, .. }
-            | Error::Forward { file, .. }
-            | Error::Reverse { file, .. }
-            | Error::Pe { file, .. }
-            | Error::Run { file, .. }
-            | Error::Codegen { file, .. }
-            | Error::Schedule { file, .. }
-            | Error::GradCheckFailed { file, .. }
-            | Error::DeclaredRulesFailed { file, .. } => Some(file),
-            Error::RulesFailed { .. } => None,
-        }
+        with_file!(self, file => Some(file), None)
     }
 
     /// A source standing for "no file", for the `From` conversions.
