@@ -20,7 +20,7 @@
 //! second; otherwise a line every 10 s), then one line on stdout:
 //! `TARGET: N programs, F failures` (and the rate). On a failure the exit
 //! status is 1, and each failing program (its seed, source, arguments and
-//! the message) is written to `fuzz/failures/TARGET-SEED.txt` (the folder
+//! the message) is written, as it is found, to `fuzz/failures/TARGET-SEED.txt` (the folder
 //! `IRAD_FUZZ_FAILURES` names, if set) with the command that reproduces it;
 //! 2 for bad usage. `IRAD_FUZZ_INJECT_FAILURE=SEED` makes the program of
 //! that seed fail, to test this path (fuzzgen/tests/runner.rs).
@@ -136,10 +136,29 @@ fn parse(args: &[String]) -> Result<Options, String> {
     })
 }
 
-/// A failing program.
+/// A failing program: its seed and what [`save`] said.
 struct Failure {
     seed: u64,
-    text: String,
+    note: String,
+}
+
+/// Writes a failing program to `dir/TARGET-SEED.txt` with the command that
+/// reproduces it; returns the lines to print about it.
+fn save(dir: &std::path::Path, target: &str, seed: u64, text: &str) -> String {
+    let cmd = format!(
+        "cargo run --release -p irad-fuzzgen --bin irad-fuzz -- {target} --seed {seed} --programs 1 --jobs 1"
+    );
+    let path = dir.join(format!("{target}-{seed}.txt"));
+    let saved = std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&path, format!("{cmd}\n\n{text}")));
+    let first = text.lines().next().unwrap_or("");
+    match saved {
+        Ok(()) => format!(
+            "seed {seed}: {first}\n  saved in {}\n  reproduce: {cmd}",
+            path.display()
+        ),
+        Err(e) => format!("seed {seed}: {first}\n  (not saved: {e})\n  reproduce: {cmd}"),
+    }
 }
 
 /// Runs `target`'s check on the program of `seed`: `Err` with the program
@@ -184,6 +203,10 @@ fn main() -> ExitCode {
     let inject: Option<u64> = std::env::var("IRAD_FUZZ_INJECT_FAILURE")
         .ok()
         .and_then(|s| s.parse().ok());
+    let dir = std::env::var_os("IRAD_FUZZ_FAILURES").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/failures"),
+        PathBuf::from,
+    );
     let next = AtomicU64::new(0);
     let done = AtomicU64::new(0);
     let failures: Mutex<Vec<Failure>> = Mutex::new(Vec::new());
@@ -210,10 +233,13 @@ fn main() -> ExitCode {
                     // A panic inside irad is a failure like any other.
                     let res = std::panic::catch_unwind(|| run_one(opts.target, &cfg, seed, inject))
                         .unwrap_or_else(|p| Err(format!("panic: {}", panic_text(&*p))));
-                    if let Err(text) = res
-                        && let Ok(mut f) = failures.lock()
-                    {
-                        f.push(Failure { seed, text });
+                    if let Err(text) = res {
+                        // Saved at once: a long run that is stopped keeps
+                        // what it found.
+                        let note = save(&dir, opts.target, seed, &text);
+                        if let Ok(mut f) = failures.lock() {
+                            f.push(Failure { seed, note });
+                        }
                     }
                     done.fetch_add(1, Ordering::Relaxed);
                 }
@@ -263,30 +289,15 @@ fn main() -> ExitCode {
     if failures.is_empty() {
         return ExitCode::SUCCESS;
     }
-    let dir = std::env::var_os("IRAD_FUZZ_FAILURES").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/failures"),
-        PathBuf::from,
-    );
     for f in failures.iter().take(20) {
-        let cmd = format!(
-            "cargo run --release -p irad-fuzzgen --bin irad-fuzz -- {} --seed {} --programs 1 --jobs 1",
-            opts.target, f.seed
+        eprintln!("{}", f.note);
+    }
+    if failures.len() > 20 {
+        eprintln!(
+            "... and {} more, saved in {}",
+            failures.len() - 20,
+            dir.display()
         );
-        let path = dir.join(format!("{}-{}.txt", opts.target, f.seed));
-        let saved = std::fs::create_dir_all(&dir)
-            .and_then(|()| std::fs::write(&path, format!("{cmd}\n\n{}", f.text)));
-        let first = f.text.lines().next().unwrap_or("");
-        match saved {
-            Ok(()) => eprintln!(
-                "seed {}: {first}\n  saved in {}\n  reproduce: {cmd}",
-                f.seed,
-                path.display()
-            ),
-            Err(e) => eprintln!(
-                "seed {}: {first}\n  (not saved: {e})\n  reproduce: {cmd}",
-                f.seed
-            ),
-        }
     }
     ExitCode::from(1)
 }
