@@ -116,7 +116,7 @@ fn generated_hessian_vector_products_agree_between_backends_and_with_differences
     );
 }
 
-/// The programs the fuzz runner (`irad-fuzz derivatives`, seeds from
+/// The six programs the fuzz runner (`irad-fuzz derivatives`, seeds from
 /// 10 000 000) reported: each a difference quotient that could not show the
 /// derivative (a value of 1e7 to 1e51, a term absorbed by a huge
 /// intermediate, `sin` of 1e11), not a wrong derivative; the check now
@@ -127,7 +127,9 @@ fn derivative_findings_of_the_runner() {
         smooth: true,
         ..Config::default()
     };
-    for seed in [10_099_272, 10_161_857, 10_178_258, 10_381_423, 10_409_622] {
+    for seed in [
+        10_099_272, 10_161_857, 10_178_258, 10_381_423, 10_409_622, 10_655_124,
+    ] {
         let p = generated(seed, &cfg);
         if let Err(e) = check::derivatives(&p) {
             panic!("seed {seed}: {e}");
