@@ -19,7 +19,7 @@
 //! modes.
 
 use crate::{Error, GradRequest, Mode, Source, grad_error, internal, rules, run_stages};
-use irad_ir::interp::value::{ArrayData, ArrayRef, Val};
+use irad_ir::interp::value::{ArrayData, Val};
 use irad_ir::interp::{Executor, RuleProvider};
 use irad_ir::text::ParseError;
 use irad_ir::{
@@ -29,9 +29,11 @@ use irad_ir::{
 use irad_passes::Step;
 use irad_passes::forward::Forward;
 use irad_passes::forward::grad::{GradError, Gradient};
+pub(crate) use irad_passes::grad::deep_copy;
 use irad_passes::manager::{PassError, PassId, PipelineOptions, Snapshot, Stage};
 use irad_passes::optimise::{Strategy, default_schedule};
 use irad_passes::reverse::Reverse;
+pub(crate) use irad_passes::reverse::grad::{assemble, zero_shadows};
 use irad_passes::stages::{OptimiseStage, Scope};
 use irad_rules::{RuleError, emit};
 use std::num::NonZeroU32;
@@ -907,7 +909,7 @@ pub(crate) fn check_wrt(
     let params = f.param_types();
     let Some(list) = wrt else {
         return Ok((0..params.len())
-            .filter(|&i| params[i].has_tangent())
+            .filter(|&i| params[i].has_cotangent())
             .collect());
     };
     for &i in list {
@@ -918,7 +920,7 @@ pub(crate) fn check_wrt(
                 params.len(),
                 plural(params.len())
             ),
-            Some(ty) if !ty.has_tangent() => format!(
+            Some(ty) if !ty.has_cotangent() => format!(
                 "--wrt {i}: argument {i} of @{} has type {ty}, which has no tangent",
                 f.name
             ),
@@ -988,17 +990,16 @@ fn same_shape(a: &Val, t: &Val, what: &str, whose: &str) -> Result<(), String> {
                 let (n, m) = (x.0.borrow().len(), y.0.borrow().len());
                 (n != m).then(|| (path.clone(), m, n))
             }
-            (Val::Tuple(xs), Val::Tuple(ys)) => {
-                xs.iter()
-                    .zip(ys.iter())
-                    .enumerate()
-                    .find_map(|(k, (x, y))| {
-                        path.push(k);
-                        let r = walk(x, y, path);
-                        path.pop();
-                        r
-                    })
-            }
+            (Val::Tuple(xs), Val::Tuple(ys)) | (Val::Dual(xs), Val::Dual(ys)) => xs
+                .iter()
+                .zip(ys.iter())
+                .enumerate()
+                .find_map(|(k, (x, y))| {
+                    path.push(k);
+                    let r = walk(x, y, path);
+                    path.pop();
+                    r
+                }),
             _ => None,
         }
     }
@@ -1075,6 +1076,16 @@ pub(crate) fn like_with(val: &Val, ty: &Type, next: &mut dyn FnMut() -> f64) -> 
                 .map(|(v, t)| like_with(v, t, next))
                 .collect(),
         ),
+        (Val::Dual(parts), _) => match ty.dual_parts() {
+            Some((inner, tangent, _)) => Val::Dual(
+                parts
+                    .iter()
+                    .enumerate()
+                    .map(|(k, v)| like_with(v, if k == 0 { inner } else { &tangent }, next))
+                    .collect(),
+            ),
+            None => deep_copy(val),
+        },
         (v, _) => deep_copy(v),
     }
 }
@@ -1088,7 +1099,7 @@ pub(crate) fn f64_leaves(val: &Val, out: &mut Vec<f64>) {
                 out.extend_from_slice(xs);
             }
         }
-        Val::Tuple(vals) => vals.iter().for_each(|v| f64_leaves(v, out)),
+        Val::Tuple(vals) | Val::Dual(vals) => vals.iter().for_each(|v| f64_leaves(v, out)),
         _ => {}
     }
 }
@@ -1105,6 +1116,16 @@ fn leaf_labels(val: &Val, ty: &Type, prefix: String, out: &mut Vec<String>) {
         (Val::Tuple(vals), Type::Tuple(tys)) => {
             for (k, (v, t)) in vals.iter().zip(tys.iter()).enumerate() {
                 leaf_labels(v, t, format!("{prefix}.{k}"), out);
+            }
+        }
+        (Val::Dual(parts), _) => {
+            if let Some((inner, tangent, _)) = ty.dual_parts() {
+                for (k, v) in parts.iter().enumerate() {
+                    match k {
+                        0 => leaf_labels(v, inner, format!("{prefix}.p"), out),
+                        _ => leaf_labels(v, &tangent, format!("{prefix}.t{}", k - 1), out),
+                    }
+                }
             }
         }
         _ => {}
@@ -1141,55 +1162,14 @@ fn split_seed(seed: &Val, scalars: &mut Vec<f64>, arrays: &mut Vec<Vec<f64>>) {
                 arrays.push(xs.clone());
             }
         }
-        Val::Tuple(vals) => vals.iter().for_each(|v| split_seed(v, scalars, arrays)),
-        _ => {}
-    }
-}
-
-/// A fresh zero shadow for every `[f64]` array in `val`, depth-first.
-pub(crate) fn zero_shadows(val: &Val, out: &mut Vec<Val>) {
-    match val {
-        Val::Array(a) => {
-            if let ArrayData::F64(xs) = &*a.0.borrow() {
-                out.push(Val::f64_array(vec![0.0; xs.len()]));
-            }
+        Val::Tuple(vals) | Val::Dual(vals) => {
+            vals.iter().for_each(|v| split_seed(v, scalars, arrays))
         }
-        Val::Tuple(vals) => vals.iter().for_each(|v| zero_shadows(v, out)),
         _ => {}
-    }
-}
-
-/// The gradient of one argument from the cotangent leaves and shadows, taken
-/// in order (as `irad grad` assembles it).
-pub(crate) fn assemble(
-    val: &Val,
-    ty: &Type,
-    leaves: &mut std::collections::VecDeque<f64>,
-    shadows: &mut std::collections::VecDeque<Val>,
-) -> Option<Val> {
-    match (val, ty) {
-        (_, Type::F64) => Some(Val::F64(leaves.pop_front().unwrap_or(0.0))),
-        (_, Type::Array(Scalar::F64)) => shadows.pop_front(),
-        (Val::Tuple(vals), Type::Tuple(tys)) if ty.has_tangent() => Some(Val::Tuple(
-            vals.iter()
-                .zip(tys.iter())
-                .map(|(v, t)| assemble(v, t, leaves, shadows).unwrap_or(Val::Unit))
-                .collect(),
-        )),
-        _ => None,
     }
 }
 
 /// Fresh copies of the arguments (arrays get new buffers).
 pub(crate) fn copies(args: &[Val]) -> Vec<Val> {
     args.iter().map(deep_copy).collect()
-}
-
-/// A fresh copy of `val`: arrays get new buffers.
-pub(crate) fn deep_copy(val: &Val) -> Val {
-    match val {
-        Val::Array(a) => Val::Array(ArrayRef::new(a.0.borrow().clone())),
-        Val::Tuple(vals) => Val::Tuple(vals.iter().map(deep_copy).collect()),
-        other => other.clone(),
-    }
 }

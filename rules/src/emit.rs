@@ -221,6 +221,7 @@ pub fn contains_array(ty: &Type) -> bool {
         match t {
             Type::Array(_) => return true,
             Type::Tuple(elems) => stack.extend(elems.iter()),
+            Type::Dual(inner, _) => stack.push(inner),
             _ => {}
         }
     }
