@@ -177,8 +177,11 @@ pub fn require_seed(src: &Source, module: &Module, func: FuncId) -> Result<(), E
 /// value per argument, of the argument's type and shape; the entries of
 /// arguments without a tangent are not used): one pass of `@f.fwd` with the
 /// tangent as the dual parts, run by `req.opts.exec` after `req`'s schedule.
-/// `req.mode`, `req.opts.wrt` and `req.opts.lanes` are not used. Also returns
-/// the module with the derived functions.
+/// `req.opts.wrt` (checked as for [`crate::grad`]) keeps the direction to
+/// those arguments: the tangent entries of the others count as zero, and
+/// the rule is the variant that does no tangent work for them
+/// (`@f.fwd.wrt0_2`). `req.mode` and `req.opts.lanes` are not used. Also
+/// returns the module with the derived functions.
 ///
 /// ```
 /// use irad::{GradRequest, Source, Val};
@@ -206,11 +209,21 @@ pub fn jvp(
 ) -> Result<(Jvp, Module), Error> {
     let params = check_call(src, module, req.func, req.args)?;
     check_tangent(TANGENT_SOURCE, module, req.func, req.args, tangent)?;
-    let (mut m, mut fwd, rule) = derive_forward(src, module, registry, req, Lanes::ONE)?;
+    let wrt = check_wrt(src, module, req.func, req.opts.wrt.as_deref())?;
+    let tangent = masked_tangent(tangent, &params, &wrt);
+    let (mut m, mut fwd, rule) = forward_rule_of(
+        src,
+        module.clone(),
+        registry,
+        req,
+        req.func,
+        Lanes::ONE,
+        Some(&wrt),
+    )?;
     let dual_args: Vec<Val> = req
         .args
         .iter()
-        .zip(tangent)
+        .zip(&tangent)
         .zip(&params)
         .map(|((a, t), ty)| {
             if ty.has_tangent() {
@@ -283,7 +296,7 @@ pub fn vjp(
         ));
     }
     let wrt = check_wrt(src, module, req.func, req.opts.wrt.as_deref())?;
-    let mut rev = ReverseRun::new(src, module, registry, req, &wrt)?;
+    let mut rev = ReverseRun::new(src, module.clone(), registry, req, req.func, &wrt)?;
     let mut exec = executor(src, req, &mut rev.m, &mut rev.cache)?;
     let mut primal = None;
     if ret.shadow_leaves() > 0 {
@@ -291,7 +304,9 @@ pub fn vjp(
         check_seed_shape(&value, seed)?;
         primal = Some(value);
     }
-    let (value, gradient) = rev.wrapper.run(src, &mut *exec, req, &params, &wrt, seed)?;
+    let (value, gradient) = rev
+        .wrapper
+        .run(src, &mut *exec, req, req.args, &params, &wrt, seed)?;
     // The pullback restores the arrays the forward sweep wrote, the result's
     // among them: an array result is the primal run's.
     let value = primal.unwrap_or(value);
@@ -338,7 +353,7 @@ pub fn jacobian(
     req: &GradRequest<'_>,
 ) -> Result<(Jacobian, Module), Error> {
     let params = check_call(src, module, req.func, req.args)?;
-    let inputs = input_labels(module, req.func, req.args, &params);
+    let inputs = input_labels(module, req.func, req.args, &params, None);
     let (value, rows, passes, m) = match req.mode {
         Mode::Forward => jacobian_forward(src, module, registry, req, &params, inputs.len())?,
         Mode::Reverse => jacobian_reverse(src, module, registry, req, &params)?,
@@ -377,7 +392,15 @@ fn jacobian_forward(
     };
     let cols = u32::try_from(ncols).unwrap_or(u32::MAX);
     let width = NonZeroU32::new(cols).map_or(NonZeroU32::MIN, |n| batch.min(n));
-    let (mut m, mut fwd, rule) = derive_forward(src, module, registry, req, Lanes::Dense(width))?;
+    let (mut m, mut fwd, rule) = forward_rule_of(
+        src,
+        module.clone(),
+        registry,
+        req,
+        req.func,
+        Lanes::Dense(width),
+        None,
+    )?;
     let w = width.get() as usize;
     let mut columns: Vec<Vec<f64>> = Vec::with_capacity(ncols);
     let mut value = None;
@@ -437,7 +460,7 @@ fn jacobian_reverse(
     let wrt: Vec<usize> = (0..params.len())
         .filter(|&i| params[i].has_tangent())
         .collect();
-    let mut rev = ReverseRun::new(src, module, registry, req, &wrt)?;
+    let mut rev = ReverseRun::new(src, module.clone(), registry, req, req.func, &wrt)?;
     let mut rows = Vec::new();
     let mut passes = 0;
     let value = {
@@ -452,7 +475,9 @@ fn jacobian_reverse(
                 k += 1;
                 if k - 1 == r { 1.0 } else { 0.0 }
             });
-            let (_, grads) = rev.wrapper.run(src, &mut *exec, req, params, &wrt, &seed)?;
+            let (_, grads) = rev
+                .wrapper
+                .run(src, &mut *exec, req, req.args, params, &wrt, &seed)?;
             passes += 1;
             let mut row = Vec::new();
             for g in grads.iter().flatten() {
@@ -493,35 +518,58 @@ fn lane_args(args: &[Val], params: &[Type], start: usize, w: usize) -> Vec<Val> 
     out
 }
 
-/// The module with the forward rule of `req.func` at `width` derived and
-/// optimised, the rule cache, and the rule.
-fn derive_forward<'r>(
-    src: &Source,
-    module: &Module,
-    registry: &'r rules::Registry,
-    req: &GradRequest<'_>,
-    width: Lanes,
-) -> Result<(Module, Forward<'r>, FuncId), Error> {
-    forward_rule_of(src, module.clone(), registry, req, req.func, width)
+/// The direction `tangent` (one value per argument, of types `params`) with
+/// the entries of the arguments outside `wrt` zero.
+pub(crate) fn masked_tangent(tangent: &[Val], params: &[Type], wrt: &[usize]) -> Vec<Val> {
+    tangent
+        .iter()
+        .zip(params)
+        .enumerate()
+        .map(|(i, (t, ty))| {
+            if wrt.contains(&i) || !ty.has_tangent() {
+                deep_copy(t)
+            } else {
+                like_with(t, ty, &mut || 0.0)
+            }
+        })
+        .collect()
 }
 
 /// `m` with the forward rule of `func` at `width` derived and optimised by
-/// `req`'s schedule (activity as `req` says), the rule cache, and the rule:
-/// also `hvp.rs`'s rule of the wrapper `@f.vjp`.
+/// `req`'s schedule (activity as `req` says), the rule cache, and the rule;
+/// with `wrt`, the variant for those parameters ([`Forward::rule_wrt`]: the
+/// tangents of the others must be zero). Also `hvp.rs`'s rule of the
+/// wrapper `@f.vjp` and the rule reverse over forward differentiates.
 pub(crate) fn forward_rule_of<'r>(
     src: &Source,
-    mut m: Module,
+    m: Module,
     registry: &'r rules::Registry,
     req: &GradRequest<'_>,
     func: FuncId,
     width: Lanes,
+    wrt: Option<&[usize]>,
 ) -> Result<(Module, Forward<'r>, FuncId), Error> {
     let mut fwd = Forward::new(registry);
     fwd.set_activity(req.opts.activity);
+    forward_rule_with(src, m, fwd, req, func, width, wrt)
+}
+
+/// [`forward_rule_of`] with the rule cache `fwd` (which keeps what it built
+/// before: `irad emit` shares one cache among its exports).
+pub(crate) fn forward_rule_with<'r>(
+    src: &Source,
+    mut m: Module,
+    fwd: Forward<'r>,
+    req: &GradRequest<'_>,
+    func: FuncId,
+    width: Lanes,
+    wrt: Option<&[usize]>,
+) -> Result<(Module, Forward<'r>, FuncId), Error> {
     let mut stage = FwdRuleStage {
         fwd,
         func,
         width,
+        wrt: wrt.map(<[usize]>::to_vec),
         rule: None,
     };
     let schedule = req.schedule.clone().unwrap_or_else(default_schedule);
@@ -546,21 +594,35 @@ pub(crate) struct ReverseRun<'r> {
 }
 
 impl<'r> ReverseRun<'r> {
-    /// Derives the pieces of `req.func` for `wrt`, optimises them, and
-    /// builds `@f.vjp` around them.
+    /// Derives the pieces of `func` (in `m`) for `wrt`, optimises them by
+    /// `req`'s schedule (activity as `req` says), and builds `@f.vjp`
+    /// around them.
     pub(crate) fn new(
         src: &Source,
-        module: &Module,
+        m: Module,
         registry: &'r rules::Registry,
         req: &GradRequest<'_>,
+        func: FuncId,
         wrt: &[usize],
     ) -> Result<ReverseRun<'r>, Error> {
-        let mut m = module.clone();
         let mut rev = Reverse::new(registry);
         rev.set_activity(req.opts.activity);
+        ReverseRun::with_cache(src, m, rev, req, func, wrt)
+    }
+
+    /// [`ReverseRun::new`] with the rule cache `rev` (which keeps what it
+    /// built before: `irad emit` shares one cache among its exports).
+    pub(crate) fn with_cache(
+        src: &Source,
+        mut m: Module,
+        rev: Reverse<'r>,
+        req: &GradRequest<'_>,
+        func: FuncId,
+        wrt: &[usize],
+    ) -> Result<ReverseRun<'r>, Error> {
         let mut stage = RevPiecesStage {
             rev,
-            func: req.func,
+            func,
             wrt: wrt.to_vec(),
             pieces: None,
         };
@@ -574,7 +636,7 @@ impl<'r> ReverseRun<'r> {
         let (fwd, back) = stage
             .pieces
             .ok_or_else(|| internal(src, "the reverse stage made no pieces"))?;
-        let id = vjp_wrapper(&mut m, req.func, fwd, back)
+        let id = vjp_wrapper(&mut m, func, fwd, back)
             .map_err(|e| internal(src, &format!("building the vjp wrapper: {e}")))?;
         Ok(ReverseRun {
             m,
@@ -591,20 +653,23 @@ pub(crate) struct VjpWrapper {
 
 impl VjpWrapper {
     /// The value and the gradient (per argument, `None` outside `wrt` and for
-    /// arguments without a tangent) for `seed`, whose array lengths are the
-    /// result's.
-    fn run(
+    /// arguments without a tangent) at `args` (of the wrapped function) for
+    /// `seed`, whose array lengths are the result's; `req` gives the run
+    /// options.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn run(
         &self,
         src: &Source,
         exec: &mut dyn Executor,
         req: &GradRequest<'_>,
+        args: &[Val],
         params: &[Type],
         wrt: &[usize],
         seed: &Val,
     ) -> Result<(Val, Vec<Option<Val>>), Error> {
-        let mut call = copies(req.args);
+        let mut call = copies(args);
         let mut shadows = Vec::new();
-        for a in req.args {
+        for a in args {
             zero_shadows(a, &mut shadows);
         }
         call.extend(shadows.iter().cloned());
@@ -633,8 +698,7 @@ impl VjpWrapper {
             _ => return Err(internal(src, "the pullback returned the wrong shape")),
         };
         let mut shadows: std::collections::VecDeque<Val> = shadows.into();
-        let gradient = req
-            .args
+        let gradient = args
             .iter()
             .zip(params)
             .enumerate()
@@ -723,11 +787,13 @@ fn vjp_wrapper(m: &mut Module, f: FuncId, fwd: FuncId, back: FuncId) -> Result<F
     Ok(id)
 }
 
-/// `forward` for one function at one width (the rule kept for the caller).
+/// `forward` for one function at one width, for the parameters in `wrt`
+/// (all: `None`); the rule kept for the caller.
 struct FwdRuleStage<'r> {
     fwd: Forward<'r>,
     func: FuncId,
     width: Lanes,
+    wrt: Option<Vec<usize>>,
     rule: Option<FuncId>,
 }
 
@@ -745,7 +811,10 @@ impl Stage for FwdRuleStage<'_> {
         m: &mut Module,
         _: &PipelineOptions,
     ) -> Result<Option<Vec<Snapshot>>, PassError> {
-        self.rule = Some(self.fwd.rule(m, self.func, self.width)?);
+        self.rule = Some(match &self.wrt {
+            Some(wrt) => self.fwd.rule_wrt(m, self.func, self.width, wrt)?,
+            None => self.fwd.rule(m, self.func, self.width)?,
+        });
         Ok(None)
     }
 }
@@ -1132,16 +1201,21 @@ fn leaf_labels(val: &Val, ty: &Type, prefix: String, out: &mut Vec<String>) {
     }
 }
 
-/// The labels of the Jacobian's columns: every f64 of the arguments.
+/// The labels of the Jacobian's columns: every f64 of the arguments (of
+/// those in `wrt` only, when given).
 pub(crate) fn input_labels(
     module: &Module,
     func: FuncId,
     args: &[Val],
     params: &[Type],
+    wrt: Option<&[usize]>,
 ) -> Vec<String> {
     let f = &module[func];
     let mut out = Vec::new();
     for (i, (a, ty)) in args.iter().zip(params).enumerate() {
+        if wrt.is_some_and(|w| !w.contains(&i)) {
+            continue;
+        }
         let name = f
             .params
             .get(i)
