@@ -1,12 +1,13 @@
 //! The cost of a Hessian-vector product against the gradient's (issue 23's
 //! targets: at most 4x on rosenbrock at n = 100 000 and on Lotka-Volterra),
+//! by forward over reverse (the default) and by reverse over forward,
 //! and of a Hessian of 10 inputs against one HVP (at most 10), in compiled
 //! code only: every run the derivative makes is repeated, once to compile
 //! and warm up and then 20 times, and the best time counts (derivation and
 //! compilation do not). Prints one line per figure; the results are in
 //! docs/performance.md. Run: `cargo bench --bench hvp`.
 
-use irad::{GradOptions, GradRequest, Val};
+use irad::{GradOptions, GradRequest, HvpMode, Val};
 
 /// `args` with every f64 replaced by `f(x, k)`, k counting them in order
 /// (the cases have f64 scalars and f64 arrays only).
@@ -100,13 +101,19 @@ fn main() {
         let v = map_args(&args, &|_, i| ((i * 7 + 3) % 11) as f64 / 5.0 - 1.0);
         irad::hvp(&src, &m, &registry, &r, &v).expect("hvp");
         let hvp: f64 = TIMES.with(|t| t.borrow().iter().sum());
+        TIMES.with(|t| t.borrow_mut().clear());
+        irad::hvp_via(&src, &m, &registry, &r, &v, HvpMode::ReverseOverForward)
+            .expect("hvp by reverse over forward");
+        let rof: f64 = TIMES.with(|t| t.borrow().iter().sum());
         println!(
-            "{func}: gradient {:.3} ms, hvp {:.3} ms, ratio {:.2}",
+            "{func}: gradient {:.3} ms, hvp {:.3} ms, ratio {:.2}; reverse over forward {:.3} ms, ratio {:.2}",
             grad * 1e3,
             hvp * 1e3,
-            hvp / grad
+            hvp / grad,
+            rof * 1e3,
+            rof / grad
         );
-        assert!(hvp.is_finite() && grad > 0.0);
+        assert!(hvp.is_finite() && rof.is_finite() && grad > 0.0);
     }
     // A Hessian of 10 inputs (rosenbrock, n = 10) against one HVP.
     let src = irad::read_source(&root.join("examples/rosenbrock.irad")).expect("program");
