@@ -222,7 +222,25 @@ pub fn hessian(
 }
 
 /// [`hessian`] with its products computed as `mode` says (reverse over
-/// forward runs one product per input, forward over reverse 8 per run).
+/// forward runs one product per input, forward over reverse 8 per run);
+/// with `req.opts.lanes` [`Lanes::Sparse`] (forward over reverse only), by
+/// one run of sparse forward mode over the reverse pieces, each row
+/// materialised from the sparse tangent of a gradient entry.
+///
+/// ```
+/// use irad::{GradRequest, HvpMode, Source, Val};
+///
+/// let src = Source::new("f.irad", "fn f(x: f64, y: [f64]) -> f64 { x * x * y[0] + y[0] * y[1] }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = [Val::F64(3.0), Val::f64_array(vec![2.0, 5.0])];
+/// let registry = irad::rules::Registry::new();
+/// let mut req = GradRequest::new(f, &args);
+/// req.opts.lanes = irad::ir::Lanes::Sparse;
+/// let (h, _) = irad::hessian_via(&src, &m, &registry, &req, HvpMode::ForwardOverReverse)?;
+/// assert_eq!(h.rows, [[4.0, 6.0, 0.0], [6.0, 0.0, 1.0], [0.0, 1.0, 0.0]]);
+/// # Ok::<(), irad::Error>(())
+/// ```
 pub fn hessian_via(
     src: &Source,
     module: &Module,
@@ -231,9 +249,31 @@ pub fn hessian_via(
     mode: HvpMode,
 ) -> Result<(Hessian, Module), Error> {
     let params = check_call(src, module, req.func, req.args)?;
+    scalar_result(src, module, req.func)?;
     let wrt = check_wrt(src, module, req.func, req.opts.wrt.as_deref())?;
     let inputs = input_labels(module, req.func, req.args, &params, Some(&wrt));
     let n = inputs.len();
+    if req.opts.lanes.is_sparse() {
+        if mode == HvpMode::ReverseOverForward {
+            let (floc, _) = func_loc(src, module, req.func)?;
+            return Err(invalid(
+                src,
+                floc,
+                "a sparse Hessian is computed by forward mode over reverse mode only".into(),
+            ));
+        }
+        let (value, gradient, rows, m) =
+            crate::sparse_hessian::hessian(src, module, registry, req, &params, &wrt, n)?;
+        return Ok((
+            Hessian {
+                value,
+                gradient,
+                rows,
+                inputs,
+            },
+            m,
+        ));
+    }
     let width = match mode {
         HvpMode::ForwardOverReverse => n.clamp(1, HESSIAN_LANES),
         HvpMode::ReverseOverForward => 1,

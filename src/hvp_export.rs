@@ -245,7 +245,7 @@ impl Body {
 
 /// Leaf `k` of `total` f64 cotangents packed as the pullback packs them
 /// (one f64 alone, a tuple otherwise).
-fn leaf(
+pub(crate) fn leaf(
     b: &mut FuncBuilder<'_>,
     cots: Operand,
     k: usize,
@@ -259,7 +259,7 @@ fn leaf(
 }
 
 /// The `[f64]` arrays inside `op` (of type `ty`), depth-first.
-fn array_leaves(
+pub(crate) fn array_leaves(
     b: &mut FuncBuilder<'_>,
     op: Operand,
     ty: &Type,

@@ -166,6 +166,7 @@ mod json;
 mod rof;
 mod rule_checks;
 mod schedule;
+mod sparse_hessian;
 pub mod timings;
 mod typed;
 

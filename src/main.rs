@@ -429,6 +429,11 @@ struct HessianCmd {
     /// over forward (one product per run).
     #[arg(long, value_enum, default_value_t = HvpMode::FwdOverRev)]
     mode: HvpMode,
+    /// Sparse forward mode over the reverse pieces: the whole Hessian in one
+    /// run, each row materialised from a sparse tangent (forward over
+    /// reverse only).
+    #[arg(long)]
+    sparse: bool,
     /// Print one JSON object: {"value": V, "gradient": [...], "hessian":
     /// [[row], ...]}, rows over the f64 inputs in argument order.
     #[arg(long)]
@@ -1215,11 +1220,21 @@ fn hvp(cmd: HvpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
 /// `irad hessian`: the value, the gradient and the Hessian, as text (the
 /// gradient, a line of labels, then one labelled line per row) or JSON.
 fn hessian(cmd: HessianCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
+    if cmd.sparse && cmd.mode == HvpMode::RevOverFwd {
+        usage_error(
+            "--sparse is sparse forward mode over the reverse pieces: it cannot be used with --mode rev-over-fwd",
+        );
+    }
     let (module, func, args, opts, schedule) = read_deriv(cmd.req, sources)?;
     let registry = irad::rules::Registry::new();
     let req = irad::GradRequest {
         opts: GradOptions {
             wrt: cmd.wrt.wrt,
+            lanes: if cmd.sparse {
+                irad::ir::Lanes::Sparse
+            } else {
+                opts.lanes
+            },
             ..opts
         },
         schedule: Some(schedule),
