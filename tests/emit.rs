@@ -589,6 +589,58 @@ fn hessian_vector_products_match_the_interpreter_bit_for_bit() {
     );
 }
 
+/// Every corpus program (all return f64) is emitted with `--hvp` (and
+/// `--grad`): the object is written and the header declares `NAME_hvp`
+/// with one direction parameter per f64 of the arguments outside arrays and
+/// per `[f64]` array. (The programs
+/// of `tests/c/hvp.irad` are called from C above.)
+#[test]
+fn every_corpus_program_emits_its_hessian_vector_product() {
+    let d = dir("hvp_corpus");
+    let mut emitted = 0;
+    for entry in std::fs::read_dir(format!("{ROOT}/tests/corpus")).expect("corpus") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("json")).expect("json");
+        let func = json["function"].as_str().expect("function");
+        for file in [json["file"].as_str(), json["ir_file"].as_str()]
+            .into_iter()
+            .flatten()
+        {
+            let out = format!("{}_{}", func, file.replace('.', "_"));
+            emit(&corpus(file), func, &["--hvp", "--grad"], &d, &out);
+            let header = std::fs::read_to_string(d.join(format!("{out}.h"))).expect("header");
+            let sym = func.replace('.', "_");
+            let decl = header
+                .lines()
+                .find(|l| l.starts_with(&format!("int32_t {sym}_hvp(")))
+                .unwrap_or_else(|| panic!("no {sym}_hvp in\n{header}"));
+            let (src, module) = source(&corpus(file));
+            let f = irad::find_function(&src, &module, func).expect("function");
+            let scalars: usize = module[f]
+                .param_types()
+                .iter()
+                .map(irad::ir::Type::cotangent_leaves)
+                .sum();
+            assert_eq!(
+                decl.matches("_dir").count(),
+                scalars
+                    + module[f]
+                        .param_types()
+                        .iter()
+                        .map(irad::ir::Type::shadow_leaves)
+                        .sum::<usize>(),
+                "{file}: {decl}"
+            );
+            emitted += 1;
+        }
+    }
+    assert!(emitted >= 15, "only {emitted} corpus programs emitted");
+}
+
 /// References to the values of a list, for [`line`].
 fn refs_of(v: &[Val]) -> Vec<&Val> {
     v.iter().collect()
