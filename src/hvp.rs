@@ -15,7 +15,9 @@
 //!   those of the tangent parts the gradient.
 //!
 //! [`hessian`] runs one product per f64 input along its unit vector (forward
-//! over reverse batches them in lanes, 8 per run).
+//! over reverse batches them in lanes, 8 per run); [`hessian_via`] with
+//! sparse lanes runs all of them at once in sparse forward mode over the
+//! pieces (`src/sparse_hessian.rs`).
 //!
 //! Assumes a module that verifies (as [`crate::load`] gives) and a request
 //! like [`crate::grad`]'s. Guarantees: the derived functions are optimised
