@@ -458,7 +458,7 @@ fn jacobian_reverse(
 ) -> Result<Accumulated, Error> {
     let ret = module[req.func].ret.clone();
     let wrt: Vec<usize> = (0..params.len())
-        .filter(|&i| params[i].has_tangent())
+        .filter(|&i| params[i].has_cotangent())
         .collect();
     let mut rev = ReverseRun::new(src, module.clone(), registry, req, req.func, &wrt)?;
     let mut rows = Vec::new();

@@ -481,7 +481,8 @@ fn command_line_modes_and_wrt() {
 
 /// A forward rule written in IR text is differentiated by `irad grad
 /// --seed`: the seed `dual(0.0, 1.0)` gives, per dual argument, H·V in the
-/// primal part and the gradient in the tangent part.
+/// primal part and the gradient in the tangent part; `irad jacobian` (reverse
+/// mode) gives its Jacobian over the duals' parts.
 #[test]
 fn grad_with_a_seed_of_a_forward_rule_in_ir_text() {
     let text = "func @sq.fwd(%x: dual<f64>, %y: dual<f64>) -> dual<f64> {
@@ -527,4 +528,21 @@ fn grad_with_a_seed_of_a_forward_rule_in_ir_text() {
         outs.push(o.stdout);
     }
     assert_eq!(outs[0], outs[1]);
+    // The Jacobian by reverse mode: rows value.p and value.t0, columns the
+    // parts of the duals (x.p, x.t0, y.p, y.t0).
+    let o = irad_cmd(&[
+        "jacobian",
+        &file,
+        "-f",
+        "sq.fwd",
+        "--args",
+        "dual(3.0, 1.0), dual(2.0, 0.0)",
+        "--json",
+    ]);
+    let j = json(&o);
+    assert_eq!(
+        j["jacobian"],
+        serde_json::json!([[2.0, 0.0, 3.0, 0.0], [0.0, 2.0, 1.0, 3.0]]),
+        "{j}"
+    );
 }
