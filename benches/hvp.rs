@@ -1,12 +1,14 @@
 //! The cost of a Hessian-vector product against the gradient's (issue 23's
 //! targets: at most 4x on rosenbrock at n = 100 000 and on Lotka-Volterra),
-//! and of a Hessian of 10 inputs against one HVP (at most 10), in compiled
+//! by forward over reverse (the default) and by reverse over forward,
+//! and of a Hessian of 10 inputs against one HVP (at most 10), and dense
+//! Hessians against sparse ones (rosenbrock, n = 10, 100, 1000), in compiled
 //! code only: every run the derivative makes is repeated, once to compile
 //! and warm up and then 20 times, and the best time counts (derivation and
 //! compilation do not). Prints one line per figure; the results are in
 //! docs/performance.md. Run: `cargo bench --bench hvp`.
 
-use irad::{GradOptions, GradRequest, Val};
+use irad::{GradOptions, GradRequest, HvpMode, Val};
 
 /// `args` with every f64 replaced by `f(x, k)`, k counting them in order
 /// (the cases have f64 scalars and f64 arrays only).
@@ -100,13 +102,19 @@ fn main() {
         let v = map_args(&args, &|_, i| ((i * 7 + 3) % 11) as f64 / 5.0 - 1.0);
         irad::hvp(&src, &m, &registry, &r, &v).expect("hvp");
         let hvp: f64 = TIMES.with(|t| t.borrow().iter().sum());
+        TIMES.with(|t| t.borrow_mut().clear());
+        irad::hvp_via(&src, &m, &registry, &r, &v, HvpMode::ReverseOverForward)
+            .expect("hvp by reverse over forward");
+        let rof: f64 = TIMES.with(|t| t.borrow().iter().sum());
         println!(
-            "{func}: gradient {:.3} ms, hvp {:.3} ms, ratio {:.2}",
+            "{func}: gradient {:.3} ms, hvp {:.3} ms, ratio {:.2}; reverse over forward {:.3} ms, ratio {:.2}",
             grad * 1e3,
             hvp * 1e3,
-            hvp / grad
+            hvp / grad,
+            rof * 1e3,
+            rof / grad
         );
-        assert!(hvp.is_finite() && grad > 0.0);
+        assert!(hvp.is_finite() && rof.is_finite() && grad > 0.0);
     }
     // A Hessian of 10 inputs (rosenbrock, n = 10) against one HVP.
     let src = irad::read_source(&root.join("examples/rosenbrock.irad")).expect("program");
@@ -133,4 +141,30 @@ fn main() {
         hessian * 1e6,
         hessian / hvp
     );
+    // Dense Hessians (batches of 8, forward over reverse) against sparse
+    // ones (one run of sparse forward mode over the pieces), by size.
+    for n in [10, 100, 1000] {
+        let args = [Val::f64_array(x[..n].to_vec())];
+        let mut r = GradRequest {
+            opts: GradOptions {
+                exec: timed_jit,
+                ..GradOptions::default()
+            },
+            ..GradRequest::new(f, &args)
+        };
+        TIMES.with(|t| t.borrow_mut().clear());
+        irad::hessian(&src, &m, &registry, &r).expect("hessian");
+        let dense: f64 = TIMES.with(|t| t.borrow().iter().sum());
+        r.opts.lanes = irad::ir::Lanes::Sparse;
+        TIMES.with(|t| t.borrow_mut().clear());
+        irad::hessian_via(&src, &m, &registry, &r, HvpMode::ForwardOverReverse)
+            .expect("sparse hessian");
+        let sparse: f64 = TIMES.with(|t| t.borrow().iter().sum());
+        println!(
+            "rosenbrock n = {n}: hessian dense {:.2} us, sparse {:.2} us, ratio {:.2}",
+            dense * 1e6,
+            sparse * 1e6,
+            sparse / dense
+        );
+    }
 }

@@ -19,7 +19,7 @@
 //! modes.
 
 use crate::{Error, GradRequest, Mode, Source, grad_error, internal, rules, run_stages};
-use irad_ir::interp::value::{ArrayData, ArrayRef, Val};
+use irad_ir::interp::value::{ArrayData, Val};
 use irad_ir::interp::{Executor, RuleProvider};
 use irad_ir::text::ParseError;
 use irad_ir::{
@@ -29,9 +29,11 @@ use irad_ir::{
 use irad_passes::Step;
 use irad_passes::forward::Forward;
 use irad_passes::forward::grad::{GradError, Gradient};
+pub(crate) use irad_passes::grad::deep_copy;
 use irad_passes::manager::{PassError, PassId, PipelineOptions, Snapshot, Stage};
 use irad_passes::optimise::{Strategy, default_schedule};
 use irad_passes::reverse::Reverse;
+pub(crate) use irad_passes::reverse::grad::{assemble, zero_shadows};
 use irad_passes::stages::{OptimiseStage, Scope};
 use irad_rules::{RuleError, emit};
 use std::num::NonZeroU32;
@@ -175,8 +177,11 @@ pub fn require_seed(src: &Source, module: &Module, func: FuncId) -> Result<(), E
 /// value per argument, of the argument's type and shape; the entries of
 /// arguments without a tangent are not used): one pass of `@f.fwd` with the
 /// tangent as the dual parts, run by `req.opts.exec` after `req`'s schedule.
-/// `req.mode`, `req.opts.wrt` and `req.opts.lanes` are not used. Also returns
-/// the module with the derived functions.
+/// `req.opts.wrt` (checked as for [`crate::grad`]) keeps the direction to
+/// those arguments: the tangent entries of the others count as zero, and
+/// the rule is the variant that does no tangent work for them
+/// (`@f.fwd.wrt0_2`). `req.mode` and `req.opts.lanes` are not used. Also
+/// returns the module with the derived functions.
 ///
 /// ```
 /// use irad::{GradRequest, Source, Val};
@@ -204,11 +209,21 @@ pub fn jvp(
 ) -> Result<(Jvp, Module), Error> {
     let params = check_call(src, module, req.func, req.args)?;
     check_tangent(TANGENT_SOURCE, module, req.func, req.args, tangent)?;
-    let (mut m, mut fwd, rule) = derive_forward(src, module, registry, req, Lanes::ONE)?;
+    let wrt = check_wrt(src, module, req.func, req.opts.wrt.as_deref())?;
+    let tangent = masked_tangent(tangent, &params, &wrt);
+    let (mut m, mut fwd, rule) = forward_rule_of(
+        src,
+        module.clone(),
+        registry,
+        req,
+        req.func,
+        Lanes::ONE,
+        Some(&wrt),
+    )?;
     let dual_args: Vec<Val> = req
         .args
         .iter()
-        .zip(tangent)
+        .zip(&tangent)
         .zip(&params)
         .map(|((a, t), ty)| {
             if ty.has_tangent() {
@@ -281,7 +296,7 @@ pub fn vjp(
         ));
     }
     let wrt = check_wrt(src, module, req.func, req.opts.wrt.as_deref())?;
-    let mut rev = ReverseRun::new(src, module, registry, req, &wrt)?;
+    let mut rev = ReverseRun::new(src, module.clone(), registry, req, req.func, &wrt)?;
     let mut exec = executor(src, req, &mut rev.m, &mut rev.cache)?;
     let mut primal = None;
     if ret.shadow_leaves() > 0 {
@@ -289,7 +304,9 @@ pub fn vjp(
         check_seed_shape(&value, seed)?;
         primal = Some(value);
     }
-    let (value, gradient) = rev.wrapper.run(src, &mut *exec, req, &params, &wrt, seed)?;
+    let (value, gradient) = rev
+        .wrapper
+        .run(src, &mut *exec, req, req.args, &params, &wrt, seed)?;
     // The pullback restores the arrays the forward sweep wrote, the result's
     // among them: an array result is the primal run's.
     let value = primal.unwrap_or(value);
@@ -336,7 +353,7 @@ pub fn jacobian(
     req: &GradRequest<'_>,
 ) -> Result<(Jacobian, Module), Error> {
     let params = check_call(src, module, req.func, req.args)?;
-    let inputs = input_labels(module, req.func, req.args, &params);
+    let inputs = input_labels(module, req.func, req.args, &params, None);
     let (value, rows, passes, m) = match req.mode {
         Mode::Forward => jacobian_forward(src, module, registry, req, &params, inputs.len())?,
         Mode::Reverse => jacobian_reverse(src, module, registry, req, &params)?,
@@ -375,7 +392,15 @@ fn jacobian_forward(
     };
     let cols = u32::try_from(ncols).unwrap_or(u32::MAX);
     let width = NonZeroU32::new(cols).map_or(NonZeroU32::MIN, |n| batch.min(n));
-    let (mut m, mut fwd, rule) = derive_forward(src, module, registry, req, Lanes::Dense(width))?;
+    let (mut m, mut fwd, rule) = forward_rule_of(
+        src,
+        module.clone(),
+        registry,
+        req,
+        req.func,
+        Lanes::Dense(width),
+        None,
+    )?;
     let w = width.get() as usize;
     let mut columns: Vec<Vec<f64>> = Vec::with_capacity(ncols);
     let mut value = None;
@@ -433,9 +458,9 @@ fn jacobian_reverse(
 ) -> Result<Accumulated, Error> {
     let ret = module[req.func].ret.clone();
     let wrt: Vec<usize> = (0..params.len())
-        .filter(|&i| params[i].has_tangent())
+        .filter(|&i| params[i].has_cotangent())
         .collect();
-    let mut rev = ReverseRun::new(src, module, registry, req, &wrt)?;
+    let mut rev = ReverseRun::new(src, module.clone(), registry, req, req.func, &wrt)?;
     let mut rows = Vec::new();
     let mut passes = 0;
     let value = {
@@ -450,7 +475,9 @@ fn jacobian_reverse(
                 k += 1;
                 if k - 1 == r { 1.0 } else { 0.0 }
             });
-            let (_, grads) = rev.wrapper.run(src, &mut *exec, req, params, &wrt, &seed)?;
+            let (_, grads) = rev
+                .wrapper
+                .run(src, &mut *exec, req, req.args, params, &wrt, &seed)?;
             passes += 1;
             let mut row = Vec::new();
             for g in grads.iter().flatten() {
@@ -491,35 +518,58 @@ fn lane_args(args: &[Val], params: &[Type], start: usize, w: usize) -> Vec<Val> 
     out
 }
 
-/// The module with the forward rule of `req.func` at `width` derived and
-/// optimised, the rule cache, and the rule.
-fn derive_forward<'r>(
-    src: &Source,
-    module: &Module,
-    registry: &'r rules::Registry,
-    req: &GradRequest<'_>,
-    width: Lanes,
-) -> Result<(Module, Forward<'r>, FuncId), Error> {
-    forward_rule_of(src, module.clone(), registry, req, req.func, width)
+/// The direction `tangent` (one value per argument, of types `params`) with
+/// the entries of the arguments outside `wrt` zero.
+pub(crate) fn masked_tangent(tangent: &[Val], params: &[Type], wrt: &[usize]) -> Vec<Val> {
+    tangent
+        .iter()
+        .zip(params)
+        .enumerate()
+        .map(|(i, (t, ty))| {
+            if wrt.contains(&i) || !ty.has_tangent() {
+                deep_copy(t)
+            } else {
+                like_with(t, ty, &mut || 0.0)
+            }
+        })
+        .collect()
 }
 
 /// `m` with the forward rule of `func` at `width` derived and optimised by
-/// `req`'s schedule (activity as `req` says), the rule cache, and the rule:
-/// also `hvp.rs`'s rule of the wrapper `@f.vjp`.
+/// `req`'s schedule (activity as `req` says), the rule cache, and the rule;
+/// with `wrt`, the variant for those parameters ([`Forward::rule_wrt`]: the
+/// tangents of the others must be zero). Also `hvp.rs`'s rule of the
+/// wrapper `@f.vjp` and the rule reverse over forward differentiates.
 pub(crate) fn forward_rule_of<'r>(
     src: &Source,
-    mut m: Module,
+    m: Module,
     registry: &'r rules::Registry,
     req: &GradRequest<'_>,
     func: FuncId,
     width: Lanes,
+    wrt: Option<&[usize]>,
 ) -> Result<(Module, Forward<'r>, FuncId), Error> {
     let mut fwd = Forward::new(registry);
     fwd.set_activity(req.opts.activity);
+    forward_rule_with(src, m, fwd, req, func, width, wrt)
+}
+
+/// [`forward_rule_of`] with the rule cache `fwd` (which keeps what it built
+/// before: `irad emit` shares one cache among its exports).
+pub(crate) fn forward_rule_with<'r>(
+    src: &Source,
+    mut m: Module,
+    fwd: Forward<'r>,
+    req: &GradRequest<'_>,
+    func: FuncId,
+    width: Lanes,
+    wrt: Option<&[usize]>,
+) -> Result<(Module, Forward<'r>, FuncId), Error> {
     let mut stage = FwdRuleStage {
         fwd,
         func,
         width,
+        wrt: wrt.map(<[usize]>::to_vec),
         rule: None,
     };
     let schedule = req.schedule.clone().unwrap_or_else(default_schedule);
@@ -544,21 +594,35 @@ pub(crate) struct ReverseRun<'r> {
 }
 
 impl<'r> ReverseRun<'r> {
-    /// Derives the pieces of `req.func` for `wrt`, optimises them, and
-    /// builds `@f.vjp` around them.
+    /// Derives the pieces of `func` (in `m`) for `wrt`, optimises them by
+    /// `req`'s schedule (activity as `req` says), and builds `@f.vjp`
+    /// around them.
     pub(crate) fn new(
         src: &Source,
-        module: &Module,
+        m: Module,
         registry: &'r rules::Registry,
         req: &GradRequest<'_>,
+        func: FuncId,
         wrt: &[usize],
     ) -> Result<ReverseRun<'r>, Error> {
-        let mut m = module.clone();
         let mut rev = Reverse::new(registry);
         rev.set_activity(req.opts.activity);
+        ReverseRun::with_cache(src, m, rev, req, func, wrt)
+    }
+
+    /// [`ReverseRun::new`] with the rule cache `rev` (which keeps what it
+    /// built before: `irad emit` shares one cache among its exports).
+    pub(crate) fn with_cache(
+        src: &Source,
+        mut m: Module,
+        rev: Reverse<'r>,
+        req: &GradRequest<'_>,
+        func: FuncId,
+        wrt: &[usize],
+    ) -> Result<ReverseRun<'r>, Error> {
         let mut stage = RevPiecesStage {
             rev,
-            func: req.func,
+            func,
             wrt: wrt.to_vec(),
             pieces: None,
         };
@@ -572,7 +636,7 @@ impl<'r> ReverseRun<'r> {
         let (fwd, back) = stage
             .pieces
             .ok_or_else(|| internal(src, "the reverse stage made no pieces"))?;
-        let id = vjp_wrapper(&mut m, req.func, fwd, back)
+        let id = vjp_wrapper(&mut m, func, fwd, back)
             .map_err(|e| internal(src, &format!("building the vjp wrapper: {e}")))?;
         Ok(ReverseRun {
             m,
@@ -589,20 +653,23 @@ pub(crate) struct VjpWrapper {
 
 impl VjpWrapper {
     /// The value and the gradient (per argument, `None` outside `wrt` and for
-    /// arguments without a tangent) for `seed`, whose array lengths are the
-    /// result's.
-    fn run(
+    /// arguments without a tangent) at `args` (of the wrapped function) for
+    /// `seed`, whose array lengths are the result's; `req` gives the run
+    /// options.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn run(
         &self,
         src: &Source,
         exec: &mut dyn Executor,
         req: &GradRequest<'_>,
+        args: &[Val],
         params: &[Type],
         wrt: &[usize],
         seed: &Val,
     ) -> Result<(Val, Vec<Option<Val>>), Error> {
-        let mut call = copies(req.args);
+        let mut call = copies(args);
         let mut shadows = Vec::new();
-        for a in req.args {
+        for a in args {
             zero_shadows(a, &mut shadows);
         }
         call.extend(shadows.iter().cloned());
@@ -631,8 +698,7 @@ impl VjpWrapper {
             _ => return Err(internal(src, "the pullback returned the wrong shape")),
         };
         let mut shadows: std::collections::VecDeque<Val> = shadows.into();
-        let gradient = req
-            .args
+        let gradient = args
             .iter()
             .zip(params)
             .enumerate()
@@ -721,11 +787,13 @@ fn vjp_wrapper(m: &mut Module, f: FuncId, fwd: FuncId, back: FuncId) -> Result<F
     Ok(id)
 }
 
-/// `forward` for one function at one width (the rule kept for the caller).
+/// `forward` for one function at one width, for the parameters in `wrt`
+/// (all: `None`); the rule kept for the caller.
 struct FwdRuleStage<'r> {
     fwd: Forward<'r>,
     func: FuncId,
     width: Lanes,
+    wrt: Option<Vec<usize>>,
     rule: Option<FuncId>,
 }
 
@@ -743,7 +811,10 @@ impl Stage for FwdRuleStage<'_> {
         m: &mut Module,
         _: &PipelineOptions,
     ) -> Result<Option<Vec<Snapshot>>, PassError> {
-        self.rule = Some(self.fwd.rule(m, self.func, self.width)?);
+        self.rule = Some(match &self.wrt {
+            Some(wrt) => self.fwd.rule_wrt(m, self.func, self.width, wrt)?,
+            None => self.fwd.rule(m, self.func, self.width)?,
+        });
         Ok(None)
     }
 }
@@ -907,7 +978,7 @@ pub(crate) fn check_wrt(
     let params = f.param_types();
     let Some(list) = wrt else {
         return Ok((0..params.len())
-            .filter(|&i| params[i].has_tangent())
+            .filter(|&i| params[i].has_cotangent())
             .collect());
     };
     for &i in list {
@@ -918,7 +989,7 @@ pub(crate) fn check_wrt(
                 params.len(),
                 plural(params.len())
             ),
-            Some(ty) if !ty.has_tangent() => format!(
+            Some(ty) if !ty.has_cotangent() => format!(
                 "--wrt {i}: argument {i} of @{} has type {ty}, which has no tangent",
                 f.name
             ),
@@ -988,17 +1059,16 @@ fn same_shape(a: &Val, t: &Val, what: &str, whose: &str) -> Result<(), String> {
                 let (n, m) = (x.0.borrow().len(), y.0.borrow().len());
                 (n != m).then(|| (path.clone(), m, n))
             }
-            (Val::Tuple(xs), Val::Tuple(ys)) => {
-                xs.iter()
-                    .zip(ys.iter())
-                    .enumerate()
-                    .find_map(|(k, (x, y))| {
-                        path.push(k);
-                        let r = walk(x, y, path);
-                        path.pop();
-                        r
-                    })
-            }
+            (Val::Tuple(xs), Val::Tuple(ys)) | (Val::Dual(xs), Val::Dual(ys)) => xs
+                .iter()
+                .zip(ys.iter())
+                .enumerate()
+                .find_map(|(k, (x, y))| {
+                    path.push(k);
+                    let r = walk(x, y, path);
+                    path.pop();
+                    r
+                }),
             _ => None,
         }
     }
@@ -1075,6 +1145,16 @@ pub(crate) fn like_with(val: &Val, ty: &Type, next: &mut dyn FnMut() -> f64) -> 
                 .map(|(v, t)| like_with(v, t, next))
                 .collect(),
         ),
+        (Val::Dual(parts), _) => match ty.dual_parts() {
+            Some((inner, tangent, _)) => Val::Dual(
+                parts
+                    .iter()
+                    .enumerate()
+                    .map(|(k, v)| like_with(v, if k == 0 { inner } else { &tangent }, next))
+                    .collect(),
+            ),
+            None => deep_copy(val),
+        },
         (v, _) => deep_copy(v),
     }
 }
@@ -1088,7 +1168,7 @@ pub(crate) fn f64_leaves(val: &Val, out: &mut Vec<f64>) {
                 out.extend_from_slice(xs);
             }
         }
-        Val::Tuple(vals) => vals.iter().for_each(|v| f64_leaves(v, out)),
+        Val::Tuple(vals) | Val::Dual(vals) => vals.iter().for_each(|v| f64_leaves(v, out)),
         _ => {}
     }
 }
@@ -1107,20 +1187,35 @@ fn leaf_labels(val: &Val, ty: &Type, prefix: String, out: &mut Vec<String>) {
                 leaf_labels(v, t, format!("{prefix}.{k}"), out);
             }
         }
+        (Val::Dual(parts), _) => {
+            if let Some((inner, tangent, _)) = ty.dual_parts() {
+                for (k, v) in parts.iter().enumerate() {
+                    match k {
+                        0 => leaf_labels(v, inner, format!("{prefix}.p"), out),
+                        _ => leaf_labels(v, &tangent, format!("{prefix}.t{}", k - 1), out),
+                    }
+                }
+            }
+        }
         _ => {}
     }
 }
 
-/// The labels of the Jacobian's columns: every f64 of the arguments.
+/// The labels of the Jacobian's columns: every f64 of the arguments (of
+/// those in `wrt` only, when given).
 pub(crate) fn input_labels(
     module: &Module,
     func: FuncId,
     args: &[Val],
     params: &[Type],
+    wrt: Option<&[usize]>,
 ) -> Vec<String> {
     let f = &module[func];
     let mut out = Vec::new();
     for (i, (a, ty)) in args.iter().zip(params).enumerate() {
+        if wrt.is_some_and(|w| !w.contains(&i)) {
+            continue;
+        }
         let name = f
             .params
             .get(i)
@@ -1141,55 +1236,14 @@ fn split_seed(seed: &Val, scalars: &mut Vec<f64>, arrays: &mut Vec<Vec<f64>>) {
                 arrays.push(xs.clone());
             }
         }
-        Val::Tuple(vals) => vals.iter().for_each(|v| split_seed(v, scalars, arrays)),
-        _ => {}
-    }
-}
-
-/// A fresh zero shadow for every `[f64]` array in `val`, depth-first.
-pub(crate) fn zero_shadows(val: &Val, out: &mut Vec<Val>) {
-    match val {
-        Val::Array(a) => {
-            if let ArrayData::F64(xs) = &*a.0.borrow() {
-                out.push(Val::f64_array(vec![0.0; xs.len()]));
-            }
+        Val::Tuple(vals) | Val::Dual(vals) => {
+            vals.iter().for_each(|v| split_seed(v, scalars, arrays))
         }
-        Val::Tuple(vals) => vals.iter().for_each(|v| zero_shadows(v, out)),
         _ => {}
-    }
-}
-
-/// The gradient of one argument from the cotangent leaves and shadows, taken
-/// in order (as `irad grad` assembles it).
-pub(crate) fn assemble(
-    val: &Val,
-    ty: &Type,
-    leaves: &mut std::collections::VecDeque<f64>,
-    shadows: &mut std::collections::VecDeque<Val>,
-) -> Option<Val> {
-    match (val, ty) {
-        (_, Type::F64) => Some(Val::F64(leaves.pop_front().unwrap_or(0.0))),
-        (_, Type::Array(Scalar::F64)) => shadows.pop_front(),
-        (Val::Tuple(vals), Type::Tuple(tys)) if ty.has_tangent() => Some(Val::Tuple(
-            vals.iter()
-                .zip(tys.iter())
-                .map(|(v, t)| assemble(v, t, leaves, shadows).unwrap_or(Val::Unit))
-                .collect(),
-        )),
-        _ => None,
     }
 }
 
 /// Fresh copies of the arguments (arrays get new buffers).
 pub(crate) fn copies(args: &[Val]) -> Vec<Val> {
     args.iter().map(deep_copy).collect()
-}
-
-/// A fresh copy of `val`: arrays get new buffers.
-pub(crate) fn deep_copy(val: &Val) -> Val {
-    match val {
-        Val::Array(a) => Val::Array(ArrayRef::new(a.0.borrow().clone())),
-        Val::Tuple(vals) => Val::Tuple(vals.iter().map(deep_copy).collect()),
-        other => other.clone(),
-    }
 }

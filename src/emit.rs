@@ -17,18 +17,22 @@ use irad_passes::optimise::{Strategy, default_schedule};
 use irad_passes::reverse::Reverse;
 use irad_passes::stages::{OptimiseStage, ReverseStage, Scope};
 
-/// What [`emit`] writes: `func` exported as `NAME` (its name, `.` made `_`)
-/// and, with `grad`, its value and gradient by reverse mode as `NAME_grad`.
-/// [`EmitRequest::new`] gives the defaults: no gradient, every argument with
-/// a tangent, the default schedule.
+/// What [`emit`] writes: `func` exported as `NAME` (its name, `.` made `_`),
+/// with `grad` its value and gradient by reverse mode as `NAME_grad`, and
+/// with `hvp` its value, gradient and Hessian-vector product along a
+/// direction the caller passes as `NAME_hvp` (forward over reverse; `func`
+/// returns f64). [`EmitRequest::new`] gives the defaults: no derivative,
+/// every argument with a tangent, the default schedule.
 #[derive(Clone, Debug)]
 pub struct EmitRequest<'a> {
     /// The function to export.
     pub func: FuncId,
     /// Also export `NAME_grad`.
     pub grad: bool,
-    /// The argument positions `NAME_grad` differentiates; `None`: every
-    /// argument whose type contains f64.
+    /// Also export `NAME_hvp`.
+    pub hvp: bool,
+    /// The argument positions `NAME_grad` and `NAME_hvp` differentiate;
+    /// `None`: every argument whose type contains f64.
     pub wrt: Option<Vec<usize>>,
     /// The header's file name (for its include guard).
     pub header_name: &'a str,
@@ -43,6 +47,7 @@ impl<'a> EmitRequest<'a> {
         EmitRequest {
             func,
             grad: false,
+            hvp: false,
             wrt: None,
             header_name,
             schedule: None,
@@ -63,6 +68,14 @@ impl<'a> EmitRequest<'a> {
 /// assert!(obj.header.contains("int32_t sq(double x, double *out);"), "{}", obj.header);
 /// assert!(obj.header.contains("int32_t sq_grad("), "{}", obj.header);
 /// // Write them with std::fs::write("sq.o", &obj.object) and the header beside it.
+///
+/// // The Hessian-vector product: the direction is a parameter.
+/// let obj = irad::emit(&src, &m, &EmitRequest { hvp: true, ..EmitRequest::new(f, "sq.h") })?;
+/// assert!(
+///     obj.header.contains("int32_t sq_hvp(double x, double x_dir, double *out, double *x_grad, double *x_hvp);"),
+///     "{}",
+///     obj.header
+/// );
 ///
 /// // Only y differentiated, without optimisation: one gradient out-pointer.
 /// let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * y }");
@@ -163,6 +176,7 @@ fn with_exports<T>(
     let mut m = module.clone();
     let registry = rules::Registry::new();
     let mut rev = Reverse::new(&registry);
+    let mut fwd = Forward::new(&registry);
     let mut exports = Vec::new();
     // The module is normalised once, with the first gradient's stages (or
     // alone, below, when no request asks for a gradient).
@@ -173,6 +187,26 @@ fn with_exports<T>(
             func,
             kind: codegen::ExportKind::Primal,
         });
+        if req.hvp {
+            let h = crate::hvp_export::derive(
+                src,
+                std::mem::take(&mut m),
+                rev,
+                fwd,
+                func,
+                req.wrt.as_deref(),
+                req.schedule.clone(),
+            )?;
+            (m, rev, fwd) = (h.m, h.rev, h.fwd);
+            normalised = true;
+            exports.push(codegen::Export {
+                func,
+                kind: codegen::ExportKind::Hvp {
+                    hvp: h.wrapper,
+                    wrt: Some(h.wrt),
+                },
+            });
+        }
         if !req.grad {
             continue;
         }
@@ -205,10 +239,7 @@ fn with_exports<T>(
     if !normalised {
         run_stages(src, &mut m, &mut [])?;
     }
-    let mut rules = AheadOfTimeRules {
-        fwd: Forward::new(&registry),
-        rev,
-    };
+    let mut rules = AheadOfTimeRules { fwd, rev };
     let opts = codegen::ObjectOptions {
         source: &src.name,
         header_name: first.header_name,

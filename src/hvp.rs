@@ -1,13 +1,23 @@
-//! Hessian-vector products by forward over reverse (docs/reverse.md,
-//! "Forward over reverse"): [`hvp`] derives the reverse-mode pieces of a
-//! function returning f64 and the wrapper `@f.vjp` that runs them (as
-//! [`crate::vjp`] does), then the forward rule `@f.vjp.fwd` of that wrapper
-//! (which derives `@f.rev.fwd.fwd` and `@f.rev.back.fwd`: the tape
-//! statements go through the frules of `push` and `pop`, so tangents travel
-//! on the tapes with their primals), and runs it once with the direction V as
-//! the arguments' tangents and zero tangents on the shadows and on the
-//! output seed 1.0. The primal parts of what it returns are the value and
-//! the gradient; their tangents are H·V.
+//! Hessian-vector products and Hessians (docs/reverse.md, "Forward over
+//! reverse" and "Reverse over forward"), two ways ([`HvpMode`]):
+//! - forward over reverse (the default): [`hvp`] derives the reverse-mode
+//!   pieces of a function returning f64 and the wrapper `@f.vjp` that runs
+//!   them (as [`crate::vjp`] does), then the forward rule `@f.vjp.fwd` of
+//!   that wrapper (which derives `@f.rev.fwd.fwd` and `@f.rev.back.fwd`: the
+//!   tape statements go through the frules of `push` and `pop`, so tangents
+//!   travel on the tapes with their primals), and runs it once with the
+//!   direction V as the arguments' tangents and zero tangents on the shadows
+//!   and on the output seed 1.0. The primal parts of what it returns are the
+//!   value and the gradient; their tangents are H·V;
+//! - reverse over forward (`src/rof.rs`): the reverse-mode pieces of the
+//!   forward rule `@f.fwd`, run once on the duals (x, V) with the output
+//!   seed `dual(0.0, 1.0)`: the cotangents of the primal parts are H·V,
+//!   those of the tangent parts the gradient.
+//!
+//! [`hessian`] runs one product per f64 input along its unit vector (forward
+//! over reverse batches them in lanes, 8 per run); [`hessian_via`] with
+//! sparse lanes runs all of them at once in sparse forward mode over the
+//! pieces (`src/sparse_hessian.rs`).
 //!
 //! Assumes a module that verifies (as [`crate::load`] gives) and a request
 //! like [`crate::grad`]'s. Guarantees: the derived functions are optimised
@@ -15,15 +25,18 @@
 //! fresh copies of the arguments, on the executor of `req.opts.exec`
 //! (interpreter or JIT), with a rule provider that gives both reverse pieces
 //! and forward rules at run time (a call through a function value in the
-//! pieces looks up the callee's pieces, then their forward rule); every
+//! pieces looks up the callee's pieces, then their forward rule, or the
+//! other way round); `req.opts.wrt` restricts the gradient, the direction
+//! and the Hessian to those arguments, as for [`crate::grad`]; every
 //! mismatch of the direction with the arguments and every failure to
 //! derive is an [`Error`] with a location, never a panic.
 
 use crate::deriv::{
     ReverseRun, TANGENT_SOURCE, as_tangent, assemble, check_call, check_tangent, check_wrt, copies,
-    deep_copy, executor, f64_leaves, func_loc, input_labels, invalid, like_with, run_on,
-    zero_shadows,
+    deep_copy, executor, f64_leaves, func_loc, input_labels, invalid, like_with, masked_tangent,
+    run_on, zero_shadows,
 };
+use crate::rof::RofShape;
 use crate::{Error, GradRequest, Source, internal, rules};
 use irad_ir::interp::value::Val;
 use irad_ir::interp::{Executor, RuleProvider, RuleProviderError};
@@ -45,14 +58,31 @@ pub struct Hvp {
     pub hvp: Vec<Option<Val>>,
 }
 
+/// How a Hessian-vector product is computed ([`hvp_via`], [`hessian_via`];
+/// `irad hvp --mode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HvpMode {
+    /// Forward mode over the reverse-mode pieces: one run of `@f.vjp.fwd`
+    /// with the direction as the tangents (up to 8 directions per run in
+    /// [`hessian`]). The default.
+    #[default]
+    ForwardOverReverse,
+    /// Reverse mode over the forward rule: one forward sweep and pullback
+    /// of `@f.fwd`, the direction in the duals, the seed `dual(0.0, 1.0)`
+    /// on the result (one direction per run).
+    ReverseOverForward,
+}
+
 /// The value of `func` (which returns f64) at `req.args`, its gradient, and
 /// the product of its Hessian with the direction `tangent` (written like the
 /// arguments: one value per argument, of its shape; entries of i64 and bool
 /// arguments are not used), by one run of the forward rule of the
-/// reverse-mode pieces (forward over reverse). `req.opts.wrt` chooses the
-/// arguments of the gradient (and of the Hessian's rows; the direction
-/// moves every argument with a tangent); `req.mode` and `req.opts.lanes`
-/// are not used. Also returns the module with the derived functions.
+/// reverse-mode pieces (forward over reverse; [`hvp_via`] chooses).
+/// `req.opts.wrt` (checked as for [`crate::grad`]) chooses the arguments
+/// the function is differentiated in: the gradient's and the product's
+/// entries of the others are `None` and their direction entries count as
+/// zero. `req.mode` and `req.opts.lanes` are not used. Also returns the
+/// module with the derived functions.
 ///
 /// ```
 /// use irad::{GradRequest, Source, Val};
@@ -79,12 +109,53 @@ pub fn hvp(
     req: &GradRequest<'_>,
     tangent: &[Val],
 ) -> Result<(Hvp, Module), Error> {
+    hvp_via(
+        src,
+        module,
+        registry,
+        req,
+        tangent,
+        HvpMode::ForwardOverReverse,
+    )
+}
+
+/// [`hvp`] computed as `mode` says: forward over reverse, or reverse over
+/// forward (the reverse-mode pieces of `@f.fwd`); the two agree to
+/// rounding.
+///
+/// ```
+/// use irad::{GradRequest, HvpMode, Source, Val};
+///
+/// let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = [Val::F64(3.0), Val::F64(2.0)];
+/// let registry = irad::rules::Registry::new();
+/// let v = [Val::F64(1.0), Val::F64(0.0)];
+/// let req = GradRequest::new(f, &args);
+/// let (h, m2) = irad::hvp_via(&src, &m, &registry, &req, &v, HvpMode::ReverseOverForward)?;
+/// let show = |g: &[Option<Val>]| -> Vec<String> {
+///     g.iter().flatten().map(|d| d.display(&m2)).collect()
+/// };
+/// assert_eq!(show(&h.gradient), ["12.0", "9.0"]);
+/// assert_eq!(show(&h.hvp), ["4.0", "6.0"]);
+/// # Ok::<(), irad::Error>(())
+/// ```
+pub fn hvp_via(
+    src: &Source,
+    module: &Module,
+    registry: &rules::Registry,
+    req: &GradRequest<'_>,
+    tangent: &[Val],
+    mode: HvpMode,
+) -> Result<(Hvp, Module), Error> {
     check_call(src, module, req.func, req.args)?;
     check_tangent(TANGENT_SOURCE, module, req.func, req.args, tangent)?;
-    let mut prep = Prepared::new(src, module, registry, req, Lanes::ONE)?;
+    let mut prep = Prepared::new(src, module, registry, req, Lanes::ONE, mode)?;
+    let tangent = masked_tangent(tangent, &prep.params, &prep.wrt);
     let (value, gradient, mut hvps) = {
         let mut exec = executor(src, req, &mut prep.m, &mut prep.rules)?;
-        prep.shape.run(src, &mut *exec, req, &[tangent.to_vec()])?
+        prep.shape.run(src, &mut *exec, req, &[tangent])?
     };
     let hvp = hvps
         .pop()
@@ -106,10 +177,10 @@ pub struct Hessian {
     pub value: Val,
     /// The gradient, as [`Hvp::gradient`].
     pub gradient: Vec<Option<Val>>,
-    /// One row per f64 of the arguments (in argument order, depth-first,
-    /// array elements in order): row i is H eᵢ, with one entry per f64 of
-    /// the gradient (the arguments in `wrt`; all of them by default, which
-    /// makes the matrix square and symmetric).
+    /// One row per f64 of the arguments in `wrt` (all with a tangent by
+    /// default; in argument order, depth-first, array elements in order):
+    /// row i is H eᵢ, with one entry per f64 of the gradient, the same
+    /// inputs, so the matrix is square and symmetric.
     pub rows: Vec<Vec<f64>>,
     /// The label of each column (and row): the parameter's name and the
     /// path, e.g. `%x`, `%y[0]`, `%p.1`.
@@ -117,12 +188,12 @@ pub struct Hessian {
 }
 
 /// The value of `func` (which returns f64) at `req.args`, its gradient and
-/// its Hessian with respect to every f64 of the arguments: one
-/// Hessian-vector product ([`hvp`]) per f64 input along its unit vector,
-/// batched in the lanes of the rule (up to 8 per run: n inputs take
-/// ceil(n / 8) runs), which is derived and compiled once for all of them.
-/// Symmetric within rounding. Also returns the module with the derived
-/// functions.
+/// its Hessian with respect to every f64 of the arguments in `req.opts.wrt`
+/// (all by default): one Hessian-vector product ([`hvp`]) per f64 input
+/// along its unit vector, batched in the lanes of the rule (up to 8 per
+/// run: n inputs take ceil(n / 8) runs), which is derived and compiled once
+/// for all of them. Symmetric within rounding. Also returns the module with
+/// the derived functions.
 ///
 /// ```
 /// use irad::{GradRequest, Source, Val};
@@ -135,6 +206,12 @@ pub struct Hessian {
 /// let (h, _) = irad::hessian(&src, &m, &registry, &GradRequest::new(f, &args))?;
 /// assert_eq!(h.inputs, ["%x", "%y[0]", "%y[1]"]);
 /// assert_eq!(h.rows, [[4.0, 6.0, 0.0], [6.0, 0.0, 1.0], [0.0, 1.0, 0.0]]);
+/// // With respect to y only.
+/// let mut req = GradRequest::new(f, &args);
+/// req.opts.wrt = Some(vec![1]);
+/// let (h, _) = irad::hessian(&src, &m, &registry, &req)?;
+/// assert_eq!(h.inputs, ["%y[0]", "%y[1]"]);
+/// assert_eq!(h.rows, [[0.0, 1.0], [1.0, 0.0]]);
 /// # Ok::<(), irad::Error>(())
 /// ```
 pub fn hessian(
@@ -143,17 +220,73 @@ pub fn hessian(
     registry: &rules::Registry,
     req: &GradRequest<'_>,
 ) -> Result<(Hessian, Module), Error> {
+    hessian_via(src, module, registry, req, HvpMode::ForwardOverReverse)
+}
+
+/// [`hessian`] with its products computed as `mode` says (reverse over
+/// forward runs one product per input, forward over reverse 8 per run);
+/// with `req.opts.lanes` [`Lanes::Sparse`] (forward over reverse only), by
+/// one run of sparse forward mode over the reverse pieces, each row
+/// materialised from the sparse tangent of a gradient entry.
+///
+/// ```
+/// use irad::{GradRequest, HvpMode, Source, Val};
+///
+/// let src = Source::new("f.irad", "fn f(x: f64, y: [f64]) -> f64 { x * x * y[0] + y[0] * y[1] }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = [Val::F64(3.0), Val::f64_array(vec![2.0, 5.0])];
+/// let registry = irad::rules::Registry::new();
+/// let mut req = GradRequest::new(f, &args);
+/// req.opts.lanes = irad::ir::Lanes::Sparse;
+/// let (h, _) = irad::hessian_via(&src, &m, &registry, &req, HvpMode::ForwardOverReverse)?;
+/// assert_eq!(h.rows, [[4.0, 6.0, 0.0], [6.0, 0.0, 1.0], [0.0, 1.0, 0.0]]);
+/// # Ok::<(), irad::Error>(())
+/// ```
+pub fn hessian_via(
+    src: &Source,
+    module: &Module,
+    registry: &rules::Registry,
+    req: &GradRequest<'_>,
+    mode: HvpMode,
+) -> Result<(Hessian, Module), Error> {
     let params = check_call(src, module, req.func, req.args)?;
-    let inputs = input_labels(module, req.func, req.args, &params);
+    scalar_result(src, module, req.func)?;
+    let wrt = check_wrt(src, module, req.func, req.opts.wrt.as_deref())?;
+    let inputs = input_labels(module, req.func, req.args, &params, Some(&wrt));
     let n = inputs.len();
-    let width = n.clamp(1, HESSIAN_LANES);
+    if req.opts.lanes.is_sparse() {
+        if mode == HvpMode::ReverseOverForward {
+            let (floc, _) = func_loc(src, module, req.func)?;
+            return Err(invalid(
+                src,
+                floc,
+                "a sparse Hessian is computed by forward mode over reverse mode only".into(),
+            ));
+        }
+        let (value, gradient, rows, m) =
+            crate::sparse_hessian::hessian(src, module, registry, req, &params, &wrt, n)?;
+        return Ok((
+            Hessian {
+                value,
+                gradient,
+                rows,
+                inputs,
+            },
+            m,
+        ));
+    }
+    let width = match mode {
+        HvpMode::ForwardOverReverse => n.clamp(1, HESSIAN_LANES),
+        HvpMode::ReverseOverForward => 1,
+    };
     let lanes = u32::try_from(width)
         .ok()
         .and_then(Lanes::dense)
         .ok_or_else(|| internal(src, "a Hessian's lane count"))?;
-    let mut prep = Prepared::new(src, module, registry, req, lanes)?;
-    // The direction of input k: the unit vector (zero past the last input,
-    // for the unused lanes of the last batch).
+    let mut prep = Prepared::new(src, module, registry, req, lanes, mode)?;
+    // The direction of input k: the unit vector over the inputs in `wrt`
+    // (zero past the last input, for the unused lanes of the last batch).
     let unit = |k: usize| -> Vec<Val> {
         let mut i = 0;
         let mut next = || {
@@ -163,12 +296,11 @@ pub fn hessian(
         req.args
             .iter()
             .zip(&params)
-            .map(|(a, ty)| {
-                if ty.has_tangent() {
-                    like_with(a, ty, &mut next)
-                } else {
-                    deep_copy(a)
-                }
+            .enumerate()
+            .map(|(j, (a, ty))| match (ty.has_tangent(), wrt.contains(&j)) {
+                (true, true) => like_with(a, ty, &mut next),
+                (true, false) => like_with(a, ty, &mut || 0.0),
+                (false, _) => deep_copy(a),
             })
             .collect()
     };
@@ -207,27 +339,56 @@ pub fn hessian(
 
 /// What one run of the rule gives: the value, the gradient (one entry per
 /// argument) and, per lane, H·V shaped like the gradient.
-type RunOut = (Val, Vec<Option<Val>>, Vec<Vec<Option<Val>>>);
+pub(crate) type RunOut = (Val, Vec<Option<Val>>, Vec<Vec<Option<Val>>>);
 
 /// The lanes of one run of [`hessian`]: this many Hessian-vector products
 /// per run of the rule (fewer for fewer inputs).
 const HESSIAN_LANES: usize = 8;
 
-/// The module with the forward-over-reverse rule derived and optimised, the
-/// rule cache the executor needs, and how to call the rule.
+/// The module with the derived functions of one way to Hessian-vector
+/// products, the rule cache the executor needs, and how to call them.
 struct Prepared<'r> {
     m: Module,
     rules: Rules<'r>,
     shape: Shape,
+    /// The parameter types of the function.
+    params: Vec<Type>,
+    /// The arguments differentiated (checked, sorted).
+    wrt: Vec<usize>,
 }
 
 /// The rules a run may ask for: forward rules (`frule`, through function
 /// values) and the pieces of reverse rules (`revfwd`, `revback`), which a
 /// call through a function value in the pieces looks up first and then
-/// differentiates forward.
-struct Rules<'r> {
-    fwd: Forward<'r>,
-    rev: Reverse<'r>,
+/// differentiates forward (forward over reverse), or the other way round
+/// (reverse over forward).
+pub(crate) struct Rules<'r> {
+    pub(crate) fwd: Forward<'r>,
+    pub(crate) rev: Reverse<'r>,
+}
+
+/// How to run the derived functions of one way.
+enum Shape {
+    /// `@f.vjp.fwd` at some width.
+    ForwardOverReverse(ForShape),
+    /// The vjp wrapper of `@f.fwd`'s pieces.
+    ReverseOverForward(RofShape),
+}
+
+impl Shape {
+    /// One run per batch of directions: see [`ForShape::run`].
+    fn run(
+        &self,
+        src: &Source,
+        exec: &mut dyn Executor,
+        req: &GradRequest<'_>,
+        tangents: &[Vec<Val>],
+    ) -> Result<RunOut, Error> {
+        match self {
+            Shape::ForwardOverReverse(s) => s.run(src, exec, req, tangents),
+            Shape::ReverseOverForward(s) => s.run(src, exec, req, tangents),
+        }
+    }
 }
 
 impl RuleProvider for Rules<'_> {
@@ -250,7 +411,7 @@ impl RuleProvider for Rules<'_> {
 }
 
 /// The rule `@f.vjp.fwd` and what its call and result look like.
-struct Shape {
+struct ForShape {
     rule: FuncId,
     params: Vec<Type>,
     wrt: Vec<usize>,
@@ -258,46 +419,74 @@ struct Shape {
 
 impl<'r> Prepared<'r> {
     /// Checks the request (a function returning f64, arguments of its
-    /// types), derives the pieces, `@f.vjp` and its forward rule.
+    /// types, `wrt`) and derives the functions of `mode`: for forward over
+    /// reverse the pieces, `@f.vjp` and its forward rule at `width`; for
+    /// reverse over forward the forward rule at width 1, its pieces and
+    /// their wrapper (`width` is not used).
     fn new(
         src: &Source,
         module: &Module,
         registry: &'r rules::Registry,
         req: &GradRequest<'_>,
         width: Lanes,
+        mode: HvpMode,
     ) -> Result<Prepared<'r>, Error> {
         let params = check_call(src, module, req.func, req.args)?;
-        let (floc, f) = func_loc(src, module, req.func)?;
-        if f.ret != Type::F64 {
-            return Err(invalid(
-                src,
-                floc,
-                format!(
-                    "@{} returns {}: a Hessian-vector product needs a function returning f64",
-                    f.name, f.ret
-                ),
-            ));
-        }
+        scalar_result(src, module, req.func)?;
         let wrt = check_wrt(src, module, req.func, req.opts.wrt.as_deref())?;
-        let rev = ReverseRun::new(src, module, registry, req, &wrt)?;
+        if mode == HvpMode::ReverseOverForward {
+            let (m, rules, shape) =
+                crate::rof::prepare(src, module, registry, req, params.clone(), &wrt)?;
+            return Ok(Prepared {
+                m,
+                rules,
+                shape: Shape::ReverseOverForward(shape),
+                params,
+                wrt,
+            });
+        }
+        let rev = ReverseRun::new(src, module.clone(), registry, req, req.func, &wrt)?;
         // `forward` of the wrapper `@f.vjp` at full width: every parameter gets a
         // tangent (zero ones for the shadows and the seed); a variant with
         // fewer active parameters would be the same function, since the
         // pieces run `push` and `pop` and are derived without activity.
         let (m, fwd, rule) =
-            crate::deriv::forward_rule_of(src, rev.m, registry, req, rev.wrapper.id, width)?;
+            crate::deriv::forward_rule_of(src, rev.m, registry, req, rev.wrapper.id, width, None)?;
         Ok(Prepared {
             m,
             rules: Rules {
                 fwd,
                 rev: rev.cache,
             },
-            shape: Shape { rule, params, wrt },
+            shape: Shape::ForwardOverReverse(ForShape {
+                rule,
+                params: params.clone(),
+                wrt: wrt.clone(),
+            }),
+            params,
+            wrt,
         })
     }
 }
 
-impl Shape {
+/// `Ok` when `func` returns f64; otherwise the located error that a
+/// Hessian-vector product needs one.
+fn scalar_result(src: &Source, module: &Module, func: FuncId) -> Result<(), Error> {
+    let (floc, f) = func_loc(src, module, func)?;
+    if f.ret == Type::F64 {
+        return Ok(());
+    }
+    Err(invalid(
+        src,
+        floc,
+        format!(
+            "@{} returns {}: a Hessian-vector product needs a function returning f64",
+            f.name, f.ret
+        ),
+    ))
+}
+
+impl ForShape {
     /// One run of the rule with one direction per lane (`tangents`, each
     /// checked by the caller; as many as the rule's width): the value, the
     /// gradient, and H·V per lane.
@@ -381,7 +570,7 @@ impl Shape {
 /// The gradient-shaped value (one entry per argument, `None` outside
 /// `wrt`) from the pullback's `total` scalar cotangents `cots` (one f64, or
 /// a tuple of them) and the shadows of the arguments' arrays.
-fn per_argument(
+pub(crate) fn per_argument(
     src: &Source,
     args: &[Val],
     params: &[Type],

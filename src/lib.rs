@@ -161,9 +161,12 @@ mod error;
 mod fwd_choice;
 mod grad;
 mod hvp;
+mod hvp_export;
 mod json;
+mod rof;
 mod rule_checks;
 mod schedule;
+mod sparse_hessian;
 pub mod timings;
 mod typed;
 
@@ -187,7 +190,7 @@ pub use fwd_choice::{
     sparse_capable,
 };
 pub use grad::{GradRequest, grad, grad_error, grad_forward, grad_reverse};
-pub use hvp::{Hessian, Hvp, hessian, hvp};
+pub use hvp::{Hessian, Hvp, HvpMode, hessian, hessian_via, hvp, hvp_via};
 pub use irad_codegen as codegen;
 pub use irad_ir as ir;
 pub use irad_passes as passes;

@@ -121,6 +121,7 @@ enum Command {
 }
 
 #[derive(Args)]
+#[command(group(clap::ArgGroup::new("derivative").args(["grad", "hvp"]).multiple(true)))]
 struct EmitCmd {
     /// The source file (.irad or .ir).
     file: PathBuf,
@@ -130,9 +131,14 @@ struct EmitCmd {
     /// Also export `NAME_grad`: value and gradient by reverse mode.
     #[arg(long)]
     grad: bool,
-    /// The argument positions (from 0) `NAME_grad` differentiates, e.g.
-    /// `0,2`; default: every argument whose type contains f64.
-    #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "grad",
+    /// Also export `NAME_hvp`: value, gradient and the Hessian times a
+    /// direction the caller passes (forward over reverse; NAME returns f64).
+    #[arg(long)]
+    hvp: bool,
+    /// The argument positions (from 0) `NAME_grad` and `NAME_hvp`
+    /// differentiate, e.g. `0,2`; default: every argument whose type
+    /// contains f64.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "derivative",
           value_parser = wrt_position)]
     wrt: Option<Vec<usize>>,
     /// The optimiser schedule run over `NAME_grad`'s derived functions, e.g.
@@ -354,10 +360,40 @@ struct DerivArgs {
     schedule: Option<String>,
 }
 
+/// `--wrt` of `jvp`, `hvp` and `hessian`.
+#[derive(Args)]
+struct WrtArg {
+    /// The argument positions (from 0) to differentiate, e.g. `0,2`, as for
+    /// `grad`: the other arguments are held constant (their tangent entries
+    /// count as zero); default: every argument whose type contains f64.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = wrt_position)]
+    wrt: Option<Vec<usize>>,
+}
+
+/// How `hvp` and `hessian` compute a Hessian-vector product.
+#[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
+enum HvpMode {
+    /// Forward mode over the reverse-mode pieces (one pass of `@f.vjp.fwd`).
+    FwdOverRev,
+    /// Reverse mode over the forward rule (the pieces of `@f.fwd`).
+    RevOverFwd,
+}
+
+impl HvpMode {
+    fn lib(self) -> irad::HvpMode {
+        match self {
+            HvpMode::FwdOverRev => irad::HvpMode::ForwardOverReverse,
+            HvpMode::RevOverFwd => irad::HvpMode::ReverseOverForward,
+        }
+    }
+}
+
 #[derive(Args)]
 struct JvpCmd {
     #[command(flatten)]
     req: DerivArgs,
+    #[command(flatten)]
+    wrt: WrtArg,
     #[command(flatten)]
     tangent: TangentSource,
     /// Print one JSON object: {"value": V, "jvp": T}.
@@ -370,6 +406,12 @@ struct HvpCmd {
     #[command(flatten)]
     req: DerivArgs,
     #[command(flatten)]
+    wrt: WrtArg,
+    /// Forward over reverse (the default) or reverse over forward; the two
+    /// agree to rounding.
+    #[arg(long, value_enum, default_value_t = HvpMode::FwdOverRev)]
+    mode: HvpMode,
+    #[command(flatten)]
     tangent: TangentSource,
     /// Print one JSON object: {"value": V, "gradient": [...], "hvp": [...]},
     /// `hvp` shaped like `gradient` (null for arguments without f64).
@@ -381,6 +423,17 @@ struct HvpCmd {
 struct HessianCmd {
     #[command(flatten)]
     req: DerivArgs,
+    #[command(flatten)]
+    wrt: WrtArg,
+    /// Forward over reverse (the default: 8 products per run) or reverse
+    /// over forward (one product per run).
+    #[arg(long, value_enum, default_value_t = HvpMode::FwdOverRev)]
+    mode: HvpMode,
+    /// Sparse forward mode over the reverse pieces: the whole Hessian in one
+    /// run, each row materialised from a sparse tangent (forward over
+    /// reverse only).
+    #[arg(long)]
+    sparse: bool,
     /// Print one JSON object: {"value": V, "gradient": [...], "hessian":
     /// [[row], ...]}, rows over the f64 inputs in argument order.
     #[arg(long)]
@@ -770,6 +823,7 @@ fn emit_cmd(cmd: EmitCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         .map_or_else(|| "out.h".into(), |n| n.to_string_lossy().into_owned());
     let req = irad::EmitRequest {
         grad: cmd.grad,
+        hvp: cmd.hvp,
         wrt: cmd.wrt,
         schedule: Some(schedule),
         ..irad::EmitRequest::new(func, &header_name)
@@ -1060,7 +1114,10 @@ fn jvp(cmd: JvpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
     let tangent = read_tangent(cmd.tangent, sources, &module, func, &args)?;
     let registry = irad::rules::Registry::new();
     let req = irad::GradRequest {
-        opts,
+        opts: GradOptions {
+            wrt: cmd.wrt.wrt,
+            ..opts
+        },
         schedule: Some(schedule),
         ..irad::GradRequest::new(func, &args)
     };
@@ -1112,11 +1169,21 @@ fn hvp(cmd: HvpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
     let tangent = read_tangent(cmd.tangent, sources, &module, func, &args)?;
     let registry = irad::rules::Registry::new();
     let req = irad::GradRequest {
-        opts,
+        opts: GradOptions {
+            wrt: cmd.wrt.wrt,
+            ..opts
+        },
         schedule: Some(schedule),
         ..irad::GradRequest::new(func, &args)
     };
-    let (h, m) = irad::hvp(&sources[0], &module, &registry, &req, &tangent)?;
+    let (h, m) = irad::hvp_via(
+        &sources[0],
+        &module,
+        &registry,
+        &req,
+        &tangent,
+        cmd.mode.lib(),
+    )?;
     let json_list = |g: &[Option<irad::Val>]| -> Vec<serde_json::Value> {
         g.iter()
             .map(|d| {
@@ -1153,14 +1220,27 @@ fn hvp(cmd: HvpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
 /// `irad hessian`: the value, the gradient and the Hessian, as text (the
 /// gradient, a line of labels, then one labelled line per row) or JSON.
 fn hessian(cmd: HessianCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
+    if cmd.sparse && cmd.mode == HvpMode::RevOverFwd {
+        usage_error(
+            "--sparse is sparse forward mode over the reverse pieces: it cannot be used with --mode rev-over-fwd",
+        );
+    }
     let (module, func, args, opts, schedule) = read_deriv(cmd.req, sources)?;
     let registry = irad::rules::Registry::new();
     let req = irad::GradRequest {
-        opts,
+        opts: GradOptions {
+            wrt: cmd.wrt.wrt,
+            lanes: if cmd.sparse {
+                irad::ir::Lanes::Sparse
+            } else {
+                opts.lanes
+            },
+            ..opts
+        },
         schedule: Some(schedule),
         ..irad::GradRequest::new(func, &args)
     };
-    let (h, m) = irad::hessian(&sources[0], &module, &registry, &req)?;
+    let (h, m) = irad::hessian_via(&sources[0], &module, &registry, &req, cmd.mode.lib())?;
     let grads: Vec<serde_json::Value> = h
         .gradient
         .iter()

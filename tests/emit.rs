@@ -436,6 +436,216 @@ fn forward_rules_of_function_values_are_built_into_the_object() {
     }
 }
 
+/// One build of `tests/c/hvp.c`: its name, the function, the driver's
+/// define, `--wrt`, and (arguments, direction) cases.
+type HvpVariant<'a> = (
+    &'a str,
+    &'a str,
+    &'a str,
+    Option<Vec<usize>>,
+    &'a [(&'a str, &'a str)],
+);
+
+/// `irad emit --hvp`: `NAME_hvp` takes the direction, adds the gradient
+/// and the product of array arguments into buffers and writes the others
+/// through out-pointers; value, gradient and H·V equal `irad::hvp` in the
+/// interpreter bit for bit, and the array argument is back in its state on
+/// entry. Tuples and integers among the arguments, `--wrt` (the direction
+/// and the outputs of the others left out), and calls through function
+/// values (whose pieces and their forward rules the object holds ahead of
+/// time).
+#[test]
+fn hessian_vector_products_match_the_interpreter_bit_for_bit() {
+    let file = format!("{ROOT}/tests/c/hvp.irad");
+    let (src, module) = source(&file);
+    let registry = irad::rules::Registry::new();
+    let mixed_cases = [
+        (
+            "1.5, (0.7, 3), [2.0, -1.0, 0.5], 1",
+            "0.3, (-1.0, 0), [1.0, 0.5, -2.0], 0",
+        ),
+        (
+            "-0.4, (2.5, -1), [0.25, 3.0], 0",
+            "1.0, (0.0, 0), [0.0, 1.0], 0",
+        ),
+    ];
+    let variants: [HvpVariant<'_>; 3] = [
+        ("mixed", "mixed", "-DHVP_MIXED", None, &mixed_cases),
+        (
+            "mixed_wrt",
+            "mixed",
+            "-DHVP_MIXED_WRT",
+            Some(vec![0, 2]),
+            &mixed_cases,
+        ),
+        (
+            "hof",
+            "hof",
+            "-DHVP_HOF",
+            None,
+            &[("0.7, 1.3", "1.0, -0.5"), ("-2.0, 0.1", "0.0, 1.0")],
+        ),
+    ];
+    for (variant, func, define, wrt, cases) in variants {
+        let d = dir(&format!("hvp_{variant}"));
+        let mut extra = vec!["--hvp"];
+        if wrt.is_some() {
+            extra.extend(["--wrt", "0,2"]);
+        }
+        let obj = emit(&file, func, &extra, &d, "hvp_out");
+        let header = std::fs::read_to_string(d.join("hvp_out.h")).expect("header");
+        assert!(header.contains(&format!("int32_t {func}_hvp(")), "{header}");
+        let exe = link(&d, "hvp.c", &[obj], &[define], variant);
+        let f = irad::find_function(&src, &module, func).expect("function");
+        for &(args, direction) in cases {
+            let vals = parse(&src, &module, func, args);
+            let t = irad::parse_tangent(&Source::new("<t>", direction), &module, f, &vals)
+                .expect("direction");
+            let req = irad::GradRequest {
+                opts: GradOptions {
+                    wrt: wrt.clone(),
+                    exec: Backend::Interp.exec(),
+                    ..GradOptions::default()
+                },
+                ..irad::GradRequest::new(f, &vals)
+            };
+            let (h, _) = irad::hvp(&src, &module, &registry, &req, &t).expect("hvp");
+            // The driver's arguments: the function's, then the direction's
+            // entries of the differentiated arguments (f64s outside arrays
+            // in order, then the array's).
+            let mut cmd = argv(&vals);
+            let (mut scalars, mut arrays) = (Vec::new(), Vec::new());
+            for (i, dv) in t.iter().enumerate() {
+                if wrt.as_ref().is_some_and(|w| !w.contains(&i)) {
+                    continue;
+                }
+                match dv {
+                    Val::F64(x) => scalars.push(format!("{x:?}")),
+                    Val::Tuple(xs) => {
+                        if let Some(Val::F64(x)) = xs.first() {
+                            scalars.push(format!("{x:?}"));
+                        }
+                    }
+                    Val::Array(a) => {
+                        if let ArrayData::F64(xs) = &*a.0.borrow() {
+                            arrays.extend(xs.iter().map(|x| format!("{x:?}")));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            cmd.extend(scalars);
+            cmd.extend(arrays);
+            let split = |g: &[Option<Val>]| -> (Vec<Val>, Vec<Val>) {
+                let (mut s, mut a) = (Vec::new(), Vec::new());
+                for v in g.iter().flatten() {
+                    match v {
+                        Val::Array(_) => a.push(v.clone()),
+                        _ => s.push(v.clone()),
+                    }
+                }
+                (s, a)
+            };
+            let (gs, ga) = split(&h.gradient);
+            let (hs, ha) = split(&h.hvp);
+            let mut want = vec![line("value", &[&h.value]), line("grad", &refs_of(&gs))];
+            if func == "mixed" {
+                want.push(line("grad_y", &refs_of(&ga)));
+                want.push(line("hvp", &refs_of(&hs)));
+                want.push(line("hvp_y", &refs_of(&ha)));
+                want.push(line("y", &[&vals[2]]));
+            } else {
+                want.push(line("hvp", &refs_of(&hs)));
+            }
+            let got = run(&exe, &cmd);
+            assert_eq!(
+                got.lines().collect::<Vec<_>>(),
+                want,
+                "{variant}({args}) along ({direction})"
+            );
+        }
+    }
+    // A function that does not return f64 is refused, located.
+    let d = dir("hvp_refused");
+    let src_file = d.join("pair.irad");
+    std::fs::write(&src_file, "fn pair(x: f64) -> (f64, f64) { (x, x) }\n").expect("write");
+    let out = d.join("pair.o");
+    let o = irad(&[
+        "emit",
+        &src_file.display().to_string(),
+        "-f",
+        "pair",
+        "--hvp",
+        "-o",
+        &out.display().to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "pair.irad:1:1: error: @pair returns (f64, f64): `--hvp` needs a function returning f64"
+        ),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// Every corpus program (all return f64) is emitted with `--hvp` (and
+/// `--grad`): the object is written and the header declares `NAME_hvp`
+/// with one direction parameter per f64 of the arguments outside arrays and
+/// per `[f64]` array. (The programs
+/// of `tests/c/hvp.irad` are called from C above.)
+#[test]
+fn every_corpus_program_emits_its_hessian_vector_product() {
+    let d = dir("hvp_corpus");
+    let mut emitted = 0;
+    for entry in std::fs::read_dir(format!("{ROOT}/tests/corpus")).expect("corpus") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("json")).expect("json");
+        let func = json["function"].as_str().expect("function");
+        for file in [json["file"].as_str(), json["ir_file"].as_str()]
+            .into_iter()
+            .flatten()
+        {
+            let out = format!("{}_{}", func, file.replace('.', "_"));
+            emit(&corpus(file), func, &["--hvp", "--grad"], &d, &out);
+            let header = std::fs::read_to_string(d.join(format!("{out}.h"))).expect("header");
+            let sym = func.replace('.', "_");
+            let decl = header
+                .lines()
+                .find(|l| l.starts_with(&format!("int32_t {sym}_hvp(")))
+                .unwrap_or_else(|| panic!("no {sym}_hvp in\n{header}"));
+            let (src, module) = source(&corpus(file));
+            let f = irad::find_function(&src, &module, func).expect("function");
+            let scalars: usize = module[f]
+                .param_types()
+                .iter()
+                .map(irad::ir::Type::cotangent_leaves)
+                .sum();
+            assert_eq!(
+                decl.matches("_dir").count(),
+                scalars
+                    + module[f]
+                        .param_types()
+                        .iter()
+                        .map(irad::ir::Type::shadow_leaves)
+                        .sum::<usize>(),
+                "{file}: {decl}"
+            );
+            emitted += 1;
+        }
+    }
+    assert!(emitted >= 15, "only {emitted} corpus programs emitted");
+}
+
+/// References to the values of a list, for [`line`].
+fn refs_of(v: &[Val]) -> Vec<&Val> {
+    v.iter().collect()
+}
+
 /// The lines of the interpreter's error as the command line renders it that
 /// the C error text also has: the located first line and the call notes
 /// (the C text has no source snippet).

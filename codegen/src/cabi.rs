@@ -57,6 +57,21 @@ pub enum ExportKind {
         /// The argument positions to differentiate.
         wrt: Option<Vec<usize>>,
     },
+    /// Value, gradient and Hessian-vector product along a direction the
+    /// caller passes, exported as `NAME_hvp`: `hvp` is the wrapper `@f.hvp`
+    /// (built by the facade around the forward-over-reverse rule), whose
+    /// parameters are the primal's, then one f64 per f64 of the
+    /// differentiated arguments outside arrays (the direction), then one
+    /// `[f64]` per `[f64]` array of them three times (the direction, the
+    /// gradient's buffer, the product's buffer), and whose result is the
+    /// tuple of the value, the gradient's and the product's f64s. `wrt` as
+    /// for [`ExportKind::Grad`] (the function must return f64).
+    Hvp {
+        /// `@f.hvp`.
+        hvp: FuncId,
+        /// The argument positions to differentiate.
+        wrt: Option<Vec<usize>>,
+    },
 }
 
 /// One C parameter of an exported function.
@@ -228,7 +243,21 @@ pub(crate) fn plan(module: &Module, export: &Export) -> Result<Plan, CodegenErro
             *rev,
             "_grad",
         ),
+        ExportKind::Hvp { hvp, wrt } => {
+            if func.ret != Type::F64 {
+                return Err(fail(format!(
+                    "cannot export the Hessian-vector product of @{}: it returns {}, not f64",
+                    func.name, func.ret
+                )));
+            }
+            (
+                Some(check_wrt(&func.name, &params, wrt.as_deref()).map_err(fail)?),
+                *hvp,
+                "_hvp",
+            )
+        }
     };
+    let hvp = matches!(export.kind, ExportKind::Hvp { .. });
     let symbol = symbol_of(module, export.func, suffix)?;
     let mut b = PlanBuilder {
         grad: wrt.is_some(),
@@ -251,7 +280,9 @@ pub(crate) fn plan(module: &Module, export: &Export) -> Result<Plan, CodegenErro
         b.param(ty, &names[i], &format!("argument {i}"), i, want);
     }
     let grad = wrt.is_some();
-    if grad {
+    if hvp {
+        b.hvp_params();
+    } else if grad {
         let shadows = std::mem::take(&mut b.shadows);
         for (len, name, want) in shadows {
             if want {
@@ -290,7 +321,9 @@ pub(crate) fn plan(module: &Module, export: &Export) -> Result<Plan, CodegenErro
         }
     }
     b.outs(&func.ret);
-    if grad {
+    if hvp {
+        b.hvp_outs();
+    } else if grad {
         let outs = std::mem::take(&mut b.grad_outs);
         for (name, what, want) in outs {
             if want {
@@ -307,7 +340,12 @@ pub(crate) fn plan(module: &Module, export: &Export) -> Result<Plan, CodegenErro
         }
     }
     let ir_sig = ir_signature(module, export.func);
-    let summary = if grad {
+    let summary = if hvp {
+        format!(
+            "Value, gradient and Hessian-vector product of {ir_sig} by forward mode over reverse mode (@{}.vjp.fwd).",
+            func.name
+        )
+    } else if grad {
         format!(
             "Value and gradient of {ir_sig} by reverse mode (@{}.rev).",
             func.name
@@ -518,6 +556,86 @@ impl PlanBuilder {
             }
             // `plan` refuses the other types before walking.
             Type::Unit | Type::Func(_) | Type::Dual(..) | Type::Sparse => {}
+        }
+    }
+
+    /// The parameters of `NAME_hvp` after the primal's: the direction's
+    /// scalars (`NAME_dir`), its arrays (`double *NAME_dir`, of the array's
+    /// length), the gradient's buffers (`double *NAME_grad`) and the
+    /// product's (`double *NAME_hvp`), for the differentiated arguments.
+    fn hvp_params(&mut self) {
+        let scalars: Vec<(String, String)> = self
+            .grad_outs
+            .iter()
+            .filter(|(_, _, want)| *want)
+            .map(|(n, w, _)| (n.clone(), w.clone()))
+            .collect();
+        for (name, what) in scalars {
+            let p = self.push(
+                "double",
+                &format!("{name}_dir"),
+                format!("the direction's entry for {what}"),
+                types::F64,
+            );
+            self.args.push(ArgLeaf::Param(p));
+        }
+        let arrays: Vec<(usize, String)> = self
+            .shadows
+            .iter()
+            .filter(|(_, _, want)| *want)
+            .map(|(len, n, _)| (*len, n.clone()))
+            .collect();
+        for (suffix, doc) in [
+            ("dir", "the direction's entries for"),
+            ("grad", "the gradient with respect to {} is added into it"),
+            (
+                "hvp",
+                "the Hessian-vector product's entries for {} are added into it",
+            ),
+        ] {
+            for (len, name) in &arrays {
+                let doc = if doc.contains("{}") {
+                    doc.replace("{}", name)
+                } else {
+                    format!("{doc} {name}")
+                };
+                let p = self.push(
+                    "double *",
+                    &format!("{name}_{suffix}"),
+                    format!(
+                        "{} doubles (as many as {name}): {doc}",
+                        self.params[*len].name
+                    ),
+                    types::I64,
+                );
+                self.args.extend([ArgLeaf::Shadow(p), ArgLeaf::Len(*len)]);
+            }
+        }
+    }
+
+    /// The out-pointers of `NAME_hvp` after the value's: the gradient's
+    /// entries (`NAME_grad`), then the product's (`NAME_hvp`), for the f64s
+    /// of the differentiated arguments outside arrays.
+    fn hvp_outs(&mut self) {
+        let scalars: Vec<(String, String)> = self
+            .grad_outs
+            .iter()
+            .filter(|(_, _, want)| *want)
+            .map(|(n, w, _)| (n.clone(), w.clone()))
+            .collect();
+        for (suffix, doc) in [
+            ("grad", "receives the gradient with respect to"),
+            ("hvp", "receives the Hessian-vector product's entry for"),
+        ] {
+            for (name, what) in &scalars {
+                let p = self.push(
+                    "double *",
+                    &format!("{name}_{suffix}"),
+                    format!("{doc} {what}"),
+                    types::I64,
+                );
+                self.results.push(ResultLeaf::Out(p, types::F64));
+            }
         }
     }
 

@@ -275,7 +275,12 @@ fn close_rules<M: ClModule>(
 ) -> Result<Vec<RuleEntry>, CodegenError> {
     let mut needs: Vec<Need> = Vec::new();
     let mut done: HashSet<(u32, Option<Lanes>)> = HashSet::new();
-    let mut rule_handles: HashSet<u32> = HashSet::new();
+    // The handles of rules built here, and whether each is a reverse piece
+    // (true) or a forward rule (false). A piece may need a forward rule
+    // (forward over reverse: `frule` of what `revfwd` gave) and a forward
+    // rule reverse pieces (reverse over forward), but neither mode is
+    // nested in itself, so a rule never gets a rule of its own kind.
+    let mut rule_handles: HashMap<u32, bool> = HashMap::new();
     let mut entries = Vec::new();
     loop {
         comp.define_pending(module)?;
@@ -297,14 +302,19 @@ fn close_rules<M: ClModule>(
             let handle = u32::try_from(h)
                 .map_err(|_| CodegenError::internal("too many function values".into()))?;
             h += 1;
-            if rule_handles.contains(&handle) {
-                continue;
-            }
+            let rule_of = rule_handles.get(&handle).copied();
             let callee = comp.handles[handle as usize];
             let sig = fn_type_of(module, callee)?;
             let ty = Type::from_fn(sig.clone());
             let callee_name = name_of(module, callee);
-            for need in needs.iter().filter(|n| n.ty == ty) {
+            let wanted = |n: &&Need| {
+                n.ty == ty
+                    && match rule_of {
+                        None => true,
+                        Some(piece) => piece == n.lanes.is_some(),
+                    }
+            };
+            for need in needs.iter().filter(wanted) {
                 if !done.insert((handle, need.lanes)) {
                     continue;
                 }
@@ -328,7 +338,7 @@ fn close_rules<M: ClModule>(
                     check_type(module, back, &Type::rev_back_fn(&sig)).map_err(fail)?;
                     let hf = comp.handle(module, FuncRef::User(fwd))?;
                     let hb = comp.handle(module, FuncRef::User(back))?;
-                    rule_handles.extend([hf, hb]);
+                    rule_handles.extend([(hf, true), (hb, true)]);
                     entries.push(RuleEntry {
                         kind: RuleKind::Revfwd,
                         handle,
@@ -348,7 +358,7 @@ fn close_rules<M: ClModule>(
                     .map_err(|e| fail(e.to_string()))?;
                 check_type(module, id, &Type::forward_fn(&sig, lanes)).map_err(fail)?;
                 let r = comp.handle(module, FuncRef::User(id))?;
-                rule_handles.insert(r);
+                rule_handles.insert(r, false);
                 entries.push(RuleEntry {
                     kind: RuleKind::Frule,
                     handle,

@@ -92,19 +92,26 @@ fn generated_hessian_vector_products_agree_between_backends_and_with_differences
         ..Config::default()
     };
     let n = seeds(40);
-    let (mut ran, mut fd) = (0, 0);
+    let (mut ran, mut fd, mut modes) = (0, 0, 0);
     for seed in 0..n {
         let p = generated(3000 + seed, &cfg);
         match check::second_order(&p) {
             Ok(c) => {
                 ran += usize::from(c.ran);
                 fd += c.finite_differences;
+                modes += c.modes;
             }
             Err(e) => panic!("seed {}: {e}", 3000 + seed),
         }
     }
     let n = usize::try_from(n).unwrap_or(usize::MAX);
-    eprintln!("second order: the hvp ran on {ran} of {n} programs, {fd} entries compared");
+    eprintln!(
+        "second order: the hvp ran on {ran} of {n} programs, {fd} entries compared with differences, {modes} with reverse over forward"
+    );
+    assert!(
+        modes >= n,
+        "only {modes} reverse-over-forward comparisons for {n} programs"
+    );
     // Most programs run at their point and are smooth along the direction.
     assert!(
         ran * 10 >= n * 8,

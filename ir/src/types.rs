@@ -264,7 +264,10 @@ impl Type {
 
     /// The number of f64 scalars in the type outside arrays and function
     /// types: 1 for `f64`, the sum over the components for a tuple (depth
-    /// first), 0 for everything else (`[f64]`, `i64`, `dual<T>`, `fn(...)`).
+    /// first), 0 for everything else (`[f64]`, `i64`, `fn(...)`). A dense
+    /// `dual<T, N>` counts as the tuple of its parts (the primal, then N
+    /// tangents: [`Type::dual_parts`]), so reverse mode differentiates a
+    /// forward rule like any function; a sparse dual counts its primal only.
     /// These are the scalars a reverse pass carries cotangents for one by one
     /// ([`Type::rev_back_fn`]). Iterative, like [`Type::depth`].
     pub fn cotangent_leaves(&self) -> usize {
@@ -273,11 +276,34 @@ impl Type {
 
     /// The number of `[f64]` arrays in the type: 1 for `[f64]`, the sum over
     /// the components for a tuple (depth first), 0 for everything else
-    /// (`[i64]`, `f64`, `dual<T>`, `fn(...)`). Each has a shadow array of the
-    /// same length in reverse mode ([`Type::rev_fwd_fn`]). Iterative, like
+    /// (`[i64]`, `f64`, `fn(...)`); a dual counts as in
+    /// [`Type::cotangent_leaves`]. Each has a shadow array of the same length
+    /// in reverse mode ([`Type::rev_fwd_fn`]). Iterative, like
     /// [`Type::depth`].
     pub fn shadow_leaves(&self) -> usize {
         self.count_leaves(|ty| matches!(ty, Type::Array(Scalar::F64)))
+    }
+
+    /// Whether reverse mode gives values of this type cotangents: the type
+    /// has f64 leaves or `[f64]` arrays outside function types, counting the
+    /// parts of duals ([`Type::cotangent_leaves`], [`Type::shadow_leaves`]).
+    /// [`Type::has_tangent`] and more: a dual has no tangent (forward mode is
+    /// not nested) but has cotangents.
+    pub fn has_cotangent(&self) -> bool {
+        self.cotangent_leaves() + self.shadow_leaves() > 0
+    }
+
+    /// The parts of a dense dual `dual<T, N>` as reverse mode sees them, a
+    /// tuple `(T, T', ..., T')` of the primal and N tangents (`T'` is
+    /// [`Type::tangent`] of `T`, whose leaves are `T`'s): `(T, T', N)`;
+    /// `None` for any other type (a sparse dual included).
+    pub fn dual_parts(&self) -> Option<(&Type, Type, usize)> {
+        match self {
+            Type::Dual(inner, Lanes::Dense(n)) => {
+                Some((&**inner, inner.tangent()?, n.get() as usize))
+            }
+            _ => None,
+        }
     }
 
     /// `n` leaves of type `elem` packed into one type: `()` for none, `elem`
@@ -380,15 +406,25 @@ impl Type {
 }
 
 impl Type {
-    /// The number of nodes of the type reached through tuples only (not
-    /// through arrays, duals or function types) for which `leaf` holds.
+    /// The number of nodes of the type reached through tuples and duals (not
+    /// through arrays or function types) for which `leaf` holds, the inner
+    /// type of a dense `dual<T, N>` counted N + 1 times (its primal and its
+    /// tangents, which have `T`'s leaves), a sparse dual's once (its
+    /// tangents are sparse handles). Saturates instead of overflowing.
     fn count_leaves(&self, leaf: impl Fn(&Type) -> bool) -> usize {
         let mut n = 0usize;
-        let mut stack = vec![self];
-        while let Some(ty) = stack.pop() {
+        let mut stack = vec![(self, 1usize)];
+        while let Some((ty, times)) = stack.pop() {
             match ty {
-                Type::Tuple(elems) => stack.extend(elems.iter()),
-                _ if leaf(ty) => n += 1,
+                Type::Tuple(elems) => stack.extend(elems.iter().map(|e| (e, times))),
+                Type::Dual(inner, lanes) => {
+                    let parts = match lanes {
+                        Lanes::Dense(w) => w.get() as usize + 1,
+                        Lanes::Sparse => 1,
+                    };
+                    stack.push((inner, times.saturating_mul(parts)));
+                }
+                _ if leaf(ty) => n = n.saturating_add(times),
                 _ => {}
             }
         }
@@ -492,7 +528,13 @@ mod tests {
             (AF, 0),
             (t(vec![Type::F64, t(vec![Type::I64, Type::F64])]), 2),
             (t(vec![AF, t(vec![Type::F64, t(vec![Type::F64])])]), 2),
-            (Type::dual(Type::F64), 0),
+            (Type::dual(Type::F64), 2),
+            (
+                Type::dual_n(t(vec![Type::F64, Type::I64]), Lanes::dense(3).unwrap()),
+                4,
+            ),
+            (Type::dual_n(Type::F64, Lanes::Sparse), 1),
+            (t(vec![Type::dual(AF), Type::dual(Type::F64)]), 2),
             (Type::func(vec![Type::F64], Type::F64), 0),
         ];
         for (ty, n) in cases {
@@ -508,7 +550,12 @@ mod tests {
             (Type::F64, 0),
             (t(vec![Type::F64, AF, t(vec![AF, Type::I64])]), 2),
             (t(vec![AI, Type::Array(Scalar::Bool)]), 0),
-            (Type::dual(AF), 0),
+            (Type::dual(AF), 2),
+            (
+                Type::dual_n(t(vec![AF, Type::F64]), Lanes::dense(2).unwrap()),
+                3,
+            ),
+            (Type::dual_n(AF, Lanes::Sparse), 1),
             (Type::func(vec![AF], AF), 0),
         ];
         for (ty, n) in cases {

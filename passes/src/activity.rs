@@ -48,7 +48,7 @@ pub struct Activity {
 impl Activity {
     /// Everything with a tangent type active: the result of no analysis.
     pub fn all(func: &Func) -> Activity {
-        let active = func.values.values().map(|d| d.ty.has_tangent()).collect();
+        let active = func.values.values().map(|d| d.ty.has_cotangent()).collect();
         let tracked = func.values.values().map(|d| tracked(&d.ty)).collect();
         Activity {
             active,
@@ -139,34 +139,37 @@ pub fn wrt_mask(func: &Func, wrt: &[usize]) -> Vec<bool> {
     func.params
         .iter()
         .enumerate()
-        .map(|(i, &p)| wrt.contains(&i) || !func.values[p].ty.has_tangent())
+        .map(|(i, &p)| wrt.contains(&i) || !func.values[p].ty.has_cotangent())
         .collect()
 }
 
 /// Whether values of type `ty` can be inactive: a tangent type without arrays
 /// or function values inside.
 pub fn tracked(ty: &Type) -> bool {
-    if !ty.has_tangent() {
+    if !ty.has_cotangent() {
         return false;
     }
     let mut stack = vec![ty];
     while let Some(t) = stack.pop() {
         match t {
-            Type::Array(_) | Type::Func(_) | Type::Dual(..) => return false,
+            Type::Array(_) | Type::Func(_) => return false,
             Type::Tuple(elems) => stack.extend(elems.iter()),
+            Type::Dual(inner, _) => stack.push(inner),
             _ => {}
         }
     }
     true
 }
 
-/// Whether values of type `ty` hold an array (outside function types).
+/// Whether values of type `ty` hold an array (outside function types; a
+/// dual holds its primal's and its tangents' arrays).
 fn holds_array(ty: &Type) -> bool {
     let mut stack = vec![ty];
     while let Some(t) = stack.pop() {
         match t {
             Type::Array(_) => return true,
             Type::Tuple(elems) => stack.extend(elems.iter()),
+            Type::Dual(inner, _) => stack.push(inner),
             _ => {}
         }
     }
@@ -247,7 +250,7 @@ impl<'a> Analysis<'a> {
                 if self.tracked[i] {
                     self.varied[i] && self.useful[i]
                 } else {
-                    d.ty.has_tangent()
+                    d.ty.has_cotangent()
                 }
             })
             .collect();
@@ -304,6 +307,9 @@ impl<'a> Analysis<'a> {
                 Prim::Alloc | Prim::Zeros => Flow::Fresh,
                 Prim::Pop => Flow::Pop,
                 Prim::Push => Flow::Push,
+                // Building and taking apart duals (reverse over forward)
+                // moves values like `tuple` and `getfield`.
+                Prim::Dual | Prim::Primal | Prim::Tangent => Flow::Pure,
                 p if p.is_ad() => Flow::Opaque,
                 p if p.bulk().is_some() => Flow::Bulk(p.bulk_output()),
                 _ => Flow::Pure,

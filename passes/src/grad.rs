@@ -159,7 +159,7 @@ pub(crate) fn check_request(
     }
     let wrt: Vec<usize> = match wrt {
         None => (0..params.len())
-            .filter(|&i| params[i].has_tangent())
+            .filter(|&i| params[i].has_cotangent())
             .collect(),
         Some(list) => {
             for &i in list {
@@ -173,7 +173,7 @@ pub(crate) fn check_request(
                         ),
                     ));
                 };
-                if !ty.has_tangent() {
+                if !ty.has_cotangent() {
                     return Err(invalid(
                         floc,
                         format!(
@@ -195,11 +195,13 @@ pub(crate) fn invalid(loc: Location, msg: String) -> GradError {
     GradError::Invalid { loc, msg }
 }
 
-/// A fresh copy of `val`: arrays get new buffers.
-pub(crate) fn deep_copy(val: &Val) -> Val {
+/// A fresh copy of `val`: arrays (also inside tuples and duals) get new
+/// buffers.
+pub fn deep_copy(val: &Val) -> Val {
     match val {
         Val::Array(a) => Val::Array(ArrayRef::new(a.0.borrow().clone())),
         Val::Tuple(vals) => Val::Tuple(vals.iter().map(deep_copy).collect()),
+        Val::Dual(parts) => Val::Dual(parts.iter().map(deep_copy).collect()),
         other => other.clone(),
     }
 }

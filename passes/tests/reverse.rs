@@ -331,15 +331,69 @@ fn the_cache_builds_each_piece_once() {
     assert!(s.hits >= 1, "{s:?}");
 }
 
+/// Reverse mode differentiates functions holding dense duals (reverse over
+/// forward): `primal(x) * tangent(x)` has the cotangent `dual(t, p)` in
+/// the dual argument, and a function building a dual gives each part the
+/// slice of the result's cotangent. Sparse duals and tapes are refused,
+/// located at the function.
 #[test]
-fn reverse_mode_refuses_dual_values_with_a_location() {
-    let text =
-        "func @f(%x: dual<f64>) -> f64 {\n#1:\n  %p = call primal(%x) :: f64\n  return %p\n}\n";
+fn reverse_mode_differentiates_duals_and_refuses_sparse_ones_and_tapes() {
+    let text = "func @f(%x: dual<f64>) -> f64 {\n#1:\n  %p = call primal(%x) :: f64\n  \
+                %t = call tangent(%x, 0) :: f64\n  %y = call mul(%p, %t) :: f64\n  return %y\n}\n\
+                func @g(%a: f64, %b: f64) -> dual<f64, 2> {\n#1:\n  %s = call sin(%a) :: f64\n  \
+                %d = call dual(%s, %b, 2.0) :: dual<f64, 2>\n  return %d\n}\n";
     let mut m = parse_module(text).expect("parses");
     let reg = Registry::new();
     let mut rev = Reverse::new(&reg);
     let f = m.by_name("f").expect("f");
-    let e = rev.rule(&mut m, f).expect_err("refused");
-    assert!(e.msg.contains("dual"), "{e}");
-    assert_eq!(e.loc.func.as_deref(), Some("f"));
+    let g = rev_gradient(
+        &mut m,
+        &mut rev,
+        f,
+        &[Val::Dual(vec![Val::F64(3.0), Val::F64(5.0)].into())],
+        &GradOptions::default(),
+    )
+    .expect("gradient of a function of a dual");
+    assert_eq!(num(&g.value), 15.0);
+    let Some(Val::Dual(parts)) = &g.gradient[0] else {
+        panic!("a dual cotangent: {:?}", g.gradient);
+    };
+    assert_eq!((num(&parts[0]), num(&parts[1])), (5.0, 3.0));
+    // @g: the cotangent (1, 10, 100) of dual(sin a, b, 2) is (cos a, 10).
+    let gid = m.by_name("g").expect("g");
+    let (fwd, back) = rev.rule(&mut m, gid).expect("pieces of @g");
+    let mut it = Interpreter::new(&m);
+    let v = it
+        .run(fwd, &[Val::F64(0.5), Val::F64(7.0)], &RunOptions::default())
+        .expect("sweep");
+    assert!(matches!(&v, Val::Dual(p) if p.len() == 3), "{v:?}");
+    let c = it
+        .run(
+            back,
+            &[Val::F64(1.0), Val::F64(10.0), Val::F64(100.0)],
+            &RunOptions::default(),
+        )
+        .expect("pullback");
+    let Val::Tuple(cs) = c else {
+        panic!("two cotangents: {c:?}");
+    };
+    assert_eq!((num(&cs[0]), num(&cs[1])), (0.5f64.cos(), 10.0));
+
+    for (text, what) in [
+        (
+            "func @s(%x: dual<f64, sparse>) -> f64 {\n#1:\n  %p = call primal(%x) :: f64\n  return %p\n}\n",
+            "sparse tangents",
+        ),
+        (
+            "func @s(%x: f64) -> f64 {\n#1:\n  call push(%x)\n  return %x\n}\n",
+            "the AD primitive `push`",
+        ),
+    ] {
+        let mut m = parse_module(text).expect("parses");
+        let mut rev = Reverse::new(&reg);
+        let s = m.by_name("s").expect("s");
+        let e = rev.rule(&mut m, s).expect_err("refused");
+        assert!(e.msg.contains(what), "{e}");
+        assert_eq!(e.loc.func.as_deref(), Some("s"));
+    }
 }

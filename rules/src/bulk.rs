@@ -69,13 +69,15 @@ pub(crate) fn install(reg: &mut Registry) {
             ),
         );
     }
-    // `gemm` has no rrule (reverse mode is not nested) but an frule, for
-    // forward mode over the pullbacks that use it (forward over reverse).
+    // `gemm` is the rules' own: its frule is for forward mode over the
+    // pullbacks that use it (forward over reverse), its rrule for reverse
+    // mode over the frules of `matvec` and `matmul` (reverse over forward).
     reg.register_frule(
         Prim::Gemm,
         None,
         |b: &mut FuncBuilder<'_>, call: &FruleCall<'_>| frule(b, call, Prim::Gemm),
     );
+    reg.register_rrule(Prim::Gemm, None, RruleFns::new(gemm_forward, gemm_pullback));
 }
 
 // ---------------------------------------------------------------------------
@@ -238,6 +240,86 @@ fn gemm(b: &mut FuncBuilder<'_>, ta: bool, tb: bool, ops: [Operand; 6]) -> Resul
 
 // ---------------------------------------------------------------------------
 // Reverse mode.
+
+/// A constant `gemm` flag (the rules write `gemm` with constant flags only).
+fn const_flag(op: Operand) -> Result<bool, RuleError> {
+    match op {
+        Operand::Const(Const::Bool(x)) => Ok(x),
+        _ => Err(RuleError::Unsupported(
+            "reverse mode of `gemm` needs constant transpose flags".into(),
+        )),
+    }
+}
+
+/// `gemm(ta, tb, A, B, m, k, n, C)`: C kept (copied) before the product is
+/// added into it; saves what the pullback's two products need.
+fn gemm_forward(b: &mut FuncBuilder<'_>, call: &RevCall<'_>) -> Result<RevFwdOut, RuleError> {
+    let prim = Prim::Gemm;
+    let [ta, tb, a, bm, m, k, n, c] = call.args else {
+        return Err(arity(prim));
+    };
+    const_flag(ta.primal)?;
+    const_flag(tb.primal)?;
+    let primal: SmallVec<[Operand; 8]> = call.args.iter().map(|a| a.primal).collect();
+    let old = keep_then_run(b, prim, c.primal, &primal)?;
+    Ok(RevFwdOut {
+        primal: emit::unit(),
+        shadows: SmallVec::new(),
+        saved: smallvec![
+            ta.primal,
+            tb.primal,
+            a.primal,
+            bm.primal,
+            m.primal,
+            k.primal,
+            n.primal,
+            shadow(a, prim)?,
+            shadow(bm, prim)?,
+            shadow(c, prim)?,
+            c.primal,
+            old
+        ],
+    })
+}
+
+/// C = C + op(A) op(B), op(A) m×k, op(B) k×n: C's cotangent passes to the
+/// old C unchanged; d op(A) = dC op(B)ᵀ and d op(B) = op(A)ᵀ dC, each added
+/// into the stored matrix's shadow (transposed back when the operand was
+/// stored transposed); then C is restored.
+fn gemm_pullback(
+    b: &mut FuncBuilder<'_>,
+    call: &PullbackCall<'_>,
+) -> Result<PullbackOut, RuleError> {
+    let out = no_cotangents(call);
+    let wanted = |i: usize| !call.arg_inactive.get(i).copied().unwrap_or(true);
+    let [ta, tb, a, bm, m, k, n, sa, sb, sc, c, old] = call.saved else {
+        return Err(RuleError::Unsupported(
+            "the pullback of `gemm` got fewer saved values than its forward part gives".into(),
+        ));
+    };
+    let (ta, tb) = (const_flag(*ta)?, const_flag(*tb)?);
+    let (a, bm, m, k, n, sa, sb, sc) = (*a, *bm, *m, *k, *n, *sa, *sb, *sc);
+    if wanted(2) {
+        if ta {
+            // A is stored k×m: sA += op(B) dCᵀ (k×n times n×m).
+            gemm(b, tb, true, [bm, sc, k, n, m, sa])?;
+        } else {
+            // sA += dC op(B)ᵀ (m×n times n×k).
+            gemm(b, false, !tb, [sc, bm, m, n, k, sa])?;
+        }
+    }
+    if wanted(3) {
+        if tb {
+            // B is stored n×k: sB += dCᵀ op(A) (n×m times m×k).
+            gemm(b, true, ta, [sc, a, n, m, k, sb])?;
+        } else {
+            // sB += op(A)ᵀ dC (k×m times m×n).
+            gemm(b, !ta, false, [a, sc, k, m, n, sb])?;
+        }
+    }
+    effect(b, Prim::Copyto, &[*c, *old])?;
+    Ok(out)
+}
 
 /// The one shadow of array operand `a`.
 fn shadow(a: &crate::RevArg, prim: Prim) -> Result<Operand, RuleError> {

@@ -204,6 +204,7 @@ impl RuleReport {
 pub fn check_frules(reg: &Registry, opts: &CheckOptions) -> Vec<RuleReport> {
     crate::table::signatures()
         .iter()
+        .filter(|sig| !crate::table::reverse_only(sig.prim))
         .map(|sig| check_signature(reg, sig, opts))
         .collect()
 }
@@ -425,6 +426,8 @@ enum Sample {
     Bool(bool),
     Unit,
     Tuple(Vec<Sample>),
+    /// A dual: the primal, then the tangents.
+    Dual(Vec<Sample>),
     F64s(Vec<f64>),
     I64s(Vec<i64>),
     Bools(Vec<bool>),
@@ -791,6 +794,7 @@ impl Sample {
             Sample::Bool(b) => Val::Bool(*b),
             Sample::Unit => Val::Unit,
             Sample::Tuple(xs) => Val::Tuple(xs.iter().map(Sample::to_val).collect()),
+            Sample::Dual(xs) => Val::Dual(xs.iter().map(Sample::to_val).collect()),
             Sample::F64s(xs) => Val::f64_array(xs.clone()),
             Sample::I64s(xs) => Val::Array(ArrayRef::new(ArrayData::I64(xs.clone()))),
             Sample::Bools(xs) => Val::Array(ArrayRef::new(ArrayData::Bool(xs.clone()))),
@@ -806,6 +810,9 @@ impl Sample {
             }
             (Sample::Tuple(xs), Sample::Tuple(ts)) => {
                 Sample::Tuple(xs.iter().zip(ts).map(|(x, t)| x.axpy(a, t)).collect())
+            }
+            (Sample::Dual(xs), Sample::Dual(ts)) => {
+                Sample::Dual(xs.iter().zip(ts).map(|(x, t)| x.axpy(a, t)).collect())
             }
             (x, _) => x.clone(),
         }
@@ -844,6 +851,10 @@ impl fmt::Display for Sample {
                 } else {
                     write!(f, "({})", parts.join(", "))
                 }
+            }
+            Sample::Dual(xs) => {
+                let parts: Vec<String> = xs.iter().map(Sample::to_string).collect();
+                write!(f, "dual({})", parts.join(", "))
             }
             Sample::F64s(xs) => list(f, xs, |x| format_f64(*x)),
             Sample::I64s(xs) => list(f, xs, i64::to_string),
@@ -932,20 +943,26 @@ fn sample_domain(rng: &mut SplitMix64, d: &Domain, earlier: &[Option<Sample>]) -
         Domain::Tuple(ds) => {
             Sample::Tuple(ds.iter().map(|d| sample_domain(rng, d, earlier)).collect())
         }
+        Domain::Dual(ds) => {
+            Sample::Dual(ds.iter().map(|d| sample_domain(rng, d, earlier)).collect())
+        }
         Domain::Const(_) => Sample::Unit,
     }
 }
 
 /// A random tangent direction for the value `x`: each f64 component uniform
-/// in [-1, 1], `()` for components without a tangent type.
+/// in [-1, 1], `()` for components without a tangent type; for a dual (in
+/// the rrule checker, which differentiates duals as the tuples of their
+/// parts), a direction for each part.
 fn direction(rng: &mut SplitMix64, x: &Sample) -> Sample {
     match x {
+        Sample::Dual(xs) => Sample::Dual(xs.iter().map(|x| direction(rng, x)).collect()),
         Sample::F64(_) => Sample::F64(rng.uniform(-1.0, 1.0)),
         Sample::F64s(xs) => Sample::F64s(xs.iter().map(|_| rng.uniform(-1.0, 1.0)).collect()),
         Sample::Tuple(xs) => Sample::Tuple(
             xs.iter()
                 .map(|x| {
-                    if x.has_tangent() {
+                    if x.has_cotangent() {
                         direction(rng, x)
                     } else {
                         Sample::Unit
@@ -958,12 +975,12 @@ fn direction(rng: &mut SplitMix64, x: &Sample) -> Sample {
 }
 
 impl Sample {
-    /// Whether the value's type has a tangent type (it holds an f64 or an
-    /// `[f64]`).
-    fn has_tangent(&self) -> bool {
+    /// Whether the value holds an f64 or an `[f64]` (also in the parts of a
+    /// dual): its type has a tangent type, or is a dual.
+    fn has_cotangent(&self) -> bool {
         match self {
             Sample::F64(_) | Sample::F64s(_) => true,
-            Sample::Tuple(xs) => xs.iter().any(Sample::has_tangent),
+            Sample::Tuple(xs) | Sample::Dual(xs) => xs.iter().any(Sample::has_cotangent),
             _ => false,
         }
     }

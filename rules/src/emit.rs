@@ -221,6 +221,7 @@ pub fn contains_array(ty: &Type) -> bool {
         match t {
             Type::Array(_) => return true,
             Type::Tuple(elems) => stack.extend(elems.iter()),
+            Type::Dual(inner, _) => stack.push(inner),
             _ => {}
         }
     }
@@ -343,6 +344,25 @@ pub fn field_leaves(
         .ok_or_else(|| RuleError::Unsupported(format!("field {k} of a {ty}")))?;
     let start = elems[..k].iter().map(count).sum();
     Ok((start, count(field)))
+}
+
+/// `f * t` with a strong zero: exactly `0.0` where `t` is 0, whatever `f`
+/// is (a NaN or infinite `f` never reaches a lane or cotangent that is 0),
+/// and `f * t` elsewhere. Written `select(eq(t, 0), select(finite(f), f * t
+/// + 0.0, 0.0), f * t)` (`finite(f)` as `eq(f - f, 0.0)`) rather than
+/// `select(eq(t, 0), 0.0, f * t)`, which has the same values, so that the
+/// statements stay differentiable in `t` at 0 with derivative `f` when `f`
+/// is finite: reverse mode over a forward rule (or forward mode over a
+/// pullback) that uses it differentiates `t` there too.
+pub fn strong_mul(b: &mut FuncBuilder<'_>, f: Operand, t: Operand) -> Result<Operand, RuleError> {
+    let ft = mul(b, f, t)?;
+    let ff = value(b, Prim::Sub, &[f, f])?;
+    let finite = value(b, Prim::Eq, &[ff, f64c(0.0)])?;
+    // +0.0 where f t is a zero of either sign, as the plain form gives.
+    let zero = value(b, Prim::Add, &[ft, f64c(0.0)])?;
+    let at_zero = value(b, Prim::Select, &[finite, zero, f64c(0.0)])?;
+    let t0 = value(b, Prim::Eq, &[t, f64c(0.0)])?;
+    value(b, Prim::Select, &[t0, at_zero, ft])
 }
 
 /// `a + b` where either may be absent (zero).

@@ -322,10 +322,11 @@ fn pow(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleErro
     Ok(out(z, Some(lanes)))
 }
 
-/// `select(eq(t, 0), 0, f * t)`: the term `f * t`, exactly 0 when `t` is 0
-/// whatever `f` is; `None` when either is absent. A sparse `t` is scaled
-/// as it is: the zero handle stays zero whatever `f` is, but a direction
-/// whose coefficient is 0 inside a non-zero handle meets `f` (docs/forward.md,
+/// The term `f * t`, exactly 0 when `t` is 0 whatever `f` is
+/// ([`emit::strong_mul`], which stays differentiable in `t` for reverse
+/// over forward); `None` when either is absent. A sparse `t` is scaled as
+/// it is: the zero handle stays zero whatever `f` is, but a direction whose
+/// coefficient is 0 inside a non-zero handle meets `f` (docs/forward.md,
 /// "Sparse mode").
 fn strong_term(
     b: &mut FuncBuilder<'_>,
@@ -338,9 +339,7 @@ fn strong_term(
     if b.operand_type(&t).is_ok_and(|ty| ty == Type::Sparse) {
         return Ok(Some(emit::lane_mul(b, f, t)?));
     }
-    let ft = mul(b, f, t)?;
-    let t0 = value(b, Prim::Eq, &[t, f64c(0.0)])?;
-    Ok(Some(value(b, Prim::Select, &[t0, f64c(0.0), ft])?))
+    Ok(Some(emit::strong_mul(b, f, t)?))
 }
 
 /// `d powi(x, n) = n * pow(x, n - 1) * tx`, with `n - 1` computed in f64:

@@ -126,6 +126,7 @@
 mod bulk;
 mod bulk_sparse;
 pub mod check;
+mod dual;
 pub mod emit;
 mod frules;
 mod lang;
@@ -449,6 +450,7 @@ impl Registry {
         rrules::install(&mut reg);
         bulk::install(&mut reg);
         tape::install(&mut reg);
+        dual::install(&mut reg);
         reg
     }
 
@@ -571,7 +573,19 @@ impl Registry {
 }
 
 /// The primitives the AD transforms introduce, which are not differentiated
-/// themselves (neither mode is nested).
+/// by the ordinary rules (see [`reverses_over_forward`] and the frules of
+/// the tape primitives for those that are).
 pub fn is_ad_prim(p: Prim) -> bool {
     p.is_ad()
+}
+
+/// The AD primitives of a dense forward rule that have rrules, so that
+/// reverse mode applies to `@f.fwd` (reverse over forward): `dual`,
+/// `primal`, `tangent`, `frule`, and `gemm` (which the frules of `matvec`
+/// and `matmul` write).
+pub fn reverses_over_forward(p: Prim) -> bool {
+    matches!(
+        p,
+        Prim::Dual | Prim::Primal | Prim::Tangent | Prim::Frule | Prim::Gemm
+    )
 }

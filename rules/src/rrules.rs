@@ -205,11 +205,10 @@ fn scale(b: &mut FuncBuilder<'_>, p: Operand, d: Operand) -> Result<Option<Opera
     })
 }
 
-/// `select(eq(d, 0), 0, p * d)`.
+/// `p * d`, exactly 0 where `d` is 0 ([`emit::strong_mul`], which stays
+/// differentiable in `d` for forward over reverse).
 fn strong_scale(b: &mut FuncBuilder<'_>, p: Operand, d: Operand) -> Result<Operand, RuleError> {
-    let pd = mul(b, p, d)?;
-    let d0 = value(b, Prim::Eq, &[d, f64c(0.0)])?;
-    value(b, Prim::Select, &[d0, f64c(0.0), pd])
+    emit::strong_mul(b, p, d)
 }
 
 /// `d(x / y)`: `1 / y` and `-(z / y)` with `z = x / y`.

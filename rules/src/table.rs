@@ -6,14 +6,16 @@
 //! Assumes nothing. Guarantees: every primitive of `irad_ir::prim::PRIMS`
 //! except the AD ones (`Prim::is_ad`: `dual`, `primal`, `tangent`, `frule`,
 //! `push`, `pop`, `revfwd`, `revback`) has at least one
-//! signature (a unit test checks it); every f64 domain lies inside the
+//! signature (a unit test checks it), and so have `gemm` and the parts of
+//! duals (`dual`, `primal`, `tangent`, checked in reverse mode only:
+//! [`reverse_only`]); every f64 domain lies inside the
 //! function's smooth domain with a margin larger than any finite-difference
 //! step, so central differences are valid there: away from kinks (abs at 0),
 //! ties (min/max operands at least 0.1 apart), jumps (floor/ceil at integers,
 //! round at half-integers), branch cuts (atan2 near the negative x axis) and
 //! poles; every index lies in range of its array.
 
-use irad_ir::{Const, Prim, Scalar, Type};
+use irad_ir::{Const, Lanes, Prim, Scalar, Type};
 use std::fmt;
 
 /// How to sample one argument.
@@ -96,6 +98,10 @@ pub enum Domain {
     },
     /// A tuple, each element from its own domain.
     Tuple(Vec<Domain>),
+    /// A dense dual `dual<T, N>`: the primal from the first domain, one
+    /// tangent from each further domain (N of them, at least one), for the
+    /// rrules of the parts of duals (reverse over forward).
+    Dual(Vec<Domain>),
     /// A constant operand (no parameter, no tangent), such as `getfield`'s
     /// field number or a constant exponent.
     Const(Const),
@@ -262,6 +268,27 @@ pub fn signatures() -> Vec<Signature> {
     t.push(sig(Getfield, vec![arr_pair.clone(), c(Const::I64(0))]));
     t.push(sig(Getfield, vec![arr_pair, c(Const::I64(1))]));
 
+    // The parts of duals (reverse over forward; checked in reverse mode
+    // only, see `reverse_only`).
+    let v3 = || arr(Scalar::F64, 3, 3);
+    let fa = || tup(vec![wide(), v3()]);
+    t.push(sig(Dual, vec![wide(), wide()]));
+    t.push(sig(Dual, vec![wide(), wide(), wide()]));
+    t.push(sig(Dual, vec![v3(), v3()]));
+    t.push(sig(Dual, vec![fa(), fa(), fa()]));
+    t.push(sig(Primal, vec![dual(vec![wide(), wide()])]));
+    t.push(sig(Primal, vec![dual(vec![v3(), v3(), v3()])]));
+    t.push(sig(Primal, vec![dual(vec![fa(), fa()])]));
+    t.push(sig(
+        Tangent,
+        vec![dual(vec![wide(), wide(), wide(), wide()]), c(Const::I64(1))],
+    ));
+    t.push(sig(Tangent, vec![dual(vec![v3(), v3()]), c(Const::I64(0))]));
+    t.push(sig(
+        Tangent,
+        vec![dual(vec![fa(), fa(), fa()]), c(Const::I64(1))],
+    ));
+
     // Arrays.
     for elem in [Scalar::F64, Scalar::I64, Scalar::Bool] {
         let mut s = sig(Alloc, vec![i(0, 5)]);
@@ -338,6 +365,15 @@ pub fn signatures() -> Vec<Signature> {
     t
 }
 
+/// Whether the signatures of `prim` are checked in reverse mode only: the
+/// parts of duals (`dual`, `primal`, `tangent`), which have rrules (reverse
+/// over forward) but no frules (forward mode is not nested). Their rrules
+/// are checked with the adjoint identity against the primitive itself,
+/// which is linear, in place of an frule.
+pub fn reverse_only(prim: Prim) -> bool {
+    matches!(prim, Prim::Dual | Prim::Primal | Prim::Tangent)
+}
+
 /// The text of a constant operand, as the IR prints it.
 pub(crate) fn const_text(c: &Const) -> String {
     match c {
@@ -360,6 +396,13 @@ fn domain_type(d: &Domain) -> Type {
         Domain::Bool => Type::Bool,
         Domain::Array { elem, .. } => Type::Array(*elem),
         Domain::Tuple(ds) => Type::tuple(ds.iter().map(domain_type).collect()),
+        Domain::Dual(ds) => {
+            let lanes = u32::try_from(ds.len().saturating_sub(1))
+                .ok()
+                .and_then(Lanes::dense)
+                .unwrap_or(Lanes::ONE);
+            Type::dual_n(ds.first().map_or(Type::F64, domain_type), lanes)
+        }
         Domain::Const(c) => match c {
             Const::F64(_) => Type::F64,
             Const::I64(_) => Type::I64,
@@ -427,6 +470,10 @@ fn index(of: usize) -> Domain {
 
 fn tup(ds: Vec<Domain>) -> Domain {
     Domain::Tuple(ds)
+}
+
+fn dual(parts: Vec<Domain>) -> Domain {
+    Domain::Dual(parts)
 }
 
 fn arr(elem: Scalar, min: usize, max: usize) -> Domain {

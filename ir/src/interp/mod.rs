@@ -1067,6 +1067,17 @@ fn has_shape(val: &Val, ty: &Type) -> bool {
             | (Val::Array(_), Type::Array(_))
             | (Val::Sparse(_), Type::Sparse)
             | (Val::Func(_), Type::Func(_)) => true,
+            // A dual in a tuple (reverse over forward returns the value of a
+            // forward rule with its cotangents): its number of parts.
+            (Val::Dual(vals), Type::Dual(inner, lanes)) => match inner.tangent_at(*lanes) {
+                Some(tan) if vals.len() == lanes.count() + 1 => {
+                    work.push((&vals[0], inner));
+                    // The tangent type is owned here: check the tangents now
+                    // (as deep as the type, which the verifier bounds).
+                    vals[1..].iter().all(|t| has_shape(t, &tan))
+                }
+                _ => false,
+            },
             _ => false,
         };
         if !ok {

@@ -216,7 +216,7 @@ fn sparse_wrapper(
             continue;
         }
         let t = if req.wrt.contains(&i) {
-            seed(&mut b, ty, p, &mut next).map_err(rule_err)?
+            sparse_seed(&mut b, ty, p, &mut next).map_err(rule_err)?
         } else {
             emit::zero_tangent_at(&mut b, ty, p, Lanes::Sparse)
                 .map_err(rule_err)?
@@ -238,10 +238,12 @@ fn sparse_wrapper(
 }
 
 /// The sparse tangent of a value `p` of type `ty` whose f64s are the
-/// directions `next`, `next + 1`, ... (in `collect_slots` order); advances
-/// `next` past them. Recursive over tuples, as deep as the type (at most
-/// `MAX_NESTING`).
-fn seed(
+/// directions `next`, `next + 1`, ... (depth-first, array elements in
+/// order: `collect_slots` order), emitted at the builder's position;
+/// advances `next` (an i64 operand) past them. Recursive over tuples, as
+/// deep as the type (at most `MAX_NESTING`). Also the seeds of the sparse
+/// Hessian (the facade's `src/sparse_hessian.rs`).
+pub fn sparse_seed(
     b: &mut FuncBuilder<'_>,
     ty: &Type,
     p: Operand,
@@ -275,7 +277,7 @@ fn seed(
                 let k = i64::try_from(k)
                     .map_err(|_| RuleError::Unsupported("tuple too wide".into()))?;
                 let c = emit::value(b, Prim::Getfield, &[p, Operand::from(k)])?;
-                parts.push(seed(b, elem, c, next)?);
+                parts.push(sparse_seed(b, elem, c, next)?);
             }
             emit::value(b, Prim::Tuple, &parts)
         }

@@ -334,28 +334,18 @@ impl Shape {
 /// How far up the dominator tree [`Shape::same_iteration`] looks.
 const SAME_ITERATION_WALK: usize = 64;
 
-/// Refuses what reverse mode cannot take: dual values and AD primitives.
+/// Refuses what reverse mode cannot take: sparse tangents (sparse duals and
+/// handles) and the AD primitives other than those of a dense forward rule
+/// (`dual`, `primal`, `tangent`, `frule`, `gemm`, which have rrules:
+/// reverse over forward, `irad_rules::reverses_over_forward`). Tapes (`push`, `pop`) and the reverse pieces' lookups
+/// (`revfwd`, `revback`) are refused: reverse mode is not nested over
+/// itself.
 pub(super) fn check_supported(func: &Func, loc: &Location) -> Result<(), ReverseError> {
-    let dual = |t: &Type| {
-        let mut stack = vec![t];
-        while let Some(t) = stack.pop() {
-            match t {
-                Type::Dual(..) => return true,
-                Type::Tuple(e) => stack.extend(e.iter()),
-                Type::Func(f) => {
-                    stack.extend(f.params.iter());
-                    stack.push(&f.ret);
-                }
-                _ => {}
-            }
-        }
-        false
-    };
-    if dual(&func.ret) || func.values.values().any(|v| dual(&v.ty)) {
+    if func.ret.mentions_sparse() || func.values.values().any(|v| v.ty.mentions_sparse()) {
         return Err(err(
             loc,
             format!(
-                "reverse mode of @{} is not supported: it works on dual values",
+                "reverse mode of @{} is not supported: it works on sparse tangents",
                 func.name
             ),
         ));
@@ -363,6 +353,7 @@ pub(super) fn check_supported(func: &Func, loc: &Location) -> Result<(), Reverse
     for data in func.insts.values() {
         if let InstKind::Prim { prim, .. } = data.kind
             && irad_rules::is_ad_prim(prim)
+            && !irad_rules::reverses_over_forward(prim)
         {
             return Err(err(
                 loc,

@@ -86,8 +86,8 @@ fn sweeps(
     let Request { floc, params, wrt } = req.clone();
     let mut call: Vec<Val> = args.iter().map(deep_copy).collect();
     let mut shadows = Vec::new();
-    for (a, t) in args.iter().zip(&params) {
-        shadows_of(a, t, &mut shadows);
+    for a in args {
+        zero_shadows(a, &mut shadows);
     }
     call.extend(shadows.iter().cloned());
     let value = exec.run(fwd, &call, run)?;
@@ -120,27 +120,29 @@ fn sweeps(
     })
 }
 
-/// A fresh zero shadow for every `[f64]` array in `val` (of type `ty`),
-/// depth-first.
-fn shadows_of(val: &Val, ty: &Type, out: &mut Vec<Val>) {
-    match (val, ty) {
-        (Val::Array(a), Type::Array(Scalar::F64)) => {
-            let n = a.0.borrow().len();
-            out.push(Val::Array(ArrayRef::new(ArrayData::F64(vec![0.0; n]))));
-        }
-        (Val::Tuple(vals), Type::Tuple(tys)) => {
-            for (v, t) in vals.iter().zip(tys.iter()) {
-                shadows_of(v, t, out);
+/// A fresh zero shadow for every `[f64]` array in `val`, depth-first through
+/// tuples and the parts of duals: the shadows `@f.rev.fwd` takes after the
+/// arguments ([`Type::rev_fwd_fn`]).
+pub fn zero_shadows(val: &Val, out: &mut Vec<Val>) {
+    match val {
+        Val::Array(a) => {
+            if let ArrayData::F64(xs) = &*a.0.borrow() {
+                out.push(Val::Array(ArrayRef::new(ArrayData::F64(vec![
+                    0.0;
+                    xs.len()
+                ]))));
             }
         }
+        Val::Tuple(vals) | Val::Dual(vals) => vals.iter().for_each(|v| zero_shadows(v, out)),
         _ => {}
     }
 }
 
-/// The gradient of one argument from the cotangent leaves and shadows, taken
-/// in order: a value of its tangent type (`()` for tuple components without
-/// one), `None` when it has none.
-fn assemble(
+/// The gradient of one argument `val` of type `ty` from the pullback's
+/// cotangent leaves and the shadows, taken in order: a value of its tangent
+/// type (`()` for tuple components without one; for a dual, the dual of the
+/// cotangents of its parts), `None` when it has none.
+pub fn assemble(
     val: &Val,
     ty: &Type,
     leaves: &mut VecDeque<f64>,
@@ -149,12 +151,25 @@ fn assemble(
     match (val, ty) {
         (_, Type::F64) => Some(Val::F64(leaves.pop_front().unwrap_or(0.0))),
         (_, Type::Array(Scalar::F64)) => shadows.pop_front(),
-        (Val::Tuple(vals), Type::Tuple(tys)) if ty.has_tangent() => Some(Val::Tuple(
+        (Val::Tuple(vals), Type::Tuple(tys)) if ty.has_cotangent() => Some(Val::Tuple(
             vals.iter()
                 .zip(tys.iter())
                 .map(|(v, t)| assemble(v, t, leaves, shadows).unwrap_or(Val::Unit))
                 .collect(),
         )),
+        (Val::Dual(parts), _) => {
+            let (inner, tangent, _) = ty.dual_parts()?;
+            Some(Val::Dual(
+                parts
+                    .iter()
+                    .enumerate()
+                    .map(|(k, v)| {
+                        let t = if k == 0 { inner } else { &tangent };
+                        assemble(v, t, leaves, shadows).unwrap_or(Val::Unit)
+                    })
+                    .collect(),
+            ))
+        }
         _ => None,
     }
 }

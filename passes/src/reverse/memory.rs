@@ -58,7 +58,12 @@ impl ArrayClasses {
                     }
                 }
                 InstKind::Prim { prim, args } => match prim {
-                    Prim::Select | Prim::Tuple | Prim::Getfield => {
+                    Prim::Select
+                    | Prim::Tuple
+                    | Prim::Getfield
+                    | Prim::Dual
+                    | Prim::Primal
+                    | Prim::Tangent => {
                         for op in args {
                             ac.join_op(r, op);
                         }
@@ -167,11 +172,12 @@ impl ArrayClasses {
 }
 
 /// Whether a type holds an array (or a function value, which may hold
-/// anything a caller gave it).
+/// anything a caller gave it); a dual holds its parts' arrays.
 fn holds_array(t: &Type) -> bool {
     match t {
         Type::Array(_) | Type::Func(_) => true,
         Type::Tuple(ts) => ts.iter().any(holds_array),
+        Type::Dual(inner, _) => holds_array(inner),
         _ => false,
     }
 }

@@ -69,12 +69,13 @@ use irad_ir::{FuncId, Module, Type};
 /// any wrong partial.
 pub const ADJOINT_TOLERANCE: f64 = 1e-10;
 
-/// Checks the rrule of every signature of the test table (the AD primitives
-/// have none and are not in it).
+/// Checks the rrule of every signature of the test table: every primitive
+/// but the AD ones, and those AD primitives a forward rule is made of
+/// ([`crate::reverses_over_forward`]: `gemm` and the parts of duals).
 pub fn check_rrules(reg: &Registry, opts: &CheckOptions) -> Vec<RuleReport> {
     crate::table::signatures()
         .iter()
-        .filter(|sig| !crate::is_ad_prim(sig.prim))
+        .filter(|sig| !crate::is_ad_prim(sig.prim) || crate::reverses_over_forward(sig.prim))
         .map(|sig| check_rrule_signature(reg, sig, opts))
         .collect()
 }
@@ -112,7 +113,10 @@ pub fn check_rrule_signature(reg: &Registry, sig: &Signature, opts: &CheckOption
 struct Harness {
     module: Module,
     primal: FuncId,
-    frule: FuncId,
+    /// The frule at width 1, which gives `J dx`; `None` for a primitive
+    /// checked in reverse mode only (`table::reverse_only`: linear, so
+    /// `J dx` is the primitive applied to `dx`).
+    frule: Option<FuncId>,
     /// `@rr`, and `@rr0` (dy known zero) when the result has f64s outside
     /// arrays.
     rrule: FuncId,
@@ -171,8 +175,14 @@ impl Harness {
         } else {
             None
         };
-        let frule = rule_function(&mut module, "f1", reg, sig, irad_ir::Lanes::ONE)
-            .map_err(|e| format!("the frule, which gives J dx, failed to emit: {e}"))?;
+        let frule = if crate::table::reverse_only(sig.prim) {
+            None
+        } else {
+            Some(
+                rule_function(&mut module, "f1", reg, sig, irad_ir::Lanes::ONE)
+                    .map_err(|e| format!("the frule, which gives J dx, failed to emit: {e}"))?,
+            )
+        };
         if let Err(errs) = irad_ir::verify::verify_module(&module) {
             return Err(format!(
                 "the rules' IR does not verify:\n{}",
@@ -215,7 +225,7 @@ impl Point {
             .iter()
             .zip(&args)
             .map(|(spec, x)| match x {
-                Some(x) if spec.ty.has_tangent() => Some(direction(rng, x)),
+                Some(x) if spec.ty.has_cotangent() => Some(direction(rng, x)),
                 _ => None,
             })
             .collect();
@@ -318,7 +328,7 @@ fn sample_leaves(s: &Sample, f64s: &mut Vec<f64>, arrays: &mut Vec<Vec<f64>>) {
     match s {
         Sample::F64(x) => f64s.push(*x),
         Sample::F64s(xs) => arrays.push(xs.clone()),
-        Sample::Tuple(xs) => {
+        Sample::Tuple(xs) | Sample::Dual(xs) => {
             for x in xs {
                 sample_leaves(x, f64s, arrays);
             }

@@ -9,7 +9,7 @@
 //! [`CheckError::Failed`].
 
 use super::{ADJOINT_TOLERANCE, Harness, Point, sample_leaves};
-use crate::check::{CheckError, Outcome, lane, run_function, show};
+use crate::check::{CheckError, Outcome, Sample, lane, run_function, show};
 use irad_ir::interp::{ArrayData, ArrayRef, Interpreter, RunOptions, Val};
 use irad_ir::text::num::format_f64;
 use irad_ir::{FuncId, Scalar, Type};
@@ -320,8 +320,13 @@ impl Harness {
         let err = adjoint_error(l, r, scale);
         if err > ADJOINT_TOLERANCE || err.is_nan() {
             let mut msg = format!(
-                "adjoint identity fails: <dy, J dx> = {} with J dx from the frule, but <J^T dy, dx> = {} from the pullback (error {err:.3e})",
+                "adjoint identity fails: <dy, J dx> = {} with J dx from {}, but <J^T dy, dx> = {} from the pullback (error {err:.3e})",
                 format_f64(l),
+                if self.frule.is_some() {
+                    "the frule"
+                } else {
+                    "the primitive (linear) applied to dx"
+                },
                 format_f64(r)
             );
             if !cot_text.is_empty() {
@@ -344,21 +349,49 @@ impl Harness {
         interp: &mut Interpreter<'_>,
         p: &Point,
     ) -> Result<Tangents, CheckError> {
-        let run = run_function(
-            interp,
-            self.frule,
-            &self.types,
-            &p.args,
-            std::slice::from_ref(&p.dx),
-        )?
-        .map_err(|e| format!("the frule, which gives J dx, fails with `{e}`"))?;
+        // A primitive without an frule is linear (the parts of duals): its
+        // J dx is the primitive applied to dx, constants kept.
+        let (run, linear) = match self.frule {
+            Some(frule) => (
+                run_function(
+                    interp,
+                    frule,
+                    &self.types,
+                    &p.args,
+                    std::slice::from_ref(&p.dx),
+                )?
+                .map_err(|e| format!("the frule, which gives J dx, fails with `{e}`"))?,
+                false,
+            ),
+            None => {
+                let dx: Vec<Option<Sample>> = p
+                    .args
+                    .iter()
+                    .zip(&p.dx)
+                    .map(|(x, d)| x.as_ref().and(d.clone()))
+                    .collect();
+                (
+                    run_function(interp, self.primal, &self.types, &dx, &[])?
+                        .map_err(|e| format!("the primitive applied to dx fails with `{e}`"))?,
+                    true,
+                )
+            }
+        };
+        let tangent_of = |v: &Val, what: &str| -> Result<Val, CheckError> {
+            if linear {
+                Ok(v.clone())
+            } else {
+                lane(v, 0)
+                    .ok_or_else(|| CheckError::Failed(format!("the frule's {what} is not a dual")))
+            }
+        };
         let mut t = Tangents {
             result_f64s: Vec::new(),
             result_arrays: Vec::new(),
             arg_arrays: Vec::new(),
         };
-        if self.result.has_tangent() {
-            let tr = lane(&run.result, 0).ok_or("the frule's result is not a dual")?;
+        if self.result.has_cotangent() {
+            let tr = tangent_of(&run.result, "result")?;
             tangent_leaves(&tr, &self.result, &mut t.result_f64s, &mut t.result_arrays)?;
         }
         for &i in &self.live {
@@ -374,7 +407,7 @@ impl Harness {
                 .get(i)
                 .and_then(Option::as_ref)
                 .ok_or_else(|| CheckError::internal("frule argument"))?;
-            let ta = lane(v, 0).ok_or("the frule's argument is not a dual")?;
+            let ta = tangent_of(v, "argument")?;
             tangent_leaves(&ta, ty, &mut Vec::new(), &mut t.arg_arrays)?;
         }
         Ok(t)
@@ -475,12 +508,23 @@ fn tangent_leaves(
         (Type::Array(Scalar::F64), Val::Array(_)) => arrays.push(f64_data(v)?),
         (Type::Tuple(elems), Val::Tuple(vals)) if elems.len() == vals.len() => {
             for (e, x) in elems.iter().zip(vals.iter()) {
-                if e.has_tangent() {
+                if e.has_cotangent() {
                     tangent_leaves(x, e, f64s, arrays)?;
                 }
             }
         }
-        _ if !ty.has_tangent() => {}
+        (Type::Dual(..), Val::Dual(parts)) => {
+            let (inner, tangent, lanes) = ty
+                .dual_parts()
+                .ok_or_else(|| CheckError::internal("a dual without dense parts"))?;
+            if parts.len() != lanes + 1 {
+                return Err(format!("a dual of {} parts, expected a {ty}", parts.len()).into());
+            }
+            for (k, x) in parts.iter().enumerate() {
+                tangent_leaves(x, if k == 0 { inner } else { &tangent }, f64s, arrays)?;
+            }
+        }
+        _ if !ty.has_cotangent() => {}
         _ => return Err(format!("a tangent is a {}, expected a {ty}", v.kind()).into()),
     }
     Ok(())
@@ -496,7 +540,14 @@ pub(super) fn f64_array_refs(v: &Val, ty: &Type, out: &mut Vec<Val>) -> Result<(
                 f64_array_refs(x, e, out)?;
             }
         }
-        (Type::Array(Scalar::F64) | Type::Tuple(_), _) => {
+        (Type::Dual(..), Val::Dual(parts)) => {
+            if let Some((inner, tangent, _)) = ty.dual_parts() {
+                for (k, x) in parts.iter().enumerate() {
+                    f64_array_refs(x, if k == 0 { inner } else { &tangent }, out)?;
+                }
+            }
+        }
+        (Type::Array(Scalar::F64) | Type::Tuple(_) | Type::Dual(..), _) => {
             return Err(format!("a {} where a {ty} was expected", v.kind()));
         }
         _ => {}

@@ -208,7 +208,8 @@ pub(super) fn rrule_function(
 }
 
 /// A copy of `op` (of type `ty`) that shares no array with it: arrays are
-/// copied, tuples holding arrays rebuilt, everything else is itself.
+/// copied, tuples and duals holding arrays rebuilt, everything else is
+/// itself.
 fn deep_copy(b: &mut FuncBuilder<'_>, op: Operand, ty: &Type) -> Result<Operand, RuleError> {
     match ty {
         Type::Array(_) => value(b, Prim::Copy, &[op]),
@@ -221,6 +222,21 @@ fn deep_copy(b: &mut FuncBuilder<'_>, op: Operand, ty: &Type) -> Result<Operand,
                 parts.push(deep_copy(b, field, elem)?);
             }
             value(b, Prim::Tuple, &parts)
+        }
+        Type::Dual(..) if emit::contains_array(ty) => {
+            let Some((inner, tangent, lanes)) = ty.dual_parts() else {
+                return Ok(op);
+            };
+            let mut parts = Vec::with_capacity(lanes + 1);
+            let p = value(b, Prim::Primal, &[op])?;
+            parts.push(deep_copy(b, p, inner)?);
+            for k in 0..lanes {
+                let k = i64::try_from(k)
+                    .map_err(|_| RuleError::Unsupported("too many lanes".into()))?;
+                let t = value(b, Prim::Tangent, &[op, Operand::from(k)])?;
+                parts.push(deep_copy(b, t, &tangent)?);
+            }
+            value(b, Prim::Dual, &parts)
         }
         _ => Ok(op),
     }
