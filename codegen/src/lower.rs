@@ -128,6 +128,10 @@ pub(crate) struct Compiler<M: ClModule> {
     /// Which loops run two iterations at a time in vectors
     /// (`lower/vector.rs`; docs/codegen.md, "Vectorisation").
     pub vectorise: crate::LoopVectors,
+    /// Which parameters of the functions compiled so far, and of their
+    /// callees, a call may leave referenced after it returns
+    /// (`lower/release.rs`).
+    summaries: release::Summaries,
     /// The ISA huge functions are compiled with ([`huge_isa`]), made on
     /// first need; `Some(None)` when it cannot be made.
     huge_isa: Option<Option<OwnedTargetIsa>>,
@@ -163,6 +167,7 @@ impl<M: ClModule> Compiler<M> {
             version_loops: true,
             fuse_loops: true,
             vectorise: crate::LoopVectors::default(),
+            summaries: release::Summaries::default(),
             huge_isa: None,
             #[cfg(test)]
             fail_at: None,
@@ -1283,7 +1288,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// of `func` whose arrays the function frees (`lower/release.rs`).
     fn freed_slots(&mut self, func: &Func) {
         self.freed.clear();
-        for v in release::freed_sites(func) {
+        for v in release::freed_sites(func, self.module, &mut self.c.summaries) {
             let slot = self.b.create_sized_stack_slot(ir::StackSlotData::new(
                 ir::StackSlotKind::ExplicitSlot,
                 8,

@@ -10,13 +10,16 @@
 //! arena's list, so freeing one array costs O(1) (a swap-remove that also
 //! rewrites the moved block's header). Elements are 16-byte aligned.
 //!
-//! Debug mode: with the environment variable [`POISON_ENV`] set to `1` when
-//! a runtime is made, every array is a mapping of its own and freeing one
-//! makes its pages inaccessible (Linux: `mprotect(PROT_NONE)` after giving
-//! the memory back; elsewhere the elements are overwritten with `0xFF`
-//! bytes, a NaN for f64) and never reuses its addresses, so a use after free
-//! crashes (or reads NaNs) instead of passing silently. The tests run the
-//! aliasing programs so; it is meant for tests, not for speed.
+//! Poisoning (a debug mode): every array is a mapping of its own, and
+//! freeing one makes its pages inaccessible (Linux: `mprotect(PROT_NONE)`
+//! after giving the memory back; elsewhere the elements are overwritten
+//! with `0xFF` bytes, a NaN for f64) and keeps its addresses from reuse
+//! while the freed blocks kept hold at most [`POISON_KEEP`] bytes (older
+//! ones are then unmapped), so a use after free crashes (or reads NaNs)
+//! instead of passing silently. It is on in debug builds of this crate
+//! (what `cargo test` runs: every test of compiled code checks so) and off
+//! in release builds; the environment variable [`POISON_ENV`] set to `1`
+//! or `0` when the first runtime is made turns it on or off.
 //!
 //! Guarantees: [`Arena::alloc`] returns zeroed, 16-aligned memory for the
 //! elements asked for (at least one byte, so never null on success);
@@ -26,18 +29,28 @@
 
 use crate::Ctx;
 use std::alloc::{Layout, alloc_zeroed, dealloc};
+use std::collections::VecDeque;
 use std::sync::OnceLock;
 
 /// Bytes before the first element of every array: its index in the list.
 pub const HEADER: usize = 16;
 
-/// The environment variable that turns on poisoning of freed arrays.
+/// The environment variable that turns poisoning of freed arrays on (`1`)
+/// or off (`0`).
 pub const POISON_ENV: &str = "IRAD_POISON_FREED";
 
-/// Whether [`POISON_ENV`] is `1` (read once per process).
+/// The most bytes of freed arrays a poisoning arena keeps reserved.
+pub const POISON_KEEP: usize = 64 << 20;
+
+/// Whether freed arrays are poisoned: [`POISON_ENV`] when it is `0` or `1`,
+/// else whether this crate is a debug build (read once per process).
 pub fn poison_freed() -> bool {
     static POISON: OnceLock<bool> = OnceLock::new();
-    *POISON.get_or_init(|| std::env::var(POISON_ENV).is_ok_and(|v| v == "1"))
+    *POISON.get_or_init(|| match std::env::var(POISON_ENV).as_deref() {
+        Ok("1") => true,
+        Ok("0") => false,
+        _ => cfg!(debug_assertions),
+    })
 }
 
 /// The arrays allocated by compiled code and not freed yet.
@@ -47,8 +60,10 @@ pub struct Arena {
     live: Vec<(*mut u8, usize)>,
     /// Poisoning mode (module header).
     poison: bool,
-    /// Poisoning mode: the freed blocks, kept reserved until released.
-    freed: Vec<(*mut u8, usize)>,
+    /// Poisoning mode: the freed blocks kept reserved, oldest first.
+    freed: VecDeque<(*mut u8, usize)>,
+    /// The bytes of `freed`.
+    freed_bytes: usize,
     /// Arrays freed by compiled code since the arena was made.
     frees: u64,
 }
@@ -58,7 +73,8 @@ impl Default for Arena {
         Arena {
             live: Vec::new(),
             poison: poison_freed(),
-            freed: Vec::new(),
+            freed: VecDeque::new(),
+            freed_bytes: 0,
             frees: 0,
         }
     }
@@ -116,7 +132,15 @@ impl Arena {
         if self.poison {
             // SAFETY: a block of `bytes` bytes that nothing uses any more.
             unsafe { poison::poison(base, bytes) };
-            self.freed.push((base, bytes));
+            self.freed.push_back((base, bytes));
+            self.freed_bytes += bytes;
+            while self.freed_bytes > POISON_KEEP
+                && let Some((old, n)) = self.freed.pop_front()
+            {
+                self.freed_bytes -= n;
+                // SAFETY: mapped by `poison::map` with this size, unmapped once.
+                unsafe { poison::unmap(old, n) };
+            }
         } else {
             // SAFETY: allocated by `alloc_zeroed` with this layout, freed once.
             unsafe { dealloc(base, Layout::from_size_align_unchecked(bytes, 16)) };
@@ -126,6 +150,7 @@ impl Arena {
     /// Frees every array. Any (pointer, length) pair still held anywhere
     /// dangles afterwards.
     pub fn release_all(&mut self) {
+        self.freed_bytes = 0;
         for (base, bytes) in self.live.drain(..).chain(self.freed.drain(..)) {
             if self.poison {
                 // SAFETY: mapped by `poison::map` with this size, unmapped once.
@@ -302,7 +327,15 @@ mod tests {
         assert_eq!((a.live(), a.freed.len()), (1, 1));
         // SAFETY: `q` is live.
         unsafe { q.write(1) };
+        // Freed blocks beyond `POISON_KEEP` bytes are given back, oldest
+        // first.
+        for _ in 0..10 {
+            let p = a.alloc(1 << 20, 8).expect("alloc");
+            // SAFETY: freed once, never used again.
+            unsafe { a.free(p) };
+        }
+        assert!(a.freed_bytes <= POISON_KEEP && a.freed.len() == 7);
         a.release_all();
-        assert_eq!((a.live(), a.freed.len()), (0, 0));
+        assert_eq!((a.live(), a.freed.len(), a.freed_bytes), (0, 0, 0));
     }
 }
