@@ -28,6 +28,7 @@
 mod bounds;
 mod fuse;
 mod prim;
+mod release;
 mod vector;
 mod version;
 
@@ -127,6 +128,10 @@ pub(crate) struct Compiler<M: ClModule> {
     /// Which loops run two iterations at a time in vectors
     /// (`lower/vector.rs`; docs/codegen.md, "Vectorisation").
     pub vectorise: crate::LoopVectors,
+    /// Which parameters of the functions compiled so far, and of their
+    /// callees, a call may leave referenced after it returns
+    /// (`lower/release.rs`).
+    summaries: release::Summaries,
     /// The ISA huge functions are compiled with ([`huge_isa`]), made on
     /// first need; `Some(None)` when it cannot be made.
     huge_isa: Option<Option<OwnedTargetIsa>>,
@@ -162,6 +167,7 @@ impl<M: ClModule> Compiler<M> {
             version_loops: true,
             fuse_loops: true,
             vectorise: crate::LoopVectors::default(),
+            summaries: release::Summaries::default(),
             huge_isa: None,
             #[cfg(test)]
             fail_at: None,
@@ -485,6 +491,7 @@ impl<M: ClModule> Compiler<M> {
                 fl_ctx: TRUSTED,
                 fl_tape: MemFlagsData::new().with_notrap(),
                 fl_array: TRUSTED,
+                freed: Vec::new(),
             };
             lower.alias_regions();
             let r = match f {
@@ -700,6 +707,10 @@ struct Lower<'a, 'b, M: ClModule> {
     /// Flags of array elements (their own alias region): stores to tapes or
     /// to the context cannot change them, so the optimiser may reuse loads.
     fl_array: MemFlagsData,
+    /// The array-making statements whose arrays this function frees
+    /// (`lower/release.rs`), each with the stack slot holding the array it
+    /// made last (null before it runs).
+    freed: Vec<(Value, ir::StackSlot)>,
 }
 
 const TRUSTED: MemFlagsData = MemFlagsData::trusted();
@@ -977,6 +988,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             )
         });
         self.depth_check();
+        self.freed_slots(func);
         let order = rpo(func);
         let mut cl_blocks: HashMap<Block, ir::Block> = HashMap::default();
         for &blk in &order {
@@ -1076,7 +1088,15 @@ impl<M: ClModule> Lower<'_, '_, M> {
                         })?);
                     }
                     let ret = result_ty.clone().unwrap_or(Type::Unit);
-                    self.prim(*prim, args, &vals, &tys, &ret, &mut || site_loc())?
+                    let slot = idata.result.and_then(|r| self.freed_slot(r));
+                    if let Some(slot) = slot {
+                        self.free_slot(slot)?;
+                    }
+                    let out = self.prim(*prim, args, &vals, &tys, &ret, &mut || site_loc())?;
+                    if let (Some(slot), Some(&p)) = (slot, out.first()) {
+                        self.b.ins().stack_store(types::I64, p, slot, 0);
+                    }
+                    out
                 }
                 InstKind::Invoke { func: callee, args } => {
                     let mut flat = Vec::new();
@@ -1147,6 +1167,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     .brif(not_c, target(t)?, &else_args, target(&next)?, &then_args);
             }
             Some(Terminator::Return(op)) => {
+                for k in 0..self.freed.len() {
+                    self.free_slot(self.freed[k].1)?;
+                }
                 let mut rets = vec![self.b.ins().iconst(types::I8, 0)];
                 rets.extend(self.operand(op)?);
                 self.b.ins().return_(&rets);
@@ -1261,6 +1284,35 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// call site's, because a primitive called through a function value is
     /// no frame (as in the interpreter); the error has no site of its own,
     /// and the caller's failure path puts its call site in its place.
+    /// Makes a stack slot, null at entry, for each array-making statement
+    /// of `func` whose arrays the function frees (`lower/release.rs`).
+    fn freed_slots(&mut self, func: &Func) {
+        self.freed.clear();
+        for v in release::freed_sites(func, self.module, &mut self.c.summaries) {
+            let slot = self.b.create_sized_stack_slot(ir::StackSlotData::new(
+                ir::StackSlotKind::ExplicitSlot,
+                8,
+                3,
+            ));
+            let null = self.b.ins().iconst(types::I64, 0);
+            self.b.ins().stack_store(types::I64, null, slot, 0);
+            self.freed.push((v, slot));
+        }
+    }
+
+    /// The stack slot of array-making statement `v`, if it frees its arrays.
+    fn freed_slot(&self, v: Value) -> Option<ir::StackSlot> {
+        self.freed.iter().find(|(w, _)| *w == v).map(|&(_, s)| s)
+    }
+
+    /// Frees the array in `slot` (nothing when null): `irad_rt_free`.
+    fn free_slot(&mut self, slot: ir::StackSlot) -> Result<(), CodegenError> {
+        let p = self.b.ins().stack_load(types::I64, types::I64, slot, 0);
+        let ctx = self.ctx();
+        self.call_rt(RtSym::Free, &[types::I64; 2], &[], &[ctx, p])?;
+        Ok(())
+    }
+
     fn depth_check(&mut self) {
         let ctx = self.ctx();
         let depth = self.load64(ctx, rt::OFF_DEPTH);

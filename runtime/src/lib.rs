@@ -18,8 +18,9 @@
 //! value's leaves at `top` and advances it, `pop` moves `top` back; compiled
 //! code does both inline and calls [`irad_rt_tape_grow`] only when a buffer is
 //! full. Arrays are (pointer, length) pairs; [`irad_rt_alloc`] and
-//! [`irad_rt_copy`] allocate zeroed memory that the [`Runtime`] owns until
-//! [`Runtime::release_arrays`].
+//! [`irad_rt_copy`] allocate zeroed memory that the [`Runtime`]'s [`Arena`]
+//! owns until compiled code frees it ([`irad_rt_free`], for arrays the code
+//! generator proves dead) or [`Runtime::release_arrays`] (`arena.rs`).
 //!
 //! The bulk kernels, the sparse tangent builder and the error kinds with
 //! their texts are `irad-kernels`', which the interpreter uses too; they are
@@ -40,10 +41,12 @@
 use std::alloc::{Layout, alloc_zeroed, dealloc, realloc};
 use std::ptr;
 
+mod arena;
 mod bulk_ffi;
 mod capi;
 mod sparse_ffi;
 mod symbols;
+pub use arena::{Arena, HEADER, POISON_ENV, irad_rt_free, poison_freed};
 pub use bulk_ffi::{
     irad_rt_bulk_axpy, irad_rt_bulk_copyto, irad_rt_bulk_dot, irad_rt_bulk_fill, irad_rt_bulk_gemm,
     irad_rt_bulk_matmul, irad_rt_bulk_matvec, irad_rt_bulk_scale, irad_rt_bulk_sum,
@@ -155,7 +158,8 @@ pub const TAPE_SIZE: i64 = 24;
 /// the call sites of an error on its way out.
 #[derive(Debug, Default)]
 pub struct Runtime {
-    arrays: Vec<(*mut u8, Layout)>,
+    /// The arrays compiled code allocated and has not freed.
+    pub arena: Arena,
     /// The tapes; [`Ctx::tapes`] points at this buffer.
     pub tapes: Vec<Tape>,
     /// Call sites of the error being returned, innermost first.
@@ -223,10 +227,7 @@ impl Runtime {
     /// pair still held anywhere dangles afterwards: call it only when no
     /// tape holds an array and every result has been copied out.
     pub fn release_arrays(&mut self) {
-        for (p, layout) in self.arrays.drain(..) {
-            // SAFETY: allocated by `alloc_zeroed` with this layout, freed once.
-            unsafe { dealloc(p, layout) };
-        }
+        self.arena.release_all();
     }
 
     /// Empties every tape and frees their buffers.
@@ -237,17 +238,10 @@ impl Runtime {
     }
 
     /// Allocates `len` zeroed elements of `elem_size` bytes; `None` when out
-    /// of memory. The memory lives until [`Runtime::release_arrays`].
+    /// of memory. The memory lives until compiled code frees it or
+    /// [`Runtime::release_arrays`].
     fn alloc(&mut self, len: usize, elem_size: usize) -> Option<*mut u8> {
-        let bytes = len.checked_mul(elem_size)?.max(1);
-        let layout = Layout::from_size_align(bytes, 8).ok()?;
-        // SAFETY: the layout has a non-zero size.
-        let p = unsafe { alloc_zeroed(layout) };
-        if p.is_null() {
-            return None;
-        }
-        self.arrays.push((p, layout));
-        Some(p)
+        self.arena.alloc(len, elem_size)
     }
 }
 

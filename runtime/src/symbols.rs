@@ -50,6 +50,7 @@ macro_rules! runtime_symbols {
 runtime_symbols! {
     Alloc = irad_rt_alloc,
     Copy = irad_rt_copy,
+    Free = irad_rt_free,
     TapeGrow = irad_rt_tape_grow,
     Trace = irad_rt_trace,
     Enter = irad_rt_enter,

@@ -458,19 +458,26 @@ impl<'m> Code<'m> {
         // Sparse handles live for one run, as in the interpreter.
         local.rt.sparse.clear();
         ctx.host = self as *const Code<'m> as *mut u8;
-        let budget = if local.shallow {
+        let shallow = || {
             let left = stacker::remaining_stack().unwrap_or(0);
             left.saturating_sub(STACK_MARGIN).min(self.stack_budget)
+        };
+        let full = if local.shallow {
+            shallow()
         } else {
             self.stack_budget
         };
-        let need = budget.saturating_add(STACK_MARGIN);
+        let need = full.saturating_add(STACK_MARGIN);
+        let in_place = local.on_own
+            || local.shallow
+            || stacker::remaining_stack().is_some_and(|left| left >= need);
+        let budget = std::cell::Cell::new(full);
         let mut call = || {
             // The stack pointer itself, not the address of a local: under
             // AddressSanitizer locals can live on a fake stack in the heap
             // (found by the `interp_vs_jit` fuzz target).
             let sp = psm::stack_pointer() as u64;
-            ctx.stack_limit = sp.saturating_sub(budget as u64);
+            ctx.stack_limit = sp.saturating_sub(budget.get() as u64);
             // SAFETY: the trampoline has this signature; the caller
             // guarantees the words.
             unsafe {
@@ -478,13 +485,19 @@ impl<'m> Code<'m> {
                 t(&mut ctx, args.as_ptr(), rets.as_mut_ptr())
             }
         };
-        let in_place = local.on_own
-            || local.shallow
-            || stacker::remaining_stack().is_some_and(|left| left >= need);
         let status = if in_place {
             call()
         } else {
-            on_own_stack(&mut local.own_stack, need, call)
+            match on_own_stack(&mut local.own_stack, need, call) {
+                Ok(status) => status,
+                // No room for a stack of our own: run on this thread's,
+                // within what it has left (a deep recursion then ends
+                // with the stack error, never a crash).
+                Err(mut call) => {
+                    budget.set(shallow());
+                    call()
+                }
+            }
         };
         if status == 0 {
             return Ok(());

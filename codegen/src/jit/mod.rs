@@ -211,6 +211,12 @@ impl<'m> Jit<'m> {
         self.local.rt.tape_bytes()
     }
 
+    /// How many arrays compiled code has freed itself, before the run
+    /// ended, since this JIT was made (docs/codegen.md, "Freeing arrays").
+    pub fn arrays_freed(&self) -> u64 {
+        self.local.rt.arena.frees()
+    }
+
     /// Runs `f` on `args` as [`irad_ir::interp::run`] does, in compiled code.
     /// Code generation failures are reported as run errors whose message
     /// starts with `code generation failed` or `cannot compile`.

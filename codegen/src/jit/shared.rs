@@ -16,7 +16,7 @@
 
 use super::STACK_MARGIN as MARGIN;
 use super::code::{Code, Local, Provider};
-use super::stack::on_own_stack;
+use super::stack::ensure_own_stack;
 use super::thread_stack_budget;
 use crate::CodegenError;
 use irad_ir::func::{FuncId, FuncRef, Module};
@@ -251,11 +251,16 @@ impl JitSession<'_> {
         if local.on_own || stacker::remaining_stack().is_some_and(|left| left >= need) {
             return f(self);
         }
-        let mut stack = local.own_stack.take();
+        ensure_own_stack(&mut local.own_stack, need);
+        let Some(stack) = local.own_stack.take() else {
+            // No room for a stack of its own: each run finds its way
+            // (`Code::call`: in place, within the stack left).
+            return f(self);
+        };
         local.on_own = true;
-        let out = on_own_stack(&mut stack, need, || f(self));
+        let out = stack.run(|| f(self));
         let local = self.local();
-        local.own_stack = stack;
+        local.own_stack = Some(stack);
         local.on_own = false;
         out
     }

@@ -54,6 +54,17 @@ impl OwnStack {
     }
 }
 
+impl OwnStack {
+    /// Runs `call` on this stack.
+    pub(crate) fn run<R>(&self, call: impl FnOnce() -> R) -> R {
+        // SAFETY: `base + guard .. base + guard + size` is mapped
+        // read-write and used by nothing else: the stack belongs to one
+        // per-call context, which one run uses at a time (rule derivation
+        // does not run code).
+        unsafe { psm::on_stack(self.base.add(self.guard), self.size, call) }
+    }
+}
+
 impl Drop for OwnStack {
     fn drop(&mut self) {
         #[cfg(unix)]
@@ -65,22 +76,29 @@ impl Drop for OwnStack {
 }
 
 /// Runs `call` on the context's own stack of at least `need` bytes (mapped
-/// on first use; a new one when the budget grew), or on a stack from
-/// `stacker` where none can be mapped.
-pub(crate) fn on_own_stack<R>(
+/// on first use; a new one when the budget grew); `Err(call)`, not run,
+/// when no such stack can be mapped (out of address space): the caller
+/// then runs it in place with the stack it has (never `stacker`, which
+/// panics when its own mapping fails).
+pub(crate) fn on_own_stack<R, F: FnOnce() -> R>(
     own: &mut Option<OwnStack>,
     need: usize,
-    call: impl FnOnce() -> R,
-) -> R {
+    call: F,
+) -> Result<R, F> {
+    ensure_own_stack(own, need);
+    match own {
+        Some(s) => Ok(s.run(call)),
+        None => Err(call),
+    }
+}
+
+/// Makes sure the context has its own stack of at least `need` bytes
+/// (mapping one when it has none or a smaller one); whether it has.
+pub(crate) fn ensure_own_stack(own: &mut Option<OwnStack>, need: usize) -> bool {
     if own.as_ref().is_none_or(|s| s.size < need) {
+        // The old stack first, so that the new one fits where it did.
+        *own = None;
         *own = OwnStack::map(need);
     }
-    match own {
-        // SAFETY: `base + guard .. base + guard + size` is mapped
-        // read-write and used by nothing else: the stack belongs to one
-        // per-call context, which one run uses at a time (rule derivation
-        // does not run code).
-        Some(s) => unsafe { psm::on_stack(s.base.add(s.guard), s.size, call) },
-        None => stacker::grow(need, call),
-    }
+    own.is_some()
 }

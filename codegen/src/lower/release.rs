@@ -1,0 +1,554 @@
+//! Which arrays a compiled function frees itself (docs/codegen.md, "Freeing
+//! arrays"): the allocations whose every reference provably dies inside the
+//! function, so that a loop allocating a temporary per iteration runs in
+//! bounded memory, as in the interpreter (issue 27, finding 6).
+//!
+//! A *site* is a statement that makes a new array of the run's arena:
+//! `alloc`, `zeros`, `copy` or `sdense`. Its value `a` *reaches* a value `v`
+//! when `v` is `a`, or is made from a value `a` reaches by `tuple`, `dual`,
+//! `getfield`, `primal`, `tangent` or `select` (results that can hold an
+//! array only), or by a phi in a block that the site's block strictly
+//! dominates. A site is *freed* when no value it reaches is
+//! - returned,
+//! - pushed on a tape (its pop would read a freed array),
+//! - passed to a call through a function value (the callee, unknown, may
+//!   keep it), or to a parameter of an `invoke`d function that may keep it
+//!   (see below), or
+//! - an operand of any primitive not listed here, or an operand of a phi
+//!   in a block the site's block does not strictly dominate (a loop-carried
+//!   phi may hold the array of the previous iteration).
+//!
+//! Element reads and writes, `length`, `copy` (the source) and the bulk
+//! and sparse bulk primitives read or write elements and keep no reference.
+//!
+//! Calls. A function *keeps* its parameter when a value the parameter
+//! reaches (by the rules above, every phi counting) is returned, pushed,
+//! passed through a function value or to a parameter its callee keeps
+//! ([`Summaries`]: the least such set over the call graph, so a parameter
+//! passed around a recursion and nowhere else is not kept). A callee that
+//! does not keep a parameter holds no reference to it once it returns, and
+//! its result holds none either (that would be returning it).
+//!
+//! What the lowering does with a freed site (`Lower::block`): the function
+//! keeps, in a stack slot per site, the array the site made last (null at
+//! entry); the site frees that array just before it makes the next one,
+//! and a normal return frees every slot's array. An error return frees
+//! nothing: the run's end frees the arena.
+//!
+//! Soundness. Arrays are references, so the question is whether any value
+//! that may still be used refers to the array freed. Let `D` be the site's
+//! statement and `v` a value it reaches. Every such `v` is defined by a
+//! statement that `D` dominates: a pure primitive's operands dominate it,
+//! and the phis admitted are in blocks `D`'s block strictly dominates. Now
+//! suppose `D` runs again (or the function returns): a later use `U` of
+//! `v` is dominated by `v`'s definition `V`. Any path from `D`'s new run
+//! to `U` must pass `V` again: otherwise, as `D` dominates `V`, the path
+//! from the entry to `D`'s first run (which need not pass `V`) followed by
+//! this one would reach `U` without passing `V`. So `U` sees a `v` made
+//! after `D` ran again, from the new array, never the old one. Values not
+//! reached hold no reference to it: the rules above list every way a
+//! reference is copied within a function (arrays hold only scalars), and
+//! the excluded uses are every way one leaves it (returns, tapes, calls).
+//! A return ends every use. So freeing the previous array at `D`, and
+//! every slot at a return, frees only arrays nothing can use again.
+//!
+//! The same holds in every function compiled: primal, forward rules
+//! (whose duals of arrays are tuples of arrays, `dual`/`primal`/`tangent`
+//! above), reverse mode's sweep and pullback (arrays and shadows on tapes
+//! stay: a push is an escape) and the functions the JIT derives at run
+//! time. Arguments, popped arrays and call results are never freed here.
+//! Assumes a verified function (SSA dominance); statements in unreachable
+//! blocks never run and are ignored.
+
+use irad_ir::flow::{ControlFlowGraph, DominatorTree};
+use irad_ir::types::Type;
+use irad_ir::{Block, Func, FuncId, Inst, InstKind, Module, Operand, Prim, Terminator, Value};
+use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::FxHashSet as HashSet;
+
+/// How many (value, use) steps the analysis of one function may take; a
+/// function needing more (never seen) frees only the sites found so far.
+const BUDGET: usize = 1 << 20;
+
+/// The most functions one computation of [`Summaries`] looks at, and the
+/// most rounds it takes to settle; beyond either, the functions it was
+/// computing keep every parameter (never seen).
+const SUMMARY_FUNCS: usize = 4096;
+const SUMMARY_ROUNDS: usize = 64;
+
+/// For each function of the module summarised so far, for each parameter,
+/// whether the function may keep a reference to (an array in) it beyond
+/// the call: return it, push it, or pass it where it may be kept.
+///
+/// A function's body never changes once it is in the module (rules derived
+/// at run time add functions), so a summary stays true.
+#[derive(Default)]
+pub(super) struct Summaries {
+    kept: HashMap<FuncId, Vec<bool>>,
+}
+
+impl Summaries {
+    /// Whether `callee` may keep its parameter `k` (unknown: yes).
+    fn keeps(&self, callee: FuncId, k: usize) -> bool {
+        self.kept
+            .get(&callee)
+            .and_then(|ks| ks.get(k).copied())
+            .unwrap_or(true)
+    }
+
+    /// Summarises every function `roots` call, directly or not, that is not
+    /// summarised yet: starting from "keeps nothing", each round recomputes
+    /// every one from the others' current summaries until none changes (the
+    /// least set of kept parameters: a parameter passed around a recursion
+    /// and never further is not kept).
+    fn ensure(&mut self, module: &Module, roots: &[FuncId]) {
+        let mut new: Vec<FuncId> = Vec::new();
+        let mut seen: HashSet<FuncId> = HashSet::default();
+        let mut work: Vec<FuncId> = roots.to_vec();
+        while let Some(g) = work.pop() {
+            if self.kept.contains_key(&g) || !seen.insert(g) {
+                continue;
+            }
+            let Some(func) = module.get(g) else { continue };
+            new.push(g);
+            work.extend(callees(func));
+        }
+        if new.is_empty() {
+            return;
+        }
+        let all_kept =
+            |module: &Module, g: FuncId| vec![true; module.get(g).map_or(0, |f| f.params.len())];
+        if new.len() > SUMMARY_FUNCS {
+            for g in new {
+                self.kept.insert(g, all_kept(module, g));
+            }
+            return;
+        }
+        for &g in &new {
+            let n = module.get(g).map_or(0, |f| f.params.len());
+            self.kept.insert(g, vec![false; n]);
+        }
+        for _ in 0..SUMMARY_ROUNDS {
+            let mut changed = false;
+            for &g in &new {
+                let Some(func) = module.get(g) else { continue };
+                let kept = kept_params(func, self);
+                if self.kept.get(&g) != Some(&kept) {
+                    self.kept.insert(g, kept);
+                    changed = true;
+                }
+            }
+            if !changed {
+                return;
+            }
+        }
+        for g in new {
+            self.kept.insert(g, all_kept(module, g));
+        }
+    }
+}
+
+/// The sites of `func` that the function frees itself (module header), in
+/// statement order of the layout; `summaries` says which parameters of its
+/// callees they may be passed to (computed here for callees not yet
+/// summarised).
+pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summaries) -> Vec<Value> {
+    let sites: Vec<(Value, Block)> = func
+        .layout
+        .iter()
+        .flat_map(|&b| func.blocks[b].insts.iter().map(move |&i| (b, i)))
+        .filter_map(|(b, i)| match (&func.insts[i].kind, func.insts[i].result) {
+            (
+                InstKind::Prim {
+                    prim: Prim::Alloc | Prim::Zeros | Prim::Copy | Prim::Sdense,
+                    ..
+                },
+                Some(r),
+            ) => Some((r, b)),
+            _ => None,
+        })
+        .collect();
+    if sites.is_empty() {
+        return Vec::new();
+    }
+    let roots: Vec<FuncId> = callees(func).collect();
+    summaries.ensure(module, &roots);
+    let cfg = ControlFlowGraph::with_function(func);
+    let dom = DominatorTree::with_cfg(&cfg);
+    let uses = Uses::of(func, &dom);
+    let mut walk = Walk {
+        func,
+        uses: &uses,
+        summaries,
+        budget: BUDGET,
+    };
+    sites
+        .into_iter()
+        .filter(|&(_, b)| dom.is_reachable(b))
+        .filter(|&(a, b)| walk.stays_inside(a, Some((b, &dom))))
+        .map(|(a, _)| a)
+        .collect()
+}
+
+/// Whether a type can hold a reference to an array.
+pub(super) fn holds_array(ty: &Type) -> bool {
+    match ty {
+        Type::Array(_) => true,
+        Type::Tuple(elems) => elems.iter().any(holds_array),
+        Type::Dual(inner, _) => holds_array(inner),
+        Type::F64 | Type::I64 | Type::Bool | Type::Unit | Type::Func(_) | Type::Sparse => false,
+    }
+}
+
+/// The functions `func` invokes.
+fn callees(func: &Func) -> impl Iterator<Item = FuncId> + '_ {
+    func.insts.values().filter_map(|d| match d.kind {
+        InstKind::Invoke { func, .. } => Some(func),
+        _ => None,
+    })
+}
+
+/// Which parameters of `func` it may keep (see [`Summaries`]), given the
+/// current summaries of its callees.
+fn kept_params(func: &Func, summaries: &Summaries) -> Vec<bool> {
+    let cfg = ControlFlowGraph::with_function(func);
+    let dom = DominatorTree::with_cfg(&cfg);
+    let uses = Uses::of(func, &dom);
+    let mut walk = Walk {
+        func,
+        uses: &uses,
+        summaries,
+        budget: BUDGET,
+    };
+    func.params
+        .iter()
+        .map(|&p| {
+            func.values.get(p).is_some_and(|d| holds_array(&d.ty)) && !walk.stays_inside(p, None)
+        })
+        .collect()
+}
+
+/// One use of a value: as an operand of a statement (in a block), or by a
+/// block's terminator.
+#[derive(Copy, Clone)]
+enum Use {
+    Inst(Inst, Block),
+    Term,
+}
+
+/// The uses, in reachable blocks, of every value that can hold an array.
+struct Uses {
+    by_value: HashMap<Value, Vec<Use>>,
+}
+
+impl Uses {
+    fn of(func: &Func, dom: &DominatorTree) -> Uses {
+        let mut by_value: HashMap<Value, Vec<Use>> = HashMap::default();
+        let mut add = |op: &Operand, u: Use| {
+            if let Operand::Value(v) = op
+                && func.values.get(*v).is_some_and(|d| holds_array(&d.ty))
+            {
+                by_value.entry(*v).or_default().push(u);
+            }
+        };
+        for &b in &func.layout {
+            if !dom.is_reachable(b) {
+                continue;
+            }
+            let Some(data) = func.blocks.get(b) else {
+                continue;
+            };
+            for &i in &data.insts {
+                let u = Use::Inst(i, b);
+                match func.insts.get(i).map(|d| &d.kind) {
+                    Some(InstKind::Prim { args, .. } | InstKind::Invoke { args, .. }) => {
+                        args.iter().for_each(|op| add(op, u));
+                    }
+                    Some(InstKind::CallValue { args, .. }) => {
+                        args.iter().for_each(|op| add(op, u));
+                    }
+                    Some(InstKind::Phi { entries }) => {
+                        entries.iter().for_each(|(_, op)| add(op, u));
+                    }
+                    None => {}
+                }
+            }
+            match &data.term {
+                Some(Terminator::Return(op)) => add(op, Use::Term),
+                Some(Terminator::GotoIfNot { cond: op, .. })
+                | Some(Terminator::Switch { index: op, .. }) => add(op, Use::Term),
+                Some(Terminator::Goto(_)) | None => {}
+            }
+        }
+        Uses { by_value }
+    }
+}
+
+/// The search of the values an array reaches, over one function.
+struct Walk<'a> {
+    func: &'a Func,
+    uses: &'a Uses,
+    summaries: &'a Summaries,
+    budget: usize,
+}
+
+impl Walk<'_> {
+    /// Whether every value `a` reaches stays inside the function (module
+    /// header). For a site, `site` is its block and the dominator tree:
+    /// phis count only in blocks it strictly dominates. For a parameter
+    /// (`None`) every phi counts: it is never freed, only kept or not.
+    fn stays_inside(&mut self, a: Value, site: Option<(Block, &DominatorTree)>) -> bool {
+        let func = self.func;
+        let mut seen: HashSet<Value> = HashSet::default();
+        let mut work = vec![a];
+        seen.insert(a);
+        while let Some(v) = work.pop() {
+            for &u in self.uses.by_value.get(&v).map_or(&[][..], Vec::as_slice) {
+                if self.budget == 0 {
+                    return false;
+                }
+                self.budget -= 1;
+                let (inst, block) = match u {
+                    // Returned (a condition or index cannot hold an array).
+                    Use::Term => return false,
+                    Use::Inst(i, b) => (i, b),
+                };
+                let Some(data) = func.insts.get(inst) else {
+                    return false;
+                };
+                let propagates = match &data.kind {
+                    InstKind::Prim { prim, .. } => match prim_use(*prim) {
+                        PrimUse::Keeps => false,
+                        PrimUse::Propagates => true,
+                        PrimUse::Escapes => return false,
+                    },
+                    InstKind::Phi { .. } => {
+                        // A phi in a block the site does not strictly
+                        // dominate may carry the array past the site's
+                        // next run.
+                        if let Some((site_block, dom)) = site
+                            && (block == site_block || !dom.dominates(site_block, block))
+                        {
+                            return false;
+                        }
+                        true
+                    }
+                    // The callee keeps no reference to a parameter it
+                    // neither returns, pushes nor passes on to be kept, so
+                    // its result cannot hold the array either.
+                    InstKind::Invoke { func: callee, args } => {
+                        let kept = args.iter().enumerate().any(|(k, op)| {
+                            *op == Operand::Value(v) && self.summaries.keeps(*callee, k)
+                        });
+                        if kept {
+                            return false;
+                        }
+                        false
+                    }
+                    InstKind::CallValue { .. } => return false,
+                };
+                if propagates
+                    && let Some(r) = data.result
+                    && func.values.get(r).is_some_and(|d| holds_array(&d.ty))
+                    && seen.insert(r)
+                {
+                    work.push(r);
+                }
+            }
+        }
+        true
+    }
+}
+
+/// What a primitive does with an array operand.
+enum PrimUse {
+    /// Reads or writes its elements, keeps no reference.
+    Keeps,
+    /// Its result may be (or hold) the array.
+    Propagates,
+    /// Anything else: treated as keeping the array beyond the function.
+    Escapes,
+}
+
+fn prim_use(p: Prim) -> PrimUse {
+    use Prim::*;
+    match p {
+        Arrayref | Arrayset | Length | Copy | Sum | Dot | Axpy | Scale | Matvec | Matmul | Fill
+        | Copyto | Gemm | Ssum | Sdot | Sfill | Sgemma | Sgemmb => PrimUse::Keeps,
+        Tuple | Getfield | Dual | Primal | Tangent | Select => PrimUse::Propagates,
+        _ => PrimUse::Escapes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use irad_ir::text::parse_module;
+
+    /// The names of the freed sites of `@f` in `src`.
+    fn freed(src: &str) -> Vec<String> {
+        let m = parse_module(src).expect("parses");
+        let f = m.get(m.by_name("f").expect("@f")).expect("func");
+        freed_sites(f, &m, &mut Summaries::default())
+            .into_iter()
+            .map(|v| f.values[v].name.as_deref().unwrap_or("?").to_string())
+            .collect()
+    }
+
+    #[test]
+    fn temporaries_of_a_loop_are_freed() {
+        let src = "func @f(%x: f64, %n: i64) -> f64 {
+#1:
+  goto #2
+#2:
+  %i = phi [#1 => 0, #3 => %j] :: i64
+  %s = phi [#1 => 0.0, #3 => %s2] :: f64
+  %c = call lt(%i, %n) :: bool
+  gotoifnot %c, #4
+#3:
+  %t = call zeros(10) :: [f64]
+  %u = call copy(%t) :: [f64]
+  %p = call tuple(%t, %x) :: ([f64], f64)
+  %q = call getfield(%p, 0) :: [f64]
+  call arrayset(%q, 0, %x)
+  %v = call sum(%u) :: f64
+  %s2 = call add(%s, %v) :: f64
+  %j = call iadd(%i, 1) :: i64
+  goto #2
+#4:
+  return %s
+}
+";
+        assert_eq!(freed(src), ["t", "u"]);
+    }
+
+    #[test]
+    fn escaping_arrays_are_kept() {
+        // Returned through a tuple (`r`), pushed (`p`), carried to the next
+        // iteration by a phi in its own block (`cur`). `l` enters that phi
+        // from before the loop, whose block strictly dominates the phi's:
+        // made once, it is freed at the return. `c` is passed to `@g`, which
+        // only reads it (the next test has callees that keep).
+        let src = "func @g(%a: [f64]) -> f64 {
+#1:
+  %r = call arrayref(%a, 0) :: f64
+  return %r
+}
+func @f(%n: i64) -> ([f64], f64) {
+#1:
+  %r = call zeros(%n) :: [f64]
+  %p = call zeros(%n) :: [f64]
+  call push(%p)
+  %c = call zeros(%n) :: [f64]
+  %y = invoke @g(%c) :: f64
+  %l = call zeros(%n) :: [f64]
+  goto #2
+#2:
+  %prev = phi [#1 => %l, #3 => %cur] :: [f64]
+  %k = phi [#1 => 0, #3 => %k2] :: i64
+  %cur = call zeros(%n) :: [f64]
+  %e = call lt(%k, %n) :: bool
+  gotoifnot %e, #4
+#3:
+  %k2 = call iadd(%k, 1) :: i64
+  goto #2
+#4:
+  %z = call arrayref(%prev, 0) :: f64
+  %t = call tuple(%r, %z) :: ([f64], f64)
+  return %t
+}
+";
+        assert_eq!(freed(src), ["c", "l"]);
+    }
+
+    #[test]
+    fn a_phi_after_the_site_in_one_iteration_is_followed() {
+        // `%m` merges the temporary with an argument inside the iteration
+        // that made it: the temporary is freed, the argument never is.
+        let src = "func @f(%a: [f64], %n: i64) -> f64 {
+#1:
+  goto #2
+#2:
+  %i = phi [#1 => 0, #5 => %j] :: i64
+  %c = call lt(%i, %n) :: bool
+  gotoifnot %c, #6
+#3:
+  %t = call zeros(3) :: [f64]
+  %odd = call irem(%i, 2) :: i64
+  %b = call eq(%odd, 0) :: bool
+  gotoifnot %b, #5
+#4:
+  goto #5
+#5:
+  %m = phi [#3 => %a, #4 => %t] :: [f64]
+  call arrayset(%m, 0, 1.0)
+  %j = call iadd(%i, 1) :: i64
+  goto #2
+#6:
+  %r = call arrayref(%a, 0) :: f64
+  return %r
+}
+";
+        assert_eq!(freed(src), ["t"]);
+    }
+
+    #[test]
+    fn calls_free_what_their_callees_do_not_keep() {
+        // `@sum_rec` passes its array only to itself and reads it: it keeps
+        // nothing. `@id` returns its array, `@save` pushes it, `@fwd`
+        // passes it to `@id`: those keep it.
+        let src = "func @sum_rec(%a: [f64], %k: i64) -> f64 {
+#1:
+  %z = call eq(%k, 0) :: bool
+  gotoifnot %z, #3
+#2:
+  return 0.0
+#3:
+  %k1 = call isub(%k, 1) :: i64
+  %r = invoke @sum_rec(%a, %k1) :: f64
+  %x = call arrayref(%a, %k1) :: f64
+  %s = call add(%r, %x) :: f64
+  return %s
+}
+func @id(%a: [f64]) -> [f64] {
+#1:
+  return %a
+}
+func @save(%a: [f64]) -> () {
+#1:
+  call push(%a)
+  return ()
+}
+func @fwd(%a: [f64]) -> f64 {
+#1:
+  %b = invoke @id(%a) :: [f64]
+  %x = call arrayref(%b, 0) :: f64
+  return %x
+}
+func @f(%n: i64) -> f64 {
+#1:
+  %t = call zeros(%n) :: [f64]
+  %x = invoke @sum_rec(%t, %n) :: f64
+  %u = call zeros(%n) :: [f64]
+  %y = invoke @fwd(%u) :: f64
+  %v = call zeros(%n) :: [f64]
+  %w = invoke @save(%v) :: ()
+  %s = call add(%x, %y) :: f64
+  return %s
+}
+";
+        assert_eq!(freed(src), ["t"]);
+        let m = parse_module(src).expect("parses");
+        let mut sums = Summaries::default();
+        let ids: Vec<FuncId> = ["sum_rec", "id", "save", "fwd"]
+            .iter()
+            .map(|n| m.by_name(n).expect("function"))
+            .collect();
+        sums.ensure(&m, &ids);
+        let kept: Vec<Vec<bool>> = ids.iter().map(|g| sums.kept[g].clone()).collect();
+        assert_eq!(
+            kept,
+            [vec![false, false], vec![true], vec![true], vec![true]]
+        );
+    }
+}
