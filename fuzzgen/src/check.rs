@@ -209,20 +209,42 @@ pub fn interp_vs_jit(p: &Program) -> Result<(), String> {
         }
     };
     same_result("run", &run(Backend::Interp), &run(Backend::Jit))?;
+    // One derivation, run by both backends (irad::grad_each).
     let registry = irad::rules::Registry::new();
-    let grad = |b: Backend| {
-        let gopts = GradOptions {
-            exec: b.exec(),
-            ..GradOptions::default()
-        };
-        let args = fresh(&l.args);
-        irad::grad_reverse(&l.src, &l.module, l.func, &args, &registry, &gopts).map(|(g, _)| {
-            let mut parts = vec![g.value];
-            parts.extend(g.gradient.into_iter().map(|x| x.unwrap_or(Val::Unit)));
-            Val::Tuple(parts.into())
-        })
+    let req = irad::GradRequest::new(l.func, &l.args);
+    let execs = [Backend::Interp.exec(), Backend::Jit.exec()];
+    let (runs, _) = match irad::grad_each(&l.src, &l.module, &registry, &req, &execs) {
+        Ok(r) => r,
+        // Generated programs are differentiable: failing to derive one (in
+        // both backends alike) is a finding too.
+        Err(e) => {
+            return Err(format!(
+                "reverse mode cannot derive a generated program: {e}\n{}\nargs: {}",
+                p.source, p.args
+            ));
+        }
     };
-    same_result("grad", &grad(Backend::Interp), &grad(Backend::Jit))
+    let as_val = |g: &Result<irad::Gradient, irad::Error>| -> Result<Val, String> {
+        match g {
+            Ok(g) => {
+                let mut parts = vec![g.value.clone()];
+                parts.extend(g.gradient.iter().map(|x| x.clone().unwrap_or(Val::Unit)));
+                Ok(Val::Tuple(parts.into()))
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    };
+    match runs.as_slice() {
+        [i, j] => match (as_val(i), as_val(j)) {
+            (Ok(a), Ok(b)) if same(&a, &b) => Ok(()),
+            (Err(a), Err(b)) if a == b => Ok(()),
+            (a, b) => Err(format!(
+                "grad: interpreter {a:?} but JIT {b:?}\n{}\nargs: {}",
+                p.source, p.args
+            )),
+        },
+        _ => Err("grad_each did not run both backends".into()),
+    }
 }
 
 /// The f64 leaves of the differentiable arguments, by position (argument,
