@@ -248,7 +248,7 @@ pub fn interp_vs_jit(p: &Program) -> Result<(), String> {
 }
 
 /// The f64 leaves of the differentiable arguments, by position (argument,
-/// element), for perturbing.
+/// element of an array or field of a tuple of f64s), for perturbing.
 fn leaves(args: &[Val], params: &[Type]) -> Vec<(usize, Option<usize>)> {
     let mut out = Vec::new();
     for (i, (a, t)) in args.iter().zip(params).enumerate() {
@@ -259,10 +259,27 @@ fn leaves(args: &[Val], params: &[Type]) -> Vec<(usize, Option<usize>)> {
                     out.extend((0..xs.len()).map(|k| (i, Some(k))));
                 }
             }
+            (Val::Tuple(xs), Type::Tuple(_)) => {
+                let fields = xs.iter().enumerate();
+                out.extend(
+                    fields
+                        .filter(|(_, x)| matches!(x, Val::F64(_)))
+                        .map(|(k, _)| (i, Some(k))),
+                );
+            }
             _ => {}
         }
     }
     out
+}
+
+/// The tuple `t` with its f64 field `k` replaced by `f` of it.
+fn with_field(t: &[Val], k: usize, f: impl Fn(f64) -> f64) -> Val {
+    let fields = t.iter().enumerate().map(|(j, x)| match x {
+        Val::F64(v) if j == k => Val::F64(f(*v)),
+        _ => x.clone(),
+    });
+    Val::Tuple(fields.collect::<Vec<_>>().into())
 }
 
 /// A deep copy of the arguments (a run may write into their arrays).
@@ -281,6 +298,7 @@ fn moved(args: &[Val], at: (usize, Option<usize>), h: f64) -> Vec<Val> {
         .enumerate()
         .map(|(i, a)| match (a, at) {
             (Val::F64(x), (j, None)) if i == j => Val::F64(x + h),
+            (Val::Tuple(t), (j, Some(k))) if i == j => with_field(t, k, |v| v + h),
             (Val::Array(arr), _) => {
                 let mut data = arr.0.borrow().clone();
                 if let (ArrayData::F64(xs), (j, Some(k))) = (&mut data, at)
@@ -300,6 +318,10 @@ fn moved(args: &[Val], at: (usize, Option<usize>), h: f64) -> Vec<Val> {
 fn entry(g: &[Option<Val>], at: (usize, Option<usize>)) -> Option<f64> {
     match (g.get(at.0)?.as_ref()?, at.1) {
         (Val::F64(x), None) => Some(*x),
+        (Val::Tuple(t), Some(k)) => match t.get(k)? {
+            Val::F64(x) => Some(*x),
+            _ => None,
+        },
         (Val::Array(arr), Some(k)) => match &*arr.0.borrow() {
             ArrayData::F64(xs) => xs.get(k).copied(),
             _ => None,
@@ -338,8 +360,8 @@ pub struct Compared {
 }
 
 /// Derivative consistency on a generated program (generate it with
-/// `Config::smooth`): where the primal runs, forward mode (width 1 and 3)
-/// equals reverse mode within 1e-9 relative, and both are within 1e-4 of
+/// `Config::smooth`): where the primal runs, forward mode (width 1 and 3,
+/// and sparse mode) equals reverse mode within 1e-9 relative, and both are within 1e-4 of
 /// central finite differences at each leaf where the function is smooth
 /// (two step sizes agree).
 pub fn derivatives(p: &Program) -> Result<Compared, String> {
@@ -373,9 +395,11 @@ pub fn derivatives(p: &Program) -> Result<Compared, String> {
         &GradOptions::default(),
     )
     .map_err(|e| ctx(&format!("reverse mode fails where the primal runs: {e}")))?;
-    for width in [1, 3] {
+    // Dense forward mode with one and three tangents, and sparse mode.
+    let dense3 = irad::ir::Lanes::dense(3).unwrap_or(irad::ir::Lanes::ONE);
+    for lanes in [irad::ir::Lanes::ONE, dense3, irad::ir::Lanes::Sparse] {
         let gopts = GradOptions {
-            lanes: irad::ir::Lanes::dense(width).unwrap_or(irad::ir::Lanes::ONE),
+            lanes,
             ..GradOptions::default()
         };
         let (fwd, _) = irad::grad_forward(&l.src, &l.module, l.func, &l.args, &registry, &gopts)
@@ -394,7 +418,7 @@ pub fn derivatives(p: &Program) -> Result<Compared, String> {
             if a.is_finite() && b.is_finite() {
                 if (a - b).abs() > 1e-9 * (1.0 + a.abs() + b.abs()) {
                     return Err(ctx(&format!(
-                        "width {width}: forward {a} != reverse {b} at {at:?}"
+                        "{lanes:?}: forward {a} != reverse {b} at {at:?}"
                     )));
                 }
                 compared.modes += 1;
@@ -576,6 +600,11 @@ pub fn second_order(p: &Program) -> Result<SecondOrder, String> {
 fn set_leaf(args: &mut [Val], at: (usize, Option<usize>), x: f64) {
     match (args.get_mut(at.0), at.1) {
         (Some(v @ Val::F64(_)), None) => *v = Val::F64(x),
+        (Some(v @ Val::Tuple(_)), Some(k)) => {
+            if let Val::Tuple(t) = v {
+                *v = with_field(&t.clone(), k, |_| x);
+            }
+        }
         (Some(Val::Array(arr)), Some(k)) => {
             if let ArrayData::F64(xs) = &mut *arr.0.borrow_mut()
                 && let Some(slot) = xs.get_mut(k)
@@ -600,6 +629,13 @@ fn combine(u: &Val, d: &Val, h: f64) -> Val {
             ),
             _ => Val::Unit,
         },
+        (Val::Tuple(xs), Val::Tuple(ys)) => Val::Tuple(
+            xs.iter()
+                .zip(ys.iter())
+                .map(|(x, y)| combine(x, y, h))
+                .collect::<Vec<_>>()
+                .into(),
+        ),
         _ => Val::Unit,
     }
 }

@@ -7,6 +7,8 @@
 //! - [`check`]: the properties checked on one input (parsers, verifier,
 //!   interpreter, interpreter against JIT, forward against reverse against
 //!   finite differences);
+//! - [`coverage`]: what a run's programs held (features, primitives), as a
+//!   table;
 //! - `emit` (on Unix): the runner's `emit` target, object code called
 //!   through the C ABI against the JIT;
 //! - [`seeded`]: deterministic bytes for a seed, so the same generator runs
@@ -19,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod check;
+pub mod coverage;
 #[cfg(unix)]
 pub mod emit;
 pub mod generate;

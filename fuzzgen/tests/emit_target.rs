@@ -15,6 +15,7 @@ fn program(source: &str, args: &str) -> Program {
         source: source.into(),
         func: "main".into(),
         args: args.into(),
+        features: Vec::new(),
     }
 }
 

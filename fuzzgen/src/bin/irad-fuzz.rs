@@ -26,6 +26,7 @@
 //! that seed fail, to test this path (fuzzgen/tests/runner.rs).
 
 use arbitrary::Unstructured;
+use irad_fuzzgen::coverage::Coverage;
 use irad_fuzzgen::generate::{Config, Program, program};
 use irad_fuzzgen::{check, seeded};
 use std::io::IsTerminal;
@@ -69,9 +70,12 @@ struct Options {
     budget: Budget,
     seed: u64,
     jobs: usize,
+    /// Print the coverage table at the end.
+    coverage: bool,
 }
 
-const USAGE: &str = "usage: irad-fuzz TARGET [--seconds S | --programs N] [--seed K] [--jobs J]
+const USAGE: &str =
+    "usage: irad-fuzz TARGET [--seconds S | --programs N] [--seed K] [--jobs J] [--coverage]
   TARGET: interp, interp_vs_jit, derivatives, second_order, emit";
 
 fn usage(msg: &str) -> ExitCode {
@@ -83,6 +87,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
     let mut target = None;
     let mut budget = None;
     let mut seed = 0u64;
+    let mut coverage = false;
     let mut jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -122,6 +127,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
                     _ => return Err(format!("--jobs `{v}` is not a number from 1 to 256")),
                 };
             }
+            "--coverage" => coverage = true,
             "-h" | "--help" => return Err("help".into()),
             flag if flag.starts_with('-') => return Err(format!("unknown option `{flag}`")),
             name => {
@@ -142,6 +148,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         budget: budget.unwrap_or(Budget::Seconds(10.0)),
         seed,
         jobs,
+        coverage,
     })
 }
 
@@ -190,9 +197,18 @@ fn injected(seed: u64, inject: Option<u64>) -> Result<(), String> {
 
 /// Runs `target`'s check on the program of `seed`: `Err` with the program
 /// and the message on a failure.
-fn run_one(target: &str, cfg: &Config, seed: u64, inject: Option<u64>) -> Result<(), String> {
+fn run_one(
+    target: &str,
+    cfg: &Config,
+    seed: u64,
+    inject: Option<u64>,
+    cov: Option<&mut Coverage>,
+) -> Result<(), String> {
     injected(seed, inject)?;
     let p = generated(cfg, seed)?;
+    if let Some(c) = cov {
+        c.add(&p);
+    }
     let res = match target {
         "interp" => check::interpreter(&p).map(|_| ()),
         "interp_vs_jit" => check::interp_vs_jit(&p),
@@ -216,12 +232,18 @@ fn run_batch(
     cfg: &Config,
     seeds: std::ops::Range<u64>,
     inject: Option<u64>,
+    mut cov: Option<&mut Coverage>,
 ) -> Vec<(u64, Result<(), String>)> {
     let mut out = Vec::new();
     let mut programs = Vec::new();
     for seed in seeds.clone() {
         match injected(seed, inject).and_then(|()| generated(cfg, seed)) {
-            Ok(p) => programs.push((seed, p)),
+            Ok(p) => {
+                if let Some(c) = cov.as_deref_mut() {
+                    c.add(&p);
+                }
+                programs.push((seed, p));
+            }
             Err(e) => out.push((seed, Err(e))),
         }
     }
@@ -255,6 +277,8 @@ struct Shared<'a> {
     next: AtomicU64,
     done: AtomicU64,
     failures: Mutex<Vec<Failure>>,
+    /// The workers' coverage, merged as each ends (with `--coverage`).
+    coverage: Mutex<Coverage>,
     deadline: Option<Instant>,
     limit: u64,
     workers_left: AtomicUsize,
@@ -271,17 +295,28 @@ impl Shared<'_> {
         }
     }
 
-    /// Checks the programs of seeds `i..end` (indices from `--seed`).
-    fn check(&self, i: u64, end: u64) -> Vec<(u64, Result<(), String>)> {
+    /// Checks the programs of seeds `i..end` (indices from `--seed`),
+    /// counting their coverage into `cov` (with `--coverage`).
+    fn check(
+        &self,
+        i: u64,
+        end: u64,
+        cov: &mut Option<Coverage>,
+    ) -> Vec<(u64, Result<(), String>)> {
         let seeds = self.opts.seed.wrapping_add(i)..self.opts.seed.wrapping_add(end);
         // A panic inside irad is a failure like any other.
-        let caught = |seed: u64, f: &dyn Fn() -> Result<(), String>| {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
-                .unwrap_or_else(|p| Err(format!("panic at seed {seed}: {}", panic_text(&*p))))
-        };
         #[cfg(unix)]
         if let Some((rt, work)) = &self.emit {
-            let all = || run_batch(rt, work, &self.cfg, seeds.clone(), self.inject);
+            let all = || {
+                run_batch(
+                    rt,
+                    work,
+                    &self.cfg,
+                    seeds.clone(),
+                    self.inject,
+                    cov.as_mut(),
+                )
+            };
             return match std::panic::catch_unwind(std::panic::AssertUnwindSafe(all)) {
                 Ok(rs) => rs,
                 Err(p) => {
@@ -292,27 +327,26 @@ impl Shared<'_> {
                 }
             };
         }
-        seeds
-            .map(|seed| {
-                (
-                    seed,
-                    caught(seed, &|| {
-                        run_one(self.opts.target, &self.cfg, seed, self.inject)
-                    }),
-                )
-            })
-            .collect()
+        let mut out = Vec::new();
+        for seed in seeds {
+            let one = || run_one(self.opts.target, &self.cfg, seed, self.inject, cov.as_mut());
+            let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(one))
+                .unwrap_or_else(|p| Err(format!("panic at seed {seed}: {}", panic_text(&*p))));
+            out.push((seed, res));
+        }
+        out
     }
 
     /// A worker: takes seeds until the budget is spent.
     fn work(&self) {
+        let mut cov = self.opts.coverage.then(Coverage::default);
         loop {
             let i = self.next.fetch_add(self.batch(), Ordering::Relaxed);
             if i >= self.limit || self.deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
             }
             let end = i.saturating_add(self.batch()).min(self.limit);
-            for (seed, res) in self.check(i, end) {
+            for (seed, res) in self.check(i, end, &mut cov) {
                 if let Err(text) = res {
                     // Saved at once: a long run that is stopped keeps what
                     // it found.
@@ -323,6 +357,9 @@ impl Shared<'_> {
                 }
                 self.done.fetch_add(1, Ordering::Relaxed);
             }
+        }
+        if let (Some(mine), Ok(mut all)) = (cov, self.coverage.lock()) {
+            all.merge(&mine);
         }
         self.workers_left.fetch_sub(1, Ordering::Relaxed);
     }
@@ -385,6 +422,7 @@ fn main() -> ExitCode {
         next: AtomicU64::new(0),
         done: AtomicU64::new(0),
         failures: Mutex::new(Vec::new()),
+        coverage: Mutex::new(Coverage::default()),
         deadline: match opts.budget {
             Budget::Seconds(s) => Some(start + Duration::from_secs_f64(s)),
             Budget::Programs(_) => None,
@@ -445,6 +483,10 @@ fn report(shared: &Shared<'_>, start: Instant) -> ExitCode {
     let mut failures =
         std::mem::take(&mut *shared.failures.lock().unwrap_or_else(|e| e.into_inner()));
     failures.sort_by_key(|f| f.seed);
+    if opts.coverage {
+        let cov = shared.coverage.lock().unwrap_or_else(|e| e.into_inner());
+        println!("{}", cov.table());
+    }
     println!(
         "{}: {n} programs, {} failures ({:.0} programs per second, {} jobs, seeds {}..{})",
         opts.target,
