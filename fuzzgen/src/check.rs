@@ -179,21 +179,30 @@ pub fn same(a: &Val, b: &Val) -> bool {
     }
 }
 
-/// The interpreter and the JIT on a generated program: the same value bit
-/// for bit or the same error; the same for reverse-mode gradients.
+/// The interpreter and the JIT on a generated program: the same value (and
+/// arguments' arrays after the run) bit for bit or the same error; the same
+/// for reverse-mode gradients, derived once and run by both.
 pub fn interp_vs_jit(p: &Program) -> Result<(), String> {
     let l = load(p)?;
     let opts = RunOptions::default();
+    // The result, then the arguments as the run left them (it may write
+    // into their arrays), as one tuple.
     let run = |b: Backend| {
+        let args = fresh(&l.args);
         irad::run(
             &l.src,
             &l.module,
             &irad::RunRequest {
                 opts: opts.clone(),
                 backend: b,
-                ..irad::RunRequest::new(l.func, &fresh(&l.args))
+                ..irad::RunRequest::new(l.func, &args)
             },
         )
+        .map(|v| {
+            let mut parts = vec![v];
+            parts.extend(args);
+            Val::Tuple(parts.into())
+        })
     };
     let same_result = |what: &str,
                        i: &Result<Val, irad::Error>,
@@ -283,7 +292,7 @@ fn with_field(t: &[Val], k: usize, f: impl Fn(f64) -> f64) -> Val {
 }
 
 /// A deep copy of the arguments (a run may write into their arrays).
-fn fresh(args: &[Val]) -> Vec<Val> {
+pub fn fresh(args: &[Val]) -> Vec<Val> {
     args.iter()
         .map(|a| match a {
             Val::Array(arr) => Val::Array(irad::ir::interp::ArrayRef::new(arr.0.borrow().clone())),

@@ -23,7 +23,7 @@
 //! are removed after it. A crash inside the object's code ends the process
 //! (as one in the JIT would).
 
-use crate::check::{Loaded, load, same};
+use crate::check::{Loaded, fresh, load, same};
 use crate::generate::Program;
 use irad::codegen::runtime::TrapKind;
 use irad::ir::Type;
@@ -475,16 +475,7 @@ fn first_line(e: &irad::Error, src: &Source) -> String {
     e.render(&[src]).lines().next().unwrap_or("").to_string()
 }
 
-/// Arrays of `args`, deep-copied (a run writes into them).
-fn fresh(args: &[Val]) -> Vec<Val> {
-    args.iter()
-        .map(|a| match a {
-            Val::Array(arr) => Val::Array(ArrayRef::new(arr.0.borrow().clone())),
-            _ => a.clone(),
-        })
-        .collect()
-}
-
+/// The arrays among `args` (in tuples too), in order.
 fn arrays_of(args: &[Val]) -> Vec<Val> {
     fn go(v: &Val, out: &mut Vec<Val>) {
         match v {

@@ -47,7 +47,7 @@ fn generated_programs_load_and_run_to_a_value_or_a_clean_error() {
 
 #[test]
 fn generated_programs_agree_between_interpreter_and_jit() {
-    for seed in 0..seeds(60) {
+    for seed in 0..seeds(50) {
         let p = generated(1000 + seed, &Config::default());
         if let Err(e) = check::interp_vs_jit(&p) {
             panic!("seed {}: {e}", 1000 + seed);
@@ -61,7 +61,7 @@ fn generated_derivatives_agree_between_modes_and_with_finite_differences() {
         smooth: true,
         ..Config::default()
     };
-    let n = seeds(80);
+    let n = seeds(60);
     let (mut modes, mut fd) = (0, 0);
     for seed in 0..n {
         let p = generated(2000 + seed, &cfg);
@@ -91,7 +91,7 @@ fn generated_hessian_vector_products_agree_between_backends_and_with_differences
         smooth: true,
         ..Config::default()
     };
-    let n = seeds(40);
+    let n = seeds(30);
     let (mut ran, mut fd) = (0, 0);
     for seed in 0..n {
         let p = generated(3000 + seed, &cfg);
