@@ -370,7 +370,8 @@ pub struct Compared {
 
 /// Derivative consistency on a generated program (generate it with
 /// `Config::smooth`): where the primal runs, forward mode (width 1 and 3,
-/// and sparse mode) equals reverse mode within 1e-9 relative, and both are within 1e-4 of
+/// and sparse mode, whose JIT run must equal its interpreter run bit for
+/// bit) equals reverse mode within 1e-9 relative, and both are within 1e-4 of
 /// central finite differences at each leaf where the function is smooth
 /// (two step sizes agree).
 pub fn derivatives(p: &Program) -> Result<Compared, String> {
@@ -411,8 +412,8 @@ pub fn derivatives(p: &Program) -> Result<Compared, String> {
             lanes,
             ..GradOptions::default()
         };
-        let (fwd, _) = irad::grad_forward(&l.src, &l.module, l.func, &l.args, &registry, &gopts)
-            .map_err(|e| ctx(&format!("forward mode fails where the primal runs: {e}")))?;
+        let fwd = forward_both_backends(&l, &registry, &gopts)
+            .map_err(|e| ctx(&format!("forward mode ({lanes:?}): {e}")))?;
         if !same(&fwd.value, &rev.value) {
             return Err(ctx(&format!(
                 "forward value {:?} != reverse value {:?}",
@@ -462,6 +463,49 @@ pub fn derivatives(p: &Program) -> Result<Compared, String> {
         compared.finite_differences += 1;
     }
     Ok(compared)
+}
+
+/// Forward mode as `opts` asks, in the interpreter; for sparse mode also
+/// in the JIT, from the same derivation, whose value and gradient must be
+/// the interpreter's bit for bit (both build sparse tangents with one
+/// implementation, docs/forward.md).
+fn forward_both_backends(
+    l: &Loaded,
+    registry: &irad::rules::Registry,
+    opts: &GradOptions,
+) -> Result<irad::Gradient, String> {
+    let req = irad::GradRequest {
+        mode: irad::Mode::Forward,
+        opts: opts.clone(),
+        ..irad::GradRequest::new(l.func, &l.args)
+    };
+    let mut execs = vec![Backend::Interp.exec()];
+    if opts.lanes == irad::ir::Lanes::Sparse {
+        execs.push(Backend::Jit.exec());
+    }
+    let (runs, _) = irad::grad_each(&l.src, &l.module, registry, &req, &execs)
+        .map_err(|e| format!("fails where the primal runs: {e}"))?;
+    let mut runs = runs.into_iter();
+    let interp = runs
+        .next()
+        .ok_or("grad_each ran nothing")?
+        .map_err(|e| format!("fails where the primal runs: {e}"))?;
+    if let Some(jit) = runs.next() {
+        let jit = jit.map_err(|e| format!("the JIT fails where the interpreter runs: {e}"))?;
+        let bits = |g: &irad::Gradient| {
+            let mut parts = vec![g.value.clone()];
+            parts.extend(g.gradient.iter().map(|x| x.clone().unwrap_or(Val::Unit)));
+            Val::Tuple(parts.into())
+        };
+        if !same(&bits(&interp), &bits(&jit)) {
+            return Err(format!(
+                "interpreter {:?} but JIT {:?}",
+                bits(&interp),
+                bits(&jit)
+            ));
+        }
+    }
+    Ok(interp)
 }
 
 /// What [`second_order`] compared.
