@@ -94,10 +94,51 @@ pub fn grad(
     registry: &rules::Registry,
     req: &GradRequest<'_>,
 ) -> Result<(Gradient, Module), Error> {
+    let (mut runs, m) = grad_each(src, module, registry, req, &[req.opts.exec])?;
+    match runs.pop() {
+        Some(g) => Ok((g?, m)),
+        None => Err(internal(src, "a gradient ran on no executor")),
+    }
+}
+
+/// [`grad`] derived once and run by each of `execs` in turn (in place of
+/// `req.opts.exec`), each on its own copy of the arguments: one derivation
+/// and one optimisation for several backends, which a comparison of
+/// backends needs (the fuzzer's `interp_vs_jit` target) and which costs
+/// half of deriving for each. An error of the derivation is the `Err`; the
+/// result of each run is one entry of the list, in the order of `execs`.
+/// Rules of function values that one run derives are in the rule cache
+/// for the runs after it. Also returns the module with the derived
+/// functions (and those rules).
+///
+/// ```
+/// use irad::{Backend, GradRequest, Source};
+///
+/// let src = Source::new("f.irad", "fn f(x: f64, y: f64) -> f64 { x * x * y }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = irad::parse_args(&Source::new("<args>", "3.0, 2.0"), &m, f)?;
+/// let registry = irad::rules::Registry::new();
+/// let execs = [Backend::Interp.exec(), Backend::Jit.exec()];
+/// let (runs, m) = irad::grad_each(&src, &m, &registry, &GradRequest::new(f, &args), &execs)?;
+/// for g in runs {
+///     let g = g?;
+///     let grads: Vec<String> = g.gradient.iter().flatten().map(|d| d.display(&m)).collect();
+///     assert_eq!(grads, ["12.0", "9.0"]);
+/// }
+/// # Ok::<(), irad::Error>(())
+/// ```
+pub fn grad_each(
+    src: &Source,
+    module: &Module,
+    registry: &rules::Registry,
+    req: &GradRequest<'_>,
+    execs: &[irad_ir::interp::MakeExecutor],
+) -> Result<(Vec<Result<Gradient, Error>>, Module), Error> {
     let schedule = req.schedule();
     match req.mode {
-        Mode::Forward => grad_in(src, module, Forward::new(registry), req, &schedule),
-        Mode::Reverse => grad_in(src, module, Reverse::new(registry), req, &schedule),
+        Mode::Forward => grad_in(src, module, Forward::new(registry), req, &schedule, execs),
+        Mode::Reverse => grad_in(src, module, Reverse::new(registry), req, &schedule, execs),
     }
 }
 
@@ -149,14 +190,15 @@ pub fn grad_forward(
 
 /// `req`'s gradient in the mode of `cache` (forward or reverse), with the
 /// schedule given: one pipeline (normalisation, the gradient stage, the
-/// schedule over what it derived), then the plan run by `req.opts.exec`.
+/// schedule over what it derived), then the plan run by each of `execs`.
 fn grad_in<C: GradMode>(
     src: &Source,
     module: &Module,
     cache: C,
     req: &GradRequest<'_>,
     schedule: &irad_passes::optimise::Strategy,
-) -> Result<(Gradient, Module), Error> {
+    execs: &[irad_ir::interp::MakeExecutor],
+) -> Result<(Vec<Result<Gradient, Error>>, Module), Error> {
     let (opts, args) = (&req.opts, req.args);
     let mut m = module.clone();
     let mut stage = GradStage::new(cache, req.func, args, opts);
@@ -172,14 +214,19 @@ fn grad_in<C: GradMode>(
             &format!("the {} stage made no plan", C::PASS),
         ));
     };
-    let g = irad_ir::timings::time(irad_ir::timings::Stage::Run, || {
-        let mut exec = (opts.exec)(&mut m, &mut stage.cache).map_err(|err| Error::Run {
-            file: src.name.clone(),
-            err: Box::new(err),
-        })?;
-        C::run_plan(&plan, &mut *exec, args, &opts.run).map_err(|e| grad_error(src, e))
-    })?;
-    Ok((g, m))
+    let runs = execs
+        .iter()
+        .map(|exec| {
+            irad_ir::timings::time(irad_ir::timings::Stage::Run, || {
+                let mut exec = exec(&mut m, &mut stage.cache).map_err(|err| Error::Run {
+                    file: src.name.clone(),
+                    err: Box::new(err),
+                })?;
+                C::run_plan(&plan, &mut *exec, args, &opts.run).map_err(|e| grad_error(src, e))
+            })
+        })
+        .collect();
+    Ok((runs, m))
 }
 
 /// The error of a gradient request, in the facade's terms: what turns the

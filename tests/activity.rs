@@ -176,6 +176,76 @@ fn calls_on_inactive_arguments_are_inactive() {
     assert_eq!(off, ["p", "q"]);
 }
 
+/// A tuple that holds a function value beside an f64 is not tracked (it is
+/// always active), but what is read out of it is: its f64 field carries the
+/// derivative of what was put in. Found by the fuzz runner's wider
+/// generator (`irad-fuzz derivatives`, a function value and an argument
+/// passed together in a tuple): the field was called constant, and the
+/// gradient through it was 0 in both modes.
+const FN_TUPLES: &str = "
+func @ft(%x: f64, %y: f64) -> f64 {
+#1:
+  %t = call tuple(@sq, %x) :: (fn(f64) -> f64, f64)
+  %u = call tuple(@sq, %y) :: (fn(f64) -> f64, f64)
+  %a = call getfield(%t, 1) :: f64
+  %b = call getfield(%u, 1) :: f64
+  %g = call getfield(%t, 0) :: fn(f64) -> f64
+  %c = call %g(%a) :: f64
+  %r = call mul(%a, %c) :: f64
+  return %r
+}
+
+func @sq(%z: f64) -> f64 {
+#1:
+  %zz = call mul(%z, %z) :: f64
+  return %zz
+}
+";
+
+#[test]
+fn fields_of_tuples_holding_function_values_carry_activity() {
+    let m = normalised("fn_tuples.ir", FN_TUPLES);
+    // %b is read from a tuple of %y only, and reaches no output.
+    let (on, off) = split(&m, "ft", &[0]);
+    assert_eq!(on, ["a", "c", "r", "x"]);
+    assert_eq!(off, ["b", "y"]);
+    let (on, off) = split(&m, "ft", &[1]);
+    assert_eq!(on, Vec::<String>::new());
+    assert_eq!(off, ["a", "b", "c", "r", "x", "y"]);
+    // The gradient through the fields, by both modes in both backends:
+    // d/dx x * x^2 = 3 x^2, and the same through a helper taking the tuple.
+    let text = "fn u1(p: f64) -> f64 { p * p }\n\
+        fn applyt(t: (fn(f64) -> f64, f64)) -> f64 { let g = t.0; g(t.1) }\n\
+        fn f(x: f64) -> f64 { let t = (u1, x); t.1 * t.0(t.1) }\n\
+        fn h(x: f64) -> f64 { applyt((u1, x)) * x }\n";
+    let src = source("fn_tuples.irad", text);
+    let module = irad::load(&src).expect("loads");
+    let registry = Registry::new();
+    for name in ["f", "h"] {
+        let f = irad::find_function(&src, &module, name).expect("function");
+        let args = [Val::F64(3.0)];
+        for exec in [irad::Backend::Interp.exec(), irad::Backend::Jit.exec()] {
+            for lanes in [Lanes::ONE, Lanes::Sparse] {
+                let opts = GradOptions {
+                    exec,
+                    lanes,
+                    ..GradOptions::default()
+                };
+                let rev = irad::grad_reverse(&src, &module, f, &args, &registry, &opts);
+                let fwd = irad::grad_forward(&src, &module, f, &args, &registry, &opts);
+                for g in [rev, fwd] {
+                    let (g, _) = g.unwrap_or_else(|e| panic!("{}", e.render(&[&src])));
+                    assert!(
+                        matches!(g.gradient[0], Some(Val::F64(d)) if d == 27.0),
+                        "{name}: {:?}",
+                        g.gradient
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// Statements of the derived functions named `prefix...` of `m`.
 fn statements(m: &Module, prefix: &str) -> usize {
     m.func_ids()

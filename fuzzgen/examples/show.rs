@@ -19,6 +19,7 @@ fn main() {
     match program(&mut u, &cfg) {
         Ok(p) => {
             println!("{}", p.source);
+            println!("// features: {}", p.features.join(", "));
             println!("// args: {}", p.args);
         }
         Err(e) => eprintln!("no program: {e}"),

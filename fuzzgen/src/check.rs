@@ -179,21 +179,30 @@ pub fn same(a: &Val, b: &Val) -> bool {
     }
 }
 
-/// The interpreter and the JIT on a generated program: the same value bit
-/// for bit or the same error; the same for reverse-mode gradients.
+/// The interpreter and the JIT on a generated program: the same value (and
+/// arguments' arrays after the run) bit for bit or the same error; the same
+/// for reverse-mode gradients, derived once and run by both.
 pub fn interp_vs_jit(p: &Program) -> Result<(), String> {
     let l = load(p)?;
     let opts = RunOptions::default();
+    // The result, then the arguments as the run left them (it may write
+    // into their arrays), as one tuple.
     let run = |b: Backend| {
+        let args = fresh(&l.args);
         irad::run(
             &l.src,
             &l.module,
             &irad::RunRequest {
                 opts: opts.clone(),
                 backend: b,
-                ..irad::RunRequest::new(l.func, &fresh(&l.args))
+                ..irad::RunRequest::new(l.func, &args)
             },
         )
+        .map(|v| {
+            let mut parts = vec![v];
+            parts.extend(args);
+            Val::Tuple(parts.into())
+        })
     };
     let same_result = |what: &str,
                        i: &Result<Val, irad::Error>,
@@ -209,24 +218,46 @@ pub fn interp_vs_jit(p: &Program) -> Result<(), String> {
         }
     };
     same_result("run", &run(Backend::Interp), &run(Backend::Jit))?;
+    // One derivation, run by both backends (irad::grad_each).
     let registry = irad::rules::Registry::new();
-    let grad = |b: Backend| {
-        let gopts = GradOptions {
-            exec: b.exec(),
-            ..GradOptions::default()
-        };
-        let args = fresh(&l.args);
-        irad::grad_reverse(&l.src, &l.module, l.func, &args, &registry, &gopts).map(|(g, _)| {
-            let mut parts = vec![g.value];
-            parts.extend(g.gradient.into_iter().map(|x| x.unwrap_or(Val::Unit)));
-            Val::Tuple(parts.into())
-        })
+    let req = irad::GradRequest::new(l.func, &l.args);
+    let execs = [Backend::Interp.exec(), Backend::Jit.exec()];
+    let (runs, _) = match irad::grad_each(&l.src, &l.module, &registry, &req, &execs) {
+        Ok(r) => r,
+        // Generated programs are differentiable: failing to derive one (in
+        // both backends alike) is a finding too.
+        Err(e) => {
+            return Err(format!(
+                "reverse mode cannot derive a generated program: {e}\n{}\nargs: {}",
+                p.source, p.args
+            ));
+        }
     };
-    same_result("grad", &grad(Backend::Interp), &grad(Backend::Jit))
+    let as_val = |g: &Result<irad::Gradient, irad::Error>| -> Result<Val, String> {
+        match g {
+            Ok(g) => {
+                let mut parts = vec![g.value.clone()];
+                parts.extend(g.gradient.iter().map(|x| x.clone().unwrap_or(Val::Unit)));
+                Ok(Val::Tuple(parts.into()))
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    };
+    match runs.as_slice() {
+        [i, j] => match (as_val(i), as_val(j)) {
+            (Ok(a), Ok(b)) if same(&a, &b) => Ok(()),
+            (Err(a), Err(b)) if a == b => Ok(()),
+            (a, b) => Err(format!(
+                "grad: interpreter {a:?} but JIT {b:?}\n{}\nargs: {}",
+                p.source, p.args
+            )),
+        },
+        _ => Err("grad_each did not run both backends".into()),
+    }
 }
 
 /// The f64 leaves of the differentiable arguments, by position (argument,
-/// element), for perturbing.
+/// element of an array or field of a tuple of f64s), for perturbing.
 fn leaves(args: &[Val], params: &[Type]) -> Vec<(usize, Option<usize>)> {
     let mut out = Vec::new();
     for (i, (a, t)) in args.iter().zip(params).enumerate() {
@@ -237,14 +268,31 @@ fn leaves(args: &[Val], params: &[Type]) -> Vec<(usize, Option<usize>)> {
                     out.extend((0..xs.len()).map(|k| (i, Some(k))));
                 }
             }
+            (Val::Tuple(xs), Type::Tuple(_)) => {
+                let fields = xs.iter().enumerate();
+                out.extend(
+                    fields
+                        .filter(|(_, x)| matches!(x, Val::F64(_)))
+                        .map(|(k, _)| (i, Some(k))),
+                );
+            }
             _ => {}
         }
     }
     out
 }
 
+/// The tuple `t` with its f64 field `k` replaced by `f` of it.
+fn with_field(t: &[Val], k: usize, f: impl Fn(f64) -> f64) -> Val {
+    let fields = t.iter().enumerate().map(|(j, x)| match x {
+        Val::F64(v) if j == k => Val::F64(f(*v)),
+        _ => x.clone(),
+    });
+    Val::Tuple(fields.collect::<Vec<_>>().into())
+}
+
 /// A deep copy of the arguments (a run may write into their arrays).
-fn fresh(args: &[Val]) -> Vec<Val> {
+pub fn fresh(args: &[Val]) -> Vec<Val> {
     args.iter()
         .map(|a| match a {
             Val::Array(arr) => Val::Array(irad::ir::interp::ArrayRef::new(arr.0.borrow().clone())),
@@ -259,6 +307,7 @@ fn moved(args: &[Val], at: (usize, Option<usize>), h: f64) -> Vec<Val> {
         .enumerate()
         .map(|(i, a)| match (a, at) {
             (Val::F64(x), (j, None)) if i == j => Val::F64(x + h),
+            (Val::Tuple(t), (j, Some(k))) if i == j => with_field(t, k, |v| v + h),
             (Val::Array(arr), _) => {
                 let mut data = arr.0.borrow().clone();
                 if let (ArrayData::F64(xs), (j, Some(k))) = (&mut data, at)
@@ -278,6 +327,10 @@ fn moved(args: &[Val], at: (usize, Option<usize>), h: f64) -> Vec<Val> {
 fn entry(g: &[Option<Val>], at: (usize, Option<usize>)) -> Option<f64> {
     match (g.get(at.0)?.as_ref()?, at.1) {
         (Val::F64(x), None) => Some(*x),
+        (Val::Tuple(t), Some(k)) => match t.get(k)? {
+            Val::F64(x) => Some(*x),
+            _ => None,
+        },
         (Val::Array(arr), Some(k)) => match &*arr.0.borrow() {
             ArrayData::F64(xs) => xs.get(k).copied(),
             _ => None,
@@ -316,8 +369,9 @@ pub struct Compared {
 }
 
 /// Derivative consistency on a generated program (generate it with
-/// `Config::smooth`): where the primal runs, forward mode (width 1 and 3)
-/// equals reverse mode within 1e-9 relative, and both are within 1e-4 of
+/// `Config::smooth`): where the primal runs, forward mode (width 1 and 3,
+/// and sparse mode, whose JIT run must equal its interpreter run bit for
+/// bit) equals reverse mode within 1e-9 relative, and both are within 1e-4 of
 /// central finite differences at each leaf where the function is smooth
 /// (two step sizes agree).
 pub fn derivatives(p: &Program) -> Result<Compared, String> {
@@ -351,13 +405,15 @@ pub fn derivatives(p: &Program) -> Result<Compared, String> {
         &GradOptions::default(),
     )
     .map_err(|e| ctx(&format!("reverse mode fails where the primal runs: {e}")))?;
-    for width in [1, 3] {
+    // Dense forward mode with one and three tangents, and sparse mode.
+    let dense3 = irad::ir::Lanes::dense(3).unwrap_or(irad::ir::Lanes::ONE);
+    for lanes in [irad::ir::Lanes::ONE, dense3, irad::ir::Lanes::Sparse] {
         let gopts = GradOptions {
-            lanes: irad::ir::Lanes::dense(width).unwrap_or(irad::ir::Lanes::ONE),
+            lanes,
             ..GradOptions::default()
         };
-        let (fwd, _) = irad::grad_forward(&l.src, &l.module, l.func, &l.args, &registry, &gopts)
-            .map_err(|e| ctx(&format!("forward mode fails where the primal runs: {e}")))?;
+        let fwd = forward_both_backends(&l, &registry, &gopts)
+            .map_err(|e| ctx(&format!("forward mode ({lanes:?}): {e}")))?;
         if !same(&fwd.value, &rev.value) {
             return Err(ctx(&format!(
                 "forward value {:?} != reverse value {:?}",
@@ -372,7 +428,7 @@ pub fn derivatives(p: &Program) -> Result<Compared, String> {
             if a.is_finite() && b.is_finite() {
                 if (a - b).abs() > 1e-9 * (1.0 + a.abs() + b.abs()) {
                     return Err(ctx(&format!(
-                        "width {width}: forward {a} != reverse {b} at {at:?}"
+                        "{lanes:?}: forward {a} != reverse {b} at {at:?}"
                     )));
                 }
                 compared.modes += 1;
@@ -407,6 +463,49 @@ pub fn derivatives(p: &Program) -> Result<Compared, String> {
         compared.finite_differences += 1;
     }
     Ok(compared)
+}
+
+/// Forward mode as `opts` asks, in the interpreter; for sparse mode also
+/// in the JIT, from the same derivation, whose value and gradient must be
+/// the interpreter's bit for bit (both build sparse tangents with one
+/// implementation, docs/forward.md).
+fn forward_both_backends(
+    l: &Loaded,
+    registry: &irad::rules::Registry,
+    opts: &GradOptions,
+) -> Result<irad::Gradient, String> {
+    let req = irad::GradRequest {
+        mode: irad::Mode::Forward,
+        opts: opts.clone(),
+        ..irad::GradRequest::new(l.func, &l.args)
+    };
+    let mut execs = vec![Backend::Interp.exec()];
+    if opts.lanes == irad::ir::Lanes::Sparse {
+        execs.push(Backend::Jit.exec());
+    }
+    let (runs, _) = irad::grad_each(&l.src, &l.module, registry, &req, &execs)
+        .map_err(|e| format!("fails where the primal runs: {e}"))?;
+    let mut runs = runs.into_iter();
+    let interp = runs
+        .next()
+        .ok_or("grad_each ran nothing")?
+        .map_err(|e| format!("fails where the primal runs: {e}"))?;
+    if let Some(jit) = runs.next() {
+        let jit = jit.map_err(|e| format!("the JIT fails where the interpreter runs: {e}"))?;
+        let bits = |g: &irad::Gradient| {
+            let mut parts = vec![g.value.clone()];
+            parts.extend(g.gradient.iter().map(|x| x.clone().unwrap_or(Val::Unit)));
+            Val::Tuple(parts.into())
+        };
+        if !same(&bits(&interp), &bits(&jit)) {
+            return Err(format!(
+                "interpreter {:?} but JIT {:?}",
+                bits(&interp),
+                bits(&jit)
+            ));
+        }
+    }
+    Ok(interp)
 }
 
 /// What [`second_order`] compared.
@@ -616,6 +715,11 @@ fn reverse_over_forward(
 fn set_leaf(args: &mut [Val], at: (usize, Option<usize>), x: f64) {
     match (args.get_mut(at.0), at.1) {
         (Some(v @ Val::F64(_)), None) => *v = Val::F64(x),
+        (Some(v @ Val::Tuple(_)), Some(k)) => {
+            if let Val::Tuple(t) = v {
+                *v = with_field(&t.clone(), k, |_| x);
+            }
+        }
         (Some(Val::Array(arr)), Some(k)) => {
             if let ArrayData::F64(xs) = &mut *arr.0.borrow_mut()
                 && let Some(slot) = xs.get_mut(k)
@@ -640,6 +744,13 @@ fn combine(u: &Val, d: &Val, h: f64) -> Val {
             ),
             _ => Val::Unit,
         },
+        (Val::Tuple(xs), Val::Tuple(ys)) => Val::Tuple(
+            xs.iter()
+                .zip(ys.iter())
+                .map(|(x, y)| combine(x, y, h))
+                .collect::<Vec<_>>()
+                .into(),
+        ),
         _ => Val::Unit,
     }
 }

@@ -4,14 +4,26 @@
 //!
 //! Programs have helper functions (binary, unary, one returning a tuple, a
 //! higher-order `apply`), a recursive function with a depth argument that
-//! every call bounds, and `main(x0, .., a, n)` with f64 scalars, an optional
-//! `[f64]` array and an optional small i64. `main`'s body mixes lets, mutable
-//! locals, `if`/`else`, `for` loops over constants, `len(a)` and `n`, `while`
-//! loops with counters, reads and in-place writes of the argument array and of
-//! local arrays (`alloc`, `zeros`), tuples, static calls, dynamic calls
-//! through function values chosen at run time, every f64 primitive, and the
-//! bulk array primitives (`sum dot axpy scale fill copyto matvec matmul`) on
-//! arrays whose lengths fit.
+//! every call bounds, and, each when the bytes ask for it, helpers for what
+//! users write beyond that: two array parameters that callers may alias
+//! (`mix(a, a, x)`), recursion that reads and writes an array (`reca`), a
+//! function value carried in a tuple (`applyt`, `pickf`) and a wide
+//! signature returning a large tuple (`wide`). `main(x0, .., t, a, n)` takes
+//! f64 scalars (sometimes a dozen or more), an optional tuple of f64s, an
+//! optional `[f64]` array and an optional small i64. Its body mixes lets,
+//! mutable locals, `if`/`else` (and long chains and runs of them), `for`
+//! loops over constants, `len(a)` and `n`, `while` loops with counters and
+//! with data-dependent exits (`&&` in the condition, `break`, `continue`),
+//! early `return`s from inside loops, reads and in-place writes of the
+//! argument array, of local arrays (`alloc`, `zeros`) and of aliases of
+//! them (`let b = a;`), tuples, static calls, dynamic calls through function
+//! values chosen at run time or kept in tuples, every f64 primitive, and
+//! every bulk array primitive (`sum dot axpy scale fill copyto matvec
+//! matmul`) on arrays whose lengths fit (with matrices made to fit).
+//!
+//! Each program lists the features it was built with
+//! ([`Program::features`], named by [`FEATURES`]), for the runner's coverage
+//! table.
 //!
 //! Assumes nothing of the bytes: running out of them ends each choice at its
 //! simplest option. Guarantees: the text loads without error (the generator
@@ -20,10 +32,12 @@
 //! primitives get operands inside their domains (`log(1.5 + tanh(e))`,
 //! `asin(0.9 * tanh(e))`, divisors `1.5 + tanh(e)`, ...) and indices inside
 //! their arrays, so most programs run without a run-time error (some still
-//! stop with one, e.g. `i64()` of a huge value, and that is part of what is
-//! tested). With `smooth` set, the non-smooth primitives (`abs`, `floor`,
-//! `min`, comparisons feeding values, ...) are left out of the f64 data flow,
-//! so finite differences apply away from branch points.
+//! stop with one, e.g. `i64()` of a huge value, or a bulk primitive given
+//! one array as input and output through an alias, and that is part of
+//! what is tested). With `smooth` set, the non-smooth primitives (`abs`,
+//! `floor`, `min`, comparisons feeding values, ...) are left out of the f64
+//! data flow, and bulk primitives get distinct arrays, so finite differences
+//! apply away from branch points.
 
 use arbitrary::{Result, Unstructured};
 use std::fmt::Write;
@@ -58,7 +72,77 @@ pub struct Program {
     pub func: String,
     /// The arguments, in `--args` syntax.
     pub args: String,
+    /// The features the generator put in it, one entry per occurrence
+    /// (names from [`FEATURES`]).
+    pub features: Vec<&'static str>,
 }
+
+impl Program {
+    /// A program written out as text (a regression test's file): its entry
+    /// is `main`, and its arguments are on its last line that starts with
+    /// `// args: `. `None` without such a line.
+    pub fn from_text(text: &str) -> Option<Program> {
+        let args = text
+            .lines()
+            .rev()
+            .find_map(|l| l.strip_prefix("// args: "))?
+            .to_string();
+        Some(Program {
+            source: text.to_string(),
+            func: "main".into(),
+            args,
+            features: Vec::new(),
+        })
+    }
+}
+
+/// The features the generator records, in the order the coverage table
+/// lists them.
+pub const FEATURES: &[&str] = &[
+    "let",
+    "let mut",
+    "assign",
+    "if",
+    "if-else",
+    "if-expr",
+    "if-chain (else if)",
+    "if-run (many ifs)",
+    "for",
+    "for-nested",
+    "while-counted",
+    "while-data-exit",
+    "break",
+    "continue",
+    "return-in-loop",
+    "array-local",
+    "array-write",
+    "array-alias (let b = a)",
+    "matrix-setup",
+    "bulk-sum",
+    "bulk-dot",
+    "bulk-axpy",
+    "bulk-scale",
+    "bulk-fill",
+    "bulk-copyto",
+    "bulk-matvec",
+    "bulk-matmul",
+    "bulk-aliased (error path)",
+    "call-static",
+    "call-apply",
+    "call-rec",
+    "call-reca (recursion with an array)",
+    "call-mix (two arrays)",
+    "call-mix-aliased",
+    "fn-value-chosen",
+    "fn-value-in-tuple",
+    "call-applyt (tuple with a fn)",
+    "call-pickf (fn returned in a tuple)",
+    "call-wide (large tuple)",
+    "param-array",
+    "param-i64",
+    "param-tuple",
+    "params-many (> 8 f64)",
+];
 
 /// A generated program (see the module comment).
 pub fn program(u: &mut Unstructured<'_>, cfg: &Config) -> Result<Program> {
@@ -70,8 +154,10 @@ pub fn program(u: &mut Unstructured<'_>, cfg: &Config) -> Result<Program> {
         fresh: 0,
         binary: 0,
         unary: 0,
-        array_len: 0,
+        extra: Extra::default(),
         loop_depth: 0,
+        next_array: 0,
+        features: Vec::new(),
     };
     g.helpers()?;
     let args = g.main()?;
@@ -79,6 +165,7 @@ pub fn program(u: &mut Unstructured<'_>, cfg: &Config) -> Result<Program> {
         source: g.out,
         func: "main".into(),
         args,
+        features: g.features,
     })
 }
 
@@ -117,12 +204,41 @@ const BINARY: &[(&str, &str, &str, bool)] = &[
     ("copysign", "{}", "{}", false),
 ];
 
+/// The helpers a program has beyond the fixed ones.
+#[derive(Clone, Copy, Debug, Default)]
+struct Extra {
+    /// `mix(p: [f64], q: [f64], s: f64) -> f64`, which callers may alias.
+    mix: bool,
+    /// `reca(x: f64, a: [f64], d: i64) -> f64`: recursion writing an array.
+    reca: bool,
+    /// `applyt` and `pickf`: function values in tuples.
+    fn_tuples: bool,
+    /// `wide(p0, .., pK-1) -> (f64, ..)` with K f64s (0: none).
+    wide: usize,
+}
+
 /// A variable in scope.
 #[derive(Clone, Debug)]
 enum Var {
-    F64 { name: String, mutable: bool },
-    I64 { name: String, bound: usize },
-    Array { name: String, len: usize },
+    F64 {
+        name: String,
+        mutable: bool,
+    },
+    I64 {
+        name: String,
+        bound: usize,
+    },
+    /// `id` names the array itself: aliases (`let b = a;`) share it.
+    Array {
+        name: String,
+        len: usize,
+        id: usize,
+    },
+    /// A tuple of `len` f64s.
+    Tuple {
+        name: String,
+        len: usize,
+    },
 }
 
 struct Gen<'a, 'b> {
@@ -135,15 +251,24 @@ struct Gen<'a, 'b> {
     binary: usize,
     /// Helpers `u0..`: `f64 -> f64`.
     unary: usize,
-    /// The length of the argument array `a` (0: no array).
-    array_len: usize,
+    extra: Extra,
     loop_depth: u32,
+    /// The next array identity.
+    next_array: usize,
+    features: Vec<&'static str>,
 }
+
+/// An array in scope: name, length, identity.
+type ArrayVar = (String, usize, usize);
 
 impl Gen<'_, '_> {
     fn name(&mut self, prefix: &str) -> String {
         self.fresh += 1;
         format!("{prefix}{}", self.fresh)
+    }
+
+    fn note(&mut self, feature: &'static str) {
+        self.features.push(feature);
     }
 
     fn push(&mut self, var: Var) {
@@ -177,10 +302,19 @@ impl Gen<'_, '_> {
             .collect()
     }
 
-    fn arrays(&self) -> Vec<(String, usize)> {
+    fn arrays(&self) -> Vec<ArrayVar> {
         self.vars()
             .filter_map(|v| match v {
-                Var::Array { name, len } => Some((name.clone(), *len)),
+                Var::Array { name, len, id } => Some((name.clone(), *len, *id)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn tuples(&self) -> Vec<(String, usize)> {
+        self.vars()
+            .filter_map(|v| match v {
+                Var::Tuple { name, len } => Some((name.clone(), *len)),
                 _ => None,
             })
             .collect()
@@ -193,6 +327,12 @@ impl Gen<'_, '_> {
                 _ => None,
             })
             .collect()
+    }
+
+    fn new_array(&mut self, name: String, len: usize) {
+        let id = self.next_array;
+        self.next_array += 1;
+        self.push(Var::Array { name, len, id });
     }
 
     fn line(&mut self, indent: usize, text: &str) {
@@ -209,6 +349,10 @@ impl Gen<'_, '_> {
         Ok(format!("{:.2}", f64::from(k) / 10.0))
     }
 
+    /// Whether to take a choice of probability 1 in `n`.
+    fn one_in(&mut self, n: u8) -> Result<bool> {
+        Ok(self.u.int_in_range(1..=n)? == 1)
+    }
     /// The helper functions, each using only earlier ones.
     fn helpers(&mut self) -> Result<()> {
         self.binary = self.u.int_in_range(0..=2)?;
@@ -254,41 +398,115 @@ impl Gen<'_, '_> {
         self.out.push_str(
             "fn rec(x: f64, d: i64) -> f64 {\n    if d <= 0 { x } else { 0.5 * sin(rec(x * 0.9, d - 1)) + x }\n}\n\n",
         );
+        self.extra_helpers()
+    }
+
+    /// The helpers of [`Extra`] the bytes ask for.
+    fn extra_helpers(&mut self) -> Result<()> {
+        self.extra.mix = self.one_in(3)?;
+        self.extra.reca = self.one_in(3)?;
+        self.extra.fn_tuples = self.one_in(3)?;
+        self.extra.wide = if self.one_in(4)? {
+            self.u.int_in_range(4..=24)?
+        } else {
+            0
+        };
+        if self.extra.mix {
+            // Writes through one array parameter that reads through the
+            // other see when the caller passes one array twice. Arrays are
+            // never empty.
+            self.out.push_str(
+                "fn mix(p: [f64], q: [f64], s: f64) -> f64 {\n    let i = len(p) - 1;\n    p[i] = p[i] * 0.5 + tanh(s);\n    q[0] = q[0] * 0.5 - p[i];\n    p[0] * q[i % len(q)] + s\n}\n\n",
+            );
+        }
+        if self.extra.reca {
+            self.out.push_str(
+                "fn reca(x: f64, a: [f64], d: i64) -> f64 {\n    if d <= 0 {\n        x + a[0]\n    } else {\n        let i = d % len(a);\n        a[i] = a[i] * 0.5 + sin(x);\n        reca(x * 0.9, a, d - 1) * 0.5 + a[i] * x\n    }\n}\n\n",
+            );
+        }
+        if self.extra.fn_tuples {
+            self.out
+                .push_str("fn applyt(t: (fn(f64) -> f64, f64)) -> f64 { let g = t.0; g(t.1) }\n\n");
+            self.out.push_str(
+                "fn pickf(c: bool) -> (fn(f64) -> f64, f64) { if c { (sin, 0.5) } else { (u0, 1.5) } }\n\n",
+            );
+        }
+        let k = self.extra.wide;
+        if k > 0 {
+            let params: Vec<String> = (0..k).map(|i| format!("p{i}: f64")).collect();
+            let types = vec!["f64"; k].join(", ");
+            let elems: Vec<String> = (0..k)
+                .map(|i| format!("p{i} * 0.5 + tanh(p{})", (i + 1) % k))
+                .collect();
+            let _ = writeln!(
+                self.out,
+                "fn wide({}) -> ({types}) {{\n    ({})\n}}\n",
+                params.join(", "),
+                elems.join(", ")
+            );
+        }
         Ok(())
     }
 
-    /// `main`'s signature, body and arguments.
-    fn main(&mut self) -> Result<String> {
-        let scalars = self.u.int_in_range(1..=3)?;
+    /// `main`'s parameters, and their arguments in `--args` syntax.
+    fn main_params(&mut self) -> Result<(Vec<String>, Vec<String>, Vec<Var>)> {
+        let many = self.one_in(12)?;
+        let scalars = if many {
+            self.note("params-many (> 8 f64)");
+            self.u.int_in_range(9..=20)?
+        } else {
+            self.u.int_in_range(1..=3)?
+        };
+        let has_tuple = self.one_in(6)?;
         let has_array = self.u.arbitrary::<bool>()?;
         let has_n = self.u.arbitrary::<bool>()?;
         let mut params = Vec::new();
         let mut args = Vec::new();
         let mut scope = Vec::new();
+        let value = |g: &mut Self| -> Result<String> {
+            let v: i16 = g.u.int_in_range(-2000..=2000)?;
+            Ok(format!("{:.3}", f64::from(v) / 1000.0))
+        };
         for k in 0..scalars {
             params.push(format!("x{k}: f64"));
-            let v: i16 = self.u.int_in_range(-2000..=2000)?;
-            args.push(format!("{:.3}", f64::from(v) / 1000.0));
+            args.push(value(self)?);
             scope.push(Var::F64 {
                 name: format!("x{k}"),
                 mutable: false,
             });
         }
+        if has_tuple {
+            self.note("param-tuple");
+            let len = self.u.int_in_range(2..=12)?;
+            params.push(format!("t: ({})", vec!["f64"; len].join(", ")));
+            let mut elems = Vec::new();
+            for _ in 0..len {
+                elems.push(value(self)?);
+            }
+            args.push(format!("({})", elems.join(", ")));
+            scope.push(Var::Tuple {
+                name: "t".into(),
+                len,
+            });
+        }
         if has_array {
-            self.array_len = self.u.int_in_range(1..=5)?;
+            self.note("param-array");
+            let len = self.u.int_in_range(1..=5)?;
             params.push("a: [f64]".into());
             let mut elems = Vec::new();
-            for _ in 0..self.array_len {
-                let v: i16 = self.u.int_in_range(-2000..=2000)?;
-                elems.push(format!("{:.3}", f64::from(v) / 1000.0));
+            for _ in 0..len {
+                elems.push(value(self)?);
             }
             args.push(format!("[{}]", elems.join(", ")));
             scope.push(Var::Array {
                 name: "a".into(),
-                len: self.array_len,
+                len,
+                id: self.next_array,
             });
+            self.next_array += 1;
         }
         if has_n {
+            self.note("param-i64");
             params.push("n: i64".into());
             let n: u8 = self.u.int_in_range(0..=4)?;
             args.push(n.to_string());
@@ -297,6 +515,12 @@ impl Gen<'_, '_> {
                 bound: 5,
             });
         }
+        Ok((params, args, scope))
+    }
+
+    /// `main`'s signature, body and arguments.
+    fn main(&mut self) -> Result<String> {
+        let (params, args, scope) = self.main_params()?;
         let _ = writeln!(self.out, "fn main({}) -> f64 {{", params.join(", "));
         self.scopes.push(scope);
         let acc = "acc".to_string();
@@ -322,18 +546,39 @@ impl Gen<'_, '_> {
 
     /// One statement at indentation `indent`.
     fn stmt(&mut self, indent: usize) -> Result<()> {
-        let choice: u8 = self.u.int_in_range(0..=11)?;
+        let choice: u8 = self.u.int_in_range(0..=22)?;
         match choice {
-            0 | 1 => {
-                let name = self.name("v");
-                let e = self.expr(0)?;
-                self.line(indent, &format!("let {name} = {e};"));
-                self.push(Var::F64 {
-                    name,
-                    mutable: false,
-                });
+            6 if self.loop_depth < 2 => self.for_loop(indent),
+            7 if self.loop_depth < 2 => self.counted_while(indent),
+            8 if self.loop_depth < 2 => self.data_while(indent),
+            9 | 10 => self.array_stmt(indent),
+            11 => {
+                let arrays = self.arrays();
+                if arrays.is_empty() || !self.bulk_stmt(indent, &arrays)? {
+                    self.array_stmt(indent)?;
+                }
+                Ok(())
             }
+            12 if self.loop_depth > 0 => {
+                // An early return from inside a loop (maybe nested).
+                self.note("return-in-loop");
+                let c = self.cond(1)?;
+                let e = self.expr(1)?;
+                self.line(indent, &format!("if {c} {{"));
+                self.line(indent + 1, &format!("return acc + {e};"));
+                self.line(indent, "}");
+                Ok(())
+            }
+            13 => self.array_call(indent),
+            14 => self.fn_tuple(indent),
+            15 if self.extra.wide > 0 => self.wide_call(indent),
+            16 if self.one_in(3)? => self.branches(indent),
+            17 => self.matrix(indent),
+            18 | 19 => self.fn_value_stmt(indent),
+            5 | 16 => self.if_stmt(indent),
+            3 | 4 | 12 => self.assign(indent),
             2 => {
+                self.note("let mut");
                 let name = self.name("m");
                 let e = self.expr(0)?;
                 self.line(indent, &format!("let mut {name} = {e};"));
@@ -341,71 +586,330 @@ impl Gen<'_, '_> {
                     name,
                     mutable: true,
                 });
-            }
-            3 | 4 => self.assign(indent)?,
-            5 => {
-                let c = self.cond(1)?;
-                self.line(indent, &format!("if {c} {{"));
-                self.block(indent + 1, 2)?;
-                if self.u.arbitrary::<bool>()? {
-                    self.line(indent, "} else {");
-                    self.block(indent + 1, 2)?;
-                }
-                self.line(indent, "}");
-            }
-            6 if self.loop_depth < 2 => {
-                let i = self.name("i");
-                let (bound, max) = self.bound()?;
-                self.line(indent, &format!("for {i} in 0..{bound} {{"));
-                self.loop_depth += 1;
-                self.scopes.push(vec![Var::I64 {
-                    name: i,
-                    bound: max,
-                }]);
-                let n = self.u.int_in_range(1..=3)?;
-                for _ in 0..n {
-                    self.stmt(indent + 1)?;
-                }
-                self.scopes.pop();
-                self.loop_depth -= 1;
-                self.line(indent, "}");
-            }
-            7 if self.loop_depth < 2 => {
-                let w = self.name("w");
-                let count: u8 = self.u.int_in_range(0..=3)?;
-                self.line(indent, &format!("let mut {w} = 0;"));
-                self.line(indent, &format!("while {w} < {count} {{"));
-                self.loop_depth += 1;
-                self.scopes.push(Vec::new());
-                self.stmt(indent + 1)?;
-                self.scopes.pop();
-                self.loop_depth -= 1;
-                self.line(indent + 1, &format!("{w} = {w} + 1;"));
-                self.line(indent, "}");
-            }
-            8 | 10 => self.array_stmt(indent)?,
-            11 => {
-                let arrays = self.arrays();
-                if arrays.is_empty() || !self.bulk_stmt(indent, &arrays)? {
-                    self.array_stmt(indent)?;
-                }
+                Ok(())
             }
             _ => {
-                // A function value chosen at run time, then called.
-                let g = self.name("g");
-                let c = self.cond(1)?;
-                let f1 = self.fn_value()?;
-                let f2 = self.fn_value()?;
-                self.line(
-                    indent,
-                    &format!("let {g} = if {c} {{ {f1} }} else {{ {f2} }};"),
-                );
-                if let Some(m) = self.pick_mut()? {
-                    let e = self.expr(1)?;
-                    self.line(indent, &format!("{m} = {m} + {g}({e});"));
-                }
+                self.note("let");
+                let name = self.name("v");
+                let e = self.expr(0)?;
+                self.line(indent, &format!("let {name} = {e};"));
+                self.push(Var::F64 {
+                    name,
+                    mutable: false,
+                });
+                Ok(())
             }
         }
+    }
+
+    /// `if c { .. }`, maybe with `else { .. }`.
+    fn if_stmt(&mut self, indent: usize) -> Result<()> {
+        let c = self.cond(1)?;
+        self.line(indent, &format!("if {c} {{"));
+        self.block(indent + 1, 2)?;
+        if self.u.arbitrary::<bool>()? {
+            self.note("if-else");
+            self.line(indent, "} else {");
+            self.block(indent + 1, 2)?;
+        } else {
+            self.note("if");
+        }
+        self.line(indent, "}");
+        Ok(())
+    }
+
+    /// A function value chosen at run time, then called.
+    fn fn_value_stmt(&mut self, indent: usize) -> Result<()> {
+        self.note("fn-value-chosen");
+        let g = self.name("g");
+        let c = self.cond(1)?;
+        let f1 = self.fn_value()?;
+        let f2 = self.fn_value()?;
+        self.line(
+            indent,
+            &format!("let {g} = if {c} {{ {f1} }} else {{ {f2} }};"),
+        );
+        if let Some(m) = self.pick_mut()? {
+            let e = self.expr(1)?;
+            self.line(indent, &format!("{m} = {m} + {g}({e});"));
+        }
+        Ok(())
+    }
+
+    /// A `for` loop over a bound, with one to three statements.
+    fn for_loop(&mut self, indent: usize) -> Result<()> {
+        self.note(if self.loop_depth > 0 {
+            "for-nested"
+        } else {
+            "for"
+        });
+        let i = self.name("i");
+        let (bound, max) = self.bound()?;
+        self.line(indent, &format!("for {i} in 0..{bound} {{"));
+        self.loop_depth += 1;
+        self.scopes.push(vec![Var::I64 {
+            name: i,
+            bound: max,
+        }]);
+        let n = self.u.int_in_range(1..=3)?;
+        for _ in 0..n {
+            self.stmt(indent + 1)?;
+        }
+        self.scopes.pop();
+        self.loop_depth -= 1;
+        self.line(indent, "}");
+        Ok(())
+    }
+
+    /// A `while` loop that counts to a constant.
+    fn counted_while(&mut self, indent: usize) -> Result<()> {
+        self.note("while-counted");
+        let w = self.name("w");
+        let count: u8 = self.u.int_in_range(0..=3)?;
+        self.line(indent, &format!("let mut {w} = 0;"));
+        self.line(indent, &format!("while {w} < {count} {{"));
+        self.loop_depth += 1;
+        self.scopes.push(Vec::new());
+        self.stmt(indent + 1)?;
+        self.scopes.pop();
+        self.loop_depth -= 1;
+        self.line(indent + 1, &format!("{w} = {w} + 1;"));
+        self.line(indent, "}");
+        Ok(())
+    }
+
+    /// A `while` loop that a condition on data ends, bounded by a counter
+    /// incremented first (so `continue` cannot skip it), with a
+    /// data-dependent `break` or `continue` among its statements.
+    fn data_while(&mut self, indent: usize) -> Result<()> {
+        self.note("while-data-exit");
+        let w = self.name("w");
+        let count: u8 = self.u.int_in_range(1..=6)?;
+        let c = self.cond(1)?;
+        self.line(indent, &format!("let mut {w} = 0;"));
+        self.line(indent, &format!("while {w} < {count} && {c} {{"));
+        self.line(indent + 1, &format!("{w} = {w} + 1;"));
+        self.loop_depth += 1;
+        self.scopes.push(vec![Var::I64 {
+            name: w,
+            bound: usize::from(count) + 1,
+        }]);
+        let n = self.u.int_in_range(1..=3)?;
+        for _ in 0..n {
+            self.stmt(indent + 1)?;
+            if self.one_in(3)? {
+                let exit = if self.u.arbitrary::<bool>()? {
+                    "break"
+                } else {
+                    "continue"
+                };
+                self.note(exit);
+                let c = self.cond(1)?;
+                self.line(indent + 1, &format!("if {c} {{ {exit}; }}"));
+            }
+        }
+        self.scopes.pop();
+        self.loop_depth -= 1;
+        self.line(indent, "}");
+        Ok(())
+    }
+
+    /// A call of a helper taking arrays (`mix`, maybe with one array twice;
+    /// `reca`) into a mutable local, or an alias of an array; an array
+    /// statement when there is none of these.
+    fn array_call(&mut self, indent: usize) -> Result<()> {
+        let arrays = self.arrays();
+        let muts = self.mut_vars();
+        if arrays.is_empty() || muts.is_empty() {
+            return self.array_stmt(indent);
+        }
+        let m = self.u.choose(&muts)?.clone();
+        let (a, _, _) = self.u.choose(&arrays)?.clone();
+        match self.u.int_in_range(0..=2u8)? {
+            0 if self.extra.mix => {
+                let (b, _, _) = if self.u.arbitrary::<bool>()? {
+                    self.note("call-mix-aliased");
+                    (a.clone(), 0, 0)
+                } else {
+                    self.note("call-mix (two arrays)");
+                    self.u.choose(&arrays)?.clone()
+                };
+                let e = self.expr(1)?;
+                self.line(indent, &format!("{m} = {m} + mix({a}, {b}, {e});"));
+            }
+            1 if self.extra.reca => {
+                self.note("call-reca (recursion with an array)");
+                let e = self.expr(1)?;
+                let d: u8 = self.u.int_in_range(0..=5)?;
+                self.line(
+                    indent,
+                    &format!("{m} = {m} + 0.1 * tanh(reca(tanh({e}), {a}, {d}));"),
+                );
+            }
+            _ => {
+                self.note("array-alias (let b = a)");
+                let (a, len, id) = self.u.choose(&arrays)?.clone();
+                let b = self.name("al");
+                self.line(indent, &format!("let {b} = {a};"));
+                self.push(Var::Array { name: b, len, id });
+            }
+        }
+        Ok(())
+    }
+
+    /// A function value kept in a tuple and called from it, or through
+    /// `applyt`/`pickf`.
+    fn fn_tuple(&mut self, indent: usize) -> Result<()> {
+        let Some(m) = self.pick_mut()? else {
+            return Ok(());
+        };
+        let e = self.expr(1)?;
+        match self.u.int_in_range(0..=2u8)? {
+            0 if self.extra.fn_tuples => {
+                self.note("call-applyt (tuple with a fn)");
+                let f = self.fn_value()?;
+                self.line(indent, &format!("{m} = {m} + applyt(({f}, {e}));"));
+            }
+            1 if self.extra.fn_tuples => {
+                self.note("call-pickf (fn returned in a tuple)");
+                let c = self.cond(1)?;
+                let t = self.name("pf");
+                self.line(indent, &format!("let {t} = pickf({c});"));
+                self.line(indent, &format!("{m} = {m} + {t}.0({e}) * {t}.1;"));
+            }
+            _ => {
+                self.note("fn-value-in-tuple");
+                let t = self.name("ft");
+                let f1 = self.fn_value()?;
+                let f2 = self.fn_value()?;
+                let k = self.literal()?;
+                self.line(indent, &format!("let {t} = ({f1}, {k}, {f2});"));
+                let g = self.name("g");
+                self.line(indent, &format!("let {g} = {t}.2;"));
+                self.line(
+                    indent,
+                    &format!("{m} = {m} + {t}.0({e}) * {t}.1 + {g}({m});"),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// `let tw = wide(e0, .., eK-1);`: a large tuple whose fields are then
+    /// leaves of expressions.
+    fn wide_call(&mut self, indent: usize) -> Result<()> {
+        self.note("call-wide (large tuple)");
+        let k = self.extra.wide;
+        let mut args = Vec::with_capacity(k);
+        for _ in 0..k {
+            args.push(if self.u.arbitrary::<bool>()? {
+                self.leaf()?
+            } else {
+                self.expr(2)?
+            });
+        }
+        let t = self.name("tw");
+        self.line(indent, &format!("let {t} = wide({});", args.join(", ")));
+        self.push(Var::Tuple { name: t, len: k });
+        Ok(())
+    }
+
+    /// Many branches: an `if`/`else if` chain or a run of `if`s, each arm
+    /// updating a mutable local, on thresholds of one value.
+    fn branches(&mut self, indent: usize) -> Result<()> {
+        let Some(m) = self.pick_mut()? else {
+            return Ok(());
+        };
+        let v = self.expr(1)?;
+        let x = self.name("br");
+        self.line(indent, &format!("let {x} = tanh({v});"));
+        // Mostly a few arms, sometimes many.
+        let arms: usize = if self.one_in(6)? {
+            self.u.int_in_range(13..=40)?
+        } else {
+            self.u.int_in_range(3..=12)?
+        };
+        let chain = self.u.arbitrary::<bool>()?;
+        self.note(if chain {
+            "if-chain (else if)"
+        } else {
+            "if-run (many ifs)"
+        });
+        for k in 0..arms {
+            let threshold = -1.0 + 2.0 * (k as f64 + 0.5) / arms as f64;
+            let head = if k == 0 || !chain { "if" } else { "} else if" };
+            let op = *self.u.choose(&["<", ">="])?;
+            if !chain && k > 0 {
+                self.line(indent, "}");
+            }
+            self.line(indent, &format!("{head} {x} {op} {threshold:.4} {{"));
+            let e = self.literal()?;
+            self.line(indent + 1, &format!("{m} = {m} * 0.9 + {e};"));
+        }
+        if chain && self.u.arbitrary::<bool>()? {
+            self.line(indent, "} else {");
+            let e = self.expr(1)?;
+            self.line(indent + 1, &format!("{m} = {m} + {e};"));
+        }
+        self.line(indent, "}");
+        Ok(())
+    }
+
+    /// A matrix and a vector made to fit `matvec`/`matmul` with an array in
+    /// scope (or of their own), filled from data.
+    fn matrix(&mut self, indent: usize) -> Result<()> {
+        self.note("matrix-setup");
+        let arrays = self.arrays();
+        let n = if !arrays.is_empty() && self.u.arbitrary::<bool>()? {
+            self.u.choose(&arrays)?.1
+        } else {
+            self.u.int_in_range(1..=3)?
+        };
+        let m: usize = self.u.int_in_range(1..=3)?;
+        let mat = self.name("mat");
+        let e = self.expr(1)?;
+        self.line(indent, &format!("let {mat} = zeros({});", m * n));
+        let i = self.name("i");
+        self.line(indent, &format!("for {i} in 0..{} {{", m * n));
+        self.line(
+            indent + 1,
+            &format!("{mat}[{i}] = tanh({e} + 0.3 * f64({i}));"),
+        );
+        self.line(indent, "}");
+        self.new_array(mat.clone(), m * n);
+        let (x, k) = match arrays.iter().find(|(_, len, _)| *len == n) {
+            Some((x, _, _)) if self.u.arbitrary::<bool>()? => (x.clone(), 1),
+            _ => {
+                // A matrix of n rows and k columns to multiply by.
+                let k: usize = self.u.int_in_range(1..=3)?;
+                let x = self.name("rhs");
+                let e = self.expr(1)?;
+                self.line(indent, &format!("let {x} = zeros({});", n * k));
+                self.line(indent, &format!("fill({x}, tanh({e}));"));
+                self.new_array(x.clone(), n * k);
+                (x, k)
+            }
+        };
+        let out = self.name("vec");
+        self.line(indent, &format!("let {out} = zeros({});", m * k));
+        if k == 1 && self.u.arbitrary::<bool>()? {
+            self.note("bulk-matvec");
+            self.line(indent, &format!("matvec({mat}, {x}, {m}, {n}, {out});"));
+        } else {
+            self.note("bulk-matmul");
+            self.line(
+                indent,
+                &format!("matmul({mat}, {x}, {m}, {n}, {k}, {out});"),
+            );
+        }
+        if let Some(mv) = self.pick_mut()? {
+            self.note("bulk-dot");
+            self.line(
+                indent,
+                &format!("{mv} = {mv} + 0.1 * tanh(dot({out}, {out}));"),
+            );
+        }
+        self.new_array(out, m * k);
         Ok(())
     }
 
@@ -433,6 +937,7 @@ impl Gen<'_, '_> {
         let Some(m) = self.pick_mut()? else {
             return Ok(());
         };
+        self.note("assign");
         let e = self.expr(0)?;
         let text = match self.u.int_in_range(0..=2)? {
             0 => format!("{m} = {e};"),
@@ -450,7 +955,7 @@ impl Gen<'_, '_> {
         let arrays = self.arrays();
         Ok(match self.u.int_in_range(0..=2)? {
             0 if !arrays.is_empty() => {
-                let (a, len) = self.u.choose(&arrays)?.clone();
+                let (a, len, _) = self.u.choose(&arrays)?.clone();
                 (format!("len({a})"), len)
             }
             1 if ints.iter().any(|(n, _)| n == "n") => ("n".into(), 5),
@@ -478,7 +983,14 @@ impl Gen<'_, '_> {
     fn array_stmt(&mut self, indent: usize) -> Result<()> {
         let arrays = self.arrays();
         if arrays.is_empty() || self.u.arbitrary::<bool>()? {
+            self.note("array-local");
             let b = self.name("arr");
+            if !arrays.is_empty() && self.one_in(4)? {
+                let (a, len, _) = self.u.choose(&arrays)?.clone();
+                self.line(indent, &format!("let {b} = copy({a});"));
+                self.new_array(b, len);
+                return Ok(());
+            }
             // Often as long as an array in scope, so bulk primitives fit.
             let len = if !arrays.is_empty() && self.u.arbitrary::<bool>()? {
                 self.u.choose(&arrays)?.1
@@ -490,13 +1002,14 @@ impl Gen<'_, '_> {
             } else {
                 self.line(indent, &format!("let {b} = zeros({len});"));
             }
-            self.push(Var::Array { name: b, len });
+            self.new_array(b, len);
             return Ok(());
         }
         if self.u.arbitrary::<bool>()? && self.bulk_stmt(indent, &arrays)? {
             return Ok(());
         }
-        let (a, len) = self.u.choose(&arrays)?.clone();
+        self.note("array-write");
+        let (a, len, _) = self.u.choose(&arrays)?.clone();
         let i = self.index(len)?;
         let e = self.expr(1)?;
         if self.u.arbitrary::<bool>()? {
@@ -510,45 +1023,49 @@ impl Gen<'_, '_> {
 
     /// A bulk array statement on arrays in scope whose lengths fit (docs/ir.md,
     /// "Bulk array primitives"); false when the chosen one has no arrays that
-    /// fit. Outputs are distinct from inputs (different arrays); factors are
-    /// bounded (`tanh`), so repeated updates in loops stay finite.
-    fn bulk_stmt(&mut self, indent: usize, arrays: &[(String, usize)]) -> Result<bool> {
+    /// fit. Outputs are other arrays than inputs (not aliases of them), except,
+    /// rarely and not in smooth programs, on purpose: a bulk primitive must
+    /// then fail with its shape error in every backend. Factors are bounded
+    /// (`tanh`), so repeated updates in loops stay finite.
+    fn bulk_stmt(&mut self, indent: usize, arrays: &[ArrayVar]) -> Result<bool> {
+        let aliased = !self.cfg.smooth && self.one_in(16)?;
+        let apart = |x: usize, y: usize| (x != y) != aliased;
         let pairs: Vec<(&String, &String)> = arrays
             .iter()
-            .flat_map(|(a, la)| {
+            .flat_map(|(a, la, ia)| {
                 arrays
                     .iter()
-                    .filter(move |(b, lb)| b != a && lb == la)
-                    .map(move |(b, _)| (a, b))
+                    .filter(move |(_, lb, ib)| apart(*ia, *ib) && lb == la)
+                    .map(move |(b, _, _)| (a, b))
             })
             .collect();
-        let text = match self.u.int_in_range(0..=5u8)? {
+        let (text, feature) = match self.u.int_in_range(0..=5u8)? {
             0 if !pairs.is_empty() => {
                 let (x, y) = *self.u.choose(&pairs)?;
                 let e = self.expr(1)?;
-                format!("axpy(tanh({e}), {x}, {y});")
+                (format!("axpy(tanh({e}), {x}, {y});"), "bulk-axpy")
             }
             1 => {
-                let (x, _) = self.u.choose(arrays)?;
+                let (x, _, _) = self.u.choose(arrays)?;
                 let e = self.expr(1)?;
-                format!("scale(0.5 + 0.5 * tanh({e}), {x});")
+                (format!("scale(0.5 + 0.5 * tanh({e}), {x});"), "bulk-scale")
             }
             2 => {
-                let (a, _) = self.u.choose(arrays)?;
+                let (a, _, _) = self.u.choose(arrays)?;
                 let e = self.expr(1)?;
-                format!("fill({a}, {e});")
+                (format!("fill({a}, {e});"), "bulk-fill")
             }
             3 if !pairs.is_empty() => {
                 let (d, src) = *self.u.choose(&pairs)?;
-                format!("copyto({d}, {src});")
+                (format!("copyto({d}, {src});"), "bulk-copyto")
             }
             4 => {
                 // matvec(A, x, m, n, y): |A| = m*n, |x| = n, |y| = m.
                 let mut fits = Vec::new();
-                for (a, la) in arrays {
-                    for (x, n) in arrays {
-                        for (y, m) in arrays {
-                            if y != a && y != x && m * n == *la {
+                for (a, la, ia) in arrays {
+                    for (x, n, ix) in arrays {
+                        for (y, m, iy) in arrays {
+                            if apart(*iy, *ia) && apart(*iy, *ix) && m * n == *la {
                                 fits.push(format!("matvec({a}, {x}, {m}, {n}, {y});"));
                             }
                         }
@@ -557,15 +1074,15 @@ impl Gen<'_, '_> {
                 if fits.is_empty() {
                     return Ok(false);
                 }
-                self.u.choose(&fits)?.clone()
+                (self.u.choose(&fits)?.clone(), "bulk-matvec")
             }
             5 => {
                 // matmul(A, B, m, k, n, C) with dimensions up to 4.
                 let mut fits = Vec::new();
-                for (a, la) in arrays {
-                    for (b, lb) in arrays {
-                        for (c, lc) in arrays {
-                            if c == a || c == b {
+                for (a, la, ia) in arrays {
+                    for (b, lb, ib) in arrays {
+                        for (c, lc, ic) in arrays {
+                            if !apart(*ic, *ia) || !apart(*ic, *ib) {
                                 continue;
                             }
                             for m in 1..=4 {
@@ -582,10 +1099,14 @@ impl Gen<'_, '_> {
                 if fits.is_empty() {
                     return Ok(false);
                 }
-                self.u.choose(&fits)?.clone()
+                (self.u.choose(&fits)?.clone(), "bulk-matmul")
             }
             _ => return Ok(false),
         };
+        self.note(feature);
+        if aliased && feature != "bulk-scale" && feature != "bulk-fill" {
+            self.note("bulk-aliased (error path)");
+        }
         self.line(indent, &text);
         Ok(true)
     }
@@ -599,7 +1120,7 @@ impl Gen<'_, '_> {
 
     /// A bool condition.
     fn cond(&mut self, depth: u32) -> Result<String> {
-        let choice: u8 = self.u.int_in_range(0..=4)?;
+        let choice: u8 = self.u.int_in_range(0..=6)?;
         let ints = self.ints();
         Ok(match choice {
             0 if depth < 2 => {
@@ -613,15 +1134,23 @@ impl Gen<'_, '_> {
                 format!("({a} {op} {b})")
             }
             1 if depth < 2 => format!("!({})", self.cond(depth + 1)?),
-            2 if !ints.is_empty() => {
+            // The primitives, which evaluate both operands.
+            2 if depth < 2 => {
+                let a = self.cond(depth + 1)?;
+                let b = self.cond(depth + 1)?;
+                let op = *self.u.choose(&["and", "or"])?;
+                format!("{op}({a}, {b})")
+            }
+            3 if !ints.is_empty() => {
                 let (i, _) = self.u.choose(&ints)?.clone();
                 let k: u8 = self.u.int_in_range(0..=3)?;
-                format!("{i} < {k}")
+                let op = *self.u.choose(&["<", "<", "==", "!="])?;
+                format!("{i} {op} {k}")
             }
             _ => {
                 let a = self.expr(self.cfg.max_expr_depth.saturating_sub(1))?;
                 let b = self.literal()?;
-                let op = *self.u.choose(&["<", "<=", ">", ">="])?;
+                let op = *self.u.choose(&["<", "<=", ">", ">=", "<", ">", "!="])?;
                 format!("{a} {op} {b}")
             }
         })
@@ -674,12 +1203,23 @@ impl Gen<'_, '_> {
                 format!("powi(1.5 + tanh({a}), {k})")
             }
             10 => self.call(d)?,
-            11 if !self.cfg.smooth => {
-                let c = self.cond(1)?;
-                let a = self.expr(d)?;
-                let b = self.expr(d)?;
-                format!("(if {c} {{ {a} }} else {{ {b} }})")
-            }
+            11 if !self.cfg.smooth => match self.u.int_in_range(0..=3u8)? {
+                2 => {
+                    let c = self.cond(1)?;
+                    let a = self.expr(d)?;
+                    let b = self.expr(d)?;
+                    format!("select({c}, {a}, {b})")
+                }
+                // Truncation through i64 (fails for NaN and huge values).
+                3 => format!("f64(i64({}))", self.expr(d)?),
+                _ => {
+                    self.note("if-expr");
+                    let c = self.cond(1)?;
+                    let a = self.expr(d)?;
+                    let b = self.expr(d)?;
+                    format!("(if {c} {{ {a} }} else {{ {b} }})")
+                }
+            },
             _ => {
                 let a = self.expr(d)?;
                 let k = self.u.int_in_range(0..=1)?;
@@ -693,22 +1233,26 @@ impl Gen<'_, '_> {
         let choice: u8 = self.u.int_in_range(0..=3)?;
         Ok(match choice {
             0 if self.binary > 0 => {
+                self.note("call-static");
                 let k = self.u.int_in_range(0..=self.binary - 1)?;
                 let a = self.expr(depth)?;
                 let b = self.expr(depth)?;
                 format!("b{k}({a}, {b})")
             }
             1 if self.unary > 0 => {
+                self.note("call-static");
                 let k = self.u.int_in_range(0..=self.unary - 1)?;
                 let a = self.expr(depth)?;
                 format!("u{k}({a})")
             }
             2 => {
+                self.note("call-rec");
                 let a = self.expr(depth)?;
                 let d: u8 = self.u.int_in_range(0..=4)?;
                 format!("rec(tanh({a}), {d})")
             }
             _ => {
+                self.note("call-apply");
                 let f = self.fn_value()?;
                 let a = self.expr(depth)?;
                 format!("apply({f}, {a})")
@@ -716,24 +1260,30 @@ impl Gen<'_, '_> {
         })
     }
 
-    /// A variable, a literal, an array element or a converted integer.
+    /// A variable, a literal, an array element or reduction, a field of a
+    /// tuple of f64s or a converted integer.
     fn leaf(&mut self) -> Result<String> {
         let vars = self.f64_vars();
         let arrays = self.arrays();
         let ints = self.ints();
-        let choice: u8 = self.u.int_in_range(0..=5)?;
+        let tuples = self.tuples();
+        let choice: u8 = self.u.int_in_range(0..=6)?;
         Ok(match choice {
             0..=2 if !vars.is_empty() => self.u.choose(&vars)?.clone(),
             3 if !arrays.is_empty() => {
-                let (a, len) = self.u.choose(&arrays)?.clone();
+                let (a, len, _) = self.u.choose(&arrays)?.clone();
                 match self.u.int_in_range(0..=3u8)? {
                     // Bulk reductions, scaled down: arrays may hold large values.
-                    0 => format!("0.1 * tanh(sum({a}))"),
+                    0 => {
+                        self.note("bulk-sum");
+                        format!("0.1 * tanh(sum({a}))")
+                    }
                     1 => {
+                        self.note("bulk-dot");
                         let same: Vec<&String> = arrays
                             .iter()
-                            .filter(|(_, l)| *l == len)
-                            .map(|(b, _)| b)
+                            .filter(|(_, l, _)| *l == len)
+                            .map(|(b, _, _)| b)
                             .collect();
                         let b = self.u.choose(&same)?;
                         format!("0.1 * tanh(dot({a}, {b}))")
@@ -746,7 +1296,19 @@ impl Gen<'_, '_> {
             }
             4 if !ints.is_empty() => {
                 let (i, _) = self.u.choose(&ints)?.clone();
-                format!("f64({i})")
+                // i64 arithmetic that cannot fail (constant divisors).
+                let k: u8 = self.u.int_in_range(1..=3)?;
+                match self.u.int_in_range(0..=5u8)? {
+                    0 => format!("f64({i} * {k} - 1)"),
+                    1 => format!("f64(-{i})"),
+                    2 => format!("f64({i} / {k})"),
+                    _ => format!("f64({i})"),
+                }
+            }
+            5 if !tuples.is_empty() => {
+                let (t, len) = self.u.choose(&tuples)?.clone();
+                let k = self.u.int_in_range(0..=len - 1)?;
+                format!("{t}.{k}")
             }
             _ => {
                 if !vars.is_empty() && self.u.arbitrary::<bool>()? {

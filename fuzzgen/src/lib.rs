@@ -7,6 +7,10 @@
 //! - [`check`]: the properties checked on one input (parsers, verifier,
 //!   interpreter, interpreter against JIT, forward against reverse against
 //!   finite differences);
+//! - [`coverage`]: what a run's programs held (features, primitives), as a
+//!   table;
+//! - `emit` (on Unix): the runner's `emit` target, object code called
+//!   through the C ABI against the JIT;
 //! - [`seeded`]: deterministic bytes for a seed, so the same generator runs
 //!   without a fuzzer.
 //!
@@ -17,6 +21,9 @@
 #![warn(missing_docs)]
 
 pub mod check;
+pub mod coverage;
+#[cfg(unix)]
+pub mod emit;
 pub mod generate;
 
 /// `len` pseudo-random bytes from `seed` (splitmix64): the input a seeded

@@ -13,7 +13,13 @@ fn fuzz(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn every_target_runs_its_programs_and_reports() {
-    for target in ["interp", "interp_vs_jit", "derivatives", "second_order"] {
+    for target in [
+        "interp",
+        "interp_vs_jit",
+        "derivatives",
+        "second_order",
+        "emit",
+    ] {
         let o = fuzz(&[target, "--programs", "12", "--seed", "31", "--jobs", "2"]);
         let out = String::from_utf8_lossy(&o.stdout);
         assert!(

@@ -6,7 +6,9 @@
 //! differentiated; `--wrt` chooses them for a gradient), and *useful* when
 //! the function's outputs depend on it; it is *active* when it is both. Only
 //! values of *tracked* types are ever inactive: types with a tangent that hold
-//! no array and no function value (`f64`, tuples of f64 with i64/bool). Every
+//! no array and no function value (`f64`, tuples of f64 with i64/bool); the
+//! others still get varied and useful marks, through which derivatives flow
+//! to what is read out of them (a tuple of a function value and an f64). Every
 //! value whose type holds an array is active (its shadow or tangent array is
 //! the derivative of memory that other values may read), and values without a
 //! tangent type carry no derivative anyway.
@@ -212,6 +214,9 @@ struct Analysis<'a> {
     /// Union-find parents over value indices (array classes).
     parent: Vec<u32>,
     tracked: Vec<bool>,
+    /// Per value: whether its type has a tangent (so derivatives can pass
+    /// through it, tracked or not).
+    carries: Vec<bool>,
     arrays: Vec<bool>,
     varied: Vec<bool>,
     useful: Vec<bool>,
@@ -231,6 +236,7 @@ impl<'a> Analysis<'a> {
             insts,
             parent: (0..n as u32).collect(),
             tracked: func.values.values().map(|d| tracked(&d.ty)).collect(),
+            carries: func.values.values().map(|d| d.ty.has_tangent()).collect(),
             arrays: func.values.values().map(|d| holds_array(&d.ty)).collect(),
             varied: vec![false; n],
             useful: vec![false; n],
@@ -364,10 +370,13 @@ impl<'a> Analysis<'a> {
     }
 
     /// Marks `v` (or its class) varied; whether that changed anything.
+    /// Values of a tangent type that is not tracked (a tuple holding a
+    /// function value) get the mark too: they are active whatever it says,
+    /// but what is read out of them (`getfield`) depends on it.
     fn set_varied(&mut self, v: Value) -> bool {
         let i = if self.arrays[v.index()] {
             self.find(v.index() as u32) as usize
-        } else if self.tracked[v.index()] {
+        } else if self.carries[v.index()] {
             v.index()
         } else {
             return false;
@@ -455,12 +464,15 @@ impl<'a> Analysis<'a> {
         }
     }
 
-    /// Marks operand `op` (or its class) useful; whether that changed anything.
+    /// Marks operand `op` (or its class) useful; whether that changed
+    /// anything. As for [`Analysis::set_varied`], values of any tangent type
+    /// get the mark, so that what is put into a tuple that also holds a
+    /// function value is useful when the tuple is.
     fn set_useful(&mut self, op: &Operand) -> bool {
         let Operand::Value(v) = op else { return false };
         let i = if self.arrays[v.index()] {
             self.find(v.index() as u32) as usize
-        } else if self.tracked[v.index()] {
+        } else if self.carries[v.index()] {
             v.index()
         } else {
             return false;

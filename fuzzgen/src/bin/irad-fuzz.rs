@@ -27,7 +27,8 @@
 //! that seed fail, to test this path (fuzzgen/tests/runner.rs).
 
 use arbitrary::Unstructured;
-use irad_fuzzgen::generate::{Config, program};
+use irad_fuzzgen::coverage::Coverage;
+use irad_fuzzgen::generate::{Config, Program, program};
 use irad_fuzzgen::{check, seeded};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -37,12 +38,21 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// The targets: name, and whether it generates smooth programs.
-const TARGETS: [(&str, bool); 4] = [
+const TARGETS: [(&str, bool); 5] = [
     ("interp", false),
     ("interp_vs_jit", false),
     ("derivatives", true),
     ("second_order", true),
+    ("emit", false),
 ];
+
+/// Programs per batch of the emit target: one `cc` call and one shared
+/// library per batch.
+const EMIT_BATCH: u64 = 64;
+
+/// The stack of each worker thread: the JIT's default budget and margin,
+/// with room for the front end's walks (docs/codegen.md, "The JIT").
+const WORKER_STACK: usize = 512 << 20;
 
 /// Bytes of generator input per program.
 const INPUT_BYTES: usize = 4096;
@@ -61,10 +71,13 @@ struct Options {
     budget: Budget,
     seed: u64,
     jobs: usize,
+    /// Print the coverage table at the end.
+    coverage: bool,
 }
 
-const USAGE: &str = "usage: irad-fuzz TARGET [--seconds S | --programs N] [--seed K] [--jobs J]
-  TARGET: interp, interp_vs_jit, derivatives, second_order";
+const USAGE: &str =
+    "usage: irad-fuzz TARGET [--seconds S | --programs N] [--seed K] [--jobs J] [--coverage]
+  TARGET: interp, interp_vs_jit, derivatives, second_order, emit";
 
 fn usage(msg: &str) -> ExitCode {
     eprintln!("irad-fuzz: {msg}\n{USAGE}");
@@ -75,6 +88,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
     let mut target = None;
     let mut budget = None;
     let mut seed = 0u64;
+    let mut coverage = false;
     let mut jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -114,6 +128,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
                     _ => return Err(format!("--jobs `{v}` is not a number from 1 to 256")),
                 };
             }
+            "--coverage" => coverage = true,
             "-h" | "--help" => return Err("help".into()),
             flag if flag.starts_with('-') => return Err(format!("unknown option `{flag}`")),
             name => {
@@ -134,6 +149,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         budget: budget.unwrap_or(Budget::Seconds(10.0)),
         seed,
         jobs,
+        coverage,
     })
 }
 
@@ -162,17 +178,38 @@ fn save(dir: &std::path::Path, target: &str, seed: u64, text: &str) -> String {
     }
 }
 
-/// Runs `target`'s check on the program of `seed`: `Err` with the program
-/// and the message on a failure.
-fn run_one(target: &str, cfg: &Config, seed: u64, inject: Option<u64>) -> Result<(), String> {
+/// The program of `seed` (`Err` if the generator fails, which it should
+/// never do).
+fn generated(cfg: &Config, seed: u64) -> Result<Program, String> {
+    let bytes = seeded(seed, INPUT_BYTES);
+    let mut u = Unstructured::new(&bytes);
+    program(&mut u, cfg).map_err(|e| format!("the generator failed: {e}"))
+}
+
+/// `Err` for the seed `IRAD_FUZZ_INJECT_FAILURE` names.
+fn injected(seed: u64, inject: Option<u64>) -> Result<(), String> {
     if inject == Some(seed) {
         return Err(format!(
             "injected failure at seed {seed} (IRAD_FUZZ_INJECT_FAILURE)"
         ));
     }
-    let bytes = seeded(seed, INPUT_BYTES);
-    let mut u = Unstructured::new(&bytes);
-    let p = program(&mut u, cfg).map_err(|e| format!("the generator failed: {e}"))?;
+    Ok(())
+}
+
+/// Runs `target`'s check on the program of `seed`: `Err` with the program
+/// and the message on a failure.
+fn run_one(
+    target: &str,
+    cfg: &Config,
+    seed: u64,
+    inject: Option<u64>,
+    cov: Option<&mut Coverage>,
+) -> Result<(), String> {
+    injected(seed, inject)?;
+    let p = generated(cfg, seed)?;
+    if let Some(c) = cov {
+        c.add(&p);
+    }
     let res = match target {
         "interp" => check::interpreter(&p).map(|_| ()),
         "interp_vs_jit" => check::interp_vs_jit(&p),
@@ -187,6 +224,176 @@ fn run_one(target: &str, cfg: &Config, seed: u64, inject: Option<u64>) -> Result
     })
 }
 
+/// The emit target on the programs of `seeds`, as one batch in a folder of
+/// its own under `work`: one result per seed.
+#[cfg(unix)]
+fn run_batch(
+    rt: &irad_fuzzgen::emit::Runtime,
+    work: &std::path::Path,
+    cfg: &Config,
+    seeds: std::ops::Range<u64>,
+    inject: Option<u64>,
+    mut cov: Option<&mut Coverage>,
+) -> Vec<(u64, Result<(), String>)> {
+    let mut out = Vec::new();
+    let mut programs = Vec::new();
+    for seed in seeds.clone() {
+        match injected(seed, inject).and_then(|()| generated(cfg, seed)) {
+            Ok(p) => {
+                if let Some(c) = cov.as_deref_mut() {
+                    c.add(&p);
+                }
+                programs.push((seed, p));
+            }
+            Err(e) => out.push((seed, Err(e))),
+        }
+    }
+    let dir = work.join(format!("batch{}", seeds.start));
+    let results = irad_fuzzgen::emit::check_batch(rt, &dir, &programs);
+    out.extend(
+        programs
+            .iter()
+            .map(|(s, _)| *s)
+            .zip(results.into_iter().map(|r| r.map(|_| ()))),
+    );
+    out
+}
+
+/// The emit target's runtime, made once per run in `work`.
+#[cfg(unix)]
+fn emit_runtime(work: &std::path::Path) -> Result<irad_fuzzgen::emit::Runtime, String> {
+    let lib = irad_fuzzgen::emit::static_runtime()?;
+    irad_fuzzgen::emit::Runtime::load(&lib, &work.join("runtime"))
+}
+
+/// What the workers share.
+struct Shared<'a> {
+    opts: &'a Options,
+    cfg: Config,
+    inject: Option<u64>,
+    dir: PathBuf,
+    /// The emit target's runtime and work folder.
+    #[cfg(unix)]
+    emit: Option<(irad_fuzzgen::emit::Runtime, PathBuf)>,
+    next: AtomicU64,
+    done: AtomicU64,
+    failures: Mutex<Vec<Failure>>,
+    /// The workers' coverage, merged as each ends (with `--coverage`).
+    coverage: Mutex<Coverage>,
+    deadline: Option<Instant>,
+    limit: u64,
+    workers_left: AtomicUsize,
+}
+
+impl Shared<'_> {
+    /// How many seeds a worker takes at once: a batch for the emit target
+    /// (one library linked per batch), one otherwise.
+    fn batch(&self) -> u64 {
+        if self.opts.target == "emit" {
+            EMIT_BATCH
+        } else {
+            1
+        }
+    }
+
+    /// Checks the programs of seeds `i..end` (indices from `--seed`),
+    /// counting their coverage into `cov` (with `--coverage`).
+    fn check(
+        &self,
+        i: u64,
+        end: u64,
+        cov: &mut Option<Coverage>,
+    ) -> Vec<(u64, Result<(), String>)> {
+        let seeds = self.opts.seed.wrapping_add(i)..self.opts.seed.wrapping_add(end);
+        // A panic inside irad is a failure like any other.
+        #[cfg(unix)]
+        if let Some((rt, work)) = &self.emit {
+            let all = || {
+                run_batch(
+                    rt,
+                    work,
+                    &self.cfg,
+                    seeds.clone(),
+                    self.inject,
+                    cov.as_mut(),
+                )
+            };
+            return match std::panic::catch_unwind(std::panic::AssertUnwindSafe(all)) {
+                Ok(rs) => rs,
+                Err(p) => {
+                    let text = panic_text(&*p);
+                    seeds
+                        .map(|s| (s, Err(format!("panic in the batch of seed {s}: {text}"))))
+                        .collect()
+                }
+            };
+        }
+        let mut out = Vec::new();
+        for seed in seeds {
+            let one = || run_one(self.opts.target, &self.cfg, seed, self.inject, cov.as_mut());
+            let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(one))
+                .unwrap_or_else(|p| Err(format!("panic at seed {seed}: {}", panic_text(&*p))));
+            out.push((seed, res));
+        }
+        out
+    }
+
+    /// A worker: takes seeds until the budget is spent.
+    fn work(&self) {
+        let mut cov = self.opts.coverage.then(Coverage::default);
+        loop {
+            let i = self.next.fetch_add(self.batch(), Ordering::Relaxed);
+            if i >= self.limit || self.deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+            let end = i.saturating_add(self.batch()).min(self.limit);
+            for (seed, res) in self.check(i, end, &mut cov) {
+                if let Err(text) = res {
+                    // Saved at once: a long run that is stopped keeps what
+                    // it found.
+                    let note = save(&self.dir, self.opts.target, seed, &text);
+                    if let Ok(mut f) = self.failures.lock() {
+                        f.push(Failure { seed, note });
+                    }
+                }
+                self.done.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        if let (Some(mine), Ok(mut all)) = (cov, self.coverage.lock()) {
+            all.merge(&mine);
+        }
+        self.workers_left.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Progress on stderr until the workers are done.
+    fn progress(&self, start: Instant) {
+        let tty = std::io::stderr().is_terminal();
+        let mut last_line = Instant::now();
+        let mut width = 0;
+        while self.workers_left.load(Ordering::Relaxed) > 0 {
+            std::thread::sleep(Duration::from_millis(250));
+            let n = self.done.load(Ordering::Relaxed);
+            let f = self.failures.lock().map_or(0, |f| f.len());
+            let secs = start.elapsed().as_secs_f64();
+            let line = format!(
+                "{}: {n} programs, {f} failures, {:.0}/s",
+                self.opts.target,
+                n as f64 / secs.max(1e-9)
+            );
+            if tty {
+                eprint!("\r{line}   ");
+                width = line.len() + 3;
+            } else if last_line.elapsed() >= Duration::from_secs(10) {
+                eprintln!("{line}");
+                last_line = Instant::now();
+            }
+        }
+        if tty && width > 0 {
+            eprint!("\r{:width$}\r", "");
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let opts = match parse(&args) {
@@ -197,87 +404,90 @@ fn main() -> ExitCode {
         }
         Err(e) => return usage(&e),
     };
-    let cfg = Config {
-        smooth: opts.smooth,
-        ..Config::default()
-    };
-    let inject: Option<u64> = std::env::var("IRAD_FUZZ_INJECT_FAILURE")
-        .ok()
-        .and_then(|s| s.parse().ok());
-    let dir = std::env::var_os("IRAD_FUZZ_FAILURES").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/failures"),
-        PathBuf::from,
-    );
-    let next = AtomicU64::new(0);
-    let done = AtomicU64::new(0);
-    let failures: Mutex<Vec<Failure>> = Mutex::new(Vec::new());
     let start = Instant::now();
-    let deadline = match opts.budget {
-        Budget::Seconds(s) => Some(start + Duration::from_secs_f64(s)),
-        Budget::Programs(_) => None,
+    let mut shared = Shared {
+        opts: &opts,
+        cfg: Config {
+            smooth: opts.smooth,
+            ..Config::default()
+        },
+        inject: std::env::var("IRAD_FUZZ_INJECT_FAILURE")
+            .ok()
+            .and_then(|s| s.parse().ok()),
+        dir: std::env::var_os("IRAD_FUZZ_FAILURES").map_or_else(
+            || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/failures"),
+            PathBuf::from,
+        ),
+        #[cfg(unix)]
+        emit: None,
+        next: AtomicU64::new(0),
+        done: AtomicU64::new(0),
+        failures: Mutex::new(Vec::new()),
+        coverage: Mutex::new(Coverage::default()),
+        deadline: match opts.budget {
+            Budget::Seconds(s) => Some(start + Duration::from_secs_f64(s)),
+            Budget::Programs(_) => None,
+        },
+        limit: match opts.budget {
+            Budget::Programs(n) => n,
+            Budget::Seconds(_) => u64::MAX,
+        },
+        workers_left: AtomicUsize::new(opts.jobs),
     };
-    let limit = match opts.budget {
-        Budget::Programs(n) => n,
-        Budget::Seconds(_) => u64::MAX,
-    };
-    let tty = std::io::stderr().is_terminal();
-    let workers_left = AtomicUsize::new(opts.jobs);
+    if opts.target == "emit" {
+        #[cfg(unix)]
+        {
+            let work = std::env::temp_dir().join(format!("irad-fuzz-emit-{}", std::process::id()));
+            match emit_runtime(&work) {
+                Ok(rt) => shared.emit = Some((rt, work)),
+                Err(e) => {
+                    eprintln!("irad-fuzz: the emit target cannot start: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            eprintln!("irad-fuzz: the emit target needs dlopen (Unix)");
+            return ExitCode::from(2);
+        }
+    }
+    let shared = shared;
     std::thread::scope(|s| {
         for _ in 0..opts.jobs {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= limit || deadline.is_some_and(|d| Instant::now() >= d) {
-                        break;
-                    }
-                    let seed = opts.seed.wrapping_add(i);
-                    // A panic inside irad is a failure like any other.
-                    let res = std::panic::catch_unwind(|| run_one(opts.target, &cfg, seed, inject))
-                        .unwrap_or_else(|p| Err(format!("panic: {}", panic_text(&*p))));
-                    if let Err(text) = res {
-                        // Saved at once: a long run that is stopped keeps
-                        // what it found.
-                        let note = save(&dir, opts.target, seed, &text);
-                        if let Ok(mut f) = failures.lock() {
-                            f.push(Failure { seed, note });
-                        }
-                    }
-                    done.fetch_add(1, Ordering::Relaxed);
-                }
-                workers_left.fetch_sub(1, Ordering::Relaxed);
-            });
+            let work = || shared.work();
+            // A stack as large as the JIT's budget, so compiled code runs
+            // on the worker's own stack (reserved, not committed), and the
+            // front end walks in place, not on threads made for every
+            // program.
+            let spawned = std::thread::Builder::new()
+                .stack_size(WORKER_STACK)
+                .spawn_scoped(s, work);
+            if spawned.is_err() {
+                s.spawn(work);
+            }
         }
-        // Progress, until the workers are done.
-        s.spawn(|| {
-            let mut last_line = Instant::now();
-            let mut width = 0;
-            while workers_left.load(Ordering::Relaxed) > 0 {
-                std::thread::sleep(Duration::from_millis(250));
-                let n = done.load(Ordering::Relaxed);
-                let f = failures.lock().map_or(0, |f| f.len());
-                let secs = start.elapsed().as_secs_f64();
-                let line = format!(
-                    "{}: {n} programs, {f} failures, {:.0}/s",
-                    opts.target,
-                    n as f64 / secs.max(1e-9)
-                );
-                if tty {
-                    eprint!("\r{line}   ");
-                    width = line.len() + 3;
-                } else if last_line.elapsed() >= Duration::from_secs(10) {
-                    eprintln!("{line}");
-                    last_line = Instant::now();
-                }
-            }
-            if tty && width > 0 {
-                eprint!("\r{:width$}\r", "");
-            }
-        });
+        s.spawn(|| shared.progress(start));
     });
-    let n = done.load(Ordering::Relaxed);
+    #[cfg(unix)]
+    if let Some((_, work)) = &shared.emit {
+        let _ = std::fs::remove_dir_all(work);
+    }
+    report(&shared, start)
+}
+
+/// The summary line, and the failures; the exit status.
+fn report(shared: &Shared<'_>, start: Instant) -> ExitCode {
+    let opts = shared.opts;
+    let n = shared.done.load(Ordering::Relaxed);
     let secs = start.elapsed().as_secs_f64();
-    let mut failures = failures.into_inner().unwrap_or_default();
+    let mut failures =
+        std::mem::take(&mut *shared.failures.lock().unwrap_or_else(|e| e.into_inner()));
     failures.sort_by_key(|f| f.seed);
+    if opts.coverage {
+        let cov = shared.coverage.lock().unwrap_or_else(|e| e.into_inner());
+        println!("{}", cov.table());
+    }
     println!(
         "{}: {n} programs, {} failures ({:.0} programs per second, {} jobs, seeds {}..{})",
         opts.target,
@@ -297,7 +507,7 @@ fn main() -> ExitCode {
         eprintln!(
             "... and {} more, saved in {}",
             failures.len() - 20,
-            dir.display()
+            shared.dir.display()
         );
     }
     ExitCode::from(1)

@@ -26,8 +26,13 @@ use crate::loc::Location;
 const WALK_STACK: usize = 256 << 20;
 
 /// Runs `work` on a thread with a [`WALK_STACK`] stack, or on the caller's
-/// thread if none can be started.
+/// thread if it has that much stack left (a thread started for it costs more
+/// than a small file's whole walk: the fuzz runner's workers have such
+/// stacks) or if no thread can be started.
 fn with_big_stack<T: Send>(name: &str, work: impl Fn() -> T + Sync) -> T {
+    if stacker::remaining_stack().is_some_and(|left| left >= WALK_STACK) {
+        return work();
+    }
     std::thread::scope(|scope| {
         let spawned = std::thread::Builder::new()
             .name(name.into())

@@ -35,8 +35,12 @@ const PARSE_STACK: usize = 64 << 20;
 ///
 /// Runs on a thread of its own with a 64 MiB stack, so that the nesting
 /// limit, not the caller's stack, bounds what parses (as rustc does); on the
-/// caller's thread if no thread can be started.
+/// caller's thread if it has that much stack left, or if no thread can be
+/// started.
 pub fn parse(src: &str) -> Result<File, SurfaceError> {
+    if stacker::remaining_stack().is_some_and(|left| left >= PARSE_STACK) {
+        return parse_here(src);
+    }
     std::thread::scope(|scope| {
         let spawned = std::thread::Builder::new()
             .name("irad-parse".into())
