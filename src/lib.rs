@@ -164,6 +164,7 @@ mod hvp;
 mod json;
 mod rule_checks;
 mod schedule;
+mod size;
 pub mod timings;
 mod typed;
 
@@ -195,6 +196,7 @@ pub use irad_rules as rules;
 pub use json::value_to_json;
 pub use rule_checks::{RuleChecks, check_rules};
 pub use schedule::{optimise_from, read_schedule};
+pub use size::parse_size;
 pub use typed::{ArgRef, GradOut};
 
 use irad_passes::Step;

@@ -256,6 +256,7 @@ fn expected(
     let value = irad::run(src, module, &irad::RunRequest::new(f, args)).expect("interpreter runs");
     let registry = irad::rules::Registry::new();
     let opts = GradOptions {
+        tape_limit: None,
         lanes: irad::ir::Lanes::ONE,
         wrt,
         run: RunOptions::default(),
@@ -523,6 +524,7 @@ fn run_time_errors_return_their_code_and_the_interpreters_message() {
     let f = irad::find_function(&src, &module, "pick").expect("pick");
     let vals = parse(&src, &module, "pick", "[1.0, 2.0, 3.0], 5");
     let opts = GradOptions {
+        tape_limit: None,
         lanes: irad::ir::Lanes::ONE,
         wrt: None,
         run: RunOptions::default(),

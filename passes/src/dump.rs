@@ -21,7 +21,7 @@ use crate::manager::{
     self, NORMALISE, OptStep, PassError, PassId, PassRun, PipelineOptions, Snapshot, Stage, Step,
 };
 use crate::optimise::Strategy;
-use crate::reverse::{Reverse, tape_plan};
+use crate::reverse::{Reverse, tape_plan_limited};
 use crate::stages::{ForwardStage, OptimiseStage, ReverseStage, Scope};
 use irad_ir::text::{Line, func_lines, printed_names};
 use irad_ir::{FuncId, FuncRef, Inst, InstKind, Lanes, Module, Operand, Prim, Value};
@@ -59,6 +59,10 @@ pub struct DumpRequest<'a> {
     pub bisect_limit: Option<usize>,
     /// Called for every numbered pass (see [`PipelineOptions::on_pass`]).
     pub on_pass: Option<fn(&PassRun)>,
+    /// With [`DumpMode::Reverse`]: the tape limit the pieces are derived
+    /// under ([`Reverse::set_tape_limit`]), whose checkpointed loops the
+    /// tape plans show.
+    pub tape_limit: Option<u64>,
 }
 
 /// What a section is the module after.
@@ -177,10 +181,14 @@ pub fn dump(
     let derive = |mode| req.mode == Some(mode) && req.after.is_none_or(|p| !NORMALISE.contains(&p));
     let mut fwd = derive(DumpMode::Forward)
         .then(|| ForwardStage::new(Forward::new(registry), req.funcs.clone(), Lanes::ONE));
-    let mut rev = derive(DumpMode::Reverse).then(|| PlannedReverse {
-        stage: ReverseStage::new(Reverse::new(registry), req.funcs.clone(), None).with_bbcode(),
-        registry,
-        tapes: Vec::new(),
+    let mut rev = derive(DumpMode::Reverse).then(|| {
+        let mut r = Reverse::new(registry);
+        r.set_tape_limit(req.tape_limit);
+        PlannedReverse {
+            stage: ReverseStage::new(r, req.funcs.clone(), None).with_bbcode(),
+            registry,
+            tapes: Vec::new(),
+        }
     });
     let scope = if fwd.is_some() || rev.is_some() {
         Scope::From(module.len())
@@ -376,7 +384,7 @@ fn listings(
             .into_iter()
             .map(|(v, name)| (name, v))
             .collect();
-        let plan = tape_plan(before, registry, p);
+        let plan = tape_plan_limited(before, registry, p, rev.tape_limit());
         // The plan names values by a derivation of its own: check that each
         // name is the same value here.
         let same_names = plan.as_ref().is_ok_and(|plan| {

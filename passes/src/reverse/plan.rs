@@ -23,6 +23,7 @@
 //! [`tape_plan`] derives a function into a scratch copy of its module and
 //! returns its plan, with the value names of the printed forward sweep.
 
+use super::checkpoint::StretchSource;
 use super::choose::PlanInput;
 use super::ctx::Derivation;
 use super::{Reverse, ReverseError};
@@ -119,6 +120,8 @@ pub struct TapePlan {
     by_recompute: HashMap<(Block, Value), usize>,
     counted: Vec<Option<CountedLoop>>,
     canon: HashMap<Value, Value>,
+    checkpointed: Vec<CheckpointedLoop>,
+    skipped: Vec<SkippedLoop>,
 }
 
 /// A value of the forward sweep that the reverse of a block computes again
@@ -162,6 +165,45 @@ pub struct CountedLoop {
     pub step: i64,
 }
 
+/// A loop the forward sweep runs without recording (docs/reverse.md,
+/// "Checkpointing"): at the start of every `stretch` iterations it pushes a
+/// snapshot (its header phis' values and copies of the arrays it writes);
+/// the pullback replays the stretches from their snapshots, last first,
+/// with the recording code of the loop (the function `replay`), and runs
+/// each stretch's reverse right after its replay.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckpointedLoop {
+    /// The header.
+    pub header: Block,
+    /// Its label.
+    pub label: u32,
+    /// Iterations per stretch.
+    pub stretch: u64,
+    /// Where the stretch length comes from.
+    pub source: StretchSource,
+    /// The estimated tape bytes of one iteration.
+    pub bytes_per_iteration: u64,
+    /// The values a snapshot holds: the header phis of the loop of the
+    /// forward sweep.
+    pub state: Vec<Value>,
+    /// Their names in the printed forward sweep, when known ([`tape_plan`]).
+    pub state_names: Vec<Option<String>>,
+    /// How many arrays a snapshot copies.
+    pub arrays: usize,
+    /// The name of the function that replays one stretch.
+    pub replay: String,
+}
+
+/// A loop that checkpointing was asked for (by a tape limit or a
+/// `checkpoint` statement) and that is not checkpointed, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkippedLoop {
+    /// The header's label.
+    pub label: u32,
+    /// Why it is not checkpointed.
+    pub reason: String,
+}
+
 /// Builds `f` (a function of a normalised, verified module) in reverse mode
 /// in a scratch copy of `module`, activity analysis on, and returns its tape
 /// plan, with the names of the saved values as `irad dump --mode rev` prints
@@ -171,6 +213,18 @@ pub fn tape_plan(
     module: &Module,
     registry: &Registry,
     f: FuncId,
+) -> Result<TapePlan, ReverseError> {
+    tape_plan_limited(module, registry, f, None)
+}
+
+/// [`tape_plan`] of `f` derived under the tape limit `limit` (bytes;
+/// [`Reverse::set_tape_limit`]): the plan also says which loops are
+/// checkpointed and how, and which are not and why.
+pub fn tape_plan_limited(
+    module: &Module,
+    registry: &Registry,
+    f: FuncId,
+    limit: Option<u64>,
 ) -> Result<TapePlan, ReverseError> {
     let mut m = module.clone();
     let func = m
@@ -190,6 +244,7 @@ pub fn tape_plan(
         ));
     }
     let mut rev = Reverse::new(registry);
+    rev.set_tape_limit(limit);
     rev.request(&mut m, FuncRef::User(f))?;
     let (primal, fwd_id, back_id, mask) = rev
         .cache
@@ -261,6 +316,54 @@ impl TapePlan {
         &self.counted
     }
 
+    /// The checkpointed loops, outermost first.
+    pub fn checkpointed(&self) -> &[CheckpointedLoop] {
+        &self.checkpointed
+    }
+
+    /// The loops checkpointing was asked for that are not checkpointed.
+    pub fn not_checkpointed(&self) -> &[SkippedLoop] {
+        &self.skipped
+    }
+
+    /// Records the checkpointing decisions, for printing.
+    pub(super) fn set_checkpoints(
+        &mut self,
+        checkpointed: Vec<CheckpointedLoop>,
+        skipped: Vec<SkippedLoop>,
+    ) {
+        self.checkpointed = checkpointed;
+        self.skipped = skipped;
+    }
+
+    /// Takes the predecessor index pushed at the end of `from` out of the
+    /// plan (a checkpointed loop's replays push it instead).
+    pub(super) fn take_branch(&mut self, from: Block) -> Option<BranchSave> {
+        let k = self.branch_of.remove(&from)?;
+        let br = self.branches.remove(k);
+        for slot in self.branch_of.values_mut() {
+            if *slot > k {
+                *slot -= 1;
+            }
+        }
+        Some(br)
+    }
+
+    /// Adds `value` (of type `ty`) to the values pushed at the end of block
+    /// `block` (`#label`) and popped where its reverse starts, unless it is
+    /// one of them already.
+    pub(super) fn add_block_end_save(&mut self, block: Block, label: u32, value: Value, ty: Type) {
+        if self.at_block_end(block).any(|s| s.value == value) {
+            return;
+        }
+        self.push(Save {
+            value,
+            name: None,
+            ty,
+            site: Site::BlockEnd { block, label },
+        });
+    }
+
     /// The predecessor index pushed at the end of `block`, if any.
     pub fn branch_from(&self, block: Block) -> Option<&BranchSave> {
         self.branch_of.get(&block).map(|&k| &self.branches[k])
@@ -297,6 +400,9 @@ impl TapePlan {
         }
         for c in self.counted.iter_mut().flatten() {
             c.name = names.get(&c.iv).cloned();
+        }
+        for c in &mut self.checkpointed {
+            c.state_names = c.state.iter().map(|v| names.get(v).cloned()).collect();
         }
     }
 
@@ -458,8 +564,63 @@ impl fmt::Display for TapePlan {
                 br.from_label, br.to_label, br.to_label
             )?;
         }
+        for c in &self.checkpointed {
+            write_checkpointed(f, c)?;
+        }
+        for s in &self.skipped {
+            writeln!(f, "loop #{}: not checkpointed: {}", s.label, s.reason)?;
+        }
         Ok(())
     }
+}
+
+/// The line of a checkpointed loop.
+fn write_checkpointed(f: &mut fmt::Formatter<'_>, c: &CheckpointedLoop) -> fmt::Result {
+    write!(
+        f,
+        "loop #{}: checkpointed every {} iteration",
+        c.label, c.stretch
+    )?;
+    if c.stretch != 1 {
+        write!(f, "s")?;
+    }
+    match c.source {
+        StretchSource::Limit(limit) => write!(
+            f,
+            " (tape limit {}, about {} bytes per iteration)",
+            size_text(limit),
+            c.bytes_per_iteration
+        )?,
+        StretchSource::Program => write!(f, " (`checkpoint` in the loop)")?,
+    }
+    write!(f, "; each snapshot pushes")?;
+    for (v, name) in c.state.iter().zip(&c.state_names) {
+        match name {
+            Some(name) => write!(f, " %{name}")?,
+            None => write!(f, " value {}", v.as_u32())?,
+        }
+    }
+    match c.arrays {
+        0 => write!(f, ", no array")?,
+        1 => write!(f, " and a copy of 1 array")?,
+        n => write!(f, " and copies of {n} arrays")?,
+    }
+    writeln!(
+        f,
+        "; the pullback replays each stretch, last first, with @{}",
+        c.replay
+    )
+}
+
+/// A byte count as `64M`, `1G`, `3K` when a power of 1024 divides it, in
+/// bytes otherwise.
+pub fn size_text(bytes: u64) -> String {
+    for (shift, unit) in [(40, 'T'), (30, 'G'), (20, 'M'), (10, 'K')] {
+        if bytes != 0 && bytes.is_multiple_of(1u64 << shift) {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    bytes.to_string()
 }
 
 /// The position (among the primal's blocks) of the block of the forward
