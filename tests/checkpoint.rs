@@ -380,3 +380,53 @@ fn check_plans(path: &Path) -> Vec<String> {
     }
     fails
 }
+
+/// `checkpoint(n)` takes a constant count: any other operand is a located
+/// error of reverse mode (the primal and forward mode ignore the hint).
+#[test]
+fn a_checkpoint_count_that_is_not_a_constant_is_a_located_error() {
+    let src = Source::new(
+        "h.irad",
+        "fn h(x: f64, n: i64) -> f64 {\n    let mut s = x;\n    for i in 0..n {\n        checkpoint(n);\n        s = sin(s);\n    }\n    s\n}\n",
+    );
+    let m = irad::load(&src).expect("the program loads");
+    let f = m.by_name("h").expect("@h");
+    let args = irad::parse_args(&Source::new("<args>", "0.5, 4"), &m, f).expect("args");
+    let e = grad(&src, &m, f, &args, Backend::Interp, None).expect_err("refused");
+    assert!(
+        e.starts_with(
+            "h.irad:4:9: error: `checkpoint` takes a constant, non-negative number of iterations"
+        ),
+        "{e}"
+    );
+    let fwd = irad::grad_forward(
+        &src,
+        &m,
+        f,
+        &args,
+        &Registry::new(),
+        &GradOptions::default(),
+    );
+    assert!(fwd.is_ok(), "forward mode ignores the hint");
+}
+
+/// Forward mode over the checkpointed pieces (`irad hvp`) gives the
+/// Hessian-vector product of the pieces without checkpointing, bit for bit.
+#[test]
+fn forward_over_checkpointed_pieces_is_unchanged() {
+    let text = std::fs::read_to_string(manifest_dir().join("tests/checkpoint/override.irad"))
+        .expect("readable program");
+    let with = Source::new("with.irad", &text);
+    let without = Source::new("without.irad", text.replace("checkpoint(3);", ""));
+    let mut outs = Vec::new();
+    for src in [&with, &without] {
+        let m = irad::load(src).expect("loads");
+        let f = m.by_name("every3").expect("@every3");
+        let args = irad::parse_args(&Source::new("<args>", "0.5, 10"), &m, f).expect("args");
+        let v = irad::parse_args(&Source::new("<v>", "1.0, 0"), &m, f).expect("tangent");
+        let req = irad::GradRequest::new(f, &args);
+        let (h, _) = irad::hvp(src, &m, &Registry::new(), &req, &v).expect("hvp");
+        outs.push(format!("{h:?}"));
+    }
+    assert_eq!(outs[0], outs[1]);
+}

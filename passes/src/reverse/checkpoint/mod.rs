@@ -35,11 +35,11 @@ pub(super) mod replay;
 
 use super::ReverseError;
 use super::choose::restores;
-use super::ctx::{Derivation, How, Shadows, Stmt};
+use super::ctx::{Derivation, How, Shadows, Stmt, err};
 use super::plan::{CheckpointedLoop, SkippedLoop, TapePlan};
 use irad_ir::entity::SecondaryMap;
 use irad_ir::interp::tape_value_bytes;
-use irad_ir::{Block, Func, FuncId, Inst, InstKind, Operand, Value};
+use irad_ir::{Block, Const, Func, FuncId, Inst, InstKind, Operand, Prim, Value};
 use irad_rules::emit::contains_array;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -152,7 +152,7 @@ pub(super) fn choose(
     plan: &mut TapePlan,
     limit: Option<u64>,
 ) -> Result<Checkpoints, ReverseError> {
-    let asked: HashMap<usize, u64> = HashMap::default();
+    let asked = requests(cx)?;
     let mut out = Checkpoints::default();
     if limit.is_none() && asked.is_empty() {
         return Ok(out);
@@ -373,6 +373,48 @@ fn unsafe_classes(cx: &Derivation<'_>, view: &SweepView<'_>) -> HashSet<u32> {
         }
     }
     out
+}
+
+/// The `checkpoint(n)` statements of the primal, by the header position of
+/// the innermost loop around each (statements outside loops are ignored):
+/// `n` iterations per stretch, 0 for never. A non-constant or negative `n`,
+/// or two different ones in one loop, is an error located at the statement.
+fn requests(cx: &Derivation<'_>) -> Result<HashMap<usize, u64>, ReverseError> {
+    let mut out: HashMap<usize, u64> = HashMap::default();
+    for (i, b) in cx.shape.bb.blocks.iter().enumerate() {
+        let Some(h) = cx.shape.loops.inner[i] else {
+            continue;
+        };
+        for &inst in &b.stmts {
+            let InstKind::Prim {
+                prim: Prim::Checkpoint,
+                args,
+            } = &cx.src.insts[inst].kind
+            else {
+                continue;
+            };
+            let n = match args.first() {
+                Some(Operand::Const(Const::I64(n))) => u64::try_from(*n).ok(),
+                _ => None,
+            };
+            let Some(n) = n else {
+                return Err(err(
+                    &cx.loc_of(inst),
+                    "`checkpoint` takes a constant, non-negative number of iterations",
+                ));
+            };
+            if out.insert(h, n).is_some_and(|m| m != n) {
+                return Err(err(
+                    &cx.loc_of(inst),
+                    format!(
+                        "loop #{} has two `checkpoint` statements with different numbers",
+                        cx.label(h)
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Builds the replay function of each loop of `cks` from the forward sweep
