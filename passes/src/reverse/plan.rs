@@ -73,6 +73,23 @@ pub struct Save {
     pub ty: Type,
     /// Where it is pushed and popped.
     pub site: Site,
+    /// When a checkpointed loop's replay function pushes it rather than the
+    /// forward sweep (a value its blocks record): which, and the value there.
+    pub replay: Option<ReplayPush>,
+}
+
+/// A value pushed by the replay function of a checkpointed loop (the loop's
+/// recording blocks run there, not in the forward sweep).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplayPush {
+    /// The replay function.
+    pub func: FuncId,
+    /// Its name.
+    pub name: String,
+    /// The value pushed, in the replay function.
+    pub value: Value,
+    /// Its name in the printed replay function, when known ([`tape_plan`]).
+    pub value_name: Option<String>,
 }
 
 /// The index of a block among the predecessors of its one successor, pushed
@@ -93,6 +110,9 @@ pub struct BranchSave {
     pub index: usize,
     /// Whether `to` has two predecessors, so that the index is a `bool`.
     pub two_way: bool,
+    /// The replay function of a checkpointed loop that pushes it instead of
+    /// the forward sweep (`from` is a block of that loop).
+    pub replay: Option<String>,
 }
 
 impl BranchSave {
@@ -122,6 +142,7 @@ pub struct TapePlan {
     canon: HashMap<Value, Value>,
     checkpointed: Vec<CheckpointedLoop>,
     skipped: Vec<SkippedLoop>,
+    shown: HashMap<Value, Value>,
 }
 
 /// A value of the forward sweep that the reverse of a block computes again
@@ -336,6 +357,24 @@ impl TapePlan {
         self.skipped = skipped;
     }
 
+    /// The value of the forward sweep that stands for `v` once checkpointed
+    /// loops are rewritten (a value of such a loop used after it is
+    /// defined anew there), or `v`: the value named in the printed sweep.
+    pub fn shown(&self, v: Value) -> Value {
+        self.shown.get(&v).copied().unwrap_or(v)
+    }
+
+    /// Records the values of checkpointed loops defined anew.
+    pub(super) fn set_shown(&mut self, renamed: HashMap<Value, Value>) {
+        self.shown = renamed;
+    }
+
+    /// The saved values and predecessor indices, for marking those a replay
+    /// function pushes.
+    pub(super) fn pushes_mut(&mut self) -> (&mut [Save], &mut [BranchSave]) {
+        (&mut self.saves, &mut self.branches)
+    }
+
     /// Takes the predecessor index pushed at the end of `from` out of the
     /// plan (a checkpointed loop's replays push it instead).
     pub(super) fn take_branch(&mut self, from: Block) -> Option<BranchSave> {
@@ -361,6 +400,7 @@ impl TapePlan {
             name: None,
             ty,
             site: Site::BlockEnd { block, label },
+            replay: None,
         });
     }
 
@@ -392,18 +432,29 @@ impl TapePlan {
     /// Fills in the names of the saved values as printed in function `fwd`.
     fn name_values(&mut self, m: &Module, fwd: FuncId) {
         let names = printed_names(m, fwd);
+        let mut replay_names: HashMap<FuncId, std::collections::HashMap<Value, String>> =
+            HashMap::default();
+        let shown = std::mem::take(&mut self.shown);
+        let show = |v: &Value| *shown.get(v).unwrap_or(v);
         for save in &mut self.saves {
-            save.name = names.get(&save.value).cloned();
+            save.name = names.get(&show(&save.value)).cloned();
+            if let Some(r) = &mut save.replay {
+                let names = replay_names
+                    .entry(r.func)
+                    .or_insert_with(|| printed_names(m, r.func));
+                r.value_name = names.get(&r.value).cloned();
+            }
         }
         for r in &mut self.recomputed {
             r.name = names.get(&r.value).cloned();
         }
         for c in self.counted.iter_mut().flatten() {
-            c.name = names.get(&c.iv).cloned();
+            c.name = names.get(&show(&c.iv)).cloned();
         }
         for c in &mut self.checkpointed {
             c.state_names = c.state.iter().map(|v| names.get(v).cloned()).collect();
         }
+        self.shown = shown;
     }
 
     /// The plan of derivation `cx`, from the statements as the forward sweep
@@ -468,6 +519,7 @@ impl TapePlan {
                 name: None,
                 ty,
                 site,
+                replay: None,
             });
         }
         for r in chosen.recomputed {
@@ -503,54 +555,47 @@ impl TapePlan {
                     to_label: cx.label(*s),
                     index,
                     two_way: shape.preds[*s].len() == 2,
+                    replay: None,
                 });
             }
         }
     }
 }
 
-impl fmt::Display for TapePlan {
-    /// One line per saved value, then one per predecessor index.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl TapePlan {
+    /// The plan as lines of text: one per saved value, recomputed value,
+    /// counted loop, predecessor index, checkpointed loop and loop not
+    /// checkpointed; each with the name of the replay function that pushes
+    /// what it says (`None`: the forward sweep).
+    pub fn lines(&self) -> Vec<(Option<String>, String)> {
+        let mut out = Vec::new();
         for save in &self.saves {
-            match &save.name {
-                Some(name) => write!(f, "%{name}")?,
-                None => write!(f, "value {}", save.value.as_u32())?,
-            }
-            write!(f, ": {}  ", save.ty)?;
-            match &save.site {
-                Site::Stmt { label, stmt, .. } => writeln!(
-                    f,
-                    "pushed after #{label} statement {stmt}, popped before its pullback"
-                )?,
-                Site::BlockEnd { label, .. } => writeln!(
-                    f,
-                    "pushed at the end of #{label}, popped where its reverse starts"
-                )?,
-                Site::Once => writeln!(
-                    f,
-                    "pushed once at the end of #{}, popped where the pullback starts",
-                    self.ret_label
-                )?,
-            }
+            out.push((
+                save.replay.as_ref().map(|r| r.name.clone()),
+                self.save_line(save),
+            ));
         }
         for r in &self.recomputed {
-            writeln!(
-                f,
-                "`{}` of #{} statement {}: recomputed in the reverse of #{}, not recorded",
-                r.prim, r.from.0, r.from.1, r.label
-            )?;
+            out.push((
+                None,
+                format!(
+                    "`{}` of #{} statement {}: recomputed in the reverse of #{}, not recorded",
+                    r.prim, r.from.0, r.from.1, r.label
+                ),
+            ));
         }
         for c in self.counted() {
-            match &c.name {
-                Some(name) => write!(f, "%{name}")?,
-                None => write!(f, "value {}", c.iv.as_u32())?,
-            }
-            writeln!(
-                f,
-                ": counts loop #{} (step {}); its reverse counts back, recording no index per iteration",
-                c.label, c.step
-            )?;
+            let name = match &c.name {
+                Some(name) => format!("%{name}"),
+                None => format!("value {}", c.iv.as_u32()),
+            };
+            out.push((
+                None,
+                format!(
+                    "{name}: counts loop #{} (step {}); its reverse counts back, recording no index per iteration",
+                    c.label, c.step
+                ),
+            ));
         }
         for br in &self.branches {
             let (k, ty) = if br.two_way {
@@ -558,58 +603,108 @@ impl fmt::Display for TapePlan {
             } else {
                 (br.index.to_string(), "i64")
             };
-            writeln!(
-                f,
-                "{k}: {ty}  pushed at the end of #{} (its index among the predecessors of #{}), popped at the end of the reverse of #{}",
-                br.from_label, br.to_label, br.to_label
-            )?;
+            let by = br
+                .replay
+                .as_ref()
+                .map(|r| format!(" by @{r}"))
+                .unwrap_or_default();
+            out.push((
+                br.replay.clone(),
+                format!(
+                    "{k}: {ty}  pushed at the end of #{}{by} (its index among the predecessors of #{}), popped at the end of the reverse of #{}",
+                    br.from_label, br.to_label, br.to_label
+                ),
+            ));
         }
         for c in &self.checkpointed {
-            write_checkpointed(f, c)?;
+            out.push((None, checkpointed_line(c)));
         }
         for s in &self.skipped {
-            writeln!(f, "loop #{}: not checkpointed: {}", s.label, s.reason)?;
+            out.push((
+                None,
+                format!("loop #{}: not checkpointed: {}", s.label, s.reason),
+            ));
+        }
+        out
+    }
+
+    /// The line of one saved value.
+    fn save_line(&self, save: &Save) -> String {
+        let name = match (&save.replay, &save.name) {
+            (Some(r), _) => r.value_name.as_ref(),
+            (None, name) => name.as_ref(),
+        };
+        let mut line = match name {
+            Some(name) => format!("%{name}"),
+            None => format!("value {}", save.value.as_u32()),
+        };
+        let by = save
+            .replay
+            .as_ref()
+            .map(|r| format!(" by @{}", r.name))
+            .unwrap_or_default();
+        line.push_str(&match &save.site {
+            Site::Stmt { label, stmt, .. } => format!(
+                ": {}  pushed after #{label} statement {stmt}{by}, popped before its pullback",
+                save.ty
+            ),
+            Site::BlockEnd { label, .. } => format!(
+                ": {}  pushed at the end of #{label}{by}, popped where its reverse starts",
+                save.ty
+            ),
+            Site::Once => format!(
+                ": {}  pushed once at the end of #{}, popped where the pullback starts",
+                save.ty, self.ret_label
+            ),
+        });
+        line
+    }
+}
+
+impl fmt::Display for TapePlan {
+    /// [`TapePlan::lines`], one per line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (_, line) in self.lines() {
+            writeln!(f, "{line}")?;
         }
         Ok(())
     }
 }
 
 /// The line of a checkpointed loop.
-fn write_checkpointed(f: &mut fmt::Formatter<'_>, c: &CheckpointedLoop) -> fmt::Result {
-    write!(
-        f,
+fn checkpointed_line(c: &CheckpointedLoop) -> String {
+    let mut line = format!(
         "loop #{}: checkpointed every {} iteration",
         c.label, c.stretch
-    )?;
+    );
     if c.stretch != 1 {
-        write!(f, "s")?;
+        line.push('s');
     }
     match c.source {
-        StretchSource::Limit(limit) => write!(
-            f,
+        StretchSource::Limit(limit) => line.push_str(&format!(
             " (tape limit {}, about {} bytes per iteration)",
             size_text(limit),
             c.bytes_per_iteration
-        )?,
-        StretchSource::Program => write!(f, " (`checkpoint` in the loop)")?,
+        )),
+        StretchSource::Program => line.push_str(" (`checkpoint` in the loop)"),
     }
-    write!(f, "; each snapshot pushes")?;
+    line.push_str("; each snapshot pushes");
     for (v, name) in c.state.iter().zip(&c.state_names) {
         match name {
-            Some(name) => write!(f, " %{name}")?,
-            None => write!(f, " value {}", v.as_u32())?,
+            Some(name) => line.push_str(&format!(" %{name}")),
+            None => line.push_str(&format!(" value {}", v.as_u32())),
         }
     }
     match c.arrays {
-        0 => write!(f, ", no array")?,
-        1 => write!(f, " and a copy of 1 array")?,
-        n => write!(f, " and copies of {n} arrays")?,
+        0 => line.push_str(", no array"),
+        1 => line.push_str(" and a copy of 1 array"),
+        n => line.push_str(&format!(" and copies of {n} arrays")),
     }
-    writeln!(
-        f,
+    line.push_str(&format!(
         "; the pullback replays each stretch, last first, with @{}",
         c.replay
-    )
+    ));
+    line
 }
 
 /// A byte count as `64M`, `1G`, `3K` when a power of 1024 divides it, in

@@ -53,6 +53,8 @@ pub(super) fn derive(
     checkpoint::rewrite(&cx, module, fwd_id, (&swept.fblock, &swept.fval), &mut ck)?;
     let mut pullback = Pullback::new(&cx, module, back_id, (&swept.stmts, &plan), &ck)?;
     pullback.blocks()?;
+    checkpoint::mark_replay_pushes(&cx, module, &ck, &mut plan);
     plan.set_checkpoints(checkpoint::summary(&cx, module, &ck), ck.skipped);
+    plan.set_shown(ck.shown);
     Ok(plan)
 }

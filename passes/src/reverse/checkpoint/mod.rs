@@ -116,6 +116,9 @@ pub(super) struct CkLoop {
     /// Set by [`rewrite`]: the header phis of the loop that does not record,
     /// whose values a snapshot holds (in push order).
     pub state: Vec<Value>,
+    /// Set by [`rewrite`]: the replay's value of each value of the forward
+    /// sweep its copied blocks read or define.
+    pub replayed: HashMap<Value, Value>,
 }
 
 /// The checkpointing decisions of one derivation.
@@ -125,6 +128,9 @@ pub(super) struct Checkpoints {
     pub loops: Vec<CkLoop>,
     /// The loops checkpointing was asked for that are not checkpointed.
     pub skipped: Vec<SkippedLoop>,
+    /// The new value of each value of the forward sweep that a checkpointed
+    /// loop defined and that is used after it.
+    pub shown: HashMap<Value, Value>,
 }
 
 impl Checkpoints {
@@ -252,6 +258,7 @@ fn decide(
         counted,
         replay: None,
         state: Vec::new(),
+        replayed: HashMap::default(),
     })
 }
 
@@ -431,11 +438,13 @@ pub(super) fn rewrite(
     // Every replay from the recording sweep first: rewriting one loop renames
     // its values where a later loop reads them.
     for ck in &mut cks.loops {
-        ck.replay = Some(replay::build(cx, module, fwd_id, (fblock, fval), ck)?);
+        let (id, values) = replay::build(cx, module, fwd_id, (fblock, fval), ck)?;
+        ck.replay = Some(id);
+        ck.replayed = values;
     }
     let mut fval = fval.clone();
     for ck in &mut cks.loops {
-        primal::rewrite(cx, module, fwd_id, (fblock, &mut fval), ck)?;
+        primal::rewrite(cx, module, fwd_id, (fblock, &mut fval), ck, &mut cks.shown)?;
     }
     Ok(())
 }
@@ -467,4 +476,44 @@ pub(super) fn summary(
             }
         })
         .collect()
+}
+
+/// Marks the saves and predecessor indices of `plan` pushed in the blocks of
+/// a checkpointed loop of `cks` as pushed by its replay function (of
+/// `module`).
+pub(super) fn mark_replay_pushes(
+    cx: &Derivation<'_>,
+    module: &irad_ir::Module,
+    cks: &Checkpoints,
+    plan: &mut TapePlan,
+) {
+    let bb = &cx.shape.bb;
+    for c in &cks.loops {
+        let Some(func) = c.replay else { continue };
+        let name = module.get(func).map(|f| f.name.clone()).unwrap_or_default();
+        let l = &cx.shape.loops.loops[c.k];
+        let members: HashSet<Block> = (0..cx.shape.n)
+            .filter(|&i| l.member[i])
+            .map(|i| bb.blocks[i].id)
+            .collect();
+        let (saves, branches) = plan.pushes_mut();
+        for br in branches.iter_mut().filter(|b| members.contains(&b.from)) {
+            br.replay = Some(name.clone());
+        }
+        for save in saves {
+            let block = match &save.site {
+                super::plan::Site::Stmt { block, .. }
+                | super::plan::Site::BlockEnd { block, .. } => *block,
+                super::plan::Site::Once => continue,
+            };
+            if let (true, Some(&value)) = (members.contains(&block), c.replayed.get(&save.value)) {
+                save.replay = Some(super::plan::ReplayPush {
+                    func,
+                    name: name.clone(),
+                    value,
+                    value_name: None,
+                });
+            }
+        }
+    }
 }

@@ -35,13 +35,15 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 /// Rewrites checkpointed loop `ck` of forward sweep `fwd_id` (whose block of
 /// each primal block is `fblock`, and operand of each primal value `fval`)
 /// into the loop that does not record, records its header phis in
-/// `ck.state`, and updates `fval` to the loop's new values.
+/// `ck.state`, and updates `fval` to the loop's new values (noting in
+/// `shown` the new value of each old one).
 pub(in crate::reverse) fn rewrite(
     cx: &Derivation<'_>,
     module: &mut Module,
     fwd_id: FuncId,
     (fblock, fval): (&[Block], &mut SecondaryMap<Value, Option<Operand>>),
     ck: &mut CkLoop,
+    shown: &mut HashMap<Value, Value>,
 ) -> Result<(), ReverseError> {
     let l = &cx.shape.loops.loops[ck.k];
     let member_blocks: HashSet<Block> = (0..cx.shape.n)
@@ -90,6 +92,9 @@ pub(in crate::reverse) fn rewrite(
             {
                 renamed.insert(old, new);
                 fval.set(v, Some(new));
+                if let Operand::Value(new) = new {
+                    shown.insert(old, new);
+                }
             }
         }
     }

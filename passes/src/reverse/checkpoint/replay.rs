@@ -33,14 +33,15 @@ use smallvec::SmallVec;
 /// Builds the replay function of checkpointed loop `ck` of derivation `cx`
 /// from the forward sweep `fwd_id` (whose block of each primal block is
 /// `fblock`, and operand of each primal value `fval`), adds it to `module`
-/// and returns it.
+/// and returns it, with the value there of each value of the forward sweep
+/// the copied blocks read or define.
 pub(in crate::reverse) fn build(
     cx: &Derivation<'_>,
     module: &mut Module,
     fwd_id: FuncId,
     (fblock, fval): (&[Block], &SecondaryMap<Value, Option<Operand>>),
     ck: &CkLoop,
-) -> Result<FuncId, ReverseError> {
+) -> Result<(FuncId, HashMap<Value, Value>), ReverseError> {
     let fwd = module
         .get(fwd_id)
         .ok_or_else(|| internal(&cx.floc, "no forward sweep"))?
@@ -77,9 +78,22 @@ pub(in crate::reverse) fn build(
     };
     r.f.pos = fwd.pos;
     r.build()?;
-    let Replay { mut f, layout, .. } = r;
+    let Replay {
+        mut f,
+        layout,
+        vmap,
+        ..
+    } = r;
     f.layout = layout;
-    module.add_func(f).map_err(|e| internal(&cx.floc, e))
+    let values = vmap
+        .into_iter()
+        .filter_map(|(old, new)| match new {
+            Operand::Value(new) => Some((old, new)),
+            Operand::Const(_) => None,
+        })
+        .collect();
+    let id = module.add_func(f).map_err(|e| internal(&cx.floc, e))?;
+    Ok((id, values))
 }
 
 /// The state of one replay function being built.
