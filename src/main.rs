@@ -144,6 +144,10 @@ struct EmitCmd {
     /// extension replaced by `.h`.
     #[arg(short = 'o', value_name = "OUT.o")]
     out: PathBuf,
+    /// `NAME_grad` keeps its tapes under about SIZE bytes (like 64M) by
+    /// checkpointing long loops, as `irad grad --tape-limit` does.
+    #[arg(long, value_name = "SIZE", requires = "grad", value_parser = tape_limit)]
+    tape_limit: Option<u64>,
 }
 
 #[derive(Args)]
@@ -792,6 +796,7 @@ fn emit_cmd(cmd: EmitCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         grad: cmd.grad,
         wrt: cmd.wrt,
         schedule: Some(schedule),
+        tape_limit: cmd.tape_limit,
         ..irad::EmitRequest::new(func, &header_name)
     };
     let obj = irad::emit(&sources[0], &module, &req)?;

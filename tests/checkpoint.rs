@@ -430,3 +430,86 @@ fn forward_over_checkpointed_pieces_is_unchanged() {
     }
     assert_eq!(outs[0], outs[1]);
 }
+
+/// `--tape-limit SIZE` on the command line: sizes with suffixes work on
+/// `grad`, `bench` and `dump --mode rev` and give the gradient without a
+/// limit; a bad size, or the option where it means nothing (forward mode,
+/// `dump` without `--mode rev`, `emit` without `--grad`), is a usage error
+/// (exit 2) that names the option.
+#[test]
+fn the_tape_limit_option_on_the_command_line() {
+    let irad = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_irad"))
+            .args(args)
+            .current_dir(manifest_dir())
+            .output()
+            .expect("irad starts")
+    };
+    let file = "tests/corpus/horner.irad";
+    let grad = [
+        "grad",
+        file,
+        "-f",
+        "horner",
+        "--args",
+        "[1.5, -0.7, 0.25], 1.3",
+        "--json",
+    ];
+    let plain = irad(&grad);
+    assert_eq!(plain.status.code(), Some(0));
+    for size in ["1", "1K", "64m", "1G"] {
+        let o = irad(&[&grad[..], &["--tape-limit", size]].concat());
+        assert_eq!(o.status.code(), Some(0), "{size}");
+        assert_eq!(o.stdout, plain.stdout, "{size}");
+    }
+    let bench = ["bench", file, "-f", "horner", "--args", "[1.5, -0.7], 1.3"];
+    let o = irad(&[&bench[..], &["--tape-limit", "1", "--min-time", "0.01"]].concat());
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = irad(&["dump", file, "--mode", "rev", "--tape-limit", "1"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("loop #2: checkpointed every 1 iteration"));
+    for (args, says) in [
+        (
+            &[&grad[..], &["--tape-limit", "1.5G"]].concat(),
+            "`1.5G` is not a size",
+        ),
+        (
+            &[&grad[..], &["--tape-limit", "0"]].concat(),
+            "at least 1 byte",
+        ),
+        (
+            &[&grad[..], &["--tape-limit", "64MB"]].concat(),
+            "--tape-limit",
+        ),
+        (
+            &[&grad[..], &["--tape-limit", "1M", "--mode", "fwd"]].concat(),
+            "use it with --mode rev",
+        ),
+        (
+            &vec!["dump", file, "--tape-limit", "1M"],
+            "use it with --mode rev",
+        ),
+        (
+            &vec![
+                "emit",
+                file,
+                "-f",
+                "horner",
+                "--tape-limit",
+                "1M",
+                "-o",
+                "h.o",
+            ],
+            "--grad",
+        ),
+    ] {
+        let o = irad(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
