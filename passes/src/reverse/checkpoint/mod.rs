@@ -29,6 +29,7 @@
 //! unchanged; the decisions are deterministic; a checkpointed loop's inputs
 //! are pushed at the end of its exit block, where the plan says.
 
+pub(super) mod copy;
 pub(super) mod primal;
 pub(super) mod region;
 pub(super) mod replay;
