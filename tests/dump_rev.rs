@@ -218,7 +218,8 @@ fn assert_tape_matches(tape: &[String], func: &str, what: &str) -> usize {
         let Some((name, _)) = line.split_once(": ") else {
             panic!("{what}: malformed tape line `{line}`");
         };
-        if !line.contains("pushed") {
+        // A checkpointed loop's line names the values its snapshots push.
+        if !line.contains("pushed") || line.starts_with("loop #") {
             continue;
         }
         let push = format!("call push({name})");
@@ -449,7 +450,14 @@ fn tapes_under_a_tape_limit_match_the_forward_sweep_and_the_replays() {
                     loops += 1;
                     let (_, rest) = line.split_once("each snapshot pushes").expect("snapshot");
                     let (state, replay) = rest.split_once("with @").expect("replay");
-                    for v in state.split_whitespace().filter(|w| w.starts_with('%')) {
+                    let replay = replay.split(';').next().unwrap_or(replay);
+                    // (The optimiser may fold the loop that does not record
+                    // away, when the direct path always runs.)
+                    let folded = state.contains("(no longer pushed");
+                    for v in state
+                        .split_whitespace()
+                        .filter(|w| w.starts_with('%') && !folded)
+                    {
                         let v = v.trim_end_matches(',');
                         assert!(func.contains(&format!("call push({v})")), "{what}: {line}");
                     }

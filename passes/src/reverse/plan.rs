@@ -213,6 +213,10 @@ pub struct CheckpointedLoop {
     pub arrays: usize,
     /// The name of the function that replays one stretch.
     pub replay: String,
+    /// Whether the forward sweep tells on entry that the loop runs at most
+    /// `stretch` iterations (a counted loop against a bound defined before
+    /// it) and then records it as it would without a limit.
+    pub direct: bool,
 }
 
 /// A loop that checkpointing was asked for (by a tape limit or a
@@ -688,7 +692,7 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
         )),
         StretchSource::Program => line.push_str(" (`checkpoint` in the loop)"),
     }
-    line.push_str("; each snapshot pushes");
+    line.push_str("; each snapshot pushes a flag (a stretch before it?),");
     for (v, name) in c.state.iter().zip(&c.state_names) {
         match name {
             Some(name) => line.push_str(&format!(" %{name}")),
@@ -696,7 +700,7 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
         }
     }
     match c.arrays {
-        0 => line.push_str(", no array"),
+        0 => line.push_str(" and no array"),
         1 => line.push_str(" and a copy of 1 array"),
         n => line.push_str(&format!(" and copies of {n} arrays")),
     }
@@ -704,6 +708,13 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
         "; the pullback replays each stretch, last first, with @{}",
         c.replay
     ));
+    if c.direct {
+        line.push_str(&format!(
+            "; a run of at most {} iteration{} is recorded as without a limit",
+            c.stretch,
+            if c.stretch == 1 { "" } else { "s" }
+        ));
+    }
     line
 }
 

@@ -20,7 +20,7 @@
 
 use super::ReverseError;
 use super::bbcode::BTerm;
-use super::checkpoint::SweepView;
+use super::checkpoint::{Checkpoints, SweepView};
 use super::choose::PlanInput;
 use super::ctx::{
     Derivation, How, Shadows, Stmt, args_of, build_err, emit_value, err, internal, map_op,
@@ -381,18 +381,37 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
         TapePlan::build(self.cx, &input)
     }
 
-    /// The end of every block: its pushes, then its terminator.
-    pub fn block_ends(&mut self, plan: &TapePlan) -> Result<(), ReverseError> {
+    /// The end of every block: its pushes, then its terminator. The exit
+    /// block of a checkpointed loop with a direct path (`ck`) also pushes
+    /// the flag saying which path ran, after its saved values: a phi whose
+    /// entries the checkpoint rewrite adds.
+    pub fn block_ends(
+        &mut self,
+        plan: &TapePlan,
+        ck: &mut Checkpoints,
+    ) -> Result<(), ReverseError> {
         for &i in &self.cx.shape.order {
-            self.block_end(i, plan)?;
+            let flagged = ck
+                .loops
+                .iter()
+                .position(|c| c.direct.is_some() && self.cx.shape.loops.loops[c.k].exit == i);
+            let flag = self.block_end(i, plan, flagged.is_some())?;
+            if let (Some(k), Some(flag)) = (flagged, flag) {
+                ck.loops[k].flag = Some(flag);
+            }
         }
         Ok(())
     }
 
-    /// The pushes of block `i` and its terminator. The pushes of values the
-    /// plan moves next to a statement come first and are recorded to be
-    /// moved into place.
-    fn block_end(&mut self, i: usize, plan: &TapePlan) -> Result<(), ReverseError> {
+    /// The pushes of block `i` and its terminator (and, when `flagged`, the
+    /// flag phi it pushes, returned). The pushes of values the plan moves next
+    /// to a statement come first and are recorded to be moved into place.
+    fn block_end(
+        &mut self,
+        i: usize,
+        plan: &TapePlan,
+        flagged: bool,
+    ) -> Result<Option<Value>, ReverseError> {
         let cx = self.cx;
         let shape = &cx.shape;
         let block = shape.bb.blocks[i].id;
@@ -417,6 +436,23 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
         for save in plan.at_block_end(block) {
             self.push(Operand::Value(save.value))?;
         }
+        let flag = if flagged {
+            let phi = self
+                .fb
+                .insert_phi(self.fblock[i], Type::Bool)
+                .map_err(&build)?;
+            self.push(Operand::Value(phi))?;
+            // The phi goes before the statements: the positions where pushes
+            // move to are one further.
+            if let Some((b, moves)) = self.placed.last_mut()
+                && *b == self.fblock[i]
+            {
+                moves.iter_mut().for_each(|(at, _)| *at += 1);
+            }
+            Some(phi)
+        } else {
+            None
+        };
         if i == shape.ret {
             for save in plan.once() {
                 self.push(Operand::Value(save.value))?;
@@ -425,7 +461,8 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
         if let Some(br) = plan.branch_from(block) {
             self.push(br.pushed())?;
         }
-        self.terminator(i)
+        self.terminator(i)?;
+        Ok(flag)
     }
 
     /// `push(op)` at the current position.

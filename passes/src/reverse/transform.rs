@@ -46,7 +46,7 @@ pub(super) fn derive(
     sweep.statements()?;
     let mut plan = sweep.plan();
     let mut ck = checkpoint::choose(&cx, &sweep.view(), &mut plan, limit)?;
-    sweep.block_ends(&plan)?;
+    sweep.block_ends(&plan, &mut ck)?;
     sweep.phi_entries()?;
     let swept = sweep.finish();
     place_moved_pushes(module, fwd_id, swept.placed);

@@ -30,6 +30,7 @@
 //! are pushed at the end of its exit block, where the plan says.
 
 pub(super) mod copy;
+pub(super) mod direct;
 pub(super) mod primal;
 pub(super) mod region;
 pub(super) mod replay;
@@ -75,6 +76,19 @@ pub(super) struct SweepView<'a> {
     pub stmts: &'a SecondaryMap<Inst, Option<Stmt>>,
 }
 
+/// How a counted loop's trip count is known on entry: it goes on while its
+/// counter is below (`up`) or above a bound defined before the loop, strictly
+/// (`lt`, `gt`) or not.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Direct {
+    /// The bound, a primal operand defined before the loop.
+    pub bound: Operand,
+    /// Whether the counter steps up to the bound (else down).
+    pub up: bool,
+    /// Whether the comparison is strict.
+    pub strict: bool,
+}
+
 /// An array a snapshot copies: an array leaf of one of the loop's inputs,
 /// reached from it by `getfield` with the indices of `path`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -112,6 +126,13 @@ pub(super) struct CkLoop {
     pub entry_index: Option<Operand>,
     /// Whether the pullback runs it back by counting.
     pub counted: bool,
+    /// How the forward sweep tells on entry that the loop runs at most
+    /// `stretch` iterations, and then records it directly, when it can.
+    pub direct: Option<Direct>,
+    /// Set by the forward sweep for a loop with `direct`: the flag pushed at
+    /// the end of its exit block, whether the loop was checkpointed (a phi
+    /// whose entries [`rewrite`] adds).
+    pub flag: Option<Value>,
     /// Set by [`rewrite`]: the replay function.
     pub replay: Option<FuncId>,
     /// Set by [`rewrite`]: the header phis of the loop that does not record,
@@ -229,6 +250,10 @@ fn decide(
     let inputs = region::inputs(cx, view, plan, k);
     let arrays = region::arrays(cx, view, &inputs, k, unsafe_classes);
     let counted = plan.counted_slots().get(k).is_some_and(Option::is_some);
+    let direct = match source {
+        StretchSource::Limit(_) if counted => direct(cx, k),
+        _ => None,
+    };
     let entry_index = if counted {
         None
     } else {
@@ -257,10 +282,70 @@ fn decide(
         arrays,
         entry_index,
         counted,
+        direct,
+        flag: None,
         replay: None,
         state: Vec::new(),
         replayed: HashMap::default(),
     })
+}
+
+/// When counted loop `k` goes on while its counter compares below (or
+/// above, stepping down) a bound defined before it, and leaves when the
+/// comparison fails: how its trip count is known on entry.
+fn direct(cx: &Derivation<'_>, k: usize) -> Option<Direct> {
+    let shape = &cx.shape;
+    let l = &shape.loops.loops[k];
+    let c = l.counted.as_ref()?;
+    let super::bbcode::BTerm::Br {
+        cond: Operand::Value(cond),
+        else_,
+        ..
+    } = &shape.bb.blocks[l.header].term
+    else {
+        return None;
+    };
+    if shape.bb.index()[*else_] != Some(l.exit) {
+        return None;
+    }
+    let irad_ir::ValueDef::Inst(inst) = cx.src.values[*cond].def else {
+        return None;
+    };
+    if !shape.bb.blocks[l.header].stmts.contains(&inst) {
+        return None;
+    }
+    let InstKind::Prim { prim, args } = &cx.src.insts[inst].kind else {
+        return None;
+    };
+    let iv = Operand::Value(c.iv);
+    // (counter compared first, below-type comparison, strict)
+    let (first, below, strict) = match prim {
+        Prim::Lt => (true, true, true),
+        Prim::Le => (true, true, false),
+        Prim::Gt => (true, false, true),
+        Prim::Ge => (true, false, false),
+        _ => return None,
+    };
+    let (bound, below) = match args.as_slice() {
+        [a, b] if *a == iv && first => (*b, below),
+        [a, b] if *b == iv => (*a, !below),
+        _ => return None,
+    };
+    // Counting up towards a bound above, or down towards one below.
+    let up = c.step > 0;
+    if up != below {
+        return None;
+    }
+    let outside = match bound {
+        Operand::Value(v) => match cx.src.values[v].def {
+            irad_ir::ValueDef::Param(_) => true,
+            irad_ir::ValueDef::Inst(d) => (*cx.places.get(d))
+                .and_then(|(b, _)| shape.bb.index()[b])
+                .is_some_and(|p| !l.member[p]),
+        },
+        Operand::Const(_) => true,
+    };
+    outside.then_some(Direct { bound, up, strict })
 }
 
 /// Whether loop `k` can be checkpointed: the position of the one block
@@ -445,7 +530,18 @@ pub(super) fn rewrite(
     }
     let mut fval = fval.clone();
     for ck in &mut cks.loops {
-        primal::rewrite(cx, module, fwd_id, (fblock, &mut fval), ck, &mut cks.shown)?;
+        let path = match &ck.direct {
+            Some(d) => Some(direct::build(cx, module, fwd_id, (fblock, &fval), (ck, d))?),
+            None => None,
+        };
+        primal::rewrite(
+            cx,
+            module,
+            fwd_id,
+            (fblock, &mut fval),
+            (ck, path.as_ref()),
+            &mut cks.shown,
+        )?;
     }
     Ok(())
 }
@@ -474,6 +570,7 @@ pub(super) fn summary(
                     .and_then(|r| module.get(r))
                     .map(|f| f.name.clone())
                     .unwrap_or_default(),
+                direct: c.direct.is_some(),
             }
         })
         .collect()

@@ -25,6 +25,7 @@ use super::super::ReverseError;
 use super::super::bbcode::BTerm;
 use super::super::ctx::{Derivation, build_err, emit_value, err, internal, map_op};
 use super::CkLoop;
+use super::direct::DirectPath;
 use super::replay::header_phis;
 use irad_ir::entity::SecondaryMap;
 use irad_ir::{
@@ -42,7 +43,7 @@ pub(in crate::reverse) fn rewrite(
     module: &mut Module,
     fwd_id: FuncId,
     (fblock, fval): (&[Block], &mut SecondaryMap<Value, Option<Operand>>),
-    ck: &mut CkLoop,
+    (ck, direct): (&mut CkLoop, Option<&DirectPath>),
     shown: &mut HashMap<Value, Value>,
 ) -> Result<(), ReverseError> {
     let l = &cx.shape.loops.loops[ck.k];
@@ -72,10 +73,40 @@ pub(in crate::reverse) fn rewrite(
             _ => None,
         })
         .collect();
+    let head = fblock[l.header];
+    let mut renamed: HashMap<Value, Operand> = HashMap::default();
+    for i in (0..cx.shape.n).filter(|&i| l.member[i]) {
+        for &inst in &cx.shape.bb.blocks[i].stmts {
+            if let Some(v) = cx.src.insts[inst].result
+                && let (Some(Operand::Value(old)), Some(new)) = (fval[v], pmap[v])
+            {
+                renamed.insert(old, new);
+            }
+        }
+    }
+    if let Some(path) = direct {
+        // Only the header's values reach the exit (the others do not
+        // dominate it).
+        let header: Vec<Value> = cx.shape.bb.blocks[l.header]
+            .stmts
+            .iter()
+            .filter_map(|&inst| match fval[cx.src.insts[inst].result?] {
+                Some(Operand::Value(old)) => Some(old),
+                _ => None,
+            })
+            .collect();
+        merge_at_exit(
+            cx,
+            module,
+            fwd_id,
+            (fblock[l.exit], &header),
+            (path, rest),
+            (ck, &mut renamed),
+        )?;
+    }
     let f = module
         .get_mut(fwd_id)
         .ok_or_else(|| internal(&cx.floc, "no forward sweep"))?;
-    let head = fblock[l.header];
     f.layout.retain(|&b| b != snap && b != rest);
     let at = f
         .layout
@@ -84,13 +115,14 @@ pub(in crate::reverse) fn rewrite(
         .map_or(f.layout.len(), |p| p + 1);
     f.layout.splice(at..at, [snap, rest]);
     // Uses after the loop of the loop's values: the new definitions.
-    let mut renamed: HashMap<Value, Operand> = HashMap::default();
+    rename_outside(f, &member_blocks, (snap, rest), &recording, &renamed, head)
+        .map_err(|what| internal(&cx.floc, what))?;
     for i in (0..cx.shape.n).filter(|&i| l.member[i]) {
         for &inst in &cx.shape.bb.blocks[i].stmts {
             if let Some(v) = cx.src.insts[inst].result
-                && let (Some(Operand::Value(old)), Some(new)) = (fval[v], pmap[v])
+                && let Some(Operand::Value(old)) = fval[v]
+                && let Some(&new) = renamed.get(&old)
             {
-                renamed.insert(old, new);
                 fval.set(v, Some(new));
                 if let Operand::Value(new) = new {
                     shown.insert(old, new);
@@ -98,8 +130,53 @@ pub(in crate::reverse) fn rewrite(
             }
         }
     }
-    rename_outside(f, &member_blocks, (snap, rest), &recording, &renamed, head)
-        .map_err(|what| internal(&cx.floc, what))
+    Ok(())
+}
+
+/// With a direct path, the exit block `exit` of forward sweep `fwd_id` is
+/// entered from the copy (`path`) and from `rest`: each value of the
+/// loop's header (`header`, whose new value in the loop that does not record
+/// `renamed` gives) gets a phi there, which it is renamed to (the optimiser
+/// removes those not used after the loop), and `ck`'s flag phi says whether
+/// the loop was checkpointed.
+fn merge_at_exit(
+    cx: &Derivation<'_>,
+    module: &mut Module,
+    fwd_id: FuncId,
+    (exit, header): (Block, &[Value]),
+    (path, rest): (&DirectPath, Block),
+    (ck, renamed): (&CkLoop, &mut HashMap<Value, Operand>),
+) -> Result<(), ReverseError> {
+    let build = build_err(&cx.floc);
+    let mut fb = FuncBuilder::new(module, fwd_id).map_err(&build)?;
+    let from = path.exit_from;
+    if let Some(flag) = ck.flag {
+        fb.add_phi_entry(flag, from, Operand::from(false))
+            .map_err(&build)?;
+        fb.add_phi_entry(flag, rest, Operand::from(true))
+            .map_err(&build)?;
+    }
+    let mut merged = Vec::with_capacity(header.len());
+    for &old in header {
+        let Some(&new) = renamed.get(&old) else {
+            continue;
+        };
+        let ty = fb.func().values[old].ty.clone();
+        let copied = path
+            .values
+            .get(&old)
+            .copied()
+            .ok_or_else(|| internal(&cx.floc, "a value of the loop not in its copy"))?;
+        let phi = fb.insert_phi(exit, ty).map_err(&build)?;
+        fb.add_phi_entry(phi, from, Operand::Value(copied))
+            .map_err(&build)?;
+        fb.add_phi_entry(phi, rest, new).map_err(&build)?;
+        merged.push((old, phi));
+    }
+    for (old, phi) in merged {
+        renamed.insert(old, Operand::Value(phi));
+    }
+    Ok(())
 }
 
 /// Empties the blocks `members` of function `fwd_id` (statements and

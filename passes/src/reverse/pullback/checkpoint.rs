@@ -74,6 +74,8 @@ impl Pullback<'_, '_, '_> {
         let inside = self.cx.shape.loops.loops[c.k].member[i];
         let start = if inside {
             self.starts[c.k].map(|(_, again)| Operand::Value(again))
+        } else if let Some(flag) = self.flags[c.k] {
+            Some(self.replay_if(&c, flag, bloc)?)
         } else {
             Some(self.replay(&c, bloc)?)
         };
@@ -85,6 +87,67 @@ impl Pullback<'_, '_, '_> {
             self.bk.add_phi_entry(phi, from, start).map_err(&build)?;
         }
         Ok(())
+    }
+
+    /// Where the reverse of block `i` starts, when `i` is the exit of a
+    /// checkpointed loop with a direct path: pops the flag the forward sweep
+    /// pushed last at its end (before the values saved there are popped).
+    pub(super) fn pop_flag(&mut self, i: usize) -> Result<(), ReverseError> {
+        let loops = &self.cx.shape.loops.loops;
+        let Some(k) = self
+            .ck
+            .loops
+            .iter()
+            .find(|c| c.flag.is_some() && loops[c.k].exit == i)
+            .map(|c| c.k)
+        else {
+            return Ok(());
+        };
+        let flag = self.bk.pop(Type::Bool).map_err(build_err(&self.cx.floc))?;
+        self.flags[k] = Some(Operand::Value(flag));
+        Ok(())
+    }
+
+    /// The replay of the last stretch when `flag` says the loop was
+    /// checkpointed; the stretch's start: the replay's, or the counter's
+    /// first value when the loop ran directly (`()` for a loop not counted).
+    fn replay_if(
+        &mut self,
+        c: &CkLoop,
+        flag: Operand,
+        bloc: &Location,
+    ) -> Result<Operand, ReverseError> {
+        let build = build_err(&self.cx.floc);
+        let e = |r: Result<Operand, String>| r.map_err(|m| err(bloc, m));
+        let index = e(emit_value(
+            &mut self.bk,
+            Prim::Select,
+            &[flag, Operand::from(1i64), Operand::from(0i64)],
+        ))?;
+        let (skip, call, join) = (
+            self.bk.create_block(),
+            self.bk.create_block(),
+            self.bk.create_block(),
+        );
+        self.bk.switch(index, &[skip, call]).map_err(&build)?;
+        self.bk.switch_to_block(call).map_err(&build)?;
+        let start = self.replay(c, bloc)?;
+        self.bk.goto(join).map_err(&build)?;
+        self.bk.switch_to_block(skip).map_err(&build)?;
+        let first = match self.plan.counted_slots()[c.k].clone() {
+            Some(counted) => self.value(counted.init, bloc)?,
+            None => Operand::Const(irad_ir::Const::Unit),
+        };
+        self.bk.goto(join).map_err(&build)?;
+        self.bk.switch_to_block(join).map_err(&build)?;
+        if !c.counted {
+            return Ok(start);
+        }
+        let phi = self
+            .bk
+            .phi(Type::I64, &[(call, start), (skip, first)])
+            .map_err(&build)?;
+        Ok(Operand::Value(phi))
     }
 
     /// When block `i` heads a checkpointed loop: its index and a new block

@@ -86,6 +86,10 @@ pub(super) struct Pullback<'a, 'r, 'm> {
     /// current stretch's start (its counter's first value) in the reverse of
     /// the header, and the same in the reverse of its latch.
     starts: Vec<Option<(Value, Value)>>,
+    /// Per single-exit loop that is checkpointed with a direct path: the flag
+    /// popped where the reverse of its exit starts (whether it was
+    /// checkpointed).
+    flags: Vec<Option<Operand>>,
 }
 
 /// An operand as a key of [`Pullback::numbered`].
@@ -146,6 +150,7 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
             counters: vec![None; shape.loops.loops.len()],
             ck,
             starts: vec![None; shape.loops.loops.len()],
+            flags: vec![None; shape.loops.loops.len()],
         };
         pb.join_phis()?;
         pb.counter_phis()?;
@@ -222,6 +227,7 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
         self.local.clear();
         self.memo.clear();
         self.numbered.clear();
+        self.pop_flag(i)?;
         for save in self.plan.at_block_end(block).rev() {
             let x = self.bk.pop(save.ty.clone()).map_err(&build)?;
             self.local.insert(save.value, Operand::Value(x));
