@@ -250,16 +250,23 @@ fn decide(
     let inputs = region::inputs(cx, view, plan, k);
     let arrays = region::arrays(cx, view, &inputs, k, unsafe_classes);
     let counted = plan.counted_slots().get(k).is_some_and(Option::is_some);
+    // The direct path replaces the entering block's jump by the test.
+    let plain_entry = matches!(shape.bb.blocks[pre].term,
+        super::bbcode::BTerm::Goto(h) if h == shape.bb.blocks[l.header].id);
     let direct = match source {
-        StretchSource::Limit(_) if counted => direct(cx, k),
+        StretchSource::Limit(_) if counted && plain_entry => direct(cx, k),
         _ => None,
     };
-    let entry_index = if counted {
-        None
-    } else {
-        plan.take_branch(shape.bb.blocks[pre].id)
-            .map(|b| b.pushed())
+    let entry_index = match counted {
+        true => None,
+        false => match plan.branch_from(shape.bb.blocks[pre].id) {
+            Some(br) => Some(br.pushed()),
+            None => return Err("its entering block records no index".into()),
+        },
     };
+    if entry_index.is_some() {
+        plan.take_branch(shape.bb.blocks[pre].id);
+    }
     let exit = shape.bb.blocks[l.exit].id;
     for &v in &inputs {
         // A value pushed once per call is popped where the pullback starts.
