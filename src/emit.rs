@@ -39,6 +39,12 @@ pub struct EmitRequest<'a> {
     /// The optimiser schedule run over `@f.rev` and its pieces; `None`: the
     /// default schedule (`irad emit --schedule`).
     pub schedule: Option<Strategy>,
+    /// The tape limit (bytes) `NAME_grad` keeps its tapes under by
+    /// checkpointing long loops (`irad emit --tape-limit`; docs/reverse.md,
+    /// "Checkpointing"); `None`: no limit. The requests of one object share
+    /// their derived functions: the smallest limit among them applies to
+    /// all.
+    pub tape_limit: Option<u64>,
 }
 
 impl<'a> EmitRequest<'a> {
@@ -51,6 +57,7 @@ impl<'a> EmitRequest<'a> {
             wrt: None,
             header_name,
             schedule: None,
+            tape_limit: None,
         }
     }
 }
@@ -177,6 +184,7 @@ fn with_exports<T>(
     let registry = rules::Registry::new();
     let mut rev = Reverse::new(&registry);
     let mut fwd = Forward::new(&registry);
+    rev.set_tape_limit(reqs.iter().filter_map(|r| r.tape_limit).min());
     let mut exports = Vec::new();
     // The module is normalised once, with the first gradient's stages (or
     // alone, below, when no request asks for a gradient).

@@ -166,6 +166,7 @@ mod json;
 mod rof;
 mod rule_checks;
 mod schedule;
+mod size;
 mod sparse_hessian;
 pub mod timings;
 mod typed;
@@ -198,6 +199,7 @@ pub use irad_rules as rules;
 pub use json::value_to_json;
 pub use rule_checks::{RuleChecks, check_rules};
 pub use schedule::{optimise_from, read_schedule};
+pub use size::parse_size;
 pub use typed::{ArgRef, GradOut};
 
 use irad_passes::Step;

@@ -150,6 +150,10 @@ struct EmitCmd {
     /// extension replaced by `.h`.
     #[arg(short = 'o', value_name = "OUT.o")]
     out: PathBuf,
+    /// `NAME_grad` keeps its tapes under about SIZE bytes (like 64M) by
+    /// checkpointing long loops, as `irad grad --tape-limit` does.
+    #[arg(long, value_name = "SIZE", requires = "grad", value_parser = tape_limit)]
+    tape_limit: Option<u64>,
 }
 
 #[derive(Args)]
@@ -246,6 +250,12 @@ struct GradArgs {
     /// cotangent work (for comparison; docs/activity.md).
     #[arg(long)]
     no_activity: bool,
+    /// Reverse mode: keep the tapes under about SIZE bytes (like 64M, 1G,
+    /// 65536) by checkpointing long loops: they run without recording and
+    /// are replayed stretch by stretch in the pullback (docs/reverse.md,
+    /// "Checkpointing"); the gradient is the same, bit for bit.
+    #[arg(long, value_name = "SIZE", value_parser = tape_limit)]
+    tape_limit: Option<u64>,
 }
 
 /// A gradient request read: the module, the function, its arguments and
@@ -266,6 +276,9 @@ impl GradArgs {
     fn read(self, sources: &mut Vec<Source>, backend: irad::Backend) -> Result<Request, Error> {
         if self.sparse && self.mode == Mode::Rev {
             usage_error("--sparse is sparse forward mode: use it with --mode fwd");
+        }
+        if self.tape_limit.is_some() && self.mode == Mode::Fwd {
+            usage_error("--tape-limit bounds the tapes of reverse mode: use it with --mode rev");
         }
         let schedule = irad::read_schedule(self.schedule.as_deref())?;
         let module = load(&self.file, sources)?;
@@ -290,6 +303,7 @@ impl GradArgs {
             args,
             forward,
             opts: GradOptions {
+                tape_limit: self.tape_limit,
                 lanes: match forward {
                     Some(choice) => choice.lanes,
                     None => {
@@ -520,6 +534,11 @@ fn batch_width(text: &str) -> Result<u32, String> {
     }
 }
 
+/// `--tape-limit SIZE`: bytes, with an optional K, M, G or T suffix.
+fn tape_limit(text: &str) -> Result<u64, String> {
+    irad::parse_size(text)
+}
+
 /// A count option (`--samples`, `--max-depth`, `--bisect-limit`).
 fn count(text: &str) -> Result<usize, String> {
     text.trim()
@@ -642,6 +661,11 @@ struct DumpCmd {
     #[arg(long, value_name = "N", conflicts_with_all = ["activity", "known"],
           value_parser = count)]
     bisect_limit: Option<usize>,
+    /// With `--mode rev`: derive under this tape limit (like 64M), as `irad
+    /// grad --tape-limit` does; the tape plans say which loops are
+    /// checkpointed and how, and which are not and why.
+    #[arg(long, value_name = "SIZE", value_parser = tape_limit)]
+    tape_limit: Option<u64>,
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
@@ -826,6 +850,7 @@ fn emit_cmd(cmd: EmitCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         hvp: cmd.hvp,
         wrt: cmd.wrt,
         schedule: Some(schedule),
+        tape_limit: cmd.tape_limit,
         ..irad::EmitRequest::new(func, &header_name)
     };
     let obj = irad::emit(&sources[0], &module, &req)?;
@@ -873,6 +898,11 @@ fn dump(cmd: DumpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         }
         None => None,
     };
+    if cmd.tape_limit.is_some() && cmd.mode != Some(DumpMode::Rev) {
+        usage_error(
+            "--tape-limit shows the checkpointed loops of reverse mode: use it with --mode rev",
+        );
+    }
     if cmd.format == Format::Dot && cmd.activity {
         usage_error(
             "`--activity` annotates the IR text: it cannot be combined with `--format dot` \
@@ -928,6 +958,7 @@ fn dump(cmd: DumpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         schedule: schedule.as_ref(),
         bisect_limit: cmd.bisect_limit,
         on_pass: cmd.bisect_limit.map(|_| log_pass as fn(&PassRun)),
+        tape_limit: cmd.tape_limit,
     };
     let registry = irad::rules::Registry::new();
     let dump = irad::passes::dump::dump(&module, &req, &registry)

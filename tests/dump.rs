@@ -174,28 +174,32 @@ fn switch_edges_are_labelled_with_their_index() {
     assert!(dot.contains("f0_b0 -> f0_b3 [label=\"0\"]"), "{dot}");
 }
 
-/// The worked example of docs/reverse.md is the output of the command its
-/// marker comment names, exactly.
+/// The examples of docs/reverse.md (the worked example, the checkpointed
+/// loop) are the output of the command each marker comment names, exactly.
 #[test]
 fn the_reverse_mode_example_in_the_docs_is_what_dump_prints() {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reverse.md"))
         .expect("docs/reverse.md");
     let marker = "<!-- reverse-example: irad ";
-    let start = doc.find(marker).expect("the example marker");
-    let rest = &doc[start + marker.len()..];
-    let (command, rest) = rest
-        .split_once(" -->\n```\n")
-        .expect("a code block after the marker");
-    let (block, _) = rest.split_once("\n```\n").expect("the code block ends");
-    let args: Vec<&str> = command.split_whitespace().collect();
-    let out = irad(&args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(stdout(&out).trim_end(), block.trim_end());
+    let mut checked = 0;
+    for (start, _) in doc.match_indices(marker) {
+        let rest = &doc[start + marker.len()..];
+        let (command, rest) = rest
+            .split_once(" -->\n```\n")
+            .expect("a code block after the marker");
+        let (block, _) = rest.split_once("\n```\n").expect("the code block ends");
+        let args: Vec<&str> = command.split_whitespace().collect();
+        let out = irad(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{command}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(stdout(&out).trim_end(), block.trim_end(), "{command}");
+        checked += 1;
+    }
+    assert!(checked >= 2, "{checked} examples");
 }
 
 /// `--bisect-limit N` runs passes 1 to N: a limit past the last pass changes

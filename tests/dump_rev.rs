@@ -218,7 +218,8 @@ fn assert_tape_matches(tape: &[String], func: &str, what: &str) -> usize {
         let Some((name, _)) = line.split_once(": ") else {
             panic!("{what}: malformed tape line `{line}`");
         };
-        if !line.contains("pushed") {
+        // A checkpointed loop's line names the values its snapshots push.
+        if !line.contains("pushed") || line.starts_with("loop #") {
             continue;
         }
         let push = format!("call push({name})");
@@ -405,4 +406,81 @@ fn dot_has_no_tape_comments() {
     ]);
     assert!(dot.starts_with("digraph"), "{dot}");
     assert!(!dot.contains("# tape"), "{dot}");
+}
+
+/// Under a tape limit (docs/reverse.md, "Checkpointing") every tape printed,
+/// the forward sweep's and each replay function's, is true to the code above
+/// it; the values a snapshot pushes are pushed by the forward sweep, by
+/// name; the replay each checkpointed loop names is printed; and the dump is
+/// what `irad grad --tape-limit` compiles.
+#[test]
+fn tapes_under_a_tape_limit_match_the_forward_sweep_and_the_replays() {
+    let mut files: Vec<String> = Vec::new();
+    for dir in [
+        "tests/checkpoint",
+        "tests/filetests/reverse",
+        "benches/programs",
+    ] {
+        let entries = std::fs::read_dir(format!("{ROOT}/{dir}")).expect("the directory");
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".irad") || (name.ends_with(".ir") && name.matches('.').count() == 1)
+            {
+                files.push(format!("{dir}/{name}"));
+            }
+        }
+    }
+    files.sort();
+    let (mut replays, mut loops) = (0, 0);
+    for path in &files {
+        for limit in ["1", "1K"] {
+            let dump = succeeds(&["dump", path, "--mode", "rev", "--tape-limit", limit]);
+            let what = format!("{path} --tape-limit {limit}");
+            assert!(!dump.contains("separate derivation"), "{what}");
+            let names: Vec<&str> = dump
+                .lines()
+                .filter_map(|l| l.strip_prefix("# tape of @")?.split_once(':'))
+                .map(|(name, _)| name)
+                .collect();
+            for name in names {
+                let (tape, func) = tape_of(&dump, name).expect("the header is after its function");
+                assert_tape_matches(&tape, &func, &format!("{what} @{name}"));
+                replays += usize::from(name.contains(".replay"));
+                for line in tape.iter().filter(|l| l.contains(": checkpointed every")) {
+                    loops += 1;
+                    let (_, rest) = line.split_once("each snapshot pushes").expect("snapshot");
+                    let (state, replay) = rest.split_once("with @").expect("replay");
+                    let replay = replay.split(';').next().unwrap_or(replay);
+                    // (The optimiser may fold the loop that does not record
+                    // away, when the direct path always runs.)
+                    let folded = state.contains("(no longer pushed");
+                    for v in state
+                        .split_whitespace()
+                        .filter(|w| w.starts_with('%') && !folded)
+                    {
+                        let v = v.trim_end_matches(',');
+                        assert!(func.contains(&format!("call push({v})")), "{what}: {line}");
+                    }
+                    assert!(dump.contains(&format!("func @{replay}(")), "{what}: {line}");
+                }
+            }
+        }
+    }
+    assert!(
+        replays > 10 && loops > 10,
+        "{replays} replay tapes, {loops} loops"
+    );
+    // What grad compiles under a limit is what the dump shows.
+    let path = "benches/programs/lotka_volterra_steps.irad";
+    let src = source(path);
+    let m = irad::load(&src).expect("loads");
+    let f = irad::find_function(&src, &m, "lotka_volterra_steps").expect("the function");
+    let args =
+        irad::parse_args(&Source::new("<args>", "1.5, 1.0, 3.0, 1.0, 100"), &m, f).expect("args");
+    let mut req = GradRequest::new(f, &args);
+    req.opts.tape_limit = Some(1024);
+    let (_, built) = irad::grad(&src, &m, &irad::rules::Registry::new(), &req).expect("grad");
+    let dump = succeeds(&["dump", path, "--mode", "rev", "--tape-limit", "1K"]);
+    assert!(dump.contains(".replay2("), "{dump}");
+    assert_printed(&dump, &derived(&m, &built), path);
 }

@@ -256,6 +256,7 @@ fn expected(
     let value = irad::run(src, module, &irad::RunRequest::new(f, args)).expect("interpreter runs");
     let registry = irad::rules::Registry::new();
     let opts = GradOptions {
+        tape_limit: None,
         lanes: irad::ir::Lanes::ONE,
         wrt,
         run: RunOptions::default(),
@@ -354,6 +355,60 @@ fn tuples_integers_wrt_and_two_objects_in_one_program() {
         let got = run(&exe, &argv(&vals));
         assert_eq!(got.lines().collect::<Vec<_>>(), want, "int_mixed({args})");
     }
+}
+
+/// `irad emit --grad --tape-limit 1` checkpoints the loops of the object's
+/// gradient (a snapshot every iteration): the object still gives the
+/// interpreter's gradient without a limit, bit for bit, and leaves an array
+/// the loops rewrite in place as it was.
+#[test]
+fn checkpointed_gradients_in_objects_match_the_interpreter_bit_for_bit() {
+    let d = dir("int_mixed_limited");
+    let file = corpus("int_mixed.irad");
+    let obj = emit(
+        &file,
+        "int_mixed",
+        &["--grad", "--tape-limit", "1"],
+        &d,
+        "int_mixed",
+    );
+    let exe = link(&d, "int_mixed.c", &[obj], &[], "int_mixed");
+    let (src, module) = source(&file);
+    for args in corpus_args("int_mixed") {
+        let vals = parse(&src, &module, "int_mixed", &args);
+        let want = expected(&src, &module, "int_mixed", &vals, None);
+        let got = run(&exe, &argv(&vals));
+        assert_eq!(got.lines().collect::<Vec<_>>(), want, "int_mixed({args})");
+    }
+
+    let d = dir("smooth_limited");
+    let file = format!("{ROOT}/tests/checkpoint/arrays.irad");
+    let obj = emit(
+        &file,
+        "smooth",
+        &["--grad", "--tape-limit", "1"],
+        &d,
+        "smooth",
+    );
+    let exe = link(&d, "smooth.c", &[obj], &[], "smooth");
+    let (src, module) = source(&file);
+    let args = "[0.5, -0.2, 0.3, 0.9], 0.3";
+    // The primal writes x: each run gets its own copy of the arguments.
+    let vals = || parse(&src, &module, "smooth", args);
+    let f = irad::find_function(&src, &module, "smooth").expect("function");
+    let value = irad::run(&src, &module, &irad::RunRequest::new(f, &vals())).expect("runs");
+    let registry = irad::rules::Registry::new();
+    let opts = GradOptions::default();
+    let (g, _) = irad::grad_reverse(&src, &module, f, &vals(), &registry, &opts).expect("grad");
+    let grads: Vec<&Val> = g.gradient.iter().flatten().collect();
+    let want = vec![
+        line("value", &[&value]),
+        line("value", &[&g.value]),
+        line("grad", &grads),
+        line("x", &[&vals()[0]]),
+    ];
+    let got = run(&exe, &argv(&vals()));
+    assert_eq!(got.lines().collect::<Vec<_>>(), want, "smooth({args})");
 }
 
 #[test]
@@ -733,6 +788,7 @@ fn run_time_errors_return_their_code_and_the_interpreters_message() {
     let f = irad::find_function(&src, &module, "pick").expect("pick");
     let vals = parse(&src, &module, "pick", "[1.0, 2.0, 3.0], 5");
     let opts = GradOptions {
+        tape_limit: None,
         lanes: irad::ir::Lanes::ONE,
         wrt: None,
         run: RunOptions::default(),

@@ -250,6 +250,7 @@ fn grad_on(
 ) -> Result<(Gradient, Module), Error> {
     let registry = irad::rules::Registry::new();
     let opts = GradOptions {
+        tape_limit: None,
         exec: backend.exec(),
         lanes: match mode {
             Mode::Reverse => irad::ir::Lanes::ONE,

@@ -175,6 +175,7 @@ fn compare_gradients(
         return Ok(());
     }
     let opts = GradOptions {
+        tape_limit: None,
         lanes: irad::ir::Lanes::ONE,
         wrt: Some(wrt),
         run: RunOptions::default(),

@@ -97,6 +97,7 @@ pub enum Prim {
     Sfill,
     Sgemma,
     Sgemmb,
+    Checkpoint,
 }
 
 /// How a primitive is typed.
@@ -159,6 +160,9 @@ pub enum Sig {
     /// A bulk array primitive (docs/ir.md, "Bulk array primitives"), of the
     /// fixed signature [`Prim::bulk_params`]; not a function value.
     Bulk,
+    /// `checkpoint(i64) -> ()`: a hint to reverse mode, doing nothing at run
+    /// time (docs/reverse.md, "Checkpointing"); not a function value.
+    Hint,
 }
 
 /// One row of the primitive table.
@@ -216,6 +220,7 @@ rows! {
     Copyto "copyto" Sig::Bulk; Gemm "gemm" Sig::Bulk;
     Ssum "ssum" Sig::Sparse; Sdot "sdot" Sig::Sparse; Sfill "sfill" Sig::Sparse;
     Sgemma "sgemma" Sig::Sparse; Sgemmb "sgemmb" Sig::Sparse;
+    Checkpoint "checkpoint" Sig::Hint;
 }
 
 impl Prim {
@@ -415,6 +420,11 @@ impl Prim {
             Sig::Frule | Sig::Revfwd | Sig::Revback => call.rule(sig),
             Sig::Push | Sig::Pop => call.tape(sig),
             Sig::Sparse | Sig::Bulk => call.fixed_types(sig),
+            Sig::Hint => {
+                call.arity(1)?;
+                call.want(0, "i64", args.first() == Some(&Type::I64))?;
+                Ok(Type::Unit)
+            }
         }
     }
 }
@@ -833,7 +843,7 @@ mod tests {
             assert_eq!(row.prim as usize, i, "row {} is out of order", row.name);
             assert_eq!(Prim::from_name(row.name), Some(row.prim));
         }
-        assert_eq!(PRIMS.len(), Prim::Sgemmb as usize + 1);
+        assert_eq!(PRIMS.len(), Prim::Checkpoint as usize + 1);
         for row in PRIMS {
             assert_eq!(
                 row.prim.bulk().is_some(),

@@ -21,7 +21,7 @@ use crate::manager::{
     self, NORMALISE, OptStep, PassError, PassId, PassRun, PipelineOptions, Snapshot, Stage, Step,
 };
 use crate::optimise::Strategy;
-use crate::reverse::{Reverse, tape_plan};
+use crate::reverse::{Reverse, tape_plan_limited};
 use crate::stages::{ForwardStage, OptimiseStage, ReverseStage, Scope};
 use irad_ir::text::{Line, func_lines, printed_names};
 use irad_ir::{FuncId, FuncRef, Inst, InstKind, Lanes, Module, Operand, Prim, Value};
@@ -59,6 +59,10 @@ pub struct DumpRequest<'a> {
     pub bisect_limit: Option<usize>,
     /// Called for every numbered pass (see [`PipelineOptions::on_pass`]).
     pub on_pass: Option<fn(&PassRun)>,
+    /// With [`DumpMode::Reverse`]: the tape limit the pieces are derived
+    /// under ([`Reverse::set_tape_limit`]), whose checkpointed loops the
+    /// tape plans show.
+    pub tape_limit: Option<u64>,
 }
 
 /// What a section is the module after.
@@ -177,10 +181,14 @@ pub fn dump(
     let derive = |mode| req.mode == Some(mode) && req.after.is_none_or(|p| !NORMALISE.contains(&p));
     let mut fwd = derive(DumpMode::Forward)
         .then(|| ForwardStage::new(Forward::new(registry), req.funcs.clone(), Lanes::ONE));
-    let mut rev = derive(DumpMode::Reverse).then(|| PlannedReverse {
-        stage: ReverseStage::new(Reverse::new(registry), req.funcs.clone(), None).with_bbcode(),
-        registry,
-        tapes: Vec::new(),
+    let mut rev = derive(DumpMode::Reverse).then(|| {
+        let mut r = Reverse::new(registry);
+        r.set_tape_limit(req.tape_limit);
+        PlannedReverse {
+            stage: ReverseStage::new(r, req.funcs.clone(), None).with_bbcode(),
+            registry,
+            tapes: Vec::new(),
+        }
     });
     let scope = if fwd.is_some() || rev.is_some() {
         Scope::From(module.len())
@@ -353,7 +361,9 @@ impl Stage for PlannedReverse<'_> {
 
 /// The tape plan of each forward sweep `rev` derived into `after` from a
 /// function body of `before` (functions with a registered rrule have
-/// wrapped pieces and no plan), in the order of the forward sweeps.
+/// wrapped pieces and no plan), in the order of the forward sweeps; the
+/// values pushed by the replay function of a checkpointed loop are listed
+/// under that function.
 fn listings(
     before: &Module,
     after: &Module,
@@ -372,32 +382,105 @@ fn listings(
         {
             continue;
         }
-        let values: HashMap<String, Value> = printed_names(after, fwd)
-            .into_iter()
-            .map(|(v, name)| (name, v))
+        let plan = tape_plan_limited(before, registry, p, rev.tape_limit());
+        let Ok(plan) = plan else {
+            out.push(listing(
+                after,
+                fwd,
+                func.name.clone(),
+                Err(plan.err().map(|e| e.to_string()).unwrap_or_default()),
+                |_, _| true,
+            ));
+            continue;
+        };
+        let lines = plan.lines();
+        let fwd_text: String = lines
+            .iter()
+            .filter(|(by, _)| by.is_none())
+            .map(|(_, line)| format!("{line}\n"))
             .collect();
-        let plan = tape_plan(before, registry, p);
         // The plan names values by a derivation of its own: check that each
         // name is the same value here.
-        let same_names = plan.as_ref().is_ok_and(|plan| {
-            plan.saves().iter().all(|save| {
-                save.name
-                    .as_ref()
-                    .is_none_or(|name| values.get(name) == Some(&save.value))
-            })
-        });
-        out.push(TapeListing {
+        out.push(listing(
+            after,
             fwd,
-            name: func.name.clone(),
-            text: plan.map(|plan| plan.to_string()).map_err(|e| e.to_string()),
-            values,
-            tapes: pushed_types(after, fwd),
-            pushes: pushes_by_value(after, fwd),
-            same_names,
-        });
+            func.name.clone(),
+            Ok(fwd_text),
+            |values, _| {
+                plan.saves()
+                    .iter()
+                    .filter(|s| s.replay.is_none())
+                    .all(|save| {
+                        save.name
+                            .as_ref()
+                            .is_none_or(|name| values.get(name) == Some(&plan.shown(save.value)))
+                    })
+            },
+        ));
+        let mut replays: Vec<&str> = Vec::new();
+        for (by, _) in &lines {
+            if let Some(name) = by
+                && !replays.contains(&name.as_str())
+            {
+                replays.push(name);
+            }
+        }
+        for name in replays {
+            let Some(id) = after.by_name(name) else {
+                continue;
+            };
+            let text: String = lines
+                .iter()
+                .filter(|(by, _)| by.as_deref() == Some(name))
+                .map(|(_, line)| format!("{line}\n"))
+                .collect();
+            out.push(listing(
+                after,
+                id,
+                name.to_string(),
+                Ok(text),
+                |values, _| {
+                    plan.saves()
+                        .iter()
+                        .filter_map(|s| s.replay.as_ref())
+                        .filter(|r| r.name == name)
+                        .all(|r| {
+                            r.value_name
+                                .as_ref()
+                                .is_none_or(|n| values.get(n) == Some(&r.value))
+                        })
+                },
+            ));
+        }
     }
     out.sort_by_key(|t| t.fwd);
     out
+}
+
+/// The tape listing of function `id` (called `name`) of `after`, with the
+/// plan's `text` and whether its names are `after`'s (`same_names`, given
+/// the values of `after` by printed name).
+fn listing(
+    after: &Module,
+    id: FuncId,
+    name: String,
+    text: Result<String, String>,
+    same_names: impl Fn(&HashMap<String, Value>, &Module) -> bool,
+) -> TapeListing {
+    let values: HashMap<String, Value> = printed_names(after, id)
+        .into_iter()
+        .map(|(v, name)| (name, v))
+        .collect();
+    let same_names = text.is_ok() && same_names(&values, after);
+    TapeListing {
+        fwd: id,
+        name,
+        text,
+        values,
+        tapes: pushed_types(after, id),
+        pushes: pushes_by_value(after, id),
+        same_names,
+    }
 }
 
 /// The `push` statements of function `f` of `m` (those of its layout), in

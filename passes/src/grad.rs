@@ -30,6 +30,10 @@ pub struct GradOptions {
     /// Run activity analysis (docs/activity.md) while deriving: the default.
     /// Off, every value gets tangents and cotangents (for comparisons).
     pub activity: bool,
+    /// Reverse mode only: the tape limit in bytes under which long loops are
+    /// checkpointed (docs/reverse.md, "Checkpointing"); `None` (the
+    /// default): no limit, only loops with a `checkpoint` statement are.
+    pub tape_limit: Option<u64>,
     /// What runs the derived functions: the interpreter
     /// ([`irad_ir::interp::interpreter_with_rules`], the default) or compiled
     /// code.
@@ -44,6 +48,7 @@ impl Default for GradOptions {
             run: RunOptions::default(),
             exec: irad_ir::interp::interpreter_with_rules,
             activity: true,
+            tape_limit: None,
         }
     }
 }

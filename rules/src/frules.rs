@@ -101,6 +101,7 @@ pub(crate) const PRIMAL_ONLY: &[Prim] = &[
     Prim::Sitofp,
     Prim::Fptosi,
     Prim::Length,
+    Prim::Checkpoint,
 ];
 
 /// The rules of primitives with a rule function of their own.

@@ -249,6 +249,9 @@ pub fn signatures() -> Vec<Signature> {
     }
     t.push(sig(Not, vec![b()]));
 
+    // The hint to reverse mode.
+    t.push(sig(Checkpoint, vec![c(Const::I64(16))]));
+
     // Conversions.
     t.push(sig(Sitofp, vec![i(-1000, 1000)]));
     t.push(sig(Fptosi, vec![f(-100.0, 100.0)]));

@@ -115,6 +115,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 self.sparse_bulk(p, vals, s)
             }
             Frule | Revfwd | Revback => self.prim_rule(p, vals, site),
+            // A hint to reverse mode: no code.
+            Checkpoint => Ok(SmallVec::new()),
         }
     }
 

@@ -42,6 +42,8 @@ pub(crate) fn eval(prim: Prim, args: &[&Val], elem: Option<Scalar>) -> Result<Va
         Alloc | Zeros | Length | Arrayref | Arrayset | Copy => array_op(prim, args, elem),
         Dual | Primal | Tangent => dual_op(prim, args),
         Sum | Dot | Axpy | Scale | Matvec | Matmul | Fill | Copyto | Gemm => bulk_op(prim, args),
+        // A hint to reverse mode: nothing to do.
+        Checkpoint => Ok(Val::Unit),
         // Need the interpreter's rule provider, tapes or sparse tangent
         // builder: it handles them before `eval`.
         Frule | Push | Pop | Revfwd | Revback | Sonehot | Szero | Sscale | Sadd | Sdense | Ssum
@@ -68,7 +70,7 @@ pub fn fold_prim(prim: Prim, args: &[Const]) -> Option<Const> {
         Tuple | Getfield | Alloc | Zeros | Length | Arrayref | Arrayset | Copy | Dual | Primal
         | Tangent | Frule | Push | Pop | Revfwd | Revback | Sonehot | Szero | Sscale | Sadd
         | Sdense | Sum | Dot | Axpy | Scale | Matvec | Matmul | Fill | Copyto | Gemm | Ssum
-        | Sdot | Sfill | Sgemma | Sgemmb => {
+        | Sdot | Sfill | Sgemma | Sgemmb | Checkpoint => {
             return None;
         }
         _ => {}

@@ -63,6 +63,7 @@ pub mod value;
 
 pub use eval::{MAX_ARRAY_LEN, fold_prim};
 pub use rule_error::RuleProviderError;
+pub use tape::byte_size as tape_value_bytes;
 pub use value::{ArrayData, ArrayRef, Val};
 
 use crate::entity::EntityRef;

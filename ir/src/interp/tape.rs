@@ -97,7 +97,7 @@ impl Tapes {
 /// an array reference and a function value, 1 for `bool`, 0 for `()`, and for
 /// a tuple or a dual the sum of its parts (a dual's are its primal and its
 /// tangents). Iterative, so no type is too deep for it.
-pub(super) fn byte_size(ty: &Type) -> u64 {
+pub fn byte_size(ty: &Type) -> u64 {
     let mut total = 0u64;
     // (type, how many values of it)
     let mut work: Vec<(Type, u64)> = vec![(ty.clone(), 1)];

@@ -189,16 +189,7 @@ impl<'a, 'r> Chooser<'a, 'r> {
         for (b, ws) in shape.bb.blocks.iter().zip(&writes) {
             for (&inst, w) in b.stmts.iter().zip(ws) {
                 written.extend(w.iter().copied());
-                // The rules of primitives restore what they overwrite (the
-                // `Rrule` contract, checked by `irad test-rules`), and so do
-                // the pieces of user functions, made of them. A rule a user
-                // registered for a function is not checked, and a function
-                // value may be one: not trusted.
-                let restores = match input.stmts[inst].as_ref().map(|s| &s.how) {
-                    Some(How::Rule(_, None) | How::Invoke(_) | How::Phi) => true,
-                    Some(How::Rule(_, Some(_)) | How::Dynamic | How::Primal) | None => false,
-                };
-                if !restores {
+                if !restores(input.stmts[inst].as_ref()) {
                     unsafe_classes.extend(w.iter().copied());
                 }
             }
@@ -500,6 +491,19 @@ impl<'a, 'r> Chooser<'a, 'r> {
         };
         let last = r.min(writes.len().saturating_sub(1));
         !(owner..=last).any(|k| writes.get(k).is_some_and(|w| w.contains(&c)))
+    }
+}
+
+/// Whether the pullback of a statement restores the arrays it writes. The
+/// rules of primitives restore what they overwrite (the `Rrule` contract,
+/// checked by `irad test-rules`), and so do the pieces of user functions,
+/// made of them. A rule a user registered for a function is not checked, and
+/// a function value may be one: not trusted; a statement left without
+/// derivative work has no pullback at all.
+pub(super) fn restores(st: Option<&Stmt>) -> bool {
+    match st.map(|s| &s.how) {
+        Some(How::Rule(_, None) | How::Invoke(_) | How::Phi) => true,
+        Some(How::Rule(_, Some(_)) | How::Dynamic | How::Primal) | None => false,
     }
 }
 

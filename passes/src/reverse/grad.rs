@@ -48,6 +48,7 @@ pub fn plan(
 ) -> Result<ReversePlan, GradError> {
     let req = check_request(module, f, args, opts.wrt.as_deref())?;
     rev.set_activity(opts.activity);
+    rev.set_tape_limit(opts.tape_limit);
     let (fwd, back) = rev.rule_wrt(module, f, &req.wrt)?;
     Ok(ReversePlan { req, fwd, back })
 }

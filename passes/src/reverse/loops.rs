@@ -63,6 +63,9 @@ pub(super) struct RevLoops {
     /// For each position, the header position of the innermost loop (of
     /// any kind) containing it.
     pub inner: Vec<Option<usize>>,
+    /// The header positions of the loops that leave through more than one
+    /// edge, or not from their header, innermost first.
+    pub others: Vec<usize>,
 }
 
 impl RevLoops {
@@ -88,6 +91,7 @@ impl RevLoops {
             around: vec![Vec::new(); n],
             irregular: vec![false; n],
             inner: vec![None; n],
+            others: Vec::new(),
         };
         for (i, &b) in ids.iter().enumerate() {
             out.inner[i] = la.innermost(b).and_then(|l| pos[la.header(l)]);
@@ -136,6 +140,7 @@ impl RevLoops {
                     });
                 }
                 None => {
+                    out.others.push(h);
                     for i in (0..n).filter(|&i| member[i]) {
                         if out.around[i].is_empty() {
                             out.irregular[i] = true;

@@ -35,6 +35,7 @@
 
 mod analysis;
 pub mod bbcode;
+mod checkpoint;
 mod choose;
 mod ctx;
 pub mod grad;
@@ -45,7 +46,8 @@ mod pullback;
 mod sweep;
 mod transform;
 
-pub use plan::{TapePlan, tape_plan};
+pub use checkpoint::{CALL_BYTES, INNER_TRIPS, StretchSource};
+pub use plan::{TapePlan, tape_plan, tape_plan_limited};
 
 use crate::forward::fresh_derived_name as fresh_name;
 use crate::rule_cache::{CacheStats, RuleCache};
@@ -79,6 +81,8 @@ pub struct Reverse<'r> {
     revs: HashMap<(FuncId, FuncId), FuncId>,
     /// Whether pieces are derived with activity analysis.
     activity: bool,
+    /// The tape limit loops are checkpointed under, in bytes.
+    tape_limit: Option<u64>,
 }
 
 /// A declared pair of pieces whose bodies are still to be built: (primal,
@@ -93,7 +97,21 @@ impl<'r> Reverse<'r> {
             cache: RuleCache::new(),
             revs: HashMap::default(),
             activity: true,
+            tape_limit: None,
         }
+    }
+
+    /// Sets the tape limit (bytes) for the pieces derived from now on: their
+    /// long loops are checkpointed so that one stretch of records takes at
+    /// most half of it (docs/reverse.md, "Checkpointing"); `None` (the
+    /// default): only loops with a `checkpoint` statement are.
+    pub fn set_tape_limit(&mut self, limit: Option<u64>) {
+        self.tape_limit = limit;
+    }
+
+    /// The tape limit, if any.
+    pub fn tape_limit(&self) -> Option<u64> {
+        self.tape_limit
     }
 
     /// Turns activity analysis ([`crate::activity`]) on (the default) or off

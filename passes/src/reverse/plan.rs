@@ -23,6 +23,7 @@
 //! [`tape_plan`] derives a function into a scratch copy of its module and
 //! returns its plan, with the value names of the printed forward sweep.
 
+use super::checkpoint::StretchSource;
 use super::choose::PlanInput;
 use super::ctx::Derivation;
 use super::{Reverse, ReverseError};
@@ -72,6 +73,23 @@ pub struct Save {
     pub ty: Type,
     /// Where it is pushed and popped.
     pub site: Site,
+    /// When a checkpointed loop's replay function pushes it rather than the
+    /// forward sweep (a value its blocks record): which, and the value there.
+    pub replay: Option<ReplayPush>,
+}
+
+/// A value pushed by the replay function of a checkpointed loop (the loop's
+/// recording blocks run there, not in the forward sweep).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplayPush {
+    /// The replay function.
+    pub func: FuncId,
+    /// Its name.
+    pub name: String,
+    /// The value pushed, in the replay function.
+    pub value: Value,
+    /// Its name in the printed replay function, when known ([`tape_plan`]).
+    pub value_name: Option<String>,
 }
 
 /// The index of a block among the predecessors of its one successor, pushed
@@ -92,6 +110,9 @@ pub struct BranchSave {
     pub index: usize,
     /// Whether `to` has two predecessors, so that the index is a `bool`.
     pub two_way: bool,
+    /// The replay function of a checkpointed loop that pushes it instead of
+    /// the forward sweep (`from` is a block of that loop).
+    pub replay: Option<String>,
 }
 
 impl BranchSave {
@@ -119,6 +140,9 @@ pub struct TapePlan {
     by_recompute: HashMap<(Block, Value), usize>,
     counted: Vec<Option<CountedLoop>>,
     canon: HashMap<Value, Value>,
+    checkpointed: Vec<CheckpointedLoop>,
+    skipped: Vec<SkippedLoop>,
+    shown: HashMap<Value, Value>,
 }
 
 /// A value of the forward sweep that the reverse of a block computes again
@@ -162,6 +186,49 @@ pub struct CountedLoop {
     pub step: i64,
 }
 
+/// A loop the forward sweep runs without recording (docs/reverse.md,
+/// "Checkpointing"): at the start of every `stretch` iterations it pushes a
+/// snapshot (its header phis' values and copies of the arrays it writes);
+/// the pullback replays the stretches from their snapshots, last first,
+/// with the recording code of the loop (the function `replay`), and runs
+/// each stretch's reverse right after its replay.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckpointedLoop {
+    /// The header.
+    pub header: Block,
+    /// Its label.
+    pub label: u32,
+    /// Iterations per stretch.
+    pub stretch: u64,
+    /// Where the stretch length comes from.
+    pub source: StretchSource,
+    /// The estimated tape bytes of one iteration.
+    pub bytes_per_iteration: u64,
+    /// The values a snapshot holds: the header phis of the loop of the
+    /// forward sweep.
+    pub state: Vec<Value>,
+    /// Their names in the printed forward sweep, when known ([`tape_plan`]).
+    pub state_names: Vec<Option<String>>,
+    /// How many arrays a snapshot copies.
+    pub arrays: usize,
+    /// The name of the function that replays one stretch.
+    pub replay: String,
+    /// Whether the forward sweep tells on entry that the loop runs at most
+    /// `stretch` iterations (a counted loop against a bound defined before
+    /// it) and then records it as it would without a limit.
+    pub direct: bool,
+}
+
+/// A loop that checkpointing was asked for (by a tape limit or a
+/// `checkpoint` statement) and that is not checkpointed, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkippedLoop {
+    /// The header's label.
+    pub label: u32,
+    /// Why it is not checkpointed.
+    pub reason: String,
+}
+
 /// Builds `f` (a function of a normalised, verified module) in reverse mode
 /// in a scratch copy of `module`, activity analysis on, and returns its tape
 /// plan, with the names of the saved values as `irad dump --mode rev` prints
@@ -171,6 +238,18 @@ pub fn tape_plan(
     module: &Module,
     registry: &Registry,
     f: FuncId,
+) -> Result<TapePlan, ReverseError> {
+    tape_plan_limited(module, registry, f, None)
+}
+
+/// [`tape_plan`] of `f` derived under the tape limit `limit` (bytes;
+/// [`Reverse::set_tape_limit`]): the plan also says which loops are
+/// checkpointed and how, and which are not and why.
+pub fn tape_plan_limited(
+    module: &Module,
+    registry: &Registry,
+    f: FuncId,
+    limit: Option<u64>,
 ) -> Result<TapePlan, ReverseError> {
     let mut m = module.clone();
     let func = m
@@ -190,6 +269,7 @@ pub fn tape_plan(
         ));
     }
     let mut rev = Reverse::new(registry);
+    rev.set_tape_limit(limit);
     rev.request(&mut m, FuncRef::User(f))?;
     let (primal, fwd_id, back_id, mask) = rev
         .cache
@@ -261,6 +341,73 @@ impl TapePlan {
         &self.counted
     }
 
+    /// The checkpointed loops, outermost first.
+    pub fn checkpointed(&self) -> &[CheckpointedLoop] {
+        &self.checkpointed
+    }
+
+    /// The loops checkpointing was asked for that are not checkpointed.
+    pub fn not_checkpointed(&self) -> &[SkippedLoop] {
+        &self.skipped
+    }
+
+    /// Records the checkpointing decisions, for printing.
+    pub(super) fn set_checkpoints(
+        &mut self,
+        checkpointed: Vec<CheckpointedLoop>,
+        skipped: Vec<SkippedLoop>,
+    ) {
+        self.checkpointed = checkpointed;
+        self.skipped = skipped;
+    }
+
+    /// The value of the forward sweep that stands for `v` once checkpointed
+    /// loops are rewritten (a value of such a loop used after it is
+    /// defined anew there), or `v`: the value named in the printed sweep.
+    pub fn shown(&self, v: Value) -> Value {
+        self.shown.get(&v).copied().unwrap_or(v)
+    }
+
+    /// Records the values of checkpointed loops defined anew.
+    pub(super) fn set_shown(&mut self, renamed: HashMap<Value, Value>) {
+        self.shown = renamed;
+    }
+
+    /// The saved values and predecessor indices, for marking those a replay
+    /// function pushes.
+    pub(super) fn pushes_mut(&mut self) -> (&mut [Save], &mut [BranchSave]) {
+        (&mut self.saves, &mut self.branches)
+    }
+
+    /// Takes the predecessor index pushed at the end of `from` out of the
+    /// plan (a checkpointed loop's replays push it instead).
+    pub(super) fn take_branch(&mut self, from: Block) -> Option<BranchSave> {
+        let k = self.branch_of.remove(&from)?;
+        let br = self.branches.remove(k);
+        for slot in self.branch_of.values_mut() {
+            if *slot > k {
+                *slot -= 1;
+            }
+        }
+        Some(br)
+    }
+
+    /// Adds `value` (of type `ty`) to the values pushed at the end of block
+    /// `block` (`#label`) and popped where its reverse starts, unless it is
+    /// one of them already.
+    pub(super) fn add_block_end_save(&mut self, block: Block, label: u32, value: Value, ty: Type) {
+        if self.at_block_end(block).any(|s| s.value == value) {
+            return;
+        }
+        self.push(Save {
+            value,
+            name: None,
+            ty,
+            site: Site::BlockEnd { block, label },
+            replay: None,
+        });
+    }
+
     /// The predecessor index pushed at the end of `block`, if any.
     pub fn branch_from(&self, block: Block) -> Option<&BranchSave> {
         self.branch_of.get(&block).map(|&k| &self.branches[k])
@@ -289,15 +436,29 @@ impl TapePlan {
     /// Fills in the names of the saved values as printed in function `fwd`.
     fn name_values(&mut self, m: &Module, fwd: FuncId) {
         let names = printed_names(m, fwd);
+        let mut replay_names: HashMap<FuncId, std::collections::HashMap<Value, String>> =
+            HashMap::default();
+        let shown = std::mem::take(&mut self.shown);
+        let show = |v: &Value| *shown.get(v).unwrap_or(v);
         for save in &mut self.saves {
-            save.name = names.get(&save.value).cloned();
+            save.name = names.get(&show(&save.value)).cloned();
+            if let Some(r) = &mut save.replay {
+                let names = replay_names
+                    .entry(r.func)
+                    .or_insert_with(|| printed_names(m, r.func));
+                r.value_name = names.get(&r.value).cloned();
+            }
         }
         for r in &mut self.recomputed {
             r.name = names.get(&r.value).cloned();
         }
         for c in self.counted.iter_mut().flatten() {
-            c.name = names.get(&c.iv).cloned();
+            c.name = names.get(&show(&c.iv)).cloned();
         }
+        for c in &mut self.checkpointed {
+            c.state_names = c.state.iter().map(|v| names.get(v).cloned()).collect();
+        }
+        self.shown = shown;
     }
 
     /// The plan of derivation `cx`, from the statements as the forward sweep
@@ -362,6 +523,7 @@ impl TapePlan {
                 name: None,
                 ty,
                 site,
+                replay: None,
             });
         }
         for r in chosen.recomputed {
@@ -397,54 +559,47 @@ impl TapePlan {
                     to_label: cx.label(*s),
                     index,
                     two_way: shape.preds[*s].len() == 2,
+                    replay: None,
                 });
             }
         }
     }
 }
 
-impl fmt::Display for TapePlan {
-    /// One line per saved value, then one per predecessor index.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl TapePlan {
+    /// The plan as lines of text: one per saved value, recomputed value,
+    /// counted loop, predecessor index, checkpointed loop and loop not
+    /// checkpointed; each with the name of the replay function that pushes
+    /// what it says (`None`: the forward sweep).
+    pub fn lines(&self) -> Vec<(Option<String>, String)> {
+        let mut out = Vec::new();
         for save in &self.saves {
-            match &save.name {
-                Some(name) => write!(f, "%{name}")?,
-                None => write!(f, "value {}", save.value.as_u32())?,
-            }
-            write!(f, ": {}  ", save.ty)?;
-            match &save.site {
-                Site::Stmt { label, stmt, .. } => writeln!(
-                    f,
-                    "pushed after #{label} statement {stmt}, popped before its pullback"
-                )?,
-                Site::BlockEnd { label, .. } => writeln!(
-                    f,
-                    "pushed at the end of #{label}, popped where its reverse starts"
-                )?,
-                Site::Once => writeln!(
-                    f,
-                    "pushed once at the end of #{}, popped where the pullback starts",
-                    self.ret_label
-                )?,
-            }
+            out.push((
+                save.replay.as_ref().map(|r| r.name.clone()),
+                self.save_line(save),
+            ));
         }
         for r in &self.recomputed {
-            writeln!(
-                f,
-                "`{}` of #{} statement {}: recomputed in the reverse of #{}, not recorded",
-                r.prim, r.from.0, r.from.1, r.label
-            )?;
+            out.push((
+                None,
+                format!(
+                    "`{}` of #{} statement {}: recomputed in the reverse of #{}, not recorded",
+                    r.prim, r.from.0, r.from.1, r.label
+                ),
+            ));
         }
         for c in self.counted() {
-            match &c.name {
-                Some(name) => write!(f, "%{name}")?,
-                None => write!(f, "value {}", c.iv.as_u32())?,
-            }
-            writeln!(
-                f,
-                ": counts loop #{} (step {}); its reverse counts back, recording no index per iteration",
-                c.label, c.step
-            )?;
+            let name = match &c.name {
+                Some(name) => format!("%{name}"),
+                None => format!("value {}", c.iv.as_u32()),
+            };
+            out.push((
+                None,
+                format!(
+                    "{name}: counts loop #{} (step {}); its reverse counts back, recording no index per iteration",
+                    c.label, c.step
+                ),
+            ));
         }
         for br in &self.branches {
             let (k, ty) = if br.two_way {
@@ -452,14 +607,126 @@ impl fmt::Display for TapePlan {
             } else {
                 (br.index.to_string(), "i64")
             };
-            writeln!(
-                f,
-                "{k}: {ty}  pushed at the end of #{} (its index among the predecessors of #{}), popped at the end of the reverse of #{}",
-                br.from_label, br.to_label, br.to_label
-            )?;
+            let by = br
+                .replay
+                .as_ref()
+                .map(|r| format!(" by @{r}"))
+                .unwrap_or_default();
+            out.push((
+                br.replay.clone(),
+                format!(
+                    "{k}: {ty}  pushed at the end of #{}{by} (its index among the predecessors of #{}), popped at the end of the reverse of #{}",
+                    br.from_label, br.to_label, br.to_label
+                ),
+            ));
+        }
+        for c in &self.checkpointed {
+            out.push((None, checkpointed_line(c)));
+        }
+        for s in &self.skipped {
+            out.push((
+                None,
+                format!("loop #{}: not checkpointed: {}", s.label, s.reason),
+            ));
+        }
+        out
+    }
+
+    /// The line of one saved value.
+    fn save_line(&self, save: &Save) -> String {
+        let name = match (&save.replay, &save.name) {
+            (Some(r), _) => r.value_name.as_ref(),
+            (None, name) => name.as_ref(),
+        };
+        let mut line = match name {
+            Some(name) => format!("%{name}"),
+            None => format!("value {}", save.value.as_u32()),
+        };
+        let by = save
+            .replay
+            .as_ref()
+            .map(|r| format!(" by @{}", r.name))
+            .unwrap_or_default();
+        line.push_str(&match &save.site {
+            Site::Stmt { label, stmt, .. } => format!(
+                ": {}  pushed after #{label} statement {stmt}{by}, popped before its pullback",
+                save.ty
+            ),
+            Site::BlockEnd { label, .. } => format!(
+                ": {}  pushed at the end of #{label}{by}, popped where its reverse starts",
+                save.ty
+            ),
+            Site::Once => format!(
+                ": {}  pushed once at the end of #{}, popped where the pullback starts",
+                save.ty, self.ret_label
+            ),
+        });
+        line
+    }
+}
+
+impl fmt::Display for TapePlan {
+    /// [`TapePlan::lines`], one per line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (_, line) in self.lines() {
+            writeln!(f, "{line}")?;
         }
         Ok(())
     }
+}
+
+/// The line of a checkpointed loop.
+fn checkpointed_line(c: &CheckpointedLoop) -> String {
+    let mut line = format!(
+        "loop #{}: checkpointed every {} iteration",
+        c.label, c.stretch
+    );
+    if c.stretch != 1 {
+        line.push('s');
+    }
+    match c.source {
+        StretchSource::Limit(limit) => line.push_str(&format!(
+            " (tape limit {}, about {} bytes per iteration)",
+            size_text(limit),
+            c.bytes_per_iteration
+        )),
+        StretchSource::Program => line.push_str(" (`checkpoint` in the loop)"),
+    }
+    line.push_str("; each snapshot pushes a flag (a stretch before it?),");
+    for (v, name) in c.state.iter().zip(&c.state_names) {
+        match name {
+            Some(name) => line.push_str(&format!(" %{name}")),
+            None => line.push_str(&format!(" value {}", v.as_u32())),
+        }
+    }
+    match c.arrays {
+        0 => line.push_str(" and no array"),
+        1 => line.push_str(" and a copy of 1 array"),
+        n => line.push_str(&format!(" and copies of {n} arrays")),
+    }
+    line.push_str(&format!(
+        "; the pullback replays each stretch, last first, with @{}",
+        c.replay
+    ));
+    if c.direct {
+        line.push_str(&format!(
+            "; a run of at most {} iteration{} is recorded as without a limit",
+            c.stretch,
+            if c.stretch == 1 { "" } else { "s" }
+        ));
+    }
+    line
+}
+
+/// A byte count as `64M`, `1G`, `3K` when a power of 1024 divides it, in
+/// bytes otherwise.
+pub fn size_text(bytes: u64) -> String {
+    for (shift, unit) in [(40, 'T'), (30, 'G'), (20, 'M'), (10, 'K')] {
+        if bytes != 0 && bytes.is_multiple_of(1u64 << shift) {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    bytes.to_string()
 }
 
 /// The position (among the primal's blocks) of the block of the forward

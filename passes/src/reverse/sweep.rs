@@ -20,6 +20,7 @@
 
 use super::ReverseError;
 use super::bbcode::BTerm;
+use super::checkpoint::{Checkpoints, SweepView};
 use super::choose::PlanInput;
 use super::ctx::{
     Derivation, How, Shadows, Stmt, args_of, build_err, emit_value, err, internal, map_op,
@@ -64,6 +65,10 @@ pub(super) struct Swept {
     pub stmts: SecondaryMap<Inst, Option<Stmt>>,
     /// Pushes to move: per block, (position, push statement).
     pub placed: Vec<(Block, Vec<(usize, Inst)>)>,
+    /// The forward-sweep operand of each primal value.
+    pub fval: SecondaryMap<Value, Option<Operand>>,
+    /// The block of the forward sweep of each primal block, by position.
+    pub fblock: Vec<Block>,
 }
 
 impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
@@ -177,7 +182,7 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
             | InstKind::CallValue { .. })
                 if cx.act.primal_only(&cx.src, inst) =>
             {
-                (How::Primal, self.primal(kind, &loc)?)
+                (How::Primal, self.primal(kind, &res_ty, &loc)?)
             }
             InstKind::Phi { .. } => {
                 let saved = SmallVec::new();
@@ -208,8 +213,13 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
     }
 
     /// A statement without derivative work: the primal statement alone.
-    fn primal(&mut self, kind: &InstKind, loc: &Location) -> Result<RevFwdOut, ReverseError> {
-        let r = primal_stmt(&mut self.fb, kind, &self.fval, loc)?;
+    fn primal(
+        &mut self,
+        kind: &InstKind,
+        res_ty: &Type,
+        loc: &Location,
+    ) -> Result<RevFwdOut, ReverseError> {
+        let r = primal_stmt(&mut self.fb, kind, res_ty, &self.fval, loc)?;
         Ok(RevFwdOut {
             primal: r,
             shadows: SmallVec::new(),
@@ -371,18 +381,37 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
         TapePlan::build(self.cx, &input)
     }
 
-    /// The end of every block: its pushes, then its terminator.
-    pub fn block_ends(&mut self, plan: &TapePlan) -> Result<(), ReverseError> {
+    /// The end of every block: its pushes, then its terminator. The exit
+    /// block of a checkpointed loop with a direct path (`ck`) also pushes
+    /// the flag saying which path ran, after its saved values: a phi whose
+    /// entries the checkpoint rewrite adds.
+    pub fn block_ends(
+        &mut self,
+        plan: &TapePlan,
+        ck: &mut Checkpoints,
+    ) -> Result<(), ReverseError> {
         for &i in &self.cx.shape.order {
-            self.block_end(i, plan)?;
+            let flagged = ck
+                .loops
+                .iter()
+                .position(|c| c.direct.is_some() && self.cx.shape.loops.loops[c.k].exit == i);
+            let flag = self.block_end(i, plan, flagged.is_some())?;
+            if let (Some(k), Some(flag)) = (flagged, flag) {
+                ck.loops[k].flag = Some(flag);
+            }
         }
         Ok(())
     }
 
-    /// The pushes of block `i` and its terminator. The pushes of values the
-    /// plan moves next to a statement come first and are recorded to be
-    /// moved into place.
-    fn block_end(&mut self, i: usize, plan: &TapePlan) -> Result<(), ReverseError> {
+    /// The pushes of block `i` and its terminator (and, when `flagged`, the
+    /// flag phi it pushes, returned). The pushes of values the plan moves next
+    /// to a statement come first and are recorded to be moved into place.
+    fn block_end(
+        &mut self,
+        i: usize,
+        plan: &TapePlan,
+        flagged: bool,
+    ) -> Result<Option<Value>, ReverseError> {
         let cx = self.cx;
         let shape = &cx.shape;
         let block = shape.bb.blocks[i].id;
@@ -407,6 +436,23 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
         for save in plan.at_block_end(block) {
             self.push(Operand::Value(save.value))?;
         }
+        let flag = if flagged {
+            let phi = self
+                .fb
+                .insert_phi(self.fblock[i], Type::Bool)
+                .map_err(&build)?;
+            self.push(Operand::Value(phi))?;
+            // The phi goes before the statements: the positions where pushes
+            // move to are one further.
+            if let Some((b, moves)) = self.placed.last_mut()
+                && *b == self.fblock[i]
+            {
+                moves.iter_mut().for_each(|(at, _)| *at += 1);
+            }
+            Some(phi)
+        } else {
+            None
+        };
         if i == shape.ret {
             for save in plan.once() {
                 self.push(Operand::Value(save.value))?;
@@ -415,7 +461,8 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
         if let Some(br) = plan.branch_from(block) {
             self.push(br.pushed())?;
         }
-        self.terminator(i)
+        self.terminator(i)?;
+        Ok(flag)
     }
 
     /// `push(op)` at the current position.
@@ -517,6 +564,19 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
         Swept {
             stmts: self.stmts,
             placed: self.placed,
+            fval: self.fval,
+            fblock: self.fblock,
+        }
+    }
+
+    /// What the checkpointing decisions read of the sweep so far.
+    pub fn view(&self) -> SweepView<'_> {
+        SweepView {
+            fwd: self.fb.func(),
+            fblock: &self.fblock,
+            fval: &self.fval,
+            fshadow: &self.fshadow,
+            stmts: &self.stmts,
         }
     }
 }
@@ -549,11 +609,12 @@ pub(super) fn place_moved_pushes(
     }
 }
 
-/// The primal statement of `kind` in the forward sweep, its result as an
-/// operand (`()` for none).
-fn primal_stmt(
+/// The primal statement of `kind` (of result type `res_ty`) in the forward
+/// sweep, its result as an operand (`()` for none).
+pub(super) fn primal_stmt(
     fb: &mut FuncBuilder<'_>,
     kind: &InstKind,
+    res_ty: &Type,
     fval: &SecondaryMap<Value, Option<Operand>>,
     loc: &Location,
 ) -> Result<Operand, ReverseError> {
@@ -562,16 +623,25 @@ fn primal_stmt(
         .iter()
         .map(|a| map_op(fval, a, loc))
         .collect::<Result<_, _>>()?;
-    let r = match kind {
-        InstKind::Prim { prim, .. } => fb.prim(*prim, &ops).map_err(build)?,
-        InstKind::Invoke { func, .. } => fb.invoke(*func, &ops).map_err(build)?,
-        InstKind::CallValue { callee, .. } => {
+    let r = match (kind, res_ty) {
+        (
+            InstKind::Prim {
+                prim: Prim::Alloc, ..
+            },
+            Type::Array(elem),
+        ) => {
+            let n = ops.first().copied().unwrap_or(Operand::from(0i64));
+            Some(fb.alloc(*elem, n).map_err(build)?)
+        }
+        (InstKind::Prim { prim, .. }, _) => fb.prim(*prim, &ops).map_err(build)?,
+        (InstKind::Invoke { func, .. }, _) => fb.invoke(*func, &ops).map_err(build)?,
+        (InstKind::CallValue { callee, .. }, _) => {
             let Operand::Value(f) = map_op(fval, &Operand::Value(*callee), loc)? else {
                 return Err(internal(loc, "a call through a constant"));
             };
             fb.call_value(f, &ops).map_err(build)?
         }
-        InstKind::Phi { .. } => return Err(internal(loc, "a phi as a statement")),
+        (InstKind::Phi { .. }, _) => return Err(internal(loc, "a phi as a statement")),
     };
     Ok(r.map_or(Operand::Const(Const::Unit), Operand::Value))
 }

@@ -10,11 +10,16 @@
 //!    following the plan;
 //! 4. the pullback (`pullback.rs`), popping as the plan says.
 //!
+//! Between steps 2 and 3 the loops to checkpoint are chosen
+//! (`checkpoint/`); after step 3 their recording blocks are copied into
+//! their replay functions and rewritten to run without recording.
+//!
 //! Assumes a verified, normalised primal (single return block, no critical
 //! edges, entry without predecessors), which [`Derivation::new`] checks.
 //! Guarantees: on success both pieces are complete; the plan returned is the
 //! one both sweeps followed.
 
+use super::checkpoint;
 use super::ctx::Derivation;
 use super::plan::TapePlan;
 use super::pullback::Pullback;
@@ -35,15 +40,21 @@ pub(super) fn derive(
     back_id: FuncId,
     mask: Option<&[bool]>,
 ) -> Result<TapePlan, ReverseError> {
+    let limit = rev.tape_limit();
     let cx = Derivation::new(rev, module, primal, mask)?;
     let mut sweep = Sweep::new(&cx, module, fwd_id)?;
     sweep.statements()?;
-    let plan = sweep.plan();
-    sweep.block_ends(&plan)?;
+    let mut plan = sweep.plan();
+    let mut ck = checkpoint::choose(&cx, &sweep.view(), &mut plan, limit)?;
+    sweep.block_ends(&plan, &mut ck)?;
     sweep.phi_entries()?;
     let swept = sweep.finish();
     place_moved_pushes(module, fwd_id, swept.placed);
-    let mut pullback = Pullback::new(&cx, module, back_id, &swept.stmts, &plan)?;
+    checkpoint::rewrite(&cx, module, fwd_id, (&swept.fblock, &swept.fval), &mut ck)?;
+    let mut pullback = Pullback::new(&cx, module, back_id, (&swept.stmts, &plan), &ck)?;
     pullback.blocks()?;
+    checkpoint::mark_replay_pushes(&cx, module, &ck, &mut plan);
+    plan.set_checkpoints(checkpoint::summary(&cx, module, &ck), ck.skipped);
+    plan.set_shown(ck.shown);
     Ok(plan)
 }

@@ -21,9 +21,12 @@
 //! Guarantees: every value the plan pushes is popped once, in reverse order,
 //! on every path through the pullback.
 
+mod checkpoint;
+
 use super::ReverseError;
 use super::analysis::{has_cotangent, rpo};
 use super::bbcode::BTerm;
+use super::checkpoint::Checkpoints;
 use super::ctx::{
     Cots, Derivation, How, Key, Stmt, accumulate, args_of, build_err, emit_value, err, internal,
 };
@@ -77,6 +80,16 @@ pub(super) struct Pullback<'a, 'r, 'm> {
     /// Per single-exit loop: the counter's phi in the reverse of a counted
     /// loop's header, and its value in the reverse of the loop's body.
     counters: Vec<Option<(Value, Option<Operand>)>>,
+    /// The checkpointed loops.
+    ck: &'a Checkpoints,
+    /// Per single-exit loop that is checkpointed and counted: the phi of the
+    /// current stretch's start (its counter's first value) in the reverse of
+    /// the header, and the same in the reverse of its latch.
+    starts: Vec<Option<(Value, Value)>>,
+    /// Per single-exit loop that is checkpointed with a direct path: the flag
+    /// popped where the reverse of its exit starts (whether it was
+    /// checkpointed).
+    flags: Vec<Option<Operand>>,
 }
 
 /// An operand as a key of [`Pullback::numbered`].
@@ -92,8 +105,8 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
         cx: &'a Derivation<'r>,
         module: &'m mut Module,
         back_id: FuncId,
-        stmts: &'a SecondaryMap<Inst, Option<Stmt>>,
-        plan: &'a TapePlan,
+        (stmts, plan): (&'a SecondaryMap<Inst, Option<Stmt>>, &'a TapePlan),
+        ck: &'a Checkpoints,
     ) -> Result<Pullback<'a, 'r, 'm>, ReverseError> {
         let shape = &cx.shape;
         let n = shape.n;
@@ -135,9 +148,13 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
             memo: HashMap::default(),
             numbered: HashMap::default(),
             counters: vec![None; shape.loops.loops.len()],
+            ck,
+            starts: vec![None; shape.loops.loops.len()],
+            flags: vec![None; shape.loops.loops.len()],
         };
         pb.join_phis()?;
         pb.counter_phis()?;
+        pb.start_phis()?;
         Ok(pb)
     }
 
@@ -210,6 +227,7 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
         self.local.clear();
         self.memo.clear();
         self.numbered.clear();
+        self.pop_flag(i)?;
         for save in self.plan.at_block_end(block).rev() {
             let x = self.bk.pop(save.ty.clone()).map_err(&build)?;
             self.local.insert(save.value, Operand::Value(x));
@@ -574,6 +592,7 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
         } else if let [p] = rp.as_slice() {
             let p = *p;
             let target = self.rblock[p].ok_or_else(|| internal(bloc, "reverse target"))?;
+            self.replay_entries(i, p, bloc)?;
             self.counter_entries(i, p, bloc)?;
             let adds = self.edge_adds(p, phi_cots);
             if self.joins[p].is_empty() {
@@ -595,17 +614,7 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
         } else {
             let id = match self.counted_here(i) {
                 Some(k) => self.count_back(k, bloc)?,
-                None if cx.shape.preds[i].len() == 2 => {
-                    // Two predecessors: the index travels as a bool.
-                    let b = self.bk.pop(Type::Bool).map_err(&build)?;
-                    emit_value(
-                        &mut self.bk,
-                        Prim::Select,
-                        &[Operand::Value(b), Operand::from(1i64), Operand::from(0i64)],
-                    )
-                    .map_err(|e| err(bloc, e))?
-                }
-                None => Operand::Value(self.bk.pop(Type::I64).map_err(&build)?),
+                None => self.pop_index(i, bloc)?,
             };
             let mut targets = Vec::with_capacity(cx.shape.preds[i].len());
             for &p in &cx.shape.preds[i] {
@@ -615,9 +624,30 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
                 }
                 self.incoming[p] = Some((m.clone(), self.edge_adds(p, phi_cots)));
             }
+            let step = self.stretch_target(i, &mut targets);
             self.bk.switch(id, &targets).map_err(&build)?;
+            if let Some((k, step)) = step {
+                self.stretch_step(k, step, &targets, bloc)?;
+            }
         }
         Ok(())
+    }
+
+    /// Pops the index of the predecessor of block `i` the forward run came
+    /// from: a bool between two predecessors, an i64 otherwise.
+    fn pop_index(&mut self, i: usize, bloc: &Location) -> Result<Operand, ReverseError> {
+        let build = build_err(&self.cx.floc);
+        if self.cx.shape.preds[i].len() == 2 {
+            let b = self.bk.pop(Type::Bool).map_err(&build)?;
+            emit_value(
+                &mut self.bk,
+                Prim::Select,
+                &[Operand::Value(b), Operand::from(1i64), Operand::from(0i64)],
+            )
+            .map_err(|e| err(bloc, e))
+        } else {
+            Ok(Operand::Value(self.bk.pop(Type::I64).map_err(&build)?))
+        }
     }
 
     /// The counted loop headed by position `i`, if any.
@@ -642,7 +672,11 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
         let h = cx.shape.loops.loops[k].header;
         let pos = |b: usize| cx.shape.preds[h].iter().position(|&p| p == b).unwrap_or(0) as i64;
         let (pre, latch) = (pos(info.pre), pos(info.latch));
-        let init = self.value(c.init, bloc)?;
+        // A checkpointed loop's reverse leaves at each stretch's start.
+        let init = match self.starts[k] {
+            Some((start, _)) => Operand::Value(start),
+            None => self.value(c.init, bloc)?,
+        };
         let e = |r: Result<Operand, String>| r.map_err(|e| err(bloc, e));
         let body = e(emit_value(
             &mut self.bk,

@@ -1,0 +1,109 @@
+//! The direct path of a checkpointed counted loop whose trip count is known
+//! on entry: when it runs at most `stretch` iterations, one stretch holds
+//! the whole loop and checkpointing would only add a replay, so the forward
+//! sweep runs a copy of the loop's recording blocks (`copy.rs`) instead of
+//! the loop that does not record.
+//!
+//! The block entering the loop decides: with `d` the bound minus the
+//! counter's start (the start minus the bound, counting down) and `s` the
+//! stretch times the step's magnitude, the loop runs at most `stretch`
+//! iterations when `d <= s` (`d < s` for `le`/`ge`). Then a new block pushes
+//! `false` (no stretch before this one, which the pullback's stretch step
+//! pops as after a first snapshot) and enters the copy, whose exit joins the
+//! loop's exit block; there the values of the loop used after it get phis
+//! (`primal.rs`), and the flag the exit block pushes says which path ran.
+//!
+//! Assumes the forward sweep is complete, its loop blocks still recording,
+//! and the loop's entering block ends with its jump to the header. A wrong
+//! decision (the difference wraps for bounds near the ends of i64) only
+//! chooses the other path: both give the same gradient. Guarantees: the
+//! copy records exactly what the loop's blocks record.
+
+use super::super::ReverseError;
+use super::super::ctx::{Derivation, internal};
+use super::copy::LoopCopy;
+use super::{CkLoop, Direct};
+use irad_ir::entity::SecondaryMap;
+use irad_ir::{Block, FuncId, Module, Operand, Prim, Terminator, Type, Value};
+use rustc_hash::FxHashMap as HashMap;
+
+/// The copy the direct path runs, once made.
+pub(in crate::reverse) struct DirectPath {
+    /// The block of the copy whose edge enters the loop's exit block.
+    pub exit_from: Block,
+    /// The copy's value of each value of the forward sweep it reads or
+    /// defines.
+    pub values: HashMap<Value, Value>,
+}
+
+/// Adds the direct path of checkpointed loop `ck` (of `d`) to the forward
+/// sweep `fwd_id` (its block of each primal block `fblock`, its operand of
+/// each primal value `fval`), and the decision at the loop's entering block.
+pub(in crate::reverse) fn build(
+    cx: &Derivation<'_>,
+    module: &mut Module,
+    fwd_id: FuncId,
+    (fblock, fval): (&[Block], &SecondaryMap<Value, Option<Operand>>),
+    (ck, d): (&CkLoop, &Direct),
+) -> Result<DirectPath, ReverseError> {
+    let floc = &cx.floc;
+    let src = module
+        .get(fwd_id)
+        .ok_or_else(|| internal(floc, "no forward sweep"))?
+        .clone();
+    let l = &cx.shape.loops.loops[ck.k];
+    let c = l
+        .counted
+        .as_ref()
+        .ok_or_else(|| internal(floc, "a direct path of a loop not counted"))?;
+    let (pre, head, exit) = (fblock[ck.pre], fblock[l.header], fblock[l.exit]);
+    let mut copy = LoopCopy::new(cx, ck.k, (&src, fblock), src.clone(), true);
+    // The new entry block comes right after the entering block, its
+    // fall-through.
+    let entry = copy.new_block();
+    copy.layout.retain(|&b| b != entry);
+    let at = copy
+        .layout
+        .iter()
+        .position(|&b| b == pre)
+        .map_or(copy.layout.len(), |p| p + 1);
+    copy.layout.insert(at, entry);
+    let end = copy.layout.len();
+    let head_copy = copy.add_copies(end, false);
+    copy.copy_blocks(head_copy, exit)?;
+    copy.fill_phis(entry, &|_, entries| {
+        entries.iter().find(|(b, _)| *b == pre).map(|(_, op)| *op)
+    })?;
+    copy.effect(entry, Prim::Push, &[Operand::from(false)]);
+    copy.f.blocks[entry].term = Some(Terminator::Goto(head_copy));
+    // The decision, at the end of the entering block.
+    let mapped = |op: Operand| match op {
+        Operand::Value(v) => fval[v].ok_or_else(|| internal(floc, "an unmapped bound")),
+        c => Ok(c),
+    };
+    let (bound, start) = (mapped(d.bound)?, mapped(c.init)?);
+    let diff = match d.up {
+        true => copy.value(pre, Prim::Isub, &[bound, start], Type::I64),
+        false => copy.value(pre, Prim::Isub, &[start, bound], Type::I64),
+    };
+    let span = i64::try_from(ck.stretch)
+        .unwrap_or(i64::MAX)
+        .saturating_mul(c.step.saturating_abs());
+    let cmp = if d.strict { Prim::Le } else { Prim::Lt };
+    let small = copy.value(pre, cmp, &[diff, Operand::from(span)], Type::Bool);
+    match copy.f.blocks[pre].term {
+        Some(Terminator::Goto(t)) if t == head => {}
+        _ => return Err(internal(floc, "a loop entered by a block that does more")),
+    }
+    copy.f.blocks[pre].term = Some(Terminator::GotoIfNot {
+        cond: small,
+        target: head,
+    });
+    let exit_from = copy.edge_source(head, exit);
+    let (f, values) = copy.finish();
+    let slot = module
+        .get_mut(fwd_id)
+        .ok_or_else(|| internal(floc, "no forward sweep"))?;
+    *slot = f;
+    Ok(DirectPath { exit_from, values })
+}

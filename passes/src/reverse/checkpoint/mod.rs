@@ -1,0 +1,624 @@
+//! Loop checkpointing in reverse mode (docs/reverse.md, "Checkpointing"):
+//! which loops the forward sweep runs without recording, taking a snapshot of
+//! their state every `stretch` iterations instead, and what the pullback needs
+//! to replay them stretch by stretch.
+//!
+//! A loop is checkpointed under a tape limit ([`super::Reverse::set_tape_limit`])
+//! or when a `checkpoint(n)` statement in it asks (`n` iterations per
+//! stretch; `checkpoint(0)`: never), when it qualifies: it leaves through one
+//! edge, from its header, which one block outside it enters; no array
+//! travels from one iteration to the next through its header, nor out of it;
+//! it records something per iteration; and no loop around it is
+//! checkpointed already (the outermost qualifying loop is chosen, its
+//! stretches hold the loops inside it in full). Under a limit of B bytes the
+//! schedule has two levels: stretches of `max(1, (B / 2) / r)` iterations,
+//! `r` the tape bytes one iteration records as estimated from the plan
+//! (an inner loop counted [`INNER_TRIPS`] times, a call [`CALL_BYTES`]), so
+//! that one stretch's records take at most half the limit.
+//!
+//! This file decides ([`choose`]) and keeps the decisions ([`Checkpoints`]);
+//! `region.rs` finds what a loop's recording blocks read from before the loop
+//! and which arrays each snapshot copies; `primal.rs` turns the loop of the
+//! forward sweep into one that does not record and takes the snapshots;
+//! `replay.rs` builds the function the pullback calls to replay one stretch
+//! from its snapshot. The pullback's side is `pullback.rs`'s.
+//!
+//! Assumes the forward parts of the statements and the tape plan of a
+//! derivation, before any push is written. Guarantees: without a tape limit
+//! and without `checkpoint` statements nothing is decided and the plan is
+//! unchanged; the decisions are deterministic; a checkpointed loop's inputs
+//! are pushed at the end of its exit block, where the plan says.
+
+pub(super) mod copy;
+pub(super) mod direct;
+pub(super) mod primal;
+pub(super) mod region;
+pub(super) mod replay;
+
+use super::ReverseError;
+use super::choose::restores;
+use super::ctx::{Derivation, How, Shadows, Stmt, err};
+use super::plan::{CheckpointedLoop, SkippedLoop, TapePlan};
+use irad_ir::entity::SecondaryMap;
+use irad_ir::interp::tape_value_bytes;
+use irad_ir::{Block, Const, Func, FuncId, Inst, InstKind, Operand, Prim, Value};
+use irad_rules::emit::contains_array;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
+/// How many times an inner loop is assumed to run per iteration of the loop
+/// around it, when estimating the bytes one iteration records.
+pub const INNER_TRIPS: u64 = 16;
+/// The bytes one call of another function's forward sweep is assumed to
+/// record, in the same estimate.
+pub const CALL_BYTES: u64 = 64;
+
+/// Where a checkpointed loop's stretch length comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StretchSource {
+    /// The tape limit, in bytes.
+    Limit(u64),
+    /// A `checkpoint(n)` statement in the loop.
+    Program,
+}
+
+/// What the forward sweep's parts hand to the decisions: the forward sweep
+/// so far and the maps from the primal to it.
+pub(super) struct SweepView<'a> {
+    /// The forward sweep so far.
+    pub fwd: &'a Func,
+    /// Its block of each primal block, by position.
+    pub fblock: &'a [Block],
+    /// The forward-sweep operand of each primal value.
+    pub fval: &'a SecondaryMap<Value, Option<Operand>>,
+    /// The shadows of each primal value.
+    pub fshadow: &'a Shadows,
+    /// How each statement was differentiated.
+    pub stmts: &'a SecondaryMap<Inst, Option<Stmt>>,
+}
+
+/// How a counted loop's trip count is known on entry: it goes on while its
+/// counter is below (`up`) or above a bound defined before the loop, strictly
+/// (`lt`, `gt`) or not.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Direct {
+    /// The bound, a primal operand defined before the loop.
+    pub bound: Operand,
+    /// Whether the counter steps up to the bound (else down).
+    pub up: bool,
+    /// Whether the comparison is strict.
+    pub strict: bool,
+}
+
+/// An array a snapshot copies: an array leaf of one of the loop's inputs,
+/// reached from it by `getfield` with the indices of `path`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct ArrayLeaf {
+    /// The input (its index among the loop's inputs).
+    pub input: usize,
+    /// The `getfield` indices from the input to the array.
+    pub path: Vec<i64>,
+    /// The array's type.
+    pub ty: irad_ir::Type,
+}
+
+/// One checkpointed loop.
+#[derive(Clone, Debug)]
+pub(super) struct CkLoop {
+    /// Its index among the derivation's single-exit loops.
+    pub k: usize,
+    /// The position of the one block outside it that enters it.
+    pub pre: usize,
+    /// The positions of its latches.
+    pub latches: Vec<usize>,
+    /// Iterations per stretch (at least 1).
+    pub stretch: u64,
+    /// Where `stretch` comes from.
+    pub source: StretchSource,
+    /// The estimated tape bytes of one iteration.
+    pub bytes: u64,
+    /// The values of the forward sweep, defined before the loop, that its
+    /// recording blocks read: the replay's parameters.
+    pub inputs: Vec<Value>,
+    /// The arrays each snapshot copies and each replay restores.
+    pub arrays: Vec<ArrayLeaf>,
+    /// The predecessor index the entering block pushed for the pullback of
+    /// a loop run back by popping indices, now pushed by every replay.
+    pub entry_index: Option<Operand>,
+    /// Whether the pullback runs it back by counting.
+    pub counted: bool,
+    /// How the forward sweep tells on entry that the loop runs at most
+    /// `stretch` iterations, and then records it directly, when it can.
+    pub direct: Option<Direct>,
+    /// Set by the forward sweep for a loop with `direct`: the flag pushed at
+    /// the end of its exit block, whether the loop was checkpointed (a phi
+    /// whose entries [`rewrite`] adds).
+    pub flag: Option<Value>,
+    /// Set by [`rewrite`]: the replay function.
+    pub replay: Option<FuncId>,
+    /// Set by [`rewrite`]: the header phis of the loop that does not record,
+    /// whose values a snapshot holds (in push order).
+    pub state: Vec<Value>,
+    /// Set by [`rewrite`]: the replay's value of each value of the forward
+    /// sweep its copied blocks read or define.
+    pub replayed: HashMap<Value, Value>,
+}
+
+/// The checkpointing decisions of one derivation.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Checkpoints {
+    /// The checkpointed loops, outermost first.
+    pub loops: Vec<CkLoop>,
+    /// The loops checkpointing was asked for that are not checkpointed.
+    pub skipped: Vec<SkippedLoop>,
+    /// The new value of each value of the forward sweep that a checkpointed
+    /// loop defined and that is used after it.
+    pub shown: HashMap<Value, Value>,
+}
+
+impl Checkpoints {
+    /// The checkpointed loop with index `k`, if it is one.
+    pub fn of_loop(&self, k: usize) -> Option<&CkLoop> {
+        self.loops.iter().find(|c| c.k == k)
+    }
+
+    /// Notes that loop `#label` is not checkpointed, and why.
+    fn skip(&mut self, label: u32, reason: impl Into<String>) {
+        self.skipped.push(SkippedLoop {
+            label,
+            reason: reason.into(),
+        });
+    }
+}
+
+/// The loops of derivation `cx` to checkpoint under `limit` (bytes) and the
+/// `checkpoint` statements of the primal; for each, its inputs are added to
+/// `plan` as values pushed at the end of its exit block, and the index its
+/// entering block would push is taken out of the plan.
+pub(super) fn choose(
+    cx: &Derivation<'_>,
+    view: &SweepView<'_>,
+    plan: &mut TapePlan,
+    limit: Option<u64>,
+) -> Result<Checkpoints, ReverseError> {
+    let asked = requests(cx)?;
+    let mut out = Checkpoints::default();
+    if limit.is_none() && asked.is_empty() {
+        return Ok(out);
+    }
+    let loops = &cx.shape.loops;
+    let unsafe_classes = unsafe_classes(cx, view);
+    // Outermost first: the loops are sorted innermost first.
+    for k in (0..loops.loops.len()).rev() {
+        let l = &loops.loops[k];
+        let label = cx.label(l.header);
+        let ask = asked.get(&l.header).copied();
+        if limit.is_none() && ask.is_none() {
+            continue;
+        }
+        if let Some(outer) = out.loops.iter().find(|c| loops.loops[c.k].member[l.header]) {
+            let outer = cx.label(loops.loops[outer.k].header);
+            out.skip(
+                label,
+                format!("it is inside loop #{outer}, which is checkpointed"),
+            );
+            continue;
+        }
+        match decide(cx, view, plan, k, (limit, ask), &unsafe_classes) {
+            Ok(c) => out.loops.push(c),
+            Err(why) => out.skip(label, why),
+        }
+    }
+    for &h in &loops.others {
+        if limit.is_some() || asked.contains_key(&h) {
+            out.skip(
+                cx.label(h),
+                "it leaves through more than one edge (a `break` or `return` in it)",
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// The decision for loop `k`, asked for by the limit or by a `checkpoint(n)`
+/// in it (`ask`): the checkpointed loop, or why not. Changes `plan` only when
+/// the loop is checkpointed.
+fn decide(
+    cx: &Derivation<'_>,
+    view: &SweepView<'_>,
+    plan: &mut TapePlan,
+    k: usize,
+    (limit, ask): (Option<u64>, Option<u64>),
+    unsafe_classes: &HashSet<u32>,
+) -> Result<CkLoop, String> {
+    if ask == Some(0) {
+        return Err("`checkpoint(0)` in it".into());
+    }
+    let pre = eligible(cx, k)?;
+    let bytes = bytes_per_iteration(cx, view, plan, k);
+    let (stretch, source) = match (ask, limit) {
+        (Some(n), _) => (n, StretchSource::Program),
+        (None, Some(limit)) => {
+            if bytes == 0 {
+                return Err("it records nothing per iteration".into());
+            }
+            ((limit / 2 / bytes).max(1), StretchSource::Limit(limit))
+        }
+        (None, None) => return Err("no tape limit".into()),
+    };
+    let shape = &cx.shape;
+    let l = &shape.loops.loops[k];
+    let inputs = region::inputs(cx, view, plan, k);
+    let arrays = region::arrays(cx, view, &inputs, k, unsafe_classes);
+    let counted = plan.counted_slots().get(k).is_some_and(Option::is_some);
+    // The direct path replaces the entering block's jump by the test.
+    let plain_entry = matches!(shape.bb.blocks[pre].term,
+        super::bbcode::BTerm::Goto(h) if h == shape.bb.blocks[l.header].id);
+    let direct = match source {
+        StretchSource::Limit(_) if counted && plain_entry => direct(cx, k),
+        _ => None,
+    };
+    let entry_index = match counted {
+        true => None,
+        false => match plan.branch_from(shape.bb.blocks[pre].id) {
+            Some(br) => Some(br.pushed()),
+            None => return Err("its entering block records no index".into()),
+        },
+    };
+    if entry_index.is_some() {
+        plan.take_branch(shape.bb.blocks[pre].id);
+    }
+    let exit = shape.bb.blocks[l.exit].id;
+    for &v in &inputs {
+        // A value pushed once per call is popped where the pullback starts.
+        if !plan.once().any(|s| s.value == v) {
+            plan.add_block_end_save(exit, cx.label(l.exit), v, view.fwd.values[v].ty.clone());
+        }
+    }
+    Ok(CkLoop {
+        k,
+        pre,
+        latches: shape.preds[l.header]
+            .iter()
+            .copied()
+            .filter(|&p| l.member[p])
+            .collect(),
+        stretch,
+        source,
+        bytes,
+        inputs,
+        arrays,
+        entry_index,
+        counted,
+        direct,
+        flag: None,
+        replay: None,
+        state: Vec::new(),
+        replayed: HashMap::default(),
+    })
+}
+
+/// When counted loop `k` goes on while its counter compares below (or
+/// above, stepping down) a bound defined before it, and leaves when the
+/// comparison fails: how its trip count is known on entry.
+fn direct(cx: &Derivation<'_>, k: usize) -> Option<Direct> {
+    let shape = &cx.shape;
+    let l = &shape.loops.loops[k];
+    let c = l.counted.as_ref()?;
+    let super::bbcode::BTerm::Br {
+        cond: Operand::Value(cond),
+        else_,
+        ..
+    } = &shape.bb.blocks[l.header].term
+    else {
+        return None;
+    };
+    if shape.bb.index()[*else_] != Some(l.exit) {
+        return None;
+    }
+    let irad_ir::ValueDef::Inst(inst) = cx.src.values[*cond].def else {
+        return None;
+    };
+    if !shape.bb.blocks[l.header].stmts.contains(&inst) {
+        return None;
+    }
+    let InstKind::Prim { prim, args } = &cx.src.insts[inst].kind else {
+        return None;
+    };
+    let iv = Operand::Value(c.iv);
+    // (counter compared first, below-type comparison, strict)
+    let (first, below, strict) = match prim {
+        Prim::Lt => (true, true, true),
+        Prim::Le => (true, true, false),
+        Prim::Gt => (true, false, true),
+        Prim::Ge => (true, false, false),
+        _ => return None,
+    };
+    let (bound, below) = match args.as_slice() {
+        [a, b] if *a == iv && first => (*b, below),
+        [a, b] if *b == iv => (*a, !below),
+        _ => return None,
+    };
+    // Counting up towards a bound above, or down towards one below.
+    let up = c.step > 0;
+    if up != below {
+        return None;
+    }
+    let outside = match bound {
+        Operand::Value(v) => match cx.src.values[v].def {
+            irad_ir::ValueDef::Param(_) => true,
+            irad_ir::ValueDef::Inst(d) => (*cx.places.get(d))
+                .and_then(|(b, _)| shape.bb.index()[b])
+                .is_some_and(|p| !l.member[p]),
+        },
+        Operand::Const(_) => true,
+    };
+    outside.then_some(Direct { bound, up, strict })
+}
+
+/// Whether loop `k` can be checkpointed: the position of the one block
+/// outside it that enters it, or why not.
+fn eligible(cx: &Derivation<'_>, k: usize) -> Result<usize, String> {
+    let shape = &cx.shape;
+    let l = &shape.loops.loops[k];
+    if !shape.kept(l.header) || !shape.kept(l.exit) {
+        return Err("it does not reach the return".into());
+    }
+    let outside: Vec<usize> = shape.preds[l.header]
+        .iter()
+        .copied()
+        .filter(|&p| !l.member[p])
+        .collect();
+    let [pre] = outside.as_slice() else {
+        return Err("more than one block enters it".into());
+    };
+    for &inst in &shape.bb.blocks[l.header].stmts {
+        let data = &cx.src.insts[inst];
+        if let (InstKind::Phi { .. }, Some(r)) = (&data.kind, data.result)
+            && contains_array(&cx.src.values[r].ty)
+        {
+            return Err("it carries an array from one iteration to the next".into());
+        }
+    }
+    if array_escapes(cx, &l.member) {
+        return Err("an array it makes is used after it".into());
+    }
+    Ok(*pre)
+}
+
+/// Whether a value holding an array, defined in a block of `member`, is
+/// used by a block outside it.
+fn array_escapes(cx: &Derivation<'_>, member: &[bool]) -> bool {
+    let bb = &cx.shape.bb;
+    let mut inside: HashSet<Value> = HashSet::default();
+    for (_, b) in bb.blocks.iter().enumerate().filter(|(i, _)| member[*i]) {
+        for &inst in &b.stmts {
+            if let Some(r) = cx.src.insts[inst].result
+                && contains_array(&cx.src.values[r].ty)
+            {
+                inside.insert(r);
+            }
+        }
+    }
+    let uses = |op: &Operand| matches!(op, Operand::Value(v) if inside.contains(v));
+    bb.blocks
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !member[*i])
+        .any(|(_, b)| {
+            b.stmts.iter().any(|&inst| match &cx.src.insts[inst].kind {
+                InstKind::Phi { entries } => entries.iter().any(|(_, op)| uses(op)),
+                InstKind::CallValue { callee, args } => {
+                    inside.contains(callee) || args.iter().any(uses)
+                }
+                kind => super::ctx::args_of(kind).iter().any(uses),
+            }) || match &b.term {
+                super::bbcode::BTerm::Return(op) => uses(op),
+                _ => false,
+            }
+        })
+}
+
+/// The estimated tape bytes one iteration of loop `k` records: the values
+/// and indices its blocks push, a block of a loop nested `d` deep inside it
+/// counted `INNER_TRIPS^d` times, and [`CALL_BYTES`] per call of a piece.
+fn bytes_per_iteration(
+    cx: &Derivation<'_>,
+    view: &SweepView<'_>,
+    plan: &TapePlan,
+    k: usize,
+) -> u64 {
+    let shape = &cx.shape;
+    let l = &shape.loops.loops[k];
+    let mut total = 0u64;
+    for i in (0..shape.n).filter(|&i| l.member[i] && shape.kept(i)) {
+        let depth = shape.loops.around[i]
+            .iter()
+            .position(|&x| x == k)
+            .unwrap_or(0);
+        let times = INNER_TRIPS.saturating_pow(u32::try_from(depth).unwrap_or(u32::MAX));
+        let block = shape.bb.blocks[i].id;
+        let mut here: u64 = plan
+            .at_block_end(block)
+            .map(|s| tape_value_bytes(&s.ty))
+            .sum();
+        for &inst in &shape.bb.blocks[i].stmts {
+            here += plan
+                .after_stmt(inst)
+                .map(|s| tape_value_bytes(&s.ty))
+                .sum::<u64>();
+            if matches!(
+                view.stmts[inst].as_ref().map(|s| &s.how),
+                Some(How::Invoke(_) | How::Dynamic)
+            ) {
+                here += CALL_BYTES;
+            }
+        }
+        if let Some(br) = plan.branch_from(block) {
+            here += if br.two_way { 1 } else { 8 };
+        }
+        total = total.saturating_add(here.saturating_mul(times));
+    }
+    total
+}
+
+/// The array classes some statement of the primal writes without restoring
+/// them in its pullback (see `choose::restores`).
+fn unsafe_classes(cx: &Derivation<'_>, view: &SweepView<'_>) -> HashSet<u32> {
+    let mut out = HashSet::default();
+    for b in &cx.shape.bb.blocks {
+        for &inst in &b.stmts {
+            if !restores(view.stmts[inst].as_ref()) {
+                out.extend(cx.classes.writes(&cx.src, inst));
+            }
+        }
+    }
+    out
+}
+
+/// The `checkpoint(n)` statements of the primal, by the header position of
+/// the innermost loop around each (statements outside loops are ignored):
+/// `n` iterations per stretch, 0 for never. A non-constant or negative `n`,
+/// or two different ones in one loop, is an error located at the statement.
+fn requests(cx: &Derivation<'_>) -> Result<HashMap<usize, u64>, ReverseError> {
+    let mut out: HashMap<usize, u64> = HashMap::default();
+    for (i, b) in cx.shape.bb.blocks.iter().enumerate() {
+        let Some(h) = cx.shape.loops.inner[i] else {
+            continue;
+        };
+        for &inst in &b.stmts {
+            let InstKind::Prim {
+                prim: Prim::Checkpoint,
+                args,
+            } = &cx.src.insts[inst].kind
+            else {
+                continue;
+            };
+            let n = match args.first() {
+                Some(Operand::Const(Const::I64(n))) => u64::try_from(*n).ok(),
+                _ => None,
+            };
+            let Some(n) = n else {
+                return Err(err(
+                    &cx.loc_of(inst),
+                    "`checkpoint` takes a constant, non-negative number of iterations",
+                ));
+            };
+            if out.insert(h, n).is_some_and(|m| m != n) {
+                return Err(err(
+                    &cx.loc_of(inst),
+                    format!(
+                        "loop #{} has two `checkpoint` statements with different numbers",
+                        cx.label(h)
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Builds the replay function of each loop of `cks` from the forward sweep
+/// `fwd_id` (complete, pushes in place; its block of each primal block is
+/// `fblock`, its operand of each primal value `fval`), then rewrites the
+/// loops there to run without recording.
+pub(super) fn rewrite(
+    cx: &Derivation<'_>,
+    module: &mut irad_ir::Module,
+    fwd_id: FuncId,
+    (fblock, fval): (&[Block], &SecondaryMap<Value, Option<Operand>>),
+    cks: &mut Checkpoints,
+) -> Result<(), ReverseError> {
+    // Every replay from the recording sweep first: rewriting one loop renames
+    // its values where a later loop reads them.
+    for ck in &mut cks.loops {
+        let (id, values) = replay::build(cx, module, fwd_id, (fblock, fval), ck)?;
+        ck.replay = Some(id);
+        ck.replayed = values;
+    }
+    let mut fval = fval.clone();
+    for ck in &mut cks.loops {
+        let path = match &ck.direct {
+            Some(d) => Some(direct::build(cx, module, fwd_id, (fblock, &fval), (ck, d))?),
+            None => None,
+        };
+        primal::rewrite(
+            cx,
+            module,
+            fwd_id,
+            (fblock, &mut fval),
+            (ck, path.as_ref()),
+            &mut cks.shown,
+        )?;
+    }
+    Ok(())
+}
+
+/// The checkpointed loops of `cks` as the tape plan prints them.
+pub(super) fn summary(
+    cx: &Derivation<'_>,
+    module: &irad_ir::Module,
+    cks: &Checkpoints,
+) -> Vec<CheckpointedLoop> {
+    cks.loops
+        .iter()
+        .map(|c| {
+            let h = cx.shape.loops.loops[c.k].header;
+            CheckpointedLoop {
+                header: cx.shape.bb.blocks[h].id,
+                label: cx.label(h),
+                stretch: c.stretch,
+                source: c.source,
+                bytes_per_iteration: c.bytes,
+                state: c.state.clone(),
+                state_names: vec![None; c.state.len()],
+                arrays: c.arrays.len(),
+                replay: c
+                    .replay
+                    .and_then(|r| module.get(r))
+                    .map(|f| f.name.clone())
+                    .unwrap_or_default(),
+                direct: c.direct.is_some(),
+            }
+        })
+        .collect()
+}
+
+/// Marks the saves and predecessor indices of `plan` pushed in the blocks of
+/// a checkpointed loop of `cks` as pushed by its replay function (of
+/// `module`).
+pub(super) fn mark_replay_pushes(
+    cx: &Derivation<'_>,
+    module: &irad_ir::Module,
+    cks: &Checkpoints,
+    plan: &mut TapePlan,
+) {
+    let bb = &cx.shape.bb;
+    for c in &cks.loops {
+        let Some(func) = c.replay else { continue };
+        let name = module.get(func).map(|f| f.name.clone()).unwrap_or_default();
+        let l = &cx.shape.loops.loops[c.k];
+        let members: HashSet<Block> = (0..cx.shape.n)
+            .filter(|&i| l.member[i])
+            .map(|i| bb.blocks[i].id)
+            .collect();
+        let (saves, branches) = plan.pushes_mut();
+        for br in branches.iter_mut().filter(|b| members.contains(&b.from)) {
+            br.replay = Some(name.clone());
+        }
+        for save in saves {
+            let block = match &save.site {
+                super::plan::Site::Stmt { block, .. }
+                | super::plan::Site::BlockEnd { block, .. } => *block,
+                super::plan::Site::Once => continue,
+            };
+            if let (true, Some(&value)) = (members.contains(&block), c.replayed.get(&save.value)) {
+                save.replay = Some(super::plan::ReplayPush {
+                    func,
+                    name: name.clone(),
+                    value,
+                    value_name: None,
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! The replay function of a checkpointed loop, `@f.rev.fwd.replayN` (N the
+//! header's label): what the pullback calls to rebuild the records of one
+//! stretch. It takes the loop's inputs; pops the stretch's snapshot (the
+//! array copies, then the header phis' values), copies the arrays back,
+//! pushes the index the loop's entering block would have pushed (for a loop
+//! run back by popping indices: the stretch's first iteration is seen as
+//! entered from outside), and then runs a copy of the loop's recording
+//! blocks of the forward sweep (`copy.rs`), pushes included, from the
+//! snapshot's state: for `stretch` visits of the header, or until the loop
+//! exits. It returns the snapshot's value of a counted loop's counter (the
+//! stretch's start), `()` for other loops.
+//!
+//! Assumes the forward sweep's loop blocks are still the recording ones
+//! (built before `primal.rs` rewrites them), with their pushes in place.
+//! Guarantees: a replayed stretch pushes exactly what the forward sweep
+//! would have pushed for those iterations; the copy keeps the blocks'
+//! labels, new blocks get labels above them.
+
+use super::super::ReverseError;
+use super::super::ctx::{Derivation, internal};
+use super::CkLoop;
+use super::copy::LoopCopy;
+use crate::forward::fresh_derived_name;
+use irad_ir::entity::SecondaryMap;
+use irad_ir::{
+    Block, Const, Func, FuncId, Inst, InstKind, Module, Operand, Prim, Scalar, Terminator, Type,
+    Value,
+};
+use rustc_hash::FxHashMap as HashMap;
+
+/// Builds the replay function of checkpointed loop `ck` of derivation `cx`
+/// from the forward sweep `fwd_id` (whose block of each primal block is
+/// `fblock`, and operand of each primal value `fval`), adds it to `module`
+/// and returns it, with the value there of each value of the forward sweep
+/// the copied blocks read or define.
+pub(in crate::reverse) fn build(
+    cx: &Derivation<'_>,
+    module: &mut Module,
+    fwd_id: FuncId,
+    (fblock, fval): (&[Block], &SecondaryMap<Value, Option<Operand>>),
+    ck: &CkLoop,
+) -> Result<(FuncId, HashMap<Value, Value>), ReverseError> {
+    let fwd = module
+        .get(fwd_id)
+        .ok_or_else(|| internal(&cx.floc, "no forward sweep"))?
+        .clone();
+    let l = &cx.shape.loops.loops[ck.k];
+    let name = fresh_derived_name(module, &fwd.name, &format!("replay{}", cx.label(l.header)));
+    let params = ck
+        .inputs
+        .iter()
+        .map(|&v| (None, fwd.values[v].ty.clone()))
+        .collect();
+    let ret = if ck.counted { Type::I64 } else { Type::Unit };
+    let mut f = Func::new(&name, params, ret);
+    f.pos = fwd.pos;
+    let mut r = Replay {
+        cx,
+        ck,
+        fval,
+        copy: LoopCopy::new(cx, ck.k, (&fwd, fblock), f, false),
+    };
+    r.build(fblock)?;
+    let (f, values) = r.copy.finish();
+    let id = module.add_func(f).map_err(|e| internal(&cx.floc, e))?;
+    Ok((id, values))
+}
+
+/// The state of one replay function being built.
+struct Replay<'a, 'r> {
+    cx: &'a Derivation<'r>,
+    ck: &'a CkLoop,
+    fval: &'a SecondaryMap<Value, Option<Operand>>,
+    copy: LoopCopy<'a, 'r>,
+}
+
+impl Replay<'_, '_> {
+    /// The whole function: entry, header check, the copied blocks, exit.
+    fn build(&mut self, fblock: &[Block]) -> Result<(), ReverseError> {
+        let cx = self.cx;
+        let l = &cx.shape.loops.loops[self.ck.k];
+        for (j, &v) in self.ck.inputs.iter().enumerate() {
+            let p = self.copy.f.params[j];
+            self.copy.vmap.insert(v, Operand::Value(p));
+        }
+        let entry = self.copy.new_block();
+        let (entry_end, state) = self.entry(entry)?;
+        let top = self.copy.new_block();
+        let out = self.copy.new_block();
+        let at = self.copy.layout.len();
+        let head_copy = self.copy.add_copies(at, true);
+        self.copy.retarget_header(top);
+        self.copy.f.blocks[entry_end].term = Some(Terminator::Goto(top));
+        let ret = match self.counter_index() {
+            Some(j) => state[j],
+            None => Operand::Const(Const::Unit),
+        };
+        self.copy.f.blocks[out].term = Some(Terminator::Return(ret));
+        // The visit counter first, then the header's phis, then the check.
+        let (kk_inst, kk) = self.copy.new_phi(top, Type::I64);
+        self.copy.copy_blocks(top, out)?;
+        let kk1 = self.header_check(top, head_copy, kk);
+        // The snapshot's value of each recording header phi.
+        let mut from_state: HashMap<Value, Operand> = HashMap::default();
+        for (j, &(_, r)) in header_phis(cx, l.header).iter().enumerate() {
+            if let (Some(Operand::Value(fr)), Some(&s)) = (self.fval[r], state.get(j)) {
+                from_state.insert(fr, s);
+            }
+        }
+        self.copy
+            .fill_phis(entry_end, &|r, _| from_state.get(&r).copied())?;
+        let header = fblock[l.header];
+        let mut entries: smallvec::SmallVec<[(Block, Operand); 2]> = smallvec::SmallVec::new();
+        entries.push((entry_end, Operand::from(0i64)));
+        for &latch in &self.ck.latches {
+            entries.push((self.copy.edge_source(fblock[latch], header), kk1));
+        }
+        self.copy.f.insts[kk_inst].kind = InstKind::Phi { entries };
+        Ok(())
+    }
+
+    /// Pops the snapshot and restores its arrays in `entry`; pushes the
+    /// entering block's index. Returns the block the entry ends in and the
+    /// snapshot's header values.
+    fn entry(&mut self, entry: Block) -> Result<(Block, Vec<Operand>), ReverseError> {
+        let cx = self.cx;
+        let l = &cx.shape.loops.loops[self.ck.k];
+        let mut at = entry;
+        let mut copies = Vec::with_capacity(self.ck.arrays.len());
+        for leaf in self.ck.arrays.iter().rev() {
+            copies.push(self.copy.pop(at, leaf.ty.clone()));
+        }
+        copies.reverse();
+        let types: Vec<Type> = header_phis(cx, l.header)
+            .iter()
+            .map(|&(_, r)| cx.src.values[r].ty.clone())
+            .collect();
+        let mut state = Vec::with_capacity(types.len());
+        for ty in types.iter().rev() {
+            state.push(self.copy.pop(at, ty.clone()));
+        }
+        state.reverse();
+        for (leaf, saved) in self.ck.arrays.iter().zip(copies) {
+            let param = self.copy.f.params[leaf.input];
+            let mut dst = Operand::Value(param);
+            let mut ty = self.copy.f.values[param].ty.clone();
+            for &k in &leaf.path {
+                let Type::Tuple(elems) = &ty else {
+                    return Err(internal(&cx.floc, "an array path through a non-tuple"));
+                };
+                let elem = elems
+                    .get(usize::try_from(k).unwrap_or(usize::MAX))
+                    .cloned()
+                    .ok_or_else(|| internal(&cx.floc, "an array path out of its tuple"))?;
+                dst = self
+                    .copy
+                    .value(at, Prim::Getfield, &[dst, Operand::from(k)], elem.clone());
+                ty = elem;
+            }
+            at = self.restore(at, dst, saved, &leaf.ty);
+        }
+        if let Some(index) = self.ck.entry_index {
+            self.copy.effect(at, Prim::Push, &[index]);
+        }
+        Ok((at, state))
+    }
+
+    /// `dst` gets the elements of `src` (arrays of type `ty`, the same
+    /// length): `copyto` for `[f64]`, a loop otherwise. Returns the block
+    /// that follows.
+    fn restore(&mut self, at: Block, dst: Operand, src: Operand, ty: &Type) -> Block {
+        if *ty == Type::Array(Scalar::F64) {
+            self.copy.effect(at, Prim::Copyto, &[dst, src]);
+            return at;
+        }
+        let elem = match ty {
+            Type::Array(s) => s.ty(),
+            _ => Type::Unit,
+        };
+        let c = &mut self.copy;
+        let n = c.value(at, Prim::Length, &[dst], Type::I64);
+        let head = c.new_block();
+        let body = c.new_block();
+        let next = c.new_block();
+        c.f.blocks[at].term = Some(Terminator::Goto(head));
+        let (phi_inst, i) = c.new_phi(head, Type::I64);
+        let more = c.value(head, Prim::Lt, &[i, n], Type::Bool);
+        c.f.blocks[head].term = Some(Terminator::GotoIfNot {
+            cond: more,
+            target: next,
+        });
+        let x = c.value(body, Prim::Arrayref, &[src, i], elem);
+        c.effect(body, Prim::Arrayset, &[dst, i, x]);
+        let i1 = c.value(body, Prim::Iadd, &[i, Operand::from(1i64)], Type::I64);
+        c.f.blocks[body].term = Some(Terminator::Goto(head));
+        if let InstKind::Phi { entries } = &mut c.f.insts[phi_inst].kind {
+            entries.push((at, Operand::from(0i64)));
+            entries.push((body, i1));
+        }
+        next
+    }
+
+    /// The header check at the end of `top`, after its phis: at `stretch`
+    /// visits (counted by `kk` from 0) fall through to the exit block, which
+    /// comes next in the layout, else go on to the header's copy `head`.
+    /// Returns the counter's next value (for the latches' entries).
+    fn header_check(&mut self, top: Block, head: Block, kk: Operand) -> Operand {
+        let stretch = i64::try_from(self.ck.stretch).unwrap_or(i64::MAX);
+        let c = &mut self.copy;
+        let stop = c.value(top, Prim::Eq, &[kk, Operand::from(stretch)], Type::Bool);
+        let kk1 = c.value(top, Prim::Iadd, &[kk, Operand::from(1i64)], Type::I64);
+        c.f.blocks[top].term = Some(Terminator::GotoIfNot {
+            cond: stop,
+            target: head,
+        });
+        kk1
+    }
+
+    /// Which header phi is a counted loop's counter, by its index among
+    /// the header phis.
+    fn counter_index(&self) -> Option<usize> {
+        let cx = self.cx;
+        let l = &cx.shape.loops.loops[self.ck.k];
+        let iv = l.counted.as_ref()?.iv;
+        if !self.ck.counted {
+            return None;
+        }
+        header_phis(cx, l.header).iter().position(|&(_, r)| r == iv)
+    }
+}
+
+/// The phis of the primal header at position `h`: (statement, result).
+pub(in crate::reverse) fn header_phis(cx: &Derivation<'_>, h: usize) -> Vec<(Inst, Value)> {
+    cx.shape.bb.blocks[h]
+        .stmts
+        .iter()
+        .filter_map(|&inst| {
+            let data = &cx.src.insts[inst];
+            match (&data.kind, data.result) {
+                (InstKind::Phi { .. }, Some(r)) => Some((inst, r)),
+                _ => None,
+            }
+        })
+        .collect()
+}

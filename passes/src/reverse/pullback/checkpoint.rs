@@ -1,0 +1,256 @@
+//! The pullback's side of loop checkpointing (docs/reverse.md,
+//! "Checkpointing"): the reverse blocks of a checkpointed loop are the ones
+//! it would have anyway; around them,
+//! - on the reverse edge from the loop's exit into the reverse of its
+//!   header, the last stretch is replayed (its replay function pops the last
+//!   snapshot and pushes the stretch's records);
+//! - where the reverse of the header would leave the loop (to the reverse of
+//!   its entering block), a new block pops the flag the snapshot was pushed
+//!   with: when an earlier stretch exists, that stretch is replayed and the
+//!   reverse goes on into the reverse of the latch the replay ended with
+//!   (popping the latch's index, or, for a counted loop, its one latch);
+//!   otherwise it leaves the loop as before.
+//!
+//! A counted loop compares its counter with the current stretch's start (a
+//! phi in the reverse of its header, entered from the replays and carried
+//! through the reverse of its latch) instead of the loop's start. The
+//! cotangents flow on unchanged: every value the reverse of the latch reads
+//! is defined in the reverse of the header, which dominates the replay, so
+//! the arithmetic is the same statements in the same order as without
+//! checkpointing.
+//!
+//! Assumes the forward sweep was rewritten by `checkpoint::rewrite` (the
+//! replay functions exist) and the loop's inputs are popped where the
+//! reverse of its exit starts. Guarantees: every snapshot is popped once, by
+//! the replay of its stretch, and every flag once, by the stretch's end.
+
+use super::super::ReverseError;
+use super::super::checkpoint::CkLoop;
+use super::super::ctx::{build_err, emit_value, err, internal};
+use super::Pullback;
+use irad_ir::{Block, Location, Operand, Prim, Type};
+
+impl Pullback<'_, '_, '_> {
+    /// The stretch-start phis of each checkpointed counted loop, in the
+    /// reverse of its header and of its latch.
+    pub(super) fn start_phis(&mut self) -> Result<(), ReverseError> {
+        let cx = self.cx;
+        let build = build_err(&cx.floc);
+        for c in self.ck.loops.iter().filter(|c| c.counted) {
+            let l = &cx.shape.loops.loops[c.k];
+            let &[latch] = c.latches.as_slice() else {
+                return Err(internal(&cx.floc, "a counted loop with several latches"));
+            };
+            let (Some(rh), Some(rl)) = (self.rblock[l.header], self.rblock[latch]) else {
+                return Err(internal(&cx.floc, "a checkpointed loop without reverse"));
+            };
+            let start = self.bk.insert_phi(rh, Type::I64).map_err(&build)?;
+            let again = self.bk.insert_phi(rl, Type::I64).map_err(&build)?;
+            self.starts[c.k] = Some((start, again));
+        }
+        Ok(())
+    }
+
+    /// The checkpointed loop headed by position `h`, if any.
+    fn checkpointed_at(&self, h: usize) -> Option<&CkLoop> {
+        let loops = &self.cx.shape.loops.loops;
+        self.ck.loops.iter().find(|c| loops[c.k].header == h)
+    }
+
+    /// On the reverse edge from block `i` into the reverse of block `p`, the
+    /// header of a checkpointed loop: from the loop's exit, replays the last
+    /// stretch; from inside, carries the stretch's start on.
+    pub(super) fn replay_entries(
+        &mut self,
+        i: usize,
+        p: usize,
+        bloc: &Location,
+    ) -> Result<(), ReverseError> {
+        let Some(c) = self.checkpointed_at(p) else {
+            return Ok(());
+        };
+        let c = c.clone();
+        let build = build_err(&self.cx.floc);
+        let inside = self.cx.shape.loops.loops[c.k].member[i];
+        let start = if inside {
+            self.starts[c.k].map(|(_, again)| Operand::Value(again))
+        } else if let Some(flag) = self.flags[c.k] {
+            Some(self.replay_if(&c, flag, bloc)?)
+        } else {
+            Some(self.replay(&c, bloc)?)
+        };
+        if let (Some((phi, _)), Some(start)) = (self.starts[c.k], start) {
+            let from = self
+                .bk
+                .current_block()
+                .ok_or_else(|| internal(bloc, "no block"))?;
+            self.bk.add_phi_entry(phi, from, start).map_err(&build)?;
+        }
+        Ok(())
+    }
+
+    /// Where the reverse of block `i` starts, when `i` is the exit of a
+    /// checkpointed loop with a direct path: pops the flag the forward sweep
+    /// pushed last at its end (before the values saved there are popped).
+    pub(super) fn pop_flag(&mut self, i: usize) -> Result<(), ReverseError> {
+        let loops = &self.cx.shape.loops.loops;
+        let Some(k) = self
+            .ck
+            .loops
+            .iter()
+            .find(|c| c.flag.is_some() && loops[c.k].exit == i)
+            .map(|c| c.k)
+        else {
+            return Ok(());
+        };
+        let flag = self.bk.pop(Type::Bool).map_err(build_err(&self.cx.floc))?;
+        self.flags[k] = Some(Operand::Value(flag));
+        Ok(())
+    }
+
+    /// The replay of the last stretch when `flag` says the loop was
+    /// checkpointed; the stretch's start: the replay's, or the counter's
+    /// first value when the loop ran directly (`()` for a loop not counted).
+    fn replay_if(
+        &mut self,
+        c: &CkLoop,
+        flag: Operand,
+        bloc: &Location,
+    ) -> Result<Operand, ReverseError> {
+        let build = build_err(&self.cx.floc);
+        let e = |r: Result<Operand, String>| r.map_err(|m| err(bloc, m));
+        let index = e(emit_value(
+            &mut self.bk,
+            Prim::Select,
+            &[flag, Operand::from(1i64), Operand::from(0i64)],
+        ))?;
+        let (skip, call, join) = (
+            self.bk.create_block(),
+            self.bk.create_block(),
+            self.bk.create_block(),
+        );
+        self.bk.switch(index, &[skip, call]).map_err(&build)?;
+        self.bk.switch_to_block(call).map_err(&build)?;
+        let start = self.replay(c, bloc)?;
+        self.bk.goto(join).map_err(&build)?;
+        self.bk.switch_to_block(skip).map_err(&build)?;
+        let first = match self.plan.counted_slots()[c.k].clone() {
+            Some(counted) => self.value(counted.init, bloc)?,
+            None => Operand::Const(irad_ir::Const::Unit),
+        };
+        self.bk.goto(join).map_err(&build)?;
+        self.bk.switch_to_block(join).map_err(&build)?;
+        if !c.counted {
+            return Ok(start);
+        }
+        let phi = self
+            .bk
+            .phi(Type::I64, &[(call, start), (skip, first)])
+            .map_err(&build)?;
+        Ok(Operand::Value(phi))
+    }
+
+    /// When block `i` heads a checkpointed loop: its index and a new block
+    /// that takes the place of the reverse of the loop's entering block among
+    /// `targets`, the switch targets of the reverse of the header.
+    pub(super) fn stretch_target(
+        &mut self,
+        i: usize,
+        targets: &mut [Block],
+    ) -> Option<(usize, Block)> {
+        let c = self.checkpointed_at(i)?;
+        let (k, pre) = (c.k, c.pre);
+        let at = self.cx.shape.preds[i].iter().position(|&p| p == pre)?;
+        let step = self.bk.create_block();
+        targets[at] = step;
+        Some((k, step))
+    }
+
+    /// The block `step` the reverse of checkpointed loop `k`'s header goes
+    /// to at a stretch's start (just ended a `switch` over `targets`): pops
+    /// the snapshot's flag; with an earlier stretch, replays it and goes on
+    /// into the reverse of the latch it ended with; else leaves the loop.
+    pub(super) fn stretch_step(
+        &mut self,
+        k: usize,
+        step: Block,
+        targets: &[Block],
+        bloc: &Location,
+    ) -> Result<(), ReverseError> {
+        let cx = self.cx;
+        let build = build_err(&cx.floc);
+        let c = self
+            .ck
+            .of_loop(k)
+            .cloned()
+            .ok_or_else(|| internal(bloc, "a stretch of a loop not checkpointed"))?;
+        let h = cx.shape.loops.loops[k].header;
+        if let Some((start, again)) = self.starts[k] {
+            let from = self
+                .bk
+                .current_block()
+                .ok_or_else(|| internal(bloc, "no block"))?;
+            self.bk
+                .add_phi_entry(again, from, Operand::Value(start))
+                .map_err(&build)?;
+        }
+        let leave = self.rblock[c.pre].ok_or_else(|| internal(bloc, "reverse target"))?;
+        self.bk.switch_to_block(step).map_err(&build)?;
+        let more = self.bk.pop(Type::Bool).map_err(&build)?;
+        let e = |r: Result<Operand, String>| r.map_err(|m| err(bloc, m));
+        let index = e(emit_value(
+            &mut self.bk,
+            Prim::Select,
+            &[
+                Operand::Value(more),
+                Operand::from(1i64),
+                Operand::from(0i64),
+            ],
+        ))?;
+        let replay = self.bk.create_block();
+        self.bk.switch(index, &[leave, replay]).map_err(&build)?;
+        self.bk.switch_to_block(replay).map_err(&build)?;
+        let start = self.replay(&c, bloc)?;
+        match self.starts[k] {
+            Some((_, latch_start)) => {
+                let &[latch] = c.latches.as_slice() else {
+                    return Err(internal(bloc, "a counted loop with several latches"));
+                };
+                self.bk
+                    .add_phi_entry(latch_start, replay, start)
+                    .map_err(&build)?;
+                let to = self.rblock[latch].ok_or_else(|| internal(bloc, "reverse target"))?;
+                self.bk.goto(to).map_err(&build)?;
+            }
+            None => {
+                // The replay ended with the latch's jump: its index is on top.
+                let id = self.pop_index(h, bloc)?;
+                self.bk.switch(id, targets).map_err(&build)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `invoke` of checkpointed loop `c`'s replay, with its inputs as popped
+    /// where the reverse of the loop's exit starts (or once, where the
+    /// pullback starts): the stretch's start for a counted loop, `()`
+    /// otherwise.
+    fn replay(&mut self, c: &CkLoop, bloc: &Location) -> Result<Operand, ReverseError> {
+        let exit = self.cx.shape.loops.loops[c.k].exit;
+        let mut args = Vec::with_capacity(c.inputs.len());
+        for v in &c.inputs {
+            args.push(
+                self.popped_end[exit]
+                    .get(v)
+                    .or_else(|| self.avail.get(v))
+                    .copied()
+                    .ok_or_else(|| internal(bloc, "a replay input was not popped"))?,
+            );
+        }
+        let f = c
+            .replay
+            .ok_or_else(|| internal(bloc, "a checkpointed loop without replay"))?;
+        let r = self.bk.invoke(f, &args).map_err(build_err(&self.cx.floc))?;
+        Ok(r.map_or(Operand::Const(irad_ir::Const::Unit), Operand::Value))
+    }
+}
