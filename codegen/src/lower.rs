@@ -47,7 +47,7 @@ use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_module::{FuncId as ClFuncId, Linkage, Module as ClModule, ModuleError, ModuleReloc};
 use irad_ir::entity::EntityRef;
-use irad_ir::entity::EntitySet;
+use irad_ir::entity::{EntitySet, SecondaryMap};
 use irad_ir::flow::ControlFlowGraph;
 use irad_ir::func::{
     Block, Const, Func, FuncId, FuncRef, InstKind, Module, Operand, Terminator, Value,
@@ -482,6 +482,7 @@ impl<M: ClModule> Compiler<M> {
                 cur_in_range: false,
                 vector: HashMap::default(),
                 known: HashMap::default(),
+                layout_next: SecondaryMap::new(),
                 fl_ctx: TRUSTED,
                 fl_tape: MemFlagsData::new().with_notrap(),
                 fl_array: TRUSTED,
@@ -528,10 +529,15 @@ impl<M: ClModule> Compiler<M> {
 impl<M: ClModule> Compiler<M> {
     /// Compiles `ctx.func` and defines it as `id`: with the backend's own
     /// settings, or, for a function of at least [`HUGE_FUNCTION_INSTS`]
-    /// Cranelift instructions, with those of [`huge_isa`] (then defined from
-    /// its bytes and relocations, as the backend itself would).
-    fn define_sized(&mut self, id: ClFuncId, ctx: &mut Context) -> Result<(), Box<ModuleError>> {
-        if ctx.func.dfg.num_insts() < HUGE_FUNCTION_INSTS {
+    /// Cranelift instructions or a wide one ([`WIDE_SIGNATURE_LEAVES`]),
+    /// with those of [`huge_isa`] (then defined from its bytes and
+    /// relocations, as the backend itself would).
+    pub(crate) fn define_sized(
+        &mut self,
+        id: ClFuncId,
+        ctx: &mut Context,
+    ) -> Result<(), Box<ModuleError>> {
+        if ctx.func.dfg.num_insts() < HUGE_FUNCTION_INSTS && !is_wide(&ctx.func) {
             return Ok(self.backend.define_function(id, ctx)?);
         }
         if self.huge_isa.is_none() {
@@ -570,6 +576,32 @@ impl<M: ClModule> Compiler<M> {
 /// gains little from them. Smaller functions, loops' bodies included, keep
 /// the backend's settings.
 pub const HUGE_FUNCTION_INSTS: usize = 20_000;
+
+/// The number of scalar parameters and results (the context and the status
+/// included), or of arguments of one call, from which a function is
+/// compiled with the settings of [`huge_isa`], whatever its size: each is a
+/// value live from the entry (or its load) to its use, and the
+/// backtracking register allocator's time grows with the square of the
+/// values live at once (issue 27, finding 8: a function of 10 000 f64
+/// parameters took 5 s, of 35 000 41 s, and so did the trampoline that
+/// calls it; 1 000 take 0.05 s).
+pub const WIDE_SIGNATURE_LEAVES: usize = 1_024;
+
+/// Whether `func` has a signature or makes a call with at least
+/// [`WIDE_SIGNATURE_LEAVES`] scalars.
+fn is_wide(func: &ir::Function) -> bool {
+    let sig = &func.signature;
+    sig.params.len() + sig.returns.len() >= WIDE_SIGNATURE_LEAVES
+        || func.layout.blocks().any(|block| {
+            func.layout.block_insts(block).any(|inst| {
+                let data = &func.dfg.insts[inst];
+                matches!(
+                    data,
+                    ir::InstructionData::Call { .. } | ir::InstructionData::CallIndirect { .. }
+                ) && data.arguments(&func.dfg.value_lists).len() >= WIDE_SIGNATURE_LEAVES
+            })
+        })
+}
 
 /// The backend ISA `isa` with the settings of huge functions: Cranelift's
 /// single-pass register allocator (`regalloc_algorithm=single_pass`, linear
@@ -693,6 +725,9 @@ struct Lower<'a, 'b, M: ClModule> {
     /// Array elements (address, index) known in the current block: loaded or
     /// just stored.
     known: HashMap<(ir::Value, ir::Value), ir::Value>,
+    /// The block after each block in the layout of the function lowered
+    /// (where `gotoifnot` falls through), looked up in constant time.
+    layout_next: SecondaryMap<Block, Option<Block>>,
     /// Flags of the context's fields and the tape records (one alias region).
     fl_ctx: MemFlagsData,
     /// Flags of the bytes on tapes (their own alias region).
@@ -858,11 +893,23 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// Branches on `cond` to a new cold block and continues lowering there;
     /// returns the block where the hot path goes on (the caller ends the
     /// cold block and switches to it).
+    ///
+    /// The hot path is the branch's first successor (the condition is
+    /// negated): Cranelift orders blocks in the reverse postorder of a
+    /// depth-first walk that enters the first successor first, so the cold
+    /// block then comes right after its branch. As the second successor it
+    /// came after everything the hot path reaches, often the rest of the
+    /// function, and every value it uses (a switch index, a tape's fill)
+    /// was live from its definition to there: in a function with
+    /// thousands of checks, thousands of values live at once, on which
+    /// regalloc2 spends time quadratic in the checks (issue 27, finding
+    /// 7: 10 000 sequential branches).
     fn cold_path(&mut self, cond: ir::Value) -> ir::Block {
         let cold = self.b.create_block();
         let cont = self.b.create_block();
         self.b.set_cold_block(cold);
-        self.b.ins().brif(cond, cold, &[], cont, &[]);
+        let hot = self.negate(cond);
+        self.b.ins().brif(hot, cont, &[], cold, &[]);
         self.b.switch_to_block(cold);
         cont
     }
@@ -978,6 +1025,10 @@ impl<M: ClModule> Lower<'_, '_, M> {
         });
         self.depth_check();
         let order = rpo(func);
+        self.layout_next = SecondaryMap::new();
+        for pair in func.layout.windows(2) {
+            self.layout_next.set(pair[0], Some(pair[1]));
+        }
         let mut cl_blocks: HashMap<Block, ir::Block> = HashMap::default();
         for &blk in &order {
             let cb = self.b.create_block();
@@ -1133,7 +1184,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             }
             Some(Terminator::GotoIfNot { cond, target: t }) => {
                 let c = self.operand(cond)?[0];
-                let next = func.next_in_layout(blk).ok_or_else(|| {
+                let next = self.layout_next[blk].ok_or_else(|| {
                     CodegenError::at(func, Some(blk), "gotoifnot in the last block")
                 })?;
                 let then_args = self.phi_args(func, blk, next)?;

@@ -789,8 +789,9 @@ fn make_trampoline(
         b.seal_all_blocks();
         b.finalize(comp.backend.isa().frontend_config());
     }
-    comp.backend
-        .define_function(id, &mut ctx)
+    // A trampoline of a function of thousands of parameters loads them all
+    // before its call: wide (`define_sized`).
+    comp.define_sized(id, &mut ctx)
         .map_err(|e| CodegenError::backend_in(e, "a trampoline"))?;
     finish(inner, module)?;
     Ok(inner.comp.backend.get_finalized_function(id))
