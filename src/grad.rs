@@ -94,6 +94,31 @@ pub fn grad(
     registry: &rules::Registry,
     req: &GradRequest<'_>,
 ) -> Result<(Gradient, Module), Error> {
+    grad_owned(src, module.clone(), registry, req)
+}
+
+/// As [`grad`], taking the module rather than a copy of it: for a caller
+/// that needs only the module returned (the command line), the program's
+/// functions are then in memory once.
+///
+/// ```
+/// use irad::{GradRequest, Source};
+///
+/// let src = Source::new("f.irad", "fn f(x: f64) -> f64 { x * x }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = [irad::Val::F64(3.0)];
+/// let registry = irad::rules::Registry::new();
+/// let (g, m) = irad::grad_owned(&src, m, &registry, &GradRequest::new(f, &args))?;
+/// assert_eq!(g.gradient[0].as_ref().map(|d| d.display(&m)).as_deref(), Some("6.0"));
+/// # Ok::<(), irad::Error>(())
+/// ```
+pub fn grad_owned(
+    src: &Source,
+    module: Module,
+    registry: &rules::Registry,
+    req: &GradRequest<'_>,
+) -> Result<(Gradient, Module), Error> {
     let schedule = req.schedule();
     match req.mode {
         Mode::Forward => grad_in(src, module, Forward::new(registry), req, &schedule),
@@ -152,13 +177,12 @@ pub fn grad_forward(
 /// schedule over what it derived), then the plan run by `req.opts.exec`.
 fn grad_in<C: GradMode>(
     src: &Source,
-    module: &Module,
+    mut m: Module,
     cache: C,
     req: &GradRequest<'_>,
     schedule: &irad_passes::optimise::Strategy,
 ) -> Result<(Gradient, Module), Error> {
     let (opts, args) = (&req.opts, req.args);
-    let mut m = module.clone();
     let mut stage = GradStage::new(cache, req.func, args, opts);
     let mut opt = OptimiseStage::new(schedule, Scope::From(m.len()));
     run_stages(

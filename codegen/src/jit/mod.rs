@@ -99,19 +99,24 @@ impl<'m> Jit<'m> {
     }
 
     /// A JIT for `module` that asks `provider` for the rules of function values
-    /// met at run time and compiles them. The rules are added to a copy of
-    /// `module`, which replaces `module` when the JIT is dropped.
+    /// met at run time and compiles them. The JIT takes the module's
+    /// functions (no copy: a gradient's module can be most of the memory)
+    /// and adds the rules to them; `module` gets them back, with the rules,
+    /// when the JIT is dropped.
     pub fn with_rules(
         module: &'m mut Module,
         provider: &'m mut dyn RuleProvider,
     ) -> Result<Jit<'m>, CodegenError> {
-        let copy = module.clone();
-        Jit::make(Code::new(
-            Err(copy),
+        // Made first: a failure leaves `module` as it was.
+        let comp = Code::compiler()?;
+        let taken = std::mem::take(module);
+        Jit::make(Code::with_compiler(
+            comp,
+            Err(taken),
             Some(Provider::Borrowed(provider)),
             Some(module),
             thread_stack_budget(),
-        )?)
+        ))
     }
 
     /// A JIT that owns `module` and, when given, the provider of the rules
