@@ -117,6 +117,9 @@ pub(crate) struct Compiler<M: ClModule> {
     /// Cranelift's optimiser, with the function's name (`irad dump
     /// --format clif`).
     pub clif: Option<Vec<(String, ir::Function)>>,
+    /// When set, the shape of every function compiled, in order
+    /// ([`crate::Jit::capture_shapes`]).
+    pub shapes: Option<Vec<crate::Shape>>,
     /// Whether loops whose array accesses cannot be proven in range are
     /// versioned: an unchecked copy runs when a test before the loop shows
     /// them in range (`lower/version.rs`; docs/codegen.md, "Bounds checks").
@@ -159,6 +162,7 @@ impl<M: ClModule> Compiler<M> {
             recursive: None,
             inlined_bodies: HashMap::default(),
             clif: None,
+            shapes: None,
             version_loops: true,
             fuse_loops: true,
             vectorise: crate::LoopVectors::default(),
@@ -512,8 +516,9 @@ impl<M: ClModule> Compiler<M> {
         };
         let res = res.and_then(|()| {
             time(Stage::Cranelift, || {
-                self.define_sized(id, &mut ctx)
-                    .map_err(|e| CodegenError::backend_in(e, &name_of(module, f)))
+                let name = name_of(module, f);
+                self.define_sized(&name, id, &mut ctx)
+                    .map_err(|e| CodegenError::backend_in(e, &name))
             })
         });
         if let (Ok(()), Some(log)) = (&res, &mut self.clif) {
@@ -529,15 +534,22 @@ impl<M: ClModule> Compiler<M> {
 impl<M: ClModule> Compiler<M> {
     /// Compiles `ctx.func` and defines it as `id`: with the backend's own
     /// settings, or, for a function of at least [`HUGE_FUNCTION_INSTS`]
-    /// Cranelift instructions or a wide one ([`WIDE_SIGNATURE_LEAVES`]),
-    /// with those of [`huge_isa`] (then defined from its bytes and
-    /// relocations, as the backend itself would).
+    /// Cranelift instructions or with many values live at once
+    /// ([`needs_huge_settings`]), with those of [`huge_isa`] (then defined
+    /// from its bytes and relocations, as the backend itself would).
+    /// With [`Compiler::shapes`] on, records the function's shape first
+    /// under `name`.
     pub(crate) fn define_sized(
         &mut self,
+        name: &str,
         id: ClFuncId,
         ctx: &mut Context,
     ) -> Result<(), Box<ModuleError>> {
-        if ctx.func.dfg.num_insts() < HUGE_FUNCTION_INSTS && !is_wide(&ctx.func) {
+        let huge = needs_huge_settings(&ctx.func);
+        if let Some(shapes) = &mut self.shapes {
+            shapes.push(crate::shape::shape(name, &ctx.func, huge));
+        }
+        if !huge {
             return Ok(self.backend.define_function(id, ctx)?);
         }
         if self.huge_isa.is_none() {
@@ -577,30 +589,22 @@ impl<M: ClModule> Compiler<M> {
 /// the backend's settings.
 pub const HUGE_FUNCTION_INSTS: usize = 20_000;
 
-/// The number of scalar parameters and results (the context and the status
-/// included), or of arguments of one call, from which a function is
-/// compiled with the settings of [`huge_isa`], whatever its size: each is a
-/// value live from the entry (or its load) to its use, and the
-/// backtracking register allocator's time grows with the square of the
-/// values live at once (issue 27, finding 8: a function of 10 000 f64
-/// parameters took 5 s, of 35 000 41 s, and so did the trampoline that
-/// calls it; 1 000 take 0.05 s).
-pub const WIDE_SIGNATURE_LEAVES: usize = 1_024;
+/// The number of values live at once from which a function is compiled
+/// with the settings of [`huge_isa`], whatever its size: the backtracking
+/// register allocator's time grows with the square of the values live at
+/// once where there are many (issue 27, finding 8: a function of 10 000
+/// f64 parameters took 5 s to compile, of 35 000 41 s, and so did the
+/// trampoline that loads them all before its call; 1 000 take 0.05 s).
+pub const WIDE_LIVE_VALUES: usize = 1_024;
 
-/// Whether `func` has a signature or makes a call with at least
-/// [`WIDE_SIGNATURE_LEAVES`] scalars.
-fn is_wide(func: &ir::Function) -> bool {
-    let sig = &func.signature;
-    sig.params.len() + sig.returns.len() >= WIDE_SIGNATURE_LEAVES
-        || func.layout.blocks().any(|block| {
-            func.layout.block_insts(block).any(|inst| {
-                let data = &func.dfg.insts[inst];
-                matches!(
-                    data,
-                    ir::InstructionData::Call { .. } | ir::InstructionData::CallIndirect { .. }
-                ) && data.arguments(&func.dfg.value_lists).len() >= WIDE_SIGNATURE_LEAVES
-            })
-        })
+/// Whether `func` is compiled with the settings of [`huge_isa`]: it has
+/// at least [`HUGE_FUNCTION_INSTS`] instructions, or at some point at
+/// least [`WIDE_LIVE_VALUES`] values live (measured only when it has that
+/// many values: the measure is a pass over the function).
+fn needs_huge_settings(func: &ir::Function) -> bool {
+    func.dfg.num_insts() >= HUGE_FUNCTION_INSTS
+        || (func.dfg.num_values() >= WIDE_LIVE_VALUES
+            && crate::shape::most_live(func) >= WIDE_LIVE_VALUES)
 }
 
 /// The backend ISA `isa` with the settings of huge functions: Cranelift's

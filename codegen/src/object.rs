@@ -633,7 +633,7 @@ fn define_export<M: ClModule>(
     }
     // The C entry of a function of thousands of parameters passes them
     // all to one call: wide (`define_sized`).
-    comp.define_sized(id, &mut ctx)
+    comp.define_sized(&plan.symbol, id, &mut ctx)
         .map_err(|e| CodegenError::backend_in(e, &plan.symbol))?;
     Ok(id)
 }

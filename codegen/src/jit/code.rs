@@ -819,7 +819,8 @@ fn make_trampoline(
     }
     // A trampoline of a function of thousands of parameters loads them all
     // before its call: wide (`define_sized`).
-    comp.define_sized(id, &mut ctx)
+    let name = format!("trampoline of @{}", func.name);
+    comp.define_sized(&name, id, &mut ctx)
         .map_err(|e| CodegenError::backend_in(e, "a trampoline"))?;
     finish(inner, module)?;
     Ok(inner.comp.backend.get_finalized_function(id))

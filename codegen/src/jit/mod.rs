@@ -189,6 +189,29 @@ impl<'m> Jit<'m> {
         self.code.inner_mut().comp.clif.get_or_insert_with(Vec::new);
     }
 
+    /// From now on, measures the [`Shape`](crate::Shape) of every function
+    /// compiled (trampolines included) as lowering hands it to Cranelift,
+    /// for [`Jit::take_shapes`]: for tests and diagnostics of compile time.
+    pub fn capture_shapes(&mut self) {
+        self.code
+            .inner_mut()
+            .comp
+            .shapes
+            .get_or_insert_with(Vec::new);
+    }
+
+    /// The shapes measured since [`Jit::capture_shapes`] (or the last
+    /// call), one per function compiled, in the order they were compiled.
+    pub fn take_shapes(&mut self) -> Vec<crate::Shape> {
+        self.code
+            .inner_mut()
+            .comp
+            .shapes
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
     /// The Cranelift IR kept since [`Jit::capture_clif`] (or the last
     /// call), one `(name, text)` per function compiled, in the order they
     /// were compiled: `name` is the IR function's name (`gmm.rev.fwd`) or
