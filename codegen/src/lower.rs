@@ -487,6 +487,7 @@ impl<M: ClModule> Compiler<M> {
                 vector: HashMap::default(),
                 known: HashMap::default(),
                 layout_next: SecondaryMap::new(),
+                loop_depth: SecondaryMap::new(),
                 fl_ctx: TRUSTED,
                 fl_tape: MemFlagsData::new().with_notrap(),
                 fl_array: TRUSTED,
@@ -732,6 +733,8 @@ struct Lower<'a, 'b, M: ClModule> {
     /// The block after each block in the layout of the function lowered
     /// (where `gotoifnot` falls through), looked up in constant time.
     layout_next: SecondaryMap<Block, Option<Block>>,
+    /// How many loops hold each block (`Lower::two_way`).
+    loop_depth: SecondaryMap<Block, u32>,
     /// Flags of the context's fields and the tape records (one alias region).
     fl_ctx: MemFlagsData,
     /// Flags of the bytes on tapes (their own alias region).
@@ -1028,10 +1031,24 @@ impl<M: ClModule> Lower<'_, '_, M> {
             )
         });
         self.depth_check();
-        let order = rpo(func);
+        let cfg = ControlFlowGraph::with_function(func);
+        let order = cfg.reverse_postorder();
         self.layout_next = SecondaryMap::new();
         for pair in func.layout.windows(2) {
             self.layout_next.set(pair[0], Some(pair[1]));
+        }
+        self.loop_depth = SecondaryMap::new();
+        if func.layout.iter().any(|&b| {
+            matches!(
+                func.blocks[b].term,
+                Some(Terminator::GotoIfNot { .. } | Terminator::Switch { .. })
+            )
+        }) {
+            let dom = irad_ir::flow::DominatorTree::with_cfg(&cfg);
+            let loops = irad_ir::flow::LoopAnalysis::compute(&cfg, &dom);
+            for &b in &order {
+                self.loop_depth.set(b, loops.loop_depth(b));
+            }
         }
         let mut cl_blocks: HashMap<Block, ir::Block> = HashMap::default();
         for &blk in &order {
@@ -1193,13 +1210,15 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 })?;
                 let then_args = self.phi_args(func, blk, next)?;
                 let else_args = self.phi_args(func, blk, *t)?;
-                // Branch to the jump target on the negated condition, so
-                // that the fall-through block is the second successor:
-                // see `negate`.
-                let not_c = self.negate(c);
-                self.b
-                    .ins()
-                    .brif(not_c, target(t)?, &else_args, target(&next)?, &then_args);
+                let (then_to, else_to) = (target(&next)?, target(t)?);
+                // The jump target first, the fall-through block second
+                // (see `negate`), unless the target is in more loops.
+                self.two_way(
+                    c,
+                    (next, then_to, &then_args),
+                    (*t, else_to, &else_args),
+                    false,
+                );
             }
             Some(Terminator::Return(op)) => {
                 let mut rets = vec![self.b.ins().iconst(types::I8, 0)];
@@ -1217,10 +1236,15 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     // The common case (a recorded predecessor of two): a branch.
                     let first = target(&targets[0])?;
                     let first_args = self.phi_args(func, blk, targets[0])?;
-                    if let Some(second) = targets.get(1) {
-                        let second_args = self.phi_args(func, blk, *second)?;
-                        let to = target(second)?;
-                        self.b.ins().brif(i, to, &second_args, first, &first_args);
+                    if let Some(&second) = targets.get(1) {
+                        let second_args = self.phi_args(func, blk, second)?;
+                        let to = target(&second)?;
+                        self.two_way(
+                            i,
+                            (second, to, &second_args),
+                            (targets[0], first, &first_args),
+                            true,
+                        );
                     } else {
                         self.b.ins().jump(first, &first_args);
                     }
@@ -1252,6 +1276,40 @@ impl<M: ClModule> Lower<'_, '_, M> {
             }
         }
         Ok(())
+    }
+
+    /// A branch to `taken` when `c` is nonzero, else to `other` (each the
+    /// IR block, its Cranelift block and the arguments): `taken` the first
+    /// successor when `taken_first`, unless the second is in fewer loops.
+    ///
+    /// Cranelift orders blocks in the reverse postorder of a depth-first
+    /// walk that enters a branch's first successor first: the second
+    /// successor comes right after the branch, the first after all that
+    /// the second reaches. The second must be the one inside a loop the
+    /// other is not in (a loop's body rather than its exit, which leads to
+    /// the rest of the function): with the body after the rest, the values
+    /// the body uses stay live across the rest (thousands of loops in a row
+    /// made register allocation quadratic), and Cranelift's optimiser
+    /// hoists nothing out of the loop (see `negate`).
+    fn two_way(
+        &mut self,
+        c: ir::Value,
+        taken: (Block, ir::Block, &[BlockArg]),
+        other: (Block, ir::Block, &[BlockArg]),
+        taken_first: bool,
+    ) {
+        let (d_taken, d_other) = (self.loop_depth[taken.0], self.loop_depth[other.0]);
+        let taken_first = if taken_first {
+            d_taken <= d_other
+        } else {
+            d_other > d_taken
+        };
+        if taken_first {
+            self.b.ins().brif(c, taken.1, taken.2, other.1, other.2);
+        } else {
+            let not_c = self.negate(c);
+            self.b.ins().brif(not_c, other.1, other.2, taken.1, taken.2);
+        }
     }
 
     /// The negation of the branch condition `c`: the complementary
@@ -1731,11 +1789,6 @@ fn const_index(op: Option<&Operand>) -> Option<usize> {
         Some(Operand::Const(Const::I64(k))) => usize::try_from(*k).ok(),
         _ => None,
     }
-}
-
-/// The reachable blocks of `func` in reverse postorder from the entry.
-pub(crate) fn rpo(func: &Func) -> Vec<Block> {
-    ControlFlowGraph::with_function(func).reverse_postorder()
 }
 
 #[cfg(test)]
