@@ -94,7 +94,32 @@ pub fn grad(
     registry: &rules::Registry,
     req: &GradRequest<'_>,
 ) -> Result<(Gradient, Module), Error> {
-    let (mut runs, m) = grad_each(src, module, registry, req, &[req.opts.exec])?;
+    grad_owned(src, module.clone(), registry, req)
+}
+
+/// As [`grad`], taking the module rather than a copy of it: for a caller
+/// that needs only the module returned (the command line), the program's
+/// functions are then in memory once.
+///
+/// ```
+/// use irad::{GradRequest, Source};
+///
+/// let src = Source::new("f.irad", "fn f(x: f64) -> f64 { x * x }");
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = [irad::Val::F64(3.0)];
+/// let registry = irad::rules::Registry::new();
+/// let (g, m) = irad::grad_owned(&src, m, &registry, &GradRequest::new(f, &args))?;
+/// assert_eq!(g.gradient[0].as_ref().map(|d| d.display(&m)).as_deref(), Some("6.0"));
+/// # Ok::<(), irad::Error>(())
+/// ```
+pub fn grad_owned(
+    src: &Source,
+    module: Module,
+    registry: &rules::Registry,
+    req: &GradRequest<'_>,
+) -> Result<(Gradient, Module), Error> {
+    let (mut runs, m) = grad_runs(src, module, registry, req, &[req.opts.exec])?;
     match runs.pop() {
         Some(g) => Ok((g?, m)),
         None => Err(internal(src, "a gradient ran on no executor")),
@@ -131,6 +156,17 @@ pub fn grad(
 pub fn grad_each(
     src: &Source,
     module: &Module,
+    registry: &rules::Registry,
+    req: &GradRequest<'_>,
+    execs: &[irad_ir::interp::MakeExecutor],
+) -> Result<(Vec<Result<Gradient, Error>>, Module), Error> {
+    grad_runs(src, module.clone(), registry, req, execs)
+}
+
+/// [`grad_each`] on the module itself (not a copy).
+fn grad_runs(
+    src: &Source,
+    module: Module,
     registry: &rules::Registry,
     req: &GradRequest<'_>,
     execs: &[irad_ir::interp::MakeExecutor],
@@ -193,14 +229,13 @@ pub fn grad_forward(
 /// schedule over what it derived), then the plan run by each of `execs`.
 fn grad_in<C: GradMode>(
     src: &Source,
-    module: &Module,
+    mut m: Module,
     cache: C,
     req: &GradRequest<'_>,
     schedule: &irad_passes::optimise::Strategy,
     execs: &[irad_ir::interp::MakeExecutor],
 ) -> Result<(Vec<Result<Gradient, Error>>, Module), Error> {
     let (opts, args) = (&req.opts, req.args);
-    let mut m = module.clone();
     let mut stage = GradStage::new(cache, req.func, args, opts);
     let mut opt = OptimiseStage::new(schedule, Scope::From(m.len()));
     run_stages(

@@ -190,7 +190,7 @@ pub use fwd_choice::{
     DEFAULT_BATCH, ForwardChoice, SPARSE_MIN_DIRECTIONS, choose_forward, forward_directions,
     sparse_capable,
 };
-pub use grad::{GradRequest, grad, grad_each, grad_error, grad_forward, grad_reverse};
+pub use grad::{GradRequest, grad, grad_each, grad_error, grad_forward, grad_owned, grad_reverse};
 pub use hvp::{Hessian, Hvp, HvpMode, hessian, hessian_via, hvp, hvp_via};
 pub use irad_codegen as codegen;
 pub use irad_ir as ir;

@@ -1055,7 +1055,8 @@ fn grad(cmd: GradCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
             if mode == irad::Mode::Reverse {
                 irad::require_seed(&sources[0], &module, func)?;
             }
-            irad::grad(&sources[0], &module, &registry, &req)?
+            // The module read is not needed after: given, not copied.
+            irad::grad_owned(&sources[0], module, &registry, &req)?
         }
     };
     if cmd.json {

@@ -7,7 +7,9 @@
 //!   [`SharedJit`] is the same, owning its module, for many threads at
 //!   once (each call or [`JitSession`] with a runtime context of its own).
 //! - `layout` fixes how each IR type is represented (docs/codegen.md);
-//!   `lower` translates functions, shared by the JIT and the object backend.
+//!   `lower` translates functions, shared by the JIT and the object backend;
+//!   `shape` measures what the register allocators' time depends on
+//!   ([`Shape`], for tests that keep compile time linear).
 //! - [`emit_object`] writes an object file with a C ABI and its header
 //!   (`irad emit`): exported functions per [`Export`], described in `cabi`.
 //! - Run-time support (tapes, arrays, math functions) is the `irad-runtime`
@@ -22,6 +24,7 @@ mod jit;
 mod layout;
 mod lower;
 mod object;
+mod shape;
 
 pub use cabi::{Export, ExportKind};
 pub use error::CodegenError;
@@ -31,10 +34,12 @@ pub use jit::{
     DEFAULT_STACK_BUDGET, Entry, Jit, JitSession, Scratch, SharedJit, jit_with_rules,
     set_thread_stack_budget,
 };
+pub use lower::{HUGE_FUNCTION_INSTS, WIDE_LIVE_VALUES};
 pub use object::{
     DefinedExports, ObjectFile, ObjectOptions, define_in_module, emit_object,
     native_isa_for_objects, runtime_symbols,
 };
+pub use shape::Shape;
 /// The Cranelift crates an embedder's module comes from (the versions
 /// irad is built with).
 pub use {

@@ -48,7 +48,7 @@ use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_module::{FuncId as ClFuncId, Linkage, Module as ClModule, ModuleError, ModuleReloc};
 use irad_ir::entity::EntityRef;
-use irad_ir::entity::EntitySet;
+use irad_ir::entity::{EntitySet, SecondaryMap};
 use irad_ir::flow::ControlFlowGraph;
 use irad_ir::func::{
     Block, Const, Func, FuncId, FuncRef, InstKind, Module, Operand, Terminator, Value,
@@ -118,6 +118,9 @@ pub(crate) struct Compiler<M: ClModule> {
     /// Cranelift's optimiser, with the function's name (`irad dump
     /// --format clif`).
     pub clif: Option<Vec<(String, ir::Function)>>,
+    /// When set, the shape of every function compiled, in order
+    /// ([`crate::Jit::capture_shapes`]).
+    pub shapes: Option<Vec<crate::Shape>>,
     /// Whether loops whose array accesses cannot be proven in range are
     /// versioned: an unchecked copy runs when a test before the loop shows
     /// them in range (`lower/version.rs`; docs/codegen.md, "Bounds checks").
@@ -164,6 +167,7 @@ impl<M: ClModule> Compiler<M> {
             recursive: None,
             inlined_bodies: HashMap::default(),
             clif: None,
+            shapes: None,
             version_loops: true,
             fuse_loops: true,
             vectorise: crate::LoopVectors::default(),
@@ -488,6 +492,8 @@ impl<M: ClModule> Compiler<M> {
                 cur_in_range: false,
                 vector: HashMap::default(),
                 known: HashMap::default(),
+                layout_next: SecondaryMap::new(),
+                loop_depth: SecondaryMap::new(),
                 fl_ctx: TRUSTED,
                 fl_tape: MemFlagsData::new().with_notrap(),
                 fl_array: TRUSTED,
@@ -518,8 +524,9 @@ impl<M: ClModule> Compiler<M> {
         };
         let res = res.and_then(|()| {
             time(Stage::Cranelift, || {
-                self.define_sized(id, &mut ctx)
-                    .map_err(|e| CodegenError::backend_in(e, &name_of(module, f)))
+                let name = name_of(module, f);
+                self.define_sized(&name, id, &mut ctx)
+                    .map_err(|e| CodegenError::backend_in(e, &name))
             })
         });
         if let (Ok(()), Some(log)) = (&res, &mut self.clif) {
@@ -535,10 +542,22 @@ impl<M: ClModule> Compiler<M> {
 impl<M: ClModule> Compiler<M> {
     /// Compiles `ctx.func` and defines it as `id`: with the backend's own
     /// settings, or, for a function of at least [`HUGE_FUNCTION_INSTS`]
-    /// Cranelift instructions, with those of [`huge_isa`] (then defined from
-    /// its bytes and relocations, as the backend itself would).
-    fn define_sized(&mut self, id: ClFuncId, ctx: &mut Context) -> Result<(), Box<ModuleError>> {
-        if ctx.func.dfg.num_insts() < HUGE_FUNCTION_INSTS {
+    /// Cranelift instructions or with many values live at once
+    /// ([`needs_huge_settings`]), with those of [`huge_isa`] (then defined
+    /// from its bytes and relocations, as the backend itself would).
+    /// With [`Compiler::shapes`] on, records the function's shape first
+    /// under `name`.
+    pub(crate) fn define_sized(
+        &mut self,
+        name: &str,
+        id: ClFuncId,
+        ctx: &mut Context,
+    ) -> Result<(), Box<ModuleError>> {
+        let huge = needs_huge_settings(&ctx.func);
+        if let Some(shapes) = &mut self.shapes {
+            shapes.push(crate::shape::shape(name, &ctx.func, huge));
+        }
+        if !huge {
             return Ok(self.backend.define_function(id, ctx)?);
         }
         if self.huge_isa.is_none() {
@@ -577,6 +596,24 @@ impl<M: ClModule> Compiler<M> {
 /// gains little from them. Smaller functions, loops' bodies included, keep
 /// the backend's settings.
 pub const HUGE_FUNCTION_INSTS: usize = 20_000;
+
+/// The number of values live at once from which a function is compiled
+/// with the settings of [`huge_isa`], whatever its size: the backtracking
+/// register allocator's time grows with the square of the values live at
+/// once where there are many (issue 27, finding 8: a function of 10 000
+/// f64 parameters took 5 s to compile, of 35 000 41 s, and so did the
+/// trampoline that loads them all before its call; 1 000 take 0.05 s).
+pub const WIDE_LIVE_VALUES: usize = 1_024;
+
+/// Whether `func` is compiled with the settings of [`huge_isa`]: it has
+/// at least [`HUGE_FUNCTION_INSTS`] instructions, or at some point at
+/// least [`WIDE_LIVE_VALUES`] values live (measured only when it has that
+/// many values: the measure is a pass over the function).
+fn needs_huge_settings(func: &ir::Function) -> bool {
+    func.dfg.num_insts() >= HUGE_FUNCTION_INSTS
+        || (func.dfg.num_values() >= WIDE_LIVE_VALUES
+            && crate::shape::most_live(func) >= WIDE_LIVE_VALUES)
+}
 
 /// The backend ISA `isa` with the settings of huge functions: Cranelift's
 /// single-pass register allocator (`regalloc_algorithm=single_pass`, linear
@@ -700,6 +737,11 @@ struct Lower<'a, 'b, M: ClModule> {
     /// Array elements (address, index) known in the current block: loaded or
     /// just stored.
     known: HashMap<(ir::Value, ir::Value), ir::Value>,
+    /// The block after each block in the layout of the function lowered
+    /// (where `gotoifnot` falls through), looked up in constant time.
+    layout_next: SecondaryMap<Block, Option<Block>>,
+    /// How many loops hold each block (`Lower::two_way`).
+    loop_depth: SecondaryMap<Block, u32>,
     /// Flags of the context's fields and the tape records (one alias region).
     fl_ctx: MemFlagsData,
     /// Flags of the bytes on tapes (their own alias region).
@@ -869,11 +911,23 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// Branches on `cond` to a new cold block and continues lowering there;
     /// returns the block where the hot path goes on (the caller ends the
     /// cold block and switches to it).
+    ///
+    /// The hot path is the branch's first successor (the condition is
+    /// negated): Cranelift orders blocks in the reverse postorder of a
+    /// depth-first walk that enters the first successor first, so the cold
+    /// block then comes right after its branch. As the second successor it
+    /// came after everything the hot path reaches, often the rest of the
+    /// function, and every value it uses (a switch index, a tape's fill)
+    /// was live from its definition to there: in a function with
+    /// thousands of checks, thousands of values live at once, on which
+    /// regalloc2 spends time quadratic in the checks (issue 27, finding
+    /// 7: 10 000 sequential branches).
     fn cold_path(&mut self, cond: ir::Value) -> ir::Block {
         let cold = self.b.create_block();
         let cont = self.b.create_block();
         self.b.set_cold_block(cold);
-        self.b.ins().brif(cond, cold, &[], cont, &[]);
+        let hot = self.negate(cond);
+        self.b.ins().brif(hot, cont, &[], cold, &[]);
         self.b.switch_to_block(cold);
         cont
     }
@@ -989,7 +1043,25 @@ impl<M: ClModule> Lower<'_, '_, M> {
         });
         self.depth_check();
         self.freed_slots(func);
-        let order = rpo(func);
+        let cfg = ControlFlowGraph::with_function(func);
+        let order = cfg.reverse_postorder();
+        self.layout_next = SecondaryMap::new();
+        for pair in func.layout.windows(2) {
+            self.layout_next.set(pair[0], Some(pair[1]));
+        }
+        self.loop_depth = SecondaryMap::new();
+        if func.layout.iter().any(|&b| {
+            matches!(
+                func.blocks[b].term,
+                Some(Terminator::GotoIfNot { .. } | Terminator::Switch { .. })
+            )
+        }) {
+            let dom = irad_ir::flow::DominatorTree::with_cfg(&cfg);
+            let loops = irad_ir::flow::LoopAnalysis::compute(&cfg, &dom);
+            for &b in &order {
+                self.loop_depth.set(b, loops.loop_depth(b));
+            }
+        }
         let mut cl_blocks: HashMap<Block, ir::Block> = HashMap::default();
         for &blk in &order {
             let cb = self.b.create_block();
@@ -1153,18 +1225,20 @@ impl<M: ClModule> Lower<'_, '_, M> {
             }
             Some(Terminator::GotoIfNot { cond, target: t }) => {
                 let c = self.operand(cond)?[0];
-                let next = func.next_in_layout(blk).ok_or_else(|| {
+                let next = self.layout_next[blk].ok_or_else(|| {
                     CodegenError::at(func, Some(blk), "gotoifnot in the last block")
                 })?;
                 let then_args = self.phi_args(func, blk, next)?;
                 let else_args = self.phi_args(func, blk, *t)?;
-                // Branch to the jump target on the negated condition, so
-                // that the fall-through block is the second successor:
-                // see `negate`.
-                let not_c = self.negate(c);
-                self.b
-                    .ins()
-                    .brif(not_c, target(t)?, &else_args, target(&next)?, &then_args);
+                let (then_to, else_to) = (target(&next)?, target(t)?);
+                // The jump target first, the fall-through block second
+                // (see `negate`), unless the target is in more loops.
+                self.two_way(
+                    c,
+                    (next, then_to, &then_args),
+                    (*t, else_to, &else_args),
+                    false,
+                );
             }
             Some(Terminator::Return(op)) => {
                 for k in 0..self.freed.len() {
@@ -1185,10 +1259,15 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     // The common case (a recorded predecessor of two): a branch.
                     let first = target(&targets[0])?;
                     let first_args = self.phi_args(func, blk, targets[0])?;
-                    if let Some(second) = targets.get(1) {
-                        let second_args = self.phi_args(func, blk, *second)?;
-                        let to = target(second)?;
-                        self.b.ins().brif(i, to, &second_args, first, &first_args);
+                    if let Some(&second) = targets.get(1) {
+                        let second_args = self.phi_args(func, blk, second)?;
+                        let to = target(&second)?;
+                        self.two_way(
+                            i,
+                            (second, to, &second_args),
+                            (targets[0], first, &first_args),
+                            true,
+                        );
                     } else {
                         self.b.ins().jump(first, &first_args);
                     }
@@ -1220,6 +1299,40 @@ impl<M: ClModule> Lower<'_, '_, M> {
             }
         }
         Ok(())
+    }
+
+    /// A branch to `taken` when `c` is nonzero, else to `other` (each the
+    /// IR block, its Cranelift block and the arguments): `taken` the first
+    /// successor when `taken_first`, unless the second is in fewer loops.
+    ///
+    /// Cranelift orders blocks in the reverse postorder of a depth-first
+    /// walk that enters a branch's first successor first: the second
+    /// successor comes right after the branch, the first after all that
+    /// the second reaches. The second must be the one inside a loop the
+    /// other is not in (a loop's body rather than its exit, which leads to
+    /// the rest of the function): with the body after the rest, the values
+    /// the body uses stay live across the rest (thousands of loops in a row
+    /// made register allocation quadratic), and Cranelift's optimiser
+    /// hoists nothing out of the loop (see `negate`).
+    fn two_way(
+        &mut self,
+        c: ir::Value,
+        taken: (Block, ir::Block, &[BlockArg]),
+        other: (Block, ir::Block, &[BlockArg]),
+        taken_first: bool,
+    ) {
+        let (d_taken, d_other) = (self.loop_depth[taken.0], self.loop_depth[other.0]);
+        let taken_first = if taken_first {
+            d_taken <= d_other
+        } else {
+            d_other > d_taken
+        };
+        if taken_first {
+            self.b.ins().brif(c, taken.1, taken.2, other.1, other.2);
+        } else {
+            let not_c = self.negate(c);
+            self.b.ins().brif(not_c, other.1, other.2, taken.1, taken.2);
+        }
     }
 
     /// The negation of the branch condition `c`: the complementary
@@ -1728,11 +1841,6 @@ fn const_index(op: Option<&Operand>) -> Option<usize> {
         Some(Operand::Const(Const::I64(k))) => usize::try_from(*k).ok(),
         _ => None,
     }
-}
-
-/// The reachable blocks of `func` in reverse postorder from the entry.
-pub(crate) fn rpo(func: &Func) -> Vec<Block> {
-    ControlFlowGraph::with_function(func).reverse_postorder()
 }
 
 #[cfg(test)]

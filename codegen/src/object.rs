@@ -641,8 +641,9 @@ fn define_export<M: ClModule>(
         b.seal_all_blocks();
         b.finalize(comp.backend.isa().frontend_config());
     }
-    comp.backend
-        .define_function(id, &mut ctx)
+    // The C entry of a function of thousands of parameters passes them
+    // all to one call: wide (`define_sized`).
+    comp.define_sized(&plan.symbol, id, &mut ctx)
         .map_err(|e| CodegenError::backend_in(e, &plan.symbol))?;
     Ok(id)
 }

@@ -2,7 +2,7 @@
 //! predecessors, immediate dominators, dominance, reverse postorder,
 //! reachability and natural loops, on small CFGs written as IR text.
 
-use irad_ir::flow::{ControlFlowGraph, DominatorTree, LoopAnalysis, graph};
+use irad_ir::flow::{ControlFlowGraph, DominatorTree, Loop, LoopAnalysis, graph};
 use irad_ir::text::parse_module;
 use irad_ir::{Block, Func, Module};
 
@@ -399,6 +399,27 @@ fn dominators_agree_with_the_definition_on_random_cfgs() {
                 smallest.map(|l| loops.blocks(l).len())
             );
             assert!(got.is_none_or(|l| loops.contains(l, b)));
+        }
+        // A loop's parent is the smallest other loop holding its header
+        // (the first such in the order found, among equals), its depth one
+        // more than its parent's; its blocks are the body's, in layout order.
+        for lp in loops.loops() {
+            let h = loops.header(lp);
+            let rank = |o: Loop| (loops.blocks(o).len(), o);
+            let smallest = loops
+                .loops()
+                .filter(|&o| rank(o) > rank(lp) && loops.contains(o, h))
+                .min_by_key(|&o| rank(o));
+            assert_eq!(loops.parent(lp), smallest, "round {round}");
+            let want = loops.parent(lp).map_or(1, |p| loops.depth(p) + 1);
+            assert_eq!(loops.depth(lp), want);
+            let body: Vec<Block> = cfg
+                .blocks()
+                .iter()
+                .copied()
+                .filter(|&b| loops.contains(lp, b))
+                .collect();
+            assert_eq!(loops.blocks(lp), body.as_slice());
         }
     }
 }

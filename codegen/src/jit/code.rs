@@ -199,7 +199,29 @@ impl<'m> Code<'m> {
         write_back: Option<&'m mut Module>,
         stack_budget: usize,
     ) -> Result<Code<'m>, CodegenError> {
-        let comp = Compiler::new(JITModule::new(jit_builder()?));
+        let comp = Code::compiler()?;
+        Ok(Code::with_compiler(
+            comp,
+            module,
+            provider,
+            write_back,
+            stack_budget,
+        ))
+    }
+
+    /// A compiler for a JIT: the part of making one that can fail.
+    pub(crate) fn compiler() -> Result<Compiler<JITModule>, CodegenError> {
+        Ok(Compiler::new(JITModule::new(jit_builder()?)))
+    }
+
+    /// As [`Code::new`], with the compiler made.
+    pub(crate) fn with_compiler(
+        comp: Compiler<JITModule>,
+        module: Result<&'m Module, Module>,
+        provider: Option<Provider<'m>>,
+        write_back: Option<&'m mut Module>,
+        stack_budget: usize,
+    ) -> Code<'m> {
         let module = match module {
             Ok(m) => ModSnap::Borrowed(m),
             Err(m) => ModSnap::Owned(Arc::new(m)),
@@ -213,7 +235,7 @@ impl<'m> Code<'m> {
             handles: Vec::new(),
             handle_of: rustc_hash::FxHashMap::default(),
         });
-        Ok(Code {
+        Code {
             inner: Mutex::new(Inner {
                 provider,
                 write_back,
@@ -222,7 +244,7 @@ impl<'m> Code<'m> {
             }),
             snap: AtomicPtr::new(Box::into_raw(snap)),
             stack_budget,
-        })
+        }
     }
 
     /// The snapshot published last.
@@ -587,11 +609,17 @@ impl Drop for Code<'_> {
         // SAFETY: leaked by `publish` or `new`; nothing reads it any more.
         let snap = unsafe { Box::from_raw(snap) };
         let inner = self.inner_mut();
-        if let Some(m) = inner.write_back.take() {
-            *m = snap.module().clone();
-        }
+        // The snapshots replaced go first: then the last one holds the
+        // only reference to the module, which moves to the caller.
         inner.retired.clear();
-        drop(snap);
+        if let Some(m) = inner.write_back.take() {
+            *m = match snap.module {
+                ModSnap::Owned(owned) => {
+                    Arc::try_unwrap(owned).unwrap_or_else(|arc| (*arc).clone())
+                }
+                ModSnap::Borrowed(borrowed) => borrowed.clone(),
+            };
+        }
         // SAFETY: `comp` is not used again. Nothing compiled runs any more
         // (running borrows the `Code`) and no code address leaves it
         // (function values are handles), so the code can be freed.
@@ -802,8 +830,10 @@ fn make_trampoline(
         b.seal_all_blocks();
         b.finalize(comp.backend.isa().frontend_config());
     }
-    comp.backend
-        .define_function(id, &mut ctx)
+    // A trampoline of a function of thousands of parameters loads them all
+    // before its call: wide (`define_sized`).
+    let name = format!("trampoline of @{}", func.name);
+    comp.define_sized(&name, id, &mut ctx)
         .map_err(|e| CodegenError::backend_in(e, "a trampoline"))?;
     finish(inner, module)?;
     Ok(inner.comp.backend.get_finalized_function(id))

@@ -99,19 +99,24 @@ impl<'m> Jit<'m> {
     }
 
     /// A JIT for `module` that asks `provider` for the rules of function values
-    /// met at run time and compiles them. The rules are added to a copy of
-    /// `module`, which replaces `module` when the JIT is dropped.
+    /// met at run time and compiles them. The JIT takes the module's
+    /// functions (no copy: a gradient's module can be most of the memory)
+    /// and adds the rules to them; `module` gets them back, with the rules,
+    /// when the JIT is dropped.
     pub fn with_rules(
         module: &'m mut Module,
         provider: &'m mut dyn RuleProvider,
     ) -> Result<Jit<'m>, CodegenError> {
-        let copy = module.clone();
-        Jit::make(Code::new(
-            Err(copy),
+        // Made first: a failure leaves `module` as it was.
+        let comp = Code::compiler()?;
+        let taken = std::mem::take(module);
+        Jit::make(Code::with_compiler(
+            comp,
+            Err(taken),
             Some(Provider::Borrowed(provider)),
             Some(module),
             thread_stack_budget(),
-        )?)
+        ))
     }
 
     /// A JIT that owns `module` and, when given, the provider of the rules
@@ -182,6 +187,29 @@ impl<'m> Jit<'m> {
     /// [`Jit::take_clif`]: what `irad dump --format clif` prints.
     pub fn capture_clif(&mut self) {
         self.code.inner_mut().comp.clif.get_or_insert_with(Vec::new);
+    }
+
+    /// From now on, measures the [`Shape`](crate::Shape) of every function
+    /// compiled (trampolines included) as lowering hands it to Cranelift,
+    /// for [`Jit::take_shapes`]: for tests and diagnostics of compile time.
+    pub fn capture_shapes(&mut self) {
+        self.code
+            .inner_mut()
+            .comp
+            .shapes
+            .get_or_insert_with(Vec::new);
+    }
+
+    /// The shapes measured since [`Jit::capture_shapes`] (or the last
+    /// call), one per function compiled, in the order they were compiled.
+    pub fn take_shapes(&mut self) -> Vec<crate::Shape> {
+        self.code
+            .inner_mut()
+            .comp
+            .shapes
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// The Cranelift IR kept since [`Jit::capture_clif`] (or the last

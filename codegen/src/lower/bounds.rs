@@ -34,6 +34,7 @@
 //! `arrayref` or `arrayset` whose index is in range on every run; anything
 //! not matching these patterns exactly is left checked.
 
+use irad_ir::entity::SecondaryMap;
 use irad_ir::flow::{ControlFlowGraph, DominatorTree, LoopAnalysis};
 use irad_ir::{Const, Func, Inst, InstKind, Operand, Prim, Terminator, Value, ValueDef};
 use rustc_hash::FxHashSet as HashSet;
@@ -57,15 +58,31 @@ pub(super) fn in_range(func: &Func) -> HashSet<Inst> {
     if counted.is_empty() {
         return out;
     }
+    // The counted loops by loop: a block's facts come from the loops that
+    // hold it (its innermost and their parents), not from a test of every
+    // counted loop at every block (quadratic in the loops of a function).
+    let mut by_loop: SecondaryMap<irad_ir::flow::Loop, Vec<usize>> = SecondaryMap::new();
+    for (k, c) in counted.iter().enumerate() {
+        by_loop.get_mut(c.lp).push(k);
+    }
     let mut facts: Vec<(Value, Value)> = Vec::new();
+    let mut found: Vec<usize> = Vec::new();
     for (blk, data) in func.blocks.iter() {
+        found.clear();
+        let mut lp = la.innermost(blk);
+        while let Some(l) = lp {
+            found.extend(
+                by_loop[l]
+                    .iter()
+                    .copied()
+                    .filter(|&k| dom.dominates(counted[k].body, blk)),
+            );
+            lp = la.parent(l);
+        }
+        // In the order of `counted`, as when every loop was tested.
+        found.sort_unstable();
         facts.clear();
-        facts.extend(
-            counted
-                .iter()
-                .filter(|c| la.contains(c.lp, blk) && dom.dominates(c.body, blk))
-                .map(|c| (c.iv, c.bound)),
-        );
+        facts.extend(found.iter().map(|&k| (counted[k].iv, counted[k].bound)));
         if facts.is_empty() {
             continue;
         }
@@ -106,7 +123,7 @@ pub(super) fn counted_loops(
         else {
             continue;
         };
-        let Some(body) = func.next_in_layout(h) else {
+        let Some(body) = cfg.next_in_layout(h) else {
             continue;
         };
         if la.contains(lp, *target) || !la.contains(lp, body) {

@@ -158,8 +158,11 @@ struct Pair {
 /// The innermost counting-up loops of `func`, by header.
 fn counted_loops(func: &Func, cfg: &ControlFlowGraph, la: &LoopAnalysis) -> Vec<Counted> {
     let mut out = Vec::new();
+    // Loops that hold another, found once (not by a search of every loop
+    // for each: quadratic in the loops of a function).
+    let outer: HashSet<irad_ir::flow::Loop> = la.loops().filter_map(|o| la.parent(o)).collect();
     for lp in la.loops() {
-        if la.loops().any(|o| la.parent(o) == Some(lp)) {
+        if outer.contains(&lp) {
             continue;
         }
         let h = la.header(lp);

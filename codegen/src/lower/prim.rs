@@ -339,9 +339,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
             t,
             INF_BITS - MIN_NORMAL_BITS,
         );
+        // The hot path first (see `cold_path`).
+        let normal = self.negate(special);
         self.b
             .ins()
-            .brif(special, cold, &[], main, &[ir::BlockArg::Value(ix)]);
+            .brif(normal, main, &[ir::BlockArg::Value(ix)], cold, &[]);
 
         self.b.switch_to_block(main);
         // tmp = ix - LOG_OFF; i = bits 44..51; k = tmp >> 52 (arithmetic);

@@ -200,9 +200,12 @@ fn find(func: &Func, done: &HashSet<Block>) -> Option<Plan> {
         .iter()
         .flat_map(|&b| func.blocks[b].insts.iter().map(move |&i| (i, b)))
         .collect();
+    // Loops that hold another (only innermost loops are versioned), found
+    // once rather than by a search of every loop for each.
+    let outer: HashSet<irad_ir::flow::Loop> = la.loops().filter_map(|o| la.parent(o)).collect();
     for lp in la.loops() {
         let h = la.header(lp);
-        if done.contains(&h) || la.loops().any(|o| la.parent(o) == Some(lp)) {
+        if done.contains(&h) || outer.contains(&lp) {
             continue;
         }
         let in_loop: HashSet<Block> = la.blocks(lp).iter().copied().collect();
@@ -303,7 +306,7 @@ pub(super) fn shape(
     };
     // The test block goes just before `h`: a block falling through into
     // `h` from there must be `pre`.
-    let idx = func.layout.iter().position(|&b| b == h)?;
+    let idx = cfg.layout_index(h)?;
     if idx == 0 {
         return None;
     }
@@ -313,7 +316,7 @@ pub(super) fn shape(
     }
     let mut exit = None;
     for &b in &in_loop {
-        let next = func.next_in_layout(b);
+        let next = cfg.next_in_layout(b);
         let term = func.blocks[b].term.as_ref()?;
         if matches!(term, Terminator::GotoIfNot { .. })
             && !next.is_some_and(|n| in_loop.contains(&n))
@@ -337,13 +340,14 @@ pub(super) fn shape(
     if cfg.preds(exit) != [h] {
         return None;
     }
-    let mut blocks: Vec<Block> = func
-        .layout
+    // In layout order (sorted by place, not found by a walk of the whole
+    // layout for each loop).
+    let mut placed: Vec<(usize, Block)> = in_loop
         .iter()
-        .copied()
-        .filter(|b| in_loop.contains(b))
+        .filter_map(|&b| Some((cfg.layout_index(b)?, b)))
         .collect();
-    blocks.dedup();
+    placed.sort_unstable();
+    let blocks: Vec<Block> = placed.into_iter().map(|(_, b)| b).collect();
     let (k0, bound, bound_nonneg, ivs) = counting_up(func, h, pre, latch, &in_loop)
         .map(|(k0, b, ivs)| (k0, b, false, ivs))
         .or_else(|| counting_down(func, h, pre, latch, exit).map(|(n0, ivs)| (0, n0, true, ivs)))?;

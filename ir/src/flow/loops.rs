@@ -39,7 +39,11 @@ pub struct LoopAnalysis {
 struct LoopData {
     header: Block,
     latches: Vec<Block>,
-    body: EntitySet<Block>,
+    /// Every block of the body, by handle (for `contains`): a sorted list
+    /// rather than a set of bits, which would take room for every block of
+    /// the function in every loop.
+    body: Vec<Block>,
+    /// The body's blocks of the layout, in layout order.
     blocks: Vec<Block>,
     parent: Option<Loop>,
     depth: u32,
@@ -55,7 +59,7 @@ impl LoopAnalysis {
                     let lp = la.loops.push(LoopData {
                         header: h,
                         latches: Vec::new(),
-                        body: EntitySet::new(),
+                        body: Vec::new(),
                         blocks: Vec::new(),
                         parent: None,
                         depth: 1,
@@ -64,6 +68,10 @@ impl LoopAnalysis {
                 }
             }
         }
+        // One set of marks for every loop, cleared through the body found:
+        // the work is the sum of the bodies' sizes, not the loops times
+        // the function's blocks (thousands of loops in a row).
+        let mut marks = EntitySet::new();
         for data in la.loops.values_mut() {
             let h = data.header;
             data.latches = cfg
@@ -72,19 +80,26 @@ impl LoopAnalysis {
                 .copied()
                 .filter(|&p| dom.is_reachable(p) && dom.dominates(h, p))
                 .collect();
-            data.body.insert(h);
+            marks.insert(h);
+            data.body.push(h);
             let mut work = data.latches.clone();
             while let Some(x) = work.pop() {
-                if data.body.insert(x) {
+                if marks.insert(x) {
+                    data.body.push(x);
                     work.extend(cfg.preds(x).iter().copied());
                 }
             }
-            data.blocks = cfg
-                .blocks()
+            for &b in &data.body {
+                marks.remove(b);
+            }
+            let mut blocks: Vec<(usize, Block)> = data
+                .body
                 .iter()
-                .copied()
-                .filter(|&b| data.body.contains(b))
+                .filter_map(|&b| Some((cfg.layout_index(b)?, b)))
                 .collect();
+            blocks.sort_unstable();
+            data.blocks = blocks.into_iter().map(|(_, b)| b).collect();
+            data.body.sort_unstable();
         }
         la.nest();
         la
@@ -122,7 +137,7 @@ impl LoopAnalysis {
 
     /// Whether `block` belongs to `lp` (or to a loop inside it).
     pub fn contains(&self, lp: Loop, block: Block) -> bool {
-        self.loops[lp].body.contains(block)
+        self.loops[lp].body.binary_search(&block).is_ok()
     }
 
     /// The smallest loop other than `lp` that holds `lp`'s header.
@@ -155,12 +170,24 @@ impl LoopAnalysis {
     fn nest(&mut self) {
         let mut by_size: Vec<Loop> = self.loops.keys().collect();
         by_size.sort_by_key(|&l| self.loops[l].blocks.len());
+        // A loop's parent is the first loop after it in `by_size` whose body
+        // holds its header: walking `by_size` in order, each loop becomes
+        // the parent of the loops headed in its body that come before it
+        // and have none yet (work: the sum of the bodies' sizes).
+        let mut rank: SecondaryMap<Loop, usize> = SecondaryMap::new();
         for (k, &l) in by_size.iter().enumerate() {
-            let h = self.loops[l].header;
-            self.loops[l].parent = by_size[k + 1..]
-                .iter()
-                .copied()
-                .find(|&o| self.loops[o].body.contains(h));
+            rank.set(l, k);
+        }
+        for &l in &by_size {
+            for i in 0..self.loops[l].body.len() {
+                let b = self.loops[l].body[i];
+                if let Some(o) = self.header_of[b]
+                    && rank[o] < rank[l]
+                    && self.loops[o].parent.is_none()
+                {
+                    self.loops[o].parent = Some(l);
+                }
+            }
         }
         // Smallest first: a block keeps the first loop that claims it.
         for &l in &by_size {

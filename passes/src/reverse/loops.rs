@@ -26,8 +26,10 @@ const MAX_STEP: i64 = 1 << 16;
 pub(super) struct RevLoop {
     /// Its header's position.
     pub header: usize,
-    /// Which positions belong to it.
-    pub member: Vec<bool>,
+    /// The positions that belong to it, in increasing order (a list, not
+    /// a flag per position: thousands of loops in a row would take the
+    /// square of the blocks).
+    pub members: Vec<usize>,
     /// The position of the block its one exit edge leads to.
     pub exit: usize,
     /// When it is counted: how.
@@ -66,6 +68,15 @@ pub(super) struct RevLoops {
     /// The header positions of the loops that leave through more than one
     /// edge, or not from their header, innermost first.
     pub others: Vec<usize>,
+    /// For each position, the single-exit loop it heads, if any.
+    pub headed: Vec<Option<usize>>,
+}
+
+impl RevLoop {
+    /// Whether position `i` belongs to the loop.
+    pub fn contains(&self, i: usize) -> bool {
+        self.members.binary_search(&i).is_ok()
+    }
 }
 
 impl RevLoops {
@@ -92,27 +103,25 @@ impl RevLoops {
             irregular: vec![false; n],
             inner: vec![None; n],
             others: Vec::new(),
+            headed: vec![None; n],
         };
         for (i, &b) in ids.iter().enumerate() {
             out.inner[i] = la.innermost(b).and_then(|l| pos[la.header(l)]);
         }
-        // Every loop, innermost first (by size), with its membership.
-        let mut all: Vec<(usize, Vec<bool>, Option<usize>)> = Vec::new();
+        // Every loop, innermost first (by size), with its members.
+        let mut all: Vec<(usize, Vec<usize>, Option<usize>)> = Vec::new();
         for lp in la.loops() {
             let Some(h) = pos[la.header(lp)] else {
                 continue;
             };
-            let mut member = vec![false; n];
-            for &b in la.blocks(lp) {
-                if let Some(i) = pos[b] {
-                    member[i] = true;
-                }
-            }
+            let mut members: Vec<usize> = la.blocks(lp).iter().filter_map(|&b| pos[b]).collect();
+            members.sort_unstable();
+            members.dedup();
             // The exit edges.
             let mut exits = Vec::new();
-            for i in (0..n).filter(|&i| member[i]) {
+            for &i in &members {
                 for &s in &succs[i] {
-                    if !member[s] {
+                    if members.binary_search(&s).is_err() {
                         exits.push((i, s));
                     }
                 }
@@ -121,27 +130,28 @@ impl RevLoops {
                 [(from, to)] if *from == h && preds[*to].len() == 1 => Some(*to),
                 _ => None,
             };
-            all.push((h, member, exit));
+            all.push((h, members, exit));
         }
-        all.sort_by_key(|(_, m, _)| m.iter().filter(|&&x| x).count());
-        for (h, member, exit) in all {
+        all.sort_by_key(|(_, m, _)| m.len());
+        for (h, members, exit) in all {
             match exit {
                 Some(exit) => {
                     let k = out.loops.len();
-                    let counted = counted(src, ids, &pos, preds, h, &member);
-                    for i in (0..n).filter(|&i| member[i]) {
+                    let counted = counted(src, ids, &pos, preds, h, &members);
+                    for &i in &members {
                         out.around[i].push(k);
                     }
+                    out.headed[h].get_or_insert(k);
                     out.loops.push(RevLoop {
                         header: h,
-                        member,
+                        members,
                         exit,
                         counted,
                     });
                 }
                 None => {
                     out.others.push(h);
-                    for i in (0..n).filter(|&i| member[i]) {
+                    for &i in &members {
                         if out.around[i].is_empty() {
                             out.irregular[i] = true;
                         }
@@ -164,26 +174,27 @@ impl RevLoops {
         let &k = self.around[i].first()?;
         let l = &self.loops[k];
         match def {
-            Some(d) if l.member[d] => None,
+            Some(d) if l.contains(d) => None,
             _ => Some(l.exit),
         }
     }
 }
 
 /// The counting phi of the loop headed by position `h` with members
-/// `member`, if it is counted.
+/// `members` (sorted), if it is counted.
 fn counted(
     src: &Func,
     ids: &[Block],
     pos: &irad_ir::entity::SecondaryMap<Block, Option<usize>>,
     preds: &[Vec<usize>],
     h: usize,
-    member: &[bool],
+    members: &[usize],
 ) -> Option<Counted> {
+    let member = |i: usize| members.binary_search(&i).is_ok();
     let [a, b] = preds[h].as_slice() else {
         return None;
     };
-    let (pre, latch) = match (member[*a], member[*b]) {
+    let (pre, latch) = match (member(*a), member(*b)) {
         (false, true) => (*a, *b),
         (true, false) => (*b, *a),
         _ => return None,

@@ -49,6 +49,13 @@ fn licm_func(func: &mut Func) -> bool {
             }
         }
     }
+    // Each loop's blocks are visited in reverse postorder: sorted by
+    // their place in it (walking the whole order for every loop was
+    // quadratic in the loops of a function).
+    let mut rpo_index: SecondaryMap<Block, usize> = SecondaryMap::new();
+    for (i, &b) in dom.reverse_postorder().iter().enumerate() {
+        rpo_index.set(b, i + 1);
+    }
     let mut changed = false;
     for lp in order {
         let header = loops.header(lp);
@@ -62,11 +69,14 @@ fn licm_func(func: &mut Func) -> bool {
         if func.blocks[pre].term != Some(Terminator::Goto(header)) {
             continue;
         }
-        for &block in dom
-            .reverse_postorder()
+        let mut blocks: Vec<(usize, Block)> = loops
+            .blocks(lp)
             .iter()
-            .filter(|&&b| loops.contains(lp, b))
-        {
+            .filter(|&&b| rpo_index[b] != 0)
+            .map(|&b| (rpo_index[b], b))
+            .collect();
+        blocks.sort_unstable();
+        for (_, block) in blocks {
             let mut kept = Vec::with_capacity(func.blocks[block].insts.len());
             let mut moved = Vec::new();
             for &inst in &func.blocks[block].insts {

@@ -77,7 +77,7 @@ impl<'a, 'r> LoopCopy<'a, 'r> {
         let pos: HashMap<Block, usize> = fblock
             .iter()
             .enumerate()
-            .filter(|&(i, _)| l.member[i])
+            .filter(|&(i, _)| l.contains(i))
             .map(|(i, &b)| (b, i))
             .collect();
         let next_label = f
@@ -154,7 +154,7 @@ impl<'a, 'r> LoopCopy<'a, 'r> {
             .order
             .iter()
             .copied()
-            .filter(|&i| l.member[i])
+            .filter(|&i| l.contains(i))
             .collect();
         for &i in &order {
             let fb = self.fblock[i];
@@ -278,7 +278,7 @@ impl<'a, 'r> LoopCopy<'a, 'r> {
         let cx = self.cx;
         let l = &cx.shape.loops.loops[self.k];
         let header = self.fblock[l.header];
-        for i in (0..cx.shape.n).filter(|&i| l.member[i]) {
+        for i in (0..cx.shape.n).filter(|&i| l.contains(i)) {
             let fb = self.fblock[i];
             for &inst in &self.fwd.blocks[fb].insts {
                 let data = &self.fwd.insts[inst];

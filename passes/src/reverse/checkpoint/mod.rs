@@ -38,6 +38,7 @@ pub(super) mod replay;
 use super::ReverseError;
 use super::choose::restores;
 use super::ctx::{Derivation, How, Shadows, Stmt, err};
+use super::loops::RevLoop;
 use super::plan::{CheckpointedLoop, SkippedLoop, TapePlan};
 use irad_ir::entity::SecondaryMap;
 use irad_ir::interp::tape_value_bytes;
@@ -195,7 +196,11 @@ pub(super) fn choose(
         if limit.is_none() && ask.is_none() {
             continue;
         }
-        if let Some(outer) = out.loops.iter().find(|c| loops.loops[c.k].member[l.header]) {
+        if let Some(outer) = out
+            .loops
+            .iter()
+            .find(|c| loops.loops[c.k].contains(l.header))
+        {
             let outer = cx.label(loops.loops[outer.k].header);
             out.skip(
                 label,
@@ -280,7 +285,7 @@ fn decide(
         latches: shape.preds[l.header]
             .iter()
             .copied()
-            .filter(|&p| l.member[p])
+            .filter(|&p| l.contains(p))
             .collect(),
         stretch,
         source,
@@ -348,7 +353,7 @@ fn direct(cx: &Derivation<'_>, k: usize) -> Option<Direct> {
             irad_ir::ValueDef::Param(_) => true,
             irad_ir::ValueDef::Inst(d) => (*cx.places.get(d))
                 .and_then(|(b, _)| shape.bb.index()[b])
-                .is_some_and(|p| !l.member[p]),
+                .is_some_and(|p| !l.contains(p)),
         },
         Operand::Const(_) => true,
     };
@@ -366,7 +371,7 @@ fn eligible(cx: &Derivation<'_>, k: usize) -> Result<usize, String> {
     let outside: Vec<usize> = shape.preds[l.header]
         .iter()
         .copied()
-        .filter(|&p| !l.member[p])
+        .filter(|&p| !l.contains(p))
         .collect();
     let [pre] = outside.as_slice() else {
         return Err("more than one block enters it".into());
@@ -379,7 +384,7 @@ fn eligible(cx: &Derivation<'_>, k: usize) -> Result<usize, String> {
             return Err("it carries an array from one iteration to the next".into());
         }
     }
-    if array_escapes(cx, &l.member) {
+    if array_escapes(cx, l) {
         return Err("an array it makes is used after it".into());
     }
     Ok(*pre)
@@ -387,10 +392,10 @@ fn eligible(cx: &Derivation<'_>, k: usize) -> Result<usize, String> {
 
 /// Whether a value holding an array, defined in a block of `member`, is
 /// used by a block outside it.
-fn array_escapes(cx: &Derivation<'_>, member: &[bool]) -> bool {
+fn array_escapes(cx: &Derivation<'_>, l: &RevLoop) -> bool {
     let bb = &cx.shape.bb;
     let mut inside: HashSet<Value> = HashSet::default();
-    for (_, b) in bb.blocks.iter().enumerate().filter(|(i, _)| member[*i]) {
+    for (_, b) in bb.blocks.iter().enumerate().filter(|(i, _)| l.contains(*i)) {
         for &inst in &b.stmts {
             if let Some(r) = cx.src.insts[inst].result
                 && contains_array(&cx.src.values[r].ty)
@@ -403,7 +408,7 @@ fn array_escapes(cx: &Derivation<'_>, member: &[bool]) -> bool {
     bb.blocks
         .iter()
         .enumerate()
-        .filter(|(i, _)| !member[*i])
+        .filter(|(i, _)| !l.contains(*i))
         .any(|(_, b)| {
             b.stmts.iter().any(|&inst| match &cx.src.insts[inst].kind {
                 InstKind::Phi { entries } => entries.iter().any(|(_, op)| uses(op)),
@@ -430,7 +435,7 @@ fn bytes_per_iteration(
     let shape = &cx.shape;
     let l = &shape.loops.loops[k];
     let mut total = 0u64;
-    for i in (0..shape.n).filter(|&i| l.member[i] && shape.kept(i)) {
+    for i in (0..shape.n).filter(|&i| l.contains(i) && shape.kept(i)) {
         let depth = shape.loops.around[i]
             .iter()
             .position(|&x| x == k)
@@ -598,7 +603,7 @@ pub(super) fn mark_replay_pushes(
         let name = module.get(func).map(|f| f.name.clone()).unwrap_or_default();
         let l = &cx.shape.loops.loops[c.k];
         let members: HashSet<Block> = (0..cx.shape.n)
-            .filter(|&i| l.member[i])
+            .filter(|&i| l.contains(i))
             .map(|i| bb.blocks[i].id)
             .collect();
         let (saves, branches) = plan.pushes_mut();

@@ -48,7 +48,7 @@ pub(in crate::reverse) fn rewrite(
 ) -> Result<(), ReverseError> {
     let l = &cx.shape.loops.loops[ck.k];
     let member_blocks: HashSet<Block> = (0..cx.shape.n)
-        .filter(|&i| l.member[i])
+        .filter(|&i| l.contains(i))
         .map(|i| fblock[i])
         .collect();
     let recording = clear_blocks(module, fwd_id, &member_blocks, &cx.floc)?;
@@ -75,7 +75,7 @@ pub(in crate::reverse) fn rewrite(
         .collect();
     let head = fblock[l.header];
     let mut renamed: HashMap<Value, Operand> = HashMap::default();
-    for i in (0..cx.shape.n).filter(|&i| l.member[i]) {
+    for i in (0..cx.shape.n).filter(|&i| l.contains(i)) {
         for &inst in &cx.shape.bb.blocks[i].stmts {
             if let Some(v) = cx.src.insts[inst].result
                 && let (Some(Operand::Value(old)), Some(new)) = (fval[v], pmap[v])
@@ -117,7 +117,7 @@ pub(in crate::reverse) fn rewrite(
     // Uses after the loop of the loop's values: the new definitions.
     rename_outside(f, &member_blocks, (snap, rest), &recording, &renamed, head)
         .map_err(|what| internal(&cx.floc, what))?;
-    for i in (0..cx.shape.n).filter(|&i| l.member[i]) {
+    for i in (0..cx.shape.n).filter(|&i| l.contains(i)) {
         for &inst in &cx.shape.bb.blocks[i].stmts {
             if let Some(v) = cx.src.insts[inst].result
                 && let Some(Operand::Value(old)) = fval[v]
@@ -226,7 +226,7 @@ impl PLoop<'_, '_, '_> {
         let l = &cx.shape.loops.loops[ck.k];
         let build = build_err(&cx.floc);
         let mut countdown = None;
-        for &i in cx.shape.order.iter().filter(|&&i| l.member[i]) {
+        for &i in cx.shape.order.iter().filter(|&&i| l.contains(i)) {
             let at = self.fblock[i];
             self.fb.switch_to_block(at).map_err(&build)?;
             self.fb.set_pos(cx.src.blocks[cx.shape.bb.blocks[i].id].pos);
@@ -363,7 +363,7 @@ impl PLoop<'_, '_, '_> {
         let build = build_err(&cx.floc);
         let index = cx.shape.bb.index();
         let head = self.fblock[l.header];
-        for i in (0..cx.shape.n).filter(|&i| l.member[i]) {
+        for i in (0..cx.shape.n).filter(|&i| l.contains(i)) {
             for &inst in &cx.shape.bb.blocks[i].stmts {
                 let data = &cx.src.insts[inst];
                 let (InstKind::Phi { entries }, Some(r)) = (&data.kind, data.result) else {

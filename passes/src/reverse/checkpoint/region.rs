@@ -35,7 +35,7 @@ pub(in crate::reverse) fn inputs(
     let mut seen = HashSet::default();
     let mut add = |op: &Operand| {
         if let Operand::Value(v) = op
-            && fdef[*v].is_none_or(|d| !l.member[d])
+            && fdef[*v].is_none_or(|d| !l.contains(d))
             && seen.insert(*v)
         {
             out.push(*v);
@@ -46,7 +46,7 @@ pub(in crate::reverse) fn inputs(
         c => Some(*c),
     };
     let index = shape.bb.index();
-    for i in (0..shape.n).filter(|&i| l.member[i]) {
+    for i in (0..shape.n).filter(|&i| l.contains(i)) {
         for &inst in &view.fwd.blocks[view.fblock[i]].insts {
             match &view.fwd.insts[inst].kind {
                 InstKind::CallValue { callee, args } => {
@@ -70,7 +70,7 @@ pub(in crate::reverse) fn inputs(
             };
             for (p, op) in entries {
                 // The entry from outside is the snapshot's.
-                let from_inside = index[*p].is_some_and(|p| l.member[p]);
+                let from_inside = index[*p].is_some_and(|p| l.contains(p));
                 if i == l.header && !from_inside {
                     continue;
                 }
@@ -112,7 +112,7 @@ pub(in crate::reverse) fn arrays(
         .blocks
         .iter()
         .enumerate()
-        .filter(|(i, _)| l.member[*i])
+        .filter(|(i, _)| l.contains(*i))
     {
         for &inst in &b.stmts {
             written.extend(cx.classes.writes(&cx.src, inst));

@@ -71,7 +71,7 @@ impl Pullback<'_, '_, '_> {
         };
         let c = c.clone();
         let build = build_err(&self.cx.floc);
-        let inside = self.cx.shape.loops.loops[c.k].member[i];
+        let inside = self.cx.shape.loops.loops[c.k].contains(i);
         let start = if inside {
             self.starts[c.k].map(|(_, again)| Operand::Value(again))
         } else if let Some(flag) = self.flags[c.k] {

@@ -652,8 +652,10 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
 
     /// The counted loop headed by position `i`, if any.
     fn counted_here(&self, i: usize) -> Option<usize> {
-        let loops = &self.cx.shape.loops.loops;
-        (0..loops.len()).find(|&k| loops[k].header == i && self.counters[k].is_some())
+        // A header heads one loop: looked up, not searched for among all
+        // (quadratic in the loops of a function).
+        let k = (*self.cx.shape.loops.headed.get(i)?)?;
+        self.counters[k].is_some().then_some(k)
     }
 
     /// In the reverse of counted loop `k`'s header: the index of the
@@ -707,7 +709,7 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
             return Ok(());
         };
         let l = &self.cx.shape.loops.loops[k];
-        let x = if l.member[i] {
+        let x = if l.contains(i) {
             body.ok_or_else(|| internal(bloc, "a loop's body reversed before its header"))?
         } else {
             let Some(c) = self.plan.counted_slots()[k].clone() else {

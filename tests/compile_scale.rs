@@ -1,0 +1,177 @@
+//! Compile time linear in branches, blocks and parameters (issue 27,
+//! findings 7 and 8), checked by measuring work, not time: the shape of
+//! every function the JIT compiles ([`irad::codegen::Shape`]) as lowering
+//! hands it to Cranelift.
+//!
+//! - Register allocation visits, at each block's start, every value live
+//!   there (regalloc2's single-pass allocator, the one of huge functions):
+//!   their sum over the blocks must stay within a few per block. It grew
+//!   with the square of the branches while the cold blocks of failed checks
+//!   came after all later code in Cranelift's block order (a gradient of
+//!   10 000 sequential `if`s took 27 s in Cranelift, of 20 000 over 60 s;
+//!   a 100 000-term `&&` chain, over 60 s to run).
+//! - The backtracking allocator takes time quadratic in the values live at
+//!   once: no function it compiles may have more than
+//!   `WIDE_LIVE_VALUES` of them (a function of 35 000 f64 parameters took
+//!   41 s to compile, and its trampoline as long).
+//!
+//! A count fails at any size once the layout or the choice of settings
+//! goes wrong, where a timed test would need sizes that take seconds even
+//! when all is well. The programs are small enough for a debug build; the
+//! values are compared with the interpreter's.
+
+use irad::Source;
+use irad::codegen::{Jit, Shape};
+use irad::ir::interp::{RunOptions, Val};
+use irad::ir::{FuncId, Module};
+
+/// `y` through `n` sequential `if`s, each with its own comparison.
+fn branches(n: usize) -> String {
+    let mut t = String::from("fn f(x: f64) -> f64 {\n    let mut y = x;\n");
+    for i in 0..n {
+        let c = 0.3 + (i % 7) as f64 * 0.1;
+        t.push_str(&format!(
+            "    if y > {c:?} {{ y = y * 0.999; }} else {{ y = y + 0.001; }}\n"
+        ));
+    }
+    t.push_str("    y\n}\n");
+    t
+}
+
+/// `x * x` behind an `&&` chain of `n` comparisons (each a branch).
+fn and_chain(n: usize) -> String {
+    let terms: Vec<String> = (0..n).map(|i| format!("x > -{}.0", i + 1)).collect();
+    format!(
+        "fn f(x: f64) -> f64 {{\n    if {} {{ x * x }} else {{ x }}\n}}\n",
+        terms.join(" && ")
+    )
+}
+
+/// The sum of `n` f64 parameters.
+fn params(n: usize) -> String {
+    let ps: Vec<String> = (0..n).map(|i| format!("x{i}: f64")).collect();
+    let sum: Vec<String> = (0..n).map(|i| format!("x{i}")).collect();
+    format!(
+        "fn f({}) -> f64 {{\n    {}\n}}\n",
+        ps.join(", "),
+        sum.join(" + ")
+    )
+}
+
+fn load(name: &str, text: String) -> (Source, Module, FuncId) {
+    let src = Source::new(name, text);
+    let m = irad::load(&src).expect("the program loads");
+    let f = irad::find_function(&src, &m, "f").expect("@f");
+    (src, m, f)
+}
+
+/// The module with `@f.rev` and its pieces, optimised by the default
+/// schedule (as `irad grad` compiles them), and `@f.rev`.
+fn reverse(src: &Source, m: &Module, f: FuncId) -> (Module, FuncId) {
+    let registry = irad::rules::Registry::new();
+    let first = m.len();
+    let (mut rm, _, _) = irad::reverse_module(src, m, &[f], &registry).expect("derives");
+    let schedule = irad::passes::optimise::default_schedule();
+    irad::optimise_from(src, &mut rm, Some(first), &schedule, false).expect("optimises");
+    let rev = rm.by_name("f.rev").expect("@f.rev");
+    (rm, rev)
+}
+
+/// Runs `f` on `args` compiled (capturing the shapes of what is compiled)
+/// and interpreted; asserts they agree and returns the shapes.
+fn shapes_of_run(m: &Module, f: FuncId, args: &[Val]) -> Vec<Shape> {
+    let mut jit = Jit::new(m).expect("a JIT");
+    jit.capture_shapes();
+    let got = jit.run(f, args, &RunOptions::default()).expect("runs");
+    let want = irad::ir::interp::run(m, f, args, &RunOptions::default()).expect("interprets");
+    assert!(got.same(&want), "JIT {got:?}, interpreter {want:?}");
+    let shapes = jit.take_shapes();
+    assert!(!shapes.is_empty(), "nothing was compiled");
+    shapes
+}
+
+/// Every function keeps at most `per_block` values live at each block
+/// start on average.
+fn assert_linear(shapes: &[Shape], per_block: usize) {
+    for s in shapes {
+        assert!(
+            s.live_at_block_starts <= per_block * s.blocks.max(1),
+            "{} keeps {} values live over its {} block starts (at most {per_block} each): \
+             quadratic register allocation\n{s:?}",
+            s.name,
+            s.live_at_block_starts,
+            s.blocks
+        );
+    }
+    assert_narrow(shapes);
+}
+
+/// The backtracking allocator never gets a function with
+/// `WIDE_LIVE_VALUES` values live at once or more.
+fn assert_narrow(shapes: &[Shape]) {
+    for s in shapes {
+        assert!(
+            s.huge_settings || s.most_live < irad::codegen::WIDE_LIVE_VALUES,
+            "{} has {} values live at once under the backtracking allocator\n{s:?}",
+            s.name,
+            s.most_live
+        );
+    }
+}
+
+#[test]
+fn sequential_branches_keep_few_values_live_in_the_gradient() {
+    let n = 1_000;
+    let (src, m, f) = load("branches.irad", branches(n));
+    let (rm, rev) = reverse(&src, &m, f);
+    let shapes = shapes_of_run(&rm, rev, &[Val::F64(0.5), Val::F64(1.0)]);
+    // The pullback branches on every recorded choice: a block per branch
+    // and more (checks, their cold blocks).
+    let pullback = shapes
+        .iter()
+        .find(|s| s.name == "@f.rev.back")
+        .expect("the pullback was compiled");
+    assert!(pullback.blocks >= 2 * n, "{pullback:?}");
+    assert_linear(&shapes, 4);
+    // The primal alone, too.
+    assert_linear(&shapes_of_run(&m, f, &[Val::F64(0.5)]), 4);
+}
+
+#[test]
+fn a_long_and_chain_keeps_few_values_live_in_the_primal_and_the_gradient() {
+    let n = 1_000;
+    let (src, m, f) = load("and_chain.irad", and_chain(n));
+    assert_linear(&shapes_of_run(&m, f, &[Val::F64(0.5)]), 4);
+    let (rm, rev) = reverse(&src, &m, f);
+    let shapes = shapes_of_run(&rm, rev, &[Val::F64(0.5), Val::F64(1.0)]);
+    assert!(
+        shapes.iter().any(|s| s.blocks >= n),
+        "a function with a block per term: {shapes:?}"
+    );
+    assert_linear(&shapes, 4);
+}
+
+#[test]
+fn thousands_of_parameters_go_to_the_single_pass_allocator() {
+    let n = 2_000;
+    let (src, m, f) = load("params.irad", params(n));
+    let args: Vec<Val> = (0..n).map(|i| Val::F64(i as f64 * 0.5)).collect();
+    let shapes = shapes_of_run(&m, f, &args);
+    // The function and the trampoline that loads its arguments each have
+    // every parameter live at once: both must get the single-pass
+    // allocator.
+    for name in ["@f", "trampoline of @f"] {
+        let s = shapes
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("{name} was compiled: {shapes:?}"));
+        assert!(s.most_live >= n, "{s:?}");
+        assert!(s.huge_settings, "{s:?}");
+    }
+    assert_narrow(&shapes);
+    // And the gradient (every parameter's cotangent in the result).
+    let (rm, rev) = reverse(&src, &m, f);
+    let mut rev_args = args;
+    rev_args.push(Val::F64(1.0));
+    assert_narrow(&shapes_of_run(&rm, rev, &rev_args));
+}
