@@ -231,8 +231,19 @@ fn pow2(e: i64) -> f64 {
 /// Codegen's inline exp repeats these operations in this order.
 #[inline(always)]
 fn exp_core(z: f64) -> (f64, f64, i64) {
+    exp_core_tail(z, None)
+}
+
+/// [`exp_core`] of z + tail, for a tail far below z's ulp (`pow`'s pair):
+/// the tail is added to the reduced argument; with `None`, exp_core's
+/// operations exactly.
+#[inline(always)]
+fn exp_core_tail(z: f64, tail: Option<f64>) -> (f64, f64, i64) {
     let kd = (z * INV_LN2_N + SHIFT) - SHIFT;
-    let r = (z - kd * LN2_N_HI) - kd * LN2_N_LO;
+    let mut r = (z - kd * LN2_N_HI) - kd * LN2_N_LO;
+    if let Some(t) = tail {
+        r += t;
+    }
     let p = r + r * r * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0))));
     // |kd| < 137 800: exact as an integer.
     let k = kd as i64;
@@ -582,12 +593,13 @@ pub const LOG_TABLE: [[f64; 3]; 256] = [
     [0.7091412544250488, 0.3437005417929413, 5.477919608835557e-14],
 ];
 
-/// Steps 2 to 5 of [`log`] for the bits `ix` of a positive normal number,
+/// Steps 2 to 4 of [`log`] for the bits `ix` of a positive normal number,
 /// or of a subnormal one scaled by 2^52 with 52 taken off its exponent
-/// field (wrapping). Codegen's inline log repeats these operations in this
-/// order.
+/// field (wrapping), up to the exact sum: `(hi, e, r, r_err, kd, logc_lo)`
+/// with k ln2 + log c + r = hi + e + (k LN2_LO + logc_lo) and the reduced
+/// argument r + r_err exact. [`log`] and `pow`'s pair share it.
 #[inline(always)]
-fn log_core(ix: u64) -> f64 {
+fn log_reduce(ix: u64) -> (f64, f64, f64, f64, f64, f64) {
     let tmp = ix.wrapping_sub(LOG_OFF);
     let i = ((tmp >> 44) & 255) as usize;
     let k = (tmp as i64) >> 52;
@@ -605,6 +617,14 @@ fn log_core(ix: u64) -> f64 {
     let t1 = kd * LN2_HI + logc_hi;
     let hi = t1 + r;
     let e = (t1 - hi) + r;
+    (hi, e, r, r_err, kd, logc_lo)
+}
+
+/// Steps 2 to 5 of [`log`] (see [`log_reduce`] for `ix`). Codegen's inline
+/// log repeats these operations in this order.
+#[inline(always)]
+fn log_core(ix: u64) -> f64 {
+    let (hi, e, r, r_err, kd, logc_lo) = log_reduce(ix);
     let lo = (kd * LN2_LO + logc_lo) + (e + r_err);
     // log1p(r) - r = r^2 Q(r), Q by Estrin's scheme.
     let r2 = r * r;
