@@ -1,12 +1,14 @@
 //! Issue 22's math-function benchmark: what each math primitive costs per
 //! call in irad's runtime (the `irad_rt_*` functions compiled code calls:
-//! the `libm` crate's, and irad's own `tanh`; for `exp` and `log`, which
-//! compiled code computes inline, `irad_kernels::math::exp` and `log`
-//! themselves) against the platform's libm (Rust std's `f64` methods, which
-//! on Linux call glibc; `erf`, which std does not have on stable, is
-//! glibc's `erf` declared here), and how far apart their results are. The
-//! row `log-libm` is the `libm` crate's log (what irad used before its own)
-//! against glibc's, for comparison.
+//! the `libm` crate's, and irad's own `tanh`, `sin`, `cos`, `tan` and
+//! `pow`; for `exp` and `log`, which compiled code computes inline,
+//! `irad_kernels::math::exp` and `log` themselves) against the platform's
+//! libm (Rust std's `f64` methods, which on Linux call glibc; `erf`, which
+//! std does not have on stable, is glibc's `erf` declared here), and how far
+//! apart their results are. The rows `log-libm`, `sin-libm`, `cos-libm`,
+//! `tan-libm` and `pow-libm` are the `libm` crate's functions (what irad
+//! used before its own) against glibc's, for comparison; `sin-1.5` and
+//! `cos-1.5` (and their `-libm` rows) time arguments in [-1.5, 1.5] only.
 //!
 //! - Throughput: for each function, an array of 4 096 inputs spread over a
 //!   typical domain for it (xorshift64*, seed 22), mapped through the
@@ -67,6 +69,8 @@ enum Dist {
     NearHalfPi(f64, f64),
     /// `k + 0.5` for integer k uniform in [-K, K).
     Halves(f64),
+    /// An integer uniform in [-K, K].
+    Integers(f64),
 }
 
 /// A region of a function's inputs: its name and the distribution of each argument.
@@ -125,6 +129,9 @@ unary! {
     irad_exp std_exp = rt::math::exp, |x| x.exp();
     irad_log std_log = rt::math::log, |x| x.ln();
     libm_log std_log2 = libm::log, |x| x.ln();
+    libm_sin std_sin2 = libm::sin, |x| x.sin();
+    libm_cos std_cos2 = libm::cos, |x| x.cos();
+    libm_tan std_tan2 = libm::tan, |x| x.tan();
     irad_log1p std_log1p = rt::irad_rt_log1p, |x| x.ln_1p();
     irad_expm1 std_expm1 = rt::irad_rt_expm1, |x| x.exp_m1();
     irad_sin std_sin = rt::irad_rt_sin, |x| x.sin();
@@ -156,6 +163,9 @@ fn irad_pow(x: f64, y: f64) -> f64 {
 fn std_pow(x: f64, y: f64) -> f64 {
     x.powf(y)
 }
+fn libm_pow(x: f64, y: f64) -> f64 {
+    libm::pow(x, y)
+}
 
 /// The functions, in the order they are reported.
 fn functions() -> Vec<Fun> {
@@ -172,12 +182,36 @@ fn functions() -> Vec<Fun> {
     let trig = |name, irad, std| {
         let regions = vec![
             r("[-10, 10]", U(-10.0, 10.0)),
+            r("[-1.5, 1.5]", U(-1.5, 1.5)),
             tiny("tiny"),
             r("k pi/2 +- 1e-6, |k| <= 1e3", P(1e3, 1e-6)),
             r("k pi/2 +- 1e-12, |k| <= 1e6", P(1e6, 1e-12)),
             r("huge 1e3..1e300", L(1e3, 1e300, true)),
         ];
-        f(name, irad, std, name == "sin", regions)
+        f(name, irad, std, name.starts_with("sin"), regions)
+    };
+    // Arguments below 1.5, where irad's sin and cos take their grid and the
+    // libm crate's mostly no reduction (branchy's sin is called on (0, 1]).
+    let small = vec![r("[-1.5, 1.5]", U(-1.5, 1.5))];
+    let pow_regions = || {
+        vec![
+            r2("x in [0.1, 10], y in [-5, 5]", U(0.1, 10.0), U(-5.0, 5.0)),
+            r2(
+                "x near 1, |y| up to 1e9",
+                U(1.0 - 1e-6, 1.0 + 1e-6),
+                L(1.0, 1e9, true),
+            ),
+            r2(
+                "x log-uniform 1e-300..1e300, y in [-1, 1]",
+                L(1e-300, 1e300, false),
+                U(-1.0, 1.0),
+            ),
+            r2(
+                "x in [-10, -0.1], integer y in [-20, 20]",
+                U(-10.0, -0.1),
+                Dist::Integers(20.0),
+            ),
+        ]
     };
     let inline = |name, irad: F2, std: F2, regions| Fun {
         inline: true,
@@ -251,8 +285,15 @@ fn functions() -> Vec<Fun> {
             ],
         ),
         trig("sin", irad_sin, std_sin),
+        trig("sin-libm", libm_sin, std_sin2),
         trig("cos", irad_cos, std_cos),
+        trig("cos-libm", libm_cos, std_cos2),
         trig("tan", irad_tan, std_tan),
+        trig("tan-libm", libm_tan, std_tan2),
+        f("sin-1.5", irad_sin, std_sin, false, small.clone()),
+        f("sin-1.5-libm", libm_sin, std_sin2, false, small.clone()),
+        f("cos-1.5", irad_cos, std_cos, false, small.clone()),
+        f("cos-1.5-libm", libm_cos, std_cos2, false, small),
         f(
             "asin",
             irad_asin,
@@ -344,25 +385,8 @@ fn functions() -> Vec<Fun> {
                 r("tail 4..30", L(4.0, 30.0, true)),
             ],
         ),
-        f(
-            "pow",
-            irad_pow,
-            std_pow,
-            false,
-            vec![
-                r2("x in [0.1, 10], y in [-5, 5]", U(0.1, 10.0), U(-5.0, 5.0)),
-                r2(
-                    "x near 1, |y| up to 1e9",
-                    U(1.0 - 1e-6, 1.0 + 1e-6),
-                    L(1.0, 1e9, true),
-                ),
-                r2(
-                    "x log-uniform 1e-300..1e300, y in [-1, 1]",
-                    L(1e-300, 1e300, false),
-                    U(-1.0, 1.0),
-                ),
-            ],
-        ),
+        f("pow", irad_pow, std_pow, false, pow_regions()),
+        f("pow-libm", libm_pow, std_pow, false, pow_regions()),
         f(
             "round",
             irad_round,
@@ -423,6 +447,7 @@ impl Rng {
                 }
             }
             Dist::Halves(k_max) => (self.unit() * 2.0 * k_max - k_max).floor() + 0.5,
+            Dist::Integers(k_max) => (self.unit() * 2.0 * k_max - k_max).round(),
             Dist::NearHalfPi(k_max, eps) => {
                 let k = (self.unit() * 2.0 * k_max - k_max).round();
                 k * std::f64::consts::FRAC_PI_2 + eps * (2.0 * self.unit() - 1.0)
@@ -658,7 +683,7 @@ fn main() -> ExitCode {
                 } else {
                     format!("worst at x = {:e}", d.worst.0)
                 },
-                if d.max_ulps != Some(0) && (fun.name == "atan2" || fun.name == "pow") {
+                if d.max_ulps != Some(0) && (fun.name == "atan2" || fun.name.starts_with("pow")) {
                     format!(", second = {:e}", d.worst.1)
                 } else {
                     String::new()

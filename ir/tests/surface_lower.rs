@@ -1264,7 +1264,7 @@ mod oracle {
                         return Err(Stop::Fail);
                     };
                     match (name.as_str(), vals.as_slice()) {
-                        ("sin", [V::F(x)]) => V::F(libm::sin(*x)),
+                        ("sin", [V::F(x)]) => V::F(irad_kernels::math::sin(*x)),
                         ("f64", [V::I(k)]) => V::F(*k as f64),
                         _ => self.call(name, &vals)?,
                     }

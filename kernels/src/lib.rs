@@ -7,7 +7,8 @@
 //! - [`trap`]: the run-time errors: kinds with their C ABI codes, operands
 //!   and message texts;
 //! - [`float`]: floats printed as IR text words them;
-//! - [`math`]: the math functions irad implements itself (`exp`, `log`, `tanh`).
+//! - [`math`]: the math functions irad implements itself (`exp`, `log`,
+//!   `tanh`, `sin`, `cos`, `tan`, `pow`).
 //!
 //! The bottom of irad's crate graph: it depends on no other irad crate (only
 //! on `std` and `matrixmultiply`, the matrix kernel), so both `irad-ir` and `irad-runtime` can depend on

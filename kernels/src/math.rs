@@ -2,7 +2,9 @@
 //! interpreter and compiled code (through `irad-runtime`), so the two agree
 //! bit for bit; the others are the `libm` crate's (docs/ir.md, "Math").
 //! [`tanh`] is described at its definition (within 0.75 ulp on the points
-//! checked, `kernels/tests/tanh_reference.txt`).
+//! checked, `kernels/tests/tanh_reference.txt`); [`sin`], [`cos`] and
+//! [`tan`] in `math/trig.rs`, [`pow`] in `math/pow.rs` (which reuses exp's
+//! and log's tables), each within 0.51 ulp on the points checked.
 //!
 //! [`exp`]: table-driven (the method of Tang, 1989: x = k ln2 / 128 + r,
 //! exp(x) = 2^(k / 128) * exp(r)), faster than `libm::exp` (whose rational
@@ -61,6 +63,13 @@
 //!    smallest result with c != 1 or k != 0 is about 2^-10, where lo's
 //!    roundings are below 2^-70; with c = 1 and
 //!    k = 0 the result is r + r^2 Q(r) with r exact.
+
+mod pow;
+#[cfg(test)]
+mod test_util;
+mod trig;
+pub use pow::pow;
+pub use trig::{TRIG_TABLE, cos, sin, tan};
 
 /// 2^(j / 128) for j in 0..128, as [nearest double, nearest double to the
 /// rest]: values computed with mpmath at 200 bits. Compiled code reads this
@@ -222,8 +231,19 @@ fn pow2(e: i64) -> f64 {
 /// Codegen's inline exp repeats these operations in this order.
 #[inline(always)]
 fn exp_core(z: f64) -> (f64, f64, i64) {
+    exp_core_tail(z, None)
+}
+
+/// [`exp_core`] of z + tail, for a tail far below z's ulp (`pow`'s pair):
+/// the tail is added to the reduced argument; with `None`, exp_core's
+/// operations exactly.
+#[inline(always)]
+fn exp_core_tail(z: f64, tail: Option<f64>) -> (f64, f64, i64) {
     let kd = (z * INV_LN2_N + SHIFT) - SHIFT;
-    let r = (z - kd * LN2_N_HI) - kd * LN2_N_LO;
+    let mut r = (z - kd * LN2_N_HI) - kd * LN2_N_LO;
+    if let Some(t) = tail {
+        r += t;
+    }
     let p = r + r * r * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0))));
     // |kd| < 137 800: exact as an integer.
     let k = kd as i64;
@@ -245,10 +265,18 @@ pub fn exp(x: f64) -> f64 {
         };
     }
     let (t_hi, q, k) = exp_core(x);
+    exp_scale(t_hi, q, k)
+}
+
+/// Step 5 of the module header: (t_hi + q) 2^(k / 128), k in exp's range
+/// (|k| < 137 800), the last rounding in the sum unless the result is
+/// subnormal (then once, on the subnormal grid).
+#[inline(always)]
+fn exp_scale(t_hi: f64, q: f64, k: i64) -> f64 {
     let y = t_hi + q;
     let e = k >> 7;
     if e > 1023 {
-        // Only just below the overflow threshold: y < 1, so y 2^1024 is finite.
+        // Near the overflow threshold: y 2^1024, in two exact steps.
         y * pow2(1023) * 2.0
     } else if e < -1022 || (e == -1022 && y < 1.0) {
         subnormal(t_hi, q, e)
@@ -565,12 +593,13 @@ pub const LOG_TABLE: [[f64; 3]; 256] = [
     [0.7091412544250488, 0.3437005417929413, 5.477919608835557e-14],
 ];
 
-/// Steps 2 to 5 of [`log`] for the bits `ix` of a positive normal number,
+/// Steps 2 to 4 of [`log`] for the bits `ix` of a positive normal number,
 /// or of a subnormal one scaled by 2^52 with 52 taken off its exponent
-/// field (wrapping). Codegen's inline log repeats these operations in this
-/// order.
+/// field (wrapping), up to the exact sum: `(hi, e, r, r_err, kd, logc_lo)`
+/// with k ln2 + log c + r = hi + e + (k LN2_LO + logc_lo) and the reduced
+/// argument r + r_err exact. [`log`] and `pow`'s pair share it.
 #[inline(always)]
-fn log_core(ix: u64) -> f64 {
+fn log_reduce(ix: u64) -> (f64, f64, f64, f64, f64, f64) {
     let tmp = ix.wrapping_sub(LOG_OFF);
     let i = ((tmp >> 44) & 255) as usize;
     let k = (tmp as i64) >> 52;
@@ -588,6 +617,14 @@ fn log_core(ix: u64) -> f64 {
     let t1 = kd * LN2_HI + logc_hi;
     let hi = t1 + r;
     let e = (t1 - hi) + r;
+    (hi, e, r, r_err, kd, logc_lo)
+}
+
+/// Steps 2 to 5 of [`log`] (see [`log_reduce`] for `ix`). Codegen's inline
+/// log repeats these operations in this order.
+#[inline(always)]
+fn log_core(ix: u64) -> f64 {
+    let (hi, e, r, r_err, kd, logc_lo) = log_reduce(ix);
     let lo = (kd * LN2_LO + logc_lo) + (e + r_err);
     // log1p(r) - r = r^2 Q(r), Q by Estrin's scheme.
     let r2 = r * r;
@@ -700,6 +737,14 @@ pub fn tanh(x: f64) -> f64 {
     (q0 + rem * inv).copysign(x)
 }
 
+/// The leading 26 significant bits of `v` (its significand's low 27 bits
+/// cleared): the product of two such numbers is exact, and so is that of
+/// one and a number of 27 bits.
+#[inline(always)]
+fn lead26(v: f64) -> f64 {
+    f64::from_bits(v.to_bits() & !((1u64 << 27) - 1))
+}
+
 /// a + b = s + e exactly, for |a| >= |b| (or a = 0).
 #[inline]
 fn fast_two_sum(a: f64, b: f64) -> (f64, f64) {
@@ -727,27 +772,8 @@ fn two_product(a: f64, b: f64) -> (f64, f64) {
 
 #[cfg(test)]
 mod tests {
+    use super::test_util::{check_reference, ulp_of, ulps};
     use super::*;
-
-    /// The spacing of doubles at `w` (the smallest subnormal for 0 and the
-    /// subnormals).
-    fn ulp_of(w: f64) -> f64 {
-        if w == 0.0 || w.is_subnormal() {
-            f64::from_bits(1)
-        } else {
-            let u = w.abs();
-            f64::from_bits(u.to_bits() + 1) - u
-        }
-    }
-
-    /// The distance in ulps (of `want`) between `got` and `want`; 0 when
-    /// equal, NaNs equal each other.
-    fn ulps(got: f64, want: f64) -> f64 {
-        if got == want || (got.is_nan() && want.is_nan()) {
-            return 0.0;
-        }
-        ((got - want) / ulp_of(want)).abs()
-    }
 
     #[test]
     fn exp_special_values() {
@@ -800,37 +826,6 @@ mod tests {
             );
         }
         assert!(worst > 0.0, "the comparison compared nothing");
-    }
-
-    /// Checks `f` against the exact values, as mpmath (200 bits) gives
-    /// them: `text` has one line per point, x and its correctly rounded
-    /// f(x) as hex bits, and (exact - rounded) in ulps of the rounded value.
-    /// Returns the largest error in ulps.
-    fn check_reference(f: fn(f64) -> f64, text: &str, bound: f64) -> f64 {
-        let bits = |w: &str| u64::from_str_radix(w, 16).map(f64::from_bits);
-        let mut n = 0;
-        let mut worst: f64 = 0.0;
-        for line in text.lines().filter(|l| !l.starts_with('#')) {
-            let words: Vec<&str> = line.split_whitespace().collect();
-            let [x, want, exact_off] = words[..] else {
-                panic!("malformed line {line:?}");
-            };
-            let (Ok(x), Ok(want), Ok(exact_off)) = (bits(x), bits(want), exact_off.parse::<f64>())
-            else {
-                panic!("malformed line {line:?}");
-            };
-            let got = f(x);
-            let err = ((got - want) / ulp_of(want) - exact_off).abs();
-            worst = worst.max(err);
-            assert!(
-                err <= bound,
-                "f({x:e}) = {got:e}: {err} ulp from the exact value"
-            );
-            n += 1;
-        }
-        assert!(n >= 2000, "only {n} reference values");
-        assert!(worst > 0.0, "the comparison compared nothing");
-        worst
     }
 
     /// exp against `kernels/tests/exp_reference.txt`: within 0.52 ulp.

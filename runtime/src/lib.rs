@@ -7,8 +7,9 @@
 //! written by `irad emit` link the same functions from the static library
 //! this crate also builds (`libirad_runtime.a`). Either way compiled code
 //! computes what the interpreter computes: the math functions are the ones
-//! the interpreter calls (`irad_kernels::math`'s `exp`, `log` and `tanh`,
-//! the `libm` crate's others; compiled code computes `exp` and `log` inline,
+//! the interpreter calls (`irad_kernels::math`'s `exp`, `log`, `tanh`,
+//! `sin`, `cos`, `tan` and `pow`, the `libm` crate's others; compiled code
+//! computes `exp` and `log` inline,
 //! reading their tables, `irad_rt_exp_table` and `irad_rt_log_table`).
 //!
 //! Layout contract with the code generator (`irad-codegen`, docs/codegen.md):
@@ -522,19 +523,26 @@ pub static irad_rt_log_table: [[f64; 3]; 256] = irad_kernels::math::LOG_TABLE;
 /// The symbol of [`irad_rt_log_table`].
 pub const LOG_TABLE_SYMBOL: &str = "irad_rt_log_table";
 
-/// `irad_kernels::math::tanh` (irad's own tanh, docs/ir.md "Math"), for
-/// compiled code.
-#[unsafe(no_mangle)]
-pub extern "C" fn irad_rt_tanh(x: f64) -> f64 {
-    irad_kernels::math::tanh(x)
+macro_rules! own_math {
+    ($($name:ident = $f:ident),* $(,)?) => {$(
+        #[doc = concat!("`irad_kernels::math::", stringify!($f), "` (irad's own, docs/ir.md \"Semantics\"), for compiled code.")]
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $name(x: f64) -> f64 {
+            irad_kernels::math::$f(x)
+        }
+    )*};
 }
+
+own_math!(
+    irad_rt_tanh = tanh,
+    irad_rt_sin = sin,
+    irad_rt_cos = cos,
+    irad_rt_tan = tan,
+);
 
 unary_math!(
     irad_rt_log1p = log1p,
     irad_rt_expm1 = expm1,
-    irad_rt_sin = sin,
-    irad_rt_cos = cos,
-    irad_rt_tan = tan,
     irad_rt_asin = asin,
     irad_rt_acos = acos,
     irad_rt_atan = atan,
@@ -544,10 +552,11 @@ unary_math!(
     irad_rt_round = round,
 );
 
-/// `libm::pow`, for compiled code.
+/// `irad_kernels::math::pow` (irad's own), for compiled code; `powi(x, n)`
+/// calls it with `n as f64`.
 #[unsafe(no_mangle)]
 pub extern "C" fn irad_rt_pow(x: f64, y: f64) -> f64 {
-    libm::pow(x, y)
+    irad_kernels::math::pow(x, y)
 }
 
 /// `libm::atan2`, for compiled code.
@@ -645,7 +654,17 @@ mod tests {
 
     #[test]
     fn math_is_the_interpreters() {
-        assert_eq!(irad_rt_sin(0.5).to_bits(), libm::sin(0.5).to_bits());
+        use irad_kernels::math;
+        for x in [0.5, -3.7, 1e5, 1e300] {
+            assert_eq!(irad_rt_sin(x).to_bits(), math::sin(x).to_bits());
+            assert_eq!(irad_rt_cos(x).to_bits(), math::cos(x).to_bits());
+            assert_eq!(irad_rt_tan(x).to_bits(), math::tan(x).to_bits());
+            assert_eq!(irad_rt_tanh(x).to_bits(), math::tanh(x).to_bits());
+            assert_eq!(
+                irad_rt_pow(x.abs(), 1.7).to_bits(),
+                math::pow(x.abs(), 1.7).to_bits()
+            );
+        }
         assert_eq!(irad_rt_round(2.5), 3.0);
         assert_eq!(irad_rt_round(-2.5), -3.0);
         assert_eq!(irad_rt_log_table, irad_kernels::math::LOG_TABLE);

@@ -478,7 +478,7 @@ func @rows(%a: [f64], %n: i64, %d: i64) -> f64 {
         let got = jit.run(f, &args, &opts).expect("compiled code runs");
         assert_eq!(format!("{got:?}"), format!("{want:?}"));
         assert!(
-            matches!(got, Val::F64(y) if y == libm::sin(0.25) * 2.0),
+            matches!(got, Val::F64(y) if y == irad_runtime::math::sin(0.25) * 2.0),
             "{got:?}"
         );
     }

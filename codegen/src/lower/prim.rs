@@ -77,11 +77,12 @@ impl<M: ClModule> Lower<'_, '_, M> {
             Add | Sub | Mul | Div | Neg | Abs | Min | Max | Copysign | Sqrt | Floor | Ceil => {
                 self.prim_float(p, vals)
             }
-            // `pow(x, n)` of the libm crate is exactly 1, x, x * x and 1 / x
-            // for n = 0, 1, 2 and -1 (its special cases, checked before
-            // anything else but NaN, which these give too), so a constant
-            // exponent among those (`powi`'s i64 or `pow`'s f64, as the
-            // rules of `powi` write it) needs no call.
+            // `pow(x, n)` (irad's own, `irad_kernels::math::pow`) is exactly
+            // 1, x, x * x and 1 / x for n = 0, 1, 2 and -1 (its special
+            // cases, checked before anything else but NaN, which these give
+            // too; a kernel test checks it), so a constant exponent among
+            // those (`powi`'s i64 or `pow`'s f64, as the rules of `powi`
+            // write it) needs no call.
             Powi | Pow if let Some(n) = small_exponent(ops.get(1)) => {
                 let x = first_leaf(p, vals, 0)?;
                 Ok(one(match n {

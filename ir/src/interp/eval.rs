@@ -4,8 +4,9 @@
 //! Assumes nothing about the operands: a verified module passes values of the
 //! types the table says, but a wrong count or kind of operand is reported as an
 //! `internal error: ...` message, never a panic. Guarantees the shared semantics
-//! of SYNTAX.md §1: the math functions are irad's own `exp`, `log` and `tanh`
-//! (`irad_kernels::math`) and the `libm` crate's others, the functions compiled
+//! of SYNTAX.md §1: the math functions are irad's own `exp`, `log`, `tanh`,
+//! `sin`, `cos`, `tan` and `pow` (`irad_kernels::math`; `powi(x, n)` is
+//! `pow(x, n as f64)`) and the `libm` crate's others, the functions compiled
 //! code calls or computes inline (so the two agree bit for bit; docs/ir.md,
 //! "Semantics"), `add sub mul div neg` are plain
 //! IEEE operations, integer arithmetic wraps except where an error is defined.
@@ -178,8 +179,8 @@ fn f64_arith(prim: Prim, args: &[&Val]) -> Result<Val, String> {
         (Mul, [Val::F64(a), Val::F64(b)]) => a * b,
         (Div, [Val::F64(a), Val::F64(b)]) => a / b,
         (Neg, [Val::F64(a)]) => -a,
-        (Pow, [Val::F64(a), Val::F64(b)]) => libm::pow(*a, *b),
-        (Powi, [Val::F64(a), Val::I64(n)]) => libm::pow(*a, *n as f64),
+        (Pow, [Val::F64(a), Val::F64(b)]) => irad_kernels::math::pow(*a, *b),
+        (Powi, [Val::F64(a), Val::I64(n)]) => irad_kernels::math::pow(*a, *n as f64),
         (Abs, [Val::F64(a)]) => libm::fabs(*a),
         (Min, [Val::F64(a), Val::F64(b)]) => fmin(*a, *b),
         (Max, [Val::F64(a), Val::F64(b)]) => fmax(*a, *b),
@@ -190,7 +191,8 @@ fn f64_arith(prim: Prim, args: &[&Val]) -> Result<Val, String> {
 }
 
 /// The f64 functions: all unary except `atan2`; `exp`, `log` and `tanh` irad's
-/// own (`irad_kernels::math`), the others the `libm` crate's.
+/// own (`irad_kernels::math`), like `sin`, `cos` and `tan`; the others the
+/// `libm` crate's.
 fn f64_func(prim: Prim, args: &[&Val]) -> Result<Val, String> {
     use Prim::*;
     if let (Atan2, [Val::F64(y), Val::F64(x)]) = (prim, args) {
@@ -206,9 +208,9 @@ fn f64_func(prim: Prim, args: &[&Val]) -> Result<Val, String> {
         Log => irad_kernels::math::log(x),
         Log1p => libm::log1p(x),
         Expm1 => libm::expm1(x),
-        Sin => libm::sin(x),
-        Cos => libm::cos(x),
-        Tan => libm::tan(x),
+        Sin => irad_kernels::math::sin(x),
+        Cos => irad_kernels::math::cos(x),
+        Tan => irad_kernels::math::tan(x),
         Asin => libm::asin(x),
         Acos => libm::acos(x),
         Atan => libm::atan(x),
@@ -631,7 +633,10 @@ mod tests {
             fold_prim(Prim::Add, &[F64(0.1), F64(0.2)]),
             Some(F64(0.1 + 0.2))
         );
-        assert_eq!(fold_prim(Prim::Sin, &[F64(1.0)]), Some(F64(libm::sin(1.0))));
+        assert_eq!(
+            fold_prim(Prim::Sin, &[F64(1.0)]),
+            Some(F64(irad_kernels::math::sin(1.0)))
+        );
         assert_eq!(
             fold_prim(Prim::Iadd, &[I64(i64::MAX), I64(1)]),
             Some(I64(i64::MIN))
