@@ -214,8 +214,9 @@ struct Analysis<'a> {
     /// Union-find parents over value indices (array classes).
     parent: Vec<u32>,
     tracked: Vec<bool>,
-    /// Per value: whether its type has a tangent (so derivatives can pass
-    /// through it, tracked or not).
+    /// Per value: whether its type has a tangent or a cotangent (so
+    /// derivatives can pass through it, tracked or not: a tuple holding a
+    /// function value, a dual under reverse mode).
     carries: Vec<bool>,
     arrays: Vec<bool>,
     varied: Vec<bool>,
@@ -236,7 +237,11 @@ impl<'a> Analysis<'a> {
             insts,
             parent: (0..n as u32).collect(),
             tracked: func.values.values().map(|d| tracked(&d.ty)).collect(),
-            carries: func.values.values().map(|d| d.ty.has_tangent()).collect(),
+            carries: func
+                .values
+                .values()
+                .map(|d| d.ty.has_tangent() || d.ty.has_cotangent())
+                .collect(),
             arrays: func.values.values().map(|d| holds_array(&d.ty)).collect(),
             varied: vec![false; n],
             useful: vec![false; n],
