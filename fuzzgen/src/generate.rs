@@ -655,6 +655,13 @@ impl Gen<'_, '_> {
         for _ in 0..n {
             self.stmt(indent + 1)?;
         }
+        // Sometimes a per-loop checkpointing override (docs/language.md):
+        // reverse mode then replays the loop in stretches of `k` iterations,
+        // which must not change the gradient.
+        if self.one_in(6)? {
+            let k: u8 = self.u.int_in_range(0..=3)?;
+            self.line(indent + 1, &format!("checkpoint({k});"));
+        }
         self.scopes.pop();
         self.loop_depth -= 1;
         self.line(indent, "}");
