@@ -589,7 +589,7 @@ impl<M: ClModule> Compiler<M> {
 }
 
 /// The size, in Cranelift instructions, from which a function is compiled
-/// with the settings of [`huge_isa`]: the backtracking register allocator
+/// with the settings of `huge_isa`: the backtracking register allocator
 /// and the e-graph optimiser cost time more than linear in a function's
 /// size (a 100 000-step chain's 800 000-instruction forward sweep took 3.7 s
 /// in Cranelift with them, 1.4 s without), while a function this large
@@ -598,7 +598,7 @@ impl<M: ClModule> Compiler<M> {
 pub const HUGE_FUNCTION_INSTS: usize = 20_000;
 
 /// The number of values live at once from which a function is compiled
-/// with the settings of [`huge_isa`], whatever its size: the backtracking
+/// with the settings of `huge_isa`, whatever its size: the backtracking
 /// register allocator's time grows with the square of the values live at
 /// once where there are many (issue 27, finding 8: a function of 10 000
 /// f64 parameters took 5 s to compile, of 35 000 41 s, and so did the
