@@ -184,6 +184,7 @@ impl DeclaredRuleChecks {
             failed => Err(Error::DeclaredRulesFailed {
                 file: self.file.clone(),
                 failed,
+                unchecked: self.reports.iter().filter(|r| !r.checked).count(),
                 total: self.reports.len(),
             }),
         }

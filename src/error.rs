@@ -182,13 +182,17 @@ pub enum Error {
     /// `irad test-rules FILE`: some rules declared in the file disagree with
     /// their function (or could not be checked).
     #[error(
-        "{file}:1:1: error: the declared rules of {failed} of {total} functions failed their checks"
+        "{file}:1:1: error: the declared rules of {failed} of {total} functions failed their checks{}",
+        unchecked_note(*unchecked)
     )]
     DeclaredRulesFailed {
         /// The source's name.
         file: String,
-        /// How many functions failed.
+        /// How many functions failed or could not be checked.
         failed: usize,
+        /// How many of those could not be checked (a parameter the
+        /// tester cannot sample).
+        unchecked: usize,
         /// How many have declared rules.
         total: usize,
     },
@@ -455,11 +459,15 @@ impl Error {
             Error::DeclaredRulesFailed {
                 file,
                 failed,
+                unchecked,
                 total,
             } => vec![at(
                 file,
                 start,
-                format!("the declared rules of {failed} of {total} functions failed their checks"),
+                format!(
+                    "the declared rules of {failed} of {total} functions failed their checks{}",
+                    unchecked_note(*unchecked)
+                ),
             )],
             Error::GradCheckFailed {
                 file,
@@ -776,5 +784,15 @@ impl From<GradError> for crate::CompiledError {
             GradError::Run(err) => C::Run(err),
             GradError::Invalid { loc, msg } => C::Forward(ForwardError::new(loc, msg)),
         }
+    }
+}
+
+/// The tail of [`Error::DeclaredRulesFailed`]'s message: how many of the
+/// functions counted were not checked at all.
+fn unchecked_note(unchecked: usize) -> String {
+    match unchecked {
+        0 => String::new(),
+        1 => " (1 could not be checked: check it with irad check-grad)".to_string(),
+        n => format!(" ({n} could not be checked: check them with irad check-grad)"),
     }
 }

@@ -324,7 +324,16 @@ fn the_rule_tester_and_check_grad_check_declared_rules() {
         checks.table()
     );
     assert!(checks.table().contains("skipped"));
-    assert!(checks.verdict().is_err());
+    // sq failed and count could not be checked: both count, and the
+    // message says which kind.
+    let verdict = checks.verdict().expect_err("sq fails, count is unchecked");
+    assert_eq!(
+        verdict.render(&[&src]).lines().next(),
+        Some(
+            "sq.irad:1:1: error: the declared rules of 2 of 3 functions failed their checks \
+             (1 could not be checked: check it with irad check-grad)"
+        ),
+    );
     // check-grad at a point says the same of sq.
     let f = irad::find_function(&src, &m, "sq").expect("sq");
     let args = [Val::F64(1.5)];
