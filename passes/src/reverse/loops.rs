@@ -30,11 +30,21 @@ pub(super) struct RevLoop {
     /// a flag per position: thousands of loops in a row would take the
     /// square of the blocks).
     pub members: Vec<usize>,
-    /// The position of the block its one exit edge leads to.
+    /// The position of the block its one exit edge leads to (for a loop of
+    /// [`RevLoops::multi`], the first of `exits`).
     pub exit: usize,
+    /// The positions of the blocks its exit edges lead to, each entered
+    /// from the loop only (normalisation split the critical edges): `[exit]`
+    /// for a single-exit loop.
+    pub exits: Vec<usize>,
     /// When it is counted: how.
     pub counted: Option<Counted>,
 }
+
+/// A loop as found: its header, its members, its one exit (a block only
+/// it enters, through one edge from its header) if it has one, and all its
+/// exit edges (from, to).
+type Found = (usize, Vec<usize>, Option<usize>, Vec<(usize, usize)>);
 
 /// How a counted loop counts.
 #[derive(Clone, Debug)]
@@ -70,6 +80,12 @@ pub(super) struct RevLoops {
     pub others: Vec<usize>,
     /// For each position, the single-exit loop it heads, if any.
     pub headed: Vec<Option<usize>>,
+    /// The loops of `others` that leave through at least one edge, each
+    /// to a block that only the loop enters (all of them, in a normalised
+    /// primal, but a loop that never leaves), innermost first: what
+    /// checkpointing needs of them (`counted` is `None`). [`RevLoops::of`]
+    /// numbers them after `loops`.
+    pub multi: Vec<RevLoop>,
 }
 
 impl RevLoop {
@@ -80,6 +96,20 @@ impl RevLoop {
 }
 
 impl RevLoops {
+    /// Loop `k` among `loops` followed by `multi` (`k` below
+    /// [`RevLoops::count`]).
+    pub fn of(&self, k: usize) -> &RevLoop {
+        match k.checked_sub(self.loops.len()) {
+            None => &self.loops[k],
+            Some(j) => &self.multi[j],
+        }
+    }
+
+    /// How many loops [`RevLoops::of`] numbers.
+    pub fn count(&self) -> usize {
+        self.loops.len() + self.multi.len()
+    }
+
     /// The loops of `src`, whose BBCode blocks have ids `ids` (by position),
     /// with `preds`/`succs` by position.
     pub fn new(
@@ -104,12 +134,13 @@ impl RevLoops {
             inner: vec![None; n],
             others: Vec::new(),
             headed: vec![None; n],
+            multi: Vec::new(),
         };
         for (i, &b) in ids.iter().enumerate() {
             out.inner[i] = la.innermost(b).and_then(|l| pos[la.header(l)]);
         }
         // Every loop, innermost first (by size), with its members.
-        let mut all: Vec<(usize, Vec<usize>, Option<usize>)> = Vec::new();
+        let mut all: Vec<Found> = Vec::new();
         for lp in la.loops() {
             let Some(h) = pos[la.header(lp)] else {
                 continue;
@@ -130,10 +161,10 @@ impl RevLoops {
                 [(from, to)] if *from == h && preds[*to].len() == 1 => Some(*to),
                 _ => None,
             };
-            all.push((h, members, exit));
+            all.push((h, members, exit, exits));
         }
-        all.sort_by_key(|(_, m, _)| m.len());
-        for (h, members, exit) in all {
+        all.sort_by_key(|(_, m, _, _)| m.len());
+        for (h, members, exit, exits) in all {
             match exit {
                 Some(exit) => {
                     let k = out.loops.len();
@@ -146,6 +177,7 @@ impl RevLoops {
                         header: h,
                         members,
                         exit,
+                        exits: vec![exit],
                         counted,
                     });
                 }
@@ -155,6 +187,20 @@ impl RevLoops {
                         if out.around[i].is_empty() {
                             out.irregular[i] = true;
                         }
+                    }
+                    let mut targets: Vec<usize> = exits.iter().map(|&(_, to)| to).collect();
+                    targets.sort_unstable();
+                    targets.dedup();
+                    if let Some(&first) = targets.first()
+                        && targets.iter().all(|&t| preds[t].len() == 1)
+                    {
+                        out.multi.push(RevLoop {
+                            header: h,
+                            members,
+                            exit: first,
+                            exits: targets,
+                            counted: None,
+                        });
                     }
                 }
             }
@@ -327,5 +373,13 @@ mod tests {
         let body = labels.iter().position(|&b| b == 3).expect("#3");
         assert!(l.irregular[body]);
         assert_eq!(l.hoist(body, None), None);
+        // Checkpointing sees it, with both exits (normalisation split the
+        // edges into #5, so each exit block is entered from the loop only).
+        assert_eq!(l.count(), 1);
+        let lp = l.of(0);
+        assert_eq!(labels[lp.header], 2);
+        assert_eq!(lp.exits.len(), 2, "{:?}", lp.exits);
+        assert!(lp.counted.is_none());
+        assert!(lp.exits.iter().all(|&e| !lp.contains(e)));
     }
 }

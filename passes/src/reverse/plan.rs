@@ -217,6 +217,11 @@ pub struct CheckpointedLoop {
     /// `stretch` iterations (a counted loop against a bound defined before
     /// it) and then records it as it would without a limit.
     pub direct: bool,
+    /// How many edges leave the loop, when it is not a loop that leaves
+    /// through one edge from its header (`break`, `return` in it, `&&` or
+    /// `||` in a `while` condition, a test at the bottom): each replay then
+    /// pushes the loop's inputs back for the replay of the stretch before.
+    pub exits: Option<usize>,
 }
 
 /// A loop that checkpointing was asked for (by a tape limit or a
@@ -708,6 +713,12 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
         "; the pullback replays each stretch, last first, with @{}",
         c.replay
     ));
+    if let Some(n) = c.exits {
+        line.push_str(&format!(
+            "; it leaves through {n} edge{} (the last stretch's replay leaves where the run did), and each replay pushes the loop's inputs back for the stretch before",
+            if n == 1 { " not from its header" } else { "s" }
+        ));
+    }
     if c.direct {
         line.push_str(&format!(
             "; a run of at most {} iteration{} is recorded as without a limit",

@@ -73,7 +73,7 @@ impl<'a, 'r> LoopCopy<'a, 'r> {
         f: Func,
         same_function: bool,
     ) -> LoopCopy<'a, 'r> {
-        let l = &cx.shape.loops.loops[k];
+        let l = &cx.shape.loops.of(k);
         let pos: HashMap<Block, usize> = fblock
             .iter()
             .enumerate()
@@ -140,7 +140,7 @@ impl<'a, 'r> LoopCopy<'a, 'r> {
 
     /// The position of the loop's header among the primal's blocks.
     fn loop_header(&self) -> usize {
-        self.cx.shape.loops.loops[self.k].header
+        self.cx.shape.loops.of(self.k).header
     }
 
     /// Copies the statements and terminators of the loop's blocks, blocks
@@ -148,7 +148,7 @@ impl<'a, 'r> LoopCopy<'a, 'r> {
     /// of the loop go to `out`.
     pub fn copy_blocks(&mut self, header_phis: Block, out: Block) -> Result<(), ReverseError> {
         let cx = self.cx;
-        let l = &cx.shape.loops.loops[self.k];
+        let l = &cx.shape.loops.of(self.k);
         let order: Vec<usize> = cx
             .shape
             .order
@@ -276,7 +276,7 @@ impl<'a, 'r> LoopCopy<'a, 'r> {
         from_entry: &EntryValue<'_>,
     ) -> Result<(), ReverseError> {
         let cx = self.cx;
-        let l = &cx.shape.loops.loops[self.k];
+        let l = &cx.shape.loops.of(self.k);
         let header = self.fblock[l.header];
         for i in (0..cx.shape.n).filter(|&i| l.contains(i)) {
             let fb = self.fblock[i];

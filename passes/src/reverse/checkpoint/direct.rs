@@ -51,7 +51,7 @@ pub(in crate::reverse) fn build(
         .get(fwd_id)
         .ok_or_else(|| internal(floc, "no forward sweep"))?
         .clone();
-    let l = &cx.shape.loops.loops[ck.k];
+    let l = &cx.shape.loops.of(ck.k);
     let c = l
         .counted
         .as_ref()

@@ -5,8 +5,10 @@
 //!
 //! A loop is checkpointed under a tape limit ([`super::Reverse::set_tape_limit`])
 //! or when a `checkpoint(n)` statement in it asks (`n` iterations per
-//! stretch; `checkpoint(0)`: never), when it qualifies: it leaves through one
-//! edge, from its header, which one block outside it enters; no array
+//! stretch; `checkpoint(0)`: never), when it qualifies: one block outside it
+//! enters it and it leaves (through one edge from its header, or through
+//! several edges or one from another block: a loop of several exits, whose
+//! replays push its inputs back for the pullback); no array
 //! travels from one iteration to the next through its header, nor out of it;
 //! it records something per iteration; and no loop around it is
 //! checkpointed already (the outermost qualifying loop is chosen, its
@@ -105,7 +107,8 @@ pub(super) struct ArrayLeaf {
 /// One checkpointed loop.
 #[derive(Clone, Debug)]
 pub(super) struct CkLoop {
-    /// Its index among the derivation's single-exit loops.
+    /// Its index among the derivation's loops ([`super::loops::RevLoops::of`]:
+    /// the single-exit loops, then those of several exits).
     pub k: usize,
     /// The position of the one block outside it that enters it.
     pub pre: usize,
@@ -120,6 +123,13 @@ pub(super) struct CkLoop {
     /// The values of the forward sweep, defined before the loop, that its
     /// recording blocks read: the replay's parameters.
     pub inputs: Vec<Value>,
+    /// Their types.
+    pub input_types: Vec<irad_ir::Type>,
+    /// Whether each replay pushes the inputs back, before the stretch's
+    /// records, for the pullback to pop when the stretch's reverse is done
+    /// and hand to the replay of the stretch before: a loop of several exits,
+    /// whose reverse no one exit's reverse dominates.
+    pub repush: bool,
     /// The arrays each snapshot copies and each replay restores.
     pub arrays: Vec<ArrayLeaf>,
     /// The predecessor index the entering block pushed for the pullback of
@@ -188,20 +198,21 @@ pub(super) fn choose(
     }
     let loops = &cx.shape.loops;
     let unsafe_classes = unsafe_classes(cx, view);
-    // Outermost first: the loops are sorted innermost first.
-    for k in (0..loops.loops.len()).rev() {
-        let l = &loops.loops[k];
+    // Outermost first: each list is sorted innermost first (by size).
+    let mut order: Vec<usize> = (0..loops.loops.len())
+        .rev()
+        .chain((loops.loops.len()..loops.count()).rev())
+        .collect();
+    order.sort_by_key(|&k| std::cmp::Reverse(loops.of(k).members.len()));
+    for k in order {
+        let l = loops.of(k);
         let label = cx.label(l.header);
         let ask = asked.get(&l.header).copied();
         if limit.is_none() && ask.is_none() {
             continue;
         }
-        if let Some(outer) = out
-            .loops
-            .iter()
-            .find(|c| loops.loops[c.k].contains(l.header))
-        {
-            let outer = cx.label(loops.loops[outer.k].header);
+        if let Some(outer) = out.loops.iter().find(|c| loops.of(c.k).contains(l.header)) {
+            let outer = cx.label(loops.of(outer.k).header);
             out.skip(
                 label,
                 format!("it is inside loop #{outer}, which is checkpointed"),
@@ -214,11 +225,11 @@ pub(super) fn choose(
         }
     }
     for &h in &loops.others {
+        if loops.multi.iter().any(|l| l.header == h) {
+            continue;
+        }
         if limit.is_some() || asked.contains_key(&h) {
-            out.skip(
-                cx.label(h),
-                "it leaves through more than one edge (a `break` or `return` in it)",
-            );
+            out.skip(cx.label(h), "it never leaves");
         }
     }
     Ok(out)
@@ -251,7 +262,7 @@ fn decide(
         (None, None) => return Err("no tape limit".into()),
     };
     let shape = &cx.shape;
-    let l = &shape.loops.loops[k];
+    let l = shape.loops.of(k);
     let inputs = region::inputs(cx, view, plan, k);
     let arrays = region::arrays(cx, view, &inputs, k, unsafe_classes);
     let counted = plan.counted_slots().get(k).is_some_and(Option::is_some);
@@ -272,11 +283,13 @@ fn decide(
     if entry_index.is_some() {
         plan.take_branch(shape.bb.blocks[pre].id);
     }
-    let exit = shape.bb.blocks[l.exit].id;
-    for &v in &inputs {
-        // A value pushed once per call is popped where the pullback starts.
-        if !plan.once().any(|s| s.value == v) {
-            plan.add_block_end_save(exit, cx.label(l.exit), v, view.fwd.values[v].ty.clone());
+    for &e in &l.exits {
+        let exit = shape.bb.blocks[e].id;
+        for &v in &inputs {
+            // A value pushed once per call is popped where the pullback starts.
+            if !plan.once().any(|s| s.value == v) {
+                plan.add_block_end_save(exit, cx.label(e), v, view.fwd.values[v].ty.clone());
+            }
         }
     }
     Ok(CkLoop {
@@ -290,6 +303,11 @@ fn decide(
         stretch,
         source,
         bytes,
+        input_types: inputs
+            .iter()
+            .map(|&v| view.fwd.values[v].ty.clone())
+            .collect(),
+        repush: k >= shape.loops.loops.len(),
         inputs,
         arrays,
         entry_index,
@@ -307,7 +325,7 @@ fn decide(
 /// comparison fails: how its trip count is known on entry.
 fn direct(cx: &Derivation<'_>, k: usize) -> Option<Direct> {
     let shape = &cx.shape;
-    let l = &shape.loops.loops[k];
+    let l = shape.loops.of(k);
     let c = l.counted.as_ref()?;
     let super::bbcode::BTerm::Br {
         cond: Operand::Value(cond),
@@ -364,8 +382,8 @@ fn direct(cx: &Derivation<'_>, k: usize) -> Option<Direct> {
 /// outside it that enters it, or why not.
 fn eligible(cx: &Derivation<'_>, k: usize) -> Result<usize, String> {
     let shape = &cx.shape;
-    let l = &shape.loops.loops[k];
-    if !shape.kept(l.header) || !shape.kept(l.exit) {
+    let l = shape.loops.of(k);
+    if !shape.kept(l.header) || !l.exits.iter().all(|&e| shape.kept(e)) {
         return Err("it does not reach the return".into());
     }
     let outside: Vec<usize> = shape.preds[l.header]
@@ -433,13 +451,10 @@ fn bytes_per_iteration(
     k: usize,
 ) -> u64 {
     let shape = &cx.shape;
-    let l = &shape.loops.loops[k];
+    let l = shape.loops.of(k);
     let mut total = 0u64;
     for i in (0..shape.n).filter(|&i| l.contains(i) && shape.kept(i)) {
-        let depth = shape.loops.around[i]
-            .iter()
-            .position(|&x| x == k)
-            .unwrap_or(0);
+        let depth = depth_in(&shape.loops, i, k);
         let times = INNER_TRIPS.saturating_pow(u32::try_from(depth).unwrap_or(u32::MAX));
         let block = shape.bb.blocks[i].id;
         let mut here: u64 = plan
@@ -464,6 +479,22 @@ fn bytes_per_iteration(
         total = total.saturating_add(here.saturating_mul(times));
     }
     total
+}
+
+/// How deep position `i` lies in loops nested inside loop `k` (0 in `k`'s
+/// own blocks). For a single-exit `k`, the single-exit loops between them
+/// (what the estimate always counted); for a loop of several exits, loops
+/// of either kind.
+fn depth_in(loops: &super::loops::RevLoops, i: usize, k: usize) -> usize {
+    if k < loops.loops.len() {
+        return loops.around[i].iter().position(|&x| x == k).unwrap_or(0);
+    }
+    let outer = loops.of(k);
+    (0..loops.count())
+        .filter(|&j| j != k)
+        .map(|j| loops.of(j))
+        .filter(|l| l.header != outer.header && outer.contains(l.header) && l.contains(i))
+        .count()
 }
 
 /// The array classes some statement of the primal writes without restoring
@@ -567,7 +598,7 @@ pub(super) fn summary(
     cks.loops
         .iter()
         .map(|c| {
-            let h = cx.shape.loops.loops[c.k].header;
+            let h = cx.shape.loops.of(c.k).header;
             CheckpointedLoop {
                 header: cx.shape.bb.blocks[h].id,
                 label: cx.label(h),
@@ -583,6 +614,7 @@ pub(super) fn summary(
                     .map(|f| f.name.clone())
                     .unwrap_or_default(),
                 direct: c.direct.is_some(),
+                exits: c.repush.then(|| cx.shape.loops.of(c.k).exits.len()),
             }
         })
         .collect()
@@ -601,7 +633,7 @@ pub(super) fn mark_replay_pushes(
     for c in &cks.loops {
         let Some(func) = c.replay else { continue };
         let name = module.get(func).map(|f| f.name.clone()).unwrap_or_default();
-        let l = &cx.shape.loops.loops[c.k];
+        let l = &cx.shape.loops.of(c.k);
         let members: HashSet<Block> = (0..cx.shape.n)
             .filter(|&i| l.contains(i))
             .map(|i| bb.blocks[i].id)

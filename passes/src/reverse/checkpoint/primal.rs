@@ -46,7 +46,7 @@ pub(in crate::reverse) fn rewrite(
     (ck, direct): (&mut CkLoop, Option<&DirectPath>),
     shown: &mut HashMap<Value, Value>,
 ) -> Result<(), ReverseError> {
-    let l = &cx.shape.loops.loops[ck.k];
+    let l = &cx.shape.loops.of(ck.k);
     let member_blocks: HashSet<Block> = (0..cx.shape.n)
         .filter(|&i| l.contains(i))
         .map(|i| fblock[i])
@@ -223,7 +223,7 @@ impl PLoop<'_, '_, '_> {
     /// countdown.
     fn blocks(&mut self, ck: &CkLoop) -> Result<Countdown, ReverseError> {
         let cx = self.cx;
-        let l = &cx.shape.loops.loops[ck.k];
+        let l = &cx.shape.loops.of(ck.k);
         let build = build_err(&cx.floc);
         let mut countdown = None;
         for &i in cx.shape.order.iter().filter(|&&i| l.contains(i)) {
@@ -255,7 +255,7 @@ impl PLoop<'_, '_, '_> {
     /// the builder in `REST`.
     fn snapshot(&mut self, head: Block, ck: &CkLoop) -> Result<Countdown, ReverseError> {
         let cx = self.cx;
-        let l = &cx.shape.loops.loops[ck.k];
+        let l = &cx.shape.loops.of(ck.k);
         let build = build_err(&cx.floc);
         let e = |r: Result<Operand, String>| r.map_err(|m| err(&cx.floc, m));
         let c = self.fb.insert_phi(head, Type::I64).map_err(&build)?;
@@ -359,7 +359,7 @@ impl PLoop<'_, '_, '_> {
     /// The entries of the loop's phis and of the countdown's.
     fn phi_entries(&mut self, ck: &CkLoop, (c, st, next): Countdown) -> Result<(), ReverseError> {
         let cx = self.cx;
-        let l = &cx.shape.loops.loops[ck.k];
+        let l = &cx.shape.loops.of(ck.k);
         let build = build_err(&cx.floc);
         let index = cx.shape.bb.index();
         let head = self.fblock[l.header];

@@ -29,7 +29,7 @@ pub(in crate::reverse) fn inputs(
     k: usize,
 ) -> Vec<Value> {
     let shape = &cx.shape;
-    let l = &shape.loops.loops[k];
+    let l = shape.loops.of(k);
     let fdef = def_blocks(view.fwd, view.fblock);
     let mut out = Vec::new();
     let mut seen = HashSet::default();
@@ -105,7 +105,7 @@ pub(in crate::reverse) fn arrays(
     unsafe_classes: &HashSet<u32>,
 ) -> Vec<ArrayLeaf> {
     let shape = &cx.shape;
-    let l = &shape.loops.loops[k];
+    let l = shape.loops.of(k);
     let mut written: HashSet<u32> = unsafe_classes.clone();
     for (_, b) in shape
         .bb

@@ -2,12 +2,14 @@
 //! header's label): what the pullback calls to rebuild the records of one
 //! stretch. It takes the loop's inputs; pops the stretch's snapshot (the
 //! array copies, then the header phis' values), copies the arrays back,
-//! pushes the index the loop's entering block would have pushed (for a loop
+//! for a loop of several exits pushes its inputs back (for the pullback to
+//! hand to the replay of the stretch before), pushes the index the loop's
+//! entering block would have pushed (for a loop
 //! run back by popping indices: the stretch's first iteration is seen as
 //! entered from outside), and then runs a copy of the loop's recording
 //! blocks of the forward sweep (`copy.rs`), pushes included, from the
 //! snapshot's state: for `stretch` visits of the header, or until the loop
-//! exits. It returns the snapshot's value of a counted loop's counter (the
+//! exits (by any of its exit edges: all go to the replay's end). It returns the snapshot's value of a counted loop's counter (the
 //! stretch's start), `()` for other loops.
 //!
 //! Assumes the forward sweep's loop blocks are still the recording ones
@@ -44,7 +46,7 @@ pub(in crate::reverse) fn build(
         .get(fwd_id)
         .ok_or_else(|| internal(&cx.floc, "no forward sweep"))?
         .clone();
-    let l = &cx.shape.loops.loops[ck.k];
+    let l = &cx.shape.loops.of(ck.k);
     let name = fresh_derived_name(module, &fwd.name, &format!("replay{}", cx.label(l.header)));
     let params = ck
         .inputs
@@ -78,7 +80,7 @@ impl Replay<'_, '_> {
     /// The whole function: entry, header check, the copied blocks, exit.
     fn build(&mut self, fblock: &[Block]) -> Result<(), ReverseError> {
         let cx = self.cx;
-        let l = &cx.shape.loops.loops[self.ck.k];
+        let l = &cx.shape.loops.of(self.ck.k);
         for (j, &v) in self.ck.inputs.iter().enumerate() {
             let p = self.copy.f.params[j];
             self.copy.vmap.insert(v, Operand::Value(p));
@@ -124,7 +126,7 @@ impl Replay<'_, '_> {
     /// snapshot's header values.
     fn entry(&mut self, entry: Block) -> Result<(Block, Vec<Operand>), ReverseError> {
         let cx = self.cx;
-        let l = &cx.shape.loops.loops[self.ck.k];
+        let l = &cx.shape.loops.of(self.ck.k);
         let mut at = entry;
         let mut copies = Vec::with_capacity(self.ck.arrays.len());
         for leaf in self.ck.arrays.iter().rev() {
@@ -158,6 +160,12 @@ impl Replay<'_, '_> {
                 ty = elem;
             }
             at = self.restore(at, dst, saved, &leaf.ty);
+        }
+        if self.ck.repush {
+            for j in 0..self.ck.inputs.len() {
+                let p = Operand::Value(self.copy.f.params[j]);
+                self.copy.effect(at, Prim::Push, &[p]);
+            }
         }
         if let Some(index) = self.ck.entry_index {
             self.copy.effect(at, Prim::Push, &[index]);
@@ -220,7 +228,7 @@ impl Replay<'_, '_> {
     /// the header phis.
     fn counter_index(&self) -> Option<usize> {
         let cx = self.cx;
-        let l = &cx.shape.loops.loops[self.ck.k];
+        let l = &cx.shape.loops.of(self.ck.k);
         let iv = l.counted.as_ref()?.iv;
         if !self.ck.counted {
             return None;

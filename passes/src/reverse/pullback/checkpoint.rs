@@ -2,14 +2,19 @@
 //! "Checkpointing"): the reverse blocks of a checkpointed loop are the ones
 //! it would have anyway; around them,
 //! - on the reverse edge from the loop's exit into the reverse of its
-//!   header, the last stretch is replayed (its replay function pops the last
-//!   snapshot and pushes the stretch's records);
+//!   header (for a loop of several exits: from each block an exit edge
+//!   leads to into the reverse of the block it leaves from), the last
+//!   stretch is replayed (its replay function pops the last snapshot and
+//!   pushes the stretch's records);
 //! - where the reverse of the header would leave the loop (to the reverse of
 //!   its entering block), a new block pops the flag the snapshot was pushed
 //!   with: when an earlier stretch exists, that stretch is replayed and the
 //!   reverse goes on into the reverse of the latch the replay ended with
 //!   (popping the latch's index, or, for a counted loop, its one latch);
-//!   otherwise it leaves the loop as before.
+//!   otherwise it leaves the loop as before. For a loop of several exits it
+//!   first pops the loop's inputs, which each replay pushed back (no exit's
+//!   reverse dominates the loop's, so the values popped there are not at
+//!   hand), and hands them to the replay of the stretch before.
 //!
 //! A counted loop compares its counter with the current stretch's start (a
 //! phi in the reverse of its header, entered from the replays and carried
@@ -37,7 +42,7 @@ impl Pullback<'_, '_, '_> {
         let cx = self.cx;
         let build = build_err(&cx.floc);
         for c in self.ck.loops.iter().filter(|c| c.counted) {
-            let l = &cx.shape.loops.loops[c.k];
+            let l = &cx.shape.loops.of(c.k);
             let &[latch] = c.latches.as_slice() else {
                 return Err(internal(&cx.floc, "a counted loop with several latches"));
             };
@@ -53,31 +58,38 @@ impl Pullback<'_, '_, '_> {
 
     /// The checkpointed loop headed by position `h`, if any.
     fn checkpointed_at(&self, h: usize) -> Option<&CkLoop> {
-        let loops = &self.cx.shape.loops.loops;
-        self.ck.loops.iter().find(|c| loops[c.k].header == h)
+        let loops = &self.cx.shape.loops;
+        self.ck.loops.iter().find(|c| loops.of(c.k).header == h)
     }
 
     /// On the reverse edge from block `i` into the reverse of block `p`, the
-    /// header of a checkpointed loop: from the loop's exit, replays the last
-    /// stretch; from inside, carries the stretch's start on.
+    /// header of a checkpointed loop or, for a loop of several exits, any
+    /// block of it: from an exit of the loop, replays the last stretch; from
+    /// inside, carries the stretch's start on.
     pub(super) fn replay_entries(
         &mut self,
         i: usize,
         p: usize,
         bloc: &Location,
     ) -> Result<(), ReverseError> {
-        let Some(c) = self.checkpointed_at(p) else {
+        let loops = &self.cx.shape.loops;
+        let Some(c) = self.ck.loops.iter().find(|c| {
+            let l = loops.of(c.k);
+            l.header == p || (l.contains(p) && !l.contains(i))
+        }) else {
             return Ok(());
         };
         let c = c.clone();
         let build = build_err(&self.cx.floc);
-        let inside = self.cx.shape.loops.loops[c.k].contains(i);
+        let inside = loops.of(c.k).contains(i);
         let start = if inside {
             self.starts[c.k].map(|(_, again)| Operand::Value(again))
         } else if let Some(flag) = self.flags[c.k] {
-            Some(self.replay_if(&c, flag, bloc)?)
+            let args = self.exit_inputs(&c, i, bloc)?;
+            Some(self.replay_if(&c, flag, &args, bloc)?)
         } else {
-            Some(self.replay(&c, bloc)?)
+            let args = self.exit_inputs(&c, i, bloc)?;
+            Some(self.replay(&c, &args)?)
         };
         if let (Some((phi, _)), Some(start)) = (self.starts[c.k], start) {
             let from = self
@@ -93,12 +105,12 @@ impl Pullback<'_, '_, '_> {
     /// checkpointed loop with a direct path: pops the flag the forward sweep
     /// pushed last at its end (before the values saved there are popped).
     pub(super) fn pop_flag(&mut self, i: usize) -> Result<(), ReverseError> {
-        let loops = &self.cx.shape.loops.loops;
+        let loops = &self.cx.shape.loops;
         let Some(k) = self
             .ck
             .loops
             .iter()
-            .find(|c| c.flag.is_some() && loops[c.k].exit == i)
+            .find(|c| c.flag.is_some() && loops.of(c.k).exit == i)
             .map(|c| c.k)
         else {
             return Ok(());
@@ -115,6 +127,7 @@ impl Pullback<'_, '_, '_> {
         &mut self,
         c: &CkLoop,
         flag: Operand,
+        args: &[Operand],
         bloc: &Location,
     ) -> Result<Operand, ReverseError> {
         let build = build_err(&self.cx.floc);
@@ -131,7 +144,7 @@ impl Pullback<'_, '_, '_> {
         );
         self.bk.switch(index, &[skip, call]).map_err(&build)?;
         self.bk.switch_to_block(call).map_err(&build)?;
-        let start = self.replay(c, bloc)?;
+        let start = self.replay(c, args)?;
         self.bk.goto(join).map_err(&build)?;
         self.bk.switch_to_block(skip).map_err(&build)?;
         let first = match self.plan.counted_slots()[c.k].clone() {
@@ -184,7 +197,7 @@ impl Pullback<'_, '_, '_> {
             .of_loop(k)
             .cloned()
             .ok_or_else(|| internal(bloc, "a stretch of a loop not checkpointed"))?;
-        let h = cx.shape.loops.loops[k].header;
+        let h = cx.shape.loops.of(k).header;
         if let Some((start, again)) = self.starts[k] {
             let from = self
                 .bk
@@ -196,6 +209,18 @@ impl Pullback<'_, '_, '_> {
         }
         let leave = self.rblock[c.pre].ok_or_else(|| internal(bloc, "reverse target"))?;
         self.bk.switch_to_block(step).map_err(&build)?;
+        // A loop of several exits: the replay pushed its inputs back.
+        let args = match c.repush {
+            true => {
+                let mut args = Vec::with_capacity(c.input_types.len());
+                for ty in c.input_types.iter().rev() {
+                    args.push(Operand::Value(self.bk.pop(ty.clone()).map_err(&build)?));
+                }
+                args.reverse();
+                args
+            }
+            false => self.exit_inputs(&c, cx.shape.loops.of(k).exit, bloc)?,
+        };
         let more = self.bk.pop(Type::Bool).map_err(&build)?;
         let e = |r: Result<Operand, String>| r.map_err(|m| err(bloc, m));
         let index = e(emit_value(
@@ -210,7 +235,7 @@ impl Pullback<'_, '_, '_> {
         let replay = self.bk.create_block();
         self.bk.switch(index, &[leave, replay]).map_err(&build)?;
         self.bk.switch_to_block(replay).map_err(&build)?;
-        let start = self.replay(&c, bloc)?;
+        let start = self.replay(&c, &args)?;
         match self.starts[k] {
             Some((_, latch_start)) => {
                 let &[latch] = c.latches.as_slice() else {
@@ -231,12 +256,14 @@ impl Pullback<'_, '_, '_> {
         Ok(())
     }
 
-    /// `invoke` of checkpointed loop `c`'s replay, with its inputs as popped
-    /// where the reverse of the loop's exit starts (or once, where the
-    /// pullback starts): the stretch's start for a counted loop, `()`
-    /// otherwise.
-    fn replay(&mut self, c: &CkLoop, bloc: &Location) -> Result<Operand, ReverseError> {
-        let exit = self.cx.shape.loops.loops[c.k].exit;
+    /// Checkpointed loop `c`'s inputs as popped where the reverse of its
+    /// exit at position `exit` starts (or once, where the pullback starts).
+    fn exit_inputs(
+        &self,
+        c: &CkLoop,
+        exit: usize,
+        bloc: &Location,
+    ) -> Result<Vec<Operand>, ReverseError> {
         let mut args = Vec::with_capacity(c.inputs.len());
         for v in &c.inputs {
             args.push(
@@ -247,10 +274,17 @@ impl Pullback<'_, '_, '_> {
                     .ok_or_else(|| internal(bloc, "a replay input was not popped"))?,
             );
         }
+        Ok(args)
+    }
+
+    /// `invoke` of checkpointed loop `c`'s replay with its inputs `args`:
+    /// the stretch's start for a counted loop, `()` otherwise.
+    fn replay(&mut self, c: &CkLoop, args: &[Operand]) -> Result<Operand, ReverseError> {
+        let bloc = &self.cx.floc;
         let f = c
             .replay
             .ok_or_else(|| internal(bloc, "a checkpointed loop without replay"))?;
-        let r = self.bk.invoke(f, &args).map_err(build_err(&self.cx.floc))?;
+        let r = self.bk.invoke(f, args).map_err(build_err(&self.cx.floc))?;
         Ok(r.map_or(Operand::Const(irad_ir::Const::Unit), Operand::Value))
     }
 }

@@ -149,8 +149,8 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
             numbered: HashMap::default(),
             counters: vec![None; shape.loops.loops.len()],
             ck,
-            starts: vec![None; shape.loops.loops.len()],
-            flags: vec![None; shape.loops.loops.len()],
+            starts: vec![None; shape.loops.count()],
+            flags: vec![None; shape.loops.count()],
         };
         pb.join_phis()?;
         pb.counter_phis()?;
