@@ -411,6 +411,37 @@ fn checkpointed_gradients_in_objects_match_the_interpreter_bit_for_bit() {
     assert_eq!(got.lines().collect::<Vec<_>>(), want, "smooth({args})");
 }
 
+/// A loop that leaves through an edge not from its header (`||` and `&&`
+/// in a `while` condition), checkpointed in an object under a 1-byte limit:
+/// the interpreter's gradient without a limit, bit for bit, on runs that
+/// leave by either operand of the `||`.
+#[test]
+fn checkpointed_loops_of_several_exits_in_objects_match_the_interpreter() {
+    let d = dir("either_limited");
+    let file = format!("{ROOT}/tests/checkpoint/exits.irad");
+    let obj = emit(
+        &file,
+        "either",
+        &["--grad", "--tape-limit", "1"],
+        &d,
+        "either",
+    );
+    let exe = link(
+        &d,
+        "scalar2.c",
+        &[obj],
+        &["-DIRAD_HEADER=\"either.h\"", "-DIRAD_FUNC=either"],
+        "either",
+    );
+    let (src, module) = source(&file);
+    for args in ["0.5, 0.2", "4.0, 3.0", "2.9, 0.1", "4.0, 0.1"] {
+        let vals = parse(&src, &module, "either", args);
+        let want = expected(&src, &module, "either", &vals, None);
+        let got = run(&exe, &argv(&vals));
+        assert_eq!(got.lines().collect::<Vec<_>>(), want, "either({args})");
+    }
+}
+
 #[test]
 fn every_kind_of_parameter_and_result_and_scratch_shadows() {
     // Arrays of each element type, a bool, an array inside a tuple; a result
