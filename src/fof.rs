@@ -9,9 +9,10 @@
 //! V, outer lane k seeds the primal part with the unit vector of one input
 //! and the inner tangent part with zero. The result `dual(dual(f, ∇f·V),
 //! dual(∂f/∂x_j, ∂(∇f·V)/∂x_j), ...)` gives per lane one entry of the
-//! gradient and one of H·V, so a product takes ceil(n / M) runs (n / 8 times
-//! the work of one forward pass of the doubly dual rule: forward over
-//! forward is the way to few inputs, forward over reverse to many).
+//! gradient and one of H·V, so a product takes ceil(n / M) runs of the
+//! doubly dual rule (slower than forward over reverse's one run of the
+//! pieces in every case measured: docs/performance.md, "Issue 23"; but it
+//! keeps no tapes).
 //!
 //! Assumes a request checked by `hvp.rs` (`Prepared::new`: a function
 //! returning f64, arguments of its types, `wrt` checked, directions masked
