@@ -660,3 +660,41 @@ fn jvp_of_a_forward_rule_in_ir_text() {
         "{text}"
     );
 }
+
+/// `irad grad --mode fwd` of a function on duals (forward over forward):
+/// the gradient of f(x) = dot(primal(x), tangent(x)) over 40 f64s (which
+/// would choose sparse mode for a function without duals) is dense, the
+/// dual of the parts' partials (t, p), and equals reverse mode's.
+#[test]
+fn forward_gradient_of_a_function_on_duals() {
+    let text = "func @n2(%x: dual<[f64]>) -> f64 {
+#1:
+  %p = call primal(%x) :: [f64]
+  %t = call tangent(%x, 0) :: [f64]
+  %u = call dot(%p, %t) :: f64
+  return %u
+}
+";
+    let file = program_file("n2.ir", text);
+    let p: Vec<String> = (0..20).map(|i| format!("{}.5", i % 7)).collect();
+    let t: Vec<String> = (0..20).map(|i| format!("-{}.25", i % 5)).collect();
+    let args = format!("dual([{}], [{}])", p.join(", "), t.join(", "));
+    let fwd = json(&irad_cmd(&[
+        "grad", &file, "-f", "n2", "--mode", "fwd", "--args", &args, "--json",
+    ]));
+    let rev = json(&irad_cmd(&[
+        "grad", &file, "-f", "n2", "--args", &args, "--json",
+    ]));
+    assert_eq!(fwd["forward"]["mode"], "dense", "{fwd}");
+    assert_eq!(fwd["forward"]["directions"], 40, "{fwd}");
+    assert_eq!(fwd["gradient"], rev["gradient"]);
+    let num = |s: &String| s.parse::<f64>().expect("number");
+    assert_eq!(
+        fwd["gradient"][0],
+        serde_json::json!({
+            "primal": t.iter().map(num).collect::<Vec<_>>(),
+            "tangents": [p.iter().map(num).collect::<Vec<_>>()]
+        }),
+        "{fwd}"
+    );
+}
