@@ -454,24 +454,24 @@ impl<'r> Prepared<'r> {
         let params = check_call(src, module, req.func, req.args)?;
         scalar_result(src, module, req.func)?;
         let wrt = check_wrt(src, module, req.func, req.opts.wrt.as_deref())?;
-        if mode == HvpMode::ReverseOverForward {
-            let (m, rules, shape) =
-                crate::rof::prepare(src, module, registry, req, params.clone(), &wrt)?;
+        let over_forward = match mode {
+            HvpMode::ReverseOverForward => {
+                let (m, rules, s) =
+                    crate::rof::prepare(src, module, registry, req, params.clone(), &wrt)?;
+                Some((m, rules, Shape::ReverseOverForward(s)))
+            }
+            HvpMode::ForwardOverForward => {
+                let (m, rules, s) =
+                    crate::fof::prepare(src, module, registry, req, params.clone(), &wrt)?;
+                Some((m, rules, Shape::ForwardOverForward(s)))
+            }
+            HvpMode::ForwardOverReverse => None,
+        };
+        if let Some((m, rules, shape)) = over_forward {
             return Ok(Prepared {
                 m,
                 rules,
-                shape: Shape::ReverseOverForward(shape),
-                params,
-                wrt,
-            });
-        }
-        if mode == HvpMode::ForwardOverForward {
-            let (m, rules, shape) =
-                crate::fof::prepare(src, module, registry, req, params.clone(), &wrt)?;
-            return Ok(Prepared {
-                m,
-                rules,
-                shape: Shape::ForwardOverForward(shape),
+                shape,
                 params,
                 wrt,
             });
