@@ -1,8 +1,10 @@
 //! The cost of a Hessian-vector product against the gradient's (issue 23's
 //! targets: at most 4x on rosenbrock at n = 100 000 and on Lotka-Volterra),
 //! by forward over reverse (the default) and by reverse over forward,
-//! and of a Hessian of 10 inputs against one HVP (at most 10), and dense
-//! Hessians against sparse ones (rosenbrock, n = 10, 100, 1000), in compiled
+//! and of a Hessian of 10 inputs against one HVP (at most 10), dense
+//! Hessians against sparse ones (rosenbrock, n = 10, 100, 1000), and HVPs
+//! by forward over forward against forward over reverse on few inputs
+//! (rosenbrock, n = 4, 10, 100; Lotka-Volterra), in compiled
 //! code only: every run the derivative makes is repeated, once to compile
 //! and warm up and then 20 times, and the best time counts (derivation and
 //! compilation do not). Prints one line per figure; the results are in
@@ -166,5 +168,48 @@ fn main() {
             sparse * 1e6,
             sparse / dense
         );
+    }
+    // Forward over forward (ceil(n / 8) runs of `@f.fwd.fwdN`) against
+    // forward over reverse (one run of `@f.vjp.fwd`), few inputs.
+    let lv = irad::read_source(&root.join("benches/programs/lotka_volterra.irad")).expect("lv");
+    let lv_m = irad::load(&lv).expect("loads");
+    let lv_f = irad::find_function(&lv, &lv_m, "lotka_volterra").expect("function");
+    let lv_args = [1.5, 1.0, 3.0, 1.0].map(Val::F64).to_vec();
+    let small = |n: usize| vec![Val::f64_array(x[..n].to_vec())];
+    let cases: [(
+        String,
+        &irad::Source,
+        &irad::ir::Module,
+        irad::ir::FuncId,
+        Vec<Val>,
+    ); 4] = [
+        ("rosenbrock n = 4".into(), &src, &m, f, small(4)),
+        ("rosenbrock n = 10".into(), &src, &m, f, small(10)),
+        ("rosenbrock n = 100".into(), &src, &m, f, small(100)),
+        ("lotka_volterra".into(), &lv, &lv_m, lv_f, lv_args),
+    ];
+    for (label, src, m, f, args) in cases {
+        let r = GradRequest {
+            opts: GradOptions {
+                exec: timed_jit,
+                ..GradOptions::default()
+            },
+            ..GradRequest::new(f, &args)
+        };
+        let v = map_args(&args, &|_, i| ((i * 7 + 3) % 11) as f64 / 5.0 - 1.0);
+        let time = |mode| {
+            TIMES.with(|t| t.borrow_mut().clear());
+            irad::hvp_via(src, m, &registry, &r, &v, mode).expect("hvp");
+            TIMES.with(|t| t.borrow().iter().sum::<f64>())
+        };
+        let for_ = time(HvpMode::ForwardOverReverse);
+        let fof = time(HvpMode::ForwardOverForward);
+        println!(
+            "{label}: hvp forward over reverse {:.2} us, forward over forward {:.2} us, ratio {:.2}",
+            for_ * 1e6,
+            fof * 1e6,
+            fof / for_
+        );
+        assert!(for_ > 0.0 && fof.is_finite());
     }
 }

@@ -1112,7 +1112,7 @@ pub(crate) fn as_tangent(t: &Val, ty: &Type) -> Val {
 
 /// A value of `val`'s tangent type (`ty` has one) whose f64 entries are
 /// `next()` in order.
-fn tangent_with(val: &Val, ty: &Type, next: &mut dyn FnMut() -> f64) -> Val {
+pub(crate) fn tangent_with(val: &Val, ty: &Type, next: &mut dyn FnMut() -> f64) -> Val {
     match (val, ty) {
         (Val::Tuple(vals), Type::Tuple(tys)) => Val::Tuple(
             vals.iter()

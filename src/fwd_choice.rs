@@ -80,7 +80,7 @@ pub fn forward_directions(
     }
 }
 
-/// The f64 leaves of `v`, of type `ty`.
+/// The f64 leaves of `v`, of type `ty` (the parts of a dual in order).
 fn f64_leaves(v: &Val, ty: &Type) -> usize {
     match (v, ty) {
         (Val::F64(_), Type::F64) => 1,
@@ -90,6 +90,14 @@ fn f64_leaves(v: &Val, ty: &Type) -> usize {
                 _ => 0,
             },
             Err(_) => 0,
+        },
+        (Val::Dual(parts), _) => match ty.dual_parts() {
+            Some((inner, tan, _)) => parts
+                .iter()
+                .enumerate()
+                .map(|(k, p)| f64_leaves(p, if k == 0 { inner } else { &tan }))
+                .sum(),
+            None => 0,
         },
         (Val::Tuple(vs), Type::Tuple(ts)) => vs
             .iter()
@@ -104,16 +112,20 @@ fn f64_leaves(v: &Val, ty: &Type) -> usize {
 /// language that `module` declares (docs/rules.md, "Rules written in the
 /// language"): a declared jvp is called in sparse mode only where its
 /// function's differentiable arguments are f64 and its result holds no
-/// array. [`choose_forward`] picks sparse mode only then.
+/// array; and no function works on dual values (a forward rule: sparse
+/// mode does not differentiate one, dense mode does, docs/forward.md
+/// "Forward over forward"). [`choose_forward`] picks sparse mode only then.
 pub fn sparse_capable(module: &Module) -> bool {
     module.funcs().all(|(id, f)| {
-        module.declared_rules(id).jvp.is_none()
+        let duals = f.values.values().any(|v| v.ty.holds_dual()) || f.ret.holds_dual();
+        let jvp_ok = module.declared_rules(id).jvp.is_none()
             || (f
                 .param_types()
                 .iter()
                 .all(|t| !t.has_tangent() || *t == Type::F64)
                 && f.ret.has_tangent()
-                && !contains_array(&f.ret))
+                && !contains_array(&f.ret));
+        !duals && jvp_ok
     })
 }
 

@@ -12,7 +12,10 @@
 //! - reverse over forward (`src/rof.rs`): the reverse-mode pieces of the
 //!   forward rule `@f.fwd`, run once on the duals (x, V) with the output
 //!   seed `dual(0.0, 1.0)`: the cotangents of the primal parts are H·V,
-//!   those of the tangent parts the gradient.
+//!   those of the tangent parts the gradient;
+//! - forward over forward (`src/fof.rs`): the forward rule of `@f.fwd`,
+//!   V in the inner tangents and unit vectors of the inputs in the outer
+//!   lanes, ceil(n / 8) runs per product.
 //!
 //! [`hessian`] runs one product per f64 input along its unit vector (forward
 //! over reverse batches them in lanes, 8 per run); [`hessian_via`] with
@@ -36,6 +39,7 @@ use crate::deriv::{
     deep_copy, executor, f64_leaves, func_loc, input_labels, invalid, like_with, masked_tangent,
     run_on, zero_shadows,
 };
+use crate::fof::FofShape;
 use crate::rof::RofShape;
 use crate::{Error, GradRequest, Source, internal, rules};
 use irad_ir::interp::value::Val;
@@ -71,6 +75,10 @@ pub enum HvpMode {
     /// of `@f.fwd`, the direction in the duals, the seed `dual(0.0, 1.0)`
     /// on the result (one direction per run).
     ReverseOverForward,
+    /// Forward mode over the forward rule: runs of `@f.fwd.fwdM`, the
+    /// direction in the inner tangents, up to 8 inputs seeded in the outer
+    /// lanes per run, so ceil(n / 8) runs per direction for n inputs.
+    ForwardOverForward,
 }
 
 /// The value of `func` (which returns f64) at `req.args`, its gradient, and
@@ -119,9 +127,10 @@ pub fn hvp(
     )
 }
 
-/// [`hvp`] computed as `mode` says: forward over reverse, or reverse over
-/// forward (the reverse-mode pieces of `@f.fwd`); the two agree to
-/// rounding.
+/// [`hvp`] computed as `mode` says: forward over reverse, reverse over
+/// forward (the reverse-mode pieces of `@f.fwd`) or forward over forward
+/// (the forward rule of `@f.fwd`, ceil(n / 8) runs for n inputs); the three
+/// agree to rounding.
 ///
 /// ```
 /// use irad::{GradRequest, HvpMode, Source, Val};
@@ -136,6 +145,12 @@ pub fn hvp(
 /// let (h, m2) = irad::hvp_via(&src, &m, &registry, &req, &v, HvpMode::ReverseOverForward)?;
 /// let show = |g: &[Option<Val>]| -> Vec<String> {
 ///     g.iter().flatten().map(|d| d.display(&m2)).collect()
+/// };
+/// assert_eq!(show(&h.gradient), ["12.0", "9.0"]);
+/// assert_eq!(show(&h.hvp), ["4.0", "6.0"]);
+/// let (h, m3) = irad::hvp_via(&src, &m, &registry, &req, &v, HvpMode::ForwardOverForward)?;
+/// let show = |g: &[Option<Val>]| -> Vec<String> {
+///     g.iter().flatten().map(|d| d.display(&m3)).collect()
 /// };
 /// assert_eq!(show(&h.gradient), ["12.0", "9.0"]);
 /// assert_eq!(show(&h.hvp), ["4.0", "6.0"]);
@@ -224,7 +239,8 @@ pub fn hessian(
 }
 
 /// [`hessian`] with its products computed as `mode` says (reverse over
-/// forward runs one product per input, forward over reverse 8 per run);
+/// forward runs one product per input, forward over reverse 8 per run,
+/// forward over forward one product per input in ceil(n / 8) runs each);
 /// with `req.opts.lanes` [`Lanes::Sparse`] (forward over reverse only), by
 /// one run of sparse forward mode over the reverse pieces, each row
 /// materialised from the sparse tangent of a gradient entry.
@@ -256,7 +272,7 @@ pub fn hessian_via(
     let inputs = input_labels(module, req.func, req.args, &params, Some(&wrt));
     let n = inputs.len();
     if req.opts.lanes.is_sparse() {
-        if mode == HvpMode::ReverseOverForward {
+        if mode != HvpMode::ForwardOverReverse {
             let (floc, _) = func_loc(src, module, req.func)?;
             return Err(invalid(
                 src,
@@ -278,7 +294,7 @@ pub fn hessian_via(
     }
     let width = match mode {
         HvpMode::ForwardOverReverse => n.clamp(1, HESSIAN_LANES),
-        HvpMode::ReverseOverForward => 1,
+        HvpMode::ReverseOverForward | HvpMode::ForwardOverForward => 1,
     };
     let lanes = u32::try_from(width)
         .ok()
@@ -373,6 +389,8 @@ enum Shape {
     ForwardOverReverse(ForShape),
     /// The vjp wrapper of `@f.fwd`'s pieces.
     ReverseOverForward(RofShape),
+    /// `@f.fwd.fwdM`.
+    ForwardOverForward(FofShape),
 }
 
 impl Shape {
@@ -387,6 +405,7 @@ impl Shape {
         match self {
             Shape::ForwardOverReverse(s) => s.run(src, exec, req, tangents),
             Shape::ReverseOverForward(s) => s.run(src, exec, req, tangents),
+            Shape::ForwardOverForward(s) => s.run(src, exec, req, tangents),
         }
     }
 }
@@ -422,7 +441,8 @@ impl<'r> Prepared<'r> {
     /// types, `wrt`) and derives the functions of `mode`: for forward over
     /// reverse the pieces, `@f.vjp` and its forward rule at `width`; for
     /// reverse over forward the forward rule at width 1, its pieces and
-    /// their wrapper (`width` is not used).
+    /// their wrapper; for forward over forward the forward rule at width 1
+    /// and its own forward rule (`width` is not used by the two).
     fn new(
         src: &Source,
         module: &Module,
@@ -434,13 +454,24 @@ impl<'r> Prepared<'r> {
         let params = check_call(src, module, req.func, req.args)?;
         scalar_result(src, module, req.func)?;
         let wrt = check_wrt(src, module, req.func, req.opts.wrt.as_deref())?;
-        if mode == HvpMode::ReverseOverForward {
-            let (m, rules, shape) =
-                crate::rof::prepare(src, module, registry, req, params.clone(), &wrt)?;
+        let over_forward = match mode {
+            HvpMode::ReverseOverForward => {
+                let (m, rules, s) =
+                    crate::rof::prepare(src, module, registry, req, params.clone(), &wrt)?;
+                Some((m, rules, Shape::ReverseOverForward(s)))
+            }
+            HvpMode::ForwardOverForward => {
+                let (m, rules, s) =
+                    crate::fof::prepare(src, module, registry, req, params.clone(), &wrt)?;
+                Some((m, rules, Shape::ForwardOverForward(s)))
+            }
+            HvpMode::ForwardOverReverse => None,
+        };
+        if let Some((m, rules, shape)) = over_forward {
             return Ok(Prepared {
                 m,
                 rules,
-                shape: Shape::ReverseOverForward(shape),
+                shape,
                 params,
                 wrt,
             });

@@ -158,6 +158,7 @@ pub mod diag;
 pub mod dot;
 mod emit;
 mod error;
+mod fof;
 mod fwd_choice;
 mod grad;
 mod hvp;

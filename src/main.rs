@@ -391,6 +391,8 @@ enum HvpMode {
     FwdOverRev,
     /// Reverse mode over the forward rule (the pieces of `@f.fwd`).
     RevOverFwd,
+    /// Forward mode over the forward rule (`@f.fwd.fwdM`: ceil(n / 8) runs per product for n inputs).
+    FwdOverFwd,
 }
 
 impl HvpMode {
@@ -398,6 +400,7 @@ impl HvpMode {
         match self {
             HvpMode::FwdOverRev => irad::HvpMode::ForwardOverReverse,
             HvpMode::RevOverFwd => irad::HvpMode::ReverseOverForward,
+            HvpMode::FwdOverFwd => irad::HvpMode::ForwardOverForward,
         }
     }
 }
@@ -1252,10 +1255,14 @@ fn hvp(cmd: HvpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
 /// `irad hessian`: the value, the gradient and the Hessian, as text (the
 /// gradient, a line of labels, then one labelled line per row) or JSON.
 fn hessian(cmd: HessianCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
-    if cmd.sparse && cmd.mode == HvpMode::RevOverFwd {
-        usage_error(
+    match (cmd.sparse, cmd.mode) {
+        (true, HvpMode::RevOverFwd) => usage_error(
             "--sparse is sparse forward mode over the reverse pieces: it cannot be used with --mode rev-over-fwd",
-        );
+        ),
+        (true, HvpMode::FwdOverFwd) => usage_error(
+            "--sparse is sparse forward mode over the reverse pieces: it cannot be used with --mode fwd-over-fwd",
+        ),
+        _ => {}
     }
     let (module, func, args, opts, schedule) = read_deriv(cmd.req, sources)?;
     let registry = irad::rules::Registry::new();

@@ -1,27 +1,40 @@
-//! Reverse mode over forward mode (`irad hvp --mode rev-over-fwd`,
-//! `irad::hvp_via` with `HvpMode::ReverseOverForward`): the reverse-mode
-//! pieces of `@f.fwd`, run on the duals (x, V) with the seed `dual(0, 1)`.
+//! The second-order modes over forward rules, against forward over reverse:
+//! reverse mode over forward mode (`irad hvp --mode rev-over-fwd`,
+//! `irad::hvp_via` with `HvpMode::ReverseOverForward`: the reverse-mode
+//! pieces of `@f.fwd`, run on the duals (x, V) with the seed `dual(0, 1)`)
+//! and forward mode over forward mode (`--mode fwd-over-fwd`,
+//! `HvpMode::ForwardOverForward`: the forward rule of `@f.fwd`, V in the
+//! inner tangents, unit vectors of the inputs in up to 8 outer lanes).
 //!
 //! On every corpus program (all return f64; tests/corpus, both the surface
-//! and the IR files) and on the benchmark programs (rosenbrock,
-//! Lotka-Volterra, the MLP with bulk primitives, whose forward rule writes
-//! `gemm` and so needs its rrule, the GMM), for two directions and on both
-//! backends:
-//! - forward over reverse equals reverse over forward: the value and the
-//!   gradient to 1e-12 relative, H·V within 1e-11 · (the sum of the
-//!   magnitudes of its terms, taken as max(1, |H|·|V|) from the Hessian);
-//! - reverse over forward matches central differences of the gradient
-//!   along V (step 1e-5, tolerance 1e-6 · max(1, |entry|));
+//! and the IR files) and on the benchmark programs (rosenbrock at n = 4 and
+//! at n = 11, two runs of 8 outer lanes per product in forward over
+//! forward, Lotka-Volterra, the MLP with bulk primitives, whose forward rule
+//! writes `gemm` and so needs its rrule and its frule, the GMM), for two
+//! directions, on both backends and in both modes:
+//! - the mode equals forward over reverse: the value exactly, the gradient
+//!   to 1e-12 relative, H·V within 1e-11 · (the sum of the magnitudes of its
+//!   terms, taken as max(1, |H|·|V|) from the Hessian). The modes sum the
+//!   same partial products in different orders (forward over reverse
+//!   accumulates cotangents from the output back, forward over forward
+//!   tangents from the inputs on), so they agree to rounding, not bit for
+//!   bit, and a bound relative to the terms' magnitudes holds where
+//!   cancellation makes an entry itself small;
+//! - the mode matches central differences of the gradient along V (step
+//!   1e-5, tolerance 1e-6 · max(1, |entry|));
 //! - the interpreter and the JIT give the same bits;
-//! - the Hessian by reverse over forward (one product per input) is
-//!   symmetric within 1e-10 relative and equals forward over reverse's
-//!   within 1e-11 relative.
+//! - the Hessian by the mode (one product per input) is symmetric within
+//!   1e-10 relative and equals forward over reverse's within 1e-11
+//!   relative.
 //!
-//! `--wrt` on `jvp`, `hvp` and `hessian` (both modes): the derivative with
+//! `--wrt` on `jvp`, `hvp` and `hessian` (all modes): the derivative with
 //! the other arguments held constant, equal to the full one restricted (the
 //! Hessian's submatrix, the product with the direction masked); bad
 //! positions are located errors (exit 1), malformed ones usage errors
-//! (exit 2). And `irad grad --seed` of a forward rule written in IR text.
+//! (exit 2); `--sparse` with a mode over forward rules is a usage error.
+//! And `irad grad --seed` of a forward rule written in IR text (reverse over
+//! forward), `irad jvp` and `irad dump --mode fwd` of one (forward over
+//! forward).
 
 use irad::{Backend, GradOptions, GradRequest, HvpMode, Source, Val};
 use std::path::Path;
@@ -111,8 +124,19 @@ fn gradient(src: &Source, m: &irad::ir::Module, f: irad::ir::FuncId, args: &[Val
     flat(&g.gradient)
 }
 
-/// The checks of the module header on `@f(args)`; `what` names the case.
-fn check_case(src: &Source, m: &irad::ir::Module, f: irad::ir::FuncId, args: &[Val], what: &str) {
+/// The modes checked against forward over reverse.
+const MODES: [HvpMode; 2] = [HvpMode::ReverseOverForward, HvpMode::ForwardOverForward];
+
+/// The checks of the module header on `@f(args)` in `mode`; `what` names
+/// the case.
+fn check_case(
+    src: &Source,
+    m: &irad::ir::Module,
+    f: irad::ir::FuncId,
+    args: &[Val],
+    what: &str,
+    mode: HvpMode,
+) {
     let registry = irad::rules::Registry::new();
     let dirs = [
         map_args(args, &|_, i| ((i * 7 + 3) % 11) as f64 / 5.0 - 1.0),
@@ -128,8 +152,8 @@ fn check_case(src: &Source, m: &irad::ir::Module, f: irad::ir::FuncId, args: &[V
         for v in &dirs {
             let (a, _) = irad::hvp_via(src, m, &registry, &r, v, HvpMode::ForwardOverReverse)
                 .expect("forward over reverse");
-            let (b, _) = irad::hvp_via(src, m, &registry, &r, v, HvpMode::ReverseOverForward)
-                .expect("reverse over forward");
+            let (b, _) = irad::hvp_via(src, m, &registry, &r, v, mode)
+                .unwrap_or_else(|e| panic!("{what}: {mode:?}: {e}"));
             assert!(b.value.same(&a.value), "{what} {backend:?}: value");
             close(
                 &flat(&b.gradient),
@@ -157,7 +181,7 @@ fn check_case(src: &Source, m: &irad::ir::Module, f: irad::ir::FuncId, args: &[V
                     .sum();
                 assert!(
                     (x - y).abs() <= 1e-11 * scale.max(1.0),
-                    "{what} {backend:?}: H v by forward over reverse {ha:?}, by reverse over forward {hb:?}"
+                    "{what} {backend:?}: H v by forward over reverse {ha:?}, by {mode:?} {hb:?}"
                 );
             }
             bits.push(hb);
@@ -178,24 +202,25 @@ fn check_case(src: &Source, m: &irad::ir::Module, f: irad::ir::FuncId, args: &[V
         .zip(&gm)
         .map(|(p, q)| (p - q) / (2.0 * h))
         .collect();
-    let rof = &by_backend[0][0];
-    assert_eq!(fd.len(), rof.len(), "{what}: H v length");
-    for (got, want) in rof.iter().zip(&fd) {
+    let hv = &by_backend[0][0];
+    assert_eq!(fd.len(), hv.len(), "{what}: H v length");
+    for (got, want) in hv.iter().zip(&fd) {
         assert!(
             (got - want).abs() <= 1e-6 * 1f64.max(want.abs()),
-            "{what}: H v {rof:?} vs differences {fd:?}"
+            "{what} {mode:?}: H v {hv:?} vs differences {fd:?}"
         );
     }
 }
 
-/// The Hessian by reverse over forward: symmetric, equal to forward over
-/// reverse's, the backends bit for bit.
+/// The Hessian by `mode`: symmetric, equal to forward over reverse's, the
+/// backends bit for bit.
 fn check_hessian(
     src: &Source,
     m: &irad::ir::Module,
     f: irad::ir::FuncId,
     args: &[Val],
     what: &str,
+    mode: HvpMode,
 ) {
     let registry = irad::rules::Registry::new();
     let mut by_backend = Vec::new();
@@ -203,8 +228,8 @@ fn check_hessian(
         let r = req(f, args, backend);
         let (a, _) = irad::hessian_via(src, m, &registry, &r, HvpMode::ForwardOverReverse)
             .expect("hessian by forward over reverse");
-        let (b, _) = irad::hessian_via(src, m, &registry, &r, HvpMode::ReverseOverForward)
-            .expect("hessian by reverse over forward");
+        let (b, _) = irad::hessian_via(src, m, &registry, &r, mode)
+            .unwrap_or_else(|e| panic!("{what}: Hessian by {mode:?}: {e}"));
         assert_eq!(a.inputs, b.inputs, "{what}: labels");
         assert_eq!(b.rows.len(), b.inputs.len(), "{what}: square");
         for (i, row) in b.rows.iter().enumerate() {
@@ -213,26 +238,26 @@ fn check_hessian(
                 let y = b.rows[j][i];
                 assert!(
                     (x - y).abs() <= 1e-10 * 1f64.max(x.abs()).max(y.abs()),
-                    "{what} {backend:?}: H[{i}][{j}] = {x}, H[{j}][{i}] = {y}"
+                    "{what} {backend:?} {mode:?}: H[{i}][{j}] = {x}, H[{j}][{i}] = {y}"
                 );
             }
             close(
                 row,
                 &a.rows[i],
                 1e-11,
-                &format!("{what} {backend:?}: row {i}"),
+                &format!("{what} {backend:?} {mode:?}: row {i}"),
             );
         }
         by_backend.push(b.rows.concat());
     }
     assert!(
         same_bits(&by_backend[0], &by_backend[1]),
-        "{what}: Hessians differ between backends"
+        "{what} {mode:?}: Hessians differ between backends"
     );
 }
 
 #[test]
-fn corpus_reverse_over_forward_equals_forward_over_reverse() {
+fn corpus_modes_over_forward_equal_forward_over_reverse() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
     let mut entries: Vec<_> = std::fs::read_dir(&dir)
         .expect("tests/corpus exists")
@@ -257,8 +282,10 @@ fn corpus_reverse_over_forward_equals_forward_over_reverse() {
                 let text = case["args"].as_str().expect("args");
                 let args = irad::parse_args(&Source::new("<args>", text), &m, f).expect("args");
                 let what = format!("{file} @{func}({text})");
-                check_case(&src, &m, f, &args, &what);
-                check_hessian(&src, &m, f, &args, &what);
+                for mode in MODES {
+                    check_case(&src, &m, f, &args, &what, mode);
+                    check_hessian(&src, &m, f, &args, &what, mode);
+                }
                 checked += 1;
             }
         }
@@ -266,17 +293,23 @@ fn corpus_reverse_over_forward_equals_forward_over_reverse() {
     assert!(checked >= 28, "only {checked} corpus cases checked");
 }
 
-/// The benchmark programs: rosenbrock, Lotka-Volterra (RK4, 10 000 steps),
-/// the MLP with bulk primitives (its forward rule writes `gemm`, whose rrule
-/// reverse over forward needs), the GMM.
+/// The benchmark programs: rosenbrock (n = 4 and n = 11), Lotka-Volterra
+/// (RK4, 10 000 steps), the MLP with bulk primitives (its forward rule
+/// writes `gemm`, whose rrule reverse over forward needs and whose frule
+/// forward over forward needs), the GMM.
 #[test]
-fn benchmark_programs_reverse_over_forward() {
+fn benchmark_programs_modes_over_forward() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let cases = [
         (
             "examples/rosenbrock.irad",
             "rosenbrock",
             "[1.5, 0.5, -0.3, 0.8]",
+        ),
+        (
+            "examples/rosenbrock.irad",
+            "rosenbrock",
+            "[1.5, 0.5, -0.3, 0.8, 1.1, 0.9, -1.2, 0.4, 0.7, 2.0, -0.1]",
         ),
         (
             "benches/programs/lotka_volterra.irad",
@@ -299,7 +332,9 @@ fn benchmark_programs_reverse_over_forward() {
         let m = irad::load(&src).expect("loads");
         let f = irad::find_function(&src, &m, func).expect("function");
         let args = irad::parse_args(&Source::new("<args>", text), &m, f).expect("args");
-        check_case(&src, &m, f, &args, &format!("{file} @{func}"));
+        for mode in MODES {
+            check_case(&src, &m, f, &args, &format!("{file} @{func}"), mode);
+        }
     }
 }
 
@@ -317,7 +352,7 @@ fn program() -> (Source, irad::ir::Module) {
 /// `--wrt` in the Rust API: the Hessian with respect to some arguments is
 /// the full one's submatrix; H·V with respect to them is the full product
 /// with V zero outside them, restricted to them; the JVP is the full one
-/// along the masked tangent. Both Hessian-vector modes, both backends.
+/// along the masked tangent. Every Hessian-vector mode, both backends.
 #[test]
 fn wrt_restricts_jvp_hvp_and_hessian() {
     let (src, m) = program();
@@ -329,7 +364,11 @@ fn wrt_restricts_jvp_hvp_and_hessian() {
         irad::parse_args(&Source::new("<t>", "0.0, [1.0, -2.0], 0, 0.5"), &m, f).expect("masked");
     let registry = irad::rules::Registry::new();
     for backend in [Backend::Interp, Backend::Jit] {
-        for mode in [HvpMode::ForwardOverReverse, HvpMode::ReverseOverForward] {
+        for mode in [
+            HvpMode::ForwardOverReverse,
+            HvpMode::ReverseOverForward,
+            HvpMode::ForwardOverForward,
+        ] {
             let all = req(f, &args, backend);
             let mut some = req(f, &args, backend);
             some.opts.wrt = Some(vec![3, 1]);
@@ -408,9 +447,9 @@ fn json(o: &Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).expect("JSON")
 }
 
-/// The command line: `--mode rev-over-fwd` prints what the default prints
-/// (here exactly: a polynomial), `--wrt` restricts, and bad values are
-/// located (exit 1) or usage (exit 2) errors.
+/// The command line: `--mode rev-over-fwd` and `--mode fwd-over-fwd` print
+/// what the default prints (here exactly: a polynomial), `--wrt` restricts,
+/// and bad values are located (exit 1) or usage (exit 2) errors.
 #[test]
 fn command_line_modes_and_wrt() {
     let file = program_file(
@@ -428,6 +467,15 @@ fn command_line_modes_and_wrt() {
     let a = json(&run("hvp", &t));
     let b = json(&run("hvp", &[&t[..], &["--mode", "rev-over-fwd"]].concat()));
     assert_eq!(a, b);
+    let fof = ["--mode", "fwd-over-fwd"];
+    assert_eq!(a, json(&run("hvp", &[&t[..], &fof].concat())));
+    let h = json(&run("hessian", &fof));
+    assert_eq!(h, json(&run("hessian", &[])));
+    assert_eq!(
+        h["hessian"],
+        serde_json::json!([[6.0, 4.0, 10.0], [4.0, 0.0, 0.0], [10.0, 0.0, 4.0]]),
+        "{h}"
+    );
     // f = x² y0 + x y1²: H (1, [0, 1]) = (2 y0 + 2 y1, [2 x, 2 x + 2 y1]) = (16, [4, 14]).
     assert_eq!(
         a["hvp"],
@@ -443,6 +491,8 @@ fn command_line_modes_and_wrt() {
     );
     let hw = json(&run("hessian", &["--wrt", "0", "--mode", "rev-over-fwd"]));
     assert_eq!(hw["hessian"], serde_json::json!([[6.0]]), "{hw}");
+    let w = json(&run("hvp", &[&t[..], &fof, &["--wrt", "1"]].concat()));
+    assert_eq!(w["hvp"], serde_json::json!([null, [0.0, 4.0], null]), "{w}");
     let jw = json(&run("jvp", &[&t[..], &["--wrt", "0"]].concat()));
     // Along x only: df/dx = 2 x y0 + y1² = 37.
     assert_eq!(jw["jvp"], serde_json::json!(37.0), "{jw}");
@@ -461,6 +511,12 @@ fn command_line_modes_and_wrt() {
         ),
         ("jvp", vec!["--wrt", "x"], 2, "--wrt"),
         ("hvp", vec!["--mode", "sideways"], 2, "--mode"),
+        (
+            "hessian",
+            vec!["--sparse", "--mode", "fwd-over-fwd"],
+            2,
+            "cannot be used with --mode fwd-over-fwd",
+        ),
     ] {
         let mut extra = extra;
         if cmd != "hessian" {
@@ -544,5 +600,101 @@ fn grad_with_a_seed_of_a_forward_rule_in_ir_text() {
         j["jacobian"],
         serde_json::json!([[2.0, 0.0, 3.0, 0.0], [0.0, 2.0, 1.0, 3.0]]),
         "{j}"
+    );
+}
+
+/// A forward rule written in IR text is differentiated forward again by
+/// `irad jvp`: f = x³ as `@cube.fwd`, at x = 2 with the inner tangent 1;
+/// along `dual(1, 0)` the derivative of (x³, 3x² t) is (3x², 6x t) = (12,
+/// 12), on both backends alike; `irad dump --mode fwd` prints the doubly
+/// dual rule.
+#[test]
+fn jvp_of_a_forward_rule_in_ir_text() {
+    let text = "func @cube.fwd(%x: dual<f64>) -> dual<f64> {
+#1:
+  %p = call primal(%x) :: f64
+  %t = call tangent(%x, 0) :: f64
+  %y = call mul(%p, %p) :: f64
+  %y3 = call mul(%y, %p) :: f64
+  %a = call mul(%y, %t) :: f64
+  %d = call mul(%a, 3.0) :: f64
+  %r = call dual(%y3, %d) :: dual<f64>
+  return %r
+}
+";
+    let file = program_file("cube_fwd.ir", text);
+    let mut outs = Vec::new();
+    for backend in ["jit", "interp"] {
+        let o = irad_cmd(&[
+            "jvp",
+            &file,
+            "-f",
+            "cube.fwd",
+            "--args",
+            "dual(2.0, 1.0)",
+            "--tangent",
+            "dual(1.0, 0.0)",
+            "--backend",
+            backend,
+            "--json",
+        ]);
+        let j = json(&o);
+        assert_eq!(
+            j["jvp"],
+            serde_json::json!({"primal": 12.0, "tangents": [12.0]}),
+            "{j}"
+        );
+        assert_eq!(
+            j["value"],
+            serde_json::json!({"primal": 8.0, "tangents": [12.0]}),
+            "{j}"
+        );
+        outs.push(o.stdout);
+    }
+    assert_eq!(outs[0], outs[1]);
+    let o = irad_cmd(&["dump", &file, "-f", "cube.fwd", "--mode", "fwd"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        text.contains("func @cube.fwd.fwd(%x: dual<dual<f64>>) -> dual<dual<f64>>"),
+        "{text}"
+    );
+}
+
+/// `irad grad --mode fwd` of a function on duals (forward over forward):
+/// the gradient of f(x) = dot(primal(x), tangent(x)) over 40 f64s (which
+/// would choose sparse mode for a function without duals) is dense, the
+/// dual of the parts' partials (t, p), and equals reverse mode's.
+#[test]
+fn forward_gradient_of_a_function_on_duals() {
+    let text = "func @n2(%x: dual<[f64]>) -> f64 {
+#1:
+  %p = call primal(%x) :: [f64]
+  %t = call tangent(%x, 0) :: [f64]
+  %u = call dot(%p, %t) :: f64
+  return %u
+}
+";
+    let file = program_file("n2.ir", text);
+    let p: Vec<String> = (0..20).map(|i| format!("{}.5", i % 7)).collect();
+    let t: Vec<String> = (0..20).map(|i| format!("-{}.25", i % 5)).collect();
+    let args = format!("dual([{}], [{}])", p.join(", "), t.join(", "));
+    let fwd = json(&irad_cmd(&[
+        "grad", &file, "-f", "n2", "--mode", "fwd", "--args", &args, "--json",
+    ]));
+    let rev = json(&irad_cmd(&[
+        "grad", &file, "-f", "n2", "--args", &args, "--json",
+    ]));
+    assert_eq!(fwd["forward"]["mode"], "dense", "{fwd}");
+    assert_eq!(fwd["forward"]["directions"], 40, "{fwd}");
+    assert_eq!(fwd["gradient"], rev["gradient"]);
+    let num = |s: &String| s.parse::<f64>().expect("number");
+    assert_eq!(
+        fwd["gradient"][0],
+        serde_json::json!({
+            "primal": t.iter().map(num).collect::<Vec<_>>(),
+            "tangents": [p.iter().map(num).collect::<Vec<_>>()]
+        }),
+        "{fwd}"
     );
 }

@@ -10,7 +10,7 @@ use crate::generate::Program;
 use irad::ir::interp::{ArrayData, RunOptions, Val};
 use irad::ir::{Module, Type};
 use irad::passes::forward::grad::GradOptions;
-use irad::{Backend, Source};
+use irad::{Backend, HvpMode, Source};
 
 fn source(name: &str, text: &str) -> Source {
     Source {
@@ -516,7 +516,8 @@ pub struct SecondOrder {
     pub finite_differences: usize,
     /// Whether the HVP ran at all (the primal runs at the point).
     pub ran: bool,
-    /// Entries of reverse over forward compared with forward over reverse.
+    /// Entries of reverse over forward and of forward over forward compared
+    /// with forward over reverse.
     pub modes: usize,
 }
 
@@ -526,10 +527,10 @@ pub struct SecondOrder {
 /// interpreter and the JIT, its gradient is reverse mode's, and each entry
 /// is within 1e-4 of central finite differences of the reverse-mode
 /// gradient along the direction wherever two step sizes agree (the gradient
-/// is smooth there). Reverse over forward (`irad::hvp_via`) gives the same
-/// bits in both backends too, and each finite entry of its product within
-/// 1e-8 · (1 + |a| + |b|) of forward over reverse's (the same terms summed
-/// in another order).
+/// is smooth there). Reverse over forward and forward over forward
+/// (`irad::hvp_via`) give the same bits in both backends too, and each
+/// finite entry of their products within 1e-8 · (1 + |a| + |b|) of forward
+/// over reverse's (the same terms summed in another order).
 pub fn second_order(p: &Program) -> Result<SecondOrder, String> {
     let mut out = SecondOrder::default();
     let l = load(p)?;
@@ -581,7 +582,8 @@ pub fn second_order(p: &Program) -> Result<SecondOrder, String> {
     }
     out.ran = true;
     let h = &by_backend[0];
-    out.modes = reverse_over_forward(&l, &tangent, h, &at, &ctx)?;
+    out.modes = other_mode(&l, &tangent, h, &at, &ctx, HvpMode::ReverseOverForward)?
+        + other_mode(&l, &tangent, h, &at, &ctx, HvpMode::ForwardOverForward)?;
     let grad_at = |args: &[Val]| -> Option<Vec<Option<Val>>> {
         irad::grad_reverse(
             &l.src,
@@ -655,17 +657,24 @@ pub fn second_order(p: &Program) -> Result<SecondOrder, String> {
     Ok(out)
 }
 
-/// Reverse over forward along `tangent` on both backends: the same bits in
-/// each, and each finite entry of its product within 1e-8 · (1 + |a| + |b|)
-/// of forward over reverse's `h` at the leaves `at`; how many entries were
+/// Hessian-vector products by `mode` (reverse over forward, forward over
+/// forward) along `tangent` on both backends: the same bits in each, and
+/// each finite entry of its product within 1e-8 · (1 + |a| + |b|) of
+/// forward over reverse's `h` at the leaves `at`; how many entries were
 /// compared.
-fn reverse_over_forward(
+fn other_mode(
     l: &Loaded,
     tangent: &[Val],
     h: &irad::Hvp,
     at: &[(usize, Option<usize>)],
     ctx: &dyn Fn(&str) -> String,
+    mode: HvpMode,
 ) -> Result<usize, String> {
+    let name = match mode {
+        HvpMode::ReverseOverForward => "reverse over forward",
+        HvpMode::ForwardOverForward => "forward over forward",
+        HvpMode::ForwardOverReverse => "forward over reverse",
+    };
     let registry = irad::rules::Registry::new();
     let mut runs = Vec::new();
     for b in [Backend::Interp, Backend::Jit] {
@@ -676,11 +685,10 @@ fn reverse_over_forward(
             },
             ..irad::GradRequest::new(l.func, &l.args)
         };
-        let mode = irad::HvpMode::ReverseOverForward;
         let (r, _) = irad::hvp_via(&l.src, &l.module, &registry, &req, &fresh(tangent), mode)
             .map_err(|e| {
                 ctx(&format!(
-                    "reverse over forward fails ({b:?}) where forward over reverse runs: {e}"
+                    "{name} fails ({b:?}) where forward over reverse runs: {e}"
                 ))
             })?;
         let mut parts = vec![r.value.clone()];
@@ -689,7 +697,7 @@ fn reverse_over_forward(
     }
     if !same(&runs[0].0, &runs[1].0) {
         return Err(ctx(&format!(
-            "reverse over forward: interpreter {:?} but JIT {:?}",
+            "{name}: interpreter {:?} but JIT {:?}",
             runs[0].0, runs[1].0
         )));
     }
@@ -703,7 +711,7 @@ fn reverse_over_forward(
         }
         if (a - b).abs() > 1e-8 * (1.0 + a.abs() + b.abs()) {
             return Err(ctx(&format!(
-                "hvp entry {a} by forward over reverse but {b} by reverse over forward at {leaf:?}"
+                "hvp entry {a} by forward over reverse but {b} by {name} at {leaf:?}"
             )));
         }
         compared += 1;

@@ -164,19 +164,42 @@ impl Type {
 
     /// The tangent type: `f64` for `f64`, `[f64]` for `[f64]`, for a tuple the
     /// tuple of its elements' tangent types with `()` for elements that have
-    /// none; `None` for every type without an f64 inside (`i64`, `bool`, `()`,
-    /// `[i64]`, `[bool]`, function types) and for `dual<T>` (forward mode is
-    /// not nested). Recursive over tuples, so as deep as the type, which the
-    /// parser and verifier cap at [`crate::MAX_NESTING`].
+    /// none; for a dense `dual<T, N>` the dual of the same lanes over `T`'s
+    /// tangent type, `dual<T', N>` (to forward mode a dual is the tuple of its
+    /// parts, each part's tangent has `T'`'s shape, and the parts' tangents
+    /// are packed as a dual again: forward over forward, docs/forward.md
+    /// "Forward over forward"); `None` for every type without an f64 inside
+    /// (`i64`, `bool`, `()`, `[i64]`, `[bool]`, function types) and for a
+    /// sparse dual. Recursive over tuples and duals, so as deep as the type,
+    /// which the parser and verifier cap at [`crate::MAX_NESTING`].
     pub fn tangent(&self) -> Option<Type> {
         self.tangent_of(&Type::F64, Scalar::F64)
     }
 
     /// The tangent type in sparse forward mode: [`Type::tangent`] with every
     /// f64 replaced by `sparse` (`f64` -> `sparse`, `[f64]` -> `[sparse]`,
-    /// `(f64, i64)` -> `(sparse, ())`); `None` where `tangent` is `None`.
+    /// `(f64, i64)` -> `(sparse, ())`); `None` where `tangent` is `None` and
+    /// for any type holding a dual (sparse mode is not nested over forward
+    /// mode).
     pub fn sparse_tangent(&self) -> Option<Type> {
+        if self.holds_dual() {
+            return None;
+        }
         self.tangent_of(&Type::Sparse, Scalar::Sparse)
+    }
+
+    /// Whether a dual occurs in the type outside function types (itself, or
+    /// inside tuples). Iterative.
+    pub fn holds_dual(&self) -> bool {
+        let mut stack = vec![self];
+        while let Some(ty) = stack.pop() {
+            match ty {
+                Type::Dual(..) => return true,
+                Type::Tuple(elems) => stack.extend(elems.iter()),
+                _ => {}
+            }
+        }
+        false
     }
 
     /// [`Type::tangent`] with `leaf` for each f64 and arrays of `elem` for
@@ -194,6 +217,9 @@ impl Type {
                 Some(Type::tuple(
                     tans.into_iter().map(|t| t.unwrap_or(Type::Unit)).collect(),
                 ))
+            }
+            Type::Dual(inner, lanes @ Lanes::Dense(_)) if *leaf == Type::F64 => {
+                Some(Type::Dual(Arc::new(inner.tangent_of(leaf, elem)?), *lanes))
             }
             _ => None,
         }
@@ -229,12 +255,14 @@ impl Type {
     }
 
     /// Whether the type has a tangent type, i.e. contains an f64 outside a
-    /// function type.
+    /// function type and outside sparse duals (a dense dual's primal always
+    /// holds one: [`Type::tangent`]).
     pub fn has_tangent(&self) -> bool {
         let mut stack = vec![self];
         while let Some(ty) = stack.pop() {
             match ty {
                 Type::F64 | Type::Array(Scalar::F64) => return true,
+                Type::Dual(_, Lanes::Dense(_)) => return true,
                 Type::Tuple(elems) => stack.extend(elems.iter()),
                 _ => {}
             }
@@ -287,8 +315,8 @@ impl Type {
     /// Whether reverse mode gives values of this type cotangents: the type
     /// has f64 leaves or `[f64]` arrays outside function types, counting the
     /// parts of duals ([`Type::cotangent_leaves`], [`Type::shadow_leaves`]).
-    /// [`Type::has_tangent`] and more: a dual has no tangent (forward mode is
-    /// not nested) but has cotangents.
+    /// [`Type::has_tangent`] and more: a sparse dual has no tangent but has
+    /// cotangents (those of its primal).
     pub fn has_cotangent(&self) -> bool {
         self.cotangent_leaves() + self.shadow_leaves() > 0
     }

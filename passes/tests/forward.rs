@@ -1,8 +1,8 @@
 //! Forward mode through the library: the derived-rule cache (each rule built
 //! once per function and width, hits counted), recursion, functions marked
 //! primitive by a registered rule, primitives' rules replaced by users, the
-//! run-time rule cache of dynamic calls, batch mode, and the errors forward
-//! mode gives. Derivatives are checked against values worked out by hand.
+//! run-time rule cache of dynamic calls, batch mode, forward over forward,
+//! and the errors forward mode gives. Derivatives are checked against values worked out by hand.
 
 use irad_ir::interp::{Interpreter, RunOptions, Val};
 use irad_ir::text::{parse_module, print_module};
@@ -374,12 +374,54 @@ func @f(%x: [f64], %s: f64) -> f64 {
     assert!((ds - want).abs() < 1e-12 * want.abs(), "{ds} vs {want}");
 }
 
+/// Forward over forward: a function working on duals is differentiated
+/// like any other, the tangent of a `dual<f64>` being a `dual<f64>`. For
+/// f(x) = primal(x) * tangent(x, 0), at x = dual(3, 2), outer lane 0 along
+/// dual(1, 0) gives t = 2, lane 1 along dual(0, 1) gives p = 3; a dual
+/// built in the function gets the dual of the parts' tangents.
 #[test]
-fn forward_mode_errors_are_located() {
-    // A module whose function already works on duals.
+fn forward_over_forward_differentiates_duals() {
     let mut m = module(
         "
-func @f(%x: dual<f64>) -> f64 {
+func @f(%x: dual<f64>) -> dual<f64> {
+#1:
+  %p = call primal(%x)
+  %t = call tangent(%x, 0)
+  %r = call mul(%p, %t)
+  %s = call sin(%p)
+  %d = call dual(%r, %s)
+  return %d
+}
+",
+    );
+    let reg = Registry::new();
+    let mut fwd = Forward::new(&reg);
+    let f = m.by_name("f").unwrap();
+    let rule = fwd.rule(&mut m, f, dense(2)).expect("forward over forward");
+    verify_module(&m).expect("the rule verifies");
+    let text = print_module(&m);
+    assert!(
+        text.contains("func @f.fwd2(%x: dual<dual<f64>, 2>) -> dual<dual<f64>, 2>"),
+        "{text}"
+    );
+    let d = |a: f64, b: f64| Val::Dual(vec![Val::F64(a), Val::F64(b)].into());
+    let x = Val::Dual(vec![d(3.0, 2.0), d(1.0, 0.0), d(0.0, 1.0)].into());
+    let out = Interpreter::new(&m)
+        .run(rule, &[x], &RunOptions::default())
+        .expect("runs");
+    // The result dual(p t, sin p) and per lane dual(d(p t), cos p dp).
+    let c = 3f64.cos();
+    let want = Val::Dual(vec![d(6.0, 3f64.sin()), d(2.0, c), d(3.0, c * 0.0)].into());
+    assert!(out.same(&want), "{out:?}");
+}
+
+#[test]
+fn forward_mode_errors_are_located() {
+    // A function working on sparse tangents: the sparse builder has no
+    // forward rules.
+    let mut m = module(
+        "
+func @f(%x: dual<f64, sparse>) -> f64 {
 #1:
   %p = call primal(%x)
   return %p
@@ -390,7 +432,24 @@ func @f(%x: dual<f64>) -> f64 {
     let mut fwd = Forward::new(&reg);
     let f = m.by_name("f").unwrap();
     let err = fwd.rule(&mut m, f, Lanes::ONE).unwrap_err();
-    assert!(err.msg.contains("forward mode is not nested"), "{err}");
+    assert!(err.msg.contains("it works on sparse tangents"), "{err}");
+    assert_eq!(err.loc.func.as_deref(), Some("f"));
+    // Sparse lanes over a function working on dense duals.
+    let mut m = module(
+        "
+func @f(%x: dual<f64>) -> f64 {
+#1:
+  %p = call primal(%x)
+  return %p
+}
+",
+    );
+    let f = m.by_name("f").unwrap();
+    let err = fwd.rule(&mut m, f, Lanes::Sparse).unwrap_err();
+    assert!(
+        err.msg.contains("forward over forward takes dense lanes"),
+        "{err}"
+    );
     assert_eq!(err.loc.func.as_deref(), Some("f"));
     // No rule for a primitive: an empty registry.
     let mut m = module(

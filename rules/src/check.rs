@@ -204,7 +204,6 @@ impl RuleReport {
 pub fn check_frules(reg: &Registry, opts: &CheckOptions) -> Vec<RuleReport> {
     crate::table::signatures()
         .iter()
-        .filter(|sig| !crate::table::reverse_only(sig.prim))
         .map(|sig| check_signature(reg, sig, opts))
         .collect()
 }
@@ -1004,8 +1003,8 @@ fn lane(v: &Val, k: usize) -> Option<Val> {
 }
 
 /// Appends the f64 components of `v`, a value of type `ty` or of its tangent
-/// type, named after `what`: f64s, `[f64]` elements, and tuple elements that
-/// have a tangent type.
+/// type, named after `what`: f64s, `[f64]` elements, tuple elements that
+/// have a tangent type, and the parts of duals in order.
 fn leaves(v: &Val, ty: &Type, what: &str, out: &mut Vec<(String, f64)>) -> Result<(), CheckError> {
     match (ty, v) {
         (Type::F64, Val::F64(x)) => out.push((what.to_string(), *x)),
@@ -1025,6 +1024,18 @@ fn leaves(v: &Val, ty: &Type, what: &str, out: &mut Vec<(String, f64)>) -> Resul
                 if e.has_tangent() {
                     leaves(x, e, &format!("{what}.{j}"), out)?;
                 }
+            }
+        }
+        (Type::Dual(..), Val::Dual(parts)) => {
+            // The parts in order, as forward mode over a forward rule sees
+            // a dual (a value of the dual's tangent type is a dual too).
+            let Some((inner, tan, lanes)) = ty.dual_parts().filter(|p| p.2 + 1 == parts.len())
+            else {
+                return Err(format!("{what} has {} parts, expected a {ty}", parts.len()).into());
+            };
+            leaves(&parts[0], inner, &format!("{what}.primal"), out)?;
+            for k in 0..lanes {
+                leaves(&parts[k + 1], &tan, &format!("{what}.tangent{k}"), out)?;
             }
         }
         _ if !ty.has_tangent() => {}

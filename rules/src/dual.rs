@@ -19,23 +19,49 @@
 //!   through a function value, whose pieces reverse mode looks up at run
 //!   time).
 //!
+//! Their forward rules (forward over forward: docs/forward.md, "Forward over
+//! forward") see a dense `dual<T, N>` the same way, as the tuple of its
+//! parts, and pack the parts' tangents as a dual again: the tangent of a
+//! `dual<T, N>` is a `dual<T', N>` (`irad_ir::Type::tangent`). The three are
+//! linear, so each rule applies the primitive to the tangents:
+//! - `dual(p, t...)` has the tangent `dual(p', t'...)` per outer lane (a zero
+//!   of the part's tangent type for a part without a tangent);
+//! - `primal(d)` has `primal(d')`, `tangent(d, k)` has `tangent(d', k)`;
+//! - `frule(f, N)` gives a function value: the primal statement.
+//!
 //! Assumes calls shaped as the reverse transform makes them (argument types
 //! as the primitive's signature says, one shadow per `[f64]` array of a
 //! part). Guarantees: no statement is emitted except the primal (the parts
 //! move, nothing is computed), nothing is saved but the constant lane
 //! index; a call of another shape (a sparse dual, a lane that is not a
-//! constant) is a [`RuleError`], never a panic. `irad test-rules` checks
-//! these rules with the adjoint identity (they are linear, so the checker's
-//! tangent of each is the primitive applied to the direction).
+//! constant, sparse outer lanes) is a [`RuleError`], never a panic. `irad
+//! test-rules` checks the frules with finite differences and the rrules
+//! with the adjoint identity against them.
 
-use crate::emit::{self, value};
+use crate::emit::{self, Tangents, value};
 use crate::rrules::{arity, no_cotangents};
-use crate::{PullbackCall, PullbackOut, Registry, RevCall, RevFwdOut, RruleFns, RuleError};
+use crate::{
+    FruleCall, FwdOut, PullbackCall, PullbackOut, Registry, RevCall, RevFwdOut, RruleFns, RuleError,
+};
 use irad_ir::{Const, FuncBuilder, Operand, Prim, Type};
 use smallvec::{SmallVec, smallvec};
 
-/// Registers the rrules of `dual`, `primal`, `tangent` and `frule`.
+/// Registers the frules and rrules of `dual`, `primal`, `tangent` and
+/// `frule`.
 pub(crate) fn install(reg: &mut Registry) {
+    reg.register_frule(Prim::Dual, None, dual_frule);
+    for prim in [Prim::Primal, Prim::Tangent] {
+        reg.register_frule(
+            prim,
+            None,
+            move |b: &mut FuncBuilder<'_>, call: &FruleCall<'_>| part_frule(b, call, prim),
+        );
+    }
+    reg.register_frule(
+        Prim::Frule,
+        None,
+        |b: &mut FuncBuilder<'_>, call: &FruleCall<'_>| emit::primal_only(b, Prim::Frule, call),
+    );
     reg.register_rrule(Prim::Dual, None, RruleFns::new(dual_fwd, dual_back));
     for prim in [Prim::Primal, Prim::Tangent] {
         reg.register_rrule(
@@ -63,6 +89,81 @@ pub(crate) fn install(reg: &mut Registry) {
             |_, call| Ok(no_cotangents(call)),
         ),
     );
+}
+
+/// Refuses sparse outer lanes: a dual's tangent is a dual of dense lanes.
+fn dense_outer(call: &FruleCall<'_>) -> Result<(), RuleError> {
+    if call.lanes.is_sparse() {
+        return Err(RuleError::Unsupported(format!(
+            "`{}` in sparse forward mode: forward mode over a forward rule takes dense lanes",
+            call.callee
+        )));
+    }
+    emit::check_width(call)
+}
+
+/// `dual(p, t...)`: per outer lane, the dual of the parts' tangents (zero
+/// ones for parts without a tangent); no tangents when no part has one and
+/// the dual holds no array.
+fn dual_frule(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
+    dense_outer(call)?;
+    let args: SmallVec<[Operand; 4]> = call.args.iter().map(|a| a.primal).collect();
+    let d = value(b, Prim::Dual, &args)?;
+    if call.args.iter().all(|a| a.tangents.is_none()) && !emit::contains_array(call.result) {
+        return Ok(FwdOut {
+            primal: d,
+            tangents: None,
+        });
+    }
+    let mut tangents = Tangents::with_capacity(call.lanes.count());
+    for k in emit::lanes(call) {
+        let mut parts: SmallVec<[Operand; 4]> = SmallVec::with_capacity(call.args.len());
+        for a in call.args {
+            let t = emit::tangent_or_zero(b, a, k, call.lanes)?.ok_or_else(|| {
+                RuleError::Unsupported(format!("a part of type {} has no tangent", a.ty))
+            })?;
+            parts.push(t);
+        }
+        tangents.push(value(b, Prim::Dual, &parts)?);
+    }
+    Ok(FwdOut {
+        primal: d,
+        tangents: Some(tangents),
+    })
+}
+
+/// `primal(d)`, `tangent(d, k)`: the same projection of each outer lane's
+/// tangent of `d` (itself a dual); no tangents when `d` has none and the
+/// part holds no array, zero ones when it does.
+fn part_frule(
+    b: &mut FuncBuilder<'_>,
+    call: &FruleCall<'_>,
+    prim: Prim,
+) -> Result<FwdOut, RuleError> {
+    dense_outer(call)?;
+    let args: SmallVec<[Operand; 2]> = call.args.iter().map(|a| a.primal).collect();
+    part_of(prim, &args)?;
+    let z = value(b, prim, &args)?;
+    let d = call.args.first().ok_or_else(|| arity(prim))?;
+    let tangents = match &d.tangents {
+        Some(ts) => {
+            let mut out = Tangents::with_capacity(ts.len());
+            for &t in ts {
+                let mut ops: SmallVec<[Operand; 2]> = smallvec![t];
+                ops.extend(args.iter().skip(1).copied());
+                out.push(value(b, prim, &ops)?);
+            }
+            Some(out)
+        }
+        None if emit::contains_array(call.result) => {
+            emit::zero_tangents(b, call.result, z, call.lanes)?
+        }
+        None => None,
+    };
+    Ok(FwdOut {
+        primal: z,
+        tangents,
+    })
 }
 
 /// Which part of a dual each leaf of the dual's type belongs to: where part

@@ -242,7 +242,8 @@ pub fn zero_tangent(
 
 /// [`zero_tangent`] for one lane of `lanes`: in sparse mode
 /// `szero()` for f64 and a fresh `alloc(length(primal)) :: [sparse]` (zero
-/// handles) for `[f64]`.
+/// handles) for `[f64]`. A dense `dual<T, N>` (forward over forward, dense
+/// lanes only) gets `dual(z, z, ...)` with a zero tangent of `T` per part.
 pub fn zero_tangent_at(
     b: &mut FuncBuilder<'_>,
     ty: &Type,
@@ -277,6 +278,23 @@ pub fn zero_tangent_at(
                 parts.push(part);
             }
             Ok(Some(value(b, Prim::Tuple, &parts)?))
+        }
+        Type::Dual(inner, Lanes::Dense(n)) if !lanes.is_sparse() => {
+            // `dual<T', N>`: a zero of T's tangent type per part, its arrays
+            // as long as the primal part's.
+            let base = if contains_array(inner) {
+                value(b, Prim::Primal, &[primal])?
+            } else {
+                primal
+            };
+            let mut parts = SmallVec::<[Operand; 4]>::new();
+            for _ in 0..=n.get() {
+                let z = zero_tangent_at(b, inner, base, lanes)?.ok_or_else(|| {
+                    RuleError::Unsupported(format!("no zero tangent of type {inner}"))
+                })?;
+                parts.push(z);
+            }
+            Ok(Some(value(b, Prim::Dual, &parts)?))
         }
         _ => Ok(None),
     }

@@ -559,9 +559,10 @@ impl Registry {
         })
     }
 
-    /// The primitives of the table without a rule (the AD primitives `dual`,
-    /// `primal`, `tangent` and `frule` are not differentiated: forward mode is
-    /// not nested, and they are left out).
+    /// The primitives of the table without a rule (the AD primitives are
+    /// left out: `dual`, `primal`, `tangent`, `frule`, the tapes and the
+    /// lookups have their rules in `dual.rs` and `tape.rs`, the sparse
+    /// builder has none).
     pub fn missing_prims(&self) -> Vec<Prim> {
         irad_ir::prim::PRIMS
             .iter()

@@ -7,8 +7,8 @@
 //! except the AD ones (`Prim::is_ad`: `dual`, `primal`, `tangent`, `frule`,
 //! `push`, `pop`, `revfwd`, `revback`) has at least one
 //! signature (a unit test checks it), and so have `gemm` and the parts of
-//! duals (`dual`, `primal`, `tangent`, checked in reverse mode only:
-//! [`reverse_only`]); every f64 domain lies inside the
+//! duals (`dual`, `primal`, `tangent`: reverse over forward and forward over
+//! forward); every f64 domain lies inside the
 //! function's smooth domain with a margin larger than any finite-difference
 //! step, so central differences are valid there: away from kinks (abs at 0),
 //! ties (min/max operands at least 0.1 apart), jumps (floor/ceil at integers,
@@ -271,8 +271,7 @@ pub fn signatures() -> Vec<Signature> {
     t.push(sig(Getfield, vec![arr_pair.clone(), c(Const::I64(0))]));
     t.push(sig(Getfield, vec![arr_pair, c(Const::I64(1))]));
 
-    // The parts of duals (reverse over forward; checked in reverse mode
-    // only, see `reverse_only`).
+    // The parts of duals (reverse over forward, forward over forward).
     let v3 = || arr(Scalar::F64, 3, 3);
     let fa = || tup(vec![wide(), v3()]);
     t.push(sig(Dual, vec![wide(), wide()]));
@@ -366,15 +365,6 @@ pub fn signatures() -> Vec<Signature> {
         }
     }
     t
-}
-
-/// Whether the signatures of `prim` are checked in reverse mode only: the
-/// parts of duals (`dual`, `primal`, `tangent`), which have rrules (reverse
-/// over forward) but no frules (forward mode is not nested). Their rrules
-/// are checked with the adjoint identity against the primitive itself,
-/// which is linear, in place of an frule.
-pub fn reverse_only(prim: Prim) -> bool {
-    matches!(prim, Prim::Dual | Prim::Primal | Prim::Tangent)
 }
 
 /// The text of a constant operand, as the IR prints it.

@@ -11,8 +11,8 @@
 //! `derivatives` (forward mode against reverse mode against finite
 //! differences, on smooth programs) or `second_order` (Hessian-vector
 //! products: interpreter against JIT, against finite differences of the
-//! gradient, forward over reverse against reverse over forward, on smooth
-//! programs). Program number i is generated from seed
+//! gradient, forward over reverse against reverse over forward and forward
+//! over forward, on smooth programs). Program number i is generated from seed
 //! K + i (default K = 0), so a run is reproducible and runs add up: `--seed`
 //! where the last one stopped continues it. J threads (default: the number
 //! of CPUs) take seeds in turn.

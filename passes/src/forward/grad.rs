@@ -349,7 +349,8 @@ fn internal(loc: Location, what: impl std::fmt::Display) -> GradError {
     GradError::Forward(ForwardError::internal(loc, what))
 }
 
-/// Every f64 inside `val` (of type `ty`), as slots of argument `arg`.
+/// Every f64 inside `val` (of type `ty`), as slots of argument `arg` (the
+/// parts of a dual in order).
 fn collect_slots(val: &Val, ty: &Type, arg: usize, path: &mut Vec<usize>, out: &mut Vec<Slot>) {
     match (val, ty) {
         (Val::F64(_), Type::F64) => out.push(Slot {
@@ -370,6 +371,17 @@ fn collect_slots(val: &Val, ty: &Type, arg: usize, path: &mut Vec<usize>, out: &
                 if t.has_tangent() {
                     path.push(k);
                     collect_slots(v, t, arg, path, out);
+                    path.pop();
+                }
+            }
+        }
+        // A dual argument (forward over forward): its parts in order, the
+        // path's step the part's index.
+        (Val::Dual(parts), _) => {
+            if let Some((inner, tan, _)) = ty.dual_parts() {
+                for (k, v) in parts.iter().enumerate() {
+                    path.push(k);
+                    collect_slots(v, if k == 0 { inner } else { &tan }, arg, path, out);
                     path.pop();
                 }
             }
@@ -397,6 +409,16 @@ fn zero_tangent(val: &Val, ty: &Type) -> Val {
                 })
                 .collect(),
         ),
+        (Val::Dual(parts), _) => match ty.dual_parts() {
+            Some((inner, tan, _)) => Val::Dual(
+                parts
+                    .iter()
+                    .enumerate()
+                    .map(|(k, v)| zero_tangent(v, if k == 0 { inner } else { &tan }))
+                    .collect(),
+            ),
+            None => Val::F64(0.0),
+        },
         _ => Val::F64(0.0),
     }
 }
@@ -404,7 +426,7 @@ fn zero_tangent(val: &Val, ty: &Type) -> Val {
 /// Writes `d` into the slot at `path`/`index` of tangent value `g`.
 fn set_slot(g: &mut Val, path: &[usize], index: Option<usize>, d: f64) {
     match (path.split_first(), g) {
-        (Some((&k, rest)), Val::Tuple(vals)) => {
+        (Some((&k, rest)), Val::Tuple(vals) | Val::Dual(vals)) => {
             let mut elems: Vec<Val> = vals.to_vec();
             if let Some(e) = elems.get_mut(k) {
                 set_slot(e, rest, index, d);

@@ -13,7 +13,8 @@
 //!   builds a small function around the primitive's frule.
 //! - [`grad`] evaluates forward rules to get value and gradient.
 //!
-//! Assumes verified modules without dual values (forward mode is not nested).
+//! Assumes verified modules without sparse tangents (dense forward rules are
+//! differentiated again: forward over forward).
 //! Guarantees: every rule it adds verifies; control flow (blocks, labels,
 //! layout, branches) is that of the primal, unreachable blocks excepted (they
 //! are dropped); a function marked primitive by a registered rule is never
@@ -208,7 +209,7 @@ impl<'r> Forward<'r> {
                     self.cache.count_wrapped();
                     wrap(self.registry, module, Callee::Func(&name), &sig, width, loc)?
                 } else {
-                    transform::check_not_nested(func, &loc)?;
+                    transform::check_nestable(func, &loc, width)?;
                     let fwd = Type::forward_fn(&sig, width);
                     let params = func
                         .params

@@ -17,7 +17,13 @@
 //! tangent: rules see no tangent at all (and emit no tangent work), packed
 //! positions get `dual(c, 0.0, ...)` built where they are needed.
 //!
-//! Assumes a verified primal without dual values. Blocks are filled in reverse
+//! A primal that is itself a dense forward rule (forward over forward) needs
+//! nothing special here: its duals are values with a tangent type like any
+//! other (`Type::tangent` of `dual<T, N>` is `dual<T', N>`), and `dual`,
+//! `primal`, `tangent`, `frule` go through their frules (irad_rules'
+//! `dual.rs`).
+//!
+//! Assumes a verified primal without sparse tangents. Blocks are filled in reverse
 //! postorder (definitions before uses), phi entries added at the end;
 //! unreachable blocks are dropped with the phi entries that come from them.
 
@@ -64,11 +70,28 @@ fn contains_dual(ty: &Type) -> bool {
     false
 }
 
-/// Refuses a function that already works on dual values: forward mode is not
-/// nested.
-pub(super) fn check_not_nested(func: &Func, loc: &Location) -> Result<(), ForwardError> {
-    let nested = contains_dual(&func.ret)
-        || func.values.values().any(|v| contains_dual(&v.ty))
+/// Refuses what forward mode cannot take: a function that works on sparse
+/// tangents (`dual<T, sparse>`, `sparse` handles: the sparse builder has no
+/// forward rules), and, in sparse mode, a function that works on dense
+/// duals (forward over forward takes dense lanes). Dense forward rules are
+/// differentiated again (forward over forward: the tangent of a `dual<T, N>`
+/// is a `dual<T', N>`).
+pub(super) fn check_nestable(
+    func: &Func,
+    loc: &Location,
+    width: Lanes,
+) -> Result<(), ForwardError> {
+    let tys = || std::iter::once(&func.ret).chain(func.values.values().map(|v| &v.ty));
+    if tys().any(Type::mentions_sparse) {
+        return Err(ForwardError::new(
+            loc.clone(),
+            format!(
+                "forward mode of @{} is not supported: it works on sparse tangents, which have no forward rules",
+                func.name
+            ),
+        ));
+    }
+    let duals = tys().any(contains_dual)
         || func.insts.values().any(|i| {
             matches!(
                 i.kind,
@@ -78,11 +101,11 @@ pub(super) fn check_not_nested(func: &Func, loc: &Location) -> Result<(), Forwar
                 }
             )
         });
-    if nested {
+    if duals && width.is_sparse() {
         return Err(ForwardError::new(
             loc.clone(),
             format!(
-                "forward mode is not nested: @{} already works on dual values",
+                "sparse forward mode of @{} is not supported: it works on dual values (forward over forward takes dense lanes)",
                 func.name
             ),
         ));
@@ -253,7 +276,7 @@ pub(super) fn derive(
         pos: src.pos,
         ..Location::default()
     };
-    check_not_nested(&src, &floc)?;
+    check_nestable(&src, &floc, width)?;
     let cfg = ControlFlowGraph::with_function(&src);
     let reachable = cfg.reachable();
     let live: Vec<Block> = cfg

@@ -113,10 +113,8 @@ pub fn check_rrule_signature(reg: &Registry, sig: &Signature, opts: &CheckOption
 struct Harness {
     module: Module,
     primal: FuncId,
-    /// The frule at width 1, which gives `J dx`; `None` for a primitive
-    /// checked in reverse mode only (`table::reverse_only`: linear, so
-    /// `J dx` is the primitive applied to `dx`).
-    frule: Option<FuncId>,
+    /// The frule at width 1, which gives `J dx`.
+    frule: FuncId,
     /// `@rr`, and `@rr0` (dy known zero) when the result has f64s outside
     /// arrays.
     rrule: FuncId,
@@ -175,14 +173,8 @@ impl Harness {
         } else {
             None
         };
-        let frule = if crate::table::reverse_only(sig.prim) {
-            None
-        } else {
-            Some(
-                rule_function(&mut module, "f1", reg, sig, irad_ir::Lanes::ONE)
-                    .map_err(|e| format!("the frule, which gives J dx, failed to emit: {e}"))?,
-            )
-        };
+        let frule = rule_function(&mut module, "f1", reg, sig, irad_ir::Lanes::ONE)
+            .map_err(|e| format!("the frule, which gives J dx, failed to emit: {e}"))?;
         if let Err(errs) = irad_ir::verify::verify_module(&module) {
             return Err(format!(
                 "the rules' IR does not verify:\n{}",

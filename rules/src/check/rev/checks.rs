@@ -9,7 +9,7 @@
 //! [`CheckError::Failed`].
 
 use super::{ADJOINT_TOLERANCE, Harness, Point, sample_leaves};
-use crate::check::{CheckError, Outcome, Sample, lane, run_function, show};
+use crate::check::{CheckError, Outcome, lane, run_function, show};
 use irad_ir::interp::{ArrayData, ArrayRef, Interpreter, RunOptions, Val};
 use irad_ir::text::num::format_f64;
 use irad_ir::{FuncId, Scalar, Type};
@@ -322,11 +322,7 @@ impl Harness {
             let mut msg = format!(
                 "adjoint identity fails: <dy, J dx> = {} with J dx from {}, but <J^T dy, dx> = {} from the pullback (error {err:.3e})",
                 format_f64(l),
-                if self.frule.is_some() {
-                    "the frule"
-                } else {
-                    "the primitive (linear) applied to dx"
-                },
+                "the frule",
                 format_f64(r)
             );
             if !cot_text.is_empty() {
@@ -349,41 +345,17 @@ impl Harness {
         interp: &mut Interpreter<'_>,
         p: &Point,
     ) -> Result<Tangents, CheckError> {
-        // A primitive without an frule is linear (the parts of duals): its
-        // J dx is the primitive applied to dx, constants kept.
-        let (run, linear) = match self.frule {
-            Some(frule) => (
-                run_function(
-                    interp,
-                    frule,
-                    &self.types,
-                    &p.args,
-                    std::slice::from_ref(&p.dx),
-                )?
-                .map_err(|e| format!("the frule, which gives J dx, fails with `{e}`"))?,
-                false,
-            ),
-            None => {
-                let dx: Vec<Option<Sample>> = p
-                    .args
-                    .iter()
-                    .zip(&p.dx)
-                    .map(|(x, d)| x.as_ref().and(d.clone()))
-                    .collect();
-                (
-                    run_function(interp, self.primal, &self.types, &dx, &[])?
-                        .map_err(|e| format!("the primitive applied to dx fails with `{e}`"))?,
-                    true,
-                )
-            }
-        };
+        let run = run_function(
+            interp,
+            self.frule,
+            &self.types,
+            &p.args,
+            std::slice::from_ref(&p.dx),
+        )?
+        .map_err(|e| format!("the frule, which gives J dx, fails with `{e}`"))?;
         let tangent_of = |v: &Val, what: &str| -> Result<Val, CheckError> {
-            if linear {
-                Ok(v.clone())
-            } else {
-                lane(v, 0)
-                    .ok_or_else(|| CheckError::Failed(format!("the frule's {what} is not a dual")))
-            }
+            lane(v, 0)
+                .ok_or_else(|| CheckError::Failed(format!("the frule's {what} is not a dual")))
         };
         let mut t = Tangents {
             result_f64s: Vec::new(),
