@@ -211,6 +211,14 @@ impl Type {
     /// Whether `sparse` occurs anywhere in the type (also in `[sparse]`,
     /// sparse duals and function types). Iterative.
     pub fn mentions_sparse(&self) -> bool {
+        // Without a stack for the types that hold no other (most of them).
+        match self {
+            Type::Sparse | Type::Array(Scalar::Sparse) | Type::Dual(_, Lanes::Sparse) => {
+                return true;
+            }
+            Type::Tuple(_) | Type::Func(_) | Type::Dual(..) => {}
+            _ => return false,
+        }
         let mut stack = vec![self];
         while let Some(ty) = stack.pop() {
             match ty {
@@ -231,6 +239,11 @@ impl Type {
     /// Whether the type has a tangent type, i.e. contains an f64 outside a
     /// function type.
     pub fn has_tangent(&self) -> bool {
+        match self {
+            Type::F64 | Type::Array(Scalar::F64) => return true,
+            Type::Tuple(_) => {}
+            _ => return false,
+        }
         let mut stack = vec![self];
         while let Some(ty) = stack.pop() {
             match ty {
@@ -412,6 +425,10 @@ impl Type {
     /// tangents, which have `T`'s leaves), a sparse dual's once (its
     /// tangents are sparse handles). Saturates instead of overflowing.
     fn count_leaves(&self, leaf: impl Fn(&Type) -> bool) -> usize {
+        if !matches!(self, Type::Tuple(_) | Type::Dual(..)) {
+            // A leaf or nothing: no stack (an allocation) needed.
+            return usize::from(leaf(self));
+        }
         let mut n = 0usize;
         let mut stack = vec![(self, 1usize)];
         while let Some((ty, times)) = stack.pop() {
