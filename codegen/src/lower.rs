@@ -39,7 +39,6 @@ pub(crate) use vector::count as vectorised_loops;
 use crate::CodegenError;
 use crate::layout::{leaf_bytes, leaf_count, leaf_list};
 use cranelift_codegen::Context;
-use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::ir::condcodes::{CondCode, IntCC};
 use cranelift_codegen::ir::{
     self, AbiParam, BlockArg, InstBuilder, JumpTableData, MemFlagsData, Signature, types,
@@ -47,7 +46,7 @@ use cranelift_codegen::ir::{
 use cranelift_codegen::isa::{CallConv, OwnedTargetIsa, TargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
-use cranelift_module::{FuncId as ClFuncId, Linkage, Module as ClModule, ModuleError, ModuleReloc};
+use cranelift_module::{FuncId as ClFuncId, Linkage, Module as ClModule, ModuleError};
 use irad_ir::entity::EntityRef;
 use irad_ir::entity::{EntitySet, SecondaryMap};
 use irad_ir::flow::ControlFlowGraph;
@@ -595,24 +594,10 @@ impl<M: ClModule> Compiler<M> {
             // No such settings on this target: the backend's own.
             return Ok(self.backend.define_function(id, ctx)?);
         };
-        let mut ctrl = ControlPlane::default();
-        ctx.compile(&*isa, &mut ctrl)
-            .map_err(|e| ModuleError::Compilation(e.inner))?;
-        let Some(code) = ctx.compiled_code() else {
-            return Err(Box::new(ModuleError::Compilation(
-                cranelift_codegen::CodegenError::Unsupported("no code after compiling".into()),
-            )));
-        };
-        let relocs: Vec<ModuleReloc> = code
-            .buffer
-            .relocs()
-            .iter()
-            .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, id))
-            .collect();
-        let align = u64::from(code.buffer.alignment);
+        let code = parallel::compile(&isa, id, ctx)?;
         Ok(self
             .backend
-            .define_function_bytes(id, align, code.code_buffer(), &relocs)?)
+            .define_function_bytes(id, code.align, &code.bytes, &code.relocs)?)
     }
 }
 

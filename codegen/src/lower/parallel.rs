@@ -53,10 +53,10 @@ enum Work {
 }
 
 /// A huge function's machine code.
-struct Compiled {
-    align: u64,
-    bytes: Vec<u8>,
-    relocs: Vec<ModuleReloc>,
+pub(super) struct Compiled {
+    pub align: u64,
+    pub bytes: Vec<u8>,
+    pub relocs: Vec<ModuleReloc>,
 }
 
 impl<M: ClModule> Compiler<M> {
@@ -165,7 +165,7 @@ fn spawn_compile(isa: OwnedTargetIsa, id: ClFuncId, ctx: Context) -> Work {
         .name("irad-cranelift".into())
         .stack_size(COMPILE_STACK)
         .spawn(move || match rx.recv() {
-            Ok(ctx) => compile(&isa, id, ctx),
+            Ok(mut ctx) => compile(&isa, id, &mut ctx),
             Err(_) => Err(stopped()),
         });
     match spawned {
@@ -187,12 +187,13 @@ fn stopped() -> Box<ModuleError> {
     ))
 }
 
-/// Compiles `ctx` (the function `id`) with `isa` to bytes and relocations,
-/// as `define_sized` does in place.
-fn compile(
+/// Compiles `ctx` (the function `id`) with `isa` to bytes and relocations
+/// (for `define_function_bytes`), on a thread or in place
+/// (`define_sized`).
+pub(super) fn compile(
     isa: &OwnedTargetIsa,
     id: ClFuncId,
-    mut ctx: Context,
+    ctx: &mut Context,
 ) -> Result<Compiled, Box<ModuleError>> {
     let mut ctrl = ControlPlane::default();
     ctx.compile(&**isa, &mut ctrl)
