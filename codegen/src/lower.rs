@@ -27,6 +27,7 @@
 
 mod bounds;
 mod fuse;
+mod parallel;
 mod prim;
 mod release;
 mod vector;
@@ -38,7 +39,6 @@ pub(crate) use vector::count as vectorised_loops;
 use crate::CodegenError;
 use crate::layout::{leaf_bytes, leaf_count, leaf_list};
 use cranelift_codegen::Context;
-use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::ir::condcodes::{CondCode, IntCC};
 use cranelift_codegen::ir::{
     self, AbiParam, BlockArg, InstBuilder, JumpTableData, MemFlagsData, Signature, types,
@@ -46,7 +46,7 @@ use cranelift_codegen::ir::{
 use cranelift_codegen::isa::{CallConv, OwnedTargetIsa, TargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
-use cranelift_module::{FuncId as ClFuncId, Linkage, Module as ClModule, ModuleError, ModuleReloc};
+use cranelift_module::{FuncId as ClFuncId, Linkage, Module as ClModule, ModuleError};
 use irad_ir::entity::EntityRef;
 use irad_ir::entity::{EntitySet, SecondaryMap};
 use irad_ir::flow::ControlFlowGraph;
@@ -138,6 +138,10 @@ pub(crate) struct Compiler<M: ClModule> {
     /// The ISA huge functions are compiled with ([`huge_isa`]), made on
     /// first need; `Some(None)` when it cannot be made.
     huge_isa: Option<Option<OwnedTargetIsa>>,
+    /// Functions lowered but not yet defined in the backend, in the order
+    /// they were lowered: huge ones compiling on threads of their own, and
+    /// every one lowered after them (`lower/parallel.rs`).
+    queued: Vec<parallel::Queued>,
     /// Tests only: lowering fails at every statement applying this primitive,
     /// as no valid program makes it fail half-way through a function.
     #[cfg(test)]
@@ -173,6 +177,7 @@ impl<M: ClModule> Compiler<M> {
             vectorise: crate::LoopVectors::default(),
             summaries: release::Summaries::default(),
             huge_isa: None,
+            queued: Vec::new(),
             #[cfg(test)]
             fail_at: None,
         }
@@ -367,8 +372,20 @@ impl<M: ClModule> Compiler<M> {
     /// yet: functions defined before it may call it, so the backend must not
     /// finalize their code without it (the JIT would panic resolving the
     /// call). Every later call fails the same way, never with a panic.
+    ///
+    /// Huge functions compile on threads of their own while the next are
+    /// lowered (`lower/parallel.rs`); all are defined in the backend, in
+    /// the order they were lowered, before this returns. An error of an
+    /// earlier function comes first, as when each is compiled in turn.
     pub fn define_pending(&mut self, module: &Module) -> Result<(), CodegenError> {
         self.defined.clear();
+        let lowered = self.lower_pending(module);
+        let flushed = self.flush();
+        flushed.and(lowered)
+    }
+
+    /// Lowers (and compiles or queues) every pending function.
+    fn lower_pending(&mut self, module: &Module) -> Result<(), CodegenError> {
         while let Some(f) = self.pending.pop() {
             if let Err(e) = self.define(module, f) {
                 self.pending.push(f);
@@ -380,7 +397,9 @@ impl<M: ClModule> Compiler<M> {
                     rt::MAX_TAPES
                 )));
             }
-            self.defined.push(f);
+            if self.queued.is_empty() {
+                self.defined.push(f);
+            }
         }
         Ok(())
     }
@@ -522,9 +541,20 @@ impl<M: ClModule> Compiler<M> {
         } else {
             FunctionBuilderContext::new()
         };
+        let name = name_of(module, f);
+        let mut ctx = match res {
+            Ok(()) => match self.queue(f, id, &name, ctx) {
+                Some(ctx) => ctx,
+                None => {
+                    // Queued: the next function gets a context of its own.
+                    self.ctx = Context::new();
+                    return Ok(());
+                }
+            },
+            Err(_) => ctx,
+        };
         let res = res.and_then(|()| {
             time(Stage::Cranelift, || {
-                let name = name_of(module, f);
                 self.define_sized(&name, id, &mut ctx)
                     .map_err(|e| CodegenError::backend_in(e, &name))
             })
@@ -560,31 +590,14 @@ impl<M: ClModule> Compiler<M> {
         if !huge {
             return Ok(self.backend.define_function(id, ctx)?);
         }
-        if self.huge_isa.is_none() {
-            self.huge_isa = Some(huge_isa(self.backend.isa()));
-        }
-        let Some(Some(isa)) = &self.huge_isa else {
+        let Some(isa) = self.huge_isa_made() else {
             // No such settings on this target: the backend's own.
             return Ok(self.backend.define_function(id, ctx)?);
         };
-        let mut ctrl = ControlPlane::default();
-        ctx.compile(&**isa, &mut ctrl)
-            .map_err(|e| ModuleError::Compilation(e.inner))?;
-        let Some(code) = ctx.compiled_code() else {
-            return Err(Box::new(ModuleError::Compilation(
-                cranelift_codegen::CodegenError::Unsupported("no code after compiling".into()),
-            )));
-        };
-        let relocs: Vec<ModuleReloc> = code
-            .buffer
-            .relocs()
-            .iter()
-            .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, id))
-            .collect();
-        let align = u64::from(code.buffer.alignment);
+        let code = parallel::compile(&isa, id, ctx)?;
         Ok(self
             .backend
-            .define_function_bytes(id, align, code.code_buffer(), &relocs)?)
+            .define_function_bytes(id, code.align, &code.bytes, &code.relocs)?)
     }
 }
 
@@ -1893,5 +1906,63 @@ mod huge_tests {
                 other => panic!("not two f64s: {other:?}"),
             }
         }
+    }
+
+    /// An object of `text`'s function `@top` and everything it calls, each
+    /// function compiled on the lowering thread when `in_place` (the
+    /// Cranelift IR log on: `lower/parallel.rs` then queues nothing), huge
+    /// ones on threads of their own otherwise; with the Cranelift function
+    /// names defined, in the order defined.
+    fn object(text: &str, in_place: bool) -> (Vec<u8>, Vec<String>) {
+        use super::Compiler;
+        use irad_ir::func::FuncRef;
+        let m = irad_ir::text::parse_module(text).expect("the program parses");
+        let top = m.by_name("top").expect("declared");
+        let isa = crate::object::native_isa_for_objects().expect("an ISA");
+        let builder = cranelift_object::ObjectBuilder::new(
+            isa,
+            "irad",
+            cranelift_module::default_libcall_names(),
+        )
+        .expect("an object builder");
+        let mut comp = Compiler::new(cranelift_object::ObjectModule::new(builder));
+        if in_place {
+            comp.clif = Some(Vec::new());
+        }
+        comp.declare(&m, FuncRef::User(top)).expect("declares");
+        comp.define_pending(&m).expect("compiles");
+        let names = comp
+            .defined
+            .iter()
+            .map(|&f| super::name_of(&m, f))
+            .collect();
+        let bytes = comp.backend.finish().emit().expect("emits");
+        (bytes, names)
+    }
+
+    #[test]
+    fn huge_functions_compiled_on_threads_make_the_same_object() {
+        // Two huge functions (compiled on threads) and, queued behind
+        // them, small ones: the object and the order of definition are
+        // those of compiling each function in place.
+        let steps = HUGE_FUNCTION_INSTS / 5;
+        let text = format!(
+            "{}{}func @top(%x: f64) -> f64 {{\n#1:\n  %a = invoke @chain(%x) :: f64\n  \
+             %b = invoke @other(%a) :: f64\n  %c = invoke @half(%b) :: f64\n  return %c\n}}\n",
+            chain(steps),
+            chain(steps)
+                .split("func @half")
+                .next()
+                .expect("the chain first")
+                .replace("@chain", "@other"),
+        );
+        let (threads, order) = object(&text, false);
+        let (in_place, want_order) = object(&text, true);
+        assert_eq!(order, want_order);
+        assert!(
+            order.len() >= 3 && order.contains(&"@other".to_string()),
+            "{order:?}"
+        );
+        assert!(threads == in_place, "the objects differ");
     }
 }

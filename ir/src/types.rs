@@ -237,6 +237,14 @@ impl Type {
     /// Whether `sparse` occurs anywhere in the type (also in `[sparse]`,
     /// sparse duals and function types). Iterative.
     pub fn mentions_sparse(&self) -> bool {
+        // Without a stack for the types that hold no other (most of them).
+        match self {
+            Type::Sparse | Type::Array(Scalar::Sparse) | Type::Dual(_, Lanes::Sparse) => {
+                return true;
+            }
+            Type::Tuple(_) | Type::Func(_) | Type::Dual(..) => {}
+            _ => return false,
+        }
         let mut stack = vec![self];
         while let Some(ty) = stack.pop() {
             match ty {
@@ -258,6 +266,11 @@ impl Type {
     /// function type and outside sparse duals (a dense dual's primal always
     /// holds one: [`Type::tangent`]).
     pub fn has_tangent(&self) -> bool {
+        match self {
+            Type::F64 | Type::Array(Scalar::F64) => return true,
+            Type::Tuple(_) => {}
+            _ => return false,
+        }
         let mut stack = vec![self];
         while let Some(ty) = stack.pop() {
             match ty {
@@ -440,6 +453,10 @@ impl Type {
     /// tangents, which have `T`'s leaves), a sparse dual's once (its
     /// tangents are sparse handles). Saturates instead of overflowing.
     fn count_leaves(&self, leaf: impl Fn(&Type) -> bool) -> usize {
+        if !matches!(self, Type::Tuple(_) | Type::Dual(..)) {
+            // A leaf or nothing: no stack (an allocation) needed.
+            return usize::from(leaf(self));
+        }
         let mut n = 0usize;
         let mut stack = vec![(self, 1usize)];
         while let Some((ty, times)) = stack.pop() {

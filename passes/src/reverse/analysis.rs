@@ -8,7 +8,7 @@
 //! native stack.
 
 use super::bbcode::BBCode;
-use irad_ir::entity::EntityRef;
+use irad_ir::entity::{EntityRef, SecondaryMap};
 use irad_ir::flow::graph;
 use irad_ir::{Func, InstKind, Operand, Type, Value};
 use smallvec::SmallVec;
@@ -77,7 +77,9 @@ pub(crate) fn live_out(bb: &BBCode, succs: &[SmallVec<[usize; 2]>]) -> Vec<BTree
         _ => None,
     };
     let mut uses: Vec<BTreeSet<Value>> = vec![BTreeSet::new(); n];
-    let mut defs: Vec<BTreeSet<Value>> = vec![BTreeSet::new(); n];
+    // def_block[v]: 1 + the position of the block defining v (0: none), a
+    // dense map: a set per block cost an allocation per statement.
+    let mut def_block: SecondaryMap<Value, u32> = SecondaryMap::new();
     // phi_uses[s]: (pred position, value) for each phi entry of s.
     let index = bb.index();
     let mut phi_uses: Vec<Vec<(usize, Value)>> = vec![Vec::new(); n];
@@ -85,7 +87,7 @@ pub(crate) fn live_out(bb: &BBCode, succs: &[SmallVec<[usize; 2]>]) -> Vec<BTree
         for &inst in &b.stmts {
             let data = &func.insts[inst];
             if let Some(r) = data.result {
-                defs[i].insert(r);
+                def_block.set(r, i as u32 + 1);
             }
             if let InstKind::Phi { entries } = &data.kind {
                 for (p, op) in entries {
@@ -96,9 +98,12 @@ pub(crate) fn live_out(bb: &BBCode, succs: &[SmallVec<[usize; 2]>]) -> Vec<BTree
             }
         }
     }
-    // Operand uses not defined earlier in the same block.
+    // Operand uses not defined earlier in the same block: `defined_at[v]`
+    // is 1 + the block's position once the walk of that block has passed
+    // v's definition.
+    let mut defined_at: SecondaryMap<Value, u32> = SecondaryMap::new();
     for (i, b) in bb.blocks.iter().enumerate() {
-        let mut defined = BTreeSet::new();
+        let stamp = i as u32 + 1;
         let mut u = BTreeSet::new();
         for &inst in &b.stmts {
             let data = &func.insts[inst];
@@ -109,17 +114,17 @@ pub(crate) fn live_out(bb: &BBCode, succs: &[SmallVec<[usize; 2]>]) -> Vec<BTree
                 InstKind::Phi { .. } => &[],
             };
             for v in args.iter().filter_map(cot) {
-                if !defined.contains(&v) {
+                if defined_at[v] != stamp {
                     u.insert(v);
                 }
             }
             if let Some(r) = data.result {
-                defined.insert(r);
+                defined_at.set(r, stamp);
             }
         }
         if let super::bbcode::BTerm::Return(op) = &b.term
             && let Some(v) = cot(op)
-            && !defined.contains(&v)
+            && defined_at[v] != stamp
         {
             u.insert(v);
         }
@@ -141,7 +146,12 @@ pub(crate) fn live_out(bb: &BBCode, succs: &[SmallVec<[usize; 2]>]) -> Vec<BTree
                 o.extend(live_in[s].iter().copied());
                 o.extend(phi_uses[s].iter().filter(|(p, _)| *p == b).map(|(_, v)| *v));
             }
-            let mut li: BTreeSet<Value> = o.difference(&defs[b]).copied().collect();
+            let stamp = b as u32 + 1;
+            let mut li: BTreeSet<Value> = o
+                .iter()
+                .copied()
+                .filter(|&v| def_block[v] != stamp)
+                .collect();
             li.extend(uses[b].iter().copied());
             if o != out[b] || li != live_in[b] {
                 out[b] = o;

@@ -17,6 +17,7 @@ use irad_ir::entity::SecondaryMap;
 use irad_ir::flow::{ControlFlowGraph, DominatorTree};
 use irad_ir::{Block, Const, FuncId, FuncRef, Inst, InstKind, Module, Operand, Prim, Type, Value};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use smallvec::SmallVec;
 
 /// Runs CSE over each of `funcs`; returns whether it merged anything.
 pub fn cse(m: &mut Module, funcs: &[FuncId], _whole: bool) -> bool {
@@ -40,7 +41,9 @@ enum KeyOp {
     Prim(Prim),
 }
 
-type Key = (Prim, Vec<KeyOp>, Type);
+/// A call's key: its primitive, operands and result type (the operands
+/// inline for up to three, so that most keys need no allocation).
+type Key = (Prim, SmallVec<[KeyOp; 3]>, Type);
 
 fn key_op(op: &Operand) -> KeyOp {
     match op {
@@ -73,8 +76,11 @@ fn cse_func(func: &mut irad_ir::Func) -> bool {
             cx.visit_block(func, c);
             stack.push((c, 0, mark_c));
         } else {
-            for key in cx.undo.drain(mark..) {
-                cx.table.remove(&key);
+            for inst in cx.undo.drain(mark..) {
+                // Its operands are as when it was recorded: the key too.
+                if let Some((key, _)) = key_of(func, inst) {
+                    cx.table.remove(&key);
+                }
             }
             stack.pop();
         }
@@ -103,8 +109,9 @@ struct Scopes {
     removed: HashSet<Inst>,
     /// The calls of the blocks on the path from the entry, by key.
     table: HashMap<Key, Value>,
-    /// The keys in the order they were added, to leave a block's scope.
-    undo: Vec<Key>,
+    /// The calls recorded in `table`, in the order they were added, to
+    /// leave a block's scope.
+    undo: Vec<Inst>,
 }
 
 impl Scopes {
@@ -114,7 +121,7 @@ impl Scopes {
         for i in 0..func.blocks[block].insts.len() {
             let inst = func.blocks[block].insts[i];
             let data = &mut func.insts[inst];
-            let InstKind::Prim { prim, args } = &mut data.kind else {
+            let InstKind::Prim { args, .. } = &mut data.kind else {
                 continue;
             };
             for op in args.iter_mut() {
@@ -124,27 +131,37 @@ impl Scopes {
                     *op = Operand::Value(w);
                 }
             }
-            let Some(result) = data.result else {
+            let Some((key, result)) = key_of(func, inst) else {
                 continue;
             };
-            if !is_deterministic(*prim) {
-                continue;
-            }
-            let key: Key = (
-                *prim,
-                args.iter().map(key_op).collect(),
-                func.values[result].ty.clone(),
-            );
             match self.table.get(&key) {
                 Some(&earlier) => {
                     self.subst.set(result, Some(earlier));
                     self.removed.insert(inst);
                 }
                 None => {
-                    self.table.insert(key.clone(), result);
-                    self.undo.push(key);
+                    self.table.insert(key, result);
+                    self.undo.push(inst);
                 }
             }
         }
     }
+}
+
+/// The key of `inst` and its result, when it is a call CSE may merge.
+fn key_of(func: &irad_ir::Func, inst: Inst) -> Option<(Key, Value)> {
+    let data = &func.insts[inst];
+    let InstKind::Prim { prim, args } = &data.kind else {
+        return None;
+    };
+    let result = data.result?;
+    if !is_deterministic(*prim) {
+        return None;
+    }
+    let key = (
+        *prim,
+        args.iter().map(key_op).collect(),
+        func.values[result].ty.clone(),
+    );
+    Some((key, result))
 }
