@@ -267,7 +267,7 @@ impl Type {
     /// holds one: [`Type::tangent`]).
     pub fn has_tangent(&self) -> bool {
         match self {
-            Type::F64 | Type::Array(Scalar::F64) => return true,
+            Type::F64 | Type::Array(Scalar::F64) | Type::Dual(_, Lanes::Dense(_)) => return true,
             Type::Tuple(_) => {}
             _ => return false,
         }
@@ -562,6 +562,29 @@ mod tests {
         );
         assert_eq!(Type::F64.tangent_at(Lanes::Sparse), Some(Type::Sparse));
         assert_eq!(Type::F64.tangent_at(three), Some(Type::F64));
+    }
+
+    #[test]
+    fn has_tangent_holds_for_f64_leaves_and_dense_duals_at_any_depth() {
+        let three = Lanes::dense(3).unwrap();
+        let cases = [
+            (Type::F64, true),
+            (AF, true),
+            (AI, false),
+            (Type::I64, false),
+            (Type::Unit, false),
+            (Type::dual(Type::F64), true),
+            (Type::dual_n(AF, three), true),
+            (Type::dual_n(Type::F64, Lanes::Sparse), false),
+            (t(vec![Type::I64, Type::dual(Type::F64)]), true),
+            (t(vec![Type::I64, t(vec![AI, Type::F64])]), true),
+            (t(vec![Type::I64, AI]), false),
+            (Type::func(vec![Type::F64], Type::F64), false),
+        ];
+        for (ty, has) in cases {
+            assert_eq!(ty.has_tangent(), has, "{ty}");
+            assert_eq!(ty.tangent().is_some(), has, "{ty}");
+        }
     }
 
     #[test]
