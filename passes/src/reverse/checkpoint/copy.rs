@@ -278,7 +278,7 @@ impl<'a, 'r> LoopCopy<'a, 'r> {
         let cx = self.cx;
         let l = &cx.shape.loops.of(self.k);
         let header = self.fblock[l.header];
-        for i in (0..cx.shape.n).filter(|&i| l.contains(i)) {
+        for i in l.members.iter().copied() {
             let fb = self.fblock[i];
             for &inst in &self.fwd.blocks[fb].insts {
                 let data = &self.fwd.insts[inst];

@@ -453,7 +453,7 @@ fn bytes_per_iteration(
     let shape = &cx.shape;
     let l = shape.loops.of(k);
     let mut total = 0u64;
-    for i in (0..shape.n).filter(|&i| l.contains(i) && shape.kept(i)) {
+    for i in l.members.iter().copied().filter(|&i| shape.kept(i)) {
         let depth = depth_in(&shape.loops, i, k);
         let times = INNER_TRIPS.saturating_pow(u32::try_from(depth).unwrap_or(u32::MAX));
         let block = shape.bb.blocks[i].id;
@@ -634,10 +634,7 @@ pub(super) fn mark_replay_pushes(
         let Some(func) = c.replay else { continue };
         let name = module.get(func).map(|f| f.name.clone()).unwrap_or_default();
         let l = &cx.shape.loops.of(c.k);
-        let members: HashSet<Block> = (0..cx.shape.n)
-            .filter(|&i| l.contains(i))
-            .map(|i| bb.blocks[i].id)
-            .collect();
+        let members: HashSet<Block> = l.members.iter().copied().map(|i| bb.blocks[i].id).collect();
         let (saves, branches) = plan.pushes_mut();
         for br in branches.iter_mut().filter(|b| members.contains(&b.from)) {
             br.replay = Some(name.clone());

@@ -47,10 +47,7 @@ pub(in crate::reverse) fn rewrite(
     shown: &mut HashMap<Value, Value>,
 ) -> Result<(), ReverseError> {
     let l = &cx.shape.loops.of(ck.k);
-    let member_blocks: HashSet<Block> = (0..cx.shape.n)
-        .filter(|&i| l.contains(i))
-        .map(|i| fblock[i])
-        .collect();
+    let member_blocks: HashSet<Block> = l.members.iter().copied().map(|i| fblock[i]).collect();
     let recording = clear_blocks(module, fwd_id, &member_blocks, &cx.floc)?;
     let mut fb = FuncBuilder::new(module, fwd_id).map_err(build_err(&cx.floc))?;
     let snap = fb.create_block();
@@ -75,7 +72,7 @@ pub(in crate::reverse) fn rewrite(
         .collect();
     let head = fblock[l.header];
     let mut renamed: HashMap<Value, Operand> = HashMap::default();
-    for i in (0..cx.shape.n).filter(|&i| l.contains(i)) {
+    for i in l.members.iter().copied() {
         for &inst in &cx.shape.bb.blocks[i].stmts {
             if let Some(v) = cx.src.insts[inst].result
                 && let (Some(Operand::Value(old)), Some(new)) = (fval[v], pmap[v])
@@ -117,7 +114,7 @@ pub(in crate::reverse) fn rewrite(
     // Uses after the loop of the loop's values: the new definitions.
     rename_outside(f, &member_blocks, (snap, rest), &recording, &renamed, head)
         .map_err(|what| internal(&cx.floc, what))?;
-    for i in (0..cx.shape.n).filter(|&i| l.contains(i)) {
+    for i in l.members.iter().copied() {
         for &inst in &cx.shape.bb.blocks[i].stmts {
             if let Some(v) = cx.src.insts[inst].result
                 && let Some(Operand::Value(old)) = fval[v]
@@ -363,7 +360,7 @@ impl PLoop<'_, '_, '_> {
         let build = build_err(&cx.floc);
         let index = cx.shape.bb.index();
         let head = self.fblock[l.header];
-        for i in (0..cx.shape.n).filter(|&i| l.contains(i)) {
+        for i in l.members.iter().copied() {
             for &inst in &cx.shape.bb.blocks[i].stmts {
                 let data = &cx.src.insts[inst];
                 let (InstKind::Phi { entries }, Some(r)) = (&data.kind, data.result) else {

@@ -46,7 +46,7 @@ pub(in crate::reverse) fn inputs(
         c => Some(*c),
     };
     let index = shape.bb.index();
-    for i in (0..shape.n).filter(|&i| l.contains(i)) {
+    for i in l.members.iter().copied() {
         for &inst in &view.fwd.blocks[view.fblock[i]].insts {
             match &view.fwd.insts[inst].kind {
                 InstKind::CallValue { callee, args } => {

@@ -1,16 +1,16 @@
 //! The replay function of a checkpointed loop, `@f.rev.fwd.replayN` (N the
 //! header's label): what the pullback calls to rebuild the records of one
 //! stretch. It takes the loop's inputs; pops the stretch's snapshot (the
-//! array copies, then the header phis' values), copies the arrays back,
-//! for a loop of several exits pushes its inputs back (for the pullback to
-//! hand to the replay of the stretch before), pushes the index the loop's
-//! entering block would have pushed (for a loop
-//! run back by popping indices: the stretch's first iteration is seen as
-//! entered from outside), and then runs a copy of the loop's recording
-//! blocks of the forward sweep (`copy.rs`), pushes included, from the
-//! snapshot's state: for `stretch` visits of the header, or until the loop
-//! exits (by any of its exit edges: all go to the replay's end). It returns the snapshot's value of a counted loop's counter (the
-//! stretch's start), `()` for other loops.
+//! array copies, then the header phis' values), copies the arrays back, for
+//! a loop of several exits pushes its inputs back (for the pullback to hand
+//! to the replay of the stretch before), pushes the index the loop's
+//! entering block would have pushed (for a loop run back by popping indices:
+//! the stretch's first iteration is seen as entered from outside), and then
+//! runs a copy of the loop's recording blocks of the forward sweep
+//! (`copy.rs`), pushes included, from the snapshot's state: for `stretch`
+//! visits of the header, or until the loop exits (by any of its exit edges:
+//! all go to the replay's end). It returns the snapshot's value of a counted
+//! loop's counter (the stretch's start), `()` for other loops.
 //!
 //! Assumes the forward sweep's loop blocks are still the recording ones
 //! (built before `primal.rs` rewrites them), with their pushes in place.
