@@ -334,10 +334,6 @@ struct FuncState {
     subst: Subst,
     removed: HashSet<Inst>,
     callees: HashSet<Value>,
-    /// Per statement: the substitution's size when its operands were last
-    /// substituted (plus one; 0: never), so that a statement is rewritten
-    /// only when something new was replaced.
-    resolved_at: Vec<usize>,
 }
 
 struct Engine<'m> {
@@ -531,9 +527,10 @@ impl Engine<'_> {
     /// The rule, group or pass `rule` at `at`.
     fn rule(&mut self, rule: &'static rules::Rule, at: At) -> Out {
         match rule.kind {
-            RuleKind::Group(_) => match rules::resolved(rule.name) {
-                Some((_, members)) => self.apply_rule(rule, members, at),
-                None => Out::FAIL,
+            RuleKind::Group(_) => match (rules::resolved(rule.name), at) {
+                (Some((_, members)), At::Stmt(f, inst)) => self.stmt_group(members, f, inst),
+                (Some((_, members)), _) => self.apply_rule(rule, members, at),
+                (None, _) => Out::FAIL,
             },
             _ => self.apply_rule(rule, &[], at),
         }
@@ -611,6 +608,32 @@ impl Engine<'_> {
         f: FuncId,
         inst: Inst,
     ) -> Out {
+        self.stmt_rules(std::iter::once((name, run)), f, inst)
+    }
+
+    /// A group at a statement: its first statement rule that applies (a
+    /// member of another kind fails there, as [`Engine::apply_rule`] would
+    /// have it). The operands are resolved once for all members: the
+    /// substitution changes only when a member succeeds, and then the group
+    /// is done.
+    fn stmt_group(&mut self, members: &[&'static rules::Rule], f: FuncId, inst: Inst) -> Out {
+        self.stmt_rules(
+            members.iter().filter_map(|m| match m.kind {
+                RuleKind::Stmt(run) => Some((m.name, run)),
+                _ => None,
+            }),
+            f,
+            inst,
+        )
+    }
+
+    /// The first of `rules` that rewrites the statement `inst` of `f`.
+    fn stmt_rules(
+        &mut self,
+        mut rules: impl Iterator<Item = (&'static str, rules::StmtRule)>,
+        f: FuncId,
+        inst: Inst,
+    ) -> Out {
         self.ensure_state(f);
         let Some(Some(state)) = self.states.get_mut(f.index()) else {
             return Out::FAIL;
@@ -630,20 +653,20 @@ impl Engine<'_> {
             func: &*func,
             subst,
         };
-        let Some(new) = run(&cx, inst) else {
+        let Some((name, new)) = rules.find_map(|(name, run)| {
+            run(&cx, inst).and_then(|new| {
+                let usable = new != Operand::Value(result)
+                    // A dynamic call needs a value to call through.
+                    && !(state.callees.contains(&result) && matches!(new, Operand::Const(_)));
+                usable.then_some((name, new))
+            })
+        }) else {
             return Out::FAIL;
         };
-        if new == Operand::Value(result) {
-            return Out::FAIL;
-        }
-        if state.callees.contains(&result) {
-            match new {
-                // A dynamic call needs a value to call through.
-                Operand::Const(_) => return Out::FAIL,
-                Operand::Value(v) => {
-                    state.callees.insert(v);
-                }
-            }
+        if state.callees.contains(&result)
+            && let Operand::Value(v) = new
+        {
+            state.callees.insert(v);
         }
         debug_assert_eq!(
             func.operand_type(&new, &Module::new())
@@ -670,7 +693,6 @@ impl Engine<'_> {
         }
         let subst = std::mem::take(&mut state.subst);
         let removed = std::mem::take(&mut state.removed);
-        state.resolved_at.clear();
         apply_to_operands(&mut self.m[f], &removed, |op| *op = subst.resolve(*op));
     }
 
