@@ -39,6 +39,7 @@
 
 use super::ctx::{Derivation, How, Stmt};
 use super::plan::{CountedLoop, Recompute, def_blocks};
+use crate::optimise::rules::cse::{KeyOp, key_op};
 use irad_ir::entity::SecondaryMap;
 use irad_ir::{Block, Func, Inst, InstKind, Operand, Prim, Value};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -521,11 +522,14 @@ fn repeats(
     canon: &mut HashMap<Value, Value>,
 ) {
     let mut epoch: HashMap<u32, u32> = HashMap::default();
-    let mut seen: HashMap<(Prim, Vec<String>), Value> = HashMap::default();
+    // The primitive, the operands (values by their canonical number), and
+    // for an array read the count of writes of its class so far.
+    type RepeatKey = (Prim, SmallVec<[KeyOp; 3]>, Option<u32>);
+    let mut seen: HashMap<RepeatKey, Value> = HashMap::default();
     let mut passed = 0;
     let key = |op: &Operand, canon: &HashMap<Value, Value>| match op {
-        Operand::Value(u) => format!("%{}", canon.get(u).copied().unwrap_or(*u).as_u32()),
-        Operand::Const(c) => format!("{c:?}"),
+        Operand::Value(u) => KeyOp::Value(canon.get(u).copied().unwrap_or(*u).as_u32()),
+        c => key_op(c),
     };
     for &inst in &input.fwd.blocks[input.fblock[i]].insts {
         let data = &input.fwd.insts[inst];
@@ -543,7 +547,8 @@ fn repeats(
         if !cheap(*prim) {
             continue;
         }
-        let mut k: Vec<String> = args.iter().map(|a| key(a, canon)).collect();
+        let ops = args.iter().map(|a| key(a, canon)).collect();
+        let mut at = None;
         if *prim == Prim::Arrayref {
             let Some(c) = args.first().and_then(primal_class) else {
                 continue;
@@ -551,14 +556,14 @@ fn repeats(
             if writes.get(owner).is_some_and(|w| w.contains(&c)) {
                 continue;
             }
-            k.push(format!("@{}", epoch.get(&c).copied().unwrap_or(0)));
+            at = Some(epoch.get(&c).copied().unwrap_or(0));
         }
-        match seen.get(&(*prim, k.clone())) {
-            Some(&first) => {
-                canon.insert(v, first);
+        match seen.entry((*prim, ops, at)) {
+            std::collections::hash_map::Entry::Occupied(first) => {
+                canon.insert(v, *first.get());
             }
-            None => {
-                seen.insert((*prim, k), v);
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(v);
             }
         }
     }

@@ -30,8 +30,10 @@ pub fn cse(m: &mut Module, funcs: &[FuncId], _whole: bool) -> bool {
     changed
 }
 
+/// An operand as part of a hash key: a value by number, a constant by its
+/// bits (so `-0.0` and `0.0` differ, and a NaN equals itself).
 #[derive(Clone, PartialEq, Eq, Hash)]
-enum KeyOp {
+pub(crate) enum KeyOp {
     Value(u32),
     F64(u64),
     I64(i64),
@@ -45,7 +47,8 @@ enum KeyOp {
 /// inline for up to three, so that most keys need no allocation).
 type Key = (Prim, SmallVec<[KeyOp; 3]>, Type);
 
-fn key_op(op: &Operand) -> KeyOp {
+/// `op` as part of a hash key.
+pub(crate) fn key_op(op: &Operand) -> KeyOp {
     match op {
         Operand::Value(v) => KeyOp::Value(v.as_u32()),
         Operand::Const(Const::F64(x)) => KeyOp::F64(x.to_bits()),
