@@ -406,6 +406,9 @@ impl Type {
     /// Iterative, so that a type built deeper than the parser allows cannot
     /// overflow the stack here.
     pub fn depth(&self) -> usize {
+        if !matches!(self, Type::Tuple(_) | Type::Func(_) | Type::Dual(..)) {
+            return 1;
+        }
         let mut max = 0;
         let mut stack = vec![(self, 1usize)];
         while let Some((ty, d)) = stack.pop() {
@@ -428,6 +431,9 @@ impl Type {
     /// The number of nodes of the type tree: 1 for scalars, arrays and `()`.
     /// Iterative, like [`Type::depth`].
     pub fn size(&self) -> usize {
+        if !matches!(self, Type::Tuple(_) | Type::Func(_) | Type::Dual(..)) {
+            return 1;
+        }
         let mut n = 0usize;
         let mut stack = vec![self];
         while let Some(ty) = stack.pop() {

@@ -34,6 +34,7 @@
 
 use irad_ir::entity::EntityRef;
 use irad_ir::{Func, Inst, InstKind, Operand, Prim, Type, Value};
+use smallvec::SmallVec;
 
 /// The result of the analysis for one function.
 #[derive(Clone, Debug)]
@@ -151,7 +152,7 @@ pub fn tracked(ty: &Type) -> bool {
     if !ty.has_cotangent() {
         return false;
     }
-    let mut stack = vec![ty];
+    let mut stack: SmallVec<[&Type; 8]> = smallvec::smallvec![ty];
     while let Some(t) = stack.pop() {
         match t {
             Type::Array(_) | Type::Func(_) => return false,
@@ -166,7 +167,7 @@ pub fn tracked(ty: &Type) -> bool {
 /// Whether values of type `ty` hold an array (outside function types; a
 /// dual holds its primal's and its tangents' arrays).
 fn holds_array(ty: &Type) -> bool {
-    let mut stack = vec![ty];
+    let mut stack: SmallVec<[&Type; 8]> = smallvec::smallvec![ty];
     while let Some(t) = stack.pop() {
         match t {
             Type::Array(_) => return true,
@@ -328,15 +329,16 @@ impl<'a> Analysis<'a> {
         }
     }
 
-    /// The operands of a statement (phi entries included).
-    fn operands(&self, inst: Inst) -> Vec<Operand> {
+    /// The operands of a statement (phi entries included), inline up to
+    /// four: the fixpoints call this per statement per round.
+    fn operands(&self, inst: Inst) -> SmallVec<[Operand; 4]> {
         match &self.func.insts[inst].kind {
-            InstKind::Prim { args, .. } | InstKind::Invoke { args, .. } => args.to_vec(),
-            InstKind::CallValue { callee, args } => {
-                let mut ops = vec![Operand::Value(*callee)];
-                ops.extend(args.iter().copied());
-                ops
+            InstKind::Prim { args, .. } | InstKind::Invoke { args, .. } => {
+                args.iter().copied().collect()
             }
+            InstKind::CallValue { callee, args } => std::iter::once(Operand::Value(*callee))
+                .chain(args.iter().copied())
+                .collect(),
             InstKind::Phi { entries } => entries.iter().map(|(_, op)| *op).collect(),
         }
     }

@@ -114,7 +114,7 @@ pub(crate) fn install(reg: &mut Registry) {
 }
 
 /// The arguments that get a partial: f64 arguments that are not constants.
-fn wanted(types: &[Type], consts: &[bool]) -> Vec<bool> {
+fn wanted(types: &[Type], consts: &[bool]) -> SmallVec<[bool; 4]> {
     types
         .iter()
         .zip(consts)
@@ -146,10 +146,13 @@ fn install_partials(
         None,
         RruleFns::new(
             move |b, call| {
-                let args: Vec<Operand> = call.args.iter().map(|a| a.primal).collect();
-                let types: Vec<Type> = call.args.iter().map(|a| a.ty.clone()).collect();
-                let consts: Vec<bool> = call.args.iter().map(|a| !a.active).collect();
-                let want = wanted(&types, &consts);
+                // Inline: this runs once per differentiated statement.
+                let args: SmallVec<[Operand; 4]> = call.args.iter().map(|a| a.primal).collect();
+                let want: SmallVec<[bool; 4]> = call
+                    .args
+                    .iter()
+                    .map(|a| a.ty == Type::F64 && a.active)
+                    .collect();
                 let y = value(b, prim, &args)?;
                 let mut saved = SmallVec::new();
                 if want.iter().any(|&w| w) {

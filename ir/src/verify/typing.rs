@@ -12,6 +12,7 @@ use super::{At, Ctx, Slot};
 use crate::MAX_NESTING;
 use crate::func::{Const, FuncRef, Inst, InstKind, Operand, Terminator, Value, const_type};
 use crate::types::Type;
+use smallvec::SmallVec;
 use std::borrow::Cow;
 
 /// Checks that the parameter and result types nest at most `MAX_NESTING` deep.
@@ -247,7 +248,7 @@ fn check_result(ctx: &mut Ctx, at: At, what: &dyn std::fmt::Display, want: &Type
 
 /// The types of `args`; `None` when any is unknown. Every operand is looked
 /// at, so each bad constant is reported.
-fn operand_types(ctx: &mut Ctx, at: At, args: &[Operand]) -> Option<Vec<Type>> {
+fn operand_types(ctx: &mut Ctx, at: At, args: &[Operand]) -> Option<SmallVec<[Type; 4]>> {
     let types = each_operand_type(ctx, at, args);
     types.into_iter().map(|t| t.map(Cow::into_owned)).collect()
 }
@@ -257,7 +258,8 @@ fn each_operand_type<'f>(
     ctx: &mut Ctx<'f>,
     at: At,
     args: &[Operand],
-) -> Vec<Option<Cow<'f, Type>>> {
+) -> SmallVec<[Option<Cow<'f, Type>>; 4]> {
+    // Inline: the verifier runs this for every statement.
     args.iter().map(|op| operand_type(ctx, at, op)).collect()
 }
 

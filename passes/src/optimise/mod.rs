@@ -39,7 +39,7 @@ use irad_ir::entity::EntityRef;
 use irad_ir::verify::{VerifyError, verify_module};
 use irad_ir::{Block, Func, FuncId, Inst, InstKind, Module, Operand, Terminator, Value};
 use rules::{RuleKind, StmtCtx};
-use rustc_hash::FxHashSet as HashSet;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::collections::BTreeMap;
 
 /// The schedule `irad grad`, `irad emit` and `irad bench` run on the derived
@@ -175,6 +175,7 @@ pub fn optimise_gated(
     };
     let mut eng = Engine {
         m,
+        choices: HashMap::default(),
         scope,
         states: Vec::new(),
         fuel: opts.fuel,
@@ -338,6 +339,9 @@ struct FuncState {
 
 struct Engine<'m> {
     m: &'m mut Module,
+    /// For each choice of rules met at a statement (by address: the
+    /// schedule outlives the run), its statement rules in order.
+    choices: HashMap<*const Strategy, StmtRules>,
     scope: Vec<FuncId>,
     /// Per function (by index), its state once a rule has visited it.
     states: Vec<Option<FuncState>>,
@@ -364,6 +368,22 @@ impl Engine<'_> {
                     }
                 }
                 Out { ok: true, changed }
+            }
+            Strategy::Choice(items)
+                if matches!(at, At::Stmt(..))
+                    && items.iter().all(|i| matches!(i, Strategy::Rule(_))) =>
+            {
+                let At::Stmt(f, inst) = at else {
+                    return Ok(Out::FAIL);
+                };
+                let key: *const Strategy = s;
+                let list = self
+                    .choices
+                    .remove(&key)
+                    .unwrap_or_else(|| stmt_rules_of(items));
+                let out = self.stmt_rules(list.iter().copied(), f, inst);
+                self.choices.insert(key, list);
+                out
             }
             Strategy::Choice(items) => {
                 let mut changed = false;
@@ -701,6 +721,34 @@ impl Engine<'_> {
             self.flush(FuncId::from_u32(u32::try_from(i).unwrap_or(u32::MAX)));
         }
     }
+}
+
+/// Statement rules by name, in the order they are tried.
+type StmtRules = Vec<(&'static str, rules::StmtRule)>;
+
+/// The statement rules of a choice of rules, in order (a group's members in
+/// place): at a statement the others fail without effect, so the choice
+/// there is the first of these that applies.
+fn stmt_rules_of(items: &[Strategy]) -> StmtRules {
+    let mut list = Vec::new();
+    for item in items {
+        let Strategy::Rule(rule) = item else {
+            continue;
+        };
+        match rule.kind {
+            RuleKind::Stmt(run) => list.push((rule.name, run)),
+            RuleKind::Group(_) => {
+                if let Some((_, members)) = rules::resolved(rule.name) {
+                    list.extend(members.iter().filter_map(|m| match m.kind {
+                        RuleKind::Stmt(run) => Some((m.name, run)),
+                        _ => None,
+                    }));
+                }
+            }
+            RuleKind::Block(_) | RuleKind::Pass(_) => {}
+        }
+    }
+    list
 }
 
 /// The values called through by dynamic calls of `func`.

@@ -435,9 +435,8 @@ pub(super) fn internal(loc: &Location, what: impl std::fmt::Display) -> ReverseE
 }
 
 /// An internal builder failure at `loc`.
-pub(super) fn build_err(loc: &Location) -> impl Fn(irad_ir::BuildError) -> ReverseError + use<> {
-    let loc = loc.clone();
-    move |e| internal(&loc, e)
+pub(super) fn build_err(loc: &Location) -> impl Fn(irad_ir::BuildError) -> ReverseError + '_ {
+    move |e| internal(loc, e)
 }
 
 /// The failure for a primal that is not normalised: `what` it lacks.
