@@ -1164,8 +1164,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
             let out = match &idata.kind {
                 InstKind::Phi { .. } => continue,
                 InstKind::Prim { prim, args } => {
-                    let mut vals = Vec::with_capacity(args.len());
-                    let mut tys = Vec::with_capacity(args.len());
+                    // Inline: once per statement of every compiled function.
+                    let mut vals: SmallVec<[Leaves; 4]> = SmallVec::with_capacity(args.len());
+                    let mut tys: SmallVec<[Type; 4]> = SmallVec::with_capacity(args.len());
                     for a in args {
                         vals.push(self.operand(a)?);
                         tys.push(func.operand_type(a, self.module).ok_or_else(|| {
