@@ -18,7 +18,7 @@
 //! order of the f64 entries (array elements in order), the same in both
 //! modes.
 
-use crate::strong::{any_nan, has_nan, or_strong};
+use crate::strong::{any_nan, has_nan, or_strong, slice_has_nan};
 use crate::{Error, GradRequest, Mode, Source, grad_error, internal, rules, run_stages};
 use irad_ir::interp::value::{ArrayData, Val};
 use irad_ir::interp::{Executor, RuleProvider};
@@ -386,7 +386,7 @@ pub fn jacobian(
     or_strong(
         module,
         |m| jacobian_once(src, m, registry, req),
-        |(j, _)| j.rows.iter().flatten().any(|x| x.is_nan()),
+        |(j, _)| j.rows.iter().any(|r| slice_has_nan(r)),
     )
 }
 

@@ -41,7 +41,7 @@ use crate::deriv::{
 };
 use crate::fof::FofShape;
 use crate::rof::RofShape;
-use crate::strong::{any_nan, or_strong};
+use crate::strong::{any_nan, or_strong, slice_has_nan};
 use crate::{Error, GradRequest, Source, internal, rules};
 use irad_ir::interp::value::Val;
 use irad_ir::interp::{Executor, RuleProvider, RuleProviderError};
@@ -286,7 +286,7 @@ pub fn hessian_via(
     or_strong(
         module,
         |m| hessian_once(src, m, registry, req, mode),
-        |(h, _)| any_nan(&h.gradient) || h.rows.iter().flatten().any(|x| x.is_nan()),
+        |(h, _)| any_nan(&h.gradient) || h.rows.iter().any(|r| slice_has_nan(r)),
     )
 }
 

@@ -361,7 +361,7 @@ fn boxed_args(args: &[ArgRef<'_>]) -> Vec<Val> {
 fn has_nan(out: &GradOut<'_>) -> bool {
     match out {
         GradOut::F64(x) => x.is_nan(),
-        GradOut::Slice(xs) => xs.iter().any(|x| x.is_nan()),
+        GradOut::Slice(xs) => crate::strong::slice_has_nan(xs),
         GradOut::Skip => false,
     }
 }

@@ -79,6 +79,13 @@ fn program() -> String {
     src
 }
 
+/// [`program`] loaded, and the built-in rules.
+fn table() -> (Source, irad::ir::Module, irad::rules::Registry) {
+    let src = Source::new("ieee.irad", program());
+    let module = irad::load(&src).expect("loads");
+    (src, module, irad::rules::Registry::new())
+}
+
 /// The names of the functions of [`program`].
 fn functions() -> Vec<String> {
     let mut out: Vec<String> = UNARY.iter().map(|p| format!("u_{p}")).collect();
@@ -139,9 +146,7 @@ fn f64_of(v: &Option<Val>) -> Option<f64> {
 
 #[test]
 fn every_mode_and_subset_gives_the_same_entries_at_infinities_and_nan() {
-    let src = Source::new("ieee.irad", program());
-    let module = irad::load(&src).expect("loads");
-    let registry = irad::rules::Registry::new();
+    let (src, module, registry) = table();
     let mut failures = Vec::new();
     for name in functions() {
         let f = irad::find_function(&src, &module, &name).expect("function");
@@ -215,9 +220,7 @@ fn every_mode_and_subset_gives_the_same_entries_at_infinities_and_nan() {
 /// there, as the strong version has no node of coefficient 0 to skip).
 #[test]
 fn a_cancelling_sum_is_nan_in_every_mode() {
-    let src = Source::new("ieee.irad", program());
-    let module = irad::load(&src).expect("loads");
-    let registry = irad::rules::Registry::new();
+    let (src, module, registry) = table();
     let f = irad::find_function(&src, &module, "cancel").expect("function");
     let args = [Val::F64(1.0), Val::F64(710.0)];
     for (mode, lanes) in [
@@ -241,9 +244,7 @@ fn a_cancelling_sum_is_nan_in_every_mode() {
 
 #[test]
 fn the_interpreter_and_compiled_code_agree_bit_for_bit_at_the_specials() {
-    let src = Source::new("ieee.irad", program());
-    let module = irad::load(&src).expect("loads");
-    let registry = irad::rules::Registry::new();
+    let (src, module, registry) = table();
     let bits = |v: &Option<Val>| f64_of(v).map(|x| if x.is_nan() { u64::MAX } else { x.to_bits() });
     let mut failures = Vec::new();
     // The functions with special cases in their rules, at the pairs of a few
@@ -350,9 +351,7 @@ const ORDINARY: &[f64] = &[0.5, -2.5, 3.0, 1e-3];
 /// for strong products) has them.
 #[test]
 fn the_plain_derivative_is_kept_bit_for_bit_where_it_has_no_nan() {
-    let src = Source::new("ieee.irad", program());
-    let module = irad::load(&src).expect("loads");
-    let registry = irad::rules::Registry::new();
+    let (src, module, registry) = table();
     let mut compared = 0;
     for name in functions() {
         let f = irad::find_function(&src, &module, &name).expect("function");
@@ -451,9 +450,7 @@ fn the_plain_derivative_is_kept_bit_for_bit_where_it_has_no_nan() {
 /// Hessian-vector product along `(1, 0)` is its first row.
 #[test]
 fn second_order_modes_agree_at_overflow() {
-    let src = Source::new("ieee.irad", program());
-    let module = irad::load(&src).expect("loads");
-    let registry = irad::rules::Registry::new();
+    let (src, module, registry) = table();
     let f = irad::find_function(&src, &module, "issue").expect("function");
     let args = [Val::F64(2.0), Val::F64(1000.0)];
     let inf = f64::INFINITY;
@@ -496,9 +493,7 @@ fn second_order_modes_agree_at_overflow() {
 /// issue's point: `[inf, inf]` by both modes, and `inf` along each axis.
 #[test]
 fn jacobians_and_jvps_agree_at_overflow() {
-    let src = Source::new("ieee.irad", program());
-    let module = irad::load(&src).expect("loads");
-    let registry = irad::rules::Registry::new();
+    let (src, module, registry) = table();
     let f = irad::find_function(&src, &module, "issue").expect("function");
     let args = [Val::F64(2.0), Val::F64(1000.0)];
     let inf = f64::INFINITY;
@@ -625,9 +620,7 @@ fn leaves(v: &Val, out: &mut Vec<f64>) {
 /// on the first NaN), and at an ordinary point the plain gradient.
 #[test]
 fn compiled_gradients_fall_back_in_boxed_and_typed_calls() {
-    let src = Source::new("ieee.irad", program());
-    let module = irad::load(&src).expect("loads");
-    let registry = irad::rules::Registry::new();
+    let (src, module, registry) = table();
     let f = irad::find_function(&src, &module, "issue").expect("function");
     let inf = f64::INFINITY;
     for mode in [Mode::Reverse, Mode::Forward] {
