@@ -305,6 +305,21 @@ pub struct CompiledGradient {
     pub(crate) wrt: Vec<bool>,
     /// The entry points of typed calls, made on the first.
     pub(crate) typed: OnceLock<Result<crate::typed::TypedPlan, String>>,
+    /// What the strong version is derived from (`None` in the strong
+    /// version itself): the module as given and the request.
+    pub(crate) recipe: Option<Box<StrongRecipe>>,
+    /// The strong version, derived and compiled the first time a run's
+    /// gradient has a NaN (docs/rules.md, "Infinities and NaN").
+    pub(crate) strong: OnceLock<Result<Box<CompiledGradient>, String>>,
+}
+
+/// What [`jit_gradient`] derives the strong version of a gradient from.
+pub(crate) struct StrongRecipe {
+    module: Module,
+    registry: Registry,
+    mode: crate::Mode,
+    opts: irad_passes::forward::grad::GradOptions,
+    schedule: irad_passes::optimise::Strategy,
 }
 
 impl CompiledGradient {
@@ -367,6 +382,52 @@ impl CompiledGradient {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn run(
+        &self,
+        args: &[Val],
+        opts: &RunOptions,
+    ) -> Result<irad_passes::forward::grad::Gradient, irad_passes::forward::grad::GradError> {
+        let g = self.run_plain(args, opts)?;
+        if !crate::strong::any_nan(&g.gradient) {
+            return Ok(g);
+        }
+        match self.strong_version(args)? {
+            Some(s) => s.run_plain(args, opts),
+            None => Ok(g),
+        }
+    }
+
+    /// The strong version of this gradient (`None` when this is it),
+    /// derived and compiled on the first call, for arguments like `args`.
+    pub(crate) fn strong_version(
+        &self,
+        args: &[Val],
+    ) -> Result<Option<&CompiledGradient>, GradError> {
+        let Some(recipe) = &self.recipe else {
+            return Ok(None);
+        };
+        let made = self.strong.get_or_init(|| {
+            let m = crate::strong::strong_copy(&recipe.module);
+            let req = GradRequest {
+                mode: recipe.mode,
+                opts: recipe.opts.clone(),
+                schedule: Some(recipe.schedule.clone()),
+                ..GradRequest::new(self.func, args)
+            };
+            derive(&m, &recipe.registry, &req)
+                .map(Box::new)
+                .map_err(|e| e.to_string())
+        });
+        match made {
+            Ok(s) => Ok(Some(s)),
+            Err(msg) => Err(GradError::Invalid {
+                loc: irad_ir::Location::default(),
+                msg: msg.clone(),
+            }),
+        }
+    }
+
+    /// [`CompiledGradient::run`] without the strong fallback.
+    fn run_plain(
         &self,
         args: &[Val],
         opts: &RunOptions,
@@ -476,6 +537,25 @@ pub fn jit_gradient(
     registry: &Registry,
     req: &GradRequest<'_>,
 ) -> Result<CompiledGradient, GradError> {
+    let mut g = derive(module, registry, req)?;
+    if !module.strong_products() {
+        g.recipe = Some(Box::new(StrongRecipe {
+            module: module.clone(),
+            registry: registry.clone(),
+            mode: req.mode,
+            opts: req.opts.clone(),
+            schedule: req.schedule(),
+        }));
+    }
+    Ok(g)
+}
+
+/// [`jit_gradient`] without the recipe of the strong version.
+fn derive(
+    module: &Module,
+    registry: &Registry,
+    req: &GradRequest<'_>,
+) -> Result<CompiledGradient, GradError> {
     let (f, args, opts) = (req.func, req.args, &req.opts);
     let schedule = req.schedule();
     let mut plan = None;
@@ -518,6 +598,8 @@ pub fn jit_gradient(
         func: f,
         wrt,
         typed: OnceLock::new(),
+        recipe: None,
+        strong: OnceLock::new(),
     })
 }
 

@@ -18,6 +18,7 @@
 //! order of the f64 entries (array elements in order), the same in both
 //! modes.
 
+use crate::strong::{any_nan, has_nan, or_strong, slice_has_nan};
 use crate::{Error, GradRequest, Mode, Source, grad_error, internal, rules, run_stages};
 use irad_ir::interp::value::{ArrayData, Val};
 use irad_ir::interp::{Executor, RuleProvider};
@@ -207,6 +208,21 @@ pub fn jvp(
     req: &GradRequest<'_>,
     tangent: &[Val],
 ) -> Result<(Jvp, Module), Error> {
+    or_strong(
+        module,
+        |m| jvp_once(src, m, registry, req, tangent),
+        |(d, _)| has_nan(&d.jvp),
+    )
+}
+
+/// [`jvp`] without the strong fallback.
+fn jvp_once(
+    src: &Source,
+    module: &Module,
+    registry: &rules::Registry,
+    req: &GradRequest<'_>,
+    tangent: &[Val],
+) -> Result<(Jvp, Module), Error> {
     let params = check_call(src, module, req.func, req.args)?;
     check_tangent(TANGENT_SOURCE, module, req.func, req.args, tangent)?;
     let wrt = check_wrt(src, module, req.func, req.opts.wrt.as_deref())?;
@@ -284,6 +300,21 @@ pub fn vjp(
     req: &GradRequest<'_>,
     seed: &Val,
 ) -> Result<(Gradient, Module), Error> {
+    or_strong(
+        module,
+        |m| vjp_once(src, m, registry, req, seed),
+        |(g, _)| any_nan(&g.gradient),
+    )
+}
+
+/// [`vjp`] without the strong fallback.
+fn vjp_once(
+    src: &Source,
+    module: &Module,
+    registry: &rules::Registry,
+    req: &GradRequest<'_>,
+    seed: &Val,
+) -> Result<(Gradient, Module), Error> {
     let params = check_call(src, module, req.func, req.args)?;
     let ret = module[req.func].ret.clone();
     if !seed.has_type(&ret, module) {
@@ -347,6 +378,20 @@ pub fn vjp(
 /// # Ok::<(), irad::Error>(())
 /// ```
 pub fn jacobian(
+    src: &Source,
+    module: &Module,
+    registry: &rules::Registry,
+    req: &GradRequest<'_>,
+) -> Result<(Jacobian, Module), Error> {
+    or_strong(
+        module,
+        |m| jacobian_once(src, m, registry, req),
+        |(j, _)| j.rows.iter().any(|r| slice_has_nan(r)),
+    )
+}
+
+/// [`jacobian`] without the strong fallback.
+fn jacobian_once(
     src: &Source,
     module: &Module,
     registry: &rules::Registry,

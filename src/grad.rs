@@ -9,6 +9,7 @@
 //! pipeline of the pass manager, then run by `opts.exec`; every failure is
 //! an [`Error`] naming the source.
 
+use crate::strong::{any_nan, strong_copy};
 use crate::{Error, Mode, Source, internal, rules, run_stages};
 use irad_ir::interp::value::Val;
 use irad_ir::{FuncId, Module};
@@ -119,7 +120,10 @@ pub fn grad_owned(
     registry: &rules::Registry,
     req: &GradRequest<'_>,
 ) -> Result<(Gradient, Module), Error> {
-    let (mut runs, m) = grad_runs(src, module, registry, req, &[req.opts.exec])?;
+    // The strong fallback derives from the module as given: one copy kept
+    // (crate::strong).
+    let original = module.clone();
+    let (mut runs, m) = grad_runs(src, module, &original, registry, req, &[req.opts.exec])?;
     match runs.pop() {
         Some(g) => Ok((g?, m)),
         None => Err(internal(src, "a gradient ran on no executor")),
@@ -160,11 +164,36 @@ pub fn grad_each(
     req: &GradRequest<'_>,
     execs: &[irad_ir::interp::MakeExecutor],
 ) -> Result<(Vec<Result<Gradient, Error>>, Module), Error> {
-    grad_runs(src, module.clone(), registry, req, execs)
+    grad_runs(src, module.clone(), module, registry, req, execs)
 }
 
-/// [`grad_each`] on the module itself (not a copy).
+/// [`grad_each`] on the module itself (not a copy), `original` being the
+/// module as given: a run whose gradient has a NaN is replaced by the run
+/// of the strong derivative, derived from `original` only then
+/// (`crate::strong`; docs/rules.md, "Infinities and NaN").
 fn grad_runs(
+    src: &Source,
+    module: Module,
+    original: &Module,
+    registry: &rules::Registry,
+    req: &GradRequest<'_>,
+    execs: &[irad_ir::interp::MakeExecutor],
+) -> Result<(Vec<Result<Gradient, Error>>, Module), Error> {
+    let nan = |r: &Result<Gradient, Error>| r.as_ref().is_ok_and(|g| any_nan(&g.gradient));
+    let (mut runs, m) = grad_runs_in(src, module, registry, req, execs)?;
+    if runs.iter().any(nan) && !original.strong_products() {
+        let (strong, _) = grad_runs_in(src, strong_copy(original), registry, req, execs)?;
+        for (run, s) in runs.iter_mut().zip(strong) {
+            if nan(run) {
+                *run = s;
+            }
+        }
+    }
+    Ok((runs, m))
+}
+
+/// [`grad_runs`] without the fallback.
+fn grad_runs_in(
     src: &Source,
     module: Module,
     registry: &rules::Registry,

@@ -41,6 +41,7 @@ use crate::deriv::{
 };
 use crate::fof::FofShape;
 use crate::rof::RofShape;
+use crate::strong::{any_nan, or_strong, slice_has_nan};
 use crate::{Error, GradRequest, Source, internal, rules};
 use irad_ir::interp::value::Val;
 use irad_ir::interp::{Executor, RuleProvider, RuleProviderError};
@@ -164,6 +165,22 @@ pub fn hvp_via(
     tangent: &[Val],
     mode: HvpMode,
 ) -> Result<(Hvp, Module), Error> {
+    or_strong(
+        module,
+        |m| hvp_once(src, m, registry, req, tangent, mode),
+        |(h, _)| any_nan(&h.gradient) || any_nan(&h.hvp),
+    )
+}
+
+/// [`hvp_via`] without the strong fallback.
+fn hvp_once(
+    src: &Source,
+    module: &Module,
+    registry: &rules::Registry,
+    req: &GradRequest<'_>,
+    tangent: &[Val],
+    mode: HvpMode,
+) -> Result<(Hvp, Module), Error> {
     check_call(src, module, req.func, req.args)?;
     check_tangent(TANGENT_SOURCE, module, req.func, req.args, tangent)?;
     let mut prep = Prepared::new(src, module, registry, req, Lanes::ONE, mode)?;
@@ -260,6 +277,21 @@ pub fn hessian(
 /// # Ok::<(), irad::Error>(())
 /// ```
 pub fn hessian_via(
+    src: &Source,
+    module: &Module,
+    registry: &rules::Registry,
+    req: &GradRequest<'_>,
+    mode: HvpMode,
+) -> Result<(Hessian, Module), Error> {
+    or_strong(
+        module,
+        |m| hessian_once(src, m, registry, req, mode),
+        |(h, _)| any_nan(&h.gradient) || h.rows.iter().any(|r| slice_has_nan(r)),
+    )
+}
+
+/// [`hessian_via`] without the strong fallback.
+fn hessian_once(
     src: &Source,
     module: &Module,
     registry: &rules::Registry,

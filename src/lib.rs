@@ -169,6 +169,7 @@ mod rule_checks;
 mod schedule;
 mod size;
 mod sparse_hessian;
+mod strong;
 pub mod timings;
 mod typed;
 

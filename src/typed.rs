@@ -268,11 +268,26 @@ impl CompiledGradient {
         let TypedGrad::Reverse { fwd, back, ncot } = plan.grad else {
             return self.boxed_into(args, grads);
         };
-        let mut session = self.jit.session();
-        let mut sc = std::mem::take(session.scratch());
-        let res = session.try_in_place(|s| reverse_into(s, &mut sc, args, grads, fwd, back, ncot));
-        *session.scratch() = sc;
-        res
+        let res = {
+            let mut session = self.jit.session();
+            let mut sc = std::mem::take(session.scratch());
+            let res =
+                session.try_in_place(|s| reverse_into(s, &mut sc, args, grads, fwd, back, ncot));
+            *session.scratch() = sc;
+            res
+        };
+        if res.is_err() || !grads.iter().any(has_nan) {
+            return res;
+        }
+        // A NaN: the strong version's gradient instead (docs/rules.md,
+        // "Infinities and NaN"), derived on the first NaN.
+        match self
+            .strong_version(&boxed_args(args))
+            .map_err(|e| misuse(self, e.to_string()))?
+        {
+            Some(s) => s.gradient_into(args, grads),
+            None => res,
+        }
     }
 
     /// The value at `args` (of `f64`, `i64` and `[f64]` parameters): the
@@ -302,14 +317,7 @@ impl CompiledGradient {
 
     /// [`CompiledGradient::gradient_into`] through the boxed path.
     fn boxed_into(&self, args: &[ArgRef<'_>], grads: &mut [GradOut<'_>]) -> Result<f64, RunError> {
-        let vals: Vec<Val> = args
-            .iter()
-            .map(|a| match a {
-                ArgRef::F64(x) => Val::F64(*x),
-                ArgRef::I64(n) => Val::I64(*n),
-                ArgRef::Slice(xs) => Val::f64_array(xs.to_vec()),
-            })
-            .collect();
+        let vals = boxed_args(args);
         let r = self
             .run(&vals, &RunOptions::default())
             .map_err(|e| match e {
@@ -335,6 +343,26 @@ impl CompiledGradient {
                 format!("the value is {}, not f64", other.kind()),
             )),
         }
+    }
+}
+
+/// `args` as boxed values.
+fn boxed_args(args: &[ArgRef<'_>]) -> Vec<Val> {
+    args.iter()
+        .map(|a| match a {
+            ArgRef::F64(x) => Val::F64(*x),
+            ArgRef::I64(n) => Val::I64(*n),
+            ArgRef::Slice(xs) => Val::f64_array(xs.to_vec()),
+        })
+        .collect()
+}
+
+/// Whether a derivative written into `out` has a NaN.
+fn has_nan(out: &GradOut<'_>) -> bool {
+    match out {
+        GradOut::F64(x) => x.is_nan(),
+        GradOut::Slice(xs) => crate::strong::slice_has_nan(xs),
+        GradOut::Skip => false,
     }
 }
 

@@ -248,6 +248,11 @@ pub struct Module {
     /// The derivative rules declared in the program for some functions
     /// (`jvp @g`, `vjp @h` after a signature).
     rules: HashMap<FuncId, DeclaredRules>,
+    /// Whether the derivative rules emit the strong product `zmul` for the
+    /// products of the chain rule instead of `mul` (docs/rules.md,
+    /// "Infinities and NaN"): set only on the copy of a module that the
+    /// facade derives again when a derivative comes out NaN.
+    strong_products: bool,
 }
 
 /// Derivative rules a program declares for one of its functions, each
@@ -509,6 +514,21 @@ impl Module {
     /// An empty module.
     pub fn new() -> Module {
         Module::default()
+    }
+
+    /// Whether the derivative rules building code into this module emit the
+    /// strong product `zmul` for the chain rule's products (docs/rules.md,
+    /// "Infinities and NaN"); false unless [`Module::set_strong_products`]
+    /// said otherwise.
+    pub fn strong_products(&self) -> bool {
+        self.strong_products
+    }
+
+    /// Makes the derivative rules building code into this module emit `zmul`
+    /// (`on`) or `mul` for the chain rule's products. Only the derived
+    /// functions built afterwards are affected.
+    pub fn set_strong_products(&mut self, on: bool) {
+        self.strong_products = on;
     }
 
     /// Adds `func`; fails when a function of that name exists.

@@ -25,6 +25,7 @@ pub enum Prim {
     Min,
     Max,
     Copysign,
+    Zmul,
     Sqrt,
     Exp,
     Log,
@@ -193,7 +194,7 @@ macro_rules! rows {
 rows! {
     Add "add" F2; Sub "sub" F2; Mul "mul" F2; Div "div" F2; Neg "neg" F1;
     Pow "pow" F2; Powi "powi" Sig::Fixed(&[F, I], F); Abs "abs" F1;
-    Min "min" F2; Max "max" F2; Copysign "copysign" F2;
+    Min "min" F2; Max "max" F2; Copysign "copysign" F2; Zmul "zmul" F2;
     Sqrt "sqrt" F1; Exp "exp" F1; Log "log" F1; Log1p "log1p" F1; Expm1 "expm1" F1;
     Sin "sin" F1; Cos "cos" F1; Tan "tan" F1; Asin "asin" F1; Acos "acos" F1;
     Atan "atan" F1; Atan2 "atan2" F2; Sinh "sinh" F1; Cosh "cosh" F1; Tanh "tanh" F1;

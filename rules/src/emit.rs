@@ -40,6 +40,44 @@ pub fn mul(b: &mut FuncBuilder<'_>, x: Operand, y: Operand) -> Result<Operand, R
     value(b, Prim::Mul, &[x, y])
 }
 
+/// `zmul(x, y)`: the strong product, exactly 0 when either operand is 0
+/// whatever the other (docs/rules.md, "Infinities and NaN"). A constant
+/// operand folds: `0.0` for a zero, a plain `mul` for a finite non-zero
+/// constant (which `zmul` equals there).
+pub fn zmul(b: &mut FuncBuilder<'_>, x: Operand, y: Operand) -> Result<Operand, RuleError> {
+    for c in [x, y] {
+        if let Operand::Const(Const::F64(v)) = c {
+            if v == 0.0 {
+                return Ok(f64c(0.0));
+            }
+            if v.is_finite() {
+                return mul(b, x, y);
+            }
+        }
+    }
+    value(b, Prim::Zmul, &[x, y])
+}
+
+/// A product of the chain rule (a partial derivative times a tangent or a
+/// cotangent, either order): `mul(x, y)`, or [`zmul`] when the module being
+/// built into asks for strong products
+/// ([`irad_ir::Module::strong_products`]: the strong derivative the facade
+/// falls back to when a derivative comes out NaN; docs/rules.md,
+/// "Infinities and NaN"). Rules use it for those products and `mul` for
+/// primal ones.
+pub fn product(b: &mut FuncBuilder<'_>, x: Operand, y: Operand) -> Result<Operand, RuleError> {
+    if strong(b) {
+        zmul(b, x, y)
+    } else {
+        mul(b, x, y)
+    }
+}
+
+/// Whether the module being built into asks for strong products ([`product`]).
+pub fn strong(b: &FuncBuilder<'_>) -> bool {
+    b.module().strong_products()
+}
+
 /// The f64 constant `x` as an operand.
 pub fn f64c(x: f64) -> Operand {
     Operand::Const(Const::F64(x))
@@ -103,31 +141,59 @@ pub fn lane_zero(b: &mut FuncBuilder<'_>, lanes: Lanes) -> Result<Operand, RuleE
     }
 }
 
-/// `factor * t` for one lane's f64 tangent `t`: `mul(factor, t)`, or
-/// `sscale(factor, t)` when `t` is sparse.
+/// `factor * t` for one lane's f64 tangent `t`: [`product`]`(factor, t)`,
+/// or `sscale(factor, t)` when `t` is sparse ([`sparse_product`] for
+/// strong products).
 pub fn lane_mul(
     b: &mut FuncBuilder<'_>,
     factor: Operand,
     t: Operand,
 ) -> Result<Operand, RuleError> {
     if sparse_lane(b, &t) {
-        value(b, Prim::Sscale, &[factor, t])
+        sparse_product(b, factor, t)
     } else {
-        mul(b, factor, t)
+        product(b, factor, t)
     }
 }
 
 /// `t * factor` for one lane's f64 tangent `t`: [`lane_mul`] with the dense
-/// operands in this order (`mul(t, factor)`).
+/// operands in this order ([`product`]`(t, factor)`).
 pub fn lane_mul_by(
     b: &mut FuncBuilder<'_>,
     t: Operand,
     factor: Operand,
 ) -> Result<Operand, RuleError> {
     if sparse_lane(b, &t) {
-        value(b, Prim::Sscale, &[factor, t])
+        sparse_product(b, factor, t)
     } else {
-        mul(b, t, factor)
+        product(b, t, factor)
+    }
+}
+
+/// `sscale(factor, t)` for a sparse tangent `t`; for strong products
+/// ([`product`]) the zero handle where `factor` is 0, whatever `t` is
+/// (`sscale(factor, select(eq(factor, 0.0), szero(), t))`: the builder
+/// scales the zero handle to itself), so that no node of the builder has
+/// the coefficient 0 and materialising a tangent never multiplies 0 by an
+/// infinite or NaN coefficient of another node (docs/forward.md, "Sparse
+/// mode").
+fn sparse_product(
+    b: &mut FuncBuilder<'_>,
+    factor: Operand,
+    t: Operand,
+) -> Result<Operand, RuleError> {
+    if !strong(b) {
+        return value(b, Prim::Sscale, &[factor, t]);
+    }
+    match factor {
+        Operand::Const(Const::F64(0.0)) => value(b, Prim::Szero, &[]),
+        Operand::Const(Const::F64(_)) => value(b, Prim::Sscale, &[factor, t]),
+        _ => {
+            let zero = value(b, Prim::Szero, &[])?;
+            let f0 = value(b, Prim::Eq, &[factor, f64c(0.0)])?;
+            let kept = value(b, Prim::Select, &[f0, zero, t])?;
+            value(b, Prim::Sscale, &[factor, kept])
+        }
     }
 }
 
@@ -161,11 +227,13 @@ pub fn lane_sub(b: &mut FuncBuilder<'_>, p: Operand, q: Operand) -> Result<Opera
 }
 
 /// `t / y` for one lane's f64 tangent: `div`, or `sscale(1 / y, t)` when
-/// sparse (one rounding more than the dense quotient).
+/// sparse (one rounding more than the dense quotient), or, for strong
+/// products ([`product`]), `zmul(1 / y, t)`: exactly 0 when `t` is 0, also
+/// where `y` is 0.
 pub fn lane_div(b: &mut FuncBuilder<'_>, t: Operand, y: Operand) -> Result<Operand, RuleError> {
-    if sparse_lane(b, &t) {
+    if sparse_lane(b, &t) || strong(b) {
         let r = value(b, Prim::Div, &[f64c(1.0), y])?;
-        value(b, Prim::Sscale, &[r, t])
+        lane_mul(b, r, t)
     } else {
         value(b, Prim::Div, &[t, y])
     }
@@ -373,7 +441,7 @@ pub fn field_leaves(
 /// is finite: reverse mode over a forward rule (or forward mode over a
 /// pullback) that uses it differentiates `t` there too.
 pub fn strong_mul(b: &mut FuncBuilder<'_>, f: Operand, t: Operand) -> Result<Operand, RuleError> {
-    let ft = mul(b, f, t)?;
+    let ft = product(b, f, t)?;
     let ff = value(b, Prim::Sub, &[f, f])?;
     let finite = value(b, Prim::Eq, &[ff, f64c(0.0)])?;
     // +0.0 where f t is a zero of either sign, as the plain form gives.
@@ -396,13 +464,13 @@ pub fn add_opt(
     })
 }
 
-/// `factor * dy`, absent when `dy` is.
+/// `factor * dy` ([`product`]), absent when `dy` is.
 pub fn scale_opt(
     b: &mut FuncBuilder<'_>,
     factor: Operand,
     dy: Option<Operand>,
 ) -> Result<Option<Operand>, RuleError> {
-    dy.map(|d| mul(b, d, factor)).transpose()
+    dy.map(|d| product(b, d, factor)).transpose()
 }
 
 /// A counted loop `for i in 0..n { body(i) }` (n an i64 operand): a header

@@ -109,6 +109,7 @@ const OTHERS: &[(Prim, RuleFn)] = &[
     (Prim::Add, add),
     (Prim::Sub, sub),
     (Prim::Mul, mul_rule),
+    (Prim::Zmul, zmul_rule),
     (Prim::Div, div),
     (Prim::Neg, neg),
     (Prim::Pow, pow),
@@ -220,10 +221,25 @@ fn sub(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleErro
 
 /// `d(x * y) = tx * y + x * ty`.
 fn mul_rule(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
-    let [x, y] = emit::args(call, Prim::Mul, 2)? else {
-        return Err(arity(Prim::Mul));
+    product_rule(b, call, Prim::Mul)
+}
+
+/// `zmul(x, y)` (the strong derivative's product): the rule of `mul`, so
+/// that forward mode over the strong derivative's pullbacks works.
+fn zmul_rule(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
+    product_rule(b, call, Prim::Zmul)
+}
+
+/// `d(x * y) = tx * y + x * ty` for `prim` `mul` or `zmul`.
+fn product_rule(
+    b: &mut FuncBuilder<'_>,
+    call: &FruleCall<'_>,
+    prim: Prim,
+) -> Result<FwdOut, RuleError> {
+    let [x, y] = emit::args(call, prim, 2)? else {
+        return Err(arity(prim));
     };
-    let z = mul(b, x.primal, y.primal)?;
+    let z = value(b, prim, &[x.primal, y.primal])?;
     let tangents = match (&x.tangents, &y.tangents) {
         (None, None) => None,
         (Some(tx), None) => Some(emit::scale(b, y.primal, tx)?),
@@ -243,6 +259,9 @@ fn div(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleErro
         return Err(arity(Prim::Div));
     };
     let z = value(b, Prim::Div, &[x.primal, y.primal])?;
+    if emit::strong(b) {
+        return Ok(out(z, strong_div(b, x, y, z)?));
+    }
     let tangents = match (&x.tangents, &y.tangents) {
         (None, None) => None,
         (Some(tx), None) => Some(map(b, tx, |b, p| emit::lane_div(b, p, y.primal))?),
@@ -258,6 +277,39 @@ fn div(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleErro
         })?),
     };
     Ok(out(z, tangents))
+}
+
+/// The strong derivative's `d(x / y)`: `(1 / y) tx + (-(z / y)) ty`, the
+/// partials reverse mode saves, each term a strong product, so that a lane
+/// that does not move x (or y) gets exactly nothing from it whatever its
+/// partial is (docs/rules.md, "Infinities and NaN").
+fn strong_div(
+    b: &mut FuncBuilder<'_>,
+    x: &FwdArg,
+    y: &FwdArg,
+    z: Operand,
+) -> Result<Option<Tangents>, RuleError> {
+    let fx = match &x.tangents {
+        Some(_) => Some(value(b, Prim::Div, &[f64c(1.0), y.primal])?),
+        None => None,
+    };
+    let fy = match &y.tangents {
+        Some(_) => {
+            let q = value(b, Prim::Div, &[z, y.primal])?;
+            Some(value(b, Prim::Neg, &[q])?)
+        }
+        None => None,
+    };
+    Ok(match (&x.tangents, &y.tangents, fx, fy) {
+        (Some(tx), Some(ty), Some(fx), Some(fy)) => Some(zip(b, tx, ty, |b, p, q| {
+            let a = emit::lane_mul(b, fx, p)?;
+            let c = emit::lane_mul(b, fy, q)?;
+            emit::lane_add(b, a, c)
+        })?),
+        (Some(tx), _, Some(fx), _) => Some(emit::scale(b, fx, tx)?),
+        (_, Some(ty), _, Some(fy)) => Some(emit::scale(b, fy, ty)?),
+        _ => None,
+    })
 }
 
 /// `d(-x) = -tx`.

@@ -62,6 +62,9 @@ pub(crate) fn install(reg: &mut Registry) {
         (Prim::Mul, false, |_, a, _, _| {
             Ok(vec![a.get(1).copied(), a.first().copied()])
         }),
+        (Prim::Zmul, false, |_, a, _, _| {
+            Ok(vec![a.get(1).copied(), a.first().copied()])
+        }),
         (Prim::Div, false, div_partials),
         (Prim::Pow, true, pow_partials),
         (Prim::Powi, false, powi_partials),
@@ -193,7 +196,8 @@ fn install_partials(
     );
 }
 
-/// `p * d`, with the constants 0, 1 and -1 folded.
+/// `p * d` ([`emit::product`]: `zmul` for strong products), with the
+/// constants 0, 1 and -1 folded (the last two exact either way).
 fn scale(b: &mut FuncBuilder<'_>, p: Operand, d: Operand) -> Result<Option<Operand>, RuleError> {
     let c = match p {
         Operand::Const(Const::F64(c)) => Some(c),
@@ -204,7 +208,7 @@ fn scale(b: &mut FuncBuilder<'_>, p: Operand, d: Operand) -> Result<Option<Opera
         Some(0.0) => None,
         Some(1.0) => Some(d),
         Some(-1.0) => Some(value(b, Prim::Neg, &[d])?),
-        _ => Some(mul(b, p, d)?),
+        _ => Some(emit::product(b, p, d)?),
     })
 }
 

@@ -174,7 +174,7 @@ pub fn signatures() -> Vec<Signature> {
     let wide = || f(-5.0, 5.0);
 
     // f64 arithmetic.
-    for p in [Add, Sub, Mul] {
+    for p in [Add, Sub, Mul, Zmul] {
         t.push(sig(p, vec![wide(), wide()]));
     }
     t.push(sig(Mul, vec![wide(), c(Const::F64(2.0))]));

@@ -12,7 +12,7 @@ const F64_UNARY: &[&str] = &[
     "atan", "sinh", "cosh", "tanh", "erf", "floor", "ceil", "round",
 ];
 const F64_BINARY: &[&str] = &[
-    "add", "sub", "mul", "div", "pow", "atan2", "min", "max", "copysign",
+    "add", "sub", "mul", "div", "pow", "atan2", "min", "max", "copysign", "zmul",
 ];
 const F64_COMPARE: &[&str] = &["lt", "le", "gt", "ge", "eq", "ne"];
 const I64_BINARY: &[&str] = &["iadd", "isub", "imul", "idiv", "irem"];

@@ -77,6 +77,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             Add | Sub | Mul | Div | Neg | Abs | Min | Max | Copysign | Sqrt | Floor | Ceil => {
                 self.prim_float(p, vals)
             }
+            Zmul => self.prim_zmul(vals),
             // `pow(x, n)` (irad's own, `irad_kernels::math::pow`) is exactly
             // 1, x, x * x and 1 / x for n = 0, 1, 2 and -1 (its special
             // cases, checked before anything else but NaN, which these give
@@ -119,6 +120,33 @@ impl<M: ClModule> Lower<'_, '_, M> {
             // A hint to reverse mode: no code.
             Checkpoint => Ok(SmallVec::new()),
         }
+    }
+
+    /// `zmul(a, b)` (`irad_kernels::zmul`): the product, with the bits of
+    /// `0.0` where it is NaN and an operand is zero. Branch-free, in the low
+    /// lane of 128-bit vectors (SSE compares give all-ones masks): the
+    /// operands' zero masks, or'ed, and'ed with the product's NaN mask, clear
+    /// the product's bits where both hold. Only the strong derivative has
+    /// `zmul`s (docs/rules.md, "Infinities and NaN").
+    fn prim_zmul(&mut self, vals: &[Leaves]) -> Result<Leaves, CodegenError> {
+        let a = first_leaf(Prim::Zmul, vals, 0)?;
+        let b = first_leaf(Prim::Zmul, vals, 1)?;
+        let r = self.b.ins().fmul(a, b);
+        let av = self.b.ins().scalar_to_vector(types::F64X2, a);
+        let bv = self.b.ins().scalar_to_vector(types::F64X2, b);
+        let rv = self.b.ins().scalar_to_vector(types::F64X2, r);
+        let zero = self.b.ins().f64const(0.0);
+        let zv = self.b.ins().splat(types::F64X2, zero);
+        let za = self.b.ins().fcmp(FloatCC::Equal, av, zv);
+        let zb = self.b.ins().fcmp(FloatCC::Equal, bv, zv);
+        let nan = self.b.ins().fcmp(FloatCC::Unordered, rv, rv);
+        let either = self.b.ins().bor(za, zb);
+        let clear = self.b.ins().band(either, nan);
+        let le = MemFlagsData::new().with_endianness(ir::Endianness::Little);
+        let ri = self.b.ins().bitcast(types::I64X2, le, rv);
+        let kept = self.b.ins().band_not(ri, clear);
+        let out = self.b.ins().bitcast(types::F64X2, le, kept);
+        Ok(one(self.b.ins().extractlane(out, 0)))
     }
 
     /// Float arithmetic that Cranelift has instructions for.

@@ -29,7 +29,7 @@ pub use irad_kernels::MAX_ARRAY_LEN;
 pub(crate) fn eval(prim: Prim, args: &[&Val], elem: Option<Scalar>) -> Result<Val, String> {
     use Prim::*;
     match prim {
-        Add | Sub | Mul | Div | Neg | Pow | Powi | Abs | Min | Max | Copysign => {
+        Add | Sub | Mul | Div | Neg | Pow | Powi | Abs | Min | Max | Copysign | Zmul => {
             f64_arith(prim, args)
         }
         Sqrt | Exp | Log | Log1p | Expm1 | Sin | Cos | Tan | Asin | Acos | Atan | Atan2 | Sinh
@@ -170,7 +170,7 @@ pub(crate) fn fast(prim: Prim, args: &[&Val]) -> Option<Val> {
     })
 }
 
-/// `add sub mul div neg pow powi abs min max copysign`.
+/// `add sub mul div neg pow powi abs min max copysign zmul`.
 fn f64_arith(prim: Prim, args: &[&Val]) -> Result<Val, String> {
     use Prim::*;
     let x = match (prim, args) {
@@ -185,6 +185,7 @@ fn f64_arith(prim: Prim, args: &[&Val]) -> Result<Val, String> {
         (Min, [Val::F64(a), Val::F64(b)]) => fmin(*a, *b),
         (Max, [Val::F64(a), Val::F64(b)]) => fmax(*a, *b),
         (Copysign, [Val::F64(a), Val::F64(b)]) => libm::copysign(*a, *b),
+        (Zmul, [Val::F64(a), Val::F64(b)]) => irad_kernels::zmul(*a, *b),
         _ => return Err(bad_operands(prim, args)),
     };
     Ok(Val::F64(x))

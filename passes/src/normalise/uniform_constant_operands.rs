@@ -53,6 +53,7 @@ fn mirrored(prim: Prim) -> Option<Prim> {
     match prim {
         Prim::Add
         | Prim::Mul
+        | Prim::Zmul
         | Prim::Iadd
         | Prim::Imul
         | Prim::And

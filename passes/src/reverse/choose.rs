@@ -581,6 +581,7 @@ fn cheap(prim: Prim) -> bool {
             | Min
             | Max
             | Copysign
+            | Zmul
             | Lt
             | Le
             | Gt

@@ -49,6 +49,7 @@ fn foldable(prim: Prim) -> bool {
             | Min
             | Max
             | Copysign
+            | Zmul
             | Sqrt
             | Exp
             | Log
