@@ -15,7 +15,9 @@
 //!   those of the tangent parts the gradient;
 //! - forward over forward (`src/fof.rs`): the forward rule of `@f.fwd`,
 //!   V in the inner tangents and unit vectors of the inputs in the outer
-//!   lanes, ceil(n / 8) runs per product.
+//!   lanes, ceil(n / 8) runs per product;
+//! - forward over sparse (`src/fos.rs`): the dense forward rule of the
+//!   sparse gradient `@f.fwds.grad`, the directions in its lanes.
 //!
 //! [`hessian`] runs one product per f64 input along its unit vector (forward
 //! over reverse batches them in lanes, 8 per run); [`hessian_via`] with
@@ -40,6 +42,7 @@ use crate::deriv::{
     run_on, zero_shadows,
 };
 use crate::fof::FofShape;
+use crate::fos::FosShape;
 use crate::rof::RofShape;
 use crate::{Error, GradRequest, Source, internal, rules};
 use irad_ir::interp::value::Val;
@@ -79,6 +82,10 @@ pub enum HvpMode {
     /// direction in the inner tangents, up to 8 inputs seeded in the outer
     /// lanes per run, so ceil(n / 8) runs per direction for n inputs.
     ForwardOverForward,
+    /// Dense forward mode over sparse forward mode: runs of
+    /// `@f.fwds.grad.fwdM`, the forward rule of the sparse gradient, one
+    /// direction per lane (up to 8 per run in [`hessian`]).
+    ForwardOverSparse,
 }
 
 /// The value of `func` (which returns f64) at `req.args`, its gradient, and
@@ -293,7 +300,7 @@ pub fn hessian_via(
         ));
     }
     let width = match mode {
-        HvpMode::ForwardOverReverse => n.clamp(1, HESSIAN_LANES),
+        HvpMode::ForwardOverReverse | HvpMode::ForwardOverSparse => n.clamp(1, HESSIAN_LANES),
         HvpMode::ReverseOverForward | HvpMode::ForwardOverForward => 1,
     };
     let lanes = u32::try_from(width)
@@ -391,6 +398,8 @@ enum Shape {
     ReverseOverForward(RofShape),
     /// `@f.fwd.fwdM`.
     ForwardOverForward(FofShape),
+    /// `@f.fwds.grad.fwdM`.
+    ForwardOverSparse(FosShape),
 }
 
 impl Shape {
@@ -406,6 +415,7 @@ impl Shape {
             Shape::ForwardOverReverse(s) => s.run(src, exec, req, tangents),
             Shape::ReverseOverForward(s) => s.run(src, exec, req, tangents),
             Shape::ForwardOverForward(s) => s.run(src, exec, req, tangents),
+            Shape::ForwardOverSparse(s) => s.run(src, exec, req, tangents),
         }
     }
 }
@@ -464,6 +474,11 @@ impl<'r> Prepared<'r> {
                 let (m, rules, s) =
                     crate::fof::prepare(src, module, registry, req, params.clone(), &wrt)?;
                 Some((m, rules, Shape::ForwardOverForward(s)))
+            }
+            HvpMode::ForwardOverSparse => {
+                let (m, rules, s) =
+                    crate::fos::prepare(src, module, registry, req, params.clone(), &wrt, width)?;
+                Some((m, rules, Shape::ForwardOverSparse(s)))
             }
             HvpMode::ForwardOverReverse => None,
         };

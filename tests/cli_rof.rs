@@ -125,7 +125,11 @@ fn gradient(src: &Source, m: &irad::ir::Module, f: irad::ir::FuncId, args: &[Val
 }
 
 /// The modes checked against forward over reverse.
-const MODES: [HvpMode; 2] = [HvpMode::ReverseOverForward, HvpMode::ForwardOverForward];
+const MODES: [HvpMode; 3] = [
+    HvpMode::ReverseOverForward,
+    HvpMode::ForwardOverForward,
+    HvpMode::ForwardOverSparse,
+];
 
 /// The checks of the module header on `@f(args)` in `mode`; `what` names
 /// the case.

@@ -23,7 +23,12 @@
 //! `primal`, `tangent`, `frule` go through their frules (irad_rules'
 //! `dual.rs`).
 //!
-//! Assumes a verified primal without sparse tangents. Blocks are filled in reverse
+//! A sparse rule (`@f.fwds`, the sparse gradient's wrapper) in dense lanes
+//! needs nothing special either: handles have handles as tangents, and the
+//! builder's primitives their frules (irad_rules' `sparse_fwd.rs`).
+//!
+//! Assumes a verified primal (without sparse tangents in sparse mode,
+//! [`check_nestable`]). Blocks are filled in reverse
 //! postorder (definitions before uses), phi entries added at the end;
 //! unreachable blocks are dropped with the phi entries that come from them.
 
@@ -70,23 +75,27 @@ fn contains_dual(ty: &Type) -> bool {
     false
 }
 
-/// Refuses what forward mode cannot take: a function that works on sparse
-/// tangents (`dual<T, sparse>`, `sparse` handles: the sparse builder has no
-/// forward rules), and, in sparse mode, a function that works on dense
-/// duals (forward over forward takes dense lanes). Dense forward rules are
-/// differentiated again (forward over forward: the tangent of a `dual<T, N>`
-/// is a `dual<T', N>`).
+/// Refuses what forward mode cannot take: in sparse mode, a function that
+/// works on sparse tangents (`dual<T, sparse>`, `sparse` handles: sparse
+/// mode over a sparse rule would need handles of handles) or on dense duals
+/// (forward over forward takes dense lanes). Dense lanes take both: the
+/// tangent of a `dual<T, N>` is a `dual<T', N>`, of a handle a handle
+/// (forward over a sparse rule, the builder's frules in irad_rules'
+/// `sparse_fwd.rs`).
 pub(super) fn check_nestable(
     func: &Func,
     loc: &Location,
     width: Lanes,
 ) -> Result<(), ForwardError> {
+    if !width.is_sparse() {
+        return Ok(());
+    }
     let tys = || std::iter::once(&func.ret).chain(func.values.values().map(|v| &v.ty));
     if tys().any(Type::mentions_sparse) {
         return Err(ForwardError::new(
             loc.clone(),
             format!(
-                "forward mode of @{} is not supported: it works on sparse tangents, which have no forward rules",
+                "sparse forward mode of @{} is not supported: it works on sparse tangents (forward mode over a sparse rule takes dense lanes)",
                 func.name
             ),
         ));
@@ -101,7 +110,7 @@ pub(super) fn check_nestable(
                 }
             )
         });
-    if duals && width.is_sparse() {
+    if duals {
         return Err(ForwardError::new(
             loc.clone(),
             format!(
