@@ -2,9 +2,12 @@
 //! reverse mode over forward mode (`irad hvp --mode rev-over-fwd`,
 //! `irad::hvp_via` with `HvpMode::ReverseOverForward`: the reverse-mode
 //! pieces of `@f.fwd`, run on the duals (x, V) with the seed `dual(0, 1)`)
-//! and forward mode over forward mode (`--mode fwd-over-fwd`,
+//! forward mode over forward mode (`--mode fwd-over-fwd`,
 //! `HvpMode::ForwardOverForward`: the forward rule of `@f.fwd`, V in the
-//! inner tangents, unit vectors of the inputs in up to 8 outer lanes).
+//! inner tangents, unit vectors of the inputs in up to 8 outer lanes) and
+//! dense forward mode over sparse forward mode (`--mode fwd-over-sparse`,
+//! `HvpMode::ForwardOverSparse`: the dense rule of the sparse gradient
+//! `@f.fwds.grad`, V in its lane; the gradient from the sparse builder).
 //!
 //! On every corpus program (all return f64; tests/corpus, both the surface
 //! and the IR files) and on the benchmark programs (rosenbrock at n = 4 and
@@ -17,7 +20,8 @@
 //!   terms, taken as max(1, |H|·|V|) from the Hessian). The modes sum the
 //!   same partial products in different orders (forward over reverse
 //!   accumulates cotangents from the output back, forward over forward
-//!   tangents from the inputs on), so they agree to rounding, not bit for
+//!   tangents from the inputs on, forward over sparse materialises the
+//!   builder's nodes from the output back), so they agree to rounding, not bit for
 //!   bit, and a bound relative to the terms' magnitudes holds where
 //!   cancellation makes an entry itself small;
 //! - the mode matches central differences of the gradient along V (step
@@ -31,7 +35,8 @@
 //! the other arguments held constant, equal to the full one restricted (the
 //! Hessian's submatrix, the product with the direction masked); bad
 //! positions are located errors (exit 1), malformed ones usage errors
-//! (exit 2); `--sparse` with a mode over forward rules is a usage error.
+//! (exit 2); `--sparse` with a mode over forward rules or over the sparse
+//! gradient is a usage error.
 //! And `irad grad --seed` of a forward rule written in IR text (reverse over
 //! forward), `irad jvp` and `irad dump --mode fwd` of one (forward over
 //! forward).
@@ -372,6 +377,7 @@ fn wrt_restricts_jvp_hvp_and_hessian() {
             HvpMode::ForwardOverReverse,
             HvpMode::ReverseOverForward,
             HvpMode::ForwardOverForward,
+            HvpMode::ForwardOverSparse,
         ] {
             let all = req(f, &args, backend);
             let mut some = req(f, &args, backend);
@@ -473,8 +479,11 @@ fn command_line_modes_and_wrt() {
     assert_eq!(a, b);
     let fof = ["--mode", "fwd-over-fwd"];
     assert_eq!(a, json(&run("hvp", &[&t[..], &fof].concat())));
+    let fos = ["--mode", "fwd-over-sparse"];
+    assert_eq!(a, json(&run("hvp", &[&t[..], &fos].concat())));
     let h = json(&run("hessian", &fof));
     assert_eq!(h, json(&run("hessian", &[])));
+    assert_eq!(h, json(&run("hessian", &fos)));
     assert_eq!(
         h["hessian"],
         serde_json::json!([[6.0, 4.0, 10.0], [4.0, 0.0, 0.0], [10.0, 0.0, 4.0]]),
@@ -495,8 +504,10 @@ fn command_line_modes_and_wrt() {
     );
     let hw = json(&run("hessian", &["--wrt", "0", "--mode", "rev-over-fwd"]));
     assert_eq!(hw["hessian"], serde_json::json!([[6.0]]), "{hw}");
-    let w = json(&run("hvp", &[&t[..], &fof, &["--wrt", "1"]].concat()));
-    assert_eq!(w["hvp"], serde_json::json!([null, [0.0, 4.0], null]), "{w}");
+    for mode in [&fof, &fos] {
+        let w = json(&run("hvp", &[&t[..], mode, &["--wrt", "1"]].concat()));
+        assert_eq!(w["hvp"], serde_json::json!([null, [0.0, 4.0], null]), "{w}");
+    }
     let jw = json(&run("jvp", &[&t[..], &["--wrt", "0"]].concat()));
     // Along x only: df/dx = 2 x y0 + y1² = 37.
     assert_eq!(jw["jvp"], serde_json::json!(37.0), "{jw}");
@@ -520,6 +531,12 @@ fn command_line_modes_and_wrt() {
             vec!["--sparse", "--mode", "fwd-over-fwd"],
             2,
             "cannot be used with --mode fwd-over-fwd",
+        ),
+        (
+            "hessian",
+            vec!["--sparse", "--mode", "fwd-over-sparse"],
+            2,
+            "cannot be used with --mode fwd-over-sparse",
         ),
     ] {
         let mut extra = extra;
