@@ -180,11 +180,12 @@ impl Type {
 
     /// The tangent type in sparse forward mode: [`Type::tangent`] with every
     /// f64 replaced by `sparse` (`f64` -> `sparse`, `[f64]` -> `[sparse]`,
-    /// `(f64, i64)` -> `(sparse, ())`); `None` where `tangent` is `None` and
-    /// for any type holding a dual or mentioning `sparse` (sparse mode is not
-    /// nested over forward mode or over itself).
+    /// `(f64, i64)` -> `(sparse, ())`, a dense `dual<T, N>` ->
+    /// `dual<T's sparse tangent, N>`: sparse over forward); `None` where
+    /// `tangent` is `None` and for any type mentioning `sparse` (sparse mode
+    /// is not nested over itself).
     pub fn sparse_tangent(&self) -> Option<Type> {
-        if self.holds_dual() || self.mentions_sparse() {
+        if self.mentions_sparse() {
             return None;
         }
         self.tangent_of(&Type::Sparse, Scalar::Sparse)
@@ -219,6 +220,11 @@ impl Type {
                 Some(Type::tuple(
                     tans.into_iter().map(|t| t.unwrap_or(Type::Unit)).collect(),
                 ))
+            }
+            // A dense dual's tangent in either mode (forward over forward,
+            // sparse over forward); a sparse dual's in dense mode only.
+            Type::Dual(inner, lanes @ Lanes::Dense(_)) => {
+                Some(Type::Dual(Arc::new(inner.tangent_of(leaf, elem)?), *lanes))
             }
             Type::Dual(inner, lanes) if *leaf == Type::F64 => {
                 Some(Type::Dual(Arc::new(inner.tangent_of(leaf, elem)?), *lanes))

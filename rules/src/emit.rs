@@ -242,8 +242,9 @@ pub fn zero_tangent(
 
 /// [`zero_tangent`] for one lane of `lanes`: in sparse mode
 /// `szero()` for f64 and a fresh `alloc(length(primal)) :: [sparse]` (zero
-/// handles) for `[f64]`. A dense `dual<T, N>` (forward over forward, dense
-/// lanes only) gets `dual(z, z, ...)` with a zero tangent of `T` per part;
+/// handles) for `[f64]`. A dense `dual<T, N>` (forward over forward, or
+/// sparse over forward) gets `dual(z, z, ...)` with a zero tangent of `T`
+/// per part (sparse ones in sparse mode);
 /// in dense lanes (forward over a sparse rule) a `sparse` handle gets
 /// `szero()`, a `[sparse]` array a fresh `alloc(length(primal)) ::
 /// [sparse]`, and a `dual<T, sparse>` the sparse dual of `T`'s zero tangent
@@ -301,7 +302,7 @@ pub fn zero_tangent_at(
             let t = zero_tangent_at(b, inner, base, Lanes::Sparse)?.ok_or_else(missing)?;
             Ok(Some(value(b, Prim::Dual, &[p, t])?))
         }
-        Type::Dual(inner, Lanes::Dense(n)) if !lanes.is_sparse() => {
+        Type::Dual(inner, Lanes::Dense(n)) => {
             // `dual<T', N>`: a zero of T's tangent type per part, its arrays
             // as long as the primal part's.
             let base = if contains_array(inner) {

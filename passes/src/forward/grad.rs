@@ -291,6 +291,22 @@ pub fn sparse_seed(
             }
             emit::value(b, Prim::Tuple, &parts)
         }
+        // A dense dual (sparse over forward): its parts in order, the
+        // primal's directions first, as `collect_slots` lists them.
+        Type::Dual(_, Lanes::Dense(_)) => {
+            let (inner, tan, n) = ty
+                .dual_parts()
+                .ok_or_else(|| RuleError::Unsupported(format!("no sparse seed for {ty}")))?;
+            let mut parts = Vec::with_capacity(n + 1);
+            let p0 = emit::value(b, Prim::Primal, &[p])?;
+            parts.push(sparse_seed(b, inner, p0, next)?);
+            for k in 0..n {
+                let k = i64::try_from(k).map_err(|_| RuleError::Unsupported("lanes".into()))?;
+                let pk = emit::value(b, Prim::Tangent, &[p, Operand::from(k)])?;
+                parts.push(sparse_seed(b, &tan, pk, next)?);
+            }
+            emit::value(b, Prim::Dual, &parts)
+        }
         _ => Err(RuleError::Unsupported(format!("no sparse seed for {ty}"))),
     }
 }

@@ -58,30 +58,13 @@ enum Mapped {
     },
 }
 
-/// Whether `ty` mentions `dual` anywhere (also inside function types).
-fn contains_dual(ty: &Type) -> bool {
-    let mut stack = vec![ty];
-    while let Some(t) = stack.pop() {
-        match t {
-            Type::Dual(..) => return true,
-            Type::Tuple(elems) => stack.extend(elems.iter()),
-            Type::Func(f) => {
-                stack.extend(f.params.iter());
-                stack.push(&f.ret);
-            }
-            _ => {}
-        }
-    }
-    false
-}
-
 /// Refuses what forward mode cannot take: in sparse mode, a function that
 /// works on sparse tangents (`dual<T, sparse>`, `sparse` handles: sparse
-/// mode over a sparse rule would need handles of handles) or on dense duals
-/// (forward over forward takes dense lanes). Dense lanes take both: the
-/// tangent of a `dual<T, N>` is a `dual<T', N>`, of a handle a handle
-/// (forward over a sparse rule, the builder's frules in irad_rules'
-/// `sparse_fwd.rs`).
+/// mode over a sparse rule would need handles of handles). Dense lanes take
+/// it (forward over a sparse rule: the tangent of a handle is a handle, the
+/// builder's frules are irad_rules' `sparse_fwd.rs`), and both take dense
+/// duals (the tangent of a `dual<T, N>` is a `dual<T', N>`, in sparse mode
+/// a `dual` of handles).
 pub(super) fn check_nestable(
     func: &Func,
     loc: &Location,
@@ -96,25 +79,6 @@ pub(super) fn check_nestable(
             loc.clone(),
             format!(
                 "sparse forward mode of @{} is not supported: it works on sparse tangents (forward mode over a sparse rule takes dense lanes)",
-                func.name
-            ),
-        ));
-    }
-    let duals = tys().any(contains_dual)
-        || func.insts.values().any(|i| {
-            matches!(
-                i.kind,
-                InstKind::Prim {
-                    prim: Prim::Dual | Prim::Primal | Prim::Tangent | Prim::Frule,
-                    ..
-                }
-            )
-        });
-    if duals {
-        return Err(ForwardError::new(
-            loc.clone(),
-            format!(
-                "sparse forward mode of @{} is not supported: it works on dual values (forward over forward takes dense lanes)",
                 func.name
             ),
         ));
