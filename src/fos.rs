@@ -21,7 +21,7 @@
 //! builder only; a result of an unexpected shape is an internal error,
 //! never a panic.
 
-use crate::deriv::{as_tangent, deep_copy, forward_rule_of, forward_rule_with};
+use crate::deriv::{forward_rule_of, forward_rule_with};
 use crate::hvp::{Rules, RunOut};
 use crate::{Error, GradRequest, Source, internal, rules};
 use irad_ir::interp::Executor;
@@ -92,22 +92,7 @@ impl FosShape {
         tangents: &[Vec<Val>],
     ) -> Result<RunOut, Error> {
         let lanes = tangents.len();
-        let mut call = Vec::with_capacity(req.args.len());
-        for (i, (a, ty)) in req.args.iter().zip(&self.params).enumerate() {
-            if !ty.has_tangent() {
-                call.push(deep_copy(a));
-                continue;
-            }
-            let mut parts = Vec::with_capacity(lanes + 1);
-            parts.push(deep_copy(a));
-            for t in tangents {
-                let ti = t
-                    .get(i)
-                    .ok_or_else(|| internal(src, "a direction without this argument"))?;
-                parts.push(as_tangent(ti, ty));
-            }
-            call.push(Val::Dual(parts.into()));
-        }
+        let call = crate::hvp::dual_call(src, req.args, &self.params, tangents)?;
         let out = crate::deriv::run_on(src, exec, self.rule, &call, req)?;
         let wrong = |what: &str| internal(src, &format!("the forward-over-sparse rule {what}"));
         let parts = match &out {

@@ -548,21 +548,7 @@ impl ForShape {
         // The call: the arguments with the directions as tangents, the zero
         // shadows of their arrays with zero tangents, the seed 1.0 with zero
         // tangents.
-        let mut call = Vec::with_capacity(req.args.len() + 1);
-        for (i, (a, ty)) in req.args.iter().zip(params).enumerate() {
-            if !ty.has_tangent() {
-                call.push(deep_copy(a));
-                continue;
-            }
-            let mut parts = vec![deep_copy(a)];
-            for t in tangents {
-                let ti = t
-                    .get(i)
-                    .ok_or_else(|| internal(src, "a direction without this argument"))?;
-                parts.push(as_tangent(ti, ty));
-            }
-            call.push(Val::Dual(parts.into()));
-        }
+        let mut call = dual_call(src, req.args, params, tangents)?;
         let mut shadows = Vec::new();
         for a in &copies(req.args) {
             zero_shadows(a, &mut shadows);
@@ -611,6 +597,34 @@ impl ForShape {
         }
         Ok((value, gradient, hvps))
     }
+}
+
+/// The arguments `args` (of types `params`) as duals with one direction per
+/// lane of `tangents` (each one value per argument) as their tangents, fresh
+/// copies; arguments without a tangent type as they are (copied).
+pub(crate) fn dual_call(
+    src: &Source,
+    args: &[Val],
+    params: &[Type],
+    tangents: &[Vec<Val>],
+) -> Result<Vec<Val>, Error> {
+    let mut call = Vec::with_capacity(args.len() + 1);
+    for (i, (a, ty)) in args.iter().zip(params).enumerate() {
+        if !ty.has_tangent() {
+            call.push(deep_copy(a));
+            continue;
+        }
+        let mut parts = Vec::with_capacity(tangents.len() + 1);
+        parts.push(deep_copy(a));
+        for t in tangents {
+            let ti = t
+                .get(i)
+                .ok_or_else(|| internal(src, "a direction without this argument"))?;
+            parts.push(as_tangent(ti, ty));
+        }
+        call.push(Val::Dual(parts.into()));
+    }
+    Ok(call)
 }
 
 /// The gradient-shaped value (one entry per argument, `None` outside
