@@ -3,8 +3,9 @@
 //! by forward over reverse (the default) and by reverse over forward,
 //! and of a Hessian of 10 inputs against one HVP (at most 10), dense
 //! Hessians against sparse ones (rosenbrock, n = 10, 100, 1000), and HVPs
-//! by forward over forward against forward over reverse on few inputs
-//! (rosenbrock, n = 4, 10, 100; Lotka-Volterra), in compiled
+//! by forward over forward and by forward over sparse against forward over
+//! reverse on few inputs (rosenbrock, n = 4, 10, 100; Lotka-Volterra), and
+//! forward over sparse against the gradient on the two large cases, in compiled
 //! code only: every run the derivative makes is repeated, once to compile
 //! and warm up and then 20 times, and the best time counts (derivation and
 //! compilation do not). Prints one line per figure; the results are in
@@ -108,15 +109,21 @@ fn main() {
         irad::hvp_via(&src, &m, &registry, &r, &v, HvpMode::ReverseOverForward)
             .expect("hvp by reverse over forward");
         let rof: f64 = TIMES.with(|t| t.borrow().iter().sum());
+        TIMES.with(|t| t.borrow_mut().clear());
+        irad::hvp_via(&src, &m, &registry, &r, &v, HvpMode::ForwardOverSparse)
+            .expect("hvp by forward over sparse");
+        let fos: f64 = TIMES.with(|t| t.borrow().iter().sum());
         println!(
-            "{func}: gradient {:.3} ms, hvp {:.3} ms, ratio {:.2}; reverse over forward {:.3} ms, ratio {:.2}",
+            "{func}: gradient {:.3} ms, hvp {:.3} ms, ratio {:.2}; reverse over forward {:.3} ms, ratio {:.2}; forward over sparse {:.3} ms, ratio {:.2}",
             grad * 1e3,
             hvp * 1e3,
             hvp / grad,
             rof * 1e3,
-            rof / grad
+            rof / grad,
+            fos * 1e3,
+            fos / grad
         );
-        assert!(hvp.is_finite() && rof.is_finite() && grad > 0.0);
+        assert!(hvp.is_finite() && rof.is_finite() && fos.is_finite() && grad > 0.0);
     }
     // A Hessian of 10 inputs (rosenbrock, n = 10) against one HVP.
     let src = irad::read_source(&root.join("examples/rosenbrock.irad")).expect("program");
@@ -204,12 +211,15 @@ fn main() {
         };
         let for_ = time(HvpMode::ForwardOverReverse);
         let fof = time(HvpMode::ForwardOverForward);
+        let fos = time(HvpMode::ForwardOverSparse);
         println!(
-            "{label}: hvp forward over reverse {:.2} us, forward over forward {:.2} us, ratio {:.2}",
+            "{label}: hvp forward over reverse {:.2} us, forward over forward {:.2} us, ratio {:.2}, forward over sparse {:.2} us, ratio {:.2}",
             for_ * 1e6,
             fof * 1e6,
-            fof / for_
+            fof / for_,
+            fos * 1e6,
+            fos / for_
         );
-        assert!(for_ > 0.0 && fof.is_finite());
+        assert!(for_ > 0.0 && fof.is_finite() && fos.is_finite());
     }
 }

@@ -194,18 +194,31 @@ impl FofShape {
     /// `wrt` and for arguments without a tangent type) whose f64s are
     /// `flat`, in input order.
     fn shaped(&self, args: &[Val], flat: &[f64]) -> Vec<Option<Val>> {
-        let mut it = flat.iter().copied();
-        args.iter()
-            .zip(&self.params)
-            .enumerate()
-            .map(|(i, (a, ty))| {
-                if !ty.has_tangent() || !self.wrt.contains(&i) {
-                    return None;
-                }
-                Some(tangent_with(a, ty, &mut || it.next().unwrap_or(0.0)))
-            })
-            .collect()
+        shaped(args, &self.params, &self.wrt, flat)
     }
+}
+
+/// The gradient-shaped value (one entry per argument of types `params`,
+/// `None` outside `wrt` and for arguments without a tangent type) whose
+/// f64s are `flat`, in input order (also forward over sparse's,
+/// `src/fos.rs`).
+pub(crate) fn shaped(
+    args: &[Val],
+    params: &[Type],
+    wrt: &[usize],
+    flat: &[f64],
+) -> Vec<Option<Val>> {
+    let mut it = flat.iter().copied();
+    args.iter()
+        .zip(params)
+        .enumerate()
+        .map(|(i, (a, ty))| {
+            if !ty.has_tangent() || !wrt.contains(&i) {
+                return None;
+            }
+            Some(tangent_with(a, ty, &mut || it.next().unwrap_or(0.0)))
+        })
+        .collect()
 }
 
 /// The `n` parts of dual `v`; an internal error for anything else.

@@ -113,8 +113,10 @@ fn f64_leaves(v: &Val, ty: &Type) -> usize {
 /// language"): a declared jvp is called in sparse mode only where its
 /// function's differentiable arguments are f64 and its result holds no
 /// array; and no function works on dual values (a forward rule: sparse
-/// mode does not differentiate one, dense mode does, docs/forward.md
-/// "Forward over forward"). [`choose_forward`] picks sparse mode only then.
+/// mode differentiates one when asked, `--sparse`, but its directions are
+/// the parts of the duals, which the measurements behind the threshold did
+/// not cover; docs/forward.md "Forward over forward"). [`choose_forward`]
+/// picks sparse mode only then.
 pub fn sparse_capable(module: &Module) -> bool {
     module.funcs().all(|(id, f)| {
         let duals = f.values.values().any(|v| v.ty.holds_dual()) || f.ret.holds_dual();

@@ -15,7 +15,9 @@
 //!   those of the tangent parts the gradient;
 //! - forward over forward (`src/fof.rs`): the forward rule of `@f.fwd`,
 //!   V in the inner tangents and unit vectors of the inputs in the outer
-//!   lanes, ceil(n / 8) runs per product.
+//!   lanes, ceil(n / 8) runs per product;
+//! - forward over sparse (`src/fos.rs`): the dense forward rule of the
+//!   sparse gradient `@f.fwds.grad`, the directions in its lanes.
 //!
 //! [`hessian`] runs one product per f64 input along its unit vector (forward
 //! over reverse batches them in lanes, 8 per run); [`hessian_via`] with
@@ -40,6 +42,7 @@ use crate::deriv::{
     run_on, zero_shadows,
 };
 use crate::fof::FofShape;
+use crate::fos::FosShape;
 use crate::rof::RofShape;
 use crate::strong::{any_nan, or_strong, slice_has_nan};
 use crate::{Error, GradRequest, Source, internal, rules};
@@ -80,6 +83,10 @@ pub enum HvpMode {
     /// direction in the inner tangents, up to 8 inputs seeded in the outer
     /// lanes per run, so ceil(n / 8) runs per direction for n inputs.
     ForwardOverForward,
+    /// Dense forward mode over sparse forward mode: runs of
+    /// `@f.fwds.grad.fwdM`, the forward rule of the sparse gradient, one
+    /// direction per lane (up to 8 per run in [`hessian`]).
+    ForwardOverSparse,
 }
 
 /// The value of `func` (which returns f64) at `req.args`, its gradient, and
@@ -325,7 +332,7 @@ fn hessian_once(
         ));
     }
     let width = match mode {
-        HvpMode::ForwardOverReverse => n.clamp(1, HESSIAN_LANES),
+        HvpMode::ForwardOverReverse | HvpMode::ForwardOverSparse => n.clamp(1, HESSIAN_LANES),
         HvpMode::ReverseOverForward | HvpMode::ForwardOverForward => 1,
     };
     let lanes = u32::try_from(width)
@@ -423,6 +430,8 @@ enum Shape {
     ReverseOverForward(RofShape),
     /// `@f.fwd.fwdM`.
     ForwardOverForward(FofShape),
+    /// `@f.fwds.grad.fwdM`.
+    ForwardOverSparse(FosShape),
 }
 
 impl Shape {
@@ -438,6 +447,7 @@ impl Shape {
             Shape::ForwardOverReverse(s) => s.run(src, exec, req, tangents),
             Shape::ReverseOverForward(s) => s.run(src, exec, req, tangents),
             Shape::ForwardOverForward(s) => s.run(src, exec, req, tangents),
+            Shape::ForwardOverSparse(s) => s.run(src, exec, req, tangents),
         }
     }
 }
@@ -496,6 +506,11 @@ impl<'r> Prepared<'r> {
                 let (m, rules, s) =
                     crate::fof::prepare(src, module, registry, req, params.clone(), &wrt)?;
                 Some((m, rules, Shape::ForwardOverForward(s)))
+            }
+            HvpMode::ForwardOverSparse => {
+                let (m, rules, s) =
+                    crate::fos::prepare(src, module, registry, req, params.clone(), &wrt, width)?;
+                Some((m, rules, Shape::ForwardOverSparse(s)))
             }
             HvpMode::ForwardOverReverse => None,
         };
@@ -565,21 +580,7 @@ impl ForShape {
         // The call: the arguments with the directions as tangents, the zero
         // shadows of their arrays with zero tangents, the seed 1.0 with zero
         // tangents.
-        let mut call = Vec::with_capacity(req.args.len() + 1);
-        for (i, (a, ty)) in req.args.iter().zip(params).enumerate() {
-            if !ty.has_tangent() {
-                call.push(deep_copy(a));
-                continue;
-            }
-            let mut parts = vec![deep_copy(a)];
-            for t in tangents {
-                let ti = t
-                    .get(i)
-                    .ok_or_else(|| internal(src, "a direction without this argument"))?;
-                parts.push(as_tangent(ti, ty));
-            }
-            call.push(Val::Dual(parts.into()));
-        }
+        let mut call = dual_call(src, req.args, params, tangents)?;
         let mut shadows = Vec::new();
         for a in &copies(req.args) {
             zero_shadows(a, &mut shadows);
@@ -628,6 +629,34 @@ impl ForShape {
         }
         Ok((value, gradient, hvps))
     }
+}
+
+/// The arguments `args` (of types `params`) as duals with one direction per
+/// lane of `tangents` (each one value per argument) as their tangents, fresh
+/// copies; arguments without a tangent type as they are (copied).
+pub(crate) fn dual_call(
+    src: &Source,
+    args: &[Val],
+    params: &[Type],
+    tangents: &[Vec<Val>],
+) -> Result<Vec<Val>, Error> {
+    let mut call = Vec::with_capacity(args.len() + 1);
+    for (i, (a, ty)) in args.iter().zip(params).enumerate() {
+        if !ty.has_tangent() {
+            call.push(deep_copy(a));
+            continue;
+        }
+        let mut parts = Vec::with_capacity(tangents.len() + 1);
+        parts.push(deep_copy(a));
+        for t in tangents {
+            let ti = t
+                .get(i)
+                .ok_or_else(|| internal(src, "a direction without this argument"))?;
+            parts.push(as_tangent(ti, ty));
+        }
+        call.push(Val::Dual(parts.into()));
+    }
+    Ok(call)
 }
 
 /// The gradient-shaped value (one entry per argument, `None` outside

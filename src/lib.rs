@@ -159,6 +159,7 @@ pub mod dot;
 mod emit;
 mod error;
 mod fof;
+mod fos;
 mod fwd_choice;
 mod grad;
 mod hvp;

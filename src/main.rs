@@ -393,6 +393,8 @@ enum HvpMode {
     RevOverFwd,
     /// Forward mode over the forward rule (`@f.fwd.fwdM`: ceil(n / 8) runs per product for n inputs).
     FwdOverFwd,
+    /// Forward mode over the sparse gradient (`@f.fwds.grad.fwdM`: one direction per lane).
+    FwdOverSparse,
 }
 
 impl HvpMode {
@@ -401,6 +403,7 @@ impl HvpMode {
             HvpMode::FwdOverRev => irad::HvpMode::ForwardOverReverse,
             HvpMode::RevOverFwd => irad::HvpMode::ReverseOverForward,
             HvpMode::FwdOverFwd => irad::HvpMode::ForwardOverForward,
+            HvpMode::FwdOverSparse => irad::HvpMode::ForwardOverSparse,
         }
     }
 }
@@ -1261,6 +1264,9 @@ fn hessian(cmd: HessianCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         ),
         (true, HvpMode::FwdOverFwd) => usage_error(
             "--sparse is sparse forward mode over the reverse pieces: it cannot be used with --mode fwd-over-fwd",
+        ),
+        (true, HvpMode::FwdOverSparse) => usage_error(
+            "--sparse is sparse forward mode over the reverse pieces: it cannot be used with --mode fwd-over-sparse",
         ),
         _ => {}
     }

@@ -2,9 +2,12 @@
 //! reverse mode over forward mode (`irad hvp --mode rev-over-fwd`,
 //! `irad::hvp_via` with `HvpMode::ReverseOverForward`: the reverse-mode
 //! pieces of `@f.fwd`, run on the duals (x, V) with the seed `dual(0, 1)`)
-//! and forward mode over forward mode (`--mode fwd-over-fwd`,
+//! forward mode over forward mode (`--mode fwd-over-fwd`,
 //! `HvpMode::ForwardOverForward`: the forward rule of `@f.fwd`, V in the
-//! inner tangents, unit vectors of the inputs in up to 8 outer lanes).
+//! inner tangents, unit vectors of the inputs in up to 8 outer lanes) and
+//! dense forward mode over sparse forward mode (`--mode fwd-over-sparse`,
+//! `HvpMode::ForwardOverSparse`: the dense rule of the sparse gradient
+//! `@f.fwds.grad`, V in its lane; the gradient from the sparse builder).
 //!
 //! On every corpus program (all return f64; tests/corpus, both the surface
 //! and the IR files) and on the benchmark programs (rosenbrock at n = 4 and
@@ -17,7 +20,8 @@
 //!   terms, taken as max(1, |H|·|V|) from the Hessian). The modes sum the
 //!   same partial products in different orders (forward over reverse
 //!   accumulates cotangents from the output back, forward over forward
-//!   tangents from the inputs on), so they agree to rounding, not bit for
+//!   tangents from the inputs on, forward over sparse materialises the
+//!   builder's nodes from the output back), so they agree to rounding, not bit for
 //!   bit, and a bound relative to the terms' magnitudes holds where
 //!   cancellation makes an entry itself small;
 //! - the mode matches central differences of the gradient along V (step
@@ -31,7 +35,8 @@
 //! the other arguments held constant, equal to the full one restricted (the
 //! Hessian's submatrix, the product with the direction masked); bad
 //! positions are located errors (exit 1), malformed ones usage errors
-//! (exit 2); `--sparse` with a mode over forward rules is a usage error.
+//! (exit 2); `--sparse` with a mode over forward rules or over the sparse
+//! gradient is a usage error.
 //! And `irad grad --seed` of a forward rule written in IR text (reverse over
 //! forward), `irad jvp` and `irad dump --mode fwd` of one (forward over
 //! forward).
@@ -125,7 +130,11 @@ fn gradient(src: &Source, m: &irad::ir::Module, f: irad::ir::FuncId, args: &[Val
 }
 
 /// The modes checked against forward over reverse.
-const MODES: [HvpMode; 2] = [HvpMode::ReverseOverForward, HvpMode::ForwardOverForward];
+const MODES: [HvpMode; 3] = [
+    HvpMode::ReverseOverForward,
+    HvpMode::ForwardOverForward,
+    HvpMode::ForwardOverSparse,
+];
 
 /// The checks of the module header on `@f(args)` in `mode`; `what` names
 /// the case.
@@ -368,6 +377,7 @@ fn wrt_restricts_jvp_hvp_and_hessian() {
             HvpMode::ForwardOverReverse,
             HvpMode::ReverseOverForward,
             HvpMode::ForwardOverForward,
+            HvpMode::ForwardOverSparse,
         ] {
             let all = req(f, &args, backend);
             let mut some = req(f, &args, backend);
@@ -469,8 +479,11 @@ fn command_line_modes_and_wrt() {
     assert_eq!(a, b);
     let fof = ["--mode", "fwd-over-fwd"];
     assert_eq!(a, json(&run("hvp", &[&t[..], &fof].concat())));
+    let fos = ["--mode", "fwd-over-sparse"];
+    assert_eq!(a, json(&run("hvp", &[&t[..], &fos].concat())));
     let h = json(&run("hessian", &fof));
     assert_eq!(h, json(&run("hessian", &[])));
+    assert_eq!(h, json(&run("hessian", &fos)));
     assert_eq!(
         h["hessian"],
         serde_json::json!([[6.0, 4.0, 10.0], [4.0, 0.0, 0.0], [10.0, 0.0, 4.0]]),
@@ -491,8 +504,10 @@ fn command_line_modes_and_wrt() {
     );
     let hw = json(&run("hessian", &["--wrt", "0", "--mode", "rev-over-fwd"]));
     assert_eq!(hw["hessian"], serde_json::json!([[6.0]]), "{hw}");
-    let w = json(&run("hvp", &[&t[..], &fof, &["--wrt", "1"]].concat()));
-    assert_eq!(w["hvp"], serde_json::json!([null, [0.0, 4.0], null]), "{w}");
+    for mode in [&fof, &fos] {
+        let w = json(&run("hvp", &[&t[..], mode, &["--wrt", "1"]].concat()));
+        assert_eq!(w["hvp"], serde_json::json!([null, [0.0, 4.0], null]), "{w}");
+    }
     let jw = json(&run("jvp", &[&t[..], &["--wrt", "0"]].concat()));
     // Along x only: df/dx = 2 x y0 + y1² = 37.
     assert_eq!(jw["jvp"], serde_json::json!(37.0), "{jw}");
@@ -516,6 +531,12 @@ fn command_line_modes_and_wrt() {
             vec!["--sparse", "--mode", "fwd-over-fwd"],
             2,
             "cannot be used with --mode fwd-over-fwd",
+        ),
+        (
+            "hessian",
+            vec!["--sparse", "--mode", "fwd-over-sparse"],
+            2,
+            "cannot be used with --mode fwd-over-sparse",
         ),
     ] {
         let mut extra = extra;
@@ -697,4 +718,75 @@ fn forward_gradient_of_a_function_on_duals() {
         }),
         "{fwd}"
     );
+    // Sparse mode over the function on duals (sparse over forward): one
+    // run, each part of the dual seeded with its own directions; the same
+    // gradient (each entry one product here, so exactly), on both backends.
+    for backend in ["jit", "interp"] {
+        let sparse = json(&irad_cmd(&[
+            "grad",
+            &file,
+            "-f",
+            "n2",
+            "--mode",
+            "fwd",
+            "--sparse",
+            "--backend",
+            backend,
+            "--args",
+            &args,
+            "--json",
+        ]));
+        assert_eq!(sparse["forward"]["mode"], "sparse", "{sparse}");
+        assert_eq!(sparse["gradient"], fwd["gradient"], "{sparse}");
+    }
+    // A dual of several lanes and of a tuple with an integer: every part's
+    // f64s are directions, in the dense layout's order; sparse and dense
+    // forward mode and reverse mode agree to rounding.
+    let text = "func @m(%x: dual<[f64]>, %y: dual<(f64, i64), 2>) -> f64 {
+#1:
+  %p = call primal(%x) :: [f64]
+  %t = call tangent(%x, 0) :: [f64]
+  %u = call dot(%p, %t) :: f64
+  %q = call primal(%y) :: (f64, i64)
+  %q0 = call getfield(%q, 0) :: f64
+  %r = call tangent(%y, 1) :: (f64, ())
+  %r0 = call getfield(%r, 0) :: f64
+  %s = call sin(%q0) :: f64
+  %v = call mul(%s, %r0) :: f64
+  %w = call mul(%u, %v) :: f64
+  return %w
+}
+";
+    let file = program_file("m.ir", text);
+    let args = "dual([1.0, 2.0], [3.0, -1.0]), dual((0.5, 3), (2.0, ()), (1.5, ()))";
+    let grad = |extra: &[&str]| {
+        let mut a = vec!["grad", file.as_str(), "-f", "m", "--args", args, "--json"];
+        a.extend_from_slice(extra);
+        json(&irad_cmd(&a))
+    };
+    let rev = grad(&[]);
+    let mut flat_rev = Vec::new();
+    json_leaves(&rev["gradient"], &mut flat_rev);
+    assert_eq!(flat_rev.len(), 7, "{rev}");
+    for extra in [&["--mode", "fwd"][..], &["--mode", "fwd", "--sparse"]] {
+        let g = grad(extra);
+        let mut flat_g = Vec::new();
+        json_leaves(&g["gradient"], &mut flat_g);
+        close(
+            &flat_g,
+            &flat_rev,
+            1e-12,
+            &format!("{extra:?}: {g} vs {rev}"),
+        );
+    }
+}
+
+/// The numbers of a JSON value, depth first.
+fn json_leaves(v: &serde_json::Value, out: &mut Vec<f64>) {
+    match v {
+        serde_json::Value::Number(n) => out.extend(n.as_f64()),
+        serde_json::Value::Array(xs) => xs.iter().for_each(|x| json_leaves(x, out)),
+        serde_json::Value::Object(m) => m.values().for_each(|x| json_leaves(x, out)),
+        _ => {}
+    }
 }

@@ -516,8 +516,8 @@ pub struct SecondOrder {
     pub finite_differences: usize,
     /// Whether the HVP ran at all (the primal runs at the point).
     pub ran: bool,
-    /// Entries of reverse over forward and of forward over forward compared
-    /// with forward over reverse.
+    /// Entries of reverse over forward, forward over forward and forward
+    /// over sparse compared with forward over reverse.
     pub modes: usize,
 }
 
@@ -527,8 +527,8 @@ pub struct SecondOrder {
 /// interpreter and the JIT, its gradient is reverse mode's, and each entry
 /// is within 1e-4 of central finite differences of the reverse-mode
 /// gradient along the direction wherever two step sizes agree (the gradient
-/// is smooth there). Reverse over forward and forward over forward
-/// (`irad::hvp_via`) give the same bits in both backends too, and each
+/// is smooth there). Reverse over forward, forward over forward and
+/// forward over sparse (`irad::hvp_via`) give the same bits in both backends too, and each
 /// finite entry of their products within 1e-8 · (1 + |a| + |b|) of forward
 /// over reverse's (the same terms summed in another order).
 pub fn second_order(p: &Program) -> Result<SecondOrder, String> {
@@ -583,7 +583,8 @@ pub fn second_order(p: &Program) -> Result<SecondOrder, String> {
     out.ran = true;
     let h = &by_backend[0];
     out.modes = other_mode(&l, &tangent, h, &at, &ctx, HvpMode::ReverseOverForward)?
-        + other_mode(&l, &tangent, h, &at, &ctx, HvpMode::ForwardOverForward)?;
+        + other_mode(&l, &tangent, h, &at, &ctx, HvpMode::ForwardOverForward)?
+        + other_mode(&l, &tangent, h, &at, &ctx, HvpMode::ForwardOverSparse)?;
     let grad_at = |args: &[Val]| -> Option<Vec<Option<Val>>> {
         irad::grad_reverse(
             &l.src,
@@ -658,7 +659,7 @@ pub fn second_order(p: &Program) -> Result<SecondOrder, String> {
 }
 
 /// Hessian-vector products by `mode` (reverse over forward, forward over
-/// forward) along `tangent` on both backends: the same bits in each, and
+/// forward, forward over sparse) along `tangent` on both backends: the same bits in each, and
 /// each finite entry of its product within 1e-8 · (1 + |a| + |b|) of
 /// forward over reverse's `h` at the leaves `at`; how many entries were
 /// compared.
@@ -673,6 +674,7 @@ fn other_mode(
     let name = match mode {
         HvpMode::ReverseOverForward => "reverse over forward",
         HvpMode::ForwardOverForward => "forward over forward",
+        HvpMode::ForwardOverSparse => "forward over sparse",
         HvpMode::ForwardOverReverse => "forward over reverse",
     };
     let registry = irad::rules::Registry::new();

@@ -235,8 +235,11 @@ impl Prim {
     /// `primal`, `tangent`, `frule`, `push`, `pop`, `revfwd`, `revback`, the
     /// sparse tangent builder `sonehot szero sscale sadd sdense ssum sdot
     /// sfill sgemma sgemmb`, and `gemm`, which the rules of the matrix
-    /// primitives write): these are not differentiated and have no
-    /// derivative rules (`gemm` has an frule, for forward over reverse).
+    /// primitives write): their rules are the AD passes' own, not the
+    /// ordinary table's (`gemm` and the sparse builder have frules, for
+    /// forward over reverse and forward over sparse; `dual`, `primal`,
+    /// `tangent`, `frule` both kinds; `push`, `pop`, `revfwd`, `revback`
+    /// frules).
     pub fn is_ad(self) -> bool {
         self == Prim::Gemm
             || matches!(

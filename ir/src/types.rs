@@ -164,13 +164,15 @@ impl Type {
 
     /// The tangent type: `f64` for `f64`, `[f64]` for `[f64]`, for a tuple the
     /// tuple of its elements' tangent types with `()` for elements that have
-    /// none; for a dense `dual<T, N>` the dual of the same lanes over `T`'s
+    /// none; for a `dual<T, N>` the dual of the same lanes over `T`'s
     /// tangent type, `dual<T', N>` (to forward mode a dual is the tuple of its
     /// parts, each part's tangent has `T'`'s shape, and the parts' tangents
     /// are packed as a dual again: forward over forward, docs/forward.md
-    /// "Forward over forward"); `None` for every type without an f64 inside
-    /// (`i64`, `bool`, `()`, `[i64]`, `[bool]`, function types) and for a
-    /// sparse dual. Recursive over tuples and duals, so as deep as the type,
+    /// "Forward over forward"), and likewise `dual<T', sparse>` for a sparse
+    /// dual; `sparse` for `sparse` and `[sparse]` for `[sparse]` (forward
+    /// over a sparse rule, docs/forward.md "Forward over sparse"); `None` for
+    /// every type without an f64 or a handle inside (`i64`, `bool`, `()`,
+    /// `[i64]`, `[bool]`, function types). Recursive over tuples and duals, so as deep as the type,
     /// which the parser and verifier cap at [`crate::MAX_NESTING`].
     pub fn tangent(&self) -> Option<Type> {
         self.tangent_of(&Type::F64, Scalar::F64)
@@ -178,11 +180,12 @@ impl Type {
 
     /// The tangent type in sparse forward mode: [`Type::tangent`] with every
     /// f64 replaced by `sparse` (`f64` -> `sparse`, `[f64]` -> `[sparse]`,
-    /// `(f64, i64)` -> `(sparse, ())`); `None` where `tangent` is `None` and
-    /// for any type holding a dual (sparse mode is not nested over forward
-    /// mode).
+    /// `(f64, i64)` -> `(sparse, ())`, a dense `dual<T, N>` ->
+    /// `dual<T's sparse tangent, N>`: sparse over forward); `None` where
+    /// `tangent` is `None` and for any type mentioning `sparse` (sparse mode
+    /// is not nested over itself).
     pub fn sparse_tangent(&self) -> Option<Type> {
-        if self.holds_dual() {
+        if self.mentions_sparse() {
             return None;
         }
         self.tangent_of(&Type::Sparse, Scalar::Sparse)
@@ -218,9 +221,19 @@ impl Type {
                     tans.into_iter().map(|t| t.unwrap_or(Type::Unit)).collect(),
                 ))
             }
-            Type::Dual(inner, lanes @ Lanes::Dense(_)) if *leaf == Type::F64 => {
+            // A dense dual's tangent in either mode (forward over forward,
+            // sparse over forward); a sparse dual's in dense mode only.
+            Type::Dual(inner, lanes @ Lanes::Dense(_)) => {
                 Some(Type::Dual(Arc::new(inner.tangent_of(leaf, elem)?), *lanes))
             }
+            Type::Dual(inner, lanes) if *leaf == Type::F64 => {
+                Some(Type::Dual(Arc::new(inner.tangent_of(leaf, elem)?), *lanes))
+            }
+            // Dense forward mode over a sparse rule: a handle stands for a
+            // vector over the directions, linear in what it is built from,
+            // so its tangent is a handle too.
+            Type::Sparse if *leaf == Type::F64 => Some(Type::Sparse),
+            Type::Array(Scalar::Sparse) if *leaf == Type::F64 => Some(Type::Array(Scalar::Sparse)),
             _ => None,
         }
     }
@@ -262,20 +275,25 @@ impl Type {
         false
     }
 
-    /// Whether the type has a tangent type, i.e. contains an f64 outside a
-    /// function type and outside sparse duals (a dense dual's primal always
-    /// holds one: [`Type::tangent`]).
+    /// Whether the type has a tangent type ([`Type::tangent`]), i.e.
+    /// contains an f64, a dual, a `sparse` handle or a `[sparse]` array
+    /// outside a function type (a dual's primal always holds an f64).
     pub fn has_tangent(&self) -> bool {
         match self {
-            Type::F64 | Type::Array(Scalar::F64) | Type::Dual(_, Lanes::Dense(_)) => return true,
+            Type::F64
+            | Type::Array(Scalar::F64 | Scalar::Sparse)
+            | Type::Sparse
+            | Type::Dual(..) => return true,
             Type::Tuple(_) => {}
             _ => return false,
         }
         let mut stack = vec![self];
         while let Some(ty) = stack.pop() {
             match ty {
-                Type::F64 | Type::Array(Scalar::F64) => return true,
-                Type::Dual(_, Lanes::Dense(_)) => return true,
+                Type::F64 | Type::Array(Scalar::F64 | Scalar::Sparse) | Type::Sparse => {
+                    return true;
+                }
+                Type::Dual(..) => return true,
                 Type::Tuple(elems) => stack.extend(elems.iter()),
                 _ => {}
             }
@@ -568,10 +586,23 @@ mod tests {
         );
         assert_eq!(Type::F64.tangent_at(Lanes::Sparse), Some(Type::Sparse));
         assert_eq!(Type::F64.tangent_at(three), Some(Type::F64));
+        // Dense forward mode over a sparse rule: handles have handles as
+        // tangents, a sparse dual a sparse dual of the tangent type.
+        let pair = t(vec![Type::F64, Type::I64]);
+        assert_eq!(
+            Type::dual_n(pair, Lanes::Sparse).tangent(),
+            Some(Type::dual_n(t(vec![Type::F64, Type::Unit]), Lanes::Sparse))
+        );
+        assert_eq!(Type::Sparse.tangent(), Some(Type::Sparse));
+        assert_eq!(Type::Sparse.sparse_tangent(), None);
+        assert_eq!(
+            Type::Array(Scalar::Sparse).tangent(),
+            Some(Type::Array(Scalar::Sparse))
+        );
     }
 
     #[test]
-    fn has_tangent_holds_for_f64_leaves_and_dense_duals_at_any_depth() {
+    fn has_tangent_holds_for_f64_leaves_duals_and_handles_at_any_depth() {
         let three = Lanes::dense(3).unwrap();
         let cases = [
             (Type::F64, true),
@@ -581,7 +612,10 @@ mod tests {
             (Type::Unit, false),
             (Type::dual(Type::F64), true),
             (Type::dual_n(AF, three), true),
-            (Type::dual_n(Type::F64, Lanes::Sparse), false),
+            (Type::dual_n(Type::F64, Lanes::Sparse), true),
+            (Type::Sparse, true),
+            (Type::Array(Scalar::Sparse), true),
+            (t(vec![Type::I64, Type::Sparse]), true),
             (t(vec![Type::I64, Type::dual(Type::F64)]), true),
             (t(vec![Type::I64, t(vec![AI, Type::F64])]), true),
             (t(vec![Type::I64, AI]), false),

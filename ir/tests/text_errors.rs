@@ -291,3 +291,18 @@ fn pop_needs_annotation() {
         "3:3: `pop` needs a type annotation `:: T` naming the tape it pops (in @f, block #1, statement 1)"
     );
 }
+
+/// A sparse dual needs a type whose f64s can take handles: none of a handle
+/// (sparse mode is not nested), while a dense dual of a handle is the type
+/// of forward mode over a sparse rule and parses.
+#[test]
+fn sparse_dual_of_a_handle() {
+    assert_eq!(
+        err("func @f(%x: dual<sparse, sparse>) -> f64 {\n#1:\n  return 1.0\n}\n"),
+        "1:13: `dual<sparse, sparse>` needs a type without duals or sparse handles (sparse mode is not nested) (in @f)"
+    );
+    assert_eq!(
+        err("func @f(%x: dual<sparse, 2>) -> dual<sparse, 2> {\n#1:\n  return %x\n}\n"),
+        "parsed without error"
+    );
+}

@@ -415,10 +415,81 @@ func @f(%x: dual<f64>) -> dual<f64> {
     assert!(out.same(&want), "{out:?}");
 }
 
+/// Dense forward mode over a function that builds sparse tangents (forward
+/// over sparse): handles have handles as tangents. `@g(x, y)` is the
+/// gradient of `x y + x` built with the builder, `[y + 1, x]`; its rule at
+/// width 2 along x and y gives that gradient's Jacobian, the Hessian
+/// `[[0, 1], [1, 0]]`, column by column; a function taking a sparse dual
+/// gets the rule whose parameter is a dense dual of it.
+#[test]
+fn forward_mode_over_sparse_tangents() {
+    let mut m = module(
+        "
+func @g(%x: f64, %y: f64) -> [f64] {
+#1:
+  %tx = call sonehot(0) :: sparse
+  %ty = call sonehot(1) :: sparse
+  %a = call sscale(%y, %tx) :: sparse
+  %b = call sscale(%x, %ty) :: sparse
+  %t = call sadd(%a, %b) :: sparse
+  %u = call sadd(%t, %tx) :: sparse
+  %h = call sdense(%u, 2) :: [f64]
+  return %h
+}
+
+func @s(%x: dual<f64, sparse>) -> dual<f64, sparse> {
+#1:
+  %p = call primal(%x)
+  %t = call tangent(%x, 0)
+  %c = call cos(%p)
+  %q = call sin(%p)
+  %u = call sscale(%c, %t)
+  %r = call dual(%q, %u)
+  return %r
+}
+",
+    );
+    let reg = Registry::new();
+    let mut fwd = Forward::new(&reg);
+    let g = m.by_name("g").unwrap();
+    let rule = fwd.rule(&mut m, g, dense(2)).expect("forward over sparse");
+    let s = m.by_name("s").unwrap();
+    fwd.rule(&mut m, s, Lanes::ONE)
+        .expect("forward over a sparse rule");
+    verify_module(&m).expect("the rules verify");
+    let text = print_module(&m);
+    for want in [
+        "func @g.fwd2(%x: dual<f64, 2>, %y: dual<f64, 2>) -> dual<[f64], 2>",
+        "func @s.fwd(%x: dual<dual<f64, sparse>>) -> dual<dual<f64, sparse>>",
+    ] {
+        assert!(text.contains(want), "{want} in {text}");
+    }
+    let d =
+        |p: f64, t0: f64, t1: f64| Val::Dual(vec![Val::F64(p), Val::F64(t0), Val::F64(t1)].into());
+    // Lane 0 along x, lane 1 along y, at (2, 3).
+    let out = Interpreter::new(&m)
+        .run(
+            rule,
+            &[d(2.0, 1.0, 0.0), d(3.0, 0.0, 1.0)],
+            &RunOptions::default(),
+        )
+        .expect("runs");
+    let arr = |xs: Vec<f64>| Val::f64_array(xs);
+    let want = Val::Dual(
+        vec![
+            arr(vec![4.0, 2.0]),
+            arr(vec![0.0, 1.0]),
+            arr(vec![1.0, 0.0]),
+        ]
+        .into(),
+    );
+    assert!(out.same(&want), "{out:?}");
+}
+
 #[test]
 fn forward_mode_errors_are_located() {
-    // A function working on sparse tangents: the sparse builder has no
-    // forward rules.
+    // Sparse lanes over a function working on sparse tangents: that would
+    // take handles of handles.
     let mut m = module(
         "
 func @f(%x: dual<f64, sparse>) -> f64 {
@@ -431,8 +502,13 @@ func @f(%x: dual<f64, sparse>) -> f64 {
     let reg = Registry::new();
     let mut fwd = Forward::new(&reg);
     let f = m.by_name("f").unwrap();
-    let err = fwd.rule(&mut m, f, Lanes::ONE).unwrap_err();
-    assert!(err.msg.contains("it works on sparse tangents"), "{err}");
+    let err = fwd.rule(&mut m, f, Lanes::Sparse).unwrap_err();
+    assert!(
+        err.msg.contains(
+            "it works on sparse tangents (forward mode over a sparse rule takes dense lanes)"
+        ),
+        "{err}"
+    );
     assert_eq!(err.loc.func.as_deref(), Some("f"));
     // Sparse lanes over a function working on dense duals.
     let mut m = module(
@@ -445,12 +521,16 @@ func @f(%x: dual<f64>) -> f64 {
 ",
     );
     let f = m.by_name("f").unwrap();
-    let err = fwd.rule(&mut m, f, Lanes::Sparse).unwrap_err();
+    // Sparse lanes over a function on dense duals (sparse over forward):
+    // the sparse tangent of a `dual<f64>` is a `dual<sparse>`.
+    fwd.rule(&mut m, f, Lanes::Sparse)
+        .expect("sparse over forward");
+    verify_module(&m).expect("the rule verifies");
+    let text = print_module(&m);
     assert!(
-        err.msg.contains("forward over forward takes dense lanes"),
-        "{err}"
+        text.contains("func @f.fwds(%x: dual<dual<f64>, sparse>) -> dual<f64, sparse>"),
+        "{text}"
     );
-    assert_eq!(err.loc.func.as_deref(), Some("f"));
     // No rule for a primitive: an empty registry.
     let mut m = module(
         "

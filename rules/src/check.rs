@@ -39,16 +39,18 @@ use crate::table::{Domain, Signature};
 use crate::{Callee, FruleCall, FwdArg, Registry, RuleError};
 use irad_ir::interp::{ArrayData, ArrayRef, Interpreter, RunOptions, Val};
 use irad_ir::text::num::format_f64;
-use irad_ir::{FuncBuilder, FuncId, Lanes, Module, Operand, Prim, Type};
+use irad_ir::{FuncBuilder, FuncId, Lanes, Module, Operand, Prim, Scalar, Type};
 use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::fmt;
 use std::rc::Rc;
 
+mod carrier;
 mod error;
 mod rev;
 mod sparse;
 
+pub use carrier::DIRECTIONS as SPARSE_OPERAND_DIRECTIONS;
 pub use error::CheckError;
 
 pub use rev::{ADJOINT_TOLERANCE, check_rrule_signature, check_rrules};
@@ -338,13 +340,16 @@ pub fn rule_function(
         .args
         .iter()
         .filter(|a| !matches!(a.domain, Domain::Const(_)))
-        .map(|a| (None, a.ty.forward(lanes)))
+        .map(|a| (None, carrier::carrier(&a.ty).forward(lanes)))
         .collect();
-    let f = module.declare_func(name, params, result.forward(lanes))?;
+    let f = module.declare_func(name, params, carrier::carrier(&result).forward(lanes))?;
     let mut b = FuncBuilder::new(module, f)?;
     let entry = b.create_block();
     b.switch_to_block(entry)?;
     let mut args = Vec::with_capacity(sig.args.len());
+    // The `[sparse]` arrays (primal and tangents) and their carriers, to
+    // write back after the rule.
+    let mut written: Vec<(Operand, Operand)> = Vec::new();
     let mut next = 0;
     for arg in &sig.args {
         if let Domain::Const(c) = arg.domain {
@@ -365,12 +370,20 @@ pub fn rule_function(
             });
             continue;
         }
-        let primal = emit::value(&mut b, Prim::Primal, &[p])?;
+        let carried = emit::value(&mut b, Prim::Primal, &[p])?;
+        let primal = carrier::decode(&mut b, &arg.ty, carried)?;
         let mut tangents = SmallVec::new();
+        let mut carried_tangents = SmallVec::<[Operand; 4]>::new();
         for k in 0..lanes.count() {
             let k =
                 i64::try_from(k).map_err(|_| RuleError::Unsupported("too many lanes".into()))?;
-            tangents.push(emit::value(&mut b, Prim::Tangent, &[p, Operand::from(k)])?);
+            let t = emit::value(&mut b, Prim::Tangent, &[p, Operand::from(k)])?;
+            carried_tangents.push(t);
+            tangents.push(carrier::decode(&mut b, &arg.ty, t)?);
+        }
+        if arg.ty == Type::Array(Scalar::Sparse) {
+            written.push((primal, carried));
+            written.extend(tangents.iter().copied().zip(carried_tangents));
         }
         args.push(FwdArg {
             primal,
@@ -388,6 +401,9 @@ pub fn rule_function(
         lanes,
     };
     let out = rule.emit(&mut b, &call)?;
+    for (a, x) in written {
+        carrier::write_back(&mut b, a, x)?;
+    }
     let ret = if result.has_tangent() {
         let tangents = match out.tangents {
             Some(t) => t,
@@ -406,8 +422,10 @@ pub fn rule_function(
                 lanes.code()
             )));
         }
-        let mut ops = vec![out.primal];
-        ops.extend(tangents);
+        let mut ops = vec![carrier::encode(&mut b, &result, out.primal)?];
+        for t in tangents {
+            ops.push(carrier::encode(&mut b, &result, t)?);
+        }
         emit::value(&mut b, Prim::Dual, &ops)?
     } else {
         out.primal
@@ -484,8 +502,8 @@ impl Harness {
             rule1,
             rule_n,
             rule_s,
-            types: sig.types(),
-            result,
+            types: sig.types().iter().map(carrier::carrier).collect(),
+            result: carrier::carrier(&result),
         })
     }
 
@@ -934,8 +952,7 @@ fn sample_domain(rng: &mut SplitMix64, d: &Domain, earlier: &[Option<Sample>]) -
                 irad_ir::Scalar::Bool => {
                     Sample::Bools((0..n).map(|_| rng.next() & 1 == 1).collect())
                 }
-                // No test signature has sparse arrays (the builder's
-                // primitives have no derivative rules).
+                // Handles are sampled by `Domain::Handles`.
                 irad_ir::Scalar::Sparse => Sample::Unit,
             }
         }
@@ -944,6 +961,11 @@ fn sample_domain(rng: &mut SplitMix64, d: &Domain, earlier: &[Option<Sample>]) -
         }
         Domain::Dual(ds) => {
             Sample::Dual(ds.iter().map(|d| sample_domain(rng, d, earlier)).collect())
+        }
+        Domain::Handles { len } => {
+            let n = len.unwrap_or(1).min(MAX_SAMPLE_LEN as usize);
+            let count = n.saturating_mul(carrier::DIRECTIONS as usize);
+            Sample::F64s((0..count).map(|_| rng.uniform(-2.0, 2.0)).collect())
         }
         Domain::Const(_) => Sample::Unit,
     }
@@ -1110,19 +1132,25 @@ fn primal_function(
         .args
         .iter()
         .filter(|a| !matches!(a.domain, Domain::Const(_)))
-        .map(|a| (None, a.ty.clone()))
+        .map(|a| (None, carrier::carrier(&a.ty)))
         .collect();
-    let f = module.declare_func("p", params, result.clone())?;
+    let f = module.declare_func("p", params, carrier::carrier(result))?;
     let mut b = FuncBuilder::new(module, f)?;
     let entry = b.create_block();
     b.switch_to_block(entry)?;
     let mut ops = Vec::with_capacity(sig.args.len());
+    let mut written = Vec::new();
     let mut next = 0;
     for arg in &sig.args {
         match arg.domain {
             Domain::Const(c) => ops.push(Operand::Const(c)),
             _ => {
-                ops.push(Operand::Value(b.param(next)?));
+                let x = Operand::Value(b.param(next)?);
+                let v = carrier::decode(&mut b, &arg.ty, x)?;
+                if arg.ty == Type::Array(Scalar::Sparse) {
+                    written.push((v, x));
+                }
+                ops.push(v);
                 next += 1;
             }
         }
@@ -1133,6 +1161,10 @@ fn primal_function(
             .prim(sig.prim, &ops)?
             .map_or_else(emit::unit, Operand::Value),
     };
+    for (a, x) in written {
+        carrier::write_back(&mut b, a, x)?;
+    }
+    let ret = carrier::encode(&mut b, result, ret)?;
     b.ret(ret)?;
     Ok(f)
 }

@@ -91,11 +91,13 @@ pub(crate) fn install(reg: &mut Registry) {
     );
 }
 
-/// Refuses sparse outer lanes: a dual's tangent is a dual of dense lanes.
+/// Checks the outer lanes: any dense width, or sparse mode over a dense
+/// dual (whose sparse tangent is a dual of handles, `dual<S, N>`); a sparse
+/// dual in sparse mode (handles of handles) is refused.
 fn dense_outer(call: &FruleCall<'_>) -> Result<(), RuleError> {
-    if call.lanes.is_sparse() {
+    if call.lanes.is_sparse() && call.args.iter().any(|a| a.ty.mentions_sparse()) {
         return Err(RuleError::Unsupported(format!(
-            "`{}` in sparse forward mode: forward mode over a forward rule takes dense lanes",
+            "`{}` of sparse tangents in sparse forward mode: forward mode over a sparse rule takes dense lanes",
             call.callee
         )));
     }

@@ -310,8 +310,13 @@ pub fn zero_tangent(
 
 /// [`zero_tangent`] for one lane of `lanes`: in sparse mode
 /// `szero()` for f64 and a fresh `alloc(length(primal)) :: [sparse]` (zero
-/// handles) for `[f64]`. A dense `dual<T, N>` (forward over forward, dense
-/// lanes only) gets `dual(z, z, ...)` with a zero tangent of `T` per part.
+/// handles) for `[f64]`. A dense `dual<T, N>` (forward over forward, or
+/// sparse over forward) gets `dual(z, z, ...)` with a zero tangent of `T`
+/// per part (sparse ones in sparse mode);
+/// in dense lanes (forward over a sparse rule) a `sparse` handle gets
+/// `szero()`, a `[sparse]` array a fresh `alloc(length(primal)) ::
+/// [sparse]`, and a `dual<T, sparse>` the sparse dual of `T`'s zero tangent
+/// and `T`'s zero sparse tangent.
 pub fn zero_tangent_at(
     b: &mut FuncBuilder<'_>,
     ty: &Type,
@@ -347,7 +352,25 @@ pub fn zero_tangent_at(
             }
             Ok(Some(value(b, Prim::Tuple, &parts)?))
         }
-        Type::Dual(inner, Lanes::Dense(n)) if !lanes.is_sparse() => {
+        // Dense lanes over sparse values (forward over a sparse rule): the
+        // zero handle, arrays of them, and a sparse dual of zeros.
+        Type::Sparse if !lanes.is_sparse() => Ok(Some(value(b, Prim::Szero, &[])?)),
+        Type::Array(Scalar::Sparse) if !lanes.is_sparse() => {
+            let n = value(b, Prim::Length, &[primal])?;
+            Ok(Some(Operand::Value(b.alloc(Scalar::Sparse, n)?)))
+        }
+        Type::Dual(inner, Lanes::Sparse) if !lanes.is_sparse() => {
+            let base = if contains_array(inner) {
+                value(b, Prim::Primal, &[primal])?
+            } else {
+                primal
+            };
+            let missing = || RuleError::Unsupported(format!("no zero tangent of type {inner}"));
+            let p = zero_tangent_at(b, inner, base, lanes)?.ok_or_else(missing)?;
+            let t = zero_tangent_at(b, inner, base, Lanes::Sparse)?.ok_or_else(missing)?;
+            Ok(Some(value(b, Prim::Dual, &[p, t])?))
+        }
+        Type::Dual(inner, Lanes::Dense(n)) => {
             // `dual<T', N>`: a zero of T's tangent type per part, its arrays
             // as long as the primal part's.
             let base = if contains_array(inner) {

@@ -572,21 +572,23 @@ fn getfield(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, Rul
 }
 
 /// `alloc(n) :: [f64]`: the primal and a fresh `alloc(n) :: [f64]` (all zero;
-/// `[sparse]`, zero handles, in sparse mode) per lane; `[i64]`, `[bool]`: the
-/// primal only.
+/// `[sparse]`, zero handles, in sparse mode) per lane; `alloc(n) ::
+/// [sparse]` in dense lanes: a fresh array of zero handles per lane;
+/// `[i64]`, `[bool]`: the primal only.
 fn alloc(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
     let [n] = emit::args(call, Prim::Alloc, 1)? else {
         return Err(arity(Prim::Alloc));
     };
     let z = emit::primal(b, Prim::Alloc, call)?;
-    if *call.result != Type::Array(Scalar::F64) {
-        return Ok(out(z, None));
-    }
+    let elem = match call.result {
+        Type::Array(Scalar::F64) => emit::lane_elem(call.lanes),
+        // Handles in dense lanes (forward over a sparse rule).
+        Type::Array(Scalar::Sparse) if !call.lanes.is_sparse() => Scalar::Sparse,
+        _ => return Ok(out(z, None)),
+    };
     let mut lanes = Tangents::new();
     for _ in emit::lanes(call) {
-        lanes.push(Operand::Value(
-            b.alloc(emit::lane_elem(call.lanes), n.primal)?,
-        ));
+        lanes.push(Operand::Value(b.alloc(elem, n.primal)?));
     }
     Ok(out(z, Some(lanes)))
 }
@@ -609,14 +611,15 @@ fn zeros(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleEr
     Ok(out(z, Some(lanes)))
 }
 
-/// `arrayref(a, i)` on `[f64]`: `arrayref(ta, i)` in each lane.
+/// `arrayref(a, i)` on `[f64]` (and `[sparse]`, whose tangents are arrays of
+/// handles): `arrayref(ta, i)` in each lane.
 fn arrayref(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
     let [a, i] = emit::args(call, Prim::Arrayref, 2)? else {
         return Err(arity(Prim::Arrayref));
     };
     let z = value(b, Prim::Arrayref, &[a.primal, i.primal])?;
     match (&a.ty, &a.tangents) {
-        (Type::Array(Scalar::F64), Some(ta)) => {
+        (Type::Array(Scalar::F64 | Scalar::Sparse), Some(ta)) => {
             let lanes = map(b, ta, |b, p| value(b, Prim::Arrayref, &[p, i.primal]))?;
             Ok(out(z, Some(lanes)))
         }
@@ -624,17 +627,19 @@ fn arrayref(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, Rul
     }
 }
 
-/// `arrayset(a, i, v)` on `[f64]`: the primal write, then in each lane
-/// `arrayset(ta, i, tv)` (`0.0` where v has no tangents), in place.
+/// `arrayset(a, i, v)` on `[f64]` (and `[sparse]`): the primal write, then
+/// in each lane `arrayset(ta, i, tv)` (`0.0`, or the zero handle, where v
+/// has no tangents), in place.
 fn arrayset(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
     let [a, i, v] = emit::args(call, Prim::Arrayset, 3)? else {
         return Err(arity(Prim::Arrayset));
     };
     emit::effect(b, Prim::Arrayset, &[a.primal, i.primal, v.primal])?;
-    if let (Type::Array(Scalar::F64), Some(ta)) = (&a.ty, &a.tangents) {
+    if let (Type::Array(elem @ (Scalar::F64 | Scalar::Sparse)), Some(ta)) = (&a.ty, &a.tangents) {
         for (k, &t) in ta.iter().enumerate() {
             let tv = match v.tangent(k) {
                 Some(tv) => tv,
+                None if *elem == Scalar::Sparse => value(b, Prim::Szero, &[])?,
                 None => emit::lane_zero(b, call.lanes)?,
             };
             emit::effect(b, Prim::Arrayset, &[t, i.primal, tv])?;
@@ -643,14 +648,15 @@ fn arrayset(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, Rul
     Ok(out(emit::unit(), None))
 }
 
-/// `copy(a)` on `[f64]`: the primal copy and a copy of each tangent array.
+/// `copy(a)` on `[f64]` (and `[sparse]`): the primal copy and a copy of each
+/// tangent array.
 fn copy(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
     let [a] = emit::args(call, Prim::Copy, 1)? else {
         return Err(arity(Prim::Copy));
     };
     let z = value(b, Prim::Copy, &[a.primal])?;
     let tangents = match &a.tangents {
-        Some(ta) if a.ty == Type::Array(Scalar::F64) => {
+        Some(ta) if matches!(a.ty, Type::Array(Scalar::F64 | Scalar::Sparse)) => {
             Some(map(b, ta, |b, p| value(b, Prim::Copy, &[p]))?)
         }
         _ => emit::zero_tangents(b, &a.ty, z, call.lanes)?,

@@ -131,6 +131,7 @@ pub mod emit;
 mod frules;
 mod lang;
 mod rrules;
+mod sparse_fwd;
 pub mod table;
 mod tape;
 
@@ -451,6 +452,7 @@ impl Registry {
         bulk::install(&mut reg);
         tape::install(&mut reg);
         dual::install(&mut reg);
+        sparse_fwd::install(&mut reg);
         reg
     }
 
@@ -562,7 +564,7 @@ impl Registry {
     /// The primitives of the table without a rule (the AD primitives are
     /// left out: `dual`, `primal`, `tangent`, `frule`, the tapes and the
     /// lookups have their rules in `dual.rs` and `tape.rs`, the sparse
-    /// builder has none).
+    /// builder its dense frules in `sparse_fwd.rs`).
     pub fn missing_prims(&self) -> Vec<Prim> {
         irad_ir::prim::PRIMS
             .iter()

@@ -5,10 +5,11 @@
 //!
 //! Assumes nothing. Guarantees: every primitive of `irad_ir::prim::PRIMS`
 //! except the AD ones (`Prim::is_ad`: `dual`, `primal`, `tangent`, `frule`,
-//! `push`, `pop`, `revfwd`, `revback`) has at least one
-//! signature (a unit test checks it), and so have `gemm` and the parts of
+//! `push`, `pop`, `revfwd`, `revback`, the sparse builder's) has at least
+//! one signature (a unit test checks it), and so have `gemm`, the parts of
 //! duals (`dual`, `primal`, `tangent`: reverse over forward and forward over
-//! forward); every f64 domain lies inside the
+//! forward) and the sparse builder's primitives (frules only: forward over
+//! sparse); every f64 domain lies inside the
 //! function's smooth domain with a margin larger than any finite-difference
 //! step, so central differences are valid there: away from kinks (abs at 0),
 //! ties (min/max operands at least 0.1 apart), jumps (floor/ceil at integers,
@@ -102,6 +103,15 @@ pub enum Domain {
     /// tangent from each further domain (N of them, at least one), for the
     /// rrules of the parts of duals (reverse over forward).
     Dual(Vec<Domain>),
+    /// Sparse handles for the frules of the builder's primitives, carried
+    /// by the checker as their coefficients over
+    /// `check::SPARSE_OPERAND_DIRECTIONS` directions, each uniform in
+    /// [-2, 2] (`check/carrier.rs`): one `sparse` handle when `len` is
+    /// `None`, a `[sparse]` of `len` handles otherwise.
+    Handles {
+        /// The array's length, `None` for a single handle.
+        len: Option<usize>,
+    },
     /// A constant operand (no parameter, no tangent), such as `getfield`'s
     /// field number or a constant exponent.
     Const(Const),
@@ -364,7 +374,43 @@ pub fn signatures() -> Vec<Signature> {
             ));
         }
     }
+    sparse_builder(&mut t);
     t
+}
+
+/// The builder's primitives (dense frules: forward mode over a sparse rule),
+/// their handles carried as coefficients (`Domain::Handles`); the shapes of
+/// `sgemma`/`sgemmb` as `gemm`'s.
+fn sparse_builder(t: &mut Vec<Signature>) {
+    use Prim::*;
+    let h = || Domain::Handles { len: None };
+    let hs = |n: usize| Domain::Handles { len: Some(n) };
+    let v = |n: usize| arr(Scalar::F64, n, n);
+    let k = |n: i64| c(Const::I64(n));
+    let dirs = crate::check::SPARSE_OPERAND_DIRECTIONS;
+    t.push(sig(Sonehot, vec![i(0, dirs - 1)]));
+    t.push(sig(Szero, vec![]));
+    t.push(sig(Sscale, vec![f(-5.0, 5.0), h()]));
+    t.push(sig(Sscale, vec![c(Const::F64(-1.0)), h()]));
+    t.push(sig(Sadd, vec![h(), h()]));
+    t.push(sig(Sdense, vec![h(), k(dirs)]));
+    t.push(sig(Sdense, vec![h(), k(dirs + 2)]));
+    t.push(sig(Ssum, vec![hs(3)]));
+    t.push(sig(Sdot, vec![v(3), hs(3)]));
+    t.push(sig(Sfill, vec![hs(3), h()]));
+    for (ta, tb) in [(false, false), (true, true)] {
+        let (m, kk, n) = (2usize, 3usize, 2usize);
+        let dims = || [k(m as i64), k(kk as i64), k(n as i64)];
+        let flags = [c(Const::Bool(ta)), c(Const::Bool(tb))];
+        let [dm, dk, dn] = dims();
+        let mut a = flags.to_vec();
+        a.extend([hs(m * kk), v(kk * n), dm, dk, dn, hs(m * n)]);
+        t.push(sig(Sgemma, a));
+        let [dm, dk, dn] = dims();
+        let mut b = flags.to_vec();
+        b.extend([v(m * kk), hs(kk * n), dm, dk, dn, hs(m * n)]);
+        t.push(sig(Sgemmb, b));
+    }
 }
 
 /// The text of a constant operand, as the IR prints it.
@@ -396,6 +442,8 @@ fn domain_type(d: &Domain) -> Type {
                 .unwrap_or(Lanes::ONE);
             Type::dual_n(ds.first().map_or(Type::F64, domain_type), lanes)
         }
+        Domain::Handles { len: None } => Type::Sparse,
+        Domain::Handles { len: Some(_) } => Type::Array(Scalar::Sparse),
         Domain::Const(c) => match c {
             Const::F64(_) => Type::F64,
             Const::I64(_) => Type::I64,

@@ -403,6 +403,12 @@ impl<'a> Parser<'a> {
                         format!("`dual<{inner}, sparse>` needs a type with a tangent (one that contains f64)"),
                     ));
                 }
+                if inner.sparse_tangent().is_none() {
+                    return Err(self.err(
+                        at,
+                        format!("`dual<{inner}, sparse>` needs a type without duals or sparse handles (sparse mode is not nested)"),
+                    ));
+                }
                 return Ok(Type::dual_n(inner, Lanes::Sparse));
             }
             if num.tok != Tok::Int {

@@ -20,9 +20,7 @@ use super::{Forward, ForwardError};
 pub use crate::grad::{GradError, GradOptions, Gradient};
 use crate::grad::{Request, check_request, deep_copy};
 use irad_ir::interp::{ArrayData, ArrayRef, Executor, RunOptions, Val};
-use irad_ir::{
-    BuildError, Const, FuncBuilder, FuncId, Lanes, Location, Module, Operand, Prim, Scalar, Type,
-};
+use irad_ir::{Const, FuncBuilder, FuncId, Lanes, Location, Module, Operand, Prim, Scalar, Type};
 use irad_rules::{RuleError, emit};
 use std::num::NonZeroU32;
 use std::rc::Rc;
@@ -183,57 +181,69 @@ fn sparse_pass(
     })
 }
 
-/// Builds `@f.fwds.grad(params of f) -> (f64, [f64])`: every differentiated
-/// f64 of the arguments (in the order of `collect_slots`) seeded with
-/// `sonehot(k)`, the others with zero handles; `invoke @f.fwds`; the value
-/// and `sdense` of the result's tangent over all the directions.
+/// `@f.fwds.grad` for `req` ([`sparse_gradient_wrapper`]): every
+/// differentiated f64 of the arguments (in the order of `collect_slots`)
+/// seeded with `sonehot(k)`, the others with zero handles.
 fn sparse_wrapper(
     module: &mut Module,
     f: FuncId,
     rule: FuncId,
     req: &Request,
 ) -> Result<FuncId, GradError> {
-    let loc = req.floc.clone();
-    let build = |e: BuildError| internal(loc.clone(), e);
-    let rule_err = |e: RuleError| internal(loc.clone(), e);
+    sparse_gradient_wrapper(module, f, rule, &req.params, &req.wrt)
+        .map_err(|e| internal(req.floc.clone(), e))
+}
+
+/// Builds `@f.fwds.grad(params) -> (f64, [f64])` (a fresh name) in
+/// `module`: seeds the f64s of the arguments in `wrt` with `sonehot(0)`,
+/// `sonehot(1)`, ... in the dense gradient's order ([`sparse_seed`]), the
+/// others with zero handles, calls `rule` (the sparse rule of `f`, of
+/// parameter types `params`) and returns the value and `sdense` of the
+/// result's tangent. Also the function the facade differentiates again
+/// for forward over sparse (`irad hvp --mode fwd-over-sparse`).
+pub fn sparse_gradient_wrapper(
+    module: &mut Module,
+    f: FuncId,
+    rule: FuncId,
+    params: &[Type],
+    wrt: &[usize],
+) -> Result<FuncId, RuleError> {
     let name = module
         .get(f)
         .map(|func| func.name.clone())
         .unwrap_or_default();
     let name = super::fresh_derived_name(module, &name, "fwds.grad");
-    let params = req.params.iter().map(|t| (None, t.clone())).collect();
+    let ps = params.iter().map(|t| (None, t.clone())).collect();
     let ret = Type::tuple(vec![Type::F64, Type::Array(Scalar::F64)]);
-    let id = module.declare_func(&name, params, ret).map_err(build)?;
-    let mut b = FuncBuilder::new(module, id).map_err(build)?;
+    let id = module.declare_func(&name, ps, ret)?;
+    let mut b = FuncBuilder::new(module, id)?;
     let entry = b.create_block();
-    b.switch_to_block(entry).map_err(build)?;
+    b.switch_to_block(entry)?;
     let mut next = Operand::Const(Const::I64(0));
-    let mut rule_args = Vec::with_capacity(req.params.len());
-    for (i, ty) in req.params.iter().enumerate() {
-        let p = Operand::Value(b.param(i).map_err(build)?);
+    let mut rule_args = Vec::with_capacity(params.len());
+    for (i, ty) in params.iter().enumerate() {
+        let p = Operand::Value(b.param(i)?);
         if !ty.has_tangent() {
             rule_args.push(p);
             continue;
         }
-        let t = if req.wrt.contains(&i) {
-            sparse_seed(&mut b, ty, p, &mut next).map_err(rule_err)?
+        let t = if wrt.contains(&i) {
+            sparse_seed(&mut b, ty, p, &mut next)?
         } else {
-            emit::zero_tangent_at(&mut b, ty, p, Lanes::Sparse)
-                .map_err(rule_err)?
-                .ok_or_else(|| internal(loc.clone(), "no zero tangent"))?
+            emit::zero_tangent_at(&mut b, ty, p, Lanes::Sparse)?
+                .ok_or_else(|| RuleError::Unsupported(format!("no zero tangent of {ty}")))?
         };
-        rule_args.push(emit::value(&mut b, Prim::Dual, &[p, t]).map_err(rule_err)?);
+        rule_args.push(emit::value(&mut b, Prim::Dual, &[p, t])?);
     }
     let r = b
-        .invoke(rule, &rule_args)
-        .map_err(build)?
+        .invoke(rule, &rule_args)?
         .map(Operand::Value)
-        .ok_or_else(|| internal(loc.clone(), "the rule has no result"))?;
-    let v = emit::value(&mut b, Prim::Primal, &[r]).map_err(rule_err)?;
-    let t = emit::value(&mut b, Prim::Tangent, &[r, Operand::from(0i64)]).map_err(rule_err)?;
-    let g = emit::value(&mut b, Prim::Sdense, &[t, next]).map_err(rule_err)?;
-    let out = emit::value(&mut b, Prim::Tuple, &[v, g]).map_err(rule_err)?;
-    b.ret(out).map_err(build)?;
+        .ok_or_else(|| RuleError::Unsupported("the rule has no result".into()))?;
+    let v = emit::value(&mut b, Prim::Primal, &[r])?;
+    let t = emit::value(&mut b, Prim::Tangent, &[r, Operand::from(0i64)])?;
+    let g = emit::value(&mut b, Prim::Sdense, &[t, next])?;
+    let out = emit::value(&mut b, Prim::Tuple, &[v, g])?;
+    b.ret(out)?;
     Ok(id)
 }
 
@@ -280,6 +290,22 @@ pub fn sparse_seed(
                 parts.push(sparse_seed(b, elem, c, next)?);
             }
             emit::value(b, Prim::Tuple, &parts)
+        }
+        // A dense dual (sparse over forward): its parts in order, the
+        // primal's directions first, as `collect_slots` lists them.
+        Type::Dual(_, Lanes::Dense(_)) => {
+            let (inner, tan, n) = ty
+                .dual_parts()
+                .ok_or_else(|| RuleError::Unsupported(format!("no sparse seed for {ty}")))?;
+            let mut parts = Vec::with_capacity(n + 1);
+            let p0 = emit::value(b, Prim::Primal, &[p])?;
+            parts.push(sparse_seed(b, inner, p0, next)?);
+            for k in 0..n {
+                let k = i64::try_from(k).map_err(|_| RuleError::Unsupported("lanes".into()))?;
+                let pk = emit::value(b, Prim::Tangent, &[p, Operand::from(k)])?;
+                parts.push(sparse_seed(b, &tan, pk, next)?);
+            }
+            emit::value(b, Prim::Dual, &parts)
         }
         _ => Err(RuleError::Unsupported(format!("no sparse seed for {ty}"))),
     }

@@ -13,8 +13,9 @@
 //!   builds a small function around the primitive's frule.
 //! - [`grad`] evaluates forward rules to get value and gradient.
 //!
-//! Assumes verified modules without sparse tangents (dense forward rules are
-//! differentiated again: forward over forward).
+//! Assumes verified modules (dense forward rules and sparse rules are
+//! differentiated again in dense lanes: forward over forward, forward over
+//! sparse; sparse lanes refuse both with a located error).
 //! Guarantees: every rule it adds verifies; control flow (blocks, labels,
 //! layout, branches) is that of the primal, unreachable blocks excepted (they
 //! are dropped); a function marked primitive by a registered rule is never

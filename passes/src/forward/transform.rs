@@ -23,7 +23,12 @@
 //! `primal`, `tangent`, `frule` go through their frules (irad_rules'
 //! `dual.rs`).
 //!
-//! Assumes a verified primal without sparse tangents. Blocks are filled in reverse
+//! A sparse rule (`@f.fwds`, the sparse gradient's wrapper) in dense lanes
+//! needs nothing special either: handles have handles as tangents, and the
+//! builder's primitives their frules (irad_rules' `sparse_fwd.rs`).
+//!
+//! Assumes a verified primal (without sparse tangents in sparse mode,
+//! [`check_nestable`]). Blocks are filled in reverse
 //! postorder (definitions before uses), phi entries added at the end;
 //! unreachable blocks are dropped with the phi entries that come from them.
 
@@ -53,59 +58,27 @@ enum Mapped {
     },
 }
 
-/// Whether `ty` mentions `dual` anywhere (also inside function types).
-fn contains_dual(ty: &Type) -> bool {
-    let mut stack = vec![ty];
-    while let Some(t) = stack.pop() {
-        match t {
-            Type::Dual(..) => return true,
-            Type::Tuple(elems) => stack.extend(elems.iter()),
-            Type::Func(f) => {
-                stack.extend(f.params.iter());
-                stack.push(&f.ret);
-            }
-            _ => {}
-        }
-    }
-    false
-}
-
-/// Refuses what forward mode cannot take: a function that works on sparse
-/// tangents (`dual<T, sparse>`, `sparse` handles: the sparse builder has no
-/// forward rules), and, in sparse mode, a function that works on dense
-/// duals (forward over forward takes dense lanes). Dense forward rules are
-/// differentiated again (forward over forward: the tangent of a `dual<T, N>`
-/// is a `dual<T', N>`).
+/// Refuses what forward mode cannot take: in sparse mode, a function that
+/// works on sparse tangents (`dual<T, sparse>`, `sparse` handles: sparse
+/// mode over a sparse rule would need handles of handles). Dense lanes take
+/// it (forward over a sparse rule: the tangent of a handle is a handle, the
+/// builder's frules are irad_rules' `sparse_fwd.rs`), and both take dense
+/// duals (the tangent of a `dual<T, N>` is a `dual<T', N>`, in sparse mode
+/// a `dual` of handles).
 pub(super) fn check_nestable(
     func: &Func,
     loc: &Location,
     width: Lanes,
 ) -> Result<(), ForwardError> {
+    if !width.is_sparse() {
+        return Ok(());
+    }
     let tys = || std::iter::once(&func.ret).chain(func.values.values().map(|v| &v.ty));
     if tys().any(Type::mentions_sparse) {
         return Err(ForwardError::new(
             loc.clone(),
             format!(
-                "forward mode of @{} is not supported: it works on sparse tangents, which have no forward rules",
-                func.name
-            ),
-        ));
-    }
-    let duals = tys().any(contains_dual)
-        || func.insts.values().any(|i| {
-            matches!(
-                i.kind,
-                InstKind::Prim {
-                    prim: Prim::Dual | Prim::Primal | Prim::Tangent | Prim::Frule,
-                    ..
-                }
-            )
-        });
-    if duals && width.is_sparse() {
-        return Err(ForwardError::new(
-            loc.clone(),
-            format!(
-                "sparse forward mode of @{} is not supported: it works on dual values (forward over forward takes dense lanes)",
+                "sparse forward mode of @{} is not supported: it works on sparse tangents (forward mode over a sparse rule takes dense lanes)",
                 func.name
             ),
         ));
