@@ -211,6 +211,10 @@ pub struct CheckpointedLoop {
     pub state_names: Vec<Option<String>>,
     /// How many arrays a snapshot copies.
     pub arrays: usize,
+    /// How many of them the loop carries from one iteration to the next
+    /// through its header phis (their shadows are handed from stretch to
+    /// stretch).
+    pub carried: usize,
     /// The name of the function that replays one stretch.
     pub replay: String,
     /// Whether the forward sweep tells on entry that the loop runs at most
@@ -708,6 +712,10 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
         0 => line.push_str(" and no array"),
         1 => line.push_str(" and a copy of 1 array"),
         n => line.push_str(&format!(" and copies of {n} arrays")),
+    }
+    match c.carried {
+        0 => {}
+        n => line.push_str(&format!(" ({n} carried from one iteration to the next)")),
     }
     line.push_str(&format!(
         "; the pullback replays each stretch, last first, with @{}",

@@ -104,6 +104,24 @@ pub(super) struct ArrayLeaf {
     pub ty: irad_ir::Type,
 }
 
+/// An array a checkpointed loop carries from one iteration to the next
+/// through a header phi. Each snapshot copies it; the replay of a stretch
+/// restores it and starts from a shadow of its own (the shadow entering the
+/// loop for the first stretch, a fresh zero array for the others), and
+/// returns the shadow the array has at the stretch's end, which the pullback
+/// fills from the next stretch's start shadow before the stretch's reverse.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Carried {
+    /// The header phi (its index among the header's phis).
+    pub phi: usize,
+    /// The array's type.
+    pub ty: irad_ir::Type,
+    /// For an array with a shadow (`[f64]`): the header's shadow phi in the
+    /// recording forward sweep, and the index among the loop's inputs of the
+    /// shadow entering the loop.
+    pub shadow: Option<(Value, usize)>,
+}
+
 /// One checkpointed loop.
 #[derive(Clone, Debug)]
 pub(super) struct CkLoop {
@@ -132,6 +150,9 @@ pub(super) struct CkLoop {
     pub repush: bool,
     /// The arrays each snapshot copies and each replay restores.
     pub arrays: Vec<ArrayLeaf>,
+    /// The arrays it carries through its header phis (their snapshots copy
+    /// them after `arrays`).
+    pub carried: Vec<Carried>,
     /// The predecessor index the entering block pushed for the pullback of
     /// a loop run back by popping indices, now pushed by every replay.
     pub entry_index: Option<Operand>,
@@ -250,6 +271,7 @@ fn decide(
         return Err("`checkpoint(0)` in it".into());
     }
     let pre = eligible(cx, k)?;
+    let carried = carried_arrays(cx, view, k)?;
     let bytes = bytes_per_iteration(cx, view, plan, k);
     let (stretch, source) = match (ask, limit) {
         (Some(n), _) => (n, StretchSource::Program),
@@ -263,14 +285,29 @@ fn decide(
     };
     let shape = &cx.shape;
     let l = shape.loops.of(k);
-    let inputs = region::inputs(cx, view, plan, k);
+    let mut inputs = region::inputs(cx, view, plan, k);
     let arrays = region::arrays(cx, view, &inputs, k, unsafe_classes);
+    // The shadows entering the loop with its carried arrays are inputs too.
+    let carried = carried
+        .into_iter()
+        .map(|(phi, ty, shadow)| Carried {
+            phi,
+            ty,
+            shadow: shadow.map(|(sphi, entry)| {
+                let j = inputs.iter().position(|&v| v == entry).unwrap_or_else(|| {
+                    inputs.push(entry);
+                    inputs.len() - 1
+                });
+                (sphi, j)
+            }),
+        })
+        .collect::<Vec<_>>();
     let counted = plan.counted_slots().get(k).is_some_and(Option::is_some);
     // The direct path replaces the entering block's jump by the test.
     let plain_entry = matches!(shape.bb.blocks[pre].term,
         super::bbcode::BTerm::Goto(h) if h == shape.bb.blocks[l.header].id);
     let direct = match source {
-        StretchSource::Limit(_) if counted && plain_entry => direct(cx, k),
+        StretchSource::Limit(_) if counted && plain_entry && carried.is_empty() => direct(cx, k),
         _ => None,
     };
     let entry_index = match counted {
@@ -310,6 +347,7 @@ fn decide(
         repush: k >= shape.loops.loops.len(),
         inputs,
         arrays,
+        carried,
         entry_index,
         counted,
         direct,
@@ -394,18 +432,94 @@ fn eligible(cx: &Derivation<'_>, k: usize) -> Result<usize, String> {
     let [pre] = outside.as_slice() else {
         return Err("more than one block enters it".into());
     };
-    for &inst in &shape.bb.blocks[l.header].stmts {
-        let data = &cx.src.insts[inst];
-        if let (InstKind::Phi { .. }, Some(r)) = (&data.kind, data.result)
-            && contains_array(&cx.src.values[r].ty)
-        {
-            return Err("it carries an array from one iteration to the next".into());
-        }
-    }
     if array_escapes(cx, l) {
         return Err("an array it makes is used after it".into());
     }
     Ok(*pre)
+}
+
+/// A carried array as [`carried_arrays`] finds it: the header phi's index,
+/// the array's type, and for an array with a shadow the header's shadow phi
+/// and the shadow entering the loop (values of the forward sweep).
+type CarriedPhi = (usize, irad_ir::Type, Option<(Value, Value)>);
+
+/// The arrays loop `k` carries from one iteration to the next through its
+/// header phis, or why it cannot be checkpointed: each must be an array (not
+/// a tuple holding one), and what enters the phi from inside the loop an
+/// array the loop made afresh (`copy`, `zeros` or `alloc` in one of its
+/// blocks), a different one for each phi. The shadow of such an array is a
+/// fresh zero array until the reverse of the iterations after it runs, so
+/// that the pullback can hand it its cotangent from the next stretch's start
+/// by copying (docs/reverse.md, "Arrays carried through the header").
+fn carried_arrays(
+    cx: &Derivation<'_>,
+    view: &SweepView<'_>,
+    k: usize,
+) -> Result<Vec<CarriedPhi>, String> {
+    let shape = &cx.shape;
+    let l = shape.loops.of(k);
+    let index = shape.bb.index();
+    let inside = |b: &Block| index[*b].is_some_and(|p| l.contains(p));
+    let made_inside = |op: &Operand| -> Option<Value> {
+        let Operand::Value(v) = op else { return None };
+        let irad_ir::ValueDef::Inst(d) = cx.src.values[*v].def else {
+            return None;
+        };
+        let fresh = matches!(
+            cx.src.insts[d].kind,
+            InstKind::Prim {
+                prim: Prim::Copy | Prim::Zeros | Prim::Alloc,
+                ..
+            }
+        );
+        let here = (*cx.places.get(d))
+            .and_then(|(b, _)| index[b])
+            .is_some_and(|p| l.contains(p));
+        (fresh && here).then_some(*v)
+    };
+    let mut out = Vec::new();
+    let mut seen: HashSet<Value> = HashSet::default();
+    for (j, (inst, r)) in replay::header_phis(cx, l.header).into_iter().enumerate() {
+        let ty = &cx.src.values[r].ty;
+        if !contains_array(ty) {
+            continue;
+        }
+        if !matches!(ty, irad_ir::Type::Array(_)) {
+            return Err(
+                "it carries a tuple holding an array from one iteration to the next".into(),
+            );
+        }
+        let InstKind::Phi { entries } = &cx.src.insts[inst].kind else {
+            continue;
+        };
+        let mut entry = None;
+        for (p, op) in entries {
+            if !inside(p) {
+                entry = Some(*op);
+            } else if !made_inside(op).is_some_and(|v| seen.insert(v)) {
+                return Err(
+                    "it carries an array from one iteration to the next that it did not make afresh in the iteration"
+                        .into(),
+                );
+            }
+        }
+        let shadow = match (view.fshadow[r].as_slice(), entry) {
+            ([], _) => None,
+            ([Operand::Value(sphi)], Some(op)) => {
+                match super::ctx::shadows_of(view.fshadow, &op).as_slice() {
+                    [Operand::Value(e)] => Some((*sphi, *e)),
+                    _ => {
+                        return Err(
+                            "it carries an array whose shadow entering it is not one array".into(),
+                        );
+                    }
+                }
+            }
+            _ => return Err("it carries an array whose shadow is not one array".into()),
+        };
+        out.push((j, ty.clone(), shadow));
+    }
+    Ok(out)
 }
 
 /// Whether a value holding an array, defined in a block of `member`, is
@@ -607,7 +721,8 @@ pub(super) fn summary(
                 bytes_per_iteration: c.bytes,
                 state: c.state.clone(),
                 state_names: vec![None; c.state.len()],
-                arrays: c.arrays.len(),
+                arrays: c.arrays.len() + c.carried.len(),
+                carried: c.carried.len(),
                 replay: c
                     .replay
                     .and_then(|r| module.get(r))

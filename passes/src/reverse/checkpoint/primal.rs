@@ -7,14 +7,16 @@
 //! countdown to the next snapshot (`%c`, 0 on entry) and a flag saying
 //! whether a snapshot was taken before in this run of the loop (`%st`).
 //! When the countdown is 0, the new block `SNAP` pushes the flag, the header
-//! phis' values and a copy of each array the loop may write, and the
+//! phis' values, a copy of each array the loop may write and one of each
+//! array it carries through its header phis, and the
 //! countdown restarts at `stretch - 1`; then the new block `REST` (the header's
 //! statements and terminator) goes on. Values of the loop used after it
 //! (the header's) are renamed there to their new definitions.
 //!
 //! Assumes the forward sweep is complete (pushes, terminators, phi entries),
 //! the replay already copied from it, and a loop that `choose` accepted (one
-//! entering block, no array in its header phis or used after it).
+//! entering block, the arrays of its header phis made afresh in it, no array
+//! used after it).
 //! Guarantees: the loop computes the primal values as the primal does, with
 //! the same primitives in the same order, and pushes exactly one snapshot
 //! per `stretch` visits of its header, the first at the first visit; the
@@ -289,6 +291,16 @@ impl PLoop<'_, '_, '_> {
                     &[a, Operand::from(k)],
                 ))?;
             }
+            let copy = e(emit_value(&mut self.fb, Prim::Copy, &[a]))?;
+            self.push(copy)?;
+        }
+        let phis = header_phis(cx, l.header);
+        for c in &ck.carried {
+            let (_, r) = phis
+                .get(c.phi)
+                .copied()
+                .ok_or_else(|| internal(&cx.floc, "a carried array without its phi"))?;
+            let a = map_op(&self.pmap, &Operand::Value(r), &cx.floc)?;
             let copy = e(emit_value(&mut self.fb, Prim::Copy, &[a]))?;
             self.push(copy)?;
         }

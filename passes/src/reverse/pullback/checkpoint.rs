@@ -221,6 +221,14 @@ impl Pullback<'_, '_, '_> {
             }
             false => self.exit_inputs(&c, cx.shape.loops.of(k).exit, bloc)?,
         };
+        // The start shadows of the carried arrays, pushed by the replay.
+        let mut starts = Vec::new();
+        for carried in c.carried.iter().rev().filter(|c| c.shadow.is_some()) {
+            starts.push(Operand::Value(
+                self.bk.pop(carried.ty.clone()).map_err(&build)?,
+            ));
+        }
+        starts.reverse();
         let more = self.bk.pop(Type::Bool).map_err(&build)?;
         let e = |r: Result<Operand, String>| r.map_err(|m| err(bloc, m));
         let index = e(emit_value(
@@ -235,7 +243,12 @@ impl Pullback<'_, '_, '_> {
         let replay = self.bk.create_block();
         self.bk.switch(index, &[leave, replay]).map_err(&build)?;
         self.bk.switch_to_block(replay).map_err(&build)?;
-        let start = self.replay(&c, &args)?;
+        let (start, ends) = self.replay_ends(&c, &args)?;
+        // The shadow a carried array ends the stretch with is a fresh zero
+        // array: it gets the cotangent the stretch after gathered.
+        for (end, start) in ends.into_iter().zip(starts) {
+            self.bk.prim(Prim::Copyto, &[end, start]).map_err(&build)?;
+        }
         match self.starts[k] {
             Some((_, latch_start)) => {
                 let &[latch] = c.latches.as_slice() else {
@@ -280,11 +293,39 @@ impl Pullback<'_, '_, '_> {
     /// `invoke` of checkpointed loop `c`'s replay with its inputs `args`:
     /// the stretch's start for a counted loop, `()` otherwise.
     fn replay(&mut self, c: &CkLoop, args: &[Operand]) -> Result<Operand, ReverseError> {
+        Ok(self.replay_ends(c, args)?.0)
+    }
+
+    /// [`Pullback::replay`], and the shadow each carried array has where
+    /// the replayed stretch ends.
+    fn replay_ends(
+        &mut self,
+        c: &CkLoop,
+        args: &[Operand],
+    ) -> Result<(Operand, Vec<Operand>), ReverseError> {
         let bloc = &self.cx.floc;
         let f = c
             .replay
             .ok_or_else(|| internal(bloc, "a checkpointed loop without replay"))?;
-        let r = self.bk.invoke(f, args).map_err(build_err(&self.cx.floc))?;
-        Ok(r.map_or(Operand::Const(irad_ir::Const::Unit), Operand::Value))
+        let build = build_err(&self.cx.floc);
+        let r = self.bk.invoke(f, args).map_err(&build)?;
+        let r = r.map_or(Operand::Const(irad_ir::Const::Unit), Operand::Value);
+        let shadows = c.carried.iter().filter(|c| c.shadow.is_some()).count();
+        if shadows == 0 {
+            return Ok((r, Vec::new()));
+        }
+        let e = |r: Result<Operand, String>| r.map_err(|m| err(bloc, m));
+        let field = |bk: &mut irad_ir::FuncBuilder<'_>, k: i64| {
+            e(emit_value(bk, Prim::Getfield, &[r, Operand::from(k)]))
+        };
+        let start = match c.counted {
+            true => field(&mut self.bk, 0)?,
+            false => Operand::Const(irad_ir::Const::Unit),
+        };
+        let mut ends = Vec::with_capacity(shadows);
+        for k in 1..=shadows {
+            ends.push(field(&mut self.bk, k as i64)?);
+        }
+        Ok((start, ends))
     }
 }
