@@ -215,6 +215,8 @@ pub struct CheckpointedLoop {
     /// through its header phis (their shadows are handed from stretch to
     /// stretch).
     pub carried: usize,
+    /// How many of those are used after the loop.
+    pub carried_after: usize,
     /// The name of the function that replays one stretch.
     pub replay: String,
     /// Whether the forward sweep tells on entry that the loop runs at most
@@ -715,7 +717,13 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
     }
     match c.carried {
         0 => {}
-        n => line.push_str(&format!(" ({n} carried from one iteration to the next)")),
+        n => {
+            line.push_str(&format!(" ({n} carried from one iteration to the next"));
+            if c.carried_after > 0 {
+                line.push_str(&format!(", {} of them used after it", c.carried_after));
+            }
+            line.push(')');
+        }
     }
     line.push_str(&format!(
         "; the pullback replays each stretch, last first, with @{}",

@@ -114,12 +114,39 @@ pub(super) struct ArrayLeaf {
 pub(super) struct Carried {
     /// The header phi (its index among the header's phis).
     pub phi: usize,
+    /// Its result, a primal value.
+    pub value: Value,
+    /// Whether it is used after the loop (a loop that leaves through one
+    /// edge from its header): the forward sweep then gives it a shadow
+    /// where the loop exits, which the pullback copies into the shadow the
+    /// last stretch ends with.
+    pub escapes: bool,
     /// The array's type.
     pub ty: irad_ir::Type,
-    /// For an array with a shadow (`[f64]`): the header's shadow phi in the
-    /// recording forward sweep, and the index among the loop's inputs of the
-    /// shadow entering the loop.
+    /// For an array made afresh in each iteration that has a shadow
+    /// (`[f64]`): the header's shadow phi in the recording forward sweep,
+    /// and the index among the loop's inputs of the shadow entering the
+    /// loop.
     pub shadow: Option<(Value, usize)>,
+    /// For an array kept as it is that has a shadow: its shadow, which the
+    /// loop that does not record carries and each snapshot pushes.
+    pub kept: Option<Kept>,
+}
+
+/// The shadow of an array a checkpointed loop carries as it is (an array
+/// defined before the loop, or swapped with another such one): always one of
+/// the shadows of arrays defined before the loop, which the loop that does
+/// not record carries in a phi of its own, as the recording one does.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Kept {
+    /// The header's shadow phi in the recording forward sweep.
+    pub phi: Value,
+    /// The shadow entering the loop (of the forward sweep).
+    pub entry: Operand,
+    /// What enters the phi from each block of the loop that jumps to the
+    /// header (a primal block): the shadow phi (of the recording sweep) of
+    /// another kept array, or a shadow defined before the loop.
+    pub latches: Vec<(Block, Operand)>,
 }
 
 /// One checkpointed loop.
@@ -272,6 +299,15 @@ fn decide(
     }
     let pre = eligible(cx, k)?;
     let carried = carried_arrays(cx, view, k)?;
+    let escaping = escaping_arrays(cx, cx.shape.loops.of(k));
+    let single = k < cx.shape.loops.loops.len();
+    if !escaping.iter().all(|v| {
+        carried
+            .iter()
+            .any(|c| c.1 == *v && (single || c.4.is_some() || c.3.is_none()))
+    }) {
+        return Err("an array it makes is used after it".into());
+    }
     let bytes = bytes_per_iteration(cx, view, plan, k);
     let (stretch, source) = match (ask, limit) {
         (Some(n), _) => (n, StretchSource::Program),
@@ -290,9 +326,12 @@ fn decide(
     // The shadows entering the loop with its carried arrays are inputs too.
     let carried = carried
         .into_iter()
-        .map(|(phi, ty, shadow)| Carried {
+        .map(|(phi, value, ty, shadow, kept)| Carried {
             phi,
+            value,
+            escapes: escaping.contains(&value),
             ty,
+            kept,
             shadow: shadow.map(|(sphi, entry)| {
                 let j = inputs.iter().position(|&v| v == entry).unwrap_or_else(|| {
                     inputs.push(entry);
@@ -326,6 +365,13 @@ fn decide(
             // A value pushed once per call is popped where the pullback starts.
             if !plan.once().any(|s| s.value == v) {
                 plan.add_block_end_save(exit, cx.label(e), v, view.fwd.values[v].ty.clone());
+            }
+        }
+        // The shadow a carried array leaves the loop with, for the pullback
+        // to copy into the shadow the last stretch ends with.
+        for c in carried.iter().filter(|c| c.escapes) {
+            if let Some((sphi, _)) = c.shadow {
+                plan.add_block_end_save(exit, cx.label(e), sphi, c.ty.clone());
             }
         }
     }
@@ -432,25 +478,35 @@ fn eligible(cx: &Derivation<'_>, k: usize) -> Result<usize, String> {
     let [pre] = outside.as_slice() else {
         return Err("more than one block enters it".into());
     };
-    if array_escapes(cx, l) {
-        return Err("an array it makes is used after it".into());
-    }
     Ok(*pre)
 }
 
-/// A carried array as [`carried_arrays`] finds it: the header phi's index,
-/// the array's type, and for an array with a shadow the header's shadow phi
-/// and the shadow entering the loop (values of the forward sweep).
-type CarriedPhi = (usize, irad_ir::Type, Option<(Value, Value)>);
+/// A carried array as [`carried_arrays`] finds it: the header phi's index
+/// and result, the array's type, and for an array made afresh each
+/// iteration that has a shadow, the header's shadow phi and the shadow
+/// entering the loop (values of the forward sweep); for one kept as it is,
+/// its [`Kept`] shadow.
+type CarriedPhi = (
+    usize,
+    Value,
+    irad_ir::Type,
+    Option<(Value, Value)>,
+    Option<Kept>,
+);
 
 /// The arrays loop `k` carries from one iteration to the next through its
 /// header phis, or why it cannot be checkpointed: each must be an array (not
-/// a tuple holding one), and what enters the phi from inside the loop an
-/// array the loop made afresh (`copy`, `zeros` or `alloc` in one of its
-/// blocks), a different one for each phi. The shadow of such an array is a
-/// fresh zero array until the reverse of the iterations after it runs, so
-/// that the pullback can hand it its cotangent from the next stretch's start
-/// by copying (docs/reverse.md, "Arrays carried through the header").
+/// a tuple holding one). An array without a shadow may come from anywhere;
+/// one with a shadow must be, from every latch, either an array the loop
+/// made afresh (`copy`, `zeros` or `alloc` in one of its blocks), a
+/// different one for each phi, or, in every iteration, an array kept as it
+/// is: defined before the loop or another such header phi's (the arrays a
+/// double buffer swaps). A fresh array's shadow is a fresh zero array until
+/// the reverse of the iterations after it runs, so that the pullback can
+/// hand it its cotangent from the next stretch's start by copying; a kept
+/// array's shadow is one of the shadows of arrays defined before the loop,
+/// which the loop that does not record carries along (docs/reverse.md,
+/// "Arrays carried through the header").
 fn carried_arrays(
     cx: &Derivation<'_>,
     view: &SweepView<'_>,
@@ -460,6 +516,12 @@ fn carried_arrays(
     let l = shape.loops.of(k);
     let index = shape.bb.index();
     let inside = |b: &Block| index[*b].is_some_and(|p| l.contains(p));
+    let defined_inside = |v: Value| match cx.src.values[v].def {
+        irad_ir::ValueDef::Inst(d) => (*cx.places.get(d))
+            .and_then(|(b, _)| index[b])
+            .is_some_and(|p| l.contains(p)),
+        irad_ir::ValueDef::Param(_) => false,
+    };
     let made_inside = |op: &Operand| -> Option<Value> {
         let Operand::Value(v) = op else { return None };
         let irad_ir::ValueDef::Inst(d) = cx.src.values[*v].def else {
@@ -472,14 +534,46 @@ fn carried_arrays(
                 ..
             }
         );
-        let here = (*cx.places.get(d))
-            .and_then(|(b, _)| index[b])
-            .is_some_and(|p| l.contains(p));
-        (fresh && here).then_some(*v)
+        (fresh && defined_inside(*v)).then_some(*v)
     };
+    let phis = replay::header_phis(cx, l.header);
+    let shadow_phi = |r: Value| match view.fshadow[r].as_slice() {
+        [Operand::Value(s)] => Some(*s),
+        _ => None,
+    };
+    // The header phis holding an array kept as it is, by their result: all
+    // array phis whose entries from inside are arrays defined before the
+    // loop or such phis, as long as that holds (a fixpoint from above).
+    let mut kept: HashSet<Value> = phis
+        .iter()
+        .filter(|&&(_, r)| contains_array(&cx.src.values[r].ty))
+        .map(|&(_, r)| r)
+        .collect();
+    loop {
+        let before = kept.len();
+        let snapshot = kept.clone();
+        kept.retain(|&r| {
+            let Some(&(inst, _)) = phis.iter().find(|&&(_, x)| x == r) else {
+                return false;
+            };
+            let InstKind::Phi { entries } = &cx.src.insts[inst].kind else {
+                return false;
+            };
+            entries
+                .iter()
+                .filter(|(p, _)| inside(p))
+                .all(|(_, op)| match op {
+                    Operand::Value(v) => snapshot.contains(v) || !defined_inside(*v),
+                    Operand::Const(_) => false,
+                })
+        });
+        if kept.len() == before {
+            break;
+        }
+    }
     let mut out = Vec::new();
     let mut seen: HashSet<Value> = HashSet::default();
-    for (j, (inst, r)) in replay::header_phis(cx, l.header).into_iter().enumerate() {
+    for (j, &(inst, r)) in phis.iter().enumerate() {
         let ty = &cx.src.values[r].ty;
         if !contains_array(ty) {
             continue;
@@ -492,22 +586,49 @@ fn carried_arrays(
         let InstKind::Phi { entries } = &cx.src.insts[inst].kind else {
             continue;
         };
-        let mut entry = None;
-        for (p, op) in entries {
-            if !inside(p) {
-                entry = Some(*op);
-            } else if !made_inside(op).is_some_and(|v| seen.insert(v)) {
-                return Err(
-                    "it carries an array from one iteration to the next that it did not make afresh in the iteration"
-                        .into(),
-                );
+        let entry = entries.iter().find(|(p, _)| !inside(p)).map(|&(_, op)| op);
+        let one_shadow = |op: &Operand| match super::ctx::shadows_of(view.fshadow, op).as_slice() {
+            [s] => Some(*s),
+            _ => None,
+        };
+        let (fresh, kept_shadow) = match (shadow_phi(r), view.fshadow[r].is_empty()) {
+            (_, true) => (None, None),
+            (Some(sphi), _) if kept.contains(&r) => {
+                let entry = entry
+                    .as_ref()
+                    .and_then(one_shadow)
+                    .ok_or("it carries an array whose shadow entering it is not one array")?;
+                let mut latches = Vec::new();
+                for (p, op) in entries.iter().filter(|(p, _)| inside(p)) {
+                    let from = match op {
+                        Operand::Value(v) if kept.contains(v) => shadow_phi(*v).map(Operand::Value),
+                        op => one_shadow(op),
+                    }
+                    .ok_or("it carries an array whose shadow is not one array")?;
+                    latches.push((*p, from));
+                }
+                (
+                    None,
+                    Some(Kept {
+                        phi: sphi,
+                        entry,
+                        latches,
+                    }),
+                )
             }
-        }
-        let shadow = match (view.fshadow[r].as_slice(), entry) {
-            ([], _) => None,
-            ([Operand::Value(sphi)], Some(op)) => {
-                match super::ctx::shadows_of(view.fshadow, &op).as_slice() {
-                    [Operand::Value(e)] => Some((*sphi, *e)),
+            (Some(sphi), _) => {
+                let all_fresh = entries
+                    .iter()
+                    .filter(|(p, _)| inside(p))
+                    .all(|(_, op)| made_inside(op).is_some_and(|v| seen.insert(v)));
+                if !all_fresh {
+                    return Err(
+                        "it carries an array from one iteration to the next that it neither made afresh in the iteration nor kept as it is"
+                            .into(),
+                    );
+                }
+                match entry.as_ref().and_then(one_shadow) {
+                    Some(Operand::Value(e)) => (Some((sphi, e)), None),
                     _ => {
                         return Err(
                             "it carries an array whose shadow entering it is not one array".into(),
@@ -515,16 +636,16 @@ fn carried_arrays(
                     }
                 }
             }
-            _ => return Err("it carries an array whose shadow is not one array".into()),
+            (None, false) => return Err("it carries an array whose shadow is not one array".into()),
         };
-        out.push((j, ty.clone(), shadow));
+        out.push((j, r, ty.clone(), fresh, kept_shadow));
     }
     Ok(out)
 }
 
-/// Whether a value holding an array, defined in a block of `member`, is
-/// used by a block outside it.
-fn array_escapes(cx: &Derivation<'_>, l: &RevLoop) -> bool {
+/// The values holding an array, defined in a block of loop `l`, that a
+/// block outside it uses.
+fn escaping_arrays(cx: &Derivation<'_>, l: &RevLoop) -> HashSet<Value> {
     let bb = &cx.shape.bb;
     let mut inside: HashSet<Value> = HashSet::default();
     for (_, b) in bb.blocks.iter().enumerate().filter(|(i, _)| l.contains(*i)) {
@@ -536,23 +657,35 @@ fn array_escapes(cx: &Derivation<'_>, l: &RevLoop) -> bool {
             }
         }
     }
-    let uses = |op: &Operand| matches!(op, Operand::Value(v) if inside.contains(v));
-    bb.blocks
+    let mut out: HashSet<Value> = HashSet::default();
+    let mut add = |op: &Operand| {
+        if let Operand::Value(v) = op
+            && inside.contains(v)
+        {
+            out.insert(*v);
+        }
+    };
+    for (_, b) in bb
+        .blocks
         .iter()
         .enumerate()
         .filter(|(i, _)| !l.contains(*i))
-        .any(|(_, b)| {
-            b.stmts.iter().any(|&inst| match &cx.src.insts[inst].kind {
-                InstKind::Phi { entries } => entries.iter().any(|(_, op)| uses(op)),
+    {
+        for &inst in &b.stmts {
+            match &cx.src.insts[inst].kind {
+                InstKind::Phi { entries } => entries.iter().for_each(|(_, op)| add(op)),
                 InstKind::CallValue { callee, args } => {
-                    inside.contains(callee) || args.iter().any(uses)
+                    add(&Operand::Value(*callee));
+                    args.iter().for_each(&mut add);
                 }
-                kind => super::ctx::args_of(kind).iter().any(uses),
-            }) || match &b.term {
-                super::bbcode::BTerm::Return(op) => uses(op),
-                _ => false,
+                kind => super::ctx::args_of(kind).iter().for_each(&mut add),
             }
-        })
+        }
+        if let super::bbcode::BTerm::Return(op) = &b.term {
+            add(op);
+        }
+    }
+    out
 }
 
 /// The estimated tape bytes one iteration of loop `k` records: the values
@@ -723,6 +856,7 @@ pub(super) fn summary(
                 state_names: vec![None; c.state.len()],
                 arrays: c.arrays.len() + c.carried.len(),
                 carried: c.carried.len(),
+                carried_after: c.carried.iter().filter(|c| c.escapes).count(),
                 replay: c
                     .replay
                     .and_then(|r| module.get(r))

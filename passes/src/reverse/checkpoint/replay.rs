@@ -60,6 +60,7 @@ pub(in crate::reverse) fn build(
         (n, _) => Type::Tuple(
             std::iter::once(Type::I64)
                 .chain(std::iter::repeat_n(Type::Array(Scalar::F64), n))
+                .chain(escapes(ck).then_some(Type::Bool))
                 .collect(),
         ),
     };
@@ -70,6 +71,7 @@ pub(in crate::reverse) fn build(
         ck,
         fval,
         copy: LoopCopy::new(cx, ck.k, (&fwd, fblock), f, false),
+        kept: Vec::new(),
     };
     r.build(fblock)?;
     let (f, values) = r.copy.finish();
@@ -78,8 +80,16 @@ pub(in crate::reverse) fn build(
 }
 
 /// What the replay's entry hands on: the block it ends in, the snapshot's
-/// header values and the start shadows of the carried arrays.
-type EntryOut = (Block, Vec<Operand>, Vec<Operand>);
+/// header values, the start shadows of the carried arrays and the
+/// snapshot's flag (`false` when no array has a shadow).
+type EntryOut = (Block, Vec<Operand>, (Vec<Operand>, Operand));
+
+/// Whether a carried array of `ck` with a shadow is used after the loop:
+/// the replay then also returns whether the run had an iteration by the
+/// stretch's end.
+pub(in crate::reverse) fn escapes(ck: &CkLoop) -> bool {
+    ck.carried.iter().any(|c| c.escapes && c.shadow.is_some())
+}
 
 /// The state of one replay function being built.
 struct Replay<'a, 'r> {
@@ -87,6 +97,9 @@ struct Replay<'a, 'r> {
     ck: &'a CkLoop,
     fval: &'a SecondaryMap<Value, Option<Operand>>,
     copy: LoopCopy<'a, 'r>,
+    /// The snapshot's shadow of each kept carried array, by the recording
+    /// sweep's shadow phi.
+    kept: Vec<(Value, Operand)>,
 }
 
 impl Replay<'_, '_> {
@@ -99,7 +112,7 @@ impl Replay<'_, '_> {
             self.copy.vmap.insert(v, Operand::Value(p));
         }
         let entry = self.copy.new_block();
-        let (entry_end, state, starts) = self.entry(entry)?;
+        let (entry_end, state, (starts, flag)) = self.entry(entry)?;
         let top = self.copy.new_block();
         let out = self.copy.new_block();
         let at = self.copy.layout.len();
@@ -123,6 +136,9 @@ impl Replay<'_, '_> {
                 from_state.insert(fr, s);
             }
         }
+        for &(sphi, s) in &self.kept {
+            from_state.insert(sphi, s);
+        }
         let mut ret = vec![start];
         for (&(sphi, _), &x) in self
             .ck
@@ -134,6 +150,15 @@ impl Replay<'_, '_> {
             from_state.insert(sphi, x);
             // The shadow the array has where the replay ends.
             ret.push(self.copy.op(&Operand::Value(sphi))?);
+        }
+        if escapes(self.ck) {
+            // Whether the run has had an iteration by the stretch's end: a
+            // stretch before it, or an iteration of its own.
+            let own = self
+                .copy
+                .value(out, Prim::Ne, &[kk, Operand::from(0i64)], Type::Bool);
+            let ran = self.copy.value(out, Prim::Or, &[flag, own], Type::Bool);
+            ret.push(ran);
         }
         let ret = match ret.as_slice() {
             [one] => *one,
@@ -163,6 +188,10 @@ impl Replay<'_, '_> {
         let cx = self.cx;
         let l = &cx.shape.loops.of(self.ck.k);
         let mut at = entry;
+        for kept in self.ck.carried.iter().rev().filter_map(|c| c.kept.as_ref()) {
+            let s = self.copy.pop(at, Type::Array(Scalar::F64));
+            self.kept.push((kept.phi, s));
+        }
         let mut carried = Vec::with_capacity(self.ck.carried.len());
         for c in self.ck.carried.iter().rev() {
             carried.push(self.copy.pop(at, c.ty.clone()));
@@ -201,7 +230,7 @@ impl Replay<'_, '_> {
             }
             at = self.restore(at, dst, saved, &leaf.ty);
         }
-        let starts = self.carried_starts(at, &state)?;
+        let (starts, flag) = self.carried_starts(at, &state)?;
         at = self.restore_carried(at, &state, &carried)?;
         for &x in &starts {
             self.copy.effect(at, Prim::Push, &[x]);
@@ -215,21 +244,22 @@ impl Replay<'_, '_> {
         if let Some(index) = self.ck.entry_index {
             self.copy.effect(at, Prim::Push, &[index]);
         }
-        Ok((at, state, starts))
+        Ok((at, state, (starts, flag)))
     }
 
     /// The start shadow of each carried array with a shadow, chosen at the
     /// end of `at` by the snapshot's flag (popped and pushed back): a fresh
     /// zero array as long as the snapshot's array when a stretch came before
     /// (the pullback copies its cotangent into the shadow the stretch before
-    /// ends with), else the shadow entering the loop.
+    /// ends with), else the shadow entering the loop. Returns them and the
+    /// flag.
     fn carried_starts(
         &mut self,
         at: Block,
         state: &[Operand],
-    ) -> Result<Vec<Operand>, ReverseError> {
+    ) -> Result<(Vec<Operand>, Operand), ReverseError> {
         if !self.ck.carried.iter().any(|c| c.shadow.is_some()) {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Operand::from(false)));
         }
         let flag = self.copy.pop(at, Type::Bool);
         let mut starts = Vec::new();
@@ -247,7 +277,7 @@ impl Replay<'_, '_> {
             );
         }
         self.copy.effect(at, Prim::Push, &[flag]);
-        Ok(starts)
+        Ok((starts, flag))
     }
 
     /// Copies each carried array's snapshot `copies` back into the array
