@@ -8,11 +8,14 @@
 //! stretch; `checkpoint(0)`: never), when it qualifies: one block outside it
 //! enters it and it leaves (through one edge from its header, or through
 //! several edges or one from another block: a loop of several exits, whose
-//! replays push its inputs back for the pullback); no array
-//! travels from one iteration to the next through its header, nor out of it;
-//! it records something per iteration; and no loop around it is
+//! replays push its inputs back for the pullback); the arrays that travel
+//! from one iteration to the next through its header are made afresh in
+//! each iteration or kept as they are (`carried_arrays`), and no other array
+//! it makes is used after it; it records something per iteration; and no loop around it is
 //! checkpointed already (the outermost qualifying loop is chosen, its
-//! stretches hold the loops inside it in full). Under a limit of B bytes the
+//! stretches hold the loops inside it in full), unless the budget needs the
+//! loop inside checkpointed too (or it asks): then it is, inside the outer
+//! loop's replay (`nested.rs`; one level). Under a limit of B bytes the
 //! schedule has two levels: stretches of `max(1, (B / 2) / r)` iterations,
 //! `r` the tape bytes one iteration records as estimated from the plan
 //! (an inner loop counted [`INNER_TRIPS`] times, a call [`CALL_BYTES`]), so
@@ -33,6 +36,7 @@
 
 pub(super) mod copy;
 pub(super) mod direct;
+pub(super) mod nested;
 pub(super) mod primal;
 pub(super) mod region;
 pub(super) mod replay;
@@ -180,6 +184,12 @@ pub(super) struct CkLoop {
     /// The arrays it carries through its header phis (their snapshots copy
     /// them after `arrays`).
     pub carried: Vec<Carried>,
+    /// The checkpointed loop around it (its index among the derivation's
+    /// loops), when it is checkpointed inside that loop's replay function:
+    /// the loop that does not record and its snapshots are there, its own
+    /// replay is made from the recording forward sweep as any other
+    /// (`nested.rs`).
+    pub within: Option<usize>,
     /// The predecessor index the entering block pushed for the pullback of
     /// a loop run back by popping indices, now pushed by every replay.
     pub entry_index: Option<Operand>,
@@ -200,6 +210,9 @@ pub(super) struct CkLoop {
     /// Set by [`rewrite`]: the replay's value of each value of the forward
     /// sweep its copied blocks read or define.
     pub replayed: HashMap<Value, Value>,
+    /// Set by [`rewrite`] when a loop inside it is checkpointed inside its
+    /// replay: the new value there of each replay value renamed by it.
+    pub replay_renamed: HashMap<Value, Value>,
 }
 
 /// The checkpointing decisions of one derivation.
@@ -259,16 +272,25 @@ pub(super) fn choose(
         if limit.is_none() && ask.is_none() {
             continue;
         }
+        let mut within = None;
         if let Some(outer) = out.loops.iter().find(|c| loops.of(c.k).contains(l.header)) {
-            let outer = cx.label(loops.of(outer.k).header);
-            out.skip(
-                label,
-                format!("it is inside loop #{outer}, which is checkpointed"),
-            );
-            continue;
+            match nested_decision(cx, &out, outer, k, (limit, ask)) {
+                Ok(()) => within = Some(outer.k),
+                Err(why) => {
+                    out.skip(label, why);
+                    continue;
+                }
+            }
         }
-        match decide(cx, view, plan, k, (limit, ask), &unsafe_classes) {
-            Ok(c) => out.loops.push(c),
+        match decide(cx, view, plan, k, (limit, ask, within), &unsafe_classes) {
+            Ok(c) => {
+                // The outer loop's direct path would record the inner loop
+                // in full, which its reverse no longer expects.
+                if let Some(outer) = out.loops.iter_mut().find(|o| Some(o.k) == within) {
+                    outer.direct = None;
+                }
+                out.loops.push(c)
+            }
             Err(why) => out.skip(label, why),
         }
     }
@@ -291,7 +313,7 @@ fn decide(
     view: &SweepView<'_>,
     plan: &mut TapePlan,
     k: usize,
-    (limit, ask): (Option<u64>, Option<u64>),
+    (limit, ask, within): (Option<u64>, Option<u64>, Option<usize>),
     unsafe_classes: &HashSet<u32>,
 ) -> Result<CkLoop, String> {
     if ask == Some(0) {
@@ -346,7 +368,11 @@ fn decide(
     let plain_entry = matches!(shape.bb.blocks[pre].term,
         super::bbcode::BTerm::Goto(h) if h == shape.bb.blocks[l.header].id);
     let direct = match source {
-        StretchSource::Limit(_) if counted && plain_entry && carried.is_empty() => direct(cx, k),
+        StretchSource::Limit(_)
+            if counted && plain_entry && carried.is_empty() && within.is_none() =>
+        {
+            direct(cx, k)
+        }
         _ => None,
     };
     let entry_index = match counted {
@@ -394,6 +420,7 @@ fn decide(
         inputs,
         arrays,
         carried,
+        within,
         entry_index,
         counted,
         direct,
@@ -401,6 +428,7 @@ fn decide(
         replay: None,
         state: Vec::new(),
         replayed: HashMap::default(),
+        replay_renamed: HashMap::default(),
     })
 }
 
@@ -460,6 +488,47 @@ fn direct(cx: &Derivation<'_>, k: usize) -> Option<Direct> {
         Operand::Const(_) => true,
     };
     outside.then_some(Direct { bound, up, strict })
+}
+
+/// Whether loop `k`, inside the checkpointed loop `outer`, is checkpointed
+/// too (inside `outer`'s replay function), or why not: when it asks with a
+/// `checkpoint(n)` of its own (n > 0), or under a limit when one iteration
+/// of `outer` records more than half of it (its stretches are then single
+/// iterations, which would still exceed the limit); never inside a loop that
+/// is itself checkpointed inside another (one level of nesting).
+fn nested_decision(
+    cx: &Derivation<'_>,
+    out: &Checkpoints,
+    outer: &CkLoop,
+    k: usize,
+    (limit, ask): (Option<u64>, Option<u64>),
+) -> Result<(), String> {
+    let loops = &cx.shape.loops;
+    let header = loops.of(k).header;
+    let o = cx.label(loops.of(outer.k).header);
+    if let Some(mid) = out
+        .loops
+        .iter()
+        .find(|c| c.within.is_some() && loops.of(c.k).contains(header))
+    {
+        let m = cx.label(loops.of(mid.k).header);
+        return Err(format!(
+            "it is inside loop #{m}, which is checkpointed inside loop #{o}"
+        ));
+    }
+    let needed = match (ask, limit) {
+        (Some(n), _) => n > 0,
+        (None, Some(b)) => outer.stretch == 1 && outer.bytes > b / 2,
+        (None, None) => false,
+    };
+    if !needed || outer.within.is_some() {
+        return Err(format!("it is inside loop #{o}, which is checkpointed"));
+    }
+    let outer_loop = loops.of(outer.k);
+    if !loops.of(k).exits.iter().all(|&e| outer_loop.contains(e)) {
+        return Err(format!("it leaves loop #{o} too, which is checkpointed"));
+    }
+    Ok(())
 }
 
 /// Whether loop `k` can be checkpointed: the position of the one block
@@ -818,8 +887,9 @@ pub(super) fn rewrite(
         ck.replay = Some(id);
         ck.replayed = values;
     }
+    let recording = fval;
     let mut fval = fval.clone();
-    for ck in &mut cks.loops {
+    for ck in cks.loops.iter_mut().filter(|c| c.within.is_none()) {
         let path = match &ck.direct {
             Some(d) => Some(direct::build(cx, module, fwd_id, (fblock, &fval), (ck, d))?),
             None => None,
@@ -832,6 +902,25 @@ pub(super) fn rewrite(
             (ck, path.as_ref()),
             &mut cks.shown,
         )?;
+    }
+    for j in 0..cks.loops.len() {
+        let Some(outer) = cks.loops[j].within else {
+            continue;
+        };
+        let outer = cks
+            .of_loop(outer)
+            .cloned()
+            .ok_or_else(|| super::ctx::internal(&cx.floc, "a loop inside no checkpointed loop"))?;
+        let renamed = nested::rewrite(
+            cx,
+            module,
+            fwd_id,
+            (fblock, recording),
+            (&outer, &mut cks.loops[j]),
+        )?;
+        if let Some(o) = cks.loops.iter_mut().find(|c| c.k == outer.k) {
+            o.replay_renamed.extend(renamed);
+        }
     }
     Ok(())
 }
@@ -857,6 +946,7 @@ pub(super) fn summary(
                 arrays: c.arrays.len() + c.carried.len(),
                 carried: c.carried.len(),
                 carried_after: c.carried.iter().filter(|c| c.escapes).count(),
+                within: c.within.map(|o| cx.label(cx.shape.loops.of(o).header)),
                 replay: c
                     .replay
                     .and_then(|r| module.get(r))
@@ -895,6 +985,7 @@ pub(super) fn mark_replay_pushes(
                 super::plan::Site::Once => continue,
             };
             if let (true, Some(&value)) = (members.contains(&block), c.replayed.get(&save.value)) {
+                let value = c.replay_renamed.get(&value).copied().unwrap_or(value);
                 save.replay = Some(super::plan::ReplayPush {
                     func,
                     name: name.clone(),
