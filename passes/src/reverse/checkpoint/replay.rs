@@ -10,7 +10,16 @@
 //! (`copy.rs`), pushes included, from the snapshot's state: for `stretch`
 //! visits of the header, or until the loop exits (by any of its exit edges:
 //! all go to the replay's end). It returns the snapshot's value of a counted
-//! loop's counter (the stretch's start), `()` for other loops.
+//! loop's counter (the stretch's start), `()` for other loops; for a loop
+//! carrying `[f64]` arrays made afresh in each iteration, a tuple of that
+//! counter (0 when not counted), the shadows those arrays have at the
+//! stretch's end and, when one is used after the loop, whether the run had
+//! an iteration by then. Such a loop's replay pops the snapshot's flag to
+//! choose the arrays' start shadows (the entering ones for the first
+//! stretch, fresh zero arrays for the others), pushes it back and pushes the
+//! start shadows for the pullback; the shadows of arrays kept as they are
+//! come with the snapshot (docs/reverse.md, "Arrays carried through the
+//! header").
 //!
 //! Assumes the forward sweep's loop blocks are still the recording ones
 //! (built before `primal.rs` rewrites them), with their pushes in place.

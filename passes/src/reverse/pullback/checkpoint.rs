@@ -16,6 +16,15 @@
 //!   reverse dominates the loop's, so the values popped there are not at
 //!   hand), and hands them to the replay of the stretch before.
 //!
+//! A loop carrying `[f64]` arrays made afresh in each iteration hands each
+//! array's cotangent from stretch to stretch: the block at a stretch's start
+//! pops the start shadows the replay pushed and, when it replays the stretch
+//! before, copies each into the shadow that replay returns for the array's
+//! end (still a fresh zero array); on the edge from the exit, the shadow an
+//! array left the loop with is copied into the last stretch's end shadow
+//! when the run had an iteration (docs/reverse.md, "Arrays carried through
+//! the header").
+//!
 //! A counted loop compares its counter with the current stretch's start (a
 //! phi in the reverse of its header, entered from the replays and carried
 //! through the reverse of its latch) instead of the loop's start. The
