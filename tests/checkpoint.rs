@@ -6,9 +6,11 @@
 //! The points: every case of the reference corpus (`tests/corpus`), every
 //! `grad:` line of `tests/reverse_recompute` and `tests/checkpoint` (the
 //! programs written for this: nested loops, while loops, loops writing
-//! arrays, calls, recursion, loops that are refused), and every `# run:`
-//! line of `tests/filetests/programs` whose function returns f64. At each
-//! point, the reference is reverse mode without a limit in the interpreter;
+//! arrays or carrying them from one iteration to the next, calls,
+//! recursion, loops that are refused), and every `run:` line of
+//! `tests/filetests/programs` and `benches/programs` whose function returns
+//! f64. At each point, the reference is reverse mode without a limit in the
+//! interpreter;
 //! then, at limits from 1 byte (a snapshot every iteration: as many
 //! recomputations as there can be) to 1M, in the interpreter and the JIT,
 //! the value and the gradient must be the reference's bit for bit (any NaN
@@ -330,6 +332,17 @@ fn the_filetest_programs_under_tiny_limits() {
 }
 
 #[test]
+fn the_bench_programs_under_tiny_limits() {
+    let points: Vec<Point> = programs("benches/programs")
+        .iter()
+        .flat_map(|p| marked_points(p, "run:"))
+        .collect();
+    let out = check_points(&points);
+    assert!(out.checkpointed > 0, "no loop was checkpointed");
+    report("benches/programs", out);
+}
+
+#[test]
 fn the_checkpoint_programs_under_tiny_limits() {
     let mut fails = Vec::new();
     for path in programs("tests/checkpoint") {
@@ -582,4 +595,69 @@ fn a_long_loop_stays_under_the_limit_and_a_short_one_records_directly() {
         limited.pushed_bytes < free.pushed_bytes + 20,
         "{limited:?} {free:?}"
     );
+}
+
+/// Nested loops (docs/reverse.md, "Nested loops"): under a limit that one
+/// iteration of the outer loop exceeds by the plan's estimate, the inner
+/// loop is checkpointed too, inside the outer loop's replay, and the tapes
+/// of a long inner run stay far below what recording it in full takes;
+/// under a limit that one outer iteration fits in, the inner loop is
+/// recorded in full in each replay. The gradient is the same bit for bit in
+/// both backends either way.
+#[test]
+fn an_inner_loop_is_checkpointed_when_one_outer_iteration_exceeds_the_limit() {
+    let src = Source::new(
+        "nest.irad",
+        "fn nest(x: f64, n: i64, m: i64) -> f64 {\n    let mut s = x;\n    for i in 0..n {\n        let mut t = s * 0.5;\n        for j in 0..m {\n            t = sin(t) + 0.1 * f64(j) * s;\n        }\n        s = s + 0.25 * t * t / (1.0 + f64(i));\n    }\n    s\n}\n",
+    );
+    let m = irad::load_normalised(&src).expect("loads");
+    let f = m.by_name("nest").expect("@nest");
+    let plan = |limit: u64| {
+        tape_plan_limited(&m, &Registry::new(), f, Some(limit))
+            .expect("plan")
+            .to_string()
+    };
+    // About 160 bytes per outer iteration by the estimate (the inner loop's
+    // 8 bytes counted 16 times): 1K holds 3 outer iterations, 256 not one.
+    let roomy = plan(1 << 10);
+    assert!(
+        roomy.contains("loop #2: checkpointed every 3 iterations")
+            && roomy
+                .contains("loop #4: not checkpointed: it is inside loop #2, which is checkpointed"),
+        "{roomy}"
+    );
+    let tight = plan(256);
+    assert!(
+        tight.contains("loop #2: checkpointed every 1 iteration")
+            && tight.contains(
+                "loop #4: checkpointed every 16 iterations (tape limit 256, about 8 bytes per iteration), inside loop #2's replay"
+            ),
+        "{tight}"
+    );
+    let args = irad::parse_args(&Source::new("<args>", "0.7, 3, 20000"), &m, f).expect("args");
+    let free = counts(&m, f, &args, None);
+    let roomy = counts(&m, f, &args, Some(1 << 10));
+    let tight = counts(&m, f, &args, Some(256));
+    // 60 000 inner iterations of 8 bytes without nesting; with it, 1 250
+    // snapshots of 17 bytes per outer iteration and one inner stretch.
+    assert!(free.peak_tape_bytes > 400_000, "{free:?}");
+    assert!(roomy.peak_tape_bytes > 150_000, "{roomy:?}");
+    assert!(tight.peak_tape_bytes < 40_000, "{tight:?}");
+    let loaded = irad::load(&src).expect("loads");
+    let g = loaded.by_name("nest").expect("@nest");
+    let args = irad::parse_args(&Source::new("<args>", "0.7, 3, 2000"), &loaded, g).expect("args");
+    let reference = grad(&src, &loaded, g, &args, Backend::Interp, None).expect("gradient");
+    for backend in [Backend::Interp, Backend::Jit] {
+        for limit in [256, 1 << 10] {
+            let got = grad(&src, &loaded, g, &args, backend, Some(limit)).expect("gradient");
+            assert!(
+                same_gradient(&got, &reference),
+                "{backend:?} under {limit}: {:?} {:?}, without a limit {:?} {:?}",
+                got.value,
+                got.gradient,
+                reference.value,
+                reference.gradient
+            );
+        }
+    }
 }

@@ -211,6 +211,15 @@ pub struct CheckpointedLoop {
     pub state_names: Vec<Option<String>>,
     /// How many arrays a snapshot copies.
     pub arrays: usize,
+    /// How many of them the loop carries from one iteration to the next
+    /// through its header phis (their shadows are handed from stretch to
+    /// stretch).
+    pub carried: usize,
+    /// How many of those are used after the loop.
+    pub carried_after: usize,
+    /// The label of the checkpointed loop whose replay function takes this
+    /// loop's snapshots, when it is checkpointed inside another one.
+    pub within: Option<u32>,
     /// The name of the function that replays one stretch.
     pub replay: String,
     /// Whether the forward sweep tells on entry that the loop runs at most
@@ -697,17 +706,37 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
         )),
         StretchSource::Program => line.push_str(" (`checkpoint` in the loop)"),
     }
-    line.push_str("; each snapshot pushes a flag (a stretch before it?),");
-    for (v, name) in c.state.iter().zip(&c.state_names) {
-        match name {
-            Some(name) => line.push_str(&format!(" %{name}")),
-            None => line.push_str(&format!(" value {}", v.as_u32())),
+    match c.within {
+        // Its state is values of the outer loop's replay, not printed here.
+        Some(outer) => line.push_str(&format!(
+            ", inside loop #{outer}'s replay, which takes its snapshots; each snapshot pushes a flag (a stretch before it?), {} value{}",
+            c.state.len(),
+            if c.state.len() == 1 { "" } else { "s" }
+        )),
+        None => {
+            line.push_str("; each snapshot pushes a flag (a stretch before it?),");
+            for (v, name) in c.state.iter().zip(&c.state_names) {
+                match name {
+                    Some(name) => line.push_str(&format!(" %{name}")),
+                    None => line.push_str(&format!(" value {}", v.as_u32())),
+                }
+            }
         }
     }
     match c.arrays {
         0 => line.push_str(" and no array"),
         1 => line.push_str(" and a copy of 1 array"),
         n => line.push_str(&format!(" and copies of {n} arrays")),
+    }
+    match c.carried {
+        0 => {}
+        n => {
+            line.push_str(&format!(" ({n} carried from one iteration to the next"));
+            if c.carried_after > 0 {
+                line.push_str(&format!(", {} of them used after it", c.carried_after));
+            }
+            line.push(')');
+        }
     }
     line.push_str(&format!(
         "; the pullback replays each stretch, last first, with @{}",

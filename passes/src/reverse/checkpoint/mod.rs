@@ -8,11 +8,14 @@
 //! stretch; `checkpoint(0)`: never), when it qualifies: one block outside it
 //! enters it and it leaves (through one edge from its header, or through
 //! several edges or one from another block: a loop of several exits, whose
-//! replays push its inputs back for the pullback); no array
-//! travels from one iteration to the next through its header, nor out of it;
-//! it records something per iteration; and no loop around it is
+//! replays push its inputs back for the pullback); the arrays that travel
+//! from one iteration to the next through its header are made afresh in
+//! each iteration or kept as they are (`carried_arrays`), and no other array
+//! it makes is used after it; it records something per iteration; and no loop around it is
 //! checkpointed already (the outermost qualifying loop is chosen, its
-//! stretches hold the loops inside it in full). Under a limit of B bytes the
+//! stretches hold the loops inside it in full), unless the budget needs the
+//! loop inside checkpointed too (or it asks): then it is, inside the outer
+//! loop's replay (`nested.rs`; one level). Under a limit of B bytes the
 //! schedule has two levels: stretches of `max(1, (B / 2) / r)` iterations,
 //! `r` the tape bytes one iteration records as estimated from the plan
 //! (an inner loop counted [`INNER_TRIPS`] times, a call [`CALL_BYTES`]), so
@@ -33,6 +36,7 @@
 
 pub(super) mod copy;
 pub(super) mod direct;
+pub(super) mod nested;
 pub(super) mod primal;
 pub(super) mod region;
 pub(super) mod replay;
@@ -104,6 +108,51 @@ pub(super) struct ArrayLeaf {
     pub ty: irad_ir::Type,
 }
 
+/// An array a checkpointed loop carries from one iteration to the next
+/// through a header phi. Each snapshot copies it; the replay of a stretch
+/// restores it and starts from a shadow of its own (the shadow entering the
+/// loop for the first stretch, a fresh zero array for the others), and
+/// returns the shadow the array has at the stretch's end, which the pullback
+/// fills from the next stretch's start shadow before the stretch's reverse.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Carried {
+    /// The header phi (its index among the header's phis).
+    pub phi: usize,
+    /// Its result, a primal value.
+    pub value: Value,
+    /// Whether it is used after the loop (a loop that leaves through one
+    /// edge from its header): the forward sweep then gives it a shadow
+    /// where the loop exits, which the pullback copies into the shadow the
+    /// last stretch ends with.
+    pub escapes: bool,
+    /// The array's type.
+    pub ty: irad_ir::Type,
+    /// For an array made afresh in each iteration that has a shadow
+    /// (`[f64]`): the header's shadow phi in the recording forward sweep,
+    /// and the index among the loop's inputs of the shadow entering the
+    /// loop.
+    pub shadow: Option<(Value, usize)>,
+    /// For an array kept as it is that has a shadow: its shadow, which the
+    /// loop that does not record carries and each snapshot pushes.
+    pub kept: Option<Kept>,
+}
+
+/// The shadow of an array a checkpointed loop carries as it is (an array
+/// defined before the loop, or swapped with another such one): always one of
+/// the shadows of arrays defined before the loop, which the loop that does
+/// not record carries in a phi of its own, as the recording one does.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Kept {
+    /// The header's shadow phi in the recording forward sweep.
+    pub phi: Value,
+    /// The shadow entering the loop (of the forward sweep).
+    pub entry: Operand,
+    /// What enters the phi from each block of the loop that jumps to the
+    /// header (a primal block): the shadow phi (of the recording sweep) of
+    /// another kept array, or a shadow defined before the loop.
+    pub latches: Vec<(Block, Operand)>,
+}
+
 /// One checkpointed loop.
 #[derive(Clone, Debug)]
 pub(super) struct CkLoop {
@@ -132,6 +181,15 @@ pub(super) struct CkLoop {
     pub repush: bool,
     /// The arrays each snapshot copies and each replay restores.
     pub arrays: Vec<ArrayLeaf>,
+    /// The arrays it carries through its header phis (their snapshots copy
+    /// them after `arrays`).
+    pub carried: Vec<Carried>,
+    /// The checkpointed loop around it (its index among the derivation's
+    /// loops), when it is checkpointed inside that loop's replay function:
+    /// the loop that does not record and its snapshots are there, its own
+    /// replay is made from the recording forward sweep as any other
+    /// (`nested.rs`).
+    pub within: Option<usize>,
     /// The predecessor index the entering block pushed for the pullback of
     /// a loop run back by popping indices, now pushed by every replay.
     pub entry_index: Option<Operand>,
@@ -152,6 +210,9 @@ pub(super) struct CkLoop {
     /// Set by [`rewrite`]: the replay's value of each value of the forward
     /// sweep its copied blocks read or define.
     pub replayed: HashMap<Value, Value>,
+    /// Set by [`rewrite`] when a loop inside it is checkpointed inside its
+    /// replay: the new value there of each replay value renamed by it.
+    pub replay_renamed: HashMap<Value, Value>,
 }
 
 /// The checkpointing decisions of one derivation.
@@ -211,16 +272,25 @@ pub(super) fn choose(
         if limit.is_none() && ask.is_none() {
             continue;
         }
+        let mut within = None;
         if let Some(outer) = out.loops.iter().find(|c| loops.of(c.k).contains(l.header)) {
-            let outer = cx.label(loops.of(outer.k).header);
-            out.skip(
-                label,
-                format!("it is inside loop #{outer}, which is checkpointed"),
-            );
-            continue;
+            match nested_decision(cx, &out, outer, k, (limit, ask)) {
+                Ok(()) => within = Some(outer.k),
+                Err(why) => {
+                    out.skip(label, why);
+                    continue;
+                }
+            }
         }
-        match decide(cx, view, plan, k, (limit, ask), &unsafe_classes) {
-            Ok(c) => out.loops.push(c),
+        match decide(cx, view, plan, k, (limit, ask, within), &unsafe_classes) {
+            Ok(c) => {
+                // The outer loop's direct path would record the inner loop
+                // in full, which its reverse no longer expects.
+                if let Some(outer) = out.loops.iter_mut().find(|o| Some(o.k) == within) {
+                    outer.direct = None;
+                }
+                out.loops.push(c)
+            }
             Err(why) => out.skip(label, why),
         }
     }
@@ -243,13 +313,23 @@ fn decide(
     view: &SweepView<'_>,
     plan: &mut TapePlan,
     k: usize,
-    (limit, ask): (Option<u64>, Option<u64>),
+    (limit, ask, within): (Option<u64>, Option<u64>, Option<usize>),
     unsafe_classes: &HashSet<u32>,
 ) -> Result<CkLoop, String> {
     if ask == Some(0) {
         return Err("`checkpoint(0)` in it".into());
     }
     let pre = eligible(cx, k)?;
+    let carried = carried_arrays(cx, view, k)?;
+    let escaping = escaping_arrays(cx, cx.shape.loops.of(k));
+    let single = k < cx.shape.loops.loops.len();
+    if !escaping.iter().all(|v| {
+        carried
+            .iter()
+            .any(|c| c.1 == *v && (single || c.4.is_some() || c.3.is_none()))
+    }) {
+        return Err("an array it makes is used after it".into());
+    }
     let bytes = bytes_per_iteration(cx, view, plan, k);
     let (stretch, source) = match (ask, limit) {
         (Some(n), _) => (n, StretchSource::Program),
@@ -263,14 +343,36 @@ fn decide(
     };
     let shape = &cx.shape;
     let l = shape.loops.of(k);
-    let inputs = region::inputs(cx, view, plan, k);
+    let mut inputs = region::inputs(cx, view, plan, k);
     let arrays = region::arrays(cx, view, &inputs, k, unsafe_classes);
+    // The shadows entering the loop with its carried arrays are inputs too.
+    let carried = carried
+        .into_iter()
+        .map(|(phi, value, ty, shadow, kept)| Carried {
+            phi,
+            value,
+            escapes: escaping.contains(&value),
+            ty,
+            kept,
+            shadow: shadow.map(|(sphi, entry)| {
+                let j = inputs.iter().position(|&v| v == entry).unwrap_or_else(|| {
+                    inputs.push(entry);
+                    inputs.len() - 1
+                });
+                (sphi, j)
+            }),
+        })
+        .collect::<Vec<_>>();
     let counted = plan.counted_slots().get(k).is_some_and(Option::is_some);
     // The direct path replaces the entering block's jump by the test.
     let plain_entry = matches!(shape.bb.blocks[pre].term,
         super::bbcode::BTerm::Goto(h) if h == shape.bb.blocks[l.header].id);
     let direct = match source {
-        StretchSource::Limit(_) if counted && plain_entry => direct(cx, k),
+        StretchSource::Limit(_)
+            if counted && plain_entry && carried.is_empty() && within.is_none() =>
+        {
+            direct(cx, k)
+        }
         _ => None,
     };
     let entry_index = match counted {
@@ -289,6 +391,13 @@ fn decide(
             // A value pushed once per call is popped where the pullback starts.
             if !plan.once().any(|s| s.value == v) {
                 plan.add_block_end_save(exit, cx.label(e), v, view.fwd.values[v].ty.clone());
+            }
+        }
+        // The shadow a carried array leaves the loop with, for the pullback
+        // to copy into the shadow the last stretch ends with.
+        for c in carried.iter().filter(|c| c.escapes) {
+            if let Some((sphi, _)) = c.shadow {
+                plan.add_block_end_save(exit, cx.label(e), sphi, c.ty.clone());
             }
         }
     }
@@ -310,6 +419,8 @@ fn decide(
         repush: k >= shape.loops.loops.len(),
         inputs,
         arrays,
+        carried,
+        within,
         entry_index,
         counted,
         direct,
@@ -317,6 +428,7 @@ fn decide(
         replay: None,
         state: Vec::new(),
         replayed: HashMap::default(),
+        replay_renamed: HashMap::default(),
     })
 }
 
@@ -378,6 +490,47 @@ fn direct(cx: &Derivation<'_>, k: usize) -> Option<Direct> {
     outside.then_some(Direct { bound, up, strict })
 }
 
+/// Whether loop `k`, inside the checkpointed loop `outer`, is checkpointed
+/// too (inside `outer`'s replay function), or why not: when it asks with a
+/// `checkpoint(n)` of its own (n > 0), or under a limit when one iteration
+/// of `outer` records more than half of it (its stretches are then single
+/// iterations, which would still exceed the limit); never inside a loop that
+/// is itself checkpointed inside another (one level of nesting).
+fn nested_decision(
+    cx: &Derivation<'_>,
+    out: &Checkpoints,
+    outer: &CkLoop,
+    k: usize,
+    (limit, ask): (Option<u64>, Option<u64>),
+) -> Result<(), String> {
+    let loops = &cx.shape.loops;
+    let header = loops.of(k).header;
+    let o = cx.label(loops.of(outer.k).header);
+    if let Some(mid) = out
+        .loops
+        .iter()
+        .find(|c| c.within.is_some() && loops.of(c.k).contains(header))
+    {
+        let m = cx.label(loops.of(mid.k).header);
+        return Err(format!(
+            "it is inside loop #{m}, which is checkpointed inside loop #{o}"
+        ));
+    }
+    let needed = match (ask, limit) {
+        (Some(n), _) => n > 0,
+        (None, Some(b)) => outer.stretch == 1 && outer.bytes > b / 2,
+        (None, None) => false,
+    };
+    if !needed || outer.within.is_some() {
+        return Err(format!("it is inside loop #{o}, which is checkpointed"));
+    }
+    let outer_loop = loops.of(outer.k);
+    if !loops.of(k).exits.iter().all(|&e| outer_loop.contains(e)) {
+        return Err(format!("it leaves loop #{o} too, which is checkpointed"));
+    }
+    Ok(())
+}
+
 /// Whether loop `k` can be checkpointed: the position of the one block
 /// outside it that enters it, or why not.
 fn eligible(cx: &Derivation<'_>, k: usize) -> Result<usize, String> {
@@ -394,23 +547,174 @@ fn eligible(cx: &Derivation<'_>, k: usize) -> Result<usize, String> {
     let [pre] = outside.as_slice() else {
         return Err("more than one block enters it".into());
     };
-    for &inst in &shape.bb.blocks[l.header].stmts {
-        let data = &cx.src.insts[inst];
-        if let (InstKind::Phi { .. }, Some(r)) = (&data.kind, data.result)
-            && contains_array(&cx.src.values[r].ty)
-        {
-            return Err("it carries an array from one iteration to the next".into());
-        }
-    }
-    if array_escapes(cx, l) {
-        return Err("an array it makes is used after it".into());
-    }
     Ok(*pre)
 }
 
-/// Whether a value holding an array, defined in a block of `member`, is
-/// used by a block outside it.
-fn array_escapes(cx: &Derivation<'_>, l: &RevLoop) -> bool {
+/// A carried array as [`carried_arrays`] finds it: the header phi's index
+/// and result, the array's type, and for an array made afresh each
+/// iteration that has a shadow, the header's shadow phi and the shadow
+/// entering the loop (values of the forward sweep); for one kept as it is,
+/// its [`Kept`] shadow.
+type CarriedPhi = (
+    usize,
+    Value,
+    irad_ir::Type,
+    Option<(Value, Value)>,
+    Option<Kept>,
+);
+
+/// The arrays loop `k` carries from one iteration to the next through its
+/// header phis, or why it cannot be checkpointed: each must be an array (not
+/// a tuple holding one). An array without a shadow may come from anywhere;
+/// one with a shadow must be, from every latch, either an array the loop
+/// made afresh (`copy`, `zeros` or `alloc` in one of its blocks), a
+/// different one for each phi, or, in every iteration, an array kept as it
+/// is: defined before the loop or another such header phi's (the arrays a
+/// double buffer swaps). A fresh array's shadow is a fresh zero array until
+/// the reverse of the iterations after it runs, so that the pullback can
+/// hand it its cotangent from the next stretch's start by copying; a kept
+/// array's shadow is one of the shadows of arrays defined before the loop,
+/// which the loop that does not record carries along (docs/reverse.md,
+/// "Arrays carried through the header").
+fn carried_arrays(
+    cx: &Derivation<'_>,
+    view: &SweepView<'_>,
+    k: usize,
+) -> Result<Vec<CarriedPhi>, String> {
+    let shape = &cx.shape;
+    let l = shape.loops.of(k);
+    let index = shape.bb.index();
+    let inside = |b: &Block| index[*b].is_some_and(|p| l.contains(p));
+    let defined_inside = |v: Value| match cx.src.values[v].def {
+        irad_ir::ValueDef::Inst(d) => (*cx.places.get(d))
+            .and_then(|(b, _)| index[b])
+            .is_some_and(|p| l.contains(p)),
+        irad_ir::ValueDef::Param(_) => false,
+    };
+    let made_inside = |op: &Operand| -> Option<Value> {
+        let Operand::Value(v) = op else { return None };
+        let irad_ir::ValueDef::Inst(d) = cx.src.values[*v].def else {
+            return None;
+        };
+        let fresh = matches!(
+            cx.src.insts[d].kind,
+            InstKind::Prim {
+                prim: Prim::Copy | Prim::Zeros | Prim::Alloc,
+                ..
+            }
+        );
+        (fresh && defined_inside(*v)).then_some(*v)
+    };
+    let phis = replay::header_phis(cx, l.header);
+    let shadow_phi = |r: Value| match view.fshadow[r].as_slice() {
+        [Operand::Value(s)] => Some(*s),
+        _ => None,
+    };
+    // The header phis holding an array kept as it is, by their result: all
+    // array phis whose entries from inside are arrays defined before the
+    // loop or such phis, as long as that holds (a fixpoint from above).
+    let mut kept: HashSet<Value> = phis
+        .iter()
+        .filter(|&&(_, r)| contains_array(&cx.src.values[r].ty))
+        .map(|&(_, r)| r)
+        .collect();
+    loop {
+        let before = kept.len();
+        let snapshot = kept.clone();
+        kept.retain(|&r| {
+            let Some(&(inst, _)) = phis.iter().find(|&&(_, x)| x == r) else {
+                return false;
+            };
+            let InstKind::Phi { entries } = &cx.src.insts[inst].kind else {
+                return false;
+            };
+            entries
+                .iter()
+                .filter(|(p, _)| inside(p))
+                .all(|(_, op)| match op {
+                    Operand::Value(v) => snapshot.contains(v) || !defined_inside(*v),
+                    Operand::Const(_) => false,
+                })
+        });
+        if kept.len() == before {
+            break;
+        }
+    }
+    let mut out = Vec::new();
+    let mut seen: HashSet<Value> = HashSet::default();
+    for (j, &(inst, r)) in phis.iter().enumerate() {
+        let ty = &cx.src.values[r].ty;
+        if !contains_array(ty) {
+            continue;
+        }
+        if !matches!(ty, irad_ir::Type::Array(_)) {
+            return Err(
+                "it carries a tuple holding an array from one iteration to the next".into(),
+            );
+        }
+        let InstKind::Phi { entries } = &cx.src.insts[inst].kind else {
+            continue;
+        };
+        let entry = entries.iter().find(|(p, _)| !inside(p)).map(|&(_, op)| op);
+        let one_shadow = |op: &Operand| match super::ctx::shadows_of(view.fshadow, op).as_slice() {
+            [s] => Some(*s),
+            _ => None,
+        };
+        let (fresh, kept_shadow) = match (shadow_phi(r), view.fshadow[r].is_empty()) {
+            (_, true) => (None, None),
+            (Some(sphi), _) if kept.contains(&r) => {
+                let entry = entry
+                    .as_ref()
+                    .and_then(one_shadow)
+                    .ok_or("it carries an array whose shadow entering it is not one array")?;
+                let mut latches = Vec::new();
+                for (p, op) in entries.iter().filter(|(p, _)| inside(p)) {
+                    let from = match op {
+                        Operand::Value(v) if kept.contains(v) => shadow_phi(*v).map(Operand::Value),
+                        op => one_shadow(op),
+                    }
+                    .ok_or("it carries an array whose shadow is not one array")?;
+                    latches.push((*p, from));
+                }
+                (
+                    None,
+                    Some(Kept {
+                        phi: sphi,
+                        entry,
+                        latches,
+                    }),
+                )
+            }
+            (Some(sphi), _) => {
+                let all_fresh = entries
+                    .iter()
+                    .filter(|(p, _)| inside(p))
+                    .all(|(_, op)| made_inside(op).is_some_and(|v| seen.insert(v)));
+                if !all_fresh {
+                    return Err(
+                        "it carries an array from one iteration to the next that it neither made afresh in the iteration nor kept as it is"
+                            .into(),
+                    );
+                }
+                match entry.as_ref().and_then(one_shadow) {
+                    Some(Operand::Value(e)) => (Some((sphi, e)), None),
+                    _ => {
+                        return Err(
+                            "it carries an array whose shadow entering it is not one array".into(),
+                        );
+                    }
+                }
+            }
+            (None, false) => return Err("it carries an array whose shadow is not one array".into()),
+        };
+        out.push((j, r, ty.clone(), fresh, kept_shadow));
+    }
+    Ok(out)
+}
+
+/// The values holding an array, defined in a block of loop `l`, that a
+/// block outside it uses.
+fn escaping_arrays(cx: &Derivation<'_>, l: &RevLoop) -> HashSet<Value> {
     let bb = &cx.shape.bb;
     let mut inside: HashSet<Value> = HashSet::default();
     for (_, b) in bb.blocks.iter().enumerate().filter(|(i, _)| l.contains(*i)) {
@@ -422,23 +726,35 @@ fn array_escapes(cx: &Derivation<'_>, l: &RevLoop) -> bool {
             }
         }
     }
-    let uses = |op: &Operand| matches!(op, Operand::Value(v) if inside.contains(v));
-    bb.blocks
+    let mut out: HashSet<Value> = HashSet::default();
+    let mut add = |op: &Operand| {
+        if let Operand::Value(v) = op
+            && inside.contains(v)
+        {
+            out.insert(*v);
+        }
+    };
+    for (_, b) in bb
+        .blocks
         .iter()
         .enumerate()
         .filter(|(i, _)| !l.contains(*i))
-        .any(|(_, b)| {
-            b.stmts.iter().any(|&inst| match &cx.src.insts[inst].kind {
-                InstKind::Phi { entries } => entries.iter().any(|(_, op)| uses(op)),
+    {
+        for &inst in &b.stmts {
+            match &cx.src.insts[inst].kind {
+                InstKind::Phi { entries } => entries.iter().for_each(|(_, op)| add(op)),
                 InstKind::CallValue { callee, args } => {
-                    inside.contains(callee) || args.iter().any(uses)
+                    add(&Operand::Value(*callee));
+                    args.iter().for_each(&mut add);
                 }
-                kind => super::ctx::args_of(kind).iter().any(uses),
-            }) || match &b.term {
-                super::bbcode::BTerm::Return(op) => uses(op),
-                _ => false,
+                kind => super::ctx::args_of(kind).iter().for_each(&mut add),
             }
-        })
+        }
+        if let super::bbcode::BTerm::Return(op) = &b.term {
+            add(op);
+        }
+    }
+    out
 }
 
 /// The estimated tape bytes one iteration of loop `k` records: the values
@@ -571,8 +887,9 @@ pub(super) fn rewrite(
         ck.replay = Some(id);
         ck.replayed = values;
     }
+    let recording = fval;
     let mut fval = fval.clone();
-    for ck in &mut cks.loops {
+    for ck in cks.loops.iter_mut().filter(|c| c.within.is_none()) {
         let path = match &ck.direct {
             Some(d) => Some(direct::build(cx, module, fwd_id, (fblock, &fval), (ck, d))?),
             None => None,
@@ -585,6 +902,25 @@ pub(super) fn rewrite(
             (ck, path.as_ref()),
             &mut cks.shown,
         )?;
+    }
+    for j in 0..cks.loops.len() {
+        let Some(outer) = cks.loops[j].within else {
+            continue;
+        };
+        let outer = cks
+            .of_loop(outer)
+            .cloned()
+            .ok_or_else(|| super::ctx::internal(&cx.floc, "a loop inside no checkpointed loop"))?;
+        let renamed = nested::rewrite(
+            cx,
+            module,
+            fwd_id,
+            (fblock, recording),
+            (&outer, &mut cks.loops[j]),
+        )?;
+        if let Some(o) = cks.loops.iter_mut().find(|c| c.k == outer.k) {
+            o.replay_renamed.extend(renamed);
+        }
     }
     Ok(())
 }
@@ -607,7 +943,10 @@ pub(super) fn summary(
                 bytes_per_iteration: c.bytes,
                 state: c.state.clone(),
                 state_names: vec![None; c.state.len()],
-                arrays: c.arrays.len(),
+                arrays: c.arrays.len() + c.carried.len(),
+                carried: c.carried.len(),
+                carried_after: c.carried.iter().filter(|c| c.escapes).count(),
+                within: c.within.map(|o| cx.label(cx.shape.loops.of(o).header)),
                 replay: c
                     .replay
                     .and_then(|r| module.get(r))
@@ -646,6 +985,7 @@ pub(super) fn mark_replay_pushes(
                 super::plan::Site::Once => continue,
             };
             if let (true, Some(&value)) = (members.contains(&block), c.replayed.get(&save.value)) {
+                let value = c.replay_renamed.get(&value).copied().unwrap_or(value);
                 save.replay = Some(super::plan::ReplayPush {
                     func,
                     name: name.clone(),

@@ -7,14 +7,16 @@
 //! countdown to the next snapshot (`%c`, 0 on entry) and a flag saying
 //! whether a snapshot was taken before in this run of the loop (`%st`).
 //! When the countdown is 0, the new block `SNAP` pushes the flag, the header
-//! phis' values and a copy of each array the loop may write, and the
+//! phis' values, a copy of each array the loop may write and one of each
+//! array it carries through its header phis, and the
 //! countdown restarts at `stretch - 1`; then the new block `REST` (the header's
 //! statements and terminator) goes on. Values of the loop used after it
 //! (the header's) are renamed there to their new definitions.
 //!
 //! Assumes the forward sweep is complete (pushes, terminators, phi entries),
 //! the replay already copied from it, and a loop that `choose` accepted (one
-//! entering block, no array in its header phis or used after it).
+//! entering block, the arrays of its header phis made afresh in it, no array
+//! used after it).
 //! Guarantees: the loop computes the primal values as the primal does, with
 //! the same primitives in the same order, and pushes exactly one snapshot
 //! per `stretch` visits of its header, the first at the first visit; the
@@ -57,12 +59,13 @@ pub(in crate::reverse) fn rewrite(
         fb,
         fblock,
         pmap: fval.clone(),
+        kshadow: HashMap::default(),
         snap,
         rest,
     };
     let countdown = p.blocks(ck)?;
     p.phi_entries(ck, countdown)?;
-    let PLoop { pmap, .. } = p;
+    let PLoop { pmap, kshadow, .. } = p;
     ck.state = header_phis(cx, l.header)
         .iter()
         .filter_map(|&(_, r)| match pmap[r] {
@@ -104,6 +107,16 @@ pub(in crate::reverse) fn rewrite(
     let f = module
         .get_mut(fwd_id)
         .ok_or_else(|| internal(&cx.floc, "no forward sweep"))?;
+    for (&old, &new) in &kshadow {
+        renamed.insert(old, Operand::Value(new));
+        shown.insert(old, new);
+    }
+    for (old, new) in exit_shadows(f, fblock[l.exit], ck, &pmap, countdown.1)
+        .map_err(|what| internal(&cx.floc, what))?
+    {
+        renamed.insert(old, Operand::Value(new));
+        shown.insert(old, new);
+    }
     f.layout.retain(|&b| b != snap && b != rest);
     let at = f
         .layout
@@ -207,6 +220,8 @@ struct PLoop<'a, 'r, 'm> {
     /// The forward sweep's operand of each primal value: the new one for the
     /// loop's values, the recording sweep's for the others.
     pmap: SecondaryMap<Value, Option<Operand>>,
+    /// The new shadow phi of each kept carried array, by its old one.
+    kshadow: HashMap<Value, Value>,
     snap: Block,
     rest: Block,
 }
@@ -236,6 +251,13 @@ impl PLoop<'_, '_, '_> {
                 }
             }
             if i == l.header {
+                for kept in ck.carried.iter().filter_map(|c| c.kept.as_ref()) {
+                    let v = self
+                        .fb
+                        .insert_phi(at, Type::Array(irad_ir::Scalar::F64))
+                        .map_err(&build)?;
+                    self.kshadow.insert(kept.phi, v);
+                }
                 countdown = Some(self.snapshot(at, ck)?);
             }
             for &inst in &cx.shape.bb.blocks[i].stmts {
@@ -291,6 +313,24 @@ impl PLoop<'_, '_, '_> {
             }
             let copy = e(emit_value(&mut self.fb, Prim::Copy, &[a]))?;
             self.push(copy)?;
+        }
+        let phis = header_phis(cx, l.header);
+        for c in &ck.carried {
+            let (_, r) = phis
+                .get(c.phi)
+                .copied()
+                .ok_or_else(|| internal(&cx.floc, "a carried array without its phi"))?;
+            let a = map_op(&self.pmap, &Operand::Value(r), &cx.floc)?;
+            let copy = e(emit_value(&mut self.fb, Prim::Copy, &[a]))?;
+            self.push(copy)?;
+        }
+        for kept in ck.carried.iter().filter_map(|c| c.kept.as_ref()) {
+            let v = self
+                .kshadow
+                .get(&kept.phi)
+                .copied()
+                .ok_or_else(|| internal(&cx.floc, "a kept shadow without its phi"))?;
+            self.push(Operand::Value(v))?;
         }
         self.fb.goto(self.rest).map_err(&build)?;
         self.fb.switch_to_block(self.rest).map_err(&build)?;
@@ -386,6 +426,29 @@ impl PLoop<'_, '_, '_> {
             }
         }
         let pre = self.fblock[ck.pre];
+        for kept in ck.carried.iter().filter_map(|c| c.kept.as_ref()) {
+            let phi = self
+                .kshadow
+                .get(&kept.phi)
+                .copied()
+                .ok_or_else(|| internal(&cx.floc, "a kept shadow without its phi"))?;
+            self.fb
+                .add_phi_entry(phi, pre, kept.entry)
+                .map_err(&build)?;
+            for &(p, op) in &kept.latches {
+                let Some(pi) = index[p] else { continue };
+                let from = if self.fblock[pi] == head {
+                    self.rest
+                } else {
+                    self.fblock[pi]
+                };
+                let v = match op {
+                    Operand::Value(v) => self.kshadow.get(&v).copied().map_or(op, Operand::Value),
+                    op => op,
+                };
+                self.fb.add_phi_entry(phi, from, v).map_err(&build)?;
+            }
+        }
         self.fb
             .add_phi_entry(c, pre, Operand::from(0i64))
             .map_err(&build)?;
@@ -401,6 +464,57 @@ impl PLoop<'_, '_, '_> {
         }
         Ok(())
     }
+}
+
+/// For each carried array of `ck` used after the loop, the shadow it leaves
+/// with (the old shadow phi of the recording sweep, the new value), made at
+/// the start of the exit block `exit` of `f` (after its phis): a fresh zero
+/// array as long as the array (its value in the loop that does not record,
+/// by `pmap`) when the loop ran an iteration (`ran`, the header's flag),
+/// else the shadow it entered with, which is then its shadow as without a
+/// limit.
+fn exit_shadows(
+    f: &mut irad_ir::Func,
+    exit: Block,
+    ck: &CkLoop,
+    pmap: &SecondaryMap<Value, Option<Operand>>,
+    ran: Value,
+) -> Result<Vec<(Value, Value)>, String> {
+    let mut out = Vec::new();
+    let mut made = Vec::new();
+    for c in ck.carried.iter().filter(|c| c.escapes) {
+        let Some((sphi, entry)) = c.shadow else {
+            continue;
+        };
+        let a = pmap[c.value].ok_or("a carried array without its new value")?;
+        let mut value = |f: &mut irad_ir::Func, prim: Prim, args: &[Operand], ty: Type| {
+            let kind = InstKind::Prim {
+                prim,
+                args: args.into(),
+            };
+            let (inst, r) = f.push_inst(exit, kind, Some(ty), None);
+            made.push(inst);
+            r.ok_or("a statement without its result")
+        };
+        let n = value(f, Prim::Length, &[a], Type::I64)?;
+        let fresh = value(f, Prim::Zeros, &[Operand::Value(n)], c.ty.clone())?;
+        let entered = Operand::Value(ck.inputs[entry]);
+        let s = value(
+            f,
+            Prim::Select,
+            &[Operand::Value(ran), Operand::Value(fresh), entered],
+            c.ty.clone(),
+        )?;
+        out.push((sphi, s));
+    }
+    let insts = &mut f.blocks[exit].insts;
+    insts.retain(|i| !made.contains(i));
+    let phis = insts
+        .iter()
+        .take_while(|&&i| matches!(f.insts[i].kind, InstKind::Phi { .. }))
+        .count();
+    insts.splice(phis..phis, made);
+    Ok(out)
 }
 
 /// Renames, in the blocks of `f` outside the loop (`members` and the new

@@ -10,7 +10,16 @@
 //! (`copy.rs`), pushes included, from the snapshot's state: for `stretch`
 //! visits of the header, or until the loop exits (by any of its exit edges:
 //! all go to the replay's end). It returns the snapshot's value of a counted
-//! loop's counter (the stretch's start), `()` for other loops.
+//! loop's counter (the stretch's start), `()` for other loops; for a loop
+//! carrying `[f64]` arrays made afresh in each iteration, a tuple of that
+//! counter (0 when not counted), the shadows those arrays have at the
+//! stretch's end and, when one is used after the loop, whether the run had
+//! an iteration by then. Such a loop's replay pops the snapshot's flag to
+//! choose the arrays' start shadows (the entering ones for the first
+//! stretch, fresh zero arrays for the others), pushes it back and pushes the
+//! start shadows for the pullback; the shadows of arrays kept as they are
+//! come with the snapshot (docs/reverse.md, "Arrays carried through the
+//! header").
 //!
 //! Assumes the forward sweep's loop blocks are still the recording ones
 //! (built before `primal.rs` rewrites them), with their pushes in place.
@@ -53,7 +62,17 @@ pub(in crate::reverse) fn build(
         .iter()
         .map(|&v| (None, fwd.values[v].ty.clone()))
         .collect();
-    let ret = if ck.counted { Type::I64 } else { Type::Unit };
+    let shadows = ck.carried.iter().filter(|c| c.shadow.is_some()).count();
+    let ret = match (shadows, ck.counted) {
+        (0, true) => Type::I64,
+        (0, false) => Type::Unit,
+        (n, _) => Type::Tuple(
+            std::iter::once(Type::I64)
+                .chain(std::iter::repeat_n(Type::Array(Scalar::F64), n))
+                .chain(escapes(ck).then_some(Type::Bool))
+                .collect(),
+        ),
+    };
     let mut f = Func::new(&name, params, ret);
     f.pos = fwd.pos;
     let mut r = Replay {
@@ -61,11 +80,24 @@ pub(in crate::reverse) fn build(
         ck,
         fval,
         copy: LoopCopy::new(cx, ck.k, (&fwd, fblock), f, false),
+        kept: Vec::new(),
     };
     r.build(fblock)?;
     let (f, values) = r.copy.finish();
     let id = module.add_func(f).map_err(|e| internal(&cx.floc, e))?;
     Ok((id, values))
+}
+
+/// What the replay's entry hands on: the block it ends in, the snapshot's
+/// header values, the start shadows of the carried arrays and the
+/// snapshot's flag (`false` when no array has a shadow).
+type EntryOut = (Block, Vec<Operand>, (Vec<Operand>, Operand));
+
+/// Whether a carried array of `ck` with a shadow is used after the loop:
+/// the replay then also returns whether the run had an iteration by the
+/// stretch's end.
+pub(in crate::reverse) fn escapes(ck: &CkLoop) -> bool {
+    ck.carried.iter().any(|c| c.escapes && c.shadow.is_some())
 }
 
 /// The state of one replay function being built.
@@ -74,6 +106,9 @@ struct Replay<'a, 'r> {
     ck: &'a CkLoop,
     fval: &'a SecondaryMap<Value, Option<Operand>>,
     copy: LoopCopy<'a, 'r>,
+    /// The snapshot's shadow of each kept carried array, by the recording
+    /// sweep's shadow phi.
+    kept: Vec<(Value, Operand)>,
 }
 
 impl Replay<'_, '_> {
@@ -86,29 +121,62 @@ impl Replay<'_, '_> {
             self.copy.vmap.insert(v, Operand::Value(p));
         }
         let entry = self.copy.new_block();
-        let (entry_end, state) = self.entry(entry)?;
+        let (entry_end, state, (starts, flag)) = self.entry(entry)?;
         let top = self.copy.new_block();
         let out = self.copy.new_block();
         let at = self.copy.layout.len();
         let head_copy = self.copy.add_copies(at, true);
         self.copy.retarget_header(top);
         self.copy.f.blocks[entry_end].term = Some(Terminator::Goto(top));
-        let ret = match self.counter_index() {
+        let start = match self.counter_index() {
             Some(j) => state[j],
-            None => Operand::Const(Const::Unit),
+            None if starts.is_empty() => Operand::Const(Const::Unit),
+            None => Operand::from(0i64),
         };
-        self.copy.f.blocks[out].term = Some(Terminator::Return(ret));
         // The visit counter first, then the header's phis, then the check.
         let (kk_inst, kk) = self.copy.new_phi(top, Type::I64);
         self.copy.copy_blocks(top, out)?;
         let kk1 = self.header_check(top, head_copy, kk);
-        // The snapshot's value of each recording header phi.
+        // The snapshot's value of each recording header phi, and the
+        // stretch's own start shadow of each carried array.
         let mut from_state: HashMap<Value, Operand> = HashMap::default();
         for (j, &(_, r)) in header_phis(cx, l.header).iter().enumerate() {
             if let (Some(Operand::Value(fr)), Some(&s)) = (self.fval[r], state.get(j)) {
                 from_state.insert(fr, s);
             }
         }
+        for &(sphi, s) in &self.kept {
+            from_state.insert(sphi, s);
+        }
+        let mut ret = vec![start];
+        for (&(sphi, _), &x) in self
+            .ck
+            .carried
+            .iter()
+            .filter_map(|c| c.shadow.as_ref())
+            .zip(&starts)
+        {
+            from_state.insert(sphi, x);
+            // The shadow the array has where the replay ends.
+            ret.push(self.copy.op(&Operand::Value(sphi))?);
+        }
+        if escapes(self.ck) {
+            // Whether the run has had an iteration by the stretch's end: a
+            // stretch before it, or an iteration of its own.
+            let own = self
+                .copy
+                .value(out, Prim::Ne, &[kk, Operand::from(0i64)], Type::Bool);
+            let ran = self.copy.value(out, Prim::Or, &[flag, own], Type::Bool);
+            ret.push(ran);
+        }
+        let ret = match ret.as_slice() {
+            [one] => *one,
+            _ => {
+                let ty = self.copy.f.ret.clone();
+                self.copy.value(out, Prim::Tuple, &ret, ty)
+            }
+        };
+        self.copy.f.blocks[out].term = Some(Terminator::Return(ret));
         self.copy
             .fill_phis(entry_end, &|r, _| from_state.get(&r).copied())?;
         let header = fblock[l.header];
@@ -121,13 +189,23 @@ impl Replay<'_, '_> {
         Ok(())
     }
 
-    /// Pops the snapshot and restores its arrays in `entry`; pushes the
-    /// entering block's index. Returns the block the entry ends in and the
-    /// snapshot's header values.
-    fn entry(&mut self, entry: Block) -> Result<(Block, Vec<Operand>), ReverseError> {
+    /// Pops the snapshot and restores its arrays in `entry`; chooses the
+    /// start shadow of each carried array and pushes them; pushes the
+    /// entering block's index. Returns the block the entry ends in, the
+    /// snapshot's header values and the start shadows.
+    fn entry(&mut self, entry: Block) -> Result<EntryOut, ReverseError> {
         let cx = self.cx;
         let l = &cx.shape.loops.of(self.ck.k);
         let mut at = entry;
+        for kept in self.ck.carried.iter().rev().filter_map(|c| c.kept.as_ref()) {
+            let s = self.copy.pop(at, Type::Array(Scalar::F64));
+            self.kept.push((kept.phi, s));
+        }
+        let mut carried = Vec::with_capacity(self.ck.carried.len());
+        for c in self.ck.carried.iter().rev() {
+            carried.push(self.copy.pop(at, c.ty.clone()));
+        }
+        carried.reverse();
         let mut copies = Vec::with_capacity(self.ck.arrays.len());
         for leaf in self.ck.arrays.iter().rev() {
             copies.push(self.copy.pop(at, leaf.ty.clone()));
@@ -161,6 +239,11 @@ impl Replay<'_, '_> {
             }
             at = self.restore(at, dst, saved, &leaf.ty);
         }
+        let (starts, flag) = self.carried_starts(at, &state)?;
+        at = self.restore_carried(at, &state, &carried)?;
+        for &x in &starts {
+            self.copy.effect(at, Prim::Push, &[x]);
+        }
         if self.ck.repush {
             for j in 0..self.ck.inputs.len() {
                 let p = Operand::Value(self.copy.f.params[j]);
@@ -170,7 +253,58 @@ impl Replay<'_, '_> {
         if let Some(index) = self.ck.entry_index {
             self.copy.effect(at, Prim::Push, &[index]);
         }
-        Ok((at, state))
+        Ok((at, state, (starts, flag)))
+    }
+
+    /// The start shadow of each carried array with a shadow, chosen at the
+    /// end of `at` by the snapshot's flag (popped and pushed back): a fresh
+    /// zero array as long as the snapshot's array when a stretch came before
+    /// (the pullback copies its cotangent into the shadow the stretch before
+    /// ends with), else the shadow entering the loop. Returns them and the
+    /// flag.
+    fn carried_starts(
+        &mut self,
+        at: Block,
+        state: &[Operand],
+    ) -> Result<(Vec<Operand>, Operand), ReverseError> {
+        if !self.ck.carried.iter().any(|c| c.shadow.is_some()) {
+            return Ok((Vec::new(), Operand::from(false)));
+        }
+        let flag = self.copy.pop(at, Type::Bool);
+        let mut starts = Vec::new();
+        for c in &self.ck.carried {
+            let Some((_, entry)) = c.shadow else { continue };
+            let a = *state
+                .get(c.phi)
+                .ok_or_else(|| internal(&self.cx.floc, "a carried array without its phi"))?;
+            let n = self.copy.value(at, Prim::Length, &[a], Type::I64);
+            let fresh = self.copy.value(at, Prim::Zeros, &[n], c.ty.clone());
+            let entry = Operand::Value(self.copy.f.params[entry]);
+            starts.push(
+                self.copy
+                    .value(at, Prim::Select, &[flag, fresh, entry], c.ty.clone()),
+            );
+        }
+        self.copy.effect(at, Prim::Push, &[flag]);
+        Ok((starts, flag))
+    }
+
+    /// Copies each carried array's snapshot `copies` back into the array
+    /// the snapshot's header values `state` hold. Returns the block that
+    /// follows.
+    fn restore_carried(
+        &mut self,
+        mut at: Block,
+        state: &[Operand],
+        copies: &[Operand],
+    ) -> Result<Block, ReverseError> {
+        for (c, &saved) in self.ck.carried.clone().iter().zip(copies) {
+            let a = *state
+                .get(c.phi)
+                .ok_or_else(|| internal(&self.cx.floc, "a carried array without its phi"))?;
+            at = self.restore(at, a, saved, &c.ty);
+        }
+        Ok(at)
     }
 
     /// `dst` gets the elements of `src` (arrays of type `ty`, the same

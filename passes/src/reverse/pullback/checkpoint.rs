@@ -16,6 +16,15 @@
 //!   reverse dominates the loop's, so the values popped there are not at
 //!   hand), and hands them to the replay of the stretch before.
 //!
+//! A loop carrying `[f64]` arrays made afresh in each iteration hands each
+//! array's cotangent from stretch to stretch: the block at a stretch's start
+//! pops the start shadows the replay pushed and, when it replays the stretch
+//! before, copies each into the shadow that replay returns for the array's
+//! end (still a fresh zero array); on the edge from the exit, the shadow an
+//! array left the loop with is copied into the last stretch's end shadow
+//! when the run had an iteration (docs/reverse.md, "Arrays carried through
+//! the header").
+//!
 //! A counted loop compares its counter with the current stretch's start (a
 //! phi in the reverse of its header, entered from the replays and carried
 //! through the reverse of its latch) instead of the loop's start. The
@@ -89,7 +98,7 @@ impl Pullback<'_, '_, '_> {
             Some(self.replay_if(&c, flag, &args, bloc)?)
         } else {
             let args = self.exit_inputs(&c, i, bloc)?;
-            Some(self.replay(&c, &args)?)
+            Some(self.replay_last(&c, &args, i, bloc)?)
         };
         if let (Some((phi, _)), Some(start)) = (self.starts[c.k], start) {
             let from = self
@@ -221,6 +230,14 @@ impl Pullback<'_, '_, '_> {
             }
             false => self.exit_inputs(&c, cx.shape.loops.of(k).exit, bloc)?,
         };
+        // The start shadows of the carried arrays, pushed by the replay.
+        let mut starts = Vec::new();
+        for carried in c.carried.iter().rev().filter(|c| c.shadow.is_some()) {
+            starts.push(Operand::Value(
+                self.bk.pop(carried.ty.clone()).map_err(&build)?,
+            ));
+        }
+        starts.reverse();
         let more = self.bk.pop(Type::Bool).map_err(&build)?;
         let e = |r: Result<Operand, String>| r.map_err(|m| err(bloc, m));
         let index = e(emit_value(
@@ -235,7 +252,12 @@ impl Pullback<'_, '_, '_> {
         let replay = self.bk.create_block();
         self.bk.switch(index, &[leave, replay]).map_err(&build)?;
         self.bk.switch_to_block(replay).map_err(&build)?;
-        let start = self.replay(&c, &args)?;
+        let (start, ends, _) = self.replay_ends(&c, &args)?;
+        // The shadow a carried array ends the stretch with is a fresh zero
+        // array: it gets the cotangent the stretch after gathered.
+        for (end, start) in ends.into_iter().zip(starts) {
+            self.bk.prim(Prim::Copyto, &[end, start]).map_err(&build)?;
+        }
         match self.starts[k] {
             Some((_, latch_start)) => {
                 let &[latch] = c.latches.as_slice() else {
@@ -280,11 +302,96 @@ impl Pullback<'_, '_, '_> {
     /// `invoke` of checkpointed loop `c`'s replay with its inputs `args`:
     /// the stretch's start for a counted loop, `()` otherwise.
     fn replay(&mut self, c: &CkLoop, args: &[Operand]) -> Result<Operand, ReverseError> {
+        Ok(self.replay_ends(c, args)?.0)
+    }
+
+    /// The replay of checkpointed loop `c`'s last stretch, with its inputs
+    /// `args`, on the reverse edge from its exit at position `exit`: when a
+    /// carried array is used after the loop, the shadow it left with (popped
+    /// where the reverse of the exit starts) is copied into the shadow the
+    /// stretch ends with, a fresh zero array, unless the run had no
+    /// iteration (the two are then one array, the one that entered).
+    /// Returns the stretch's start.
+    fn replay_last(
+        &mut self,
+        c: &CkLoop,
+        args: &[Operand],
+        exit: usize,
+        bloc: &Location,
+    ) -> Result<Operand, ReverseError> {
+        let (start, ends, ran) = self.replay_ends(c, args)?;
+        let Some(ran) = ran else {
+            return Ok(start);
+        };
+        let mut copies = Vec::new();
+        for (carried, end) in c.carried.iter().filter(|c| c.shadow.is_some()).zip(ends) {
+            if let (true, Some((sphi, _))) = (carried.escapes, carried.shadow) {
+                let left = self.popped_end[exit]
+                    .get(&sphi)
+                    .copied()
+                    .ok_or_else(|| internal(bloc, "the shadow a loop left with was not popped"))?;
+                copies.push((end, left));
+            }
+        }
+        let build = build_err(&self.cx.floc);
+        let e = |r: Result<Operand, String>| r.map_err(|m| err(bloc, m));
+        let index = e(emit_value(
+            &mut self.bk,
+            Prim::Select,
+            &[ran, Operand::from(1i64), Operand::from(0i64)],
+        ))?;
+        let (skip, copy, join) = (
+            self.bk.create_block(),
+            self.bk.create_block(),
+            self.bk.create_block(),
+        );
+        self.bk.switch(index, &[skip, copy]).map_err(&build)?;
+        self.bk.switch_to_block(copy).map_err(&build)?;
+        for (end, left) in copies {
+            self.bk.prim(Prim::Copyto, &[end, left]).map_err(&build)?;
+        }
+        self.bk.goto(join).map_err(&build)?;
+        self.bk.switch_to_block(skip).map_err(&build)?;
+        self.bk.goto(join).map_err(&build)?;
+        self.bk.switch_to_block(join).map_err(&build)?;
+        Ok(start)
+    }
+
+    /// [`Pullback::replay`], the shadow each carried array has where the
+    /// replayed stretch ends and, when a carried array is used after the
+    /// loop, whether the run had an iteration by then.
+    fn replay_ends(
+        &mut self,
+        c: &CkLoop,
+        args: &[Operand],
+    ) -> Result<(Operand, Vec<Operand>, Option<Operand>), ReverseError> {
         let bloc = &self.cx.floc;
         let f = c
             .replay
             .ok_or_else(|| internal(bloc, "a checkpointed loop without replay"))?;
-        let r = self.bk.invoke(f, args).map_err(build_err(&self.cx.floc))?;
-        Ok(r.map_or(Operand::Const(irad_ir::Const::Unit), Operand::Value))
+        let build = build_err(&self.cx.floc);
+        let r = self.bk.invoke(f, args).map_err(&build)?;
+        let r = r.map_or(Operand::Const(irad_ir::Const::Unit), Operand::Value);
+        let shadows = c.carried.iter().filter(|c| c.shadow.is_some()).count();
+        if shadows == 0 {
+            return Ok((r, Vec::new(), None));
+        }
+        let e = |r: Result<Operand, String>| r.map_err(|m| err(bloc, m));
+        let field = |bk: &mut irad_ir::FuncBuilder<'_>, k: i64| {
+            e(emit_value(bk, Prim::Getfield, &[r, Operand::from(k)]))
+        };
+        let start = match c.counted {
+            true => field(&mut self.bk, 0)?,
+            false => Operand::Const(irad_ir::Const::Unit),
+        };
+        let mut ends = Vec::with_capacity(shadows);
+        for k in 1..=shadows {
+            ends.push(field(&mut self.bk, k as i64)?);
+        }
+        let ran = match super::super::checkpoint::replay::escapes(c) {
+            true => Some(field(&mut self.bk, shadows as i64 + 1)?),
+            false => None,
+        };
+        Ok((start, ends, ran))
     }
 }

@@ -1,0 +1,112 @@
+//! A loop checkpointed inside another checkpointed loop (docs/reverse.md,
+//! "Nested loops"): the outer loop's replay function holds a copy of the
+//! inner loop's recording blocks, which are rewritten there into the loop
+//! that does not record and takes the inner loop's snapshots, exactly as
+//! `primal.rs` rewrites an outermost loop in the forward sweep. The inner
+//! loop's own replay is made from the recording forward sweep like any
+//! other (`replay.rs`), and the pullback treats it like any other.
+//!
+//! Assumes the outer loop's replay was copied from the recording forward
+//! sweep with the blocks' labels kept, and that the inner loop's blocks and
+//! everything they read are in it. Guarantees: the outer replay pushes, for
+//! each run of the inner loop, the inner loop's snapshots and, at its exit,
+//! the inner loop's inputs (the values of the recording sweep's pushes
+//! there, copied), so that the tape holds what the inner loop's reverse
+//! pops when it runs inside the outer loop's.
+
+use super::super::ReverseError;
+use super::super::ctx::{Derivation, internal};
+use super::{CkLoop, primal};
+use irad_ir::entity::SecondaryMap;
+use irad_ir::{Block, FuncId, Module, Operand, Value};
+use rustc_hash::FxHashMap as HashMap;
+
+/// Rewrites inner loop `ck` in the replay function of `outer` (built from
+/// forward sweep `fwd_id`, whose block of each primal block is `fblock` and
+/// operand of each primal value `fval`, as they were while it recorded).
+/// Returns the new value in the outer replay of each of its values the
+/// rewrite renamed (the values pushed at the inner loop's exit).
+pub(in crate::reverse) fn rewrite(
+    cx: &Derivation<'_>,
+    module: &mut Module,
+    fwd_id: FuncId,
+    (fblock, fval): (&[Block], &SecondaryMap<Value, Option<Operand>>),
+    (outer, ck): (&CkLoop, &mut CkLoop),
+) -> Result<HashMap<Value, Value>, ReverseError> {
+    let rid = outer
+        .replay
+        .ok_or_else(|| internal(&cx.floc, "a checkpointed loop without replay"))?;
+    let fwd = module
+        .get(fwd_id)
+        .ok_or_else(|| internal(&cx.floc, "no forward sweep"))?;
+    let replay = module
+        .get(rid)
+        .ok_or_else(|| internal(&cx.floc, "no replay function"))?;
+    // The replay's copy of each block of the outer loop keeps its label.
+    let by_label: HashMap<u32, Block> = replay
+        .layout
+        .iter()
+        .map(|&b| (replay.blocks[b].label, b))
+        .collect();
+    let rblock: Vec<Block> = fblock
+        .iter()
+        .map(|&b| by_label.get(&fwd.blocks[b].label).copied().unwrap_or(b))
+        .collect();
+    let in_replay = |op: Operand| -> Option<Operand> {
+        match op {
+            // Through the renamings of loops rewritten there before.
+            Operand::Value(v) => outer
+                .replayed
+                .get(&v)
+                .map(|&r| Operand::Value(outer.replay_renamed.get(&r).copied().unwrap_or(r))),
+            c => Some(c),
+        }
+    };
+    let mut rval: SecondaryMap<Value, Option<Operand>> = SecondaryMap::new();
+    for v in cx.src.values.keys() {
+        rval.set(v, fval[v].and_then(in_replay));
+    }
+    // The inner loop's own values of the forward sweep, as the replay has
+    // them.
+    let missing = || {
+        internal(
+            &cx.floc,
+            "an inner loop reads a value its outer replay lacks",
+        )
+    };
+    let mut local = ck.clone();
+    for v in &mut local.inputs {
+        match in_replay(Operand::Value(*v)) {
+            Some(Operand::Value(r)) => *v = r,
+            _ => return Err(missing()),
+        }
+    }
+    for (sphi, _) in local.carried.iter_mut().filter_map(|c| c.shadow.as_mut()) {
+        if let Some(Operand::Value(r)) = in_replay(Operand::Value(*sphi)) {
+            *sphi = r;
+        }
+    }
+    for kept in local.carried.iter_mut().filter_map(|c| c.kept.as_mut()) {
+        kept.entry = in_replay(kept.entry).ok_or_else(missing)?;
+        for (_, op) in &mut kept.latches {
+            // A kept phi's shadow phi is renamed by `primal.rs` itself.
+            if let Some(r) = in_replay(*op) {
+                *op = r;
+            }
+        }
+        if let Some(Operand::Value(p)) = in_replay(Operand::Value(kept.phi)) {
+            kept.phi = p;
+        }
+    }
+    let mut shown = HashMap::default();
+    primal::rewrite(
+        cx,
+        module,
+        rid,
+        (&rblock, &mut rval),
+        (&mut local, None),
+        &mut shown,
+    )?;
+    ck.state = local.state;
+    Ok(shown)
+}
