@@ -142,7 +142,7 @@ pub fn lane_zero(b: &mut FuncBuilder<'_>, lanes: Lanes) -> Result<Operand, RuleE
 }
 
 /// `factor * t` for one lane's f64 tangent `t`: [`product`]`(factor, t)`,
-/// or `sscale(factor, t)` when `t` is sparse ([`sparse_product`] for
+/// or `sscale(factor, t)` when `t` is sparse (`sparse_product` for
 /// strong products).
 pub fn lane_mul(
     b: &mut FuncBuilder<'_>,
