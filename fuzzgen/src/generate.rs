@@ -202,6 +202,9 @@ const BINARY: &[(&str, &str, &str, bool)] = &[
     ("min", "{}", "{}", false),
     ("max", "{}", "{}", false),
     ("copysign", "{}", "{}", false),
+    // The strong product of derivatives (docs/rules.md): `mul` but 0 for a
+    // zero operand; generated so its lowering meets the interpreter.
+    ("zmul", "{}", "{}", true),
 ];
 
 /// The helpers a program has beyond the fixed ones.
