@@ -23,15 +23,12 @@
 //! every run is on fresh copies of the arguments; a result of an unexpected
 //! shape is an internal error, never a panic.
 
-use crate::deriv::{
-    as_tangent, deep_copy, f64_leaves, forward_rule_of, forward_rule_with, tangent_with,
-};
-use crate::hvp::{Rules, RunOut};
+use crate::deriv::{as_tangent, deep_copy, f64_leaves, forward_rule_with, tangent_with};
+use crate::hvp::{Rules, RunOut, request_rule};
 use crate::{Error, GradRequest, Source, internal, rules};
 use irad_ir::interp::Executor;
 use irad_ir::interp::value::Val;
 use irad_ir::{FuncId, Lanes, Module, Type};
-use irad_passes::reverse::Reverse;
 
 /// The most outer lanes of one run: this many gradient and H·V entries per
 /// run (fewer for fewer inputs).
@@ -66,22 +63,11 @@ pub(crate) fn prepare<'r>(
         .ok()
         .and_then(Lanes::dense)
         .ok_or_else(|| internal(src, "the outer lane count"))?;
-    let (m, fwd, inner) = forward_rule_of(
-        src,
-        module.clone(),
-        registry,
-        req,
-        req.func,
-        Lanes::ONE,
-        Some(wrt),
-    )?;
+    let (m, fwd, inner) = request_rule(src, module, registry, req, Lanes::ONE, wrt)?;
     let (m, fwd, rule) = forward_rule_with(src, m, fwd, req, inner, width, None)?;
     Ok((
         m,
-        Rules {
-            fwd,
-            rev: Reverse::new(registry),
-        },
+        Rules::forward_only(fwd, registry),
         FofShape {
             rule,
             lanes,

@@ -21,14 +21,13 @@
 //! builder only; a result of an unexpected shape is an internal error,
 //! never a panic.
 
-use crate::deriv::{forward_rule_of, forward_rule_with};
-use crate::hvp::{Rules, RunOut};
+use crate::deriv::forward_rule_with;
+use crate::hvp::{Rules, RunOut, request_rule};
 use crate::{Error, GradRequest, Source, internal, rules};
 use irad_ir::interp::Executor;
 use irad_ir::interp::value::{ArrayData, Val};
 use irad_ir::{FuncId, Lanes, Module, Type};
 use irad_passes::forward::grad::sparse_gradient_wrapper;
-use irad_passes::reverse::Reverse;
 
 /// The rule of the sparse gradient and what its call looks like.
 pub(crate) struct FosShape {
@@ -52,15 +51,7 @@ pub(crate) fn prepare<'r>(
     wrt: &[usize],
     width: Lanes,
 ) -> Result<(Module, Rules<'r>, FosShape), Error> {
-    let (mut m, fwd, sparse) = forward_rule_of(
-        src,
-        module.clone(),
-        registry,
-        req,
-        req.func,
-        Lanes::Sparse,
-        Some(wrt),
-    )?;
+    let (mut m, fwd, sparse) = request_rule(src, module, registry, req, Lanes::Sparse, wrt)?;
     let wrapper = sparse_gradient_wrapper(&mut m, req.func, sparse, &params, wrt)
         .map_err(|e| internal(src, &format!("building the sparse gradient: {e}")))?;
     // Every parameter of the wrapper gets tangents (the directions are zero
@@ -68,10 +59,7 @@ pub(crate) fn prepare<'r>(
     let (m, fwd, rule) = forward_rule_with(src, m, fwd, req, wrapper, width, None)?;
     Ok((
         m,
-        Rules {
-            fwd,
-            rev: Reverse::new(registry),
-        },
+        Rules::forward_only(fwd, registry),
         FosShape {
             rule,
             params,

@@ -422,6 +422,39 @@ pub(crate) struct Rules<'r> {
     pub(crate) rev: Reverse<'r>,
 }
 
+impl<'r> Rules<'r> {
+    /// The caches of a way that derives forward rules only: `fwd`, and a
+    /// reverse cache that stays empty.
+    pub(crate) fn forward_only(fwd: Forward<'r>, registry: &'r rules::Registry) -> Self {
+        Rules {
+            fwd,
+            rev: Reverse::new(registry),
+        }
+    }
+}
+
+/// The forward rule of the request's function at `width` for `wrt`, derived
+/// and optimised in a copy of `module`: the first step of reverse over
+/// forward, forward over forward and forward over sparse.
+pub(crate) fn request_rule<'r>(
+    src: &Source,
+    module: &Module,
+    registry: &'r rules::Registry,
+    req: &GradRequest<'_>,
+    width: Lanes,
+    wrt: &[usize],
+) -> Result<(Module, Forward<'r>, FuncId), Error> {
+    crate::deriv::forward_rule_of(
+        src,
+        module.clone(),
+        registry,
+        req,
+        req.func,
+        width,
+        Some(wrt),
+    )
+}
+
 /// How to run the derived functions of one way.
 enum Shape {
     /// `@f.vjp.fwd` at some width.

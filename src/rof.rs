@@ -19,8 +19,8 @@
 //! those rules in the pieces) at run time; a result of an unexpected shape
 //! is an internal error, never a panic.
 
-use crate::deriv::{ReverseRun, VjpWrapper, as_tangent, deep_copy, forward_rule_of};
-use crate::hvp::{Rules, RunOut};
+use crate::deriv::{ReverseRun, VjpWrapper, as_tangent, deep_copy};
+use crate::hvp::{Rules, RunOut, request_rule};
 use crate::{Error, GradRequest, Source, internal, rules};
 use irad_ir::interp::Executor;
 use irad_ir::interp::value::Val;
@@ -47,15 +47,7 @@ pub(crate) fn prepare<'r>(
     params: Vec<Type>,
     wrt: &[usize],
 ) -> Result<(Module, Rules<'r>, RofShape), Error> {
-    let (m, fwd, rule) = forward_rule_of(
-        src,
-        module.clone(),
-        registry,
-        req,
-        req.func,
-        Lanes::ONE,
-        Some(wrt),
-    )?;
+    let (m, fwd, rule) = request_rule(src, module, registry, req, Lanes::ONE, wrt)?;
     let rule_params = m
         .get(rule)
         .map(|f| f.param_types())

@@ -14,6 +14,10 @@
 use irad::{Backend, GradOptions, GradRequest, Mode, Source, Val};
 use std::process::{Command, Output};
 
+#[path = "common/values.rs"]
+mod values;
+use values::{flat, map_f64};
+
 /// Functions with results of several shapes (tuples, arrays, i64 entries)
 /// and arguments of several shapes, each with its arguments and a tangent.
 const PROGRAM: &str = "
@@ -91,49 +95,6 @@ fn req<'a>(f: irad::ir::FuncId, args: &'a [Val], backend: Backend) -> GradReques
             ..GradOptions::default()
         },
         ..GradRequest::new(f, args)
-    }
-}
-
-/// The f64 entries of a value, depth-first, array elements in order.
-fn leaves(v: &Val, out: &mut Vec<f64>) {
-    match v {
-        Val::F64(x) => out.push(*x),
-        Val::Array(a) => {
-            if let irad::ir::interp::ArrayData::F64(xs) = &*a.0.borrow() {
-                out.extend_from_slice(xs);
-            }
-        }
-        Val::Tuple(vs) => vs.iter().for_each(|v| leaves(v, out)),
-        _ => {}
-    }
-}
-
-fn flat(v: &Val) -> Vec<f64> {
-    let mut out = Vec::new();
-    leaves(v, &mut out);
-    out
-}
-
-/// `v` with each f64 entry x replaced by `f(x, k)` (k counting the entries).
-fn map_f64(v: &Val, k: &mut usize, f: &dyn Fn(f64, usize) -> f64) -> Val {
-    match v {
-        Val::F64(x) => {
-            *k += 1;
-            Val::F64(f(*x, *k - 1))
-        }
-        Val::Array(a) => match &*a.0.borrow() {
-            irad::ir::interp::ArrayData::F64(xs) => Val::f64_array(
-                xs.iter()
-                    .map(|&x| {
-                        *k += 1;
-                        f(x, *k - 1)
-                    })
-                    .collect(),
-            ),
-            other => Val::Array(irad::ir::interp::ArrayRef::new(other.clone())),
-        },
-        Val::Tuple(vs) => Val::Tuple(vs.iter().map(|v| map_f64(v, k, f)).collect()),
-        other => other.clone(),
     }
 }
 

@@ -27,6 +27,10 @@ use irad::{Backend, GradOptions, GradRequest, Source, Val};
 use std::path::Path;
 use std::process::{Command, Output};
 
+#[path = "common/values.rs"]
+mod values;
+use values::{flat_all as flat, leaves, map_args};
+
 fn req<'a>(f: irad::ir::FuncId, args: &'a [Val], backend: Backend) -> GradRequest<'a> {
     GradRequest {
         opts: GradOptions {
@@ -35,55 +39,6 @@ fn req<'a>(f: irad::ir::FuncId, args: &'a [Val], backend: Backend) -> GradReques
         },
         ..GradRequest::new(f, args)
     }
-}
-
-/// The f64 entries of a value, depth-first, array elements in order.
-fn leaves(v: &Val, out: &mut Vec<f64>) {
-    match v {
-        Val::F64(x) => out.push(*x),
-        Val::Array(a) => {
-            if let irad::ir::interp::ArrayData::F64(xs) = &*a.0.borrow() {
-                out.extend_from_slice(xs);
-            }
-        }
-        Val::Tuple(vs) => vs.iter().for_each(|v| leaves(v, out)),
-        _ => {}
-    }
-}
-
-/// The f64 entries of a gradient-shaped list (entries `None` skipped).
-fn flat(g: &[Option<Val>]) -> Vec<f64> {
-    let mut out = Vec::new();
-    g.iter().flatten().for_each(|v| leaves(v, &mut out));
-    out
-}
-
-/// `v` with each f64 entry x replaced by `f(x, k)` (k counting the entries).
-fn map_f64(v: &Val, k: &mut usize, f: &dyn Fn(f64, usize) -> f64) -> Val {
-    match v {
-        Val::F64(x) => {
-            *k += 1;
-            Val::F64(f(*x, *k - 1))
-        }
-        Val::Array(a) => match &*a.0.borrow() {
-            irad::ir::interp::ArrayData::F64(xs) => Val::f64_array(
-                xs.iter()
-                    .map(|&x| {
-                        *k += 1;
-                        f(x, *k - 1)
-                    })
-                    .collect(),
-            ),
-            other => Val::Array(irad::ir::interp::ArrayRef::new(other.clone())),
-        },
-        Val::Tuple(vs) => Val::Tuple(vs.iter().map(|v| map_f64(v, k, f)).collect()),
-        other => other.clone(),
-    }
-}
-
-fn map_args(args: &[Val], f: &dyn Fn(f64, usize) -> f64) -> Vec<Val> {
-    let mut k = 0;
-    args.iter().map(|a| map_f64(a, &mut k, f)).collect()
 }
 
 /// The f64 entries of a direction over the arguments that have a tangent

@@ -26,6 +26,10 @@ use irad::ir::interp::{RunOptions, Val};
 use irad::passes::forward::grad::GradOptions;
 use irad::{Backend, GradRequest, HvpMode, Mode, Source};
 
+#[path = "common/values.rs"]
+mod values;
+use values::leaves;
+
 /// The special inputs.
 const SPECIALS: &[f64] = &[
     0.0,
@@ -600,19 +604,6 @@ fn written(x: [f64], y: f64) -> f64 {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
-/// The f64 entries of a gradient value (an f64 or an f64 array).
-fn leaves(v: &Val, out: &mut Vec<f64>) {
-    match v {
-        Val::F64(x) => out.push(*x),
-        Val::Array(a) => {
-            if let irad::ir::interp::ArrayData::F64(xs) = &*a.0.borrow() {
-                out.extend_from_slice(xs);
-            }
-        }
-        other => panic!("an f64 or an f64 array: {other:?}"),
-    }
 }
 
 /// A compiled gradient falls back too, in its boxed and its typed calls:

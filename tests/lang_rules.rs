@@ -12,6 +12,9 @@ use irad::{Backend, GradCheckOptions, GradOptions, GradRequest, Mode, Source, Va
 use std::path::Path;
 use std::process::{Command, Output};
 
+#[path = "common/values.rs"]
+mod values;
+
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 fn load(path: &str) -> (Source, irad::ir::Module) {
@@ -34,21 +37,7 @@ fn text(b: &[u8]) -> String {
 
 /// The f64 leaves of a gradient, in order.
 fn leaves(g: &irad::Gradient) -> Vec<f64> {
-    fn walk(v: &Val, out: &mut Vec<f64>) {
-        match v {
-            Val::F64(x) => out.push(*x),
-            Val::Array(a) => {
-                if let irad::ir::interp::value::ArrayData::F64(xs) = &*a.0.borrow() {
-                    out.extend_from_slice(xs);
-                }
-            }
-            Val::Tuple(vs) => vs.iter().for_each(|v| walk(v, out)),
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    g.gradient.iter().flatten().for_each(|v| walk(v, &mut out));
-    out
+    values::flat_all(&g.gradient)
 }
 
 /// The gradient of `func` at `args` in every mode: reverse, forward at

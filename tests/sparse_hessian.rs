@@ -16,6 +16,10 @@ use irad::{Backend, GradOptions, GradRequest, HvpMode, Source, Val};
 use std::path::Path;
 use std::process::{Command, Output};
 
+#[path = "common/values.rs"]
+mod values;
+use values::flat_all as flat;
+
 fn req<'a>(
     f: irad::ir::FuncId,
     args: &'a [Val],
@@ -33,25 +37,6 @@ fn req<'a>(
         opts,
         ..GradRequest::new(f, args)
     }
-}
-
-/// The f64 entries of a gradient-shaped list (entries `None` skipped).
-fn flat(g: &[Option<Val>]) -> Vec<f64> {
-    fn leaves(v: &Val, out: &mut Vec<f64>) {
-        match v {
-            Val::F64(x) => out.push(*x),
-            Val::Array(a) => {
-                if let irad::ir::interp::ArrayData::F64(xs) = &*a.0.borrow() {
-                    out.extend_from_slice(xs);
-                }
-            }
-            Val::Tuple(vs) => vs.iter().for_each(|v| leaves(v, out)),
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    g.iter().flatten().for_each(|v| leaves(v, &mut out));
-    out
 }
 
 fn same_bits(a: &[f64], b: &[f64]) -> bool {
