@@ -13,7 +13,8 @@
 //! here.
 
 use crate::func::{
-    Args, Block, Const, FuncId, FuncRef, InstKind, Module, Operand, Terminator, Value, const_type,
+    Args, Block, Const, FuncId, FuncRef, InstKind, Module, Operand, Terminator, Value,
+    const_scalar, const_type,
 };
 use crate::loc::Pos;
 use crate::prim::Prim;
@@ -392,6 +393,19 @@ impl<'m> FuncBuilder<'m> {
         args: &[Operand],
         annot: Option<&Type>,
     ) -> Result<Type, BuildError> {
+        // The common statement (`mul` of two f64 values): a fixed scalar
+        // signature that the operands meet exactly needs no list of their
+        // types; anything else takes the general path, which also words
+        // the errors.
+        if let Some((params, ret)) = prim.fixed_sig()
+            && params.len() == args.len()
+            && params.iter().zip(args).all(|(p, a)| match a {
+                Operand::Value(v) => self.func().values.get(*v).is_some_and(|d| d.ty == p.ty()),
+                Operand::Const(c) => const_scalar(c) == Some(*p),
+            })
+        {
+            return Ok(ret.ty());
+        }
         let types = args
             .iter()
             .map(|a| self.operand_type(a))

@@ -16,7 +16,7 @@
 use crate::entity::{PrimaryMap, SecondaryMap};
 use crate::loc::Pos;
 use crate::prim::Prim;
-use crate::types::{FnType, Type};
+use crate::types::{FnType, Scalar, Type};
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
 
@@ -450,6 +450,17 @@ impl Func {
             }
         }
         places
+    }
+}
+
+/// The scalar type of a scalar constant (`f64`, `i64`, `bool`); `None` for
+/// `()` and function constants.
+pub(crate) fn const_scalar(c: &Const) -> Option<Scalar> {
+    match c {
+        Const::F64(_) => Some(Scalar::F64),
+        Const::I64(_) => Some(Scalar::I64),
+        Const::Bool(_) => Some(Scalar::Bool),
+        Const::Unit | Const::Func(_) => None,
     }
 }
 

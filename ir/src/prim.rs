@@ -395,6 +395,19 @@ impl Prim {
         }
     }
 
+    /// The parameter and result scalars of a primitive with a fixed scalar
+    /// signature (`sin`, `add`, `powi`, ...), `None` for every other kind of
+    /// signature. Such a primitive's [`Prim::result_type`] depends on nothing
+    /// but these: when its operands have exactly these types, the result is
+    /// the returned scalar, which lets the builder and the verifier type the
+    /// common statement without gathering its operand types.
+    pub(crate) fn fixed_sig(self) -> Option<(&'static [Scalar], Scalar)> {
+        match self.info().sig {
+            Sig::Fixed(params, ret) => Some((params, ret)),
+            _ => None,
+        }
+    }
+
     /// The result type of a call with arguments of types `args`.
     ///
     /// `field` is the constant second operand of `getfield` when it is an i64

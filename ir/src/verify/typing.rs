@@ -10,7 +10,9 @@
 
 use super::{At, Ctx, Slot};
 use crate::MAX_NESTING;
-use crate::func::{Const, FuncRef, Inst, InstKind, Operand, Terminator, Value, const_type};
+use crate::func::{
+    Const, FuncRef, Inst, InstKind, Operand, Terminator, Value, const_scalar, const_type,
+};
 use crate::types::Type;
 use smallvec::SmallVec;
 use std::borrow::Cow;
@@ -71,6 +73,9 @@ pub(crate) fn check_inst(ctx: &mut Ctx, slot: Slot, inst: Inst) {
     };
     match &data.kind {
         InstKind::Prim { prim, args } => {
+            if fixed_sig_holds(ctx, *prim, args, &res) {
+                return;
+            }
             let types = operand_types(ctx, at, args);
             let annot = match res {
                 Res::Typed(_, ty) => Some(ty),
@@ -244,6 +249,22 @@ fn check_result(ctx: &mut Ctx, at: At, what: &dyn std::fmt::Display, want: &Type
         }
         _ => {}
     }
+}
+
+/// Whether `prim` has a fixed scalar signature that `args` and `res` meet
+/// exactly (the statement is well typed); when not, the general check below
+/// runs and reports what is wrong. For the common statement (`mul` of two
+/// f64 values) it spares gathering the operand types.
+fn fixed_sig_holds(ctx: &Ctx, prim: crate::Prim, args: &[Operand], res: &Res) -> bool {
+    let (Some((params, ret)), Res::Typed(_, ty)) = (prim.fixed_sig(), res) else {
+        return false;
+    };
+    **ty == ret.ty()
+        && params.len() == args.len()
+        && params.iter().zip(args).all(|(p, a)| match a {
+            Operand::Value(v) => ctx.defs.known_type(ctx.f, *v) == Some(&p.ty()),
+            Operand::Const(c) => const_scalar(c) == Some(*p),
+        })
 }
 
 /// The types of `args`; `None` when any is unknown. Every operand is looked
