@@ -32,6 +32,15 @@ fn every_target_runs_its_programs_and_reports() {
             "{out}"
         );
         assert!(out.contains("seeds 31..43)"), "{out}");
+        // The CPU figure: a positive time per program, and the rate it makes
+        // on two cores.
+        let ms = out
+            .split(" ms CPU per program, ")
+            .next()
+            .and_then(|head| head.rsplit(' ').next())
+            .and_then(|x| x.parse::<f64>().ok());
+        assert!(ms.is_some_and(|ms| ms > 0.0), "{out}");
+        assert!(out.contains(" per second on 2 idle cores, 2 jobs"), "{out}");
     }
 }
 

@@ -19,7 +19,9 @@
 //!
 //! Prints progress to stderr (on a terminal, one line rewritten each
 //! second; otherwise a line every 10 s), then one line on stdout:
-//! `TARGET: N programs, F failures` (and the rate). On a failure the exit
+//! `TARGET: N programs, F failures` (and the rate, wall-clock, and the CPU
+//! time per program with the rate it makes on J idle cores: the figures a
+//! shared machine's load does not change). On a failure the exit
 //! status is 1, and each failing program (its seed, source, arguments and
 //! the message) is written, as it is found, to `fuzz/failures/TARGET-SEED.txt` (the folder
 //! `IRAD_FUZZ_FAILURES` names, if set) with the command that reproduces it;
@@ -453,6 +455,9 @@ fn main() -> ExitCode {
         }
     }
     let shared = shared;
+    // CPU time from here on: the workers (and, for `emit`, their `cc`
+    // children), not the start-up (the runtime's build for `emit`).
+    let cpu_start = cpu_seconds();
     std::thread::scope(|s| {
         for _ in 0..opts.jobs {
             let work = || shared.work();
@@ -473,11 +478,50 @@ fn main() -> ExitCode {
     if let Some((_, work)) = &shared.emit {
         let _ = std::fs::remove_dir_all(work);
     }
-    report(&shared, start)
+    let cpu = cpu_seconds().zip(cpu_start).map(|(end, begin)| end - begin);
+    report(&shared, start, cpu)
+}
+
+/// CPU seconds used so far, user and system, by this process's threads and
+/// its children that have ended; `None` where it cannot be read.
+fn cpu_seconds() -> Option<f64> {
+    #[cfg(unix)]
+    {
+        let secs = |who| {
+            // SAFETY: `getrusage` writes the struct it is given, which is
+            // plain data and zeroed before.
+            let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+            if unsafe { libc::getrusage(who, &mut ru) } != 0 {
+                return None;
+            }
+            let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 * 1e-6;
+            Some(t(ru.ru_utime) + t(ru.ru_stime))
+        };
+        Some(secs(libc::RUSAGE_SELF)? + secs(libc::RUSAGE_CHILDREN)?)
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
+/// The summary's CPU figure: milliseconds of CPU per program, and the
+/// programs per second that makes on `jobs` cores kept busy; empty without
+/// programs or a measure.
+fn cpu_text(cpu: Option<f64>, n: u64, jobs: usize) -> String {
+    match cpu {
+        Some(c) if n > 0 && c > 0.0 => format!(
+            "{:.1} ms CPU per program, {:.0} per second on {jobs} idle core{}, ",
+            c * 1e3 / n as f64,
+            n as f64 * jobs as f64 / c,
+            if jobs == 1 { "" } else { "s" }
+        ),
+        _ => String::new(),
+    }
 }
 
 /// The summary line, and the failures; the exit status.
-fn report(shared: &Shared<'_>, start: Instant) -> ExitCode {
+fn report(shared: &Shared<'_>, start: Instant, cpu: Option<f64>) -> ExitCode {
     let opts = shared.opts;
     let n = shared.done.load(Ordering::Relaxed);
     let secs = start.elapsed().as_secs_f64();
@@ -489,10 +533,11 @@ fn report(shared: &Shared<'_>, start: Instant) -> ExitCode {
         println!("{}", cov.table());
     }
     println!(
-        "{}: {n} programs, {} failures ({:.0} programs per second, {} jobs, seeds {}..{})",
+        "{}: {n} programs, {} failures ({:.0} programs per second, {}{} jobs, seeds {}..{})",
         opts.target,
         failures.len(),
         n as f64 / secs.max(1e-9),
+        cpu_text(cpu, n, opts.jobs),
         opts.jobs,
         opts.seed,
         opts.seed.wrapping_add(n)
