@@ -597,15 +597,15 @@ fn a_long_loop_stays_under_the_limit_and_a_short_one_records_directly() {
     );
 }
 
-/// Nested loops (docs/reverse.md, "Nested loops"): under a limit that one
-/// iteration of the outer loop exceeds by the plan's estimate, the inner
-/// loop is checkpointed too, inside the outer loop's replay, and the tapes
-/// of a long inner run stay far below what recording it in full takes;
-/// under a limit that one outer iteration fits in, the inner loop is
-/// recorded in full in each replay. The gradient is the same bit for bit in
-/// both backends either way.
+/// Nested loops (docs/reverse.md, "Nested loops"): under any limit, an
+/// inner loop whose trip count is not a small constant is checkpointed too,
+/// inside the outer loop's replay, so the tapes of a long inner run stay far
+/// below what recording it in full takes, also when one outer iteration fits
+/// the limit by the plan's estimate (which counts the inner loop 16 times);
+/// a run of at most 16 inner iterations is recorded directly. The gradient is
+/// the same bit for bit in both backends either way.
 #[test]
-fn an_inner_loop_is_checkpointed_when_one_outer_iteration_exceeds_the_limit() {
+fn an_inner_loop_is_checkpointed_when_its_trip_count_is_not_a_small_constant() {
     let src = Source::new(
         "nest.irad",
         "fn nest(x: f64, n: i64, m: i64) -> f64 {\n    let mut s = x;\n    for i in 0..n {\n        let mut t = s * 0.5;\n        for j in 0..m {\n            t = sin(t) + 0.1 * f64(j) * s;\n        }\n        s = s + 0.25 * t * t / (1.0 + f64(i));\n    }\n    s\n}\n",
@@ -622,8 +622,12 @@ fn an_inner_loop_is_checkpointed_when_one_outer_iteration_exceeds_the_limit() {
     let roomy = plan(1 << 10);
     assert!(
         roomy.contains("loop #2: checkpointed every 3 iterations")
-            && roomy
-                .contains("loop #4: not checkpointed: it is inside loop #2, which is checkpointed"),
+            && roomy.contains(
+                "loop #4: checkpointed every 64 iterations (tape limit 1K, about 8 bytes per iteration), inside loop #2's replay"
+            )
+            && roomy.contains("a run of at most 16 iterations is recorded as without a limit")
+            && !roomy.contains("loop #2: not")
+            && !roomy.contains("loop #4: not"),
         "{roomy}"
     );
     let tight = plan(256);
@@ -639,16 +643,29 @@ fn an_inner_loop_is_checkpointed_when_one_outer_iteration_exceeds_the_limit() {
     let roomy = counts(&m, f, &args, Some(1 << 10));
     let tight = counts(&m, f, &args, Some(256));
     // 60 000 inner iterations of 8 bytes without nesting; with it, 1 250
-    // snapshots of 17 bytes per outer iteration and one inner stretch.
+    // snapshots of 17 bytes per outer iteration and one inner stretch at
+    // 256 bytes, 313 snapshots and one stretch at 1K.
     assert!(free.peak_tape_bytes > 400_000, "{free:?}");
-    assert!(roomy.peak_tape_bytes > 150_000, "{roomy:?}");
+    assert!(roomy.peak_tape_bytes < 20_000, "{roomy:?}");
     assert!(tight.peak_tape_bytes < 40_000, "{tight:?}");
+    // Runs of 10 inner iterations are recorded directly in the outer
+    // replay: each inner iteration runs twice forward (the forward sweep,
+    // the outer replay), not three times, and the tape holds their records
+    // plus a flag per run.
+    let args = irad::parse_args(&Source::new("<args>", "0.7, 30, 10"), &m, f).expect("args");
+    let free = counts(&m, f, &args, None);
+    let roomy = counts(&m, f, &args, Some(1 << 10));
+    assert!(
+        roomy.statements < free.statements * 5 / 2,
+        "{roomy:?} {free:?}"
+    );
+    assert!(roomy.peak_tape_bytes <= 1 << 10, "{roomy:?}");
     let loaded = irad::load(&src).expect("loads");
     let g = loaded.by_name("nest").expect("@nest");
     let args = irad::parse_args(&Source::new("<args>", "0.7, 3, 2000"), &loaded, g).expect("args");
     let reference = grad(&src, &loaded, g, &args, Backend::Interp, None).expect("gradient");
     for backend in [Backend::Interp, Backend::Jit] {
-        for limit in [256, 1 << 10] {
+        for limit in [256, 1 << 10, 1 << 20] {
             let got = grad(&src, &loaded, g, &args, backend, Some(limit)).expect("gradient");
             assert!(
                 same_gradient(&got, &reference),
@@ -658,6 +675,65 @@ fn an_inner_loop_is_checkpointed_when_one_outer_iteration_exceeds_the_limit() {
                 reference.value,
                 reference.gradient
             );
+        }
+    }
+}
+
+/// The budget rule for nested loops under a roomy limit (docs/reverse.md,
+/// "Nested loops"): an inner `while` loop, whose trip count is not known on
+/// entry, is checkpointed inside the outer loop's replay (without a direct
+/// path), and the tape of a long run of it stays small; a constant inner
+/// loop of 8 iterations is not, and the outer loop around only it keeps its
+/// direct path. Gradients bit for bit against no limit, both backends.
+#[test]
+fn the_budget_rule_sees_inner_loops_whose_trip_count_is_not_a_small_constant() {
+    let src = Source::new(
+        "nest.irad",
+        "fn w(x: f64, n: i64, m: i64) -> f64 {\n    let mut s = x;\n    for i in 0..n {\n        let mut t = s * 0.5;\n        let mut r = f64(m);\n        while r > 0.5 {\n            t = cos(t) * 0.9 + 0.05 * r * s;\n            r = r - 1.0;\n        }\n        s = s + 0.25 * t;\n    }\n    s\n}\nfn c(x: f64, n: i64) -> f64 {\n    let mut s = x;\n    for i in 0..n {\n        let mut t = s;\n        for k in 0..8 {\n            t = t + sin(t * f64(k));\n        }\n        s = s * 0.5 + 0.1 * t;\n    }\n    s\n}\n",
+    );
+    let m = irad::load_normalised(&src).expect("loads");
+    let plan = |name: &str| {
+        let f = m.by_name(name).expect("function");
+        tape_plan_limited(&m, &Registry::new(), f, Some(64 << 10))
+            .expect("plan")
+            .to_string()
+    };
+    let w = plan("w");
+    assert!(
+        w.contains("loop #4: checkpointed every ")
+            && w.contains("inside loop #2's replay")
+            && !w.contains("is recorded as without a limit"),
+        "{w}"
+    );
+    let c = plan("c");
+    assert!(
+        c.contains("loop #4: not checkpointed: it is inside loop #2, which is checkpointed")
+            && c.contains("is recorded as without a limit"),
+        "{c}"
+    );
+    let f = m.by_name("w").expect("@w");
+    let args = irad::parse_args(&Source::new("<args>", "0.7, 4, 50000"), &m, f).expect("args");
+    let free = counts(&m, f, &args, None);
+    let limited = counts(&m, f, &args, Some(64 << 10));
+    assert!(free.peak_tape_bytes > 1_000_000, "{free:?}");
+    assert!(limited.peak_tape_bytes <= 64 << 10, "{limited:?}");
+    let loaded = irad::load(&src).expect("loads");
+    for (name, text) in [("w", "0.7, 4, 3000"), ("w", "0.2, 3, 2"), ("c", "0.4, 5")] {
+        let g = loaded.by_name(name).expect("function");
+        let args = irad::parse_args(&Source::new("<args>", text), &loaded, g).expect("args");
+        let reference = grad(&src, &loaded, g, &args, Backend::Interp, None).expect("gradient");
+        for backend in [Backend::Interp, Backend::Jit] {
+            for limit in [1 << 10, 64 << 10] {
+                let got = grad(&src, &loaded, g, &args, backend, Some(limit)).expect("gradient");
+                assert!(
+                    same_gradient(&got, &reference),
+                    "@{name}({text}) {backend:?} under {limit}: {:?} {:?}, without a limit {:?} {:?}",
+                    got.value,
+                    got.gradient,
+                    reference.value,
+                    reference.gradient
+                );
+            }
         }
     }
 }

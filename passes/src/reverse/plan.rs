@@ -222,10 +222,11 @@ pub struct CheckpointedLoop {
     pub within: Option<u32>,
     /// The name of the function that replays one stretch.
     pub replay: String,
-    /// Whether the forward sweep tells on entry that the loop runs at most
-    /// `stretch` iterations (a counted loop against a bound defined before
-    /// it) and then records it as it would without a limit.
-    pub direct: bool,
+    /// When the forward sweep tells on entry that the loop runs at most
+    /// this many iterations (a counted loop against a bound defined before
+    /// it) and then records it as it would without a limit: the stretch, or
+    /// for a loop inside another's replay at most `INNER_TRIPS`.
+    pub direct: Option<u64>,
     /// How many edges leave the loop, when it is not a loop that leaves
     /// through one edge from its header (`break`, `return` in it, `&&` or
     /// `||` in a `while` condition, a test at the bottom): each replay then
@@ -748,11 +749,10 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
             if n == 1 { " not from its header" } else { "s" }
         ));
     }
-    if c.direct {
+    if let Some(runs) = c.direct {
         line.push_str(&format!(
-            "; a run of at most {} iteration{} is recorded as without a limit",
-            c.stretch,
-            if c.stretch == 1 { "" } else { "s" }
+            "; a run of at most {runs} iteration{} is recorded as without a limit",
+            if runs == 1 { "" } else { "s" }
         ));
     }
     line

@@ -1,12 +1,15 @@
 //! The direct path of a checkpointed counted loop whose trip count is known
-//! on entry: when it runs at most `stretch` iterations, one stretch holds
-//! the whole loop and checkpointing would only add a replay, so the forward
+//! on entry: when it runs at most `runs` iterations (`Direct::runs`: the
+//! stretch, so that one stretch holds the whole loop and checkpointing would
+//! only add a replay; for a loop checkpointed inside another's replay at
+//! most `INNER_TRIPS`, what the outer stretch's estimate assumed), the
 //! sweep runs a copy of the loop's recording blocks (`copy.rs`) instead of
-//! the loop that does not record.
+//! the loop that does not record. The sweep is the forward sweep, or the
+//! replay function of the loop around it (`nested.rs`).
 //!
 //! The block entering the loop decides: with `d` the bound minus the
 //! counter's start (the start minus the bound, counting down) and `s` the
-//! stretch times the step's magnitude, the loop runs at most `stretch`
+//! `runs` times the step's magnitude, the loop runs at most `runs`
 //! iterations when `d <= s` (`d < s` for `le`/`ge`). Then a new block pushes
 //! `false` (no stretch before this one, which the pullback's stretch step
 //! pops as after a first snapshot) and enters the copy, whose exit joins the
@@ -86,7 +89,7 @@ pub(in crate::reverse) fn build(
         true => copy.value(pre, Prim::Isub, &[bound, start], Type::I64),
         false => copy.value(pre, Prim::Isub, &[start, bound], Type::I64),
     };
-    let span = i64::try_from(ck.stretch)
+    let span = i64::try_from(d.runs)
         .unwrap_or(i64::MAX)
         .saturating_mul(c.step.saturating_abs());
     let cmp = if d.strict { Prim::Le } else { Prim::Lt };

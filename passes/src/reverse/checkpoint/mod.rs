@@ -15,7 +15,11 @@
 //! checkpointed already (the outermost qualifying loop is chosen, its
 //! stretches hold the loops inside it in full), unless the budget needs the
 //! loop inside checkpointed too (or it asks): then it is, inside the outer
-//! loop's replay (`nested.rs`; one level). Under a limit of B bytes the
+//! loop's replay (`nested.rs`; one level). Under a limit the budget needs it
+//! when one outer iteration exceeds half the limit, and whenever the inner
+//! loop's trip count is not a constant of at most [`INNER_TRIPS`] (a counted
+//! one then records a run of at most that many iterations directly, as the
+//! estimate assumed, and checkpoints a longer one). Under a limit of B bytes the
 //! schedule has two levels: stretches of `max(1, (B / 2) / r)` iterations,
 //! `r` the tape bytes one iteration records as estimated from the plan
 //! (an inner loop counted [`INNER_TRIPS`] times, a call [`CALL_BYTES`]), so
@@ -94,6 +98,12 @@ pub(super) struct Direct {
     pub up: bool,
     /// Whether the comparison is strict.
     pub strict: bool,
+    /// The most iterations a run recorded directly may have: the stretch
+    /// for an outermost loop; for a loop checkpointed inside another's
+    /// replay, at most [`INNER_TRIPS`], the iterations per run the outer
+    /// loop's stretch was estimated with (so that the inner runs the outer
+    /// stretch records directly stay within its estimate).
+    pub runs: u64,
 }
 
 /// An array a snapshot copies: an array leaf of one of the loop's inputs,
@@ -368,11 +378,14 @@ fn decide(
     let plain_entry = matches!(shape.bb.blocks[pre].term,
         super::bbcode::BTerm::Goto(h) if h == shape.bb.blocks[l.header].id);
     let direct = match source {
-        StretchSource::Limit(_)
-            if counted && plain_entry && carried.is_empty() && within.is_none() =>
-        {
-            direct(cx, k)
-        }
+        StretchSource::Limit(_) if counted && plain_entry && carried.is_empty() => direct(cx, k)
+            .map(|d| Direct {
+                runs: match within {
+                    Some(_) => stretch.min(INNER_TRIPS),
+                    None => stretch,
+                },
+                ..d
+            }),
         _ => None,
     };
     let entry_index = match counted {
@@ -487,15 +500,23 @@ fn direct(cx: &Derivation<'_>, k: usize) -> Option<Direct> {
         },
         Operand::Const(_) => true,
     };
-    outside.then_some(Direct { bound, up, strict })
+    outside.then_some(Direct {
+        bound,
+        up,
+        strict,
+        runs: 0,
+    })
 }
 
 /// Whether loop `k`, inside the checkpointed loop `outer`, is checkpointed
 /// too (inside `outer`'s replay function), or why not: when it asks with a
 /// `checkpoint(n)` of its own (n > 0), or under a limit when one iteration
 /// of `outer` records more than half of it (its stretches are then single
-/// iterations, which would still exceed the limit); never inside a loop that
-/// is itself checkpointed inside another (one level of nesting).
+/// iterations, which would still exceed the limit) or when its trip count
+/// is not a constant of at most [`INNER_TRIPS`] (the estimate `outer`'s
+/// stretch rests on counts it that many times; [`short_constant`]); never
+/// inside a loop that is itself checkpointed inside another (one level of
+/// nesting).
 fn nested_decision(
     cx: &Derivation<'_>,
     out: &Checkpoints,
@@ -518,7 +539,7 @@ fn nested_decision(
     }
     let needed = match (ask, limit) {
         (Some(n), _) => n > 0,
-        (None, Some(b)) => outer.stretch == 1 && outer.bytes > b / 2,
+        (None, Some(b)) => (outer.stretch == 1 && outer.bytes > b / 2) || !short_constant(cx, k),
         (None, None) => false,
     };
     if !needed || outer.within.is_some() {
@@ -529,6 +550,28 @@ fn nested_decision(
         return Err(format!("it leaves loop #{o} too, which is checkpointed"));
     }
     Ok(())
+}
+
+/// Whether loop `k` is a counted loop whose trip count is a constant of at
+/// most [`INNER_TRIPS`] (its start and bound constants): the estimate of
+/// the bytes an iteration of a loop around it records is then not too low
+/// for it. Any other loop inside a checkpointed one may run longer than the
+/// estimate assumed, so under a limit it is checkpointed too, inside the
+/// outer loop's replay; a counted one records a run of at most
+/// `INNER_TRIPS` iterations directly ([`Direct::runs`]).
+fn short_constant(cx: &Derivation<'_>, k: usize) -> bool {
+    let Some(c) = cx.shape.loops.of(k).counted.as_ref() else {
+        return false;
+    };
+    let Some(Direct { bound, .. }) = direct(cx, k) else {
+        return false;
+    };
+    let (Operand::Const(Const::I64(start)), Operand::Const(Const::I64(end))) = (c.init, bound)
+    else {
+        return false;
+    };
+    let span = i128::from(end) - i128::from(start);
+    span.abs() <= i128::from(INNER_TRIPS) * i128::from(c.step).abs()
 }
 
 /// Whether loop `k` can be checkpointed: the position of the one block
@@ -952,7 +995,7 @@ pub(super) fn summary(
                     .and_then(|r| module.get(r))
                     .map(|f| f.name.clone())
                     .unwrap_or_default(),
-                direct: c.direct.is_some(),
+                direct: c.direct.as_ref().map(|d| d.runs),
                 exits: c.repush.then(|| cx.shape.loops.of(c.k).exits.len()),
             }
         })

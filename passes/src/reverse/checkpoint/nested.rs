@@ -16,7 +16,7 @@
 
 use super::super::ReverseError;
 use super::super::ctx::{Derivation, internal};
-use super::{CkLoop, primal};
+use super::{CkLoop, direct, primal};
 use irad_ir::entity::SecondaryMap;
 use irad_ir::{Block, FuncId, Module, Operand, Value};
 use rustc_hash::FxHashMap as HashMap;
@@ -98,13 +98,32 @@ pub(in crate::reverse) fn rewrite(
             kept.phi = p;
         }
     }
+    // The flag the inner loop's exit block pushes (a copy of the recording
+    // sweep's phi, without entries yet), and the direct path deciding on
+    // each entry whether this run is short enough to record.
+    if let Some(flag) = local.flag {
+        match in_replay(Operand::Value(flag)) {
+            Some(Operand::Value(r)) => local.flag = Some(r),
+            _ => return Err(missing()),
+        }
+    }
+    let path = match &local.direct {
+        Some(d) => Some(direct::build(
+            cx,
+            module,
+            rid,
+            (&rblock, &rval),
+            (&local, d),
+        )?),
+        None => None,
+    };
     let mut shown = HashMap::default();
     primal::rewrite(
         cx,
         module,
         rid,
         (&rblock, &mut rval),
-        (&mut local, None),
+        (&mut local, path.as_ref()),
         &mut shown,
     )?;
     ck.state = local.state;
