@@ -95,7 +95,18 @@ pub fn grad(
     registry: &rules::Registry,
     req: &GradRequest<'_>,
 ) -> Result<(Gradient, Module), Error> {
-    grad_owned(src, module.clone(), registry, req)
+    let (mut runs, m) = grad_runs(
+        src,
+        module.clone(),
+        Some(module),
+        registry,
+        req,
+        &[req.opts.exec],
+    )?;
+    match runs.pop() {
+        Some(g) => Ok((g?, m)),
+        None => Err(internal(src, "a gradient ran on no executor")),
+    }
 }
 
 /// As [`grad`], taking the module rather than a copy of it: for a caller
@@ -120,10 +131,9 @@ pub fn grad_owned(
     registry: &rules::Registry,
     req: &GradRequest<'_>,
 ) -> Result<(Gradient, Module), Error> {
-    // The strong fallback derives from the module as given: one copy kept
-    // (crate::strong).
-    let original = module.clone();
-    let (mut runs, m) = grad_runs(src, module, &original, registry, req, &[req.opts.exec])?;
+    // The strong fallback (crate::strong) derives from the module as given,
+    // rebuilt from the functions it had: no copy kept on the common path.
+    let (mut runs, m) = grad_runs(src, module, None, registry, req, &[req.opts.exec])?;
     match runs.pop() {
         Some(g) => Ok((g?, m)),
         None => Err(internal(src, "a gradient ran on no executor")),
@@ -164,25 +174,37 @@ pub fn grad_each(
     req: &GradRequest<'_>,
     execs: &[irad_ir::interp::MakeExecutor],
 ) -> Result<(Vec<Result<Gradient, Error>>, Module), Error> {
-    grad_runs(src, module.clone(), module, registry, req, execs)
+    grad_runs(src, module.clone(), Some(module), registry, req, execs)
 }
 
 /// [`grad_each`] on the module itself (not a copy), `original` being the
-/// module as given: a run whose gradient has a NaN is replaced by the run
-/// of the strong derivative, derived from `original` only then
-/// (`crate::strong`; docs/rules.md, "Infinities and NaN").
+/// module as given (`None`: the functions `module` has now, which the
+/// derivation only normalises and appends to): a run whose gradient has a
+/// NaN is replaced by the run of the strong derivative, derived from the
+/// original only then (`crate::strong`; docs/rules.md, "Infinities and
+/// NaN").
 fn grad_runs(
     src: &Source,
     module: Module,
-    original: &Module,
+    original: Option<&Module>,
     registry: &rules::Registry,
     req: &GradRequest<'_>,
     execs: &[irad_ir::interp::MakeExecutor],
 ) -> Result<(Vec<Result<Gradient, Error>>, Module), Error> {
     let nan = |r: &Result<Gradient, Error>| r.as_ref().is_ok_and(|g| any_nan(&g.gradient));
+    let first = module.len();
     let (mut runs, m) = grad_runs_in(src, module, registry, req, execs)?;
-    if runs.iter().any(nan) && !original.strong_products() {
-        let (strong, _) = grad_runs_in(src, strong_copy(original), registry, req, execs)?;
+    let strong_already = original.map_or(m.strong_products(), Module::strong_products);
+    if runs.iter().any(nan) && !strong_already {
+        let strong = match original {
+            Some(original) => strong_copy(original),
+            None => {
+                let mut prefix = m.prefix(first);
+                prefix.set_strong_products(true);
+                prefix
+            }
+        };
+        let (strong, _) = grad_runs_in(src, strong, registry, req, execs)?;
         for (run, s) in runs.iter_mut().zip(strong) {
             if nan(run) {
                 *run = s;
@@ -266,12 +288,14 @@ fn grad_in<C: GradMode>(
 ) -> Result<(Vec<Result<Gradient, Error>>, Module), Error> {
     let (opts, args) = (&req.opts, req.args);
     let mut stage = GradStage::new(cache, req.func, args, opts);
-    let mut opt = OptimiseStage::new(schedule, Scope::From(m.len()));
+    let first = m.len();
+    let mut opt = OptimiseStage::new(schedule, Scope::From(first));
     run_stages(
         src,
         &mut m,
         &mut [Step::Stage(&mut stage), Step::Stage(&mut opt)],
     )?;
+    crate::split_derived(src, &mut m, first)?;
     let Some(plan) = stage.plan else {
         return Err(internal(
             src,

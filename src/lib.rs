@@ -752,6 +752,19 @@ pub fn forward_module(
 
 /// Runs the normalisation pipeline, then `stages`, over `m` with the
 /// manager's default options (verification in debug builds and tests).
+/// The huge blocks of the functions from number `first` on (those a
+/// derivation added) split into functions of their own, so that the code
+/// generator compiles one stretch at a time (`irad_passes::split`; timed
+/// as part of the `codegen` stage).
+fn split_derived(src: &Source, m: &mut Module, first: usize) -> Result<(), Error> {
+    let funcs: Vec<FuncId> = m.func_ids().skip(first).collect();
+    irad_ir::timings::time(irad_ir::timings::Stage::Codegen, || {
+        irad_passes::split::split_huge_blocks(m, &funcs)
+    })
+    .map(drop)
+    .map_err(|e| internal(src, &format!("splitting a huge block: {e}")))
+}
+
 fn run_stages(src: &Source, m: &mut Module, stages: &mut [Step<'_>]) -> Result<(), Error> {
     let mut pipeline = irad_passes::manager::steps(&irad_passes::normalise_pipeline());
     pipeline.extend(stages.iter_mut().map(|step| match step {

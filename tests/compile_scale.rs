@@ -175,3 +175,52 @@ fn thousands_of_parameters_go_to_the_single_pass_allocator() {
     rev_args.push(Val::F64(1.0));
     assert_narrow(&shapes_of_run(&rm, rev, &rev_args));
 }
+
+/// `y = y * 0.9999 + sin(y) * 0.0001` `n` times (a derivative near 1).
+fn sin_chain(n: usize) -> String {
+    let mut t = String::from("fn f(x: f64) -> f64 {\n    let mut y = x;\n");
+    for _ in 0..n {
+        t.push_str("    y = y * 0.9999 + sin(y) * 0.0001;\n");
+    }
+    t.push_str("    y\n}\n");
+    t
+}
+
+#[test]
+fn a_huge_sweep_is_split_into_parts_that_compute_the_same_gradient() {
+    // 3 500 steps: the forward sweep has ~7 statements a step, over
+    // `PART_STMTS`, so `irad grad` splits it (irad_passes::split); the
+    // pullback (~5 a step) stays whole.
+    let n = 3_500;
+    assert!(7 * n > irad::passes::split::PART_STMTS && 5 * n < irad::passes::split::PART_STMTS);
+    let (src, m, f) = load("chain.irad", sin_chain(n));
+    let registry = irad::rules::Registry::new();
+    let args = [Val::F64(0.3)];
+    let execs = [irad::Backend::Interp.exec(), irad::Backend::Jit.exec()];
+    let req = irad::GradRequest::new(f, &args);
+    let (runs, rm) = irad::grad_each(&src, &m, &registry, &req, &execs).expect("derives");
+    let parts: Vec<&str> = rm
+        .funcs()
+        .map(|(_, g)| g.name.as_str())
+        .filter(|name| name.contains(".part"))
+        .collect();
+    assert_eq!(parts, ["f.rev.fwd.part0", "f.rev.fwd.part1"], "{parts:?}");
+    let grads: Vec<f64> = runs
+        .into_iter()
+        .map(|r| match r.expect("runs").gradient[0].as_ref() {
+            Some(Val::F64(d)) => *d,
+            other => unreachable!("not an f64 gradient: {other:?}"),
+        })
+        .collect();
+    assert_eq!(grads[0].to_bits(), grads[1].to_bits(), "{grads:?}");
+    // The chain rule by hand, in f64.
+    let (mut y, mut d) = (0.3f64, 1.0f64);
+    for _ in 0..n {
+        d *= 0.9999 + 0.0001 * y.cos();
+        y = y * 0.9999 + y.sin() * 0.0001;
+    }
+    assert!(
+        d != 0.0 && ((grads[0] - d) / d).abs() < 1e-9,
+        "{grads:?} against {d}"
+    );
+}

@@ -13,7 +13,7 @@
 //! name rules ([`is_ident`], [`is_value_name`]) are defined here because the
 //! module's own edits (`add_func`, `rename`) need them.
 
-use crate::entity::{PrimaryMap, SecondaryMap};
+use crate::entity::{EntityRef, PrimaryMap, SecondaryMap};
 use crate::loc::Pos;
 use crate::prim::Prim;
 use crate::types::{FnType, Scalar, Type};
@@ -620,6 +620,29 @@ impl Module {
     /// Whether the module has no function.
     pub fn is_empty(&self) -> bool {
         self.funcs.is_empty()
+    }
+
+    /// A copy of the module's first `n` functions (all when `n` is larger),
+    /// with their names, the rules declared among them and the products
+    /// flag: the module as it was before functions were appended to it (by
+    /// a derivation, which only appends), without copying what was added.
+    pub fn prefix(&self, n: usize) -> Module {
+        let mut m = Module {
+            strong_products: self.strong_products,
+            ..Module::default()
+        };
+        for (id, f) in self.funcs.iter().take(n) {
+            m.funcs.push(f.clone());
+            m.by_name.insert(f.name.clone(), id);
+        }
+        let inside = |f: Option<FuncId>| f.is_none_or(|f| f.index() < n);
+        m.rules = self
+            .rules
+            .iter()
+            .filter(|(f, r)| inside(Some(**f)) && inside(r.jvp) && inside(r.vjp))
+            .map(|(f, r)| (*f, *r))
+            .collect();
+        m
     }
 }
 

@@ -42,6 +42,7 @@ pub mod optimise;
 pub mod pe;
 pub mod reverse;
 mod rule_cache;
+pub mod split;
 pub mod stages;
 
 pub use ad_error::AdErrorKind;

@@ -47,6 +47,8 @@ pub(super) struct Queued {
 enum Work {
     /// Compiling on a thread (a huge function).
     InFlight(JoinHandle<Result<Compiled, Box<ModuleError>>>),
+    /// Compiled on a thread, waiting for its turn to be defined.
+    Done(Result<Compiled, Box<ModuleError>>),
     /// Lowered into this context, to be compiled with the backend's own
     /// settings when its turn comes.
     Lowered(Box<Context>),
@@ -83,6 +85,7 @@ impl<M: ClModule> Compiler<M> {
         let isa = if huge { self.huge_isa_made() } else { None };
         let (work, shape) = match isa {
             Some(isa) => {
+                self.wait_for_a_thread();
                 let shape = self
                     .shapes
                     .as_ref()
@@ -128,23 +131,48 @@ impl<M: ClModule> Compiler<M> {
         Ok(())
     }
 
+    /// Waits, when [`MAX_THREADS`] functions are compiling, for the one
+    /// started first: a huge function split into many parts
+    /// (`irad_passes::split`) then holds that many parts' compiler data at
+    /// once, not all of them.
+    fn wait_for_a_thread(&mut self) {
+        let in_flight = || {
+            self.queued
+                .iter()
+                .filter(|q| matches!(q.work, Work::InFlight(_)))
+        };
+        if in_flight().count() < max_threads() {
+            return;
+        }
+        let Some(q) = self
+            .queued
+            .iter_mut()
+            .find(|q| matches!(q.work, Work::InFlight(_)))
+        else {
+            return;
+        };
+        let work = std::mem::replace(&mut q.work, Work::Done(Err(stopped())));
+        if let Work::InFlight(handle) = work {
+            q.work = Work::Done(time(Stage::Cranelift, || {
+                handle.join().unwrap_or_else(|_| Err(stopped()))
+            }));
+        }
+    }
+
     /// Defines one queued function.
     fn define_queued(&mut self, q: Queued) -> Result<(), Box<ModuleError>> {
-        match q.work {
-            Work::Lowered(mut ctx) => self.define_sized(&q.name, q.id, &mut ctx),
-            Work::InFlight(handle) => {
-                if let (Some(shapes), Some(shape)) = (&mut self.shapes, q.shape) {
-                    shapes.push(shape);
-                }
-                let code = handle.join().map_err(|_| stopped())??;
-                Ok(self.backend.define_function_bytes(
-                    q.id,
-                    code.align,
-                    &code.bytes,
-                    &code.relocs,
-                )?)
-            }
+        let done = match q.work {
+            Work::Lowered(mut ctx) => return self.define_sized(&q.name, q.id, &mut ctx),
+            Work::InFlight(handle) => handle.join().unwrap_or_else(|_| Err(stopped())),
+            Work::Done(done) => done,
+        };
+        if let (Some(shapes), Some(shape)) = (&mut self.shapes, q.shape) {
+            shapes.push(shape);
         }
+        let code = done?;
+        Ok(self
+            .backend
+            .define_function_bytes(q.id, code.align, &code.bytes, &code.relocs)?)
     }
 
     /// The ISA of huge functions, made on first need; `None` when the
@@ -178,6 +206,12 @@ fn spawn_compile(isa: OwnedTargetIsa, id: ClFuncId, ctx: Context) -> Work {
         },
         Err(_) => Work::Lowered(Box::new(ctx)),
     }
+}
+
+/// The most huge functions compiling on threads at once: the cores
+/// available (at least 2; the lowering thread goes on beside them).
+fn max_threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
 }
 
 /// The error of a compiling thread that stopped without its result.
