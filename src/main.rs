@@ -758,8 +758,12 @@ fn main() -> ExitCode {
 /// 100 000-step chain that held ~120 MB of the peak resident memory of
 /// `irad grad` (docs/performance.md, "Fifth round"). Only the command line
 /// does this; a program embedding the library keeps its own settings.
+/// glibc's own `MALLOC_ARENA_MAX` in the environment takes precedence.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn limit_malloc_arenas() {
+    if std::env::var_os("MALLOC_ARENA_MAX").is_some() {
+        return;
+    }
     // SAFETY: `mallopt` only sets a parameter of the allocator; it runs
     // first in `main`, before any thread exists.
     unsafe {

@@ -66,11 +66,14 @@ pub(crate) fn has_cotangent(func: &Func, v: Value) -> bool {
     Type::cotangent_leaves(&func.values[v].ty) > 0
 }
 
-/// The values with a cotangent live at the end of each block: used later by
-/// a statement, terminator or phi entry of that edge. Iterated to a fixpoint
-/// in postorder.
-pub(crate) fn live_out(bb: &BBCode, succs: &[SmallVec<[usize; 2]>]) -> Vec<BTreeSet<Value>> {
-    let func = &bb.func;
+/// The values with a cotangent live at the end of each block of `bb` (the
+/// blocks of `func`): used later by a statement, terminator or phi entry of
+/// that edge. Iterated to a fixpoint in postorder.
+pub(crate) fn live_out(
+    bb: &BBCode,
+    func: &Func,
+    succs: &[SmallVec<[usize; 2]>],
+) -> Vec<BTreeSet<Value>> {
     let n = bb.blocks.len();
     let cot = |op: &Operand| match op {
         Operand::Value(v) if has_cotangent(func, *v) => Some(*v),

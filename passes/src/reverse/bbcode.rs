@@ -94,6 +94,29 @@ impl BBCode {
     /// The BBCode of `func`: its layout blocks in order, fall-through made
     /// explicit.
     pub fn from_func(func: &Func) -> Result<BBCode, BBCodeError> {
+        let blocks = BBCode::blocks_of(func)?;
+        Ok(BBCode {
+            func: func.clone(),
+            blocks,
+        })
+    }
+
+    /// The blocks of [`BBCode::from_func`] with, as [`BBCode::func`], an
+    /// empty function of `func`'s name and result type instead of a copy:
+    /// for a reader of the block structure that has `func` at hand (the
+    /// reverse transform's `Shape`, whose primal may be hundreds of
+    /// megabytes). Editing it ([`BBCode::insert_block`],
+    /// [`BBCode::split_block`], [`BBCode::into_func`]) is not meaningful.
+    pub fn blocks_only(func: &Func) -> Result<BBCode, BBCodeError> {
+        let blocks = BBCode::blocks_of(func)?;
+        Ok(BBCode {
+            func: Func::new(&func.name, Vec::new(), func.ret.clone()),
+            blocks,
+        })
+    }
+
+    /// `func`'s layout blocks in order, fall-through made explicit.
+    fn blocks_of(func: &Func) -> Result<Vec<BBlock>, BBCodeError> {
         let mut blocks = Vec::with_capacity(func.layout.len());
         for (i, &id) in func.layout.iter().enumerate() {
             let data = &func.blocks[id];
@@ -123,10 +146,7 @@ impl BBCode {
                 term,
             });
         }
-        Ok(BBCode {
-            func: func.clone(),
-            blocks,
-        })
+        Ok(blocks)
     }
 
     /// The position of each block in [`BBCode::blocks`].

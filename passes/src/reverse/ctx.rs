@@ -127,14 +127,16 @@ impl<'r> Derivation<'r> {
             ..Location::default()
         };
         check_supported(&src, &floc)?;
-        let bb = BBCode::from_func(&src).map_err(|e| internal(&floc, e))?;
+        // The blocks only: `src` is the function, and a second copy of a
+        // huge primal is hundreds of megabytes.
+        let bb = BBCode::blocks_only(&src).map_err(|e| internal(&floc, e))?;
         let shape = Shape::new(bb, &src, &floc)?;
         let act = if rev.activity() {
             Activity::of(&src, mask.unwrap_or(&[]))
         } else {
             Activity::all(&src)
         };
-        let mut live = live_out(&shape.bb, &shape.succs);
+        let mut live = live_out(&shape.bb, &src, &shape.succs);
         // Inactive values never get a cotangent: no join phis for them.
         for set in &mut live {
             set.retain(|v| act.is_active(*v));
