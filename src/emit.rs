@@ -45,6 +45,10 @@ pub struct EmitRequest<'a> {
     /// their derived functions: the smallest limit among them applies to
     /// all.
     pub tape_limit: Option<u64>,
+    /// Per-loop overrides of checkpointing for `NAME_grad` (`irad emit
+    /// --checkpoint`; docs/schedules.md). The requests of one object share
+    /// their derived functions: their rules apply to all, in request order.
+    pub checkpoints: irad_passes::reverse::CheckpointSchedule,
 }
 
 impl<'a> EmitRequest<'a> {
@@ -58,6 +62,7 @@ impl<'a> EmitRequest<'a> {
             header_name,
             schedule: None,
             tape_limit: None,
+            checkpoints: irad_passes::reverse::CheckpointSchedule::default(),
         }
     }
 }
@@ -185,6 +190,12 @@ fn with_exports<T>(
     let mut rev = Reverse::new(&registry);
     let mut fwd = Forward::new(&registry);
     rev.set_tape_limit(reqs.iter().filter_map(|r| r.tape_limit).min());
+    rev.set_checkpoint_schedule(irad_passes::reverse::CheckpointSchedule {
+        rules: reqs
+            .iter()
+            .flat_map(|r| r.checkpoints.rules.iter().cloned())
+            .collect(),
+    });
     let mut exports = Vec::new();
     // The module is normalised once, with the first gradient's stages (or
     // alone, below, when no request asks for a gradient).

@@ -201,7 +201,7 @@ pub use irad_passes as passes;
 pub use irad_rules as rules;
 pub use json::value_to_json;
 pub use rule_checks::{RuleChecks, check_rules};
-pub use schedule::{optimise_from, read_schedule};
+pub use schedule::{CHECKPOINT_SOURCE, optimise_from, read_checkpoints, read_schedule};
 pub use size::parse_size;
 pub use typed::{ArgRef, GradOut};
 

@@ -154,6 +154,10 @@ struct EmitCmd {
     /// checkpointing long loops, as `irad grad --tape-limit` does.
     #[arg(long, value_name = "SIZE", requires = "grad", value_parser = tape_limit)]
     tape_limit: Option<u64>,
+    /// Per-loop overrides of checkpointing for `NAME_grad`, as `irad grad
+    /// --checkpoint` takes them (docs/schedules.md).
+    #[arg(long, value_name = "RULES", requires = "grad")]
+    checkpoint: Option<String>,
 }
 
 #[derive(Args)]
@@ -256,6 +260,12 @@ struct GradArgs {
     /// "Checkpointing"); the gradient is the same, bit for bit.
     #[arg(long, value_name = "SIZE", value_parser = tape_limit)]
     tape_limit: Option<u64>,
+    /// Reverse mode: per-loop overrides of checkpointing, rules `LOOP =
+    /// CHOICE` separated by `;`: LOOP is `line N` (the loops whose header is
+    /// on source line N), `#N` or `@NAME#N` (as the dump labels them),
+    /// CHOICE a number of iterations per stretch or `record` (docs/schedules.md).
+    #[arg(long, value_name = "RULES")]
+    checkpoint: Option<String>,
 }
 
 /// A gradient request read: the module, the function, its arguments and
@@ -280,11 +290,17 @@ impl GradArgs {
         if self.tape_limit.is_some() && self.mode == Mode::Fwd {
             usage_error("--tape-limit bounds the tapes of reverse mode: use it with --mode rev");
         }
+        if self.checkpoint.is_some() && self.mode == Mode::Fwd {
+            usage_error(
+                "--checkpoint chooses how reverse mode records loops: use it with --mode rev",
+            );
+        }
         let schedule = irad::read_schedule(self.schedule.as_deref())?;
         let module = load(&self.file, sources)?;
         let func = irad::find_function(&sources[0], &module, &self.func)?;
         sources.push(args_source(self.args)?);
         let args = irad::parse_args(&sources[1], &module, func)?;
+        let checkpoints = checkpoints(self.checkpoint, sources, &module)?;
         // `--batch N` or `--sparse` force the lanes; otherwise forward mode
         // picks sparse mode for many inputs (docs/forward.md, "Choosing
         // dense or sparse"). clap keeps `--batch` in 1..=256.
@@ -304,6 +320,7 @@ impl GradArgs {
             forward,
             opts: GradOptions {
                 tape_limit: self.tape_limit,
+                checkpoints,
                 lanes: match forward {
                     Some(choice) => choice.lanes,
                     None => {
@@ -672,6 +689,10 @@ struct DumpCmd {
     /// checkpointed and how, and which are not and why.
     #[arg(long, value_name = "SIZE", value_parser = tape_limit)]
     tape_limit: Option<u64>,
+    /// With `--mode rev`: per-loop overrides of checkpointing, as `irad grad
+    /// --checkpoint` takes them (docs/schedules.md); the tape plans show them.
+    #[arg(long, value_name = "RULES")]
+    checkpoint: Option<String>,
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
@@ -851,6 +872,21 @@ fn test_rules(cmd: TestRulesCmd, sources: &mut Vec<Source>) -> Result<(), Error>
     checks.verdict()
 }
 
+/// The checkpoint schedule `text` writes (`--checkpoint`) for `module`, the
+/// program of `sources[0]`; its text joins `sources` as `<checkpoint>`, so
+/// that an error in it shows the line.
+fn checkpoints(
+    text: Option<String>,
+    sources: &mut Vec<Source>,
+    module: &irad::ir::Module,
+) -> Result<irad::passes::reverse::CheckpointSchedule, Error> {
+    let Some(text) = text else {
+        return Ok(Default::default());
+    };
+    sources.push(Source::new(irad::CHECKPOINT_SOURCE, &text));
+    irad::read_checkpoints(Some(&text), &sources[0], module)
+}
+
 /// `irad emit`: the object file and its C header.
 fn emit_cmd(cmd: EmitCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
     let schedule = irad::read_schedule(cmd.schedule.as_deref())?;
@@ -882,6 +918,7 @@ fn emit_cmd(cmd: EmitCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         wrt: cmd.wrt,
         schedule: Some(schedule),
         tape_limit: cmd.tape_limit,
+        checkpoints: checkpoints(cmd.checkpoint, sources, &module)?,
         ..irad::EmitRequest::new(func, &header_name)
     };
     let obj = irad::emit(&sources[0], &module, &req)?;
@@ -934,6 +971,11 @@ fn dump(cmd: DumpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
             "--tape-limit shows the checkpointed loops of reverse mode: use it with --mode rev",
         );
     }
+    if cmd.checkpoint.is_some() && cmd.mode != Some(DumpMode::Rev) {
+        usage_error(
+            "--checkpoint shows the checkpointed loops of reverse mode: use it with --mode rev",
+        );
+    }
     if cmd.format == Format::Dot && cmd.activity {
         usage_error(
             "`--activity` annotates the IR text: it cannot be combined with `--format dot` \
@@ -961,6 +1003,7 @@ fn dump(cmd: DumpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         Some(name) => vec![irad::find_function(&sources[0], &module, name)?],
         None => Vec::new(),
     };
+    let checkpoints = checkpoints(cmd.checkpoint.clone(), sources, &module)?;
     if cmd.activity {
         out(&irad::activity_dump(
             &sources[0],
@@ -990,6 +1033,7 @@ fn dump(cmd: DumpCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         bisect_limit: cmd.bisect_limit,
         on_pass: cmd.bisect_limit.map(|_| log_pass as fn(&PassRun)),
         tape_limit: cmd.tape_limit,
+        checkpoints: Some(&checkpoints),
     };
     let registry = irad::rules::Registry::new();
     let dump = irad::passes::dump::dump(&module, &req, &registry)

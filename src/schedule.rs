@@ -1,4 +1,6 @@
-//! The optimiser in the facade: reading `--schedule` text, and running a
+//! Schedules in the facade: reading `--checkpoint` text (per-loop overrides
+//! of checkpointing, docs/schedules.md, checked against the program's
+//! loops); and the optimiser: reading `--schedule` text, and running a
 //! schedule over the functions a derivation added to a module (the forward
 //! rules, `@f.rev` and its pieces), which is what `irad grad`, `emit`,
 //! `bench` and `dump --schedule` do (docs/optimise.md).
@@ -10,12 +12,15 @@
 //! they are (only the derived functions are in scope; the tape part of `dce`
 //! may drop pushes and pops anywhere, which primal functions do not have);
 //! errors are [`Error::Schedule`], located in the schedule text for a
-//! malformed one.
+//! malformed one; a checkpoint schedule's are [`Error::Parse`] located in
+//! its text, the pseudo-file `<checkpoint>`.
 
 use crate::{Error, Source};
-use irad_ir::Module;
+use irad_ir::text::ParseError;
+use irad_ir::{Location, Module};
 use irad_passes::manager::{PassError, PipelineOptions, Step};
 use irad_passes::optimise::{self, OptError, OptSnapshot, Strategy};
+use irad_passes::reverse::{CheckpointSchedule, LoopTarget};
 use irad_passes::stages::{OptimiseStage, Scope};
 
 /// The schedule `text` names (`--schedule`), or the default schedule
@@ -123,4 +128,63 @@ pub fn optimise_from(
             })
         })
         .collect())
+}
+
+/// The name errors about a checkpoint schedule give its text.
+pub const CHECKPOINT_SOURCE: &str = "<checkpoint>";
+
+/// The checkpoint schedule `text` writes (`--checkpoint`, docs/schedules.md)
+/// for the program `module` of `src`; the empty schedule when there is no
+/// text. A malformed schedule, or a rule that names no loop of the program
+/// (after normalisation, whose labels the dump shows), is an error located
+/// in the text, the pseudo-file `<checkpoint>`.
+///
+/// ```
+/// use irad::Source;
+///
+/// let src = Source::new("p.irad", "fn p(x: f64) -> f64 {\n    let mut s = x;\n    for i in 0..8 {\n        s = sin(s);\n    }\n    s\n}\n");
+/// let m = irad::load(&src)?;
+/// let s = irad::read_checkpoints(Some("line 3 = 2"), &src, &m)?;
+/// assert_eq!(s.to_string(), "line 3 = 2");
+/// let err = irad::read_checkpoints(Some("line 3 = 2; line 4 = record"), &src, &m).unwrap_err();
+/// assert_eq!(
+///     err.render(&[]),
+///     "<checkpoint>:1:13: error: no loop of the program has its header on line 4\n"
+/// );
+/// # Ok::<(), irad::Error>(())
+/// ```
+pub fn read_checkpoints(
+    text: Option<&str>,
+    src: &Source,
+    module: &Module,
+) -> Result<CheckpointSchedule, Error> {
+    let Some(text) = text else {
+        return Ok(CheckpointSchedule::default());
+    };
+    let located = |err| Error::Parse {
+        file: CHECKPOINT_SOURCE.into(),
+        err: Box::new(err),
+    };
+    let schedule = CheckpointSchedule::parse(text).map_err(located)?;
+    if schedule.is_empty() {
+        return Ok(schedule);
+    }
+    let normalised = crate::normalise(src, module)?;
+    if let Some(rule) = schedule.unmatched(&normalised).first() {
+        let msg = match &rule.target {
+            LoopTarget::Line(n) => format!("no loop of the program has its header on line {n}"),
+            LoopTarget::Label {
+                func: Some(g),
+                label,
+            } => format!("@{g} has no loop headed by #{label} (`irad dump --mode rev` names them)"),
+            LoopTarget::Label { func: None, label } => format!(
+                "no loop of the program is headed by #{label} (`irad dump --mode rev` names them)"
+            ),
+        };
+        return Err(located(ParseError {
+            loc: Location::at(rule.pos),
+            msg,
+        }));
+    }
+    Ok(schedule)
 }

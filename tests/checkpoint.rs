@@ -30,7 +30,7 @@ use irad::Source;
 use irad::ir::interp::{ArrayData, ArrayRef, InterpStats, Interpreter, RunOptions, Val};
 use irad::ir::{FuncId, Module, Type};
 use irad::passes::forward::grad::{GradOptions, Gradient};
-use irad::passes::reverse::{Reverse, tape_plan_limited};
+use irad::passes::reverse::{CheckpointSchedule, Reverse, tape_plan_limited, tape_plan_scheduled};
 use irad::rules::Registry;
 use std::path::{Path, PathBuf};
 
@@ -39,11 +39,28 @@ const INTERP_LIMITS: [u64; 4] = [1, 64, 1000, 1 << 20];
 /// The limits the JIT runs under.
 const JIT_LIMITS: [u64; 2] = [1, 1000];
 
-/// One point: a function of a program at some arguments.
+/// No per-loop overrides.
+const NO_RULES: CheckpointSchedule = CheckpointSchedule { rules: Vec::new() };
+
+/// One point: a function of a program at some arguments, with the
+/// checkpoint schedule its file gives (a `checkpoint: RULES` line).
 struct Point {
     src: Source,
     func: String,
     args: String,
+    rules: CheckpointSchedule,
+}
+
+/// The checkpoint schedule of the `// checkpoint: RULES` line of `src`
+/// (docs/schedules.md), or none.
+fn file_rules(src: &Source) -> CheckpointSchedule {
+    src.text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("// checkpoint: "))
+        .map_or(NO_RULES, |text| {
+            let m = irad::load(src).expect("the program loads");
+            irad::read_checkpoints(Some(text), src, &m).expect("the schedule reads")
+        })
 }
 
 fn manifest_dir() -> &'static Path {
@@ -72,6 +89,7 @@ fn marked_points(path: &Path, prefix: &str) -> Vec<Point> {
         "//"
     };
     let marker = format!("{comment} {prefix} @");
+    let rules = file_rules(&src);
     let mut out = Vec::new();
     for line in src.text.lines() {
         let Some(rest) = line.trim().strip_prefix(marker.as_str()) else {
@@ -84,6 +102,7 @@ fn marked_points(path: &Path, prefix: &str) -> Vec<Point> {
             src: src.clone(),
             func: rest[..open].trim().to_string(),
             args: rest[open + 1..close].to_string(),
+            rules: rules.clone(),
         });
     }
     out
@@ -114,6 +133,7 @@ fn corpus_points() -> Vec<Point> {
                     src: src.clone(),
                     func: func.to_string(),
                     args: case["args"].as_str().expect("args text").to_string(),
+                    rules: NO_RULES,
                 });
             }
         }
@@ -172,10 +192,22 @@ fn grad(
     backend: Backend,
     limit: Option<u64>,
 ) -> Result<Gradient, String> {
+    grad_ruled(src, m, f, args, (backend, limit, &NO_RULES))
+}
+
+/// [`grad`] with the checkpoint schedule `rules` too.
+fn grad_ruled(
+    src: &Source,
+    m: &Module,
+    f: FuncId,
+    args: &[Val],
+    (backend, limit, rules): (Backend, Option<u64>, &CheckpointSchedule),
+) -> Result<Gradient, String> {
     let registry = Registry::new();
     let opts = GradOptions {
         exec: backend.exec(),
         tape_limit: limit,
+        checkpoints: rules.clone(),
         ..GradOptions::default()
     };
     let args: Vec<Val> = args.iter().map(fresh).collect();
@@ -184,14 +216,20 @@ fn grad(
         .map_err(|e| e.render(&[src]))
 }
 
-/// Runs `@f.rev.fwd` and `@f.rev.back` (seed 1) derived under `limit` in
-/// one interpreter on copies of `args` with zero shadows; the arrays must be
-/// as before and the tapes empty.
-fn check_restored(what: &str, m: &Module, f: FuncId, args: &[Val], limit: u64) -> Vec<String> {
+/// Runs `@f.rev.fwd` and `@f.rev.back` (seed 1) derived under `limit` and
+/// `rules` in one interpreter on copies of `args` with zero shadows; the
+/// arrays must be as before and the tapes empty.
+fn check_restored(
+    what: &str,
+    (m, f, args): (&Module, FuncId, &[Val]),
+    limit: Option<u64>,
+    rules: &CheckpointSchedule,
+) -> Vec<String> {
     let mut m = m.clone();
     let registry = Registry::new();
     let mut rev = Reverse::new(&registry);
-    rev.set_tape_limit(Some(limit));
+    rev.set_tape_limit(limit);
+    rev.set_checkpoint_schedule(rules.clone());
     let (fwd, back) = match rev.rule(&mut m, f) {
         Ok(pieces) => pieces,
         Err(e) => return vec![format!("{what}: reverse rule: {e}")],
@@ -261,27 +299,42 @@ fn check_points(points: &[Point]) -> Outcome {
             continue;
         };
         out.checked += 1;
+        // With a schedule, also without a limit: the rules alone decide.
+        let free = match p.rules.is_empty() {
+            true => vec![],
+            false => vec![(Backend::Interp, None), (Backend::Jit, None)],
+        };
         let runs = INTERP_LIMITS
             .iter()
-            .map(|&l| (Backend::Interp, l))
-            .chain(JIT_LIMITS.iter().map(|&l| (Backend::Jit, l)));
+            .map(|&l| (Backend::Interp, Some(l)))
+            .chain(JIT_LIMITS.iter().map(|&l| (Backend::Jit, Some(l))))
+            .chain(free);
         for (backend, limit) in runs {
-            match grad(&p.src, &m, f, &args, backend, Some(limit)) {
+            let under = match limit {
+                Some(l) => format!("under {l} bytes"),
+                None => "without a limit".into(),
+            };
+            match grad_ruled(&p.src, &m, f, &args, (backend, limit, &p.rules)) {
                 Ok(g) if same_gradient(&g, &reference) => {}
                 Ok(g) => out.fails.push(format!(
-                    "{what}: {backend:?} under {limit} bytes: {:?} {:?}, without a limit {:?} {:?}",
+                    "{what}: {backend:?} {under}: {:?} {:?}, the reference {:?} {:?}",
                     g.value, g.gradient, reference.value, reference.gradient
                 )),
-                Err(e) => out
-                    .fails
-                    .push(format!("{what}: {backend:?} under {limit} bytes: {e}")),
+                Err(e) => out.fails.push(format!("{what}: {backend:?} {under}: {e}")),
             }
         }
         match irad::load_normalised(&p.src) {
             Ok(n) => {
                 let g = n.by_name(&p.func).unwrap_or(f);
-                out.fails.extend(check_restored(&what, &n, g, &args, 1));
-                if let Ok(plan) = tape_plan_limited(&n, &Registry::new(), g, Some(1)) {
+                let point = (&n, g, args.as_slice());
+                out.fails
+                    .extend(check_restored(&what, point, Some(1), &p.rules));
+                if !p.rules.is_empty() {
+                    out.fails
+                        .extend(check_restored(&what, point, None, &p.rules));
+                }
+                let plan = tape_plan_scheduled(&n, &Registry::new(), g, Some(1), &p.rules);
+                if let Ok(plan) = plan {
                     out.checkpointed += plan.checkpointed().len();
                 }
             }
@@ -358,9 +411,10 @@ fn the_checkpoint_programs_under_tiny_limits() {
 }
 
 /// The `plan: @f has TEXT` / `lacks TEXT` lines of `path`, against the plan
-/// under a 1-byte limit.
+/// under a 1-byte limit (and the file's checkpoint schedule).
 fn check_plans(path: &Path) -> Vec<String> {
     let src = irad::read_source(path).expect("readable program");
+    let rules = file_rules(&src);
     let mut fails = Vec::new();
     for line in src.text.lines() {
         let Some(rest) = line.trim().strip_prefix("// plan: @") else {
@@ -379,7 +433,8 @@ fn check_plans(path: &Path) -> Vec<String> {
             .map_err(|e| e.render(&[&src]))
             .and_then(|n| {
                 let f = n.by_name(func).ok_or("no such function")?;
-                tape_plan_limited(&n, &Registry::new(), f, Some(1)).map_err(|e| e.to_string())
+                tape_plan_scheduled(&n, &Registry::new(), f, Some(1), &rules)
+                    .map_err(|e| e.to_string())
             });
         match plan {
             Ok(plan) if plan.to_string().contains(text) == has => {}
@@ -444,6 +499,134 @@ fn forward_over_checkpointed_pieces_is_unchanged() {
     assert_eq!(outs[0], outs[1]);
 }
 
+/// `irad ARGS` run in the repository's root.
+fn irad(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_irad"))
+        .args(args)
+        .current_dir(manifest_dir())
+        .output()
+        .expect("irad starts")
+}
+
+/// `--checkpoint RULES` on the command line (docs/schedules.md): `grad`
+/// gives the gradient without it, `dump --mode rev` shows the rule on the
+/// loop's plan line, `bench` runs; a malformed schedule or a rule that names
+/// no loop is a user error (exit 1) located in the pseudo-file
+/// `<checkpoint>`; the option where it means nothing is a usage error (exit
+/// 2).
+#[test]
+fn the_checkpoint_option_on_the_command_line() {
+    let file = "tests/checkpoint/schedule.irad";
+    let grad = ["grad", file, "-f", "spin", "--args", "0.4, 1.1", "--json"];
+    let plain = irad(&grad);
+    assert_eq!(plain.status.code(), Some(0));
+    for rules in ["line 60 = 1", "#2 = 3", "@spin#2 = record; line 60 = 2"] {
+        for backend in ["jit", "interp"] {
+            let o = irad(&[&grad[..], &["--checkpoint", rules, "--backend", backend]].concat());
+            assert_eq!(o.status.code(), Some(0), "{rules}");
+            assert_eq!(o.stdout, plain.stdout, "{rules}");
+        }
+    }
+    let o = irad(&[
+        "dump",
+        file,
+        "-f",
+        "spin",
+        "--mode",
+        "rev",
+        "--checkpoint",
+        "line 60 = 5",
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(
+            "loop #2: checkpointed every 5 iterations (`line 60 = 5` in the checkpoint schedule)"
+        ),
+        "{text}"
+    );
+    let o = irad(&[
+        "dump",
+        file,
+        "-f",
+        "spin",
+        "--mode",
+        "rev",
+        "--checkpoint",
+        "#2 = none",
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("loop #2: not checkpointed: `#2 = record` in the checkpoint schedule"),
+        "{text}"
+    );
+    let bench = ["bench", file, "-f", "spin", "--args", "0.4, 1.1"];
+    let o = irad(
+        &[
+            &bench[..],
+            &["--checkpoint", "line 60 = 1", "--min-time", "0.01"],
+        ]
+        .concat(),
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for (rules, says) in [
+        (
+            "line 60 = often",
+            "<checkpoint>:1:11: error: expected a number of iterations, `record` or `none`, found `often`",
+        ),
+        (
+            "line 60 = 2;\nline 61 = 2",
+            "<checkpoint>:2:1: error: no loop of the program has its header on line 61",
+        ),
+        (
+            "@spin#7 = 2",
+            "<checkpoint>:1:1: error: @spin has no loop headed by #7",
+        ),
+        (
+            "#2 3",
+            "<checkpoint>:1:4: error: expected `=` after the loop, found `3`",
+        ),
+    ] {
+        // Without `--json`, errors are text.
+        let o = irad(&[&grad[..6], &["--checkpoint", rules]].concat());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{rules}: {err}");
+        assert!(err.starts_with(says), "{rules}: {err}");
+    }
+    for (args, says) in [
+        (
+            [&grad[..], &["--checkpoint", "#2 = 1", "--mode", "fwd"]].concat(),
+            "use it with --mode rev",
+        ),
+        (
+            vec!["dump", file, "--checkpoint", "#2 = 1"],
+            "use it with --mode rev",
+        ),
+        (
+            vec![
+                "emit",
+                file,
+                "-f",
+                "spin",
+                "--checkpoint",
+                "#2 = 1",
+                "-o",
+                "s.o",
+            ],
+            "--grad",
+        ),
+    ] {
+        let o = irad(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
 /// `--tape-limit SIZE` on the command line: sizes with suffixes work on
 /// `grad`, `bench` and `dump --mode rev` and give the gradient without a
 /// limit; a bad size, or the option where it means nothing (forward mode,
@@ -451,13 +634,6 @@ fn forward_over_checkpointed_pieces_is_unchanged() {
 /// (exit 2) that names the option.
 #[test]
 fn the_tape_limit_option_on_the_command_line() {
-    let irad = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_irad"))
-            .args(args)
-            .current_dir(manifest_dir())
-            .output()
-            .expect("irad starts")
-    };
     let file = "tests/corpus/horner.irad";
     let grad = [
         "grad",

@@ -257,6 +257,7 @@ fn expected(
     let registry = irad::rules::Registry::new();
     let opts = GradOptions {
         tape_limit: None,
+        checkpoints: Default::default(),
         lanes: irad::ir::Lanes::ONE,
         wrt,
         run: RunOptions::default(),
@@ -409,6 +410,36 @@ fn checkpointed_gradients_in_objects_match_the_interpreter_bit_for_bit() {
     ];
     let got = run(&exe, &argv(&vals()));
     assert_eq!(got.lines().collect::<Vec<_>>(), want, "smooth({args})");
+}
+
+/// `irad emit --grad --checkpoint RULES` (docs/schedules.md): a `while` loop
+/// the schedule checkpoints in stretches of 2, without a limit, gives the
+/// interpreter's gradient without the schedule, bit for bit.
+#[test]
+fn objects_follow_the_checkpoint_schedule() {
+    let d = dir("spin_scheduled");
+    let file = format!("{ROOT}/tests/checkpoint/schedule.irad");
+    let obj = emit(
+        &file,
+        "spin",
+        &["--grad", "--checkpoint", "line 60 = 2"],
+        &d,
+        "spin",
+    );
+    let exe = link(
+        &d,
+        "scalar2.c",
+        &[obj],
+        &["-DIRAD_HEADER=\"spin.h\"", "-DIRAD_FUNC=spin"],
+        "spin",
+    );
+    let (src, module) = source(&file);
+    for args in ["0.4, 1.1", "0.4, 2.0", "0.4, 5.0"] {
+        let vals = parse(&src, &module, "spin", args);
+        let want = expected(&src, &module, "spin", &vals, None);
+        let got = run(&exe, &argv(&vals));
+        assert_eq!(got.lines().collect::<Vec<_>>(), want, "spin({args})");
+    }
 }
 
 /// A loop that leaves through an edge not from its header (`||` and `&&`
@@ -820,6 +851,7 @@ fn run_time_errors_return_their_code_and_the_interpreters_message() {
     let vals = parse(&src, &module, "pick", "[1.0, 2.0, 3.0], 5");
     let opts = GradOptions {
         tape_limit: None,
+        checkpoints: Default::default(),
         lanes: irad::ir::Lanes::ONE,
         wrt: None,
         run: RunOptions::default(),

@@ -251,6 +251,7 @@ fn grad_on(
     let registry = irad::rules::Registry::new();
     let opts = GradOptions {
         tape_limit: None,
+        checkpoints: Default::default(),
         exec: backend.exec(),
         lanes: match mode {
             Mode::Reverse => irad::ir::Lanes::ONE,

@@ -176,6 +176,7 @@ fn compare_gradients(
     }
     let opts = GradOptions {
         tape_limit: None,
+        checkpoints: Default::default(),
         lanes: irad::ir::Lanes::ONE,
         wrt: Some(wrt),
         run: RunOptions::default(),

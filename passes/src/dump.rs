@@ -21,7 +21,7 @@ use crate::manager::{
     self, NORMALISE, OptStep, PassError, PassId, PassRun, PipelineOptions, Snapshot, Stage, Step,
 };
 use crate::optimise::Strategy;
-use crate::reverse::{Reverse, tape_plan_limited};
+use crate::reverse::{Reverse, tape_plan_scheduled};
 use crate::stages::{ForwardStage, OptimiseStage, ReverseStage, Scope};
 use irad_ir::text::{Line, func_lines, printed_names};
 use irad_ir::{FuncId, FuncRef, Inst, InstKind, Lanes, Module, Operand, Prim, Value};
@@ -63,6 +63,9 @@ pub struct DumpRequest<'a> {
     /// under ([`Reverse::set_tape_limit`]), whose checkpointed loops the
     /// tape plans show.
     pub tape_limit: Option<u64>,
+    /// With [`DumpMode::Reverse`]: the per-loop overrides of checkpointing
+    /// ([`Reverse::set_checkpoint_schedule`], docs/schedules.md).
+    pub checkpoints: Option<&'a crate::reverse::CheckpointSchedule>,
 }
 
 /// What a section is the module after.
@@ -184,6 +187,9 @@ pub fn dump(
     let mut rev = derive(DumpMode::Reverse).then(|| {
         let mut r = Reverse::new(registry);
         r.set_tape_limit(req.tape_limit);
+        if let Some(c) = req.checkpoints {
+            r.set_checkpoint_schedule(c.clone());
+        }
         PlannedReverse {
             stage: ReverseStage::new(r, req.funcs.clone(), None).with_bbcode(),
             registry,
@@ -382,7 +388,13 @@ fn listings(
         {
             continue;
         }
-        let plan = tape_plan_limited(before, registry, p, rev.tape_limit());
+        let plan = tape_plan_scheduled(
+            before,
+            registry,
+            p,
+            rev.tape_limit(),
+            rev.checkpoint_schedule(),
+        );
         let Ok(plan) = plan else {
             out.push(listing(
                 after,

@@ -34,6 +34,9 @@ pub struct GradOptions {
     /// checkpointed (docs/reverse.md, "Checkpointing"); `None` (the
     /// default): no limit, only loops with a `checkpoint` statement are.
     pub tape_limit: Option<u64>,
+    /// Reverse mode only: per-loop overrides of checkpointing
+    /// (docs/schedules.md); empty (the default): none.
+    pub checkpoints: crate::reverse::CheckpointSchedule,
     /// What runs the derived functions: the interpreter
     /// ([`irad_ir::interp::interpreter_with_rules`], the default) or compiled
     /// code.
@@ -49,6 +52,7 @@ impl Default for GradOptions {
             exec: irad_ir::interp::interpreter_with_rules,
             activity: true,
             tape_limit: None,
+            checkpoints: crate::reverse::CheckpointSchedule::default(),
         }
     }
 }

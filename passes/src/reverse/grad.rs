@@ -49,6 +49,7 @@ pub fn plan(
     let req = check_request(module, f, args, opts.wrt.as_deref())?;
     rev.set_activity(opts.activity);
     rev.set_tape_limit(opts.tape_limit);
+    rev.set_checkpoint_schedule(opts.checkpoints.clone());
     let (fwd, back) = rev.rule_wrt(module, f, &req.wrt)?;
     Ok(ReversePlan { req, fwd, back })
 }

@@ -46,8 +46,11 @@ mod pullback;
 mod sweep;
 mod transform;
 
+pub use checkpoint::schedule::{
+    CheckpointRule, CheckpointSchedule, LoopChoice, LoopTarget, header_line,
+};
 pub use checkpoint::{CALL_BYTES, INNER_TRIPS, StretchSource};
-pub use plan::{TapePlan, tape_plan, tape_plan_limited};
+pub use plan::{TapePlan, tape_plan, tape_plan_limited, tape_plan_scheduled};
 
 use crate::forward::fresh_derived_name as fresh_name;
 use crate::rule_cache::{CacheStats, RuleCache};
@@ -83,6 +86,8 @@ pub struct Reverse<'r> {
     activity: bool,
     /// The tape limit loops are checkpointed under, in bytes.
     tape_limit: Option<u64>,
+    /// Per-loop overrides of checkpointing.
+    checkpoints: CheckpointSchedule,
 }
 
 /// A declared pair of pieces whose bodies are still to be built: (primal,
@@ -98,6 +103,7 @@ impl<'r> Reverse<'r> {
             revs: HashMap::default(),
             activity: true,
             tape_limit: None,
+            checkpoints: CheckpointSchedule::default(),
         }
     }
 
@@ -112,6 +118,19 @@ impl<'r> Reverse<'r> {
     /// The tape limit, if any.
     pub fn tape_limit(&self) -> Option<u64> {
         self.tape_limit
+    }
+
+    /// Sets the per-loop overrides of checkpointing for the pieces derived
+    /// from now on (docs/schedules.md): each loop a rule names is
+    /// checkpointed with the rule's stretch, or recorded in full, as a
+    /// `checkpoint(n)` statement in it would ask (the rule holds over one).
+    pub fn set_checkpoint_schedule(&mut self, schedule: CheckpointSchedule) {
+        self.checkpoints = schedule;
+    }
+
+    /// The per-loop overrides of checkpointing.
+    pub fn checkpoint_schedule(&self) -> &CheckpointSchedule {
+        &self.checkpoints
     }
 
     /// Turns activity analysis ([`crate::activity`]) on (the default) or off

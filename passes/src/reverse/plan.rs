@@ -24,6 +24,7 @@
 //! returns its plan, with the value names of the printed forward sweep.
 
 use super::checkpoint::StretchSource;
+use super::checkpoint::schedule::CheckpointSchedule;
 use super::choose::PlanInput;
 use super::ctx::Derivation;
 use super::{Reverse, ReverseError};
@@ -266,6 +267,18 @@ pub fn tape_plan_limited(
     f: FuncId,
     limit: Option<u64>,
 ) -> Result<TapePlan, ReverseError> {
+    tape_plan_scheduled(module, registry, f, limit, &CheckpointSchedule::default())
+}
+
+/// [`tape_plan_limited`] with the per-loop overrides of `schedule`
+/// ([`Reverse::set_checkpoint_schedule`], docs/schedules.md).
+pub fn tape_plan_scheduled(
+    module: &Module,
+    registry: &Registry,
+    f: FuncId,
+    limit: Option<u64>,
+    schedule: &CheckpointSchedule,
+) -> Result<TapePlan, ReverseError> {
     let mut m = module.clone();
     let func = m
         .get(f)
@@ -285,6 +298,7 @@ pub fn tape_plan_limited(
     }
     let mut rev = Reverse::new(registry);
     rev.set_tape_limit(limit);
+    rev.set_checkpoint_schedule(schedule.clone());
     rev.request(&mut m, FuncRef::User(f))?;
     let (primal, fwd_id, back_id, mask) = rev
         .cache
@@ -699,13 +713,16 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
     if c.stretch != 1 {
         line.push('s');
     }
-    match c.source {
+    match &c.source {
         StretchSource::Limit(limit) => line.push_str(&format!(
             " (tape limit {}, about {} bytes per iteration)",
-            size_text(limit),
+            size_text(*limit),
             c.bytes_per_iteration
         )),
         StretchSource::Program => line.push_str(" (`checkpoint` in the loop)"),
+        StretchSource::Schedule(rule) => {
+            line.push_str(&format!(" (`{rule}` in the checkpoint schedule)"))
+        }
     }
     match c.within {
         // Its state is values of the outer loop's replay, not printed here.

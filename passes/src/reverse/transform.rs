@@ -41,11 +41,12 @@ pub(super) fn derive(
     mask: Option<&[bool]>,
 ) -> Result<TapePlan, ReverseError> {
     let limit = rev.tape_limit();
+    let schedule = rev.checkpoint_schedule().clone();
     let cx = Derivation::new(rev, module, primal, mask)?;
     let mut sweep = Sweep::new(&cx, module, fwd_id)?;
     sweep.statements()?;
     let mut plan = sweep.plan();
-    let mut ck = checkpoint::choose(&cx, &sweep.view(), &mut plan, limit)?;
+    let mut ck = checkpoint::choose(&cx, &sweep.view(), &mut plan, (limit, &schedule))?;
     sweep.block_ends(&plan, &mut ck)?;
     sweep.phi_entries()?;
     let swept = sweep.finish();

@@ -84,15 +84,15 @@ pub(in crate::reverse) fn build(
         Operand::Value(v) => fval[v].ok_or_else(|| internal(floc, "an unmapped bound")),
         c => Ok(c),
     };
-    let (bound, start) = (mapped(d.bound)?, mapped(c.init)?);
-    let diff = match d.up {
+    let (bound, start) = (mapped(d.test.bound)?, mapped(c.init)?);
+    let diff = match d.test.up {
         true => copy.value(pre, Prim::Isub, &[bound, start], Type::I64),
         false => copy.value(pre, Prim::Isub, &[start, bound], Type::I64),
     };
     let span = i64::try_from(d.runs)
         .unwrap_or(i64::MAX)
         .saturating_mul(c.step.saturating_abs());
-    let cmp = if d.strict { Prim::Le } else { Prim::Lt };
+    let cmp = if d.test.strict { Prim::Le } else { Prim::Lt };
     let small = copy.value(pre, cmp, &[diff, Operand::from(span)], Type::Bool);
     match copy.f.blocks[pre].term {
         Some(Terminator::Goto(t)) if t == head => {}

@@ -5,7 +5,9 @@
 //!
 //! A loop is checkpointed under a tape limit ([`super::Reverse::set_tape_limit`])
 //! or when a `checkpoint(n)` statement in it asks (`n` iterations per
-//! stretch; `checkpoint(0)`: never), when it qualifies: one block outside it
+//! stretch; `checkpoint(0)`: never) or a rule of the checkpoint schedule
+//! names it (`schedule.rs`, which holds over the statement), when it
+//! qualifies: one block outside it
 //! enters it and it leaves (through one edge from its header, or through
 //! several edges or one from another block: a loop of several exits, whose
 //! replays push its inputs back for the pullback); the arrays that travel
@@ -44,6 +46,7 @@ pub(super) mod nested;
 pub(super) mod primal;
 pub(super) mod region;
 pub(super) mod replay;
+pub(super) mod schedule;
 
 use super::ReverseError;
 use super::choose::restores;
@@ -64,12 +67,44 @@ pub const INNER_TRIPS: u64 = 16;
 pub const CALL_BYTES: u64 = 64;
 
 /// Where a checkpointed loop's stretch length comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StretchSource {
     /// The tape limit, in bytes.
     Limit(u64),
     /// A `checkpoint(n)` statement in the loop.
     Program,
+    /// A rule of the checkpoint schedule (docs/schedules.md), in canonical
+    /// form.
+    Schedule(String),
+}
+
+/// A loop's own request, from a `checkpoint(n)` statement in it or a rule of
+/// the checkpoint schedule naming it (which holds over the statement).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Ask {
+    /// Iterations per stretch; 0: never checkpointed.
+    n: u64,
+    /// The schedule's rule, in canonical form, when the request is one.
+    rule: Option<String>,
+}
+
+impl Ask {
+    /// Where a stretch of this request comes from.
+    fn source(&self) -> StretchSource {
+        match &self.rule {
+            Some(r) => StretchSource::Schedule(r.clone()),
+            None => StretchSource::Program,
+        }
+    }
+
+    /// Why a loop this request keeps from checkpointing is not
+    /// checkpointed.
+    fn refusal(&self) -> String {
+        match &self.rule {
+            Some(r) => format!("`{r}` in the checkpoint schedule"),
+            None => "`checkpoint(0)` in it".into(),
+        }
+    }
 }
 
 /// What the forward sweep's parts hand to the decisions: the forward sweep
@@ -91,13 +126,21 @@ pub(super) struct SweepView<'a> {
 /// counter is below (`up`) or above a bound defined before the loop, strictly
 /// (`lt`, `gt`) or not.
 #[derive(Clone, Debug, PartialEq)]
-pub(super) struct Direct {
+pub(super) struct EntryTest {
     /// The bound, a primal operand defined before the loop.
     pub bound: Operand,
     /// Whether the counter steps up to the bound (else down).
     pub up: bool,
     /// Whether the comparison is strict.
     pub strict: bool,
+}
+
+/// The direct path of a checkpointed counted loop: the test on entry and
+/// the most iterations a run recorded directly may have.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Direct {
+    /// How the trip count is known on entry.
+    pub test: EntryTest,
     /// The most iterations a run recorded directly may have: the stretch
     /// for an outermost loop; for a loop checkpointed inside another's
     /// replay, at most [`INNER_TRIPS`], the iterations per run the outer
@@ -260,9 +303,9 @@ pub(super) fn choose(
     cx: &Derivation<'_>,
     view: &SweepView<'_>,
     plan: &mut TapePlan,
-    limit: Option<u64>,
+    (limit, schedule): (Option<u64>, &schedule::CheckpointSchedule),
 ) -> Result<Checkpoints, ReverseError> {
-    let asked = requests(cx)?;
+    let asked = requests(cx, schedule)?;
     let mut out = Checkpoints::default();
     if limit.is_none() && asked.is_empty() {
         return Ok(out);
@@ -278,7 +321,7 @@ pub(super) fn choose(
     for k in order {
         let l = loops.of(k);
         let label = cx.label(l.header);
-        let ask = asked.get(&l.header).copied();
+        let ask = asked.get(&l.header);
         if limit.is_none() && ask.is_none() {
             continue;
         }
@@ -323,11 +366,11 @@ fn decide(
     view: &SweepView<'_>,
     plan: &mut TapePlan,
     k: usize,
-    (limit, ask, within): (Option<u64>, Option<u64>, Option<usize>),
+    (limit, ask, within): (Option<u64>, Option<&Ask>, Option<usize>),
     unsafe_classes: &HashSet<u32>,
 ) -> Result<CkLoop, String> {
-    if ask == Some(0) {
-        return Err("`checkpoint(0)` in it".into());
+    if let Some(a) = ask.filter(|a| a.n == 0) {
+        return Err(a.refusal());
     }
     let pre = eligible(cx, k)?;
     let carried = carried_arrays(cx, view, k)?;
@@ -342,7 +385,7 @@ fn decide(
     }
     let bytes = bytes_per_iteration(cx, view, plan, k);
     let (stretch, source) = match (ask, limit) {
-        (Some(n), _) => (n, StretchSource::Program),
+        (Some(a), _) => (a.n, a.source()),
         (None, Some(limit)) => {
             if bytes == 0 {
                 return Err("it records nothing per iteration".into());
@@ -378,14 +421,15 @@ fn decide(
     let plain_entry = matches!(shape.bb.blocks[pre].term,
         super::bbcode::BTerm::Goto(h) if h == shape.bb.blocks[l.header].id);
     let direct = match source {
-        StretchSource::Limit(_) if counted && plain_entry && carried.is_empty() => direct(cx, k)
-            .map(|d| Direct {
+        StretchSource::Limit(_) if counted && plain_entry && carried.is_empty() => {
+            entry_test(cx, k).map(|test| Direct {
+                test,
                 runs: match within {
                     Some(_) => stretch.min(INNER_TRIPS),
                     None => stretch,
                 },
-                ..d
-            }),
+            })
+        }
         _ => None,
     };
     let entry_index = match counted {
@@ -448,7 +492,7 @@ fn decide(
 /// When counted loop `k` goes on while its counter compares below (or
 /// above, stepping down) a bound defined before it, and leaves when the
 /// comparison fails: how its trip count is known on entry.
-fn direct(cx: &Derivation<'_>, k: usize) -> Option<Direct> {
+fn entry_test(cx: &Derivation<'_>, k: usize) -> Option<EntryTest> {
     let shape = &cx.shape;
     let l = shape.loops.of(k);
     let c = l.counted.as_ref()?;
@@ -500,12 +544,7 @@ fn direct(cx: &Derivation<'_>, k: usize) -> Option<Direct> {
         },
         Operand::Const(_) => true,
     };
-    outside.then_some(Direct {
-        bound,
-        up,
-        strict,
-        runs: 0,
-    })
+    outside.then_some(EntryTest { bound, up, strict })
 }
 
 /// Whether loop `k`, inside the checkpointed loop `outer`, is checkpointed
@@ -522,7 +561,7 @@ fn nested_decision(
     out: &Checkpoints,
     outer: &CkLoop,
     k: usize,
-    (limit, ask): (Option<u64>, Option<u64>),
+    (limit, ask): (Option<u64>, Option<&Ask>),
 ) -> Result<(), String> {
     let loops = &cx.shape.loops;
     let header = loops.of(k).header;
@@ -538,7 +577,7 @@ fn nested_decision(
         ));
     }
     let needed = match (ask, limit) {
-        (Some(n), _) => n > 0,
+        (Some(a), _) => a.n > 0,
         (None, Some(b)) => (outer.stretch == 1 && outer.bytes > b / 2) || !short_constant(cx, k),
         (None, None) => false,
     };
@@ -563,7 +602,7 @@ fn short_constant(cx: &Derivation<'_>, k: usize) -> bool {
     let Some(c) = cx.shape.loops.of(k).counted.as_ref() else {
         return false;
     };
-    let Some(Direct { bound, .. }) = direct(cx, k) else {
+    let Some(EntryTest { bound, .. }) = entry_test(cx, k) else {
         return false;
     };
     let (Operand::Const(Const::I64(start)), Operand::Const(Const::I64(end))) = (c.init, bound)
@@ -870,11 +909,16 @@ fn unsafe_classes(cx: &Derivation<'_>, view: &SweepView<'_>) -> HashSet<u32> {
     out
 }
 
-/// The `checkpoint(n)` statements of the primal, by the header position of
-/// the innermost loop around each (statements outside loops are ignored):
-/// `n` iterations per stretch, 0 for never. A non-constant or negative `n`,
-/// or two different ones in one loop, is an error located at the statement.
-fn requests(cx: &Derivation<'_>) -> Result<HashMap<usize, u64>, ReverseError> {
+/// The loops' own requests, by header position: the `checkpoint(n)`
+/// statements of the primal, each for the innermost loop around it
+/// (statements outside loops are ignored), `n` iterations per stretch, 0 for
+/// never; then the rules of `schedule`, each replacing what the loops it
+/// names asked in the program. A non-constant or negative `n`, or two
+/// different ones in one loop, is an error located at the statement.
+fn requests(
+    cx: &Derivation<'_>,
+    schedule: &schedule::CheckpointSchedule,
+) -> Result<HashMap<usize, Ask>, ReverseError> {
     let mut out: HashMap<usize, u64> = HashMap::default();
     for (i, b) in cx.shape.bb.blocks.iter().enumerate() {
         let Some(h) = cx.shape.loops.inner[i] else {
@@ -909,7 +953,31 @@ fn requests(cx: &Derivation<'_>) -> Result<HashMap<usize, u64>, ReverseError> {
             }
         }
     }
-    Ok(out)
+    let mut asks: HashMap<usize, Ask> = out
+        .into_iter()
+        .map(|(h, n)| (h, Ask { n, rule: None }))
+        .collect();
+    if schedule.is_empty() {
+        return Ok(asks);
+    }
+    let loops = &cx.shape.loops;
+    let headers = (0..loops.count()).map(|k| loops.of(k).header);
+    for h in headers.chain(loops.others.iter().copied()) {
+        if let Some(r) = schedule.lookup(&cx.src, cx.shape.bb.blocks[h].id) {
+            let n = match r.choice {
+                schedule::LoopChoice::Every(n) => n,
+                schedule::LoopChoice::Record => 0,
+            };
+            asks.insert(
+                h,
+                Ask {
+                    n,
+                    rule: Some(r.to_string()),
+                },
+            );
+        }
+    }
+    Ok(asks)
 }
 
 /// Builds the replay function of each loop of `cks` from the forward sweep
@@ -982,7 +1050,7 @@ pub(super) fn summary(
                 header: cx.shape.bb.blocks[h].id,
                 label: cx.label(h),
                 stretch: c.stretch,
-                source: c.source,
+                source: c.source.clone(),
                 bytes_per_iteration: c.bytes,
                 state: c.state.clone(),
                 state_names: vec![None; c.state.len()],
