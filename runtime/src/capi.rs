@@ -222,6 +222,48 @@ pub unsafe extern "C" fn irad_rt_leave(
     i32::try_from(code).unwrap_or(i32::MAX)
 }
 
+/// Whether one of the `n` doubles at `p` is NaN (0 or 1): how an exported
+/// derivative with a strong version scans its array outputs before it
+/// decides to run that version (docs/rules.md, "Infinities and NaN").
+///
+/// # Safety
+/// `p` points at `n` readable doubles (anything when `n <= 0`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn irad_rt_has_nan(p: *const f64, n: i64) -> i64 {
+    let Ok(n) = usize::try_from(n) else {
+        return 0;
+    };
+    if n == 0 || p.is_null() {
+        return 0;
+    }
+    // SAFETY: `p` holds `n` doubles (contract).
+    let xs = unsafe { std::slice::from_raw_parts(p, n) };
+    // A fold without early exit over blocks of 64 vectorises.
+    i64::from(
+        xs.chunks(64)
+            .any(|c| c.iter().fold(false, |nan, x| nan | x.is_nan())),
+    )
+}
+
+/// Copies `bytes` bytes from `src` back to `dst`: how an exported
+/// derivative restores the arrays it saved before running its strong
+/// version.
+///
+/// # Safety
+/// `src` and `dst` hold `bytes` bytes each (anything when `bytes <= 0`;
+/// null pointers copy nothing) and do not overlap.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn irad_rt_restore(dst: *mut u8, src: *const u8, bytes: i64) {
+    if let Ok(n) = usize::try_from(bytes)
+        && n > 0
+        && !src.is_null()
+        && !dst.is_null()
+    {
+        // SAFETY: both regions hold `n` bytes and are distinct (contract).
+        unsafe { ptr::copy_nonoverlapping(src, dst, n) };
+    }
+}
+
 /// The message of an error kind (a [`TrapKind`] code) with operands `a`
 /// and `b`, as objects print it: the interpreter's text ([`Trap`]'s), with
 /// the C side's advice for [`TrapKind::Stack`]. `tape` is the type of the
@@ -371,6 +413,29 @@ mod tests {
         assert_eq!(code, 0);
         let text = unsafe { CStr::from_ptr(irad_error_message()) };
         assert!(text.is_empty());
+    }
+
+    #[test]
+    fn nan_scans_and_restores_cover_every_element() {
+        for n in [0usize, 1, 63, 64, 65, 130] {
+            let xs = vec![f64::INFINITY; n];
+            assert_eq!(unsafe { irad_rt_has_nan(xs.as_ptr(), n as i64) }, 0);
+            for k in 0..n {
+                let mut ys = xs.clone();
+                ys[k] = f64::NAN;
+                assert_eq!(unsafe { irad_rt_has_nan(ys.as_ptr(), n as i64) }, 1);
+                // Outside the length it is not looked at.
+                assert_eq!(unsafe { irad_rt_has_nan(ys.as_ptr(), k as i64) }, 0);
+            }
+        }
+        assert_eq!(unsafe { irad_rt_has_nan(ptr::null(), -3) }, 0);
+        let src = [1.5f64, -0.0, f64::NAN];
+        let mut dst = [0.0f64; 3];
+        unsafe { irad_rt_restore(dst.as_mut_ptr().cast(), src.as_ptr().cast(), 16) };
+        assert_eq!(dst.map(f64::to_bits)[..2], src.map(f64::to_bits)[..2]);
+        assert_eq!(dst[2], 0.0);
+        unsafe { irad_rt_restore(dst.as_mut_ptr().cast(), src.as_ptr().cast(), -8) };
+        assert_eq!(dst[2], 0.0);
     }
 
     #[test]

@@ -55,6 +55,8 @@ runtime_symbols! {
     Trace = irad_rt_trace,
     Enter = irad_rt_enter,
     Leave = irad_rt_leave,
+    HasNan = irad_rt_has_nan,
+    Restore = irad_rt_restore,
     SparseOnehot = irad_rt_sparse_onehot,
     SparseScale = irad_rt_sparse_scale,
     SparseAdd = irad_rt_sparse_add,
