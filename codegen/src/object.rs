@@ -662,6 +662,7 @@ struct EntryFns {
     enter: ClFuncId,
     leave: ClFuncId,
     alloc: ClFuncId,
+    copy: ClFuncId,
     has_nan: ClFuncId,
     restore: ClFuncId,
 }
@@ -673,6 +674,7 @@ impl EntryFns {
             enter: import(comp, RtSym::Enter, &i64s[..3], &[])?,
             leave: import(comp, RtSym::Leave, &i64s, &[types::I32])?,
             alloc: import(comp, RtSym::Alloc, &i64s, &[types::I64])?,
+            copy: import(comp, RtSym::Copy, &[types::I64; 5], &[types::I64])?,
             has_nan: import(comp, RtSym::HasNan, &i64s[..2], &[types::I64])?,
             restore: import(comp, RtSym::Restore, &i64s[..3], &[])?,
         })
@@ -796,6 +798,7 @@ fn define_export<M: ClModule>(
                 jump_leave(comp, &mut b, leave_blk, 0, plain);
 
                 b.switch_to_block(rerun);
+                // Success: its status is 0.
                 leave(comp, &mut b, &fns, cx, 0, plain);
                 for (&(p, len), &copy) in plan.saved.iter().zip(&saved) {
                     let bytes = b.ins().imul_imm_s(ps[len], 8);
@@ -859,8 +862,23 @@ fn enter<M: ClModule>(
     b.ins().call(enter_ref, &[cx, table, nt]);
 }
 
-/// `irad_rt_leave(cx, status, sites, nsites)` of `version`'s site table,
-/// its status code dropped.
+/// The status `status`, the address of `version`'s site table and its
+/// length: the last three arguments of `irad_rt_leave`.
+fn leave_args<M: ClModule>(
+    comp: &mut Compiler<M>,
+    b: &mut FunctionBuilder<'_>,
+    status: i64,
+    version: &Version<'_>,
+) -> [ir::Value; 3] {
+    let sites_gv = comp.backend.declare_data_in_func(version.sites, b.func);
+    let sites = b.ins().symbol_value(types::I64, sites_gv);
+    let st = b.ins().iconst(types::I64, status);
+    let ns = b.ins().iconst(types::I64, version.nsites);
+    [st, sites, ns]
+}
+
+/// `irad_rt_leave(cx, status, sites, nsites)` of `version`'s site table;
+/// returns its status code.
 fn leave<M: ClModule>(
     comp: &mut Compiler<M>,
     b: &mut FunctionBuilder<'_>,
@@ -868,13 +886,11 @@ fn leave<M: ClModule>(
     cx: ir::Value,
     status: i64,
     version: &Version<'_>,
-) {
-    let sites_gv = comp.backend.declare_data_in_func(version.sites, b.func);
-    let sites = b.ins().symbol_value(types::I64, sites_gv);
-    let st = b.ins().iconst(types::I64, status);
-    let ns = b.ins().iconst(types::I64, version.nsites);
+) -> ir::Value {
+    let [st, sites, ns] = leave_args(comp, b, status, version);
     let leave_ref = comp.backend.declare_func_in_func(fns.leave, b.func);
-    b.ins().call(leave_ref, &[cx, st, sites, ns]);
+    let call = b.ins().call(leave_ref, &[cx, st, sites, ns]);
+    b.inst_results(call)[0]
 }
 
 /// Jumps to the block that leaves the call with `status` and `version`'s
@@ -886,18 +902,8 @@ fn jump_leave<M: ClModule>(
     status: i64,
     version: &Version<'_>,
 ) {
-    let sites_gv = comp.backend.declare_data_in_func(version.sites, b.func);
-    let sites = b.ins().symbol_value(types::I64, sites_gv);
-    let st = b.ins().iconst(types::I64, status);
-    let ns = b.ins().iconst(types::I64, version.nsites);
-    b.ins().jump(
-        leave_blk,
-        &[
-            BlockArg::Value(st),
-            BlockArg::Value(sites),
-            BlockArg::Value(ns),
-        ],
-    );
+    let args = leave_args(comp, b, status, version).map(BlockArg::Value);
+    b.ins().jump(leave_blk, &args);
 }
 
 /// Refuses a negative length before any compiled code runs (it would pass
@@ -935,8 +941,9 @@ fn check_lengths(
 }
 
 /// Copies each buffer of [`Plan::saved`] into an array of the context
-/// `cs`, and returns the copies; to `failed` when one cannot be allocated
-/// (the error in `cs`).
+/// `cs` (`irad_rt_copy`: not zeroed first, no length limit), and returns
+/// the copies; to `failed` when one cannot be allocated (the error in
+/// `cs`).
 fn save_buffers<M: ClModule>(
     comp: &mut Compiler<M>,
     b: &mut FunctionBuilder<'_>,
@@ -950,16 +957,13 @@ fn save_buffers<M: ClModule>(
     for &(p, len) in &plan.saved {
         let eight = b.ins().iconst(types::I64, 8);
         let site = b.ins().iconst(types::I64, site);
-        let alloc_ref = comp.backend.declare_func_in_func(fns.alloc, b.func);
-        let call = b.ins().call(alloc_ref, &[cs, ps[len], eight, site]);
+        let copy_ref = comp.backend.declare_func_in_func(fns.copy, b.func);
+        let call = b.ins().call(copy_ref, &[cs, ps[p], ps[len], eight, site]);
         let copy = b.inst_results(call)[0];
         let null = b.ins().icmp_imm_s(IntCC::Equal, copy, 0);
         let ok = b.create_block();
         b.ins().brif(null, failed, &[], ok, &[]);
         b.switch_to_block(ok);
-        let bytes = b.ins().imul_imm_s(ps[len], 8);
-        let restore_ref = comp.backend.declare_func_in_func(fns.restore, b.func);
-        b.ins().call(restore_ref, &[copy, ps[p], bytes]);
         copies.push(copy);
     }
     copies
@@ -975,13 +979,7 @@ fn save_failed<M: ClModule>(
     plain: &Version<'_>,
 ) {
     leave(comp, b, fns, cx, 0, plain);
-    let sites_gv = comp.backend.declare_data_in_func(plain.sites, b.func);
-    let sites = b.ins().symbol_value(types::I64, sites_gv);
-    let one = b.ins().iconst(types::I64, 1);
-    let ns = b.ins().iconst(types::I64, plain.nsites);
-    let leave_ref = comp.backend.declare_func_in_func(fns.leave, b.func);
-    let call = b.ins().call(leave_ref, &[cs, one, sites, ns]);
-    let code = b.inst_results(call)[0];
+    let code = leave(comp, b, fns, cs, 1, plain);
     b.ins().return_(&[code]);
 }
 

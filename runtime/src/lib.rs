@@ -409,7 +409,8 @@ pub unsafe extern "C" fn irad_rt_alloc(
 }
 
 /// `copy(a)`: a new array holding the `len` elements of `elem_size` bytes at
-/// `src`, or null with the error in `ctx`.
+/// `src`, or null with the error in `ctx`. Exported derivatives also save
+/// the buffers they add into with it (no length limit but memory's).
 ///
 /// # Safety
 /// As [`irad_rt_alloc`]; `src` points at `len * elem_size` readable bytes.
@@ -426,10 +427,14 @@ pub unsafe extern "C" fn irad_rt_copy(
     // SAFETY: `rt` is live (contract).
     let rt = unsafe { &mut *ctx.rt };
     let n = len.max(0) as usize;
-    match rt.alloc(n, elem_size as usize) {
+    match rt.arena.alloc_uninit(n, elem_size as usize) {
         Some(p) => {
-            // SAFETY: both regions hold n * elem_size bytes and do not overlap.
-            unsafe { ptr::copy_nonoverlapping(src, p, n * elem_size as usize) };
+            if n > 0 {
+                // SAFETY: both regions hold n * elem_size bytes and do not
+                // overlap (`src` may be null only for no elements: an array
+                // a C caller passes).
+                unsafe { ptr::copy_nonoverlapping(src, p, n * elem_size as usize) };
+            }
             p
         }
         None => {
