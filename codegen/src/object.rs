@@ -662,7 +662,8 @@ struct EntryFns {
     enter: ClFuncId,
     leave: ClFuncId,
     alloc: ClFuncId,
-    copy: ClFuncId,
+    save: ClFuncId,
+    unsave: ClFuncId,
     has_nan: ClFuncId,
     restore: ClFuncId,
 }
@@ -674,7 +675,8 @@ impl EntryFns {
             enter: import(comp, RtSym::Enter, &i64s[..3], &[])?,
             leave: import(comp, RtSym::Leave, &i64s, &[types::I32])?,
             alloc: import(comp, RtSym::Alloc, &i64s, &[types::I64])?,
-            copy: import(comp, RtSym::Copy, &[types::I64; 5], &[types::I64])?,
+            save: import(comp, RtSym::Save, &i64s, &[types::I64])?,
+            unsave: import(comp, RtSym::Unsave, &i64s[..2], &[])?,
             has_nan: import(comp, RtSym::HasNan, &i64s[..2], &[types::I64])?,
             restore: import(comp, RtSym::Restore, &i64s[..3], &[])?,
         })
@@ -740,9 +742,15 @@ fn define_export<M: ClModule>(
     let fns = EntryFns::import(comp)?;
     let ctx_size = u32::try_from(std::mem::size_of::<Ctx>())
         .map_err(|_| CodegenError::internal("context too large".into()))?;
-    // The saved buffers live in a context of their own, entered first and
-    // left last, so that leaving the plain run's context does not free them.
-    let save = strong.is_some() && !plan.saved.is_empty();
+    // The saved buffers' copies are kept in a stack slot, null until made,
+    // and freed on every way out.
+    let nsaved = if strong.is_some() {
+        plan.saved.len()
+    } else {
+        0
+    };
+    let saves_size =
+        u32::try_from(nsaved * 8).map_err(|_| CodegenError::internal("too many buffers".into()))?;
 
     let mut ctx = comp.backend.make_context();
     ctx.func.signature = sig;
@@ -753,20 +761,22 @@ fn define_export<M: ClModule>(
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
         let ps = b.block_params(entry).to_vec();
-        let mut slot = || {
+        let slot =
+            b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, ctx_size, 3));
+        let cx = b.ins().stack_addr(types::I64, slot, 0);
+        let saves = (nsaved > 0).then(|| {
             let s = b.create_sized_stack_slot(StackSlotData::new(
                 StackSlotKind::ExplicitSlot,
-                ctx_size,
+                saves_size,
                 3,
             ));
-            b.ins().stack_addr(types::I64, s, 0)
-        };
-        let cx = slot();
-        let cx_saved = save.then(slot);
+            let zero = b.ins().iconst(types::I64, 0);
+            for k in 0..nsaved {
+                b.ins().stack_store(types::I64, zero, s, (8 * k) as i32);
+            }
+            s
+        });
         enter(comp, &mut b, &fns, cx, plain.fn_table, plain.ntapes);
-        if let Some(cs) = cx_saved {
-            enter(comp, &mut b, &fns, cs, plain.fn_table, 0);
-        }
 
         let leave_blk = b.create_block();
         let status = b.append_block_param(leave_blk, types::I64);
@@ -776,10 +786,8 @@ fn define_export<M: ClModule>(
         b.set_cold_block(failed);
 
         check_lengths(&mut b, plan, &ps, cx, plain.site, failed);
-        let save_fail = b.create_block();
-        b.set_cold_block(save_fail);
-        let saved = match cx_saved {
-            Some(cs) => save_buffers(comp, &mut b, &fns, (plan, &ps), cs, plain.site, save_fail),
+        let saved = match saves {
+            Some(s) => save_buffers(comp, &mut b, &fns, (plan, &ps), (cx, s), plain.site, failed),
             None => Vec::new(),
         };
         let res = call_version(comp, &mut b, &fns, plain, &ps, cx, failed);
@@ -818,21 +826,18 @@ fn define_export<M: ClModule>(
 
         b.switch_to_block(failed);
         jump_leave(comp, &mut b, leave_blk, 1, plain);
-        b.switch_to_block(save_fail);
-        match cx_saved {
-            Some(cs) => save_failed(comp, &mut b, &fns, (cx, cs), plain),
-            // Not reached: nothing is saved.
-            None => jump_leave(comp, &mut b, leave_blk, 1, plain),
-        }
 
         b.switch_to_block(leave_blk);
-        let leave_ref = comp.backend.declare_func_in_func(fns.leave, b.func);
-        if let Some(cs) = cx_saved {
-            // Left first: leaving sets the thread's error text, which the
-            // call's own context sets last.
-            let zero = b.ins().iconst(types::I64, 0);
-            b.ins().call(leave_ref, &[cs, zero, sites, zero]);
+        if let Some(s) = saves {
+            for (k, &(_, len)) in plan.saved.iter().enumerate() {
+                let p = b
+                    .ins()
+                    .stack_load(types::I64, types::I64, s, (8 * k) as i32);
+                let r = comp.backend.declare_func_in_func(fns.unsave, b.func);
+                b.ins().call(r, &[p, ps[len]]);
+            }
         }
+        let leave_ref = comp.backend.declare_func_in_func(fns.leave, b.func);
         let call = b.ins().call(leave_ref, &[cx, status, sites, nsites]);
         let code = b.inst_results(call)[0];
         b.ins().return_(&[code]);
@@ -940,26 +945,25 @@ fn check_lengths(
     }
 }
 
-/// Copies each buffer of [`Plan::saved`] into an array of the context
-/// `cs` (`irad_rt_copy`: not zeroed first, no length limit), and returns
-/// the copies; to `failed` when one cannot be allocated (the error in
-/// `cs`).
+/// Saves each buffer of [`Plan::saved`] (`irad_rt_save`), keeping the
+/// copies in the stack slot `saves` (freed when the call leaves), and
+/// returns them; to `failed` when one cannot be made (the error in `cx`).
 fn save_buffers<M: ClModule>(
     comp: &mut Compiler<M>,
     b: &mut FunctionBuilder<'_>,
     fns: &EntryFns,
     (plan, ps): (&Plan, &[ir::Value]),
-    cs: ir::Value,
+    (cx, saves): (ir::Value, ir::StackSlot),
     site: i64,
     failed: ir::Block,
 ) -> Vec<ir::Value> {
     let mut copies = Vec::with_capacity(plan.saved.len());
-    for &(p, len) in &plan.saved {
-        let eight = b.ins().iconst(types::I64, 8);
+    for (k, &(p, len)) in plan.saved.iter().enumerate() {
         let site = b.ins().iconst(types::I64, site);
-        let copy_ref = comp.backend.declare_func_in_func(fns.copy, b.func);
-        let call = b.ins().call(copy_ref, &[cs, ps[p], ps[len], eight, site]);
+        let save_ref = comp.backend.declare_func_in_func(fns.save, b.func);
+        let call = b.ins().call(save_ref, &[cx, ps[p], ps[len], site]);
         let copy = b.inst_results(call)[0];
+        b.ins().stack_store(types::I64, copy, saves, (8 * k) as i32);
         let null = b.ins().icmp_imm_s(IntCC::Equal, copy, 0);
         let ok = b.create_block();
         b.ins().brif(null, failed, &[], ok, &[]);
@@ -967,20 +971,6 @@ fn save_buffers<M: ClModule>(
         copies.push(copy);
     }
     copies
-}
-
-/// The end of a call whose buffers could not be saved: leaves the context
-/// `cx`, then `cs` with the error, and returns its code.
-fn save_failed<M: ClModule>(
-    comp: &mut Compiler<M>,
-    b: &mut FunctionBuilder<'_>,
-    fns: &EntryFns,
-    (cx, cs): (ir::Value, ir::Value),
-    plain: &Version<'_>,
-) {
-    leave(comp, b, fns, cx, 0, plain);
-    let code = leave(comp, b, fns, cs, 1, plain);
-    b.ins().return_(&[code]);
 }
 
 /// Makes `version`'s arguments from the C parameters `ps` (zeroed scratch

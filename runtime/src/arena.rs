@@ -84,16 +84,6 @@ impl Arena {
     /// Allocates `len` zeroed elements of `elem_size` bytes; the address of
     /// the first element, or `None` when out of memory or too large.
     pub fn alloc(&mut self, len: usize, elem_size: usize) -> Option<*mut u8> {
-        self.alloc_in(len, elem_size, true)
-    }
-
-    /// [`Arena::alloc`] without zeroing the elements, for a caller that
-    /// writes every one of them before reading (a copy).
-    pub fn alloc_uninit(&mut self, len: usize, elem_size: usize) -> Option<*mut u8> {
-        self.alloc_in(len, elem_size, false)
-    }
-
-    fn alloc_in(&mut self, len: usize, elem_size: usize, zeroed: bool) -> Option<*mut u8> {
         let bytes = len.checked_mul(elem_size)?.checked_add(HEADER)?;
         self.live.try_reserve(1).ok()?;
         let base = if self.poison {
@@ -101,13 +91,7 @@ impl Arena {
         } else {
             let layout = Layout::from_size_align(bytes, 16).ok()?;
             // SAFETY: the layout's size is at least `HEADER`, not zero.
-            let p = unsafe {
-                if zeroed {
-                    alloc_zeroed(layout)
-                } else {
-                    std::alloc::alloc(layout)
-                }
-            };
+            let p = unsafe { alloc_zeroed(layout) };
             if p.is_null() {
                 return None;
             }
@@ -158,7 +142,7 @@ impl Arena {
                 unsafe { poison::unmap(old, n) };
             }
         } else {
-            // SAFETY: allocated by `alloc_in` with this layout, freed once.
+            // SAFETY: allocated by `alloc_zeroed` with this layout, freed once.
             unsafe { dealloc(base, Layout::from_size_align_unchecked(bytes, 16)) };
         }
     }
@@ -172,7 +156,7 @@ impl Arena {
                 // SAFETY: mapped by `poison::map` with this size, unmapped once.
                 unsafe { poison::unmap(base, bytes) };
             } else {
-                // SAFETY: allocated by `alloc_in` with this layout, freed once.
+                // SAFETY: allocated by `alloc_zeroed` with this layout, freed once.
                 unsafe { dealloc(base, Layout::from_size_align_unchecked(bytes, 16)) };
             }
         }

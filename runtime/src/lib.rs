@@ -55,7 +55,7 @@ pub use bulk_ffi::{
 pub use capi::{
     DEFAULT_MAX_DEPTH, DEFAULT_STACK_BUDGET, SITE_INFO_SIZE, SiteInfo, error_text,
     irad_error_message, irad_rt_enter, irad_rt_has_nan, irad_rt_leave, irad_rt_restore,
-    irad_set_max_depth, irad_set_stack_budget,
+    irad_rt_save, irad_rt_unsave, irad_set_max_depth, irad_set_stack_budget,
 };
 pub use irad_kernels::{bulk, math, sparse};
 pub use sparse_ffi::{
@@ -409,8 +409,7 @@ pub unsafe extern "C" fn irad_rt_alloc(
 }
 
 /// `copy(a)`: a new array holding the `len` elements of `elem_size` bytes at
-/// `src`, or null with the error in `ctx`. Exported derivatives also save
-/// the buffers they add into with it (no length limit but memory's).
+/// `src`, or null with the error in `ctx`.
 ///
 /// # Safety
 /// As [`irad_rt_alloc`]; `src` points at `len * elem_size` readable bytes.
@@ -427,14 +426,10 @@ pub unsafe extern "C" fn irad_rt_copy(
     // SAFETY: `rt` is live (contract).
     let rt = unsafe { &mut *ctx.rt };
     let n = len.max(0) as usize;
-    match rt.arena.alloc_uninit(n, elem_size as usize) {
+    match rt.alloc(n, elem_size as usize) {
         Some(p) => {
-            if n > 0 {
-                // SAFETY: both regions hold n * elem_size bytes and do not
-                // overlap (`src` may be null only for no elements: an array
-                // a C caller passes).
-                unsafe { ptr::copy_nonoverlapping(src, p, n * elem_size as usize) };
-            }
+            // SAFETY: both regions hold n * elem_size bytes and do not overlap.
+            unsafe { ptr::copy_nonoverlapping(src, p, n * elem_size as usize) };
             p
         }
         None => {

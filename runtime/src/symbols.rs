@@ -57,6 +57,8 @@ runtime_symbols! {
     Leave = irad_rt_leave,
     HasNan = irad_rt_has_nan,
     Restore = irad_rt_restore,
+    Save = irad_rt_save,
+    Unsave = irad_rt_unsave,
     SparseOnehot = irad_rt_sparse_onehot,
     SparseScale = irad_rt_sparse_scale,
     SparseAdd = irad_rt_sparse_add,
