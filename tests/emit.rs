@@ -1215,7 +1215,7 @@ fn derivatives_at_overflow_fall_back_to_the_strong_version() {
     let file = format!("{ROOT}/tests/c/ieee.irad");
     let objs = vec![
         emit(&file, "issue", &["--grad", "--hvp"], &d, "issue"),
-        emit(&file, "looped", &["--grad"], &d, "looped"),
+        emit(&file, "looped", &["--grad", "--hvp"], &d, "looped"),
         emit(&file, "written", &["--grad"], &d, "written"),
     ];
     let exe = link(&d, "ieee.c", &objs, &[], "ieee");
@@ -1292,6 +1292,43 @@ fn derivatives_at_overflow_fall_back_to_the_strong_version() {
             got.lines().collect::<Vec<_>>(),
             want,
             "{func}({xs:?}, {y}), buffer {g0}"
+        );
+    }
+    // The Hessian-vector product's buffers: the gradient's and the
+    // product's start at g0, the direction is all ones and stays so.
+    let looped = irad::find_function(&src, &module, "looped").expect("looped");
+    for (xs, y, g0) in [
+        (vec![0.0, 1.0], 1000.0, 0.0),
+        (vec![0.0, 1.0], 1000.0, 0.5),
+        (vec![1.0, -1.0], 3.0, 0.5),
+    ] {
+        let n = xs.len();
+        let vals = [Val::f64_array(xs.clone()), Val::F64(y)];
+        let t = [Val::f64_array(vec![1.0; n]), Val::F64(1.0)];
+        let (h, _) = irad::hvp(&src, &module, &registry, &request(looped, &vals), &t).expect("hvp");
+        let plus = |entries: &[Option<Val>]| -> Vec<Val> {
+            let mut xs = Vec::new();
+            values::leaves(entries[0].as_ref().expect("d/dx"), &mut xs);
+            let mut out: Vec<Val> = xs.iter().map(|e| Val::F64(g0 + e)).collect();
+            out.push(entries[1].clone().expect("d/dy"));
+            out
+        };
+        let (grads, hvps) = (plus(&h.gradient), plus(&h.hvp));
+        let want = [
+            line("value", &[&h.value]),
+            line("grad", &grads.iter().collect::<Vec<_>>()),
+            line("x", &[&vals[0]]),
+            line("hvp", &hvps.iter().collect::<Vec<_>>()),
+            line("dir", &[&t[0]]),
+        ];
+        let mut cmd = vec!["looped_hvp".to_string()];
+        cmd.extend(argv(&vals));
+        cmd.push(format!("{g0:?}"));
+        let got = run(&exe, &cmd);
+        assert_eq!(
+            got.lines().collect::<Vec<_>>(),
+            want,
+            "looped_hvp({xs:?}, {y}), buffers {g0}"
         );
     }
     // An error (x[2] of an array of 2) is the interpreter's, at overflow

@@ -4,7 +4,9 @@
  *   looped|written N X0 ... Y G0  the gradient with the buffer starting at
  *                              G0 in every entry; prints the status, the
  *                              value, the buffer and x after the call (an
- *                              error: its code and text instead) */
+ *                              error: its code and text instead)
+ *   looped_hvp N X0 ... Y G0   the same for looped_hvp along all ones, then
+ *                              the product's buffer and the direction */
 #include "issue.h"
 #include "looped.h"
 #include "written.h"
@@ -47,6 +49,29 @@ int main(int argc, char **argv) {
     for (int64_t i = 0; i < n; i++) g[i] = g0;
     double v = 0.0, gy = 0.0;
     int32_t status;
+    if (strcmp(argv[1], "looped_hvp") == 0) {
+        /* Along (x, y) = (1, ..., 1): the gradient's and the product's
+         * buffers both start at G0. */
+        double *dir = calloc((size_t)n + 1, sizeof(double));
+        double *h = calloc((size_t)n + 1, sizeof(double));
+        if (!dir || !h) return 4;
+        for (int64_t i = 0; i < n; i++) {
+            dir[i] = 1.0;
+            h[i] = g0;
+        }
+        double hy = 0.0;
+        status = looped_hvp(x, n, y, 1.0, dir, g, h, &v, &gy, &hy);
+        g[n] = gy;
+        h[n] = hy;
+        report(status, v, g, n + 1, x, n);
+        put("hvp", h, n + 1);
+        put("dir", dir, n);
+        free(dir);
+        free(h);
+        free(x);
+        free(g);
+        return 0;
+    }
     if (strcmp(argv[1], "looped") == 0) {
         status = looped_grad(x, n, y, g, 1.0, &v, &gy);
     } else {
