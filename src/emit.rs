@@ -6,7 +6,10 @@
 //! with a gradient, `@f.rev` derived and optimised by one pipeline of the
 //! pass manager; the rules of every function value a rule statement may
 //! meet are derived ahead of time (objects are closed) and are not
-//! optimised; every failure is an [`Error`] naming the source.
+//! optimised; with a derivative, the same is derived again from the strong
+//! copy of the module, and the object's derivatives run it where theirs
+//! come out NaN (docs/codegen.md, "Infinities and NaN in objects"); every
+//! failure is an [`Error`] naming the source.
 
 use crate::strong::strong_copy;
 use crate::{Error, Source, codegen, internal, rules, run_stages};
@@ -63,7 +66,9 @@ impl<'a> EmitRequest<'a> {
     }
 }
 
-/// `irad emit`: the object file and C header `req` asks for.
+/// `irad emit`: the object file and C header `req` asks for. Its
+/// derivatives give the strong derivative's entries where the plain one
+/// has a NaN, as [`crate::grad()`] does.
 ///
 /// ```
 /// use irad::{EmitRequest, Source};
@@ -116,8 +121,9 @@ pub fn emit(
 /// What [`emit`] puts in an object, defined in the embedder's own Cranelift
 /// module instead (a `cranelift_jit::JITModule` or a
 /// `cranelift_object::ObjectModule` it made and will finish): for each of
-/// `reqs`, the exported C functions `NAME` (and `NAME_grad`), with
-/// everything they reach. All of them are defined in one call (irad's
+/// `reqs`, the exported C functions `NAME` (and `NAME_grad`, `NAME_hvp`,
+/// with their strong versions, as in an object), with everything they
+/// reach. All of them are defined in one call (irad's
 /// internal symbols are defined once per module: a second call on the same
 /// module is an error). Returns the module, the exported functions' ids in
 /// it and one C header for them all (named by the first request's

@@ -22,7 +22,13 @@
 //!   that misses fails with `TrapKind::NoRule`;
 //! - the site table (`irad.sites`): per site number, C strings with the
 //!   source position, the IR place and a `pop`'s tape type, from which the
-//!   runtime writes located error messages.
+//!   runtime writes located error messages;
+//! - with a [`StrongVersion`], the strong derivatives (docs/rules.md,
+//!   "Infinities and NaN"), compiled by a second `Compiler` into the same
+//!   module under the prefix `irad.strong` with tables of their own; each
+//!   exported derivative then saves the buffers it adds into, runs the
+//!   plain version, scans its derivative outputs for NaN and only then
+//!   restores the buffers and runs the strong version.
 //!
 //! Internal symbols are local, so objects emitted separately link into one
 //! program; only the exported functions are global.
@@ -70,7 +76,9 @@ pub struct ObjectOptions<'a> {
 
 /// Compiles `exports` of `module` (and everything they reach, with the rules
 /// of their function values, which `provider` derives and adds to `module`)
-/// into an object file with a C ABI, and writes its header.
+/// into an object file with a C ABI, and writes its header; with `strong`,
+/// the exported derivatives fall back to its versions where theirs come
+/// out NaN (see [`define_in_module`]).
 pub fn emit_object(
     module: &mut Module,
     provider: &mut dyn RuleProvider,
@@ -113,7 +121,11 @@ pub struct DefinedExports {
 /// [`cranelift_module::Linkage::Export`], the C ABI of docs/codegen.md) and,
 /// local to the module, the internal functions, the rule lookup
 /// `irad_rule`, the function table and the site table. Returns the module
-/// with the ids of the exported functions and their C header.
+/// with the ids of the exported functions and their C header. With
+/// `strong`, the strong versions of the derivative exports are defined
+/// too (local, `irad.strong.*`), and each exported derivative runs its
+/// strong version when a derivative the plain one returns is NaN
+/// (docs/codegen.md, "Infinities and NaN in objects").
 ///
 /// Assumes `backend`'s ISA has the flag `enable_multi_ret_implicit_sret`
 /// set (irad's functions return several values; checked: an error
