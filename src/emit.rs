@@ -6,8 +6,12 @@
 //! with a gradient, `@f.rev` derived and optimised by one pipeline of the
 //! pass manager; the rules of every function value a rule statement may
 //! meet are derived ahead of time (objects are closed) and are not
-//! optimised; every failure is an [`Error`] naming the source.
+//! optimised; with a derivative, the same is derived again from the strong
+//! copy of the module, and the object's derivatives run it where theirs
+//! come out NaN (docs/codegen.md, "Infinities and NaN in objects"); every
+//! failure is an [`Error`] naming the source.
 
+use crate::strong::strong_copy;
 use crate::{Error, Source, codegen, internal, rules, run_stages};
 use irad_ir::{FuncId, Module};
 use irad_passes::Step;
@@ -67,7 +71,9 @@ impl<'a> EmitRequest<'a> {
     }
 }
 
-/// `irad emit`: the object file and C header `req` asks for.
+/// `irad emit`: the object file and C header `req` asks for. Its
+/// derivatives give the strong derivative's entries where the plain one
+/// has a NaN, as [`crate::grad()`] does.
 ///
 /// ```
 /// use irad::{EmitRequest, Source};
@@ -113,15 +119,16 @@ pub fn emit(
         src,
         module,
         std::slice::from_ref(req),
-        |m, rules, exports, opts| codegen::emit_object(m, rules, exports, opts),
+        |m, rules, exports, opts, strong| codegen::emit_object(m, rules, exports, opts, strong),
     )
 }
 
 /// What [`emit`] puts in an object, defined in the embedder's own Cranelift
 /// module instead (a `cranelift_jit::JITModule` or a
 /// `cranelift_object::ObjectModule` it made and will finish): for each of
-/// `reqs`, the exported C functions `NAME` (and `NAME_grad`), with
-/// everything they reach. All of them are defined in one call (irad's
+/// `reqs`, the exported C functions `NAME` (and `NAME_grad`, `NAME_hvp`,
+/// with their strong versions, as in an object), with everything they
+/// reach. All of them are defined in one call (irad's
 /// internal symbols are defined once per module: a second call on the same
 /// module is an error). Returns the module, the exported functions' ids in
 /// it and one C header for them all (named by the first request's
@@ -160,14 +167,17 @@ pub fn define_in_module<M: codegen::cranelift_module::Module>(
     module: &Module,
     reqs: &[EmitRequest<'_>],
 ) -> Result<(M, codegen::DefinedExports), Error> {
-    with_exports(src, module, reqs, |m, rules, exports, opts| {
-        codegen::define_in_module(backend, m, rules, exports, opts)
+    with_exports(src, module, reqs, |m, rules, exports, opts, strong| {
+        codegen::define_in_module(backend, m, rules, exports, opts, strong)
     })
 }
 
 /// The module normalised (and, for each request with a gradient, `@f.rev`
 /// derived and optimised), the exports and the ahead-of-time rules `reqs`
-/// ask for, handed to `make`.
+/// ask for, handed to `make`; with a derivative among them, the same
+/// derived again from the strong copy of `module` (`crate::strong`), for
+/// the object's exported derivatives to run when theirs come out NaN
+/// (docs/rules.md, "Infinities and NaN").
 fn with_exports<T>(
     src: &Source,
     module: &Module,
@@ -177,6 +187,7 @@ fn with_exports<T>(
         &mut dyn irad_ir::interp::RuleProvider,
         &[codegen::Export],
         &codegen::ObjectOptions<'_>,
+        Option<codegen::StrongVersion<'_>>,
     ) -> Result<T, codegen::CodegenError>,
 ) -> Result<T, Error> {
     let Some(first) = reqs.first() else {
@@ -185,10 +196,42 @@ fn with_exports<T>(
             message: "nothing to export: give at least one function".into(),
         });
     };
-    let mut m = module.clone();
     let registry = rules::Registry::new();
-    let mut rev = Reverse::new(&registry);
-    let mut fwd = Forward::new(&registry);
+    let (mut m, mut rules, exports) = prepare(src, module.clone(), &registry, reqs)?;
+    let derivs = reqs.iter().any(|r| r.grad || r.hvp);
+    let mut strong = if derivs && !module.strong_products() {
+        Some(prepare(src, strong_copy(module), &registry, reqs)?)
+    } else {
+        None
+    };
+    let strong = strong
+        .as_mut()
+        .map(|(module, provider, exports)| codegen::StrongVersion {
+            module,
+            provider,
+            exports,
+        });
+    let opts = codegen::ObjectOptions {
+        source: &src.name,
+        header_name: first.header_name,
+    };
+    make(&mut m, &mut rules, &exports, &opts, strong).map_err(|err| Error::Codegen {
+        file: src.name.clone(),
+        err: Box::new(err),
+    })
+}
+
+/// `m` normalised (and, for each request with a gradient, `@f.rev`
+/// derived and optimised), with the ahead-of-time rules and the exports
+/// `reqs` ask for.
+fn prepare<'r>(
+    src: &Source,
+    mut m: Module,
+    registry: &'r rules::Registry,
+    reqs: &[EmitRequest<'_>],
+) -> Result<(Module, AheadOfTimeRules<'r>, Vec<codegen::Export>), Error> {
+    let mut rev = Reverse::new(registry);
+    let mut fwd = Forward::new(registry);
     rev.set_tape_limit(reqs.iter().filter_map(|r| r.tape_limit).min());
     rev.set_checkpoint_schedule(irad_passes::reverse::CheckpointSchedule {
         rules: reqs
@@ -258,13 +301,5 @@ fn with_exports<T>(
     if !normalised {
         run_stages(src, &mut m, &mut [])?;
     }
-    let mut rules = AheadOfTimeRules { fwd, rev };
-    let opts = codegen::ObjectOptions {
-        source: &src.name,
-        header_name: first.header_name,
-    };
-    make(&mut m, &mut rules, &exports, &opts).map_err(|err| Error::Codegen {
-        file: src.name.clone(),
-        err: Box::new(err),
-    })
+    Ok((m, AheadOfTimeRules { fwd, rev }, exports))
 }

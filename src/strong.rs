@@ -7,7 +7,9 @@
 //! returns is NaN, it derives the strong version (every product of the
 //! chain rule a `zmul`: exactly 0 when either operand is 0) from a copy of
 //! the module marked [`Module::set_strong_products`], runs it, and returns
-//! its result instead.
+//! its result instead. [`crate::emit()`] cannot derive when the object runs:
+//! it derives both versions ahead of time with [`strong_copy`], and the
+//! object's derivatives make the same choice (`codegen/src/object.rs`).
 //!
 //! Assumes: the two versions differ only where the plain one has a NaN
 //! (docs/rules.md gives the argument and where it fails). Guarantees: a

@@ -4,7 +4,9 @@
 //! for bit, and report run-time errors with the documented status code and
 //! the interpreter's located message. Also the command's own errors, the
 //! worked example `examples/c/` built and run as its README says, and that
-//! the static library defines every runtime symbol objects import.
+//! the static library defines every runtime symbol objects import, and that
+//! exported derivatives fall back to their strong version where theirs come
+//! out NaN.
 //!
 //! The static runtime is built with `cargo build -p irad-runtime` into the
 //! target directory these tests run from. A missing C compiler fails the
@@ -18,6 +20,9 @@ use irad::{Backend, Source};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
+
+#[path = "common/values.rs"]
+mod values;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -1224,4 +1229,151 @@ fn temporaries_of_a_loop_run_in_bounded_memory_in_objects() {
         line("grad", &[&Val::F64(20_000.0)]),
     ];
     assert_eq!(out.lines().collect::<Vec<_>>(), want);
+}
+
+/// Derivatives at overflow (issue 27, finding 10; docs/rules.md,
+/// "Infinities and NaN"): an exported gradient or Hessian-vector product
+/// whose plain derivative has a NaN entry (`x * exp(y)` at y = 1000: `0 *
+/// inf` where a cotangent or tangent is 0) runs the strong version the
+/// object holds beside it, and gives what the library gives (which `irad
+/// grad` prints), bit for bit; a derivative without NaN is the plain one,
+/// bit for bit. The gradient's buffer is added into from its state on
+/// entry (saved before the plain run and restored before the strong one);
+/// arrays are back in their state on entry after a success, and an error is
+/// the interpreter's.
+#[test]
+fn derivatives_at_overflow_fall_back_to_the_strong_version() {
+    let d = dir("ieee");
+    let file = format!("{ROOT}/tests/c/ieee.irad");
+    let objs = vec![
+        emit(&file, "issue", &["--grad", "--hvp"], &d, "issue"),
+        emit(&file, "looped", &["--grad", "--hvp"], &d, "looped"),
+        emit(&file, "written", &["--grad"], &d, "written"),
+    ];
+    let exe = link(&d, "ieee.c", &objs, &[], "ieee");
+    let (src, module) = source(&file);
+    let registry = irad::rules::Registry::new();
+    fn request(f: irad::ir::FuncId, vals: &[Val]) -> irad::GradRequest<'_> {
+        irad::GradRequest {
+            opts: GradOptions {
+                exec: Backend::Interp.exec(),
+                ..GradOptions::default()
+            },
+            ..irad::GradRequest::new(f, vals)
+        }
+    }
+    let issue = irad::find_function(&src, &module, "issue").expect("issue");
+    let inf = f64::INFINITY;
+    for (x, y) in [
+        (2.0, 1000.0),
+        (0.0, 1000.0),
+        (-0.0, inf),
+        (2.0, 3.0),
+        (1.5, -2.0),
+    ] {
+        let vals = [Val::F64(x), Val::F64(y)];
+        let (g, _) = irad::grad(&src, &module, &registry, &request(issue, &vals)).expect("grad");
+        let t = [Val::F64(1.0), Val::F64(1.0)];
+        let (h, _) = irad::hvp(&src, &module, &registry, &request(issue, &vals), &t).expect("hvp");
+        let grads: Vec<&Val> = g.gradient.iter().flatten().collect();
+        let mut want = vec![line("value", &[&g.value]), line("grad", &grads)];
+        want.push(line("value", &[&h.value]));
+        want.push(line(
+            "grad",
+            &h.gradient.iter().flatten().collect::<Vec<_>>(),
+        ));
+        want.push(line("hvp", &h.hvp.iter().flatten().collect::<Vec<_>>()));
+        if (x, y) == (0.0, 1000.0) {
+            // The strong entries: d/dy = x e^y is 0, where the plain
+            // product is 0 * inf = NaN.
+            assert_eq!(want[1], line("grad", &[&Val::F64(inf), &Val::F64(0.0)]));
+        }
+        let got = run(&exe, &["issue".into(), format!("{x:?}"), format!("{y:?}")]);
+        assert_eq!(got.lines().collect::<Vec<_>>(), want, "issue({x}, {y})");
+    }
+    // Arrays: the buffer starting at 0 or at 0.5 in every entry (`looped`
+    // reads its x once per entry: the buffer ends at 0.5 + the gradient).
+    let cases: &[(&str, &[f64], f64, f64)] = &[
+        ("looped", &[0.0, 1.0], 1000.0, 0.0),
+        ("looped", &[0.0, 1.0], 1000.0, 0.5),
+        ("looped", &[1.0, -1.0], 3.0, 0.5),
+        ("written", &[1.0, 2.0, 5.0], 1000.0, 0.0),
+        ("written", &[0.0, 2.0, 5.0], 1000.0, 0.0),
+        ("written", &[1.0, 2.0, 5.0], 3.0, 0.0),
+    ];
+    for &(func, xs, y, g0) in cases {
+        let f = irad::find_function(&src, &module, func).expect("function");
+        let vals = [Val::f64_array(xs.to_vec()), Val::F64(y)];
+        let (g, _) = irad::grad(&src, &module, &registry, &request(f, &vals)).expect("grad");
+        let mut entries = Vec::new();
+        values::leaves(g.gradient[0].as_ref().expect("d/dx"), &mut entries);
+        let entries: Vec<Val> = entries.iter().map(|e| Val::F64(g0 + e)).collect();
+        let gy = g.gradient[1].clone().expect("d/dy");
+        let mut grads: Vec<&Val> = entries.iter().collect();
+        grads.push(&gy);
+        let want = [
+            line("value", &[&g.value]),
+            line("grad", &grads),
+            line("x", &[&vals[0]]),
+        ];
+        let mut cmd = vec![func.to_string()];
+        cmd.extend(argv(&vals));
+        cmd.push(format!("{g0:?}"));
+        let got = run(&exe, &cmd);
+        assert_eq!(
+            got.lines().collect::<Vec<_>>(),
+            want,
+            "{func}({xs:?}, {y}), buffer {g0}"
+        );
+    }
+    // The Hessian-vector product's buffers: the gradient's and the
+    // product's start at g0, the direction is all ones and stays so.
+    let looped = irad::find_function(&src, &module, "looped").expect("looped");
+    for (xs, y, g0) in [
+        (vec![0.0, 1.0], 1000.0, 0.0),
+        (vec![0.0, 1.0], 1000.0, 0.5),
+        (vec![1.0, -1.0], 3.0, 0.5),
+    ] {
+        let n = xs.len();
+        let vals = [Val::f64_array(xs.clone()), Val::F64(y)];
+        let t = [Val::f64_array(vec![1.0; n]), Val::F64(1.0)];
+        let (h, _) = irad::hvp(&src, &module, &registry, &request(looped, &vals), &t).expect("hvp");
+        let plus = |entries: &[Option<Val>]| -> Vec<Val> {
+            let mut xs = Vec::new();
+            values::leaves(entries[0].as_ref().expect("d/dx"), &mut xs);
+            let mut out: Vec<Val> = xs.iter().map(|e| Val::F64(g0 + e)).collect();
+            out.push(entries[1].clone().expect("d/dy"));
+            out
+        };
+        let (grads, hvps) = (plus(&h.gradient), plus(&h.hvp));
+        let want = [
+            line("value", &[&h.value]),
+            line("grad", &grads.iter().collect::<Vec<_>>()),
+            line("x", &[&vals[0]]),
+            line("hvp", &hvps.iter().collect::<Vec<_>>()),
+            line("dir", &[&t[0]]),
+        ];
+        let mut cmd = vec!["looped_hvp".to_string()];
+        cmd.extend(argv(&vals));
+        cmd.push(format!("{g0:?}"));
+        let got = run(&exe, &cmd);
+        assert_eq!(
+            got.lines().collect::<Vec<_>>(),
+            want,
+            "looped_hvp({xs:?}, {y}), buffers {g0}"
+        );
+    }
+    // An error (x[2] of an array of 2) is the interpreter's, at overflow
+    // too.
+    let written = irad::find_function(&src, &module, "written").expect("written");
+    let vals = [Val::f64_array(vec![1.0, 2.0]), Val::F64(1000.0)];
+    let err = irad::grad(&src, &module, &registry, &request(written, &vals))
+        .expect_err("the interpreter fails too");
+    let mut cmd = vec!["written".to_string()];
+    cmd.extend(argv(&vals));
+    cmd.push("0.0".into());
+    let got = run(&exe, &cmd);
+    let lines: Vec<&str> = got.lines().collect();
+    assert_eq!(lines[0], format!("status {}", rt::TrapKind::Index.code()));
+    assert_eq!(lines[1], interp_error_lines(&err, &src)[0]);
 }

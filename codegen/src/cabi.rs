@@ -132,6 +132,17 @@ pub(crate) struct Plan {
     pub lengths: Vec<(usize, usize)>,
     /// A one-line summary with the IR signature, for the header.
     pub summary: String,
+    /// (pointer parameter, length parameter) of every buffer of doubles
+    /// the caller passes beside the primal's arguments (shadows,
+    /// directions): what a derivative writes, and saves before its plain
+    /// version runs, to restore before its strong version runs. (Arrays of
+    /// the primal's arguments are restored by the derivative itself.)
+    pub saved: Vec<(usize, usize)>,
+    /// Those of [`Plan::saved`] that receive derivatives: scanned for NaN.
+    pub scanned: Vec<(usize, usize)>,
+    /// The index in [`Plan::results`] of the first derivative leaf (the
+    /// value's leaves come before it): from there on they are scanned.
+    pub derivs_from: usize,
 }
 
 /// Words that cannot name a C parameter or function.
@@ -296,6 +307,8 @@ pub(crate) fn plan(module: &Module, export: &Export) -> Result<Plan, CodegenErro
                     types::I64,
                 );
                 b.args.extend([ArgLeaf::Shadow(p), ArgLeaf::Len(len)]);
+                b.saved.push((p, len));
+                b.scanned.push((p, len));
             } else {
                 b.args.extend([ArgLeaf::Scratch(len), ArgLeaf::Len(len)]);
             }
@@ -321,6 +334,7 @@ pub(crate) fn plan(module: &Module, export: &Export) -> Result<Plan, CodegenErro
         }
     }
     b.outs(&func.ret);
+    let derivs_from = b.results.len();
     if hvp {
         b.hvp_outs();
     } else if grad {
@@ -362,6 +376,9 @@ pub(crate) fn plan(module: &Module, export: &Export) -> Result<Plan, CodegenErro
         results: b.results,
         lengths: b.lengths,
         summary,
+        saved: b.saved,
+        scanned: b.scanned,
+        derivs_from,
     })
 }
 
@@ -476,6 +493,10 @@ struct PlanBuilder {
     shadows: Vec<(usize, String, bool)>,
     /// Every f64 outside arrays met: (name, description, wanted).
     grad_outs: Vec<(String, String, bool)>,
+    /// [`Plan::saved`].
+    saved: Vec<(usize, usize)>,
+    /// [`Plan::scanned`].
+    scanned: Vec<(usize, usize)>,
 }
 
 impl PlanBuilder {
@@ -609,6 +630,10 @@ impl PlanBuilder {
                     types::I64,
                 );
                 self.args.extend([ArgLeaf::Shadow(p), ArgLeaf::Len(*len)]);
+                self.saved.push((p, *len));
+                if suffix != "dir" {
+                    self.scanned.push((p, *len));
+                }
             }
         }
     }

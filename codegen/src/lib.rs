@@ -36,7 +36,7 @@ pub use jit::{
 };
 pub use lower::{HUGE_FUNCTION_INSTS, WIDE_LIVE_VALUES};
 pub use object::{
-    DefinedExports, ObjectFile, ObjectOptions, define_in_module, emit_object,
+    DefinedExports, ObjectFile, ObjectOptions, StrongVersion, define_in_module, emit_object,
     native_isa_for_objects, runtime_symbols,
 };
 pub use shape::Shape;

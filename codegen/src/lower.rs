@@ -142,6 +142,12 @@ pub(crate) struct Compiler<M: ClModule> {
     /// they were lowered: huge ones compiling on threads of their own, and
     /// every one lowered after them (`lower/parallel.rs`).
     queued: Vec<parallel::Queued>,
+    /// The first component of the names of the functions this compiler
+    /// declares (`irad`: `irad.3.f`, `irad.prim.exp`, `irad.tape_grow`):
+    /// another prefix lets a second compiler define another version of the
+    /// same IR functions in the same backend module (an object's strong
+    /// derivatives, `object.rs`).
+    pub prefix: String,
     /// Tests only: lowering fails at every statement applying this primitive,
     /// as no valid program makes it fail half-way through a function.
     #[cfg(test)]
@@ -178,6 +184,7 @@ impl<M: ClModule> Compiler<M> {
             summaries: release::Summaries::default(),
             huge_isa: None,
             queued: Vec::new(),
+            prefix: "irad".to_string(),
             #[cfg(test)]
             fail_at: None,
         }
@@ -246,9 +253,9 @@ impl<M: ClModule> Compiler<M> {
         let name = match f {
             FuncRef::User(id) => {
                 let name = module.get(id).map_or("", |func| func.name.as_str());
-                format!("irad.{}.{name}", id.index())
+                format!("{}.{}.{name}", self.prefix, id.index())
             }
-            FuncRef::Prim(p) => format!("irad.prim.{p}"),
+            FuncRef::Prim(p) => format!("{}.prim.{p}", self.prefix),
         };
         let id = self
             .backend
@@ -309,6 +316,13 @@ impl<M: ClModule> Compiler<M> {
         Ok(id)
     }
 
+    /// Binds the function compiled code imports as `name` to `id`, a
+    /// function of the module (an object's own rule lookup, declared under a
+    /// name of its own).
+    pub fn bind_import(&mut self, name: &'static str, id: ClFuncId) {
+        self.imports.insert(name, id);
+    }
+
     /// The runtime's table `symbol` (`rt::EXP_TABLE_SYMBOL`,
     /// `rt::LOG_TABLE_SYMBOL`), imported as read-only data.
     fn table(&mut self, symbol: &'static str) -> Result<cranelift_module::DataId, CodegenError> {
@@ -338,9 +352,10 @@ impl<M: ClModule> Compiler<M> {
         }
         let mut sig = Signature::new(CallConv::PreserveAll);
         sig.params.extend([AbiParam::new(types::I64); 4]);
+        let name = format!("{}.tape_grow", self.prefix);
         let id = self
             .backend
-            .declare_function("irad.tape_grow", Linkage::Local, &sig)
+            .declare_function(&name, Linkage::Local, &sig)
             .map_err(CodegenError::backend)?;
         let rt_grow = self.import(RtSym::TapeGrow.name(), &[types::I64; 4], &[types::I64])?;
         let mut ctx = self.backend.make_context();
@@ -360,7 +375,7 @@ impl<M: ClModule> Compiler<M> {
         }
         self.backend
             .define_function(id, &mut ctx)
-            .map_err(|e| CodegenError::backend_in(e, "irad.tape_grow"))?;
+            .map_err(|e| CodegenError::backend_in(e, &name))?;
         self.grow = Some(id);
         Ok(id)
     }

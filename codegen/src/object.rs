@@ -22,18 +22,25 @@
 //!   that misses fails with `TrapKind::NoRule`;
 //! - the site table (`irad.sites`): per site number, C strings with the
 //!   source position, the IR place and a `pop`'s tape type, from which the
-//!   runtime writes located error messages.
+//!   runtime writes located error messages;
+//! - with a [`StrongVersion`], the strong derivatives (docs/rules.md,
+//!   "Infinities and NaN"), compiled by a second `Compiler` into the same
+//!   module under the prefix `irad.strong` with tables of their own; each
+//!   exported derivative then saves the buffers it adds into, runs the
+//!   plain version, scans its derivative outputs for NaN and only then
+//!   restores the buffers and runs the strong version.
 //!
 //! Internal symbols are local, so objects emitted separately link into one
 //! program; only the exported functions are global.
 
 use crate::CodegenError;
-use crate::cabi::{self, ArgLeaf, Export, Plan, ResultLeaf};
+use crate::cabi::{self, ArgLeaf, Export, ExportKind, Plan, ResultLeaf};
 use crate::layout::leaf_count;
 use crate::lower::{Compiler, RULE_FN};
-use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    AbiParam, BlockArg, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind, types,
+    self, AbiParam, BlockArg, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind,
+    types,
 };
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -69,17 +76,26 @@ pub struct ObjectOptions<'a> {
 
 /// Compiles `exports` of `module` (and everything they reach, with the rules
 /// of their function values, which `provider` derives and adds to `module`)
-/// into an object file with a C ABI, and writes its header.
+/// into an object file with a C ABI, and writes its header; with `strong`,
+/// the exported derivatives fall back to its versions where theirs come
+/// out NaN (see [`define_in_module`]).
 pub fn emit_object(
     module: &mut Module,
     provider: &mut dyn RuleProvider,
     exports: &[Export],
     opts: &ObjectOptions<'_>,
+    strong: Option<StrongVersion<'_>>,
 ) -> Result<ObjectFile, CodegenError> {
     let builder = ObjectBuilder::new(native_isa()?, "irad", default_libcall_names())
         .map_err(CodegenError::backend)?;
-    let (backend, defined) =
-        define_in_module(ObjectModule::new(builder), module, provider, exports, opts)?;
+    let (backend, defined) = define_in_module(
+        ObjectModule::new(builder),
+        module,
+        provider,
+        exports,
+        opts,
+        strong,
+    )?;
     let object = backend.finish().emit().map_err(CodegenError::backend)?;
     Ok(ObjectFile {
         object,
@@ -105,7 +121,11 @@ pub struct DefinedExports {
 /// [`cranelift_module::Linkage::Export`], the C ABI of docs/codegen.md) and,
 /// local to the module, the internal functions, the rule lookup
 /// `irad_rule`, the function table and the site table. Returns the module
-/// with the ids of the exported functions and their C header.
+/// with the ids of the exported functions and their C header. With
+/// `strong`, the strong versions of the derivative exports are defined
+/// too (local, `irad.strong.*`), and each exported derivative runs its
+/// strong version when a derivative the plain one returns is NaN
+/// (docs/codegen.md, "Infinities and NaN in objects").
 ///
 /// Assumes `backend`'s ISA has the flag `enable_multi_ret_implicit_sret`
 /// set (irad's functions return several values; checked: an error
@@ -120,6 +140,7 @@ pub fn define_in_module<M: ClModule>(
     provider: &mut dyn RuleProvider,
     exports: &[Export],
     opts: &ObjectOptions<'_>,
+    strong: Option<StrongVersion<'_>>,
 ) -> Result<(M, DefinedExports), CodegenError> {
     if !backend.isa().flags().enable_multi_ret_implicit_sret() {
         return Err(CodegenError::backend(
@@ -149,26 +170,19 @@ pub fn define_in_module<M: ClModule>(
         comp.declare(module, FuncRef::User(p.internal))?;
     }
     let rules = close_rules(&mut comp, module, provider)?;
-    let data = Tables {
-        fn_table: declare_data(&mut comp, "irad.fn_table")?,
-        sites: declare_data(&mut comp, "irad.sites")?,
-        strings: declare_data(&mut comp, "irad.strings")?,
+    let data = Tables::declare(&mut comp, "irad")?;
+    let entry_sites = entry_sites(&mut comp, &plans);
+    // The strong versions, compiled by a compiler of their own into the
+    // same backend module, with tables of their own.
+    let strong = match strong {
+        Some(s) => Some(define_strong(&mut comp.backend, &plans, s, opts.source)?),
+        None => None,
     };
-    // Every export's entry site first: the number of sites is final before
-    // the exported functions, which pass it to the runtime, are generated.
-    let entry_sites: Vec<i64> = plans
-        .iter()
-        .map(|p| {
-            comp.sites.push(crate::lower::Site {
-                loc: p.loc.clone(),
-                tape: None,
-            });
-            (comp.sites.len() - 1) as i64
-        })
-        .collect();
     let mut functions = Vec::with_capacity(plans.len());
-    for (p, &site) in plans.iter().zip(&entry_sites) {
-        let id = define_export(&mut comp, module, p, site, &data)?;
+    for (k, (p, &site)) in plans.iter().zip(&entry_sites).enumerate() {
+        let plain = plain_version(&mut comp, module, p, site, &data)?;
+        let strong = strong.as_ref().and_then(|s| s.version(k));
+        let id = define_export(&mut comp, module, p, &plain, strong.as_ref())?;
         functions.push((p.symbol.clone(), id));
     }
     define_rule_fn(&mut comp, rule_fn, &rules)?;
@@ -199,11 +213,157 @@ pub fn runtime_symbols() -> Vec<(&'static str, *const u8)> {
     out
 }
 
-/// The data objects of an object file besides the code.
+/// The data objects of an object file besides the code (of one compiler).
 struct Tables {
     fn_table: DataId,
     sites: DataId,
     strings: DataId,
+}
+
+impl Tables {
+    /// Declares `PREFIX.fn_table`, `PREFIX.sites` and `PREFIX.strings`.
+    fn declare<M: ClModule>(comp: &mut Compiler<M>, prefix: &str) -> Result<Tables, CodegenError> {
+        Ok(Tables {
+            fn_table: declare_data(comp, &format!("{prefix}.fn_table"))?,
+            sites: declare_data(comp, &format!("{prefix}.sites"))?,
+            strings: declare_data(comp, &format!("{prefix}.strings"))?,
+        })
+    }
+}
+
+/// Every export's entry site, pushed first: the number of sites is final
+/// before the exported functions, which pass it to the runtime, are
+/// generated.
+fn entry_sites<M: ClModule>(comp: &mut Compiler<M>, plans: &[Plan]) -> Vec<i64> {
+    plans
+        .iter()
+        .map(|p| {
+            comp.sites.push(crate::lower::Site {
+                loc: p.loc.clone(),
+                tape: None,
+            });
+            (comp.sites.len() - 1) as i64
+        })
+        .collect()
+}
+
+/// The strong version of an object's derivatives (docs/rules.md,
+/// "Infinities and NaN"): the same exports derived in a copy of the module
+/// marked [`Module::set_strong_products`]. [`define_in_module`] compiles
+/// them beside the plain ones, and each exported derivative runs them when
+/// one of the derivatives it returns is NaN.
+pub struct StrongVersion<'a> {
+    /// The strong copy of the module, with its derived functions.
+    pub module: &'a mut Module,
+    /// Derives the rules of its function values (strong, as the module is).
+    pub provider: &'a mut dyn RuleProvider,
+    /// One per export of the plain version, in the same order and of the
+    /// same kind, naming functions of [`StrongVersion::module`] (the
+    /// primal exports are not compiled again).
+    pub exports: &'a [Export],
+}
+
+/// The strong versions of an object's exports, compiled, with their tables
+/// defined.
+struct StrongCompiled {
+    tables: Tables,
+    ntapes: i64,
+    nsites: i64,
+    /// Per export: its internal function, entry site and plan; `None` for
+    /// a primal.
+    exports: Vec<Option<(ClFuncId, i64, Plan)>>,
+}
+
+impl StrongCompiled {
+    /// The strong version of export number `k`, if it has one.
+    fn version(&self, k: usize) -> Option<Version<'_>> {
+        let (internal, site, plan) = self.exports.get(k)?.as_ref()?;
+        Some(Version {
+            internal: *internal,
+            fn_table: self.tables.fn_table,
+            sites: self.tables.sites,
+            ntapes: self.ntapes,
+            nsites: self.nsites,
+            site: *site,
+            args: &plan.args,
+            results: &plan.results,
+        })
+    }
+}
+
+/// The prefix of the strong version's symbols (local to the module).
+const STRONG_PREFIX: &str = "irad.strong";
+
+/// Compiles the derivative exports of `strong` into `backend` with a
+/// compiler of their own (symbols prefixed [`STRONG_PREFIX`]: its own
+/// functions, rule lookup, function and site tables), checking that each
+/// has the C form of its plain version in `plans`.
+fn define_strong<M: ClModule>(
+    backend: &mut M,
+    plans: &[Plan],
+    strong: StrongVersion<'_>,
+    source: &str,
+) -> Result<StrongCompiled, CodegenError> {
+    if strong.exports.len() != plans.len() {
+        return Err(CodegenError::internal(
+            "the strong version has another number of exports".into(),
+        ));
+    }
+    let mut splans = Vec::with_capacity(plans.len());
+    for (p, e) in plans.iter().zip(strong.exports) {
+        if matches!(e.kind, ExportKind::Primal) {
+            splans.push(None);
+            continue;
+        }
+        let sp = cabi::plan(strong.module, e)?;
+        if sp.symbol != p.symbol
+            || sp.params.len() != p.params.len()
+            || sp.args.len() != p.args.len()
+            || sp.results.len() != p.results.len()
+        {
+            return Err(CodegenError::internal(format!(
+                "the strong version of `{}` has another C form",
+                p.symbol
+            )));
+        }
+        splans.push(Some(sp));
+    }
+    let mut comp = Compiler::new(backend);
+    comp.prefix = STRONG_PREFIX.to_string();
+    let rule_name = format!("{STRONG_PREFIX}.rule");
+    let rule_fn = comp
+        .backend
+        .declare_function(&rule_name, Linkage::Local, &rule_signature(&comp))
+        .map_err(CodegenError::backend)?;
+    comp.bind_import(RULE_FN, rule_fn);
+    for sp in splans.iter().flatten() {
+        comp.declare(strong.module, FuncRef::User(sp.internal))?;
+    }
+    let rules = close_rules(&mut comp, strong.module, strong.provider)?;
+    let tables = Tables::declare(&mut comp, STRONG_PREFIX)?;
+    let mut exports = Vec::with_capacity(splans.len());
+    for sp in splans {
+        exports.push(match sp {
+            None => None,
+            Some(sp) => {
+                let internal = comp.declare(strong.module, FuncRef::User(sp.internal))?;
+                let site = entry_sites(&mut comp, std::slice::from_ref(&sp))[0];
+                Some((internal, site, sp))
+            }
+        });
+    }
+    define_rule_fn(&mut comp, rule_fn, &rules)?;
+    define_fn_table(&mut comp, tables.fn_table)?;
+    define_sites(&mut comp, &tables, source)?;
+    let count = |n: usize| {
+        i64::try_from(n).map_err(|_| CodegenError::internal("too many tapes or sites".into()))
+    };
+    Ok(StrongCompiled {
+        ntapes: count(comp.tape_types.len())?,
+        nsites: count(comp.sites.len())?,
+        tables,
+        exports,
+    })
 }
 
 /// One row of `irad_rule`'s table: the rule of `kind` (at `width`) of the
@@ -494,14 +654,81 @@ fn import<M: ClModule>(
         .map_err(CodegenError::backend)
 }
 
-/// Generates the exported C function of `plan`; `site` is its entry's site
-/// number (for argument errors).
+/// One version of an exported function's internal call: the function, the
+/// tables of the compiler that compiled it, and how the C parameters make
+/// its arguments and take its results.
+struct Version<'p> {
+    internal: ClFuncId,
+    fn_table: DataId,
+    sites: DataId,
+    ntapes: i64,
+    nsites: i64,
+    /// The entry's site number in `sites` (for argument errors).
+    site: i64,
+    args: &'p [ArgLeaf],
+    results: &'p [ResultLeaf],
+}
+
+/// The runtime functions an exported function calls.
+struct EntryFns {
+    enter: ClFuncId,
+    leave: ClFuncId,
+    alloc: ClFuncId,
+    save: ClFuncId,
+    unsave: ClFuncId,
+    has_nan: ClFuncId,
+    restore: ClFuncId,
+}
+
+impl EntryFns {
+    fn import<M: ClModule>(comp: &mut Compiler<M>) -> Result<EntryFns, CodegenError> {
+        let i64s = [types::I64; 4];
+        Ok(EntryFns {
+            enter: import(comp, RtSym::Enter, &i64s[..3], &[])?,
+            leave: import(comp, RtSym::Leave, &i64s, &[types::I32])?,
+            alloc: import(comp, RtSym::Alloc, &i64s, &[types::I64])?,
+            save: import(comp, RtSym::Save, &i64s, &[types::I64])?,
+            unsave: import(comp, RtSym::Unsave, &i64s[..2], &[])?,
+            has_nan: import(comp, RtSym::HasNan, &i64s[..2], &[types::I64])?,
+            restore: import(comp, RtSym::Restore, &i64s[..3], &[])?,
+        })
+    }
+}
+
+/// The plain version of `plan`'s internal call, compiled by `comp`.
+fn plain_version<'p, M: ClModule>(
+    comp: &mut Compiler<M>,
+    module: &Module,
+    plan: &'p Plan,
+    site: i64,
+    data: &Tables,
+) -> Result<Version<'p>, CodegenError> {
+    let internal = comp.declare(module, FuncRef::User(plan.internal))?;
+    Ok(Version {
+        internal,
+        fn_table: data.fn_table,
+        sites: data.sites,
+        ntapes: i64::try_from(comp.tape_types.len())
+            .map_err(|_| CodegenError::internal("too many tapes".into()))?,
+        nsites: i64::try_from(comp.sites.len())
+            .map_err(|_| CodegenError::internal("too many sites".into()))?,
+        site,
+        args: &plan.args,
+        results: &plan.results,
+    })
+}
+
+/// Generates the exported C function of `plan`, which runs `plain`; with
+/// `strong`, it saves the buffers the derivative writes ([`Plan::saved`]),
+/// and when a derivative it returns ([`Plan::scanned`],
+/// [`Plan::derivs_from`]) is NaN, restores them and runs `strong` instead
+/// (docs/rules.md, "Infinities and NaN").
 fn define_export<M: ClModule>(
     comp: &mut Compiler<M>,
     module: &Module,
     plan: &Plan,
-    site: i64,
-    data: &Tables,
+    plain: &Version<'_>,
+    strong: Option<&Version<'_>>,
 ) -> Result<ClFuncId, CodegenError> {
     let func = module
         .get(plan.internal)
@@ -524,17 +751,18 @@ fn define_export<M: ClModule>(
             loc: plan.loc.clone(),
             msg: format!("cannot export `{}`: {e}", plan.symbol),
         })?;
-    let internal = comp.declare(module, FuncRef::User(plan.internal))?;
-    let i64s = [types::I64; 4];
-    let enter = import(comp, RtSym::Enter, &i64s[..3], &[])?;
-    let leave = import(comp, RtSym::Leave, &i64s, &[types::I32])?;
-    let alloc = import(comp, RtSym::Alloc, &i64s, &[types::I64])?;
-    let ntapes = i64::try_from(comp.tape_types.len())
-        .map_err(|_| CodegenError::internal("too many tapes".into()))?;
-    let nsites = i64::try_from(comp.sites.len())
-        .map_err(|_| CodegenError::internal("too many sites".into()))?;
+    let fns = EntryFns::import(comp)?;
     let ctx_size = u32::try_from(std::mem::size_of::<Ctx>())
         .map_err(|_| CodegenError::internal("context too large".into()))?;
+    // The saved buffers' copies are kept in a stack slot, null until made,
+    // and freed on every way out.
+    let nsaved = if strong.is_some() {
+        plan.saved.len()
+    } else {
+        0
+    };
+    let saves_size =
+        u32::try_from(nsaved * 8).map_err(|_| CodegenError::internal("too many buffers".into()))?;
 
     let mut ctx = comp.backend.make_context();
     ctx.func.signature = sig;
@@ -548,94 +776,81 @@ fn define_export<M: ClModule>(
         let slot =
             b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, ctx_size, 3));
         let cx = b.ins().stack_addr(types::I64, slot, 0);
-        let table_gv = comp.backend.declare_data_in_func(data.fn_table, b.func);
-        let table = b.ins().symbol_value(types::I64, table_gv);
-        let nt = b.ins().iconst(types::I64, ntapes);
-        let enter_ref = comp.backend.declare_func_in_func(enter, b.func);
-        b.ins().call(enter_ref, &[cx, table, nt]);
+        let saves = (nsaved > 0).then(|| {
+            let s = b.create_sized_stack_slot(StackSlotData::new(
+                StackSlotKind::ExplicitSlot,
+                saves_size,
+                3,
+            ));
+            let zero = b.ins().iconst(types::I64, 0);
+            for k in 0..nsaved {
+                b.ins().stack_store(types::I64, zero, s, (8 * k) as i32);
+            }
+            s
+        });
+        enter(comp, &mut b, &fns, cx, plain.fn_table, plain.ntapes);
 
         let leave_blk = b.create_block();
         let status = b.append_block_param(leave_blk, types::I64);
+        let sites = b.append_block_param(leave_blk, types::I64);
+        let nsites = b.append_block_param(leave_blk, types::I64);
         let failed = b.create_block();
         b.set_cold_block(failed);
 
-        // A negative length would pass every bounds check (they compare
-        // unsigned): refuse it before any compiled code runs.
-        for &(len, arg) in &plan.lengths {
-            let neg = b.ins().icmp_imm_s(IntCC::SignedLessThan, ps[len], 0);
-            let bad = b.create_block();
-            let ok = b.create_block();
-            b.set_cold_block(bad);
-            b.ins().brif(neg, bad, &[], ok, &[]);
-            b.switch_to_block(bad);
-            let arg = i64::try_from(arg).unwrap_or(i64::MAX);
-            for (v, off) in [
-                (
-                    b.ins().iconst(types::I64, TrapKind::BadLength.code()),
-                    rt::OFF_ERR_KIND,
-                ),
-                (b.ins().iconst(types::I64, site), rt::OFF_ERR_SITE),
-                (b.ins().iconst(types::I64, arg), rt::OFF_ERR_A),
-                (ps[len], rt::OFF_ERR_B),
-            ] {
-                b.ins().store(MemFlagsData::trusted(), v, cx, off);
+        check_lengths(&mut b, plan, &ps, cx, plain.site, failed);
+        let saved = match saves {
+            Some(s) => save_buffers(comp, &mut b, &fns, (plan, &ps), (cx, s), plain.site, failed),
+            None => Vec::new(),
+        };
+        let res = call_version(comp, &mut b, &fns, plain, &ps, cx, failed);
+        match strong {
+            None => {
+                store_results(&mut b, plain.results, &res, &ps);
+                jump_leave(comp, &mut b, leave_blk, 0, plain);
             }
-            b.ins().jump(failed, &[]);
-            b.switch_to_block(ok);
-        }
+            Some(strong) => {
+                let nan = scan_for_nan(comp, &mut b, &fns, plan, &res, &ps);
+                let (keep, rerun) = (b.create_block(), b.create_block());
+                b.set_cold_block(rerun);
+                b.ins().brif(nan, rerun, &[], keep, &[]);
+                b.switch_to_block(keep);
+                store_results(&mut b, plain.results, &res, &ps);
+                jump_leave(comp, &mut b, leave_blk, 0, plain);
 
-        let mut args = vec![cx];
-        for leaf in &plan.args {
-            let v = match *leaf {
-                ArgLeaf::Param(p) | ArgLeaf::Shadow(p) | ArgLeaf::Len(p) => ps[p],
-                ArgLeaf::Bool(p) => b.ins().icmp_imm_s(IntCC::NotEqual, ps[p], 0),
-                ArgLeaf::Scratch(len) => {
-                    // The shadow of an array not differentiated: zeroed
-                    // memory the runtime frees when the call ends.
-                    let size = b.ins().iconst(types::I64, 8);
-                    let s = b.ins().iconst(types::I64, site);
-                    let alloc_ref = comp.backend.declare_func_in_func(alloc, b.func);
-                    let call = b.ins().call(alloc_ref, &[cx, ps[len], size, s]);
-                    let p = b.inst_results(call)[0];
-                    let null = b.ins().icmp_imm_s(IntCC::Equal, p, 0);
-                    let ok = b.create_block();
-                    b.ins().brif(null, failed, &[], ok, &[]);
-                    b.switch_to_block(ok);
-                    p
+                b.switch_to_block(rerun);
+                // Success: its status is 0.
+                leave(comp, &mut b, &fns, cx, 0, plain);
+                for (&(p, len), &copy) in plan.saved.iter().zip(&saved) {
+                    let bytes = b.ins().imul_imm_s(ps[len], 8);
+                    let r = comp.backend.declare_func_in_func(fns.restore, b.func);
+                    b.ins().call(r, &[ps[p], copy, bytes]);
                 }
-            };
-            args.push(v);
-        }
-        let internal_ref = comp.backend.declare_func_in_func(internal, b.func);
-        let call = b.ins().call(internal_ref, &args);
-        let res = b.inst_results(call).to_vec();
-        let ok = b.create_block();
-        b.ins().brif(res[0], failed, &[], ok, &[]);
-
-        b.switch_to_block(ok);
-        for (&v, dest) in res[1..].iter().zip(&plan.results) {
-            if let ResultLeaf::Out(p, leaf) = *dest {
-                let v = if leaf == types::I8 {
-                    b.ins().uextend(types::I32, v)
-                } else {
-                    v
-                };
-                b.ins().store(MemFlagsData::new(), v, ps[p], 0);
+                enter(comp, &mut b, &fns, cx, strong.fn_table, strong.ntapes);
+                let failed_strong = b.create_block();
+                b.set_cold_block(failed_strong);
+                let res = call_version(comp, &mut b, &fns, strong, &ps, cx, failed_strong);
+                store_results(&mut b, strong.results, &res, &ps);
+                jump_leave(comp, &mut b, leave_blk, 0, strong);
+                b.switch_to_block(failed_strong);
+                jump_leave(comp, &mut b, leave_blk, 1, strong);
             }
         }
-        let zero = b.ins().iconst(types::I64, 0);
-        b.ins().jump(leave_blk, &[BlockArg::Value(zero)]);
 
         b.switch_to_block(failed);
-        let one = b.ins().iconst(types::I64, 1);
-        b.ins().jump(leave_blk, &[BlockArg::Value(one)]);
+        jump_leave(comp, &mut b, leave_blk, 1, plain);
 
         b.switch_to_block(leave_blk);
-        let sites_gv = comp.backend.declare_data_in_func(data.sites, b.func);
-        let sites = b.ins().symbol_value(types::I64, sites_gv);
-        let ns = b.ins().iconst(types::I64, nsites);
-        let leave_ref = comp.backend.declare_func_in_func(leave, b.func);
-        let call = b.ins().call(leave_ref, &[cx, status, sites, ns]);
+        if let Some(s) = saves {
+            for (k, &(_, len)) in plan.saved.iter().enumerate() {
+                let p = b
+                    .ins()
+                    .stack_load(types::I64, types::I64, s, (8 * k) as i32);
+                let r = comp.backend.declare_func_in_func(fns.unsave, b.func);
+                b.ins().call(r, &[p, ps[len]]);
+            }
+        }
+        let leave_ref = comp.backend.declare_func_in_func(fns.leave, b.func);
+        let call = b.ins().call(leave_ref, &[cx, status, sites, nsites]);
         let code = b.inst_results(call)[0];
         b.ins().return_(&[code]);
         b.seal_all_blocks();
@@ -646,6 +861,221 @@ fn define_export<M: ClModule>(
     comp.define_sized(&plan.symbol, id, &mut ctx)
         .map_err(|e| CodegenError::backend_in(e, &plan.symbol))?;
     Ok(id)
+}
+
+/// `irad_rt_enter(cx, table, ntapes)`.
+fn enter<M: ClModule>(
+    comp: &mut Compiler<M>,
+    b: &mut FunctionBuilder<'_>,
+    fns: &EntryFns,
+    cx: ir::Value,
+    fn_table: DataId,
+    ntapes: i64,
+) {
+    let table_gv = comp.backend.declare_data_in_func(fn_table, b.func);
+    let table = b.ins().symbol_value(types::I64, table_gv);
+    let nt = b.ins().iconst(types::I64, ntapes);
+    let enter_ref = comp.backend.declare_func_in_func(fns.enter, b.func);
+    b.ins().call(enter_ref, &[cx, table, nt]);
+}
+
+/// The status `status`, the address of `version`'s site table and its
+/// length: the last three arguments of `irad_rt_leave`.
+fn leave_args<M: ClModule>(
+    comp: &mut Compiler<M>,
+    b: &mut FunctionBuilder<'_>,
+    status: i64,
+    version: &Version<'_>,
+) -> [ir::Value; 3] {
+    let sites_gv = comp.backend.declare_data_in_func(version.sites, b.func);
+    let sites = b.ins().symbol_value(types::I64, sites_gv);
+    let st = b.ins().iconst(types::I64, status);
+    let ns = b.ins().iconst(types::I64, version.nsites);
+    [st, sites, ns]
+}
+
+/// `irad_rt_leave(cx, status, sites, nsites)` of `version`'s site table;
+/// returns its status code.
+fn leave<M: ClModule>(
+    comp: &mut Compiler<M>,
+    b: &mut FunctionBuilder<'_>,
+    fns: &EntryFns,
+    cx: ir::Value,
+    status: i64,
+    version: &Version<'_>,
+) -> ir::Value {
+    let [st, sites, ns] = leave_args(comp, b, status, version);
+    let leave_ref = comp.backend.declare_func_in_func(fns.leave, b.func);
+    let call = b.ins().call(leave_ref, &[cx, st, sites, ns]);
+    b.inst_results(call)[0]
+}
+
+/// Jumps to the block that leaves the call with `status` and `version`'s
+/// site table.
+fn jump_leave<M: ClModule>(
+    comp: &mut Compiler<M>,
+    b: &mut FunctionBuilder<'_>,
+    leave_blk: ir::Block,
+    status: i64,
+    version: &Version<'_>,
+) {
+    let args = leave_args(comp, b, status, version).map(BlockArg::Value);
+    b.ins().jump(leave_blk, &args);
+}
+
+/// Refuses a negative length before any compiled code runs (it would pass
+/// every bounds check: they compare unsigned).
+fn check_lengths(
+    b: &mut FunctionBuilder<'_>,
+    plan: &Plan,
+    ps: &[ir::Value],
+    cx: ir::Value,
+    site: i64,
+    failed: ir::Block,
+) {
+    for &(len, arg) in &plan.lengths {
+        let neg = b.ins().icmp_imm_s(IntCC::SignedLessThan, ps[len], 0);
+        let bad = b.create_block();
+        let ok = b.create_block();
+        b.set_cold_block(bad);
+        b.ins().brif(neg, bad, &[], ok, &[]);
+        b.switch_to_block(bad);
+        let arg = i64::try_from(arg).unwrap_or(i64::MAX);
+        for (v, off) in [
+            (
+                b.ins().iconst(types::I64, TrapKind::BadLength.code()),
+                rt::OFF_ERR_KIND,
+            ),
+            (b.ins().iconst(types::I64, site), rt::OFF_ERR_SITE),
+            (b.ins().iconst(types::I64, arg), rt::OFF_ERR_A),
+            (ps[len], rt::OFF_ERR_B),
+        ] {
+            b.ins().store(MemFlagsData::trusted(), v, cx, off);
+        }
+        b.ins().jump(failed, &[]);
+        b.switch_to_block(ok);
+    }
+}
+
+/// Saves each buffer of [`Plan::saved`] (`irad_rt_save`), keeping the
+/// copies in the stack slot `saves` (freed when the call leaves), and
+/// returns them; to `failed` when one cannot be made (the error in `cx`).
+fn save_buffers<M: ClModule>(
+    comp: &mut Compiler<M>,
+    b: &mut FunctionBuilder<'_>,
+    fns: &EntryFns,
+    (plan, ps): (&Plan, &[ir::Value]),
+    (cx, saves): (ir::Value, ir::StackSlot),
+    site: i64,
+    failed: ir::Block,
+) -> Vec<ir::Value> {
+    let mut copies = Vec::with_capacity(plan.saved.len());
+    for (k, &(p, len)) in plan.saved.iter().enumerate() {
+        let site = b.ins().iconst(types::I64, site);
+        let save_ref = comp.backend.declare_func_in_func(fns.save, b.func);
+        let call = b.ins().call(save_ref, &[cx, ps[p], ps[len], site]);
+        let copy = b.inst_results(call)[0];
+        b.ins().stack_store(types::I64, copy, saves, (8 * k) as i32);
+        let null = b.ins().icmp_imm_s(IntCC::Equal, copy, 0);
+        let ok = b.create_block();
+        b.ins().brif(null, failed, &[], ok, &[]);
+        b.switch_to_block(ok);
+        copies.push(copy);
+    }
+    copies
+}
+
+/// Makes `version`'s arguments from the C parameters `ps` (zeroed scratch
+/// shadows allocated in `cx`), calls it, and continues in a new block with
+/// its results when it succeeds (to `failed` when not).
+fn call_version<M: ClModule>(
+    comp: &mut Compiler<M>,
+    b: &mut FunctionBuilder<'_>,
+    fns: &EntryFns,
+    version: &Version<'_>,
+    ps: &[ir::Value],
+    cx: ir::Value,
+    failed: ir::Block,
+) -> Vec<ir::Value> {
+    let mut args = vec![cx];
+    for leaf in version.args {
+        let v = match *leaf {
+            ArgLeaf::Param(p) | ArgLeaf::Shadow(p) | ArgLeaf::Len(p) => ps[p],
+            ArgLeaf::Bool(p) => b.ins().icmp_imm_s(IntCC::NotEqual, ps[p], 0),
+            ArgLeaf::Scratch(len) => {
+                // The shadow of an array not differentiated: zeroed
+                // memory the runtime frees when the call ends.
+                let size = b.ins().iconst(types::I64, 8);
+                let s = b.ins().iconst(types::I64, version.site);
+                let alloc_ref = comp.backend.declare_func_in_func(fns.alloc, b.func);
+                let call = b.ins().call(alloc_ref, &[cx, ps[len], size, s]);
+                let p = b.inst_results(call)[0];
+                let null = b.ins().icmp_imm_s(IntCC::Equal, p, 0);
+                let ok = b.create_block();
+                b.ins().brif(null, failed, &[], ok, &[]);
+                b.switch_to_block(ok);
+                p
+            }
+        };
+        args.push(v);
+    }
+    let internal_ref = comp.backend.declare_func_in_func(version.internal, b.func);
+    let call = b.ins().call(internal_ref, &args);
+    let res = b.inst_results(call).to_vec();
+    let ok = b.create_block();
+    b.ins().brif(res[0], failed, &[], ok, &[]);
+    b.switch_to_block(ok);
+    res
+}
+
+/// Stores the internal call's results `res` through the out-pointers.
+fn store_results(
+    b: &mut FunctionBuilder<'_>,
+    results: &[ResultLeaf],
+    res: &[ir::Value],
+    ps: &[ir::Value],
+) {
+    for (&v, dest) in res[1..].iter().zip(results) {
+        if let ResultLeaf::Out(p, leaf) = *dest {
+            let v = if leaf == types::I8 {
+                b.ins().uextend(types::I32, v)
+            } else {
+                v
+            };
+            b.ins().store(MemFlagsData::new(), v, ps[p], 0);
+        }
+    }
+}
+
+/// Whether a derivative the call returns is NaN (an `i8`, 0 or 1): its
+/// f64 results from [`Plan::derivs_from`] on, and the buffers of
+/// [`Plan::scanned`].
+fn scan_for_nan<M: ClModule>(
+    comp: &mut Compiler<M>,
+    b: &mut FunctionBuilder<'_>,
+    fns: &EntryFns,
+    plan: &Plan,
+    res: &[ir::Value],
+    ps: &[ir::Value],
+) -> ir::Value {
+    let mut nan = b.ins().iconst(types::I8, 0);
+    for (k, dest) in plan.results.iter().enumerate().skip(plan.derivs_from) {
+        if let ResultLeaf::Out(_, leaf) = *dest
+            && leaf == types::F64
+        {
+            let v = res[1 + k];
+            let unordered = b.ins().fcmp(FloatCC::Unordered, v, v);
+            nan = b.ins().bor(nan, unordered);
+        }
+    }
+    for &(p, len) in &plan.scanned {
+        let r = comp.backend.declare_func_in_func(fns.has_nan, b.func);
+        let call = b.ins().call(r, &[ps[p], ps[len]]);
+        let found = b.inst_results(call)[0];
+        let found = b.ins().icmp_imm_s(IntCC::NotEqual, found, 0);
+        nan = b.ins().bor(nan, found);
+    }
+    nan
 }
 
 /// Generates `irad_rule`: the rule table as a chain of comparisons; a miss

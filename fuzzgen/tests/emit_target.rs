@@ -2,7 +2,8 @@
 //! for it: values, gradients and run-time errors of objects called through
 //! the C ABI agree with the JIT for every kind of parameter the generator
 //! passes (f64, i64, bool, tuples, arrays, more parameters than registers),
-//! and a failing run reaches the error comparison (status code and text).
+//! at overflow (where both give the strong derivative), and a failing run
+//! reaches the error comparison (status code and text).
 //! Needs a C compiler (`cc`), as `tests/emit.rs` does.
 
 #![cfg(unix)]
@@ -59,6 +60,19 @@ fn objects_agree_with_the_jit_on_values_gradients_and_errors() {
             program(
                 "fn main(x: f64, b: bool) -> f64 {\n    if b { x * sin(x) } else { x }\n}\n",
                 "2.0, true",
+            ),
+            Outcome {
+                value_ran: true,
+                grad_ran: true,
+            },
+        ),
+        // Overflow (issue 27, finding 10): the plain gradient is NaN (0 *
+        // inf in d/dy and d/da[0]); the JIT's and the object's are both the
+        // strong one, bit for bit.
+        (
+            program(
+                "fn main(x: f64, y: f64, a: [f64]) -> f64 {\n    x * exp(y) + a[0] * exp(y)\n}\n",
+                "0.0, 1000.0, [0.0, 2.0]",
             ),
             Outcome {
                 value_ran: true,

@@ -222,6 +222,119 @@ pub unsafe extern "C" fn irad_rt_leave(
     i32::try_from(code).unwrap_or(i32::MAX)
 }
 
+/// Whether one of the `n` doubles at `p` is NaN (0 or 1): how an exported
+/// derivative with a strong version scans its array outputs before it
+/// decides to run that version (docs/rules.md, "Infinities and NaN").
+///
+/// # Safety
+/// `p` points at `n` readable doubles (anything when `n <= 0`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn irad_rt_has_nan(p: *const f64, n: i64) -> i64 {
+    let Ok(n) = usize::try_from(n) else {
+        return 0;
+    };
+    if n == 0 || p.is_null() {
+        return 0;
+    }
+    // SAFETY: `p` holds `n` doubles (contract).
+    let xs = unsafe { std::slice::from_raw_parts(p, n) };
+    // A fold without early exit over blocks of 64 vectorises.
+    i64::from(
+        xs.chunks(64)
+            .any(|c| c.iter().fold(false, |nan, x| nan | x.is_nan())),
+    )
+}
+
+/// What [`irad_rt_save`] returns for a buffer of no elements or whose
+/// elements are all `+0.0` (the buffer a caller zeroes for a plain
+/// gradient): nothing is copied, and [`irad_rt_restore`] zeroes instead.
+fn zeros_mark() -> *mut f64 {
+    ptr::NonNull::<f64>::dangling().as_ptr()
+}
+
+/// A copy of the `n` doubles at `src` in memory of its own, which
+/// [`irad_rt_unsave`] frees: how an exported derivative saves the buffers
+/// it adds into before its plain version runs. A buffer of `+0.0`s (or of
+/// no elements) is not copied: the result is then a mark (non-null) that
+/// [`irad_rt_restore`] reads as zeros. Null with [`TrapKind::OomCopy`] in
+/// `ctx` at `site` when the memory for a copy cannot be had.
+///
+/// # Safety
+/// `ctx` is a valid context; `src` points at `n` readable doubles (anything
+/// when `n <= 0`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn irad_rt_save(
+    ctx: *mut Ctx,
+    src: *const f64,
+    n: i64,
+    site: i64,
+) -> *mut f64 {
+    let len = usize::try_from(n).unwrap_or(0);
+    if len == 0 {
+        return zeros_mark();
+    }
+    // Reserved first: a length no allocation can hold is refused before
+    // anything is read.
+    let mut copy: Vec<f64> = Vec::new();
+    if copy.try_reserve_exact(len).is_err() {
+        // SAFETY: the caller passes a valid context.
+        crate::fail(unsafe { &mut *ctx }, Trap::OomCopy(n), site);
+        return ptr::null_mut();
+    }
+    // SAFETY: `src` holds `len` doubles (contract), which fit in memory.
+    let xs = unsafe { std::slice::from_raw_parts(src, len) };
+    // Bits, not values: a -0.0 is copied. A fold over blocks of 64 vectorises.
+    if xs
+        .chunks(64)
+        .all(|c| c.iter().fold(0u64, |acc, x| acc | x.to_bits()) == 0)
+    {
+        return zeros_mark();
+    }
+    copy.extend_from_slice(xs);
+    Box::into_raw(copy.into_boxed_slice()).cast::<f64>()
+}
+
+/// Frees a copy [`irad_rt_save`] made of `n` doubles (null or the mark of
+/// zeros: nothing).
+///
+/// # Safety
+/// `p` is null or came from `irad_rt_save` with the same `n`, and is freed
+/// once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn irad_rt_unsave(p: *mut f64, n: i64) {
+    let len = usize::try_from(n).unwrap_or(0);
+    if len == 0 || p.is_null() || p == zeros_mark() {
+        return;
+    }
+    // SAFETY: a boxed slice of `len` doubles (contract).
+    drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(p, len)) });
+}
+
+/// Copies `bytes` bytes from `src` back to `dst` (zeroes them when `src`
+/// is [`irad_rt_save`]'s mark of zeros): how an exported derivative
+/// restores the buffers it saved before running its strong version.
+///
+/// # Safety
+/// `src` is the mark or holds `bytes` bytes, `dst` holds `bytes` bytes
+/// (anything when `bytes <= 0`; null pointers copy nothing), and they do
+/// not overlap.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn irad_rt_restore(dst: *mut u8, src: *const u8, bytes: i64) {
+    if let Ok(n) = usize::try_from(bytes)
+        && n > 0
+        && !src.is_null()
+        && !dst.is_null()
+    {
+        if src == zeros_mark().cast::<u8>().cast_const() {
+            // SAFETY: `dst` holds `n` bytes (contract).
+            unsafe { ptr::write_bytes(dst, 0, n) };
+        } else {
+            // SAFETY: both regions hold `n` bytes and are distinct (contract).
+            unsafe { ptr::copy_nonoverlapping(src, dst, n) };
+        }
+    }
+}
+
 /// The message of an error kind (a [`TrapKind`] code) with operands `a`
 /// and `b`, as objects print it: the interpreter's text ([`Trap`]'s), with
 /// the C side's advice for [`TrapKind::Stack`]. `tape` is the type of the
@@ -371,6 +484,61 @@ mod tests {
         assert_eq!(code, 0);
         let text = unsafe { CStr::from_ptr(irad_error_message()) };
         assert!(text.is_empty());
+    }
+
+    #[test]
+    fn nan_scans_and_restores_cover_every_element() {
+        for n in [0usize, 1, 63, 64, 65, 130] {
+            let xs = vec![f64::INFINITY; n];
+            assert_eq!(unsafe { irad_rt_has_nan(xs.as_ptr(), n as i64) }, 0);
+            for k in 0..n {
+                let mut ys = xs.clone();
+                ys[k] = f64::NAN;
+                assert_eq!(unsafe { irad_rt_has_nan(ys.as_ptr(), n as i64) }, 1);
+                // Outside the length it is not looked at.
+                assert_eq!(unsafe { irad_rt_has_nan(ys.as_ptr(), k as i64) }, 0);
+            }
+        }
+        assert_eq!(unsafe { irad_rt_has_nan(ptr::null(), -3) }, 0);
+        let src = [1.5f64, -0.0, f64::NAN];
+        let mut dst = [0.0f64; 3];
+        unsafe { irad_rt_restore(dst.as_mut_ptr().cast(), src.as_ptr().cast(), 16) };
+        assert_eq!(dst.map(f64::to_bits)[..2], src.map(f64::to_bits)[..2]);
+        assert_eq!(dst[2], 0.0);
+        unsafe { irad_rt_restore(dst.as_mut_ptr().cast(), src.as_ptr().cast(), -8) };
+        assert_eq!(dst[2], 0.0);
+        let mut ctx = std::mem::MaybeUninit::<Ctx>::uninit();
+        unsafe { irad_rt_enter(ctx.as_mut_ptr(), ptr::null(), 0) };
+        // Saved and restored bit for bit: 0, 2 (a -0.0 is not a zero) and
+        // 3 elements copied, and 130 +0.0s marked and restored as zeros.
+        let mut zeros = vec![0.0f64; 130];
+        for (xs, n) in [
+            (&src[..], 0i64),
+            (&[0.0, -0.0][..], 2),
+            (&src[..], 3),
+            (&zeros[..], 130),
+        ] {
+            let p = unsafe { irad_rt_save(ctx.as_mut_ptr(), xs.as_ptr(), n, 0) };
+            assert!(!p.is_null());
+            let mut back = vec![7.0f64; n as usize];
+            unsafe { irad_rt_restore(back.as_mut_ptr().cast(), p.cast(), 8 * n) };
+            let same = back.iter().zip(xs).all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "{n} elements");
+            unsafe { irad_rt_unsave(p, n) };
+        }
+        zeros[129] = 1.0;
+        let p = unsafe { irad_rt_save(ctx.as_mut_ptr(), zeros.as_ptr(), 130, 0) };
+        assert_eq!(unsafe { *p.add(129) }, 1.0);
+        unsafe { irad_rt_unsave(p, 130) };
+        // Out of memory: null, and the error in the context.
+        let p = unsafe { irad_rt_save(ctx.as_mut_ptr(), src.as_ptr(), i64::MAX, 7) };
+        assert!(p.is_null());
+        let c = unsafe { ctx.assume_init_mut() };
+        assert_eq!((c.err_kind, c.err_site), (TrapKind::OomCopy.code(), 7));
+        assert_eq!(
+            unsafe { irad_rt_leave(c, 1, ptr::null(), 0) },
+            TrapKind::OomCopy.code() as i32
+        );
     }
 
     #[test]

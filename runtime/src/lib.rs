@@ -54,7 +54,8 @@ pub use bulk_ffi::{
 };
 pub use capi::{
     DEFAULT_MAX_DEPTH, DEFAULT_STACK_BUDGET, SITE_INFO_SIZE, SiteInfo, error_text,
-    irad_error_message, irad_rt_enter, irad_rt_leave, irad_set_max_depth, irad_set_stack_budget,
+    irad_error_message, irad_rt_enter, irad_rt_has_nan, irad_rt_leave, irad_rt_restore,
+    irad_rt_save, irad_rt_unsave, irad_set_max_depth, irad_set_stack_budget,
 };
 pub use irad_kernels::{bulk, math, sparse};
 pub use sparse_ffi::{

@@ -1,5 +1,5 @@
 //! Walks over interpreter values shared by the derivative tests (cli_deriv,
-//! cli_hvp, cli_rof, ieee_derivatives, lang_rules, sparse_hessian): the f64
+//! cli_hvp, cli_rof, emit, ieee_derivatives, lang_rules, sparse_hessian): the f64
 //! entries of a value or of a gradient-shaped list, and a value with its f64
 //! entries rewritten (for finite-difference points). Assumes nothing of the
 //! values; guarantees depth-first order, array elements in index order,
