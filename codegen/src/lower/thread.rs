@@ -49,25 +49,52 @@ pub(crate) fn thread_jumps(func: &mut Function) -> usize {
     if !any {
         return 0;
     }
-    // The final destination of a call of a jump-only block: its jump's,
-    // followed through further jump-only blocks (at most as many steps as
-    // there are blocks, so a cycle of them, an endless loop, stays).
-    let limit = func.dfg.num_blocks();
-    let resolve = |dfg: &ir::DataFlowGraph, call: BlockCall| -> Option<(Block, Vec<BlockArg>)> {
-        let mut block = call.block(&dfg.value_lists);
-        if call.len(&dfg.value_lists) != 0 || forward[block].is_none() {
-            return None;
+    // The last jump of the chain of jump-only blocks that starts at each
+    // (the first whose target is not jump-only or which passes arguments),
+    // found once per block: each walk stops at a block already resolved,
+    // so the whole is linear. The blocks of a cycle (an endless loop of
+    // jumps) resolve to nothing and are left alone.
+    let mut last: SecondaryMap<Block, Option<BlockCall>> = SecondaryMap::new();
+    let mut state: SecondaryMap<Block, u8> = SecondaryMap::new(); // 1 walking, 2 done
+    let mut path = Vec::new();
+    for start in func.layout.blocks() {
+        if forward[start].is_none() || state[start] == 2 {
+            continue;
         }
-        let mut steps = 0;
-        while let Some(next) = forward[block] {
-            let to = next.block(&dfg.value_lists);
-            if next.len(&dfg.value_lists) != 0 || forward[to].is_none() || steps >= limit {
-                return Some((to, next.args(&dfg.value_lists).collect()));
+        let mut block = start;
+        let found = loop {
+            if state[block] == 2 {
+                break last[block];
+            }
+            if state[block] == 1 {
+                break None;
+            }
+            state[block] = 1;
+            path.push(block);
+            let Some(next) = forward[block] else {
+                break None;
+            };
+            let to = next.block(&func.dfg.value_lists);
+            if next.len(&func.dfg.value_lists) != 0 || forward[to].is_none() {
+                break Some(next);
             }
             block = to;
-            steps += 1;
+        };
+        for b in path.drain(..) {
+            last[b] = found;
+            state[b] = 2;
         }
-        None
+    }
+    let resolve = |dfg: &ir::DataFlowGraph, call: BlockCall| -> Option<(Block, Vec<BlockArg>)> {
+        let block = call.block(&dfg.value_lists);
+        if call.len(&dfg.value_lists) != 0 {
+            return None;
+        }
+        let next = last[block]?;
+        Some((
+            next.block(&dfg.value_lists),
+            next.args(&dfg.value_lists).collect(),
+        ))
     };
     let blocks: Vec<Block> = func.layout.blocks().collect();
     for &block in &blocks {
@@ -230,5 +257,40 @@ mod tests {
             text.contains("br_table v1, block8, [block8, block5, block8]"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn an_endless_loop_of_jumps_stays() {
+        let mut sig = Signature::new(CallConv::SystemV);
+        sig.params.push(AbiParam::new(types::I8));
+        let mut func = Function::with_name_signature(ir::UserFuncName::default(), sig);
+        let mut fctx = FunctionBuilderContext::new();
+        let mut b = FunctionBuilder::new(&mut func, &mut fctx);
+        let [entry, into, spin_a, spin_b, exit] = [(); 5].map(|()| b.create_block());
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        let c = b.block_params(entry)[0];
+        b.ins().brif(c, into, &[], exit, &[]);
+        // into -> spin_a <-> spin_b: jump-only blocks on a cycle.
+        b.switch_to_block(into);
+        b.ins().jump(spin_a, &[]);
+        b.switch_to_block(spin_a);
+        b.ins().jump(spin_b, &[]);
+        b.switch_to_block(spin_b);
+        b.ins().jump(spin_a, &[]);
+        b.switch_to_block(exit);
+        b.ins().return_(&[]);
+        b.seal_all_blocks();
+        b.finalize(TargetFrontendConfig {
+            default_call_conv: CallConv::SystemV,
+            pointer_width: PointerWidth::U64,
+            page_size_align_log2: 12,
+        });
+        let removed = thread_jumps(&mut func);
+        let flags = settings::Flags::new(settings::builder());
+        cranelift_codegen::verify_function(&func, &flags)
+            .unwrap_or_else(|e| panic!("after threading: {e}\n{}", func.display()));
+        assert_eq!(removed, 0, "{}", func.display());
+        assert_eq!(func.layout.blocks().count(), 5);
     }
 }
