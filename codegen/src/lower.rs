@@ -30,6 +30,7 @@ mod fuse;
 mod parallel;
 mod prim;
 mod release;
+mod thread;
 mod vector;
 mod version;
 
@@ -51,7 +52,7 @@ use irad_ir::entity::EntityRef;
 use irad_ir::entity::{EntitySet, SecondaryMap};
 use irad_ir::flow::ControlFlowGraph;
 use irad_ir::func::{
-    Block, Const, Func, FuncId, FuncRef, InstKind, Module, Operand, Terminator, Value,
+    Block, Const, Func, FuncId, FuncRef, InstKind, Module, Operand, Terminator, Value, ValueDef,
 };
 use irad_ir::loc::Location;
 use irad_ir::prim::Prim;
@@ -549,6 +550,9 @@ impl<M: ClModule> Compiler<M> {
             r
         };
 
+        if res.is_ok() {
+            thread::thread_jumps(&mut ctx.func);
+        }
         // `finalize` empties the builder context; after a failure it
         // still holds the half-built function, so the next starts afresh.
         self.fctx = if res.is_ok() {
@@ -1281,9 +1285,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let i = self.operand(index)?[0];
                 let n = targets.len() as i64;
                 let site = self.c.site(term_loc(), None);
-                let nv = self.b.ins().iconst(types::I64, n);
-                let out = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, nv);
-                self.fail_if(out, TrapKind::Switch, site, Some(i), Some(nv));
+                if !switch_index_in_range(func, index, n) {
+                    let nv = self.b.ins().iconst(types::I64, n);
+                    let out = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, nv);
+                    self.fail_if(out, TrapKind::Switch, site, Some(i), Some(nv));
+                }
                 if targets.len() <= 2 {
                     // The common case (a recorded predecessor of two): a branch.
                     let first = target(&targets[0])?;
@@ -1800,20 +1806,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     let used = self.b.ins().isub(top, base);
                     let short = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, used, total);
                     let cont = self.cold_path(short);
-                    // The failing pop is the first whose bytes are not all
-                    // there: the first k with used < size_1 + ... + size_k.
-                    let mut site = self.b.ins().iconst(types::I64, pops[pops.len() - 1].1);
-                    let mut cum = 0;
-                    let mut bounds = Vec::with_capacity(pops.len());
-                    for &(size, s) in &pops {
-                        cum += size;
-                        bounds.push((cum, s));
-                    }
-                    for &(cum, s) in bounds.iter().rev().skip(1) {
-                        let lt = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, used, cum);
-                        let sv = self.b.ins().iconst(types::I64, s);
-                        site = self.b.ins().select(lt, sv, site);
-                    }
+                    let site = self.failing_pop_site(used, &pops);
                     let ctx = self.ctx();
                     let k = self.b.ins().iconst(types::I64, TrapKind::EmptyTape.code());
                     self.b.ins().store(self.fl_ctx, k, ctx, rt::OFF_ERR_KIND);
@@ -1830,6 +1823,52 @@ impl<M: ClModule> Lower<'_, '_, M> {
             }
         }
         Ok(())
+    }
+
+    /// The site of the failing pop of a segment whose tape holds `used`
+    /// bytes, fewer than all its `pops` (size, site) take: the first pop
+    /// k whose bytes are not all there, the first with `used < size_1 +
+    /// ... + size_k` (the first pop when `used` is negative).
+    ///
+    /// The pops of one tape have one type and so one size `s`, and their
+    /// sites were numbered in a row (`tape_plan`): then k is `max(used,
+    /// 0) / s` (below the number of pops, since `used` is below their
+    /// total) and the site the first one's plus k, four instructions on
+    /// the cold path. Otherwise a select per pop; in a long pullback's
+    /// segment of a thousand pops those selects were a quarter of its
+    /// Cranelift instructions.
+    fn failing_pop_site(&mut self, used: ir::Value, pops: &[(i64, i64)]) -> ir::Value {
+        let (size, first) = pops[0];
+        let in_a_row = pops
+            .iter()
+            .enumerate()
+            .all(|(k, &(s, site))| s == size && site == first + k as i64);
+        if in_a_row && size > 0 {
+            let zero = self.b.ins().iconst(types::I64, 0);
+            let held = self.b.ins().smax(used, zero);
+            let k = if (size as u64).is_power_of_two() {
+                self.b
+                    .ins()
+                    .ushr_imm_s(held, i64::from(size.trailing_zeros()))
+            } else {
+                let s = self.b.ins().iconst(types::I64, size);
+                self.b.ins().udiv(held, s)
+            };
+            return self.b.ins().iadd_imm_s(k, first);
+        }
+        let mut site = self.b.ins().iconst(types::I64, pops[pops.len() - 1].1);
+        let mut cum = 0;
+        let mut bounds = Vec::with_capacity(pops.len());
+        for &(size, s) in pops {
+            cum += size;
+            bounds.push((cum, s));
+        }
+        for &(cum, s) in bounds.iter().rev().skip(1) {
+            let lt = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, used, cum);
+            let sv = self.b.ins().iconst(types::I64, s);
+            site = self.b.ins().select(lt, sv, site);
+        }
+        site
     }
 }
 
@@ -1851,6 +1890,28 @@ type TapeUse = (usize, i64, bool);
 struct TapePlan {
     checks: HashMap<usize, Vec<TapeCheck>>,
     prechecked: HashMap<usize, (u32, i64)>,
+}
+
+/// Whether the index of a `switch` of `n` targets is in `0..n` whatever
+/// the run: a constant in range, or a `select` between two such constants
+/// (how reverse mode's pullbacks pick a block's recorded predecessor: `switch
+/// select(b, 1, 0), [#p, #q]`). Such a switch needs no range check: the
+/// check could never fail.
+fn switch_index_in_range(func: &Func, index: &Operand, n: i64) -> bool {
+    let fits = |op: &Operand| matches!(op, Operand::Const(Const::I64(k)) if (0..n).contains(k));
+    match index {
+        Operand::Value(v) => match func.values[*v].def {
+            ValueDef::Inst(inst) => match &func.insts[inst].kind {
+                InstKind::Prim {
+                    prim: Prim::Select,
+                    args,
+                } => args.len() == 3 && fits(&args[1]) && fits(&args[2]),
+                _ => false,
+            },
+            ValueDef::Param(_) => false,
+        },
+        other => fits(other),
+    }
 }
 
 /// The bytes one value with `leaves` takes on a tape: its leaves', and one

@@ -753,3 +753,105 @@ fn errors_inside_rules_derived_at_run_time_are_the_same() {
         }
     }
 }
+
+/// Blocks that pop several values of one tape at once, after blocks that
+/// pushed fewer (none, one, three, by `%k`): the segment's single check
+/// finds the tape short, and the error names the first pop that finds it
+/// empty. Records of 8 bytes (`f64`), 17 (`(f64, i64, bool)`, not a power
+/// of two) and 1 (`bool`).
+const SHORT_POPS_IR: &str = r"
+func @pops_f64(%k: i64, %x: f64) -> f64 {
+#1:
+  switch %k, [#2, #3, #4]
+#2:
+  goto #5
+#3:
+  call push(%x)
+  goto #5
+#4:
+  call push(%x)
+  call push(%x)
+  call push(%x)
+  goto #5
+#5:
+  %a = call pop() :: f64
+  %b = call pop() :: f64
+  %c = call pop() :: f64
+  %d = call pop() :: f64
+  %s = call add(%a, %b) :: f64
+  %t = call add(%c, %d) :: f64
+  %r = call add(%s, %t) :: f64
+  return %r
+}
+
+func @pops_triple(%k: i64, %x: f64) -> f64 {
+#1:
+  %v = call tuple(%x, %k, true) :: (f64, i64, bool)
+  switch %k, [#2, #3, #4]
+#2:
+  goto #5
+#3:
+  call push(%v)
+  goto #5
+#4:
+  call push(%v)
+  call push(%v)
+  goto #5
+#5:
+  %a = call pop() :: (f64, i64, bool)
+  %b = call pop() :: (f64, i64, bool)
+  %c = call pop() :: (f64, i64, bool)
+  %y = call getfield(%c, 0) :: f64
+  return %y
+}
+
+func @pops_bool(%k: i64, %p: bool) -> bool {
+#1:
+  switch %k, [#2, #3, #4]
+#2:
+  goto #5
+#3:
+  call push(%p)
+  goto #5
+#4:
+  call push(%p)
+  call push(%p)
+  goto #5
+#5:
+  %a = call pop() :: bool
+  %b = call pop() :: bool
+  %c = call pop() :: bool
+  return %c
+}
+";
+
+#[test]
+fn a_short_tape_fails_at_the_first_pop_it_cannot_serve() {
+    use Val::{F64, I64};
+    let m = ir(SHORT_POPS_IR);
+    let opts = RunOptions::default();
+    // (function, pushes made by %k, the argument after %k, the failing pop)
+    let cases: [(&str, i64, Val, u32); 9] = [
+        ("pops_f64", 0, F64(1.0), 1),
+        ("pops_f64", 1, F64(1.0), 2),
+        ("pops_f64", 2, F64(1.0), 4),
+        ("pops_triple", 0, F64(2.0), 1),
+        ("pops_triple", 1, F64(2.0), 2),
+        ("pops_triple", 2, F64(2.0), 3),
+        ("pops_bool", 0, Val::Bool(true), 1),
+        ("pops_bool", 1, Val::Bool(true), 2),
+        ("pops_bool", 2, Val::Bool(true), 3),
+    ];
+    for (name, k, x, stmt) in cases {
+        let what = format!("@{name}({k})");
+        let (want, got) = run_both_direct(&m, func(&m, name), &[I64(k), x], &opts);
+        assert_same_outcome(&what, &m, &want, &got);
+        let err = got.expect_err(&what);
+        assert!(
+            err.msg.starts_with("pop from an empty tape of "),
+            "{what}: {err}"
+        );
+        assert_eq!(err.loc.block, Some(5), "{what}: {err:?}");
+        assert_eq!(err.loc.stmt, Some(stmt), "{what}: {err:?}");
+    }
+}
