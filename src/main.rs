@@ -773,13 +773,15 @@ fn main() -> ExitCode {
     }
 }
 
-/// Gives glibc's malloc one arena. The code generator compiles huge
+/// Caps glibc's malloc arenas at two. The code generator compiles huge
 /// functions (and the parts of split ones) on threads, and glibc gives each
-/// thread an arena of its own, which cannot reuse what the main thread's
-/// stages freed: on the 100 000-step chain that held ~130 MB of the peak
-/// resident memory of `irad grad` (docs/performance.md, "Fifth round").
-/// Only the command line does this; a program embedding the library keeps
-/// its own settings.
+/// thread an arena of its own whose freed memory stays mapped
+/// (docs/performance.md, "Fifth round"). One arena would save more (643
+/// against 509 MB on the 100 000-step chain) but made a run of compiled
+/// code fail to allocate under a 1.4 GB address-space limit
+/// (`tests/out_of_memory.rs`) where two arenas succeed. Only the command
+/// line does this; a program embedding the library keeps its own
+/// settings.
 /// glibc's own `MALLOC_ARENA_MAX` in the environment takes precedence.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn limit_malloc_arenas() {
@@ -789,7 +791,7 @@ fn limit_malloc_arenas() {
     // SAFETY: `mallopt` only sets a parameter of the allocator; it runs
     // first in `main`, before any thread exists.
     unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 1);
+        libc::mallopt(libc::M_ARENA_MAX, 2);
     }
 }
 
