@@ -242,20 +242,7 @@ fn stretch(
 /// operands mapped to its parameters and its own values.
 fn part(m: &Module, func: &Func, block: Block, s: &Stretch, k: usize) -> Result<Func, BuildError> {
     let name = part_name(m, &func.name, k);
-    let params = s
-        .ins
-        .iter()
-        .map(|&v| {
-            let data = &func.values[v];
-            (data.name.as_deref().map(str::to_string), data.ty.clone())
-        })
-        .collect();
-    let mut part = Func::new(&name, params, s.ret.clone());
-    part.pos = func.pos;
-    let mut map: Vec<Option<Value>> = vec![None; func.values.len()];
-    for (&old, &new) in s.ins.iter().zip(&part.params) {
-        map[old.index()] = Some(new);
-    }
+    let (mut part, mut map) = with_params(func, &name, &s.ins, s.ret.clone());
     let entry = part.add_block(1);
     let stmts = &func.blocks[block].insts[s.start..s.end];
     let first_pos = stmts.first().and_then(|&i| func.insts[i].pos);
@@ -292,6 +279,27 @@ fn part(m: &Module, func: &Func, block: Block, s: &Stretch, k: usize) -> Result<
     Ok(part)
 }
 
+/// An empty function `name` of `func`'s position, whose parameters are
+/// `params` (values of `func`, with their names and types) and which returns
+/// `ret`; and the map from `func`'s values to its own, holding the
+/// parameters.
+fn with_params(func: &Func, name: &str, params: &[Value], ret: Type) -> (Func, Vec<Option<Value>>) {
+    let list = params
+        .iter()
+        .map(|&v| {
+            let data = &func.values[v];
+            (data.name.as_deref().map(str::to_string), data.ty.clone())
+        })
+        .collect();
+    let mut new = Func::new(name, list, ret);
+    new.pos = func.pos;
+    let mut map = vec![None; func.values.len()];
+    for (&old, &v) in params.iter().zip(&new.params) {
+        map[old.index()] = Some(v);
+    }
+    (new, map)
+}
+
 /// A name for part `k` of the function `name` that the module does not use.
 fn part_name(m: &Module, name: &str, k: usize) -> String {
     let base = format!("{name}.part{k}");
@@ -307,20 +315,7 @@ fn part_name(m: &Module, name: &str, k: usize) -> String {
 /// `func` rebuilt with each stretch of `plan` replaced by a call of its
 /// part (`ids`, in the order of the stretches).
 fn caller(func: &Func, plan: &[(Block, Vec<Stretch>)], ids: &[FuncId]) -> Func {
-    let params = func
-        .params
-        .iter()
-        .map(|&v| {
-            let data = &func.values[v];
-            (data.name.as_deref().map(str::to_string), data.ty.clone())
-        })
-        .collect();
-    let mut new = Func::new(&func.name, params, func.ret.clone());
-    new.pos = func.pos;
-    let mut map: Vec<Option<Value>> = vec![None; func.values.len()];
-    for (&old, &new_v) in func.params.iter().zip(&new.params) {
-        map[old.index()] = Some(new_v);
-    }
+    let (mut new, mut map) = with_params(func, &func.name, &func.params, func.ret.clone());
     // Blocks first (terminators and phis name blocks), statements with the
     // old operands, then every operand mapped: a use may come before its
     // definition in the layout.
