@@ -140,7 +140,7 @@ pub fn bench(
             };
             let mut opt = OptimiseStage::new(&bopts.schedule, Scope::From(m.len()));
             let mut stages = [Step::Stage(&mut stage), Step::Stage(&mut opt)];
-            normalise_and(&mut m, &mut stages).map_err(into_grad_error)?;
+            normalise_and(&mut m, &mut stages, opts.split_limit).map_err(into_grad_error)?;
             let Some(rev_id) = stage.rev else {
                 return Err(GradError::Invalid {
                     loc: irad_ir::Location::default(),

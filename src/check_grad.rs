@@ -321,7 +321,7 @@ fn finite_differences(
     }
     let mut m = module.clone();
     let mut provider = Forward::new(registry);
-    let mut exec = executor(src, req, &mut m, &mut provider)?;
+    let mut exec = executor(src, req, module.len(), &mut m, &mut provider)?;
     let mut columns = Vec::with_capacity(x.len());
     for j in 0..x.len() {
         let scale = x[j].abs().max(1.0);

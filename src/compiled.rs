@@ -43,6 +43,7 @@ use irad_ir::{FuncId, Module};
 use irad_passes::forward::grad::GradError;
 use irad_passes::forward::{Forward, ForwardError};
 use irad_passes::reverse::{Reverse, ReverseError};
+use irad_passes::split::PART_STMTS;
 use irad_passes::stages::{
     ForwardGradStage, ForwardStage, OptimiseStage, ReverseGradStage, ReverseStage, Scope,
 };
@@ -188,7 +189,7 @@ impl Compiled {
 /// ```
 pub fn jit_primal(module: &Module) -> Result<Compiled, CompiledError> {
     let mut m = module.clone();
-    normalise_and(&mut m, &mut [])?;
+    normalise_and(&mut m, &mut [], PART_STMTS)?;
     Ok(Compiled {
         jit: SharedJit::new(m, None)?,
     })
@@ -231,7 +232,7 @@ pub fn jit_reverse(
         } else {
             &mut [Step::Stage(&mut stage)][..]
         };
-        normalise_and(&mut m, stages)?;
+        normalise_and(&mut m, stages, PART_STMTS)?;
         let provider: Box<dyn RuleProvider + Send + '_> = Box::new(stage.rev);
         Ok::<_, CompiledError>((m, Some(provider)))
     })?;
@@ -270,7 +271,7 @@ pub fn jit_forward(
         } else {
             &mut [Step::Stage(&mut stage)][..]
         };
-        normalise_and(&mut m, stages)?;
+        normalise_and(&mut m, stages, PART_STMTS)?;
         let provider: Box<dyn RuleProvider + Send + '_> = Box::new(stage.fwd);
         Ok::<_, CompiledError>((m, Some(provider)))
     })?;
@@ -566,14 +567,14 @@ fn derive(
             Mode::Forward => {
                 let mut stage = ForwardGradStage::new(Forward::new(registry), f, args, opts);
                 let mut stages = [Step::Stage(&mut stage), Step::Stage(&mut opt)];
-                normalise_and(&mut m, &mut stages)?;
+                normalise_and(&mut m, &mut stages, opts.split_limit)?;
                 plan = stage.plan.map(Plan::Forward);
                 Box::new(stage.cache)
             }
             Mode::Reverse => {
                 let mut stage = ReverseGradStage::new(Reverse::new(registry), f, args, opts);
                 let mut stages = [Step::Stage(&mut stage), Step::Stage(&mut opt)];
-                normalise_and(&mut m, &mut stages)?;
+                normalise_and(&mut m, &mut stages, opts.split_limit)?;
                 plan = stage.plan.map(Plan::Reverse);
                 Box::new(stage.cache)
             }
@@ -606,7 +607,38 @@ fn derive(
 /// Runs the normalisation pipeline, then `stages`, over `m` through the pass
 /// manager (verification in debug builds and tests); a stage's error is the
 /// variant of its module.
-pub(crate) fn normalise_and(m: &mut Module, stages: &mut [Step<'_>]) -> Result<(), CompiledError> {
+///
+/// Then the huge blocks of what `stages` derived are split, at `split_limit`
+/// statements ([`split_from`]).
+pub(crate) fn normalise_and(
+    m: &mut Module,
+    stages: &mut [Step<'_>],
+    split_limit: usize,
+) -> Result<(), CompiledError> {
+    let first = m.len();
+    normalise_only_and(m, stages)?;
+    split_from(m, first, split_limit)
+}
+
+/// Splits the huge blocks of the functions from number `first` on (those
+/// a derivation added) into functions of their own, as `irad grad` does
+/// (`irad_passes::split`, timed as part of the `codegen` stage): the code
+/// generator then compiles one stretch at a time.
+fn split_from(m: &mut Module, first: usize, limit: usize) -> Result<(), CompiledError> {
+    let funcs: Vec<FuncId> = m.func_ids().skip(first).collect();
+    irad_ir::timings::time(irad_ir::timings::Stage::Codegen, || {
+        irad_passes::split::split_huge_blocks_at(m, &funcs, limit)
+    })
+    .map(drop)
+    .map_err(|e| {
+        CompiledError::Codegen(CodegenError::internal(format!(
+            "splitting a huge block: {e}"
+        )))
+    })
+}
+
+/// [`normalise_and`] without the split.
+fn normalise_only_and(m: &mut Module, stages: &mut [Step<'_>]) -> Result<(), CompiledError> {
     let mut pipeline = irad_passes::manager::steps(&irad_passes::normalise_pipeline());
     pipeline.extend(stages.iter_mut().map(|step| match step {
         Step::Pass(id) => Step::Pass(*id),

@@ -250,7 +250,7 @@ fn jvp_once(
         })
         .collect();
     let out = {
-        let mut exec = executor(src, req, &mut m, &mut fwd)?;
+        let mut exec = executor(src, req, module.len(), &mut m, &mut fwd)?;
         run_on(src, &mut *exec, rule, &dual_args, req)?
     };
     let Val::Dual(parts) = out else {
@@ -328,7 +328,7 @@ fn vjp_once(
     }
     let wrt = check_wrt(src, module, req.func, req.opts.wrt.as_deref())?;
     let mut rev = ReverseRun::new(src, module.clone(), registry, req, req.func, &wrt)?;
-    let mut exec = executor(src, req, &mut rev.m, &mut rev.cache)?;
+    let mut exec = executor(src, req, module.len(), &mut rev.m, &mut rev.cache)?;
     let mut primal = None;
     if ret.shadow_leaves() > 0 {
         let value = run_on(src, &mut *exec, req.func, &copies(req.args), req)?;
@@ -451,7 +451,7 @@ fn jacobian_forward(
     let mut value = None;
     let mut passes = 0;
     {
-        let mut exec = executor(src, req, &mut m, &mut fwd)?;
+        let mut exec = executor(src, req, module.len(), &mut m, &mut fwd)?;
         let mut start = 0;
         loop {
             let dual_args = lane_args(req.args, params, start, w);
@@ -509,7 +509,7 @@ fn jacobian_reverse(
     let mut rows = Vec::new();
     let mut passes = 0;
     let value = {
-        let mut exec = executor(src, req, &mut rev.m, &mut rev.cache)?;
+        let mut exec = executor(src, req, module.len(), &mut rev.m, &mut rev.cache)?;
         let value = run_on(src, &mut *exec, req.func, &copies(req.args), req)?;
         passes += 1;
         let mut entries = Vec::new();
@@ -896,12 +896,17 @@ impl Stage for RevPiecesStage<'_> {
 }
 
 /// The executor `req.opts.exec` makes of `m`, with `provider`'s rules.
+/// The huge blocks of the functions from number `first` on (those the
+/// derivations added to the user's module of `first` functions) are split
+/// first, as `irad grad` does (`crate::split_derived`).
 pub(crate) fn executor<'m>(
     src: &Source,
     req: &GradRequest<'_>,
+    first: usize,
     m: &'m mut Module,
     provider: &'m mut dyn RuleProvider,
 ) -> Result<Box<dyn Executor + 'm>, Error> {
+    crate::split_derived(src, m, first, req.opts.split_limit)?;
     (req.opts.exec)(m, provider).map_err(|err| Error::Run {
         file: src.name.clone(),
         err: Box::new(err),

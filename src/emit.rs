@@ -230,6 +230,7 @@ fn prepare<'r>(
     registry: &'r rules::Registry,
     reqs: &[EmitRequest<'_>],
 ) -> Result<(Module, AheadOfTimeRules<'r>, Vec<codegen::Export>), Error> {
+    let user_funcs = m.len();
     let mut rev = Reverse::new(registry);
     let mut fwd = Forward::new(registry);
     rev.set_tape_limit(reqs.iter().filter_map(|r| r.tape_limit).min());
@@ -301,5 +302,6 @@ fn prepare<'r>(
     if !normalised {
         run_stages(src, &mut m, &mut [])?;
     }
+    crate::split_derived(src, &mut m, user_funcs, irad_passes::split::PART_STMTS)?;
     Ok((m, AheadOfTimeRules { fwd, rev }, exports))
 }

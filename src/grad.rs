@@ -295,7 +295,7 @@ fn grad_in<C: GradMode>(
         &mut m,
         &mut [Step::Stage(&mut stage), Step::Stage(&mut opt)],
     )?;
-    crate::split_derived(src, &mut m, first)?;
+    crate::split_derived(src, &mut m, first, opts.split_limit)?;
     let Some(plan) = stage.plan else {
         return Err(internal(
             src,

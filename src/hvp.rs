@@ -193,7 +193,7 @@ fn hvp_once(
     let mut prep = Prepared::new(src, module, registry, req, Lanes::ONE, mode)?;
     let tangent = masked_tangent(tangent, &prep.params, &prep.wrt);
     let (value, gradient, mut hvps) = {
-        let mut exec = executor(src, req, &mut prep.m, &mut prep.rules)?;
+        let mut exec = executor(src, req, module.len(), &mut prep.m, &mut prep.rules)?;
         prep.shape.run(src, &mut *exec, req, &[tangent])?
     };
     let hvp = hvps
@@ -362,7 +362,7 @@ fn hessian_once(
     let mut rows = Vec::with_capacity(n);
     let mut first = None;
     {
-        let mut exec = executor(src, req, &mut prep.m, &mut prep.rules)?;
+        let mut exec = executor(src, req, module.len(), &mut prep.m, &mut prep.rules)?;
         let mut start = 0;
         loop {
             let batch: Vec<Vec<Val>> = (start..start + width).map(unit).collect();

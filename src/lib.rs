@@ -756,10 +756,10 @@ pub fn forward_module(
 /// derivation added) split into functions of their own, so that the code
 /// generator compiles one stretch at a time (`irad_passes::split`; timed
 /// as part of the `codegen` stage).
-fn split_derived(src: &Source, m: &mut Module, first: usize) -> Result<(), Error> {
+fn split_derived(src: &Source, m: &mut Module, first: usize, limit: usize) -> Result<(), Error> {
     let funcs: Vec<FuncId> = m.func_ids().skip(first).collect();
     irad_ir::timings::time(irad_ir::timings::Stage::Codegen, || {
-        irad_passes::split::split_huge_blocks(m, &funcs)
+        irad_passes::split::split_huge_blocks_at(m, &funcs, limit)
     })
     .map(drop)
     .map_err(|e| internal(src, &format!("splitting a huge block: {e}")))

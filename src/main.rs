@@ -334,6 +334,7 @@ impl GradArgs {
                 },
                 exec: backend.exec(),
                 activity: !self.no_activity,
+                ..GradOptions::default()
             },
             mode: match self.mode {
                 Mode::Rev => irad::Mode::Reverse,

@@ -63,7 +63,7 @@ pub(crate) fn hessian(
         rev: rev.cache,
     };
     let out = {
-        let mut exec = executor(src, req, &mut m, &mut rules)?;
+        let mut exec = executor(src, req, module.len(), &mut m, &mut rules)?;
         run_on(src, &mut *exec, wrapper, &copies(req.args), req)?
     };
     let wrong = |what: &str| internal(src, &format!("the sparse Hessian {what}"));

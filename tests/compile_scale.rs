@@ -224,3 +224,95 @@ fn a_huge_sweep_is_split_into_parts_that_compute_the_same_gradient() {
         "{grads:?} against {d}"
     );
 }
+
+/// The derivatives of `sin_chain(n)` at `x0` by hand, in f64: the value, the
+/// first and the second derivative (`y' = y * 0.9999 + sin(y) * 0.0001`
+/// step by step).
+fn sin_chain_by_hand(n: usize, x0: f64) -> (f64, f64, f64) {
+    let (mut y, mut d, mut h) = (x0, 1.0f64, 0.0f64);
+    for _ in 0..n {
+        let g = 0.9999 + 0.0001 * y.cos();
+        h = h * g - 0.0001 * y.sin() * d * d;
+        d *= g;
+        y = y * 0.9999 + y.sin() * 0.0001;
+    }
+    (y, d, h)
+}
+
+fn f64_of(v: &Val) -> f64 {
+    match v {
+        Val::F64(d) => *d,
+        other => unreachable!("not an f64: {other:?}"),
+    }
+}
+
+fn parts_of(m: &Module) -> Vec<String> {
+    m.funcs()
+        .map(|(_, g)| g.name.clone())
+        .filter(|name| name.contains(".part"))
+        .collect()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    b != 0.0 && ((a - b) / b).abs() < 1e-9
+}
+
+#[test]
+fn every_derivative_path_splits_a_huge_function_and_agrees() {
+    // 300 steps (about 2 000 statements in forward mode's rule and reverse
+    // mode's forward sweep) split at 400 statements, where `PART_STMTS` would
+    // need 3 500 steps (`a_huge_sweep_is_split_...` above) and minutes in a
+    // debug build: each path that runs derived code splits them first.
+    let n = 300;
+    let split = 400;
+    let (src, m, f) = load("chain.irad", sin_chain(n));
+    let registry = irad::rules::Registry::new();
+    let args = [Val::F64(0.3)];
+    let (value, d, h) = sin_chain_by_hand(n, 0.3);
+    let mut bits = Vec::new();
+    for backend in [irad::Backend::Interp, irad::Backend::Jit] {
+        let mut req = irad::GradRequest::new(f, &args);
+        req.opts.exec = backend.exec();
+        req.opts.split_limit = split;
+        let (j, jm) = irad::jvp(&src, &m, &registry, &req, &[Val::F64(1.0)]).expect("jvp");
+        assert!(!parts_of(&jm).is_empty(), "jvp did not split");
+        let (g, gm) = irad::vjp(&src, &m, &registry, &req, &Val::F64(1.0)).expect("vjp");
+        assert!(!parts_of(&gm).is_empty(), "vjp did not split");
+        let (jac, jacm) = irad::jacobian(&src, &m, &registry, &req).expect("jacobian");
+        assert!(!parts_of(&jacm).is_empty(), "jacobian did not split");
+        let (hv, hm) = irad::hvp(&src, &m, &registry, &req, &[Val::F64(1.0)]).expect("hvp");
+        assert!(!parts_of(&hm).is_empty(), "hvp did not split");
+        let got = [
+            f64_of(&j.jvp),
+            f64_of(g.gradient[0].as_ref().expect("a gradient")),
+            jac.rows[0][0],
+            f64_of(hv.gradient[0].as_ref().expect("a gradient")),
+        ];
+        for x in got {
+            assert!(close(x, d), "{got:?} against {d}");
+        }
+        let second = f64_of(hv.hvp[0].as_ref().expect("an hvp entry"));
+        assert!(close(second, h), "{second} against {h}");
+        assert!(close(f64_of(&j.value), value));
+        bits.push((got.map(f64::to_bits), second.to_bits()));
+    }
+    assert_eq!(bits[0], bits[1], "the interpreter and the JIT differ");
+    // The compiled gradient (the API `irad bench` uses), in both modes.
+    for mode in [irad::Mode::Reverse, irad::Mode::Forward] {
+        let mut req = irad::GradRequest::new(f, &args);
+        req.mode = mode;
+        req.opts.split_limit = split;
+        let g = irad::jit_gradient(&m, &registry, &req).expect("compiles");
+        assert!(!parts_of(g.module()).is_empty(), "{mode:?} did not split");
+        let out = g.run(&args, &RunOptions::default()).expect("runs");
+        let got = f64_of(out.gradient[0].as_ref().expect("a gradient"));
+        // The same operations as `irad::vjp` (reverse) or `irad::jvp`
+        // (forward) above: the same bits.
+        let want = if mode == irad::Mode::Reverse {
+            bits[0].0[1]
+        } else {
+            bits[0].0[0]
+        };
+        assert_eq!(got.to_bits(), want, "{mode:?}: {got}");
+    }
+}

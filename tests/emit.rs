@@ -268,6 +268,7 @@ fn expected(
         run: RunOptions::default(),
         exec: Backend::Interp.exec(),
         activity: true,
+        ..GradOptions::default()
     };
     let (g, _) = irad::grad_reverse(src, module, f, args, &registry, &opts).expect("gradient");
     let grads: Vec<&Val> = g.gradient.iter().flatten().collect();
@@ -862,6 +863,7 @@ fn run_time_errors_return_their_code_and_the_interpreters_message() {
         run: RunOptions::default(),
         exec: Backend::Interp.exec(),
         activity: true,
+        ..GradOptions::default()
     };
     let registry = irad::rules::Registry::new();
     let err = irad::grad_reverse(&src, &module, f, &vals, &registry, &opts)

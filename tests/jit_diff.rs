@@ -260,6 +260,7 @@ fn grad_on(
         wrt: None,
         run: RunOptions::default(),
         activity: true,
+        ..GradOptions::default()
     };
     match mode {
         Mode::Reverse => irad::grad_reverse(src, m, f, args, &registry, &opts),

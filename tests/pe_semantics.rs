@@ -182,6 +182,7 @@ fn compare_gradients(
         run: RunOptions::default(),
         exec: irad::Backend::Interp.exec(),
         activity: true,
+        ..GradOptions::default()
     };
     let registry = irad::rules::Registry::new();
     type GradFn = fn(

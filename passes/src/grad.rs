@@ -41,6 +41,12 @@ pub struct GradOptions {
     /// ([`irad_ir::interp::interpreter_with_rules`], the default) or compiled
     /// code.
     pub exec: MakeExecutor,
+    /// The most statements a block of a derived function may hold before
+    /// the facade splits it into functions of its own, so that the code
+    /// generator compiles one stretch at a time ([`crate::split`]; the
+    /// default [`crate::split::PART_STMTS`]). The results are the same at
+    /// any limit.
+    pub split_limit: usize,
 }
 
 impl Default for GradOptions {
@@ -53,6 +59,7 @@ impl Default for GradOptions {
             activity: true,
             tape_limit: None,
             checkpoints: crate::reverse::CheckpointSchedule::default(),
+            split_limit: crate::split::PART_STMTS,
         }
     }
 }
