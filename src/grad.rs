@@ -192,8 +192,7 @@ fn grad_runs(
     execs: &[irad_ir::interp::MakeExecutor],
 ) -> Result<(Vec<Result<Gradient, Error>>, Module), Error> {
     let nan = |r: &Result<Gradient, Error>| r.as_ref().is_ok_and(|g| any_nan(&g.gradient));
-    let first = module.len();
-    let (mut runs, m) = grad_runs_in(src, module, registry, req, execs)?;
+    let (mut runs, m, first) = grad_runs_in(src, module, registry, req, execs)?;
     let strong_already = original.map_or(m.strong_products(), Module::strong_products);
     if runs.iter().any(nan) && !strong_already {
         let strong = match original {
@@ -204,7 +203,7 @@ fn grad_runs(
                 prefix
             }
         };
-        let (strong, _) = grad_runs_in(src, strong, registry, req, execs)?;
+        let (strong, _, _) = grad_runs_in(src, strong, registry, req, execs)?;
         for (run, s) in runs.iter_mut().zip(strong) {
             if nan(run) {
                 *run = s;
@@ -214,19 +213,28 @@ fn grad_runs(
     Ok((runs, m))
 }
 
-/// [`grad_runs`] without the fallback.
+/// The runs of a gradient, the module with what was derived, and how many
+/// functions it had before the derivation appended its own.
+type Derived = (Vec<Result<Gradient, Error>>, Module, usize);
+
+/// [`grad_runs`] without the fallback; also returns how many functions
+/// the module had before the derivation appended its own (the user's,
+/// and the parts [`split_primal`] made of them).
 fn grad_runs_in(
     src: &Source,
-    module: Module,
+    mut module: Module,
     registry: &rules::Registry,
     req: &GradRequest<'_>,
     execs: &[irad_ir::interp::MakeExecutor],
-) -> Result<(Vec<Result<Gradient, Error>>, Module), Error> {
+) -> Result<Derived, Error> {
+    split_primal(src, &mut module, req.opts.primal_split_limit)?;
+    let first = module.len();
     let schedule = req.schedule();
-    match req.mode {
-        Mode::Forward => grad_in(src, module, Forward::new(registry), req, &schedule, execs),
-        Mode::Reverse => grad_in(src, module, Reverse::new(registry), req, &schedule, execs),
-    }
+    let (runs, m) = match req.mode {
+        Mode::Forward => grad_in(src, module, Forward::new(registry), req, &schedule, execs)?,
+        Mode::Reverse => grad_in(src, module, Reverse::new(registry), req, &schedule, execs)?,
+    };
+    Ok((runs, m, first))
 }
 
 /// Value and gradient of `func` at `args` by forward mode: the module is
@@ -315,6 +323,20 @@ fn grad_in<C: GradMode>(
         })
         .collect();
     Ok((runs, m))
+}
+
+/// Splits the blocks of more than `limit` statements of `m`'s functions
+/// (the user's, before a derivation) into functions of their own after
+/// normalising `m` (`irad_passes::split`): the derivation and the
+/// optimiser then work part by part (the same operations in the same
+/// order). A module with no function of more than `limit` statements is
+/// left as it is, not even normalised (the pipeline after does that).
+fn split_primal(src: &Source, m: &mut Module, limit: usize) -> Result<(), Error> {
+    if m.funcs().all(|(_, f)| f.insts.len() <= limit) {
+        return Ok(());
+    }
+    run_stages(src, m, &mut [])?;
+    crate::split_derived(src, m, 0, limit)
 }
 
 /// The error of a gradient request, in the facade's terms: what turns the

@@ -47,6 +47,12 @@ pub struct GradOptions {
     /// default [`crate::split::PART_STMTS`]). The results are the same at
     /// any limit.
     pub split_limit: usize,
+    /// The most statements a block of one of the user's functions may hold
+    /// before it is split the same way ahead of the derivation, so that each
+    /// stretch is derived and optimised as a function of its own (default
+    /// [`crate::split::PRIMAL_PART_STMTS`]); only `grad` and its variants in
+    /// the facade do this. The results are the same at any limit.
+    pub primal_split_limit: usize,
 }
 
 impl Default for GradOptions {
@@ -60,6 +66,7 @@ impl Default for GradOptions {
             tape_limit: None,
             checkpoints: crate::reverse::CheckpointSchedule::default(),
             split_limit: crate::split::PART_STMTS,
+            primal_split_limit: crate::split::PRIMAL_PART_STMTS,
         }
     }
 }
