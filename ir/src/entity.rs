@@ -185,7 +185,12 @@ impl<K: EntityRef, V: Clone> SecondaryMap<K, V> {
     /// Sets the data of `k`, growing the map as needed.
     pub fn set(&mut self, k: K, v: V) {
         let i = k.index();
-        if i >= self.elems.len() {
+        if i == self.elems.len() {
+            // Filling in order (the common case): no default to clone.
+            self.elems.push(v);
+            return;
+        }
+        if i > self.elems.len() {
             self.elems.resize(i + 1, self.default.clone());
         }
         self.elems[i] = v;
