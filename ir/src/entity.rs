@@ -341,3 +341,27 @@ impl<K: EntityRef + fmt::Debug> fmt::Debug for EntitySet<K> {
         f.debug_set().entries(self.iter()).finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::func::Value;
+
+    #[test]
+    fn secondary_map_set_in_order_out_of_order_and_over() {
+        let mut m: SecondaryMap<Value, u32> = SecondaryMap::with_default(7);
+        // In order: each set appends.
+        m.set(Value::new(0), 10);
+        m.set(Value::new(1), 11);
+        // Past the end: the gap reads as the default.
+        m.set(Value::new(4), 14);
+        // Over an existing entry and over a gap's default.
+        m.set(Value::new(1), 21);
+        m.set(Value::new(2), 12);
+        let got: Vec<u32> = (0..6).map(|i| *m.get(Value::new(i))).collect();
+        assert_eq!(got, [10, 21, 12, 7, 14, 7]);
+        *m.get_mut(Value::new(5)) += 1;
+        assert_eq!(m[Value::new(5)], 8);
+        assert_eq!(m[Value::new(6)], 7);
+    }
+}

@@ -873,6 +873,9 @@ mod tests {
             assert_eq!(Prim::from_name(row.name), Some(row.prim));
         }
         assert_eq!(PRIMS.len(), Prim::Checkpoint as usize + 1);
+        for name in ["", "sinn", "Sin", "sin ", "fn", "len"] {
+            assert_eq!(Prim::from_name(name), None, "{name:?}");
+        }
         for row in PRIMS {
             assert_eq!(
                 row.prim.bulk().is_some(),
