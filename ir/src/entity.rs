@@ -185,7 +185,12 @@ impl<K: EntityRef, V: Clone> SecondaryMap<K, V> {
     /// Sets the data of `k`, growing the map as needed.
     pub fn set(&mut self, k: K, v: V) {
         let i = k.index();
-        if i >= self.elems.len() {
+        if i == self.elems.len() {
+            // Filling in order (the common case): no default to clone.
+            self.elems.push(v);
+            return;
+        }
+        if i > self.elems.len() {
             self.elems.resize(i + 1, self.default.clone());
         }
         self.elems[i] = v;
@@ -334,5 +339,29 @@ impl<K: EntityRef> Extend<K> for EntitySet<K> {
 impl<K: EntityRef + fmt::Debug> fmt::Debug for EntitySet<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_set().entries(self.iter()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::func::Value;
+
+    #[test]
+    fn secondary_map_set_in_order_out_of_order_and_over() {
+        let mut m: SecondaryMap<Value, u32> = SecondaryMap::with_default(7);
+        // In order: each set appends.
+        m.set(Value::new(0), 10);
+        m.set(Value::new(1), 11);
+        // Past the end: the gap reads as the default.
+        m.set(Value::new(4), 14);
+        // Over an existing entry and over a gap's default.
+        m.set(Value::new(1), 21);
+        m.set(Value::new(2), 12);
+        let got: Vec<u32> = (0..6).map(|i| *m.get(Value::new(i))).collect();
+        assert_eq!(got, [10, 21, 12, 7, 14, 7]);
+        *m.get_mut(Value::new(5)) += 1;
+        assert_eq!(m[Value::new(5)], 8);
+        assert_eq!(m[Value::new(6)], 7);
     }
 }

@@ -594,6 +594,10 @@ impl<'a> Parser<'a> {
 
     /// Closes a pending chain with its last operand `last`.
     fn close(&mut self, mut p: Pending, last: Expr) -> Result<Expr, SurfaceError> {
+        // Most chains have one operator (`a * b`): room for exactly one,
+        // not the four a first `push` makes (a large file's tree touched
+        // several times the memory it holds).
+        p.rest.reserve_exact(1);
         p.rest.push((p.op.0, p.op.1, last));
         let pos = p.first.pos;
         self.mk(
@@ -686,6 +690,9 @@ impl<'a> Parser<'a> {
                         }
                     }
                     self.advance();
+                    // Room for the arguments there are (most calls have
+                    // one or two), not the four a first `push` makes.
+                    args.shrink_to_fit();
                     Postfix::Call(args)
                 }
                 Tok::LBracket => {

@@ -561,13 +561,18 @@ fn layout(ssa: &Ssa, created: &[Block]) -> Vec<Block> {
 
 /// Names each value that defines a variable after it: `s`, then `s_1`, ...
 fn name_values(func: &mut Func, tags: &HashMap<Value, LocalId>, info: &TypeInfo) {
-    let mut used: HashSet<String> = HashSet::default();
-    let mut counts: HashMap<String, u32> = HashMap::default();
-    for &p in &func.params {
-        if let Some(name) = &func.values[p].name {
-            used.insert(name.to_string());
-            counts.insert(name.to_string(), 1);
-        }
+    // Names are looked up by `&str`; each name made is allocated twice
+    // (for `used` and for the value), never for a lookup.
+    let params: Vec<Box<str>> = func
+        .params
+        .iter()
+        .filter_map(|&p| func.values[p].name.clone())
+        .collect();
+    let mut used: HashSet<Box<str>> = HashSet::default();
+    let mut counts: HashMap<&str, u32> = HashMap::default();
+    for name in &params {
+        used.insert(name.clone());
+        counts.insert(name, 1);
     }
     let results: Vec<Value> = func
         .layout
@@ -575,6 +580,7 @@ fn name_values(func: &mut Func, tags: &HashMap<Value, LocalId>, info: &TypeInfo)
         .flat_map(|&b| func.blocks[b].insts.iter())
         .filter_map(|&i| func.insts[i].result)
         .collect();
+    let mut candidate = String::new();
     for v in results {
         let Some(base) = tags
             .get(&v)
@@ -582,19 +588,22 @@ fn name_values(func: &mut Func, tags: &HashMap<Value, LocalId>, info: &TypeInfo)
         else {
             continue;
         };
-        let n = counts.entry(base.clone()).or_insert(0);
-        let name = loop {
-            let candidate = if *n == 0 {
-                base.clone()
-            } else {
-                format!("{base}_{n}")
-            };
-            *n += 1;
-            if used.insert(candidate.clone()) {
-                break candidate;
+        let n = counts.entry(base.as_str()).or_insert(0);
+        loop {
+            candidate.clear();
+            candidate.push_str(base);
+            if *n != 0 {
+                use std::fmt::Write;
+                let _ = write!(candidate, "_{n}");
             }
-        };
-        func.values[v].name = Some(name.into());
+            *n += 1;
+            if !used.contains(candidate.as_str()) {
+                break;
+            }
+        }
+        let name: Box<str> = candidate.as_str().into();
+        used.insert(name.clone());
+        func.values[v].name = Some(name);
     }
 }
 
