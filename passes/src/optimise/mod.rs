@@ -37,10 +37,11 @@ pub use strategy::Strategy;
 
 use irad_ir::entity::EntityRef;
 use irad_ir::verify::{VerifyError, verify_module};
-use irad_ir::{Block, Func, FuncId, Inst, InstKind, Module, Operand, Terminator, Value};
+use irad_ir::{Block, Func, FuncId, Inst, InstKind, Module, Operand, Prim, Terminator, Value};
 use rules::{RuleKind, StmtCtx};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 /// The schedule `irad grad`, `irad emit` and `irad bench` run on the derived
 /// functions (docs/optimise.md, "The default schedule", says why each step is
@@ -180,6 +181,9 @@ pub fn optimise_gated(
         states: Vec::new(),
         fuel: opts.fuel,
         counts: BTreeMap::new(),
+        generation: 0,
+        quiet: Vec::new(),
+        quiet_at: 0,
     };
     let mut report = OptReport {
         ok: true,
@@ -341,12 +345,22 @@ struct Engine<'m> {
     m: &'m mut Module,
     /// For each choice of rules met at a statement (by address: the
     /// schedule outlives the run), its statement rules in order.
-    choices: HashMap<*const Strategy, StmtRules>,
+    choices: HashMap<*const Strategy, Rc<StmtRules>>,
     scope: Vec<FuncId>,
     /// Per function (by index), its state once a rule has visited it.
     states: Vec<Option<FuncState>>,
     fuel: u64,
     counts: BTreeMap<&'static str, usize>,
+    /// How many rewrites the run has made: the module is unchanged while
+    /// this is.
+    generation: u64,
+    /// The passes that ran without changing anything at `generation`
+    /// [`Engine::quiet_at`], by name, and where: `None` for the module
+    /// position (which covers every function in scope). See
+    /// [`Engine::is_quiet`].
+    quiet: Vec<(&'static str, Option<FuncId>)>,
+    /// The generation `quiet` holds for.
+    quiet_at: u64,
 }
 
 impl Engine<'_> {
@@ -377,13 +391,15 @@ impl Engine<'_> {
                     return Ok(Out::FAIL);
                 };
                 let key: *const Strategy = s;
-                let list = self
-                    .choices
-                    .remove(&key)
-                    .unwrap_or_else(|| stmt_rules_of(items));
-                let out = self.stmt_rules(list.iter().copied(), f, inst);
-                self.choices.insert(key, list);
-                out
+                let list = match self.choices.get(&key) {
+                    Some(list) => Rc::clone(list),
+                    None => {
+                        let list: Rc<StmtRules> = Rc::from(stmt_rules_of(items));
+                        self.choices.insert(key, Rc::clone(&list));
+                        list
+                    }
+                };
+                self.stmt_rules(list.iter().copied(), f, inst)
             }
             Strategy::Choice(items) => {
                 let mut changed = false;
@@ -574,7 +590,9 @@ impl Engine<'_> {
                 }
                 Out::FAIL
             }
-            (RuleKind::Stmt(run), At::Stmt(f, inst)) => self.stmt_rule(name, run, f, inst),
+            (RuleKind::Stmt(run), At::Stmt(f, inst)) => {
+                self.stmt_rules(std::iter::once((name, run, rule.at)), f, inst)
+            }
             (RuleKind::Block(run), At::Block(f, b)) => {
                 self.ensure_state(f);
                 let Some(Some(state)) = self.states.get(f.index()) else {
@@ -591,19 +609,29 @@ impl Engine<'_> {
                 self.count(name, changed)
             }
             (RuleKind::Pass(run), At::Module) => {
+                if self.is_quiet(name, None) {
+                    return Out::FAIL;
+                }
                 self.flush_all();
                 let scope = self.scope.clone();
                 let changed = run(self.m, &scope, true);
                 if changed {
                     self.states.clear();
+                } else {
+                    self.set_quiet(name, None);
                 }
                 self.count(name, changed)
             }
             (RuleKind::Pass(run), At::Func(f)) => {
+                if self.is_quiet(name, Some(f)) {
+                    return Out::FAIL;
+                }
                 self.flush(f);
                 let changed = run(self.m, &[f], false);
                 if changed && let Some(slot) = self.states.get_mut(f.index()) {
                     *slot = None;
+                } else if !changed {
+                    self.set_quiet(name, Some(f));
                 }
                 self.count(name, changed)
             }
@@ -611,24 +639,44 @@ impl Engine<'_> {
         }
     }
 
+    /// Whether the pass `name` is known to change nothing at the function
+    /// `at` (`None`: the module position) because it changed nothing there,
+    /// or at the module position, and nothing was rewritten since. Sound
+    /// because passes are deterministic and report every change, and one
+    /// that changes nothing at the module position changes nothing at any
+    /// function in scope: all but `dce` run the same function-by-function
+    /// work at both positions, and `dce` at the module position removes a
+    /// superset of what it removes at a function (more statements may go,
+    /// so fewer are live). The sweeps of `normalise` meet a pass first at the
+    /// module position, then at each function (function positions are
+    /// those of the functions in scope): when the module is already
+    /// clean, this saves a whole-function walk per function and sweep.
+    fn is_quiet(&self, name: &'static str, at: Option<FuncId>) -> bool {
+        self.quiet_at == self.generation
+            && self
+                .quiet
+                .iter()
+                .any(|&(n, w)| n == name && (w.is_none() || w == at))
+    }
+
+    /// Records that the pass `name` changed nothing at `at`.
+    fn set_quiet(&mut self, name: &'static str, at: Option<FuncId>) {
+        if self.quiet_at != self.generation {
+            self.quiet.clear();
+            self.quiet_at = self.generation;
+        }
+        self.quiet.push((name, at));
+    }
+
     fn count(&mut self, name: &'static str, changed: bool) -> Out {
         if changed {
             *self.counts.entry(name).or_insert(0) += 1;
+            self.generation += 1;
         }
         Out {
             ok: changed,
             changed,
         }
-    }
-
-    fn stmt_rule(
-        &mut self,
-        name: &'static str,
-        run: rules::StmtRule,
-        f: FuncId,
-        inst: Inst,
-    ) -> Out {
-        self.stmt_rules(std::iter::once((name, run)), f, inst)
     }
 
     /// A group at a statement: its first statement rule that applies (a
@@ -637,23 +685,12 @@ impl Engine<'_> {
     /// substitution changes only when a member succeeds, and then the group
     /// is done.
     fn stmt_group(&mut self, members: &[&'static rules::Rule], f: FuncId, inst: Inst) -> Out {
-        self.stmt_rules(
-            members.iter().filter_map(|m| match m.kind {
-                RuleKind::Stmt(run) => Some((m.name, run)),
-                _ => None,
-            }),
-            f,
-            inst,
-        )
+        self.stmt_rules(members.iter().filter_map(|m| tried(m)), f, inst)
     }
 
-    /// The first of `rules` that rewrites the statement `inst` of `f`.
-    fn stmt_rules(
-        &mut self,
-        mut rules: impl Iterator<Item = (&'static str, rules::StmtRule)>,
-        f: FuncId,
-        inst: Inst,
-    ) -> Out {
+    /// The first of `rules` that rewrites the statement `inst` of `f` (a
+    /// rule for calls of another primitive is not tried).
+    fn stmt_rules(&mut self, mut rules: impl Iterator<Item = Tried>, f: FuncId, inst: Inst) -> Out {
         self.ensure_state(f);
         let Some(Some(state)) = self.states.get_mut(f.index()) else {
             return Out::FAIL;
@@ -669,11 +706,18 @@ impl Engine<'_> {
         operands_mut(&mut func.insts[inst].kind, &mut |op| {
             *op = subst.resolve(*op)
         });
+        let prim = match &func.insts[inst].kind {
+            InstKind::Prim { prim, .. } => Some(*prim),
+            _ => None,
+        };
         let cx = StmtCtx {
             func: &*func,
             subst,
         };
-        let Some((name, new)) = rules.find_map(|(name, run)| {
+        let Some((name, new)) = rules.find_map(|(name, run, at)| {
+            if at.is_some_and(|p| Some(p) != prim) {
+                return None;
+            }
             run(&cx, inst).and_then(|new| {
                 let usable = new != Operand::Value(result)
                     // A dynamic call needs a value to call through.
@@ -723,26 +767,35 @@ impl Engine<'_> {
     }
 }
 
-/// Statement rules by name, in the order they are tried.
-type StmtRules = Vec<(&'static str, rules::StmtRule)>;
+/// A statement rule as the engine tries it: its name, what it runs, and the
+/// primitive it is limited to ([`rules::Rule::at`]).
+type Tried = (&'static str, rules::StmtRule, Option<Prim>);
+
+/// Statement rules, in the order they are tried.
+type StmtRules = [Tried];
+
+/// `rule` as the engine tries it, if it is a statement rule.
+fn tried(rule: &'static rules::Rule) -> Option<Tried> {
+    match rule.kind {
+        RuleKind::Stmt(run) => Some((rule.name, run, rule.at)),
+        _ => None,
+    }
+}
 
 /// The statement rules of a choice of rules, in order (a group's members in
 /// place): at a statement the others fail without effect, so the choice
 /// there is the first of these that applies.
-fn stmt_rules_of(items: &[Strategy]) -> StmtRules {
+fn stmt_rules_of(items: &[Strategy]) -> Vec<Tried> {
     let mut list = Vec::new();
     for item in items {
         let Strategy::Rule(rule) = item else {
             continue;
         };
         match rule.kind {
-            RuleKind::Stmt(run) => list.push((rule.name, run)),
+            RuleKind::Stmt(_) => list.extend(tried(rule)),
             RuleKind::Group(_) => {
                 if let Some((_, members)) = rules::resolved(rule.name) {
-                    list.extend(members.iter().filter_map(|m| match m.kind {
-                        RuleKind::Stmt(run) => Some((m.name, run)),
-                        _ => None,
-                    }));
+                    list.extend(members.iter().filter_map(|m| tried(m)));
                 }
             }
             RuleKind::Block(_) | RuleKind::Pass(_) => {}

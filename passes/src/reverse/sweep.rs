@@ -300,7 +300,7 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
     }
 
     /// The primal types of `args`.
-    fn arg_types(&self, args: &[Operand]) -> Result<Vec<Type>, ReverseError> {
+    fn arg_types(&self, args: &[Operand]) -> Result<SmallVec<[Type; 3]>, ReverseError> {
         args.iter()
             .map(|a| self.cx.optype(a, self.fb.module()))
             .collect()

@@ -78,6 +78,10 @@ fn cse_func(func: &mut irad_ir::Func) -> bool {
             let mark_c = cx.undo.len();
             cx.visit_block(func, c);
             stack.push((c, 0, mark_c));
+        } else if stack.len() == 1 {
+            // Leaving the entry ends the walk: the table is dropped whole
+            // rather than emptied call by call.
+            break;
         } else {
             for inst in cx.undo.drain(mark..) {
                 // Its operands are as when it was recorded: the key too.

@@ -92,6 +92,10 @@ pub struct Rule {
     pub kind: RuleKind,
     /// One line on what it does.
     pub doc: &'static str,
+    /// For a statement rule that can only rewrite calls of one primitive,
+    /// that primitive: the engine does not try the rule at other statements
+    /// (it would fail there). `None`: any statement (and any other kind).
+    pub at: Option<Prim>,
 }
 
 impl PartialEq for Rule {
@@ -112,196 +116,235 @@ impl std::fmt::Debug for Rule {
 pub static RULES: &[Rule] = &[
     Rule {
         name: "fold",
+        at: None,
         kind: RuleKind::Stmt(fold::fold),
         doc: "a primitive call on constants becomes its value, unless it fails at run time",
     },
     Rule {
         name: "identities",
+        at: None,
         kind: RuleKind::Group(identities::IDENTITIES),
         doc: "exact algebraic identities (IEEE-safe)",
     },
     Rule {
         name: "fast-identities",
+        at: None,
         kind: RuleKind::Group(identities::FAST_IDENTITIES),
         doc: "identities that are wrong for some IEEE values (opt-in)",
     },
     Rule {
         name: "mul-one",
+        at: Some(Prim::Mul),
         kind: RuleKind::Stmt(identities::mul_one),
         doc: "mul(x, 1.0), mul(1.0, x) -> x",
     },
     Rule {
         name: "div-one",
+        at: Some(Prim::Div),
         kind: RuleKind::Stmt(identities::div_one),
         doc: "div(x, 1.0) -> x",
     },
     Rule {
         name: "sub-zero",
+        at: Some(Prim::Sub),
         kind: RuleKind::Stmt(identities::sub_zero),
         doc: "sub(x, 0.0) -> x",
     },
     Rule {
         name: "add-neg-zero",
+        at: Some(Prim::Add),
         kind: RuleKind::Stmt(identities::add_neg_zero),
         doc: "add(x, -0.0), add(-0.0, x) -> x",
     },
     Rule {
         name: "neg-neg",
+        at: Some(Prim::Neg),
         kind: RuleKind::Stmt(identities::neg_neg),
         doc: "neg(neg(x)) -> x",
     },
     Rule {
         name: "select-same",
+        at: Some(Prim::Select),
         kind: RuleKind::Stmt(identities::select_same),
         doc: "select(c, a, a) -> a",
     },
     Rule {
         name: "iadd-zero",
+        at: Some(Prim::Iadd),
         kind: RuleKind::Stmt(identities::iadd_zero),
         doc: "iadd(x, 0), iadd(0, x) -> x",
     },
     Rule {
         name: "isub-zero",
+        at: Some(Prim::Isub),
         kind: RuleKind::Stmt(identities::isub_zero),
         doc: "isub(x, 0) -> x",
     },
     Rule {
         name: "imul-one",
+        at: Some(Prim::Imul),
         kind: RuleKind::Stmt(identities::imul_one),
         doc: "imul(x, 1), imul(1, x) -> x",
     },
     Rule {
         name: "imul-zero",
+        at: Some(Prim::Imul),
         kind: RuleKind::Stmt(identities::imul_zero),
         doc: "imul(x, 0), imul(0, x) -> 0",
     },
     Rule {
         name: "idiv-one",
+        at: Some(Prim::Idiv),
         kind: RuleKind::Stmt(identities::idiv_one),
         doc: "idiv(x, 1) -> x",
     },
     Rule {
         name: "ineg-ineg",
+        at: Some(Prim::Ineg),
         kind: RuleKind::Stmt(identities::ineg_ineg),
         doc: "ineg(ineg(x)) -> x",
     },
     Rule {
         name: "not-not",
+        at: Some(Prim::Not),
         kind: RuleKind::Stmt(identities::not_not),
         doc: "not(not(b)) -> b",
     },
     Rule {
         name: "and-true",
+        at: Some(Prim::And),
         kind: RuleKind::Stmt(identities::and_true),
         doc: "and(b, true), and(true, b) -> b",
     },
     Rule {
         name: "and-false",
+        at: Some(Prim::And),
         kind: RuleKind::Stmt(identities::and_false),
         doc: "and(b, false), and(false, b) -> false",
     },
     Rule {
         name: "or-false",
+        at: Some(Prim::Or),
         kind: RuleKind::Stmt(identities::or_false),
         doc: "or(b, false), or(false, b) -> b",
     },
     Rule {
         name: "or-true",
+        at: Some(Prim::Or),
         kind: RuleKind::Stmt(identities::or_true),
         doc: "or(b, true), or(true, b) -> true",
     },
     Rule {
         name: "add-zero",
+        at: Some(Prim::Add),
         kind: RuleKind::Stmt(identities::add_zero),
         doc: "add(x, 0.0), add(0.0, x) -> x (fast: wrong for x = -0.0)",
     },
     Rule {
         name: "mul-zero",
+        at: Some(Prim::Mul),
         kind: RuleKind::Stmt(identities::mul_zero),
         doc: "mul(x, 0.0), mul(0.0, x) -> 0.0 (fast: wrong for NaN, inf, negative x)",
     },
     Rule {
         name: "sub-self",
+        at: Some(Prim::Sub),
         kind: RuleKind::Stmt(identities::sub_self),
         doc: "sub(x, x) -> 0.0 (fast: wrong for NaN and inf)",
     },
     Rule {
         name: "copyprop",
+        at: None,
         kind: RuleKind::Group(copyprop::COPYPROP),
         doc: "values forwarded through the constructions that hold them",
     },
     Rule {
         name: "getfield-tuple",
+        at: Some(Prim::Getfield),
         kind: RuleKind::Stmt(copyprop::getfield_tuple),
         doc: "getfield(tuple(a0, ..., an), k) -> ak",
     },
     Rule {
         name: "primal-dual",
+        at: Some(Prim::Primal),
         kind: RuleKind::Stmt(copyprop::primal_dual),
         doc: "primal(dual(p, t...)) -> p",
     },
     Rule {
         name: "tangent-dual",
+        at: Some(Prim::Tangent),
         kind: RuleKind::Stmt(copyprop::tangent_dual),
         doc: "tangent(dual(p, t0, ..., tn), k) -> tk",
     },
     Rule {
         name: "dual-eta",
+        at: Some(Prim::Dual),
         kind: RuleKind::Stmt(copyprop::dual_eta),
         doc: "dual(primal(d), tangent(d, 0), ..., tangent(d, N-1)) -> d",
     },
     Rule {
         name: "select-const",
+        at: Some(Prim::Select),
         kind: RuleKind::Stmt(copyprop::select_const),
         doc: "select(true, a, b) -> a; select(false, a, b) -> b",
     },
     Rule {
         name: "phi-simplify",
+        at: None,
         kind: RuleKind::Stmt(phi_simplify::phi_simplify),
         doc: "a phi whose entries all carry one operand (or the phi) -> that operand",
     },
     Rule {
         name: "branch-fold",
+        at: None,
         kind: RuleKind::Block(branch_fold::branch_fold),
         doc: "gotoifnot on a constant, switch on a constant index in range -> goto",
     },
     Rule {
         name: "dce",
+        at: None,
         kind: RuleKind::Pass(dce::dce),
         doc: "unreachable blocks, unused pure statements, and (whole module) dead tapes removed",
     },
     Rule {
         name: "cse",
+        at: None,
         kind: RuleKind::Pass(cse::cse),
         doc: "a pure call equal to one that dominates it is replaced by that one",
     },
     Rule {
         name: "memfwd",
+        at: None,
         kind: RuleKind::Pass(memfwd::memfwd),
         doc: "array reads of an element the block knows replaced by its value; writes a later write covers removed",
     },
     Rule {
         name: "licm",
+        at: None,
         kind: RuleKind::Pass(licm::licm),
         doc: "loop-invariant pure statements hoisted into the loop's preheader",
     },
     Rule {
         name: "inline",
+        at: None,
         kind: RuleKind::Pass(inline),
         doc: "calls of small non-recursive functions replaced by their bodies (docs/pe.md)",
     },
     Rule {
         name: "unroll",
+        at: None,
         kind: RuleKind::Pass(unroll),
         doc: "loops with a small trip count known at compile time fully unrolled (docs/pe.md)",
     },
     Rule {
         name: "devirtualise",
+        at: None,
         kind: RuleKind::Pass(devirtualise),
         doc: "calls through a known function value made static calls (docs/pe.md)",
     },
     Rule {
         name: "merge-blocks",
+        at: None,
         kind: RuleKind::Pass(merge_blocks),
         doc: "a block merged into its predecessor when that ends in the only goto to it",
     },
@@ -422,6 +465,56 @@ pub(crate) fn prim_args<'a>(cx: &'a StmtCtx<'_>, inst: Inst, prim: Prim) -> Opti
 #[cfg(test)]
 mod tests {
     use super::*;
+    use irad_ir::text::parse_module;
+
+    /// A rule limited to one primitive ([`Rule::at`]) rewrites only calls of
+    /// it: checked on the inputs of the filetests of the statement rules,
+    /// where each such rule applies at least once (so a wrong primitive is
+    /// seen: the rule then applies where the engine would not try it).
+    #[test]
+    fn rules_limited_to_a_primitive_apply_only_to_its_calls() {
+        let sources = [
+            include_str!("../../../../tests/filetests/optimise/identities.ir"),
+            include_str!("../../../../tests/filetests/optimise/fast_identities.ir"),
+            include_str!("../../../../tests/filetests/optimise/copyprop.ir"),
+            include_str!("../../../../tests/filetests/optimise/fold.ir"),
+            include_str!("../../../../tests/filetests/optimise/phi_simplify.ir"),
+        ];
+        let subst = Subst::default();
+        let mut applied: Vec<&str> = Vec::new();
+        for src in sources {
+            let m = parse_module(src).expect("filetest input parses");
+            for (_, func) in m.funcs() {
+                let cx = StmtCtx {
+                    func,
+                    subst: &subst,
+                };
+                for &b in &func.layout {
+                    for &inst in &func.blocks[b].insts {
+                        let prim = match &func.insts[inst].kind {
+                            InstKind::Prim { prim, .. } => Some(*prim),
+                            _ => None,
+                        };
+                        for r in RULES {
+                            let RuleKind::Stmt(run) = r.kind else {
+                                continue;
+                            };
+                            if run(&cx, inst).is_some() {
+                                applied.push(r.name);
+                                if let Some(p) = r.at {
+                                    assert_eq!(prim, Some(p), "{} applies at {inst:?}", r.name);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for r in RULES.iter().filter(|r| r.at.is_some()) {
+            assert!(applied.contains(&r.name), "{} never applies", r.name);
+            assert!(matches!(r.kind, RuleKind::Stmt(_)), "{}", r.name);
+        }
+    }
 
     #[test]
     fn names_are_unique_kebab_case_and_groups_name_rules() {

@@ -303,12 +303,12 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
             self.numbered.retain(|(p, _), _| *p != Prim::Arrayref);
         }
         let res_ty = cx.result_type(inst);
-        let dy: Vec<Option<Operand>> = (0..Type::cotangent_leaves(&res_ty))
+        let dy: SmallVec<[Option<Operand>; 2]> = (0..Type::cotangent_leaves(&res_ty))
             .map(|k| data.result.and_then(|v| m.remove(&(v, k as u32))))
             .collect();
         let saved = self.saved(st, &loc)?;
         let args = args_of(&data.kind);
-        let types: Vec<Type> = args
+        let types: SmallVec<[Type; 3]> = args
             .iter()
             .map(|a| cx.optype(a, self.bk.module()))
             .collect::<Result<_, _>>()?;
@@ -348,7 +348,7 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
 
     /// The saved operands of a statement, as the pullback reads them:
     /// popped, counted, recomputed, or constants.
-    fn saved(&mut self, st: &Stmt, loc: &Location) -> Result<Vec<Operand>, ReverseError> {
+    fn saved(&mut self, st: &Stmt, loc: &Location) -> Result<SmallVec<[Operand; 4]>, ReverseError> {
         st.saved.iter().map(|op| self.value(*op, loc)).collect()
     }
 
