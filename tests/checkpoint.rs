@@ -499,13 +499,30 @@ fn forward_over_checkpointed_pieces_is_unchanged() {
     assert_eq!(outs[0], outs[1]);
 }
 
-/// `irad ARGS` run in the repository's root.
-fn irad(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_irad"))
+/// `irad ARGS` run in the repository's root, which must exit with `code`:
+/// its standard output and error.
+fn irad_exits(args: &[&str], code: i32) -> (String, String) {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_irad"))
         .args(args)
         .current_dir(manifest_dir())
         .output()
-        .expect("irad starts")
+        .expect("irad starts");
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    );
+    assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+    (out, err)
+}
+
+/// The plan `irad dump FILE -f FUNC --mode rev OPTIONS` prints, which must
+/// say `says`.
+fn rev_dump_says(file: &str, func: &str, options: &[&str], says: &str) {
+    let (text, _) = irad_exits(
+        &[&["dump", file, "-f", func, "--mode", "rev"][..], options].concat(),
+        0,
+    );
+    assert!(text.contains(says), "{options:?}: {text}");
 }
 
 /// `--checkpoint RULES` on the command line (docs/schedules.md): `grad`
@@ -518,60 +535,34 @@ fn irad(args: &[&str]) -> std::process::Output {
 fn the_checkpoint_option_on_the_command_line() {
     let file = "tests/checkpoint/schedule.irad";
     let grad = ["grad", file, "-f", "spin", "--args", "0.4, 1.1", "--json"];
-    let plain = irad(&grad);
-    assert_eq!(plain.status.code(), Some(0));
+    let (plain, _) = irad_exits(&grad, 0);
     for rules in ["line 60 = 1", "#2 = 3", "@spin#2 = record; line 60 = 2"] {
         for backend in ["jit", "interp"] {
-            let o = irad(&[&grad[..], &["--checkpoint", rules, "--backend", backend]].concat());
-            assert_eq!(o.status.code(), Some(0), "{rules}");
-            assert_eq!(o.stdout, plain.stdout, "{rules}");
+            let options = ["--checkpoint", rules, "--backend", backend];
+            let (out, _) = irad_exits(&[&grad[..], &options].concat(), 0);
+            assert_eq!(out, plain, "{rules}");
         }
     }
-    let o = irad(&[
-        "dump",
+    rev_dump_says(
         file,
-        "-f",
         "spin",
-        "--mode",
-        "rev",
-        "--checkpoint",
-        "line 60 = 5",
-    ]);
-    let text = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        text.contains(
-            "loop #2: checkpointed every 5 iterations (`line 60 = 5` in the checkpoint schedule)"
-        ),
-        "{text}"
+        &["--checkpoint", "line 60 = 5"],
+        "loop #2: checkpointed every 5 iterations (`line 60 = 5` in the checkpoint schedule)",
     );
-    let o = irad(&[
-        "dump",
+    rev_dump_says(
         file,
-        "-f",
         "spin",
-        "--mode",
-        "rev",
-        "--checkpoint",
-        "#2 = none",
-    ]);
-    let text = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        text.contains("loop #2: not checkpointed: `#2 = record` in the checkpoint schedule"),
-        "{text}"
+        &["--checkpoint", "#2 = none"],
+        "loop #2: not checkpointed: `#2 = record` in the checkpoint schedule",
     );
     let bench = ["bench", file, "-f", "spin", "--args", "0.4, 1.1"];
-    let o = irad(
+    irad_exits(
         &[
             &bench[..],
             &["--checkpoint", "line 60 = 1", "--min-time", "0.01"],
         ]
         .concat(),
-    );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+        0,
     );
     for (rules, says) in [
         (
@@ -592,9 +583,7 @@ fn the_checkpoint_option_on_the_command_line() {
         ),
     ] {
         // Without `--json`, errors are text.
-        let o = irad(&[&grad[..6], &["--checkpoint", rules]].concat());
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(1), "{rules}: {err}");
+        let (_, err) = irad_exits(&[&grad[..6], &["--checkpoint", rules]].concat(), 1);
         assert!(err.starts_with(says), "{rules}: {err}");
     }
     for (args, says) in [
@@ -620,9 +609,7 @@ fn the_checkpoint_option_on_the_command_line() {
             "--grad",
         ),
     ] {
-        let o = irad(&args);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        let (_, err) = irad_exits(&args, 2);
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
@@ -644,23 +631,22 @@ fn the_tape_limit_option_on_the_command_line() {
         "[1.5, -0.7, 0.25], 1.3",
         "--json",
     ];
-    let plain = irad(&grad);
-    assert_eq!(plain.status.code(), Some(0));
+    let (plain, _) = irad_exits(&grad, 0);
     for size in ["1", "1K", "64m", "1G"] {
-        let o = irad(&[&grad[..], &["--tape-limit", size]].concat());
-        assert_eq!(o.status.code(), Some(0), "{size}");
-        assert_eq!(o.stdout, plain.stdout, "{size}");
+        let (out, _) = irad_exits(&[&grad[..], &["--tape-limit", size]].concat(), 0);
+        assert_eq!(out, plain, "{size}");
     }
     let bench = ["bench", file, "-f", "horner", "--args", "[1.5, -0.7], 1.3"];
-    let o = irad(&[&bench[..], &["--tape-limit", "1", "--min-time", "0.01"]].concat());
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+    irad_exits(
+        &[&bench[..], &["--tape-limit", "1", "--min-time", "0.01"]].concat(),
+        0,
     );
-    let o = irad(&["dump", file, "--mode", "rev", "--tape-limit", "1"]);
-    assert!(String::from_utf8_lossy(&o.stdout).contains("loop #2: checkpointed every 1 iteration"));
+    rev_dump_says(
+        file,
+        "horner",
+        &["--tape-limit", "1"],
+        "loop #2: checkpointed every 1 iteration",
+    );
     for (args, says) in [
         (
             &[&grad[..], &["--tape-limit", "1.5G"]].concat(),
@@ -696,9 +682,7 @@ fn the_tape_limit_option_on_the_command_line() {
             "--grad",
         ),
     ] {
-        let o = irad(args);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        let (_, err) = irad_exits(args, 2);
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
@@ -728,7 +712,8 @@ fn counts(m: &Module, f: FuncId, args: &[Val], limit: Option<u64>) -> InterpStat
 /// under the limit at 100 000 steps, against 4.8 MB without a limit, at the
 /// price of running each iteration forward twice; a run of 500 steps, which
 /// fits in one stretch, records directly: the bytes it pushes are those
-/// without a limit and the flags and inputs pushed at the loop's exit, the
+/// without a limit and the flags, the stretch's index and count (the loop's
+/// snapshots are thinned) and inputs pushed at the loop's exit, the
 /// statements it runs those without a limit and the two phis per iteration
 /// of the reverse that carry the stretch's start.
 #[test]
@@ -768,8 +753,52 @@ fn a_long_loop_stays_under_the_limit_and_a_short_one_records_directly() {
         "{limited:?} {free:?}"
     );
     assert!(
-        limited.pushed_bytes < free.pushed_bytes + 20,
+        limited.pushed_bytes < free.pushed_bytes + 40,
         "{limited:?} {free:?}"
+    );
+}
+
+/// Thinned snapshots (docs/reverse.md, "Bounded snapshots"): under a 1-byte
+/// limit every Lotka-Volterra step is a stretch, and a snapshot takes 33
+/// bytes (the flag, the stretch's index, the step counter and the two
+/// populations). The two-level schedule kept one per step (540 KB at 2^14
+/// steps); thinned, the tapes hold at most `1 + log2 T` of them besides one
+/// stretch's records and the loop's inputs, so 64 times the steps adds at
+/// most 7 snapshots to the peak, and each step runs forward at most
+/// `2 + log2 T` times.
+#[test]
+fn thinned_snapshots_grow_with_the_logarithm_of_the_run() {
+    let src = irad::read_source(&manifest_dir().join("benches/programs/lotka_volterra_steps.irad"))
+        .expect("readable");
+    let m = irad::load_normalised(&src).expect("loads");
+    let f = m.by_name("lotka_volterra_steps").expect("the function");
+    let plan = tape_plan_limited(&m, &Registry::new(), f, Some(1))
+        .expect("plan")
+        .to_string();
+    assert!(plan.contains("snapshots thinned online"), "{plan}");
+    let args = |n: i64| {
+        irad::parse_args(
+            &Source::new("<args>", format!("1.5, 1.0, 3.0, 1.0, {n}")),
+            &m,
+            f,
+        )
+        .expect("args")
+    };
+    let (short, long) = (args(1 << 8), args(1 << 14));
+    let small = counts(&m, f, &short, Some(1));
+    let large = counts(&m, f, &long, Some(1));
+    let free = counts(&m, f, &long, None);
+    assert!(
+        large.peak_tape_bytes <= small.peak_tape_bytes + 7 * 33,
+        "{small:?} {large:?}"
+    );
+    assert!(large.peak_tape_bytes < 2_000, "{large:?}");
+    assert!(free.peak_tape_bytes > 500_000, "{free:?}");
+    // Each step: one forward run without recording, at most 14 in splits,
+    // one recording; the reverse as without a limit.
+    assert!(
+        large.statements < free.statements * 16,
+        "{large:?} {free:?}"
     );
 }
 

@@ -383,35 +383,44 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
 
     /// The end of every block: its pushes, then its terminator. The exit
     /// block of a checkpointed loop with a direct path (`ck`) also pushes
-    /// the flag saying which path ran, after its saved values: a phi whose
-    /// entries the checkpoint rewrite adds.
+    /// the flag saying which path ran, after its saved values, and that of
+    /// a thinned loop the number of stretches the run started, after the
+    /// flag: phis whose entries the checkpoint rewrite adds.
     pub fn block_ends(
         &mut self,
         plan: &TapePlan,
         ck: &mut Checkpoints,
     ) -> Result<(), ReverseError> {
         for &i in &self.cx.shape.order {
+            let exit_of = |c: &super::checkpoint::CkLoop| {
+                c.k < self.cx.shape.loops.loops.len() && self.cx.shape.loops.loops[c.k].exit == i
+            };
             let flagged = ck
                 .loops
                 .iter()
-                .position(|c| c.direct.is_some() && self.cx.shape.loops.loops[c.k].exit == i);
-            let flag = self.block_end(i, plan, flagged.is_some())?;
+                .position(|c| c.direct.is_some() && exit_of(c));
+            let counted = ck.loops.iter().position(|c| c.thinned && exit_of(c));
+            let (flag, count) = self.block_end(i, plan, (flagged.is_some(), counted.is_some()))?;
             if let (Some(k), Some(flag)) = (flagged, flag) {
                 ck.loops[k].flag = Some(flag);
+            }
+            if let (Some(k), Some(count)) = (counted, count) {
+                ck.loops[k].count = Some(count);
             }
         }
         Ok(())
     }
 
     /// The pushes of block `i` and its terminator (and, when `flagged`, the
-    /// flag phi it pushes, returned). The pushes of values the plan moves next
-    /// to a statement come first and are recorded to be moved into place.
+    /// flag phi it pushes, when `counted` the count phi, returned). The
+    /// pushes of values the plan moves next to a statement come first and
+    /// are recorded to be moved into place.
     fn block_end(
         &mut self,
         i: usize,
         plan: &TapePlan,
-        flagged: bool,
-    ) -> Result<Option<Value>, ReverseError> {
+        (flagged, counted): (bool, bool),
+    ) -> Result<(Option<Value>, Option<Value>), ReverseError> {
         let cx = self.cx;
         let shape = &cx.shape;
         let block = shape.bb.blocks[i].id;
@@ -436,22 +445,13 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
         for save in plan.at_block_end(block) {
             self.push(Operand::Value(save.value))?;
         }
-        let flag = if flagged {
-            let phi = self
-                .fb
-                .insert_phi(self.fblock[i], Type::Bool)
-                .map_err(&build)?;
-            self.push(Operand::Value(phi))?;
-            // The phi goes before the statements: the positions where pushes
-            // move to are one further.
-            if let Some((b, moves)) = self.placed.last_mut()
-                && *b == self.fblock[i]
-            {
-                moves.iter_mut().for_each(|(at, _)| *at += 1);
-            }
-            Some(phi)
-        } else {
-            None
+        let flag = match flagged {
+            true => Some(self.pushed_phi(i, Type::Bool)?),
+            false => None,
+        };
+        let count = match counted {
+            true => Some(self.pushed_phi(i, Type::I64)?),
+            false => None,
         };
         if i == shape.ret {
             for save in plan.once() {
@@ -462,7 +462,25 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
             self.push(br.pushed())?;
         }
         self.terminator(i)?;
-        Ok(flag)
+        Ok((flag, count))
+    }
+
+    /// A phi of type `ty` in block `i`, without entries, pushed at the
+    /// current position.
+    fn pushed_phi(&mut self, i: usize, ty: Type) -> Result<Value, ReverseError> {
+        let phi = self
+            .fb
+            .insert_phi(self.fblock[i], ty)
+            .map_err(build_err(&self.cx.floc))?;
+        self.push(Operand::Value(phi))?;
+        // The phi goes before the statements: the positions where pushes
+        // move to are one further.
+        if let Some((b, moves)) = self.placed.last_mut()
+            && *b == self.fblock[i]
+        {
+            moves.iter_mut().for_each(|(at, _)| *at += 1);
+        }
+        Ok(phi)
     }
 
     /// `push(op)` at the current position.

@@ -12,7 +12,8 @@
 //! `runs` times the step's magnitude, the loop runs at most `runs`
 //! iterations when `d <= s` (`d < s` for `le`/`ge`). Then a new block pushes
 //! `false` (no stretch before this one, which the pullback's stretch step
-//! pops as after a first snapshot) and enters the copy, whose exit joins the
+//! pops as after a first snapshot; for a thinned loop, then the stretch's
+//! index 0) and enters the copy, whose exit joins the
 //! loop's exit block; there the values of the loop used after it get phis
 //! (`primal.rs`), and the flag the exit block pushes says which path ran.
 //!
@@ -78,6 +79,11 @@ pub(in crate::reverse) fn build(
         entries.iter().find(|(b, _)| *b == pre).map(|(_, op)| *op)
     })?;
     copy.effect(entry, Prim::Push, &[Operand::from(false)]);
+    if ck.thinned {
+        // The index of the (only) stretch, which a thinned loop's stretch
+        // step pops before the flag.
+        copy.effect(entry, Prim::Push, &[Operand::from(0i64)]);
+    }
     copy.f.blocks[entry].term = Some(Terminator::Goto(head_copy));
     // The decision, at the end of the entering block.
     let mapped = |op: Operand| match op {

@@ -25,7 +25,10 @@
 //! schedule has two levels: stretches of `max(1, (B / 2) / r)` iterations,
 //! `r` the tape bytes one iteration records as estimated from the plan
 //! (an inner loop counted [`INNER_TRIPS`] times, a call [`CALL_BYTES`]), so
-//! that one stretch's records take at most half the limit.
+//! that one stretch's records take at most half the limit. A loop of one
+//! exit from its header that carries no array through it has its snapshots
+//! thinned online beyond those the limit has room for (`thin.rs`): at most
+//! `1 + log2` of the number of stretches more are held, for any trip count.
 //!
 //! This file decides ([`choose`]) and keeps the decisions ([`Checkpoints`]);
 //! `region.rs` finds what a loop's recording blocks read from before the loop
@@ -47,6 +50,7 @@ pub(super) mod primal;
 pub(super) mod region;
 pub(super) mod replay;
 pub(super) mod schedule;
+pub(super) mod thin;
 
 use super::ReverseError;
 use super::choose::restores;
@@ -65,6 +69,10 @@ pub const INNER_TRIPS: u64 = 16;
 /// The bytes one call of another function's forward sweep is assumed to
 /// record, in the same estimate.
 pub const CALL_BYTES: u64 = 64;
+/// The most snapshots a thinned loop's binary counter holds (one more than
+/// the bits of a trip count): the slots kept back from those the limit
+/// allows before thinning starts.
+pub const THIN_SLACK: u64 = 64;
 
 /// Where a checkpointed loop's stretch length comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -255,6 +263,24 @@ pub(super) struct CkLoop {
     /// the end of its exit block, whether the loop was checkpointed (a phi
     /// whose entries [`rewrite`] adds).
     pub flag: Option<Value>,
+    /// Whether its snapshots are thinned online (`thin.rs`): a loop of one
+    /// exit from its header that carries no array through its header phis.
+    /// Each snapshot then also holds the index of the stretch it starts
+    /// (after the flag), the exit block pushes the number of stretches
+    /// started, and the replay splits a segment of several stretches.
+    pub thinned: bool,
+    /// For a thinned loop, how many stretches keep their snapshots before
+    /// thinning starts: under a limit of B bytes with snapshots of s bytes
+    /// (scalar state only), `max(2, (B / 2) / s) - 64`, at least 0, so that
+    /// the snapshots held stay within half the limit or 64; 0 otherwise.
+    pub plain: u64,
+    /// Set by the forward sweep for a thinned loop: the number of stretches
+    /// the run started, pushed at the end of its exit block after the flag
+    /// (a phi whose entries [`rewrite`] adds; 0 from a direct path).
+    pub count: Option<Value>,
+    /// Set by the replay's build for a thinned loop: where its segment
+    /// splitting goes (filled by `thin.rs`).
+    pub split: Option<thin::SplitSite>,
     /// Set by [`rewrite`]: the replay function.
     pub replay: Option<FuncId>,
     /// Set by [`rewrite`]: the header phis of the loop that does not record,
@@ -458,6 +484,18 @@ fn decide(
             }
         }
     }
+    let thinned = k < shape.loops.loops.len() && carried.is_empty();
+    let plain = match (limit, arrays.is_empty()) {
+        (Some(limit), true) => {
+            // A flag, the stretch's index and the header phis' values.
+            let size: u64 = 9 + replay::header_phis(cx, l.header)
+                .iter()
+                .map(|&(_, r)| tape_value_bytes(&cx.src.values[r].ty))
+                .sum::<u64>();
+            (limit / 2 / size).max(2).saturating_sub(THIN_SLACK)
+        }
+        _ => 0,
+    };
     Ok(CkLoop {
         k,
         pre,
@@ -482,6 +520,10 @@ fn decide(
         counted,
         direct,
         flag: None,
+        thinned,
+        plain,
+        count: None,
+        split: None,
         replay: None,
         state: Vec::new(),
         replayed: HashMap::default(),
@@ -994,9 +1036,10 @@ pub(super) fn rewrite(
     // Every replay from the recording sweep first: rewriting one loop renames
     // its values where a later loop reads them.
     for ck in &mut cks.loops {
-        let (id, values) = replay::build(cx, module, fwd_id, (fblock, fval), ck)?;
+        let (id, values, site) = replay::build(cx, module, fwd_id, (fblock, fval), ck)?;
         ck.replay = Some(id);
         ck.replayed = values;
+        ck.split = site;
     }
     let recording = fval;
     let mut fval = fval.clone();
@@ -1033,6 +1076,9 @@ pub(super) fn rewrite(
             o.replay_renamed.extend(renamed);
         }
     }
+    for ck in cks.loops.iter().filter(|c| c.thinned) {
+        thin::fill(cx, module, fwd_id, (fblock, recording), ck)?;
+    }
     Ok(())
 }
 
@@ -1065,6 +1111,7 @@ pub(super) fn summary(
                     .unwrap_or_default(),
                 direct: c.direct.as_ref().map(|d| d.runs),
                 exits: c.repush.then(|| cx.shape.loops.of(c.k).exits.len()),
+                thinned: c.thinned.then_some(c.plain),
             }
         })
         .collect()

@@ -107,6 +107,13 @@ pub(in crate::reverse) fn rewrite(
             _ => return Err(missing()),
         }
     }
+    // The same for the number of stretches a thinned loop's exit pushes.
+    if let Some(count) = local.count {
+        match in_replay(Operand::Value(count)) {
+            Some(Operand::Value(r)) => local.count = Some(r),
+            _ => return Err(missing()),
+        }
+    }
     let path = match &local.direct {
         Some(d) => Some(direct::build(
             cx,

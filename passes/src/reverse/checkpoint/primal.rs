@@ -13,15 +13,24 @@
 //! statements and terminator) goes on. Values of the loop used after it
 //! (the header's) are renamed there to their new definitions.
 //!
+//! A thinned loop (`thin.rs`) also counts the stretches started (`%sc`,
+//! which its exit block pushes): its snapshot holds the stretch's index
+//! after the flag, and `SNAP` keeps a binary counter of the stretches after
+//! the first `plain`: new blocks push the snapshot or pop those the counter
+//! drops. [`advance`] builds the same loop in a thinned loop's replay
+//! function, stopping at a given visit of its header instead of taking
+//! snapshots.
+//!
 //! Assumes the forward sweep is complete (pushes, terminators, phi entries),
 //! the replay already copied from it, and a loop that `choose` accepted (one
 //! entering block, the arrays of its header phis made afresh in it, no array
 //! used after it).
 //! Guarantees: the loop computes the primal values as the primal does, with
 //! the same primitives in the same order, and pushes exactly one snapshot
-//! per `stretch` visits of its header, the first at the first visit; the
-//! layout keeps every `gotoifnot` falling through to the block it fell
-//! through to (`SNAP` and `REST` come right after the header).
+//! per `stretch` visits of its header, the first at the first visit (a
+//! thinned loop: keeps those a binary counter keeps, popping the others);
+//! the layout keeps every `gotoifnot` falling through to the block it fell
+//! through to (`SNAP`, its blocks and `REST` come right after the header).
 
 use super::super::ReverseError;
 use super::super::bbcode::BTerm;
@@ -62,10 +71,22 @@ pub(in crate::reverse) fn rewrite(
         kshadow: HashMap::default(),
         snap,
         rest,
+        mode: Mode::Forward,
+        init: Vec::new(),
+        extra: Vec::new(),
     };
     let countdown = p.blocks(ck)?;
-    p.phi_entries(ck, countdown)?;
-    let PLoop { pmap, kshadow, .. } = p;
+    p.phi_entries(ck, &countdown)?;
+    if let (Some(count), Some((_, sc_next))) = (ck.count, countdown.thin) {
+        p.fb.add_phi_entry(count, rest, sc_next)
+            .map_err(build_err(&cx.floc))?;
+    }
+    let PLoop {
+        pmap,
+        kshadow,
+        extra,
+        ..
+    } = p;
     ck.state = header_phis(cx, l.header)
         .iter()
         .filter_map(|&(_, r)| match pmap[r] {
@@ -111,19 +132,23 @@ pub(in crate::reverse) fn rewrite(
         renamed.insert(old, Operand::Value(new));
         shown.insert(old, new);
     }
-    for (old, new) in exit_shadows(f, fblock[l.exit], ck, &pmap, countdown.1)
+    for (old, new) in exit_shadows(f, fblock[l.exit], ck, &pmap, countdown.st)
         .map_err(|what| internal(&cx.floc, what))?
     {
         renamed.insert(old, Operand::Value(new));
         shown.insert(old, new);
     }
-    f.layout.retain(|&b| b != snap && b != rest);
+    let added: Vec<Block> = std::iter::once(snap)
+        .chain(extra)
+        .chain(std::iter::once(rest))
+        .collect();
+    f.layout.retain(|b| !added.contains(b));
     let at = f
         .layout
         .iter()
         .position(|&b| b == head)
         .map_or(f.layout.len(), |p| p + 1);
-    f.layout.splice(at..at, [snap, rest]);
+    f.layout.splice(at..at, added);
     // Uses after the loop of the loop's values: the new definitions.
     rename_outside(f, &member_blocks, (snap, rest), &recording, &renamed, head)
         .map_err(|what| internal(&cx.floc, what))?;
@@ -164,6 +189,10 @@ fn merge_at_exit(
         fb.add_phi_entry(flag, from, Operand::from(false))
             .map_err(&build)?;
         fb.add_phi_entry(flag, rest, Operand::from(true))
+            .map_err(&build)?;
+    }
+    if let Some(count) = ck.count {
+        fb.add_phi_entry(count, from, Operand::from(0i64))
             .map_err(&build)?;
     }
     let mut merged = Vec::with_capacity(header.len());
@@ -224,10 +253,41 @@ struct PLoop<'a, 'r, 'm> {
     kshadow: HashMap<Value, Value>,
     snap: Block,
     rest: Block,
+    /// What the header does: take snapshots, or stop the advance.
+    mode: Mode,
+    /// For an advance, the operand each header phi takes from the block
+    /// entering it (by its index among the header phis); empty otherwise.
+    init: Vec<Operand>,
+    /// Blocks made for the snapshot besides `snap` and `rest`, laid out
+    /// between them in this order.
+    extra: Vec<Block>,
 }
 
-/// The countdown phi, the flag phi and the countdown's next value.
-type Countdown = (Value, Value, Operand);
+/// What the loop that does not record does at its header.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// The forward sweep's loop: a snapshot every `stretch` visits (thinned
+    /// for a thinned loop).
+    Forward,
+    /// The advance of a thinned loop's replay (`thin.rs`): leaves to `snap`
+    /// at the visit `target` (counted from 0), with the header phis' values
+    /// as they are there; the loop's own exits go to `snap` too (never taken:
+    /// a segment advanced over is followed by another stretch).
+    Advance {
+        /// The visit to stop at.
+        target: Operand,
+    },
+}
+
+/// The visit countdown (or counter) phi and its next value, the flag phi
+/// (whether a snapshot came before), and for a thinned loop the phi counting
+/// the stretches started and its next value.
+struct Countdown {
+    c: Value,
+    st: Value,
+    next: Operand,
+    thin: Option<(Value, Operand)>,
+}
 
 impl PLoop<'_, '_, '_> {
     /// The loop's blocks in reverse postorder: phis, the primal statements
@@ -271,14 +331,38 @@ impl PLoop<'_, '_, '_> {
     }
 
     /// The countdown and the snapshot, after the header `head`'s phis; leaves
-    /// the builder in `REST`.
+    /// the builder in `REST`. In an advance, the visit counter and the stop
+    /// instead.
     fn snapshot(&mut self, head: Block, ck: &CkLoop) -> Result<Countdown, ReverseError> {
         let cx = self.cx;
-        let l = &cx.shape.loops.of(ck.k);
         let build = build_err(&cx.floc);
         let e = |r: Result<Operand, String>| r.map_err(|m| err(&cx.floc, m));
         let c = self.fb.insert_phi(head, Type::I64).map_err(&build)?;
         let st = self.fb.insert_phi(head, Type::Bool).map_err(&build)?;
+        if let Mode::Advance { target } = self.mode {
+            let stop = e(emit_value(
+                &mut self.fb,
+                Prim::Eq,
+                &[Operand::Value(c), target],
+            ))?;
+            let next = e(emit_value(
+                &mut self.fb,
+                Prim::Iadd,
+                &[Operand::Value(c), Operand::from(1i64)],
+            ))?;
+            self.fb.gotoifnot(stop, self.rest).map_err(&build)?;
+            self.fb.switch_to_block(self.rest).map_err(&build)?;
+            return Ok(Countdown {
+                c,
+                st,
+                next,
+                thin: None,
+            });
+        }
+        let sc = match ck.thinned {
+            true => Some(self.fb.insert_phi(head, Type::I64).map_err(&build)?),
+            false => None,
+        };
         let take = e(emit_value(
             &mut self.fb,
             Prim::Eq,
@@ -295,25 +379,142 @@ impl PLoop<'_, '_, '_> {
             Prim::Select,
             &[take, Operand::from(restart), down],
         ))?;
+        let thin = match sc {
+            Some(sc) => {
+                let up = e(emit_value(
+                    &mut self.fb,
+                    Prim::Iadd,
+                    &[Operand::Value(sc), Operand::from(1i64)],
+                ))?;
+                let sc_next = e(emit_value(
+                    &mut self.fb,
+                    Prim::Select,
+                    &[take, up, Operand::Value(sc)],
+                ))?;
+                Some((sc, sc_next))
+            }
+            None => None,
+        };
         self.fb.gotoifnot(take, self.rest).map_err(&build)?;
         self.fb.switch_to_block(self.snap).map_err(&build)?;
+        match thin {
+            Some((sc, _)) => self.thin_snapshot(ck, st, sc)?,
+            None => self.push_snapshot(ck, (st, None))?,
+        }
+        self.fb.switch_to_block(self.rest).map_err(&build)?;
+        Ok(Countdown { c, st, next, thin })
+    }
+
+    /// The snapshot of a thinned loop at the start of stretch `sc` (from
+    /// `SNAP`). The first `ck.plain` stretches keep theirs; after them, with
+    /// `c = sc - plain`, the snapshots are kept as a binary counter: those
+    /// held start the runs of stretches that the binary digits of the number
+    /// of stretches started give, longest first. An even `c` starts a run
+    /// of its own: its snapshot is pushed. An odd one joins the runs of
+    /// its trailing one bits into one: the snapshots of all but the
+    /// longest of those are popped (as many as the trailing one bits of
+    /// `c / 2`), and none is pushed.
+    fn thin_snapshot(&mut self, ck: &CkLoop, st: Value, sc: Value) -> Result<(), ReverseError> {
+        let cx = self.cx;
+        let l = &cx.shape.loops.of(ck.k);
+        let build = build_err(&cx.floc);
+        let e = |r: Result<Operand, String>| r.map_err(|m| err(&cx.floc, m));
+        let push = self.fb.create_block();
+        let drop_head = self.fb.create_block();
+        let drop_body = self.fb.create_block();
+        self.extra = vec![push, drop_head, drop_body];
+        // The counter counts the stretches after the first `plain`, which
+        // all keep their snapshots.
+        let plain = i64::try_from(ck.plain).unwrap_or(i64::MAX);
+        let rel = e(emit_value(
+            &mut self.fb,
+            Prim::Isub,
+            &[Operand::Value(sc), Operand::from(plain)],
+        ))?;
+        let before = e(emit_value(
+            &mut self.fb,
+            Prim::Lt,
+            &[rel, Operand::from(0i64)],
+        ))?;
+        let parity = e(emit_value(
+            &mut self.fb,
+            Prim::Irem,
+            &[rel, Operand::from(2i64)],
+        ))?;
+        let zero = e(emit_value(
+            &mut self.fb,
+            Prim::Eq,
+            &[parity, Operand::from(0i64)],
+        ))?;
+        let even = e(emit_value(&mut self.fb, Prim::Or, &[before, zero]))?;
+        let half = e(emit_value(
+            &mut self.fb,
+            Prim::Idiv,
+            &[rel, Operand::from(2i64)],
+        ))?;
+        let snap_end = self
+            .fb
+            .current_block()
+            .ok_or_else(|| internal(&cx.floc, "no block"))?;
+        self.fb.gotoifnot(even, drop_head).map_err(&build)?;
+        self.fb.switch_to_block(push).map_err(&build)?;
+        self.push_snapshot(ck, (st, Some(Operand::Value(sc))))?;
+        self.fb.switch_to_block(drop_head).map_err(&build)?;
+        let x = self.fb.insert_phi(drop_head, Type::I64).map_err(&build)?;
+        let bit = e(emit_value(
+            &mut self.fb,
+            Prim::Irem,
+            &[Operand::Value(x), Operand::from(2i64)],
+        ))?;
+        let one = e(emit_value(
+            &mut self.fb,
+            Prim::Eq,
+            &[bit, Operand::from(1i64)],
+        ))?;
+        self.fb.gotoifnot(one, self.rest).map_err(&build)?;
+        self.fb.switch_to_block(drop_body).map_err(&build)?;
+        // The snapshot on top, popped in the reverse order of its pushes.
+        for leaf in ck.arrays.iter().rev() {
+            self.fb.pop(leaf.ty.clone()).map_err(&build)?;
+        }
+        for (_, r) in header_phis(cx, l.header).iter().rev() {
+            self.fb.pop(cx.src.values[*r].ty.clone()).map_err(&build)?;
+        }
+        self.fb.pop(Type::I64).map_err(&build)?;
+        self.fb.pop(Type::Bool).map_err(&build)?;
+        let x2 = e(emit_value(
+            &mut self.fb,
+            Prim::Idiv,
+            &[Operand::Value(x), Operand::from(2i64)],
+        ))?;
+        self.fb.goto(drop_head).map_err(&build)?;
+        self.fb.add_phi_entry(x, snap_end, half).map_err(&build)?;
+        self.fb.add_phi_entry(x, drop_body, x2).map_err(&build)?;
+        Ok(())
+    }
+
+    /// Pushes the snapshot at the current position: the flag `st`, the
+    /// stretch's index `sc` (a thinned loop), the header phis' values, a
+    /// copy of each array the loop may write and of each it carries, the
+    /// kept arrays' shadows; then goes to `REST`.
+    pub(super) fn push_snapshot(
+        &mut self,
+        ck: &CkLoop,
+        (st, sc): (Value, Option<Operand>),
+    ) -> Result<(), ReverseError> {
+        let cx = self.cx;
+        let l = &cx.shape.loops.of(ck.k);
+        let build = build_err(&cx.floc);
+        let e = |r: Result<Operand, String>| r.map_err(|m| err(&cx.floc, m));
         self.push(Operand::Value(st))?;
+        if let Some(sc) = sc {
+            self.push(sc)?;
+        }
         for (_, r) in header_phis(cx, l.header) {
             let v = map_op(&self.pmap, &Operand::Value(r), &cx.floc)?;
             self.push(v)?;
         }
-        for leaf in &ck.arrays {
-            let mut a = Operand::Value(ck.inputs[leaf.input]);
-            for &k in &leaf.path {
-                a = e(emit_value(
-                    &mut self.fb,
-                    Prim::Getfield,
-                    &[a, Operand::from(k)],
-                ))?;
-            }
-            let copy = e(emit_value(&mut self.fb, Prim::Copy, &[a]))?;
-            self.push(copy)?;
-        }
+        self.push_arrays(ck)?;
         let phis = header_phis(cx, l.header);
         for c in &ck.carried {
             let (_, r) = phis
@@ -333,8 +534,32 @@ impl PLoop<'_, '_, '_> {
             self.push(Operand::Value(v))?;
         }
         self.fb.goto(self.rest).map_err(&build)?;
-        self.fb.switch_to_block(self.rest).map_err(&build)?;
-        Ok((c, st, next))
+        Ok(())
+    }
+
+    /// Pushes a copy of each array of `ck.arrays` (reached from the loop's
+    /// inputs).
+    fn push_arrays(&mut self, ck: &CkLoop) -> Result<(), ReverseError> {
+        let cx = self.cx;
+        let e = |r: Result<Operand, String>| r.map_err(|m| err(&cx.floc, m));
+        for leaf in &ck.arrays {
+            let mut a = self.input(ck, leaf.input);
+            for &k in &leaf.path {
+                a = e(emit_value(
+                    &mut self.fb,
+                    Prim::Getfield,
+                    &[a, Operand::from(k)],
+                ))?;
+            }
+            let copy = e(emit_value(&mut self.fb, Prim::Copy, &[a]))?;
+            self.push(copy)?;
+        }
+        Ok(())
+    }
+
+    /// Input `j` of loop `ck` where this loop is built.
+    fn input(&self, ck: &CkLoop, j: usize) -> Operand {
+        Operand::Value(ck.inputs[j])
     }
 
     /// `push(op)` at the current position.
@@ -394,12 +619,14 @@ impl PLoop<'_, '_, '_> {
     }
 
     /// The entries of the loop's phis and of the countdown's.
-    fn phi_entries(&mut self, ck: &CkLoop, (c, st, next): Countdown) -> Result<(), ReverseError> {
+    fn phi_entries(&mut self, ck: &CkLoop, cd: &Countdown) -> Result<(), ReverseError> {
         let cx = self.cx;
         let l = &cx.shape.loops.of(ck.k);
         let build = build_err(&cx.floc);
         let index = cx.shape.bb.index();
         let head = self.fblock[l.header];
+        let (c, st, next) = (cd.c, cd.st, cd.next);
+        let header = header_phis(cx, l.header);
         for i in l.members.iter().copied() {
             for &inst in &cx.shape.bb.blocks[i].stmts {
                 let data = &cx.src.insts[inst];
@@ -420,7 +647,18 @@ impl PLoop<'_, '_, '_> {
                     } else {
                         self.fblock[pi]
                     };
-                    let v = map_op(&self.pmap, op, &loc)?;
+                    // An advance starts from the state it is given.
+                    let given = match (pi == ck.pre, i == l.header) {
+                        (true, true) => header
+                            .iter()
+                            .position(|&(_, x)| x == r)
+                            .and_then(|j| self.init.get(j).copied()),
+                        _ => None,
+                    };
+                    let v = match given {
+                        Some(v) => v,
+                        None => map_op(&self.pmap, op, &loc)?,
+                    };
                     self.fb.add_phi_entry(phi, from, v).map_err(&build)?;
                 }
             }
@@ -455,12 +693,20 @@ impl PLoop<'_, '_, '_> {
         self.fb
             .add_phi_entry(st, pre, Operand::from(false))
             .map_err(&build)?;
+        if let Some((sc, _)) = cd.thin {
+            self.fb
+                .add_phi_entry(sc, pre, Operand::from(0i64))
+                .map_err(&build)?;
+        }
         for &latch in &ck.latches {
             let lb = self.fblock[latch];
             self.fb.add_phi_entry(c, lb, next).map_err(&build)?;
             self.fb
                 .add_phi_entry(st, lb, Operand::from(true))
                 .map_err(&build)?;
+            if let Some((sc, sc_next)) = cd.thin {
+                self.fb.add_phi_entry(sc, lb, sc_next).map_err(&build)?;
+            }
         }
         Ok(())
     }
@@ -580,4 +826,76 @@ fn rename_outside(
         }
     }
     Ok(())
+}
+
+/// Builds, in function `func` (a thinned loop's replay, `thin.rs`), a loop
+/// that does not record: the primal statements of loop `ck` (whose member
+/// positions in layout order are `order`), entered from `entry` (open: it
+/// gets the jump to the loop's header), its header phis starting from
+/// `init`, leaving to `done` (which it leaves open) at the visit `target`
+/// of its header, with the header phis' values as they are there; `pmap`
+/// gives the function's operand of each primal value defined before the
+/// loop. Returns those values and the new blocks in layout order (`done`
+/// right after the header, which falls through to it).
+pub(in crate::reverse) fn advance(
+    cx: &Derivation<'_>,
+    module: &mut Module,
+    (func, ck): (FuncId, &CkLoop),
+    (pmap, order): (SecondaryMap<Value, Option<Operand>>, &[usize]),
+    (entry, done): (Block, Block),
+    (init, target): (Vec<Operand>, Operand),
+) -> Result<(Vec<Operand>, Vec<Block>), ReverseError> {
+    let l = &cx.shape.loops.of(ck.k);
+    let build = build_err(&cx.floc);
+    let mut fb = FuncBuilder::new(module, func).map_err(&build)?;
+    // Every block outside the loop is `done`: the loop's exits are not taken.
+    let mut fblock = vec![done; cx.shape.bb.blocks.len()];
+    for &i in order {
+        fblock[i] = fb.create_block();
+    }
+    fblock[ck.pre] = entry;
+    let rest = fb.create_block();
+    fb.switch_to_block(entry).map_err(&build)?;
+    fb.goto(fblock[l.header]).map_err(&build)?;
+    let mut p = PLoop {
+        cx,
+        fb,
+        fblock: &fblock,
+        pmap,
+        kshadow: HashMap::default(),
+        snap: done,
+        rest,
+        mode: Mode::Advance { target },
+        init,
+        extra: Vec::new(),
+    };
+    let countdown = p.blocks(ck)?;
+    p.phi_entries(ck, &countdown)?;
+    let values = header_phis(cx, l.header)
+        .iter()
+        .map(|&(_, r)| map_op(&p.pmap, &Operand::Value(r), &cx.floc))
+        .collect::<Result<Vec<_>, _>>()?;
+    let PLoop { mut fb, .. } = p;
+    // The forward sweep's order keeps each fall-through inside the loop; a
+    // fall-through out of it (to `done` here) goes through a `goto`.
+    let index = cx.shape.bb.index();
+    let mut blocks = Vec::with_capacity(order.len() + 2);
+    for &i in order {
+        let mut ends = fblock[i];
+        blocks.push(ends);
+        if i == l.header {
+            blocks.extend([done, rest]);
+            ends = rest;
+        }
+        if let BTerm::Br { then, .. } = &cx.shape.bb.blocks[i].term
+            && index[*then].is_none_or(|p| !l.contains(p))
+        {
+            let tramp = fb.create_block();
+            fb.switch_to_block(tramp).map_err(&build)?;
+            fb.goto(done).map_err(&build)?;
+            let at = blocks.iter().position(|&b| b == ends).map_or(0, |p| p + 1);
+            blocks.insert(at, tramp);
+        }
+    }
+    Ok((values, blocks))
 }

@@ -19,7 +19,9 @@
 //! stretch, fresh zero arrays for the others), pushes it back and pushes the
 //! start shadows for the pullback; the shadows of arrays kept as they are
 //! come with the snapshot (docs/reverse.md, "Arrays carried through the
-//! header").
+//! header"). A thinned loop's replay also takes the end of its segment,
+//! pops the stretch's index with the snapshot, splits a segment of several
+//! stretches (`thin.rs`) and pushes the index of the stretch it records.
 //!
 //! Assumes the forward sweep's loop blocks are still the recording ones
 //! (built before `primal.rs` rewrites them), with their pushes in place.
@@ -31,6 +33,7 @@ use super::super::ReverseError;
 use super::super::ctx::{Derivation, internal};
 use super::CkLoop;
 use super::copy::LoopCopy;
+use super::thin::SplitSite;
 use crate::forward::fresh_derived_name;
 use irad_ir::entity::SecondaryMap;
 use irad_ir::{
@@ -50,17 +53,20 @@ pub(in crate::reverse) fn build(
     fwd_id: FuncId,
     (fblock, fval): (&[Block], &SecondaryMap<Value, Option<Operand>>),
     ck: &CkLoop,
-) -> Result<(FuncId, HashMap<Value, Value>), ReverseError> {
+) -> Result<Built, ReverseError> {
     let fwd = module
         .get(fwd_id)
         .ok_or_else(|| internal(&cx.floc, "no forward sweep"))?
         .clone();
     let l = &cx.shape.loops.of(ck.k);
     let name = fresh_derived_name(module, &fwd.name, &format!("replay{}", cx.label(l.header)));
+    // A thinned loop's replay also takes the end of its segment: the index
+    // of the stretch after it.
     let params = ck
         .inputs
         .iter()
         .map(|&v| (None, fwd.values[v].ty.clone()))
+        .chain(ck.thinned.then_some((None, Type::I64)))
         .collect();
     let shadows = ck.carried.iter().filter(|c| c.shadow.is_some()).count();
     let ret = match (shadows, ck.counted) {
@@ -81,12 +87,18 @@ pub(in crate::reverse) fn build(
         fval,
         copy: LoopCopy::new(cx, ck.k, (&fwd, fblock), f, false),
         kept: Vec::new(),
+        site: None,
     };
     r.build(fblock)?;
+    let site = r.site.take();
     let (f, values) = r.copy.finish();
     let id = module.add_func(f).map_err(|e| internal(&cx.floc, e))?;
-    Ok((id, values))
+    Ok((id, values, site))
 }
+
+/// A replay function built: its id, its value of each value of the forward
+/// sweep its copied blocks read or define, and a thinned loop's split site.
+type Built = (FuncId, HashMap<Value, Value>, Option<SplitSite>);
 
 /// What the replay's entry hands on: the block it ends in, the snapshot's
 /// header values, the start shadows of the carried arrays and the
@@ -109,6 +121,8 @@ struct Replay<'a, 'r> {
     /// The snapshot's shadow of each kept carried array, by the recording
     /// sweep's shadow phi.
     kept: Vec<(Value, Operand)>,
+    /// For a thinned loop, where its segment is split.
+    site: Option<SplitSite>,
 }
 
 impl Replay<'_, '_> {
@@ -220,6 +234,10 @@ impl Replay<'_, '_> {
             state.push(self.copy.pop(at, ty.clone()));
         }
         state.reverse();
+        let index = match self.ck.thinned {
+            true => Some(self.copy.pop(at, Type::I64)),
+            false => None,
+        };
         for (leaf, saved) in self.ck.arrays.iter().zip(copies) {
             let param = self.copy.f.params[leaf.input];
             let mut dst = Operand::Value(param);
@@ -239,6 +257,9 @@ impl Replay<'_, '_> {
             }
             at = self.restore(at, dst, saved, &leaf.ty);
         }
+        if let Some(index) = index {
+            (at, state) = self.split(at, index, &types, &state)?;
+        }
         let (starts, flag) = self.carried_starts(at, &state)?;
         at = self.restore_carried(at, &state, &carried)?;
         for &x in &starts {
@@ -254,6 +275,75 @@ impl Replay<'_, '_> {
             self.copy.effect(at, Prim::Push, &[index]);
         }
         Ok((at, state, (starts, flag)))
+    }
+
+    /// The segment of a thinned loop, from the snapshot at the end of `at`
+    /// (its stretch's `index`, its header values `state` of types `types`)
+    /// to the stretch the replay's last parameter gives: the block `JOIN`
+    /// holds the start of the segment's last part (phis, entered from `at`
+    /// with the snapshot's), and goes on to the new block returned, which
+    /// pushes that part's index for the pullback, when the part is one
+    /// stretch; else to `SPLIT` (filled by `thin.rs`, which advances over
+    /// half the part and comes back). Returns that block and the phis of
+    /// the header values.
+    fn split(
+        &mut self,
+        at: Block,
+        index: Operand,
+        types: &[Type],
+        state: &[Operand],
+    ) -> Result<(Block, Vec<Operand>), ReverseError> {
+        let c = &mut self.copy;
+        let join = c.new_block();
+        let split = c.new_block();
+        let rec = c.new_block();
+        c.f.blocks[at].term = Some(Terminator::Goto(join));
+        let (index_phi, start) = c.new_phi(join, Type::I64);
+        let mut phis = vec![index_phi];
+        let mut values = Vec::with_capacity(state.len());
+        for ty in types {
+            let (phi, v) = c.new_phi(join, ty.clone());
+            phis.push(phi);
+            values.push(v);
+        }
+        for (&phi, &x) in phis.iter().zip(std::iter::once(&index).chain(state)) {
+            if let InstKind::Phi { entries } = &mut c.f.insts[phi].kind {
+                entries.push((at, x));
+            }
+        }
+        let end = Operand::Value(c.f.params[self.ck.inputs.len()]);
+        let n = c.value(join, Prim::Isub, &[end, start], Type::I64);
+        let one = c.value(join, Prim::Le, &[n, Operand::from(1i64)], Type::Bool);
+        c.f.blocks[join].term = Some(Terminator::GotoIfNot {
+            cond: one,
+            target: split,
+        });
+        // `SPLIT` comes next in the layout: the fall-through is `rec`'s.
+        c.layout.retain(|&b| b != rec);
+        let pos = c
+            .layout
+            .iter()
+            .position(|&b| b == join)
+            .map_or(0, |p| p + 1);
+        c.layout.insert(pos, rec);
+        c.f.blocks[split].term = Some(Terminator::Goto(rec));
+        c.effect(rec, Prim::Push, &[start]);
+        let as_value = |op: Operand| match op {
+            Operand::Value(v) => Ok(v),
+            Operand::Const(_) => Err(internal(&self.cx.floc, "a phi without its result")),
+        };
+        let site = super::thin::SplitSite {
+            join,
+            split,
+            start: as_value(start)?,
+            state: values
+                .iter()
+                .map(|&v| as_value(v))
+                .collect::<Result<_, _>>()?,
+            length: as_value(n)?,
+        };
+        self.site = Some(site);
+        Ok((rec, values))
     }
 
     /// The start shadow of each carried array with a shadow, chosen at the

@@ -16,6 +16,12 @@
 //!   reverse dominates the loop's, so the values popped there are not at
 //!   hand), and hands them to the replay of the stretch before.
 //!
+//! A thinned loop (docs/reverse.md, "Bounded snapshots") also hands each
+//! replay the end of its segment: the number of stretches its exit block
+//! pushed (popped where the reverse of the exit starts, before the flag) for
+//! the last stretch, and the index of the stretch just pulled back (which
+//! its replay pushed above the flag) for the stretch before.
+//!
 //! A loop carrying `[f64]` arrays made afresh in each iteration hands each
 //! array's cotangent from stretch to stretch: the block at a stretch's start
 //! pops the start shadows the replay pushed and, when it replays the stretch
@@ -93,12 +99,19 @@ impl Pullback<'_, '_, '_> {
         let inside = loops.of(c.k).contains(i);
         let start = if inside {
             self.starts[c.k].map(|(_, again)| Operand::Value(again))
-        } else if let Some(flag) = self.flags[c.k] {
-            let args = self.exit_inputs(&c, i, bloc)?;
-            Some(self.replay_if(&c, flag, &args, bloc)?)
         } else {
-            let args = self.exit_inputs(&c, i, bloc)?;
-            Some(self.replay_last(&c, &args, i, bloc)?)
+            let mut args = self.exit_inputs(&c, i, bloc)?;
+            if c.thinned {
+                // The last segment ends with the last stretch.
+                args.push(
+                    self.counts[c.k]
+                        .ok_or_else(|| internal(bloc, "a thinned loop's count was not popped"))?,
+                );
+            }
+            match self.flags[c.k] {
+                Some(flag) => Some(self.replay_if(&c, flag, &args, bloc)?),
+                None => Some(self.replay_last(&c, &args, i, bloc)?),
+            }
         };
         if let (Some((phi, _)), Some(start)) = (self.starts[c.k], start) {
             let from = self
@@ -111,21 +124,38 @@ impl Pullback<'_, '_, '_> {
     }
 
     /// Where the reverse of block `i` starts, when `i` is the exit of a
-    /// checkpointed loop with a direct path: pops the flag the forward sweep
-    /// pushed last at its end (before the values saved there are popped).
+    /// checkpointed loop with a direct path or a thinned one: pops the
+    /// number of stretches (thinned) and the flag (direct path) the forward
+    /// sweep pushed last at its end (before the values saved there are
+    /// popped).
     pub(super) fn pop_flag(&mut self, i: usize) -> Result<(), ReverseError> {
         let loops = &self.cx.shape.loops;
-        let Some(k) = self
+        let build = build_err(&self.cx.floc);
+        let exit_of = |c: &&CkLoop| c.k < loops.loops.len() && loops.of(c.k).exit == i;
+        let counted: Vec<usize> = self
             .ck
             .loops
             .iter()
-            .find(|c| c.flag.is_some() && loops.of(c.k).exit == i)
+            .filter(|c| c.count.is_some())
+            .filter(exit_of)
             .map(|c| c.k)
-        else {
-            return Ok(());
-        };
-        let flag = self.bk.pop(Type::Bool).map_err(build_err(&self.cx.floc))?;
-        self.flags[k] = Some(Operand::Value(flag));
+            .collect();
+        let flagged: Vec<usize> = self
+            .ck
+            .loops
+            .iter()
+            .filter(|c| c.flag.is_some())
+            .filter(exit_of)
+            .map(|c| c.k)
+            .collect();
+        if let [k] = counted[..] {
+            let count = self.bk.pop(Type::I64).map_err(&build)?;
+            self.counts[k] = Some(Operand::Value(count));
+        }
+        if let [k] = flagged[..] {
+            let flag = self.bk.pop(Type::Bool).map_err(&build)?;
+            self.flags[k] = Some(Operand::Value(flag));
+        }
         Ok(())
     }
 
@@ -238,6 +268,12 @@ impl Pullback<'_, '_, '_> {
             ));
         }
         starts.reverse();
+        // A thinned loop's replay pushed the index of the stretch it
+        // recorded: the end of the segment before.
+        let mut args = args;
+        if c.thinned {
+            args.push(Operand::Value(self.bk.pop(Type::I64).map_err(&build)?));
+        }
         let more = self.bk.pop(Type::Bool).map_err(&build)?;
         let e = |r: Result<Operand, String>| r.map_err(|m| err(bloc, m));
         let index = e(emit_value(

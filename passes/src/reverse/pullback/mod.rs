@@ -90,6 +90,9 @@ pub(super) struct Pullback<'a, 'r, 'm> {
     /// popped where the reverse of its exit starts (whether it was
     /// checkpointed).
     flags: Vec<Option<Operand>>,
+    /// For each thinned checkpointed loop, the number of stretches its run
+    /// started, popped where the reverse of its exit starts.
+    counts: Vec<Option<Operand>>,
 }
 
 /// An operand as a key of [`Pullback::numbered`].
@@ -151,6 +154,7 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
             ck,
             starts: vec![None; shape.loops.count()],
             flags: vec![None; shape.loops.count()],
+            counts: vec![None; shape.loops.count()],
         };
         pb.join_phis()?;
         pb.counter_phis()?;

@@ -1,0 +1,154 @@
+//! Thinned snapshots (docs/reverse.md, "Bounded snapshots"): the part of a
+//! thinned checkpointed loop's replay function that splits a segment of
+//! several stretches.
+//!
+//! The forward sweep of a thinned loop (`primal.rs`) keeps the snapshots of
+//! a binary counter of the stretches: when `C` stretches have started, the
+//! snapshots held start the runs of stretches that the binary digits of `C`
+//! give (`C = 13`: stretches 0-7, 8-11 and 12), so at most `1 + log2 C` are
+//! on the tape. Each snapshot also holds the index of its stretch. The
+//! pullback hands each replay the end of its segment (the number of
+//! stretches for the last one, then the index of the stretch just pulled
+//! back). A replay whose segment has more than one stretch splits it: it
+//! pushes the snapshot back as the snapshot of the segment's first half,
+//! runs the first half forward without recording (the loop's primal
+//! statements, as the forward sweep does), pushes a flag (`true`: a stretch
+//! comes before), and goes on with the second half, until one stretch is
+//! left, which it records as any replay does. Every part it pushes back
+//! again starts a run of a power of two stretches that ends where the next
+//! one starts, so the tape always holds at most `1 + log2 C` snapshots, and
+//! each iteration runs forward at most `2 + log2 C` times.
+//!
+//! Assumes the replay function was built with its split site
+//! ([`SplitSite`], `replay.rs`) and that the loop leaves through one edge
+//! from its header and carries no array through its header phis.
+//! Guarantees: the snapshot pushed back is the one popped (the same values
+//! and copies of the same arrays, in the forward sweep's order); the advance
+//! runs the primal statements in the same order as the forward sweep, so
+//! the stretch recorded starts from the very values the forward sweep had
+//! there.
+
+use super::super::ReverseError;
+use super::super::ctx::{Derivation, build_err, emit_value, err, internal};
+use super::{CkLoop, primal};
+use irad_ir::entity::SecondaryMap;
+use irad_ir::{Block, FuncBuilder, FuncId, Module, Operand, Prim, Value};
+
+/// Where a thinned loop's replay splits its segment: the block `JOIN`
+/// holding the start of the part left (phis: its stretch's index and the
+/// header values), the block `SPLIT` it goes to when that part has more
+/// than one stretch, and the part's length.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::reverse) struct SplitSite {
+    /// The block holding the part's start.
+    pub join: Block,
+    /// The block splitting it (a placeholder jump until [`fill`]).
+    pub split: Block,
+    /// The phi of the part's first stretch's index.
+    pub start: Value,
+    /// The phis of the header values at its start.
+    pub state: Vec<Value>,
+    /// The part's number of stretches.
+    pub length: Value,
+}
+
+/// Fills the split of thinned loop `ck`'s replay: pushes the snapshot of
+/// the part's first half back, advances over that half without recording,
+/// pushes the flag and comes back to `JOIN` with the second half. `fwd_id`
+/// is the forward sweep, whose block of each primal block is `fblock`, and
+/// `fval` its operand of each primal value as it was while it recorded.
+pub(super) fn fill(
+    cx: &Derivation<'_>,
+    module: &mut Module,
+    fwd_id: FuncId,
+    (fblock, fval): (&[Block], &SecondaryMap<Value, Option<Operand>>),
+    ck: &CkLoop,
+) -> Result<(), ReverseError> {
+    let (Some(site), Some(rid)) = (ck.split.as_ref(), ck.replay) else {
+        return Err(internal(&cx.floc, "a thinned loop without its split"));
+    };
+    let build = build_err(&cx.floc);
+    let e = |r: Result<Operand, String>| r.map_err(|m| err(&cx.floc, m));
+    let l = &cx.shape.loops.of(ck.k);
+    // The loop's blocks in the forward sweep's layout order, which keeps
+    // every `gotoifnot` falling through to the block it did.
+    let fwd = module
+        .get(fwd_id)
+        .ok_or_else(|| internal(&cx.floc, "no forward sweep"))?;
+    let mut order: Vec<usize> = l.members.to_vec();
+    order.sort_by_key(|&i| fwd.layout.iter().position(|&b| b == fblock[i]));
+    // The replay's operand of each primal value defined before the loop.
+    let mut pmap: SecondaryMap<Value, Option<Operand>> = SecondaryMap::new();
+    for v in cx.src.values.keys() {
+        let op = fval[v].and_then(|op| match op {
+            Operand::Value(x) => ck
+                .replayed
+                .get(&x)
+                .map(|&r| Operand::Value(ck.replay_renamed.get(&r).copied().unwrap_or(r))),
+            c => Some(c),
+        });
+        pmap.set(v, op);
+    }
+    let f = module
+        .get_mut(rid)
+        .ok_or_else(|| internal(&cx.floc, "no replay function"))?;
+    f.blocks[site.split].term = None;
+    let params = f.params.clone();
+    let mut fb = FuncBuilder::new(module, rid).map_err(&build)?;
+    fb.switch_to_block(site.split).map_err(&build)?;
+    let start = Operand::Value(site.start);
+    let half = e(emit_value(
+        &mut fb,
+        Prim::Idiv,
+        &[Operand::Value(site.length), Operand::from(2i64)],
+    ))?;
+    // The snapshot of the first half, as the forward sweep pushed it (its
+    // flag is still on the tape, under it).
+    fb.prim(Prim::Push, &[start]).map_err(&build)?;
+    for &v in &site.state {
+        fb.prim(Prim::Push, &[Operand::Value(v)]).map_err(&build)?;
+    }
+    for leaf in &ck.arrays {
+        let mut a = Operand::Value(params[leaf.input]);
+        for &k in &leaf.path {
+            a = e(emit_value(&mut fb, Prim::Getfield, &[a, Operand::from(k)]))?;
+        }
+        let copy = e(emit_value(&mut fb, Prim::Copy, &[a]))?;
+        fb.prim(Prim::Push, &[copy]).map_err(&build)?;
+    }
+    let stretch = i64::try_from(ck.stretch).unwrap_or(i64::MAX);
+    let target = e(emit_value(
+        &mut fb,
+        Prim::Imul,
+        &[half, Operand::from(stretch)],
+    ))?;
+    let done = fb.create_block();
+    drop(fb);
+    let init = site.state.iter().map(|&v| Operand::Value(v)).collect();
+    let (values, blocks) = primal::advance(
+        cx,
+        module,
+        (rid, ck),
+        (pmap, &order),
+        (site.split, done),
+        (init, target),
+    )?;
+    let mut fb = FuncBuilder::new(module, rid).map_err(&build)?;
+    fb.switch_to_block(done).map_err(&build)?;
+    // The second half has a stretch before it.
+    fb.prim(Prim::Push, &[Operand::from(true)])
+        .map_err(&build)?;
+    let next = e(emit_value(&mut fb, Prim::Iadd, &[start, half]))?;
+    fb.goto(site.join).map_err(&build)?;
+    fb.add_phi_entry(site.start, done, next).map_err(&build)?;
+    for (&phi, v) in site.state.iter().zip(values) {
+        fb.add_phi_entry(phi, done, v).map_err(&build)?;
+    }
+    drop(fb);
+    let f = module
+        .get_mut(rid)
+        .ok_or_else(|| internal(&cx.floc, "no replay function"))?;
+    f.layout.retain(|b| !blocks.contains(b));
+    f.layout.extend(blocks);
+    Ok(())
+}
