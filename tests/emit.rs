@@ -196,6 +196,32 @@ fn corpus_args(name: &str) -> Vec<String> {
         .collect()
 }
 
+/// Emits `func` of `file` with `flags` into `dir(test)`, links it with
+/// `c/scalar2.c` (a function of f64s returning f64, and its gradient), and
+/// checks the object's value and gradient at each of `args` against the
+/// interpreter's, bit for bit; returns the executable.
+fn scalar2_matches_interpreter(
+    test: &str,
+    file: &str,
+    func: &str,
+    flags: &[&str],
+    args: &[&str],
+) -> PathBuf {
+    let d = dir(test);
+    let obj = emit(file, func, flags, &d, func);
+    let header = format!("-DIRAD_HEADER=\"{func}.h\"");
+    let fdef = format!("-DIRAD_FUNC={func}");
+    let exe = link(&d, "scalar2.c", &[obj], &[&header, &fdef], func);
+    let (src, module) = source(file);
+    for args in args {
+        let vals = parse(&src, &module, func, args);
+        let want = expected(&src, &module, func, &vals, None);
+        let got = run(&exe, &argv(&vals));
+        assert_eq!(got.lines().collect::<Vec<_>>(), want, "{func}({args})");
+    }
+    exe
+}
+
 /// The driver's command-line form of argument values: numbers as text that
 /// reads back to the same bits (`strtod`, `strtoll`), an array as its length
 /// then its elements, a tuple as its components.
@@ -423,29 +449,10 @@ fn checkpointed_gradients_in_objects_match_the_interpreter_bit_for_bit() {
 /// interpreter's gradient without the schedule, bit for bit.
 #[test]
 fn objects_follow_the_checkpoint_schedule() {
-    let d = dir("spin_scheduled");
     let file = format!("{ROOT}/tests/checkpoint/schedule.irad");
-    let obj = emit(
-        &file,
-        "spin",
-        &["--grad", "--checkpoint", "line 60 = 2"],
-        &d,
-        "spin",
-    );
-    let exe = link(
-        &d,
-        "scalar2.c",
-        &[obj],
-        &["-DIRAD_HEADER=\"spin.h\"", "-DIRAD_FUNC=spin"],
-        "spin",
-    );
-    let (src, module) = source(&file);
-    for args in ["0.4, 1.1", "0.4, 2.0", "0.4, 5.0"] {
-        let vals = parse(&src, &module, "spin", args);
-        let want = expected(&src, &module, "spin", &vals, None);
-        let got = run(&exe, &argv(&vals));
-        assert_eq!(got.lines().collect::<Vec<_>>(), want, "spin({args})");
-    }
+    let flags = ["--grad", "--checkpoint", "line 60 = 2"];
+    let args = ["0.4, 1.1", "0.4, 2.0", "0.4, 5.0"];
+    scalar2_matches_interpreter("spin_scheduled", &file, "spin", &flags, &args);
 }
 
 /// A loop that leaves through an edge not from its header (`||` and `&&`
@@ -454,29 +461,10 @@ fn objects_follow_the_checkpoint_schedule() {
 /// leave by either operand of the `||`.
 #[test]
 fn checkpointed_loops_of_several_exits_in_objects_match_the_interpreter() {
-    let d = dir("either_limited");
     let file = format!("{ROOT}/tests/checkpoint/exits.irad");
-    let obj = emit(
-        &file,
-        "either",
-        &["--grad", "--tape-limit", "1"],
-        &d,
-        "either",
-    );
-    let exe = link(
-        &d,
-        "scalar2.c",
-        &[obj],
-        &["-DIRAD_HEADER=\"either.h\"", "-DIRAD_FUNC=either"],
-        "either",
-    );
-    let (src, module) = source(&file);
-    for args in ["0.5, 0.2", "4.0, 3.0", "2.9, 0.1", "4.0, 0.1"] {
-        let vals = parse(&src, &module, "either", args);
-        let want = expected(&src, &module, "either", &vals, None);
-        let got = run(&exe, &argv(&vals));
-        assert_eq!(got.lines().collect::<Vec<_>>(), want, "either({args})");
-    }
+    let flags = ["--grad", "--tape-limit", "1"];
+    let args = ["0.5, 0.2", "4.0, 3.0", "2.9, 0.1", "4.0, 0.1"];
+    scalar2_matches_interpreter("either_limited", &file, "either", &flags, &args);
 }
 
 #[test]
@@ -1179,23 +1167,10 @@ fn c_example_builds_runs_and_agrees_with_irad_grad() {
 /// has 0), not the body's.
 #[test]
 fn rules_written_in_the_language_reach_objects() {
-    let d = dir("lang_rules");
     let file = format!("{ROOT}/tests/lang_rules/clip.irad");
-    let obj = emit(&file, "st", &["--grad"], &d, "st");
-    let exe = link(
-        &d,
-        "scalar2.c",
-        &[obj],
-        &["-DIRAD_HEADER=\"st.h\"", "-DIRAD_FUNC=st"],
-        "st",
-    );
+    let args = ["5.0, 0.5", "0.25, -0.5", "-7.5, 2.0"];
+    let exe = scalar2_matches_interpreter("lang_rules", &file, "st", &["--grad"], &args);
     let (src, module) = source(&file);
-    for args in ["5.0, 0.5", "0.25, -0.5", "-7.5, 2.0"] {
-        let vals = parse(&src, &module, "st", args);
-        let want = expected(&src, &module, "st", &vals, None);
-        let got = run(&exe, &argv(&vals));
-        assert_eq!(got.lines().collect::<Vec<_>>(), want, "st({args})");
-    }
     let vals = parse(&src, &module, "st", "5.0, 0.5");
     let got = run(&exe, &argv(&vals));
     let grad = got.lines().last().expect("a gradient line");
