@@ -67,6 +67,83 @@ fn call_chain(n: usize) -> String {
     src
 }
 
+/// Calls whose results are the callees' arguments (`@id`), used as the
+/// arguments of later calls, callees of several returns (a phi), and names
+/// the caller has too: inlined one after another into one copy, as code
+/// generation inlines them.
+const MANY_SITES: &str = "func @id(%x: f64) -> f64 {
+#1:
+  return %x
+}
+
+func @twice(%x: f64) -> f64 {
+#1:
+  %a = invoke @id(%x) :: f64
+  %b = invoke @id(%a) :: f64
+  %y = call add(%a, %b) :: f64
+  return %y
+}
+
+func @pick(%x: f64) -> f64 {
+#1:
+  %c = call lt(%x, 0.0) :: bool
+  gotoifnot %c, #3
+#2:
+  %y = call neg(%x) :: f64
+  return %y
+#3:
+  return %x
+}
+
+func @f(%x: f64) -> f64 {
+#1:
+  %a = invoke @id(%x) :: f64
+  %b = invoke @id(%a) :: f64
+  %y = invoke @twice(%b) :: f64
+  %c = call sub(%y, 5.0) :: f64
+  %p = invoke @pick(%c) :: f64
+  %q = invoke @id(%p) :: f64
+  %y_1 = invoke @twice(%q) :: f64
+  %r = call mul(%y_1, %a) :: f64
+  return %r
+}
+";
+
+#[test]
+fn many_calls_inlined_into_one_copy_keep_its_values_names_and_results() {
+    let m = parse(MANY_SITES);
+    let f = m.by_name("f").unwrap_or_else(|| unreachable!());
+    let recursive = pe::recursive_functions(&m);
+    let out = pe::inline_for_codegen(&m, f, &recursive, &Limits::default(), &|_| true);
+    let Some(out) = out else {
+        return assert!(out.is_some(), "nothing inlined");
+    };
+    // Ten calls: six in `@f`, two in each of the two copies of `@twice`.
+    assert_eq!(out.calls.len(), 10, "{:?}", out.calls);
+    let mut inlined = m.clone();
+    inlined[f] = out.func;
+    assert!(
+        verify_module(&inlined).is_ok(),
+        "{:?}",
+        verify_module(&inlined)
+    );
+    let text = print_func(&inlined, f);
+    assert!(!text.contains("invoke"), "{text}");
+    // The results of `@id` calls chained through one another are gone: the
+    // first multiplication reads the parameter itself.
+    assert!(!text.contains("%a ="), "{text}");
+    // It prints and parses back as the same function (no two values share
+    // a name, no two blocks a label).
+    let again = parse(&irad_ir::text::print_module(&inlined));
+    assert_eq!(print_func(&again, f), text);
+    for x in [-3.0, 0.0, 1.5, 2.5, 7.0] {
+        let want = run(&m, f, &[Val::F64(x)], &RunOptions::default());
+        let got = run(&inlined, f, &[Val::F64(x)], &RunOptions::default());
+        assert!(matches!(want, Ok(Val::F64(_))), "{want:?}");
+        assert_eq!(format!("{want:?}"), format!("{got:?}"), "at {x}");
+    }
+}
+
 #[test]
 fn deep_call_chains_are_inlined_within_the_size_limit() {
     let n = 600;

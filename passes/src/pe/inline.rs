@@ -67,19 +67,81 @@ pub fn inline_into(module: &mut Module, f: FuncId, limits: &Limits) -> bool {
     // adds (f to g's callees) were paths through g already.
     let recursive = recursive_functions(module);
     let mut changed = false;
+    let mut sites = Sites::new(&module[f]);
+    let mut from = 0;
     // Each inline removes one call and adds a bounded number of statements;
     // the size limit ends the loop, and this bound is a second guard.
     for _ in 0..limits.max_func_size {
-        let Some((block, idx, callee)) =
-            next_site(module, f, &module[f], &recursive, limits, &|_, _| true)
-        else {
+        let Some((at, block, idx, callee)) = next_site(
+            module,
+            f,
+            &module[f],
+            (from, sites.size),
+            &recursive,
+            limits,
+            &|_, _| true,
+        ) else {
             break;
         };
         let body = module[callee].clone();
-        inline_site(&mut module[f], block, idx, &body);
+        inline_site(&mut module[f], block, idx, &body, &mut sites);
+        from = at + 1;
         changed = true;
     }
+    sites.finish(&mut module[f]);
     changed
+}
+
+/// What inlining calls into one function carries from one call to the
+/// next, so that inlining a call costs about the callee's size rather than
+/// the caller's (a caller that receives a thousand small bodies, as a chain
+/// of small functions calling each other does, would otherwise be scanned a
+/// thousand times): the names and block labels in use, and the calls'
+/// results still to be replaced by what the callees return, all at once by
+/// [`Sites::finish`]. Until then the caller still uses the removed calls'
+/// results; nothing that chooses or copies the next call reads operands.
+struct Sites {
+    /// The caller's size ([`func_size`]) as the calls inlined left it.
+    size: usize,
+    names: HashSet<Box<str>>,
+    labels: Labels,
+    results: HashMap<Value, Operand>,
+}
+
+impl Sites {
+    fn new(func: &Func) -> Sites {
+        Sites {
+            size: func_size(func),
+            names: func
+                .values
+                .values()
+                .filter_map(|d| d.name.clone())
+                .collect(),
+            labels: Labels::new(func),
+            results: HashMap::default(),
+        }
+    }
+
+    /// Replaces the results of the inlined calls by what their callees
+    /// returned. A callee may return an argument that was itself an earlier
+    /// call's result: such chains are followed to their end (they end, since
+    /// each step goes to a value defined before the call).
+    fn finish(self, func: &mut Func) {
+        let resolve = |mut op: Operand| {
+            while let Operand::Value(v) = op
+                && let Some(&next) = self.results.get(&v)
+            {
+                op = next;
+            }
+            op
+        };
+        let subst: HashMap<Value, Operand> = self
+            .results
+            .iter()
+            .map(|(&r, &op)| (r, resolve(op)))
+            .collect();
+        substitute(func, &subst);
+    }
 }
 
 /// Where a statement stood before inlining: its function (by name, without
@@ -192,8 +254,11 @@ pub fn inline_for_codegen(
     // (docs/codegen.md, "Loops"), and then a loop inlined into its caller
     // measured faster than the call (docs/performance.md, "Inlining
     // before codegen").
-    let allow_here = |caller: &Func, g: FuncId| {
-        let (push, pop) = tape_use(caller);
+    // The caller's pushes and pops: its own, then those of each body
+    // inlined into it.
+    let tape = std::cell::Cell::new(tape_use(func));
+    let allow_here = |_: &Func, g: FuncId| {
+        let (push, pop) = tape.get();
         let (g_push, g_pop) = tape_use(&module[g]);
         let mixes = pop && g_push || push && g_pop;
         !mixes && allow(g)
@@ -201,20 +266,45 @@ pub fn inline_for_codegen(
     // The first site is looked for in `func` itself: most functions have
     // none, and then no copy is made (a copy of a 400 000-statement
     // function is most of its lowering's memory and a tenth of its time).
-    let mut site = Some(next_site(module, f, func, recursive, limits, &allow_here)?);
+    let mut site = Some(next_site(
+        module,
+        f,
+        func,
+        (0, func_size(func)),
+        recursive,
+        limits,
+        &allow_here,
+    )?);
     let mut out = Inlined::identity(func);
+    let mut sites = Sites::new(func);
+    // Calls before the last one inlined were passed over for good: the
+    // caller only grows, and only gains pushes and pops, so a call refused
+    // once is refused again; the next one is looked for from the first
+    // block of the last callee's copy on.
+    let mut from = 0;
     for _ in 0..limits.max_func_size {
-        let Some((block, idx, callee)) = site
-            .take()
-            .or_else(|| next_site(module, f, &out.func, recursive, limits, &allow_here))
-        else {
+        let Some((at, block, idx, callee)) = site.take().or_else(|| {
+            next_site(
+                module,
+                f,
+                &out.func,
+                (from, sites.size),
+                recursive,
+                limits,
+                &allow_here,
+            )
+        }) else {
             break;
         };
         let call = out.func.blocks[block].insts[idx];
         let body = &module[callee];
-        let Some(copied) = inline_site(&mut out.func, block, idx, body) else {
+        let Some(copied) = inline_site(&mut out.func, block, idx, body, &mut sites) else {
             break;
         };
+        from = at + 1;
+        let (push, pop) = tape.get();
+        let (g_push, g_pop) = tape_use(body);
+        tape.set((push || g_push, pop || g_pop));
         any = true;
         // The continuation holds the rest of the call's block: same body,
         // and the old terminator with its place.
@@ -242,6 +332,7 @@ pub fn inline_for_codegen(
             out.entries.insert(entry);
         }
     }
+    sites.finish(&mut out.func);
     any.then_some(out)
 }
 
@@ -382,12 +473,12 @@ fn next_site(
     module: &Module,
     f: FuncId,
     func: &Func,
+    (from, size): (usize, usize),
     recursive: &EntitySet<FuncId>,
     limits: &Limits,
     allow: &dyn Fn(&Func, FuncId) -> bool,
-) -> Option<(Block, usize, FuncId)> {
-    let size = func_size(func);
-    for &block in &func.layout {
+) -> Option<(usize, Block, usize, FuncId)> {
+    for (at, &block) in func.layout.iter().enumerate().skip(from) {
         for (idx, &inst) in func.blocks[block].insts.iter().enumerate() {
             let InstKind::Invoke { func: callee, .. } = func.insts[inst].kind else {
                 continue;
@@ -404,7 +495,7 @@ fn next_site(
                 && size + callee_size <= limits.max_func_size
                 && allow(func, callee)
             {
-                return Some((block, idx, callee));
+                return Some((at, block, idx, callee));
             }
         }
     }
@@ -421,14 +512,21 @@ struct Copied {
 
 /// Replaces statement `idx` of `block` in `func`, an `invoke` of `callee`,
 /// by a copy of `callee`'s blocks.
-fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) -> Option<Copied> {
+fn inline_site(
+    func: &mut Func,
+    block: Block,
+    idx: usize,
+    callee: &Func,
+    sites: &mut Sites,
+) -> Option<Copied> {
     let call = func.blocks[block].insts[idx];
     let InstKind::Invoke { args, .. } = func.insts[call].kind.clone() else {
         return None;
     };
     let call_result = func.insts[call].result;
     let call_pos = func.insts[call].pos;
-    let mut labels = Labels::new(func);
+    let size_before = func.blocks[block].insts.len() + 1;
+    let labels = &mut sites.labels;
 
     // The continuation: the statements after the call and the terminator.
     let next = func.next_in_layout(block);
@@ -459,7 +557,7 @@ fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) -> Opti
         let data = &callee.blocks[b];
         let new = func.blocks.push(BlockData {
             label: labels.fresh(),
-            insts: Vec::new(),
+            insts: Vec::with_capacity(data.insts.len()),
             term: None,
             pos: data.pos,
             term_pos: data.term_pos,
@@ -467,12 +565,10 @@ fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) -> Opti
         bmap.set(b, Some(new));
     }
     // Copies keep their names where the caller does not use them (the
-    // printer would rename both otherwise).
-    let names: HashSet<Box<str>> = func
-        .values
-        .values()
-        .filter_map(|d| d.name.clone())
-        .collect();
+    // printer would rename both otherwise); the names in the caller are
+    // those it had before this call was inlined.
+    let names = &sites.names;
+    let mut new_names: Vec<Box<str>> = Vec::new();
     let mut imap = Vec::new();
     for &b in &callee.layout {
         for &inst in &callee.blocks[b].insts {
@@ -483,10 +579,12 @@ fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) -> Opti
                 pos: data.pos,
             });
             if let Some(r) = data.result {
+                let name = callee.values[r].name.clone().filter(|n| !names.contains(n));
+                new_names.extend(name.clone());
                 let v = func.values.push(ValueData {
                     ty: callee.values[r].ty.clone(),
                     def: ValueDef::Inst(new_inst),
-                    name: callee.values[r].name.clone().filter(|n| !names.contains(n)),
+                    name,
                 });
                 func.insts[new_inst].result = Some(v);
                 vmap.set(r, Some(Operand::Value(v)));
@@ -574,8 +672,16 @@ fn inline_site(func: &mut Func, block: Block, idx: usize, callee: &Func) -> Opti
                 Operand::Value(v)
             }
         };
-        substitute(func, &HashMap::from_iter([(r, op)]));
+        sites.results.insert(r, op);
     }
+    sites.names.extend(new_names);
+    let size_after: usize = [block, cont]
+        .iter()
+        .chain(callee.layout.iter().filter_map(|&b| bmap[b].as_ref()))
+        .map(|&b| func.blocks[b].insts.len() + 1)
+        .sum();
+    sites.size = sites.size - size_before + size_after;
+    debug_assert_eq!(sites.size, func_size(func), "the size kept by `Sites`");
     Some(Copied {
         blocks: callee
             .layout
