@@ -10,10 +10,11 @@
 //!
 //! Guarantees: tokens carry byte ranges on character boundaries (every token
 //! starts and ends at an ASCII byte) and the 1-based line and column (in
-//! characters) of their first character; the list ends with one `Eof` token,
-//! or with an `Error` token at the first character that starts no token,
-//! whose error is returned beside the list, so the parser reports it only if
-//! no earlier error comes first. Never panics; time linear in the input.
+//! characters) of their first character; they are made one at a time, on
+//! demand ([`Tokens`]), and end with one `Eof` token, or with an `Error`
+//! token at the first character that starts no token, whose error is kept
+//! beside it, so the parser reports it only if no earlier error comes
+//! first. Never panics; time linear in the input.
 
 use super::SurfaceError;
 use crate::cursor::Cursor;
@@ -70,31 +71,57 @@ pub(crate) struct Token {
     pub pos: Pos,
 }
 
-/// Lexes the whole of `src`. The last token is `Eof`, or `Error` with the
-/// error beside it.
-pub(crate) fn lex(src: &str) -> (Vec<Token>, Option<SurfaceError>) {
-    let mut lx = Lexer {
-        cur: Cursor::new(src),
-    };
-    let mut toks = Vec::new();
-    let mut after_dot = false;
-    loop {
-        match lx.next_token(after_dot) {
+/// The tokens of a text, made one at a time as the parser asks for them (a
+/// list of all of them would hold 32 bytes per token of a large file at once).
+/// After the last token, `Eof` or `Error`, [`next`](Self::next) gives that
+/// token again.
+pub(crate) struct Tokens<'a> {
+    lx: Lexer<'a>,
+    /// Whether the last token was `.` (a number after it is a field number).
+    after_dot: bool,
+    /// The final token once it is made.
+    last: Option<Token>,
+    /// The lexical error at the `Error` token, once it is reached.
+    pub error: Option<SurfaceError>,
+}
+
+impl<'a> Tokens<'a> {
+    /// The tokens of `src`.
+    pub(crate) fn new(src: &'a str) -> Tokens<'a> {
+        Tokens {
+            lx: Lexer {
+                cur: Cursor::new(src),
+            },
+            after_dot: false,
+            last: None,
+            error: None,
+        }
+    }
+
+    /// The next token; the final `Eof` or `Error` token again and again at
+    /// the end.
+    pub(crate) fn next(&mut self) -> Token {
+        if let Some(t) = self.last {
+            return t;
+        }
+        match self.lx.next_token(self.after_dot) {
             Ok(t) => {
-                toks.push(t);
                 if t.tok == Tok::Eof {
-                    return (toks, None);
+                    self.last = Some(t);
                 }
-                after_dot = t.tok == Tok::Dot;
+                self.after_dot = t.tok == Tok::Dot;
+                t
             }
             Err((pos, e)) => {
-                toks.push(Token {
+                let t = Token {
                     tok: Tok::Error,
-                    start: lx.cur.i,
-                    end: lx.cur.i,
+                    start: self.lx.cur.i,
+                    end: self.lx.cur.i,
                     pos,
-                });
-                return (toks, Some(e));
+                };
+                self.last = Some(t);
+                self.error = Some(e);
+                t
             }
         }
     }
