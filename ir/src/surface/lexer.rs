@@ -112,7 +112,8 @@ impl<'a> Tokens<'a> {
                 self.after_dot = t.tok == Tok::Dot;
                 t
             }
-            Err((pos, e)) => {
+            Err(err) => {
+                let (pos, e) = *err;
                 let t = Token {
                     tok: Tok::Error,
                     start: self.lx.cur.i,
@@ -126,6 +127,10 @@ impl<'a> Tokens<'a> {
         }
     }
 }
+
+/// A lexical error and where it is, boxed: the result of lexing a token
+/// stays small, and errors are rare.
+type LexError = Box<(Pos, SurfaceError)>;
 
 struct Lexer<'a> {
     cur: Cursor<'a>,
@@ -143,14 +148,15 @@ impl<'a> Lexer<'a> {
     fn skip_trivia(&mut self) {
         while let Some(b) = self.cur.peek_byte(0) {
             match b {
-                b' ' | b'\t' | b'\r' | b'\n' => self.cur.bump(),
+                b' ' | b'\t' | b'\r' => self.cur.bump_ascii(),
+                b'\n' => self.cur.bump(),
                 b'/' if self.cur.peek_byte(1) == Some(b'/') => self.cur.bump_while(|c| c != b'\n'),
                 _ => break,
             }
         }
     }
 
-    fn next_token(&mut self, after_dot: bool) -> Result<Token, (Pos, SurfaceError)> {
+    fn next_token(&mut self, after_dot: bool) -> Result<Token, LexError> {
         self.skip_trivia();
         let pos = self.cur.pos();
         let start = self.cur.i;
@@ -193,7 +199,9 @@ impl<'a> Lexer<'a> {
             b'|' if two(b'|') => (Tok::OrOr, 2),
             b'0'..=b'9' => return self.number(pos, after_dot),
             _ if is_ident_start(b) => {
-                self.cur.bump_while(is_ident_continue);
+                while self.cur.peek_byte(0).is_some_and(is_ident_continue) {
+                    self.cur.bump_ascii();
+                }
                 return Ok(Token {
                     tok: Tok::Ident,
                     start,
@@ -201,10 +209,10 @@ impl<'a> Lexer<'a> {
                     pos,
                 });
             }
-            _ => return Err((pos, self.unexpected_char(pos))),
+            _ => return Err(Box::new((pos, self.unexpected_char(pos)))),
         };
         for _ in 0..len {
-            self.cur.bump();
+            self.cur.bump_ascii();
         }
         Ok(Token {
             tok,
@@ -215,7 +223,7 @@ impl<'a> Lexer<'a> {
     }
 
     /// A number; right after a `.` token only its digits (a field number).
-    fn number(&mut self, pos: Pos, after_dot: bool) -> Result<Token, (Pos, SurfaceError)> {
+    fn number(&mut self, pos: Pos, after_dot: bool) -> Result<Token, LexError> {
         let start = self.cur.i;
         let mut tok = Tok::Int;
         self.cur.bump_while(|c| c.is_ascii_digit());
@@ -232,7 +240,7 @@ impl<'a> Lexer<'a> {
                     // `1.` alone is not a literal of the IR.
                     _ => {
                         self.cur.bump();
-                        return Err((pos, self.invalid_number(start, pos)));
+                        return Err(Box::new((pos, self.invalid_number(start, pos))));
                     }
                 }
             }
@@ -241,7 +249,7 @@ impl<'a> Lexer<'a> {
             }
         }
         if self.runs_on(self.cur.i) {
-            return Err((pos, self.invalid_number(start, pos)));
+            return Err(Box::new((pos, self.invalid_number(start, pos))));
         }
         Ok(Token {
             tok,
