@@ -52,6 +52,20 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// Moves past one byte that the caller knows is ASCII and not `\n` (a
+    /// space, a letter, a digit, an operator): what [`bump`](Self::bump)
+    /// does for such a byte, without looking at it.
+    pub fn bump_ascii(&mut self) {
+        debug_assert!(
+            self.peek_byte(0)
+                .is_some_and(|b| b.is_ascii() && b != b'\n')
+        );
+        if self.i < self.bytes.len() {
+            self.i += 1;
+            self.col = self.col.saturating_add(1);
+        }
+    }
+
     /// Moves past bytes while `pred` holds.
     pub fn bump_while(&mut self, pred: impl Fn(u8) -> bool) {
         while let Some(b) = self.peek_byte(0) {

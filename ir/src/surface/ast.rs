@@ -107,10 +107,11 @@ pub enum StmtKind {
     },
     /// `a[i] = e;` (through any expression of array type).
     IndexAssign {
-        /// The array.
-        array: Expr,
+        /// The array (boxed, as `start` and `end` of `For` are: the rarer,
+        /// larger statements in boxes keep every statement small).
+        array: Box<Expr>,
         /// The index.
-        index: Expr,
+        index: Box<Expr>,
         /// The value written.
         value: Expr,
     },
@@ -129,9 +130,9 @@ pub enum StmtKind {
         /// The loop variable (immutable in the body).
         var: Ident,
         /// The first value.
-        start: Expr,
+        start: Box<Expr>,
         /// One past the last value.
-        end: Expr,
+        end: Box<Expr>,
         /// The body.
         body: Block,
     },
@@ -219,13 +220,13 @@ pub enum ExprKind {
     If {
         /// The condition.
         cond: Box<Expr>,
-        /// The `then` block.
-        then: Block,
+        /// The `then` block (boxed, as in `Block`: an expression stays small).
+        then: Box<Block>,
         /// The `else` branch: a `Block` expression or another `If`.
         els: Option<Box<Expr>>,
     },
     /// `{ stmts; tail }` as an expression.
-    Block(Block),
+    Block(Box<Block>),
 }
 
 /// A unary operator.
@@ -314,10 +315,57 @@ pub struct TypeInfo {
     pub types: Vec<Type>,
     /// For every `Name` expression and every `Call`'s callee that is a
     /// `Name`, what it resolves to, by the id of that `Name` expression.
-    pub names: rustc_hash::FxHashMap<ExprId, Res>,
+    pub names: ExprTable<Res>,
     /// For every `let`, parameter, `for` variable and assignment, the binding,
     /// by the position of the binding's name (`Ident::pos`).
     pub locals: rustc_hash::FxHashMap<Pos, LocalId>,
     /// Each local's source name, by `LocalId` (for readable SSA value names).
     pub local_names: Vec<String>,
+}
+
+/// Side data of some expressions, by [`ExprId`]: a dense table (one slot per
+/// expression id up to the largest set), so that setting and reading take
+/// constant time and touch memory in the order of the ids, which is the
+/// order of the source (a hash map by id scattered the entries of a large
+/// file over memory: the lowering spent most of its time on cache misses).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExprTable<T> {
+    slots: Vec<Option<T>>,
+}
+
+impl<T> Default for ExprTable<T> {
+    fn default() -> Self {
+        ExprTable { slots: Vec::new() }
+    }
+}
+
+impl<T> ExprTable<T> {
+    /// A table with room for the ids `0..n` (it grows past them if needed).
+    pub fn with_capacity(n: usize) -> Self {
+        ExprTable {
+            slots: Vec::with_capacity(n),
+        }
+    }
+
+    /// The entry of `id`, if one was set.
+    pub fn get(&self, id: &ExprId) -> Option<&T> {
+        self.slots.get(id.0 as usize)?.as_ref()
+    }
+
+    /// Sets the entry of `id`, returning the one it replaces.
+    pub fn insert(&mut self, id: ExprId, value: T) -> Option<T> {
+        let idx = id.0 as usize;
+        if idx >= self.slots.len() {
+            self.slots.resize_with(idx + 1, || None);
+        }
+        self.slots.get_mut(idx)?.replace(value)
+    }
+
+    /// The entries set, in the order of their ids.
+    pub fn iter(&self) -> impl Iterator<Item = (ExprId, &T)> + '_ {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| Some((ExprId(i as u32), s.as_ref()?)))
+    }
 }

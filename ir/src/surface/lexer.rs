@@ -10,10 +10,11 @@
 //!
 //! Guarantees: tokens carry byte ranges on character boundaries (every token
 //! starts and ends at an ASCII byte) and the 1-based line and column (in
-//! characters) of their first character; the list ends with one `Eof` token,
-//! or with an `Error` token at the first character that starts no token,
-//! whose error is returned beside the list, so the parser reports it only if
-//! no earlier error comes first. Never panics; time linear in the input.
+//! characters) of their first character; they are made one at a time, on
+//! demand ([`Tokens`]), and end with one `Eof` token, or with an `Error`
+//! token at the first character that starts no token, whose error is kept
+//! beside it, so the parser reports it only if no earlier error comes
+//! first. Never panics; time linear in the input.
 
 use super::SurfaceError;
 use crate::cursor::Cursor;
@@ -70,35 +71,66 @@ pub(crate) struct Token {
     pub pos: Pos,
 }
 
-/// Lexes the whole of `src`. The last token is `Eof`, or `Error` with the
-/// error beside it.
-pub(crate) fn lex(src: &str) -> (Vec<Token>, Option<SurfaceError>) {
-    let mut lx = Lexer {
-        cur: Cursor::new(src),
-    };
-    let mut toks = Vec::new();
-    let mut after_dot = false;
-    loop {
-        match lx.next_token(after_dot) {
+/// The tokens of a text, made one at a time as the parser asks for them (a
+/// list of all of them would hold 32 bytes per token of a large file at once).
+/// After the last token, `Eof` or `Error`, [`next`](Self::next) gives that
+/// token again.
+pub(crate) struct Tokens<'a> {
+    lx: Lexer<'a>,
+    /// Whether the last token was `.` (a number after it is a field number).
+    after_dot: bool,
+    /// The final token once it is made.
+    last: Option<Token>,
+    /// The lexical error at the `Error` token, once it is reached.
+    pub error: Option<SurfaceError>,
+}
+
+impl<'a> Tokens<'a> {
+    /// The tokens of `src`.
+    pub(crate) fn new(src: &'a str) -> Tokens<'a> {
+        Tokens {
+            lx: Lexer {
+                cur: Cursor::new(src),
+            },
+            after_dot: false,
+            last: None,
+            error: None,
+        }
+    }
+
+    /// The next token; the final `Eof` or `Error` token again and again at
+    /// the end.
+    pub(crate) fn next(&mut self) -> Token {
+        if let Some(t) = self.last {
+            return t;
+        }
+        match self.lx.next_token(self.after_dot) {
             Ok(t) => {
-                toks.push(t);
                 if t.tok == Tok::Eof {
-                    return (toks, None);
+                    self.last = Some(t);
                 }
-                after_dot = t.tok == Tok::Dot;
+                self.after_dot = t.tok == Tok::Dot;
+                t
             }
-            Err((pos, e)) => {
-                toks.push(Token {
+            Err(err) => {
+                let (pos, e) = *err;
+                let t = Token {
                     tok: Tok::Error,
-                    start: lx.cur.i,
-                    end: lx.cur.i,
+                    start: self.lx.cur.i,
+                    end: self.lx.cur.i,
                     pos,
-                });
-                return (toks, Some(e));
+                };
+                self.last = Some(t);
+                self.error = Some(e);
+                t
             }
         }
     }
 }
+
+/// A lexical error and where it is, boxed: the result of lexing a token
+/// stays small, and errors are rare.
+type LexError = Box<(Pos, SurfaceError)>;
 
 struct Lexer<'a> {
     cur: Cursor<'a>,
@@ -116,14 +148,15 @@ impl<'a> Lexer<'a> {
     fn skip_trivia(&mut self) {
         while let Some(b) = self.cur.peek_byte(0) {
             match b {
-                b' ' | b'\t' | b'\r' | b'\n' => self.cur.bump(),
+                b' ' | b'\t' | b'\r' => self.cur.bump_ascii(),
+                b'\n' => self.cur.bump(),
                 b'/' if self.cur.peek_byte(1) == Some(b'/') => self.cur.bump_while(|c| c != b'\n'),
                 _ => break,
             }
         }
     }
 
-    fn next_token(&mut self, after_dot: bool) -> Result<Token, (Pos, SurfaceError)> {
+    fn next_token(&mut self, after_dot: bool) -> Result<Token, LexError> {
         self.skip_trivia();
         let pos = self.cur.pos();
         let start = self.cur.i;
@@ -166,7 +199,9 @@ impl<'a> Lexer<'a> {
             b'|' if two(b'|') => (Tok::OrOr, 2),
             b'0'..=b'9' => return self.number(pos, after_dot),
             _ if is_ident_start(b) => {
-                self.cur.bump_while(is_ident_continue);
+                while self.cur.peek_byte(0).is_some_and(is_ident_continue) {
+                    self.cur.bump_ascii();
+                }
                 return Ok(Token {
                     tok: Tok::Ident,
                     start,
@@ -174,10 +209,10 @@ impl<'a> Lexer<'a> {
                     pos,
                 });
             }
-            _ => return Err((pos, self.unexpected_char(pos))),
+            _ => return Err(Box::new((pos, self.unexpected_char(pos)))),
         };
         for _ in 0..len {
-            self.cur.bump();
+            self.cur.bump_ascii();
         }
         Ok(Token {
             tok,
@@ -188,7 +223,7 @@ impl<'a> Lexer<'a> {
     }
 
     /// A number; right after a `.` token only its digits (a field number).
-    fn number(&mut self, pos: Pos, after_dot: bool) -> Result<Token, (Pos, SurfaceError)> {
+    fn number(&mut self, pos: Pos, after_dot: bool) -> Result<Token, LexError> {
         let start = self.cur.i;
         let mut tok = Tok::Int;
         self.cur.bump_while(|c| c.is_ascii_digit());
@@ -205,7 +240,7 @@ impl<'a> Lexer<'a> {
                     // `1.` alone is not a literal of the IR.
                     _ => {
                         self.cur.bump();
-                        return Err((pos, self.invalid_number(start, pos)));
+                        return Err(Box::new((pos, self.invalid_number(start, pos))));
                     }
                 }
             }
@@ -214,7 +249,7 @@ impl<'a> Lexer<'a> {
             }
         }
         if self.runs_on(self.cur.i) {
-            return Err((pos, self.invalid_number(start, pos)));
+            return Err(Box::new((pos, self.invalid_number(start, pos))));
         }
         Ok(Token {
             tok,

@@ -1,6 +1,7 @@
 //! The parser of the surface language (SYNTAX.md §2): text to [`ast::File`].
 //!
-//! Recursive descent over the token list of the lexer, with Rust's syntax and
+//! Recursive descent over the tokens of the lexer (made as it asks for them,
+//! two ahead of where it reads), with Rust's syntax and
 //! precedence for the subset. Binary operators are read by an operator stack
 //! in one loop, and each run of operators of one precedence level becomes one
 //! flat [`ExprKind::Chain`], so `x + x + ... + x` of any length adds no depth;
@@ -20,7 +21,7 @@ use super::SurfaceError;
 use super::ast::{
     BinOp, Block, Expr, ExprId, ExprKind, File, FnDecl, Ident, Param, Stmt, StmtKind, UnOp,
 };
-use super::lexer::{Tok, Token, lex};
+use super::lexer::{Tok, Token, Tokens};
 use crate::MAX_NESTING;
 use crate::loc::{Location, Pos};
 use crate::types::{Scalar, Type};
@@ -59,14 +60,17 @@ pub fn parse(src: &str) -> Result<File, SurfaceError> {
 
 /// [`parse`] on the current thread.
 fn parse_here(src: &str) -> Result<File, SurfaceError> {
-    let (toks, lex_error) = lex(src);
+    let mut toks = Tokens::new(src);
+    let ahead = [toks.next(), toks.next()];
     let mut p = Parser {
         src,
         toks,
-        i: 0,
-        lex_error,
+        ahead,
         n_exprs: 0,
         func: None,
+        pending: Vec::new(),
+        expr_stack: Vec::new(),
+        stmt_stack: Vec::new(),
     };
     let mut funcs = Vec::new();
     while p.peek().tok != Tok::Eof {
@@ -112,11 +116,23 @@ const KEYWORDS: [&str; 15] = [
 
 struct Parser<'a> {
     src: &'a str,
-    toks: Vec<Token>,
-    i: usize,
-    lex_error: Option<SurfaceError>,
+    /// The tokens after the next two.
+    toks: Tokens<'a>,
+    /// The next two tokens (the parser looks at most one token past the next).
+    ahead: [Token; 2],
     n_exprs: u32,
     func: Option<String>,
+    /// The operator stacks of the expressions being read, innermost last
+    /// (each [`expr`](Parser::expr) works above the part it found): one
+    /// vector for the whole parse instead of one per expression.
+    pending: Vec<Pending>,
+    /// The arguments and elements read so far of the calls and tuples being
+    /// read, innermost last; each list is moved out into a vector of exactly
+    /// its length when it is complete.
+    expr_stack: Vec<Expr>,
+    /// The statements read so far of the blocks being read, innermost last;
+    /// likewise moved out, exactly sized, at each block's `}`.
+    stmt_stack: Vec<Stmt>,
 }
 
 impl<'a> Parser<'a> {
@@ -126,25 +142,18 @@ impl<'a> Parser<'a> {
         self.peek_at(0)
     }
 
-    /// The token `k` ahead; the final `Eof`/`Error` token past the end.
+    /// The token `k` ahead, `k` at most 1; the final `Eof`/`Error` token
+    /// past the end.
     fn peek_at(&self, k: usize) -> Token {
-        match self.toks.get(self.i + k).or(self.toks.last()) {
-            Some(t) => *t,
-            None => Token {
-                tok: Tok::Eof,
-                start: 0,
-                end: 0,
-                pos: Pos::new(1, 1),
-            },
-        }
+        debug_assert!(k < self.ahead.len());
+        let [next, after] = self.ahead;
+        if k == 0 { next } else { after }
     }
 
     fn advance(&mut self) -> Token {
-        let t = self.peek();
-        if self.i < self.toks.len() {
-            self.i += 1;
-        }
-        t
+        let [next, after] = self.ahead;
+        self.ahead = [after, self.toks.next()];
+        next
     }
 
     fn text(&self, t: &Token) -> &'a str {
@@ -209,7 +218,7 @@ impl<'a> Parser<'a> {
         let t = self.peek();
         let found = match t.tok {
             Tok::Error => {
-                if let Some(e) = &self.lex_error {
+                if let Some(e) = &self.toks.error {
                     let mut e = e.clone();
                     e.loc.func = self.func.clone();
                     return e;
@@ -383,7 +392,7 @@ impl<'a> Parser<'a> {
     fn block(&mut self, depth: usize) -> Result<Block, SurfaceError> {
         self.too_deep(depth)?;
         let pos = self.expect(Tok::LBrace, "`{`")?.pos;
-        let mut stmts = Vec::new();
+        let base = self.stmt_stack.len();
         let mut tail = None;
         loop {
             let t = self.peek();
@@ -399,18 +408,19 @@ impl<'a> Parser<'a> {
                 }
                 _ => {}
             }
-            if let Some(e) = self.stmt(depth, &mut stmts)? {
+            if let Some(e) = self.stmt(depth)? {
                 tail = Some(Box::new(e));
                 self.expect(Tok::RBrace, "`}`")?;
                 break;
             }
         }
+        let stmts = self.stmt_stack.drain(base..).collect();
         Ok(Block { stmts, tail, pos })
     }
 
-    /// One statement, pushed to `stmts`; or the block's tail expression,
-    /// returned when an expression is followed by `}`.
-    fn stmt(&mut self, depth: usize, stmts: &mut Vec<Stmt>) -> Result<Option<Expr>, SurfaceError> {
+    /// One statement, pushed to the statement stack; or the block's tail
+    /// expression, returned when an expression is followed by `}`.
+    fn stmt(&mut self, depth: usize) -> Result<Option<Expr>, SurfaceError> {
         let t = self.peek();
         let pos = t.pos;
         let word = if t.tok == Tok::Ident {
@@ -454,8 +464,8 @@ impl<'a> Parser<'a> {
                 let body = self.block(depth + 1)?;
                 StmtKind::For {
                     var,
-                    start,
-                    end,
+                    start: Box::new(start),
+                    end: Box::new(end),
                     body,
                 }
             }
@@ -485,7 +495,7 @@ impl<'a> Parser<'a> {
                     self.if_expr(depth + 1)?
                 } else {
                     let b = self.block(depth + 1)?;
-                    self.mk(ExprKind::Block(b), pos)?
+                    self.mk(ExprKind::Block(Box::new(b)), pos)?
                 };
                 if self.peek().tok == Tok::RBrace {
                     return Ok(Some(e));
@@ -494,7 +504,7 @@ impl<'a> Parser<'a> {
                     // As in Rust, its value must then be `()`: `if c { 1 }
                     // else { 2 } - 1` is this statement, then `-1`.
                     let kind = StmtKind::Expr(e);
-                    stmts.push(Stmt {
+                    self.stmt_stack.push(Stmt {
                         kind,
                         pos,
                         unit_without_semi: true,
@@ -527,8 +537,8 @@ impl<'a> Parser<'a> {
                                 value,
                             },
                             ExprKind::Index { array, index } => StmtKind::IndexAssign {
-                                array: *array,
-                                index: *index,
+                                array,
+                                index,
                                 value,
                             },
                             _ => {
@@ -543,7 +553,7 @@ impl<'a> Parser<'a> {
                 }
             }
         };
-        stmts.push(Stmt {
+        self.stmt_stack.push(Stmt {
             kind,
             pos,
             unit_without_semi: false,
@@ -613,16 +623,20 @@ impl<'a> Parser<'a> {
     /// operators, with an operator stack of at most one chain per level.
     fn expr(&mut self, depth: usize) -> Result<Expr, SurfaceError> {
         self.too_deep(depth)?;
-        let mut stack: Vec<Pending> = Vec::new();
+        // This expression's chains are `self.pending[base..]`.
+        let base = self.pending.len();
         let mut cur = self.operand(depth)?;
         while let Some((op, level)) = self.binop() {
             let op_pos = self.advance().pos;
-            while stack.last().is_some_and(|top| top.level > level) {
-                if let Some(top) = stack.pop() {
+            while self.pending.len() > base
+                && self.pending.last().is_some_and(|top| top.level > level)
+            {
+                if let Some(top) = self.pending.pop() {
                     cur = self.close(top, cur)?;
                 }
             }
-            match stack.last_mut() {
+            let mine = self.pending.len() > base;
+            match self.pending.last_mut().filter(|_| mine) {
                 Some(top) if top.level == level => {
                     if level == Level::Cmp {
                         return Err(
@@ -632,7 +646,7 @@ impl<'a> Parser<'a> {
                     let prev = std::mem::replace(&mut top.op, (op, op_pos));
                     top.rest.push((prev.0, prev.1, cur));
                 }
-                _ => stack.push(Pending {
+                _ => self.pending.push(Pending {
                     level,
                     first: cur,
                     rest: Vec::new(),
@@ -641,7 +655,9 @@ impl<'a> Parser<'a> {
             }
             cur = self.operand(depth)?;
         }
-        while let Some(top) = stack.pop() {
+        while self.pending.len() > base
+            && let Some(top) = self.pending.pop()
+        {
             cur = self.close(top, cur)?;
         }
         Ok(cur)
@@ -682,9 +698,10 @@ impl<'a> Parser<'a> {
                 Tok::LParen => {
                     self.too_deep(depth + 1)?;
                     self.advance();
-                    let mut args = Vec::new();
+                    let base = self.expr_stack.len();
                     while self.peek().tok != Tok::RParen {
-                        args.push(self.expr(depth + 1)?);
+                        let arg = self.expr(depth + 1)?;
+                        self.expr_stack.push(arg);
                         if !self.eat(Tok::Comma) && self.peek().tok != Tok::RParen {
                             return Err(self.expected("`,` or `)`"));
                         }
@@ -692,8 +709,7 @@ impl<'a> Parser<'a> {
                     self.advance();
                     // Room for the arguments there are (most calls have
                     // one or two), not the four a first `push` makes.
-                    args.shrink_to_fit();
-                    Postfix::Call(args)
+                    Postfix::Call(self.expr_stack.drain(base..).collect())
                 }
                 Tok::LBracket => {
                     self.too_deep(depth + 1)?;
@@ -783,18 +799,20 @@ impl<'a> Parser<'a> {
                     if !self.eat(Tok::Comma) {
                         return Err(self.expected("`,` or `)`"));
                     }
-                    let mut elems = vec![first];
+                    let base = self.expr_stack.len();
+                    self.expr_stack.push(first);
                     while self.peek().tok != Tok::RParen {
-                        elems.push(self.expr(depth + 1)?);
+                        let elem = self.expr(depth + 1)?;
+                        self.expr_stack.push(elem);
                         if !self.eat(Tok::Comma) && self.peek().tok != Tok::RParen {
                             return Err(self.expected("`,` or `)`"));
                         }
                     }
                     self.advance();
-                    ExprKind::Tuple(elems)
+                    ExprKind::Tuple(self.expr_stack.drain(base..).collect())
                 }
             }
-            Tok::LBrace => ExprKind::Block(self.block(depth + 1)?),
+            Tok::LBrace => ExprKind::Block(Box::new(self.block(depth + 1)?)),
             Tok::Ident => match self.text(&t) {
                 "true" => {
                     self.advance();
@@ -836,7 +854,7 @@ impl<'a> Parser<'a> {
             } else {
                 let bpos = self.peek().pos;
                 let b = self.block(depth + 1)?;
-                self.mk(ExprKind::Block(b), bpos)?
+                self.mk(ExprKind::Block(Box::new(b)), bpos)?
             };
             Some(Box::new(e))
         } else {
@@ -845,7 +863,7 @@ impl<'a> Parser<'a> {
         self.mk(
             ExprKind::If {
                 cond: Box::new(cond),
-                then,
+                then: Box::new(then),
                 els,
             },
             pos,

@@ -22,6 +22,7 @@
 
 use super::ast::{LocalId, TypeInfo};
 use crate::builder::FuncBuilder;
+use crate::entity::SecondaryMap;
 use crate::func::{Block, Const, Func, FuncRef, InstKind, Operand, Terminator, Value, ValueDef};
 use crate::types::Type;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -78,8 +79,9 @@ pub(super) struct Ssa {
     users: HashMap<Value, Vec<Value>>,
     /// The IR type of each variable, known from its first definition.
     local_types: HashMap<LocalId, Type>,
-    /// The variable each value defines, for naming.
-    tags: HashMap<Value, LocalId>,
+    /// The variable each value defines, for naming (dense by value: one
+    /// entry is set per assignment).
+    tags: SecondaryMap<Value, Option<LocalId>>,
     /// The block each `gotoifnot` block must be followed by in the layout.
     follow: HashMap<Block, Block>,
     /// Blocks in the order they were first filled: the layout, before fix-up.
@@ -178,8 +180,8 @@ impl<'m> SsaBuilder<'m> {
                 self.b.func().values.get(v).map(|d| d.def),
                 Some(ValueDef::Param(_))
             );
-            if !is_param {
-                self.st.tags.entry(v).or_insert(local);
+            if !is_param && self.st.tags.get(v).is_none() {
+                self.st.tags.set(v, Some(local));
             }
         }
         self.st.defs.insert((cur, local), value);
@@ -334,7 +336,7 @@ impl<'m> SsaBuilder<'m> {
     pub(super) fn new_phi(&mut self, block: Block, ty: Type, local: LocalId) -> Option<Value> {
         let phi = self.b.insert_phi(block, ty).ok()?;
         self.st.phis.push(phi);
-        self.st.tags.insert(phi, local);
+        self.st.tags.set(phi, Some(local));
         Some(phi)
     }
 
@@ -469,7 +471,9 @@ pub(super) fn finish(func: &mut Func, mut ssa: Ssa, info: &TypeInfo) {
         resolve_compress(&mut ssa.forward, Operand::Value(v));
     }
     let fwd = &ssa.forward;
-    for &block in &ssa.order {
+    // With no phi removed (straight-line code) there is nothing to rewrite.
+    let order: &[Block] = if fwd.is_empty() { &[] } else { &ssa.order };
+    for &block in order {
         let insts = std::mem::take(&mut func.blocks[block].insts);
         let mut kept = Vec::with_capacity(insts.len());
         for inst in insts {
@@ -560,7 +564,7 @@ fn layout(ssa: &Ssa, created: &[Block]) -> Vec<Block> {
 }
 
 /// Names each value that defines a variable after it: `s`, then `s_1`, ...
-fn name_values(func: &mut Func, tags: &HashMap<Value, LocalId>, info: &TypeInfo) {
+fn name_values(func: &mut Func, tags: &SecondaryMap<Value, Option<LocalId>>, info: &TypeInfo) {
     // Names are looked up by `&str`; each name made is allocated twice
     // (for `used` and for the value), never for a lookup.
     let params: Vec<Box<str>> = func
@@ -582,10 +586,7 @@ fn name_values(func: &mut Func, tags: &HashMap<Value, LocalId>, info: &TypeInfo)
         .collect();
     let mut candidate = String::new();
     for v in results {
-        let Some(base) = tags
-            .get(&v)
-            .and_then(|l| info.local_names.get(l.0 as usize))
-        else {
+        let Some(base) = tags.get(v).and_then(|l| info.local_names.get(l.0 as usize)) else {
             continue;
         };
         let n = counts.entry(base.as_str()).or_insert(0);

@@ -16,8 +16,8 @@ mod calls;
 
 use super::SurfaceError;
 use super::ast::{
-    BinOp, Block, Builtin, Expr, ExprId, ExprKind, File, FnDecl, LocalId, Res, Stmt, StmtKind,
-    TypeInfo, UnOp,
+    BinOp, Block, Builtin, Expr, ExprId, ExprKind, ExprTable, File, FnDecl, LocalId, Res, Stmt,
+    StmtKind, TypeInfo, UnOp,
 };
 use crate::loc::{Location, Pos};
 use crate::prim::Prim;
@@ -30,6 +30,7 @@ pub fn check(file: &File) -> Result<TypeInfo, Vec<SurfaceError>> {
         funcs: HashMap::default(),
         info: TypeInfo {
             types: vec![Type::Unit; file.n_exprs as usize],
+            names: ExprTable::with_capacity(file.n_exprs as usize),
             ..TypeInfo::default()
         },
         errors: Vec::new(),
