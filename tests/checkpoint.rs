@@ -802,6 +802,50 @@ fn thinned_snapshots_grow_with_the_logarithm_of_the_run() {
     );
 }
 
+/// A loop of several exits thins its snapshots too (docs/reverse.md,
+/// "Bounded snapshots"): under a 1-byte limit every iteration of this loop,
+/// left by a `break` at its bottom or by one in its middle, is a stretch,
+/// and a snapshot takes 25 bytes (the flag, the stretch's index, `s` and
+/// `k`). The two-level schedule kept one per iteration (400 KB at 2^14);
+/// thinned, 64 times the iterations adds at most 7 snapshots to the peak,
+/// whichever exit the run takes, and each iteration runs forward at most
+/// `2 + log2 T` times.
+#[test]
+fn a_loop_of_several_exits_holds_a_logarithm_of_its_snapshots() {
+    let src = Source::new(
+        "exits.irad",
+        "fn w(x: f64, n: i64, t: f64) -> f64 {\n    let mut s = x;\n    let mut k = 0;\n    while true {\n        s = s + 0.001 + 0.0001 * sin(s + f64(k) * 0.001);\n        if s > t {\n            break;\n        }\n        k = k + 1;\n        if k >= n {\n            break;\n        }\n    }\n    s * s\n}\n",
+    );
+    let m = irad::load_normalised(&src).expect("loads");
+    let f = m.by_name("w").expect("the function");
+    let plan = tape_plan_limited(&m, &Registry::new(), f, Some(1))
+        .expect("plan")
+        .to_string();
+    assert!(plan.contains("snapshots thinned online"), "{plan}");
+    assert!(plan.contains("it leaves through 2 edges"), "{plan}");
+    let args = |n: i64, t: f64| {
+        irad::parse_args(&Source::new("<args>", format!("0.3, {n}, {t:?}")), &m, f).expect("args")
+    };
+    // The bottom exit (the bound), then the middle one (`s` passes 12 after
+    // about 11 700 iterations of the long run).
+    for t in [100.0, 12.0] {
+        let small = counts(&m, f, &args(1 << 8, t), Some(1));
+        let long = args(1 << 14, t);
+        let large = counts(&m, f, &long, Some(1));
+        let free = counts(&m, f, &long, None);
+        assert!(
+            large.peak_tape_bytes <= small.peak_tape_bytes + 7 * 25,
+            "{t}: {small:?} {large:?}"
+        );
+        assert!(large.peak_tape_bytes < 2_000, "{t}: {large:?}");
+        assert!(free.peak_tape_bytes > 50_000, "{t}: {free:?}");
+        assert!(
+            large.statements < free.statements * 16,
+            "{t}: {large:?} {free:?}"
+        );
+    }
+}
+
 /// Nested loops (docs/reverse.md, "Nested loops"): under any limit, an
 /// inner loop whose trip count is not a small constant is checkpointed too,
 /// inside the outer loop's replay, so the tapes of a long inner run stay far

@@ -14,7 +14,7 @@
 //! (the header's) are renamed there to their new definitions.
 //!
 //! A thinned loop (`thin.rs`) also counts the stretches started (`%sc`,
-//! which its exit block pushes): its snapshot holds the stretch's index
+//! which each block an exit edge leads to pushes): its snapshot holds the stretch's index
 //! after the flag, and `SNAP` keeps a binary counter of the stretches after
 //! the first `plain`: new blocks push the snapshot or pop those the counter
 //! drops. [`advance`] builds the same loop in a thinned loop's replay
@@ -77,9 +77,23 @@ pub(in crate::reverse) fn rewrite(
     };
     let countdown = p.blocks(ck)?;
     p.phi_entries(ck, &countdown)?;
-    if let (Some(count), Some((_, sc_next))) = (ck.count, countdown.thin) {
-        p.fb.add_phi_entry(count, rest, sc_next)
-            .map_err(build_err(&cx.floc))?;
+    if let Some((_, sc_next)) = countdown.thin {
+        // Each block an exit edge leads to pushes the stretches started,
+        // counted in the header, which dominates every edge out of the loop.
+        let head = fblock[l.header];
+        for &(e, count) in &ck.counts {
+            let mut froms: Vec<Block> = Vec::new();
+            for &q in &cx.shape.preds[e] {
+                let from = if fblock[q] == head { rest } else { fblock[q] };
+                if l.contains(q) && cx.shape.reachable[q] && !froms.contains(&from) {
+                    froms.push(from);
+                }
+            }
+            for from in froms {
+                p.fb.add_phi_entry(count, from, sc_next)
+                    .map_err(build_err(&cx.floc))?;
+            }
+        }
     }
     let PLoop {
         pmap,
@@ -191,7 +205,7 @@ fn merge_at_exit(
         fb.add_phi_entry(flag, rest, Operand::from(true))
             .map_err(&build)?;
     }
-    if let Some(count) = ck.count {
+    for &(_, count) in &ck.counts {
         fb.add_phi_entry(count, from, Operand::from(0i64))
             .map_err(&build)?;
     }

@@ -17,9 +17,9 @@
 //!   hand), and hands them to the replay of the stretch before.
 //!
 //! A thinned loop (docs/reverse.md, "Bounded snapshots") also hands each
-//! replay the end of its segment: the number of stretches its exit block
-//! pushed (popped where the reverse of the exit starts, before the flag) for
-//! the last stretch, and the index of the stretch just pulled back (which
+//! replay the end of its segment: the number of stretches the block its
+//! run left for pushed (popped where that block's reverse starts, before
+//! the flag) for the last stretch, and the index of the stretch just pulled back (which
 //! its replay pushed above the flag) for the stretch before.
 //!
 //! A loop carrying `[f64]` arrays made afresh in each iteration hands each
@@ -123,36 +123,21 @@ impl Pullback<'_, '_, '_> {
         Ok(())
     }
 
-    /// Where the reverse of block `i` starts, when `i` is the exit of a
-    /// checkpointed loop with a direct path or a thinned one: pops the
-    /// number of stretches (thinned) and the flag (direct path) the forward
-    /// sweep pushed last at its end (before the values saved there are
-    /// popped).
+    /// Where the reverse of block `i` starts, when an exit edge of a
+    /// checkpointed loop with a direct path or a thinned one leads to `i`:
+    /// pops the number of stretches (thinned) and the flag (direct path)
+    /// the forward sweep pushed last at its end (before the values saved
+    /// there are popped). The reverse edges out of `i` use them next.
     pub(super) fn pop_flag(&mut self, i: usize) -> Result<(), ReverseError> {
         let loops = &self.cx.shape.loops;
         let build = build_err(&self.cx.floc);
-        let exit_of = |c: &&CkLoop| c.k < loops.loops.len() && loops.of(c.k).exit == i;
-        let counted: Vec<usize> = self
-            .ck
-            .loops
-            .iter()
-            .filter(|c| c.count.is_some())
-            .filter(exit_of)
-            .map(|c| c.k)
-            .collect();
-        let flagged: Vec<usize> = self
-            .ck
-            .loops
-            .iter()
-            .filter(|c| c.flag.is_some())
-            .filter(exit_of)
-            .map(|c| c.k)
-            .collect();
-        if let [k] = counted[..] {
+        let counted = self.ck.exited_at(loops, i, |c| c.thinned);
+        let flagged = self.ck.exited_at(loops, i, |c| c.flag.is_some());
+        if let Some(k) = counted.map(|j| self.ck.loops[j].k) {
             let count = self.bk.pop(Type::I64).map_err(&build)?;
             self.counts[k] = Some(Operand::Value(count));
         }
-        if let [k] = flagged[..] {
+        if let Some(k) = flagged.map(|j| self.ck.loops[j].k) {
             let flag = self.bk.pop(Type::Bool).map_err(&build)?;
             self.flags[k] = Some(Operand::Value(flag));
         }
