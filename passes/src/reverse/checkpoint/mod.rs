@@ -25,10 +25,10 @@
 //! schedule has two levels: stretches of `max(1, (B / 2) / r)` iterations,
 //! `r` the tape bytes one iteration records as estimated from the plan
 //! (an inner loop counted [`INNER_TRIPS`] times, a call [`CALL_BYTES`]), so
-//! that one stretch's records take at most half the limit. A loop that
-//! carries no array through its header has its snapshots thinned online
-//! beyond those the limit has room for (`thin.rs`): at most `1 + log2` of
-//! the number of stretches more are held, for any trip count.
+//! that one stretch's records take at most half the limit. Every
+//! checkpointed loop has its snapshots thinned online beyond those the
+//! limit has room for (`thin.rs`): at most `1 + log2` of the number of
+//! stretches more are held, for any trip count.
 //!
 //! This file decides ([`choose`]) and keeps the decisions ([`Checkpoints`]);
 //! `region.rs` finds what a loop's recording blocks read from before the loop
@@ -263,15 +263,15 @@ pub(super) struct CkLoop {
     /// the end of its exit block, whether the loop was checkpointed (a phi
     /// whose entries [`rewrite`] adds).
     pub flag: Option<Value>,
-    /// Whether its snapshots are thinned online (`thin.rs`): a loop that
-    /// carries no array through its header phis. Each snapshot then also
+    /// Whether its snapshots are thinned online (`thin.rs`): every
+    /// checkpointed loop's are. Each snapshot then also
     /// holds the index of the stretch it starts (after the flag), every
     /// block an exit edge leads to pushes the number of stretches started,
     /// and the replay splits a segment of several stretches.
     pub thinned: bool,
     /// For a thinned loop, how many stretches keep their snapshots before
     /// thinning starts: under a limit of B bytes with snapshots of s bytes
-    /// (scalar state only), `max(2, (B / 2) / s) - 64`, at least 0, so that
+    /// (scalar state only: no array copied or carried), `max(2, (B / 2) / s) - 64`, at least 0, so that
     /// the snapshots held stay within half the limit or 64; 0 otherwise.
     pub plain: u64,
     /// Set by the forward sweep for a thinned loop: the number of stretches
@@ -501,8 +501,8 @@ fn decide(
             }
         }
     }
-    let thinned = carried.is_empty();
-    let plain = match (limit, arrays.is_empty()) {
+    let thinned = true;
+    let plain = match (limit, arrays.is_empty() && carried.is_empty()) {
         (Some(limit), true) => {
             // A flag, the stretch's index and the header phis' values.
             let size: u64 = 9 + replay::header_phis(cx, l.header)

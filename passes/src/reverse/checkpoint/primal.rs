@@ -488,6 +488,14 @@ impl PLoop<'_, '_, '_> {
         self.fb.gotoifnot(one, self.rest).map_err(&build)?;
         self.fb.switch_to_block(drop_body).map_err(&build)?;
         // The snapshot on top, popped in the reverse order of its pushes.
+        for _ in ck.carried.iter().filter(|c| c.kept.is_some()) {
+            self.fb
+                .pop(Type::Array(irad_ir::Scalar::F64))
+                .map_err(&build)?;
+        }
+        for c in ck.carried.iter().rev() {
+            self.fb.pop(c.ty.clone()).map_err(&build)?;
+        }
         for leaf in ck.arrays.iter().rev() {
             self.fb.pop(leaf.ty.clone()).map_err(&build)?;
         }
@@ -849,8 +857,10 @@ fn rename_outside(
 /// `init`, leaving to `done` (which it leaves open) at the visit `target`
 /// of its header, with the header phis' values as they are there; `pmap`
 /// gives the function's operand of each primal value defined before the
-/// loop. Returns those values and the new blocks in layout order (`done`
-/// right after the header, which falls through to it).
+/// loop. The kept carried arrays' shadows start from their `entry` and
+/// take their latches' operands, which must be the function's. Returns
+/// those values and the kept shadows there, and the new blocks in layout
+/// order (`done` right after the header, which falls through to it).
 pub(in crate::reverse) fn advance(
     cx: &Derivation<'_>,
     module: &mut Module,
@@ -858,7 +868,7 @@ pub(in crate::reverse) fn advance(
     (pmap, order): (SecondaryMap<Value, Option<Operand>>, &[usize]),
     (entry, done): (Block, Block),
     (init, target): (Vec<Operand>, Operand),
-) -> Result<(Vec<Operand>, Vec<Block>), ReverseError> {
+) -> Result<Advanced, ReverseError> {
     let l = &cx.shape.loops.of(ck.k);
     let build = build_err(&cx.floc);
     let mut fb = FuncBuilder::new(module, func).map_err(&build)?;
@@ -889,6 +899,17 @@ pub(in crate::reverse) fn advance(
         .iter()
         .map(|&(_, r)| map_op(&p.pmap, &Operand::Value(r), &cx.floc))
         .collect::<Result<Vec<_>, _>>()?;
+    let kept = ck
+        .carried
+        .iter()
+        .filter_map(|c| c.kept.as_ref())
+        .map(|k| {
+            p.kshadow
+                .get(&k.phi)
+                .map(|&v| Operand::Value(v))
+                .ok_or_else(|| internal(&cx.floc, "a kept shadow without its phi"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let PLoop { mut fb, .. } = p;
     // The forward sweep's order keeps each fall-through inside the loop; a
     // fall-through out of it (to `done` here) goes through a `goto`.
@@ -911,5 +932,9 @@ pub(in crate::reverse) fn advance(
             blocks.insert(at, tramp);
         }
     }
-    Ok((values, blocks))
+    Ok(((values, kept), blocks))
 }
+
+/// What [`advance`] returns: the header phis' values and the kept
+/// shadows where it stops, and its blocks in layout order.
+type Advanced = ((Vec<Operand>, Vec<Operand>), Vec<Block>);
