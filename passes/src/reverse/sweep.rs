@@ -394,7 +394,7 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
     ) -> Result<(), ReverseError> {
         for &i in &self.cx.shape.order {
             let flagged = ck.exited_at(&self.cx.shape.loops, i, |c| c.direct.is_some());
-            let counted = ck.exited_at(&self.cx.shape.loops, i, |c| c.thinned);
+            let counted = ck.exited_at(&self.cx.shape.loops, i, |_| true);
             let (flag, count) = self.block_end(i, plan, (flagged.is_some(), counted.is_some()))?;
             if let (Some(k), Some(flag)) = (flagged, flag) {
                 ck.loops[k].flag = Some(flag);

@@ -263,16 +263,14 @@ pub(super) struct CkLoop {
     /// the end of its exit block, whether the loop was checkpointed (a phi
     /// whose entries [`rewrite`] adds).
     pub flag: Option<Value>,
-    /// Whether its snapshots are thinned online (`thin.rs`): every
-    /// checkpointed loop's are. Each snapshot then also
-    /// holds the index of the stretch it starts (after the flag), every
-    /// block an exit edge leads to pushes the number of stretches started,
-    /// and the replay splits a segment of several stretches.
-    pub thinned: bool,
-    /// For a thinned loop, how many stretches keep their snapshots before
-    /// thinning starts: under a limit of B bytes with snapshots of s bytes
-    /// (scalar state only: no array copied or carried), `max(2, (B / 2) / s) - 64`, at least 0, so that
-    /// the snapshots held stay within half the limit or 64; 0 otherwise.
+    /// How many stretches keep their snapshots before thinning starts
+    /// (`thin.rs`: each snapshot also holds the index of the stretch it
+    /// starts, after the flag, every block an exit edge leads to pushes the
+    /// number of stretches started, and the replay splits a segment of
+    /// several stretches): under a limit of B bytes with snapshots of s
+    /// bytes (scalar state only: no array copied or carried),
+    /// `max(2, (B / 2) / s) - 64`, at least 0, so that the snapshots held
+    /// stay within half the limit or 64; 0 otherwise.
     pub plain: u64,
     /// Set by the forward sweep for a thinned loop: the number of stretches
     /// the run started, pushed at the end of each block an exit edge leads
@@ -501,7 +499,6 @@ fn decide(
             }
         }
     }
-    let thinned = true;
     let plain = match (limit, arrays.is_empty() && carried.is_empty()) {
         (Some(limit), true) => {
             // A flag, the stretch's index and the header phis' values.
@@ -537,7 +534,6 @@ fn decide(
         counted,
         direct,
         flag: None,
-        thinned,
         plain,
         counts: Vec::new(),
         split: None,
@@ -1093,7 +1089,7 @@ pub(super) fn rewrite(
             o.replay_renamed.extend(renamed);
         }
     }
-    for ck in cks.loops.iter().filter(|c| c.thinned) {
+    for ck in &cks.loops {
         thin::fill(cx, module, fwd_id, (fblock, recording), ck)?;
     }
     Ok(())
@@ -1128,7 +1124,7 @@ pub(super) fn summary(
                     .unwrap_or_default(),
                 direct: c.direct.as_ref().map(|d| d.runs),
                 exits: c.repush.then(|| cx.shape.loops.of(c.k).exits.len()),
-                thinned: c.thinned.then_some(c.plain),
+                thinned_after: c.plain,
             }
         })
         .collect()

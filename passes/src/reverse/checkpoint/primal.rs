@@ -350,20 +350,11 @@ impl PLoop<'_, '_, '_> {
     fn snapshot(&mut self, head: Block, ck: &CkLoop) -> Result<Countdown, ReverseError> {
         let cx = self.cx;
         let build = build_err(&cx.floc);
-        let e = |r: Result<Operand, String>| r.map_err(|m| err(&cx.floc, m));
         let c = self.fb.insert_phi(head, Type::I64).map_err(&build)?;
         let st = self.fb.insert_phi(head, Type::Bool).map_err(&build)?;
         if let Mode::Advance { target } = self.mode {
-            let stop = e(emit_value(
-                &mut self.fb,
-                Prim::Eq,
-                &[Operand::Value(c), target],
-            ))?;
-            let next = e(emit_value(
-                &mut self.fb,
-                Prim::Iadd,
-                &[Operand::Value(c), Operand::from(1i64)],
-            ))?;
+            let stop = self.value(Prim::Eq, &[Operand::Value(c), target])?;
+            let next = self.value(Prim::Iadd, &[Operand::Value(c), Operand::from(1i64)])?;
             self.fb.gotoifnot(stop, self.rest).map_err(&build)?;
             self.fb.switch_to_block(self.rest).map_err(&build)?;
             return Ok(Countdown {
@@ -373,48 +364,17 @@ impl PLoop<'_, '_, '_> {
                 thin: None,
             });
         }
-        let sc = match ck.thinned {
-            true => Some(self.fb.insert_phi(head, Type::I64).map_err(&build)?),
-            false => None,
-        };
-        let take = e(emit_value(
-            &mut self.fb,
-            Prim::Eq,
-            &[Operand::Value(c), Operand::from(0i64)],
-        ))?;
-        let down = e(emit_value(
-            &mut self.fb,
-            Prim::Isub,
-            &[Operand::Value(c), Operand::from(1i64)],
-        ))?;
+        let sc = self.fb.insert_phi(head, Type::I64).map_err(&build)?;
+        let take = self.value(Prim::Eq, &[Operand::Value(c), Operand::from(0i64)])?;
+        let down = self.value(Prim::Isub, &[Operand::Value(c), Operand::from(1i64)])?;
         let restart = i64::try_from(ck.stretch.saturating_sub(1)).unwrap_or(i64::MAX);
-        let next = e(emit_value(
-            &mut self.fb,
-            Prim::Select,
-            &[take, Operand::from(restart), down],
-        ))?;
-        let thin = match sc {
-            Some(sc) => {
-                let up = e(emit_value(
-                    &mut self.fb,
-                    Prim::Iadd,
-                    &[Operand::Value(sc), Operand::from(1i64)],
-                ))?;
-                let sc_next = e(emit_value(
-                    &mut self.fb,
-                    Prim::Select,
-                    &[take, up, Operand::Value(sc)],
-                ))?;
-                Some((sc, sc_next))
-            }
-            None => None,
-        };
+        let next = self.value(Prim::Select, &[take, Operand::from(restart), down])?;
+        let up = self.value(Prim::Iadd, &[Operand::Value(sc), Operand::from(1i64)])?;
+        let sc_next = self.value(Prim::Select, &[take, up, Operand::Value(sc)])?;
+        let thin = Some((sc, sc_next));
         self.fb.gotoifnot(take, self.rest).map_err(&build)?;
         self.fb.switch_to_block(self.snap).map_err(&build)?;
-        match thin {
-            Some((sc, _)) => self.thin_snapshot(ck, st, sc)?,
-            None => self.push_snapshot(ck, (st, None))?,
-        }
+        self.thin_snapshot(ck, st, sc)?;
         self.fb.switch_to_block(self.rest).map_err(&build)?;
         Ok(Countdown { c, st, next, thin })
     }
@@ -432,7 +392,6 @@ impl PLoop<'_, '_, '_> {
         let cx = self.cx;
         let l = &cx.shape.loops.of(ck.k);
         let build = build_err(&cx.floc);
-        let e = |r: Result<Operand, String>| r.map_err(|m| err(&cx.floc, m));
         let push = self.fb.create_block();
         let drop_head = self.fb.create_block();
         let drop_body = self.fb.create_block();
@@ -440,51 +399,23 @@ impl PLoop<'_, '_, '_> {
         // The counter counts the stretches after the first `plain`, which
         // all keep their snapshots.
         let plain = i64::try_from(ck.plain).unwrap_or(i64::MAX);
-        let rel = e(emit_value(
-            &mut self.fb,
-            Prim::Isub,
-            &[Operand::Value(sc), Operand::from(plain)],
-        ))?;
-        let before = e(emit_value(
-            &mut self.fb,
-            Prim::Lt,
-            &[rel, Operand::from(0i64)],
-        ))?;
-        let parity = e(emit_value(
-            &mut self.fb,
-            Prim::Irem,
-            &[rel, Operand::from(2i64)],
-        ))?;
-        let zero = e(emit_value(
-            &mut self.fb,
-            Prim::Eq,
-            &[parity, Operand::from(0i64)],
-        ))?;
-        let even = e(emit_value(&mut self.fb, Prim::Or, &[before, zero]))?;
-        let half = e(emit_value(
-            &mut self.fb,
-            Prim::Idiv,
-            &[rel, Operand::from(2i64)],
-        ))?;
+        let rel = self.value(Prim::Isub, &[Operand::Value(sc), Operand::from(plain)])?;
+        let before = self.value(Prim::Lt, &[rel, Operand::from(0i64)])?;
+        let parity = self.value(Prim::Irem, &[rel, Operand::from(2i64)])?;
+        let zero = self.value(Prim::Eq, &[parity, Operand::from(0i64)])?;
+        let even = self.value(Prim::Or, &[before, zero])?;
+        let half = self.value(Prim::Idiv, &[rel, Operand::from(2i64)])?;
         let snap_end = self
             .fb
             .current_block()
             .ok_or_else(|| internal(&cx.floc, "no block"))?;
         self.fb.gotoifnot(even, drop_head).map_err(&build)?;
         self.fb.switch_to_block(push).map_err(&build)?;
-        self.push_snapshot(ck, (st, Some(Operand::Value(sc))))?;
+        self.push_snapshot(ck, (st, sc))?;
         self.fb.switch_to_block(drop_head).map_err(&build)?;
         let x = self.fb.insert_phi(drop_head, Type::I64).map_err(&build)?;
-        let bit = e(emit_value(
-            &mut self.fb,
-            Prim::Irem,
-            &[Operand::Value(x), Operand::from(2i64)],
-        ))?;
-        let one = e(emit_value(
-            &mut self.fb,
-            Prim::Eq,
-            &[bit, Operand::from(1i64)],
-        ))?;
+        let bit = self.value(Prim::Irem, &[Operand::Value(x), Operand::from(2i64)])?;
+        let one = self.value(Prim::Eq, &[bit, Operand::from(1i64)])?;
         self.fb.gotoifnot(one, self.rest).map_err(&build)?;
         self.fb.switch_to_block(drop_body).map_err(&build)?;
         // The snapshot on top, popped in the reverse order of its pushes.
@@ -504,11 +435,7 @@ impl PLoop<'_, '_, '_> {
         }
         self.fb.pop(Type::I64).map_err(&build)?;
         self.fb.pop(Type::Bool).map_err(&build)?;
-        let x2 = e(emit_value(
-            &mut self.fb,
-            Prim::Idiv,
-            &[Operand::Value(x), Operand::from(2i64)],
-        ))?;
+        let x2 = self.value(Prim::Idiv, &[Operand::Value(x), Operand::from(2i64)])?;
         self.fb.goto(drop_head).map_err(&build)?;
         self.fb.add_phi_entry(x, snap_end, half).map_err(&build)?;
         self.fb.add_phi_entry(x, drop_body, x2).map_err(&build)?;
@@ -516,22 +443,15 @@ impl PLoop<'_, '_, '_> {
     }
 
     /// Pushes the snapshot at the current position: the flag `st`, the
-    /// stretch's index `sc` (a thinned loop), the header phis' values, a
-    /// copy of each array the loop may write and of each it carries, the
-    /// kept arrays' shadows; then goes to `REST`.
-    pub(super) fn push_snapshot(
-        &mut self,
-        ck: &CkLoop,
-        (st, sc): (Value, Option<Operand>),
-    ) -> Result<(), ReverseError> {
+    /// stretch's index `sc`, the header phis' values, a copy of each array
+    /// the loop may write and of each it carries, the kept arrays' shadows;
+    /// then goes to `REST`.
+    fn push_snapshot(&mut self, ck: &CkLoop, (st, sc): (Value, Value)) -> Result<(), ReverseError> {
         let cx = self.cx;
         let l = &cx.shape.loops.of(ck.k);
         let build = build_err(&cx.floc);
-        let e = |r: Result<Operand, String>| r.map_err(|m| err(&cx.floc, m));
         self.push(Operand::Value(st))?;
-        if let Some(sc) = sc {
-            self.push(sc)?;
-        }
+        self.push(Operand::Value(sc))?;
         for (_, r) in header_phis(cx, l.header) {
             let v = map_op(&self.pmap, &Operand::Value(r), &cx.floc)?;
             self.push(v)?;
@@ -544,7 +464,7 @@ impl PLoop<'_, '_, '_> {
                 .copied()
                 .ok_or_else(|| internal(&cx.floc, "a carried array without its phi"))?;
             let a = map_op(&self.pmap, &Operand::Value(r), &cx.floc)?;
-            let copy = e(emit_value(&mut self.fb, Prim::Copy, &[a]))?;
+            let copy = self.value(Prim::Copy, &[a])?;
             self.push(copy)?;
         }
         for kept in ck.carried.iter().filter_map(|c| c.kept.as_ref()) {
@@ -562,18 +482,12 @@ impl PLoop<'_, '_, '_> {
     /// Pushes a copy of each array of `ck.arrays` (reached from the loop's
     /// inputs).
     fn push_arrays(&mut self, ck: &CkLoop) -> Result<(), ReverseError> {
-        let cx = self.cx;
-        let e = |r: Result<Operand, String>| r.map_err(|m| err(&cx.floc, m));
         for leaf in &ck.arrays {
             let mut a = self.input(ck, leaf.input);
             for &k in &leaf.path {
-                a = e(emit_value(
-                    &mut self.fb,
-                    Prim::Getfield,
-                    &[a, Operand::from(k)],
-                ))?;
+                a = self.value(Prim::Getfield, &[a, Operand::from(k)])?;
             }
-            let copy = e(emit_value(&mut self.fb, Prim::Copy, &[a]))?;
+            let copy = self.value(Prim::Copy, &[a])?;
             self.push(copy)?;
         }
         Ok(())
@@ -582,6 +496,11 @@ impl PLoop<'_, '_, '_> {
     /// Input `j` of loop `ck` where this loop is built.
     fn input(&self, ck: &CkLoop, j: usize) -> Operand {
         Operand::Value(ck.inputs[j])
+    }
+
+    /// The result of `prim` on `args` at the current position.
+    fn value(&mut self, prim: Prim, args: &[Operand]) -> Result<Operand, ReverseError> {
+        emit_value(&mut self.fb, prim, args).map_err(|m| err(&self.cx.floc, m))
     }
 
     /// `push(op)` at the current position.

@@ -68,7 +68,7 @@ pub(in crate::reverse) fn build(
         .inputs
         .iter()
         .map(|&v| (None, fwd.values[v].ty.clone()))
-        .chain(ck.thinned.then_some((None, Type::I64)))
+        .chain(std::iter::once((None, Type::I64)))
         .collect();
     let shadows = ck.carried.iter().filter(|c| c.shadow.is_some()).count();
     let ret = match (shadows, ck.counted) {
@@ -236,18 +236,12 @@ impl Replay<'_, '_> {
             state.push(self.copy.pop(at, ty.clone()));
         }
         state.reverse();
-        let index = match self.ck.thinned {
-            true => Some(self.copy.pop(at, Type::I64)),
-            false => None,
-        };
-        // A thinned loop carrying arrays with shadows takes the snapshot's
-        // flag off too: a split pushes it back with the first half's
-        // snapshot, and the part recorded has a stretch before it.
+        let index = self.copy.pop(at, Type::I64);
+        // A loop carrying arrays with shadows takes the snapshot's flag off
+        // too: a split pushes it back with the first half's snapshot, and
+        // the part recorded has a stretch before it.
         let shadows = self.ck.carried.iter().any(|c| c.shadow.is_some());
-        let flag = match (index, shadows) {
-            (Some(_), true) => Some(self.copy.pop(at, Type::Bool)),
-            _ => None,
-        };
+        let flag = shadows.then(|| self.copy.pop(at, Type::Bool));
         for (leaf, saved) in self.ck.arrays.iter().zip(copies) {
             let param = self.copy.f.params[leaf.input];
             let mut dst = Operand::Value(param);
@@ -270,11 +264,9 @@ impl Replay<'_, '_> {
         // The carried arrays get their contents back before a split, which
         // pushes copies of them and advances from them.
         at = self.restore_carried(at, &state, &carried)?;
-        let mut flag = flag;
-        if let Some(index) = index {
-            (at, state, flag) = self.split(at, index, &types, &state, flag)?;
-        }
-        let (starts, flag) = self.carried_starts(at, &state, flag)?;
+        let part_flag;
+        (at, state, part_flag) = self.split(at, index, &types, &state, flag)?;
+        let (starts, flag) = self.carried_starts(at, &state, part_flag)?;
         for &x in &starts {
             self.copy.effect(at, Prim::Push, &[x]);
         }
@@ -383,24 +375,22 @@ impl Replay<'_, '_> {
     }
 
     /// The start shadow of each carried array with a shadow, chosen at the
-    /// end of `at` by the snapshot's flag (`given`, already pushed back, or
-    /// popped and pushed back here): a fresh zero array as long as the
-    /// snapshot's array when a stretch came before (the pullback copies its
-    /// cotangent into the shadow the stretch before ends with), else the
-    /// shadow entering the loop. Returns them and the flag.
+    /// end of `at` by the flag of the part recorded (`flag`, which the
+    /// entry took off and `split` pushed back): a fresh zero array as long
+    /// as the snapshot's array when a stretch came before (the pullback
+    /// copies its cotangent into the shadow the stretch before ends with),
+    /// else the shadow entering the loop. Returns them and the flag.
     fn carried_starts(
         &mut self,
         at: Block,
         state: &[Operand],
-        given: Option<Operand>,
+        flag: Option<Operand>,
     ) -> Result<(Vec<Operand>, Operand), ReverseError> {
         if !self.ck.carried.iter().any(|c| c.shadow.is_some()) {
             return Ok((Vec::new(), Operand::from(false)));
         }
-        let flag = match given {
-            Some(f) => f,
-            None => self.copy.pop(at, Type::Bool),
-        };
+        let flag =
+            flag.ok_or_else(|| internal(&self.cx.floc, "a carried shadow without its flag"))?;
         let mut starts = Vec::new();
         for c in &self.ck.carried {
             let Some((_, entry)) = c.shadow else { continue };
@@ -414,9 +404,6 @@ impl Replay<'_, '_> {
                 self.copy
                     .value(at, Prim::Select, &[flag, fresh, entry], c.ty.clone()),
             );
-        }
-        if given.is_none() {
-            self.copy.effect(at, Prim::Push, &[flag]);
         }
         Ok((starts, flag))
     }

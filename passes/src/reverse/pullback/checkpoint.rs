@@ -101,13 +101,11 @@ impl Pullback<'_, '_, '_> {
             self.starts[c.k].map(|(_, again)| Operand::Value(again))
         } else {
             let mut args = self.exit_inputs(&c, i, bloc)?;
-            if c.thinned {
-                // The last segment ends with the last stretch.
-                args.push(
-                    self.counts[c.k]
-                        .ok_or_else(|| internal(bloc, "a thinned loop's count was not popped"))?,
-                );
-            }
+            // The last segment ends with the last stretch.
+            args.push(
+                self.counts[c.k]
+                    .ok_or_else(|| internal(bloc, "a loop's count of stretches was not popped"))?,
+            );
             match self.flags[c.k] {
                 Some(flag) => Some(self.replay_if(&c, flag, &args, bloc)?),
                 None => Some(self.replay_last(&c, &args, i, bloc)?),
@@ -131,7 +129,7 @@ impl Pullback<'_, '_, '_> {
     pub(super) fn pop_flag(&mut self, i: usize) -> Result<(), ReverseError> {
         let loops = &self.cx.shape.loops;
         let build = build_err(&self.cx.floc);
-        let counted = self.ck.exited_at(loops, i, |c| c.thinned);
+        let counted = self.ck.exited_at(loops, i, |_| true);
         let flagged = self.ck.exited_at(loops, i, |c| c.flag.is_some());
         if let Some(k) = counted.map(|j| self.ck.loops[j].k) {
             let count = self.bk.pop(Type::I64).map_err(&build)?;
@@ -253,12 +251,10 @@ impl Pullback<'_, '_, '_> {
             ));
         }
         starts.reverse();
-        // A thinned loop's replay pushed the index of the stretch it
-        // recorded: the end of the segment before.
+        // The replay pushed the index of the stretch it recorded: the end
+        // of the segment before.
         let mut args = args;
-        if c.thinned {
-            args.push(Operand::Value(self.bk.pop(Type::I64).map_err(&build)?));
-        }
+        args.push(Operand::Value(self.bk.pop(Type::I64).map_err(&build)?));
         let more = self.bk.pop(Type::Bool).map_err(&build)?;
         let e = |r: Result<Operand, String>| r.map_err(|m| err(bloc, m));
         let index = e(emit_value(
