@@ -758,6 +758,38 @@ fn a_long_loop_stays_under_the_limit_and_a_short_one_records_directly() {
     );
 }
 
+/// The plan of `f` under a 1-byte limit must thin its loop's snapshots
+/// and say `says`; returns what the interpreter counts for `args(2^8)` and
+/// `args(2^14)` under that limit, and for `args(2^14)` without one, after
+/// checking that the long run under the limit runs fewer than 16 times the
+/// statements of the run without.
+fn thinned_runs(
+    m: &Module,
+    f: FuncId,
+    says: &[&str],
+    args: impl Fn(i64) -> Vec<Val>,
+) -> (InterpStats, InterpStats, InterpStats) {
+    let plan = tape_plan_limited(m, &Registry::new(), f, Some(1))
+        .expect("plan")
+        .to_string();
+    for s in std::iter::once(&"snapshots thinned online").chain(says) {
+        assert!(plan.contains(s), "{s}: {plan}");
+    }
+    let long = args(1 << 14);
+    let (small, large, free) = (
+        counts(m, f, &args(1 << 8), Some(1)),
+        counts(m, f, &long, Some(1)),
+        counts(m, f, &long, None),
+    );
+    // Each iteration: one forward run without recording, at most 14 in
+    // splits, one recording; the reverse as without a limit.
+    assert!(
+        large.statements < free.statements * 16,
+        "{large:?} {free:?}"
+    );
+    (small, large, free)
+}
+
 /// Thinned snapshots (docs/reverse.md, "Bounded snapshots"): under a 1-byte
 /// limit every Lotka-Volterra step is a stretch, and a snapshot takes 33
 /// bytes (the flag, the stretch's index, the step counter and the two
@@ -772,34 +804,86 @@ fn thinned_snapshots_grow_with_the_logarithm_of_the_run() {
         .expect("readable");
     let m = irad::load_normalised(&src).expect("loads");
     let f = m.by_name("lotka_volterra_steps").expect("the function");
-    let plan = tape_plan_limited(&m, &Registry::new(), f, Some(1))
-        .expect("plan")
-        .to_string();
-    assert!(plan.contains("snapshots thinned online"), "{plan}");
-    let args = |n: i64| {
+    let (small, large, free) = thinned_runs(&m, f, &[], |n| {
         irad::parse_args(
             &Source::new("<args>", format!("1.5, 1.0, 3.0, 1.0, {n}")),
             &m,
             f,
         )
         .expect("args")
-    };
-    let (short, long) = (args(1 << 8), args(1 << 14));
-    let small = counts(&m, f, &short, Some(1));
-    let large = counts(&m, f, &long, Some(1));
-    let free = counts(&m, f, &long, None);
+    });
     assert!(
         large.peak_tape_bytes <= small.peak_tape_bytes + 7 * 33,
         "{small:?} {large:?}"
     );
     assert!(large.peak_tape_bytes < 2_000, "{large:?}");
     assert!(free.peak_tape_bytes > 500_000, "{free:?}");
-    // Each step: one forward run without recording, at most 14 in splits,
-    // one recording; the reverse as without a limit.
-    assert!(
-        large.statements < free.statements * 16,
-        "{large:?} {free:?}"
+}
+
+/// A loop of several exits thins its snapshots too (docs/reverse.md,
+/// "Bounded snapshots"): under a 1-byte limit every iteration of this loop,
+/// left by a `break` at its bottom or by one in its middle, is a stretch,
+/// and a snapshot takes 25 bytes (the flag, the stretch's index, `s` and
+/// `k`). The two-level schedule kept one per iteration (400 KB at 2^14);
+/// thinned, 64 times the iterations adds at most 7 snapshots to the peak,
+/// whichever exit the run takes, and each iteration runs forward at most
+/// `2 + log2 T` times.
+#[test]
+fn a_loop_of_several_exits_holds_a_logarithm_of_its_snapshots() {
+    let src = Source::new(
+        "exits.irad",
+        "fn w(x: f64, n: i64, t: f64) -> f64 {\n    let mut s = x;\n    let mut k = 0;\n    while true {\n        s = s + 0.001 + 0.0001 * sin(s + f64(k) * 0.001);\n        if s > t {\n            break;\n        }\n        k = k + 1;\n        if k >= n {\n            break;\n        }\n    }\n    s * s\n}\n",
     );
+    let m = irad::load_normalised(&src).expect("loads");
+    let f = m.by_name("w").expect("the function");
+    // The bottom exit (the bound), then the middle one (`s` passes 12 after
+    // about 11 700 iterations of the long run).
+    for t in [100.0, 12.0] {
+        let (small, large, free) = thinned_runs(&m, f, &["it leaves through 2 edges"], |n| {
+            irad::parse_args(&Source::new("<args>", format!("0.3, {n}, {t:?}")), &m, f)
+                .expect("args")
+        });
+        assert!(
+            large.peak_tape_bytes <= small.peak_tape_bytes + 7 * 25,
+            "{t}: {small:?} {large:?}"
+        );
+        assert!(large.peak_tape_bytes < 2_000, "{t}: {large:?}");
+        assert!(free.peak_tape_bytes > 50_000, "{t}: {free:?}");
+    }
+}
+
+/// Loops carrying arrays through their header thin their snapshots too
+/// (docs/reverse.md, "Bounded snapshots"): an array made afresh every
+/// iteration, and a double buffer swapped every iteration. Under a 1-byte
+/// limit every iteration is a stretch whose snapshot copies the arrays; the
+/// two-level schedule kept one per iteration, thinned the peak grows by a
+/// few snapshots from 2^8 to 2^14 iterations, and stays far below the tape
+/// without a limit.
+#[test]
+fn loops_carrying_arrays_hold_a_logarithm_of_their_snapshots() {
+    let src = Source::new(
+        "carried.irad",
+        "fn fresh(x: [f64], n: i64) -> f64 {\n    let mut a = copy(x);\n    for i in 0..n {\n        let b = copy(a);\n        b[0] = b[0] * 0.5 + sin(a[1]);\n        a = b;\n    }\n    a[0]\n}\nfn buffers(x: [f64], n: i64) -> f64 {\n    let mut a = copy(x);\n    let mut b = zeros(2);\n    for i in 0..n {\n        b[0] = a[0] * 0.5 + sin(a[1]);\n        b[1] = a[1] * 0.5 + sin(a[0]);\n        let t = a;\n        a = b;\n        b = t;\n    }\n    a[0] * b[1]\n}\n",
+    );
+    let m = irad::load_normalised(&src).expect("loads");
+    for name in ["fresh", "buffers"] {
+        let f = m.by_name(name).expect("the function");
+        // The arguments, then the shadow of `x` the forward sweep takes.
+        let (small, large, free) = thinned_runs(&m, f, &["carried from one iteration"], |n| {
+            let mut a = irad::parse_args(&Source::new("<args>", format!("[0.3, 0.7], {n}")), &m, f)
+                .expect("args");
+            a.push(Val::Array(ArrayRef::new(ArrayData::F64(vec![0.0; 2]))));
+            a
+        });
+        assert!(
+            large.peak_tape_bytes * 10 < free.peak_tape_bytes,
+            "{name}: {large:?} {free:?}"
+        );
+        assert!(
+            large.peak_tape_bytes < small.peak_tape_bytes * 2,
+            "{name}: {small:?} {large:?}"
+        );
+    }
 }
 
 /// Nested loops (docs/reverse.md, "Nested loops"): under any limit, an

@@ -233,13 +233,13 @@ pub struct CheckpointedLoop {
     /// `||` in a `while` condition, a test at the bottom): each replay then
     /// pushes the loop's inputs back for the replay of the stretch before.
     pub exits: Option<usize>,
-    /// When its snapshots are thinned online, after how many stretches: the
-    /// forward sweep keeps the snapshots of those and then those of a
-    /// binary counter of the stretches after them (at most one more than
-    /// the base-2 logarithm of their number), and the pullback splits the
-    /// segment between two kept snapshots in halves (docs/reverse.md,
-    /// "Bounded snapshots").
-    pub thinned: Option<u64>,
+    /// After how many stretches its snapshots are thinned online (0: from
+    /// the first): the forward sweep keeps the snapshots of those and then
+    /// those of a binary counter of the stretches after them (at most one
+    /// more than the base-2 logarithm of their number), and the pullback
+    /// splits the segment between two kept snapshots in halves
+    /// (docs/reverse.md, "Bounded snapshots").
+    pub thinned_after: u64,
 }
 
 /// A loop that checkpointing was asked for (by a tape limit or a
@@ -734,20 +734,12 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
     match c.within {
         // Its state is values of the outer loop's replay, not printed here.
         Some(outer) => line.push_str(&format!(
-            ", inside loop #{outer}'s replay, which takes its snapshots; each snapshot pushes a flag (a stretch before it?), {}{} value{}",
-            if c.thinned.is_some() {
-                "the stretch's index, "
-            } else {
-                ""
-            },
+            ", inside loop #{outer}'s replay, which takes its snapshots; each snapshot pushes a flag (a stretch before it?), the stretch's index, {} value{}",
             c.state.len(),
             if c.state.len() == 1 { "" } else { "s" }
         )),
         None => {
-            line.push_str("; each snapshot pushes a flag (a stretch before it?),");
-            if c.thinned.is_some() {
-                line.push_str(" the stretch's index,");
-            }
+            line.push_str("; each snapshot pushes a flag (a stretch before it?), the stretch's index,");
             for (v, name) in c.state.iter().zip(&c.state_names) {
                 match name {
                     Some(name) => line.push_str(&format!(" %{name}")),
@@ -771,14 +763,13 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
             line.push(')');
         }
     }
-    match c.thinned {
-        Some(0) => line.push_str(
+    match c.thinned_after {
+        0 => line.push_str(
             "; snapshots thinned online (a binary counter of the stretches: at most 1 + log2 of their number held), a segment of several stretches split in halves by its replay",
         ),
-        Some(n) => line.push_str(&format!(
+        n => line.push_str(&format!(
             "; snapshots thinned online after {n} stretches (a binary counter of the stretches after them: at most {n} + 1 + log2 of their number held), a segment of several stretches split in halves by its replay"
         )),
-        None => {}
     }
     line.push_str(&format!(
         "; the pullback replays each stretch, last first, with @{}",

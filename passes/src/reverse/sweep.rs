@@ -383,29 +383,24 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
 
     /// The end of every block: its pushes, then its terminator. The exit
     /// block of a checkpointed loop with a direct path (`ck`) also pushes
-    /// the flag saying which path ran, after its saved values, and that of
-    /// a thinned loop the number of stretches the run started, after the
-    /// flag: phis whose entries the checkpoint rewrite adds.
+    /// the flag saying which path ran, after its saved values, and each
+    /// block an exit edge of a thinned loop leads to the number of
+    /// stretches the run started, after the flag: phis whose entries the
+    /// checkpoint rewrite adds.
     pub fn block_ends(
         &mut self,
         plan: &TapePlan,
         ck: &mut Checkpoints,
     ) -> Result<(), ReverseError> {
         for &i in &self.cx.shape.order {
-            let exit_of = |c: &super::checkpoint::CkLoop| {
-                c.k < self.cx.shape.loops.loops.len() && self.cx.shape.loops.loops[c.k].exit == i
-            };
-            let flagged = ck
-                .loops
-                .iter()
-                .position(|c| c.direct.is_some() && exit_of(c));
-            let counted = ck.loops.iter().position(|c| c.thinned && exit_of(c));
+            let flagged = ck.exited_at(&self.cx.shape.loops, i, |c| c.direct.is_some());
+            let counted = ck.exited_at(&self.cx.shape.loops, i, |_| true);
             let (flag, count) = self.block_end(i, plan, (flagged.is_some(), counted.is_some()))?;
             if let (Some(k), Some(flag)) = (flagged, flag) {
                 ck.loops[k].flag = Some(flag);
             }
             if let (Some(k), Some(count)) = (counted, count) {
-                ck.loops[k].count = Some(count);
+                ck.loops[k].counts.push((i, count));
             }
         }
         Ok(())

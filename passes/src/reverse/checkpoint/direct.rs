@@ -79,11 +79,9 @@ pub(in crate::reverse) fn build(
         entries.iter().find(|(b, _)| *b == pre).map(|(_, op)| *op)
     })?;
     copy.effect(entry, Prim::Push, &[Operand::from(false)]);
-    if ck.thinned {
-        // The index of the (only) stretch, which a thinned loop's stretch
-        // step pops before the flag.
-        copy.effect(entry, Prim::Push, &[Operand::from(0i64)]);
-    }
+    // The index of the (only) stretch, which the stretch step pops before
+    // the flag.
+    copy.effect(entry, Prim::Push, &[Operand::from(0i64)]);
     copy.f.blocks[entry].term = Some(Terminator::Goto(head_copy));
     // The decision, at the end of the entering block.
     let mapped = |op: Operand| match op {

@@ -25,10 +25,10 @@
 //! schedule has two levels: stretches of `max(1, (B / 2) / r)` iterations,
 //! `r` the tape bytes one iteration records as estimated from the plan
 //! (an inner loop counted [`INNER_TRIPS`] times, a call [`CALL_BYTES`]), so
-//! that one stretch's records take at most half the limit. A loop of one
-//! exit from its header that carries no array through it has its snapshots
-//! thinned online beyond those the limit has room for (`thin.rs`): at most
-//! `1 + log2` of the number of stretches more are held, for any trip count.
+//! that one stretch's records take at most half the limit. Every
+//! checkpointed loop has its snapshots thinned online beyond those the
+//! limit has room for (`thin.rs`): at most `1 + log2` of the number of
+//! stretches more are held, for any trip count.
 //!
 //! This file decides ([`choose`]) and keeps the decisions ([`Checkpoints`]);
 //! `region.rs` finds what a loop's recording blocks read from before the loop
@@ -263,21 +263,20 @@ pub(super) struct CkLoop {
     /// the end of its exit block, whether the loop was checkpointed (a phi
     /// whose entries [`rewrite`] adds).
     pub flag: Option<Value>,
-    /// Whether its snapshots are thinned online (`thin.rs`): a loop of one
-    /// exit from its header that carries no array through its header phis.
-    /// Each snapshot then also holds the index of the stretch it starts
-    /// (after the flag), the exit block pushes the number of stretches
-    /// started, and the replay splits a segment of several stretches.
-    pub thinned: bool,
-    /// For a thinned loop, how many stretches keep their snapshots before
-    /// thinning starts: under a limit of B bytes with snapshots of s bytes
-    /// (scalar state only), `max(2, (B / 2) / s) - 64`, at least 0, so that
-    /// the snapshots held stay within half the limit or 64; 0 otherwise.
+    /// How many stretches keep their snapshots before thinning starts
+    /// (`thin.rs`: each snapshot also holds the index of the stretch it
+    /// starts, after the flag, every block an exit edge leads to pushes the
+    /// number of stretches started, and the replay splits a segment of
+    /// several stretches): under a limit of B bytes with snapshots of s
+    /// bytes (scalar state only: no array copied or carried),
+    /// `max(2, (B / 2) / s) - 64`, at least 0, so that the snapshots held
+    /// stay within half the limit or 64; 0 otherwise.
     pub plain: u64,
     /// Set by the forward sweep for a thinned loop: the number of stretches
-    /// the run started, pushed at the end of its exit block after the flag
-    /// (a phi whose entries [`rewrite`] adds; 0 from a direct path).
-    pub count: Option<Value>,
+    /// the run started, pushed at the end of each block an exit edge leads
+    /// to (by position), after the flag: phis whose entries [`rewrite`]
+    /// adds (0 from a direct path).
+    pub counts: Vec<(usize, Value)>,
     /// Set by the replay's build for a thinned loop: where its segment
     /// splitting goes (filled by `thin.rs`).
     pub split: Option<thin::SplitSite>,
@@ -310,6 +309,22 @@ impl Checkpoints {
     /// The checkpointed loop with index `k`, if it is one.
     pub fn of_loop(&self, k: usize) -> Option<&CkLoop> {
         self.loops.iter().find(|c| c.k == k)
+    }
+
+    /// The position among [`Checkpoints::loops`] of the checkpointed loop
+    /// satisfying `which` that an exit edge leaves for position `i` (of
+    /// `loops`), if any. At most one loop does: the loops of a block an
+    /// exit edge leads to nest, and a loop leaving a checkpointed one too
+    /// is not checkpointed.
+    pub fn exited_at(
+        &self,
+        loops: &super::loops::RevLoops,
+        i: usize,
+        which: impl Fn(&CkLoop) -> bool,
+    ) -> Option<usize> {
+        self.loops
+            .iter()
+            .position(|c| which(c) && loops.of(c.k).exits.contains(&i))
     }
 
     /// Notes that loop `#label` is not checkpointed, and why.
@@ -484,8 +499,7 @@ fn decide(
             }
         }
     }
-    let thinned = k < shape.loops.loops.len() && carried.is_empty();
-    let plain = match (limit, arrays.is_empty()) {
+    let plain = match (limit, arrays.is_empty() && carried.is_empty()) {
         (Some(limit), true) => {
             // A flag, the stretch's index and the header phis' values.
             let size: u64 = 9 + replay::header_phis(cx, l.header)
@@ -520,9 +534,8 @@ fn decide(
         counted,
         direct,
         flag: None,
-        thinned,
         plain,
-        count: None,
+        counts: Vec::new(),
         split: None,
         replay: None,
         state: Vec::new(),
@@ -1076,7 +1089,7 @@ pub(super) fn rewrite(
             o.replay_renamed.extend(renamed);
         }
     }
-    for ck in cks.loops.iter().filter(|c| c.thinned) {
+    for ck in &cks.loops {
         thin::fill(cx, module, fwd_id, (fblock, recording), ck)?;
     }
     Ok(())
@@ -1111,7 +1124,7 @@ pub(super) fn summary(
                     .unwrap_or_default(),
                 direct: c.direct.as_ref().map(|d| d.runs),
                 exits: c.repush.then(|| cx.shape.loops.of(c.k).exits.len()),
-                thinned: c.thinned.then_some(c.plain),
+                thinned_after: c.plain,
             }
         })
         .collect()

@@ -108,9 +108,9 @@ pub(in crate::reverse) fn rewrite(
         }
     }
     // The same for the number of stretches a thinned loop's exit pushes.
-    if let Some(count) = local.count {
-        match in_replay(Operand::Value(count)) {
-            Some(Operand::Value(r)) => local.count = Some(r),
+    for (_, count) in &mut local.counts {
+        match in_replay(Operand::Value(*count)) {
+            Some(Operand::Value(r)) => *count = r,
             _ => return Err(missing()),
         }
     }

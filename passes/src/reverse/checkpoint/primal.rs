@@ -14,7 +14,7 @@
 //! (the header's) are renamed there to their new definitions.
 //!
 //! A thinned loop (`thin.rs`) also counts the stretches started (`%sc`,
-//! which its exit block pushes): its snapshot holds the stretch's index
+//! which each block an exit edge leads to pushes): its snapshot holds the stretch's index
 //! after the flag, and `SNAP` keeps a binary counter of the stretches after
 //! the first `plain`: new blocks push the snapshot or pop those the counter
 //! drops. [`advance`] builds the same loop in a thinned loop's replay
@@ -77,9 +77,23 @@ pub(in crate::reverse) fn rewrite(
     };
     let countdown = p.blocks(ck)?;
     p.phi_entries(ck, &countdown)?;
-    if let (Some(count), Some((_, sc_next))) = (ck.count, countdown.thin) {
-        p.fb.add_phi_entry(count, rest, sc_next)
-            .map_err(build_err(&cx.floc))?;
+    if let Some((_, sc_next)) = countdown.thin {
+        // Each block an exit edge leads to pushes the stretches started,
+        // counted in the header, which dominates every edge out of the loop.
+        let head = fblock[l.header];
+        for &(e, count) in &ck.counts {
+            let mut froms: Vec<Block> = Vec::new();
+            for &q in &cx.shape.preds[e] {
+                let from = if fblock[q] == head { rest } else { fblock[q] };
+                if l.contains(q) && cx.shape.reachable[q] && !froms.contains(&from) {
+                    froms.push(from);
+                }
+            }
+            for from in froms {
+                p.fb.add_phi_entry(count, from, sc_next)
+                    .map_err(build_err(&cx.floc))?;
+            }
+        }
     }
     let PLoop {
         pmap,
@@ -191,7 +205,7 @@ fn merge_at_exit(
         fb.add_phi_entry(flag, rest, Operand::from(true))
             .map_err(&build)?;
     }
-    if let Some(count) = ck.count {
+    for &(_, count) in &ck.counts {
         fb.add_phi_entry(count, from, Operand::from(0i64))
             .map_err(&build)?;
     }
@@ -336,20 +350,11 @@ impl PLoop<'_, '_, '_> {
     fn snapshot(&mut self, head: Block, ck: &CkLoop) -> Result<Countdown, ReverseError> {
         let cx = self.cx;
         let build = build_err(&cx.floc);
-        let e = |r: Result<Operand, String>| r.map_err(|m| err(&cx.floc, m));
         let c = self.fb.insert_phi(head, Type::I64).map_err(&build)?;
         let st = self.fb.insert_phi(head, Type::Bool).map_err(&build)?;
         if let Mode::Advance { target } = self.mode {
-            let stop = e(emit_value(
-                &mut self.fb,
-                Prim::Eq,
-                &[Operand::Value(c), target],
-            ))?;
-            let next = e(emit_value(
-                &mut self.fb,
-                Prim::Iadd,
-                &[Operand::Value(c), Operand::from(1i64)],
-            ))?;
+            let stop = self.value(Prim::Eq, &[Operand::Value(c), target])?;
+            let next = self.value(Prim::Iadd, &[Operand::Value(c), Operand::from(1i64)])?;
             self.fb.gotoifnot(stop, self.rest).map_err(&build)?;
             self.fb.switch_to_block(self.rest).map_err(&build)?;
             return Ok(Countdown {
@@ -359,48 +364,17 @@ impl PLoop<'_, '_, '_> {
                 thin: None,
             });
         }
-        let sc = match ck.thinned {
-            true => Some(self.fb.insert_phi(head, Type::I64).map_err(&build)?),
-            false => None,
-        };
-        let take = e(emit_value(
-            &mut self.fb,
-            Prim::Eq,
-            &[Operand::Value(c), Operand::from(0i64)],
-        ))?;
-        let down = e(emit_value(
-            &mut self.fb,
-            Prim::Isub,
-            &[Operand::Value(c), Operand::from(1i64)],
-        ))?;
+        let sc = self.fb.insert_phi(head, Type::I64).map_err(&build)?;
+        let take = self.value(Prim::Eq, &[Operand::Value(c), Operand::from(0i64)])?;
+        let down = self.value(Prim::Isub, &[Operand::Value(c), Operand::from(1i64)])?;
         let restart = i64::try_from(ck.stretch.saturating_sub(1)).unwrap_or(i64::MAX);
-        let next = e(emit_value(
-            &mut self.fb,
-            Prim::Select,
-            &[take, Operand::from(restart), down],
-        ))?;
-        let thin = match sc {
-            Some(sc) => {
-                let up = e(emit_value(
-                    &mut self.fb,
-                    Prim::Iadd,
-                    &[Operand::Value(sc), Operand::from(1i64)],
-                ))?;
-                let sc_next = e(emit_value(
-                    &mut self.fb,
-                    Prim::Select,
-                    &[take, up, Operand::Value(sc)],
-                ))?;
-                Some((sc, sc_next))
-            }
-            None => None,
-        };
+        let next = self.value(Prim::Select, &[take, Operand::from(restart), down])?;
+        let up = self.value(Prim::Iadd, &[Operand::Value(sc), Operand::from(1i64)])?;
+        let sc_next = self.value(Prim::Select, &[take, up, Operand::Value(sc)])?;
+        let thin = Some((sc, sc_next));
         self.fb.gotoifnot(take, self.rest).map_err(&build)?;
         self.fb.switch_to_block(self.snap).map_err(&build)?;
-        match thin {
-            Some((sc, _)) => self.thin_snapshot(ck, st, sc)?,
-            None => self.push_snapshot(ck, (st, None))?,
-        }
+        self.thin_snapshot(ck, st, sc)?;
         self.fb.switch_to_block(self.rest).map_err(&build)?;
         Ok(Countdown { c, st, next, thin })
     }
@@ -418,7 +392,6 @@ impl PLoop<'_, '_, '_> {
         let cx = self.cx;
         let l = &cx.shape.loops.of(ck.k);
         let build = build_err(&cx.floc);
-        let e = |r: Result<Operand, String>| r.map_err(|m| err(&cx.floc, m));
         let push = self.fb.create_block();
         let drop_head = self.fb.create_block();
         let drop_body = self.fb.create_block();
@@ -426,54 +399,34 @@ impl PLoop<'_, '_, '_> {
         // The counter counts the stretches after the first `plain`, which
         // all keep their snapshots.
         let plain = i64::try_from(ck.plain).unwrap_or(i64::MAX);
-        let rel = e(emit_value(
-            &mut self.fb,
-            Prim::Isub,
-            &[Operand::Value(sc), Operand::from(plain)],
-        ))?;
-        let before = e(emit_value(
-            &mut self.fb,
-            Prim::Lt,
-            &[rel, Operand::from(0i64)],
-        ))?;
-        let parity = e(emit_value(
-            &mut self.fb,
-            Prim::Irem,
-            &[rel, Operand::from(2i64)],
-        ))?;
-        let zero = e(emit_value(
-            &mut self.fb,
-            Prim::Eq,
-            &[parity, Operand::from(0i64)],
-        ))?;
-        let even = e(emit_value(&mut self.fb, Prim::Or, &[before, zero]))?;
-        let half = e(emit_value(
-            &mut self.fb,
-            Prim::Idiv,
-            &[rel, Operand::from(2i64)],
-        ))?;
+        let rel = self.value(Prim::Isub, &[Operand::Value(sc), Operand::from(plain)])?;
+        let before = self.value(Prim::Lt, &[rel, Operand::from(0i64)])?;
+        let parity = self.value(Prim::Irem, &[rel, Operand::from(2i64)])?;
+        let zero = self.value(Prim::Eq, &[parity, Operand::from(0i64)])?;
+        let even = self.value(Prim::Or, &[before, zero])?;
+        let half = self.value(Prim::Idiv, &[rel, Operand::from(2i64)])?;
         let snap_end = self
             .fb
             .current_block()
             .ok_or_else(|| internal(&cx.floc, "no block"))?;
         self.fb.gotoifnot(even, drop_head).map_err(&build)?;
         self.fb.switch_to_block(push).map_err(&build)?;
-        self.push_snapshot(ck, (st, Some(Operand::Value(sc))))?;
+        self.push_snapshot(ck, (st, sc))?;
         self.fb.switch_to_block(drop_head).map_err(&build)?;
         let x = self.fb.insert_phi(drop_head, Type::I64).map_err(&build)?;
-        let bit = e(emit_value(
-            &mut self.fb,
-            Prim::Irem,
-            &[Operand::Value(x), Operand::from(2i64)],
-        ))?;
-        let one = e(emit_value(
-            &mut self.fb,
-            Prim::Eq,
-            &[bit, Operand::from(1i64)],
-        ))?;
+        let bit = self.value(Prim::Irem, &[Operand::Value(x), Operand::from(2i64)])?;
+        let one = self.value(Prim::Eq, &[bit, Operand::from(1i64)])?;
         self.fb.gotoifnot(one, self.rest).map_err(&build)?;
         self.fb.switch_to_block(drop_body).map_err(&build)?;
         // The snapshot on top, popped in the reverse order of its pushes.
+        for _ in ck.carried.iter().filter(|c| c.kept.is_some()) {
+            self.fb
+                .pop(Type::Array(irad_ir::Scalar::F64))
+                .map_err(&build)?;
+        }
+        for c in ck.carried.iter().rev() {
+            self.fb.pop(c.ty.clone()).map_err(&build)?;
+        }
         for leaf in ck.arrays.iter().rev() {
             self.fb.pop(leaf.ty.clone()).map_err(&build)?;
         }
@@ -482,11 +435,7 @@ impl PLoop<'_, '_, '_> {
         }
         self.fb.pop(Type::I64).map_err(&build)?;
         self.fb.pop(Type::Bool).map_err(&build)?;
-        let x2 = e(emit_value(
-            &mut self.fb,
-            Prim::Idiv,
-            &[Operand::Value(x), Operand::from(2i64)],
-        ))?;
+        let x2 = self.value(Prim::Idiv, &[Operand::Value(x), Operand::from(2i64)])?;
         self.fb.goto(drop_head).map_err(&build)?;
         self.fb.add_phi_entry(x, snap_end, half).map_err(&build)?;
         self.fb.add_phi_entry(x, drop_body, x2).map_err(&build)?;
@@ -494,22 +443,15 @@ impl PLoop<'_, '_, '_> {
     }
 
     /// Pushes the snapshot at the current position: the flag `st`, the
-    /// stretch's index `sc` (a thinned loop), the header phis' values, a
-    /// copy of each array the loop may write and of each it carries, the
-    /// kept arrays' shadows; then goes to `REST`.
-    pub(super) fn push_snapshot(
-        &mut self,
-        ck: &CkLoop,
-        (st, sc): (Value, Option<Operand>),
-    ) -> Result<(), ReverseError> {
+    /// stretch's index `sc`, the header phis' values, a copy of each array
+    /// the loop may write and of each it carries, the kept arrays' shadows;
+    /// then goes to `REST`.
+    fn push_snapshot(&mut self, ck: &CkLoop, (st, sc): (Value, Value)) -> Result<(), ReverseError> {
         let cx = self.cx;
         let l = &cx.shape.loops.of(ck.k);
         let build = build_err(&cx.floc);
-        let e = |r: Result<Operand, String>| r.map_err(|m| err(&cx.floc, m));
         self.push(Operand::Value(st))?;
-        if let Some(sc) = sc {
-            self.push(sc)?;
-        }
+        self.push(Operand::Value(sc))?;
         for (_, r) in header_phis(cx, l.header) {
             let v = map_op(&self.pmap, &Operand::Value(r), &cx.floc)?;
             self.push(v)?;
@@ -522,7 +464,7 @@ impl PLoop<'_, '_, '_> {
                 .copied()
                 .ok_or_else(|| internal(&cx.floc, "a carried array without its phi"))?;
             let a = map_op(&self.pmap, &Operand::Value(r), &cx.floc)?;
-            let copy = e(emit_value(&mut self.fb, Prim::Copy, &[a]))?;
+            let copy = self.value(Prim::Copy, &[a])?;
             self.push(copy)?;
         }
         for kept in ck.carried.iter().filter_map(|c| c.kept.as_ref()) {
@@ -540,18 +482,12 @@ impl PLoop<'_, '_, '_> {
     /// Pushes a copy of each array of `ck.arrays` (reached from the loop's
     /// inputs).
     fn push_arrays(&mut self, ck: &CkLoop) -> Result<(), ReverseError> {
-        let cx = self.cx;
-        let e = |r: Result<Operand, String>| r.map_err(|m| err(&cx.floc, m));
         for leaf in &ck.arrays {
             let mut a = self.input(ck, leaf.input);
             for &k in &leaf.path {
-                a = e(emit_value(
-                    &mut self.fb,
-                    Prim::Getfield,
-                    &[a, Operand::from(k)],
-                ))?;
+                a = self.value(Prim::Getfield, &[a, Operand::from(k)])?;
             }
-            let copy = e(emit_value(&mut self.fb, Prim::Copy, &[a]))?;
+            let copy = self.value(Prim::Copy, &[a])?;
             self.push(copy)?;
         }
         Ok(())
@@ -560,6 +496,11 @@ impl PLoop<'_, '_, '_> {
     /// Input `j` of loop `ck` where this loop is built.
     fn input(&self, ck: &CkLoop, j: usize) -> Operand {
         Operand::Value(ck.inputs[j])
+    }
+
+    /// The result of `prim` on `args` at the current position.
+    fn value(&mut self, prim: Prim, args: &[Operand]) -> Result<Operand, ReverseError> {
+        emit_value(&mut self.fb, prim, args).map_err(|m| err(&self.cx.floc, m))
     }
 
     /// `push(op)` at the current position.
@@ -835,8 +776,10 @@ fn rename_outside(
 /// `init`, leaving to `done` (which it leaves open) at the visit `target`
 /// of its header, with the header phis' values as they are there; `pmap`
 /// gives the function's operand of each primal value defined before the
-/// loop. Returns those values and the new blocks in layout order (`done`
-/// right after the header, which falls through to it).
+/// loop. The kept carried arrays' shadows start from their `entry` and
+/// take their latches' operands, which must be the function's. Returns
+/// those values and the kept shadows there, and the new blocks in layout
+/// order (`done` right after the header, which falls through to it).
 pub(in crate::reverse) fn advance(
     cx: &Derivation<'_>,
     module: &mut Module,
@@ -844,7 +787,7 @@ pub(in crate::reverse) fn advance(
     (pmap, order): (SecondaryMap<Value, Option<Operand>>, &[usize]),
     (entry, done): (Block, Block),
     (init, target): (Vec<Operand>, Operand),
-) -> Result<(Vec<Operand>, Vec<Block>), ReverseError> {
+) -> Result<Advanced, ReverseError> {
     let l = &cx.shape.loops.of(ck.k);
     let build = build_err(&cx.floc);
     let mut fb = FuncBuilder::new(module, func).map_err(&build)?;
@@ -875,6 +818,17 @@ pub(in crate::reverse) fn advance(
         .iter()
         .map(|&(_, r)| map_op(&p.pmap, &Operand::Value(r), &cx.floc))
         .collect::<Result<Vec<_>, _>>()?;
+    let kept = ck
+        .carried
+        .iter()
+        .filter_map(|c| c.kept.as_ref())
+        .map(|k| {
+            p.kshadow
+                .get(&k.phi)
+                .map(|&v| Operand::Value(v))
+                .ok_or_else(|| internal(&cx.floc, "a kept shadow without its phi"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let PLoop { mut fb, .. } = p;
     // The forward sweep's order keeps each fall-through inside the loop; a
     // fall-through out of it (to `done` here) goes through a `goto`.
@@ -897,5 +851,9 @@ pub(in crate::reverse) fn advance(
             blocks.insert(at, tramp);
         }
     }
-    Ok((values, blocks))
+    Ok(((values, kept), blocks))
 }
+
+/// What [`advance`] returns: the header phis' values and the kept
+/// shadows where it stops, and its blocks in layout order.
+type Advanced = ((Vec<Operand>, Vec<Operand>), Vec<Block>);

@@ -20,8 +20,10 @@
 //! start shadows for the pullback; the shadows of arrays kept as they are
 //! come with the snapshot (docs/reverse.md, "Arrays carried through the
 //! header"). A thinned loop's replay also takes the end of its segment,
-//! pops the stretch's index with the snapshot, splits a segment of several
-//! stretches (`thin.rs`) and pushes the index of the stretch it records.
+//! pops the stretch's index with the snapshot (and the flag, when it
+//! carries arrays with shadows), restores the carried arrays, splits a
+//! segment of several stretches (`thin.rs`) and pushes the flag (when
+//! taken off) and the index of the stretch it records.
 //!
 //! Assumes the forward sweep's loop blocks are still the recording ones
 //! (built before `primal.rs` rewrites them), with their pushes in place.
@@ -66,7 +68,7 @@ pub(in crate::reverse) fn build(
         .inputs
         .iter()
         .map(|&v| (None, fwd.values[v].ty.clone()))
-        .chain(ck.thinned.then_some((None, Type::I64)))
+        .chain(std::iter::once((None, Type::I64)))
         .collect();
     let shadows = ck.carried.iter().filter(|c| c.shadow.is_some()).count();
     let ret = match (shadows, ck.counted) {
@@ -234,10 +236,12 @@ impl Replay<'_, '_> {
             state.push(self.copy.pop(at, ty.clone()));
         }
         state.reverse();
-        let index = match self.ck.thinned {
-            true => Some(self.copy.pop(at, Type::I64)),
-            false => None,
-        };
+        let index = self.copy.pop(at, Type::I64);
+        // A loop carrying arrays with shadows takes the snapshot's flag off
+        // too: a split pushes it back with the first half's snapshot, and
+        // the part recorded has a stretch before it.
+        let shadows = self.ck.carried.iter().any(|c| c.shadow.is_some());
+        let flag = shadows.then(|| self.copy.pop(at, Type::Bool));
         for (leaf, saved) in self.ck.arrays.iter().zip(copies) {
             let param = self.copy.f.params[leaf.input];
             let mut dst = Operand::Value(param);
@@ -257,11 +261,12 @@ impl Replay<'_, '_> {
             }
             at = self.restore(at, dst, saved, &leaf.ty);
         }
-        if let Some(index) = index {
-            (at, state) = self.split(at, index, &types, &state)?;
-        }
-        let (starts, flag) = self.carried_starts(at, &state)?;
+        // The carried arrays get their contents back before a split, which
+        // pushes copies of them and advances from them.
         at = self.restore_carried(at, &state, &carried)?;
+        let part_flag;
+        (at, state, part_flag) = self.split(at, index, &types, &state, flag)?;
+        let (starts, flag) = self.carried_starts(at, &state, part_flag)?;
         for &x in &starts {
             self.copy.effect(at, Prim::Push, &[x]);
         }
@@ -278,39 +283,56 @@ impl Replay<'_, '_> {
     }
 
     /// The segment of a thinned loop, from the snapshot at the end of `at`
-    /// (its stretch's `index`, its header values `state` of types `types`)
-    /// to the stretch the replay's last parameter gives: the block `JOIN`
-    /// holds the start of the segment's last part (phis, entered from `at`
-    /// with the snapshot's), and goes on to the new block returned, which
-    /// pushes that part's index for the pullback, when the part is one
-    /// stretch; else to `SPLIT` (filled by `thin.rs`, which advances over
-    /// half the part and comes back). Returns that block and the phis of
-    /// the header values.
+    /// (its stretch's `index`, its header values `state` of types `types`,
+    /// its `flag` when the entry took it off, and the kept arrays' shadows
+    /// of `self.kept`) to the stretch the replay's last parameter gives: the
+    /// block `JOIN` holds the start of the segment's last part (phis,
+    /// entered from `at` with the snapshot's), and goes on to the new block
+    /// returned, which pushes that part's flag (when taken off) and index
+    /// for the pullback, when the part is one stretch; else to `SPLIT`
+    /// (filled by `thin.rs`, which advances over half the part and comes
+    /// back). Returns that block, the phis of the header values and of the
+    /// flag; `self.kept` gets the phis of the kept shadows.
     fn split(
         &mut self,
         at: Block,
         index: Operand,
         types: &[Type],
         state: &[Operand],
-    ) -> Result<(Block, Vec<Operand>), ReverseError> {
+        flag: Option<Operand>,
+    ) -> Result<(Block, Vec<Operand>, Option<Operand>), ReverseError> {
         let c = &mut self.copy;
         let join = c.new_block();
         let split = c.new_block();
         let rec = c.new_block();
         c.f.blocks[at].term = Some(Terminator::Goto(join));
         let (index_phi, start) = c.new_phi(join, Type::I64);
-        let mut phis = vec![index_phi];
+        let mut phis = vec![(index_phi, index)];
         let mut values = Vec::with_capacity(state.len());
-        for ty in types {
+        for (ty, &x) in types.iter().zip(state) {
             let (phi, v) = c.new_phi(join, ty.clone());
-            phis.push(phi);
+            phis.push((phi, x));
             values.push(v);
         }
-        for (&phi, &x) in phis.iter().zip(std::iter::once(&index).chain(state)) {
+        let flag_phi = flag.map(|x| {
+            let (phi, v) = c.new_phi(join, Type::Bool);
+            phis.push((phi, x));
+            v
+        });
+        let mut kept = Vec::with_capacity(self.kept.len());
+        for (_, s) in &mut self.kept {
+            let (phi, v) = c.new_phi(join, Type::Array(Scalar::F64));
+            phis.push((phi, *s));
+            *s = v;
+            kept.push(v);
+        }
+        for &(phi, x) in &phis {
             if let InstKind::Phi { entries } = &mut c.f.insts[phi].kind {
                 entries.push((at, x));
             }
         }
+        // `self.kept` is in pop order: the site's in push order.
+        kept.reverse();
         let end = Operand::Value(c.f.params[self.ck.inputs.len()]);
         let n = c.value(join, Prim::Isub, &[end, start], Type::I64);
         let one = c.value(join, Prim::Le, &[n, Operand::from(1i64)], Type::Bool);
@@ -327,10 +349,14 @@ impl Replay<'_, '_> {
             .map_or(0, |p| p + 1);
         c.layout.insert(pos, rec);
         c.f.blocks[split].term = Some(Terminator::Goto(rec));
+        if let Some(f) = flag_phi {
+            c.effect(rec, Prim::Push, &[f]);
+        }
         c.effect(rec, Prim::Push, &[start]);
+        let floc = &self.cx.floc;
         let as_value = |op: Operand| match op {
             Operand::Value(v) => Ok(v),
-            Operand::Const(_) => Err(internal(&self.cx.floc, "a phi without its result")),
+            Operand::Const(_) => Err(internal(floc, "a phi without its result")),
         };
         let site = super::thin::SplitSite {
             join,
@@ -341,26 +367,30 @@ impl Replay<'_, '_> {
                 .map(|&v| as_value(v))
                 .collect::<Result<_, _>>()?,
             length: as_value(n)?,
+            flag: flag_phi.map(as_value).transpose()?,
+            kept: kept.into_iter().map(as_value).collect::<Result<_, _>>()?,
         };
         self.site = Some(site);
-        Ok((rec, values))
+        Ok((rec, values, flag_phi))
     }
 
     /// The start shadow of each carried array with a shadow, chosen at the
-    /// end of `at` by the snapshot's flag (popped and pushed back): a fresh
-    /// zero array as long as the snapshot's array when a stretch came before
-    /// (the pullback copies its cotangent into the shadow the stretch before
-    /// ends with), else the shadow entering the loop. Returns them and the
-    /// flag.
+    /// end of `at` by the flag of the part recorded (`flag`, which the
+    /// entry took off and `split` pushed back): a fresh zero array as long
+    /// as the snapshot's array when a stretch came before (the pullback
+    /// copies its cotangent into the shadow the stretch before ends with),
+    /// else the shadow entering the loop. Returns them and the flag.
     fn carried_starts(
         &mut self,
         at: Block,
         state: &[Operand],
+        flag: Option<Operand>,
     ) -> Result<(Vec<Operand>, Operand), ReverseError> {
         if !self.ck.carried.iter().any(|c| c.shadow.is_some()) {
             return Ok((Vec::new(), Operand::from(false)));
         }
-        let flag = self.copy.pop(at, Type::Bool);
+        let flag =
+            flag.ok_or_else(|| internal(&self.cx.floc, "a carried shadow without its flag"))?;
         let mut starts = Vec::new();
         for c in &self.ck.carried {
             let Some((_, entry)) = c.shadow else { continue };
@@ -375,7 +405,6 @@ impl Replay<'_, '_> {
                     .value(at, Prim::Select, &[flag, fresh, entry], c.ty.clone()),
             );
         }
-        self.copy.effect(at, Prim::Push, &[flag]);
         Ok((starts, flag))
     }
 

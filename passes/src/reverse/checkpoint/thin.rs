@@ -19,9 +19,14 @@
 //! one starts, so the tape always holds at most `1 + log2 C` snapshots, and
 //! each iteration runs forward at most `2 + log2 C` times.
 //!
+//! A loop carrying arrays through its header phis pushes back, besides,
+//! copies of the carried arrays (restored by the replay before the split,
+//! then advanced) and the kept arrays' shadows, which the advance carries;
+//! when its carried arrays have shadows, its replay took the snapshot's
+//! flag off the tape, and the split pushes it back first.
+//!
 //! Assumes the replay function was built with its split site
-//! ([`SplitSite`], `replay.rs`) and that the loop leaves through one edge
-//! from its header and carries no array through its header phis.
+//! ([`SplitSite`], `replay.rs`).
 //! Guarantees: the snapshot pushed back is the one popped (the same values
 //! and copies of the same arrays, in the forward sweep's order); the advance
 //! runs the primal statements in the same order as the forward sweep, so
@@ -50,6 +55,13 @@ pub(in crate::reverse) struct SplitSite {
     pub state: Vec<Value>,
     /// The part's number of stretches.
     pub length: Value,
+    /// The phi of the part's flag (a stretch before it?), for a loop
+    /// carrying arrays with shadows, whose replay takes the flag off the
+    /// tape with the snapshot.
+    pub flag: Option<Value>,
+    /// The phis of the kept carried arrays' shadows at its start, in the
+    /// order of the loop's kept carried arrays.
+    pub kept: Vec<Value>,
 }
 
 /// Fills the split of thinned loop `ck`'s replay: pushes the snapshot of
@@ -103,7 +115,11 @@ pub(super) fn fill(
         &[Operand::Value(site.length), Operand::from(2i64)],
     ))?;
     // The snapshot of the first half, as the forward sweep pushed it (its
-    // flag is still on the tape, under it).
+    // flag is still on the tape, under it, unless the replay took it off).
+    if let Some(flag) = site.flag {
+        fb.prim(Prim::Push, &[Operand::Value(flag)])
+            .map_err(&build)?;
+    }
     fb.prim(Prim::Push, &[start]).map_err(&build)?;
     for &v in &site.state {
         fb.prim(Prim::Push, &[Operand::Value(v)]).map_err(&build)?;
@@ -116,6 +132,20 @@ pub(super) fn fill(
         let copy = e(emit_value(&mut fb, Prim::Copy, &[a]))?;
         fb.prim(Prim::Push, &[copy]).map_err(&build)?;
     }
+    // Copies of the carried arrays, restored before the first split and
+    // advanced since, then the kept ones' shadows.
+    for c in &ck.carried {
+        let a = site
+            .state
+            .get(c.phi)
+            .copied()
+            .ok_or_else(|| internal(&cx.floc, "a carried array without its phi"))?;
+        let copy = e(emit_value(&mut fb, Prim::Copy, &[Operand::Value(a)]))?;
+        fb.prim(Prim::Push, &[copy]).map_err(&build)?;
+    }
+    for &k in &site.kept {
+        fb.prim(Prim::Push, &[Operand::Value(k)]).map_err(&build)?;
+    }
     let stretch = i64::try_from(ck.stretch).unwrap_or(i64::MAX);
     let target = e(emit_value(
         &mut fb,
@@ -125,10 +155,11 @@ pub(super) fn fill(
     let done = fb.create_block();
     drop(fb);
     let init = site.state.iter().map(|&v| Operand::Value(v)).collect();
-    let (values, blocks) = primal::advance(
+    let advanced = advancing(cx, ck, site)?;
+    let ((values, kept), blocks) = primal::advance(
         cx,
         module,
-        (rid, ck),
+        (rid, &advanced),
         (pmap, &order),
         (site.split, done),
         (init, target),
@@ -136,12 +167,18 @@ pub(super) fn fill(
     let mut fb = FuncBuilder::new(module, rid).map_err(&build)?;
     fb.switch_to_block(done).map_err(&build)?;
     // The second half has a stretch before it.
-    fb.prim(Prim::Push, &[Operand::from(true)])
-        .map_err(&build)?;
+    match site.flag {
+        Some(flag) => fb.add_phi_entry(flag, done, Operand::from(true)),
+        None => fb.prim(Prim::Push, &[Operand::from(true)]).map(|_| ()),
+    }
+    .map_err(&build)?;
     let next = e(emit_value(&mut fb, Prim::Iadd, &[start, half]))?;
     fb.goto(site.join).map_err(&build)?;
     fb.add_phi_entry(site.start, done, next).map_err(&build)?;
     for (&phi, v) in site.state.iter().zip(values) {
+        fb.add_phi_entry(phi, done, v).map_err(&build)?;
+    }
+    for (&phi, v) in site.kept.iter().zip(kept) {
         fb.add_phi_entry(phi, done, v).map_err(&build)?;
     }
     drop(fb);
@@ -151,4 +188,35 @@ pub(super) fn fill(
     f.layout.retain(|b| !blocks.contains(b));
     f.layout.extend(blocks);
     Ok(())
+}
+
+/// Loop `ck` as the advance of its replay's split `site` sees it: each kept
+/// carried array's shadow enters from the part's start (`site.kept`) and,
+/// from a latch, is another kept array's shadow phi (which the advance
+/// carries) or a value of the replay (its copy of the forward sweep's).
+fn advancing(cx: &Derivation<'_>, ck: &CkLoop, site: &SplitSite) -> Result<CkLoop, ReverseError> {
+    let mut out = ck.clone();
+    let phis: Vec<Value> = ck
+        .carried
+        .iter()
+        .filter_map(|c| c.kept.as_ref().map(|k| k.phi))
+        .collect();
+    let in_replay = |v: Value| {
+        ck.replayed
+            .get(&v)
+            .map(|&r| Operand::Value(ck.replay_renamed.get(&r).copied().unwrap_or(r)))
+            .ok_or_else(|| internal(&cx.floc, "a kept shadow the replay lacks"))
+    };
+    let kept = out.carried.iter_mut().filter_map(|c| c.kept.as_mut());
+    for (k, &start) in kept.zip(&site.kept) {
+        k.entry = Operand::Value(start);
+        for (_, op) in &mut k.latches {
+            if let Operand::Value(v) = *op
+                && !phis.contains(&v)
+            {
+                *op = in_replay(v)?;
+            }
+        }
+    }
+    Ok(out)
 }

@@ -17,9 +17,9 @@
 //!   hand), and hands them to the replay of the stretch before.
 //!
 //! A thinned loop (docs/reverse.md, "Bounded snapshots") also hands each
-//! replay the end of its segment: the number of stretches its exit block
-//! pushed (popped where the reverse of the exit starts, before the flag) for
-//! the last stretch, and the index of the stretch just pulled back (which
+//! replay the end of its segment: the number of stretches the block its
+//! run left for pushed (popped where that block's reverse starts, before
+//! the flag) for the last stretch, and the index of the stretch just pulled back (which
 //! its replay pushed above the flag) for the stretch before.
 //!
 //! A loop carrying `[f64]` arrays made afresh in each iteration hands each
@@ -101,13 +101,11 @@ impl Pullback<'_, '_, '_> {
             self.starts[c.k].map(|(_, again)| Operand::Value(again))
         } else {
             let mut args = self.exit_inputs(&c, i, bloc)?;
-            if c.thinned {
-                // The last segment ends with the last stretch.
-                args.push(
-                    self.counts[c.k]
-                        .ok_or_else(|| internal(bloc, "a thinned loop's count was not popped"))?,
-                );
-            }
+            // The last segment ends with the last stretch.
+            args.push(
+                self.counts[c.k]
+                    .ok_or_else(|| internal(bloc, "a loop's count of stretches was not popped"))?,
+            );
             match self.flags[c.k] {
                 Some(flag) => Some(self.replay_if(&c, flag, &args, bloc)?),
                 None => Some(self.replay_last(&c, &args, i, bloc)?),
@@ -123,36 +121,21 @@ impl Pullback<'_, '_, '_> {
         Ok(())
     }
 
-    /// Where the reverse of block `i` starts, when `i` is the exit of a
-    /// checkpointed loop with a direct path or a thinned one: pops the
-    /// number of stretches (thinned) and the flag (direct path) the forward
-    /// sweep pushed last at its end (before the values saved there are
-    /// popped).
+    /// Where the reverse of block `i` starts, when an exit edge of a
+    /// checkpointed loop with a direct path or a thinned one leads to `i`:
+    /// pops the number of stretches (thinned) and the flag (direct path)
+    /// the forward sweep pushed last at its end (before the values saved
+    /// there are popped). The reverse edges out of `i` use them next.
     pub(super) fn pop_flag(&mut self, i: usize) -> Result<(), ReverseError> {
         let loops = &self.cx.shape.loops;
         let build = build_err(&self.cx.floc);
-        let exit_of = |c: &&CkLoop| c.k < loops.loops.len() && loops.of(c.k).exit == i;
-        let counted: Vec<usize> = self
-            .ck
-            .loops
-            .iter()
-            .filter(|c| c.count.is_some())
-            .filter(exit_of)
-            .map(|c| c.k)
-            .collect();
-        let flagged: Vec<usize> = self
-            .ck
-            .loops
-            .iter()
-            .filter(|c| c.flag.is_some())
-            .filter(exit_of)
-            .map(|c| c.k)
-            .collect();
-        if let [k] = counted[..] {
+        let counted = self.ck.exited_at(loops, i, |_| true);
+        let flagged = self.ck.exited_at(loops, i, |c| c.flag.is_some());
+        if let Some(k) = counted.map(|j| self.ck.loops[j].k) {
             let count = self.bk.pop(Type::I64).map_err(&build)?;
             self.counts[k] = Some(Operand::Value(count));
         }
-        if let [k] = flagged[..] {
+        if let Some(k) = flagged.map(|j| self.ck.loops[j].k) {
             let flag = self.bk.pop(Type::Bool).map_err(&build)?;
             self.flags[k] = Some(Operand::Value(flag));
         }
@@ -268,12 +251,10 @@ impl Pullback<'_, '_, '_> {
             ));
         }
         starts.reverse();
-        // A thinned loop's replay pushed the index of the stretch it
-        // recorded: the end of the segment before.
+        // The replay pushed the index of the stretch it recorded: the end
+        // of the segment before.
         let mut args = args;
-        if c.thinned {
-            args.push(Operand::Value(self.bk.pop(Type::I64).map_err(&build)?));
-        }
+        args.push(Operand::Value(self.bk.pop(Type::I64).map_err(&build)?));
         let more = self.bk.pop(Type::Bool).map_err(&build)?;
         let e = |r: Result<Operand, String>| r.map_err(|m| err(bloc, m));
         let index = e(emit_value(
