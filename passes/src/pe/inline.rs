@@ -79,7 +79,7 @@ pub fn inline_into(module: &mut Module, f: FuncId, limits: &Limits) -> bool {
             (from, sites.size),
             &recursive,
             limits,
-            &|_, _| true,
+            &|_| true,
         ) else {
             break;
         };
@@ -257,7 +257,7 @@ pub fn inline_for_codegen(
     // The caller's pushes and pops: its own, then those of each body
     // inlined into it.
     let tape = std::cell::Cell::new(tape_use(func));
-    let allow_here = |_: &Func, g: FuncId| {
+    let allow_here = |g: FuncId| {
         let (push, pop) = tape.get();
         let (g_push, g_pop) = tape_use(&module[g]);
         let mixes = pop && g_push || push && g_pop;
@@ -476,7 +476,7 @@ fn next_site(
     (from, size): (usize, usize),
     recursive: &EntitySet<FuncId>,
     limits: &Limits,
-    allow: &dyn Fn(&Func, FuncId) -> bool,
+    allow: &dyn Fn(FuncId) -> bool,
 ) -> Option<(usize, Block, usize, FuncId)> {
     for (at, &block) in func.layout.iter().enumerate().skip(from) {
         for (idx, &inst) in func.blocks[block].insts.iter().enumerate() {
@@ -493,7 +493,7 @@ fn next_site(
                 && !body.layout.is_empty()
                 && callee_size <= limits.inline_size
                 && size + callee_size <= limits.max_func_size
-                && allow(func, callee)
+                && allow(callee)
             {
                 return Some((at, block, idx, callee));
             }
