@@ -283,3 +283,62 @@ fn the_pops_free_the_arrays_the_tapes_held() {
         );
     }
 }
+
+/// A pop that pushes its array back as it is (the same word, counted once
+/// more) and a pop in a third function: the array lives until the last pop
+/// lets go of it, then is freed once. `@make` pushes a temporary it made,
+/// `@mid` pops it and pushes it back, `@use` pops and reads it; each is a
+/// function of its own (none pops what it pushes), so the count travels
+/// with the array from one to the next.
+#[test]
+fn an_array_pushed_back_by_its_pop_lives_until_the_last_pop() {
+    let src = Source::new(
+        "repush.ir",
+        "func @make(%x: f64) -> () {
+#1:
+  %t = call zeros(3) :: [f64]
+  call arrayset(%t, 1, %x)
+  call push(%t)
+  return ()
+}
+func @mid(%y: f64) -> () {
+#1:
+  %q = call pop() :: [f64]
+  %a = call arrayref(%q, 1) :: f64
+  %b = call mul(%a, %y) :: f64
+  call arrayset(%q, 2, %b)
+  call push(%q)
+  return ()
+}
+func @use() -> f64 {
+#1:
+  %r = call pop() :: [f64]
+  %a = call arrayref(%r, 1) :: f64
+  %b = call arrayref(%r, 2) :: f64
+  %c = call add(%a, %b) :: f64
+  return %c
+}
+func @f(%x: f64) -> f64 {
+#1:
+  invoke @make(%x)
+  invoke @mid(%x)
+  %v = invoke @use()
+  return %v
+}
+",
+    );
+    let module = irad::load(&src).expect("loads");
+    let f = module.by_name("f").expect("@f");
+    let args = [irad::ir::interp::Val::F64(1.5)];
+    let mut jit = irad::codegen::Jit::new(&module).expect("compiles");
+    jit.set_inlining(None);
+    let got = jit.run(f, &args, &RunOptions::default()).expect("runs");
+    let interp =
+        irad::ir::interp::run(&module, f, &args, &RunOptions::default()).expect("interprets");
+    assert!(got.same(&interp), "{got:?} against {interp:?}");
+    assert!(
+        got.same(&irad::ir::interp::Val::F64(1.5 + 1.5 * 1.5)),
+        "{got:?}"
+    );
+    assert_eq!(jit.arrays_freed(), 1);
+}
