@@ -119,3 +119,226 @@ fn the_jit_frees_each_site_the_analysis_allows() {
         assert_eq!(jit.arrays_freed(), frees, "arrays freed by @{name}");
     }
 }
+
+const TAPES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/free_arrays/tapes.irad");
+
+/// The programs of `tests/free_arrays/tapes.irad` with their arguments.
+const TAPE_CASES: &[(&str, &str)] = &[
+    ("temp", "0.3, 50"),
+    ("fresh", "[0.3, 0.7], 50"),
+    ("twice", "0.3, 20"),
+    ("called", "0.3, 20"),
+    ("chosen", "0.3, 21"),
+    ("nest", "0.3, 20, 37"),
+];
+
+/// Arrays pushed on tapes (restore records, shadows, checkpoint snapshots)
+/// are freed at their last pop: gradients, with and without tape limits
+/// (a 1-byte limit makes every iteration a stretch, replayed and split),
+/// run poisoned and print exactly what the interpreter prints.
+#[test]
+fn arrays_pushed_on_tapes_survive_until_their_last_pop() {
+    for (func, args) in TAPE_CASES {
+        for limit in [None, Some("1"), Some("64"), Some("4096")] {
+            let mut cmd: Vec<&str> = vec!["grad", TAPES, "-f", func, "--args", args];
+            if let Some(l) = limit {
+                cmd.extend(["--tape-limit", l]);
+            }
+            let jit = irad_poisoned(&cmd);
+            cmd.extend(["--backend", "interp"]);
+            let interp = irad_poisoned(&cmd);
+            assert_eq!(jit, interp, "@{func}({args}) under {limit:?}");
+        }
+    }
+}
+
+/// `@f.rev` of `name`, derived under `limit`, in a copy of `module`, and
+/// its arguments: `args`, a zero shadow per `[f64]` argument, the seed 1.
+fn reverse_call(
+    module: &irad::ir::Module,
+    src: &Source,
+    name: &str,
+    args: &str,
+    limit: Option<u64>,
+) -> (
+    irad::ir::Module,
+    irad::ir::FuncId,
+    Vec<irad::ir::interp::Val>,
+) {
+    use irad::ir::interp::{ArrayData, ArrayRef, Val};
+    let mut m = module.clone();
+    let f = irad::find_function(src, &m, name).expect("function");
+    let mut call = irad::parse_args(&Source::new("<args>", args), &m, f).expect("args");
+    let registry = irad::rules::Registry::new();
+    let mut rev = irad::passes::reverse::Reverse::new(&registry);
+    rev.set_tape_limit(limit);
+    let g = rev.rev(&mut m, f).expect("reverse mode");
+    let shadows: Vec<Val> = call
+        .iter()
+        .filter_map(|a| match a {
+            Val::Array(x) => match &*x.0.borrow() {
+                ArrayData::F64(v) => Some(Val::Array(ArrayRef::new(ArrayData::F64(vec![
+                    0.0;
+                    v.len()
+                ])))),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    call.extend(shadows);
+    call.push(Val::F64(1.0));
+    (m, g, call)
+}
+
+/// A deep copy of arguments (arrays are references, written in place).
+fn copies(vals: &[irad::ir::interp::Val]) -> Vec<irad::ir::interp::Val> {
+    use irad::ir::interp::{ArrayRef, Val};
+    vals.iter()
+        .map(|v| match v {
+            Val::Array(a) => Val::Array(ArrayRef::new(a.0.borrow().clone())),
+            other => other.clone(),
+        })
+        .collect()
+}
+
+/// The pops free what the tapes held: each `@f.rev` run in the JIT frees
+/// (`Jit::arrays_freed`) the arrays counted below, which before tapes'
+/// references were counted stayed until the run's end (a push was an
+/// escape, and no pop freed anything), and agrees with the interpreter.
+#[test]
+fn the_pops_free_the_arrays_the_tapes_held() {
+    let src = irad::read_source(std::path::Path::new(TAPES)).expect("readable");
+    let module = irad::load(&src).expect("loads");
+    // (program, tape limit, arrays freed before the run ends), with why.
+    let want: &[(&str, Option<u64>, u64)] = &[
+        // Each of the 50 iterations' `t` and its shadow, pushed by the
+        // forward sweep and freed at their pops in the pullback.
+        ("temp", None, 100),
+        // Under a limit every iteration is a stretch: its `t` is also made
+        // by the forward sweep's run without recording and by each split's
+        // advance, freed there as before (163 arrays), and by the replay
+        // that records the stretch, which pushes it and its shadow: those
+        // 100 are now freed at their pops.
+        ("temp", Some(1), 263),
+        // Each of the 20 iterations' `t` and its shadow, pushed by each
+        // of its 6 writes (restore records), freed at the last pop.
+        ("twice", None, 40),
+        // `t` and its shadow of each of the 20 iterations, pushed by
+        // `@bump`'s forward sweep, a function other than the one that
+        // made them.
+        ("called", None, 40),
+        // `keep` and its shadow, made before the loop and written in place
+        // in every iteration (each write pushes them). Not `a` and `b`:
+        // `c`, which may be either, is pushed, and only a site's own value
+        // pushed as it is is counted.
+        ("chosen", None, 2),
+        // `t` and its shadow of each of the 20 outer iterations, pushed by
+        // the inner loop.
+        ("nest", None, 40),
+        // The copy of `x` made before the loop, freed at its return (as
+        // before). The arrays made in the loop reach the next iteration
+        // through the header's phis, and the shadows are pushed through
+        // them: never freed.
+        ("fresh", None, 1),
+    ];
+    for &(name, limit, frees) in want {
+        let args = TAPE_CASES
+            .iter()
+            .find(|(f, _)| *f == name)
+            .map(|(_, a)| *a)
+            .expect("a case");
+        let (m, g, call) = reverse_call(&module, &src, name, args, limit);
+        let mut jit = irad::codegen::Jit::new(&m).expect("compiles");
+        let got = jit
+            .run(g, &copies(&call), &RunOptions::default())
+            .expect("runs");
+        let interp = irad::ir::interp::run(&m, g, &copies(&call), &RunOptions::default())
+            .expect("interprets");
+        assert!(got.same(&interp), "@{name}.rev under {limit:?}");
+        assert_eq!(
+            jit.arrays_freed(),
+            frees,
+            "arrays freed by @{name}.rev under {limit:?}"
+        );
+    }
+    // A checkpointed `@fresh` (stretches of one iteration) pushes a copy
+    // of the carried array with each snapshot; the pullback's last pop of
+    // each frees it, so at least one array per iteration is freed (none
+    // before).
+    for n in [50, 200] {
+        let args = format!("[0.3, 0.7], {n}");
+        let (m, g, call) = reverse_call(&module, &src, "fresh", &args, Some(1));
+        let mut jit = irad::codegen::Jit::new(&m).expect("compiles");
+        let got = jit
+            .run(g, &copies(&call), &RunOptions::default())
+            .expect("runs");
+        let interp = irad::ir::interp::run(&m, g, &copies(&call), &RunOptions::default())
+            .expect("interprets");
+        assert!(got.same(&interp), "@fresh.rev({n}) under a 1-byte limit");
+        assert!(
+            jit.arrays_freed() >= n,
+            "@fresh.rev({n}) under a 1-byte limit freed {}",
+            jit.arrays_freed()
+        );
+    }
+}
+
+/// A pop that pushes its array back as it is (the same word, counted once
+/// more) and a pop in a third function: the array lives until the last pop
+/// lets go of it, then is freed once. `@make` pushes a temporary it made,
+/// `@mid` pops it and pushes it back, `@use` pops and reads it; each is a
+/// function of its own (none pops what it pushes), so the count travels
+/// with the array from one to the next.
+#[test]
+fn an_array_pushed_back_by_its_pop_lives_until_the_last_pop() {
+    let src = Source::new(
+        "repush.ir",
+        "func @make(%x: f64) -> () {
+#1:
+  %t = call zeros(3) :: [f64]
+  call arrayset(%t, 1, %x)
+  call push(%t)
+  return ()
+}
+func @mid(%y: f64) -> () {
+#1:
+  %q = call pop() :: [f64]
+  %a = call arrayref(%q, 1) :: f64
+  %b = call mul(%a, %y) :: f64
+  call arrayset(%q, 2, %b)
+  call push(%q)
+  return ()
+}
+func @use() -> f64 {
+#1:
+  %r = call pop() :: [f64]
+  %a = call arrayref(%r, 1) :: f64
+  %b = call arrayref(%r, 2) :: f64
+  %c = call add(%a, %b) :: f64
+  return %c
+}
+func @f(%x: f64) -> f64 {
+#1:
+  invoke @make(%x)
+  invoke @mid(%x)
+  %v = invoke @use()
+  return %v
+}
+",
+    );
+    let module = irad::load(&src).expect("loads");
+    let f = module.by_name("f").expect("@f");
+    let args = [irad::ir::interp::Val::F64(1.5)];
+    let mut jit = irad::codegen::Jit::new(&module).expect("compiles");
+    jit.set_inlining(None);
+    let got = jit.run(f, &args, &RunOptions::default()).expect("runs");
+    let interp =
+        irad::ir::interp::run(&module, f, &args, &RunOptions::default()).expect("interprets");
+    assert!(got.same(&interp), "{got:?} against {interp:?}");
+    assert!(
+        got.same(&irad::ir::interp::Val::F64(1.5 + 1.5 * 1.5)),
+        "{got:?}"
+    );
+    assert_eq!(jit.arrays_freed(), 1);
+}

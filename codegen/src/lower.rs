@@ -533,6 +533,8 @@ impl<M: ClModule> Compiler<M> {
                 fl_tape: MemFlagsData::new().with_notrap(),
                 fl_array: TRUSTED,
                 freed: Vec::new(),
+                counted_pushes: rustc_hash::FxHashMap::default(),
+                popped_words: rustc_hash::FxHashMap::default(),
             };
             lower.alias_regions();
             let r = match f {
@@ -784,7 +786,12 @@ struct Lower<'a, 'b, M: ClModule> {
     /// The array-making statements whose arrays this function frees
     /// (`lower/release.rs`), each with the stack slot holding the array it
     /// made last (null before it runs).
-    freed: Vec<(Value, ir::StackSlot)>,
+    freed: Vec<(Value, ir::StackSlot, release::Letgo)>,
+    /// The pushes that count the tape's references to the arrays they push
+    /// (`release::counted_pushes`).
+    counted_pushes: rustc_hash::FxHashMap<irad_ir::Inst, release::Letgo>,
+    /// The word each `Drop` pop read from its tape, tag included.
+    popped_words: rustc_hash::FxHashMap<Value, ir::Value>,
 }
 
 const TRUSTED: MemFlagsData = MemFlagsData::trusted();
@@ -1202,8 +1209,24 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     if let Some(slot) = slot {
                         self.free_slot(slot)?;
                     }
-                    let out = self.prim(*prim, args, &vals, &tys, ret, &mut || site_loc())?;
-                    if let (Some(slot), Some(&p)) = (slot, out.first()) {
+                    if let Some(&letgo) = self.counted_pushes.get(&inst) {
+                        self.count_push(func, args, letgo, &mut vals)?;
+                    }
+                    let mut out = self.prim(*prim, args, &vals, &tys, ret, &mut || site_loc())?;
+                    let mut kept = out.first().copied();
+                    if *prim == Prim::Pop
+                        && matches!(ret, Type::Array(_))
+                        && let Some(w) = out.first_mut()
+                    {
+                        // A pushed array's word may be tagged (`count_push`).
+                        let word = *w;
+                        *w = self.b.ins().band_imm_s(word, !1i64);
+                        if let (Some(r), Some((_, release::Letgo::Drop))) = (idata.result, slot) {
+                            self.popped_words.insert(r, word);
+                            kept = Some(word);
+                        }
+                    }
+                    if let (Some((slot, _)), Some(p)) = (slot, kept) {
                         self.b.ins().stack_store(types::I64, p, slot, 0);
                     }
                     out
@@ -1280,7 +1303,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
             }
             Some(Terminator::Return(op)) => {
                 for k in 0..self.freed.len() {
-                    self.free_slot(self.freed[k].1)?;
+                    let (_, slot, letgo) = self.freed[k];
+                    self.free_slot((slot, letgo))?;
                 }
                 let mut rets = vec![self.b.ins().iconst(types::I8, 0)];
                 rets.extend(self.operand(op)?);
@@ -1438,10 +1462,14 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// no frame (as in the interpreter); the error has no site of its own,
     /// and the caller's failure path puts its call site in its place.
     /// Makes a stack slot, null at entry, for each array-making statement
-    /// of `func` whose arrays the function frees (`lower/release.rs`).
+    /// or array `pop` of `func` whose arrays the function lets go of itself
+    /// (`lower/release.rs`).
     fn freed_slots(&mut self, func: &Func) {
         self.freed.clear();
-        for v in release::freed_sites(func, self.module, &mut self.c.summaries) {
+        let sites = release::freed_sites(func, self.module, &mut self.c.summaries);
+        self.counted_pushes = release::counted_pushes(func, &sites);
+        self.popped_words.clear();
+        for (v, letgo) in sites {
             let slot = self.b.create_sized_stack_slot(ir::StackSlotData::new(
                 ir::StackSlotKind::ExplicitSlot,
                 8,
@@ -1449,20 +1477,84 @@ impl<M: ClModule> Lower<'_, '_, M> {
             ));
             let null = self.b.ins().iconst(types::I64, 0);
             self.b.ins().stack_store(types::I64, null, slot, 0);
-            self.freed.push((v, slot));
+            self.freed.push((v, slot, letgo));
         }
     }
 
-    /// The stack slot of array-making statement `v`, if it frees its arrays.
-    fn freed_slot(&self, v: Value) -> Option<ir::StackSlot> {
-        self.freed.iter().find(|(w, _)| *w == v).map(|&(_, s)| s)
+    /// The stack slot of array-making statement or pop `v`, if the
+    /// function lets go of its arrays, and how.
+    fn freed_slot(&self, v: Value) -> Option<(ir::StackSlot, release::Letgo)> {
+        self.freed
+            .iter()
+            .find(|(w, _, _)| *w == v)
+            .map(|&(_, s, l)| (s, l))
     }
 
-    /// Frees the array in `slot` (nothing when null): `irad_rt_free`.
-    fn free_slot(&mut self, slot: ir::StackSlot) -> Result<(), CodegenError> {
+    /// Lets go of the array in `slot` (nothing when null): `irad_rt_free`,
+    /// `irad_rt_release` or `irad_rt_drop_popped`.
+    fn free_slot(
+        &mut self,
+        (slot, letgo): (ir::StackSlot, release::Letgo),
+    ) -> Result<(), CodegenError> {
         let p = self.b.ins().stack_load(types::I64, types::I64, slot, 0);
         let ctx = self.ctx();
-        self.call_rt(RtSym::Free, &[types::I64; 2], &[], &[ctx, p])?;
+        let sym = match letgo {
+            release::Letgo::Free => RtSym::Free,
+            release::Letgo::Release => RtSym::Release,
+            release::Letgo::Drop => {
+                // Only a tagged word holds a counted reference: the test is
+                // inline, so that pops of arrays pushed uncounted (the
+                // arguments' shadows) cost no call.
+                let tagged = self.b.ins().band_imm_s(p, 1);
+                let drop = self.b.create_block();
+                let cont = self.b.create_block();
+                self.b.ins().brif(tagged, drop, &[], cont, &[]);
+                self.b.switch_to_block(drop);
+                self.call_rt(RtSym::DropPopped, &[types::I64; 2], &[], &[ctx, p])?;
+                self.b.ins().jump(cont, &[]);
+                self.b.switch_to_block(cont);
+                return Ok(());
+            }
+        };
+        self.call_rt(sym, &[types::I64; 2], &[], &[ctx, p])?;
+        Ok(())
+    }
+
+    /// A push of a site's own array (`release::counted_pushes`): pushes
+    /// the tagged word instead of the address (the address with its low
+    /// bit set, for the array a `Release` site made; the word popped, for
+    /// a `Drop` site's array, tagged or not) and counts the tape's
+    /// reference (`irad_rt_hold`; docs/codegen.md, "Freeing arrays").
+    fn count_push(
+        &mut self,
+        func: &Func,
+        args: &[Operand],
+        letgo: release::Letgo,
+        vals: &mut [Leaves],
+    ) -> Result<(), CodegenError> {
+        let (Some(Operand::Value(v)), Some(leaves)) = (args.first(), vals.first_mut()) else {
+            return Err(CodegenError::at(func, None, "a push without an operand"));
+        };
+        let Some(&p) = leaves.first() else {
+            return Err(CodegenError::at(
+                func,
+                None,
+                "a pushed array without leaves",
+            ));
+        };
+        let word = match letgo {
+            release::Letgo::Release => self.b.ins().bor_imm_s(p, 1),
+            release::Letgo::Drop => match self.popped_words.get(v) {
+                Some(&w) => w,
+                None => return Err(CodegenError::internal("a popped word not recorded".into())),
+            },
+            release::Letgo::Free => {
+                return Err(CodegenError::internal("a push of a freed site".into()));
+            }
+        };
+        leaves[0] = word;
+        let ctx = self.ctx();
+        self.call_rt(RtSym::Hold, &[types::I64; 2], &[], &[ctx, word])?;
         Ok(())
     }
 

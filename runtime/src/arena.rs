@@ -21,6 +21,18 @@
 //! in release builds; the environment variable [`POISON_ENV`] set to `1`
 //! or `0` when the first runtime is made turns it on or off.
 //!
+//! Tape references (docs/codegen.md, "Freeing arrays"). The header's
+//! second word counts the references that tapes and pops hold to the array
+//! (its low 63 bits) and says whether the function that made it has given
+//! it up (its top bit); it is zero when the array is made. Compiled code
+//! pushes an array it counts as its address with the low bit set (elements
+//! are 16-byte aligned, so an address never has it), a *tagged* word,
+//! calling [`irad_rt_hold`]; a pop that lets go of what it popped passes
+//! the popped word to [`irad_rt_drop_popped`], which counts one down; the
+//! maker calls [`irad_rt_release`]. Whichever comes last frees the array.
+//! Untagged words (arrays pushed uncounted, or not this arena's at all)
+//! are never looked at.
+//!
 //! Guarantees: [`Arena::alloc`] returns zeroed, 16-aligned memory for the
 //! elements asked for (at least one byte, so never null on success);
 //! [`Arena::free`] of an address it returned frees that block once, and of
@@ -32,8 +44,21 @@ use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::collections::VecDeque;
 use std::sync::OnceLock;
 
-/// Bytes before the first element of every array: its index in the list.
+/// Bytes before the first element of every array: its index in the list,
+/// then its references (module header).
 pub const HEADER: usize = 16;
+
+/// The bit of the references word saying the maker gave the array up.
+const RELEASED: u64 = 1 << 63;
+
+/// The references word of the array whose first element is at `p`.
+///
+/// # Safety
+/// `p` is a live array of an arena.
+unsafe fn refs<'a>(p: usize) -> &'a mut u64 {
+    // SAFETY: the header's second word, 8 bytes before the elements.
+    unsafe { &mut *((p - 8) as *mut u64) }
+}
 
 /// The environment variable that turns poisoning of freed arrays on (`1`)
 /// or off (`0`).
@@ -147,6 +172,62 @@ impl Arena {
         }
     }
 
+    /// Counts one more reference to the array of a tagged word `w` (module
+    /// header); an untagged word: nothing.
+    ///
+    /// # Safety
+    /// A tagged `w` is the address of an array of this arena, not freed,
+    /// with the low bit set.
+    pub unsafe fn hold(&mut self, w: usize) {
+        if w & 1 == 1 {
+            // SAFETY: a live array of this arena (contract): its header.
+            unsafe { *refs(w & !1) += 1 };
+        }
+    }
+
+    /// The maker of the array at `p` gives it up: frees it when no
+    /// reference is counted, else marks it to be freed when the last is
+    /// dropped (null: nothing).
+    ///
+    /// # Safety
+    /// As [`Arena::free`], except that tapes and pops may still hold `p`,
+    /// each reference counted by [`Arena::hold`].
+    pub unsafe fn release(&mut self, p: *mut u8) {
+        if p.is_null() {
+            return;
+        }
+        // SAFETY: a live array of this arena (contract): its header.
+        let r = unsafe { refs(p as usize) };
+        if *r & !RELEASED == 0 {
+            // SAFETY: nothing else holds `p` (contract).
+            unsafe { self.free(p) };
+        } else {
+            *r |= RELEASED;
+        }
+    }
+
+    /// Drops the reference of a tagged word `w`, popped and now unused by
+    /// the function that popped it; frees the array when that was the
+    /// last and its maker gave it up. Untagged words: nothing.
+    ///
+    /// # Safety
+    /// A tagged `w` was pushed with a reference [`Arena::hold`] counted,
+    /// popped once for this drop, and nothing uses the array through it
+    /// again.
+    pub unsafe fn drop_popped(&mut self, w: usize) {
+        if w & 1 == 0 {
+            return;
+        }
+        let p = w & !1;
+        // SAFETY: the counted reference keeps the array alive (contract).
+        let r = unsafe { refs(p) };
+        *r -= 1;
+        if *r == RELEASED {
+            // SAFETY: its maker gave it up and no reference is counted.
+            unsafe { self.free(p as *mut u8) };
+        }
+    }
+
     /// Frees every array. Any (pointer, length) pair still held anywhere
     /// dangles afterwards.
     pub fn release_all(&mut self) {
@@ -197,6 +278,48 @@ pub unsafe extern "C" fn irad_rt_free(ctx: *mut Ctx, p: *mut u8) {
     let rt = unsafe { &mut *(*ctx).rt };
     // SAFETY: `p` is this arena's (contract).
     unsafe { rt.arena.free(p) };
+}
+
+/// `hold(w)` for compiled code: a counted push of a tagged word
+/// ([`Arena::hold`]).
+///
+/// # Safety
+/// `ctx` is a valid context whose `rt` points at a live runtime; `w` as
+/// [`Arena::hold`] asks.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn irad_rt_hold(ctx: *mut Ctx, w: usize) {
+    // SAFETY: the caller passes a valid context with a live runtime.
+    let rt = unsafe { &mut *(*ctx).rt };
+    // SAFETY: as the contract says.
+    unsafe { rt.arena.hold(w) };
+}
+
+/// `release(p)` for compiled code: the statement that made the array at
+/// `p` gives it up ([`Arena::release`]).
+///
+/// # Safety
+/// `ctx` is a valid context whose `rt` points at a live runtime; `p` as
+/// [`Arena::release`] asks.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn irad_rt_release(ctx: *mut Ctx, p: *mut u8) {
+    // SAFETY: the caller passes a valid context with a live runtime.
+    let rt = unsafe { &mut *(*ctx).rt };
+    // SAFETY: `p` is this arena's (contract).
+    unsafe { rt.arena.release(p) };
+}
+
+/// `drop(w)` for compiled code: the word of a popped array the popping
+/// function no longer uses ([`Arena::drop_popped`]).
+///
+/// # Safety
+/// `ctx` is a valid context whose `rt` points at a live runtime; `p` as
+/// [`Arena::drop_popped`] asks.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn irad_rt_drop_popped(ctx: *mut Ctx, w: usize) {
+    // SAFETY: the caller passes a valid context with a live runtime.
+    let rt = unsafe { &mut *(*ctx).rt };
+    // SAFETY: as the contract says.
+    unsafe { rt.arena.drop_popped(w) };
 }
 
 #[cfg(target_os = "linux")]
@@ -310,6 +433,36 @@ mod tests {
         assert_eq!(a.live(), 1);
         a.release_all();
         assert_eq!(a.live(), 0);
+    }
+
+    #[test]
+    fn an_array_on_tapes_is_freed_by_whichever_lets_go_last() {
+        let mut a = Arena::default();
+        let (p, q) = (a.alloc(2, 8).expect("alloc"), a.alloc(2, 8).expect("alloc"));
+        let (wp, wq) = (p as usize | 1, q as usize | 1);
+        // SAFETY: tagged words of live arrays; each drop follows a counted
+        // push; nothing uses an array after its free.
+        unsafe {
+            // `p`: pushed twice, given up by its maker, then popped twice.
+            a.hold(wp);
+            a.hold(wp);
+            a.release(p);
+            assert_eq!(a.frees(), 0);
+            a.drop_popped(wp);
+            assert_eq!(a.frees(), 0);
+            // Untagged words are never counted.
+            a.hold(p as usize);
+            a.drop_popped(p as usize);
+            assert_eq!(a.frees(), 0);
+            a.drop_popped(wp);
+            assert_eq!((a.frees(), a.live()), (1, 1));
+            // `q`: pushed and popped before its maker gives it up.
+            a.hold(wq);
+            a.drop_popped(wq);
+            assert_eq!(a.frees(), 1);
+            a.release(q);
+        }
+        assert_eq!((a.frees(), a.live()), (2, 0));
     }
 
     #[test]

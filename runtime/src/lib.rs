@@ -47,7 +47,10 @@ mod bulk_ffi;
 mod capi;
 mod sparse_ffi;
 mod symbols;
-pub use arena::{Arena, HEADER, POISON_ENV, irad_rt_free, poison_freed};
+pub use arena::{
+    Arena, HEADER, POISON_ENV, irad_rt_drop_popped, irad_rt_free, irad_rt_hold, irad_rt_release,
+    poison_freed,
+};
 pub use bulk_ffi::{
     irad_rt_bulk_axpy, irad_rt_bulk_copyto, irad_rt_bulk_dot, irad_rt_bulk_fill, irad_rt_bulk_gemm,
     irad_rt_bulk_matmul, irad_rt_bulk_matvec, irad_rt_bulk_scale, irad_rt_bulk_sum,

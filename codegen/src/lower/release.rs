@@ -1,16 +1,20 @@
 //! Which arrays a compiled function frees itself (docs/codegen.md, "Freeing
 //! arrays"): the allocations whose every reference provably dies inside the
-//! function, so that a loop allocating a temporary per iteration runs in
-//! bounded memory, as in the interpreter (issue 27, finding 6).
+//! function, or dies inside it except for the references tapes hold, which
+//! the run counts; so that a loop allocating a temporary per iteration runs
+//! in bounded memory, as in the interpreter (issue 27, finding 6), also when
+//! reverse mode records it (issue 24).
 //!
 //! A *site* is a statement that makes a new array of the run's arena:
-//! `alloc`, `zeros`, `copy` or `sdense`. Its value `a` *reaches* a value `v`
-//! when `v` is `a`, or is made from a value `a` reaches by `tuple`, `dual`,
-//! `getfield`, `primal`, `tangent` or `select` (results that can hold an
-//! array only), or by a phi in a block that the site's block strictly
-//! dominates. A site is *freed* when no value it reaches is
+//! `alloc`, `zeros`, `copy` or `sdense`; or a `pop` of an array (of type
+//! `[T]`), which takes a reference from its tape. Its value `a` *reaches* a
+//! value `v` when `v` is `a`, or is made from a value `a` reaches by
+//! `tuple`, `dual`, `getfield`, `primal`, `tangent` or `select` (results
+//! that can hold an array only), or by a phi in a block that the site's
+//! block strictly dominates. A site is *let go of* when no value it reaches
+//! is
 //! - returned,
-//! - pushed on a tape (its pop would read a freed array),
+//! - pushed on a tape, except `a` itself as it is (below),
 //! - passed to a call through a function value (the callee, unknown, may
 //!   keep it), or to a parameter of an `invoke`d function that may keep it
 //!   (see below), or
@@ -29,11 +33,23 @@
 //! does not keep a parameter holds no reference to it once it returns, and
 //! its result holds none either (that would be returning it).
 //!
-//! What the lowering does with a freed site (`Lower::block`): the function
-//! keeps, in a stack slot per site, the array the site made last (null at
-//! entry); the site frees that array just before it makes the next one,
-//! and a normal return frees every slot's array. An error return frees
-//! nothing: the run's end frees the arena.
+//! How ([`Letgo`]). A site that makes arrays and never pushes `a` is
+//! *freed*; one that pushes `a` is *released*; a pop is *dropped*. The
+//! lowering (`Lower::block`) keeps, in a stack slot per site, the array
+//! the site made or popped last (null at entry); the site lets go of that
+//! array just before it runs again, and a normal return lets go of every
+//! slot's array. An error return lets go of nothing: the run's end frees
+//! the arena. Letting go is `irad_rt_free` for a freed site. For the
+//! others the run counts references (runtime/src/arena.rs): a push of a
+//! released site's `a` stores a *tagged* word (the address with its low
+//! bit set; elements are 16-byte aligned) and counts one reference in the
+//! array's header; a pop of an array clears the bit; a dropped pop keeps
+//! the word it read in its slot, and a push of its `a` as it is pushes
+//! that word again, counting one more reference when it is tagged;
+//! letting go of a tagged word counts one down (an untagged one: nothing,
+//! tested inline), and a released site's letting go marks the array given
+//! up. The array is freed when it is given up and no reference is counted,
+//! by whichever comes last.
 //!
 //! Soundness. Arrays are references, so the question is whether any value
 //! that may still be used refers to the array freed. Let `D` be the site's
@@ -49,16 +65,33 @@
 //! reached hold no reference to it: the rules above list every way a
 //! reference is copied within a function (arrays hold only scalars), and
 //! the excluded uses are every way one leaves it (returns, tapes, calls).
-//! A return ends every use. So freeing the previous array at `D`, and
-//! every slot at a return, frees only arrays nothing can use again.
+//! A return ends every use. So when a site lets go, no value of its
+//! function will use that array again.
+//!
+//! What is left are the tapes. An array a freed site made was never on
+//! one. One a released site made leaves its function only by pushes of
+//! `a` itself, each a tagged word counting one reference; a tape entry
+//! that holds it is such a word, or a copy of one pushed again by a
+//! dropped pop (counted again), since every other push of an array that
+//! may be it (one a value reaches, a parameter, a pop's value not pushed
+//! as it is) makes its site, the pop or the caller's site, not let go.
+//! A pop hands its entry's reference to its value: a dropped pop counts
+//! it down only once nothing can use the value (the argument above); any
+//! other pop never counts it down, so the array then stays (a leak, never
+//! a use after free). Hence while any tape entry or popped value may still
+//! refer to the array, its count is above zero, and while its maker may
+//! still use it, it is not given up: the free comes after the last use.
+//! Untagged words are never counted nor looked at, so arrays from outside
+//! the arena (an object's caller's) are safe to pop and drop.
 //!
 //! The same holds in every function compiled: primal, forward rules
 //! (whose duals of arrays are tuples of arrays, `dual`/`primal`/`tangent`
-//! above), reverse mode's sweep and pullback (arrays and shadows on tapes
-//! stay: a push is an escape) and the functions the JIT derives at run
-//! time. Arguments, popped arrays and call results are never freed here.
-//! Assumes a verified function (SSA dominance); statements in unreachable
-//! blocks never run and are ignored.
+//! above), reverse mode's sweep and pullback, checkpoints' replays, and the
+//! functions the JIT derives at run time: the count lives with the array,
+//! not with the function that pushed it, so a pop in another function
+//! (the pullback, a replay) lets go of it just as well. Arguments and call
+//! results are never freed here. Assumes a verified function (SSA
+//! dominance); statements in unreachable blocks never run and are ignored.
 
 use irad_ir::flow::{ControlFlowGraph, DominatorTree};
 use irad_ir::types::Type;
@@ -85,6 +118,19 @@ const SUMMARY_ROUNDS: usize = 64;
 #[derive(Default)]
 pub(super) struct Summaries {
     kept: HashMap<FuncId, Vec<bool>>,
+}
+
+/// How a function lets go of the arrays of one of its sites.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(super) enum Letgo {
+    /// A site no tape ever holds an array of: `irad_rt_free`.
+    Free,
+    /// A site whose arrays may be pushed: `irad_rt_release` frees one now
+    /// if no tape holds it, else at the drop of its last pop.
+    Release,
+    /// A `pop` of an array: `irad_rt_drop_popped` gives up the reference
+    /// the pop took from the tape.
+    Drop,
 }
 
 impl Summaries {
@@ -148,11 +194,15 @@ impl Summaries {
     }
 }
 
-/// The sites of `func` that the function frees itself (module header), in
-/// statement order of the layout; `summaries` says which parameters of its
-/// callees they may be passed to (computed here for callees not yet
-/// summarised).
-pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summaries) -> Vec<Value> {
+/// The sites of `func` that the function lets go of itself (module
+/// header), in statement order of the layout, each with how; `summaries`
+/// says which parameters of its callees they may be passed to (computed
+/// here for callees not yet summarised).
+pub(super) fn freed_sites(
+    func: &Func,
+    module: &Module,
+    summaries: &mut Summaries,
+) -> Vec<(Value, Letgo)> {
     let sites: Vec<(Value, Block)> = func
         .layout
         .iter()
@@ -165,6 +215,12 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
                 },
                 Some(r),
             ) => Some((r, b)),
+            (
+                InstKind::Prim {
+                    prim: Prim::Pop, ..
+                },
+                Some(r),
+            ) if matches!(func.values.get(r).map(|d| &d.ty), Some(Type::Array(_))) => Some((r, b)),
             _ => None,
         })
         .collect();
@@ -185,9 +241,50 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
     sites
         .into_iter()
         .filter(|&(_, b)| dom.is_reachable(b))
-        .filter(|&(a, b)| walk.stays_inside(a, Some((b, &dom))))
-        .map(|(a, _)| a)
+        .filter_map(|(a, b)| {
+            let pushed = walk.stays_inside(a, Some((b, &dom)))?;
+            let popped = matches!(
+                func.def_kind(a),
+                Some(InstKind::Prim {
+                    prim: Prim::Pop,
+                    ..
+                })
+            );
+            Some(match (popped, pushed) {
+                (true, _) => (a, Letgo::Drop),
+                (false, true) => (a, Letgo::Release),
+                (false, false) => (a, Letgo::Free),
+            })
+        })
         .collect()
+}
+
+/// The `push` statements of `func` whose operand is a site's value itself,
+/// a site that makes arrays it may push ([`Letgo::Release`]) or a pop of
+/// an array ([`Letgo::Drop`]), with that site's letgo: such a push stores
+/// a tagged word and counts the tape's reference (module header).
+pub(super) fn counted_pushes(func: &Func, sites: &[(Value, Letgo)]) -> HashMap<Inst, Letgo> {
+    let counted: HashMap<Value, Letgo> = sites
+        .iter()
+        .filter(|(_, l)| *l != Letgo::Free)
+        .copied()
+        .collect();
+    let mut out = HashMap::default();
+    if counted.is_empty() {
+        return out;
+    }
+    for (i, data) in func.insts.iter() {
+        if let InstKind::Prim {
+            prim: Prim::Push,
+            args,
+        } = &data.kind
+            && let Some(Operand::Value(v)) = args.first()
+            && let Some(&letgo) = counted.get(v)
+        {
+            out.insert(i, letgo);
+        }
+    }
+    out
 }
 
 /// Whether a type can hold a reference to an array.
@@ -223,7 +320,8 @@ fn kept_params(func: &Func, summaries: &Summaries) -> Vec<bool> {
     func.params
         .iter()
         .map(|&p| {
-            func.values.get(p).is_some_and(|d| holds_array(&d.ty)) && !walk.stays_inside(p, None)
+            func.values.get(p).is_some_and(|d| holds_array(&d.ty))
+                && walk.stays_inside(p, None).is_none()
         })
         .collect()
 }
@@ -294,33 +392,42 @@ struct Walk<'a> {
 
 impl Walk<'_> {
     /// Whether every value `a` reaches stays inside the function (module
-    /// header). For a site, `site` is its block and the dominator tree:
-    /// phis count only in blocks it strictly dominates. For a parameter
-    /// (`None`) every phi counts: it is never freed, only kept or not.
-    fn stays_inside(&mut self, a: Value, site: Option<(Block, &DominatorTree)>) -> bool {
+    /// header), and if so whether `a` itself is pushed: `None` when one
+    /// may leave it, else `Some(pushed)`. For a
+    /// site, `site` is its block and the dominator tree: phis count only in
+    /// blocks it strictly dominates. For a parameter (`None`) every phi
+    /// counts: it is never freed, only kept or not.
+    fn stays_inside(&mut self, a: Value, site: Option<(Block, &DominatorTree)>) -> Option<bool> {
         let func = self.func;
         let mut seen: HashSet<Value> = HashSet::default();
         let mut work = vec![a];
+        let mut pushed = false;
         seen.insert(a);
         while let Some(v) = work.pop() {
             for &u in self.uses.by_value.get(&v).map_or(&[][..], Vec::as_slice) {
                 if self.budget == 0 {
-                    return false;
+                    return None;
                 }
                 self.budget -= 1;
                 let (inst, block) = match u {
                     // Returned (a condition or index cannot hold an array).
-                    Use::Term => return false,
+                    Use::Term => return None,
                     Use::Inst(i, b) => (i, b),
                 };
-                let Some(data) = func.insts.get(inst) else {
-                    return false;
-                };
+                let data = func.insts.get(inst)?;
                 let propagates = match &data.kind {
                     InstKind::Prim { prim, .. } => match prim_use(*prim) {
                         PrimUse::Keeps => false,
+                        // A site's own value pushed as it is: the tape's
+                        // reference is counted (a tagged word). Anything
+                        // else pushed is an escape.
+                        PrimUse::Pushes if v == a && site.is_some() => {
+                            pushed = true;
+                            false
+                        }
+                        PrimUse::Pushes => return None,
                         PrimUse::Propagates => true,
-                        PrimUse::Escapes => return false,
+                        PrimUse::Escapes => return None,
                     },
                     InstKind::Phi { .. } => {
                         // A phi in a block the site does not strictly
@@ -329,7 +436,7 @@ impl Walk<'_> {
                         if let Some((site_block, dom)) = site
                             && (block == site_block || !dom.dominates(site_block, block))
                         {
-                            return false;
+                            return None;
                         }
                         true
                     }
@@ -341,11 +448,11 @@ impl Walk<'_> {
                             *op == Operand::Value(v) && self.summaries.keeps(*callee, k)
                         });
                         if kept {
-                            return false;
+                            return None;
                         }
                         false
                     }
-                    InstKind::CallValue { .. } => return false,
+                    InstKind::CallValue { .. } => return None,
                 };
                 if propagates
                     && let Some(r) = data.result
@@ -356,7 +463,7 @@ impl Walk<'_> {
                 }
             }
         }
-        true
+        Some(pushed)
     }
 }
 
@@ -364,6 +471,8 @@ impl Walk<'_> {
 enum PrimUse {
     /// Reads or writes its elements, keeps no reference.
     Keeps,
+    /// `push`: the tape holds a reference, counted at run time.
+    Pushes,
     /// Its result may be (or hold) the array.
     Propagates,
     /// Anything else: treated as keeping the array beyond the function.
@@ -375,6 +484,7 @@ fn prim_use(p: Prim) -> PrimUse {
     match p {
         Arrayref | Arrayset | Length | Copy | Sum | Dot | Axpy | Scale | Matvec | Matmul | Fill
         | Copyto | Gemm | Ssum | Sdot | Sfill | Sgemma | Sgemmb => PrimUse::Keeps,
+        Push => PrimUse::Pushes,
         Tuple | Getfield | Dual | Primal | Tangent | Select => PrimUse::Propagates,
         _ => PrimUse::Escapes,
     }
@@ -385,13 +495,21 @@ mod tests {
     use super::*;
     use irad_ir::text::parse_module;
 
-    /// The names of the freed sites of `@f` in `src`.
+    /// The names of the sites of `@f` in `src` that it lets go of, with
+    /// `:release` or `:drop` after those not simply freed.
     fn freed(src: &str) -> Vec<String> {
         let m = parse_module(src).expect("parses");
         let f = m.get(m.by_name("f").expect("@f")).expect("func");
         freed_sites(f, &m, &mut Summaries::default())
             .into_iter()
-            .map(|v| f.values[v].name.as_deref().unwrap_or("?").to_string())
+            .map(|(v, letgo)| {
+                let name = f.values[v].name.as_deref().unwrap_or("?");
+                match letgo {
+                    Letgo::Free => name.to_string(),
+                    Letgo::Release => format!("{name}:release"),
+                    Letgo::Drop => format!("{name}:drop"),
+                }
+            })
             .collect()
     }
 
@@ -424,11 +542,12 @@ mod tests {
 
     #[test]
     fn escaping_arrays_are_kept() {
-        // Returned through a tuple (`r`), pushed (`p`), carried to the next
-        // iteration by a phi in its own block (`cur`). `l` enters that phi
-        // from before the loop, whose block strictly dominates the phi's:
-        // made once, it is freed at the return. `c` is passed to `@g`, which
-        // only reads it (the next test has callees that keep).
+        // Returned through a tuple (`r`), carried to the next iteration by
+        // a phi in its own block (`cur`). `p` is pushed as it is: released
+        // (the tape's reference counted). `l` enters that phi from before
+        // the loop, whose block strictly dominates the phi's: made once, it
+        // is freed at the return. `c` is passed to `@g`, which only reads
+        // it (the next test has callees that keep).
         let src = "func @g(%a: [f64]) -> f64 {
 #1:
   %r = call arrayref(%a, 0) :: f64
@@ -458,7 +577,7 @@ func @f(%n: i64) -> ([f64], f64) {
   return %t
 }
 ";
-        assert_eq!(freed(src), ["c", "l"]);
+        assert_eq!(freed(src), ["p:release", "c", "l"]);
     }
 
     #[test]
@@ -490,6 +609,40 @@ func @f(%n: i64) -> ([f64], f64) {
 }
 ";
         assert_eq!(freed(src), ["t"]);
+    }
+
+    #[test]
+    fn pops_are_dropped_and_only_a_sites_own_value_pushed_is_counted() {
+        // `t` is pushed as it is, but `t` and `u` are also pushed through
+        // a `select` (an escape: that push is not counted, so neither is
+        // let go of), `w` passed to `@save`, which
+        // pushes its parameter (kept). The pop `q` is pushed back as it is
+        // (dropped, the push counted again); `e` is pushed back through a
+        // tuple and returned: neither is let go of.
+        let src = "func @save(%a: [f64]) -> () {
+#1:
+  call push(%a)
+  return ()
+}
+func @f(%n: i64, %c: bool) -> [f64] {
+#1:
+  %t = call zeros(%n) :: [f64]
+  call push(%t)
+  %u = call zeros(%n) :: [f64]
+  %s = call select(%c, %u, %t) :: [f64]
+  call push(%s)
+  %w = call zeros(%n) :: [f64]
+  %x = invoke @save(%w) :: ()
+  %q = call pop() :: [f64]
+  call push(%q)
+  %e = call pop() :: [f64]
+  %p = call tuple(%e, %n) :: ([f64], i64)
+  call push(%p)
+  %r = call pop() :: [f64]
+  return %r
+}
+";
+        assert_eq!(freed(src), ["q:drop"]);
     }
 
     #[test]
