@@ -512,10 +512,16 @@ fn decide(
     }
     // Arrays made in the loop and recorded cost their elements: under a
     // limit the stretch shortens on entry for the longest array input.
-    let sized = match (&source, fresh_arrays_per_iteration(cx, view, plan, k)) {
+    // Not for a loop carrying arrays through its header: compiled code
+    // does not free the arrays such a loop makes (docs/codegen.md,
+    // "Freeing arrays"), and shorter stretches would replay, and keep,
+    // more of them.
+    let fresh = match carried.is_empty() {
+        true => fresh_arrays_per_iteration(cx, view, plan, k),
+        false => 0,
+    };
+    let sized = match (&source, fresh) {
         (StretchSource::Limit(limit), fresh) if fresh > 0 => {
-            // (A carried `[f64]` array's entering shadow, of its length, is
-            // an input.)
             let lengths: Vec<usize> = inputs
                 .iter()
                 .enumerate()
