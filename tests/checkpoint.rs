@@ -758,6 +758,44 @@ fn a_long_loop_stays_under_the_limit_and_a_short_one_records_directly() {
     );
 }
 
+/// A loop making an array of its argument's length in each iteration and
+/// recording it (`temporary` of tests/checkpoint/made.irad): the plan's
+/// estimate counts such an array as its reference (48 bytes per
+/// iteration), so stretches sized from it alone would hold 682 iterations
+/// of two 1 000-element arrays (11 MB) under a 64K limit. Sized on entry
+/// by the argument's length, the tapes hold at most the limit, the arrays'
+/// elements counted, against 32 MB without a limit.
+#[test]
+fn a_loop_making_arrays_keeps_their_elements_under_the_limit() {
+    let src =
+        irad::read_source(&manifest_dir().join("tests/checkpoint/made.irad")).expect("readable");
+    let m = irad::load_normalised(&src).expect("loads");
+    let f = m.by_name("temporary").expect("the function");
+    let xs: Vec<String> = (0..1000)
+        .map(|i| format!("{}", f64::from(i) * 1e-3))
+        .collect();
+    let mut args = irad::parse_args(
+        &Source::new("<args>", format!("[{}], 2000", xs.join(", "))),
+        &m,
+        f,
+    )
+    .expect("args");
+    // The forward sweep also takes the argument's shadow.
+    args.push(Val::f64_array(vec![0.0; 1000]));
+    let free = counts(&m, f, &args, None);
+    let limited = counts(&m, f, &args, Some(64 << 10));
+    assert!(free.peak_held_bytes > 30_000_000, "{free:?}");
+    assert!(
+        limited.peak_held_bytes <= 64 << 10,
+        "{limited:?} under a 64K limit"
+    );
+    // Stretches of two iterations: each runs forward twice, about.
+    assert!(
+        limited.statements < free.statements * 3,
+        "{limited:?} {free:?}"
+    );
+}
+
 /// The plan of `f` under a 1-byte limit must thin its loop's snapshots
 /// and say `says`; returns what the interpreter counts for `args(2^8)` and
 /// `args(2^14)` under that limit, and for `args(2^14)` without one, after

@@ -1762,6 +1762,7 @@ fn counters_count_statements_terminators_phis_and_tape_bytes() -> R<()> {
             pushed_bytes: 16,
             tape_bytes: 16,
             peak_tape_bytes: 16,
+            peak_held_bytes: 16,
             sparse_nodes: 0,
         }
     );

@@ -154,6 +154,10 @@ pub struct InterpStats {
     pub tape_bytes: u64,
     /// The most bytes that were on all tapes at once.
     pub peak_tape_bytes: u64,
+    /// The most bytes the tapes held at once, the elements of the arrays on
+    /// array tapes (`[T]`) counted as well: what a tape keeps alive (an
+    /// array pushed twice counted twice).
+    pub peak_held_bytes: u64,
     /// Nodes made by the sparse tangent builder (`sonehot`, and `sscale`,
     /// `sadd` and the combinations of `ssum sdot sgemma sgemmb` where they
     /// do not fold to an operand).
@@ -534,6 +538,7 @@ impl<'m> Interpreter<'m> {
             pushed_bytes: self.tapes.pushed_bytes,
             tape_bytes: self.tapes.bytes,
             peak_tape_bytes: self.tapes.peak_bytes,
+            peak_held_bytes: self.tapes.peak_held_bytes,
             sparse_nodes: self.sparse_nodes,
         }
     }

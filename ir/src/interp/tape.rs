@@ -30,12 +30,37 @@ pub(super) struct Tapes {
     pub bytes: u64,
     /// The most bytes on all tapes at any time.
     pub peak_bytes: u64,
+    /// Bytes of the elements of the arrays on array tapes now.
+    pub element_bytes: u64,
+    /// The most bytes the tapes held at any time, the elements of the
+    /// arrays on array tapes counted (an array on a tape twice twice).
+    pub peak_held_bytes: u64,
 }
 
 struct Tape {
     ty: Type,
     bytes: u64,
+    /// Whether it holds arrays, whose elements [`Tapes::element_bytes`]
+    /// counts.
+    arrays: bool,
     vals: Vec<Val>,
+}
+
+/// The bytes of the elements of `val` when it is an array (8 per element, 1
+/// for `bool`), else 0.
+fn element_bytes(val: &Val) -> u64 {
+    match val {
+        Val::Array(a) => {
+            let data = a.0.borrow();
+            let each = if matches!(&*data, super::value::ArrayData::Bool(_)) {
+                1
+            } else {
+                8
+            };
+            (data.len() as u64).saturating_mul(each)
+        }
+        _ => 0,
+    }
 }
 
 impl Tapes {
@@ -48,6 +73,7 @@ impl Tapes {
         self.tapes.push(Tape {
             ty: ty.clone(),
             bytes: byte_size(ty),
+            arrays: matches!(ty, Type::Array(_)),
             vals: Vec::new(),
         });
         self.index.insert(ty.clone(), id);
@@ -69,11 +95,17 @@ impl Tapes {
                 .try_reserve(more)
                 .map_err(|_| Trap::OomTape.to_string())?;
         }
+        if tape.arrays {
+            self.element_bytes = self.element_bytes.saturating_add(element_bytes(&val));
+        }
         tape.vals.push(val);
         self.pushes += 1;
         self.pushed_bytes = self.pushed_bytes.saturating_add(tape.bytes);
         self.bytes = self.bytes.saturating_add(tape.bytes);
         self.peak_bytes = self.peak_bytes.max(self.bytes);
+        self.peak_held_bytes = self
+            .peak_held_bytes
+            .max(self.bytes.saturating_add(self.element_bytes));
         Ok(())
     }
 
@@ -89,6 +121,9 @@ impl Tapes {
             .pop()
             .ok_or_else(|| Trap::EmptyTape(&tape.ty.to_string()).to_string())?;
         self.bytes = self.bytes.saturating_sub(tape.bytes);
+        if tape.arrays {
+            self.element_bytes = self.element_bytes.saturating_sub(element_bytes(&val));
+        }
         Ok(val)
     }
 }
@@ -171,7 +206,36 @@ mod tests {
             Err("pop from an empty tape of bool".to_string())
         );
         assert_eq!((tapes.bytes, tapes.peak_bytes), (8, 17));
+        // No array pushed: the bytes held are the tapes' own.
+        assert_eq!((tapes.element_bytes, tapes.peak_held_bytes), (0, 17));
         assert!(tapes.pop(7).is_err());
         assert!(tapes.push(7, Val::Unit).is_err());
+    }
+
+    #[test]
+    fn the_bytes_held_count_the_elements_of_arrays_pushed() {
+        use super::super::value::{ArrayData, ArrayRef};
+        let mut tapes = Tapes::default();
+        let fa = tapes.id(&Type::Array(Scalar::F64));
+        let ba = tapes.id(&Type::Array(Scalar::Bool));
+        let f = tapes.id(&Type::F64);
+        let xs = Val::Array(ArrayRef::new(ArrayData::F64(vec![1.0, 2.0, 3.0])));
+        let bs = Val::Array(ArrayRef::new(ArrayData::Bool(vec![true; 5])));
+        tapes.push(fa, xs.clone()).unwrap();
+        tapes.push(ba, bs).unwrap();
+        tapes.push(f, Val::F64(1.0)).unwrap();
+        // Three 8-byte tape entries, 24 bytes of f64s and 5 of bools.
+        assert_eq!((tapes.bytes, tapes.element_bytes), (24, 29));
+        assert_eq!(tapes.peak_held_bytes, 53);
+        tapes.pop(ba).unwrap();
+        assert_eq!((tapes.bytes, tapes.element_bytes), (16, 24));
+        // The same array again: its elements counted twice.
+        tapes.push(fa, xs).unwrap();
+        assert_eq!((tapes.element_bytes, tapes.peak_held_bytes), (48, 72));
+        tapes.pop(fa).unwrap();
+        tapes.pop(fa).unwrap();
+        tapes.pop(f).unwrap();
+        assert_eq!((tapes.bytes, tapes.element_bytes), (0, 0));
+        assert_eq!(tapes.peak_held_bytes, 72);
     }
 }

@@ -205,6 +205,11 @@ pub struct CheckpointedLoop {
     pub source: StretchSource,
     /// The estimated tape bytes of one iteration.
     pub bytes_per_iteration: u64,
+    /// Under a limit, the arrays made in the loop that one iteration
+    /// records, when the stretch shortens on entry for the lengths of the
+    /// loop's array inputs (docs/reverse.md, "Arrays made in each
+    /// iteration"); 0 otherwise.
+    pub fresh_arrays: u64,
     /// The values a snapshot holds: the header phis of the loop of the
     /// forward sweep.
     pub state: Vec<Value>,
@@ -721,6 +726,13 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
         line.push('s');
     }
     match &c.source {
+        StretchSource::Limit(limit) if c.fresh_arrays > 0 => line.push_str(&format!(
+            " at most (tape limit {}, about {} bytes per iteration and 8 per element of the {} array{} an iteration makes and records, each taken as long as the longest array the loop reads from before it: fewer on entry when those are long)",
+            size_text(*limit),
+            c.bytes_per_iteration,
+            c.fresh_arrays,
+            if c.fresh_arrays == 1 { "" } else { "s" }
+        )),
         StretchSource::Limit(limit) => line.push_str(&format!(
             " (tape limit {}, about {} bytes per iteration)",
             size_text(*limit),

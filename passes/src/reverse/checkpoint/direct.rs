@@ -93,11 +93,25 @@ pub(in crate::reverse) fn build(
         true => copy.value(pre, Prim::Isub, &[bound, start], Type::I64),
         false => copy.value(pre, Prim::Isub, &[start, bound], Type::I64),
     };
-    let span = i64::try_from(d.runs)
-        .unwrap_or(i64::MAX)
-        .saturating_mul(c.step.saturating_abs());
+    let runs = i64::try_from(d.runs).unwrap_or(i64::MAX);
+    let step = c.step.saturating_abs();
+    let span = match ck.run_stretch {
+        // The stretch computed on entry (`sized.rs`), at most `runs`.
+        Some((Operand::Value(run), _)) => {
+            let run = Operand::Value(run);
+            let less = copy.value(pre, Prim::Lt, &[run, Operand::from(runs)], Type::Bool);
+            let runs = copy.value(
+                pre,
+                Prim::Select,
+                &[less, run, Operand::from(runs)],
+                Type::I64,
+            );
+            copy.value(pre, Prim::Imul, &[runs, Operand::from(step)], Type::I64)
+        }
+        _ => Operand::from(runs.saturating_mul(step)),
+    };
     let cmp = if d.test.strict { Prim::Le } else { Prim::Lt };
-    let small = copy.value(pre, cmp, &[diff, Operand::from(span)], Type::Bool);
+    let small = copy.value(pre, cmp, &[diff, span], Type::Bool);
     match copy.f.blocks[pre].term {
         Some(Terminator::Goto(t)) if t == head => {}
         _ => return Err(internal(floc, "a loop entered by a block that does more")),

@@ -25,7 +25,9 @@
 //! schedule has two levels: stretches of `max(1, (B / 2) / r)` iterations,
 //! `r` the tape bytes one iteration records as estimated from the plan
 //! (an inner loop counted [`INNER_TRIPS`] times, a call [`CALL_BYTES`]), so
-//! that one stretch's records take at most half the limit. Every
+//! that one stretch's records take at most half the limit; a loop that
+//! records arrays it makes shortens that on entry for the lengths of its
+//! array inputs (`sized.rs`). Every
 //! checkpointed loop has its snapshots thinned online beyond those the
 //! limit has room for (`thin.rs`): at most `1 + log2` of the number of
 //! stretches more are held, for any trip count.
@@ -50,6 +52,7 @@ pub(super) mod primal;
 pub(super) mod region;
 pub(super) mod replay;
 pub(super) mod schedule;
+pub(super) mod sized;
 pub(super) mod thin;
 
 use super::ReverseError;
@@ -230,6 +233,14 @@ pub(super) struct CkLoop {
     pub source: StretchSource,
     /// The estimated tape bytes of one iteration.
     pub bytes: u64,
+    /// Under a limit, for a loop that records arrays it makes: how its
+    /// stretch shortens on entry for the lengths of its array inputs
+    /// (`sized.rs`).
+    pub sized: Option<sized::RunStretch>,
+    /// Set by [`rewrite`]: the stretch and the stretch less one in the
+    /// sweep that runs the loop without recording (computed in its entering
+    /// block when `sized`, constants otherwise).
+    pub run_stretch: Option<(Operand, Operand)>,
     /// The values of the forward sweep, defined before the loop, that its
     /// recording blocks read: the replay's parameters.
     pub inputs: Vec<Value>,
@@ -499,6 +510,32 @@ fn decide(
             }
         }
     }
+    // Arrays made in the loop and recorded cost their elements: under a
+    // limit the stretch shortens on entry for the longest array input.
+    // Not for a loop carrying arrays through its header: compiled code
+    // does not free the arrays such a loop makes (docs/codegen.md,
+    // "Freeing arrays"), and shorter stretches would replay, and keep,
+    // more of them.
+    let fresh = match carried.is_empty() {
+        true => fresh_arrays_per_iteration(cx, view, plan, k),
+        false => 0,
+    };
+    let sized = match (&source, fresh) {
+        (StretchSource::Limit(limit), fresh) if fresh > 0 => {
+            let lengths: Vec<usize> = inputs
+                .iter()
+                .enumerate()
+                .filter(|&(_, &v)| matches!(view.fwd.values[v].ty, irad_ir::Type::Array(_)))
+                .map(|(j, _)| j)
+                .collect();
+            (!lengths.is_empty()).then_some(sized::RunStretch {
+                half: limit / 2,
+                fresh,
+                lengths,
+            })
+        }
+        _ => None,
+    };
     let plain = match (limit, arrays.is_empty() && carried.is_empty()) {
         (Some(limit), true) => {
             // A flag, the stretch's index and the header phis' values.
@@ -521,6 +558,8 @@ fn decide(
         stretch,
         source,
         bytes,
+        sized,
+        run_stretch: None,
         input_types: inputs
             .iter()
             .map(|&v| view.fwd.values[v].ty.clone())
@@ -934,6 +973,35 @@ fn bytes_per_iteration(
     total
 }
 
+/// The arrays made in loop `k` that one iteration pushes (values of a type
+/// holding an array, defined in the loop's blocks), weighted as
+/// [`bytes_per_iteration`] weighs the blocks of inner loops.
+fn fresh_arrays_per_iteration(
+    cx: &Derivation<'_>,
+    view: &SweepView<'_>,
+    plan: &TapePlan,
+    k: usize,
+) -> u64 {
+    let shape = &cx.shape;
+    let l = shape.loops.of(k);
+    let fdef = super::plan::def_blocks(view.fwd, view.fblock);
+    let made_here = |v: Value| fdef[v].is_some_and(|d| l.contains(d));
+    let mut total = 0u64;
+    for i in l.members.iter().copied().filter(|&i| shape.kept(i)) {
+        let depth = depth_in(&shape.loops, i, k);
+        let times = INNER_TRIPS.saturating_pow(u32::try_from(depth).unwrap_or(u32::MAX));
+        let block = shape.bb.blocks[i].id;
+        let stmts = shape.bb.blocks[i].stmts.iter();
+        let here = plan
+            .at_block_end(block)
+            .chain(stmts.flat_map(|&inst| plan.after_stmt(inst)))
+            .filter(|s| contains_array(&s.ty) && made_here(s.value))
+            .count();
+        total = total.saturating_add((here as u64).saturating_mul(times));
+    }
+    total
+}
+
 /// How deep position `i` lies in loops nested inside loop `k` (0 in `k`'s
 /// own blocks). For a single-exit `k`, the single-exit loops between them
 /// (what the estimate always counted); for a loop of several exits, loops
@@ -1057,6 +1125,13 @@ pub(super) fn rewrite(
     let recording = fval;
     let mut fval = fval.clone();
     for ck in cks.loops.iter_mut().filter(|c| c.within.is_none()) {
+        ck.run_stretch = Some(sized::stretch_at(
+            module,
+            fwd_id,
+            fblock[ck.pre],
+            ck,
+            &cx.floc,
+        )?);
         let path = match &ck.direct {
             Some(d) => Some(direct::build(cx, module, fwd_id, (fblock, &fval), (ck, d))?),
             None => None,
@@ -1111,6 +1186,7 @@ pub(super) fn summary(
                 stretch: c.stretch,
                 source: c.source.clone(),
                 bytes_per_iteration: c.bytes,
+                fresh_arrays: c.sized.as_ref().map_or(0, |s| s.fresh),
                 state: c.state.clone(),
                 state_names: vec![None; c.state.len()],
                 arrays: c.arrays.len() + c.carried.len(),

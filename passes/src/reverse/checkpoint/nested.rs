@@ -114,6 +114,13 @@ pub(in crate::reverse) fn rewrite(
             _ => return Err(missing()),
         }
     }
+    local.run_stretch = Some(super::sized::stretch_at(
+        module,
+        rid,
+        rblock[local.pre],
+        &local,
+        &cx.floc,
+    )?);
     let path = match &local.direct {
         Some(d) => Some(direct::build(
             cx,

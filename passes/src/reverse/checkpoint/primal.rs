@@ -367,8 +367,10 @@ impl PLoop<'_, '_, '_> {
         let sc = self.fb.insert_phi(head, Type::I64).map_err(&build)?;
         let take = self.value(Prim::Eq, &[Operand::Value(c), Operand::from(0i64)])?;
         let down = self.value(Prim::Isub, &[Operand::Value(c), Operand::from(1i64)])?;
-        let restart = i64::try_from(ck.stretch.saturating_sub(1)).unwrap_or(i64::MAX);
-        let next = self.value(Prim::Select, &[take, Operand::from(restart), down])?;
+        let (_, restart) = ck
+            .run_stretch
+            .ok_or_else(|| internal(&cx.floc, "a loop's stretch not computed"))?;
+        let next = self.value(Prim::Select, &[take, restart, down])?;
         let up = self.value(Prim::Iadd, &[Operand::Value(sc), Operand::from(1i64)])?;
         let sc_next = self.value(Prim::Select, &[take, up, Operand::Value(sc)])?;
         let thin = Some((sc, sc_next));

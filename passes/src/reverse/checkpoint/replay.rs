@@ -90,6 +90,7 @@ pub(in crate::reverse) fn build(
         copy: LoopCopy::new(cx, ck.k, (&fwd, fblock), f, false),
         kept: Vec::new(),
         site: None,
+        stretch: Operand::from(0i64),
     };
     r.build(fblock)?;
     let site = r.site.take();
@@ -125,6 +126,8 @@ struct Replay<'a, 'r> {
     kept: Vec<(Value, Operand)>,
     /// For a thinned loop, where its segment is split.
     site: Option<SplitSite>,
+    /// The stretch, computed at the entry (`sized.rs`).
+    stretch: Operand,
 }
 
 impl Replay<'_, '_> {
@@ -137,6 +140,18 @@ impl Replay<'_, '_> {
             self.copy.vmap.insert(v, Operand::Value(p));
         }
         let entry = self.copy.new_block();
+        // The stretch from the same inputs as the forward sweep's, first.
+        let inputs: Vec<Operand> = (0..self.ck.inputs.len())
+            .map(|j| Operand::Value(self.copy.f.params[j]))
+            .collect();
+        let copy = &mut self.copy;
+        self.stretch = super::sized::stretch(self.ck, &inputs, &cx.floc, &mut |prim, args| {
+            let ty = match prim {
+                Prim::Lt => Type::Bool,
+                _ => Type::I64,
+            };
+            Ok(copy.value(entry, prim, args, ty))
+        })?;
         let (entry_end, state, (starts, flag)) = self.entry(entry)?;
         let top = self.copy.new_block();
         let out = self.copy.new_block();
@@ -369,6 +384,7 @@ impl Replay<'_, '_> {
             length: as_value(n)?,
             flag: flag_phi.map(as_value).transpose()?,
             kept: kept.into_iter().map(as_value).collect::<Result<_, _>>()?,
+            stretch: self.stretch,
         };
         self.site = Some(site);
         Ok((rec, values, flag_phi))
@@ -466,9 +482,9 @@ impl Replay<'_, '_> {
     /// comes next in the layout, else go on to the header's copy `head`.
     /// Returns the counter's next value (for the latches' entries).
     fn header_check(&mut self, top: Block, head: Block, kk: Operand) -> Operand {
-        let stretch = i64::try_from(self.ck.stretch).unwrap_or(i64::MAX);
+        let stretch = self.stretch;
         let c = &mut self.copy;
-        let stop = c.value(top, Prim::Eq, &[kk, Operand::from(stretch)], Type::Bool);
+        let stop = c.value(top, Prim::Eq, &[kk, stretch], Type::Bool);
         let kk1 = c.value(top, Prim::Iadd, &[kk, Operand::from(1i64)], Type::I64);
         c.f.blocks[top].term = Some(Terminator::GotoIfNot {
             cond: stop,

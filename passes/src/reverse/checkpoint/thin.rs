@@ -62,6 +62,8 @@ pub(in crate::reverse) struct SplitSite {
     /// The phis of the kept carried arrays' shadows at its start, in the
     /// order of the loop's kept carried arrays.
     pub kept: Vec<Value>,
+    /// The stretch, as the replay computed it at its entry (`sized.rs`).
+    pub stretch: Operand,
 }
 
 /// Fills the split of thinned loop `ck`'s replay: pushes the snapshot of
@@ -146,12 +148,7 @@ pub(super) fn fill(
     for &k in &site.kept {
         fb.prim(Prim::Push, &[Operand::Value(k)]).map_err(&build)?;
     }
-    let stretch = i64::try_from(ck.stretch).unwrap_or(i64::MAX);
-    let target = e(emit_value(
-        &mut fb,
-        Prim::Imul,
-        &[half, Operand::from(stretch)],
-    ))?;
+    let target = e(emit_value(&mut fb, Prim::Imul, &[half, site.stretch]))?;
     let done = fb.create_block();
     drop(fb);
     let init = site.state.iter().map(|&v| Operand::Value(v)).collect();
