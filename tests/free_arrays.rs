@@ -248,7 +248,26 @@ fn the_pops_free_the_arrays_the_tapes_held() {
             .find(|(f, _)| *f == name)
             .map(|(_, a)| *a)
             .expect("a case");
-        let (m, g, call) = reverse_call(&module, &src, name, args, limit);
+        let (mut m, g, call) = reverse_call(&module, &src, name, args, limit);
+        // Tapes are counted only in a module reverse mode checkpointed a
+        // loop into (`Module::counted_tapes`): without a limit none is, and
+        // nothing pushed is freed before the run ends (the copy `@fresh`
+        // makes before its loop, freed at its return, aside); counted, the
+        // same derivation frees what is listed above.
+        assert_eq!(m.counted_tapes(), limit.is_some(), "@{name}");
+        if limit.is_none() {
+            let mut jit = irad::codegen::Jit::new(&m).expect("compiles");
+            let got = jit
+                .run(g, &copies(&call), &RunOptions::default())
+                .expect("runs");
+            let interp = irad::ir::interp::run(&m, g, &copies(&call), &RunOptions::default())
+                .expect("interprets");
+            assert!(got.same(&interp), "@{name}.rev uncounted");
+            let before = u64::from(name == "fresh");
+            assert_eq!(jit.arrays_freed(), before, "@{name}.rev uncounted");
+            drop(jit);
+            m.set_counted_tapes(true);
+        }
         let mut jit = irad::codegen::Jit::new(&m).expect("compiles");
         let got = jit
             .run(g, &copies(&call), &RunOptions::default())
@@ -327,9 +346,18 @@ func @f(%x: f64) -> f64 {
 }
 ",
     );
-    let module = irad::load(&src).expect("loads");
+    let mut module = irad::load(&src).expect("loads");
     let f = module.by_name("f").expect("@f");
     let args = [irad::ir::interp::Val::F64(1.5)];
+    // Uncounted (`Module::counted_tapes` off, as a module without
+    // checkpointed loops): the pushed array stays until the run ends.
+    let mut jit = irad::codegen::Jit::new(&module).expect("compiles");
+    jit.set_inlining(None);
+    let got = jit.run(f, &args, &RunOptions::default()).expect("runs");
+    assert!(got.same(&irad::ir::interp::Val::F64(1.5 + 1.5 * 1.5)));
+    assert_eq!(jit.arrays_freed(), 0);
+    drop(jit);
+    module.set_counted_tapes(true);
     let mut jit = irad::codegen::Jit::new(&module).expect("compiles");
     jit.set_inlining(None);
     let got = jit.run(f, &args, &RunOptions::default()).expect("runs");

@@ -1216,9 +1216,14 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     let mut kept = out.first().copied();
                     if *prim == Prim::Pop
                         && matches!(ret, Type::Array(_))
+                        && self.module.counted_tapes()
                         && let Some(w) = out.first_mut()
                     {
-                        // A pushed array's word may be tagged (`count_push`).
+                        // A pushed array's word may be tagged (`count_push`):
+                        // only in a module whose tapes are counted
+                        // (`Module::counted_tapes`), set before its pieces are
+                        // compiled (a piece that pushes is compiled no later
+                        // than the one that pops what it pushed).
                         let word = *w;
                         *w = self.b.ins().band_imm_s(word, !1i64);
                         if let (Some(r), Some((_, release::Letgo::Drop))) = (idata.result, slot) {

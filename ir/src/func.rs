@@ -253,6 +253,11 @@ pub struct Module {
     /// "Infinities and NaN"): set only on the copy of a module that the
     /// facade derives again when a derivative comes out NaN.
     strong_products: bool,
+    /// Whether compiled code counts the tapes' references to the arrays it
+    /// pushes and frees them at their last pop (docs/codegen.md, "Freeing
+    /// arrays"): set by reverse mode when it checkpoints a loop into this
+    /// module, whose replays would otherwise keep every stretch's arrays.
+    counted_tapes: bool,
 }
 
 /// Derivative rules a program declares for one of its functions, each
@@ -540,6 +545,23 @@ impl Module {
     /// functions built afterwards are affected.
     pub fn set_strong_products(&mut self, on: bool) {
         self.strong_products = on;
+    }
+
+    /// Whether compiled code counts the tapes' references to arrays and
+    /// frees a popped array once nothing uses it (docs/codegen.md,
+    /// "Freeing arrays"); false unless [`Module::set_counted_tapes`] said
+    /// otherwise. Not part of the text form: a module printed and parsed
+    /// back compiles without it, which changes when arrays are freed, not
+    /// what is computed.
+    pub fn counted_tapes(&self) -> bool {
+        self.counted_tapes
+    }
+
+    /// Makes compiled code of this module count the tapes' references to
+    /// arrays (`on`), or not. Functions compiled afterwards are affected;
+    /// code compiled either way works with the other's tapes.
+    pub fn set_counted_tapes(&mut self, on: bool) {
+        self.counted_tapes = on;
     }
 
     /// Adds `func`; fails when a function of that name exists.

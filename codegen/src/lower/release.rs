@@ -203,6 +203,9 @@ pub(super) fn freed_sites(
     module: &Module,
     summaries: &mut Summaries,
 ) -> Vec<(Value, Letgo)> {
+    // Without counted tapes (`Module::counted_tapes`), a push is an escape
+    // and pops are no sites, as before tapes were counted.
+    let counted = module.counted_tapes();
     let sites: Vec<(Value, Block)> = func
         .layout
         .iter()
@@ -220,7 +223,9 @@ pub(super) fn freed_sites(
                     prim: Prim::Pop, ..
                 },
                 Some(r),
-            ) if matches!(func.values.get(r).map(|d| &d.ty), Some(Type::Array(_))) => Some((r, b)),
+            ) if counted && matches!(func.values.get(r).map(|d| &d.ty), Some(Type::Array(_))) => {
+                Some((r, b))
+            }
             _ => None,
         })
         .collect();
@@ -243,6 +248,9 @@ pub(super) fn freed_sites(
         .filter(|&(_, b)| dom.is_reachable(b))
         .filter_map(|(a, b)| {
             let pushed = walk.stays_inside(a, Some((b, &dom)))?;
+            if pushed && !counted {
+                return None;
+            }
             let popped = matches!(
                 func.def_kind(a),
                 Some(InstKind::Prim {
@@ -497,8 +505,16 @@ mod tests {
 
     /// The names of the sites of `@f` in `src` that it lets go of, with
     /// `:release` or `:drop` after those not simply freed.
+    /// The sites of `@f` in `src` and how each is let go of, the module's
+    /// tapes counted (`Module::counted_tapes`, as under checkpointing).
     fn freed(src: &str) -> Vec<String> {
-        let m = parse_module(src).expect("parses");
+        freed_in(src, true)
+    }
+
+    /// [`freed`], the module's tapes counted or not.
+    fn freed_in(src: &str, counted: bool) -> Vec<String> {
+        let mut m = parse_module(src).expect("parses");
+        m.set_counted_tapes(counted);
         let f = m.get(m.by_name("f").expect("@f")).expect("func");
         freed_sites(f, &m, &mut Summaries::default())
             .into_iter()
@@ -578,6 +594,8 @@ func @f(%n: i64) -> ([f64], f64) {
 }
 ";
         assert_eq!(freed(src), ["p:release", "c", "l"]);
+        // Tapes not counted: a push is an escape.
+        assert_eq!(freed_in(src, false), ["c", "l"]);
     }
 
     #[test]
@@ -643,6 +661,8 @@ func @f(%n: i64, %c: bool) -> [f64] {
 }
 ";
         assert_eq!(freed(src), ["q:drop"]);
+        // Tapes not counted: no pop is a site, every push an escape.
+        assert!(freed_in(src, false).is_empty());
     }
 
     #[test]

@@ -1114,6 +1114,11 @@ pub(super) fn rewrite(
     (fblock, fval): (&[Block], &SecondaryMap<Value, Option<Operand>>),
     cks: &mut Checkpoints,
 ) -> Result<(), ReverseError> {
+    // Replays push a stretch's arrays again and again: compiled code then
+    // frees those it pops (docs/codegen.md, "Freeing arrays").
+    if !cks.loops.is_empty() {
+        module.set_counted_tapes(true);
+    }
     // Every replay from the recording sweep first: rewriting one loop renames
     // its values where a later loop reads them.
     for ck in &mut cks.loops {
