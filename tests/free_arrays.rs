@@ -357,6 +357,7 @@ const LOOP_CASES: &[(&str, &str)] = &[
     ("nested", "[1.0, 2.0, 3.0], 7, 9"),
     ("sometimes", "[1.0, 2.0, 3.0], 40"),
     ("versioned", "[1.0, 2.0, 3.0], 3"),
+    ("reread", "[1.0, 2.0, 3.0], 40"),
 ];
 
 /// Arrays carried through loop phis (one and two buffers, swapped, an
@@ -425,6 +426,9 @@ fn owning_phis_free_the_arrays_their_loops_carried() {
         // phis, so neither owns; it is freed at the return (below, without
         // versioning, the phi owns all 4 arrays).
         ("versioned", 1),
+        // `first` is read after the header is entered again: the phi owns
+        // nothing, and `first` is freed at the return.
+        ("reread", 1),
     ];
     for &(name, frees) in want {
         let args = LOOP_CASES

@@ -825,6 +825,68 @@ func @f(%n: i64) -> ([f64], f64) {
     }
 
     #[test]
+    fn an_array_entering_two_phis_is_owned_by_neither() {
+        // `a` enters both `p` and `q`: were it handed to both, each would
+        // let go of it. Neither owns (refused twice over: `a` enters a
+        // second phi, and reaches through `q` a use in the body, which a
+        // re-entry of the header reaches before `#1` runs again); `a`
+        // itself, reaching only phis its block strictly dominates, is
+        // freed at the return. `t` and `u` reach the header's phis from
+        // the latch: kept.
+        let src = "func @f(%n: i64) -> f64 {
+#1:
+  %a = call zeros(3) :: [f64]
+  goto #2
+#2:
+  %p = phi [#1 => %a, #3 => %t] :: [f64]
+  %q = phi [#1 => %a, #3 => %u] :: [f64]
+  %i = phi [#1 => 0, #3 => %j] :: i64
+  %c = call lt(%i, %n) :: bool
+  gotoifnot %c, #4
+#3:
+  %t = call copy(%p) :: [f64]
+  %u = call copy(%q) :: [f64]
+  %j = call iadd(%i, 1) :: i64
+  goto #2
+#4:
+  %z = call arrayref(%p, 0) :: f64
+  return %z
+}
+";
+        assert_eq!(freed(src), ["a"]);
+    }
+
+    #[test]
+    fn a_phi_passing_its_array_to_another_phi_owns_nothing() {
+        // Swapped: `q`'s arrays enter `p` on the next entry, so `q`, whose
+        // entries are both sites' values, does not stay inside as a site of
+        // `#2` would, and owns nothing (letting go of its old array on
+        // entry would free `p`'s new one); `p` is entered with `q`, not a
+        // site's value. `a` and `b` are freed at the return.
+        let src = "func @f(%n: i64) -> f64 {
+#1:
+  %a = call zeros(3) :: [f64]
+  %b = call zeros(3) :: [f64]
+  goto #2
+#2:
+  %p = phi [#1 => %a, #3 => %q] :: [f64]
+  %q = phi [#1 => %b, #3 => %t] :: [f64]
+  %i = phi [#1 => 0, #3 => %j] :: i64
+  %c = call lt(%i, %n) :: bool
+  gotoifnot %c, #4
+#3:
+  %t = call copy(%p) :: [f64]
+  %j = call iadd(%i, 1) :: i64
+  goto #2
+#4:
+  %z = call arrayref(%p, 0) :: f64
+  return %z
+}
+";
+        assert_eq!(freed(src), ["a", "b"]);
+    }
+
+    #[test]
     fn a_phi_after_the_site_in_one_iteration_is_followed() {
         // `%m` merges the temporary with an argument inside the iteration
         // that made it: the temporary is freed, the argument never is.
