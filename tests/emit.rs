@@ -1180,7 +1180,8 @@ fn rules_written_in_the_language_reach_objects() {
 
 /// The loop of issue 27, finding 6 as objects (`tests/c/temporaries.irad`):
 /// a 10 000-element temporary per iteration, 20 000 iterations (1.6 GB of
-/// arrays made), under a 300 MB address-space limit. Objects free every
+/// arrays made), under a 300 MB address-space limit; and `c`, which carries
+/// a buffer remade every iteration through its loop's phi (as many arrays). Objects free every
 /// array at the end of each exported call; compiled code frees each
 /// temporary once no value can reach it, so the call stays far below the
 /// limit. The values are the file's, computed by hand.
@@ -1190,7 +1191,8 @@ fn temporaries_of_a_loop_run_in_bounded_memory_in_objects() {
     let file = format!("{ROOT}/tests/c/temporaries.irad");
     let f = emit(&file, "f", &[], &d, "temporaries_f");
     let r = emit(&file, "r", &["--grad"], &d, "temporaries_r");
-    let exe = link(&d, "temporaries.c", &[f, r], &[], "temporaries");
+    let c = emit(&file, "c", &[], &d, "temporaries_c");
+    let exe = link(&d, "temporaries.c", &[f, r, c], &[], "temporaries");
     let o = Command::new("sh")
         .arg("-c")
         .arg("ulimit -v 300000 && exec \"$0\" \"$@\"")
@@ -1204,6 +1206,7 @@ fn temporaries_of_a_loop_run_in_bounded_memory_in_objects() {
         line("value", &[&Val::F64(299_985_000.0)]),
         line("value", &[&Val::F64(30_000.0)]),
         line("grad", &[&Val::F64(20_000.0)]),
+        line("value", &[&Val::F64(6.0)]),
     ];
     assert_eq!(out.lines().collect::<Vec<_>>(), want);
 }

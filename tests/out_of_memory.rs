@@ -11,7 +11,8 @@
 //! And memory that should not run out does not (finding 6): a loop making a
 //! 10 000-element temporary per iteration runs in bounded memory in every
 //! backend and mode, as compiled code frees each temporary once no value
-//! can reach it (docs/codegen.md, "Freeing arrays").
+//! can reach it (docs/codegen.md, "Freeing arrays"), and so does a loop
+//! carrying a buffer remade every iteration through its phi.
 #![cfg(target_os = "linux")]
 
 use std::path::PathBuf;
@@ -226,4 +227,38 @@ fn temporaries_of_a_loop_run_in_bounded_memory_in_the_jit() {
 #[test]
 fn temporaries_of_a_loop_run_in_bounded_memory_in_the_interpreter() {
     temporaries_in_bounded_memory("interp");
+}
+
+/// A buffer remade every iteration from the one before and carried to the
+/// next through the loop's phi (`long` in `tests/free_arrays/loops.irad`):
+/// 20 000 copies of 10 000 elements, 1.6 GB made, run under
+/// [`TEMPORARIES_KIB`] in the JIT and the interpreter with the same value.
+/// Compiled code frees each once the header's phi holds the next
+/// (docs/codegen.md, "Freeing arrays"); before, the JIT ran out of memory.
+#[test]
+fn arrays_carried_through_a_loop_phi_run_in_bounded_memory() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/free_arrays/loops.irad");
+    let mut outs = Vec::new();
+    for backend in ["jit", "interp"] {
+        let args = [
+            "run",
+            path,
+            "-f",
+            "long",
+            "--args",
+            "20000, 10000",
+            "--backend",
+            backend,
+        ];
+        let o = irad_limited(TEMPORARIES_KIB, &args);
+        assert!(
+            o.status.success(),
+            "{args:?}: {:?}\n{}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        );
+        outs.push(String::from_utf8_lossy(&o.stdout).into_owned());
+    }
+    assert_eq!(outs[0], outs[1]);
+    assert!(!outs[0].trim().is_empty(), "a value");
 }

@@ -1182,6 +1182,22 @@ impl<M: ClModule> Lower<'_, '_, M> {
         {
             self.inlined_depth_check(i.depth(blk));
         }
+        // An owning phi (`lower/release.rs`) lets go of the array it held
+        // before this entry, and holds the new one.
+        for &inst in &data.insts {
+            if let (InstKind::Phi { .. }, Some(r)) =
+                (&func.insts[inst].kind, func.insts[inst].result)
+                && let Some(slot) = self.freed_slot(r)
+            {
+                self.free_slot(slot)?;
+                let Some(&p) = self.operand(&Operand::Value(r))?.first() else {
+                    return Err(CodegenError::internal(
+                        "an owning phi without leaves".into(),
+                    ));
+                };
+                self.b.ins().stack_store(types::I64, p, slot.0, 0);
+            }
+        }
         let mut plan = self.tape_plan(func, blk);
         let unit = Type::Unit;
         for (i, &inst) in data.insts.iter().enumerate() {
@@ -1471,10 +1487,10 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// (`lower/release.rs`).
     fn freed_slots(&mut self, func: &Func) {
         self.freed.clear();
-        let sites = release::freed_sites(func, self.module, &mut self.c.summaries);
-        self.counted_pushes = release::counted_pushes(func, &sites);
+        let freed = release::freed_sites(func, self.module, &mut self.c.summaries);
+        self.counted_pushes = release::counted_pushes(func, &freed);
         self.popped_words.clear();
-        for (v, letgo) in sites {
+        for (v, letgo) in freed.sites {
             let slot = self.b.create_sized_stack_slot(ir::StackSlotData::new(
                 ir::StackSlotKind::ExplicitSlot,
                 8,

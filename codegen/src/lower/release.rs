@@ -20,7 +20,8 @@
 //!   (see below), or
 //! - an operand of any primitive not listed here, or an operand of a phi
 //!   in a block the site's block does not strictly dominate (a loop-carried
-//!   phi may hold the array of the previous iteration).
+//!   phi may hold the array of the previous iteration; such a phi may
+//!   instead own the site's arrays, "Owning phis" below).
 //!
 //! Element reads and writes, `length`, `copy` (the source) and the bulk
 //! and sparse bulk primitives read or write elements and keep no reference.
@@ -67,6 +68,46 @@
 //! the excluded uses are every way one leaves it (returns, tapes, calls).
 //! A return ends every use. So when a site lets go, no value of its
 //! function will use that array again.
+//!
+//! Owning phis. A phi `p` of type `[T]` in block `H` *owns* (and
+//! [`owning_phis`] finds) the arrays it receives when every entry of it is
+//! the value `s` of a site that makes arrays (not a pop, not an argument,
+//! not a call's result), and, for each such `s` of block `S`:
+//! - `p` is the only phi `s` is an operand of;
+//! - no value `s` reaches, other than through `p`, escapes (the rules
+//!   above, with `p` the one phi not followed and not counted as an
+//!   escape), nor is used in a block of `R`: the blocks a run entering
+//!   `H` may reach before `S` runs again (those reachable from `H` without
+//!   entering `S`, `H` included; none when `S` is `H`, since all of `H`
+//!   runs on every entry);
+//! - no entry of `p` carrying `s` comes from a block of `R` (the same
+//!   array would enter `p` twice);
+//!
+//! and `p` itself stays inside as a site of block `H` does (above, phis
+//! counting only in blocks `H` strictly dominates; so no entry of `p` is
+//! `p` or reaches from it). The sites are *handed over*: they let go of
+//! nothing; `p` gets a slot, and on each entry of `H` lets go of the array
+//! it held before (null at the first) and holds the new one; a normal
+//! return lets go of it as of every slot. It frees, or releases when `p`
+//! or any of its sites is pushed as it is (those pushes are then counted,
+//! as a released site's).
+//!
+//! Why that is sound. Let `X` be an array a site `s` made at one of its
+//! runs. Every reference to `X` is held by `p`, a value `p` reaches, a
+//! value `s` reaches without `p`, or a tape. `p` receives `X` at an entry
+//! of `H` after that run and lets go of it at the next entry (or return),
+//! which is after at least one entry of `H` following the run, and does so
+//! only once: `X` enters `p` only once (the last rule, as `s` makes a new
+//! array each run), and no other phi nor site ever lets go of `X`, since
+//! the sites are handed over, `s` is an operand of no other phi, and a
+//! phi's entries are all sites' values (so no owning phi or site reaches
+//! another owning phi). The values `p` reaches: the argument for sites
+//! above, with `p`'s statement as `D`, run at each entry of `H`. The values
+//! `s` reaches: a use `U` of one, `v` defined by `V`, after an entry of `H`
+//! that follows the run, is either in a block of `R` (excluded) or comes
+//! after `S` ran again, and then (as above, `s` dominating `V`) after `V`
+//! ran again, seeing a value from a new array. The tapes: counted as
+//! above, the phi's letting go being the maker's giving up.
 //!
 //! What is left are the tapes. An array a freed site made was never on
 //! one. One a released site made leaves its function only by pushes of
@@ -194,15 +235,23 @@ impl Summaries {
     }
 }
 
-/// The sites of `func` that the function lets go of itself (module
-/// header), in statement order of the layout, each with how; `summaries`
-/// says which parameters of its callees they may be passed to (computed
-/// here for callees not yet summarised).
-pub(super) fn freed_sites(
-    func: &Func,
-    module: &Module,
-    summaries: &mut Summaries,
-) -> Vec<(Value, Letgo)> {
+/// What a function lets go of itself (module header): its sites, in
+/// statement order of the layout, then its owning phis, each with how; and
+/// the sites whose arrays an owning phi lets go of instead (*handed
+/// over*), with the phi's way (their pushes are counted when it releases).
+pub(super) struct Freed {
+    pub(super) sites: Vec<(Value, Letgo)>,
+    pub(super) handed: Vec<(Value, Letgo)>,
+}
+
+/// What `func` lets go of itself (module header); `summaries` says which
+/// parameters of its callees its arrays may be passed to (computed here
+/// for callees not yet summarised).
+pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summaries) -> Freed {
+    let mut freed = Freed {
+        sites: Vec::new(),
+        handed: Vec::new(),
+    };
     // Without counted tapes (`Module::counted_tapes`), a push is an escape
     // and pops are no sites, as before tapes were counted.
     let counted = module.counted_tapes();
@@ -230,7 +279,7 @@ pub(super) fn freed_sites(
         })
         .collect();
     if sites.is_empty() {
-        return Vec::new();
+        return freed;
     }
     let roots: Vec<FuncId> = callees(func).collect();
     summaries.ensure(module, &roots);
@@ -243,11 +292,19 @@ pub(super) fn freed_sites(
         summaries,
         budget: BUDGET,
     };
-    sites
+    let sites: Vec<(Value, Block)> = sites
         .into_iter()
         .filter(|&(_, b)| dom.is_reachable(b))
+        .collect();
+    let mut owned = owning_phis(func, &cfg, &dom, &sites, &mut walk);
+    // A phi that releases is pushed: without counted tapes, an escape.
+    owned.retain(|o| counted || o.1 != Letgo::Release);
+    let handed: HashSet<Value> = owned.iter().flat_map(|o| o.2.iter().copied()).collect();
+    freed.sites = sites
+        .into_iter()
+        .filter(|(a, _)| !handed.contains(a))
         .filter_map(|(a, b)| {
-            let pushed = walk.stays_inside(a, Some((b, &dom)))?;
+            let pushed = walk.stays_inside(a, Some((b, &dom)), None)?;
             if pushed && !counted {
                 return None;
             }
@@ -264,16 +321,144 @@ pub(super) fn freed_sites(
                 (false, false) => (a, Letgo::Free),
             })
         })
-        .collect()
+        .collect();
+    for (p, letgo, from) in owned {
+        freed.sites.push((p, letgo));
+        freed.handed.extend(from.into_iter().map(|s| (s, letgo)));
+    }
+    freed
+}
+
+/// The *owning* phis of `func` (module header, "Phis"), each with how it
+/// lets go and the sites handed over to it: a phi of type `[T]` whose every
+/// entry is a site that makes arrays (`sites`, reachable), used by no
+/// other phi, whose values are not used where the phi's block leads
+/// without the site running again, and which stays inside the function
+/// but for the phi; the phi itself stays inside as a site of its block
+/// does.
+fn owning_phis(
+    func: &Func,
+    cfg: &ControlFlowGraph,
+    dom: &DominatorTree,
+    sites: &[(Value, Block)],
+    walk: &mut Walk<'_>,
+) -> Vec<(Value, Letgo, Vec<Value>)> {
+    let makers: HashMap<Value, Block> = sites
+        .iter()
+        .filter(|(a, _)| {
+            !matches!(
+                func.def_kind(*a),
+                Some(InstKind::Prim {
+                    prim: Prim::Pop,
+                    ..
+                })
+            )
+        })
+        .copied()
+        .collect();
+    let mut out = Vec::new();
+    if makers.is_empty() {
+        return out;
+    }
+    for &h in &func.layout {
+        if !dom.is_reachable(h) {
+            continue;
+        }
+        for &inst in &func.blocks[h].insts {
+            let data = &func.insts[inst];
+            let (InstKind::Phi { entries }, Some(p)) = (&data.kind, data.result) else {
+                continue;
+            };
+            if !matches!(func.values.get(p).map(|d| &d.ty), Some(Type::Array(_))) {
+                continue;
+            }
+            let mut from: Vec<Value> = Vec::new();
+            let all_made = !entries.is_empty()
+                && entries.iter().all(|(_, op)| match op {
+                    Operand::Value(s) if makers.contains_key(s) => {
+                        if !from.contains(s) {
+                            from.push(*s);
+                        }
+                        true
+                    }
+                    _ => false,
+                });
+            if !all_made {
+                continue;
+            }
+            let Some(mut pushed) = walk.stays_inside(p, Some((h, dom)), None) else {
+                continue;
+            };
+            let mut ok = true;
+            for &s in &from {
+                // Handed to one phi only: two would both let go of it.
+                let other_phi = walk.uses.by_value.get(&s).is_some_and(|us| {
+                    us.iter().any(|u| {
+                        matches!(u, Use::Inst(i, _) if *i != inst
+                            && matches!(func.insts[*i].kind, InstKind::Phi { .. }))
+                    })
+                });
+                if other_phi {
+                    ok = false;
+                    break;
+                }
+                let b = makers[&s];
+                let after = unrepeated(cfg, h, b);
+                // Carried in again before the site runs again, its array
+                // would be let go of while it is the phi's new value.
+                if entries
+                    .iter()
+                    .any(|(pred, op)| *op == Operand::Value(s) && after.contains(pred))
+                {
+                    ok = false;
+                    break;
+                }
+                match walk.stays_inside(s, Some((b, dom)), Some((inst, &after))) {
+                    Some(push) => pushed |= push,
+                    None => {
+                        ok = false;
+                        break;
+                    }
+                }
+            }
+            if ok {
+                let letgo = if pushed { Letgo::Release } else { Letgo::Free };
+                out.push((p, letgo, from));
+            }
+        }
+    }
+    out
+}
+
+/// The blocks that a run entering `h` may reach before the statements of
+/// block `b` run again: none when `b` is `h` (its statements run on every
+/// entry), else those reachable from `h` without entering `b`.
+fn unrepeated(cfg: &ControlFlowGraph, h: Block, b: Block) -> HashSet<Block> {
+    let mut seen: HashSet<Block> = HashSet::default();
+    if h == b {
+        return seen;
+    }
+    let mut work = vec![h];
+    seen.insert(h);
+    while let Some(x) = work.pop() {
+        for &y in cfg.succs(x) {
+            if y != b && seen.insert(y) {
+                work.push(y);
+            }
+        }
+    }
+    seen
 }
 
 /// The `push` statements of `func` whose operand is a site's value itself,
 /// a site that makes arrays it may push ([`Letgo::Release`]) or a pop of
 /// an array ([`Letgo::Drop`]), with that site's letgo: such a push stores
 /// a tagged word and counts the tape's reference (module header).
-pub(super) fn counted_pushes(func: &Func, sites: &[(Value, Letgo)]) -> HashMap<Inst, Letgo> {
-    let counted: HashMap<Value, Letgo> = sites
+pub(super) fn counted_pushes(func: &Func, freed: &Freed) -> HashMap<Inst, Letgo> {
+    let counted: HashMap<Value, Letgo> = freed
+        .sites
         .iter()
+        .chain(&freed.handed)
         .filter(|(_, l)| *l != Letgo::Free)
         .copied()
         .collect();
@@ -329,7 +514,7 @@ fn kept_params(func: &Func, summaries: &Summaries) -> Vec<bool> {
         .iter()
         .map(|&p| {
             func.values.get(p).is_some_and(|d| holds_array(&d.ty))
-                && walk.stays_inside(p, None).is_none()
+                && walk.stays_inside(p, None, None).is_none()
         })
         .collect()
 }
@@ -405,7 +590,16 @@ impl Walk<'_> {
     /// site, `site` is its block and the dominator tree: phis count only in
     /// blocks it strictly dominates. For a parameter (`None`) every phi
     /// counts: it is never freed, only kept or not.
-    fn stays_inside(&mut self, a: Value, site: Option<(Block, &DominatorTree)>) -> Option<bool> {
+    ///
+    /// `handover`, for a site handed over to an owning phi: that phi's
+    /// statement, a use that neither escapes nor is followed, and the
+    /// blocks where no use may be (see [`unrepeated`]).
+    fn stays_inside(
+        &mut self,
+        a: Value,
+        site: Option<(Block, &DominatorTree)>,
+        handover: Option<(Inst, &HashSet<Block>)>,
+    ) -> Option<bool> {
         let func = self.func;
         let mut seen: HashSet<Value> = HashSet::default();
         let mut work = vec![a];
@@ -422,6 +616,14 @@ impl Walk<'_> {
                     Use::Term => return None,
                     Use::Inst(i, b) => (i, b),
                 };
+                if let Some((phi, unrepeated)) = handover {
+                    if inst == phi {
+                        continue;
+                    }
+                    if unrepeated.contains(&block) {
+                        return None;
+                    }
+                }
                 let data = func.insts.get(inst)?;
                 let propagates = match &data.kind {
                     InstKind::Prim { prim, .. } => match prim_use(*prim) {
@@ -516,17 +718,22 @@ mod tests {
         let mut m = parse_module(src).expect("parses");
         m.set_counted_tapes(counted);
         let f = m.get(m.by_name("f").expect("@f")).expect("func");
-        freed_sites(f, &m, &mut Summaries::default())
+        let freed = freed_sites(f, &m, &mut Summaries::default());
+        let name = |v: Value| f.values[v].name.as_deref().unwrap_or("?").to_string();
+        let way = |letgo| match letgo {
+            Letgo::Free => "",
+            Letgo::Release => ":release",
+            Letgo::Drop => ":drop",
+        };
+        let sites = freed
+            .sites
             .into_iter()
-            .map(|(v, letgo)| {
-                let name = f.values[v].name.as_deref().unwrap_or("?");
-                match letgo {
-                    Letgo::Free => name.to_string(),
-                    Letgo::Release => format!("{name}:release"),
-                    Letgo::Drop => format!("{name}:drop"),
-                }
-            })
-            .collect()
+            .map(|(v, letgo)| format!("{}{}", name(v), way(letgo)));
+        let handed = freed
+            .handed
+            .into_iter()
+            .map(|(v, letgo)| format!("{}{}:handed", name(v), way(letgo)));
+        sites.chain(handed).collect()
     }
 
     #[test]
@@ -558,12 +765,12 @@ mod tests {
 
     #[test]
     fn escaping_arrays_are_kept() {
-        // Returned through a tuple (`r`), carried to the next iteration by
-        // a phi in its own block (`cur`). `p` is pushed as it is: released
-        // (the tape's reference counted). `l` enters that phi from before
-        // the loop, whose block strictly dominates the phi's: made once, it
-        // is freed at the return. `c` is passed to `@g`, which only reads
-        // it (the next test has callees that keep).
+        // Returned through a tuple (`r`). `p` is pushed as it is: released
+        // (the tape's reference counted). `c` is passed to `@g`, which only
+        // reads it (the next test has callees that keep). `prev` owns what
+        // `l` (from before the loop, used nowhere else) and `cur` (carried
+        // to the next iteration) make: both are handed over to it, and it
+        // lets go of its old array on each entry of `#2`.
         let src = "func @g(%a: [f64]) -> f64 {
 #1:
   %r = call arrayref(%a, 0) :: f64
@@ -593,9 +800,113 @@ func @f(%n: i64) -> ([f64], f64) {
   return %t
 }
 ";
-        assert_eq!(freed(src), ["p:release", "c", "l"]);
+        assert_eq!(
+            freed(src),
+            ["p:release", "c", "prev", "l:handed", "cur:handed"]
+        );
         // Tapes not counted: a push is an escape.
-        assert_eq!(freed_in(src, false), ["c", "l"]);
+        assert_eq!(
+            freed_in(src, false),
+            ["c", "prev", "l:handed", "cur:handed"]
+        );
+    }
+
+    #[test]
+    fn phis_own_only_arrays_nothing_else_may_still_use() {
+        // `p` is entered with `a` again from the latch (letting go of its
+        // old array would free its new one), `q` with the argument, and
+        // `r` with `e`, which the body reads after the header, before `e`
+        // runs again: none owns. `a` and `e`, made before the loop, reach
+        // only phis their block strictly dominates: freed at the return.
+        let src = "func @f(%n: i64, %x: [f64]) -> f64 {
+#1:
+  %a = call zeros(3) :: [f64]
+  %e = call zeros(3) :: [f64]
+  goto #2
+#2:
+  %p = phi [#1 => %a, #3 => %a] :: [f64]
+  %q = phi [#1 => %x, #3 => %t] :: [f64]
+  %r = phi [#1 => %e, #3 => %u] :: [f64]
+  %i = phi [#1 => 0, #3 => %j] :: i64
+  %c = call lt(%i, %n) :: bool
+  gotoifnot %c, #4
+#3:
+  %t = call copy(%q) :: [f64]
+  %u = call copy(%r) :: [f64]
+  %y = call arrayref(%e, 0) :: f64
+  %j = call iadd(%i, 1) :: i64
+  goto #2
+#4:
+  %z = call arrayref(%p, 0) :: f64
+  return %z
+}
+";
+        assert_eq!(freed(src), ["a", "e"]);
+        // Without the third phi's reader, `r` owns `e` and `u`.
+        let owned = src.replace("  %y = call arrayref(%e, 0) :: f64\n", "");
+        assert_eq!(freed(&owned), ["a", "r", "e:handed", "u:handed"]);
+    }
+
+    #[test]
+    fn an_array_entering_two_phis_is_owned_by_neither() {
+        // `a` enters both `p` and `q`: were it handed to both, each would
+        // let go of it. Neither owns (refused twice over: `a` enters a
+        // second phi, and reaches through `q` a use in the body, which a
+        // re-entry of the header reaches before `#1` runs again); `a`
+        // itself, reaching only phis its block strictly dominates, is
+        // freed at the return. `t` and `u` reach the header's phis from
+        // the latch: kept.
+        let src = "func @f(%n: i64) -> f64 {
+#1:
+  %a = call zeros(3) :: [f64]
+  goto #2
+#2:
+  %p = phi [#1 => %a, #3 => %t] :: [f64]
+  %q = phi [#1 => %a, #3 => %u] :: [f64]
+  %i = phi [#1 => 0, #3 => %j] :: i64
+  %c = call lt(%i, %n) :: bool
+  gotoifnot %c, #4
+#3:
+  %t = call copy(%p) :: [f64]
+  %u = call copy(%q) :: [f64]
+  %j = call iadd(%i, 1) :: i64
+  goto #2
+#4:
+  %z = call arrayref(%p, 0) :: f64
+  return %z
+}
+";
+        assert_eq!(freed(src), ["a"]);
+    }
+
+    #[test]
+    fn a_phi_passing_its_array_to_another_phi_owns_nothing() {
+        // Swapped: `q`'s arrays enter `p` on the next entry, so `q`, whose
+        // entries are both sites' values, does not stay inside as a site of
+        // `#2` would, and owns nothing (letting go of its old array on
+        // entry would free `p`'s new one); `p` is entered with `q`, not a
+        // site's value. `a` and `b` are freed at the return.
+        let src = "func @f(%n: i64) -> f64 {
+#1:
+  %a = call zeros(3) :: [f64]
+  %b = call zeros(3) :: [f64]
+  goto #2
+#2:
+  %p = phi [#1 => %a, #3 => %q] :: [f64]
+  %q = phi [#1 => %b, #3 => %t] :: [f64]
+  %i = phi [#1 => 0, #3 => %j] :: i64
+  %c = call lt(%i, %n) :: bool
+  gotoifnot %c, #4
+#3:
+  %t = call copy(%p) :: [f64]
+  %j = call iadd(%i, 1) :: i64
+  goto #2
+#4:
+  %z = call arrayref(%p, 0) :: f64
+  return %z
+}
+";
+        assert_eq!(freed(src), ["a", "b"]);
     }
 
     #[test]
