@@ -445,10 +445,10 @@ pub struct Compared {
 /// `Config::smooth`): where the primal runs, forward mode (width 1 and 3,
 /// and sparse mode, whose JIT run must equal its interpreter run bit for
 /// bit) equals reverse mode within 1e-9 relative (or within the rounding of
-/// the derivatives' own arithmetic, [`rounding_of`]), and both are within
+/// the derivatives' own arithmetic, `rounding_of`), and both are within
 /// 1e-4 of central finite differences at each leaf where the function is
-/// smooth (two step sizes agree, [`continuous_at`]) and well conditioned
-/// ([`differences_see`]).
+/// smooth (two step sizes agree, `continuous_at`) and well conditioned
+/// (`differences_see`).
 pub fn derivatives(p: &Program) -> Result<Compared, String> {
     let mut compared = Compared::default();
     let l = load(p)?;
