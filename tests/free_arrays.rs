@@ -36,6 +36,22 @@ const CASES: &[(&str, &str)] = &[
     ("picked", "1.5, 7, @pick"),
 ];
 
+/// Each of `cases` (function, arguments) of `file` run by `irad` in each of
+/// `modes` (the command and its options), poisoned, in the JIT and in the
+/// interpreter: both must succeed and print the same.
+fn jit_agrees_poisoned(file: &str, cases: &[(&str, &str)], modes: &[&[&str]]) {
+    for (func, args) in cases {
+        for mode in modes {
+            let mut cmd: Vec<&str> = mode.to_vec();
+            cmd.extend([file, "-f", func, "--args", args]);
+            let jit = irad_poisoned(&cmd);
+            cmd.extend(["--backend", "interp"]);
+            let interp = irad_poisoned(&cmd);
+            assert_eq!(jit, interp, "{mode:?} @{func}({args})");
+        }
+    }
+}
+
 /// `irad ARGS` with freed arrays poisoned: its standard output, after
 /// checking that it succeeded (a use after free would be a signal).
 fn irad_poisoned(args: &[&str]) -> String {
@@ -61,16 +77,7 @@ fn aliased_arrays_survive_until_no_value_reaches_them_in_every_mode() {
         &["grad", "--mode", "fwd"],
         &["grad", "--mode", "fwd", "--sparse"],
     ];
-    for (func, args) in CASES {
-        for mode in modes {
-            let mut cmd: Vec<&str> = mode.to_vec();
-            cmd.extend([FILE, "-f", func, "--args", args]);
-            let jit = irad_poisoned(&cmd);
-            cmd.extend(["--backend", "interp"]);
-            let interp = irad_poisoned(&cmd);
-            assert_eq!(jit, interp, "{mode:?} @{func}({args})");
-        }
-    }
+    jit_agrees_poisoned(FILE, CASES, modes);
 }
 
 #[test]
@@ -139,18 +146,13 @@ const TAPE_CASES: &[(&str, &str)] = &[
 /// run poisoned and print exactly what the interpreter prints.
 #[test]
 fn arrays_pushed_on_tapes_survive_until_their_last_pop() {
-    for (func, args) in TAPE_CASES {
-        for limit in [None, Some("1"), Some("64"), Some("4096")] {
-            let mut cmd: Vec<&str> = vec!["grad", TAPES, "-f", func, "--args", args];
-            if let Some(l) = limit {
-                cmd.extend(["--tape-limit", l]);
-            }
-            let jit = irad_poisoned(&cmd);
-            cmd.extend(["--backend", "interp"]);
-            let interp = irad_poisoned(&cmd);
-            assert_eq!(jit, interp, "@{func}({args}) under {limit:?}");
-        }
-    }
+    let modes: &[&[&str]] = &[
+        &["grad"],
+        &["grad", "--tape-limit", "1"],
+        &["grad", "--tape-limit", "64"],
+        &["grad", "--tape-limit", "4096"],
+    ];
+    jit_agrees_poisoned(TAPES, TAPE_CASES, modes);
 }
 
 /// `@f.rev` of `name`, derived under `limit`, in a copy of `module`, and
@@ -403,16 +405,7 @@ fn arrays_carried_through_loop_phis_survive_until_replaced() {
         &["grad", "--mode", "fwd"],
         &["grad", "--mode", "fwd", "--sparse"],
     ];
-    for (func, args) in LOOP_CASES {
-        for mode in modes {
-            let mut cmd: Vec<&str> = mode.to_vec();
-            cmd.extend([LOOPS, "-f", func, "--args", args]);
-            let jit = irad_poisoned(&cmd);
-            cmd.extend(["--backend", "interp"]);
-            let interp = irad_poisoned(&cmd);
-            assert_eq!(jit, interp, "{mode:?} @{func}({args})");
-        }
-    }
+    jit_agrees_poisoned(LOOPS, LOOP_CASES, modes);
 }
 
 /// An owning phi lets go of the array it held each time its header is

@@ -943,11 +943,8 @@ fn bytes_per_iteration(
     k: usize,
 ) -> u64 {
     let shape = &cx.shape;
-    let l = shape.loops.of(k);
     let mut total = 0u64;
-    for i in l.members.iter().copied().filter(|&i| shape.kept(i)) {
-        let depth = depth_in(&shape.loops, i, k);
-        let times = INNER_TRIPS.saturating_pow(u32::try_from(depth).unwrap_or(u32::MAX));
+    for (i, times) in weighted_members(cx, k) {
         let block = shape.bb.blocks[i].id;
         let mut here: u64 = plan
             .at_block_end(block)
@@ -973,6 +970,26 @@ fn bytes_per_iteration(
     total
 }
 
+/// The kept blocks of loop `k` (positions), each with how many times one
+/// iteration of `k` is assumed to run it: [`INNER_TRIPS`] to the power of
+/// how deep it lies in loops inside `k`.
+fn weighted_members<'c>(
+    cx: &'c Derivation<'_>,
+    k: usize,
+) -> impl Iterator<Item = (usize, u64)> + 'c {
+    let shape = &cx.shape;
+    let l = shape.loops.of(k);
+    l.members
+        .iter()
+        .copied()
+        .filter(|&i| shape.kept(i))
+        .map(move |i| {
+            let depth = depth_in(&shape.loops, i, k);
+            let times = INNER_TRIPS.saturating_pow(u32::try_from(depth).unwrap_or(u32::MAX));
+            (i, times)
+        })
+}
+
 /// The arrays made in loop `k` that one iteration pushes (values of a type
 /// holding an array, defined in the loop's blocks), weighted as
 /// [`bytes_per_iteration`] weighs the blocks of inner loops.
@@ -987,9 +1004,7 @@ fn fresh_arrays_per_iteration(
     let fdef = super::plan::def_blocks(view.fwd, view.fblock);
     let made_here = |v: Value| fdef[v].is_some_and(|d| l.contains(d));
     let mut total = 0u64;
-    for i in l.members.iter().copied().filter(|&i| shape.kept(i)) {
-        let depth = depth_in(&shape.loops, i, k);
-        let times = INNER_TRIPS.saturating_pow(u32::try_from(depth).unwrap_or(u32::MAX));
+    for (i, times) in weighted_members(cx, k) {
         let block = shape.bb.blocks[i].id;
         let stmts = shape.bb.blocks[i].stmts.iter();
         let here = plan
