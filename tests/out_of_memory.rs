@@ -208,15 +208,21 @@ fn temporaries_in_bounded_memory(backend: &str) {
             "--backend",
             backend,
         ]);
-        let o = irad_limited(TEMPORARIES_KIB, &args);
-        assert!(
-            o.status.success(),
-            "{args:?}: {:?}\n{}",
-            o.status,
-            String::from_utf8_lossy(&o.stderr)
-        );
-        assert_eq!(String::from_utf8_lossy(&o.stdout), want, "{args:?}");
+        assert_eq!(bounded_stdout(&args), want, "{args:?}");
     }
+}
+
+/// `irad ARGS` under [`TEMPORARIES_KIB`]: its standard output, after
+/// checking that it succeeded.
+fn bounded_stdout(args: &[&str]) -> String {
+    let o = irad_limited(TEMPORARIES_KIB, args);
+    assert!(
+        o.status.success(),
+        "{args:?}: {:?}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 #[test]
@@ -250,14 +256,7 @@ fn arrays_carried_through_a_loop_phi_run_in_bounded_memory() {
             "--backend",
             backend,
         ];
-        let o = irad_limited(TEMPORARIES_KIB, &args);
-        assert!(
-            o.status.success(),
-            "{args:?}: {:?}\n{}",
-            o.status,
-            String::from_utf8_lossy(&o.stderr)
-        );
-        outs.push(String::from_utf8_lossy(&o.stdout).into_owned());
+        outs.push(bounded_stdout(&args));
     }
     assert_eq!(outs[0], outs[1]);
     assert!(!outs[0].trim().is_empty(), "a value");
