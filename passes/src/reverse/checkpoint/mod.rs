@@ -17,7 +17,8 @@
 //! checkpointed already (the outermost qualifying loop is chosen, its
 //! stretches hold the loops inside it in full), unless the budget needs the
 //! loop inside checkpointed too (or it asks): then it is, inside the outer
-//! loop's replay (`nested.rs`; one level). Under a limit the budget needs it
+//! loop's replay (`nested.rs`), at any depth: the loop inside may hold one
+//! checkpointed inside its own replay in turn. Under a limit the budget needs it
 //! when one outer iteration exceeds half the limit, and whenever the inner
 //! loop's trip count is not a constant of at most [`INNER_TRIPS`] (a counted
 //! one then records a run of at most that many iterations directly, as the
@@ -378,8 +379,15 @@ pub(super) fn choose(
             continue;
         }
         let mut within = None;
-        if let Some(outer) = out.loops.iter().find(|c| loops.of(c.k).contains(l.header)) {
-            match nested_decision(cx, &out, outer, k, (limit, ask)) {
+        // The innermost checkpointed loop around it (loops are considered
+        // outermost first, so that is the smallest one containing it).
+        let around = out
+            .loops
+            .iter()
+            .filter(|c| loops.of(c.k).contains(l.header))
+            .min_by_key(|c| loops.of(c.k).members.len());
+        if let Some(outer) = around {
+            match nested_decision(cx, outer, k, (limit, ask)) {
                 Ok(()) => within = Some(outer.k),
                 Err(why) => {
                     out.skip(label, why);
@@ -647,35 +655,24 @@ fn entry_test(cx: &Derivation<'_>, k: usize) -> Option<EntryTest> {
 /// of `outer` records more than half of it (its stretches are then single
 /// iterations, which would still exceed the limit) or when its trip count
 /// is not a constant of at most [`INNER_TRIPS`] (the estimate `outer`'s
-/// stretch rests on counts it that many times; [`short_constant`]); never
-/// inside a loop that is itself checkpointed inside another (one level of
-/// nesting).
+/// stretch rests on counts it that many times; [`short_constant`]). `outer`
+/// is the innermost checkpointed loop around `k`, at any depth: it may be
+/// checkpointed inside another loop's replay itself, and `k` then inside
+/// its replay.
 fn nested_decision(
     cx: &Derivation<'_>,
-    out: &Checkpoints,
     outer: &CkLoop,
     k: usize,
     (limit, ask): (Option<u64>, Option<&Ask>),
 ) -> Result<(), String> {
     let loops = &cx.shape.loops;
-    let header = loops.of(k).header;
     let o = cx.label(loops.of(outer.k).header);
-    if let Some(mid) = out
-        .loops
-        .iter()
-        .find(|c| c.within.is_some() && loops.of(c.k).contains(header))
-    {
-        let m = cx.label(loops.of(mid.k).header);
-        return Err(format!(
-            "it is inside loop #{m}, which is checkpointed inside loop #{o}"
-        ));
-    }
     let needed = match (ask, limit) {
         (Some(a), _) => a.n > 0,
         (None, Some(b)) => (outer.stretch == 1 && outer.bytes > b / 2) || !short_constant(cx, k),
         (None, None) => false,
     };
-    if !needed || outer.within.is_some() {
+    if !needed {
         return Err(format!("it is inside loop #{o}, which is checkpointed"));
     }
     let outer_loop = loops.of(outer.k);

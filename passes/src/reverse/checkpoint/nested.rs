@@ -6,6 +6,13 @@
 //! loop's own replay is made from the recording forward sweep like any
 //! other (`replay.rs`), and the pullback treats it like any other.
 //!
+//! Nesting goes to any depth, one level at a time: the outer loop may be
+//! checkpointed inside the replay of a loop around it in turn. Its own
+//! replay is still a copy of the recording sweep, so the inner loop is
+//! rewritten there as above; in the replay of the loop around it, where
+//! the outer loop's blocks were rewritten not to record, the inner loop's
+//! blocks among them run without recording and push nothing of it.
+//!
 //! Assumes the outer loop's replay was copied from the recording forward
 //! sweep with the blocks' labels kept, and that the inner loop's blocks and
 //! everything they read are in it. Guarantees: the outer replay pushes, for
