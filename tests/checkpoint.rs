@@ -1055,6 +1055,84 @@ fn the_innermost_of_three_loops_is_checkpointed_too() {
     }
 }
 
+/// A loop holding checkpointed loops keeps its direct path (docs/reverse.md,
+/// "Nested loops"): when its run and every inner run are short (the inner
+/// trip counts known on entry), the forward sweep records the whole nest
+/// directly, the inner loops as their own direct paths would, and nothing
+/// is replayed; when an inner run is long, the outer loop is checkpointed
+/// and the long inner run inside its replay, within the limit. The
+/// gradient is the same bit for bit either way, in both backends.
+#[test]
+fn a_loop_holding_checkpointed_loops_keeps_its_direct_path() {
+    let text = "fn mix(x: [f64], n: i64, d: i64) -> f64 {\n    let mut s = 0.0;\n    for i in 0..n {\n        let mut t = s;\n        for c in 0..n {\n            let mut u = t * 0.5;\n            for j in 0..d {\n                u = u + sin(x[j % len(x)] + u * 0.1);\n            }\n            t = t + 0.1 * u;\n        }\n        s = s + tanh(t);\n    }\n    s\n}\n";
+    let src = Source::new("mix.irad", text);
+    let m = irad::load_normalised(&src).expect("loads");
+    let f = m.by_name("mix").expect("@mix");
+    let plan = tape_plan_limited(&m, &Registry::new(), f, Some(1 << 20))
+        .expect("plan")
+        .to_string();
+    for (l, within) in [("#2", None), ("#4", Some("#2")), ("#6", Some("#4"))] {
+        let line = plan
+            .lines()
+            .find(|s| s.contains(&format!("loop {l}: checkpointed")))
+            .unwrap_or_else(|| panic!("loop {l}: {plan}"));
+        assert!(line.contains("is recorded as without a limit"), "{line}");
+        if l == "#2" {
+            assert!(line.contains("(with loops #4, #6 inside it,"), "{line}");
+        }
+        if let Some(o) = within {
+            assert!(
+                line.contains(&format!("inside loop {o}'s replay")),
+                "{line}"
+            );
+        }
+    }
+    // The forward sweep also takes the array argument's shadow.
+    let with_shadow = |text: &str| {
+        let mut args = irad::parse_args(&Source::new("<args>", text), &m, f).expect("args");
+        args.push(Val::f64_array(vec![0.0; 3]));
+        args
+    };
+    let short = with_shadow("[0.5, -0.3, 0.8], 4, 8");
+    let free = counts(&m, f, &short, None);
+    let limited = counts(&m, f, &short, Some(1 << 20));
+    // Recorded directly: each iteration runs once (a replay would run the
+    // innermost iterations twice more), with a test, flags and counts per
+    // inner run (about 1.14x here, with inner runs of 8 one-line iterations).
+    assert!(
+        limited.statements < free.statements * 5 / 4,
+        "{limited:?} {free:?}"
+    );
+    let long = with_shadow("[0.5, -0.3, 0.8], 2, 30000");
+    let free = counts(&m, f, &long, None);
+    let limited = counts(&m, f, &long, Some(4 << 10));
+    assert!(free.peak_tape_bytes > 500_000, "{free:?}");
+    assert!(limited.peak_tape_bytes <= 4 << 10, "{limited:?}");
+    let loaded = irad::load(&src).expect("loads");
+    let g = loaded.by_name("mix").expect("@mix");
+    for args in [
+        "[0.5, -0.3, 0.8], 4, 8",
+        "[0.5, -0.3, 0.8], 3, 40",
+        "[0.2], 20, 2",
+    ] {
+        let args = irad::parse_args(&Source::new("<args>", args), &loaded, g).expect("args");
+        let reference = grad(&src, &loaded, g, &args, Backend::Interp, None).expect("gradient");
+        for backend in [Backend::Interp, Backend::Jit] {
+            for limit in [64, 1 << 10, 1 << 20] {
+                let got = grad(&src, &loaded, g, &args, backend, Some(limit)).expect("gradient");
+                assert!(
+                    same_gradient(&got, &reference),
+                    "{backend:?} under {limit}: {:?} {:?}, without a limit {:?} {:?}",
+                    got.value,
+                    got.gradient,
+                    reference.value,
+                    reference.gradient
+                );
+            }
+        }
+    }
+}
+
 /// The budget rule for nested loops under a roomy limit (docs/reverse.md,
 /// "Nested loops"): an inner `while` loop, whose trip count is not known on
 /// entry, is checkpointed inside the outer loop's replay (without a direct

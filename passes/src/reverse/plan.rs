@@ -233,6 +233,10 @@ pub struct CheckpointedLoop {
     /// it) and then records it as it would without a limit: the stretch, or
     /// for a loop inside another's replay at most `INNER_TRIPS`.
     pub direct: Option<u64>,
+    /// The labels of the checkpointed loops inside it that its direct path
+    /// records in full too, each when its run is no longer than its own
+    /// direct path records.
+    pub direct_inner: Vec<u32>,
     /// How many edges leave the loop, when it is not a loop that leaves
     /// through one edge from its header (`break`, `return` in it, `&&` or
     /// `||` in a `while` condition, a test at the bottom): each replay then
@@ -798,6 +802,15 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
             "; a run of at most {runs} iteration{} is recorded as without a limit",
             if runs == 1 { "" } else { "s" }
         ));
+        if !c.direct_inner.is_empty() {
+            let labels: Vec<String> = c.direct_inner.iter().map(|l| format!("#{l}")).collect();
+            line.push_str(&format!(
+                " (with loop{} {} inside it, when each run of {} is as short as its own direct path records)",
+                if labels.len() == 1 { "" } else { "s" },
+                labels.join(", "),
+                if labels.len() == 1 { "it" } else { "them" }
+            ));
+        }
     }
     line
 }

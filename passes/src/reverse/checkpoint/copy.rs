@@ -318,6 +318,18 @@ impl<'a, 'r> LoopCopy<'a, 'r> {
         self.tramp.get(&(src, dst)).copied().unwrap_or(src)
     }
 
+    /// The copy of forward-sweep block `fb` of the loop.
+    pub fn copy_of(&self, fb: Block) -> Option<Block> {
+        self.source.get(&fb).copied()
+    }
+
+    /// Sets the entries of the copy's phi `phi`.
+    pub fn set_phi_entries(&mut self, phi: Value, entries: SmallVec<[(Block, Operand); 2]>) {
+        if let irad_ir::ValueDef::Inst(pi) = self.f.values[phi].def {
+            self.f.insts[pi].kind = InstKind::Phi { entries };
+        }
+    }
+
     /// The copy's operand for a forward-sweep operand.
     pub fn op(&self, op: &Operand) -> Result<Operand, ReverseError> {
         match op {

@@ -396,17 +396,11 @@ pub(super) fn choose(
             }
         }
         match decide(cx, view, plan, k, (limit, ask, within), &unsafe_classes) {
-            Ok(c) => {
-                // The outer loop's direct path would record the inner loop
-                // in full, which its reverse no longer expects.
-                if let Some(outer) = out.loops.iter_mut().find(|o| Some(o.k) == within) {
-                    outer.direct = None;
-                }
-                out.loops.push(c)
-            }
+            Ok(c) => out.loops.push(c),
             Err(why) => out.skip(label, why),
         }
     }
+    keep_direct_paths(cx, &mut out.loops);
     for &h in &loops.others {
         if loops.multi.iter().any(|l| l.header == h) {
             continue;
@@ -589,6 +583,65 @@ fn decide(
         replayed: HashMap::default(),
         replay_renamed: HashMap::default(),
     })
+}
+
+/// A loop's direct path records the loops checkpointed inside it in full
+/// (`direct.rs`): each of them must take its own direct path there, which
+/// its reverse knows by the flag at its exit. So a loop keeps its direct
+/// path only when every checkpointed loop inside it (at any depth) has one
+/// too, arrays made in it do not size its stretch, and its trip count is
+/// known where the outer loop is entered (its start and bound defined
+/// before that loop), so that the outer loop's test can tell whether the
+/// inner runs are short enough as well. Dropping one loop's direct path can
+/// drop those of the loops around it: repeated until none changes.
+fn keep_direct_paths(cx: &Derivation<'_>, cks: &mut [CkLoop]) {
+    let loops = &cx.shape.loops;
+    loop {
+        let mut dropped = false;
+        for i in 0..cks.len() {
+            if cks[i].direct.is_none() {
+                continue;
+            }
+            let outer = loops.of(cks[i].k);
+            let keeps = cks.iter().all(|d| {
+                d.k == cks[i].k
+                    || !outer.contains(loops.of(d.k).header)
+                    || inner_direct(cx, d, cks[i].k).is_some()
+            });
+            if !keeps {
+                cks[i].direct = None;
+                dropped = true;
+            }
+        }
+        if !dropped {
+            break;
+        }
+    }
+}
+
+/// The direct path of checkpointed loop `d`, inside loop `outer`, when the
+/// direct path of `outer` can record it in full ([`keep_direct_paths`]).
+pub(super) fn inner_direct<'c>(
+    cx: &Derivation<'_>,
+    d: &'c CkLoop,
+    outer: usize,
+) -> Option<&'c Direct> {
+    let direct = d.direct.as_ref()?;
+    if d.sized.is_some() || !d.carried.is_empty() {
+        return None;
+    }
+    let counted = cx.shape.loops.of(d.k).counted.as_ref()?;
+    let o = cx.shape.loops.of(outer);
+    let before = |op: Operand| match op {
+        Operand::Const(_) => true,
+        Operand::Value(v) => match cx.src.values[v].def {
+            irad_ir::ValueDef::Param(_) => true,
+            irad_ir::ValueDef::Inst(i) => (*cx.places.get(i))
+                .and_then(|(b, _)| cx.shape.bb.index()[b])
+                .is_some_and(|p| !o.contains(p)),
+        },
+    };
+    (before(direct.test.bound) && before(counted.init)).then_some(direct)
 }
 
 /// When counted loop `k` goes on while its counter compares below (or
@@ -1141,7 +1194,20 @@ pub(super) fn rewrite(
     }
     let recording = fval;
     let mut fval = fval.clone();
-    for ck in cks.loops.iter_mut().filter(|c| c.within.is_none()) {
+    // The checkpointed loops inside each loop with a direct path, which
+    // that path records in full.
+    let inner = cks
+        .loops
+        .iter()
+        .map(|c| match c.direct {
+            Some(_) => inners(cx, &cks.loops, c.k),
+            None => Ok(Vec::new()),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    for (ck, inner) in cks.loops.iter_mut().zip(&inner) {
+        if ck.within.is_some() {
+            continue;
+        }
         ck.run_stretch = Some(sized::stretch_at(
             module,
             fwd_id,
@@ -1150,7 +1216,13 @@ pub(super) fn rewrite(
             &cx.floc,
         )?);
         let path = match &ck.direct {
-            Some(d) => Some(direct::build(cx, module, fwd_id, (fblock, &fval), (ck, d))?),
+            Some(d) => Some(direct::build(
+                cx,
+                module,
+                fwd_id,
+                (fblock, &fval),
+                (ck, d, inner),
+            )?),
             None => None,
         };
         primal::rewrite(
@@ -1175,7 +1247,7 @@ pub(super) fn rewrite(
             module,
             fwd_id,
             (fblock, recording),
-            (&outer, &mut cks.loops[j]),
+            (&outer, &mut cks.loops[j], &inner[j]),
         )?;
         if let Some(o) = cks.loops.iter_mut().find(|c| c.k == outer.k) {
             o.replay_renamed.extend(renamed);
@@ -1185,6 +1257,39 @@ pub(super) fn rewrite(
         thin::fill(cx, module, fwd_id, (fblock, recording), ck)?;
     }
     Ok(())
+}
+
+/// The checkpointed loops of `cks` inside loop `outer`, which has a direct
+/// path ([`keep_direct_paths`] made sure each has one its path can take),
+/// with their flags and counts as the recording forward sweep has them.
+fn inners(
+    cx: &Derivation<'_>,
+    cks: &[CkLoop],
+    outer: usize,
+) -> Result<Vec<direct::Inner>, ReverseError> {
+    let loops = &cx.shape.loops;
+    let o = loops.of(outer);
+    let mut out = Vec::new();
+    for d in cks
+        .iter()
+        .filter(|d| d.k != outer && o.contains(loops.of(d.k).header))
+    {
+        let lost = || {
+            super::ctx::internal(
+                &cx.floc,
+                "an inner loop its outer direct path cannot record",
+            )
+        };
+        let direct = inner_direct(cx, d, outer).ok_or_else(lost)?;
+        out.push(direct::Inner {
+            k: d.k,
+            pre: d.pre,
+            flag: d.flag.ok_or_else(lost)?,
+            counts: d.counts.clone(),
+            direct: direct.clone(),
+        });
+    }
+    Ok(out)
 }
 
 /// The checkpointed loops of `cks` as the tape plan prints them.
@@ -1216,6 +1321,17 @@ pub(super) fn summary(
                     .map(|f| f.name.clone())
                     .unwrap_or_default(),
                 direct: c.direct.as_ref().map(|d| d.runs),
+                direct_inner: match c.direct {
+                    Some(_) => {
+                        let o = cx.shape.loops.of(c.k);
+                        cks.loops
+                            .iter()
+                            .filter(|d| d.k != c.k && o.contains(cx.shape.loops.of(d.k).header))
+                            .map(|d| cx.label(cx.shape.loops.of(d.k).header))
+                            .collect()
+                    }
+                    None => Vec::new(),
+                },
                 exits: c.repush.then(|| cx.shape.loops.of(c.k).exits.len()),
                 thinned_after: c.plain,
             }

@@ -38,7 +38,7 @@ pub(in crate::reverse) fn rewrite(
     module: &mut Module,
     fwd_id: FuncId,
     (fblock, fval): (&[Block], &SecondaryMap<Value, Option<Operand>>),
-    (outer, ck): (&CkLoop, &mut CkLoop),
+    (outer, ck, inner): (&CkLoop, &mut CkLoop, &[direct::Inner]),
 ) -> Result<HashMap<Value, Value>, ReverseError> {
     let rid = outer
         .replay
@@ -128,13 +128,36 @@ pub(in crate::reverse) fn rewrite(
         &local,
         &cx.floc,
     )?);
+    // The loops inside it its direct path records in full, with their
+    // flags and counts as the outer replay has them.
+    let mut here = Vec::with_capacity(inner.len());
+    for i in inner {
+        let flag = match in_replay(Operand::Value(i.flag)) {
+            Some(Operand::Value(r)) => r,
+            _ => return Err(missing()),
+        };
+        let mut counts = Vec::with_capacity(i.counts.len());
+        for &(e, count) in &i.counts {
+            match in_replay(Operand::Value(count)) {
+                Some(Operand::Value(r)) => counts.push((e, r)),
+                _ => return Err(missing()),
+            }
+        }
+        here.push(direct::Inner {
+            k: i.k,
+            pre: i.pre,
+            flag,
+            counts,
+            direct: i.direct.clone(),
+        });
+    }
     let path = match &local.direct {
         Some(d) => Some(direct::build(
             cx,
             module,
             rid,
             (&rblock, &rval),
-            (&local, d),
+            (&local, d, &here),
         )?),
         None => None,
     };
