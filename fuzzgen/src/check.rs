@@ -256,6 +256,68 @@ pub fn interp_vs_jit(p: &Program) -> Result<(), String> {
     }
 }
 
+/// The tape limits [`checkpoint`] derives under: one byte (every loop that
+/// records checkpointed, in stretches of one iteration, at every nesting
+/// depth) and 4K (longer stretches, direct paths taken by short runs).
+const CHECKPOINT_LIMITS: [u64; 2] = [1, 4096];
+
+/// Reverse mode under a tape limit gives the gradient without one, bit for
+/// bit, in the interpreter and the JIT (docs/reverse.md, "Checkpointing"):
+/// the value and gradient of one derivation without a limit, run by the
+/// interpreter, against those of a derivation under each of
+/// [`CHECKPOINT_LIMITS`], run by both backends. A program whose gradient
+/// fails without a limit must fail under one too (the message may name
+/// another place: the replay functions run the loops again).
+pub fn checkpoint(p: &Program) -> Result<(), String> {
+    let l = load(p)?;
+    let registry = irad::rules::Registry::new();
+    let as_val = |g: &Result<irad::Gradient, irad::Error>| -> Result<Val, String> {
+        match g {
+            Ok(g) => {
+                let mut parts = vec![g.value.clone()];
+                parts.extend(g.gradient.iter().map(|x| x.clone().unwrap_or(Val::Unit)));
+                Ok(Val::Tuple(parts.into()))
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    };
+    let runs = |limit: Option<u64>, execs: &[irad::ir::interp::MakeExecutor]| {
+        let mut req = irad::GradRequest::new(l.func, &l.args);
+        req.opts.tape_limit = limit;
+        irad::grad_each(&l.src, &l.module, &registry, &req, execs)
+            .map(|(runs, _)| runs.iter().map(as_val).collect::<Vec<_>>())
+            .map_err(|e| {
+                format!(
+                    "reverse mode cannot derive a generated program{}: {e}\n{}\nargs: {}",
+                    limit.map_or(String::new(), |b| format!(" under a {b}-byte limit")),
+                    p.source,
+                    p.args
+                )
+            })
+    };
+    let reference = runs(None, &[Backend::Interp.exec()])?
+        .into_iter()
+        .next()
+        .ok_or("grad_each ran no backend")?;
+    for limit in CHECKPOINT_LIMITS {
+        let got = runs(Some(limit), &[Backend::Interp.exec(), Backend::Jit.exec()])?;
+        for (backend, g) in ["interpreter", "JIT"].iter().zip(&got) {
+            let agree = match (&reference, g) {
+                (Ok(a), Ok(b)) => same(a, b),
+                (Err(_), Err(_)) => true,
+                _ => false,
+            };
+            if !agree {
+                return Err(format!(
+                    "grad under a {limit}-byte limit ({backend}) {g:?} but without a limit {reference:?}\n{}\nargs: {}",
+                    p.source, p.args
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The f64 leaves of the differentiable arguments, by position (argument,
 /// element of an array or field of a tuple of f64s), for perturbing.
 fn leaves(args: &[Val], params: &[Type]) -> Vec<(usize, Option<usize>)> {

@@ -51,6 +51,9 @@ pub struct Config {
     pub max_expr_depth: u32,
     /// Leave out non-smooth primitives.
     pub smooth: bool,
+    /// At most this depth of nested loops (2 by default; the `checkpoint`
+    /// target asks for 3, for loops checkpointed inside one another).
+    pub max_loop_depth: u32,
 }
 
 impl Default for Config {
@@ -59,6 +62,7 @@ impl Default for Config {
             max_stmts: 12,
             max_expr_depth: 4,
             smooth: false,
+            max_loop_depth: 2,
         }
     }
 }
@@ -551,9 +555,9 @@ impl Gen<'_, '_> {
     fn stmt(&mut self, indent: usize) -> Result<()> {
         let choice: u8 = self.u.int_in_range(0..=22)?;
         match choice {
-            6 if self.loop_depth < 2 => self.for_loop(indent),
-            7 if self.loop_depth < 2 => self.counted_while(indent),
-            8 if self.loop_depth < 2 => self.data_while(indent),
+            6 if self.loop_depth < self.cfg.max_loop_depth => self.for_loop(indent),
+            7 if self.loop_depth < self.cfg.max_loop_depth => self.counted_while(indent),
+            8 if self.loop_depth < self.cfg.max_loop_depth => self.data_while(indent),
             9 | 10 => self.array_stmt(indent),
             11 => {
                 let arrays = self.arrays();

@@ -56,6 +56,20 @@ fn generated_programs_agree_between_interpreter_and_jit() {
 }
 
 #[test]
+fn generated_gradients_are_the_same_under_tape_limits() {
+    for seed in 0..seeds(30) {
+        let cfg = Config {
+            max_loop_depth: 3,
+            ..Config::default()
+        };
+        let p = generated(4000 + seed, &cfg);
+        if let Err(e) = check::checkpoint(&p) {
+            panic!("seed {}: {e}", 4000 + seed);
+        }
+    }
+}
+
+#[test]
 fn generated_derivatives_agree_between_modes_and_with_finite_differences() {
     let cfg = Config {
         smooth: true,

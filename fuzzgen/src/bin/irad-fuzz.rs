@@ -12,7 +12,9 @@
 //! differences, on smooth programs) or `second_order` (Hessian-vector
 //! products: interpreter against JIT, against finite differences of the
 //! gradient, forward over reverse against reverse over forward and forward
-//! over forward, on smooth programs). Program number i is generated from seed
+//! over forward, on smooth programs) or `checkpoint` (reverse mode under tape
+//! limits of 1 byte and 4K against reverse mode without one, bit for bit, in
+//! the interpreter and the JIT). Program number i is generated from seed
 //! K + i (default K = 0), so a run is reproducible and runs add up: `--seed`
 //! where the last one stopped continues it. J threads (default: the number
 //! of CPUs) take seeds in turn.
@@ -40,12 +42,13 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// The targets: name, and whether it generates smooth programs.
-const TARGETS: [(&str, bool); 5] = [
+const TARGETS: [(&str, bool); 6] = [
     ("interp", false),
     ("interp_vs_jit", false),
     ("derivatives", true),
     ("second_order", true),
     ("emit", false),
+    ("checkpoint", false),
 ];
 
 /// Programs per batch of the emit target: one `cc` call and one shared
@@ -79,7 +82,7 @@ struct Options {
 
 const USAGE: &str =
     "usage: irad-fuzz TARGET [--seconds S | --programs N] [--seed K] [--jobs J] [--coverage]
-  TARGET: interp, interp_vs_jit, derivatives, second_order, emit";
+  TARGET: interp, interp_vs_jit, derivatives, second_order, emit, checkpoint";
 
 fn usage(msg: &str) -> ExitCode {
     eprintln!("irad-fuzz: {msg}\n{USAGE}");
@@ -216,6 +219,7 @@ fn run_one(
         "interp" => check::interpreter(&p).map(|_| ()),
         "interp_vs_jit" => check::interp_vs_jit(&p),
         "second_order" => check::second_order(&p).map(|_| ()),
+        "checkpoint" => check::checkpoint(&p),
         _ => check::derivatives(&p).map(|_| ()),
     };
     res.map_err(|e| {
@@ -411,6 +415,8 @@ fn main() -> ExitCode {
         opts: &opts,
         cfg: Config {
             smooth: opts.smooth,
+            // Loops three deep, checkpointed inside one another.
+            max_loop_depth: if opts.target == "checkpoint" { 3 } else { 2 },
             ..Config::default()
         },
         inject: std::env::var("IRAD_FUZZ_INJECT_FAILURE")
