@@ -344,6 +344,28 @@ fn check_points(points: &[Point]) -> Outcome {
     out
 }
 
+/// `@name` of `src` at `args` under each of `limits`, in both backends,
+/// gives the gradient without a limit bit for bit.
+fn same_under_limits(src: &Source, name: &str, args: &str, limits: &[u64]) {
+    let loaded = irad::load(src).expect("loads");
+    let g = loaded.by_name(name).expect("the function");
+    let parsed = irad::parse_args(&Source::new("<args>", args), &loaded, g).expect("args");
+    let reference = grad(src, &loaded, g, &parsed, Backend::Interp, None).expect("gradient");
+    for backend in [Backend::Interp, Backend::Jit] {
+        for &limit in limits {
+            let got = grad(src, &loaded, g, &parsed, backend, Some(limit)).expect("gradient");
+            assert!(
+                same_gradient(&got, &reference),
+                "@{name}({args}) {backend:?} under {limit}: {:?} {:?}, without a limit {:?} {:?}",
+                got.value,
+                got.gradient,
+                reference.value,
+                reference.gradient
+            );
+        }
+    }
+}
+
 /// Fails with every failure listed, or when nothing was checked.
 fn report(name: &str, out: Outcome) {
     assert!(
@@ -987,23 +1009,7 @@ fn an_inner_loop_is_checkpointed_when_its_trip_count_is_not_a_small_constant() {
         "{roomy:?} {free:?}"
     );
     assert!(roomy.peak_tape_bytes <= 1 << 10, "{roomy:?}");
-    let loaded = irad::load(&src).expect("loads");
-    let g = loaded.by_name("nest").expect("@nest");
-    let args = irad::parse_args(&Source::new("<args>", "0.7, 3, 2000"), &loaded, g).expect("args");
-    let reference = grad(&src, &loaded, g, &args, Backend::Interp, None).expect("gradient");
-    for backend in [Backend::Interp, Backend::Jit] {
-        for limit in [256, 1 << 10, 1 << 20] {
-            let got = grad(&src, &loaded, g, &args, backend, Some(limit)).expect("gradient");
-            assert!(
-                same_gradient(&got, &reference),
-                "{backend:?} under {limit}: {:?} {:?}, without a limit {:?} {:?}",
-                got.value,
-                got.gradient,
-                reference.value,
-                reference.gradient
-            );
-        }
-    }
+    same_under_limits(&src, "nest", "0.7, 3, 2000", &[256, 1 << 10, 1 << 20]);
 }
 
 /// Loops at every level of a nest (docs/reverse.md, "Nested loops"): the
@@ -1036,23 +1042,7 @@ fn the_innermost_of_three_loops_is_checkpointed_too() {
     // 80 000 innermost iterations of 8 bytes or more without a limit.
     assert!(free.peak_tape_bytes > 600_000, "{free:?}");
     assert!(limited.peak_tape_bytes <= 4 << 10, "{limited:?}");
-    let loaded = irad::load(&src).expect("loads");
-    let g = loaded.by_name("nest3").expect("@nest3");
-    let args = irad::parse_args(&Source::new("<args>", "0.7, 3, 500"), &loaded, g).expect("args");
-    let reference = grad(&src, &loaded, g, &args, Backend::Interp, None).expect("gradient");
-    for backend in [Backend::Interp, Backend::Jit] {
-        for limit in [64, 1 << 10, 1 << 20] {
-            let got = grad(&src, &loaded, g, &args, backend, Some(limit)).expect("gradient");
-            assert!(
-                same_gradient(&got, &reference),
-                "{backend:?} under {limit}: {:?} {:?}, without a limit {:?} {:?}",
-                got.value,
-                got.gradient,
-                reference.value,
-                reference.gradient
-            );
-        }
-    }
+    same_under_limits(&src, "nest3", "0.7, 3, 500", &[64, 1 << 10, 1 << 20]);
 }
 
 /// A loop holding checkpointed loops keeps its direct path (docs/reverse.md,
@@ -1108,28 +1098,12 @@ fn a_loop_holding_checkpointed_loops_keeps_its_direct_path() {
     let limited = counts(&m, f, &long, Some(4 << 10));
     assert!(free.peak_tape_bytes > 500_000, "{free:?}");
     assert!(limited.peak_tape_bytes <= 4 << 10, "{limited:?}");
-    let loaded = irad::load(&src).expect("loads");
-    let g = loaded.by_name("mix").expect("@mix");
     for args in [
         "[0.5, -0.3, 0.8], 4, 8",
         "[0.5, -0.3, 0.8], 3, 40",
         "[0.2], 20, 2",
     ] {
-        let args = irad::parse_args(&Source::new("<args>", args), &loaded, g).expect("args");
-        let reference = grad(&src, &loaded, g, &args, Backend::Interp, None).expect("gradient");
-        for backend in [Backend::Interp, Backend::Jit] {
-            for limit in [64, 1 << 10, 1 << 20] {
-                let got = grad(&src, &loaded, g, &args, backend, Some(limit)).expect("gradient");
-                assert!(
-                    same_gradient(&got, &reference),
-                    "{backend:?} under {limit}: {:?} {:?}, without a limit {:?} {:?}",
-                    got.value,
-                    got.gradient,
-                    reference.value,
-                    reference.gradient
-                );
-            }
-        }
+        same_under_limits(&src, "mix", args, &[64, 1 << 10, 1 << 20]);
     }
 }
 

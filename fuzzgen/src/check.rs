@@ -233,18 +233,8 @@ pub fn interp_vs_jit(p: &Program) -> Result<(), String> {
             ));
         }
     };
-    let as_val = |g: &Result<irad::Gradient, irad::Error>| -> Result<Val, String> {
-        match g {
-            Ok(g) => {
-                let mut parts = vec![g.value.clone()];
-                parts.extend(g.gradient.iter().map(|x| x.clone().unwrap_or(Val::Unit)));
-                Ok(Val::Tuple(parts.into()))
-            }
-            Err(e) => Err(e.to_string()),
-        }
-    };
     match runs.as_slice() {
-        [i, j] => match (as_val(i), as_val(j)) {
+        [i, j] => match (gradient_val(i), gradient_val(j)) {
             (Ok(a), Ok(b)) if same(&a, &b) => Ok(()),
             (Err(a), Err(b)) if a == b => Ok(()),
             (a, b) => Err(format!(
@@ -256,10 +246,23 @@ pub fn interp_vs_jit(p: &Program) -> Result<(), String> {
     }
 }
 
+/// A gradient run as one value (the value, then each argument's gradient,
+/// unit where there is none), or its error's text.
+fn gradient_val(g: &Result<irad::Gradient, irad::Error>) -> Result<Val, String> {
+    match g {
+        Ok(g) => {
+            let mut parts = vec![g.value.clone()];
+            parts.extend(g.gradient.iter().map(|x| x.clone().unwrap_or(Val::Unit)));
+            Ok(Val::Tuple(parts.into()))
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// The tape limits [`checkpoint`] derives under: one byte (every loop that
 /// records checkpointed, in stretches of one iteration, at every nesting
 /// depth) and 4K (longer stretches, direct paths taken by short runs).
-const CHECKPOINT_LIMITS: [u64; 2] = [1, 4096];
+pub const CHECKPOINT_LIMITS: [u64; 2] = [1, 4096];
 
 /// Reverse mode under a tape limit gives the gradient without one, bit for
 /// bit, in the interpreter and the JIT (docs/reverse.md, "Checkpointing"):
@@ -271,21 +274,11 @@ const CHECKPOINT_LIMITS: [u64; 2] = [1, 4096];
 pub fn checkpoint(p: &Program) -> Result<(), String> {
     let l = load(p)?;
     let registry = irad::rules::Registry::new();
-    let as_val = |g: &Result<irad::Gradient, irad::Error>| -> Result<Val, String> {
-        match g {
-            Ok(g) => {
-                let mut parts = vec![g.value.clone()];
-                parts.extend(g.gradient.iter().map(|x| x.clone().unwrap_or(Val::Unit)));
-                Ok(Val::Tuple(parts.into()))
-            }
-            Err(e) => Err(e.to_string()),
-        }
-    };
     let runs = |limit: Option<u64>, execs: &[irad::ir::interp::MakeExecutor]| {
         let mut req = irad::GradRequest::new(l.func, &l.args);
         req.opts.tape_limit = limit;
         irad::grad_each(&l.src, &l.module, &registry, &req, execs)
-            .map(|(runs, _)| runs.iter().map(as_val).collect::<Vec<_>>())
+            .map(|(runs, _)| runs.iter().map(gradient_val).collect::<Vec<_>>())
             .map_err(|e| {
                 format!(
                     "reverse mode cannot derive a generated program{}: {e}\n{}\nargs: {}",

@@ -1234,7 +1234,7 @@ pub(super) fn rewrite(
             &mut cks.shown,
         )?;
     }
-    for j in 0..cks.loops.len() {
+    for (j, inner) in inner.iter().enumerate() {
         let Some(outer) = cks.loops[j].within else {
             continue;
         };
@@ -1247,7 +1247,7 @@ pub(super) fn rewrite(
             module,
             fwd_id,
             (fblock, recording),
-            (&outer, &mut cks.loops[j], &inner[j]),
+            (&outer, &mut cks.loops[j], inner),
         )?;
         if let Some(o) = cks.loops.iter_mut().find(|c| c.k == outer.k) {
             o.replay_renamed.extend(renamed);
