@@ -388,6 +388,7 @@ const LOOP_CASES: &[(&str, &str)] = &[
     ("sometimes", "[1.0, 2.0, 3.0], 40"),
     ("versioned", "[1.0, 2.0, 3.0], 3"),
     ("reread", "[1.0, 2.0, 3.0], 40"),
+    ("reentered", "[1.0, 2.0, 3.0], 5, 6"),
 ];
 
 /// Arrays carried through loop phis (one and two buffers, swapped, an
@@ -428,8 +429,11 @@ fn owning_phis_free_the_arrays_their_loops_carried() {
         // Each phi's entry from the latch is the other phi: neither owns.
         // The two arrays made before the loop are freed at the return.
         ("swapped", 2),
-        // The phi's entry from outside is the argument: it owns nothing.
-        ("entered", 0),
+        // The phi's entry from outside is the argument: it does not own it,
+        // but owns what its latch brings (a latch-owning phi): it lets go
+        // of each `b` when the header is entered with the next, 39 of the
+        // 40; the last leaves the loop.
+        ("entered", 39),
         // The array made in the iteration that breaks reaches the phi
         // after the loop: the header's phi owns nothing, and only the copy
         // made before the loop is freed, at the return.
@@ -444,12 +448,21 @@ fn owning_phis_free_the_arrays_their_loops_carried() {
         // not owned. Only the copy before the loop is freed.
         ("sometimes", 1),
         // Versioned: the copy made before the loop enters both copies'
-        // phis, so neither owns; it is freed at the return (below, without
-        // versioning, the phi owns all 4 arrays).
-        ("versioned", 1),
-        // `first` is read after the header is entered again: the phi owns
-        // nothing, and `first` is freed at the return.
-        ("reread", 1),
+        // phis, so neither owns it; it is freed at the return. Each copy's
+        // phi owns what its latch brings (latch-owning): the 2 of the 3 `b`s
+        // the header is entered with again; the last leaves the loop (below,
+        // without versioning, the phi owns all 4 arrays).
+        ("versioned", 3),
+        // `first` is read after the header is entered again: the phi does
+        // not own it, and it is freed at the return; the phi owns what its
+        // latch brings (latch-owning): 39 of the 40 `b`s, the last leaving
+        // the loop.
+        ("reread", 40),
+        // The inner phi is latch-owning: of the 6 `c`s of each of the 5
+        // outer iterations it lets go of 5, the last going back to the
+        // outer phi (which owns nothing: its latch brings a phi); and the
+        // copy made before the loops, freed at the return (no phi owns it).
+        ("reentered", 26),
     ];
     for &(name, frees) in want {
         let args = LOOP_CASES

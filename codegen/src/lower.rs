@@ -533,6 +533,7 @@ impl<M: ClModule> Compiler<M> {
                 fl_tape: MemFlagsData::new().with_notrap(),
                 fl_array: TRUSTED,
                 freed: Vec::new(),
+                latch: rustc_hash::FxHashMap::default(),
                 counted_pushes: rustc_hash::FxHashMap::default(),
                 popped_words: rustc_hash::FxHashMap::default(),
             };
@@ -787,6 +788,10 @@ struct Lower<'a, 'b, M: ClModule> {
     /// (`lower/release.rs`), each with the stack slot holding the array it
     /// made last (null before it runs).
     freed: Vec<(Value, ir::StackSlot, release::Letgo)>,
+    /// The latch-owning phis among `freed`, each with the operand it is
+    /// entered with from outside its loop and whether its arrays may leave
+    /// the loop (`lower/release.rs`).
+    latch: rustc_hash::FxHashMap<Value, (Operand, bool)>,
     /// The pushes that count the tape's references to the arrays they push
     /// (`release::counted_pushes`).
     counted_pushes: rustc_hash::FxHashMap<irad_ir::Inst, release::Letgo>,
@@ -1183,19 +1188,51 @@ impl<M: ClModule> Lower<'_, '_, M> {
             self.inlined_depth_check(i.depth(blk));
         }
         // An owning phi (`lower/release.rs`) lets go of the array it held
-        // before this entry, and holds the new one.
+        // before this entry, and holds the new one. A latch-owning phi does
+        // so when entered from a latch (with an array other than the one it
+        // is entered with from outside); entered from outside, it holds
+        // nothing and lets go of nothing (what it held left the loop).
         for &inst in &data.insts {
             if let (InstKind::Phi { .. }, Some(r)) =
                 (&func.insts[inst].kind, func.insts[inst].result)
                 && let Some(slot) = self.freed_slot(r)
             {
-                self.free_slot(slot)?;
                 let Some(&p) = self.operand(&Operand::Value(r))?.first() else {
                     return Err(CodegenError::internal(
                         "an owning phi without leaves".into(),
                     ));
                 };
+                let Some((entry, leaves)) = self.latch.get(&r).copied() else {
+                    self.free_slot(slot)?;
+                    self.b.ins().stack_store(types::I64, p, slot.0, 0);
+                    continue;
+                };
+                // Arrays that never leave the loop are dead once it is
+                // entered again, from outside too.
+                if !leaves {
+                    self.free_slot(slot)?;
+                }
+                let Some(&e) = self.operand(&entry)?.first() else {
+                    return Err(CodegenError::internal(
+                        "a latch-owning phi's entry without leaves".into(),
+                    ));
+                };
+                let from_outside = self.b.ins().icmp(IntCC::Equal, p, e);
+                let forget = self.b.create_block();
+                let swap = self.b.create_block();
+                let cont = self.b.create_block();
+                self.b.ins().brif(from_outside, forget, &[], swap, &[]);
+                self.b.switch_to_block(forget);
+                let null = self.b.ins().iconst(types::I64, 0);
+                self.b.ins().stack_store(types::I64, null, slot.0, 0);
+                self.b.ins().jump(cont, &[]);
+                self.b.switch_to_block(swap);
+                if leaves {
+                    self.free_slot(slot)?;
+                }
                 self.b.ins().stack_store(types::I64, p, slot.0, 0);
+                self.b.ins().jump(cont, &[]);
+                self.b.switch_to_block(cont);
             }
         }
         let mut plan = self.tape_plan(func, blk);
@@ -1324,8 +1361,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
             }
             Some(Terminator::Return(op)) => {
                 for k in 0..self.freed.len() {
-                    let (_, slot, letgo) = self.freed[k];
-                    self.free_slot((slot, letgo))?;
+                    let (v, slot, letgo) = self.freed[k];
+                    // What a latch-owning phi holds may have left its loop.
+                    if !self.latch.get(&v).is_some_and(|&(_, leaves)| leaves) {
+                        self.free_slot((slot, letgo))?;
+                    }
                 }
                 let mut rets = vec![self.b.ins().iconst(types::I8, 0)];
                 rets.extend(self.operand(op)?);
@@ -1489,6 +1529,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         self.freed.clear();
         let freed = release::freed_sites(func, self.module, &mut self.c.summaries);
         self.counted_pushes = release::counted_pushes(func, &freed);
+        self.latch = freed.latch.iter().copied().collect();
         self.popped_words.clear();
         for (v, letgo) in freed.sites {
             let slot = self.b.create_sized_stack_slot(ir::StackSlotData::new(
@@ -1564,6 +1605,20 @@ impl<M: ClModule> Lower<'_, '_, M> {
             ));
         };
         let word = match letgo {
+            // A latch-owning phi counts a reference only to an array of its
+            // own, not to the one it was entered with from outside
+            // (`lower/release.rs`): that one is pushed as before, untagged.
+            release::Letgo::Release if self.latch.contains_key(v) => {
+                let (entry, _) = self.latch[v];
+                let Some(&e) = self.operand(&entry)?.first() else {
+                    return Err(CodegenError::internal(
+                        "a latch-owning phi's entry without leaves".into(),
+                    ));
+                };
+                let ours = self.b.ins().icmp(IntCC::NotEqual, p, e);
+                let tagged = self.b.ins().bor_imm_s(p, 1);
+                self.b.ins().select(ours, tagged, p)
+            }
             release::Letgo::Release => self.b.ins().bor_imm_s(p, 1),
             release::Letgo::Drop => match self.popped_words.get(v) {
                 Some(&w) => w,

@@ -109,6 +109,42 @@
 //! ran again, seeing a value from a new array. The tapes: counted as
 //! above, the phi's letting go being the maker's giving up.
 //!
+//! Latch-owning phis. A loop's phi entered from outside with an array it
+//! did not make (an argument, a pop, another loop's phi: a checkpoint's
+//! replay enters its loops with popped snapshots) owns nothing by the rule
+//! above, and the arrays its latch brings each iteration stayed until the
+//! run's end. A phi `p` of type `[T]` of block `H` *owns what its latch
+//! brings* ([`latch_owning_phis`]) when `H` has exactly one predecessor it
+//! does not dominate (the loop's entry, with any operand `e`), every other
+//! entry is the value `s` of a site that makes arrays, handed over as to an
+//! owning phi (same rules), and every value `p` reaches stays inside the
+//! function but for uses outside the loop's body (the blocks reaching a
+//! latch without passing `H`), which are neither followed nor escapes: the
+//! loop's last array may go on after it, never let go of here. `p` pushed
+//! as it is counts its reference only when it holds an array other than
+//! `e` (tagged when `p != e`, as is at the entry). `p` gets a slot, which
+//! holds the array `p` has when a latch brought it and null otherwise: on
+//! each entry of `H` with `p != e` (from a latch: its sites make a new
+//! array each run, never `e`, which is alive) it lets go of the slot's
+//! array and holds the new one; with `p == e` (from outside; or a new
+//! array at `e`'s address after `e` was freed, which only leaks) it sets
+//! the slot to null without letting go, since the last array of the
+//! previous run of the loop may have left it (it may be `e` itself). When
+//! no value reaches outside the body, the slot's array is also let go of
+//! on every entry from outside and at a normal return; otherwise never.
+//!
+//! Why that is sound. Let `X` be an array `s` made, entering `p` from a
+//! latch. The slot lets go of `X` only at the next entry of `H` from a
+//! latch: the loop went round again without leaving, so `X` never reached
+//! a use outside the body (a path out of the loop and back in passes the
+//! entry, and would have set the slot to null). Inside the body, the
+//! argument of owning phis holds: values `p` reaches are defined in blocks
+//! `H` dominates and are defined again after the entry before any use;
+//! `s`'s values, by the hand-over rules. No other site or phi lets go of
+//! `X` (handed over; `s` enters no other phi), and `e` is never in the
+//! slot. With no use outside the body, `X` is dead once `H` is entered
+//! from outside again or the function returns, by the same argument.
+//!
 //! What is left are the tapes. An array a freed site made was never on
 //! one. One a released site made leaves its function only by pushes of
 //! `a` itself, each a tagged word counting one reference; a tape entry
@@ -242,6 +278,10 @@ impl Summaries {
 pub(super) struct Freed {
     pub(super) sites: Vec<(Value, Letgo)>,
     pub(super) handed: Vec<(Value, Letgo)>,
+    /// The latch-owning phis among `sites`, each with the operand it is
+    /// entered with from outside its loop and whether its arrays may leave
+    /// the loop ("Latch-owning phis").
+    pub(super) latch: Vec<(Value, (Operand, bool))>,
 }
 
 /// What `func` lets go of itself (module header); `summaries` says which
@@ -251,6 +291,7 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
     let mut freed = Freed {
         sites: Vec::new(),
         handed: Vec::new(),
+        latch: Vec::new(),
     };
     // Without counted tapes (`Module::counted_tapes`), a push is an escape
     // and pops are no sites, as before tapes were counted.
@@ -298,8 +339,12 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         .collect();
     let mut owned = owning_phis(func, &cfg, &dom, &sites, &mut walk);
     // A phi that releases is pushed: without counted tapes, an escape.
-    owned.retain(|o| counted || o.1 != Letgo::Release);
-    let handed: HashSet<Value> = owned.iter().flat_map(|o| o.2.iter().copied()).collect();
+    owned.retain(|o| counted || o.letgo != Letgo::Release);
+    let handed: HashSet<Value> = owned.iter().flat_map(|o| o.from.iter().copied()).collect();
+    freed.latch = owned
+        .iter()
+        .filter_map(|o| o.latch.map(|l| (o.phi, l)))
+        .collect();
     freed.sites = sites
         .into_iter()
         .filter(|(a, _)| !handed.contains(a))
@@ -322,40 +367,44 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
             })
         })
         .collect();
-    for (p, letgo, from) in owned {
-        freed.sites.push((p, letgo));
+    for Owner {
+        phi, letgo, from, ..
+    } in owned
+    {
+        freed.sites.push((phi, letgo));
         freed.handed.extend(from.into_iter().map(|s| (s, letgo)));
     }
     freed
 }
 
-/// The *owning* phis of `func` (module header, "Phis"), each with how it
-/// lets go and the sites handed over to it: a phi of type `[T]` whose every
-/// entry is a site that makes arrays (`sites`, reachable), used by no
-/// other phi, whose values are not used where the phi's block leads
-/// without the site running again, and which stays inside the function
-/// but for the phi; the phi itself stays inside as a site of its block
-/// does.
+/// A phi that owns arrays (module header, "Owning phis", "Latch-owning
+/// phis"): how it lets go, the sites handed over to it, and for a phi that
+/// owns only what its latch brings, the operand it is entered with from
+/// outside its loop and whether its arrays may leave the loop.
+struct Owner {
+    phi: Value,
+    letgo: Letgo,
+    from: Vec<Value>,
+    latch: Option<(Operand, bool)>,
+}
+
+/// The owning phis of `func`: a phi of type `[T]` whose every entry is a
+/// site that makes arrays (`sites`, reachable), used by no other phi,
+/// whose values are not used where the phi's block leads without the site
+/// running again, and which stays inside the function but for the phi;
+/// the phi itself stays inside as a site of its block does. Else, a
+/// latch-owning phi: entered from exactly one block outside its loop (a
+/// block its own does not dominate) with any array, and from the others
+/// only with such sites; its values stay inside the loop but for uses
+/// after it.
 fn owning_phis(
     func: &Func,
     cfg: &ControlFlowGraph,
     dom: &DominatorTree,
     sites: &[(Value, Block)],
     walk: &mut Walk<'_>,
-) -> Vec<(Value, Letgo, Vec<Value>)> {
-    let makers: HashMap<Value, Block> = sites
-        .iter()
-        .filter(|(a, _)| {
-            !matches!(
-                func.def_kind(*a),
-                Some(InstKind::Prim {
-                    prim: Prim::Pop,
-                    ..
-                })
-            )
-        })
-        .copied()
-        .collect();
+) -> Vec<Owner> {
+    let makers = makers(func, sites);
     let mut out = Vec::new();
     if makers.is_empty() {
         return out;
@@ -372,62 +421,171 @@ fn owning_phis(
             if !matches!(func.values.get(p).map(|d| &d.ty), Some(Type::Array(_))) {
                 continue;
             }
-            let mut from: Vec<Value> = Vec::new();
-            let all_made = !entries.is_empty()
-                && entries.iter().all(|(_, op)| match op {
-                    Operand::Value(s) if makers.contains_key(s) => {
-                        if !from.contains(s) {
-                            from.push(*s);
-                        }
-                        true
-                    }
-                    _ => false,
-                });
-            if !all_made {
-                continue;
-            }
-            let Some(mut pushed) = walk.stays_inside(p, Some((h, dom)), None) else {
-                continue;
-            };
-            let mut ok = true;
-            for &s in &from {
-                // Handed to one phi only: two would both let go of it.
-                let other_phi = walk.uses.by_value.get(&s).is_some_and(|us| {
-                    us.iter().any(|u| {
-                        matches!(u, Use::Inst(i, _) if *i != inst
-                            && matches!(func.insts[*i].kind, InstKind::Phi { .. }))
-                    })
-                });
-                if other_phi {
-                    ok = false;
-                    break;
-                }
-                let b = makers[&s];
-                let after = unrepeated(cfg, h, b);
-                // Carried in again before the site runs again, its array
-                // would be let go of while it is the phi's new value.
-                if entries
-                    .iter()
-                    .any(|(pred, op)| *op == Operand::Value(s) && after.contains(pred))
-                {
-                    ok = false;
-                    break;
-                }
-                match walk.stays_inside(s, Some((b, dom)), Some((inst, &after))) {
-                    Some(push) => pushed |= push,
-                    None => {
-                        ok = false;
-                        break;
-                    }
-                }
-            }
-            if ok {
-                let letgo = if pushed { Letgo::Release } else { Letgo::Free };
-                out.push((p, letgo, from));
-            }
+            let phi = (h, inst, p, entries.as_slice());
+            let owner = owning(func, (cfg, dom), walk, &makers, phi)
+                .or_else(|| latch_owning(func, (cfg, dom), walk, &makers, phi));
+            out.extend(owner);
         }
     }
     out
+}
+
+/// The sites among `ops` (operands of a phi), each once, when all are
+/// sites of `makers`.
+fn made<'o>(
+    ops: impl IntoIterator<Item = &'o Operand>,
+    makers: &HashMap<Value, Block>,
+) -> Option<Vec<Value>> {
+    let mut from: Vec<Value> = Vec::new();
+    for op in ops {
+        match op {
+            Operand::Value(s) if makers.contains_key(s) => {
+                if !from.contains(s) {
+                    from.push(*s);
+                }
+            }
+            _ => return None,
+        }
+    }
+    (!from.is_empty()).then_some(from)
+}
+
+/// Phi `p` (statement `inst` of block `h`, with `entries`) as an owning
+/// phi, if it is one.
+fn owning(
+    func: &Func,
+    (cfg, dom): (&ControlFlowGraph, &DominatorTree),
+    walk: &mut Walk<'_>,
+    makers: &HashMap<Value, Block>,
+    (h, inst, p, entries): (Block, Inst, Value, &[(Block, Operand)]),
+) -> Option<Owner> {
+    let from = made(entries.iter().map(|(_, op)| op), makers)?;
+    let pushed = walk.stays_inside(p, Some((h, dom)), None)?;
+    let handed = hand_over(func, cfg, dom, walk, (inst, h, entries), makers, &from)?;
+    Some(Owner {
+        phi: p,
+        letgo: if pushed || handed {
+            Letgo::Release
+        } else {
+            Letgo::Free
+        },
+        from,
+        latch: None,
+    })
+}
+
+/// Phi `p` (statement `inst` of block `h`, with `entries`) as a
+/// latch-owning phi, if it is one.
+fn latch_owning(
+    func: &Func,
+    (cfg, dom): (&ControlFlowGraph, &DominatorTree),
+    walk: &mut Walk<'_>,
+    makers: &HashMap<Value, Block>,
+    (h, inst, p, entries): (Block, Inst, Value, &[(Block, Operand)]),
+) -> Option<Owner> {
+    let (outside, latches): (Vec<_>, Vec<_>) = entries
+        .iter()
+        .filter(|(b, _)| dom.is_reachable(*b))
+        .partition(|(b, _)| !dom.dominates(h, *b));
+    let [(_, entry)] = outside.as_slice() else {
+        return None;
+    };
+    if !matches!(entry, Operand::Value(_)) || latches.iter().any(|(_, op)| op == entry) {
+        return None;
+    }
+    let from = made(latches.iter().map(|(_, op)| op), makers)?;
+    let body = loop_body(cfg, dom, h);
+    // Pushed as it is, it counts its reference only when it holds an array
+    // of its own (not the one it was entered with).
+    let (pushed, leaves) = walk.stays_in_loop(p, (h, &body), dom)?;
+    let handed = hand_over(func, cfg, dom, walk, (inst, h, entries), makers, &from)?;
+    Some(Owner {
+        phi: p,
+        letgo: if pushed || handed {
+            Letgo::Release
+        } else {
+            Letgo::Free
+        },
+        from,
+        latch: Some((*entry, leaves)),
+    })
+}
+
+/// The sites of `sites` that make arrays (not pops), with their blocks.
+fn makers(func: &Func, sites: &[(Value, Block)]) -> HashMap<Value, Block> {
+    sites
+        .iter()
+        .filter(|(a, _)| {
+            !matches!(
+                func.def_kind(*a),
+                Some(InstKind::Prim {
+                    prim: Prim::Pop,
+                    ..
+                })
+            )
+        })
+        .copied()
+        .collect()
+}
+
+/// Whether the sites `from` (of `makers`, each with its block) can be
+/// handed over to the phi `inst` of block `h` with `entries`, and if so
+/// whether one of them is pushed as it is: each is an operand of no other
+/// phi (two would both let go of it), is not carried into the phi again
+/// before it runs again (its array would be let go of while it is the
+/// phi's new value), and reaches nothing that escapes, but through the
+/// phi, nor is used before it runs again (`unrepeated`).
+fn hand_over(
+    func: &Func,
+    cfg: &ControlFlowGraph,
+    dom: &DominatorTree,
+    walk: &mut Walk<'_>,
+    (inst, h, entries): (Inst, Block, &[(Block, Operand)]),
+    makers: &HashMap<Value, Block>,
+    from: &[Value],
+) -> Option<bool> {
+    let mut pushed = false;
+    for &s in from {
+        let other_phi = walk.uses.by_value.get(&s).is_some_and(|us| {
+            us.iter().any(|u| {
+                matches!(u, Use::Inst(i, _) if *i != inst
+                    && matches!(func.insts[*i].kind, InstKind::Phi { .. }))
+            })
+        });
+        if other_phi {
+            return None;
+        }
+        let b = *makers.get(&s)?;
+        let after = unrepeated(cfg, h, b);
+        if entries
+            .iter()
+            .any(|(pred, op)| *op == Operand::Value(s) && after.contains(pred))
+        {
+            return None;
+        }
+        pushed |= walk.stays_inside(s, Some((b, dom)), Some((inst, &after)))?;
+    }
+    Some(pushed)
+}
+
+/// The blocks of the natural loop of header `h`: `h` and every block that
+/// reaches one of its latches (predecessors `h` dominates) without
+/// passing `h`.
+fn loop_body(cfg: &ControlFlowGraph, dom: &DominatorTree, h: Block) -> HashSet<Block> {
+    let mut body: HashSet<Block> = HashSet::default();
+    body.insert(h);
+    let mut work: Vec<Block> = cfg
+        .preds(h)
+        .iter()
+        .copied()
+        .filter(|&b| dom.dominates(h, b))
+        .collect();
+    while let Some(b) = work.pop() {
+        if body.insert(b) {
+            work.extend(cfg.preds(b).iter().copied());
+        }
+    }
+    body
 }
 
 /// The blocks that a run entering `h` may reach before the statements of
@@ -524,7 +682,7 @@ fn kept_params(func: &Func, summaries: &Summaries) -> Vec<bool> {
 #[derive(Copy, Clone)]
 enum Use {
     Inst(Inst, Block),
-    Term,
+    Term(Block),
 }
 
 /// The uses, in reachable blocks, of every value that can hold an array.
@@ -565,9 +723,9 @@ impl Uses {
                 }
             }
             match &data.term {
-                Some(Terminator::Return(op)) => add(op, Use::Term),
+                Some(Terminator::Return(op)) => add(op, Use::Term(b)),
                 Some(Terminator::GotoIfNot { cond: op, .. })
-                | Some(Terminator::Switch { index: op, .. }) => add(op, Use::Term),
+                | Some(Terminator::Switch { index: op, .. }) => add(op, Use::Term(b)),
                 Some(Terminator::Goto(_)) | None => {}
             }
         }
@@ -600,6 +758,34 @@ impl Walk<'_> {
         site: Option<(Block, &DominatorTree)>,
         handover: Option<(Inst, &HashSet<Block>)>,
     ) -> Option<bool> {
+        self.reach(a, site, handover, None)
+    }
+
+    /// Whether every value the value `p` of a phi of loop header `h` reaches
+    /// stays inside the loop (`body`) but for uses after it (in blocks
+    /// outside `body`: not followed), and if so whether `p` itself is pushed
+    /// (as [`Walk::stays_inside`] says) and whether one is used after it.
+    fn stays_in_loop(
+        &mut self,
+        p: Value,
+        (h, body): (Block, &HashSet<Block>),
+        dom: &DominatorTree,
+    ) -> Option<(bool, bool)> {
+        let mut leaves = false;
+        let pushed = self.reach(p, Some((h, dom)), None, Some((&mut leaves, body)))?;
+        Some((pushed, leaves))
+    }
+
+    /// [`Walk::stays_inside`], and with `leaves` the uses outside the loop
+    /// body it gives are neither followed nor escapes (the flag is set when
+    /// there is one).
+    fn reach(
+        &mut self,
+        a: Value,
+        site: Option<(Block, &DominatorTree)>,
+        handover: Option<(Inst, &HashSet<Block>)>,
+        mut leaves: Option<(&mut bool, &HashSet<Block>)>,
+    ) -> Option<bool> {
         let func = self.func;
         let mut seen: HashSet<Value> = HashSet::default();
         let mut work = vec![a];
@@ -611,9 +797,18 @@ impl Walk<'_> {
                     return None;
                 }
                 self.budget -= 1;
+                let at = match u {
+                    Use::Term(b) | Use::Inst(_, b) => b,
+                };
+                if let Some((left, body)) = leaves.as_mut()
+                    && !body.contains(&at)
+                {
+                    **left = true;
+                    continue;
+                }
                 let (inst, block) = match u {
                     // Returned (a condition or index cannot hold an array).
-                    Use::Term => return None,
+                    Use::Term(_) => return None,
                     Use::Inst(i, b) => (i, b),
                 };
                 if let Some((phi, unrepeated)) = handover {
@@ -841,10 +1036,15 @@ func @f(%n: i64) -> ([f64], f64) {
   return %z
 }
 ";
-        assert_eq!(freed(src), ["a", "e"]);
+        // `q` and `r` still own what their latch brings (latch-owning
+        // phis: `t` and `u`), never what they are entered with.
+        assert_eq!(freed(src), ["a", "e", "q", "r", "t:handed", "u:handed"]);
         // Without the third phi's reader, `r` owns `e` and `u`.
         let owned = src.replace("  %y = call arrayref(%e, 0) :: f64\n", "");
-        assert_eq!(freed(&owned), ["a", "r", "e:handed", "u:handed"]);
+        assert_eq!(
+            freed(&owned),
+            ["a", "q", "r", "t:handed", "e:handed", "u:handed"]
+        );
     }
 
     #[test]
@@ -854,8 +1054,9 @@ func @f(%n: i64) -> ([f64], f64) {
         // second phi, and reaches through `q` a use in the body, which a
         // re-entry of the header reaches before `#1` runs again); `a`
         // itself, reaching only phis its block strictly dominates, is
-        // freed at the return. `t` and `u` reach the header's phis from
-        // the latch: kept.
+        // freed at the return. `t` and `u`, which the latch brings, are
+        // owned by `p` and `q` as latch-owning phis, which never let go of
+        // what they are entered with from outside (`a`).
         let src = "func @f(%n: i64) -> f64 {
 #1:
   %a = call zeros(3) :: [f64]
@@ -876,7 +1077,46 @@ func @f(%n: i64) -> ([f64], f64) {
   return %z
 }
 ";
-        assert_eq!(freed(src), ["a"]);
+        assert_eq!(freed(src), ["a", "p", "q", "t:handed", "u:handed"]);
+    }
+
+    #[test]
+    fn a_phi_owns_what_its_latch_brings_only_when_nothing_escapes_in_the_loop() {
+        // `p` is entered with the argument and owns the copies its latch
+        // brings (a latch-owning phi), read after the loop; pushed inside a
+        // tuple in the loop, its array escapes there and it owns nothing
+        // (`t`, reaching `p`'s block, is then kept too).
+        let src = "func @f(%n: i64, %x: [f64]) -> f64 {
+#1:
+  goto #2
+#2:
+  %p = phi [#1 => %x, #3 => %t] :: [f64]
+  %i = phi [#1 => 0, #3 => %j] :: i64
+  %c = call lt(%i, %n) :: bool
+  gotoifnot %c, #4
+#3:
+  %t = call copy(%p) :: [f64]
+  %j = call iadd(%i, 1) :: i64
+  goto #2
+#4:
+  %z = call arrayref(%p, 0) :: f64
+  return %z
+}
+";
+        assert_eq!(freed(src), ["p", "t:handed"]);
+        let pushed = src.replace(
+            "  %j = call iadd(%i, 1) :: i64\n",
+            "  %w = call tuple(%p, 1.0) :: ([f64], f64)\n  call push(%w)\n  %j = call iadd(%i, 1) :: i64\n",
+        );
+        assert_eq!(freed(&pushed), Vec::<String>::new());
+        // Pushed as it is, it releases (counting only its own arrays).
+        let itself = src.replace(
+            "  %j = call iadd(%i, 1) :: i64\n",
+            "  call push(%p)\n  %j = call iadd(%i, 1) :: i64\n",
+        );
+        assert_eq!(freed(&itself), ["p:release", "t:release:handed"]);
+        // Uncounted tapes: a push is an escape.
+        assert_eq!(freed_in(&itself, false), Vec::<String>::new());
     }
 
     #[test]
