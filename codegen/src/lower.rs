@@ -1187,54 +1187,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         {
             self.inlined_depth_check(i.depth(blk));
         }
-        // An owning phi (`lower/release.rs`) lets go of the array it held
-        // before this entry, and holds the new one. A latch-owning phi does
-        // so when entered from a latch (with an array other than the one it
-        // is entered with from outside); entered from outside, it holds
-        // nothing and lets go of nothing (what it held left the loop).
-        for &inst in &data.insts {
-            if let (InstKind::Phi { .. }, Some(r)) =
-                (&func.insts[inst].kind, func.insts[inst].result)
-                && let Some(slot) = self.freed_slot(r)
-            {
-                let Some(&p) = self.operand(&Operand::Value(r))?.first() else {
-                    return Err(CodegenError::internal(
-                        "an owning phi without leaves".into(),
-                    ));
-                };
-                let Some((entry, leaves)) = self.latch.get(&r).copied() else {
-                    self.free_slot(slot)?;
-                    self.b.ins().stack_store(types::I64, p, slot.0, 0);
-                    continue;
-                };
-                // Arrays that never leave the loop are dead once it is
-                // entered again, from outside too.
-                if !leaves {
-                    self.free_slot(slot)?;
-                }
-                let Some(&e) = self.operand(&entry)?.first() else {
-                    return Err(CodegenError::internal(
-                        "a latch-owning phi's entry without leaves".into(),
-                    ));
-                };
-                let from_outside = self.b.ins().icmp(IntCC::Equal, p, e);
-                let forget = self.b.create_block();
-                let swap = self.b.create_block();
-                let cont = self.b.create_block();
-                self.b.ins().brif(from_outside, forget, &[], swap, &[]);
-                self.b.switch_to_block(forget);
-                let null = self.b.ins().iconst(types::I64, 0);
-                self.b.ins().stack_store(types::I64, null, slot.0, 0);
-                self.b.ins().jump(cont, &[]);
-                self.b.switch_to_block(swap);
-                if leaves {
-                    self.free_slot(slot)?;
-                }
-                self.b.ins().stack_store(types::I64, p, slot.0, 0);
-                self.b.ins().jump(cont, &[]);
-                self.b.switch_to_block(cont);
-            }
-        }
+        self.enter_owning_phis(func, &data.insts)?;
         let mut plan = self.tape_plan(func, blk);
         let unit = Type::Unit;
         for (i, &inst) in data.insts.iter().enumerate() {
@@ -1522,6 +1475,65 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// call site's, because a primitive called through a function value is
     /// no frame (as in the interpreter); the error has no site of its own,
     /// and the caller's failure path puts its call site in its place.
+    /// The owning phis among the statements `insts` of a block being
+    /// entered (`lower/release.rs`): each lets go of the array it held
+    /// before this entry, and holds the new one. A latch-owning phi does so
+    /// when entered from a latch (with an array other than the one it is
+    /// entered with from outside); entered from outside, it holds nothing
+    /// and lets go of nothing (what it held may have left the loop), but
+    /// for arrays that never leave the loop, which are dead once it is
+    /// entered again.
+    fn enter_owning_phis(
+        &mut self,
+        func: &Func,
+        insts: &[irad_ir::Inst],
+    ) -> Result<(), CodegenError> {
+        for &inst in insts {
+            if let (InstKind::Phi { .. }, Some(r)) =
+                (&func.insts[inst].kind, func.insts[inst].result)
+                && let Some(slot) = self.freed_slot(r)
+            {
+                let Some(&p) = self.operand(&Operand::Value(r))?.first() else {
+                    return Err(CodegenError::internal(
+                        "an owning phi without leaves".into(),
+                    ));
+                };
+                let Some((entry, leaves)) = self.latch.get(&r).copied() else {
+                    self.free_slot(slot)?;
+                    self.b.ins().stack_store(types::I64, p, slot.0, 0);
+                    continue;
+                };
+                // Arrays that never leave the loop are dead once it is
+                // entered again, from outside too.
+                if !leaves {
+                    self.free_slot(slot)?;
+                }
+                let Some(&e) = self.operand(&entry)?.first() else {
+                    return Err(CodegenError::internal(
+                        "a latch-owning phi's entry without leaves".into(),
+                    ));
+                };
+                let from_outside = self.b.ins().icmp(IntCC::Equal, p, e);
+                let forget = self.b.create_block();
+                let swap = self.b.create_block();
+                let cont = self.b.create_block();
+                self.b.ins().brif(from_outside, forget, &[], swap, &[]);
+                self.b.switch_to_block(forget);
+                let null = self.b.ins().iconst(types::I64, 0);
+                self.b.ins().stack_store(types::I64, null, slot.0, 0);
+                self.b.ins().jump(cont, &[]);
+                self.b.switch_to_block(swap);
+                if leaves {
+                    self.free_slot(slot)?;
+                }
+                self.b.ins().stack_store(types::I64, p, slot.0, 0);
+                self.b.ins().jump(cont, &[]);
+                self.b.switch_to_block(cont);
+            }
+        }
+        Ok(())
+    }
+
     /// Makes a stack slot, null at entry, for each array-making statement
     /// or array `pop` of `func` whose arrays the function lets go of itself
     /// (`lower/release.rs`).

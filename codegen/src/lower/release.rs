@@ -114,7 +114,7 @@
 //! replay enters its loops with popped snapshots) owns nothing by the rule
 //! above, and the arrays its latch brings each iteration stayed until the
 //! run's end. A phi `p` of type `[T]` of block `H` *owns what its latch
-//! brings* ([`latch_owning_phis`]) when `H` has exactly one predecessor it
+//! brings* ([`latch_owning`]) when `H` has exactly one predecessor it
 //! does not dominate (the loop's entry, with any operand `e`), every other
 //! entry is the value `s` of a site that makes arrays, handed over as to an
 //! owning phi (same rules), and every value `p` reaches stays inside the
