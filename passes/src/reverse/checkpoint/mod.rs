@@ -1208,20 +1208,25 @@ pub(super) fn rewrite(
         if ck.within.is_some() {
             continue;
         }
-        ck.run_stretch = Some(sized::stretch_at(
+        // A loop before it may have renamed the values it reads (its own
+        // values used after it, `primal.rs`): the forward sweep has the new
+        // ones. The pullback still knows them by their recording names.
+        let mut local = ck.clone();
+        renamed_inputs(&mut local, &cks.shown);
+        local.run_stretch = Some(sized::stretch_at(
             module,
             fwd_id,
-            fblock[ck.pre],
-            ck,
+            fblock[local.pre],
+            &local,
             &cx.floc,
         )?);
-        let path = match &ck.direct {
+        let path = match &local.direct {
             Some(d) => Some(direct::build(
                 cx,
                 module,
                 fwd_id,
                 (fblock, &fval),
-                (ck, d, inner),
+                (&local, d, inner),
             )?),
             None => None,
         };
@@ -1230,9 +1235,11 @@ pub(super) fn rewrite(
             module,
             fwd_id,
             (fblock, &mut fval),
-            (ck, path.as_ref()),
+            (&mut local, path.as_ref()),
             &mut cks.shown,
         )?;
+        ck.state = local.state;
+        ck.run_stretch = local.run_stretch;
     }
     for (j, inner) in inner.iter().enumerate() {
         let Some(outer) = cks.loops[j].within else {
@@ -1257,6 +1264,36 @@ pub(super) fn rewrite(
         thin::fill(cx, module, fwd_id, (fblock, recording), ck)?;
     }
     Ok(())
+}
+
+/// Renames the values of the forward sweep that checkpointed loop `ck`
+/// reads from before it (its inputs, the shadows its kept arrays enter and
+/// are handed) by `shown`, the new value of each value an earlier loop's
+/// rewrite renamed (followed to the last).
+fn renamed_inputs(ck: &mut CkLoop, shown: &HashMap<Value, Value>) {
+    let last = |mut v: Value| {
+        for _ in 0..=shown.len() {
+            match shown.get(&v) {
+                Some(&w) if w != v => v = w,
+                _ => break,
+            }
+        }
+        v
+    };
+    let op = |o: &mut Operand| {
+        if let Operand::Value(v) = o {
+            *v = last(*v);
+        }
+    };
+    for v in &mut ck.inputs {
+        *v = last(*v);
+    }
+    for kept in ck.carried.iter_mut().filter_map(|c| c.kept.as_mut()) {
+        op(&mut kept.entry);
+        for (_, o) in &mut kept.latches {
+            op(o);
+        }
+    }
 }
 
 /// The checkpointed loops of `cks` inside loop `outer`, which has a direct
