@@ -129,13 +129,7 @@ pub(in crate::reverse) fn build(
             false => copy.value(pre, Prim::Isub, &[start, bound], Type::I64),
         };
         let span = match runs {
-            Operand::Const(_) => {
-                let r = match runs {
-                    Operand::Const(irad_ir::Const::I64(r)) => r,
-                    _ => i64::MAX,
-                };
-                Operand::from(r.saturating_mul(step))
-            }
+            Operand::Const(irad_ir::Const::I64(r)) => Operand::from(r.saturating_mul(step)),
             run => copy.value(pre, Prim::Imul, &[run, Operand::from(step)], Type::I64),
         };
         let cmp = if test.strict { Prim::Le } else { Prim::Lt };
