@@ -85,6 +85,15 @@ impl<K: Eq + Hash, R: Copy, J> RuleCache<K, R, J> {
         self.pending.pop()
     }
 
+    /// The next body to build if `take` accepts it.
+    pub fn next_job_if(&mut self, take: impl FnOnce(&J) -> bool) -> Option<J> {
+        if take(self.pending.last()?) {
+            self.pending.pop()
+        } else {
+            None
+        }
+    }
+
     /// Counts a rule built around a registered rule.
     pub fn count_wrapped(&mut self) {
         self.stats.wrapped += 1;

@@ -397,3 +397,55 @@ fn reverse_mode_differentiates_duals_and_refuses_sparse_ones_and_tapes() {
         assert_eq!(e.loc.func.as_deref(), Some("s"));
     }
 }
+
+/// The pieces of every function `top` calls, derived with bodies of at
+/// least `min` statements apart on threads (`usize::MAX`: none), under a
+/// tape limit or not, with the strong products or not: the module printed.
+fn derived_text(src: &str, min: usize, limit: Option<u64>, strong: bool) -> String {
+    let mut m = surface(src);
+    m.set_strong_products(strong);
+    let reg = Registry::new();
+    let mut rev = Reverse::new(&reg);
+    rev.set_parallel_min_stmts(min);
+    rev.set_tape_limit(limit);
+    let top = m.by_name("top").expect("declared");
+    rev.rule(&mut m, top).expect("reverse rule");
+    irad_ir::text::print_module(&m)
+}
+
+#[test]
+fn pieces_derived_in_parallel_are_those_derived_in_turn() {
+    // Self-contained callees (straight-line, an array written in place, a
+    // loop, which a tiny tape limit checkpoints into replay functions: then
+    // it is derived in turn after all) and one that calls another (never
+    // apart): every piece is the same text whichever way it was derived.
+    let mut src = String::from("fn top(x: f64, a: [f64]) -> f64 {\n");
+    src.push_str("  let y = p0(x) + p1(x) + w(a, x) + l(x) + c(x);\n  y\n}\n");
+    for k in 0..2 {
+        src.push_str(&format!("fn p{k}(x: f64) -> f64 {{\n  let mut y = x;\n"));
+        for j in 0..40 {
+            src.push_str(&format!(
+                "  y = sin(y) * {}.5 + exp(0.01 * y) * x;\n",
+                j + k
+            ));
+        }
+        src.push_str("  y\n}\n");
+    }
+    src.push_str(
+        "fn w(a: [f64], x: f64) -> f64 {\n  a[0] = a[0] * x;\n  a[1] = a[0] * a[1];\n  \
+         a[1] + cos(a[0])\n}\n\
+         fn l(x: f64) -> f64 {\n  let mut y = x;\n  let mut i = 0;\n  \
+         while i < 10 {\n    y = sin(y) * x;\n    i = i + 1;\n  }\n  y\n}\n\
+         fn c(x: f64) -> f64 { p0(x * 2.0) }\n",
+    );
+    for limit in [None, Some(1)] {
+        for strong in [false, true] {
+            let apart = derived_text(&src, 1, limit, strong);
+            let in_turn = derived_text(&src, usize::MAX, limit, strong);
+            assert_eq!(apart, in_turn, "limit {limit:?}, strong {strong}");
+            if let Some(1) = limit {
+                assert!(apart.contains("replay"), "the loop is not checkpointed");
+            }
+        }
+    }
+}

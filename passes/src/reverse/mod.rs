@@ -41,6 +41,7 @@ mod ctx;
 pub mod grad;
 mod loops;
 mod memory;
+mod parallel;
 pub mod plan;
 mod pullback;
 mod sweep;
@@ -50,6 +51,7 @@ pub use checkpoint::schedule::{
     CheckpointRule, CheckpointSchedule, LoopChoice, LoopTarget, header_line,
 };
 pub use checkpoint::{CALL_BYTES, INNER_TRIPS, StretchSource};
+pub use parallel::PARALLEL_MIN_STMTS;
 pub use plan::{TapePlan, tape_plan, tape_plan_limited, tape_plan_scheduled};
 
 use crate::forward::fresh_derived_name as fresh_name;
@@ -88,6 +90,9 @@ pub struct Reverse<'r> {
     tape_limit: Option<u64>,
     /// Per-loop overrides of checkpointing.
     checkpoints: CheckpointSchedule,
+    /// The fewest statements of a self-contained primal whose body is
+    /// derived on a thread (`parallel.rs`).
+    parallel_min_stmts: usize,
 }
 
 /// A declared pair of pieces whose bodies are still to be built: (primal,
@@ -104,7 +109,17 @@ impl<'r> Reverse<'r> {
             activity: true,
             tape_limit: None,
             checkpoints: CheckpointSchedule::default(),
+            parallel_min_stmts: PARALLEL_MIN_STMTS,
         }
+    }
+
+    /// Sets the fewest statements a self-contained primal (only primitives
+    /// and phis, naming no function) must have for its pieces to be derived
+    /// on a thread when several such bodies are queued together (default
+    /// [`PARALLEL_MIN_STMTS`]; `usize::MAX`: never). The pieces are the same
+    /// either way (docs/reverse.md, "Pieces derived in parallel").
+    pub fn set_parallel_min_stmts(&mut self, n: usize) {
+        self.parallel_min_stmts = n;
     }
 
     /// Sets the tape limit (bytes) for the pieces derived from now on: their
@@ -213,8 +228,28 @@ impl<'r> Reverse<'r> {
     }
 
     /// Builds every queued body, then (in debug builds and tests) verifies.
+    /// Self-contained bodies queued together are built on threads
+    /// (`parallel.rs`).
     fn drain(&mut self, module: &mut Module) -> Result<(), ReverseError> {
-        while let Some((primal, fwd, back, mask)) = self.cache.next_job() {
+        loop {
+            let min = self.parallel_min_stmts;
+            let apart = |job: &Job| {
+                module
+                    .get(job.0)
+                    .is_some_and(|f| f.insts.len() >= min && parallel::self_contained(f))
+            };
+            let mut batch = Vec::new();
+            while let Some(job) = self.cache.next_job_if(apart) {
+                batch.push(job);
+            }
+            if batch.len() >= 2 {
+                parallel::derive_apart(self, module, batch)?;
+                continue;
+            }
+            let Some((primal, fwd, back, mask)) = batch.pop().or_else(|| self.cache.next_job())
+            else {
+                break;
+            };
             transform::derive(self, module, primal, fwd, back, mask.as_deref())?;
         }
         crate::ad_error::verify_derived(module, "a reverse rule").map_err(|msg| ReverseError {

@@ -1,0 +1,219 @@
+//! Pieces derived on threads (docs/reverse.md, "Pieces derived in
+//! parallel").
+//!
+//! A queued body whose primal is *self-contained* (every statement a
+//! primitive or a phi, no function named by a constant) needs nothing of
+//! the module but that primal: its derivation reads the primal, writes the
+//! two declared pieces and requests no other rule. The parts a huge block
+//! is split into (`crate::split`) are such bodies, one per part. When
+//! [`Reverse::drain`] finds at least two of them, each of at least the
+//! reverse cache's minimum size, in a row at the top of its queue, they
+//! are derived at once, each in a module of its own holding a copy of its
+//! primal and its two declared pieces (same names, types and positions), on
+//! up to as many threads as there are cores; the bodies are then moved into
+//! the module at the pieces' ids.
+//!
+//! Guarantees: the module ends as the serial derivation leaves it, body for
+//! body: each derivation is the same code on the same primal with the same
+//! settings, and nothing it builds depends on the module beyond the
+//! primal's own statements. A body whose derivation made functions of its
+//! own (a checkpointed loop's replays) or names a function is derived again
+//! in the module, serially, as it would have been. Errors are those of the
+//! serial order: the first failing body in the order the queue would have
+//! given them.
+
+use super::{Job, Reverse, ReverseError, transform};
+use irad_ir::{Const, Func, FuncId, InstKind, Location, Module, Operand, Terminator};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The fewest statements a self-contained primal has for its derivation to
+/// go to a thread ([`Reverse::set_parallel_min_stmts`]): below it, copying
+/// the primal and starting a thread costs about as much as is gained.
+pub const PARALLEL_MIN_STMTS: usize = 4_000;
+
+/// The stack of a deriving thread: as the main thread's (mapped, not
+/// committed, until used).
+const DERIVE_STACK: usize = 8 << 20;
+
+/// Whether `func` is self-contained: only primitives and phis, and no
+/// function named by a constant operand.
+pub(super) fn self_contained(func: &Func) -> bool {
+    func.insts.values().all(|data| match &data.kind {
+        InstKind::Prim { args, .. } => !args.iter().any(names_a_function),
+        InstKind::Phi { entries } => !entries.iter().any(|(_, op)| names_a_function(op)),
+        InstKind::Invoke { .. } | InstKind::CallValue { .. } => false,
+    }) && func.blocks.values().all(|b| match &b.term {
+        Some(Terminator::GotoIfNot { cond: op, .. })
+        | Some(Terminator::Return(op))
+        | Some(Terminator::Switch { index: op, .. }) => !names_a_function(op),
+        Some(Terminator::Goto(_)) | None => true,
+    })
+}
+
+fn names_a_function(op: &Operand) -> bool {
+    matches!(op, Operand::Const(Const::Func(_)))
+}
+
+/// One body to derive apart: its job and the module it is derived in
+/// (the primal, the forward sweep and the pullback, in that order).
+struct Apart {
+    job: Job,
+    module: Module,
+}
+
+/// The bodies derived apart: the forward sweep's and the pullback's, and
+/// whether the derivation asked for counted tapes; `None` when the body is
+/// to be derived in the module after all.
+type Bodies = Option<(Func, Func, bool)>;
+
+/// Derives the bodies of `jobs` (in the order the queue gave them, each
+/// self-contained) on threads, then moves them into `module`; see the
+/// module header.
+pub(super) fn derive_apart(
+    rev: &mut Reverse<'_>,
+    module: &mut Module,
+    jobs: Vec<Job>,
+) -> Result<(), ReverseError> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if threads < 2 {
+        return derive_here(rev, module, jobs);
+    }
+    let n = jobs.len();
+    let todo: Vec<Mutex<Option<Apart>>> = jobs
+        .iter()
+        .map(|job| Mutex::new(Some(apart(module, job.clone()))))
+        .collect();
+    let done: Vec<Mutex<Option<Result<Bodies, ReverseError>>>> =
+        (0..n).map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let settings = Settings::of(rev);
+    std::thread::scope(|s| {
+        let work = || {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(slot) = todo.get(i) else { break };
+                let Some(a) = slot.lock().ok().and_then(|mut a| a.take()) else {
+                    continue;
+                };
+                let out = derive_one(&settings, a);
+                if let Ok(mut d) = done[i].lock() {
+                    *d = Some(out);
+                }
+            }
+        };
+        for _ in 1..threads.min(n) {
+            let spawned = std::thread::Builder::new()
+                .name("irad-derive".into())
+                .stack_size(DERIVE_STACK)
+                .spawn_scoped(s, work);
+            if spawned.is_err() {
+                break;
+            }
+        }
+        // This thread works too; the scope waits for the others.
+        work();
+    });
+    for (i, (slot, job)) in done.into_iter().zip(jobs).enumerate() {
+        let Some(out) = slot.into_inner().ok().flatten() else {
+            return Err(ReverseError::internal(
+                Location::default(),
+                format!("a deriving thread stopped before body {i} of {n}"),
+            ));
+        };
+        let (_, fwd, back, _) = job;
+        match out? {
+            Some((fbody, bbody, counted)) => {
+                module[fwd] = fbody;
+                module[back] = bbody;
+                if counted {
+                    module.set_counted_tapes(true);
+                }
+            }
+            None => derive_here(rev, module, vec![job])?,
+        }
+    }
+    Ok(())
+}
+
+/// Derives the bodies of `jobs` in `module`, in order.
+fn derive_here(
+    rev: &mut Reverse<'_>,
+    module: &mut Module,
+    jobs: Vec<Job>,
+) -> Result<(), ReverseError> {
+    for (primal, fwd, back, mask) in jobs {
+        transform::derive(rev, module, primal, fwd, back, mask.as_deref())?;
+    }
+    Ok(())
+}
+
+/// A module of its own for `job`: its primal copied, its pieces declared
+/// as in `module`, and the module's flags.
+fn apart(module: &Module, job: Job) -> Apart {
+    let (primal, fwd, back, mask) = job;
+    let mut m = Module::new();
+    m.set_strong_products(module.strong_products());
+    m.set_counted_tapes(module.counted_tapes());
+    // Three distinct names, new to `m`: nothing to fail.
+    let ids: Vec<FuncId> = [primal, fwd, back]
+        .iter()
+        .filter_map(|&f| m.add_func(module[f].clone()).ok())
+        .collect();
+    let job = match ids[..] {
+        [p, f, b] => (p, f, b, mask),
+        _ => (primal, fwd, back, mask),
+    };
+    Apart { job, module: m }
+}
+
+/// What a derivation reads of the reverse cache: its registry and settings.
+struct Settings<'r> {
+    registry: &'r irad_rules::Registry,
+    activity: bool,
+    tape_limit: Option<u64>,
+    checkpoints: super::CheckpointSchedule,
+}
+
+impl<'r> Settings<'r> {
+    fn of(rev: &Reverse<'r>) -> Settings<'r> {
+        Settings {
+            registry: rev.registry(),
+            activity: rev.activity(),
+            tape_limit: rev.tape_limit(),
+            checkpoints: rev.checkpoint_schedule().clone(),
+        }
+    }
+
+    /// An empty reverse cache of these settings (deriving nothing apart).
+    fn cache(&self) -> Reverse<'r> {
+        let mut rev = Reverse::new(self.registry);
+        rev.set_activity(self.activity);
+        rev.set_tape_limit(self.tape_limit);
+        rev.set_checkpoint_schedule(self.checkpoints.clone());
+        rev.set_parallel_min_stmts(usize::MAX);
+        rev
+    }
+}
+
+/// Derives one body apart; `None` when it must be derived in the module
+/// (the derivation made functions, or a body names one).
+fn derive_one(settings: &Settings<'_>, a: Apart) -> Result<Bodies, ReverseError> {
+    let Apart { job, mut module } = a;
+    let (primal, fwd, back, mask) = job;
+    if module.len() != 3 {
+        return Ok(None);
+    }
+    let mut rev = settings.cache();
+    transform::derive(&mut rev, &mut module, primal, fwd, back, mask.as_deref())?;
+    if module.len() != 3 || !self_contained(&module[fwd]) || !self_contained(&module[back]) {
+        return Ok(None);
+    }
+    let take = |m: &mut Module, f: FuncId| {
+        let empty = Func::new(&m[f].name, Vec::new(), irad_ir::Type::Unit);
+        std::mem::replace(&mut m[f], empty)
+    };
+    let fbody = take(&mut module, fwd);
+    let bbody = take(&mut module, back);
+    Ok(Some((fbody, bbody, module.counted_tapes())))
+}
