@@ -321,7 +321,7 @@ fn every_derivative_path_splits_a_huge_function_and_agrees() {
 fn a_huge_user_function_is_derived_in_parts_with_the_same_results() {
     // `primal_split_limit` at 200 statements cuts the 300-step chain (about
     // 1 200 statements) into parts before the derivation (the default,
-    // `PRIMAL_PART_STMTS`, would need 12 500 steps); each part is derived on
+    // `PRIMAL_PART_STMTS`, would need 5 000 steps); each part is derived on
     // its own, and the gradient is the same bits as without the split, in
     // both modes and both backends. The second program overflows (`z *
     // exp(y)` at y = 1000), so its plain gradient has a NaN and the strong

@@ -41,10 +41,11 @@ pub const PART_STMTS: usize = 20_000;
 /// The most statements a block of a user's function may hold before the
 /// facade splits it ahead of a derivation (`GradOptions::primal_split_limit`):
 /// the derivation and the optimiser then work on parts of at most this many
-/// statements, whose tables and scratch are freed part by part. Larger than
-/// [`PART_STMTS`]: below it a single function derives as fast, and its
-/// derived sweeps are still split for the code generator.
-pub const PRIMAL_PART_STMTS: usize = 50_000;
+/// statements, whose tables and scratch are freed part by part, and reverse
+/// mode derives the parts on threads of their own (they are
+/// self-contained: `reverse/parallel.rs`). A 10 000-step chain (40 000
+/// statements) so derives as two parts, on both cores.
+pub const PRIMAL_PART_STMTS: usize = 20_000;
 
 /// The most values a part may take or return; a stretch that needs more
 /// stays in its block.
