@@ -629,8 +629,10 @@ impl<M: ClModule> Compiler<M> {
 /// size (a 100 000-step chain's 800 000-instruction forward sweep took 3.7 s
 /// in Cranelift with them, 1.4 s without), while a function this large
 /// gains little from them. Smaller functions, loops' bodies included, keep
-/// the backend's settings.
-pub const HUGE_FUNCTION_INSTS: usize = 20_000;
+/// the backend's settings. (At 20 000, the pullback parts of the
+/// 10 000-step chain's gradient, 17 542 instructions each, took 23-33 ms
+/// each with the backend's settings and 9-11 ms with these.)
+pub const HUGE_FUNCTION_INSTS: usize = 10_000;
 
 /// The number of values live at once from which a function is compiled
 /// with the settings of `huge_isa`, whatever its size: the backtracking
