@@ -10,8 +10,10 @@
 //! reverse cache's minimum size, in a row at the top of its queue, they
 //! are derived at once, each in a module of its own holding a copy of its
 //! primal and its two declared pieces (same names, types and positions), on
-//! up to as many threads as there are cores; the bodies are then moved into
-//! the module at the pieces' ids.
+//! up to as many threads as there are cores, at most four (each holds a
+//! part's derivation in memory, which the parts are there to bound); each
+//! thread copies the primal of the body it takes. The bodies are then moved
+//! into the module at the pieces' ids.
 //!
 //! Guarantees: the module ends as the serial derivation leaves it, body for
 //! body: each derivation is the same code on the same primal with the same
@@ -31,6 +33,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// go to a thread ([`Reverse::set_parallel_min_stmts`]): below it, copying
 /// the primal and starting a thread costs about as much as is gained.
 pub const PARALLEL_MIN_STMTS: usize = 4_000;
+
+/// The most threads deriving at once: each holds a part's derivation (its
+/// tables and scratch) in memory, which splitting a huge function into
+/// parts is there to bound.
+const MAX_DERIVE_THREADS: usize = 4;
 
 /// The stack of a deriving thread: as the main thread's (mapped, not
 /// committed, until used).
@@ -75,28 +82,25 @@ pub(super) fn derive_apart(
     module: &mut Module,
     jobs: Vec<Job>,
 ) -> Result<(), ReverseError> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_DERIVE_THREADS);
     if threads < 2 {
         return derive_here(rev, module, jobs);
     }
     let n = jobs.len();
-    let todo: Vec<Mutex<Option<Apart>>> = jobs
-        .iter()
-        .map(|job| Mutex::new(Some(apart(module, job.clone()))))
-        .collect();
     let done: Vec<Mutex<Option<Result<Bodies, ReverseError>>>> =
         (0..n).map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
     let settings = Settings::of(rev);
+    let shared: &Module = module;
     std::thread::scope(|s| {
         let work = || {
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(slot) = todo.get(i) else { break };
-                let Some(a) = slot.lock().ok().and_then(|mut a| a.take()) else {
-                    continue;
-                };
-                let out = derive_one(&settings, a);
+                let Some(job) = jobs.get(i) else { break };
+                // Copied here, not all before: one primal copy per thread.
+                let out = derive_one(&settings, apart(shared, job.clone()));
                 if let Ok(mut d) = done[i].lock() {
                     *d = Some(out);
                 }
