@@ -377,3 +377,47 @@ fn a_huge_user_function_is_derived_in_parts_with_the_same_results() {
         }
     }
 }
+
+#[test]
+fn parts_derived_on_threads_give_the_gradient_of_the_whole_function() {
+    // 2 400 steps (9 601 statements) split before deriving at 5 000: two
+    // parts of about 4 800 statements, each at least `PARALLEL_MIN_STMTS`
+    // and self-contained, so reverse mode derives them at once on threads
+    // (docs/reverse.md, "Pieces derived in parallel"). The value and
+    // gradient are the bits of the function derived whole, in both
+    // backends.
+    let (src, m, f) = load("chain.irad", sin_chain(2_400));
+    let registry = irad::rules::Registry::new();
+    let args = [Val::F64(0.3)];
+    let mut bits = Vec::new();
+    for (limit, backend) in [
+        (usize::MAX, irad::Backend::Interp),
+        (5_000, irad::Backend::Interp),
+        (5_000, irad::Backend::Jit),
+    ] {
+        let mut req = irad::GradRequest::new(f, &args);
+        req.opts.exec = backend.exec();
+        req.opts.primal_split_limit = limit;
+        let (g, gm) = irad::grad_owned(&src, m.clone(), &registry, &req).expect("a gradient");
+        let parts: Vec<usize> = gm
+            .funcs()
+            .filter(|(_, g)| g.name.starts_with("f.part") && !g.name.contains(".rev"))
+            .map(|(_, g)| g.insts.len())
+            .collect();
+        if limit == usize::MAX {
+            assert!(parts.is_empty(), "{parts:?}");
+        } else {
+            assert_eq!(parts.len(), 2, "{parts:?}");
+            assert!(
+                parts
+                    .iter()
+                    .all(|&n| n >= irad::passes::reverse::PARALLEL_MIN_STMTS),
+                "{parts:?}"
+            );
+        }
+        let value = f64_of(&g.value);
+        let grad = f64_of(g.gradient[0].as_ref().expect("a gradient"));
+        bits.push((value.to_bits(), grad.to_bits()));
+    }
+    assert!(bits.iter().all(|b| *b == bits[0]), "{bits:?}");
+}
