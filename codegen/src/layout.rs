@@ -23,8 +23,12 @@ use irad_ir::types::{Scalar, Type};
 /// A leaf: the Cranelift type of one scalar piece of a value.
 pub(crate) type Leaf = types::Type;
 
+/// The leaves of a value, inline up to eight (no allocation for the
+/// scalars, arrays and small tuples of nearly every statement).
+pub(crate) type LeafList = smallvec::SmallVec<[Leaf; 8]>;
+
 /// The leaves of `ty`, appended to `out`.
-pub(crate) fn leaves(ty: &Type, out: &mut Vec<Leaf>) {
+pub(crate) fn leaves(ty: &Type, out: &mut LeafList) {
     match ty {
         Type::F64 => out.push(types::F64),
         Type::I64 | Type::Func(_) | Type::Sparse => out.push(types::I64),
@@ -44,8 +48,8 @@ pub(crate) fn leaves(ty: &Type, out: &mut Vec<Leaf>) {
 }
 
 /// The leaves of `ty` as a new list.
-pub(crate) fn leaf_list(ty: &Type) -> Vec<Leaf> {
-    let mut out = Vec::new();
+pub(crate) fn leaf_list(ty: &Type) -> LeafList {
+    let mut out = LeafList::new();
     leaves(ty, &mut out);
     out
 }

@@ -515,7 +515,7 @@ impl<M: ClModule> Compiler<M> {
                 cur_frame: None,
                 frame_rets: HashMap::default(),
                 frame_rets_unfilled: Vec::new(),
-                ret_leaves: Vec::new(),
+                ret_leaves: crate::layout::LeafList::new(),
                 vals: Vec::new(),
                 fimports: HashMap::default(),
                 table_gvs: HashMap::default(),
@@ -740,7 +740,7 @@ struct Lower<'a, 'b, M: ClModule> {
     frame_rets: HashMap<usize, ErrReturns>,
     /// The blocks of `frame_rets` not filled yet, with their inlined call.
     frame_rets_unfilled: Vec<(usize, ir::Block)>,
-    ret_leaves: Vec<types::Type>,
+    ret_leaves: crate::layout::LeafList,
     /// The leaves of every IR value lowered so far, by value number.
     vals: Vec<Option<Leaves>>,
     /// Functions referenced from this function.
