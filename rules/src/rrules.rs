@@ -29,15 +29,14 @@ use crate::{PullbackCall, PullbackOut, Registry, RevCall, RevFwdOut, RruleFns, R
 use irad_ir::{Const, FuncBuilder, Operand, Prim, Scalar, Type};
 use smallvec::{SmallVec, smallvec};
 
+/// The partials of one call, inline (no allocation per statement).
+type Partials = SmallVec<[Option<Operand>; 2]>;
+
 /// Partial derivatives of an f64 function: one per argument in `want`
 /// (`None` elsewhere, or for a zero partial), given the arguments and the
 /// primal result.
-type PartialsFn = fn(
-    &mut FuncBuilder<'_>,
-    &[Operand],
-    Operand,
-    &[bool],
-) -> Result<Vec<Option<Operand>>, RuleError>;
+type PartialsFn =
+    fn(&mut FuncBuilder<'_>, &[Operand], Operand, &[bool]) -> Result<Partials, RuleError>;
 
 /// Registers the built-in rrules, each for every argument type.
 pub(crate) fn install(reg: &mut Registry) {
@@ -48,22 +47,24 @@ pub(crate) fn install(reg: &mut Registry) {
                     "`{prim}` takes one argument"
                 )));
             };
-            Ok(vec![Some(factor(b, *x, y)?)])
+            Ok(smallvec![Some(factor(b, *x, y)?)])
         });
     }
     let binary: &[(Prim, bool, PartialsFn)] = &[
         (Prim::Add, false, |_, _, _, _| {
-            Ok(vec![Some(f64c(1.0)), Some(f64c(1.0))])
+            Ok(smallvec![Some(f64c(1.0)), Some(f64c(1.0))])
         }),
         (Prim::Sub, false, |_, _, _, _| {
-            Ok(vec![Some(f64c(1.0)), Some(f64c(-1.0))])
+            Ok(smallvec![Some(f64c(1.0)), Some(f64c(-1.0))])
         }),
-        (Prim::Neg, false, |_, _, _, _| Ok(vec![Some(f64c(-1.0))])),
+        (Prim::Neg, false, |_, _, _, _| {
+            Ok(smallvec![Some(f64c(-1.0))])
+        }),
         (Prim::Mul, false, |_, a, _, _| {
-            Ok(vec![a.get(1).copied(), a.first().copied()])
+            Ok(smallvec![a.get(1).copied(), a.first().copied()])
         }),
         (Prim::Zmul, false, |_, a, _, _| {
-            Ok(vec![a.get(1).copied(), a.first().copied()])
+            Ok(smallvec![a.get(1).copied(), a.first().copied()])
         }),
         (Prim::Div, false, div_partials),
         (Prim::Pow, true, pow_partials),
@@ -134,12 +135,7 @@ fn install_partials(
     reg: &mut Registry,
     prim: Prim,
     strong: bool,
-    partials: impl Fn(
-        &mut FuncBuilder<'_>,
-        &[Operand],
-        Operand,
-        &[bool],
-    ) -> Result<Vec<Option<Operand>>, RuleError>
+    partials: impl Fn(&mut FuncBuilder<'_>, &[Operand], Operand, &[bool]) -> Result<Partials, RuleError>
     + Send
     + Sync
     + 'static,
@@ -224,7 +220,7 @@ fn div_partials(
     a: &[Operand],
     z: Operand,
     want: &[bool],
-) -> Result<Vec<Option<Operand>>, RuleError> {
+) -> Result<Partials, RuleError> {
     let [_, y] = a else {
         return Err(arity(Prim::Div));
     };
@@ -239,7 +235,7 @@ fn div_partials(
     } else {
         None
     };
-    Ok(vec![px, py])
+    Ok(smallvec![px, py])
 }
 
 /// `d pow(x, y)`: `y * pow(x, y - 1)` (0 where y = 0) and `log(x) * z` (0
@@ -249,7 +245,7 @@ fn pow_partials(
     a: &[Operand],
     z: Operand,
     want: &[bool],
-) -> Result<Vec<Option<Operand>>, RuleError> {
+) -> Result<Partials, RuleError> {
     let [x, y] = a else {
         return Err(arity(Prim::Pow));
     };
@@ -270,7 +266,7 @@ fn pow_partials(
     } else {
         None
     };
-    Ok(vec![px, py])
+    Ok(smallvec![px, py])
 }
 
 /// `d powi(x, n) / dx = n * pow(x, n - 1)`, 0 where n = 0.
@@ -279,19 +275,19 @@ fn powi_partials(
     a: &[Operand],
     _z: Operand,
     want: &[bool],
-) -> Result<Vec<Option<Operand>>, RuleError> {
+) -> Result<Partials, RuleError> {
     let [x, n] = a else {
         return Err(arity(Prim::Powi));
     };
     if !want[0] {
-        return Ok(vec![None, None]);
+        return Ok(smallvec![None, None]);
     }
     let nf = value(b, Prim::Sitofp, &[*n])?;
     let nm1 = value(b, Prim::Sub, &[nf, f64c(1.0)])?;
     let p = value(b, Prim::Pow, &[*x, nm1])?;
     let f = mul(b, nf, p)?;
     let n0 = value(b, Prim::Eq, &[*n, Operand::from(0i64)])?;
-    Ok(vec![
+    Ok(smallvec![
         Some(value(b, Prim::Select, &[n0, f64c(0.0), f])?),
         None,
     ])
@@ -303,16 +299,16 @@ fn copysign_partials(
     a: &[Operand],
     _z: Operand,
     want: &[bool],
-) -> Result<Vec<Option<Operand>>, RuleError> {
+) -> Result<Partials, RuleError> {
     let [x, y] = a else {
         return Err(arity(Prim::Copysign));
     };
     if !want[0] {
-        return Ok(vec![None, None]);
+        return Ok(smallvec![None, None]);
     }
     let sx = value(b, Prim::Copysign, &[f64c(1.0), *x])?;
     let sy = value(b, Prim::Copysign, &[f64c(1.0), *y])?;
-    Ok(vec![Some(mul(b, sx, sy)?), None])
+    Ok(smallvec![Some(mul(b, sx, sy)?), None])
 }
 
 /// `d atan2(y, x)`: `x / r` and `-(y / r)` with `r = x^2 + y^2`.
@@ -321,7 +317,7 @@ fn atan2_partials(
     a: &[Operand],
     _z: Operand,
     want: &[bool],
-) -> Result<Vec<Option<Operand>>, RuleError> {
+) -> Result<Partials, RuleError> {
     let [y, x] = a else {
         return Err(arity(Prim::Atan2));
     };
@@ -339,7 +335,7 @@ fn atan2_partials(
     } else {
         None
     };
-    Ok(vec![py, px])
+    Ok(smallvec![py, px])
 }
 
 /// `min`/`max`: the comparison that picks the first operand (`le` for min,

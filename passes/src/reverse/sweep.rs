@@ -333,7 +333,7 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
         res_ty: &Type,
         loc: &Location,
     ) -> Result<RevFwdOut, ReverseError> {
-        let mut rargs = Vec::with_capacity(args.len());
+        let mut rargs: SmallVec<[RevArg; 3]> = SmallVec::with_capacity(args.len());
         for (a, t) in args.iter().zip(types) {
             rargs.push(RevArg {
                 primal: map_op(&self.fval, a, loc)?,

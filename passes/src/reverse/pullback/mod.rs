@@ -449,7 +449,7 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
         call: &Call<'_>,
         loc: &Location,
     ) -> Result<ArgCots, ReverseError> {
-        let inactive: Vec<bool> = call
+        let inactive: SmallVec<[bool; 4]> = call
             .args
             .iter()
             .map(|a| !self.cx.act.wants_cotangent(a))
