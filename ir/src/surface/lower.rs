@@ -356,8 +356,8 @@ impl Lower<'_, '_> {
         }
     }
 
-    fn exprs(&mut self, es: &[Expr]) -> Option<Vec<Operand>> {
-        let mut ops = Vec::with_capacity(es.len());
+    fn exprs(&mut self, es: &[Expr]) -> Option<smallvec::SmallVec<[Operand; 4]>> {
+        let mut ops = smallvec::SmallVec::with_capacity(es.len());
         for e in es {
             ops.push(self.expr(e)?);
         }

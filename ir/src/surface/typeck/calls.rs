@@ -7,6 +7,7 @@ use crate::loc::Pos;
 use crate::prim::Prim;
 use crate::surface::ast::{Builtin, Expr, ExprKind, Res};
 use crate::types::{FnType, Type};
+use smallvec::SmallVec;
 
 impl<'f> Checker<'f> {
     pub(super) fn name_value(&mut self, e: &Expr, name: &str) -> Ty {
@@ -142,7 +143,7 @@ impl<'f> Checker<'f> {
     }
 
     fn prim_call(&mut self, e: &'f Expr, p: Prim, args: &'f [Expr], annot: Option<&Type>) -> Ty {
-        let tys: Vec<Ty> = args.iter().map(|a| self.expr(a)).collect();
+        let tys: SmallVec<[Ty; 3]> = args.iter().map(|a| self.expr(a)).collect();
         if p == Prim::Alloc && !matches!(annot, Some(Type::Array(_))) {
             self.error(
                 e.pos,
@@ -153,7 +154,7 @@ impl<'f> Checker<'f> {
         let Some(known) = tys
             .iter()
             .map(|t| t.known().cloned())
-            .collect::<Option<Vec<_>>>()
+            .collect::<Option<SmallVec<[Type; 3]>>>()
         else {
             return Ty::Error;
         };

@@ -13,6 +13,7 @@
 use super::StmtCtx;
 use irad_ir::interp::{Val, eval_prim};
 use irad_ir::{Const, Inst, InstKind, Operand, Prim};
+use smallvec::SmallVec;
 
 /// Folds a call of a scalar primitive on constant operands (rule `fold`).
 pub fn fold(cx: &StmtCtx<'_>, inst: Inst) -> Option<Operand> {
@@ -22,7 +23,11 @@ pub fn fold(cx: &StmtCtx<'_>, inst: Inst) -> Option<Operand> {
     if !foldable(*prim) {
         return None;
     }
-    let vals: Option<Vec<Val>> = args
+    // Most calls have a value operand: nothing to fold, nothing gathered.
+    if args.iter().any(|op| matches!(op, Operand::Value(_))) {
+        return None;
+    }
+    let vals: Option<SmallVec<[Val; 3]>> = args
         .iter()
         .map(|op| match op {
             Operand::Const(c) => to_val(c),
@@ -30,7 +35,7 @@ pub fn fold(cx: &StmtCtx<'_>, inst: Inst) -> Option<Operand> {
         })
         .collect();
     let vals = vals?;
-    let refs: Vec<&Val> = vals.iter().collect();
+    let refs: SmallVec<[&Val; 3]> = vals.iter().collect();
     let out = eval_prim(*prim, &refs).ok()?;
     Some(Operand::Const(from_val(&out)?))
 }
