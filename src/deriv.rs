@@ -936,7 +936,7 @@ pub(crate) fn func_loc<'m>(
         .get(func)
         .ok_or_else(|| internal(src, "invalid function handle"))?;
     let loc = Location {
-        func: Some(f.name.clone()),
+        func: Some(f.name.as_str().into()),
         pos: f.pos,
         ..Location::default()
     };

@@ -148,7 +148,7 @@ impl TypedPlan {
 fn misuse(g: &CompiledGradient, msg: impl Into<String>) -> RunError {
     let m = g.jit.module();
     let loc = Location {
-        func: m.get(g.func).map(|f| f.name.clone()),
+        func: m.get(g.func).map(|f| f.name.as_str().into()),
         ..Location::default()
     };
     RunError::new(loc, msg)

@@ -799,7 +799,7 @@ fn elem_text(s: Scalar) -> &'static str {
 /// The location of a function (its name and source position).
 pub(crate) fn func_loc(module: &Module, func: FuncId) -> Location {
     Location {
-        func: module.get(func).map(|f| f.name.clone()),
+        func: module.get(func).map(|f| f.name.as_str().into()),
         pos: module.get(func).and_then(|f| f.pos),
         ..Location::default()
     }

@@ -39,7 +39,7 @@ impl CodegenError {
     pub(crate) fn at(func: &Func, block: Option<Block>, msg: &str) -> CodegenError {
         CodegenError {
             loc: Location {
-                func: Some(func.name.clone()),
+                func: Some(func.name.as_str().into()),
                 block: block.map(|b| func.blocks[b].label),
                 stmt: None,
                 pos: func.pos,

@@ -907,7 +907,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 .get(k)
                 .ok_or_else(|| CodegenError::internal(format!("no inlined call {k}")))?;
             let loc = Location {
-                func: Some(call.place.func.to_string()),
+                func: Some(call.place.func.clone()),
                 block: Some(call.place.block),
                 stmt: Some(call.place.stmt),
                 pos: call.pos,
@@ -1159,13 +1159,13 @@ impl<M: ClModule> Lower<'_, '_, M> {
         };
         match place {
             Some(p) => Location {
-                func: Some(p.func.to_string()),
+                func: Some(p.func.clone()),
                 block: Some(p.block),
                 stmt: Some(p.stmt),
                 pos,
             },
             None => Location {
-                func: Some(func.name.clone()),
+                func: Some(func.name.as_str().into()),
                 block: Some(data.label),
                 stmt: Some(stmt as u32 + 1),
                 pos,

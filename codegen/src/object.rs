@@ -551,7 +551,7 @@ fn scan_rule_statements(
                 continue;
             }
             let loc = Location {
-                func: Some(func.name.clone()),
+                func: Some(func.name.as_str().into()),
                 block: Some(func.blocks[blk].label),
                 stmt: Some(i as u32 + 1),
                 pos: func.insts[inst].pos,

@@ -32,8 +32,10 @@ impl fmt::Display for Pos {
 /// Where in a module an error is.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct Location {
-    /// The function's name, without `@`.
-    pub func: Option<String>,
+    /// The function's name, without `@`; shared, so that the locations of
+    /// a function's statements (reverse mode makes one per statement) copy
+    /// no string.
+    pub func: Option<std::sync::Arc<str>>,
     /// The block's label number (`#N`).
     pub block: Option<u32>,
     /// The statement number within the block, from 1; the terminator is counted last.

@@ -290,7 +290,10 @@ fn module_with_two_functions_reports_in_module_order() {
     let id2 = t.m.declare_func("empty", vec![], Type::Unit).unwrap();
     t.m[t.id].blocks[t.b3].term = None;
     let errs = verify_module(&t.m).unwrap_err();
-    let funcs: Vec<_> = errs.iter().map(|e| e.loc.func.clone().unwrap()).collect();
+    let funcs: Vec<_> = errs
+        .iter()
+        .map(|e| e.loc.func.as_deref().unwrap().to_string())
+        .collect();
     assert_eq!(funcs, vec!["abs_sin", "empty"]);
     assert_eq!(errs[1].place, Place::Func(id2));
     assert_eq!(verify_func(&t.m, id2).unwrap_err().len(), 1);

@@ -142,7 +142,7 @@ pub(crate) fn check_request(
         .get(f)
         .ok_or_else(|| invalid(Location::default(), "invalid function handle".into()))?;
     let floc = Location {
-        func: Some(func.name.clone()),
+        func: Some(func.name.as_str().into()),
         pos: func.pos,
         ..Location::default()
     };

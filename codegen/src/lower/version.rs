@@ -85,7 +85,7 @@ use irad_ir::{
 use irad_passes::pe::{Inlined, Place};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use smallvec::SmallVec;
-use std::rc::Rc;
+use std::sync::Arc;
 
 /// At most this many loops are versioned in one function (each copy adds
 /// the loop's size once more).
@@ -126,7 +126,7 @@ pub(super) fn version(func: &Func, inl: Option<Inlined>) -> (Option<Inlined>, Ha
 /// one an error there names now (the function, the block's label, the
 /// statement's number), so that it stays when statements are added.
 fn fill_places(out: &mut Inlined, blocks: &[Block]) {
-    let name: Rc<str> = Rc::from(out.func.name.as_str());
+    let name: Arc<str> = Arc::from(out.func.name.as_str());
     for &b in blocks {
         let data = &out.func.blocks[b];
         let place = |stmt: usize| Place {

@@ -385,7 +385,7 @@ pub fn check_call(
         ));
     };
     let func_loc = Location {
-        func: Some(func.name.clone()),
+        func: Some(func.name.as_str().into()),
         pos: func.pos,
         ..Location::default()
     };
@@ -1224,7 +1224,7 @@ fn error_in(
     stack: &[Frame],
 ) -> RunError {
     let loc = Location {
-        func: Some(cf.name.to_string()),
+        func: Some(cf.name.as_ref().into()),
         block: block.map(|b| b.label),
         stmt: place.map(|(stmt, _)| stmt),
         pos: place.and_then(|(_, pos)| pos),
@@ -1250,7 +1250,7 @@ fn call_site(frame: &Frame) -> Location {
     let block = frame.func.blocks.get(frame.block as usize);
     let op = block.and_then(|b| b.ops.get((frame.pc as usize).checked_sub(1)?));
     Location {
-        func: Some(frame.func.name.to_string()),
+        func: Some(frame.func.name.as_ref().into()),
         block: block.map(|b| b.label),
         stmt: op.map(|op| op.stmt),
         pos: op.and_then(|op| op.pos),

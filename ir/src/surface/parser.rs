@@ -204,7 +204,7 @@ impl<'a> Parser<'a> {
     fn err(&self, pos: Pos, msg: String) -> SurfaceError {
         SurfaceError {
             loc: Location {
-                func: self.func.clone(),
+                func: self.func.as_deref().map(Into::into),
                 pos: Some(pos),
                 ..Location::default()
             },
@@ -220,7 +220,7 @@ impl<'a> Parser<'a> {
             Tok::Error => {
                 if let Some(e) = &self.toks.error {
                     let mut e = e.clone();
-                    e.loc.func = self.func.clone();
+                    e.loc.func = self.func.as_deref().map(Into::into);
                     return e;
                 }
                 "an invalid character".to_string()

@@ -143,7 +143,7 @@ impl<'a> Parser<'a> {
     fn err(&self, pos: Pos, msg: String) -> ParseError {
         ParseError {
             loc: Location {
-                func: self.func.clone(),
+                func: self.func.as_deref().map(Into::into),
                 block: self.block,
                 stmt: self.stmt,
                 pos: Some(pos),
@@ -155,7 +155,7 @@ impl<'a> Parser<'a> {
     fn err_at_place(&self, place: Place, pos: Pos, msg: String) -> ParseError {
         ParseError {
             loc: Location {
-                func: self.func.clone(),
+                func: self.func.as_deref().map(Into::into),
                 block: Some(place.label),
                 stmt: Some(place.stmt),
                 pos: Some(pos),
@@ -167,7 +167,7 @@ impl<'a> Parser<'a> {
     fn advance(&mut self) -> Result<Token, ParseError> {
         let tok = self.tok;
         self.tok = self.lx.next_token().map_err(|mut e| {
-            e.loc.func.clone_from(&self.func);
+            e.loc.func = self.func.as_deref().map(Into::into);
             e.loc.block = self.block;
             e.loc.stmt = self.stmt;
             e

@@ -248,7 +248,7 @@ impl<'a> Ctx<'a> {
             .or_else(|| block.and_then(|b| self.f.blocks.get(b)).and_then(|d| d.pos))
             .or(self.f.pos);
         let loc = Location {
-            func: Some(self.f.name.clone()),
+            func: Some(self.f.name.as_str().into()),
             block: label,
             stmt,
             pos,

@@ -104,7 +104,7 @@ impl<'r> Forward<'r> {
             .get(f)
             .ok_or_else(|| ForwardError::new(Location::default(), "invalid function handle"))?;
         let loc = Location {
-            func: Some(func.name.clone()),
+            func: Some(func.name.as_str().into()),
             pos: func.pos,
             ..Location::default()
         };
@@ -200,7 +200,7 @@ impl<'r> Forward<'r> {
                     ForwardError::new(Location::default(), "invalid function handle")
                 })?;
                 let loc = Location {
-                    func: Some(func.name.clone()),
+                    func: Some(func.name.as_str().into()),
                     pos: func.pos,
                     ..Location::default()
                 };

@@ -245,7 +245,7 @@ pub(super) fn derive(
         .ok_or_else(|| ForwardError::new(Location::default(), "invalid function handle"))?
         .clone();
     let floc = Location {
-        func: Some(src.name.clone()),
+        func: Some(src.name.as_str().into()),
         pos: src.pos,
         ..Location::default()
     };

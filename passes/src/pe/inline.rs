@@ -39,7 +39,7 @@ use irad_ir::{
 };
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use smallvec::SmallVec;
-use std::rc::Rc;
+use std::sync::Arc;
 
 /// Inlines small non-recursive callees into every function of `module` with
 /// the default [`Limits`]; returns whether any call was inlined.
@@ -150,7 +150,7 @@ impl Sites {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Place {
     /// The function's name.
-    pub func: Rc<str>,
+    pub func: Arc<str>,
     /// The block's label.
     pub block: u32,
     /// The statement's number within the block, from 1.
@@ -383,7 +383,7 @@ fn set_places<'m>(
     frame: Option<usize>,
     at: impl Fn(Block) -> (Block, Option<&'m HashMap<Inst, Inst>>),
 ) {
-    let name: Rc<str> = Rc::from(body.name.as_str());
+    let name: Arc<str> = Arc::from(body.name.as_str());
     for &b in &body.layout {
         let data = &body.blocks[b];
         let (nb, insts) = at(b);

@@ -104,7 +104,7 @@ pub fn specialise_with(
         });
     };
     let at_func = Location {
-        func: Some(func.name.clone()),
+        func: Some(func.name.as_str().into()),
         pos: func.pos,
         ..Location::default()
     };

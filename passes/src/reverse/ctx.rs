@@ -122,7 +122,7 @@ impl<'r> Derivation<'r> {
             .ok_or_else(|| ReverseError::new(Location::default(), "invalid function handle"))?
             .clone();
         let floc = Location {
-            func: Some(src.name.clone()),
+            func: Some(src.name.as_str().into()),
             pos: src.pos,
             ..Location::default()
         };

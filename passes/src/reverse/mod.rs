@@ -295,7 +295,7 @@ impl<'r> Reverse<'r> {
             .get(f)
             .ok_or_else(|| ReverseError::new(Location::default(), "invalid function handle"))?;
         let loc = Location {
-            func: Some(func.name.clone()),
+            func: Some(func.name.as_str().into()),
             pos: func.pos,
             ..Location::default()
         };
@@ -391,7 +391,7 @@ impl<'r> Reverse<'r> {
             .get(f)
             .ok_or_else(|| ReverseError::new(Location::default(), "invalid function handle"))?;
         let loc = Location {
-            func: Some(func.name.clone()),
+            func: Some(func.name.as_str().into()),
             pos: func.pos,
             ..Location::default()
         };
@@ -449,7 +449,7 @@ impl<'r> Reverse<'r> {
                     ReverseError::new(Location::default(), "invalid function handle")
                 })?;
                 let loc = Location {
-                    func: Some(func.name.clone()),
+                    func: Some(func.name.as_str().into()),
                     pos: func.pos,
                     ..Location::default()
                 };

@@ -302,7 +302,7 @@ pub fn tape_plan_scheduled(
     if registry.function_rrule_in(module, &func.name).is_some() {
         return Err(ReverseError::new(
             Location {
-                func: Some(func.name.clone()),
+                func: Some(func.name.as_str().into()),
                 pos: func.pos,
                 ..Location::default()
             },

@@ -243,7 +243,7 @@ fn operand_hint(lhs: Option<&Expr>, a: &Type, rhs: &Expr, b: &Type) -> String {
 impl<'f> Checker<'f> {
     fn error(&mut self, pos: Pos, msg: String) {
         let loc = Location {
-            func: (!self.func.is_empty()).then(|| self.func.clone()),
+            func: (!self.func.is_empty()).then(|| self.func.as_str().into()),
             ..Location::at(pos)
         };
         self.errors.push(SurfaceError { loc, msg });
