@@ -113,6 +113,20 @@ impl<'r> Reverse<'r> {
         }
     }
 
+    /// An empty cache of this one's registry and settings, deriving nothing
+    /// on threads of its own (`parallel.rs` derives each body apart in one).
+    fn emptied(&self) -> Reverse<'r> {
+        Reverse {
+            registry: self.registry,
+            cache: RuleCache::new(),
+            revs: HashMap::default(),
+            activity: self.activity,
+            tape_limit: self.tape_limit,
+            checkpoints: self.checkpoints.clone(),
+            parallel_min_stmts: usize::MAX,
+        }
+    }
+
     /// Sets the fewest statements a self-contained primal (only primitives
     /// and phis, naming no function) must have for its pieces to be derived
     /// on a thread when several such bodies are queued together (default

@@ -62,13 +62,6 @@ fn names_a_function(op: &Operand) -> bool {
     matches!(op, Operand::Const(Const::Func(_)))
 }
 
-/// One body to derive apart: its job and the module it is derived in
-/// (the primal, the forward sweep and the pullback, in that order).
-struct Apart {
-    job: Job,
-    module: Module,
-}
-
 /// The bodies derived apart: the forward sweep's and the pullback's, and
 /// whether the derivation asked for counted tapes; `None` when the body is
 /// to be derived in the module after all.
@@ -92,15 +85,14 @@ pub(super) fn derive_apart(
     let done: Vec<Mutex<Option<Result<Bodies, ReverseError>>>> =
         (0..n).map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
-    let settings = Settings::of(rev);
+    let base: &Reverse<'_> = rev;
     let shared: &Module = module;
     std::thread::scope(|s| {
         let work = || {
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
-                // Copied here, not all before: one primal copy per thread.
-                let out = derive_one(&settings, apart(shared, job.clone()));
+                let out = derive_one(base, shared, job);
                 if let Ok(mut d) = done[i].lock() {
                     *d = Some(out);
                 }
@@ -152,72 +144,34 @@ fn derive_here(
     Ok(())
 }
 
-/// A module of its own for `job`: its primal copied, its pieces declared
-/// as in `module`, and the module's flags.
-fn apart(module: &Module, job: Job) -> Apart {
+/// Derives the body of `job` apart, in a module of its own: its primal
+/// copied (here, on the thread, not all before: one copy per thread at a
+/// time), its pieces declared as in `module`, the module's flags, and an
+/// empty cache of `base`'s settings. `None` when it must be derived in the
+/// module after all (the derivation made functions, or a body names one).
+fn derive_one(base: &Reverse<'_>, module: &Module, job: &Job) -> Result<Bodies, ReverseError> {
     let (primal, fwd, back, mask) = job;
     let mut m = Module::new();
     m.set_strong_products(module.strong_products());
     m.set_counted_tapes(module.counted_tapes());
     // Three distinct names, new to `m`: nothing to fail.
-    let ids: Vec<FuncId> = [primal, fwd, back]
+    let ids: Vec<FuncId> = [*primal, *fwd, *back]
         .iter()
         .filter_map(|&f| m.add_func(module[f].clone()).ok())
         .collect();
-    let job = match ids[..] {
-        [p, f, b] => (p, f, b, mask),
-        _ => (primal, fwd, back, mask),
+    let [p, f, b] = ids[..] else {
+        return Ok(None);
     };
-    Apart { job, module: m }
-}
-
-/// What a derivation reads of the reverse cache: its registry and settings.
-struct Settings<'r> {
-    registry: &'r irad_rules::Registry,
-    activity: bool,
-    tape_limit: Option<u64>,
-    checkpoints: super::CheckpointSchedule,
-}
-
-impl<'r> Settings<'r> {
-    fn of(rev: &Reverse<'r>) -> Settings<'r> {
-        Settings {
-            registry: rev.registry(),
-            activity: rev.activity(),
-            tape_limit: rev.tape_limit(),
-            checkpoints: rev.checkpoint_schedule().clone(),
-        }
-    }
-
-    /// An empty reverse cache of these settings (deriving nothing apart).
-    fn cache(&self) -> Reverse<'r> {
-        let mut rev = Reverse::new(self.registry);
-        rev.set_activity(self.activity);
-        rev.set_tape_limit(self.tape_limit);
-        rev.set_checkpoint_schedule(self.checkpoints.clone());
-        rev.set_parallel_min_stmts(usize::MAX);
-        rev
-    }
-}
-
-/// Derives one body apart; `None` when it must be derived in the module
-/// (the derivation made functions, or a body names one).
-fn derive_one(settings: &Settings<'_>, a: Apart) -> Result<Bodies, ReverseError> {
-    let Apart { job, mut module } = a;
-    let (primal, fwd, back, mask) = job;
-    if module.len() != 3 {
+    let mut rev = base.emptied();
+    transform::derive(&mut rev, &mut m, p, f, b, mask.as_deref())?;
+    if m.len() != 3 || !self_contained(&m[f]) || !self_contained(&m[b]) {
         return Ok(None);
     }
-    let mut rev = settings.cache();
-    transform::derive(&mut rev, &mut module, primal, fwd, back, mask.as_deref())?;
-    if module.len() != 3 || !self_contained(&module[fwd]) || !self_contained(&module[back]) {
-        return Ok(None);
-    }
-    let take = |m: &mut Module, f: FuncId| {
-        let empty = Func::new(&m[f].name, Vec::new(), irad_ir::Type::Unit);
-        std::mem::replace(&mut m[f], empty)
+    let take = |m: &mut Module, id: FuncId| {
+        let empty = Func::new(&m[id].name, Vec::new(), irad_ir::Type::Unit);
+        std::mem::replace(&mut m[id], empty)
     };
-    let fbody = take(&mut module, fwd);
-    let bbody = take(&mut module, back);
-    Ok(Some((fbody, bbody, module.counted_tapes())))
+    let fbody = take(&mut m, f);
+    let bbody = take(&mut m, b);
+    Ok(Some((fbody, bbody, m.counted_tapes())))
 }
