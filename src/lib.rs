@@ -123,7 +123,7 @@
 //!             Ok(RevFwdOut { primal, shadows: Default::default(), saved: Default::default() })
 //!         },
 //!         |_b: &mut FuncBuilder<'_>, call: &PullbackCall<'_>| {
-//!             Ok(PullbackOut { cotangents: vec![call.dy.iter().copied().collect()] })
+//!             Ok(PullbackOut { cotangents: vec![call.dy.iter().copied().collect()].into() })
 //!         },
 //!     ),
 //! );

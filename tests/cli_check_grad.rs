@@ -181,7 +181,7 @@ fn rules_that_disagree_with_the_function_fail() {
             },
             |_b: &mut FuncBuilder<'_>, call: &PullbackCall<'_>| {
                 Ok(PullbackOut {
-                    cotangents: vec![call.dy.iter().copied().collect()],
+                    cotangents: vec![call.dy.iter().copied().collect()].into(),
                 })
             },
         ),

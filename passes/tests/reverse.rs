@@ -295,7 +295,7 @@ fn a_function_marked_primitive_uses_its_rrule() {
                     .map(|d| value(b, Prim::Mul, &[d, f64c(3.0)]))
                     .transpose()?;
                 Ok(PullbackOut {
-                    cotangents: vec![smallvec![d]],
+                    cotangents: smallvec![smallvec![d]],
                 })
             },
         ),

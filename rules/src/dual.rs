@@ -207,7 +207,7 @@ fn dual_fwd(b: &mut FuncBuilder<'_>, call: &RevCall<'_>) -> Result<RevFwdOut, Ru
 /// Each part gets its slice of `dy`; no statements.
 fn dual_back(_: &mut FuncBuilder<'_>, call: &PullbackCall<'_>) -> Result<PullbackOut, RuleError> {
     let mut rest = call.dy;
-    let mut cotangents = Vec::with_capacity(call.arg_types.len());
+    let mut cotangents = SmallVec::with_capacity(call.arg_types.len());
     for ty in call.arg_types {
         let n = Type::cotangent_leaves(ty);
         let Some((mine, tail)) = rest.split_at_checked(n) else {
@@ -272,7 +272,7 @@ fn part_back(call: &PullbackCall<'_>, prim: Prim) -> Result<PullbackOut, RuleErr
     }
     let mut dd: SmallVec<[Option<Operand>; 1]> = smallvec![None; Type::cotangent_leaves(ty)];
     dd[start..start + n].copy_from_slice(call.dy);
-    let mut cotangents = vec![dd];
+    let mut cotangents: SmallVec<[_; 3]> = smallvec![dd];
     if prim == Prim::Tangent {
         cotangents.push(SmallVec::new());
     }

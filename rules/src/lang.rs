@@ -31,7 +31,7 @@ use crate::{
 };
 use crate::{Frule, emit::Tangents};
 use irad_ir::{Const, FuncBuilder, FuncId, Operand, Prim, Scalar, Type};
-use smallvec::SmallVec;
+use smallvec::{SmallVec, smallvec};
 
 /// The frule of a function with a declared jvp.
 pub(crate) struct JvpRule {
@@ -328,7 +328,7 @@ impl Rrule for VjpRule {
         let diff: Vec<usize> = (0..n)
             .filter(|&i| call_.arg_types[i].has_tangent())
             .collect();
-        let mut cotangents = vec![SmallVec::new(); n];
+        let mut cotangents: SmallVec<[_; 3]> = smallvec![SmallVec::new(); n];
         for (j, &i) in diff.iter().enumerate() {
             let c = if diff.len() == 1 {
                 ct

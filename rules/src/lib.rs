@@ -308,8 +308,10 @@ pub struct PullbackCall<'a> {
 /// Array cotangents are not returned: pullbacks add them into the shadows.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct PullbackOut {
-    /// Per argument, its cotangent contributions.
-    pub cotangents: Vec<SmallVec<[Option<Operand>; 1]>>,
+    /// Per argument, its cotangent contributions (inline for up to three
+    /// arguments: a pullback is written for every primal statement, and its
+    /// list was an allocation each time).
+    pub cotangents: SmallVec<[SmallVec<[Option<Operand>; 1]>; 3]>,
 }
 
 /// A reverse rule (rrule): a forward part, straight-line statements that

@@ -172,7 +172,7 @@ fn install_partials(
                 let want = wanted(call.arg_types, call.arg_inactive);
                 let dy = one_dy(call)?;
                 let mut saved = call.saved.iter();
-                let mut cotangents = Vec::with_capacity(want.len());
+                let mut cotangents = SmallVec::with_capacity(want.len());
                 for (&w, ty) in want.iter().zip(call.arg_types) {
                     if !w {
                         cotangents.push(smallvec![None; ty.cotangent_leaves()]);
@@ -367,7 +367,7 @@ fn pick(prim: Prim, cmp: Prim) -> RruleFns {
             let dx = value(b, Prim::Select, &[c, d, f64c(0.0)])?;
             let dz = value(b, Prim::Select, &[c, f64c(0.0), d])?;
             Ok(PullbackOut {
-                cotangents: vec![smallvec![Some(dx)], smallvec![Some(dz)]],
+                cotangents: smallvec![smallvec![Some(dx)], smallvec![Some(dz)]],
             })
         },
     )
@@ -414,7 +414,7 @@ fn select_back(b: &mut FuncBuilder<'_>, call: &PullbackCall<'_>) -> Result<Pullb
         }
     }
     Ok(PullbackOut {
-        cotangents: vec![smallvec![], dx, dz],
+        cotangents: smallvec![smallvec![], dx, dz],
     })
 }
 
@@ -436,7 +436,7 @@ fn tuple_fwd(b: &mut FuncBuilder<'_>, call: &RevCall<'_>) -> Result<RevFwdOut, R
 /// Each component gets its slice of `dy`; no statements.
 fn tuple_back(_: &mut FuncBuilder<'_>, call: &PullbackCall<'_>) -> Result<PullbackOut, RuleError> {
     let mut rest = call.dy;
-    let mut cotangents = Vec::with_capacity(call.arg_types.len());
+    let mut cotangents = SmallVec::with_capacity(call.arg_types.len());
     for ty in call.arg_types {
         let n = Type::cotangent_leaves(ty);
         if rest.len() < n {
@@ -497,7 +497,7 @@ fn getfield_back(
     let mut dt: SmallVec<[Option<Operand>; 1]> = smallvec![None; Type::cotangent_leaves(ty)];
     dt[start..start + n].copy_from_slice(call.dy);
     Ok(PullbackOut {
-        cotangents: vec![dt, smallvec![]],
+        cotangents: smallvec![dt, smallvec![]],
     })
 }
 

@@ -72,7 +72,7 @@ fn mul_back(b: &mut FuncBuilder<'_>, call: &PullbackCall<'_>) -> Result<Pullback
     let dx = emit::scale_opt(b, *y, *dy)?;
     let dz = emit::scale_opt(b, *x, *dy)?;
     Ok(PullbackOut {
-        cotangents: vec![smallvec![dx], smallvec![dz]],
+        cotangents: smallvec![smallvec![dx], smallvec![dz]],
     })
 }
 
@@ -159,7 +159,7 @@ fn a_mul_pullback_that_swaps_the_factors_fails() {
             let dx = emit::scale_opt(b, *x, *dy)?;
             let dz = emit::scale_opt(b, *y, *dy)?;
             Ok(PullbackOut {
-                cotangents: vec![smallvec![dx], smallvec![dz]],
+                cotangents: smallvec![smallvec![dx], smallvec![dz]],
             })
         }),
     );
@@ -187,7 +187,7 @@ fn an_arrayset_that_does_not_restore_fails() {
             let g = value(b, Prim::Arrayref, &[*s, *i])?;
             emit::effect(b, Prim::Arrayset, &[*s, *i, f64c(0.0)])?;
             Ok(PullbackOut {
-                cotangents: vec![smallvec![], smallvec![], smallvec![Some(g)]],
+                cotangents: smallvec![smallvec![], smallvec![], smallvec![Some(g)]],
             })
         }),
     );
@@ -213,7 +213,7 @@ fn an_arrayset_that_keeps_the_overwritten_cotangent_fails() {
             // Gives v the cotangent but leaves it in the shadow as well.
             let g = value(b, Prim::Arrayref, &[*s, *i])?;
             Ok(PullbackOut {
-                cotangents: vec![smallvec![], smallvec![], smallvec![Some(g)]],
+                cotangents: smallvec![smallvec![], smallvec![], smallvec![Some(g)]],
             })
         }),
     );
@@ -240,7 +240,7 @@ fn a_forward_part_that_changes_the_primal_fails() {
             },
             |_, _| {
                 Ok(PullbackOut {
-                    cotangents: vec![smallvec![None]],
+                    cotangents: smallvec![smallvec![None]],
                 })
             },
         ),
@@ -272,7 +272,7 @@ fn a_forward_part_that_writes_a_shadow_fails() {
             },
             |_, _| {
                 Ok(PullbackOut {
-                    cotangents: vec![smallvec![], smallvec![]],
+                    cotangents: smallvec![smallvec![], smallvec![]],
                 })
             },
         ),
@@ -300,7 +300,7 @@ fn a_select_that_gives_a_passed_on_array_a_fresh_shadow_fails() {
             },
             |_, _| {
                 Ok(PullbackOut {
-                    cotangents: vec![smallvec![], smallvec![], smallvec![]],
+                    cotangents: smallvec![smallvec![], smallvec![], smallvec![]],
                 })
             },
         ),
@@ -332,7 +332,7 @@ fn a_pullback_that_ignores_a_known_zero_dy_fails() {
                     _ => f64c(1.0),
                 };
                 Ok(PullbackOut {
-                    cotangents: vec![smallvec![Some(dx)]],
+                    cotangents: smallvec![smallvec![Some(dx)]],
                 })
             },
         ),
@@ -359,7 +359,7 @@ fn a_rule_without_cotangent_for_a_comparison_gives_none() {
             },
             |_, _| {
                 Ok(PullbackOut {
-                    cotangents: vec![smallvec![Some(f64c(0.5))], smallvec![None]],
+                    cotangents: smallvec![smallvec![Some(f64c(0.5))], smallvec![None]],
                 })
             },
         ),
@@ -406,7 +406,7 @@ fn a_forward_part_with_blocks_fails() {
             },
             |_, _| {
                 Ok(PullbackOut {
-                    cotangents: vec![smallvec![None]],
+                    cotangents: smallvec![smallvec![None]],
                 })
             },
         ),

@@ -46,7 +46,7 @@ use std::collections::BTreeMap;
 type Incoming = Option<(Cots, Vec<(Key, Operand)>)>;
 
 /// The per-argument cotangents of a statement's pullback.
-type ArgCots = Vec<SmallVec<[Option<Operand>; 1]>>;
+type ArgCots = SmallVec<[SmallVec<[Option<Operand>; 1]>; 3]>;
 
 /// The state of the pullback being built.
 pub(super) struct Pullback<'a, 'r, 'm> {
@@ -488,7 +488,7 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
         types: &[Type],
         loc: &Location,
     ) -> Result<ArgCots, ReverseError> {
-        let dys: Vec<Operand> = dy.iter().map(|d| d.unwrap_or(f64c(0.0))).collect();
+        let dys: SmallVec<[Operand; 4]> = dy.iter().map(|d| d.unwrap_or(f64c(0.0))).collect();
         let r = self.bk.invoke(gb, &dys).map_err(build_err(&self.cx.floc))?;
         unpack_cots(&mut self.bk, r, types, loc)
     }
@@ -509,7 +509,7 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
         let Operand::Value(g) = g else {
             return Err(internal(loc, "revback gave a constant"));
         };
-        let dys: Vec<Operand> = dy.iter().map(|d| d.unwrap_or(f64c(0.0))).collect();
+        let dys: SmallVec<[Operand; 4]> = dy.iter().map(|d| d.unwrap_or(f64c(0.0))).collect();
         let r = self
             .bk
             .call_value(g, &dys)
@@ -759,7 +759,7 @@ fn unpack_cots(
     loc: &Location,
 ) -> Result<ArgCots, ReverseError> {
     let total: usize = types.iter().map(Type::cotangent_leaves).sum();
-    let mut leaves: Vec<Option<Operand>> = Vec::with_capacity(total);
+    let mut leaves: SmallVec<[Option<Operand>; 4]> = SmallVec::with_capacity(total);
     match (total, r) {
         (0, _) => {}
         (1, Some(v)) => leaves.push(Some(Operand::Value(v))),
@@ -777,7 +777,7 @@ fn unpack_cots(
         }
         (_, None) => return Err(internal(loc, "a pullback without result")),
     }
-    let mut out = Vec::with_capacity(types.len());
+    let mut out = ArgCots::with_capacity(types.len());
     let mut it = leaves.into_iter();
     for t in types {
         out.push(
