@@ -179,7 +179,7 @@ impl<'m> FuncBuilder<'m> {
             },
             ty,
         )?
-        .ok_or(BuildError::Type("alloc has no result".into()))
+        .ok_or_else(|| BuildError::Type("alloc has no result".into()))
     }
 
     /// `%v = call pop() :: ty`: pops the last value pushed on the tape of type
@@ -194,7 +194,7 @@ impl<'m> FuncBuilder<'m> {
         };
         let pos = self.pos;
         let (_, result) = self.module[self.func].push_inst(block, kind, Some(ty), pos);
-        result.ok_or(BuildError::Type("pop has no result".into()))
+        result.ok_or_else(|| BuildError::Type("pop has no result".into()))
     }
 
     /// `invoke @callee(args)`; the result is `None` when the callee returns `()`.
@@ -286,7 +286,7 @@ impl<'m> FuncBuilder<'m> {
             .position(|&i| !matches!(f.insts[i].kind, InstKind::Phi { .. }))
             .unwrap_or(insts.len());
         insts.insert(at, inst);
-        result.ok_or(BuildError::Type("a phi without result".into()))
+        result.ok_or_else(|| BuildError::Type("a phi without result".into()))
     }
 
     /// Adds an entry to the phi that defines `phi`.
@@ -409,7 +409,7 @@ impl<'m> FuncBuilder<'m> {
         let types = args
             .iter()
             .map(|a| self.operand_type(a))
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<smallvec::SmallVec<[Type; 4]>, _>>()?;
         let field = match args.get(1) {
             Some(Operand::Const(Const::I64(k))) => Some(*k),
             _ => None,
@@ -421,7 +421,7 @@ impl<'m> FuncBuilder<'m> {
             (Prim::Tuple, None)
                 if types.iter().map(Type::size).sum::<usize>() < crate::MAX_BUILT_TYPE_SIZE =>
             {
-                built = Type::tuple(types.clone());
+                built = Type::tuple(types.to_vec());
                 Some(&built)
             }
             _ => annot,

@@ -44,7 +44,7 @@ use irad_ir::entity::SecondaryMap;
 use irad_ir::{Block, Func, Inst, InstKind, Operand, Prim, Value};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use smallvec::SmallVec;
-use std::collections::BTreeMap;
+use std::collections::BinaryHeap;
 
 /// The most primitives one recomputation may take.
 pub const BUDGET: u32 = 8;
@@ -258,7 +258,7 @@ impl<'a, 'r> Chooser<'a, 'r> {
         let stmts = &self.cx.shape.bb.blocks[i].stmts;
         // Values defined in this block, latest first; each with its last
         // reader (statement index) and order of appearance.
-        let mut needs: BTreeMap<(usize, usize), (Value, usize)> = BTreeMap::new();
+        let mut needs = Needs::default();
         let mut outside: Vec<Value> = Vec::new();
         for (k, &inst) in stmts.iter().enumerate() {
             let Some(st) = &self.input.stmts[inst] else {
@@ -277,7 +277,7 @@ impl<'a, 'r> Chooser<'a, 'r> {
         // recomputed values is cut (recorded) at `DEPTH`, so that the pullback
         // never rebuilds a long stretch of the block at once.
         let mut depth: HashMap<Value, u32> = HashMap::default();
-        while let Some((_, (v, r))) = needs.pop_last() {
+        while let Some((v, r)) = needs.pop_last() {
             let mut seen = Vec::new();
             let d = depth.get(&v).copied().unwrap_or(0);
             // `cost` is `None` for anything without a recipe.
@@ -319,22 +319,14 @@ impl<'a, 'r> Chooser<'a, 'r> {
 
     /// Notes that block `i`'s reverse reads `v` by statement index `r` at
     /// the latest: into `needs` when this block defines it, else `outside`.
-    fn need(
-        &self,
-        i: usize,
-        v: Value,
-        r: usize,
-        needs: &mut BTreeMap<(usize, usize), (Value, usize)>,
-        outside: &mut Vec<Value>,
-    ) {
+    fn need(&self, i: usize, v: Value, r: usize, needs: &mut Needs, outside: &mut Vec<Value>) {
         let v = self.canonical(v);
         if self.is_counter(i, v) {
             return;
         }
         match (self.fdef[v], self.fpos[v]) {
             (Some(d), Some((p, _))) if self.cx.shape.same_iteration(d, i) => {
-                let e = needs.entry((self.rank[d], p)).or_insert((v, r));
-                e.1 = e.1.max(r);
+                needs.add((self.rank[d], p), v, r);
             }
             _ => {
                 if !outside.contains(&v) {
@@ -437,7 +429,7 @@ impl<'a, 'r> Chooser<'a, 'r> {
         v: Value,
         r: usize,
         depth: u32,
-        needs: &BTreeMap<(usize, usize), (Value, usize)>,
+        needs: &Needs,
         seen: &mut Vec<Value>,
     ) -> Option<u32> {
         let v = self.canonical(v);
@@ -448,7 +440,7 @@ impl<'a, 'r> Chooser<'a, 'r> {
             (Some(d), Some((p, _))) if self.cx.shape.same_iteration(d, i) => (d, p),
             _ => return self.free_outside(i, v).then_some(0),
         };
-        if !seen.is_empty() && needs.contains_key(&(self.rank[d], p)) {
+        if !seen.is_empty() && needs.contains(&(self.rank[d], p)) {
             return Some(0);
         }
         if depth >= DEPTH {
@@ -601,4 +593,41 @@ fn cheap(prim: Prim) -> bool {
             | Length
             | Arrayref
     )
+}
+
+/// The values a block's reverse reads that the block defines, by (rank of
+/// the defining block, position in it), each with its last reader: taken
+/// latest key first. A hash map and a heap of its keys, where an ordered
+/// map allocated a node per few entries of a long block.
+#[derive(Default)]
+struct Needs {
+    entries: HashMap<(usize, usize), (Value, usize)>,
+    order: BinaryHeap<(usize, usize)>,
+}
+
+impl Needs {
+    /// Adds `v` at `key` read by statement `r`, or raises the last reader
+    /// of what is there.
+    fn add(&mut self, key: (usize, usize), v: Value, r: usize) {
+        match self.entries.entry(key) {
+            std::collections::hash_map::Entry::Occupied(mut e) => {
+                let e = e.get_mut();
+                e.1 = e.1.max(r);
+            }
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert((v, r));
+                self.order.push(key);
+            }
+        }
+    }
+
+    fn contains(&self, key: &(usize, usize)) -> bool {
+        self.entries.contains_key(key)
+    }
+
+    /// Removes and returns the entry of the largest key.
+    fn pop_last(&mut self) -> Option<(Value, usize)> {
+        let key = self.order.pop()?;
+        self.entries.remove(&key)
+    }
 }

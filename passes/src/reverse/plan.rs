@@ -33,7 +33,11 @@ use irad_ir::text::printed_names;
 use irad_ir::{Block, Func, FuncId, FuncRef, Inst, Location, Module, Operand, Prim, Type, Value};
 use irad_rules::Registry;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use smallvec::SmallVec;
 use std::fmt;
+
+/// The indices into [`TapePlan`]'s saves of one statement's or block's.
+type SaveList = SmallVec<[usize; 2]>;
 
 /// Where a saved value is pushed and popped.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -133,8 +137,10 @@ pub struct TapePlan {
     saves: Vec<Save>,
     branches: Vec<BranchSave>,
     ret_label: u32,
-    by_stmt: HashMap<Inst, Vec<usize>>,
-    by_block: HashMap<Block, Vec<usize>>,
+    // Inline lists: most statements save one or two values, and a list on
+    // the heap per statement was an allocation per primal statement.
+    by_stmt: HashMap<Inst, SaveList>,
+    by_block: HashMap<Block, SaveList>,
     once: Vec<usize>,
     branch_of: HashMap<Block, usize>,
     recomputed: Vec<Recompute>,
@@ -345,17 +351,17 @@ impl TapePlan {
 
     /// The values pushed right after the forward part of `inst`, in push order.
     pub fn after_stmt(&self, inst: Inst) -> impl DoubleEndedIterator<Item = &Save> {
-        self.pick(self.by_stmt.get(&inst))
+        self.pick(self.by_stmt.get(&inst).map(|l| &l[..]))
     }
 
     /// The values pushed at the end of `block`, in push order.
     pub fn at_block_end(&self, block: Block) -> impl DoubleEndedIterator<Item = &Save> {
-        self.pick(self.by_block.get(&block))
+        self.pick(self.by_block.get(&block).map(|l| &l[..]))
     }
 
     /// The values pushed once per call, in push order.
     pub fn once(&self) -> impl DoubleEndedIterator<Item = &Save> {
-        self.pick(Some(&self.once))
+        self.pick(Some(&self.once[..]))
     }
 
     /// The values the reverse of blocks computes again, in block order.
@@ -458,13 +464,8 @@ impl TapePlan {
         self.branch_of.get(&block).map(|&k| &self.branches[k])
     }
 
-    fn pick<'a>(
-        &'a self,
-        idx: Option<&'a Vec<usize>>,
-    ) -> impl DoubleEndedIterator<Item = &'a Save> {
-        idx.map_or(&[][..], Vec::as_slice)
-            .iter()
-            .map(|&k| &self.saves[k])
+    fn pick<'a>(&'a self, idx: Option<&'a [usize]>) -> impl DoubleEndedIterator<Item = &'a Save> {
+        idx.unwrap_or_default().iter().map(|&k| &self.saves[k])
     }
 
     /// Adds a save and indexes it.
