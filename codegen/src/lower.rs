@@ -62,6 +62,7 @@ use irad_passes::pe::{Inlined, Limits};
 use irad_runtime::{self as rt, RtSym, TrapKind};
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
+use std::sync::Arc;
 
 type Leaves = SmallVec<[ir::Value; 2]>;
 
@@ -511,6 +512,7 @@ impl<M: ClModule> Compiler<M> {
                 module,
                 ctx_val: None,
                 inl: inlined.as_ref(),
+                fname: Arc::from(""),
                 ret_err: ErrReturns::default(),
                 cur_frame: None,
                 frame_rets: HashMap::default(),
@@ -728,6 +730,9 @@ struct Lower<'a, 'b, M: ClModule> {
     /// The function with its calls inlined (`Compiler::inline`), lowered
     /// in place of the module's, with where its statements stood before.
     inl: Option<&'a Inlined>,
+    /// The name of the function being lowered, shared by the locations of
+    /// its check sites ([`Lower::loc`]).
+    fname: Arc<str>,
     /// The blocks that return status 1, made on need, each shared by at most
     /// [`ERR_RET_SHARING`] failing checks.
     ret_err: ErrReturns,
@@ -1060,6 +1065,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 .ok_or_else(|| CodegenError::internal(format!("no function {fid:?}")))?,
         };
         self.ret_leaves = leaf_list(&func.ret);
+        self.fname = func.name.as_str().into();
         // Every value's leaves, by value number: room for all at once.
         self.vals.clear();
         self.vals.resize(func.values.len(), None);
@@ -1148,7 +1154,16 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// the last) of block `blk`: where it stood before inlining when
     /// `inl` knows (the callee's name, block and statement), else where
     /// it is in `func`.
-    fn loc(inl: Option<&Inlined>, func: &Func, blk: Block, stmt: usize) -> Location {
+    ///
+    /// `fname` is `func`'s name, made once per function (`Lower::fname`):
+    /// a location is made for every check site, and its name is shared.
+    fn loc(
+        inl: Option<&Inlined>,
+        fname: &Arc<str>,
+        func: &Func,
+        blk: Block,
+        stmt: usize,
+    ) -> Location {
         let data = &func.blocks[blk];
         let (pos, place) = match data.insts.get(stmt) {
             Some(&inst) => (
@@ -1165,7 +1180,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 pos,
             },
             None => Location {
-                func: Some(func.name.as_str().into()),
+                func: Some(if **fname == *func.name {
+                    Arc::clone(fname)
+                } else {
+                    func.name.as_str().into()
+                }),
                 block: Some(data.label),
                 stmt: Some(stmt as u32 + 1),
                 pos,
@@ -1181,6 +1200,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     ) -> Result<(), CodegenError> {
         let data = &func.blocks[blk];
         let inl = self.inl;
+        let fname = Arc::clone(&self.fname);
         self.checked.clear();
         self.known.clear();
         self.cur_frame = inl.and_then(|i| i.frames[blk]);
@@ -1194,7 +1214,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let unit = Type::Unit;
         for (i, &inst) in data.insts.iter().enumerate() {
             let idata = &func.insts[inst];
-            let site_loc = || Self::loc(inl, func, blk, i);
+            let site_loc = || Self::loc(inl, &fname, func, blk, i);
             if let Some(checks) = plan.checks.remove(&i) {
                 self.tape_checks(checks)?;
             }
@@ -1280,7 +1300,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 self.set(res, out);
             }
         }
-        let term_loc = || Self::loc(inl, func, blk, data.insts.len());
+        let term_loc = || Self::loc(inl, &fname, func, blk, data.insts.len());
         let target = |b: &Block| {
             cl_blocks.get(b).copied().ok_or_else(|| {
                 CodegenError::at(func, Some(blk), "jump to a block that is not reachable")
@@ -1896,6 +1916,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// more or less than the interpreter's would; they are unspecified then.)
     fn tape_plan(&mut self, func: &Func, blk: Block) -> TapePlan {
         let inl = self.inl;
+        let fname = Arc::clone(&self.fname);
         let mut plan = TapePlan::default();
         let insts = &func.blocks[blk].insts;
         let mut start = 0;
@@ -1939,7 +1960,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
             let mut checks = Vec::new();
             for (tape, list) in uses {
                 if list.iter().all(|u| u.2) {
-                    let site = self.c.site(Self::loc(inl, func, blk, list[0].0), None);
+                    let site = self
+                        .c
+                        .site(Self::loc(inl, &fname, func, blk, list[0].0), None);
                     let mut off = 0;
                     for &(i, size, _) in &list {
                         plan.prechecked.insert(i, (tape, off));
@@ -1957,7 +1980,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     for &(i, size, _) in &list {
                         cum += size;
                         plan.prechecked.insert(i, (tape, -cum));
-                        let site = self.c.site(Self::loc(inl, func, blk, i), Some(ty.clone()));
+                        let site = self
+                            .c
+                            .site(Self::loc(inl, &fname, func, blk, i), Some(ty.clone()));
                         pops.push((size, site));
                     }
                     checks.push(TapeCheck::Filled { tape, pops });

@@ -846,7 +846,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         for (t, list) in tapes {
             let per_iter = 8 * list.len() as i32;
             let first = list[0];
-            let loc = Self::loc(self.inl, func, first.blk, first.stmt);
+            let loc = Self::loc(self.inl, &self.fname, func, first.blk, first.stmt);
             let site = self.c.site(loc, None);
             self.reserve(t, 2 * i64::from(per_iter), site)?;
             let addr = self.tape_addr(t);
