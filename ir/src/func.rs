@@ -208,6 +208,10 @@ pub enum ValueDef {
     Inst(Inst),
 }
 
+/// A value's name: a string stored inline up to 24 bytes (`x`, `s_12`,
+/// `acc.fwd_3`), so that naming or copying a value allocates nothing.
+pub type ValueName = compact_str::CompactString;
+
 /// A value's type, definition and optional name.
 #[derive(Clone, Debug)]
 pub struct ValueData {
@@ -216,7 +220,7 @@ pub struct ValueData {
     /// Where it is defined.
     pub def: ValueDef,
     /// Its name in text (`x` for `%x`, `3` for `%3`), if it has one.
-    pub name: Option<Box<str>>,
+    pub name: Option<ValueName>,
 }
 
 /// A function.
@@ -300,7 +304,7 @@ impl Func {
             let v = func.values.push(ValueData {
                 ty,
                 def: ValueDef::Param(i as u32),
-                name: pname.map(String::into_boxed_str),
+                name: pname.map(ValueName::from),
             });
             func.params.push(v);
         }

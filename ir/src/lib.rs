@@ -39,7 +39,7 @@ pub mod verify;
 pub use builder::FuncBuilder;
 pub use func::{
     Block, BlockData, BuildError, Const, DeclaredRules, Func, FuncId, FuncRef, Inst, InstData,
-    InstKind, Module, Operand, Terminator, Value, ValueData, ValueDef,
+    InstKind, Module, Operand, Terminator, Value, ValueData, ValueDef, ValueName,
 };
 /// The bulk array primitives' checks and kernels, shared with the runtime.
 pub use irad_kernels::bulk;

@@ -23,7 +23,9 @@
 use super::ast::{LocalId, TypeInfo};
 use crate::builder::FuncBuilder;
 use crate::entity::SecondaryMap;
-use crate::func::{Block, Const, Func, FuncRef, InstKind, Operand, Terminator, Value, ValueDef};
+use crate::func::{
+    Block, Const, Func, FuncRef, InstKind, Operand, Terminator, Value, ValueDef, ValueName,
+};
 use crate::types::Type;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -565,14 +567,14 @@ fn layout(ssa: &Ssa, created: &[Block]) -> Vec<Block> {
 
 /// Names each value that defines a variable after it: `s`, then `s_1`, ...
 fn name_values(func: &mut Func, tags: &SecondaryMap<Value, Option<LocalId>>, info: &TypeInfo) {
-    // Names are looked up by `&str`; each name made is allocated twice
-    // (for `used` and for the value), never for a lookup.
-    let params: Vec<Box<str>> = func
+    // Names are looked up by `&str`; a name made is stored twice (in `used`
+    // and in the value), inline for names up to 24 bytes ([`ValueName`]).
+    let params: Vec<ValueName> = func
         .params
         .iter()
         .filter_map(|&p| func.values[p].name.clone())
         .collect();
-    let mut used: HashSet<Box<str>> = HashSet::default();
+    let mut used: HashSet<ValueName> = HashSet::default();
     let mut counts: HashMap<&str, u32> = HashMap::default();
     for name in &params {
         used.insert(name.clone());
@@ -602,7 +604,7 @@ fn name_values(func: &mut Func, tags: &SecondaryMap<Value, Option<LocalId>>, inf
                 break;
             }
         }
-        let name: Box<str> = candidate.as_str().into();
+        let name = ValueName::from(candidate.as_str());
         used.insert(name.clone());
         func.values[v].name = Some(name);
     }

@@ -35,7 +35,7 @@ use irad_ir::entity::{EntitySet, SecondaryMap};
 use irad_ir::flow::graph;
 use irad_ir::{
     Block, BlockData, Const, Func, FuncId, FuncRef, Inst, InstData, InstKind, Module, Operand, Pos,
-    Prim, Terminator, Value, ValueData, ValueDef,
+    Prim, Terminator, Value, ValueData, ValueDef, ValueName,
 };
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use smallvec::SmallVec;
@@ -103,7 +103,7 @@ pub fn inline_into(module: &mut Module, f: FuncId, limits: &Limits) -> bool {
 struct Sites {
     /// The caller's size ([`func_size`]) as the calls inlined left it.
     size: usize,
-    names: HashSet<Box<str>>,
+    names: HashSet<ValueName>,
     labels: Labels,
     results: HashMap<Value, Operand>,
 }
@@ -568,7 +568,7 @@ fn inline_site(
     // printer would rename both otherwise); the names in the caller are
     // those it had before this call was inlined.
     let names = &sites.names;
-    let mut new_names: Vec<Box<str>> = Vec::new();
+    let mut new_names: Vec<ValueName> = Vec::new();
     let mut imap = Vec::new();
     for &b in &callee.layout {
         for &inst in &callee.blocks[b].insts {
