@@ -6,6 +6,7 @@
 //! A tuple has at least one element: [`Type::tuple`] turns the empty tuple into
 //! `()`, so every type has exactly one representation.
 
+use smallvec::{SmallVec, smallvec};
 use std::fmt;
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -194,7 +195,13 @@ impl Type {
     /// Whether a dual occurs in the type outside function types (itself, or
     /// inside tuples). Iterative.
     pub fn holds_dual(&self) -> bool {
-        let mut stack = vec![self];
+        match self {
+            Type::Dual(..) => return true,
+            Type::Tuple(_) => {}
+            // Asked of every value of a function: no stack for a leaf.
+            _ => return false,
+        }
+        let mut stack: SmallVec<[_; 8]> = smallvec![self];
         while let Some(ty) = stack.pop() {
             match ty {
                 Type::Dual(..) => return true,
@@ -258,7 +265,7 @@ impl Type {
             Type::Tuple(_) | Type::Func(_) | Type::Dual(..) => {}
             _ => return false,
         }
-        let mut stack = vec![self];
+        let mut stack: SmallVec<[_; 8]> = smallvec![self];
         while let Some(ty) = stack.pop() {
             match ty {
                 Type::Sparse | Type::Array(Scalar::Sparse) => return true,
@@ -287,7 +294,7 @@ impl Type {
             Type::Tuple(_) => {}
             _ => return false,
         }
-        let mut stack = vec![self];
+        let mut stack: SmallVec<[_; 8]> = smallvec![self];
         while let Some(ty) = stack.pop() {
             match ty {
                 Type::F64 | Type::Array(Scalar::F64 | Scalar::Sparse) | Type::Sparse => {
@@ -428,7 +435,7 @@ impl Type {
             return 1;
         }
         let mut max = 0;
-        let mut stack = vec![(self, 1usize)];
+        let mut stack: SmallVec<[_; 8]> = smallvec![(self, 1usize)];
         while let Some((ty, d)) = stack.pop() {
             max = max.max(d);
             match ty {
@@ -453,7 +460,7 @@ impl Type {
             return 1;
         }
         let mut n = 0usize;
-        let mut stack = vec![self];
+        let mut stack: SmallVec<[_; 8]> = smallvec![self];
         while let Some(ty) = stack.pop() {
             n += 1;
             match ty {
@@ -482,7 +489,7 @@ impl Type {
             return usize::from(leaf(self));
         }
         let mut n = 0usize;
-        let mut stack = vec![(self, 1usize)];
+        let mut stack: SmallVec<[_; 8]> = smallvec![(self, 1usize)];
         while let Some((ty, times)) = stack.pop() {
             match ty {
                 Type::Tuple(elems) => stack.extend(elems.iter().map(|e| (e, times))),

@@ -562,8 +562,10 @@ impl Ctx<'_, '_> {
     /// Gives new value `nv` the name of primal value `v` (plus `suffix`), if
     /// that makes a valid name.
     fn name(&mut self, nv: Value, v: Value, suffix: &str) {
-        if let Some(name) = self.src.values[v].name.as_deref() {
-            let full = format!("{name}{suffix}");
+        if let Some(name) = &self.src.values[v].name {
+            // Inline up to 24 bytes, as the names themselves ([`ValueName`]).
+            let mut full = name.clone();
+            full.push_str(suffix);
             // An invalid name (a number with a suffix) is simply not given.
             let _ = self.b.set_name(nv, &full);
         }
@@ -872,8 +874,8 @@ impl Ctx<'_, '_> {
                         let ty = self.primal_type(op, loc)?;
                         self.arg(op, &ty, loc)
                     })
-                    .collect::<Result<Vec<_>, _>>()?;
-                let types: Vec<Type> = fargs.iter().map(|a| a.ty.clone()).collect();
+                    .collect::<Result<SmallVec<[FwdArg; 4]>, _>>()?;
+                let types: SmallVec<[Type; 4]> = fargs.iter().map(|a| a.ty.clone()).collect();
                 let rule = self.registry.frule(*prim, &types).ok_or_else(|| {
                     let list: Vec<String> = types.iter().map(Type::to_string).collect();
                     ForwardError::new(
@@ -912,7 +914,7 @@ impl Ctx<'_, '_> {
                             .iter()
                             .zip(&sig.params)
                             .map(|(op, ty)| self.arg(op, ty, loc))
-                            .collect::<Result<Vec<_>, _>>()?;
+                            .collect::<Result<SmallVec<[FwdArg; 4]>, _>>()?;
                         let out =
                             self.emit_rule(Callee::Func(&name), &*rule, &fargs, &sig.ret, loc)?;
                         match result {
@@ -921,7 +923,7 @@ impl Ctx<'_, '_> {
                         }
                     }
                     Some(rule) => {
-                        let mut ops = Vec::with_capacity(args.len());
+                        let mut ops: SmallVec<[Operand; 4]> = SmallVec::with_capacity(args.len());
                         for (op, ty) in args.iter().zip(&sig.params) {
                             ops.push(self.packed(op, ty, loc)?);
                         }
@@ -946,7 +948,7 @@ impl Ctx<'_, '_> {
                     .prim(Prim::Frule, &[f, Operand::from(self.width.code())])
                     .map_err(self.build_err(loc))?
                     .ok_or_else(|| ForwardError::internal(loc.clone(), "frule"))?;
-                let mut ops = Vec::with_capacity(args.len());
+                let mut ops: SmallVec<[Operand; 4]> = SmallVec::with_capacity(args.len());
                 for (op, ty) in args.iter().zip(&sig.params) {
                     ops.push(self.packed(op, ty, loc)?);
                 }
