@@ -184,6 +184,7 @@ pub fn optimise_gated(
         generation: 0,
         quiet: Vec::new(),
         quiet_at: 0,
+        spare: Vec::new(),
     };
     let mut report = OptReport {
         ok: true,
@@ -361,6 +362,10 @@ struct Engine<'m> {
     quiet: Vec<(&'static str, Option<FuncId>)>,
     /// The generation `quiet` holds for.
     quiet_at: u64,
+    /// Lists of children no longer in use ([`Engine::children`]): a sweep
+    /// lists the statements of every block it enters, and a new list each
+    /// time was an allocation per block and sweep.
+    spare: Vec<Vec<At>>,
 }
 
 impl Engine<'_> {
@@ -435,50 +440,40 @@ impl Engine<'_> {
                 }
             }
             Strategy::One(inner) => {
-                let mut changed = false;
-                for child in self.children(at) {
-                    let out = self.apply(inner, child)?;
-                    changed |= out.changed;
-                    if out.ok {
-                        return Ok(Out { ok: true, changed });
-                    }
-                }
-                Out { ok: false, changed }
+                let (changed, stop) = self.each_child(at, |e, child| {
+                    let out = e.apply(inner, child)?;
+                    Ok((out.changed, out.ok))
+                })?;
+                Out { ok: stop, changed }
             }
             Strategy::All(inner) => {
-                let mut changed = false;
-                for child in self.children(at) {
-                    let out = self.apply(inner, child)?;
-                    changed |= out.changed;
-                    if !out.ok {
-                        return Ok(Out { ok: false, changed });
-                    }
-                }
-                Out { ok: true, changed }
+                let (changed, stop) = self.each_child(at, |e, child| {
+                    let out = e.apply(inner, child)?;
+                    Ok((out.changed, !out.ok))
+                })?;
+                Out { ok: !stop, changed }
             }
             Strategy::TopDown(inner) => {
                 let out = self.apply(inner, at)?;
                 if out.ok {
                     return Ok(out);
                 }
-                let mut changed = out.changed;
-                for child in self.children(at) {
-                    let o = self.apply(s, child)?;
-                    changed |= o.changed;
-                    if o.ok {
-                        return Ok(Out { ok: true, changed });
-                    }
+                let (changed, stop) = self.each_child(at, |e, child| {
+                    let o = e.apply(s, child)?;
+                    Ok((o.changed, o.ok))
+                })?;
+                Out {
+                    ok: stop,
+                    changed: out.changed | changed,
                 }
-                Out { ok: false, changed }
             }
             Strategy::BottomUp(inner) => {
-                let mut changed = false;
-                for child in self.children(at) {
-                    let o = self.apply(s, child)?;
-                    changed |= o.changed;
-                    if o.ok {
-                        return Ok(Out { ok: true, changed });
-                    }
+                let (changed, stop) = self.each_child(at, |e, child| {
+                    let o = e.apply(s, child)?;
+                    Ok((o.changed, o.ok))
+                })?;
+                if stop {
+                    return Ok(Out { ok: true, changed });
                 }
                 let out = self.apply(inner, at)?;
                 Out {
@@ -515,34 +510,68 @@ impl Engine<'_> {
     /// child (listed after `s` ran there), in pre-order. Returns whether
     /// anything changed.
     fn sweep(&mut self, s: &Strategy, at: At) -> Result<bool, OptError> {
-        let mut changed = self.apply(s, at)?.changed;
-        for child in self.children(at) {
-            changed |= self.sweep(s, child)?;
+        let changed = self.apply(s, at)?.changed;
+        let (swept, _) = self.each_child(at, |e, child| Ok((e.sweep(s, child)?, false)))?;
+        Ok(changed | swept)
+    }
+
+    /// Runs `f` on each child of `at` (listed when it starts) until `f`
+    /// says stop: whether any call changed something, and whether one
+    /// stopped. `f` returns (changed, stop).
+    fn each_child(
+        &mut self,
+        at: At,
+        mut f: impl FnMut(&mut Self, At) -> Result<(bool, bool), OptError>,
+    ) -> Result<(bool, bool), OptError> {
+        let kids = self.children(at);
+        let mut changed = false;
+        let mut stop = false;
+        let mut res = Ok(());
+        for &child in &kids {
+            match f(self, child) {
+                Ok((c, s)) => {
+                    changed |= c;
+                    if s {
+                        stop = true;
+                        break;
+                    }
+                }
+                Err(e) => {
+                    res = Err(e);
+                    break;
+                }
+            }
         }
-        Ok(changed)
+        self.spare.push(kids);
+        res.map(|()| (changed, stop))
     }
 
     /// The children of a position, in order; statements already removed are
     /// not listed.
+    /// The list is one of [`Engine::spare`]'s when there is one.
     fn children(&mut self, at: At) -> Vec<At> {
+        let mut out = self.spare.pop().unwrap_or_default();
+        out.clear();
         match at {
-            At::Module => self.scope.iter().map(|&f| At::Func(f)).collect(),
-            At::Func(f) => self.m[f].layout.iter().map(|&b| At::Block(f, b)).collect(),
+            At::Module => out.extend(self.scope.iter().map(|&f| At::Func(f))),
+            At::Func(f) => out.extend(self.m[f].layout.iter().map(|&b| At::Block(f, b))),
             At::Block(f, b) => {
                 let removed = self
                     .states
                     .get(f.index())
                     .and_then(|s| s.as_ref())
                     .map(|s| &s.removed);
-                self.m[f].blocks[b]
-                    .insts
-                    .iter()
-                    .filter(|i| removed.is_none_or(|r| !r.contains(i)))
-                    .map(|&i| At::Stmt(f, i))
-                    .collect()
+                out.extend(
+                    self.m[f].blocks[b]
+                        .insts
+                        .iter()
+                        .filter(|i| removed.is_none_or(|r| !r.contains(i)))
+                        .map(|&i| At::Stmt(f, i)),
+                );
             }
-            At::Stmt(..) => Vec::new(),
+            At::Stmt(..) => {}
         }
+        out
     }
 
     /// Makes sure `f` has a state (read it from `self.states[f.index()]`).
