@@ -20,7 +20,7 @@
 //! the block it was built to, labels blocks `#1`, `#2`, ... in layout order,
 //! and names values after their variables (`%s`, `%s_1`, ...).
 
-use super::ast::{LocalId, TypeInfo};
+use super::ast::{File, LocalId, TypeInfo};
 use crate::builder::FuncBuilder;
 use crate::entity::SecondaryMap;
 use crate::func::{Block, Const, Func, FuncRef, InstKind, Operand, Terminator, Value, ValueDef};
@@ -465,7 +465,7 @@ impl<'m> SsaBuilder<'m> {
 
 /// Applies the replacements of removed phis, fixes the layout so that every
 /// `gotoifnot` falls through to its `then` block, and names blocks and values.
-pub(super) fn finish(func: &mut Func, mut ssa: Ssa, info: &TypeInfo) {
+pub(super) fn finish(func: &mut Func, mut ssa: Ssa, file: &File, info: &TypeInfo) {
     let removed: Vec<Value> = ssa.forward.keys().copied().collect();
     for v in removed {
         resolve_compress(&mut ssa.forward, Operand::Value(v));
@@ -531,7 +531,7 @@ pub(super) fn finish(func: &mut Func, mut ssa: Ssa, info: &TypeInfo) {
     for (i, &block) in func.layout.iter().enumerate() {
         func.blocks[block].label = i as u32 + 1;
     }
-    name_values(func, &ssa.tags, info);
+    name_values(func, &ssa.tags, file, info);
 }
 
 /// The blocks in the order they were filled, except that each `gotoifnot`
@@ -564,7 +564,12 @@ fn layout(ssa: &Ssa, created: &[Block]) -> Vec<Block> {
 }
 
 /// Names each value that defines a variable after it: `s`, then `s_1`, ...
-fn name_values(func: &mut Func, tags: &SecondaryMap<Value, Option<LocalId>>, info: &TypeInfo) {
+fn name_values(
+    func: &mut Func,
+    tags: &SecondaryMap<Value, Option<LocalId>>,
+    file: &File,
+    info: &TypeInfo,
+) {
     // Names are looked up by `&str`; each name made is allocated twice
     // (for `used` and for the value), never for a lookup.
     let params: Vec<Box<str>> = func
@@ -586,10 +591,11 @@ fn name_values(func: &mut Func, tags: &SecondaryMap<Value, Option<LocalId>>, inf
         .collect();
     let mut candidate = String::new();
     for v in results {
-        let Some(base) = tags.get(v).and_then(|l| info.local_names.get(l.0 as usize)) else {
+        let Some(&base) = tags.get(v).and_then(|l| info.local_names.get(l.0 as usize)) else {
             continue;
         };
-        let n = counts.entry(base.as_str()).or_insert(0);
+        let base = file.name(base);
+        let n = counts.entry(base).or_insert(0);
         loop {
             candidate.clear();
             candidate.push_str(base);
