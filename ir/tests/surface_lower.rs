@@ -451,6 +451,32 @@ fn snapshot_straight_line() {
     );
 }
 
+/// Made names (`y_2`) that a parameter or a variable spells already, and
+/// names that look made (`y_2_1`, `x_01`, `x_0`), each stay distinct.
+#[test]
+fn snapshot_value_names_that_collide() {
+    check_ir(
+        "fn f(y_1: f64, x_01: f64) -> f64 {\n    let mut y = y_1 * 2.0;\n    y = y + 1.0;\n    let y_2 = y * 3.0;\n    y = y_2 * y;\n    let x_0 = y + x_01;\n    let x = x_0 * 2.0;\n    let x_01 = x + 1.0;\n    let x = x_01 - 1.0;\n    let y_2_1 = x * y;\n    let y_2 = y_2_1 + y;\n    y + y_2\n}\n",
+        expect![[r#"
+            func @f(%y_1: f64, %x_01: f64) -> f64 {
+            #1:
+              %y = call mul(%y_1, 2.0) :: f64
+              %y_2 = call add(%y, 1.0) :: f64
+              %y_2_1 = call mul(%y_2, 3.0) :: f64
+              %y_3 = call mul(%y_2_1, %y_2) :: f64
+              %x_0 = call add(%y_3, %x_01) :: f64
+              %x = call mul(%x_0, 2.0) :: f64
+              %x_01_1 = call add(%x, 1.0) :: f64
+              %x_1 = call sub(%x_01_1, 1.0) :: f64
+              %y_2_1_1 = call mul(%x_1, %y_3) :: f64
+              %y_2_2 = call add(%y_2_1_1, %y_3) :: f64
+              %0 = call add(%y_3, %y_2_2) :: f64
+              return %0
+            }
+        "#]],
+    );
+}
+
 #[test]
 fn snapshot_if_else_expression() {
     check_ir(

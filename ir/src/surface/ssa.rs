@@ -570,17 +570,18 @@ fn name_values(
     file: &File,
     info: &TypeInfo,
 ) {
-    // Names are looked up by `&str`; each name made is allocated twice
-    // (for `used` and for the value), never for a lookup.
+    // The names in use are kept by their spelling (see `spelling`): pairs of
+    // slices of the parameters' and the variables' names, so that the only
+    // block allocated per named value is its name.
     let params: Vec<Box<str>> = func
         .params
         .iter()
         .filter_map(|&p| func.values[p].name.clone())
         .collect();
-    let mut used: HashSet<Box<str>> = HashSet::default();
+    let mut used: HashSet<(&str, u32)> = HashSet::default();
     let mut counts: HashMap<&str, u32> = HashMap::default();
     for name in &params {
-        used.insert(name.clone());
+        used.insert(spelling(name));
         counts.insert(name, 1);
     }
     let results: Vec<Value> = func
@@ -596,22 +597,39 @@ fn name_values(
         };
         let base = file.name(base);
         let n = counts.entry(base).or_insert(0);
-        loop {
-            candidate.clear();
-            candidate.push_str(base);
-            if *n != 0 {
-                use std::fmt::Write;
-                let _ = write!(candidate, "_{n}");
-            }
+        // `base` itself, then `base_1`, `base_2`, ...: the first not in use.
+        let key = loop {
+            let key = if *n == 0 { spelling(base) } else { (base, *n) };
             *n += 1;
-            if !used.contains(candidate.as_str()) {
-                break;
+            if !used.contains(&key) {
+                break key;
             }
+        };
+        used.insert(key);
+        candidate.clear();
+        candidate.push_str(key.0);
+        if key.1 != 0 {
+            use std::fmt::Write;
+            let _ = write!(candidate, "_{}", key.1);
         }
-        let name: Box<str> = candidate.as_str().into();
-        used.insert(name.clone());
-        func.values[v].name = Some(name);
+        func.values[v].name = Some(candidate.as_str().into());
     }
+}
+
+/// `name` as the pair `(stem, k)` that spells it: `stem_k` when it ends in
+/// `_` and a decimal `k >= 1` without leading zeros, `(name, 0)` otherwise.
+/// Two names are equal exactly when their pairs are (a pair spells one
+/// name), and a made name `base_n` (n >= 1) is the pair `(base, n)`.
+fn spelling(name: &str) -> (&str, u32) {
+    if let Some((stem, digits)) = name.rsplit_once('_')
+        && !digits.is_empty()
+        && !digits.starts_with('0')
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && let Ok(k) = digits.parse::<u32>()
+    {
+        return (stem, k);
+    }
+    (name, 0)
 }
 
 /// Follows the replacements of removed phis.
