@@ -1305,14 +1305,14 @@ mod oracle {
                 }
                 ExprKind::If { cond, then, els } => {
                     if self.ex(*cond)? == V::B(true) {
-                        self.block(then)?
+                        self.block(self.file.block(*then))?
                     } else if let Some(els) = els {
                         self.ex(*els)?
                     } else {
                         V::U
                     }
                 }
-                ExprKind::Block(b) => self.block(b)?,
+                ExprKind::Block(b) => self.block(self.file.block(*b))?,
                 _ => return Err(Stop::Fail),
             })
         }

@@ -51,10 +51,15 @@ fn ex(f: &File, id: ExprId) -> String {
             format!("(tuple {})", parts.join(" "))
         }
         ExprKind::If { cond, then, els } => match els {
-            Some(e) => format!("(if {} {} {})", ex(f, *cond), blk(f, then), ex(f, *e)),
-            None => format!("(if {} {})", ex(f, *cond), blk(f, then)),
+            Some(e) => format!(
+                "(if {} {} {})",
+                ex(f, *cond),
+                blk(f, f.block(*then)),
+                ex(f, *e)
+            ),
+            None => format!("(if {} {})", ex(f, *cond), blk(f, f.block(*then))),
         },
-        ExprKind::Block(b) => blk(f, b),
+        ExprKind::Block(b) => blk(f, f.block(*b)),
     }
 }
 
@@ -164,12 +169,12 @@ fn ids(f: &File) -> Vec<u32> {
             ExprKind::Tuple(es) => f.exprs(*es).iter().for_each(|&x| e(f, x, me, out)),
             ExprKind::If { cond, then, els } => {
                 e(f, *cond, me, out);
-                b(f, then, me, out);
+                b(f, f.block(*then), me, out);
                 if let Some(x) = els {
                     e(f, *x, me, out);
                 }
             }
-            ExprKind::Block(bl) => b(f, bl, me, out),
+            ExprKind::Block(bl) => b(f, f.block(*bl), me, out),
             _ => {}
         }
     }

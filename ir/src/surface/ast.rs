@@ -4,12 +4,14 @@
 //! The tree is flat: a [`File`] owns one table of expressions, indexed by
 //! [`ExprId`], and side tables for the lists (the operands of chains, the
 //! arguments of calls and elements of tuples, the statements of blocks, the
-//! parameters of functions). A node names its children by id and a list by a
-//! [`List`], a start and a length in its table; the file's accessors
-//! ([`File::expr`], [`File::stmts`], ...) turn them into nodes and slices.
-//! Names are interned: every distinct name is stored once and nodes hold its
-//! [`Sym`] ([`File::name`] gives its text). So a parse allocates a few
-//! growing tables and one block per distinct name, not one per node.
+//! parameters of functions) and for the blocks of block expressions and
+//! `if`s (so that an expression is 32 bytes, not 56). A node names its
+//! children by id and a list by a [`List`], a start and a length in its
+//! table; the file's accessors ([`File::expr`], [`File::stmts`], ...) turn
+//! them into nodes and slices. Names are interned: every distinct name is
+//! stored once and nodes hold its [`Sym`] ([`File::name`] gives its text).
+//! So a parse allocates a few growing tables and one block per distinct
+//! name, not one per node.
 //!
 //! Every node carries the source position of its first character. Every
 //! expression has an [`ExprId`], dense from 0 in the order the parser makes
@@ -42,6 +44,9 @@ pub struct File {
     pub(super) expr_lists: Vec<ExprId>,
     /// The statements of blocks.
     pub(super) stmts: Vec<Stmt>,
+    /// The blocks of block expressions and of `if`s (apart, so that an
+    /// expression stays small).
+    pub(super) blocks: Vec<Block>,
     /// The parameters of functions.
     pub(super) params: Vec<Param>,
     /// Each distinct name, by [`Sym`].
@@ -64,6 +69,12 @@ impl File {
     /// The expression `id`. Panics if `id` is not of this file.
     pub fn expr(&self, id: ExprId) -> &Expr {
         &self.exprs[id.0 as usize]
+    }
+
+    /// The block `id` of a block expression or an `if`. Panics if `id` is
+    /// not of this file.
+    pub fn block(&self, id: BlockId) -> &Block {
+        &self.blocks[id.0 as usize]
     }
 
     /// The text of the name `sym`. Panics if `sym` is not of this file.
@@ -91,6 +102,11 @@ impl File {
         list.of(&self.params)
     }
 }
+
+/// Identifies the block of a block expression or of an `if` within its
+/// file (see [`File::block`]).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct BlockId(pub u32);
 
 /// Identifies a distinct name within its file (see [`File::name`]).
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
@@ -297,6 +313,10 @@ pub struct Expr {
     pub id: ExprId,
 }
 
+// The expression table is most of a parsed file: keep its nodes small.
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Expr>() <= 32);
+
 /// An operator of a chain with its position, and the operand after it.
 pub type ChainLink = (BinOp, Pos, ExprId);
 
@@ -361,13 +381,13 @@ pub enum ExprKind {
     If {
         /// The condition.
         cond: ExprId,
-        /// The `then` block.
-        then: Block,
+        /// The `then` block ([`File::block`]).
+        then: BlockId,
         /// The `else` branch: a `Block` expression or another `If`.
         els: Option<ExprId>,
     },
-    /// `{ stmts; tail }` as an expression.
-    Block(Block),
+    /// `{ stmts; tail }` as an expression ([`File::block`]).
+    Block(BlockId),
 }
 
 /// A unary operator.

@@ -366,9 +366,9 @@ impl Lower<'_, '_> {
             }
             ExprKind::If { cond, then, els } => {
                 let els = els.map(|x| file.expr(x));
-                self.if_expr(e, file.expr(*cond), then, els)
+                self.if_expr(e, file.expr(*cond), file.block(*then), els)
             }
-            ExprKind::Block(b) => self.block(b),
+            ExprKind::Block(b) => self.block(file.block(*b)),
         }
     }
 
@@ -514,6 +514,7 @@ impl Lower<'_, '_> {
             } => {
                 let cond = file.expr(*cond);
                 if let Some(c) = self.expr(cond) {
+                    let then = file.block(*then);
                     self.if_else_arms(c, cond.pos, then, file.expr(*inner), arrivals);
                 }
             }

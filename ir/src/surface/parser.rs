@@ -28,8 +28,8 @@
 
 use super::SurfaceError;
 use super::ast::{
-    BinOp, Block, ChainLink, Expr, ExprId, ExprKind, File, FnDecl, Ident, List, Param, Stmt,
-    StmtKind, Sym, UnOp,
+    BinOp, Block, BlockId, ChainLink, Expr, ExprId, ExprKind, File, FnDecl, Ident, List, Param,
+    Stmt, StmtKind, Sym, UnOp,
 };
 use super::lexer::{Tok, Token, Tokens};
 use crate::MAX_NESTING;
@@ -547,6 +547,7 @@ impl<'a> Parser<'a> {
                     self.if_expr(depth + 1)?
                 } else {
                     let b = self.block(depth + 1)?;
+                    let b = self.table_block(b)?;
                     self.mk(ExprKind::Block(b), pos)?
                 };
                 if self.peek().tok == Tok::RBrace {
@@ -657,6 +658,13 @@ impl<'a> Parser<'a> {
     /// The position of the expression `id`, made already.
     fn pos_of(&self, id: ExprId) -> Pos {
         self.file.expr(id).pos
+    }
+
+    /// Puts the block of a block expression or an `if` in the file's table.
+    fn table_block(&mut self, b: Block) -> Result<BlockId, SurfaceError> {
+        let id = BlockId(self.index32(self.file.blocks.len(), b.pos, "blocks")?);
+        self.file.blocks.push(b);
+        Ok(id)
     }
 
     /// Appends `expr_stack[base..]` to the file's expression lists.
@@ -885,7 +893,10 @@ impl<'a> Parser<'a> {
                     ExprKind::Tuple(self.take_exprs(base)?)
                 }
             }
-            Tok::LBrace => ExprKind::Block(self.block(depth + 1)?),
+            Tok::LBrace => {
+                let b = self.block(depth + 1)?;
+                ExprKind::Block(self.table_block(b)?)
+            }
             Tok::Ident => match self.text(&t) {
                 "true" => {
                     self.advance();
@@ -921,12 +932,14 @@ impl<'a> Parser<'a> {
         let pos = self.expect_word("if")?.pos;
         let cond = self.expr(depth + 1)?;
         let then = self.block(depth + 1)?;
+        let then = self.table_block(then)?;
         let els = if self.eat_word("else") {
             let e = if self.is_word("if") {
                 self.if_expr(depth + 1)?
             } else {
                 let bpos = self.peek().pos;
                 let b = self.block(depth + 1)?;
+                let b = self.table_block(b)?;
                 self.mk(ExprKind::Block(b), bpos)?
             };
             Some(e)

@@ -200,7 +200,10 @@ fn builtin(name: &str) -> Option<Builtin> {
 /// Where the value of `e` comes from, for mismatch errors: the tail of a block.
 fn value_pos(file: &File, e: &Expr) -> Pos {
     match &e.kind {
-        ExprKind::Block(b) => b.tail.map_or(b.pos, |t| value_pos(file, file.expr(t))),
+        ExprKind::Block(b) => {
+            let b = file.block(*b);
+            b.tail.map_or(b.pos, |t| value_pos(file, file.expr(t)))
+        }
         _ => e.pos,
     }
 }
@@ -208,7 +211,10 @@ fn value_pos(file: &File, e: &Expr) -> Pos {
 /// The expression whose value `e` yields: the tail of a block, or `e`.
 fn value_expr<'f>(file: &'f File, e: &'f Expr) -> &'f Expr {
     match &e.kind {
-        ExprKind::Block(b) => b.tail.map_or(e, |t| value_expr(file, file.expr(t))),
+        ExprKind::Block(b) => file
+            .block(*b)
+            .tail
+            .map_or(e, |t| value_expr(file, file.expr(t))),
         _ => e,
     }
 }
@@ -670,7 +676,7 @@ impl<'f> Checker<'f> {
             }
             ExprKind::If { cond, then, els } => {
                 self.condition(file.expr(*cond));
-                let then_ty = self.block(then);
+                let then_ty = self.block(file.block(*then));
                 match els {
                     Some(els) => {
                         let els = file.expr(*els);
@@ -703,7 +709,7 @@ impl<'f> Checker<'f> {
                     }
                 }
             }
-            ExprKind::Block(b) => self.block(b),
+            ExprKind::Block(b) => self.block(file.block(*b)),
         }
     }
 
