@@ -60,12 +60,6 @@ impl File {
         self.exprs.len() as u32
     }
 
-    /// How many distinct names the file has (symbols are `0..n_names()`).
-    pub fn n_names(&self) -> u32 {
-        // At most one per expression or binding, each a token of the text.
-        self.names.len() as u32
-    }
-
     /// The expression `id`. Panics if `id` is not of this file.
     pub fn expr(&self, id: ExprId) -> &Expr {
         &self.exprs[id.0 as usize]
@@ -121,13 +115,6 @@ pub struct List<T> {
 }
 
 impl<T> List<T> {
-    /// The empty list.
-    pub const EMPTY: List<T> = List {
-        start: 0,
-        len: 0,
-        of: PhantomData,
-    };
-
     /// The list of `table[start..start + len]`.
     pub(super) fn new(start: u32, len: u32) -> Self {
         List {

@@ -3,14 +3,14 @@
 //! implicit conversions).
 //!
 //! Assumes a tree from the parser (its ids and lists are the file's).
-//! Guarantees: either a [`TypeInfo`] in which every
-//! `Name`, callee, binding and assignment is resolved and every expression has
-//! its IR type, or all errors found, sorted by source position. An expression
-//! whose type cannot be known gets an error type that fits everywhere, and an
-//! expression that never yields (a block ending in `return`, `break` or
-//! `continue`) gets a "never" type that fits everywhere too, so one mistake
-//! gives one error. In [`TypeInfo::types`] both are recorded as `()`; the
-//! lowering never needs the type of an expression that does not yield.
+//! Guarantees: either a [`TypeInfo`] in which every `Name`, callee, binding
+//! and assignment is resolved and every expression has its IR type, or all
+//! errors found, sorted by source position. An expression whose type cannot
+//! be known gets an error type that fits everywhere, and an expression that
+//! never yields (a block ending in `return`, `break` or `continue`) gets a
+//! "never" type that fits everywhere too, so one mistake gives one error. In
+//! [`TypeInfo::types`] both are recorded as `()`; the lowering never needs
+//! the type of an expression that does not yield.
 
 mod calls;
 
