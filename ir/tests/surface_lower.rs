@@ -398,34 +398,37 @@ fn check_resolves_names_and_bindings() {
     let src = "fn g(x: f64) -> f64 { x }\nfn f(x: f64) -> f64 {\n    let mut y = g(x);\n    y = sin(y);\n    y\n}\n";
     let file = surface::parse(src).expect("parses");
     let info = surface::check(&file).expect("checks");
-    assert_eq!(info.types.len(), file.n_exprs as usize);
-    assert_eq!(info.local_names, ["x", "x", "y"]);
+    assert_eq!(info.types.len(), file.n_exprs() as usize);
+    let local_names: Vec<&str> = info.local_names.iter().map(|&s| file.name(s)).collect();
+    assert_eq!(local_names, ["x", "x", "y"]);
     let f = &file.funcs[1];
-    let StmtKind::Let { name, init, .. } = &f.body.stmts[0].kind else {
+    let stmts = file.stmts(f.body.stmts);
+    let StmtKind::Let { name, init, .. } = &stmts[0].kind else {
         panic!("a let")
     };
-    let ExprKind::Call { callee, args } = &init.kind else {
+    let ExprKind::Call { callee, args } = &file.expr(*init).kind else {
         panic!("a call")
     };
-    assert_eq!(info.names.get(&callee.id), Some(&Res::Func("g".into())));
-    let param = info.locals[&f.params[0].name.pos];
-    assert_eq!(info.names.get(&args[0].id), Some(&Res::Local(param)));
-    assert_eq!(info.types[init.id.0 as usize], irad_ir::Type::F64);
+    let Some(&Res::Func(g)) = info.names.get(callee) else {
+        panic!("not resolved to a function")
+    };
+    assert_eq!(file.name(g), "g");
+    let param = info.locals[&file.params(f.params)[0].name.pos];
+    let arg = file.exprs(*args)[0];
+    assert_eq!(info.names.get(&arg), Some(&Res::Local(param)));
+    assert_eq!(info.types[init.0 as usize], irad_ir::Type::F64);
     let StmtKind::Assign {
         name: assigned,
         value,
-    } = &f.body.stmts[1].kind
+    } = &stmts[1].kind
     else {
         panic!("an assignment")
     };
     assert_eq!(info.locals[&assigned.pos], info.locals[&name.pos]);
-    let ExprKind::Call { callee, .. } = &value.kind else {
+    let ExprKind::Call { callee, .. } = &file.expr(*value).kind else {
         panic!("a call")
     };
-    assert_eq!(
-        info.names.get(&callee.id),
-        Some(&Res::Prim(irad_ir::Prim::Sin))
-    );
+    assert_eq!(info.names.get(callee), Some(&Res::Prim(irad_ir::Prim::Sin)));
 }
 
 // ---------------------------------------------------------------- snapshots
@@ -443,6 +446,32 @@ fn snapshot_straight_line() {
               %1 = call sin(%a_1) :: f64
               %2 = call div(%1, %y) :: f64
               return %2
+            }
+        "#]],
+    );
+}
+
+/// Made names (`y_2`) that a parameter or a variable spells already, and
+/// names that look made (`y_2_1`, `x_01`, `x_0`), each stay distinct.
+#[test]
+fn snapshot_value_names_that_collide() {
+    check_ir(
+        "fn f(y_1: f64, x_01: f64) -> f64 {\n    let mut y = y_1 * 2.0;\n    y = y + 1.0;\n    let y_2 = y * 3.0;\n    y = y_2 * y;\n    let x_0 = y + x_01;\n    let x = x_0 * 2.0;\n    let x_01 = x + 1.0;\n    let x = x_01 - 1.0;\n    let y_2_1 = x * y;\n    let y_2 = y_2_1 + y;\n    y + y_2\n}\n",
+        expect![[r#"
+            func @f(%y_1: f64, %x_01: f64) -> f64 {
+            #1:
+              %y = call mul(%y_1, 2.0) :: f64
+              %y_2 = call add(%y, 1.0) :: f64
+              %y_2_1 = call mul(%y_2, 3.0) :: f64
+              %y_3 = call mul(%y_2_1, %y_2) :: f64
+              %x_0 = call add(%y_3, %x_01) :: f64
+              %x = call mul(%x_0, 2.0) :: f64
+              %x_01_1 = call add(%x, 1.0) :: f64
+              %x_1 = call sub(%x_01_1, 1.0) :: f64
+              %y_2_1_1 = call mul(%x_1, %y_3) :: f64
+              %y_2_2 = call add(%y_2_1_1, %y_3) :: f64
+              %0 = call add(%y_3, %y_2_2) :: f64
+              return %0
             }
         "#]],
     );
@@ -1097,7 +1126,7 @@ fn random_program_holds(choices: &[u32]) {
 /// checked syntax tree: the meaning the lowering must preserve.
 mod oracle {
     use irad_ir::surface::ast::{
-        BinOp, Block, Expr, ExprKind, File, Res, Stmt, StmtKind, TypeInfo, UnOp,
+        BinOp, Block, Expr, ExprId, ExprKind, File, Res, Stmt, StmtKind, TypeInfo, UnOp,
     };
     use irad_ir::surface::{self};
     use std::collections::HashMap;
@@ -1145,10 +1174,10 @@ mod oracle {
             let f = file
                 .funcs
                 .iter()
-                .find(|f| f.name.name == name)
+                .find(|f| file.name(f.name.name) == name)
                 .ok_or(Stop::Fail)?;
             let saved = std::mem::take(&mut self.env);
-            for (param, arg) in f.params.iter().zip(args) {
+            for (param, arg) in file.params(f.params).iter().zip(args) {
                 self.env.insert(self.info.locals[&param.name.pos].0, *arg);
             }
             let res = match self.block(&f.body) {
@@ -1160,13 +1189,17 @@ mod oracle {
         }
 
         fn block(&mut self, b: &Block) -> Result<V, Stop> {
-            for s in &b.stmts {
+            for s in self.file.stmts(b.stmts) {
                 self.stmt(s)?;
             }
-            match &b.tail {
-                Some(e) => self.expr(e),
+            match b.tail {
+                Some(e) => self.ex(e),
                 None => Ok(V::U),
             }
+        }
+
+        fn ex(&mut self, id: ExprId) -> Result<V, Stop> {
+            self.expr(self.file.expr(id))
         }
 
         fn set(&mut self, pos: irad_ir::Pos, v: V) {
@@ -1176,18 +1209,18 @@ mod oracle {
         fn stmt(&mut self, s: &Stmt) -> Result<(), Stop> {
             match &s.kind {
                 StmtKind::Let { name, init, .. } => {
-                    let v = self.expr(init)?;
+                    let v = self.ex(*init)?;
                     self.set(name.pos, v);
                 }
                 StmtKind::Assign { name, value } => {
-                    let v = self.expr(value)?;
+                    let v = self.ex(*value)?;
                     self.set(name.pos, v);
                 }
                 StmtKind::Expr(e) => {
-                    self.expr(e)?;
+                    self.ex(*e)?;
                 }
                 StmtKind::While { cond, body } => {
-                    while self.expr(cond)? == V::B(true) {
+                    while self.ex(*cond)? == V::B(true) {
                         match self.block(body) {
                             Ok(_) | Err(Stop::Continue) => {}
                             Err(Stop::Break) => break,
@@ -1201,7 +1234,7 @@ mod oracle {
                     end,
                     body,
                 } => {
-                    let (V::I(a), V::I(b)) = (self.expr(start)?, self.expr(end)?) else {
+                    let (V::I(a), V::I(b)) = (self.ex(*start)?, self.ex(*end)?) else {
                         return Err(Stop::Fail);
                     };
                     for i in a..b {
@@ -1215,7 +1248,7 @@ mod oracle {
                 }
                 StmtKind::Return(e) => {
                     let v = match e {
-                        Some(e) => self.expr(e)?,
+                        Some(e) => self.ex(*e)?,
                         None => V::U,
                     };
                     return Err(Stop::Return(v));
@@ -1237,48 +1270,49 @@ mod oracle {
                     Some(Res::Local(id)) => *self.env.get(&id.0).ok_or(Stop::Fail)?,
                     _ => return Err(Stop::Fail),
                 },
-                ExprKind::Unary { op, operand } => match (op, self.expr(operand)?) {
+                ExprKind::Unary { op, operand } => match (op, self.ex(*operand)?) {
                     (UnOp::Neg, V::F(x)) => V::F(-x),
                     (UnOp::Neg, V::I(k)) => V::I(k.wrapping_neg()),
                     (UnOp::Not, V::B(b)) => V::B(!b),
                     _ => return Err(Stop::Fail),
                 },
                 ExprKind::Chain { first, rest } => {
-                    let mut lhs = self.expr(first)?;
-                    for (op, _, rhs) in rest {
+                    let mut lhs = self.ex(*first)?;
+                    for &(op, _, rhs) in self.file.links(*rest) {
                         lhs = match (op, lhs) {
                             (BinOp::And, V::B(false)) => V::B(false),
                             (BinOp::Or, V::B(true)) => V::B(true),
-                            (BinOp::And | BinOp::Or, _) => self.expr(rhs)?,
-                            _ => binary(*op, lhs, self.expr(rhs)?)?,
+                            (BinOp::And | BinOp::Or, _) => self.ex(rhs)?,
+                            _ => binary(op, lhs, self.ex(rhs)?)?,
                         };
                     }
                     lhs
                 }
                 ExprKind::Call { callee, args } => {
                     let mut vals = Vec::new();
-                    for a in args {
-                        vals.push(self.expr(a)?);
+                    for &a in self.file.exprs(*args) {
+                        vals.push(self.ex(a)?);
                     }
-                    let ExprKind::Name(name) = &callee.kind else {
+                    let ExprKind::Name(name) = self.file.expr(*callee).kind else {
                         return Err(Stop::Fail);
                     };
-                    match (name.as_str(), vals.as_slice()) {
+                    let name = self.file.name(name);
+                    match (name, vals.as_slice()) {
                         ("sin", [V::F(x)]) => V::F(irad_kernels::math::sin(*x)),
                         ("f64", [V::I(k)]) => V::F(*k as f64),
                         _ => self.call(name, &vals)?,
                     }
                 }
                 ExprKind::If { cond, then, els } => {
-                    if self.expr(cond)? == V::B(true) {
-                        self.block(then)?
+                    if self.ex(*cond)? == V::B(true) {
+                        self.block(self.file.block(*then))?
                     } else if let Some(els) = els {
-                        self.expr(els)?
+                        self.ex(*els)?
                     } else {
                         V::U
                     }
                 }
-                ExprKind::Block(b) => self.block(b)?,
+                ExprKind::Block(b) => self.block(self.file.block(*b))?,
                 _ => return Err(Stop::Fail),
             })
         }

@@ -4,7 +4,7 @@
 //! message and position; huge and deeply nested inputs are fast and never
 //! crash; random input never panics.
 
-use irad_ir::surface::ast::{BinOp, Block, Expr, ExprKind, File, FnDecl, Stmt, StmtKind, UnOp};
+use irad_ir::surface::ast::{BinOp, Block, ExprId, ExprKind, File, FnDecl, Stmt, StmtKind, UnOp};
 use irad_ir::surface::parse;
 use proptest::prelude::*;
 use std::path::PathBuf;
@@ -13,57 +13,65 @@ use std::path::PathBuf;
 
 /// `(a + b - c)` for a chain, `(-a)` for a negation, `(call f x)`,
 /// `(index a i)`, `(field t 0)`, `(tuple a b)`, `(if c {..} {..})`, `{s; tail}`.
-fn ex(e: &Expr) -> String {
+fn ex(f: &File, id: ExprId) -> String {
+    let e = f.expr(id);
     match &e.kind {
         ExprKind::F64(x) => format!("{x:?}"),
         ExprKind::I64(i) => format!("{i}"),
         ExprKind::Bool(b) => format!("{b}"),
         ExprKind::Unit => "()".into(),
-        ExprKind::Name(n) => n.clone(),
+        ExprKind::Name(n) => f.name(*n).to_string(),
         ExprKind::Unary { op, operand } => {
             let o = match op {
                 UnOp::Neg => "-",
                 UnOp::Not => "!",
             };
-            format!("({o}{})", ex(operand))
+            format!("({o}{})", ex(f, *operand))
         }
         ExprKind::Chain { first, rest } => {
-            let mut s = format!("({}", ex(first));
-            for (op, _, e) in rest {
-                s += &format!(" {} {}", op.symbol(), ex(e));
+            let mut s = format!("({}", ex(f, *first));
+            for &(op, _, e) in f.links(*rest) {
+                s += &format!(" {} {}", op.symbol(), ex(f, e));
             }
             s + ")"
         }
         ExprKind::Call { callee, args } => {
-            let mut s = format!("(call {}", ex(callee));
-            for a in args {
-                s += &format!(" {}", ex(a));
+            let mut s = format!("(call {}", ex(f, *callee));
+            for &a in f.exprs(*args) {
+                s += &format!(" {}", ex(f, a));
             }
             s + ")"
         }
-        ExprKind::Index { array, index } => format!("(index {} {})", ex(array), ex(index)),
-        ExprKind::Field { tuple, index } => format!("(field {} {index})", ex(tuple)),
+        ExprKind::Index { array, index } => {
+            format!("(index {} {})", ex(f, *array), ex(f, *index))
+        }
+        ExprKind::Field { tuple, index } => format!("(field {} {index})", ex(f, *tuple)),
         ExprKind::Tuple(es) => {
-            let parts: Vec<String> = es.iter().map(ex).collect();
+            let parts: Vec<String> = f.exprs(*es).iter().map(|&e| ex(f, e)).collect();
             format!("(tuple {})", parts.join(" "))
         }
         ExprKind::If { cond, then, els } => match els {
-            Some(e) => format!("(if {} {} {})", ex(cond), blk(then), ex(e)),
-            None => format!("(if {} {})", ex(cond), blk(then)),
+            Some(e) => format!(
+                "(if {} {} {})",
+                ex(f, *cond),
+                blk(f, f.block(*then)),
+                ex(f, *e)
+            ),
+            None => format!("(if {} {})", ex(f, *cond), blk(f, f.block(*then))),
         },
-        ExprKind::Block(b) => blk(b),
+        ExprKind::Block(b) => blk(f, f.block(*b)),
     }
 }
 
-fn blk(b: &Block) -> String {
-    let mut parts: Vec<String> = b.stmts.iter().map(|s| st(s) + ";").collect();
-    if let Some(t) = &b.tail {
-        parts.push(ex(t));
+fn blk(f: &File, b: &Block) -> String {
+    let mut parts: Vec<String> = f.stmts(b.stmts).iter().map(|s| st(f, s) + ";").collect();
+    if let Some(t) = b.tail {
+        parts.push(ex(f, t));
     }
     format!("{{{}}}", parts.join(" "))
 }
 
-fn st(s: &Stmt) -> String {
+fn st(f: &File, s: &Stmt) -> String {
     match &s.kind {
         StmtKind::Let {
             mutable,
@@ -73,130 +81,153 @@ fn st(s: &Stmt) -> String {
         } => {
             let m = if *mutable { "mut " } else { "" };
             let t = ty.as_ref().map_or(String::new(), |t| format!(": {t}"));
-            format!("(let {m}{}{t} {})", name.name, ex(init))
+            format!("(let {m}{}{t} {})", f.name(name.name), ex(f, *init))
         }
-        StmtKind::Assign { name, value } => format!("(set {} {})", name.name, ex(value)),
+        StmtKind::Assign { name, value } => {
+            format!("(set {} {})", f.name(name.name), ex(f, *value))
+        }
         StmtKind::IndexAssign {
             array,
             index,
             value,
-        } => format!("(setindex {} {} {})", ex(array), ex(index), ex(value)),
-        StmtKind::Expr(e) => ex(e),
-        StmtKind::While { cond, body } => format!("(while {} {})", ex(cond), blk(body)),
+        } => format!(
+            "(setindex {} {} {})",
+            ex(f, *array),
+            ex(f, *index),
+            ex(f, *value)
+        ),
+        StmtKind::Expr(e) => ex(f, *e),
+        StmtKind::While { cond, body } => format!("(while {} {})", ex(f, *cond), blk(f, body)),
         StmtKind::For {
             var,
             start,
             end,
             body,
-        } => format!("(for {} {} {} {})", var.name, ex(start), ex(end), blk(body)),
-        StmtKind::Return(Some(e)) => format!("(return {})", ex(e)),
+        } => format!(
+            "(for {} {} {} {})",
+            f.name(var.name),
+            ex(f, *start),
+            ex(f, *end),
+            blk(f, body)
+        ),
+        StmtKind::Return(Some(e)) => format!("(return {})", ex(f, *e)),
         StmtKind::Return(None) => "(return)".into(),
         StmtKind::Break => "(break)".into(),
         StmtKind::Continue => "(continue)".into(),
     }
 }
 
-fn func(f: &FnDecl) -> String {
+fn func(f: &File, d: &FnDecl) -> String {
     let ps: Vec<String> = f
-        .params
+        .params(d.params)
         .iter()
-        .map(|p| format!("{}: {}", p.name.name, p.ty))
+        .map(|p| format!("{}: {}", f.name(p.name.name), p.ty))
         .collect();
     format!(
         "(fn {} ({}) -> {} {})",
-        f.name.name,
+        f.name(d.name.name),
         ps.join(", "),
-        f.ret,
-        blk(&f.body)
+        d.ret,
+        blk(f, &d.body)
     )
 }
 
 fn file(f: &File) -> String {
-    let fs: Vec<String> = f.funcs.iter().map(func).collect();
+    let fs: Vec<String> = f.funcs.iter().map(|d| func(f, d)).collect();
     fs.join("\n")
 }
 
 // ---- checks ----
 
-/// Every id of the tree, to check they are dense.
+/// Every id of the tree, in the order of a walk, checking that each node
+/// reached is the one its id indexes and that children come before their
+/// parent (`below` is the parent's id, or `u32::MAX` at the top).
 fn ids(f: &File) -> Vec<u32> {
-    fn e(x: &Expr, out: &mut Vec<u32>) {
+    fn e(f: &File, id: ExprId, below: u32, out: &mut Vec<u32>) {
+        let x = f.expr(id);
+        assert_eq!(x.id, id, "node {id:?} is not at its index");
+        assert!(id.0 < below, "node {id:?} made after its parent {below}");
         out.push(x.id.0);
+        let me = id.0;
         match &x.kind {
-            ExprKind::Unary { operand, .. } => e(operand, out),
+            ExprKind::Unary { operand, .. } => e(f, *operand, me, out),
             ExprKind::Chain { first, rest } => {
-                e(first, out);
-                rest.iter().for_each(|(_, _, x)| e(x, out));
+                e(f, *first, me, out);
+                f.links(*rest)
+                    .iter()
+                    .for_each(|&(_, _, x)| e(f, x, me, out));
             }
             ExprKind::Call { callee, args } => {
-                e(callee, out);
-                args.iter().for_each(|x| e(x, out));
+                e(f, *callee, me, out);
+                f.exprs(*args).iter().for_each(|&x| e(f, x, me, out));
             }
             ExprKind::Index { array, index } => {
-                e(array, out);
-                e(index, out);
+                e(f, *array, me, out);
+                e(f, *index, me, out);
             }
-            ExprKind::Field { tuple, .. } => e(tuple, out),
-            ExprKind::Tuple(es) => es.iter().for_each(|x| e(x, out)),
+            ExprKind::Field { tuple, .. } => e(f, *tuple, me, out),
+            ExprKind::Tuple(es) => f.exprs(*es).iter().for_each(|&x| e(f, x, me, out)),
             ExprKind::If { cond, then, els } => {
-                e(cond, out);
-                b(then, out);
+                e(f, *cond, me, out);
+                b(f, f.block(*then), me, out);
                 if let Some(x) = els {
-                    e(x, out);
+                    e(f, *x, me, out);
                 }
             }
-            ExprKind::Block(bl) => b(bl, out),
+            ExprKind::Block(bl) => b(f, f.block(*bl), me, out),
             _ => {}
         }
     }
-    fn b(bl: &Block, out: &mut Vec<u32>) {
-        for s in &bl.stmts {
+    fn b(f: &File, bl: &Block, below: u32, out: &mut Vec<u32>) {
+        for s in f.stmts(bl.stmts) {
             match &s.kind {
-                StmtKind::Let { init, .. } => e(init, out),
-                StmtKind::Assign { value, .. } => e(value, out),
+                StmtKind::Let { init, .. } => e(f, *init, below, out),
+                StmtKind::Assign { value, .. } => e(f, *value, below, out),
                 StmtKind::IndexAssign {
                     array,
                     index,
                     value,
                 } => {
-                    e(array, out);
-                    e(index, out);
-                    e(value, out);
+                    e(f, *array, below, out);
+                    e(f, *index, below, out);
+                    e(f, *value, below, out);
                 }
-                StmtKind::Expr(x) => e(x, out),
+                StmtKind::Expr(x) => e(f, *x, below, out),
                 StmtKind::While { cond, body } => {
-                    e(cond, out);
-                    b(body, out);
+                    e(f, *cond, below, out);
+                    b(f, body, below, out);
                 }
                 StmtKind::For {
                     start, end, body, ..
                 } => {
-                    e(start, out);
-                    e(end, out);
-                    b(body, out);
+                    e(f, *start, below, out);
+                    e(f, *end, below, out);
+                    b(f, body, below, out);
                 }
-                StmtKind::Return(Some(x)) => e(x, out),
+                StmtKind::Return(Some(x)) => e(f, *x, below, out),
                 _ => {}
             }
         }
-        if let Some(t) = &bl.tail {
-            e(t, out);
+        if let Some(t) = bl.tail {
+            e(f, t, below, out);
         }
     }
     let mut out = Vec::new();
-    for f in &f.funcs {
-        b(&f.body, &mut out);
+    for d in &f.funcs {
+        b(f, &d.body, u32::MAX, &mut out);
     }
-    out.sort_unstable();
     out
 }
 
-/// Parses `src`, checks ids are dense, prints the tree.
+/// Parses `src`, checks ids are dense and in creation order (a node after
+/// its children), prints the tree.
 fn parsed(src: &str) -> String {
     match parse(src) {
         Ok(f) => {
-            let want: Vec<u32> = (0..f.n_exprs).collect();
-            assert_eq!(ids(&f), want, "ids not dense for {src}");
+            let mut got = ids(&f);
+            got.sort_unstable();
+            let want: Vec<u32> = (0..f.n_exprs()).collect();
+            assert_eq!(got, want, "ids not dense for {src}");
             file(&f)
         }
         Err(e) => format!("error: {e}"),
@@ -209,7 +240,7 @@ fn body(src: &str) -> String {
         Ok(f) => f
             .funcs
             .first()
-            .map_or("no function".into(), |f| blk(&f.body)),
+            .map_or("no function".into(), |d| blk(&f, &d.body)),
         Err(e) => format!("error: {e}"),
     }
 }
@@ -297,15 +328,15 @@ fn precedence_and_associativity() {
 #[test]
 fn chains_are_flat() {
     let f = parse("fn f() -> f64 { a + b - c + d }").unwrap_or_else(|e| panic!("{e}"));
-    let tail = f.funcs[0].body.tail.as_ref().map(|t| &t.kind);
-    match tail {
+    let tail = f.funcs[0].body.tail.map(|t| f.expr(t));
+    match tail.map(|t| &t.kind) {
         Some(ExprKind::Chain { first, rest }) => {
-            assert!(matches!(first.kind, ExprKind::Name(_)));
-            let ops: Vec<BinOp> = rest.iter().map(|r| r.0).collect();
+            assert!(matches!(f.expr(*first).kind, ExprKind::Name(_)));
+            let ops: Vec<BinOp> = f.links(*rest).iter().map(|r| r.0).collect();
             assert_eq!(ops, [BinOp::Add, BinOp::Sub, BinOp::Add]);
-            let cols: Vec<u32> = rest.iter().map(|r| r.1.col).collect();
+            let cols: Vec<u32> = f.links(*rest).iter().map(|r| r.1.col).collect();
             assert_eq!(cols, [19, 23, 27]);
-            assert_eq!(f.funcs[0].body.tail.as_ref().map(|t| t.pos.col), Some(17));
+            assert_eq!(tail.map(|t| t.pos.col), Some(17));
         }
         other => panic!("not a chain: {other:?}"),
     }
@@ -445,15 +476,14 @@ fn positions() {
     let d = &f.funcs[0];
     assert_eq!((d.pos.line, d.pos.col), (1, 1));
     assert_eq!((d.name.pos.line, d.name.pos.col), (1, 4));
-    assert_eq!(
-        (d.params[0].name.pos.line, d.params[0].name.pos.col),
-        (1, 6)
-    );
+    let param = &f.params(d.params)[0];
+    assert_eq!((param.name.pos.line, param.name.pos.col), (1, 6));
     assert_eq!((d.body.pos.line, d.body.pos.col), (1, 21));
-    assert_eq!((d.body.stmts[0].pos.line, d.body.stmts[0].pos.col), (2, 3));
-    let tail = d.body.tail.as_ref().map(|t| (t.pos.line, t.pos.col));
-    assert_eq!(tail, Some((3, 3)));
-    assert_eq!(f.n_exprs, 2);
+    let stmt = &f.stmts(d.body.stmts)[0];
+    assert_eq!((stmt.pos.line, stmt.pos.col), (2, 3));
+    let tail = d.body.tail.map(|t| f.expr(t).pos);
+    assert_eq!(tail.map(|p| (p.line, p.col)), Some((3, 3)));
+    assert_eq!(f.n_exprs(), 2);
 }
 
 #[test]
@@ -647,16 +677,16 @@ fn huge_inputs_are_fast() {
         vec!["x"; 100_000].join(" + ")
     );
     let f = parse(&sum).unwrap_or_else(|e| panic!("{e}"));
-    match f.funcs[0].body.tail.as_ref().map(|t| &t.kind) {
+    match f.funcs[0].body.tail.map(|t| &f.expr(t).kind) {
         Some(ExprKind::Chain { rest, .. }) => assert_eq!(rest.len(), 99_999),
         other => panic!("not a chain: {other:?}"),
     }
-    assert_eq!(f.n_exprs, 100_001);
+    assert_eq!(f.n_exprs(), 100_001);
     let mixed = format!("fn f(x: f64) -> f64 {{ {}x }}", "x * x + ".repeat(100_000));
     assert!(parse(&mixed).is_ok());
     let stmts = format!("fn f() {{ {} }}", "let x = 1; x = x + 1; ".repeat(50_000));
     let f = parse(&stmts).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(f.funcs[0].body.stmts.len(), 100_000);
+    assert_eq!(f.stmts(f.funcs[0].body.stmts).len(), 100_000);
     let funcs = "fn f() {}\n".repeat(100_000);
     assert!(parse(&funcs).is_ok());
     assert!(

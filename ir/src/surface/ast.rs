@@ -1,9 +1,23 @@
 //! The syntax tree of the surface language (SYNTAX.md §2), the contract
 //! between its parser, its type checker and its lowering to SSA.
 //!
+//! The tree is flat: a [`File`] owns one table of expressions, indexed by
+//! [`ExprId`], and side tables for the lists (the operands of chains, the
+//! arguments of calls and elements of tuples, the statements of blocks, the
+//! parameters of functions) and for the blocks of block expressions and
+//! `if`s (so that an expression is 32 bytes, not 56). A node names its
+//! children by id and a list by a [`List`], a start and a length in its
+//! table; the file's accessors ([`File::expr`], [`File::stmts`], ...) turn
+//! them into nodes and slices. Names are interned: every distinct name is
+//! stored once and nodes hold its [`Sym`] ([`File::name`] gives its text).
+//! So a parse allocates a few growing tables and one block per distinct
+//! name, not one per node.
+//!
 //! Every node carries the source position of its first character. Every
 //! expression has an [`ExprId`], dense from 0 in the order the parser makes
-//! them, that indexes the type checker's tables ([`TypeInfo`]).
+//! them (a node after its children), that indexes [`File::expr`] and the
+//! type checker's tables ([`TypeInfo`]). Each list is contiguous in its
+//! table.
 //!
 //! The tree is never deeper than the parser's nesting limit allows: a run of
 //! binary operators of one precedence level (`a + b - c + ...`, any length) is
@@ -13,21 +27,148 @@
 use crate::loc::Pos;
 use crate::prim::Prim;
 use crate::types::Type;
+use std::marker::PhantomData;
 
-/// A whole `.irad` file: functions in any order.
-#[derive(Clone, Debug, PartialEq)]
+/// A whole `.irad` file: functions in any order, and the tables that hold
+/// their nodes. Made only by the parser, so every id and list a node holds
+/// is one of this file's.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct File {
     /// The functions, in source order.
     pub funcs: Vec<FnDecl>,
-    /// How many expressions the file has (ids are `0..n_exprs`).
-    pub n_exprs: u32,
+    /// Every expression, by id.
+    pub(super) exprs: Vec<Expr>,
+    /// The operators and operands after the first operand of each chain.
+    pub(super) links: Vec<ChainLink>,
+    /// The arguments of calls and the elements of tuples.
+    pub(super) expr_lists: Vec<ExprId>,
+    /// The statements of blocks.
+    pub(super) stmts: Vec<Stmt>,
+    /// The blocks of block expressions and of `if`s (apart, so that an
+    /// expression stays small).
+    pub(super) blocks: Vec<Block>,
+    /// The parameters of functions.
+    pub(super) params: Vec<Param>,
+    /// Each distinct name, by [`Sym`].
+    pub(super) names: Vec<Box<str>>,
+}
+
+impl File {
+    /// How many expressions the file has (ids are `0..n_exprs()`).
+    pub fn n_exprs(&self) -> u32 {
+        // The parser makes at most `u32::MAX` expressions.
+        self.exprs.len() as u32
+    }
+
+    /// The expression `id`. Panics if `id` is not of this file.
+    pub fn expr(&self, id: ExprId) -> &Expr {
+        &self.exprs[id.0 as usize]
+    }
+
+    /// The block `id` of a block expression or an `if`. Panics if `id` is
+    /// not of this file.
+    pub fn block(&self, id: BlockId) -> &Block {
+        &self.blocks[id.0 as usize]
+    }
+
+    /// The text of the name `sym`. Panics if `sym` is not of this file.
+    pub fn name(&self, sym: Sym) -> &str {
+        &self.names[sym.0 as usize]
+    }
+
+    /// The operators and operands of a chain after its first operand.
+    pub fn links(&self, list: List<ChainLink>) -> &[ChainLink] {
+        list.of(&self.links)
+    }
+
+    /// The expressions of a list: a call's arguments, a tuple's elements.
+    pub fn exprs(&self, list: List<ExprId>) -> &[ExprId] {
+        list.of(&self.expr_lists)
+    }
+
+    /// The statements of a block.
+    pub fn stmts(&self, list: List<Stmt>) -> &[Stmt] {
+        list.of(&self.stmts)
+    }
+
+    /// The parameters of a function.
+    pub fn params(&self, list: List<Param>) -> &[Param] {
+        list.of(&self.params)
+    }
+}
+
+/// Identifies the block of a block expression or of an `if` within its
+/// file (see [`File::block`]).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct BlockId(pub u32);
+
+/// Identifies a distinct name within its file (see [`File::name`]).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct Sym(pub u32);
+
+/// A list of nodes of type `T`, contiguous in one of the file's side tables:
+/// where it starts and how long it is.
+pub struct List<T> {
+    start: u32,
+    len: u32,
+    of: PhantomData<fn() -> T>,
+}
+
+impl<T> List<T> {
+    /// The list of `table[start..start + len]`.
+    pub(super) fn new(start: u32, len: u32) -> Self {
+        List {
+            start,
+            len,
+            of: PhantomData,
+        }
+    }
+
+    /// How many nodes it has.
+    pub fn len(self) -> usize {
+        self.len as usize
+    }
+
+    /// Whether it has none.
+    pub fn is_empty(self) -> bool {
+        self.len == 0
+    }
+
+    /// Its part of `table`; empty if it is not in `table`.
+    fn of(self, table: &[T]) -> &[T] {
+        let start = self.start as usize;
+        let end = start.saturating_add(self.len as usize);
+        table.get(start..end).unwrap_or(&[])
+    }
+}
+
+impl<T> Clone for List<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for List<T> {}
+
+impl<T> PartialEq for List<T> {
+    fn eq(&self, other: &Self) -> bool {
+        (self.start, self.len) == (other.start, other.len)
+    }
+}
+
+impl<T> Eq for List<T> {}
+
+impl<T> std::fmt::Debug for List<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}..+{}", self.start, self.len)
+    }
 }
 
 /// A name with its position.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Copy, Clone, Debug, PartialEq)]
 pub struct Ident {
     /// The name.
-    pub name: String,
+    pub name: Sym,
     /// Where it is.
     pub pos: Pos,
 }
@@ -37,8 +178,8 @@ pub struct Ident {
 pub struct FnDecl {
     /// The function's name.
     pub name: Ident,
-    /// Parameters in order.
-    pub params: Vec<Param>,
+    /// Parameters in order ([`File::params`]).
+    pub params: List<Param>,
     /// The result type; `()` when `-> T` is omitted.
     pub ret: Type,
     /// `jvp g`: the function that is its forward rule (docs/rules.md,
@@ -62,12 +203,12 @@ pub struct Param {
 }
 
 /// `{ stmts; tail }`: statements, then an optional value expression.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Copy, Clone, Debug, PartialEq)]
 pub struct Block {
-    /// Statements in order.
-    pub stmts: Vec<Stmt>,
+    /// Statements in order ([`File::stmts`]).
+    pub stmts: List<Stmt>,
     /// The last expression without `;`, the block's value; `()` when absent.
-    pub tail: Option<Box<Expr>>,
+    pub tail: Option<ExprId>,
     /// The position of `{`.
     pub pos: Pos,
 }
@@ -96,32 +237,31 @@ pub enum StmtKind {
         /// The optional `: T` annotation.
         ty: Option<Type>,
         /// The initial value.
-        init: Expr,
+        init: ExprId,
     },
     /// `x = e;`
     Assign {
         /// The assigned name.
         name: Ident,
         /// The new value.
-        value: Expr,
+        value: ExprId,
     },
     /// `a[i] = e;` (through any expression of array type).
     IndexAssign {
-        /// The array (boxed, as `start` and `end` of `For` are: the rarer,
-        /// larger statements in boxes keep every statement small).
-        array: Box<Expr>,
+        /// The array.
+        array: ExprId,
         /// The index.
-        index: Box<Expr>,
+        index: ExprId,
         /// The value written.
-        value: Expr,
+        value: ExprId,
     },
     /// An expression statement: `e;`, or a block-like expression (`if`, a block)
     /// that ends without `;` in statement position.
-    Expr(Expr),
+    Expr(ExprId),
     /// `while cond { body }`
     While {
         /// The condition.
-        cond: Expr,
+        cond: ExprId,
         /// The body.
         body: Block,
     },
@@ -130,21 +270,21 @@ pub enum StmtKind {
         /// The loop variable (immutable in the body).
         var: Ident,
         /// The first value.
-        start: Box<Expr>,
+        start: ExprId,
         /// One past the last value.
-        end: Box<Expr>,
+        end: ExprId,
         /// The body.
         body: Block,
     },
     /// `return e;` or `return;`
-    Return(Option<Expr>),
+    Return(Option<ExprId>),
     /// `break;`
     Break,
     /// `continue;`
     Continue,
 }
 
-/// Identifies an expression within its file.
+/// Identifies an expression within its file (see [`File::expr`]).
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub struct ExprId(pub u32);
 
@@ -156,9 +296,16 @@ pub struct Expr {
     /// The position of its first character (for a chain, of its first operand;
     /// see [`ExprKind::Chain`] for the operators' positions).
     pub pos: Pos,
-    /// Its id, the index of its type in [`TypeInfo::types`].
+    /// Its id, its index in the file and in [`TypeInfo::types`].
     pub id: ExprId,
 }
+
+// The expression table is most of a parsed file: keep its nodes small.
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Expr>() <= 32);
+
+/// An operator of a chain with its position, and the operand after it.
+pub type ChainLink = (BinOp, Pos, ExprId);
 
 /// The kinds of expression.
 #[derive(Clone, Debug, PartialEq)]
@@ -174,13 +321,13 @@ pub enum ExprKind {
     Unit,
     /// A name: a local variable, a parameter, a function of the file or a
     /// primitive used as a value. The type checker says which.
-    Name(String),
+    Name(Sym),
     /// `-e` or `!e`.
     Unary {
         /// The operator.
         op: UnOp,
         /// The operand.
-        operand: Box<Expr>,
+        operand: ExprId,
     },
     /// `first op1 e1 op2 e2 ...` with operators of one precedence level,
     /// evaluated left to right (`((first op1 e1) op2 e2) ...`). `&&` and `||`
@@ -188,45 +335,46 @@ pub enum ExprKind {
     /// exactly one operator (the parser rejects `a < b < c`, as Rust does).
     Chain {
         /// The first operand.
-        first: Box<Expr>,
-        /// Each operator with its position, and the operand after it.
-        rest: Vec<(BinOp, Pos, Expr)>,
+        first: ExprId,
+        /// Each operator with its position, and the operand after it
+        /// ([`File::links`]); never empty.
+        rest: List<ChainLink>,
     },
     /// `callee(args)`: a function of the file, a primitive by its IR name, a
     /// variable of function type, or a builtin (`len`, `f64`, `i64`, `zeros`).
     Call {
         /// The called expression (usually a `Name`).
-        callee: Box<Expr>,
-        /// The arguments.
-        args: Vec<Expr>,
+        callee: ExprId,
+        /// The arguments ([`File::exprs`]).
+        args: List<ExprId>,
     },
     /// `a[i]`
     Index {
         /// The array.
-        array: Box<Expr>,
+        array: ExprId,
         /// The index.
-        index: Box<Expr>,
+        index: ExprId,
     },
     /// `t.0`
     Field {
         /// The tuple.
-        tuple: Box<Expr>,
+        tuple: ExprId,
         /// The field number.
         index: u32,
     },
-    /// `(a, b, ...)` with two or more elements, or `(a,)`.
-    Tuple(Vec<Expr>),
+    /// `(a, b, ...)` with two or more elements, or `(a,)` ([`File::exprs`]).
+    Tuple(List<ExprId>),
     /// `if cond { then } else ...`; as a statement the else may be absent.
     If {
         /// The condition.
-        cond: Box<Expr>,
-        /// The `then` block (boxed, as in `Block`: an expression stays small).
-        then: Box<Block>,
+        cond: ExprId,
+        /// The `then` block ([`File::block`]).
+        then: BlockId,
         /// The `else` branch: a `Block` expression or another `If`.
-        els: Option<Box<Expr>>,
+        els: Option<ExprId>,
     },
-    /// `{ stmts; tail }` as an expression.
-    Block(Box<Block>),
+    /// `{ stmts; tail }` as an expression ([`File::block`]).
+    Block(BlockId),
 }
 
 /// A unary operator.
@@ -283,12 +431,12 @@ impl BinOp {
 pub struct LocalId(pub u32);
 
 /// What a name or a call's callee stands for, as the type checker resolved it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Copy, Clone, Debug, PartialEq)]
 pub enum Res {
     /// A local binding of the enclosing function.
     Local(LocalId),
     /// A function of the file, by name.
-    Func(String),
+    Func(Sym),
     /// A primitive, by its IR name (called, or as a value `sin`).
     Prim(Prim),
     /// A builtin of the surface language.
@@ -320,7 +468,7 @@ pub struct TypeInfo {
     /// by the position of the binding's name (`Ident::pos`).
     pub locals: rustc_hash::FxHashMap<Pos, LocalId>,
     /// Each local's source name, by `LocalId` (for readable SSA value names).
-    pub local_names: Vec<String>,
+    pub local_names: Vec<Sym>,
 }
 
 /// Side data of some expressions, by [`ExprId`]: a dense table (one slot per

@@ -24,8 +24,8 @@
 //! out, which the verifier then reports.
 
 use super::ast::{
-    BinOp, Block as AstBlock, Builtin, Expr, ExprKind, File, FnDecl, LocalId, Res, Stmt, StmtKind,
-    TypeInfo, UnOp,
+    BinOp, Block as AstBlock, Builtin, Expr, ExprId, ExprKind, File, FnDecl, LocalId, Res, Stmt,
+    StmtKind, Sym, TypeInfo, UnOp,
 };
 use super::ssa::{SsaBuilder, finish};
 use crate::builder::FuncBuilder;
@@ -38,29 +38,29 @@ use rustc_hash::FxHashMap as HashMap;
 /// Lowers every function of `file` to IR, using the checker's `info`.
 pub fn lower(file: &File, info: &TypeInfo) -> Module {
     let mut m = Module::new();
-    let mut ids: HashMap<&str, FuncId> = HashMap::default();
+    let mut ids: HashMap<Sym, FuncId> = HashMap::default();
     for f in &file.funcs {
-        let params = f
-            .params
+        let params = file
+            .params(f.params)
             .iter()
-            .map(|p| (Some(p.name.name.clone()), p.ty.clone()))
+            .map(|p| (Some(file.name(p.name.name).to_string()), p.ty.clone()))
             .collect();
-        if let Ok(id) = m.declare_func(&f.name.name, params, f.ret.clone()) {
+        if let Ok(id) = m.declare_func(file.name(f.name.name), params, f.ret.clone()) {
             m[id].pos = Some(f.pos);
-            ids.insert(&f.name.name, id);
+            ids.insert(f.name.name, id);
         }
     }
     for f in &file.funcs {
-        if let Some(&id) = ids.get(f.name.name.as_str()) {
+        if let Some(&id) = ids.get(&f.name.name) {
             let rule = |r: &Option<crate::surface::ast::Ident>| {
-                r.as_ref().and_then(|r| ids.get(r.name.as_str()).copied())
+                r.as_ref().and_then(|r| ids.get(&r.name).copied())
             };
             let rules = crate::DeclaredRules {
                 jvp: rule(&f.jvp),
                 vjp: rule(&f.vjp),
             };
             m.declare_rules(id, rules);
-            lower_fn(&mut m, id, &ids, f, info);
+            lower_fn(&mut m, id, &ids, file, f, info);
         }
     }
     m
@@ -78,8 +78,9 @@ struct LoopCtx {
 }
 
 struct Lower<'a, 'm> {
+    file: &'a File,
     info: &'a TypeInfo,
-    funcs: &'a HashMap<&'a str, FuncId>,
+    funcs: &'a HashMap<Sym, FuncId>,
     ssa: SsaBuilder<'m>,
     loops: Vec<LoopCtx>,
 }
@@ -87,7 +88,8 @@ struct Lower<'a, 'm> {
 fn lower_fn(
     m: &mut Module,
     id: FuncId,
-    funcs: &HashMap<&str, FuncId>,
+    funcs: &HashMap<Sym, FuncId>,
+    file: &File,
     f: &FnDecl,
     info: &TypeInfo,
 ) {
@@ -95,13 +97,14 @@ fn lower_fn(
         return;
     };
     let mut lw = Lower {
+        file,
         info,
         funcs,
         ssa: SsaBuilder::new(b),
         loops: Vec::new(),
     };
-    let params: Vec<(LocalId, Type, usize)> = f
-        .params
+    let params: Vec<(LocalId, Type, usize)> = file
+        .params(f.params)
         .iter()
         .enumerate()
         .filter_map(|(i, p)| Some((*info.locals.get(&p.name.pos)?, p.ty.clone(), i)))
@@ -109,29 +112,31 @@ fn lower_fn(
     lw.ssa.start(&params);
     let value = lw.block(&f.body);
     if let Some(v) = value {
-        lw.ssa.b.set_pos(f.body.tail.as_deref().map(|t| t.pos));
+        lw.ssa.b.set_pos(f.body.tail.map(|t| file.expr(t).pos));
         lw.ssa.ret(v);
     }
     let state = lw.ssa.into_state();
-    finish(&mut m[id], state, info);
+    finish(&mut m[id], state, file, info);
 }
 
 impl Lower<'_, '_> {
     // ------------------------------------------------------------ statements
 
     fn block(&mut self, b: &AstBlock) -> Option<Operand> {
-        for s in &b.stmts {
+        let file = self.file;
+        for s in file.stmts(b.stmts) {
             self.ssa.cur?;
             self.stmt(s);
         }
         self.ssa.cur?;
-        match &b.tail {
-            Some(tail) => self.expr(tail),
+        match b.tail {
+            Some(tail) => self.expr_id(tail),
             None => Some(Operand::Const(Const::Unit)),
         }
     }
 
     fn stmt(&mut self, s: &Stmt) -> Option<()> {
+        let file = self.file;
         match &s.kind {
             StmtKind::Let {
                 mutable,
@@ -139,7 +144,7 @@ impl Lower<'_, '_> {
                 init,
                 ..
             } => {
-                let value = self.expr(init)?;
+                let value = self.expr_id(*init)?;
                 let local = *self.info.locals.get(&name.pos)?;
                 if *mutable {
                     self.ssa.write_var(local, value);
@@ -148,7 +153,7 @@ impl Lower<'_, '_> {
                 }
             }
             StmtKind::Assign { name, value } => {
-                let value = self.expr(value)?;
+                let value = self.expr_id(*value)?;
                 let local = *self.info.locals.get(&name.pos)?;
                 self.ssa.write_var(local, value);
             }
@@ -157,24 +162,24 @@ impl Lower<'_, '_> {
                 index,
                 value,
             } => {
-                let a = self.expr(array)?;
-                let i = self.expr(index)?;
-                let v = self.expr(value)?;
+                let a = self.expr_id(*array)?;
+                let i = self.expr_id(*index)?;
+                let v = self.expr_id(*value)?;
                 self.emit(s.pos, Prim::Arrayset, &[a, i, v])?;
             }
             StmtKind::Expr(e) => {
-                self.expr(e)?;
+                self.expr_id(*e)?;
             }
-            StmtKind::While { cond, body } => self.while_loop(cond, body)?,
+            StmtKind::While { cond, body } => self.while_loop(file.expr(*cond), body)?,
             StmtKind::For {
                 var,
                 start,
                 end,
                 body,
-            } => self.for_loop(s.pos, var.pos, start, end, body)?,
+            } => self.for_loop(s.pos, var.pos, (*start, *end), body)?,
             StmtKind::Return(value) => {
                 let v = match value {
-                    Some(e) => self.expr(e)?,
+                    Some(e) => self.expr_id(*e)?,
                     None => Operand::Const(Const::Unit),
                 };
                 self.ssa.b.set_pos(Some(s.pos));
@@ -232,12 +237,11 @@ impl Lower<'_, '_> {
         &mut self,
         pos: Pos,
         var_pos: Pos,
-        start: &Expr,
-        end: &Expr,
+        (start, end): (ExprId, ExprId),
         body: &AstBlock,
     ) -> Option<()> {
-        let first = self.expr(start)?;
-        let last = self.expr(end)?;
+        let first = self.expr_id(start)?;
+        let last = self.expr_id(end)?;
         let local = *self.info.locals.get(&var_pos)?;
         self.ssa.write_var(local, first);
         let header = self.ssa.new_block();
@@ -294,9 +298,16 @@ impl Lower<'_, '_> {
         res.map_or(Operand::Const(Const::Unit), Operand::Value)
     }
 
+    /// The value of the expression `id`; `None` when control does not reach
+    /// its end.
+    fn expr_id(&mut self, id: ExprId) -> Option<Operand> {
+        self.expr(self.file.expr(id))
+    }
+
     /// The value of `e`; `None` when control does not reach its end.
     fn expr(&mut self, e: &Expr) -> Option<Operand> {
         self.ssa.cur?;
+        let file = self.file;
         match &e.kind {
             ExprKind::F64(x) => Some(Operand::Const(Const::F64(*x))),
             ExprKind::I64(k) => Some(Operand::Const(Const::I64(*k))),
@@ -304,7 +315,7 @@ impl Lower<'_, '_> {
             ExprKind::Unit => Some(Operand::Const(Const::Unit)),
             ExprKind::Name(_) => self.name(e),
             ExprKind::Unary { op, operand } => {
-                let v = self.expr(operand)?;
+                let v = self.expr_id(*operand)?;
                 match (op, v) {
                     (UnOp::Neg, Operand::Const(Const::F64(x))) => {
                         Some(Operand::Const(Const::F64(-x)))
@@ -324,42 +335,47 @@ impl Lower<'_, '_> {
                 }
             }
             ExprKind::Chain { first, rest } => {
-                let mut lhs = self.expr(first)?;
-                for (op, pos, rhs) in rest {
+                let mut lhs = self.expr_id(*first)?;
+                for &(op, pos, rhs) in file.links(*rest) {
                     lhs = match op {
-                        BinOp::And | BinOp::Or => self.short_circuit(*op, *pos, lhs, rhs)?,
+                        BinOp::And | BinOp::Or => {
+                            self.short_circuit(op, pos, lhs, file.expr(rhs))?
+                        }
                         _ => {
-                            let r = self.expr(rhs)?;
-                            self.binary(*op, *pos, lhs, r)?
+                            let r = self.expr_id(rhs)?;
+                            self.binary(op, pos, lhs, r)?
                         }
                     };
                 }
                 Some(lhs)
             }
-            ExprKind::Call { callee, args } => self.call(e, callee, args),
+            ExprKind::Call { callee, args } => self.call(e, file.expr(*callee), file.exprs(*args)),
             ExprKind::Index { array, index } => {
-                let a = self.expr(array)?;
-                let i = self.expr(index)?;
+                let a = self.expr_id(*array)?;
+                let i = self.expr_id(*index)?;
                 self.emit(e.pos, Prim::Arrayref, &[a, i])
             }
             ExprKind::Field { tuple, index } => {
-                let t = self.expr(tuple)?;
+                let t = self.expr_id(*tuple)?;
                 let k = Operand::Const(Const::I64(i64::from(*index)));
                 self.emit(e.pos, Prim::Getfield, &[t, k])
             }
             ExprKind::Tuple(elems) => {
-                let ops = self.exprs(elems)?;
+                let ops = self.exprs(file.exprs(*elems))?;
                 self.emit(e.pos, Prim::Tuple, &ops)
             }
-            ExprKind::If { cond, then, els } => self.if_expr(e, cond, then, els.as_deref()),
-            ExprKind::Block(b) => self.block(b),
+            ExprKind::If { cond, then, els } => {
+                let els = els.map(|x| file.expr(x));
+                self.if_expr(e, file.expr(*cond), file.block(*then), els)
+            }
+            ExprKind::Block(b) => self.block(file.block(*b)),
         }
     }
 
-    fn exprs(&mut self, es: &[Expr]) -> Option<smallvec::SmallVec<[Operand; 4]>> {
+    fn exprs(&mut self, es: &[ExprId]) -> Option<smallvec::SmallVec<[Operand; 4]>> {
         let mut ops = smallvec::SmallVec::with_capacity(es.len());
-        for e in es {
-            ops.push(self.expr(e)?);
+        for &e in es {
+            ops.push(self.expr_id(e)?);
         }
         Some(ops)
     }
@@ -371,7 +387,7 @@ impl Lower<'_, '_> {
                 Some(self.ssa.read_var(*local, cur))
             }
             Res::Func(name) => {
-                let id = *self.funcs.get(name.as_str())?;
+                let id = *self.funcs.get(name)?;
                 Some(Operand::Const(Const::Func(FuncRef::User(id))))
             }
             Res::Prim(p) => Some(Operand::Const(Const::Func(FuncRef::Prim(*p)))),
@@ -489,14 +505,17 @@ impl Lower<'_, '_> {
         }
         self.ssa.cur = None;
         self.ssa.switch(else_block);
+        let file = self.file;
         match &els.kind {
             ExprKind::If {
                 cond,
                 then,
                 els: Some(inner),
             } => {
+                let cond = file.expr(*cond);
                 if let Some(c) = self.expr(cond) {
-                    self.if_else_arms(c, cond.pos, then, inner, arrivals);
+                    let then = file.block(*then);
+                    self.if_else_arms(c, cond.pos, then, file.expr(*inner), arrivals);
                 }
             }
             _ => {
@@ -508,14 +527,14 @@ impl Lower<'_, '_> {
         self.ssa.cur = None;
     }
 
-    fn call(&mut self, e: &Expr, callee: &Expr, args: &[Expr]) -> Option<Operand> {
+    fn call(&mut self, e: &Expr, callee: &Expr, args: &[ExprId]) -> Option<Operand> {
         let res = match callee.kind {
-            ExprKind::Name(_) => self.info.names.get(&callee.id).cloned(),
+            ExprKind::Name(_) => self.info.names.get(&callee.id).copied(),
             _ => None,
         };
         let callee_op = match res {
             Some(Res::Func(name)) => {
-                Operand::Const(Const::Func(FuncRef::User(*self.funcs.get(name.as_str())?)))
+                Operand::Const(Const::Func(FuncRef::User(*self.funcs.get(&name)?)))
             }
             Some(Res::Prim(Prim::Alloc)) => {
                 let ops = self.exprs(args)?;

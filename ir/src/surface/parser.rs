@@ -16,15 +16,26 @@
 //! bounded number of frames per level) and the tree's depth stay bounded; the
 //! parse runs on its own thread with a stack large enough for that bound. Time
 //! is linear in the input. Expression ids are dense from 0 in creation order.
+//!
+//! The tree is built flat ([`ast`](super::ast)): each expression is pushed to
+//! the file's table when it is made, after its children, so its id is its
+//! index there. The lists being read (the operands of open chains, the
+//! arguments and elements of open calls and tuples, the statements of open
+//! blocks, the prefix operators of open operands) are kept on scratch stacks
+//! for the whole parse, innermost last, and each is appended to its table
+//! when it is complete, so every list is contiguous. Names are interned
+//! through a map from their text, kept for the parse only.
 
 use super::SurfaceError;
 use super::ast::{
-    BinOp, Block, Expr, ExprId, ExprKind, File, FnDecl, Ident, Param, Stmt, StmtKind, UnOp,
+    BinOp, Block, BlockId, ChainLink, Expr, ExprId, ExprKind, File, FnDecl, Ident, List, Param,
+    Stmt, StmtKind, Sym, UnOp,
 };
 use super::lexer::{Tok, Token, Tokens};
 use crate::MAX_NESTING;
 use crate::loc::{Location, Pos};
 use crate::types::{Scalar, Type};
+use rustc_hash::FxHashMap as HashMap;
 
 /// The stack of the thread [`parse`] runs on. Input nested up to
 /// [`MAX_NESTING`] levels of the deepest kind needs under 4 MiB even in
@@ -66,21 +77,21 @@ fn parse_here(src: &str) -> Result<File, SurfaceError> {
         src,
         toks,
         ahead,
-        n_exprs: 0,
+        file: File::default(),
+        syms: HashMap::default(),
         func: None,
         pending: Vec::new(),
+        link_stack: Vec::new(),
         expr_stack: Vec::new(),
         stmt_stack: Vec::new(),
+        prefix_stack: Vec::new(),
     };
-    let mut funcs = Vec::new();
     while p.peek().tok != Tok::Eof {
         p.func = None;
-        funcs.push(p.fn_decl()?);
+        let f = p.fn_decl()?;
+        p.file.funcs.push(f);
     }
-    Ok(File {
-        funcs,
-        n_exprs: p.n_exprs,
-    })
+    Ok(p.file)
 }
 
 /// Binding strength of the binary operators, loosest first.
@@ -93,19 +104,20 @@ enum Level {
     Mul,
 }
 
-/// A chain being built on the operator stack: its operands so far and the
-/// operator that waits for its right operand.
+/// A chain being built on the operator stack: its first operand, where its
+/// further operands start on [`Parser::link_stack`], and the operator that
+/// waits for its right operand.
 struct Pending {
     level: Level,
-    first: Expr,
-    rest: Vec<(BinOp, Pos, Expr)>,
+    first: ExprId,
+    base: usize,
     op: (BinOp, Pos),
 }
 
 /// A postfix operator seen after a primary expression.
 enum Postfix {
-    Call(Vec<Expr>),
-    Index(Expr),
+    Call(List<ExprId>),
+    Index(ExprId),
     Field(u32),
 }
 
@@ -120,19 +132,29 @@ struct Parser<'a> {
     toks: Tokens<'a>,
     /// The next two tokens (the parser looks at most one token past the next).
     ahead: [Token; 2],
-    n_exprs: u32,
-    func: Option<String>,
+    /// The file being built: its functions so far and its tables.
+    file: File,
+    /// The symbol of each name interned so far, by its text.
+    syms: HashMap<&'a str, Sym>,
+    /// The function being read, once its name is.
+    func: Option<Sym>,
     /// The operator stacks of the expressions being read, innermost last
     /// (each [`expr`](Parser::expr) works above the part it found): one
     /// vector for the whole parse instead of one per expression.
     pending: Vec<Pending>,
+    /// The operators and operands after the first of the chains being built
+    /// (of `pending`), each chain's above those of the chains below it; a
+    /// chain's are appended to the file's table when it is closed.
+    link_stack: Vec<ChainLink>,
     /// The arguments and elements read so far of the calls and tuples being
-    /// read, innermost last; each list is moved out into a vector of exactly
-    /// its length when it is complete.
-    expr_stack: Vec<Expr>,
+    /// read, innermost last; each list is appended to the file's table when
+    /// it is complete.
+    expr_stack: Vec<ExprId>,
     /// The statements read so far of the blocks being read, innermost last;
-    /// likewise moved out, exactly sized, at each block's `}`.
+    /// likewise appended to the file's table at each block's `}`.
     stmt_stack: Vec<Stmt>,
+    /// The prefix operators of the operands being read, innermost last.
+    prefix_stack: Vec<(UnOp, Pos)>,
 }
 
 impl<'a> Parser<'a> {
@@ -204,7 +226,7 @@ impl<'a> Parser<'a> {
     fn err(&self, pos: Pos, msg: String) -> SurfaceError {
         SurfaceError {
             loc: Location {
-                func: self.func.as_deref().map(Into::into),
+                func: self.func.map(|f| self.file.name(f).into()),
                 pos: Some(pos),
                 ..Location::default()
             },
@@ -220,7 +242,7 @@ impl<'a> Parser<'a> {
             Tok::Error => {
                 if let Some(e) = &self.toks.error {
                     let mut e = e.clone();
-                    e.loc.func = self.func.as_deref().map(Into::into);
+                    e.loc.func = self.func.map(|f| self.file.name(f).into());
                     return e;
                 }
                 "an invalid character".to_string()
@@ -247,18 +269,20 @@ impl<'a> Parser<'a> {
     fn fn_decl(&mut self) -> Result<FnDecl, SurfaceError> {
         let pos = self.expect_word("fn")?.pos;
         let name = self.ident()?;
-        self.func = Some(name.name.clone());
+        self.func = Some(name.name);
         self.expect(Tok::LParen, "`(`")?;
-        let mut params = Vec::new();
+        // Functions do not nest: the parameters go straight to the table.
+        let start = self.file.params.len();
         while self.peek().tok != Tok::RParen {
             let pname = self.ident()?;
             self.expect(Tok::Colon, "`:`")?;
             let ty = self.ty(1)?;
-            params.push(Param { name: pname, ty });
+            self.file.params.push(Param { name: pname, ty });
             if !self.eat(Tok::Comma) && self.peek().tok != Tok::RParen {
                 return Err(self.expected("`,` or `)`"));
             }
         }
+        let params = self.list_from(start, self.file.params.len(), "parameters")?;
         self.advance();
         let ret = if self.eat(Tok::Arrow) {
             self.ty(1)?
@@ -275,7 +299,10 @@ impl<'a> Parser<'a> {
             if slot.is_some() {
                 return Err(self.err(
                     t.pos,
-                    format!("`{word}` declared twice for `{}`", name.name),
+                    format!(
+                        "`{word}` declared twice for `{}`",
+                        self.file.name(name.name)
+                    ),
                 ));
             }
             *slot = Some(rule);
@@ -304,9 +331,32 @@ impl<'a> Parser<'a> {
         }
         self.advance();
         Ok(Ident {
-            name: name.to_string(),
+            name: self.intern(name, t.pos)?,
             pos: t.pos,
         })
+    }
+
+    /// The symbol of `name`, made on its first use.
+    fn intern(&mut self, name: &'a str, pos: Pos) -> Result<Sym, SurfaceError> {
+        if let Some(&sym) = self.syms.get(name) {
+            return Ok(sym);
+        }
+        let sym = Sym(self.index32(self.file.names.len(), pos, "names")?);
+        self.file.names.push(name.into());
+        self.syms.insert(name, sym);
+        Ok(sym)
+    }
+
+    /// `n` as a `u32` index or length, or `too many WHAT` at `pos`.
+    fn index32(&self, n: usize, pos: Pos, what: &str) -> Result<u32, SurfaceError> {
+        u32::try_from(n).map_err(|_| self.err(pos, format!("too many {what}")))
+    }
+
+    /// The list of `table[start..end]` of one of the file's tables.
+    fn list_from<T>(&self, start: usize, end: usize, what: &str) -> Result<List<T>, SurfaceError> {
+        let pos = self.peek().pos;
+        let len = self.index32(end - start, pos, what)?;
+        Ok(List::new(self.index32(start, pos, what)?, len))
     }
 
     // ---- types ----
@@ -409,18 +459,20 @@ impl<'a> Parser<'a> {
                 _ => {}
             }
             if let Some(e) = self.stmt(depth)? {
-                tail = Some(Box::new(e));
+                tail = Some(e);
                 self.expect(Tok::RBrace, "`}`")?;
                 break;
             }
         }
-        let stmts = self.stmt_stack.drain(base..).collect();
+        let start = self.file.stmts.len();
+        self.file.stmts.extend(self.stmt_stack.drain(base..));
+        let stmts = self.list_from(start, self.file.stmts.len(), "statements")?;
         Ok(Block { stmts, tail, pos })
     }
 
     /// One statement, pushed to the statement stack; or the block's tail
     /// expression, returned when an expression is followed by `}`.
-    fn stmt(&mut self, depth: usize) -> Result<Option<Expr>, SurfaceError> {
+    fn stmt(&mut self, depth: usize) -> Result<Option<ExprId>, SurfaceError> {
         let t = self.peek();
         let pos = t.pos;
         let word = if t.tok == Tok::Ident {
@@ -464,8 +516,8 @@ impl<'a> Parser<'a> {
                 let body = self.block(depth + 1)?;
                 StmtKind::For {
                     var,
-                    start: Box::new(start),
-                    end: Box::new(end),
+                    start,
+                    end,
                     body,
                 }
             }
@@ -495,7 +547,8 @@ impl<'a> Parser<'a> {
                     self.if_expr(depth + 1)?
                 } else {
                     let b = self.block(depth + 1)?;
-                    self.mk(ExprKind::Block(Box::new(b)), pos)?
+                    let b = self.table_block(b)?;
+                    self.mk(ExprKind::Block(b), pos)?
                 };
                 if self.peek().tok == Tok::RBrace {
                     return Ok(Some(e));
@@ -523,31 +576,7 @@ impl<'a> Parser<'a> {
                     }
                     Tok::Assign => {
                         self.advance();
-                        // The target is not an expression of the tree: give
-                        // back its id (the last one handed out) to keep ids dense.
-                        if matches!(e.kind, ExprKind::Name(_) | ExprKind::Index { .. }) {
-                            debug_assert_eq!(e.id.0.checked_add(1), Some(self.n_exprs));
-                            self.n_exprs = e.id.0;
-                        }
-                        let value = self.expr(depth + 1)?;
-                        self.expect(Tok::Semi, "`;`")?;
-                        match e.kind {
-                            ExprKind::Name(name) => StmtKind::Assign {
-                                name: Ident { name, pos: e.pos },
-                                value,
-                            },
-                            ExprKind::Index { array, index } => StmtKind::IndexAssign {
-                                array,
-                                index,
-                                value,
-                            },
-                            _ => {
-                                return Err(self.err(
-                                    e.pos,
-                                    "invalid left-hand side of assignment".to_string(),
-                                ));
-                            }
-                        }
+                        self.assign(e, depth)?
                     }
                     _ => return Err(self.expected("`;`")),
                 }
@@ -559,6 +588,47 @@ impl<'a> Parser<'a> {
             unit_without_semi: false,
         });
         Ok(None)
+    }
+
+    /// The rest of `target = value;` after the `=`.
+    fn assign(&mut self, target_id: ExprId, depth: usize) -> Result<StmtKind, SurfaceError> {
+        // The target is not an expression of the tree: give back its id
+        // (the last one handed out: a node is made after its children) to
+        // keep ids dense, and take it out of the table, where its id is its
+        // index.
+        let target = match self.file.exprs.last() {
+            Some(last)
+                if last.id == target_id
+                    && matches!(last.kind, ExprKind::Name(_) | ExprKind::Index { .. }) =>
+            {
+                self.file.exprs.pop()
+            }
+            _ => None,
+        };
+        let value = self.expr(depth + 1)?;
+        self.expect(Tok::Semi, "`;`")?;
+        match target {
+            Some(Expr {
+                kind: ExprKind::Name(name),
+                pos,
+                ..
+            }) => Ok(StmtKind::Assign {
+                name: Ident { name, pos },
+                value,
+            }),
+            Some(Expr {
+                kind: ExprKind::Index { array, index },
+                ..
+            }) => Ok(StmtKind::IndexAssign {
+                array,
+                index,
+                value,
+            }),
+            _ => {
+                let pos = self.file.expr(target_id).pos;
+                Err(self.err(pos, "invalid left-hand side of assignment".to_string()))
+            }
+        }
     }
 
     /// After `return`, `break`, `continue`: a `;`, or the block's `}` (left
@@ -573,13 +643,35 @@ impl<'a> Parser<'a> {
 
     // ---- expressions ----
 
-    fn mk(&mut self, kind: ExprKind, pos: Pos) -> Result<Expr, SurfaceError> {
-        let id = ExprId(self.n_exprs);
-        self.n_exprs = self
-            .n_exprs
-            .checked_add(1)
-            .ok_or_else(|| self.err(pos, "too many expressions".to_string()))?;
-        Ok(Expr { kind, pos, id })
+    /// Makes an expression: pushes it to the file's table, where its id is
+    /// its index (its children, made before it, have smaller ids).
+    fn mk(&mut self, kind: ExprKind, pos: Pos) -> Result<ExprId, SurfaceError> {
+        // Ids up to `u32::MAX - 1`, so that a count of them fits a `u32`.
+        let id = match u32::try_from(self.file.exprs.len()) {
+            Ok(id) if id < u32::MAX => ExprId(id),
+            _ => return Err(self.err(pos, "too many expressions".to_string())),
+        };
+        self.file.exprs.push(Expr { kind, pos, id });
+        Ok(id)
+    }
+
+    /// The position of the expression `id`, made already.
+    fn pos_of(&self, id: ExprId) -> Pos {
+        self.file.expr(id).pos
+    }
+
+    /// Puts the block of a block expression or an `if` in the file's table.
+    fn table_block(&mut self, b: Block) -> Result<BlockId, SurfaceError> {
+        let id = BlockId(self.index32(self.file.blocks.len(), b.pos, "blocks")?);
+        self.file.blocks.push(b);
+        Ok(id)
+    }
+
+    /// Appends `expr_stack[base..]` to the file's expression lists.
+    fn take_exprs(&mut self, base: usize) -> Result<List<ExprId>, SurfaceError> {
+        let start = self.file.expr_lists.len();
+        self.file.expr_lists.extend(self.expr_stack.drain(base..));
+        self.list_from(start, self.file.expr_lists.len(), "expressions")
     }
 
     /// The binary operator next, if any.
@@ -603,17 +695,16 @@ impl<'a> Parser<'a> {
     }
 
     /// Closes a pending chain with its last operand `last`.
-    fn close(&mut self, mut p: Pending, last: Expr) -> Result<Expr, SurfaceError> {
-        // Most chains have one operator (`a * b`): room for exactly one,
-        // not the four a first `push` makes (a large file's tree touched
-        // several times the memory it holds).
-        p.rest.reserve_exact(1);
-        p.rest.push((p.op.0, p.op.1, last));
-        let pos = p.first.pos;
+    fn close(&mut self, p: Pending, last: ExprId) -> Result<ExprId, SurfaceError> {
+        self.link_stack.push((p.op.0, p.op.1, last));
+        let start = self.file.links.len();
+        self.file.links.extend(self.link_stack.drain(p.base..));
+        let rest = self.list_from(start, self.file.links.len(), "operands")?;
+        let pos = self.pos_of(p.first);
         self.mk(
             ExprKind::Chain {
-                first: Box::new(p.first),
-                rest: p.rest,
+                first: p.first,
+                rest,
             },
             pos,
         )
@@ -621,7 +712,7 @@ impl<'a> Parser<'a> {
 
     /// An expression at nesting level `depth`: operands joined by binary
     /// operators, with an operator stack of at most one chain per level.
-    fn expr(&mut self, depth: usize) -> Result<Expr, SurfaceError> {
+    fn expr(&mut self, depth: usize) -> Result<ExprId, SurfaceError> {
         self.too_deep(depth)?;
         // This expression's chains are `self.pending[base..]`.
         let base = self.pending.len();
@@ -644,14 +735,17 @@ impl<'a> Parser<'a> {
                         );
                     }
                     let prev = std::mem::replace(&mut top.op, (op, op_pos));
-                    top.rest.push((prev.0, prev.1, cur));
+                    self.link_stack.push((prev.0, prev.1, cur));
                 }
-                _ => self.pending.push(Pending {
-                    level,
-                    first: cur,
-                    rest: Vec::new(),
-                    op: (op, op_pos),
-                }),
+                _ => {
+                    let base = self.link_stack.len();
+                    self.pending.push(Pending {
+                        level,
+                        first: cur,
+                        base,
+                        op: (op, op_pos),
+                    });
+                }
             }
             cur = self.operand(depth)?;
         }
@@ -665,8 +759,9 @@ impl<'a> Parser<'a> {
 
     /// Prefix operators, a primary expression, postfix operators; each
     /// operator one nesting level.
-    fn operand(&mut self, depth: usize) -> Result<Expr, SurfaceError> {
-        let mut prefixes = Vec::new();
+    fn operand(&mut self, depth: usize) -> Result<ExprId, SurfaceError> {
+        // This operand's prefix operators are `self.prefix_stack[base..]`.
+        let base = self.prefix_stack.len();
         loop {
             let t = self.peek();
             let op = match t.tok {
@@ -674,20 +769,21 @@ impl<'a> Parser<'a> {
                 Tok::Bang => UnOp::Not,
                 _ => break,
             };
-            self.too_deep(depth + prefixes.len() + 1)?;
+            self.too_deep(depth + (self.prefix_stack.len() - base) + 1)?;
             self.advance();
-            prefixes.push((op, t.pos));
+            self.prefix_stack.push((op, t.pos));
         }
-        let mut depth = depth + prefixes.len();
+        let mut depth = depth + (self.prefix_stack.len() - base);
         // `-9223372036854775808` is i64::MIN, as in Rust.
         let t = self.peek();
         let mut e = if t.tok == Tok::Int
-            && matches!(prefixes.last(), Some((UnOp::Neg, _)))
+            && self.prefix_stack.len() > base
+            && matches!(self.prefix_stack.last(), Some((UnOp::Neg, _)))
             && self.text(&t) == "9223372036854775808"
             && !matches!(self.peek_at(1).tok, Tok::LParen | Tok::LBracket | Tok::Dot)
         {
             self.advance();
-            let neg_pos = prefixes.pop().map_or(t.pos, |(_, p)| p);
+            let neg_pos = self.prefix_stack.pop().map_or(t.pos, |(_, p)| p);
             self.mk(ExprKind::I64(i64::MIN), neg_pos)?
         } else {
             self.primary(depth)?
@@ -707,9 +803,7 @@ impl<'a> Parser<'a> {
                         }
                     }
                     self.advance();
-                    // Room for the arguments there are (most calls have
-                    // one or two), not the four a first `push` makes.
-                    Postfix::Call(self.expr_stack.drain(base..).collect())
+                    Postfix::Call(self.take_exprs(base)?)
                 }
                 Tok::LBracket => {
                     self.too_deep(depth + 1)?;
@@ -737,36 +831,23 @@ impl<'a> Parser<'a> {
                 _ => break,
             };
             depth += 1;
-            let pos = e.pos;
+            let pos = self.pos_of(e);
             let kind = match post {
-                Postfix::Call(args) => ExprKind::Call {
-                    callee: Box::new(e),
-                    args,
-                },
-                Postfix::Index(index) => ExprKind::Index {
-                    array: Box::new(e),
-                    index: Box::new(index),
-                },
-                Postfix::Field(index) => ExprKind::Field {
-                    tuple: Box::new(e),
-                    index,
-                },
+                Postfix::Call(args) => ExprKind::Call { callee: e, args },
+                Postfix::Index(index) => ExprKind::Index { array: e, index },
+                Postfix::Field(index) => ExprKind::Field { tuple: e, index },
             };
             e = self.mk(kind, pos)?;
         }
-        while let Some((op, pos)) = prefixes.pop() {
-            e = self.mk(
-                ExprKind::Unary {
-                    op,
-                    operand: Box::new(e),
-                },
-                pos,
-            )?;
+        while self.prefix_stack.len() > base
+            && let Some((op, pos)) = self.prefix_stack.pop()
+        {
+            e = self.mk(ExprKind::Unary { op, operand: e }, pos)?;
         }
         Ok(e)
     }
 
-    fn primary(&mut self, depth: usize) -> Result<Expr, SurfaceError> {
+    fn primary(&mut self, depth: usize) -> Result<ExprId, SurfaceError> {
         let t = self.peek();
         let pos = t.pos;
         let kind = match t.tok {
@@ -809,10 +890,13 @@ impl<'a> Parser<'a> {
                         }
                     }
                     self.advance();
-                    ExprKind::Tuple(self.expr_stack.drain(base..).collect())
+                    ExprKind::Tuple(self.take_exprs(base)?)
                 }
             }
-            Tok::LBrace => ExprKind::Block(Box::new(self.block(depth + 1)?)),
+            Tok::LBrace => {
+                let b = self.block(depth + 1)?;
+                ExprKind::Block(self.table_block(b)?)
+            }
             Tok::Ident => match self.text(&t) {
                 "true" => {
                     self.advance();
@@ -834,7 +918,7 @@ impl<'a> Parser<'a> {
                 name if KEYWORDS.contains(&name) => return Err(self.expected("an expression")),
                 name => {
                     self.advance();
-                    ExprKind::Name(name.to_string())
+                    ExprKind::Name(self.intern(name, pos)?)
                 }
             },
             _ => return Err(self.expected("an expression")),
@@ -843,30 +927,25 @@ impl<'a> Parser<'a> {
     }
 
     /// `if cond { } else if cond { } else { }`; each `else if` one level deeper.
-    fn if_expr(&mut self, depth: usize) -> Result<Expr, SurfaceError> {
+    fn if_expr(&mut self, depth: usize) -> Result<ExprId, SurfaceError> {
         self.too_deep(depth)?;
         let pos = self.expect_word("if")?.pos;
         let cond = self.expr(depth + 1)?;
         let then = self.block(depth + 1)?;
+        let then = self.table_block(then)?;
         let els = if self.eat_word("else") {
             let e = if self.is_word("if") {
                 self.if_expr(depth + 1)?
             } else {
                 let bpos = self.peek().pos;
                 let b = self.block(depth + 1)?;
-                self.mk(ExprKind::Block(Box::new(b)), bpos)?
+                let b = self.table_block(b)?;
+                self.mk(ExprKind::Block(b), bpos)?
             };
-            Some(Box::new(e))
+            Some(e)
         } else {
             None
         };
-        self.mk(
-            ExprKind::If {
-                cond: Box::new(cond),
-                then: Box::new(then),
-                els,
-            },
-            pos,
-        )
+        self.mk(ExprKind::If { cond, then, els }, pos)
     }
 }

@@ -20,7 +20,7 @@
 //! the block it was built to, labels blocks `#1`, `#2`, ... in layout order,
 //! and names values after their variables (`%s`, `%s_1`, ...).
 
-use super::ast::{LocalId, TypeInfo};
+use super::ast::{File, LocalId, TypeInfo};
 use crate::builder::FuncBuilder;
 use crate::entity::SecondaryMap;
 use crate::func::{
@@ -467,7 +467,7 @@ impl<'m> SsaBuilder<'m> {
 
 /// Applies the replacements of removed phis, fixes the layout so that every
 /// `gotoifnot` falls through to its `then` block, and names blocks and values.
-pub(super) fn finish(func: &mut Func, mut ssa: Ssa, info: &TypeInfo) {
+pub(super) fn finish(func: &mut Func, mut ssa: Ssa, file: &File, info: &TypeInfo) {
     let removed: Vec<Value> = ssa.forward.keys().copied().collect();
     for v in removed {
         resolve_compress(&mut ssa.forward, Operand::Value(v));
@@ -533,7 +533,7 @@ pub(super) fn finish(func: &mut Func, mut ssa: Ssa, info: &TypeInfo) {
     for (i, &block) in func.layout.iter().enumerate() {
         func.blocks[block].label = i as u32 + 1;
     }
-    name_values(func, &ssa.tags, info);
+    name_values(func, &ssa.tags, file, info);
 }
 
 /// The blocks in the order they were filled, except that each `gotoifnot`
@@ -566,18 +566,24 @@ fn layout(ssa: &Ssa, created: &[Block]) -> Vec<Block> {
 }
 
 /// Names each value that defines a variable after it: `s`, then `s_1`, ...
-fn name_values(func: &mut Func, tags: &SecondaryMap<Value, Option<LocalId>>, info: &TypeInfo) {
-    // Names are looked up by `&str`; a name made is stored twice (in `used`
-    // and in the value), inline for names up to 24 bytes ([`ValueName`]).
+fn name_values(
+    func: &mut Func,
+    tags: &SecondaryMap<Value, Option<LocalId>>,
+    file: &File,
+    info: &TypeInfo,
+) {
+    // The names in use are kept by their spelling (see `spelling`): pairs of
+    // slices of the parameters' and the variables' names, so that the only
+    // block allocated per named value is its name.
     let params: Vec<ValueName> = func
         .params
         .iter()
         .filter_map(|&p| func.values[p].name.clone())
         .collect();
-    let mut used: HashSet<ValueName> = HashSet::default();
+    let mut used: HashSet<(&str, u32)> = HashSet::default();
     let mut counts: HashMap<&str, u32> = HashMap::default();
     for name in &params {
-        used.insert(name.clone());
+        used.insert(spelling(name));
         counts.insert(name, 1);
     }
     let results: Vec<Value> = func
@@ -588,26 +594,44 @@ fn name_values(func: &mut Func, tags: &SecondaryMap<Value, Option<LocalId>>, inf
         .collect();
     let mut candidate = String::new();
     for v in results {
-        let Some(base) = tags.get(v).and_then(|l| info.local_names.get(l.0 as usize)) else {
+        let Some(&base) = tags.get(v).and_then(|l| info.local_names.get(l.0 as usize)) else {
             continue;
         };
-        let n = counts.entry(base.as_str()).or_insert(0);
-        loop {
-            candidate.clear();
-            candidate.push_str(base);
-            if *n != 0 {
-                use std::fmt::Write;
-                let _ = write!(candidate, "_{n}");
-            }
+        let base = file.name(base);
+        let n = counts.entry(base).or_insert(0);
+        // `base` itself, then `base_1`, `base_2`, ...: the first not in use.
+        let key = loop {
+            let key = if *n == 0 { spelling(base) } else { (base, *n) };
             *n += 1;
-            if !used.contains(candidate.as_str()) {
-                break;
+            if !used.contains(&key) {
+                break key;
             }
+        };
+        used.insert(key);
+        candidate.clear();
+        candidate.push_str(key.0);
+        if key.1 != 0 {
+            use std::fmt::Write;
+            let _ = write!(candidate, "_{}", key.1);
         }
-        let name = ValueName::from(candidate.as_str());
-        used.insert(name.clone());
-        func.values[v].name = Some(name);
+        func.values[v].name = Some(ValueName::from(candidate.as_str()));
     }
+}
+
+/// `name` as the pair `(stem, k)` that spells it: `stem_k` when it ends in
+/// `_` and a decimal `k >= 1` without leading zeros, `(name, 0)` otherwise.
+/// Two names are equal exactly when their pairs are (a pair spells one
+/// name), and a made name `base_n` (n >= 1) is the pair `(base, n)`.
+fn spelling(name: &str) -> (&str, u32) {
+    if let Some((stem, digits)) = name.rsplit_once('_')
+        && !digits.is_empty()
+        && !digits.starts_with('0')
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && let Ok(k) = digits.parse::<u32>()
+    {
+        return (stem, k);
+    }
+    (name, 0)
 }
 
 /// Follows the replacements of removed phis.

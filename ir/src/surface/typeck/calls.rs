@@ -5,13 +5,14 @@
 use super::{Checker, Ty, conversion_hint, int_literal, value_pos};
 use crate::loc::Pos;
 use crate::prim::Prim;
-use crate::surface::ast::{Builtin, Expr, ExprKind, Res};
+use crate::surface::ast::{Builtin, Expr, ExprId, ExprKind, Res, Sym};
 use crate::types::{FnType, Type};
 use smallvec::SmallVec;
 
 impl<'f> Checker<'f> {
-    pub(super) fn name_value(&mut self, e: &Expr, name: &str) -> Ty {
-        let Some(res) = self.resolve(name) else {
+    pub(super) fn name_value(&mut self, e: &Expr, sym: Sym) -> Ty {
+        let name = self.file.name(sym);
+        let Some(res) = self.resolve(sym) else {
             let hint = self.suggest(name, false);
             self.error(e.pos, format!("unknown name `{name}`{hint}"));
             return Ty::Error;
@@ -20,7 +21,7 @@ impl<'f> Checker<'f> {
             Res::Local(id) => self.local_ty(*id),
             Res::Func(f) => self
                 .funcs
-                .get(f.as_str())
+                .get(f)
                 .map_or(Ty::Error, |sig| Ty::Known(Type::from_fn(sig.clone()))),
             Res::Prim(p) => match p.fn_type() {
                 Some(t) => Ty::Known(t),
@@ -46,7 +47,7 @@ impl<'f> Checker<'f> {
         &mut self,
         e: &'f Expr,
         callee: &'f Expr,
-        args: &'f [Expr],
+        args: &'f [ExprId],
         alloc_annot: Option<&Type>,
     ) -> Ty {
         let before = self.errors.len();
@@ -60,22 +61,21 @@ impl<'f> Checker<'f> {
         &mut self,
         e: &'f Expr,
         callee: &'f Expr,
-        args: &'f [Expr],
+        args: &'f [ExprId],
         alloc_annot: Option<&Type>,
     ) -> Ty {
-        let ExprKind::Name(name) = &callee.kind else {
+        let ExprKind::Name(sym) = callee.kind else {
             let t = self.expr(callee);
             return self.call_value(e, callee, &t, args);
         };
-        let Some(res) = self.resolve(name) else {
+        let name = self.file.name(sym);
+        let Some(res) = self.resolve(sym) else {
             let hint = self.suggest(name, true);
             self.error(callee.pos, format!("unknown function `{name}`{hint}"));
-            for a in args {
-                self.expr(a);
-            }
+            self.exprs(args);
             return Ty::Error;
         };
-        self.info.names.insert(callee.id, res.clone());
+        self.info.names.insert(callee.id, res);
         match res {
             Res::Local(id) => {
                 let t = self.local_ty(id);
@@ -83,47 +83,50 @@ impl<'f> Checker<'f> {
                 self.call_value(e, callee, &t, args)
             }
             Res::Func(f) => {
-                let Some(sig) = self.funcs.get(f.as_str()).cloned() else {
+                let Some(sig) = self.funcs.get(&f).cloned() else {
                     return Ty::Error;
                 };
                 self.set_type(callee.id, &Ty::Known(Type::from_fn(sig.clone())));
-                self.args(e.pos, &f, &sig, args)
+                self.args(e.pos, self.file.name(f), &sig, args)
             }
             Res::Prim(p) => self.prim_call(e, p, args, alloc_annot),
             Res::Builtin(b) => self.builtin_call(e, name, b, args),
         }
     }
 
-    fn call_value(&mut self, e: &'f Expr, callee: &Expr, t: &Ty, args: &'f [Expr]) -> Ty {
+    fn call_value(&mut self, e: &'f Expr, callee: &Expr, t: &Ty, args: &'f [ExprId]) -> Ty {
         match t {
             Ty::Known(Type::Func(sig)) => {
                 let sig = FnType::clone(sig);
-                let what = match &callee.kind {
-                    ExprKind::Name(n) => n.clone(),
-                    _ => "the called function".to_string(),
+                let what = match callee.kind {
+                    ExprKind::Name(n) => self.file.name(n),
+                    _ => "the called function",
                 };
-                self.args(e.pos, &what, &sig, args)
+                self.args(e.pos, what, &sig, args)
             }
             Ty::Known(t) => {
                 self.error(
                     callee.pos,
                     format!("called value has type {t}, not a function type"),
                 );
-                for a in args {
-                    self.expr(a);
-                }
+                self.exprs(args);
                 Ty::Error
             }
             Ty::Never | Ty::Error => {
-                for a in args {
-                    self.expr(a);
-                }
+                self.exprs(args);
                 Ty::Error
             }
         }
     }
 
-    fn args(&mut self, pos: Pos, what: &str, sig: &FnType, args: &'f [Expr]) -> Ty {
+    /// Types each of `args` (after an error that leaves their types unused).
+    fn exprs(&mut self, args: &'f [ExprId]) {
+        for &a in args {
+            self.expr(self.file.expr(a));
+        }
+    }
+
+    fn args(&mut self, pos: Pos, what: &str, sig: &FnType, args: &'f [ExprId]) -> Ty {
         if sig.params.len() != args.len() {
             let n = sig.params.len();
             let s = if n == 1 { "" } else { "s" };
@@ -131,19 +134,18 @@ impl<'f> Checker<'f> {
                 pos,
                 format!("`{what}` takes {n} argument{s}, found {}", args.len()),
             );
-            for a in args {
-                self.expr(a);
-            }
+            self.exprs(args);
         } else {
-            for (a, p) in args.iter().zip(&sig.params) {
-                self.expect(a, p);
+            for (&a, p) in args.iter().zip(&sig.params) {
+                self.expect(self.file.expr(a), p);
             }
         }
         Ty::Known(sig.ret.clone())
     }
 
-    fn prim_call(&mut self, e: &'f Expr, p: Prim, args: &'f [Expr], annot: Option<&Type>) -> Ty {
-        let tys: SmallVec<[Ty; 3]> = args.iter().map(|a| self.expr(a)).collect();
+    fn prim_call(&mut self, e: &'f Expr, p: Prim, args: &'f [ExprId], annot: Option<&Type>) -> Ty {
+        let file = self.file;
+        let tys: SmallVec<[Ty; 3]> = args.iter().map(|&a| self.expr(file.expr(a))).collect();
         if p == Prim::Alloc && !matches!(annot, Some(Type::Array(_))) {
             self.error(
                 e.pos,
@@ -158,7 +160,7 @@ impl<'f> Checker<'f> {
         else {
             return Ty::Error;
         };
-        let field = args.get(1).and_then(int_literal);
+        let field = args.get(1).and_then(|&a| int_literal(file, file.expr(a)));
         match p.result_type(&known, field, annot) {
             Ok(t) => Ty::Known(t),
             Err(msg) => {
@@ -169,7 +171,7 @@ impl<'f> Checker<'f> {
                         .iter()
                         .zip(args.iter().zip(&known))
                         .find(|(want, (_, t))| want.ty() == Type::F64 && **t == Type::I64)
-                        .map(|(_, (a, t))| conversion_hint(a, &Type::F64, t))
+                        .map(|(_, (&a, t))| conversion_hint(file, file.expr(a), &Type::F64, t))
                         .unwrap_or_default(),
                     _ => String::new(),
                 };
@@ -179,24 +181,22 @@ impl<'f> Checker<'f> {
         }
     }
 
-    fn builtin_call(&mut self, e: &'f Expr, name: &str, b: Builtin, args: &'f [Expr]) -> Ty {
-        if args.len() != 1 {
+    fn builtin_call(&mut self, e: &'f Expr, name: &str, b: Builtin, args: &'f [ExprId]) -> Ty {
+        let [arg] = args else {
             self.error(
                 e.pos,
                 format!("`{name}` takes 1 argument, found {}", args.len()),
             );
-            for a in args {
-                self.expr(a);
-            }
+            self.exprs(args);
             return Ty::Error;
-        }
-        let arg = &args[0];
+        };
+        let arg = self.file.expr(*arg);
         match b {
             Builtin::Len => match self.expr(arg) {
                 Ty::Known(Type::Array(_)) => Ty::Known(Type::I64),
                 Ty::Known(t) => {
                     self.error(
-                        value_pos(arg),
+                        value_pos(self.file, arg),
                         format!("mismatched types: expected an array, found {t}"),
                     );
                     Ty::Known(Type::I64)

@@ -2,22 +2,22 @@
 //! every expression of a parsed file (SYNTAX.md §2, Rust-like rules with no
 //! implicit conversions).
 //!
-//! Assumes a tree from the parser (expression ids below `File::n_exprs`, but a
-//! larger id is tolerated). Guarantees: either a [`TypeInfo`] in which every
-//! `Name`, callee, binding and assignment is resolved and every expression has
-//! its IR type, or all errors found, sorted by source position. An expression
-//! whose type cannot be known gets an error type that fits everywhere, and an
-//! expression that never yields (a block ending in `return`, `break` or
-//! `continue`) gets a "never" type that fits everywhere too, so one mistake
-//! gives one error. In [`TypeInfo::types`] both are recorded as `()`; the
-//! lowering never needs the type of an expression that does not yield.
+//! Assumes a tree from the parser (its ids and lists are the file's).
+//! Guarantees: either a [`TypeInfo`] in which every `Name`, callee, binding
+//! and assignment is resolved and every expression has its IR type, or all
+//! errors found, sorted by source position. An expression whose type cannot
+//! be known gets an error type that fits everywhere, and an expression that
+//! never yields (a block ending in `return`, `break` or `continue`) gets a
+//! "never" type that fits everywhere too, so one mistake gives one error. In
+//! [`TypeInfo::types`] both are recorded as `()`; the lowering never needs
+//! the type of an expression that does not yield.
 
 mod calls;
 
 use super::SurfaceError;
 use super::ast::{
     BinOp, Block, Builtin, Expr, ExprId, ExprKind, ExprTable, File, FnDecl, LocalId, Res, Stmt,
-    StmtKind, TypeInfo, UnOp,
+    StmtKind, Sym, TypeInfo, UnOp,
 };
 use crate::loc::{Location, Pos};
 use crate::prim::Prim;
@@ -27,16 +27,17 @@ use rustc_hash::FxHashMap as HashMap;
 /// Resolves and types `file`; all errors (in source order) when it is ill-typed.
 pub fn check(file: &File) -> Result<TypeInfo, Vec<SurfaceError>> {
     let mut cx = Checker {
+        file,
         funcs: HashMap::default(),
         info: TypeInfo {
-            types: vec![Type::Unit; file.n_exprs as usize],
-            names: ExprTable::with_capacity(file.n_exprs as usize),
+            types: vec![Type::Unit; file.n_exprs() as usize],
+            names: ExprTable::with_capacity(file.n_exprs() as usize),
             ..TypeInfo::default()
         },
         errors: Vec::new(),
         locals: Vec::new(),
         scope: Scope::default(),
-        func: String::new(),
+        func: "",
         ret: Type::Unit,
         loops: 0,
         while_cond: None,
@@ -58,13 +59,13 @@ pub fn check(file: &File) -> Result<TypeInfo, Vec<SurfaceError>> {
 
 /// The i64 value of an integer literal, possibly negated (`3`, `-3`, `-(3)`):
 /// the form the field operand of a `getfield` call must have.
-fn int_literal(e: &Expr) -> Option<i64> {
+fn int_literal(file: &File, e: &Expr) -> Option<i64> {
     match &e.kind {
         ExprKind::I64(k) => Some(*k),
         ExprKind::Unary {
             op: UnOp::Neg,
             operand,
-        } => int_literal(operand).map(i64::wrapping_neg),
+        } => int_literal(file, file.expr(*operand)).map(i64::wrapping_neg),
         _ => None,
     }
 }
@@ -87,16 +88,18 @@ struct Local {
 }
 
 struct Checker<'f> {
+    /// The file checked.
+    file: &'f File,
     /// Signatures of the file's functions (the first of duplicates).
-    funcs: HashMap<&'f str, FnType>,
+    funcs: HashMap<Sym, FnType>,
     info: TypeInfo,
     errors: Vec<SurfaceError>,
     /// Every binding of the file, by `LocalId`.
     locals: Vec<Local>,
     /// The bindings in scope.
-    scope: Scope<'f>,
+    scope: Scope,
     /// The function being checked.
-    func: String,
+    func: &'f str,
     /// Its result type.
     ret: Type,
     /// How many loops enclose the current statement.
@@ -112,22 +115,22 @@ struct Checker<'f> {
 /// time however many bindings are in scope (a function of 70 000
 /// parameters, a body of 100 000 `let`s).
 #[derive(Default)]
-struct Scope<'f> {
+struct Scope {
     /// Each binding, innermost last, with the binding of the same name it
     /// shadows.
-    stack: Vec<(&'f str, LocalId, Option<LocalId>)>,
+    stack: Vec<(Sym, LocalId, Option<LocalId>)>,
     /// The innermost binding of each name in scope.
-    innermost: HashMap<&'f str, LocalId>,
+    innermost: HashMap<Sym, LocalId>,
 }
 
-impl<'f> Scope<'f> {
-    fn push(&mut self, name: &'f str, id: LocalId) {
+impl Scope {
+    fn push(&mut self, name: Sym, id: LocalId) {
         let shadowed = self.innermost.insert(name, id);
         self.stack.push((name, id, shadowed));
     }
 
-    fn lookup(&self, name: &str) -> Option<LocalId> {
-        self.innermost.get(name).copied()
+    fn lookup(&self, name: Sym) -> Option<LocalId> {
+        self.innermost.get(&name).copied()
     }
 
     fn len(&self) -> usize {
@@ -142,7 +145,7 @@ impl<'f> Scope<'f> {
             };
             match shadowed {
                 Some(id) => self.innermost.insert(name, id),
-                None => self.innermost.remove(name),
+                None => self.innermost.remove(&name),
             };
         }
     }
@@ -153,7 +156,7 @@ impl<'f> Scope<'f> {
     }
 
     /// The names in scope, innermost first (shadowed ones included).
-    fn names_innermost_first(&self) -> impl Iterator<Item = &'f str> + '_ {
+    fn names_innermost_first(&self) -> impl Iterator<Item = Sym> + '_ {
         self.stack.iter().rev().map(|&(n, _, _)| n)
     }
 }
@@ -195,17 +198,23 @@ fn builtin(name: &str) -> Option<Builtin> {
 }
 
 /// Where the value of `e` comes from, for mismatch errors: the tail of a block.
-fn value_pos(e: &Expr) -> Pos {
+fn value_pos(file: &File, e: &Expr) -> Pos {
     match &e.kind {
-        ExprKind::Block(b) => b.tail.as_deref().map_or(b.pos, value_pos),
+        ExprKind::Block(b) => {
+            let b = file.block(*b);
+            b.tail.map_or(b.pos, |t| value_pos(file, file.expr(t)))
+        }
         _ => e.pos,
     }
 }
 
 /// The expression whose value `e` yields: the tail of a block, or `e`.
-fn value_expr(e: &Expr) -> &Expr {
+fn value_expr<'f>(file: &'f File, e: &'f Expr) -> &'f Expr {
     match &e.kind {
-        ExprKind::Block(b) => b.tail.as_deref().map_or(e, value_expr),
+        ExprKind::Block(b) => file
+            .block(*b)
+            .tail
+            .map_or(e, |t| value_expr(file, file.expr(t))),
         _ => e,
     }
 }
@@ -213,28 +222,28 @@ fn value_expr(e: &Expr) -> &Expr {
 /// A hint for an expression of type `found` where `want` is needed: for an
 /// i64 where an f64 is expected, `; write `2.0` for an f64 literal` (an
 /// integer literal) or `; convert with `f64(n)`` (a name); "" otherwise.
-fn conversion_hint(e: &Expr, want: &Type, found: &Type) -> String {
+fn conversion_hint(file: &File, e: &Expr, want: &Type, found: &Type) -> String {
     if *want != Type::F64 || *found != Type::I64 {
         return String::new();
     }
-    let e = value_expr(e);
-    if let Some(k) = int_literal(e) {
+    let e = value_expr(file, e);
+    if let Some(k) = int_literal(file, e) {
         return format!("; write `{k}.0` for an f64 literal");
     }
     match &e.kind {
-        ExprKind::Name(n) => format!("; convert with `f64({n})`"),
+        ExprKind::Name(n) => format!("; convert with `f64({})`", file.name(*n)),
         _ => String::new(),
     }
 }
 
 /// The hint for a binary operator on an f64 and an i64 operand: the i64
 /// operand written as an f64 literal or converted (see [`conversion_hint`]).
-fn operand_hint(lhs: Option<&Expr>, a: &Type, rhs: &Expr, b: &Type) -> String {
+fn operand_hint(file: &File, lhs: Option<&Expr>, a: &Type, rhs: &Expr, b: &Type) -> String {
     match (a, b) {
-        (Type::F64, Type::I64) => conversion_hint(rhs, &Type::F64, b),
+        (Type::F64, Type::I64) => conversion_hint(file, rhs, &Type::F64, b),
         (Type::I64, Type::F64) => lhs.map_or_else(
             || "; convert the i64 operand with `f64(...)`".to_string(),
-            |l| conversion_hint(l, &Type::F64, a),
+            |l| conversion_hint(file, l, &Type::F64, a),
         ),
         _ => String::new(),
     }
@@ -243,7 +252,7 @@ fn operand_hint(lhs: Option<&Expr>, a: &Type, rhs: &Expr, b: &Type) -> String {
 impl<'f> Checker<'f> {
     fn error(&mut self, pos: Pos, msg: String) {
         let loc = Location {
-            func: (!self.func.is_empty()).then(|| self.func.as_str().into()),
+            func: (!self.func.is_empty()).then(|| self.func.into()),
             ..Location::at(pos)
         };
         self.errors.push(SurfaceError { loc, msg });
@@ -253,9 +262,9 @@ impl<'f> Checker<'f> {
     /// (an integer literal or an i64 name where an f64 is expected).
     fn mismatch_at(&mut self, e: &Expr, want: &Type, found: &Ty) {
         if let Ty::Known(t) = found {
-            let hint = conversion_hint(e, want, t);
+            let hint = conversion_hint(self.file, e, want, t);
             self.error(
-                value_pos(e),
+                value_pos(self.file, e),
                 format!("mismatched types: expected {want}, found {t}{hint}"),
             );
         }
@@ -270,28 +279,30 @@ impl<'f> Checker<'f> {
     }
 
     fn declare_fn(&mut self, f: &'f FnDecl) {
-        self.func = f.name.name.clone();
-        if self.funcs.contains_key(f.name.name.as_str()) {
-            self.error(f.name.pos, format!("duplicate function `{}`", f.name.name));
+        self.func = self.file.name(f.name.name);
+        if self.funcs.contains_key(&f.name.name) {
+            self.error(f.name.pos, format!("duplicate function `{}`", self.func));
             return;
         }
+        let params = self.file.params(f.params);
         let sig = FnType {
-            params: f.params.iter().map(|p| p.ty.clone()).collect(),
+            params: params.iter().map(|p| p.ty.clone()).collect(),
             ret: f.ret.clone(),
         };
-        self.funcs.insert(&f.name.name, sig);
+        self.funcs.insert(f.name.name, sig);
     }
 
-    fn bind(&mut self, name: &'f str, pos: Pos, ty: Ty, mutable: bool) {
+    fn bind(&mut self, name: Sym, pos: Pos, ty: Ty, mutable: bool) {
         let id = LocalId(self.locals.len() as u32);
         self.locals.push(Local { ty, mutable });
         self.info.locals.insert(pos, id);
-        self.info.local_names.push(name.to_string());
+        self.info.local_names.push(name);
         self.scope.push(name, id);
     }
 
     fn check_fn(&mut self, f: &'f FnDecl) {
-        self.func = f.name.name.clone();
+        let file = self.file;
+        self.func = file.name(f.name.name);
         self.ret = f.ret.clone();
         self.loops = 0;
         self.while_cond = None;
@@ -299,47 +310,52 @@ impl<'f> Checker<'f> {
         // A declared rule names a function of the file; its signature is the
         // IR verifier's to check.
         for rule in [&f.jvp, &f.vjp].into_iter().flatten() {
-            if !self.funcs.contains_key(rule.name.as_str()) {
-                let hint = self.suggest(&rule.name, true);
-                self.error(rule.pos, format!("unknown function `{}`{hint}", rule.name));
+            if !self.funcs.contains_key(&rule.name) {
+                let name = file.name(rule.name);
+                let hint = self.suggest(name, true);
+                self.error(rule.pos, format!("unknown function `{name}`{hint}"));
             }
         }
-        for p in &f.params {
-            if self.scope.lookup(&p.name.name).is_some() {
-                self.error(p.name.pos, format!("duplicate parameter `{}`", p.name.name));
+        for p in file.params(f.params) {
+            if self.scope.lookup(p.name.name).is_some() {
+                let name = file.name(p.name.name);
+                self.error(p.name.pos, format!("duplicate parameter `{name}`"));
             }
-            self.bind(&p.name.name, p.name.pos, Ty::Known(p.ty.clone()), false);
+            self.bind(p.name.name, p.name.pos, Ty::Known(p.ty.clone()), false);
         }
         let ty = self.block(&f.body);
         let Ty::Known(found) = &ty else { return };
         if found == &f.ret {
             return;
         }
-        match &f.body.tail {
+        match f.body.tail {
             None => self.error(
                 f.name.pos,
                 format!(
                     "missing return value: `{}` returns {} but its body has no value",
-                    f.name.name, f.ret
+                    self.func, f.ret
                 ),
             ),
-            Some(tail) => self.mismatch_at(tail, &f.ret, &ty),
+            Some(tail) => self.mismatch_at(file.expr(tail), &f.ret, &ty),
         }
     }
 
-    fn lookup(&self, name: &str) -> Option<LocalId> {
+    fn lookup(&self, name: Sym) -> Option<LocalId> {
         self.scope.lookup(name)
     }
 
-    fn resolve(&self, name: &str) -> Option<Res> {
+    fn resolve(&self, name: Sym) -> Option<Res> {
         if let Some(id) = self.lookup(name) {
             Some(Res::Local(id))
-        } else if self.funcs.contains_key(name) {
-            Some(Res::Func(name.to_string()))
-        } else if let Some(p) = Prim::from_name(name) {
-            Some(Res::Prim(p))
+        } else if self.funcs.contains_key(&name) {
+            Some(Res::Func(name))
         } else {
-            builtin(name).map(Res::Builtin)
+            let text = self.file.name(name);
+            if let Some(p) = Prim::from_name(text) {
+                Some(Res::Prim(p))
+            } else {
+                builtin(text).map(Res::Builtin)
+            }
         }
     }
 
@@ -347,8 +363,9 @@ impl<'f> Checker<'f> {
     /// closest local in scope (innermost first), function of the file,
     /// builtin or primitive; for a callee (`call`) the functions first.
     fn suggest(&self, name: &str, call: bool) -> String {
-        let locals = self.scope.names_innermost_first();
-        let mut funcs: Vec<&str> = self.funcs.keys().copied().collect();
+        let file = self.file;
+        let locals = self.scope.names_innermost_first().map(|s| file.name(s));
+        let mut funcs: Vec<&str> = self.funcs.keys().map(|&s| file.name(s)).collect();
         funcs.sort_unstable();
         let builtins = ["len", "f64", "i64", "zeros"];
         let prims = crate::prim::PRIMS.iter().map(|row| row.name);
@@ -367,13 +384,14 @@ impl<'f> Checker<'f> {
             .map_or(Ty::Error, |l| l.ty.clone())
     }
 
-    fn block(&mut self, b: &'f Block) -> Ty {
+    fn block(&mut self, b: &Block) -> Ty {
+        let file = self.file;
         let depth = self.scope.len();
         let mut diverges = false;
-        for s in &b.stmts {
+        for s in file.stmts(b.stmts) {
             diverges |= self.stmt(s);
         }
-        let tail = b.tail.as_deref().map(|e| self.expr(e));
+        let tail = b.tail.map(|e| self.expr(file.expr(e)));
         self.scope.truncate(depth);
         if diverges {
             Ty::Never
@@ -384,6 +402,7 @@ impl<'f> Checker<'f> {
 
     /// Checks a statement; true when control never leaves it normally.
     fn stmt(&mut self, s: &'f Stmt) -> bool {
+        let file = self.file;
         match &s.kind {
             StmtKind::Let {
                 mutable,
@@ -391,8 +410,11 @@ impl<'f> Checker<'f> {
                 ty,
                 init,
             } => {
+                let init = file.expr(*init);
                 let found = match &init.kind {
-                    ExprKind::Call { callee, args } => self.call(init, callee, args, ty.as_ref()),
+                    ExprKind::Call { callee, args } => {
+                        self.call(init, file.expr(*callee), file.exprs(*args), ty.as_ref())
+                    }
                     _ => self.expr(init),
                 };
                 let bound = match ty {
@@ -404,19 +426,21 @@ impl<'f> Checker<'f> {
                     }
                     None => found.clone(),
                 };
-                self.bind(&name.name, name.pos, bound, *mutable);
+                self.bind(name.name, name.pos, bound, *mutable);
                 found == Ty::Never
             }
             StmtKind::Assign { name, value } => {
+                let value = file.expr(*value);
                 let found = self.expr(value);
-                match self.lookup(&name.name) {
+                let text = file.name(name.name);
+                match self.lookup(name.name) {
                     Some(id) => {
                         self.info.locals.insert(name.pos, id);
                         let mutable = self.locals.get(id.0 as usize).is_some_and(|l| l.mutable);
                         if !mutable {
                             self.error(
                                 name.pos,
-                                format!("cannot assign to immutable binding `{}`", name.name),
+                                format!("cannot assign to immutable binding `{text}`"),
                             );
                         } else if let Ty::Known(want) = self.local_ty(id)
                             && !found.fits(&want)
@@ -424,17 +448,15 @@ impl<'f> Checker<'f> {
                             self.mismatch_at(value, &want, &found);
                         }
                     }
-                    None if self.funcs.contains_key(name.name.as_str()) => self.error(
-                        name.pos,
-                        format!("cannot assign to function `{}`", name.name),
-                    ),
-                    None if crate::prim::Prim::from_name(&name.name).is_some() => self.error(
-                        name.pos,
-                        format!("cannot assign to primitive `{}`", name.name),
-                    ),
+                    None if self.funcs.contains_key(&name.name) => {
+                        self.error(name.pos, format!("cannot assign to function `{text}`"))
+                    }
+                    None if crate::prim::Prim::from_name(text).is_some() => {
+                        self.error(name.pos, format!("cannot assign to primitive `{text}`"))
+                    }
                     None => {
-                        let hint = self.suggest(&name.name, false);
-                        self.error(name.pos, format!("unknown name `{}`{hint}", name.name));
+                        let hint = self.suggest(text, false);
+                        self.error(name.pos, format!("unknown name `{text}`{hint}"));
                     }
                 }
                 found == Ty::Never
@@ -444,8 +466,9 @@ impl<'f> Checker<'f> {
                 index,
                 value,
             } => {
+                let (array, value) = (file.expr(*array), file.expr(*value));
                 let arr = self.expr(array);
-                self.expect(index, &Type::I64);
+                self.expect(file.expr(*index), &Type::I64);
                 let val = self.expr(value);
                 match arr {
                     Ty::Known(Type::Array(elem)) => {
@@ -461,13 +484,14 @@ impl<'f> Checker<'f> {
                 false
             }
             StmtKind::Expr(e) => {
+                let e = file.expr(*e);
                 let ty = self.expr(e);
                 if s.unit_without_semi
                     && let Ty::Known(t) = &ty
                     && *t != Type::Unit
                 {
                     self.error(
-                        value_pos(e),
+                        value_pos(file, e),
                         format!(
                             "mismatched types: expected (), found {t} \
                              (a block-like statement without `;` must have type (), as in Rust)"
@@ -478,7 +502,7 @@ impl<'f> Checker<'f> {
             }
             StmtKind::While { cond, body } => {
                 let outer = self.while_cond.replace(self.loops);
-                self.condition(cond);
+                self.condition(file.expr(*cond));
                 self.while_cond = outer;
                 self.loops += 1;
                 self.block(body);
@@ -491,10 +515,10 @@ impl<'f> Checker<'f> {
                 end,
                 body,
             } => {
-                self.expect(start, &Type::I64);
-                self.expect(end, &Type::I64);
+                self.expect(file.expr(*start), &Type::I64);
+                self.expect(file.expr(*end), &Type::I64);
                 let depth = self.scope.len();
-                self.bind(&var.name, var.pos, Ty::Known(Type::I64), false);
+                self.bind(var.name, var.pos, Ty::Known(Type::I64), false);
                 self.loops += 1;
                 self.block(body);
                 self.loops -= 1;
@@ -505,6 +529,7 @@ impl<'f> Checker<'f> {
                 let ret = self.ret.clone();
                 match value {
                     Some(e) => {
+                        let e = file.expr(*e);
                         let found = self.expr(e);
                         if !found.fits(&ret) {
                             self.mismatch_at(e, &ret, &found);
@@ -551,7 +576,7 @@ impl<'f> Checker<'f> {
             && t != Type::Bool
         {
             self.error(
-                value_pos(cond),
+                value_pos(self.file, cond),
                 format!("condition must be bool, found {t}"),
             );
         }
@@ -579,26 +604,31 @@ impl<'f> Checker<'f> {
     }
 
     fn expr_kind(&mut self, e: &'f Expr) -> Ty {
+        let file = self.file;
         match &e.kind {
             ExprKind::F64(_) => Ty::Known(Type::F64),
             ExprKind::I64(_) => Ty::Known(Type::I64),
             ExprKind::Bool(_) => Ty::Known(Type::Bool),
             ExprKind::Unit => Ty::Known(Type::Unit),
-            ExprKind::Name(name) => self.name_value(e, name),
-            ExprKind::Unary { op, operand } => self.unary(e.pos, *op, operand),
+            ExprKind::Name(name) => self.name_value(e, *name),
+            ExprKind::Unary { op, operand } => self.unary(e.pos, *op, file.expr(*operand)),
             ExprKind::Chain { first, rest } => {
+                let first = file.expr(*first);
                 let mut lhs = self.expr(first);
-                for (k, (op, pos, rhs)) in rest.iter().enumerate() {
+                for (k, &(op, pos, rhs)) in file.links(*rest).iter().enumerate() {
+                    let rhs = file.expr(rhs);
                     let r = self.expr(rhs);
-                    let lhs_expr = (k == 0).then_some(&**first);
-                    lhs = self.binary(*op, *pos, (&lhs, lhs_expr), (&r, rhs));
+                    let lhs_expr = (k == 0).then_some(first);
+                    lhs = self.binary(op, pos, (&lhs, lhs_expr), (&r, rhs));
                 }
                 lhs
             }
-            ExprKind::Call { callee, args } => self.call(e, callee, args, None),
+            ExprKind::Call { callee, args } => {
+                self.call(e, file.expr(*callee), file.exprs(*args), None)
+            }
             ExprKind::Index { array, index } => {
-                let arr = self.expr(array);
-                self.expect(index, &Type::I64);
+                let arr = self.expr(file.expr(*array));
+                self.expect(file.expr(*index), &Type::I64);
                 match arr {
                     Ty::Known(Type::Array(elem)) => Ty::Known(elem.ty()),
                     Ty::Known(t) => {
@@ -608,7 +638,7 @@ impl<'f> Checker<'f> {
                     Ty::Never | Ty::Error => Ty::Error,
                 }
             }
-            ExprKind::Field { tuple, index } => match self.expr(tuple) {
+            ExprKind::Field { tuple, index } => match self.expr(file.expr(*tuple)) {
                 Ty::Known(Type::Tuple(elems)) => match elems.get(*index as usize) {
                     Some(t) => Ty::Known(t.clone()),
                     None => {
@@ -627,7 +657,8 @@ impl<'f> Checker<'f> {
                 Ty::Never | Ty::Error => Ty::Error,
             },
             ExprKind::Tuple(elems) => {
-                let tys: Vec<Ty> = elems.iter().map(|x| self.expr(x)).collect();
+                let elems = file.exprs(*elems);
+                let tys: Vec<Ty> = elems.iter().map(|&x| self.expr(file.expr(x))).collect();
                 let Some(known) = tys
                     .iter()
                     .map(|t| t.known().cloned())
@@ -644,10 +675,11 @@ impl<'f> Checker<'f> {
                 }
             }
             ExprKind::If { cond, then, els } => {
-                self.condition(cond);
-                let then_ty = self.block(then);
+                self.condition(file.expr(*cond));
+                let then_ty = self.block(file.block(*then));
                 match els {
                     Some(els) => {
+                        let els = file.expr(*els);
                         let else_ty = self.expr(els);
                         match (&then_ty, &else_ty) {
                             (Ty::Never, t) | (t, Ty::Never) => t.clone(),
@@ -677,7 +709,7 @@ impl<'f> Checker<'f> {
                     }
                 }
             }
-            ExprKind::Block(b) => self.block(b),
+            ExprKind::Block(b) => self.block(file.block(*b)),
         }
     }
 
@@ -740,7 +772,7 @@ impl<'f> Checker<'f> {
         } else {
             (
                 format!("{a} and {b}"),
-                operand_hint(lhs_expr, a, rhs_expr, b),
+                operand_hint(self.file, lhs_expr, a, rhs_expr, b),
             )
         };
         self.error(
