@@ -12,7 +12,6 @@ use irad_ir::entity::{EntityRef, SecondaryMap};
 use irad_ir::flow::graph;
 use irad_ir::{Func, InstKind, Operand, Type, Value};
 use smallvec::SmallVec;
-use std::collections::BTreeSet;
 
 irad_ir::entity!(
     /// A block position of a BBCode function, as an entity for the kernels of
@@ -68,18 +67,22 @@ pub(crate) fn has_cotangent(func: &Func, v: Value) -> bool {
 
 /// The values with a cotangent live at the end of each block of `bb` (the
 /// blocks of `func`): used later by a statement, terminator or phi entry of
-/// that edge. Iterated to a fixpoint in postorder.
+/// that edge, each block's in ascending order. Iterated to a fixpoint in
+/// postorder. The sets are sorted lists, rebuilt in two scratch lists and
+/// copied into a block's only when they change: a set per block and
+/// iteration (a `BTreeSet`, nodes of a few values each) was most of reverse
+/// mode's allocations in code with many blocks.
 pub(crate) fn live_out(
     bb: &BBCode,
     func: &Func,
     succs: &[SmallVec<[usize; 2]>],
-) -> Vec<BTreeSet<Value>> {
+) -> Vec<Vec<Value>> {
     let n = bb.blocks.len();
     let cot = |op: &Operand| match op {
         Operand::Value(v) if has_cotangent(func, *v) => Some(*v),
         _ => None,
     };
-    let mut uses: Vec<BTreeSet<Value>> = vec![BTreeSet::new(); n];
+    let mut uses: Vec<Vec<Value>> = vec![Vec::new(); n];
     // def_block[v]: 1 + the position of the block defining v (0: none), a
     // dense map: a set per block cost an allocation per statement.
     let mut def_block: SecondaryMap<Value, u32> = SecondaryMap::new();
@@ -107,7 +110,7 @@ pub(crate) fn live_out(
     let mut defined_at: SecondaryMap<Value, u32> = SecondaryMap::new();
     for (i, b) in bb.blocks.iter().enumerate() {
         let stamp = i as u32 + 1;
-        let mut u = BTreeSet::new();
+        let mut u = Vec::new();
         for &inst in &b.stmts {
             let data = &func.insts[inst];
             let args: &[Operand] = match &data.kind {
@@ -118,7 +121,7 @@ pub(crate) fn live_out(
             };
             for v in args.iter().filter_map(cot) {
                 if defined_at[v] != stamp {
-                    u.insert(v);
+                    u.push(v);
                 }
             }
             if let Some(r) = data.result {
@@ -129,8 +132,10 @@ pub(crate) fn live_out(
             && let Some(v) = cot(op)
             && defined_at[v] != stamp
         {
-            u.insert(v);
+            u.push(v);
         }
+        u.sort_unstable();
+        u.dedup();
         uses[i] = u;
     }
     let order = {
@@ -138,27 +143,29 @@ pub(crate) fn live_out(
         o.reverse();
         o
     };
-    let mut live_in: Vec<BTreeSet<Value>> = vec![BTreeSet::new(); n];
-    let mut out: Vec<BTreeSet<Value>> = vec![BTreeSet::new(); n];
+    let mut live_in: Vec<Vec<Value>> = vec![Vec::new(); n];
+    let mut out: Vec<Vec<Value>> = vec![Vec::new(); n];
+    let (mut o, mut li) = (Vec::new(), Vec::new());
     let mut changed = true;
     while changed {
         changed = false;
         for &b in &order {
-            let mut o = BTreeSet::new();
+            o.clear();
             for &s in &succs[b] {
                 o.extend(live_in[s].iter().copied());
                 o.extend(phi_uses[s].iter().filter(|(p, _)| *p == b).map(|(_, v)| *v));
             }
+            o.sort_unstable();
+            o.dedup();
             let stamp = b as u32 + 1;
-            let mut li: BTreeSet<Value> = o
-                .iter()
-                .copied()
-                .filter(|&v| def_block[v] != stamp)
-                .collect();
+            li.clear();
+            li.extend(o.iter().copied().filter(|&v| def_block[v] != stamp));
             li.extend(uses[b].iter().copied());
+            li.sort_unstable();
+            li.dedup();
             if o != out[b] || li != live_in[b] {
-                out[b] = o;
-                live_in[b] = li;
+                out[b].clone_from(&o);
+                live_in[b].clone_from(&li);
                 changed = true;
             }
         }

@@ -26,7 +26,7 @@ use irad_ir::{
 use irad_rules::{Registry, Rrule};
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// A cotangent's key: a primal value and one of its f64 leaves.
@@ -95,8 +95,9 @@ pub(super) struct Derivation<'r> {
     pub shape: Shape,
     /// Which values carry derivatives.
     pub act: Activity,
-    /// The active f64-carrying values live out of each block.
-    pub live: Vec<BTreeSet<Value>>,
+    /// The active f64-carrying values live out of each block, in ascending
+    /// order.
+    pub live: Vec<Vec<Value>>,
     /// The (block, statement number) of each primal statement.
     pub places: SecondaryMap<Inst, Option<(Block, u32)>>,
     /// Where the rules come from.
