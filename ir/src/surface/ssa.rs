@@ -28,6 +28,7 @@ use crate::func::{
 };
 use crate::types::Type;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use smallvec::SmallVec;
 
 /// Appends blocks and statements to one function and keeps its variables in
 /// SSA form.
@@ -41,7 +42,14 @@ pub(super) struct SsaBuilder<'m> {
 
 /// A join whose predecessors a read is reading: the join, its predecessors,
 /// and the values found so far (for the first ones).
-type PendingJoin = (Block, Vec<Block>, Vec<(Block, Operand)>);
+type PendingJoin = (Block, Preds, JoinOps);
+
+/// A block's predecessors (inline for two: a read crossing a join copies
+/// them).
+type Preds = SmallVec<[Block; 2]>;
+
+/// The values of a join's predecessors, in their order.
+type JoinOps = SmallVec<[(Block, Operand); 2]>;
 
 /// What a step of a variable read found at a block.
 enum Step {
@@ -50,7 +58,7 @@ enum Step {
     /// Nothing yet: the value is that at the end of the one predecessor.
     Pred(Block),
     /// A join: the values at the ends of these predecessors decide.
-    Join(Vec<Block>),
+    Join(Preds),
 }
 
 /// The SSA construction state of one function.
@@ -70,7 +78,7 @@ pub(super) struct Ssa {
     /// Phis made in unsealed blocks, completed when the block is sealed.
     incomplete: HashMap<Block, Vec<(LocalId, Value)>>,
     /// Predecessors of each block, in the order the edges were made.
-    preds: HashMap<Block, Vec<Block>>,
+    preds: HashMap<Block, Preds>,
     /// Removed (trivial) phis and the operand that replaces each.
     forward: HashMap<Value, Operand>,
     /// Every phi made, in order; those in `forward` are dead.
@@ -225,7 +233,7 @@ impl<'m> SsaBuilder<'m> {
                     // `Join` has two or more predecessors.
                     let join = at;
                     at = preds[0];
-                    stack.push((join, preds, Vec::new()));
+                    stack.push((join, preds, JoinOps::new()));
                     continue;
                 }
             };
@@ -296,7 +304,7 @@ impl<'m> SsaBuilder<'m> {
         local: LocalId,
         block: Block,
         ty: &Type,
-        ops: Vec<(Block, Operand)>,
+        ops: JoinOps,
     ) -> Operand {
         self.st.visiting.remove(&(block, local));
         let value = match self.st.defs.get(&(block, local)).copied() {
@@ -310,7 +318,7 @@ impl<'m> SsaBuilder<'m> {
                 self.try_remove_trivial_phi(phi)
             }
             _ => {
-                let resolved: Vec<Operand> = ops
+                let resolved: SmallVec<[Operand; 2]> = ops
                     .iter()
                     .map(|&(_, op)| resolve_compress(&mut self.st.forward, op))
                     .collect();
