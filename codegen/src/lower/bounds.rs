@@ -38,6 +38,7 @@ use irad_ir::entity::SecondaryMap;
 use irad_ir::flow::{ControlFlowGraph, DominatorTree, LoopAnalysis};
 use irad_ir::{Const, Func, Inst, InstKind, Operand, Prim, Terminator, Value, ValueDef};
 use rustc_hash::FxHashSet as HashSet;
+use smallvec::SmallVec;
 
 /// A counted loop's fact: in the blocks of `lp` that `body` dominates,
 /// `0 <= iv < bound`.
@@ -54,25 +55,54 @@ pub(super) fn in_range(func: &Func) -> HashSet<Inst> {
     let cfg = ControlFlowGraph::with_function(func);
     let dom = DominatorTree::with_cfg(&cfg);
     let la = LoopAnalysis::compute(&cfg, &dom);
-    let counted = counted_loops(func, &cfg, &la);
-    if counted.is_empty() {
-        return out;
+    let ranges = Ranges::new(func, &cfg, &la);
+    for (blk, _) in func.blocks.iter() {
+        ranges.proven_in(func, (&dom, &la), blk, &mut out);
     }
-    // The counted loops by loop: a block's facts come from the loops that
-    // hold it (its innermost and their parents), not from a test of every
-    // counted loop at every block (quadratic in the loops of a function).
-    let mut by_loop: SecondaryMap<irad_ir::flow::Loop, Vec<usize>> = SecondaryMap::new();
-    for (k, c) in counted.iter().enumerate() {
-        by_loop.get_mut(c.lp).push(k);
+    out
+}
+
+/// The counted loops of a function, by loop, for proofs block by block:
+/// [`in_range`] of every block, or of the blocks of one loop (loop
+/// versioning asks of the loops it considers only, with the control-flow
+/// analyses it made itself).
+pub(super) struct Ranges {
+    counted: Vec<Counted>,
+    /// A block's facts come from the loops that hold it (its innermost and
+    /// their parents), not from a test of every counted loop at every block
+    /// (quadratic in the loops of a function).
+    by_loop: SecondaryMap<irad_ir::flow::Loop, Vec<usize>>,
+}
+
+impl Ranges {
+    /// The counted loops of `func`, whose loops are `la`.
+    pub(super) fn new(func: &Func, cfg: &ControlFlowGraph, la: &LoopAnalysis) -> Ranges {
+        let counted = counted_loops(func, cfg, la);
+        let mut by_loop: SecondaryMap<irad_ir::flow::Loop, Vec<usize>> = SecondaryMap::new();
+        for (k, c) in counted.iter().enumerate() {
+            by_loop.get_mut(c.lp).push(k);
+        }
+        Ranges { counted, by_loop }
     }
-    let mut facts: Vec<(Value, Value)> = Vec::new();
-    let mut found: Vec<usize> = Vec::new();
-    for (blk, data) in func.blocks.iter() {
-        found.clear();
+
+    /// Adds to `out` the accesses of block `blk` proven in range, with the
+    /// dominator tree and loops of the function `self` was made for.
+    pub(super) fn proven_in(
+        &self,
+        func: &Func,
+        (dom, la): (&DominatorTree, &LoopAnalysis),
+        blk: irad_ir::Block,
+        out: &mut HashSet<Inst>,
+    ) {
+        if self.counted.is_empty() {
+            return;
+        }
+        let counted = &self.counted;
+        let mut found: SmallVec<[usize; 4]> = SmallVec::new();
         let mut lp = la.innermost(blk);
         while let Some(l) = lp {
             found.extend(
-                by_loop[l]
+                self.by_loop[l]
                     .iter()
                     .copied()
                     .filter(|&k| dom.dominates(counted[k].body, blk)),
@@ -81,12 +111,14 @@ pub(super) fn in_range(func: &Func) -> HashSet<Inst> {
         }
         // In the order of `counted`, as when every loop was tested.
         found.sort_unstable();
-        facts.clear();
-        facts.extend(found.iter().map(|&k| (counted[k].iv, counted[k].bound)));
+        let facts: SmallVec<[(Value, Value); 4]> = found
+            .iter()
+            .map(|&k| (counted[k].iv, counted[k].bound))
+            .collect();
         if facts.is_empty() {
-            continue;
+            return;
         }
-        for &inst in &data.insts {
+        for &inst in &func.blocks[blk].insts {
             if let InstKind::Prim {
                 prim: Prim::Arrayref | Prim::Arrayset,
                 args,
@@ -98,7 +130,6 @@ pub(super) fn in_range(func: &Func) -> HashSet<Inst> {
             }
         }
     }
-    out
 }
 
 /// The counted loops of `func` (module header).

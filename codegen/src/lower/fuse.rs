@@ -161,13 +161,14 @@ fn counted_loops(func: &Func, cfg: &ControlFlowGraph, la: &LoopAnalysis) -> Vec<
     // Loops that hold another, found once (not by a search of every loop
     // for each: quadratic in the loops of a function).
     let outer: HashSet<irad_ir::flow::Loop> = la.loops().filter_map(|o| la.parent(o)).collect();
+    let block_of = version::BlockOf::of(func);
     for lp in la.loops() {
         if outer.contains(&lp) {
             continue;
         }
         let h = la.header(lp);
         let in_loop: HashSet<Block> = la.blocks(lp).iter().copied().collect();
-        let Some(plan) = version::shape(func, cfg, h, in_loop) else {
+        let Some(plan) = version::shape(func, cfg, h, in_loop, &block_of) else {
             continue;
         };
         if plan.bound_nonneg {

@@ -76,6 +76,7 @@
 //! computes the same values, errors and side effects; every statement
 //! returned is an access of a copy whose index is in range on every run.
 
+use irad_ir::entity::SecondaryMap;
 use irad_ir::flow::{ControlFlowGraph, DominatorTree, LoopAnalysis};
 use irad_ir::types::Type;
 use irad_ir::{
@@ -194,12 +195,11 @@ fn find(func: &Func, done: &HashSet<Block>) -> Option<Plan> {
     if la.is_empty() {
         return None;
     }
-    let proven = super::bounds::in_range(func);
-    let block_of: HashMap<Inst, Block> = func
-        .layout
-        .iter()
-        .flat_map(|&b| func.blocks[b].insts.iter().map(move |&i| (i, b)))
-        .collect();
+    // The range proofs of the blocks of each loop considered, rather than
+    // of the whole function: one loop is versioned per analysis, up to
+    // `MAX_LOOPS` times.
+    let ranges = super::bounds::Ranges::new(func, &cfg, &la);
+    let block_of = BlockOf::of(func);
     // Loops that hold another (only innermost loops are versioned), found
     // once rather than by a search of every loop for each.
     let outer: HashSet<irad_ir::flow::Loop> = la.loops().filter_map(|o| la.parent(o)).collect();
@@ -209,9 +209,15 @@ fn find(func: &Func, done: &HashSet<Block>) -> Option<Plan> {
             continue;
         }
         let in_loop: HashSet<Block> = la.blocks(lp).iter().copied().collect();
-        let Some(mut plan) = shape(func, &cfg, h, in_loop) else {
+        let Some(mut plan) = shape(func, &cfg, h, in_loop, &block_of) else {
             continue;
         };
+        let mut proven = HashSet::default();
+        for &b in &plan.blocks {
+            if b != h {
+                ranges.proven_in(func, (&dom, &la), b, &mut proven);
+            }
+        }
         let lc = LoopCtx {
             func,
             block_of: &block_of,
@@ -297,6 +303,7 @@ pub(super) fn shape(
     cfg: &ControlFlowGraph,
     h: Block,
     in_loop: HashSet<Block>,
+    block_of: &BlockOf,
 ) -> Option<Plan> {
     let [p0, p1] = cfg.preds(h) else { return None };
     let (pre, latch) = match (in_loop.contains(p0), in_loop.contains(p1)) {
@@ -348,7 +355,7 @@ pub(super) fn shape(
         .collect();
     placed.sort_unstable();
     let blocks: Vec<Block> = placed.into_iter().map(|(_, b)| b).collect();
-    let (k0, bound, bound_nonneg, ivs) = counting_up(func, h, pre, latch, &in_loop)
+    let (k0, bound, bound_nonneg, ivs) = counting_up(func, h, (pre, latch), &in_loop, block_of)
         .map(|(k0, b, ivs)| (k0, b, false, ivs))
         .or_else(|| counting_down(func, h, pre, latch, exit).map(|(n0, ivs)| (0, n0, true, ivs)))?;
     Some(Plan {
@@ -369,9 +376,9 @@ pub(super) fn shape(
 fn counting_up(
     func: &Func,
     h: Block,
-    pre: Block,
-    latch: Block,
+    (pre, latch): (Block, Block),
     in_loop: &HashSet<Block>,
+    block_of: &BlockOf,
 ) -> Option<(i64, Operand, Counters)> {
     let Some(Terminator::GotoIfNot {
         cond: Operand::Value(c),
@@ -393,10 +400,9 @@ fn counting_up(
     let k0 = counter_start(func, h, *iv, pre, latch)?;
     // The bound must not change from one test to the next.
     if let Operand::Value(b) = bound {
-        let block_of = inst_blocks(func);
         let lc = LoopCtx {
             func,
-            block_of: &block_of,
+            block_of,
             in_loop,
         };
         if !lc.invariant(*b, 0) {
@@ -520,17 +526,32 @@ fn down_counter(
 }
 
 /// The block of each statement of the layout.
-fn inst_blocks(func: &Func) -> HashMap<Inst, Block> {
-    func.layout
-        .iter()
-        .flat_map(|&b| func.blocks[b].insts.iter().map(move |&i| (i, b)))
-        .collect()
+/// The block of each statement of the layout, by statement: dense, made
+/// once per analysis of the function (a hash map of every statement, made
+/// for each loop considered, was most of versioning's time with many
+/// loops).
+pub(super) struct BlockOf(SecondaryMap<Inst, Option<Block>>);
+
+impl BlockOf {
+    pub(super) fn of(func: &Func) -> BlockOf {
+        let mut map = SecondaryMap::new();
+        for &b in &func.layout {
+            for &i in &func.blocks[b].insts {
+                map.set(i, Some(b));
+            }
+        }
+        BlockOf(map)
+    }
+
+    fn get(&self, i: &Inst) -> Option<&Block> {
+        self.0.get(*i).as_ref()
+    }
 }
 
 /// What the analysis of one loop's expressions needs.
 struct LoopCtx<'a> {
     func: &'a Func,
-    block_of: &'a HashMap<Inst, Block>,
+    block_of: &'a BlockOf,
     in_loop: &'a HashSet<Block>,
 }
 
@@ -854,7 +875,7 @@ pub(super) fn retarget(t: &mut Terminator, from: Block, to: Block) {
 /// Emits the test of `plan` into `g`: a bool that is false only when every
 /// access of every iteration is in range (module header).
 fn guard(func: &mut Func, g: Block, plan: &Plan) -> Operand {
-    let block_of = inst_blocks(func);
+    let block_of = BlockOf::of(func);
     let mut e = Emit {
         func,
         g,
@@ -979,7 +1000,7 @@ fn strided(
 struct Emit<'a> {
     func: &'a mut Func,
     g: Block,
-    block_of: HashMap<Inst, Block>,
+    block_of: BlockOf,
     in_loop: &'a HashSet<Block>,
     /// Loop statements recomputed in `g`: their values there.
     memo: HashMap<Value, Operand>,

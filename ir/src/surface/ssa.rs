@@ -299,13 +299,7 @@ impl<'m> SsaBuilder<'m> {
     /// predecessors: a phi only where they differ (or a cycle made one). A
     /// phi made at every join on the way and removed as trivial later would
     /// cost time and memory for each read times the joins it crosses.
-    fn finish_join(
-        &mut self,
-        local: LocalId,
-        block: Block,
-        ty: &Type,
-        ops: JoinOps,
-    ) -> Operand {
+    fn finish_join(&mut self, local: LocalId, block: Block, ty: &Type, ops: JoinOps) -> Operand {
         self.st.visiting.remove(&(block, local));
         let value = match self.st.defs.get(&(block, local)).copied() {
             // The phi a cycle made (nothing else records a definition here
