@@ -421,7 +421,7 @@ impl<'m> FuncBuilder<'m> {
             (Prim::Tuple, None)
                 if types.iter().map(Type::size).sum::<usize>() < crate::MAX_BUILT_TYPE_SIZE =>
             {
-                built = Type::tuple(types.to_vec());
+                built = Type::tuple_of(&types);
                 Some(&built)
             }
             _ => annot,

@@ -574,7 +574,7 @@ impl Call<'_> {
                         ));
                     }
                 }
-                Ok(Type::tuple(args.to_vec()))
+                Ok(Type::tuple_of(args))
             }
             Sig::Getfield => {
                 self.arity(2)?;

@@ -142,6 +142,17 @@ impl Lanes {
     }
 }
 
+/// How many distinct tuple types [`Type::tuple_of`] keeps per thread; past
+/// it the cache starts afresh (a type made again is then made anew, equal
+/// to the old one).
+const TUPLE_CACHE: usize = 4096;
+
+thread_local! {
+    /// The tuple types [`Type::tuple_of`] made on this thread, to share.
+    static TUPLES: std::cell::RefCell<rustc_hash::FxHashSet<Arc<[Type]>>> =
+        std::cell::RefCell::default();
+}
+
 impl Type {
     /// A tuple of `elems`; `()` when there are none.
     pub fn tuple(elems: Vec<Type>) -> Type {
@@ -150,6 +161,30 @@ impl Type {
         } else {
             Type::Tuple(elems.into())
         }
+    }
+
+    /// [`Type::tuple`] of a slice, shared with the last tuple type of the
+    /// same elements made on this thread: a statement that makes a tuple
+    /// (the type checker's and the builder's result type of `tuple`) gets
+    /// its type without an allocation when one like it was made before.
+    pub fn tuple_of(elems: &[Type]) -> Type {
+        if elems.is_empty() {
+            return Type::Unit;
+        }
+        TUPLES.with(|cache| {
+            let Ok(mut cache) = cache.try_borrow_mut() else {
+                return Type::Tuple(elems.into());
+            };
+            if let Some(shared) = cache.get(elems) {
+                return Type::Tuple(Arc::clone(shared));
+            }
+            if cache.len() >= TUPLE_CACHE {
+                cache.clear();
+            }
+            let made: Arc<[Type]> = elems.into();
+            cache.insert(Arc::clone(&made));
+            Type::Tuple(made)
+        })
     }
 
     /// The forward-mode pair type `dual<inner>`: one tangent.

@@ -270,7 +270,7 @@ fn part_back(call: &PullbackCall<'_>, prim: Prim) -> Result<PullbackOut, RuleErr
     if call.dy.len() != n {
         return Err(short(prim));
     }
-    let mut dd: SmallVec<[Option<Operand>; 1]> = smallvec![None; Type::cotangent_leaves(ty)];
+    let mut dd: crate::Cotangents = smallvec![None; Type::cotangent_leaves(ty)];
     dd[start..start + n].copy_from_slice(call.dy);
     let mut cotangents: SmallVec<[_; 3]> = smallvec![dd];
     if prim == Prim::Tangent {

@@ -532,7 +532,8 @@ fn select(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleE
 fn tuple(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, RuleError> {
     emit::check_width(call)?;
     let z = emit::primal(b, Prim::Tuple, call)?;
-    let result = Type::tuple(call.args.iter().map(|a| a.ty.clone()).collect());
+    let elems: smallvec::SmallVec<[Type; 4]> = call.args.iter().map(|a| a.ty.clone()).collect();
+    let result = Type::tuple_of(&elems);
     let no_work = call.args.iter().all(|a| a.tangents.is_none()) && !emit::contains_array(&result);
     if !result.has_tangent() || no_work {
         return Ok(out(z, None));

@@ -311,8 +311,13 @@ pub struct PullbackOut {
     /// Per argument, its cotangent contributions (inline for up to three
     /// arguments: a pullback is written for every primal statement, and its
     /// list was an allocation each time).
-    pub cotangents: SmallVec<[SmallVec<[Option<Operand>; 1]>; 3]>,
+    pub cotangents: SmallVec<[Cotangents; 3]>,
 }
+
+/// One argument's cotangent contributions in a [`PullbackOut`]: one per f64
+/// of its type outside arrays, depth-first; inline for up to two (an f64,
+/// or a pair's two: the pullback of `getfield` lists the whole tuple's).
+pub type Cotangents = SmallVec<[Option<Operand>; 2]>;
 
 /// A reverse rule (rrule): a forward part, straight-line statements that
 /// compute the primal result, the result's shadows and what the pullback needs;

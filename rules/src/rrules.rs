@@ -494,7 +494,7 @@ fn getfield_back(
     if call.dy.len() != n {
         return Err(short(call));
     }
-    let mut dt: SmallVec<[Option<Operand>; 1]> = smallvec![None; Type::cotangent_leaves(ty)];
+    let mut dt: crate::Cotangents = smallvec![None; Type::cotangent_leaves(ty)];
     dt[start..start + n].copy_from_slice(call.dy);
     Ok(PullbackOut {
         cotangents: smallvec![dt, smallvec![]],

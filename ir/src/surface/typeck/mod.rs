@@ -23,6 +23,7 @@ use crate::loc::{Location, Pos};
 use crate::prim::Prim;
 use crate::types::{FnType, Type};
 use rustc_hash::FxHashMap as HashMap;
+use smallvec::SmallVec;
 
 /// Resolves and types `file`; all errors (in source order) when it is ill-typed.
 pub fn check(file: &File) -> Result<TypeInfo, Vec<SurfaceError>> {
@@ -658,11 +659,12 @@ impl<'f> Checker<'f> {
             },
             ExprKind::Tuple(elems) => {
                 let elems = file.exprs(*elems);
-                let tys: Vec<Ty> = elems.iter().map(|&x| self.expr(file.expr(x))).collect();
+                let tys: SmallVec<[Ty; 4]> =
+                    elems.iter().map(|&x| self.expr(file.expr(x))).collect();
                 let Some(known) = tys
                     .iter()
                     .map(|t| t.known().cloned())
-                    .collect::<Option<Vec<_>>>()
+                    .collect::<Option<SmallVec<[Type; 4]>>>()
                 else {
                     return Ty::Error;
                 };

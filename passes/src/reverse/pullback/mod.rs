@@ -46,7 +46,7 @@ use std::collections::BTreeMap;
 type Incoming = Option<(Cots, Vec<(Key, Operand)>)>;
 
 /// The per-argument cotangents of a statement's pullback.
-type ArgCots = SmallVec<[SmallVec<[Option<Operand>; 1]>; 3]>;
+type ArgCots = SmallVec<[irad_rules::Cotangents; 3]>;
 
 /// The state of the pullback being built.
 pub(super) struct Pullback<'a, 'r, 'm> {
