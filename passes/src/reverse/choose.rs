@@ -406,7 +406,7 @@ impl<'a, 'r> Chooser<'a, 'r> {
 
     /// The primitive and operands of `v` when it is one the cost model may
     /// recompute.
-    fn recipe(&self, v: Value) -> Option<(Prim, Vec<Operand>)> {
+    fn recipe(&self, v: Value) -> Option<(Prim, irad_ir::func::Args)> {
         let irad_ir::ValueDef::Inst(inst) = self.input.fwd.values[v].def else {
             return None;
         };

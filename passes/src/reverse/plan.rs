@@ -170,7 +170,7 @@ pub struct Recompute {
     /// The primitive that computes it.
     pub prim: Prim,
     /// Its operands, values of the forward sweep or constants.
-    pub args: Vec<Operand>,
+    pub args: irad_ir::func::Args,
 }
 
 /// A loop the pullback runs backwards by counting: its header's phi `iv`

@@ -76,7 +76,7 @@ pub(super) struct Pullback<'a, 'r, 'm> {
     /// The recomputations of the current block by primitive and operands,
     /// so that one is not done twice (array reads only until a statement
     /// that writes arrays is passed).
-    numbered: HashMap<(Prim, Vec<OpKey>), Operand>,
+    numbered: HashMap<(Prim, SmallVec<[OpKey; 3]>), Operand>,
     /// Per single-exit loop: the counter's phi in the reverse of a counted
     /// loop's header, and its value in the reverse of the loop's body.
     counters: Vec<Option<(Value, Option<Operand>)>>,
@@ -95,11 +95,16 @@ pub(super) struct Pullback<'a, 'r, 'm> {
     counts: Vec<Option<Operand>>,
 }
 
-/// An operand as a key of [`Pullback::numbered`].
-#[derive(Clone, PartialEq, Eq, Hash)]
+/// An operand as a key of [`Pullback::numbered`]: a constant by its bits
+/// (as `Const`'s equality compares them).
+#[derive(Copy, Clone, PartialEq, Eq, Hash)]
 enum OpKey {
     Value(Value),
-    Const(String),
+    F64(u64),
+    I64(i64),
+    Bool(bool),
+    Unit,
+    Func(irad_ir::FuncRef),
 }
 
 impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
@@ -391,7 +396,7 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
                 }
                 continue;
             }
-            let mut ops = Vec::with_capacity(r.args.len());
+            let mut ops: SmallVec<[Operand; 3]> = SmallVec::with_capacity(r.args.len());
             for a in &r.args {
                 ops.push(match a {
                     Operand::Value(u) => self
@@ -400,7 +405,7 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
                     c => *c,
                 });
             }
-            let key = (r.prim, ops.iter().map(op_key).collect::<Vec<_>>());
+            let key = (r.prim, ops.iter().map(op_key).collect::<SmallVec<[_; 3]>>());
             let x = match self.numbered.get(&key) {
                 Some(&x) => x,
                 None => {
@@ -736,7 +741,11 @@ impl<'a, 'r, 'm> Pullback<'a, 'r, 'm> {
 fn op_key(op: &Operand) -> OpKey {
     match op {
         Operand::Value(v) => OpKey::Value(*v),
-        Operand::Const(c) => OpKey::Const(format!("{c:?}")),
+        Operand::Const(Const::F64(x)) => OpKey::F64(x.to_bits()),
+        Operand::Const(Const::I64(i)) => OpKey::I64(*i),
+        Operand::Const(Const::Bool(b)) => OpKey::Bool(*b),
+        Operand::Const(Const::Unit) => OpKey::Unit,
+        Operand::Const(Const::Func(f)) => OpKey::Func(*f),
     }
 }
 
