@@ -1265,14 +1265,14 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     out
                 }
                 InstKind::Invoke { func: callee, args } => {
-                    let mut flat = Vec::new();
+                    let mut flat: SmallVec<[ir::Value; 8]> = SmallVec::new();
                     for a in args {
                         flat.extend(self.operand(a)?);
                     }
                     let id = self.c.declare(self.module, FuncRef::User(*callee))?;
                     let r = self.fref(id);
                     let site = self.c.site(site_loc(), None);
-                    self.call(Callee::Direct(r), flat, site)?
+                    self.call(Callee::Direct(r), &flat, site)?
                 }
                 InstKind::CallValue { callee, args } => {
                     let Type::Func(sig) = &func.values[*callee].ty else {
@@ -1283,7 +1283,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                         ));
                     };
                     let h = self.operand(&Operand::Value(*callee))?[0];
-                    let mut flat = Vec::new();
+                    let mut flat: SmallVec<[ir::Value; 8]> = SmallVec::new();
                     for a in args {
                         flat.extend(self.operand(a)?);
                     }
@@ -1293,7 +1293,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                         .map_err(|msg| CodegenError::at(func, Some(blk), &msg))?;
                     let sigref = self.b.import_signature(sig);
                     let site = self.c.site(site_loc(), None);
-                    self.call(Callee::Indirect(sigref, h), flat, site)?
+                    self.call(Callee::Indirect(sigref, h), &flat, site)?
                 }
             };
             if let Some(res) = idata.result {
@@ -1694,7 +1694,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     fn call(
         &mut self,
         callee: Callee,
-        args: Vec<ir::Value>,
+        args: &[ir::Value],
         site: i64,
     ) -> Result<Leaves, CodegenError> {
         // The callee may write any array.
@@ -1707,9 +1707,10 @@ impl<M: ClModule> Lower<'_, '_, M> {
         self.fail_if(low, TrapKind::Stack, site, Some(depth), None);
         let deeper = self.b.ins().iadd_imm_s(depth, 1);
         self.b.ins().store(self.fl_ctx, deeper, ctx, rt::OFF_DEPTH);
-        let mut full = Vec::with_capacity(args.len() + 1);
+        // Inline lists: a call is lowered for every call statement.
+        let mut full: SmallVec<[ir::Value; 8]> = SmallVec::with_capacity(args.len() + 1);
         full.push(ctx);
-        full.extend(args);
+        full.extend_from_slice(args);
         let call = match callee {
             Callee::Direct(r) => self.b.ins().call(r, &full),
             Callee::Indirect(sigref, h) => {
@@ -1720,7 +1721,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 self.b.ins().call_indirect(sigref, code, &full)
             }
         };
-        let results: Vec<ir::Value> = self.b.inst_results(call).to_vec();
+        let results: SmallVec<[ir::Value; 4]> = SmallVec::from_slice(self.b.inst_results(call));
         self.b.ins().store(self.fl_ctx, depth, ctx, rt::OFF_DEPTH);
         let status = results[0];
         let cont = self.cold_path(status);
@@ -1931,7 +1932,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 end += 1;
             }
             // Per tape, in order: (statement, size, is_push).
-            let mut uses: Vec<(u32, Vec<TapeUse>)> = Vec::new();
+            // Inline lists: a segment ends at every call, so these are made
+            // once per call statement.
+            let mut uses: SmallVec<[(u32, SmallVec<[TapeUse; 4]>); 2]> = SmallVec::new();
             for (i, &inst) in insts.iter().enumerate().take(end).skip(start) {
                 let data = &func.insts[inst];
                 let InstKind::Prim { prim, args } = &data.kind else {
@@ -1954,10 +1957,10 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let t = self.c.tape(&ty);
                 match uses.iter_mut().find(|u| u.0 == t) {
                     Some(u) => u.1.push((i, size, is_push)),
-                    None => uses.push((t, vec![(i, size, is_push)])),
+                    None => uses.push((t, smallvec::smallvec![(i, size, is_push)])),
                 }
             }
-            let mut checks = Vec::new();
+            let mut checks = Checks::new();
             for (tape, list) in uses {
                 if list.iter().all(|u| u.2) {
                     let site = self
@@ -1976,7 +1979,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 } else if list.iter().all(|u| !u.2) {
                     let ty = self.c.tape_types[tape as usize].clone();
                     let mut cum = 0;
-                    let mut pops = Vec::with_capacity(list.len());
+                    let mut pops = SmallVec::with_capacity(list.len());
                     for &(i, size, _) in &list {
                         cum += size;
                         plan.prechecked.insert(i, (tape, -cum));
@@ -1997,7 +2000,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     }
 
     /// Emits the checks of the start of a segment and moves the tops.
-    fn tape_checks(&mut self, checks: Vec<TapeCheck>) -> Result<(), CodegenError> {
+    fn tape_checks(&mut self, checks: Checks) -> Result<(), CodegenError> {
         for check in checks {
             match check {
                 TapeCheck::Room { tape, bytes, site } => {
@@ -2089,9 +2092,19 @@ impl<M: ClModule> Lower<'_, '_, M> {
 /// on one tape for every pop (each pop's size and site, to report the pop
 /// that finds the tape short).
 enum TapeCheck {
-    Room { tape: u32, bytes: i64, site: i64 },
-    Filled { tape: u32, pops: Vec<(i64, i64)> },
+    Room {
+        tape: u32,
+        bytes: i64,
+        site: i64,
+    },
+    Filled {
+        tape: u32,
+        pops: SmallVec<[(i64, i64); 4]>,
+    },
 }
+
+/// The checks before one statement (inline: one or two tapes).
+type Checks = SmallVec<[TapeCheck; 2]>;
 
 /// A `push` (true) or `pop` of a segment: statement number, bytes.
 type TapeUse = (usize, i64, bool);
@@ -2100,7 +2113,7 @@ type TapeUse = (usize, i64, bool);
 /// which `push`/`pop` statements they cover (with their sites).
 #[derive(Default)]
 struct TapePlan {
-    checks: HashMap<usize, Vec<TapeCheck>>,
+    checks: HashMap<usize, Checks>,
     prechecked: HashMap<usize, (u32, i64)>,
 }
 

@@ -203,19 +203,21 @@ impl<'m> FuncBuilder<'m> {
         callee: FuncId,
         args: &[Operand],
     ) -> Result<Option<Value>, BuildError> {
-        let sig = self
+        let f = self
             .module
             .get(callee)
-            .ok_or(BuildError::BadHandle("function"))?
-            .fn_type();
-        let what = format!("@{}", self.module[callee].name);
-        self.check_args(&what, &sig.params, args)?;
+            .ok_or(BuildError::BadHandle("function"))?;
+        // Inline: an invoke is built for every call statement derived.
+        let params: SmallVec<[Type; 4]> =
+            f.params.iter().map(|&v| f.values[v].ty.clone()).collect();
+        let ret = f.ret.clone();
+        self.check_args(&format_args!("@{}", f.name), &params, args)?;
         self.append(
             InstKind::Invoke {
                 func: callee,
                 args: args.into(),
             },
-            sig.ret,
+            ret,
         )
     }
 
@@ -231,7 +233,7 @@ impl<'m> FuncBuilder<'m> {
                 "called value has type {ty}, not a function type"
             )));
         };
-        self.check_args("the called function", &sig.params, args)?;
+        self.check_args(&"the called function", &sig.params, args)?;
         self.append(
             InstKind::CallValue {
                 callee,
@@ -430,7 +432,13 @@ impl<'m> FuncBuilder<'m> {
             .map_err(BuildError::Type)
     }
 
-    fn check_args(&self, what: &str, params: &[Type], args: &[Operand]) -> Result<(), BuildError> {
+    /// `what` names the callee in an error (formatted only then).
+    fn check_args(
+        &self,
+        what: &dyn std::fmt::Display,
+        params: &[Type],
+        args: &[Operand],
+    ) -> Result<(), BuildError> {
         if params.len() != args.len() {
             return Err(BuildError::Type(format!(
                 "{what} takes {} arguments, found {}",

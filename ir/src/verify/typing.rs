@@ -106,7 +106,7 @@ pub(crate) fn check_inst(ctx: &mut Ctx, slot: Slot, inst: Inst) {
             };
             // The callee's own verification reports a bad signature; here it
             // only makes the checks that depend on it unknown.
-            let params: Vec<Option<&Type>> = callee
+            let params: smallvec::SmallVec<[Option<&Type>; 4]> = callee
                 .params
                 .iter()
                 .map(|&p| callee.values.get(p).map(|d| &d.ty).filter(|t| shallow(t)))

@@ -173,11 +173,8 @@ impl<'r> Derivation<'r> {
                     continue;
                 }
                 if let InstKind::Invoke { func, .. } = &self.src.insts[inst].kind {
-                    let name = module
-                        .get(*func)
-                        .map(|f| f.name.clone())
-                        .unwrap_or_default();
-                    if self.registry.function_rrule_in(module, &name).is_none()
+                    let name = module.get(*func).map_or("", |f| f.name.as_str());
+                    if self.registry.function_rrule_in(module, name).is_none()
                         && !self.callees.contains_key(func)
                     {
                         let pieces = rev.request(module, FuncRef::User(*func))?;

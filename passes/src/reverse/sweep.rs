@@ -255,14 +255,21 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
         res_ty: &Type,
         loc: &Location,
     ) -> Result<(How, RevFwdOut), ReverseError> {
-        let name = self
-            .fb
-            .module()
-            .get(func)
-            .map(|f| f.name.clone())
-            .unwrap_or_default();
+        // The callee's name is copied only for a rule (a call of a derived
+        // function, the common case, needs none).
         let types = self.arg_types(args)?;
-        if let Some(rule) = self.cx.registry.function_rrule_in(self.fb.module(), &name) {
+        let rule = {
+            let m = self.fb.module();
+            let name = m.get(func).map_or("", |f| f.name.as_str());
+            self.cx.registry.function_rrule_in(m, name)
+        };
+        if let Some(rule) = rule {
+            let name = self
+                .fb
+                .module()
+                .get(func)
+                .map(|f| f.name.clone())
+                .unwrap_or_default();
             let out = self.forward_part(&*rule, Callee::Func(&name), args, &types, res_ty, loc)?;
             return Ok((How::Rule(rule, Some(name)), out));
         }
@@ -312,8 +319,8 @@ impl<'a, 'r, 'm> Sweep<'a, 'r, 'm> {
         &self,
         args: &[Operand],
         loc: &Location,
-    ) -> Result<Vec<Operand>, ReverseError> {
-        let mut ops: Vec<Operand> = Vec::new();
+    ) -> Result<SmallVec<[Operand; 8]>, ReverseError> {
+        let mut ops: SmallVec<[Operand; 8]> = SmallVec::new();
         for a in args {
             ops.push(map_op(&self.fval, a, loc)?);
         }

@@ -8,6 +8,7 @@ use crate::prim::Prim;
 use crate::surface::ast::{Builtin, Expr, ExprId, ExprKind, Res, Sym};
 use crate::types::{FnType, Type};
 use smallvec::SmallVec;
+use std::sync::Arc;
 
 impl<'f> Checker<'f> {
     pub(super) fn name_value(&mut self, e: &Expr, sym: Sym) -> Ty {
@@ -22,7 +23,7 @@ impl<'f> Checker<'f> {
             Res::Func(f) => self
                 .funcs
                 .get(f)
-                .map_or(Ty::Error, |sig| Ty::Known(Type::from_fn(sig.clone()))),
+                .map_or(Ty::Error, |sig| Ty::Known(Type::Func(Arc::clone(sig)))),
             Res::Prim(p) => match p.fn_type() {
                 Some(t) => Ty::Known(t),
                 None => {
@@ -86,7 +87,7 @@ impl<'f> Checker<'f> {
                 let Some(sig) = self.funcs.get(&f).cloned() else {
                     return Ty::Error;
                 };
-                self.set_type(callee.id, &Ty::Known(Type::from_fn(sig.clone())));
+                self.set_type(callee.id, &Ty::Known(Type::Func(Arc::clone(&sig))));
                 self.args(e.pos, self.file.name(f), &sig, args)
             }
             Res::Prim(p) => self.prim_call(e, p, args, alloc_annot),
@@ -97,7 +98,7 @@ impl<'f> Checker<'f> {
     fn call_value(&mut self, e: &'f Expr, callee: &Expr, t: &Ty, args: &'f [ExprId]) -> Ty {
         match t {
             Ty::Known(Type::Func(sig)) => {
-                let sig = FnType::clone(sig);
+                let sig = Arc::clone(sig);
                 let what = match callee.kind {
                     ExprKind::Name(n) => self.file.name(n),
                     _ => "the called function",

@@ -24,6 +24,7 @@ use crate::prim::Prim;
 use crate::types::{FnType, Type};
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
+use std::sync::Arc;
 
 /// Resolves and types `file`; all errors (in source order) when it is ill-typed.
 pub fn check(file: &File) -> Result<TypeInfo, Vec<SurfaceError>> {
@@ -92,7 +93,8 @@ struct Checker<'f> {
     /// The file checked.
     file: &'f File,
     /// Signatures of the file's functions (the first of duplicates).
-    funcs: HashMap<Sym, FnType>,
+    /// Each function's type, shared by its uses (a call copies no list).
+    funcs: HashMap<Sym, Arc<FnType>>,
     info: TypeInfo,
     errors: Vec<SurfaceError>,
     /// Every binding of the file, by `LocalId`.
@@ -290,7 +292,7 @@ impl<'f> Checker<'f> {
             params: params.iter().map(|p| p.ty.clone()).collect(),
             ret: f.ret.clone(),
         };
-        self.funcs.insert(f.name.name, sig);
+        self.funcs.insert(f.name.name, Arc::new(sig));
     }
 
     fn bind(&mut self, name: Sym, pos: Pos, ty: Ty, mutable: bool) {
