@@ -19,6 +19,7 @@
 use cranelift_codegen::entity::SecondaryMap;
 use cranelift_codegen::ir::{self, BlockArg, BlockCall, InstructionData, Opcode};
 use cranelift_codegen::ir::{Block, Function};
+use smallvec::SmallVec;
 
 /// Bypasses the jump-only blocks of `func` (see the module header);
 /// returns how many blocks it removed.
@@ -108,10 +109,12 @@ pub(crate) fn thread_jumps(func: &mut Function) -> usize {
         if !matches!(opcode, Opcode::Jump | Opcode::Brif | Opcode::BrTable) {
             continue;
         }
-        let calls: Vec<BlockCall> = func.dfg.insts[term]
-            .branch_destination(&func.dfg.jump_tables, &func.dfg.exception_tables)
-            .to_vec();
-        let mut new_calls = Vec::with_capacity(calls.len());
+        // Inline: a jump or branch (all but tables) has at most two.
+        let calls: SmallVec<[BlockCall; 2]> = SmallVec::from_slice(
+            func.dfg.insts[term]
+                .branch_destination(&func.dfg.jump_tables, &func.dfg.exception_tables),
+        );
+        let mut new_calls: SmallVec<[Option<BlockCall>; 2]> = SmallVec::with_capacity(calls.len());
         for call in calls {
             new_calls.push(match resolve(&func.dfg, call) {
                 Some((to, args)) if opcode != Opcode::BrTable || args.is_empty() => {
