@@ -526,25 +526,19 @@ fn down_counter(
 }
 
 /// The block of each statement of the layout.
-/// The block of each statement of the layout, by statement: dense, made
-/// once per analysis of the function (a hash map of every statement, made
-/// for each loop considered, was most of versioning's time with many
-/// loops).
-pub(super) struct BlockOf(SecondaryMap<Inst, Option<Block>>);
+/// The block of each statement of the layout ([`Func::inst_places`], a
+/// dense map), made once per analysis of the function: a hash map of every
+/// statement, made for each loop considered, was most of versioning's time
+/// with many loops.
+pub(super) struct BlockOf(SecondaryMap<Inst, Option<(Block, u32)>>);
 
 impl BlockOf {
     pub(super) fn of(func: &Func) -> BlockOf {
-        let mut map = SecondaryMap::new();
-        for &b in &func.layout {
-            for &i in &func.blocks[b].insts {
-                map.set(i, Some(b));
-            }
-        }
-        BlockOf(map)
+        BlockOf(func.inst_places())
     }
 
     fn get(&self, i: &Inst) -> Option<&Block> {
-        self.0.get(*i).as_ref()
+        self.0.get(*i).as_ref().map(|(b, _)| b)
     }
 }
 
