@@ -45,6 +45,26 @@ fn every_target_runs_its_programs_and_reports() {
 }
 
 #[test]
+fn show_prints_the_program_of_a_seed_and_runs_nothing() {
+    let o = fuzz(&["interp_vs_jit", "--show", "--seed", "5000"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("fn "), "{out}");
+    let run = out.lines().last().unwrap_or("");
+    assert!(
+        run.starts_with("// run: -f ") && run.contains(" --args '"),
+        "{out}"
+    );
+    // The same seed gives the same program; another seed another one.
+    let again = fuzz(&["interp_vs_jit", "--show", "--seed", "5000"]);
+    assert_eq!(o.stdout, again.stdout);
+    let other = fuzz(&["interp_vs_jit", "--show", "--seed", "5001"]);
+    assert_ne!(o.stdout, other.stdout);
+    // It prints no summary line: nothing ran.
+    assert!(!out.contains("programs, 0 failures"), "{out}");
+}
+
+#[test]
 fn bad_usage_is_exit_status_2() {
     for args in [
         &[][..],

@@ -78,10 +78,13 @@ struct Options {
     jobs: usize,
     /// Print the coverage table at the end.
     coverage: bool,
+    /// Print the program of the first seed instead of running anything.
+    show: bool,
 }
 
 const USAGE: &str =
     "usage: irad-fuzz TARGET [--seconds S | --programs N] [--seed K] [--jobs J] [--coverage]
+       irad-fuzz TARGET --show [--seed K]   (print the program of seed K, run nothing)
   TARGET: interp, interp_vs_jit, derivatives, second_order, emit, checkpoint";
 
 fn usage(msg: &str) -> ExitCode {
@@ -94,6 +97,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
     let mut budget = None;
     let mut seed = 0u64;
     let mut coverage = false;
+    let mut show = false;
     let mut jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -134,6 +138,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
                 };
             }
             "--coverage" => coverage = true,
+            "--show" => show = true,
             "-h" | "--help" => return Err("help".into()),
             flag if flag.starts_with('-') => return Err(format!("unknown option `{flag}`")),
             name => {
@@ -155,6 +160,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         seed,
         jobs,
         coverage,
+        show,
     })
 }
 
@@ -189,6 +195,32 @@ fn generated(cfg: &Config, seed: u64) -> Result<Program, String> {
     let bytes = seeded(seed, INPUT_BYTES);
     let mut u = Unstructured::new(&bytes);
     program(&mut u, cfg).map_err(|e| format!("the generator failed: {e}"))
+}
+
+/// `--show`: prints the program of `opts.seed` for `opts.target` (its
+/// source, then the function and arguments the target runs it with).
+fn show(opts: &Options) -> ExitCode {
+    match generated(&config(opts), opts.seed) {
+        Ok(p) => {
+            println!("{}", p.source);
+            println!("// run: -f {} --args '{}'", p.func, p.args);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("irad-fuzz: seed {}: {e}", opts.seed);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The generator's settings for the target of `opts`.
+fn config(opts: &Options) -> Config {
+    Config {
+        smooth: opts.smooth,
+        // Loops three deep, checkpointed inside one another.
+        max_loop_depth: if opts.target == "checkpoint" { 3 } else { 2 },
+        ..Config::default()
+    }
 }
 
 /// `Err` for the seed `IRAD_FUZZ_INJECT_FAILURE` names.
@@ -410,15 +442,14 @@ fn main() -> ExitCode {
         }
         Err(e) => return usage(&e),
     };
+    if opts.show {
+        return show(&opts);
+    }
+
     let start = Instant::now();
     let mut shared = Shared {
         opts: &opts,
-        cfg: Config {
-            smooth: opts.smooth,
-            // Loops three deep, checkpointed inside one another.
-            max_loop_depth: if opts.target == "checkpoint" { 3 } else { 2 },
-            ..Config::default()
-        },
+        cfg: config(&opts),
         inject: std::env::var("IRAD_FUZZ_INJECT_FAILURE")
             .ok()
             .and_then(|s| s.parse().ok()),
