@@ -425,7 +425,7 @@ fn listings(
                     .all(|save| {
                         save.name
                             .as_ref()
-                            .is_none_or(|name| values.get(name) == Some(&plan.shown(save.value)))
+                            .is_none_or(|name| values.get(name) == Some(&plan.shown_save(save)))
                     })
             },
         ));

@@ -150,6 +150,7 @@ pub struct TapePlan {
     checkpointed: Vec<CheckpointedLoop>,
     skipped: Vec<SkippedLoop>,
     shown: HashMap<Value, Value>,
+    shown_at: HashMap<(Block, Value), Value>,
 }
 
 /// A value of the forward sweep that the reverse of a block computes again
@@ -419,9 +420,27 @@ impl TapePlan {
         self.shown.get(&v).copied().unwrap_or(v)
     }
 
-    /// Records the values of checkpointed loops defined anew.
-    pub(super) fn set_shown(&mut self, renamed: HashMap<Value, Value>) {
+    /// The value of the forward sweep that `save` pushes once checkpointed
+    /// loops are rewritten: as [`TapePlan::shown`], but a block an exit edge
+    /// of such a loop leads to may push a value of its own (the shadow a
+    /// carried array leaves the loop with through it).
+    pub fn shown_save(&self, save: &Save) -> Value {
+        let own = match save.site {
+            Site::BlockEnd { block, .. } => self.shown_at.get(&(block, save.value)),
+            _ => None,
+        };
+        own.copied().unwrap_or_else(|| self.shown(save.value))
+    }
+
+    /// Records the values of checkpointed loops defined anew, and those
+    /// blocks an exit edge leads to define of their own.
+    pub(super) fn set_shown(
+        &mut self,
+        renamed: HashMap<Value, Value>,
+        at: HashMap<(Block, Value), Value>,
+    ) {
         self.shown = renamed;
+        self.shown_at = at;
     }
 
     /// The saved values and predecessor indices, for marking those a replay
@@ -487,7 +506,11 @@ impl TapePlan {
         let shown = std::mem::take(&mut self.shown);
         let show = |v: &Value| *shown.get(v).unwrap_or(v);
         for save in &mut self.saves {
-            save.name = names.get(&show(&save.value)).cloned();
+            let own = match save.site {
+                Site::BlockEnd { block, .. } => self.shown_at.get(&(block, save.value)),
+                _ => None,
+            };
+            save.name = names.get(own.unwrap_or(&show(&save.value))).cloned();
             if let Some(r) = &mut save.replay {
                 let names = replay_names
                     .entry(r.func)

@@ -56,6 +56,6 @@ pub(super) fn derive(
     pullback.blocks()?;
     checkpoint::mark_replay_pushes(&cx, module, &ck, &mut plan);
     plan.set_checkpoints(checkpoint::summary(&cx, module, &ck), ck.skipped);
-    plan.set_shown(ck.shown);
+    plan.set_shown(ck.shown, ck.shown_at);
     Ok(plan)
 }

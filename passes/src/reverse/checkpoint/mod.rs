@@ -13,7 +13,8 @@
 //! replays push its inputs back for the pullback); the arrays that travel
 //! from one iteration to the next through its header are made afresh in
 //! each iteration or kept as they are (`carried_arrays`), and no other array
-//! it makes is used after it; it records something per iteration; and no loop around it is
+//! it makes is used after it (those it carries are, when the blocks its exit
+//! edges lead to are one, or all jump to one: [`leave_shape`]); it records something per iteration; and no loop around it is
 //! checkpointed already (the outermost qualifying loop is chosen, its
 //! stretches hold the loops inside it in full), unless the budget needs the
 //! loop inside checkpointed too (or it asks): then it is, inside the outer
@@ -134,6 +135,59 @@ pub(super) struct SweepView<'a> {
     pub stmts: &'a SecondaryMap<Inst, Option<Stmt>>,
 }
 
+/// Where a checkpointed loop's carried arrays used after it get the shadow
+/// they leave with (`primal.rs`): a fresh zero array or the shadow they
+/// entered with, made in each block an exit edge leads to (by position),
+/// and, when there are several such blocks, merged by a phi in the one
+/// block they all jump to and that nothing else enters (`join`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct Leave {
+    /// The blocks an exit edge leads to.
+    pub exits: Vec<usize>,
+    /// The block they all jump to, when there are several.
+    pub join: Option<usize>,
+}
+
+/// Where loop `k` can give the carried arrays used after it the shadows
+/// they leave with: one block an exit edge leads to (a loop that leaves
+/// through one edge, from its header or not), or several that all jump to
+/// one block nothing else enters (a `break`, or a `while` condition of
+/// several parts, leaving to the code after the loop; a `return` inside it
+/// when the code after the loop has no branch before the return); `None`
+/// otherwise (the exits' paths meet only later).
+fn leave_shape(cx: &Derivation<'_>, k: usize) -> Option<Leave> {
+    let shape = &cx.shape;
+    let l = shape.loops.of(k);
+    let exits: Vec<usize> = l.exits.iter().copied().filter(|&e| shape.kept(e)).collect();
+    if exits.len() <= 1 {
+        return Some(Leave {
+            exits: vec![exits.first().copied().unwrap_or(l.exit)],
+            join: None,
+        });
+    }
+    let index = shape.bb.index();
+    let mut join = None;
+    for &e in &exits {
+        let super::bbcode::BTerm::Goto(to) = shape.bb.blocks[e].term else {
+            return None;
+        };
+        let to = index[to]?;
+        if join.is_some_and(|j| j != to) {
+            return None;
+        }
+        join = Some(to);
+    }
+    let join = join?;
+    let mut preds: Vec<usize> = shape.preds[join].to_vec();
+    preds.sort_unstable();
+    let mut sorted = exits.clone();
+    sorted.sort_unstable();
+    (preds == sorted && !l.contains(join)).then_some(Leave {
+        exits,
+        join: Some(join),
+    })
+}
+
 /// How a counted loop's trip count is known on entry: it goes on while its
 /// counter is below (`up`) or above a bound defined before the loop, strictly
 /// (`lt`, `gt`) or not.
@@ -185,10 +239,10 @@ pub(super) struct Carried {
     pub phi: usize,
     /// Its result, a primal value.
     pub value: Value,
-    /// Whether it is used after the loop (a loop that leaves through one
-    /// edge from its header): the forward sweep then gives it a shadow
-    /// where the loop exits, which the pullback copies into the shadow the
-    /// last stretch ends with.
+    /// Whether it is used after the loop (whose exits [`CkLoop::leave`]
+    /// says where they meet): the forward sweep then gives it a shadow in
+    /// each block an exit edge leads to, which the pullback copies into the
+    /// shadow the last stretch ends with.
     pub escapes: bool,
     /// The array's type.
     pub ty: irad_ir::Type,
@@ -257,6 +311,11 @@ pub(super) struct CkLoop {
     /// The arrays it carries through its header phis (their snapshots copy
     /// them after `arrays`).
     pub carried: Vec<Carried>,
+    /// Where the shadows of carried arrays used after it ([`Carried::escapes`]
+    /// with a shadow) are made: in each block an exit edge leads to, and
+    /// for a loop of several exits, the block they all lead to, which
+    /// merges them ([`leave_shape`]).
+    pub leave: Leave,
     /// The checkpointed loop around it (its index among the derivation's
     /// loops), when it is checkpointed inside that loop's replay function:
     /// the loop that does not record and its snapshots are there, its own
@@ -315,6 +374,10 @@ pub(super) struct Checkpoints {
     /// The new value of each value of the forward sweep that a checkpointed
     /// loop defined and that is used after it.
     pub shown: HashMap<Value, Value>,
+    /// The new value, in a block an exit edge of a checkpointed loop leads
+    /// to (by primal block), of such a value that the block has a value of
+    /// its own for (the shadow a carried array leaves with, `primal.rs`).
+    pub shown_at: HashMap<(Block, Value), Value>,
 }
 
 impl Checkpoints {
@@ -429,13 +492,19 @@ fn decide(
     let pre = eligible(cx, k)?;
     let carried = carried_arrays(cx, view, k)?;
     let escaping = escaping_arrays(cx, cx.shape.loops.of(k));
-    let single = k < cx.shape.loops.loops.len();
+    let leave = leave_shape(cx, k);
     if !escaping.iter().all(|v| {
         carried
             .iter()
-            .any(|c| c.1 == *v && (single || c.4.is_some() || c.3.is_none()))
+            .any(|c| c.1 == *v && (leave.is_some() || c.4.is_some() || c.3.is_none()))
     }) {
-        return Err("an array it makes is used after it".into());
+        // Only where the exits meet fails when every such array is carried.
+        let carried_only = escaping.iter().all(|v| carried.iter().any(|c| c.1 == *v));
+        return Err(match carried_only {
+            true => "an array it makes is used after it, and its exits lead to different blocks",
+            false => "an array it makes is used after it",
+        }
+        .into());
     }
     let bytes = bytes_per_iteration(cx, view, plan, k);
     let (stretch, source) = match (ask, limit) {
@@ -570,6 +639,7 @@ fn decide(
         inputs,
         arrays,
         carried,
+        leave: leave.unwrap_or_default(),
         within,
         entry_index,
         counted,
@@ -1236,7 +1306,7 @@ pub(super) fn rewrite(
             fwd_id,
             (fblock, &mut fval),
             (&mut local, path.as_ref()),
-            &mut cks.shown,
+            (&mut cks.shown, &mut cks.shown_at),
         )?;
         ck.state = local.state;
         ck.run_stretch = local.run_stretch;

@@ -168,7 +168,7 @@ pub(in crate::reverse) fn rewrite(
         rid,
         (&rblock, &mut rval),
         (&mut local, path.as_ref()),
-        &mut shown,
+        (&mut shown, &mut HashMap::default()),
     )?;
     ck.state = local.state;
     Ok(shown)

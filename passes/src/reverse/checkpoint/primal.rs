@@ -23,8 +23,8 @@
 //!
 //! Assumes the forward sweep is complete (pushes, terminators, phi entries),
 //! the replay already copied from it, and a loop that `choose` accepted (one
-//! entering block, the arrays of its header phis made afresh in it, no array
-//! used after it).
+//! entering block, the arrays of its header phis made afresh in it or kept,
+//! no array it makes used after it but those, where `CkLoop::leave` says).
 //! Guarantees: the loop computes the primal values as the primal does, with
 //! the same primitives in the same order, and pushes exactly one snapshot
 //! per `stretch` visits of its header, the first at the first visit (a
@@ -44,19 +44,30 @@ use irad_ir::{
 };
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
+/// The value a block an exit edge leads to (by primal block) has of its own
+/// for a value of the forward sweep (the shadow a carried array leaves
+/// with through it).
+pub(in crate::reverse) type ExitShown = HashMap<(Block, Value), Value>;
+
+/// The renamings of blocks an exit edge leads to (by forward-sweep block)
+/// that hold over the loop's own ones there.
+type InExit = HashMap<Block, HashMap<Value, Operand>>;
+
 /// Rewrites checkpointed loop `ck` of forward sweep `fwd_id` (whose block of
 /// each primal block is `fblock`, and operand of each primal value `fval`)
 /// into the loop that does not record, records its header phis in
 /// `ck.state`, and updates `fval` to the loop's new values (noting in
-/// `shown` the new value of each old one).
+/// `shown.0` the new value of each old one, and in `shown.1` the one a
+/// block an exit edge leads to has of its own, by its primal block).
 pub(in crate::reverse) fn rewrite(
     cx: &Derivation<'_>,
     module: &mut Module,
     fwd_id: FuncId,
     (fblock, fval): (&[Block], &mut SecondaryMap<Value, Option<Operand>>),
     (ck, direct): (&mut CkLoop, Option<&DirectPath>),
-    shown: &mut HashMap<Value, Value>,
+    shown: (&mut HashMap<Value, Value>, &mut ExitShown),
 ) -> Result<(), ReverseError> {
+    let (shown, shown_at) = shown;
     let l = &cx.shape.loops.of(ck.k);
     let member_blocks: HashSet<Block> = l.members.iter().copied().map(|i| fblock[i]).collect();
     let recording = clear_blocks(module, fwd_id, &member_blocks, &cx.floc)?;
@@ -146,11 +157,54 @@ pub(in crate::reverse) fn rewrite(
         renamed.insert(old, Operand::Value(new));
         shown.insert(old, new);
     }
-    for (old, new) in exit_shadows(f, fblock[l.exit], ck, &pmap, countdown.st)
-        .map_err(|what| internal(&cx.floc, what))?
-    {
-        renamed.insert(old, Operand::Value(new));
-        shown.insert(old, new);
+    // The shadows carried arrays leave with: made in each block an exit
+    // edge leads to; with several, those blocks' uses take their own and
+    // the block they all jump to merges them.
+    let mut in_exit: InExit = HashMap::default();
+    let mut merged: HashMap<Value, Vec<(Block, Operand)>> = HashMap::default();
+    for &e in &ck.leave.exits {
+        let eb = fblock[e];
+        for (old, new) in
+            exit_shadows(f, eb, ck, &pmap, countdown.st).map_err(|what| internal(&cx.floc, what))?
+        {
+            match ck.leave.join {
+                None => {
+                    renamed.insert(old, Operand::Value(new));
+                    shown.insert(old, new);
+                }
+                Some(_) => {
+                    shown_at.insert((cx.shape.bb.blocks[e].id, old), new);
+                    in_exit
+                        .entry(eb)
+                        .or_default()
+                        .insert(old, Operand::Value(new));
+                    merged
+                        .entry(old)
+                        .or_default()
+                        .push((eb, Operand::Value(new)));
+                }
+            }
+        }
+    }
+    if let Some(j) = ck.leave.join {
+        let jb = fblock[j];
+        let mut olds: Vec<Value> = merged.keys().copied().collect();
+        olds.sort_unstable();
+        for old in olds {
+            let entries = merged.remove(&old).unwrap_or_default();
+            let ty = f.values[old].ty.clone();
+            let kind = InstKind::Phi {
+                entries: entries.into_iter().collect(),
+            };
+            let (inst, new) = f.push_inst(jb, kind, Some(ty), None);
+            let new = new.ok_or_else(|| internal(&cx.floc, "a phi without its result"))?;
+            // Phis first: the new one goes to the top of the block.
+            let insts = &mut f.blocks[jb].insts;
+            insts.retain(|&i| i != inst);
+            insts.insert(0, inst);
+            renamed.insert(old, Operand::Value(new));
+            shown.insert(old, new);
+        }
     }
     let added: Vec<Block> = std::iter::once(snap)
         .chain(extra)
@@ -164,8 +218,15 @@ pub(in crate::reverse) fn rewrite(
         .map_or(f.layout.len(), |p| p + 1);
     f.layout.splice(at..at, added);
     // Uses after the loop of the loop's values: the new definitions.
-    rename_outside(f, &member_blocks, (snap, rest), &recording, &renamed, head)
-        .map_err(|what| internal(&cx.floc, what))?;
+    rename_outside(
+        f,
+        &member_blocks,
+        (snap, rest),
+        &recording,
+        (&renamed, &in_exit),
+        head,
+    )
+    .map_err(|what| internal(&cx.floc, what))?;
     for i in l.members.iter().copied() {
         for &inst in &cx.shape.bb.blocks[i].stmts {
             if let Some(v) = cx.src.insts[inst].result
@@ -707,7 +768,8 @@ fn exit_shadows(
 }
 
 /// Renames, in the blocks of `f` outside the loop (`members` and the new
-/// `snap`/`rest`), the loop's values `renamed` says (edges from the header
+/// `snap`/`rest`), the loop's values `renamed` says, or in a block of
+/// `in_exit` what it says for that block first (edges from the header
 /// `head` now leave from `rest`); fails when such a block reads a value the
 /// loop's recording statements defined (`recording`) that has no new name.
 fn rename_outside(
@@ -715,14 +777,15 @@ fn rename_outside(
     members: &HashSet<Block>,
     (snap, rest): (Block, Block),
     recording: &HashSet<Value>,
-    renamed: &HashMap<Value, Operand>,
+    (renamed, in_exit): (&HashMap<Value, Operand>, &InExit),
     head: Block,
 ) -> Result<(), String> {
-    let map = |op: &mut Operand| -> Result<(), String> {
+    let none = HashMap::default();
+    let map = |own: &HashMap<Value, Operand>, op: &mut Operand| -> Result<(), String> {
         if let Operand::Value(v) = op
             && recording.contains(v)
         {
-            *op = *renamed.get(v).ok_or_else(|| {
+            *op = *own.get(v).or_else(|| renamed.get(v)).ok_or_else(|| {
                 format!(
                     "value {} of a checkpointed loop is used after it",
                     v.as_u32()
@@ -738,25 +801,29 @@ fn rename_outside(
         .filter(|b| !members.contains(b) && *b != snap && *b != rest)
         .collect();
     for b in outside {
+        let own = in_exit.get(&b).unwrap_or(&none);
         for inst in f.blocks[b].insts.clone() {
             match &mut f.insts[inst].kind {
                 InstKind::Prim { args, .. } | InstKind::Invoke { args, .. } => {
-                    args.iter_mut().try_for_each(map)?;
+                    args.iter_mut().try_for_each(|op| map(own, op))?;
                 }
                 InstKind::CallValue { callee, args } => {
                     let mut c = Operand::Value(*callee);
-                    map(&mut c)?;
+                    map(own, &mut c)?;
                     if let Operand::Value(c) = c {
                         *callee = c;
                     }
-                    args.iter_mut().try_for_each(map)?;
+                    args.iter_mut().try_for_each(|op| map(own, op))?;
                 }
                 InstKind::Phi { entries } => {
                     for (from, op) in entries.iter_mut() {
                         if *from == head {
                             *from = rest;
                         }
-                        map(op)?;
+                        // A phi's entry is read at the end of the block it
+                        // comes from.
+                        let at = in_exit.get(from).unwrap_or(&none);
+                        map(at, op)?;
                     }
                 }
             }
@@ -764,7 +831,7 @@ fn rename_outside(
         match &mut f.blocks[b].term {
             Some(Terminator::GotoIfNot { cond: op, .. })
             | Some(Terminator::Switch { index: op, .. })
-            | Some(Terminator::Return(op)) => map(op)?,
+            | Some(Terminator::Return(op)) => map(own, op)?,
             _ => {}
         }
     }
