@@ -54,6 +54,12 @@ pub struct Config {
     /// At most this depth of nested loops (2 by default; the `checkpoint`
     /// target asks for 3, for loops checkpointed inside one another).
     pub max_loop_depth: u32,
+    /// Also write loops that carry an array from one iteration to the next
+    /// (a copy per iteration handed on, a `break` before or after the
+    /// hand-over, the array read after the loop and maybe carried on by a
+    /// later loop): the `checkpoint` target asks for them; off by default,
+    /// so the other targets' programs are those of earlier runs.
+    pub carried_arrays: bool,
 }
 
 impl Default for Config {
@@ -63,6 +69,7 @@ impl Default for Config {
             max_expr_depth: 4,
             smooth: false,
             max_loop_depth: 2,
+            carried_arrays: false,
         }
     }
 }
@@ -118,6 +125,10 @@ pub const FEATURES: &[&str] = &[
     "break",
     "continue",
     "return-in-loop",
+    "carried-while",
+    "carried-while-and",
+    "carried-break-before-hand-over",
+    "carried-break-after-hand-over",
     "array-local",
     "array-write",
     "array-alias (let b = a)",
@@ -558,6 +569,9 @@ impl Gen<'_, '_> {
             6 if self.loop_depth < self.cfg.max_loop_depth => self.for_loop(indent),
             7 if self.loop_depth < self.cfg.max_loop_depth => self.counted_while(indent),
             8 if self.loop_depth < self.cfg.max_loop_depth => self.data_while(indent),
+            20 if self.cfg.carried_arrays && self.loop_depth < self.cfg.max_loop_depth => {
+                self.carried_loop(indent)
+            }
             9 | 10 => self.array_stmt(indent),
             11 => {
                 let arrays = self.arrays();
@@ -725,6 +739,71 @@ impl Gen<'_, '_> {
         self.scopes.pop();
         self.loop_depth -= 1;
         self.line(indent, "}");
+        Ok(())
+    }
+
+    /// A `while` loop carrying an array from one iteration to the next
+    /// ([`Config::carried_arrays`]): started from a copy of an array in
+    /// scope, each iteration copies it, writes the copy from the old one,
+    /// runs up to two statements and hands the copy on, maybe leaving by a
+    /// data-dependent `break` before or after the hand-over, or by a second
+    /// part of its condition; the array is read after the loop and stays in
+    /// scope, so a later loop may start from it. An array statement when
+    /// there is no array.
+    fn carried_loop(&mut self, indent: usize) -> Result<()> {
+        let arrays = self.arrays();
+        if arrays.is_empty() {
+            return self.array_stmt(indent);
+        }
+        let (a, len, _) = self.u.choose(&arrays)?.clone();
+        let (c, w, d) = (self.name("c"), self.name("w"), self.name("d"));
+        let count: u8 = self.u.int_in_range(0..=6)?;
+        self.line(indent, &format!("let mut {c} = copy({a});"));
+        self.new_array(c.clone(), len);
+        self.line(indent, &format!("let mut {w} = 0;"));
+        if self.one_in(3)? {
+            self.note("carried-while-and");
+            let cond = self.cond(1)?;
+            self.line(indent, &format!("while {w} < {count} && {cond} {{"));
+        } else {
+            self.note("carried-while");
+            self.line(indent, &format!("while {w} < {count} {{"));
+        }
+        self.line(indent + 1, &format!("{w} = {w} + 1;"));
+        self.loop_depth += 1;
+        self.scopes.push(vec![Var::I64 {
+            name: w,
+            bound: usize::from(count) + 1,
+        }]);
+        let (i, j) = (self.index(len)?, self.index(len)?);
+        let e = self.expr(1)?;
+        self.line(indent + 1, &format!("let {d} = copy({c});"));
+        self.line(
+            indent + 1,
+            &format!("{d}[{i}] = {c}[{j}] * 0.5 + 0.5 * tanh({e});"),
+        );
+        self.new_array(d.clone(), len);
+        let n = self.u.int_in_range(0..=2)?;
+        for _ in 0..n {
+            self.stmt(indent + 1)?;
+        }
+        let exit: u8 = self.u.int_in_range(0..=2)?;
+        if exit == 1 {
+            self.note("carried-break-before-hand-over");
+            let cond = self.cond(1)?;
+            self.line(indent + 1, &format!("if {cond} {{ break; }}"));
+        }
+        self.line(indent + 1, &format!("{c} = {d};"));
+        if exit == 2 {
+            self.note("carried-break-after-hand-over");
+            let cond = self.cond(1)?;
+            self.line(indent + 1, &format!("if {cond} {{ break; }}"));
+        }
+        self.scopes.pop();
+        self.loop_depth -= 1;
+        self.line(indent, "}");
+        let k = self.index(len)?;
+        self.line(indent, &format!("acc = acc + 0.5 * tanh({c}[{k}]);"));
         Ok(())
     }
 

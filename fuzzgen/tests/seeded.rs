@@ -60,6 +60,7 @@ fn generated_gradients_are_the_same_under_tape_limits() {
     for seed in 0..seeds(30) {
         let cfg = Config {
             max_loop_depth: 3,
+            carried_arrays: true,
             ..Config::default()
         };
         let p = generated(4000 + seed, &cfg);
@@ -144,8 +145,20 @@ fn generated_hessian_vector_products_agree_between_backends_and_with_differences
 #[test]
 fn generator_covers_every_feature_and_primitive() {
     let mut cov = irad_fuzzgen::coverage::Coverage::default();
+    // Every third program as the `checkpoint` target's (loops carrying
+    // arrays, three deep).
+    let checkpoint = Config {
+        max_loop_depth: 3,
+        carried_arrays: true,
+        ..Config::default()
+    };
+    let plain = Config::default();
     for seed in 0..seeds(1500) {
-        cov.add(&generated(50_000 + seed, &Config::default()));
+        let cfg = match seed % 3 {
+            2 => &checkpoint,
+            _ => &plain,
+        };
+        cov.add(&generated(50_000 + seed, cfg));
     }
     assert_eq!(cov.not_loaded, 0);
     let table = cov.table();

@@ -219,6 +219,7 @@ fn config(opts: &Options) -> Config {
         smooth: opts.smooth,
         // Loops three deep, checkpointed inside one another.
         max_loop_depth: if opts.target == "checkpoint" { 3 } else { 2 },
+        carried_arrays: opts.target == "checkpoint",
         ..Config::default()
     }
 }
