@@ -741,3 +741,127 @@ func @back(%x: f64) -> f64 {
     assert!(text.contains("call revback(@sq)"), "{text}");
     assert!(text.contains("call frule("), "{text}");
 }
+
+/// A loop carrying an array made afresh each iteration (`%c`), and the same
+/// loop passing the carried array to a callee as well (`%kept`).
+const CARRIED: &str = "
+func @first(%y: [f64]) -> f64 {
+#1:
+  %r = call arrayref(%y, 0)
+  return %r
+}
+func @carried(%x: [f64], %n: i64) -> f64 {
+#1:
+  %a = call copy(%x)
+  goto #2
+#2:
+  %i = phi [#1 => 0, #3 => %j]
+  %c = phi [#1 => %a, #3 => %b]
+  %t = call lt(%i, %n)
+  gotoifnot %t, #4
+#3:
+  %b = call copy(%c)
+  %v = call arrayref(%c, 1)
+  %s = call sin(%v)
+  %w = call arrayref(%b, 0)
+  %h = call mul(%w, 0.5)
+  %u = call add(%h, %s)
+  call arrayset(%b, 0, %u)
+  %j = call iadd(%i, 1)
+  goto #2
+#4:
+  %r = call arrayref(%c, 0)
+  return %r
+}
+func @kept(%x: [f64], %n: i64) -> f64 {
+#1:
+  %a = call copy(%x)
+  goto #2
+#2:
+  %i = phi [#1 => 0, #3 => %j]
+  %c = phi [#1 => %a, #3 => %b]
+  %t = call lt(%i, %n)
+  gotoifnot %t, #4
+#3:
+  %b = call copy(%c)
+  %v = invoke @first(%c)
+  %s = call sin(%v)
+  call arrayset(%b, 0, %s)
+  %j = call iadd(%i, 1)
+  goto #2
+#4:
+  %r = call arrayref(%c, 0)
+  return %r
+}
+";
+
+/// The phis of `f` whose type is a dual holding an array, and those of an
+/// array type.
+fn array_phis(m: &Module, f: irad_ir::FuncId) -> (usize, usize) {
+    let func = m.get(f).expect("the rule");
+    let (mut duals, mut arrays) = (0, 0);
+    for inst in func.layout.iter().flat_map(|&b| &func.blocks[b].insts) {
+        if let (irad_ir::InstKind::Phi { .. }, Some(r)) =
+            (&func.insts[*inst].kind, func.insts[*inst].result)
+        {
+            match &func.values[r].ty {
+                irad_ir::Type::Dual(..) if irad_rules::emit::contains_array(&func.values[r].ty) => {
+                    duals += 1
+                }
+                irad_ir::Type::Array(_) => arrays += 1,
+                _ => {}
+            }
+        }
+    }
+    (duals, arrays)
+}
+
+#[test]
+fn dual_phis_of_arrays_split_into_a_phi_per_part() {
+    let reg = Registry::new();
+    for (width, parts) in [(dense(1), 2), (dense(3), 4), (Lanes::Sparse, 2)] {
+        let mut m = module(CARRIED);
+        let mut fwd = Forward::new(&reg);
+        let f = m.by_name("carried").unwrap();
+        let rule = fwd.rule_of(&mut m, FuncRef::User(f), width).unwrap();
+        verify_module(&m).expect("the rule verifies");
+        // The carried array and each of its tangents in a phi of its own; no
+        // dual of an array left in a phi, nor a `dual` statement making one.
+        assert_eq!(array_phis(&m, rule), (0, parts), "{width:?}");
+        let text = print_module(&m);
+        let body = text
+            .split("func @carried.")
+            .nth(1)
+            .expect("the rule's text");
+        assert!(!body.contains("call dual(%b"), "{width:?}: {body}");
+        // Passed to a callee as a dual, the carried array keeps its dual phi.
+        let k = m.by_name("kept").unwrap();
+        let rule = fwd.rule_of(&mut m, FuncRef::User(k), width).unwrap();
+        verify_module(&m).expect("the rule verifies");
+        assert_eq!(array_phis(&m, rule), (1, 0), "{width:?}");
+    }
+    // The same derivative as finite differences, through the split rule.
+    let mut m = module(CARRIED);
+    let mut fwd = Forward::new(&reg);
+    let f = m.by_name("carried").unwrap();
+    let at = |x0: f64| vec![Val::f64_array(vec![x0, 0.7, -0.2]), Val::I64(5)];
+    let g = gradient(&mut m, &mut fwd, f, &at(0.3), &GradOptions::default()).unwrap();
+    let Some(Some(Val::Array(d))) = g.gradient.first().cloned() else {
+        panic!("no array gradient: {:?}", g.gradient);
+    };
+    let d0 = match &*d.0.borrow() {
+        irad_ir::interp::ArrayData::F64(v) => v[0],
+        other => panic!("{other:?}"),
+    };
+    let run = |x0: f64| {
+        let mut i = Interpreter::new(&m);
+        match i.run(f, &at(x0), &RunOptions::default()).unwrap() {
+            Val::F64(v) => v,
+            other => panic!("{other:?}"),
+        }
+    };
+    let h = 1e-6;
+    let fd = (run(0.3 + h) - run(0.3 - h)) / (2.0 * h);
+    assert!((d0 - fd).abs() < 1e-7, "{d0} against {fd}");
+    assert!((d0 - 0.5f64.powi(5)).abs() < 1e-15, "{d0}");
+}

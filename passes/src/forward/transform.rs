@@ -332,7 +332,13 @@ pub(super) fn derive(
         callee_info,
         act,
     };
-    cx.body(&cfg, &reachable, &floc)
+    cx.body(&cfg, &reachable, &floc)?;
+    // Arrays carried through loops as duals: a phi per part, which code
+    // generation can free as the primal's (`split.rs`).
+    if let Some(f) = module.get_mut(rule) {
+        super::split::split_dual_array_phis(f);
+    }
+    Ok(())
 }
 
 /// Whether `f` or a function it calls (statically, transitively) runs `push`

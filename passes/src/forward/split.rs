@@ -1,0 +1,363 @@
+//! Dual phis of arrays split into a phi per part (docs/forward.md, "Arrays
+//! carried through loops"): forward mode turns a loop phi of `[f64]` into a
+//! phi of `dual<[f64]>`, entered with `dual(p, t)` of the arrays made for
+//! it and read only through `primal` and `tangent`. Code generation frees an
+//! array carried through a loop phi only when the phi is of an array type
+//! and owns what enters it (docs/codegen.md, "Freeing arrays"), so a
+//! forward rule of a loop carrying an array kept every iteration's array
+//! and tangent until the run ended (10^6 iterations of a 1 000-element
+//! array: 16 GB), where the primal frees them as it goes. Here each such
+//! phi becomes one phi per part, entered with the parts themselves, and
+//! each `primal` or `tangent` of it the phi of its part: the primal loop's
+//! own shape, once per part.
+//!
+//! A web of such phis (entering one another, as nested loops' do) splits
+//! together, when every phi of it holds a `dual` of a type with an array
+//! (dense lanes, or sparse mode's one tangent), every entry is a `dual`
+//! statement's value or a phi of the web, and every use of a phi of the
+//! web is `primal`, `tangent` with a constant lane, or an entry of a phi of
+//! the web. Anything else (a dual passed to a call, returned, chosen by
+//! `select`, a constant entry) keeps the web as it is.
+//!
+//! Assumes a verified function. Guarantees: the function computes the same
+//! values (each part flows along the same edges as the dual did), verifies,
+//! and changes only where a web split; the `dual` statements that only
+//! entered split phis, and the `primal`/`tangent` statements of them, are
+//! gone.
+
+use irad_ir::entity::SecondaryMap;
+use irad_ir::{
+    Block, Const, Func, Inst, InstKind, Lanes, Operand, Prim, Terminator, Type, Value, ValueDef,
+};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use smallvec::SmallVec;
+
+/// Where a value is used.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Use {
+    /// As an operand of a statement.
+    Inst(Inst),
+    /// In a block's terminator.
+    Term,
+}
+
+/// Splits the webs of dual array phis of `func` (see the module comment);
+/// returns how many phis were split.
+pub(crate) fn split_dual_array_phis(func: &mut Func) -> usize {
+    let phis = candidates(func);
+    if phis.is_empty() {
+        return 0;
+    }
+    let uses = uses_of(func);
+    let web = web(func, &phis, &uses);
+    if web.is_empty() {
+        return 0;
+    }
+    rewrite(func, &web, &uses)
+}
+
+/// The phis of a dual type holding an array, by result, with their block.
+fn candidates(func: &Func) -> HashMap<Value, (Inst, Block)> {
+    let mut out = HashMap::default();
+    for &b in &func.layout {
+        for &inst in &func.blocks[b].insts {
+            let data = &func.insts[inst];
+            let InstKind::Phi { .. } = data.kind else {
+                break;
+            };
+            if let Some(r) = data.result
+                && let Type::Dual(inner, _) = &func.values[r].ty
+                && irad_rules::emit::contains_array(inner)
+            {
+                out.insert(r, (inst, b));
+            }
+        }
+    }
+    out
+}
+
+/// Every use of every value.
+fn uses_of(func: &Func) -> SecondaryMap<Value, SmallVec<[Use; 2]>> {
+    let mut uses: SecondaryMap<Value, SmallVec<[Use; 2]>> = SecondaryMap::new();
+    let mut add = |op: &Operand, u: Use| {
+        if let Operand::Value(v) = op {
+            let mut list = uses[*v].clone();
+            list.push(u);
+            uses.set(*v, list);
+        }
+    };
+    for &b in &func.layout {
+        for &inst in &func.blocks[b].insts {
+            match &func.insts[inst].kind {
+                InstKind::Prim { args, .. } | InstKind::Invoke { args, .. } => {
+                    args.iter().for_each(|a| add(a, Use::Inst(inst)));
+                }
+                InstKind::CallValue { callee, args } => {
+                    add(&Operand::Value(*callee), Use::Inst(inst));
+                    args.iter().for_each(|a| add(a, Use::Inst(inst)));
+                }
+                InstKind::Phi { entries } => {
+                    entries.iter().for_each(|(_, a)| add(a, Use::Inst(inst)));
+                }
+            }
+        }
+        match &func.blocks[b].term {
+            Some(Terminator::GotoIfNot { cond: op, .. })
+            | Some(Terminator::Switch { index: op, .. })
+            | Some(Terminator::Return(op)) => add(op, Use::Term),
+            _ => {}
+        }
+    }
+    uses
+}
+
+/// The `dual` statement defining `v`, with its parts, if it is one.
+fn dual_parts(func: &Func, v: Value) -> Option<&[Operand]> {
+    match func.def_kind(v)? {
+        InstKind::Prim {
+            prim: Prim::Dual,
+            args,
+        } => Some(args.as_slice()),
+        _ => None,
+    }
+}
+
+/// The part a `primal` or `tangent` statement reads (0 the primal, k + 1
+/// tangent lane k), when it reads one of `of`.
+fn part_read(func: &Func, inst: Inst, of: Value) -> Option<usize> {
+    match &func.insts[inst].kind {
+        InstKind::Prim {
+            prim: Prim::Primal,
+            args,
+        } if args.as_slice() == [Operand::Value(of)] => Some(0),
+        InstKind::Prim {
+            prim: Prim::Tangent,
+            args,
+        } => match args.as_slice() {
+            [Operand::Value(x), Operand::Const(Const::I64(k))] if *x == of => {
+                usize::try_from(*k).ok().map(|k| k + 1)
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The candidates that split: the greatest set closed under the rules of
+/// the module comment.
+fn web(
+    func: &Func,
+    phis: &HashMap<Value, (Inst, Block)>,
+    uses: &SecondaryMap<Value, SmallVec<[Use; 2]>>,
+) -> HashMap<Value, (Inst, Block)> {
+    let mut web = phis.clone();
+    loop {
+        let before = web.len();
+        let keep: Vec<Value> = web
+            .iter()
+            .filter(|&(&r, &(inst, _))| {
+                let InstKind::Phi { entries } = &func.insts[inst].kind else {
+                    return false;
+                };
+                let arity = parts(func, r);
+                let entries_ok = entries.iter().all(|(_, op)| match op {
+                    Operand::Value(v) if web.contains_key(v) => true,
+                    Operand::Value(v) => dual_parts(func, *v).is_some_and(|p| {
+                        p.len() == arity && p.iter().all(|x| matches!(x, Operand::Value(_)))
+                    }),
+                    Operand::Const(_) => false,
+                });
+                let uses_ok = uses[r].iter().all(|u| match u {
+                    Use::Term => false,
+                    Use::Inst(i) => match &func.insts[*i].kind {
+                        InstKind::Phi { .. } => {
+                            func.insts[*i].result.is_some_and(|x| web.contains_key(&x))
+                        }
+                        _ => part_read(func, *i, r).is_some_and(|k| k < arity),
+                    },
+                });
+                entries_ok && uses_ok
+            })
+            .map(|(&r, _)| r)
+            .collect();
+        web.retain(|r, _| keep.contains(r));
+        if web.len() == before {
+            return web;
+        }
+    }
+}
+
+/// The number of parts of a dual value: the primal and its dense lanes, or
+/// its one sparse tangent.
+fn parts(func: &Func, v: Value) -> usize {
+    match &func.values[v].ty {
+        Type::Dual(_, Lanes::Dense(n)) => 1 + n.get() as usize,
+        Type::Dual(_, Lanes::Sparse) => 2,
+        _ => 0,
+    }
+}
+
+/// Splits the phis of `web`; returns how many.
+fn rewrite(
+    func: &mut Func,
+    web: &HashMap<Value, (Inst, Block)>,
+    uses: &SecondaryMap<Value, SmallVec<[Use; 2]>>,
+) -> usize {
+    let mut order: Vec<Value> = web.keys().copied().collect();
+    order.sort_unstable();
+    // The parts' types, from a `dual` entering the web (every phi of a web
+    // that splits is entered, through the web, from one).
+    let mut types: HashMap<Value, Vec<Type>> = HashMap::default();
+    loop {
+        let before = types.len();
+        for &r in &order {
+            if types.contains_key(&r) {
+                continue;
+            }
+            let InstKind::Phi { entries } = &func.insts[web[&r].0].kind else {
+                continue;
+            };
+            for (_, op) in entries {
+                let Operand::Value(v) = op else { continue };
+                if let Some(t) = types.get(v) {
+                    types.insert(r, t.clone());
+                    break;
+                }
+                if let Some(p) = dual_parts(func, *v) {
+                    let t: Option<Vec<Type>> = p
+                        .iter()
+                        .map(|x| match x {
+                            Operand::Value(x) => Some(func.values[*x].ty.clone()),
+                            Operand::Const(_) => None,
+                        })
+                        .collect();
+                    if let Some(t) = t {
+                        types.insert(r, t);
+                        break;
+                    }
+                }
+            }
+        }
+        if types.len() == before {
+            break;
+        }
+    }
+    // A web whose phis never meet a `dual` (they only enter one another) is
+    // never entered: left alone.
+    let order: Vec<Value> = order
+        .into_iter()
+        .filter(|r| types.contains_key(r))
+        .collect();
+    if order.len() != web.len() {
+        return 0;
+    }
+    // The new phis, at the top of each old one's block.
+    let mut new: HashMap<Value, Vec<Value>> = HashMap::default();
+    for &r in &order {
+        let (_, b) = web[&r];
+        let mut made = Vec::new();
+        for ty in &types[&r] {
+            let kind = InstKind::Phi {
+                entries: SmallVec::new(),
+            };
+            let (inst, v) = func.push_inst(b, kind, Some(ty.clone()), None);
+            let insts = &mut func.blocks[b].insts;
+            insts.pop();
+            insts.insert(0, inst);
+            if let Some(v) = v {
+                made.push(v);
+            }
+        }
+        new.insert(r, made);
+    }
+    // Their entries: a `dual`'s parts, or the parts of a phi of the web.
+    let mut dead: HashSet<Inst> = HashSet::default();
+    let mut duals: HashSet<Value> = HashSet::default();
+    for &r in &order {
+        let (inst, _) = web[&r];
+        let InstKind::Phi { entries } = func.insts[inst].kind.clone() else {
+            continue;
+        };
+        for (j, &part) in new[&r].iter().enumerate() {
+            let mut these: SmallVec<[(Block, Operand); 2]> = SmallVec::new();
+            for (from, op) in &entries {
+                let Operand::Value(v) = op else { continue };
+                let x = match new.get(v) {
+                    Some(q) => Operand::Value(q[j]),
+                    None => {
+                        duals.insert(*v);
+                        dual_parts(func, *v).map_or(*op, |p| p[j])
+                    }
+                };
+                these.push((*from, x));
+            }
+            if let ValueDef::Inst(def) = func.values[part].def {
+                func.insts[def].kind = InstKind::Phi { entries: these };
+            }
+        }
+        dead.insert(inst);
+    }
+    // Each `primal`/`tangent` of a split phi is its part's phi.
+    let mut subst: HashMap<Value, Operand> = HashMap::default();
+    for &r in &order {
+        for u in &uses[r] {
+            let Use::Inst(i) = *u else { continue };
+            if let (Some(k), Some(res)) = (part_read(func, i, r), func.insts[i].result) {
+                subst.insert(res, Operand::Value(new[&r][k]));
+                dead.insert(i);
+            }
+        }
+    }
+    // The `dual`s that only entered split phis.
+    for v in duals {
+        let only_split = uses[v].iter().all(|u| match u {
+            Use::Inst(i) => dead.contains(i),
+            Use::Term => false,
+        });
+        if only_split && let ValueDef::Inst(def) = func.values[v].def {
+            dead.insert(def);
+        }
+    }
+    for &b in &func.layout.clone() {
+        func.blocks[b].insts.retain(|i| !dead.contains(i));
+        for inst in func.blocks[b].insts.clone() {
+            substitute(&mut func.insts[inst].kind, &subst);
+        }
+        match &mut func.blocks[b].term {
+            Some(Terminator::GotoIfNot { cond: op, .. })
+            | Some(Terminator::Switch { index: op, .. })
+            | Some(Terminator::Return(op)) => {
+                if let Operand::Value(v) = op
+                    && let Some(&x) = subst.get(v)
+                {
+                    *op = x;
+                }
+            }
+            _ => {}
+        }
+    }
+    order.len()
+}
+
+/// Replaces, in `kind`, each operand `subst` maps.
+fn substitute(kind: &mut InstKind, subst: &HashMap<Value, Operand>) {
+    let map = |op: &mut Operand| {
+        if let Operand::Value(v) = op
+            && let Some(&x) = subst.get(v)
+        {
+            *op = x;
+        }
+    };
+    match kind {
+        InstKind::Prim { args, .. } | InstKind::Invoke { args, .. } => {
+            args.iter_mut().for_each(map);
+        }
+        InstKind::CallValue { callee, args } => {
+            if let Some(&Operand::Value(x)) = subst.get(callee) {
+                *callee = x;
+            }
+            args.iter_mut().for_each(map);
+        }
+        InstKind::Phi { entries } => entries.iter_mut().for_each(|(_, op)| map(op)),
+    }
+}
