@@ -57,8 +57,10 @@ pub struct Config {
     /// Also write loops that carry an array from one iteration to the next
     /// (a copy per iteration handed on, a `break` before or after the
     /// hand-over, the array read after the loop and maybe carried on by a
-    /// later loop): the `checkpoint` target asks for them; off by default,
-    /// so the other targets' programs are those of earlier runs.
+    /// later loop): the `checkpoint` and `derivatives` targets ask for them
+    /// (reverse mode's checkpoints and forward mode's split phis carry such
+    /// arrays); off by default, so the other targets' programs are those of
+    /// earlier runs.
     pub carried_arrays: bool,
 }
 

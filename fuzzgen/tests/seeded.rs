@@ -72,8 +72,10 @@ fn generated_gradients_are_the_same_under_tape_limits() {
 
 #[test]
 fn generated_derivatives_agree_between_modes_and_with_finite_differences() {
+    // As the runner's `derivatives` target: with loops carrying arrays.
     let cfg = Config {
         smooth: true,
+        carried_arrays: true,
         ..Config::default()
     };
     let n = seeds(60);

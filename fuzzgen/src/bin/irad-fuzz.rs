@@ -219,7 +219,9 @@ fn config(opts: &Options) -> Config {
         smooth: opts.smooth,
         // Loops three deep, checkpointed inside one another.
         max_loop_depth: if opts.target == "checkpoint" { 3 } else { 2 },
-        carried_arrays: opts.target == "checkpoint",
+        // Loops carrying arrays: checkpointed (`checkpoint`), and split
+        // into a phi per part by forward mode (`derivatives`).
+        carried_arrays: matches!(opts.target, "checkpoint" | "derivatives"),
         ..Config::default()
     }
 }
