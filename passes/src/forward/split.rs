@@ -25,7 +25,8 @@
 //! entered split phis, and the `primal`/`tangent` statements of them, are
 //! gone.
 
-use irad_ir::entity::SecondaryMap;
+use crate::normalise::remove_trivial_phis::remove_and_substitute;
+use irad_ir::entity::{EntitySet, SecondaryMap};
 use irad_ir::{
     Block, Const, Func, Inst, InstKind, Lanes, Operand, Prim, Terminator, Type, Value, ValueDef,
 };
@@ -318,46 +319,11 @@ fn rewrite(
             dead.insert(def);
         }
     }
-    for &b in &func.layout.clone() {
-        func.blocks[b].insts.retain(|i| !dead.contains(i));
-        for inst in func.blocks[b].insts.clone() {
-            substitute(&mut func.insts[inst].kind, &subst);
-        }
-        match &mut func.blocks[b].term {
-            Some(Terminator::GotoIfNot { cond: op, .. })
-            | Some(Terminator::Switch { index: op, .. })
-            | Some(Terminator::Return(op)) => {
-                if let Operand::Value(v) = op
-                    && let Some(&x) = subst.get(v)
-                {
-                    *op = x;
-                }
-            }
-            _ => {}
-        }
+    let dead: EntitySet<Inst> = dead.into_iter().collect();
+    let mut map: SecondaryMap<Value, Option<Operand>> = SecondaryMap::new();
+    for (&v, &op) in &subst {
+        map.set(v, Some(op));
     }
+    remove_and_substitute(func, &dead, &map);
     order.len()
-}
-
-/// Replaces, in `kind`, each operand `subst` maps.
-fn substitute(kind: &mut InstKind, subst: &HashMap<Value, Operand>) {
-    let map = |op: &mut Operand| {
-        if let Operand::Value(v) = op
-            && let Some(&x) = subst.get(v)
-        {
-            *op = x;
-        }
-    };
-    match kind {
-        InstKind::Prim { args, .. } | InstKind::Invoke { args, .. } => {
-            args.iter_mut().for_each(map);
-        }
-        InstKind::CallValue { callee, args } => {
-            if let Some(&Operand::Value(x)) = subst.get(callee) {
-                *callee = x;
-            }
-            args.iter_mut().for_each(map);
-        }
-        InstKind::Phi { entries } => entries.iter_mut().for_each(|(_, op)| map(op)),
-    }
 }

@@ -55,20 +55,31 @@ pub fn remove_trivial_phis(func: &mut Func) -> bool {
         for (&v, &(_, op)) in &ready {
             subst.set(v, Some(op));
         }
-        let layout = func.layout.clone();
-        for block in layout {
-            func.blocks[block].insts.retain(|&i| !removed.contains(i));
-            for inst in func.blocks[block].insts.clone() {
-                replace_in_inst(&mut func.insts[inst].kind, &subst);
+        remove_and_substitute(func, &removed, &subst);
+    }
+}
+
+/// Takes the statements `removed` out of `func`'s blocks and replaces, in
+/// every statement and terminator left, each value `subst` maps (shared
+/// with forward mode's split of dual phis).
+pub(crate) fn remove_and_substitute(
+    func: &mut Func,
+    removed: &EntitySet<Inst>,
+    subst: &SecondaryMap<Value, Option<Operand>>,
+) {
+    let layout = func.layout.clone();
+    for block in layout {
+        func.blocks[block].insts.retain(|&i| !removed.contains(i));
+        for inst in func.blocks[block].insts.clone() {
+            replace_in_inst(&mut func.insts[inst].kind, subst);
+        }
+        match &mut func.blocks[block].term {
+            Some(Terminator::GotoIfNot { cond: op, .. })
+            | Some(Terminator::Switch { index: op, .. })
+            | Some(Terminator::Return(op)) => {
+                replace(op, subst);
             }
-            match &mut func.blocks[block].term {
-                Some(Terminator::GotoIfNot { cond: op, .. })
-                | Some(Terminator::Switch { index: op, .. })
-                | Some(Terminator::Return(op)) => {
-                    replace(op, &subst);
-                }
-                Some(Terminator::Goto(_)) | None => {}
-            }
+            Some(Terminator::Goto(_)) | None => {}
         }
     }
 }
