@@ -209,6 +209,23 @@ fn tape_of(section: &str, name: &str) -> Option<(Vec<String>, String)> {
     Some((tape, func))
 }
 
+/// The text of block `#label` of the printed function `func`: its lines
+/// after the label, up to the next label or the function's end.
+fn block_text(func: &str, label: &str) -> Option<String> {
+    let head = format!("#{label}:");
+    let mut lines = func.lines().skip_while(|l| *l != head);
+    lines.next()?;
+    let body: Vec<&str> = lines
+        .take_while(|l| {
+            let is_label = l.starts_with('#')
+                && l.ends_with(':')
+                && l[1..l.len() - 1].chars().all(|c| c.is_ascii_digit());
+            !is_label && *l != "}"
+        })
+        .collect();
+    Some(body.join("\n"))
+}
+
 /// Asserts that each value of `tape` (a line `%NAME: TYPE  pushed ...`) is
 /// pushed by name in `func`, and each predecessor index line names a
 /// constant it pushes; returns how many values were checked.
@@ -227,6 +244,19 @@ fn assert_tape_matches(tape: &[String], func: &str, what: &str) -> usize {
             func.contains(&push),
             "{what}: `{line}` but no `{push}` in\n{func}"
         );
+        // A push at a block's end is in that block (a loop's exit blocks
+        // each push a value of their own: the name must be that one).
+        if let Some(label) = line
+            .split_once("pushed at the end of #")
+            .and_then(|(_, rest)| rest.split([',', ' ']).next())
+        {
+            let body = block_text(func, label)
+                .unwrap_or_else(|| panic!("{what}: `{line}` but no block #{label} in\n{func}"));
+            assert!(
+                body.contains(&push),
+                "{what}: `{line}` but block #{label} has no `{push}`:\n{body}"
+            );
+        }
         checked += 1;
     }
     checked

@@ -17,7 +17,11 @@
 //! statement's value or a phi of the web, and every use of a phi of the
 //! web is `primal`, `tangent` with a constant lane, or an entry of a phi of
 //! the web. Anything else (a dual passed to a call, returned, chosen by
-//! `select`, a constant entry) keeps the web as it is.
+//! `select`, a constant entry, an argument entering the phi as it is) keeps
+//! the web as it is; so does every web of the function when one phi of a
+//! web is entered by no `dual` at all (only by phis of the web: never run).
+//! A dual of a tuple holding an array splits too, into tuple phis (which
+//! code generation does not free; harmless).
 //!
 //! Assumes a verified function. Guarantees: the function computes the same
 //! values (each part flows along the same edges as the dual did), verifies,

@@ -362,6 +362,11 @@ pub(super) struct CkLoop {
     /// Set by [`rewrite`] when a loop inside it is checkpointed inside its
     /// replay: the new value there of each replay value renamed by it.
     pub replay_renamed: HashMap<Value, Value>,
+    /// Set with `replay_renamed`: the new value there that a block an exit
+    /// edge of the inner loop leads to has of its own (by primal block), for
+    /// the pushes at its end (`primal.rs`, the shadows a carried array leaves
+    /// with).
+    pub replay_renamed_at: primal::ExitShown,
 }
 
 /// The checkpointing decisions of one derivation.
@@ -652,6 +657,7 @@ fn decide(
         state: Vec::new(),
         replayed: HashMap::default(),
         replay_renamed: HashMap::default(),
+        replay_renamed_at: primal::ExitShown::default(),
     })
 }
 
@@ -1319,7 +1325,7 @@ pub(super) fn rewrite(
             .of_loop(outer)
             .cloned()
             .ok_or_else(|| super::ctx::internal(&cx.floc, "a loop inside no checkpointed loop"))?;
-        let renamed = nested::rewrite(
+        let (renamed, renamed_at) = nested::rewrite(
             cx,
             module,
             fwd_id,
@@ -1328,6 +1334,7 @@ pub(super) fn rewrite(
         )?;
         if let Some(o) = cks.loops.iter_mut().find(|c| c.k == outer.k) {
             o.replay_renamed.extend(renamed);
+            o.replay_renamed_at.extend(renamed_at);
         }
     }
     for ck in &cks.loops {
@@ -1472,7 +1479,14 @@ pub(super) fn mark_replay_pushes(
                 super::plan::Site::Once => continue,
             };
             if let (true, Some(&value)) = (members.contains(&block), c.replayed.get(&save.value)) {
-                let value = c.replay_renamed.get(&value).copied().unwrap_or(value);
+                let own = match save.site {
+                    super::plan::Site::BlockEnd { .. } => c.replay_renamed_at.get(&(block, value)),
+                    _ => None,
+                };
+                let value = own
+                    .or_else(|| c.replay_renamed.get(&value))
+                    .copied()
+                    .unwrap_or(value);
                 save.replay = Some(super::plan::ReplayPush {
                     func,
                     name: name.clone(),

@@ -32,14 +32,15 @@ use rustc_hash::FxHashMap as HashMap;
 /// forward sweep `fwd_id`, whose block of each primal block is `fblock` and
 /// operand of each primal value `fval`, as they were while it recorded).
 /// Returns the new value in the outer replay of each of its values the
-/// rewrite renamed (the values pushed at the inner loop's exit).
+/// rewrite renamed (the values pushed at the inner loop's exit), and the one
+/// a block an exit edge leads to has of its own (by primal block).
 pub(in crate::reverse) fn rewrite(
     cx: &Derivation<'_>,
     module: &mut Module,
     fwd_id: FuncId,
     (fblock, fval): (&[Block], &SecondaryMap<Value, Option<Operand>>),
     (outer, ck, inner): (&CkLoop, &mut CkLoop, &[direct::Inner]),
-) -> Result<HashMap<Value, Value>, ReverseError> {
+) -> Result<(HashMap<Value, Value>, primal::ExitShown), ReverseError> {
     let rid = outer
         .replay
         .ok_or_else(|| internal(&cx.floc, "a checkpointed loop without replay"))?;
@@ -162,14 +163,15 @@ pub(in crate::reverse) fn rewrite(
         None => None,
     };
     let mut shown = HashMap::default();
+    let mut shown_at = primal::ExitShown::default();
     primal::rewrite(
         cx,
         module,
         rid,
         (&rblock, &mut rval),
         (&mut local, path.as_ref()),
-        (&mut shown, &mut HashMap::default()),
+        (&mut shown, &mut shown_at),
     )?;
     ck.state = local.state;
-    Ok(shown)
+    Ok((shown, shown_at))
 }
