@@ -32,7 +32,8 @@
 use crate::normalise::remove_trivial_phis::remove_and_substitute;
 use irad_ir::entity::{EntitySet, SecondaryMap};
 use irad_ir::{
-    Block, Const, Func, Inst, InstKind, Lanes, Operand, Prim, Terminator, Type, Value, ValueDef,
+    Block, BuildError, Const, Func, FuncBuilder, FuncId, Inst, InstKind, Lanes, Module, Operand,
+    Prim, Terminator, Type, Value, ValueDef,
 };
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use smallvec::SmallVec;
@@ -46,19 +47,20 @@ enum Use {
     Term,
 }
 
-/// Splits the webs of dual array phis of `func` (see the module comment);
-/// returns how many phis were split.
-pub(crate) fn split_dual_array_phis(func: &mut Func) -> usize {
+/// Splits the webs of dual array phis of function `id` of `module` (see the
+/// module comment); returns how many phis were split.
+pub(crate) fn split_dual_array_phis(module: &mut Module, id: FuncId) -> Result<usize, BuildError> {
+    let func = module.get(id).ok_or(BuildError::BadHandle("function"))?;
     let phis = candidates(func);
     if phis.is_empty() {
-        return 0;
+        return Ok(0);
     }
     let uses = uses_of(func);
     let web = web(func, &phis, &uses);
     if web.is_empty() {
-        return 0;
+        return Ok(0);
     }
-    rewrite(func, &web, &uses)
+    rewrite(module, id, &web, &uses)
 }
 
 /// The phis of a dual type holding an array, by result, with their block.
@@ -86,9 +88,7 @@ fn uses_of(func: &Func) -> SecondaryMap<Value, SmallVec<[Use; 2]>> {
     let mut uses: SecondaryMap<Value, SmallVec<[Use; 2]>> = SecondaryMap::new();
     let mut add = |op: &Operand, u: Use| {
         if let Operand::Value(v) = op {
-            let mut list = uses[*v].clone();
-            list.push(u);
-            uses.set(*v, list);
+            uses.get_mut(*v).push(u);
         }
     };
     for &b in &func.layout {
@@ -204,10 +204,12 @@ fn parts(func: &Func, v: Value) -> usize {
 
 /// Splits the phis of `web`; returns how many.
 fn rewrite(
-    func: &mut Func,
+    module: &mut Module,
+    id: FuncId,
     web: &HashMap<Value, (Inst, Block)>,
     uses: &SecondaryMap<Value, SmallVec<[Use; 2]>>,
-) -> usize {
+) -> Result<usize, BuildError> {
+    let func = module.get(id).ok_or(BuildError::BadHandle("function"))?;
     let mut order: Vec<Value> = web.keys().copied().collect();
     order.sort_unstable();
     // The parts' types, from a `dual` entering the web (every phi of a web
@@ -254,38 +256,31 @@ fn rewrite(
         .filter(|r| types.contains_key(r))
         .collect();
     if order.len() != web.len() {
-        return 0;
+        return Ok(0);
     }
-    // The new phis, at the top of each old one's block.
+    // The new phis, after the existing ones of each old one's block.
+    let mut fb = FuncBuilder::new(module, id)?;
     let mut new: HashMap<Value, Vec<Value>> = HashMap::default();
     for &r in &order {
         let (_, b) = web[&r];
-        let mut made = Vec::new();
-        for ty in &types[&r] {
-            let kind = InstKind::Phi {
-                entries: SmallVec::new(),
-            };
-            let (inst, v) = func.push_inst(b, kind, Some(ty.clone()), None);
-            let insts = &mut func.blocks[b].insts;
-            insts.pop();
-            insts.insert(0, inst);
-            if let Some(v) = v {
-                made.push(v);
-            }
-        }
+        let made = types[&r]
+            .iter()
+            .map(|ty| fb.insert_phi(b, ty.clone()))
+            .collect::<Result<Vec<_>, _>>()?;
         new.insert(r, made);
     }
     // Their entries: a `dual`'s parts, or the parts of a phi of the web.
     let mut dead: HashSet<Inst> = HashSet::default();
     let mut duals: HashSet<Value> = HashSet::default();
+    let mut entries_of: Vec<(Value, Block, Operand)> = Vec::new();
     for &r in &order {
         let (inst, _) = web[&r];
-        let InstKind::Phi { entries } = func.insts[inst].kind.clone() else {
+        let func = &fb.module()[id];
+        let InstKind::Phi { entries } = &func.insts[inst].kind else {
             continue;
         };
         for (j, &part) in new[&r].iter().enumerate() {
-            let mut these: SmallVec<[(Block, Operand); 2]> = SmallVec::new();
-            for (from, op) in &entries {
+            for (from, op) in entries {
                 let Operand::Value(v) = op else { continue };
                 let x = match new.get(v) {
                     Some(q) => Operand::Value(q[j]),
@@ -294,14 +289,17 @@ fn rewrite(
                         dual_parts(func, *v).map_or(*op, |p| p[j])
                     }
                 };
-                these.push((*from, x));
-            }
-            if let ValueDef::Inst(def) = func.values[part].def {
-                func.insts[def].kind = InstKind::Phi { entries: these };
+                entries_of.push((part, *from, x));
             }
         }
         dead.insert(inst);
     }
+    for (part, from, x) in entries_of {
+        fb.add_phi_entry(part, from, x)?;
+    }
+    let func = module
+        .get_mut(id)
+        .ok_or(BuildError::BadHandle("function"))?;
     // Each `primal`/`tangent` of a split phi is its part's phi.
     let mut subst: HashMap<Value, Operand> = HashMap::default();
     for &r in &order {
@@ -329,5 +327,5 @@ fn rewrite(
         map.set(v, Some(op));
     }
     remove_and_substitute(func, &dead, &map);
-    order.len()
+    Ok(order.len())
 }

@@ -335,9 +335,8 @@ pub(super) fn derive(
     cx.body(&cfg, &reachable, &floc)?;
     // Arrays carried through loops as duals: a phi per part, which code
     // generation can free as the primal's (`split.rs`).
-    if let Some(f) = module.get_mut(rule) {
-        super::split::split_dual_array_phis(f);
-    }
+    super::split::split_dual_array_phis(module, rule)
+        .map_err(|e| ForwardError::internal(floc.clone(), e.to_string()))?;
     Ok(())
 }
 

@@ -187,25 +187,23 @@ pub(in crate::reverse) fn rewrite(
         }
     }
     if let Some(j) = ck.leave.join {
-        let jb = fblock[j];
         let mut olds: Vec<Value> = merged.keys().copied().collect();
         olds.sort_unstable();
+        let mut fb = FuncBuilder::new(module, fwd_id).map_err(build_err(&cx.floc))?;
         for old in olds {
-            let entries = merged.remove(&old).unwrap_or_default();
-            let ty = f.values[old].ty.clone();
-            let kind = InstKind::Phi {
-                entries: entries.into_iter().collect(),
-            };
-            let (inst, new) = f.push_inst(jb, kind, Some(ty), None);
-            let new = new.ok_or_else(|| internal(&cx.floc, "a phi without its result"))?;
-            // Phis first: the new one goes to the top of the block.
-            let insts = &mut f.blocks[jb].insts;
-            insts.retain(|&i| i != inst);
-            insts.insert(0, inst);
+            let ty = fb.module()[fwd_id].values[old].ty.clone();
+            let new = fb.insert_phi(fblock[j], ty).map_err(build_err(&cx.floc))?;
+            for (from, op) in merged.remove(&old).unwrap_or_default() {
+                fb.add_phi_entry(new, from, op)
+                    .map_err(build_err(&cx.floc))?;
+            }
             renamed.insert(old, Operand::Value(new));
             shown.insert(old, new);
         }
     }
+    let f = module
+        .get_mut(fwd_id)
+        .ok_or_else(|| internal(&cx.floc, "no forward sweep"))?;
     let added: Vec<Block> = std::iter::once(snap)
         .chain(extra)
         .chain(std::iter::once(rest))
