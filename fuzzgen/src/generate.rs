@@ -55,7 +55,8 @@ pub struct Config {
     /// target asks for 3, for loops checkpointed inside one another).
     pub max_loop_depth: u32,
     /// Also write loops that carry an array from one iteration to the next
-    /// (a copy per iteration handed on, a `break` before or after the
+    /// (a copy per iteration handed on, on every iteration or under a
+    /// condition, a `break` before or after the
     /// hand-over, the array read after the loop and maybe carried on by a
     /// later loop): the `checkpoint` and `derivatives` targets ask for them
     /// (reverse mode's checkpoints and forward mode's split phis carry such
@@ -131,6 +132,7 @@ pub const FEATURES: &[&str] = &[
     "carried-while-and",
     "carried-break-before-hand-over",
     "carried-break-after-hand-over",
+    "carried-hand-over-sometimes",
     "array-local",
     "array-write",
     "array-alias (let b = a)",
@@ -747,7 +749,8 @@ impl Gen<'_, '_> {
     /// A `while` loop carrying an array from one iteration to the next
     /// ([`Config::carried_arrays`]): started from a copy of an array in
     /// scope, each iteration copies it, writes the copy from the old one,
-    /// runs up to two statements and hands the copy on, maybe leaving by a
+    /// runs up to two statements and hands the copy on (on some iterations
+    /// only, under a condition, one loop in three), maybe leaving by a
     /// data-dependent `break` before or after the hand-over, or by a second
     /// part of its condition; the array is read after the loop and stays in
     /// scope, so a later loop may start from it. An array statement when
@@ -795,7 +798,13 @@ impl Gen<'_, '_> {
             let cond = self.cond(1)?;
             self.line(indent + 1, &format!("if {cond} {{ break; }}"));
         }
-        self.line(indent + 1, &format!("{c} = {d};"));
+        if self.one_in(3)? {
+            self.note("carried-hand-over-sometimes");
+            let cond = self.cond(1)?;
+            self.line(indent + 1, &format!("if {cond} {{ {c} = {d}; }}"));
+        } else {
+            self.line(indent + 1, &format!("{c} = {d};"));
+        }
         if exit == 2 {
             self.note("carried-break-after-hand-over");
             let cond = self.cond(1)?;

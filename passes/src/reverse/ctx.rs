@@ -13,6 +13,7 @@
 
 use super::analysis::{idoms, live_out, on_cycle, reaches, rpo};
 use super::bbcode::{BBCode, BTerm};
+use super::checkpoint::replaced::{self, Replaced};
 use super::loops::RevLoops;
 use super::memory::ArrayClasses;
 use super::{Reverse, ReverseError};
@@ -106,6 +107,10 @@ pub(super) struct Derivation<'r> {
     pub callees: HashMap<FuncId, (FuncId, FuncId)>,
     /// Which arrays may be the same, and which statements write which.
     pub classes: ArrayClasses,
+    /// The header phis of arrays replaced on some iterations only, each with
+    /// the flag phi added beside it (`checkpoint/replaced.rs`; only when
+    /// checkpointing may be asked for).
+    pub replaced: HashMap<Value, Replaced>,
 }
 
 impl<'r> Derivation<'r> {
@@ -131,7 +136,16 @@ impl<'r> Derivation<'r> {
         // The blocks only: `src` is the function, and a second copy of a
         // huge primal is hundreds of megabytes.
         let bb = BBCode::blocks_only(&src).map_err(|e| internal(&floc, e))?;
-        let shape = Shape::new(bb, &src, &floc)?;
+        let mut shape = Shape::new(bb, &src, &floc)?;
+        let mut src = src;
+        let mut replaced = HashMap::default();
+        if checkpoints_asked(rev, &src) {
+            replaced = replaced::mark(&mut src, &shape);
+            if !replaced.is_empty() {
+                let bb = BBCode::blocks_only(&src).map_err(|e| internal(&floc, e))?;
+                shape = Shape::new(bb, &src, &floc)?;
+            }
+        }
         let act = if rev.activity() {
             Activity::of(&src, mask.unwrap_or(&[]))
         } else {
@@ -155,6 +169,7 @@ impl<'r> Derivation<'r> {
             registry,
             callees: HashMap::default(),
             classes,
+            replaced,
         };
         cx.request_callees(rev, module)?;
         Ok(cx)
@@ -226,6 +241,22 @@ impl<'r> Derivation<'r> {
     pub fn need_normal(&self, what: &str) -> ReverseError {
         need_normal(&self.floc, what)
     }
+}
+
+/// Whether reverse mode may checkpoint a loop of `src`: under a tape limit,
+/// a checkpoint schedule, or a `checkpoint` statement in it.
+fn checkpoints_asked(rev: &Reverse<'_>, src: &Func) -> bool {
+    rev.tape_limit().is_some()
+        || !rev.checkpoint_schedule().is_empty()
+        || src.insts.values().any(|d| {
+            matches!(
+                d.kind,
+                InstKind::Prim {
+                    prim: Prim::Checkpoint,
+                    ..
+                }
+            )
+        })
 }
 
 impl Shape {

@@ -230,6 +230,13 @@ pub struct CheckpointedLoop {
     pub carried: usize,
     /// How many of those are used after the loop.
     pub carried_after: usize,
+    /// How many of those the loop replaces on some iterations only (each
+    /// with a flag among the header's values).
+    pub carried_replaced: usize,
+    /// How many arrays made in an iteration (`copy`, `zeros`, `alloc`) are
+    /// used after the loop other than through its header phis (made by the
+    /// run's last iteration).
+    pub made_after: usize,
     /// The label of the checkpointed loop whose replay function takes this
     /// loop's snapshots, when it is checkpointed inside another one.
     pub within: Option<u32>,
@@ -800,8 +807,21 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
             if c.carried_after > 0 {
                 line.push_str(&format!(", {} of them used after it", c.carried_after));
             }
+            if c.carried_replaced > 0 {
+                line.push_str(&format!(
+                    ", {} of them replaced on some iterations only",
+                    c.carried_replaced
+                ));
+            }
             line.push(')');
         }
+    }
+    match c.made_after {
+        0 => {}
+        1 => line.push_str("; 1 array its last iteration makes is used after it"),
+        n => line.push_str(&format!(
+            "; {n} arrays its last iteration makes are used after it"
+        )),
     }
     match c.thinned_after {
         0 => line.push_str(

@@ -60,6 +60,10 @@ pub(in crate::reverse) struct LoopCopy<'a, 'r> {
     source: HashMap<Block, Block>,
     /// `goto` blocks put between a copy and its fall-through target.
     tramp: HashMap<(Block, Block), Block>,
+    /// Where an exit edge to each forward-sweep block outside the loop goes
+    /// instead of the one given block (the replay's own blocks for the
+    /// exits arrays made in the last iteration leave through).
+    pub exit_to: HashMap<Block, Block>,
 }
 
 impl<'a, 'r> LoopCopy<'a, 'r> {
@@ -102,6 +106,7 @@ impl<'a, 'r> LoopCopy<'a, 'r> {
             target: HashMap::default(),
             source: HashMap::default(),
             tramp: HashMap::default(),
+            exit_to: HashMap::default(),
         }
     }
 
@@ -218,7 +223,13 @@ impl<'a, 'r> LoopCopy<'a, 'r> {
             .term
             .clone()
             .ok_or_else(|| internal(loc, "a loop block without terminator"))?;
-        let to = |b: &Block| self.target.get(b).copied().unwrap_or(out);
+        let to = |b: &Block| {
+            self.target
+                .get(b)
+                .or_else(|| self.exit_to.get(b))
+                .copied()
+                .unwrap_or(out)
+        };
         let mut fall = None;
         let new = match &term {
             Terminator::Goto(t) => Terminator::Goto(to(t)),

@@ -52,6 +52,7 @@ pub(super) mod direct;
 pub(super) mod nested;
 pub(super) mod primal;
 pub(super) mod region;
+pub(super) mod replaced;
 pub(super) mod replay;
 pub(super) mod schedule;
 pub(super) mod sized;
@@ -254,6 +255,13 @@ pub(super) struct Carried {
     /// For an array kept as it is that has a shadow: its shadow, which the
     /// loop that does not record carries and each snapshot pushes.
     pub kept: Option<Kept>,
+    /// For an array replaced on some iterations only (with a shadow): its
+    /// flag, a header phi (its index among the header's phis, and the
+    /// primal value) saying whether the loop has replaced the array since
+    /// it entered (`replaced.rs`); it chooses the array's start shadow and
+    /// the shadow it leaves with, where an array made afresh in every
+    /// iteration has the snapshot's flag and the header's.
+    pub replaced: Option<(usize, Value)>,
 }
 
 /// The shadow of an array a checkpointed loop carries as it is (an array
@@ -270,6 +278,30 @@ pub(super) struct Kept {
     /// header (a primal block): the shadow phi (of the recording sweep) of
     /// another kept array, or a shadow defined before the loop.
     pub latches: Vec<(Block, Operand)>,
+}
+
+/// An array a checkpointed loop makes (`copy`, `zeros` or `alloc` in a
+/// block whose innermost loop is this one) and uses after it other than
+/// through its header phis: it leaves through the exit edges its statement
+/// dominates, made by the run's last iteration, so the last stretch's
+/// replay makes it again, with a fresh shadow nothing has touched yet
+/// (docs/reverse.md, "Arrays made in the last iteration").
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Left {
+    /// The statement's result, a primal value.
+    pub value: Value,
+    /// Its type.
+    pub ty: irad_ir::Type,
+    /// Its shadow in the recording forward sweep (`None`: an array without
+    /// one, `[i64]` or `[bool]`). Each block an exit edge it leaves
+    /// through leads to makes the shadow it leaves with, a fresh zero
+    /// array, and pushes it with the loop's inputs; the last stretch's
+    /// replay pushes the shadow it ends with on that edge, and the
+    /// pullback copies the one into the other.
+    pub shadow: Option<Value>,
+    /// The positions of the blocks the exit edges it leaves through lead
+    /// to (those its statement dominates).
+    pub exits: Vec<usize>,
 }
 
 /// One checkpointed loop.
@@ -311,6 +343,10 @@ pub(super) struct CkLoop {
     /// The arrays it carries through its header phis (their snapshots copy
     /// them after `arrays`).
     pub carried: Vec<Carried>,
+    /// The arrays made in one of its iterations and used after it other
+    /// than through its header (`a = b; break;`): the run's last iteration
+    /// made them.
+    pub left: Vec<Left>,
     /// Where the shadows of carried arrays used after it ([`Carried::escapes`]
     /// with a shadow) are made: in each block an exit edge leads to, and
     /// for a loop of several exits, the block they all lead to, which
@@ -498,10 +534,20 @@ fn decide(
     let carried = carried_arrays(cx, view, k)?;
     let escaping = escaping_arrays(cx, cx.shape.loops.of(k));
     let leave = leave_shape(cx, k);
+    let mut left = Vec::new();
     if !escaping.iter().all(|v| {
-        carried
+        let is_carried = carried
             .iter()
-            .any(|c| c.1 == *v && (leave.is_some() || c.4.is_some() || c.3.is_none()))
+            .any(|c| c.1 == *v && (leave.is_some() || c.4.is_some() || c.3.is_none()));
+        is_carried
+            || (!carried.iter().any(|c| c.1 == *v)
+                && leave
+                    .as_ref()
+                    .and_then(|lv| left_array(cx, view, k, *v, lv))
+                    .is_some_and(|x| {
+                        left.push(x);
+                        true
+                    }))
     }) {
         // Only where the exits meet fails when every such array is carried.
         let carried_only = escaping.iter().all(|v| carried.iter().any(|c| c.1 == *v));
@@ -529,9 +575,10 @@ fn decide(
     // The shadows entering the loop with its carried arrays are inputs too.
     let carried = carried
         .into_iter()
-        .map(|(phi, value, ty, shadow, kept)| Carried {
+        .map(|(phi, value, ty, shadow, kept, replaced)| Carried {
             phi,
             value,
+            replaced,
             escapes: escaping.contains(&value),
             ty,
             kept,
@@ -549,7 +596,9 @@ fn decide(
     let plain_entry = matches!(shape.bb.blocks[pre].term,
         super::bbcode::BTerm::Goto(h) if h == shape.bb.blocks[l.header].id);
     let direct = match source {
-        StretchSource::Limit(_) if counted && plain_entry && carried.is_empty() => {
+        StretchSource::Limit(_)
+            if counted && plain_entry && carried.is_empty() && left.is_empty() =>
+        {
             entry_test(cx, k).map(|test| Direct {
                 test,
                 runs: match within {
@@ -583,6 +632,12 @@ fn decide(
         for c in carried.iter().filter(|c| c.escapes) {
             if let Some((sphi, _)) = c.shadow {
                 plan.add_block_end_save(exit, cx.label(e), sphi, c.ty.clone());
+            }
+        }
+        // And the shadow an array the last iteration made leaves with.
+        for x in left.iter().filter(|x| x.exits.contains(&e)) {
+            if let Some(s) = x.shadow {
+                plan.add_block_end_save(exit, cx.label(e), s, x.ty.clone());
             }
         }
     }
@@ -644,6 +699,7 @@ fn decide(
         inputs,
         arrays,
         carried,
+        left,
         leave: leave.unwrap_or_default(),
         within,
         entry_index,
@@ -863,6 +919,7 @@ type CarriedPhi = (
     irad_ir::Type,
     Option<(Value, Value)>,
     Option<Kept>,
+    Option<(usize, Value)>,
 );
 
 /// The arrays loop `k` carries from one iteration to the next through its
@@ -962,6 +1019,7 @@ fn carried_arrays(
             [s] => Some(*s),
             _ => None,
         };
+        let mut replaced = None;
         let (fresh, kept_shadow) = match (shadow_phi(r), view.fshadow[r].is_empty()) {
             (_, true) => (None, None),
             (Some(sphi), _) if kept.contains(&r) => {
@@ -987,6 +1045,29 @@ fn carried_arrays(
                     }),
                 )
             }
+            (Some(sphi), _) if cx.replaced.contains_key(&r) => {
+                // Replaced on some iterations only: its flag is a header phi.
+                let rep = &cx.replaced[&r];
+                if !rep.made.iter().all(|&v| seen.insert(v)) {
+                    return Err(
+                        "it carries an array from one iteration to the next that it neither made afresh in the iteration nor kept as it is"
+                            .into(),
+                    );
+                }
+                let at = phis
+                    .iter()
+                    .position(|&(_, x)| x == rep.flag)
+                    .ok_or("it carries an array whose flag is not in its header")?;
+                replaced = Some((at, rep.flag));
+                match entry.as_ref().and_then(one_shadow) {
+                    Some(Operand::Value(e)) => (Some((sphi, e)), None),
+                    _ => {
+                        return Err(
+                            "it carries an array whose shadow entering it is not one array".into(),
+                        );
+                    }
+                }
+            }
             (Some(sphi), _) => {
                 let all_fresh = entries
                     .iter()
@@ -1009,9 +1090,68 @@ fn carried_arrays(
             }
             (None, false) => return Err("it carries an array whose shadow is not one array".into()),
         };
-        out.push((j, r, ty.clone(), fresh, kept_shadow));
+        out.push((j, r, ty.clone(), fresh, kept_shadow, replaced));
     }
     Ok(out)
+}
+
+/// Array `v`, used after loop `k` (which leaves as `leave` says), as an
+/// array made in the loop's last iteration ([`Left`]), or `None` when it is
+/// not one: made by `copy`, `zeros` or `alloc` in a block whose innermost
+/// loop is `k`, with one shadow or none, dominating at least one exit edge.
+fn left_array(
+    cx: &Derivation<'_>,
+    view: &SweepView<'_>,
+    k: usize,
+    v: Value,
+    leave: &Leave,
+) -> Option<Left> {
+    let shape = &cx.shape;
+    let l = shape.loops.of(k);
+    let irad_ir::ValueDef::Inst(d) = cx.src.values[v].def else {
+        return None;
+    };
+    if !matches!(
+        cx.src.insts[d].kind,
+        InstKind::Prim {
+            prim: Prim::Copy | Prim::Zeros | Prim::Alloc,
+            ..
+        }
+    ) {
+        return None;
+    }
+    let (b, _) = (*cx.places.get(d))?;
+    let at = shape.bb.index()[b]?;
+    if shape.loops.inner[at] != Some(l.header) {
+        return None;
+    }
+    let shadow = match view.fshadow[v].as_slice() {
+        [] => None,
+        [Operand::Value(s)] => Some(*s),
+        _ => return None,
+    };
+    let dominates = |e: usize| {
+        let mut x = Some(e);
+        while let Some(y) = x {
+            if y == at {
+                return true;
+            }
+            x = shape.idom[y].filter(|&z| z != y);
+        }
+        false
+    };
+    let exits: Vec<usize> = leave
+        .exits
+        .iter()
+        .copied()
+        .filter(|&e| dominates(e))
+        .collect();
+    (!exits.is_empty()).then(|| Left {
+        value: v,
+        ty: cx.src.values[v].ty.clone(),
+        shadow,
+        exits,
+    })
 }
 
 /// The values holding an array, defined in a block of loop `l`, that a
@@ -1428,6 +1568,8 @@ pub(super) fn summary(
                 arrays: c.arrays.len() + c.carried.len(),
                 carried: c.carried.len(),
                 carried_after: c.carried.iter().filter(|c| c.escapes).count(),
+                carried_replaced: c.carried.iter().filter(|c| c.replaced.is_some()).count(),
+                made_after: c.left.len(),
                 within: c.within.map(|o| cx.label(cx.shape.loops.of(o).header)),
                 replay: c
                     .replay

@@ -94,6 +94,11 @@ pub(in crate::reverse) fn rewrite(
             *sphi = r;
         }
     }
+    for s in local.left.iter_mut().filter_map(|x| x.shadow.as_mut()) {
+        if let Some(Operand::Value(r)) = in_replay(Operand::Value(*s)) {
+            *s = r;
+        }
+    }
     for kept in local.carried.iter_mut().filter_map(|c| c.kept.as_mut()) {
         kept.entry = in_replay(kept.entry).ok_or_else(missing)?;
         for (_, op) in &mut kept.latches {

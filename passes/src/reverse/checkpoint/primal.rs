@@ -164,9 +164,24 @@ pub(in crate::reverse) fn rewrite(
     let mut merged: HashMap<Value, Vec<(Block, Operand)>> = HashMap::default();
     for &e in &ck.leave.exits {
         let eb = fblock[e];
-        for (old, new) in
-            exit_shadows(f, eb, ck, &pmap, countdown.st).map_err(|what| internal(&cx.floc, what))?
-        {
+        let (mut shadows, only_here) = exit_shadows(f, (e, eb), ck, &pmap, countdown.st)
+            .map_err(|what| internal(&cx.floc, what))?;
+        for (old, new) in only_here {
+            // An array made in the last iteration that leaves through some
+            // of the exits only: its shadow there is read in that block (and
+            // in the join's phi entry from it).
+            match ck.leave.join {
+                None => shadows.push((old, new)),
+                Some(_) => {
+                    shown_at.insert((cx.shape.bb.blocks[e].id, old), new);
+                    in_exit
+                        .entry(eb)
+                        .or_default()
+                        .insert(old, Operand::Value(new));
+                }
+            }
+        }
+        for (old, new) in shadows {
             match ck.leave.join {
                 None => {
                     renamed.insert(old, Operand::Value(new));
@@ -714,22 +729,46 @@ impl PLoop<'_, '_, '_> {
     }
 }
 
-/// For each carried array of `ck` used after the loop, the shadow it leaves
-/// with (the old shadow phi of the recording sweep, the new value), made at
-/// the start of the exit block `exit` of `f` (after its phis): a fresh zero
+/// For each carried array of `ck` used after the loop, and each array the
+/// last iteration made that leaves through exit block `exit` (at position
+/// `e`; a fresh zero array as long as it), the shadow it leaves with (the
+/// old shadow of the recording sweep, the new value), made at the start
+/// of `exit` of `f` (after its phis): for a carried array, a fresh zero
 /// array as long as the array (its value in the loop that does not record,
-/// by `pmap`) when the loop ran an iteration (`ran`, the header's flag),
-/// else the shadow it entered with, which is then its shadow as without a
-/// limit.
+/// by `pmap`) when the loop ran an iteration (`ran`, the header's flag; for
+/// an array replaced on some iterations only, its own flag: when the loop
+/// replaced it), else the shadow it entered with, which is then its shadow
+/// as without a limit.
 fn exit_shadows(
     f: &mut irad_ir::Func,
-    exit: Block,
+    (e, exit): (usize, Block),
     ck: &CkLoop,
     pmap: &SecondaryMap<Value, Option<Operand>>,
     ran: Value,
-) -> Result<Vec<(Value, Value)>, String> {
+) -> Result<ExitShadows, String> {
     let mut out = Vec::new();
+    let mut only_here = Vec::new();
     let mut made = Vec::new();
+    // Arrays the last iteration made: a fresh zero array as long as each.
+    for x in ck.left.iter().filter(|x| x.exits.contains(&e)) {
+        let Some(s) = x.shadow else { continue };
+        let a = pmap[x.value].ok_or("an array made in the loop without its new value")?;
+        let mut value = |f: &mut irad_ir::Func, prim: Prim, args: &[Operand], ty: Type| {
+            let kind = InstKind::Prim {
+                prim,
+                args: args.into(),
+            };
+            let (inst, r) = f.push_inst(exit, kind, Some(ty), None);
+            made.push(inst);
+            r.ok_or("a statement without its result")
+        };
+        let n = value(f, Prim::Length, &[a], Type::I64)?;
+        let fresh = value(f, Prim::Zeros, &[Operand::Value(n)], x.ty.clone())?;
+        match x.exits.len() == ck.leave.exits.len() {
+            true => out.push((s, fresh)),
+            false => only_here.push((s, fresh)),
+        }
+    }
     for c in ck.carried.iter().filter(|c| c.escapes) {
         let Some((sphi, entry)) = c.shadow else {
             continue;
@@ -747,10 +786,16 @@ fn exit_shadows(
         let n = value(f, Prim::Length, &[a], Type::I64)?;
         let fresh = value(f, Prim::Zeros, &[Operand::Value(n)], c.ty.clone())?;
         let entered = Operand::Value(ck.inputs[entry]);
+        // An array replaced on some iterations only leaves with the shadow
+        // it entered with until the loop has replaced it.
+        let by = match c.replaced {
+            Some((_, rb)) => pmap[rb].ok_or("a flag without its new value")?,
+            None => Operand::Value(ran),
+        };
         let s = value(
             f,
             Prim::Select,
-            &[Operand::Value(ran), Operand::Value(fresh), entered],
+            &[by, Operand::Value(fresh), entered],
             c.ty.clone(),
         )?;
         out.push((sphi, s));
@@ -762,8 +807,14 @@ fn exit_shadows(
         .take_while(|&&i| matches!(f.insts[i].kind, InstKind::Phi { .. }))
         .count();
     insts.splice(phis..phis, made);
-    Ok(out)
+    Ok((out, only_here))
 }
+
+/// The shadows exit blocks make ([`exit_shadows`]): those of arrays that
+/// leave through every exit edge, then those of arrays made in the last
+/// iteration that leave through some only (by the recording sweep's old
+/// shadow, the new value).
+type ExitShadows = (Vec<(Value, Value)>, Vec<(Value, Value)>);
 
 /// Renames, in the blocks of `f` outside the loop (`members` and the new
 /// `snap`/`rest`), the loop's values `renamed` says, or in a block of

@@ -78,6 +78,7 @@ pub(in crate::reverse) fn build(
             std::iter::once(Type::I64)
                 .chain(std::iter::repeat_n(Type::Array(Scalar::F64), n))
                 .chain(escapes(ck).then_some(Type::Bool))
+                .chain(std::iter::repeat_n(Type::Bool, replaced_after(ck)))
                 .collect(),
         ),
     };
@@ -113,6 +114,27 @@ type EntryOut = (Block, Vec<Operand>, (Vec<Operand>, Operand));
 /// stretch's end.
 pub(in crate::reverse) fn escapes(ck: &CkLoop) -> bool {
     ck.carried.iter().any(|c| c.escapes && c.shadow.is_some())
+}
+
+/// The positions among the header's phis of the flags of `ck`'s arrays
+/// replaced on some iterations only (in the order of its carried arrays),
+/// which a replay pushes after the start shadows.
+pub(in crate::reverse) fn replaced_flags(ck: &CkLoop) -> Vec<usize> {
+    ck.carried
+        .iter()
+        .filter(|c| c.shadow.is_some())
+        .filter_map(|c| c.replaced.map(|(j, _)| j))
+        .collect()
+}
+
+/// How many of `ck`'s arrays replaced on some iterations only are used
+/// after the loop: the replay also returns whether each has been replaced
+/// by the stretch's end, after whether the run had an iteration.
+pub(in crate::reverse) fn replaced_after(ck: &CkLoop) -> usize {
+    ck.carried
+        .iter()
+        .filter(|c| c.escapes && c.shadow.is_some() && c.replaced.is_some())
+        .count()
 }
 
 /// The state of one replay function being built.
@@ -164,9 +186,39 @@ impl Replay<'_, '_> {
             None if starts.is_empty() => Operand::Const(Const::Unit),
             None => Operand::from(0i64),
         };
+        // The exit edges arrays made in the last iteration leave through
+        // go through a block of their own, which pushes the shadows the
+        // stretch ends them with (for the pullback to copy the shadows they
+        // left the loop with into).
+        let mut pushes: Vec<(Block, Vec<Value>)> = Vec::new();
+        let mut exits: Vec<usize> = self.ck.left.iter().flat_map(|x| x.exits.clone()).collect();
+        exits.sort_unstable();
+        exits.dedup();
+        for e in exits {
+            let shadows: Vec<Value> = self
+                .ck
+                .left
+                .iter()
+                .filter(|x| x.exits.contains(&e))
+                .filter_map(|x| x.shadow)
+                .collect();
+            if shadows.is_empty() {
+                continue;
+            }
+            let b = self.copy.new_block();
+            self.copy.exit_to.insert(fblock[e], b);
+            pushes.push((b, shadows));
+        }
         // The visit counter first, then the header's phis, then the check.
         let (kk_inst, kk) = self.copy.new_phi(top, Type::I64);
         self.copy.copy_blocks(top, out)?;
+        for (b, shadows) in pushes {
+            for s in shadows {
+                let x = self.copy.op(&Operand::Value(s))?;
+                self.copy.effect(b, Prim::Push, &[x]);
+            }
+            self.copy.f.blocks[b].term = Some(Terminator::Goto(out));
+        }
         let kk1 = self.header_check(top, head_copy, kk);
         // The snapshot's value of each recording header phi, and the
         // stretch's own start shadow of each carried array.
@@ -199,6 +251,20 @@ impl Replay<'_, '_> {
                 .value(out, Prim::Ne, &[kk, Operand::from(0i64)], Type::Bool);
             let ran = self.copy.value(out, Prim::Or, &[flag, own], Type::Bool);
             ret.push(ran);
+            // Whether each array replaced on some iterations only and used
+            // after the loop has been replaced by the stretch's end.
+            for c in self
+                .ck
+                .carried
+                .iter()
+                .filter(|c| c.escapes && c.shadow.is_some())
+            {
+                if let Some((_, rb)) = c.replaced {
+                    let op = self.fval[rb]
+                        .ok_or_else(|| internal(&cx.floc, "a flag without its value"))?;
+                    ret.push(self.copy.op(&op)?);
+                }
+            }
         }
         let ret = match ret.as_slice() {
             [one] => *one,
@@ -284,6 +350,14 @@ impl Replay<'_, '_> {
         let (starts, flag) = self.carried_starts(at, &state, part_flag)?;
         for &x in &starts {
             self.copy.effect(at, Prim::Push, &[x]);
+        }
+        // The flags of arrays replaced on some iterations only: whether the
+        // pullback copies the start shadow into the stretch before's.
+        for j in replaced_flags(self.ck) {
+            let by = *state
+                .get(j)
+                .ok_or_else(|| internal(&cx.floc, "a carried array without its flag"))?;
+            self.copy.effect(at, Prim::Push, &[by]);
         }
         if self.ck.repush {
             for j in 0..self.ck.inputs.len() {
@@ -416,9 +490,17 @@ impl Replay<'_, '_> {
             let n = self.copy.value(at, Prim::Length, &[a], Type::I64);
             let fresh = self.copy.value(at, Prim::Zeros, &[n], c.ty.clone());
             let entry = Operand::Value(self.copy.f.params[entry]);
+            // An array replaced on some iterations only starts from the
+            // entering shadow until the loop has replaced it.
+            let by = match c.replaced {
+                Some((j, _)) => *state
+                    .get(j)
+                    .ok_or_else(|| internal(&self.cx.floc, "a carried array without its flag"))?,
+                None => flag,
+            };
             starts.push(
                 self.copy
-                    .value(at, Prim::Select, &[flag, fresh, entry], c.ty.clone()),
+                    .value(at, Prim::Select, &[by, fresh, entry], c.ty.clone()),
             );
         }
         Ok((starts, flag))

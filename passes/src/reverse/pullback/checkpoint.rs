@@ -50,6 +50,12 @@ use super::super::ctx::{build_err, emit_value, err, internal};
 use super::Pullback;
 use irad_ir::{Block, Location, Operand, Prim, Type};
 
+/// What a replay returns when a carried array is used after the loop:
+/// whether the run had an iteration by the stretch's end, and whether each
+/// array replaced on some iterations only and used after the loop had been
+/// replaced by then.
+type Ran = (Operand, std::vec::IntoIter<Operand>);
+
 impl Pullback<'_, '_, '_> {
     /// The stretch-start phis of each checkpointed counted loop, in the
     /// reverse of its header and of its latch.
@@ -243,7 +249,13 @@ impl Pullback<'_, '_, '_> {
             }
             false => self.exit_inputs(&c, cx.shape.loops.of(k).exit, bloc)?,
         };
-        // The start shadows of the carried arrays, pushed by the replay.
+        // The flags of the arrays replaced on some iterations only, then
+        // the start shadows of the carried arrays, pushed by the replay.
+        let mut flags = Vec::new();
+        for _ in super::super::checkpoint::replay::replaced_flags(&c) {
+            flags.push(Operand::Value(self.bk.pop(Type::Bool).map_err(&build)?));
+        }
+        flags.reverse();
         let mut starts = Vec::new();
         for carried in c.carried.iter().rev().filter(|c| c.shadow.is_some()) {
             starts.push(Operand::Value(
@@ -271,10 +283,31 @@ impl Pullback<'_, '_, '_> {
         self.bk.switch_to_block(replay).map_err(&build)?;
         let (start, ends, _) = self.replay_ends(&c, &args)?;
         // The shadow a carried array ends the stretch with is a fresh zero
-        // array: it gets the cotangent the stretch after gathered.
-        for (end, start) in ends.into_iter().zip(starts) {
-            self.bk.prim(Prim::Copyto, &[end, start]).map_err(&build)?;
+        // array: it gets the cotangent the stretch after gathered. An array
+        // replaced on some iterations only that the loop had not replaced
+        // by the stretch's start has one shadow in both, the entering one.
+        let mut flags = flags.into_iter();
+        let mut copies = Vec::with_capacity(ends.len());
+        for ((end, start), carried) in ends
+            .into_iter()
+            .zip(starts)
+            .zip(c.carried.iter().filter(|c| c.shadow.is_some()))
+        {
+            let when = match carried.replaced {
+                Some(_) => Some(
+                    flags
+                        .next()
+                        .ok_or_else(|| internal(bloc, "a replaced array without its flag"))?,
+                ),
+                None => None,
+            };
+            copies.push((when, end, start));
         }
+        self.copies_when(copies, bloc)?;
+        let replay = self
+            .bk
+            .current_block()
+            .ok_or_else(|| internal(bloc, "no block"))?;
         match self.starts[k] {
             Some((_, latch_start)) => {
                 let &[latch] = c.latches.as_slice() else {
@@ -337,7 +370,30 @@ impl Pullback<'_, '_, '_> {
         bloc: &Location,
     ) -> Result<Operand, ReverseError> {
         let (start, ends, ran) = self.replay_ends(c, args)?;
-        let Some(ran) = ran else {
+        // The shadows the arrays made in the last iteration end the stretch
+        // with, pushed by the replay on this exit's edge: fresh zero arrays,
+        // which get the cotangent the code after the loop gave the shadows
+        // they left with.
+        let build = build_err(&self.cx.floc);
+        let mut made = Vec::new();
+        for x in c.left.iter().filter(|x| x.exits.contains(&exit)) {
+            if let Some(s) = x.shadow {
+                let left = self.popped_end[exit].get(&s).copied().ok_or_else(|| {
+                    internal(
+                        bloc,
+                        "the shadow an array left the loop with was not popped",
+                    )
+                })?;
+                made.push((x.ty.clone(), left));
+            }
+        }
+        let mut copies = Vec::with_capacity(made.len());
+        for (ty, left) in made.into_iter().rev() {
+            let end = Operand::Value(self.bk.pop(ty).map_err(&build)?);
+            copies.push((None, end, left));
+        }
+        self.copies_when(copies, bloc)?;
+        let Some((ran, mut replaced)) = ran else {
             return Ok(start);
         };
         let mut copies = Vec::new();
@@ -347,31 +403,65 @@ impl Pullback<'_, '_, '_> {
                     .get(&sphi)
                     .copied()
                     .ok_or_else(|| internal(bloc, "the shadow a loop left with was not popped"))?;
-                copies.push((end, left));
+                // An array replaced on some iterations only: when the loop
+                // replaced it (else both are the entering shadow).
+                let when = match carried.replaced {
+                    Some(_) => replaced
+                        .next()
+                        .ok_or_else(|| internal(bloc, "a replaced array without its flag"))?,
+                    None => ran,
+                };
+                copies.push((Some(when), end, left));
             }
         }
+        self.copies_when(copies, bloc)?;
+        Ok(start)
+    }
+
+    /// `copyto(end, start)` for each of `copies`, under its condition when
+    /// it has one (copies under one condition share a block).
+    fn copies_when(
+        &mut self,
+        copies: Vec<(Option<Operand>, Operand, Operand)>,
+        bloc: &Location,
+    ) -> Result<(), ReverseError> {
         let build = build_err(&self.cx.floc);
         let e = |r: Result<Operand, String>| r.map_err(|m| err(bloc, m));
-        let index = e(emit_value(
-            &mut self.bk,
-            Prim::Select,
-            &[ran, Operand::from(1i64), Operand::from(0i64)],
-        ))?;
-        let (skip, copy, join) = (
-            self.bk.create_block(),
-            self.bk.create_block(),
-            self.bk.create_block(),
-        );
-        self.bk.switch(index, &[skip, copy]).map_err(&build)?;
-        self.bk.switch_to_block(copy).map_err(&build)?;
-        for (end, left) in copies {
-            self.bk.prim(Prim::Copyto, &[end, left]).map_err(&build)?;
+        let mut conds: Vec<Option<Operand>> = Vec::new();
+        for (when, _, _) in &copies {
+            if !conds.contains(when) {
+                conds.push(*when);
+            }
         }
-        self.bk.goto(join).map_err(&build)?;
-        self.bk.switch_to_block(skip).map_err(&build)?;
-        self.bk.goto(join).map_err(&build)?;
-        self.bk.switch_to_block(join).map_err(&build)?;
-        Ok(start)
+        for cond in conds {
+            let these = copies.iter().filter(|(w, _, _)| *w == cond);
+            let Some(cond) = cond else {
+                for &(_, end, start) in these {
+                    self.bk.prim(Prim::Copyto, &[end, start]).map_err(&build)?;
+                }
+                continue;
+            };
+            let index = e(emit_value(
+                &mut self.bk,
+                Prim::Select,
+                &[cond, Operand::from(1i64), Operand::from(0i64)],
+            ))?;
+            let (skip, copy, join) = (
+                self.bk.create_block(),
+                self.bk.create_block(),
+                self.bk.create_block(),
+            );
+            self.bk.switch(index, &[skip, copy]).map_err(&build)?;
+            self.bk.switch_to_block(copy).map_err(&build)?;
+            for &(_, end, start) in these {
+                self.bk.prim(Prim::Copyto, &[end, start]).map_err(&build)?;
+            }
+            self.bk.goto(join).map_err(&build)?;
+            self.bk.switch_to_block(skip).map_err(&build)?;
+            self.bk.goto(join).map_err(&build)?;
+            self.bk.switch_to_block(join).map_err(&build)?;
+        }
+        Ok(())
     }
 
     /// [`Pullback::replay`], the shadow each carried array has where the
@@ -381,7 +471,7 @@ impl Pullback<'_, '_, '_> {
         &mut self,
         c: &CkLoop,
         args: &[Operand],
-    ) -> Result<(Operand, Vec<Operand>, Option<Operand>), ReverseError> {
+    ) -> Result<(Operand, Vec<Operand>, Option<Ran>), ReverseError> {
         let bloc = &self.cx.floc;
         let f = c
             .replay
@@ -406,7 +496,15 @@ impl Pullback<'_, '_, '_> {
             ends.push(field(&mut self.bk, k as i64)?);
         }
         let ran = match super::super::checkpoint::replay::escapes(c) {
-            true => Some(field(&mut self.bk, shadows as i64 + 1)?),
+            true => {
+                let ran = field(&mut self.bk, shadows as i64 + 1)?;
+                let n = super::super::checkpoint::replay::replaced_after(c);
+                let mut replaced = Vec::with_capacity(n);
+                for k in 0..n {
+                    replaced.push(field(&mut self.bk, (shadows + 2 + k) as i64)?);
+                }
+                Some((ran, replaced.into_iter()))
+            }
             false => None,
         };
         Ok((start, ends, ran))
