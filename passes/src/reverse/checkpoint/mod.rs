@@ -281,11 +281,13 @@ pub(super) struct Kept {
 }
 
 /// An array a checkpointed loop makes (`copy`, `zeros` or `alloc` in a
-/// block whose innermost loop is this one) and uses after it other than
-/// through its header phis: it leaves through the exit edges its statement
-/// dominates, made by the run's last iteration, so the last stretch's
-/// replay makes it again, with a fresh shadow nothing has touched yet
-/// (docs/reverse.md, "Arrays made in the last iteration").
+/// block whose innermost loop is this one, or a phi there choosing between
+/// such an array and one replaced on some iterations only) and uses after
+/// it other than through its header phis: it leaves through the exit edges
+/// its statement dominates, made by the run's last iteration (or, for a
+/// phi, by an earlier one or not at all), so the last stretch's replay makes
+/// it again, with a fresh shadow nothing has touched yet (docs/reverse.md,
+/// "Arrays made in the last iteration").
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Left {
     /// The statement's result, a primal value.
@@ -302,6 +304,14 @@ pub(super) struct Left {
     /// The positions of the blocks the exit edges it leaves through lead
     /// to (those its statement dominates).
     pub exits: Vec<usize>,
+    /// For a phi choosing between an array the iteration made and the
+    /// array of a header phi replaced on some iterations only (`if better {
+    /// a = b; } if done { break; }`): its flag (a primal value: whether the
+    /// loop has replaced the array it holds) and the shadow entering that
+    /// header phi (a value of the forward sweep, or of the outer loop's
+    /// replay for a loop checkpointed inside another). It leaves with that
+    /// shadow while the flag is false, and the pullback copies nothing then.
+    pub chosen: Option<(Value, Value)>,
 }
 
 /// One checkpointed loop.
@@ -543,7 +553,7 @@ fn decide(
             || (!carried.iter().any(|c| c.1 == *v)
                 && leave
                     .as_ref()
-                    .and_then(|lv| left_array(cx, view, k, *v, lv))
+                    .and_then(|lv| left_array(cx, view, (k, &carried), *v, lv))
                     .is_some_and(|x| {
                         left.push(x);
                         true
@@ -1102,7 +1112,7 @@ fn carried_arrays(
 fn left_array(
     cx: &Derivation<'_>,
     view: &SweepView<'_>,
-    k: usize,
+    (k, carried): (usize, &[CarriedPhi]),
     v: Value,
     leave: &Leave,
 ) -> Option<Left> {
@@ -1111,13 +1121,24 @@ fn left_array(
     let irad_ir::ValueDef::Inst(d) = cx.src.values[v].def else {
         return None;
     };
-    if !matches!(
+    // A phi choosing between an array the iteration made and the one a
+    // header phi of arrays replaced on some iterations only holds: its
+    // flag says which, and the header phi's entering shadow is its shadow
+    // while the loop has not replaced the array.
+    let chosen = carried.iter().find_map(|c| {
+        let rep = cx.replaced.get(&c.1)?;
+        let flag = *rep.phis.get(&v)?;
+        let (_, entry) = c.3?;
+        Some((flag, entry))
+    });
+    let made = matches!(
         cx.src.insts[d].kind,
         InstKind::Prim {
             prim: Prim::Copy | Prim::Zeros | Prim::Alloc,
             ..
         }
-    ) {
+    );
+    if !made && chosen.is_none() {
         return None;
     }
     let (b, _) = (*cx.places.get(d))?;
@@ -1151,6 +1172,7 @@ fn left_array(
         ty: cx.src.values[v].ty.clone(),
         shadow,
         exits,
+        chosen,
     })
 }
 

@@ -94,9 +94,12 @@ pub(in crate::reverse) fn rewrite(
             *sphi = r;
         }
     }
-    for s in local.left.iter_mut().filter_map(|x| x.shadow.as_mut()) {
-        if let Some(Operand::Value(r)) = in_replay(Operand::Value(*s)) {
-            *s = r;
+    for x in &mut local.left {
+        let chosen = x.chosen.as_mut().map(|(_, e)| e);
+        for v in x.shadow.iter_mut().chain(chosen) {
+            if let Some(Operand::Value(r)) = in_replay(Operand::Value(*v)) {
+                *v = r;
+            }
         }
     }
     for kept in local.carried.iter_mut().filter_map(|c| c.kept.as_mut()) {

@@ -763,7 +763,14 @@ fn exit_shadows(
             r.ok_or("a statement without its result")
         };
         let n = value(f, Prim::Length, &[a], Type::I64)?;
-        let fresh = value(f, Prim::Zeros, &[Operand::Value(n)], x.ty.clone())?;
+        let mut fresh = value(f, Prim::Zeros, &[Operand::Value(n)], x.ty.clone())?;
+        if let Some((flag, entered)) = x.chosen {
+            // A phi: the entering shadow while the loop has not replaced
+            // the array it holds.
+            let by = pmap[flag].ok_or("a flag without its new value")?;
+            let args = [by, Operand::Value(fresh), Operand::Value(entered)];
+            fresh = value(f, Prim::Select, &args, x.ty.clone())?;
+        }
         match x.exits.len() == ck.leave.exits.len() {
             true => out.push((s, fresh)),
             false => only_here.push((s, fresh)),

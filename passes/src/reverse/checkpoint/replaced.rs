@@ -31,6 +31,9 @@ pub(in crate::reverse) struct Replaced {
     pub flag: Value,
     /// The statements making the arrays that may replace it.
     pub made: Vec<Value>,
+    /// The phis on the way from those statements to the header phi, each
+    /// with its own flag (whether the array it holds is one the loop made).
+    pub phis: HashMap<Value, Value>,
 }
 
 /// One phi found: its web (phis on the way, arrays made) and whether it
@@ -94,10 +97,18 @@ pub(in crate::reverse) fn mark(src: &mut Func, shape: &Shape) -> HashMap<Value, 
         }
     }
     for (head, w) in webs {
-        let Some(flag) = add_flags(src, head, &w) else {
+        let mut phis = add_flags(src, head, &w);
+        let Some(flag) = phis.remove(&w.phi) else {
             continue;
         };
-        out.insert(w.phi, Replaced { flag, made: w.made });
+        out.insert(
+            w.phi,
+            Replaced {
+                flag,
+                made: w.made,
+                phis,
+            },
+        );
     }
     out
 }
@@ -153,9 +164,9 @@ fn web_of(
 }
 
 /// Adds the flags of web `w` (its header phi in block `head`): a `bool`
-/// phi beside the header phi and beside each phi on the way. Returns the
-/// header's.
-fn add_flags(src: &mut Func, head: Block, w: &Web) -> Option<Value> {
+/// phi beside the header phi and beside each phi on the way. Returns them,
+/// by the phi each is beside.
+fn add_flags(src: &mut Func, head: Block, w: &Web) -> HashMap<Value, Value> {
     let places = src.inst_places();
     let block_of = |v: Value| -> Option<Block> {
         let ValueDef::Inst(d) = src.values[v].def else {
@@ -203,7 +214,7 @@ fn add_flags(src: &mut Func, head: Block, w: &Web) -> Option<Value> {
             src.insts[fd].kind = InstKind::Phi { entries };
         }
     }
-    flags.get(&w.phi).copied()
+    flags
 }
 
 /// A new `bool` phi without entries after the phis of `block`.

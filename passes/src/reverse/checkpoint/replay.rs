@@ -190,18 +190,23 @@ impl Replay<'_, '_> {
         // go through a block of their own, which pushes the shadows the
         // stretch ends them with (for the pullback to copy the shadows they
         // left the loop with into).
-        let mut pushes: Vec<(Block, Vec<Value>)> = Vec::new();
+        let mut pushes: Vec<(Block, Vec<Operand>)> = Vec::new();
         let mut exits: Vec<usize> = self.ck.left.iter().flat_map(|x| x.exits.clone()).collect();
         exits.sort_unstable();
         exits.dedup();
         for e in exits {
-            let shadows: Vec<Value> = self
-                .ck
-                .left
-                .iter()
-                .filter(|x| x.exits.contains(&e))
-                .filter_map(|x| x.shadow)
-                .collect();
+            // Each shadow, then a phi's flag.
+            let mut shadows: Vec<Operand> = Vec::new();
+            for x in self.ck.left.iter().filter(|x| x.exits.contains(&e)) {
+                let Some(s) = x.shadow else { continue };
+                shadows.push(Operand::Value(s));
+                if let Some((flag, _)) = x.chosen {
+                    shadows.push(
+                        self.fval[flag]
+                            .ok_or_else(|| internal(&cx.floc, "a flag without its value"))?,
+                    );
+                }
+            }
             if shadows.is_empty() {
                 continue;
             }
@@ -214,7 +219,7 @@ impl Replay<'_, '_> {
         self.copy.copy_blocks(top, out)?;
         for (b, shadows) in pushes {
             for s in shadows {
-                let x = self.copy.op(&Operand::Value(s))?;
+                let x = self.copy.op(&s)?;
                 self.copy.effect(b, Prim::Push, &[x]);
             }
             self.copy.f.blocks[b].term = Some(Terminator::Goto(out));

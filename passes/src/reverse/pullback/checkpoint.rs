@@ -384,13 +384,20 @@ impl Pullback<'_, '_, '_> {
                         "the shadow an array left the loop with was not popped",
                     )
                 })?;
-                made.push((x.ty.clone(), left));
+                made.push((x.ty.clone(), left, x.chosen.is_some()));
             }
         }
+        // A phi choosing an array replaced on some iterations only: its
+        // flag, pushed after the shadow, says whether the loop had replaced
+        // the array (else both are the entering shadow).
         let mut copies = Vec::with_capacity(made.len());
-        for (ty, left) in made.into_iter().rev() {
+        for (ty, left, chosen) in made.into_iter().rev() {
+            let when = match chosen {
+                true => Some(Operand::Value(self.bk.pop(Type::Bool).map_err(&build)?)),
+                false => None,
+            };
             let end = Operand::Value(self.bk.pop(ty).map_err(&build)?);
-            copies.push((None, end, left));
+            copies.push((when, end, left));
         }
         self.copies_when(copies, bloc)?;
         let Some((ran, mut replaced)) = ran else {
