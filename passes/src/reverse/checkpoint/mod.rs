@@ -147,6 +147,97 @@ pub(super) struct Leave {
     pub exits: Vec<usize>,
     /// The block they all jump to, when there are several.
     pub join: Option<usize>,
+    /// Whether the exits' paths meet only later ([`regions`]): each block
+    /// an exit edge leads to gives its own shadows to the blocks it
+    /// dominates, where every use after the loop is.
+    pub regions: bool,
+}
+
+/// For loop `k` whose exits' paths meet only later (past an `if` or a loop
+/// after it, or at the return), the exits as separate regions
+/// ([`Leave::regions`]), when each use after the loop of each array it
+/// makes that is used after it (`escaping`: carried arrays, among
+/// `carried`, and arrays its last iteration makes) is in a block that one
+/// block an exit edge of the array leads to dominates (the use of a phi
+/// entry is at the end of the block it comes from); `None` otherwise, or
+/// when no array is used after it.
+fn regions(
+    cx: &Derivation<'_>,
+    view: &SweepView<'_>,
+    (k, carried): (usize, &[CarriedPhi]),
+    escaping: &HashSet<Value>,
+) -> Option<Leave> {
+    if escaping.is_empty() {
+        return None;
+    }
+    let shape = &cx.shape;
+    let l = shape.loops.of(k);
+    let leave = Leave {
+        exits: l.exits.iter().copied().filter(|&e| shape.kept(e)).collect(),
+        join: None,
+        regions: true,
+    };
+    let mut from: HashMap<Value, Vec<usize>> = HashMap::default();
+    for &v in escaping {
+        let exits = match carried.iter().any(|c| c.1 == v) {
+            true => leave.exits.clone(),
+            false => left_array(cx, view, (k, carried), v, &leave)?.exits,
+        };
+        from.insert(v, exits);
+    }
+    let dominated = |at: usize, exits: &[usize]| {
+        let mut x = Some(at);
+        let mut steps = 0usize;
+        while let Some(y) = x {
+            if exits.contains(&y) {
+                return true;
+            }
+            steps += 1;
+            if steps > shape.bb.blocks.len() {
+                return false;
+            }
+            x = shape.idom[y].filter(|&z| z != y);
+        }
+        false
+    };
+    let index = shape.bb.index();
+    for (p, b) in shape.bb.blocks.iter().enumerate() {
+        if l.contains(p) {
+            continue;
+        }
+        let mut uses: Vec<(usize, Value)> = Vec::new();
+        for &inst in &b.stmts {
+            let mut add = |at: usize, op: &Operand| {
+                if let Operand::Value(v) = op
+                    && from.contains_key(v)
+                {
+                    uses.push((at, *v));
+                }
+            };
+            match &cx.src.insts[inst].kind {
+                InstKind::Phi { entries } => {
+                    for (pred, op) in entries {
+                        add(index[*pred].unwrap_or(p), op);
+                    }
+                }
+                InstKind::CallValue { callee, args } => {
+                    add(p, &Operand::Value(*callee));
+                    args.iter().for_each(|op| add(p, op));
+                }
+                kind => super::ctx::args_of(kind).iter().for_each(|op| add(p, op)),
+            }
+        }
+        if let super::bbcode::BTerm::Return(op) = &b.term
+            && let Operand::Value(v) = op
+            && from.contains_key(v)
+        {
+            uses.push((p, *v));
+        }
+        if !uses.iter().all(|(at, v)| dominated(*at, &from[v])) {
+            return None;
+        }
+    }
+    Some(leave)
 }
 
 /// Where loop `k` can give the carried arrays used after it the shadows
@@ -164,6 +255,7 @@ fn leave_shape(cx: &Derivation<'_>, k: usize) -> Option<Leave> {
         return Some(Leave {
             exits: vec![exits.first().copied().unwrap_or(l.exit)],
             join: None,
+            regions: false,
         });
     }
     let index = shape.bb.index();
@@ -186,6 +278,7 @@ fn leave_shape(cx: &Derivation<'_>, k: usize) -> Option<Leave> {
     (preds == sorted && !l.contains(join)).then_some(Leave {
         exits,
         join: Some(join),
+        regions: false,
     })
 }
 
@@ -543,7 +636,7 @@ fn decide(
     let pre = eligible(cx, k)?;
     let carried = carried_arrays(cx, view, k)?;
     let escaping = escaping_arrays(cx, cx.shape.loops.of(k));
-    let leave = leave_shape(cx, k);
+    let leave = leave_shape(cx, k).or_else(|| regions(cx, view, (k, &carried), &escaping));
     let mut left = Vec::new();
     if !escaping.iter().all(|v| {
         let is_carried = carried

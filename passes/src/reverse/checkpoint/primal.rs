@@ -170,9 +170,9 @@ pub(in crate::reverse) fn rewrite(
             // An array made in the last iteration that leaves through some
             // of the exits only: its shadow there is read in that block (and
             // in the join's phi entry from it).
-            match ck.leave.join {
-                None => shadows.push((old, new)),
-                Some(_) => {
+            match ck.leave.join.is_some() || ck.leave.regions {
+                false => shadows.push((old, new)),
+                true => {
                     shown_at.insert((cx.shape.bb.blocks[e].id, old), new);
                     in_exit
                         .entry(eb)
@@ -182,22 +182,21 @@ pub(in crate::reverse) fn rewrite(
             }
         }
         for (old, new) in shadows {
-            match ck.leave.join {
-                None => {
-                    renamed.insert(old, Operand::Value(new));
-                    shown.insert(old, new);
-                }
-                Some(_) => {
-                    shown_at.insert((cx.shape.bb.blocks[e].id, old), new);
-                    in_exit
-                        .entry(eb)
-                        .or_default()
-                        .insert(old, Operand::Value(new));
-                    merged
-                        .entry(old)
-                        .or_default()
-                        .push((eb, Operand::Value(new)));
-                }
+            if ck.leave.join.is_none() && !ck.leave.regions {
+                renamed.insert(old, Operand::Value(new));
+                shown.insert(old, new);
+                continue;
+            }
+            shown_at.insert((cx.shape.bb.blocks[e].id, old), new);
+            in_exit
+                .entry(eb)
+                .or_default()
+                .insert(old, Operand::Value(new));
+            if ck.leave.join.is_some() {
+                merged
+                    .entry(old)
+                    .or_default()
+                    .push((eb, Operand::Value(new)));
             }
         }
     }
@@ -230,6 +229,36 @@ pub(in crate::reverse) fn rewrite(
         .position(|&b| b == head)
         .map_or(f.layout.len(), |p| p + 1);
     f.layout.splice(at..at, added);
+    // Exits whose paths meet only later: each gives its shadows to the
+    // blocks it dominates (every use after the loop is in one).
+    if ck.leave.regions {
+        let cfg = irad_ir::flow::ControlFlowGraph::with_function(f);
+        let dom = irad_ir::flow::DominatorTree::with_cfg(&cfg);
+        let exits: Vec<Block> = ck.leave.exits.iter().map(|&e| fblock[e]).collect();
+        for &b in cfg.blocks() {
+            if member_blocks.contains(&b) || exits.contains(&b) {
+                continue;
+            }
+            if let Some(own) = exits
+                .iter()
+                .find(|&&e| dom.dominates(e, b))
+                .and_then(|e| in_exit.get(e))
+            {
+                in_exit.insert(b, own.clone());
+            }
+        }
+        // The dump names the pushes of a primal block by its own values.
+        for (p, &b) in fblock.iter().enumerate() {
+            if l.contains(p) {
+                continue;
+            }
+            for (&old, new) in in_exit.get(&b).into_iter().flatten() {
+                if let Operand::Value(new) = new {
+                    shown_at.insert((cx.shape.bb.blocks[p].id, old), *new);
+                }
+            }
+        }
+    }
     // Uses after the loop of the loop's values: the new definitions.
     rename_outside(
         f,
