@@ -256,6 +256,10 @@ pub struct CheckpointedLoop {
     /// `||` in a `while` condition, a test at the bottom): each replay then
     /// pushes the loop's inputs back for the replay of the stretch before.
     pub exits: Option<usize>,
+    /// Whether the exits' paths meet only later, each exit block giving
+    /// the arrays used after the loop the shadows of the blocks it
+    /// dominates.
+    pub exits_apart: bool,
     /// After how many stretches its snapshots are thinned online (0: from
     /// the first): the forward sweep keeps the snapshots of those and then
     /// those of a binary counter of the stretches after them (at most one
@@ -840,6 +844,11 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
             "; it leaves through {n} edge{} (the last stretch's replay leaves where the run did), and each replay pushes the loop's inputs back for the stretch before",
             if n == 1 { " not from its header" } else { "s" }
         ));
+        if c.exits_apart {
+            line.push_str(
+                "; its exits' paths meet only later: each exit block's shadows serve the blocks it dominates",
+            );
+        }
     }
     if let Some(runs) = c.direct {
         line.push_str(&format!(

@@ -1704,6 +1704,7 @@ pub(super) fn summary(
                     None => Vec::new(),
                 },
                 exits: c.repush.then(|| cx.shape.loops.of(c.k).exits.len()),
+                exits_apart: c.leave.regions,
                 thinned_after: c.plain,
             }
         })
