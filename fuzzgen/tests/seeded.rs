@@ -310,6 +310,7 @@ fn fuzz_findings_stay_fixed() {
             match target {
                 "interp_vs_jit" => check::interp_vs_jit(&p),
                 "derivatives" => check::derivatives(&p).map(|_| ()),
+                "checkpoint" => check::checkpoint(&p),
                 "second_order" => check::second_order(&p).map(|_| ()),
                 "interp" => check::interpreter(&p).map(|_| ()),
                 _ => panic!("{name}: unknown target"),
@@ -325,5 +326,5 @@ fn fuzz_findings_stay_fixed() {
         result.unwrap_or_else(|err| panic!("{name}: {err}"));
         n += 1;
     }
-    assert!(n >= 9, "only {n} regression inputs in {}", dir.display());
+    assert!(n >= 12, "only {n} regression inputs in {}", dir.display());
 }

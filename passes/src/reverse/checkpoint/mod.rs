@@ -181,7 +181,7 @@ fn regions(
     for &v in escaping {
         let exits = match carried.iter().any(|c| c.1 == v) {
             true => leave.exits.clone(),
-            false => left_array(cx, view, (k, carried), v, &leave)?.exits,
+            false => left_array(cx, view, (k, carried, escaping), v, &leave)?.exits,
         };
         from.insert(v, exits);
     }
@@ -399,12 +399,29 @@ pub(super) struct Left {
     pub exits: Vec<usize>,
     /// For a phi choosing between an array the iteration made and the
     /// array of a header phi replaced on some iterations only (`if better {
-    /// a = b; } if done { break; }`): its flag (a primal value: whether the
-    /// loop has replaced the array it holds) and the shadow entering that
-    /// header phi (a value of the forward sweep, or of the outer loop's
-    /// replay for a loop checkpointed inside another). It leaves with that
-    /// shadow while the flag is false, and the pullback copies nothing then.
-    pub chosen: Option<(Value, Value)>,
+    /// a = b; } if done { break; }`): its flags and that header phi.
+    pub chosen: Option<Chosen>,
+}
+
+/// A phi choosing between an array the iteration made and the array of a
+/// header phi replaced on some iterations only, read after the loop.
+/// Where the phi holds the header's array, its shadow is the header's: the
+/// one that entered while the loop has not replaced it, else the shadow the
+/// header's array leaves with when that array is read after the loop too
+/// (one object), else a fresh zero array.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Chosen {
+    /// Its flag (a primal value): whether the array it holds is one the
+    /// loop made.
+    pub flag: Value,
+    /// Its second flag (a primal value): whether the iteration made it.
+    pub this: Value,
+    /// The shadow entering the header phi (a value of the forward sweep,
+    /// or of the outer loop's replay for a loop checkpointed inside
+    /// another).
+    pub entry: Value,
+    /// The header phi (a primal value).
+    pub header: Value,
 }
 
 /// One checkpointed loop.
@@ -646,7 +663,7 @@ fn decide(
             || (!carried.iter().any(|c| c.1 == *v)
                 && leave
                     .as_ref()
-                    .and_then(|lv| left_array(cx, view, (k, &carried), *v, lv))
+                    .and_then(|lv| left_array(cx, view, (k, &carried, &escaping), *v, lv))
                     .is_some_and(|x| {
                         left.push(x);
                         true
@@ -1205,7 +1222,7 @@ fn carried_arrays(
 fn left_array(
     cx: &Derivation<'_>,
     view: &SweepView<'_>,
-    (k, carried): (usize, &[CarriedPhi]),
+    (k, carried, escaping): (usize, &[CarriedPhi], &HashSet<Value>),
     v: Value,
     leave: &Leave,
 ) -> Option<Left> {
@@ -1220,10 +1237,27 @@ fn left_array(
     // while the loop has not replaced the array.
     let chosen = carried.iter().find_map(|c| {
         let rep = cx.replaced.get(&c.1)?;
-        let flag = *rep.phis.get(&v)?;
+        let &(flag, this) = rep.phis.get(&v)?;
         let (_, entry) = c.3?;
-        Some((flag, entry))
+        Some((
+            rep,
+            Chosen {
+                flag,
+                this,
+                entry,
+                header: c.1,
+            },
+        ))
     });
+    // Another array of the same web read after the loop may be the same
+    // array where it leaves: refused (their shadows would be one).
+    if let Some((rep, _)) = &chosen
+        && (rep.made.iter().any(|m| escaping.contains(m))
+            || rep.phis.keys().any(|q| *q != v && escaping.contains(q)))
+    {
+        return None;
+    }
+    let chosen = chosen.map(|(_, c)| c);
     let made = matches!(
         cx.src.insts[d].kind,
         InstKind::Prim {

@@ -95,7 +95,7 @@ pub(in crate::reverse) fn rewrite(
         }
     }
     for x in &mut local.left {
-        let chosen = x.chosen.as_mut().map(|(_, e)| e);
+        let chosen = x.chosen.as_mut().map(|c| &mut c.entry);
         for v in x.shadow.iter_mut().chain(chosen) {
             if let Some(Operand::Value(r)) = in_replay(Operand::Value(*v)) {
                 *v = r;

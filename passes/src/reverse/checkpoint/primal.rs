@@ -778,33 +778,8 @@ fn exit_shadows(
     let mut out = Vec::new();
     let mut only_here = Vec::new();
     let mut made = Vec::new();
-    // Arrays the last iteration made: a fresh zero array as long as each.
-    for x in ck.left.iter().filter(|x| x.exits.contains(&e)) {
-        let Some(s) = x.shadow else { continue };
-        let a = pmap[x.value].ok_or("an array made in the loop without its new value")?;
-        let mut value = |f: &mut irad_ir::Func, prim: Prim, args: &[Operand], ty: Type| {
-            let kind = InstKind::Prim {
-                prim,
-                args: args.into(),
-            };
-            let (inst, r) = f.push_inst(exit, kind, Some(ty), None);
-            made.push(inst);
-            r.ok_or("a statement without its result")
-        };
-        let n = value(f, Prim::Length, &[a], Type::I64)?;
-        let mut fresh = value(f, Prim::Zeros, &[Operand::Value(n)], x.ty.clone())?;
-        if let Some((flag, entered)) = x.chosen {
-            // A phi: the entering shadow while the loop has not replaced
-            // the array it holds.
-            let by = pmap[flag].ok_or("a flag without its new value")?;
-            let args = [by, Operand::Value(fresh), Operand::Value(entered)];
-            fresh = value(f, Prim::Select, &args, x.ty.clone())?;
-        }
-        match x.exits.len() == ck.leave.exits.len() {
-            true => out.push((s, fresh)),
-            false => only_here.push((s, fresh)),
-        }
-    }
+    // The header's arrays' shadows here, by header phi.
+    let mut header: HashMap<Value, Value> = HashMap::default();
     for c in ck.carried.iter().filter(|c| c.escapes) {
         let Some((sphi, entry)) = c.shadow else {
             continue;
@@ -835,6 +810,39 @@ fn exit_shadows(
             c.ty.clone(),
         )?;
         out.push((sphi, s));
+        header.insert(c.value, s);
+    }
+    // Arrays the last iteration made: a fresh zero array as long as each.
+    for x in ck.left.iter().filter(|x| x.exits.contains(&e)) {
+        let Some(s) = x.shadow else { continue };
+        let a = pmap[x.value].ok_or("an array made in the loop without its new value")?;
+        let mut value = |f: &mut irad_ir::Func, prim: Prim, args: &[Operand], ty: Type| {
+            let kind = InstKind::Prim {
+                prim,
+                args: args.into(),
+            };
+            let (inst, r) = f.push_inst(exit, kind, Some(ty), None);
+            made.push(inst);
+            r.ok_or("a statement without its result")
+        };
+        let n = value(f, Prim::Length, &[a], Type::I64)?;
+        let mut fresh = value(f, Prim::Zeros, &[Operand::Value(n)], x.ty.clone())?;
+        if let Some(ch) = x.chosen {
+            // A phi holding the header's array: that array's shadow where
+            // it leaves too (one object), else the entering shadow while
+            // the loop has not replaced it.
+            let (by, other) = match header.get(&ch.header) {
+                Some(&h) => (ch.this, h),
+                None => (ch.flag, ch.entry),
+            };
+            let by = pmap[by].ok_or("a flag without its new value")?;
+            let args = [by, Operand::Value(fresh), Operand::Value(other)];
+            fresh = value(f, Prim::Select, &args, x.ty.clone())?;
+        }
+        match x.exits.len() == ck.leave.exits.len() {
+            true => out.push((s, fresh)),
+            false => only_here.push((s, fresh)),
+        }
     }
     let insts = &mut f.blocks[exit].insts;
     insts.retain(|i| !made.contains(i));

@@ -32,8 +32,10 @@ pub(in crate::reverse) struct Replaced {
     /// The statements making the arrays that may replace it.
     pub made: Vec<Value>,
     /// The phis on the way from those statements to the header phi, each
-    /// with its own flag (whether the array it holds is one the loop made).
-    pub phis: HashMap<Value, Value>,
+    /// with its own flag (whether the array it holds is one the loop made)
+    /// and a second one (whether the array it holds was made in the current
+    /// iteration, not the one the iteration started with).
+    pub phis: HashMap<Value, (Value, Value)>,
 }
 
 /// One phi found: its web (phis on the way, arrays made) and whether it
@@ -97,10 +99,14 @@ pub(in crate::reverse) fn mark(src: &mut Func, shape: &Shape) -> HashMap<Value, 
         }
     }
     for (head, w) in webs {
-        let mut phis = add_flags(src, head, &w);
-        let Some(flag) = phis.remove(&w.phi) else {
+        let mut flags = add_flags(src, head, &w);
+        let Some((flag, _)) = flags.remove(&w.phi) else {
             continue;
         };
+        let phis = flags
+            .into_iter()
+            .filter_map(|(p, (f, t))| Some((p, (f, t?))))
+            .collect();
         out.insert(
             w.phi,
             Replaced {
@@ -164,9 +170,10 @@ fn web_of(
 }
 
 /// Adds the flags of web `w` (its header phi in block `head`): a `bool`
-/// phi beside the header phi and beside each phi on the way. Returns them,
-/// by the phi each is beside.
-fn add_flags(src: &mut Func, head: Block, w: &Web) -> HashMap<Value, Value> {
+/// phi beside the header phi and beside each phi on the way, and a second
+/// one beside each phi on the way (made in the current iteration). Returns
+/// them, by the phi each is beside.
+fn add_flags(src: &mut Func, head: Block, w: &Web) -> HashMap<Value, (Value, Option<Value>)> {
     let places = src.inst_places();
     let block_of = |v: Value| -> Option<Block> {
         let ValueDef::Inst(d) = src.values[v].def else {
@@ -175,8 +182,11 @@ fn add_flags(src: &mut Func, head: Block, w: &Web) -> HashMap<Value, Value> {
         (*places.get(d)).map(|(b, _)| b)
     };
     let blocks: Vec<Option<Block>> = w.phis.iter().map(|&p| block_of(p)).collect();
+    // Whether the loop has replaced the array since it entered (the header
+    // phi's and each phi's on the way), and whether the array a phi on the
+    // way holds was made in the current iteration.
     let mut flags: HashMap<Value, Value> = HashMap::default();
-    let mut new: Vec<(Value, Value)> = Vec::new();
+    let mut this: HashMap<Value, Value> = HashMap::default();
     let at = std::iter::once((w.phi, Some(head))).chain(w.phis.iter().copied().zip(blocks));
     for (p, block) in at {
         let Some(block) = block else { continue };
@@ -184,22 +194,34 @@ fn add_flags(src: &mut Func, head: Block, w: &Web) -> HashMap<Value, Value> {
             continue;
         };
         flags.insert(p, flag);
-        new.push((p, flag));
+        if p != w.phi
+            && let Some(t) = insert_phi(src, block)
+        {
+            this.insert(p, t);
+        }
     }
     let made: HashSet<Value> = w.made.iter().copied().collect();
-    for (p, flag) in new {
+    let fill = |src: &mut Func, p: Value, flag: Value, of: &HashMap<Value, Value>, entered| {
         let ValueDef::Inst(d) = src.values[p].def else {
-            continue;
+            return;
         };
         let InstKind::Phi { entries } = &src.insts[d].kind else {
-            continue;
+            return;
         };
         let entries = entries
             .iter()
             .map(|&(pred, op)| {
                 let to = match op {
                     Operand::Value(v) if made.contains(&v) => Operand::from(true),
-                    Operand::Value(v) => match flags.get(&v) {
+                    Operand::Value(v) if v == w.phi && p != w.phi => match entered {
+                        // Made in this iteration: not the array the
+                        // iteration started with.
+                        true => Operand::from(false),
+                        false => of
+                            .get(&v)
+                            .map_or(Operand::from(false), |&f| Operand::Value(f)),
+                    },
+                    Operand::Value(v) => match of.get(&v) {
                         Some(&f) => Operand::Value(f),
                         // An entry from outside the loop (only the header
                         // phi's): the array that entered.
@@ -213,8 +235,17 @@ fn add_flags(src: &mut Func, head: Block, w: &Web) -> HashMap<Value, Value> {
         if let Some(fd) = flag_inst(src, flag) {
             src.insts[fd].kind = InstKind::Phi { entries };
         }
+    };
+    for (&p, &flag) in &flags {
+        fill(src, p, flag, &flags, false);
+    }
+    for (&p, &t) in &this {
+        fill(src, p, t, &this, true);
     }
     flags
+        .into_iter()
+        .map(|(p, f)| (p, (f, this.get(&p).copied())))
+        .collect()
 }
 
 /// A new `bool` phi without entries after the phis of `block`.

@@ -200,7 +200,16 @@ impl Replay<'_, '_> {
             for x in self.ck.left.iter().filter(|x| x.exits.contains(&e)) {
                 let Some(s) = x.shadow else { continue };
                 shadows.push(Operand::Value(s));
-                if let Some((flag, _)) = x.chosen {
+                if let Some(ch) = x.chosen {
+                    // Whether the pullback copies: when the phi holds the
+                    // header's array and that array is read after the loop
+                    // too, the header's copy serves both.
+                    let header_escapes = self
+                        .ck
+                        .carried
+                        .iter()
+                        .any(|c| c.value == ch.header && c.escapes && c.shadow.is_some());
+                    let flag = if header_escapes { ch.this } else { ch.flag };
                     shadows.push(
                         self.fval[flag]
                             .ok_or_else(|| internal(&cx.floc, "a flag without its value"))?,
