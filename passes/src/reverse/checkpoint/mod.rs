@@ -159,15 +159,26 @@ pub(super) struct Leave {
 /// makes that is used after it (`escaping`: carried arrays, among
 /// `carried`, and arrays its last iteration makes) is in a block that one
 /// block an exit edge of the array leads to dominates (the use of a phi
-/// entry is at the end of the block it comes from); `None` otherwise, or
-/// when no array is used after it.
+/// entry is at the end of the block it comes from) and no shadow of such
+/// an array is pushed once per call (in the return block); `None`
+/// otherwise, or when no array is used after it.
 fn regions(
     cx: &Derivation<'_>,
-    view: &SweepView<'_>,
+    (view, plan): (&SweepView<'_>, &TapePlan),
     (k, carried): (usize, &[CarriedPhi]),
     escaping: &HashSet<Value>,
 ) -> Option<Leave> {
     if escaping.is_empty() {
+        return None;
+    }
+    // A shadow of such an array pushed once per call is pushed in the
+    // return block, where the exits' paths have met.
+    let once: HashSet<Value> = plan.once().map(|s| s.value).collect();
+    if escaping.iter().any(|v| {
+        view.fshadow[*v]
+            .iter()
+            .any(|s| matches!(s, Operand::Value(s) if once.contains(s)))
+    }) {
         return None;
     }
     let shape = &cx.shape;
@@ -653,7 +664,7 @@ fn decide(
     let pre = eligible(cx, k)?;
     let carried = carried_arrays(cx, view, k)?;
     let escaping = escaping_arrays(cx, cx.shape.loops.of(k));
-    let leave = leave_shape(cx, k).or_else(|| regions(cx, view, (k, &carried), &escaping));
+    let leave = leave_shape(cx, k).or_else(|| regions(cx, (view, plan), (k, &carried), &escaping));
     let mut left = Vec::new();
     if !escaping.iter().all(|v| {
         let is_carried = carried
@@ -1577,7 +1588,8 @@ pub(super) fn rewrite(
         // values used after it, `primal.rs`): the forward sweep has the new
         // ones. The pullback still knows them by their recording names.
         let mut local = ck.clone();
-        renamed_inputs(&mut local, &cks.shown);
+        let pre = cx.shape.bb.blocks[local.pre].id;
+        renamed_inputs(&mut local, (&cks.shown, &cks.shown_at, pre));
         local.run_stretch = Some(sized::stretch_at(
             module,
             fwd_id,
@@ -1636,10 +1648,15 @@ pub(super) fn rewrite(
 /// reads from before it (its inputs, the shadows its kept arrays enter and
 /// are handed) by `shown`, the new value of each value an earlier loop's
 /// rewrite renamed (followed to the last).
-fn renamed_inputs(ck: &mut CkLoop, shown: &HashMap<Value, Value>) {
+fn renamed_inputs(
+    ck: &mut CkLoop,
+    (shown, shown_at, pre): (&HashMap<Value, Value>, &primal::ExitShown, Block),
+) {
+    // A loop before it whose exits' paths meet only later renamed them in
+    // the region of each exit: the one its entering block is in.
     let last = |mut v: Value| {
-        for _ in 0..=shown.len() {
-            match shown.get(&v) {
+        for _ in 0..=shown.len() + shown_at.len() {
+            match shown_at.get(&(pre, v)).or_else(|| shown.get(&v)) {
                 Some(&w) if w != v => v = w,
                 _ => break,
             }
@@ -1659,6 +1676,9 @@ fn renamed_inputs(ck: &mut CkLoop, shown: &HashMap<Value, Value>) {
         for (_, o) in &mut kept.latches {
             op(o);
         }
+    }
+    for ch in ck.left.iter_mut().filter_map(|x| x.chosen.as_mut()) {
+        ch.entry = last(ch.entry);
     }
 }
 
