@@ -786,13 +786,7 @@ fn exit_shadows(
         };
         let a = pmap[c.value].ok_or("a carried array without its new value")?;
         let mut value = |f: &mut irad_ir::Func, prim: Prim, args: &[Operand], ty: Type| {
-            let kind = InstKind::Prim {
-                prim,
-                args: args.into(),
-            };
-            let (inst, r) = f.push_inst(exit, kind, Some(ty), None);
-            made.push(inst);
-            r.ok_or("a statement without its result")
+            exit_value(f, (exit, &mut made), prim, args, ty)
         };
         let n = value(f, Prim::Length, &[a], Type::I64)?;
         let fresh = value(f, Prim::Zeros, &[Operand::Value(n)], c.ty.clone())?;
@@ -817,13 +811,7 @@ fn exit_shadows(
         let Some(s) = x.shadow else { continue };
         let a = pmap[x.value].ok_or("an array made in the loop without its new value")?;
         let mut value = |f: &mut irad_ir::Func, prim: Prim, args: &[Operand], ty: Type| {
-            let kind = InstKind::Prim {
-                prim,
-                args: args.into(),
-            };
-            let (inst, r) = f.push_inst(exit, kind, Some(ty), None);
-            made.push(inst);
-            r.ok_or("a statement without its result")
+            exit_value(f, (exit, &mut made), prim, args, ty)
         };
         let n = value(f, Prim::Length, &[a], Type::I64)?;
         let mut fresh = value(f, Prim::Zeros, &[Operand::Value(n)], x.ty.clone())?;
@@ -852,6 +840,24 @@ fn exit_shadows(
         .count();
     insts.splice(phis..phis, made);
     Ok((out, only_here))
+}
+
+/// `prim(args) :: ty` appended to block `exit` of `f`, its statement noted
+/// in `made` (which [`exit_shadows`] moves after the block's phis).
+fn exit_value(
+    f: &mut irad_ir::Func,
+    (exit, made): (Block, &mut Vec<Inst>),
+    prim: Prim,
+    args: &[Operand],
+    ty: Type,
+) -> Result<Value, String> {
+    let kind = InstKind::Prim {
+        prim,
+        args: args.into(),
+    };
+    let (inst, r) = f.push_inst(exit, kind, Some(ty), None);
+    made.push(inst);
+    r.ok_or_else(|| "a statement without its result".to_string())
 }
 
 /// The shadows exit blocks make ([`exit_shadows`]): those of arrays that
