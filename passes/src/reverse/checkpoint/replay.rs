@@ -19,7 +19,15 @@
 //! stretch, fresh zero arrays for the others), pushes it back and pushes the
 //! start shadows for the pullback; the shadows of arrays kept as they are
 //! come with the snapshot (docs/reverse.md, "Arrays carried through the
-//! header"). A thinned loop's replay also takes the end of its segment,
+//! header"). An array replaced on some iterations only starts from the
+//! entering shadow or a fresh one by its own flag (a header value), which
+//! the replay pushes after the start shadows and, when the array is used
+//! after the loop, also returns as it is at the stretch's end ("Arrays
+//! replaced on some iterations only"). The exit edges that arrays made in
+//! the last iteration leave through go through blocks of their own that
+//! push the shadows the replay ends them with (and a chosen phi's
+//! condition), for the pullback ("Arrays made in the last iteration").
+//! A thinned loop's replay also takes the end of its segment,
 //! pops the stretch's index with the snapshot (and the flag, when it
 //! carries arrays with shadows), restores the carried arrays, splits a
 //! segment of several stretches (`thin.rs`) and pushes the flag (when

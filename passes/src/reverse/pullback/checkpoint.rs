@@ -29,7 +29,12 @@
 //! end (still a fresh zero array); on the edge from the exit, the shadow an
 //! array left the loop with is copied into the last stretch's end shadow
 //! when the run had an iteration (docs/reverse.md, "Arrays carried through
-//! the header").
+//! the header"); for an array replaced on some iterations only, by the
+//! flags the replay pushed and returned instead ("Arrays replaced on some
+//! iterations only"). On the edge from an exit that arrays made in the
+//! last iteration leave through, it pops the shadows the replay pushed on
+//! that edge and copies the shadows the arrays left with into them ("Arrays
+//! made in the last iteration").
 //!
 //! A counted loop compares its counter with the current stretch's start (a
 //! phi in the reverse of its header, entered from the replays and carried
