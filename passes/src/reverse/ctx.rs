@@ -355,6 +355,20 @@ impl Shape {
         false
     }
 
+    /// Whether one of the blocks `among` dominates block `i` (each block
+    /// dominates itself).
+    pub fn dominated_by(&self, i: usize, among: &[usize]) -> bool {
+        let mut x = Some(i);
+        for _ in 0..=self.n {
+            let Some(y) = x else { return false };
+            if among.contains(&y) {
+                return true;
+            }
+            x = self.idom[y].filter(|&z| z != y);
+        }
+        false
+    }
+
     /// Whether block `i` gets tape traffic and a reverse block: reachable
     /// from the entry and reaching the return.
     pub fn kept(&self, i: usize) -> bool {

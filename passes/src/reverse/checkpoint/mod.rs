@@ -196,21 +196,6 @@ fn regions(
         };
         from.insert(v, exits);
     }
-    let dominated = |at: usize, exits: &[usize]| {
-        let mut x = Some(at);
-        let mut steps = 0usize;
-        while let Some(y) = x {
-            if exits.contains(&y) {
-                return true;
-            }
-            steps += 1;
-            if steps > shape.bb.blocks.len() {
-                return false;
-            }
-            x = shape.idom[y].filter(|&z| z != y);
-        }
-        false
-    };
     let index = shape.bb.index();
     for (p, b) in shape.bb.blocks.iter().enumerate() {
         if l.contains(p) {
@@ -244,7 +229,7 @@ fn regions(
         {
             uses.push((p, *v));
         }
-        if !uses.iter().all(|(at, v)| dominated(*at, &from[v])) {
+        if !uses.iter().all(|(at, v)| shape.dominated_by(*at, &from[v])) {
             return None;
         }
     }
@@ -1289,21 +1274,11 @@ fn left_array(
         [Operand::Value(s)] => Some(*s),
         _ => return None,
     };
-    let dominates = |e: usize| {
-        let mut x = Some(e);
-        while let Some(y) = x {
-            if y == at {
-                return true;
-            }
-            x = shape.idom[y].filter(|&z| z != y);
-        }
-        false
-    };
     let exits: Vec<usize> = leave
         .exits
         .iter()
         .copied()
-        .filter(|&e| dominates(e))
+        .filter(|&e| shape.dominated_by(e, &[at]))
         .collect();
     (!exits.is_empty()).then(|| Left {
         value: v,
