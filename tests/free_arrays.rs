@@ -432,12 +432,15 @@ fn owning_phis_free_the_arrays_their_loops_carried() {
         // The phi's entry from outside is the argument: it does not own it,
         // but owns what its latch brings (a latch-owning phi): it lets go
         // of each `b` when the header is entered with the next, 39 of the
-        // 40; the last leaves the loop.
-        ("entered", 39),
+        // 40; the last leaves the loop, where it is only read, and is let
+        // go of at the return.
+        ("entered", 40),
         // The array made in the iteration that breaks reaches the phi
-        // after the loop: the header's phi owns nothing, and only the copy
-        // made before the loop is freed, at the return.
-        ("broken", 1),
+        // after the loop on the `break` edge (an exit phi): the header's phi
+        // owns the copy made before the loop and the 38 `b`s that came
+        // round; the 39th leaves by the `break` and stays. Before exit
+        // phis: 1.
+        ("broken", 39),
         // The loop returns in its 6th iteration: the copy made before it
         // and the first 5 `b`s; the 6th `b` never reaches the phi.
         ("early", 6),
@@ -455,9 +458,9 @@ fn owning_phis_free_the_arrays_their_loops_carried() {
         ("versioned", 3),
         // `first` is read after the header is entered again: the phi does
         // not own it, and it is freed at the return; the phi owns what its
-        // latch brings (latch-owning): 39 of the 40 `b`s, the last leaving
-        // the loop.
-        ("reread", 40),
+        // latch brings (latch-owning): the 40 `b`s, the last only read
+        // after the loop and let go of at the return.
+        ("reread", 41),
         // The inner phi is latch-owning: of the 6 `c`s of each of the 5
         // outer iterations it lets go of 5, the last going back to the
         // outer phi (which owns nothing: its latch brings a phi); and the

@@ -536,6 +536,7 @@ impl<M: ClModule> Compiler<M> {
                 fl_array: TRUSTED,
                 freed: Vec::new(),
                 latch: rustc_hash::FxHashMap::default(),
+                entered: rustc_hash::FxHashSet::default(),
                 counted_pushes: rustc_hash::FxHashMap::default(),
                 popped_words: rustc_hash::FxHashMap::default(),
             };
@@ -799,6 +800,9 @@ struct Lower<'a, 'b, M: ClModule> {
     /// entered with from outside its loop and whether its arrays may leave
     /// the loop (`lower/release.rs`).
     latch: rustc_hash::FxHashMap<Value, (Operand, bool)>,
+    /// The latch-owning phis entered with a site's array, whose every push
+    /// is counted (`release::Freed::entered`).
+    entered: rustc_hash::FxHashSet<Value>,
     /// The pushes that count the tape's references to the arrays they push
     /// (`release::counted_pushes`).
     counted_pushes: rustc_hash::FxHashMap<irad_ir::Inst, release::Letgo>,
@@ -1564,6 +1568,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let freed = release::freed_sites(func, self.module, &mut self.c.summaries);
         self.counted_pushes = release::counted_pushes(func, &freed);
         self.latch = freed.latch.iter().copied().collect();
+        self.entered = freed.entered.clone();
         self.popped_words.clear();
         for (v, letgo) in freed.sites {
             let slot = self.b.create_sized_stack_slot(ir::StackSlotData::new(
@@ -1642,7 +1647,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             // A latch-owning phi counts a reference only to an array of its
             // own, not to the one it was entered with from outside
             // (`lower/release.rs`): that one is pushed as before, untagged.
-            release::Letgo::Release if self.latch.contains_key(v) => {
+            release::Letgo::Release if self.latch.contains_key(v) && !self.entered.contains(v) => {
                 let (entry, _) = self.latch[v];
                 let Some(&e) = self.operand(&entry)?.first() else {
                     return Err(CodegenError::internal(

@@ -91,6 +91,8 @@ pub struct Arena {
     freed_bytes: usize,
     /// Arrays freed by compiled code since the arena was made.
     frees: u64,
+    /// The most arrays live at once since the arena was made.
+    peak: usize,
 }
 
 impl Default for Arena {
@@ -101,6 +103,7 @@ impl Default for Arena {
             freed: VecDeque::new(),
             freed_bytes: 0,
             frees: 0,
+            peak: 0,
         }
     }
 }
@@ -124,6 +127,7 @@ impl Arena {
         };
         let index = self.live.len();
         self.live.push((base, bytes));
+        self.peak = self.peak.max(self.live.len());
         // SAFETY: the block holds at least `HEADER` bytes, 16-aligned.
         unsafe { (base as *mut usize).write(index) };
         // SAFETY: within the block (the elements start after the header).
@@ -256,6 +260,11 @@ impl Arena {
     /// How many arrays compiled code has freed since the arena was made.
     pub fn frees(&self) -> u64 {
         self.frees
+    }
+
+    /// The most arrays live at once since the arena was made.
+    pub fn peak(&self) -> usize {
+        self.peak
     }
 }
 

@@ -245,6 +245,12 @@ impl<'m> Jit<'m> {
         self.local.rt.arena.frees()
     }
 
+    /// The most arrays of compiled code live at once since this JIT was
+    /// made: what freeing them bounds (docs/codegen.md, "Freeing arrays").
+    pub fn arrays_peak(&self) -> usize {
+        self.local.rt.arena.peak()
+    }
+
     /// Runs `f` on `args` as [`irad_ir::interp::run`] does, in compiled code.
     /// Code generation failures are reported as run errors whose message
     /// starts with `code generation failed` or `cannot compile`.

@@ -132,6 +132,29 @@
 //! previous run of the loop may have left it (it may be `e` itself). When
 //! no value reaches outside the body, the slot's array is also let go of
 //! on every entry from outside and at a normal return; otherwise never.
+//! Uses outside the body that keep no reference (element reads, `length`,
+//! a copy's source, the bulk primitives: [`PrimUse::Keeps`]) and pushes of
+//! `p` itself (counted as inside) do not count as reaching outside.
+//!
+//! *Exit phis.* A site `s` handed over to the phi `p` of a loop header `H`
+//! may also be an entry of phis outside the loop's body (`a = b; if done {
+//! break; }`: the phi after the loop takes `b` on the `break` edge). Such
+//! a use of `s` itself is neither followed nor an escape, and the array it
+//! carries is never let go of (it stays, one per run of the loop): it was
+//! made in the iteration that left, after the last entry of `H` (`s`'s
+//! statement dominates the edge, so every path to it from `H`'s latest
+//! entry passes it), so it never entered `p`, and no other phi nor site
+//! lets go of it (handed over; a phi outside the body that could own it
+//! would need `p` outside its own loop's body, and `p` is inside it). A
+//! site is handed over to at most one phi (checked again after the
+//! search).
+//!
+//! *Entered with a site's array.* When `e` is the value of a site that
+//! makes arrays and is not handed over (a replay's fresh start shadow),
+//! `p` counts every push of itself, `p == e` included (`e`'s array is the
+//! arena's), and `e`'s own walk takes those pushes as pushes of `e` as it
+//! is ([`Freed::entered`]): the tape's references to `e`'s array through
+//! `p` are then all counted, as a released site's must be.
 //!
 //! Why that is sound. Let `X` be an array `s` made, entering `p` from a
 //! latch. The slot lets go of `X` only at the next entry of `H` from a
@@ -143,7 +166,14 @@
 //! `s`'s values, by the hand-over rules. No other site or phi lets go of
 //! `X` (handed over; `s` enters no other phi), and `e` is never in the
 //! slot. With no use outside the body, `X` is dead once `H` is entered
-//! from outside again or the function returns, by the same argument.
+//! from outside again or the function returns, by the same argument; a use
+//! outside it that keeps no reference is a use of a value `p` reaches (an
+//! element read ends with the statement), so it too sees a value defined
+//! after the last entry of `H`, and a push of `p` is counted. For `e`
+//! entered with a site's array `E`: every tape entry holding `E` comes
+//! from a push of `e` or of `p` (a value `e` reaches), each counted, and
+//! `e` lets go of `E` only as a released site does, at its next run or
+//! the return; `p`'s slot never holds `E`.
 //!
 //! What is left are the tapes. An array a freed site made was never on
 //! one. One a released site made leaves its function only by pushes of
@@ -282,6 +312,12 @@ pub(super) struct Freed {
     /// entered with from outside its loop and whether its arrays may leave
     /// the loop ("Latch-owning phis").
     pub(super) latch: Vec<(Value, (Operand, bool))>,
+    /// The latch-owning phis among `latch` entered with the value of a site
+    /// that makes arrays (of the run's arena, not handed over): each push
+    /// of such a phi is counted, also of the array it was entered with, and
+    /// the site's walk takes those pushes as its own (so the site is
+    /// released, and freed once the tapes let go of its array too).
+    pub(super) entered: HashSet<Value>,
 }
 
 /// What `func` lets go of itself (module header); `summaries` says which
@@ -292,6 +328,7 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         sites: Vec::new(),
         handed: Vec::new(),
         latch: Vec::new(),
+        entered: HashSet::default(),
     };
     // Without counted tapes (`Module::counted_tapes`), a push is an escape
     // and pops are no sites, as before tapes were counted.
@@ -332,12 +369,22 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         uses: &uses,
         summaries,
         budget: BUDGET,
+        entered: HashMap::default(),
     };
     let sites: Vec<(Value, Block)> = sites
         .into_iter()
         .filter(|&(_, b)| dom.is_reachable(b))
         .collect();
     let mut owned = owning_phis(func, &cfg, &dom, &sites, &mut walk);
+    // A site is handed over to one phi at most (the rules make sure of it;
+    // should two ever claim one, neither owns anything).
+    let mut claims: HashMap<Value, usize> = HashMap::default();
+    for o in &owned {
+        for &s in &o.from {
+            *claims.entry(s).or_default() += 1;
+        }
+    }
+    owned.retain(|o| o.from.iter().all(|s| claims[s] == 1));
     // A phi that releases is pushed: without counted tapes, an escape.
     owned.retain(|o| counted || o.letgo != Letgo::Release);
     let handed: HashSet<Value> = owned.iter().flat_map(|o| o.from.iter().copied()).collect();
@@ -345,6 +392,16 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         .iter()
         .filter_map(|o| o.latch.map(|l| (o.phi, l)))
         .collect();
+    let makers = makers(func, &sites);
+    walk.entered = freed
+        .latch
+        .iter()
+        .filter_map(|&(p, (e, _))| match e {
+            Operand::Value(e) if makers.contains_key(&e) && !handed.contains(&e) => Some((p, e)),
+            _ => None,
+        })
+        .collect();
+    freed.entered = walk.entered.keys().copied().collect();
     freed.sites = sites
         .into_iter()
         .filter(|(a, _)| !handed.contains(a))
@@ -545,15 +602,31 @@ fn hand_over(
     from: &[Value],
 ) -> Option<bool> {
     let mut pushed = false;
+    let mut body: Option<HashSet<Block>> = None;
     for &s in from {
-        let other_phi = walk.uses.by_value.get(&s).is_some_and(|us| {
-            us.iter().any(|u| {
-                matches!(u, Use::Inst(i, _) if *i != inst
-                    && matches!(func.insts[*i].kind, InstKind::Phi { .. }))
-            })
+        let other_phis: Vec<(Inst, Block)> = walk.uses.by_value.get(&s).map_or(Vec::new(), |us| {
+            us.iter()
+                .filter_map(|u| match u {
+                    Use::Inst(i, at)
+                        if *i != inst && matches!(func.insts[*i].kind, InstKind::Phi { .. }) =>
+                    {
+                        Some((*i, *at))
+                    }
+                    _ => None,
+                })
+                .collect()
         });
-        if other_phi {
-            return None;
+        // Another phi may take `s` only after the loop, on edges leaving
+        // it (`a = b; if done { break; }`): an array leaving so never
+        // entered `p`, and stays (module header, "Exit phis").
+        if !other_phis.is_empty() {
+            let body = body.get_or_insert_with(|| loop_body(cfg, dom, h));
+            if body.len() < 2 && !cfg.preds(h).contains(&h) {
+                return None;
+            }
+            if other_phis.iter().any(|(_, at)| body.contains(at)) {
+                return None;
+            }
         }
         let b = *makers.get(&s)?;
         let after = unrepeated(cfg, h, b);
@@ -563,7 +636,8 @@ fn hand_over(
         {
             return None;
         }
-        pushed |= walk.stays_inside(s, Some((b, dom)), Some((inst, &after)))?;
+        let exits: Vec<Inst> = other_phis.iter().map(|&(i, _)| i).collect();
+        pushed |= walk.stays_inside(s, Some((b, dom)), Some((inst, &after, &exits)))?;
     }
     Some(pushed)
 }
@@ -667,6 +741,7 @@ fn kept_params(func: &Func, summaries: &Summaries) -> Vec<bool> {
         uses: &uses,
         summaries,
         budget: BUDGET,
+        entered: HashMap::default(),
     };
     func.params
         .iter()
@@ -739,6 +814,10 @@ struct Walk<'a> {
     uses: &'a Uses,
     summaries: &'a Summaries,
     budget: usize,
+    /// The latch-owning phis entered from outside their loops with a
+    /// site's value, by phi: that site's walk counts the phi's pushes
+    /// (`Freed::entered`).
+    entered: HashMap<Value, Value>,
 }
 
 impl Walk<'_> {
@@ -756,7 +835,7 @@ impl Walk<'_> {
         &mut self,
         a: Value,
         site: Option<(Block, &DominatorTree)>,
-        handover: Option<(Inst, &HashSet<Block>)>,
+        handover: Option<(Inst, &HashSet<Block>, &[Inst])>,
     ) -> Option<bool> {
         self.reach(a, site, handover, None)
     }
@@ -783,7 +862,7 @@ impl Walk<'_> {
         &mut self,
         a: Value,
         site: Option<(Block, &DominatorTree)>,
-        handover: Option<(Inst, &HashSet<Block>)>,
+        handover: Option<(Inst, &HashSet<Block>, &[Inst])>,
         mut leaves: Option<(&mut bool, &HashSet<Block>)>,
     ) -> Option<bool> {
         let func = self.func;
@@ -803,7 +882,23 @@ impl Walk<'_> {
                 if let Some((left, body)) = leaves.as_mut()
                     && !body.contains(&at)
                 {
-                    **left = true;
+                    // A use after the loop that keeps no reference (an
+                    // element read, a copy's source) is done before the
+                    // header is entered again or the function returns.
+                    // So is a push of the phi itself, counted as one in
+                    // the loop is.
+                    let prim = match u {
+                        Use::Inst(i, _) => match func.insts.get(i).map(|d| &d.kind) {
+                            Some(InstKind::Prim { prim, .. }) => Some(prim_use(*prim)),
+                            _ => None,
+                        },
+                        Use::Term(_) => None,
+                    };
+                    match prim {
+                        Some(PrimUse::Keeps) => {}
+                        Some(PrimUse::Pushes) if v == a => pushed = true,
+                        _ => **left = true,
+                    }
                     continue;
                 }
                 let (inst, block) = match u {
@@ -811,8 +906,8 @@ impl Walk<'_> {
                     Use::Term(_) => return None,
                     Use::Inst(i, b) => (i, b),
                 };
-                if let Some((phi, unrepeated)) = handover {
-                    if inst == phi {
+                if let Some((phi, unrepeated, exits)) = handover {
+                    if inst == phi || (v == a && exits.contains(&inst)) {
                         continue;
                     }
                     if unrepeated.contains(&block) {
@@ -827,6 +922,12 @@ impl Walk<'_> {
                         // reference is counted (a tagged word). Anything
                         // else pushed is an escape.
                         PrimUse::Pushes if v == a && site.is_some() => {
+                            pushed = true;
+                            false
+                        }
+                        // A latch-owning phi entered with the site's array
+                        // counts every push of it (`Freed::entered`).
+                        PrimUse::Pushes if site.is_some() && self.entered.get(&v) == Some(&a) => {
                             pushed = true;
                             false
                         }
@@ -1117,6 +1218,159 @@ func @f(%n: i64) -> ([f64], f64) {
         assert_eq!(freed(&itself), ["p:release", "t:release:handed"]);
         // Uncounted tapes: a push is an escape.
         assert_eq!(freed_in(&itself, false), Vec::<String>::new());
+    }
+
+    /// The latch-owning phis of `@f` in `src` (tapes counted), each with
+    /// whether its arrays may leave its loop and `:entered` when it is
+    /// entered with a site's array (`Freed::entered`).
+    fn latch_phis(src: &str) -> Vec<String> {
+        let mut m = parse_module(src).expect("parses");
+        m.set_counted_tapes(true);
+        let f = m.get(m.by_name("f").expect("@f")).expect("func");
+        let freed = freed_sites(f, &m, &mut Summaries::default());
+        let name = |v: Value| f.values[v].name.as_deref().unwrap_or("?").to_string();
+        freed
+            .latch
+            .iter()
+            .map(|&(p, (_, leaves))| {
+                format!(
+                    "{}{}{}",
+                    name(p),
+                    if leaves { ":leaves" } else { "" },
+                    if freed.entered.contains(&p) {
+                        ":entered"
+                    } else {
+                        ""
+                    }
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_latch_owning_phi_read_or_pushed_after_its_loop_lets_go_at_the_return() {
+        // `p`'s last array is only read after the loop (a copy's source, an
+        // element): let go of at the return. Pushed as it is after the
+        // loop: counted, let go of too. Put in a tuple after the loop: it
+        // may go on, never let go of.
+        let src = "func @f(%n: i64, %x: [f64]) -> f64 {
+#1:
+  goto #2
+#2:
+  %p = phi [#1 => %x, #3 => %t] :: [f64]
+  %i = phi [#1 => 0, #3 => %j] :: i64
+  %c = call lt(%i, %n) :: bool
+  gotoifnot %c, #4
+#3:
+  %t = call copy(%p) :: [f64]
+  %j = call iadd(%i, 1) :: i64
+  goto #2
+#4:
+  %y = call copy(%p) :: [f64]
+  %z = call arrayref(%y, 0) :: f64
+  return %z
+}
+";
+        assert_eq!(latch_phis(src), ["p"]);
+        let pushed = src.replace(
+            "  %y = call copy(%p) :: [f64]
+",
+            "  call push(%p)
+  %y = call copy(%p) :: [f64]
+",
+        );
+        assert_eq!(latch_phis(&pushed), ["p"]);
+        assert_eq!(freed(&pushed), ["y", "p:release", "t:release:handed"]);
+        let tupled = src.replace(
+            "  %y = call copy(%p) :: [f64]
+",
+            "  %w = call tuple(%p, 1.0) :: ([f64], f64)
+  %y = call getfield(%w, 0) :: [f64]
+",
+        );
+        assert_eq!(latch_phis(&tupled), ["p:leaves"]);
+    }
+
+    #[test]
+    fn an_array_leaving_its_loop_by_an_exit_phi_is_handed_over_all_the_same() {
+        // `a = b; if done { break; }`: `b` enters the header's `p` and the
+        // phi `q` after the loop, on the `break` edge: `p` owns the arrays
+        // that come round (the one that leaves never entered it, and
+        // stays). A phi inside the loop taking `b` as well (`r`) forbids
+        // it, as before, and `b` is kept.
+        let src = "func @f(%n: i64, %x: [f64]) -> f64 {
+#1:
+  %a = call copy(%x) :: [f64]
+  goto #2
+#2:
+  %p = phi [#1 => %a, #5 => %b] :: [f64]
+  %i = phi [#1 => 0, #5 => %j] :: i64
+  %c = call lt(%i, %n) :: bool
+  gotoifnot %c, #6
+#3:
+  %b = call copy(%p) :: [f64]
+  %z = call arrayref(%b, 0) :: f64
+  %d = call gt(%z, 9.0) :: bool
+  gotoifnot %d, #5
+#4:
+  goto #6
+#5:
+  %j = call iadd(%i, 1) :: i64
+  goto #2
+#6:
+  %q = phi [#2 => %p, #4 => %b] :: [f64]
+  %y = call arrayref(%q, 0) :: f64
+  return %y
+}
+";
+        assert_eq!(freed(src), ["p", "a:handed", "b:handed"]);
+        let inside = src
+            .replace(
+                "  %j = call iadd(%i, 1) :: i64\n  goto #2\n",
+                "  %r = phi [#3 => %b] :: [f64]\n  %w = call arrayref(%r, 0) :: f64\n  %j = call iadd(%i, 1) :: i64\n  goto #2\n",
+            );
+        // (`a` is then freed at the return, as any site.)
+        assert_eq!(freed(&inside), ["a"]);
+    }
+
+    #[test]
+    fn a_latch_owning_phi_entered_with_a_sites_array_counts_its_pushes() {
+        // `e`, made before the loop and read after it (so `p` does not own
+        // it), enters `p`, which is pushed in the loop and after it: every
+        // push of `p` is counted, so `e` is released. Entered with the
+        // argument instead, `p` counts only its own arrays.
+        let src = "func @f(%n: i64, %x: [f64]) -> f64 {
+#1:
+  %k = call length(%x) :: i64
+  %e = call zeros(%k) :: [f64]
+  call push(%e)
+  goto #2
+#2:
+  %p = phi [#1 => %e, #3 => %t] :: [f64]
+  %i = phi [#1 => 0, #3 => %j] :: i64
+  %c = call lt(%i, %n) :: bool
+  gotoifnot %c, #4
+#3:
+  call push(%p)
+  %t = call zeros(%k) :: [f64]
+  call push(%t)
+  %j = call iadd(%i, 1) :: i64
+  goto #2
+#4:
+  call push(%p)
+  %r = call arrayref(%e, 0) :: f64
+  return %r
+}
+";
+        assert_eq!(latch_phis(src), ["p:entered"]);
+        assert_eq!(freed(src), ["e:release", "p:release", "t:release:handed"]);
+        let argument = src.replace("#1 => %e,", "#1 => %x,");
+        assert_eq!(latch_phis(&argument), ["p"]);
+        // `e` is then pushed once, as it is.
+        assert_eq!(
+            freed(&argument),
+            ["e:release", "p:release", "t:release:handed"]
+        );
     }
 
     #[test]
