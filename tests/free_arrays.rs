@@ -306,6 +306,48 @@ fn the_pops_free_the_arrays_the_tapes_held() {
     }
 }
 
+/// A loop carrying an array it makes afresh in each iteration, checkpointed
+/// in stretches of one iteration: its snapshots are thinned (at most
+/// `1 + log2 n` held, each holding two arrays), and each replay starts the
+/// array from a new copy of the snapshot's, its start shadow afresh, and
+/// hands the shadow it ends with to the pullback on the tape, so that all
+/// of those are freed (docs/codegen.md, "Freeing arrays"). The most arrays
+/// live at once then grows with the logarithm of the trip count: 16 times
+/// the iterations add at most 4 snapshots' arrays and the replays' few
+/// (it grew with the trip count before, one start shadow, one end shadow,
+/// one snapshot array and one advance's last array per replay).
+#[test]
+fn replays_of_loops_carrying_arrays_keep_a_logarithm_of_their_arrays() {
+    for (file, name, x) in [
+        ("tapes.irad", "fresh", "[0.3, 0.7]"),
+        ("loops.irad", "carried", "[0.1, 0.2, 0.3, 0.4, 0.5, 0.6]"),
+    ] {
+        let path = format!("{}/tests/free_arrays/{file}", env!("CARGO_MANIFEST_DIR"));
+        let src = irad::read_source(std::path::Path::new(&path)).expect("readable");
+        let module = irad::load(&src).expect("loads");
+        let mut peaks = Vec::new();
+        for n in [64, 1024] {
+            let args = format!("{x}, {n}");
+            let (m, g, call) = reverse_call(&module, &src, name, &args, Some(1));
+            let mut jit = irad::codegen::Jit::new(&m).expect("compiles");
+            let got = jit
+                .run(g, &copies(&call), &RunOptions::default())
+                .expect("runs");
+            let interp = irad::ir::interp::run(&m, g, &copies(&call), &RunOptions::default())
+                .expect("interprets");
+            assert!(got.same(&interp), "@{name}.rev({n}) under a 1-byte limit");
+            peaks.push(jit.arrays_peak());
+        }
+        eprintln!("@{name}: most arrays live {peaks:?}");
+        assert!(
+            peaks[1] <= peaks[0] + 12,
+            "@{name}.rev under a 1-byte limit: at most {} arrays live at 64 iterations, {} at 1024",
+            peaks[0],
+            peaks[1]
+        );
+    }
+}
+
 /// A pop that pushes its array back as it is (the same word, counted once
 /// more) and a pop in a third function: the array lives until the last pop
 /// lets go of it, then is freed once. `@make` pushes a temporary it made,

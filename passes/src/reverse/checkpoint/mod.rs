@@ -321,7 +321,7 @@ pub(super) struct ArrayLeaf {
 /// through a header phi. Each snapshot copies it; the replay of a stretch
 /// restores it and starts from a shadow of its own (the shadow entering the
 /// loop for the first stretch, a fresh zero array for the others), and
-/// returns the shadow the array has at the stretch's end, which the pullback
+/// pushes the shadow the array has at the stretch's end, which the pullback
 /// fills from the next stretch's start shadow before the stretch's reverse.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Carried {
@@ -351,6 +351,15 @@ pub(super) struct Carried {
     /// the shadow it leaves with, where an array made afresh in every
     /// iteration has the snapshot's flag and the header's.
     pub replaced: Option<(usize, Value)>,
+    /// Whether its identity does not matter: made afresh in every iteration
+    /// (with a shadow, not replaced on some iterations only) and entering
+    /// the loop as an array made for it (`copy`, `zeros` or `alloc`) that
+    /// nothing in the loop reads and nothing after it takes a reference
+    /// to ([`renewed`]). Each replay then starts it from a new copy of the
+    /// snapshot's, and each split's advance hands on a new copy of the
+    /// array it ends with, so that compiled code's owning phis free them
+    /// (docs/codegen.md, "Freeing arrays").
+    pub renewed: bool,
 }
 
 /// The shadow of an array a checkpointed loop carries as it is (an array
@@ -694,6 +703,7 @@ fn decide(
         .map(|(phi, value, ty, shadow, kept, replaced)| Carried {
             phi,
             value,
+            renewed: shadow.is_some() && replaced.is_none() && renewed(cx, k, value),
             replaced,
             escapes: escaping.contains(&value),
             ty,
@@ -759,11 +769,11 @@ fn decide(
     }
     // Arrays made in the loop and recorded cost their elements: under a
     // limit the stretch shortens on entry for the longest array input.
-    // Not for a loop carrying arrays through its header: compiled code
-    // does not free the arrays such a loop makes (docs/codegen.md,
-    // "Freeing arrays"), and shorter stretches would replay, and keep,
-    // more of them.
-    let fresh = match carried.is_empty() {
+    // For a loop carrying arrays through its header only when all are
+    // renewed: compiled code frees what their replays make (docs/codegen.md,
+    // "Freeing arrays"), where the others' replays keep a few arrays each,
+    // and shorter stretches would replay, and keep, more of them.
+    let fresh = match carried.iter().all(|c| c.renewed) {
         true => fresh_arrays_per_iteration(cx, view, plan, k),
         false => 0,
     };
@@ -1209,6 +1219,76 @@ fn carried_arrays(
         out.push((j, r, ty.clone(), fresh, kept_shadow, replaced));
     }
     Ok(out)
+}
+
+/// Whether header phi `r` of loop `k` enters it with an array made for it
+/// (`copy`, `zeros` or `alloc`) whose every other use is outside the loop
+/// and takes no reference to it (element reads and writes, `length`, the
+/// bulk primitives, a copy's source): then no value but the phi refers to
+/// the array the loop starts with, and a replay may start from a new copy
+/// of its contents ([`Carried::renewed`]).
+fn renewed(cx: &Derivation<'_>, k: usize, r: Value) -> bool {
+    let shape = &cx.shape;
+    let l = shape.loops.of(k);
+    let irad_ir::ValueDef::Inst(phi) = cx.src.values[r].def else {
+        return false;
+    };
+    let InstKind::Phi { entries } = &cx.src.insts[phi].kind else {
+        return false;
+    };
+    let index = shape.bb.index();
+    let inside = |b: &Block| index[*b].is_some_and(|p| l.contains(p));
+    let mut outside = entries.iter().filter(|(p, _)| !inside(p));
+    let (Some((_, Operand::Value(e))), None) = (outside.next(), outside.next()) else {
+        return false;
+    };
+    let e = *e;
+    let made = matches!(cx.src.values[e].def, irad_ir::ValueDef::Inst(d)
+    if matches!(cx.src.insts[d].kind, InstKind::Prim {
+        prim: Prim::Copy | Prim::Zeros | Prim::Alloc,
+        ..
+    }));
+    if !made {
+        return false;
+    }
+    shape.bb.blocks.iter().enumerate().all(|(i, b)| {
+        let uses = |op: &Operand| *op == Operand::Value(e);
+        let term_ok = match &b.term {
+            super::bbcode::BTerm::Return(op) => !uses(op),
+            _ => true,
+        };
+        term_ok
+            && b.stmts.iter().all(|&inst| {
+                if inst == phi {
+                    return true;
+                }
+                match &cx.src.insts[inst].kind {
+                    InstKind::Prim { prim, args } if args.iter().any(uses) => {
+                        !l.contains(i)
+                            && matches!(
+                                prim,
+                                Prim::Arrayref
+                                    | Prim::Arrayset
+                                    | Prim::Length
+                                    | Prim::Copy
+                                    | Prim::Copyto
+                                    | Prim::Fill
+                                    | Prim::Sum
+                                    | Prim::Dot
+                                    | Prim::Axpy
+                                    | Prim::Scale
+                                    | Prim::Matvec
+                                    | Prim::Matmul
+                                    | Prim::Gemm
+                            )
+                    }
+                    InstKind::Prim { .. } => true,
+                    InstKind::Phi { entries } => !entries.iter().any(|(_, op)| uses(op)),
+                    InstKind::CallValue { callee, args } => *callee != e && !args.iter().any(uses),
+                    kind => !super::ctx::args_of(kind).iter().any(uses),
+                }
+            })
+    })
 }
 
 /// Array `v`, used after loop `k` (which leaves as `leave` says), as an

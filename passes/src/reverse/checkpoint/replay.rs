@@ -12,14 +12,19 @@
 //! all go to the replay's end). It returns the snapshot's value of a counted
 //! loop's counter (the stretch's start), `()` for other loops; for a loop
 //! carrying `[f64]` arrays made afresh in each iteration, a tuple of that
-//! counter (0 when not counted), the shadows those arrays have at the
-//! stretch's end and, when one is used after the loop, whether the run had
-//! an iteration by then. Such a loop's replay pops the snapshot's flag to
+//! counter (0 when not counted) and, when one is used after the loop,
+//! whether the run had an iteration by then; it pushes the shadows those
+//! arrays have at the stretch's end last, for the pullback to pop right
+//! after the call (a tape's reference is counted, where a returned one is
+//! not). Such a loop's replay pops the snapshot's flag to
 //! choose the arrays' start shadows (the entering ones for the first
 //! stretch, fresh zero arrays for the others), pushes it back and pushes the
 //! start shadows for the pullback; the shadows of arrays kept as they are
 //! come with the snapshot (docs/reverse.md, "Arrays carried through the
-//! header"). An array replaced on some iterations only starts from the
+//! header"). A renewed array (`Carried::renewed`) starts from a new copy of
+//! the snapshot's and from a fresh start shadow in every stretch, which
+//! for the first one gets the entering shadow's elements ("Renewed
+//! arrays"). An array replaced on some iterations only starts from the
 //! entering shadow or a fresh one by its own flag (a header value), which
 //! the replay pushes after the start shadows and, when the array is used
 //! after the loop, also returns as it is at the stretch's end ("Arrays
@@ -82,9 +87,8 @@ pub(in crate::reverse) fn build(
     let ret = match (shadows, ck.counted) {
         (0, true) => Type::I64,
         (0, false) => Type::Unit,
-        (n, _) => Type::Tuple(
+        (_, _) => Type::Tuple(
             std::iter::once(Type::I64)
-                .chain(std::iter::repeat_n(Type::Array(Scalar::F64), n))
                 .chain(escapes(ck).then_some(Type::Bool))
                 .chain(std::iter::repeat_n(Type::Bool, replaced_after(ck)))
                 .collect(),
@@ -262,8 +266,10 @@ impl Replay<'_, '_> {
             .zip(&starts)
         {
             from_state.insert(sphi, x);
-            // The shadow the array has where the replay ends.
-            ret.push(self.copy.op(&Operand::Value(sphi))?);
+            // The shadow the array has where the replay ends, pushed (a
+            // tape's reference is counted, where a returned one is not).
+            let end = self.copy.op(&Operand::Value(sphi))?;
+            self.copy.effect(out, Prim::Push, &[end]);
         }
         if escapes(self.ck) {
             // Whether the run has had an iteration by the stretch's end: a
@@ -289,7 +295,7 @@ impl Replay<'_, '_> {
             }
         }
         let ret = match ret.as_slice() {
-            [one] => *one,
+            [one] if starts.is_empty() => *one,
             _ => {
                 let ty = self.copy.f.ret.clone();
                 self.copy.value(out, Prim::Tuple, &ret, ty)
@@ -366,10 +372,11 @@ impl Replay<'_, '_> {
         }
         // The carried arrays get their contents back before a split, which
         // pushes copies of them and advances from them.
-        at = self.restore_carried(at, &state, &carried)?;
+        at = self.restore_carried(at, &mut state, &carried)?;
         let part_flag;
         (at, state, part_flag) = self.split(at, index, &types, &state, flag)?;
-        let (starts, flag) = self.carried_starts(at, &state, part_flag)?;
+        let (starts, flag);
+        (at, starts, flag) = self.carried_starts(at, &state, part_flag)?;
         for &x in &starts {
             self.copy.effect(at, Prim::Push, &[x]);
         }
@@ -491,19 +498,26 @@ impl Replay<'_, '_> {
     /// entry took off and `split` pushed back): a fresh zero array as long
     /// as the snapshot's array when a stretch came before (the pullback
     /// copies its cotangent into the shadow the stretch before ends with),
-    /// else the shadow entering the loop. Returns them and the flag.
+    /// else the shadow entering the loop. A renewed array
+    /// ([`super::Carried::renewed`]) always starts from a fresh one, which
+    /// gets the entering shadow's elements when no stretch came before
+    /// (the pullback copies them back when the stretch is pulled back:
+    /// nothing else touches that shadow meanwhile), so that the replay's
+    /// start shadow is its own array. Returns the block that follows, the
+    /// start shadows and the flag.
     fn carried_starts(
         &mut self,
-        at: Block,
+        mut at: Block,
         state: &[Operand],
         flag: Option<Operand>,
-    ) -> Result<(Vec<Operand>, Operand), ReverseError> {
+    ) -> Result<(Block, Vec<Operand>, Operand), ReverseError> {
         if !self.ck.carried.iter().any(|c| c.shadow.is_some()) {
-            return Ok((Vec::new(), Operand::from(false)));
+            return Ok((at, Vec::new(), Operand::from(false)));
         }
         let flag =
             flag.ok_or_else(|| internal(&self.cx.floc, "a carried shadow without its flag"))?;
         let mut starts = Vec::new();
+        let mut first = Vec::new();
         for c in &self.ck.carried {
             let Some((_, entry)) = c.shadow else { continue };
             let a = *state
@@ -512,6 +526,11 @@ impl Replay<'_, '_> {
             let n = self.copy.value(at, Prim::Length, &[a], Type::I64);
             let fresh = self.copy.value(at, Prim::Zeros, &[n], c.ty.clone());
             let entry = Operand::Value(self.copy.f.params[entry]);
+            if c.renewed {
+                first.push((fresh, entry));
+                starts.push(fresh);
+                continue;
+            }
             // An array replaced on some iterations only starts from the
             // entering shadow until the loop has replaced it.
             let by = match c.replaced {
@@ -525,22 +544,49 @@ impl Replay<'_, '_> {
                     .value(at, Prim::Select, &[by, fresh, entry], c.ty.clone()),
             );
         }
-        Ok((starts, flag))
+        if !first.is_empty() {
+            // The first stretch: the entering shadows' elements.
+            let index = self.copy.value(
+                at,
+                Prim::Select,
+                &[flag, Operand::from(0i64), Operand::from(1i64)],
+                Type::I64,
+            );
+            let copy = self.copy.new_block();
+            let next = self.copy.new_block();
+            self.copy.f.blocks[at].term = Some(Terminator::Switch {
+                index,
+                targets: smallvec::smallvec![next, copy],
+            });
+            for (fresh, entry) in first {
+                self.copy.effect(copy, Prim::Copyto, &[fresh, entry]);
+            }
+            self.copy.f.blocks[copy].term = Some(Terminator::Goto(next));
+            at = next;
+        }
+        Ok((at, starts, flag))
     }
 
     /// Copies each carried array's snapshot `copies` back into the array
-    /// the snapshot's header values `state` hold. Returns the block that
-    /// follows.
+    /// the snapshot's header values `state` hold; a renewed one
+    /// ([`super::Carried::renewed`]) starts from a new copy instead, which
+    /// takes its place in `state` (the popped array is let go of, and the
+    /// copy is the replay's own). Returns the block that follows.
     fn restore_carried(
         &mut self,
         mut at: Block,
-        state: &[Operand],
+        state: &mut [Operand],
         copies: &[Operand],
     ) -> Result<Block, ReverseError> {
         for (c, &saved) in self.ck.carried.clone().iter().zip(copies) {
-            let a = *state
-                .get(c.phi)
+            let a = state
+                .get_mut(c.phi)
                 .ok_or_else(|| internal(&self.cx.floc, "a carried array without its phi"))?;
+            if c.renewed {
+                *a = self.copy.value(at, Prim::Copy, &[saved], c.ty.clone());
+                continue;
+            }
+            let a = *a;
             at = self.restore(at, a, saved, &c.ty);
         }
         Ok(at)

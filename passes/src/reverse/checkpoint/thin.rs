@@ -170,9 +170,18 @@ pub(super) fn fill(
     }
     .map_err(&build)?;
     let next = e(emit_value(&mut fb, Prim::Iadd, &[start, half]))?;
+    // A renewed carried array goes on as a new copy of the one the advance
+    // ends with, so that the part's phi owns what it holds.
+    let mut state = Vec::with_capacity(values.len());
+    for (j, v) in values.into_iter().enumerate() {
+        state.push(match ck.carried.iter().any(|c| c.phi == j && c.renewed) {
+            true => e(emit_value(&mut fb, Prim::Copy, &[v]))?,
+            false => v,
+        });
+    }
     fb.goto(site.join).map_err(&build)?;
     fb.add_phi_entry(site.start, done, next).map_err(&build)?;
-    for (&phi, v) in site.state.iter().zip(values) {
+    for (&phi, v) in site.state.iter().zip(state) {
         fb.add_phi_entry(phi, done, v).map_err(&build)?;
     }
     for (&phi, v) in site.kept.iter().zip(kept) {

@@ -25,8 +25,10 @@
 //! A loop carrying `[f64]` arrays made afresh in each iteration hands each
 //! array's cotangent from stretch to stretch: the block at a stretch's start
 //! pops the start shadows the replay pushed and, when it replays the stretch
-//! before, copies each into the shadow that replay returns for the array's
-//! end (still a fresh zero array); on the edge from the exit, the shadow an
+//! before, copies each into the shadow that replay pushes last for the
+//! array's end (still a fresh zero array; a renewed array's first start
+//! shadow gives its elements back to the shadow entering the loop when the
+//! reverse leaves the loop); on the edge from the exit, the shadow an
 //! array left the loop with is copied into the last stretch's end shadow
 //! when the run had an iteration (docs/reverse.md, "Arrays carried through
 //! the header"); for an array replaced on some iterations only, by the
@@ -283,6 +285,31 @@ impl Pullback<'_, '_, '_> {
                 Operand::from(0i64),
             ],
         ))?;
+        // A renewed array's first stretch started from a copy of the
+        // shadow entering the loop: its elements go back.
+        let first: Vec<(Operand, Operand)> = c
+            .carried
+            .iter()
+            .filter(|c| c.shadow.is_some())
+            .zip(&starts)
+            .filter(|(carried, _)| carried.renewed)
+            .map(|(carried, &start)| {
+                let j = carried.shadow.map_or(usize::MAX, |(_, j)| j);
+                args.get(j)
+                    .map(|&entry| (entry, start))
+                    .ok_or_else(|| internal(bloc, "a carried array's shadow not among the inputs"))
+            })
+            .collect::<Result<_, _>>()?;
+        if !first.is_empty() {
+            let not_more = e(emit_value(&mut self.bk, Prim::Not, &[Operand::Value(more)]))?;
+            self.copies_when(
+                first
+                    .into_iter()
+                    .map(|(entry, start)| (Some(not_more), entry, start))
+                    .collect(),
+                bloc,
+            )?;
+        }
         let replay = self.bk.create_block();
         self.bk.switch(index, &[leave, replay]).map_err(&build)?;
         self.bk.switch_to_block(replay).map_err(&build)?;
@@ -503,17 +530,21 @@ impl Pullback<'_, '_, '_> {
             true => field(&mut self.bk, 0)?,
             false => Operand::Const(irad_ir::Const::Unit),
         };
+        // The shadows the stretch ends with, pushed last.
         let mut ends = Vec::with_capacity(shadows);
-        for k in 1..=shadows {
-            ends.push(field(&mut self.bk, k as i64)?);
+        for carried in c.carried.iter().rev().filter(|c| c.shadow.is_some()) {
+            ends.push(Operand::Value(
+                self.bk.pop(carried.ty.clone()).map_err(&build)?,
+            ));
         }
+        ends.reverse();
         let ran = match super::super::checkpoint::replay::escapes(c) {
             true => {
-                let ran = field(&mut self.bk, shadows as i64 + 1)?;
+                let ran = field(&mut self.bk, 1)?;
                 let n = super::super::checkpoint::replay::replaced_after(c);
                 let mut replaced = Vec::with_capacity(n);
                 for k in 0..n {
-                    replaced.push(field(&mut self.bk, (shadows + 2 + k) as i64)?);
+                    replaced.push(field(&mut self.bk, (2 + k) as i64)?);
                 }
                 Some((ran, replaced.into_iter()))
             }
