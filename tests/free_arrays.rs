@@ -431,6 +431,10 @@ const LOOP_CASES: &[(&str, &str)] = &[
     ("versioned", "[1.0, 2.0, 3.0], 3"),
     ("reread", "[1.0, 2.0, 3.0], 40"),
     ("reentered", "[1.0, 2.0, 3.0], 5, 6"),
+    ("exitpre", "[1.0, 2.0, 3.0], 3"),
+    ("exitpre", "[99.5, 2.0, 3.0], 3"),
+    ("exitpre_outer", "[1.0, 2.0, 3.0], 2, 1"),
+    ("exitpre_outer", "[500.0, 2.0, 3.0], 3, 4"),
 ];
 
 /// Arrays carried through loop phis (one and two buffers, swapped, an

@@ -136,8 +136,8 @@
 //! a copy's source, the bulk primitives: [`PrimUse::Keeps`]) and pushes of
 //! `p` itself (counted as inside) do not count as reaching outside.
 //!
-//! *Exit phis.* A site `s` handed over to the phi `p` of a loop header `H`
-//! may also be an entry of phis outside the loop's body (`a = b; if done {
+//! *Exit phis.* A site `s` of a loop's body handed over to the phi `p` of
+//! its header `H` may also be an entry of phis outside the body (`a = b; if done {
 //! break; }`: the phi after the loop takes `b` on the `break` edge). Such
 //! a use of `s` itself is neither followed nor an escape, and the array it
 //! carries is never let go of (it stays, one per run of the loop): it was
@@ -619,16 +619,18 @@ fn hand_over(
         // Another phi may take `s` only after the loop, on edges leaving
         // it (`a = b; if done { break; }`): an array leaving so never
         // entered `p`, and stays (module header, "Exit phis").
+        let b = *makers.get(&s)?;
         if !other_phis.is_empty() {
             let body = body.get_or_insert_with(|| loop_body(cfg, dom, h));
             if body.len() < 2 && !cfg.preds(h).contains(&h) {
                 return None;
             }
-            if other_phis.iter().any(|(_, at)| body.contains(at)) {
+            // Only a statement of the loop: one made before it enters `p`
+            // and may leave by the exit phi too (the same array).
+            if !body.contains(&b) || other_phis.iter().any(|(_, at)| body.contains(at)) {
                 return None;
             }
         }
-        let b = *makers.get(&s)?;
         let after = unrepeated(cfg, h, b);
         if entries
             .iter()
@@ -1331,6 +1333,14 @@ func @f(%n: i64) -> ([f64], f64) {
             );
         // (`a` is then freed at the return, as any site.)
         assert_eq!(freed(&inside), ["a"]);
+        // Found by review: `a`, made before the loop, also leaving by the
+        // phi after it (on the header's exit edge, or as the `break`'s
+        // value) is the array `p` lets go of at the second entry: not
+        // handed over (`a` is freed at the return), and `p` owns only what
+        // its latch brings.
+        let before = src.replace("#4 => %b]", "#4 => %a]");
+        assert_eq!(freed(&before), ["a", "p", "b:handed"]);
+        assert_eq!(latch_phis(&before), ["p:leaves:entered"]);
     }
 
     #[test]
