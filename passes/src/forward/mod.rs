@@ -23,7 +23,7 @@
 //! both the module and the `Forward`.
 
 pub mod grad;
-mod split;
+pub(crate) mod split;
 pub(crate) mod transform;
 
 use irad_ir::interp::{RuleProvider, RuleProviderError};

@@ -23,6 +23,11 @@
 //! A dual of a tuple holding an array splits too, into tuple phis (which
 //! code generation does not free; harmless).
 //!
+//! Reverse mode splits phis of tuples holding arrays the same way before
+//! it checkpoints loops ([`split_tuple_array_phis`]: `tuple` for `dual`,
+//! `getfield` with a constant index for `primal` and `tangent`; a tuple's
+//! constant fields enter their phis as they are).
+//!
 //! Assumes a verified function. Guarantees: the function computes the same
 //! values (each part flows along the same edges as the dual did), verifies,
 //! and changes only where a web split; the `dual` statements that only
@@ -47,24 +52,61 @@ enum Use {
     Term,
 }
 
+/// Which phis split: duals (`dual`, read by `primal` and `tangent`), or
+/// tuples (`tuple`, read by `getfield`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Dual,
+    Tuple,
+}
+
 /// Splits the webs of dual array phis of function `id` of `module` (see the
 /// module comment); returns how many phis were split.
 pub(crate) fn split_dual_array_phis(module: &mut Module, id: FuncId) -> Result<usize, BuildError> {
+    split(module, id, Kind::Dual)
+}
+
+/// Splits the webs of phis of tuples holding an array of `func` the same
+/// way: each becomes a phi per field, entered with the fields of the
+/// `tuple` statements entering it, and each `getfield` of it with a
+/// constant index the phi of its field (reverse mode under a tape limit,
+/// docs/reverse.md, "Tuples carried through the header"). Returns how many
+/// phis were split.
+pub(crate) fn split_tuple_array_phis(func: &mut Func) -> Result<usize, BuildError> {
+    if candidates(func, Kind::Tuple).is_empty() {
+        return Ok(0);
+    }
+    // The builder works on a module's function: one of its own, given back.
+    let mut module = Module::new();
+    let id = module.add_func(std::mem::replace(
+        func,
+        Func::new(&func.name, Vec::new(), Type::Unit),
+    ))?;
+    let n = split(&mut module, id, Kind::Tuple);
+    if let Some(f) = module.get_mut(id) {
+        std::mem::swap(func, f);
+    }
+    n
+}
+
+/// The webs of `kind` of function `id` split; how many phis.
+fn split(module: &mut Module, id: FuncId, kind: Kind) -> Result<usize, BuildError> {
     let func = module.get(id).ok_or(BuildError::BadHandle("function"))?;
-    let phis = candidates(func);
+    let phis = candidates(func, kind);
     if phis.is_empty() {
         return Ok(0);
     }
     let uses = uses_of(func);
-    let web = web(func, &phis, &uses);
+    let web = web(func, &phis, &uses, kind);
     if web.is_empty() {
         return Ok(0);
     }
-    rewrite(module, id, &web, &uses)
+    rewrite(module, id, &web, &uses, kind)
 }
 
-/// The phis of a dual type holding an array, by result, with their block.
-fn candidates(func: &Func) -> HashMap<Value, (Inst, Block)> {
+/// The phis of a dual (or tuple) type holding an array, by result, with
+/// their block.
+fn candidates(func: &Func, kind: Kind) -> HashMap<Value, (Inst, Block)> {
     let mut out = HashMap::default();
     for &b in &func.layout {
         for &inst in &func.blocks[b].insts {
@@ -72,10 +114,13 @@ fn candidates(func: &Func) -> HashMap<Value, (Inst, Block)> {
             let InstKind::Phi { .. } = data.kind else {
                 break;
             };
-            if let Some(r) = data.result
-                && let Type::Dual(inner, _) = &func.values[r].ty
-                && irad_rules::emit::contains_array(inner)
-            {
+            let Some(r) = data.result else { continue };
+            let ours = match (&func.values[r].ty, kind) {
+                (Type::Dual(inner, _), Kind::Dual) => irad_rules::emit::contains_array(inner),
+                (ty @ Type::Tuple(_), Kind::Tuple) => irad_rules::emit::contains_array(ty),
+                _ => false,
+            };
+            if ours {
                 out.insert(r, (inst, b));
             }
         }
@@ -116,31 +161,60 @@ fn uses_of(func: &Func) -> SecondaryMap<Value, SmallVec<[Use; 2]>> {
     uses
 }
 
-/// The `dual` statement defining `v`, with its parts, if it is one.
-fn dual_parts(func: &Func, v: Value) -> Option<&[Operand]> {
-    match func.def_kind(v)? {
-        InstKind::Prim {
-            prim: Prim::Dual,
-            args,
-        } => Some(args.as_slice()),
+/// The `dual` (or `tuple`) statement defining `v`, with its parts, if it
+/// is one.
+fn dual_parts(func: &Func, v: Value, kind: Kind) -> Option<&[Operand]> {
+    match (func.def_kind(v)?, kind) {
+        (
+            InstKind::Prim {
+                prim: Prim::Dual,
+                args,
+            },
+            Kind::Dual,
+        )
+        | (
+            InstKind::Prim {
+                prim: Prim::Tuple,
+                args,
+            },
+            Kind::Tuple,
+        ) => Some(args.as_slice()),
         _ => None,
     }
 }
 
 /// The part a `primal` or `tangent` statement reads (0 the primal, k + 1
-/// tangent lane k), when it reads one of `of`.
-fn part_read(func: &Func, inst: Inst, of: Value) -> Option<usize> {
-    match &func.insts[inst].kind {
-        InstKind::Prim {
-            prim: Prim::Primal,
-            args,
-        } if args.as_slice() == [Operand::Value(of)] => Some(0),
-        InstKind::Prim {
-            prim: Prim::Tangent,
-            args,
-        } => match args.as_slice() {
+/// tangent lane k), or a `getfield` (field k), when it reads one of `of`.
+fn part_read(func: &Func, inst: Inst, of: Value, kind: Kind) -> Option<usize> {
+    match (&func.insts[inst].kind, kind) {
+        (
+            InstKind::Prim {
+                prim: Prim::Primal,
+                args,
+            },
+            Kind::Dual,
+        ) if args.as_slice() == [Operand::Value(of)] => Some(0),
+        (
+            InstKind::Prim {
+                prim: Prim::Tangent,
+                args,
+            },
+            Kind::Dual,
+        ) => match args.as_slice() {
             [Operand::Value(x), Operand::Const(Const::I64(k))] if *x == of => {
                 usize::try_from(*k).ok().map(|k| k + 1)
+            }
+            _ => None,
+        },
+        (
+            InstKind::Prim {
+                prim: Prim::Getfield,
+                args,
+            },
+            Kind::Tuple,
+        ) => match args.as_slice() {
+            [Operand::Value(x), Operand::Const(Const::I64(k))] if *x == of => {
+                usize::try_from(*k).ok()
             }
             _ => None,
         },
@@ -154,6 +228,7 @@ fn web(
     func: &Func,
     phis: &HashMap<Value, (Inst, Block)>,
     uses: &SecondaryMap<Value, SmallVec<[Use; 2]>>,
+    kind: Kind,
 ) -> HashMap<Value, (Inst, Block)> {
     let mut web = phis.clone();
     loop {
@@ -167,8 +242,12 @@ fn web(
                 let arity = parts(func, r);
                 let entries_ok = entries.iter().all(|(_, op)| match op {
                     Operand::Value(v) if web.contains_key(v) => true,
-                    Operand::Value(v) => dual_parts(func, *v).is_some_and(|p| {
-                        p.len() == arity && p.iter().all(|x| matches!(x, Operand::Value(_)))
+                    // A tuple's constant fields are entries as they are; a
+                    // dual's parts give the parts' types (below).
+                    Operand::Value(v) => dual_parts(func, *v, kind).is_some_and(|p| {
+                        p.len() == arity
+                            && (kind == Kind::Tuple
+                                || p.iter().all(|x| matches!(x, Operand::Value(_))))
                     }),
                     Operand::Const(_) => false,
                 });
@@ -178,7 +257,7 @@ fn web(
                         InstKind::Phi { .. } => {
                             func.insts[*i].result.is_some_and(|x| web.contains_key(&x))
                         }
-                        _ => part_read(func, *i, r).is_some_and(|k| k < arity),
+                        _ => part_read(func, *i, r, kind).is_some_and(|k| k < arity),
                     },
                 });
                 entries_ok && uses_ok
@@ -193,11 +272,12 @@ fn web(
 }
 
 /// The number of parts of a dual value: the primal and its dense lanes, or
-/// its one sparse tangent.
+/// its one sparse tangent; of a tuple, its fields.
 fn parts(func: &Func, v: Value) -> usize {
     match &func.values[v].ty {
         Type::Dual(_, Lanes::Dense(n)) => 1 + n.get() as usize,
         Type::Dual(_, Lanes::Sparse) => 2,
+        Type::Tuple(fields) => fields.len(),
         _ => 0,
     }
 }
@@ -208,6 +288,7 @@ fn rewrite(
     id: FuncId,
     web: &HashMap<Value, (Inst, Block)>,
     uses: &SecondaryMap<Value, SmallVec<[Use; 2]>>,
+    kind: Kind,
 ) -> Result<usize, BuildError> {
     let func = module.get(id).ok_or(BuildError::BadHandle("function"))?;
     let mut order: Vec<Value> = web.keys().copied().collect();
@@ -215,6 +296,14 @@ fn rewrite(
     // The parts' types, from a `dual` entering the web (every phi of a web
     // that splits is entered, through the web, from one).
     let mut types: HashMap<Value, Vec<Type>> = HashMap::default();
+    // A tuple phi's fields are its type's.
+    if kind == Kind::Tuple {
+        for &r in &order {
+            if let Type::Tuple(fields) = &func.values[r].ty {
+                types.insert(r, fields.to_vec());
+            }
+        }
+    }
     loop {
         let before = types.len();
         for &r in &order {
@@ -230,7 +319,7 @@ fn rewrite(
                     types.insert(r, t.clone());
                     break;
                 }
-                if let Some(p) = dual_parts(func, *v) {
+                if let Some(p) = dual_parts(func, *v, kind) {
                     let t: Option<Vec<Type>> = p
                         .iter()
                         .map(|x| match x {
@@ -286,7 +375,7 @@ fn rewrite(
                     Some(q) => Operand::Value(q[j]),
                     None => {
                         duals.insert(*v);
-                        dual_parts(func, *v).map_or(*op, |p| p[j])
+                        dual_parts(func, *v, kind).map_or(*op, |p| p[j])
                     }
                 };
                 entries_of.push((part, *from, x));
@@ -305,7 +394,7 @@ fn rewrite(
     for &r in &order {
         for u in &uses[r] {
             let Use::Inst(i) = *u else { continue };
-            if let (Some(k), Some(res)) = (part_read(func, i, r), func.insts[i].result) {
+            if let (Some(k), Some(res)) = (part_read(func, i, r, kind), func.insts[i].result) {
                 subst.insert(res, Operand::Value(new[&r][k]));
                 dead.insert(i);
             }

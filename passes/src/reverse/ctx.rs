@@ -140,6 +140,20 @@ impl<'r> Derivation<'r> {
         let mut src = src;
         let mut replaced = HashMap::default();
         if checkpoints_asked(rev, &src) {
+            // Tuples holding arrays carried through loops become a phi per
+            // field, which checkpointing handles (docs/reverse.md, "Tuples
+            // carried through the header").
+            // Nested tuples split a level per round.
+            let mut split = 0;
+            while let n @ 1.. = crate::forward::split::split_tuple_array_phis(&mut src)
+                .map_err(|e| internal(&floc, e))?
+            {
+                split += n;
+            }
+            if split > 0 {
+                let bb = BBCode::blocks_only(&src).map_err(|e| internal(&floc, e))?;
+                shape = Shape::new(bb, &src, &floc)?;
+            }
             replaced = replaced::mark(&mut src, &shape);
             if !replaced.is_empty() {
                 let bb = BBCode::blocks_only(&src).map_err(|e| internal(&floc, e))?;
