@@ -133,6 +133,7 @@ pub const FEATURES: &[&str] = &[
     "carried-break-before-hand-over",
     "carried-break-after-hand-over",
     "carried-hand-over-sometimes",
+    "carried-tuple",
     "array-local",
     "array-write",
     "array-alias (let b = a)",
@@ -763,8 +764,20 @@ impl Gen<'_, '_> {
         let (a, len, _) = self.u.choose(&arrays)?.clone();
         let (c, w, d) = (self.name("c"), self.name("w"), self.name("d"));
         let count: u8 = self.u.int_in_range(0..=6)?;
-        self.line(indent, &format!("let mut {c} = copy({a});"));
-        self.new_array(c.clone(), len);
+        // One loop in four carries the array in a tuple with a scalar.
+        let tuple = self.one_in(4)?.then(|| self.name("st"));
+        let cur = match &tuple {
+            Some(st) => {
+                self.note("carried-tuple");
+                self.line(indent, &format!("let mut {st} = (copy({a}), 0.0);"));
+                format!("{st}.0")
+            }
+            None => {
+                self.line(indent, &format!("let mut {c} = copy({a});"));
+                self.new_array(c.clone(), len);
+                c.clone()
+            }
+        };
         self.line(indent, &format!("let mut {w} = 0;"));
         if self.one_in(3)? {
             self.note("carried-while-and");
@@ -782,10 +795,10 @@ impl Gen<'_, '_> {
         }]);
         let (i, j) = (self.index(len)?, self.index(len)?);
         let e = self.expr(1)?;
-        self.line(indent + 1, &format!("let {d} = copy({c});"));
+        self.line(indent + 1, &format!("let {d} = copy({cur});"));
         self.line(
             indent + 1,
-            &format!("{d}[{i}] = {c}[{j}] * 0.5 + 0.5 * tanh({e});"),
+            &format!("{d}[{i}] = {cur}[{j}] * 0.5 + 0.5 * tanh({e});"),
         );
         self.new_array(d.clone(), len);
         let n = self.u.int_in_range(0..=2)?;
@@ -798,12 +811,16 @@ impl Gen<'_, '_> {
             let cond = self.cond(1)?;
             self.line(indent + 1, &format!("if {cond} {{ break; }}"));
         }
+        let hand_over = match &tuple {
+            Some(st) => format!("{st} = ({d}, {st}.1 + 0.25 * tanh({d}[{i}]));"),
+            None => format!("{c} = {d};"),
+        };
         if self.one_in(3)? {
             self.note("carried-hand-over-sometimes");
             let cond = self.cond(1)?;
-            self.line(indent + 1, &format!("if {cond} {{ {c} = {d}; }}"));
+            self.line(indent + 1, &format!("if {cond} {{ {hand_over} }}"));
         } else {
-            self.line(indent + 1, &format!("{c} = {d};"));
+            self.line(indent + 1, &hand_over);
         }
         if exit == 2 {
             self.note("carried-break-after-hand-over");
@@ -813,6 +830,11 @@ impl Gen<'_, '_> {
         self.scopes.pop();
         self.loop_depth -= 1;
         self.line(indent, "}");
+        if let Some(st) = &tuple {
+            self.line(indent, &format!("acc = acc + 0.25 * tanh({st}.1);"));
+            self.line(indent, &format!("let {c} = {st}.0;"));
+            self.new_array(c.clone(), len);
+        }
         let k = self.index(len)?;
         self.line(indent, &format!("acc = acc + 0.5 * tanh({c}[{k}]);"));
         Ok(())
