@@ -194,6 +194,25 @@ fn reverse_call(
     (m, g, call)
 }
 
+/// Runs `g` of `m` on `call` in a new JIT and in the interpreter, asserts
+/// that they agree (`what` names the case), and returns the JIT, whose
+/// counts of arrays the test then reads.
+fn jit_agrees<'m>(
+    m: &'m irad::ir::Module,
+    g: irad::ir::FuncId,
+    call: &[irad::ir::interp::Val],
+    what: &str,
+) -> irad::codegen::Jit<'m> {
+    let mut jit = irad::codegen::Jit::new(m).expect("compiles");
+    let got = jit
+        .run(g, &copies(call), &RunOptions::default())
+        .expect("runs");
+    let interp =
+        irad::ir::interp::run(m, g, &copies(call), &RunOptions::default()).expect("interprets");
+    assert!(got.same(&interp), "{what}");
+    jit
+}
+
 /// A deep copy of arguments (arrays are references, written in place).
 fn copies(vals: &[irad::ir::interp::Val]) -> Vec<irad::ir::interp::Val> {
     use irad::ir::interp::{ArrayRef, Val};
@@ -259,25 +278,13 @@ fn the_pops_free_the_arrays_the_tapes_held() {
         // same derivation frees what is listed above.
         assert_eq!(m.counted_tapes(), limit.is_some(), "@{name}");
         if limit.is_none() {
-            let mut jit = irad::codegen::Jit::new(&m).expect("compiles");
-            let got = jit
-                .run(g, &copies(&call), &RunOptions::default())
-                .expect("runs");
-            let interp = irad::ir::interp::run(&m, g, &copies(&call), &RunOptions::default())
-                .expect("interprets");
-            assert!(got.same(&interp), "@{name}.rev uncounted");
+            let jit = jit_agrees(&m, g, &call, &format!("@{name}.rev uncounted"));
             let before = u64::from(name == "fresh");
             assert_eq!(jit.arrays_freed(), before, "@{name}.rev uncounted");
             drop(jit);
             m.set_counted_tapes(true);
         }
-        let mut jit = irad::codegen::Jit::new(&m).expect("compiles");
-        let got = jit
-            .run(g, &copies(&call), &RunOptions::default())
-            .expect("runs");
-        let interp = irad::ir::interp::run(&m, g, &copies(&call), &RunOptions::default())
-            .expect("interprets");
-        assert!(got.same(&interp), "@{name}.rev under {limit:?}");
+        let jit = jit_agrees(&m, g, &call, &format!("@{name}.rev under {limit:?}"));
         assert_eq!(
             jit.arrays_freed(),
             frees,
@@ -291,13 +298,12 @@ fn the_pops_free_the_arrays_the_tapes_held() {
     for n in [50, 200] {
         let args = format!("[0.3, 0.7], {n}");
         let (m, g, call) = reverse_call(&module, &src, "fresh", &args, Some(1));
-        let mut jit = irad::codegen::Jit::new(&m).expect("compiles");
-        let got = jit
-            .run(g, &copies(&call), &RunOptions::default())
-            .expect("runs");
-        let interp = irad::ir::interp::run(&m, g, &copies(&call), &RunOptions::default())
-            .expect("interprets");
-        assert!(got.same(&interp), "@fresh.rev({n}) under a 1-byte limit");
+        let jit = jit_agrees(
+            &m,
+            g,
+            &call,
+            &format!("@fresh.rev({n}) under a 1-byte limit"),
+        );
         assert!(
             jit.arrays_freed() >= n,
             "@fresh.rev({n}) under a 1-byte limit freed {}",
@@ -329,13 +335,12 @@ fn replays_of_loops_carrying_arrays_keep_a_logarithm_of_their_arrays() {
         for n in [64, 1024] {
             let args = format!("{x}, {n}");
             let (m, g, call) = reverse_call(&module, &src, name, &args, Some(1));
-            let mut jit = irad::codegen::Jit::new(&m).expect("compiles");
-            let got = jit
-                .run(g, &copies(&call), &RunOptions::default())
-                .expect("runs");
-            let interp = irad::ir::interp::run(&m, g, &copies(&call), &RunOptions::default())
-                .expect("interprets");
-            assert!(got.same(&interp), "@{name}.rev({n}) under a 1-byte limit");
+            let jit = jit_agrees(
+                &m,
+                g,
+                &call,
+                &format!("@{name}.rev({n}) under a 1-byte limit"),
+            );
             peaks.push(jit.arrays_peak());
         }
         eprintln!("@{name}: most arrays live {peaks:?}");

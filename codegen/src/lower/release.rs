@@ -1183,13 +1183,9 @@ func @f(%n: i64) -> ([f64], f64) {
         assert_eq!(freed(src), ["a", "p", "q", "t:handed", "u:handed"]);
     }
 
-    #[test]
-    fn a_phi_owns_what_its_latch_brings_only_when_nothing_escapes_in_the_loop() {
-        // `p` is entered with the argument and owns the copies its latch
-        // brings (a latch-owning phi), read after the loop; pushed inside a
-        // tuple in the loop, its array escapes there and it owns nothing
-        // (`t`, reaching `p`'s block, is then kept too).
-        let src = "func @f(%n: i64, %x: [f64]) -> f64 {
+    /// A loop whose header's phi is entered with the argument and with a
+    /// copy of itself from its latch, read after the loop.
+    const LATCH_LOOP: &str = "func @f(%n: i64, %x: [f64]) -> f64 {
 #1:
   goto #2
 #2:
@@ -1206,6 +1202,14 @@ func @f(%n: i64) -> ([f64], f64) {
   return %z
 }
 ";
+
+    #[test]
+    fn a_phi_owns_what_its_latch_brings_only_when_nothing_escapes_in_the_loop() {
+        // `p` is entered with the argument and owns the copies its latch
+        // brings (a latch-owning phi), read after the loop; pushed inside a
+        // tuple in the loop, its array escapes there and it owns nothing
+        // (`t`, reaching `p`'s block, is then kept too).
+        let src = LATCH_LOOP;
         assert_eq!(freed(src), ["p", "t:handed"]);
         let pushed = src.replace(
             "  %j = call iadd(%i, 1) :: i64\n",
@@ -1255,24 +1259,10 @@ func @f(%n: i64) -> ([f64], f64) {
         // element): let go of at the return. Pushed as it is after the
         // loop: counted, let go of too. Put in a tuple after the loop: it
         // may go on, never let go of.
-        let src = "func @f(%n: i64, %x: [f64]) -> f64 {
-#1:
-  goto #2
-#2:
-  %p = phi [#1 => %x, #3 => %t] :: [f64]
-  %i = phi [#1 => 0, #3 => %j] :: i64
-  %c = call lt(%i, %n) :: bool
-  gotoifnot %c, #4
-#3:
-  %t = call copy(%p) :: [f64]
-  %j = call iadd(%i, 1) :: i64
-  goto #2
-#4:
-  %y = call copy(%p) :: [f64]
-  %z = call arrayref(%y, 0) :: f64
-  return %z
-}
-";
+        let src = &LATCH_LOOP.replace(
+            "  %z = call arrayref(%p, 0) :: f64\n",
+            "  %y = call copy(%p) :: [f64]\n  %z = call arrayref(%y, 0) :: f64\n",
+        );
         assert_eq!(latch_phis(src), ["p"]);
         let pushed = src.replace(
             "  %y = call copy(%p) :: [f64]
