@@ -288,6 +288,19 @@ impl Prim {
         })
     }
 
+    /// Whether this primitive only reads or writes the elements of its array
+    /// operands and keeps no reference to them in its result: element reads
+    /// and writes, `length`, `copy` (of its source) and the bulk and sparse
+    /// bulk primitives. Code generation frees arrays by it, and reverse mode
+    /// tells when an array's identity does not matter.
+    pub fn keeps_no_reference(self) -> bool {
+        matches!(
+            self,
+            Prim::Arrayref | Prim::Arrayset | Prim::Length | Prim::Copy
+        ) || self.bulk().is_some()
+            || self.sparse_bulk().is_some()
+    }
+
     /// Whether a call of this primitive may write an array operand it is
     /// given: the bulk primitives with an output, `arrayset`, and `sfill`,
     /// `sgemma`, `sgemmb`.

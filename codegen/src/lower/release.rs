@@ -990,8 +990,7 @@ enum PrimUse {
 fn prim_use(p: Prim) -> PrimUse {
     use Prim::*;
     match p {
-        Arrayref | Arrayset | Length | Copy | Sum | Dot | Axpy | Scale | Matvec | Matmul | Fill
-        | Copyto | Gemm | Ssum | Sdot | Sfill | Sgemma | Sgemmb => PrimUse::Keeps,
+        p if p.keeps_no_reference() => PrimUse::Keeps,
         Push => PrimUse::Pushes,
         Tuple | Getfield | Dual | Primal | Tangent | Select => PrimUse::Propagates,
         _ => PrimUse::Escapes,

@@ -1264,23 +1264,7 @@ fn renewed(cx: &Derivation<'_>, k: usize, r: Value) -> bool {
                 }
                 match &cx.src.insts[inst].kind {
                     InstKind::Prim { prim, args } if args.iter().any(uses) => {
-                        !l.contains(i)
-                            && matches!(
-                                prim,
-                                Prim::Arrayref
-                                    | Prim::Arrayset
-                                    | Prim::Length
-                                    | Prim::Copy
-                                    | Prim::Copyto
-                                    | Prim::Fill
-                                    | Prim::Sum
-                                    | Prim::Dot
-                                    | Prim::Axpy
-                                    | Prim::Scale
-                                    | Prim::Matvec
-                                    | Prim::Matmul
-                                    | Prim::Gemm
-                            )
+                        !l.contains(i) && prim.keeps_no_reference()
                     }
                     InstKind::Prim { .. } => true,
                     InstKind::Phi { entries } => !entries.iter().any(|(_, op)| uses(op)),
