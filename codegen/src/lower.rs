@@ -536,7 +536,10 @@ impl<M: ClModule> Compiler<M> {
                 fl_array: TRUSTED,
                 freed: Vec::new(),
                 latch: rustc_hash::FxHashMap::default(),
-                entered: rustc_hash::FxHashSet::default(),
+                entered: rustc_hash::FxHashMap::default(),
+                webs: Vec::new(),
+                through: rustc_hash::FxHashMap::default(),
+                web_sites: rustc_hash::FxHashMap::default(),
                 counted_pushes: rustc_hash::FxHashMap::default(),
                 popped_words: rustc_hash::FxHashMap::default(),
             };
@@ -802,7 +805,15 @@ struct Lower<'a, 'b, M: ClModule> {
     latch: rustc_hash::FxHashMap<Value, (Operand, bool)>,
     /// The latch-owning phis entered with a site's array, whose every push
     /// is counted (`release::Freed::entered`).
-    entered: rustc_hash::FxHashSet<Value>,
+    entered: rustc_hash::FxHashMap<Value, Value>,
+    /// The choosing phis among `latch` (`release::Freed::webs`), which let
+    /// go on the edges into their headers ([`Lower::choosing_edge`]).
+    webs: Vec<release::Web>,
+    /// The latch-owning phis entered through a `select` of a site's array
+    /// and another array, with that other (`release::Freed::through`).
+    through: rustc_hash::FxHashMap<Value, Operand>,
+    /// The sites of their webs, each with its web's phi.
+    web_sites: rustc_hash::FxHashMap<Value, Value>,
     /// The pushes that count the tape's references to the arrays they push
     /// (`release::counted_pushes`).
     counted_pushes: rustc_hash::FxHashMap<irad_ir::Inst, release::Letgo>,
@@ -1314,6 +1325,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             None => return Err(CodegenError::at(func, Some(blk), "block has no terminator")),
             Some(Terminator::Goto(t)) => {
                 let args = self.phi_args(func, blk, *t)?;
+                self.choosing_edge(func, blk, *t)?;
                 match self.vector.remove(&blk) {
                     Some(plan) => self.vector_loop(func, &plan, &args, target(t)?)?,
                     None => {
@@ -1341,8 +1353,10 @@ impl<M: ClModule> Lower<'_, '_, M> {
             Some(Terminator::Return(op)) => {
                 for k in 0..self.freed.len() {
                     let (v, slot, letgo) = self.freed[k];
-                    // What a latch-owning phi holds may have left its loop.
-                    if !self.latch.get(&v).is_some_and(|&(_, leaves)| leaves) {
+                    // What a latch-owning phi, or a site of a choosing
+                    // phi's web, holds may have left its loop.
+                    let phi = self.web_sites.get(&v).copied().unwrap_or(v);
+                    if !self.latch.get(&phi).is_some_and(|&(_, leaves)| leaves) {
                         self.free_slot((slot, letgo))?;
                     }
                 }
@@ -1518,6 +1532,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             if let (InstKind::Phi { .. }, Some(r)) =
                 (&func.insts[inst].kind, func.insts[inst].result)
                 && let Some(slot) = self.freed_slot(r)
+                && !self.webs.iter().any(|w| w.phi == r)
             {
                 let Some(&p) = self.operand(&Operand::Value(r))?.first() else {
                     return Err(CodegenError::internal(
@@ -1569,6 +1584,13 @@ impl<M: ClModule> Lower<'_, '_, M> {
         self.counted_pushes = release::counted_pushes(func, &freed);
         self.latch = freed.latch.iter().copied().collect();
         self.entered = freed.entered.clone();
+        self.through = freed.through.clone();
+        self.web_sites = freed
+            .webs
+            .iter()
+            .flat_map(|w| w.sites.iter().map(move |&s| (s, w.phi)))
+            .collect();
+        self.webs = freed.webs;
         self.popped_words.clear();
         for (v, letgo) in freed.sites {
             let slot = self.b.create_sized_stack_slot(ir::StackSlotData::new(
@@ -1598,6 +1620,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
         (slot, letgo): (ir::StackSlot, release::Letgo),
     ) -> Result<(), CodegenError> {
         let p = self.b.ins().stack_load(types::I64, types::I64, slot, 0);
+        self.let_go(p, letgo)
+    }
+
+    /// Lets go of the array `p` (nothing when null) as `letgo` says.
+    fn let_go(&mut self, p: ir::Value, letgo: release::Letgo) -> Result<(), CodegenError> {
         let ctx = self.ctx();
         let sym = match letgo {
             release::Letgo::Free => RtSym::Free,
@@ -1618,6 +1645,68 @@ impl<M: ClModule> Lower<'_, '_, M> {
             }
         };
         self.call_rt(sym, &[types::I64; 2], &[], &[ctx, p])?;
+        Ok(())
+    }
+
+    /// The edge from `blk` into block `t` for each choosing phi of `t`
+    /// (`lower/release.rs`, "Choosing phis"). From outside the loop, the
+    /// slots of the phi and of its web's sites are emptied, letting go of
+    /// their arrays unless those may have left the loop. From a latch, with
+    /// `n` the array the phi is entered with: each site's slot lets go of
+    /// its array unless it is `n`, and is emptied; when one is `n` (the
+    /// iteration replaced the array), the phi's slot lets go of the array it
+    /// held and holds `n`.
+    fn choosing_edge(&mut self, func: &Func, blk: Block, t: Block) -> Result<(), CodegenError> {
+        for k in 0..self.webs.len() {
+            if self.webs[k].header != t {
+                continue;
+            }
+            let w = self.webs[k].clone();
+            let missing = || CodegenError::internal("a choosing phi without its slots".into());
+            let (pslot, letgo) = self.freed_slot(w.phi).ok_or_else(missing)?;
+            let slots = w
+                .sites
+                .iter()
+                .map(|&s| self.freed_slot(s).map(|(slot, _)| slot))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(missing)?;
+            let leaves = self.latch.get(&w.phi).is_none_or(|&(_, l)| l);
+            let null = self.b.ins().iconst(types::I64, 0);
+            if blk == w.outside {
+                for slot in std::iter::once(pslot).chain(slots) {
+                    if !leaves {
+                        self.free_slot((slot, letgo))?;
+                    }
+                    self.b.ins().stack_store(types::I64, null, slot, 0);
+                }
+                continue;
+            }
+            let InstKind::Phi { entries } = &func.insts[w.inst].kind else {
+                return Err(missing());
+            };
+            let op = entries
+                .iter()
+                .find(|(b, _)| *b == blk)
+                .map(|(_, op)| *op)
+                .ok_or_else(missing)?;
+            let Some(&n) = self.operand(&op)?.first() else {
+                return Err(missing());
+            };
+            let mut taken = self.b.ins().iconst(types::I8, 0);
+            for slot in slots {
+                let a = self.b.ins().stack_load(types::I64, types::I64, slot, 0);
+                let is_n = self.b.ins().icmp(IntCC::Equal, a, n);
+                let dead = self.b.ins().select(is_n, null, a);
+                self.let_go(dead, letgo)?;
+                self.b.ins().stack_store(types::I64, null, slot, 0);
+                taken = self.b.ins().bor(taken, is_n);
+            }
+            let old = self.b.ins().stack_load(types::I64, types::I64, pslot, 0);
+            let dead = self.b.ins().select(taken, old, null);
+            self.let_go(dead, letgo)?;
+            let held = self.b.ins().select(taken, n, old);
+            self.b.ins().stack_store(types::I64, held, pslot, 0);
+        }
         Ok(())
     }
 
@@ -1647,14 +1736,31 @@ impl<M: ClModule> Lower<'_, '_, M> {
             // A latch-owning phi counts a reference only to an array of its
             // own, not to the one it was entered with from outside
             // (`lower/release.rs`): that one is pushed as before, untagged.
-            release::Letgo::Release if self.latch.contains_key(v) && !self.entered.contains(v) => {
-                let (entry, _) = self.latch[v];
+            release::Letgo::Release
+                if self.through.contains_key(v)
+                    || (self.latch.contains_key(v) && !self.entered.contains_key(v)) =>
+            {
+                // Entered through a `select` of a site's array and another,
+                // it counts a reference unless it holds the other.
+                let entry = match self.through.get(v) {
+                    Some(&x) => x,
+                    None => self.latch[v].0,
+                };
                 let Some(&e) = self.operand(&entry)?.first() else {
                     return Err(CodegenError::internal(
                         "a latch-owning phi's entry without leaves".into(),
                     ));
                 };
-                let ours = self.b.ins().icmp(IntCC::NotEqual, p, e);
+                let mut ours = self.b.ins().icmp(IntCC::NotEqual, p, e);
+                // The other may itself hold the site's array (a `select`
+                // or phi of it): that one is counted all the same.
+                if self.through.contains_key(v)
+                    && let Some(&s) = self.entered.get(v)
+                    && let Some(&sv) = self.operand(&Operand::Value(s))?.first()
+                {
+                    let site = self.b.ins().icmp(IntCC::Equal, p, sv);
+                    ours = self.b.ins().bor(ours, site);
+                }
                 let tagged = self.b.ins().bor_imm_s(p, 1);
                 self.b.ins().select(ours, tagged, p)
             }

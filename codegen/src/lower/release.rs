@@ -175,6 +175,72 @@
 //! `e` lets go of `E` only as a released site does, at its next run or
 //! the return; `p`'s slot never holds `E`.
 //!
+//! *Entered through a select.* When `e` is `select(c, s, x)` of such a
+//! site `s` and another array `x` (a replay's start shadow: a fresh one or
+//! the one it was given), `p` and `e` count every push of themselves but
+//! when they hold `x` and that is not `s`'s array (`x` may be a value `s`
+//! reaches: a review found that case freed under a tape) ([`Freed::through`]),
+//! and `s`'s walk takes those pushes as its own: every tape entry holding
+//! `s`'s array is counted.
+//!
+//! *Entered with an entered phi.* A latch-owning phi `p` entered with
+//! another, `q`, that is entered so with site `s` (a replay's recording
+//! loop, entered with the phi of its split, entered with the new copy the
+//! replay starts from) counts every push of itself as `q` does (but of
+//! `q`'s `x`), and `s`'s walk takes those too: `p` holds `q`'s array
+//! (`s`'s, one `q`'s latch brought, or `x`) or one its own latch brought,
+//! all of the arena but `x`, so every tape entry holding `s`'s array is
+//! counted still.
+//!
+//! Choosing phis. A loop that replaces its array on some iterations only
+//! (`if better { a = b; }`) has a header phi `p` whose latch brings a phi
+//! of `p` itself and a new array: it owns nothing by the rules above, and
+//! every array such a loop made stayed until the run's end. A phi `p` of
+//! type `[T]` of header `H` is a *choosing phi* ([`choosing`], [`Web`])
+//! when
+//! - `H` is entered from exactly one block outside its loop (any operand
+//!   `e`), and every edge into `H` is a `goto` (the lowering lets go on
+//!   those edges, [`Web`]);
+//! - its *web*, the values its latch entries bring through phis, holds
+//!   only `p`, phis of blocks of the loop's body that `H` strictly
+//!   dominates (the web's phis) and sites that make arrays in such blocks
+//!   (the web's sites), at least one phi and one site;
+//! - no web phi nor site is on a cycle of the body that does not pass `H`
+//!   (each runs at most once between two entries of `H`);
+//! - every value `p` or a web phi reaches stays inside the loop but for
+//!   uses after it (as for a latch-owning phi), uses as an entry of a web
+//!   phi neither followed nor escapes, and no web phi but `p` is pushed as
+//!   it is;
+//! - every value a web site reaches stays inside the function but for
+//!   those uses and uses after the loop, and is not used in a block a run
+//!   entering `H` may reach before the site runs again ([`unrepeated`]).
+//!
+//! Each web site keeps its slot, and `p` one. On the edge from outside,
+//! the slots are emptied, letting go of their arrays unless a web value
+//! is used after the loop (then they stay, as a latch-owning phi's). On
+//! an edge from a latch, with `n` the array `p` is entered with: each
+//! site's slot lets go of its array unless it is `n`, and is emptied; when
+//! one was `n`, `p`'s slot lets go of the array it held and holds `n`. A
+//! normal return lets go of all of them unless they may have left the
+//! loop. All let go the same way: released when `p` or a site is pushed.
+//!
+//! Why that is sound. Between two entries of `H` each web site runs at
+//! most once, so at a latch edge its slot holds the array it made in this
+//! iteration, or nothing. The value `n` is `p`'s array or the array of a
+//! site that ran in this iteration (a site entry of a web phi is on an
+//! edge its site's block dominates, and a block reached from `H` without
+//! the site running again is not dominated by it), so a site's slot is
+//! `n` exactly when the iteration replaced the array, and `p`'s slot then
+//! held the array replaced. That array, and every site array that is not
+//! `n`, is dead: values `p`, the web's phis and the sites reach are
+//! defined again after the next entry of `H` before any use (the argument
+//! for sites, with `H`'s entry as the statement) or are not used before
+//! the site runs again, the edge leaves no use behind it, and no other
+//! owner lets go of them (a site is claimed by one owner at most).
+//! `p`'s slot only ever holds a site's array, never `e`. The pushes of
+//! `p` are counted unless it holds `e` (as a latch-owning phi's), those
+//! of a site always.
+//!
 //! What is left are the tapes. An array a freed site made was never on
 //! one. One a released site made leaves its function only by pushes of
 //! `a` itself, each a tagged word counting one reference; a tape entry
@@ -317,7 +383,33 @@ pub(super) struct Freed {
     /// of such a phi is counted, also of the array it was entered with, and
     /// the site's walk takes those pushes as its own (so the site is
     /// released, and freed once the tapes let go of its array too).
-    pub(super) entered: HashSet<Value>,
+    pub(super) entered: HashMap<Value, Value>,
+    /// The choosing phis among `latch` ("Choosing phis"), each with its
+    /// web's sites, which are among `sites` with the phi's way.
+    pub(super) webs: Vec<Web>,
+    /// The phis among `entered` entered with `select(c, s, x)` of a site
+    /// `s`, and those selects, each with `x`: a push counts its reference
+    /// unless it pushes `x`, an array from elsewhere.
+    pub(super) through: HashMap<Value, Operand>,
+}
+
+/// A choosing phi (module header, "Choosing phis"): a loop header's phi
+/// whose latch brings, through phis of the loop's body (its web), either
+/// its own array or one that a site of the body made in the iteration.
+/// The lowering lets go of the arrays on the edges into the header.
+#[derive(Clone, Debug)]
+pub(super) struct Web {
+    /// The header's phi.
+    pub(super) phi: Value,
+    /// Its statement.
+    pub(super) inst: Inst,
+    /// The loop's header.
+    pub(super) header: Block,
+    /// The one block entering the header from outside the loop.
+    pub(super) outside: Block,
+    /// The sites whose arrays the web may take, each run at most once
+    /// between two entries of the header.
+    pub(super) sites: Vec<Value>,
 }
 
 /// What `func` lets go of itself (module header); `summaries` says which
@@ -328,7 +420,9 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         sites: Vec::new(),
         handed: Vec::new(),
         latch: Vec::new(),
-        entered: HashSet::default(),
+        entered: HashMap::default(),
+        webs: Vec::new(),
+        through: HashMap::default(),
     };
     // Without counted tapes (`Module::counted_tapes`), a push is an escape
     // and pops are no sites, as before tapes were counted.
@@ -380,31 +474,99 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
     // should two ever claim one, neither owns anything).
     let mut claims: HashMap<Value, usize> = HashMap::default();
     for o in &owned {
-        for &s in &o.from {
+        for &s in o.from.iter().chain(o.web.iter().flat_map(|w| &w.sites)) {
             *claims.entry(s).or_default() += 1;
         }
     }
-    owned.retain(|o| o.from.iter().all(|s| claims[s] == 1));
+    owned.retain(|o| {
+        o.from
+            .iter()
+            .chain(o.web.iter().flat_map(|w| &w.sites))
+            .all(|s| claims[s] == 1)
+    });
     // A phi that releases is pushed: without counted tapes, an escape.
     owned.retain(|o| counted || o.letgo != Letgo::Release);
     let handed: HashSet<Value> = owned.iter().flat_map(|o| o.from.iter().copied()).collect();
+    // A web's sites let go of their arrays as its phi does, on the edges
+    // into its header.
+    let webbed: HashSet<Value> = owned
+        .iter()
+        .flat_map(|o| o.web.iter().flat_map(|w| w.sites.iter().copied()))
+        .collect();
     freed.latch = owned
         .iter()
         .filter_map(|o| o.latch.map(|l| (o.phi, l)))
         .collect();
     let makers = makers(func, &sites);
+    let ours = |e: Value| makers.contains_key(&e) && !handed.contains(&e) && !webbed.contains(&e);
+    let mut through: HashMap<Value, Operand> = HashMap::default();
     walk.entered = freed
         .latch
         .iter()
-        .filter_map(|&(p, (e, _))| match e {
-            Operand::Value(e) if makers.contains_key(&e) && !handed.contains(&e) => Some((p, e)),
-            _ => None,
+        .filter_map(|&(p, (e, _))| {
+            let Operand::Value(e) = e else {
+                return None;
+            };
+            if ours(e) {
+                return Some([(p, e), (p, e)]);
+            }
+            // Entered with `select(c, s, x)` of such a site `s` and another
+            // array `x` (a replay's start shadow: a fresh one, or the one
+            // it was given).
+            let Some(InstKind::Prim {
+                prim: Prim::Select,
+                args,
+            }) = func.def_kind(e)
+            else {
+                return None;
+            };
+            let [_, a, b] = args.as_slice() else {
+                return None;
+            };
+            let site = |op: &Operand| match op {
+                Operand::Value(v) if ours(*v) => Some(*v),
+                _ => None,
+            };
+            let (s, x) = match (site(a), site(b)) {
+                (Some(s), None) => (s, *b),
+                (None, Some(s)) => (s, *a),
+                _ => return None,
+            };
+            through.insert(p, x);
+            through.insert(e, x);
+            Some([(p, s), (e, s)])
         })
+        .flatten()
         .collect();
-    freed.entered = walk.entered.keys().copied().collect();
+    // A latch-owning phi entered with another that is entered so (the
+    // recording loop of a replay, entered with its split's phi) counts
+    // every push of itself too, and the site takes those as its own.
+    loop {
+        let mut added = false;
+        for &(p, (e, _)) in &freed.latch {
+            let Operand::Value(q) = e else {
+                continue;
+            };
+            if walk.entered.contains_key(&p) || !freed.latch.iter().any(|&(l, _)| l == q) {
+                continue;
+            }
+            if let Some(&s) = walk.entered.get(&q) {
+                walk.entered.insert(p, s);
+                if let Some(&x) = through.get(&q) {
+                    through.insert(p, x);
+                }
+                added = true;
+            }
+        }
+        if !added {
+            break;
+        }
+    }
+    freed.through = through;
+    freed.entered = walk.entered.clone();
     freed.sites = sites
         .into_iter()
-        .filter(|(a, _)| !handed.contains(a))
+        .filter(|(a, _)| !handed.contains(a) && !webbed.contains(a))
         .filter_map(|(a, b)| {
             let pushed = walk.stays_inside(a, Some((b, &dom)), None)?;
             if pushed && !counted {
@@ -425,11 +587,19 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         })
         .collect();
     for Owner {
-        phi, letgo, from, ..
+        phi,
+        letgo,
+        from,
+        web,
+        ..
     } in owned
     {
         freed.sites.push((phi, letgo));
         freed.handed.extend(from.into_iter().map(|s| (s, letgo)));
+        if let Some(w) = web {
+            freed.sites.extend(w.sites.iter().map(|&s| (s, letgo)));
+            freed.webs.push(w);
+        }
     }
     freed
 }
@@ -443,6 +613,8 @@ struct Owner {
     letgo: Letgo,
     from: Vec<Value>,
     latch: Option<(Operand, bool)>,
+    /// For a choosing phi, its web (`from` is then empty).
+    web: Option<Web>,
 }
 
 /// The owning phis of `func`: a phi of type `[T]` whose every entry is a
@@ -466,6 +638,22 @@ fn owning_phis(
     if makers.is_empty() {
         return out;
     }
+    // Every phi of type `[T]` of a reachable block, with its statement and
+    // block.
+    let mut phis: ArrayPhis = HashMap::default();
+    for &b in &func.layout {
+        if !dom.is_reachable(b) {
+            continue;
+        }
+        for &inst in &func.blocks[b].insts {
+            if let (InstKind::Phi { .. }, Some(p)) =
+                (&func.insts[inst].kind, func.insts[inst].result)
+                && matches!(func.values.get(p).map(|d| &d.ty), Some(Type::Array(_)))
+            {
+                phis.insert(p, (inst, b));
+            }
+        }
+    }
     for &h in &func.layout {
         if !dom.is_reachable(h) {
             continue;
@@ -480,7 +668,8 @@ fn owning_phis(
             }
             let phi = (h, inst, p, entries.as_slice());
             let owner = owning(func, (cfg, dom), walk, &makers, phi)
-                .or_else(|| latch_owning(func, (cfg, dom), walk, &makers, phi));
+                .or_else(|| latch_owning(func, (cfg, dom), walk, &makers, phi))
+                .or_else(|| choosing(func, (cfg, dom), walk, (&makers, &phis), phi));
             out.extend(owner);
         }
     }
@@ -528,6 +717,7 @@ fn owning(
         },
         from,
         latch: None,
+        web: None,
     })
 }
 
@@ -565,7 +755,172 @@ fn latch_owning(
         },
         from,
         latch: Some((*entry, leaves)),
+        web: None,
     })
+}
+
+/// Phi `p` (statement `inst` of block `h`, with `entries`) as a choosing
+/// phi (module header, "Choosing phis"), if it is one: entered from one
+/// block outside its loop, every block entering `h` ends with `goto h`
+/// (the lowering lets go on those edges), and its latch brings, through
+/// phis of the loop's body (`phis`: every `[T]` phi, with its statement
+/// and block), only `p` itself and sites of `makers` of the body; none of
+/// those sites or phis is on a cycle of the body that does not pass `h`;
+/// every value `p` or a web phi reaches stays inside the loop but for uses
+/// after it (no web phi but `p` pushed as it is), and every value a site
+/// reaches stays inside the function, but for the web's phis and uses
+/// after the loop, and is not used where `h` leads before the site runs
+/// again.
+fn choosing(
+    func: &Func,
+    (cfg, dom): (&ControlFlowGraph, &DominatorTree),
+    walk: &mut Walk<'_>,
+    (makers, phis): (&HashMap<Value, Block>, &ArrayPhis),
+    (h, inst, p, entries): (Block, Inst, Value, &[(Block, Operand)]),
+) -> Option<Owner> {
+    let (outside, latches): (Vec<_>, Vec<_>) = entries
+        .iter()
+        .filter(|(b, _)| dom.is_reachable(*b))
+        .partition(|(b, _)| !dom.dominates(h, *b));
+    let &[&(pre, entry)] = outside.as_slice() else {
+        return None;
+    };
+    if !matches!(entry, Operand::Value(_)) {
+        return None;
+    }
+    // Every edge into the header is a `goto` (so the lowering has an edge
+    // of its own to let go on), and each is an entry of `p`.
+    let preds = cfg.preds(h);
+    if preds.len() != outside.len() + latches.len()
+        || preds.iter().any(|&b| {
+            !entries.iter().any(|(e, _)| *e == b)
+                || func.blocks[b].term != Some(Terminator::Goto(h))
+        })
+    {
+        return None;
+    }
+    let body = loop_body(cfg, dom, h);
+    // The web: the phis of the body the latch brings, through phis, and the
+    // sites they take.
+    let mut web: Vec<(Inst, Value, Block)> = Vec::new();
+    let mut sites: Vec<Value> = Vec::new();
+    let mut work: Vec<Operand> = latches.iter().map(|(_, op)| *op).collect();
+    while let Some(op) = work.pop() {
+        let Operand::Value(v) = op else {
+            return None;
+        };
+        if v == p {
+            continue;
+        }
+        if let Some(&b) = makers.get(&v) {
+            if b == h || !dom.dominates(h, b) || !body.contains(&b) {
+                return None;
+            }
+            if !sites.contains(&v) {
+                sites.push(v);
+            }
+            continue;
+        }
+        let &(i, b) = phis.get(&v)?;
+        if b == h || !dom.dominates(h, b) || !body.contains(&b) {
+            return None;
+        }
+        if web.iter().any(|&(_, w, _)| w == v) {
+            continue;
+        }
+        web.push((i, v, b));
+        let InstKind::Phi { entries } = &func.insts[i].kind else {
+            return None;
+        };
+        work.extend(
+            entries
+                .iter()
+                .filter(|(b, _)| dom.is_reachable(*b))
+                .map(|(_, op)| *op),
+        );
+    }
+    if web.is_empty() || sites.is_empty() {
+        return None;
+    }
+    // Each runs at most once between two entries of the header.
+    if web
+        .iter()
+        .map(|&(_, _, b)| b)
+        .chain(sites.iter().map(|s| makers[s]))
+        .any(|b| repeats(cfg, h, b))
+    {
+        return None;
+    }
+    let insts: Vec<Inst> = web.iter().map(|&(i, _, _)| i).chain([inst]).collect();
+    let none: HashSet<Block> = HashSet::default();
+    let mut leaves = false;
+    let pushed = walk.reach(
+        p,
+        Some((h, dom)),
+        Some((&insts, &none, &[])),
+        Some((&mut leaves, &body)),
+    )?;
+    for &(_, q, _) in &web {
+        if walk.reach(
+            q,
+            Some((h, dom)),
+            Some((&insts, &none, &[])),
+            Some((&mut leaves, &body)),
+        )? {
+            return None;
+        }
+    }
+    let mut handed = false;
+    for &s in &sites {
+        let b = makers[&s];
+        let after = unrepeated(cfg, h, b);
+        handed |= walk.reach(
+            s,
+            Some((b, dom)),
+            Some((&insts, &after, &[])),
+            Some((&mut leaves, &body)),
+        )?;
+    }
+    Some(Owner {
+        phi: p,
+        letgo: if pushed || handed {
+            Letgo::Release
+        } else {
+            Letgo::Free
+        },
+        from: Vec::new(),
+        latch: Some((entry, leaves)),
+        web: Some(Web {
+            phi: p,
+            inst,
+            header: h,
+            outside: pre,
+            sites,
+        }),
+    })
+}
+
+/// Every phi of type `[T]` of a function's reachable blocks, with its
+/// statement and block.
+type ArrayPhis = HashMap<Value, (Inst, Block)>;
+
+/// Whether block `b` of the loop of header `h` may run twice between two
+/// entries of `h`: it is on a cycle that does not pass `h` (a loop inside).
+fn repeats(cfg: &ControlFlowGraph, h: Block, b: Block) -> bool {
+    if b == h {
+        return false;
+    }
+    let mut seen: HashSet<Block> = HashSet::default();
+    let mut work: Vec<Block> = cfg.succs(b).to_vec();
+    while let Some(x) = work.pop() {
+        if x == b {
+            return true;
+        }
+        if x != h && seen.insert(x) {
+            work.extend(cfg.succs(x).iter().copied());
+        }
+    }
+    false
 }
 
 /// The sites of `sites` that make arrays (not pops), with their blocks.
@@ -639,7 +994,7 @@ fn hand_over(
             return None;
         }
         let exits: Vec<Inst> = other_phis.iter().map(|&(i, _)| i).collect();
-        pushed |= walk.stays_inside(s, Some((b, dom)), Some((inst, &after, &exits)))?;
+        pushed |= walk.stays_inside(s, Some((b, dom)), Some((&[inst], &after, &exits)))?;
     }
     Some(pushed)
 }
@@ -689,13 +1044,22 @@ fn unrepeated(cfg: &ControlFlowGraph, h: Block, b: Block) -> HashSet<Block> {
 /// an array ([`Letgo::Drop`]), with that site's letgo: such a push stores
 /// a tagged word and counts the tape's reference (module header).
 pub(super) fn counted_pushes(func: &Func, freed: &Freed) -> HashMap<Inst, Letgo> {
-    let counted: HashMap<Value, Letgo> = freed
+    let mut counted: HashMap<Value, Letgo> = freed
         .sites
         .iter()
         .chain(&freed.handed)
         .filter(|(_, l)| *l != Letgo::Free)
         .copied()
         .collect();
+    // A select a latch-owning phi is entered through counts its pushes as
+    // its site does.
+    for (&v, s) in &freed.entered {
+        if freed.through.contains_key(&v)
+            && let Some(&Letgo::Release) = counted.get(s)
+        {
+            counted.entry(v).or_insert(Letgo::Release);
+        }
+    }
     let mut out = HashMap::default();
     if counted.is_empty() {
         return out;
@@ -831,13 +1195,14 @@ impl Walk<'_> {
     /// counts: it is never freed, only kept or not.
     ///
     /// `handover`, for a site handed over to an owning phi: that phi's
-    /// statement, a use that neither escapes nor is followed, and the
-    /// blocks where no use may be (see [`unrepeated`]).
+    /// statement (a choosing phi's web: all its phis), a use that neither
+    /// escapes nor is followed, and the blocks where no use may be (see
+    /// [`unrepeated`]).
     fn stays_inside(
         &mut self,
         a: Value,
         site: Option<(Block, &DominatorTree)>,
-        handover: Option<(Inst, &HashSet<Block>, &[Inst])>,
+        handover: Option<(&[Inst], &HashSet<Block>, &[Inst])>,
     ) -> Option<bool> {
         self.reach(a, site, handover, None)
     }
@@ -864,7 +1229,7 @@ impl Walk<'_> {
         &mut self,
         a: Value,
         site: Option<(Block, &DominatorTree)>,
-        handover: Option<(Inst, &HashSet<Block>, &[Inst])>,
+        handover: Option<(&[Inst], &HashSet<Block>, &[Inst])>,
         mut leaves: Option<(&mut bool, &HashSet<Block>)>,
     ) -> Option<bool> {
         let func = self.func;
@@ -908,8 +1273,8 @@ impl Walk<'_> {
                     Use::Term(_) => return None,
                     Use::Inst(i, b) => (i, b),
                 };
-                if let Some((phi, unrepeated, exits)) = handover {
-                    if inst == phi || (v == a && exits.contains(&inst)) {
+                if let Some((phis, unrepeated, exits)) = handover {
+                    if phis.contains(&inst) || (v == a && exits.contains(&inst)) {
                         continue;
                     }
                     if unrepeated.contains(&block) {
@@ -1242,7 +1607,7 @@ func @f(%n: i64) -> ([f64], f64) {
                     "{}{}{}",
                     name(p),
                     if leaves { ":leaves" } else { "" },
-                    if freed.entered.contains(&p) {
+                    if freed.entered.contains_key(&p) {
                         ":entered"
                     } else {
                         ""
@@ -1370,6 +1735,215 @@ func @f(%n: i64) -> ([f64], f64) {
             freed(&argument),
             ["e:release", "p:release", "t:release:handed"]
         );
+    }
+
+    /// The choosing phis of `@f` in `src` (counted tapes), each as
+    /// `p<-s1,s2` with its web's sites, and `:leaves` when its arrays may
+    /// leave the loop.
+    fn webs(src: &str) -> Vec<String> {
+        let mut m = parse_module(src).expect("parses");
+        m.set_counted_tapes(true);
+        let f = m.get(m.by_name("f").expect("@f")).expect("func");
+        let freed = freed_sites(f, &m, &mut Summaries::default());
+        let name = |v: Value| f.values[v].name.as_deref().unwrap_or("?").to_string();
+        freed
+            .webs
+            .iter()
+            .map(|w| {
+                let sites: Vec<String> = w.sites.iter().map(|&s| name(s)).collect();
+                let leaves = freed.latch.iter().any(|&(p, (_, l))| p == w.phi && l);
+                format!(
+                    "{}<-{}{}",
+                    name(w.phi),
+                    sites.join(","),
+                    if leaves { ":leaves" } else { "" }
+                )
+            })
+            .collect()
+    }
+
+    /// A loop replacing its array on some iterations only: the header's
+    /// phi `a` is entered from the latch with `c`, a phi of `a` itself and
+    /// the new array `b`.
+    const CHOOSING_LOOP: &str = "func @f(%n: i64, %x: [f64]) -> f64 {
+#1:
+  %e = call copy(%x) :: [f64]
+  goto #2
+#2:
+  %a = phi [#1 => %e, #6 => %c] :: [f64]
+  %i = phi [#1 => 0, #6 => %j] :: i64
+  %m = call lt(%i, %n) :: bool
+  gotoifnot %m, #7
+#3:
+  %b = call copy(%a) :: [f64]
+  %v = call arrayref(%b, 0) :: f64
+  %w = call arrayref(%a, 0) :: f64
+  %better = call lt(%v, %w) :: bool
+  gotoifnot %better, #5
+#4:
+  goto #6
+#5:
+  goto #6
+#6:
+  %c = phi [#4 => %b, #5 => %a] :: [f64]
+  %j = call iadd(%i, 1) :: i64
+  goto #2
+#7:
+  %z = call arrayref(%a, 0) :: f64
+  return %z
+}
+";
+
+    #[test]
+    fn a_phi_choosing_between_its_array_and_a_new_one_lets_go_on_its_edges() {
+        let src = CHOOSING_LOOP;
+        assert_eq!(webs(src), ["a<-b"]);
+        // `e` lets go of its own array (the phi never holds it); `a` and
+        // `b` let go on the edges into `#2`.
+        assert_eq!(freed(src), ["e", "a", "b"]);
+        // Pushed as they are: released, pushes counted.
+        let pushed = src.replace(
+            "  %j = call iadd(%i, 1) :: i64
+",
+            "  call push(%a)
+  call push(%b)
+  %j = call iadd(%i, 1) :: i64
+",
+        );
+        assert_eq!(webs(&pushed), ["a<-b"]);
+        assert_eq!(freed(&pushed), ["e:release", "a:release", "b:release"]);
+        // Returned after the loop: it may leave, let go of only on the
+        // latch edges.
+        let returned = src.replace("-> f64 {", "-> [f64] {").replace(
+            "  %z = call arrayref(%a, 0) :: f64
+  return %z",
+            "  return %a",
+        );
+        assert_eq!(webs(&returned), ["a<-b:leaves"]);
+        // Two choices in a row: a web of two phis and two sites.
+        let two = src
+            .replace("#6 => %c]", "#9 => %d]")
+            .replace(
+                "  %j = call iadd(%i, 1) :: i64
+  goto #2",
+                "  %k = call copy(%c) :: [f64]
+  %u = call arrayref(%k, 1) :: f64
+  %y = call lt(%u, 0.0) :: bool
+  gotoifnot %y, #8
+#10:
+  goto #9
+#8:
+  goto #9
+#9:
+  %d = phi [#10 => %k, #8 => %c] :: [f64]
+  %j = call iadd(%i, 1) :: i64
+  goto #2",
+            )
+            .replace("#6 => %j]", "#9 => %j]");
+        assert_eq!(webs(&two), ["a<-b,k"]);
+    }
+
+    #[test]
+    fn a_choosing_phi_refuses_what_it_cannot_let_go_of_on_its_edges() {
+        let src = CHOOSING_LOOP;
+        // The web's phi carried into the next iteration by another phi of
+        // the header: the array replaced is still used there.
+        let carried = src.replace(
+            "  %i = phi [#1 => 0, #6 => %j] :: i64
+",
+            "  %i = phi [#1 => 0, #6 => %j] :: i64
+  %o = phi [#1 => %x, #6 => %c] :: [f64]
+  %q = call arrayref(%o, 0) :: f64
+",
+        );
+        assert_eq!(webs(&carried), Vec::<String>::new());
+        // The new array passed to a call through a function value.
+        let called = src
+            .replace(
+                "func @f(%n: i64, %x: [f64])",
+                "func @f(%n: i64, %x: [f64], %g: fn([f64]) -> f64)",
+            )
+            .replace(
+                "  %v = call arrayref(%b, 0) :: f64
+",
+                "  %v = call %g(%b) :: f64
+",
+            );
+        assert_eq!(webs(&called), Vec::<String>::new());
+        // Made by a loop inside the loop: the statement runs several times
+        // between two entries of the header.
+        let inner = src.replace(
+            "  %b = call copy(%a) :: [f64]
+",
+            "  goto #11
+#11:
+  %k = phi [#3 => 0, #11 => %k1] :: i64
+  %b = call copy(%a) :: [f64]
+  %k1 = call iadd(%k, 1) :: i64
+  %km = call lt(%k1, 3) :: bool
+  gotoifnot %km, #12
+#13:
+  goto #11
+#12:
+",
+        );
+        assert_eq!(webs(&inner), Vec::<String>::new());
+        // An edge into the header that is not a `goto` (the lowering has
+        // no edge of its own to let go on).
+        let branch = src.replace(
+            "  %j = call iadd(%i, 1) :: i64
+  goto #2",
+            "  %j = call iadd(%i, 1) :: i64
+  %y = call lt(%j, 0) :: bool
+  gotoifnot %y, #2
+#8:
+  %r = call arrayref(%c, 0) :: f64
+  return %r",
+        );
+        assert_eq!(webs(&branch), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_latch_owning_phi_entered_through_a_select_counts_its_pushes_but_of_the_other() {
+        // A replay's start shadow: `z` fresh or the argument `x`. `p` and
+        // the select `e` count their pushes but when they hold `x`, and
+        // `z` takes those as its own: released.
+        let src = "func @f(%n: i64, %x: [f64], %fresh: bool) -> f64 {
+#1:
+  %k = call length(%x) :: i64
+  %z = call zeros(%k) :: [f64]
+  %e = call select(%fresh, %z, %x) :: [f64]
+  call push(%e)
+  goto #2
+#2:
+  %p = phi [#1 => %e, #3 => %t] :: [f64]
+  %i = phi [#1 => 0, #3 => %j] :: i64
+  %c = call lt(%i, %n) :: bool
+  gotoifnot %c, #4
+#3:
+  call push(%p)
+  %t = call zeros(%k) :: [f64]
+  %j = call iadd(%i, 1) :: i64
+  goto #2
+#4:
+  call push(%p)
+  %r = call arrayref(%p, 0) :: f64
+  return %r
+}
+";
+        assert_eq!(latch_phis(src), ["p:entered"]);
+        assert_eq!(freed(src), ["z:release", "p:release", "t:release:handed"]);
+        // The select of two sites: not entered through it, and neither is
+        // let go of (their select is pushed).
+        let two = src.replace(
+            "  %e = call select(%fresh, %z, %x) :: [f64]
+",
+            "  %z2 = call zeros(%k) :: [f64]
+  %e = call select(%fresh, %z, %z2) :: [f64]
+",
+        );
+        assert_eq!(latch_phis(&two), ["p"]);
+        assert_eq!(freed(&two), ["p:release", "t:release:handed"]);
     }
 
     #[test]
