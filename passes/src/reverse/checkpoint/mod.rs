@@ -769,11 +769,12 @@ fn decide(
     }
     // Arrays made in the loop and recorded cost their elements: under a
     // limit the stretch shortens on entry for the longest array input.
-    // For a loop carrying arrays through its header only when all are
-    // renewed: compiled code frees what their replays make (docs/codegen.md,
-    // "Freeing arrays"), where the others' replays keep a few arrays each,
-    // and shorter stretches would replay, and keep, more of them.
-    let fresh = match carried.iter().all(|c| c.renewed) {
+    // For a loop carrying arrays through its header only when each is
+    // renewed or replaced on some iterations only: compiled code frees what
+    // their replays make (docs/codegen.md, "Freeing arrays", "Choosing
+    // phis"), where the others' replays keep a few arrays each, and shorter
+    // stretches would replay, and keep, more of them.
+    let fresh = match carried.iter().all(|c| c.renewed || c.replaced.is_some()) {
         true => fresh_arrays_per_iteration(cx, view, plan, k),
         false => 0,
     };
@@ -1248,31 +1249,127 @@ fn renewed(cx: &Derivation<'_>, k: usize, r: Value) -> bool {
         prim: Prim::Copy | Prim::Zeros | Prim::Alloc,
         ..
     }));
-    if !made {
+    // A parameter enters as it is: renewed only when the loop never writes
+    // the array its header phi holds (the first iteration's is the
+    // caller's, which a replay starting from a copy would not write).
+    let param = matches!(cx.src.values[e].def, irad_ir::ValueDef::Param(_));
+    if !(made || param && only_read_in(cx, k, r) && no_other_parameter_in(cx, k, e)) {
         return false;
     }
-    shape.bb.blocks.iter().enumerate().all(|(i, b)| {
-        let uses = |op: &Operand| *op == Operand::Value(e);
+    every_use_is(
+        cx,
+        (e, Some(phi)),
+        |_| true,
+        |i, prim| !l.contains(i) && prim.keeps_no_reference(),
+    )
+}
+
+/// Whether every use of `v` in the blocks `checked` says (by position),
+/// but statement `skip`, is a primitive that `prim_ok` accepts (given the
+/// use's block): no return of it, phi entry, call of it or with it.
+fn every_use_is(
+    cx: &Derivation<'_>,
+    (v, skip): (Value, Option<irad_ir::Inst>),
+    checked: impl Fn(usize) -> bool,
+    prim_ok: impl Fn(usize, Prim) -> bool,
+) -> bool {
+    let uses = |op: &Operand| *op == Operand::Value(v);
+    cx.shape.bb.blocks.iter().enumerate().all(|(i, b)| {
         let term_ok = match &b.term {
             super::bbcode::BTerm::Return(op) => !uses(op),
             _ => true,
         };
-        term_ok
-            && b.stmts.iter().all(|&inst| {
-                if inst == phi {
-                    return true;
-                }
-                match &cx.src.insts[inst].kind {
-                    InstKind::Prim { prim, args } if args.iter().any(uses) => {
-                        !l.contains(i) && prim.keeps_no_reference()
+        !checked(i)
+            || term_ok
+                && b.stmts.iter().all(|&inst| {
+                    if Some(inst) == skip {
+                        return true;
                     }
-                    InstKind::Prim { .. } => true,
-                    InstKind::Phi { entries } => !entries.iter().any(|(_, op)| uses(op)),
-                    InstKind::CallValue { callee, args } => *callee != e && !args.iter().any(uses),
-                    kind => !super::ctx::args_of(kind).iter().any(uses),
-                }
-            })
+                    match &cx.src.insts[inst].kind {
+                        InstKind::Prim { prim, args } if args.iter().any(uses) => prim_ok(i, *prim),
+                        InstKind::Prim { .. } => true,
+                        InstKind::Phi { entries } => !entries.iter().any(|(_, op)| uses(op)),
+                        InstKind::CallValue { callee, args } => {
+                            *callee != v && !args.iter().any(uses)
+                        }
+                        kind => !super::ctx::args_of(kind).iter().any(uses),
+                    }
+                })
     })
+}
+
+/// Whether every use of `r` in loop `k` is a primitive that keeps no
+/// reference to it and writes no array (an element read, `length`, a
+/// copy's source, `sum`, `dot`, ...): the loop never writes the array `r`
+/// holds, nor hands it to anything that might.
+fn only_read_in(cx: &Derivation<'_>, k: usize, r: Value) -> bool {
+    let l = cx.shape.loops.of(k);
+    every_use_is(
+        cx,
+        (r, None),
+        |i| l.contains(i),
+        |_, prim| prim.keeps_no_reference() && !prim.writes_array(),
+    )
+}
+
+/// Whether no parameter but `e` that may hold an array reaches a value
+/// used in loop `k` (an entry of its header's phis included): a caller may
+/// pass one array as two parameters, and a loop reading or writing it
+/// under the other's name would then touch the array a renewed `e` starts
+/// from, and its shadow, outside the replay's copies (a review found both).
+/// A value reaches what `tuple`, `getfield`, `select`, a phi or a call make
+/// of it (the results that may hold it); a copy or an element does not.
+fn no_other_parameter_in(cx: &Derivation<'_>, k: usize, e: Value) -> bool {
+    let shape = &cx.shape;
+    let l = shape.loops.of(k);
+    // Each value's uses: the statement, whether it is in the loop, and the
+    // value it makes that may hold what it uses.
+    let mut uses: HashMap<Value, Vec<(bool, Option<Value>)>> = HashMap::default();
+    for (i, b) in shape.bb.blocks.iter().enumerate() {
+        let inside = l.contains(i);
+        for &inst in &b.stmts {
+            let data = &cx.src.insts[inst];
+            let ops: Vec<Operand> = match &data.kind {
+                InstKind::Phi { entries } => entries.iter().map(|(_, op)| *op).collect(),
+                kind => super::ctx::args_of(kind).to_vec(),
+            };
+            let keeps = match &data.kind {
+                InstKind::Prim { prim, .. } => !prim.keeps_no_reference(),
+                _ => true,
+            };
+            let made = data
+                .result
+                .filter(|&v| keeps && contains_array(&cx.src.values[v].ty));
+            for op in ops {
+                if let Operand::Value(v) = op {
+                    uses.entry(v).or_default().push((inside, made));
+                }
+            }
+        }
+        if let super::bbcode::BTerm::Return(Operand::Value(v)) = &b.term {
+            uses.entry(*v).or_default().push((inside, None));
+        }
+    }
+    let mut seen: HashSet<Value> = HashSet::default();
+    let mut work: Vec<Value> = cx
+        .src
+        .params
+        .iter()
+        .copied()
+        .filter(|&p| p != e && contains_array(&cx.src.values[p].ty))
+        .collect();
+    while let Some(v) = work.pop() {
+        if !seen.insert(v) {
+            continue;
+        }
+        for &(inside, made) in uses.get(&v).map_or(&[][..], Vec::as_slice) {
+            if inside {
+                return false;
+            }
+            work.extend(made);
+        }
+    }
+    true
 }
 
 /// Array `v`, used after loop `k` (which leaves as `leave` says), as an
