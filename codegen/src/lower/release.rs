@@ -379,8 +379,10 @@ pub(super) struct Freed {
     /// the loop ("Latch-owning phis").
     pub(super) latch: Vec<(Value, (Operand, bool))>,
     /// The latch-owning phis among `latch` entered with the value of a site
-    /// that makes arrays (of the run's arena, not handed over): each push
-    /// of such a phi is counted, also of the array it was entered with, and
+    /// that makes arrays (of the run's arena, not handed over), through a
+    /// `select` of it (the select too) or through such a phi, each with
+    /// that site: each push of such a value is counted, also of the array
+    /// it was entered with (but of a select's other array, `through`), and
     /// the site's walk takes those pushes as its own (so the site is
     /// released, and freed once the tapes let go of its array too).
     pub(super) entered: HashMap<Value, Value>,
