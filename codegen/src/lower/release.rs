@@ -1379,25 +1379,37 @@ mod tests {
 
     /// [`freed`], the module's tapes counted or not.
     fn freed_in(src: &str, counted: bool) -> Vec<String> {
+        analysed(src, counted, |freed, name| {
+            let way = |letgo| match letgo {
+                Letgo::Free => "",
+                Letgo::Release => ":release",
+                Letgo::Drop => ":drop",
+            };
+            let sites = freed
+                .sites
+                .into_iter()
+                .map(|(v, letgo)| format!("{}{}", name(v), way(letgo)));
+            let handed = freed
+                .handed
+                .into_iter()
+                .map(|(v, letgo)| format!("{}{}:handed", name(v), way(letgo)));
+            sites.chain(handed).collect()
+        })
+    }
+
+    /// What `@f` of `src` lets go of (its module's tapes counted or not),
+    /// handed to `read` with a function naming `@f`'s values.
+    fn analysed<R>(
+        src: &str,
+        counted: bool,
+        read: impl FnOnce(Freed, &dyn Fn(Value) -> String) -> R,
+    ) -> R {
         let mut m = parse_module(src).expect("parses");
         m.set_counted_tapes(counted);
         let f = m.get(m.by_name("f").expect("@f")).expect("func");
         let freed = freed_sites(f, &m, &mut Summaries::default());
         let name = |v: Value| f.values[v].name.as_deref().unwrap_or("?").to_string();
-        let way = |letgo| match letgo {
-            Letgo::Free => "",
-            Letgo::Release => ":release",
-            Letgo::Drop => ":drop",
-        };
-        let sites = freed
-            .sites
-            .into_iter()
-            .map(|(v, letgo)| format!("{}{}", name(v), way(letgo)));
-        let handed = freed
-            .handed
-            .into_iter()
-            .map(|(v, letgo)| format!("{}{}:handed", name(v), way(letgo)));
-        sites.chain(handed).collect()
+        read(freed, &name)
     }
 
     #[test]
@@ -1596,27 +1608,24 @@ func @f(%n: i64) -> ([f64], f64) {
     /// whether its arrays may leave its loop and `:entered` when it is
     /// entered with a site's array (`Freed::entered`).
     fn latch_phis(src: &str) -> Vec<String> {
-        let mut m = parse_module(src).expect("parses");
-        m.set_counted_tapes(true);
-        let f = m.get(m.by_name("f").expect("@f")).expect("func");
-        let freed = freed_sites(f, &m, &mut Summaries::default());
-        let name = |v: Value| f.values[v].name.as_deref().unwrap_or("?").to_string();
-        freed
-            .latch
-            .iter()
-            .map(|&(p, (_, leaves))| {
-                format!(
-                    "{}{}{}",
-                    name(p),
-                    if leaves { ":leaves" } else { "" },
-                    if freed.entered.contains_key(&p) {
-                        ":entered"
-                    } else {
-                        ""
-                    }
-                )
-            })
-            .collect()
+        analysed(src, true, |freed, name| {
+            freed
+                .latch
+                .iter()
+                .map(|&(p, (_, leaves))| {
+                    format!(
+                        "{}{}{}",
+                        name(p),
+                        if leaves { ":leaves" } else { "" },
+                        if freed.entered.contains_key(&p) {
+                            ":entered"
+                        } else {
+                            ""
+                        }
+                    )
+                })
+                .collect()
+        })
     }
 
     #[test]
@@ -1743,25 +1752,22 @@ func @f(%n: i64) -> ([f64], f64) {
     /// `p<-s1,s2` with its web's sites, and `:leaves` when its arrays may
     /// leave the loop.
     fn webs(src: &str) -> Vec<String> {
-        let mut m = parse_module(src).expect("parses");
-        m.set_counted_tapes(true);
-        let f = m.get(m.by_name("f").expect("@f")).expect("func");
-        let freed = freed_sites(f, &m, &mut Summaries::default());
-        let name = |v: Value| f.values[v].name.as_deref().unwrap_or("?").to_string();
-        freed
-            .webs
-            .iter()
-            .map(|w| {
-                let sites: Vec<String> = w.sites.iter().map(|&s| name(s)).collect();
-                let leaves = freed.latch.iter().any(|&(p, (_, l))| p == w.phi && l);
-                format!(
-                    "{}<-{}{}",
-                    name(w.phi),
-                    sites.join(","),
-                    if leaves { ":leaves" } else { "" }
-                )
-            })
-            .collect()
+        analysed(src, true, |freed, name| {
+            freed
+                .webs
+                .iter()
+                .map(|w| {
+                    let sites: Vec<String> = w.sites.iter().map(|&s| name(s)).collect();
+                    let leaves = freed.latch.iter().any(|&(p, (_, l))| p == w.phi && l);
+                    format!(
+                        "{}<-{}{}",
+                        name(w.phi),
+                        sites.join(","),
+                        if leaves { ":leaves" } else { "" }
+                    )
+                })
+                .collect()
+        })
     }
 
     /// A loop replacing its array on some iterations only: the header's
