@@ -536,6 +536,7 @@ impl<M: ClModule> Compiler<M> {
                 fl_array: TRUSTED,
                 freed: Vec::new(),
                 latch: rustc_hash::FxHashMap::default(),
+                at_return: rustc_hash::FxHashSet::default(),
                 entered: rustc_hash::FxHashMap::default(),
                 webs: Vec::new(),
                 through: rustc_hash::FxHashMap::default(),
@@ -803,6 +804,10 @@ struct Lower<'a, 'b, M: ClModule> {
     /// entered with from outside its loop and whether its arrays may leave
     /// the loop (`lower/release.rs`).
     latch: rustc_hash::FxHashMap<Value, (Operand, bool)>,
+    /// The latch-owning phis among `latch` whose arrays may leave their
+    /// loops only into phis that count their pushes: each lets go of its
+    /// slot's array at a normal return (`release::Freed::at_return`).
+    at_return: rustc_hash::FxHashSet<Value>,
     /// The latch-owning phis entered with a site's array, whose every push
     /// is counted (`release::Freed::entered`).
     entered: rustc_hash::FxHashMap<Value, Value>,
@@ -1356,7 +1361,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     // What a latch-owning phi, or a site of a choosing
                     // phi's web, holds may have left its loop.
                     let phi = self.web_sites.get(&v).copied().unwrap_or(v);
-                    if !self.latch.get(&phi).is_some_and(|&(_, leaves)| leaves) {
+                    if !self.latch.get(&phi).is_some_and(|&(_, leaves)| leaves)
+                        || self.at_return.contains(&phi)
+                    {
                         self.free_slot((slot, letgo))?;
                     }
                 }
@@ -1583,6 +1590,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let freed = release::freed_sites(func, self.module, &mut self.c.summaries);
         self.counted_pushes = release::counted_pushes(func, &freed);
         self.latch = freed.latch.iter().copied().collect();
+        self.at_return = freed.at_return.clone();
         self.entered = freed.entered.clone();
         self.through = freed.through.clone();
         self.web_sites = freed

@@ -192,6 +192,24 @@
 //! all of the arena but `x`, so every tape entry holding `s`'s array is
 //! counted still.
 //!
+//! *Leaving into a counting phi.* A latch-owning phi `p` whose last array
+//! may leave its loop lets go of nothing after it, so a replay whose split
+//! loop handed its last array to the recording loop kept that array until
+//! the run's end, one per replay that split. When every use of a value `p`
+//! reaches after its loop keeps no reference, pushes `p` itself, or is `p`
+//! itself entering a latch-owning phi `q` from outside `q`'s loop, where
+//! each such `q` counts every push of itself (*entered* as above) and
+//! keeps its own arrays inside its loop (or is such a phi itself), `p`
+//! lets go of the array its slot holds at a normal return
+//! ([`Freed::at_return`]); entered from outside, it still only empties
+//! its slot. Sound: at the return no value of the function is used again;
+//! a reference to the slot's array (one a latch of `p` brought: of the
+//! arena, never `p`'s entry) can only be held by values `p` or `q`
+//! reaches, dead then, or by tape entries from pushes of `p` or `q`, all
+//! counted (`p` counts its own arrays, and `q` every push of itself); `q`
+//! never lets go of the array it is entered with, and no site lets go of
+//! it (handed over).
+//!
 //! Choosing phis. A loop that replaces its array on some iterations only
 //! (`if better { a = b; }`) has a header phi `p` whose latch brings a phi
 //! of `p` itself and a new array: it owns nothing by the rules above, and
@@ -393,6 +411,11 @@ pub(super) struct Freed {
     /// `s`, and those selects, each with `x`: a push counts its reference
     /// unless it pushes `x`, an array from elsewhere.
     pub(super) through: HashMap<Value, Operand>,
+    /// The latch-owning phis among `latch` whose arrays may leave their
+    /// loops, but only into phis that let go of nothing they are entered
+    /// with and count their pushes ("Leaving into a counting phi"): each
+    /// lets go of the array it holds at a normal return.
+    pub(super) at_return: HashSet<Value>,
 }
 
 /// A choosing phi (module header, "Choosing phis"): a loop header's phi
@@ -425,6 +448,7 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         entered: HashMap::default(),
         webs: Vec::new(),
         through: HashMap::default(),
+        at_return: HashSet::default(),
     };
     // Without counted tapes (`Module::counted_tapes`), a push is an escape
     // and pops are no sites, as before tapes were counted.
@@ -566,6 +590,7 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
     }
     freed.through = through;
     freed.entered = walk.entered.clone();
+    freed.at_return = at_return(&owned, &freed);
     freed.sites = sites
         .into_iter()
         .filter(|(a, _)| !handed.contains(a) && !webbed.contains(a))
@@ -606,6 +631,41 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
     freed
 }
 
+/// The latch-owning phis of `owned` (in `freed.latch`) whose arrays leave
+/// their loops only as the phi itself entering other latch-owning phis
+/// from outside their loops, each of which counts every push of itself
+/// (`freed.entered`) and keeps its own arrays inside its loop or is one of
+/// these itself (module header, "Leaving into a counting phi").
+fn at_return(owned: &[Owner], freed: &Freed) -> HashSet<Value> {
+    let latch: HashMap<Value, (Operand, bool)> = owned
+        .iter()
+        .filter(|o| o.web.is_none())
+        .filter_map(|o| o.latch.map(|l| (o.phi, l)))
+        .collect();
+    let mut out: HashSet<Value> = HashSet::default();
+    loop {
+        let mut added = false;
+        for o in owned {
+            if o.into.is_empty() || out.contains(&o.phi) {
+                continue;
+            }
+            let counts = |q: &Value| {
+                freed.entered.contains_key(q)
+                    && latch.get(q).is_some_and(|&(e, leaves)| {
+                        e == Operand::Value(o.phi) && (!leaves || out.contains(q))
+                    })
+            };
+            if o.into.iter().all(counts) {
+                out.insert(o.phi);
+                added = true;
+            }
+        }
+        if !added {
+            return out;
+        }
+    }
+}
+
 /// A phi that owns arrays (module header, "Owning phis", "Latch-owning
 /// phis"): how it lets go, the sites handed over to it, and for a phi that
 /// owns only what its latch brings, the operand it is entered with from
@@ -615,6 +675,9 @@ struct Owner {
     letgo: Letgo,
     from: Vec<Value>,
     latch: Option<(Operand, bool)>,
+    /// For a latch-owning phi whose arrays leave its loop only as the phi
+    /// itself entering phis after it, those phis (else empty).
+    into: Vec<Value>,
     /// For a choosing phi, its web (`from` is then empty).
     web: Option<Web>,
 }
@@ -719,6 +782,7 @@ fn owning(
         },
         from,
         latch: None,
+        into: Vec::new(),
         web: None,
     })
 }
@@ -746,7 +810,7 @@ fn latch_owning(
     let body = loop_body(cfg, dom, h);
     // Pushed as it is, it counts its reference only when it holds an array
     // of its own (not the one it was entered with).
-    let (pushed, leaves) = walk.stays_in_loop(p, (h, &body), dom)?;
+    let (pushed, leaving) = walk.stays_in_loop(p, (h, &body), dom)?;
     let handed = hand_over(func, cfg, dom, walk, (inst, h, entries), makers, &from)?;
     Some(Owner {
         phi: p,
@@ -756,7 +820,12 @@ fn latch_owning(
             Letgo::Free
         },
         from,
-        latch: Some((*entry, leaves)),
+        latch: Some((*entry, leaving.any())),
+        into: if leaving.left {
+            Vec::new()
+        } else {
+            leaving.into
+        },
         web: None,
     })
 }
@@ -855,7 +924,7 @@ fn choosing(
     }
     let insts: Vec<Inst> = web.iter().map(|&(i, _, _)| i).chain([inst]).collect();
     let none: HashSet<Block> = HashSet::default();
-    let mut leaves = false;
+    let mut leaves = Leaving::default();
     let pushed = walk.reach(
         p,
         Some((h, dom)),
@@ -891,7 +960,8 @@ fn choosing(
             Letgo::Free
         },
         from: Vec::new(),
-        latch: Some((entry, leaves)),
+        latch: Some((entry, leaves.any())),
+        into: Vec::new(),
         web: Some(Web {
             phi: p,
             inst,
@@ -1176,6 +1246,23 @@ impl Uses {
     }
 }
 
+/// How the values a loop's phi reaches are used after the loop (uses that
+/// keep no reference and pushes of the phi itself aside).
+#[derive(Default)]
+struct Leaving {
+    /// Some other use: the last array may go on after the loop.
+    left: bool,
+    /// The phis after the loop the phi itself enters, as it is.
+    into: Vec<Value>,
+}
+
+impl Leaving {
+    /// Whether the last array may go on after the loop in any way.
+    fn any(&self) -> bool {
+        self.left || !self.into.is_empty()
+    }
+}
+
 /// The search of the values an array reaches, over one function.
 struct Walk<'a> {
     func: &'a Func,
@@ -1212,27 +1299,27 @@ impl Walk<'_> {
     /// Whether every value the value `p` of a phi of loop header `h` reaches
     /// stays inside the loop (`body`) but for uses after it (in blocks
     /// outside `body`: not followed), and if so whether `p` itself is pushed
-    /// (as [`Walk::stays_inside`] says) and whether one is used after it.
+    /// (as [`Walk::stays_inside`] says) and how it is used after it.
     fn stays_in_loop(
         &mut self,
         p: Value,
         (h, body): (Block, &HashSet<Block>),
         dom: &DominatorTree,
-    ) -> Option<(bool, bool)> {
-        let mut leaves = false;
-        let pushed = self.reach(p, Some((h, dom)), None, Some((&mut leaves, body)))?;
-        Some((pushed, leaves))
+    ) -> Option<(bool, Leaving)> {
+        let mut leaving = Leaving::default();
+        let pushed = self.reach(p, Some((h, dom)), None, Some((&mut leaving, body)))?;
+        Some((pushed, leaving))
     }
 
     /// [`Walk::stays_inside`], and with `leaves` the uses outside the loop
-    /// body it gives are neither followed nor escapes (the flag is set when
-    /// there is one).
+    /// body it gives are neither followed nor escapes (noted in the
+    /// [`Leaving`]).
     fn reach(
         &mut self,
         a: Value,
         site: Option<(Block, &DominatorTree)>,
         handover: Option<(&[Inst], &HashSet<Block>, &[Inst])>,
-        mut leaves: Option<(&mut bool, &HashSet<Block>)>,
+        mut leaves: Option<(&mut Leaving, &HashSet<Block>)>,
     ) -> Option<bool> {
         let func = self.func;
         let mut seen: HashSet<Value> = HashSet::default();
@@ -1263,10 +1350,18 @@ impl Walk<'_> {
                         },
                         Use::Term(_) => None,
                     };
-                    match prim {
-                        Some(PrimUse::Keeps) => {}
-                        Some(PrimUse::Pushes) if v == a => pushed = true,
-                        _ => **left = true,
+                    match (prim, u) {
+                        (Some(PrimUse::Keeps), _) => {}
+                        (Some(PrimUse::Pushes), _) if v == a => pushed = true,
+                        // The phi itself entering a phi after the loop:
+                        // noted, for the caller to judge (`Leaving::into`).
+                        (None, Use::Inst(i, _)) if v == a => match func.insts.get(i) {
+                            Some(d) if matches!(d.kind, InstKind::Phi { .. }) => {
+                                left.into.extend(d.result)
+                            }
+                            _ => left.left = true,
+                        },
+                        _ => left.left = true,
                     }
                     continue;
                 }
@@ -1614,11 +1709,16 @@ func @f(%n: i64) -> ([f64], f64) {
                 .iter()
                 .map(|&(p, (_, leaves))| {
                     format!(
-                        "{}{}{}",
+                        "{}{}{}{}",
                         name(p),
                         if leaves { ":leaves" } else { "" },
                         if freed.entered.contains_key(&p) {
                             ":entered"
+                        } else {
+                            ""
+                        },
+                        if freed.at_return.contains(&p) {
+                            ":at_return"
                         } else {
                             ""
                         }
@@ -1746,6 +1846,69 @@ func @f(%n: i64) -> ([f64], f64) {
             freed(&argument),
             ["e:release", "p:release", "t:release:handed"]
         );
+    }
+
+    #[test]
+    fn a_latch_owning_phi_leaving_into_a_counting_phi_lets_go_at_the_return() {
+        // A replay's split loop (`p`, entered with the copy `e` it starts
+        // from) hands its last array to the recording loop (`q`, entered
+        // with `p`), which pushes it: `q` counts its pushes and lets go of
+        // nothing it is entered with, so `p` lets go of its last array at
+        // the return (it leaked one per replay before).
+        let src = "func @f(%n: i64, %x: [f64]) -> f64 {
+#1:
+  %e = call copy(%x) :: [f64]
+  goto #2
+#2:
+  %p = phi [#1 => %e, #3 => %t] :: [f64]
+  %i = phi [#1 => 0, #3 => %j] :: i64
+  %c = call lt(%i, %n) :: bool
+  gotoifnot %c, #4
+#3:
+  call push(%p)
+  %t = call copy(%p) :: [f64]
+  %j = call iadd(%i, 1) :: i64
+  goto #2
+#4:
+  %k = call length(%p) :: i64
+  goto #5
+#5:
+  %q = phi [#4 => %p, #6 => %u] :: [f64]
+  %l = phi [#4 => 0, #6 => %m] :: i64
+  %d = call lt(%l, %n) :: bool
+  gotoifnot %d, #7
+#6:
+  call push(%q)
+  %u = call copy(%q) :: [f64]
+  %m = call iadd(%l, 1) :: i64
+  goto #5
+#7:
+  call push(%q)
+  %r = call arrayref(%q, 0) :: f64
+  return %r
+}
+";
+        assert_eq!(latch_phis(src), ["p:leaves:entered:at_return", "q:entered"]);
+        // Entered with the argument, neither counts its pushes of the
+        // array it is entered with: `p`'s last array stays.
+        let argument = src.replace("#1 => %e,", "#1 => %x,");
+        assert_eq!(latch_phis(&argument), ["p:leaves", "q"]);
+        // `q`'s arrays leave its loop (in a tuple pushed after it): `p`'s
+        // last array may be among them.
+        let tupled = src.replace(
+            "  call push(%q)\n  %r",
+            "  %z = call tuple(%q) :: ([f64],)\n  call push(%z)\n  %r",
+        );
+        assert_eq!(
+            latch_phis(&tupled),
+            ["p:leaves:entered", "q:leaves:entered"]
+        );
+        // `p` itself used after its loop in another way.
+        let kept = src.replace(
+            "  %k = call length(%p) :: i64",
+            "  %k = call length(%p) :: i64\n  %z = call tuple(%p) :: ([f64],)\n  call push(%z)",
+        );
+        assert_eq!(latch_phis(&kept), ["p:leaves:entered", "q:entered"]);
     }
 
     /// The choosing phis of `@f` in `src` (counted tapes), each as
