@@ -1772,6 +1772,28 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let tagged = self.b.ins().bor_imm_s(p, 1);
                 self.b.ins().select(ours, tagged, p)
             }
+            // Entered with a dropped pop's array: pushed as that pop's word
+            // (tagged or not) while it holds it, tagged otherwise.
+            release::Letgo::Release
+                if let Some(&s) = self.entered.get(v)
+                    && matches!(
+                        func.def_kind(s),
+                        Some(InstKind::Prim {
+                            prim: Prim::Pop,
+                            ..
+                        })
+                    ) =>
+            {
+                let Some(&w) = self.popped_words.get(&s) else {
+                    return Err(CodegenError::internal("a popped word not recorded".into()));
+                };
+                let Some(&sv) = self.operand(&Operand::Value(s))?.first() else {
+                    return Err(CodegenError::internal("a pop without leaves".into()));
+                };
+                let popped = self.b.ins().icmp(IntCC::Equal, p, sv);
+                let tagged = self.b.ins().bor_imm_s(p, 1);
+                self.b.ins().select(popped, w, tagged)
+            }
             release::Letgo::Release => self.b.ins().bor_imm_s(p, 1),
             release::Letgo::Drop => match self.popped_words.get(v) {
                 Some(&w) => w,

@@ -175,6 +175,20 @@
 //! `e` lets go of `E` only as a released site does, at its next run or
 //! the return; `p`'s slot never holds `E`.
 //!
+//! *Entered with a pop.* When `e` is a pop of an array (a replay's loop
+//! entered with the snapshot's array as popped), `p` likewise counts every
+//! push of itself: while it holds `e`'s array it pushes the word the pop
+//! read (tagged or not, counting one more reference when tagged, as a
+//! push of `e` as it is does), and otherwise its own array tagged; `e`'s
+//! walk takes those pushes as its own, so the pop is dropped. Only when it
+//! is: a pop that may not let go (its array reaching an escape) leaves
+//! `p` a latch-owning phi like any other ([`Freed::entered`] holds only
+//! dropped pops). Sound as for a site: every tape entry holding `e`'s
+//! array comes from a push of `e`, or of `p` or a phi entered with it
+//! holding that array, each pushing the pop's word again; `e` lets go of
+//! its reference only as a dropped pop does; and `p`'s slot never holds
+//! `e`'s array.
+//!
 //! *Entered through a select.* When `e` is `select(c, s, x)` of such a
 //! site `s` and another array `x` (a replay's start shadow: a fresh one or
 //! the one it was given), `p` and `e` count every push of themselves but
@@ -397,12 +411,13 @@ pub(super) struct Freed {
     /// the loop ("Latch-owning phis").
     pub(super) latch: Vec<(Value, (Operand, bool))>,
     /// The latch-owning phis among `latch` entered with the value of a site
-    /// that makes arrays (of the run's arena, not handed over), through a
-    /// `select` of it (the select too) or through such a phi, each with
-    /// that site: each push of such a value is counted, also of the array
-    /// it was entered with (but of a select's other array, `through`), and
-    /// the site's walk takes those pushes as its own (so the site is
-    /// released, and freed once the tapes let go of its array too).
+    /// that makes arrays (of the run's arena, not handed over) or of a
+    /// dropped pop, through a `select` of a making site (the select too) or
+    /// through such a phi, each with that site: each push of such a value
+    /// is counted, also of the array it was entered with (but of a select's
+    /// other array, `through`; the pop's word, for a pop's), and the site's
+    /// walk takes those pushes as its own (so the site is released, or the
+    /// pop dropped, and the array freed once the tapes let go of it too).
     pub(super) entered: HashMap<Value, Value>,
     /// The choosing phis among `latch` ("Choosing phis"), each with its
     /// web's sites, which are among `sites` with the phi's way.
@@ -525,6 +540,8 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         .collect();
     let makers = makers(func, &sites);
     let ours = |e: Value| makers.contains_key(&e) && !handed.contains(&e) && !webbed.contains(&e);
+    // A pop of an array (a replay's snapshot array, entering its loop).
+    let a_pop = |e: Value| sites.iter().any(|&(s, _)| s == e) && !makers.contains_key(&e);
     let mut through: HashMap<Value, Operand> = HashMap::default();
     walk.entered = freed
         .latch
@@ -533,7 +550,7 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
             let Operand::Value(e) = e else {
                 return None;
             };
-            if ours(e) {
+            if ours(e) || a_pop(e) {
                 return Some([(p, e), (p, e)]);
             }
             // Entered with `select(c, s, x)` of such a site `s` and another
@@ -590,7 +607,6 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
     }
     freed.through = through;
     freed.entered = walk.entered.clone();
-    freed.at_return = at_return(&owned, &freed);
     freed.sites = sites
         .into_iter()
         .filter(|(a, _)| !handed.contains(a) && !webbed.contains(a))
@@ -613,6 +629,19 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
             })
         })
         .collect();
+    // A phi entered with a pop counts its pushes only when that pop lets go
+    // (a dropped pop, whose word a push of the phi holding its array pushes
+    // again); else it is a latch-owning phi like any other.
+    let dropped: HashSet<Value> = freed
+        .sites
+        .iter()
+        .filter(|&&(_, l)| l == Letgo::Drop)
+        .map(|&(v, _)| v)
+        .collect();
+    freed
+        .entered
+        .retain(|_, s| makers.contains_key(s) || dropped.contains(s));
+    freed.at_return = at_return(&owned, &freed);
     for Owner {
         phi,
         letgo,
@@ -1909,6 +1938,48 @@ func @f(%n: i64) -> ([f64], f64) {
             "  %k = call length(%p) :: i64\n  %z = call tuple(%p) :: ([f64],)\n  call push(%z)",
         );
         assert_eq!(latch_phis(&kept), ["p:leaves:entered", "q:entered"]);
+    }
+
+    #[test]
+    fn a_latch_owning_phi_entered_with_a_pop_counts_its_pushes_and_the_pop_lets_go() {
+        // A replay: the snapshot's array `e` is popped and enters the loop
+        // (`p`), which pushes it: every push of `p` is counted (the pop's
+        // word while it holds `e`), so the pop is dropped (it lets go of
+        // the tape's reference at the return). Entered with the argument,
+        // `p` counts only its own arrays.
+        let src = "func @f(%n: i64, %x: [f64]) -> f64 {
+#1:
+  %e = call pop() :: [f64]
+  goto #2
+#2:
+  %p = phi [#1 => %e, #3 => %t] :: [f64]
+  %i = phi [#1 => 0, #3 => %j] :: i64
+  %c = call lt(%i, %n) :: bool
+  gotoifnot %c, #4
+#3:
+  call push(%p)
+  %t = call copy(%p) :: [f64]
+  %j = call iadd(%i, 1) :: i64
+  goto #2
+#4:
+  call push(%p)
+  %r = call arrayref(%p, 0) :: f64
+  return %r
+}
+";
+        assert_eq!(latch_phis(src), ["p:entered"]);
+        assert_eq!(freed(src), ["e:drop", "p:release", "t:release:handed"]);
+        // Another push of what the pop reaches, other than through `p`:
+        // the pop keeps its reference, and `p` counts nothing it was
+        // entered with.
+        let tupled = src.replace(
+            "  goto #2\n#2:",
+            "  %z = call tuple(%e) :: ([f64],)\n  call push(%z)\n  goto #2\n#2:",
+        );
+        assert_eq!(latch_phis(&tupled), ["p"]);
+        assert_eq!(freed(&tupled), ["p:release", "t:release:handed"]);
+        let argument = src.replace("#1 => %e,", "#1 => %x,");
+        assert_eq!(latch_phis(&argument), ["p"]);
     }
 
     /// The choosing phis of `@f` in `src` (counted tapes), each as
