@@ -362,6 +362,17 @@ pub(super) struct Carried {
     pub renewed: bool,
 }
 
+impl Carried {
+    /// Whether it is made afresh in every iteration (with a shadow, not
+    /// replaced on some iterations only): the array a stretch other than
+    /// the first starts with is one an iteration made, which no value but
+    /// the header phi refers to, so a split may hand on a new copy of the
+    /// array its advance ends with.
+    pub fn afresh(&self) -> bool {
+        self.shadow.is_some() && self.replaced.is_none()
+    }
+}
+
 /// The shadow of an array a checkpointed loop carries as it is (an array
 /// defined before the loop, or swapped with another such one): always one of
 /// the shadows of arrays defined before the loop, which the loop that does
@@ -769,12 +780,13 @@ fn decide(
     }
     // Arrays made in the loop and recorded cost their elements: under a
     // limit the stretch shortens on entry for the longest array input.
-    // For a loop carrying arrays through its header only when each is
-    // renewed or replaced on some iterations only: compiled code frees what
-    // their replays make (docs/codegen.md, "Freeing arrays", "Choosing
-    // phis"), where the others' replays keep a few arrays each, and shorter
-    // stretches would replay, and keep, more of them.
-    let fresh = match carried.iter().all(|c| c.renewed || c.replaced.is_some()) {
+    // For a loop carrying arrays through its header only when each is made
+    // afresh in every iteration or replaced on some iterations only:
+    // compiled code frees what their replays make (docs/codegen.md,
+    // "Freeing arrays", "Choosing phis"), where the others' (kept as they
+    // are) replays keep a few arrays each, and shorter stretches would
+    // replay, and keep, more of them.
+    let fresh = match carried.iter().all(|c| c.afresh() || c.replaced.is_some()) {
         true => fresh_arrays_per_iteration(cx, view, plan, k),
         false => 0,
     };

@@ -170,11 +170,13 @@ pub(super) fn fill(
     }
     .map_err(&build)?;
     let next = e(emit_value(&mut fb, Prim::Iadd, &[start, half]))?;
-    // A renewed carried array goes on as a new copy of the one the advance
-    // ends with, so that the part's phi owns what it holds.
+    // A carried array made afresh in every iteration goes on as a new copy
+    // of the one the advance ends with, so that the part's phi owns what it
+    // holds: the part has a stretch before it, so the array it starts with
+    // is one an iteration made, whose identity does not matter.
     let mut state = Vec::with_capacity(values.len());
     for (j, v) in values.into_iter().enumerate() {
-        state.push(match ck.carried.iter().any(|c| c.phi == j && c.renewed) {
+        state.push(match ck.carried.iter().any(|c| c.phi == j && c.afresh()) {
             true => e(emit_value(&mut fb, Prim::Copy, &[v]))?,
             false => v,
         });
