@@ -233,6 +233,13 @@ pub struct CheckpointedLoop {
     /// How many of those the loop replaces on some iterations only (each
     /// with a flag among the header's values).
     pub carried_replaced: usize,
+    /// How many of those hold the array another of them held the iteration
+    /// before (`prev = cur; cur = next;`).
+    pub carried_handed: usize,
+    /// The fewest iterations a stretch has (more than 1 when arrays are
+    /// handed on: every stretch but the first then starts with arrays the
+    /// loop made).
+    pub least: u64,
     /// How many arrays made in an iteration (`copy`, `zeros`, `alloc`) are
     /// used after the loop other than through its header phis (made by the
     /// run's last iteration).
@@ -815,6 +822,12 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
                 line.push_str(&format!(
                     ", {} of them replaced on some iterations only",
                     c.carried_replaced
+                ));
+            }
+            if c.carried_handed > 0 {
+                line.push_str(&format!(
+                    ", {} of them holding the array another held the iteration before: stretches of at least {} iterations",
+                    c.carried_handed, c.least
                 ));
             }
             line.push(')');

@@ -450,8 +450,16 @@ pub(super) struct CkLoop {
     pub pre: usize,
     /// The positions of its latches.
     pub latches: Vec<usize>,
-    /// Iterations per stretch (at least 1).
+    /// Iterations per stretch (at least 1, and at least `least`).
     pub stretch: u64,
+    /// The fewest iterations a stretch may have: the deepest depth of an
+    /// array handed on from one header phi to another (`prev = cur; cur =
+    /// next;`: 2), so that every stretch but the first starts with arrays
+    /// the loop made; 1 otherwise.
+    pub least: u64,
+    /// How many of its carried arrays are handed on from another header
+    /// phi.
+    pub handed: usize,
     /// Where `stretch` comes from.
     pub source: StretchSource,
     /// The estimated tape bytes of one iteration.
@@ -667,8 +675,21 @@ fn decide(
         return Err(a.refusal());
     }
     let pre = eligible(cx, k)?;
-    let carried = carried_arrays(cx, view, k)?;
+    let (carried, handed) = carried_arrays(cx, view, k)?;
     let escaping = escaping_arrays(cx, cx.shape.loops.of(k));
+    // An array handed on from another header phi holds, after fewer
+    // iterations than its depth, an array that entered the loop through
+    // another phi, whose shadow the exits cannot name.
+    if handed.keys().any(|r| escaping.contains(r)) {
+        return Err(
+            "it carries an array another of its arrays held the iteration before, and uses it after it"
+                .into(),
+        );
+    }
+    // Stretches at least as long as the deepest such phi's depth: each
+    // stretch but the first then starts with arrays the loop made, which a
+    // replay starts afresh, as for an array made in every iteration.
+    let least = handed.values().copied().max().unwrap_or(1);
     let leave = leave_shape(cx, k).or_else(|| regions(cx, (view, plan), (k, &carried), &escaping));
     let mut left = Vec::new();
     if !escaping.iter().all(|v| {
@@ -695,12 +716,12 @@ fn decide(
     }
     let bytes = bytes_per_iteration(cx, view, plan, k);
     let (stretch, source) = match (ask, limit) {
-        (Some(a), _) => (a.n, a.source()),
+        (Some(a), _) => (a.n.max(least), a.source()),
         (None, Some(limit)) => {
             if bytes == 0 {
                 return Err("it records nothing per iteration".into());
             }
-            ((limit / 2 / bytes).max(1), StretchSource::Limit(limit))
+            ((limit / 2 / bytes).max(least), StretchSource::Limit(limit))
         }
         (None, None) => return Err("no tape limit".into()),
     };
@@ -826,6 +847,8 @@ fn decide(
             .filter(|&p| l.contains(p))
             .collect(),
         stretch,
+        least,
+        handed: handed.len(),
         source,
         bytes,
         sized,
@@ -1078,7 +1101,7 @@ fn carried_arrays(
     cx: &Derivation<'_>,
     view: &SweepView<'_>,
     k: usize,
-) -> Result<Vec<CarriedPhi>, String> {
+) -> Result<(Vec<CarriedPhi>, HashMap<Value, u64>), String> {
     let shape = &cx.shape;
     let l = shape.loops.of(k);
     let index = shape.bb.index();
@@ -1138,8 +1161,51 @@ fn carried_arrays(
             break;
         }
     }
+    // The header phis of arrays made afresh, from every latch, in the loop
+    // or in the iteration before, handed on by another such phi (`prev =
+    // cur; cur = next;`), with their depth: the iterations after which
+    // the array a phi holds is always one the loop made (1: made in every
+    // iteration). A fixpoint from below, so a cycle of phis (a swap) is
+    // never among them.
+    let mut depth: HashMap<Value, u64> = HashMap::default();
+    loop {
+        let mut added = false;
+        for &(inst, r) in &phis {
+            if depth.contains_key(&r)
+                || kept.contains(&r)
+                || cx.replaced.contains_key(&r)
+                || view.fshadow[r].is_empty()
+            {
+                continue;
+            }
+            let InstKind::Phi { entries } = &cx.src.insts[inst].kind else {
+                continue;
+            };
+            let mut d = 1;
+            let afresh = entries
+                .iter()
+                .filter(|(p, _)| inside(p))
+                .all(|(_, op)| match op {
+                    op if made_inside(op).is_some() => true,
+                    Operand::Value(q) => depth.get(q).is_some_and(|&e| {
+                        d = d.max(e + 1);
+                        true
+                    }),
+                    Operand::Const(_) => false,
+                });
+            if afresh {
+                depth.insert(r, d);
+                added = true;
+            }
+        }
+        if !added {
+            break;
+        }
+    }
     let mut out = Vec::new();
     let mut seen: HashSet<Value> = HashSet::default();
+    // The phis handed on, each to one phi only (two would hold one array).
+    let mut handed: HashSet<Value> = HashSet::default();
     for (j, &(inst, r)) in phis.iter().enumerate() {
         let ty = &cx.src.values[r].ty;
         if !contains_array(ty) {
@@ -1208,10 +1274,13 @@ fn carried_arrays(
                 }
             }
             (Some(sphi), _) => {
-                let all_fresh = entries
-                    .iter()
-                    .filter(|(p, _)| inside(p))
-                    .all(|(_, op)| made_inside(op).is_some_and(|v| seen.insert(v)));
+                let all_fresh = depth.contains_key(&r)
+                    && entries.iter().filter(|(p, _)| inside(p)).all(|(_, op)| {
+                        match made_inside(op) {
+                            Some(v) => seen.insert(v),
+                            None => matches!(op, Operand::Value(q) if handed.insert(*q)),
+                        }
+                    });
                 if !all_fresh {
                     return Err(
                         "it carries an array from one iteration to the next that it neither made afresh in the iteration nor kept as it is"
@@ -1231,7 +1300,9 @@ fn carried_arrays(
         };
         out.push((j, r, ty.clone(), fresh, kept_shadow, replaced));
     }
-    Ok(out)
+    // The depths of the phis handed another's array, for the stretch.
+    depth.retain(|&r, &mut d| d > 1 && out.iter().any(|c| c.1 == r && c.3.is_some()));
+    Ok((out, depth))
 }
 
 /// Whether header phi `r` of loop `k` enters it with an array made for it
@@ -1886,6 +1957,8 @@ pub(super) fn summary(
                 carried: c.carried.len(),
                 carried_after: c.carried.iter().filter(|c| c.escapes).count(),
                 carried_replaced: c.carried.iter().filter(|c| c.replaced.is_some()).count(),
+                carried_handed: c.handed,
+                least: c.least,
                 made_after: c.left.len(),
                 within: c.within.map(|o| cx.label(cx.shape.loops.of(o).header)),
                 replay: c

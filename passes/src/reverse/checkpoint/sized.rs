@@ -97,8 +97,9 @@ pub(in crate::reverse) fn stretch(
     let elems = emit(Prim::Imul, &[m, Operand::from(per)])?;
     let r = emit(Prim::Iadd, &[elems, Operand::from(bytes)])?;
     let q = emit(Prim::Idiv, &[Operand::from(half), r])?;
-    let small = emit(Prim::Lt, &[q, Operand::from(1i64)])?;
-    let q = emit(Prim::Select, &[small, Operand::from(1i64), q])?;
+    let least = i64::try_from(ck.least.max(1)).unwrap_or(i64::MAX);
+    let small = emit(Prim::Lt, &[q, Operand::from(least)])?;
+    let q = emit(Prim::Select, &[small, Operand::from(least), q])?;
     let long = emit(Prim::Lt, &[Operand::from(fixed), q])?;
     emit(Prim::Select, &[long, Operand::from(fixed), q])
 }
