@@ -537,6 +537,7 @@ impl<M: ClModule> Compiler<M> {
                 freed: Vec::new(),
                 latch: rustc_hash::FxHashMap::default(),
                 at_return: rustc_hash::FxHashSet::default(),
+                chains: Vec::new(),
                 entered: rustc_hash::FxHashMap::default(),
                 webs: Vec::new(),
                 through: rustc_hash::FxHashMap::default(),
@@ -808,6 +809,9 @@ struct Lower<'a, 'b, M: ClModule> {
     /// loops only into phis that count their pushes: each lets go of its
     /// slot's array at a normal return (`release::Freed::at_return`).
     at_return: rustc_hash::FxHashSet<Value>,
+    /// The handing chains (`release::Freed::chains`), which let go as a
+    /// whole when their header is entered.
+    chains: Vec<release::Chain>,
     /// The latch-owning phis entered with a site's array, whose every push
     /// is counted (`release::Freed::entered`).
     entered: rustc_hash::FxHashMap<Value, Value>,
@@ -1541,6 +1545,12 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 && let Some(slot) = self.freed_slot(r)
                 && !self.webs.iter().any(|w| w.phi == r)
             {
+                if let Some(k) = self.chains.iter().position(|c| c.phis.contains(&r)) {
+                    if self.chains[k].head == r {
+                        self.enter_chain(k)?;
+                    }
+                    continue;
+                }
                 let Some(&p) = self.operand(&Operand::Value(r))?.first() else {
                     return Err(CodegenError::internal(
                         "an owning phi without leaves".into(),
@@ -1582,6 +1592,60 @@ impl<M: ClModule> Lower<'_, '_, M> {
         Ok(())
     }
 
+    /// The entry of the header of handing chain `k` (`lower/release.rs`,
+    /// "Handing chains"). From a latch (the head's new array is not the one
+    /// it is entered with from outside): the tail's slot lets go of its
+    /// array, each other phi's slot moves one place down the chain, and the
+    /// head's holds the head's new array. From outside: the slots are
+    /// emptied, letting go of their arrays unless those may have left the
+    /// loop.
+    fn enter_chain(&mut self, k: usize) -> Result<(), CodegenError> {
+        let chain = self.chains[k].clone();
+        let mut slots = Vec::with_capacity(chain.phis.len());
+        for &p in &chain.phis {
+            slots.push(self.freed_slot(p).ok_or_else(|| {
+                CodegenError::internal("a handing chain's phi without a slot".into())
+            })?);
+        }
+        let leaves = self.latch.get(&chain.head).is_none_or(|&(_, l)| l);
+        let (Some(&p), Some(&e)) = (
+            self.operand(&Operand::Value(chain.head))?.first(),
+            self.operand(&chain.entry)?.first(),
+        ) else {
+            return Err(CodegenError::internal(
+                "a handing chain's head without leaves".into(),
+            ));
+        };
+        let from_outside = self.b.ins().icmp(IntCC::Equal, p, e);
+        let forget = self.b.create_block();
+        let shift = self.b.create_block();
+        let cont = self.b.create_block();
+        self.b.ins().brif(from_outside, forget, &[], shift, &[]);
+        self.b.switch_to_block(forget);
+        let null = self.b.ins().iconst(types::I64, 0);
+        for &slot in &slots {
+            if !leaves {
+                self.free_slot(slot)?;
+            }
+            self.b.ins().stack_store(types::I64, null, slot.0, 0);
+        }
+        self.b.ins().jump(cont, &[]);
+        self.b.switch_to_block(shift);
+        if let Some(&tail) = slots.first() {
+            self.free_slot(tail)?;
+        }
+        for w in slots.windows(2) {
+            let next = self.b.ins().stack_load(types::I64, types::I64, w[1].0, 0);
+            self.b.ins().stack_store(types::I64, next, w[0].0, 0);
+        }
+        if let Some(&(head, _)) = slots.last() {
+            self.b.ins().stack_store(types::I64, p, head, 0);
+        }
+        self.b.ins().jump(cont, &[]);
+        self.b.switch_to_block(cont);
+        Ok(())
+    }
+
     /// Makes a stack slot, null at entry, for each array-making statement
     /// or array `pop` of `func` whose arrays the function lets go of itself
     /// (`lower/release.rs`).
@@ -1591,6 +1655,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         self.counted_pushes = release::counted_pushes(func, &freed);
         self.latch = freed.latch.iter().copied().collect();
         self.at_return = freed.at_return.clone();
+        self.chains = freed.chains.clone();
         self.entered = freed.entered.clone();
         self.through = freed.through.clone();
         self.web_sites = freed
@@ -1740,6 +1805,13 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 "a pushed array without leaves",
             ));
         };
+        if let Some(chain) = self.chains.iter().find(|c| c.phis.contains(v)).cloned() {
+            leaves[0] = self.chain_word(v, p, &chain)?;
+            let word = leaves[0];
+            let ctx = self.ctx();
+            self.call_rt(RtSym::Hold, &[types::I64; 2], &[], &[ctx, word])?;
+            return Ok(());
+        }
         let word = match letgo {
             // A latch-owning phi counts a reference only to an array of its
             // own, not to the one it was entered with from outside
@@ -1807,6 +1879,43 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let ctx = self.ctx();
         self.call_rt(RtSym::Hold, &[types::I64; 2], &[], &[ctx, word])?;
         Ok(())
+    }
+
+    /// The word a push of handing chain phi `v` (holding the array `p`)
+    /// pushes: tagged when its slot holds `p` (an array of the chain's
+    /// sites), else the word of the site or pop the chain was entered with
+    /// whose array `p` is, else `p` untagged (`lower/release.rs`, "Handing
+    /// chains").
+    fn chain_word(
+        &mut self,
+        v: &Value,
+        p: ir::Value,
+        chain: &release::Chain,
+    ) -> Result<ir::Value, CodegenError> {
+        let (slot, _) = self
+            .freed_slot(*v)
+            .ok_or_else(|| CodegenError::internal("a handing chain's phi without a slot".into()))?;
+        let mut word = p;
+        for &(e, _, how) in chain.entered.iter().rev() {
+            let Some(&ev) = self.operand(&Operand::Value(e))?.first() else {
+                return Err(CodegenError::internal("an entry without leaves".into()));
+            };
+            let theirs = match how {
+                release::ChainEntry::Made => self.b.ins().bor_imm_s(p, 1),
+                release::ChainEntry::Popped => match self.popped_words.get(&e) {
+                    Some(&w) => w,
+                    None => {
+                        return Err(CodegenError::internal("a popped word not recorded".into()));
+                    }
+                },
+            };
+            let is = self.b.ins().icmp(IntCC::Equal, p, ev);
+            word = self.b.ins().select(is, theirs, word);
+        }
+        let held = self.b.ins().stack_load(types::I64, types::I64, slot, 0);
+        let ours = self.b.ins().icmp(IntCC::Equal, p, held);
+        let tagged = self.b.ins().bor_imm_s(p, 1);
+        Ok(self.b.ins().select(ours, tagged, word))
     }
 
     fn depth_check(&mut self) {

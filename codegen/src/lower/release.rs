@@ -187,7 +187,12 @@
 //! array comes from a push of `e`, or of `p` or a phi entered with it
 //! holding that array, each pushing the pop's word again; `e` lets go of
 //! its reference only as a dropped pop does; and `p`'s slot never holds
-//! `e`'s array.
+//! `e`'s array. The test `p == e` compares addresses: it names the array
+//! only because the pop's array stays alive while `p` may be pushed (the
+//! pop lets go at its next run or the return, and `p` is defined again
+//! after the pop runs again; an untagged word is never freed here), so no
+//! other array can have its address meanwhile. The same holds for the
+//! arrays a handing chain is entered with, below.
 //!
 //! *Entered through a select.* When `e` is `select(c, s, x)` of such a
 //! site `s` and another array `x` (a replay's start shadow: a fresh one or
@@ -223,6 +228,48 @@
 //! counted (`p` counts its own arrays, and `q` every push of itself); `q`
 //! never lets go of the array it is entered with, and no site lets go of
 //! it (handed over).
+//!
+//! Handing chains. A loop that keeps its last arrays (`prev = cur; cur =
+//! next;`) has header phis each of which takes, from every latch, the
+//! array the next one held: `p_1 <- p_2 <- ... <- p_k`, the head `p_k`
+//! taking from every latch the values of sites that make arrays. None owns
+//! anything by the rules above (`p_k`'s value enters `p_{k-1}` in its own
+//! block; `p_{k-1}`'s latch brings a phi), and before chains every array
+//! such a loop made stayed until the run's end. Such phis form a *handing
+//! chain* ([`handing`], [`Chain`]) when each is entered from one block
+//! outside the loop, `p_i` (`i < k`) is taken by `p_{i-1}` alone, the
+//! head's sites are handed over to it (as to a latch-owning phi), and
+//! every value each phi reaches stays inside the loop but for uses after
+//! it, the next phi's entry being neither followed nor an escape. Each
+//! phi has a slot, holding the array the phi has when that array was made
+//! by the head's sites since the loop was last entered from outside, and
+//! null otherwise. Entering the header from a latch (the head's new array
+//! is not its entry), the tail's slot lets go of its array, each other
+//! slot moves one place down the chain, and the head's holds the head's
+//! new array; from outside, the slots are emptied, letting go of their
+//! arrays unless a value may leave the loop (then never; likewise at the
+//! return). A push of a chain phi holding the array in its slot is
+//! tagged; one holding an array the chain was entered with counts as that
+//! entry's site's push when that is a site making arrays, a dropped pop
+//! (its word), or a latch-owning phi entered with a site (tagged), whose
+//! walks take those pushes as their own ([`Chain::entered`]); any other
+//! array is pushed untagged.
+//!
+//! Why that is sound. By induction over the entries of the header, each
+//! slot holds what its phi holds when the head's sites made it in this
+//! run of the loop, else null: an entry from outside gives every phi an
+//! array from outside the run (slots null); one from a latch gives the
+//! head a new array (its slot) and each other phi its successor's array
+//! (its successor's slot's). An array the head's sites made is so held by
+//! one phi at a time, moving down one place per iteration, and the tail's
+//! array is held by no phi once the tail takes its successor's: values
+//! the phis reach are defined again after the entry before any use (the
+//! argument for sites, with the header's entry as the statement), the
+//! sites' values are not used before they run again (handed over), and no
+//! other owner lets go of it. So the array the tail's slot lets go of is
+//! dead. The entering arrays are never in a slot, so the chain never lets
+//! go of them; a push of any array the chain holds is counted unless it is
+//! an array from outside the run that no site of this function lets go of.
 //!
 //! Choosing phis. A loop that replaces its array on some iterations only
 //! (`if better { a = b; }`) has a header phi `p` whose latch brings a phi
@@ -431,6 +478,39 @@ pub(super) struct Freed {
     /// with and count their pushes ("Leaving into a counting phi"): each
     /// lets go of the array it holds at a normal return.
     pub(super) at_return: HashSet<Value>,
+    /// The handing chains ("Handing chains"), whose phis are among
+    /// `latch` (each with the chain's `leaves`) but let go as their chain
+    /// does.
+    pub(super) chains: Vec<Chain>,
+}
+
+/// A handing chain (module header, "Handing chains"): header phis each of
+/// which takes, from every latch, the array the next held (`prev = cur;
+/// cur = next;`), the head taking arrays sites of the loop make.
+#[derive(Clone, Debug)]
+pub(super) struct Chain {
+    /// The head (whose sites are handed over to it).
+    pub(super) head: Value,
+    /// The operand the head is entered with from outside the loop.
+    pub(super) entry: Operand,
+    /// The chain's phis, tail first (the head last).
+    pub(super) phis: Vec<Value>,
+    /// What the chain's phis are entered with that a push of a chain phi
+    /// holding it counts: a site making arrays (not handed over), a
+    /// dropped pop, or a latch-owning phi entered with a site (not through
+    /// a `select`); each with the site (or pop) whose walk takes those
+    /// pushes as its own, and how the push counts.
+    pub(super) entered: Vec<(Value, Value, ChainEntry)>,
+}
+
+/// How a push of a handing chain's phi holding an array it was entered
+/// with counts ([`Chain::entered`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ChainEntry {
+    /// An array of the run's arena: tagged.
+    Made,
+    /// A dropped pop's array: the word the pop read.
+    Popped,
 }
 
 /// A choosing phi (module header, "Choosing phis"): a loop header's phi
@@ -464,6 +544,7 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         webs: Vec::new(),
         through: HashMap::default(),
         at_return: HashSet::default(),
+        chains: Vec::new(),
     };
     // Without counted tapes (`Module::counted_tapes`), a push is an escape
     // and pops are no sites, as before tapes were counted.
@@ -505,6 +586,7 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         summaries,
         budget: BUDGET,
         entered: HashMap::default(),
+        chain_entered: HashMap::default(),
     };
     let sites: Vec<(Value, Block)> = sites
         .into_iter()
@@ -543,9 +625,18 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
     // A pop of an array (a replay's snapshot array, entering its loop).
     let a_pop = |e: Value| sites.iter().any(|&(s, _)| s == e) && !makers.contains_key(&e);
     let mut through: HashMap<Value, Operand> = HashMap::default();
+    // Handing chains count their pushes by their slots and what they are
+    // entered with (`Freed::chains`), not as entered phis.
+    let in_chain: HashSet<Value> = owned
+        .iter()
+        .filter_map(|o| o.chain.as_ref())
+        .flatten()
+        .copied()
+        .collect();
     walk.entered = freed
         .latch
         .iter()
+        .filter(|(p, _)| !in_chain.contains(p))
         .filter_map(|&(p, (e, _))| {
             let Operand::Value(e) = e else {
                 return None;
@@ -590,7 +681,10 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
             let Operand::Value(q) = e else {
                 continue;
             };
-            if walk.entered.contains_key(&p) || !freed.latch.iter().any(|&(l, _)| l == q) {
+            if walk.entered.contains_key(&p)
+                || in_chain.contains(&p)
+                || !freed.latch.iter().any(|&(l, _)| l == q)
+            {
                 continue;
             }
             if let Some(&s) = walk.entered.get(&q) {
@@ -605,6 +699,46 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
             break;
         }
     }
+    let chains: Vec<Chain> = owned
+        .iter()
+        .filter_map(|o| {
+            let phis = o.chain.clone()?;
+            let mut entered = Vec::new();
+            for p in &phis {
+                let Some(&(_, (Operand::Value(e), _))) = freed.latch.iter().find(|l| l.0 == *p)
+                else {
+                    continue;
+                };
+                if ours(e) {
+                    entered.push((e, e, ChainEntry::Made));
+                } else if a_pop(e) {
+                    entered.push((e, e, ChainEntry::Popped));
+                } else if let Some(&s) = walk.entered.get(&e)
+                    && !through.contains_key(&e)
+                {
+                    // A phi entered with a pop holds that pop's array (its
+                    // word first) or arrays its latch brought.
+                    if a_pop(s) {
+                        entered.push((s, s, ChainEntry::Popped));
+                    }
+                    entered.push((e, s, ChainEntry::Made));
+                }
+            }
+            Some(Chain {
+                head: o.phi,
+                entry: o.latch?.0,
+                phis,
+                entered,
+            })
+        })
+        .collect();
+    walk.chain_entered = chains
+        .iter()
+        .flat_map(|c| {
+            let sites: Vec<Value> = c.entered.iter().map(|&(_, s, _)| s).collect();
+            c.phis.iter().map(move |&p| (p, sites.clone()))
+        })
+        .collect();
     freed.through = through;
     freed.entered = walk.entered.clone();
     freed.sites = sites
@@ -641,6 +775,11 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
     freed
         .entered
         .retain(|_, s| makers.contains_key(s) || dropped.contains(s));
+    freed.chains = chains;
+    for c in &mut freed.chains {
+        c.entered
+            .retain(|(_, s, _)| makers.contains_key(s) || dropped.contains(s));
+    }
     freed.at_return = at_return(&owned, &freed);
     for Owner {
         phi,
@@ -678,8 +817,13 @@ fn at_return(owned: &[Owner], freed: &Freed) -> HashSet<Value> {
             if o.into.is_empty() || out.contains(&o.phi) {
                 continue;
             }
+            // A handing chain entered with `p` counts pushes of it too.
             let counts = |q: &Value| {
-                freed.entered.contains_key(q)
+                let counting = freed.entered.contains_key(q)
+                    || freed.chains.iter().any(|c| {
+                        c.phis.contains(q) && c.entered.iter().any(|&(e, _, _)| e == o.phi)
+                    });
+                counting
                     && latch.get(q).is_some_and(|&(e, leaves)| {
                         e == Operand::Value(o.phi) && (!leaves || out.contains(q))
                     })
@@ -709,6 +853,9 @@ struct Owner {
     into: Vec<Value>,
     /// For a choosing phi, its web (`from` is then empty).
     web: Option<Web>,
+    /// For the head of a handing chain, the chain's phis, tail first (the
+    /// others' owners have none).
+    chain: Option<Vec<Value>>,
 }
 
 /// The owning phis of `func`: a phi of type `[T]` whose every entry is a
@@ -767,6 +914,144 @@ fn owning_phis(
             out.extend(owner);
         }
     }
+    let owned: HashSet<Value> = out.iter().map(|o| o.phi).collect();
+    for &h in &func.layout {
+        if dom.is_reachable(h) {
+            out.extend(handing(func, (cfg, dom), walk, &makers, h, &owned));
+        }
+    }
+    out
+}
+
+/// The handing chains of header `h` (module header, "Handing chains"),
+/// among its `[T]` phis not in `owned`, each phi as an owner (the head's
+/// with the chain, tail first).
+fn handing(
+    func: &Func,
+    (cfg, dom): (&ControlFlowGraph, &DominatorTree),
+    walk: &mut Walk<'_>,
+    makers: &HashMap<Value, Block>,
+    h: Block,
+    owned: &HashSet<Value>,
+) -> Vec<Owner> {
+    // Each candidate: (statement, value, entry from outside, latch entries).
+    let mut cands: Vec<(Inst, Value, Operand, Vec<Operand>)> = Vec::new();
+    for &inst in &func.blocks[h].insts {
+        let (InstKind::Phi { entries }, Some(p)) =
+            (&func.insts[inst].kind, func.insts[inst].result)
+        else {
+            continue;
+        };
+        if owned.contains(&p) || !matches!(func.values.get(p).map(|d| &d.ty), Some(Type::Array(_)))
+        {
+            continue;
+        }
+        let (outside, latches): (Vec<_>, Vec<_>) = entries
+            .iter()
+            .filter(|(b, _)| dom.is_reachable(*b))
+            .partition(|(b, _)| !dom.dominates(h, *b));
+        let [(_, entry @ Operand::Value(_))] = outside.as_slice() else {
+            continue;
+        };
+        if latches.is_empty() || latches.iter().any(|(_, op)| op == entry) {
+            continue;
+        }
+        cands.push((inst, p, *entry, latches.iter().map(|(_, op)| *op).collect()));
+    }
+    let mut out = Vec::new();
+    let mut used: HashSet<Value> = HashSet::default();
+    for (head_inst, head, _, latches) in &cands {
+        let Some(from) = made(latches.iter(), makers) else {
+            continue;
+        };
+        // Down the chain: the one candidate each of whose latch entries is
+        // the phi before it.
+        let mut chain = vec![*head];
+        let mut insts = vec![*head_inst];
+        loop {
+            let last = Operand::Value(chain[chain.len() - 1]);
+            let takers: Vec<&(Inst, Value, Operand, Vec<Operand>)> = cands
+                .iter()
+                .filter(|c| c.3.iter().all(|op| *op == last))
+                .collect();
+            match takers.as_slice() {
+                [t] if !chain.contains(&t.1) => {
+                    chain.push(t.1);
+                    insts.push(t.0);
+                }
+                _ => break,
+            }
+        }
+        // A phi taken by another that is not its successor holds an array
+        // two phis hold.
+        let others_take = chain.iter().any(|&p| {
+            cands
+                .iter()
+                .any(|c| !chain.contains(&c.1) && c.3.contains(&Operand::Value(p)))
+        });
+        if chain.len() < 2 || others_take || chain.iter().any(|p| used.contains(p)) {
+            continue;
+        }
+        let body = loop_body(cfg, dom, h);
+        let none: HashSet<Block> = HashSet::default();
+        let mut pushed = false;
+        let mut leaves = false;
+        let mut ok = true;
+        for (k, &p) in chain.iter().enumerate() {
+            let next: &[Inst] = insts.get(k + 1).map_or(&[], std::slice::from_ref);
+            let mut leaving = Leaving::default();
+            match walk.reach(
+                p,
+                Some((h, dom)),
+                Some((next, &none, &[])),
+                Some((&mut leaving, &body)),
+            ) {
+                Some(was) => pushed |= was,
+                None => {
+                    ok = false;
+                    break;
+                }
+            }
+            leaves |= leaving.any();
+        }
+        if !ok {
+            continue;
+        }
+        let head_entries = match &func.insts[*head_inst].kind {
+            InstKind::Phi { entries } => entries.as_slice(),
+            _ => continue,
+        };
+        let Some(handed) = hand_over(
+            func,
+            cfg,
+            dom,
+            walk,
+            (*head_inst, h, head_entries),
+            makers,
+            &from,
+        ) else {
+            continue;
+        };
+        let letgo = if pushed || handed {
+            Letgo::Release
+        } else {
+            Letgo::Free
+        };
+        used.extend(chain.iter().copied());
+        let tail_first: Vec<Value> = chain.iter().rev().copied().collect();
+        for (k, &p) in chain.iter().enumerate() {
+            let entry = cands.iter().find(|c| c.1 == p).map(|c| c.2);
+            out.push(Owner {
+                phi: p,
+                letgo,
+                from: if k == 0 { from.clone() } else { Vec::new() },
+                latch: entry.map(|e| (e, leaves)),
+                into: Vec::new(),
+                web: None,
+                chain: (k == 0).then(|| tail_first.clone()),
+            });
+        }
+    }
     out
 }
 
@@ -813,6 +1098,7 @@ fn owning(
         latch: None,
         into: Vec::new(),
         web: None,
+        chain: None,
     })
 }
 
@@ -856,6 +1142,7 @@ fn latch_owning(
             leaving.into
         },
         web: None,
+        chain: None,
     })
 }
 
@@ -991,6 +1278,7 @@ fn choosing(
         from: Vec::new(),
         latch: Some((entry, leaves.any())),
         into: Vec::new(),
+        chain: None,
         web: Some(Web {
             phi: p,
             inst,
@@ -1209,6 +1497,7 @@ fn kept_params(func: &Func, summaries: &Summaries) -> Vec<bool> {
         summaries,
         budget: BUDGET,
         entered: HashMap::default(),
+        chain_entered: HashMap::default(),
     };
     func.params
         .iter()
@@ -1302,6 +1591,10 @@ struct Walk<'a> {
     /// site's value, by phi: that site's walk counts the phi's pushes
     /// (`Freed::entered`).
     entered: HashMap<Value, Value>,
+    /// The phis of handing chains, each with the sites its chain is
+    /// entered with: those sites' walks count the phi's pushes
+    /// (`Chain::entered`).
+    chain_entered: HashMap<Value, Vec<Value>>,
 }
 
 impl Walk<'_> {
@@ -1421,6 +1714,14 @@ impl Walk<'_> {
                         // A latch-owning phi entered with the site's array
                         // counts every push of it (`Freed::entered`).
                         PrimUse::Pushes if site.is_some() && self.entered.get(&v) == Some(&a) => {
+                            pushed = true;
+                            false
+                        }
+                        // So does a handing chain's phi entered with it.
+                        PrimUse::Pushes
+                            if site.is_some()
+                                && self.chain_entered.get(&v).is_some_and(|s| s.contains(&a)) =>
+                        {
                             pushed = true;
                             false
                         }
@@ -1982,6 +2283,99 @@ func @f(%n: i64) -> ([f64], f64) {
         assert_eq!(latch_phis(&argument), ["p"]);
     }
 
+    /// The handing chains of `@f` in `src` (counted tapes), each as its
+    /// phis tail first, `tail<-...<-head`, then `:` and what its pushes
+    /// count (`e/s` for an entry `e` counted for site `s`).
+    fn chains(src: &str) -> Vec<String> {
+        analysed(src, true, |freed, name| {
+            freed
+                .chains
+                .iter()
+                .map(|c| {
+                    let phis: Vec<String> = c.phis.iter().map(|&p| name(p)).collect();
+                    let entered: Vec<String> = c
+                        .entered
+                        .iter()
+                        .map(|&(e, s, _)| format!("{}/{}", name(e), name(s)))
+                        .collect();
+                    format!("{}:{}", phis.join("<-"), entered.join(","))
+                })
+                .collect()
+        })
+    }
+
+    const CHAIN_LOOP: &str = "func @f(%n: i64, %x: [f64]) -> f64 {
+#1:
+  %a0 = call copy(%x) :: [f64]
+  %b0 = call copy(%x) :: [f64]
+  goto #2
+#2:
+  %a = phi [#1 => %a0, #3 => %b] :: [f64]
+  %b = phi [#1 => %b0, #3 => %c] :: [f64]
+  %i = phi [#1 => 0, #3 => %j] :: i64
+  %t = call lt(%i, %n) :: bool
+  gotoifnot %t, #4
+#3:
+  %c = call copy(%b) :: [f64]
+  %u = call arrayref(%a, 0) :: f64
+  call arrayset(%c, 0, %u)
+  call push(%a)
+  %j = call iadd(%i, 1) :: i64
+  goto #2
+#4:
+  %r = call arrayref(%b, 0) :: f64
+  return %r
+}
+";
+
+    #[test]
+    fn a_handing_chain_lets_go_of_the_array_leaving_its_tail() {
+        // `a = b; b = c;` with `c` made in the loop: each array enters `b`,
+        // moves to `a` and dies when `a` takes the next; `a` is pushed, so
+        // the chain releases, and counts the pushes of the copies it is
+        // entered with, which are released too.
+        assert_eq!(chains(CHAIN_LOOP), ["a<-b:a0/a0,b0/b0"]);
+        assert_eq!(
+            freed(CHAIN_LOOP),
+            [
+                "a0:release",
+                "b0:release",
+                "b:release",
+                "a:release",
+                "c:release:handed"
+            ]
+        );
+        // Entered with the argument: nothing to count for it.
+        let argument = CHAIN_LOOP.replace("#1 => %a0,", "#1 => %x,");
+        assert_eq!(chains(&argument), ["a<-b:b0/b0"]);
+        // Three phis: `a = b; b = d; d = c;`.
+        let three = CHAIN_LOOP.replace(
+            "  %b = phi [#1 => %b0, #3 => %c] :: [f64]",
+            "  %b = phi [#1 => %b0, #3 => %d] :: [f64]\n  %d = phi [#1 => %b0, #3 => %c] :: [f64]",
+        );
+        assert_eq!(chains(&three), ["a<-b<-d:a0/a0,b0/b0,b0/b0"]);
+    }
+
+    #[test]
+    fn a_handing_chain_refuses_arrays_two_phis_may_hold() {
+        // `b` handed to two phis: both would hold one array.
+        let twice = CHAIN_LOOP.replace(
+            "  %i = phi [#1 => 0, #3 => %j] :: i64",
+            "  %e = phi [#1 => %a0, #3 => %b] :: [f64]\n  %i = phi [#1 => 0, #3 => %j] :: i64",
+        );
+        assert!(chains(&twice).is_empty());
+        // The tail's array leaves in a tuple pushed in the loop.
+        let tupled = CHAIN_LOOP.replace(
+            "  call push(%a)",
+            "  %z = call tuple(%a) :: ([f64],)\n  call push(%z)",
+        );
+        assert!(chains(&tupled).is_empty());
+        // The head's site is also read after the next one is made: the
+        // array is used while `b` still holds it... it is not handed over.
+        let swapped = CHAIN_LOOP.replace("#3 => %c] :: [f64]", "#3 => %a] :: [f64]");
+        assert!(chains(&swapped).is_empty());
+    }
+
     /// The choosing phis of `@f` in `src` (counted tapes), each as
     /// `p<-s1,s2` with its web's sites, and `:leaves` when its arrays may
     /// leave the loop.
@@ -2189,12 +2583,14 @@ func @f(%n: i64) -> ([f64], f64) {
     }
 
     #[test]
-    fn a_phi_passing_its_array_to_another_phi_owns_nothing() {
-        // Swapped: `q`'s arrays enter `p` on the next entry, so `q`, whose
-        // entries are both sites' values, does not stay inside as a site of
-        // `#2` would, and owns nothing (letting go of its old array on
-        // entry would free `p`'s new one); `p` is entered with `q`, not a
-        // site's value. `a` and `b` are freed at the return.
+    fn a_phi_passing_its_array_to_another_phi_makes_a_handing_chain() {
+        // `q`'s arrays enter `p` on the next entry, so `q`, whose entries
+        // are both sites' values, does not stay inside as a site of `#2`
+        // would, and owns nothing alone (letting go of its old array on
+        // entry would free `p`'s new one); with `p` it is a handing chain,
+        // whose tail lets go of the array it held on each entry from the
+        // latch (before handing chains, neither owned anything). `a` and
+        // `b` are freed at the return.
         let src = "func @f(%n: i64) -> f64 {
 #1:
   %a = call zeros(3) :: [f64]
@@ -2215,7 +2611,8 @@ func @f(%n: i64) -> ([f64], f64) {
   return %z
 }
 ";
-        assert_eq!(freed(src), ["a", "b"]);
+        assert_eq!(freed(src), ["a", "b", "q", "p", "t:handed"]);
+        assert_eq!(chains(src), ["p<-q:a/a,b/b"]);
     }
 
     #[test]
