@@ -480,6 +480,8 @@ const LOOP_CASES: &[(&str, &str)] = &[
     ("leapfrog", "[1.0, 2.0, 3.0], 1"),
     ("three_steps", "[1.0, 2.0, 3.0], 40"),
     ("three_steps", "[1.0, 2.0, 3.0], 2"),
+    ("at_return", "[0.5], 2"),
+    ("at_return", "[0.5, 1.5], 9"),
 ];
 
 /// Arrays carried through loop phis (one and two buffers, swapped, an

@@ -225,9 +225,13 @@
 //! a reference to the slot's array (one a latch of `p` brought: of the
 //! arena, never `p`'s entry) can only be held by values `p` or `q`
 //! reaches, dead then, or by tape entries from pushes of `p` or `q`, all
-//! counted (`p` counts its own arrays, and `q` every push of itself); `q`
-//! never lets go of the array it is entered with, and no site lets go of
-//! it (handed over).
+//! counted (`p` counts its own arrays, and `q` every push of itself), so
+//! `p` releases it (gives it up, freed once those references are gone)
+//! even when `p` itself is never pushed and would otherwise free (a
+//! review found that freeing under the tape's references: `at_return` of
+//! tests/free_arrays/loops.irad); `q` never lets go of the array it is
+//! entered with, a handing chain entered with `p` neither (below), and no
+//! site lets go of it (handed over).
 //!
 //! Handing chains. A loop that keeps its last arrays (`prev = cur; cur =
 //! next;`) has header phis each of which takes, from every latch, the
@@ -609,6 +613,16 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
     });
     // A phi that releases is pushed: without counted tapes, an escape.
     owned.retain(|o| counted || o.letgo != Letgo::Release);
+    // A handing chain owns as a whole: its phis go with its head. They
+    // count their pushes by their slots and what they are entered with
+    // (`Freed::chains`), not as entered phis.
+    let in_chain: HashSet<Value> = owned
+        .iter()
+        .filter_map(|o| o.chain.as_ref())
+        .flatten()
+        .copied()
+        .collect();
+    owned.retain(|o| !o.in_chain || in_chain.contains(&o.phi));
     let handed: HashSet<Value> = owned.iter().flat_map(|o| o.from.iter().copied()).collect();
     // A web's sites let go of their arrays as its phi does, on the edges
     // into its header.
@@ -624,114 +638,14 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
     let ours = |e: Value| makers.contains_key(&e) && !handed.contains(&e) && !webbed.contains(&e);
     // A pop of an array (a replay's snapshot array, entering its loop).
     let a_pop = |e: Value| sites.iter().any(|&(s, _)| s == e) && !makers.contains_key(&e);
-    let mut through: HashMap<Value, Operand> = HashMap::default();
-    // Handing chains count their pushes by their slots and what they are
-    // entered with (`Freed::chains`), not as entered phis.
-    let in_chain: HashSet<Value> = owned
-        .iter()
-        .filter_map(|o| o.chain.as_ref())
-        .flatten()
-        .copied()
-        .collect();
-    walk.entered = freed
-        .latch
-        .iter()
-        .filter(|(p, _)| !in_chain.contains(p))
-        .filter_map(|&(p, (e, _))| {
-            let Operand::Value(e) = e else {
-                return None;
-            };
-            if ours(e) || a_pop(e) {
-                return Some([(p, e), (p, e)]);
-            }
-            // Entered with `select(c, s, x)` of such a site `s` and another
-            // array `x` (a replay's start shadow: a fresh one, or the one
-            // it was given).
-            let Some(InstKind::Prim {
-                prim: Prim::Select,
-                args,
-            }) = func.def_kind(e)
-            else {
-                return None;
-            };
-            let [_, a, b] = args.as_slice() else {
-                return None;
-            };
-            let site = |op: &Operand| match op {
-                Operand::Value(v) if ours(*v) => Some(*v),
-                _ => None,
-            };
-            let (s, x) = match (site(a), site(b)) {
-                (Some(s), None) => (s, *b),
-                (None, Some(s)) => (s, *a),
-                _ => return None,
-            };
-            through.insert(p, x);
-            through.insert(e, x);
-            Some([(p, s), (e, s)])
-        })
-        .flatten()
-        .collect();
-    // A latch-owning phi entered with another that is entered so (the
-    // recording loop of a replay, entered with its split's phi) counts
-    // every push of itself too, and the site takes those as its own.
-    loop {
-        let mut added = false;
-        for &(p, (e, _)) in &freed.latch {
-            let Operand::Value(q) = e else {
-                continue;
-            };
-            if walk.entered.contains_key(&p)
-                || in_chain.contains(&p)
-                || !freed.latch.iter().any(|&(l, _)| l == q)
-            {
-                continue;
-            }
-            if let Some(&s) = walk.entered.get(&q) {
-                walk.entered.insert(p, s);
-                if let Some(&x) = through.get(&q) {
-                    through.insert(p, x);
-                }
-                added = true;
-            }
-        }
-        if !added {
-            break;
-        }
-    }
-    let chains: Vec<Chain> = owned
-        .iter()
-        .filter_map(|o| {
-            let phis = o.chain.clone()?;
-            let mut entered = Vec::new();
-            for p in &phis {
-                let Some(&(_, (Operand::Value(e), _))) = freed.latch.iter().find(|l| l.0 == *p)
-                else {
-                    continue;
-                };
-                if ours(e) {
-                    entered.push((e, e, ChainEntry::Made));
-                } else if a_pop(e) {
-                    entered.push((e, e, ChainEntry::Popped));
-                } else if let Some(&s) = walk.entered.get(&e)
-                    && !through.contains_key(&e)
-                {
-                    // A phi entered with a pop holds that pop's array (its
-                    // word first) or arrays its latch brought.
-                    if a_pop(s) {
-                        entered.push((s, s, ChainEntry::Popped));
-                    }
-                    entered.push((e, s, ChainEntry::Made));
-                }
-            }
-            Some(Chain {
-                head: o.phi,
-                entry: o.latch?.0,
-                phis,
-                entered,
-            })
-        })
-        .collect();
+    let (entered, through) = entered_phis(func, &freed.latch, &in_chain, (&ours, &a_pop));
+    walk.entered = entered;
+    let chains = chains_of(
+        &owned,
+        &freed.latch,
+        (&walk.entered, &through),
+        (&ours, &a_pop),
+    );
     walk.chain_entered = chains
         .iter()
         .flat_map(|c| {
@@ -789,7 +703,14 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         ..
     } in owned
     {
-        freed.sites.push((phi, letgo));
+        // A phi letting go at the return of an array a counting phi pushed
+        // must release it, whatever its own pushes (a review found one
+        // freeing it under the tape's references).
+        let own = match freed.at_return.contains(&phi) {
+            true => Letgo::Release,
+            false => letgo,
+        };
+        freed.sites.push((phi, own));
         freed.handed.extend(from.into_iter().map(|s| (s, letgo)));
         if let Some(w) = web {
             freed.sites.extend(w.sites.iter().map(|&s| (s, letgo)));
@@ -797,6 +718,129 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         }
     }
     freed
+}
+
+/// The latch-owning phis of `latch` (but those `in_chain`) entered with a
+/// site's array (`ours`), a pop's (`a_pop`), through a `select` of a site
+/// and another array, or with such a phi, each with that site
+/// ([`Freed::entered`]); and those entered through a `select`, each with
+/// the other array ([`Freed::through`]).
+fn entered_phis(
+    func: &Func,
+    latch: &[(Value, (Operand, bool))],
+    in_chain: &HashSet<Value>,
+    (ours, a_pop): (&dyn Fn(Value) -> bool, &dyn Fn(Value) -> bool),
+) -> (HashMap<Value, Value>, HashMap<Value, Operand>) {
+    let mut through: HashMap<Value, Operand> = HashMap::default();
+    let mut entered: HashMap<Value, Value> = latch
+        .iter()
+        .filter(|(p, _)| !in_chain.contains(p))
+        .filter_map(|&(p, (e, _))| {
+            let Operand::Value(e) = e else {
+                return None;
+            };
+            if ours(e) || a_pop(e) {
+                return Some([(p, e), (p, e)]);
+            }
+            // Entered with `select(c, s, x)` of such a site `s` and another
+            // array `x` (a replay's start shadow: a fresh one, or the one
+            // it was given).
+            let Some(InstKind::Prim {
+                prim: Prim::Select,
+                args,
+            }) = func.def_kind(e)
+            else {
+                return None;
+            };
+            let [_, a, b] = args.as_slice() else {
+                return None;
+            };
+            let site = |op: &Operand| match op {
+                Operand::Value(v) if ours(*v) => Some(*v),
+                _ => None,
+            };
+            let (s, x) = match (site(a), site(b)) {
+                (Some(s), None) => (s, *b),
+                (None, Some(s)) => (s, *a),
+                _ => return None,
+            };
+            through.insert(p, x);
+            through.insert(e, x);
+            Some([(p, s), (e, s)])
+        })
+        .flatten()
+        .collect();
+    // A latch-owning phi entered with another that is entered so (the
+    // recording loop of a replay, entered with its split's phi) counts
+    // every push of itself too, and the site takes those as its own.
+    loop {
+        let mut added = false;
+        for &(p, (e, _)) in latch {
+            let Operand::Value(q) = e else {
+                continue;
+            };
+            if entered.contains_key(&p)
+                || in_chain.contains(&p)
+                || !latch.iter().any(|&(l, _)| l == q)
+            {
+                continue;
+            }
+            if let Some(&s) = entered.get(&q) {
+                entered.insert(p, s);
+                if let Some(&x) = through.get(&q) {
+                    through.insert(p, x);
+                }
+                added = true;
+            }
+        }
+        if !added {
+            return (entered, through);
+        }
+    }
+}
+
+/// The handing chains among `owned` (their phis among `latch`), each with
+/// what its phis are entered with that its pushes count: a site (`ours`),
+/// a pop (`a_pop`), or a phi of `entered` (not entered through a `select`,
+/// `through`) with its site ([`Chain::entered`]).
+fn chains_of(
+    owned: &[Owner],
+    latch: &[(Value, (Operand, bool))],
+    (entered, through): (&HashMap<Value, Value>, &HashMap<Value, Operand>),
+    (ours, a_pop): (&dyn Fn(Value) -> bool, &dyn Fn(Value) -> bool),
+) -> Vec<Chain> {
+    owned
+        .iter()
+        .filter_map(|o| {
+            let phis = o.chain.clone()?;
+            let mut counted = Vec::new();
+            for p in &phis {
+                let Some(&(_, (Operand::Value(e), _))) = latch.iter().find(|l| l.0 == *p) else {
+                    continue;
+                };
+                if ours(e) {
+                    counted.push((e, e, ChainEntry::Made));
+                } else if a_pop(e) {
+                    counted.push((e, e, ChainEntry::Popped));
+                } else if let Some(&s) = entered.get(&e)
+                    && !through.contains_key(&e)
+                {
+                    // A phi entered with a pop holds that pop's array (its
+                    // word first) or arrays its latch brought.
+                    if a_pop(s) {
+                        counted.push((s, s, ChainEntry::Popped));
+                    }
+                    counted.push((e, s, ChainEntry::Made));
+                }
+            }
+            Some(Chain {
+                head: o.phi,
+                entry: o.latch?.0,
+                phis,
+                entered: counted,
+            })
+        })
+        .collect()
 }
 
 /// The latch-owning phis of `owned` (in `freed.latch`) whose arrays leave
@@ -856,6 +900,8 @@ struct Owner {
     /// For the head of a handing chain, the chain's phis, tail first (the
     /// others' owners have none).
     chain: Option<Vec<Value>>,
+    /// Whether it is a phi of a handing chain (the head included).
+    in_chain: bool,
 }
 
 /// The owning phis of `func`: a phi of type `[T]` whose every entry is a
@@ -1049,6 +1095,7 @@ fn handing(
                 into: Vec::new(),
                 web: None,
                 chain: (k == 0).then(|| tail_first.clone()),
+                in_chain: true,
             });
         }
     }
@@ -1099,6 +1146,7 @@ fn owning(
         into: Vec::new(),
         web: None,
         chain: None,
+        in_chain: false,
     })
 }
 
@@ -1143,6 +1191,7 @@ fn latch_owning(
         },
         web: None,
         chain: None,
+        in_chain: false,
     })
 }
 
@@ -1279,6 +1328,7 @@ fn choosing(
         latch: Some((entry, leaves.any())),
         into: Vec::new(),
         chain: None,
+        in_chain: false,
         web: Some(Web {
             phi: p,
             inst,
