@@ -2426,6 +2426,54 @@ func @f(%n: i64) -> ([f64], f64) {
         assert!(chains(&swapped).is_empty());
     }
 
+    #[test]
+    fn a_phi_leaving_into_a_handing_chain_releases_at_the_return() {
+        // Found by review: `e`, never pushed itself, hands its last array to
+        // a handing chain that pushes it (counted); letting go at the
+        // return it must release that array, not free it under the tape.
+        let src = "func @f(%n: i64, %m: i64, %x: [f64]) -> f64 {
+#1:
+  %s = call copy(%x) :: [f64]
+  goto #2
+#2:
+  %e = phi [#1 => %s, #3 => %t] :: [f64]
+  %i = phi [#1 => 0, #3 => %i1] :: i64
+  %c = call lt(%i, %n) :: bool
+  gotoifnot %c, #4
+#3:
+  %t = call copy(%e) :: [f64]
+  %u = call arrayref(%t, 0) :: f64
+  %u2 = call add(%u, 1.0) :: f64
+  call arrayset(%t, 0, %u2)
+  %i1 = call iadd(%i, 1) :: i64
+  goto #2
+#4:
+  goto #5
+#5:
+  %a = phi [#4 => %e, #6 => %b] :: [f64]
+  %b = phi [#4 => %e, #6 => %d] :: [f64]
+  %k = phi [#4 => 0, #6 => %k1] :: i64
+  %c2 = call lt(%k, %m) :: bool
+  gotoifnot %c2, #7
+#6:
+  call push(%a)
+  %d = call copy(%b) :: [f64]
+  %v = call arrayref(%a, 0) :: f64
+  %v2 = call mul(%v, 2.0) :: f64
+  call arrayset(%d, 0, %v2)
+  %k1 = call iadd(%k, 1) :: i64
+  goto #5
+#7:
+  %r = call arrayref(%x, 0) :: f64
+  return %r
+}
+";
+        assert_eq!(chains(src), ["a<-b:e/s,e/s"]);
+        assert_eq!(latch_phis(src), ["e:leaves:entered:at_return", "b", "a"]);
+        let e = freed(src).into_iter().find(|s| s.starts_with("e:"));
+        assert_eq!(e.as_deref(), Some("e:release"));
+    }
+
     /// The choosing phis of `@f` in `src` (counted tapes), each as
     /// `p<-s1,s2` with its web's sites, and `:leaves` when its arrays may
     /// leave the loop.
