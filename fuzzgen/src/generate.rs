@@ -134,6 +134,7 @@ pub const FEATURES: &[&str] = &[
     "carried-break-after-hand-over",
     "carried-hand-over-sometimes",
     "carried-tuple",
+    "carried-handed",
     "array-local",
     "array-write",
     "array-alias (let b = a)",
@@ -754,8 +755,11 @@ impl Gen<'_, '_> {
     /// only, under a condition, one loop in three), maybe leaving by a
     /// data-dependent `break` before or after the hand-over, or by a second
     /// part of its condition; the array is read after the loop and stays in
-    /// scope, so a later loop may start from it. An array statement when
-    /// there is no array.
+    /// scope, so a later loop may start from it. One loop in four of the
+    /// others keeps the previous array too (`p = c; c = d;`, a handing
+    /// chain), started from a copy, the array itself or the carried array,
+    /// read in the copy's update and, one time in four, after the loop. An
+    /// array statement when there is no array.
     fn carried_loop(&mut self, indent: usize) -> Result<()> {
         let arrays = self.arrays();
         if arrays.is_empty() {
@@ -778,6 +782,22 @@ impl Gen<'_, '_> {
                 c.clone()
             }
         };
+        // One loop in four (of those without a tuple) keeps the previous
+        // array: `p = c; c = d;`, its hand-over never conditional.
+        let prev = match tuple.is_none() && self.one_in(4)? {
+            true => {
+                self.note("carried-handed");
+                let p = self.name("p");
+                let start = match self.u.int_in_range(0..=2u8)? {
+                    0 => format!("copy({a})"),
+                    1 => a.clone(),
+                    _ => c.clone(),
+                };
+                self.line(indent, &format!("let mut {p} = {start};"));
+                Some(p)
+            }
+            false => None,
+        };
         self.line(indent, &format!("let mut {w} = 0;"));
         if self.one_in(3)? {
             self.note("carried-while-and");
@@ -796,9 +816,13 @@ impl Gen<'_, '_> {
         let (i, j) = (self.index(len)?, self.index(len)?);
         let e = self.expr(1)?;
         self.line(indent + 1, &format!("let {d} = copy({cur});"));
+        let old = match &prev {
+            Some(p) => format!(" + 0.25 * {p}[{}]", self.index(len)?),
+            None => String::new(),
+        };
         self.line(
             indent + 1,
-            &format!("{d}[{i}] = {cur}[{j}] * 0.5 + 0.5 * tanh({e});"),
+            &format!("{d}[{i}] = {cur}[{j}] * 0.5 + 0.5 * tanh({e}){old};"),
         );
         self.new_array(d.clone(), len);
         let n = self.u.int_in_range(0..=2)?;
@@ -811,11 +835,12 @@ impl Gen<'_, '_> {
             let cond = self.cond(1)?;
             self.line(indent + 1, &format!("if {cond} {{ break; }}"));
         }
-        let hand_over = match &tuple {
-            Some(st) => format!("{st} = ({d}, {st}.1 + 0.25 * tanh({d}[{i}]));"),
-            None => format!("{c} = {d};"),
+        let hand_over = match (&tuple, &prev) {
+            (Some(st), _) => format!("{st} = ({d}, {st}.1 + 0.25 * tanh({d}[{i}]));"),
+            (None, Some(p)) => format!("{p} = {c}; {c} = {d};"),
+            (None, None) => format!("{c} = {d};"),
         };
-        if self.one_in(3)? {
+        if prev.is_none() && self.one_in(3)? {
             self.note("carried-hand-over-sometimes");
             let cond = self.cond(1)?;
             self.line(indent + 1, &format!("if {cond} {{ {hand_over} }}"));
@@ -837,6 +862,12 @@ impl Gen<'_, '_> {
         }
         let k = self.index(len)?;
         self.line(indent, &format!("acc = acc + 0.5 * tanh({c}[{k}]);"));
+        if let Some(p) = &prev
+            && self.one_in(4)?
+        {
+            let k = self.index(len)?;
+            self.line(indent, &format!("acc = acc + 0.25 * tanh({p}[{k}]);"));
+        }
         Ok(())
     }
 
