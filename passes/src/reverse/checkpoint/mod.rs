@@ -1274,11 +1274,19 @@ fn carried_arrays(
                 }
             }
             (Some(sphi), _) => {
+                // Each array (or phi) this phi takes is no other phi's; it
+                // may come from several latches (`continue`).
+                let mut mine: HashSet<Value> = HashSet::default();
                 let all_fresh = depth.contains_key(&r)
                     && entries.iter().filter(|(p, _)| inside(p)).all(|(_, op)| {
+                        let Operand::Value(v) = op else { return false };
+                        if mine.contains(v) {
+                            return true;
+                        }
+                        mine.insert(*v);
                         match made_inside(op) {
                             Some(v) => seen.insert(v),
-                            None => matches!(op, Operand::Value(q) if handed.insert(*q)),
+                            None => handed.insert(*v),
                         }
                     });
                 if !all_fresh {
