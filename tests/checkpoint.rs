@@ -818,6 +818,44 @@ fn a_loop_making_arrays_keeps_their_elements_under_the_limit() {
     );
 }
 
+/// A loop writing an array in place over a loop inside it as long as the
+/// array (`in_place` of tests/checkpoint/inner.irad): the static estimate
+/// takes the inner loop to run 16 times per iteration (392 bytes), so under
+/// a 256K limit the outer stretch would hold all 64 iterations, each with
+/// the inner loop's snapshot of the 2 000-element array. Counting the inner
+/// loop's trips on entry (as long as the array) shortens the outer stretch
+/// to 2 iterations, and the tapes stay under the limit, the arrays'
+/// elements counted, against 3 MB without a limit.
+#[test]
+fn loops_inside_a_loop_count_their_trips_on_entry() {
+    let src =
+        irad::read_source(&manifest_dir().join("tests/checkpoint/inner.irad")).expect("readable");
+    let m = irad::load_normalised(&src).expect("loads");
+    let f = m.by_name("in_place").expect("the function");
+    let limit = 256 << 10;
+    let plan = tape_plan_limited(&m, &Registry::new(), f, Some(limit))
+        .expect("plan")
+        .to_string();
+    assert!(
+        plan.contains("checkpointed every 334 iterations at most"),
+        "{plan}"
+    );
+    let xs: Vec<f64> = (0..2000).map(|i| f64::from(i) * 1e-3).collect();
+    let args = vec![
+        Val::f64_array(xs),
+        Val::F64(0.9),
+        Val::I64(64),
+        Val::f64_array(vec![0.0; 2000]),
+    ];
+    let free = counts(&m, f, &args, None);
+    let limited = counts(&m, f, &args, Some(limit));
+    assert!(free.peak_held_bytes > 3_000_000, "{free:?}");
+    assert!(
+        limited.peak_held_bytes <= limit,
+        "{limited:?} under a 256K limit"
+    );
+}
+
 /// The plan of `f` under a 1-byte limit must thin its loop's snapshots
 /// and say `says`; returns what the interpreter counts for `args(2^8)` and
 /// `args(2^14)` under that limit, and for `args(2^14)` without one, after

@@ -217,6 +217,13 @@ pub struct CheckpointedLoop {
     /// loop's array inputs (docs/reverse.md, "Arrays made in each
     /// iteration"); 0 otherwise.
     pub fresh_arrays: u64,
+    /// Under a limit, the loops directly inside it whose trips its stretch
+    /// counts on entry (docs/reverse.md, "Loops inside a sized loop"); its
+    /// own bytes per iteration are then `bytes_per_iteration` less what the
+    /// static estimate counted for them, `own_bytes`.
+    pub inner_runs: Vec<InnerRun>,
+    /// The estimated bytes of one iteration outside `inner_runs`.
+    pub own_bytes: u64,
     /// The values a snapshot holds: the header phis of the loop of the
     /// forward sweep.
     pub state: Vec<Value>,
@@ -274,6 +281,21 @@ pub struct CheckpointedLoop {
     /// splits the segment between two kept snapshots in halves
     /// (docs/reverse.md, "Bounded snapshots").
     pub thinned_after: u64,
+}
+
+/// A loop inside a checkpointed loop whose trips the outer loop's stretch
+/// counts on entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InnerRun {
+    /// Its header's label.
+    pub label: u32,
+    /// The estimated bytes one of its iterations records.
+    pub bytes: u64,
+    /// The arrays made in it that one of its iterations records.
+    pub fresh: u64,
+    /// Whether its trips come from its start and bound (else from the
+    /// longest array the outer loop reads from before it).
+    pub bounded: bool,
 }
 
 /// A loop that checkpointing was asked for (by a tape limit or a
@@ -772,6 +794,43 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
         line.push('s');
     }
     match &c.source {
+        StretchSource::Limit(limit) if !c.inner_runs.is_empty() => {
+            line.push_str(&format!(
+                " at most (tape limit {}, about {} bytes per iteration",
+                size_text(*limit),
+                c.own_bytes
+            ));
+            if c.fresh_arrays > 0 {
+                line.push_str(&format!(
+                    " and 8 per element of the {} array{} an iteration makes and records",
+                    c.fresh_arrays,
+                    if c.fresh_arrays == 1 { "" } else { "s" }
+                ));
+            }
+            for (i, r) in c.inner_runs.iter().enumerate() {
+                line.push_str(&format!(
+                    "{} loop #{}: about {} bytes",
+                    if i == 0 { ", besides" } else { ";" },
+                    r.label,
+                    r.bytes
+                ));
+                if r.fresh > 0 {
+                    line.push_str(&format!(
+                        " and 8 per element of {} array{}",
+                        r.fresh,
+                        if r.fresh == 1 { "" } else { "s" }
+                    ));
+                }
+                line.push_str(match r.bounded {
+                    true => " per iteration for the iterations its start and bound give on entry",
+                    false => " per iteration for as many iterations as the longest array the loop reads from before it has elements",
+                });
+            }
+            if c.fresh_arrays > 0 || c.inner_runs.iter().any(|r| r.fresh > 0) {
+                line.push_str(", each array made taken as long as the longest array the loop reads from before it");
+            }
+            line.push_str(": fewer on entry when those are long or many)");
+        }
         StretchSource::Limit(limit) if c.fresh_arrays > 0 => line.push_str(&format!(
             " at most (tape limit {}, about {} bytes per iteration and 8 per element of the {} array{} an iteration makes and records, each taken as long as the longest array the loop reads from before it: fewer on entry when those are long)",
             size_text(*limit),

@@ -807,22 +807,35 @@ fn decide(
     // "Freeing arrays", "Choosing phis"), where the others' (kept as they
     // are) replays keep a few arrays each, and shorter stretches would
     // replay, and keep, more of them.
-    let fresh = match carried.iter().all(|c| c.afresh() || c.replaced.is_some()) {
+    let count_fresh = carried.iter().all(|c| c.afresh() || c.replaced.is_some());
+    let fresh = match count_fresh {
         true => fresh_arrays_per_iteration(cx, view, plan, k),
         false => 0,
     };
-    let sized = match (&source, fresh) {
-        (StretchSource::Limit(limit), fresh) if fresh > 0 => {
+    // And loops inside it that may run long count the trips they make,
+    // which their bounds or the array inputs give on entry.
+    let sized = match &source {
+        StretchSource::Limit(limit) => {
             let lengths: Vec<usize> = inputs
                 .iter()
                 .enumerate()
                 .filter(|&(_, &v)| matches!(view.fwd.values[v].ty, irad_ir::Type::Array(_)))
                 .map(|(j, _)| j)
                 .collect();
-            (!lengths.is_empty()).then_some(sized::RunStretch {
+            let (inner, inner_bytes, inner_fresh) = sized::inner_runs(
+                cx,
+                view,
+                plan,
+                k,
+                (&inputs, !lengths.is_empty(), count_fresh),
+            );
+            let fresh = fresh.saturating_sub(inner_fresh);
+            ((fresh > 0 && !lengths.is_empty()) || !inner.is_empty()).then_some(sized::RunStretch {
                 half: limit / 2,
                 fresh,
                 lengths,
+                own: bytes.saturating_sub(inner_bytes),
+                inner,
             })
         }
         _ => None,
@@ -883,7 +896,8 @@ fn decide(
 /// (`direct.rs`): each of them must take its own direct path there, which
 /// its reverse knows by the flag at its exit. So a loop keeps its direct
 /// path only when every checkpointed loop inside it (at any depth) has one
-/// too, arrays made in it do not size its stretch, and its trip count is
+/// too, arrays made in it do not size its stretch (its inner loops' trips
+/// may), and its trip count is
 /// known where the outer loop is entered (its start and bound defined
 /// before that loop), so that the outer loop's test can tell whether the
 /// inner runs are short enough as well. Dropping one loop's direct path can
@@ -921,7 +935,13 @@ pub(super) fn inner_direct<'c>(
     outer: usize,
 ) -> Option<&'c Direct> {
     let direct = d.direct.as_ref()?;
-    if d.sized.is_some() || !d.carried.is_empty() {
+    // Sized for the trips of its inner loops only, it records what the
+    // static estimate assumed: runs of at most `INNER_TRIPS` iterations.
+    if d.sized
+        .as_ref()
+        .is_some_and(sized::RunStretch::counts_arrays)
+        || !d.carried.is_empty()
+    {
         return None;
     }
     let counted = cx.shape.loops.of(d.k).counted.as_ref()?;
@@ -1595,32 +1615,39 @@ fn bytes_per_iteration(
     plan: &TapePlan,
     k: usize,
 ) -> u64 {
-    let shape = &cx.shape;
     let mut total = 0u64;
     for (i, times) in weighted_members(cx, k) {
-        let block = shape.bb.blocks[i].id;
-        let mut here: u64 = plan
-            .at_block_end(block)
-            .map(|s| tape_value_bytes(&s.ty))
-            .sum();
-        for &inst in &shape.bb.blocks[i].stmts {
-            here += plan
-                .after_stmt(inst)
-                .map(|s| tape_value_bytes(&s.ty))
-                .sum::<u64>();
-            if matches!(
-                view.stmts[inst].as_ref().map(|s| &s.how),
-                Some(How::Invoke(_) | How::Dynamic)
-            ) {
-                here += CALL_BYTES;
-            }
-        }
-        if let Some(br) = plan.branch_from(block) {
-            here += if br.two_way { 1 } else { 8 };
-        }
+        let here = block_bytes(cx, view, plan, i);
         total = total.saturating_add(here.saturating_mul(times));
     }
     total
+}
+
+/// The estimated tape bytes block `i` records each time it runs (see
+/// [`bytes_per_iteration`]).
+fn block_bytes(cx: &Derivation<'_>, view: &SweepView<'_>, plan: &TapePlan, i: usize) -> u64 {
+    let shape = &cx.shape;
+    let block = shape.bb.blocks[i].id;
+    let mut here: u64 = plan
+        .at_block_end(block)
+        .map(|s| tape_value_bytes(&s.ty))
+        .sum();
+    for &inst in &shape.bb.blocks[i].stmts {
+        here += plan
+            .after_stmt(inst)
+            .map(|s| tape_value_bytes(&s.ty))
+            .sum::<u64>();
+        if matches!(
+            view.stmts[inst].as_ref().map(|s| &s.how),
+            Some(How::Invoke(_) | How::Dynamic)
+        ) {
+            here += CALL_BYTES;
+        }
+    }
+    if let Some(br) = plan.branch_from(block) {
+        here += if br.two_way { 1 } else { 8 };
+    }
+    here
 }
 
 /// The kept blocks of loop `k` (positions), each with how many times one
@@ -1652,22 +1679,42 @@ fn fresh_arrays_per_iteration(
     plan: &TapePlan,
     k: usize,
 ) -> u64 {
-    let shape = &cx.shape;
-    let l = shape.loops.of(k);
-    let fdef = super::plan::def_blocks(view.fwd, view.fblock);
-    let made_here = |v: Value| fdef[v].is_some_and(|d| l.contains(d));
+    let made = MadeIn::new(cx, view, k);
     let mut total = 0u64;
     for (i, times) in weighted_members(cx, k) {
-        let block = shape.bb.blocks[i].id;
-        let stmts = shape.bb.blocks[i].stmts.iter();
+        let here = made.pushed(cx, plan, i);
+        total = total.saturating_add(here.saturating_mul(times));
+    }
+    total
+}
+
+/// Which values of the forward sweep loop `k` makes.
+struct MadeIn<'a> {
+    fdef: irad_ir::entity::SecondaryMap<Value, Option<usize>>,
+    l: &'a super::loops::RevLoop,
+}
+
+impl<'a> MadeIn<'a> {
+    fn new(cx: &'a Derivation<'_>, view: &SweepView<'_>, k: usize) -> Self {
+        MadeIn {
+            fdef: super::plan::def_blocks(view.fwd, view.fblock),
+            l: cx.shape.loops.of(k),
+        }
+    }
+
+    /// How many arrays made in the loop block `i` pushes each time it runs.
+    fn pushed(&self, cx: &Derivation<'_>, plan: &TapePlan, i: usize) -> u64 {
+        let block = cx.shape.bb.blocks[i].id;
+        let stmts = cx.shape.bb.blocks[i].stmts.iter();
         let here = plan
             .at_block_end(block)
             .chain(stmts.flat_map(|&inst| plan.after_stmt(inst)))
-            .filter(|s| contains_array(&s.ty) && made_here(s.value))
+            .filter(|s| {
+                contains_array(&s.ty) && self.fdef[s.value].is_some_and(|d| self.l.contains(d))
+            })
             .count();
-        total = total.saturating_add((here as u64).saturating_mul(times));
+        here as u64
     }
-    total
 }
 
 /// How deep position `i` lies in loops nested inside loop `k` (0 in `k`'s
@@ -1959,6 +2006,18 @@ pub(super) fn summary(
                 source: c.source.clone(),
                 bytes_per_iteration: c.bytes,
                 fresh_arrays: c.sized.as_ref().map_or(0, |s| s.fresh),
+                inner_runs: c.sized.as_ref().map_or_else(Vec::new, |s| {
+                    s.inner
+                        .iter()
+                        .map(|r| super::plan::InnerRun {
+                            label: r.label,
+                            bytes: r.bytes,
+                            fresh: r.fresh,
+                            bounded: matches!(r.trips, sized::Trips::Counted { .. }),
+                        })
+                        .collect()
+                }),
+                own_bytes: c.sized.as_ref().map_or(c.bytes, |s| s.own),
                 state: c.state.clone(),
                 state_names: vec![None; c.state.len()],
                 arrays: c.arrays.len() + c.carried.len(),

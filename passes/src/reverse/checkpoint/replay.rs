@@ -180,11 +180,7 @@ impl Replay<'_, '_> {
             .collect();
         let copy = &mut self.copy;
         self.stretch = super::sized::stretch(self.ck, &inputs, &cx.floc, &mut |prim, args| {
-            let ty = match prim {
-                Prim::Lt => Type::Bool,
-                _ => Type::I64,
-            };
-            Ok(copy.value(entry, prim, args, ty))
+            Ok(copy.value(entry, prim, args, super::sized::result_type(prim)))
         })?;
         let (entry_end, state, (starts, flag)) = self.entry(entry)?;
         let top = self.copy.new_block();

@@ -24,16 +24,31 @@
 //! the stretches the forward sweep took, and the gradient is the same bit
 //! for bit.
 //!
+//! Loops inside the loop (docs/reverse.md, "Loops inside a sized loop"):
+//! the static estimate takes each to run [`INNER_TRIPS`] times per
+//! iteration. Under a limit, each loop directly inside that may run longer
+//! ([`inner_runs`]) counts its trips on entry instead, from its start and
+//! bound when those are constants or inputs, else as the longest array
+//! input's length `m`: the stretch is `(B / 2) / (r' + 8 F m + Σ t (b + 8
+//! f m))`, `r'` and `F` the estimate outside those loops and `t`, `b`, `f`
+//! each one's trips, bytes and fresh arrays per trip, computed in `f64`
+//! ([`with_inner`]) and clamped as above.
+//!
 //! Assumes the loop's inputs are values defined before it (in the forward
 //! sweep, or mapped into the outer replay of a nested loop), which a
 //! replay takes as its first parameters in order. Guarantees: the value is
-//! at least 1 and at most `S`; without fresh arrays or array inputs the
-//! stretch stays the constant `S` and nothing is emitted.
+//! at least 1 and at most `S`; without fresh arrays or array inputs, and
+//! without inner loops counted on entry, the stretch stays the constant
+//! `S` and nothing is emitted.
 
 use super::super::ReverseError;
+use super::super::ctx::Derivation;
 use super::super::ctx::internal;
-use super::CkLoop;
-use irad_ir::{Block, FuncId, Location, Module, Operand, Prim};
+use super::super::plan::TapePlan;
+use super::{
+    CkLoop, INNER_TRIPS, MadeIn, SweepView, block_bytes, depth_in, entry_test, short_constant,
+};
+use irad_ir::{Block, Const, FuncId, Location, Module, Operand, Prim, Type, Value};
 
 /// How a checkpointed loop under a limit computes its stretch on entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,11 +56,68 @@ pub(in crate::reverse) struct RunStretch {
     /// Half the limit, in bytes.
     pub half: u64,
     /// The arrays made in the loop that one iteration pushes, weighted as
-    /// the estimate of the bytes per iteration weighs blocks.
+    /// the estimate of the bytes per iteration weighs blocks (outside the
+    /// loops of `inner`).
     pub fresh: u64,
     /// The loop's inputs that are arrays (indices among its inputs): the
     /// longest gives every fresh array's length.
     pub lengths: Vec<usize>,
+    /// The loops directly inside it whose trips are counted on entry
+    /// instead of taken as [`super::INNER_TRIPS`].
+    pub inner: Vec<InnerRuns>,
+    /// The estimated bytes of one iteration outside the loops of `inner`
+    /// (the plan's estimate less what it counted for them).
+    pub own: u64,
+}
+
+impl RunStretch {
+    /// Whether arrays made in the loop (or in its inner loops) size it.
+    pub fn counts_arrays(&self) -> bool {
+        !self.lengths.is_empty() && (self.fresh > 0 || self.inner.iter().any(|r| r.fresh > 0))
+    }
+}
+
+/// A loop directly inside a sized loop, which may run many more than
+/// [`super::INNER_TRIPS`] iterations for each of the outer loop's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(in crate::reverse) struct InnerRuns {
+    /// Its label (for the dump).
+    pub label: u32,
+    /// The bytes one of its iterations records (loops inside it weighed as
+    /// the estimate weighs them).
+    pub bytes: u64,
+    /// The arrays made in it that one of its iterations pushes, weighed
+    /// likewise.
+    pub fresh: u64,
+    /// How many iterations it is taken to run.
+    pub trips: Trips,
+}
+
+/// How many iterations an inner loop is taken to run for each iteration of
+/// the loop around it, computed on entry to that loop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(in crate::reverse) enum Trips {
+    /// A counted loop whose start and bound are constants or inputs of the
+    /// outer loop: `|bound - start| / step + 1`.
+    Counted {
+        /// Its counter's start.
+        start: Bound,
+        /// The bound its counter is compared with.
+        bound: Bound,
+        /// The magnitude of its step (at least 1).
+        step: u64,
+    },
+    /// Any other: as many as the longest array input of the outer loop.
+    Longest,
+}
+
+/// An operand of an inner loop's trip count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in crate::reverse) enum Bound {
+    /// The outer loop's input of this index.
+    Input(usize),
+    /// A constant.
+    Const(i64),
 }
 
 /// The bytes assumed per element of a fresh array, and at most this many
@@ -59,9 +131,19 @@ const MAX_FRESH: u64 = 1 << 16;
 pub(in crate::reverse) type Emit<'a> =
     dyn FnMut(Prim, &[Operand]) -> Result<Operand, ReverseError> + 'a;
 
+/// The type of what [`stretch`] emits with `prim`.
+pub(in crate::reverse) fn result_type(prim: Prim) -> Type {
+    match prim {
+        Prim::Lt => Type::Bool,
+        Prim::Sitofp | Prim::Add | Prim::Sub | Prim::Mul | Prim::Div | Prim::Abs => Type::F64,
+        Prim::Min | Prim::Max => Type::F64,
+        _ => Type::I64,
+    }
+}
+
 /// The stretch of loop `ck` as an operand computed with `emit` (a primitive
-/// and its operands, appended where the caller builds; the results are
-/// `i64`), from `inputs`, the caller's operand of each of the loop's
+/// and its operands, appended where the caller builds; the results have
+/// [`result_type`]), from `inputs`, the caller's operand of each of the loop's
 /// inputs: the constant stretch when the loop has no [`RunStretch`].
 pub(in crate::reverse) fn stretch(
     ck: &CkLoop,
@@ -87,6 +169,9 @@ pub(in crate::reverse) fn stretch(
             }
         });
     }
+    if !s.inner.is_empty() {
+        return with_inner(ck, s, (inputs, longest), loc, emit);
+    }
     let Some(m) = longest else {
         return Ok(Operand::from(fixed));
     };
@@ -102,6 +187,86 @@ pub(in crate::reverse) fn stretch(
     let q = emit(Prim::Select, &[small, Operand::from(least), q])?;
     let long = emit(Prim::Lt, &[Operand::from(fixed), q])?;
     emit(Prim::Select, &[long, Operand::from(fixed), q])
+}
+
+/// The largest stretch [`with_inner`] computes in `f64` before converting
+/// it (exact in `f64`, and far inside `i64`).
+const MOST_EXACT: u64 = 1 << 52;
+
+/// The stretch of a loop with inner loops counted on entry: the estimate
+/// `r = own + 8 F m + Σ t (b + 8 f m)` (`t` an inner loop's trips, `b` and
+/// `f` its bytes and fresh arrays per iteration), in `f64` so that no
+/// product overflows, and the stretch `(B / 2) / r` clamped to `least`
+/// and the static stretch before it converts back. `inputs` are the
+/// caller's operands of the loop's inputs and `longest` the operand of the
+/// longest array input's length, if any.
+fn with_inner(
+    ck: &CkLoop,
+    s: &RunStretch,
+    (inputs, longest): (&[Operand], Option<Operand>),
+    loc: &Location,
+    emit: &mut Emit<'_>,
+) -> Result<Operand, ReverseError> {
+    let f = |x: u64| Operand::from(x as f64);
+    let float = |op: Operand, emit: &mut Emit<'_>| match op {
+        Operand::Const(irad_ir::Const::I64(c)) => Ok(Operand::from(c as f64)),
+        op => emit(Prim::Sitofp, &[op]),
+    };
+    let m = match longest {
+        Some(m) => Some(float(m, emit)?),
+        None => None,
+    };
+    let bound = |b: Bound| match b {
+        Bound::Const(c) => Ok(Operand::from(c)),
+        Bound::Input(j) => inputs
+            .get(j)
+            .copied()
+            .ok_or_else(|| internal(loc, "an inner loop's bound out of range")),
+    };
+    // Per element of the longest array, and per byte otherwise.
+    let mut r = f(s.own.max(1));
+    if let Some(m) = m {
+        let per = s.fresh.min(MAX_FRESH) * ELEMENT_BYTES;
+        if per > 0 {
+            let elems = emit(Prim::Mul, &[m, f(per)])?;
+            r = emit(Prim::Add, &[r, elems])?;
+        }
+    }
+    for inner in &s.inner {
+        let t = match (&inner.trips, m) {
+            (
+                Trips::Counted {
+                    start,
+                    bound: end,
+                    step,
+                },
+                _,
+            ) => {
+                let a = float(bound(*start)?, emit)?;
+                let b = float(bound(*end)?, emit)?;
+                let span = emit(Prim::Sub, &[b, a])?;
+                let span = emit(Prim::Abs, &[span])?;
+                let n = emit(Prim::Div, &[span, f((*step).max(1))])?;
+                emit(Prim::Add, &[n, f(1)])?
+            }
+            (Trips::Longest, Some(m)) => m,
+            (Trips::Longest, None) => f(INNER_TRIPS),
+        };
+        let mut each = f(inner.bytes);
+        if let (Some(m), true) = (m, inner.fresh > 0) {
+            let per = inner.fresh.min(MAX_FRESH) * ELEMENT_BYTES;
+            let elems = emit(Prim::Mul, &[m, f(per)])?;
+            each = emit(Prim::Add, &[each, elems])?;
+        }
+        let run = emit(Prim::Mul, &[t, each])?;
+        r = emit(Prim::Add, &[r, run])?;
+    }
+    let q = emit(Prim::Div, &[f(s.half), r])?;
+    let least = ck.least.max(1);
+    let q = emit(Prim::Max, &[q, f(least)])?;
+    let most = ck.stretch.max(least).min(MOST_EXACT);
+    let q = emit(Prim::Min, &[q, f(most)])?;
+    emit(Prim::Fptosi, &[q])
 }
 
 /// The stretch of loop `ck` and the stretch less one, computed at the end
@@ -142,4 +307,101 @@ pub(in crate::reverse) fn stretch_at(
     func.blocks[at].term = term;
     func.blocks[at].term_pos = term_pos;
     out
+}
+
+/// The loops directly inside loop `k` that may run more than
+/// [`super::INNER_TRIPS`] iterations for each of its own (all but counted
+/// loops of a constant trip count at most that), with how many trips each
+/// is taken to make, given `k`'s inputs: a counted loop whose start and
+/// bound are constants or inputs runs as many as they give, any other as
+/// many as the longest array input (only when `lengths`, there being one;
+/// without, it keeps the static estimate). Returns them, and the bytes and
+/// fresh arrays the static estimate counted for them (`INNER_TRIPS` trips
+/// each), which the estimate on entry replaces. `fresh` tells whether the
+/// loop's fresh arrays are counted at all.
+pub(in crate::reverse) fn inner_runs(
+    cx: &Derivation<'_>,
+    view: &SweepView<'_>,
+    plan: &TapePlan,
+    k: usize,
+    (inputs, lengths, fresh): (&[Value], bool, bool),
+) -> (Vec<InnerRuns>, u64, u64) {
+    let loops = &cx.shape.loops;
+    let outer = loops.of(k);
+    let inside = |j: usize| {
+        let l = loops.of(j);
+        j != k && l.header != outer.header && outer.contains(l.header)
+    };
+    let made = MadeIn::new(cx, view, k);
+    let (mut out, mut bytes, mut arrays) = (Vec::new(), 0u64, 0u64);
+    for j in (0..loops.count()).filter(|&j| inside(j)) {
+        let l = loops.of(j);
+        // Directly inside: no other loop inside `k` holds its header.
+        if (0..loops.count()).any(|o| {
+            o != j && inside(o) && loops.of(o).header != l.header && loops.of(o).contains(l.header)
+        }) {
+            continue;
+        }
+        if short_constant(cx, j) {
+            continue;
+        }
+        let trips = trips(cx, view, j, inputs);
+        if trips == Trips::Longest && !lengths {
+            continue;
+        }
+        let base = depth_in(loops, l.header, k);
+        let mut each = InnerRuns {
+            label: cx.label(l.header),
+            bytes: 0,
+            fresh: 0,
+            trips,
+        };
+        for &i in l.members.iter().filter(|&&i| cx.shape.kept(i)) {
+            let d = depth_in(loops, i, k);
+            let pow = |d: usize| INNER_TRIPS.saturating_pow(u32::try_from(d).unwrap_or(u32::MAX));
+            let (b, f) = (
+                block_bytes(cx, view, plan, i),
+                if fresh { made.pushed(cx, plan, i) } else { 0 },
+            );
+            each.bytes = each
+                .bytes
+                .saturating_add(b.saturating_mul(pow(d - base.min(d))));
+            each.fresh = each
+                .fresh
+                .saturating_add(f.saturating_mul(pow(d - base.min(d))));
+            bytes = bytes.saturating_add(b.saturating_mul(pow(d)));
+            arrays = arrays.saturating_add(f.saturating_mul(pow(d)));
+        }
+        out.push(each);
+    }
+    out.sort_by_key(|r| r.label);
+    (out, bytes, arrays)
+}
+
+/// How many trips inner loop `j` is taken to make, given the outer loop's
+/// `inputs` (see [`inner_runs`]).
+fn trips(cx: &Derivation<'_>, view: &SweepView<'_>, j: usize, inputs: &[Value]) -> Trips {
+    let l = cx.shape.loops.of(j);
+    let (Some(c), Some(test)) = (l.counted.as_ref(), entry_test(cx, j)) else {
+        return Trips::Longest;
+    };
+    let of = |op: Operand| {
+        let op = match op {
+            Operand::Value(v) => view.fval[v]?,
+            c => c,
+        };
+        match op {
+            Operand::Const(Const::I64(c)) => Some(Bound::Const(c)),
+            Operand::Value(v) => inputs.iter().position(|&x| x == v).map(Bound::Input),
+            Operand::Const(_) => None,
+        }
+    };
+    match (of(c.init), of(test.bound)) {
+        (Some(start), Some(bound)) => Trips::Counted {
+            start,
+            bound,
+            step: c.step.unsigned_abs(),
+        },
+        _ => Trips::Longest,
+    }
 }
