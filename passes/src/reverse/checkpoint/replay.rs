@@ -180,7 +180,19 @@ impl Replay<'_, '_> {
             .collect();
         let copy = &mut self.copy;
         self.stretch = super::sized::stretch(self.ck, &inputs, &cx.floc, &mut |prim, args| {
-            Ok(copy.value(entry, prim, args, super::sized::result_type(prim)))
+            let types: Vec<Type> = args
+                .iter()
+                .map(|a| match a {
+                    Operand::Value(v) => copy.f.values[*v].ty.clone(),
+                    Operand::Const(Const::F64(_)) => Type::F64,
+                    Operand::Const(Const::Bool(_)) => Type::Bool,
+                    Operand::Const(_) => Type::I64,
+                })
+                .collect();
+            let ty = prim
+                .result_type(&types, None, None)
+                .map_err(|e| internal(&cx.floc, format!("the stretch: {e}")))?;
+            Ok(copy.value(entry, prim, args, ty))
         })?;
         let (entry_end, state, (starts, flag)) = self.entry(entry)?;
         let top = self.copy.new_block();

@@ -48,7 +48,7 @@ use super::super::plan::TapePlan;
 use super::{
     CkLoop, INNER_TRIPS, MadeIn, SweepView, block_bytes, depth_in, entry_test, short_constant,
 };
-use irad_ir::{Block, Const, FuncId, Location, Module, Operand, Prim, Type, Value};
+use irad_ir::{Block, Const, FuncId, InstKind, Location, Module, Operand, Prim, Value};
 
 /// How a checkpointed loop under a limit computes its stretch on entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,8 +97,8 @@ pub(in crate::reverse) struct InnerRuns {
 /// the loop around it, computed on entry to that loop.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(in crate::reverse) enum Trips {
-    /// A counted loop whose start and bound are constants or inputs of the
-    /// outer loop: `|bound - start| / step + 1`.
+    /// A counted loop whose start and bound are computed from constants
+    /// and inputs of the outer loop: `|bound - start| / step + 1`.
     Counted {
         /// Its counter's start.
         start: Bound,
@@ -107,18 +107,29 @@ pub(in crate::reverse) enum Trips {
         /// The magnitude of its step (at least 1).
         step: u64,
     },
-    /// Any other: as many as the longest array input of the outer loop.
+    /// A counted loop whose start or bound is not: as many as the longest
+    /// array input of the outer loop.
     Longest,
 }
 
-/// An operand of an inner loop's trip count.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// An operand of an inner loop's trip count: an expression of the outer
+/// loop's inputs, evaluated in `f64` on entry (so that nothing traps: a
+/// division by zero is infinite, and the stretch then its least).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(in crate::reverse) enum Bound {
-    /// The outer loop's input of this index.
+    /// The outer loop's input of this index (an `i64`).
     Input(usize),
     /// A constant.
     Const(i64),
+    /// The length of the outer loop's input of this index (an array).
+    Length(usize),
+    /// `iadd`, `isub`, `imul` or `idiv` of two, as `add`, `sub`, `mul`,
+    /// `div`.
+    Op(Prim, Box<Bound>, Box<Bound>),
 }
+
+/// How deep a bound's expression may be.
+const BOUND_DEPTH: usize = 8;
 
 /// The bytes assumed per element of a fresh array, and at most this many
 /// fresh arrays are counted (so that `8 F m` stays far from `i64`'s end for
@@ -131,19 +142,9 @@ const MAX_FRESH: u64 = 1 << 16;
 pub(in crate::reverse) type Emit<'a> =
     dyn FnMut(Prim, &[Operand]) -> Result<Operand, ReverseError> + 'a;
 
-/// The type of what [`stretch`] emits with `prim`.
-pub(in crate::reverse) fn result_type(prim: Prim) -> Type {
-    match prim {
-        Prim::Lt => Type::Bool,
-        Prim::Sitofp | Prim::Add | Prim::Sub | Prim::Mul | Prim::Div | Prim::Abs => Type::F64,
-        Prim::Min | Prim::Max => Type::F64,
-        _ => Type::I64,
-    }
-}
-
 /// The stretch of loop `ck` as an operand computed with `emit` (a primitive
-/// and its operands, appended where the caller builds; the results have
-/// [`result_type`]), from `inputs`, the caller's operand of each of the loop's
+/// and its operands, appended where the caller builds, typed as the
+/// primitive types them), from `inputs`, the caller's operand of each of the loop's
 /// inputs: the constant stretch when the loop has no [`RunStretch`].
 pub(in crate::reverse) fn stretch(
     ck: &CkLoop,
@@ -216,13 +217,6 @@ fn with_inner(
         Some(m) => Some(float(m, emit)?),
         None => None,
     };
-    let bound = |b: Bound| match b {
-        Bound::Const(c) => Ok(Operand::from(c)),
-        Bound::Input(j) => inputs
-            .get(j)
-            .copied()
-            .ok_or_else(|| internal(loc, "an inner loop's bound out of range")),
-    };
     // Per element of the longest array, and per byte otherwise.
     let mut r = f(s.own.max(1));
     if let Some(m) = m {
@@ -242,8 +236,8 @@ fn with_inner(
                 },
                 _,
             ) => {
-                let a = float(bound(*start)?, emit)?;
-                let b = float(bound(*end)?, emit)?;
+                let a = value(start, inputs, loc, emit)?;
+                let b = value(end, inputs, loc, emit)?;
                 let span = emit(Prim::Sub, &[b, a])?;
                 let span = emit(Prim::Abs, &[span])?;
                 let n = emit(Prim::Div, &[span, f((*step).max(1))])?;
@@ -261,12 +255,51 @@ fn with_inner(
         let run = emit(Prim::Mul, &[t, each])?;
         r = emit(Prim::Add, &[r, run])?;
     }
+    // Clamped by comparisons, which are false for a NaN (an infinite
+    // bound less another): the stretch is then its least.
     let q = emit(Prim::Div, &[f(s.half), r])?;
     let least = ck.least.max(1);
-    let q = emit(Prim::Max, &[q, f(least)])?;
     let most = ck.stretch.max(least).min(MOST_EXACT);
-    let q = emit(Prim::Min, &[q, f(most)])?;
+    let above = emit(Prim::Ge, &[q, f(least)])?;
+    let q = emit(Prim::Select, &[above, q, f(least)])?;
+    let below = emit(Prim::Le, &[q, f(most)])?;
+    let q = emit(Prim::Select, &[below, q, f(most)])?;
     emit(Prim::Fptosi, &[q])
+}
+
+/// The `f64` value of `b` on entry, from `inputs`, the caller's operands
+/// of the loop's inputs.
+fn value(
+    b: &Bound,
+    inputs: &[Operand],
+    loc: &Location,
+    emit: &mut Emit<'_>,
+) -> Result<Operand, ReverseError> {
+    let input = |j: usize| {
+        inputs
+            .get(j)
+            .copied()
+            .ok_or_else(|| internal(loc, "an inner loop's bound out of range"))
+    };
+    match b {
+        Bound::Const(c) => Ok(Operand::from(*c as f64)),
+        Bound::Input(j) => emit(Prim::Sitofp, &[input(*j)?]),
+        Bound::Length(j) => {
+            let n = emit(Prim::Length, &[input(*j)?])?;
+            emit(Prim::Sitofp, &[n])
+        }
+        Bound::Op(prim, x, y) => {
+            let (x, y) = (value(x, inputs, loc, emit)?, value(y, inputs, loc, emit)?);
+            let prim = match prim {
+                Prim::Iadd => Prim::Add,
+                Prim::Isub => Prim::Sub,
+                Prim::Imul => Prim::Mul,
+                Prim::Idiv => Prim::Div,
+                _ => return Err(internal(loc, "an inner loop's bound of another primitive")),
+            };
+            emit(prim, &[x, y])
+        }
+    }
 }
 
 /// The stretch of loop `ck` and the stretch less one, computed at the end
@@ -345,7 +378,11 @@ pub(in crate::reverse) fn inner_runs(
         if short_constant(cx, j) {
             continue;
         }
-        let trips = trips(cx, view, j, inputs);
+        // A `while` loop keeps the estimate's trips: nothing tells how
+        // long it runs.
+        let Some(trips) = trips(cx, view, j, inputs) else {
+            continue;
+        };
         if trips == Trips::Longest && !lengths {
             continue;
         }
@@ -379,29 +416,63 @@ pub(in crate::reverse) fn inner_runs(
 }
 
 /// How many trips inner loop `j` is taken to make, given the outer loop's
-/// `inputs` (see [`inner_runs`]).
-fn trips(cx: &Derivation<'_>, view: &SweepView<'_>, j: usize, inputs: &[Value]) -> Trips {
+/// `inputs` (see [`inner_runs`]); `None` for a loop that is not counted.
+fn trips(cx: &Derivation<'_>, view: &SweepView<'_>, j: usize, inputs: &[Value]) -> Option<Trips> {
     let l = cx.shape.loops.of(j);
-    let (Some(c), Some(test)) = (l.counted.as_ref(), entry_test(cx, j)) else {
-        return Trips::Longest;
+    let c = l.counted.as_ref()?;
+    let Some(test) = entry_test(cx, j) else {
+        return Some(Trips::Longest);
     };
-    let of = |op: Operand| {
-        let op = match op {
-            Operand::Value(v) => view.fval[v]?,
-            c => c,
-        };
-        match op {
-            Operand::Const(Const::I64(c)) => Some(Bound::Const(c)),
-            Operand::Value(v) => inputs.iter().position(|&x| x == v).map(Bound::Input),
-            Operand::Const(_) => None,
-        }
-    };
-    match (of(c.init), of(test.bound)) {
+    let of = |op: Operand| bound(cx, view, inputs, op, BOUND_DEPTH);
+    Some(match (of(c.init), of(test.bound)) {
         (Some(start), Some(bound)) => Trips::Counted {
             start,
             bound,
             step: c.step.unsigned_abs(),
         },
         _ => Trips::Longest,
+    })
+}
+
+/// Primal operand `op` as an expression of the outer loop's `inputs` (of
+/// the forward sweep), at most `depth` deep: a constant, an input, or the
+/// length of an array input, `iadd`, `isub`, `imul` or `idiv` of such.
+fn bound(
+    cx: &Derivation<'_>,
+    view: &SweepView<'_>,
+    inputs: &[Value],
+    op: Operand,
+    depth: usize,
+) -> Option<Bound> {
+    let v = match op {
+        Operand::Const(Const::I64(c)) => return Some(Bound::Const(c)),
+        Operand::Const(_) => return None,
+        Operand::Value(v) => v,
+    };
+    let input = |v: Value| match view.fval[v] {
+        Some(Operand::Value(f)) => inputs.iter().position(|&x| x == f),
+        _ => None,
+    };
+    if let Some(Operand::Const(Const::I64(c))) = view.fval[v] {
+        return Some(Bound::Const(c));
+    }
+    if let Some(j) = input(v) {
+        return Some(Bound::Input(j));
+    }
+    let irad_ir::ValueDef::Inst(inst) = cx.src.values[v].def else {
+        return None;
+    };
+    let InstKind::Prim { prim, args } = &cx.src.insts[inst].kind else {
+        return None;
+    };
+    let depth = depth.checked_sub(1)?;
+    match (prim, args.as_slice()) {
+        (Prim::Length, [Operand::Value(a)]) => input(*a).map(Bound::Length),
+        (Prim::Iadd | Prim::Isub | Prim::Imul | Prim::Idiv, [x, y]) => Some(Bound::Op(
+            *prim,
+            Box::new(bound(cx, view, inputs, *x, depth)?),
+            Box::new(bound(cx, view, inputs, *y, depth)?),
+        )),
+        _ => None,
     }
 }
