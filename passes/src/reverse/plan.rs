@@ -296,6 +296,9 @@ pub struct InnerRun {
     /// Whether its trips come from its start and bound (else from the
     /// longest array the outer loop reads from before it).
     pub bounded: bool,
+    /// Whether those depend on the outer loop's counter (the trips are
+    /// then the most they give at either end of its range).
+    pub by_counter: bool,
 }
 
 /// A loop that checkpointing was asked for (by a tape limit or a
@@ -821,9 +824,10 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
                         if r.fresh == 1 { "" } else { "s" }
                     ));
                 }
-                line.push_str(match r.bounded {
-                    true => " per iteration for the iterations its start and bound give on entry",
-                    false => " per iteration for as many iterations as the longest array the loop reads from before it has elements",
+                line.push_str(match (r.bounded, r.by_counter) {
+                    (true, false) => " per iteration for the iterations its start and bound give on entry",
+                    (true, true) => " per iteration for the most iterations its start and bound give at either end of the loop's range",
+                    (false, _) => " per iteration for as many iterations as the longest array the loop reads from before it has elements",
                 });
             }
             if c.fresh_arrays > 0 || c.inner_runs.iter().any(|r| r.fresh > 0) {

@@ -822,7 +822,7 @@ fn decide(
                 .filter(|&(_, &v)| matches!(view.fwd.values[v].ty, irad_ir::Type::Array(_)))
                 .map(|(j, _)| j)
                 .collect();
-            let (inner, inner_bytes, inner_fresh) = sized::inner_runs(
+            let (inner, inner_bytes, inner_fresh, range) = sized::inner_runs(
                 cx,
                 view,
                 plan,
@@ -836,6 +836,7 @@ fn decide(
                 lengths,
                 own: bytes.saturating_sub(inner_bytes),
                 inner,
+                range,
             })
         }
         _ => None,
@@ -2014,6 +2015,12 @@ pub(super) fn summary(
                             bytes: r.bytes,
                             fresh: r.fresh,
                             bounded: matches!(r.trips, sized::Trips::Counted { .. }),
+                            by_counter: match &r.trips {
+                                sized::Trips::Counted { start, bound, .. } => {
+                                    start.counts() || bound.counts()
+                                }
+                                sized::Trips::Longest => false,
+                            },
                         })
                         .collect()
                 }),

@@ -28,8 +28,9 @@
 //! the static estimate takes each to run [`INNER_TRIPS`] times per
 //! iteration. Under a limit, each loop directly inside that may run longer
 //! ([`inner_runs`]) counts its trips on entry instead, from its start and
-//! bound when those are constants or inputs, else as the longest array
-//! input's length `m`: the stretch is `(B / 2) / (r' + 8 F m + Σ t (b + 8
+//! bound when those are expressions of constants, inputs, their lengths
+//! and the outer loop's counter (at either end of its range: [`Bound`]),
+//! else as the longest array input's length `m`: the stretch is `(B / 2) / (r' + 8 F m + Σ t (b + 8
 //! f m))`, `r'` and `F` the estimate outside those loops and `t`, `b`, `f`
 //! each one's trips, bytes and fresh arrays per trip, computed in `f64`
 //! ([`with_inner`]) and clamped as above.
@@ -68,6 +69,9 @@ pub(in crate::reverse) struct RunStretch {
     /// The estimated bytes of one iteration outside the loops of `inner`
     /// (the plan's estimate less what it counted for them).
     pub own: u64,
+    /// For a counted loop whose start and bound are expressions of its
+    /// inputs: those, the range of its counter ([`Bound::Counter`]).
+    pub range: Option<(Bound, Bound)>,
 }
 
 impl RunStretch {
@@ -126,6 +130,21 @@ pub(in crate::reverse) enum Bound {
     /// `iadd`, `isub`, `imul` or `idiv` of two, as `add`, `sub`, `mul`,
     /// `div`.
     Op(Prim, Box<Bound>, Box<Bound>),
+    /// The outer loop's counter, which runs over [`RunStretch::range`]:
+    /// the trips are the most the expressions give at either end of it
+    /// (`for j in 0..i` runs at most as many as the outer loop).
+    Counter,
+}
+
+impl Bound {
+    /// Whether the outer loop's counter is part of it.
+    pub fn counts(&self) -> bool {
+        match self {
+            Bound::Counter => true,
+            Bound::Op(_, x, y) => x.counts() || y.counts(),
+            _ => false,
+        }
+    }
 }
 
 /// How deep a bound's expression may be.
@@ -236,10 +255,21 @@ fn with_inner(
                 },
                 _,
             ) => {
-                let a = value(start, inputs, loc, emit)?;
-                let b = value(end, inputs, loc, emit)?;
-                let span = emit(Prim::Sub, &[b, a])?;
-                let span = emit(Prim::Abs, &[span])?;
+                let span = |at: Option<&Bound>, emit: &mut Emit<'_>| {
+                    let a = value(start, (inputs, at), loc, emit)?;
+                    let b = value(end, (inputs, at), loc, emit)?;
+                    let d = emit(Prim::Sub, &[b, a])?;
+                    emit(Prim::Abs, &[d])
+                };
+                let span = match (&s.range, start.counts() || end.counts()) {
+                    (Some((lo, hi)), true) => {
+                        let (x, y) = (span(Some(lo), emit)?, span(Some(hi), emit)?);
+                        let more = emit(Prim::Ge, &[x, y])?;
+                        emit(Prim::Select, &[more, x, y])?
+                    }
+                    (None, true) => return Err(internal(loc, "an inner bound of no counter")),
+                    (_, false) => span(None, emit)?,
+                };
                 let n = emit(Prim::Div, &[span, f((*step).max(1))])?;
                 emit(Prim::Add, &[n, f(1)])?
             }
@@ -268,10 +298,10 @@ fn with_inner(
 }
 
 /// The `f64` value of `b` on entry, from `inputs`, the caller's operands
-/// of the loop's inputs.
+/// of the loop's inputs, and the counter at `at` (an end of its range).
 fn value(
     b: &Bound,
-    inputs: &[Operand],
+    (inputs, at): (&[Operand], Option<&Bound>),
     loc: &Location,
     emit: &mut Emit<'_>,
 ) -> Result<Operand, ReverseError> {
@@ -288,8 +318,13 @@ fn value(
             let n = emit(Prim::Length, &[input(*j)?])?;
             emit(Prim::Sitofp, &[n])
         }
+        Bound::Counter => match at {
+            Some(at) if !at.counts() => value(at, (inputs, None), loc, emit),
+            _ => Err(internal(loc, "an inner bound's counter without its range")),
+        },
         Bound::Op(prim, x, y) => {
-            let (x, y) = (value(x, inputs, loc, emit)?, value(y, inputs, loc, emit)?);
+            let x = value(x, (inputs, at), loc, emit)?;
+            let y = value(y, (inputs, at), loc, emit)?;
             let prim = match prim {
                 Prim::Iadd => Prim::Add,
                 Prim::Isub => Prim::Sub,
@@ -342,6 +377,10 @@ pub(in crate::reverse) fn stretch_at(
     out
 }
 
+/// What [`inner_runs`] finds: the inner loops, the bytes and fresh arrays
+/// the static estimate counted for them, and the outer loop's range.
+pub(in crate::reverse) type InnerFound = (Vec<InnerRuns>, u64, u64, Option<(Bound, Bound)>);
+
 /// The loops directly inside loop `k` that may run more than
 /// [`super::INNER_TRIPS`] iterations for each of its own (all but counted
 /// loops of a constant trip count at most that), with how many trips each
@@ -358,7 +397,7 @@ pub(in crate::reverse) fn inner_runs(
     plan: &TapePlan,
     k: usize,
     (inputs, lengths, fresh): (&[Value], bool, bool),
-) -> (Vec<InnerRuns>, u64, u64) {
+) -> InnerFound {
     let loops = &cx.shape.loops;
     let outer = loops.of(k);
     let inside = |j: usize| {
@@ -366,6 +405,25 @@ pub(in crate::reverse) fn inner_runs(
         j != k && l.header != outer.header && outer.contains(l.header)
     };
     let made = MadeIn::new(cx, view, k);
+    // The outer loop's counter, over its start and bound.
+    let mut scope = Scope {
+        cx,
+        view,
+        inputs,
+        counter: None,
+    };
+    let range = outer
+        .counted
+        .as_ref()
+        .zip(entry_test(cx, k))
+        .and_then(|(c, t)| {
+            let (lo, hi) = (
+                scope.bound(c.init, BOUND_DEPTH)?,
+                scope.bound(t.bound, BOUND_DEPTH)?,
+            );
+            Some((lo, hi, c.iv))
+        });
+    scope.counter = range.as_ref().map(|r| r.2);
     let (mut out, mut bytes, mut arrays) = (Vec::new(), 0u64, 0u64);
     for j in (0..loops.count()).filter(|&j| inside(j)) {
         let l = loops.of(j);
@@ -380,7 +438,7 @@ pub(in crate::reverse) fn inner_runs(
         }
         // A `while` loop keeps the estimate's trips: nothing tells how
         // long it runs.
-        let Some(trips) = trips(cx, view, j, inputs) else {
+        let Some(trips) = scope.trips(j) else {
             continue;
         };
         if trips == Trips::Longest && !lengths {
@@ -412,67 +470,75 @@ pub(in crate::reverse) fn inner_runs(
         out.push(each);
     }
     out.sort_by_key(|r| r.label);
-    (out, bytes, arrays)
+    (out, bytes, arrays, range.map(|(lo, hi, _)| (lo, hi)))
 }
 
-/// How many trips inner loop `j` is taken to make, given the outer loop's
-/// `inputs` (see [`inner_runs`]); `None` for a loop that is not counted.
-fn trips(cx: &Derivation<'_>, view: &SweepView<'_>, j: usize, inputs: &[Value]) -> Option<Trips> {
-    let l = cx.shape.loops.of(j);
-    let c = l.counted.as_ref()?;
-    let Some(test) = entry_test(cx, j) else {
-        return Some(Trips::Longest);
-    };
-    let of = |op: Operand| bound(cx, view, inputs, op, BOUND_DEPTH);
-    Some(match (of(c.init), of(test.bound)) {
-        (Some(start), Some(bound)) => Trips::Counted {
-            start,
-            bound,
-            step: c.step.unsigned_abs(),
-        },
-        _ => Trips::Longest,
-    })
+/// What a bound may be made of: the outer loop's `inputs` (of the forward
+/// sweep) and its counter, a primal value, when its range is known.
+struct Scope<'s, 'c> {
+    cx: &'s Derivation<'c>,
+    view: &'s SweepView<'s>,
+    inputs: &'s [Value],
+    counter: Option<Value>,
 }
 
-/// Primal operand `op` as an expression of the outer loop's `inputs` (of
-/// the forward sweep), at most `depth` deep: a constant, an input, or the
-/// length of an array input, `iadd`, `isub`, `imul` or `idiv` of such.
-fn bound(
-    cx: &Derivation<'_>,
-    view: &SweepView<'_>,
-    inputs: &[Value],
-    op: Operand,
-    depth: usize,
-) -> Option<Bound> {
-    let v = match op {
-        Operand::Const(Const::I64(c)) => return Some(Bound::Const(c)),
-        Operand::Const(_) => return None,
-        Operand::Value(v) => v,
-    };
-    let input = |v: Value| match view.fval[v] {
-        Some(Operand::Value(f)) => inputs.iter().position(|&x| x == f),
-        _ => None,
-    };
-    if let Some(Operand::Const(Const::I64(c))) = view.fval[v] {
-        return Some(Bound::Const(c));
+impl Scope<'_, '_> {
+    /// How many trips inner loop `j` is taken to make (see
+    /// [`inner_runs`]); `None` for a loop that is not counted.
+    fn trips(&self, j: usize) -> Option<Trips> {
+        let l = self.cx.shape.loops.of(j);
+        let c = l.counted.as_ref()?;
+        let Some(test) = entry_test(self.cx, j) else {
+            return Some(Trips::Longest);
+        };
+        let of = |op: Operand| self.bound(op, BOUND_DEPTH);
+        Some(match (of(c.init), of(test.bound)) {
+            (Some(start), Some(bound)) => Trips::Counted {
+                start,
+                bound,
+                step: c.step.unsigned_abs(),
+            },
+            _ => Trips::Longest,
+        })
     }
-    if let Some(j) = input(v) {
-        return Some(Bound::Input(j));
-    }
-    let irad_ir::ValueDef::Inst(inst) = cx.src.values[v].def else {
-        return None;
-    };
-    let InstKind::Prim { prim, args } = &cx.src.insts[inst].kind else {
-        return None;
-    };
-    let depth = depth.checked_sub(1)?;
-    match (prim, args.as_slice()) {
-        (Prim::Length, [Operand::Value(a)]) => input(*a).map(Bound::Length),
-        (Prim::Iadd | Prim::Isub | Prim::Imul | Prim::Idiv, [x, y]) => Some(Bound::Op(
-            *prim,
-            Box::new(bound(cx, view, inputs, *x, depth)?),
-            Box::new(bound(cx, view, inputs, *y, depth)?),
-        )),
-        _ => None,
+
+    /// Primal operand `op` as an expression at most `depth` deep: a
+    /// constant, an input, the length of an array input, the counter, or
+    /// `iadd`, `isub`, `imul` or `idiv` of such.
+    fn bound(&self, op: Operand, depth: usize) -> Option<Bound> {
+        let v = match op {
+            Operand::Const(Const::I64(c)) => return Some(Bound::Const(c)),
+            Operand::Const(_) => return None,
+            Operand::Value(v) => v,
+        };
+        if self.counter == Some(v) {
+            return Some(Bound::Counter);
+        }
+        let input = |v: Value| match self.view.fval[v] {
+            Some(Operand::Value(f)) => self.inputs.iter().position(|&x| x == f),
+            _ => None,
+        };
+        if let Some(Operand::Const(Const::I64(c))) = self.view.fval[v] {
+            return Some(Bound::Const(c));
+        }
+        if let Some(j) = input(v) {
+            return Some(Bound::Input(j));
+        }
+        let irad_ir::ValueDef::Inst(inst) = self.cx.src.values[v].def else {
+            return None;
+        };
+        let InstKind::Prim { prim, args } = &self.cx.src.insts[inst].kind else {
+            return None;
+        };
+        let depth = depth.checked_sub(1)?;
+        match (prim, args.as_slice()) {
+            (Prim::Length, [Operand::Value(a)]) => input(*a).map(Bound::Length),
+            (Prim::Iadd | Prim::Isub | Prim::Imul | Prim::Idiv, [x, y]) => Some(Bound::Op(
+                *prim,
+                Box::new(self.bound(*x, depth)?),
+                Box::new(self.bound(*y, depth)?),
+            )),
+            _ => None,
+        }
     }
 }
