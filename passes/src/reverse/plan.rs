@@ -787,6 +787,50 @@ impl fmt::Display for TapePlan {
     }
 }
 
+/// "N array" or "N arrays".
+fn arrays_text(n: u64) -> String {
+    format!("{n} array{}", if n == 1 { "" } else { "s" })
+}
+
+/// How a checkpointed loop under `limit` whose inner loops count their
+/// trips on entry says how its stretch is sized.
+fn inner_runs_text(c: &CheckpointedLoop, limit: u64) -> String {
+    let mut text = format!(
+        " at most (tape limit {}, about {} bytes per iteration",
+        size_text(limit),
+        c.own_bytes
+    );
+    if c.fresh_arrays > 0 {
+        text.push_str(&format!(
+            " and 8 per element of the {} an iteration makes and records",
+            arrays_text(c.fresh_arrays)
+        ));
+    }
+    for (i, r) in c.inner_runs.iter().enumerate() {
+        text.push_str(&format!(
+            "{} loop #{}: about {} bytes",
+            if i == 0 { ", besides" } else { ";" },
+            r.label,
+            r.bytes
+        ));
+        if r.fresh > 0 {
+            text.push_str(&format!(" and 8 per element of {}", arrays_text(r.fresh)));
+        }
+        text.push_str(match (r.bounded, r.by_counter) {
+            (true, false) => " per iteration for the iterations its start and bound give on entry",
+            (true, true) => " per iteration for the most iterations its start and bound give at either end of the loop's range",
+            (false, _) => " per iteration for as many iterations as the longest array the loop reads from before it has elements",
+        });
+    }
+    if c.fresh_arrays > 0 || c.inner_runs.iter().any(|r| r.fresh > 0) {
+        text.push_str(
+            ", each array made taken as long as the longest array the loop reads from before it",
+        );
+    }
+    text.push_str(": fewer on entry when those are long or many)");
+    text
+}
+
 /// The line of a checkpointed loop.
 fn checkpointed_line(c: &CheckpointedLoop) -> String {
     let mut line = format!(
@@ -798,42 +842,7 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
     }
     match &c.source {
         StretchSource::Limit(limit) if !c.inner_runs.is_empty() => {
-            line.push_str(&format!(
-                " at most (tape limit {}, about {} bytes per iteration",
-                size_text(*limit),
-                c.own_bytes
-            ));
-            if c.fresh_arrays > 0 {
-                line.push_str(&format!(
-                    " and 8 per element of the {} array{} an iteration makes and records",
-                    c.fresh_arrays,
-                    if c.fresh_arrays == 1 { "" } else { "s" }
-                ));
-            }
-            for (i, r) in c.inner_runs.iter().enumerate() {
-                line.push_str(&format!(
-                    "{} loop #{}: about {} bytes",
-                    if i == 0 { ", besides" } else { ";" },
-                    r.label,
-                    r.bytes
-                ));
-                if r.fresh > 0 {
-                    line.push_str(&format!(
-                        " and 8 per element of {} array{}",
-                        r.fresh,
-                        if r.fresh == 1 { "" } else { "s" }
-                    ));
-                }
-                line.push_str(match (r.bounded, r.by_counter) {
-                    (true, false) => " per iteration for the iterations its start and bound give on entry",
-                    (true, true) => " per iteration for the most iterations its start and bound give at either end of the loop's range",
-                    (false, _) => " per iteration for as many iterations as the longest array the loop reads from before it has elements",
-                });
-            }
-            if c.fresh_arrays > 0 || c.inner_runs.iter().any(|r| r.fresh > 0) {
-                line.push_str(", each array made taken as long as the longest array the loop reads from before it");
-            }
-            line.push_str(": fewer on entry when those are long or many)");
+            line.push_str(&inner_runs_text(c, *limit));
         }
         StretchSource::Limit(limit) if c.fresh_arrays > 0 => line.push_str(&format!(
             " at most (tape limit {}, about {} bytes per iteration and 8 per element of the {} array{} an iteration makes and records, each taken as long as the longest array the loop reads from before it: fewer on entry when those are long)",
