@@ -823,9 +823,9 @@ fn a_loop_making_arrays_keeps_their_elements_under_the_limit() {
 /// takes the inner loop to run 16 times per iteration (392 bytes), so under
 /// a 256K limit the outer stretch would hold all 64 iterations, each with
 /// the inner loop's snapshot of the 2 000-element array. Counting the inner
-/// loop's trips on entry (as long as the array) shortens the outer stretch
-/// to 2 iterations, and the tapes stay under the limit, the arrays'
-/// elements counted, against 3 MB without a limit.
+/// loop's trips on entry (as long as the array) and its snapshots shortens
+/// the outer stretch to a few iterations, and the tapes stay under the
+/// limit, the arrays' elements counted, against 3 MB without a limit.
 #[test]
 fn loops_inside_a_loop_count_their_trips_on_entry() {
     let src =
@@ -841,7 +841,7 @@ fn loops_inside_a_loop_count_their_trips_on_entry() {
         "{plan}"
     );
     let xs: Vec<f64> = (0..2000).map(|i| f64::from(i) * 1e-3).collect();
-    let args = vec![
+    let mut args = vec![
         Val::f64_array(xs),
         Val::F64(0.9),
         Val::I64(64),
@@ -850,6 +850,17 @@ fn loops_inside_a_loop_count_their_trips_on_entry() {
     let free = counts(&m, f, &args, None);
     let limited = counts(&m, f, &args, Some(limit));
     assert!(free.peak_held_bytes > 3_000_000, "{free:?}");
+    assert!(
+        limited.peak_held_bytes <= limit,
+        "{limited:?} under a 256K limit"
+    );
+    // A `while` loop writing one element (`few_writes`): few records, but
+    // each of its runs keeps a snapshot of the 2 000-element array (16 KB),
+    // which the outer stretch counts too; counting its records alone, one
+    // stretch would hold all 64 iterations and their snapshots.
+    let f = m.by_name("few_writes").expect("the function");
+    args.remove(1);
+    let limited = counts(&m, f, &args, Some(limit));
     assert!(
         limited.peak_held_bytes <= limit,
         "{limited:?} under a 256K limit"

@@ -283,8 +283,8 @@ pub struct CheckpointedLoop {
     pub thinned_after: u64,
 }
 
-/// A loop inside a checkpointed loop whose trips the outer loop's stretch
-/// counts on entry.
+/// A loop inside a checkpointed loop whose trips (and snapshots) the outer
+/// loop's stretch counts on entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InnerRun {
     /// Its header's label.
@@ -293,12 +293,30 @@ pub struct InnerRun {
     pub bytes: u64,
     /// The arrays made in it that one of its iterations records.
     pub fresh: u64,
-    /// Whether its trips come from its start and bound (else from the
-    /// longest array the outer loop reads from before it).
-    pub bounded: bool,
-    /// Whether those depend on the outer loop's counter (the trips are
-    /// then the most they give at either end of its range).
-    pub by_counter: bool,
+    /// How many arrays a snapshot of it copies (0 when counted not at
+    /// all).
+    pub copies: u64,
+    /// How many of those are made in the outer loop, each taken as long as
+    /// the longest array the outer loop reads from before it (the others
+    /// are inputs of the outer loop, counted at their lengths).
+    pub copies_made: u64,
+    /// How many runs of it an iteration of the outer loop is taken to
+    /// make (16 for each short loop between them).
+    pub runs: u64,
+    /// Where its trips come from.
+    pub trips: InnerTrips,
+}
+
+/// Where the trips of an [`InnerRun`] come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InnerTrips {
+    /// Its start and bound, on entry.
+    Bounds,
+    /// Its start and bound, which hold the outer loop's counter: the most
+    /// they give at either end of its range.
+    Counter,
+    /// The static estimate's 16.
+    Estimate,
 }
 
 /// A loop that checkpointing was asked for (by a tape limit or a
@@ -808,23 +826,36 @@ fn inner_runs_text(c: &CheckpointedLoop, limit: u64) -> String {
     }
     for (i, r) in c.inner_runs.iter().enumerate() {
         text.push_str(&format!(
-            "{} loop #{}: about {} bytes",
+            "{} loop #{}",
             if i == 0 { ", besides" } else { ";" },
-            r.label,
-            r.bytes
+            r.label
         ));
+        if r.runs > 1 {
+            text.push_str(&format!(" ({} runs per iteration)", r.runs));
+        }
+        text.push_str(&format!(": about {} bytes", r.bytes));
         if r.fresh > 0 {
             text.push_str(&format!(" and 8 per element of {}", arrays_text(r.fresh)));
         }
-        text.push_str(match (r.bounded, r.by_counter) {
-            (true, false) => " per iteration for the iterations its start and bound give on entry",
-            (true, true) => " per iteration for the most iterations its start and bound give at either end of the loop's range",
-            (false, _) => " per iteration for as many iterations as the longest array the loop reads from before it has elements",
+        text.push_str(match r.trips {
+            InnerTrips::Bounds => " per iteration for the iterations its start and bound give on entry",
+            InnerTrips::Counter => " per iteration for the most iterations its start and bound give at either end of the loop's range",
+            InnerTrips::Estimate => " per iteration for 16 iterations",
         });
+        if r.copies > 0 {
+            text.push_str(&format!(
+                ", and per run 8 per element of the {} its snapshots copy, for 1 + log2 of its stretches",
+                arrays_text(r.copies)
+            ));
+        }
     }
-    if c.fresh_arrays > 0 || c.inner_runs.iter().any(|r| r.fresh > 0) {
+    if c.fresh_arrays > 0
+        || c.inner_runs
+            .iter()
+            .any(|r| r.fresh > 0 || r.copies_made > 0)
+    {
         text.push_str(
-            ", each array made taken as long as the longest array the loop reads from before it",
+            ", each array made in the loop taken as long as the longest array the loop reads from before it",
         );
     }
     text.push_str(": fewer on entry when those are long or many)");

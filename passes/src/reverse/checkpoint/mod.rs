@@ -824,10 +824,10 @@ fn decide(
                 .collect();
             let (inner, inner_bytes, inner_fresh, range) = sized::inner_runs(
                 cx,
-                view,
-                plan,
+                (view, plan),
                 k,
                 (&inputs, !lengths.is_empty(), count_fresh),
+                unsafe_classes,
             );
             let fresh = fresh.saturating_sub(inner_fresh);
             ((fresh > 0 && !lengths.is_empty()) || !inner.is_empty()).then_some(sized::RunStretch {
@@ -2014,12 +2014,17 @@ pub(super) fn summary(
                             label: r.label,
                             bytes: r.bytes,
                             fresh: r.fresh,
-                            bounded: matches!(r.trips, sized::Trips::Counted { .. }),
-                            by_counter: match &r.trips {
-                                sized::Trips::Counted { start, bound, .. } => {
-                                    start.counts() || bound.counts()
+                            copies: r.copies.len() as u64,
+                            copies_made: r.copies.iter().filter(|c| c.is_none()).count() as u64,
+                            runs: r.runs,
+                            trips: match &r.trips {
+                                sized::Trips::Counted { start, bound, .. }
+                                    if start.counts() || bound.counts() =>
+                                {
+                                    super::plan::InnerTrips::Counter
                                 }
-                                sized::Trips::Longest => false,
+                                sized::Trips::Counted { .. } => super::plan::InnerTrips::Bounds,
+                                sized::Trips::Unknown => super::plan::InnerTrips::Estimate,
                             },
                         })
                         .collect()

@@ -26,14 +26,16 @@
 //!
 //! Loops inside the loop (docs/reverse.md, "Loops inside a sized loop"):
 //! the static estimate takes each to run [`INNER_TRIPS`] times per
-//! iteration. Under a limit, each loop directly inside that may run longer
-//! ([`inner_runs`]) counts its trips on entry instead, from its start and
-//! bound when those are expressions of constants, inputs, their lengths
-//! and the outer loop's counter (at either end of its range: [`Bound`]),
-//! else as the longest array input's length `m`: the stretch is `(B / 2) / (r' + 8 F m + Σ t (b + 8
-//! f m))`, `r'` and `F` the estimate outside those loops and `t`, `b`, `f`
-//! each one's trips, bytes and fresh arrays per trip, computed in `f64`
-//! ([`with_inner`]) and clamped as above.
+//! iteration. Under a limit, each loop inside that may run longer
+//! ([`inner_runs`]) counts on entry its trips, from its start and bound
+//! when those are expressions of constants, inputs, their lengths and the
+//! outer loop's counter (at either end of its range: [`Bound`]), and the
+//! snapshots each of its runs keeps, each copying its arrays taken as long
+//! as the longest array input `m`: the stretch is `(B / 2) / (r' + 8 F m +
+//! Σ runs (t (b + 8 f m) + 8 c m K))`, `r'` and `F` the estimate outside
+//! those loops and `t`, `b`, `f`, `c`, `K` each one's trips, bytes and
+//! fresh arrays per trip, arrays copied and snapshots per run, computed in
+//! `f64` ([`with_inner`]) and clamped as above.
 //!
 //! Assumes the loop's inputs are values defined before it (in the forward
 //! sweep, or mapped into the outer replay of a nested loop), which a
@@ -50,6 +52,8 @@ use super::{
     CkLoop, INNER_TRIPS, MadeIn, SweepView, block_bytes, depth_in, entry_test, short_constant,
 };
 use irad_ir::{Block, Const, FuncId, InstKind, Location, Module, Operand, Prim, Value};
+use irad_rules::emit::contains_array;
+use rustc_hash::FxHashSet as HashSet;
 
 /// How a checkpointed loop under a limit computes its stretch on entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,8 +85,11 @@ impl RunStretch {
     }
 }
 
-/// A loop directly inside a sized loop, which may run many more than
-/// [`super::INNER_TRIPS`] iterations for each of the outer loop's.
+/// A loop inside a sized loop (directly, or inside counted loops of at
+/// most [`INNER_TRIPS`] constant trips), which may run many more than
+/// `INNER_TRIPS` iterations for each of the outer loop's, and which is
+/// checkpointed inside the outer loop's replay, each of its runs keeping
+/// snapshots.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(in crate::reverse) struct InnerRuns {
     /// Its label (for the dump).
@@ -93,6 +100,13 @@ pub(in crate::reverse) struct InnerRuns {
     /// The arrays made in it that one of its iterations pushes, weighed
     /// likewise.
     pub fresh: u64,
+    /// The arrays a snapshot of it copies: each the outer loop's input of
+    /// that index, whose length it has, or (`None`) taken as long as the
+    /// longest array input.
+    pub copies: Vec<Option<usize>>,
+    /// How many runs of it an iteration of the outer loop is taken to make:
+    /// `INNER_TRIPS` for each short loop between them, as the estimate.
+    pub runs: u64,
     /// How many iterations it is taken to run.
     pub trips: Trips,
 }
@@ -102,7 +116,8 @@ pub(in crate::reverse) struct InnerRuns {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(in crate::reverse) enum Trips {
     /// A counted loop whose start and bound are computed from constants
-    /// and inputs of the outer loop: `|bound - start| / step + 1`.
+    /// and inputs of the outer loop: `max(0, bound - start) / step + 1`
+    /// (`start - bound` counting down).
     Counted {
         /// Its counter's start.
         start: Bound,
@@ -110,10 +125,11 @@ pub(in crate::reverse) enum Trips {
         bound: Bound,
         /// The magnitude of its step (at least 1).
         step: u64,
+        /// Whether it counts up.
+        up: bool,
     },
-    /// A counted loop whose start or bound is not: as many as the longest
-    /// array input of the outer loop.
-    Longest,
+    /// Any other: [`INNER_TRIPS`], as the static estimate.
+    Unknown,
 }
 
 /// An operand of an inner loop's trip count: an expression of the outer
@@ -246,20 +262,23 @@ fn with_inner(
         }
     }
     for inner in &s.inner {
-        let t = match (&inner.trips, m) {
-            (
-                Trips::Counted {
-                    start,
-                    bound: end,
-                    step,
-                },
-                _,
-            ) => {
+        let t = match &inner.trips {
+            Trips::Counted {
+                start,
+                bound: end,
+                step,
+                up,
+            } => {
+                // The span at `at`, 0 for a loop that does not run.
                 let span = |at: Option<&Bound>, emit: &mut Emit<'_>| {
                     let a = value(start, (inputs, at), loc, emit)?;
                     let b = value(end, (inputs, at), loc, emit)?;
-                    let d = emit(Prim::Sub, &[b, a])?;
-                    emit(Prim::Abs, &[d])
+                    let d = match up {
+                        true => emit(Prim::Sub, &[b, a])?,
+                        false => emit(Prim::Sub, &[a, b])?,
+                    };
+                    let runs = emit(Prim::Ge, &[d, f(0)])?;
+                    emit(Prim::Select, &[runs, d, f(0)])
                 };
                 let span = match (&s.range, start.counts() || end.counts()) {
                     (Some((lo, hi)), true) => {
@@ -273,8 +292,7 @@ fn with_inner(
                 let n = emit(Prim::Div, &[span, f((*step).max(1))])?;
                 emit(Prim::Add, &[n, f(1)])?
             }
-            (Trips::Longest, Some(m)) => m,
-            (Trips::Longest, None) => f(INNER_TRIPS),
+            Trips::Unknown => f(INNER_TRIPS),
         };
         let mut each = f(inner.bytes);
         if let (Some(m), true) = (m, inner.fresh > 0) {
@@ -282,7 +300,40 @@ fn with_inner(
             let elems = emit(Prim::Mul, &[m, f(per)])?;
             each = emit(Prim::Add, &[each, elems])?;
         }
-        let run = emit(Prim::Mul, &[t, each])?;
+        let mut run = emit(Prim::Mul, &[t, each])?;
+        // The elements its snapshots copy: none for a counted run of at
+        // most `INNER_TRIPS`, which its direct path records.
+        let mut elems: Option<Operand> = None;
+        for c in &inner.copies {
+            let n = match (c, m) {
+                (Some(j), _) => {
+                    let a = *inputs
+                        .get(*j)
+                        .ok_or_else(|| internal(loc, "a copied array out of range"))?;
+                    let n = emit(Prim::Length, &[a])?;
+                    emit(Prim::Sitofp, &[n])?
+                }
+                (None, Some(m)) => m,
+                (None, None) => continue,
+            };
+            elems = Some(match elems {
+                Some(e) => emit(Prim::Add, &[e, n])?,
+                None => n,
+            });
+        }
+        if let Some(elems) = elems {
+            let mut kept = snapshots(t, inner.bytes, s.half, emit)?;
+            if matches!(inner.trips, Trips::Counted { .. }) {
+                let long = emit(Prim::Lt, &[f(INNER_TRIPS), t])?;
+                kept = emit(Prim::Select, &[long, kept, f(0)])?;
+            }
+            let bytes = emit(Prim::Mul, &[elems, f(ELEMENT_BYTES)])?;
+            let copies = emit(Prim::Mul, &[kept, bytes])?;
+            run = emit(Prim::Add, &[run, copies])?;
+        }
+        if inner.runs > 1 {
+            run = emit(Prim::Mul, &[run, f(inner.runs)])?;
+        }
         r = emit(Prim::Add, &[r, run])?;
     }
     // Clamped by comparisons, which are false for a NaN (an infinite
@@ -295,6 +346,26 @@ fn with_inner(
     let below = emit(Prim::Le, &[q, f(most)])?;
     let q = emit(Prim::Select, &[below, q, f(most)])?;
     emit(Prim::Fptosi, &[q])
+}
+
+/// How many snapshots a run of an inner loop of `t` iterations (an `f64`
+/// operand) recording `bytes` each keeps, at most: `1 + log2(t bytes /
+/// half)` for its stretches sized from half the limit, thinned as a binary
+/// counter (docs/reverse.md, "Bounded snapshots"), and at least 1.
+fn snapshots(
+    t: Operand,
+    bytes: u64,
+    half: u64,
+    emit: &mut Emit<'_>,
+) -> Result<Operand, ReverseError> {
+    let f = |x: u64| Operand::from(x as f64);
+    let all = emit(Prim::Mul, &[t, f(bytes)])?;
+    let stretches = emit(Prim::Div, &[all, f(half.max(1))])?;
+    let ln = emit(Prim::Log, &[stretches])?;
+    let log2 = emit(Prim::Div, &[ln, Operand::from(std::f64::consts::LN_2)])?;
+    let some = emit(Prim::Ge, &[log2, f(0)])?;
+    let log2 = emit(Prim::Select, &[some, log2, f(0)])?;
+    emit(Prim::Add, &[log2, f(1)])
 }
 
 /// The `f64` value of `b` on entry, from `inputs`, the caller's operands
@@ -381,22 +452,22 @@ pub(in crate::reverse) fn stretch_at(
 /// the static estimate counted for them, and the outer loop's range.
 pub(in crate::reverse) type InnerFound = (Vec<InnerRuns>, u64, u64, Option<(Bound, Bound)>);
 
-/// The loops directly inside loop `k` that may run more than
-/// [`super::INNER_TRIPS`] iterations for each of its own (all but counted
-/// loops of a constant trip count at most that), with how many trips each
-/// is taken to make, given `k`'s inputs: a counted loop whose start and
-/// bound are constants or inputs runs as many as they give, any other as
-/// many as the longest array input (only when `lengths`, there being one;
-/// without, it keeps the static estimate). Returns them, and the bytes and
-/// fresh arrays the static estimate counted for them (`INNER_TRIPS` trips
-/// each), which the estimate on entry replaces. `fresh` tells whether the
-/// loop's fresh arrays are counted at all.
+/// The loops inside loop `k` that may run more than [`INNER_TRIPS`]
+/// iterations for each of its own: all but counted loops of a constant trip
+/// count at most that, directly inside `k` or inside such short loops only.
+/// Each with how many trips it is taken to make, given `k`'s inputs (see
+/// [`Trips`]) and how many arrays its snapshots copy (when `lengths`: `k`
+/// has array inputs). A loop of unknown trips whose snapshots copy no
+/// array counts as the static estimate does and is left out. Returns them,
+/// the bytes and fresh arrays the static estimate counted for them, which
+/// the estimate on entry replaces, and `k`'s counter's range. `fresh`
+/// tells whether the loop's fresh arrays are counted at all.
 pub(in crate::reverse) fn inner_runs(
     cx: &Derivation<'_>,
-    view: &SweepView<'_>,
-    plan: &TapePlan,
+    (view, plan): (&SweepView<'_>, &TapePlan),
     k: usize,
     (inputs, lengths, fresh): (&[Value], bool, bool),
+    unsafe_classes: &HashSet<u32>,
 ) -> InnerFound {
     let loops = &cx.shape.loops;
     let outer = loops.of(k);
@@ -427,33 +498,39 @@ pub(in crate::reverse) fn inner_runs(
     let (mut out, mut bytes, mut arrays) = (Vec::new(), 0u64, 0u64);
     for j in (0..loops.count()).filter(|&j| inside(j)) {
         let l = loops.of(j);
-        // Directly inside: no other loop inside `k` holds its header.
-        if (0..loops.count()).any(|o| {
-            o != j && inside(o) && loops.of(o).header != l.header && loops.of(o).contains(l.header)
-        }) {
-            continue;
-        }
         if short_constant(cx, j) {
             continue;
         }
-        // A `while` loop keeps the estimate's trips: nothing tells how
-        // long it runs.
-        let Some(trips) = scope.trips(j) else {
+        // Inside `k` through short loops only.
+        if (0..loops.count()).any(|o| {
+            o != j
+                && inside(o)
+                && loops.of(o).header != l.header
+                && loops.of(o).contains(l.header)
+                && !short_constant(cx, o)
+        }) {
             continue;
-        };
-        if trips == Trips::Longest && !lengths {
+        }
+        let trips = scope.trips(j);
+        let mut copies = snapshot_arrays(cx, (view, plan), (j, inputs), unsafe_classes);
+        if !lengths {
+            copies.retain(Option::is_some);
+        }
+        if trips == Trips::Unknown && copies.is_empty() {
             continue;
         }
         let base = depth_in(loops, l.header, k);
+        let pow = |d: usize| INNER_TRIPS.saturating_pow(u32::try_from(d).unwrap_or(u32::MAX));
         let mut each = InnerRuns {
             label: cx.label(l.header),
             bytes: 0,
             fresh: 0,
+            copies,
+            runs: pow(base.max(1) - 1),
             trips,
         };
         for &i in l.members.iter().filter(|&&i| cx.shape.kept(i)) {
             let d = depth_in(loops, i, k);
-            let pow = |d: usize| INNER_TRIPS.saturating_pow(u32::try_from(d).unwrap_or(u32::MAX));
             let (b, f) = (
                 block_bytes(cx, view, plan, i),
                 if fresh { made.pushed(cx, plan, i) } else { 0 },
@@ -473,6 +550,32 @@ pub(in crate::reverse) fn inner_runs(
     (out, bytes, arrays, range.map(|(lo, hi, _)| (lo, hi)))
 }
 
+/// The arrays a snapshot of loop `j` copies, were it checkpointed: those
+/// of its inputs it writes (`region::arrays`), each the outer loop's input
+/// of that index among `outer` when it is one, and those its header phis
+/// carry (`None`).
+fn snapshot_arrays(
+    cx: &Derivation<'_>,
+    (view, plan): (&SweepView<'_>, &TapePlan),
+    (j, outer): (usize, &[Value]),
+    unsafe_classes: &HashSet<u32>,
+) -> Vec<Option<usize>> {
+    let inputs = super::region::inputs(cx, view, plan, j);
+    let written = super::region::arrays(cx, view, &inputs, j, unsafe_classes);
+    let carried = super::replay::header_phis(cx, cx.shape.loops.of(j).header)
+        .iter()
+        .filter(|&&(_, r)| contains_array(&cx.src.values[r].ty))
+        .count();
+    written
+        .iter()
+        .map(|a| match a.path.is_empty() {
+            true => outer.iter().position(|&v| Some(&v) == inputs.get(a.input)),
+            false => None,
+        })
+        .chain(std::iter::repeat_n(None, carried))
+        .collect()
+}
+
 /// What a bound may be made of: the outer loop's `inputs` (of the forward
 /// sweep) and its counter, a primal value, when its range is known.
 struct Scope<'s, 'c> {
@@ -484,22 +587,22 @@ struct Scope<'s, 'c> {
 
 impl Scope<'_, '_> {
     /// How many trips inner loop `j` is taken to make (see
-    /// [`inner_runs`]); `None` for a loop that is not counted.
-    fn trips(&self, j: usize) -> Option<Trips> {
+    /// [`inner_runs`]).
+    fn trips(&self, j: usize) -> Trips {
         let l = self.cx.shape.loops.of(j);
-        let c = l.counted.as_ref()?;
-        let Some(test) = entry_test(self.cx, j) else {
-            return Some(Trips::Longest);
+        let (Some(c), Some(test)) = (l.counted.as_ref(), entry_test(self.cx, j)) else {
+            return Trips::Unknown;
         };
         let of = |op: Operand| self.bound(op, BOUND_DEPTH);
-        Some(match (of(c.init), of(test.bound)) {
+        match (of(c.init), of(test.bound)) {
             (Some(start), Some(bound)) => Trips::Counted {
                 start,
                 bound,
                 step: c.step.unsigned_abs(),
+                up: test.up,
             },
-            _ => Trips::Longest,
-        })
+            _ => Trips::Unknown,
+        }
     }
 
     /// Primal operand `op` as an expression at most `depth` deep: a
