@@ -607,7 +607,7 @@ impl Scope<'_, '_> {
 
     /// Primal operand `op` as an expression at most `depth` deep: a
     /// constant, an input, the length of an array input, the counter, or
-    /// `iadd`, `isub`, `imul` or `idiv` of such.
+    /// `iadd`, `isub`, `imul` or `idiv` of such, linear in the counter.
     fn bound(&self, op: Operand, depth: usize) -> Option<Bound> {
         let v = match op {
             Operand::Const(Const::I64(c)) => return Some(Bound::Const(c)),
@@ -636,11 +636,18 @@ impl Scope<'_, '_> {
         let depth = depth.checked_sub(1)?;
         match (prim, args.as_slice()) {
             (Prim::Length, [Operand::Value(a)]) => input(*a).map(Bound::Length),
-            (Prim::Iadd | Prim::Isub | Prim::Imul | Prim::Idiv, [x, y]) => Some(Bound::Op(
-                *prim,
-                Box::new(self.bound(*x, depth)?),
-                Box::new(self.bound(*y, depth)?),
-            )),
+            (Prim::Iadd | Prim::Isub | Prim::Imul | Prim::Idiv, [x, y]) => {
+                let (x, y) = (self.bound(*x, depth)?, self.bound(*y, depth)?);
+                // Linear in the counter only, so that the span is largest
+                // at an end of its range: no product of two terms holding
+                // it (`i * (n - i)` is 0 at both), no division by one.
+                let linear = match prim {
+                    Prim::Imul => !(x.counts() && y.counts()),
+                    Prim::Idiv => !y.counts(),
+                    _ => true,
+                };
+                linear.then(|| Bound::Op(*prim, Box::new(x), Box::new(y)))
+            }
             _ => None,
         }
     }
