@@ -812,8 +812,8 @@ fn decide(
         true => fresh_arrays_per_iteration(cx, view, plan, k),
         false => 0,
     };
-    // And loops inside it that may run long count the trips they make,
-    // which their bounds or the array inputs give on entry.
+    // And loops inside it that may run long count, on entry, the trips
+    // their bounds give and the snapshots each of their runs keeps.
     let sized = match &source {
         StretchSource::Limit(limit) => {
             let lengths: Vec<usize> = inputs
