@@ -867,6 +867,43 @@ fn loops_inside_a_loop_count_their_trips_on_entry() {
     );
 }
 
+/// A double buffer whose inner loop runs over the length of one of its
+/// buffers (`buffers` of tests/checkpoint/inner.irad): no input gives that
+/// length, but the buffers are the arrays the header phis enter with, so
+/// the forward sweep counts the trips from them and each snapshot pushes
+/// the stretch for the replay. Without that, one stretch held all 64
+/// iterations, each with the inner loop's records and snapshot (the tapes
+/// then held as much as without a limit). The limit leaves room for the
+/// outer loop's own snapshots, a logarithm of them, each with the two
+/// buffers, their copies and their shadows (96 KB here).
+#[test]
+fn a_double_buffer_counts_its_inner_trips_from_the_buffers() {
+    let src =
+        irad::read_source(&manifest_dir().join("tests/checkpoint/inner.irad")).expect("readable");
+    let m = irad::load_normalised(&src).expect("loads");
+    let f = m.by_name("buffers").expect("the function");
+    let limit = 2 << 20;
+    let plan = tape_plan_limited(&m, &Registry::new(), f, Some(limit))
+        .expect("plan")
+        .to_string();
+    assert!(plan.contains("iterations at most"), "{plan}");
+    assert!(plan.contains("the stretch (its inner loops'"), "{plan}");
+    let xs: Vec<f64> = (0..2000).map(|i| f64::from(i) * 1e-3).collect();
+    let args = vec![
+        Val::f64_array(xs),
+        Val::I64(64),
+        Val::F64(0.9),
+        Val::f64_array(vec![0.0; 2000]),
+    ];
+    let free = counts(&m, f, &args, None);
+    let limited = counts(&m, f, &args, Some(limit));
+    assert!(free.peak_held_bytes > 4_000_000, "{free:?}");
+    assert!(
+        limited.peak_held_bytes <= limit,
+        "{limited:?} under a 2M limit"
+    );
+}
+
 /// The plan of `f` under a 1-byte limit must thin its loop's snapshots
 /// and say `says`; returns what the interpreter counts for `args(2^8)` and
 /// `args(2^14)` under that limit, and for `args(2^14)` without one, after

@@ -222,6 +222,11 @@ pub struct CheckpointedLoop {
     /// own bytes per iteration are then `bytes_per_iteration` less what the
     /// static estimate counted for them, `own_bytes`.
     pub inner_runs: Vec<InnerRun>,
+    /// How many arrays defined before the loop, other than its inputs, the
+    /// bounds of `inner_runs` read the lengths of (the arrays its header
+    /// phis enter with): each snapshot then pushes the stretch, which its
+    /// replay cannot compute.
+    pub entered_lengths: u64,
     /// The estimated bytes of one iteration outside `inner_runs`.
     pub own_bytes: u64,
     /// The values a snapshot holds: the header phis of the loop of the
@@ -854,9 +859,10 @@ fn inner_runs_text(c: &CheckpointedLoop, limit: u64) -> String {
             .iter()
             .any(|r| r.fresh > 0 || r.copies_made > 0)
     {
-        text.push_str(
-            ", each array made in the loop taken as long as the longest array the loop reads from before it",
-        );
+        text.push_str(match c.entered_lengths {
+            0 => ", each array made in the loop taken as long as the longest array the loop reads from before it",
+            _ => ", each array made in the loop taken as long as the longest array the loop reads from or enters with",
+        });
     }
     text.push_str(": fewer on entry when those are long or many)");
     text
@@ -895,12 +901,25 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
     match c.within {
         // Its state is values of the outer loop's replay, not printed here.
         Some(outer) => line.push_str(&format!(
-            ", inside loop #{outer}'s replay, which takes its snapshots; each snapshot pushes a flag (a stretch before it?), the stretch's index, {} value{}",
+            ", inside loop #{outer}'s replay, which takes its snapshots; each snapshot pushes a flag (a stretch before it?), the stretch's index, {}{} value{}",
+            match c.entered_lengths {
+                0 => String::new(),
+                n => format!(
+                    "the stretch (its inner loops' bounds read the length of {} it enters with, which its replay lacks), ",
+                    arrays_text(n)
+                ),
+            },
             c.state.len(),
             if c.state.len() == 1 { "" } else { "s" }
         )),
         None => {
             line.push_str("; each snapshot pushes a flag (a stretch before it?), the stretch's index,");
+            if c.entered_lengths > 0 {
+                line.push_str(&format!(
+                    " the stretch (its inner loops' bounds read the length of {} it enters with, which its replay lacks),",
+                    arrays_text(c.entered_lengths)
+                ));
+            }
             for (v, name) in c.state.iter().zip(&c.state_names) {
                 match name {
                     Some(name) => line.push_str(&format!(" %{name}")),

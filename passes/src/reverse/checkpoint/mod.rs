@@ -822,32 +822,39 @@ fn decide(
                 .filter(|&(_, &v)| matches!(view.fwd.values[v].ty, irad_ir::Type::Array(_)))
                 .map(|(j, _)| j)
                 .collect();
-            let (inner, inner_bytes, inner_fresh, range) = sized::inner_runs(
+            let found = sized::inner_runs(
                 cx,
                 (view, plan),
                 k,
                 (&inputs, !lengths.is_empty(), count_fresh),
                 unsafe_classes,
             );
-            let fresh = fresh.saturating_sub(inner_fresh);
-            ((fresh > 0 && !lengths.is_empty()) || !inner.is_empty()).then_some(sized::RunStretch {
-                half: limit / 2,
-                fresh,
-                lengths,
-                own: bytes.saturating_sub(inner_bytes),
-                inner,
-                range,
-            })
+            let fresh = fresh.saturating_sub(found.fresh);
+            ((fresh > 0 && !lengths.is_empty()) || !found.runs.is_empty()).then_some(
+                sized::RunStretch {
+                    half: limit / 2,
+                    fresh,
+                    lengths,
+                    own: bytes.saturating_sub(found.bytes),
+                    inner: found.runs,
+                    range: found.range,
+                    outside: found.outside,
+                },
+            )
         }
         _ => None,
     };
     let plain = match (limit, arrays.is_empty() && carried.is_empty()) {
         (Some(limit), true) => {
-            // A flag, the stretch's index and the header phis' values.
-            let size: u64 = 9 + replay::header_phis(cx, l.header)
-                .iter()
-                .map(|&(_, r)| tape_value_bytes(&cx.src.values[r].ty))
-                .sum::<u64>();
+            // A flag, the stretch's index, the stretch when saved, and the
+            // header phis' values.
+            let saved = sized.as_ref().is_some_and(sized::RunStretch::saved);
+            let size: u64 = 9
+                + 8 * u64::from(saved)
+                + replay::header_phis(cx, l.header)
+                    .iter()
+                    .map(|&(_, r)| tape_value_bytes(&cx.src.values[r].ty))
+                    .sum::<u64>();
             (limit / 2 / size).max(2).saturating_sub(THIN_SLACK)
         }
         _ => 0,
@@ -1920,8 +1927,8 @@ pub(super) fn rewrite(
 }
 
 /// Renames the values of the forward sweep that checkpointed loop `ck`
-/// reads from before it (its inputs, the shadows its kept arrays enter and
-/// are handed) by `shown`, the new value of each value an earlier loop's
+/// reads from before it (its inputs, the arrays whose lengths size its
+/// stretch, the shadows its kept arrays enter and are handed) by `shown`, the new value of each value an earlier loop's
 /// rewrite renamed (followed to the last).
 fn renamed_inputs(
     ck: &mut CkLoop,
@@ -1944,6 +1951,9 @@ fn renamed_inputs(
         }
     };
     for v in &mut ck.inputs {
+        *v = last(*v);
+    }
+    for v in ck.sized.iter_mut().flat_map(|s| s.outside.iter_mut()) {
         *v = last(*v);
     }
     for kept in ck.carried.iter_mut().filter_map(|c| c.kept.as_mut()) {
@@ -2030,6 +2040,7 @@ pub(super) fn summary(
                         .collect()
                 }),
                 own_bytes: c.sized.as_ref().map_or(c.bytes, |s| s.own),
+                entered_lengths: c.sized.as_ref().map_or(0, |s| s.outside.len() as u64),
                 state: c.state.clone(),
                 state_names: vec![None; c.state.len()],
                 arrays: c.arrays.len() + c.carried.len(),

@@ -89,6 +89,12 @@ pub(in crate::reverse) fn rewrite(
             _ => return Err(missing()),
         }
     }
+    for v in local.sized.iter_mut().flat_map(|s| s.outside.iter_mut()) {
+        match in_replay(Operand::Value(*v)) {
+            Some(Operand::Value(r)) => *v = r,
+            _ => return Err(missing()),
+        }
+    }
     for (sphi, _) in local.carried.iter_mut().filter_map(|c| c.shadow.as_mut()) {
         if let Some(Operand::Value(r)) = in_replay(Operand::Value(*sphi)) {
             *sphi = r;

@@ -15,7 +15,8 @@
 //!
 //! A thinned loop (`thin.rs`) also counts the stretches started (`%sc`,
 //! which each block an exit edge leads to pushes): its snapshot holds the stretch's index
-//! after the flag, and `SNAP` keeps a binary counter of the stretches after
+//! after the flag (then the stretch, when its replay cannot compute it:
+//! `sized.rs`), and `SNAP` keeps a binary counter of the stretches after
 //! the first `plain`: new blocks push the snapshot or pop those the counter
 //! drops. [`advance`] builds the same loop in a thinned loop's replay
 //! function, stopping at a given visit of its header instead of taking
@@ -538,6 +539,13 @@ impl PLoop<'_, '_, '_> {
         for (_, r) in header_phis(cx, l.header).iter().rev() {
             self.fb.pop(cx.src.values[*r].ty.clone()).map_err(&build)?;
         }
+        if ck
+            .sized
+            .as_ref()
+            .is_some_and(super::sized::RunStretch::saved)
+        {
+            self.fb.pop(Type::I64).map_err(&build)?;
+        }
         self.fb.pop(Type::I64).map_err(&build)?;
         self.fb.pop(Type::Bool).map_err(&build)?;
         let x2 = self.value(Prim::Idiv, &[Operand::Value(x), Operand::from(2i64)])?;
@@ -548,7 +556,8 @@ impl PLoop<'_, '_, '_> {
     }
 
     /// Pushes the snapshot at the current position: the flag `st`, the
-    /// stretch's index `sc`, the header phis' values, a copy of each array
+    /// stretch's index `sc`, the stretch when the replay cannot compute it
+    /// (`RunStretch::saved`), the header phis' values, a copy of each array
     /// the loop may write and of each it carries, the kept arrays' shadows;
     /// then goes to `REST`.
     fn push_snapshot(&mut self, ck: &CkLoop, (st, sc): (Value, Value)) -> Result<(), ReverseError> {
@@ -557,6 +566,16 @@ impl PLoop<'_, '_, '_> {
         let build = build_err(&cx.floc);
         self.push(Operand::Value(st))?;
         self.push(Operand::Value(sc))?;
+        if ck
+            .sized
+            .as_ref()
+            .is_some_and(super::sized::RunStretch::saved)
+        {
+            let (stretch, _) = ck
+                .run_stretch
+                .ok_or_else(|| internal(&cx.floc, "a loop's stretch not computed"))?;
+            self.push(stretch)?;
+        }
         for (_, r) in header_phis(cx, l.header) {
             let v = map_op(&self.pmap, &Operand::Value(r), &cx.floc)?;
             self.push(v)?;

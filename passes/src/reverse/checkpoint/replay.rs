@@ -34,7 +34,9 @@
 //! condition), for the pullback ("Arrays made in the last iteration").
 //! A thinned loop's replay also takes the end of its segment,
 //! pops the stretch's index with the snapshot (and the flag, when it
-//! carries arrays with shadows), restores the carried arrays, splits a
+//! carries arrays with shadows; and the stretch itself, when it reads the
+//! lengths of arrays the replay lacks: `sized.rs`), restores the carried
+//! arrays, splits a
 //! segment of several stretches (`thin.rs`) and pushes the flag (when
 //! taken off) and the index of the stretch it records.
 //!
@@ -179,21 +181,32 @@ impl Replay<'_, '_> {
             .map(|j| Operand::Value(self.copy.f.params[j]))
             .collect();
         let copy = &mut self.copy;
-        self.stretch = super::sized::stretch(self.ck, &inputs, &cx.floc, &mut |prim, args| {
-            let types: Vec<Type> = args
-                .iter()
-                .map(|a| match a {
-                    Operand::Value(v) => copy.f.values[*v].ty.clone(),
-                    Operand::Const(Const::F64(_)) => Type::F64,
-                    Operand::Const(Const::Bool(_)) => Type::Bool,
-                    Operand::Const(_) => Type::I64,
-                })
-                .collect();
-            let ty = prim
-                .result_type(&types, None, None)
-                .map_err(|e| internal(&cx.floc, format!("the stretch: {e}")))?;
-            Ok(copy.value(entry, prim, args, ty))
-        })?;
+        let saved = self
+            .ck
+            .sized
+            .as_ref()
+            .is_some_and(super::sized::RunStretch::saved);
+        // Pushed with the snapshot when it reads values the replay lacks:
+        // popped by `entry`.
+        self.stretch = if saved {
+            Operand::Const(Const::Unit)
+        } else {
+            super::sized::stretch(self.ck, (&inputs, &[]), &cx.floc, &mut |prim, args| {
+                let types: Vec<Type> = args
+                    .iter()
+                    .map(|a| match a {
+                        Operand::Value(v) => copy.f.values[*v].ty.clone(),
+                        Operand::Const(Const::F64(_)) => Type::F64,
+                        Operand::Const(Const::Bool(_)) => Type::Bool,
+                        Operand::Const(_) => Type::I64,
+                    })
+                    .collect();
+                let ty = prim
+                    .result_type(&types, None, None)
+                    .map_err(|e| internal(&cx.floc, format!("the stretch: {e}")))?;
+                Ok(copy.value(entry, prim, args, ty))
+            })?
+        };
         let (entry_end, state, (starts, flag)) = self.entry(entry)?;
         let top = self.copy.new_block();
         let out = self.copy.new_block();
@@ -353,6 +366,14 @@ impl Replay<'_, '_> {
             state.push(self.copy.pop(at, ty.clone()));
         }
         state.reverse();
+        if self
+            .ck
+            .sized
+            .as_ref()
+            .is_some_and(super::sized::RunStretch::saved)
+        {
+            self.stretch = self.copy.pop(at, Type::I64);
+        }
         let index = self.copy.pop(at, Type::I64);
         // A loop carrying arrays with shadows takes the snapshot's flag off
         // too: a split pushes it back with the first half's snapshot, and

@@ -28,8 +28,10 @@
 //! the static estimate takes each to run [`INNER_TRIPS`] times per
 //! iteration. Under a limit, each loop inside that may run longer
 //! ([`inner_runs`]) counts on entry its trips, from its start and bound
-//! when those are expressions of constants, inputs, their lengths and the
-//! outer loop's counter (at either end of its range: [`Bound`]), and the
+//! when those are expressions of constants, inputs, their lengths, the
+//! lengths of the arrays the loop's header phis enter with (a double
+//! buffer's) and the outer loop's counter (at either end of its range:
+//! [`Bound`]), and the
 //! snapshots each of its runs keeps, each copying its arrays taken as long
 //! as the longest array input `m`: the stretch is `(B / 2) / (r' + 8 F m +
 //! Σ runs (t (b + 8 f m) + 8 c m K))`, `r'` and `F` the estimate outside
@@ -39,7 +41,10 @@
 //!
 //! Assumes the loop's inputs are values defined before it (in the forward
 //! sweep, or mapped into the outer replay of a nested loop), which a
-//! replay takes as its first parameters in order. Guarantees: the value is
+//! replay takes as its first parameters in order. A replay lacks the
+//! arrays the header phis enter with: a stretch that reads their lengths
+//! ([`RunStretch::saved`]) is pushed with each snapshot and popped by the
+//! replay instead of computed there. Guarantees: the value is
 //! at least 1 and at most `S`; without fresh arrays or array inputs, and
 //! without inner loops counted on entry, the stretch stays the constant
 //! `S` and nothing is emitted.
@@ -76,12 +81,25 @@ pub(in crate::reverse) struct RunStretch {
     /// For a counted loop whose start and bound are expressions of its
     /// inputs: those, the range of its counter ([`Bound::Counter`]).
     pub range: Option<(Bound, Bound)>,
+    /// Values of the forward sweep defined before the loop, not among its
+    /// inputs, whose lengths the trips read ([`Bound::Outside`]): the
+    /// arrays its header phis enter with. A replay does not have them, so
+    /// when there are any each snapshot pushes the stretch the forward
+    /// sweep computed, and the replay pops it ([`RunStretch::saved`]).
+    pub outside: Vec<Value>,
 }
 
 impl RunStretch {
     /// Whether arrays made in the loop (or in its inner loops) size it.
     pub fn counts_arrays(&self) -> bool {
-        !self.lengths.is_empty() && (self.fresh > 0 || self.inner.iter().any(|r| r.fresh > 0))
+        (!self.lengths.is_empty() || !self.outside.is_empty())
+            && (self.fresh > 0 || self.inner.iter().any(|r| r.fresh > 0))
+    }
+
+    /// Whether each snapshot pushes the stretch, which a replay then pops
+    /// rather than computes: it reads values a replay lacks.
+    pub fn saved(&self) -> bool {
+        !self.outside.is_empty()
     }
 }
 
@@ -150,6 +168,12 @@ pub(in crate::reverse) enum Bound {
     /// the trips are the most the expressions give at either end of it
     /// (`for j in 0..i` runs at most as many as the outer loop).
     Counter,
+    /// The length of [`RunStretch::outside`]'s array of this index.
+    Outside(usize),
+    /// The largest of several, none holding the counter: the length of an
+    /// array the loop carries, which is one of the arrays it may hold
+    /// (`for i in 0..len(a)`, `a` one of a double buffer's phis).
+    Max(Vec<Bound>),
 }
 
 impl Bound {
@@ -158,10 +182,15 @@ impl Bound {
         match self {
             Bound::Counter => true,
             Bound::Op(_, x, y) => x.counts() || y.counts(),
+            Bound::Max(xs) => xs.iter().any(Bound::counts),
             _ => false,
         }
     }
 }
+
+/// How many values the search for the arrays a carried array may be
+/// ([`Scope::length`]) visits at most.
+const LENGTH_SOURCES: usize = 64;
 
 /// How deep a bound's expression may be.
 const BOUND_DEPTH: usize = 8;
@@ -180,10 +209,12 @@ pub(in crate::reverse) type Emit<'a> =
 /// The stretch of loop `ck` as an operand computed with `emit` (a primitive
 /// and its operands, appended where the caller builds, typed as the
 /// primitive types them), from `inputs`, the caller's operand of each of the loop's
-/// inputs: the constant stretch when the loop has no [`RunStretch`].
+/// inputs, and `outside`, of each of [`RunStretch::outside`] (none in a
+/// replay, which computes it only when not [`RunStretch::saved`]): the
+/// constant stretch when the loop has no [`RunStretch`].
 pub(in crate::reverse) fn stretch(
     ck: &CkLoop,
-    inputs: &[Operand],
+    (inputs, outside): (&[Operand], &[Operand]),
     loc: &Location,
     emit: &mut Emit<'_>,
 ) -> Result<Operand, ReverseError> {
@@ -206,7 +237,18 @@ pub(in crate::reverse) fn stretch(
         });
     }
     if !s.inner.is_empty() {
-        return with_inner(ck, s, (inputs, longest), loc, emit);
+        // The arrays the loop carries from before it count as its inputs.
+        for &a in outside {
+            let n = emit(Prim::Length, &[a])?;
+            longest = Some(match longest {
+                None => n,
+                Some(m) => {
+                    let less = emit(Prim::Lt, &[m, n])?;
+                    emit(Prim::Select, &[less, n, m])?
+                }
+            });
+        }
+        return with_inner(ck, s, (inputs, outside, longest), loc, emit);
     }
     let Some(m) = longest else {
         return Ok(Operand::from(fixed));
@@ -233,13 +275,14 @@ const MOST_EXACT: u64 = 1 << 52;
 /// `r = own + 8 F m + Σ t (b + 8 f m)` (`t` an inner loop's trips, `b` and
 /// `f` its bytes and fresh arrays per iteration), in `f64` so that no
 /// product overflows, and the stretch `(B / 2) / r` clamped to `least`
-/// and the static stretch before it converts back. `inputs` are the
-/// caller's operands of the loop's inputs and `longest` the operand of the
-/// longest array input's length, if any.
+/// and the static stretch before it converts back. `inputs` and `outside`
+/// are the caller's operands of the loop's inputs and of
+/// [`RunStretch::outside`], and `longest` the operand of the longest array
+/// input's length, if any.
 fn with_inner(
     ck: &CkLoop,
     s: &RunStretch,
-    (inputs, longest): (&[Operand], Option<Operand>),
+    (inputs, outside, longest): (&[Operand], &[Operand], Option<Operand>),
     loc: &Location,
     emit: &mut Emit<'_>,
 ) -> Result<Operand, ReverseError> {
@@ -271,8 +314,8 @@ fn with_inner(
             } => {
                 // The span at `at`, 0 for a loop that does not run.
                 let span = |at: Option<&Bound>, emit: &mut Emit<'_>| {
-                    let a = value(start, (inputs, at), loc, emit)?;
-                    let b = value(end, (inputs, at), loc, emit)?;
+                    let a = value(start, (inputs, outside, at), loc, emit)?;
+                    let b = value(end, (inputs, outside, at), loc, emit)?;
                     let d = match up {
                         true => emit(Prim::Sub, &[b, a])?,
                         false => emit(Prim::Sub, &[a, b])?,
@@ -368,11 +411,12 @@ fn snapshots(
     emit(Prim::Add, &[log2, f(1)])
 }
 
-/// The `f64` value of `b` on entry, from `inputs`, the caller's operands
-/// of the loop's inputs, and the counter at `at` (an end of its range).
+/// The `f64` value of `b` on entry, from `inputs` and `outside`, the
+/// caller's operands of the loop's inputs and of [`RunStretch::outside`],
+/// and the counter at `at` (an end of its range).
 fn value(
     b: &Bound,
-    (inputs, at): (&[Operand], Option<&Bound>),
+    (inputs, outside, at): (&[Operand], &[Operand], Option<&Bound>),
     loc: &Location,
     emit: &mut Emit<'_>,
 ) -> Result<Operand, ReverseError> {
@@ -390,12 +434,34 @@ fn value(
             emit(Prim::Sitofp, &[n])
         }
         Bound::Counter => match at {
-            Some(at) if !at.counts() => value(at, (inputs, None), loc, emit),
+            Some(at) if !at.counts() => value(at, (inputs, outside, None), loc, emit),
             _ => Err(internal(loc, "an inner bound's counter without its range")),
         },
+        Bound::Outside(j) => {
+            let a = outside
+                .get(*j)
+                .copied()
+                .ok_or_else(|| internal(loc, "an inner loop's array out of range"))?;
+            let n = emit(Prim::Length, &[a])?;
+            emit(Prim::Sitofp, &[n])
+        }
+        Bound::Max(xs) => {
+            let mut most: Option<Operand> = None;
+            for x in xs {
+                let x = value(x, (inputs, outside, at), loc, emit)?;
+                most = Some(match most {
+                    None => x,
+                    Some(m) => {
+                        let more = emit(Prim::Ge, &[m, x])?;
+                        emit(Prim::Select, &[more, m, x])?
+                    }
+                });
+            }
+            most.ok_or_else(|| internal(loc, "the largest of no bound"))
+        }
         Bound::Op(prim, x, y) => {
-            let x = value(x, (inputs, at), loc, emit)?;
-            let y = value(y, (inputs, at), loc, emit)?;
+            let x = value(x, (inputs, outside, at), loc, emit)?;
+            let y = value(y, (inputs, outside, at), loc, emit)?;
             let prim = match prim {
                 Prim::Iadd => Prim::Add,
                 Prim::Isub => Prim::Sub,
@@ -410,9 +476,9 @@ fn value(
 
 /// The stretch of loop `ck` and the stretch less one, computed at the end
 /// of block `at` of function `fid` (before its terminator) from
-/// `ck.inputs`, values of that function: the block entering the loop in the
-/// sweep that runs it without recording. Constants without a
-/// [`RunStretch`].
+/// `ck.inputs` and [`RunStretch::outside`], values of that function: the
+/// block entering the loop in the sweep that runs it without recording.
+/// Constants without a [`RunStretch`].
 pub(in crate::reverse) fn stretch_at(
     module: &mut Module,
     fid: FuncId,
@@ -430,6 +496,11 @@ pub(in crate::reverse) fn stretch_at(
     let term = func.blocks[at].term.take();
     let term_pos = func.blocks[at].term_pos;
     let inputs: Vec<Operand> = ck.inputs.iter().map(|&v| Operand::Value(v)).collect();
+    let outside: Vec<Operand> = ck
+        .sized
+        .iter()
+        .flat_map(|s| s.outside.iter().map(|&v| Operand::Value(v)))
+        .collect();
     let mut fb =
         irad_ir::FuncBuilder::new(module, fid).map_err(|e| internal(loc, e.to_string()))?;
     fb.switch_to_block(at)
@@ -437,7 +508,7 @@ pub(in crate::reverse) fn stretch_at(
     let mut emit = |prim, args: &[Operand]| {
         super::super::ctx::emit_value(&mut fb, prim, args).map_err(|e| internal(loc, e))
     };
-    let out = stretch(ck, &inputs, loc, &mut emit)
+    let out = stretch(ck, (&inputs, &outside), loc, &mut emit)
         .and_then(|l| Ok((l, emit(Prim::Isub, &[l, Operand::from(1i64)])?)));
     drop(fb);
     let func = module
@@ -448,9 +519,19 @@ pub(in crate::reverse) fn stretch_at(
     out
 }
 
-/// What [`inner_runs`] finds: the inner loops, the bytes and fresh arrays
-/// the static estimate counted for them, and the outer loop's range.
-pub(in crate::reverse) type InnerFound = (Vec<InnerRuns>, u64, u64, Option<(Bound, Bound)>);
+/// What [`inner_runs`] finds.
+pub(in crate::reverse) struct InnerFound {
+    /// The inner loops.
+    pub runs: Vec<InnerRuns>,
+    /// The bytes and fresh arrays the static estimate counted for them.
+    pub bytes: u64,
+    pub fresh: u64,
+    /// The outer loop's range ([`RunStretch::range`]).
+    pub range: Option<(Bound, Bound)>,
+    /// The values before the loop whose lengths the trips read
+    /// ([`RunStretch::outside`]).
+    pub outside: Vec<Value>,
+}
 
 /// The loops inside loop `k` that may run more than [`INNER_TRIPS`]
 /// iterations for each of its own: all but counted loops of a constant trip
@@ -482,20 +563,22 @@ pub(in crate::reverse) fn inner_runs(
         view,
         inputs,
         counter: None,
+        k,
+        fdef: super::super::plan::def_blocks(view.fwd, view.fblock),
+        outside: Vec::new(),
     };
     let range = outer
         .counted
         .as_ref()
         .zip(entry_test(cx, k))
         .and_then(|(c, t)| {
-            let (lo, hi) = (
-                scope.bound(c.init, BOUND_DEPTH)?,
-                scope.bound(t.bound, BOUND_DEPTH)?,
-            );
+            let (lo, hi) = scope.bounds(c.init, t.bound)?;
             Some((lo, hi, c.iv))
         });
     scope.counter = range.as_ref().map(|r| r.2);
-    let (mut out, mut bytes, mut arrays) = (Vec::new(), 0u64, 0u64);
+    // The trips of each first: they may read arrays before the loop, whose
+    // lengths then also give the copies' of the arrays made in it.
+    let mut found = Vec::new();
     for j in (0..loops.count()).filter(|&j| inside(j)) {
         let l = loops.of(j);
         if short_constant(cx, j) {
@@ -511,7 +594,12 @@ pub(in crate::reverse) fn inner_runs(
         }) {
             continue;
         }
-        let trips = scope.trips(j);
+        found.push((j, scope.trips(j)));
+    }
+    let lengths = lengths || !scope.outside.is_empty();
+    let (mut out, mut bytes, mut arrays) = (Vec::new(), 0u64, 0u64);
+    for (j, trips) in found {
+        let l = loops.of(j);
         let mut copies = snapshot_arrays(cx, (view, plan), (j, inputs), unsafe_classes);
         if !lengths {
             copies.retain(Option::is_some);
@@ -547,7 +635,13 @@ pub(in crate::reverse) fn inner_runs(
         out.push(each);
     }
     out.sort_by_key(|r| r.label);
-    (out, bytes, arrays, range.map(|(lo, hi, _)| (lo, hi)))
+    InnerFound {
+        runs: out,
+        bytes,
+        fresh: arrays,
+        range: range.map(|(lo, hi, _)| (lo, hi)),
+        outside: scope.outside,
+    }
 }
 
 /// The arrays a snapshot of loop `j` copies, were it checkpointed: those
@@ -577,38 +671,69 @@ fn snapshot_arrays(
 }
 
 /// What a bound may be made of: the outer loop's `inputs` (of the forward
-/// sweep) and its counter, a primal value, when its range is known.
+/// sweep) and its counter, a primal value, when its range is known; the
+/// lengths of arrays defined before it that it carries (`outside`, which
+/// grows as bounds read them).
 struct Scope<'s, 'c> {
     cx: &'s Derivation<'c>,
     view: &'s SweepView<'s>,
     inputs: &'s [Value],
     counter: Option<Value>,
+    /// The outer loop.
+    k: usize,
+    /// The block position of each value of the forward sweep.
+    fdef: irad_ir::entity::SecondaryMap<Value, Option<usize>>,
+    /// See [`RunStretch::outside`].
+    outside: Vec<Value>,
 }
 
 impl Scope<'_, '_> {
     /// How many trips inner loop `j` is taken to make (see
     /// [`inner_runs`]).
-    fn trips(&self, j: usize) -> Trips {
+    fn trips(&mut self, j: usize) -> Trips {
         let l = self.cx.shape.loops.of(j);
         let (Some(c), Some(test)) = (l.counted.as_ref(), entry_test(self.cx, j)) else {
             return Trips::Unknown;
         };
-        let of = |op: Operand| self.bound(op, BOUND_DEPTH);
-        match (of(c.init), of(test.bound)) {
-            (Some(start), Some(bound)) => Trips::Counted {
+        let step = c.step.unsigned_abs();
+        match self.bounds(c.init, test.bound) {
+            Some((start, bound)) => Trips::Counted {
                 start,
                 bound,
-                step: c.step.unsigned_abs(),
+                step,
                 up: test.up,
             },
-            _ => Trips::Unknown,
+            None => Trips::Unknown,
+        }
+    }
+
+    /// Both of a counted loop's start and bound as expressions, or
+    /// neither (`outside` then as it was).
+    fn bounds(&mut self, start: Operand, bound: Operand) -> Option<(Bound, Bound)> {
+        let mark = self.outside.len();
+        let both = self
+            .bound(start, BOUND_DEPTH)
+            .and_then(|a| Some((a, self.bound(bound, BOUND_DEPTH)?)));
+        if both.is_none() {
+            self.outside.truncate(mark);
+        }
+        both
+    }
+
+    /// The index among the outer loop's inputs of primal value `v`'s value
+    /// in the forward sweep, if it is one.
+    fn input(&self, v: Value) -> Option<usize> {
+        match self.view.fval[v] {
+            Some(Operand::Value(f)) => self.inputs.iter().position(|&x| x == f),
+            _ => None,
         }
     }
 
     /// Primal operand `op` as an expression at most `depth` deep: a
-    /// constant, an input, the length of an array input, the counter, or
-    /// `iadd`, `isub`, `imul` or `idiv` of such, linear in the counter.
-    fn bound(&self, op: Operand, depth: usize) -> Option<Bound> {
+    /// constant, an input, the length of an array input or of an array the
+    /// loop carries, the counter, or `iadd`, `isub`, `imul` or `idiv` of
+    /// such, linear in the counter.
+    fn bound(&mut self, op: Operand, depth: usize) -> Option<Bound> {
         let v = match op {
             Operand::Const(Const::I64(c)) => return Some(Bound::Const(c)),
             Operand::Const(_) => return None,
@@ -617,14 +742,10 @@ impl Scope<'_, '_> {
         if self.counter == Some(v) {
             return Some(Bound::Counter);
         }
-        let input = |v: Value| match self.view.fval[v] {
-            Some(Operand::Value(f)) => self.inputs.iter().position(|&x| x == f),
-            _ => None,
-        };
         if let Some(Operand::Const(Const::I64(c))) = self.view.fval[v] {
             return Some(Bound::Const(c));
         }
-        if let Some(j) = input(v) {
+        if let Some(j) = self.input(v) {
             return Some(Bound::Input(j));
         }
         let irad_ir::ValueDef::Inst(inst) = self.cx.src.values[v].def else {
@@ -635,7 +756,7 @@ impl Scope<'_, '_> {
         };
         let depth = depth.checked_sub(1)?;
         match (prim, args.as_slice()) {
-            (Prim::Length, [Operand::Value(a)]) => input(*a).map(Bound::Length),
+            (Prim::Length, [Operand::Value(a)]) => self.length(*a, depth),
             (Prim::Iadd | Prim::Isub | Prim::Imul | Prim::Idiv, [x, y]) => {
                 let (x, y) = (self.bound(*x, depth)?, self.bound(*y, depth)?);
                 // Linear in the counter only, so that the span is largest
@@ -650,5 +771,105 @@ impl Scope<'_, '_> {
             }
             _ => None,
         }
+    }
+
+    /// The length of primal array `a`, read in the outer loop, as at most
+    /// `depth` deep: an array input's, else the largest of those of the
+    /// arrays it may be, found through phis (the outer loop's header phis
+    /// included, so a double buffer's are the two it enters with),
+    /// `select` and `copy`, each an array input, an array defined before
+    /// the loop (its value in the forward sweep added to `outside`), or
+    /// `zeros(n)` and `alloc(n)` with `n` such an expression without the
+    /// counter. An array's length never changes, so the arrays the loop
+    /// may hold, and their lengths, are those a search from `a` reaches.
+    /// `None` (and `outside` as it was) for any other array, or when the
+    /// search visits more than [`LENGTH_SOURCES`] values.
+    fn length(&mut self, a: Value, depth: usize) -> Option<Bound> {
+        if let Some(j) = self.input(a) {
+            return Some(Bound::Length(j));
+        }
+        let mark = self.outside.len();
+        let found = self.sources(a, depth);
+        if found.is_none() {
+            self.outside.truncate(mark);
+        }
+        found
+    }
+
+    /// The search of [`Scope::length`].
+    fn sources(&mut self, a: Value, depth: usize) -> Option<Bound> {
+        let outer = self.cx.shape.loops.of(self.k);
+        let (mut seen, mut work, mut out) = (HashSet::default(), vec![a], Vec::<Bound>::new());
+        let add = |out: &mut Vec<Bound>, b: Bound| {
+            if !out.contains(&b) {
+                out.push(b);
+            }
+        };
+        while let Some(v) = work.pop() {
+            if !seen.insert(v) {
+                continue;
+            }
+            if seen.len() > LENGTH_SOURCES {
+                return None;
+            }
+            if let Some(j) = self.input(v) {
+                add(&mut out, Bound::Length(j));
+                continue;
+            }
+            let Some(Operand::Value(f)) = self.view.fval[v] else {
+                return None;
+            };
+            if !self.fdef[f].is_some_and(|d| outer.contains(d)) {
+                // Defined before the loop: the forward sweep has it where
+                // the loop is entered.
+                let j = match self.outside.iter().position(|&x| x == f) {
+                    Some(j) => j,
+                    None => {
+                        self.outside.push(f);
+                        self.outside.len() - 1
+                    }
+                };
+                add(&mut out, Bound::Outside(j));
+                continue;
+            }
+            let irad_ir::ValueDef::Inst(inst) = self.cx.src.values[v].def else {
+                return None;
+            };
+            match &self.cx.src.insts[inst].kind {
+                InstKind::Phi { entries } => {
+                    for (_, op) in entries {
+                        work.push(value_of(*op)?);
+                    }
+                }
+                InstKind::Prim { prim, args } => match (prim, args.as_slice()) {
+                    (Prim::Copy, [Operand::Value(u)]) => work.push(*u),
+                    (Prim::Select, [_, x, y]) => {
+                        work.push(value_of(*x)?);
+                        work.push(value_of(*y)?);
+                    }
+                    (Prim::Zeros | Prim::Alloc, [n]) => {
+                        let n = self.bound(*n, depth.checked_sub(1)?)?;
+                        if n.counts() {
+                            return None;
+                        }
+                        add(&mut out, n);
+                    }
+                    _ => return None,
+                },
+                _ => return None,
+            }
+        }
+        match out.len() {
+            0 | 1 => out.pop(),
+            _ => Some(Bound::Max(out)),
+        }
+    }
+}
+
+/// The value of operand `op`, if it is not a constant.
+fn value_of(op: Operand) -> Option<Value> {
+    match op {
+        Operand::Value(v) => Some(v),
+        Operand::Const(_) => None,
     }
 }

@@ -62,7 +62,8 @@ pub(in crate::reverse) struct SplitSite {
     /// The phis of the kept carried arrays' shadows at its start, in the
     /// order of the loop's kept carried arrays.
     pub kept: Vec<Value>,
-    /// The stretch, as the replay computed it at its entry (`sized.rs`).
+    /// The stretch, as the replay computed it at its entry, or popped
+    /// with the snapshot when saved (`sized.rs`).
     pub stretch: Operand,
 }
 
@@ -123,6 +124,13 @@ pub(super) fn fill(
             .map_err(&build)?;
     }
     fb.prim(Prim::Push, &[start]).map_err(&build)?;
+    if ck
+        .sized
+        .as_ref()
+        .is_some_and(super::sized::RunStretch::saved)
+    {
+        fb.prim(Prim::Push, &[site.stretch]).map_err(&build)?;
+    }
     for &v in &site.state {
         fb.prim(Prim::Push, &[Operand::Value(v)]).map_err(&build)?;
     }
