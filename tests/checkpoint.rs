@@ -904,6 +904,51 @@ fn a_double_buffer_counts_its_inner_trips_from_the_buffers() {
     );
 }
 
+/// A time loop over a grid, rows then the columns of each row (`grid` of
+/// tests/checkpoint/grid.irad): the time loop counts the rows' trips and,
+/// inside them, the columns', and since it counts all of them the row and
+/// column loops, checkpointed inside its replay, record their runs
+/// directly up to their own stretches. Counting the columns as 16 trips
+/// and recording at most 16 directly, each run of the columns was
+/// checkpointed and copied the whole grid into its snapshot: the tapes
+/// stayed bounded, but the statements run were several times those
+/// without a limit.
+#[test]
+fn loops_inside_inner_loops_count_their_trips_and_record_directly() {
+    let src =
+        irad::read_source(&manifest_dir().join("tests/checkpoint/grid.irad")).expect("readable");
+    let m = irad::load_normalised(&src).expect("loads");
+    let f = m.by_name("grid").expect("the function");
+    let limit = 256 << 10;
+    let plan = tape_plan_limited(&m, &Registry::new(), f, Some(limit))
+        .expect("plan")
+        .to_string();
+    assert!(plan.contains("loop #6 (inside loop #4)"), "{plan}");
+    assert!(
+        plan.contains("a run of at most 5461 iterations is recorded as without a limit"),
+        "{plan}"
+    );
+    let xs: Vec<f64> = (0..4000).map(|i| f64::from(i) * 1e-4).collect();
+    let args = vec![
+        Val::f64_array(xs),
+        Val::I64(16),
+        Val::I64(20),
+        Val::F64(0.9),
+        Val::f64_array(vec![0.0; 4000]),
+    ];
+    let free = counts(&m, f, &args, None);
+    let limited = counts(&m, f, &args, Some(limit));
+    assert!(free.peak_held_bytes > 4 * limit, "{free:?}");
+    assert!(
+        limited.peak_held_bytes <= limit,
+        "{limited:?} under a 256K limit"
+    );
+    assert!(
+        limited.statements < free.statements * 3,
+        "{limited:?} {free:?}"
+    );
+}
+
 /// The plan of `f` under a 1-byte limit must thin its loop's snapshots
 /// and say `says`; returns what the interpreter counts for `args(2^8)` and
 /// `args(2^14)` under that limit, and for `args(2^14)` without one, after

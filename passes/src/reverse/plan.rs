@@ -294,6 +294,10 @@ pub struct CheckpointedLoop {
 pub struct InnerRun {
     /// Its header's label.
     pub label: u32,
+    /// The label of the counted loop it is inside, if it is not directly
+    /// inside the sized loop (or inside short loops only); its bytes are
+    /// then part of that loop's per iteration.
+    pub inside: Option<u32>,
     /// The estimated bytes one of its iterations records.
     pub bytes: u64,
     /// The arrays made in it that one of its iterations records.
@@ -835,6 +839,9 @@ fn inner_runs_text(c: &CheckpointedLoop, limit: u64) -> String {
             if i == 0 { ", besides" } else { ";" },
             r.label
         ));
+        if let Some(o) = r.inside {
+            text.push_str(&format!(" (inside loop #{o})"));
+        }
         if r.runs > 1 {
             text.push_str(&format!(" ({} runs per iteration)", r.runs));
         }

@@ -23,7 +23,8 @@
 //! when one outer iteration exceeds half the limit, and whenever the inner
 //! loop's trip count is not a constant of at most [`INNER_TRIPS`] (a counted
 //! one then records a run of at most that many iterations directly, as the
-//! estimate assumed, and checkpoints a longer one). Under a limit of B bytes the
+//! estimate assumed, or of at most its stretch when the loops around it
+//! count its trips on entry, and checkpoints a longer one). Under a limit of B bytes the
 //! schedule has two levels: stretches of `max(1, (B / 2) / r)` iterations,
 //! `r` the tape bytes one iteration records as estimated from the plan
 //! (an inner loop counted [`INNER_TRIPS`] times, a call [`CALL_BYTES`]), so
@@ -298,10 +299,12 @@ pub(super) struct Direct {
     /// How the trip count is known on entry.
     pub test: EntryTest,
     /// The most iterations a run recorded directly may have: the stretch
-    /// for an outermost loop; for a loop checkpointed inside another's
-    /// replay, at most [`INNER_TRIPS`], the iterations per run the outer
-    /// loop's stretch was estimated with (so that the inner runs the outer
-    /// stretch records directly stay within its estimate).
+    /// for an outermost loop, and for a loop checkpointed inside another's
+    /// replay whose trips every checkpointed loop around it counts on entry
+    /// ([`counts_trips_of`]); for any other loop checkpointed inside
+    /// another's replay, at most [`INNER_TRIPS`], the iterations per run
+    /// the outer loop's stretch was estimated with (so that the inner runs
+    /// the outer stretch records directly stay within its estimate).
     pub runs: u64,
 }
 
@@ -636,7 +639,16 @@ pub(super) fn choose(
             .min_by_key(|c| loops.of(c.k).members.len());
         if let Some(outer) = around {
             match nested_decision(cx, outer, k, (limit, ask)) {
-                Ok(()) => within = Some(outer.k),
+                Ok(()) => {
+                    // Its runs may be long when every checkpointed loop
+                    // around it counts them.
+                    let counted = out
+                        .loops
+                        .iter()
+                        .filter(|c| loops.of(c.k).contains(l.header))
+                        .all(|c| counts_trips_of(c, k));
+                    within = Some((outer.k, counted));
+                }
                 Err(why) => {
                     out.skip(label, why);
                     continue;
@@ -649,6 +661,18 @@ pub(super) fn choose(
         }
     }
     keep_direct_paths(cx, &mut out.loops);
+    // What each loop counted on entry assumed of the loops inside it:
+    // which take snapshots, and for which runs.
+    let direct: HashMap<usize, u64> = out
+        .loops
+        .iter()
+        .map(|c| (c.k, c.direct.as_ref().map_or(0, |d| d.runs)))
+        .collect();
+    for c in &mut out.loops {
+        if let Some(s) = c.sized.as_mut() {
+            set_direct(&mut s.inner, &direct);
+        }
+    }
     for &h in &loops.others {
         if loops.multi.iter().any(|l| l.header == h) {
             continue;
@@ -660,15 +684,41 @@ pub(super) fn choose(
     Ok(out)
 }
 
+/// Whether checkpointed loop `outer` counts the trips of loop `k` on entry
+/// from its start and bound, and those of the loops inside `k`, at any
+/// depth inside it ([`sized::InnerRuns::complete`]). When every
+/// checkpointed loop around `k` does, `k`'s runs may be recorded directly
+/// up to its own stretch ([`Direct::runs`]): each estimate around it holds
+/// what such a run records, where one that took `k` as [`INNER_TRIPS`]
+/// trips, or a loop inside it so, allowed that many only.
+fn counts_trips_of(outer: &CkLoop, k: usize) -> bool {
+    fn find(runs: &[sized::InnerRuns], k: usize) -> bool {
+        runs.iter()
+            .any(|r| (r.index == k && r.complete) || find(&r.inner, k))
+    }
+    outer.sized.as_ref().is_some_and(|s| find(&s.inner, k))
+}
+
+/// Sets [`sized::InnerRuns::direct`] of `runs` and the loops inside them
+/// from `direct`, the direct path's runs of each checkpointed loop (0
+/// without one): `u64::MAX` for a loop not checkpointed.
+fn set_direct(runs: &mut [sized::InnerRuns], direct: &HashMap<usize, u64>) {
+    for r in runs {
+        r.direct = direct.get(&r.index).copied().unwrap_or(u64::MAX);
+        set_direct(&mut r.inner, direct);
+    }
+}
+
 /// The decision for loop `k`, asked for by the limit or by a `checkpoint(n)`
 /// in it (`ask`): the checkpointed loop, or why not. Changes `plan` only when
-/// the loop is checkpointed.
+/// the loop is checkpointed. `within` is the innermost checkpointed loop
+/// around it, and whether that loop counts `k`'s trips on entry.
 fn decide(
     cx: &Derivation<'_>,
     view: &SweepView<'_>,
     plan: &mut TapePlan,
     k: usize,
-    (limit, ask, within): (Option<u64>, Option<&Ask>, Option<usize>),
+    (limit, ask, within): (Option<u64>, Option<&Ask>, Option<(usize, bool)>),
     unsafe_classes: &HashSet<u32>,
 ) -> Result<CkLoop, String> {
     if let Some(a) = ask.filter(|a| a.n == 0) {
@@ -760,8 +810,8 @@ fn decide(
             entry_test(cx, k).map(|test| Direct {
                 test,
                 runs: match within {
-                    Some(_) => stretch.min(INNER_TRIPS),
-                    None => stretch,
+                    Some((_, false)) => stretch.min(INNER_TRIPS),
+                    Some((_, true)) | None => stretch,
                 },
             })
         }
@@ -884,7 +934,7 @@ fn decide(
         carried,
         left,
         leave: leave.unwrap_or_default(),
-        within,
+        within: within.map(|(o, _)| o),
         entry_index,
         counted,
         direct,
@@ -943,8 +993,8 @@ pub(super) fn inner_direct<'c>(
     outer: usize,
 ) -> Option<&'c Direct> {
     let direct = d.direct.as_ref()?;
-    // Sized for the trips of its inner loops only, it records what the
-    // static estimate assumed: runs of at most `INNER_TRIPS` iterations.
+    // Sized for the trips of its inner loops only, it records runs of at
+    // most what the outer loop's estimate assumed (`Direct::runs`).
     if d.sized
         .as_ref()
         .is_some_and(sized::RunStretch::counts_arrays)
@@ -1063,7 +1113,8 @@ fn nested_decision(
 /// for it. Any other loop inside a checkpointed one may run longer than the
 /// estimate assumed, so under a limit it is checkpointed too, inside the
 /// outer loop's replay; a counted one records a run of at most
-/// `INNER_TRIPS` iterations directly ([`Direct::runs`]).
+/// `INNER_TRIPS` iterations directly, or more when the loops around it
+/// count its trips ([`Direct::runs`]).
 fn short_constant(cx: &Derivation<'_>, k: usize) -> bool {
     let Some(c) = cx.shape.loops.of(k).counted.as_ref() else {
         return false;
@@ -2000,6 +2051,35 @@ fn inners(
     Ok(out)
 }
 
+/// `runs` and the loops inside them, depth first, as the tape plan prints
+/// them; `inside` is the label of the loop they were found in (`None`: the
+/// sized loop itself).
+fn inner_run_lines(
+    runs: &[sized::InnerRuns],
+    inside: Option<u32>,
+    out: &mut Vec<super::plan::InnerRun>,
+) {
+    for r in runs {
+        out.push(super::plan::InnerRun {
+            label: r.label,
+            inside,
+            bytes: r.bytes,
+            fresh: r.fresh,
+            copies: r.copies.len() as u64,
+            copies_made: r.copies.iter().filter(|c| c.is_none()).count() as u64,
+            runs: r.runs,
+            trips: match &r.trips {
+                sized::Trips::Counted { start, bound, .. } if start.counts() || bound.counts() => {
+                    super::plan::InnerTrips::Counter
+                }
+                sized::Trips::Counted { .. } => super::plan::InnerTrips::Bounds,
+                sized::Trips::Unknown => super::plan::InnerTrips::Estimate,
+            },
+        });
+        inner_run_lines(&r.inner, Some(r.label), out);
+    }
+}
+
 /// The checkpointed loops of `cks` as the tape plan prints them.
 pub(super) fn summary(
     cx: &Derivation<'_>,
@@ -2018,26 +2098,9 @@ pub(super) fn summary(
                 bytes_per_iteration: c.bytes,
                 fresh_arrays: c.sized.as_ref().map_or(0, |s| s.fresh),
                 inner_runs: c.sized.as_ref().map_or_else(Vec::new, |s| {
-                    s.inner
-                        .iter()
-                        .map(|r| super::plan::InnerRun {
-                            label: r.label,
-                            bytes: r.bytes,
-                            fresh: r.fresh,
-                            copies: r.copies.len() as u64,
-                            copies_made: r.copies.iter().filter(|c| c.is_none()).count() as u64,
-                            runs: r.runs,
-                            trips: match &r.trips {
-                                sized::Trips::Counted { start, bound, .. }
-                                    if start.counts() || bound.counts() =>
-                                {
-                                    super::plan::InnerTrips::Counter
-                                }
-                                sized::Trips::Counted { .. } => super::plan::InnerTrips::Bounds,
-                                sized::Trips::Unknown => super::plan::InnerTrips::Estimate,
-                            },
-                        })
-                        .collect()
+                    let mut out = Vec::new();
+                    inner_run_lines(&s.inner, None, &mut out);
+                    out
                 }),
                 own_bytes: c.sized.as_ref().map_or(c.bytes, |s| s.own),
                 entered_lengths: c.sized.as_ref().map_or(0, |s| s.outside.len() as u64),

@@ -122,11 +122,27 @@ pub(in crate::reverse) struct InnerRuns {
     /// that index, whose length it has, or (`None`) taken as long as the
     /// longest array input.
     pub copies: Vec<Option<usize>>,
-    /// How many runs of it an iteration of the outer loop is taken to make:
-    /// `INNER_TRIPS` for each short loop between them, as the estimate.
+    /// How many runs of it an iteration of the loop it is found in is
+    /// taken to make: `INNER_TRIPS` for each short loop between them, as
+    /// the estimate.
     pub runs: u64,
     /// How many iterations it is taken to run.
     pub trips: Trips,
+    /// Its index among the derivation's loops.
+    pub index: usize,
+    /// The loops inside it counted the same way (their blocks are not in
+    /// `bytes` and `fresh`).
+    pub inner: Vec<InnerRuns>,
+    /// The most iterations a run of it records directly, taking no
+    /// snapshot: its direct path's runs when it is checkpointed
+    /// ([`super::Direct::runs`], 0 without one), every run when it is not
+    /// (`u64::MAX`); set once every loop is decided ([`super::choose`]).
+    pub direct: u64,
+    /// Whether its trips are counted and so are those of every loop inside
+    /// it but short constant ones, to any depth: the estimate then holds
+    /// all it records, and a run of it may be recorded directly up to its
+    /// own stretch ([`super::Direct::runs`]).
+    pub complete: bool,
 }
 
 /// How many iterations an inner loop is taken to run for each iteration of
@@ -170,10 +186,13 @@ pub(in crate::reverse) enum Bound {
     Counter,
     /// The length of [`RunStretch::outside`]'s array of this index.
     Outside(usize),
-    /// The largest of several, none holding the counter: the length of an
-    /// array the loop carries, which is one of the arrays it may hold
-    /// (`for i in 0..len(a)`, `a` one of a double buffer's phis).
-    Max(Vec<Bound>),
+    /// One of several, none holding the counter: the length of an array
+    /// the loop carries, which is one of the arrays it may hold (`for i in
+    /// 0..len(a)`, `a` one of a double buffer's phis). Evaluated as the
+    /// largest where the span grows with it and the smallest where it
+    /// shrinks ([`value`]), so that the trips are never fewer than a run
+    /// makes; only where the sign of its effect is known ([`signed`]).
+    OneOf(Vec<Bound>),
 }
 
 impl Bound {
@@ -182,7 +201,7 @@ impl Bound {
         match self {
             Bound::Counter => true,
             Bound::Op(_, x, y) => x.counts() || y.counts(),
-            Bound::Max(xs) => xs.iter().any(Bound::counts),
+            Bound::OneOf(xs) => xs.iter().any(Bound::counts),
             _ => false,
         }
     }
@@ -222,11 +241,21 @@ pub(in crate::reverse) fn stretch(
     let Some(s) = &ck.sized else {
         return Ok(Operand::from(fixed));
     };
-    let mut longest: Option<Operand> = None;
+    let mut arrays = Vec::with_capacity(s.lengths.len() + outside.len());
     for &j in &s.lengths {
-        let a = *inputs
-            .get(j)
-            .ok_or_else(|| internal(loc, "a sized loop's input out of range"))?;
+        arrays.push(
+            *inputs
+                .get(j)
+                .ok_or_else(|| internal(loc, "a sized loop's input out of range"))?,
+        );
+    }
+    // The arrays the loop enters with count as its inputs (only inner
+    // loops' trips read them).
+    if !s.inner.is_empty() {
+        arrays.extend_from_slice(outside);
+    }
+    let mut longest: Option<Operand> = None;
+    for a in arrays {
         let n = emit(Prim::Length, &[a])?;
         longest = Some(match longest {
             None => n,
@@ -237,17 +266,6 @@ pub(in crate::reverse) fn stretch(
         });
     }
     if !s.inner.is_empty() {
-        // The arrays the loop carries from before it count as its inputs.
-        for &a in outside {
-            let n = emit(Prim::Length, &[a])?;
-            longest = Some(match longest {
-                None => n,
-                Some(m) => {
-                    let less = emit(Prim::Lt, &[m, n])?;
-                    emit(Prim::Select, &[less, n, m])?
-                }
-            });
-        }
         return with_inner(ck, s, (inputs, outside, longest), loc, emit);
     }
     let Some(m) = longest else {
@@ -305,78 +323,7 @@ fn with_inner(
         }
     }
     for inner in &s.inner {
-        let t = match &inner.trips {
-            Trips::Counted {
-                start,
-                bound: end,
-                step,
-                up,
-            } => {
-                // The span at `at`, 0 for a loop that does not run.
-                let span = |at: Option<&Bound>, emit: &mut Emit<'_>| {
-                    let a = value(start, (inputs, outside, at), loc, emit)?;
-                    let b = value(end, (inputs, outside, at), loc, emit)?;
-                    let d = match up {
-                        true => emit(Prim::Sub, &[b, a])?,
-                        false => emit(Prim::Sub, &[a, b])?,
-                    };
-                    let runs = emit(Prim::Ge, &[d, f(0)])?;
-                    emit(Prim::Select, &[runs, d, f(0)])
-                };
-                let span = match (&s.range, start.counts() || end.counts()) {
-                    (Some((lo, hi)), true) => {
-                        let (x, y) = (span(Some(lo), emit)?, span(Some(hi), emit)?);
-                        let more = emit(Prim::Ge, &[x, y])?;
-                        emit(Prim::Select, &[more, x, y])?
-                    }
-                    (None, true) => return Err(internal(loc, "an inner bound of no counter")),
-                    (_, false) => span(None, emit)?,
-                };
-                let n = emit(Prim::Div, &[span, f((*step).max(1))])?;
-                emit(Prim::Add, &[n, f(1)])?
-            }
-            Trips::Unknown => f(INNER_TRIPS),
-        };
-        let mut each = f(inner.bytes);
-        if let (Some(m), true) = (m, inner.fresh > 0) {
-            let per = inner.fresh.min(MAX_FRESH) * ELEMENT_BYTES;
-            let elems = emit(Prim::Mul, &[m, f(per)])?;
-            each = emit(Prim::Add, &[each, elems])?;
-        }
-        let mut run = emit(Prim::Mul, &[t, each])?;
-        // The elements its snapshots copy: none for a counted run of at
-        // most `INNER_TRIPS`, which its direct path records.
-        let mut elems: Option<Operand> = None;
-        for c in &inner.copies {
-            let n = match (c, m) {
-                (Some(j), _) => {
-                    let a = *inputs
-                        .get(*j)
-                        .ok_or_else(|| internal(loc, "a copied array out of range"))?;
-                    let n = emit(Prim::Length, &[a])?;
-                    emit(Prim::Sitofp, &[n])?
-                }
-                (None, Some(m)) => m,
-                (None, None) => continue,
-            };
-            elems = Some(match elems {
-                Some(e) => emit(Prim::Add, &[e, n])?,
-                None => n,
-            });
-        }
-        if let Some(elems) = elems {
-            let mut kept = snapshots(t, inner.bytes, s.half, emit)?;
-            if matches!(inner.trips, Trips::Counted { .. }) {
-                let long = emit(Prim::Lt, &[f(INNER_TRIPS), t])?;
-                kept = emit(Prim::Select, &[long, kept, f(0)])?;
-            }
-            let bytes = emit(Prim::Mul, &[elems, f(ELEMENT_BYTES)])?;
-            let copies = emit(Prim::Mul, &[kept, bytes])?;
-            run = emit(Prim::Add, &[run, copies])?;
-        }
-        if inner.runs > 1 {
-            run = emit(Prim::Mul, &[run, f(inner.runs)])?;
-        }
+        let run = held(inner, s, (inputs, outside, m), loc, emit)?;
         r = emit(Prim::Add, &[r, run])?;
     }
     // Clamped by comparisons, which are false for a NaN (an infinite
@@ -391,18 +338,120 @@ fn with_inner(
     emit(Prim::Fptosi, &[q])
 }
 
+/// The bytes the runs of `inner` that one iteration of the loop it was
+/// found in makes keep: per run `t (b + 8 f m + Σ held(inner loops))` for
+/// its records and `8 c m K` for its snapshots (none for a run of at most
+/// its direct path's iterations, nor for a loop not checkpointed), `m` the
+/// operand of the longest array's length, if any.
+fn held(
+    inner: &InnerRuns,
+    s: &RunStretch,
+    (inputs, outside, m): (&[Operand], &[Operand], Option<Operand>),
+    loc: &Location,
+    emit: &mut Emit<'_>,
+) -> Result<Operand, ReverseError> {
+    let f = |x: u64| Operand::from(x as f64);
+    let t = match &inner.trips {
+        Trips::Counted {
+            start,
+            bound: end,
+            step,
+            up,
+        } => {
+            // The span at `at`, 0 for a loop that does not run.
+            // The end it counts towards at its most, the start at its
+            // least (counting down, the other way round).
+            let span = |at: Option<&Bound>, emit: &mut Emit<'_>| {
+                let a = value(start, (inputs, outside, at), !up, loc, emit)?;
+                let b = value(end, (inputs, outside, at), *up, loc, emit)?;
+                let d = match up {
+                    true => emit(Prim::Sub, &[b, a])?,
+                    false => emit(Prim::Sub, &[a, b])?,
+                };
+                let runs = emit(Prim::Ge, &[d, f(0)])?;
+                emit(Prim::Select, &[runs, d, f(0)])
+            };
+            let span = match (&s.range, start.counts() || end.counts()) {
+                (Some((lo, hi)), true) => {
+                    let (x, y) = (span(Some(lo), emit)?, span(Some(hi), emit)?);
+                    let more = emit(Prim::Ge, &[x, y])?;
+                    emit(Prim::Select, &[more, x, y])?
+                }
+                (None, true) => return Err(internal(loc, "an inner bound of no counter")),
+                (_, false) => span(None, emit)?,
+            };
+            let n = emit(Prim::Div, &[span, f((*step).max(1))])?;
+            emit(Prim::Add, &[n, f(1)])?
+        }
+        Trips::Unknown => f(INNER_TRIPS),
+    };
+    // Its records per iteration, those of the loops inside it included.
+    let mut recorded = f(inner.bytes);
+    for c in &inner.inner {
+        let run = held(c, s, (inputs, outside, m), loc, emit)?;
+        recorded = emit(Prim::Add, &[recorded, run])?;
+    }
+    let mut each = recorded;
+    if let (Some(m), true) = (m, inner.fresh > 0) {
+        let per = inner.fresh.min(MAX_FRESH) * ELEMENT_BYTES;
+        let elems = emit(Prim::Mul, &[m, f(per)])?;
+        each = emit(Prim::Add, &[each, elems])?;
+    }
+    let mut run = emit(Prim::Mul, &[t, each])?;
+    // The elements its snapshots copy.
+    let mut elems: Option<Operand> = None;
+    for c in &inner.copies {
+        let n = match (c, m) {
+            (Some(j), _) => {
+                let a = *inputs
+                    .get(*j)
+                    .ok_or_else(|| internal(loc, "a copied array out of range"))?;
+                let n = emit(Prim::Length, &[a])?;
+                emit(Prim::Sitofp, &[n])?
+            }
+            (None, Some(m)) => m,
+            (None, None) => continue,
+        };
+        elems = Some(match elems {
+            Some(e) => emit(Prim::Add, &[e, n])?,
+            None => n,
+        });
+    }
+    let snapshots = match inner.trips {
+        // A run its direct path records takes none.
+        Trips::Counted { .. } => inner.direct < u64::MAX,
+        // Nor does a loop not checkpointed.
+        Trips::Unknown => inner.direct != u64::MAX,
+    };
+    if let (Some(elems), true) = (elems, snapshots) {
+        let mut kept = snapshots_of(t, recorded, s.half, emit)?;
+        if matches!(inner.trips, Trips::Counted { .. }) {
+            let long = emit(Prim::Lt, &[f(inner.direct), t])?;
+            kept = emit(Prim::Select, &[long, kept, f(0)])?;
+        }
+        let bytes = emit(Prim::Mul, &[elems, f(ELEMENT_BYTES)])?;
+        let copies = emit(Prim::Mul, &[kept, bytes])?;
+        run = emit(Prim::Add, &[run, copies])?;
+    }
+    if inner.runs > 1 {
+        run = emit(Prim::Mul, &[run, f(inner.runs)])?;
+    }
+    Ok(run)
+}
+
 /// How many snapshots a run of an inner loop of `t` iterations (an `f64`
-/// operand) recording `bytes` each keeps, at most: `1 + log2(t bytes /
-/// half)` for its stretches sized from half the limit, thinned as a binary
-/// counter (docs/reverse.md, "Bounded snapshots"), and at least 1.
-fn snapshots(
+/// operand) recording `bytes` each (an `f64` operand) keeps, at most: `1 +
+/// log2(t bytes / half)` for its stretches sized from half the limit,
+/// thinned as a binary counter (docs/reverse.md, "Bounded snapshots"), and
+/// at least 1.
+fn snapshots_of(
     t: Operand,
-    bytes: u64,
+    bytes: Operand,
     half: u64,
     emit: &mut Emit<'_>,
 ) -> Result<Operand, ReverseError> {
     let f = |x: u64| Operand::from(x as f64);
-    let all = emit(Prim::Mul, &[t, f(bytes)])?;
+    let all = emit(Prim::Mul, &[t, bytes])?;
     let stretches = emit(Prim::Div, &[all, f(half.max(1))])?;
     let ln = emit(Prim::Log, &[stretches])?;
     let log2 = emit(Prim::Div, &[ln, Operand::from(std::f64::consts::LN_2)])?;
@@ -413,10 +462,13 @@ fn snapshots(
 
 /// The `f64` value of `b` on entry, from `inputs` and `outside`, the
 /// caller's operands of the loop's inputs and of [`RunStretch::outside`],
-/// and the counter at `at` (an end of its range).
+/// and the counter at `at` (an end of its range): the most it can be when
+/// `up`, the least otherwise (a [`Bound::OneOf`] is then the smallest of
+/// its lengths; the others have one value).
 fn value(
     b: &Bound,
     (inputs, outside, at): (&[Operand], &[Operand], Option<&Bound>),
+    up: bool,
     loc: &Location,
     emit: &mut Emit<'_>,
 ) -> Result<Operand, ReverseError> {
@@ -426,6 +478,7 @@ fn value(
             .copied()
             .ok_or_else(|| internal(loc, "an inner loop's bound out of range"))
     };
+    let scope = (inputs, outside, at);
     match b {
         Bound::Const(c) => Ok(Operand::from(*c as f64)),
         Bound::Input(j) => emit(Prim::Sitofp, &[input(*j)?]),
@@ -434,7 +487,7 @@ fn value(
             emit(Prim::Sitofp, &[n])
         }
         Bound::Counter => match at {
-            Some(at) if !at.counts() => value(at, (inputs, outside, None), loc, emit),
+            Some(at) if !at.counts() => value(at, (inputs, outside, None), up, loc, emit),
             _ => Err(internal(loc, "an inner bound's counter without its range")),
         },
         Bound::Outside(j) => {
@@ -445,23 +498,33 @@ fn value(
             let n = emit(Prim::Length, &[a])?;
             emit(Prim::Sitofp, &[n])
         }
-        Bound::Max(xs) => {
+        Bound::OneOf(xs) => {
             let mut most: Option<Operand> = None;
             for x in xs {
-                let x = value(x, (inputs, outside, at), loc, emit)?;
+                let x = value(x, scope, up, loc, emit)?;
                 most = Some(match most {
                     None => x,
                     Some(m) => {
-                        let more = emit(Prim::Ge, &[m, x])?;
-                        emit(Prim::Select, &[more, m, x])?
+                        let keep = match up {
+                            true => emit(Prim::Ge, &[m, x])?,
+                            false => emit(Prim::Le, &[m, x])?,
+                        };
+                        emit(Prim::Select, &[keep, m, x])?
                     }
                 });
             }
-            most.ok_or_else(|| internal(loc, "the largest of no bound"))
+            most.ok_or_else(|| internal(loc, "a length of no array"))
         }
         Bound::Op(prim, x, y) => {
-            let x = value(x, (inputs, outside, at), loc, emit)?;
-            let y = value(y, (inputs, outside, at), loc, emit)?;
+            // The sign each operand's effect has.
+            let (ux, uy) = match (prim, x.as_ref(), y.as_ref()) {
+                (Prim::Isub, _, _) => (up, !up),
+                (Prim::Imul, Bound::Const(c), _) => (up, up == (*c >= 0)),
+                (Prim::Imul | Prim::Idiv, _, Bound::Const(c)) => (up == (*c >= 0), up),
+                _ => (up, up),
+            };
+            let x = value(x, scope, ux, loc, emit)?;
+            let y = value(y, scope, uy, loc, emit)?;
             let prim = match prim {
                 Prim::Iadd => Prim::Add,
                 Prim::Isub => Prim::Sub,
@@ -535,14 +598,17 @@ pub(in crate::reverse) struct InnerFound {
 
 /// The loops inside loop `k` that may run more than [`INNER_TRIPS`]
 /// iterations for each of its own: all but counted loops of a constant trip
-/// count at most that, directly inside `k` or inside such short loops only.
-/// Each with how many trips it is taken to make, given `k`'s inputs (see
-/// [`Trips`]) and how many arrays its snapshots copy (when `lengths`: `k`
-/// has array inputs). A loop of unknown trips whose snapshots copy no
-/// array counts as the static estimate does and is left out. Returns them,
-/// the bytes and fresh arrays the static estimate counted for them, which
-/// the estimate on entry replaces, and `k`'s counter's range. `fresh`
-/// tells whether the loop's fresh arrays are counted at all.
+/// count at most that, directly inside `k` or inside such short loops only,
+/// and likewise inside each of those, to [`NEST_DEPTH`] levels. Each with
+/// how many trips it is taken to make, given `k`'s inputs and counter (see
+/// [`Trips`]; a bound that reads the counter of a loop inside `k` is not
+/// known), and how many arrays its snapshots copy (when `lengths`: `k` has
+/// array inputs). A loop of unknown trips whose snapshots copy no array
+/// and inside which no loop counts counts as the static estimate does and
+/// is left out. Returns them, the bytes and fresh arrays the static
+/// estimate counted for the outermost of them, which the estimate on
+/// entry replaces, and `k`'s counter's range. `fresh` tells whether the
+/// loop's fresh arrays are counted at all.
 pub(in crate::reverse) fn inner_runs(
     cx: &Derivation<'_>,
     (view, plan): (&SweepView<'_>, &TapePlan),
@@ -552,11 +618,6 @@ pub(in crate::reverse) fn inner_runs(
 ) -> InnerFound {
     let loops = &cx.shape.loops;
     let outer = loops.of(k);
-    let inside = |j: usize| {
-        let l = loops.of(j);
-        j != k && l.header != outer.header && outer.contains(l.header)
-    };
-    let made = MadeIn::new(cx, view, k);
     // The outer loop's counter, over its start and bound.
     let mut scope = Scope {
         cx,
@@ -578,59 +639,32 @@ pub(in crate::reverse) fn inner_runs(
     scope.counter = range.as_ref().map(|r| r.2);
     // The trips of each first: they may read arrays before the loop, whose
     // lengths then also give the copies' of the arrays made in it.
-    let mut found = Vec::new();
-    for j in (0..loops.count()).filter(|&j| inside(j)) {
-        let l = loops.of(j);
-        if short_constant(cx, j) {
-            continue;
-        }
-        // Inside `k` through short loops only.
-        if (0..loops.count()).any(|o| {
-            o != j
-                && inside(o)
-                && loops.of(o).header != l.header
-                && loops.of(o).contains(l.header)
-                && !short_constant(cx, o)
-        }) {
-            continue;
-        }
-        found.push((j, scope.trips(j)));
-    }
-    let lengths = lengths || !scope.outside.is_empty();
+    let found = nest(&mut scope, k, NEST_DEPTH);
+    let weigh = Weigh {
+        cx,
+        view,
+        plan,
+        k,
+        inputs,
+        lengths: lengths || !scope.outside.is_empty(),
+        made: fresh.then(|| MadeIn::new(cx, view, k)),
+        unsafe_classes,
+    };
+    let pow = |d: usize| INNER_TRIPS.saturating_pow(u32::try_from(d).unwrap_or(u32::MAX));
     let (mut out, mut bytes, mut arrays) = (Vec::new(), 0u64, 0u64);
-    for (j, trips) in found {
-        let l = loops.of(j);
-        let mut copies = snapshot_arrays(cx, (view, plan), (j, inputs), unsafe_classes);
-        if !lengths {
-            copies.retain(Option::is_some);
-        }
-        if trips == Trips::Unknown && copies.is_empty() {
+    for f in found {
+        let Some(each) = weigh.runs(f, 0) else {
             continue;
-        }
-        let base = depth_in(loops, l.header, k);
-        let pow = |d: usize| INNER_TRIPS.saturating_pow(u32::try_from(d).unwrap_or(u32::MAX));
-        let mut each = InnerRuns {
-            label: cx.label(l.header),
-            bytes: 0,
-            fresh: 0,
-            copies,
-            runs: pow(base.max(1) - 1),
-            trips,
         };
-        for &i in l.members.iter().filter(|&&i| cx.shape.kept(i)) {
+        for &i in loops
+            .of(each.index)
+            .members
+            .iter()
+            .filter(|&&i| cx.shape.kept(i))
+        {
             let d = depth_in(loops, i, k);
-            let (b, f) = (
-                block_bytes(cx, view, plan, i),
-                if fresh { made.pushed(cx, plan, i) } else { 0 },
-            );
-            each.bytes = each
-                .bytes
-                .saturating_add(b.saturating_mul(pow(d - base.min(d))));
-            each.fresh = each
-                .fresh
-                .saturating_add(f.saturating_mul(pow(d - base.min(d))));
-            bytes = bytes.saturating_add(b.saturating_mul(pow(d)));
-            arrays = arrays.saturating_add(f.saturating_mul(pow(d)));
+            bytes = bytes.saturating_add(block_bytes(cx, view, plan, i).saturating_mul(pow(d)));
+            arrays = arrays.saturating_add(weigh.fresh_in(i).saturating_mul(pow(d)));
         }
         out.push(each);
     }
@@ -641,6 +675,146 @@ pub(in crate::reverse) fn inner_runs(
         fresh: arrays,
         range: range.map(|(lo, hi, _)| (lo, hi)),
         outside: scope.outside,
+    }
+}
+
+/// How many levels of loops inside a sized loop count their trips.
+const NEST_DEPTH: usize = 8;
+
+/// A loop [`nest`] finds, with its trips and the loops it finds in it.
+struct Found {
+    j: usize,
+    trips: Trips,
+    inner: Vec<Found>,
+}
+
+/// The loops inside loop `parent` that may run long (see [`inner_runs`]),
+/// with their trips and, to `depth` levels, the same inside each.
+fn nest(scope: &mut Scope<'_, '_>, parent: usize, depth: usize) -> Vec<Found> {
+    let cx = scope.cx;
+    let loops = &cx.shape.loops;
+    let p = loops.of(parent);
+    let inside = |j: usize| {
+        let l = loops.of(j);
+        j != parent && l.header != p.header && p.contains(l.header)
+    };
+    let mut out = Vec::new();
+    for j in (0..loops.count()).filter(|&j| inside(j)) {
+        let l = loops.of(j);
+        if short_constant(cx, j) {
+            continue;
+        }
+        // Inside `parent` through short loops only.
+        if (0..loops.count()).any(|o| {
+            o != j
+                && inside(o)
+                && loops.of(o).header != l.header
+                && loops.of(o).contains(l.header)
+                && !short_constant(cx, o)
+        }) {
+            continue;
+        }
+        let trips = scope.trips(j);
+        let inner = match depth > 1 {
+            true => nest(scope, j, depth - 1),
+            false => Vec::new(),
+        };
+        out.push(Found { j, trips, inner });
+    }
+    out
+}
+
+/// What [`inner_runs`] weighs the loops it found with.
+struct Weigh<'w, 'c> {
+    cx: &'w Derivation<'c>,
+    view: &'w SweepView<'w>,
+    plan: &'w TapePlan,
+    /// The sized loop.
+    k: usize,
+    /// Its inputs.
+    inputs: &'w [Value],
+    /// Whether arrays of unknown length count (as long as the longest).
+    lengths: bool,
+    /// The loop's fresh arrays, when they count.
+    made: Option<MadeIn<'w>>,
+    unsafe_classes: &'w HashSet<u32>,
+}
+
+impl Weigh<'_, '_> {
+    /// The fresh arrays block `i` pushes each time it runs, when they count.
+    fn fresh_in(&self, i: usize) -> u64 {
+        self.made
+            .as_ref()
+            .map_or(0, |m| m.pushed(self.cx, self.plan, i))
+    }
+
+    /// Loop `f` and the loops it found inside it, as [`InnerRuns`]: its
+    /// blocks outside those weighed as the estimate weighs them, relative
+    /// to its own depth; `parent` is the depth (in `k`) of the loop it was
+    /// found in. `None` for a loop of unknown trips whose snapshots copy no
+    /// array, with no such loop inside.
+    fn runs(&self, f: Found, parent: usize) -> Option<InnerRuns> {
+        let cx = self.cx;
+        let loops = &cx.shape.loops;
+        let l = loops.of(f.j);
+        let base = depth_in(loops, l.header, self.k);
+        let inner: Vec<InnerRuns> = f
+            .inner
+            .into_iter()
+            .filter_map(|c| self.runs(c, base))
+            .collect();
+        let mut copies = snapshot_arrays(
+            cx,
+            (self.view, self.plan),
+            (f.j, self.inputs),
+            self.unsafe_classes,
+        );
+        if !self.lengths {
+            copies.retain(Option::is_some);
+        }
+        if f.trips == Trips::Unknown && copies.is_empty() && inner.is_empty() {
+            return None;
+        }
+        let pow = |d: usize| INNER_TRIPS.saturating_pow(u32::try_from(d).unwrap_or(u32::MAX));
+        let mut each = InnerRuns {
+            label: cx.label(l.header),
+            index: f.j,
+            bytes: 0,
+            fresh: 0,
+            copies,
+            runs: pow(base.saturating_sub(parent).max(1) - 1),
+            trips: f.trips,
+            inner,
+            direct: INNER_TRIPS,
+            complete: false,
+        };
+        let mut complete =
+            matches!(each.trips, Trips::Counted { .. }) && each.inner.iter().all(|c| c.complete);
+        for &i in l.members.iter().filter(|&&i| cx.shape.kept(i)) {
+            if each.inner.iter().any(|c| loops.of(c.index).contains(i)) {
+                continue;
+            }
+            // A block of a loop inside it that is not counted (left out,
+            // or deeper than the levels counted).
+            complete = complete
+                && !(0..loops.count()).any(|o| {
+                    let lo = loops.of(o);
+                    o != f.j
+                        && lo.header != l.header
+                        && l.contains(lo.header)
+                        && lo.contains(i)
+                        && !short_constant(cx, o)
+                });
+            let d = depth_in(loops, i, self.k);
+            let times = pow(d - base.min(d));
+            let b = block_bytes(cx, self.view, self.plan, i);
+            each.bytes = each.bytes.saturating_add(b.saturating_mul(times));
+            each.fresh = each
+                .fresh
+                .saturating_add(self.fresh_in(i).saturating_mul(times));
+        }
+        each.complete = complete;
+        Some(each)
     }
 }
 
@@ -696,14 +870,20 @@ impl Scope<'_, '_> {
             return Trips::Unknown;
         };
         let step = c.step.unsigned_abs();
+        let mark = self.outside.len();
         match self.bounds(c.init, test.bound) {
-            Some((start, bound)) => Trips::Counted {
+            // One of several lengths only where the sign of its effect on
+            // the span is known.
+            Some((start, bound)) if signed(&bound) && signed(&start) => Trips::Counted {
                 start,
                 bound,
                 step,
                 up: test.up,
             },
-            None => Trips::Unknown,
+            _ => {
+                self.outside.truncate(mark);
+                Trips::Unknown
+            }
         }
     }
 
@@ -861,8 +1041,35 @@ impl Scope<'_, '_> {
         }
         match out.len() {
             0 | 1 => out.pop(),
-            _ => Some(Bound::Max(out)),
+            _ => Some(Bound::OneOf(out)),
         }
+    }
+}
+
+/// Whether every [`Bound::OneOf`] in `b` is where the sign of its effect
+/// on `b` is known: not in a product or quotient but by a constant, nor in
+/// a divisor.
+fn signed(b: &Bound) -> bool {
+    fn holds(b: &Bound) -> bool {
+        match b {
+            Bound::OneOf(_) => true,
+            Bound::Op(_, x, y) => holds(x) || holds(y),
+            _ => false,
+        }
+    }
+    match b {
+        Bound::OneOf(xs) => xs.iter().all(signed),
+        Bound::Op(Prim::Iadd | Prim::Isub, x, y) => signed(x) && signed(y),
+        Bound::Op(Prim::Imul, x, y) => match (x.as_ref(), y.as_ref()) {
+            (Bound::Const(_), other) | (other, Bound::Const(_)) => signed(other),
+            _ => !holds(x) && !holds(y),
+        },
+        Bound::Op(Prim::Idiv, x, y) => match y.as_ref() {
+            Bound::Const(_) => signed(x),
+            _ => !holds(x) && !holds(y),
+        },
+        Bound::Op(_, x, y) => !holds(x) && !holds(y),
+        _ => true,
     }
 }
 
