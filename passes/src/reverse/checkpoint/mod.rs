@@ -642,11 +642,17 @@ pub(super) fn choose(
                 Ok(()) => {
                     // Its runs may be long when every checkpointed loop
                     // around it counts them.
+                    let replayed: HashSet<usize> = out
+                        .loops
+                        .iter()
+                        .filter(|c| c.direct.is_none())
+                        .map(|c| c.k)
+                        .collect();
                     let counted = out
                         .loops
                         .iter()
                         .filter(|c| loops.of(c.k).contains(l.header))
-                        .all(|c| counts_trips_of(c, k));
+                        .all(|c| counts_trips_of(c, k, &replayed));
                     within = Some((outer.k, counted));
                 }
                 Err(why) => {
@@ -663,10 +669,16 @@ pub(super) fn choose(
     keep_direct_paths(cx, &mut out.loops);
     // What each loop counted on entry assumed of the loops inside it:
     // which take snapshots, and for which runs.
+    // A loop sized on entry records directly only runs of its stretch
+    // computed there, which the loops around it do not know: its
+    // snapshots always count.
     let direct: HashMap<usize, u64> = out
         .loops
         .iter()
-        .map(|c| (c.k, c.direct.as_ref().map_or(0, |d| d.runs)))
+        .map(|c| match (&c.direct, &c.sized) {
+            (Some(d), None) => (c.k, d.runs),
+            _ => (c.k, 0),
+        })
         .collect();
     for c in &mut out.loops {
         if let Some(s) = c.sized.as_mut() {
@@ -686,17 +698,29 @@ pub(super) fn choose(
 
 /// Whether checkpointed loop `outer` counts the trips of loop `k` on entry
 /// from its start and bound, and those of the loops inside `k`, at any
-/// depth inside it ([`sized::InnerRuns::complete`]). When every
-/// checkpointed loop around `k` does, `k`'s runs may be recorded directly
-/// up to its own stretch ([`Direct::runs`]): each estimate around it holds
-/// what such a run records, where one that took `k` as [`INNER_TRIPS`]
-/// trips, or a loop inside it so, allowed that many only.
-fn counts_trips_of(outer: &CkLoop, k: usize) -> bool {
-    fn find(runs: &[sized::InnerRuns], k: usize) -> bool {
-        runs.iter()
-            .any(|r| (r.index == k && r.complete) || find(&r.inner, k))
+/// depth inside it ([`sized::InnerRuns::complete`]), and the runs of `k`
+/// each iteration of `outer` makes: each loop between them counted too,
+/// or one of `replayed`, checkpointed without a direct path (`outer`'s
+/// stretch then holds its snapshots only, and its own estimate what its
+/// stretch records; the checkpointed loops around `k` are each asked the
+/// same). When every checkpointed loop around `k` does, `k`'s runs may be
+/// recorded directly up to its own stretch ([`Direct::runs`]): each
+/// estimate around it holds what such a run records, where one that took
+/// `k`, a loop inside it or a loop around it as [`INNER_TRIPS`] trips
+/// allowed that many only.
+fn counts_trips_of(outer: &CkLoop, k: usize, replayed: &HashSet<usize>) -> bool {
+    fn find(runs: &[sized::InnerRuns], k: usize, replayed: &HashSet<usize>) -> bool {
+        runs.iter().any(|r| {
+            (r.index == k && r.complete)
+                || ((matches!(r.trips, sized::Trips::Counted { .. })
+                    || replayed.contains(&r.index))
+                    && find(&r.inner, k, replayed))
+        })
     }
-    outer.sized.as_ref().is_some_and(|s| find(&s.inner, k))
+    outer
+        .sized
+        .as_ref()
+        .is_some_and(|s| find(&s.inner, k, replayed))
 }
 
 /// Sets [`sized::InnerRuns::direct`] of `runs` and the loops inside them
@@ -1707,6 +1731,17 @@ fn block_bytes(cx: &Derivation<'_>, view: &SweepView<'_>, plan: &TapePlan, i: us
         here += if br.two_way { 1 } else { 8 };
     }
     here
+}
+
+/// Whether block `i` calls another function's forward sweep, whose records
+/// the estimate takes as [`CALL_BYTES`] whatever they are.
+fn calls_in(cx: &Derivation<'_>, view: &SweepView<'_>, i: usize) -> bool {
+    cx.shape.bb.blocks[i].stmts.iter().any(|&inst| {
+        matches!(
+            view.stmts[inst].as_ref().map(|s| &s.how),
+            Some(How::Invoke(_) | How::Dynamic)
+        )
+    })
 }
 
 /// The kept blocks of loop `k` (positions), each with how many times one

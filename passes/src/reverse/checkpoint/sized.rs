@@ -54,7 +54,8 @@ use super::super::ctx::Derivation;
 use super::super::ctx::internal;
 use super::super::plan::TapePlan;
 use super::{
-    CkLoop, INNER_TRIPS, MadeIn, SweepView, block_bytes, depth_in, entry_test, short_constant,
+    CkLoop, INNER_TRIPS, MadeIn, SweepView, block_bytes, calls_in, depth_in, entry_test,
+    short_constant,
 };
 use irad_ir::{Block, Const, FuncId, InstKind, Location, Module, Operand, Prim, Value};
 use irad_rules::emit::contains_array;
@@ -135,13 +136,16 @@ pub(in crate::reverse) struct InnerRuns {
     pub inner: Vec<InnerRuns>,
     /// The most iterations a run of it records directly, taking no
     /// snapshot: its direct path's runs when it is checkpointed
-    /// ([`super::Direct::runs`], 0 without one), every run when it is not
-    /// (`u64::MAX`); set once every loop is decided ([`super::choose`]).
+    /// ([`super::Direct::runs`]; 0 without one, and for a loop sized on
+    /// entry itself, whose direct path takes the stretch it computes),
+    /// every run when it is not (`u64::MAX`); set once every loop is
+    /// decided ([`super::choose`]).
     pub direct: u64,
     /// Whether its trips are counted and so are those of every loop inside
-    /// it but short constant ones, to any depth: the estimate then holds
-    /// all it records, and a run of it may be recorded directly up to its
-    /// own stretch ([`super::Direct::runs`]).
+    /// it but short constant ones, to any depth, and none of its blocks
+    /// calls another function: the estimate then holds all it records,
+    /// and a run of it may be recorded directly up to its own stretch
+    /// ([`super::Direct::runs`]).
     pub complete: bool,
 }
 
@@ -653,7 +657,7 @@ pub(in crate::reverse) fn inner_runs(
     let pow = |d: usize| INNER_TRIPS.saturating_pow(u32::try_from(d).unwrap_or(u32::MAX));
     let (mut out, mut bytes, mut arrays) = (Vec::new(), 0u64, 0u64);
     for f in found {
-        let Some(each) = weigh.runs(f, 0) else {
+        let Some(each) = weigh.runs(f, k) else {
             continue;
         };
         for &i in loops
@@ -724,6 +728,24 @@ fn nest(scope: &mut Scope<'_, '_>, parent: usize, depth: usize) -> Vec<Found> {
     out
 }
 
+/// How many loops lie between loop `outer` and loop `j` inside it (the
+/// short constant loops a loop is found through: each makes
+/// [`INNER_TRIPS`] runs), loops of one exit and of several alike.
+fn between(loops: &super::super::loops::RevLoops, outer: usize, j: usize) -> usize {
+    let (o, l) = (loops.of(outer), loops.of(j));
+    (0..loops.count())
+        .filter(|&m| {
+            let lm = loops.of(m);
+            m != outer
+                && m != j
+                && lm.header != o.header
+                && lm.header != l.header
+                && o.contains(lm.header)
+                && lm.contains(l.header)
+        })
+        .count()
+}
+
 /// What [`inner_runs`] weighs the loops it found with.
 struct Weigh<'w, 'c> {
     cx: &'w Derivation<'c>,
@@ -750,9 +772,9 @@ impl Weigh<'_, '_> {
 
     /// Loop `f` and the loops it found inside it, as [`InnerRuns`]: its
     /// blocks outside those weighed as the estimate weighs them, relative
-    /// to its own depth; `parent` is the depth (in `k`) of the loop it was
-    /// found in. `None` for a loop of unknown trips whose snapshots copy no
-    /// array, with no such loop inside.
+    /// to its own depth; `parent` is the loop it was found in (the short
+    /// loops between them make its runs). `None` for a loop of unknown
+    /// trips whose snapshots copy no array, with no such loop inside.
     fn runs(&self, f: Found, parent: usize) -> Option<InnerRuns> {
         let cx = self.cx;
         let loops = &cx.shape.loops;
@@ -761,7 +783,7 @@ impl Weigh<'_, '_> {
         let inner: Vec<InnerRuns> = f
             .inner
             .into_iter()
-            .filter_map(|c| self.runs(c, base))
+            .filter_map(|c| self.runs(c, f.j))
             .collect();
         let mut copies = snapshot_arrays(
             cx,
@@ -782,14 +804,17 @@ impl Weigh<'_, '_> {
             bytes: 0,
             fresh: 0,
             copies,
-            runs: pow(base.saturating_sub(parent).max(1) - 1),
+            runs: pow(between(loops, parent, f.j)),
             trips: f.trips,
             inner,
             direct: INNER_TRIPS,
             complete: false,
         };
-        let mut complete =
-            matches!(each.trips, Trips::Counted { .. }) && each.inner.iter().all(|c| c.complete);
+        // A call's records are not known (the estimate takes them as
+        // `CALL_BYTES`), so a loop that calls is not complete.
+        let mut complete = matches!(each.trips, Trips::Counted { .. })
+            && each.inner.iter().all(|c| c.complete)
+            && !l.members.iter().any(|&i| calls_in(cx, self.view, i));
         for &i in l.members.iter().filter(|&&i| cx.shape.kept(i)) {
             if each.inner.iter().any(|c| loops.of(c.index).contains(i)) {
                 continue;
