@@ -912,7 +912,7 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
             match c.entered_lengths {
                 0 => String::new(),
                 n => format!(
-                    "the stretch (its inner loops' bounds read the length of {} it enters with, which its replay lacks), ",
+                    "the stretch (computed from the length of {} it enters with, which its replay lacks), ",
                     arrays_text(n)
                 ),
             },
@@ -923,7 +923,7 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
             line.push_str("; each snapshot pushes a flag (a stretch before it?), the stretch's index,");
             if c.entered_lengths > 0 {
                 line.push_str(&format!(
-                    " the stretch (its inner loops' bounds read the length of {} it enters with, which its replay lacks),",
+                    " the stretch (computed from the length of {} it enters with, which its replay lacks),",
                     arrays_text(c.entered_lengths)
                 ));
             }

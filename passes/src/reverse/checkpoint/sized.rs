@@ -83,8 +83,9 @@ pub(in crate::reverse) struct RunStretch {
     /// inputs: those, the range of its counter ([`Bound::Counter`]).
     pub range: Option<(Bound, Bound)>,
     /// Values of the forward sweep defined before the loop, not among its
-    /// inputs, whose lengths the trips read ([`Bound::Outside`]): the
-    /// arrays its header phis enter with. A replay does not have them, so
+    /// inputs, whose lengths the trips read ([`Bound::Outside`]), or that
+    /// give the longest array when it has no array inputs: the arrays its
+    /// header phis enter with. A replay does not have them, so
     /// when there are any each snapshot pushes the stretch the forward
     /// sweep computed, and the replay pops it ([`RunStretch::saved`]).
     pub outside: Vec<Value>,
@@ -644,6 +645,17 @@ pub(in crate::reverse) fn inner_runs(
     // The trips of each first: they may read arrays before the loop, whose
     // lengths then also give the copies' of the arrays made in it.
     let found = nest(&mut scope, k, NEST_DEPTH);
+    // Without array inputs, the arrays the header phis enter with give
+    // the longest length (the arrays a double buffer may hold), so that
+    // the arrays its inner loops' snapshots copy count: the search for a
+    // header phi's length adds them to `outside`.
+    if !lengths && scope.outside.is_empty() && !found.is_empty() {
+        for (_, r) in super::replay::header_phis(cx, outer.header) {
+            if matches!(cx.src.values[r].ty, irad_ir::Type::Array(_)) {
+                let _ = scope.length(r, BOUND_DEPTH);
+            }
+        }
+    }
     let weigh = Weigh {
         cx,
         view,
