@@ -667,11 +667,10 @@ pub(super) fn choose(
         }
     }
     keep_direct_paths(cx, &mut out.loops);
-    // What each loop counted on entry assumed of the loops inside it:
-    // which take snapshots, and for which runs.
-    // A loop sized on entry records directly only runs of its stretch
-    // computed there, which the loops around it do not know: its
-    // snapshots always count.
+    // Tell each loop sized on entry which of the loops it counts take
+    // snapshots, and from how many trips. A loop sized on entry itself
+    // records directly only runs of the stretch it computes, which the
+    // loops around it do not know: its snapshots always count.
     let direct: HashMap<usize, u64> = out
         .loops
         .iter()
@@ -736,7 +735,8 @@ fn set_direct(runs: &mut [sized::InnerRuns], direct: &HashMap<usize, u64>) {
 /// The decision for loop `k`, asked for by the limit or by a `checkpoint(n)`
 /// in it (`ask`): the checkpointed loop, or why not. Changes `plan` only when
 /// the loop is checkpointed. `within` is the innermost checkpointed loop
-/// around it, and whether that loop counts `k`'s trips on entry.
+/// around it, and whether every checkpointed loop around it counts `k`'s
+/// trips on entry ([`counts_trips_of`]).
 fn decide(
     cx: &Derivation<'_>,
     view: &SweepView<'_>,
