@@ -622,6 +622,8 @@ pub(super) fn choose(
         .chain((loops.loops.len()..loops.count()).rev())
         .collect();
     order.sort_by_key(|&k| std::cmp::Reverse(loops.of(k).members.len()));
+    // The checkpointed loops decided so far that have no direct path.
+    let mut replayed: HashSet<usize> = HashSet::default();
     for k in order {
         let l = loops.of(k);
         let label = cx.label(l.header);
@@ -642,12 +644,6 @@ pub(super) fn choose(
                 Ok(()) => {
                     // Its runs may be long when every checkpointed loop
                     // around it counts them.
-                    let replayed: HashSet<usize> = out
-                        .loops
-                        .iter()
-                        .filter(|c| c.direct.is_none())
-                        .map(|c| c.k)
-                        .collect();
                     let counted = out
                         .loops
                         .iter()
@@ -662,7 +658,14 @@ pub(super) fn choose(
             }
         }
         match decide(cx, view, plan, k, (limit, ask, within), &unsafe_classes) {
-            Ok(c) => out.loops.push(c),
+            Ok(c) => {
+                // `keep_direct_paths` only drops direct paths later, so a
+                // loop without one now never has one.
+                if c.direct.is_none() {
+                    replayed.insert(c.k);
+                }
+                out.loops.push(c);
+            }
             Err(why) => out.skip(label, why),
         }
     }
