@@ -956,6 +956,81 @@ fn loops_inside_inner_loops_count_their_trips_and_record_directly() {
     );
 }
 
+/// A scratch array made in each iteration, `zeros(n)` (`scratch_only` of
+/// tests/checkpoint/lengths.irad): the loop has no array input, so before
+/// it kept its static stretch (hundreds of iterations for the few scalars
+/// it records) and held every scratch array of it. It now counts each at
+/// the length `n` gives on entry.
+#[test]
+fn a_scratch_array_counts_at_the_length_its_argument_gives() {
+    let src =
+        irad::read_source(&manifest_dir().join("tests/checkpoint/lengths.irad")).expect("readable");
+    let m = irad::load_normalised(&src).expect("loads");
+    let f = m.by_name("scratch_only").expect("the function");
+    let limit = 64 << 10;
+    let plan = tape_plan_limited(&m, &Registry::new(), f, Some(limit))
+        .expect("plan")
+        .to_string();
+    assert!(
+        plan.contains("8 per element of the 2 arrays of known length an iteration makes"),
+        "{plan}"
+    );
+    let args = vec![Val::I64(1000), Val::I64(2000), Val::F64(0.3)];
+    let free = counts(&m, f, &args, None);
+    let limited = counts(&m, f, &args, Some(limit));
+    assert!(free.peak_held_bytes > 100 * limit, "{free:?}");
+    assert!(
+        limited.peak_held_bytes <= limit,
+        "{limited:?} under a 64K limit"
+    );
+}
+
+/// Rows made in an inner loop, each as long as a row (`inner_rows` of
+/// tests/checkpoint/lengths.irad: `zeros(cols)`, `cols = len(x) / rows`):
+/// the loops count each at the length `cols` gives on entry. Taken as long
+/// as the whole grid, as before, the row loop's stretches were of one
+/// iteration, and the run under the limit ran 4.6 times the statements of
+/// the run without (3.1 now, the time loop and the row loop each replaying
+/// their stretches). What the tapes hold also counts the time loop's
+/// snapshots, each a copy of the grid, which the limit does not bound.
+#[test]
+fn arrays_of_known_length_count_at_their_length() {
+    let src =
+        irad::read_source(&manifest_dir().join("tests/checkpoint/lengths.irad")).expect("readable");
+    let m = irad::load_normalised(&src).expect("loads");
+    let f = m.by_name("inner_rows").expect("the function");
+    let limit = 256 << 10;
+    let plan = tape_plan_limited(&m, &Registry::new(), f, Some(limit))
+        .expect("plan")
+        .to_string();
+    assert!(
+        plan.contains("8 per element of the 3 arrays of known length an iteration makes"),
+        "{plan}"
+    );
+    let xs: Vec<f64> = (0..4000).map(|i| f64::from(i) * 1e-4).collect();
+    let args = vec![
+        Val::f64_array(xs),
+        Val::I64(16),
+        Val::I64(1000),
+        Val::f64_array(vec![0.0; 4000]),
+    ];
+    let free = counts(&m, f, &args, None);
+    let limited = counts(&m, f, &args, Some(limit));
+    assert!(free.peak_held_bytes > 4 * limit, "{free:?}");
+    assert!(
+        limited.peak_tape_bytes <= limit,
+        "{limited:?} under a 256K limit"
+    );
+    assert!(
+        limited.peak_held_bytes <= 2 * limit,
+        "{limited:?} under a 256K limit"
+    );
+    assert!(
+        limited.statements < free.statements * 4,
+        "{limited:?} {free:?}"
+    );
+}
+
 /// The plan of `f` under a 1-byte limit must thin its loop's snapshots
 /// and say `says`; returns what the interpreter counts for `args(2^8)` and
 /// `args(2^14)` under that limit, and for `args(2^14)` without one, after

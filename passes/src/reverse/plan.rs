@@ -217,6 +217,10 @@ pub struct CheckpointedLoop {
     /// loop's array inputs (docs/reverse.md, "Arrays made in each
     /// iteration"); 0 otherwise.
     pub fresh_arrays: u64,
+    /// Under a limit, the arrays made in the loop that one iteration
+    /// records whose lengths it computes on entry (`zeros(n)`, a copy of an
+    /// array it reads from before it): each counts at its length.
+    pub known_arrays: u64,
     /// Under a limit, the loops directly inside it whose trips its stretch
     /// counts on entry (docs/reverse.md, "Loops inside a sized loop"); its
     /// own bytes per iteration are then `bytes_per_iteration` less what the
@@ -300,8 +304,11 @@ pub struct InnerRun {
     pub inside: Option<u32>,
     /// The estimated bytes one of its iterations records.
     pub bytes: u64,
-    /// The arrays made in it that one of its iterations records.
+    /// The arrays made in it that one of its iterations records, of
+    /// unknown length.
     pub fresh: u64,
+    /// Those whose lengths are known on entry.
+    pub known: u64,
     /// How many arrays a snapshot of it copies (0 when counted not at
     /// all).
     pub copies: u64,
@@ -833,6 +840,12 @@ fn inner_runs_text(c: &CheckpointedLoop, limit: u64) -> String {
             arrays_text(c.fresh_arrays)
         ));
     }
+    if c.known_arrays > 0 {
+        text.push_str(&format!(
+            " and 8 per element of the {} of known length an iteration makes and records",
+            arrays_text(c.known_arrays)
+        ));
+    }
     for (i, r) in c.inner_runs.iter().enumerate() {
         text.push_str(&format!(
             "{} loop #{}",
@@ -848,6 +861,12 @@ fn inner_runs_text(c: &CheckpointedLoop, limit: u64) -> String {
         text.push_str(&format!(": about {} bytes", r.bytes));
         if r.fresh > 0 {
             text.push_str(&format!(" and 8 per element of {}", arrays_text(r.fresh)));
+        }
+        if r.known > 0 {
+            text.push_str(&format!(
+                " and 8 per element of {} of known length",
+                arrays_text(r.known)
+            ));
         }
         text.push_str(match r.trips {
             InnerTrips::Bounds => " per iteration for the iterations its start and bound give on entry",
@@ -885,7 +904,7 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
         line.push('s');
     }
     match &c.source {
-        StretchSource::Limit(limit) if !c.inner_runs.is_empty() => {
+        StretchSource::Limit(limit) if !c.inner_runs.is_empty() || c.known_arrays > 0 => {
             line.push_str(&inner_runs_text(c, *limit));
         }
         StretchSource::Limit(limit) if c.fresh_arrays > 0 => line.push_str(&format!(

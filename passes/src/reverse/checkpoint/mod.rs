@@ -877,7 +877,8 @@ fn decide(
         }
     }
     // Arrays made in the loop and recorded cost their elements: under a
-    // limit the stretch shortens on entry for the longest array input.
+    // limit the stretch shortens on entry for their lengths, where those
+    // are known on entry, and for the longest array input otherwise.
     // For a loop carrying arrays through its header only when each is made
     // afresh in every iteration or replaced on some iterations only:
     // compiled code frees what their replays make (docs/codegen.md,
@@ -885,10 +886,6 @@ fn decide(
     // are) replays keep a few arrays each, and shorter stretches would
     // replay, and keep, more of them.
     let count_fresh = carried.iter().all(|c| c.afresh() || c.replaced.is_some());
-    let fresh = match count_fresh {
-        true => fresh_arrays_per_iteration(cx, view, plan, k),
-        false => 0,
-    };
     // And loops inside it that may run long count, on entry, the trips
     // their bounds give and the snapshots each of their runs keeps.
     let sized = match &source {
@@ -906,18 +903,19 @@ fn decide(
                 (&inputs, !lengths.is_empty(), count_fresh),
                 unsafe_classes,
             );
-            let fresh = fresh.saturating_sub(found.fresh);
-            ((fresh > 0 && !lengths.is_empty()) || !found.runs.is_empty()).then_some(
-                sized::RunStretch {
-                    half: limit / 2,
-                    fresh,
-                    lengths,
-                    own: bytes.saturating_sub(found.bytes),
-                    inner: found.runs,
-                    range: found.range,
-                    outside: found.outside,
-                },
-            )
+            ((found.fresh > 0 && !lengths.is_empty())
+                || !found.known.is_empty()
+                || !found.runs.is_empty())
+            .then_some(sized::RunStretch {
+                half: limit / 2,
+                fresh: found.fresh,
+                known: found.known,
+                lengths,
+                own: bytes.saturating_sub(found.bytes),
+                inner: found.runs,
+                range: found.range,
+                outside: found.outside,
+            })
         }
         _ => None,
     };
@@ -1767,24 +1765,6 @@ fn weighted_members<'c>(
         })
 }
 
-/// The arrays made in loop `k` that one iteration pushes (values of a type
-/// holding an array, defined in the loop's blocks), weighted as
-/// [`bytes_per_iteration`] weighs the blocks of inner loops.
-fn fresh_arrays_per_iteration(
-    cx: &Derivation<'_>,
-    view: &SweepView<'_>,
-    plan: &TapePlan,
-    k: usize,
-) -> u64 {
-    let made = MadeIn::new(cx, view, k);
-    let mut total = 0u64;
-    for (i, times) in weighted_members(cx, k) {
-        let here = made.pushed(cx, plan, i);
-        total = total.saturating_add(here.saturating_mul(times));
-    }
-    total
-}
-
 /// Which values of the forward sweep loop `k` makes.
 struct MadeIn<'a> {
     fdef: irad_ir::entity::SecondaryMap<Value, Option<usize>>,
@@ -1799,18 +1779,22 @@ impl<'a> MadeIn<'a> {
         }
     }
 
-    /// How many arrays made in the loop block `i` pushes each time it runs.
-    fn pushed(&self, cx: &Derivation<'_>, plan: &TapePlan, i: usize) -> u64 {
+    /// The values of the forward sweep holding arrays made in the loop
+    /// that block `i` pushes each time it runs, with their types.
+    fn pushed_values<'p>(
+        &'p self,
+        cx: &'p Derivation<'_>,
+        plan: &'p TapePlan,
+        i: usize,
+    ) -> impl Iterator<Item = (Value, &'p irad_ir::Type)> + 'p {
         let block = cx.shape.bb.blocks[i].id;
         let stmts = cx.shape.bb.blocks[i].stmts.iter();
-        let here = plan
-            .at_block_end(block)
+        plan.at_block_end(block)
             .chain(stmts.flat_map(|&inst| plan.after_stmt(inst)))
             .filter(|s| {
                 contains_array(&s.ty) && self.fdef[s.value].is_some_and(|d| self.l.contains(d))
             })
-            .count();
-        here as u64
+            .map(|s| (s.value, &s.ty))
     }
 }
 
@@ -2103,6 +2087,7 @@ fn inner_run_lines(
             inside,
             bytes: r.bytes,
             fresh: r.fresh,
+            known: r.known.iter().fold(0u64, |n, (w, _)| n.saturating_add(*w)),
             copies: r.copies.len() as u64,
             copies_made: r.copies.iter().filter(|c| c.is_none()).count() as u64,
             runs: r.runs,
@@ -2135,6 +2120,9 @@ pub(super) fn summary(
                 source: c.source.clone(),
                 bytes_per_iteration: c.bytes,
                 fresh_arrays: c.sized.as_ref().map_or(0, |s| s.fresh),
+                known_arrays: c.sized.as_ref().map_or(0, |s| {
+                    s.known.iter().fold(0u64, |n, (w, _)| n.saturating_add(*w))
+                }),
                 inner_runs: c.sized.as_ref().map_or_else(Vec::new, |s| {
                     let mut out = Vec::new();
                     inner_run_lines(&s.inner, None, &mut out);

@@ -16,7 +16,11 @@
 //! inputs computes its stretch on entry as
 //! `max(1, min(S, (B / 2) / (r + 8 F m)))`, `S` the static stretch and `m`
 //! the longest of those arrays: each fresh array is assumed as long as the
-//! longest array that enters the loop. The forward sweep computes it in the
+//! longest array that enters the loop. A fresh array whose length is an
+//! expression known on entry ([`Scope::made_length`]: `zeros(n)` of an
+//! expression of the inputs, a copy of an input, either of such arrays)
+//! counts at that length instead, `8 w n` for `w` of them of length `n`,
+//! whether or not the loop has array inputs. The forward sweep computes it in the
 //! block entering the loop (its countdown and, for a counted loop of a
 //! known trip count, the direct path's test use it) and each replay
 //! computes the same value from the same inputs at its entry (its header
@@ -36,8 +40,9 @@
 //! as the longest array input `m`: the stretch is `(B / 2) / (r' + 8 F m +
 //! Σ runs (t (b + 8 f m) + 8 c m K))`, `r'` and `F` the estimate outside
 //! those loops and `t`, `b`, `f`, `c`, `K` each one's trips, bytes and
-//! fresh arrays per trip, arrays copied and snapshots per run, computed in
-//! `f64` ([`with_inner`]) and clamped as above.
+//! fresh arrays per trip, arrays copied and snapshots per run (each fresh
+//! array of a known length counted at it), computed in `f64`
+//! ([`with_inner`]) and clamped as above.
 //!
 //! Assumes the loop's inputs are values defined before it (in the forward
 //! sweep, or mapped into the outer replay of a nested loop), which a
@@ -45,9 +50,9 @@
 //! arrays the header phis enter with: a stretch that reads their lengths
 //! ([`RunStretch::saved`]) is pushed with each snapshot and popped by the
 //! replay instead of computed there. Guarantees: the value is
-//! at least 1 and at most `S`; without fresh arrays or array inputs, and
-//! without inner loops counted on entry, the stretch stays the constant
-//! `S` and nothing is emitted.
+//! at least 1 and at most `S`; without fresh arrays of known length,
+//! without fresh arrays or array inputs, and without inner loops counted
+//! on entry, the stretch stays the constant `S` and nothing is emitted.
 
 use super::super::ReverseError;
 use super::super::ctx::Derivation;
@@ -59,7 +64,7 @@ use super::{
 };
 use irad_ir::{Block, Const, FuncId, InstKind, Location, Module, Operand, Prim, Value};
 use irad_rules::emit::contains_array;
-use rustc_hash::FxHashSet as HashSet;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// How a checkpointed loop under a limit computes its stretch on entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,8 +73,12 @@ pub(in crate::reverse) struct RunStretch {
     pub half: u64,
     /// The arrays made in the loop that one iteration pushes, weighted as
     /// the estimate of the bytes per iteration weighs blocks (outside the
-    /// loops of `inner`).
+    /// loops of `inner`), whose lengths are not known on entry: each is
+    /// taken as long as the longest array.
     pub fresh: u64,
+    /// Those whose lengths are known on entry ([`Scope::made_length`]),
+    /// each length with the weight of the arrays of that length.
+    pub known: Vec<(u64, Bound)>,
     /// The loop's inputs that are arrays (indices among its inputs): the
     /// longest gives every fresh array's length.
     pub lengths: Vec<usize>,
@@ -94,8 +103,13 @@ pub(in crate::reverse) struct RunStretch {
 impl RunStretch {
     /// Whether arrays made in the loop (or in its inner loops) size it.
     pub fn counts_arrays(&self) -> bool {
-        (!self.lengths.is_empty() || !self.outside.is_empty())
-            && (self.fresh > 0 || self.inner.iter().any(|r| r.fresh > 0))
+        fn known(runs: &[InnerRuns]) -> bool {
+            runs.iter().any(|r| !r.known.is_empty() || known(&r.inner))
+        }
+        ((!self.lengths.is_empty() || !self.outside.is_empty())
+            && (self.fresh > 0 || self.inner.iter().any(|r| r.fresh > 0)))
+            || !self.known.is_empty()
+            || known(&self.inner)
     }
 
     /// Whether each snapshot pushes the stretch, which a replay then pops
@@ -118,8 +132,10 @@ pub(in crate::reverse) struct InnerRuns {
     /// the estimate weighs them).
     pub bytes: u64,
     /// The arrays made in it that one of its iterations pushes, weighed
-    /// likewise.
+    /// likewise, whose lengths are not known on entry.
     pub fresh: u64,
+    /// Those whose lengths are, as [`RunStretch::known`].
+    pub known: Vec<(u64, Bound)>,
     /// The arrays a snapshot of it copies: each the outer loop's input of
     /// that index, whose length it has, or (`None`) taken as long as the
     /// longest array input.
@@ -254,11 +270,8 @@ pub(in crate::reverse) fn stretch(
                 .ok_or_else(|| internal(loc, "a sized loop's input out of range"))?,
         );
     }
-    // The arrays the loop enters with count as its inputs (only inner
-    // loops' trips read them).
-    if !s.inner.is_empty() {
-        arrays.extend_from_slice(outside);
-    }
+    // The arrays the loop enters with count as its inputs.
+    arrays.extend_from_slice(outside);
     let mut longest: Option<Operand> = None;
     for a in arrays {
         let n = emit(Prim::Length, &[a])?;
@@ -270,7 +283,7 @@ pub(in crate::reverse) fn stretch(
             }
         });
     }
-    if !s.inner.is_empty() {
+    if !s.inner.is_empty() || !s.known.is_empty() {
         return with_inner(ck, s, (inputs, outside, longest), loc, emit);
     }
     let Some(m) = longest else {
@@ -294,9 +307,10 @@ pub(in crate::reverse) fn stretch(
 /// it (exact in `f64`, and far inside `i64`).
 const MOST_EXACT: u64 = 1 << 52;
 
-/// The stretch of a loop with inner loops counted on entry: the estimate
-/// `r = own + 8 F m + Σ t (b + 8 f m)` (`t` an inner loop's trips, `b` and
-/// `f` its bytes and fresh arrays per iteration), in `f64` so that no
+/// The stretch of a loop with inner loops counted on entry or fresh arrays
+/// of known length: the estimate `r = own + 8 F m + 8 Σ w n + Σ t (b + 8 f
+/// m + 8 Σ w n)` (`w` arrays of known length `n`, `t` an inner loop's
+/// trips, `b` and `f` its bytes and fresh arrays per iteration), in `f64` so that no
 /// product overflows, and the stretch `(B / 2) / r` clamped to `least`
 /// and the static stretch before it converts back. `inputs` and `outside`
 /// are the caller's operands of the loop's inputs and of
@@ -327,6 +341,7 @@ fn with_inner(
             r = emit(Prim::Add, &[r, elems])?;
         }
     }
+    r = add_known(r, &s.known, (inputs, outside), loc, emit)?;
     for inner in &s.inner {
         let run = held(inner, s, (inputs, outside, m), loc, emit)?;
         r = emit(Prim::Add, &[r, run])?;
@@ -344,8 +359,9 @@ fn with_inner(
 }
 
 /// The bytes the runs of `inner` that one iteration of the loop it was
-/// found in makes keep: per run `t (b + 8 f m + Σ held(inner loops))` for
-/// its records and `8 c m K` for its snapshots (none for a run of at most
+/// found in makes keep: per run `t (b + 8 f m + 8 Σ w n + Σ held(inner
+/// loops))` for its records (`w` arrays of known length `n` per trip) and
+/// `8 c m K` for its snapshots (none for a run of at most
 /// its direct path's iterations, nor for a loop not checkpointed), `m` the
 /// operand of the longest array's length, if any.
 fn held(
@@ -396,7 +412,7 @@ fn held(
         let run = held(c, s, (inputs, outside, m), loc, emit)?;
         recorded = emit(Prim::Add, &[recorded, run])?;
     }
-    let mut each = recorded;
+    let mut each = add_known(recorded, &inner.known, (inputs, outside), loc, emit)?;
     if let (Some(m), true) = (m, inner.fresh > 0) {
         let per = inner.fresh.min(MAX_FRESH) * ELEMENT_BYTES;
         let elems = emit(Prim::Mul, &[m, f(per)])?;
@@ -442,6 +458,27 @@ fn held(
         run = emit(Prim::Mul, &[run, f(inner.runs)])?;
     }
     Ok(run)
+}
+
+/// `r` (an `f64` operand of bytes) and 8 bytes per element of the arrays
+/// of `known` (weights and lengths, the most each length can be on entry).
+fn add_known(
+    mut r: Operand,
+    known: &[(u64, Bound)],
+    (inputs, outside): (&[Operand], &[Operand]),
+    loc: &Location,
+    emit: &mut Emit<'_>,
+) -> Result<Operand, ReverseError> {
+    for (w, b) in known {
+        let n = value(b, (inputs, outside, None), true, loc, emit)?;
+        // A length is never negative; an expression of lengths may be.
+        let some = emit(Prim::Ge, &[n, Operand::from(0.0)])?;
+        let n = emit(Prim::Select, &[some, n, Operand::from(0.0)])?;
+        let per = (*w).min(MAX_FRESH) * ELEMENT_BYTES;
+        let elems = emit(Prim::Mul, &[n, Operand::from(per as f64)])?;
+        r = emit(Prim::Add, &[r, elems])?;
+    }
+    Ok(r)
 }
 
 /// How many snapshots a run of an inner loop of `t` iterations (an `f64`
@@ -591,9 +628,12 @@ pub(in crate::reverse) fn stretch_at(
 pub(in crate::reverse) struct InnerFound {
     /// The inner loops.
     pub runs: Vec<InnerRuns>,
-    /// The bytes and fresh arrays the static estimate counted for them.
+    /// The bytes the static estimate counted for them.
     pub bytes: u64,
+    /// The arrays made in the loop outside them that one iteration pushes
+    /// ([`RunStretch::fresh`] and [`RunStretch::known`]).
     pub fresh: u64,
+    pub known: Vec<(u64, Bound)>,
     /// The outer loop's range ([`RunStretch::range`]).
     pub range: Option<(Bound, Bound)>,
     /// The values before the loop whose lengths the trips read
@@ -610,10 +650,11 @@ pub(in crate::reverse) struct InnerFound {
 /// known), and how many arrays its snapshots copy (when `lengths`: `k` has
 /// array inputs). A loop of unknown trips whose snapshots copy no array
 /// and inside which no loop counts counts as the static estimate does and
-/// is left out. Returns them, the bytes and fresh arrays the static
-/// estimate counted for the outermost of them, which the estimate on
-/// entry replaces, and `k`'s counter's range. `fresh` tells whether the
-/// loop's fresh arrays are counted at all.
+/// is left out. Returns them, the bytes the static estimate counted for
+/// the outermost of them, which the estimate on entry replaces, the arrays
+/// made in `k`'s other blocks that an iteration pushes, and `k`'s
+/// counter's range. `fresh` tells whether the loop's fresh arrays are
+/// counted at all.
 pub(in crate::reverse) fn inner_runs(
     cx: &Derivation<'_>,
     (view, plan): (&SweepView<'_>, &TapePlan),
@@ -632,6 +673,7 @@ pub(in crate::reverse) fn inner_runs(
         k,
         fdef: super::super::plan::def_blocks(view.fwd, view.fblock),
         outside: Vec::new(),
+        primal: None,
     };
     let range = outer
         .counted
@@ -656,18 +698,15 @@ pub(in crate::reverse) fn inner_runs(
             }
         }
     }
-    let weigh = Weigh {
-        cx,
-        view,
+    let mut weigh = Weigh {
         plan,
-        k,
-        inputs,
         lengths: lengths || !scope.outside.is_empty(),
         made: fresh.then(|| MadeIn::new(cx, view, k)),
         unsafe_classes,
+        scope,
     };
     let pow = |d: usize| INNER_TRIPS.saturating_pow(u32::try_from(d).unwrap_or(u32::MAX));
-    let (mut out, mut bytes, mut arrays) = (Vec::new(), 0u64, 0u64);
+    let (mut out, mut bytes) = (Vec::new(), 0u64);
     for f in found {
         let Some(each) = weigh.runs(f, k) else {
             continue;
@@ -680,17 +719,44 @@ pub(in crate::reverse) fn inner_runs(
         {
             let d = depth_in(loops, i, k);
             bytes = bytes.saturating_add(block_bytes(cx, view, plan, i).saturating_mul(pow(d)));
-            arrays = arrays.saturating_add(weigh.fresh_in(i).saturating_mul(pow(d)));
         }
         out.push(each);
+    }
+    // The arrays made in the loop's other blocks.
+    let mut made = Made::default();
+    for &i in outer.members.iter().filter(|&&i| cx.shape.kept(i)) {
+        if !out.iter().any(|r| loops.of(r.index).contains(i)) {
+            weigh.made_in(i, pow(depth_in(loops, i, k)), &mut made);
+        }
     }
     out.sort_by_key(|r| r.label);
     InnerFound {
         runs: out,
         bytes,
-        fresh: arrays,
+        fresh: made.unknown,
+        known: made.known,
         range: range.map(|(lo, hi, _)| (lo, hi)),
-        outside: scope.outside,
+        outside: weigh.scope.outside,
+    }
+}
+
+/// The arrays made in a loop that an iteration pushes, weighted: those of
+/// unknown length and those of lengths known on entry.
+#[derive(Default)]
+struct Made {
+    unknown: u64,
+    known: Vec<(u64, Bound)>,
+}
+
+impl Made {
+    fn add(&mut self, times: u64, length: Option<Bound>) {
+        match length {
+            None => self.unknown = self.unknown.saturating_add(times),
+            Some(b) => match self.known.iter_mut().find(|(_, x)| *x == b) {
+                Some((w, _)) => *w = w.saturating_add(times),
+                None => self.known.push((times, b)),
+            },
+        }
     }
 }
 
@@ -760,26 +826,30 @@ fn between(loops: &super::super::loops::RevLoops, outer: usize, j: usize) -> usi
 
 /// What [`inner_runs`] weighs the loops it found with.
 struct Weigh<'w, 'c> {
-    cx: &'w Derivation<'c>,
-    view: &'w SweepView<'w>,
     plan: &'w TapePlan,
-    /// The sized loop.
-    k: usize,
-    /// Its inputs.
-    inputs: &'w [Value],
     /// Whether arrays of unknown length count (as long as the longest).
     lengths: bool,
     /// The loop's fresh arrays, when they count.
     made: Option<MadeIn<'w>>,
     unsafe_classes: &'w HashSet<u32>,
+    /// The sized loop's inputs and counter, which lengths are found in.
+    scope: Scope<'w, 'c>,
 }
 
 impl Weigh<'_, '_> {
-    /// The fresh arrays block `i` pushes each time it runs, when they count.
-    fn fresh_in(&self, i: usize) -> u64 {
-        self.made
-            .as_ref()
-            .map_or(0, |m| m.pushed(self.cx, self.plan, i))
+    /// Adds to `out` the arrays made in the loop that block `i` pushes
+    /// each time it runs, `times` times, when they count.
+    fn made_in(&mut self, i: usize, times: u64, out: &mut Made) {
+        let Some(made) = &self.made else {
+            return;
+        };
+        let pushed: Vec<(Value, irad_ir::Type)> = made
+            .pushed_values(self.scope.cx, self.plan, i)
+            .map(|(v, ty)| (v, ty.clone()))
+            .collect();
+        for (v, ty) in pushed {
+            out.add(times, self.scope.made_length(v, &ty));
+        }
     }
 
     /// Loop `f` and the loops it found inside it, as [`InnerRuns`]: its
@@ -787,11 +857,11 @@ impl Weigh<'_, '_> {
     /// to its own depth; `parent` is the loop it was found in (the short
     /// loops between them make its runs). `None` for a loop of unknown
     /// trips whose snapshots copy no array, with no such loop inside.
-    fn runs(&self, f: Found, parent: usize) -> Option<InnerRuns> {
-        let cx = self.cx;
+    fn runs(&mut self, f: Found, parent: usize) -> Option<InnerRuns> {
+        let (cx, view, k) = (self.scope.cx, self.scope.view, self.scope.k);
         let loops = &cx.shape.loops;
         let l = loops.of(f.j);
-        let base = depth_in(loops, l.header, self.k);
+        let base = depth_in(loops, l.header, k);
         let inner: Vec<InnerRuns> = f
             .inner
             .into_iter()
@@ -799,8 +869,8 @@ impl Weigh<'_, '_> {
             .collect();
         let mut copies = snapshot_arrays(
             cx,
-            (self.view, self.plan),
-            (f.j, self.inputs),
+            (view, self.plan),
+            (f.j, self.scope.inputs),
             self.unsafe_classes,
         );
         if !self.lengths {
@@ -815,6 +885,7 @@ impl Weigh<'_, '_> {
             index: f.j,
             bytes: 0,
             fresh: 0,
+            known: Vec::new(),
             copies,
             runs: pow(between(loops, parent, f.j)),
             trips: f.trips,
@@ -824,9 +895,10 @@ impl Weigh<'_, '_> {
         };
         // A call's records are not known (the estimate takes them as
         // `CALL_BYTES`), so a loop that calls is not complete.
+        let mut made = Made::default();
         let mut complete = matches!(each.trips, Trips::Counted { .. })
             && each.inner.iter().all(|c| c.complete)
-            && !l.members.iter().any(|&i| calls_in(cx, self.view, i));
+            && !l.members.iter().any(|&i| calls_in(cx, view, i));
         for &i in l.members.iter().filter(|&&i| cx.shape.kept(i)) {
             if each.inner.iter().any(|c| loops.of(c.index).contains(i)) {
                 continue;
@@ -842,14 +914,14 @@ impl Weigh<'_, '_> {
                         && lo.contains(i)
                         && !short_constant(cx, o)
                 });
-            let d = depth_in(loops, i, self.k);
+            let d = depth_in(loops, i, k);
             let times = pow(d - base.min(d));
-            let b = block_bytes(cx, self.view, self.plan, i);
+            let b = block_bytes(cx, view, self.plan, i);
             each.bytes = each.bytes.saturating_add(b.saturating_mul(times));
-            each.fresh = each
-                .fresh
-                .saturating_add(self.fresh_in(i).saturating_mul(times));
+            self.made_in(i, times, &mut made);
         }
+        each.fresh = made.unknown;
+        each.known = made.known;
         each.complete = complete;
         Some(each)
     }
@@ -896,9 +968,50 @@ struct Scope<'s, 'c> {
     fdef: irad_ir::entity::SecondaryMap<Value, Option<usize>>,
     /// See [`RunStretch::outside`].
     outside: Vec<Value>,
+    /// The primal array of each value of the forward sweep that is one or
+    /// its shadow, built when first asked ([`Scope::made_length`]).
+    primal: Option<HashMap<Value, Value>>,
 }
 
 impl Scope<'_, '_> {
+    /// The length on entry of array `v` of the forward sweep, of type
+    /// `ty`, made in the loop: that of the primal array it is or is the
+    /// shadow of ([`Scope::length`]), when that is an expression without
+    /// the counter whose polarity is known ([`signed`]). `None` (and
+    /// `outside` as it was) otherwise, and for a value holding arrays that
+    /// is not one.
+    fn made_length(&mut self, v: Value, ty: &irad_ir::Type) -> Option<Bound> {
+        if !matches!(ty, irad_ir::Type::Array(_)) {
+            return None;
+        }
+        let (cx, view) = (self.cx, self.view);
+        let primal = self.primal.get_or_insert_with(|| {
+            let mut map = HashMap::default();
+            for (p, data) in cx.src.values.iter() {
+                if !matches!(data.ty, irad_ir::Type::Array(_)) {
+                    continue;
+                }
+                if let Some(Operand::Value(f)) = view.fval[p] {
+                    map.entry(f).or_insert(p);
+                }
+                for s in &view.fshadow[p] {
+                    if let Operand::Value(s) = s {
+                        map.entry(*s).or_insert(p);
+                    }
+                }
+            }
+            map
+        });
+        let p = *primal.get(&v)?;
+        let mark = self.outside.len();
+        let b = self.length(p, BOUND_DEPTH)?;
+        if b.counts() || !signed(&b) {
+            self.outside.truncate(mark);
+            return None;
+        }
+        Some(b)
+    }
+
     /// How many trips inner loop `j` is taken to make (see
     /// [`inner_runs`]).
     fn trips(&mut self, j: usize) -> Trips {
