@@ -1031,6 +1031,100 @@ fn arrays_of_known_length_count_at_their_length() {
     );
 }
 
+/// Rows of growing length inside a time loop (`tri` of
+/// tests/checkpoint/counters.irad: `for c in 0..r * cols / rows + 1`, `r`
+/// the row loop's counter): the time loop counts the columns' trips at the
+/// ends of the row counter's range. Taken as 16, each run of the columns
+/// longer than that was checkpointed and copied the grid into its
+/// snapshots: 704 KB held under a 256K limit, and 4.4 times the statements
+/// of the run without a limit (now 480 KB and 3.1 times). What the tapes
+/// hold also counts the time loop's own snapshots, each a copy of the
+/// 64 KB grid, which the limit does not bound.
+#[test]
+fn a_bound_reading_the_counter_of_a_loop_between_counts_its_trips() {
+    let src = irad::read_source(&manifest_dir().join("tests/checkpoint/counters.irad"))
+        .expect("readable");
+    let m = irad::load_normalised(&src).expect("loads");
+    let f = m.by_name("tri").expect("the function");
+    let limit = 256 << 10;
+    let plan = tape_plan_limited(&m, &Registry::new(), f, Some(limit))
+        .expect("plan")
+        .to_string();
+    assert!(
+        plan.contains("at the ends of the ranges of the counters they read"),
+        "{plan}"
+    );
+    let xs: Vec<f64> = (0..8000).map(|i| f64::from(i) * 1e-4).collect();
+    let args = vec![
+        Val::f64_array(xs),
+        Val::I64(32),
+        Val::I64(40),
+        Val::f64_array(vec![0.0; 8000]),
+    ];
+    let free = counts(&m, f, &args, None);
+    let limited = counts(&m, f, &args, Some(limit));
+    assert!(free.peak_held_bytes > 4 * limit, "{free:?}");
+    assert!(
+        limited.peak_tape_bytes <= limit,
+        "{limited:?} under a 256K limit"
+    );
+    assert!(
+        limited.peak_held_bytes <= 2 * limit,
+        "{limited:?} under a 256K limit"
+    );
+    assert!(
+        limited.statements * 2 < free.statements * 7,
+        "{limited:?} {free:?}"
+    );
+}
+
+/// A countdown from an argument the loop reads only through its header phi
+/// (`countdown` of tests/checkpoint/inner.irad, `while it > 0 { for i in
+/// 0..it { ... } it = it - 1; }`): the forward sweep computes the stretch
+/// from it on entry and pushes it with each snapshot, and the inner loop
+/// counts its trips at either end of the countdown's range. Taken as 16,
+/// each longer run of the inner loop was checkpointed and copied the array
+/// into its snapshots: 576 KB held under a 256K limit, and 3.4 times the
+/// statements of the run without a limit (now 320 KB and 2.2 times). What
+/// the tapes hold also counts the countdown's own snapshots, each a copy of
+/// the 64 KB array, which the limit does not bound.
+#[test]
+fn a_countdown_from_a_value_before_the_loop_counts_its_inner_trips() {
+    let src =
+        irad::read_source(&manifest_dir().join("tests/checkpoint/inner.irad")).expect("readable");
+    let m = irad::load_normalised(&src).expect("loads");
+    let f = m.by_name("countdown").expect("the function");
+    let limit = 256 << 10;
+    let plan = tape_plan_limited(&m, &Registry::new(), f, Some(limit))
+        .expect("plan")
+        .to_string();
+    assert!(
+        plan.contains("the stretch (computed from 1 value it enters with, which its replay lacks)"),
+        "{plan}"
+    );
+    let xs: Vec<f64> = (0..8000).map(|i| f64::from(i) * 1e-4).collect();
+    let args = vec![
+        Val::f64_array(xs),
+        Val::I64(300),
+        Val::f64_array(vec![0.0; 8000]),
+    ];
+    let free = counts(&m, f, &args, None);
+    let limited = counts(&m, f, &args, Some(limit));
+    assert!(free.peak_held_bytes > 4 * limit, "{free:?}");
+    assert!(
+        limited.peak_tape_bytes <= limit,
+        "{limited:?} under a 256K limit"
+    );
+    assert!(
+        limited.peak_held_bytes <= 2 * limit,
+        "{limited:?} under a 256K limit"
+    );
+    assert!(
+        limited.statements < free.statements * 3,
+        "{limited:?} {free:?}"
+    );
+}
+
 /// The plan of `f` under a 1-byte limit must thin its loop's snapshots
 /// and say `says`; returns what the interpreter counts for `args(2^8)` and
 /// `args(2^14)` under that limit, and for `args(2^14)` without one, after

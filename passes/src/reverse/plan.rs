@@ -231,6 +231,10 @@ pub struct CheckpointedLoop {
     /// phis enter with): each snapshot then pushes the stretch, which its
     /// replay cannot compute.
     pub entered_lengths: u64,
+    /// How many integers defined before the loop, other than its inputs,
+    /// those bounds read (a countdown's start, which the loop reads only
+    /// through its header phis): each snapshot then pushes the stretch too.
+    pub entered_values: u64,
     /// The estimated bytes of one iteration outside `inner_runs`.
     pub own_bytes: u64,
     /// The values a snapshot holds: the header phis of the loop of the
@@ -331,6 +335,10 @@ pub enum InnerTrips {
     /// Its start and bound, which hold the outer loop's counter: the most
     /// they give at either end of its range.
     Counter,
+    /// Its start and bound, which hold the counter of a loop around it
+    /// inside the outer loop: the most they give at the ends of the ranges
+    /// of the counters they read.
+    Counters,
     /// The static estimate's 16.
     Estimate,
 }
@@ -871,6 +879,7 @@ fn inner_runs_text(c: &CheckpointedLoop, limit: u64) -> String {
         text.push_str(match r.trips {
             InnerTrips::Bounds => " per iteration for the iterations its start and bound give on entry",
             InnerTrips::Counter => " per iteration for the most iterations its start and bound give at either end of the loop's range",
+            InnerTrips::Counters => " per iteration for the most iterations its start and bound give at the ends of the ranges of the counters they read",
             InnerTrips::Estimate => " per iteration for 16 iterations",
         });
         if r.copies > 0 {
@@ -892,6 +901,21 @@ fn inner_runs_text(c: &CheckpointedLoop, limit: u64) -> String {
     }
     text.push_str(": fewer on entry when those are long or many)");
     text
+}
+
+/// What a snapshot of a loop whose stretch reads values its replay lacks
+/// says of the stretch it pushes.
+fn entered_text(c: &CheckpointedLoop) -> Option<String> {
+    let values = |n: u64| format!("{n} value{}", if n == 1 { "" } else { "s" });
+    let from = match (c.entered_lengths, c.entered_values) {
+        (0, 0) => return None,
+        (a, 0) => format!("the length of {}", arrays_text(a)),
+        (0, v) => values(v),
+        (a, v) => format!("the length of {} and {}", arrays_text(a), values(v)),
+    };
+    Some(format!(
+        "the stretch (computed from {from} it enters with, which its replay lacks)"
+    ))
 }
 
 /// The line of a checkpointed loop.
@@ -928,23 +952,17 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
         // Its state is values of the outer loop's replay, not printed here.
         Some(outer) => line.push_str(&format!(
             ", inside loop #{outer}'s replay, which takes its snapshots; each snapshot pushes a flag (a stretch before it?), the stretch's index, {}{} value{}",
-            match c.entered_lengths {
-                0 => String::new(),
-                n => format!(
-                    "the stretch (computed from the length of {} it enters with, which its replay lacks), ",
-                    arrays_text(n)
-                ),
+            match entered_text(c) {
+                None => String::new(),
+                Some(t) => format!("{t}, "),
             },
             c.state.len(),
             if c.state.len() == 1 { "" } else { "s" }
         )),
         None => {
             line.push_str("; each snapshot pushes a flag (a stretch before it?), the stretch's index,");
-            if c.entered_lengths > 0 {
-                line.push_str(&format!(
-                    " the stretch (computed from the length of {} it enters with, which its replay lacks),",
-                    arrays_text(c.entered_lengths)
-                ));
+            if let Some(t) = entered_text(c) {
+                line.push_str(&format!(" {t},"));
             }
             for (v, name) in c.state.iter().zip(&c.state_names) {
                 match name {

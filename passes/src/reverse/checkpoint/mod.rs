@@ -915,6 +915,7 @@ fn decide(
                 inner: found.runs,
                 range: found.range,
                 outside: found.outside,
+                scalars: found.scalars,
             })
         }
         _ => None,
@@ -2078,7 +2079,7 @@ fn inners(
 /// sized loop itself).
 fn inner_run_lines(
     runs: &[sized::InnerRuns],
-    inside: Option<u32>,
+    (k, inside): (usize, Option<u32>),
     out: &mut Vec<super::plan::InnerRun>,
 ) {
     for r in runs {
@@ -2092,6 +2093,11 @@ fn inner_run_lines(
             copies_made: r.copies.iter().filter(|c| c.is_none()).count() as u64,
             runs: r.runs,
             trips: match &r.trips {
+                sized::Trips::Counted { start, bound, .. }
+                    if start.reads_other(k) || bound.reads_other(k) =>
+                {
+                    super::plan::InnerTrips::Counters
+                }
                 sized::Trips::Counted { start, bound, .. } if start.counts() || bound.counts() => {
                     super::plan::InnerTrips::Counter
                 }
@@ -2099,7 +2105,7 @@ fn inner_run_lines(
                 sized::Trips::Unknown => super::plan::InnerTrips::Estimate,
             },
         });
-        inner_run_lines(&r.inner, Some(r.label), out);
+        inner_run_lines(&r.inner, (k, Some(r.label)), out);
     }
 }
 
@@ -2125,11 +2131,15 @@ pub(super) fn summary(
                 }),
                 inner_runs: c.sized.as_ref().map_or_else(Vec::new, |s| {
                     let mut out = Vec::new();
-                    inner_run_lines(&s.inner, None, &mut out);
+                    inner_run_lines(&s.inner, (c.k, None), &mut out);
                     out
                 }),
                 own_bytes: c.sized.as_ref().map_or(c.bytes, |s| s.own),
-                entered_lengths: c.sized.as_ref().map_or(0, |s| s.outside.len() as u64),
+                entered_lengths: c
+                    .sized
+                    .as_ref()
+                    .map_or(0, |s| (s.outside.len() - s.scalars.len()) as u64),
+                entered_values: c.sized.as_ref().map_or(0, |s| s.scalars.len() as u64),
                 state: c.state.clone(),
                 state_names: vec![None; c.state.len()],
                 arrays: c.arrays.len() + c.carried.len(),

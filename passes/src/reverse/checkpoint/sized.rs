@@ -34,8 +34,9 @@
 //! ([`inner_runs`]) counts on entry its trips, from its start and bound
 //! when those are expressions of constants, inputs, their lengths, the
 //! lengths of the arrays the loop's header phis enter with (a double
-//! buffer's) and the outer loop's counter (at either end of its range:
-//! [`Bound`]), and the
+//! buffer's), the outer loop's counter and those of the counted loops
+//! between them (at the ends of their ranges: [`Bound`], [`corners`]),
+//! and the
 //! snapshots each of its runs keeps, each copying its arrays taken as long
 //! as the longest array input `m`: the stretch is `(B / 2) / (r' + 8 F m +
 //! Σ runs (t (b + 8 f m) + 8 c m K))`, `r'` and `F` the estimate outside
@@ -98,6 +99,9 @@ pub(in crate::reverse) struct RunStretch {
     /// when there are any each snapshot pushes the stretch the forward
     /// sweep computed, and the replay pops it ([`RunStretch::saved`]).
     pub outside: Vec<Value>,
+    /// The indices among `outside` of integers ([`Bound::Before`]), not
+    /// arrays.
+    pub scalars: Vec<usize>,
 }
 
 impl RunStretch {
@@ -106,7 +110,7 @@ impl RunStretch {
         fn known(runs: &[InnerRuns]) -> bool {
             runs.iter().any(|r| !r.known.is_empty() || known(&r.inner))
         }
-        ((!self.lengths.is_empty() || !self.outside.is_empty())
+        ((!self.lengths.is_empty() || self.outside.len() > self.scalars.len())
             && (self.fresh > 0 || self.inner.iter().any(|r| r.fresh > 0)))
             || !self.known.is_empty()
             || known(&self.inner)
@@ -170,9 +174,11 @@ pub(in crate::reverse) struct InnerRuns {
 /// the loop around it, computed on entry to that loop.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(in crate::reverse) enum Trips {
-    /// A counted loop whose start and bound are computed from constants
-    /// and inputs of the outer loop: `max(0, bound - start) / step + 1`
-    /// (`start - bound` counting down).
+    /// A counted loop whose start and bound are computed from constants,
+    /// inputs of the outer loop and counters of loops around it
+    /// ([`Bound::Counter`]): `max(0, bound - start) / step + 1` (`start -
+    /// bound` counting down), the most it is at the corners of the
+    /// counters' ranges.
     Counted {
         /// Its counter's start.
         start: Bound,
@@ -201,12 +207,20 @@ pub(in crate::reverse) enum Bound {
     /// `iadd`, `isub`, `imul` or `idiv` of two, as `add`, `sub`, `mul`,
     /// `div`.
     Op(Prim, Box<Bound>, Box<Bound>),
-    /// The outer loop's counter, which runs over [`RunStretch::range`]:
-    /// the trips are the most the expressions give at either end of it
-    /// (`for j in 0..i` runs at most as many as the outer loop).
-    Counter,
+    /// The counter of the loop of this index: the sized loop's, which
+    /// runs over [`RunStretch::range`], or that of a counted loop around
+    /// the inner loop inside the sized one, which runs over that loop's
+    /// start and bound ([`Trips::Counted`]). The trips are the most the
+    /// expressions give at the ends of those ranges ([`corners`]: `for j
+    /// in 0..i` runs at most as many as the loop of `i`).
+    Counter(usize),
     /// The length of [`RunStretch::outside`]'s array of this index.
     Outside(usize),
+    /// [`RunStretch::outside`]'s integer of this index: a value defined
+    /// before the loop that the loop reads only through its header phis
+    /// (the start of a countdown, `let mut it = n; while it > 0 { ...; it
+    /// = it - 1; }`).
+    Before(usize),
     /// One of several, none holding the counter: the length of an array
     /// the loop carries, which is one of the arrays it may hold (`for i in
     /// 0..len(a)`, `a` one of a double buffer's phis). Evaluated as the
@@ -217,15 +231,79 @@ pub(in crate::reverse) enum Bound {
 }
 
 impl Bound {
-    /// Whether the outer loop's counter is part of it.
+    /// Whether a loop's counter is part of it.
     pub fn counts(&self) -> bool {
         match self {
-            Bound::Counter => true,
+            Bound::Counter(_) => true,
             Bound::Op(_, x, y) => x.counts() || y.counts(),
             Bound::OneOf(xs) => xs.iter().any(Bound::counts),
             _ => false,
         }
     }
+
+    /// Whether the counter of loop `j` is part of it.
+    pub fn reads(&self, j: usize) -> bool {
+        match self {
+            Bound::Counter(c) => *c == j,
+            Bound::Op(_, x, y) => x.reads(j) || y.reads(j),
+            Bound::OneOf(xs) => xs.iter().any(|x| x.reads(j)),
+            _ => false,
+        }
+    }
+
+    /// Whether the counter of a loop other than loop `k` is part of it.
+    pub fn reads_other(&self, k: usize) -> bool {
+        match self {
+            Bound::Counter(c) => *c != k,
+            Bound::Op(_, x, y) => x.reads_other(k) || y.reads_other(k),
+            Bound::OneOf(xs) => xs.iter().any(|x| x.reads_other(k)),
+            _ => false,
+        }
+    }
+
+    /// It with the counter of loop `j` replaced by `with`.
+    fn put(&self, j: usize, with: &Bound) -> Bound {
+        match self {
+            Bound::Counter(c) if *c == j => with.clone(),
+            Bound::Op(p, x, y) => Bound::Op(*p, Box::new(x.put(j, with)), Box::new(y.put(j, with))),
+            Bound::OneOf(xs) => Bound::OneOf(xs.iter().map(|x| x.put(j, with)).collect()),
+            b => b.clone(),
+        }
+    }
+}
+
+/// A counter's loop (its index) with its start and bound.
+pub(in crate::reverse) type Range = (usize, Bound, Bound);
+
+/// At most this many corners ([`corners`]) per inner loop's trips.
+const MOST_CORNERS: usize = 8;
+
+/// The start and bound of a loop, `start` and `end`, at each corner of the
+/// ranges of the counters they read, given by `chain` (outermost first,
+/// each range's ends may read the counters before it): each counter
+/// replaced by one end of its range, innermost first, so that the ends
+/// read only counters further out, replaced in turn. A span linear in the
+/// counters (no product of two terms holding one) is largest at one of
+/// these: for each value of the counters further out, a counter's range is
+/// an interval whose ends are linear in them. `None` when a counter read
+/// is not in `chain`, or when there would be more than [`MOST_CORNERS`].
+fn corners(start: &Bound, end: &Bound, chain: &[Range]) -> Option<Vec<(Bound, Bound)>> {
+    let mut out = vec![(start.clone(), end.clone())];
+    for (j, lo, hi) in chain.iter().rev() {
+        if !out.iter().any(|(a, b)| a.reads(*j) || b.reads(*j)) {
+            continue;
+        }
+        if out.len() * 2 > MOST_CORNERS {
+            return None;
+        }
+        out = out
+            .iter()
+            .flat_map(|(a, b)| [lo, hi].map(|e| (a.put(*j, e), b.put(*j, e))))
+            .collect();
+    }
+    out.iter()
+        .all(|(a, b)| !a.counts() && !b.counts())
+        .then_some(out)
 }
 
 /// How many values the search for the arrays a carried array may be
@@ -271,7 +349,13 @@ pub(in crate::reverse) fn stretch(
         );
     }
     // The arrays the loop enters with count as its inputs.
-    arrays.extend_from_slice(outside);
+    arrays.extend(
+        outside
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| !s.scalars.contains(j))
+            .map(|(_, a)| *a),
+    );
     let mut longest: Option<Operand> = None;
     for a in arrays {
         let n = emit(Prim::Length, &[a])?;
@@ -342,8 +426,13 @@ fn with_inner(
         }
     }
     r = add_known(r, &s.known, (inputs, outside), loc, emit)?;
+    let chain: Vec<Range> = s
+        .range
+        .iter()
+        .map(|(lo, hi)| (ck.k, lo.clone(), hi.clone()))
+        .collect();
     for inner in &s.inner {
-        let run = held(inner, s, (inputs, outside, m), loc, emit)?;
+        let run = held(inner, s, (inputs, outside, m), &chain, loc, emit)?;
         r = emit(Prim::Add, &[r, run])?;
     }
     // Clamped by comparisons, which are false for a NaN (an infinite
@@ -363,11 +452,13 @@ fn with_inner(
 /// loops))` for its records (`w` arrays of known length `n` per trip) and
 /// `8 c m K` for its snapshots (none for a run of at most
 /// its direct path's iterations, nor for a loop not checkpointed), `m` the
-/// operand of the longest array's length, if any.
+/// operand of the longest array's length, if any; `chain` the ranges of
+/// the counters around it ([`corners`]).
 fn held(
     inner: &InnerRuns,
     s: &RunStretch,
     (inputs, outside, m): (&[Operand], &[Operand], Option<Operand>),
+    chain: &[Range],
     loc: &Location,
     emit: &mut Emit<'_>,
 ) -> Result<Operand, ReverseError> {
@@ -379,12 +470,12 @@ fn held(
             step,
             up,
         } => {
-            // The span at `at`, 0 for a loop that does not run.
+            // The span at a corner, 0 for a loop that does not run.
             // The end it counts towards at its most, the start at its
             // least (counting down, the other way round).
-            let span = |at: Option<&Bound>, emit: &mut Emit<'_>| {
-                let a = value(start, (inputs, outside, at), !up, loc, emit)?;
-                let b = value(end, (inputs, outside, at), *up, loc, emit)?;
+            let span = |a: &Bound, b: &Bound, emit: &mut Emit<'_>| {
+                let a = value(a, (inputs, outside), !up, loc, emit)?;
+                let b = value(b, (inputs, outside), *up, loc, emit)?;
                 let d = match up {
                     true => emit(Prim::Sub, &[b, a])?,
                     false => emit(Prim::Sub, &[a, b])?,
@@ -392,15 +483,20 @@ fn held(
                 let runs = emit(Prim::Ge, &[d, f(0)])?;
                 emit(Prim::Select, &[runs, d, f(0)])
             };
-            let span = match (&s.range, start.counts() || end.counts()) {
-                (Some((lo, hi)), true) => {
-                    let (x, y) = (span(Some(lo), emit)?, span(Some(hi), emit)?);
-                    let more = emit(Prim::Ge, &[x, y])?;
-                    emit(Prim::Select, &[more, x, y])?
-                }
-                (None, true) => return Err(internal(loc, "an inner bound of no counter")),
-                (_, false) => span(None, emit)?,
-            };
+            let corners = corners(start, end, chain)
+                .ok_or_else(|| internal(loc, "an inner bound's counter without its range"))?;
+            let mut most: Option<Operand> = None;
+            for (a, b) in &corners {
+                let x = span(a, b, emit)?;
+                most = Some(match most {
+                    None => x,
+                    Some(y) => {
+                        let more = emit(Prim::Ge, &[y, x])?;
+                        emit(Prim::Select, &[more, y, x])?
+                    }
+                });
+            }
+            let span = most.ok_or_else(|| internal(loc, "an inner loop of no corner"))?;
             let n = emit(Prim::Div, &[span, f((*step).max(1))])?;
             emit(Prim::Add, &[n, f(1)])?
         }
@@ -408,8 +504,12 @@ fn held(
     };
     // Its records per iteration, those of the loops inside it included.
     let mut recorded = f(inner.bytes);
+    let mut around = chain.to_vec();
+    if let Trips::Counted { start, bound, .. } = &inner.trips {
+        around.push((inner.index, start.clone(), bound.clone()));
+    }
     for c in &inner.inner {
-        let run = held(c, s, (inputs, outside, m), loc, emit)?;
+        let run = held(c, s, (inputs, outside, m), &around, loc, emit)?;
         recorded = emit(Prim::Add, &[recorded, run])?;
     }
     let mut each = add_known(recorded, &inner.known, (inputs, outside), loc, emit)?;
@@ -470,7 +570,7 @@ fn add_known(
     emit: &mut Emit<'_>,
 ) -> Result<Operand, ReverseError> {
     for (w, b) in known {
-        let n = value(b, (inputs, outside, None), true, loc, emit)?;
+        let n = value(b, (inputs, outside), true, loc, emit)?;
         // A length is never negative; an expression of lengths may be.
         let some = emit(Prim::Ge, &[n, Operand::from(0.0)])?;
         let n = emit(Prim::Select, &[some, n, Operand::from(0.0)])?;
@@ -503,13 +603,13 @@ fn snapshots_of(
 }
 
 /// The `f64` value of `b` on entry, from `inputs` and `outside`, the
-/// caller's operands of the loop's inputs and of [`RunStretch::outside`],
-/// and the counter at `at` (an end of its range): the most it can be when
-/// `up`, the least otherwise (a [`Bound::OneOf`] is then the smallest of
-/// its lengths; the others have one value).
+/// caller's operands of the loop's inputs and of [`RunStretch::outside`]
+/// (its counters replaced by ends of their ranges: [`corners`]): the most
+/// it can be when `up`, the least otherwise (a [`Bound::OneOf`] is then
+/// the smallest of its lengths; the others have one value).
 fn value(
     b: &Bound,
-    (inputs, outside, at): (&[Operand], &[Operand], Option<&Bound>),
+    (inputs, outside): (&[Operand], &[Operand]),
     up: bool,
     loc: &Location,
     emit: &mut Emit<'_>,
@@ -520,7 +620,7 @@ fn value(
             .copied()
             .ok_or_else(|| internal(loc, "an inner loop's bound out of range"))
     };
-    let scope = (inputs, outside, at);
+    let scope = (inputs, outside);
     match b {
         Bound::Const(c) => Ok(Operand::from(*c as f64)),
         Bound::Input(j) => emit(Prim::Sitofp, &[input(*j)?]),
@@ -528,16 +628,20 @@ fn value(
             let n = emit(Prim::Length, &[input(*j)?])?;
             emit(Prim::Sitofp, &[n])
         }
-        Bound::Counter => match at {
-            Some(at) if !at.counts() => value(at, (inputs, outside, None), up, loc, emit),
-            _ => Err(internal(loc, "an inner bound's counter without its range")),
-        },
+        Bound::Counter(_) => Err(internal(loc, "an inner bound's counter without its range")),
         Bound::Outside(j) => {
             let a = outside
                 .get(*j)
                 .copied()
                 .ok_or_else(|| internal(loc, "an inner loop's array out of range"))?;
             let n = emit(Prim::Length, &[a])?;
+            emit(Prim::Sitofp, &[n])
+        }
+        Bound::Before(j) => {
+            let n = outside
+                .get(*j)
+                .copied()
+                .ok_or_else(|| internal(loc, "an inner loop's bound out of range"))?;
             emit(Prim::Sitofp, &[n])
         }
         Bound::OneOf(xs) => {
@@ -636,18 +740,19 @@ pub(in crate::reverse) struct InnerFound {
     pub known: Vec<(u64, Bound)>,
     /// The outer loop's range ([`RunStretch::range`]).
     pub range: Option<(Bound, Bound)>,
-    /// The values before the loop whose lengths the trips read
-    /// ([`RunStretch::outside`]).
+    /// The values before the loop whose lengths (or values) the trips
+    /// read ([`RunStretch::outside`]), and which of them are integers.
     pub outside: Vec<Value>,
+    pub scalars: Vec<usize>,
 }
 
 /// The loops inside loop `k` that may run more than [`INNER_TRIPS`]
 /// iterations for each of its own: all but counted loops of a constant trip
 /// count at most that, directly inside `k` or inside such short loops only,
 /// and likewise inside each of those, to [`NEST_DEPTH`] levels. Each with
-/// how many trips it is taken to make, given `k`'s inputs and counter (see
-/// [`Trips`]; a bound that reads the counter of a loop inside `k` is not
-/// known), and how many arrays its snapshots copy (when `lengths`: `k` has
+/// how many trips it is taken to make, given `k`'s inputs and counter and
+/// the counters of the counted loops between them (see [`Trips`] and
+/// [`corners`]), and how many arrays its snapshots copy (when `lengths`: `k` has
 /// array inputs). A loop of unknown trips whose snapshots copy no array
 /// and inside which no loop counts counts as the static estimate does and
 /// is left out. Returns them, the bytes the static estimate counted for
@@ -669,7 +774,7 @@ pub(in crate::reverse) fn inner_runs(
         cx,
         view,
         inputs,
-        counter: None,
+        counters: Vec::new(),
         k,
         fdef: super::super::plan::def_blocks(view.fwd, view.fblock),
         outside: Vec::new(),
@@ -683,7 +788,9 @@ pub(in crate::reverse) fn inner_runs(
             let (lo, hi) = scope.bounds(c.init, t.bound)?;
             Some((lo, hi, c.iv))
         });
-    scope.counter = range.as_ref().map(|r| r.2);
+    if let Some((lo, hi, iv)) = &range {
+        scope.counters.push((*iv, (k, lo.clone(), hi.clone())));
+    }
     // The trips of each first: they may read arrays before the loop, whose
     // lengths then also give the copies' of the arrays made in it.
     let found = nest(&mut scope, k, NEST_DEPTH);
@@ -691,7 +798,7 @@ pub(in crate::reverse) fn inner_runs(
     // the longest length (the arrays a double buffer may hold), so that
     // the arrays its inner loops' snapshots copy count: the search for a
     // header phi's length adds them to `outside`.
-    if !lengths && scope.outside.is_empty() && !found.is_empty() {
+    if !lengths && !scope.has_arrays() && !found.is_empty() {
         for (_, r) in super::replay::header_phis(cx, outer.header) {
             if matches!(cx.src.values[r].ty, irad_ir::Type::Array(_)) {
                 let _ = scope.length(r, BOUND_DEPTH);
@@ -700,7 +807,7 @@ pub(in crate::reverse) fn inner_runs(
     }
     let mut weigh = Weigh {
         plan,
-        lengths: lengths || !scope.outside.is_empty(),
+        lengths: lengths || scope.has_arrays(),
         made: fresh.then(|| MadeIn::new(cx, view, k)),
         unsafe_classes,
         scope,
@@ -736,6 +843,7 @@ pub(in crate::reverse) fn inner_runs(
         fresh: made.unknown,
         known: made.known,
         range: range.map(|(lo, hi, _)| (lo, hi)),
+        scalars: weigh.scope.scalars(),
         outside: weigh.scope.outside,
     }
 }
@@ -797,10 +905,22 @@ fn nest(scope: &mut Scope<'_, '_>, parent: usize, depth: usize) -> Vec<Found> {
             continue;
         }
         let trips = scope.trips(j);
+        // Its counter, over its start and bound, for the loops inside it.
+        let counter = match (&trips, &l.counted) {
+            (Trips::Counted { start, bound, .. }, Some(c)) => {
+                Some((c.iv, (j, start.clone(), bound.clone())))
+            }
+            _ => None,
+        };
+        let pushed = counter.is_some();
+        scope.counters.extend(counter);
         let inner = match depth > 1 {
             true => nest(scope, j, depth - 1),
             false => Vec::new(),
         };
+        if pushed {
+            scope.counters.pop();
+        }
         out.push(Found { j, trips, inner });
     }
     out
@@ -961,7 +1081,10 @@ struct Scope<'s, 'c> {
     cx: &'s Derivation<'c>,
     view: &'s SweepView<'s>,
     inputs: &'s [Value],
-    counter: Option<Value>,
+    /// The counters a bound may read, outermost first, each with its
+    /// loop's range: the sized loop's, when its range is known, and those
+    /// of the counted loops around the loop whose trips are asked for.
+    counters: Vec<(Value, Range)>,
     /// The outer loop.
     k: usize,
     /// The block position of each value of the forward sweep.
@@ -974,6 +1097,34 @@ struct Scope<'s, 'c> {
 }
 
 impl Scope<'_, '_> {
+    /// Whether `outside` holds an array.
+    fn has_arrays(&self) -> bool {
+        self.outside.len() > self.scalars().len()
+    }
+
+    /// The indices among `outside` of integers.
+    fn scalars(&self) -> Vec<usize> {
+        (0..self.outside.len())
+            .filter(|&j| {
+                !matches!(
+                    self.view.fwd.values[self.outside[j]].ty,
+                    irad_ir::Type::Array(_)
+                )
+            })
+            .collect()
+    }
+
+    /// The index among `outside` of value `f` of the forward sweep, added
+    /// when it is not there.
+    fn outside_index(&mut self, f: Value) -> usize {
+        match self.outside.iter().position(|&x| x == f) {
+            Some(j) => j,
+            None => {
+                self.outside.push(f);
+                self.outside.len() - 1
+            }
+        }
+    }
     /// The length on entry of array `v` of the forward sweep, of type
     /// `ty`, made in the loop: that of the primal array it is or is the
     /// shadow of ([`Scope::length`]), when that is an expression without
@@ -1021,10 +1172,17 @@ impl Scope<'_, '_> {
         };
         let step = c.step.unsigned_abs();
         let mark = self.outside.len();
+        let chain: Vec<Range> = self.counters.iter().map(|(_, r)| r.clone()).collect();
+        // One of several lengths only where the sign of its effect on the
+        // span is known, at each corner of the counters' ranges.
+        let known = |a: &Bound, b: &Bound| {
+            signed(a)
+                && signed(b)
+                && corners(a, b, &chain)
+                    .is_some_and(|cs| cs.iter().all(|(a, b)| signed(a) && signed(b)))
+        };
         match self.bounds(c.init, test.bound) {
-            // One of several lengths only where the sign of its effect on
-            // the span is known.
-            Some((start, bound)) if signed(&bound) && signed(&start) => Trips::Counted {
+            Some((start, bound)) if known(&start, &bound) => Trips::Counted {
                 start,
                 bound,
                 step,
@@ -1069,14 +1227,25 @@ impl Scope<'_, '_> {
             Operand::Const(_) => return None,
             Operand::Value(v) => v,
         };
-        if self.counter == Some(v) {
-            return Some(Bound::Counter);
+        if let Some((_, (j, _, _))) = self.counters.iter().find(|(c, _)| *c == v) {
+            return Some(Bound::Counter(*j));
         }
         if let Some(Operand::Const(Const::I64(c))) = self.view.fval[v] {
             return Some(Bound::Const(c));
         }
         if let Some(j) = self.input(v) {
             return Some(Bound::Input(j));
+        }
+        // An integer defined before the loop that it reads only through
+        // its header phis: the forward sweep has it where the loop is
+        // entered, a replay does not.
+        if let Some(Operand::Value(f)) = self.view.fval[v] {
+            let outer = self.cx.shape.loops.of(self.k);
+            if matches!(self.view.fwd.values[f].ty, irad_ir::Type::I64)
+                && self.fdef[f].is_none_or(|d| !outer.contains(d))
+            {
+                return Some(Bound::Before(self.outside_index(f)));
+            }
         }
         let irad_ir::ValueDef::Inst(inst) = self.cx.src.values[v].def else {
             return None;
@@ -1152,13 +1321,7 @@ impl Scope<'_, '_> {
             if !self.fdef[f].is_some_and(|d| outer.contains(d)) {
                 // Defined before the loop: the forward sweep has it where
                 // the loop is entered.
-                let j = match self.outside.iter().position(|&x| x == f) {
-                    Some(j) => j,
-                    None => {
-                        self.outside.push(f);
-                        self.outside.len() - 1
-                    }
-                };
+                let j = self.outside_index(f);
                 add(&mut out, Bound::Outside(j));
                 continue;
             }
