@@ -221,6 +221,10 @@ pub struct CheckpointedLoop {
     /// records whose lengths it computes on entry (`zeros(n)`, a copy of an
     /// array it reads from before it): each counts at its length.
     pub known_arrays: u64,
+    /// Whether the loop or the loops inside it make and record arrays of
+    /// unknown length that are not counted: it has no array input, nor
+    /// enters with an array, whose length they could be taken to have.
+    pub uncounted_arrays: bool,
     /// Under a limit, the loops directly inside it whose trips its stretch
     /// counts on entry (docs/reverse.md, "Loops inside a sized loop"); its
     /// own bytes per iteration are then `bytes_per_iteration` less what the
@@ -898,6 +902,9 @@ fn inner_runs_text(c: &CheckpointedLoop, limit: u64) -> String {
             0 => ", each array made in the loop taken as long as the longest array the loop reads from before it",
             _ => ", each array made in the loop taken as long as the longest array the loop reads from or enters with",
         });
+    }
+    if c.uncounted_arrays {
+        text.push_str(", not counting the arrays of unknown length made in the loop (it reads no array from before it)");
     }
     text.push_str(": fewer on entry when those are long or many)");
     text

@@ -2079,7 +2079,7 @@ fn inners(
 /// sized loop itself).
 fn inner_run_lines(
     runs: &[sized::InnerRuns],
-    (k, inside): (usize, Option<u32>),
+    (k, inside, counted): (usize, Option<u32>, bool),
     out: &mut Vec<super::plan::InnerRun>,
 ) {
     for r in runs {
@@ -2087,7 +2087,7 @@ fn inner_run_lines(
             label: r.label,
             inside,
             bytes: r.bytes,
-            fresh: r.fresh,
+            fresh: if counted { r.fresh } else { 0 },
             known: r.known.iter().fold(0u64, |n, (w, _)| n.saturating_add(*w)),
             copies: r.copies.len() as u64,
             copies_made: r.copies.iter().filter(|c| c.is_none()).count() as u64,
@@ -2105,7 +2105,7 @@ fn inner_run_lines(
                 sized::Trips::Unknown => super::plan::InnerTrips::Estimate,
             },
         });
-        inner_run_lines(&r.inner, (k, Some(r.label)), out);
+        inner_run_lines(&r.inner, (k, Some(r.label), counted), out);
     }
 }
 
@@ -2125,13 +2125,23 @@ pub(super) fn summary(
                 stretch: c.stretch,
                 source: c.source.clone(),
                 bytes_per_iteration: c.bytes,
-                fresh_arrays: c.sized.as_ref().map_or(0, |s| s.fresh),
+                fresh_arrays: c
+                    .sized
+                    .as_ref()
+                    .filter(|s| s.has_longest())
+                    .map_or(0, |s| s.fresh),
+                uncounted_arrays: c.sized.as_ref().is_some_and(|s| {
+                    fn any(runs: &[sized::InnerRuns]) -> bool {
+                        runs.iter().any(|r| r.fresh > 0 || any(&r.inner))
+                    }
+                    !s.has_longest() && (s.fresh > 0 || any(&s.inner))
+                }),
                 known_arrays: c.sized.as_ref().map_or(0, |s| {
                     s.known.iter().fold(0u64, |n, (w, _)| n.saturating_add(*w))
                 }),
                 inner_runs: c.sized.as_ref().map_or_else(Vec::new, |s| {
                     let mut out = Vec::new();
-                    inner_run_lines(&s.inner, (c.k, None), &mut out);
+                    inner_run_lines(&s.inner, (c.k, None, s.has_longest()), &mut out);
                     out
                 }),
                 own_bytes: c.sized.as_ref().map_or(c.bytes, |s| s.own),

@@ -116,6 +116,13 @@ impl RunStretch {
             || known(&self.inner)
     }
 
+    /// Whether an array gives the length of the arrays made in the loop of
+    /// unknown length (an array input, or one the loop enters with):
+    /// without one, those are not counted.
+    pub fn has_longest(&self) -> bool {
+        !self.lengths.is_empty() || self.outside.len() > self.scalars.len()
+    }
+
     /// Whether each snapshot pushes the stretch, which a replay then pops
     /// rather than computes: it reads values a replay lacks.
     pub fn saved(&self) -> bool {
