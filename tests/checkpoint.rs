@@ -867,6 +867,36 @@ fn loops_inside_a_loop_count_their_trips_on_entry() {
     );
 }
 
+/// Runs `func` of tests/checkpoint/`file` on `args` in the interpreter
+/// without a limit and under `limit`, after checking that its plan under
+/// that limit says each of `says`; returns what the interpreter counts for
+/// each run.
+fn free_and_limited(
+    (file, func): (&str, &str),
+    limit: u64,
+    says: &[&str],
+    args: &[Val],
+) -> (InterpStats, InterpStats) {
+    let path = manifest_dir().join("tests/checkpoint").join(file);
+    let src = irad::read_source(&path).expect("readable");
+    let m = irad::load_normalised(&src).expect("loads");
+    let f = m.by_name(func).expect("the function");
+    let plan = tape_plan_limited(&m, &Registry::new(), f, Some(limit))
+        .expect("plan")
+        .to_string();
+    for s in says {
+        assert!(plan.contains(s), "{s}: {plan}");
+    }
+    (counts(&m, f, args, None), counts(&m, f, args, Some(limit)))
+}
+
+/// An array of `n` elements `i * step` and its shadow, `n` zeros.
+fn ramp(n: i32, step: f64) -> (Val, Val) {
+    let xs: Vec<f64> = (0..n).map(|i| f64::from(i) * step).collect();
+    let zeros = vec![0.0; xs.len()];
+    (Val::f64_array(xs), Val::f64_array(zeros))
+}
+
 /// A double buffer whose inner loop runs over the length of one of its
 /// buffers (`buffers` of tests/checkpoint/inner.irad): no input gives that
 /// length, but the buffers are the arrays the header phis enter with, so
@@ -882,28 +912,17 @@ fn loops_inside_a_loop_count_their_trips_on_entry() {
 /// copies and their shadows (96 KB).
 #[test]
 fn a_double_buffer_counts_its_inner_trips_from_the_buffers() {
-    let src =
-        irad::read_source(&manifest_dir().join("tests/checkpoint/inner.irad")).expect("readable");
-    let m = irad::load_normalised(&src).expect("loads");
-    let f = m.by_name("buffers").expect("the function");
     let limit = 2 << 20;
-    let plan = tape_plan_limited(&m, &Registry::new(), f, Some(limit))
-        .expect("plan")
-        .to_string();
-    assert!(plan.contains("iterations at most"), "{plan}");
-    assert!(
-        plan.contains("the stretch (computed from the length of"),
-        "{plan}"
+    let (xs, dx) = ramp(2000, 1e-3);
+    let (free, limited) = free_and_limited(
+        ("inner.irad", "buffers"),
+        limit,
+        &[
+            "iterations at most",
+            "the stretch (computed from the length of",
+        ],
+        &[xs, Val::I64(64), Val::F64(0.9), dx],
     );
-    let xs: Vec<f64> = (0..2000).map(|i| f64::from(i) * 1e-3).collect();
-    let args = vec![
-        Val::f64_array(xs),
-        Val::I64(64),
-        Val::F64(0.9),
-        Val::f64_array(vec![0.0; 2000]),
-    ];
-    let free = counts(&m, f, &args, None);
-    let limited = counts(&m, f, &args, Some(limit));
     assert!(free.peak_held_bytes > 4_000_000, "{free:?}");
     assert!(
         limited.peak_tape_bytes <= limit && limited.peak_held_bytes <= 2 * limit,
@@ -922,29 +941,17 @@ fn a_double_buffer_counts_its_inner_trips_from_the_buffers() {
 /// without a limit.
 #[test]
 fn loops_inside_inner_loops_count_their_trips_and_record_directly() {
-    let src =
-        irad::read_source(&manifest_dir().join("tests/checkpoint/grid.irad")).expect("readable");
-    let m = irad::load_normalised(&src).expect("loads");
-    let f = m.by_name("grid").expect("the function");
     let limit = 256 << 10;
-    let plan = tape_plan_limited(&m, &Registry::new(), f, Some(limit))
-        .expect("plan")
-        .to_string();
-    assert!(plan.contains("loop #6 (inside loop #4)"), "{plan}");
-    assert!(
-        plan.contains("a run of at most 5461 iterations is recorded as without a limit"),
-        "{plan}"
+    let (xs, dx) = ramp(4000, 1e-4);
+    let (free, limited) = free_and_limited(
+        ("grid.irad", "grid"),
+        limit,
+        &[
+            "loop #6 (inside loop #4)",
+            "a run of at most 5461 iterations is recorded as without a limit",
+        ],
+        &[xs, Val::I64(16), Val::I64(20), Val::F64(0.9), dx],
     );
-    let xs: Vec<f64> = (0..4000).map(|i| f64::from(i) * 1e-4).collect();
-    let args = vec![
-        Val::f64_array(xs),
-        Val::I64(16),
-        Val::I64(20),
-        Val::F64(0.9),
-        Val::f64_array(vec![0.0; 4000]),
-    ];
-    let free = counts(&m, f, &args, None);
-    let limited = counts(&m, f, &args, Some(limit));
     assert!(free.peak_held_bytes > 4 * limit, "{free:?}");
     assert!(
         limited.peak_held_bytes <= limit,
@@ -963,25 +970,38 @@ fn loops_inside_inner_loops_count_their_trips_and_record_directly() {
 /// the length `n` gives on entry.
 #[test]
 fn a_scratch_array_counts_at_the_length_its_argument_gives() {
-    let src =
-        irad::read_source(&manifest_dir().join("tests/checkpoint/lengths.irad")).expect("readable");
-    let m = irad::load_normalised(&src).expect("loads");
-    let f = m.by_name("scratch_only").expect("the function");
     let limit = 64 << 10;
-    let plan = tape_plan_limited(&m, &Registry::new(), f, Some(limit))
-        .expect("plan")
-        .to_string();
-    assert!(
-        plan.contains("8 per element of the 2 arrays of known length an iteration makes"),
-        "{plan}"
+    let (free, limited) = free_and_limited(
+        ("lengths.irad", "scratch_only"),
+        limit,
+        &["8 per element of the 2 arrays of known length an iteration makes"],
+        &[Val::I64(1000), Val::I64(2000), Val::F64(0.3)],
     );
-    let args = vec![Val::I64(1000), Val::I64(2000), Val::F64(0.3)];
-    let free = counts(&m, f, &args, None);
-    let limited = counts(&m, f, &args, Some(limit));
     assert!(free.peak_held_bytes > 100 * limit, "{free:?}");
     assert!(
         limited.peak_held_bytes <= limit,
         "{limited:?} under a 64K limit"
+    );
+}
+
+/// Checks a run under a 256K limit, `limited`, against the run without,
+/// `free`: the tapes hold more than 4 times the limit without it, at most
+/// the limit with it (at most twice, counting the outer loop's snapshots),
+/// and the run with it takes fewer than `most` times the statements.
+fn within_256k(free: &InterpStats, limited: &InterpStats, most: f64) {
+    let limit = 256 << 10;
+    assert!(free.peak_held_bytes > 4 * limit, "{free:?}");
+    assert!(
+        limited.peak_tape_bytes <= limit,
+        "{limited:?} under a 256K limit"
+    );
+    assert!(
+        limited.peak_held_bytes <= 2 * limit,
+        "{limited:?} under a 256K limit"
+    );
+    assert!(
+        (limited.statements as f64) < free.statements as f64 * most,
+        "{limited:?} {free:?}"
     );
 }
 
@@ -995,40 +1015,14 @@ fn a_scratch_array_counts_at_the_length_its_argument_gives() {
 /// snapshots, each a copy of the grid, which the limit does not bound.
 #[test]
 fn arrays_of_known_length_count_at_their_length() {
-    let src =
-        irad::read_source(&manifest_dir().join("tests/checkpoint/lengths.irad")).expect("readable");
-    let m = irad::load_normalised(&src).expect("loads");
-    let f = m.by_name("inner_rows").expect("the function");
-    let limit = 256 << 10;
-    let plan = tape_plan_limited(&m, &Registry::new(), f, Some(limit))
-        .expect("plan")
-        .to_string();
-    assert!(
-        plan.contains("8 per element of the 3 arrays of known length an iteration makes"),
-        "{plan}"
+    let (xs, dx) = ramp(4000, 1e-4);
+    let (free, limited) = free_and_limited(
+        ("lengths.irad", "inner_rows"),
+        256 << 10,
+        &["8 per element of the 3 arrays of known length an iteration makes"],
+        &[xs, Val::I64(16), Val::I64(1000), dx],
     );
-    let xs: Vec<f64> = (0..4000).map(|i| f64::from(i) * 1e-4).collect();
-    let args = vec![
-        Val::f64_array(xs),
-        Val::I64(16),
-        Val::I64(1000),
-        Val::f64_array(vec![0.0; 4000]),
-    ];
-    let free = counts(&m, f, &args, None);
-    let limited = counts(&m, f, &args, Some(limit));
-    assert!(free.peak_held_bytes > 4 * limit, "{free:?}");
-    assert!(
-        limited.peak_tape_bytes <= limit,
-        "{limited:?} under a 256K limit"
-    );
-    assert!(
-        limited.peak_held_bytes <= 2 * limit,
-        "{limited:?} under a 256K limit"
-    );
-    assert!(
-        limited.statements < free.statements * 4,
-        "{limited:?} {free:?}"
-    );
+    within_256k(&free, &limited, 4.0);
 }
 
 /// Rows of growing length inside a time loop (`tri` of
@@ -1042,40 +1036,14 @@ fn arrays_of_known_length_count_at_their_length() {
 /// 64 KB grid, which the limit does not bound.
 #[test]
 fn a_bound_reading_the_counter_of_a_loop_between_counts_its_trips() {
-    let src = irad::read_source(&manifest_dir().join("tests/checkpoint/counters.irad"))
-        .expect("readable");
-    let m = irad::load_normalised(&src).expect("loads");
-    let f = m.by_name("tri").expect("the function");
-    let limit = 256 << 10;
-    let plan = tape_plan_limited(&m, &Registry::new(), f, Some(limit))
-        .expect("plan")
-        .to_string();
-    assert!(
-        plan.contains("at the ends of the ranges of the counters they read"),
-        "{plan}"
+    let (xs, dx) = ramp(8000, 1e-4);
+    let (free, limited) = free_and_limited(
+        ("counters.irad", "tri"),
+        256 << 10,
+        &["at the ends of the ranges of the counters they read"],
+        &[xs, Val::I64(32), Val::I64(40), dx],
     );
-    let xs: Vec<f64> = (0..8000).map(|i| f64::from(i) * 1e-4).collect();
-    let args = vec![
-        Val::f64_array(xs),
-        Val::I64(32),
-        Val::I64(40),
-        Val::f64_array(vec![0.0; 8000]),
-    ];
-    let free = counts(&m, f, &args, None);
-    let limited = counts(&m, f, &args, Some(limit));
-    assert!(free.peak_held_bytes > 4 * limit, "{free:?}");
-    assert!(
-        limited.peak_tape_bytes <= limit,
-        "{limited:?} under a 256K limit"
-    );
-    assert!(
-        limited.peak_held_bytes <= 2 * limit,
-        "{limited:?} under a 256K limit"
-    );
-    assert!(
-        limited.statements * 2 < free.statements * 7,
-        "{limited:?} {free:?}"
-    );
+    within_256k(&free, &limited, 3.5);
 }
 
 /// A countdown from an argument the loop reads only through its header phi
@@ -1090,39 +1058,14 @@ fn a_bound_reading_the_counter_of_a_loop_between_counts_its_trips() {
 /// the 64 KB array, which the limit does not bound.
 #[test]
 fn a_countdown_from_a_value_before_the_loop_counts_its_inner_trips() {
-    let src =
-        irad::read_source(&manifest_dir().join("tests/checkpoint/inner.irad")).expect("readable");
-    let m = irad::load_normalised(&src).expect("loads");
-    let f = m.by_name("countdown").expect("the function");
-    let limit = 256 << 10;
-    let plan = tape_plan_limited(&m, &Registry::new(), f, Some(limit))
-        .expect("plan")
-        .to_string();
-    assert!(
-        plan.contains("the stretch (computed from 1 value it enters with, which its replay lacks)"),
-        "{plan}"
+    let (xs, dx) = ramp(8000, 1e-4);
+    let (free, limited) = free_and_limited(
+        ("inner.irad", "countdown"),
+        256 << 10,
+        &["the stretch (computed from 1 value it enters with, which its replay lacks)"],
+        &[xs, Val::I64(300), dx],
     );
-    let xs: Vec<f64> = (0..8000).map(|i| f64::from(i) * 1e-4).collect();
-    let args = vec![
-        Val::f64_array(xs),
-        Val::I64(300),
-        Val::f64_array(vec![0.0; 8000]),
-    ];
-    let free = counts(&m, f, &args, None);
-    let limited = counts(&m, f, &args, Some(limit));
-    assert!(free.peak_held_bytes > 4 * limit, "{free:?}");
-    assert!(
-        limited.peak_tape_bytes <= limit,
-        "{limited:?} under a 256K limit"
-    );
-    assert!(
-        limited.peak_held_bytes <= 2 * limit,
-        "{limited:?} under a 256K limit"
-    );
-    assert!(
-        limited.statements < free.statements * 3,
-        "{limited:?} {free:?}"
-    );
+    within_256k(&free, &limited, 3.0);
 }
 
 /// The plan of `f` under a 1-byte limit must thin its loop's snapshots
