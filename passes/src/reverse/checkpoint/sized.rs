@@ -268,6 +268,32 @@ impl Bound {
         }
     }
 
+    /// The least index among [`RunStretch::outside`] it reads.
+    fn least_index(&self) -> Option<usize> {
+        match self {
+            Bound::Outside(j) | Bound::Before(j) => Some(*j),
+            Bound::Op(_, x, y) => match (x.least_index(), y.least_index()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+            Bound::OneOf(xs) => xs.iter().filter_map(Bound::least_index).min(),
+            _ => None,
+        }
+    }
+
+    /// Its indices among [`RunStretch::outside`] less `by`.
+    fn shift(&mut self, by: usize) {
+        match self {
+            Bound::Outside(j) | Bound::Before(j) => *j -= by,
+            Bound::Op(_, x, y) => {
+                x.shift(by);
+                y.shift(by);
+            }
+            Bound::OneOf(xs) => xs.iter_mut().for_each(|x| x.shift(by)),
+            _ => {}
+        }
+    }
+
     /// It with the counter of loop `j` replaced by `with`.
     fn put(&self, j: usize, with: &Bound) -> Bound {
         match self {
@@ -787,7 +813,7 @@ pub(in crate::reverse) fn inner_runs(
         outside: Vec::new(),
         primal: None,
     };
-    let range = outer
+    let mut range = outer
         .counted
         .as_ref()
         .zip(entry_test(cx, k))
@@ -795,12 +821,33 @@ pub(in crate::reverse) fn inner_runs(
             let (lo, hi) = scope.bounds(c.init, t.bound)?;
             Some((lo, hi, c.iv))
         });
+    // What the range added to `outside` (the first entries).
+    let ranged = scope.outside.len();
     if let Some((lo, hi, iv)) = &range {
         scope.counters.push((*iv, (k, lo.clone(), hi.clone())));
     }
     // The trips of each first: they may read arrays before the loop, whose
     // lengths then also give the copies' of the arrays made in it.
-    let found = nest(&mut scope, k, NEST_DEPTH);
+    let mut found = nest(&mut scope, k, NEST_DEPTH);
+    // A range no trips read is not needed, nor are the integers it added
+    // when nothing else reads them: the stretch would be pushed with each
+    // snapshot for nothing (a countdown's start). The arrays it added give
+    // the longest length too, and stay.
+    if !found.iter().any(|f| f.reads(k)) {
+        range = None;
+        scope.counters.clear();
+        if ranged > 0
+            && scope.scalars().iter().filter(|&&j| j < ranged).count() == ranged
+            && found
+                .iter()
+                .all(|f| f.least_index().is_none_or(|j| j >= ranged))
+        {
+            scope.outside.drain(..ranged);
+            for f in &mut found {
+                f.shift(ranged);
+            }
+        }
+    }
     // Without array inputs, the arrays the header phis enter with give
     // the longest length (the arrays a double buffer may hold), so that
     // the arrays its inner loops' snapshots copy count: the search for a
@@ -883,6 +930,42 @@ struct Found {
     j: usize,
     trips: Trips,
     inner: Vec<Found>,
+}
+
+impl Found {
+    /// Its start and bound, and those of the loops inside it.
+    fn bounds(&self) -> Vec<&Bound> {
+        let mut out = Vec::new();
+        if let Trips::Counted { start, bound, .. } = &self.trips {
+            out.extend([start, bound]);
+        }
+        for f in &self.inner {
+            out.extend(f.bounds());
+        }
+        out
+    }
+
+    /// Whether it or a loop inside it reads the counter of loop `k`.
+    fn reads(&self, k: usize) -> bool {
+        self.bounds().iter().any(|b| b.reads(k))
+    }
+
+    /// The least index among [`RunStretch::outside`] they read.
+    fn least_index(&self) -> Option<usize> {
+        self.bounds().iter().filter_map(|b| b.least_index()).min()
+    }
+
+    /// Their indices among [`RunStretch::outside`] less `by`, each at
+    /// least `by`.
+    fn shift(&mut self, by: usize) {
+        if let Trips::Counted { start, bound, .. } = &mut self.trips {
+            start.shift(by);
+            bound.shift(by);
+        }
+        for f in &mut self.inner {
+            f.shift(by);
+        }
+    }
 }
 
 /// The loops inside loop `parent` that may run long (see [`inner_runs`]),
