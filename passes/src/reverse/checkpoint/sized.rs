@@ -238,47 +238,51 @@ pub(in crate::reverse) enum Bound {
 }
 
 impl Bound {
+    /// Its leaves (no `Op` nor `OneOf`), depth first.
+    fn leaves(&self) -> Vec<&Bound> {
+        match self {
+            Bound::Op(_, x, y) => {
+                let mut out = x.leaves();
+                out.extend(y.leaves());
+                out
+            }
+            Bound::OneOf(xs) => xs.iter().flat_map(Bound::leaves).collect(),
+            leaf => vec![leaf],
+        }
+    }
+
+    /// The loops whose counters are part of it.
+    fn counters(&self) -> impl Iterator<Item = usize> + '_ {
+        self.leaves().into_iter().filter_map(|b| match b {
+            Bound::Counter(c) => Some(*c),
+            _ => None,
+        })
+    }
+
     /// Whether a loop's counter is part of it.
     pub fn counts(&self) -> bool {
-        match self {
-            Bound::Counter(_) => true,
-            Bound::Op(_, x, y) => x.counts() || y.counts(),
-            Bound::OneOf(xs) => xs.iter().any(Bound::counts),
-            _ => false,
-        }
+        self.counters().next().is_some()
     }
 
     /// Whether the counter of loop `j` is part of it.
     pub fn reads(&self, j: usize) -> bool {
-        match self {
-            Bound::Counter(c) => *c == j,
-            Bound::Op(_, x, y) => x.reads(j) || y.reads(j),
-            Bound::OneOf(xs) => xs.iter().any(|x| x.reads(j)),
-            _ => false,
-        }
+        self.counters().any(|c| c == j)
     }
 
     /// Whether the counter of a loop other than loop `k` is part of it.
     pub fn reads_other(&self, k: usize) -> bool {
-        match self {
-            Bound::Counter(c) => *c != k,
-            Bound::Op(_, x, y) => x.reads_other(k) || y.reads_other(k),
-            Bound::OneOf(xs) => xs.iter().any(|x| x.reads_other(k)),
-            _ => false,
-        }
+        self.counters().any(|c| c != k)
     }
 
     /// The least index among [`RunStretch::outside`] it reads.
     fn least_index(&self) -> Option<usize> {
-        match self {
-            Bound::Outside(j) | Bound::Before(j) => Some(*j),
-            Bound::Op(_, x, y) => match (x.least_index(), y.least_index()) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            },
-            Bound::OneOf(xs) => xs.iter().filter_map(Bound::least_index).min(),
-            _ => None,
-        }
+        self.leaves()
+            .into_iter()
+            .filter_map(|b| match b {
+                Bound::Outside(j) | Bound::Before(j) => Some(*j),
+                _ => None,
+            })
+            .min()
     }
 
     /// Its indices among [`RunStretch::outside`] less `by`.
