@@ -298,6 +298,12 @@ pub struct CheckpointedLoop {
     /// splits the segment between two kept snapshots in halves
     /// (docs/reverse.md, "Bounded snapshots").
     pub thinned_after: u64,
+    /// For a counted loop whose trip count is known on entry, the binomial
+    /// schedule instead (docs/reverse.md, "Binomial schedule"), with the
+    /// snapshots the limit has room for (0: none counted): each snapshot
+    /// holds its slots, and at most `max(room, 2 + floor(log2 C) / 2)` are
+    /// held for `C` stretches.
+    pub binomial: Option<u64>,
 }
 
 /// A loop inside a checkpointed loop whose trips (and snapshots) the outer
@@ -958,7 +964,11 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
     match c.within {
         // Its state is values of the outer loop's replay, not printed here.
         Some(outer) => line.push_str(&format!(
-            ", inside loop #{outer}'s replay, which takes its snapshots; each snapshot pushes a flag (a stretch before it?), the stretch's index, {}{} value{}",
+            ", inside loop #{outer}'s replay, which takes its snapshots; each snapshot pushes a flag (a stretch before it?), the stretch's index, {}{}{} value{}",
+            match c.binomial {
+                Some(_) => "its slots, ",
+                None => "",
+            },
             match entered_text(c) {
                 None => String::new(),
                 Some(t) => format!("{t}, "),
@@ -968,6 +978,9 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
         )),
         None => {
             line.push_str("; each snapshot pushes a flag (a stretch before it?), the stretch's index,");
+            if c.binomial.is_some() {
+                line.push_str(" its slots,");
+            }
             if let Some(t) = entered_text(c) {
                 line.push_str(&format!(" {t},"));
             }
@@ -1013,11 +1026,17 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
             "; {n} arrays its last iteration makes are used after it"
         )),
     }
-    match c.thinned_after {
-        0 => line.push_str(
+    match (c.binomial, c.thinned_after) {
+        (Some(0), _) => line.push_str(
+            "; snapshots placed by the binomial schedule of the stretches left (its trip count is known on entry): at most 2 + half the base-2 logarithm of the number of stretches held, a segment of several stretches split where the schedule says by its replay",
+        ),
+        (Some(room), _) => line.push_str(&format!(
+            "; snapshots placed by the binomial schedule of the stretches left (its trip count is known on entry): at most {room} (what half the limit holds) or 2 + half the base-2 logarithm of the number of stretches held, whichever is more, a segment of several stretches split where the schedule says by its replay"
+        )),
+        (None, 0) => line.push_str(
             "; snapshots thinned online (a binary counter of the stretches: at most 1 + log2 of their number held), a segment of several stretches split in halves by its replay",
         ),
-        n => line.push_str(&format!(
+        (None, n) => line.push_str(&format!(
             "; snapshots thinned online after {n} stretches (a binary counter of the stretches after them: at most {n} + 1 + log2 of their number held), a segment of several stretches split in halves by its replay"
         )),
     }

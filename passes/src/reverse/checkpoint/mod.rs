@@ -31,9 +31,12 @@
 //! that one stretch's records take at most half the limit; a loop that
 //! records arrays it makes shortens that on entry for the lengths of its
 //! array inputs (`sized.rs`). Every
-//! checkpointed loop has its snapshots thinned online beyond those the
-//! limit has room for (`thin.rs`): at most `1 + log2` of the number of
-//! stretches more are held, for any trip count.
+//! checkpointed loop has its snapshots thinned: a counted loop whose trip
+//! count is known on entry places them by the binomial schedule
+//! (`revolve.rs`), holding at most the room the limit gives or `2 +
+//! log2(C) / 2` for `C` stretches; any other keeps those the limit has room
+//! for and thins the rest online by a binary counter (`thin.rs`), holding
+//! at most `1 + log2 C` more, for any trip count.
 //!
 //! This file decides ([`choose`]) and keeps the decisions ([`Checkpoints`]);
 //! `region.rs` finds what a loop's recording blocks read from before the loop
@@ -55,6 +58,7 @@ pub(super) mod primal;
 pub(super) mod region;
 pub(super) mod replaced;
 pub(super) mod replay;
+pub(super) mod revolve;
 pub(super) mod schedule;
 pub(super) mod sized;
 pub(super) mod thin;
@@ -292,6 +296,21 @@ pub(super) struct EntryTest {
     pub strict: bool,
 }
 
+/// The binomial schedule of a checkpointed counted loop whose trip count is
+/// known on entry (`revolve.rs`): each snapshot also holds its slots, after
+/// the stretch's index; the first gets `max(least, 1 + ceil(b / 2))` of
+/// them, `b` the binary digits of `n`, the stretches of the run, and each
+/// next one one fewer.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Revolve {
+    /// The header's test, which gives the iterations left at a snapshot.
+    pub test: EntryTest,
+    /// The snapshots the limit has room for, under a limit of B bytes with
+    /// snapshots of s bytes (scalar state only), for a loop not inside
+    /// another's replay: `max(2, (B / 2) / s)`; 0 otherwise.
+    pub least: u64,
+}
+
 /// The direct path of a checkpointed counted loop: the test on entry and
 /// the most iterations a run recorded directly may have.
 #[derive(Clone, Debug, PartialEq)]
@@ -517,7 +536,8 @@ pub(super) struct CkLoop {
     /// the end of its exit block, whether the loop was checkpointed (a phi
     /// whose entries [`rewrite`] adds).
     pub flag: Option<Value>,
-    /// How many stretches keep their snapshots before thinning starts
+    /// How many stretches keep their snapshots before the binary counter's
+    /// thinning starts (0 for a loop of binomial schedule: [`Revolve`]);
     /// (`thin.rs`: each snapshot also holds the index of the stretch it
     /// starts, after the flag, every block an exit edge leads to pushes the
     /// number of stretches started, and the replay splits a segment of
@@ -526,6 +546,9 @@ pub(super) struct CkLoop {
     /// `max(2, (B / 2) / s) - 64`, at least 0, so that the snapshots held
     /// stay within half the limit or 64; 0 otherwise.
     pub plain: u64,
+    /// For a counted loop whose trip count is known on entry, its binomial
+    /// schedule (`revolve.rs`), which replaces the binary counter.
+    pub revolve: Option<Revolve>,
     /// Set by the forward sweep for a thinned loop: the number of stretches
     /// the run started, pushed at the end of each block an exit edge leads
     /// to (by position), after the flag: phis whose entries [`rewrite`]
@@ -920,20 +943,37 @@ fn decide(
         }
         _ => None,
     };
-    let plain = match (limit, arrays.is_empty() && carried.is_empty()) {
+    // A counted loop whose header's test reads a bound from before it has
+    // its trip count on entry: its snapshots follow the binomial schedule.
+    let test = l.counted.as_ref().and_then(|_| entry_test(cx, k));
+    // The snapshots the limit has room for, when they hold scalars only: a
+    // flag, the stretch's index, its slots (binomial), the stretch when
+    // saved, and the header phis' values.
+    let room = match (limit, arrays.is_empty() && carried.is_empty()) {
         (Some(limit), true) => {
-            // A flag, the stretch's index, the stretch when saved, and the
-            // header phis' values.
             let saved = sized.as_ref().is_some_and(sized::RunStretch::saved);
             let size: u64 = 9
+                + 8 * u64::from(test.is_some())
                 + 8 * u64::from(saved)
                 + replay::header_phis(cx, l.header)
                     .iter()
                     .map(|&(_, r)| tape_value_bytes(&cx.src.values[r].ty))
                     .sum::<u64>();
-            (limit / 2 / size).max(2).saturating_sub(THIN_SLACK)
+            (limit / 2 / size).max(2)
         }
         _ => 0,
+    };
+    // A loop inside another's replay keeps few snapshots, whatever the
+    // limit: the outer stretch's estimate counts `1 + log2` of them.
+    let (plain, revolve) = match test {
+        Some(test) => (
+            0,
+            Some(Revolve {
+                test,
+                least: if within.is_some() { 0 } else { room },
+            }),
+        ),
+        None => (room.saturating_sub(THIN_SLACK), None),
     };
     Ok(CkLoop {
         k,
@@ -966,6 +1006,7 @@ fn decide(
         direct,
         flag: None,
         plain,
+        revolve,
         counts: Vec::new(),
         split: None,
         replay: None,
@@ -2180,6 +2221,7 @@ pub(super) fn summary(
                 exits: c.repush.then(|| cx.shape.loops.of(c.k).exits.len()),
                 exits_apart: c.leave.regions,
                 thinned_after: c.plain,
+                binomial: c.revolve.as_ref().map(|r| r.least),
             }
         })
         .collect()

@@ -18,7 +18,10 @@
 //! after the flag (then the stretch, when its replay cannot compute it:
 //! `sized.rs`), and `SNAP` keeps a binary counter of the stretches after
 //! the first `plain`: new blocks push the snapshot or pop those the counter
-//! drops. [`advance`] builds the same loop in a thinned loop's replay
+//! drops. A loop of binomial schedule (`revolve.rs`) instead pushes the
+//! snapshot only at the stretch it is due at, with its slots after the
+//! stretch's index, and computes where the next is due (two more header
+//! phis, entered from `REST`'s phis); it never pops one. [`advance`] builds the same loop in a thinned loop's replay
 //! function, stopping at a given visit of its header instead of taking
 //! snapshots.
 //!
@@ -29,7 +32,8 @@
 //! Guarantees: the loop computes the primal values as the primal does, with
 //! the same primitives in the same order, and pushes exactly one snapshot
 //! per `stretch` visits of its header, the first at the first visit (a
-//! thinned loop: keeps those a binary counter keeps, popping the others);
+//! thinned loop: keeps those a binary counter keeps, popping the others, or
+//! those the binomial schedule places);
 //! the layout keeps every `gotoifnot` falling through to the block it fell
 //! through to (`SNAP`, its blocks and `REST` come right after the header).
 
@@ -405,6 +409,10 @@ struct Countdown {
     st: Value,
     next: Operand,
     thin: Option<(Value, Operand)>,
+    /// For a loop of binomial schedule, the header phis of the stretch the
+    /// next snapshot is due at and of the slots it gets, each with its phi
+    /// in `REST` (after the snapshot), which the latches give it.
+    revolve: Option<[(Value, Value); 2]>,
 }
 
 impl PLoop<'_, '_, '_> {
@@ -466,6 +474,7 @@ impl PLoop<'_, '_, '_> {
                 st,
                 next,
                 thin: None,
+                revolve: None,
             });
         }
         let sc = self.fb.insert_phi(head, Type::I64).map_err(&build)?;
@@ -478,11 +487,112 @@ impl PLoop<'_, '_, '_> {
         let up = self.value(Prim::Iadd, &[Operand::Value(sc), Operand::from(1i64)])?;
         let sc_next = self.value(Prim::Select, &[take, up, Operand::Value(sc)])?;
         let thin = Some((sc, sc_next));
+        let due = match &ck.revolve {
+            Some(_) => Some((
+                self.fb.insert_phi(head, Type::I64).map_err(&build)?,
+                self.fb.insert_phi(head, Type::I64).map_err(&build)?,
+            )),
+            None => None,
+        };
         self.fb.gotoifnot(take, self.rest).map_err(&build)?;
         self.fb.switch_to_block(self.snap).map_err(&build)?;
-        self.thin_snapshot(ck, st, sc)?;
+        let revolve = match (&ck.revolve, due) {
+            (Some(rv), Some(due)) => Some(self.revolve_snapshot(ck, rv, (st, sc), due, head)?),
+            _ => {
+                self.thin_snapshot(ck, st, sc)?;
+                None
+            }
+        };
         self.fb.switch_to_block(self.rest).map_err(&build)?;
-        Ok(Countdown { c, st, next, thin })
+        Ok(Countdown {
+            c,
+            st,
+            next,
+            thin,
+            revolve,
+        })
+    }
+
+    /// The snapshot of a loop of binomial schedule at the start of stretch
+    /// `sc` (from `SNAP`; `head` the header, which jumps to `REST` between
+    /// snapshots): pushed when `sc` is the stretch it is due at (the phi
+    /// `nx`), with the slots `sl` (for the first, from the stretches of
+    /// the run); the next is due after the first part of the forward
+    /// sweep's split of the stretches left (`revolve.rs`), or never after
+    /// one of a single slot. Returns the due and slots phis with their
+    /// phis in `REST`.
+    fn revolve_snapshot(
+        &mut self,
+        ck: &CkLoop,
+        rv: &super::Revolve,
+        (st, sc): (Value, Value),
+        (nx, sl): (Value, Value),
+        head: Block,
+    ) -> Result<[(Value, Value); 2], ReverseError> {
+        let cx = self.cx;
+        let l = &cx.shape.loops.of(ck.k);
+        let build = build_err(&cx.floc);
+        let counted = l
+            .counted
+            .as_ref()
+            .ok_or_else(|| internal(&cx.floc, "a binomial schedule of a loop not counted"))?;
+        let (stretch, _) = ck
+            .run_stretch
+            .ok_or_else(|| internal(&cx.floc, "a loop's stretch not computed"))?;
+        let v = Operand::Value;
+        let due = self.value(Prim::Eq, &[v(sc), v(nx)])?;
+        let push = self.fb.create_block();
+        self.fb.gotoifnot(due, self.rest).map_err(&build)?;
+        self.fb.switch_to_block(push).map_err(&build)?;
+        // The iterations left: the counter's trips to the bound.
+        let iv = map_op(&self.pmap, &v(counted.iv), &cx.floc)?;
+        let bound = map_op(&self.pmap, &rv.test.bound, &cx.floc)?;
+        let diff = match rv.test.up {
+            true => self.value(Prim::Isub, &[bound, iv])?,
+            false => self.value(Prim::Isub, &[iv, bound])?,
+        };
+        let diff = match rv.test.strict {
+            true => self.value(Prim::Isub, &[diff, Operand::from(1i64)])?,
+            false => diff,
+        };
+        let some = self.value(Prim::Ge, &[diff, Operand::from(0i64)])?;
+        let step = Operand::from(counted.step.saturating_abs());
+        let q = self.value(Prim::Idiv, &[diff, step])?;
+        let trips = self.value(Prim::Iadd, &[q, Operand::from(1i64)])?;
+        let trips = self.value(Prim::Select, &[some, trips, Operand::from(0i64)])?;
+        // The stretches left, at least 1.
+        let whole = self.value(Prim::Idiv, &[trips, stretch])?;
+        let part = self.value(Prim::Irem, &[trips, stretch])?;
+        let more = self.value(Prim::Gt, &[part, Operand::from(0i64)])?;
+        let up = self.value(Prim::Iadd, &[whole, Operand::from(1i64)])?;
+        let n = self.value(Prim::Select, &[more, up, whole])?;
+        let some = self.value(Prim::Ge, &[n, Operand::from(1i64)])?;
+        let n = self.value(Prim::Select, &[some, n, Operand::from(1i64)])?;
+        let first = self.value(Prim::Eq, &[v(sc), Operand::from(0i64)])?;
+        let s0 =
+            super::revolve::first_slots(&mut self.fb, n, rv.least).map_err(|m| err(&cx.floc, m))?;
+        let s = self.value(Prim::Select, &[first, s0, v(sl)])?;
+        let (m, blocks) =
+            super::revolve::split(&mut self.fb, (n, s), super::revolve::Splitting::Forward)
+                .map_err(|m| err(&cx.floc, m))?;
+        let later = self.value(Prim::Iadd, &[v(sc), m])?;
+        let last = self.value(Prim::Lt, &[s, Operand::from(2i64)])?;
+        let nx_next = self.value(Prim::Select, &[last, Operand::from(i64::MAX), later])?;
+        let sl_next = self.value(Prim::Isub, &[s, Operand::from(1i64)])?;
+        let push_end = blocks[2];
+        self.extra = std::iter::once(push).chain(blocks).collect();
+        self.push_snapshot(ck, (st, sc), Some(s))?;
+        let mut phis = [(nx, nx), (sl, sl)];
+        for ((phi, at_rest), new) in phis.iter_mut().zip([nx_next, sl_next]) {
+            let p = self.fb.insert_phi(self.rest, Type::I64).map_err(&build)?;
+            self.fb.add_phi_entry(p, head, v(*phi)).map_err(&build)?;
+            self.fb
+                .add_phi_entry(p, self.snap, v(*phi))
+                .map_err(&build)?;
+            self.fb.add_phi_entry(p, push_end, new).map_err(&build)?;
+            *at_rest = p;
+        }
+        Ok(phis)
     }
 
     /// The snapshot of a thinned loop at the start of stretch `sc` (from
@@ -517,7 +627,7 @@ impl PLoop<'_, '_, '_> {
             .ok_or_else(|| internal(&cx.floc, "no block"))?;
         self.fb.gotoifnot(even, drop_head).map_err(&build)?;
         self.fb.switch_to_block(push).map_err(&build)?;
-        self.push_snapshot(ck, (st, sc))?;
+        self.push_snapshot(ck, (st, sc), None)?;
         self.fb.switch_to_block(drop_head).map_err(&build)?;
         let x = self.fb.insert_phi(drop_head, Type::I64).map_err(&build)?;
         let bit = self.value(Prim::Irem, &[Operand::Value(x), Operand::from(2i64)])?;
@@ -560,12 +670,20 @@ impl PLoop<'_, '_, '_> {
     /// (`RunStretch::saved`), the header phis' values, a copy of each array
     /// the loop may write and of each it carries, the kept arrays' shadows;
     /// then goes to `REST`.
-    fn push_snapshot(&mut self, ck: &CkLoop, (st, sc): (Value, Value)) -> Result<(), ReverseError> {
+    fn push_snapshot(
+        &mut self,
+        ck: &CkLoop,
+        (st, sc): (Value, Value),
+        slots: Option<Operand>,
+    ) -> Result<(), ReverseError> {
         let cx = self.cx;
         let l = &cx.shape.loops.of(ck.k);
         let build = build_err(&cx.floc);
         self.push(Operand::Value(st))?;
         self.push(Operand::Value(sc))?;
+        if let Some(s) = slots {
+            self.push(s)?;
+        }
         if ck
             .sized
             .as_ref()
@@ -763,6 +881,12 @@ impl PLoop<'_, '_, '_> {
                 .add_phi_entry(sc, pre, Operand::from(0i64))
                 .map_err(&build)?;
         }
+        // The first snapshot is due at stretch 0; its slots come from the run.
+        for &(phi, _) in cd.revolve.iter().flatten() {
+            self.fb
+                .add_phi_entry(phi, pre, Operand::from(0i64))
+                .map_err(&build)?;
+        }
         for &latch in &ck.latches {
             let lb = self.fblock[latch];
             self.fb.add_phi_entry(c, lb, next).map_err(&build)?;
@@ -771,6 +895,11 @@ impl PLoop<'_, '_, '_> {
                 .map_err(&build)?;
             if let Some((sc, sc_next)) = cd.thin {
                 self.fb.add_phi_entry(sc, lb, sc_next).map_err(&build)?;
+            }
+            for &(phi, at_rest) in cd.revolve.iter().flatten() {
+                self.fb
+                    .add_phi_entry(phi, lb, Operand::Value(at_rest))
+                    .map_err(&build)?;
             }
         }
         Ok(())

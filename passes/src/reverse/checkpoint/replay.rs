@@ -35,7 +35,8 @@
 //! A thinned loop's replay also takes the end of its segment,
 //! pops the stretch's index with the snapshot (and the flag, when it
 //! carries arrays with shadows; and the stretch itself, when it reads the
-//! lengths of arrays the replay lacks: `sized.rs`), restores the carried
+//! lengths of arrays the replay lacks: `sized.rs`; and its slots, for a
+//! loop of binomial schedule: `revolve.rs`), restores the carried
 //! arrays, splits a
 //! segment of several stretches (`thin.rs`) and pushes the flag (when
 //! taken off) and the index of the stretch it records.
@@ -374,6 +375,12 @@ impl Replay<'_, '_> {
         {
             self.stretch = self.copy.pop(at, Type::I64);
         }
+        // A loop of binomial schedule: the snapshot's slots.
+        let slots = self
+            .ck
+            .revolve
+            .is_some()
+            .then(|| self.copy.pop(at, Type::I64));
         let index = self.copy.pop(at, Type::I64);
         // A loop carrying arrays with shadows takes the snapshot's flag off
         // too: a split pushes it back with the first half's snapshot, and
@@ -403,7 +410,7 @@ impl Replay<'_, '_> {
         // pushes copies of them and advances from them.
         at = self.restore_carried(at, &mut state, &carried)?;
         let part_flag;
-        (at, state, part_flag) = self.split(at, index, &types, &state, flag)?;
+        (at, state, part_flag) = self.split(at, (index, slots), &types, &state, flag)?;
         let (starts, flag);
         (at, starts, flag) = self.carried_starts(at, &state, part_flag)?;
         for &x in &starts {
@@ -430,7 +437,8 @@ impl Replay<'_, '_> {
     }
 
     /// The segment of a thinned loop, from the snapshot at the end of `at`
-    /// (its stretch's `index`, its header values `state` of types `types`,
+    /// (its stretch's `index` and its `slots` for a loop of binomial
+    /// schedule, its header values `state` of types `types`,
     /// its `flag` when the entry took it off, and the kept arrays' shadows
     /// of `self.kept`) to the stretch the replay's last parameter gives: the
     /// block `JOIN` holds the start of the segment's last part (phis,
@@ -443,7 +451,7 @@ impl Replay<'_, '_> {
     fn split(
         &mut self,
         at: Block,
-        index: Operand,
+        (index, slots): (Operand, Option<Operand>),
         types: &[Type],
         state: &[Operand],
         flag: Option<Operand>,
@@ -463,6 +471,11 @@ impl Replay<'_, '_> {
         }
         let flag_phi = flag.map(|x| {
             let (phi, v) = c.new_phi(join, Type::Bool);
+            phis.push((phi, x));
+            v
+        });
+        let slots_phi = slots.map(|x| {
+            let (phi, v) = c.new_phi(join, Type::I64);
             phis.push((phi, x));
             v
         });
@@ -515,6 +528,7 @@ impl Replay<'_, '_> {
                 .collect::<Result<_, _>>()?,
             length: as_value(n)?,
             flag: flag_phi.map(as_value).transpose()?,
+            slots: slots_phi.map(as_value).transpose()?,
             kept: kept.into_iter().map(as_value).collect::<Result<_, _>>()?,
             stretch: self.stretch,
         };

@@ -1,6 +1,10 @@
 //! Thinned snapshots (docs/reverse.md, "Bounded snapshots"): the part of a
 //! thinned checkpointed loop's replay function that splits a segment of
-//! several stretches.
+//! several stretches. Below, the binary counter's; a loop of binomial
+//! schedule (`revolve.rs`) splits where that schedule says for the
+//! segment's slots, which the snapshot holds after the stretch's index,
+//! pushes the slots back with the first part's snapshot and goes on with
+//! the second part with a slot fewer.
 //!
 //! The forward sweep of a thinned loop (`primal.rs`) keeps the snapshots of
 //! a binary counter of the stretches: when `C` stretches have started, the
@@ -35,6 +39,7 @@
 
 use super::super::ReverseError;
 use super::super::ctx::{Derivation, build_err, emit_value, err, internal};
+use super::revolve::{self, Splitting};
 use super::{CkLoop, primal};
 use irad_ir::entity::SecondaryMap;
 use irad_ir::{Block, FuncBuilder, FuncId, Module, Operand, Prim, Value};
@@ -59,6 +64,9 @@ pub(in crate::reverse) struct SplitSite {
     /// carrying arrays with shadows, whose replay takes the flag off the
     /// tape with the snapshot.
     pub flag: Option<Value>,
+    /// The phi of the part's slots, for a loop of binomial schedule
+    /// (`revolve.rs`), whose snapshots hold them.
+    pub slots: Option<Value>,
     /// The phis of the kept carried arrays' shadows at its start, in the
     /// order of the loop's kept carried arrays.
     pub kept: Vec<Value>,
@@ -68,7 +76,7 @@ pub(in crate::reverse) struct SplitSite {
 }
 
 /// Fills the split of thinned loop `ck`'s replay: pushes the snapshot of
-/// the part's first half back, advances over that half without recording,
+/// the part's first half (or first part, binomial) back, advances over that half without recording,
 /// pushes the flag and comes back to `JOIN` with the second half. `fwd_id`
 /// is the forward sweep, whose block of each primal block is `fblock`, and
 /// `fval` its operand of each primal value as it was while it recorded.
@@ -112,11 +120,25 @@ pub(super) fn fill(
     let mut fb = FuncBuilder::new(module, rid).map_err(&build)?;
     fb.switch_to_block(site.split).map_err(&build)?;
     let start = Operand::Value(site.start);
-    let half = e(emit_value(
-        &mut fb,
-        Prim::Idiv,
-        &[Operand::Value(site.length), Operand::from(2i64)],
-    ))?;
+    let length = Operand::Value(site.length);
+    // The first part: half of the part (binary counter), or where the
+    // binomial schedule splits it with the part's slots.
+    let (half, searched) = match site.slots {
+        Some(s) => {
+            let (m, blocks) =
+                revolve::split(&mut fb, (length, Operand::Value(s)), Splitting::Replay)
+                    .map_err(|m| err(&cx.floc, m))?;
+            (m, blocks.to_vec())
+        }
+        None => (
+            e(emit_value(
+                &mut fb,
+                Prim::Idiv,
+                &[length, Operand::from(2i64)],
+            ))?,
+            Vec::new(),
+        ),
+    };
     // The snapshot of the first half, as the forward sweep pushed it (its
     // flag is still on the tape, under it, unless the replay took it off).
     if let Some(flag) = site.flag {
@@ -124,6 +146,10 @@ pub(super) fn fill(
             .map_err(&build)?;
     }
     fb.prim(Prim::Push, &[start]).map_err(&build)?;
+    // The first part keeps the part's slots.
+    if let Some(s) = site.slots {
+        fb.prim(Prim::Push, &[Operand::Value(s)]).map_err(&build)?;
+    }
     if ck
         .sized
         .as_ref()
@@ -157,6 +183,9 @@ pub(super) fn fill(
         fb.prim(Prim::Push, &[Operand::Value(k)]).map_err(&build)?;
     }
     let target = e(emit_value(&mut fb, Prim::Imul, &[half, site.stretch]))?;
+    let from = fb
+        .current_block()
+        .ok_or_else(|| internal(&cx.floc, "no block to advance from"))?;
     let done = fb.create_block();
     drop(fb);
     let init = site.state.iter().map(|&v| Operand::Value(v)).collect();
@@ -166,7 +195,7 @@ pub(super) fn fill(
         module,
         (rid, &advanced),
         (pmap, &order),
-        (site.split, done),
+        (from, done),
         (init, target),
     )?;
     let mut fb = FuncBuilder::new(module, rid).map_err(&build)?;
@@ -178,6 +207,15 @@ pub(super) fn fill(
     }
     .map_err(&build)?;
     let next = e(emit_value(&mut fb, Prim::Iadd, &[start, half]))?;
+    // The second part has a slot fewer: its start is not on the tape.
+    if let Some(s) = site.slots {
+        let fewer = e(emit_value(
+            &mut fb,
+            Prim::Isub,
+            &[Operand::Value(s), Operand::from(1i64)],
+        ))?;
+        fb.add_phi_entry(s, done, fewer).map_err(&build)?;
+    }
     // A carried array made afresh in every iteration goes on as a new copy
     // of the one the advance ends with, so that the part's phi owns what it
     // holds: the part has a stretch before it, so the array it starts with
@@ -201,8 +239,17 @@ pub(super) fn fill(
     let f = module
         .get_mut(rid)
         .ok_or_else(|| internal(&cx.floc, "no replay function"))?;
-    f.layout.retain(|b| !blocks.contains(b));
+    f.layout
+        .retain(|b| !blocks.contains(b) && !searched.contains(b));
     f.layout.extend(blocks);
+    // The search for the binomial split right after `SPLIT`: its header
+    // falls through to its body.
+    let at = f
+        .layout
+        .iter()
+        .position(|&b| b == site.split)
+        .map_or(f.layout.len(), |p| p + 1);
+    f.layout.splice(at..at, searched);
     Ok(())
 }
 
