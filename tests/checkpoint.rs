@@ -1434,11 +1434,11 @@ fn the_budget_rule_sees_inner_loops_whose_trip_count_is_not_a_small_constant() {
 /// loop (never here) keeps a binary counter. Where the limit has room for
 /// more snapshots than the binary counter holds, the binomial schedule
 /// fills it (at most half the limit) and runs each iteration forward fewer
-/// times: 0.62 and 0.54 times the statements here. Under a 1-byte limit
+/// times: 0.57 and 0.49 times the statements here. Under a 1-byte limit
 /// (every iteration a stretch, far too little room) it holds fewer
-/// snapshots than the binary counter at its peak, for about as many
-/// statements (the search for each split costs about as much as the
-/// one-iteration stretches it saves).
+/// snapshots than the binary counter at its peak (322 bytes against 480)
+/// for 0.92 times the statements (the search for each split costs about as
+/// much as a one-iteration stretch).
 #[test]
 fn a_loop_of_known_trip_count_follows_the_binomial_schedule() {
     let text = "fn counted(x: f64, n: i64) -> f64 {\n    let mut s = x;\n    for i in 0..n {\n        s = s + 0.01 * sin(s + 0.01 * f64(i));\n    }\n    s\n}\nfn unknown(x: f64, n: i64) -> f64 {\n    let mut s = x;\n    let mut i = 0;\n    let mut m = n;\n    while i < m {\n        s = s + 0.01 * sin(s + 0.01 * f64(i));\n        i = i + 1;\n        if s > 1000.0 {\n            m = i;\n        }\n    }\n    s\n}\n";
@@ -1461,7 +1461,7 @@ fn a_loop_of_known_trip_count_follows_the_binomial_schedule() {
             .expect("args");
         counts(&m, f(name), &args, limit)
     };
-    for (n, limit, most) in [(1 << 14, 1000, 0.7), (1 << 16, 4000, 0.6)] {
+    for (n, limit, most) in [(1 << 14, 1000, 0.65), (1 << 16, 4000, 0.55)] {
         let (binomial, binary) = (
             run("counted", n, Some(limit)),
             run("unknown", n, Some(limit)),

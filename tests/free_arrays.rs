@@ -238,11 +238,13 @@ fn the_pops_free_the_arrays_the_tapes_held() {
         // forward sweep and freed at their pops in the pullback.
         ("temp", None, 100),
         // Under a limit every iteration is a stretch: its `t` is also made
-        // by the forward sweep's run without recording and by each split's
-        // advance, freed there as before (163 arrays), and by the replay
-        // that records the stretch, which pushes it and its shadow: those
-        // 100 are now freed at their pops.
-        ("temp", Some(1), 263),
+        // by the forward sweep's run without recording (50) and by each
+        // split's advance (101 iterations: the binomial schedule of the 51
+        // stretches, the last one empty, with 4 slots), freed there as
+        // before, and by the replay that records the stretch, which pushes
+        // it and its shadow: those 100 are now freed at their pops. (The
+        // binary counter advanced over 113 iterations.)
+        ("temp", Some(1), 251),
         // Each of the 20 iterations' `t` and its shadow, pushed by each
         // of its 6 writes (restore records), freed at the last pop.
         ("twice", None, 40),

@@ -943,38 +943,12 @@ fn decide(
         }
         _ => None,
     };
-    // A counted loop whose header's test reads a bound from before it has
-    // its trip count on entry: its snapshots follow the binomial schedule.
-    let test = l.counted.as_ref().and_then(|_| entry_test(cx, k));
-    // The snapshots the limit has room for, when they hold scalars only: a
-    // flag, the stretch's index, its slots (binomial), the stretch when
-    // saved, and the header phis' values.
-    let room = match (limit, arrays.is_empty() && carried.is_empty()) {
-        (Some(limit), true) => {
-            let saved = sized.as_ref().is_some_and(sized::RunStretch::saved);
-            let size: u64 = 9
-                + 8 * u64::from(test.is_some())
-                + 8 * u64::from(saved)
-                + replay::header_phis(cx, l.header)
-                    .iter()
-                    .map(|&(_, r)| tape_value_bytes(&cx.src.values[r].ty))
-                    .sum::<u64>();
-            (limit / 2 / size).max(2)
-        }
-        _ => 0,
-    };
-    // A loop inside another's replay keeps few snapshots, whatever the
-    // limit: the outer stretch's estimate counts `1 + log2` of them.
-    let (plain, revolve) = match test {
-        Some(test) => (
-            0,
-            Some(Revolve {
-                test,
-                least: if within.is_some() { 0 } else { room },
-            }),
-        ),
-        None => (room.saturating_sub(THIN_SLACK), None),
-    };
+    let (plain, revolve) = thinning(
+        cx,
+        k,
+        (limit, within.is_some()),
+        (arrays.is_empty() && carried.is_empty(), sized.as_ref()),
+    );
     Ok(CkLoop {
         k,
         pre,
@@ -1015,6 +989,51 @@ fn decide(
         replay_renamed: HashMap::default(),
         replay_renamed_at: primal::ExitShown::default(),
     })
+}
+
+/// How checkpointed loop `k` thins its snapshots: the stretches that keep
+/// theirs before the binary counter starts ([`CkLoop::plain`]), or, for a
+/// counted loop whose header's test reads a bound from before it (its trip
+/// count known on entry), the binomial schedule. Under `limit`, with
+/// snapshots of scalars only (`scalar`; `sized` the stretch computed on
+/// entry, pushed with each snapshot when saved), the room half the limit
+/// gives counts; a loop inside another's replay (`inside`) keeps few
+/// binomial snapshots whatever the limit, since the outer stretch's
+/// estimate counts `1 + log2` of them.
+fn thinning(
+    cx: &Derivation<'_>,
+    k: usize,
+    (limit, inside): (Option<u64>, bool),
+    (scalar, sized): (bool, Option<&sized::RunStretch>),
+) -> (u64, Option<Revolve>) {
+    let l = cx.shape.loops.of(k);
+    let test = l.counted.as_ref().and_then(|_| entry_test(cx, k));
+    // A flag, the stretch's index, its slots (binomial), the stretch when
+    // saved, and the header phis' values.
+    let room = match (limit, scalar) {
+        (Some(limit), true) => {
+            let saved = sized.is_some_and(sized::RunStretch::saved);
+            let size: u64 = 9
+                + 8 * u64::from(test.is_some())
+                + 8 * u64::from(saved)
+                + replay::header_phis(cx, l.header)
+                    .iter()
+                    .map(|&(_, r)| tape_value_bytes(&cx.src.values[r].ty))
+                    .sum::<u64>();
+            (limit / 2 / size).max(2)
+        }
+        _ => 0,
+    };
+    match test {
+        Some(test) => (
+            0,
+            Some(Revolve {
+                test,
+                least: if inside { 0 } else { room },
+            }),
+        ),
+        None => (room.saturating_sub(THIN_SLACK), None),
+    }
 }
 
 /// A loop's direct path records the loops checkpointed inside it in full

@@ -560,12 +560,12 @@ impl PLoop<'_, '_, '_> {
         let q = self.value(Prim::Idiv, &[diff, step])?;
         let trips = self.value(Prim::Iadd, &[q, Operand::from(1i64)])?;
         let trips = self.value(Prim::Select, &[some, trips, Operand::from(0i64)])?;
-        // The stretches left, at least 1.
+        // The stretches left, this one included: the header's visits left
+        // are `trips + 1` (the last one leaves), and a stretch starts every
+        // `stretch` of them, so a run whose trips the stretch divides ends
+        // with a stretch of no iteration, which a replay records too.
         let whole = self.value(Prim::Idiv, &[trips, stretch])?;
-        let part = self.value(Prim::Irem, &[trips, stretch])?;
-        let more = self.value(Prim::Gt, &[part, Operand::from(0i64)])?;
-        let up = self.value(Prim::Iadd, &[whole, Operand::from(1i64)])?;
-        let n = self.value(Prim::Select, &[more, up, whole])?;
+        let n = self.value(Prim::Iadd, &[whole, Operand::from(1i64)])?;
         let some = self.value(Prim::Ge, &[n, Operand::from(1i64)])?;
         let n = self.value(Prim::Select, &[some, n, Operand::from(1i64)])?;
         let first = self.value(Prim::Eq, &[v(sc), Operand::from(0i64)])?;
