@@ -1027,7 +1027,7 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
         )),
     }
     match (c.binomial, c.thinned_after) {
-        (Some(0), _) => line.push_str(
+        (Some(0 | 1), _) => line.push_str(
             "; snapshots placed by the binomial schedule of the stretches left (its trip count is known on entry): at most 2 + half the base-2 logarithm of the number of stretches held, a segment of several stretches split where the schedule says by its replay",
         ),
         (Some(room), _) => line.push_str(&format!(

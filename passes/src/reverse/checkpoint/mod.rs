@@ -307,7 +307,7 @@ pub(super) struct Revolve {
     pub test: EntryTest,
     /// The snapshots the limit has room for, under a limit of B bytes with
     /// snapshots of s bytes (scalar state only), for a loop not inside
-    /// another's replay: `max(2, (B / 2) / s)`; 0 otherwise.
+    /// another's replay: `(B / 2) / s`; 0 otherwise.
     pub least: u64,
 }
 
@@ -1020,7 +1020,7 @@ fn thinning(
                     .iter()
                     .map(|&(_, r)| tape_value_bytes(&cx.src.values[r].ty))
                     .sum::<u64>();
-            (limit / 2 / size).max(2)
+            limit / 2 / size
         }
         _ => 0,
     };
@@ -1032,7 +1032,7 @@ fn thinning(
                 least: if inside { 0 } else { room },
             }),
         ),
-        None => (room.saturating_sub(THIN_SLACK), None),
+        None => (room.max(2).saturating_sub(THIN_SLACK), None),
     }
 }
 

@@ -148,7 +148,13 @@ pub(super) fn first_slots(
     let half = e(Prim::Div, &[log2, Operand::from(2.0)])?;
     let half = e(Prim::Floor, &[half])?;
     let slots = e(Prim::Add, &[half, Operand::from(2.0)])?;
-    let least = Operand::from(least.min(1 << 52) as f64);
-    let s = e(Prim::Max, &[slots, least])?;
+    // At least 2 already.
+    let s = match least > 2 {
+        true => e(
+            Prim::Max,
+            &[slots, Operand::from(least.min(1 << 52) as f64)],
+        )?,
+        false => slots,
+    };
     e(Prim::Fptosi, &[s])
 }
