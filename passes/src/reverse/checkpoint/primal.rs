@@ -579,7 +579,7 @@ impl PLoop<'_, '_, '_> {
         let last = self.value(Prim::Lt, &[s, Operand::from(2i64)])?;
         let nx_next = self.value(Prim::Select, &[last, Operand::from(i64::MAX), later])?;
         let sl_next = self.value(Prim::Isub, &[s, Operand::from(1i64)])?;
-        let push_end = blocks[2];
+        let push_end = blocks[4];
         self.extra = std::iter::once(push).chain(blocks).collect();
         self.push_snapshot(ck, (st, sc), Some(s))?;
         let mut phis = [(nx, nx), (sl, sl)];

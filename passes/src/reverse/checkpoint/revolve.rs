@@ -50,22 +50,36 @@ pub(super) enum Splitting {
 /// Emits, from the builder's current block, the length (`i64`) of the first
 /// part of a segment of `n` stretches with `s` slots (`i64` operands), split
 /// as `how` says. Leaves the builder in a new block; returns the length and
-/// the new blocks in the layout order they need (the search's header falls
-/// through to its body).
+/// the new blocks in the layout order they need (the current block falls
+/// through to the first, and the search's header to its body).
+///
+/// A segment its slots nearly cover (`n <= s + 1` for a replay, `n <= s`
+/// for the forward sweep: one forward run at most, or none) splits after
+/// its first stretch, which the search would find too; that case skips the
+/// search, as most splits of a replay are of short segments.
 pub(super) fn split(
     fb: &mut FuncBuilder<'_>,
     (n, s): (Operand, Operand),
     how: Splitting,
-) -> Result<(Operand, [Block; 3]), String> {
+) -> Result<(Operand, [Block; 5]), String> {
     let e = |fb: &mut FuncBuilder<'_>, p: Prim, a: &[Operand]| emit_value(fb, p, a);
     let er = |r: Result<(), irad_ir::BuildError>| r.map_err(|x| x.to_string());
-    let from = fb.current_block().ok_or("no block to split from")?;
+    let cover = match how {
+        Splitting::Replay => e(fb, Prim::Iadd, &[s, Operand::from(1i64)])?,
+        Splitting::Forward => s,
+    };
+    let short = e(fb, Prim::Le, &[n, cover])?;
     let nf = e(fb, Prim::Sitofp, &[n])?;
     let sf = e(fb, Prim::Sitofp, &[s])?;
+    let quick = fb.create_block();
     let head = fb.create_block();
     let body = fb.create_block();
     let after = fb.create_block();
-    er(fb.goto(head))?;
+    let join = fb.create_block();
+    let from = fb.current_block().ok_or("no block to split from")?;
+    er(fb.gotoifnot(short, head))?;
+    er(fb.switch_to_block(quick))?;
+    er(fb.goto(join))?;
     er(fb.switch_to_block(head))?;
     let phi = |fb: &mut FuncBuilder<'_>| fb.insert_phi(head, Type::F64).map_err(|x| x.to_string());
     // `r`, then N(s, r - 2), N(s, r - 1) and N(s, r).
@@ -122,7 +136,12 @@ pub(super) fn split(
     let m = e(fb, Prim::Min, &[m, most])?;
     let m = e(fb, Prim::Max, &[m, f(1.0)])?;
     let m = e(fb, Prim::Fptosi, &[m])?;
-    Ok((m, [head, body, after]))
+    er(fb.goto(join))?;
+    er(fb.switch_to_block(join))?;
+    let first = fb.insert_phi(join, Type::I64).map_err(|x| x.to_string())?;
+    er(fb.add_phi_entry(first, quick, Operand::from(1i64)))?;
+    er(fb.add_phi_entry(first, after, m))?;
+    Ok((v(first), [quick, head, body, after, join]))
 }
 
 /// Emits the slots of a loop's first snapshot, `n` (an `i64` operand) the
