@@ -21,9 +21,9 @@
 //! drops. A loop of binomial schedule (`revolve.rs`) instead pushes the
 //! snapshot only at the stretch it is due at, with its slots after the
 //! stretch's index, and computes where the next is due (two more header
-//! phis, entered from `REST`'s phis); it never pops one. [`advance`] builds the same loop in a thinned loop's replay
-//! function, stopping at a given visit of its header instead of taking
-//! snapshots.
+//! phis, entered from `REST`'s phis); it never pops one. [`advance`]
+//! builds the same loop in a thinned loop's replay function, stopping at a
+//! given visit of its header instead of taking snapshots.
 //!
 //! Assumes the forward sweep is complete (pushes, terminators, phi entries),
 //! the replay already copied from it, and a loop that `choose` accepted (one

@@ -76,8 +76,9 @@ pub(in crate::reverse) struct SplitSite {
 }
 
 /// Fills the split of thinned loop `ck`'s replay: pushes the snapshot of
-/// the part's first half (or first part, binomial) back, advances over that half without recording,
-/// pushes the flag and comes back to `JOIN` with the second half. `fwd_id`
+/// the part's first half (binomial: first part, with the part's slots)
+/// back, advances over it without recording, pushes the flag and comes back
+/// to `JOIN` with the rest (binomial: with a slot fewer). `fwd_id`
 /// is the forward sweep, whose block of each primal block is `fblock`, and
 /// `fval` its operand of each primal value as it was while it recorded.
 pub(super) fn fill(
