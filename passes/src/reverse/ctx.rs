@@ -25,7 +25,7 @@ use irad_ir::{
     Type, Value,
 };
 use irad_rules::{Registry, Rrule};
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 use smallvec::SmallVec;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -111,6 +111,10 @@ pub(super) struct Derivation<'r> {
     /// the flag phi added beside it (`checkpoint/replaced.rs`; only when
     /// checkpointing may be asked for).
     pub replaced: HashMap<Value, Replaced>,
+    /// The functions it may call for an array that return a new one on
+    /// every call (`fresh.rs`; only when checkpointing may be asked for):
+    /// a loop replacing its array by such a call's result makes it afresh.
+    pub fresh: FxHashSet<FuncId>,
 }
 
 impl<'r> Derivation<'r> {
@@ -139,7 +143,13 @@ impl<'r> Derivation<'r> {
         let mut shape = Shape::new(bb, &src, &floc)?;
         let mut src = src;
         let mut replaced = HashMap::default();
+        let mut fresh = FxHashSet::default();
         if checkpoints_asked(rev, &src) {
+            fresh = super::fresh::fresh_callees(module, &src, |id| {
+                module
+                    .get(id)
+                    .is_some_and(|g| rev.registry.function_rrule_in(module, &g.name).is_some())
+            });
             // Tuples holding arrays carried through loops become a phi per
             // field, which checkpointing handles (docs/reverse.md, "Tuples
             // carried through the header").
@@ -154,7 +164,7 @@ impl<'r> Derivation<'r> {
                 let bb = BBCode::blocks_only(&src).map_err(|e| internal(&floc, e))?;
                 shape = Shape::new(bb, &src, &floc)?;
             }
-            replaced = replaced::mark(&mut src, &shape);
+            replaced = replaced::mark(&mut src, &shape, &fresh);
             if !replaced.is_empty() {
                 let bb = BBCode::blocks_only(&src).map_err(|e| internal(&floc, e))?;
                 shape = Shape::new(bb, &src, &floc)?;
@@ -184,6 +194,7 @@ impl<'r> Derivation<'r> {
             callees: HashMap::default(),
             classes,
             replaced,
+            fresh,
         };
         cx.request_callees(rev, module)?;
         Ok(cx)

@@ -38,6 +38,7 @@ pub mod bbcode;
 mod checkpoint;
 mod choose;
 mod ctx;
+mod fresh;
 pub mod grad;
 mod loops;
 mod memory;

@@ -1249,6 +1249,18 @@ type CarriedPhi = (
     Option<(usize, Value)>,
 );
 
+/// Whether statement `d` of primal `src` makes a new array every time it
+/// runs: `copy`, `zeros`, `alloc`, or a call of a function of `fresh`
+/// (`fresh.rs`: one that returns a new array, whose forward sweep returns a
+/// new zero shadow with it).
+pub(super) fn makes_array(src: &Func, fresh: &HashSet<FuncId>, d: Inst) -> bool {
+    match &src.insts[d].kind {
+        InstKind::Prim { prim, .. } => matches!(prim, Prim::Copy | Prim::Zeros | Prim::Alloc),
+        InstKind::Invoke { func, .. } => fresh.contains(func),
+        _ => false,
+    }
+}
+
 /// The arrays loop `k` carries from one iteration to the next through its
 /// header phis, or why it cannot be checkpointed: each must be an array (not
 /// a tuple holding one). An array without a shadow may come from anywhere;
@@ -1282,14 +1294,7 @@ fn carried_arrays(
         let irad_ir::ValueDef::Inst(d) = cx.src.values[*v].def else {
             return None;
         };
-        let fresh = matches!(
-            cx.src.insts[d].kind,
-            InstKind::Prim {
-                prim: Prim::Copy | Prim::Zeros | Prim::Alloc,
-                ..
-            }
-        );
-        (fresh && defined_inside(*v)).then_some(*v)
+        (makes_array(&cx.src, &cx.fresh, d) && defined_inside(*v)).then_some(*v)
     };
     let phis = replay::header_phis(cx, l.header);
     let shadow_phi = |r: Value| match view.fshadow[r].as_slice() {
@@ -1501,10 +1506,7 @@ fn renewed(cx: &Derivation<'_>, k: usize, r: Value) -> bool {
     };
     let e = *e;
     let made = matches!(cx.src.values[e].def, irad_ir::ValueDef::Inst(d)
-    if matches!(cx.src.insts[d].kind, InstKind::Prim {
-        prim: Prim::Copy | Prim::Zeros | Prim::Alloc,
-        ..
-    }));
+    if makes_array(&cx.src, &cx.fresh, d));
     // A parameter enters as it is: renewed only when the loop never writes
     // the array its header phi holds (the first iteration's is the
     // caller's, which a replay starting from a copy would not write).
@@ -1671,13 +1673,7 @@ fn left_array(
         return None;
     }
     let chosen = chosen.map(|(_, c)| c);
-    let made = matches!(
-        cx.src.insts[d].kind,
-        InstKind::Prim {
-            prim: Prim::Copy | Prim::Zeros | Prim::Alloc,
-            ..
-        }
-    );
+    let made = makes_array(&cx.src, &cx.fresh, d);
     if !made && chosen.is_none() {
         return None;
     }

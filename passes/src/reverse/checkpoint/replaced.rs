@@ -20,7 +20,7 @@
 //! block's phis); the primal computes what it did.
 
 use super::super::ctx::Shape;
-use irad_ir::{Block, Const, Func, Inst, InstKind, Operand, Prim, Scalar, Type, Value, ValueDef};
+use irad_ir::{Block, Const, Func, FuncId, Inst, InstKind, Operand, Scalar, Type, Value, ValueDef};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// A header phi of an array replaced on some iterations only.
@@ -50,7 +50,11 @@ struct Web {
 /// phis of arrays replaced on some iterations only, whose webs share
 /// nothing with another header phi's of the same loop; returns them, each
 /// with its flag (empty: `src` is unchanged).
-pub(in crate::reverse) fn mark(src: &mut Func, shape: &Shape) -> HashMap<Value, Replaced> {
+pub(in crate::reverse) fn mark(
+    src: &mut Func,
+    shape: &Shape,
+    fresh: &HashSet<FuncId>,
+) -> HashMap<Value, Replaced> {
     let mut out = HashMap::default();
     let index = shape.bb.index();
     let places = src.inst_places();
@@ -77,9 +81,8 @@ pub(in crate::reverse) fn mark(src: &mut Func, shape: &Shape) -> HashMap<Value, 
                 .filter(|(p, _)| index[*p].is_some_and(|p| l.contains(p)))
                 .map(|&(_, op)| op)
                 .collect();
-            if let Some(web) = web_of(src, r, latches, &|v| inside(v), &|v| {
-                pos_of(v) == Some(l.header)
-            }) {
+            let in_header = |v| pos_of(v) == Some(l.header);
+            if let Some(web) = web_of(src, fresh, r, latches, (&|v| inside(v), &in_header)) {
                 found.push(web);
             }
         }
@@ -126,10 +129,10 @@ pub(in crate::reverse) fn mark(src: &mut Func, shape: &Shape) -> HashMap<Value, 
 /// afresh, which needs no flag).
 fn web_of(
     src: &Func,
+    fresh: &HashSet<FuncId>,
     r: Value,
     latches: Vec<Operand>,
-    inside: &dyn Fn(Value) -> bool,
-    in_header: &dyn Fn(Value) -> bool,
+    (inside, in_header): (&dyn Fn(Value) -> bool, &dyn Fn(Value) -> bool),
 ) -> Option<Web> {
     let mut web = Web {
         phi: r,
@@ -155,10 +158,7 @@ fn web_of(
             return None;
         }
         match &src.insts[d].kind {
-            InstKind::Prim {
-                prim: Prim::Copy | Prim::Zeros | Prim::Alloc,
-                ..
-            } => web.made.push(v),
+            _ if super::makes_array(src, fresh, d) => web.made.push(v),
             InstKind::Phi { entries } if !in_header(v) => {
                 web.phis.push(v);
                 work.extend(entries.iter().map(|&(_, op)| op));
