@@ -984,6 +984,41 @@ fn a_scratch_array_counts_at_the_length_its_argument_gives() {
     );
 }
 
+/// A simulation whose state a step function remakes (`simulate` of
+/// tests/checkpoint/by_calls.irad): the step loops over the array, so one
+/// call records in proportion to its length, where the static estimate
+/// counts a call as 64 bytes whatever it records (stretches of 1 024
+/// iterations under a 128K limit, the whole run of 200 here). Counting
+/// the call's statements per element of the array the loop enters with,
+/// the stretches shorten on entry (to one iteration) and the tapes stay
+/// under the limit, against 5 MB without a limit; counting the elements of
+/// every array on a tape, under twice the limit: the binomial schedule's
+/// snapshots (5 for 200 stretches) each hold the array and its copy,
+/// outside the limit (docs/reverse.md, "Binomial schedule").
+#[test]
+fn a_step_function_s_records_count_per_element_of_the_array() {
+    let limit = 128 << 10;
+    let (xs, dx) = ramp(1000, 1e-3);
+    let (free, limited) = free_and_limited(
+        ("by_calls.irad", "simulate"),
+        limit,
+        &[
+            "iterations at most",
+            "(all of them what its calls are taken to record)",
+        ],
+        &[xs, Val::I64(200), dx],
+    );
+    assert!(free.peak_held_bytes > 4_000_000, "{free:?}");
+    assert!(
+        limited.peak_tape_bytes <= limit && limited.peak_held_bytes <= 2 * limit,
+        "{limited:?} under a 128K limit"
+    );
+    assert!(
+        limited.statements < free.statements * 3,
+        "{limited:?} {free:?}"
+    );
+}
+
 /// Checks a run under a 256K limit, `limited`, against the run without,
 /// `free`: the tapes hold more than 4 times the limit without it, at most
 /// the limit with it (at most twice, counting the outer loop's snapshots),

@@ -115,6 +115,11 @@ pub(super) struct Derivation<'r> {
     /// every call (`fresh.rs`; only when checkpointing may be asked for):
     /// a loop replacing its array by such a call's result makes it afresh.
     pub fresh: FxHashSet<FuncId>,
+    /// What one call of each function it invokes is taken to record per
+    /// element of the longest array, in arrays' worth (`sized.rs`,
+    /// `call_elements`; only when checkpointing may be asked for, and only
+    /// those counting more than nothing).
+    pub call_elements: HashMap<FuncId, u64>,
 }
 
 impl<'r> Derivation<'r> {
@@ -144,12 +149,15 @@ impl<'r> Derivation<'r> {
         let mut src = src;
         let mut replaced = HashMap::default();
         let mut fresh = FxHashSet::default();
+        let mut call_elements = HashMap::default();
         if checkpoints_asked(rev, &src) {
-            fresh = super::fresh::fresh_callees(module, &src, |id| {
+            let by_rule = |id| {
                 module
                     .get(id)
                     .is_some_and(|g| rev.registry.function_rrule_in(module, &g.name).is_some())
-            });
+            };
+            fresh = super::fresh::fresh_callees(module, &src, by_rule);
+            call_elements = super::checkpoint::sized::call_elements(module, &src, by_rule);
             // Tuples holding arrays carried through loops become a phi per
             // field, which checkpointing handles (docs/reverse.md, "Tuples
             // carried through the header").
@@ -195,6 +203,7 @@ impl<'r> Derivation<'r> {
             classes,
             replaced,
             fresh,
+            call_elements,
         };
         cx.request_callees(rev, module)?;
         Ok(cx)

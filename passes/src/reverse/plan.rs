@@ -217,6 +217,10 @@ pub struct CheckpointedLoop {
     /// loop's array inputs (docs/reverse.md, "Arrays made in each
     /// iteration"); 0 otherwise.
     pub fresh_arrays: u64,
+    /// Of `fresh_arrays`, the arrays' worth the loop's calls are taken to
+    /// record per element (docs/reverse.md, "Calls that record per
+    /// element").
+    pub called_arrays: u64,
     /// Under a limit, the arrays made in the loop that one iteration
     /// records whose lengths it computes on entry (`zeros(n)`, a copy of an
     /// array it reads from before it): each counts at its length.
@@ -321,6 +325,8 @@ pub struct InnerRun {
     /// The arrays made in it that one of its iterations records, of
     /// unknown length.
     pub fresh: u64,
+    /// Of `fresh`, the arrays' worth its calls are taken to record.
+    pub called: u64,
     /// Those whose lengths are known on entry.
     pub known: u64,
     /// How many arrays a snapshot of it copies (0 when counted not at
@@ -844,6 +850,16 @@ fn arrays_text(n: u64) -> String {
     format!("{n} array{}", if n == 1 { "" } else { "s" })
 }
 
+/// What the calls among `fresh` arrays an iteration makes and records
+/// stand for, if any.
+fn called_text(fresh: u64, called: u64) -> String {
+    match called {
+        0 => String::new(),
+        c if c == fresh => " (all of them what its calls are taken to record)".into(),
+        c => format!(" ({c} of them what its calls are taken to record)"),
+    }
+}
+
 /// How a checkpointed loop under `limit` whose inner loops count their
 /// trips on entry says how its stretch is sized.
 fn inner_runs_text(c: &CheckpointedLoop, limit: u64) -> String {
@@ -854,8 +870,9 @@ fn inner_runs_text(c: &CheckpointedLoop, limit: u64) -> String {
     );
     if c.fresh_arrays > 0 {
         text.push_str(&format!(
-            " and 8 per element of the {} an iteration makes and records",
-            arrays_text(c.fresh_arrays)
+            " and 8 per element of the {} an iteration makes and records{}",
+            arrays_text(c.fresh_arrays),
+            called_text(c.fresh_arrays, c.called_arrays)
         ));
     }
     if c.known_arrays > 0 {
@@ -878,7 +895,11 @@ fn inner_runs_text(c: &CheckpointedLoop, limit: u64) -> String {
         }
         text.push_str(&format!(": about {} bytes", r.bytes));
         if r.fresh > 0 {
-            text.push_str(&format!(" and 8 per element of {}", arrays_text(r.fresh)));
+            text.push_str(&format!(
+                " and 8 per element of {}{}",
+                arrays_text(r.fresh),
+                called_text(r.fresh, r.called)
+            ));
         }
         if r.known > 0 {
             text.push_str(&format!(
@@ -945,11 +966,15 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
             line.push_str(&inner_runs_text(c, *limit));
         }
         StretchSource::Limit(limit) if c.fresh_arrays > 0 => line.push_str(&format!(
-            " at most (tape limit {}, about {} bytes per iteration and 8 per element of the {} array{} an iteration makes and records, each taken as long as the longest array the loop reads from before it: fewer on entry when those are long)",
+            " at most (tape limit {}, about {} bytes per iteration and 8 per element of the {} an iteration makes and records{}, each taken as long as the longest array the loop {}: fewer on entry when those are long)",
             size_text(*limit),
             c.bytes_per_iteration,
-            c.fresh_arrays,
-            if c.fresh_arrays == 1 { "" } else { "s" }
+            arrays_text(c.fresh_arrays),
+            called_text(c.fresh_arrays, c.called_arrays),
+            match c.entered_lengths {
+                0 => "reads from before it",
+                _ => "reads from or enters with",
+            }
         )),
         StretchSource::Limit(limit) => line.push_str(&format!(
             " (tape limit {}, about {} bytes per iteration)",

@@ -926,12 +926,16 @@ fn decide(
                 (&inputs, !lengths.is_empty(), count_fresh),
                 unsafe_classes,
             );
-            ((found.fresh > 0 && !lengths.is_empty())
+            // What calls record counts by the arrays the loop enters with
+            // too, when it has no array inputs.
+            let entered = found.outside.len() > found.scalars.len();
+            ((found.fresh > 0 && (!lengths.is_empty() || found.called > 0 && entered))
                 || !found.known.is_empty()
                 || !found.runs.is_empty())
             .then_some(sized::RunStretch {
                 half: limit / 2,
                 fresh: found.fresh,
+                called: found.called,
                 known: found.known,
                 lengths,
                 own: bytes.saturating_sub(found.bytes),
@@ -2144,6 +2148,7 @@ fn inner_run_lines(
             inside,
             bytes: r.bytes,
             fresh: if counted { r.fresh } else { 0 },
+            called: if counted { r.called } else { 0 },
             known: r.known.iter().fold(0u64, |n, (w, _)| n.saturating_add(*w)),
             copies: r.copies.len() as u64,
             copies_made: r.copies.iter().filter(|c| c.is_none()).count() as u64,
@@ -2186,6 +2191,11 @@ pub(super) fn summary(
                     .as_ref()
                     .filter(|s| s.has_longest())
                     .map_or(0, |s| s.fresh),
+                called_arrays: c
+                    .sized
+                    .as_ref()
+                    .filter(|s| s.has_longest())
+                    .map_or(0, |s| s.called),
                 uncounted_arrays: c.sized.as_ref().is_some_and(|s| {
                     fn any(runs: &[sized::InnerRuns]) -> bool {
                         runs.iter().any(|r| r.fresh > 0 || any(&r.inner))

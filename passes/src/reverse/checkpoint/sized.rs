@@ -77,6 +77,9 @@ pub(in crate::reverse) struct RunStretch {
     /// loops of `inner`), whose lengths are not known on entry: each is
     /// taken as long as the longest array.
     pub fresh: u64,
+    /// Of `fresh`, the arrays' worth the loop's calls are taken to record
+    /// ([`call_elements`]).
+    pub called: u64,
     /// Those whose lengths are known on entry ([`Scope::made_length`]),
     /// each length with the weight of the arrays of that length.
     pub known: Vec<(u64, Bound)>,
@@ -145,6 +148,9 @@ pub(in crate::reverse) struct InnerRuns {
     /// The arrays made in it that one of its iterations pushes, weighed
     /// likewise, whose lengths are not known on entry.
     pub fresh: u64,
+    /// Of `fresh`, the arrays' worth its calls are taken to record
+    /// ([`call_elements`]).
+    pub called: u64,
     /// Those whose lengths are, as [`RunStretch::known`].
     pub known: Vec<(u64, Bound)>,
     /// The arrays a snapshot of it copies: each the outer loop's input of
@@ -772,8 +778,10 @@ pub(in crate::reverse) struct InnerFound {
     /// The bytes the static estimate counted for them.
     pub bytes: u64,
     /// The arrays made in the loop outside them that one iteration pushes
-    /// ([`RunStretch::fresh`] and [`RunStretch::known`]).
+    /// ([`RunStretch::fresh`], [`RunStretch::called`] and
+    /// [`RunStretch::known`]).
     pub fresh: u64,
+    pub called: u64,
     pub known: Vec<(u64, Bound)>,
     /// The outer loop's range ([`RunStretch::range`]).
     pub range: Option<(Bound, Bound)>,
@@ -854,9 +862,16 @@ pub(in crate::reverse) fn inner_runs(
     }
     // Without array inputs, the arrays the header phis enter with give
     // the longest length (the arrays a double buffer may hold), so that
-    // the arrays its inner loops' snapshots copy count: the search for a
-    // header phi's length adds them to `outside`.
-    if !lengths && !scope.has_arrays() && !found.is_empty() {
+    // the arrays its inner loops' snapshots copy count, and what its calls
+    // record: the search for a header phi's length adds them to `outside`.
+    let calls = fresh
+        && outer.members.iter().any(|&i| {
+            cx.shape.bb.blocks[i].stmts.iter().any(|&inst| {
+                matches!(&cx.src.insts[inst].kind,
+                    InstKind::Invoke { func, .. } if cx.call_elements.contains_key(func))
+            })
+        });
+    if !lengths && !scope.has_arrays() && (!found.is_empty() || calls) {
         for (_, r) in super::replay::header_phis(cx, outer.header) {
             if matches!(cx.src.values[r].ty, irad_ir::Type::Array(_)) {
                 let _ = scope.length(r, BOUND_DEPTH);
@@ -899,6 +914,7 @@ pub(in crate::reverse) fn inner_runs(
         runs: out,
         bytes,
         fresh: made.unknown,
+        called: made.calls,
         known: made.known,
         range: range.map(|(lo, hi, _)| (lo, hi)),
         scalars: weigh.scope.scalars(),
@@ -912,6 +928,8 @@ pub(in crate::reverse) fn inner_runs(
 struct Made {
     unknown: u64,
     known: Vec<(u64, Bound)>,
+    /// Of `unknown`, the arrays' worth calls are taken to record.
+    calls: u64,
 }
 
 impl Made {
@@ -1064,6 +1082,22 @@ impl Weigh<'_, '_> {
         for (v, ty) in pushed {
             out.add(times, self.scope.made_length(v, &ty));
         }
+        // What its calls record per element ([`call_elements`]).
+        let cx = self.scope.cx;
+        for &inst in &cx.shape.bb.blocks[i].stmts {
+            let InstKind::Invoke { func, .. } = &cx.src.insts[inst].kind else {
+                continue;
+            };
+            let derived = matches!(
+                self.scope.view.stmts[inst].as_ref().map(|s| &s.how),
+                Some(super::How::Invoke(_))
+            );
+            if let (true, Some(&c)) = (derived, cx.call_elements.get(func)) {
+                let c = c.saturating_mul(times);
+                out.unknown = out.unknown.saturating_add(c);
+                out.calls = out.calls.saturating_add(c);
+            }
+        }
     }
 
     /// Loop `f` and the loops it found inside it, as [`InnerRuns`]: its
@@ -1099,6 +1133,7 @@ impl Weigh<'_, '_> {
             index: f.j,
             bytes: 0,
             fresh: 0,
+            called: 0,
             known: Vec::new(),
             copies,
             runs: pow(between(loops, parent, f.j)),
@@ -1135,6 +1170,7 @@ impl Weigh<'_, '_> {
             self.made_in(i, times, &mut made);
         }
         each.fresh = made.unknown;
+        each.called = made.calls;
         each.known = made.known;
         each.complete = complete;
         Some(each)
@@ -1485,5 +1521,227 @@ fn value_of(op: Operand) -> Option<Value> {
     match op {
         Operand::Value(v) => Some(v),
         Operand::Const(_) => None,
+    }
+}
+
+/// What one call of each function `src` invokes is taken to record, per
+/// element of the longest array the calling loop reads, in arrays' worth
+/// (8 bytes per element each; docs/reverse.md, "Calls that record per
+/// element"): the static estimate counts a call as [`super::CALL_BYTES`]
+/// whatever it records, and a step function looping over its array
+/// records bytes in proportion to the array's length. Each statement of
+/// the callee giving an `f64` or writing an element, in loops `d` deep,
+/// counts `INNER_TRIPS^(d - 1)` (its outermost loop taken to run once per
+/// element, those inside it `INNER_TRIPS` times, as the estimate takes
+/// them); each array it makes (and its shadow) `2 INNER_TRIPS^d`; each
+/// call it makes what that callee counts, times `INNER_TRIPS^d`. A
+/// statement giving an `f64` outside loops counts nothing: the 64 bytes
+/// stand for those. Loops of a constant trip count of at most
+/// `INNER_TRIPS` are left out of `d` (their statements counted once); a
+/// recursive call counts what the callee does without the cycle. Only
+/// functions differentiated by their pieces (`by_rule` false) count; at
+/// most [`MAX_FRESH`] each.
+pub(in crate::reverse) fn call_elements(
+    module: &Module,
+    src: &irad_ir::Func,
+    by_rule: impl Fn(FuncId) -> bool,
+) -> HashMap<FuncId, u64> {
+    let mut out: HashMap<FuncId, u64> = HashMap::default();
+    let mut visiting: HashSet<FuncId> = HashSet::default();
+    for d in src.insts.values() {
+        if let InstKind::Invoke { func, .. } = &d.kind
+            && !by_rule(*func)
+        {
+            let c = elements_of(module, *func, &by_rule, (&mut out, &mut visiting));
+            out.insert(*func, c);
+        }
+    }
+    out.retain(|_, c| *c > 0);
+    out
+}
+
+/// [`call_elements`] of `g`, memoised in `memo`; `visiting` holds the
+/// functions on the way (a cycle counts 0).
+fn elements_of(
+    module: &Module,
+    g: FuncId,
+    by_rule: &impl Fn(FuncId) -> bool,
+    (memo, visiting): (&mut HashMap<FuncId, u64>, &mut HashSet<FuncId>),
+) -> u64 {
+    if let Some(&c) = memo.get(&g) {
+        return c;
+    }
+    let Some(f) = module.get(g) else { return 0 };
+    if by_rule(g) || !visiting.insert(g) {
+        return 0;
+    }
+    let cfg = irad_ir::flow::cfg::ControlFlowGraph::with_function(f);
+    let dom = irad_ir::flow::dom::DominatorTree::with_cfg(&cfg);
+    let loops = irad_ir::flow::loops::LoopAnalysis::compute(&cfg, &dom);
+    let pow = |e: u32| INNER_TRIPS.saturating_pow(e);
+    let mut total: u64 = 0;
+    for &b in &f.layout {
+        // The loops around the block, short ones left out.
+        let mut long = 0u32;
+        let mut lp = loops.innermost(b);
+        while let Some(l) = lp {
+            long += u32::from(!short_constant_loop(f, &loops, l));
+            lp = loops.parent(l);
+        }
+        for &inst in &f.blocks[b].insts {
+            let d = &f.insts[inst];
+            let here = match &d.kind {
+                InstKind::Prim {
+                    prim: Prim::Copy | Prim::Zeros | Prim::Alloc,
+                    ..
+                } => 2u64.saturating_mul(pow(long)),
+                InstKind::Invoke { func, .. } => {
+                    elements_of(module, *func, by_rule, (&mut *memo, &mut *visiting))
+                        .saturating_mul(pow(long))
+                }
+                _ if long == 0 => 0,
+                InstKind::Prim {
+                    prim: Prim::Arrayset,
+                    ..
+                } => pow(long - 1),
+                InstKind::Prim { .. } | InstKind::Phi { .. }
+                    if d.result
+                        .is_some_and(|r| f.values[r].ty == irad_ir::Type::F64) =>
+                {
+                    pow(long - 1)
+                }
+                _ => 0,
+            };
+            total = total.saturating_add(here);
+        }
+    }
+    visiting.remove(&g);
+    let c = total.min(MAX_FRESH);
+    memo.insert(g, c);
+    c
+}
+
+/// Whether loop `l` of `f` runs a constant number of trips of at most
+/// [`INNER_TRIPS`]: its header tests a counter against a constant, the
+/// counter starting at a constant (as `short_constant` asks of a loop of
+/// the derivation).
+fn short_constant_loop(
+    f: &irad_ir::Func,
+    loops: &irad_ir::flow::loops::LoopAnalysis,
+    l: irad_ir::flow::loops::Loop,
+) -> bool {
+    let h = loops.header(l);
+    let Some(irad_ir::Terminator::GotoIfNot {
+        cond: Operand::Value(c),
+        ..
+    }) = &f.blocks[h].term
+    else {
+        return false;
+    };
+    let irad_ir::ValueDef::Inst(t) = f.values[*c].def else {
+        return false;
+    };
+    let InstKind::Prim {
+        prim: Prim::Lt | Prim::Le | Prim::Gt | Prim::Ge,
+        args,
+    } = &f.insts[t].kind
+    else {
+        return false;
+    };
+    let [Operand::Value(iv), Operand::Const(Const::I64(end))] = args.as_slice() else {
+        return false;
+    };
+    let irad_ir::ValueDef::Inst(p) = f.values[*iv].def else {
+        return false;
+    };
+    let InstKind::Phi { entries } = &f.insts[p].kind else {
+        return false;
+    };
+    entries.iter().any(|(b, op)| {
+        !loops.contains(l, *b)
+            && matches!(op, Operand::Const(Const::I64(start))
+                if (i128::from(*end) - i128::from(*start)).abs() <= i128::from(INNER_TRIPS))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// [`call_elements`] of the functions a function `caller` invokes, by
+    /// name, for a surface program; `ruled` names one differentiated by a
+    /// rule.
+    fn elements(src: &str, ruled: Option<&str>) -> Vec<(String, u64)> {
+        let m = irad_ir::surface::compile(src).expect("the program compiles");
+        let caller = &m[m.by_name("caller").expect("@caller")];
+        let ruled = ruled.and_then(|r| m.by_name(r));
+        let mut out: Vec<(String, u64)> = call_elements(&m, caller, |f| Some(f) == ruled)
+            .into_iter()
+            .map(|(f, c)| (m[f].name.clone(), c))
+            .collect();
+        out.sort();
+        out
+    }
+
+    const SRC: &str = "
+        fn step(a: [f64]) -> [f64] {
+            let b = copy(a);
+            for i in 0..len(a) {
+                b[i] = sin(a[i]) * 2.0;
+            }
+            b
+        }
+        fn short(a: [f64]) -> f64 {
+            let mut s = 0.0;
+            for i in 0..4 {
+                s = s + sin(a[i]);
+            }
+            s
+        }
+        fn nested(a: [f64]) -> f64 {
+            let mut s = 0.0;
+            for i in 0..len(a) {
+                for j in 0..len(a) {
+                    s = s + a[i] * a[j];
+                }
+            }
+            s
+        }
+        fn twice(a: [f64]) -> [f64] {
+            step(step(a))
+        }
+        fn rec(a: [f64], n: i64) -> [f64] {
+            if n == 0 { step(a) } else { rec(a, n - 1) }
+        }
+        fn caller(x: [f64], n: i64) -> f64 {
+            let a = rec(twice(x), n);
+            short(a) + nested(a)
+        }
+    ";
+
+    #[test]
+    fn calls_count_what_their_loops_record_per_element() {
+        let got = elements(SRC, None);
+        // step: a copy (2) and, in its loop, the element read and written,
+        // sin and the product (1 each): 6.
+        let step = got.iter().find(|(n, _)| n == "step").map_or(0, |c| c.1);
+        assert_eq!(step, 6, "{got:?}");
+        let of = |name: &str| got.iter().find(|(n, _)| n == name).map(|c| c.1);
+        // Twice step; the recursion counts its step once (the cycle 0).
+        assert_eq!(of("twice"), Some(2 * step), "{got:?}");
+        assert_eq!(of("rec"), Some(step), "{got:?}");
+        // A loop of 4 constant trips counts nothing per element; a loop
+        // inside a loop over the elements counts 16 times.
+        assert_eq!(of("short"), None, "{got:?}");
+        assert!(of("nested").is_some_and(|c| c >= 16), "{got:?}");
+        // A function with a rule counts nothing, nor what calls it only
+        // through it.
+        let ruled = elements(SRC, Some("step"));
+        assert!(
+            ruled
+                .iter()
+                .all(|(n, _)| n != "step" && n != "twice" && n != "rec"),
+            "{ruled:?}"
+        );
     }
 }
