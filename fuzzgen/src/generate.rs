@@ -7,8 +7,11 @@
 //! every call bounds, and, each when the bytes ask for it, helpers for what
 //! users write beyond that: two array parameters that callers may alias
 //! (`mix(a, a, x)`), recursion that reads and writes an array (`reca`), a
-//! function value carried in a tuple (`applyt`, `pickf`) and a wide
-//! signature returning a large tuple (`wide`). `main(x0, .., t, a, n)` takes
+//! function value carried in a tuple (`applyt`, `pickf`), a wide
+//! signature returning a large tuple (`wide`), and a function returning a
+//! new array made in a loop over its argument (`remake`) and one returning
+//! its argument written in place (`touch`), by which loops carrying an
+//! array may replace it. `main(x0, .., t, a, n)` takes
 //! f64 scalars (sometimes a dozen or more), an optional tuple of f64s, an
 //! optional `[f64]` array and an optional small i64. Its body mixes lets,
 //! mutable locals, `if`/`else` (and long chains and runs of them), `for`
@@ -135,6 +138,8 @@ pub const FEATURES: &[&str] = &[
     "carried-hand-over-sometimes",
     "carried-tuple",
     "carried-handed",
+    "carried-remade-by-call",
+    "carried-kept-through-call",
     "array-local",
     "array-write",
     "array-alias (let b = a)",
@@ -239,6 +244,10 @@ struct Extra {
     fn_tuples: bool,
     /// `wide(p0, .., pK-1) -> (f64, ..)` with K f64s (0: none).
     wide: usize,
+    /// `remake(a: [f64], s: f64) -> [f64]`: a new array from a loop over
+    /// `a`, and `touch(a: [f64], s: f64) -> [f64]`, `a` written in place
+    /// and returned, which carried loops may replace their array by.
+    remake: bool,
 }
 
 /// A variable in scope.
@@ -453,6 +462,15 @@ impl Gen<'_, '_> {
                 .push_str("fn applyt(t: (fn(f64) -> f64, f64)) -> f64 { let g = t.0; g(t.1) }\n\n");
             self.out.push_str(
                 "fn pickf(c: bool) -> (fn(f64) -> f64, f64) { if c { (sin, 0.5) } else { (u0, 1.5) } }\n\n",
+            );
+        }
+        self.extra.remake = self.one_in(3)?;
+        if self.extra.remake {
+            self.out.push_str(
+                "fn remake(a: [f64], s: f64) -> [f64] {\n    let b = copy(a);\n    for i in 0..len(a) {\n        b[i] = a[i] * 0.75 + 0.25 * tanh(a[(i + 1) % len(a)] + s);\n    }\n    b\n}\n\n",
+            );
+            self.out.push_str(
+                "fn touch(a: [f64], s: f64) -> [f64] {\n    let i = len(a) - 1;\n    a[i] = a[i] * 0.5 + tanh(a[0] * s);\n    a\n}\n\n",
             );
         }
         let k = self.extra.wide;
@@ -815,7 +833,23 @@ impl Gen<'_, '_> {
         }]);
         let (i, j) = (self.index(len)?, self.index(len)?);
         let e = self.expr(1)?;
-        self.line(indent + 1, &format!("let {d} = copy({cur});"));
+        // A function that returns a new array makes it afresh, as `copy`
+        // does; one that returns its argument keeps it (docs/reverse.md,
+        // "Arrays made by a call").
+        match self.extra.remake.then(|| self.u.int_in_range(0..=3u8)) {
+            Some(Ok(1)) => {
+                self.note("carried-remade-by-call");
+                let s = self.expr(1)?;
+                self.line(indent + 1, &format!("let {d} = remake({cur}, {s});"));
+            }
+            Some(Ok(2)) => {
+                self.note("carried-kept-through-call");
+                let s = self.expr(1)?;
+                self.line(indent + 1, &format!("let {d} = touch({cur}, {s});"));
+            }
+            Some(Err(e)) => return Err(e),
+            _ => self.line(indent + 1, &format!("let {d} = copy({cur});")),
+        }
         let old = match &prev {
             Some(p) => format!(" + 0.25 * {p}[{}]", self.index(len)?),
             None => String::new(),

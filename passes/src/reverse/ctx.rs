@@ -115,6 +115,11 @@ pub(super) struct Derivation<'r> {
     /// every call (`fresh.rs`; only when checkpointing may be asked for):
     /// a loop replacing its array by such a call's result makes it afresh.
     pub fresh: FxHashSet<FuncId>,
+    /// The functions it may call for an array that return one of their
+    /// parameters, with its index (`fresh.rs`; only when checkpointing may
+    /// be asked for): a loop replacing its array by such a call's result
+    /// keeps it.
+    pub passthrough: HashMap<FuncId, usize>,
     /// What one call of each function it invokes is taken to record per
     /// element of the longest array, in arrays' worth (`sized.rs`,
     /// `call_elements`; only when checkpointing may be asked for, and only
@@ -150,6 +155,7 @@ impl<'r> Derivation<'r> {
         let mut replaced = HashMap::default();
         let mut fresh = FxHashSet::default();
         let mut call_elements = HashMap::default();
+        let mut passthrough = HashMap::default();
         if checkpoints_asked(rev, &src) {
             let by_rule = |id| {
                 module
@@ -157,6 +163,7 @@ impl<'r> Derivation<'r> {
                     .is_some_and(|g| rev.registry.function_rrule_in(module, &g.name).is_some())
             };
             fresh = super::fresh::fresh_callees(module, &src, by_rule);
+            passthrough = super::fresh::passthrough_callees(module, &src, by_rule);
             call_elements = super::checkpoint::sized::call_elements(module, &src, by_rule);
             // Tuples holding arrays carried through loops become a phi per
             // field, which checkpointing handles (docs/reverse.md, "Tuples
@@ -203,6 +210,7 @@ impl<'r> Derivation<'r> {
             classes,
             replaced,
             fresh,
+            passthrough,
             call_elements,
         };
         cx.request_callees(rev, module)?;

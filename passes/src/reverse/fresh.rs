@@ -1,7 +1,9 @@
-//! The user functions that return a new array on every call, for
-//! checkpointing: a loop that replaces its state by such a call's result
-//! (`a = step(a)`) makes its array afresh in every iteration, as one that
-//! copies it does (docs/reverse.md, "Arrays made by a call").
+//! The user functions that return a new array on every call, and those
+//! that return one of their parameters, for checkpointing: a loop that
+//! replaces its state by the first's result (`a = step(a)`) makes its
+//! array afresh in every iteration, as one that copies it does, and one
+//! that replaces it by the second's (`a = update(a)`) keeps it
+//! (docs/reverse.md, "Arrays made by a call").
 //!
 //! A function of result type `[T]` *returns a fresh array* when every
 //! return's operand comes, through phis, `select` and `getfield` of a
@@ -30,7 +32,7 @@
 //! their number.
 
 use irad_ir::{FuncId, InstKind, Module, Operand, Prim, Terminator, Type, Value, ValueDef};
-use rustc_hash::FxHashSet as HashSet;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// The functions `src` may call for an array that return a fresh array (the
 /// module's header), leaving out those `by_rule` says are differentiated by
@@ -68,6 +70,121 @@ fn array_calls(f: &irad_ir::Func) -> impl Iterator<Item = FuncId> + '_ {
         }
         _ => None,
     })
+}
+
+/// The functions `src` may call for an array that return one of their
+/// array parameters as it is on every return, each with that parameter's
+/// index, leaving out those `by_rule` says are differentiated by a rule: a
+/// loop replacing its array by such a call's result (`a = update(a)`, the
+/// function writing it in place) keeps the array, and the shadow the
+/// callee's forward sweep returns is the one it was given. Every return's
+/// operand must come, through phis and `select`, from that parameter, or
+/// from a call of another such function passed it there; the greatest
+/// fixpoint, sound by the same induction as [`fresh_callees`].
+pub(super) fn passthrough_callees(
+    module: &Module,
+    src: &irad_ir::Func,
+    by_rule: impl Fn(FuncId) -> bool,
+) -> HashMap<FuncId, usize> {
+    let mut through: HashMap<FuncId, usize> = HashMap::default();
+    let mut work: Vec<FuncId> = array_calls(src).collect();
+    let mut seen: HashSet<FuncId> = HashSet::default();
+    while let Some(id) = work.pop() {
+        let Some(f) = module.get(id) else { continue };
+        if !matches!(f.ret, Type::Array(_)) || by_rule(id) || !seen.insert(id) {
+            continue;
+        }
+        work.extend(array_calls(f));
+        // The parameter the first return traces to, assumed for all.
+        if let Some(j) = first_param(module, f, 0) {
+            through.insert(id, j);
+        }
+    }
+    loop {
+        let before = through.len();
+        let snapshot = through.clone();
+        through.retain(|&id, &mut j| {
+            module
+                .get(id)
+                .is_some_and(|f| returns_param(f, j, &snapshot))
+        });
+        if through.len() == before {
+            return through;
+        }
+    }
+}
+
+/// The parameter of `f` its first return gives, through phis' first
+/// entries, `select`'s first choice and calls (to a depth of 8), if it is
+/// one.
+fn first_param(module: &Module, f: &irad_ir::Func, depth: u32) -> Option<usize> {
+    let mut op = f.layout.iter().find_map(|&b| match &f.blocks[b].term {
+        Some(Terminator::Return(op)) => Some(*op),
+        _ => None,
+    })?;
+    for _ in 0..f.values.len() {
+        let Operand::Value(v) = op else { return None };
+        match f.values[v].def {
+            ValueDef::Param(j) => return usize::try_from(j).ok(),
+            ValueDef::Inst(d) => {
+                op = match &f.insts[d].kind {
+                    InstKind::Phi { entries } => entries.first()?.1,
+                    InstKind::Prim {
+                        prim: Prim::Select,
+                        args,
+                    } if args.len() == 3 => args[1],
+                    InstKind::Invoke { func, args } if depth < 8 => {
+                        let j = first_param(module, module.get(*func)?, depth + 1)?;
+                        *args.get(j)?
+                    }
+                    _ => return None,
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Whether every return of `f` gives its parameter `j` as it is, the
+/// functions of `through` taken as returning theirs.
+fn returns_param(f: &irad_ir::Func, j: usize, through: &HashMap<FuncId, usize>) -> bool {
+    let Some(&param) = f.params.get(j) else {
+        return false;
+    };
+    let mut work: Vec<Operand> = f
+        .layout
+        .iter()
+        .filter_map(|&b| match &f.blocks[b].term {
+            Some(Terminator::Return(op)) => Some(*op),
+            _ => None,
+        })
+        .collect();
+    if work.is_empty() {
+        return false;
+    }
+    let mut seen: HashSet<Value> = HashSet::default();
+    while let Some(op) = work.pop() {
+        let Operand::Value(v) = op else { return false };
+        if v == param || !seen.insert(v) {
+            continue;
+        }
+        let ValueDef::Inst(d) = f.values[v].def else {
+            return false;
+        };
+        match &f.insts[d].kind {
+            InstKind::Prim {
+                prim: Prim::Select,
+                args,
+            } if args.len() == 3 => work.extend([args[1], args[2]]),
+            InstKind::Phi { entries } => work.extend(entries.iter().map(|&(_, op)| op)),
+            InstKind::Invoke { func, args } => match through.get(func).and_then(|&i| args.get(i)) {
+                Some(op) => work.push(*op),
+                None => return false,
+            },
+            _ => return false,
+        }
+    }
+    true
 }
 
 /// Whether every return of `f` gives an array made in the call, the
@@ -208,6 +325,25 @@ func @through_same(%a: [f64]) -> [f64] {
   return %r
 }
 
+func @keep2(%a: [f64], %b: [f64], %c: bool) -> [f64] {
+#1:
+  gotoifnot %c, #3
+#2:
+  %s = invoke @same(%b) :: [f64]
+  goto #4
+#3:
+  goto #4
+#4:
+  %r = phi [#2 => %s, #3 => %b] :: [f64]
+  return %r
+}
+
+func @swap(%a: [f64], %b: [f64], %c: bool) -> [f64] {
+#1:
+  %r = call select(%c, %a, %b) :: [f64]
+  return %r
+}
+
 func @mutual(%a: [f64], %n: i64) -> [f64] {
 #1:
   %r = invoke @mutual2(%a, %n) :: [f64]
@@ -259,6 +395,14 @@ func @mutual2(%a: [f64], %n: i64) -> [f64] {
         );
         // A function differentiated by a rule is not fresh, nor what
         // returns its result.
+        // `same` returns its argument, `keep2` its second through `same`;
+        // `swap` either of two, `either` a copy or its argument.
+        let mut through: Vec<(String, usize)> = passthrough_callees(&m, &all, |_| false)
+            .into_iter()
+            .map(|(id, j)| (m[id].name.clone(), j))
+            .collect();
+        through.sort();
+        assert_eq!(through, [("keep2".into(), 1), ("same".into(), 0)]);
         let made = m.by_name("made").expect("@made");
         assert_eq!(
             names(&|f| f == made),

@@ -1265,6 +1265,24 @@ pub(super) fn makes_array(src: &Func, fresh: &HashSet<FuncId>, d: Inst) -> bool 
     }
 }
 
+/// `v`, or, when a call of a function that returns one of its parameters
+/// (`fresh.rs`) gives it, the array passed there, through such calls.
+fn passed_through(cx: &Derivation<'_>, mut v: Value) -> Value {
+    for _ in 0..cx.src.values.len() {
+        let irad_ir::ValueDef::Inst(d) = cx.src.values[v].def else {
+            break;
+        };
+        let InstKind::Invoke { func, args } = &cx.src.insts[d].kind else {
+            break;
+        };
+        match cx.passthrough.get(func).and_then(|&j| args.get(j)) {
+            Some(Operand::Value(w)) => v = *w,
+            _ => break,
+        }
+    }
+    v
+}
+
 /// The arrays loop `k` carries from one iteration to the next through its
 /// header phis, or why it cannot be checkpointed: each must be an array (not
 /// a tuple holding one). An array without a shadow may come from anywhere;
@@ -1327,7 +1345,10 @@ fn carried_arrays(
                 .iter()
                 .filter(|(p, _)| inside(p))
                 .all(|(_, op)| match op {
-                    Operand::Value(v) => snapshot.contains(v) || !defined_inside(*v),
+                    Operand::Value(v) => {
+                        let v = passed_through(cx, *v);
+                        snapshot.contains(&v) || !defined_inside(v)
+                    }
                     Operand::Const(_) => false,
                 })
         });
@@ -1408,7 +1429,13 @@ fn carried_arrays(
                     .ok_or("it carries an array whose shadow entering it is not one array")?;
                 let mut latches = Vec::new();
                 for (p, op) in entries.iter().filter(|(p, _)| inside(p)) {
-                    let from = match op {
+                    // A call returning the array it was given returns its
+                    // shadow too.
+                    let op = match op {
+                        Operand::Value(v) => Operand::Value(passed_through(cx, *v)),
+                        op => *op,
+                    };
+                    let from = match &op {
                         Operand::Value(v) if kept.contains(v) => shadow_phi(*v).map(Operand::Value),
                         op => one_shadow(op),
                     }
