@@ -994,7 +994,9 @@ fn a_scratch_array_counts_at_the_length_its_argument_gives() {
 /// under the limit, against 5 MB without a limit; counting the elements of
 /// every array on a tape, under twice the limit: the binomial schedule's
 /// snapshots (5 for 200 stretches) each hold the array and its copy,
-/// outside the limit (docs/reverse.md, "Binomial schedule").
+/// outside the limit (docs/reverse.md, "Binomial schedule"). Likewise a
+/// step writing the array in place and handing it back (`relax`), which
+/// was not checkpointed at all before.
 #[test]
 fn a_step_function_s_records_count_per_element_of_the_array() {
     let limit = 128 << 10;
@@ -1016,6 +1018,20 @@ fn a_step_function_s_records_count_per_element_of_the_array() {
     assert!(
         limited.statements < free.statements * 3,
         "{limited:?} {free:?}"
+    );
+    // The same step written in place and handed back (`relax`): the loop
+    // keeps its array, and takes the length from the array it enters with.
+    let (xs, dx) = ramp(1000, 1e-3);
+    let (free, limited) = free_and_limited(
+        ("by_calls.irad", "relax"),
+        limit,
+        &["iterations at most", "reads from or enters with"],
+        &[xs, Val::I64(200), dx],
+    );
+    assert!(free.peak_held_bytes > 4_000_000, "{free:?}");
+    assert!(
+        limited.peak_tape_bytes <= limit && limited.peak_held_bytes <= 2 * limit,
+        "{limited:?} under a 128K limit"
     );
 }
 

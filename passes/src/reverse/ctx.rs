@@ -122,7 +122,7 @@ pub(super) struct Derivation<'r> {
     pub passthrough: HashMap<FuncId, usize>,
     /// What one call of each function it invokes is taken to record per
     /// element of the longest array, in arrays' worth (`sized.rs`,
-    /// `call_elements`; only when checkpointing may be asked for, and only
+    /// `call_cost`; only when checkpointing may be asked for, and only
     /// those counting more than nothing).
     pub call_elements: HashMap<FuncId, u64>,
 }
@@ -153,18 +153,15 @@ impl<'r> Derivation<'r> {
         let mut shape = Shape::new(bb, &src, &floc)?;
         let mut src = src;
         let mut replaced = HashMap::default();
-        let mut fresh = FxHashSet::default();
-        let mut call_elements = HashMap::default();
-        let mut passthrough = HashMap::default();
+        let mut known = super::fresh::Known::default();
         if checkpoints_asked(rev, &src) {
+            let registry = rev.registry;
             let by_rule = |id| {
                 module
                     .get(id)
-                    .is_some_and(|g| rev.registry.function_rrule_in(module, &g.name).is_some())
+                    .is_some_and(|g| registry.function_rrule_in(module, &g.name).is_some())
             };
-            fresh = super::fresh::fresh_callees(module, &src, by_rule);
-            passthrough = super::fresh::passthrough_callees(module, &src, by_rule);
-            call_elements = super::checkpoint::sized::call_elements(module, &src, by_rule);
+            known = rev.call_facts.learn(module, &src, by_rule);
             // Tuples holding arrays carried through loops become a phi per
             // field, which checkpointing handles (docs/reverse.md, "Tuples
             // carried through the header").
@@ -179,7 +176,7 @@ impl<'r> Derivation<'r> {
                 let bb = BBCode::blocks_only(&src).map_err(|e| internal(&floc, e))?;
                 shape = Shape::new(bb, &src, &floc)?;
             }
-            replaced = replaced::mark(&mut src, &shape, &fresh);
+            replaced = replaced::mark(&mut src, &shape, &known.fresh);
             if !replaced.is_empty() {
                 let bb = BBCode::blocks_only(&src).map_err(|e| internal(&floc, e))?;
                 shape = Shape::new(bb, &src, &floc)?;
@@ -209,9 +206,9 @@ impl<'r> Derivation<'r> {
             callees: HashMap::default(),
             classes,
             replaced,
-            fresh,
-            passthrough,
-            call_elements,
+            fresh: known.fresh,
+            passthrough: known.passthrough,
+            call_elements: known.elements,
         };
         cx.request_callees(rev, module)?;
         Ok(cx)

@@ -10,7 +10,7 @@
 //! `tuple`, from an array-making statement of the function (`copy`,
 //! `zeros`, `alloc`) or from a call of a function that returns a fresh
 //! array, and the function is differentiated by its derived pieces (no rule
-//! is registered or declared for it, [`fresh_callees`]'s `by_rule`), so
+//! is registered or declared for it, [`CallFacts::learn`]'s `by_rule`), so
 //! that the shadow its forward sweep returns is made the same way: a new
 //! zero array.
 //!
@@ -34,32 +34,213 @@
 use irad_ir::{FuncId, InstKind, Module, Operand, Prim, Terminator, Type, Value, ValueDef};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-/// The functions `src` may call for an array that return a fresh array (the
-/// module's header), leaving out those `by_rule` says are differentiated by
-/// a rule: the fixpoint runs over the functions reachable from `src` by
-/// calls whose result is an array only, which are all a return can trace
-/// to.
-pub(super) fn fresh_callees(
-    module: &Module,
-    src: &irad_ir::Func,
-    by_rule: impl Fn(FuncId) -> bool,
-) -> HashSet<FuncId> {
-    let mut fresh: HashSet<FuncId> = HashSet::default();
-    let mut work: Vec<FuncId> = array_calls(src).collect();
-    while let Some(id) = work.pop() {
-        let Some(f) = module.get(id) else { continue };
-        if matches!(f.ret, Type::Array(_)) && !by_rule(id) && fresh.insert(id) {
+/// What reverse mode knows of the functions primals call, kept across the
+/// derivations of one [`super::Reverse`]: whether each returns a fresh
+/// array, which parameter it returns as it is, and what a call of it is
+/// taken to record per element (`checkpoint/sized.rs`, `call_cost`). Each
+/// fact of a function depends only on the functions it may call, which no
+/// derivation changes (reverse mode adds pieces, never rewrites a primal),
+/// so a fact once decided stays; each function is analysed once, and the
+/// work goes by explicit stacks, so a chain of calls of any depth costs its
+/// length.
+#[derive(Clone, Debug, Default)]
+pub(super) struct CallFacts {
+    fresh: HashMap<FuncId, bool>,
+    through: HashMap<FuncId, Option<usize>>,
+    elements: HashMap<FuncId, u64>,
+}
+
+/// The facts about the functions one primal invokes (directly), as
+/// [`CallFacts::learn`] gives them.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Known {
+    /// Those that return a fresh array.
+    pub fresh: HashSet<FuncId>,
+    /// Those that return one of their parameters, with its index.
+    pub passthrough: HashMap<FuncId, usize>,
+    /// Those whose calls count more than nothing per element, with it.
+    pub elements: HashMap<FuncId, u64>,
+}
+
+impl CallFacts {
+    /// Decides the facts of every function `src` may call (leaving out, as
+    /// neither fresh nor passing through and counting nothing, those
+    /// `by_rule` says are differentiated by a rule) and returns those of
+    /// its direct callees.
+    pub fn learn(
+        &mut self,
+        module: &Module,
+        src: &irad_ir::Func,
+        by_rule: impl Fn(FuncId) -> bool,
+    ) -> Known {
+        self.learn_fresh(module, src, &by_rule);
+        self.learn_through(module, src, &by_rule);
+        self.learn_elements(module, src, &by_rule);
+        let mut known = Known::default();
+        for d in src.insts.values() {
+            let InstKind::Invoke { func, .. } = &d.kind else {
+                continue;
+            };
+            if self.fresh.get(func) == Some(&true) {
+                known.fresh.insert(*func);
+            }
+            if let Some(&Some(j)) = self.through.get(func) {
+                known.passthrough.insert(*func, j);
+            }
+            if let Some(&c @ 1..) = self.elements.get(func) {
+                known.elements.insert(*func, c);
+            }
+        }
+        known
+    }
+
+    /// Which functions `src` may call for an array return a fresh array
+    /// (the module's header): the greatest fixpoint over those not yet
+    /// decided, the decided ones taken as they are. The functions
+    /// reachable by calls for an array from an undecided one are decided
+    /// or among them, so the fixpoint is the one over the whole module.
+    fn learn_fresh(
+        &mut self,
+        module: &Module,
+        src: &irad_ir::Func,
+        by_rule: &impl Fn(FuncId) -> bool,
+    ) {
+        let mut open: HashSet<FuncId> = HashSet::default();
+        let mut work: Vec<FuncId> = array_calls(src).collect();
+        while let Some(id) = work.pop() {
+            if self.fresh.contains_key(&id) || open.contains(&id) {
+                continue;
+            }
+            match module.get(id) {
+                Some(f) if matches!(f.ret, Type::Array(_)) && !by_rule(id) => {
+                    open.insert(id);
+                    work.extend(array_calls(f));
+                }
+                _ => {
+                    self.fresh.insert(id, false);
+                }
+            }
+        }
+        let candidates: Vec<FuncId> = open.iter().copied().collect();
+        loop {
+            let before = open.len();
+            let snapshot = open.clone();
+            let decided = &self.fresh;
+            let fresh = |h: FuncId| snapshot.contains(&h) || decided.get(&h) == Some(&true);
+            open.retain(|&id| module.get(id).is_some_and(|f| returns_fresh(f, &fresh)));
+            if open.len() == before {
+                break;
+            }
+        }
+        for id in candidates {
+            self.fresh.insert(id, open.contains(&id));
+        }
+    }
+
+    /// Which functions `src` may call for an array return one of their
+    /// array parameters as it is on every return, and which: through phis
+    /// and `select`, from that parameter, or from a call of another such
+    /// function passed it there. A loop replacing its array by such a
+    /// call's result (`a = update(a)`, the function writing it in place)
+    /// keeps the array, and the shadow the callee's forward sweep returns
+    /// is the one it was given. Each undecided function is assumed to
+    /// return the parameter its first return gives; the greatest fixpoint
+    /// over them, sound by the same induction as freshness.
+    fn learn_through(
+        &mut self,
+        module: &Module,
+        src: &irad_ir::Func,
+        by_rule: &impl Fn(FuncId) -> bool,
+    ) {
+        let mut open: HashMap<FuncId, usize> = HashMap::default();
+        let mut work: Vec<FuncId> = array_calls(src).collect();
+        let mut seen: HashSet<FuncId> = HashSet::default();
+        while let Some(id) = work.pop() {
+            if self.through.contains_key(&id) || !seen.insert(id) {
+                continue;
+            }
+            let Some(f) = module.get(id) else { continue };
             work.extend(array_calls(f));
+            match first_param(module, f, 0) {
+                Some(j) if matches!(f.ret, Type::Array(_)) && !by_rule(id) => {
+                    open.insert(id, j);
+                }
+                _ => {
+                    self.through.insert(id, None);
+                }
+            }
+        }
+        loop {
+            let before = open.len();
+            let snapshot = open.clone();
+            let decided = &self.through;
+            let param = |h: FuncId| match snapshot.get(&h) {
+                Some(&j) => Some(j),
+                None => decided.get(&h).copied().flatten(),
+            };
+            open.retain(|&id, &mut j| module.get(id).is_some_and(|f| returns_param(f, j, &param)));
+            if open.len() == before {
+                break;
+            }
+        }
+        for id in seen {
+            let j = open.get(&id).copied();
+            self.through.entry(id).or_insert(j);
         }
     }
-    loop {
-        let before = fresh.len();
-        let snapshot = fresh.clone();
-        fresh.retain(|&id| module.get(id).is_some_and(|f| returns_fresh(f, &snapshot)));
-        if fresh.len() == before {
-            return fresh;
+
+    /// What a call of each function `src` may call counts per element
+    /// (`call_cost`), callees first by an explicit post-order; a function
+    /// on a cycle of calls counts its callees on the cycle as 0.
+    fn learn_elements(
+        &mut self,
+        module: &Module,
+        src: &irad_ir::Func,
+        by_rule: &impl Fn(FuncId) -> bool,
+    ) {
+        enum Step {
+            Enter(FuncId),
+            Leave(FuncId),
+        }
+        let mut on_path: HashSet<FuncId> = HashSet::default();
+        let mut work: Vec<Step> = calls(src).map(Step::Enter).collect();
+        while let Some(step) = work.pop() {
+            match step {
+                Step::Enter(id) => {
+                    if self.elements.contains_key(&id) || on_path.contains(&id) {
+                        continue;
+                    }
+                    match module.get(id) {
+                        Some(f) if !by_rule(id) => {
+                            on_path.insert(id);
+                            work.push(Step::Leave(id));
+                            work.extend(calls(f).map(Step::Enter));
+                        }
+                        _ => {
+                            self.elements.insert(id, 0);
+                        }
+                    }
+                }
+                Step::Leave(id) => {
+                    on_path.remove(&id);
+                    let Some(f) = module.get(id) else { continue };
+                    let elements = &self.elements;
+                    let c = crate::reverse::checkpoint::sized::call_cost(f, |h| {
+                        elements.get(&h).copied().unwrap_or(0)
+                    });
+                    self.elements.insert(id, c);
+                }
+            }
         }
     }
+}
+
+/// The callees of `f`'s calls.
+fn calls(f: &irad_ir::Func) -> impl Iterator<Item = FuncId> + '_ {
+    f.insts.values().filter_map(|d| match &d.kind {
+        InstKind::Invoke { func, .. } => Some(*func),
+        _ => None,
+    })
 }
 
 /// The callees of `f`'s calls whose result is an array.
@@ -70,48 +251,6 @@ fn array_calls(f: &irad_ir::Func) -> impl Iterator<Item = FuncId> + '_ {
         }
         _ => None,
     })
-}
-
-/// The functions `src` may call for an array that return one of their
-/// array parameters as it is on every return, each with that parameter's
-/// index, leaving out those `by_rule` says are differentiated by a rule: a
-/// loop replacing its array by such a call's result (`a = update(a)`, the
-/// function writing it in place) keeps the array, and the shadow the
-/// callee's forward sweep returns is the one it was given. Every return's
-/// operand must come, through phis and `select`, from that parameter, or
-/// from a call of another such function passed it there; the greatest
-/// fixpoint, sound by the same induction as [`fresh_callees`].
-pub(super) fn passthrough_callees(
-    module: &Module,
-    src: &irad_ir::Func,
-    by_rule: impl Fn(FuncId) -> bool,
-) -> HashMap<FuncId, usize> {
-    let mut through: HashMap<FuncId, usize> = HashMap::default();
-    let mut work: Vec<FuncId> = array_calls(src).collect();
-    let mut seen: HashSet<FuncId> = HashSet::default();
-    while let Some(id) = work.pop() {
-        let Some(f) = module.get(id) else { continue };
-        if !matches!(f.ret, Type::Array(_)) || by_rule(id) || !seen.insert(id) {
-            continue;
-        }
-        work.extend(array_calls(f));
-        // The parameter the first return traces to, assumed for all.
-        if let Some(j) = first_param(module, f, 0) {
-            through.insert(id, j);
-        }
-    }
-    loop {
-        let before = through.len();
-        let snapshot = through.clone();
-        through.retain(|&id, &mut j| {
-            module
-                .get(id)
-                .is_some_and(|f| returns_param(f, j, &snapshot))
-        });
-        if through.len() == before {
-            return through;
-        }
-    }
 }
 
 /// The parameter of `f` its first return gives, through phis' first
@@ -147,7 +286,7 @@ fn first_param(module: &Module, f: &irad_ir::Func, depth: u32) -> Option<usize> 
 
 /// Whether every return of `f` gives its parameter `j` as it is, the
 /// functions of `through` taken as returning theirs.
-fn returns_param(f: &irad_ir::Func, j: usize, through: &HashMap<FuncId, usize>) -> bool {
+fn returns_param(f: &irad_ir::Func, j: usize, through: &impl Fn(FuncId) -> Option<usize>) -> bool {
     let Some(&param) = f.params.get(j) else {
         return false;
     };
@@ -177,7 +316,7 @@ fn returns_param(f: &irad_ir::Func, j: usize, through: &HashMap<FuncId, usize>) 
                 args,
             } if args.len() == 3 => work.extend([args[1], args[2]]),
             InstKind::Phi { entries } => work.extend(entries.iter().map(|&(_, op)| op)),
-            InstKind::Invoke { func, args } => match through.get(func).and_then(|&i| args.get(i)) {
+            InstKind::Invoke { func, args } => match through(*func).and_then(|i| args.get(i)) {
                 Some(op) => work.push(*op),
                 None => return false,
             },
@@ -189,7 +328,7 @@ fn returns_param(f: &irad_ir::Func, j: usize, through: &HashMap<FuncId, usize>) 
 
 /// Whether every return of `f` gives an array made in the call, the
 /// functions of `fresh` taken as returning fresh arrays.
-fn returns_fresh(f: &irad_ir::Func, fresh: &HashSet<FuncId>) -> bool {
+fn returns_fresh(f: &irad_ir::Func, fresh: &impl Fn(FuncId) -> bool) -> bool {
     let mut work: Vec<Operand> = f
         .layout
         .iter()
@@ -227,7 +366,7 @@ fn returns_fresh(f: &irad_ir::Func, fresh: &HashSet<FuncId>) -> bool {
                 None => return false,
             },
             InstKind::Phi { entries } => work.extend(entries.iter().map(|&(_, op)| op)),
-            InstKind::Invoke { func, .. } if fresh.contains(func) => {}
+            InstKind::Invoke { func, .. } if fresh(*func) => {}
             _ => return false,
         }
     }
@@ -378,7 +517,10 @@ func @mutual2(%a: [f64], %n: i64) -> [f64] {
             });
         }
         let names = |by_rule: &dyn Fn(FuncId) -> bool| {
-            let mut names: Vec<String> = fresh_callees(&m, &all, by_rule)
+            let mut facts = CallFacts::default();
+            let mut names: Vec<String> = facts
+                .learn(&m, &all, by_rule)
+                .fresh
                 .into_iter()
                 .map(|id| m[id].name.clone())
                 .collect();
@@ -397,7 +539,9 @@ func @mutual2(%a: [f64], %n: i64) -> [f64] {
         // returns its result.
         // `same` returns its argument, `keep2` its second through `same`;
         // `swap` either of two, `either` a copy or its argument.
-        let mut through: Vec<(String, usize)> = passthrough_callees(&m, &all, |_| false)
+        let mut through: Vec<(String, usize)> = CallFacts::default()
+            .learn(&m, &all, |_| false)
+            .passthrough
             .into_iter()
             .map(|(id, j)| (m[id].name.clone(), j))
             .collect();

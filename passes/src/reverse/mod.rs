@@ -94,6 +94,9 @@ pub struct Reverse<'r> {
     /// The fewest statements of a self-contained primal whose body is
     /// derived on a thread (`parallel.rs`).
     parallel_min_stmts: usize,
+    /// What checkpointing knows of the functions primals call, decided once
+    /// each (`fresh.rs`).
+    call_facts: fresh::CallFacts,
 }
 
 /// A declared pair of pieces whose bodies are still to be built: (primal,
@@ -111,6 +114,7 @@ impl<'r> Reverse<'r> {
             tape_limit: None,
             checkpoints: CheckpointSchedule::default(),
             parallel_min_stmts: PARALLEL_MIN_STMTS,
+            call_facts: fresh::CallFacts::default(),
         }
     }
 
@@ -125,6 +129,7 @@ impl<'r> Reverse<'r> {
             tape_limit: self.tape_limit,
             checkpoints: self.checkpoints.clone(),
             parallel_min_stmts: usize::MAX,
+            call_facts: self.call_facts.clone(),
         }
     }
 

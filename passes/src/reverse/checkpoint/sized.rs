@@ -78,7 +78,7 @@ pub(in crate::reverse) struct RunStretch {
     /// taken as long as the longest array.
     pub fresh: u64,
     /// Of `fresh`, the arrays' worth the loop's calls are taken to record
-    /// ([`call_elements`]).
+    /// ([`call_cost`]).
     pub called: u64,
     /// Those whose lengths are known on entry ([`Scope::made_length`]),
     /// each length with the weight of the arrays of that length.
@@ -149,7 +149,7 @@ pub(in crate::reverse) struct InnerRuns {
     /// likewise, whose lengths are not known on entry.
     pub fresh: u64,
     /// Of `fresh`, the arrays' worth its calls are taken to record
-    /// ([`call_elements`]).
+    /// ([`call_cost`]).
     pub called: u64,
     /// Those whose lengths are, as [`RunStretch::known`].
     pub known: Vec<(u64, Bound)>,
@@ -864,13 +864,12 @@ pub(in crate::reverse) fn inner_runs(
     // the longest length (the arrays a double buffer may hold), so that
     // the arrays its inner loops' snapshots copy count, and what its calls
     // record: the search for a header phi's length adds them to `outside`.
-    let calls = fresh
-        && outer.members.iter().any(|&i| {
-            cx.shape.bb.blocks[i].stmts.iter().any(|&inst| {
-                matches!(&cx.src.insts[inst].kind,
+    let calls = outer.members.iter().any(|&i| {
+        cx.shape.bb.blocks[i].stmts.iter().any(|&inst| {
+            matches!(&cx.src.insts[inst].kind,
                     InstKind::Invoke { func, .. } if cx.call_elements.contains_key(func))
-            })
-        });
+        })
+    });
     if !lengths && !scope.has_arrays() && (!found.is_empty() || calls) {
         for (_, r) in super::replay::header_phis(cx, outer.header) {
             if matches!(cx.src.values[r].ty, irad_ir::Type::Array(_)) {
@@ -913,8 +912,9 @@ pub(in crate::reverse) fn inner_runs(
     InnerFound {
         runs: out,
         bytes,
-        fresh: made.unknown,
-        called: made.calls,
+        // The sizing counts at most `MAX_FRESH`, and so does the dump.
+        fresh: made.unknown.min(MAX_FRESH),
+        called: made.calls.min(made.unknown.min(MAX_FRESH)),
         known: made.known,
         range: range.map(|(lo, hi, _)| (lo, hi)),
         scalars: weigh.scope.scalars(),
@@ -1070,19 +1070,20 @@ struct Weigh<'w, 'c> {
 
 impl Weigh<'_, '_> {
     /// Adds to `out` the arrays made in the loop that block `i` pushes
-    /// each time it runs, `times` times, when they count.
+    /// each time it runs, `times` times, when they count, and what its
+    /// calls record per element, always.
     fn made_in(&mut self, i: usize, times: u64, out: &mut Made) {
-        let Some(made) = &self.made else {
-            return;
-        };
-        let pushed: Vec<(Value, irad_ir::Type)> = made
-            .pushed_values(self.scope.cx, self.plan, i)
-            .map(|(v, ty)| (v, ty.clone()))
-            .collect();
-        for (v, ty) in pushed {
-            out.add(times, self.scope.made_length(v, &ty));
+        if let Some(made) = &self.made {
+            let pushed: Vec<(Value, irad_ir::Type)> = made
+                .pushed_values(self.scope.cx, self.plan, i)
+                .map(|(v, ty)| (v, ty.clone()))
+                .collect();
+            for (v, ty) in pushed {
+                out.add(times, self.scope.made_length(v, &ty));
+            }
         }
-        // What its calls record per element ([`call_elements`]).
+        // What its calls record per element ([`call_cost`]): held on the
+        // tape, not kept by replays, so counted whatever the loop carries.
         let cx = self.scope.cx;
         for &inst in &cx.shape.bb.blocks[i].stmts {
             let InstKind::Invoke { func, .. } = &cx.src.insts[inst].kind else {
@@ -1169,8 +1170,8 @@ impl Weigh<'_, '_> {
             each.bytes = each.bytes.saturating_add(b.saturating_mul(times));
             self.made_in(i, times, &mut made);
         }
-        each.fresh = made.unknown;
-        each.called = made.calls;
+        each.fresh = made.unknown.min(MAX_FRESH);
+        each.called = made.calls.min(each.fresh);
         each.known = made.known;
         each.complete = complete;
         Some(each)
@@ -1464,6 +1465,11 @@ impl Scope<'_, '_> {
                         work.push(value_of(*op)?);
                     }
                 }
+                // A call returning the array it was given (`fresh.rs`).
+                InstKind::Invoke { func, args } => {
+                    let j = self.cx.passthrough.get(func)?;
+                    work.push(value_of(*args.get(*j)?)?);
+                }
                 InstKind::Prim { prim, args } => match (prim, args.as_slice()) {
                     (Prim::Copy, [Operand::Value(u)]) => work.push(*u),
                     (Prim::Select, [_, x, y]) => {
@@ -1524,57 +1530,22 @@ fn value_of(op: Operand) -> Option<Value> {
     }
 }
 
-/// What one call of each function `src` invokes is taken to record, per
-/// element of the longest array the calling loop reads, in arrays' worth
-/// (8 bytes per element each; docs/reverse.md, "Calls that record per
-/// element"): the static estimate counts a call as [`super::CALL_BYTES`]
-/// whatever it records, and a step function looping over its array
-/// records bytes in proportion to the array's length. Each statement of
-/// the callee giving an `f64` or writing an element, in loops `d` deep,
-/// counts `INNER_TRIPS^(d - 1)` (its outermost loop taken to run once per
-/// element, those inside it `INNER_TRIPS` times, as the estimate takes
-/// them); each array it makes (and its shadow) `2 INNER_TRIPS^d`; each
-/// call it makes what that callee counts, times `INNER_TRIPS^d`. A
-/// statement giving an `f64` outside loops counts nothing: the 64 bytes
-/// stand for those. Loops of a constant trip count of at most
-/// `INNER_TRIPS` are left out of `d` (their statements counted once); a
-/// recursive call counts what the callee does without the cycle. Only
-/// functions differentiated by their pieces (`by_rule` false) count; at
-/// most [`MAX_FRESH`] each.
-pub(in crate::reverse) fn call_elements(
-    module: &Module,
-    src: &irad_ir::Func,
-    by_rule: impl Fn(FuncId) -> bool,
-) -> HashMap<FuncId, u64> {
-    let mut out: HashMap<FuncId, u64> = HashMap::default();
-    let mut visiting: HashSet<FuncId> = HashSet::default();
-    for d in src.insts.values() {
-        if let InstKind::Invoke { func, .. } = &d.kind
-            && !by_rule(*func)
-        {
-            let c = elements_of(module, *func, &by_rule, (&mut out, &mut visiting));
-            out.insert(*func, c);
-        }
-    }
-    out.retain(|_, c| *c > 0);
-    out
-}
-
-/// [`call_elements`] of `g`, memoised in `memo`; `visiting` holds the
-/// functions on the way (a cycle counts 0).
-fn elements_of(
-    module: &Module,
-    g: FuncId,
-    by_rule: &impl Fn(FuncId) -> bool,
-    (memo, visiting): (&mut HashMap<FuncId, u64>, &mut HashSet<FuncId>),
-) -> u64 {
-    if let Some(&c) = memo.get(&g) {
-        return c;
-    }
-    let Some(f) = module.get(g) else { return 0 };
-    if by_rule(g) || !visiting.insert(g) {
-        return 0;
-    }
+/// What one call of `f` is taken to record, per element of the longest
+/// array the calling loop reads, in arrays' worth (8 bytes per element
+/// each; docs/reverse.md, "Calls that record per element"), given what each
+/// function it calls counts (`callee`): the static estimate counts a call as
+/// [`super::CALL_BYTES`] whatever it records, and a step function looping
+/// over its array records bytes in proportion to the array's length. Each
+/// statement of `f` giving an `f64` or writing an element, in loops `d`
+/// deep, counts `INNER_TRIPS^(d - 1)` (its outermost loop taken to run once
+/// per element, those inside it `INNER_TRIPS` times, as the estimate takes
+/// them); each array it makes (and its shadow) `2 INNER_TRIPS^d`; each call
+/// it makes what that callee counts, times `INNER_TRIPS^d`. A statement
+/// giving an `f64` outside loops counts nothing: the 64 bytes stand for
+/// those. Loops of a constant trip count of at most `INNER_TRIPS` are left
+/// out of `d` (their statements counted once). At most [`MAX_FRESH`].
+/// (`fresh.rs` calls it for each function once, callees first.)
+pub(in crate::reverse) fn call_cost(f: &irad_ir::Func, callee: impl Fn(FuncId) -> u64) -> u64 {
     let cfg = irad_ir::flow::cfg::ControlFlowGraph::with_function(f);
     let dom = irad_ir::flow::dom::DominatorTree::with_cfg(&cfg);
     let loops = irad_ir::flow::loops::LoopAnalysis::compute(&cfg, &dom);
@@ -1595,10 +1566,7 @@ fn elements_of(
                     prim: Prim::Copy | Prim::Zeros | Prim::Alloc,
                     ..
                 } => 2u64.saturating_mul(pow(long)),
-                InstKind::Invoke { func, .. } => {
-                    elements_of(module, *func, by_rule, (&mut *memo, &mut *visiting))
-                        .saturating_mul(pow(long))
-                }
+                InstKind::Invoke { func, .. } => callee(*func).saturating_mul(pow(long)),
                 _ if long == 0 => 0,
                 InstKind::Prim {
                     prim: Prim::Arrayset,
@@ -1615,10 +1583,7 @@ fn elements_of(
             total = total.saturating_add(here);
         }
     }
-    visiting.remove(&g);
-    let c = total.min(MAX_FRESH);
-    memo.insert(g, c);
-    c
+    total.min(MAX_FRESH)
 }
 
 /// Whether loop `l` of `f` runs a constant number of trips of at most
@@ -1668,21 +1633,22 @@ fn short_constant_loop(
 mod tests {
     use super::*;
 
-    /// [`call_elements`] of the functions a function `caller` invokes, by
-    /// name, for a surface program; `ruled` names one differentiated by a
-    /// rule.
+    /// What one call of each function `caller` invokes counts, by name, for
+    /// a surface program; `ruled` names one differentiated by a rule.
     fn elements(src: &str, ruled: Option<&str>) -> Vec<(String, u64)> {
         let m = irad_ir::surface::compile(src).expect("the program compiles");
         let caller = &m[m.by_name("caller").expect("@caller")];
         let ruled = ruled.and_then(|r| m.by_name(r));
-        let mut out: Vec<(String, u64)> = call_elements(&m, caller, |f| Some(f) == ruled)
+        let mut facts = super::super::super::fresh::CallFacts::default();
+        let known = facts.learn(&m, caller, |f| Some(f) == ruled);
+        let mut out: Vec<(String, u64)> = known
+            .elements
             .into_iter()
             .map(|(f, c)| (m[f].name.clone(), c))
             .collect();
         out.sort();
         out
     }
-
     const SRC: &str = "
         fn step(a: [f64]) -> [f64] {
             let b = copy(a);
@@ -1714,7 +1680,7 @@ mod tests {
             if n == 0 { step(a) } else { rec(a, n - 1) }
         }
         fn caller(x: [f64], n: i64) -> f64 {
-            let a = rec(twice(x), n);
+            let a = rec(twice(step(x)), n);
             short(a) + nested(a)
         }
     ";
