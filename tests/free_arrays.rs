@@ -105,8 +105,12 @@ fn the_jit_frees_each_site_the_analysis_allows() {
         ("deep", 7),
         // Each iteration's copy `w`, merged with the argument inside it.
         ("merged", 5),
-        // `fresh`'s `b` at each of the 4 calls; `a` is returned.
-        ("returned", 4),
+        // `fresh`'s `b` at each of the 4 calls, and its `a`: returned as
+        // the first field of its result, which is fresh (made in the call,
+        // or by the recursive call, and nowhere else), so the caller's
+        // `getfield` of it is a site that frees it (`release.rs`, "Fresh
+        // results"). It was kept until the run's end before.
+        ("returned", 8),
         // `pick`'s arrays all reach its result.
         ("picked", 0),
     ];

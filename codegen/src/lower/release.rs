@@ -355,6 +355,10 @@ use irad_ir::{Block, Func, FuncId, Inst, InstKind, Module, Operand, Prim, Termin
 use rustc_hash::FxHashMap as HashMap;
 use rustc_hash::FxHashSet as HashSet;
 
+mod fresh;
+
+pub(super) use fresh::Fresh;
+
 /// How many (value, use) steps the analysis of one function may take; a
 /// function needing more (never seen) frees only the sites found so far.
 const BUDGET: usize = 1 << 20;
@@ -367,13 +371,18 @@ const SUMMARY_ROUNDS: usize = 64;
 
 /// For each function of the module summarised so far, for each parameter,
 /// whether the function may keep a reference to (an array in) it beyond
-/// the call: return it, push it, or pass it where it may be kept.
+/// the call: return it, push it, or pass it where it may be kept; and for
+/// each array leaf of its result, whether it is fresh (module header,
+/// "Fresh results").
 ///
 /// A function's body never changes once it is in the module (rules derived
 /// at run time add functions), so a summary stays true.
 #[derive(Default)]
 pub(super) struct Summaries {
     kept: HashMap<FuncId, Vec<bool>>,
+    /// By function, by summary entry (`[T]`: 0, the result; a tuple: the
+    /// field's index); a function or entry not there is not fresh.
+    fresh: HashMap<FuncId, Vec<Fresh>>,
 }
 
 /// How a function lets go of the arrays of one of its sites.
@@ -396,6 +405,15 @@ impl Summaries {
             .get(&callee)
             .and_then(|ks| ks.get(k).copied())
             .unwrap_or(true)
+    }
+
+    /// Whether entry `k` of `callee`'s result (0 for a `[T]` result, the
+    /// field of a tuple's) is fresh (unknown: no).
+    fn fresh(&self, callee: FuncId, k: usize) -> Fresh {
+        self.fresh
+            .get(&callee)
+            .and_then(|f| f.get(k).copied())
+            .unwrap_or(Fresh::No)
     }
 
     /// Summarises every function `roots` call, directly or not, that is not
@@ -441,11 +459,45 @@ impl Summaries {
                 }
             }
             if !changed {
+                self.ensure_fresh(module, &new);
                 return;
             }
         }
         for g in new {
             self.kept.insert(g, all_kept(module, g));
+        }
+    }
+
+    /// Summarises which result leaves of the functions `new` (whose kept
+    /// parameters are summarised, as are all their callees') are fresh:
+    /// starting from "every array leaf fresh, never pushed", each round
+    /// recomputes every one from the others' current summaries until none
+    /// changes (the greatest such summary: a leaf made afresh at the end
+    /// of a recursion is fresh). Each round can only take freshness away
+    /// or add pushes, so it settles; past the rounds allowed, none is
+    /// fresh (never seen).
+    fn ensure_fresh(&mut self, module: &Module, new: &[FuncId]) {
+        for &g in new {
+            if let Some(func) = module.get(g) {
+                self.fresh.insert(g, fresh::top(func));
+            }
+        }
+        for _ in 0..SUMMARY_ROUNDS {
+            let mut changed = false;
+            for &g in new {
+                let Some(func) = module.get(g) else { continue };
+                let leaves = fresh::fresh_leaves(func, self);
+                if self.fresh.get(&g) != Some(&leaves) {
+                    self.fresh.insert(g, leaves);
+                    changed = true;
+                }
+            }
+            if !changed {
+                return;
+            }
+        }
+        for g in new {
+            self.fresh.remove(g);
         }
     }
 }
@@ -486,6 +538,11 @@ pub(super) struct Freed {
     /// `latch` (each with the chain's `leaves`) but let go as their chain
     /// does.
     pub(super) chains: Vec<Chain>,
+    /// Whether the module's tapes are counted (`Module::counted_tapes`):
+    /// then every push of the value of a statement that makes arrays, as
+    /// it is, is counted, whether the function lets go of it or not
+    /// ("Fresh results": its caller may).
+    pub(super) counted: bool,
 }
 
 /// A handing chain (module header, "Handing chains"): header phis each of
@@ -549,34 +606,42 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         through: HashMap::default(),
         at_return: HashSet::default(),
         chains: Vec::new(),
+        counted: module.counted_tapes(),
     };
     // Without counted tapes (`Module::counted_tapes`), a push is an escape
     // and pops are no sites, as before tapes were counted.
     let counted = module.counted_tapes();
-    let sites: Vec<(Value, Block)> = func
-        .layout
-        .iter()
-        .flat_map(|&b| func.blocks[b].insts.iter().map(move |&i| (b, i)))
-        .filter_map(|(b, i)| match (&func.insts[i].kind, func.insts[i].result) {
-            (
-                InstKind::Prim {
-                    prim: Prim::Alloc | Prim::Zeros | Prim::Copy | Prim::Sdense,
-                    ..
-                },
-                Some(r),
-            ) => Some((r, b)),
-            (
-                InstKind::Prim {
-                    prim: Prim::Pop, ..
-                },
-                Some(r),
-            ) if counted && matches!(func.values.get(r).map(|d| &d.ty), Some(Type::Array(_))) => {
-                Some((r, b))
-            }
-            _ => None,
-        })
-        .collect();
-    if sites.is_empty() {
+    let own_site = |i: Inst| match (&func.insts[i].kind, func.insts[i].result) {
+        (
+            InstKind::Prim {
+                prim: Prim::Alloc | Prim::Zeros | Prim::Copy | Prim::Sdense,
+                ..
+            },
+            Some(r),
+        ) => Some(r),
+        (
+            InstKind::Prim {
+                prim: Prim::Pop, ..
+            },
+            Some(r),
+        ) if counted && matches!(func.values.get(r).map(|d| &d.ty), Some(Type::Array(_))) => {
+            Some(r)
+        }
+        _ => None,
+    };
+    // A call whose result may hold an array may make one ("Fresh results").
+    let calls_arrays = |i: Inst| {
+        matches!(func.insts[i].kind, InstKind::Invoke { .. })
+            && func.insts[i]
+                .result
+                .and_then(|r| func.values.get(r))
+                .is_some_and(|d| holds_array(&d.ty))
+    };
+    if !func
+        .insts
+        .keys()
+        .any(|i| own_site(i).is_some() || calls_arrays(i))
+    {
         return freed;
     }
     let roots: Vec<FuncId> = callees(func).collect();
@@ -584,6 +649,19 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
     let cfg = ControlFlowGraph::with_function(func);
     let dom = DominatorTree::with_cfg(&cfg);
     let uses = Uses::of(func, &dom);
+    let calls = fresh::Calls::of(func, &dom, &uses, summaries);
+    let sites: Vec<(Value, Block)> = func
+        .layout
+        .iter()
+        .flat_map(|&b| func.blocks[b].insts.iter().map(move |&i| (b, i)))
+        .filter_map(|(b, i)| {
+            let called = func.insts[i].result.filter(|r| calls.sites.contains_key(r));
+            own_site(i).or(called).map(|r| (r, b))
+        })
+        .collect();
+    if sites.is_empty() {
+        return freed;
+    }
     let mut walk = Walk {
         func,
         uses: &uses,
@@ -591,6 +669,12 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         budget: BUDGET,
         entered: HashMap::default(),
         chain_entered: HashMap::default(),
+        born_pushed: calls
+            .sites
+            .iter()
+            .filter(|&(_, &pushed)| pushed)
+            .map(|(&v, _)| v)
+            .collect(),
     };
     let sites: Vec<(Value, Block)> = sites
         .into_iter()
@@ -1504,7 +1588,7 @@ pub(super) fn counted_pushes(func: &Func, freed: &Freed) -> HashMap<Inst, Letgo>
         }
     }
     let mut out = HashMap::default();
-    if counted.is_empty() {
+    if counted.is_empty() && !freed.counted {
         return out;
     }
     for (i, data) in func.insts.iter() {
@@ -1513,9 +1597,19 @@ pub(super) fn counted_pushes(func: &Func, freed: &Freed) -> HashMap<Inst, Letgo>
             args,
         } = &data.kind
             && let Some(Operand::Value(v)) = args.first()
-            && let Some(&letgo) = counted.get(v)
         {
-            out.insert(i, letgo);
+            // A statement's own array that the function does not let go
+            // of may be a fresh result its caller lets go of ("Fresh
+            // results"): its pushes are counted all the same.
+            match counted.get(v) {
+                Some(&letgo) => {
+                    out.insert(i, letgo);
+                }
+                None if freed.counted && fresh::makes(func, *v) => {
+                    out.insert(i, Letgo::Release);
+                }
+                None => {}
+            }
         }
     }
     out
@@ -1552,6 +1646,7 @@ fn kept_params(func: &Func, summaries: &Summaries) -> Vec<bool> {
         budget: BUDGET,
         entered: HashMap::default(),
         chain_entered: HashMap::default(),
+        born_pushed: HashSet::default(),
     };
     func.params
         .iter()
@@ -1649,6 +1744,9 @@ struct Walk<'a> {
     /// entered with: those sites' walks count the phi's pushes
     /// (`Chain::entered`).
     chain_entered: HashMap<Value, Vec<Value>>,
+    /// The calls of fresh leaves whose callee may have pushed the array
+    /// (counted): such a site counts as pushed, so it releases.
+    born_pushed: HashSet<Value>,
 }
 
 impl Walk<'_> {
@@ -1700,7 +1798,7 @@ impl Walk<'_> {
         let func = self.func;
         let mut seen: HashSet<Value> = HashSet::default();
         let mut work = vec![a];
-        let mut pushed = false;
+        let mut pushed = site.is_some() && self.born_pushed.contains(&a);
         seen.insert(a);
         while let Some(v) = work.pop() {
             for &u in self.uses.by_value.get(&v).map_or(&[][..], Vec::as_slice) {
