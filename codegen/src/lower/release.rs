@@ -72,7 +72,8 @@
 //! Owning phis. A phi `p` of type `[T]` in block `H` *owns* (and
 //! [`owning_phis`] finds) the arrays it receives when every entry of it is
 //! the value `s` of a site that makes arrays (not a pop, not an argument,
-//! not a call's result), and, for each such `s` of block `S`:
+//! not a call's result but a fresh one, "Fresh results" below), and, for
+//! each such `s` of block `S`:
 //! - `p` is the only phi `s` is an operand of;
 //! - no value `s` reaches, other than through `p`, escapes (the rules
 //!   above, with `p` the one phi not followed and not counted as an
@@ -324,6 +325,76 @@
 //! `p` are counted unless it holds `e` (as a latch-owning phi's), those
 //! of a site always.
 //!
+//! Fresh results. A function *returns a fresh array* at an array leaf of
+//! its result (the result `[T]` itself, or a field `[T]` of a result tuple
+//! whose other fields hold no array; [`Fresh`], in [`Summaries`]) when on
+//! every return that leaf holds an array made during the call, to which
+//! no reference but the returned one and counted tape entries survives
+//! the return, and which the function never lets go of. [`fresh`] checks:
+//! - every value the leaf may be copied from at a return (back through
+//!   phis, `select`, `tuple` and `getfield`) ends at an *origin*: the
+//!   value of a site that makes arrays, or a fresh leaf of a call (a call
+//!   site, below, or a field of a call's tuple returned as it is), never
+//!   at anything else (a parameter, a pop, another call's result);
+//! - from each origin, every value that may hold its array (forward
+//!   through `tuple`, `getfield` of the array's own field only, `select`
+//!   and every phi, tracking the field the array sits at) is only read,
+//!   passed to a parameter its callee does not keep, returned with the
+//!   array at this leaf (never at another, so that distinct fresh leaves
+//!   come from disjoint origins, nor twice), or, for the value of a
+//!   statement itself, pushed as it is. Everything else (function values,
+//!   other primitives, duals) is an escape.
+//!
+//! A fresh leaf is *pushed* when one of its origins is pushed so, or is a
+//! call's leaf its callee pushed. The summary is the greatest fixpoint
+//! over the call graph: every array leaf starts fresh and never pushed,
+//! and each round recomputes every function from the others until none
+//! changes (a recursion returning an array made at its base is fresh).
+//!
+//! In a caller, `r = invoke @g(...)` of type `[T]` whose result is fresh,
+//! and `f = getfield(t, k)` of a fresh field `k`, where `t = invoke
+//! @g(...)` is in `f`'s block and every use of `t` is a `getfield`, the
+//! only one of field `k` being `f`, are *call sites*: sites that make
+//! arrays, to which every rule above applies (freed, released, handed
+//! over to an owning phi, entering a latch-owning phi). A call site whose
+//! callee may have pushed its array counts as pushed, so it releases (and
+//! without counted tapes is not let go of). In a module whose tapes are
+//! counted, every push of a statement's own array as it is is counted
+//! (tagged), whether or not the function lets go of it: its caller may.
+//!
+//! Why that is sound. By induction on the call tree of a finite run, each
+//! call returns at a fresh leaf an array made during the call, to which
+//! no reference survives but the returned one and counted tape entries.
+//! The leaf holds one origin's array, since the backward rules are every
+//! way a value comes to hold an array (module header). A statement's
+//! array is new; a call leaf's was made during its callee's call (a
+//! smaller tree, finished), so during this one. The forward rules follow
+//! every copy of a reference within the function, and the uses admitted
+//! end with the call (values die at the return), leave by this leaf only,
+//! are pushes counted (tagged, below), or go to callees that keep
+//! nothing. The callee never lets go of the array it returns: whatever it
+//! lets go of is dead in it (the arguments above), and the return uses
+//! the array. The fixpoint is the greatest, yet sound by this induction:
+//! the calls whose results a run's return depends on form a finite tree,
+//! and each step uses only the summary's equation. Compiled code is the
+//! function after inlining, loop fusion and versioning, which copy and
+//! move statements but keep what it returns and keep a push of a
+//! statement's value a push of a statement's value, which every compiled
+//! function of a counted module tags.
+//!
+//! In the caller, a `[T]` call site's value holds the new array as a
+//! statement's would. A `getfield` call site runs exactly once after each
+//! run of its call (the same block), `t` is used by no other copy of the
+//! field (no other value holds the array but those the site reaches; the
+//! other fields hold other arrays), so again the array has one site run,
+//! as a statement's has, and the argument for sites holds unchanged. On
+//! tapes, every push of the array was counted (the callee's, above; the
+//! caller's, as a released site's), and a site whose callee pushed
+//! releases, so the array is freed once no tape entry or popped value
+//! holds it. Since the callee never lets go of it and the caller's site
+//! lets go of it once (handed over to one owner at most), it is freed
+//! once.
+//!
 //! What is left are the tapes. An array a freed site made was never on
 //! one. One a released site made leaves its function only by pushes of
 //! `a` itself, each a tagged word counting one reference; a tape entry
@@ -345,8 +416,8 @@
 //! above), reverse mode's sweep and pullback, checkpoints' replays, and the
 //! functions the JIT derives at run time: the count lives with the array,
 //! not with the function that pushed it, so a pop in another function
-//! (the pullback, a replay) lets go of it just as well. Arguments and call
-//! results are never freed here. Assumes a verified function (SSA
+//! (the pullback, a replay) lets go of it just as well. Arguments are never
+//! freed here, nor call results but fresh ones (above). Assumes a verified function (SSA
 //! dominance); statements in unreachable blocks never run and are ignored.
 
 use irad_ir::flow::{ControlFlowGraph, DominatorTree};
@@ -675,6 +746,7 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
             .filter(|&(_, &pushed)| pushed)
             .map(|(&v, _)| v)
             .collect(),
+        aliases: calls.aliases,
     };
     let sites: Vec<(Value, Block)> = sites
         .into_iter()
@@ -1647,6 +1719,7 @@ fn kept_params(func: &Func, summaries: &Summaries) -> Vec<bool> {
         entered: HashMap::default(),
         chain_entered: HashMap::default(),
         born_pushed: HashSet::default(),
+        aliases: HashMap::default(),
     };
     func.params
         .iter()
@@ -1747,6 +1820,9 @@ struct Walk<'a> {
     /// The calls of fresh leaves whose callee may have pushed the array
     /// (counted): such a site counts as pushed, so it releases.
     born_pushed: HashSet<Value>,
+    /// The later `getfield`s of the field a `getfield` call site takes,
+    /// by site: values the site reaches from the start.
+    aliases: HashMap<Value, Vec<Value>>,
 }
 
 impl Walk<'_> {
@@ -1800,6 +1876,12 @@ impl Walk<'_> {
         let mut work = vec![a];
         let mut pushed = site.is_some() && self.born_pushed.contains(&a);
         seen.insert(a);
+        if site.is_some() {
+            for &g in self.aliases.get(&a).into_iter().flatten() {
+                seen.insert(g);
+                work.push(g);
+            }
+        }
         while let Some(v) = work.pop() {
             for &u in self.uses.by_value.get(&v).map_or(&[][..], Vec::as_slice) {
                 if self.budget == 0 {

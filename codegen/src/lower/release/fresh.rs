@@ -117,6 +117,7 @@ pub(super) fn fresh_leaves(func: &Func, summaries: &Summaries) -> Vec<Fresh> {
                 func,
                 uses: &uses,
                 summaries,
+                aliases: &calls.aliases,
                 leaf: at,
                 // Only a statement's own array may be pushed here; a
                 // call's may have been pushed by its callee (counted).
@@ -142,13 +143,17 @@ pub(super) fn fresh_leaves(func: &Func, summaries: &Summaries) -> Vec<Fresh> {
 /// pushed its array (counted).
 pub(super) struct Calls {
     pub(super) sites: HashMap<Value, bool>,
+    /// For a `getfield` site, the later `getfield`s of the same field of
+    /// the same call, which hold the same array: values the site reaches.
+    pub(super) aliases: HashMap<Value, Vec<Value>>,
 }
 
 impl Calls {
     /// The sites of `func` that are calls of fresh leaves: `r = invoke
     /// @g(...)` of type `[T]` whose result is fresh; `g = getfield(t, k)`
     /// of a fresh field `k` where `t = invoke @g(...)` is in the same
-    /// block, `t` is used only by `getfield`s and by one of field `k`.
+    /// block, `t` is used only by `getfield`s there, and `g` is the first
+    /// of field `k` (the others are its aliases).
     pub(super) fn of(
         func: &Func,
         dom: &DominatorTree,
@@ -156,6 +161,7 @@ impl Calls {
         summaries: &Summaries,
     ) -> Calls {
         let mut sites = HashMap::default();
+        let mut aliases = HashMap::default();
         for &b in &func.layout {
             if !dom.is_reachable(b) {
                 continue;
@@ -173,9 +179,12 @@ impl Calls {
                         }
                     }
                     Some(Type::Tuple(_)) => {
-                        for (g, k) in fields(func, uses, (t, b)) {
+                        for (k, g, others) in fields(func, uses, (t, b)) {
                             if let Fresh::Made { pushed } = summaries.fresh(*callee, k) {
                                 sites.insert(g, pushed);
+                                if !others.is_empty() {
+                                    aliases.insert(g, others);
+                                }
                             }
                         }
                     }
@@ -183,16 +192,19 @@ impl Calls {
                 }
             }
         }
-        Calls { sites }
+        Calls { sites, aliases }
     }
 }
 
-/// The `getfield`s of tuple `t` (made in block `b`), each with its field,
-/// when every use of `t` is a `getfield` of a constant field in block `b`;
-/// a field taken twice is left out (its array would have two sites).
-fn fields(func: &Func, uses: &Uses, (t, b): (Value, Block)) -> Vec<(Value, usize)> {
-    let mut out: Vec<(Value, usize)> = Vec::new();
-    let mut twice: HashSet<usize> = HashSet::default();
+/// The fields of tuple `t` (made in block `b`) taken by `getfield`s, when
+/// every use of `t` is a `getfield` of a constant field in block `b`: each
+/// field with its first `getfield` (in statement order) and the others of
+/// the same field, which hold the same array (a source's `t.0[0] +
+/// t.0[1]` takes the field twice).
+fn fields(func: &Func, uses: &Uses, (t, b): (Value, Block)) -> Vec<(usize, Value, Vec<Value>)> {
+    let mut out: Vec<(usize, Value, Vec<Value>)> = Vec::new();
+    // The uses of a value are listed in layout order, so in statement
+    // order within `b`.
     for u in uses.by_value.get(&t).map_or(&[][..], Vec::as_slice) {
         let Use::Inst(i, at) = *u else {
             return Vec::new();
@@ -203,12 +215,11 @@ fn fields(func: &Func, uses: &Uses, (t, b): (Value, Block)) -> Vec<(Value, usize
         if at != b {
             return Vec::new();
         }
-        if out.iter().any(|&(_, j)| j == k) {
-            twice.insert(k);
+        match out.iter_mut().find(|(j, _, _)| *j == k) {
+            Some((_, _, others)) => others.push(g),
+            None => out.push((k, g, Vec::new())),
         }
-        out.push((g, k));
     }
-    out.retain(|(_, k)| !twice.contains(k));
     out
 }
 
@@ -356,6 +367,8 @@ struct Reach<'a> {
     func: &'a Func,
     uses: &'a Uses,
     summaries: &'a Summaries,
+    /// [`Calls::aliases`]: a site's aliases hold its array too.
+    aliases: &'a HashMap<Value, Vec<Value>>,
     /// Where a returned value may hold the array: `[]` for a `[T]` result,
     /// `[k]` for field `k` of a tuple's.
     leaf: &'a [usize],
@@ -376,8 +389,11 @@ impl Reach<'_> {
         let func = self.func;
         let mut seen: HashSet<(Value, Vec<usize>)> = HashSet::default();
         let mut work = vec![(start, path)];
+        for &g in self.aliases.get(&start).into_iter().flatten() {
+            work.push((g, Vec::new()));
+        }
         let mut pushed = false;
-        seen.insert(work[0].clone());
+        seen.extend(work.iter().cloned());
         while let Some((v, path)) = work.pop() {
             for &u in self.uses.by_value.get(&v).map_or(&[][..], Vec::as_slice) {
                 *budget = budget.checked_sub(1)?;
