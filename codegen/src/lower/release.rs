@@ -2099,6 +2099,80 @@ mod tests {
     }
 
     #[test]
+    fn calls_returning_fresh_arrays_are_sites() {
+        // `@g` returns a new array; `@h` one in a tuple; `@rec` one made at
+        // the base of its recursion; `@p` one it pushes (counted). `@id`
+        // returns its argument, `@two` one array at two fields: not fresh.
+        let src = "func @g(%n: i64) -> [f64] {
+#1:
+  %a = call zeros(%n) :: [f64]
+  return %a
+}
+func @h(%n: i64) -> ([f64], f64) {
+#1:
+  %a = call zeros(%n) :: [f64]
+  %t = call tuple(%a, 1.0) :: ([f64], f64)
+  return %t
+}
+func @rec(%k: i64) -> [f64] {
+#1:
+  %c = call eq(%k, 0) :: bool
+  gotoifnot %c, #3
+#2:
+  %a = call zeros(3) :: [f64]
+  return %a
+#3:
+  %j = call isub(%k, 1) :: i64
+  %b = invoke @rec(%j) :: [f64]
+  return %b
+}
+func @p(%n: i64) -> [f64] {
+#1:
+  %a = call zeros(%n) :: [f64]
+  call push(%a)
+  return %a
+}
+func @id(%a: [f64]) -> [f64] {
+#1:
+  return %a
+}
+func @two(%n: i64) -> ([f64], [f64]) {
+#1:
+  %a = call zeros(%n) :: [f64]
+  %t = call tuple(%a, %a) :: ([f64], [f64])
+  return %t
+}
+func @f(%n: i64) -> f64 {
+#1:
+  %r = invoke @g(%n) :: [f64]
+  %t = invoke @h(%n) :: ([f64], f64)
+  %u = call getfield(%t, 0) :: [f64]
+  %u2 = call getfield(%t, 0) :: [f64]
+  %e = invoke @rec(%n) :: [f64]
+  %q = invoke @p(%n) :: [f64]
+  %z = call zeros(%n) :: [f64]
+  %i = invoke @id(%z) :: [f64]
+  %w = invoke @two(%n) :: ([f64], [f64])
+  %w0 = call getfield(%w, 0) :: [f64]
+  %w1 = call getfield(%w, 1) :: [f64]
+  %x1 = call arrayref(%r, 0) :: f64
+  %x2 = call arrayref(%u, 0) :: f64
+  %x3 = call arrayref(%u2, 1) :: f64
+  %x4 = call arrayref(%e, 0) :: f64
+  %x5 = call arrayref(%q, 0) :: f64
+  %x6 = call arrayref(%i, 0) :: f64
+  %x7 = call arrayref(%w0, 0) :: f64
+  %x8 = call arrayref(%w1, 0) :: f64
+  return %x8
+}
+";
+        // `u2` takes the field `u` takes: the same array, reached from `u`.
+        assert_eq!(freed(src), ["r", "u", "e", "q:release"]);
+        // Tapes not counted: `@p`'s push is an escape, so its array stays.
+        assert_eq!(freed_in(src, false), ["r", "u", "e"]);
+    }
+
+    #[test]
     fn escaping_arrays_are_kept() {
         // Returned through a tuple (`r`). `p` is pushed as it is: released
         // (the tape's reference counted). `c` is passed to `@g`, which only
