@@ -137,6 +137,7 @@ const CALLS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/free_arrays/call
 /// The programs of `tests/free_arrays/calls.irad` with their arguments.
 const CALL_CASES: &[(&str, &str)] = &[
     ("stepped", "1.5, 7"),
+    ("temps", "1.5, 7"),
     ("paired", "1.5, 7"),
     ("rescaled", "1.5, 7"),
     ("aliased", "1.5, 7"),
@@ -172,6 +173,8 @@ fn the_jit_frees_the_fresh_arrays_calls_return() {
         // The 7 calls' arrays and the first `zeros`: the header's phi owns
         // them all (each call a site handed over to it).
         ("stepped", 8),
+        // Each call's `t`, and `a`, which `step` only reads.
+        ("temps", 8),
         // `t.0` and `t.2` of each of the 7 calls (`t.2`, taken twice, is
         // a site freed before its next run; `t.0` is handed over to the
         // phi of `a`), and the first `zeros`.
@@ -203,6 +206,45 @@ fn the_jit_frees_the_fresh_arrays_calls_return() {
             irad::ir::interp::run(&module, f, &vals(), &RunOptions::default()).expect("interprets");
         assert!(got.same(&interp), "@{name}");
         assert_eq!(jit.arrays_freed(), frees, "arrays freed by @{name}");
+    }
+}
+
+/// Reverse mode's forward sweeps return what the primal returns and push
+/// it too (the pullback needs it): with the tapes counted, the caller's
+/// call site releases it and the pullback's pop frees it. Each `@f.rev`
+/// frees (uncounted, counted) arrays, with why.
+#[test]
+fn the_pops_free_the_fresh_arrays_callees_pushed() {
+    let src = irad::read_source(std::path::Path::new(CALLS)).expect("readable");
+    let module = irad::load(&src).expect("loads");
+    let want: &[(&str, u64, u64)] = &[
+        // `@step.rev.fwd` returns its copy and the copy's shadow, both
+        // pushed (counted): the caller releases the 7 of each, the
+        // pullback's pops free them. Uncounted, a push is an escape.
+        ("temps", 0, 14),
+        // Not yet: `@step.rev.fwd` pushes its argument (the state before
+        // the step) uncounted, so the phi carrying the state keeps it.
+        ("stepped", 0, 0),
+        // Not yet: `@pair.rev.fwd` returns a tuple inside its tuple.
+        ("paired", 0, 0),
+        // Not yet: `@built.rev.fwd` pushes the array its recursive call
+        // returned (to restore it after its write), a call's array, not a
+        // statement's.
+        ("recursed", 0, 0),
+    ];
+    for &(name, uncounted, counted) in want {
+        let args = CALL_CASES
+            .iter()
+            .find(|(f, _)| *f == name)
+            .map(|(_, a)| *a)
+            .expect("a case");
+        let (mut m, g, call) = reverse_call(&module, &src, name, args, None);
+        let jit = jit_agrees(&m, g, &call, &format!("@{name}.rev uncounted"));
+        assert_eq!(jit.arrays_freed(), uncounted, "@{name}.rev uncounted");
+        drop(jit);
+        m.set_counted_tapes(true);
+        let jit = jit_agrees(&m, g, &call, &format!("@{name}.rev counted"));
+        assert_eq!(jit.arrays_freed(), counted, "@{name}.rev counted");
     }
 }
 

@@ -361,6 +361,12 @@
 //! without counted tapes is not let go of). In a module whose tapes are
 //! counted, every push of a statement's own array as it is is counted
 //! (tagged), whether or not the function lets go of it: its caller may.
+//! Since a function compiled while its module's tapes were not counted
+//! tags nothing, a call site whose callee pushed is no site once the same
+//! compiler has compiled any function so (a JIT deriving rules at run
+//! time compiles the primals first); the flag is set before a module's
+//! pieces are compiled and never unset, so a callee compiled later is
+//! counted too.
 //!
 //! Why that is sound. By induction on the call tree of a finite run, each
 //! call returns at a fresh leaf an array made during the call, to which
@@ -454,6 +460,11 @@ pub(super) struct Summaries {
     /// By function, by summary entry (`[T]`: 0, the result; a tuple: the
     /// field's index); a function or entry not there is not fresh.
     fresh: HashMap<FuncId, Vec<Fresh>>,
+    /// Whether a function was compiled (its sites found) while its module's
+    /// tapes were not counted: its pushes of its own arrays are not tagged,
+    /// so no caller may release an array a callee pushed (a JIT deriving
+    /// rules at run time compiles primals first, uncounted).
+    uncounted: bool,
 }
 
 /// How a function lets go of the arrays of one of its sites.
@@ -682,6 +693,7 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
     // Without counted tapes (`Module::counted_tapes`), a push is an escape
     // and pops are no sites, as before tapes were counted.
     let counted = module.counted_tapes();
+    summaries.uncounted |= !counted;
     let own_site = |i: Inst| match (&func.insts[i].kind, func.insts[i].result) {
         (
             InstKind::Prim {
@@ -720,7 +732,14 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
     let cfg = ControlFlowGraph::with_function(func);
     let dom = DominatorTree::with_cfg(&cfg);
     let uses = Uses::of(func, &dom);
-    let calls = fresh::Calls::of(func, &dom, &uses, summaries);
+    let mut calls = fresh::Calls::of(func, &dom, &uses, summaries);
+    // A callee's push of its fresh array is counted only if it was
+    // compiled with counted tapes: with every function so far compiled so
+    // (the module's flag is set before its pieces are compiled, and not
+    // unset), so are all those compiled later.
+    if summaries.uncounted {
+        calls.sites.retain(|_, &mut pushed| !pushed);
+    }
     let sites: Vec<(Value, Block)> = func
         .layout
         .iter()
