@@ -342,8 +342,8 @@
 //!   passed to a parameter its callee does not keep, returned with the
 //!   array at this leaf (never at another, so that distinct fresh leaves
 //!   come from disjoint origins, nor twice), or, for the value of a
-//!   statement itself, pushed as it is. Everything else (function values,
-//!   other primitives, duals) is an escape.
+//!   statement itself (not a call's), pushed as it is. Everything else
+//!   (function values, other primitives, duals) is an escape.
 //!
 //! A fresh leaf is *pushed* when one of its origins is pushed so, or is a
 //! call's leaf its callee pushed. The summary is the greatest fixpoint
@@ -353,14 +353,19 @@
 //!
 //! In a caller, `r = invoke @g(...)` of type `[T]` whose result is fresh,
 //! and `f = getfield(t, k)` of a fresh field `k`, where `t = invoke
-//! @g(...)` is in `f`'s block and every use of `t` is a `getfield`, the
-//! only one of field `k` being `f`, are *call sites*: sites that make
-//! arrays, to which every rule above applies (freed, released, handed
-//! over to an owning phi, entering a latch-owning phi). A call site whose
-//! callee may have pushed its array counts as pushed, so it releases (and
-//! without counted tapes is not let go of). In a module whose tapes are
-//! counted, every push of a statement's own array as it is is counted
-//! (tagged), whether or not the function lets go of it: its caller may.
+//! @g(...)` is in `f`'s block and every use of `t` is a `getfield` there,
+//! the first of field `k` being `f` (the later ones of field `k`, as in
+//! `t.0[0] + t.0[1]`, are values `f` reaches), are *call sites*: sites
+//! that make arrays, to which every rule above applies (freed, released,
+//! handed over to an owning phi, entering a latch-owning phi). A call
+//! site whose callee may have pushed its array counts as pushed, so it
+//! releases (and without counted tapes is not let go of). In a module
+//! whose tapes are counted, every push of a statement's own array as it
+//! is is counted (tagged), whether or not the function lets go of it: its
+//! caller may.
+//! Counting a push the function does not need counted never frees
+//! early: a counted reference only delays the free, and one whose pop
+//! never drops it keeps the array until the run's end (a leak, as before).
 //! Since a function compiled while its module's tapes were not counted
 //! tags nothing, a call site whose callee pushed is no site once the same
 //! compiler has compiled any function so (a JIT deriving rules at run
@@ -390,9 +395,9 @@
 //!
 //! In the caller, a `[T]` call site's value holds the new array as a
 //! statement's would. A `getfield` call site runs exactly once after each
-//! run of its call (the same block), `t` is used by no other copy of the
-//! field (no other value holds the array but those the site reaches; the
-//! other fields hold other arrays), so again the array has one site run,
+//! run of its call (the same block), and `t` is used by `getfield`s only,
+//! those of field `k` the site and values it reaches (the other fields
+//! hold other arrays), so again the array has one site run,
 //! as a statement's has, and the argument for sites holds unchanged. On
 //! tapes, every push of the array was counted (the callee's, above; the
 //! caller's, as a released site's), and a site whose callee pushed
@@ -423,8 +428,9 @@
 //! functions the JIT derives at run time: the count lives with the array,
 //! not with the function that pushed it, so a pop in another function
 //! (the pullback, a replay) lets go of it just as well. Arguments are never
-//! freed here, nor call results but fresh ones (above). Assumes a verified function (SSA
-//! dominance); statements in unreachable blocks never run and are ignored.
+//! freed here, nor call results but fresh ones (above). Assumes a verified
+//! function (SSA dominance); statements in unreachable blocks never run
+//! and are ignored.
 
 use irad_ir::flow::{ControlFlowGraph, DominatorTree};
 use irad_ir::types::Type;
