@@ -2198,6 +2198,44 @@ func @f(%n: i64) -> f64 {
     }
 
     #[test]
+    fn no_caller_releases_what_a_callee_compiled_uncounted_pushed() {
+        let src = "func @p(%n: i64) -> [f64] {
+#1:
+  %a = call zeros(%n) :: [f64]
+  call push(%a)
+  return %a
+}
+func @f(%n: i64) -> f64 {
+#1:
+  %q = invoke @p(%n) :: [f64]
+  %x = call arrayref(%q, 0) :: f64
+  return %x
+}
+";
+        let mut m = parse_module(src).expect("parses");
+        let f = m.by_name("f").expect("@f");
+        let names = |freed: Freed, m: &Module| -> Vec<String> {
+            let func = m.get(f).expect("func");
+            freed
+                .sites
+                .iter()
+                .map(|&(v, l)| format!("{}:{l:?}", func.values[v].name.as_deref().unwrap_or("?")))
+                .collect()
+        };
+        let mut summaries = Summaries::default();
+        let freed = freed_sites(m.get(f).expect("func"), &m, &mut summaries);
+        assert!(names(freed, &m).is_empty());
+        // The same compiler, the tapes now counted: `@p` may have been
+        // compiled uncounted, its push not tagged, so `q` stays.
+        m.set_counted_tapes(true);
+        let freed = freed_sites(m.get(f).expect("func"), &m, &mut summaries);
+        assert!(names(freed, &m).is_empty());
+        // A compiler that compiled nothing uncounted releases it.
+        let freed = freed_sites(m.get(f).expect("func"), &m, &mut Summaries::default());
+        assert_eq!(names(freed, &m), ["q:Release"]);
+    }
+
+    #[test]
     fn escaping_arrays_are_kept() {
         // Returned through a tuple (`r`). `p` is pushed as it is: released
         // (the tape's reference counted). `c` is passed to `@g`, which only
