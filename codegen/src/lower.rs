@@ -1296,7 +1296,18 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     let id = self.c.declare(self.module, FuncRef::User(*callee))?;
                     let r = self.fref(id);
                     let site = self.c.site(site_loc(), None);
-                    self.call(Callee::Direct(r), &flat, site)?
+                    // A call of a fresh `[T]` result is a site that makes
+                    // arrays (`lower/release.rs`, "Fresh results"): it lets
+                    // go of its last array before it runs again.
+                    let slot = idata.result.and_then(|r| self.freed_slot(r));
+                    if let Some(slot) = slot {
+                        self.free_slot(slot)?;
+                    }
+                    let out = self.call(Callee::Direct(r), &flat, site)?;
+                    if let (Some((slot, _)), Some(&p)) = (slot, out.first()) {
+                        self.b.ins().stack_store(types::I64, p, slot, 0);
+                    }
+                    out
                 }
                 InstKind::CallValue { callee, args } => {
                     let Type::Func(sig) = &func.values[*callee].ty else {

@@ -72,7 +72,8 @@
 //! Owning phis. A phi `p` of type `[T]` in block `H` *owns* (and
 //! [`owning_phis`] finds) the arrays it receives when every entry of it is
 //! the value `s` of a site that makes arrays (not a pop, not an argument,
-//! not a call's result), and, for each such `s` of block `S`:
+//! not a call's result but a fresh one, "Fresh results" below), and, for
+//! each such `s` of block `S`:
 //! - `p` is the only phi `s` is an operand of;
 //! - no value `s` reaches, other than through `p`, escapes (the rules
 //!   above, with `p` the one phi not followed and not counted as an
@@ -324,6 +325,87 @@
 //! `p` are counted unless it holds `e` (as a latch-owning phi's), those
 //! of a site always.
 //!
+//! Fresh results. A function *returns a fresh array* at an array leaf of
+//! its result (the result `[T]` itself, or a field `[T]` of a result tuple
+//! whose other fields hold no array; [`Fresh`], in [`Summaries`]) when on
+//! every return that leaf holds an array made during the call, to which
+//! no reference but the returned one and counted tape entries survives
+//! the return, and which the function never lets go of. [`fresh`] checks:
+//! - every value the leaf may be copied from at a return (back through
+//!   phis, `select`, `tuple` and `getfield`) ends at an *origin*: the
+//!   value of a site that makes arrays, or a fresh leaf of a call (a call
+//!   site, below, or a field of a call's tuple returned as it is), never
+//!   at anything else (a parameter, a pop, another call's result);
+//! - from each origin, every value that may hold its array (forward
+//!   through `tuple`, `getfield` of the array's own field only, `select`
+//!   and every phi, tracking the field the array sits at) is only read,
+//!   passed to a parameter its callee does not keep, returned with the
+//!   array at this leaf (never at another, so that distinct fresh leaves
+//!   come from disjoint origins, nor twice), or, for the value of a
+//!   statement itself (not a call's), pushed as it is. Everything else
+//!   (function values, other primitives, duals) is an escape.
+//!
+//! A fresh leaf is *pushed* when one of its origins is pushed so, or is a
+//! call's leaf its callee pushed. The summary is the greatest fixpoint
+//! over the call graph: every array leaf starts fresh and never pushed,
+//! and each round recomputes every function from the others until none
+//! changes (a recursion returning an array made at its base is fresh).
+//!
+//! In a caller, `r = invoke @g(...)` of type `[T]` whose result is fresh,
+//! and `f = getfield(t, k)` of a fresh field `k`, where `t = invoke
+//! @g(...)` is in `f`'s block and every use of `t` is a `getfield` there,
+//! the first of field `k` being `f` (the later ones of field `k`, as in
+//! `t.0[0] + t.0[1]`, are values `f` reaches), are *call sites*: sites
+//! that make arrays, to which every rule above applies (freed, released,
+//! handed over to an owning phi, entering a latch-owning phi). A call
+//! site whose callee may have pushed its array counts as pushed, so it
+//! releases (and without counted tapes is not let go of). In a module
+//! whose tapes are counted, every push of a statement's own array as it
+//! is is counted (tagged), whether or not the function lets go of it: its
+//! caller may.
+//! Counting a push the function does not need counted never frees
+//! early: a counted reference only delays the free, and one whose pop
+//! never drops it keeps the array until the run's end (a leak, as before).
+//! Since a function compiled while its module's tapes were not counted
+//! tags nothing, a call site whose callee pushed is no site once the same
+//! compiler has compiled any function so (a JIT deriving rules at run
+//! time compiles the primals first); the flag is set before a module's
+//! pieces are compiled and never unset, so a callee compiled later is
+//! counted too.
+//!
+//! Why that is sound. By induction on the call tree of a finite run, each
+//! call returns at a fresh leaf an array made during the call, to which
+//! no reference survives but the returned one and counted tape entries.
+//! The leaf holds one origin's array, since the backward rules are every
+//! way a value comes to hold an array (module header). A statement's
+//! array is new; a call leaf's was made during its callee's call (a
+//! smaller tree, finished), so during this one. The forward rules follow
+//! every copy of a reference within the function, and the uses admitted
+//! end with the call (values die at the return), leave by this leaf only,
+//! are pushes counted (tagged, below), or go to callees that keep
+//! nothing. The callee never lets go of the array it returns: whatever it
+//! lets go of is dead in it (the arguments above), and the return uses
+//! the array. The fixpoint is the greatest, yet sound by this induction:
+//! the calls whose results a run's return depends on form a finite tree,
+//! and each step uses only the summary's equation. Compiled code is the
+//! function after inlining, loop fusion and versioning, which copy and
+//! move statements but keep what it returns and keep a push of a
+//! statement's value a push of a statement's value, which every compiled
+//! function of a counted module tags.
+//!
+//! In the caller, a `[T]` call site's value holds the new array as a
+//! statement's would. A `getfield` call site runs exactly once after each
+//! run of its call (the same block), and `t` is used by `getfield`s only,
+//! those of field `k` the site and values it reaches (the other fields
+//! hold other arrays), so again the array has one site run,
+//! as a statement's has, and the argument for sites holds unchanged. On
+//! tapes, every push of the array was counted (the callee's, above; the
+//! caller's, as a released site's), and a site whose callee pushed
+//! releases, so the array is freed once no tape entry or popped value
+//! holds it. Since the callee never lets go of it and the caller's site
+//! lets go of it once (handed over to one owner at most), it is freed
+//! once.
+//!
 //! What is left are the tapes. An array a freed site made was never on
 //! one. One a released site made leaves its function only by pushes of
 //! `a` itself, each a tagged word counting one reference; a tape entry
@@ -345,15 +427,20 @@
 //! above), reverse mode's sweep and pullback, checkpoints' replays, and the
 //! functions the JIT derives at run time: the count lives with the array,
 //! not with the function that pushed it, so a pop in another function
-//! (the pullback, a replay) lets go of it just as well. Arguments and call
-//! results are never freed here. Assumes a verified function (SSA
-//! dominance); statements in unreachable blocks never run and are ignored.
+//! (the pullback, a replay) lets go of it just as well. Arguments are never
+//! freed here, nor call results but fresh ones (above). Assumes a verified
+//! function (SSA dominance); statements in unreachable blocks never run
+//! and are ignored.
 
 use irad_ir::flow::{ControlFlowGraph, DominatorTree};
 use irad_ir::types::Type;
 use irad_ir::{Block, Func, FuncId, Inst, InstKind, Module, Operand, Prim, Terminator, Value};
 use rustc_hash::FxHashMap as HashMap;
 use rustc_hash::FxHashSet as HashSet;
+
+mod fresh;
+
+pub(super) use fresh::Fresh;
 
 /// How many (value, use) steps the analysis of one function may take; a
 /// function needing more (never seen) frees only the sites found so far.
@@ -367,13 +454,23 @@ const SUMMARY_ROUNDS: usize = 64;
 
 /// For each function of the module summarised so far, for each parameter,
 /// whether the function may keep a reference to (an array in) it beyond
-/// the call: return it, push it, or pass it where it may be kept.
+/// the call: return it, push it, or pass it where it may be kept; and for
+/// each array leaf of its result, whether it is fresh (module header,
+/// "Fresh results").
 ///
 /// A function's body never changes once it is in the module (rules derived
 /// at run time add functions), so a summary stays true.
 #[derive(Default)]
 pub(super) struct Summaries {
     kept: HashMap<FuncId, Vec<bool>>,
+    /// By function, by summary entry (`[T]`: 0, the result; a tuple: the
+    /// field's index); a function or entry not there is not fresh.
+    fresh: HashMap<FuncId, Vec<Fresh>>,
+    /// Whether a function was compiled (its sites found) while its module's
+    /// tapes were not counted: its pushes of its own arrays are not tagged,
+    /// so no caller may release an array a callee pushed (a JIT deriving
+    /// rules at run time compiles primals first, uncounted).
+    uncounted: bool,
 }
 
 /// How a function lets go of the arrays of one of its sites.
@@ -396,6 +493,15 @@ impl Summaries {
             .get(&callee)
             .and_then(|ks| ks.get(k).copied())
             .unwrap_or(true)
+    }
+
+    /// Whether entry `k` of `callee`'s result (0 for a `[T]` result, the
+    /// field of a tuple's) is fresh (unknown: no).
+    fn fresh(&self, callee: FuncId, k: usize) -> Fresh {
+        self.fresh
+            .get(&callee)
+            .and_then(|f| f.get(k).copied())
+            .unwrap_or(Fresh::No)
     }
 
     /// Summarises every function `roots` call, directly or not, that is not
@@ -441,11 +547,45 @@ impl Summaries {
                 }
             }
             if !changed {
+                self.ensure_fresh(module, &new);
                 return;
             }
         }
         for g in new {
             self.kept.insert(g, all_kept(module, g));
+        }
+    }
+
+    /// Summarises which result leaves of the functions `new` (whose kept
+    /// parameters are summarised, as are all their callees') are fresh:
+    /// starting from "every array leaf fresh, never pushed", each round
+    /// recomputes every one from the others' current summaries until none
+    /// changes (the greatest such summary: a leaf made afresh at the end
+    /// of a recursion is fresh). Each round can only take freshness away
+    /// or add pushes, so it settles; past the rounds allowed, none is
+    /// fresh (never seen).
+    fn ensure_fresh(&mut self, module: &Module, new: &[FuncId]) {
+        for &g in new {
+            if let Some(func) = module.get(g) {
+                self.fresh.insert(g, fresh::top(func));
+            }
+        }
+        for _ in 0..SUMMARY_ROUNDS {
+            let mut changed = false;
+            for &g in new {
+                let Some(func) = module.get(g) else { continue };
+                let leaves = fresh::fresh_leaves(func, self);
+                if self.fresh.get(&g) != Some(&leaves) {
+                    self.fresh.insert(g, leaves);
+                    changed = true;
+                }
+            }
+            if !changed {
+                return;
+            }
+        }
+        for g in new {
+            self.fresh.remove(g);
         }
     }
 }
@@ -486,6 +626,11 @@ pub(super) struct Freed {
     /// `latch` (each with the chain's `leaves`) but let go as their chain
     /// does.
     pub(super) chains: Vec<Chain>,
+    /// Whether the module's tapes are counted (`Module::counted_tapes`):
+    /// then every push of the value of a statement that makes arrays, as
+    /// it is, is counted, whether the function lets go of it or not
+    /// ("Fresh results": its caller may).
+    pub(super) counted: bool,
 }
 
 /// A handing chain (module header, "Handing chains"): header phis each of
@@ -549,34 +694,43 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         through: HashMap::default(),
         at_return: HashSet::default(),
         chains: Vec::new(),
+        counted: module.counted_tapes(),
     };
     // Without counted tapes (`Module::counted_tapes`), a push is an escape
     // and pops are no sites, as before tapes were counted.
     let counted = module.counted_tapes();
-    let sites: Vec<(Value, Block)> = func
-        .layout
-        .iter()
-        .flat_map(|&b| func.blocks[b].insts.iter().map(move |&i| (b, i)))
-        .filter_map(|(b, i)| match (&func.insts[i].kind, func.insts[i].result) {
-            (
-                InstKind::Prim {
-                    prim: Prim::Alloc | Prim::Zeros | Prim::Copy | Prim::Sdense,
-                    ..
-                },
-                Some(r),
-            ) => Some((r, b)),
-            (
-                InstKind::Prim {
-                    prim: Prim::Pop, ..
-                },
-                Some(r),
-            ) if counted && matches!(func.values.get(r).map(|d| &d.ty), Some(Type::Array(_))) => {
-                Some((r, b))
-            }
-            _ => None,
-        })
-        .collect();
-    if sites.is_empty() {
+    summaries.uncounted |= !counted;
+    let own_site = |i: Inst| match (&func.insts[i].kind, func.insts[i].result) {
+        (
+            InstKind::Prim {
+                prim: Prim::Alloc | Prim::Zeros | Prim::Copy | Prim::Sdense,
+                ..
+            },
+            Some(r),
+        ) => Some(r),
+        (
+            InstKind::Prim {
+                prim: Prim::Pop, ..
+            },
+            Some(r),
+        ) if counted && matches!(func.values.get(r).map(|d| &d.ty), Some(Type::Array(_))) => {
+            Some(r)
+        }
+        _ => None,
+    };
+    // A call whose result may hold an array may make one ("Fresh results").
+    let calls_arrays = |i: Inst| {
+        matches!(func.insts[i].kind, InstKind::Invoke { .. })
+            && func.insts[i]
+                .result
+                .and_then(|r| func.values.get(r))
+                .is_some_and(|d| holds_array(&d.ty))
+    };
+    if !func
+        .insts
+        .keys()
+        .any(|i| own_site(i).is_some() || calls_arrays(i))
+    {
         return freed;
     }
     let roots: Vec<FuncId> = callees(func).collect();
@@ -584,6 +738,26 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
     let cfg = ControlFlowGraph::with_function(func);
     let dom = DominatorTree::with_cfg(&cfg);
     let uses = Uses::of(func, &dom);
+    let mut calls = fresh::Calls::of(func, &dom, &uses, summaries);
+    // A callee's push of its fresh array is counted only if it was
+    // compiled with counted tapes: with every function so far compiled so
+    // (the module's flag is set before its pieces are compiled, and not
+    // unset), so are all those compiled later.
+    if summaries.uncounted {
+        calls.sites.retain(|_, &mut pushed| !pushed);
+    }
+    let sites: Vec<(Value, Block)> = func
+        .layout
+        .iter()
+        .flat_map(|&b| func.blocks[b].insts.iter().map(move |&i| (b, i)))
+        .filter_map(|(b, i)| {
+            let called = func.insts[i].result.filter(|r| calls.sites.contains_key(r));
+            own_site(i).or(called).map(|r| (r, b))
+        })
+        .collect();
+    if sites.is_empty() {
+        return freed;
+    }
     let mut walk = Walk {
         func,
         uses: &uses,
@@ -591,6 +765,13 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         budget: BUDGET,
         entered: HashMap::default(),
         chain_entered: HashMap::default(),
+        born_pushed: calls
+            .sites
+            .iter()
+            .filter(|&(_, &pushed)| pushed)
+            .map(|(&v, _)| v)
+            .collect(),
+        aliases: calls.aliases,
     };
     let sites: Vec<(Value, Block)> = sites
         .into_iter()
@@ -1504,7 +1685,7 @@ pub(super) fn counted_pushes(func: &Func, freed: &Freed) -> HashMap<Inst, Letgo>
         }
     }
     let mut out = HashMap::default();
-    if counted.is_empty() {
+    if counted.is_empty() && !freed.counted {
         return out;
     }
     for (i, data) in func.insts.iter() {
@@ -1513,9 +1694,19 @@ pub(super) fn counted_pushes(func: &Func, freed: &Freed) -> HashMap<Inst, Letgo>
             args,
         } = &data.kind
             && let Some(Operand::Value(v)) = args.first()
-            && let Some(&letgo) = counted.get(v)
         {
-            out.insert(i, letgo);
+            // A statement's own array that the function does not let go
+            // of may be a fresh result its caller lets go of ("Fresh
+            // results"): its pushes are counted all the same.
+            match counted.get(v) {
+                Some(&letgo) => {
+                    out.insert(i, letgo);
+                }
+                None if freed.counted && fresh::makes(func, *v) => {
+                    out.insert(i, Letgo::Release);
+                }
+                None => {}
+            }
         }
     }
     out
@@ -1552,6 +1743,8 @@ fn kept_params(func: &Func, summaries: &Summaries) -> Vec<bool> {
         budget: BUDGET,
         entered: HashMap::default(),
         chain_entered: HashMap::default(),
+        born_pushed: HashSet::default(),
+        aliases: HashMap::default(),
     };
     func.params
         .iter()
@@ -1649,6 +1842,12 @@ struct Walk<'a> {
     /// entered with: those sites' walks count the phi's pushes
     /// (`Chain::entered`).
     chain_entered: HashMap<Value, Vec<Value>>,
+    /// The calls of fresh leaves whose callee may have pushed the array
+    /// (counted): such a site counts as pushed, so it releases.
+    born_pushed: HashSet<Value>,
+    /// The later `getfield`s of the field a `getfield` call site takes,
+    /// by site: values the site reaches from the start.
+    aliases: HashMap<Value, Vec<Value>>,
 }
 
 impl Walk<'_> {
@@ -1700,8 +1899,14 @@ impl Walk<'_> {
         let func = self.func;
         let mut seen: HashSet<Value> = HashSet::default();
         let mut work = vec![a];
-        let mut pushed = false;
+        let mut pushed = site.is_some() && self.born_pushed.contains(&a);
         seen.insert(a);
+        if site.is_some() {
+            for &g in self.aliases.get(&a).into_iter().flatten() {
+                seen.insert(g);
+                work.push(g);
+            }
+        }
         while let Some(v) = work.pop() {
             for &u in self.uses.by_value.get(&v).map_or(&[][..], Vec::as_slice) {
                 if self.budget == 0 {
@@ -1916,6 +2121,118 @@ mod tests {
 }
 ";
         assert_eq!(freed(src), ["t", "u"]);
+    }
+
+    #[test]
+    fn calls_returning_fresh_arrays_are_sites() {
+        // `@g` returns a new array; `@h` one in a tuple; `@rec` one made at
+        // the base of its recursion; `@p` one it pushes (counted). `@id`
+        // returns its argument, `@two` one array at two fields: not fresh.
+        let src = "func @g(%n: i64) -> [f64] {
+#1:
+  %a = call zeros(%n) :: [f64]
+  return %a
+}
+func @h(%n: i64) -> ([f64], f64) {
+#1:
+  %a = call zeros(%n) :: [f64]
+  %t = call tuple(%a, 1.0) :: ([f64], f64)
+  return %t
+}
+func @rec(%k: i64) -> [f64] {
+#1:
+  %c = call eq(%k, 0) :: bool
+  gotoifnot %c, #3
+#2:
+  %a = call zeros(3) :: [f64]
+  return %a
+#3:
+  %j = call isub(%k, 1) :: i64
+  %b = invoke @rec(%j) :: [f64]
+  return %b
+}
+func @p(%n: i64) -> [f64] {
+#1:
+  %a = call zeros(%n) :: [f64]
+  call push(%a)
+  return %a
+}
+func @id(%a: [f64]) -> [f64] {
+#1:
+  return %a
+}
+func @two(%n: i64) -> ([f64], [f64]) {
+#1:
+  %a = call zeros(%n) :: [f64]
+  %t = call tuple(%a, %a) :: ([f64], [f64])
+  return %t
+}
+func @f(%n: i64) -> f64 {
+#1:
+  %r = invoke @g(%n) :: [f64]
+  %t = invoke @h(%n) :: ([f64], f64)
+  %u = call getfield(%t, 0) :: [f64]
+  %u2 = call getfield(%t, 0) :: [f64]
+  %e = invoke @rec(%n) :: [f64]
+  %q = invoke @p(%n) :: [f64]
+  %z = call zeros(%n) :: [f64]
+  %i = invoke @id(%z) :: [f64]
+  %w = invoke @two(%n) :: ([f64], [f64])
+  %w0 = call getfield(%w, 0) :: [f64]
+  %w1 = call getfield(%w, 1) :: [f64]
+  %x1 = call arrayref(%r, 0) :: f64
+  %x2 = call arrayref(%u, 0) :: f64
+  %x3 = call arrayref(%u2, 1) :: f64
+  %x4 = call arrayref(%e, 0) :: f64
+  %x5 = call arrayref(%q, 0) :: f64
+  %x6 = call arrayref(%i, 0) :: f64
+  %x7 = call arrayref(%w0, 0) :: f64
+  %x8 = call arrayref(%w1, 0) :: f64
+  return %x8
+}
+";
+        // `u2` takes the field `u` takes: the same array, reached from `u`.
+        assert_eq!(freed(src), ["r", "u", "e", "q:release"]);
+        // Tapes not counted: `@p`'s push is an escape, so its array stays.
+        assert_eq!(freed_in(src, false), ["r", "u", "e"]);
+    }
+
+    #[test]
+    fn no_caller_releases_what_a_callee_compiled_uncounted_pushed() {
+        let src = "func @p(%n: i64) -> [f64] {
+#1:
+  %a = call zeros(%n) :: [f64]
+  call push(%a)
+  return %a
+}
+func @f(%n: i64) -> f64 {
+#1:
+  %q = invoke @p(%n) :: [f64]
+  %x = call arrayref(%q, 0) :: f64
+  return %x
+}
+";
+        let mut m = parse_module(src).expect("parses");
+        let f = m.by_name("f").expect("@f");
+        let names = |freed: Freed, m: &Module| -> Vec<String> {
+            let func = m.get(f).expect("func");
+            freed
+                .sites
+                .iter()
+                .map(|&(v, l)| format!("{}:{l:?}", func.values[v].name.as_deref().unwrap_or("?")))
+                .collect()
+        };
+        let mut summaries = Summaries::default();
+        let freed = freed_sites(m.get(f).expect("func"), &m, &mut summaries);
+        assert!(names(freed, &m).is_empty());
+        // The same compiler, the tapes now counted: `@p` may have been
+        // compiled uncounted, its push not tagged, so `q` stays.
+        m.set_counted_tapes(true);
+        let freed = freed_sites(m.get(f).expect("func"), &m, &mut summaries);
+        assert!(names(freed, &m).is_empty());
+        // A compiler that compiled nothing uncounted releases it.
+        let freed = freed_sites(m.get(f).expect("func"), &m, &mut Summaries::default());
+        assert_eq!(names(freed, &m), ["q:Release"]);
     }
 
     #[test]

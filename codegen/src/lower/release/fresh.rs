@@ -1,0 +1,454 @@
+//! Which array leaves of a function's result are *fresh*, and which calls
+//! of such functions are sites that make arrays in their callers
+//! (`lower/release.rs`, "Fresh results", has the rules and why they are
+//! sound). Assumes verified functions (SSA dominance). Guarantees: a leaf
+//! is said fresh only when, on every return, it holds an array made
+//! during the call that no other reference survives but counted tape
+//! references, and the callee never lets go of it; [`Summaries`] keeps
+//! the greatest such set over the call graph.
+
+use super::{BUDGET, PrimUse, Summaries, Use, Uses, holds_array, prim_use};
+use irad_ir::flow::DominatorTree;
+use irad_ir::types::Type;
+use irad_ir::{Block, Const, Func, Inst, InstKind, Operand, Prim, Terminator, Value, ValueDef};
+use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::FxHashSet as HashSet;
+
+/// What a summary says of one array leaf of a function's result.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(in crate::lower) enum Fresh {
+    /// Not known to be fresh: the caller treats it as any call's result.
+    No,
+    /// Fresh; `pushed` when the callee (or a callee of it) may have pushed
+    /// it on a tape, every such push counted (a tagged word).
+    Made { pushed: bool },
+}
+
+/// The array leaves of result type `ty`, each as the index of its summary
+/// entry: `[T]` has one (the result itself, entry 0); a tuple one per field
+/// of type `[T]` (entry: the field's index). `None` when the type holds an
+/// array otherwise (a nested tuple, a dual): no leaf is then fresh, so
+/// that every leaf that can hold an array is one of these.
+fn leaves(ty: &Type) -> Option<Vec<usize>> {
+    match ty {
+        Type::Array(_) => Some(vec![0]),
+        Type::Tuple(elems) => {
+            let mut out = Vec::new();
+            for (k, e) in elems.iter().enumerate() {
+                match e {
+                    Type::Array(_) => out.push(k),
+                    e if holds_array(e) => return None,
+                    _ => {}
+                }
+            }
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
+/// The summary a greatest fixpoint starts from: every array leaf of
+/// `func`'s result fresh and never pushed.
+pub(super) fn top(func: &Func) -> Vec<Fresh> {
+    let mut out = vec![Fresh::No; entries(&func.ret)];
+    for k in leaves(&func.ret).unwrap_or_default() {
+        out[k] = Fresh::Made { pushed: false };
+    }
+    out
+}
+
+/// How many summary entries a result type has.
+fn entries(ty: &Type) -> usize {
+    match ty {
+        Type::Array(_) => 1,
+        Type::Tuple(elems) => elems.len(),
+        _ => 0,
+    }
+}
+
+/// The fresh leaves of `func`, given the current summaries of its callees
+/// (`lower/release.rs`, "Fresh results").
+pub(super) fn fresh_leaves(func: &Func, summaries: &Summaries) -> Vec<Fresh> {
+    let mut out = vec![Fresh::No; entries(&func.ret)];
+    let Some(leaves) = leaves(&func.ret) else {
+        return out;
+    };
+    if leaves.is_empty() {
+        return out;
+    }
+    let cfg = irad_ir::flow::ControlFlowGraph::with_function(func);
+    let dom = DominatorTree::with_cfg(&cfg);
+    let uses = Uses::of(func, &dom);
+    let calls = Calls::of(func, &dom, &uses, summaries);
+    let returned: Vec<Operand> = func
+        .layout
+        .iter()
+        .filter(|&&b| dom.is_reachable(b))
+        .filter_map(
+            |&b| match func.blocks.get(b).and_then(|d| d.term.as_ref()) {
+                Some(Terminator::Return(op)) => Some(*op),
+                _ => None,
+            },
+        )
+        .collect();
+    let whole = matches!(func.ret, Type::Array(_));
+    let mut budget = BUDGET;
+    for &k in &leaves {
+        // What the leaf may hold over every return: only arrays made in
+        // this call?
+        let mut sources = Sources::default();
+        for op in &returned {
+            sources.add(func, (&dom, &calls, summaries), *op, (!whole).then_some(k));
+        }
+        if sources.unknown || sources.origins.is_empty() {
+            continue;
+        }
+        // Each of those reaches nothing that escapes but this leaf.
+        let at: &[usize] = if whole { &[] } else { std::slice::from_ref(&k) };
+        let mut pushed = false;
+        let mut fresh = true;
+        for &o in &sources.origins {
+            let (start, path, callee_pushed) = match o {
+                Origin::Made(v) => (v, Vec::new(), None),
+                Origin::Called(v, p) => (v, Vec::new(), Some(p)),
+                Origin::Field(t, j, p) => (t, vec![j], Some(p)),
+            };
+            let walk = Reach {
+                func,
+                uses: &uses,
+                summaries,
+                aliases: &calls.aliases,
+                leaf: at,
+                // Only a statement's own array may be pushed here; a
+                // call's may have been pushed by its callee (counted).
+                maker: callee_pushed.is_none(),
+            };
+            match walk.returned(start, path, &mut budget) {
+                Some(here) => pushed |= here || callee_pushed == Some(true),
+                None => {
+                    fresh = false;
+                    break;
+                }
+            }
+        }
+        if fresh {
+            out[k] = Fresh::Made { pushed };
+        }
+    }
+    out
+}
+
+/// The calls of fresh leaves in a function: each value that is a site
+/// making arrays in it ("Fresh results"), with whether the callee may have
+/// pushed its array (counted).
+pub(super) struct Calls {
+    pub(super) sites: HashMap<Value, bool>,
+    /// For a `getfield` site, the later `getfield`s of the same field of
+    /// the same call, which hold the same array: values the site reaches.
+    pub(super) aliases: HashMap<Value, Vec<Value>>,
+}
+
+impl Calls {
+    /// The sites of `func` that are calls of fresh leaves: `r = invoke
+    /// @g(...)` of type `[T]` whose result is fresh; `g = getfield(t, k)`
+    /// of a fresh field `k` where `t = invoke @g(...)` is in the same
+    /// block, `t` is used only by `getfield`s there, and `g` is the first
+    /// of field `k` (the others are its aliases).
+    pub(super) fn of(
+        func: &Func,
+        dom: &DominatorTree,
+        uses: &Uses,
+        summaries: &Summaries,
+    ) -> Calls {
+        let mut sites = HashMap::default();
+        let mut aliases = HashMap::default();
+        for &b in &func.layout {
+            if !dom.is_reachable(b) {
+                continue;
+            }
+            for &inst in &func.blocks[b].insts {
+                let data = &func.insts[inst];
+                let (InstKind::Invoke { func: callee, .. }, Some(t)) = (&data.kind, data.result)
+                else {
+                    continue;
+                };
+                match func.values.get(t).map(|d| &d.ty) {
+                    Some(Type::Array(_)) => {
+                        if let Fresh::Made { pushed } = summaries.fresh(*callee, 0) {
+                            sites.insert(t, pushed);
+                        }
+                    }
+                    Some(Type::Tuple(_)) => {
+                        for (k, g, others) in fields(func, uses, (t, b)) {
+                            if let Fresh::Made { pushed } = summaries.fresh(*callee, k) {
+                                sites.insert(g, pushed);
+                                if !others.is_empty() {
+                                    aliases.insert(g, others);
+                                }
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Calls { sites, aliases }
+    }
+}
+
+/// The fields of tuple `t` (made in block `b`) taken by `getfield`s, when
+/// every use of `t` is a `getfield` of a constant field in block `b`: each
+/// field with its first `getfield` (in statement order) and the others of
+/// the same field, which hold the same array (a source's `t.0[0] +
+/// t.0[1]` takes the field twice).
+fn fields(func: &Func, uses: &Uses, (t, b): (Value, Block)) -> Vec<(usize, Value, Vec<Value>)> {
+    let mut out: Vec<(usize, Value, Vec<Value>)> = Vec::new();
+    // The uses of a value are listed in layout order, so in statement
+    // order within `b`.
+    for u in uses.by_value.get(&t).map_or(&[][..], Vec::as_slice) {
+        let Use::Inst(i, at) = *u else {
+            return Vec::new();
+        };
+        let Some((g, k)) = getfield(func, i) else {
+            return Vec::new();
+        };
+        if at != b {
+            return Vec::new();
+        }
+        match out.iter_mut().find(|(j, _, _)| *j == k) {
+            Some((_, _, others)) => others.push(g),
+            None => out.push((k, g, Vec::new())),
+        }
+    }
+    out
+}
+
+/// Statement `i` as `g = getfield(t, k)`: its result and field.
+fn getfield(func: &Func, i: Inst) -> Option<(Value, usize)> {
+    let data = func.insts.get(i)?;
+    let InstKind::Prim {
+        prim: Prim::Getfield,
+        args,
+    } = &data.kind
+    else {
+        return None;
+    };
+    let Some(Operand::Const(Const::I64(k))) = args.get(1) else {
+        return None;
+    };
+    Some((data.result?, usize::try_from(*k).ok()?))
+}
+
+/// An array made during a call, as [`Sources`] finds it.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum Origin {
+    /// The value of a statement that makes arrays.
+    Made(Value),
+    /// A call's fresh array: a site of [`Calls`], with whether its callee
+    /// may have pushed it.
+    Called(Value, bool),
+    /// Field `k` of the tuple a call returned, fresh, with whether its
+    /// callee may have pushed it.
+    Field(Value, usize, bool),
+}
+
+/// What one leaf of the returned values may hold: the arrays made during
+/// the call it is copied from by the rules of `lower/release.rs` (sites
+/// that make arrays, calls of fresh leaves), and whether it may hold
+/// anything else.
+#[derive(Default)]
+struct Sources {
+    seen: HashSet<(Value, Option<usize>)>,
+    origins: Vec<Origin>,
+    unknown: bool,
+}
+
+impl Sources {
+    /// Adds what field `k` (`None`: the whole value, an array) of `op` may
+    /// hold.
+    fn add(
+        &mut self,
+        func: &Func,
+        (dom, calls, summaries): (&DominatorTree, &Calls, &Summaries),
+        op: Operand,
+        k: Option<usize>,
+    ) {
+        let mut work: Vec<(Operand, Option<usize>)> = vec![(op, k)];
+        while let Some((op, k)) = work.pop() {
+            let Operand::Value(v) = op else {
+                self.unknown = true;
+                continue;
+            };
+            if !self.seen.insert((v, k)) {
+                continue;
+            }
+            let origin = match (k, calls.sites.get(&v)) {
+                (None, Some(&pushed)) => Some(Origin::Called(v, pushed)),
+                (None, None) if makes(func, v) => Some(Origin::Made(v)),
+                _ => None,
+            };
+            if let Some(o) = origin {
+                if !self.origins.contains(&o) {
+                    self.origins.push(o);
+                }
+                continue;
+            }
+            let inst = match func.values.get(v).map(|d| &d.def) {
+                Some(ValueDef::Inst(i)) => *i,
+                _ => {
+                    self.unknown = true;
+                    continue;
+                }
+            };
+            match (&func.insts[inst].kind, k) {
+                (InstKind::Phi { entries }, _) => work.extend(
+                    entries
+                        .iter()
+                        .filter(|(b, _)| dom.is_reachable(*b))
+                        .map(|(_, op)| (*op, k)),
+                ),
+                (
+                    InstKind::Prim {
+                        prim: Prim::Select,
+                        args,
+                    },
+                    _,
+                ) if args.len() == 3 => work.extend([(args[1], k), (args[2], k)]),
+                (
+                    InstKind::Prim {
+                        prim: Prim::Tuple,
+                        args,
+                    },
+                    Some(j),
+                ) if j < args.len() => work.push((args[j], None)),
+                (
+                    InstKind::Prim {
+                        prim: Prim::Getfield,
+                        args,
+                    },
+                    None,
+                ) => match (getfield(func, inst), args.first()) {
+                    (Some((_, j)), Some(t)) => work.push((*t, Some(j))),
+                    _ => self.unknown = true,
+                },
+                (InstKind::Invoke { func: callee, .. }, Some(j)) => {
+                    match summaries.fresh(*callee, j) {
+                        Fresh::Made { pushed } => {
+                            let o = Origin::Field(v, j, pushed);
+                            if !self.origins.contains(&o) {
+                                self.origins.push(o);
+                            }
+                        }
+                        Fresh::No => self.unknown = true,
+                    }
+                }
+                _ => self.unknown = true,
+            }
+        }
+    }
+}
+
+/// Whether `v` is made by a statement that makes a new array of the run's
+/// arena: `alloc`, `zeros`, `copy`, `sdense`.
+pub(super) fn makes(func: &Func, v: Value) -> bool {
+    matches!(
+        func.def_kind(v),
+        Some(InstKind::Prim {
+            prim: Prim::Alloc | Prim::Zeros | Prim::Copy | Prim::Sdense,
+            ..
+        })
+    )
+}
+
+/// The search of where an array made during a call may go, over one
+/// function: by which values, at which field of each (a path of field
+/// indices, empty for the array itself).
+struct Reach<'a> {
+    func: &'a Func,
+    uses: &'a Uses,
+    summaries: &'a Summaries,
+    /// [`Calls::aliases`]: a site's aliases hold its array too.
+    aliases: &'a HashMap<Value, Vec<Value>>,
+    /// Where a returned value may hold the array: `[]` for a `[T]` result,
+    /// `[k]` for field `k` of a tuple's.
+    leaf: &'a [usize],
+    /// Whether the array is a statement's own, which may be pushed as it
+    /// is (such a push is tagged in every compiled function of a module
+    /// whose tapes are counted, `counted_pushes`).
+    maker: bool,
+}
+
+impl Reach<'_> {
+    /// Whether the array held by `start` at `path` reaches nothing that
+    /// escapes but returns at the leaf: every value holding it, followed
+    /// by `tuple`, `getfield` (of its field only), `select` and every phi,
+    /// is only read, pushed as it is (`start` itself, a statement's array),
+    /// passed to a parameter its callee does not keep, or returned with
+    /// the array at `self.leaf`. `Some(pushed)` if so, else `None`.
+    fn returned(&self, start: Value, path: Vec<usize>, budget: &mut usize) -> Option<bool> {
+        let func = self.func;
+        let mut seen: HashSet<(Value, Vec<usize>)> = HashSet::default();
+        let mut work = vec![(start, path)];
+        for &g in self.aliases.get(&start).into_iter().flatten() {
+            work.push((g, Vec::new()));
+        }
+        let mut pushed = false;
+        seen.extend(work.iter().cloned());
+        while let Some((v, path)) = work.pop() {
+            for &u in self.uses.by_value.get(&v).map_or(&[][..], Vec::as_slice) {
+                *budget = budget.checked_sub(1)?;
+                let inst = match u {
+                    // Returned: only at the leaf (a condition or an index
+                    // cannot hold an array).
+                    Use::Term(_) if path == self.leaf => continue,
+                    Use::Term(_) => return None,
+                    Use::Inst(i, _) => i,
+                };
+                let data = func.insts.get(inst)?;
+                let mut next: Vec<Vec<usize>> = Vec::new();
+                match &data.kind {
+                    InstKind::Prim { prim, args } => match (prim_use(*prim), prim) {
+                        (PrimUse::Keeps, _) => {}
+                        (PrimUse::Pushes, _) if v == start && path.is_empty() && self.maker => {
+                            pushed = true;
+                        }
+                        (PrimUse::Propagates, Prim::Tuple) => {
+                            for (m, op) in args.iter().enumerate() {
+                                if *op == Operand::Value(v) {
+                                    next.push(
+                                        [m].into_iter().chain(path.iter().copied()).collect(),
+                                    );
+                                }
+                            }
+                        }
+                        (PrimUse::Propagates, Prim::Getfield) => {
+                            let (_, k) = getfield(func, inst)?;
+                            if path.first() == Some(&k) {
+                                next.push(path[1..].to_vec());
+                            }
+                        }
+                        (PrimUse::Propagates, Prim::Select) => next.push(path.clone()),
+                        _ => return None,
+                    },
+                    InstKind::Phi { .. } => next.push(path.clone()),
+                    InstKind::Invoke { func: callee, args } => {
+                        if args.iter().enumerate().any(|(k, op)| {
+                            *op == Operand::Value(v) && self.summaries.keeps(*callee, k)
+                        }) {
+                            return None;
+                        }
+                    }
+                    InstKind::CallValue { .. } => return None,
+                }
+                if let Some(r) = data.result {
+                    for p in next {
+                        if seen.insert((r, p.clone())) {
+                            work.push((r, p));
+                        }
+                    }
+                }
+            }
+        }
+        Some(pushed)
+    }
+}
