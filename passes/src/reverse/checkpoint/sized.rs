@@ -1631,7 +1631,7 @@ fn short_constant_loop(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::reverse::fresh::CallFacts;
 
     /// What one call of each function `caller` invokes counts, by name, for
     /// a surface program; `ruled` names one differentiated by a rule.
@@ -1639,7 +1639,7 @@ mod tests {
         let m = irad_ir::surface::compile(src).expect("the program compiles");
         let caller = &m[m.by_name("caller").expect("@caller")];
         let ruled = ruled.and_then(|r| m.by_name(r));
-        let mut facts = super::super::super::fresh::CallFacts::default();
+        let mut facts = CallFacts::default();
         let known = facts.learn(&m, caller, |f| Some(f) == ruled);
         let mut out: Vec<(String, u64)> = known
             .elements
