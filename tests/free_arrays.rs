@@ -114,19 +114,30 @@ fn the_jit_frees_each_site_the_analysis_allows() {
         // `pick`'s arrays all reach its result.
         ("picked", 0),
     ];
+    frees_as_counted(&src, &module, CASES, want);
+}
+
+/// Each of `want` (a function of `cases` and the arrays its primal frees)
+/// runs in the JIT as in the interpreter and frees that many arrays.
+fn frees_as_counted(
+    src: &Source,
+    module: &irad::ir::Module,
+    cases: &[(&str, &str)],
+    want: &[(&str, u64)],
+) {
     for &(name, frees) in want {
-        let args = CASES
+        let args = cases
             .iter()
             .find(|(f, _)| *f == name)
             .map(|(_, a)| *a)
             .expect("a case");
-        let f = irad::find_function(&src, &module, name).expect("function");
+        let f = irad::find_function(src, module, name).expect("function");
         // Fresh arguments for each run: `@merged` writes into its array.
-        let vals = || irad::parse_args(&Source::new("<args>", args), &module, f).expect("args");
-        let mut jit = irad::codegen::Jit::new(&module).expect("compiles");
+        let vals = || irad::parse_args(&Source::new("<args>", args), module, f).expect("args");
+        let mut jit = irad::codegen::Jit::new(module).expect("compiles");
         let got = jit.run(f, &vals(), &RunOptions::default()).expect("runs");
         let interp =
-            irad::ir::interp::run(&module, f, &vals(), &RunOptions::default()).expect("interprets");
+            irad::ir::interp::run(module, f, &vals(), &RunOptions::default()).expect("interprets");
         assert!(got.same(&interp), "@{name}");
         assert_eq!(jit.arrays_freed(), frees, "arrays freed by @{name}");
     }
@@ -192,21 +203,7 @@ fn the_jit_frees_the_fresh_arrays_calls_return() {
         // Only `a`, which `stored` only reads, freed at the return.
         ("kept", 1),
     ];
-    for &(name, frees) in want {
-        let args = CALL_CASES
-            .iter()
-            .find(|(f, _)| *f == name)
-            .map(|(_, a)| *a)
-            .expect("a case");
-        let f = irad::find_function(&src, &module, name).expect("function");
-        let vals = || irad::parse_args(&Source::new("<args>", args), &module, f).expect("args");
-        let mut jit = irad::codegen::Jit::new(&module).expect("compiles");
-        let got = jit.run(f, &vals(), &RunOptions::default()).expect("runs");
-        let interp =
-            irad::ir::interp::run(&module, f, &vals(), &RunOptions::default()).expect("interprets");
-        assert!(got.same(&interp), "@{name}");
-        assert_eq!(jit.arrays_freed(), frees, "arrays freed by @{name}");
-    }
+    frees_as_counted(&src, &module, CALL_CASES, want);
 }
 
 /// Reverse mode's forward sweeps return what the primal returns and push

@@ -257,10 +257,7 @@ fn array_calls(f: &irad_ir::Func) -> impl Iterator<Item = FuncId> + '_ {
 /// entries, `select`'s first choice and calls (to a depth of 8), if it is
 /// one.
 fn first_param(module: &Module, f: &irad_ir::Func, depth: u32) -> Option<usize> {
-    let mut op = f.layout.iter().find_map(|&b| match &f.blocks[b].term {
-        Some(Terminator::Return(op)) => Some(*op),
-        _ => None,
-    })?;
+    let mut op = *returned(f).first()?;
     for _ in 0..f.values.len() {
         let Operand::Value(v) = op else { return None };
         match f.values[v].def {
@@ -284,93 +281,94 @@ fn first_param(module: &Module, f: &irad_ir::Func, depth: u32) -> Option<usize> 
     None
 }
 
+/// The operands of `f`'s returns.
+fn returned(f: &irad_ir::Func) -> Vec<Operand> {
+    f.layout
+        .iter()
+        .filter_map(|&b| match &f.blocks[b].term {
+            Some(Terminator::Return(op)) => Some(*op),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether every return of `f` traces back to ends: a value `end` accepts
+/// ends its trace; any other must be a statement's result, and `next` gives
+/// the operands its trace goes on with (none: it ends well; `None`: the
+/// trace fails, and so does the whole).
+fn traces(
+    f: &irad_ir::Func,
+    end: impl Fn(Value) -> bool,
+    next: impl Fn(&InstKind) -> Option<Vec<Operand>>,
+) -> bool {
+    let mut work = returned(f);
+    if work.is_empty() {
+        return false;
+    }
+    let mut seen: HashSet<Value> = HashSet::default();
+    while let Some(op) = work.pop() {
+        let Operand::Value(v) = op else { return false };
+        if end(v) || !seen.insert(v) {
+            continue;
+        }
+        let ValueDef::Inst(d) = f.values[v].def else {
+            return false;
+        };
+        match next(&f.insts[d].kind) {
+            Some(ops) => work.extend(ops),
+            None => return false,
+        }
+    }
+    true
+}
+
+/// The operands a phi or `select` may give.
+fn choices(kind: &InstKind) -> Option<Vec<Operand>> {
+    match kind {
+        InstKind::Prim {
+            prim: Prim::Select,
+            args,
+        } if args.len() == 3 => Some(vec![args[1], args[2]]),
+        InstKind::Phi { entries } => Some(entries.iter().map(|&(_, op)| op).collect()),
+        _ => None,
+    }
+}
+
 /// Whether every return of `f` gives its parameter `j` as it is, the
 /// functions of `through` taken as returning theirs.
 fn returns_param(f: &irad_ir::Func, j: usize, through: &impl Fn(FuncId) -> Option<usize>) -> bool {
     let Some(&param) = f.params.get(j) else {
         return false;
     };
-    let mut work: Vec<Operand> = f
-        .layout
-        .iter()
-        .filter_map(|&b| match &f.blocks[b].term {
-            Some(Terminator::Return(op)) => Some(*op),
-            _ => None,
-        })
-        .collect();
-    if work.is_empty() {
-        return false;
-    }
-    let mut seen: HashSet<Value> = HashSet::default();
-    while let Some(op) = work.pop() {
-        let Operand::Value(v) = op else { return false };
-        if v == param || !seen.insert(v) {
-            continue;
-        }
-        let ValueDef::Inst(d) = f.values[v].def else {
-            return false;
-        };
-        match &f.insts[d].kind {
-            InstKind::Prim {
-                prim: Prim::Select,
-                args,
-            } if args.len() == 3 => work.extend([args[1], args[2]]),
-            InstKind::Phi { entries } => work.extend(entries.iter().map(|&(_, op)| op)),
-            InstKind::Invoke { func, args } => match through(*func).and_then(|i| args.get(i)) {
-                Some(op) => work.push(*op),
-                None => return false,
-            },
-            _ => return false,
-        }
-    }
-    true
+    traces(
+        f,
+        |v| v == param,
+        |kind| match kind {
+            InstKind::Invoke { func, args } => Some(vec![*args.get(through(*func)?)?]),
+            kind => choices(kind),
+        },
+    )
 }
 
 /// Whether every return of `f` gives an array made in the call, the
 /// functions of `fresh` taken as returning fresh arrays.
 fn returns_fresh(f: &irad_ir::Func, fresh: &impl Fn(FuncId) -> bool) -> bool {
-    let mut work: Vec<Operand> = f
-        .layout
-        .iter()
-        .filter_map(|&b| match &f.blocks[b].term {
-            Some(Terminator::Return(op)) => Some(*op),
-            _ => None,
-        })
-        .collect();
-    if work.is_empty() {
-        return false;
-    }
-    let mut seen: HashSet<Value> = HashSet::default();
-    while let Some(op) = work.pop() {
-        let Operand::Value(v) = op else { return false };
-        if !seen.insert(v) {
-            continue;
-        }
-        let ValueDef::Inst(d) = f.values[v].def else {
-            return false;
-        };
-        match &f.insts[d].kind {
+    traces(
+        f,
+        |_| false,
+        |kind| match kind {
             InstKind::Prim {
                 prim: Prim::Copy | Prim::Zeros | Prim::Alloc,
                 ..
-            } => {}
-            InstKind::Prim {
-                prim: Prim::Select,
-                args,
-            } if args.len() == 3 => work.extend([args[1], args[2]]),
+            } => Some(vec![]),
             InstKind::Prim {
                 prim: Prim::Getfield,
                 args,
-            } => match field_of_tuple(f, args) {
-                Some(op) => work.push(op),
-                None => return false,
-            },
-            InstKind::Phi { entries } => work.extend(entries.iter().map(|&(_, op)| op)),
-            InstKind::Invoke { func, .. } if fresh(*func) => {}
-            _ => return false,
-        }
-    }
-    true
+            } => Some(vec![field_of_tuple(f, args)?]),
+            InstKind::Invoke { func, .. } if fresh(*func) => Some(vec![]),
+            kind => choices(kind),
+        },
+    )
 }
 
 /// The operand a `getfield(t, i)` of a `tuple` statement's result picks.
