@@ -308,6 +308,10 @@ pub struct CheckpointedLoop {
     /// holds its slots, and at most `max(room, 2 + floor(log2 C) / 2)` are
     /// held for `C` stretches.
     pub binomial: Option<u64>,
+    /// For such a loop whose snapshots copy arrays: whether its first
+    /// snapshot takes the slots half the limit holds, for the arrays at
+    /// their lengths on entry, when that is more.
+    pub binomial_room: bool,
 }
 
 /// A loop inside a checkpointed loop whose trips (and snapshots) the outer
@@ -1052,6 +1056,9 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
         )),
     }
     match (c.binomial, c.thinned_after) {
+        (Some(0 | 1), _) if c.binomial_room => line.push_str(
+            "; snapshots placed by the binomial schedule of the stretches left (its trip count is known on entry): at most what half the limit holds, for the arrays a snapshot copies at their lengths on entry, or 2 + half the base-2 logarithm of the number of stretches held, whichever is more, a segment of several stretches split where the schedule says by its replay",
+        ),
         (Some(0 | 1), _) => line.push_str(
             "; snapshots placed by the binomial schedule of the stretches left (its trip count is known on entry): at most 2 + half the base-2 logarithm of the number of stretches held, a segment of several stretches split where the schedule says by its replay",
         ),

@@ -309,6 +309,13 @@ pub(super) struct Revolve {
     /// snapshots of s bytes (scalar state only), for a loop not inside
     /// another's replay: `(B / 2) / s`; 0 otherwise.
     pub least: u64,
+    /// For a loop whose snapshots copy arrays, not inside another's replay,
+    /// under a limit of B bytes: `(B / 2, s)`, `s` the bytes of a snapshot
+    /// but its arrays' elements. The first snapshot then takes as many
+    /// slots as `(B / 2) / (s + 8 n)` when that is more, `n` the elements
+    /// of the arrays it copies, counted there (they are the loop's state on
+    /// entry).
+    pub room: Option<(u64, u64)>,
 }
 
 /// The direct path of a checkpointed counted loop: the test on entry and
@@ -1014,18 +1021,16 @@ fn thinning(
     let test = l.counted.as_ref().and_then(|_| entry_test(cx, k));
     // A flag, the stretch's index, its slots (binomial), the stretch when
     // saved, and the header phis' values.
+    let saved = sized.is_some_and(sized::RunStretch::saved);
+    let size: u64 = 9
+        + 8 * u64::from(test.is_some())
+        + 8 * u64::from(saved)
+        + replay::header_phis(cx, l.header)
+            .iter()
+            .map(|&(_, r)| tape_value_bytes(&cx.src.values[r].ty))
+            .sum::<u64>();
     let room = match (limit, scalar) {
-        (Some(limit), true) => {
-            let saved = sized.is_some_and(sized::RunStretch::saved);
-            let size: u64 = 9
-                + 8 * u64::from(test.is_some())
-                + 8 * u64::from(saved)
-                + replay::header_phis(cx, l.header)
-                    .iter()
-                    .map(|&(_, r)| tape_value_bytes(&cx.src.values[r].ty))
-                    .sum::<u64>();
-            limit / 2 / size
-        }
+        (Some(limit), true) => limit / 2 / size,
         _ => 0,
     };
     match test {
@@ -1034,6 +1039,7 @@ fn thinning(
             Some(Revolve {
                 test,
                 least: if inside { 0 } else { room },
+                room: limit.filter(|_| !scalar && !inside).map(|b| (b / 2, size)),
             }),
         ),
         None => (room.max(2).saturating_sub(THIN_SLACK), None),
@@ -2274,6 +2280,7 @@ pub(super) fn summary(
                 exits_apart: c.leave.regions,
                 thinned_after: c.plain,
                 binomial: c.revolve.as_ref().map(|r| r.least),
+                binomial_room: c.revolve.as_ref().is_some_and(|r| r.room.is_some()),
             }
         })
         .collect()

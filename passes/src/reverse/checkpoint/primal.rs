@@ -569,8 +569,12 @@ impl PLoop<'_, '_, '_> {
         let some = self.value(Prim::Ge, &[n, Operand::from(1i64)])?;
         let n = self.value(Prim::Select, &[some, n, Operand::from(1i64)])?;
         let first = self.value(Prim::Eq, &[v(sc), Operand::from(0i64)])?;
-        let s0 =
-            super::revolve::first_slots(&mut self.fb, n, rv.least).map_err(|m| err(&cx.floc, m))?;
+        let room = match rv.room {
+            Some((half, size)) => Some(self.snapshot_room(ck, (half, size))?),
+            None => None,
+        };
+        let s0 = super::revolve::first_slots(&mut self.fb, n, (rv.least, room))
+            .map_err(|m| err(&cx.floc, m))?;
         let s = self.value(Prim::Select, &[first, s0, v(sl)])?;
         let (m, blocks) =
             super::revolve::split(&mut self.fb, (n, s), super::revolve::Splitting::Forward)
@@ -719,6 +723,48 @@ impl PLoop<'_, '_, '_> {
         }
         self.fb.goto(self.rest).map_err(&build)?;
         Ok(())
+    }
+
+    /// The snapshots half the limit holds, `half / (size + 8 n)`, for `n`
+    /// the elements a snapshot holds as the arrays are here (the first
+    /// snapshot's, which the loop enters with): the copy of each array it
+    /// copies, and each carried array itself, which it pushes as a header
+    /// value (and keeps alive when the loop replaces it); `size` the rest of
+    /// a snapshot's bytes, each kept shadow's reference included.
+    fn snapshot_room(
+        &mut self,
+        ck: &CkLoop,
+        (half, size): (u64, u64),
+    ) -> Result<Operand, ReverseError> {
+        let cx = self.cx;
+        let mut arrays = Vec::new();
+        for leaf in &ck.arrays {
+            let mut a = self.input(ck, leaf.input);
+            for &k in &leaf.path {
+                a = self.value(Prim::Getfield, &[a, Operand::from(k)])?;
+            }
+            arrays.push(a);
+        }
+        let phis = header_phis(cx, cx.shape.loops.of(ck.k).header);
+        for c in &ck.carried {
+            let (_, r) = phis
+                .get(c.phi)
+                .copied()
+                .ok_or_else(|| internal(&cx.floc, "a carried array without its phi"))?;
+            let a = map_op(&self.pmap, &Operand::Value(r), &cx.floc)?;
+            arrays.extend([a, a]);
+        }
+        let kept = ck.carried.iter().filter(|c| c.kept.is_some()).count() as u64;
+        let fixed = i64::try_from(size.saturating_add(8 * kept)).unwrap_or(i64::MAX);
+        let mut bytes = Operand::from(fixed.max(1));
+        for a in arrays {
+            // 8 bytes per element (arrays in memory are far from 2^60).
+            let n = self.value(Prim::Length, &[a])?;
+            let b = self.value(Prim::Imul, &[n, Operand::from(8i64)])?;
+            bytes = self.value(Prim::Iadd, &[bytes, b])?;
+        }
+        let half = i64::try_from(half).unwrap_or(i64::MAX);
+        self.value(Prim::Idiv, &[Operand::from(half), bytes])
     }
 
     /// Pushes a copy of each array of `ck.arrays` (reached from the loop's

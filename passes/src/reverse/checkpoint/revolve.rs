@@ -155,7 +155,7 @@ pub(super) fn split(
 pub(super) fn first_slots(
     fb: &mut FuncBuilder<'_>,
     n: Operand,
-    least: u64,
+    (least, room): (u64, Option<Operand>),
 ) -> Result<Operand, String> {
     let mut e = |p: Prim, a: &[Operand]| emit_value(fb, p, a);
     let nf = e(Prim::Sitofp, &[n])?;
@@ -174,6 +174,15 @@ pub(super) fn first_slots(
             &[slots, Operand::from(least.min(1 << 52) as f64)],
         )?,
         false => slots,
+    };
+    // The room computed on entry (an `i64`), when more.
+    let s = match room {
+        Some(r) => {
+            let r = e(Prim::Sitofp, &[r])?;
+            let r = e(Prim::Min, &[r, Operand::from((1u64 << 52) as f64)])?;
+            e(Prim::Max, &[s, r])?
+        }
+        None => s,
     };
     e(Prim::Fptosi, &[s])
 }
