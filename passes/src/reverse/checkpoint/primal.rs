@@ -703,13 +703,7 @@ impl PLoop<'_, '_, '_> {
             self.push(v)?;
         }
         self.push_arrays(ck)?;
-        let phis = header_phis(cx, l.header);
-        for c in &ck.carried {
-            let (_, r) = phis
-                .get(c.phi)
-                .copied()
-                .ok_or_else(|| internal(&cx.floc, "a carried array without its phi"))?;
-            let a = map_op(&self.pmap, &Operand::Value(r), &cx.floc)?;
+        for a in self.carried_values(ck)? {
             let copy = self.value(Prim::Copy, &[a])?;
             self.push(copy)?;
         }
@@ -736,22 +730,8 @@ impl PLoop<'_, '_, '_> {
         ck: &CkLoop,
         (half, size): (u64, u64),
     ) -> Result<Operand, ReverseError> {
-        let cx = self.cx;
-        let mut arrays = Vec::new();
-        for leaf in &ck.arrays {
-            let mut a = self.input(ck, leaf.input);
-            for &k in &leaf.path {
-                a = self.value(Prim::Getfield, &[a, Operand::from(k)])?;
-            }
-            arrays.push(a);
-        }
-        let phis = header_phis(cx, cx.shape.loops.of(ck.k).header);
-        for c in &ck.carried {
-            let (_, r) = phis
-                .get(c.phi)
-                .copied()
-                .ok_or_else(|| internal(&cx.floc, "a carried array without its phi"))?;
-            let a = map_op(&self.pmap, &Operand::Value(r), &cx.floc)?;
+        let mut arrays = self.copied_arrays(ck)?;
+        for a in self.carried_values(ck)? {
             arrays.extend([a, a]);
         }
         let kept = ck.carried.iter().filter(|c| c.kept.is_some()).count() as u64;
@@ -770,15 +750,42 @@ impl PLoop<'_, '_, '_> {
     /// Pushes a copy of each array of `ck.arrays` (reached from the loop's
     /// inputs).
     fn push_arrays(&mut self, ck: &CkLoop) -> Result<(), ReverseError> {
+        for a in self.copied_arrays(ck)? {
+            let copy = self.value(Prim::Copy, &[a])?;
+            self.push(copy)?;
+        }
+        Ok(())
+    }
+
+    /// The arrays of `ck.arrays` (a snapshot copies them), each reached
+    /// from its loop input along its path at the current position.
+    fn copied_arrays(&mut self, ck: &CkLoop) -> Result<Vec<Operand>, ReverseError> {
+        let mut arrays = Vec::with_capacity(ck.arrays.len());
         for leaf in &ck.arrays {
             let mut a = self.input(ck, leaf.input);
             for &k in &leaf.path {
                 a = self.value(Prim::Getfield, &[a, Operand::from(k)])?;
             }
-            let copy = self.value(Prim::Copy, &[a])?;
-            self.push(copy)?;
+            arrays.push(a);
         }
-        Ok(())
+        Ok(arrays)
+    }
+
+    /// The header phi of each carried array of `ck` (a snapshot copies it),
+    /// as this sweep names it.
+    fn carried_values(&self, ck: &CkLoop) -> Result<Vec<Operand>, ReverseError> {
+        let cx = self.cx;
+        let phis = header_phis(cx, cx.shape.loops.of(ck.k).header);
+        ck.carried
+            .iter()
+            .map(|c| {
+                let (_, r) = phis
+                    .get(c.phi)
+                    .copied()
+                    .ok_or_else(|| internal(&cx.floc, "a carried array without its phi"))?;
+                map_op(&self.pmap, &Operand::Value(r), &cx.floc)
+            })
+            .collect()
     }
 
     /// Input `j` of loop `ck` where this loop is built.
