@@ -239,6 +239,10 @@ pub struct CheckpointedLoop {
     /// phis enter with): each snapshot then pushes the stretch, which its
     /// replay cannot compute.
     pub entered_lengths: u64,
+    /// Whether an array giving that longest length is one the loop enters
+    /// with (the shadow of an array it carries and makes afresh), rather
+    /// than one it reads from before it, or `entered_lengths` is not zero.
+    pub lengths_entered: bool,
     /// How many integers defined before the loop, other than its inputs,
     /// those bounds read (a countdown's start, which the loop reads only
     /// through its header phis): each snapshot then pushes the stretch too.
@@ -929,9 +933,9 @@ fn inner_runs_text(c: &CheckpointedLoop, limit: u64) -> String {
             .iter()
             .any(|r| r.fresh > 0 || r.copies_made > 0)
     {
-        text.push_str(match c.entered_lengths {
-            0 => ", each array made in the loop taken as long as the longest array the loop reads from before it",
-            _ => ", each array made in the loop taken as long as the longest array the loop reads from or enters with",
+        text.push_str(match c.lengths_entered {
+            false => ", each array made in the loop taken as long as the longest array the loop reads from before it",
+            true => ", each array made in the loop taken as long as the longest array the loop reads from or enters with",
         });
     }
     if c.uncounted_arrays {
@@ -975,9 +979,9 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
             c.bytes_per_iteration,
             arrays_text(c.fresh_arrays),
             called_text(c.fresh_arrays, c.called_arrays),
-            match c.entered_lengths {
-                0 => "reads from before it",
-                _ => "reads from or enters with",
+            match c.lengths_entered {
+                false => "reads from before it",
+                true => "reads from or enters with",
             }
         )),
         StretchSource::Limit(limit) => line.push_str(&format!(

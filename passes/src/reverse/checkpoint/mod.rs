@@ -2249,6 +2249,14 @@ pub(super) fn summary(
                     .as_ref()
                     .map_or(0, |s| (s.outside.len() - s.scalars.len()) as u64),
                 entered_values: c.sized.as_ref().map_or(0, |s| s.scalars.len() as u64),
+                lengths_entered: c.sized.as_ref().is_some_and(|s| {
+                    s.outside.len() > s.scalars.len()
+                        || s.lengths.iter().any(|&j| {
+                            c.carried
+                                .iter()
+                                .any(|a| a.shadow.is_some_and(|(_, i)| i == j))
+                        })
+                }),
                 state: c.state.clone(),
                 state_names: vec![None; c.state.len()],
                 arrays: c.arrays.len() + c.carried.len(),
