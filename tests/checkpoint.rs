@@ -1035,6 +1035,38 @@ fn a_step_function_s_records_count_per_element_of_the_array() {
     );
 }
 
+/// An iterative solver carrying the array it remakes, which returns when
+/// it diverges and breaks when it settles, reading the array after the
+/// loop (`settle` of tests/checkpoint/joined.irad): the `break` and the
+/// header's exit meet after the loop, the `return` elsewhere, so the block
+/// after the loop merges their shadows by phis. It was recorded in full
+/// under any limit before session 27 (`three_ways` of refused.irad). Over
+/// 1 000 elements for 200 iterations the tapes stay within a 128K limit,
+/// and the held bytes (every array on a tape counted) within twice it.
+#[test]
+fn a_solver_that_returns_or_breaks_reads_its_array_after_the_loop() {
+    let limit = 128 << 10;
+    let (xs, dx) = ramp(1000, 1e-3);
+    let (free, limited) = free_and_limited(
+        ("joined.irad", "settle"),
+        limit,
+        &[
+            "loop #2: checkpointed",
+            "that several exit blocks jump to merges theirs by phis",
+        ],
+        &[xs, Val::F64(0.01), Val::I64(200), dx],
+    );
+    assert!(free.peak_held_bytes > 4_000_000, "{free:?}");
+    assert!(
+        limited.peak_tape_bytes <= limit && limited.peak_held_bytes <= 2 * limit,
+        "{limited:?} under a 128K limit"
+    );
+    assert!(
+        limited.statements < free.statements * 3,
+        "{limited:?} {free:?}"
+    );
+}
+
 /// Checks a run under a 256K limit, `limited`, against the run without,
 /// `free`: the tapes hold more than 4 times the limit without it, at most
 /// the limit with it (at most twice, counting the outer loop's snapshots),

@@ -299,6 +299,9 @@ pub struct CheckpointedLoop {
     /// the arrays used after the loop the shadows of the blocks it
     /// dominates.
     pub exits_apart: bool,
+    /// With `exits_apart`, the labels of the blocks several exit blocks
+    /// (and nothing else) jump to, which merge their shadows by phis.
+    pub exits_joined: Vec<u32>,
     /// After how many stretches its snapshots are thinned online (0: from
     /// the first): the forward sweep keeps the snapshots of those and then
     /// those of a binary counter of the stretches after them (at most one
@@ -1089,6 +1092,14 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
             line.push_str(
                 "; its exits' paths meet only later: each exit block's shadows serve the blocks it dominates",
             );
+            if !c.exits_joined.is_empty() {
+                let labels: Vec<String> = c.exits_joined.iter().map(|l| format!("#{l}")).collect();
+                line.push_str(&format!(
+                    ", and {} that several exit blocks jump to merge{} theirs by phis",
+                    labels.join(" and "),
+                    if labels.len() == 1 { "s" } else { "" }
+                ));
+            }
         }
     }
     if let Some(runs) = c.direct {

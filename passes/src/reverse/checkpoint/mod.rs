@@ -156,6 +156,11 @@ pub(super) struct Leave {
     /// an exit edge leads to gives its own shadows to the blocks it
     /// dominates, where every use after the loop is.
     pub regions: bool,
+    /// With `regions`, the blocks that two or more of those blocks, and
+    /// nothing else, jump to (a `break` and the header's test meeting
+    /// after the loop, a `return` inside it elsewhere): each merges their
+    /// shadows by phis and gives them to the blocks it dominates.
+    pub joins: Vec<usize>,
 }
 
 /// For loop `k` whose exits' paths meet only later (past an `if` or a loop
@@ -188,11 +193,13 @@ fn regions(
     }
     let shape = &cx.shape;
     let l = shape.loops.of(k);
-    let leave = Leave {
+    let mut leave = Leave {
         exits: l.exits.iter().copied().filter(|&e| shape.kept(e)).collect(),
         join: None,
         regions: true,
+        joins: Vec::new(),
     };
+    leave.joins = region_joins(cx, k, &leave.exits);
     let mut from: HashMap<Value, Vec<usize>> = HashMap::default();
     for &v in escaping {
         let exits = match carried.iter().any(|c| c.1 == v) {
@@ -202,6 +209,7 @@ fn regions(
         from.insert(v, exits);
     }
     let index = shape.bb.index();
+    let mut used: Vec<usize> = Vec::new();
     for (p, b) in shape.bb.blocks.iter().enumerate() {
         if l.contains(p) {
             continue;
@@ -234,11 +242,51 @@ fn regions(
         {
             uses.push((p, *v));
         }
-        if !uses.iter().all(|(at, v)| shape.dominated_by(*at, &from[v])) {
-            return None;
+        // In a join's region only when all its exits are the array's.
+        let joined = |at: usize, v: &Value| {
+            leave.joins.iter().copied().find(|&j| {
+                shape.dominated_by(at, &[j]) && shape.preds[j].iter().all(|e| from[v].contains(e))
+            })
+        };
+        for (at, v) in &uses {
+            if shape.dominated_by(*at, &from[v]) {
+                continue;
+            }
+            used.push(joined(*at, v)?);
         }
     }
+    // Only the joins some use needs (the others would merge shadows that
+    // no block reads).
+    leave.joins.retain(|j| used.contains(j));
     Some(leave)
+}
+
+/// The blocks outside loop `k`, none of `exits` (the blocks its exit edges
+/// lead to), that two or more of `exits` jump to by `goto` and that
+/// nothing else enters ([`Leave::joins`]).
+fn region_joins(cx: &Derivation<'_>, k: usize, exits: &[usize]) -> Vec<usize> {
+    let shape = &cx.shape;
+    let l = shape.loops.of(k);
+    let index = shape.bb.index();
+    let mut joins: Vec<usize> = Vec::new();
+    for &e in exits {
+        let super::bbcode::BTerm::Goto(to) = shape.bb.blocks[e].term else {
+            continue;
+        };
+        let Some(j) = index[to] else { continue };
+        if joins.contains(&j) || l.contains(j) || exits.contains(&j) {
+            continue;
+        }
+        let preds = &shape.preds[j];
+        let all_exits = preds.iter().all(|p| {
+            exits.contains(p)
+                && matches!(shape.bb.blocks[*p].term, super::bbcode::BTerm::Goto(t) if index[t] == Some(j))
+        });
+        if preds.len() >= 2 && all_exits {
+            joins.push(j);
+        }
+    }
+    joins
 }
 
 /// Where loop `k` can give the carried arrays used after it the shadows
@@ -257,6 +305,7 @@ fn leave_shape(cx: &Derivation<'_>, k: usize) -> Option<Leave> {
             exits: vec![exits.first().copied().unwrap_or(l.exit)],
             join: None,
             regions: false,
+            joins: Vec::new(),
         });
     }
     let index = shape.bb.index();
@@ -280,6 +329,7 @@ fn leave_shape(cx: &Derivation<'_>, k: usize) -> Option<Leave> {
         exits,
         join: Some(join),
         regions: false,
+        joins: Vec::new(),
     })
 }
 
@@ -2286,6 +2336,7 @@ pub(super) fn summary(
                 },
                 exits: c.repush.then(|| cx.shape.loops.of(c.k).exits.len()),
                 exits_apart: c.leave.regions,
+                exits_joined: c.leave.joins.iter().map(|&j| cx.label(j)).collect(),
                 thinned_after: c.plain,
                 binomial: c.revolve.as_ref().map(|r| r.least),
                 binomial_room: c.revolve.as_ref().is_some_and(|r| r.room.is_some()),

@@ -167,10 +167,26 @@ pub(in crate::reverse) fn rewrite(
     // the block they all jump to merges them.
     let mut in_exit: InExit = HashMap::default();
     let mut merged: HashMap<Value, Vec<(Block, Operand)>> = HashMap::default();
+    // With regions, by join (`Leave::joins`), the shadows each exit jumping
+    // to it gives.
+    let mut joined: HashMap<usize, HashMap<Value, Vec<(Block, Operand)>>> = HashMap::default();
+    let index = cx.shape.bb.index();
     for &e in &ck.leave.exits {
         let eb = fblock[e];
         let (mut shadows, only_here) = exit_shadows(f, (e, eb), ck, &pmap, countdown.st)
             .map_err(|what| internal(&cx.floc, what))?;
+        if let super::super::bbcode::BTerm::Goto(to) = cx.shape.bb.blocks[e].term
+            && let Some(j) = index[to].filter(|j| ck.leave.joins.contains(j))
+        {
+            for &(old, new) in shadows.iter().chain(&only_here) {
+                joined
+                    .entry(j)
+                    .or_default()
+                    .entry(old)
+                    .or_default()
+                    .push((eb, Operand::Value(new)));
+            }
+        }
         for (old, new) in only_here {
             // An array made in the last iteration that leaves through some
             // of the exits only: its shadow there is read in that block (and
@@ -203,6 +219,29 @@ pub(in crate::reverse) fn rewrite(
                     .or_default()
                     .push((eb, Operand::Value(new)));
             }
+        }
+    }
+    // A region's join merges the shadows every exit jumping to it gives
+    // (the uses there are of arrays leaving through all of them).
+    let mut joins: Vec<usize> = joined.keys().copied().collect();
+    joins.sort_unstable();
+    for j in joins {
+        let mut by_old: Vec<(Value, Vec<(Block, Operand)>)> =
+            joined.remove(&j).unwrap_or_default().into_iter().collect();
+        by_old.sort_unstable_by_key(|(old, _)| *old);
+        let preds = cx.shape.preds[j].len();
+        let mut fb = FuncBuilder::new(module, fwd_id).map_err(build_err(&cx.floc))?;
+        for (old, entries) in by_old.into_iter().filter(|(_, es)| es.len() == preds) {
+            let ty = fb.module()[fwd_id].values[old].ty.clone();
+            let new = fb.insert_phi(fblock[j], ty).map_err(build_err(&cx.floc))?;
+            for (from, op) in entries {
+                fb.add_phi_entry(new, from, op)
+                    .map_err(build_err(&cx.floc))?;
+            }
+            in_exit
+                .entry(fblock[j])
+                .or_default()
+                .insert(old, Operand::Value(new));
         }
     }
     if let Some(j) = ck.leave.join {
@@ -239,7 +278,11 @@ pub(in crate::reverse) fn rewrite(
     if ck.leave.regions {
         let cfg = irad_ir::flow::ControlFlowGraph::with_function(f);
         let dom = irad_ir::flow::DominatorTree::with_cfg(&cfg);
-        let exits: Vec<Block> = ck.leave.exits.iter().map(|&e| fblock[e]).collect();
+        // A join first: it dominates no exit, and the blocks it dominates
+        // take its phis.
+        let exits: Vec<Block> = (ck.leave.joins.iter().chain(&ck.leave.exits))
+            .map(|&e| fblock[e])
+            .collect();
         for &b in cfg.blocks() {
             if member_blocks.contains(&b) || exits.contains(&b) {
                 continue;
