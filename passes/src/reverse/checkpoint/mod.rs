@@ -517,6 +517,10 @@ pub(super) struct Chosen {
     pub entry: Value,
     /// The header phi (a primal value).
     pub header: Value,
+    /// The one array the phi's web makes, when it is read after the loop
+    /// too: where the iteration made the array the phi holds, they are one
+    /// array, and an exit both leave through gives them one shadow.
+    pub made: Option<Value>,
 }
 
 /// One checkpointed loop.
@@ -1748,13 +1752,19 @@ fn left_array(
                 this,
                 entry,
                 header: c.1,
+                made: match rep.made.as_slice() {
+                    [m] if escaping.contains(m) => Some(*m),
+                    _ => None,
+                },
             },
         ))
     });
     // Another array of the same web read after the loop may be the same
-    // array where it leaves: refused (their shadows would be one).
-    if let Some((rep, _)) = &chosen
-        && (rep.made.iter().any(|m| escaping.contains(m))
+    // array where it leaves: refused (their shadows would be one), but
+    // for the web's one made array, whose shadow the phi then takes where
+    // the iteration made the array it holds.
+    if let Some((rep, ch)) = &chosen
+        && ((ch.made.is_none() && rep.made.iter().any(|m| escaping.contains(m)))
             || rep.phis.keys().any(|q| *q != v && escaping.contains(q)))
     {
         return None;

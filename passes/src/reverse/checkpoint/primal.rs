@@ -40,9 +40,9 @@
 use super::super::ReverseError;
 use super::super::bbcode::BTerm;
 use super::super::ctx::{Derivation, build_err, emit_value, err, internal, map_op};
-use super::CkLoop;
 use super::direct::DirectPath;
 use super::replay::header_phis;
+use super::{CkLoop, Left};
 use irad_ir::entity::SecondaryMap;
 use irad_ir::{
     Block, FuncBuilder, FuncId, Inst, InstKind, Module, Operand, Prim, Terminator, Type, Value,
@@ -1050,26 +1050,70 @@ fn exit_shadows(
         out.push((sphi, s));
         header.insert(c.value, s);
     }
-    // Arrays the last iteration made: a fresh zero array as long as each.
+    // Arrays the last iteration made: a fresh zero array as long as each,
+    // made once (`zeros_of`, by array) when a chosen phi takes it too.
+    let mut zeros_of: HashMap<Value, Value> = HashMap::default();
+    let mut zeros = |f: &mut irad_ir::Func, made: &mut Vec<Inst>, x: &Left| {
+        if let Some(&z) = zeros_of.get(&x.value) {
+            return Ok(z);
+        }
+        let a = pmap[x.value].ok_or("an array made in the loop without its new value")?;
+        let n = exit_value(f, (exit, made), Prim::Length, &[a], Type::I64)?;
+        let z = exit_value(
+            f,
+            (exit, made),
+            Prim::Zeros,
+            &[Operand::Value(n)],
+            x.ty.clone(),
+        )?;
+        zeros_of.insert(x.value, z);
+        Ok::<Value, String>(z)
+    };
     for x in ck.left.iter().filter(|x| x.exits.contains(&e)) {
         let Some(s) = x.shadow else { continue };
-        let a = pmap[x.value].ok_or("an array made in the loop without its new value")?;
-        let mut value = |f: &mut irad_ir::Func, prim: Prim, args: &[Operand], ty: Type| {
-            exit_value(f, (exit, &mut made), prim, args, ty)
+        // The web's one made array, where it leaves here too: where the
+        // iteration made the array, the phi holds that one (one shadow).
+        let one = x.chosen.as_ref().and_then(|ch| {
+            ck.left
+                .iter()
+                .find(|m| Some(m.value) == ch.made && m.exits.contains(&e) && m.shadow.is_some())
+        });
+        let Some(ch) = x.chosen.as_ref() else {
+            let fresh = zeros(f, &mut made, x)?;
+            match x.exits.len() == ck.leave.exits.len() {
+                true => out.push((s, fresh)),
+                false => only_here.push((s, fresh)),
+            }
+            continue;
         };
-        let n = value(f, Prim::Length, &[a], Type::I64)?;
-        let mut fresh = value(f, Prim::Zeros, &[Operand::Value(n)], x.ty.clone())?;
-        if let Some(ch) = x.chosen {
-            // A phi holding the header's array: that array's shadow where
-            // it leaves too (one object), else the entering shadow while
-            // the loop has not replaced it.
-            let (by, other) = match header.get(&ch.header) {
-                Some(&h) => (ch.this, h),
-                None => (ch.flag, ch.entry),
+        // A phi holding the header's array: that array's shadow where it
+        // leaves too (one object), else the entering shadow while the loop
+        // has not replaced it. Where the iteration made the array it holds
+        // and that is the web's one made array, leaving here too, that
+        // array's shadow (one object).
+        let select =
+            |f: &mut irad_ir::Func, made: &mut Vec<Inst>, by: Value, a: Value, b: Value| {
+                let by = pmap[by].ok_or("a flag without its new value")?;
+                let args = [by, Operand::Value(a), Operand::Value(b)];
+                exit_value(f, (exit, made), Prim::Select, &args, x.ty.clone())
             };
-            let by = pmap[by].ok_or("a flag without its new value")?;
-            let args = [by, Operand::Value(fresh), Operand::Value(other)];
-            fresh = value(f, Prim::Select, &args, x.ty.clone())?;
+        let mut fresh = match (header.get(&ch.header), one) {
+            (Some(&h), Some(m)) => {
+                let z = zeros(f, &mut made, m)?;
+                select(f, &mut made, ch.this, z, h)?
+            }
+            (Some(&h), None) => {
+                let z = zeros(f, &mut made, x)?;
+                select(f, &mut made, ch.this, z, h)?
+            }
+            (None, _) => {
+                let z = zeros(f, &mut made, x)?;
+                select(f, &mut made, ch.flag, z, ch.entry)?
+            }
+        };
+        if let (None, Some(m)) = (header.get(&ch.header), one) {
+            let z = zeros(f, &mut made, m)?;
+            fresh = select(f, &mut made, ch.this, z, fresh)?;
         }
         match x.exits.len() == ck.leave.exits.len() {
             true => out.push((s, fresh)),
