@@ -1776,7 +1776,14 @@ fn left_array(
     }
     let (b, _) = (*cx.places.get(d))?;
     let at = shape.bb.index()[b]?;
-    if shape.loops.inner[at] != Some(l.header) {
+    // Made in the loop itself; or, an array only, in a loop inside it
+    // (`return` from inside both): the exit edges its statement dominates
+    // then leave that loop too, which is therefore not checkpointed inside
+    // this one's replay ([`nested_decision`]) but recorded there in full,
+    // so the replay's copy of the statement makes the array the run left
+    // with, the last it made.
+    let own = shape.loops.inner[at] == Some(l.header);
+    if !(own || (chosen.is_none() && l.contains(at))) {
         return None;
     }
     let shadow = match view.fshadow[v].as_slice() {
