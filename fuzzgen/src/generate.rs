@@ -9,9 +9,9 @@
 //! (`mix(a, a, x)`), recursion that reads and writes an array (`reca`), a
 //! function value carried in a tuple (`applyt`, `pickf`), a wide
 //! signature returning a large tuple (`wide`), and a function returning a
-//! new array made in a loop over its argument (`remake`) and one returning
-//! its argument written in place (`touch`), by which loops carrying an
-//! array may replace it. `main(x0, .., t, a, n)` takes
+//! new array made in a loop over its argument (`remake`), one returning
+//! its argument written in place (`touch`) and one returning either
+//! (`either`), by which loops carrying an array may replace it. `main(x0, .., t, a, n)` takes
 //! f64 scalars (sometimes a dozen or more), an optional tuple of f64s, an
 //! optional `[f64]` array and an optional small i64. Its body mixes lets,
 //! mutable locals, `if`/`else` (and long chains and runs of them), `for`
@@ -140,6 +140,7 @@ pub const FEATURES: &[&str] = &[
     "carried-handed",
     "carried-remade-by-call",
     "carried-kept-through-call",
+    "carried-either-way-by-call",
     "array-local",
     "array-write",
     "array-alias (let b = a)",
@@ -245,8 +246,10 @@ struct Extra {
     /// `wide(p0, .., pK-1) -> (f64, ..)` with K f64s (0: none).
     wide: usize,
     /// `remake(a: [f64], s: f64) -> [f64]`: a new array from a loop over
-    /// `a`, and `touch(a: [f64], s: f64) -> [f64]`, `a` written in place
-    /// and returned, which carried loops may replace their array by.
+    /// `a`, `touch(a: [f64], s: f64) -> [f64]`, `a` written in place
+    /// and returned, and `either(a: [f64], s: f64) -> [f64]`, `a` or a
+    /// new array by the sign of `s`, which carried loops may replace their
+    /// array by.
     remake: bool,
 }
 
@@ -471,6 +474,9 @@ impl Gen<'_, '_> {
             );
             self.out.push_str(
                 "fn touch(a: [f64], s: f64) -> [f64] {\n    let i = len(a) - 1;\n    a[i] = a[i] * 0.5 + tanh(a[0] * s);\n    a\n}\n\n",
+            );
+            self.out.push_str(
+                "fn either(a: [f64], s: f64) -> [f64] {\n    if s > 0.0 {\n        a[0] = a[0] * 0.75 + 0.25 * tanh(s);\n        a\n    } else {\n        let b = copy(a);\n        b[0] = b[0] * 0.5 + tanh(s);\n        b\n    }\n}\n\n",
             );
         }
         let k = self.extra.wide;
@@ -846,6 +852,11 @@ impl Gen<'_, '_> {
                 self.note("carried-kept-through-call");
                 let s = self.expr(1)?;
                 self.line(indent + 1, &format!("let {d} = touch({cur}, {s});"));
+            }
+            Some(Ok(3)) => {
+                self.note("carried-either-way-by-call");
+                let s = self.expr(1)?;
+                self.line(indent + 1, &format!("let {d} = either({cur}, {s});"));
             }
             Some(Err(e)) => return Err(e),
             _ => self.line(indent + 1, &format!("let {d} = copy({cur});")),

@@ -120,6 +120,13 @@ pub(super) struct Derivation<'r> {
     /// be asked for): a loop replacing its array by such a call's result
     /// keeps it.
     pub passthrough: HashMap<FuncId, usize>,
+    /// The functions it may call for an array that return, on every call,
+    /// a fresh array or one of their parameters as it is, with its index
+    /// (`fresh.rs`; only when checkpointing may be asked for): a loop
+    /// replacing its array by such a call's result, the array it holds
+    /// passed, may carry it as one made afresh (`checkpoint/mod.rs`,
+    /// `either_inside`).
+    pub either: HashMap<FuncId, usize>,
     /// What one call of each function it invokes is taken to record per
     /// element of the longest array, in arrays' worth (`sized.rs`,
     /// `call_cost`; only when checkpointing may be asked for, and only
@@ -208,6 +215,7 @@ impl<'r> Derivation<'r> {
             replaced,
             fresh: known.fresh,
             passthrough: known.passthrough,
+            either: known.either,
             call_elements: known.elements,
         };
         cx.request_callees(rev, module)?;

@@ -47,6 +47,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 pub(super) struct CallFacts {
     fresh: HashMap<FuncId, bool>,
     through: HashMap<FuncId, Option<usize>>,
+    either: HashMap<FuncId, Option<usize>>,
     elements: HashMap<FuncId, u64>,
 }
 
@@ -58,6 +59,10 @@ pub(super) struct Known {
     pub fresh: HashSet<FuncId>,
     /// Those that return one of their parameters, with its index.
     pub passthrough: HashMap<FuncId, usize>,
+    /// Those, neither of the above, that return on every return either a
+    /// fresh array or one of their parameters, the same one, with its
+    /// index (`either_way(a)`: `a` on some paths, a copy on others).
+    pub either: HashMap<FuncId, usize>,
     /// Those whose calls count more than nothing per element, with it.
     pub elements: HashMap<FuncId, u64>,
 }
@@ -75,6 +80,7 @@ impl CallFacts {
     ) -> Known {
         self.learn_fresh(module, src, &by_rule);
         self.learn_through(module, src, &by_rule);
+        self.learn_either(module, src, &by_rule);
         self.learn_elements(module, src, &by_rule);
         let mut known = Known::default();
         for d in src.insts.values() {
@@ -86,6 +92,10 @@ impl CallFacts {
             }
             if let Some(&Some(j)) = self.through.get(func) {
                 known.passthrough.insert(*func, j);
+            } else if let Some(&Some(j)) = self.either.get(func)
+                && self.fresh.get(func) != Some(&true)
+            {
+                known.either.insert(*func, j);
             }
             if let Some(&c @ 1..) = self.elements.get(func) {
                 known.elements.insert(*func, c);
@@ -186,6 +196,69 @@ impl CallFacts {
         for id in seen {
             let j = open.get(&id).copied();
             self.through.entry(id).or_insert(j);
+        }
+    }
+
+    /// Which functions `src` may call for an array return, on every
+    /// return, either a fresh array or one of their array parameters as it
+    /// is, the same one on every return, and which: through phis,
+    /// `select` and `getfield` of a `tuple`, from an array-making
+    /// statement, that parameter, a call of a fresh function, or a call of
+    /// a function passing through (or so returning) its parameter passed
+    /// that one. The shadow the callee's forward sweep returns is then a
+    /// new zero array or the one it was given, as the array is. Each
+    /// undecided function is assumed to do so for the first of its array
+    /// parameters that one of its returns traces to; the greatest fixpoint,
+    /// sound by the same induction as freshness (run after `learn_fresh`
+    /// and `learn_through`, whose facts it takes as they are).
+    fn learn_either(
+        &mut self,
+        module: &Module,
+        src: &irad_ir::Func,
+        by_rule: &impl Fn(FuncId) -> bool,
+    ) {
+        let mut open: HashMap<FuncId, usize> = HashMap::default();
+        let mut work: Vec<FuncId> = array_calls(src).collect();
+        let mut seen: HashSet<FuncId> = HashSet::default();
+        while let Some(id) = work.pop() {
+            if self.either.contains_key(&id) || !seen.insert(id) {
+                continue;
+            }
+            let Some(f) = module.get(id) else { continue };
+            work.extend(array_calls(f));
+            let j = (0..f.params.len()).find(|&j| {
+                matches!(f.values[f.params[j]].ty, Type::Array(_)) && reaches_param(f, j)
+            });
+            match j {
+                Some(j) if matches!(f.ret, Type::Array(_)) && !by_rule(id) => {
+                    open.insert(id, j);
+                }
+                _ => {
+                    self.either.insert(id, None);
+                }
+            }
+        }
+        loop {
+            let before = open.len();
+            let snapshot = open.clone();
+            let (fresh, through, decided) = (&self.fresh, &self.through, &self.either);
+            let facts = |h: FuncId| Facts {
+                fresh: fresh.get(&h) == Some(&true),
+                param: through
+                    .get(&h)
+                    .copied()
+                    .flatten()
+                    .or_else(|| snapshot.get(&h).copied())
+                    .or_else(|| decided.get(&h).copied().flatten()),
+            };
+            open.retain(|&id, &mut j| module.get(id).is_some_and(|f| returns_either(f, j, &facts)));
+            if open.len() == before {
+                break;
+            }
+        }
+        for id in seen {
+            let j = open.get(&id).copied();
+            self.either.entry(id).or_insert(j);
         }
     }
 
@@ -371,6 +444,71 @@ fn returns_fresh(f: &irad_ir::Func, fresh: &impl Fn(FuncId) -> bool) -> bool {
     )
 }
 
+/// What [`returns_either`] takes a callee to return: a fresh array, or
+/// (else) its parameter `param` or a fresh array.
+struct Facts {
+    fresh: bool,
+    param: Option<usize>,
+}
+
+/// Whether some return of `f` traces, through phis, `select` and the
+/// arguments of calls, to its parameter `j` (the candidate that
+/// [`returns_either`] then checks).
+fn reaches_param(f: &irad_ir::Func, j: usize) -> bool {
+    let Some(&param) = f.params.get(j) else {
+        return false;
+    };
+    let mut work = returned(f);
+    let mut seen: HashSet<Value> = HashSet::default();
+    while let Some(op) = work.pop() {
+        let Operand::Value(v) = op else { continue };
+        if v == param {
+            return true;
+        }
+        if !seen.insert(v) {
+            continue;
+        }
+        if let ValueDef::Inst(d) = f.values[v].def {
+            match &f.insts[d].kind {
+                InstKind::Invoke { args, .. } => work.extend(args.iter().copied()),
+                kind => work.extend(choices(kind).unwrap_or_default()),
+            }
+        }
+    }
+    false
+}
+
+/// Whether every return of `f` gives either an array made in the call or
+/// its parameter `j` as it is, callees taken as `facts` says.
+fn returns_either(f: &irad_ir::Func, j: usize, facts: &impl Fn(FuncId) -> Facts) -> bool {
+    let Some(&param) = f.params.get(j) else {
+        return false;
+    };
+    traces(
+        f,
+        |v| v == param,
+        |kind| match kind {
+            InstKind::Prim {
+                prim: Prim::Copy | Prim::Zeros | Prim::Alloc,
+                ..
+            } => Some(vec![]),
+            InstKind::Prim {
+                prim: Prim::Getfield,
+                args,
+            } => Some(vec![field_of_tuple(f, args)?]),
+            InstKind::Invoke { func, args } => {
+                let h = facts(*func);
+                match (h.fresh, h.param) {
+                    (true, _) => Some(vec![]),
+                    (false, Some(k)) => Some(vec![*args.get(k)?]),
+                    (false, None) => None,
+                }
+            }
+            kind => choices(kind),
+        },
+    )
+}
+
 /// The operand a `getfield(t, i)` of a `tuple` statement's result picks.
 fn field_of_tuple(f: &irad_ir::Func, args: &[Operand]) -> Option<Operand> {
     let [Operand::Value(t), Operand::Const(irad_ir::Const::I64(i))] = args else {
@@ -481,6 +619,20 @@ func @swap(%a: [f64], %b: [f64], %c: bool) -> [f64] {
   return %r
 }
 
+func @some_through(%a: [f64], %c: bool) -> [f64] {
+#1:
+  gotoifnot %c, #3
+#2:
+  %s = invoke @same(%a) :: [f64]
+  goto #4
+#3:
+  %m = invoke @made(%a) :: [f64]
+  goto #4
+#4:
+  %r = phi [#2 => %s, #3 => %m] :: [f64]
+  return %r
+}
+
 func @mutual(%a: [f64], %n: i64) -> [f64] {
 #1:
   %r = invoke @mutual2(%a, %n) :: [f64]
@@ -550,5 +702,24 @@ func @mutual2(%a: [f64], %n: i64) -> [f64] {
             names(&|f| f == made),
             ["mutual", "mutual2", "picked", "rec", "zero"]
         );
+        // A copy or the argument: `either` by a select, `some_through` by
+        // calls of `same` and `made`; not `swap` (two parameters), nor the
+        // fresh and passing-through ones, nor `some_through` when `made`
+        // has a rule.
+        let either = |by_rule: &dyn Fn(FuncId) -> bool| {
+            let mut e: Vec<(String, usize)> = CallFacts::default()
+                .learn(&m, &all, by_rule)
+                .either
+                .into_iter()
+                .map(|(id, j)| (m[id].name.clone(), j))
+                .collect();
+            e.sort();
+            e
+        };
+        assert_eq!(
+            either(&|_| false),
+            [("either".into(), 0), ("some_through".into(), 0)]
+        );
+        assert_eq!(either(&|f| f == made), [("either".into(), 0)]);
     }
 }

@@ -1378,6 +1378,52 @@ fn carried_arrays(
         };
         (makes_array(&cx.src, &cx.fresh, d) && defined_inside(*v)).then_some(*v)
     };
+    // A call, in the loop, of a function returning a fresh array or its
+    // parameter (`either`), passed header phi `r` there: the array it
+    // gives is the one `r` holds or a new one. It is carried as one made
+    // afresh when no value but `r` may hold the arrays `r` holds at the
+    // header: `r` enters with an array made for it that nothing else uses,
+    // the call's result goes nowhere but back into `r` (and element
+    // reads and writes), and `r` nowhere but into the call. A replay then
+    // starts from a copy of the snapshot, as for an array made afresh;
+    // within a stretch the replay runs the same statements, so the arrays
+    // alias as they did.
+    let either_inside = |op: &Operand, r: Value| -> Option<Value> {
+        let Operand::Value(v) = op else { return None };
+        let irad_ir::ValueDef::Inst(d) = cx.src.values[*v].def else {
+            return None;
+        };
+        let InstKind::Invoke { func, args } = &cx.src.insts[d].kind else {
+            return None;
+        };
+        let j = *cx.either.get(func)?;
+        if args.get(j) != Some(&Operand::Value(r)) || !defined_inside(*v) {
+            return None;
+        }
+        let irad_ir::ValueDef::Inst(phi) = cx.src.values[r].def else {
+            return None;
+        };
+        let reads = |_: usize, prim: Prim| prim.keeps_no_reference();
+        let InstKind::Phi { entries } = &cx.src.insts[phi].kind else {
+            return None;
+        };
+        let made_for_it = |e: &Operand| match e {
+            Operand::Value(e) => {
+                matches!(cx.src.values[*e].def, irad_ir::ValueDef::Inst(m)
+                    if makes_array(&cx.src, &cx.fresh, m))
+                    && every_use_is(cx, (*e, Some(phi)), |_| true, |_, _| false)
+            }
+            Operand::Const(_) => false,
+        };
+        let entry_made = entries
+            .iter()
+            .filter(|(p, _)| !inside(p))
+            .all(|(_, e)| made_for_it(e));
+        (entry_made
+            && every_use_is(cx, (r, Some(d)), |_| true, reads)
+            && every_use_is(cx, (*v, Some(phi)), |_| true, reads))
+        .then_some(*v)
+    };
     let phis = replay::header_phis(cx, l.header);
     let shadow_phi = |r: Value| match view.fshadow[r].as_slice() {
         [Operand::Value(s)] => Some(*s),
@@ -1441,7 +1487,7 @@ fn carried_arrays(
                 .iter()
                 .filter(|(p, _)| inside(p))
                 .all(|(_, op)| match op {
-                    op if made_inside(op).is_some() => true,
+                    op if made_inside(op).is_some() || either_inside(op, r).is_some() => true,
                     Operand::Value(q) => depth.get(q).is_some_and(|&e| {
                         d = d.max(e + 1);
                         true
@@ -1545,7 +1591,7 @@ fn carried_arrays(
                             return true;
                         }
                         mine.insert(*v);
-                        match made_inside(op) {
+                        match made_inside(op).or_else(|| either_inside(op, r)) {
                             Some(v) => seen.insert(v),
                             None => handed.insert(*v),
                         }
