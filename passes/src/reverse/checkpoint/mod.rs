@@ -1767,6 +1767,49 @@ fn no_other_parameter_in(cx: &Derivation<'_>, k: usize, e: Value) -> bool {
     true
 }
 
+/// Whether phi `v` of loop `k` (not of its header) may hold only arrays
+/// made in the same iteration of `k`: through phis of the loop other than
+/// its header's (those of a loop inside it included), every array it may
+/// hold is made by a statement of the loop (`makes_array`), so it is one
+/// the iteration made, as a statement's own array is (the loop phi of an
+/// inner loop carrying a buffer the iteration made, read after a `return`
+/// from inside both).
+fn made_per_iteration(cx: &Derivation<'_>, k: usize, v: Value) -> bool {
+    let shape = &cx.shape;
+    let l = shape.loops.of(k);
+    let index = shape.bb.index();
+    let block_of = |v: Value| match cx.src.values[v].def {
+        irad_ir::ValueDef::Inst(d) => (*cx.places.get(d)).and_then(|(b, _)| index[b]),
+        irad_ir::ValueDef::Param(_) => None,
+    };
+    let mut work = vec![v];
+    let mut seen: HashSet<Value> = HashSet::default();
+    let mut phis = 0;
+    while let Some(w) = work.pop() {
+        if !seen.insert(w) {
+            continue;
+        }
+        if !block_of(w).is_some_and(|at| l.contains(at) && at != l.header) {
+            return false;
+        }
+        let irad_ir::ValueDef::Inst(d) = cx.src.values[w].def else {
+            return false;
+        };
+        match &cx.src.insts[d].kind {
+            InstKind::Phi { entries } => {
+                phis += 1;
+                for (_, op) in entries {
+                    let Operand::Value(e) = op else { return false };
+                    work.push(*e);
+                }
+            }
+            _ if makes_array(&cx.src, &cx.fresh, d) => {}
+            _ => return false,
+        }
+    }
+    phis > 0
+}
+
 /// Array `v`, used after loop `k` (which leaves as `leave` says), as an
 /// array made in the loop's last iteration ([`Left`]), or `None` when it is
 /// not one: made by `copy`, `zeros` or `alloc` in a block whose innermost
@@ -1816,7 +1859,8 @@ fn left_array(
         return None;
     }
     let chosen = chosen.map(|(_, c)| c);
-    let made = makes_array(&cx.src, &cx.fresh, d);
+    let made =
+        makes_array(&cx.src, &cx.fresh, d) || (chosen.is_none() && made_per_iteration(cx, k, v));
     if !made && chosen.is_none() {
         return None;
     }
