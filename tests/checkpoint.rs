@@ -923,11 +923,7 @@ fn a_double_buffer_counts_its_inner_trips_from_the_buffers() {
         ],
         &[xs, Val::I64(64), Val::F64(0.9), dx],
     );
-    assert!(free.peak_held_bytes > 4_000_000, "{free:?}");
-    assert!(
-        limited.peak_tape_bytes <= limit && limited.peak_held_bytes <= 2 * limit,
-        "{limited:?} under a 2M limit"
-    );
+    held_within(&free, &limited, limit);
 }
 
 /// A time loop over a grid, rows then the columns of each row (`grid` of
@@ -1010,11 +1006,7 @@ fn a_step_function_s_records_count_per_element_of_the_array() {
         ],
         &[xs, Val::I64(200), dx],
     );
-    assert!(free.peak_held_bytes > 4_000_000, "{free:?}");
-    assert!(
-        limited.peak_tape_bytes <= limit && limited.peak_held_bytes <= 2 * limit,
-        "{limited:?} under a 128K limit"
-    );
+    held_within(&free, &limited, limit);
     assert!(
         limited.statements < free.statements * 3,
         "{limited:?} {free:?}"
@@ -1028,11 +1020,7 @@ fn a_step_function_s_records_count_per_element_of_the_array() {
         &["iterations at most", "reads from or enters with"],
         &[xs, Val::I64(200), dx],
     );
-    assert!(free.peak_held_bytes > 4_000_000, "{free:?}");
-    assert!(
-        limited.peak_tape_bytes <= limit && limited.peak_held_bytes <= 2 * limit,
-        "{limited:?} under a 128K limit"
-    );
+    held_within(&free, &limited, limit);
 }
 
 /// An iterative solver carrying the array it remakes, which returns when
@@ -1056,14 +1044,21 @@ fn a_solver_that_returns_or_breaks_reads_its_array_after_the_loop() {
         ],
         &[xs, Val::F64(0.01), Val::I64(200), dx],
     );
-    assert!(free.peak_held_bytes > 4_000_000, "{free:?}");
-    assert!(
-        limited.peak_tape_bytes <= limit && limited.peak_held_bytes <= 2 * limit,
-        "{limited:?} under a 128K limit"
-    );
+    held_within(&free, &limited, limit);
     assert!(
         limited.statements < free.statements * 3,
         "{limited:?} {free:?}"
+    );
+}
+
+/// Checks that the run without a limit, `free`, held more than 4 MB on its
+/// tapes, and the run under `limit`, `limited`, at most the limit on its
+/// tapes and twice it counting every array on a tape.
+fn held_within(free: &InterpStats, limited: &InterpStats, limit: u64) {
+    assert!(free.peak_held_bytes > 4_000_000, "{free:?}");
+    assert!(
+        limited.peak_tape_bytes <= limit && limited.peak_held_bytes <= 2 * limit,
+        "{limited:?} under a {limit}-byte limit"
     );
 }
 

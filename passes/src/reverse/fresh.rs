@@ -162,41 +162,15 @@ impl CallFacts {
         src: &irad_ir::Func,
         by_rule: &impl Fn(FuncId) -> bool,
     ) {
-        let mut open: HashMap<FuncId, usize> = HashMap::default();
-        let mut work: Vec<FuncId> = array_calls(src).collect();
-        let mut seen: HashSet<FuncId> = HashSet::default();
-        while let Some(id) = work.pop() {
-            if self.through.contains_key(&id) || !seen.insert(id) {
-                continue;
-            }
-            let Some(f) = module.get(id) else { continue };
-            work.extend(array_calls(f));
-            match first_param(module, f, 0) {
-                Some(j) if matches!(f.ret, Type::Array(_)) && !by_rule(id) => {
-                    open.insert(id, j);
-                }
-                _ => {
-                    self.through.insert(id, None);
-                }
-            }
-        }
-        loop {
-            let before = open.len();
-            let snapshot = open.clone();
-            let decided = &self.through;
-            let param = |h: FuncId| match snapshot.get(&h) {
-                Some(&j) => Some(j),
-                None => decided.get(&h).copied().flatten(),
-            };
-            open.retain(|&id, &mut j| module.get(id).is_some_and(|f| returns_param(f, j, &param)));
-            if open.len() == before {
-                break;
-            }
-        }
-        for id in seen {
-            let j = open.get(&id).copied();
-            self.through.entry(id).or_insert(j);
-        }
+        let settled = param_fixpoint(
+            (module, src, &self.through),
+            |id, f| match first_param(module, f, 0) {
+                Some(j) if matches!(f.ret, Type::Array(_)) && !by_rule(id) => Some(j),
+                _ => None,
+            },
+            |f, j, param| returns_param(f, j, &|h| param(h)),
+        );
+        self.through.extend(settled);
     }
 
     /// Which functions `src` may call for an array return, on every
@@ -217,49 +191,24 @@ impl CallFacts {
         src: &irad_ir::Func,
         by_rule: &impl Fn(FuncId) -> bool,
     ) {
-        let mut open: HashMap<FuncId, usize> = HashMap::default();
-        let mut work: Vec<FuncId> = array_calls(src).collect();
-        let mut seen: HashSet<FuncId> = HashSet::default();
-        while let Some(id) = work.pop() {
-            if self.either.contains_key(&id) || !seen.insert(id) {
-                continue;
-            }
-            let Some(f) = module.get(id) else { continue };
-            work.extend(array_calls(f));
-            let j = (0..f.params.len()).find(|&j| {
-                matches!(f.values[f.params[j]].ty, Type::Array(_)) && reaches_param(f, j)
-            });
-            match j {
-                Some(j) if matches!(f.ret, Type::Array(_)) && !by_rule(id) => {
-                    open.insert(id, j);
-                }
-                _ => {
-                    self.either.insert(id, None);
-                }
-            }
-        }
-        loop {
-            let before = open.len();
-            let snapshot = open.clone();
-            let (fresh, through, decided) = (&self.fresh, &self.through, &self.either);
-            let facts = |h: FuncId| Facts {
-                fresh: fresh.get(&h) == Some(&true),
-                param: through
-                    .get(&h)
-                    .copied()
-                    .flatten()
-                    .or_else(|| snapshot.get(&h).copied())
-                    .or_else(|| decided.get(&h).copied().flatten()),
-            };
-            open.retain(|&id, &mut j| module.get(id).is_some_and(|f| returns_either(f, j, &facts)));
-            if open.len() == before {
-                break;
-            }
-        }
-        for id in seen {
-            let j = open.get(&id).copied();
-            self.either.entry(id).or_insert(j);
-        }
+        let (fresh, through) = (&self.fresh, &self.through);
+        let settled = param_fixpoint(
+            (module, src, &self.either),
+            |id, f| {
+                let j = (0..f.params.len()).find(|&j| {
+                    matches!(f.values[f.params[j]].ty, Type::Array(_)) && reaches_param(f, j)
+                });
+                j.filter(|_| matches!(f.ret, Type::Array(_)) && !by_rule(id))
+            },
+            |f, j, param| {
+                let facts = |h: FuncId| Facts {
+                    fresh: fresh.get(&h) == Some(&true),
+                    param: through.get(&h).copied().flatten().or_else(|| param(h)),
+                };
+                returns_either(f, j, &facts)
+            },
+        );
+        self.either.extend(settled);
     }
 
     /// What a call of each function `src` may call counts per element
@@ -442,6 +391,53 @@ fn returns_fresh(f: &irad_ir::Func, fresh: &impl Fn(FuncId) -> bool) -> bool {
             kind => choices(kind),
         },
     )
+}
+
+/// A greatest fixpoint of facts "returns parameter `j`" (in a sense
+/// `holds` checks) over the functions `src` may call for an array that
+/// `decided` does not hold yet: each is assumed to hold for the parameter
+/// `candidate` gives (none: it does not), `holds` is checked against the
+/// assumptions (and `decided`) until none is dropped. Returns the new facts.
+fn param_fixpoint(
+    (module, src, decided): (&Module, &irad_ir::Func, &HashMap<FuncId, Option<usize>>),
+    candidate: impl Fn(FuncId, &irad_ir::Func) -> Option<usize>,
+    holds: impl Fn(&irad_ir::Func, usize, &dyn Fn(FuncId) -> Option<usize>) -> bool,
+) -> HashMap<FuncId, Option<usize>> {
+    let mut open: HashMap<FuncId, usize> = HashMap::default();
+    let mut out: HashMap<FuncId, Option<usize>> = HashMap::default();
+    let mut work: Vec<FuncId> = array_calls(src).collect();
+    let mut seen: HashSet<FuncId> = HashSet::default();
+    while let Some(id) = work.pop() {
+        if decided.contains_key(&id) || !seen.insert(id) {
+            continue;
+        }
+        let Some(f) = module.get(id) else { continue };
+        work.extend(array_calls(f));
+        match candidate(id, f) {
+            Some(j) => {
+                open.insert(id, j);
+            }
+            None => {
+                out.insert(id, None);
+            }
+        }
+    }
+    loop {
+        let before = open.len();
+        let snapshot = open.clone();
+        let param = |h: FuncId| match snapshot.get(&h) {
+            Some(&j) => Some(j),
+            None => decided.get(&h).copied().flatten(),
+        };
+        open.retain(|&id, &mut j| module.get(id).is_some_and(|f| holds(f, j, &param)));
+        if open.len() == before {
+            break;
+        }
+    }
+    for id in seen {
+        out.entry(id).or_insert_with(|| open.get(&id).copied());
+    }
+    out
 }
 
 /// What [`returns_either`] takes a callee to return: a fresh array, or

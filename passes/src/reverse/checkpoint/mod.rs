@@ -163,6 +163,17 @@ pub(super) struct Leave {
     pub joins: Vec<usize>,
 }
 
+impl Leave {
+    /// The join (of [`Leave::joins`]) exit block `e` (a position) jumps
+    /// to, if any.
+    pub fn join_of(&self, cx: &Derivation<'_>, e: usize) -> Option<usize> {
+        let super::bbcode::BTerm::Goto(to) = cx.shape.bb.blocks[e].term else {
+            return None;
+        };
+        cx.shape.bb.index()[to].filter(|j| self.joins.contains(j))
+    }
+}
+
 /// For loop `k` whose exits' paths meet only later (past an `if` or a loop
 /// after it, or at the return), the exits as separate regions
 /// ([`Leave::regions`]), when each use after the loop of each array it
@@ -1343,6 +1354,59 @@ fn passed_through(cx: &Derivation<'_>, mut v: Value) -> Value {
     v
 }
 
+/// A call, in loop `k`, of a function returning a fresh array or its
+/// parameter (`either`), passed header phi `r` there, as `op` (a latch's
+/// entry of `r`): the array it gives is the one `r` holds or a new one.
+/// It is carried as one made afresh (the call's result, returned) when no
+/// value but `r` may hold the arrays `r` holds at the header: `r` enters
+/// with an array made for it that nothing else uses, the call's result
+/// goes nowhere but back into `r` (and element reads and writes), and `r`
+/// nowhere but into the call. A replay then starts from a copy of the
+/// snapshot, as for an array made afresh; within a stretch the replay runs
+/// the same statements, so the arrays alias as they did.
+fn either_inside(cx: &Derivation<'_>, k: usize, op: &Operand, r: Value) -> Option<Value> {
+    let shape = &cx.shape;
+    let l = shape.loops.of(k);
+    let index = shape.bb.index();
+    let inside = |b: &Block| index[*b].is_some_and(|p| l.contains(p));
+    let Operand::Value(v) = op else { return None };
+    let irad_ir::ValueDef::Inst(d) = cx.src.values[*v].def else {
+        return None;
+    };
+    let InstKind::Invoke { func, args } = &cx.src.insts[d].kind else {
+        return None;
+    };
+    let j = *cx.either.get(func)?;
+    let in_loop = (*cx.places.get(d))
+        .and_then(|(b, _)| index[b])
+        .is_some_and(|p| l.contains(p));
+    if args.get(j) != Some(&Operand::Value(r)) || !in_loop {
+        return None;
+    }
+    let irad_ir::ValueDef::Inst(phi) = cx.src.values[r].def else {
+        return None;
+    };
+    let InstKind::Phi { entries } = &cx.src.insts[phi].kind else {
+        return None;
+    };
+    let made_for_it = |e: &Operand| match e {
+        Operand::Value(e) => {
+            matches!(cx.src.values[*e].def, irad_ir::ValueDef::Inst(m)
+                if makes_array(&cx.src, &cx.fresh, m))
+                && every_use_is(cx, (*e, Some(phi)), |_| true, |_, _| false)
+        }
+        Operand::Const(_) => false,
+    };
+    let reads = |_: usize, prim: Prim| prim.keeps_no_reference();
+    (entries
+        .iter()
+        .filter(|(p, _)| !inside(p))
+        .all(|(_, e)| made_for_it(e))
+        && every_use_is(cx, (r, Some(d)), |_| true, reads)
+        && every_use_is(cx, (*v, Some(phi)), |_| true, reads))
+    .then_some(*v)
+}
+
 /// The arrays loop `k` carries from one iteration to the next through its
 /// header phis, or why it cannot be checkpointed: each must be an array (not
 /// a tuple holding one). An array without a shadow may come from anywhere;
@@ -1377,52 +1441,6 @@ fn carried_arrays(
             return None;
         };
         (makes_array(&cx.src, &cx.fresh, d) && defined_inside(*v)).then_some(*v)
-    };
-    // A call, in the loop, of a function returning a fresh array or its
-    // parameter (`either`), passed header phi `r` there: the array it
-    // gives is the one `r` holds or a new one. It is carried as one made
-    // afresh when no value but `r` may hold the arrays `r` holds at the
-    // header: `r` enters with an array made for it that nothing else uses,
-    // the call's result goes nowhere but back into `r` (and element
-    // reads and writes), and `r` nowhere but into the call. A replay then
-    // starts from a copy of the snapshot, as for an array made afresh;
-    // within a stretch the replay runs the same statements, so the arrays
-    // alias as they did.
-    let either_inside = |op: &Operand, r: Value| -> Option<Value> {
-        let Operand::Value(v) = op else { return None };
-        let irad_ir::ValueDef::Inst(d) = cx.src.values[*v].def else {
-            return None;
-        };
-        let InstKind::Invoke { func, args } = &cx.src.insts[d].kind else {
-            return None;
-        };
-        let j = *cx.either.get(func)?;
-        if args.get(j) != Some(&Operand::Value(r)) || !defined_inside(*v) {
-            return None;
-        }
-        let irad_ir::ValueDef::Inst(phi) = cx.src.values[r].def else {
-            return None;
-        };
-        let reads = |_: usize, prim: Prim| prim.keeps_no_reference();
-        let InstKind::Phi { entries } = &cx.src.insts[phi].kind else {
-            return None;
-        };
-        let made_for_it = |e: &Operand| match e {
-            Operand::Value(e) => {
-                matches!(cx.src.values[*e].def, irad_ir::ValueDef::Inst(m)
-                    if makes_array(&cx.src, &cx.fresh, m))
-                    && every_use_is(cx, (*e, Some(phi)), |_| true, |_, _| false)
-            }
-            Operand::Const(_) => false,
-        };
-        let entry_made = entries
-            .iter()
-            .filter(|(p, _)| !inside(p))
-            .all(|(_, e)| made_for_it(e));
-        (entry_made
-            && every_use_is(cx, (r, Some(d)), |_| true, reads)
-            && every_use_is(cx, (*v, Some(phi)), |_| true, reads))
-        .then_some(*v)
     };
     let phis = replay::header_phis(cx, l.header);
     let shadow_phi = |r: Value| match view.fshadow[r].as_slice() {
@@ -1487,7 +1505,9 @@ fn carried_arrays(
                 .iter()
                 .filter(|(p, _)| inside(p))
                 .all(|(_, op)| match op {
-                    op if made_inside(op).is_some() || either_inside(op, r).is_some() => true,
+                    op if made_inside(op).is_some() || either_inside(cx, k, op, r).is_some() => {
+                        true
+                    }
                     Operand::Value(q) => depth.get(q).is_some_and(|&e| {
                         d = d.max(e + 1);
                         true
@@ -1591,7 +1611,7 @@ fn carried_arrays(
                             return true;
                         }
                         mine.insert(*v);
-                        match made_inside(op).or_else(|| either_inside(op, r)) {
+                        match made_inside(op).or_else(|| either_inside(cx, k, op, r)) {
                             Some(v) => seen.insert(v),
                             None => handed.insert(*v),
                         }

@@ -170,21 +170,14 @@ pub(in crate::reverse) fn rewrite(
     // With regions, by join (`Leave::joins`), the shadows each exit jumping
     // to it gives.
     let mut joined: HashMap<usize, HashMap<Value, Vec<(Block, Operand)>>> = HashMap::default();
-    let index = cx.shape.bb.index();
     for &e in &ck.leave.exits {
         let eb = fblock[e];
         let (mut shadows, only_here) = exit_shadows(f, (e, eb), ck, &pmap, countdown.st)
             .map_err(|what| internal(&cx.floc, what))?;
-        if let super::super::bbcode::BTerm::Goto(to) = cx.shape.bb.blocks[e].term
-            && let Some(j) = index[to].filter(|j| ck.leave.joins.contains(j))
-        {
+        if let Some(j) = ck.leave.join_of(cx, e) {
+            let at = joined.entry(j).or_default();
             for &(old, new) in shadows.iter().chain(&only_here) {
-                joined
-                    .entry(j)
-                    .or_default()
-                    .entry(old)
-                    .or_default()
-                    .push((eb, Operand::Value(new)));
+                at.entry(old).or_default().push((eb, Operand::Value(new)));
             }
         }
         for (old, new) in only_here {
@@ -226,18 +219,10 @@ pub(in crate::reverse) fn rewrite(
     let mut joins: Vec<usize> = joined.keys().copied().collect();
     joins.sort_unstable();
     for j in joins {
-        let mut by_old: Vec<(Value, Vec<(Block, Operand)>)> =
-            joined.remove(&j).unwrap_or_default().into_iter().collect();
-        by_old.sort_unstable_by_key(|(old, _)| *old);
         let preds = cx.shape.preds[j].len();
-        let mut fb = FuncBuilder::new(module, fwd_id).map_err(build_err(&cx.floc))?;
-        for (old, entries) in by_old.into_iter().filter(|(_, es)| es.len() == preds) {
-            let ty = fb.module()[fwd_id].values[old].ty.clone();
-            let new = fb.insert_phi(fblock[j], ty).map_err(build_err(&cx.floc))?;
-            for (from, op) in entries {
-                fb.add_phi_entry(new, from, op)
-                    .map_err(build_err(&cx.floc))?;
-            }
+        let mut by_old = joined.remove(&j).unwrap_or_default();
+        by_old.retain(|_, es| es.len() == preds);
+        for (old, new) in merge_by_phis(module, fwd_id, (fblock[j], by_old), &cx.floc)? {
             in_exit
                 .entry(fblock[j])
                 .or_default()
@@ -245,16 +230,8 @@ pub(in crate::reverse) fn rewrite(
         }
     }
     if let Some(j) = ck.leave.join {
-        let mut olds: Vec<Value> = merged.keys().copied().collect();
-        olds.sort_unstable();
-        let mut fb = FuncBuilder::new(module, fwd_id).map_err(build_err(&cx.floc))?;
-        for old in olds {
-            let ty = fb.module()[fwd_id].values[old].ty.clone();
-            let new = fb.insert_phi(fblock[j], ty).map_err(build_err(&cx.floc))?;
-            for (from, op) in merged.remove(&old).unwrap_or_default() {
-                fb.add_phi_entry(new, from, op)
-                    .map_err(build_err(&cx.floc))?;
-            }
+        let by_old = std::mem::take(&mut merged);
+        for (old, new) in merge_by_phis(module, fwd_id, (fblock[j], by_old), &cx.floc)? {
             renamed.insert(old, Operand::Value(new));
             shown.insert(old, new);
         }
@@ -331,6 +308,30 @@ pub(in crate::reverse) fn rewrite(
         }
     }
     Ok(())
+}
+
+/// A phi in block `at` of forward sweep `fwd_id` for each value of
+/// `by_old` (in the order of the values), with its entries: the new value
+/// of each.
+fn merge_by_phis(
+    module: &mut Module,
+    fwd_id: FuncId,
+    (at, by_old): (Block, HashMap<Value, Vec<(Block, Operand)>>),
+    floc: &irad_ir::Location,
+) -> Result<Vec<(Value, Value)>, ReverseError> {
+    let mut by_old: Vec<(Value, Vec<(Block, Operand)>)> = by_old.into_iter().collect();
+    by_old.sort_unstable_by_key(|(old, _)| *old);
+    let mut fb = FuncBuilder::new(module, fwd_id).map_err(build_err(floc))?;
+    let mut out = Vec::with_capacity(by_old.len());
+    for (old, entries) in by_old {
+        let ty = fb.module()[fwd_id].values[old].ty.clone();
+        let new = fb.insert_phi(at, ty).map_err(build_err(floc))?;
+        for (from, op) in entries {
+            fb.add_phi_entry(new, from, op).map_err(build_err(floc))?;
+        }
+        out.push((old, new));
+    }
+    Ok(out)
 }
 
 /// With a direct path, the exit block `exit` of forward sweep `fwd_id` is
