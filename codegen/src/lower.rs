@@ -1961,6 +1961,10 @@ impl<M: ClModule> Lower<'_, '_, M> {
             return Ok(());
         }
         let pushed = self.c.summaries.pushed_params(self.module, fid);
+        debug_assert!(
+            release::still_only_pushed(func, &self.c.summaries, &pushed),
+            "a pushed parameter kept otherwise after inlining, fusion or versioning"
+        );
         for (k, &p) in func.params.iter().enumerate() {
             if !pushed.get(k).copied().unwrap_or(false) {
                 continue;

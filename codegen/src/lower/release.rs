@@ -1920,6 +1920,22 @@ fn pushed_params(func: &Func, summaries: &Summaries) -> Vec<bool> {
         .collect()
 }
 
+/// Whether `func` (a function as compiled: after inlining, fusion and
+/// versioning) keeps each parameter the summary says it only pushes
+/// (`pushed`) still only by pushing it as it is: the transforms keep a
+/// push of a parameter a push of it and add no other use that keeps it
+/// (module header, "Pushed parameters"). A check of that invariant.
+pub(super) fn still_only_pushed(func: &Func, summaries: &Summaries, pushed: &[bool]) -> bool {
+    let cfg = ControlFlowGraph::with_function(func);
+    let dom = DominatorTree::with_cfg(&cfg);
+    let uses = Uses::of(func, &dom);
+    let mut walk = Walk::of_params(func, &uses, summaries, true);
+    func.params
+        .iter()
+        .zip(pushed)
+        .all(|(&p, &only)| !only || walk.stays_inside(p, None, None).is_some())
+}
+
 /// One use of a value: as an operand of a statement (in a block), or by a
 /// block's terminator.
 #[derive(Copy, Clone)]
