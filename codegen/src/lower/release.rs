@@ -454,14 +454,17 @@
 //! call is a use like any other for the arguments above. An untagged word
 //! is the address itself: the callee pushes it untagged, never looks at
 //! its header, and the caller, which passed it so, did not count on the
-//! push: it kept the array (a site whose walk met such a call is not let
-//! go of). A tagged word reaches only a function that clears the bit, by
+//! push: it keeps the array (a site whose walk met such a call is not let
+//! go of; a latch-owning phi passes untagged only the array it was
+//! entered with, which it never lets go of, as for its pushes). A tagged
+//! word reaches only a function that clears the bit, by
 //! the flag's rule above; the bit is the one tapes use, and pops clear it
 //! (in a counted module). Compiled code is the function after inlining,
 //! fusion and versioning: these copy a push of the parameter as a push of
 //! the parameter, and an inlined callee that pushes its own parameter
 //! makes the caller's parameter kept, not pushed (above), so the compiled
-//! body pushes the parameter only as the summary says.
+//! body pushes the parameter only as the summary says (debug builds check
+//! it, [`still_only_pushed`]).
 //!
 //! What is left are the tapes. An array a freed site made was never on
 //! one. One a released site made leaves its function only by pushes of
