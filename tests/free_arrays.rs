@@ -149,6 +149,7 @@ const CALLS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/free_arrays/call
 const CALL_CASES: &[(&str, &str)] = &[
     ("stepped", "1.5, 7"),
     ("temps", "1.5, 7"),
+    ("handed", "1.5, 7"),
     ("paired", "1.5, 7"),
     ("rescaled", "1.5, 7"),
     ("aliased", "1.5, 7"),
@@ -186,6 +187,9 @@ fn the_jit_frees_the_fresh_arrays_calls_return() {
         ("stepped", 8),
         // Each call's `t`, and `a`, which `step` only reads.
         ("temps", 8),
+        // Each iteration's `t`, which `step` only reads, and the array
+        // each call returns.
+        ("handed", 14),
         // `t.0` and `t.2` of each of the 7 calls (`t.2`, taken twice, is
         // a site freed before its next run; `t.0` is handed over to the
         // phi of `a`), and the first `zeros`.
@@ -217,11 +221,22 @@ fn the_pops_free_the_fresh_arrays_callees_pushed() {
     let want: &[(&str, u64, u64)] = &[
         // `@step.rev.fwd` returns its copy and the copy's shadow, both
         // pushed (counted): the caller releases the 7 of each, the
-        // pullback's pops free them. Uncounted, a push is an escape.
-        ("temps", 0, 14),
-        // Not yet: `@step.rev.fwd` pushes its argument (the state before
-        // the step) uncounted, so the phi carrying the state keeps it.
-        ("stepped", 0, 0),
+        // pullback's pops free them. Uncounted, a push is an escape. It
+        // also pushes the array it is given and that array's shadow: `a`
+        // and its shadow, passed tagged (its parameters are only pushed,
+        // "Pushed parameters"), are released and freed too (14 before).
+        ("temps", 0, 16),
+        // Each iteration's `t` and its shadow, passed tagged to
+        // `@step.rev.fwd`, and the 7 results and their shadows (14 before
+        // pushed parameters: `t` and its shadow stayed).
+        ("handed", 0, 28),
+        // The state and its shadow, each iteration's passed tagged to
+        // `@step.rev.fwd`: the header's phis own them (latch-owning: the
+        // calls' results, handed over), and the pullback's pops free
+        // them: the 7 results, their shadows, and the first `zeros` and
+        // its shadow, made before the loop (0 before: the phi passing its
+        // array to a callee that pushed it kept every array).
+        ("stepped", 0, 16),
         // Not yet: `@pair.rev.fwd` returns a tuple inside its tuple.
         ("paired", 0, 0),
         // Not yet: `@built.rev.fwd` pushes the array its recursive call
@@ -451,7 +466,11 @@ fn the_pops_free_the_arrays_the_tapes_held() {
 /// 1 034 arrays at once before, 21 and 29 now). `leapfrog` and
 /// `three_steps` hand arrays from one header phi to another: checkpointing
 /// refused such loops before, and compiled code kept every array they made
-/// (docs/codegen.md, "Handing chains").
+/// (docs/codegen.md, "Handing chains"). `stepped` of `calls.irad` replaces
+/// its array by what a call of `step` returns, and each replay's forward
+/// sweep of `step` pushes the array it is given: passed tagged, those are
+/// freed at their pops (293 and 4 578 arrays at once before, 26 and 30
+/// now; docs/codegen.md, "Pushes of a callee's parameter").
 #[test]
 fn replays_of_loops_carrying_arrays_keep_a_logarithm_of_their_arrays() {
     // (file, function, argument, arrays its loop carries): a snapshot
@@ -464,6 +483,7 @@ fn replays_of_loops_carrying_arrays_keep_a_logarithm_of_their_arrays() {
         ("loops.irad", "read_under", "[0.1, 0.2, 0.3]", 1),
         ("loops.irad", "leapfrog", "[0.1, 0.2, 0.3]", 2),
         ("loops.irad", "three_steps", "[0.1, 0.2, 0.3]", 3),
+        ("calls.irad", "stepped", "1.5", 1),
     ] {
         let path = format!("{}/tests/free_arrays/{file}", env!("CARGO_MANIFEST_DIR"));
         let src = irad::read_source(std::path::Path::new(&path)).expect("readable");

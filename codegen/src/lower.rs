@@ -544,6 +544,8 @@ impl<M: ClModule> Compiler<M> {
                 web_sites: rustc_hash::FxHashMap::default(),
                 counted_pushes: rustc_hash::FxHashMap::default(),
                 popped_words: rustc_hash::FxHashMap::default(),
+                tagged_args: rustc_hash::FxHashMap::default(),
+                param_words: rustc_hash::FxHashMap::default(),
             };
             lower.alias_regions();
             let r = match f {
@@ -828,6 +830,13 @@ struct Lower<'a, 'b, M: ClModule> {
     counted_pushes: rustc_hash::FxHashMap<irad_ir::Inst, release::Letgo>,
     /// The word each `Drop` pop read from its tape, tag included.
     popped_words: rustc_hash::FxHashMap<Value, ir::Value>,
+    /// The `invoke` arguments passed as the word a push of them would push
+    /// (`release::tagged_args`), by statement, with their positions.
+    tagged_args: rustc_hash::FxHashMap<irad_ir::Inst, Vec<(usize, release::Letgo)>>,
+    /// The parameters the function only pushes as they are, each with the
+    /// word it was passed (perhaps tagged, `lower/release.rs`, "Pushed
+    /// parameters"): every other use sees the address, bit cleared.
+    param_words: rustc_hash::FxHashMap<Value, ir::Value>,
 }
 
 const TRUSTED: MemFlagsData = MemFlagsData::trusted();
@@ -1108,6 +1117,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             next += n;
             self.set(p, leaves);
         }
+        self.mask_pushed_params(fid, func)?;
         let Some(first) = func.entry() else {
             return Err(CodegenError::at(func, None, "function has no blocks"));
         };
@@ -1263,6 +1273,16 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     }
                     if let Some(&letgo) = self.counted_pushes.get(&inst) {
                         self.count_push(func, args, letgo, &mut vals)?;
+                    } else if *prim == Prim::Push
+                        && let Some(Operand::Value(v)) = args.first()
+                        && let Some(&word) = self.param_words.get(v)
+                        && let Some(leaves) = vals.first_mut()
+                        && let Some(p) = leaves.first_mut()
+                    {
+                        // A parameter pushed as it is pushes the word it
+                        // was passed, counting a reference when tagged.
+                        *p = word;
+                        self.hold_if_tagged(word)?;
                     }
                     let mut out = self.prim(*prim, args, &vals, &tys, ret, &mut || site_loc())?;
                     let mut kept = out.first().copied();
@@ -1290,8 +1310,18 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 }
                 InstKind::Invoke { func: callee, args } => {
                     let mut flat: SmallVec<[ir::Value; 8]> = SmallVec::new();
-                    for a in args {
-                        flat.extend(self.operand(a)?);
+                    let tagged = self.tagged_args.get(&inst).cloned().unwrap_or_default();
+                    for (k, a) in args.iter().enumerate() {
+                        let mut leaves = self.operand(a)?;
+                        // Passed to a parameter the callee only pushes: the
+                        // word a push of it would push (the callee counts
+                        // the reference at its push).
+                        if let (Some(&(_, letgo)), Operand::Value(v), Some(p)) =
+                            (tagged.iter().find(|&&(j, _)| j == k), a, leaves.first_mut())
+                        {
+                            *p = self.push_word(func, v, *p, letgo)?;
+                        }
+                        flat.extend(leaves);
                     }
                     let id = self.c.declare(self.module, FuncRef::User(*callee))?;
                     let r = self.fref(id);
@@ -1664,6 +1694,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         self.freed.clear();
         let freed = release::freed_sites(func, self.module, &mut self.c.summaries);
         self.counted_pushes = release::counted_pushes(func, &freed);
+        self.tagged_args = release::tagged_args(func, &freed);
         self.latch = freed.latch.iter().copied().collect();
         self.at_return = freed.at_return.clone();
         self.chains = freed.chains.clone();
@@ -1816,14 +1847,29 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 "a pushed array without leaves",
             ));
         };
+        let word = self.push_word(func, v, p, letgo)?;
+        leaves[0] = word;
+        let ctx = self.ctx();
+        self.call_rt(RtSym::Hold, &[types::I64; 2], &[], &[ctx, word])?;
+        Ok(())
+    }
+
+    /// The word a push of `v` (holding the array `p`), a value whose
+    /// pushes as it is count a reference (`release::counted_pushes`), or
+    /// an argument passed in its place (`release::tagged_args`), pushes:
+    /// `p` tagged, or untagged when `v` holds an array from elsewhere, or
+    /// the word a dropped pop read.
+    fn push_word(
+        &mut self,
+        func: &Func,
+        v: &Value,
+        p: ir::Value,
+        letgo: release::Letgo,
+    ) -> Result<ir::Value, CodegenError> {
         if let Some(chain) = self.chains.iter().find(|c| c.phis.contains(v)).cloned() {
-            leaves[0] = self.chain_word(v, p, &chain)?;
-            let word = leaves[0];
-            let ctx = self.ctx();
-            self.call_rt(RtSym::Hold, &[types::I64; 2], &[], &[ctx, word])?;
-            return Ok(());
+            return self.chain_word(v, p, &chain);
         }
-        let word = match letgo {
+        Ok(match letgo {
             // A latch-owning phi counts a reference only to an array of its
             // own, not to the one it was entered with from outside
             // (`lower/release.rs`): that one is pushed as before, untagged.
@@ -1885,10 +1931,54 @@ impl<M: ClModule> Lower<'_, '_, M> {
             release::Letgo::Free => {
                 return Err(CodegenError::internal("a push of a freed site".into()));
             }
-        };
-        leaves[0] = word;
+        })
+    }
+
+    /// Counts the reference of a tape entry holding `word`, when it is
+    /// tagged (`irad_rt_hold`; the test is inline, so that untagged words
+    /// cost no call).
+    fn hold_if_tagged(&mut self, word: ir::Value) -> Result<(), CodegenError> {
         let ctx = self.ctx();
+        let tagged = self.b.ins().band_imm_s(word, 1);
+        let hold = self.b.create_block();
+        let cont = self.b.create_block();
+        self.b.ins().brif(tagged, hold, &[], cont, &[]);
+        self.b.switch_to_block(hold);
         self.call_rt(RtSym::Hold, &[types::I64; 2], &[], &[ctx, word])?;
+        self.b.ins().jump(cont, &[]);
+        self.b.switch_to_block(cont);
+        Ok(())
+    }
+
+    /// In a module whose tapes are counted, the `[T]` parameters function
+    /// `fid` (lowered as `func`) only pushes as they are may be passed
+    /// tagged by their callers (`lower/release.rs`, "Pushed parameters"):
+    /// each use sees the address with the bit cleared, and each push of
+    /// the parameter pushes the word passed ([`Lower::param_words`]).
+    fn mask_pushed_params(&mut self, fid: FuncId, func: &Func) -> Result<(), CodegenError> {
+        self.param_words.clear();
+        if !self.module.counted_tapes() {
+            return Ok(());
+        }
+        let pushed = self.c.summaries.pushed_params(self.module, fid);
+        debug_assert!(
+            release::still_only_pushed(func, &self.c.summaries, &pushed),
+            "a pushed parameter kept otherwise after inlining, fusion or versioning"
+        );
+        for (k, &p) in func.params.iter().enumerate() {
+            if !pushed.get(k).copied().unwrap_or(false) {
+                continue;
+            }
+            let mut leaves = self.operand(&Operand::Value(p))?;
+            let Some(word) = leaves.first().copied() else {
+                return Err(CodegenError::internal(
+                    "an array parameter without leaves".into(),
+                ));
+            };
+            leaves[0] = self.b.ins().band_imm_s(word, !1i64);
+            self.set(p, leaves);
+            self.param_words.insert(p, word);
+        }
         Ok(())
     }
 

@@ -406,13 +406,75 @@
 //! lets go of it once (handed over to one owner at most), it is freed
 //! once.
 //!
+//! Pushed parameters. A function that pushes its parameter cannot count
+//! the tape's reference itself: the parameter may be no array of the
+//! arena (a JIT argument, an object's caller's buffer), whose header it
+//! must not touch. So it kept the parameter, and a caller's site passing
+//! its array to it was never let go of: reverse mode's forward sweep of a
+//! step function pushes the state it is given, and a checkpoint's replay
+//! calling it per iteration kept every array it made. The caller knows
+//! what it passes, so it says so in the low bit of the address (the
+//! tapes' tag). A parameter of type `[f64]` or `[i64]` (whose addresses
+//! are even wherever they come from; a C caller's `[bool]` buffer may
+//! not be) is *pushed* ([`Summaries::pushes`])
+//! when every value it reaches (every phi counting, as for kept
+//! parameters) stays inside the function but for pushes of the
+//! parameter itself as it is (`push(%a)`, not of a `select` or phi of
+//! it), at least one: it is not returned, nor passed through a function
+//! value or to a parameter its callee keeps (a pushed one included). It
+//! is computed on the module's function once its callees' kept
+//! parameters are settled. In a module whose tapes are counted, such a
+//! function clears the bit of the word it is passed at entry, so every
+//! use sees the address, and each push of the parameter pushes the word
+//! it was passed, counting one reference (`irad_rt_hold`) when it is
+//! tagged. A caller, in such a module, treats passing `v` to a pushed
+//! parameter of an `invoke`d callee as a push of `v` as it is: its walks
+//! ([`Walk::invoke_pushes`]) admit it where they admit a push of `v`,
+//! and the lowering passes the word that push would push
+//! ([`tagged_args`]: a released site's array tagged, a latch-owning
+//! phi's tagged when it holds its own, a dropped pop's word); any other
+//! argument, and every argument of a function value, an object's entry
+//! or the JIT, is passed untagged. Tags are passed only when every
+//! function the compiler has compiled was compiled counted
+//! (`Summaries::uncounted`, as for fresh results): the flag is set before
+//! a module's pieces are compiled and never unset, so the callee,
+//! compiled before or after, clears the bit. Without counted tapes
+//! nothing changes: no function masks, and passing to a pushed parameter
+//! keeps as before.
+//!
+//! Why that is sound. Seen from the caller, the call is a number of
+//! pushes of the word it passes, made while the call runs, and nothing
+//! else that outlives it (the callee keeps the parameter only by those
+//! pushes, and its result holds no reference to it, which would be
+//! returning it): each push is counted when the word is tagged, as the
+//! caller's own push of `v` would be. The hold is made inside the call,
+//! before the call returns, so before the caller's site (or phi, or pop)
+//! can let go of the array: that happens at its next run, an entry of its
+//! phi's block or the return, all after the call, and a use of `v` by the
+//! call is a use like any other for the arguments above. An untagged word
+//! is the address itself: the callee pushes it untagged, never looks at
+//! its header, and the caller, which passed it so, did not count on the
+//! push: it keeps the array (a site whose walk met such a call is not let
+//! go of; a latch-owning phi passes untagged only the array it was
+//! entered with, which it never lets go of, as for its pushes). A tagged
+//! word reaches only a function that clears the bit, by
+//! the flag's rule above; the bit is the one tapes use, and pops clear it
+//! (in a counted module). Compiled code is the function after inlining,
+//! fusion and versioning: these copy a push of the parameter as a push of
+//! the parameter, and an inlined callee that pushes its own parameter
+//! makes the caller's parameter kept, not pushed (above), so the compiled
+//! body pushes the parameter only as the summary says (debug builds check
+//! it, [`still_only_pushed`]).
+//!
 //! What is left are the tapes. An array a freed site made was never on
 //! one. One a released site made leaves its function only by pushes of
 //! `a` itself, each a tagged word counting one reference; a tape entry
 //! that holds it is such a word, or a copy of one pushed again by a
 //! dropped pop (counted again), since every other push of an array that
 //! may be it (one a value reaches, a parameter, a pop's value not pushed
-//! as it is) makes its site, the pop or the caller's site, not let go.
+//! as it is) makes its site, the pop or the caller's site, not let go,
+//! unless it is a pushed parameter's push of the tagged word its caller
+//! passed (counted, "Pushed parameters").
 //! A pop hands its entry's reference to its value: a dropped pop counts
 //! it down only once nothing can use the value (the argument above); any
 //! other pop never counts it down, so the array then stays (a leak, never
@@ -433,7 +495,7 @@
 //! and are ignored.
 
 use irad_ir::flow::{ControlFlowGraph, DominatorTree};
-use irad_ir::types::Type;
+use irad_ir::types::{Scalar, Type};
 use irad_ir::{Block, Func, FuncId, Inst, InstKind, Module, Operand, Prim, Terminator, Value};
 use rustc_hash::FxHashMap as HashMap;
 use rustc_hash::FxHashSet as HashSet;
@@ -463,6 +525,11 @@ const SUMMARY_ROUNDS: usize = 64;
 #[derive(Default)]
 pub(super) struct Summaries {
     kept: HashMap<FuncId, Vec<bool>>,
+    /// By function, for each parameter: whether the function keeps it
+    /// only by pushing it as it is (`push(%param)`), never returning it,
+    /// pushing it otherwise or passing it where it may be kept (module
+    /// header, "Pushed parameters"). A parameter pushed so is also kept.
+    pushed: HashMap<FuncId, Vec<bool>>,
     /// By function, by summary entry (`[T]`: 0, the result; a tuple: the
     /// field's index); a function or entry not there is not fresh.
     fresh: HashMap<FuncId, Vec<Fresh>>,
@@ -493,6 +560,22 @@ impl Summaries {
             .get(&callee)
             .and_then(|ks| ks.get(k).copied())
             .unwrap_or(true)
+    }
+
+    /// Whether `callee` keeps its parameter `k` only by pushing it as it
+    /// is (unknown: no).
+    fn pushes(&self, callee: FuncId, k: usize) -> bool {
+        self.pushed
+            .get(&callee)
+            .and_then(|ps| ps.get(k).copied())
+            .unwrap_or(false)
+    }
+
+    /// The parameters of `f` it keeps only by pushing them as they are,
+    /// each `true` at its position (module header, "Pushed parameters").
+    pub(super) fn pushed_params(&mut self, module: &Module, f: FuncId) -> Vec<bool> {
+        self.ensure(module, &[f]);
+        self.pushed.get(&f).cloned().unwrap_or_default()
     }
 
     /// Whether entry `k` of `callee`'s result (0 for a `[T]` result, the
@@ -547,6 +630,12 @@ impl Summaries {
                 }
             }
             if !changed {
+                for &g in &new {
+                    if let Some(func) = module.get(g) {
+                        let pushed = pushed_params(func, self);
+                        self.pushed.insert(g, pushed);
+                    }
+                }
                 self.ensure_fresh(module, &new);
                 return;
             }
@@ -631,6 +720,10 @@ pub(super) struct Freed {
     /// it is, is counted, whether the function lets go of it or not
     /// ("Fresh results": its caller may).
     pub(super) counted: bool,
+    /// The `invoke`s passing arrays to parameters their callees only push
+    /// as they are, each with those arguments' positions, when such an
+    /// argument may be passed tagged ("Pushed parameters"); else empty.
+    pub(super) passed: HashMap<Inst, Vec<usize>>,
 }
 
 /// A handing chain (module header, "Handing chains"): header phis each of
@@ -695,6 +788,7 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         at_return: HashSet::default(),
         chains: Vec::new(),
         counted: module.counted_tapes(),
+        passed: HashMap::default(),
     };
     // Without counted tapes (`Module::counted_tapes`), a push is an escape
     // and pops are no sites, as before tapes were counted.
@@ -758,6 +852,13 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
     if sites.is_empty() {
         return freed;
     }
+    // A value passed to a parameter its callee only pushes is passed
+    // tagged only when the callee masks it: compiled counted, as every
+    // function is once none was compiled uncounted ("Pushed parameters").
+    let tags = counted && !summaries.uncounted;
+    if tags {
+        freed.passed = passed_to_pushers(func, summaries);
+    }
     let mut walk = Walk {
         func,
         uses: &uses,
@@ -772,6 +873,8 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
             .map(|(&v, _)| v)
             .collect(),
         aliases: calls.aliases,
+        param_pushes: false,
+        tags,
     };
     let sites: Vec<(Value, Block)> = sites
         .into_iter()
@@ -1668,22 +1771,7 @@ fn unrepeated(cfg: &ControlFlowGraph, h: Block, b: Block) -> HashSet<Block> {
 /// an array ([`Letgo::Drop`]), with that site's letgo: such a push stores
 /// a tagged word and counts the tape's reference (module header).
 pub(super) fn counted_pushes(func: &Func, freed: &Freed) -> HashMap<Inst, Letgo> {
-    let mut counted: HashMap<Value, Letgo> = freed
-        .sites
-        .iter()
-        .chain(&freed.handed)
-        .filter(|(_, l)| *l != Letgo::Free)
-        .copied()
-        .collect();
-    // A select a latch-owning phi is entered through counts its pushes as
-    // its site does.
-    for (&v, s) in &freed.entered {
-        if freed.through.contains_key(&v)
-            && let Some(&Letgo::Release) = counted.get(s)
-        {
-            counted.entry(v).or_insert(Letgo::Release);
-        }
-    }
+    let counted = counted_values(freed);
     let mut out = HashMap::default();
     if counted.is_empty() && !freed.counted {
         return out;
@@ -1712,6 +1800,72 @@ pub(super) fn counted_pushes(func: &Func, freed: &Freed) -> HashMap<Inst, Letgo>
     out
 }
 
+/// The arguments of `func`'s `invoke`s that pass a value to a parameter
+/// its callee only pushes as it is (`Summaries::pushes`), by statement.
+fn passed_to_pushers(func: &Func, summaries: &Summaries) -> HashMap<Inst, Vec<usize>> {
+    func.insts
+        .iter()
+        .filter_map(|(i, d)| match &d.kind {
+            InstKind::Invoke { func: callee, args } => {
+                let ks: Vec<usize> = (0..args.len())
+                    .filter(|&k| {
+                        matches!(args[k], Operand::Value(_)) && summaries.pushes(*callee, k)
+                    })
+                    .collect();
+                (!ks.is_empty()).then_some((i, ks))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The arguments of `invoke`s that pass a site's own value, as it is, to
+/// a parameter the callee only pushes (`Freed::passed`), by statement,
+/// each with its position and that site's letgo: the argument is passed
+/// as the word a push of it would push (tagged, or a dropped pop's word),
+/// and the callee counts the tape's reference at each push of it (module
+/// header, "Pushed parameters").
+pub(super) fn tagged_args(func: &Func, freed: &Freed) -> HashMap<Inst, Vec<(usize, Letgo)>> {
+    let counted = counted_values(freed);
+    let mut out: HashMap<Inst, Vec<(usize, Letgo)>> = HashMap::default();
+    for (&i, ks) in &freed.passed {
+        let InstKind::Invoke { args, .. } = &func.insts[i].kind else {
+            continue;
+        };
+        for &k in ks {
+            if let Some(Operand::Value(v)) = args.get(k)
+                && let Some(&letgo) = counted.get(v)
+            {
+                out.entry(i).or_default().push((k, letgo));
+            }
+        }
+    }
+    out
+}
+
+/// The values whose pushes as they are count a reference, each with its
+/// letgo: the sites and owning phis not freed (released, or dropped
+/// pops), and the selects latch-owning phis are entered through.
+fn counted_values(freed: &Freed) -> HashMap<Value, Letgo> {
+    let mut counted: HashMap<Value, Letgo> = freed
+        .sites
+        .iter()
+        .chain(&freed.handed)
+        .filter(|(_, l)| *l != Letgo::Free)
+        .copied()
+        .collect();
+    // A select a latch-owning phi is entered through counts its pushes as
+    // its site does.
+    for (&v, s) in &freed.entered {
+        if freed.through.contains_key(&v)
+            && let Some(&Letgo::Release) = counted.get(s)
+        {
+            counted.entry(v).or_insert(Letgo::Release);
+        }
+    }
+    counted
+}
+
 /// Whether a type can hold a reference to an array.
 pub(super) fn holds_array(ty: &Type) -> bool {
     match ty {
@@ -1736,16 +1890,7 @@ fn kept_params(func: &Func, summaries: &Summaries) -> Vec<bool> {
     let cfg = ControlFlowGraph::with_function(func);
     let dom = DominatorTree::with_cfg(&cfg);
     let uses = Uses::of(func, &dom);
-    let mut walk = Walk {
-        func,
-        uses: &uses,
-        summaries,
-        budget: BUDGET,
-        entered: HashMap::default(),
-        chain_entered: HashMap::default(),
-        born_pushed: HashSet::default(),
-        aliases: HashMap::default(),
-    };
+    let mut walk = Walk::of_params(func, &uses, summaries, false);
     func.params
         .iter()
         .map(|&p| {
@@ -1753,6 +1898,45 @@ fn kept_params(func: &Func, summaries: &Summaries) -> Vec<bool> {
                 && walk.stays_inside(p, None, None).is_none()
         })
         .collect()
+}
+
+/// Which `[T]` parameters of `func` it keeps only by pushing them as they
+/// are (module header, "Pushed parameters"), given the final summaries of
+/// its callees' kept parameters: passing one to a callee that pushes it is
+/// keeping it.
+fn pushed_params(func: &Func, summaries: &Summaries) -> Vec<bool> {
+    let cfg = ControlFlowGraph::with_function(func);
+    let dom = DominatorTree::with_cfg(&cfg);
+    let uses = Uses::of(func, &dom);
+    let mut walk = Walk::of_params(func, &uses, summaries, true);
+    func.params
+        .iter()
+        .map(|&p| {
+            // A caller's `[bool]` buffer may sit at an odd address (a C
+            // caller's `uint8_t *`): only arrays of 8-byte elements, whose
+            // addresses are even wherever they come from, carry the bit.
+            matches!(
+                func.values.get(p).map(|d| &d.ty),
+                Some(Type::Array(Scalar::F64 | Scalar::I64))
+            ) && walk.stays_inside(p, None, None) == Some(true)
+        })
+        .collect()
+}
+
+/// Whether `func` (a function as compiled: after inlining, fusion and
+/// versioning) keeps each parameter the summary says it only pushes
+/// (`pushed`) still only by pushing it as it is: the transforms keep a
+/// push of a parameter a push of it and add no other use that keeps it
+/// (module header, "Pushed parameters"). A check of that invariant.
+pub(super) fn still_only_pushed(func: &Func, summaries: &Summaries, pushed: &[bool]) -> bool {
+    let cfg = ControlFlowGraph::with_function(func);
+    let dom = DominatorTree::with_cfg(&cfg);
+    let uses = Uses::of(func, &dom);
+    let mut walk = Walk::of_params(func, &uses, summaries, true);
+    func.params
+        .iter()
+        .zip(pushed)
+        .all(|(&p, &only)| !only || walk.stays_inside(p, None, None).is_some())
 }
 
 /// One use of a value: as an operand of a statement (in a block), or by a
@@ -1848,9 +2032,77 @@ struct Walk<'a> {
     /// The later `getfield`s of the field a `getfield` call site takes,
     /// by site: values the site reaches from the start.
     aliases: HashMap<Value, Vec<Value>>,
+    /// Whether a walk of a parameter (no site) admits pushes of the
+    /// parameter itself as it is ("Pushed parameters": `pushed_params`).
+    param_pushes: bool,
+    /// Whether a value passed to a parameter its callee only pushes may be
+    /// passed tagged, its pushes there counted: in a module whose tapes are
+    /// counted, by a compiler that has compiled nothing uncounted ("Pushed
+    /// parameters").
+    tags: bool,
 }
 
-impl Walk<'_> {
+impl<'a> Walk<'a> {
+    /// A walk of `func`'s parameters, which are never sites.
+    fn of_params(
+        func: &'a Func,
+        uses: &'a Uses,
+        summaries: &'a Summaries,
+        param_pushes: bool,
+    ) -> Walk<'a> {
+        Walk {
+            func,
+            uses,
+            summaries,
+            budget: BUDGET,
+            entered: HashMap::default(),
+            chain_entered: HashMap::default(),
+            born_pushed: HashSet::default(),
+            aliases: HashMap::default(),
+            param_pushes,
+            tags: false,
+        }
+    }
+
+    /// Whether, in the walk from `a` (a site's when `site`), a push of
+    /// `v` as it is counts as `a`'s (a tagged word, or the word `a`'s pop
+    /// read): `a` itself, a latch-owning phi entered with it
+    /// (`Freed::entered`), or a handing chain's phi entered with it
+    /// (`Chain::entered`); for a parameter's walk that admits its pushes,
+    /// the parameter itself.
+    fn counts_push(&self, v: Value, a: Value, site: bool) -> bool {
+        if !site {
+            return self.param_pushes && v == a;
+        }
+        v == a
+            || self.entered.get(&v) == Some(&a)
+            || self.chain_entered.get(&v).is_some_and(|s| s.contains(&a))
+    }
+
+    /// Whether `inst`, an `invoke` with `v` among its arguments, keeps no
+    /// reference to `v` once it returns but by pushes that count as
+    /// `a`'s (`counts_push`): each argument that is `v` goes to a
+    /// parameter the callee does not keep, or to one it only pushes as it
+    /// is, passed tagged (`tags`, "Pushed parameters"). `Some(true)` when
+    /// one does the latter (a push of `v`), `None` when one may be kept.
+    fn invoke_pushes(&self, inst: Inst, v: Value, a: Value, site: bool) -> Option<bool> {
+        let InstKind::Invoke { func: callee, args } = &self.func.insts.get(inst)?.kind else {
+            return None;
+        };
+        let mut pushed = false;
+        for (k, op) in args.iter().enumerate() {
+            if *op != Operand::Value(v) || !self.summaries.keeps(*callee, k) {
+                continue;
+            }
+            if self.tags && self.summaries.pushes(*callee, k) && self.counts_push(v, a, site) {
+                pushed = true;
+            } else {
+                return None;
+            }
+        }
+        Some(pushed)
+    }
+
     /// Whether every value `a` reaches stays inside the function (module
     /// header), and if so whether `a` itself is pushed: `None` when one
     /// may leave it, else `Some(pushed)`. For a
@@ -1931,9 +2183,18 @@ impl Walk<'_> {
                         },
                         Use::Term(_) => None,
                     };
+                    let passed = match u {
+                        Use::Inst(i, _) if v == a && prim.is_none() => {
+                            self.invoke_pushes(i, v, a, site.is_some())
+                        }
+                        _ => None,
+                    };
                     match (prim, u) {
                         (Some(PrimUse::Keeps), _) => {}
                         (Some(PrimUse::Pushes), _) if v == a => pushed = true,
+                        // Passed to a parameter its callee only pushes,
+                        // tagged: a push of the phi itself.
+                        (None, Use::Inst(..)) if passed == Some(true) => pushed = true,
                         // The phi itself entering a phi after the loop:
                         // noted, for the caller to judge (`Leaving::into`).
                         (None, Use::Inst(i, _)) if v == a => match func.insts.get(i) {
@@ -1966,21 +2227,10 @@ impl Walk<'_> {
                         // A site's own value pushed as it is: the tape's
                         // reference is counted (a tagged word). Anything
                         // else pushed is an escape.
-                        PrimUse::Pushes if v == a && site.is_some() => {
-                            pushed = true;
-                            false
-                        }
-                        // A latch-owning phi entered with the site's array
-                        // counts every push of it (`Freed::entered`).
-                        PrimUse::Pushes if site.is_some() && self.entered.get(&v) == Some(&a) => {
-                            pushed = true;
-                            false
-                        }
-                        // So does a handing chain's phi entered with it.
-                        PrimUse::Pushes
-                            if site.is_some()
-                                && self.chain_entered.get(&v).is_some_and(|s| s.contains(&a)) =>
-                        {
+                        // So does a latch-owning phi entered with the
+                        // site's array (`Freed::entered`), or a handing
+                        // chain's phi entered with it (`counts_push`).
+                        PrimUse::Pushes if self.counts_push(v, a, site.is_some()) => {
                             pushed = true;
                             false
                         }
@@ -2001,14 +2251,11 @@ impl Walk<'_> {
                     }
                     // The callee keeps no reference to a parameter it
                     // neither returns, pushes nor passes on to be kept, so
-                    // its result cannot hold the array either.
-                    InstKind::Invoke { func: callee, args } => {
-                        let kept = args.iter().enumerate().any(|(k, op)| {
-                            *op == Operand::Value(v) && self.summaries.keeps(*callee, k)
-                        });
-                        if kept {
-                            return None;
-                        }
+                    // its result cannot hold the array either; one it only
+                    // pushes as it is, passed tagged, is a push of `v`
+                    // ("Pushed parameters").
+                    InstKind::Invoke { .. } => {
+                        pushed |= self.invoke_pushes(inst, v, a, site.is_some())?;
                         false
                     }
                     InstKind::CallValue { .. } => return None,
@@ -3069,8 +3316,9 @@ func @f(%n: i64) -> ([f64], f64) {
     fn pops_are_dropped_and_only_a_sites_own_value_pushed_is_counted() {
         // `t` is pushed as it is, but `t` and `u` are also pushed through
         // a `select` (an escape: that push is not counted, so neither is
-        // let go of), `w` passed to `@save`, which
-        // pushes its parameter (kept). The pop `q` is pushed back as it is
+        // let go of); `w` is passed to `@save`, which only pushes its
+        // parameter as it is: passed tagged, so released ("Pushed
+        // parameters"). The pop `q` is pushed back as it is
         // (dropped, the push counted again); `e` is pushed back through a
         // tuple and returned: neither is let go of.
         let src = "func @save(%a: [f64]) -> () {
@@ -3096,7 +3344,7 @@ func @f(%n: i64, %c: bool) -> [f64] {
   return %r
 }
 ";
-        assert_eq!(freed(src), ["q:drop"]);
+        assert_eq!(freed(src), ["w:release", "q:drop"]);
         // Tapes not counted: no pop is a site, every push an escape.
         assert!(freed_in(src, false).is_empty());
     }
@@ -3146,7 +3394,10 @@ func @f(%n: i64) -> f64 {
   return %s
 }
 ";
-        assert_eq!(freed(src), ["t"]);
+        // `@save` only pushes its array as it is: `v`, passed tagged, is
+        // released ("Pushed parameters").
+        assert_eq!(freed(src), ["t", "v:release"]);
+        assert_eq!(freed_in(src, false), ["t"]);
         let m = parse_module(src).expect("parses");
         let mut sums = Summaries::default();
         let ids: Vec<FuncId> = ["sum_rec", "id", "save", "fwd"]
@@ -3159,5 +3410,120 @@ func @f(%n: i64) -> f64 {
             kept,
             [vec![false, false], vec![true], vec![true], vec![true]]
         );
+    }
+
+    #[test]
+    fn a_parameter_its_callee_only_pushes_is_passed_tagged_and_released() {
+        // `@step` pushes its `a` as it is and reads it (as reverse mode's
+        // forward sweep of a step function does): pushed. `@sel` pushes a
+        // `select` of it, `@ret` pushes and returns it, `@on` passes it to
+        // `@step`: kept, never pushed so.
+        let src = "func @step(%a: [f64], %h: f64) -> [f64] {
+#1:
+  %b = call copy(%a) :: [f64]
+  %x = call arrayref(%a, 0) :: f64
+  call push(%a)
+  call push(%b)
+  return %b
+}
+func @sel(%a: [f64], %c: bool) -> () {
+#1:
+  %s = call select(%c, %a, %a) :: [f64]
+  call push(%s)
+  return ()
+}
+func @ret(%a: [f64]) -> [f64] {
+#1:
+  call push(%a)
+  return %a
+}
+func @on(%a: [f64]) -> () {
+#1:
+  %b = invoke @step(%a, 1.0) :: [f64]
+  return ()
+}
+func @f(%x: [f64], %n: i64) -> f64 {
+#1:
+  %t = call zeros(%n) :: [f64]
+  %y = invoke @step(%t, 1.0) :: [f64]
+  %u = call zeros(%n) :: [f64]
+  %u2 = invoke @ret(%u) :: [f64]
+  %v = call zeros(%n) :: [f64]
+  invoke @on(%v)
+  %w = call zeros(%n) :: [f64]
+  invoke @sel(%w, true)
+  goto #2
+#2:
+  %p = phi [#1 => %x, #3 => %r] :: [f64]
+  %i = phi [#1 => 0, #3 => %j] :: i64
+  %c = call lt(%i, %n) :: bool
+  gotoifnot %c, #4
+#3:
+  %r = invoke @step(%p, 0.5) :: [f64]
+  %j = call iadd(%i, 1) :: i64
+  goto #2
+#4:
+  return 0.0
+}
+";
+        let m = parse_module(src).expect("parses");
+        let mut sums = Summaries::default();
+        let ids: Vec<FuncId> = ["step", "sel", "ret", "on"]
+            .iter()
+            .map(|n| m.by_name(n).expect("function"))
+            .collect();
+        sums.ensure(&m, &ids);
+        let pushed: Vec<Vec<bool>> = ids.iter().map(|g| sums.pushed[g].clone()).collect();
+        assert_eq!(
+            pushed,
+            [
+                vec![true, false],
+                vec![false, false],
+                vec![false],
+                vec![false]
+            ]
+        );
+        // `t`, passed to `@step`, is released; `y` and `r` are fresh
+        // results `@step` pushed. The loop's phi `p`, passed to `@step` in
+        // its loop, owns what its latch brings (`r`), counting its pushes
+        // (tagged when it holds an array of its own, not `x`).
+        assert_eq!(
+            freed(src),
+            ["t:release", "y:release", "p:release", "r:release:handed"]
+        );
+        assert_eq!(latch_phis(src), ["p"]);
+        let tagged = analysed(src, true, |freed, name| {
+            let f = m.get(m.by_name("f").expect("@f")).expect("func");
+            let mut out: Vec<String> = tagged_args(f, &freed)
+                .into_iter()
+                .flat_map(|(i, ks)| {
+                    let InstKind::Invoke { args, .. } = &f.insts[i].kind else {
+                        return Vec::new();
+                    };
+                    ks.into_iter()
+                        .map(|(k, l)| match args[k] {
+                            Operand::Value(v) => format!("{}:{l:?}", name(v)),
+                            _ => "?".into(),
+                        })
+                        .collect()
+                })
+                .collect();
+            out.sort();
+            out
+        });
+        assert_eq!(tagged, ["p:Release", "t:Release"]);
+        // Tapes not counted: passing to `@step` keeps, as a push would.
+        assert_eq!(freed_in(src, false), Vec::<String>::new());
+        // A compiler that has compiled a function uncounted may have
+        // compiled `@step` so, not masking `a`: nothing is passed tagged.
+        let mut m = m;
+        m.set_counted_tapes(true);
+        let f = m.get(m.by_name("f").expect("@f")).expect("func");
+        let mut sums = Summaries {
+            uncounted: true,
+            ..Summaries::default()
+        };
+        let freed = freed_sites(f, &m, &mut sums);
+        assert!(freed.sites.is_empty() && freed.passed.is_empty());
     }
 }
