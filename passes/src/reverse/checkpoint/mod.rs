@@ -1788,13 +1788,22 @@ fn no_other_parameter_in(cx: &Derivation<'_>, k: usize, e: Value) -> bool {
 }
 
 /// Whether phi `v` of loop `k` (not of its header) may hold only arrays
-/// made in the same iteration of `k`: through phis of the loop other than
-/// its header's (those of a loop inside it included), every array it may
-/// hold is made by a statement of the loop (`makes_array`), so it is one
-/// the iteration made, as a statement's own array is (the loop phi of an
-/// inner loop carrying a buffer the iteration made, read after a `return`
-/// from inside both).
-fn made_per_iteration(cx: &Derivation<'_>, k: usize, v: Value) -> bool {
+/// made in the same iteration of `k`, and no other value leaving the loop
+/// or carried to the next iteration may hold them: through phis of the
+/// loop other than its header's (those of a loop inside it included),
+/// every array it may hold is made by a statement of the loop
+/// (`makes_array`), so it is one the iteration made, as a statement's own
+/// array is (the loop phi of an inner loop carrying a buffer the iteration
+/// made, read after a `return` from inside both). Those statements and
+/// phis, but `v`, are not used after the loop (`escaping`), and in the
+/// loop each is used only by those phis and by primitives that take no
+/// reference; `v` only by such primitives. Otherwise another value (the
+/// statement's own array read after the loop, another such phi, a header
+/// phi handed the array) may be the same array where it leaves, and the
+/// exit would give the one array two shadows (found by the session's
+/// review: `alias_ret`, `two_phis`, `handed_and_phi` of
+/// `tests/checkpoint/left.irad`, refused).
+fn made_per_iteration(cx: &Derivation<'_>, k: usize, v: Value, escaping: &HashSet<Value>) -> bool {
     let shape = &cx.shape;
     let l = shape.loops.of(k);
     let index = shape.bb.index();
@@ -1804,12 +1813,14 @@ fn made_per_iteration(cx: &Derivation<'_>, k: usize, v: Value) -> bool {
     };
     let mut work = vec![v];
     let mut seen: HashSet<Value> = HashSet::default();
-    let mut phis = 0;
+    let mut phis: HashSet<Value> = HashSet::default();
     while let Some(w) = work.pop() {
         if !seen.insert(w) {
             continue;
         }
-        if !block_of(w).is_some_and(|at| l.contains(at) && at != l.header) {
+        if (w != v && escaping.contains(&w))
+            || !block_of(w).is_some_and(|at| l.contains(at) && at != l.header)
+        {
             return false;
         }
         let irad_ir::ValueDef::Inst(d) = cx.src.values[w].def else {
@@ -1817,7 +1828,7 @@ fn made_per_iteration(cx: &Derivation<'_>, k: usize, v: Value) -> bool {
         };
         match &cx.src.insts[d].kind {
             InstKind::Phi { entries } => {
-                phis += 1;
+                phis.insert(w);
                 for (_, op) in entries {
                     let Operand::Value(e) = op else { return false };
                     work.push(*e);
@@ -1827,7 +1838,32 @@ fn made_per_iteration(cx: &Derivation<'_>, k: usize, v: Value) -> bool {
             _ => return false,
         }
     }
-    phis > 0
+    // Their uses in the loop: phis of the web (for `v`: none), and
+    // primitives that take no reference.
+    let uses_ok = |inst: irad_ir::Inst| {
+        let data = &cx.src.insts[inst];
+        let held = |op: &Operand| matches!(op, Operand::Value(w) if seen.contains(w));
+        match &data.kind {
+            InstKind::Phi { entries } => {
+                let takes_v = entries.iter().any(|(_, op)| *op == Operand::Value(v));
+                !entries.iter().any(|(_, op)| held(op))
+                    || data
+                        .result
+                        .is_some_and(|r| phis.contains(&r) && !(takes_v && r != v))
+            }
+            InstKind::Prim { prim, args } => !args.iter().any(held) || prim.keeps_no_reference(),
+            InstKind::Invoke { args, .. } => !args.iter().any(held),
+            InstKind::CallValue { callee, args } => {
+                !held(&Operand::Value(*callee)) && !args.iter().any(held)
+            }
+        }
+    };
+    !phis.is_empty()
+        && l.members.iter().all(|&i| {
+            let b = &shape.bb.blocks[i];
+            b.stmts.iter().all(|&inst| uses_ok(inst))
+                && !matches!(&b.term, super::bbcode::BTerm::Return(Operand::Value(w)) if seen.contains(w))
+        })
 }
 
 /// Array `v`, used after loop `k` (which leaves as `leave` says), as an
@@ -1879,8 +1915,8 @@ fn left_array(
         return None;
     }
     let chosen = chosen.map(|(_, c)| c);
-    let made =
-        makes_array(&cx.src, &cx.fresh, d) || (chosen.is_none() && made_per_iteration(cx, k, v));
+    let made = makes_array(&cx.src, &cx.fresh, d)
+        || (chosen.is_none() && made_per_iteration(cx, k, v, escaping));
     if !made && chosen.is_none() {
         return None;
     }
