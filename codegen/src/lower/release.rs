@@ -2308,6 +2308,19 @@ mod tests {
         freed_in(src, true)
     }
 
+    /// The module of `src`, the summaries of its functions `names` (and
+    /// their callees), and their ids in that order.
+    fn summaries_of(src: &str, names: &[&str]) -> (Module, Summaries, Vec<FuncId>) {
+        let m = parse_module(src).expect("parses");
+        let mut sums = Summaries::default();
+        let ids: Vec<FuncId> = names
+            .iter()
+            .map(|n| m.by_name(n).expect("function"))
+            .collect();
+        sums.ensure(&m, &ids);
+        (m, sums, ids)
+    }
+
     /// [`freed`], the module's tapes counted or not.
     fn freed_in(src: &str, counted: bool) -> Vec<String> {
         analysed(src, counted, |freed, name| {
@@ -3398,13 +3411,7 @@ func @f(%n: i64) -> f64 {
         // released ("Pushed parameters").
         assert_eq!(freed(src), ["t", "v:release"]);
         assert_eq!(freed_in(src, false), ["t"]);
-        let m = parse_module(src).expect("parses");
-        let mut sums = Summaries::default();
-        let ids: Vec<FuncId> = ["sum_rec", "id", "save", "fwd"]
-            .iter()
-            .map(|n| m.by_name(n).expect("function"))
-            .collect();
-        sums.ensure(&m, &ids);
+        let (_, sums, ids) = summaries_of(src, &["sum_rec", "id", "save", "fwd"]);
         let kept: Vec<Vec<bool>> = ids.iter().map(|g| sums.kept[g].clone()).collect();
         assert_eq!(
             kept,
@@ -3466,13 +3473,7 @@ func @f(%x: [f64], %n: i64) -> f64 {
   return 0.0
 }
 ";
-        let m = parse_module(src).expect("parses");
-        let mut sums = Summaries::default();
-        let ids: Vec<FuncId> = ["step", "sel", "ret", "on"]
-            .iter()
-            .map(|n| m.by_name(n).expect("function"))
-            .collect();
-        sums.ensure(&m, &ids);
+        let (m, sums, ids) = summaries_of(src, &["step", "sel", "ret", "on"]);
         let pushed: Vec<Vec<bool>> = ids.iter().map(|g| sums.pushed[g].clone()).collect();
         assert_eq!(
             pushed,
