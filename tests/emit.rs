@@ -444,6 +444,98 @@ fn checkpointed_gradients_in_objects_match_the_interpreter_bit_for_bit() {
     assert_eq!(got.lines().collect::<Vec<_>>(), want, "smooth({args})");
 }
 
+/// The bools of a `[bool]` array as `tests/c/odd_bools.c` prints them.
+fn bools_line(label: &str, v: &Val) -> String {
+    let Val::Array(a) = v else {
+        panic!("not an array: {}", v.kind())
+    };
+    let ArrayData::Bool(xs) = &*a.0.borrow() else {
+        panic!("not a [bool] array")
+    };
+    let mut s = label.to_string();
+    for &b in xs {
+        s.push_str(if b { " 1" } else { " 0" });
+    }
+    s
+}
+
+/// A C caller's `[bool]` array may sit at an odd address, which compiled
+/// code whose tapes are counted (under a tape limit) would read as a
+/// popped array's tag: it wrote the array's restored elements a byte early
+/// and counted a reference down in the caller's memory. The export passes
+/// an aligned copy and copies it back: at every offset the object prints
+/// what it prints at offset 0 (the interpreter's value, gradient and
+/// arrays when the call succeeds; the index error, and the array as the
+/// failing call left it, when not), and the bytes around the array stay.
+#[test]
+fn bool_arrays_at_odd_addresses_in_checkpointed_objects() {
+    let d = dir("odd_bools");
+    let file = format!("{ROOT}/tests/c/odd_bools.irad");
+    let obj = emit(
+        &file,
+        "gate",
+        &["--grad", "--tape-limit", "1"],
+        &d,
+        "odd_bools",
+    );
+    let exe = link(&d, "odd_bools.c", &[obj], &[], "odd_bools");
+    let (src, module) = source(&file);
+    let f = irad::find_function(&src, &module, "gate").expect("function");
+    let cases = [
+        "[0.5, 1.5, -0.3, 2.0, 0.1, 0.9], [false, true, false, true, true, false]",
+        "[2.0, -1.5, 0.25], [true, true, false]",
+        // m shorter than a: the loop fails at a[2] after writing m.
+        "[0.5, 1.5, -0.3, 2.0], [true, false]",
+    ];
+    for args in cases {
+        let vals = || parse(&src, &module, "gate", args);
+        let ran = vals();
+        let mut want = Vec::new();
+        let ok = match irad::run(&src, &module, &irad::RunRequest::new(f, &ran)) {
+            Ok(v) => {
+                want.push(line("value", &[&v]));
+                true
+            }
+            Err(_) => {
+                want.push(format!("status {}", rt::TrapKind::Index.code()));
+                false
+            }
+        };
+        want.push(bools_line("m", &ran[1]));
+        if ok {
+            let entry = vals();
+            let registry = irad::rules::Registry::new();
+            let opts = GradOptions::default();
+            let (g, _) =
+                irad::grad_reverse(&src, &module, f, &entry, &registry, &opts).expect("gradient");
+            let grads: Vec<&Val> = g.gradient.iter().flatten().collect();
+            want.push(line("value", &[&g.value]));
+            want.push(line("grad", &grads));
+            want.push(bools_line("m", &vals()[1]));
+        } else {
+            want.push(format!("status {}", rt::TrapKind::Index.code()));
+        }
+        let at = |off: usize| {
+            let mut argv = vec![off.to_string()];
+            argv.extend(self::argv(&vals()));
+            run(&exe, &argv)
+        };
+        let even = at(0);
+        let lines: Vec<&str> = even.lines().collect();
+        let (head, tail) = lines.split_at(lines.len() - 1);
+        assert_eq!(tail, ["guard intact"], "gate({args}) at offset 0");
+        if ok {
+            assert_eq!(head, want, "gate({args}) at offset 0");
+        } else {
+            // The gradient's m is the failing run's, not compared.
+            assert_eq!(&head[..3], &want[..3], "gate({args}) at offset 0");
+        }
+        for off in [1, 2, 3, 7, 15] {
+            assert_eq!(at(off), even, "gate({args}) at offset {off}");
+        }
+    }
+}
+
 /// `irad emit --grad --checkpoint RULES` (docs/schedules.md): a `while` loop
 /// the schedule checkpoints in stretches of 2, without a limit, gives the
 /// interpreter's gradient without the schedule, bit for bit.

@@ -140,6 +140,12 @@ pub(crate) struct Plan {
     pub saved: Vec<(usize, usize)>,
     /// Those of [`Plan::saved`] that receive derivatives: scanned for NaN.
     pub scanned: Vec<(usize, usize)>,
+    /// (pointer parameter, length parameter) of every `[bool]` array
+    /// parameter. Its address may be odd, which compiled code whose tapes
+    /// are counted would read as a tag (docs/codegen.md, "Arrays on
+    /// tapes"): there the export passes a copy of it instead, and copies
+    /// it back when the call ends.
+    pub bools: Vec<(usize, usize)>,
     /// The index in [`Plan::results`] of the first derivative leaf (the
     /// value's leaves come before it): from there on they are scanned.
     pub derivs_from: usize,
@@ -378,6 +384,7 @@ pub(crate) fn plan(module: &Module, export: &Export) -> Result<Plan, CodegenErro
         summary,
         saved: b.saved,
         scanned: b.scanned,
+        bools: b.bools,
         derivs_from,
     })
 }
@@ -497,6 +504,8 @@ struct PlanBuilder {
     saved: Vec<(usize, usize)>,
     /// [`Plan::scanned`].
     scanned: Vec<(usize, usize)>,
+    /// [`Plan::bools`].
+    bools: Vec<(usize, usize)>,
 }
 
 impl PlanBuilder {
@@ -571,6 +580,9 @@ impl PlanBuilder {
                 );
                 self.args.extend([ArgLeaf::Param(p), ArgLeaf::Param(len)]);
                 self.lengths.push((len, arg));
+                if *elem == Scalar::Bool {
+                    self.bools.push((p, len));
+                }
                 if *elem == Scalar::F64 {
                     self.shadows.push((len, name.to_string(), want));
                 }

@@ -178,11 +178,15 @@ pub fn define_in_module<M: ClModule>(
         Some(s) => Some(define_strong(&mut comp.backend, &plans, s, opts.source)?),
         None => None,
     };
+    // Set by the derivations before any piece was compiled, the rules'
+    // included; the strong module's pieces are compiled as the plain
+    // one's are.
+    let counted = module.counted_tapes() || strong.as_ref().is_some_and(|s| s.counted);
     let mut functions = Vec::with_capacity(plans.len());
     for (k, (p, &site)) in plans.iter().zip(&entry_sites).enumerate() {
         let plain = plain_version(&mut comp, module, p, site, &data)?;
         let strong = strong.as_ref().and_then(|s| s.version(k));
-        let id = define_export(&mut comp, module, p, &plain, strong.as_ref())?;
+        let id = define_export(&mut comp, module, p, (&plain, strong.as_ref()), counted)?;
         functions.push((p.symbol.clone(), id));
     }
     define_rule_fn(&mut comp, rule_fn, &rules)?;
@@ -267,6 +271,8 @@ pub struct StrongVersion<'a> {
 /// defined.
 struct StrongCompiled {
     tables: Tables,
+    /// Whether the strong module's tapes are counted.
+    counted: bool,
     ntapes: i64,
     nsites: i64,
     /// Per export: its internal function, entry site and plan; `None` for
@@ -340,6 +346,7 @@ fn define_strong<M: ClModule>(
         comp.declare(strong.module, FuncRef::User(sp.internal))?;
     }
     let rules = close_rules(&mut comp, strong.module, strong.provider)?;
+    let counted = strong.module.counted_tapes();
     let tables = Tables::declare(&mut comp, STRONG_PREFIX)?;
     let mut exports = Vec::with_capacity(splans.len());
     for sp in splans {
@@ -359,6 +366,7 @@ fn define_strong<M: ClModule>(
         i64::try_from(n).map_err(|_| CodegenError::internal("too many tapes or sites".into()))
     };
     Ok(StrongCompiled {
+        counted,
         ntapes: count(comp.tape_types.len())?,
         nsites: count(comp.sites.len())?,
         tables,
@@ -722,13 +730,15 @@ fn plain_version<'p, M: ClModule>(
 /// `strong`, it saves the buffers the derivative writes ([`Plan::saved`]),
 /// and when a derivative it returns ([`Plan::scanned`],
 /// [`Plan::derivs_from`]) is NaN, restores them and runs `strong` instead
-/// (docs/rules.md, "Infinities and NaN").
+/// (docs/rules.md, "Infinities and NaN"). When `counted` (the tapes of
+/// either version are), `[bool]` arrays at odd addresses are passed as
+/// copies ([`Plan::bools`]).
 fn define_export<M: ClModule>(
     comp: &mut Compiler<M>,
     module: &Module,
     plan: &Plan,
-    plain: &Version<'_>,
-    strong: Option<&Version<'_>>,
+    (plain, strong): (&Version<'_>, Option<&Version<'_>>),
+    counted: bool,
 ) -> Result<ClFuncId, CodegenError> {
     let func = module
         .get(plan.internal)
@@ -773,6 +783,7 @@ fn define_export<M: ClModule>(
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
         let ps = b.block_params(entry).to_vec();
+        let params = ps.clone();
         let slot =
             b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, ctx_size, 3));
         let cx = b.ins().stack_addr(types::I64, slot, 0);
@@ -797,7 +808,22 @@ fn define_export<M: ClModule>(
         let failed = b.create_block();
         b.set_cold_block(failed);
 
+        let bools: &[(usize, usize)] = if counted { &plan.bools } else { &[] };
+        let kept = keep_bools(&mut b, bools, &ps);
         check_lengths(&mut b, plan, &ps, cx, plain.site, failed);
+        let mut ps_in = ps.clone();
+        if let Some(kept) = kept {
+            let site = b.ins().iconst(types::I64, plain.site);
+            align_bools(
+                comp,
+                &mut b,
+                &fns,
+                (bools, kept, &mut ps_in),
+                (cx, site),
+                failed,
+            );
+        }
+        let ps = ps_in;
         let saved = match saves {
             Some(s) => save_buffers(comp, &mut b, &fns, (plan, &ps), (cx, s), plain.site, failed),
             None => Vec::new(),
@@ -840,6 +866,9 @@ fn define_export<M: ClModule>(
         jump_leave(comp, &mut b, leave_blk, 1, plain);
 
         b.switch_to_block(leave_blk);
+        if let Some(kept) = kept {
+            bools_back(comp, &mut b, &fns, bools, kept, &params);
+        }
         if let Some(s) = saves {
             for (k, &(_, len)) in plan.saved.iter().enumerate() {
                 let p = b
@@ -954,6 +983,92 @@ fn check_lengths(
         }
         b.ins().jump(failed, &[]);
         b.switch_to_block(ok);
+    }
+}
+
+/// A stack slot holding, for each of `bools` (pointer and length
+/// parameters of `[bool]` arrays, [`Plan::bools`]), the address the call
+/// passes: the caller's until [`align_bools`] makes a copy. `None` when
+/// there are none.
+fn keep_bools(
+    b: &mut FunctionBuilder<'_>,
+    bools: &[(usize, usize)],
+    ps: &[ir::Value],
+) -> Option<ir::StackSlot> {
+    if bools.is_empty() {
+        return None;
+    }
+    let size = u32::try_from(bools.len() * 8).ok()?;
+    let slot = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, size, 3));
+    for (k, &(p, _)) in bools.iter().enumerate() {
+        b.ins().stack_store(types::I64, ps[p], slot, (8 * k) as i32);
+    }
+    Some(slot)
+}
+
+/// Replaces in `ps` each of `bools` whose address is odd by a copy made in
+/// the run's arena (16-byte aligned, freed when the call leaves), kept in
+/// `kept`: compiled code whose tapes are counted reads the low bit of a
+/// popped array's address as a tag (docs/codegen.md, "Arrays on tapes").
+/// To `failed` when a copy cannot be made (the error in `cx`).
+fn align_bools<M: ClModule>(
+    comp: &mut Compiler<M>,
+    b: &mut FunctionBuilder<'_>,
+    fns: &EntryFns,
+    (bools, kept, ps): (&[(usize, usize)], ir::StackSlot, &mut [ir::Value]),
+    (cx, site): (ir::Value, ir::Value),
+    failed: ir::Block,
+) {
+    for (k, &(p, len)) in bools.iter().enumerate() {
+        let odd = b.ins().band_imm_s(ps[p], 1);
+        let copy = b.create_block();
+        let made = b.create_block();
+        let cont = b.create_block();
+        let addr = b.append_block_param(cont, types::I64);
+        b.set_cold_block(copy);
+        b.ins()
+            .brif(odd, copy, &[], cont, &[BlockArg::Value(ps[p])]);
+        b.switch_to_block(copy);
+        let one = b.ins().iconst(types::I64, 1);
+        let alloc_ref = comp.backend.declare_func_in_func(fns.alloc, b.func);
+        let call = b.ins().call(alloc_ref, &[cx, ps[len], one, site]);
+        let q = b.inst_results(call)[0];
+        let null = b.ins().icmp_imm_s(IntCC::Equal, q, 0);
+        b.ins().brif(null, failed, &[], made, &[]);
+        b.switch_to_block(made);
+        let r = comp.backend.declare_func_in_func(fns.restore, b.func);
+        b.ins().call(r, &[q, ps[p], ps[len]]);
+        b.ins().stack_store(types::I64, q, kept, (8 * k) as i32);
+        b.ins().jump(cont, &[BlockArg::Value(q)]);
+        b.switch_to_block(cont);
+        ps[p] = addr;
+    }
+}
+
+/// Copies each of `bools` that [`align_bools`] passed as a copy back into
+/// the caller's array (`params`: the C parameters), on every way out.
+fn bools_back<M: ClModule>(
+    comp: &mut Compiler<M>,
+    b: &mut FunctionBuilder<'_>,
+    fns: &EntryFns,
+    bools: &[(usize, usize)],
+    kept: ir::StackSlot,
+    params: &[ir::Value],
+) {
+    for (k, &(p, len)) in bools.iter().enumerate() {
+        let q = b
+            .ins()
+            .stack_load(types::I64, types::I64, kept, (8 * k) as i32);
+        let copied = b.ins().icmp(IntCC::NotEqual, q, params[p]);
+        let back = b.create_block();
+        let cont = b.create_block();
+        b.set_cold_block(back);
+        b.ins().brif(copied, back, &[], cont, &[]);
+        b.switch_to_block(back);
+        let r = comp.backend.declare_func_in_func(fns.restore, b.func);
+        b.ins().call(r, &[params[p], q, params[len]]);
+        b.ins().jump(cont, &[]);
+        b.switch_to_block(cont);
     }
 }
 
