@@ -71,13 +71,14 @@ pub fn read_schedule(text: Option<&str>) -> Result<Strategy, Error> {
 /// assert!(!text.contains("mul"), "{text}");
 ///
 /// // A module that does not verify (a block without a terminator) is refused
-/// // with the optimiser's message, where verification is on (debug builds).
+/// // with the optimiser's message, where verification is on (debug builds
+/// // of the library: the doctest's own build may differ).
 /// let mut bad = irad::ir::Module::new();
 /// let g = bad.declare_func("g", vec![], irad::ir::Type::F64)?;
 /// let mut b = irad::ir::FuncBuilder::new(&mut bad, g)?;
 /// let entry = b.create_block();
 /// b.switch_to_block(entry)?;
-/// if cfg!(debug_assertions) {
+/// if irad::passes::manager::PipelineOptions::default().verify {
 ///     let err = irad::optimise_from(&src, &mut bad, None, &schedule, false).unwrap_err();
 ///     assert!(
 ///         err.to_string().starts_with("f.ir: the input does not verify (1 error(s)); the optimiser needs verified IR"),
