@@ -1359,11 +1359,14 @@ fn passed_through(cx: &Derivation<'_>, mut v: Value) -> Value {
 /// entry of `r`): the array it gives is the one `r` holds or a new one.
 /// It is carried as one made afresh (the call's result, returned) when no
 /// value but `r` may hold the arrays `r` holds at the header: `r` enters
-/// with an array made for it that nothing else uses, the call's result
-/// goes nowhere but back into `r` (and element reads and writes), and `r`
-/// nowhere but into the call. A replay then starts from a copy of the
-/// snapshot, as for an array made afresh; within a stretch the replay runs
-/// the same statements, so the arrays alias as they did.
+/// with an array made for it that nothing else uses, and in the loop the
+/// call's result goes nowhere but back into `r` (and element reads and
+/// writes), and `r` nowhere but into the call. A replay then starts from a
+/// copy of the snapshot, as for an array made afresh; within a stretch the
+/// replay runs the same statements, so the arrays alias as they did. After
+/// the loop either may go anywhere (an exit phi, a call): the run's arrays
+/// are no replay's, and the call's result leaves as an array the last
+/// iteration made ([`left_array`]), one array whichever way the call went.
 fn either_inside(cx: &Derivation<'_>, k: usize, op: &Operand, r: Value) -> Option<Value> {
     let shape = &cx.shape;
     let l = shape.loops.of(k);
@@ -1402,8 +1405,8 @@ fn either_inside(cx: &Derivation<'_>, k: usize, op: &Operand, r: Value) -> Optio
         .iter()
         .filter(|(p, _)| !inside(p))
         .all(|(_, e)| made_for_it(e))
-        && every_use_is(cx, (r, Some(d)), |_| true, reads)
-        && every_use_is(cx, (*v, Some(phi)), |_| true, reads))
+        && every_use_is(cx, (r, Some(d)), |i| l.contains(i), reads)
+        && every_use_is(cx, (*v, Some(phi)), |i| l.contains(i), reads))
     .then_some(*v)
 }
 
@@ -1915,8 +1918,13 @@ fn left_array(
         return None;
     }
     let chosen = chosen.map(|(_, c)| c);
+    // The result of a call handing back its argument or a new array, which
+    // header phi `r` carries as made afresh ([`either_inside`]).
+    let either = carried.iter().find_map(|c| {
+        (c.3.is_some() && either_inside(cx, k, &Operand::Value(v), c.1) == Some(v)).then_some(c.1)
+    });
     let made = makes_array(&cx.src, &cx.fresh, d)
-        || (chosen.is_none() && made_per_iteration(cx, k, v, escaping));
+        || (chosen.is_none() && (made_per_iteration(cx, k, v, escaping) || either.is_some()));
     if !made && chosen.is_none() {
         return None;
     }
@@ -1943,6 +1951,13 @@ fn left_array(
         .copied()
         .filter(|&e| shape.dominated_by(e, &[at]))
         .collect();
+    // Where the call handed back `r`'s array, the two are one array with
+    // one shadow: `r` may leave the loop only through other exits.
+    if let Some(r) = either
+        && !leaves_only_apart(cx, l, r, &exits)
+    {
+        return None;
+    }
     (!exits.is_empty()).then(|| Left {
         value: v,
         ty: cx.src.values[v].ty.clone(),
@@ -1950,6 +1965,29 @@ fn left_array(
         exits,
         chosen,
     })
+}
+
+/// Whether every use of `r` outside loop `l` is the entry of a phi from an
+/// exit block (a position) not among `exits`: `r` leaves the loop through
+/// none of them.
+fn leaves_only_apart(cx: &Derivation<'_>, l: &RevLoop, r: Value, exits: &[usize]) -> bool {
+    let bb = &cx.shape.bb;
+    let index = bb.index();
+    let uses = |op: &Operand| *op == Operand::Value(r);
+    bb.blocks
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !l.contains(*i))
+        .all(|(_, b)| {
+            !matches!(&b.term, super::bbcode::BTerm::Return(op) if uses(op))
+                && b.stmts.iter().all(|&inst| match &cx.src.insts[inst].kind {
+                    InstKind::Phi { entries } => entries
+                        .iter()
+                        .all(|(p, op)| !uses(op) || index[*p].is_some_and(|e| !exits.contains(&e))),
+                    InstKind::CallValue { callee, args } => *callee != r && !args.iter().any(uses),
+                    kind => !super::ctx::args_of(kind).iter().any(uses),
+                })
+        })
 }
 
 /// The values holding an array, defined in a block of loop `l`, that a

@@ -431,8 +431,14 @@ impl Pullback<'_, '_, '_> {
             let end = Operand::Value(self.bk.pop(ty).map_err(&build)?);
             copies.push((when, end, left));
         }
-        self.copies_when(copies, bloc)?;
+        // Those copies come after the carried arrays': an array a call
+        // handed back as it was leaves where its header phi does not
+        // (`left_array`), and when the call did hand it back, the shadow it
+        // ends with is the header phi's, which gets the zeros that phi left
+        // with here first.
+        let made_copies = copies;
         let Some((ran, mut replaced)) = ran else {
+            self.copies_when(made_copies, bloc)?;
             return Ok(start);
         };
         let mut copies = Vec::new();
@@ -454,6 +460,7 @@ impl Pullback<'_, '_, '_> {
             }
         }
         self.copies_when(copies, bloc)?;
+        self.copies_when(made_copies, bloc)?;
         Ok(start)
     }
 
