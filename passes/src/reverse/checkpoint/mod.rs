@@ -441,6 +441,14 @@ pub(super) struct Carried {
     /// the shadow it leaves with, where an array made afresh in every
     /// iteration has the snapshot's flag and the header's.
     pub replaced: Option<(usize, Value)>,
+    /// For an array handed on from another header phi and used after the
+    /// loop (`prev = cur; cur = next;`, `prev` read after it; depth `d` =
+    /// its length + 1): the indices among the loop's inputs of the shadows
+    /// entering the loop with the phis whose entering arrays it holds after
+    /// 1, ..., d - 1 iterations (`cur`'s, for `prev`). A run of fewer
+    /// iterations than `d` leaves it with such an array, and that shadow;
+    /// else with one the loop made. Empty for every other array.
+    pub held: Vec<usize>,
     /// Whether its identity does not matter: made afresh in every iteration
     /// (with a shadow, not replaced on some iterations only) and entering
     /// the loop as an array made for it (`copy`, `zeros` or `alloc`) that
@@ -851,12 +859,15 @@ fn decide(
     let escaping = escaping_arrays(cx, cx.shape.loops.of(k));
     // An array handed on from another header phi holds, after fewer
     // iterations than its depth, an array that entered the loop through
-    // another phi, whose shadow the exits cannot name.
-    if handed.keys().any(|r| escaping.contains(r)) {
-        return Err(
-            "it carries an array another of its arrays held the iteration before, and uses it after it"
-                .into(),
-        );
+    // another phi: where every latch hands it one phi, down to one made
+    // afresh, the exits name that phi's entering shadow by the iterations
+    // run ([`held_chain`]).
+    let mut held_of: HashMap<Value, Vec<Value>> = HashMap::default();
+    for &r in handed.keys().filter(|r| escaping.contains(r)) {
+        let chain = held_chain(cx, k, r, (&carried, &handed)).ok_or(
+            "it carries an array another of its arrays held the iteration before, and uses it after it",
+        )?;
+        held_of.insert(r, chain);
     }
     // Stretches at least as long as the deepest such phi's depth: each
     // stretch but the first then starts with arrays the loop made, which a
@@ -912,13 +923,13 @@ fn decide(
             escapes: escaping.contains(&value),
             ty,
             kept,
-            shadow: shadow.map(|(sphi, entry)| {
-                let j = inputs.iter().position(|&v| v == entry).unwrap_or_else(|| {
-                    inputs.push(entry);
-                    inputs.len() - 1
-                });
-                (sphi, j)
-            }),
+            shadow: shadow.map(|(sphi, entry)| (sphi, input_index(&mut inputs, entry))),
+            held: held_of
+                .get(&value)
+                .into_iter()
+                .flatten()
+                .map(|&e| input_index(&mut inputs, e))
+                .collect(),
         })
         .collect::<Vec<_>>();
     let counted = plan.counted_slots().get(k).is_some_and(Option::is_some);
@@ -1965,6 +1976,57 @@ fn left_array(
         exits,
         chosen,
     })
+}
+
+/// The index of `v` among `inputs`, added last when it is not there.
+fn input_index(inputs: &mut Vec<Value>, v: Value) -> usize {
+    inputs.iter().position(|&x| x == v).unwrap_or_else(|| {
+        inputs.push(v);
+        inputs.len() - 1
+    })
+}
+
+/// For header phi `r` of loop `k`, which holds the array another header
+/// phi held the iteration before (among `handed`, by depth, of
+/// `carried`): the entering shadows (forward-sweep values) of the phis
+/// whose entering arrays `r` holds after 1, 2, ... iterations, one fewer
+/// than its depth, when every latch hands it the same phi, and that one
+/// likewise, down to a phi made afresh in every iteration; else `None`.
+fn held_chain(
+    cx: &Derivation<'_>,
+    k: usize,
+    r: Value,
+    (carried, handed): (&[CarriedPhi], &HashMap<Value, u64>),
+) -> Option<Vec<Value>> {
+    let l = cx.shape.loops.of(k);
+    let index = cx.shape.bb.index();
+    let inside = |b: &Block| index[*b].is_some_and(|p| l.contains(p));
+    let depth = *handed.get(&r)?;
+    let mut chain = Vec::new();
+    let mut cur = r;
+    while handed.contains_key(&cur) {
+        let irad_ir::ValueDef::Inst(phi) = cx.src.values[cur].def else {
+            return None;
+        };
+        let InstKind::Phi { entries } = &cx.src.insts[phi].kind else {
+            return None;
+        };
+        let mut from = entries.iter().filter(|(p, _)| inside(p)).map(|&(_, op)| op);
+        let Some(Operand::Value(q)) = from.next() else {
+            return None;
+        };
+        if from.any(|op| op != Operand::Value(q)) || chain.len() as u64 >= depth {
+            return None;
+        }
+        let c = carried.iter().find(|c| c.1 == q)?;
+        let (_, entry) = c.3?;
+        if c.4.is_some() || c.5.is_some() {
+            return None;
+        }
+        chain.push(entry);
+        cur = q;
+    }
+    (chain.len() as u64 + 1 == depth).then_some(chain)
 }
 
 /// Whether every use of `r` outside loop `l` is the entry of a phi from an

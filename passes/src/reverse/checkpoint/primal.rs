@@ -172,8 +172,11 @@ pub(in crate::reverse) fn rewrite(
     let mut joined: HashMap<usize, HashMap<Value, Vec<(Block, Operand)>>> = HashMap::default();
     for &e in &ck.leave.exits {
         let eb = fblock[e];
-        let (mut shadows, only_here) = exit_shadows(f, (e, eb), ck, &pmap, countdown.st)
-            .map_err(|what| internal(&cx.floc, what))?;
+        let ran: Vec<Value> = std::iter::once(countdown.st)
+            .chain(countdown.held.iter().copied())
+            .collect();
+        let (mut shadows, only_here) =
+            exit_shadows(f, (e, eb), ck, &pmap, &ran).map_err(|what| internal(&cx.floc, what))?;
         if let Some(j) = ck.leave.join_of(cx, e) {
             let at = joined.entry(j).or_default();
             for &(old, new) in shadows.iter().chain(&only_here) {
@@ -451,6 +454,11 @@ enum Mode {
 struct Countdown {
     c: Value,
     st: Value,
+    /// Whether the run has had 2, 3, ... iterations (`st` says 1), as far
+    /// as the deepest array handed on and used after the loop needs
+    /// ([`super::Carried::held`]): each a header phi taking the one
+    /// before from the latches.
+    held: Vec<Value>,
     next: Operand,
     thin: Option<(Value, Operand)>,
     /// For a loop of binomial schedule, the header phis of the stretch the
@@ -516,11 +524,17 @@ impl PLoop<'_, '_, '_> {
             return Ok(Countdown {
                 c,
                 st,
+                held: Vec::new(),
                 next,
                 thin: None,
                 revolve: None,
             });
         }
+        let deepest = ck.carried.iter().map(|c| c.held.len()).max().unwrap_or(0);
+        let held = (0..deepest)
+            .map(|_| self.fb.insert_phi(head, Type::Bool))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(&build)?;
         let sc = self.fb.insert_phi(head, Type::I64).map_err(&build)?;
         let take = self.value(Prim::Eq, &[Operand::Value(c), Operand::from(0i64)])?;
         let down = self.value(Prim::Isub, &[Operand::Value(c), Operand::from(1i64)])?;
@@ -551,6 +565,7 @@ impl PLoop<'_, '_, '_> {
         Ok(Countdown {
             c,
             st,
+            held,
             next,
             thin,
             revolve,
@@ -973,6 +988,11 @@ impl PLoop<'_, '_, '_> {
         self.fb
             .add_phi_entry(st, pre, Operand::from(false))
             .map_err(&build)?;
+        for &h in &cd.held {
+            self.fb
+                .add_phi_entry(h, pre, Operand::from(false))
+                .map_err(&build)?;
+        }
         if let Some((sc, _)) = cd.thin {
             self.fb
                 .add_phi_entry(sc, pre, Operand::from(0i64))
@@ -990,6 +1010,12 @@ impl PLoop<'_, '_, '_> {
             self.fb
                 .add_phi_entry(st, lb, Operand::from(true))
                 .map_err(&build)?;
+            // Two iterations by the next visit when one by this one, ...
+            for (&h, &before) in cd.held.iter().zip(std::iter::once(&st).chain(&cd.held)) {
+                self.fb
+                    .add_phi_entry(h, lb, Operand::Value(before))
+                    .map_err(&build)?;
+            }
             if let Some((sc, sc_next)) = cd.thin {
                 self.fb.add_phi_entry(sc, lb, sc_next).map_err(&build)?;
             }
@@ -1018,7 +1044,7 @@ fn exit_shadows(
     (e, exit): (usize, Block),
     ck: &CkLoop,
     pmap: &SecondaryMap<Value, Option<Operand>>,
-    ran: Value,
+    ran: &[Value],
 ) -> Result<ExitShadows, String> {
     let mut out = Vec::new();
     let mut only_here = Vec::new();
@@ -1035,12 +1061,28 @@ fn exit_shadows(
         };
         let n = value(f, Prim::Length, &[a], Type::I64)?;
         let fresh = value(f, Prim::Zeros, &[Operand::Value(n)], c.ty.clone())?;
-        let entered = Operand::Value(ck.inputs[entry]);
+        let mut entered = Operand::Value(ck.inputs[entry]);
+        // An array handed on from another phi holds, after t iterations
+        // fewer than its depth, the array the phi t places up its chain
+        // entered with, and leaves with that one's entering shadow.
+        for (t, &e) in c.held.iter().enumerate() {
+            let by = *ran.get(t).ok_or("a held array without its flag")?;
+            let s = value(
+                f,
+                Prim::Select,
+                &[Operand::Value(by), Operand::Value(ck.inputs[e]), entered],
+                c.ty.clone(),
+            )?;
+            entered = Operand::Value(s);
+        }
         // An array replaced on some iterations only leaves with the shadow
         // it entered with until the loop has replaced it.
         let by = match c.replaced {
             Some((_, rb)) => pmap[rb].ok_or("a flag without its new value")?,
-            None => Operand::Value(ran),
+            None => Operand::Value(
+                *ran.get(c.held.len())
+                    .ok_or("a held array without its flag")?,
+            ),
         };
         let s = value(
             f,

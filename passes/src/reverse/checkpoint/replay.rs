@@ -94,6 +94,7 @@ pub(in crate::reverse) fn build(
             std::iter::once(Type::I64)
                 .chain(escapes(ck).then_some(Type::Bool))
                 .chain(std::iter::repeat_n(Type::Bool, replaced_after(ck)))
+                .chain(std::iter::repeat_n(Type::Bool, held_after(ck).count()))
                 .collect(),
         ),
     };
@@ -150,6 +151,17 @@ pub(in crate::reverse) fn replaced_after(ck: &CkLoop) -> usize {
         .iter()
         .filter(|c| c.escapes && c.shadow.is_some() && c.replaced.is_some())
         .count()
+}
+
+/// The depth of each array of `ck` handed on from another phi and used
+/// after the loop ([`super::Carried::held`]), in the order of its carried
+/// arrays: a replay returns, after the replaced arrays' flags, whether the
+/// run has had that many iterations by the stretch's end.
+pub(in crate::reverse) fn held_after(ck: &CkLoop) -> impl Iterator<Item = usize> + '_ {
+    ck.carried
+        .iter()
+        .filter(|c| c.escapes && c.shadow.is_some() && !c.held.is_empty())
+        .map(|c| c.held.len() + 1)
 }
 
 /// The state of one replay function being built.
@@ -314,6 +326,16 @@ impl Replay<'_, '_> {
                         .ok_or_else(|| internal(&cx.floc, "a flag without its value"))?;
                     ret.push(self.copy.op(&op)?);
                 }
+            }
+            // Whether each array handed on and used after the loop holds
+            // one the loop made: a stretch before it (as long as the
+            // deepest depth), or that many iterations of its own.
+            for d in held_after(self.ck).collect::<Vec<_>>() {
+                let d = i64::try_from(d).unwrap_or(i64::MAX);
+                let own = self
+                    .copy
+                    .value(out, Prim::Ge, &[kk, Operand::from(d)], Type::Bool);
+                ret.push(self.copy.value(out, Prim::Or, &[flag, own], Type::Bool));
             }
         }
         let ret = match ret.as_slice() {

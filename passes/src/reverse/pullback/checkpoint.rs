@@ -61,7 +61,11 @@ use irad_ir::{Block, Location, Operand, Prim, Type};
 /// whether the run had an iteration by the stretch's end, and whether each
 /// array replaced on some iterations only and used after the loop had been
 /// replaced by then.
-type Ran = (Operand, std::vec::IntoIter<Operand>);
+type Ran = (
+    Operand,
+    std::vec::IntoIter<Operand>,
+    std::vec::IntoIter<Operand>,
+);
 
 impl Pullback<'_, '_, '_> {
     /// The stretch-start phis of each checkpointed counted loop, in the
@@ -437,7 +441,7 @@ impl Pullback<'_, '_, '_> {
         // ends with is the header phi's, which gets the zeros that phi left
         // with here first.
         let made_copies = copies;
-        let Some((ran, mut replaced)) = ran else {
+        let Some((ran, mut replaced, mut held)) = ran else {
             self.copies_when(made_copies, bloc)?;
             return Ok(start);
         };
@@ -450,11 +454,18 @@ impl Pullback<'_, '_, '_> {
                     .ok_or_else(|| internal(bloc, "the shadow a loop left with was not popped"))?;
                 // An array replaced on some iterations only: when the loop
                 // replaced it (else both are the entering shadow).
-                let when = match carried.replaced {
-                    Some(_) => replaced
+                // An array handed on from another phi: when the run had
+                // as many iterations as its depth (else it left with the
+                // entering shadow of the array it holds, which the stretch
+                // started with, and there is nothing to copy).
+                let when = match (carried.replaced, carried.held.is_empty()) {
+                    (Some(_), _) => replaced
                         .next()
                         .ok_or_else(|| internal(bloc, "a replaced array without its flag"))?,
-                    None => ran,
+                    (None, false) => held
+                        .next()
+                        .ok_or_else(|| internal(bloc, "a held array without its flag"))?,
+                    (None, true) => ran,
                 };
                 copies.push((Some(when), end, left));
             }
@@ -553,7 +564,12 @@ impl Pullback<'_, '_, '_> {
                 for k in 0..n {
                     replaced.push(field(&mut self.bk, (2 + k) as i64)?);
                 }
-                Some((ran, replaced.into_iter()))
+                let h = super::super::checkpoint::replay::held_after(c).count();
+                let mut held = Vec::with_capacity(h);
+                for k in 0..h {
+                    held.push(field(&mut self.bk, (2 + n + k) as i64)?);
+                }
+                Some((ran, replaced.into_iter(), held.into_iter()))
             }
             false => None,
         };
