@@ -1368,33 +1368,63 @@ fn passed_through(cx: &Derivation<'_>, mut v: Value) -> Value {
 /// A call, in loop `k`, of a function returning a fresh array or its
 /// parameter (`either`), passed header phi `r` there, as `op` (a latch's
 /// entry of `r`): the array it gives is the one `r` holds or a new one.
-/// It is carried as one made afresh (the call's result, returned) when no
+/// Or a phi of the loop's own blocks choosing among such calls' results
+/// and `r` (`let b = either(a, ..); if better { a = b; }`), and such phis
+/// (the *web*). It is carried as one made afresh (`op`, returned) when no
 /// value but `r` may hold the arrays `r` holds at the header: `r` enters
 /// with an array made for it that nothing else uses, and in the loop the
-/// call's result goes nowhere but back into `r` (and element reads and
-/// writes), and `r` nowhere but into the call. A replay then starts from a
-/// copy of the snapshot, as for an array made afresh; within a stretch the
-/// replay runs the same statements, so the arrays alias as they did. After
-/// the loop either may go anywhere (an exit phi, a call): the run's arrays
-/// are no replay's, and the call's result leaves as an array the last
-/// iteration made ([`left_array`]), one array whichever way the call went.
+/// calls' results and the web's phis go nowhere but into the web and back
+/// into `r` (and element reads and writes), and `r` nowhere but into the
+/// calls and the web's phis. A replay then starts from a copy of the
+/// snapshot, as for an array made afresh; within a stretch the replay runs
+/// the same statements, so the arrays alias as they did. After the loop
+/// either may go anywhere (an exit phi, a call): the run's arrays are no
+/// replay's, and a call's result leaves as an array the last iteration made
+/// ([`left_array`]), one array whichever way the call went.
 fn either_inside(cx: &Derivation<'_>, k: usize, op: &Operand, r: Value) -> Option<Value> {
     let shape = &cx.shape;
     let l = shape.loops.of(k);
     let index = shape.bb.index();
     let inside = |b: &Block| index[*b].is_some_and(|p| l.contains(p));
     let Operand::Value(v) = op else { return None };
-    let irad_ir::ValueDef::Inst(d) = cx.src.values[*v].def else {
-        return None;
-    };
-    let InstKind::Invoke { func, args } = &cx.src.insts[d].kind else {
-        return None;
-    };
-    let j = *cx.either.get(func)?;
-    let in_loop = (*cx.places.get(d))
-        .and_then(|(b, _)| index[b])
-        .is_some_and(|p| l.contains(p));
-    if args.get(j) != Some(&Operand::Value(r)) || !in_loop {
+    // The web from `op`: its values and their statements.
+    let mut web: Vec<(Value, Inst)> = Vec::new();
+    let mut calls = 0;
+    let mut todo = vec![*v];
+    while let Some(w) = todo.pop() {
+        if w == r || web.iter().any(|&(x, _)| x == w) {
+            continue;
+        }
+        if web.len() >= 64 {
+            return None;
+        }
+        let irad_ir::ValueDef::Inst(d) = cx.src.values[w].def else {
+            return None;
+        };
+        let at = (*cx.places.get(d)).and_then(|(b, _)| index[b])?;
+        match &cx.src.insts[d].kind {
+            InstKind::Invoke { func, args } if l.contains(at) => {
+                let j = *cx.either.get(func)?;
+                if args.get(j) != Some(&Operand::Value(r)) {
+                    return None;
+                }
+                calls += 1;
+            }
+            // A phi of the loop's own blocks (not its header, not an inner
+            // loop's), choosing among the web and `r`.
+            InstKind::Phi { entries }
+                if at != l.header && shape.loops.inner[at] == Some(l.header) =>
+            {
+                for (_, e) in entries {
+                    let Operand::Value(e) = e else { return None };
+                    todo.push(*e);
+                }
+            }
+            _ => return None,
+        }
+        web.push((w, d));
+    }
+    if calls == 0 {
         return None;
     }
     let irad_ir::ValueDef::Inst(phi) = cx.src.values[r].def else {
@@ -1407,17 +1437,21 @@ fn either_inside(cx: &Derivation<'_>, k: usize, op: &Operand, r: Value) -> Optio
         Operand::Value(e) => {
             matches!(cx.src.values[*e].def, irad_ir::ValueDef::Inst(m)
                 if makes_array(&cx.src, &cx.fresh, m))
-                && every_use_is(cx, (*e, Some(phi)), |_| true, |_, _| false)
+                && every_use_is(cx, (*e, &[phi]), |_| true, |_, _| false)
         }
         Operand::Const(_) => false,
     };
     let reads = |_: usize, prim: Prim| prim.keeps_no_reference();
+    let mut within: Vec<Inst> = web.iter().map(|&(_, d)| d).collect();
+    within.push(phi);
     (entries
         .iter()
         .filter(|(p, _)| !inside(p))
         .all(|(_, e)| made_for_it(e))
-        && every_use_is(cx, (r, Some(d)), |i| l.contains(i), reads)
-        && every_use_is(cx, (*v, Some(phi)), |i| l.contains(i), reads))
+        && every_use_is(cx, (r, &within), |i| l.contains(i), reads)
+        && web
+            .iter()
+            .all(|&(w, _)| every_use_is(cx, (w, &within), |i| l.contains(i), reads)))
     .then_some(*v)
 }
 
@@ -1687,7 +1721,7 @@ fn renewed(cx: &Derivation<'_>, k: usize, r: Value) -> bool {
     }
     every_use_is(
         cx,
-        (e, Some(phi)),
+        (e, &[phi]),
         |_| true,
         |i, prim| !l.contains(i) && prim.keeps_no_reference(),
     )
@@ -1698,7 +1732,7 @@ fn renewed(cx: &Derivation<'_>, k: usize, r: Value) -> bool {
 /// use's block): no return of it, phi entry, call of it or with it.
 fn every_use_is(
     cx: &Derivation<'_>,
-    (v, skip): (Value, Option<irad_ir::Inst>),
+    (v, skip): (Value, &[irad_ir::Inst]),
     checked: impl Fn(usize) -> bool,
     prim_ok: impl Fn(usize, Prim) -> bool,
 ) -> bool {
@@ -1711,7 +1745,7 @@ fn every_use_is(
         !checked(i)
             || term_ok
                 && b.stmts.iter().all(|&inst| {
-                    if Some(inst) == skip {
+                    if skip.contains(&inst) {
                         return true;
                     }
                     match &cx.src.insts[inst].kind {
@@ -1735,7 +1769,7 @@ fn only_read_in(cx: &Derivation<'_>, k: usize, r: Value) -> bool {
     let l = cx.shape.loops.of(k);
     every_use_is(
         cx,
-        (r, None),
+        (r, &[]),
         |i| l.contains(i),
         |_, prim| prim.keeps_no_reference() && !prim.writes_array(),
     )
