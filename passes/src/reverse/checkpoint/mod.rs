@@ -1348,17 +1348,58 @@ pub(super) fn makes_array(src: &Func, fresh: &HashSet<FuncId>, d: Inst) -> bool 
 }
 
 /// `v`, or, when a call of a function that returns one of its parameters
-/// (`fresh.rs`) gives it, the array passed there, through such calls.
-fn passed_through(cx: &Derivation<'_>, mut v: Value) -> Value {
+/// (`fresh.rs`) gives it, the array passed there, through such calls; and
+/// through phis, not a loop header's, all of whose entries are, so, one
+/// value (or the phi itself: `if c { a = touch(a); }`, since session 28).
+fn passed_through(cx: &Derivation<'_>, v: Value) -> Value {
+    through(cx, v, &mut Vec::new())
+}
+
+/// Whether statement `d` is in a loop's header block.
+fn heads_loop(cx: &Derivation<'_>, d: Inst) -> bool {
+    let index = cx.shape.bb.index();
+    (*cx.places.get(d))
+        .and_then(|(b, _)| index[b])
+        .is_none_or(|at| cx.shape.loops.inner[at] == Some(at))
+}
+
+/// [`passed_through`], with the phis being followed (`seen`, at most 64),
+/// which stand for themselves.
+fn through(cx: &Derivation<'_>, mut v: Value, seen: &mut Vec<Value>) -> Value {
     for _ in 0..cx.src.values.len() {
         let irad_ir::ValueDef::Inst(d) = cx.src.values[v].def else {
             break;
         };
-        let InstKind::Invoke { func, args } = &cx.src.insts[d].kind else {
-            break;
-        };
-        match cx.passthrough.get(func).and_then(|&j| args.get(j)) {
-            Some(Operand::Value(w)) => v = *w,
+        match &cx.src.insts[d].kind {
+            InstKind::Invoke { func, args } => {
+                match cx.passthrough.get(func).and_then(|&j| args.get(j)) {
+                    Some(Operand::Value(w)) => v = *w,
+                    _ => break,
+                }
+            }
+            // Not a loop's header phi: a loop inside another carrying the
+            // same array as kept would need the outer replay to hand the
+            // inner one its shadow, which it does not.
+            InstKind::Phi { entries }
+                if seen.len() < 64 && !seen.contains(&v) && !heads_loop(cx, d) =>
+            {
+                seen.push(v);
+                let mut one = None;
+                for (_, e) in entries {
+                    let Operand::Value(e) = e else { return v };
+                    let w = through(cx, *e, seen);
+                    match one {
+                        _ if w == v => {}
+                        None => one = Some(w),
+                        Some(o) if o == w => {}
+                        Some(_) => return v,
+                    }
+                }
+                match one {
+                    Some(w) => v = w,
+                    None => break,
+                }
+            }
             _ => break,
         }
     }
