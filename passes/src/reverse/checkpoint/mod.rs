@@ -593,6 +593,12 @@ pub(super) struct CkLoop {
     /// than through its header (`a = b; break;`): the run's last iteration
     /// made them.
     pub left: Vec<Left>,
+    /// The values of the loop used after it that are always the array a
+    /// carried array kept as it is holds (`let b = touch(a, ..); a = b;
+    /// if done { break; }`, `b` read after the loop): each one's shadow in
+    /// the recording sweep, and that kept array's shadow phi there, whose
+    /// value the loop that does not record carries and the exits take.
+    pub kept_left: Vec<(Value, Value)>,
     /// Where the shadows of carried arrays used after it ([`Carried::escapes`]
     /// with a shadow) are made: in each block an exit edge leads to, and
     /// for a loop of several exits, the block they all lead to, which
@@ -875,11 +881,16 @@ fn decide(
     let least = handed.values().copied().max().unwrap_or(1);
     let leave = leave_shape(cx, k).or_else(|| regions(cx, (view, plan), (k, &carried), &escaping));
     let mut left = Vec::new();
+    let mut kept_left = Vec::new();
     if !escaping.iter().all(|v| {
         let is_carried = carried
             .iter()
             .any(|c| c.1 == *v && (leave.is_some() || c.4.is_some() || c.3.is_none()));
         is_carried
+            || kept_leaving(cx, view, &carried, *v).is_some_and(|x| {
+                kept_left.push(x);
+                true
+            })
             || (!carried.iter().any(|c| c.1 == *v)
                 && leave
                     .as_ref()
@@ -1060,6 +1071,7 @@ fn decide(
         arrays,
         carried,
         left,
+        kept_left,
         leave: leave.unwrap_or_default(),
         within: within.map(|(o, _)| o),
         entry_index,
@@ -2051,6 +2063,24 @@ fn left_array(
         exits,
         chosen,
     })
+}
+
+/// Array `v`, used after a loop of `carried` arrays, as always the array a
+/// carried array kept as it is holds ([`passed_through`]): its shadow in
+/// the recording sweep (one array, or none) and that kept array's shadow
+/// phi there ([`CkLoop::kept_left`]).
+fn kept_leaving(
+    cx: &Derivation<'_>,
+    view: &SweepView<'_>,
+    carried: &[CarriedPhi],
+    v: Value,
+) -> Option<(Value, Value)> {
+    let r = passed_through(cx, v);
+    let kept = carried.iter().find(|c| c.1 == r)?.4.as_ref()?;
+    match view.fshadow[v].as_slice() {
+        [Operand::Value(s)] => Some((*s, kept.phi)),
+        _ => None,
+    }
 }
 
 /// The index of `v` among `inputs`, added last when it is not there.

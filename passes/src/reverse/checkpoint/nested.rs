@@ -108,6 +108,13 @@ pub(in crate::reverse) fn rewrite(
             }
         }
     }
+    for (old, kept) in &mut local.kept_left {
+        for v in [old, kept] {
+            if let Some(Operand::Value(r)) = in_replay(Operand::Value(*v)) {
+                *v = r;
+            }
+        }
+    }
     for kept in local.carried.iter_mut().filter_map(|c| c.kept.as_mut()) {
         kept.entry = in_replay(kept.entry).ok_or_else(missing)?;
         for (_, op) in &mut kept.latches {

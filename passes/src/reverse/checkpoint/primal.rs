@@ -158,10 +158,7 @@ pub(in crate::reverse) fn rewrite(
     let f = module
         .get_mut(fwd_id)
         .ok_or_else(|| internal(&cx.floc, "no forward sweep"))?;
-    for (&old, &new) in &kshadow {
-        renamed.insert(old, Operand::Value(new));
-        shown.insert(old, new);
-    }
+    kept_renames(ck, &kshadow, (&mut renamed, shown)).map_err(|what| internal(&cx.floc, what))?;
     // The shadows carried arrays leave with: made in each block an exit
     // edge leads to; with several, those blocks' uses take their own and
     // the block they all jump to merges them.
@@ -1027,6 +1024,30 @@ impl PLoop<'_, '_, '_> {
         }
         Ok(())
     }
+}
+
+/// The kept arrays' shadows after the loop: the recording sweep's shadow
+/// phis (and the shadows of values always holding a kept array,
+/// [`super::CkLoop::kept_left`]) renamed to the phis `kshadow` of the loop
+/// that does not record.
+fn kept_renames(
+    ck: &CkLoop,
+    kshadow: &HashMap<Value, Value>,
+    (renamed, shown): (&mut HashMap<Value, Operand>, &mut HashMap<Value, Value>),
+) -> Result<(), &'static str> {
+    for (&old, &new) in kshadow {
+        renamed.insert(old, Operand::Value(new));
+        shown.insert(old, new);
+    }
+    for &(old, kept) in &ck.kept_left {
+        let new = kshadow
+            .get(&kept)
+            .copied()
+            .ok_or("a kept array leaving without its shadow")?;
+        renamed.insert(old, Operand::Value(new));
+        shown.insert(old, new);
+    }
+    Ok(())
 }
 
 /// For each carried array of `ck` used after the loop, and each array the
