@@ -138,6 +138,97 @@ pub(super) fn fresh_leaves(func: &Func, summaries: &Summaries) -> Vec<Fresh> {
     out
 }
 
+/// What a summary says of a function returning, on every return, either
+/// an array made during the call or its parameter `param` as it was passed
+/// (`lower/release.rs`, "Either results").
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(in crate::lower) struct Either {
+    /// The parameter the function may return.
+    pub(in crate::lower) param: usize,
+    /// Whether the function (or a callee of it) may have pushed an array
+    /// it made and returns, each such push counted (a tagged word).
+    pub(in crate::lower) pushed: bool,
+}
+
+/// Whether `func`, returning `[T]`, returns on every return either an
+/// array made during the call (as a fresh leaf would hold) or one of its
+/// parameters as it was passed, and that parameter reaches nothing that
+/// escapes but the return (`lower/release.rs`, "Either results"); given
+/// the settled summaries of its callees. `None` when no parameter fits,
+/// or when the result is fresh (a fresh call is a site of its own).
+pub(super) fn either(func: &Func, summaries: &Summaries) -> Option<Either> {
+    let Type::Array(_) = func.ret else {
+        return None;
+    };
+    let cfg = irad_ir::flow::ControlFlowGraph::with_function(func);
+    let dom = DominatorTree::with_cfg(&cfg);
+    let uses = Uses::of(func, &dom);
+    let calls = Calls::of(func, &dom, &uses, summaries);
+    let returned: Vec<Operand> = func
+        .layout
+        .iter()
+        .filter(|&&b| dom.is_reachable(b))
+        .filter_map(
+            |&b| match func.blocks.get(b).and_then(|d| d.term.as_ref()) {
+                Some(Terminator::Return(op)) => Some(*op),
+                _ => None,
+            },
+        )
+        .collect();
+    let mut budget = BUDGET;
+    for (j, &param) in func.params.iter().enumerate() {
+        if func.values.get(param).map(|d| &d.ty) != Some(&func.ret) {
+            continue;
+        }
+        let mut sources = Sources {
+            param: Some(param),
+            ..Sources::default()
+        };
+        for op in &returned {
+            sources.add(func, (&dom, &calls, summaries), *op, None);
+        }
+        if sources.unknown || !sources.passed {
+            continue;
+        }
+        let walk = |maker: bool| Reach {
+            func,
+            uses: &uses,
+            summaries,
+            aliases: &calls.aliases,
+            leaf: &[],
+            maker,
+        };
+        // The parameter is kept only by the return: never pushed (a
+        // statement's push, `maker`, is not the parameter's).
+        if walk(false).returned(param, Vec::new(), &mut budget) != Some(false) {
+            continue;
+        }
+        let mut pushed = false;
+        let mut fits = true;
+        for &o in &sources.origins {
+            let (start, callee_pushed) = match o {
+                Origin::Made(v) => (v, None),
+                Origin::Called(v, p) => (v, Some(p)),
+                Origin::Field(..) => {
+                    fits = false;
+                    break;
+                }
+            };
+            match walk(callee_pushed.is_none()).returned(start, Vec::new(), &mut budget) {
+                Some(here) => pushed |= here || callee_pushed == Some(true),
+                None => {
+                    fits = false;
+                    break;
+                }
+            }
+        }
+        if fits {
+            return Some(Either { param: j, pushed });
+        }
+    }
+    None
+}
+
 /// The calls of fresh leaves in a function: each value that is a site
 /// making arrays in it ("Fresh results"), with whether the callee may have
 /// pushed its array (counted).
@@ -261,6 +352,10 @@ struct Sources {
     seen: HashSet<(Value, Option<usize>)>,
     origins: Vec<Origin>,
     unknown: bool,
+    /// A parameter the leaf may hold as it was passed ([`either`]): met,
+    /// it sets `passed` rather than `unknown`.
+    param: Option<Value>,
+    passed: bool,
 }
 
 impl Sources {
@@ -280,6 +375,10 @@ impl Sources {
                 continue;
             };
             if !self.seen.insert((v, k)) {
+                continue;
+            }
+            if k.is_none() && self.param == Some(v) {
+                self.passed = true;
                 continue;
             }
             let origin = match (k, calls.sites.get(&v)) {
