@@ -2020,8 +2020,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
             release::still_only_pushed(func, &self.c.summaries, &pushed),
             "a pushed parameter kept otherwise after inlining, fusion or versioning"
         );
+        // And the parameters it pushes as they are and may return at an
+        // either leaf (`lower/release.rs`, "Either results").
+        let masked = self.c.summaries.masked_params(self.module, fid);
         for (k, &p) in func.params.iter().enumerate() {
-            if !pushed.get(k).copied().unwrap_or(false) {
+            if !masked.get(k).copied().unwrap_or(false) {
                 continue;
             }
             let mut leaves = self.operand(&Operand::Value(p))?;
