@@ -537,6 +537,7 @@ impl<M: ClModule> Compiler<M> {
                 freed: Vec::new(),
                 latch: rustc_hash::FxHashMap::default(),
                 at_return: rustc_hash::FxHashSet::default(),
+                either: rustc_hash::FxHashSet::default(),
                 chains: Vec::new(),
                 entered: rustc_hash::FxHashMap::default(),
                 webs: Vec::new(),
@@ -811,6 +812,11 @@ struct Lower<'a, 'b, M: ClModule> {
     /// loops only into phis that count their pushes: each lets go of its
     /// slot's array at a normal return (`release::Freed::at_return`).
     at_return: rustc_hash::FxHashSet<Value>,
+    /// The latch-owning phis among `latch` whose latches bring what calls
+    /// of either functions return (`release::Freed::either`): entered from
+    /// a latch, each lets go of its slot's array only when the call
+    /// returned another.
+    either: rustc_hash::FxHashSet<Value>,
     /// The handing chains (`release::Freed::chains`), which let go as a
     /// whole when their header is entered.
     chains: Vec<release::Chain>,
@@ -1602,6 +1608,10 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     self.b.ins().stack_store(types::I64, p, slot.0, 0);
                     continue;
                 };
+                if self.either.contains(&r) {
+                    self.enter_either_phi(p, entry, leaves, slot)?;
+                    continue;
+                }
                 // Arrays that never leave the loop are dead once it is
                 // entered again, from outside too.
                 if !leaves {
@@ -1630,6 +1640,50 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 self.b.switch_to_block(cont);
             }
         }
+        Ok(())
+    }
+
+    /// The entry of the header of either phi `p` (`lower/release.rs`,
+    /// "Either results"), entered from outside its loop with `entry`. From
+    /// outside (`p` is the entry's array): the slot is emptied, letting go
+    /// of its array unless that may have left the loop (`leaves`). From a
+    /// latch: the call handed back the array the slot holds (nothing to
+    /// do), or made a new one, which the slot then holds, letting go of
+    /// the one it held (the array `p` had, when a call made it).
+    fn enter_either_phi(
+        &mut self,
+        p: ir::Value,
+        entry: Operand,
+        leaves: bool,
+        slot: (ir::StackSlot, release::Letgo),
+    ) -> Result<(), CodegenError> {
+        let Some(&e) = self.operand(&entry)?.first() else {
+            return Err(CodegenError::internal(
+                "an either phi's entry without leaves".into(),
+            ));
+        };
+        let from_outside = self.b.ins().icmp(IntCC::Equal, p, e);
+        let forget = self.b.create_block();
+        let latch = self.b.create_block();
+        let replace = self.b.create_block();
+        let cont = self.b.create_block();
+        self.b.ins().brif(from_outside, forget, &[], latch, &[]);
+        self.b.switch_to_block(forget);
+        if !leaves {
+            self.free_slot(slot)?;
+        }
+        let null = self.b.ins().iconst(types::I64, 0);
+        self.b.ins().stack_store(types::I64, null, slot.0, 0);
+        self.b.ins().jump(cont, &[]);
+        self.b.switch_to_block(latch);
+        let old = self.b.ins().stack_load(types::I64, types::I64, slot.0, 0);
+        let handed_back = self.b.ins().icmp(IntCC::Equal, p, old);
+        self.b.ins().brif(handed_back, cont, &[], replace, &[]);
+        self.b.switch_to_block(replace);
+        self.let_go(old, slot.1)?;
+        self.b.ins().stack_store(types::I64, p, slot.0, 0);
+        self.b.ins().jump(cont, &[]);
+        self.b.switch_to_block(cont);
         Ok(())
     }
 
@@ -1697,6 +1751,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         self.tagged_args = release::tagged_args(func, &freed);
         self.latch = freed.latch.iter().copied().collect();
         self.at_return = freed.at_return.clone();
+        self.either = freed.either.clone();
         self.chains = freed.chains.clone();
         self.entered = freed.entered.clone();
         self.through = freed.through.clone();
@@ -1965,8 +2020,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
             release::still_only_pushed(func, &self.c.summaries, &pushed),
             "a pushed parameter kept otherwise after inlining, fusion or versioning"
         );
+        // And the parameters it pushes as they are and may return at an
+        // either leaf (`lower/release.rs`, "Either results").
+        let masked = self.c.summaries.masked_params(self.module, fid);
         for (k, &p) in func.params.iter().enumerate() {
-            if !pushed.get(k).copied().unwrap_or(false) {
+            if !masked.get(k).copied().unwrap_or(false) {
                 continue;
             }
             let mut leaves = self.operand(&Operand::Value(p))?;

@@ -406,6 +406,130 @@
 //! lets go of it once (handed over to one owner at most), it is freed
 //! once.
 //!
+//! Either results. A loop replacing its array by what a call returns,
+//! where the callee hands back its argument on some calls (written in
+//! place) and returns a new array on others (`a = nudge_or_remake(a, h,
+//! k)`), kept every array such calls made until the run's end: the result
+//! is not fresh, and the header's phi, passed to a parameter its callee
+//! keeps (returns), escapes. An array leaf of a function's result (as for
+//! fresh leaves: the result `[T]`, or a `[T]` field of a result tuple
+//! whose other fields hold no array) *holds either* its parameter `j` of
+//! that type ([`Either`], in [`Summaries`]) when
+//! - every value the leaf may be copied from at a return (back through
+//!   phis, `select`, `tuple` and `getfield`) ends at parameter `j`, at
+//!   least once, or at an origin of a fresh leaf (a site making arrays, a
+//!   call of a fresh `[T]` result), never at anything else (another
+//!   parameter, a pop, a tuple's field a call returned);
+//! - every value parameter `j` reaches (forward as for fresh leaves) is
+//!   only read, passed to a parameter its callee does not keep, returned
+//!   at this leaf (never at another), or, `j` itself, pushed as it is:
+//!   then `j` is *pushed*, which only arrays of 8-byte elements may be
+//!   (their addresses are even wherever they come from);
+//! - every origin's array reaches nothing that escapes but the return at
+//!   this leaf (the forward rules of fresh leaves); one pushed as it is,
+//!   counted, makes the leaf's origins pushed;
+//! - the leaf is not fresh (a fresh call is a call site, above), and no
+//!   other leaf holds parameter `j`.
+//!
+//! Such a leaf is computed for each function once its callees' kept
+//! parameters and fresh leaves are settled (so a function returning
+//! another either function's result holds neither). A reverse mode
+//! forward sweep of such a function is one too: it returns the array and
+//! its shadow, each its parameter as passed or a new one, and pushes both
+//! parameters as they are. In a module whose tapes are counted, a
+//! function clears the bit of the word it is passed for a pushed
+//! parameter `j` and counts each push of it when tagged, exactly as for a
+//! pushed parameter (below, [`Summaries::masked_params`]), so that a
+//! caller may pass it tagged.
+//!
+//! So, after a call of `@f` passing the array `X` at `j`, by the
+//! induction of fresh results, the leaf's value `v` either has `X`'s
+//! address, and then is `X` and the call made no array that outlives it
+//! at this leaf, or holds an array made during the call to which no
+//! reference survives but `v`'s and counted tape entries (a new array
+//! cannot have `X`'s address: `X` is alive throughout the call, and no
+//! function lets go of its parameters); then the callee keeps nothing of
+//! `X` but tape entries of pushes of the word it was passed (it keeps `j`
+//! only by returning it at this leaf, which it did not, and by those
+//! pushes).
+//!
+//! In a caller, the *either call sites* are `v = invoke @f(..)` of an
+//! either `[T]` result and `v = getfield(t, k)` of an either field `k`
+//! where `t = invoke @f(..)` is in `v`'s block, used only by `getfield`s
+//! there, `v` the only one of field `k`. A phi `p` of type `[T]` of header
+//! `H` is an *either phi* ([`either_owning`]) when
+//! - `H` has exactly one predecessor it does not dominate (the loop's
+//!   entry), with a value `e` that is no latch entry;
+//! - every latch entry is such a `v` whose call passes `p` itself at `j`,
+//!   in the loop's body;
+//! - every value `p` reaches stays inside the loop but for uses after it
+//!   (as for a latch-owning phi), the calls' passing of `p` at `j` neither
+//!   followed nor an escape (`p` passed at any other kept parameter, the
+//!   other field's included, is one);
+//! - each `v` is handed over to `p` as a site to a latch-owning phi (no
+//!   value it reaches escapes but through `p`, nor is used where a run
+//!   entering `H` may go before its call runs again; `p` does not take it
+//!   from there), is an operand of no other phi (not even after the
+//!   loop: the array leaving so may be the one `p` holds), is never
+//!   pushed as it is (nor passed to a pushed parameter: `v` may be `e`,
+//!   perhaps no array of the arena), and its uses after the loop count as
+//!   `p`'s;
+//! - when a call's parameter `j` is pushed, tags may be passed (the
+//!   module's tapes counted, nothing compiled uncounted, as for pushed
+//!   parameters): the call then counts as a push of `p` as it is, `p` is
+//!   passed as the word such a push pushes (tagged while `p != e`,
+//!   [`tagged_args`]), and `p` releases.
+//!
+//! It is a latch-owning phi ([`Freed::latch`], [`Freed::either`]) with a
+//! slot holding `p`'s array when a call of the loop made it, null while
+//! `p` holds `e`'s. Entered with `p == e` (from outside, or from a latch
+//! whose call handed `e` back), the slot is emptied, letting go of its
+//! array when nothing reaches outside the loop (as a latch-owning phi's);
+//! entered with `p != e` (from a latch), nothing happens when the slot
+//! holds `p`'s array (the call handed it back), else the slot lets go of
+//! its array and holds `p`'s. A normal return does as for a latch-owning
+//! phi. `p` releases when it is pushed as it is (counted when `p != e`,
+//! as a latch-owning phi's pushes), passed to a pushed parameter, or a
+//! callee may have pushed what it made (counted there), else frees. No
+//! site takes `p`'s pushes as its own (it is no entered phi), nor does a
+//! phi it enters.
+//!
+//! Why that is sound. First, `e`'s array is alive while the loop runs and
+//! is never let go of here: every value reaching `p` meets the calls'
+//! passing of `p` to a kept parameter (an escape for every walk but
+//! `p`'s own), so no site, pop or owning phi whose array may be `e`'s
+//! lets go of it; an outer either phi reaching `p` sees the inner calls
+//! as escapes. By induction over the entries of `H`, the slot holds `p`'s
+//! array when `p != e`, and that array was made for `p`'s leaf by a call
+//! of this run of the loop; null when `p == e`. An entry from outside
+//! gives `p == e`, the slot null. An entry from a latch brings `v`, the
+//! leaf of a call passed `p`'s previous array `Y` at `j`: if the call
+//! handed `Y` back, `p`'s array is unchanged and so is the slot, which
+//! holds `Y` or (when `Y` is `e`'s) null, where `p == e` empties it again.
+//! Otherwise `v` is new, so not `e`'s (alive) nor the slot's (alive until
+//! let go): `p != e`, the slot differs from `p`, and it holds `Y` when a
+//! call made `Y`, null when `Y` is `e`'s. That `Y` is dead when let go of,
+//! but for counted tape entries: values `p` reaches are defined again
+//! after the entry of `H` before any use (the argument for sites, with the
+//! entry of `H` as the statement); values a `v` reaches are not used
+//! before its call runs again (handed over), and after the loop only as
+//! `p`'s; the callee kept nothing of `Y` but its pushes of the word it was
+//! passed, tagged since `p` held `Y != e` (counted); the caller's tape
+//! entries holding `Y` come from pushes of `p` holding it, tagged too,
+//! since `v` is never pushed. Another leaf of the same call never holds
+//! `Y`: its arrays are those made for it and its own parameter's, and `p`
+//! is passed at `j` only. No other owner lets go of `Y`: the callee never
+//! lets go of what it returns, `v` enters no other phi, and no site of
+//! this function made it. It is let go of once: the slot holds it until
+//! then, and no call returns it again (it is `p`'s no more). Released, it
+//! is freed once the pops have let go of every counted entry. The same
+//! for the slot emptied on an entry from outside or at the return when
+//! nothing reaches outside the loop (as for a latch-owning phi): `p`'s
+//! last array is dead then. A function compiled is the one summarised
+//! after inlining, fusion and versioning, which keep what it returns and
+//! a push of a parameter a push of it (as for fresh results and pushed
+//! parameters).
+//!
 //! Pushed parameters. A function that pushes its parameter cannot count
 //! the tape's reference itself: the parameter may be no array of the
 //! arena (a JIT argument, an object's caller's buffer), whose header it
@@ -502,7 +626,7 @@ use rustc_hash::FxHashSet as HashSet;
 
 mod fresh;
 
-pub(super) use fresh::Fresh;
+pub(super) use fresh::{Either, Fresh};
 
 /// How many (value, use) steps the analysis of one function may take; a
 /// function needing more (never seen) frees only the sites found so far.
@@ -533,6 +657,10 @@ pub(super) struct Summaries {
     /// By function, by summary entry (`[T]`: 0, the result; a tuple: the
     /// field's index); a function or entry not there is not fresh.
     fresh: HashMap<FuncId, Vec<Fresh>>,
+    /// By function, by summary entry (as `fresh`): whether the leaf holds
+    /// either an array made during the call or one of its parameters as
+    /// passed ("Either results"); a function or entry not there does not.
+    either: HashMap<FuncId, Vec<Option<Either>>>,
     /// Whether a function was compiled (its sites found) while its module's
     /// tapes were not counted: its pushes of its own arrays are not tagged,
     /// so no caller may release an array a callee pushed (a JIT deriving
@@ -587,6 +715,31 @@ impl Summaries {
             .unwrap_or(Fresh::No)
     }
 
+    /// Whether entry `k` of `callee`'s result holds either an array made
+    /// during the call or its parameter [`Either::param`] (unknown: no).
+    fn either(&self, callee: FuncId, k: usize) -> Option<Either> {
+        self.either
+            .get(&callee)
+            .and_then(|e| e.get(k).copied())
+            .flatten()
+    }
+
+    /// The parameters of `f` whose words it clears at entry in a module
+    /// whose tapes are counted, each `true` at its position: those it only
+    /// pushes as they are ("Pushed parameters") and those it pushes so and
+    /// may return at an either leaf ("Either results").
+    pub(super) fn masked_params(&mut self, module: &Module, f: FuncId) -> Vec<bool> {
+        let mut out = self.pushed_params(module, f);
+        for e in self.either.get(&f).into_iter().flatten().flatten() {
+            if e.param_pushed
+                && let Some(m) = out.get_mut(e.param)
+            {
+                *m = true;
+            }
+        }
+        out
+    }
+
     /// Summarises every function `roots` call, directly or not, that is not
     /// summarised yet: starting from "keeps nothing", each round recomputes
     /// every one from the others' current summaries until none changes (the
@@ -637,6 +790,14 @@ impl Summaries {
                     }
                 }
                 self.ensure_fresh(module, &new);
+                for &g in &new {
+                    if let Some(func) = module.get(g) {
+                        let either = fresh::either(func, self);
+                        if either.iter().any(Option::is_some) {
+                            self.either.insert(g, either);
+                        }
+                    }
+                }
                 return;
             }
         }
@@ -690,6 +851,11 @@ pub(super) struct Freed {
     /// entered with from outside its loop and whether its arrays may leave
     /// the loop ("Latch-owning phis").
     pub(super) latch: Vec<(Value, (Operand, bool))>,
+    /// The latch-owning phis among `latch` whose latches bring what calls of
+    /// either functions return when passed the phi ("Either results"): on
+    /// an entry from a latch the phi lets go of its slot's array only when
+    /// the call returned another.
+    pub(super) either: HashSet<Value>,
     /// The latch-owning phis among `latch` entered with the value of a site
     /// that makes arrays (of the run's arena, not handed over) or of a
     /// dropped pop, through a `select` of a making site (the select too) or
@@ -789,6 +955,7 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         chains: Vec::new(),
         counted: module.counted_tapes(),
         passed: HashMap::default(),
+        either: HashSet::default(),
     };
     // Without counted tapes (`Module::counted_tapes`), a push is an escape
     // and pops are no sites, as before tapes were counted.
@@ -840,6 +1007,10 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
     if summaries.uncounted {
         calls.sites.retain(|_, &mut pushed| !pushed);
     }
+    let mut either = either_calls(func, (&dom, &uses), summaries);
+    if summaries.uncounted {
+        either.retain(|_, c| !c.pushed && !c.param_pushed);
+    }
     let sites: Vec<(Value, Block)> = func
         .layout
         .iter()
@@ -849,7 +1020,7 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
             own_site(i).or(called).map(|r| (r, b))
         })
         .collect();
-    if sites.is_empty() {
+    if sites.is_empty() && either.is_empty() {
         return freed;
     }
     // A value passed to a parameter its callee only pushes is passed
@@ -875,12 +1046,13 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         aliases: calls.aliases,
         param_pushes: false,
         tags,
+        passthrough: None,
     };
     let sites: Vec<(Value, Block)> = sites
         .into_iter()
         .filter(|&(_, b)| dom.is_reachable(b))
         .collect();
-    let mut owned = owning_phis(func, &cfg, &dom, &sites, &mut walk);
+    let mut owned = owning_phis(func, &cfg, &dom, (&sites, &either), &mut walk);
     // A site is handed over to one phi at most (the rules make sure of it;
     // should two ever claim one, neither owns anything).
     let mut claims: HashMap<Value, usize> = HashMap::default();
@@ -918,18 +1090,30 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         .iter()
         .filter_map(|o| o.latch.map(|l| (o.phi, l)))
         .collect();
+    freed.either = owned
+        .iter()
+        .filter(|o| o.either.is_some())
+        .map(|o| o.phi)
+        .collect();
+    for (inst, k) in owned.iter().flat_map(|o| o.either.iter().flatten()) {
+        freed.passed.entry(*inst).or_default().push(*k);
+    }
+    // An either phi counts a push of itself only when it holds an array a
+    // call made (never its entry's): no site takes its pushes as its own,
+    // nor does one it enters.
+    let latch: Vec<(Value, (Operand, bool))> = freed
+        .latch
+        .iter()
+        .filter(|(p, _)| !freed.either.contains(p))
+        .copied()
+        .collect();
     let makers = makers(func, &sites);
     let ours = |e: Value| makers.contains_key(&e) && !handed.contains(&e) && !webbed.contains(&e);
     // A pop of an array (a replay's snapshot array, entering its loop).
     let a_pop = |e: Value| sites.iter().any(|&(s, _)| s == e) && !makers.contains_key(&e);
-    let (entered, through) = entered_phis(func, &freed.latch, &in_chain, (&ours, &a_pop));
+    let (entered, through) = entered_phis(func, &latch, &in_chain, (&ours, &a_pop));
     walk.entered = entered;
-    let chains = chains_of(
-        &owned,
-        &freed.latch,
-        (&walk.entered, &through),
-        (&ours, &a_pop),
-    );
+    let chains = chains_of(&owned, &latch, (&walk.entered, &through), (&ours, &a_pop));
     walk.chain_entered = chains
         .iter()
         .flat_map(|c| {
@@ -1190,6 +1374,11 @@ struct Owner {
     chain: Option<Vec<Value>>,
     /// Whether it is a phi of a handing chain (the head included).
     in_chain: bool,
+    /// For an either phi ("Either results"), a latch-owning phi whose
+    /// latches bring calls of either functions passed the phi: the calls
+    /// passing it to a parameter their callee pushes, with its position
+    /// (passed tagged while the phi holds an array of its own).
+    either: Option<Vec<(Inst, usize)>>,
 }
 
 /// The owning phis of `func`: a phi of type `[T]` whose every entry is a
@@ -1205,12 +1394,12 @@ fn owning_phis(
     func: &Func,
     cfg: &ControlFlowGraph,
     dom: &DominatorTree,
-    sites: &[(Value, Block)],
+    (sites, either): (&[(Value, Block)], &HashMap<Value, EitherCall>),
     walk: &mut Walk<'_>,
 ) -> Vec<Owner> {
     let makers = makers(func, sites);
     let mut out = Vec::new();
-    if makers.is_empty() {
+    if makers.is_empty() && either.is_empty() {
         return out;
     }
     // Every phi of type `[T]` of a reachable block, with its statement and
@@ -1244,7 +1433,8 @@ fn owning_phis(
             let phi = (h, inst, p, entries.as_slice());
             let owner = owning(func, (cfg, dom), walk, &makers, phi)
                 .or_else(|| latch_owning(func, (cfg, dom), walk, &makers, phi))
-                .or_else(|| choosing(func, (cfg, dom), walk, (&makers, &phis), phi));
+                .or_else(|| choosing(func, (cfg, dom), walk, (&makers, &phis), phi))
+                .or_else(|| either_owning(func, (cfg, dom), walk, either, phi));
             out.extend(owner);
         }
     }
@@ -1384,6 +1574,7 @@ fn handing(
                 web: None,
                 chain: (k == 0).then(|| tail_first.clone()),
                 in_chain: true,
+                either: None,
             });
         }
     }
@@ -1435,6 +1626,7 @@ fn owning(
         web: None,
         chain: None,
         in_chain: false,
+        either: None,
     })
 }
 
@@ -1480,6 +1672,181 @@ fn latch_owning(
         web: None,
         chain: None,
         in_chain: false,
+        either: None,
+    })
+}
+
+/// A call of an either function ("Either results"): `r = invoke @f(..)`
+/// passing `arg` to the parameter `@f` may return.
+#[derive(Copy, Clone, Debug)]
+struct EitherCall {
+    inst: Inst,
+    block: Block,
+    /// The position of the parameter `@f` may return.
+    param: usize,
+    /// The value passed there.
+    arg: Value,
+    /// Whether `@f` may have pushed an array it made and returns (counted).
+    pushed: bool,
+    /// Whether `@f` pushes the parameter as it is (counted when passed a
+    /// tagged word).
+    param_pushed: bool,
+}
+
+/// The calls of either functions of `func` in reachable blocks, by result.
+fn either_calls(
+    func: &Func,
+    (dom, uses): (&DominatorTree, &Uses),
+    summaries: &Summaries,
+) -> HashMap<Value, EitherCall> {
+    let mut out = HashMap::default();
+    for &block in &func.layout {
+        if !dom.is_reachable(block) {
+            continue;
+        }
+        for &inst in &func.blocks[block].insts {
+            let data = &func.insts[inst];
+            let (InstKind::Invoke { func: callee, args }, Some(r)) = (&data.kind, data.result)
+            else {
+                continue;
+            };
+            // The result itself, or the one `getfield` of each field of a
+            // tuple used only by `getfield`s in this block.
+            let leaves = match func.values.get(r).map(|d| &d.ty) {
+                Some(Type::Array(_)) => vec![(0, r)],
+                Some(Type::Tuple(_)) => fresh::fields(func, uses, (r, block))
+                    .into_iter()
+                    .filter(|(_, _, others)| others.is_empty())
+                    .map(|(k, g, _)| (k, g))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            for (k, v) in leaves {
+                if let Some(e) = summaries.either(*callee, k)
+                    && let Some(&Operand::Value(arg)) = args.get(e.param)
+                {
+                    out.insert(
+                        v,
+                        EitherCall {
+                            inst,
+                            block,
+                            param: e.param,
+                            arg,
+                            pushed: e.pushed,
+                            param_pushed: e.param_pushed,
+                        },
+                    );
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Phi `p` (statement `inst` of block `h`, with `entries`) as an either
+/// phi (module header, "Either results"), if it is one: entered from
+/// exactly one block outside its loop, with a value other than any latch
+/// entry; every latch entry is the result of a call of an either function
+/// passed `p` itself at the parameter it may return; every value `p`
+/// reaches stays inside the loop but for uses after it, those calls'
+/// passing of `p` aside; and each call's result, handed over as a site to
+/// a latch-owning phi, enters no other phi and is never pushed (it may be
+/// the array `p` was entered with).
+fn either_owning(
+    func: &Func,
+    (cfg, dom): (&ControlFlowGraph, &DominatorTree),
+    walk: &mut Walk<'_>,
+    either: &HashMap<Value, EitherCall>,
+    (h, inst, p, entries): (Block, Inst, Value, &[(Block, Operand)]),
+) -> Option<Owner> {
+    let (outside, latches): (Vec<_>, Vec<_>) = entries
+        .iter()
+        .filter(|(b, _)| dom.is_reachable(*b))
+        .partition(|(b, _)| !dom.dominates(h, *b));
+    let [(_, entry)] = outside.as_slice() else {
+        return None;
+    };
+    if !matches!(entry, Operand::Value(_)) || latches.iter().any(|(_, op)| op == entry) {
+        return None;
+    }
+    let mut calls: Vec<(Value, EitherCall)> = Vec::new();
+    for (_, op) in &latches {
+        let Operand::Value(v) = op else {
+            return None;
+        };
+        let call = *either.get(v)?;
+        if call.arg != p {
+            return None;
+        }
+        if !calls.iter().any(|(w, _)| w == v) {
+            calls.push((*v, call));
+        }
+    }
+    if calls.is_empty() {
+        return None;
+    }
+    let body = loop_body(cfg, dom, h);
+    // `p` passed to the parameter the callee may return is followed as
+    // the call's result, below, not as a parameter kept.
+    walk.passthrough = Some(calls.iter().map(|(_, c)| (c.inst, c.param)).collect());
+    let walked = walk.stays_in_loop(p, (h, &body), dom);
+    walk.passthrough = None;
+    let (pushed, mut leaving) = walked?;
+    let mut born_pushed = false;
+    for &(v, call) in &calls {
+        // No other phi, not even after the loop: the array leaving so may
+        // be the one `p` holds.
+        let other_phi = walk.uses.by_value.get(&v).is_some_and(|us| {
+            us.iter().any(|u| {
+                matches!(u, Use::Inst(i, _) if *i != inst
+                    && matches!(func.insts[*i].kind, InstKind::Phi { .. }))
+            })
+        });
+        if other_phi || !body.contains(&call.block) {
+            return None;
+        }
+        let after = unrepeated(cfg, h, call.block);
+        if entries
+            .iter()
+            .any(|(pred, op)| *op == Operand::Value(v) && after.contains(pred))
+        {
+            return None;
+        }
+        // A push of the result would count a reference to `p`'s entry when
+        // the call handed that back: refused. Its uses after the loop count
+        // as `p`'s (it may be the array the slot holds).
+        let handover: (&[Inst], _, &[Inst]) = (&[inst], &after, &[]);
+        let site = Some((call.block, dom));
+        if walk.reach(v, site, Some(handover), Some((&mut leaving, &body)))? {
+            return None;
+        }
+        born_pushed |= call.pushed;
+    }
+    // A callee pushing the parameter `p` is passed at pushes it as it is:
+    // counted only when passed the word a push of `p` would push
+    // ("Pushed parameters": tagged while `p` holds an array of its own).
+    let passed: Vec<(Inst, usize)> = calls
+        .iter()
+        .filter(|(_, c)| c.param_pushed)
+        .map(|(_, c)| (c.inst, c.param))
+        .collect();
+    if !passed.is_empty() && !walk.tags {
+        return None;
+    }
+    Some(Owner {
+        phi: p,
+        letgo: if pushed || born_pushed || !passed.is_empty() {
+            Letgo::Release
+        } else {
+            Letgo::Free
+        },
+        from: calls.iter().map(|&(v, _)| v).collect(),
+        latch: Some((*entry, leaving.any())),
+        into: Vec::new(),
+        web: None,
+        chain: None,
+        in_chain: false,
+        either: Some(passed),
     })
 }
 
@@ -1617,6 +1984,7 @@ fn choosing(
         into: Vec::new(),
         chain: None,
         in_chain: false,
+        either: None,
         web: Some(Web {
             phi: p,
             inst,
@@ -2040,6 +2408,11 @@ struct Walk<'a> {
     /// counted, by a compiler that has compiled nothing uncounted ("Pushed
     /// parameters").
     tags: bool,
+    /// During the walk of an either phi, the calls passing it to the
+    /// parameter their callees may return, each with that parameter's
+    /// position: that argument is not kept, the call's result being the
+    /// phi's own latch entry ("Either results").
+    passthrough: Option<Vec<(Inst, usize)>>,
 }
 
 impl<'a> Walk<'a> {
@@ -2061,6 +2434,7 @@ impl<'a> Walk<'a> {
             aliases: HashMap::default(),
             param_pushes,
             tags: false,
+            passthrough: None,
         }
     }
 
@@ -2091,7 +2465,13 @@ impl<'a> Walk<'a> {
         };
         let mut pushed = false;
         for (k, op) in args.iter().enumerate() {
-            if *op != Operand::Value(v) || !self.summaries.keeps(*callee, k) {
+            if *op != Operand::Value(v)
+                || !self.summaries.keeps(*callee, k)
+                || self
+                    .passthrough
+                    .as_ref()
+                    .is_some_and(|ps| ps.contains(&(inst, k)))
+            {
                 continue;
             }
             if self.tags && self.summaries.pushes(*callee, k) && self.counts_push(v, a, site) {
@@ -3526,5 +3906,241 @@ func @f(%x: [f64], %n: i64) -> f64 {
         };
         let freed = freed_sites(f, &m, &mut sums);
         assert!(freed.sites.is_empty() && freed.passed.is_empty());
+    }
+
+    /// A loop replacing its array by `@g`'s result, `@g` making a new array
+    /// or handing its argument back.
+    const EITHER_LOOP: &str = "func @g(%a: [f64], %k: i64) -> [f64] {
+#1:
+  %c = call eq(%k, 0) :: bool
+  gotoifnot %c, #3
+#2:
+  %b = call copy(%a) :: [f64]
+  return %b
+#3:
+  call arrayset(%a, 0, 1.0)
+  return %a
+}
+func @f(%n: i64, %x: [f64]) -> f64 {
+#1:
+  goto #2
+#2:
+  %p = phi [#1 => %x, #3 => %t] :: [f64]
+  %i = phi [#1 => 0, #3 => %j] :: i64
+  %c = call lt(%i, %n) :: bool
+  gotoifnot %c, #4
+#3:
+  %t = invoke @g(%p, %i) :: [f64]
+  %j = call iadd(%i, 1) :: i64
+  goto #2
+#4:
+  %z = call arrayref(%p, 0) :: f64
+  return %z
+}
+";
+
+    #[test]
+    fn functions_returning_a_new_array_or_their_argument_are_either() {
+        // `@g` above; `@h` pushes its argument as it is (either, that
+        // parameter pushed: counted when passed tagged), `@k` returns a
+        // pop, `@m` a new array it also keeps in a tuple it pushes, `@id`
+        // its argument only (handed back on every call: an either function
+        // that makes nothing), `@new` a fresh array (a call site, not
+        // either).
+        let src = format!(
+            "{EITHER_LOOP}func @h(%a: [f64]) -> [f64] {{
+#1:
+  call push(%a)
+  return %a
+}}
+func @k(%a: [f64], %c: bool) -> [f64] {{
+#1:
+  %b = call pop() :: [f64]
+  %r = call select(%c, %a, %b) :: [f64]
+  return %r
+}}
+func @m(%a: [f64], %c: bool) -> [f64] {{
+#1:
+  %b = call copy(%a) :: [f64]
+  %t = call tuple(%b, 1.0) :: ([f64], f64)
+  call push(%t)
+  %r = call select(%c, %a, %b) :: [f64]
+  return %r
+}}
+func @id(%a: [f64]) -> [f64] {{
+#1:
+  return %a
+}}
+func @new(%a: [f64]) -> [f64] {{
+#1:
+  %b = call copy(%a) :: [f64]
+  return %b
+}}
+"
+        );
+        let names = ["g", "h", "k", "m", "id", "new"];
+        let (_, sums, ids) = summaries_of(&src, &names);
+        let either: Vec<Option<usize>> = ids
+            .iter()
+            .map(|&g| sums.either(g, 0).map(|e| e.param))
+            .collect();
+        assert_eq!(either, [Some(0), Some(0), None, None, Some(0), None]);
+    }
+
+    #[test]
+    fn forward_sweeps_returning_a_new_array_or_their_argument_are_either_per_leaf() {
+        // A forward sweep's shape: the array and its shadow, each its
+        // parameter (pushed as it is) or a new array (the shadow pushed).
+        // `@one` returns its first parameter at both leaves; `@odd` pushes
+        // a `[bool]` parameter, whose caller's address may be odd.
+        let src = "func @fwd(%a: [f64], %k: i64, %s: [f64]) -> ([f64], [f64]) {
+#1:
+  call push(%a)
+  call push(%s)
+  %c = call eq(%k, 0) :: bool
+  gotoifnot %c, #3
+#2:
+  %b = call copy(%a) :: [f64]
+  %z = call zeros(3) :: [f64]
+  call push(%z)
+  goto #4
+#3:
+  goto #4
+#4:
+  %r = phi [#2 => %b, #3 => %a] :: [f64]
+  %q = phi [#2 => %z, #3 => %s] :: [f64]
+  %t = call tuple(%r, %q) :: ([f64], [f64])
+  return %t
+}
+func @one(%a: [f64], %s: [f64]) -> ([f64], [f64]) {
+#1:
+  %t = call tuple(%a, %a) :: ([f64], [f64])
+  return %t
+}
+func @odd(%a: [bool]) -> [bool] {
+#1:
+  call push(%a)
+  return %a
+}
+";
+        let (_, sums, ids) = summaries_of(src, &["fwd", "one", "odd"]);
+        let leaf = |g: FuncId, k: usize| {
+            sums.either(g, k)
+                .map(|e| (e.param, e.pushed, e.param_pushed))
+        };
+        assert_eq!(leaf(ids[0], 0), Some((0, false, true)));
+        assert_eq!(leaf(ids[0], 1), Some((2, true, true)));
+        // One parameter serves one leaf only; the other has none.
+        assert_eq!(leaf(ids[1], 0), None);
+        assert_eq!(leaf(ids[1], 1), None);
+        assert_eq!(leaf(ids[2], 0), None);
+    }
+
+    #[test]
+    fn either_phis_of_a_forward_sweep_pass_their_arrays_tagged() {
+        // A loop calling a forward sweep that pushes the array and shadow
+        // it is given and returns them or new ones: each header phi owns
+        // its field's arrays, releases (pushed by the callee), and passes
+        // its array as the word its push would push. Uncounted, the
+        // callee's pushes of them are escapes.
+        let src = "func @fwd(%a: [f64], %k: i64, %s: [f64]) -> ([f64], [f64]) {
+#1:
+  call push(%a)
+  call push(%s)
+  %c = call eq(%k, 0) :: bool
+  gotoifnot %c, #3
+#2:
+  %b = call copy(%a) :: [f64]
+  %z = call zeros(3) :: [f64]
+  call push(%z)
+  goto #4
+#3:
+  goto #4
+#4:
+  %r = phi [#2 => %b, #3 => %a] :: [f64]
+  %q = phi [#2 => %z, #3 => %s] :: [f64]
+  %t = call tuple(%r, %q) :: ([f64], [f64])
+  return %t
+}
+func @f(%n: i64, %x: [f64], %y: [f64]) -> f64 {
+#1:
+  goto #2
+#2:
+  %p = phi [#1 => %x, #3 => %u] :: [f64]
+  %d = phi [#1 => %y, #3 => %w] :: [f64]
+  %i = phi [#1 => 0, #3 => %j] :: i64
+  %c = call lt(%i, %n) :: bool
+  gotoifnot %c, #4
+#3:
+  %t = invoke @fwd(%p, %i, %d) :: ([f64], [f64])
+  %u = call getfield(%t, 0) :: [f64]
+  %w = call getfield(%t, 1) :: [f64]
+  %j = call iadd(%i, 1) :: i64
+  goto #2
+#4:
+  call push(%d)
+  %z = call arrayref(%p, 0) :: f64
+  return %z
+}
+";
+        assert_eq!(
+            freed(src),
+            [
+                "p:release",
+                "d:release",
+                "u:release:handed",
+                "w:release:handed"
+            ]
+        );
+        let tagged = analysed(src, true, |freed, _| {
+            let f = parse_module(src).expect("parses");
+            let f = f.get(f.by_name("f").expect("@f")).expect("func").clone();
+            let mut args: Vec<(usize, Letgo)> =
+                tagged_args(&f, &freed).into_values().flatten().collect();
+            args.sort_by_key(|&(k, _)| k);
+            args
+        });
+        assert_eq!(tagged, [(0, Letgo::Release), (2, Letgo::Release)]);
+        assert_eq!(freed_in(src, false), Vec::<String>::new());
+    }
+
+    #[test]
+    fn an_either_phi_owns_what_its_calls_made_only_when_nothing_else_may_hold_it() {
+        // `p` owns the arrays the calls make (`t` handed over); read after
+        // the loop, it lets go of its last at the return.
+        assert_eq!(freed(EITHER_LOOP), ["p", "t:handed"]);
+        assert_eq!(latch_phis(EITHER_LOOP), ["p"]);
+        // Pushed inside the loop: counted (tagged while it holds an array
+        // of its own), so it releases.
+        let pushed = EITHER_LOOP.replace(
+            "  %j = call iadd(%i, 1) :: i64\n",
+            "  call push(%p)\n  %j = call iadd(%i, 1) :: i64\n",
+        );
+        assert_eq!(freed(&pushed), ["p:release", "t:release:handed"]);
+        // Refused: the result pushed (it may be the array `p` was entered
+        // with), taken by a second phi, or `p` pushed inside a tuple.
+        let result_pushed = EITHER_LOOP.replace(
+            "  %j = call iadd(%i, 1) :: i64\n",
+            "  call push(%t)\n  %j = call iadd(%i, 1) :: i64\n",
+        );
+        assert_eq!(freed(&result_pushed), Vec::<String>::new());
+        let two_phis = EITHER_LOOP
+            .replace(
+                "  %i = phi [#1 => 0, #3 => %j] :: i64\n",
+                "  %i = phi [#1 => 0, #3 => %j] :: i64\n  %q = phi [#1 => %x, #3 => %t] :: [f64]\n",
+            )
+            .replace(
+                "  %z = call arrayref(%p, 0) :: f64\n",
+                "  %y = call arrayref(%q, 0) :: f64\n  %z = call arrayref(%p, 0) :: f64\n",
+            );
+        assert_eq!(freed(&two_phis), Vec::<String>::new());
+        let tupled = EITHER_LOOP.replace(
+            "  %j = call iadd(%i, 1) :: i64\n",
+            "  %w = call tuple(%p, 1.0) :: ([f64], f64)\n  call push(%w)\n  %j = call iadd(%i, 1) :: i64\n",
+        );
+        assert_eq!(freed(&tupled), Vec::<String>::new());
+        // Another call passed another value: not the phi's own call.
+        let other = EITHER_LOOP.replace("invoke @g(%p, %i)", "invoke @g(%x, %i)");
+        assert_eq!(freed(&other), Vec::<String>::new());
     }
 }

@@ -9,7 +9,7 @@
 
 use super::{BUDGET, PrimUse, Summaries, Use, Uses, holds_array, prim_use};
 use irad_ir::flow::DominatorTree;
-use irad_ir::types::Type;
+use irad_ir::types::{Scalar, Type};
 use irad_ir::{Block, Const, Func, Inst, InstKind, Operand, Prim, Terminator, Value, ValueDef};
 use rustc_hash::FxHashMap as HashMap;
 use rustc_hash::FxHashSet as HashSet;
@@ -138,6 +138,142 @@ pub(super) fn fresh_leaves(func: &Func, summaries: &Summaries) -> Vec<Fresh> {
     out
 }
 
+/// What a summary says of one array leaf of a function's result that
+/// holds, on every return, either an array made during the call or one
+/// of its parameters as it was passed (`lower/release.rs`, "Either
+/// results").
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(in crate::lower) struct Either {
+    /// The parameter the leaf may hold.
+    pub(in crate::lower) param: usize,
+    /// Whether the function (or a callee of it) may have pushed an array
+    /// it made and returns at the leaf, each such push counted (a tagged
+    /// word).
+    pub(in crate::lower) pushed: bool,
+    /// Whether the function pushes the parameter as it is (an array of
+    /// 8-byte elements): it then clears the bit of the word it is passed
+    /// and counts each push of a tagged one, as for a pushed parameter.
+    pub(in crate::lower) param_pushed: bool,
+}
+
+/// For each summary entry of `func`'s result (`[T]`: 0; a tuple: each
+/// field), whether that leaf holds on every return either an array made
+/// during the call (as a fresh leaf would) or one of its parameters as it
+/// was passed, that parameter reaching nothing that escapes but the
+/// return at this leaf and pushes of itself as it is (`lower/release.rs`,
+/// "Either results"); given the settled summaries of its callees. No
+/// parameter serves two leaves. A leaf that is fresh is not either (a
+/// fresh call is a site of its own), nor is one that no parameter fits.
+pub(super) fn either(func: &Func, summaries: &Summaries) -> Vec<Option<Either>> {
+    let mut out = vec![None; entries(&func.ret)];
+    let Some(leaves) = leaves(&func.ret) else {
+        return out;
+    };
+    if leaves.is_empty() {
+        return out;
+    }
+    let cfg = irad_ir::flow::ControlFlowGraph::with_function(func);
+    let dom = DominatorTree::with_cfg(&cfg);
+    let uses = Uses::of(func, &dom);
+    let calls = Calls::of(func, &dom, &uses, summaries);
+    let returned: Vec<Operand> = func
+        .layout
+        .iter()
+        .filter(|&&b| dom.is_reachable(b))
+        .filter_map(
+            |&b| match func.blocks.get(b).and_then(|d| d.term.as_ref()) {
+                Some(Terminator::Return(op)) => Some(*op),
+                _ => None,
+            },
+        )
+        .collect();
+    let whole = matches!(func.ret, Type::Array(_));
+    let mut budget = BUDGET;
+    let mut taken: Vec<usize> = Vec::new();
+    for &k in &leaves {
+        let ty = match &func.ret {
+            Type::Tuple(elems) => elems.get(k),
+            ty => Some(ty),
+        };
+        let at: &[usize] = if whole { &[] } else { std::slice::from_ref(&k) };
+        for (j, &param) in func.params.iter().enumerate() {
+            if taken.contains(&j) || func.values.get(param).map(|d| &d.ty) != ty {
+                continue;
+            }
+            if let Some(e) = either_leaf(
+                func,
+                (&dom, &uses, &calls, summaries),
+                (&returned, at, (!whole).then_some(k)),
+                (j, param),
+                &mut budget,
+            ) {
+                out[k] = Some(e);
+                taken.push(j);
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Whether the leaf at `at` (`k`: its field, `None` for a `[T]` result)
+/// of the `returned` values holds parameter `j` (value `param`) or arrays
+/// made during the call, and nothing else, with `param` and those arrays
+/// reaching nothing that escapes but the return at this leaf (and pushes
+/// as they are).
+fn either_leaf(
+    func: &Func,
+    (dom, uses, calls, summaries): (&DominatorTree, &Uses, &Calls, &Summaries),
+    (returned, at, k): (&[Operand], &[usize], Option<usize>),
+    (j, param): (usize, Value),
+    budget: &mut usize,
+) -> Option<Either> {
+    let mut sources = Sources {
+        param: Some(param),
+        ..Sources::default()
+    };
+    for op in returned {
+        sources.add(func, (dom, calls, summaries), *op, k);
+    }
+    if sources.unknown || !sources.passed {
+        return None;
+    }
+    let walk = |maker: bool| Reach {
+        func,
+        uses,
+        summaries,
+        aliases: &calls.aliases,
+        leaf: at,
+        maker,
+    };
+    // The parameter is kept only by the return at this leaf and by pushes
+    // of itself as it is (counted when its caller passes a tagged word,
+    // which only 8-byte elements can carry, "Pushed parameters").
+    let param_pushed = walk(true).returned(param, Vec::new(), budget)?;
+    let even = matches!(
+        func.values.get(param).map(|d| &d.ty),
+        Some(Type::Array(Scalar::F64 | Scalar::I64))
+    );
+    if param_pushed && !even {
+        return None;
+    }
+    let mut pushed = false;
+    for &o in &sources.origins {
+        let (start, callee_pushed) = match o {
+            Origin::Made(v) => (v, None),
+            Origin::Called(v, p) => (v, Some(p)),
+            Origin::Field(..) => return None,
+        };
+        let here = walk(callee_pushed.is_none()).returned(start, Vec::new(), budget)?;
+        pushed |= here || callee_pushed == Some(true);
+    }
+    Some(Either {
+        param: j,
+        pushed,
+        param_pushed,
+    })
+}
+
 /// The calls of fresh leaves in a function: each value that is a site
 /// making arrays in it ("Fresh results"), with whether the callee may have
 /// pushed its array (counted).
@@ -201,7 +337,11 @@ impl Calls {
 /// field with its first `getfield` (in statement order) and the others of
 /// the same field, which hold the same array (a source's `t.0[0] +
 /// t.0[1]` takes the field twice).
-fn fields(func: &Func, uses: &Uses, (t, b): (Value, Block)) -> Vec<(usize, Value, Vec<Value>)> {
+pub(super) fn fields(
+    func: &Func,
+    uses: &Uses,
+    (t, b): (Value, Block),
+) -> Vec<(usize, Value, Vec<Value>)> {
     let mut out: Vec<(usize, Value, Vec<Value>)> = Vec::new();
     // The uses of a value are listed in layout order, so in statement
     // order within `b`.
@@ -261,6 +401,10 @@ struct Sources {
     seen: HashSet<(Value, Option<usize>)>,
     origins: Vec<Origin>,
     unknown: bool,
+    /// A parameter the leaf may hold as it was passed ([`either`]): met,
+    /// it sets `passed` rather than `unknown`.
+    param: Option<Value>,
+    passed: bool,
 }
 
 impl Sources {
@@ -280,6 +424,10 @@ impl Sources {
                 continue;
             };
             if !self.seen.insert((v, k)) {
+                continue;
+            }
+            if k.is_none() && self.param == Some(v) {
+                self.passed = true;
                 continue;
             }
             let origin = match (k, calls.sites.get(&v)) {
