@@ -2678,6 +2678,29 @@ fn prim_use(p: Prim) -> PrimUse {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A forward sweep's shape: the array and its shadow, each its
+    /// parameter (pushed as it is) or a new array (the shadow pushed).
+    const FWD_SWEEP: &str = "func @fwd(%a: [f64], %k: i64, %s: [f64]) -> ([f64], [f64]) {
+#1:
+  call push(%a)
+  call push(%s)
+  %c = call eq(%k, 0) :: bool
+  gotoifnot %c, #3
+#2:
+  %b = call copy(%a) :: [f64]
+  %z = call zeros(3) :: [f64]
+  call push(%z)
+  goto #4
+#3:
+  goto #4
+#4:
+  %r = phi [#2 => %b, #3 => %a] :: [f64]
+  %q = phi [#2 => %z, #3 => %s] :: [f64]
+  %t = call tuple(%r, %q) :: ([f64], [f64])
+  return %t
+}
+";
     use irad_ir::text::parse_module;
 
     /// The names of the sites of `@f` in `src` that it lets go of, with
@@ -3993,26 +4016,9 @@ func @new(%a: [f64]) -> [f64] {{
         // parameter (pushed as it is) or a new array (the shadow pushed).
         // `@one` returns its first parameter at both leaves; `@odd` pushes
         // a `[bool]` parameter, whose caller's address may be odd.
-        let src = "func @fwd(%a: [f64], %k: i64, %s: [f64]) -> ([f64], [f64]) {
-#1:
-  call push(%a)
-  call push(%s)
-  %c = call eq(%k, 0) :: bool
-  gotoifnot %c, #3
-#2:
-  %b = call copy(%a) :: [f64]
-  %z = call zeros(3) :: [f64]
-  call push(%z)
-  goto #4
-#3:
-  goto #4
-#4:
-  %r = phi [#2 => %b, #3 => %a] :: [f64]
-  %q = phi [#2 => %z, #3 => %s] :: [f64]
-  %t = call tuple(%r, %q) :: ([f64], [f64])
-  return %t
-}
-func @one(%a: [f64], %s: [f64]) -> ([f64], [f64]) {
+        let src = [
+            FWD_SWEEP,
+            "func @one(%a: [f64], %s: [f64]) -> ([f64], [f64]) {
 #1:
   %t = call tuple(%a, %a) :: ([f64], [f64])
   return %t
@@ -4022,8 +4028,10 @@ func @odd(%a: [bool]) -> [bool] {
   call push(%a)
   return %a
 }
-";
-        let (_, sums, ids) = summaries_of(src, &["fwd", "one", "odd"]);
+",
+        ]
+        .concat();
+        let (_, sums, ids) = summaries_of(&src, &["fwd", "one", "odd"]);
         let leaf = |g: FuncId, k: usize| {
             sums.either(g, k)
                 .map(|e| (e.param, e.pushed, e.param_pushed))
@@ -4043,26 +4051,9 @@ func @odd(%a: [bool]) -> [bool] {
         // its field's arrays, releases (pushed by the callee), and passes
         // its array as the word its push would push. Uncounted, the
         // callee's pushes of them are escapes.
-        let src = "func @fwd(%a: [f64], %k: i64, %s: [f64]) -> ([f64], [f64]) {
-#1:
-  call push(%a)
-  call push(%s)
-  %c = call eq(%k, 0) :: bool
-  gotoifnot %c, #3
-#2:
-  %b = call copy(%a) :: [f64]
-  %z = call zeros(3) :: [f64]
-  call push(%z)
-  goto #4
-#3:
-  goto #4
-#4:
-  %r = phi [#2 => %b, #3 => %a] :: [f64]
-  %q = phi [#2 => %z, #3 => %s] :: [f64]
-  %t = call tuple(%r, %q) :: ([f64], [f64])
-  return %t
-}
-func @f(%n: i64, %x: [f64], %y: [f64]) -> f64 {
+        let src = [
+            FWD_SWEEP,
+            "func @f(%n: i64, %x: [f64], %y: [f64]) -> f64 {
 #1:
   goto #2
 #2:
@@ -4082,9 +4073,11 @@ func @f(%n: i64, %x: [f64], %y: [f64]) -> f64 {
   %z = call arrayref(%p, 0) :: f64
   return %z
 }
-";
+",
+        ]
+        .concat();
         assert_eq!(
-            freed(src),
+            freed(&src),
             [
                 "p:release",
                 "d:release",
@@ -4092,8 +4085,8 @@ func @f(%n: i64, %x: [f64], %y: [f64]) -> f64 {
                 "w:release:handed"
             ]
         );
-        let tagged = analysed(src, true, |freed, _| {
-            let f = parse_module(src).expect("parses");
+        let tagged = analysed(&src, true, |freed, _| {
+            let f = parse_module(&src).expect("parses");
             let f = f.get(f.by_name("f").expect("@f")).expect("func").clone();
             let mut args: Vec<(usize, Letgo)> =
                 tagged_args(&f, &freed).into_values().flatten().collect();
@@ -4101,7 +4094,7 @@ func @f(%n: i64, %x: [f64], %y: [f64]) -> f64 {
             args
         });
         assert_eq!(tagged, [(0, Letgo::Release), (2, Letgo::Release)]);
-        assert_eq!(freed_in(src, false), Vec::<String>::new());
+        assert_eq!(freed_in(&src, false), Vec::<String>::new());
     }
 
     #[test]

@@ -66,6 +66,20 @@ fn entries(ty: &Type) -> usize {
     }
 }
 
+/// The operands `func`'s reachable returns return.
+fn returned(func: &Func, dom: &DominatorTree) -> Vec<Operand> {
+    func.layout
+        .iter()
+        .filter(|&&b| dom.is_reachable(b))
+        .filter_map(
+            |&b| match func.blocks.get(b).and_then(|d| d.term.as_ref()) {
+                Some(Terminator::Return(op)) => Some(*op),
+                _ => None,
+            },
+        )
+        .collect()
+}
+
 /// The fresh leaves of `func`, given the current summaries of its callees
 /// (`lower/release.rs`, "Fresh results").
 pub(super) fn fresh_leaves(func: &Func, summaries: &Summaries) -> Vec<Fresh> {
@@ -80,17 +94,7 @@ pub(super) fn fresh_leaves(func: &Func, summaries: &Summaries) -> Vec<Fresh> {
     let dom = DominatorTree::with_cfg(&cfg);
     let uses = Uses::of(func, &dom);
     let calls = Calls::of(func, &dom, &uses, summaries);
-    let returned: Vec<Operand> = func
-        .layout
-        .iter()
-        .filter(|&&b| dom.is_reachable(b))
-        .filter_map(
-            |&b| match func.blocks.get(b).and_then(|d| d.term.as_ref()) {
-                Some(Terminator::Return(op)) => Some(*op),
-                _ => None,
-            },
-        )
-        .collect();
+    let returned = returned(func, &dom);
     let whole = matches!(func.ret, Type::Array(_));
     let mut budget = BUDGET;
     for &k in &leaves {
@@ -176,17 +180,7 @@ pub(super) fn either(func: &Func, summaries: &Summaries) -> Vec<Option<Either>> 
     let dom = DominatorTree::with_cfg(&cfg);
     let uses = Uses::of(func, &dom);
     let calls = Calls::of(func, &dom, &uses, summaries);
-    let returned: Vec<Operand> = func
-        .layout
-        .iter()
-        .filter(|&&b| dom.is_reachable(b))
-        .filter_map(
-            |&b| match func.blocks.get(b).and_then(|d| d.term.as_ref()) {
-                Some(Terminator::Return(op)) => Some(*op),
-                _ => None,
-            },
-        )
-        .collect();
+    let returned = returned(func, &dom);
     let whole = matches!(func.ret, Type::Array(_));
     let mut budget = BUDGET;
     let mut taken: Vec<usize> = Vec::new();
