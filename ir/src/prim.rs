@@ -99,6 +99,7 @@ pub enum Prim {
     Sgemma,
     Sgemmb,
     Checkpoint,
+    Same,
 }
 
 /// How a primitive is typed.
@@ -164,6 +165,12 @@ pub enum Sig {
     /// `checkpoint(i64) -> ()`: a hint to reverse mode, doing nothing at run
     /// time (docs/reverse.md, "Checkpointing"); not a function value.
     Hint,
+    /// `same([T], [T]) -> bool`: whether two arrays are one (a write to
+    /// either is seen through the other); two empty arrays count as one.
+    /// Reverse mode's checkpointed loops use it to restore arrays that may
+    /// be one (docs/reverse.md, "Arrays one phi hands another"); not a
+    /// function value.
+    Same,
 }
 
 /// One row of the primitive table.
@@ -222,6 +229,7 @@ rows! {
     Ssum "ssum" Sig::Sparse; Sdot "sdot" Sig::Sparse; Sfill "sfill" Sig::Sparse;
     Sgemma "sgemma" Sig::Sparse; Sgemmb "sgemmb" Sig::Sparse;
     Checkpoint "checkpoint" Sig::Hint;
+    Same "same" Sig::Same;
 }
 
 impl Prim {
@@ -296,7 +304,7 @@ impl Prim {
     pub fn keeps_no_reference(self) -> bool {
         matches!(
             self,
-            Prim::Arrayref | Prim::Arrayset | Prim::Length | Prim::Copy
+            Prim::Arrayref | Prim::Arrayset | Prim::Length | Prim::Copy | Prim::Same
         ) || self.bulk().is_some()
             || self.sparse_bulk().is_some()
     }
@@ -373,7 +381,7 @@ impl Prim {
             Sig::Zeros => {
                 "only primitives on scalars (such as `sin`) are function values, and it works on arrays"
             }
-            Sig::Length | Sig::Copy | Sig::Arrayref | Sig::Arrayset => {
+            Sig::Length | Sig::Copy | Sig::Arrayref | Sig::Arrayset | Sig::Same => {
                 "it is generic over the array's element type, so it has no single function type"
             }
             _ => return format!("primitive `{self}` is overloaded and cannot be used as a value"),
@@ -466,6 +474,12 @@ impl Prim {
                 call.arity(1)?;
                 call.want(0, "i64", args.first() == Some(&Type::I64))?;
                 Ok(Type::Unit)
+            }
+            Sig::Same => {
+                call.arity(2)?;
+                call.want(0, "an array", matches!(args[0], Type::Array(_)))?;
+                call.want(1, &args[0], args[1] == args[0])?;
+                Ok(Type::Bool)
             }
         }
     }
@@ -885,7 +899,7 @@ mod tests {
             assert_eq!(row.prim as usize, i, "row {} is out of order", row.name);
             assert_eq!(Prim::from_name(row.name), Some(row.prim));
         }
-        assert_eq!(PRIMS.len(), Prim::Checkpoint as usize + 1);
+        assert_eq!(PRIMS.len(), Prim::Same as usize + 1);
         for name in ["", "sinn", "Sin", "sin ", "fn", "len"] {
             assert_eq!(Prim::from_name(name), None, "{name:?}");
         }

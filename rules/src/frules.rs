@@ -102,6 +102,7 @@ pub(crate) const PRIMAL_ONLY: &[Prim] = &[
     Prim::Fptosi,
     Prim::Length,
     Prim::Checkpoint,
+    Prim::Same,
 ];
 
 /// The rules of primitives with a rule function of their own.

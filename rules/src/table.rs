@@ -261,6 +261,10 @@ pub fn signatures() -> Vec<Signature> {
 
     // The hint to reverse mode.
     t.push(sig(Checkpoint, vec![c(Const::I64(16))]));
+    t.push(sig(
+        Same,
+        vec![arr(Scalar::F64, 0, 4), arr(Scalar::F64, 0, 4)],
+    ));
 
     // Conversions.
     t.push(sig(Sitofp, vec![i(-1000, 1000)]));

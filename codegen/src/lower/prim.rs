@@ -119,7 +119,24 @@ impl<M: ClModule> Lower<'_, '_, M> {
             Frule | Revfwd | Revback => self.prim_rule(p, vals, site),
             // A hint to reverse mode: no code.
             Checkpoint => Ok(SmallVec::new()),
+            Same => self.prim_same(vals),
         }
+    }
+
+    /// `same(a, b)`: one address, or both lengths 0 (as the interpreter
+    /// says).
+    fn prim_same(&mut self, vals: &[Leaves]) -> Result<Leaves, CodegenError> {
+        let leaf = |i: usize, k: usize| {
+            vals.get(i)
+                .and_then(|v| v.get(k))
+                .copied()
+                .ok_or_else(|| CodegenError::internal("`same` of a non-array".into()))
+        };
+        let (pa, la, pb, lb) = (leaf(0, 0)?, leaf(0, 1)?, leaf(1, 0)?, leaf(1, 1)?);
+        let one_address = self.b.ins().icmp(IntCC::Equal, pa, pb);
+        let lengths = self.b.ins().bor(la, lb);
+        let empty = self.b.ins().icmp_imm_u(IntCC::Equal, lengths, 0);
+        Ok(one(self.b.ins().bor(one_address, empty)))
     }
 
     /// `zmul(a, b)` (`irad_kernels::zmul`): the product, with the bits of

@@ -45,6 +45,7 @@ pub(crate) fn eval(prim: Prim, args: &[&Val], elem: Option<Scalar>) -> Result<Va
         Sum | Dot | Axpy | Scale | Matvec | Matmul | Fill | Copyto | Gemm => bulk_op(prim, args),
         // A hint to reverse mode: nothing to do.
         Checkpoint => Ok(Val::Unit),
+        Same => same(args),
         // Need the interpreter's rule provider, tapes or sparse tangent
         // builder: it handles them before `eval`.
         Frule | Push | Pop | Revfwd | Revback | Sonehot | Szero | Sscale | Sadd | Sdense | Ssum
@@ -71,7 +72,7 @@ pub fn fold_prim(prim: Prim, args: &[Const]) -> Option<Const> {
         Tuple | Getfield | Alloc | Zeros | Length | Arrayref | Arrayset | Copy | Dual | Primal
         | Tangent | Frule | Push | Pop | Revfwd | Revback | Sonehot | Szero | Sscale | Sadd
         | Sdense | Sum | Dot | Axpy | Scale | Matvec | Matmul | Fill | Copyto | Gemm | Ssum
-        | Sdot | Sfill | Sgemma | Sgemmb | Checkpoint => {
+        | Sdot | Sfill | Sgemma | Sgemmb | Checkpoint | Same => {
             return None;
         }
         _ => {}
@@ -229,6 +230,17 @@ fn f64_func(prim: Prim, args: &[&Val]) -> Result<Val, String> {
 
 /// `lt le gt ge` on f64 and i64, `eq ne` also on bool. f64 comparisons are
 /// IEEE: a NaN operand makes every comparison false except `ne`.
+/// `same(a, b)`: whether `a` and `b` are one array, or both empty (as
+/// compiled code, which compares addresses and lengths, says).
+fn same(args: &[&Val]) -> Result<Val, String> {
+    match args {
+        [Val::Array(a), Val::Array(b)] => Ok(Val::Bool(
+            std::rc::Rc::ptr_eq(&a.0, &b.0) || (borrow(a)?.is_empty() && borrow(b)?.is_empty()),
+        )),
+        _ => Err(internal_message("`same` of non-arrays")),
+    }
+}
+
 fn compare(prim: Prim, args: &[&Val]) -> Result<Val, String> {
     use Prim::*;
     let b = match args {

@@ -82,7 +82,7 @@ fn class(prim: Prim) -> Class {
         | Exp | Log | Log1p | Expm1 | Sin | Cos | Tan | Asin | Acos | Atan | Atan2 | Sinh
         | Cosh | Tanh | Erf | Floor | Ceil | Round | Lt | Le | Gt | Ge | Eq | Ne | Select
         | Iadd | Isub | Imul | Ineg | And | Or | Not | Sitofp | Tuple | Getfield | Length
-        | Dual | Primal | Tangent | Szero | Checkpoint => Class::Quiet,
+        | Dual | Primal | Tangent | Szero | Checkpoint | Same => Class::Quiet,
         Idiv | Irem | Fptosi | Alloc | Zeros | Copy | Frule | Push | Pop | Revfwd | Revback
         | Sonehot | Sscale | Sadd | Sdense => Class::Opaque,
         Arrayref => Class::Load,
