@@ -458,6 +458,15 @@ pub(super) struct Carried {
     /// array it ends with, so that compiled code's owning phis free them
     /// (docs/codegen.md, "Freeing arrays").
     pub renewed: bool,
+    /// For an array handed on from another header phi that may hold the
+    /// same array (`prev = cur; cur = either(cur)`: `prev` is `cur` after
+    /// an iteration whose call handed its argument back), that phi's
+    /// position among the loop's carried arrays. Both are restored into
+    /// the run's arrays, so a replay's arrays are one where the run's were;
+    /// where they are, a replay starts this one from that one's start
+    /// shadow, and where not, from its own (docs/reverse.md, "Arrays one
+    /// phi hands another"). Never used after the loop.
+    pub alias: Option<usize>,
 }
 
 impl Carried {
@@ -469,6 +478,12 @@ impl Carried {
     pub fn afresh(&self) -> bool {
         self.shadow.is_some() && self.replaced.is_none()
     }
+}
+
+/// Whether carried array `i` of `carried` may be another of them, or another
+/// may be it ([`Carried::alias`]): its identity matters.
+pub(super) fn shared(carried: &[Carried], i: usize) -> bool {
+    carried.get(i).is_some_and(|c| c.alias.is_some()) || carried.iter().any(|c| c.alias == Some(i))
 }
 
 /// The shadow of an array a checkpointed loop carries as it is (an array
@@ -863,6 +878,17 @@ fn decide(
     let pre = eligible(cx, k)?;
     let (carried, handed) = carried_arrays(cx, view, k)?;
     let escaping = escaping_arrays(cx, cx.shape.loops.of(k));
+    let alias = aliases(cx, k, &carried, &handed)?;
+    if carried
+        .iter()
+        .zip(&alias)
+        .any(|(c, a)| a.is_some() && escaping.contains(&c.1))
+    {
+        return Err(
+            "it carries an array that may be another it carries (an either call handed it back), and uses it after it"
+                .into(),
+        );
+    }
     // An array handed on from another header phi holds, after fewer
     // iterations than its depth, an array that entered the loop through
     // another phi: where every latch hands it one phi, down to one made
@@ -924,24 +950,33 @@ fn decide(
     let mut inputs = region::inputs(cx, view, plan, k);
     let arrays = region::arrays(cx, view, &inputs, k, unsafe_classes);
     // The shadows entering the loop with its carried arrays are inputs too.
+    // An array that may be another is restored into the run's array, as
+    // that one is: neither is renewed.
+    let shared: Vec<bool> = (0..carried.len())
+        .map(|i| alias[i].is_some() || alias.contains(&Some(i)))
+        .collect();
     let carried = carried
         .into_iter()
-        .map(|(phi, value, ty, shadow, kept, replaced)| Carried {
-            phi,
-            value,
-            renewed: shadow.is_some() && replaced.is_none() && renewed(cx, k, value),
-            replaced,
-            escapes: escaping.contains(&value),
-            ty,
-            kept,
-            shadow: shadow.map(|(sphi, entry)| (sphi, input_index(&mut inputs, entry))),
-            held: held_of
-                .get(&value)
-                .into_iter()
-                .flatten()
-                .map(|&e| input_index(&mut inputs, e))
-                .collect(),
-        })
+        .zip(alias.into_iter().zip(shared))
+        .map(
+            |((phi, value, ty, shadow, kept, replaced), (alias, shared))| Carried {
+                phi,
+                value,
+                alias,
+                renewed: shadow.is_some() && replaced.is_none() && !shared && renewed(cx, k, value),
+                replaced,
+                escapes: escaping.contains(&value),
+                ty,
+                kept,
+                shadow: shadow.map(|(sphi, entry)| (sphi, input_index(&mut inputs, entry))),
+                held: held_of
+                    .get(&value)
+                    .into_iter()
+                    .flatten()
+                    .map(|&e| input_index(&mut inputs, e))
+                    .collect(),
+            },
+        )
         .collect::<Vec<_>>();
     let counted = plan.counted_slots().get(k).is_some_and(Option::is_some);
     // The direct path replaces the entering block's jump by the test.
@@ -1497,6 +1532,10 @@ fn either_inside(cx: &Derivation<'_>, k: usize, op: &Operand, r: Value) -> Optio
     let reads = |_: usize, prim: Prim| prim.keeps_no_reference();
     let mut within: Vec<Inst> = web.iter().map(|&(_, d)| d).collect();
     within.push(phi);
+    // `r` may be handed on to other header phis (`prev = cur; cur =
+    // either(cur)`): such a phi may then hold `r`'s array, which the
+    // snapshots tell (`Carried::alias`).
+    within.extend(handers(cx, k, r));
     (entries
         .iter()
         .filter(|(p, _)| !inside(p))
@@ -1506,6 +1545,92 @@ fn either_inside(cx: &Derivation<'_>, k: usize, op: &Operand, r: Value) -> Optio
             .iter()
             .all(|&(w, _)| every_use_is(cx, (w, &within), |i| l.contains(i), reads)))
     .then_some(*v)
+}
+
+/// The header phis of loop `k` that header phi `r` enters from a latch
+/// (`prev = r`).
+fn handers(cx: &Derivation<'_>, k: usize, r: Value) -> Vec<Inst> {
+    let l = cx.shape.loops.of(k);
+    let index = cx.shape.bb.index();
+    replay::header_phis(cx, l.header)
+        .into_iter()
+        .filter(|&(inst, _)| match &cx.src.insts[inst].kind {
+            InstKind::Phi { entries } => entries.iter().any(|(p, op)| {
+                *op == Operand::Value(r) && index[*p].is_some_and(|p| l.contains(p))
+            }),
+            _ => false,
+        })
+        .map(|(inst, _)| inst)
+        .collect()
+}
+
+/// Whether header phi `r` of loop `k` takes, from some latch, a call of an
+/// either function passed `r` ([`either_inside`]): the array it holds may
+/// be the one it held the iteration before.
+fn handed_back(cx: &Derivation<'_>, k: usize, r: Value) -> bool {
+    let l = cx.shape.loops.of(k);
+    let index = cx.shape.bb.index();
+    let irad_ir::ValueDef::Inst(phi) = cx.src.values[r].def else {
+        return false;
+    };
+    let InstKind::Phi { entries } = &cx.src.insts[phi].kind else {
+        return false;
+    };
+    entries.iter().any(|(p, op)| {
+        index[*p].is_some_and(|p| l.contains(p)) && either_inside(cx, k, op, r).is_some()
+    })
+}
+
+/// For each of loop `k`'s `carried` arrays (by position), the carried array
+/// whose array it may be at the header ([`Carried::alias`]): a phi handed
+/// the array of a phi that an either call may hand back its array
+/// (`prev = cur; cur = either(cur)`: `prev` is `cur` when the call handed
+/// it back), or of a phi that may itself be another's. Fails when such a
+/// phi is used after the loop, or is handed several phis.
+fn aliases(
+    cx: &Derivation<'_>,
+    k: usize,
+    carried: &[CarriedPhi],
+    handed: &HashMap<Value, u64>,
+) -> Result<Vec<Option<usize>>, String> {
+    let l = cx.shape.loops.of(k);
+    let index = cx.shape.bb.index();
+    let mut alias = vec![None; carried.len()];
+    // By depth: the phi handing its array is settled first.
+    let mut order: Vec<(u64, usize)> = carried
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| handed.get(&c.1).map(|&d| (d, i)))
+        .collect();
+    order.sort_unstable();
+    for (_, i) in order {
+        let irad_ir::ValueDef::Inst(phi) = cx.src.values[carried[i].1].def else {
+            continue;
+        };
+        let InstKind::Phi { entries } = &cx.src.insts[phi].kind else {
+            continue;
+        };
+        let from: Vec<Value> = entries
+            .iter()
+            .filter(|(p, _)| index[*p].is_some_and(|p| l.contains(p)))
+            .filter_map(|(_, op)| match op {
+                Operand::Value(v) => Some(*v),
+                Operand::Const(_) => None,
+            })
+            .collect();
+        let may_share = |j: usize| alias[j].is_some() || handed_back(cx, k, carried[j].1);
+        let sharing: Vec<usize> = from
+            .iter()
+            .filter_map(|v| carried.iter().position(|c| c.1 == *v))
+            .filter(|&j| may_share(j))
+            .collect();
+        let Some(&j) = sharing.first() else { continue };
+        if from.iter().any(|&v| v != carried[j].1) {
+            return Err("it carries an array handed, by different latches, different arrays one of which an either call may hand back".into());
+        }
+        alias[i] = Some(j);
+    }
+    Ok(alias)
 }
 
 /// The arrays loop `k` carries from one iteration to the next through its

@@ -583,8 +583,11 @@ impl Replay<'_, '_> {
             flag.ok_or_else(|| internal(&self.cx.floc, "a carried shadow without its flag"))?;
         let mut starts = Vec::new();
         let mut first = Vec::new();
-        for c in &self.ck.carried {
+        // The position among `starts` of each carried array's start shadow.
+        let mut at_start: Vec<Option<usize>> = vec![None; self.ck.carried.len()];
+        for (i, c) in self.ck.carried.iter().enumerate() {
             let Some((_, entry)) = c.shadow else { continue };
+            at_start[i] = Some(starts.len());
             let a = *state
                 .get(c.phi)
                 .ok_or_else(|| internal(&self.cx.floc, "a carried array without its phi"))?;
@@ -609,6 +612,7 @@ impl Replay<'_, '_> {
                     .value(at, Prim::Select, &[by, fresh, entry], c.ty.clone()),
             );
         }
+        self.shared_starts(at, state, &at_start, &mut starts)?;
         if !first.is_empty() {
             // The first stretch: the entering shadows' elements.
             let index = self.copy.value(
@@ -630,6 +634,51 @@ impl Replay<'_, '_> {
             at = next;
         }
         Ok((at, starts, flag))
+    }
+
+    /// Where a carried array is, at the snapshot, the array of the phi it
+    /// may be ([`super::Carried::alias`]; `same` of their header values
+    /// `state`), it starts from that one's start shadow, as in the run,
+    /// where one array had one shadow. By depth: a phi's own is settled
+    /// before a phi handed its array looks at it. `at_start` gives each
+    /// carried array's position among `starts`.
+    fn shared_starts(
+        &mut self,
+        at: Block,
+        state: &[Operand],
+        at_start: &[Option<usize>],
+        starts: &mut [Operand],
+    ) -> Result<(), ReverseError> {
+        let carried = &self.ck.carried;
+        let depth = |mut i: usize| {
+            let mut d = 0;
+            while let Some(j) = carried[i].alias.filter(|_| d < carried.len()) {
+                (i, d) = (j, d + 1);
+            }
+            d
+        };
+        let mut order: Vec<(usize, usize)> = (0..carried.len())
+            .filter(|&i| carried[i].alias.is_some())
+            .map(|i| (depth(i), i))
+            .collect();
+        order.sort_unstable();
+        for (_, i) in order {
+            let (c, j) = (&carried[i], carried[i].alias.unwrap_or(i));
+            let (Some(si), Some(sj)) = (at_start[i], at_start[j]) else {
+                continue;
+            };
+            let (Some(&a), Some(&b)) = (state.get(c.phi), state.get(carried[j].phi)) else {
+                return Err(internal(&self.cx.floc, "a carried array without its phi"));
+            };
+            let one = self.copy.value(at, Prim::Same, &[a, b], Type::Bool);
+            starts[si] = self.copy.value(
+                at,
+                Prim::Select,
+                &[one, starts[sj], starts[si]],
+                c.ty.clone(),
+            );
+        }
+        Ok(())
     }
 
     /// Copies each carried array's snapshot `copies` back into the array

@@ -220,10 +220,15 @@ pub(super) fn fill(
     // A carried array made afresh in every iteration goes on as a new copy
     // of the one the advance ends with, so that the part's phi owns what it
     // holds: the part has a stretch before it, so the array it starts with
-    // is one an iteration made, whose identity does not matter.
+    // is one an iteration made, whose identity does not matter; unless
+    // another carried array may be it ([`super::Carried::alias`]), whose
+    // identity does.
     let mut state = Vec::with_capacity(values.len());
     for (j, v) in values.into_iter().enumerate() {
-        state.push(match ck.carried.iter().any(|c| c.phi == j && c.afresh()) {
+        let renew = |(i, c): (usize, &super::Carried)| {
+            c.phi == j && c.afresh() && !super::shared(&ck.carried, i)
+        };
+        state.push(match ck.carried.iter().enumerate().any(renew) {
             true => e(emit_value(&mut fb, Prim::Copy, &[v]))?,
             false => v,
         });
