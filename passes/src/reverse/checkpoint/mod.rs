@@ -465,7 +465,9 @@ pub(super) struct Carried {
     /// the run's arrays, so a replay's arrays are one where the run's were;
     /// where they are, a replay starts this one from that one's start
     /// shadow, and where not, from its own (docs/reverse.md, "Arrays one
-    /// phi hands another"). Never used after the loop.
+    /// phi hands another"). Read after the loop, it leaves with the
+    /// shadow of the phi up its chain it is, where that one leaves too
+    /// (`primal::shared_exits`).
     pub alias: Option<usize>,
 }
 
@@ -879,16 +881,6 @@ fn decide(
     let (carried, handed) = carried_arrays(cx, view, k)?;
     let escaping = escaping_arrays(cx, cx.shape.loops.of(k));
     let alias = aliases(cx, k, &carried, &handed)?;
-    if carried
-        .iter()
-        .zip(&alias)
-        .any(|(c, a)| a.is_some() && escaping.contains(&c.1))
-    {
-        return Err(
-            "it carries an array that may be another it carries (an either call handed it back), and uses it after it"
-                .into(),
-        );
-    }
     // An array handed on from another header phi holds, after fewer
     // iterations than its depth, an array that entered the loop through
     // another phi: where every latch hands it one phi, down to one made
@@ -933,6 +925,20 @@ fn decide(
             false => "an array it makes is used after it",
         }
         .into());
+    }
+    // A phi that may be another's array leaves with that one's shadow where
+    // it is that one (`primal::shared_exits`), but not beside arrays the
+    // last iteration made, whose shadows would be others again.
+    if !left.is_empty()
+        && carried
+            .iter()
+            .zip(&alias)
+            .any(|(c, a)| a.is_some() && escaping.contains(&c.1))
+    {
+        return Err(
+            "it carries an array that may be another it carries (an either call handed it back), uses it after it and an array its last iteration made"
+                .into(),
+        );
     }
     let bytes = bytes_per_iteration(cx, view, plan, k);
     let (stretch, source) = match (ask, limit) {
@@ -1586,7 +1592,7 @@ fn handed_back(cx: &Derivation<'_>, k: usize, r: Value) -> bool {
 /// the array of a phi that an either call may hand back its array
 /// (`prev = cur; cur = either(cur)`: `prev` is `cur` when the call handed
 /// it back), or of a phi that may itself be another's. Fails when such a
-/// phi is used after the loop, or is handed several phis.
+/// phi is handed other arrays too, by other latches.
 fn aliases(
     cx: &Derivation<'_>,
     k: usize,

@@ -1114,6 +1114,7 @@ fn exit_shadows(
         out.push((sphi, s));
         header.insert(c.value, s);
     }
+    shared_exits(f, (exit, &mut made), ck, pmap, (&mut out, &mut header))?;
     // Arrays the last iteration made: a fresh zero array as long as each,
     // made once (`zeros_of`, by array) when a chosen phi takes it too.
     let mut zeros_of: HashMap<Value, Value> = HashMap::default();
@@ -1192,6 +1193,57 @@ fn exit_shadows(
         .count();
     insts.splice(phis..phis, made);
     Ok((out, only_here))
+}
+
+/// A carried array that may be another's ([`super::Carried::alias`], up its
+/// chain) and leaves, as that one does: where the two are one array (`same`
+/// of their values in the loop that does not record, by `pmap`), it leaves
+/// with that one's shadow, one shadow for one array as in the run, in
+/// `out` (by the recording sweep's shadow phi) and `header` (by the
+/// header phi).
+fn shared_exits(
+    f: &mut irad_ir::Func,
+    (exit, made): (Block, &mut Vec<Inst>),
+    ck: &CkLoop,
+    pmap: &SecondaryMap<Value, Option<Operand>>,
+    (out, header): (&mut [(Value, Value)], &mut HashMap<Value, Value>),
+) -> Result<(), String> {
+    let carried = &ck.carried;
+    let up = |i: usize| {
+        std::iter::successors(carried[i].alias, |&j| carried[j].alias).take(carried.len())
+    };
+    // By depth: the phi up the chain is settled first.
+    let mut order: Vec<(usize, usize)> = (0..carried.len())
+        .filter(|&i| carried[i].escapes && carried[i].alias.is_some())
+        .map(|i| (up(i).count(), i))
+        .collect();
+    order.sort_unstable();
+    for (_, i) in order {
+        let c = &carried[i];
+        let (Some(sphi), Some(&own)) = (c.shadow.map(|s| s.0), header.get(&c.value)) else {
+            continue;
+        };
+        let a = pmap[c.value].ok_or("a carried array without its new value")?;
+        let mut s = own;
+        for j in up(i) {
+            let Some(&theirs) = header.get(&carried[j].value) else {
+                continue;
+            };
+            let b = pmap[carried[j].value].ok_or("a carried array without its new value")?;
+            let one = exit_value(f, (exit, made), Prim::Same, &[a, b], Type::Bool)?;
+            let args = [
+                Operand::Value(one),
+                Operand::Value(theirs),
+                Operand::Value(s),
+            ];
+            s = exit_value(f, (exit, made), Prim::Select, &args, c.ty.clone())?;
+        }
+        header.insert(c.value, s);
+        if let Some(o) = out.iter_mut().find(|o| o.0 == sphi) {
+            o.1 = s;
+        }
+    }
+    Ok(())
 }
 
 /// `prim(args) :: ty` appended to block `exit` of `f`, its statement noted
