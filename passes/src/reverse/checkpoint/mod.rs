@@ -1527,21 +1527,24 @@ fn either_inside(cx: &Derivation<'_>, k: usize, op: &Operand, r: Value) -> Optio
     let InstKind::Phi { entries } = &cx.src.insts[phi].kind else {
         return None;
     };
+    // `r` may be handed on to other header phis (`prev = cur; cur =
+    // either(cur)`): such a phi may then hold `r`'s array, which the
+    // snapshots tell (`Carried::alias`); it may enter with `r`'s array too.
+    let handers = handers(cx, k, r);
+    let mut entered: Vec<Inst> = vec![phi];
+    entered.extend(&handers);
     let made_for_it = |e: &Operand| match e {
         Operand::Value(e) => {
             matches!(cx.src.values[*e].def, irad_ir::ValueDef::Inst(m)
                 if makes_array(&cx.src, &cx.fresh, m))
-                && every_use_is(cx, (*e, &[phi]), |_| true, |_, _| false)
+                && every_use_is(cx, (*e, &entered), |_| true, |_, _| false)
         }
         Operand::Const(_) => false,
     };
     let reads = |_: usize, prim: Prim| prim.keeps_no_reference();
     let mut within: Vec<Inst> = web.iter().map(|&(_, d)| d).collect();
     within.push(phi);
-    // `r` may be handed on to other header phis (`prev = cur; cur =
-    // either(cur)`): such a phi may then hold `r`'s array, which the
-    // snapshots tell (`Carried::alias`).
-    within.extend(handers(cx, k, r));
+    within.extend(handers);
     (entries
         .iter()
         .filter(|(p, _)| !inside(p))
