@@ -956,34 +956,7 @@ fn decide(
     let mut inputs = region::inputs(cx, view, plan, k);
     let arrays = region::arrays(cx, view, &inputs, k, unsafe_classes);
     // The shadows entering the loop with its carried arrays are inputs too.
-    // An array that may be another is restored into the run's array, as
-    // that one is: neither is renewed.
-    let shared: Vec<bool> = (0..carried.len())
-        .map(|i| alias[i].is_some() || alias.contains(&Some(i)))
-        .collect();
-    let carried = carried
-        .into_iter()
-        .zip(alias.into_iter().zip(shared))
-        .map(
-            |((phi, value, ty, shadow, kept, replaced), (alias, shared))| Carried {
-                phi,
-                value,
-                alias,
-                renewed: shadow.is_some() && replaced.is_none() && !shared && renewed(cx, k, value),
-                replaced,
-                escapes: escaping.contains(&value),
-                ty,
-                kept,
-                shadow: shadow.map(|(sphi, entry)| (sphi, input_index(&mut inputs, entry))),
-                held: held_of
-                    .get(&value)
-                    .into_iter()
-                    .flatten()
-                    .map(|&e| input_index(&mut inputs, e))
-                    .collect(),
-            },
-        )
-        .collect::<Vec<_>>();
+    let carried = carried_of(cx, k, (carried, alias), (&escaping, &held_of), &mut inputs);
     let counted = plan.counted_slots().get(k).is_some_and(Option::is_some);
     // The direct path replaces the entering block's jump by the test.
     let plain_entry = matches!(shape.bb.blocks[pre].term,
@@ -1469,7 +1442,9 @@ fn through(cx: &Derivation<'_>, mut v: Value, seen: &mut Vec<Value>) -> Value {
 /// with an array made for it that nothing else uses, and in the loop the
 /// calls' results and the web's phis go nowhere but into the web and back
 /// into `r` (and element reads and writes), and `r` nowhere but into the
-/// calls and the web's phis. A replay then starts from a copy of the
+/// calls and the web's phis; or but header phis `r` hands its array to
+/// ([`handers`], which may enter with `r`'s array too), whose snapshots
+/// tell when they hold `r`'s ([`Carried::alias`]). A replay then starts from a copy of the
 /// snapshot, as for an array made afresh; within a stretch the replay runs
 /// the same statements, so the arrays alias as they did. After the loop
 /// either may go anywhere (an exit phi, a call): the run's arrays are no
@@ -1554,6 +1529,47 @@ fn either_inside(cx: &Derivation<'_>, k: usize, op: &Operand, r: Value) -> Optio
             .iter()
             .all(|&(w, _)| every_use_is(cx, (w, &within), |i| l.contains(i), reads)))
     .then_some(*v)
+}
+
+/// Loop `k`'s carried arrays as [`carried_arrays`] finds them, with the
+/// phis they may be (`alias`, by position), the arrays used after the loop
+/// (`escaping`) and the entering shadows held ones may leave with
+/// (`held_of`), the shadows entering the loop added to its `inputs`. An
+/// array that may be another is restored into the run's array, as that
+/// one is: neither is renewed.
+fn carried_of(
+    cx: &Derivation<'_>,
+    k: usize,
+    (carried, alias): (Vec<CarriedPhi>, Vec<Option<usize>>),
+    (escaping, held_of): (&HashSet<Value>, &HashMap<Value, Vec<Value>>),
+    inputs: &mut Vec<Value>,
+) -> Vec<Carried> {
+    let shared: Vec<bool> = (0..carried.len())
+        .map(|i| alias[i].is_some() || alias.contains(&Some(i)))
+        .collect();
+    carried
+        .into_iter()
+        .zip(alias.into_iter().zip(shared))
+        .map(
+            |((phi, value, ty, shadow, kept, replaced), (alias, shared))| Carried {
+                phi,
+                value,
+                alias,
+                renewed: shadow.is_some() && replaced.is_none() && !shared && renewed(cx, k, value),
+                replaced,
+                escapes: escaping.contains(&value),
+                ty,
+                kept,
+                shadow: shadow.map(|(sphi, entry)| (sphi, input_index(inputs, entry))),
+                held: held_of
+                    .get(&value)
+                    .into_iter()
+                    .flatten()
+                    .map(|&e| input_index(inputs, e))
+                    .collect(),
+            },
+        )
+        .collect()
 }
 
 /// The header phis of loop `k` that header phi `r` enters from a latch
