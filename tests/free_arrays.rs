@@ -194,12 +194,15 @@ fn the_jit_frees_the_fresh_arrays_calls_return() {
         // a site freed before its next run; `t.0` is handed over to the
         // phi of `a`), and the first `zeros`.
         ("paired", 15),
-        // `scaled` returns its argument: nothing is freed (nor `a`, which
-        // it keeps).
-        ("rescaled", 0),
+        // `scaled` returns its argument: its result is not fresh. `a` is
+        // freed at the return: `scaled` keeps it only by returning it, and
+        // what it returns (`b`) is only read and written (`release.rs`,
+        // "Through either calls"; 0 before).
+        ("rescaled", 1),
         // `either` may return its argument and `twice` returns one array
-        // at two fields: nothing is freed.
-        ("aliased", 0),
+        // at two fields: neither result is freed. `a`, which `either` keeps
+        // only by returning it, is freed at the return (0 before).
+        ("aliased", 1),
         // `built`'s array, made at the base and returned up 3 frames, at
         // each of the 7 calls.
         ("recursed", 7),
@@ -898,43 +901,47 @@ fn either_phis_free_what_the_calls_replaced() {
     let module = irad::load(&src).expect("loads");
     // (program, arrays freed before the run ends), with why. `remake` makes
     // a new array when `k % 3 == 0`: at k = 0, 3 and 6 of 7 calls. The
-    // `zeros` the loops are entered with is never freed (it reaches the
-    // phi, which passes it to a parameter its callee keeps).
+    // `zeros` (or `copy`) a loop is entered with is freed at the return:
+    // its walk follows it through the calls, which keep it only by
+    // returning it, to what they return (`release.rs`, "Through either
+    // calls"); before, it was never freed, one less in each row but
+    // `entered` and `read_old`.
     let want: &[(&str, u64)] = &[
         // The arrays made at k = 0 and 3, each let go of when the next
         // replaces it, and the one made at 6 at the return (only read
-        // after the loop).
-        ("mixed", 3),
-        // A new array at every call: all 7.
-        ("always_new", 7),
-        // Every call hands its array back: nothing to let go of.
-        ("always_back", 0),
-        // `nudged` never makes an array.
-        ("passthrough", 0),
+        // after the loop); and the `zeros`.
+        ("mixed", 4),
+        // A new array at every call: all 7, and the `zeros`.
+        ("always_new", 8),
+        // Every call hands its array back: the `zeros` only.
+        ("always_back", 1),
+        // `nudged` never makes an array: the `zeros` only.
+        ("passthrough", 1),
         // As `mixed`: the old array is read after the call, before the
         // header lets go of it.
-        ("read_old", 3),
+        ("read_old", 4),
         // As `mixed`; the caller's array, entering the loop, is not ours.
         ("entered", 3),
         // Each of the 3 runs of the inner loop lets go of the arrays made
         // at k = 0 and 3; its last (k = 6) goes on to the outer loop,
         // which owns nothing, and the inner loop, entered with it again,
-        // does not own it either: 3 * 2.
-        ("nested", 6),
-        // The last array leaves the loop (into a tuple): not let go of.
-        ("leaves", 2),
+        // does not own it either: 3 * 2, and the `zeros`.
+        ("nested", 7),
+        // The last array leaves the loop (into a tuple): not let go of;
+        // the `zeros` is, the tuple being only read.
+        ("leaves", 3),
         // The result enters a second phi: the first owns nothing. The
         // `zeros` the second is entered with, only read after the loop, is
-        // freed at the return (a site's rule).
-        ("stored", 1),
+        // freed at the return (a site's rule), and the first `zeros`.
+        ("stored", 2),
         // Not yet: the latch brings a call passed another call's result.
-        ("twice", 0),
-        // As `mixed` and `always_new`; the copy entering the loop reaches
-        // the phi, passed to the call: kept.
-        ("copied", 3),
-        ("copied_new", 7),
+        // The `zeros`, followed through both calls, is freed.
+        ("twice", 1),
+        // As `mixed` and `always_new`, with the copy entering the loop.
+        ("copied", 4),
+        ("copied_new", 8),
         // `reread` hands back `a` unwritten: as `copied`.
-        ("copied_reread", 3),
+        ("copied_reread", 4),
     ];
     frees_as_counted(&src, &module, EITHER_CASES, want);
 }
@@ -945,12 +952,19 @@ fn either_phis_free_what_the_calls_replaced() {
 /// returns them or new ones. The arrays the calls make are let go of when
 /// replaced, so a loop whose calls make a new array every time
 /// (`copied_new`) keeps no more arrays at once than one whose calls make
-/// one every third time (`copied`): 203 and 3 081 at 64 and 1 024
-/// iterations, both. Before, 508 and 9 995 against 312 and 5 400. What
-/// still grows, about 3 arrays per iteration, are those each replay keeps
-/// (the snapshot's array, the start and end shadows: the carried array is
-/// not renewed, docs/codegen.md, "Arrays on tapes") and what `@remake`'s
-/// own replays keep.
+/// one every third time (`copied`, and `copied_reread`, whose calls hand
+/// back their array unwritten). And the arrays each replay starts from
+/// are let go of (`lower/release.rs`, "Through either calls", "Entered
+/// with made arrays"): its copy of the snapshot and the copies its split
+/// hands on, which enter the either phis of its advances and recording,
+/// and its start shadow, which enters the recording's shadow phi. So the
+/// arrays at once grow with the snapshots the binomial schedule holds, a
+/// logarithm of the iterations, as for loops whose arrays are renewed
+/// (`replays_of_loops_carrying_arrays_keep_a_logarithm_of_their_arrays`,
+/// the same bound): 27 and 31 at 64 and 1 024 iterations for `copied`, 28
+/// and 32 for `copied_new`. Before, each replay kept those three arrays
+/// until the run ended: 203 and 3 081 for both (508 and 9 995 against 312
+/// and 5 400 before either phis).
 #[test]
 fn replays_of_either_loops_free_what_their_calls_made() {
     let src = irad::read_source(std::path::Path::new(EITHER)).expect("readable");
@@ -967,10 +981,25 @@ fn replays_of_either_loops_free_what_their_calls_made() {
             })
             .collect()
     };
-    let (some, every) = (peaks("copied"), peaks("copied_new"));
-    eprintln!("most arrays live: @copied {some:?}, @copied_new {every:?}");
+    let (some, every, reread) = (peaks("copied"), peaks("copied_new"), peaks("copied_reread"));
+    eprintln!(
+        "most arrays live: @copied {some:?}, @copied_new {every:?}, @copied_reread {reread:?}"
+    );
     assert!(
         every[0] <= some[0] + 4 && every[1] <= some[1] + 4,
         "arrays at once at 64 and 1024 iterations: @copied {some:?}, @copied_new {every:?}"
     );
+    // One array carried: a snapshot holds it and a copy of it.
+    for (name, peaks) in [
+        ("copied", &some),
+        ("copied_new", &every),
+        ("copied_reread", &reread),
+    ] {
+        assert!(
+            peaks[1] <= peaks[0] + 8 + 4,
+            "@{name}.rev under a 1-byte limit: at most {} arrays live at 64 iterations, {} at 1024",
+            peaks[0],
+            peaks[1]
+        );
+    }
 }

@@ -538,6 +538,7 @@ impl<M: ClModule> Compiler<M> {
                 latch: rustc_hash::FxHashMap::default(),
                 at_return: rustc_hash::FxHashSet::default(),
                 either: rustc_hash::FxHashSet::default(),
+                counting: rustc_hash::FxHashSet::default(),
                 chains: Vec::new(),
                 entered: rustc_hash::FxHashMap::default(),
                 webs: Vec::new(),
@@ -817,6 +818,9 @@ struct Lower<'a, 'b, M: ClModule> {
     /// a latch, each lets go of its slot's array only when the call
     /// returned another.
     either: rustc_hash::FxHashSet<Value>,
+    /// The phis whose every push is counted, whatever array they hold
+    /// (`release::Freed::counting`).
+    counting: rustc_hash::FxHashSet<Value>,
     /// The handing chains (`release::Freed::chains`), which let go as a
     /// whole when their header is entered.
     chains: Vec<release::Chain>,
@@ -1752,6 +1756,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         self.latch = freed.latch.iter().copied().collect();
         self.at_return = freed.at_return.clone();
         self.either = freed.either.clone();
+        self.counting = freed.counting.clone();
         self.chains = freed.chains.clone();
         self.entered = freed.entered.clone();
         self.through = freed.through.clone();
@@ -1925,6 +1930,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
             return self.chain_word(v, p, &chain);
         }
         Ok(match letgo {
+            // A phi counting every push of itself holds only arrays of the
+            // run's arena (`lower/release.rs`, "Entered with made arrays").
+            release::Letgo::Release if self.counting.contains(v) => self.b.ins().bor_imm_s(p, 1),
             // A latch-owning phi counts a reference only to an array of its
             // own, not to the one it was entered with from outside
             // (`lower/release.rs`): that one is pushed as before, untagged.

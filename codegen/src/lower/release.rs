@@ -530,6 +530,65 @@
 //! a push of a parameter a push of it (as for fresh results and pushed
 //! parameters).
 //!
+//! *Through either calls.* Every value reaching an either phi's entry
+//! `e` met the calls' passing of the phi, an escape, so `e`'s array was
+//! never let go of: the copy a replay starts from, the arrays its split
+//! hands on and its start shadow stayed until the run ended, three per
+//! replay of a checkpointed loop of such calls (docs/performance.md). A
+//! site's walk (of a site, an owning phi, a pop) now follows a value `v`
+//! passed to the parameter `j` an either callee may return to that
+//! call's leaf ([`Walk::either_passes`]), instead of stopping there: the
+//! callee keeps `j` only by returning it at that leaf (no other leaf
+//! holds it; the call's tuple is used only by `getfield`s, the leaf the
+//! only one of its field) and, when it pushes `j`, by pushes of the word
+//! it is passed. Such a push counts as a push of `v`, admitted where a
+//! push of `v` is (`counts_push`) and tags are passed, and the argument
+//! is passed as the word a push of `v` would push ([`tagged_args`],
+//! every either call pushing its parameter being in [`Freed::passed`]).
+//! Parameters' walks (the summaries) are unchanged.
+//!
+//! Why that is sound. Seen from the caller, the call is then a copy of
+//! `v` into the leaf, or nothing (a new array at the leaf, which the
+//! caller's walk follows needlessly), plus counted pushes: the rules above
+//! treat it as a `select` and pushes, and the argument for sites holds
+//! unchanged. It does not touch an either phi `p` entered with the site's
+//! array `X`: `p`'s slot is null while `p` holds `X` and only ever holds
+//! arrays its calls made, never `X`, which is alive while they run; `X`
+//! is let go of only when no value the walk reached can be used again,
+//! `p`, its calls' leaves and the comparison `p == e` included (they are
+//! values the walk reached, or `e`, which it reached too).
+//!
+//! *Entered with made arrays.* A pushed parameter's word is tagged only
+//! when the argument's pushes are counted, and an either phi counts a
+//! push of itself only when it holds an array of its own. A phi shaped
+//! as an either phi (entered from one block outside its loop with `e`,
+//! every latch entry the leaf of an either call passed the phi at `j`)
+//! whose `e` holds only arrays that sites of the function made (`e` is
+//! such a site's value, or a phi each entry of which is such a value,
+//! down to sites: [`made_only`]) *counts* every push of itself
+//! ([`Freed::counting`]), in a module passing tags: each push of it, and
+//! each passing of it to a parameter its callee pushes, is the tagged
+//! word whatever array it holds (all of the run's arena: its entry's, or
+//! one its calls made). So a walk reaching it counts its pushes as its own
+//! (`counts_push`). Tagging more never frees early: a counted reference
+//! only delays the free of an array whose maker releases it, and a maker
+//! whose walk reached the phi releases (it met the pushes), while one
+//! whose walk did not reach it never lets go of the array (its walk
+//! stopped at an escape, or the array left its loop: a latch-owning phi
+//! lets go after that only at the return, releasing). The phi need not
+//! be an either phi itself: when it is not, what its calls made is kept,
+//! and tagged pushes of it only count references that are never dropped
+//! to a free.
+//!
+//! A replay of a checkpointed loop of either calls starts from a copy of
+//! the snapshot (`s = copy(..)`), handed to the phi of its split loop with
+//! the copies each advance ends with, and enters the either phis of its
+//! advances and recording with that phi, and its recording's shadow phi
+//! with a fresh zero array `z`: those phis count, the split's phi and `s`
+//! follow them and own their arrays (released, freed once the pullback
+//! has popped the pushes of the recording's forward sweeps), and `z` is
+//! released at the replay's return.
+//!
 //! Pushed parameters. A function that pushes its parameter cannot count
 //! the tape's reference itself: the parameter may be no array of the
 //! arena (a JIT argument, an object's caller's buffer), whose header it
@@ -890,6 +949,11 @@ pub(super) struct Freed {
     /// as they are, each with those arguments' positions, when such an
     /// argument may be passed tagged ("Pushed parameters"); else empty.
     pub(super) passed: HashMap<Inst, Vec<usize>>,
+    /// The phis shaped as either phis whose entry holds only arrays sites
+    /// of the function made ("Entered with made arrays"): every push of
+    /// one, and every passing of it to a parameter its callee pushes, is
+    /// counted (a tagged word), whatever array it holds.
+    pub(super) counting: HashSet<Value>,
 }
 
 /// A handing chain (module header, "Handing chains"): header phis each of
@@ -956,6 +1020,7 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         counted: module.counted_tapes(),
         passed: HashMap::default(),
         either: HashSet::default(),
+        counting: HashSet::default(),
     };
     // Without counted tapes (`Module::counted_tapes`), a push is an escape
     // and pops are no sites, as before tapes were counted.
@@ -1027,8 +1092,10 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
     // tagged only when the callee masks it: compiled counted, as every
     // function is once none was compiled uncounted ("Pushed parameters").
     let tags = counted && !summaries.uncounted;
+    // And what a site's walk may follow through either calls.
     if tags {
         freed.passed = passed_to_pushers(func, summaries);
+        either_passing(func, (&cfg, &dom), (&either, &sites), &mut freed);
     }
     let mut walk = Walk {
         func,
@@ -1047,6 +1114,8 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         param_pushes: false,
         tags,
         passthrough: None,
+        either_leaf: either_leaves(&either),
+        counting: freed.counting.clone(),
     };
     let sites: Vec<(Value, Block)> = sites
         .into_iter()
@@ -1743,6 +1812,114 @@ fn either_calls(
     out
 }
 
+/// In a module passing tags, the phis of `func` that count every push of
+/// themselves ([`Freed::counting`], "Entered with made arrays"), and the
+/// either calls (`either`) whose callees push the parameter they may
+/// return, added to [`Freed::passed`]: a site's walk may follow an array
+/// passed there ([`Walk::either_passes`]), so the argument is passed as
+/// the word a push of it would push.
+fn either_passing(
+    func: &Func,
+    (cfg, dom): (&ControlFlowGraph, &DominatorTree),
+    (either, sites): (&HashMap<Value, EitherCall>, &[(Value, Block)]),
+    freed: &mut Freed,
+) {
+    let makers = makers(func, sites);
+    freed.counting = counting_phis(func, (cfg, dom), either, &makers);
+    for c in either.values() {
+        if c.param_pushed {
+            let ks = freed.passed.entry(c.inst).or_default();
+            if !ks.contains(&c.param) {
+                ks.push(c.param);
+            }
+        }
+    }
+}
+
+/// The calls of `either` by statement and the position of the parameter
+/// their callee may return, each with its leaf and whether the callee
+/// pushes that parameter ([`Walk::either_leaf`]).
+fn either_leaves(either: &HashMap<Value, EitherCall>) -> HashMap<(Inst, usize), (Value, bool)> {
+    either
+        .iter()
+        .map(|(&v, c)| ((c.inst, c.param), (v, c.param_pushed)))
+        .collect()
+}
+
+/// The phis shaped as either phis (entered from exactly one block outside
+/// their loops, every latch entry the leaf of a call of an either function
+/// passed the phi at the parameter it may return) whose entry holds only
+/// arrays that sites of `makers` made: the entry's value is such a site's,
+/// or a phi each entry of which is such a value, down to sites (module
+/// header, "Entered with made arrays").
+fn counting_phis(
+    func: &Func,
+    (cfg, dom): (&ControlFlowGraph, &DominatorTree),
+    either: &HashMap<Value, EitherCall>,
+    makers: &HashMap<Value, Block>,
+) -> HashSet<Value> {
+    let mut out = HashSet::default();
+    let passed: HashSet<Value> = either.values().map(|c| c.arg).collect();
+    let phis = func
+        .layout
+        .iter()
+        .filter(|&&h| dom.is_reachable(h))
+        .flat_map(|&h| {
+            func.blocks[h].insts.iter().filter_map(move |&i| {
+                match (&func.insts[i].kind, func.insts[i].result) {
+                    (InstKind::Phi { entries }, Some(p)) => Some((h, p, entries.as_slice())),
+                    _ => None,
+                }
+            })
+        });
+    for (h, p, entries) in phis {
+        if !passed.contains(&p) {
+            continue;
+        }
+        let (outside, latches): (Vec<_>, Vec<_>) = entries
+            .iter()
+            .filter(|(b, _)| dom.is_reachable(*b))
+            .partition(|(b, _)| !dom.dominates(h, *b));
+        let [(_, Operand::Value(e))] = outside.as_slice() else {
+            continue;
+        };
+        let body = loop_body(cfg, dom, h);
+        let latched = !latches.is_empty()
+            && latches.iter().all(|(_, op)| match op {
+                Operand::Value(v) => either
+                    .get(v)
+                    .is_some_and(|c| c.arg == p && body.contains(&c.block)),
+                _ => false,
+            });
+        if latched && made_only(func, *e, makers) {
+            out.insert(p);
+        }
+    }
+    out
+}
+
+/// Whether `e` holds only arrays that sites of `makers` made: it is such a
+/// site's value, or a phi whose every entry is such a value.
+fn made_only(func: &Func, e: Value, makers: &HashMap<Value, Block>) -> bool {
+    let mut seen: HashSet<Value> = HashSet::default();
+    let mut work = vec![e];
+    while let Some(v) = work.pop() {
+        if !seen.insert(v) || makers.contains_key(&v) {
+            continue;
+        }
+        let Some(InstKind::Phi { entries }) = func.def_kind(v) else {
+            return false;
+        };
+        for (_, op) in entries {
+            let Operand::Value(w) = op else {
+                return false;
+            };
+            work.push(*w);
+        }
+    }
+    true
+}
+
 /// Phi `p` (statement `inst` of block `h`, with `entries`) as an either
 /// phi (module header, "Either results"), if it is one: entered from
 /// exactly one block outside its loop, with a value other than any latch
@@ -2201,8 +2378,13 @@ pub(super) fn tagged_args(func: &Func, freed: &Freed) -> HashMap<Inst, Vec<(usiz
             continue;
         };
         for &k in ks {
+            // An either phi's call may be listed twice: for the phi, and
+            // for what a site's walk follows through it.
             if let Some(Operand::Value(v)) = args.get(k)
                 && let Some(&letgo) = counted.get(v)
+                && !out
+                    .get(&i)
+                    .is_some_and(|ks| ks.iter().any(|&(j, _)| j == k))
             {
                 out.entry(i).or_default().push((k, letgo));
             }
@@ -2222,6 +2404,11 @@ fn counted_values(freed: &Freed) -> HashMap<Value, Letgo> {
         .filter(|(_, l)| *l != Letgo::Free)
         .copied()
         .collect();
+    // A phi counting every push of itself (`Freed::counting`) releases
+    // whatever it holds that it lets go of.
+    for &p in &freed.counting {
+        counted.entry(p).or_insert(Letgo::Release);
+    }
     // A select a latch-owning phi is entered through counts its pushes as
     // its site does.
     for (&v, s) in &freed.entered {
@@ -2413,6 +2600,14 @@ struct Walk<'a> {
     /// position: that argument is not kept, the call's result being the
     /// phi's own latch entry ("Either results").
     passthrough: Option<Vec<(Inst, usize)>>,
+    /// The calls of either functions, by statement and the position of
+    /// the parameter their callee may return: the leaf that may hold what
+    /// is passed there, and whether the callee pushes that parameter. A
+    /// site's walk follows an array passed there to the leaf ("Entered
+    /// with made arrays").
+    either_leaf: HashMap<(Inst, usize), (Value, bool)>,
+    /// The phis every push of which is counted (`Freed::counting`).
+    counting: HashSet<Value>,
 }
 
 impl<'a> Walk<'a> {
@@ -2435,6 +2630,8 @@ impl<'a> Walk<'a> {
             param_pushes,
             tags: false,
             passthrough: None,
+            either_leaf: HashMap::default(),
+            counting: HashSet::default(),
         }
     }
 
@@ -2451,6 +2648,7 @@ impl<'a> Walk<'a> {
         v == a
             || self.entered.get(&v) == Some(&a)
             || self.chain_entered.get(&v).is_some_and(|s| s.contains(&a))
+            || self.counting.contains(&v)
     }
 
     /// Whether `inst`, an `invoke` with `v` among its arguments, keeps no
@@ -2481,6 +2679,68 @@ impl<'a> Walk<'a> {
             }
         }
         Some(pushed)
+    }
+
+    /// [`Walk::invoke_pushes`] for a site's walk (`site`), where `v` passed
+    /// to the parameter an either callee may return is not kept but
+    /// followed to the call's leaf that may hold it ("Entered with made
+    /// arrays"): with whether a push of `v` was met, those leaves. A
+    /// callee pushing that parameter pushes `v`: admitted when such a push
+    /// counts (`counts_push`, and tags passed), else `None`.
+    fn either_passes(
+        &self,
+        inst: Inst,
+        v: Value,
+        a: Value,
+        site: bool,
+    ) -> Option<(bool, Vec<Value>)> {
+        let InstKind::Invoke { args, .. } = &self.func.insts.get(inst)?.kind else {
+            return None;
+        };
+        let mut leaves = Vec::new();
+        let mut pushed = false;
+        let own = |k: usize| {
+            self.passthrough
+                .as_ref()
+                .is_some_and(|ps| ps.contains(&(inst, k)))
+        };
+        for (k, op) in args.iter().enumerate() {
+            if *op != Operand::Value(v) || own(k) || !site {
+                continue;
+            }
+            let Some(&(leaf, param_pushed)) = self.either_leaf.get(&(inst, k)) else {
+                continue;
+            };
+            if param_pushed {
+                if !(self.tags && self.counts_push(v, a, site)) {
+                    return None;
+                }
+                pushed = true;
+            }
+            leaves.push(leaf);
+        }
+        if leaves.is_empty() {
+            return Some((self.invoke_pushes(inst, v, a, site)?, leaves));
+        }
+        // The other arguments that are `v`, as `invoke_pushes` judges them.
+        let InstKind::Invoke { func: callee, .. } = &self.func.insts.get(inst)?.kind else {
+            return None;
+        };
+        for (k, op) in args.iter().enumerate() {
+            if *op != Operand::Value(v)
+                || own(k)
+                || self.either_leaf.contains_key(&(inst, k))
+                || !self.summaries.keeps(*callee, k)
+            {
+                continue;
+            }
+            if self.tags && self.summaries.pushes(*callee, k) && self.counts_push(v, a, site) {
+                pushed = true;
+            } else {
+                return None;
+            }
+        }
+        Some((pushed, leaves))
     }
 
     /// Whether every value `a` reaches stays inside the function (module
@@ -2635,7 +2895,13 @@ impl<'a> Walk<'a> {
                     // pushes as it is, passed tagged, is a push of `v`
                     // ("Pushed parameters").
                     InstKind::Invoke { .. } => {
-                        pushed |= self.invoke_pushes(inst, v, a, site.is_some())?;
+                        let (was, leaves) = self.either_passes(inst, v, a, site.is_some())?;
+                        pushed |= was;
+                        for r in leaves {
+                            if seen.insert(r) {
+                                work.push(r);
+                            }
+                        }
                         false
                     }
                     InstKind::CallValue { .. } => return None,
@@ -2855,9 +3121,11 @@ func @f(%n: i64) -> f64 {
 }
 ";
         // `u2` takes the field `u` takes: the same array, reached from `u`.
-        assert_eq!(freed(src), ["r", "u", "e", "q:release"]);
+        // `@id` returns its parameter (an either leaf, not fresh): `z` is
+        // followed to `i`, only read ("Through either calls").
+        assert_eq!(freed(src), ["r", "u", "e", "q:release", "z"]);
         // Tapes not counted: `@p`'s push is an escape, so its array stays.
-        assert_eq!(freed_in(src, false), ["r", "u", "e"]);
+        assert_eq!(freed_in(src, false), ["r", "u", "e", "z"]);
     }
 
     #[test]
@@ -3890,10 +4158,19 @@ func @f(%x: [f64], %n: i64) -> f64 {
         // `t`, passed to `@step`, is released; `y` and `r` are fresh
         // results `@step` pushed. The loop's phi `p`, passed to `@step` in
         // its loop, owns what its latch brings (`r`), counting its pushes
-        // (tagged when it holds an array of its own, not `x`).
+        // (tagged when it holds an array of its own, not `x`). `@ret`
+        // pushes its parameter and returns it (an either leaf): `u`, passed
+        // to it tagged and followed to `u2`, is released ("Through either
+        // calls").
         assert_eq!(
             freed(src),
-            ["t:release", "y:release", "p:release", "r:release:handed"]
+            [
+                "t:release",
+                "y:release",
+                "u:release",
+                "p:release",
+                "r:release:handed"
+            ]
         );
         assert_eq!(latch_phis(src), ["p"]);
         let tagged = analysed(src, true, |freed, name| {
@@ -3915,7 +4192,7 @@ func @f(%x: [f64], %n: i64) -> f64 {
             out.sort();
             out
         });
-        assert_eq!(tagged, ["p:Release", "t:Release"]);
+        assert_eq!(tagged, ["p:Release", "t:Release", "u:Release"]);
         // Tapes not counted: passing to `@step` keeps, as a push would.
         assert_eq!(freed_in(src, false), Vec::<String>::new());
         // A compiler that has compiled a function uncounted may have
@@ -4095,6 +4372,78 @@ func @odd(%a: [bool]) -> [bool] {
         });
         assert_eq!(tagged, [(0, Letgo::Release), (2, Letgo::Release)]);
         assert_eq!(freed_in(&src, false), Vec::<String>::new());
+    }
+
+    #[test]
+    fn either_phis_entered_with_made_arrays_count_their_pushes_and_let_them_go() {
+        // A replay's recording: entered with its copy of the snapshot
+        // (`c`, through the phi of a split loop, `s`) and a fresh start
+        // shadow (`z`, pushed, and pushed again as the end shadow `d`
+        // after the loop). `p` and `d` count every push of themselves,
+        // tagged whatever they hold, so `c`, `s`'s latch copies (`k`) and
+        // `z`, whose walks follow them through the calls to their leaves,
+        // are released ("Through either calls", "Entered with made
+        // arrays"); before, they stayed until the run ended.
+        let src = [
+            FWD_SWEEP,
+            "func @f(%n: i64, %x: [f64]) -> i64 {
+#1:
+  %c = call copy(%x) :: [f64]
+  %l = call length(%x) :: i64
+  %z = call zeros(%l) :: [f64]
+  call push(%z)
+  goto #5
+#5:
+  %s = phi [#1 => %c, #6 => %k] :: [f64]
+  %h = phi [#1 => 0, #6 => %h1] :: i64
+  %e = call lt(%h, 2) :: bool
+  gotoifnot %e, #2
+#6:
+  %k = call copy(%s) :: [f64]
+  %h1 = call iadd(%h, 1) :: i64
+  goto #5
+#2:
+  %p = phi [#5 => %s, #3 => %u] :: [f64]
+  %d = phi [#5 => %z, #3 => %w] :: [f64]
+  %i = phi [#5 => 0, #3 => %j] :: i64
+  %b = call lt(%i, %n) :: bool
+  gotoifnot %b, #4
+#3:
+  %t = invoke @fwd(%p, %i, %d) :: ([f64], [f64])
+  %u = call getfield(%t, 0) :: [f64]
+  %w = call getfield(%t, 1) :: [f64]
+  %j = call iadd(%i, 1) :: i64
+  goto #2
+#4:
+  call push(%d)
+  return %i
+}
+",
+        ]
+        .concat();
+        assert_eq!(
+            freed(&src),
+            [
+                "z:release",
+                "s:release",
+                "p:release",
+                "d:release",
+                "c:release:handed",
+                "k:release:handed",
+                "u:release:handed",
+                "w:release:handed"
+            ]
+        );
+        let counting = analysed(&src, true, |freed, name| {
+            let mut out: Vec<String> = freed.counting.iter().map(|&v| name(v)).collect();
+            out.sort();
+            out
+        });
+        assert_eq!(counting, ["d", "p"]);
+        // Uncounted, the callee's pushes are escapes and nothing counts:
+        // `c` and `z` stay, and the split's phi owns only what its latch
+        // brings, never letting go of its last (it enters `p`).
+        assert_eq!(freed_in(&src, false), ["s", "k:handed"]);
     }
 
     #[test]
