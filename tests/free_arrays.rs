@@ -1045,6 +1045,15 @@ const EXIT_CASES: &[(&str, &str, u64)] = &[
         "[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8], 7",
         3,
     ),
+    // New arrays at k + j = 0, 3, 6 (j = 0) and 3, 6 (j = 1, 2): all 7, the
+    // last of each run let go of when the loop is entered again (or at the
+    // return), as the phi after the two copies is defined again before any
+    // use; the copies it is entered with are never freed.
+    (
+        "versioned_inner",
+        "[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8], 7",
+        7,
+    ),
 ];
 
 /// Loops whose call's result also leaves by a `break`: poisoned, the JIT

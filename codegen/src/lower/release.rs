@@ -542,10 +542,12 @@
 //! outside the loop. When every use of them keeps no reference (an
 //! element read, a copy's source, a parameter its callee does not keep),
 //! the arrays are dead at the return, where `p` lets go of its slot
-//! ([`Freed::at_return`]). When moreover each such phi is in a block `H`
-//! strictly dominates, they are dead at the next entry of `H` as well, and
-//! the slot is let go of on entries from outside, as when nothing leaves.
-//! Otherwise nothing is let go of after the loop (as before).
+//! ([`Freed::at_return`]). When moreover no such use, nor an edge carrying
+//! a followed value into a followed phi, is in a block a run entering `H`
+//! may reach before that phi's block runs again ([`unrepeated`]), they are
+//! dead at the next entry of `H` as well, and the slot is let go of on
+//! entries from outside, as when nothing leaves. Otherwise nothing is let
+//! go of after the loop (as before).
 //!
 //! Why that is sound. On a `break` the exit phi takes `v`: `Y` handed
 //! back, which the slot may hold; a new array `Z`, made in the iteration
@@ -556,16 +558,20 @@
 //! return (a latch entry needs an entry from outside first). At the
 //! return no value is used again: the followed values took no reference
 //! that outlives their statements, and pushes of `p` and the `v`s are
-//! counted. On an entry from outside, a use `U` of a followed value
-//! defined in block `X`, which `H` strictly dominates, comes after `X` ran
-//! again: a path from that entry of `H` to `U` avoiding `X`, after a path
-//! from the function's entry to the first entry of `H` (which passes no
-//! `X`, as `H` dominates `X`), would reach `U` without passing `X`, which
-//! dominates `U`. A phi `H` does not dominate may hold the array past the
-//! next entry (an outer loop's phi read after the inner loop ran again:
-//! `held_over` of tests/free_arrays/either_exits.irad, a use after free if
-//! let go of there). A followed value used in the loop again (carried back
-//! in by an outer loop) is refused. No other owner lets go of these
+//! counted. On an entry from outside, every path from that entry of `H`
+//! to a use of a followed value defined in block `X` passes `X` (no use is
+//! in a block reachable from `H` without entering `X`), so the use sees a
+//! value defined since, from the arrays of this run of the loop or later;
+//! and a followed phi takes a followed value only on edges that also come
+//! after its definition ran again, so it holds no old array either (by
+//! induction over the followed phis). This holds for a phi after the loop
+//! that its header dominates (settle's) and for the phi after the two
+//! copies of a versioned loop, which every path out of either copy
+//! passes. An outer loop's phi may hold the array past the next entry,
+//! read after the inner loop ran again (`held_over` of
+//! tests/free_arrays/either_exits.irad, a use after free if let go of
+//! then): let go of at the return only. A followed value used in the loop
+//! again (carried back in by an outer loop) is refused. No other owner lets go of these
 //! arrays: a phi taking `p` or `v` has an entry that is no site, so it is
 //! no owning, latch-owning or choosing phi's site nor a handing chain's
 //! head's, and the followed values go only to uses that keep nothing.
@@ -1903,10 +1909,10 @@ fn either_owning(
         return None;
     }
     // Leaving only into phis after the loop that are only read: dead at
-    // the return, and at the next entry from outside when those phis are
-    // in blocks `h` strictly dominates ("Exit phis of either phis").
+    // the return, and at the next entry from outside when no use may come
+    // before those phis are defined again ("Exit phis of either phis").
     let read = match leaving.left {
-        false if !leaving.into.is_empty() => walk.read_after((h, &body, dom), &leaving.into),
+        false if !leaving.into.is_empty() => walk.read_after((h, &body, cfg), &leaving.into),
         _ => None,
     };
     let (leaves, at_return) = match read {
@@ -2608,24 +2614,26 @@ impl<'a> Walk<'a> {
     /// phis reach, through phis outside the loop, is used inside the loop
     /// or otherwise than by a use that keeps no reference (an element
     /// read, a copy's source, the bulk primitives) or by a parameter its
-    /// callee does not keep; else `Some(true)` when every such phi is in a
-    /// block `h` strictly dominates (so each use of it after `h` is
-    /// entered again comes after it is defined again), `Some(false)` when
-    /// they are dead at the return only ("Exit phis of either phis").
+    /// callee does not keep; else `Some(true)` when no such use, nor edge
+    /// carrying such a value into a phi, is in a block a run entering `h`
+    /// may reach before the phi is defined again ([`unrepeated`]: after
+    /// `h` is entered again every use sees a value defined since), and
+    /// `Some(false)` when they are dead at the return only ("Exit phis of
+    /// either phis").
     fn read_after(
         &mut self,
-        (h, body, dom): (Block, &HashSet<Block>, &DominatorTree),
+        (h, body, cfg): (Block, &HashSet<Block>, &ControlFlowGraph),
         into: &[(Value, Block)],
     ) -> Option<bool> {
         let func = self.func;
         let mut seen: HashSet<Value> = HashSet::default();
         let mut work: Vec<(Value, Block)> = into.to_vec();
-        let mut dominated = true;
+        let mut reread = false;
         while let Some((x, b)) = work.pop() {
             if !seen.insert(x) {
                 continue;
             }
-            dominated &= b != h && dom.dominates(h, b);
+            let before = unrepeated(cfg, h, b);
             for &u in self.uses.by_value.get(&x).map_or(&[][..], Vec::as_slice) {
                 self.budget = self.budget.checked_sub(1)?;
                 // Returned: may outlive the function.
@@ -2637,17 +2645,28 @@ impl<'a> Walk<'a> {
                 }
                 let data = func.insts.get(i)?;
                 match &data.kind {
-                    InstKind::Prim { prim, .. } if matches!(prim_use(*prim), PrimUse::Keeps) => {}
-                    InstKind::Phi { .. } => work.extend(data.result.map(|r| (r, at))),
+                    InstKind::Prim { prim, .. } if matches!(prim_use(*prim), PrimUse::Keeps) => {
+                        reread |= before.contains(&at);
+                    }
                     InstKind::Invoke { func: callee, args }
                         if args.iter().enumerate().all(|(k, op)| {
                             *op != Operand::Value(x) || !self.summaries.keeps(*callee, k)
-                        }) => {}
+                        }) =>
+                    {
+                        reread |= before.contains(&at);
+                    }
+                    // The phi reads `x` on the edges from its predecessors.
+                    InstKind::Phi { entries } => {
+                        reread |= entries
+                            .iter()
+                            .any(|(pred, op)| *op == Operand::Value(x) && before.contains(pred));
+                        work.extend(data.result.map(|r| (r, at)));
+                    }
                     _ => return None,
                 }
             }
         }
-        Some(dominated)
+        Some(!reread)
     }
 
     /// [`Walk::stays_inside`], and with `leaves` the uses outside the loop
@@ -4329,7 +4348,7 @@ func @odd(%a: [bool]) -> [bool] {
     }
 
     #[test]
-    fn an_either_phi_read_after_a_phi_its_header_does_not_dominate_lets_go_at_the_return_only() {
+    fn an_either_phi_whose_last_array_an_outer_phi_holds_over_lets_go_at_the_return_only() {
         // The phi after the loop in an outer loop's header, read in the
         // outer loop after the inner loop has run again: the inner phi's
         // last array may be read then, so it is let go of at the return
