@@ -1003,3 +1003,153 @@ fn replays_of_either_loops_free_what_their_calls_made() {
         );
     }
 }
+
+const EXITS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/free_arrays/either_exits.irad"
+);
+
+/// The programs of `tests/free_arrays/either_exits.irad`, each with
+/// arguments that leave by the `break` at several points or not at all,
+/// and the arrays its primal frees (`Jit::arrays_freed`), with why.
+/// `remake` makes a new array when `k % 3 == 0`. Before exit phis of
+/// either phis, the loops whose call's result leaves by a `break` owned
+/// nothing (0 each, but `broken_captured`'s 1), and `versioned` freed 2.
+const EXIT_CASES: &[(&str, &str, u64)] = &[
+    // New arrays at k = 0, 3 and 6: the first two let go of when replaced,
+    // the last at the return (the phi after the loop is only read).
+    ("broken", "1.5, 7, 100", 3),
+    // Leaving at k = 4 with the array made at 3, handed back: the slot
+    // holds it, let go of at the return.
+    ("broken", "1.5, 7, 4", 2),
+    // Leaving at k = 3 with the new array, which never entered the phi:
+    // kept (one per run of the loop); the one made at 0 is let go of at
+    // the return.
+    ("broken", "1.5, 7, 3", 1),
+    ("broken", "1.5, 7, 0", 0),
+    ("broken", "1.5, 0, 0", 0),
+    // Returned: the last array may outlive the function, kept.
+    ("broken_returned", "1.5, 7, 100", 2),
+    ("broken_returned", "1.5, 7, 4", 1),
+    // Inlined into its caller, which only reads it: as `broken`.
+    ("use_broken_returned", "1.5, 7, 100", 3),
+    // Passed to a callee that keeps nothing: as `broken`.
+    ("broken_passed", "1.5, 7, 100", 3),
+    ("broken_passed", "1.5, 7, 3", 1),
+    // Kept in a tuple after the loop: the last array is not let go of.
+    ("broken_tupled", "1.5, 7, 4", 1),
+    // The caller's array, handed back until k = 2, is never let go of:
+    // at k = 0 the loop leaves with it.
+    ("broken_entered", "[0.1, 0.2, 0.3], 7, 0", 0),
+    ("broken_entered", "[0.1, 0.2, 0.3], 7, 3", 1),
+    ("broken_entered", "[0.1, 0.2, 0.3], 7, 100", 2),
+    // A second phi in the loop takes the results: no either phi. The
+    // `zeros` `last` is entered with, only read after the loop, is freed
+    // at the return (a site's rule).
+    ("broken_captured", "1.5, 7, 4", 1),
+    // Leaving at k = 3, 4, 5 of the inner loop's three runs: 1 + 2 + 2,
+    // the last arrays let go of when the inner loop is entered again
+    // (or at the return); the one leaving at k = 3, new, is kept.
+    ("broken_inner", "1.5, 7", 5),
+    // The outer loop's phi holds the inner loop's last array into the next
+    // iteration, past the inner loop's next run: the calls' 2 per run, the
+    // last run's last at the return, and the `zeros` `last` starts with
+    // (a site, only read).
+    ("held_over", "1.5, 7", 8),
+    // The outer loop carries the inner loop's last array into it again:
+    // only what the calls replaced inside (runs 2 and 3: 1 each).
+    ("broken_carried", "1.5, 7", 2),
+    // A new array at every call: all but the one leaving by the `break`.
+    ("broken_copied", "[0.1, 0.2, 0.3], 7, 100", 7),
+    ("broken_copied", "[0.1, 0.2, 0.3], 7, 3", 3),
+    ("broken_copied", "[0.1, 0.2, 0.3], 64, 40", 40),
+    // The phi after the two copies of the versioned loop: as `unversioned`.
+    (
+        "versioned",
+        "[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8], 7",
+        3,
+    ),
+    (
+        "unversioned",
+        "[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8], 7",
+        3,
+    ),
+    // New arrays at k + j = 0, 3, 6 (j = 0) and 3, 6 (j = 1, 2): all 7, the
+    // last of each run let go of when the loop is entered again (or at the
+    // return), as the phi after the two copies is defined again before any
+    // use; the copies it is entered with are never freed.
+    (
+        "versioned_inner",
+        "[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8], 7",
+        7,
+    ),
+];
+
+/// Loops whose call's result also leaves by a `break`: poisoned, the JIT
+/// prints what the interpreter prints in every mode, gradients also under
+/// tape limits (the loops checkpointed, their replays' recordings pushing
+/// the result that leaves).
+#[test]
+fn arrays_either_calls_return_through_exit_phis_survive_their_uses() {
+    let modes: &[&[&str]] = &[
+        &["run"],
+        &["grad", "--mode", "rev"],
+        &["grad", "--mode", "rev", "--tape-limit", "1"],
+        &["grad", "--mode", "rev", "--tape-limit", "64"],
+        &["grad", "--mode", "rev", "--tape-limit", "4096"],
+        &["grad", "--mode", "fwd"],
+    ];
+    let cases: Vec<(&str, &str)> = EXIT_CASES
+        .iter()
+        .filter(|(f, _, _)| *f != "broken_returned")
+        .map(|&(f, a, _)| (f, a))
+        .collect();
+    jit_agrees_poisoned(EXITS, &cases, modes);
+    jit_agrees_poisoned(EXITS, &[("broken_returned", "1.5, 7, 4")], &[&["run"]]);
+}
+
+/// An either phi whose call's result also enters a phi after the loop
+/// frees what the calls replaced, and its last array when the phis after
+/// the loop are only read (`release.rs`, "Exit phis of either phis").
+#[test]
+fn either_phis_free_what_the_calls_replaced_also_when_the_result_leaves() {
+    let src = irad::read_source(std::path::Path::new(EXITS)).expect("readable");
+    let module = irad::load(&src).expect("loads");
+    for &(name, args, frees) in EXIT_CASES {
+        frees_as_counted(&src, &module, &[(name, args)], &[(name, frees)]);
+    }
+}
+
+/// Under a 1-byte limit every iteration is replayed, and the replay of the
+/// last stretch leaves by the `break`, its recording pushing the array and
+/// the shadow the call returned: a loop that leaves so keeps no more
+/// arrays at once than one without the `break`.
+#[test]
+fn replays_of_either_loops_leaving_by_a_break_free_what_their_calls_made() {
+    let src = irad::read_source(std::path::Path::new(EXITS)).expect("readable");
+    let module = irad::load(&src).expect("loads");
+    let module = irad::normalise(&src, &module).expect("normalises");
+    let peaks = |name: &str, stop: bool| -> Vec<usize> {
+        [64, 1024]
+            .into_iter()
+            .map(|n| {
+                let args = match stop {
+                    true => format!("[0.1, 0.2, 0.3], {n}, {}", n - 1),
+                    false => format!("[0.1, 0.2, 0.3], {n}"),
+                };
+                let (m, g, call) = reverse_call(&module, &src, name, &args, Some(1));
+                let what = format!("@{name}.rev({n}) under a 1-byte limit");
+                jit_agrees(&m, g, &call, &what).arrays_peak()
+            })
+            .collect()
+    };
+    let (broken, unbroken) = (
+        peaks("broken_copied", true),
+        peaks("unbroken_copied", false),
+    );
+    eprintln!("most arrays live: @broken_copied {broken:?}, @unbroken_copied {unbroken:?}");
+    assert!(
+        broken[0] <= unbroken[0] + 8 && broken[1] <= unbroken[1] + 8,
+        "arrays at once at 64 and 1024 iterations: @broken_copied {broken:?}, @unbroken_copied {unbroken:?}"
+    );
+}

@@ -539,6 +539,7 @@ impl<M: ClModule> Compiler<M> {
                 at_return: rustc_hash::FxHashSet::default(),
                 either: rustc_hash::FxHashSet::default(),
                 counting: rustc_hash::FxHashSet::default(),
+                either_results: rustc_hash::FxHashMap::default(),
                 chains: Vec::new(),
                 entered: rustc_hash::FxHashMap::default(),
                 webs: Vec::new(),
@@ -821,6 +822,10 @@ struct Lower<'a, 'b, M: ClModule> {
     /// The phis whose every push is counted, whatever array they hold
     /// (`release::Freed::counting`).
     counting: rustc_hash::FxHashSet<Value>,
+    /// The results of calls handed over to those phis, each with its phi
+    /// (`release::Freed::either_results`): a push of one counts a
+    /// reference unless it pushes the array the phi was entered with.
+    either_results: rustc_hash::FxHashMap<Value, Value>,
     /// The handing chains (`release::Freed::chains`), which let go as a
     /// whole when their header is entered.
     chains: Vec<release::Chain>,
@@ -1757,6 +1762,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         self.at_return = freed.at_return.clone();
         self.either = freed.either.clone();
         self.counting = freed.counting.clone();
+        self.either_results = freed.either_results.clone();
         self.chains = freed.chains.clone();
         self.entered = freed.entered.clone();
         self.through = freed.through.clone();
@@ -1936,15 +1942,26 @@ impl<M: ClModule> Lower<'_, '_, M> {
             // A latch-owning phi counts a reference only to an array of its
             // own, not to the one it was entered with from outside
             // (`lower/release.rs`): that one is pushed as before, untagged.
+            // So does the result of a call an either phi takes, which may
+            // be that array handed back.
             release::Letgo::Release
                 if self.through.contains_key(v)
+                    || self.either_results.contains_key(v)
                     || (self.latch.contains_key(v) && !self.entered.contains_key(v)) =>
             {
                 // Entered through a `select` of a site's array and another,
                 // it counts a reference unless it holds the other.
-                let entry = match self.through.get(v) {
-                    Some(&x) => x,
-                    None => self.latch[v].0,
+                let entry = match (self.through.get(v), self.either_results.get(v)) {
+                    (Some(&x), _) => x,
+                    (None, Some(phi)) => match self.latch.get(phi) {
+                        Some(&(e, _)) => e,
+                        None => {
+                            return Err(CodegenError::internal(
+                                "an either phi's result without its phi".into(),
+                            ));
+                        }
+                    },
+                    (None, None) => self.latch[v].0,
                 };
                 let Some(&e) = self.operand(&entry)?.first() else {
                     return Err(CodegenError::internal(

@@ -469,11 +469,12 @@
 //! - each `v` is handed over to `p` as a site to a latch-owning phi (no
 //!   value it reaches escapes but through `p`, nor is used where a run
 //!   entering `H` may go before its call runs again; `p` does not take it
-//!   from there), is an operand of no other phi (not even after the
-//!   loop: the array leaving so may be the one `p` holds), is never
-//!   pushed as it is (nor passed to a pushed parameter: `v` may be `e`,
-//!   perhaps no array of the arena), and its uses after the loop count as
-//!   `p`'s;
+//!   from there), is an operand of no other phi in the loop (one after
+//!   it, an exit phi, is a use after the loop: below), and its uses after
+//!   the loop count as `p`'s; a push of `v` as it is (or passing it to a
+//!   pushed parameter) counts a reference only when `v` is not `e`'s
+//!   array (`v` may be `e`, handed back, perhaps no array of the arena;
+//!   [`Freed::either_results`]), and makes `p` release;
 //! - when a call's parameter `j` is pushed, tags may be passed (the
 //!   module's tapes counted, nothing compiled uncounted, as for pushed
 //!   parameters): the call then counts as a push of `p` as it is, `p` is
@@ -488,9 +489,10 @@
 //! entered with `p != e` (from a latch), nothing happens when the slot
 //! holds `p`'s array (the call handed it back), else the slot lets go of
 //! its array and holds `p`'s. A normal return does as for a latch-owning
-//! phi. `p` releases when it is pushed as it is (counted when `p != e`,
-//! as a latch-owning phi's pushes), passed to a pushed parameter, or a
-//! callee may have pushed what it made (counted there), else frees. No
+//! phi. `p` releases when it or a `v` is pushed as it is (counted when
+//! it is not `e`, as a latch-owning phi's pushes), passed to a pushed
+//! parameter, or a callee may have pushed what it made (counted there),
+//! else frees. No
 //! site takes `p`'s pushes as its own (it is no entered phi), nor does a
 //! phi it enters.
 //!
@@ -515,8 +517,8 @@
 //! before its call runs again (handed over), and after the loop only as
 //! `p`'s; the callee kept nothing of `Y` but its pushes of the word it was
 //! passed, tagged since `p` held `Y != e` (counted); the caller's tape
-//! entries holding `Y` come from pushes of `p` holding it, tagged too,
-//! since `v` is never pushed. Another leaf of the same call never holds
+//! entries holding `Y` come from pushes of `p` or of a `v` holding it,
+//! tagged too, since `Y != e`. Another leaf of the same call never holds
 //! `Y`: its arrays are those made for it and its own parameter's, and `p`
 //! is passed at `j` only. No other owner lets go of `Y`: the callee never
 //! lets go of what it returns, `v` enters no other phi, and no site of
@@ -588,6 +590,50 @@
 //! follow them and own their arrays (released, freed once the pullback
 //! has popped the pushes of the recording's forward sweeps), and `z` is
 //! released at the replay's return.
+//!
+//! *Exit phis of either phis.* The values `p` and the `v`s reach may leave
+//! the loop by entering phis after it: `a = f(a); if done { break; }`,
+//! whose phi after the loop takes `v` on the `break` and `p` on the normal
+//! exit; or the phi bounds-check versioning puts after the two copies of a
+//! loop. Such a use is a use after the loop ([`Leaving::into`]), so `p`'s
+//! last array may go on and is not let go of after the loop.
+//! [`Walk::read_after`] follows those phis, and the phis they enter,
+//! outside the loop. When every use of them keeps no reference (an
+//! element read, a copy's source, a parameter its callee does not keep),
+//! the arrays are dead at the return, where `p` lets go of its slot
+//! ([`Freed::at_return`]). When moreover no such use, nor an edge carrying
+//! a followed value into a followed phi, is in a block a run entering `H`
+//! may reach before that phi's block runs again ([`unrepeated`]), they are
+//! dead at the next entry of `H` as well, and the slot is let go of on
+//! entries from outside, as when nothing leaves. Otherwise nothing is let
+//! go of after the loop (as before).
+//!
+//! Why that is sound. On a `break` the exit phi takes `v`: `Y` handed
+//! back, which the slot may hold; a new array `Z`, made in the iteration
+//! that left, which never entered `p` (no latch entry followed the call),
+//! so that no slot holds it and nothing lets go of it (one per run of the
+//! loop, as for a site's exit phi); or `e`'s, never in the slot. After
+//! the loop the slot is let go of only on an entry from outside or at the
+//! return (a latch entry needs an entry from outside first). At the
+//! return no value is used again: the followed values took no reference
+//! that outlives their statements, and pushes of `p` and the `v`s are
+//! counted. On an entry from outside, every path from that entry of `H`
+//! to a use of a followed value defined in block `X` passes `X` (no use is
+//! in a block reachable from `H` without entering `X`), so the use sees a
+//! value defined since, from the arrays of this run of the loop or later;
+//! and a followed phi takes a followed value only on edges that also come
+//! after its definition ran again, so it holds no old array either (by
+//! induction over the followed phis). This holds for a phi after the loop
+//! that its header dominates (settle's) and for the phi after the two
+//! copies of a versioned loop, which every path out of either copy
+//! passes. An outer loop's phi may hold the array past the next entry,
+//! read after the inner loop ran again (`held_over` of
+//! tests/free_arrays/either_exits.irad, a use after free if let go of
+//! then): let go of at the return only. A followed value used in the loop
+//! again (carried back in by an outer loop) is refused. No other owner lets go of these
+//! arrays: a phi taking `p` or `v` has an entry that is no site, so it is
+//! no owning, latch-owning or choosing phi's site nor a handing chain's
+//! head's, and the followed values go only to uses that keep nothing.
 //!
 //! Pushed parameters. A function that pushes its parameter cannot count
 //! the tape's reference itself: the parameter may be no array of the
@@ -915,6 +961,11 @@ pub(super) struct Freed {
     /// an entry from a latch the phi lets go of its slot's array only when
     /// the call returned another.
     pub(super) either: HashSet<Value>,
+    /// The calls' results handed over to the phis of `either`, each with
+    /// its phi: a push of one as it is counts a reference only when it
+    /// holds an array other than the one the phi was entered with (which
+    /// the call may have handed back), as a push of the phi does.
+    pub(super) either_results: HashMap<Value, Value>,
     /// The latch-owning phis among `latch` entered with the value of a site
     /// that makes arrays (of the run's arena, not handed over) or of a
     /// dropped pop, through a `select` of a making site (the select too) or
@@ -1021,6 +1072,7 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         passed: HashMap::default(),
         either: HashSet::default(),
         counting: HashSet::default(),
+        either_results: HashMap::default(),
     };
     // Without counted tapes (`Module::counted_tapes`), a push is an escape
     // and pops are no sites, as before tapes were counted.
@@ -1159,14 +1211,7 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         .iter()
         .filter_map(|o| o.latch.map(|l| (o.phi, l)))
         .collect();
-    freed.either = owned
-        .iter()
-        .filter(|o| o.either.is_some())
-        .map(|o| o.phi)
-        .collect();
-    for (inst, k) in owned.iter().flat_map(|o| o.either.iter().flatten()) {
-        freed.passed.entry(*inst).or_default().push(*k);
-    }
+    let either_at_return = either_phis(&owned, &mut freed);
     // An either phi counts a push of itself only when it holds an array a
     // call made (never its entry's): no site takes its pushes as its own,
     // nor does one it enters.
@@ -1254,7 +1299,34 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
             freed.webs.push(w);
         }
     }
+    // Either phis whose arrays leave only into phis that are only read
+    // let go at the return as they are (no counting phi pushes them).
+    freed.at_return.extend(either_at_return);
     freed
+}
+
+/// The either phis among `owned` ([`Freed::either`]), their calls'
+/// results ([`Freed::either_results`]) and the arguments their calls pass
+/// tagged ([`Freed::passed`]) into `freed`; returns those that let go of
+/// their last array at the return although it may leave the loop ("Exit
+/// phis of either phis").
+fn either_phis(owned: &[Owner], freed: &mut Freed) -> Vec<Value> {
+    let either = || {
+        owned
+            .iter()
+            .filter_map(|o| o.either.as_ref().map(|e| (o, e)))
+    };
+    freed.either = either().map(|(o, _)| o.phi).collect();
+    freed.either_results = either()
+        .flat_map(|(o, _)| o.from.iter().map(|&v| (v, o.phi)))
+        .collect();
+    for (inst, k) in either().flat_map(|(_, (passed, _))| passed) {
+        freed.passed.entry(*inst).or_default().push(*k);
+    }
+    either()
+        .filter(|(_, (_, at_return))| *at_return)
+        .map(|(o, _)| o.phi)
+        .collect()
 }
 
 /// The latch-owning phis of `latch` (but those `in_chain`) entered with a
@@ -1446,8 +1518,11 @@ struct Owner {
     /// For an either phi ("Either results"), a latch-owning phi whose
     /// latches bring calls of either functions passed the phi: the calls
     /// passing it to a parameter their callee pushes, with its position
-    /// (passed tagged while the phi holds an array of its own).
-    either: Option<Vec<(Inst, usize)>>,
+    /// (passed tagged while the phi holds an array of its own); and
+    /// whether it lets go of its slot's array at a normal return although
+    /// its arrays may leave the loop (only into phis after it that are
+    /// only read: "Exit phis of either phis").
+    either: Option<(Vec<(Inst, usize)>, bool)>,
 }
 
 /// The owning phis of `func`: a phi of type `[T]` whose every entry is a
@@ -1736,7 +1811,7 @@ fn latch_owning(
         into: if leaving.left {
             Vec::new()
         } else {
-            leaving.into
+            leaving.into.iter().map(|&(q, _)| q).collect()
         },
         web: None,
         chain: None,
@@ -1971,11 +2046,12 @@ fn either_owning(
     let (pushed, mut leaving) = walked?;
     let mut born_pushed = false;
     for &(v, call) in &calls {
-        // No other phi, not even after the loop: the array leaving so may
-        // be the one `p` holds.
+        // No other phi in the loop. One after it (an exit phi, `break`)
+        // is a use after the loop, counted as `p`'s (below).
         let other_phi = walk.uses.by_value.get(&v).is_some_and(|us| {
             us.iter().any(|u| {
-                matches!(u, Use::Inst(i, _) if *i != inst
+                matches!(u, Use::Inst(i, at) if *i != inst
+                    && body.contains(at)
                     && matches!(func.insts[*i].kind, InstKind::Phi { .. }))
             })
         });
@@ -1989,14 +2065,13 @@ fn either_owning(
         {
             return None;
         }
-        // A push of the result would count a reference to `p`'s entry when
-        // the call handed that back: refused. Its uses after the loop count
-        // as `p`'s (it may be the array the slot holds).
+        // A push of the result counts a reference only when it is not the
+        // array `p` was entered with (`Freed::either_results`), as a push
+        // of `p` does. Its uses after the loop count as `p`'s (it may be
+        // the array the slot holds).
         let handover: (&[Inst], _, &[Inst]) = (&[inst], &after, &[]);
         let site = Some((call.block, dom));
-        if walk.reach(v, site, Some(handover), Some((&mut leaving, &body)))? {
-            return None;
-        }
+        born_pushed |= walk.reach(v, site, Some(handover), Some((&mut leaving, &body)))?;
         born_pushed |= call.pushed;
     }
     // A callee pushing the parameter `p` is passed at pushes it as it is:
@@ -2010,6 +2085,19 @@ fn either_owning(
     if !passed.is_empty() && !walk.tags {
         return None;
     }
+    // Leaving only into phis after the loop that are only read: dead at
+    // the return, and at the next entry from outside when no use may come
+    // before those phis are defined again ("Exit phis of either phis").
+    let read = match leaving.left {
+        false if !leaving.into.is_empty() => walk.read_after((h, &body, cfg), &leaving.into),
+        _ => None,
+    };
+    let (leaves, at_return) = match read {
+        _ if !leaving.any() => (false, false),
+        Some(true) => (false, false),
+        Some(false) => (true, true),
+        None => (true, false),
+    };
     Some(Owner {
         phi: p,
         letgo: if pushed || born_pushed || !passed.is_empty() {
@@ -2018,12 +2106,12 @@ fn either_owning(
             Letgo::Free
         },
         from: calls.iter().map(|&(v, _)| v).collect(),
-        latch: Some((*entry, leaving.any())),
+        latch: Some((*entry, leaves)),
         into: Vec::new(),
         web: None,
         chain: None,
         in_chain: false,
-        either: Some(passed),
+        either: Some((passed, at_return)),
     })
 }
 
@@ -2556,8 +2644,9 @@ impl Uses {
 struct Leaving {
     /// Some other use: the last array may go on after the loop.
     left: bool,
-    /// The phis after the loop the phi itself enters, as it is.
-    into: Vec<Value>,
+    /// The phis after the loop the phi itself enters, as it is, each with
+    /// its block.
+    into: Vec<(Value, Block)>,
 }
 
 impl Leaving {
@@ -2778,6 +2867,68 @@ impl<'a> Walk<'a> {
         Some((pushed, leaving))
     }
 
+    /// Whether the arrays of an either phi of header `h`, leaving its loop
+    /// (`body`) only as values entering the phis `into` after it (each
+    /// with its block, [`Leaving::into`]), are dead once the function
+    /// returns, and once `h` is entered again: `None` when a value those
+    /// phis reach, through phis outside the loop, is used inside the loop
+    /// or otherwise than by a use that keeps no reference (an element
+    /// read, a copy's source, the bulk primitives) or by a parameter its
+    /// callee does not keep; else `Some(true)` when no such use, nor edge
+    /// carrying such a value into a phi, is in a block a run entering `h`
+    /// may reach before the phi is defined again ([`unrepeated`]: after
+    /// `h` is entered again every use sees a value defined since), and
+    /// `Some(false)` when they are dead at the return only ("Exit phis of
+    /// either phis").
+    fn read_after(
+        &mut self,
+        (h, body, cfg): (Block, &HashSet<Block>, &ControlFlowGraph),
+        into: &[(Value, Block)],
+    ) -> Option<bool> {
+        let func = self.func;
+        let mut seen: HashSet<Value> = HashSet::default();
+        let mut work: Vec<(Value, Block)> = into.to_vec();
+        let mut reread = false;
+        while let Some((x, b)) = work.pop() {
+            if !seen.insert(x) {
+                continue;
+            }
+            let before = unrepeated(cfg, h, b);
+            for &u in self.uses.by_value.get(&x).map_or(&[][..], Vec::as_slice) {
+                self.budget = self.budget.checked_sub(1)?;
+                // Returned: may outlive the function.
+                let Use::Inst(i, at) = u else {
+                    return None;
+                };
+                if body.contains(&at) {
+                    return None;
+                }
+                let data = func.insts.get(i)?;
+                match &data.kind {
+                    InstKind::Prim { prim, .. } if matches!(prim_use(*prim), PrimUse::Keeps) => {
+                        reread |= before.contains(&at);
+                    }
+                    InstKind::Invoke { func: callee, args }
+                        if args.iter().enumerate().all(|(k, op)| {
+                            *op != Operand::Value(x) || !self.summaries.keeps(*callee, k)
+                        }) =>
+                    {
+                        reread |= before.contains(&at);
+                    }
+                    // The phi reads `x` on the edges from its predecessors.
+                    InstKind::Phi { entries } => {
+                        reread |= entries
+                            .iter()
+                            .any(|(pred, op)| *op == Operand::Value(x) && before.contains(pred));
+                        work.extend(data.result.map(|r| (r, at)));
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        Some(!reread)
+    }
+
     /// [`Walk::stays_inside`], and with `leaves` the uses outside the loop
     /// body it gives are neither followed nor escapes (noted in the
     /// [`Leaving`]).
@@ -2837,9 +2988,9 @@ impl<'a> Walk<'a> {
                         (None, Use::Inst(..)) if passed == Some(true) => pushed = true,
                         // The phi itself entering a phi after the loop:
                         // noted, for the caller to judge (`Leaving::into`).
-                        (None, Use::Inst(i, _)) if v == a => match func.insts.get(i) {
+                        (None, Use::Inst(i, b)) if v == a => match func.insts.get(i) {
                             Some(d) if matches!(d.kind, InstKind::Phi { .. }) => {
-                                left.into.extend(d.result)
+                                left.into.extend(d.result.map(|r| (r, b)))
                             }
                             _ => left.left = true,
                         },
@@ -4459,13 +4610,14 @@ func @odd(%a: [bool]) -> [bool] {
             "  call push(%p)\n  %j = call iadd(%i, 1) :: i64\n",
         );
         assert_eq!(freed(&pushed), ["p:release", "t:release:handed"]);
-        // Refused: the result pushed (it may be the array `p` was entered
-        // with), taken by a second phi, or `p` pushed inside a tuple.
+        // The result pushed: counted unless it is the array `p` was entered
+        // with, handed back (`Freed::either_results`), so `p` releases.
         let result_pushed = EITHER_LOOP.replace(
             "  %j = call iadd(%i, 1) :: i64\n",
             "  call push(%t)\n  %j = call iadd(%i, 1) :: i64\n",
         );
-        assert_eq!(freed(&result_pushed), Vec::<String>::new());
+        assert_eq!(freed(&result_pushed), ["p:release", "t:release:handed"]);
+        // Refused: taken by a second phi, or `p` pushed inside a tuple.
         let two_phis = EITHER_LOOP
             .replace(
                 "  %i = phi [#1 => 0, #3 => %j] :: i64\n",
@@ -4484,5 +4636,120 @@ func @odd(%a: [bool]) -> [bool] {
         // Another call passed another value: not the phi's own call.
         let other = EITHER_LOOP.replace("invoke @g(%p, %i)", "invoke @g(%x, %i)");
         assert_eq!(freed(&other), Vec::<String>::new());
+    }
+
+    /// `EITHER_LOOP` leaving by a `break` after the call (`%d`): the phi
+    /// after the loop takes `%p` on the normal exit and `%t` on the
+    /// `break`, and is used as `use` says.
+    fn broken_either_loop(after: &str) -> String {
+        EITHER_LOOP
+            .replace(
+                "  %j = call iadd(%i, 1) :: i64\n  goto #2\n#4:\n  %z = call arrayref(%p, 0) :: f64\n  return %z\n",
+                &format!(
+                    "  %d = call arrayref(%t, 0) :: f64\n  %e = call lt(%d, 0.0) :: bool\n  gotoifnot %e, #6\n#5:\n  goto #7\n#6:\n  %j = call iadd(%i, 1) :: i64\n  goto #2\n#4:\n  goto #7\n#7:\n  %q = phi [#4 => %p, #5 => %t] :: [f64]\n{after}"
+                ),
+            )
+    }
+
+    #[test]
+    fn an_either_phi_whose_result_leaves_by_a_break_owns_what_its_calls_replaced() {
+        // Read after the loop: `p` owns the calls' arrays, and lets go of
+        // its last when entered again or at the return (the phi after the
+        // loop is in a block its header dominates).
+        let read = broken_either_loop("  %z = call arrayref(%q, 0) :: f64\n  return %z\n");
+        assert_eq!(freed(&read), ["p", "t:handed"]);
+        assert_eq!(latch_phis(&read), ["p"]);
+        // Returned, or kept in a tuple: the last array is never let go of.
+        let returned = broken_either_loop("  return %q\n")
+            .replace("-> f64 {\n#1:\n  goto #2", "-> [f64] {\n#1:\n  goto #2");
+        assert_eq!(latch_phis(&returned), ["p:leaves"]);
+        let tupled = broken_either_loop(
+            "  %w = call tuple(%q, 1.0) :: ([f64], f64)\n  %y = call getfield(%w, 0) :: [f64]\n  %z = call arrayref(%y, 0) :: f64\n  return %z\n",
+        );
+        assert_eq!(latch_phis(&tupled), ["p:leaves"]);
+        // Pushed after the loop: `p` releases, `t`'s push counted unless it
+        // pushes the array `p` was entered with.
+        let pushed = broken_either_loop(
+            "  call push(%t)\n  %z = call arrayref(%q, 0) :: f64\n  return %z\n",
+        )
+        .replace("#5:\n  goto #7", "#5:\n  call push(%t)\n  goto #7")
+        .replace(
+            "  call push(%t)\n  %z = call arrayref(%q, 0)",
+            "  %z = call arrayref(%q, 0)",
+        );
+        assert_eq!(freed(&pushed), ["p:release", "t:release:handed"]);
+        let results = analysed(&pushed, true, |freed, name| {
+            let mut r: Vec<String> = freed
+                .either_results
+                .iter()
+                .map(|(v, p)| format!("{}:{}", name(*v), name(*p)))
+                .collect();
+            r.sort();
+            r
+        });
+        assert_eq!(results, ["t:p"]);
+        // Taken by a second phi in the loop: refused.
+        let captured = read.replace(
+            "  %i = phi [#1 => 0, #3 => %j] :: i64\n",
+            "  %i = phi [#1 => 0, #6 => %j] :: i64\n  %l = phi [#1 => %x, #6 => %t] :: [f64]\n",
+        );
+        assert_eq!(latch_phis(&captured), Vec::<String>::new());
+    }
+
+    #[test]
+    fn an_either_phi_whose_last_array_an_outer_phi_holds_over_lets_go_at_the_return_only() {
+        // The phi after the loop in an outer loop's header, read in the
+        // outer loop after the inner loop has run again: the inner phi's
+        // last array may be read then, so it is let go of at the return
+        // only, never when the inner loop is entered again.
+        let src = EITHER_LOOP.replace(
+            "func @f(%n: i64, %x: [f64]) -> f64 {
+#1:
+  goto #2
+#2:
+  %p = phi [#1 => %x, #3 => %t] :: [f64]
+  %i = phi [#1 => 0, #3 => %j] :: i64
+  %c = call lt(%i, %n) :: bool
+  gotoifnot %c, #4
+#3:
+  %t = invoke @g(%p, %i) :: [f64]
+  %j = call iadd(%i, 1) :: i64
+  goto #2
+#4:
+  %z = call arrayref(%p, 0) :: f64
+  return %z
+}",
+            "func @f(%n: i64, %x: [f64], %y: [f64]) -> f64 {
+#1:
+  goto #5
+#5:
+  %l = phi [#1 => %y, #4 => %p] :: [f64]
+  %o = phi [#1 => 0, #4 => %u] :: i64
+  %s = phi [#1 => 0.0, #4 => %v] :: f64
+  %b = call lt(%o, 3) :: bool
+  gotoifnot %b, #6
+#7:
+  goto #2
+#2:
+  %p = phi [#7 => %x, #3 => %t] :: [f64]
+  %i = phi [#7 => 0, #3 => %j] :: i64
+  %c = call lt(%i, %n) :: bool
+  gotoifnot %c, #4
+#3:
+  %t = invoke @g(%p, %i) :: [f64]
+  %j = call iadd(%i, 1) :: i64
+  goto #2
+#4:
+  %w = call arrayref(%l, 0) :: f64
+  %v = call add(%s, %w) :: f64
+  %u = call iadd(%o, 1) :: i64
+  goto #5
+#6:
+  %z = call arrayref(%l, 1) :: f64
+  return %z
+}",
+        );
+        assert_eq!(freed(&src), ["p", "t:handed"]);
+        assert_eq!(latch_phis(&src), ["p:leaves:at_return"]);
     }
 }
