@@ -138,6 +138,7 @@ pub const FEATURES: &[&str] = &[
     "carried-hand-over-sometimes",
     "carried-tuple",
     "carried-handed",
+    "carried-handed-same",
     "carried-remade-by-call",
     "carried-kept-through-call",
     "carried-either-way-by-call",
@@ -912,6 +913,17 @@ impl Gen<'_, '_> {
         {
             let k = self.index(len)?;
             self.line(indent, &format!("acc = acc + 0.25 * tanh({p}[{k}]);"));
+        }
+        // Whether the previous array is the current one (a call may have
+        // handed it back): the primitive `same`.
+        if let Some(p) = &prev
+            && self.one_in(2)?
+        {
+            self.note("carried-handed-same");
+            self.line(
+                indent,
+                &format!("if same({p}, {c}) {{ acc = acc + 0.125; }}"),
+            );
         }
         Ok(())
     }
