@@ -606,6 +606,10 @@ class Checker:
             if len(tys) != 1 or tys[0][0] != "arr":
                 self.err(f, "line %d: bad copy" % st.line)
             return tys[0]
+        if n == "same":
+            if len(tys) != 2 or tys[0][0] != "arr" or tys[1] != tys[0]:
+                self.err(f, "line %d: bad same" % st.line)
+            return BOOL
         if n == "arrayref":
             if len(tys) != 2 or tys[0][0] != "arr" or tys[1] != I64:
                 self.err(f, "line %d: bad arrayref" % st.line)
@@ -875,6 +879,9 @@ class Interp:
             return ()
         if name == "copy":
             return list(args[0])
+        if name == "same":
+            # One array (one list), or both empty.
+            return args[0] is args[1] or (len(args[0]) == 0 and len(args[1]) == 0)
         raise RunError("unknown primitive " + name)
 
     def run(self, fname, args):
