@@ -488,6 +488,25 @@ pub(super) fn shared(carried: &[Carried], i: usize) -> bool {
     carried.get(i).is_some_and(|c| c.alias.is_some()) || carried.iter().any(|c| c.alias == Some(i))
 }
 
+/// The carried arrays up the chain of carried array `i` of `carried`
+/// ([`Carried::alias`]): the one it may be, the one that one may be, and so
+/// on (bounded, so a cycle ends).
+pub(super) fn alias_chain(carried: &[Carried], i: usize) -> impl Iterator<Item = usize> + '_ {
+    std::iter::successors(carried[i].alias, |&j| carried[j].alias).take(carried.len())
+}
+
+/// The carried arrays of `carried` that may be another ([`Carried::alias`])
+/// and that `keep` picks, those with the shortest chains first: a phi's own
+/// array is settled before a phi handed it looks at it.
+pub(super) fn alias_order(carried: &[Carried], keep: impl Fn(&Carried) -> bool) -> Vec<usize> {
+    let mut order: Vec<(usize, usize)> = (0..carried.len())
+        .filter(|&i| carried[i].alias.is_some() && keep(&carried[i]))
+        .map(|i| (alias_chain(carried, i).count(), i))
+        .collect();
+    order.sort_unstable();
+    order.into_iter().map(|(_, i)| i).collect()
+}
+
 /// The shadow of an array a checkpointed loop carries as it is (an array
 /// defined before the loop, or swapped with another such one): always one of
 /// the shadows of arrays defined before the loop, which the loop that does

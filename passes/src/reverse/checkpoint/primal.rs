@@ -1209,23 +1209,15 @@ fn shared_exits(
     (out, header): (&mut [(Value, Value)], &mut HashMap<Value, Value>),
 ) -> Result<(), String> {
     let carried = &ck.carried;
-    let up = |i: usize| {
-        std::iter::successors(carried[i].alias, |&j| carried[j].alias).take(carried.len())
-    };
     // By depth: the phi up the chain is settled first.
-    let mut order: Vec<(usize, usize)> = (0..carried.len())
-        .filter(|&i| carried[i].escapes && carried[i].alias.is_some())
-        .map(|i| (up(i).count(), i))
-        .collect();
-    order.sort_unstable();
-    for (_, i) in order {
+    for i in super::alias_order(carried, |c| c.escapes) {
         let c = &carried[i];
         let (Some(sphi), Some(&own)) = (c.shadow.map(|s| s.0), header.get(&c.value)) else {
             continue;
         };
         let a = pmap[c.value].ok_or("a carried array without its new value")?;
         let mut s = own;
-        for j in up(i) {
+        for j in super::alias_chain(carried, i) {
             let Some(&theirs) = header.get(&carried[j].value) else {
                 continue;
             };

@@ -650,19 +650,7 @@ impl Replay<'_, '_> {
         starts: &mut [Operand],
     ) -> Result<(), ReverseError> {
         let carried = &self.ck.carried;
-        let depth = |mut i: usize| {
-            let mut d = 0;
-            while let Some(j) = carried[i].alias.filter(|_| d < carried.len()) {
-                (i, d) = (j, d + 1);
-            }
-            d
-        };
-        let mut order: Vec<(usize, usize)> = (0..carried.len())
-            .filter(|&i| carried[i].alias.is_some())
-            .map(|i| (depth(i), i))
-            .collect();
-        order.sort_unstable();
-        for (_, i) in order {
+        for i in super::alias_order(carried, |_| true) {
             let (c, j) = (&carried[i], carried[i].alias.unwrap_or(i));
             let (Some(si), Some(sj)) = (at_start[i], at_start[j]) else {
                 continue;
