@@ -26,7 +26,14 @@
 //! Reverse mode splits phis of tuples holding arrays the same way before
 //! it checkpoints loops ([`split_tuple_array_phis`]: `tuple` for `dual`,
 //! `getfield` with a constant index for `primal` and `tangent`; a tuple's
-//! constant fields enter their phis as they are).
+//! constant fields enter their phis as they are), and more widely: every
+//! tuple phi holding an array splits unless an entry is a constant. Any
+//! other tuple entering the web enters by a `getfield` per field, added at
+//! the end of the block it enters from, and a phi of the web used other
+//! than by `getfield` with a constant index or as a web phi's entry is made
+//! again, where it is so used, from its fields' phis by a `tuple` statement
+//! after the phis of its block. [`merge_getfields`] then makes the
+//! `getfield`s of one tuple and field one statement.
 //!
 //! Assumes a verified function. Guarantees: the function computes the same
 //! values (each part flows along the same edges as the dual did), verifies,
@@ -68,8 +75,9 @@ pub(crate) fn split_dual_array_phis(module: &mut Module, id: FuncId) -> Result<u
 
 /// Splits the webs of phis of tuples holding an array of `func` the same
 /// way: each becomes a phi per field, entered with the fields of the
-/// `tuple` statements entering it, and each `getfield` of it with a
-/// constant index the phi of its field (reverse mode under a tape limit,
+/// `tuple` statements entering it (or `getfield`s of another tuple), each
+/// `getfield` of it with a constant index the phi of its field, any other
+/// use a `tuple` of the fields' phis (reverse mode under a tape limit,
 /// docs/reverse.md, "Tuples carried through the header"). Returns how many
 /// phis were split.
 pub(crate) fn split_tuple_array_phis(func: &mut Func) -> Result<usize, BuildError> {
@@ -86,6 +94,88 @@ pub(crate) fn split_tuple_array_phis(func: &mut Func) -> Result<usize, BuildErro
     if let Some(f) = module.get_mut(id) {
         std::mem::swap(func, f);
     }
+    n
+}
+
+/// Makes the `getfield`s of one tuple with one constant index one
+/// statement, right after the tuple is defined (after the phis of its block
+/// for a phi, first in the entry block for a parameter), where it dominates
+/// every use of the others; returns how many went. Reverse mode does so
+/// after splitting tuple phis, whose entries read fields that the loop's
+/// body may read too: one array is then one value (`fresh_fields.rs`).
+pub(crate) fn merge_getfields(func: &mut Func) -> usize {
+    let mut groups: HashMap<(Value, i64), Vec<Inst>> = HashMap::default();
+    for &b in &func.layout {
+        for &inst in &func.blocks[b].insts {
+            let data = &func.insts[inst];
+            if let (
+                InstKind::Prim {
+                    prim: Prim::Getfield,
+                    args,
+                },
+                Some(_),
+            ) = (&data.kind, data.result)
+                && let [Operand::Value(t), Operand::Const(Const::I64(k))] = args.as_slice()
+            {
+                groups.entry((*t, *k)).or_default().push(inst);
+            }
+        }
+    }
+    let mut groups: Vec<((Value, i64), Vec<Inst>)> =
+        groups.into_iter().filter(|(_, g)| g.len() > 1).collect();
+    if groups.is_empty() {
+        return 0;
+    }
+    groups.sort_unstable_by_key(|&(key, _)| key);
+    let mut dead: HashSet<Inst> = HashSet::default();
+    let mut map: SecondaryMap<Value, Option<Operand>> = SecondaryMap::new();
+    let Some(entry) = func.layout.first().copied() else {
+        return 0;
+    };
+    for ((t, _), group) in groups {
+        let kept = group[0];
+        let Some(r) = func.insts[kept].result else {
+            continue;
+        };
+        for &other in &group[1..] {
+            if let Some(x) = func.insts[other].result {
+                map.set(x, Some(Operand::Value(r)));
+                dead.insert(other);
+            }
+        }
+        // Moved right after `t`'s definition.
+        for &b in &func.layout {
+            func.blocks[b].insts.retain(|&i| i != kept);
+        }
+        let (block, after) = match func.values[t].def {
+            ValueDef::Inst(d) => {
+                let Some(&b) = func
+                    .layout
+                    .iter()
+                    .find(|&&b| func.blocks[b].insts.contains(&d))
+                else {
+                    continue;
+                };
+                (b, Some(d))
+            }
+            ValueDef::Param(_) => (entry, None),
+        };
+        let insts = &func.blocks[block].insts;
+        let at = match after {
+            Some(d) if !matches!(func.insts[d].kind, InstKind::Phi { .. }) => insts
+                .iter()
+                .position(|&i| i == d)
+                .map_or(insts.len(), |p| p + 1),
+            _ => insts
+                .iter()
+                .position(|&i| !matches!(func.insts[i].kind, InstKind::Phi { .. }))
+                .unwrap_or(insts.len()),
+        };
+        func.blocks[block].insts.insert(at, kept);
+    }
+    let n = dead.len();
+    let dead: EntitySet<Inst> = dead.into_iter().collect();
+    remove_and_substitute(func, &dead, &map);
     n
 }
 
@@ -241,25 +331,27 @@ fn web(
                 };
                 let arity = parts(func, r);
                 let entries_ok = entries.iter().all(|(_, op)| match op {
-                    Operand::Value(v) if web.contains_key(v) => true,
-                    // A tuple's constant fields are entries as they are; a
-                    // dual's parts give the parts' types (below).
+                    // A tuple enters by its fields: a `tuple` statement's
+                    // operands, or `getfield` of any other tuple.
+                    Operand::Value(v) if web.contains_key(v) || kind == Kind::Tuple => true,
+                    // A dual's parts give the parts' types (below).
                     Operand::Value(v) => dual_parts(func, *v, kind).is_some_and(|p| {
-                        p.len() == arity
-                            && (kind == Kind::Tuple
-                                || p.iter().all(|x| matches!(x, Operand::Value(_))))
+                        p.len() == arity && p.iter().all(|x| matches!(x, Operand::Value(_)))
                     }),
                     Operand::Const(_) => false,
                 });
-                let uses_ok = uses[r].iter().all(|u| match u {
-                    Use::Term => false,
-                    Use::Inst(i) => match &func.insts[*i].kind {
-                        InstKind::Phi { .. } => {
-                            func.insts[*i].result.is_some_and(|x| web.contains_key(&x))
-                        }
-                        _ => part_read(func, *i, r, kind).is_some_and(|k| k < arity),
-                    },
-                });
+                // A tuple is made again of its fields' phis where it is
+                // used as a whole.
+                let uses_ok = kind == Kind::Tuple
+                    || uses[r].iter().all(|u| match u {
+                        Use::Term => false,
+                        Use::Inst(i) => match &func.insts[*i].kind {
+                            InstKind::Phi { .. } => {
+                                func.insts[*i].result.is_some_and(|x| web.contains_key(&x))
+                            }
+                            _ => part_read(func, *i, r, kind).is_some_and(|k| k < arity),
+                        },
+                    });
                 entries_ok && uses_ok
             })
             .map(|(&r, _)| r)
@@ -347,6 +439,42 @@ fn rewrite(
     if order.len() != web.len() {
         return Ok(0);
     }
+    // A tuple entering the web that no `tuple` statement made gives its
+    // fields by `getfield`, at the end of the block it enters from.
+    let mut fields: HashMap<(Value, Block), Vec<Operand>> = HashMap::default();
+    if kind == Kind::Tuple {
+        let func = module
+            .get_mut(id)
+            .ok_or(BuildError::BadHandle("function"))?;
+        for &r in &order {
+            let InstKind::Phi { entries } = func.insts[web[&r].0].kind.clone() else {
+                continue;
+            };
+            for (from, op) in entries {
+                let Operand::Value(v) = op else { continue };
+                if web.contains_key(&v)
+                    || dual_parts(func, v, kind).is_some()
+                    || fields.contains_key(&(v, from))
+                {
+                    continue;
+                }
+                let got = types[&r]
+                    .iter()
+                    .enumerate()
+                    .map(|(k, ty)| {
+                        let kind = InstKind::Prim {
+                            prim: Prim::Getfield,
+                            args: SmallVec::from_slice(&[op, Operand::Const(Const::I64(k as i64))]),
+                        };
+                        let (_, x) = func.push_inst(from, kind, Some(ty.clone()), None);
+                        x.map(Operand::Value)
+                            .ok_or(BuildError::BadHandle("getfield result"))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                fields.insert((v, from), got);
+            }
+        }
+    }
     // The new phis, after the existing ones of each old one's block.
     let mut fb = FuncBuilder::new(module, id)?;
     let mut new: HashMap<Value, Vec<Value>> = HashMap::default();
@@ -371,9 +499,10 @@ fn rewrite(
         for (j, &part) in new[&r].iter().enumerate() {
             for (from, op) in entries {
                 let Operand::Value(v) = op else { continue };
-                let x = match new.get(v) {
-                    Some(q) => Operand::Value(q[j]),
-                    None => {
+                let x = match (new.get(v), fields.get(&(*v, *from))) {
+                    (Some(q), _) => Operand::Value(q[j]),
+                    (None, Some(got)) => got[j],
+                    (None, None) => {
                         duals.insert(*v);
                         dual_parts(func, *v, kind).map_or(*op, |p| p[j])
                     }
@@ -392,12 +521,42 @@ fn rewrite(
     // Each `primal`/`tangent` of a split phi is its part's phi.
     let mut subst: HashMap<Value, Operand> = HashMap::default();
     for &r in &order {
+        let mut whole = false;
         for u in &uses[r] {
-            let Use::Inst(i) = *u else { continue };
+            let Use::Inst(i) = *u else {
+                whole = true;
+                continue;
+            };
             if let (Some(k), Some(res)) = (part_read(func, i, r, kind), func.insts[i].result) {
                 subst.insert(res, Operand::Value(new[&r][k]));
                 dead.insert(i);
+            } else if !matches!(func.insts[i].kind, InstKind::Phi { .. })
+                || func.insts[i].result.is_none_or(|x| !web.contains_key(&x))
+            {
+                whole = true;
             }
+        }
+        // A tuple used as a whole (passed to a call, returned, entering a
+        // phi that does not split) is made again from its fields' phis,
+        // after the phis of its block.
+        if whole {
+            let (_, b) = web[&r];
+            let args = new[&r].iter().map(|&x| Operand::Value(x)).collect();
+            let kind = InstKind::Prim {
+                prim: Prim::Tuple,
+                args,
+            };
+            let ty = func.values[r].ty.clone();
+            let (inst, t) = func.push_inst(b, kind, Some(ty), None);
+            let t = t.ok_or(BuildError::BadHandle("tuple result"))?;
+            let insts = &mut func.blocks[b].insts;
+            insts.pop();
+            let at = insts
+                .iter()
+                .position(|&i| !matches!(func.insts[i].kind, InstKind::Phi { .. }))
+                .unwrap_or(insts.len());
+            insts.insert(at, inst);
+            subst.insert(r, Operand::Value(t));
         }
     }
     // The `dual`s that only entered split phis.

@@ -25,7 +25,7 @@ use irad_ir::{
     Type, Value,
 };
 use irad_rules::{Registry, Rrule};
-use rustc_hash::{FxHashMap as HashMap, FxHashSet};
+use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -112,9 +112,11 @@ pub(super) struct Derivation<'r> {
     /// checkpointing may be asked for).
     pub replaced: HashMap<Value, Replaced>,
     /// The functions it may call for an array that return a new one on
-    /// every call (`fresh.rs`; only when checkpointing may be asked for):
-    /// a loop replacing its array by such a call's result makes it afresh.
-    pub fresh: FxHashSet<FuncId>,
+    /// every call, and the `getfield` results holding a fresh field of a
+    /// call's tuple result (`fresh.rs`, `fresh_fields.rs`; only when
+    /// checkpointing may be asked for): a loop replacing its array by such
+    /// a value makes it afresh.
+    pub fresh: super::fresh::Fresh,
     /// The functions it may call for an array that return one of their
     /// parameters, with its index (`fresh.rs`; only when checkpointing may
     /// be asked for): a loop replacing its array by such a call's result
@@ -173,16 +175,20 @@ impl<'r> Derivation<'r> {
             // field, which checkpointing handles (docs/reverse.md, "Tuples
             // carried through the header").
             // Nested tuples split a level per round.
-            let mut split = 0;
+            let mut changed = 0;
             while let n @ 1.. = crate::forward::split::split_tuple_array_phis(&mut src)
                 .map_err(|e| internal(&floc, e))?
             {
-                split += n;
+                changed += n;
             }
-            if split > 0 {
+            // One `getfield` per field of a tuple, so that a field a call
+            // returns fresh is one value (`fresh_fields.rs`).
+            changed += crate::forward::split::merge_getfields(&mut src);
+            if changed > 0 {
                 let bb = BBCode::blocks_only(&src).map_err(|e| internal(&floc, e))?;
                 shape = Shape::new(bb, &src, &floc)?;
             }
+            known.fresh.settle(&src);
             replaced = replaced::mark(&mut src, &shape, &known.fresh);
             if !replaced.is_empty() {
                 let bb = BBCode::blocks_only(&src).map_err(|e| internal(&floc, e))?;

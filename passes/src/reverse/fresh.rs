@@ -31,6 +31,8 @@
 //! Linear in the size of those functions per round; rounds are at most
 //! their number.
 
+pub(crate) use super::fresh_fields::Fresh;
+use super::fresh_fields::{array_fields, returns_fresh_field, tuple_calls};
 use irad_ir::{FuncId, InstKind, Module, Operand, Prim, Terminator, Type, Value, ValueDef};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -49,14 +51,16 @@ pub(super) struct CallFacts {
     through: HashMap<FuncId, Option<usize>>,
     either: HashMap<FuncId, Option<usize>>,
     elements: HashMap<FuncId, u64>,
+    fields: HashMap<(FuncId, u32), bool>,
 }
 
 /// The facts about the functions one primal invokes (directly), as
 /// [`CallFacts::learn`] gives them.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Known {
-    /// Those that return a fresh array.
-    pub fresh: HashSet<FuncId>,
+    /// Those that return a fresh array, and the fresh fields of those
+    /// returning tuples (`fresh_fields.rs`).
+    pub fresh: Fresh,
     /// Those that return one of their parameters, with its index.
     pub passthrough: HashMap<FuncId, usize>,
     /// Those, neither of the above, that return on every return either a
@@ -82,13 +86,19 @@ impl CallFacts {
         self.learn_through(module, src, &by_rule);
         self.learn_either(module, src, &by_rule);
         self.learn_elements(module, src, &by_rule);
+        self.learn_fields(module, src, &by_rule);
         let mut known = Known::default();
         for d in src.insts.values() {
             let InstKind::Invoke { func, .. } = &d.kind else {
                 continue;
             };
             if self.fresh.get(func) == Some(&true) {
-                known.fresh.insert(*func);
+                known.fresh.funcs.insert(*func);
+            }
+            for k in module.get(*func).map(array_fields).unwrap_or_default() {
+                if self.fields.get(&(*func, k)) == Some(&true) {
+                    known.fresh.fields.insert((*func, k));
+                }
             }
             if let Some(&Some(j)) = self.through.get(func) {
                 known.passthrough.insert(*func, j);
@@ -211,6 +221,64 @@ impl CallFacts {
         self.either.extend(settled);
     }
 
+    /// Which array fields of the tuple results of the functions `src` may
+    /// call for a tuple (at any depth, through calls for a tuple) are fresh
+    /// (`fresh_fields.rs`): the greatest fixpoint over those not yet
+    /// decided, the arrays those functions call for learnt first.
+    fn learn_fields(
+        &mut self,
+        module: &Module,
+        src: &irad_ir::Func,
+        by_rule: &impl Fn(FuncId) -> bool,
+    ) {
+        let mut open: HashSet<(FuncId, u32)> = HashSet::default();
+        let mut seen: HashSet<FuncId> = HashSet::default();
+        let mut work: Vec<FuncId> = tuple_calls(src).collect();
+        while let Some(id) = work.pop() {
+            if !seen.insert(id) {
+                continue;
+            }
+            let Some(f) = module.get(id) else { continue };
+            let undecided: Vec<u32> = array_fields(f)
+                .into_iter()
+                .filter(|&k| !self.fields.contains_key(&(id, k)))
+                .collect();
+            if undecided.is_empty() {
+                continue;
+            }
+            self.learn_fresh(module, f, by_rule);
+            work.extend(tuple_calls(f));
+            for k in undecided {
+                if by_rule(id) {
+                    self.fields.insert((id, k), false);
+                } else {
+                    open.insert((id, k));
+                }
+            }
+        }
+        let candidates: Vec<(FuncId, u32)> = open.iter().copied().collect();
+        loop {
+            let before = open.len();
+            let snapshot = open.clone();
+            let (decided, whole) = (&self.fields, &self.fresh);
+            let whole = |h: FuncId| whole.get(&h) == Some(&true);
+            let field = |h: FuncId, k: u32| {
+                snapshot.contains(&(h, k)) || decided.get(&(h, k)) == Some(&true)
+            };
+            open.retain(|&(id, k)| {
+                module
+                    .get(id)
+                    .is_some_and(|f| returns_fresh_field(f, k, (&whole, &field)))
+            });
+            if open.len() == before {
+                break;
+            }
+        }
+        for c in candidates {
+            self.fields.insert(c, open.contains(&c));
+        }
+    }
+
     /// What a call of each function `src` may call counts per element
     /// (`call_cost`), callees first by an explicit post-order; a function
     /// on a cycle of calls counts its callees on the cycle as 0.
@@ -304,7 +372,7 @@ fn first_param(module: &Module, f: &irad_ir::Func, depth: u32) -> Option<usize> 
 }
 
 /// The operands of `f`'s returns.
-fn returned(f: &irad_ir::Func) -> Vec<Operand> {
+pub(super) fn returned(f: &irad_ir::Func) -> Vec<Operand> {
     f.layout
         .iter()
         .filter_map(|&b| match &f.blocks[b].term {
@@ -667,6 +735,7 @@ func @mutual2(%a: [f64], %n: i64) -> [f64] {
             let mut names: Vec<String> = facts
                 .learn(&m, &all, by_rule)
                 .fresh
+                .funcs
                 .into_iter()
                 .map(|id| m[id].name.clone())
                 .collect();
@@ -717,5 +786,110 @@ func @mutual2(%a: [f64], %n: i64) -> [f64] {
             [("either".into(), 0), ("some_through".into(), 0)]
         );
         assert_eq!(either(&|f| f == made), [("either".into(), 0)]);
+    }
+
+    const FIELDS: &str = "func @pair(%a: [f64], %b: [f64]) -> ([f64], [f64]) {
+#1:
+  %c = call copy(%a) :: [f64]
+  %d = call copy(%b) :: [f64]
+  %t = call tuple(%c, %d) :: ([f64], [f64])
+  return %t
+}
+
+func @twice(%a: [f64]) -> ([f64], [f64]) {
+#1:
+  %c = call copy(%a) :: [f64]
+  %t = call tuple(%c, %c) :: ([f64], [f64])
+  return %t
+}
+
+func @keep(%a: [f64]) -> [f64] {
+#1:
+  return %a
+}
+
+func @kept(%a: [f64]) -> ([f64], [f64]) {
+#1:
+  %c = call copy(%a) :: [f64]
+  %k = invoke @keep(%c) :: [f64]
+  %t = call tuple(%c, %k) :: ([f64], [f64])
+  return %t
+}
+
+func @mixed(%a: [f64], %x: f64) -> ([f64], f64, [f64]) {
+#1:
+  %c = call copy(%a) :: [f64]
+  %y = call arrayref(%c, 0) :: f64
+  %t = call tuple(%a, %y, %c) :: ([f64], f64, [f64])
+  return %t
+}
+
+func @inner(%a: [f64], %b: [f64]) -> ([f64], f64, [f64]) {
+#1:
+  %r = invoke @pair(%a, %b) :: ([f64], [f64])
+  %p = call getfield(%r, 0) :: [f64]
+  %q = call getfield(%r, 1) :: [f64]
+  %t = call tuple(%q, 1.0, %p) :: ([f64], f64, [f64])
+  return %t
+}
+
+func @whole(%a: [f64], %b: [f64]) -> ([f64], [f64]) {
+#1:
+  %r = invoke @pair(%a, %b) :: ([f64], [f64])
+  %p = call getfield(%r, 0) :: [f64]
+  %k = invoke @keep(%p) :: [f64]
+  %t = call tuple(%k, %p) :: ([f64], [f64])
+  return %t
+}
+";
+
+    #[test]
+    fn fields_are_fresh_when_made_in_the_call_and_apart() {
+        let m = parse_module(FIELDS).expect("test IR parses");
+        let mut all = irad_ir::Func::new("all", vec![], Type::Unit);
+        for (id, f) in m.funcs() {
+            let r = all.values.push(irad_ir::ValueData {
+                ty: f.ret.clone(),
+                def: ValueDef::Param(0),
+                name: None,
+            });
+            all.insts.push(irad_ir::InstData {
+                kind: InstKind::Invoke {
+                    func: id,
+                    args: Default::default(),
+                },
+                result: Some(r),
+                pos: None,
+            });
+        }
+        let fields = |by_rule: &dyn Fn(FuncId) -> bool| {
+            let mut out: Vec<(String, u32)> = CallFacts::default()
+                .learn(&m, &all, by_rule)
+                .fresh
+                .fields
+                .into_iter()
+                .map(|(id, k)| (m[id].name.clone(), k))
+                .collect();
+            out.sort();
+            out
+        };
+        // `twice` and `kept` may give one array in both fields; `mixed`'s
+        // first field is its parameter; `inner` takes `pair`'s two fresh
+        // fields apart; `whole`'s second field goes into `keep`, which may
+        // hand it back as the first.
+        assert_eq!(
+            fields(&|_| false),
+            [
+                ("inner".into(), 0),
+                ("inner".into(), 2),
+                ("mixed".into(), 2),
+                ("pair".into(), 0),
+                ("pair".into(), 1),
+            ]
+        );
+        // A function with a rule returns nothing known, nor do its callers
+        // through it.
+        let pair = m.by_name("pair").expect("@pair");
+        assert_eq!(fields(&|f| f == pair), [("mixed".into(), 2)]);
     }
 }

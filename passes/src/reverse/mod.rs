@@ -39,6 +39,7 @@ mod checkpoint;
 mod choose;
 mod ctx;
 mod fresh;
+mod fresh_fields;
 pub mod grad;
 mod loops;
 mod memory;

@@ -1381,13 +1381,20 @@ type CarriedPhi = (
 );
 
 /// Whether statement `d` of primal `src` makes a new array every time it
-/// runs: `copy`, `zeros`, `alloc`, or a call of a function of `fresh`
+/// runs: `copy`, `zeros`, `alloc`, a call of a function of `fresh`
 /// (`fresh.rs`: one that returns a new array, whose forward sweep returns a
-/// new zero shadow with it).
-pub(super) fn makes_array(src: &Func, fresh: &HashSet<FuncId>, d: Inst) -> bool {
+/// new zero shadow with it), or a `getfield` of `fresh` taking such a field
+/// of a call's tuple result (`fresh_fields.rs`).
+pub(super) fn makes_array(src: &Func, fresh: &crate::reverse::fresh::Fresh, d: Inst) -> bool {
     match &src.insts[d].kind {
+        InstKind::Prim {
+            prim: Prim::Getfield,
+            ..
+        } => src.insts[d]
+            .result
+            .is_some_and(|r| fresh.values.contains(&r)),
         InstKind::Prim { prim, .. } => matches!(prim, Prim::Copy | Prim::Zeros | Prim::Alloc),
-        InstKind::Invoke { func, .. } => fresh.contains(func),
+        InstKind::Invoke { func, .. } => fresh.returns(func),
         _ => false,
     }
 }

@@ -20,7 +20,7 @@
 //! block's phis); the primal computes what it did.
 
 use super::super::ctx::Shape;
-use irad_ir::{Block, Const, Func, FuncId, Inst, InstKind, Operand, Scalar, Type, Value, ValueDef};
+use irad_ir::{Block, Const, Func, Inst, InstKind, Operand, Scalar, Type, Value, ValueDef};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// A header phi of an array replaced on some iterations only.
@@ -53,7 +53,7 @@ struct Web {
 pub(in crate::reverse) fn mark(
     src: &mut Func,
     shape: &Shape,
-    fresh: &HashSet<FuncId>,
+    fresh: &crate::reverse::fresh::Fresh,
 ) -> HashMap<Value, Replaced> {
     let mut out = HashMap::default();
     let index = shape.bb.index();
@@ -129,7 +129,7 @@ pub(in crate::reverse) fn mark(
 /// afresh, which needs no flag).
 fn web_of(
     src: &Func,
-    fresh: &HashSet<FuncId>,
+    fresh: &crate::reverse::fresh::Fresh,
     r: Value,
     latches: Vec<Operand>,
     (inside, in_header): (&dyn Fn(Value) -> bool, &dyn Fn(Value) -> bool),
