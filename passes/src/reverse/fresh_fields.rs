@@ -34,6 +34,10 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 /// A value, followed for one field of it (`Some(k)`) or as a whole.
 type Item = (Value, Option<u32>);
 
+/// What the callees return: whether a function returns a fresh array, and
+/// whether field `k` of a function's tuple result is fresh.
+pub(super) type Callees<'a> = (&'a dyn Fn(FuncId) -> bool, &'a dyn Fn(FuncId, u32) -> bool);
+
 /// What makes a fresh array in one primal, for checkpointing: calls of the
 /// functions returning one, and the `getfield` results taking fresh fields
 /// of calls' tuple results.
@@ -174,7 +178,7 @@ fn trace(
     f: &Func,
     start: Vec<(Operand, Option<u32>)>,
     strict: bool,
-    (whole, field): (&dyn Fn(FuncId) -> bool, &dyn Fn(FuncId, u32) -> bool),
+    (whole, field): Callees<'_>,
 ) -> Option<HashSet<Item>> {
     let mut seen: HashSet<Item> = HashSet::default();
     let mut work = start;
@@ -251,11 +255,7 @@ fn trace(
 
 /// Whether field `k` of `f`'s tuple result is fresh (the module comment),
 /// callees taken as `whole` and `field` say.
-pub(super) fn returns_fresh_field(
-    f: &Func,
-    k: u32,
-    (whole, field): (&dyn Fn(FuncId) -> bool, &dyn Fn(FuncId, u32) -> bool),
-) -> bool {
+pub(super) fn returns_fresh_field(f: &Func, k: u32, (whole, field): Callees<'_>) -> bool {
     let returned = super::fresh::returned(f);
     if returned.is_empty() {
         return false;
@@ -270,7 +270,7 @@ pub(super) fn returns_fresh_field(
     let others = (0..fields.len())
         .filter_map(|j| u32::try_from(j).ok())
         .filter(|&j| j != k)
-        .flat_map(|j| start(j))
+        .flat_map(start)
         .collect();
     let Some(theirs) = trace(f, others, false, (whole, field)) else {
         return false;
