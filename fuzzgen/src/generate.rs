@@ -11,7 +11,9 @@
 //! signature returning a large tuple (`wide`), and a function returning a
 //! new array made in a loop over its argument (`remake`), one returning
 //! its argument written in place (`touch`) and one returning either
-//! (`either`), by which loops carrying an array may replace it. `main(x0, .., t, a, n)` takes
+//! (`either`), by which loops carrying an array may replace it, and one
+//! returning the next state of a loop carrying a tuple (`remake_t`), with
+//! one taking such a state whole (`norm_t`). `main(x0, .., t, a, n)` takes
 //! f64 scalars (sometimes a dozen or more), an optional tuple of f64s, an
 //! optional `[f64]` array and an optional small i64. Its body mixes lets,
 //! mutable locals, `if`/`else` (and long chains and runs of them), `for`
@@ -137,6 +139,8 @@ pub const FEATURES: &[&str] = &[
     "carried-break-after-hand-over",
     "carried-hand-over-sometimes",
     "carried-tuple",
+    "carried-tuple-by-call",
+    "carried-tuple-whole",
     "carried-handed",
     "carried-handed-same",
     "carried-remade-by-call",
@@ -476,6 +480,14 @@ impl Gen<'_, '_> {
             self.out.push_str(
                 "fn touch(a: [f64], s: f64) -> [f64] {\n    let i = len(a) - 1;\n    a[i] = a[i] * 0.5 + tanh(a[0] * s);\n    a\n}\n\n",
             );
+            // The next state returned as a tuple, its array fresh through
+            // `remake`; and a tuple taken whole (docs/reverse.md, "Arrays in
+            // the fields of a call's tuple result").
+            self.out.push_str(
+                "fn remake_t(a: [f64], s: f64) -> ([f64], f64) {\n    let b = remake(a, s);\n    (b, s * 0.5 + tanh(b[0]))\n}\n\n",
+            );
+            self.out
+                .push_str("fn norm_t(t: ([f64], f64)) -> f64 {\n    tanh(t.0[0]) + t.1\n}\n\n");
             self.out.push_str(
                 "fn either(a: [f64], s: f64) -> [f64] {\n    if s > 0.0 {\n        a[0] = a[0] * 0.75 + 0.25 * tanh(s);\n        a\n    } else {\n        let b = copy(a);\n        b[0] = b[0] * 0.5 + tanh(s);\n        b\n    }\n}\n\n",
             );
@@ -881,7 +893,19 @@ impl Gen<'_, '_> {
             let cond = self.cond(1)?;
             self.line(indent + 1, &format!("if {cond} {{ break; }}"));
         }
+        if let Some(st) = &tuple
+            && self.extra.remake
+            && self.one_in(2)?
+        {
+            self.note("carried-tuple-whole");
+            self.line(indent + 1, &format!("acc = acc + 0.25 * norm_t({st});"));
+        }
+        let by_call = tuple.is_some() && self.extra.remake && self.one_in(2)?;
         let hand_over = match (&tuple, &prev) {
+            (Some(st), _) if by_call => {
+                self.note("carried-tuple-by-call");
+                format!("{st} = remake_t({d}, {st}.1 + 0.25 * tanh({d}[{i}]));")
+            }
             (Some(st), _) => format!("{st} = ({d}, {st}.1 + 0.25 * tanh({d}[{i}]));"),
             (None, Some(p)) => format!("{p} = {c}; {c} = {d};"),
             (None, None) => format!("{c} = {d};"),
