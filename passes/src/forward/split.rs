@@ -97,12 +97,16 @@ pub(crate) fn split_tuple_array_phis(func: &mut Func) -> Result<usize, BuildErro
     n
 }
 
-/// Makes the `getfield`s of one tuple with one constant index one
-/// statement, right after the tuple is defined (after the phis of its block
-/// for a phi, first in the entry block for a parameter), where it dominates
-/// every use of the others; returns how many went. Reverse mode does so
-/// after splitting tuple phis, whose entries read fields that the loop's
-/// body may read too: one array is then one value (`fresh_fields.rs`).
+/// Makes the `getfield`s of an array field of one tuple with one constant
+/// index one statement, right after the tuple is defined (after the phis of
+/// its block for a phi, first in the entry block for a parameter), where it
+/// dominates every use of the others; returns how many went. Reverse mode
+/// does so after splitting tuple phis, whose entries read fields that the
+/// loop's body may read too: one array is then one value
+/// (`fresh_fields.rs`). Array fields only: an array's shadow is one array
+/// however many values name it, but merging the reads of a scalar field
+/// would sum its cotangents in another order (another sign of a zero, or
+/// another rounding) than the pullback without a limit.
 pub(crate) fn merge_getfields(func: &mut Func) -> usize {
     let mut groups: HashMap<(Value, i64), Vec<Inst>> = HashMap::default();
     for &b in &func.layout {
@@ -113,8 +117,9 @@ pub(crate) fn merge_getfields(func: &mut Func) -> usize {
                     prim: Prim::Getfield,
                     args,
                 },
-                Some(_),
+                Some(r),
             ) = (&data.kind, data.result)
+                && matches!(func.values[r].ty, Type::Array(_))
                 && let [Operand::Value(t), Operand::Const(Const::I64(k))] = args.as_slice()
             {
                 groups.entry((*t, *k)).or_default().push(inst);
@@ -521,42 +526,104 @@ fn rewrite(
     // Each `primal`/`tangent` of a split phi is its part's phi.
     let mut subst: HashMap<Value, Operand> = HashMap::default();
     for &r in &order {
-        let mut whole = false;
+        let mut whole: Vec<Inst> = Vec::new();
+        let mut at_end = false;
         for u in &uses[r] {
             let Use::Inst(i) = *u else {
-                whole = true;
+                at_end = true;
                 continue;
             };
             if let (Some(k), Some(res)) = (part_read(func, i, r, kind), func.insts[i].result) {
                 subst.insert(res, Operand::Value(new[&r][k]));
                 dead.insert(i);
-            } else if !matches!(func.insts[i].kind, InstKind::Phi { .. })
-                || func.insts[i].result.is_none_or(|x| !web.contains_key(&x))
+            } else if (!matches!(func.insts[i].kind, InstKind::Phi { .. })
+                || func.insts[i].result.is_none_or(|x| !web.contains_key(&x)))
+                && !whole.contains(&i)
             {
-                whole = true;
+                whole.push(i);
             }
         }
         // A tuple used as a whole (passed to a call, returned, entering a
-        // phi that does not split) is made again from its fields' phis,
-        // after the phis of its block.
-        if whole {
-            let (_, b) = web[&r];
-            let args = new[&r].iter().map(|&x| Operand::Value(x)).collect();
+        // phi that does not split) is made again from its fields' phis
+        // where it is so used: just before the statement, at the end of the
+        // block a phi's entry or a terminator reads it in. Its pullback then
+        // adds the fields' cotangents where the use's did, in the order of
+        // the pullback without a split.
+        let fields_of: Vec<Operand> = new[&r].iter().map(|&x| Operand::Value(x)).collect();
+        let ty = func.values[r].ty.clone();
+        let remake = |func: &mut Func, b: Block, before: Option<Inst>| {
             let kind = InstKind::Prim {
                 prim: Prim::Tuple,
-                args,
+                args: fields_of.iter().copied().collect(),
             };
-            let ty = func.values[r].ty.clone();
-            let (inst, t) = func.push_inst(b, kind, Some(ty), None);
-            let t = t.ok_or(BuildError::BadHandle("tuple result"))?;
-            let insts = &mut func.blocks[b].insts;
-            insts.pop();
-            let at = insts
+            let (inst, t) = func.push_inst(b, kind, Some(ty.clone()), None);
+            if let Some(i) = before {
+                let insts = &mut func.blocks[b].insts;
+                insts.pop();
+                let at = insts.iter().position(|&x| x == i).unwrap_or(insts.len());
+                insts.insert(at, inst);
+            }
+            t.map(Operand::Value)
+                .ok_or(BuildError::BadHandle("tuple result"))
+        };
+        let swap = |op: &mut Operand, t: Operand| {
+            if *op == Operand::Value(r) {
+                *op = t;
+            }
+        };
+        for i in whole {
+            if let InstKind::Phi { entries } = func.insts[i].kind.clone() {
+                for (j, (from, op)) in entries.iter().enumerate() {
+                    if *op == Operand::Value(r) {
+                        let t = remake(func, *from, None)?;
+                        if let InstKind::Phi { entries } = &mut func.insts[i].kind {
+                            entries[j].1 = t;
+                        }
+                    }
+                }
+                continue;
+            }
+            let Some(&b) = func
+                .layout
                 .iter()
-                .position(|&i| !matches!(func.insts[i].kind, InstKind::Phi { .. }))
-                .unwrap_or(insts.len());
-            insts.insert(at, inst);
-            subst.insert(r, Operand::Value(t));
+                .find(|&&b| func.blocks[b].insts.contains(&i))
+            else {
+                continue;
+            };
+            let t = remake(func, b, Some(i))?;
+            match &mut func.insts[i].kind {
+                InstKind::Prim { args, .. } | InstKind::Invoke { args, .. } => {
+                    args.iter_mut().for_each(|a| swap(a, t));
+                }
+                InstKind::CallValue { callee, args } => {
+                    if *callee == r
+                        && let Operand::Value(tv) = t
+                    {
+                        *callee = tv;
+                    }
+                    args.iter_mut().for_each(|a| swap(a, t));
+                }
+                InstKind::Phi { .. } => {}
+            }
+        }
+        if at_end {
+            for b in func.layout.clone() {
+                let reads = match &func.blocks[b].term {
+                    Some(Terminator::GotoIfNot { cond: op, .. })
+                    | Some(Terminator::Switch { index: op, .. })
+                    | Some(Terminator::Return(op)) => *op == Operand::Value(r),
+                    _ => false,
+                };
+                if reads {
+                    let t = remake(func, b, None)?;
+                    match &mut func.blocks[b].term {
+                        Some(Terminator::GotoIfNot { cond: op, .. })
+                        | Some(Terminator::Switch { index: op, .. })
+                        | Some(Terminator::Return(op)) => swap(op, t),
+                        _ => {}
+                    }
+                }
+            }
         }
     }
     // The `dual`s that only entered split phis.
