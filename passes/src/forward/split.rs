@@ -31,9 +31,10 @@
 //! other tuple entering the web enters by a `getfield` per field, added at
 //! the end of the block it enters from, and a phi of the web used other
 //! than by `getfield` with a constant index or as a web phi's entry is made
-//! again, where it is so used, from its fields' phis by a `tuple` statement
-//! after the phis of its block. [`merge_getfields`] then makes the
-//! `getfield`s of one tuple and field one statement.
+//! again from its fields' phis by a `tuple` statement just before each such
+//! use (so the pullback sums the fields' cotangents in the order it did).
+//! [`merge_getfields`] then makes the `getfield`s of one array field of one
+//! tuple one statement.
 //!
 //! Assumes a verified function. Guarantees: the function computes the same
 //! values (each part flows along the same edges as the dual did), verifies,
@@ -77,7 +78,7 @@ pub(crate) fn split_dual_array_phis(module: &mut Module, id: FuncId) -> Result<u
 /// way: each becomes a phi per field, entered with the fields of the
 /// `tuple` statements entering it (or `getfield`s of another tuple), each
 /// `getfield` of it with a constant index the phi of its field, any other
-/// use a `tuple` of the fields' phis (reverse mode under a tape limit,
+/// use a `tuple` of the fields' phis made just before it (reverse mode under a tape limit,
 /// docs/reverse.md, "Tuples carried through the header"). Returns how many
 /// phis were split.
 pub(crate) fn split_tuple_array_phis(func: &mut Func) -> Result<usize, BuildError> {
