@@ -447,40 +447,16 @@ fn rewrite(
     }
     // A tuple entering the web that no `tuple` statement made gives its
     // fields by `getfield`, at the end of the block it enters from.
-    let mut fields: HashMap<(Value, Block), Vec<Operand>> = HashMap::default();
-    if kind == Kind::Tuple {
-        let func = module
-            .get_mut(id)
-            .ok_or(BuildError::BadHandle("function"))?;
-        for &r in &order {
-            let InstKind::Phi { entries } = func.insts[web[&r].0].kind.clone() else {
-                continue;
-            };
-            for (from, op) in entries {
-                let Operand::Value(v) = op else { continue };
-                if web.contains_key(&v)
-                    || dual_parts(func, v, kind).is_some()
-                    || fields.contains_key(&(v, from))
-                {
-                    continue;
-                }
-                let got = types[&r]
-                    .iter()
-                    .enumerate()
-                    .map(|(k, ty)| {
-                        let kind = InstKind::Prim {
-                            prim: Prim::Getfield,
-                            args: SmallVec::from_slice(&[op, Operand::Const(Const::I64(k as i64))]),
-                        };
-                        let (_, x) = func.push_inst(from, kind, Some(ty.clone()), None);
-                        x.map(Operand::Value)
-                            .ok_or(BuildError::BadHandle("getfield result"))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                fields.insert((v, from), got);
-            }
-        }
-    }
+    let fields = match kind {
+        Kind::Tuple => entry_fields(
+            module
+                .get_mut(id)
+                .ok_or(BuildError::BadHandle("function"))?,
+            (web, &order),
+            &types,
+        )?,
+        Kind::Dual => HashMap::default(),
+    };
     // The new phis, after the existing ones of each old one's block.
     let mut fb = FuncBuilder::new(module, id)?;
     let mut new: HashMap<Value, Vec<Value>> = HashMap::default();
@@ -546,86 +522,9 @@ fn rewrite(
         }
         // A tuple used as a whole (passed to a call, returned, entering a
         // phi that does not split) is made again from its fields' phis
-        // where it is so used: just before the statement, at the end of the
-        // block a phi's entry or a terminator reads it in. Its pullback then
-        // adds the fields' cotangents where the use's did, in the order of
-        // the pullback without a split.
+        // where it is so used.
         let fields_of: Vec<Operand> = new[&r].iter().map(|&x| Operand::Value(x)).collect();
-        let ty = func.values[r].ty.clone();
-        let remake = |func: &mut Func, b: Block, before: Option<Inst>| {
-            let kind = InstKind::Prim {
-                prim: Prim::Tuple,
-                args: fields_of.iter().copied().collect(),
-            };
-            let (inst, t) = func.push_inst(b, kind, Some(ty.clone()), None);
-            if let Some(i) = before {
-                let insts = &mut func.blocks[b].insts;
-                insts.pop();
-                let at = insts.iter().position(|&x| x == i).unwrap_or(insts.len());
-                insts.insert(at, inst);
-            }
-            t.map(Operand::Value)
-                .ok_or(BuildError::BadHandle("tuple result"))
-        };
-        let swap = |op: &mut Operand, t: Operand| {
-            if *op == Operand::Value(r) {
-                *op = t;
-            }
-        };
-        for i in whole {
-            if let InstKind::Phi { entries } = func.insts[i].kind.clone() {
-                for (j, (from, op)) in entries.iter().enumerate() {
-                    if *op == Operand::Value(r) {
-                        let t = remake(func, *from, None)?;
-                        if let InstKind::Phi { entries } = &mut func.insts[i].kind {
-                            entries[j].1 = t;
-                        }
-                    }
-                }
-                continue;
-            }
-            let Some(&b) = func
-                .layout
-                .iter()
-                .find(|&&b| func.blocks[b].insts.contains(&i))
-            else {
-                continue;
-            };
-            let t = remake(func, b, Some(i))?;
-            match &mut func.insts[i].kind {
-                InstKind::Prim { args, .. } | InstKind::Invoke { args, .. } => {
-                    args.iter_mut().for_each(|a| swap(a, t));
-                }
-                InstKind::CallValue { callee, args } => {
-                    if *callee == r
-                        && let Operand::Value(tv) = t
-                    {
-                        *callee = tv;
-                    }
-                    args.iter_mut().for_each(|a| swap(a, t));
-                }
-                InstKind::Phi { .. } => {}
-            }
-        }
-        if at_end {
-            for b in func.layout.clone() {
-                let reads = match &func.blocks[b].term {
-                    Some(Terminator::GotoIfNot { cond: op, .. })
-                    | Some(Terminator::Switch { index: op, .. })
-                    | Some(Terminator::Return(op)) => *op == Operand::Value(r),
-                    _ => false,
-                };
-                if reads {
-                    let t = remake(func, b, None)?;
-                    match &mut func.blocks[b].term {
-                        Some(Terminator::GotoIfNot { cond: op, .. })
-                        | Some(Terminator::Switch { index: op, .. })
-                        | Some(Terminator::Return(op)) => swap(op, t),
-                        _ => {}
-                    }
-                }
-            }
-        }
+        remake_whole(func, r, (&whole, at_end), &fields_of)?;
     }
     // The `dual`s that only entered split phis.
     for v in duals {
@@ -644,4 +543,135 @@ fn rewrite(
     }
     remove_and_substitute(func, &dead, &map);
     Ok(order.len())
+}
+
+/// The fields of each tuple entering a phi of `web` (taken in `order`)
+/// that no `tuple` statement made and no phi of the web is, by entering
+/// block: `getfield`s of it of the field types `types`, added at the end of
+/// that block.
+fn entry_fields(
+    func: &mut Func,
+    (web, order): (&HashMap<Value, (Inst, Block)>, &[Value]),
+    types: &HashMap<Value, Vec<Type>>,
+) -> Result<HashMap<(Value, Block), Vec<Operand>>, BuildError> {
+    let mut fields: HashMap<(Value, Block), Vec<Operand>> = HashMap::default();
+    for &r in order {
+        let InstKind::Phi { entries } = func.insts[web[&r].0].kind.clone() else {
+            continue;
+        };
+        for (from, op) in entries {
+            let Operand::Value(v) = op else { continue };
+            if web.contains_key(&v)
+                || dual_parts(func, v, Kind::Tuple).is_some()
+                || fields.contains_key(&(v, from))
+            {
+                continue;
+            }
+            let got = types[&r]
+                .iter()
+                .enumerate()
+                .map(|(k, ty)| {
+                    let kind = InstKind::Prim {
+                        prim: Prim::Getfield,
+                        args: SmallVec::from_slice(&[op, Operand::Const(Const::I64(k as i64))]),
+                    };
+                    let (_, x) = func.push_inst(from, kind, Some(ty.clone()), None);
+                    x.map(Operand::Value)
+                        .ok_or(BuildError::BadHandle("getfield result"))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            fields.insert((v, from), got);
+        }
+    }
+    Ok(fields)
+}
+
+/// Replaces split phi `r` where it is used whole (the statements `whole`,
+/// and, when `at_end`, the terminators reading it) by a `tuple` of its
+/// fields' phis `fields_of` made just before the use: before the
+/// statement, or at the end of the block a phi's entry or a terminator
+/// reads it in. Its pullback then adds the fields' cotangents where the
+/// use's did, in the order of the pullback without a split.
+fn remake_whole(
+    func: &mut Func,
+    r: Value,
+    (whole, at_end): (&[Inst], bool),
+    fields_of: &[Operand],
+) -> Result<(), BuildError> {
+    let ty = func.values[r].ty.clone();
+    let remake = |func: &mut Func, b: Block, before: Option<Inst>| {
+        let kind = InstKind::Prim {
+            prim: Prim::Tuple,
+            args: fields_of.iter().copied().collect(),
+        };
+        let (inst, t) = func.push_inst(b, kind, Some(ty.clone()), None);
+        if let Some(i) = before {
+            let insts = &mut func.blocks[b].insts;
+            insts.pop();
+            let at = insts.iter().position(|&x| x == i).unwrap_or(insts.len());
+            insts.insert(at, inst);
+        }
+        t.map(Operand::Value)
+            .ok_or(BuildError::BadHandle("tuple result"))
+    };
+    let swap = |op: &mut Operand, t: Operand| {
+        if *op == Operand::Value(r) {
+            *op = t;
+        }
+    };
+    for &i in whole {
+        if let InstKind::Phi { entries } = func.insts[i].kind.clone() {
+            for (j, (from, op)) in entries.iter().enumerate() {
+                if *op == Operand::Value(r) {
+                    let t = remake(func, *from, None)?;
+                    if let InstKind::Phi { entries } = &mut func.insts[i].kind {
+                        entries[j].1 = t;
+                    }
+                }
+            }
+            continue;
+        }
+        let Some(&b) = func
+            .layout
+            .iter()
+            .find(|&&b| func.blocks[b].insts.contains(&i))
+        else {
+            continue;
+        };
+        let t = remake(func, b, Some(i))?;
+        match &mut func.insts[i].kind {
+            InstKind::Prim { args, .. } | InstKind::Invoke { args, .. } => {
+                args.iter_mut().for_each(|a| swap(a, t));
+            }
+            InstKind::CallValue { callee, args } => {
+                if *callee == r
+                    && let Operand::Value(tv) = t
+                {
+                    *callee = tv;
+                }
+                args.iter_mut().for_each(|a| swap(a, t));
+            }
+            InstKind::Phi { .. } => {}
+        }
+    }
+    if at_end {
+        for b in func.layout.clone() {
+            let reads = match &func.blocks[b].term {
+                Some(Terminator::GotoIfNot { cond: op, .. })
+                | Some(Terminator::Switch { index: op, .. })
+                | Some(Terminator::Return(op)) => *op == Operand::Value(r),
+                _ => false,
+            };
+            if reads {
+                let t = remake(func, b, None)?;
+                match &mut func.blocks[b].term {
+                    Some(Terminator::GotoIfNot { cond: op, .. })
+                    | Some(Terminator::Switch { index: op, .. })
+                    | Some(Terminator::Return(op)) => swap(op, t),
+                    _ => {}
+                }
+            }
+        }
+    }
+    Ok(())
 }
