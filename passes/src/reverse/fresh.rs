@@ -710,10 +710,9 @@ func @mutual2(%a: [f64], %n: i64) -> [f64] {
 }
 ";
 
-    #[test]
-    fn arrays_made_in_the_call_are_fresh_and_arguments_are_not() {
-        let m = parse_module(TEXT).expect("test IR parses");
-        // A function calling every other.
+    /// A function calling every function of `m` (its statements are not
+    /// placed in blocks: the facts read only the calls).
+    fn calling_all(m: &Module) -> irad_ir::Func {
         let mut all = irad_ir::Func::new("all", vec![], Type::Unit);
         for (id, f) in m.funcs() {
             let r = all.values.push(irad_ir::ValueData {
@@ -730,6 +729,13 @@ func @mutual2(%a: [f64], %n: i64) -> [f64] {
                 pos: None,
             });
         }
+        all
+    }
+
+    #[test]
+    fn arrays_made_in_the_call_are_fresh_and_arguments_are_not() {
+        let m = parse_module(TEXT).expect("test IR parses");
+        let all = calling_all(&m);
         let names = |by_rule: &dyn Fn(FuncId) -> bool| {
             let mut facts = CallFacts::default();
             let mut names: Vec<String> = facts
@@ -846,22 +852,7 @@ func @whole(%a: [f64], %b: [f64]) -> ([f64], [f64]) {
     #[test]
     fn fields_are_fresh_when_made_in_the_call_and_apart() {
         let m = parse_module(FIELDS).expect("test IR parses");
-        let mut all = irad_ir::Func::new("all", vec![], Type::Unit);
-        for (id, f) in m.funcs() {
-            let r = all.values.push(irad_ir::ValueData {
-                ty: f.ret.clone(),
-                def: ValueDef::Param(0),
-                name: None,
-            });
-            all.insts.push(irad_ir::InstData {
-                kind: InstKind::Invoke {
-                    func: id,
-                    args: Default::default(),
-                },
-                result: Some(r),
-                pos: None,
-            });
-        }
+        let all = calling_all(&m);
         let fields = |by_rule: &dyn Fn(FuncId) -> bool| {
             let mut out: Vec<(String, u32)> = CallFacts::default()
                 .learn(&m, &all, by_rule)
