@@ -184,6 +184,29 @@ pub enum Terminator {
     },
 }
 
+impl Terminator {
+    /// The operand the terminator reads (a `gotoifnot`'s condition, a
+    /// `switch`'s index, the value returned); `None` for `goto`.
+    pub fn operand(&self) -> Option<&Operand> {
+        match self {
+            Terminator::GotoIfNot { cond: op, .. }
+            | Terminator::Switch { index: op, .. }
+            | Terminator::Return(op) => Some(op),
+            Terminator::Goto(_) => None,
+        }
+    }
+
+    /// The operand the terminator reads, to change it.
+    pub fn operand_mut(&mut self) -> Option<&mut Operand> {
+        match self {
+            Terminator::GotoIfNot { cond: op, .. }
+            | Terminator::Switch { index: op, .. }
+            | Terminator::Return(op) => Some(op),
+            Terminator::Goto(_) => None,
+        }
+    }
+}
+
 /// A basic block.
 #[derive(Clone, Debug, Default)]
 pub struct BlockData {

@@ -73,13 +73,12 @@ pub(crate) fn remove_and_substitute(
         for inst in func.blocks[block].insts.clone() {
             replace_in_inst(&mut func.insts[inst].kind, subst);
         }
-        match &mut func.blocks[block].term {
-            Some(Terminator::GotoIfNot { cond: op, .. })
-            | Some(Terminator::Switch { index: op, .. })
-            | Some(Terminator::Return(op)) => {
-                replace(op, subst);
-            }
-            Some(Terminator::Goto(_)) | None => {}
+        if let Some(op) = func.blocks[block]
+            .term
+            .as_mut()
+            .and_then(Terminator::operand_mut)
+        {
+            replace(op, subst);
         }
     }
 }

@@ -118,13 +118,12 @@ impl Fresh {
                     }
                 }
             }
-            if let Some(term) = &src.blocks[b].term {
-                match term {
-                    irad_ir::Terminator::GotoIfNot { cond: op, .. }
-                    | irad_ir::Terminator::Switch { index: op, .. }
-                    | irad_ir::Terminator::Return(op) => note(op, None),
-                    irad_ir::Terminator::Goto(_) => {}
-                }
+            if let Some(op) = src.blocks[b]
+                .term
+                .as_ref()
+                .and_then(irad_ir::Terminator::operand)
+            {
+                note(op, None);
             }
         }
         for (t, list) in readers {
