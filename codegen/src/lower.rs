@@ -156,6 +156,29 @@ pub(crate) struct Compiler<M: ClModule> {
     pub fail_at: Option<Prim>,
 }
 
+/// `func` (or its inlined copy `inl`) with the phis of tuples holding
+/// arrays split into a phi per field, and `getfield`s of `tuple`
+/// statements' array fields folded (`irad_passes::forward::tuples_for_codegen`;
+/// docs/codegen.md, "Tuples holding arrays"), so that the arrays a loop
+/// carries in a tuple are freed as those it carries in array phis. The
+/// copy's new statements (phis, `tuple`, `getfield`) have no place: none
+/// can fail.
+fn split_tuples(func: &Func, inl: Option<Inlined>) -> Result<Option<Inlined>, CodegenError> {
+    let base = inl.as_ref().map_or(func, |i| &i.func);
+    match irad_passes::forward::tuples_for_codegen(base) {
+        Ok(Some(split)) => {
+            let mut w = inl.unwrap_or_else(|| Inlined::identity(func));
+            w.func = split;
+            Ok(Some(w))
+        }
+        Ok(None) => Ok(inl),
+        Err(e) => Err(CodegenError::internal(format!(
+            "splitting the tuple phis of @{}: {e}",
+            func.name
+        ))),
+    }
+}
+
 impl<M: ClModule> Compiler<M> {
     pub fn new(backend: M) -> Compiler<M> {
         let ctx = backend.make_context();
@@ -472,6 +495,15 @@ impl<M: ClModule> Compiler<M> {
             bodies.dedup();
             self.inlined_bodies.insert(fid, bodies);
         }
+        // Tuples holding arrays carried through loops split into a phi per
+        // field on the same copy (docs/codegen.md, "Tuples holding arrays").
+        let inlined = match f {
+            FuncRef::User(fid) => match module.get(fid) {
+                Some(func) => split_tuples(func, inlined)?,
+                None => inlined,
+            },
+            FuncRef::Prim(_) => inlined,
+        };
         // Loop fusion works on the same copy, before versioning (which then
         // takes a fused loop as one).
         let inlined = match f {

@@ -32,6 +32,7 @@ use irad_rules::{Callee, Registry};
 
 pub use crate::rule_cache::CacheStats;
 use crate::rule_cache::RuleCache;
+pub use split::tuples_for_codegen;
 
 ad_error!(
     /// A forward-mode failure: what and where (in the primal).

@@ -29,12 +29,22 @@
 //! constant fields enter their phis as they are), and more widely: every
 //! tuple phi holding an array splits unless an entry is a constant. Any
 //! other tuple entering the web enters by a `getfield` per field, added at
-//! the end of the block it enters from, and a phi of the web used other
+//! the end of the block it enters from (an array field's right after the
+//! statement that made the tuple, when no phi did), and a phi of the web used other
 //! than by `getfield` with a constant index or as a web phi's entry is made
 //! again from its fields' phis by a `tuple` statement just before each such
 //! use (so the pullback sums the fields' cotangents in the order it did).
 //! [`merge_getfields`] then makes the `getfield`s of one array field of one
 //! tuple one statement.
+//!
+//! Code generation does the same on its own copy of a function, after
+//! inlining ([`tuples_for_codegen`]; docs/codegen.md, "Tuples holding
+//! arrays"), so that a loop carrying arrays in a tuple carries them in
+//! array phis, which it frees as the primal's: first each `getfield` of an
+//! array field of a `tuple` statement (inlining leaves these where a
+//! callee made a tuple and the caller reads it) becomes the field's
+//! operand, then the phis split, then the fields are folded again and the
+//! reads of each array field merged.
 //!
 //! Assumes a verified function. Guarantees: the function computes the same
 //! values (each part flows along the same edges as the dual did), verifies,
@@ -50,6 +60,9 @@ use irad_ir::{
 };
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use smallvec::SmallVec;
+
+/// Each statement's block and position in it (`Func::inst_places`).
+type Places = SecondaryMap<Inst, Option<(Block, u32)>>;
 
 /// Where a value is used.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -138,9 +151,22 @@ pub(crate) fn merge_getfields(func: &mut Func) -> usize {
     let Some(entry) = func.layout.first().copied() else {
         return 0;
     };
+    let places = func.inst_places();
     for ((t, _), group) in groups {
         let kept = group[0];
         let Some(r) = func.insts[kept].result else {
+            continue;
+        };
+        // Where `t` is defined (reachable statements only: a group of a
+        // tuple defined nowhere in the layout stays as it is).
+        let (block, after) = match func.values[t].def {
+            ValueDef::Inst(d) => match places[d] {
+                Some((b, _)) => (b, Some(d)),
+                None => continue,
+            },
+            ValueDef::Param(_) => (entry, None),
+        };
+        let Some((from, _)) = places[kept] else {
             continue;
         };
         for &other in &group[1..] {
@@ -150,22 +176,7 @@ pub(crate) fn merge_getfields(func: &mut Func) -> usize {
             }
         }
         // Moved right after `t`'s definition.
-        for &b in &func.layout {
-            func.blocks[b].insts.retain(|&i| i != kept);
-        }
-        let (block, after) = match func.values[t].def {
-            ValueDef::Inst(d) => {
-                let Some(&b) = func
-                    .layout
-                    .iter()
-                    .find(|&&b| func.blocks[b].insts.contains(&d))
-                else {
-                    continue;
-                };
-                (b, Some(d))
-            }
-            ValueDef::Param(_) => (entry, None),
-        };
+        func.blocks[from].insts.retain(|&i| i != kept);
         let insts = &func.blocks[block].insts;
         let at = match after {
             Some(d) if !matches!(func.insts[d].kind, InstKind::Phi { .. }) => insts
@@ -183,6 +194,91 @@ pub(crate) fn merge_getfields(func: &mut Func) -> usize {
     let dead: EntitySet<Inst> = dead.into_iter().collect();
     remove_and_substitute(func, &dead, &map);
     n
+}
+
+/// How many rounds of [`fold_tuple_getfields`] a copy for code generation
+/// gets (a round folds one more level of nested tuples).
+const FOLD_ROUNDS: usize = 8;
+
+/// `func` made ready for code generation (module comment; docs/codegen.md,
+/// "Tuples holding arrays"): `getfield`s of array fields of `tuple`
+/// statements folded, phis of tuples holding arrays split, then folded
+/// again and array fields' reads merged. `None` when there is nothing to
+/// change. Statements are never renumbered, so a table of places by
+/// statement (inlining's) stays true of the old ones; the new ones are
+/// `tuple`, `getfield` and phis, which cannot fail.
+pub fn tuples_for_codegen(func: &Func) -> Result<Option<Func>, BuildError> {
+    if folds(func).is_empty() && candidates(func, Kind::Tuple).is_empty() {
+        return Ok(None);
+    }
+    let mut f = func.clone();
+    let mut changed = fold_tuple_getfields(&mut f);
+    while let n @ 1.. = split_tuple_array_phis(&mut f)? {
+        changed += n;
+    }
+    changed += fold_tuple_getfields(&mut f);
+    if changed == 0 {
+        return Ok(None);
+    }
+    merge_getfields(&mut f);
+    Ok(Some(f))
+}
+
+/// Folds `x = getfield(t, k)` of an array-holding field `k` of `t =
+/// tuple(..)` into the `tuple`'s operand `k`, in up to [`FOLD_ROUNDS`]
+/// rounds; returns how many went. The operand's definition dominates `t`'s,
+/// which dominates every use of `x`.
+fn fold_tuple_getfields(func: &mut Func) -> usize {
+    let mut n = 0;
+    for _ in 0..FOLD_ROUNDS {
+        let found = folds(func);
+        if found.is_empty() {
+            break;
+        }
+        n += found.len();
+        let to: HashMap<Value, Operand> = found.iter().map(|&(_, x, op)| (x, op)).collect();
+        let mut map: SecondaryMap<Value, Option<Operand>> = SecondaryMap::new();
+        let mut dead = EntitySet::new();
+        for (inst, x, mut op) in found {
+            // A field folded into another folded field: to the end of the
+            // chain (which ends: each link's definition dominates the last).
+            while let Operand::Value(v) = op
+                && let Some(&next) = to.get(&v)
+            {
+                op = next;
+            }
+            map.set(x, Some(op));
+            dead.insert(inst);
+        }
+        remove_and_substitute(func, &dead, &map);
+    }
+    n
+}
+
+/// The `getfield`s [`fold_tuple_getfields`] folds now: (statement, its
+/// result, the operand it becomes).
+fn folds(func: &Func) -> Vec<(Inst, Value, Operand)> {
+    let mut out = Vec::new();
+    for &b in &func.layout {
+        for &inst in &func.blocks[b].insts {
+            let data = &func.insts[inst];
+            if let (
+                InstKind::Prim {
+                    prim: Prim::Getfield,
+                    args,
+                },
+                Some(x),
+            ) = (&data.kind, data.result)
+                && irad_rules::emit::contains_array(&func.values[x].ty)
+                && let [Operand::Value(t), Operand::Const(Const::I64(k))] = args.as_slice()
+                && let Some(parts) = dual_parts(func, *t, Kind::Tuple)
+                && let Some(&op) = usize::try_from(*k).ok().and_then(|k| parts.get(k))
+            {
+                out.push((inst, x, op));
+            }
+        }
+    }
+    out
 }
 
 /// The webs of `kind` of function `id` split; how many phis.
@@ -247,11 +343,8 @@ fn uses_of(func: &Func) -> SecondaryMap<Value, SmallVec<[Use; 2]>> {
                 }
             }
         }
-        match &func.blocks[b].term {
-            Some(Terminator::GotoIfNot { cond: op, .. })
-            | Some(Terminator::Switch { index: op, .. })
-            | Some(Terminator::Return(op)) => add(op, Use::Term),
-            _ => {}
+        if let Some(op) = func.blocks[b].term.as_ref().and_then(Terminator::operand) {
+            add(op, Use::Term);
         }
     }
     uses
@@ -501,6 +594,7 @@ fn rewrite(
         .get_mut(id)
         .ok_or(BuildError::BadHandle("function"))?;
     // Each `primal`/`tangent` of a split phi is its part's phi.
+    let places = func.inst_places();
     let mut subst: HashMap<Value, Operand> = HashMap::default();
     for &r in &order {
         let mut whole: Vec<Inst> = Vec::new();
@@ -524,7 +618,7 @@ fn rewrite(
         // phi that does not split) is made again from its fields' phis
         // where it is so used.
         let fields_of: Vec<Operand> = new[&r].iter().map(|&x| Operand::Value(x)).collect();
-        remake_whole(func, r, (&whole, at_end), &fields_of)?;
+        remake_whole(func, (r, &places), (&whole, at_end), &fields_of)?;
     }
     // The `dual`s that only entered split phis.
     for v in duals {
@@ -548,13 +642,15 @@ fn rewrite(
 /// The fields of each tuple entering a phi of `web` (taken in `order`)
 /// that no `tuple` statement made and no phi of the web is, by entering
 /// block: `getfield`s of it of the field types `types`, added at the end of
-/// that block.
+/// that block, but for an array field of a tuple a statement other than a
+/// phi made: right after that statement.
 fn entry_fields(
     func: &mut Func,
     (web, order): (&HashMap<Value, (Inst, Block)>, &[Value]),
     types: &HashMap<Value, Vec<Type>>,
 ) -> Result<HashMap<(Value, Block), Vec<Operand>>, BuildError> {
     let mut fields: HashMap<(Value, Block), Vec<Operand>> = HashMap::default();
+    let places = func.inst_places();
     for &r in order {
         let InstKind::Phi { entries } = func.insts[web[&r].0].kind.clone() else {
             continue;
@@ -567,6 +663,11 @@ fn entry_fields(
             {
                 continue;
             }
+            // An array field's read goes right after the statement making
+            // the tuple, next to it (a call's result read in the call's
+            // block is a site of code generation, docs/codegen.md,
+            // "Tuples holding arrays"); the others at the end of `from`.
+            let mut next = after_def(func, v, &places);
             let got = types[&r]
                 .iter()
                 .enumerate()
@@ -575,7 +676,19 @@ fn entry_fields(
                         prim: Prim::Getfield,
                         args: SmallVec::from_slice(&[op, Operand::Const(Const::I64(k as i64))]),
                     };
-                    let (_, x) = func.push_inst(from, kind, Some(ty.clone()), None);
+                    let near = next.filter(|_| matches!(ty, Type::Array(_)));
+                    let (inst, x) =
+                        func.push_inst(near.map_or(from, |(b, _)| b), kind, Some(ty.clone()), None);
+                    if let Some((b, prev)) = near {
+                        let insts = &mut func.blocks[b].insts;
+                        insts.pop();
+                        let at = insts
+                            .iter()
+                            .position(|&i| i == prev)
+                            .map_or(insts.len(), |p| p + 1);
+                        insts.insert(at, inst);
+                        next = Some((b, inst));
+                    }
                     x.map(Operand::Value)
                         .ok_or(BuildError::BadHandle("getfield result"))
                 })
@@ -586,6 +699,18 @@ fn entry_fields(
     Ok(fields)
 }
 
+/// The block and statement defining `v` when that is a statement other
+/// than a phi (in the layout), after which its array fields are read.
+fn after_def(func: &Func, v: Value, places: &Places) -> Option<(Block, Inst)> {
+    let ValueDef::Inst(d) = func.values[v].def else {
+        return None;
+    };
+    if matches!(func.insts[d].kind, InstKind::Phi { .. }) {
+        return None;
+    }
+    places[d].map(|(b, _)| (b, d))
+}
+
 /// Replaces split phi `r` where it is used whole (the statements `whole`,
 /// and, when `at_end`, the terminators reading it) by a `tuple` of its
 /// fields' phis `fields_of` made just before the use: before the
@@ -594,7 +719,7 @@ fn entry_fields(
 /// use's did, in the order of the pullback without a split.
 fn remake_whole(
     func: &mut Func,
-    r: Value,
+    (r, places): (Value, &Places),
     (whole, at_end): (&[Inst], bool),
     fields_of: &[Operand],
 ) -> Result<(), BuildError> {
@@ -631,11 +756,7 @@ fn remake_whole(
             }
             continue;
         }
-        let Some(&b) = func
-            .layout
-            .iter()
-            .find(|&&b| func.blocks[b].insts.contains(&i))
-        else {
+        let Some((b, _)) = places[i] else {
             continue;
         };
         let t = remake(func, b, Some(i))?;
@@ -656,19 +777,19 @@ fn remake_whole(
     }
     if at_end {
         for b in func.layout.clone() {
-            let reads = match &func.blocks[b].term {
-                Some(Terminator::GotoIfNot { cond: op, .. })
-                | Some(Terminator::Switch { index: op, .. })
-                | Some(Terminator::Return(op)) => *op == Operand::Value(r),
-                _ => false,
-            };
+            let reads = func.blocks[b]
+                .term
+                .as_ref()
+                .and_then(Terminator::operand)
+                .is_some_and(|op| *op == Operand::Value(r));
             if reads {
                 let t = remake(func, b, None)?;
-                match &mut func.blocks[b].term {
-                    Some(Terminator::GotoIfNot { cond: op, .. })
-                    | Some(Terminator::Switch { index: op, .. })
-                    | Some(Terminator::Return(op)) => swap(op, t),
-                    _ => {}
+                if let Some(op) = func.blocks[b]
+                    .term
+                    .as_mut()
+                    .and_then(Terminator::operand_mut)
+                {
+                    swap(op, t);
                 }
             }
         }
