@@ -243,8 +243,14 @@ fn the_pops_free_the_fresh_arrays_callees_pushed() {
         // its shadow, made before the loop (0 before: the phi passing its
         // array to a callee that pushed it kept every array).
         ("stepped", 0, 16),
-        // Not yet: `@pair.rev.fwd` returns a tuple inside its tuple.
-        ("paired", 0, 0),
+        // `@pair.rev.fwd` returns a tuple inside its tuple, `((b, s, c),
+        // db, dc)`: its arrays are fresh at paths [0, 0], [0, 2], [1] and
+        // [2] ("Fresh results"), so the caller's `getfield`s of them are
+        // call sites: the 7 `b`s, `c`s and their shadows, released and
+        // freed at their pops, and the first `zeros` and its shadow, made
+        // before the loop (0 before paths: fresh leaves were one level
+        // down only).
+        ("paired", 0, 30),
         // Not yet: `@built.rev.fwd` pushes the array its recursive call
         // returned (to restore it after its write), a call's array, not a
         // statement's.
@@ -1178,6 +1184,7 @@ const TUPLE_CASES: &[(&str, &str)] = &[
     ("inlined", "1.5, 0"),
     ("called", "1.5, 7"),
     ("nested", "1.5, 7"),
+    ("nested_called", "1.5, 7"),
     ("whole", "1.5, 7"),
     ("twice", "1.5, 7"),
     ("twice", "1.5, 1"),
@@ -1224,6 +1231,10 @@ fn tuple_phis_free_the_arrays_their_loops_carried() {
         ("called", 8),
         // A tuple one level down, folded a level per round. Before: 1.
         ("nested", 8),
+        // The same from a recursive step: its result's array is fresh at
+        // path [0, 0], and the chain of `getfield`s right after the call
+        // takes it, a call site ("Fresh results"). Before: 1.
+        ("nested_called", 8),
         // `norm` reads the tuple, made again from the fields' phis before
         // the call, and keeps none of it. Before: 1.
         ("whole", 8),

@@ -327,7 +327,9 @@
 //!
 //! Fresh results. A function *returns a fresh array* at an array leaf of
 //! its result (the result `[T]` itself, or a field `[T]` of a result tuple
-//! whose other fields hold no array; [`Fresh`], in [`Summaries`]) when on
+//! at any depth of tuples inside it, named by its path of field indices,
+//! when no field holds an array otherwise, as a dual does; [`Fresh`], in
+//! [`Summaries`]) when on
 //! every return that leaf holds an array made during the call, to which
 //! no reference but the returned one and counted tape entries survives
 //! the return, and which the function never lets go of. [`fresh`] checks:
@@ -353,9 +355,14 @@
 //!
 //! In a caller, `r = invoke @g(...)` of type `[T]` whose result is fresh,
 //! and `f = getfield(t, k)` of a fresh field `k`, where `t = invoke
-//! @g(...)` is in `f`'s block and every use of `t` is a `getfield` there,
-//! the first of field `k` being `f` (the later ones of field `k`, as in
-//! `t.0[0] + t.0[1]`, are values `f` reaches), are *call sites*: sites
+//! @g(...)` is in `f`'s block and every use of `t` is a `getfield`, those
+//! of fields that can hold an array in that block (one of a field holding
+//! no array takes no reference, wherever it is), the first of field `k`
+//! being `f` (the later ones of field `k`, as in `t.0[0] + t.0[1]`, are
+//! values `f` reaches), are *call sites*; so is the `getfield` taking a
+//! fresh leaf deeper down by a chain of such `getfield`s in the block,
+//! each tuple of the chain taken once (`t.0.1` of a fresh leaf `[0, 1]`).
+//! Call sites are sites
 //! that make arrays, to which every rule above applies (freed, released,
 //! handed over to an owning phi, entering a latch-owning phi). A call
 //! site whose callee may have pushed its array counts as pushed, so it
@@ -759,9 +766,10 @@ pub(super) struct Summaries {
     /// pushing it otherwise or passing it where it may be kept (module
     /// header, "Pushed parameters"). A parameter pushed so is also kept.
     pushed: HashMap<FuncId, Vec<bool>>,
-    /// By function, by summary entry (`[T]`: 0, the result; a tuple: the
-    /// field's index); a function or entry not there is not fresh.
-    fresh: HashMap<FuncId, Vec<Fresh>>,
+    /// By function, by array leaf of its result (a path of field indices,
+    /// empty for a `[T]` result); a function or leaf not there is not
+    /// fresh.
+    fresh: HashMap<FuncId, fresh::FreshLeaves>,
     /// By function, by summary entry (as `fresh`): whether the leaf holds
     /// either an array made during the call or one of its parameters as
     /// passed ("Either results"); a function or entry not there does not.
@@ -811,13 +819,14 @@ impl Summaries {
         self.pushed.get(&f).cloned().unwrap_or_default()
     }
 
-    /// Whether entry `k` of `callee`'s result (0 for a `[T]` result, the
-    /// field of a tuple's) is fresh (unknown: no).
-    fn fresh(&self, callee: FuncId, k: usize) -> Fresh {
+    /// Whether the array leaf at `path` of `callee`'s result (`[]` for a
+    /// `[T]` result, `[k]` for field `k` of a tuple's, `[k, j]` for field
+    /// `j` of its field `k`, ...) is fresh (unknown: no).
+    fn fresh(&self, callee: FuncId, path: &[usize]) -> Fresh {
         self.fresh
             .get(&callee)
-            .and_then(|f| f.get(k).copied())
-            .unwrap_or(Fresh::No)
+            .and_then(|f| f.iter().find(|(p, _)| p.as_slice() == path))
+            .map_or(Fresh::No, |&(_, f)| f)
     }
 
     /// Whether entry `k` of `callee`'s result holds either an array made

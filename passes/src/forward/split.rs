@@ -122,6 +122,27 @@ pub(crate) fn split_tuple_array_phis(func: &mut Func) -> Result<usize, BuildErro
 /// would sum its cotangents in another order (another sign of a zero, or
 /// another rounding) than the pullback without a limit.
 pub(crate) fn merge_getfields(func: &mut Func) -> usize {
+    merge(func, false)
+}
+
+/// [`merge_getfields`] for code generation, which differentiates nothing
+/// and so may merge the reads of every field that holds an array, a tuple
+/// holding one too (so that a call's tuple inside a tuple is read once,
+/// docs/codegen.md, "Tuples holding arrays"), in rounds (a level each).
+fn merge_reads_holding_arrays(func: &mut Func) -> usize {
+    let mut n = 0;
+    for _ in 0..FOLD_ROUNDS {
+        match merge(func, true) {
+            0 => break,
+            k => n += k,
+        }
+    }
+    n
+}
+
+/// The merge of [`merge_getfields`], of array fields, or (`wide`) of every
+/// field holding an array.
+fn merge(func: &mut Func, wide: bool) -> usize {
     let mut groups: HashMap<(Value, i64), Vec<Inst>> = HashMap::default();
     for &b in &func.layout {
         for &inst in &func.blocks[b].insts {
@@ -133,7 +154,8 @@ pub(crate) fn merge_getfields(func: &mut Func) -> usize {
                 },
                 Some(r),
             ) = (&data.kind, data.result)
-                && matches!(func.values[r].ty, Type::Array(_))
+                && (matches!(func.values[r].ty, Type::Array(_))
+                    || wide && irad_rules::emit::contains_array(&func.values[r].ty))
                 && let [Operand::Value(t), Operand::Const(Const::I64(k))] = args.as_slice()
             {
                 groups.entry((*t, *k)).or_default().push(inst);
@@ -203,7 +225,7 @@ const FOLD_ROUNDS: usize = 8;
 /// `func` made ready for code generation (module comment; docs/codegen.md,
 /// "Tuples holding arrays"): `getfield`s of array fields of `tuple`
 /// statements folded, phis of tuples holding arrays split, then folded
-/// again and array fields' reads merged. `None` when there is nothing to
+/// again and the reads of fields holding arrays merged. `None` when there is nothing to
 /// change. Statements are never renumbered, so a table of places by
 /// statement (inlining's) stays true of the old ones; the new ones are
 /// `tuple`, `getfield` and phis, which cannot fail.
@@ -220,7 +242,7 @@ pub fn tuples_for_codegen(func: &Func) -> Result<Option<Func>, BuildError> {
     if changed == 0 {
         return Ok(None);
     }
-    merge_getfields(&mut f);
+    merge_reads_holding_arrays(&mut f);
     Ok(Some(f))
 }
 

@@ -24,11 +24,46 @@ pub(in crate::lower) enum Fresh {
     Made { pushed: bool },
 }
 
-/// The array leaves of result type `ty`, each as the index of its summary
-/// entry: `[T]` has one (the result itself, entry 0); a tuple one per field
-/// of type `[T]` (entry: the field's index). `None` when the type holds an
-/// array otherwise (a nested tuple, a dual): no leaf is then fresh, so
-/// that every leaf that can hold an array is one of these.
+/// Where an array sits in a value: the fields to take, outermost first
+/// (empty: the value itself).
+pub(in crate::lower) type Path = Vec<usize>;
+
+/// A function's fresh summary: each array leaf of its result, by path,
+/// with what is known of it.
+pub(in crate::lower) type FreshLeaves = Vec<(Path, Fresh)>;
+
+/// The array leaves of result type `ty`, by path: `[T]` has one (the
+/// result itself, `[]`); a tuple one per field of type `[T]` (`[k]`) and
+/// the leaves of each field that is a tuple, under its index (`[k, ..]`).
+/// `None` when the type holds an array otherwise (a dual): no leaf is then
+/// fresh, so that every leaf that can hold an array is one of these.
+fn leaf_paths(ty: &Type) -> Option<Vec<Path>> {
+    match ty {
+        Type::Array(_) => Some(vec![Vec::new()]),
+        Type::Tuple(elems) => {
+            let mut out = Vec::new();
+            for (k, e) in elems.iter().enumerate() {
+                match e {
+                    Type::Array(_) | Type::Tuple(_) => {
+                        for p in leaf_paths(e)? {
+                            out.push([k].into_iter().chain(p).collect());
+                        }
+                    }
+                    e if holds_array(e) => return None,
+                    _ => {}
+                }
+            }
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
+/// The array leaves of result type `ty` one level down, each as the index
+/// of its entry of an [`Either`] summary: `[T]` has one (the result
+/// itself, entry 0); a tuple one per field of type `[T]` (entry: the
+/// field's index). `None` when the type holds an array otherwise (a nested
+/// tuple, a dual): no leaf is then either.
 fn leaves(ty: &Type) -> Option<Vec<usize>> {
     match ty {
         Type::Array(_) => Some(vec![0]),
@@ -49,15 +84,15 @@ fn leaves(ty: &Type) -> Option<Vec<usize>> {
 
 /// The summary a greatest fixpoint starts from: every array leaf of
 /// `func`'s result fresh and never pushed.
-pub(super) fn top(func: &Func) -> Vec<Fresh> {
-    let mut out = vec![Fresh::No; entries(&func.ret)];
-    for k in leaves(&func.ret).unwrap_or_default() {
-        out[k] = Fresh::Made { pushed: false };
-    }
-    out
+pub(super) fn top(func: &Func) -> FreshLeaves {
+    leaf_paths(&func.ret)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|p| (p, Fresh::Made { pushed: false }))
+        .collect()
 }
 
-/// How many summary entries a result type has.
+/// How many [`Either`] summary entries a result type has.
 fn entries(ty: &Type) -> usize {
     match ty {
         Type::Array(_) => 1,
@@ -82,11 +117,11 @@ fn returned(func: &Func, dom: &DominatorTree) -> Vec<Operand> {
 
 /// The fresh leaves of `func`, given the current summaries of its callees
 /// (`lower/release.rs`, "Fresh results").
-pub(super) fn fresh_leaves(func: &Func, summaries: &Summaries) -> Vec<Fresh> {
-    let mut out = vec![Fresh::No; entries(&func.ret)];
-    let Some(leaves) = leaves(&func.ret) else {
-        return out;
+pub(super) fn fresh_leaves(func: &Func, summaries: &Summaries) -> FreshLeaves {
+    let Some(leaves) = leaf_paths(&func.ret) else {
+        return Vec::new();
     };
+    let mut out: FreshLeaves = leaves.iter().map(|p| (p.clone(), Fresh::No)).collect();
     if leaves.is_empty() {
         return out;
     }
@@ -95,27 +130,25 @@ pub(super) fn fresh_leaves(func: &Func, summaries: &Summaries) -> Vec<Fresh> {
     let uses = Uses::of(func, &dom);
     let calls = Calls::of(func, &dom, &uses, summaries);
     let returned = returned(func, &dom);
-    let whole = matches!(func.ret, Type::Array(_));
     let mut budget = BUDGET;
-    for &k in &leaves {
+    for (at, slot) in leaves.iter().zip(out.iter_mut()) {
         // What the leaf may hold over every return: only arrays made in
         // this call?
         let mut sources = Sources::default();
         for op in &returned {
-            sources.add(func, (&dom, &calls, summaries), *op, (!whole).then_some(k));
+            sources.add(func, (&dom, &calls, summaries), *op, at);
         }
         if sources.unknown || sources.origins.is_empty() {
             continue;
         }
         // Each of those reaches nothing that escapes but this leaf.
-        let at: &[usize] = if whole { &[] } else { std::slice::from_ref(&k) };
         let mut pushed = false;
         let mut fresh = true;
-        for &o in &sources.origins {
+        for o in &sources.origins {
             let (start, path, callee_pushed) = match o {
-                Origin::Made(v) => (v, Vec::new(), None),
-                Origin::Called(v, p) => (v, Vec::new(), Some(p)),
-                Origin::Field(t, j, p) => (t, vec![j], Some(p)),
+                Origin::Made(v) => (*v, Vec::new(), None),
+                Origin::Called(v, p) => (*v, Vec::new(), Some(*p)),
+                Origin::Field(t, j, p) => (*t, j.clone(), Some(*p)),
             };
             let walk = Reach {
                 func,
@@ -136,7 +169,7 @@ pub(super) fn fresh_leaves(func: &Func, summaries: &Summaries) -> Vec<Fresh> {
             }
         }
         if fresh {
-            out[k] = Fresh::Made { pushed };
+            slot.1 = Fresh::Made { pushed };
         }
     }
     out
@@ -226,8 +259,9 @@ fn either_leaf(
         param: Some(param),
         ..Sources::default()
     };
+    let path: Vec<usize> = k.into_iter().collect();
     for op in returned {
-        sources.add(func, (dom, calls, summaries), *op, k);
+        sources.add(func, (dom, calls, summaries), *op, &path);
     }
     if sources.unknown || !sources.passed {
         return None;
@@ -252,8 +286,8 @@ fn either_leaf(
         return None;
     }
     let mut pushed = false;
-    for &o in &sources.origins {
-        let (start, callee_pushed) = match o {
+    for o in &sources.origins {
+        let (start, callee_pushed) = match *o {
             Origin::Made(v) => (v, None),
             Origin::Called(v, p) => (v, Some(p)),
             Origin::Field(..) => return None,
@@ -282,8 +316,10 @@ impl Calls {
     /// The sites of `func` that are calls of fresh leaves: `r = invoke
     /// @g(...)` of type `[T]` whose result is fresh; `g = getfield(t, k)`
     /// of a fresh field `k` where `t = invoke @g(...)` is in the same
-    /// block, `t` is used only by `getfield`s there, and `g` is the first
-    /// of field `k` (the others are its aliases).
+    /// block, `t` is used only by `getfield`s, those of fields that can
+    /// hold an array all there, and `g` is the first of field `k` (the
+    /// others are its aliases); and a fresh leaf deeper down, taken by a
+    /// chain of such `getfield`s in the block ([`leaf_fields`]).
     pub(super) fn of(
         func: &Func,
         dom: &DominatorTree,
@@ -304,13 +340,13 @@ impl Calls {
                 };
                 match func.values.get(t).map(|d| &d.ty) {
                     Some(Type::Array(_)) => {
-                        if let Fresh::Made { pushed } = summaries.fresh(*callee, 0) {
+                        if let Fresh::Made { pushed } = summaries.fresh(*callee, &[]) {
                             sites.insert(t, pushed);
                         }
                     }
                     Some(Type::Tuple(_)) => {
-                        for (k, g, others) in fields(func, uses, (t, b)) {
-                            if let Fresh::Made { pushed } = summaries.fresh(*callee, k) {
+                        for (path, g, others) in leaf_fields(func, uses, (t, b)) {
+                            if let Fresh::Made { pushed } = summaries.fresh(*callee, &path) {
                                 sites.insert(g, pushed);
                                 if !others.is_empty() {
                                     aliases.insert(g, others);
@@ -326,11 +362,36 @@ impl Calls {
     }
 }
 
+/// The array leaves of tuple `t` (made in block `b`) taken by chains of
+/// `getfield`s in `b` ([`fields`] at each level): each leaf's path, its
+/// first `getfield` and the others of the same leaf. A tuple field taken
+/// more than once is not followed (its leaves would have aliases of
+/// their own).
+fn leaf_fields(func: &Func, uses: &Uses, (t, b): (Value, Block)) -> Vec<(Path, Value, Vec<Value>)> {
+    let mut out = Vec::new();
+    let mut work: Vec<(Value, Path)> = vec![(t, Vec::new())];
+    while let Some((t, prefix)) = work.pop() {
+        for (k, g, others) in fields(func, uses, (t, b)) {
+            let path: Path = prefix.iter().copied().chain([k]).collect();
+            match func.values.get(g).map(|d| &d.ty) {
+                Some(Type::Array(_)) => out.push((path, g, others)),
+                Some(ty @ Type::Tuple(_)) if holds_array(ty) && others.is_empty() => {
+                    work.push((g, path));
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
 /// The fields of tuple `t` (made in block `b`) taken by `getfield`s, when
-/// every use of `t` is a `getfield` of a constant field in block `b`: each
-/// field with its first `getfield` (in statement order) and the others of
-/// the same field, which hold the same array (a source's `t.0[0] +
-/// t.0[1]` takes the field twice).
+/// every use of `t` is a `getfield` of a constant field, and those whose
+/// result can hold an array are in block `b`: each field with its first
+/// `getfield` (in statement order) and the others of the same field, which
+/// hold the same array (a source's `t.0[0] + t.0[1]` takes the field
+/// twice). A `getfield` of a field that holds no array, in another block,
+/// holds no reference to one: left out.
 pub(super) fn fields(
     func: &Func,
     uses: &Uses,
@@ -347,6 +408,9 @@ pub(super) fn fields(
             return Vec::new();
         };
         if at != b {
+            if func.values.get(g).is_some_and(|d| !holds_array(&d.ty)) {
+                continue;
+            }
             return Vec::new();
         }
         match out.iter_mut().find(|(j, _, _)| *j == k) {
@@ -374,16 +438,16 @@ fn getfield(func: &Func, i: Inst) -> Option<(Value, usize)> {
 }
 
 /// An array made during a call, as [`Sources`] finds it.
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+#[derive(Clone, PartialEq, Eq, Debug)]
 enum Origin {
     /// The value of a statement that makes arrays.
     Made(Value),
     /// A call's fresh array: a site of [`Calls`], with whether its callee
     /// may have pushed it.
     Called(Value, bool),
-    /// Field `k` of the tuple a call returned, fresh, with whether its
-    /// callee may have pushed it.
-    Field(Value, usize, bool),
+    /// The leaf at a path of the tuple a call returned, fresh, with
+    /// whether its callee may have pushed it.
+    Field(Value, Path, bool),
 }
 
 /// What one leaf of the returned values may hold: the arrays made during
@@ -392,7 +456,7 @@ enum Origin {
 /// anything else.
 #[derive(Default)]
 struct Sources {
-    seen: HashSet<(Value, Option<usize>)>,
+    seen: HashSet<(Value, Path)>,
     origins: Vec<Origin>,
     unknown: bool,
     /// A parameter the leaf may hold as it was passed ([`either`]): met,
@@ -402,31 +466,31 @@ struct Sources {
 }
 
 impl Sources {
-    /// Adds what field `k` (`None`: the whole value, an array) of `op` may
-    /// hold.
+    /// Adds what the leaf at `path` of `op` (empty: the whole value, an
+    /// array) may hold.
     fn add(
         &mut self,
         func: &Func,
         (dom, calls, summaries): (&DominatorTree, &Calls, &Summaries),
         op: Operand,
-        k: Option<usize>,
+        path: &[usize],
     ) {
-        let mut work: Vec<(Operand, Option<usize>)> = vec![(op, k)];
-        while let Some((op, k)) = work.pop() {
+        let mut work: Vec<(Operand, Path)> = vec![(op, path.to_vec())];
+        while let Some((op, path)) = work.pop() {
             let Operand::Value(v) = op else {
                 self.unknown = true;
                 continue;
             };
-            if !self.seen.insert((v, k)) {
+            if !self.seen.insert((v, path.clone())) {
                 continue;
             }
-            if k.is_none() && self.param == Some(v) {
+            if path.is_empty() && self.param == Some(v) {
                 self.passed = true;
                 continue;
             }
-            let origin = match (k, calls.sites.get(&v)) {
-                (None, Some(&pushed)) => Some(Origin::Called(v, pushed)),
-                (None, None) if makes(func, v) => Some(Origin::Made(v)),
+            let origin = match (path.is_empty(), calls.sites.get(&v)) {
+                (true, Some(&pushed)) => Some(Origin::Called(v, pushed)),
+                (true, None) if makes(func, v) => Some(Origin::Made(v)),
                 _ => None,
             };
             if let Some(o) = origin {
@@ -442,41 +506,38 @@ impl Sources {
                     continue;
                 }
             };
-            match (&func.insts[inst].kind, k) {
-                (InstKind::Phi { entries }, _) => work.extend(
+            match &func.insts[inst].kind {
+                InstKind::Phi { entries } => work.extend(
                     entries
                         .iter()
                         .filter(|(b, _)| dom.is_reachable(*b))
-                        .map(|(_, op)| (*op, k)),
+                        .map(|(_, op)| (*op, path.clone())),
                 ),
-                (
-                    InstKind::Prim {
-                        prim: Prim::Select,
-                        args,
-                    },
-                    _,
-                ) if args.len() == 3 => work.extend([(args[1], k), (args[2], k)]),
-                (
-                    InstKind::Prim {
-                        prim: Prim::Tuple,
-                        args,
-                    },
-                    Some(j),
-                ) if j < args.len() => work.push((args[j], None)),
-                (
-                    InstKind::Prim {
-                        prim: Prim::Getfield,
-                        args,
-                    },
-                    None,
-                ) => match (getfield(func, inst), args.first()) {
-                    (Some((_, j)), Some(t)) => work.push((*t, Some(j))),
+                InstKind::Prim {
+                    prim: Prim::Select,
+                    args,
+                } if args.len() == 3 => {
+                    work.extend([(args[1], path.clone()), (args[2], path.clone())]);
+                }
+                InstKind::Prim {
+                    prim: Prim::Tuple,
+                    args,
+                } if path.first().is_some_and(|&j| j < args.len()) => {
+                    work.push((args[path[0]], path[1..].to_vec()));
+                }
+                InstKind::Prim {
+                    prim: Prim::Getfield,
+                    args,
+                } => match (getfield(func, inst), args.first()) {
+                    (Some((_, j)), Some(t)) => {
+                        work.push((*t, [j].into_iter().chain(path).collect()));
+                    }
                     _ => self.unknown = true,
                 },
-                (InstKind::Invoke { func: callee, .. }, Some(j)) => {
-                    match summaries.fresh(*callee, j) {
+                InstKind::Invoke { func: callee, .. } if !path.is_empty() => {
+                    match summaries.fresh(*callee, &path) {
                         Fresh::Made { pushed } => {
-                            let o = Origin::Field(v, j, pushed);
+                            let o = Origin::Field(v, path, pushed);
                             if !self.origins.contains(&o) {
                                 self.origins.push(o);
                             }
