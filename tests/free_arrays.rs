@@ -1190,6 +1190,10 @@ const TUPLE_CASES: &[(&str, &str)] = &[
     ("twice", "1.5, 1"),
     ("shared", "1.5, 7"),
     ("shared", "1.5, 0"),
+    ("fields_of_fields", "(([1.0, 2.0], [3.0, 4.0]), 5.0), 2.0"),
+    ("fields_of_fields", "(([1.0, 2.0], [3.0, 4.0]), 5.0), 0.5"),
+    ("counted", "1.5, 7"),
+    ("with_unit", "1.5, 7"),
 ];
 
 /// Arrays carried through loops in tuples (made by an inlined step, by a
@@ -1245,6 +1249,12 @@ fn tuple_phis_free_the_arrays_their_loops_carried() {
         // entering two phis would be let go of twice), so only `first`
         // is freed, at the return, as before.
         ("shared", 1),
+        // The integer field's phi splits off too: the array's phi owns
+        // the one made before the loop and the 7 `c`s.
+        ("counted", 8),
+        // A `()` field keeps the tuple phi whole (no phi of `()`): only
+        // the array made before the loop is freed, at the return.
+        ("with_unit", 1),
     ];
     frees_as_counted(&src, &module, TUPLE_CASES, want);
 }

@@ -27,7 +27,8 @@
 //! it checkpoints loops ([`split_tuple_array_phis`]: `tuple` for `dual`,
 //! `getfield` with a constant index for `primal` and `tangent`; a tuple's
 //! constant fields enter their phis as they are), and more widely: every
-//! tuple phi holding an array splits unless an entry is a constant. Any
+//! tuple phi holding an array splits unless an entry is a constant or it
+//! has a `()` field at any depth (no phi of `()` can be made). Any
 //! other tuple entering the web enters by a `getfield` per field, added at
 //! the end of the block it enters from (an array field's right after the
 //! statement that made the tuple, when no phi did), and a phi of the web used other
@@ -173,7 +174,7 @@ fn merge(func: &mut Func, wide: bool) -> usize {
     let Some(entry) = func.layout.first().copied() else {
         return 0;
     };
-    let places = func.inst_places();
+    let mut places = func.inst_places();
     for ((t, _), group) in groups {
         let kept = group[0];
         let Some(r) = func.insts[kept].result else {
@@ -191,6 +192,13 @@ fn merge(func: &mut Func, wide: bool) -> usize {
         let Some((from, _)) = places[kept] else {
             continue;
         };
+        // `t` may be a kept `getfield` of this round, moved already (a
+        // field of a field: `places` follows the moves); it must be found.
+        if let Some(d) = after
+            && !func.blocks[block].insts.contains(&d)
+        {
+            continue;
+        }
         for &other in &group[1..] {
             if let Some(x) = func.insts[other].result {
                 map.set(x, Some(Operand::Value(r)));
@@ -211,6 +219,7 @@ fn merge(func: &mut Func, wide: bool) -> usize {
                 .unwrap_or(insts.len()),
         };
         func.blocks[block].insts.insert(at, kept);
+        places.set(kept, Some((block, 0)));
     }
     let n = dead.len();
     let dead: EntitySet<Inst> = dead.into_iter().collect();
@@ -331,7 +340,9 @@ fn candidates(func: &Func, kind: Kind) -> HashMap<Value, (Inst, Block)> {
             let Some(r) = data.result else { continue };
             let ours = match (&func.values[r].ty, kind) {
                 (Type::Dual(inner, _), Kind::Dual) => irad_rules::emit::contains_array(inner),
-                (ty @ Type::Tuple(_), Kind::Tuple) => irad_rules::emit::contains_array(ty),
+                (ty @ Type::Tuple(_), Kind::Tuple) => {
+                    irad_rules::emit::contains_array(ty) && !unit_field(ty)
+                }
                 _ => false,
             };
             if ours {
@@ -340,6 +351,19 @@ fn candidates(func: &Func, kind: Kind) -> HashMap<Value, (Inst, Block)> {
         }
     }
     out
+}
+
+/// Whether tuple type `ty` has a `()` field, at any depth of tuples: a
+/// phi per field would need a phi of `()`, which has no result, so such a
+/// tuple phi does not split (forward mode's tangent of `([f64], i64)` is
+/// `([f64], ())`).
+fn unit_field(ty: &Type) -> bool {
+    match ty {
+        Type::Tuple(fields) => fields
+            .iter()
+            .any(|f| matches!(f, Type::Unit) || unit_field(f)),
+        _ => false,
+    }
 }
 
 /// Every use of every value.
