@@ -32,7 +32,7 @@
 //! their number.
 
 pub(crate) use super::fresh_fields::Fresh;
-use super::fresh_fields::{array_fields, returns_fresh_field, tuple_calls};
+use super::fresh_fields::{FieldPath, array_fields, returns_fresh_field, tuple_calls};
 use irad_ir::{FuncId, InstKind, Module, Operand, Prim, Terminator, Type, Value, ValueDef};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -51,7 +51,7 @@ pub(super) struct CallFacts {
     through: HashMap<FuncId, Option<usize>>,
     either: HashMap<FuncId, Option<usize>>,
     elements: HashMap<FuncId, u64>,
-    fields: HashMap<(FuncId, u32), bool>,
+    fields: HashMap<(FuncId, FieldPath), bool>,
 }
 
 /// The facts about the functions one primal invokes (directly), as
@@ -96,8 +96,9 @@ impl CallFacts {
                 known.fresh.funcs.insert(*func);
             }
             for k in module.get(*func).map(array_fields).unwrap_or_default() {
-                if self.fields.get(&(*func, k)) == Some(&true) {
-                    known.fresh.fields.insert((*func, k));
+                let key = (*func, k);
+                if self.fields.get(&key) == Some(&true) {
+                    known.fresh.fields.insert(key);
                 }
             }
             if let Some(&Some(j)) = self.through.get(func) {
@@ -231,7 +232,7 @@ impl CallFacts {
         src: &irad_ir::Func,
         by_rule: &impl Fn(FuncId) -> bool,
     ) {
-        let mut open: HashSet<(FuncId, u32)> = HashSet::default();
+        let mut open: HashSet<(FuncId, FieldPath)> = HashSet::default();
         let mut seen: HashSet<FuncId> = HashSet::default();
         let mut work: Vec<FuncId> = tuple_calls(src).collect();
         while let Some(id) = work.pop() {
@@ -239,9 +240,9 @@ impl CallFacts {
                 continue;
             }
             let Some(f) = module.get(id) else { continue };
-            let undecided: Vec<u32> = array_fields(f)
+            let undecided: Vec<FieldPath> = array_fields(f)
                 .into_iter()
-                .filter(|&k| !self.fields.contains_key(&(id, k)))
+                .filter(|k| !self.fields.contains_key(&(id, k.clone())))
                 .collect();
             if undecided.is_empty() {
                 continue;
@@ -256,18 +257,19 @@ impl CallFacts {
                 }
             }
         }
-        let candidates: Vec<(FuncId, u32)> = open.iter().copied().collect();
+        let candidates: Vec<(FuncId, FieldPath)> = open.iter().cloned().collect();
         loop {
             let before = open.len();
             let snapshot = open.clone();
             let (decided, whole) = (&self.fields, &self.fresh);
             let whole = |h: FuncId| whole.get(&h) == Some(&true);
-            let field = |h: FuncId, k: u32| {
-                snapshot.contains(&(h, k)) || decided.get(&(h, k)) == Some(&true)
+            let field = |h: FuncId, k: &[u32]| {
+                let key = (h, k.to_vec());
+                snapshot.contains(&key) || decided.get(&key) == Some(&true)
             };
-            open.retain(|&(id, k)| {
+            open.retain(|(id, k)| {
                 module
-                    .get(id)
+                    .get(*id)
                     .is_some_and(|f| returns_fresh_field(f, k, (&whole, &field)))
             });
             if open.len() == before {
@@ -275,7 +277,8 @@ impl CallFacts {
             }
         }
         for c in candidates {
-            self.fields.insert(c, open.contains(&c));
+            let fresh = open.contains(&c);
+            self.fields.insert(c, fresh);
         }
     }
 
@@ -847,6 +850,34 @@ func @whole(%a: [f64], %b: [f64]) -> ([f64], [f64]) {
   %t = call tuple(%k, %p) :: ([f64], [f64])
   return %t
 }
+
+func @nest(%a: [f64], %b: [f64]) -> (([f64], f64), [f64]) {
+#1:
+  %c = call copy(%a) :: [f64]
+  %d = call copy(%b) :: [f64]
+  %i = call tuple(%c, 1.0) :: ([f64], f64)
+  %t = call tuple(%i, %d) :: (([f64], f64), [f64])
+  return %t
+}
+
+func @nest_shared(%a: [f64]) -> (([f64], f64), [f64]) {
+#1:
+  %c = call copy(%a) :: [f64]
+  %i = call tuple(%c, 1.0) :: ([f64], f64)
+  %t = call tuple(%i, %c) :: (([f64], f64), [f64])
+  return %t
+}
+
+func @unnest(%a: [f64], %b: [f64]) -> ([f64], ([f64], f64)) {
+#1:
+  %r = invoke @nest(%a, %b) :: (([f64], f64), [f64])
+  %i = call getfield(%r, 0) :: ([f64], f64)
+  %p = call getfield(%i, 0) :: [f64]
+  %q = call getfield(%r, 1) :: [f64]
+  %j = call tuple(%q, 2.0) :: ([f64], f64)
+  %t = call tuple(%p, %j) :: ([f64], ([f64], f64))
+  return %t
+}
 ";
 
     #[test]
@@ -854,7 +885,7 @@ func @whole(%a: [f64], %b: [f64]) -> ([f64], [f64]) {
         let m = parse_module(FIELDS).expect("test IR parses");
         let all = calling_all(&m);
         let fields = |by_rule: &dyn Fn(FuncId) -> bool| {
-            let mut out: Vec<(String, u32)> = CallFacts::default()
+            let mut out: Vec<(String, FieldPath)> = CallFacts::default()
                 .learn(&m, &all, by_rule)
                 .fresh
                 .fields
@@ -867,20 +898,30 @@ func @whole(%a: [f64], %b: [f64]) -> ([f64], [f64]) {
         // `twice` and `kept` may give one array in both fields; `mixed`'s
         // first field is its parameter; `inner` takes `pair`'s two fresh
         // fields apart; `whole`'s second field goes into `keep`, which may
-        // hand it back as the first.
+        // hand it back as the first. `nest`'s arrays are fresh at paths
+        // [0, 0] and [1], `nest_shared`'s one array at neither; `unnest`
+        // takes `nest`'s apart into [0] and [1, 0].
         assert_eq!(
             fields(&|_| false),
             [
-                ("inner".into(), 0),
-                ("inner".into(), 2),
-                ("mixed".into(), 2),
-                ("pair".into(), 0),
-                ("pair".into(), 1),
+                ("inner".into(), vec![0]),
+                ("inner".into(), vec![2]),
+                ("mixed".into(), vec![2]),
+                ("nest".into(), vec![0, 0]),
+                ("nest".into(), vec![1]),
+                ("pair".into(), vec![0]),
+                ("pair".into(), vec![1]),
+                ("unnest".into(), vec![0]),
+                ("unnest".into(), vec![1, 0]),
             ]
         );
         // A function with a rule returns nothing known, nor do its callers
         // through it.
         let pair = m.by_name("pair").expect("@pair");
-        assert_eq!(fields(&|f| f == pair), [("mixed".into(), 2)]);
+        let nest = m.by_name("nest").expect("@nest");
+        assert_eq!(
+            fields(&|f| f == pair || f == nest),
+            [("mixed".into(), vec![2])]
+        );
     }
 }

@@ -31,12 +31,20 @@
 use irad_ir::{Const, Func, FuncId, InstKind, Operand, Prim, Type, Value, ValueDef};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-/// A value, followed for one field of it (`Some(k)`) or as a whole.
-type Item = (Value, Option<u32>);
+/// Where an array sits in a tuple: the fields to take, outermost first
+/// (`[k]` field `k`, `[k, j]` field `j` of field `k`); empty for a value
+/// followed as a whole.
+pub(crate) type FieldPath = Vec<u32>;
+
+/// A value, followed for the part of it at a path (empty: as a whole).
+type Item = (Value, FieldPath);
 
 /// What the callees return: whether a function returns a fresh array, and
-/// whether field `k` of a function's tuple result is fresh.
-pub(super) type Callees<'a> = (&'a dyn Fn(FuncId) -> bool, &'a dyn Fn(FuncId, u32) -> bool);
+/// whether the array at a path of a function's tuple result is fresh.
+pub(super) type Callees<'a> = (
+    &'a dyn Fn(FuncId) -> bool,
+    &'a dyn Fn(FuncId, &[u32]) -> bool,
+);
 
 /// What makes a fresh array in one primal, for checkpointing: calls of the
 /// functions returning one, and the `getfield` results taking fresh fields
@@ -46,8 +54,9 @@ pub(crate) struct Fresh {
     /// The functions it may call for an array that return a new one on
     /// every call.
     pub funcs: HashSet<FuncId>,
-    /// The fresh fields of the tuple results of the functions it calls.
-    pub fields: HashSet<(FuncId, u32)>,
+    /// The fresh fields of the tuple results of the functions it calls,
+    /// by path (a field of a field for a tuple inside the result).
+    pub fields: HashSet<(FuncId, FieldPath)>,
     /// The `getfield` results of the primal that hold such a field (and are
     /// the only reference to it), by [`Fresh::settle`].
     pub values: HashSet<Value>,
@@ -61,19 +70,31 @@ impl Fresh {
 
     /// Finds the `getfield` results of `src` that hold a fresh field of a
     /// call's result, that call's result read only by `getfield`s with a
-    /// constant index, that field by one of them.
+    /// constant index, that field by one of them; for a field inside a
+    /// field, each tuple on the way read only so too, and the field by one
+    /// `getfield` of all those of the tuples holding its parent.
     pub fn settle(&mut self, src: &Func) {
         self.values.clear();
         if self.fields.is_empty() {
             return;
         }
-        // Each call result's readers by field; `None` for a result used
-        // otherwise.
+        // The readers by field of each call result and of each `getfield`
+        // of a tuple holding an array; `None` for a value used otherwise.
         let mut readers: HashMap<Value, Option<Vec<(u32, Value)>>> = HashMap::default();
         for d in src.insts.values() {
-            if let (InstKind::Invoke { func, .. }, Some(t)) = (&d.kind, d.result)
-                && self.fields.iter().any(|&(f, _)| f == *func)
-            {
+            let Some(t) = d.result else { continue };
+            let tracked = match &d.kind {
+                InstKind::Invoke { func, .. } => self.fields.iter().any(|(f, _)| f == func),
+                InstKind::Prim {
+                    prim: Prim::Getfield,
+                    ..
+                } => {
+                    matches!(src.values[t].ty, Type::Tuple(_))
+                        && irad_rules::emit::contains_array(&src.values[t].ty)
+                }
+                _ => false,
+            };
+            if tracked {
                 readers.insert(t, Some(Vec::new()));
             }
         }
@@ -126,17 +147,33 @@ impl Fresh {
                 note(op, None);
             }
         }
-        for (t, list) in readers {
-            let (Some(list), ValueDef::Inst(d)) = (list, src.values[t].def) else {
+        for d in src.insts.values() {
+            let (InstKind::Invoke { func, .. }, Some(t)) = (&d.kind, d.result) else {
                 continue;
             };
-            let InstKind::Invoke { func, .. } = &src.insts[d].kind else {
-                continue;
-            };
-            for &(k, r) in &list {
-                let once = list.iter().filter(|&&(j, _)| j == k).count() == 1;
-                if once && self.fields.contains(&(*func, k)) {
-                    self.values.insert(r);
+            for (f, path) in &self.fields {
+                if f != func {
+                    continue;
+                }
+                // The values holding the part at each prefix of the path,
+                // every one read by constant `getfield`s only.
+                let mut at: Vec<Value> = vec![t];
+                for &k in path {
+                    let mut next = Vec::new();
+                    for v in &at {
+                        let Some(Some(list)) = readers.get(v) else {
+                            next.clear();
+                            break;
+                        };
+                        next.extend(list.iter().filter(|&&(j, _)| j == k).map(|&(_, r)| r));
+                    }
+                    at = next;
+                    if at.is_empty() {
+                        break;
+                    }
+                }
+                if let [r] = at.as_slice() {
+                    self.values.insert(*r);
                 }
             }
         }
@@ -156,15 +193,25 @@ pub(super) fn tuple_calls(f: &Func) -> impl Iterator<Item = FuncId> + '_ {
     })
 }
 
-/// The array fields of a function's tuple result.
-pub(super) fn array_fields(f: &Func) -> Vec<u32> {
-    match &f.ret {
-        Type::Tuple(fields) => (0..fields.len())
-            .filter(|&k| matches!(fields[k], Type::Array(_)))
-            .filter_map(|k| u32::try_from(k).ok())
-            .collect(),
-        _ => Vec::new(),
+/// The array fields of a function's tuple result, by path: its fields of
+/// type `[T]`, and those of its fields that are tuples, at any depth.
+pub(super) fn array_fields(f: &Func) -> Vec<FieldPath> {
+    let mut out = Vec::new();
+    let mut work: Vec<(&Type, FieldPath)> = vec![(&f.ret, Vec::new())];
+    while let Some((ty, path)) = work.pop() {
+        let Type::Tuple(fields) = ty else { continue };
+        for (k, e) in fields.iter().enumerate() {
+            let Ok(k) = u32::try_from(k) else { continue };
+            let p: FieldPath = path.iter().copied().chain([k]).collect();
+            match e {
+                Type::Array(_) => out.push(p),
+                Type::Tuple(_) => work.push((e, p)),
+                _ => {}
+            }
+        }
     }
+    out.sort();
+    out
 }
 
 /// The values a trace from `start` meets, each with the field it was
@@ -175,7 +222,7 @@ pub(super) fn array_fields(f: &Func) -> Vec<u32> {
 /// `whole` and `field` say which calls return fresh arrays and fields.
 fn trace(
     f: &Func,
-    start: Vec<(Operand, Option<u32>)>,
+    start: Vec<(Operand, FieldPath)>,
     strict: bool,
     (whole, field): Callees<'_>,
 ) -> Option<HashSet<Item>> {
@@ -189,7 +236,8 @@ fn trace(
             continue;
         };
         // A scalar refers to no array.
-        if !seen.insert((v, fld)) || !(strict || irad_rules::emit::contains_array(&f.values[v].ty))
+        if !seen.insert((v, fld.clone()))
+            || !(strict || irad_rules::emit::contains_array(&f.values[v].ty))
         {
             continue;
         }
@@ -200,23 +248,24 @@ fn trace(
             continue;
         };
         let kind = &f.insts[d].kind;
-        match (kind, fld) {
+        match (kind, fld.split_first()) {
             (
                 InstKind::Prim {
                     prim: Prim::Tuple,
                     args,
                 },
-                Some(k),
-            ) => work.push((*args.get(k as usize)?, None)),
+                Some((&k, rest)),
+            ) => work.push((*args.get(k as usize)?, rest.to_vec())),
             (
                 InstKind::Prim {
                     prim: Prim::Getfield,
                     args,
                 },
-                None,
+                _,
             ) => match args.as_slice() {
                 [t, Operand::Const(Const::I64(k))] => {
-                    work.push((*t, Some(u32::try_from(*k).ok()?)));
+                    let k = u32::try_from(*k).ok()?;
+                    work.push((*t, [k].into_iter().chain(fld.iter().copied()).collect()));
                 }
                 _ => return None,
             },
@@ -226,9 +275,9 @@ fn trace(
                     args,
                 },
                 _,
-            ) if args.len() == 3 => work.extend([(args[1], fld), (args[2], fld)]),
+            ) if args.len() == 3 => work.extend([(args[1], fld.clone()), (args[2], fld)]),
             (InstKind::Phi { entries }, _) => {
-                work.extend(entries.iter().map(|&(_, op)| (op, fld)));
+                work.extend(entries.iter().map(|&(_, op)| (op, fld.clone())));
             }
             (
                 InstKind::Prim {
@@ -238,47 +287,65 @@ fn trace(
                 None,
             ) => {}
             (InstKind::Invoke { func, .. }, None) if whole(*func) => {}
-            (InstKind::Invoke { func, .. }, Some(k)) if field(*func, k) => {}
+            (InstKind::Invoke { func, .. }, Some(_)) if field(*func, &fld) => {}
             _ if strict => return None,
             (InstKind::Prim { args, .. } | InstKind::Invoke { args, .. }, _) => {
-                work.extend(args.iter().map(|&a| (a, None)));
+                work.extend(args.iter().map(|&a| (a, Vec::new())));
             }
             (InstKind::CallValue { callee, args }, _) => {
-                work.push((Operand::Value(*callee), None));
-                work.extend(args.iter().map(|&a| (a, None)));
+                work.push((Operand::Value(*callee), Vec::new()));
+                work.extend(args.iter().map(|&a| (a, Vec::new())));
             }
         }
     }
     Some(seen)
 }
 
-/// Whether field `k` of `f`'s tuple result is fresh (the module comment),
-/// callees taken as `whole` and `field` say.
-pub(super) fn returns_fresh_field(f: &Func, k: u32, (whole, field): Callees<'_>) -> bool {
+/// Whether the array at `path` of `f`'s tuple result is fresh (the module
+/// comment), callees taken as `whole` and `field` say.
+pub(super) fn returns_fresh_field(f: &Func, path: &[u32], (whole, field): Callees<'_>) -> bool {
     let returned = super::fresh::returned(f);
-    if returned.is_empty() {
+    if returned.is_empty() || path.is_empty() {
         return false;
     }
-    let start = |fld: u32| returned.iter().map(|&op| (op, Some(fld))).collect();
-    let Some(mine) = trace(f, start(k), true, (whole, field)) else {
+    let start = |p: FieldPath| -> Vec<(Operand, FieldPath)> {
+        returned.iter().map(|&op| (op, p.clone())).collect()
+    };
+    let Some(mine) = trace(f, start(path.to_vec()), true, (whole, field)) else {
         return false;
     };
-    let Type::Tuple(fields) = &f.ret else {
-        return false;
-    };
-    let others = (0..fields.len())
-        .filter_map(|j| u32::try_from(j).ok())
-        .filter(|&j| j != k)
-        .flat_map(start)
-        .collect();
+    // The rest of the result: at each level of the path, every other
+    // field of the tuple there.
+    let mut others = Vec::new();
+    let mut ty = &f.ret;
+    for (i, &k) in path.iter().enumerate() {
+        let Type::Tuple(fields) = ty else {
+            return false;
+        };
+        for j in (0..fields.len()).filter_map(|j| u32::try_from(j).ok()) {
+            if j != k {
+                others.extend(start(path[..i].iter().copied().chain([j]).collect()));
+            }
+        }
+        let Some(next) = fields.get(k as usize) else {
+            return false;
+        };
+        ty = next;
+    }
     let Some(theirs) = trace(f, others, false, (whole, field)) else {
         return false;
     };
-    // Apart unless one value is met for the same field, or as a whole by
-    // either trace.
-    let met: HashSet<Value> = mine.iter().map(|&(v, _)| v).collect();
-    !theirs.iter().any(|&(v, a)| match a {
-        None => met.contains(&v),
-        Some(_) => mine.contains(&(v, a)) || mine.contains(&(v, None)),
+    // Apart unless one value is met by both traces for parts of it that
+    // overlap: one part's path a prefix of the other's (the empty path, the
+    // whole value, overlaps every part).
+    let by_value: HashMap<Value, Vec<&FieldPath>> =
+        mine.iter().fold(HashMap::default(), |mut m, (v, p)| {
+            m.entry(*v).or_default().push(p);
+            m
+        });
+    !theirs.iter().any(|(v, a)| {
+        by_value
+            .get(v)
+            .is_some_and(|ps| ps.iter().any(|p| p.starts_with(a) || a.starts_with(p)))
     })
 }
