@@ -36,6 +36,16 @@ const CASES: &[(&str, &str)] = &[
     ("picked", "1.5, 7, @pick"),
 ];
 
+/// Every mode, gradients also under tape limits of 1 byte and 4K.
+const EVERY_MODE: &[&[&str]] = &[
+    &["run"],
+    &["grad", "--mode", "rev"],
+    &["grad", "--mode", "rev", "--tape-limit", "1"],
+    &["grad", "--mode", "rev", "--tape-limit", "4096"],
+    &["grad", "--mode", "fwd"],
+    &["grad", "--mode", "fwd", "--sparse"],
+];
+
 /// Each of `cases` (function, arguments) of `file` run by `irad` in each of
 /// `modes` (the command and its options), poisoned, in the JIT and in the
 /// interpreter: both must succeed and print the same.
@@ -642,15 +652,7 @@ const LOOP_CASES: &[(&str, &str)] = &[
 /// the interpreter prints.
 #[test]
 fn arrays_carried_through_loop_phis_survive_until_replaced() {
-    let modes: &[&[&str]] = &[
-        &["run"],
-        &["grad", "--mode", "rev"],
-        &["grad", "--mode", "rev", "--tape-limit", "1"],
-        &["grad", "--mode", "rev", "--tape-limit", "4096"],
-        &["grad", "--mode", "fwd"],
-        &["grad", "--mode", "fwd", "--sparse"],
-    ];
-    jit_agrees_poisoned(LOOPS, LOOP_CASES, modes);
+    jit_agrees_poisoned(LOOPS, LOOP_CASES, EVERY_MODE);
 }
 
 /// An owning phi lets go of the array it held each time its header is
@@ -1202,15 +1204,7 @@ const TUPLE_CASES: &[(&str, &str)] = &[
 /// and print exactly what the interpreter prints.
 #[test]
 fn arrays_carried_in_tuples_survive_until_replaced() {
-    let modes: &[&[&str]] = &[
-        &["run"],
-        &["grad", "--mode", "rev"],
-        &["grad", "--mode", "rev", "--tape-limit", "1"],
-        &["grad", "--mode", "rev", "--tape-limit", "4096"],
-        &["grad", "--mode", "fwd"],
-        &["grad", "--mode", "fwd", "--sparse"],
-    ];
-    jit_agrees_poisoned(TUPLES, TUPLE_CASES, modes);
+    jit_agrees_poisoned(TUPLES, TUPLE_CASES, EVERY_MODE);
 }
 
 /// Code generation splits a tuple phi holding arrays into a phi per field

@@ -145,22 +145,11 @@ fn merge_reads_holding_arrays(func: &mut Func) -> usize {
 /// field holding an array.
 fn merge(func: &mut Func, wide: bool) -> usize {
     let mut groups: HashMap<(Value, i64), Vec<Inst>> = HashMap::default();
-    for &b in &func.layout {
-        for &inst in &func.blocks[b].insts {
-            let data = &func.insts[inst];
-            if let (
-                InstKind::Prim {
-                    prim: Prim::Getfield,
-                    args,
-                },
-                Some(r),
-            ) = (&data.kind, data.result)
-                && (matches!(func.values[r].ty, Type::Array(_))
-                    || wide && irad_rules::emit::contains_array(&func.values[r].ty))
-                && let [Operand::Value(t), Operand::Const(Const::I64(k))] = args.as_slice()
-            {
-                groups.entry((*t, *k)).or_default().push(inst);
-            }
+    for (inst, r, t, k) in const_getfields(func) {
+        if matches!(func.values[r].ty, Type::Array(_))
+            || wide && irad_rules::emit::contains_array(&func.values[r].ty)
+        {
+            groups.entry((t, k)).or_default().push(inst);
         }
     }
     let mut groups: Vec<((Value, i64), Vec<Inst>)> =
@@ -289,27 +278,38 @@ fn fold_tuple_getfields(func: &mut Func) -> usize {
 /// The `getfield`s [`fold_tuple_getfields`] folds now: (statement, its
 /// result, the operand it becomes).
 fn folds(func: &Func) -> Vec<(Inst, Value, Operand)> {
-    let mut out = Vec::new();
-    for &b in &func.layout {
-        for &inst in &func.blocks[b].insts {
+    const_getfields(func)
+        .filter(|&(_, x, _, _)| irad_rules::emit::contains_array(&func.values[x].ty))
+        .filter_map(|(inst, x, t, k)| {
+            let parts = dual_parts(func, t, Kind::Tuple)?;
+            let &op = parts.get(usize::try_from(k).ok()?)?;
+            Some((inst, x, op))
+        })
+        .collect()
+}
+
+/// Every `x = getfield(t, k)` of `func` with a constant field, in layout
+/// order: (statement, `x`, `t`, `k`).
+fn const_getfields(func: &Func) -> impl Iterator<Item = (Inst, Value, Value, i64)> + '_ {
+    func.layout
+        .iter()
+        .flat_map(|&b| func.blocks[b].insts.iter().copied())
+        .filter_map(|inst| {
             let data = &func.insts[inst];
-            if let (
-                InstKind::Prim {
-                    prim: Prim::Getfield,
-                    args,
+            match (&data.kind, data.result) {
+                (
+                    InstKind::Prim {
+                        prim: Prim::Getfield,
+                        args,
+                    },
+                    Some(x),
+                ) => match args.as_slice() {
+                    [Operand::Value(t), Operand::Const(Const::I64(k))] => Some((inst, x, *t, *k)),
+                    _ => None,
                 },
-                Some(x),
-            ) = (&data.kind, data.result)
-                && irad_rules::emit::contains_array(&func.values[x].ty)
-                && let [Operand::Value(t), Operand::Const(Const::I64(k))] = args.as_slice()
-                && let Some(parts) = dual_parts(func, *t, Kind::Tuple)
-                && let Some(&op) = usize::try_from(*k).ok().and_then(|k| parts.get(k))
-            {
-                out.push((inst, x, op));
+                _ => None,
             }
-        }
-    }
-    out
+        })
 }
 
 /// The webs of `kind` of function `id` split; how many phis.
