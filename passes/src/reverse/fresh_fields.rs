@@ -26,7 +26,9 @@
 //! In a caller, `getfield(t, k)` of such a call's result `t` makes a fresh
 //! array ([`Fresh::settle`]) when every use of `t` is a `getfield` with a
 //! constant index and only that one reads field `k`: no other value of the
-//! caller refers to the array.
+//! caller refers to the array; and when it is in the call's innermost loop
+//! (a `getfield` in a loop inside that one reads the same array again on
+//! each of its iterations: a review's finding of session 32).
 
 use irad_ir::{Const, Func, FuncId, InstKind, Operand, Prim, Type, Value, ValueDef};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -147,16 +149,30 @@ impl Fresh {
                 note(op, None);
             }
         }
+        // A `getfield` makes a new array only where it runs once per run of
+        // the call: in the call's innermost loop (the call's block then
+        // dominates it, and no cycle holds it without the call), not in a
+        // loop inside that one, which would read the same array each time.
+        let cfg = irad_ir::flow::ControlFlowGraph::with_function(src);
+        let dom = irad_ir::flow::DominatorTree::with_cfg(&cfg);
+        let loops = irad_ir::flow::loops::LoopAnalysis::compute(&cfg, &dom);
+        let places = src.inst_places();
+        let loop_of = |v: Value| match src.values[v].def {
+            ValueDef::Inst(i) => places[i].map(|(b, _)| loops.innermost(b)),
+            ValueDef::Param(_) => None,
+        };
         for d in src.insts.values() {
             let (InstKind::Invoke { func, .. }, Some(t)) = (&d.kind, d.result) else {
                 continue;
             };
+            let Some(home) = loop_of(t) else { continue };
             for (f, path) in &self.fields {
                 if f != func {
                     continue;
                 }
                 // The values holding the part at each prefix of the path,
                 // every one read by constant `getfield`s only.
+                // Each in the call's innermost loop.
                 let mut at: Vec<Value> = vec![t];
                 for &k in path {
                     let mut next = Vec::new();
@@ -166,6 +182,9 @@ impl Fresh {
                             break;
                         };
                         next.extend(list.iter().filter(|&&(j, _)| j == k).map(|&(_, r)| r));
+                    }
+                    if next.iter().any(|&r| loop_of(r) != Some(home)) {
+                        next.clear();
                     }
                     at = next;
                     if at.is_empty() {
