@@ -141,6 +141,8 @@ pub const FEATURES: &[&str] = &[
     "carried-tuple",
     "carried-tuple-by-call",
     "carried-tuple-whole",
+    "carried-tuple-kept-by-call",
+    "carried-tuple-field-reread",
     "carried-handed",
     "carried-handed-same",
     "carried-remade-by-call",
@@ -488,6 +490,12 @@ impl Gen<'_, '_> {
             );
             self.out
                 .push_str("fn norm_t(t: ([f64], f64)) -> f64 {\n    tanh(t.0[0]) + t.1\n}\n\n");
+            // The next state written in place and handed back in a tuple
+            // (a kept field, docs/reverse.md, "Arrays kept in the fields of
+            // a call's tuple result").
+            self.out.push_str(
+                "fn touch_t(a: [f64], s: f64) -> ([f64], f64) {\n    let b = touch(a, s);\n    (b, s * 0.5 + tanh(b[0]))\n}\n\n",
+            );
             self.out.push_str(
                 "fn either(a: [f64], s: f64) -> [f64] {\n    if s > 0.0 {\n        a[0] = a[0] * 0.75 + 0.25 * tanh(s);\n        a\n    } else {\n        let b = copy(a);\n        b[0] = b[0] * 0.5 + tanh(s);\n        b\n    }\n}\n\n",
             );
@@ -900,11 +908,34 @@ impl Gen<'_, '_> {
             self.note("carried-tuple-whole");
             self.line(indent + 1, &format!("acc = acc + 0.25 * norm_t({st});"));
         }
-        let by_call = tuple.is_some() && self.extra.remake && self.one_in(2)?;
+        let by_call = tuple.is_some() && self.extra.remake && !self.one_in(4)?;
         let hand_over = match (&tuple, &prev) {
             (Some(st), _) if by_call => {
-                self.note("carried-tuple-by-call");
-                format!("{st} = remake_t({d}, {st}.1 + 0.25 * tanh({d}[{i}]));")
+                let step = match self.u.arbitrary::<bool>()? {
+                    true => {
+                        self.note("carried-tuple-kept-by-call");
+                        "touch_t"
+                    }
+                    false => {
+                        self.note("carried-tuple-by-call");
+                        "remake_t"
+                    }
+                };
+                let s = format!("{st}.1 + 0.25 * tanh({d}[{i}])");
+                if self.u.arbitrary::<bool>()? {
+                    // The result's array field read again in an inner loop
+                    // the call is not in: the same array on each of its
+                    // iterations (a review's finding of session 32).
+                    self.note("carried-tuple-field-reread");
+                    let (r, b, j) = (self.name("r"), self.name("rb"), self.name("j"));
+                    let m: u8 = self.u.int_in_range(0..=3)?;
+                    let k = self.index(len)?;
+                    format!(
+                        "let {r} = {step}({d}, {s}); let mut {b} = {d}; for {j} in 0..{m} {{ {b} = {r}.0; {b}[{k}] = {b}[{i}] * 0.5 + 0.25 * tanh({r}.1); }} {st} = ({b}, {r}.1);"
+                    )
+                } else {
+                    format!("{st} = {step}({d}, {s});")
+                }
             }
             (Some(st), _) => format!("{st} = ({d}, {st}.1 + 0.25 * tanh({d}[{i}]));"),
             (None, Some(p)) => format!("{p} = {c}; {c} = {d};"),

@@ -122,6 +122,13 @@ pub(super) struct Derivation<'r> {
     /// be asked for): a loop replacing its array by such a call's result
     /// keeps it.
     pub passthrough: HashMap<FuncId, usize>,
+    /// The kept fields of the tuple results of the functions it may call:
+    /// by function and path, the parameter (and its part) every return
+    /// gives there as it is (`fresh.rs`, `fresh_fields.rs`; only when
+    /// checkpointing may be asked for): a loop replacing its array by such
+    /// a field of a call's result keeps it.
+    pub kept_fields:
+        HashMap<(FuncId, super::fresh_fields::FieldPath), super::fresh_fields::ParamPart>,
     /// The functions it may call for an array that return, on every call,
     /// a fresh array or one of their parameters as it is, with its index
     /// (`fresh.rs`; only when checkpointing may be asked for): a loop
@@ -221,6 +228,7 @@ impl<'r> Derivation<'r> {
             replaced,
             fresh: known.fresh,
             passthrough: known.passthrough,
+            kept_fields: known.kept_fields,
             either: known.either,
             call_elements: known.elements,
         };

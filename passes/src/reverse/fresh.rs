@@ -32,7 +32,9 @@
 //! their number.
 
 pub(crate) use super::fresh_fields::Fresh;
-use super::fresh_fields::{FieldPath, array_fields, returns_fresh_field, tuple_calls};
+use super::fresh_fields::{
+    FieldPath, ParamPart, array_fields, kept_ends, returns_fresh_field, tuple_calls,
+};
 use irad_ir::{FuncId, InstKind, Module, Operand, Prim, Terminator, Type, Value, ValueDef};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -52,6 +54,7 @@ pub(super) struct CallFacts {
     either: HashMap<FuncId, Option<usize>>,
     elements: HashMap<FuncId, u64>,
     fields: HashMap<(FuncId, FieldPath), bool>,
+    kept: HashMap<(FuncId, FieldPath), Option<ParamPart>>,
 }
 
 /// The facts about the functions one primal invokes (directly), as
@@ -69,6 +72,10 @@ pub(super) struct Known {
     pub either: HashMap<FuncId, usize>,
     /// Those whose calls count more than nothing per element, with it.
     pub elements: HashMap<FuncId, u64>,
+    /// The kept fields of those returning tuples: by function and path of
+    /// the result, the parameter (and the path in it) that every return
+    /// gives there as it is (`fresh_fields.rs`, [`kept_ends`]).
+    pub kept_fields: HashMap<(FuncId, FieldPath), ParamPart>,
 }
 
 impl CallFacts {
@@ -87,6 +94,7 @@ impl CallFacts {
         self.learn_either(module, src, &by_rule);
         self.learn_elements(module, src, &by_rule);
         self.learn_fields(module, src, &by_rule);
+        self.learn_kept(module, src, &by_rule);
         let mut known = Known::default();
         for d in src.insts.values() {
             let InstKind::Invoke { func, .. } = &d.kind else {
@@ -97,6 +105,9 @@ impl CallFacts {
             }
             for k in module.get(*func).map(array_fields).unwrap_or_default() {
                 let key = (*func, k);
+                if let Some(Some(part)) = self.kept.get(&key) {
+                    known.kept_fields.insert(key.clone(), part.clone());
+                }
                 if self.fields.get(&key) == Some(&true) {
                     known.fresh.fields.insert(key);
                 }
@@ -279,6 +290,124 @@ impl CallFacts {
         for c in candidates {
             let fresh = open.contains(&c);
             self.fields.insert(c, fresh);
+        }
+    }
+
+    /// Which array fields of the tuple results of the functions `src` may
+    /// call for a tuple (at any depth) are kept fields, and where from
+    /// (`fresh_fields.rs`, [`kept_ends`]): each undecided one is assumed
+    /// to give the one parameter part its returns reach when undecided
+    /// callees are left out (none, or several: it is not kept); the
+    /// greatest fixpoint over those assumptions, the parameters functions
+    /// returning an array pass through learnt first. Sound by the same
+    /// induction as freshness: the deepest call of a finite run returns
+    /// its parameter's part as it is, and every other what a deeper one
+    /// returned so.
+    fn learn_kept(
+        &mut self,
+        module: &Module,
+        src: &irad_ir::Func,
+        by_rule: &impl Fn(FuncId) -> bool,
+    ) {
+        let mut open: HashMap<(FuncId, FieldPath), ParamPart> = HashMap::default();
+        let mut undecided: Vec<(FuncId, FieldPath)> = Vec::new();
+        let mut seen: HashSet<FuncId> = HashSet::default();
+        let mut work: Vec<FuncId> = tuple_calls(src).collect();
+        while let Some(id) = work.pop() {
+            if !seen.insert(id) {
+                continue;
+            }
+            let Some(f) = module.get(id) else { continue };
+            let paths: Vec<FieldPath> = array_fields(f)
+                .into_iter()
+                .filter(|k| !self.kept.contains_key(&(id, k.clone())))
+                .collect();
+            if paths.is_empty() {
+                continue;
+            }
+            self.learn_through(module, f, by_rule);
+            work.extend(tuple_calls(f));
+            for k in paths {
+                if by_rule(id) {
+                    self.kept.insert((id, k), None);
+                } else {
+                    undecided.push((id, k));
+                }
+            }
+        }
+        // The candidates: what each reaches with the undecided callees
+        // without one left out, in rounds until no more are found (a
+        // caller's candidate may need its callee's).
+        let pending: HashSet<(FuncId, FieldPath)> = undecided.iter().cloned().collect();
+        loop {
+            let mut found = Vec::new();
+            for key in undecided.iter().filter(|k| !open.contains_key(*k)) {
+                let callee = |h: FuncId, p: &[u32]| self.kept_callee(h, p, &pending, &open, true);
+                let ends = module
+                    .get(key.0)
+                    .and_then(|f| kept_ends(f, &key.1, &callee));
+                if let Some(ends) = ends
+                    && ends.len() == 1
+                    && let Some(end) = ends.into_iter().next()
+                {
+                    found.push((key.clone(), end));
+                }
+            }
+            if found.is_empty() {
+                break;
+            }
+            open.extend(found);
+        }
+        loop {
+            let before = open.len();
+            let snapshot = open.clone();
+            open.retain(|(id, k), end| {
+                let callee =
+                    |h: FuncId, p: &[u32]| self.kept_callee(h, p, &pending, &snapshot, false);
+                module
+                    .get(*id)
+                    .and_then(|f| kept_ends(f, k, &callee))
+                    .is_some_and(|ends| ends.len() == 1 && ends.contains(end))
+            });
+            if open.len() == before {
+                break;
+            }
+        }
+        for key in undecided {
+            let end = open.get(&key).cloned();
+            self.kept.insert(key, end);
+        }
+    }
+
+    /// What [`kept_ends`] takes a call of `h` to give at path `p` of its
+    /// result: the parameter it passes through for an array result (the
+    /// empty path), a decided kept field, or one still `pending` as
+    /// `assumed`; a pending one not assumed stops the trace when `skip`
+    /// (while candidates are sought) and fails it otherwise.
+    fn kept_callee(
+        &self,
+        h: FuncId,
+        p: &[u32],
+        pending: &HashSet<(FuncId, FieldPath)>,
+        assumed: &HashMap<(FuncId, FieldPath), ParamPart>,
+        skip: bool,
+    ) -> Option<Option<ParamPart>> {
+        if p.is_empty() {
+            return self
+                .through
+                .get(&h)
+                .copied()
+                .flatten()
+                .map(|j| Some((j, Vec::new())));
+        }
+        let key = (h, p.to_vec());
+        if let Some(decided) = self.kept.get(&key) {
+            return decided.clone().map(Some);
+        }
+        match assumed.get(&key) {
+            _ if !pending.contains(&key) => None,
+            Some(end) => Some(Some(end.clone())),
+            None => skip.then_some(None),
         }
     }
 
@@ -923,5 +1052,131 @@ func @unnest(%a: [f64], %b: [f64]) -> ([f64], ([f64], f64)) {
             fields(&|f| f == pair || f == nest),
             [("mixed".into(), vec![2])]
         );
+    }
+
+    const KEPT: &str = "func @push(%q: [f64], %v: [f64]) -> ([f64], [f64]) {
+#1:
+  call arrayset(%q, 0, 1.0)
+  %t = call tuple(%q, %v) :: ([f64], [f64])
+  return %t
+}
+
+func @swap(%q: [f64], %v: [f64]) -> ([f64], [f64]) {
+#1:
+  %t = call tuple(%v, %q) :: ([f64], [f64])
+  return %t
+}
+
+func @same(%a: [f64]) -> [f64] {
+#1:
+  return %a
+}
+
+func @via_same(%q: [f64], %v: [f64]) -> ([f64], [f64]) {
+#1:
+  %s = invoke @same(%v) :: [f64]
+  %c = call copy(%q) :: [f64]
+  %t = call tuple(%s, %c) :: ([f64], [f64])
+  return %t
+}
+
+func @whole(%t: ([f64], f64)) -> ([f64], f64) {
+#1:
+  %a = call getfield(%t, 0) :: [f64]
+  %x = call getfield(%t, 1) :: f64
+  %r = call tuple(%a, %x) :: ([f64], f64)
+  return %r
+}
+
+func @nest(%s: (([f64], f64), [f64])) -> (([f64], f64), [f64]) {
+#1:
+  %i = call getfield(%s, 0) :: ([f64], f64)
+  %q = call getfield(%i, 0) :: [f64]
+  %v = call getfield(%s, 1) :: [f64]
+  %r = invoke @swap(%v, %q) :: ([f64], [f64])
+  %a = call getfield(%r, 1) :: [f64]
+  %b = call getfield(%r, 0) :: [f64]
+  %j = call tuple(%a, 1.0) :: ([f64], f64)
+  %t = call tuple(%j, %b) :: (([f64], f64), [f64])
+  return %t
+}
+
+func @rec(%q: [f64], %v: [f64], %n: i64) -> ([f64], [f64]) {
+#1:
+  %c = call eq(%n, 0) :: bool
+  gotoifnot %c, #3
+#2:
+  %t = call tuple(%q, %v) :: ([f64], [f64])
+  return %t
+#3:
+  %m = call isub(%n, 1) :: i64
+  %r = invoke @rec(%q, %v, %m) :: ([f64], [f64])
+  return %r
+}
+
+func @maybe(%q: [f64], %v: [f64], %c: bool) -> ([f64], [f64]) {
+#1:
+  %d = call copy(%q) :: [f64]
+  %a = call select(%c, %d, %q) :: [f64]
+  %b = call select(%c, %q, %v) :: [f64]
+  %t = call tuple(%a, %v) :: ([f64], [f64])
+  %u = call tuple(%b, %v) :: ([f64], [f64])
+  %w = call select(%c, %t, %u) :: ([f64], [f64])
+  return %w
+}
+
+func @spin(%q: [f64], %v: [f64]) -> ([f64], [f64]) {
+#1:
+  %r = invoke @spin(%q, %v) :: ([f64], [f64])
+  return %r
+}
+";
+
+    #[test]
+    fn kept_fields_are_the_parameter_part_every_return_hands_back() {
+        let m = parse_module(KEPT).expect("test IR parses");
+        let all = calling_all(&m);
+        let kept = |by_rule: &dyn Fn(FuncId) -> bool| {
+            let mut out: Vec<(String, FieldPath, ParamPart)> = CallFacts::default()
+                .learn(&m, &all, by_rule)
+                .kept_fields
+                .into_iter()
+                .map(|((id, k), p)| (m[id].name.clone(), k, p))
+                .collect();
+            out.sort();
+            out
+        };
+        // `push` hands back both, `swap` both crossed; `via_same` its second
+        // parameter through `same` (the other field is a copy); `whole` a
+        // tuple parameter's field, `nest` its parameter's fields, swapped
+        // twice by `swap` and its own `getfield`s (`s.1` at [0, 0]); `rec` through itself. `maybe`'s first field is a
+        // copy or `q` (neither), its second `v` on every path; `spin`
+        // never returns, and is taken as keeping nothing.
+        let pp = |j: usize, p: &[u32]| (j, p.to_vec());
+        assert_eq!(
+            kept(&|_| false),
+            [
+                ("maybe".into(), vec![1], pp(1, &[])),
+                ("nest".into(), vec![0, 0], pp(0, &[1])),
+                ("nest".into(), vec![1], pp(0, &[0, 0])),
+                ("push".into(), vec![0], pp(0, &[])),
+                ("push".into(), vec![1], pp(1, &[])),
+                ("rec".into(), vec![0], pp(0, &[])),
+                ("rec".into(), vec![1], pp(1, &[])),
+                ("swap".into(), vec![0], pp(1, &[])),
+                ("swap".into(), vec![1], pp(0, &[])),
+                ("via_same".into(), vec![0], pp(1, &[])),
+                ("whole".into(), vec![0], pp(0, &[0])),
+            ]
+        );
+        // A function with a rule keeps nothing known, nor do its callers
+        // through it.
+        let swap = m.by_name("swap").expect("@swap");
+        let names: Vec<String> = kept(&|f| f == swap).into_iter().map(|(n, ..)| n).collect();
+        assert!(
+            !names.iter().any(|n| n == "swap" || n == "nest"),
+            "{names:?}"
+        );
+        assert!(names.iter().any(|n| n == "push"), "{names:?}");
     }
 }

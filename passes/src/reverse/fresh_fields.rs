@@ -368,3 +368,91 @@ pub(super) fn returns_fresh_field(f: &Func, path: &[u32], (whole, field): Callee
             .is_some_and(|ps| ps.iter().any(|p| p.starts_with(a) || a.starts_with(p)))
     })
 }
+
+/// Where a part of a function's result comes from when it is one of the
+/// function's parameters as it is: the parameter's index, and the path in
+/// it (empty for an array parameter; `[k]` field `k` of a tuple one).
+pub(crate) type ParamPart = (usize, FieldPath);
+
+/// What a callee is taken to give at a part of its result, for
+/// [`kept_ends`]: `None` fails the trace, `Some(None)` stops it there
+/// without an end (a fact not known yet, while a candidate is sought),
+/// `Some(Some(p))` follows the call's argument at `p`.
+pub(super) type KeptCallee<'a> = &'a dyn Fn(FuncId, &[u32]) -> Option<Option<ParamPart>>;
+
+/// The parameter parts every return of `f`, followed for the array at
+/// `path` of its result, comes from as it is: through `tuple` statements
+/// (the operand the path takes), `getfield` (the path grows), phis and
+/// `select`, and calls (`callee` says which argument, and which part of
+/// it, a call's result gives at a path; the empty path for an array
+/// result). `None` when some return comes from anything else: a statement
+/// making an array, a constant, a call `callee` fails. A *kept field*
+/// (docs/reverse.md, "Arrays kept in the fields of a call's tuple
+/// result") is a path for which this is one part.
+pub(super) fn kept_ends(
+    f: &Func,
+    path: &[u32],
+    callee: KeptCallee<'_>,
+) -> Option<HashSet<ParamPart>> {
+    let mut work: Vec<(Operand, FieldPath)> = super::fresh::returned(f)
+        .into_iter()
+        .map(|op| (op, path.to_vec()))
+        .collect();
+    if work.is_empty() {
+        return None;
+    }
+    let mut seen: HashSet<Item> = HashSet::default();
+    let mut ends = HashSet::default();
+    while let Some((op, fld)) = work.pop() {
+        let Operand::Value(v) = op else { return None };
+        if !seen.insert((v, fld.clone())) {
+            continue;
+        }
+        let d = match f.values[v].def {
+            ValueDef::Param(j) => {
+                ends.insert((usize::try_from(j).ok()?, fld));
+                continue;
+            }
+            ValueDef::Inst(d) => d,
+        };
+        match (&f.insts[d].kind, fld.split_first()) {
+            (
+                InstKind::Prim {
+                    prim: Prim::Tuple,
+                    args,
+                },
+                Some((&k, rest)),
+            ) => work.push((*args.get(k as usize)?, rest.to_vec())),
+            (
+                InstKind::Prim {
+                    prim: Prim::Getfield,
+                    args,
+                },
+                _,
+            ) => match args.as_slice() {
+                [t, Operand::Const(Const::I64(k))] => {
+                    let k = u32::try_from(*k).ok()?;
+                    work.push((*t, [k].into_iter().chain(fld).collect()));
+                }
+                _ => return None,
+            },
+            (
+                InstKind::Prim {
+                    prim: Prim::Select,
+                    args,
+                },
+                _,
+            ) if args.len() == 3 => work.extend([(args[1], fld.clone()), (args[2], fld)]),
+            (InstKind::Phi { entries }, _) => {
+                work.extend(entries.iter().map(|&(_, op)| (op, fld.clone())));
+            }
+            (InstKind::Invoke { func, args }, _) => {
+                if let Some((j, part)) = callee(*func, &fld)? {
+                    work.push((*args.get(j)?, part));
+                }
+            }
+            _ => return None,
+        }
+    }
+    Some(ends)
+}

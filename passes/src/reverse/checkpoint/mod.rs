@@ -1407,6 +1407,92 @@ fn passed_through(cx: &Derivation<'_>, v: Value) -> Value {
     through(cx, v, &mut Vec::new())
 }
 
+/// The array a kept field of a call's tuple result is (`fresh.rs`,
+/// `fresh_fields.rs`): `v` a `getfield` (or a chain of them) of a call's
+/// result taking such a field, the argument the callee hands back there,
+/// followed into it for a field of a tuple argument through `tuple`
+/// statements and `getfield`s. `None` when `v` is no such field or the
+/// argument's part is not one value of the caller.
+pub(super) fn kept_field_source(cx: &Derivation<'_>, v: Value) -> Option<Value> {
+    let (call, path) = getfield_root(&cx.src, v)?;
+    let irad_ir::ValueDef::Inst(d) = cx.src.values[call].def else {
+        return None;
+    };
+    let InstKind::Invoke { func, args } = &cx.src.insts[d].kind else {
+        return None;
+    };
+    let (j, part) = cx.kept_fields.get(&(*func, path))?;
+    let Operand::Value(mut w) = *args.get(*j)? else {
+        return None;
+    };
+    let mut part: Vec<u32> = part.clone();
+    for _ in 0..cx.src.values.len() {
+        let Some((&k, rest)) = part.split_first() else {
+            return Some(w);
+        };
+        let irad_ir::ValueDef::Inst(d) = cx.src.values[w].def else {
+            return None;
+        };
+        match &cx.src.insts[d].kind {
+            InstKind::Prim {
+                prim: irad_ir::Prim::Tuple,
+                args,
+            } => {
+                let Operand::Value(x) = *args.get(k as usize)? else {
+                    return None;
+                };
+                w = x;
+                part = rest.to_vec();
+            }
+            InstKind::Prim {
+                prim: irad_ir::Prim::Getfield,
+                args,
+            } => match args.as_slice() {
+                [Operand::Value(t), Operand::Const(irad_ir::Const::I64(i))] => {
+                    w = *t;
+                    part.insert(0, u32::try_from(*i).ok()?);
+                }
+                _ => return None,
+            },
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// The value a chain of `getfield`s with constant indices ending in `v`
+/// starts from, and the path they take, outermost first; `None` when `v`
+/// is no `getfield` of that kind.
+fn getfield_root(src: &Func, mut v: Value) -> Option<(Value, Vec<u32>)> {
+    let mut path = Vec::new();
+    for _ in 0..src.values.len() {
+        let irad_ir::ValueDef::Inst(d) = src.values[v].def else {
+            break;
+        };
+        match &src.insts[d].kind {
+            InstKind::Prim {
+                prim: irad_ir::Prim::Getfield,
+                args,
+            } => match args.as_slice() {
+                [Operand::Value(t), Operand::Const(irad_ir::Const::I64(i))] => {
+                    path.push(u32::try_from(*i).ok()?);
+                    v = *t;
+                }
+                _ => return None,
+            },
+            _ => break,
+        }
+    }
+    path.reverse();
+    (!path.is_empty()).then_some((v, path))
+}
+
+/// The value a chain of constant `getfield`s ending in `v` starts from;
+/// `v` itself when it is no such `getfield`.
+fn getfield_base(src: &Func, v: Value) -> Value {
+    getfield_root(src, v).map_or(v, |(t, _)| t)
+}
+
 /// Whether statement `d` is in a loop's header block.
 fn heads_loop(cx: &Derivation<'_>, d: Inst) -> bool {
     let index = cx.shape.bb.index();
@@ -1429,6 +1515,13 @@ fn through(cx: &Derivation<'_>, mut v: Value, seen: &mut Vec<Value>) -> Value {
                     _ => break,
                 }
             }
+            InstKind::Prim {
+                prim: irad_ir::Prim::Getfield,
+                ..
+            } => match kept_field_source(cx, v) {
+                Some(w) => v = w,
+                None => break,
+            },
             // Not a loop's header phi: a loop inside another carrying the
             // same array as kept would need the outer replay to hand the
             // inner one its shadow, which it does not.
@@ -1833,9 +1926,16 @@ fn carried_arrays(
                 let mut latches = Vec::new();
                 for (p, op) in entries.iter().filter(|(p, _)| inside(p)) {
                     // A call returning the array it was given returns its
-                    // shadow too.
+                    // shadow too. A value from before the loop (or a field
+                    // of one, whose shadow is the one the tuple's shadows
+                    // hold there) stays as it is: its shadow, which the
+                    // loop uses, is one a replay takes, and what it passes
+                    // through may be no such one (`let r = touch(b); for ..
+                    // { b = r; }`, found in session 33).
                     let op = match op {
-                        Operand::Value(v) => Operand::Value(passed_through(cx, *v)),
+                        Operand::Value(v) if defined_inside(getfield_base(&cx.src, *v)) => {
+                            Operand::Value(passed_through(cx, *v))
+                        }
                         op => *op,
                     };
                     let from = match &op {

@@ -1470,6 +1470,11 @@ impl Scope<'_, '_> {
                     let j = self.cx.passthrough.get(func)?;
                     work.push(value_of(*args.get(*j)?)?);
                 }
+                // A kept field of a call's tuple result (`fresh.rs`).
+                InstKind::Prim {
+                    prim: Prim::Getfield,
+                    ..
+                } => work.push(super::kept_field_source(self.cx, v)?),
                 InstKind::Prim { prim, args } => match (prim, args.as_slice()) {
                     (Prim::Copy, [Operand::Value(u)]) => work.push(*u),
                     (Prim::Select, [_, x, y]) => {
