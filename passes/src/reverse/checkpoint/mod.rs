@@ -924,7 +924,7 @@ fn decide(
             .iter()
             .any(|c| c.1 == *v && (leave.is_some() || c.4.is_some() || c.3.is_none()));
         is_carried
-            || kept_leaving(cx, view, &carried, *v).is_some_and(|x| {
+            || kept_leaving(cx, view, (k, &carried), *v).is_some_and(|x| {
                 kept_left.push(x);
                 true
             })
@@ -1403,8 +1403,11 @@ pub(super) fn makes_array(src: &Func, fresh: &crate::reverse::fresh::Fresh, d: I
 /// (`fresh.rs`) gives it, the array passed there, through such calls; and
 /// through phis, not a loop header's, all of whose entries are, so, one
 /// value (or the phi itself: `if c { a = touch(a); }`, since session 28).
-fn passed_through(cx: &Derivation<'_>, v: Value) -> Value {
-    through(cx, v, &mut Vec::new())
+/// Seen from loop `k`, the header phis of the loops inside it are followed
+/// so too (since session 33: `let mut b = a; for .. { b = touch(b); } a =
+/// b;`): such a phi holds, on every visit, the one array it entered with.
+fn passed_through(cx: &Derivation<'_>, v: Value, k: usize) -> Value {
+    through(cx, v, &mut Vec::new(), k)
 }
 
 /// The array a kept field of a call's tuple result is (`fresh.rs`,
@@ -1501,9 +1504,25 @@ fn heads_loop(cx: &Derivation<'_>, d: Inst) -> bool {
         .is_none_or(|at| cx.shape.loops.inner[at] == Some(at))
 }
 
-/// [`passed_through`], with the phis being followed (`seen`, at most 64),
-/// which stand for themselves.
-fn through(cx: &Derivation<'_>, mut v: Value, seen: &mut Vec<Value>) -> Value {
+/// Whether statement `d` is a phi of the header of a loop inside loop `k`
+/// (not `k`'s own).
+fn heads_inner_loop(cx: &Derivation<'_>, d: Inst, k: usize) -> bool {
+    let l = cx.shape.loops.of(k);
+    let index = cx.shape.bb.index();
+    (*cx.places.get(d))
+        .and_then(|(b, _)| index[b])
+        .is_some_and(|at| at != l.header && l.contains(at) && cx.shape.loops.inner[at] == Some(at))
+}
+
+/// [`passed_through`], with the phis met (`seen`, at most 64): each being
+/// followed stands for itself, each followed to the end for what it gave
+/// (an inner loop's phi met again through the exit phi after it).
+fn through(
+    cx: &Derivation<'_>,
+    mut v: Value,
+    seen: &mut Vec<(Value, Option<Value>)>,
+    k: usize,
+) -> Value {
     for _ in 0..cx.src.values.len() {
         let irad_ir::ValueDef::Inst(d) = cx.src.values[v].def else {
             break;
@@ -1522,23 +1541,33 @@ fn through(cx: &Derivation<'_>, mut v: Value, seen: &mut Vec<Value>) -> Value {
                 Some(w) => v = w,
                 None => break,
             },
-            // Not a loop's header phi: a loop inside another carrying the
-            // same array as kept would need the outer replay to hand the
-            // inner one its shadow, which it does not.
-            InstKind::Phi { entries }
-                if seen.len() < 64 && !seen.contains(&v) && !heads_loop(cx, d) =>
-            {
-                seen.push(v);
+            // Not loop `k`'s header phi (which the caller asks about), nor
+            // that of a loop around it.
+            InstKind::Phi { entries } if !heads_loop(cx, d) || heads_inner_loop(cx, d, k) => {
+                match seen.iter().find(|(p, _)| *p == v) {
+                    Some(&(_, Some(w))) if w != v => {
+                        v = w;
+                        continue;
+                    }
+                    Some(_) => break,
+                    None if seen.len() >= 64 => break,
+                    None => {}
+                }
+                seen.push((v, None));
                 let mut one = None;
                 for (_, e) in entries {
                     let Operand::Value(e) = e else { return v };
-                    let w = through(cx, *e, seen);
+                    let w = through(cx, *e, seen, k);
                     match one {
                         _ if w == v => {}
                         None => one = Some(w),
                         Some(o) if o == w => {}
                         Some(_) => return v,
                     }
+                }
+                let at = seen.iter().position(|(p, _)| *p == v);
+                if let (Some(at), Some(w)) = (at, one) {
+                    seen[at].1 = Some(w);
                 }
                 match one {
                     Some(w) => v = w,
@@ -1840,7 +1869,7 @@ fn carried_arrays(
                 .filter(|(p, _)| inside(p))
                 .all(|(_, op)| match op {
                     Operand::Value(v) => {
-                        let v = passed_through(cx, *v);
+                        let v = passed_through(cx, *v, k);
                         snapshot.contains(&v) || !defined_inside(v)
                     }
                     Operand::Const(_) => false,
@@ -1934,7 +1963,7 @@ fn carried_arrays(
                     // { b = r; }`, found in session 33).
                     let op = match op {
                         Operand::Value(v) if defined_inside(getfield_base(&cx.src, *v)) => {
-                            Operand::Value(passed_through(cx, *v))
+                            Operand::Value(passed_through(cx, *v, k))
                         }
                         op => *op,
                     };
@@ -2348,10 +2377,10 @@ fn left_array(
 fn kept_leaving(
     cx: &Derivation<'_>,
     view: &SweepView<'_>,
-    carried: &[CarriedPhi],
+    (k, carried): (usize, &[CarriedPhi]),
     v: Value,
 ) -> Option<(Value, Value)> {
-    let r = passed_through(cx, v);
+    let r = passed_through(cx, v, k);
     let kept = carried.iter().find(|c| c.1 == r)?.4.as_ref()?;
     match view.fshadow[v].as_slice() {
         [Operand::Value(s)] => Some((*s, kept.phi)),
