@@ -126,17 +126,9 @@ pub fn sparse_capable(module: &Module) -> bool {
                 .iter()
                 .all(|t| !t.has_tangent() || *t == Type::F64)
                 && f.ret.has_tangent()
-                && !contains_array(&f.ret));
+                && !f.ret.holds_array());
         !duals && jvp_ok
     })
-}
-
-fn contains_array(ty: &Type) -> bool {
-    match ty {
-        Type::Array(_) => true,
-        Type::Tuple(ts) => ts.iter().any(contains_array),
-        _ => false,
-    }
 }
 
 /// The lanes for `directions` differentiated f64s: `forced` when given

@@ -488,6 +488,25 @@ impl Type {
 }
 
 impl Type {
+    /// Whether a value of the type holds an array: an array, or a tuple or
+    /// dual with one inside (not through function types, whose values hold
+    /// what they were made with out of sight). Iterative, like
+    /// [`Type::depth`].
+    pub fn holds_array(&self) -> bool {
+        let mut stack: SmallVec<[&Type; 8]> = smallvec![self];
+        while let Some(t) = stack.pop() {
+            match t {
+                Type::Array(_) => return true,
+                Type::Tuple(elems) => stack.extend(elems.iter()),
+                Type::Dual(inner, _) => stack.push(inner),
+                _ => {}
+            }
+        }
+        false
+    }
+}
+
+impl Type {
     /// The number of nodes of the type tree: 1 for scalars, arrays and `()`.
     /// Iterative, like [`Type::depth`].
     pub fn size(&self) -> usize {

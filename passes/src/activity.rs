@@ -118,7 +118,7 @@ impl Activity {
             InstKind::Phi { .. } => true,
             InstKind::Invoke { args, .. } | InstKind::CallValue { args, .. } => {
                 args.iter().all(|op| match op {
-                    Operand::Value(v) => !holds_array(&func.values[*v].ty),
+                    Operand::Value(v) => !func.values[*v].ty.holds_array(),
                     Operand::Const(_) => true,
                 })
             }
@@ -162,21 +162,6 @@ pub fn tracked(ty: &Type) -> bool {
         }
     }
     true
-}
-
-/// Whether values of type `ty` hold an array (outside function types; a
-/// dual holds its primal's and its tangents' arrays).
-fn holds_array(ty: &Type) -> bool {
-    let mut stack: SmallVec<[&Type; 8]> = smallvec::smallvec![ty];
-    while let Some(t) = stack.pop() {
-        match t {
-            Type::Array(_) => return true,
-            Type::Tuple(elems) => stack.extend(elems.iter()),
-            Type::Dual(inner, _) => stack.push(inner),
-            _ => {}
-        }
-    }
-    false
 }
 
 /// How a statement moves derivative information, for both fixpoints.
@@ -243,7 +228,7 @@ impl<'a> Analysis<'a> {
                 .values()
                 .map(|d| d.ty.has_tangent() || d.ty.has_cotangent())
                 .collect(),
-            arrays: func.values.values().map(|d| holds_array(&d.ty)).collect(),
+            arrays: func.values.values().map(|d| d.ty.holds_array()).collect(),
             varied: vec![false; n],
             useful: vec![false; n],
         }

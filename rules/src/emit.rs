@@ -282,18 +282,10 @@ pub fn check_width(call: &FruleCall<'_>) -> Result<(), RuleError> {
 }
 
 /// Whether `ty` holds an array outside a function type, so that a zero tangent
-/// of it cannot be a constant (it needs the primal's lengths).
+/// of it cannot be a constant (it needs the primal's lengths):
+/// [`Type::holds_array`].
 pub fn contains_array(ty: &Type) -> bool {
-    let mut stack = vec![ty];
-    while let Some(t) = stack.pop() {
-        match t {
-            Type::Array(_) => return true,
-            Type::Tuple(elems) => stack.extend(elems.iter()),
-            Type::Dual(inner, _) => stack.push(inner),
-            _ => {}
-        }
-    }
-    false
+    ty.holds_array()
 }
 
 /// A zero tangent for a value `primal` of type `ty`: `0.0` for f64, a fresh

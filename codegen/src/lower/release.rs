@@ -1111,7 +1111,7 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
             && func.insts[i]
                 .result
                 .and_then(|r| func.values.get(r))
-                .is_some_and(|d| holds_array(&d.ty))
+                .is_some_and(|d| d.ty.holds_array())
     };
     if !func
         .insts
@@ -2518,16 +2518,6 @@ fn counted_values(freed: &Freed) -> HashMap<Value, Letgo> {
     counted
 }
 
-/// Whether a type can hold a reference to an array.
-pub(super) fn holds_array(ty: &Type) -> bool {
-    match ty {
-        Type::Array(_) => true,
-        Type::Tuple(elems) => elems.iter().any(holds_array),
-        Type::Dual(inner, _) => holds_array(inner),
-        Type::F64 | Type::I64 | Type::Bool | Type::Unit | Type::Func(_) | Type::Sparse => false,
-    }
-}
-
 /// The functions `func` invokes.
 fn callees(func: &Func) -> impl Iterator<Item = FuncId> + '_ {
     func.insts.values().filter_map(|d| match d.kind {
@@ -2546,7 +2536,7 @@ fn kept_params(func: &Func, summaries: &Summaries) -> Vec<bool> {
     func.params
         .iter()
         .map(|&p| {
-            func.values.get(p).is_some_and(|d| holds_array(&d.ty))
+            func.values.get(p).is_some_and(|d| d.ty.holds_array())
                 && walk.stays_inside(p, None, None).is_none()
         })
         .collect()
@@ -2609,7 +2599,7 @@ impl Uses {
         let mut by_value: HashMap<Value, Vec<Use>> = HashMap::default();
         let mut add = |op: &Operand, u: Use| {
             if let Operand::Value(v) = op
-                && func.values.get(*v).is_some_and(|d| holds_array(&d.ty))
+                && func.values.get(*v).is_some_and(|d| d.ty.holds_array())
             {
                 by_value.entry(*v).or_default().push(u);
             }
@@ -3068,7 +3058,7 @@ impl<'a> Walk<'a> {
                 };
                 if propagates
                     && let Some(r) = data.result
-                    && func.values.get(r).is_some_and(|d| holds_array(&d.ty))
+                    && func.values.get(r).is_some_and(|d| d.ty.holds_array())
                     && seen.insert(r)
                 {
                     work.push(r);

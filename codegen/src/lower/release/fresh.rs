@@ -7,7 +7,7 @@
 //! references, and the callee never lets go of it; [`Summaries`] keeps
 //! the greatest such set over the call graph.
 
-use super::{BUDGET, PrimUse, Summaries, Use, Uses, holds_array, prim_use};
+use super::{BUDGET, PrimUse, Summaries, Use, Uses, prim_use};
 use irad_ir::flow::DominatorTree;
 use irad_ir::types::{Scalar, Type};
 use irad_ir::{Block, Const, Func, Inst, InstKind, Operand, Prim, Terminator, Value, ValueDef};
@@ -49,7 +49,7 @@ fn leaf_paths(ty: &Type) -> Option<Vec<Path>> {
                             out.push([k].into_iter().chain(p).collect());
                         }
                     }
-                    e if holds_array(e) => return None,
+                    e if e.holds_array() => return None,
                     _ => {}
                 }
             }
@@ -72,7 +72,7 @@ fn leaves(ty: &Type) -> Option<Vec<usize>> {
             for (k, e) in elems.iter().enumerate() {
                 match e {
                     Type::Array(_) => out.push(k),
-                    e if holds_array(e) => return None,
+                    e if e.holds_array() => return None,
                     _ => {}
                 }
             }
@@ -375,7 +375,7 @@ fn leaf_fields(func: &Func, uses: &Uses, (t, b): (Value, Block)) -> Vec<(Path, V
             let path: Path = prefix.iter().copied().chain([k]).collect();
             match func.values.get(g).map(|d| &d.ty) {
                 Some(Type::Array(_)) => out.push((path, g, others)),
-                Some(ty @ Type::Tuple(_)) if holds_array(ty) && others.is_empty() => {
+                Some(ty @ Type::Tuple(_)) if ty.holds_array() && others.is_empty() => {
                     work.push((g, path));
                 }
                 _ => {}
@@ -408,7 +408,7 @@ pub(super) fn fields(
             return Vec::new();
         };
         if at != b {
-            if func.values.get(g).is_some_and(|d| !holds_array(&d.ty)) {
+            if func.values.get(g).is_some_and(|d| !d.ty.holds_array()) {
                 continue;
             }
             return Vec::new();
