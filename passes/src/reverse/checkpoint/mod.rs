@@ -1407,7 +1407,17 @@ pub(super) fn makes_array(src: &Func, fresh: &crate::reverse::fresh::Fresh, d: I
 /// so too (since session 33: `let mut b = a; for .. { b = touch(b); } a =
 /// b;`): such a phi holds, on every visit, the one array it entered with.
 fn passed_through(cx: &Derivation<'_>, v: Value, k: usize) -> Value {
-    through(cx, v, &mut Vec::new(), k)
+    through(cx, v, &mut Vec::new(), (k, &|_| false))
+}
+
+/// [`passed_through`], stopping at the first value `stop` accepts.
+fn passed_through_until(
+    cx: &Derivation<'_>,
+    v: Value,
+    k: usize,
+    stop: &dyn Fn(Value) -> bool,
+) -> Value {
+    through(cx, v, &mut Vec::new(), (k, stop))
 }
 
 /// The array a kept field of a call's tuple result is (`fresh.rs`,
@@ -1521,9 +1531,12 @@ fn through(
     cx: &Derivation<'_>,
     mut v: Value,
     seen: &mut Vec<(Value, Option<Value>)>,
-    k: usize,
+    (k, stop): (usize, &dyn Fn(Value) -> bool),
 ) -> Value {
     for _ in 0..cx.src.values.len() {
+        if stop(v) {
+            break;
+        }
         let irad_ir::ValueDef::Inst(d) = cx.src.values[v].def else {
             break;
         };
@@ -1557,7 +1570,7 @@ fn through(
                 let mut one = None;
                 for (_, e) in entries {
                     let Operand::Value(e) = e else { return v };
-                    let w = through(cx, *e, seen, k);
+                    let w = through(cx, *e, seen, (k, stop));
                     match one {
                         _ if w == v => {}
                         None => one = Some(w),
@@ -1955,15 +1968,17 @@ fn carried_arrays(
                 let mut latches = Vec::new();
                 for (p, op) in entries.iter().filter(|(p, _)| inside(p)) {
                     // A call returning the array it was given returns its
-                    // shadow too. A value from before the loop (or a field
-                    // of one, whose shadow is the one the tuple's shadows
-                    // hold there) stays as it is: its shadow, which the
-                    // loop uses, is one a replay takes, and what it passes
-                    // through may be no such one (`let r = touch(b); for ..
-                    // { b = r; }`, found in session 33).
+                    // shadow too. Followed back only as far as the first
+                    // value from before the loop (or a field of one, whose
+                    // shadow is the one the tuple's shadows hold there):
+                    // the loop uses that value, so its shadow is one a
+                    // replay takes, and what it passes through may be no
+                    // such one (`let r = touch(b); for .. { b = r; }`, or
+                    // `b = touch(r)`; found in session 33).
+                    let before = |v: Value| !defined_inside(getfield_base(&cx.src, v));
                     let op = match op {
-                        Operand::Value(v) if defined_inside(getfield_base(&cx.src, *v)) => {
-                            Operand::Value(passed_through(cx, *v, k))
+                        Operand::Value(v) => {
+                            Operand::Value(passed_through_until(cx, *v, k, &before))
                         }
                         op => *op,
                     };
