@@ -29,6 +29,16 @@ pub fn value(b: &mut FuncBuilder<'_>, prim: Prim, args: &[Operand]) -> Result<Op
     })
 }
 
+/// `call prim(args)` for a primitive whose result may be `()` (a `getfield`
+/// of a unit field): its result, or the unit constant.
+pub fn value_or_unit(
+    b: &mut FuncBuilder<'_>,
+    prim: Prim,
+    args: &[Operand],
+) -> Result<Operand, RuleError> {
+    Ok(b.prim(prim, args)?.map_or_else(unit, Operand::Value))
+}
+
 /// `call prim(args)` for a primitive whose result is `()`.
 pub fn effect(b: &mut FuncBuilder<'_>, prim: Prim, args: &[Operand]) -> Result<(), RuleError> {
     b.prim(prim, args)?;

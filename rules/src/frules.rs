@@ -556,7 +556,8 @@ fn getfield(b: &mut FuncBuilder<'_>, call: &FruleCall<'_>) -> Result<FwdOut, Rul
     let [t, k] = emit::args(call, Prim::Getfield, 2)? else {
         return Err(arity(Prim::Getfield));
     };
-    let z = value(b, Prim::Getfield, &[t.primal, k.primal])?;
+    // A unit field is the unit constant.
+    let z = emit::value_or_unit(b, Prim::Getfield, &[t.primal, k.primal])?;
     let elem = call.result;
     if !elem.has_tangent() {
         return Ok(out(z, None));

@@ -466,7 +466,8 @@ fn getfield_fwd(b: &mut FuncBuilder<'_>, call: &RevCall<'_>) -> Result<RevFwdOut
     let [t, k] = call.args else {
         return Err(arity(Prim::Getfield));
     };
-    let z = value(b, Prim::Getfield, &[t.primal, k.primal])?;
+    // A unit field is the unit constant (a tuple phi's `()` field).
+    let z = emit::value_or_unit(b, Prim::Getfield, &[t.primal, k.primal])?;
     let (start, n) = emit::field_leaves(&t.ty, field_index(k.primal)?, Type::shadow_leaves)?;
     let shadows = t
         .shadows
