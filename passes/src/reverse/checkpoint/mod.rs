@@ -1847,12 +1847,16 @@ fn carried_arrays(
             .is_some_and(|p| l.contains(p)),
         irad_ir::ValueDef::Param(_) => false,
     };
+    // An array made in the loop, or handed back as it is by calls passed
+    // one (`a = touch(copy(a))`, `a = push(copy(a), w).0`: since session
+    // 33), which is then that array.
     let made_inside = |op: &Operand| -> Option<Value> {
         let Operand::Value(v) = op else { return None };
-        let irad_ir::ValueDef::Inst(d) = cx.src.values[*v].def else {
+        let v = passed_through(cx, *v, k);
+        let irad_ir::ValueDef::Inst(d) = cx.src.values[v].def else {
             return None;
         };
-        (makes_array(&cx.src, &cx.fresh, d) && defined_inside(*v)).then_some(*v)
+        (makes_array(&cx.src, &cx.fresh, d) && defined_inside(v)).then_some(v)
     };
     let phis = replay::header_phis(cx, l.header);
     let shadow_phi = |r: Value| match view.fshadow[r].as_slice() {
