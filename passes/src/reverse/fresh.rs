@@ -244,23 +244,10 @@ impl CallFacts {
         by_rule: &impl Fn(FuncId) -> bool,
     ) {
         let mut open: HashSet<(FuncId, FieldPath)> = HashSet::default();
-        let mut seen: HashSet<FuncId> = HashSet::default();
-        let mut work: Vec<FuncId> = tuple_calls(src).collect();
-        while let Some(id) = work.pop() {
-            if !seen.insert(id) {
-                continue;
-            }
-            let Some(f) = module.get(id) else { continue };
-            let undecided: Vec<FieldPath> = array_fields(f)
-                .into_iter()
-                .filter(|k| !self.fields.contains_key(&(id, k.clone())))
-                .collect();
-            if undecided.is_empty() {
-                continue;
-            }
+        let fields = &self.fields;
+        for (id, f, paths) in undecided_fields(module, src, |key| fields.contains_key(key)) {
             self.learn_fresh(module, f, by_rule);
-            work.extend(tuple_calls(f));
-            for k in undecided {
+            for k in paths {
                 if by_rule(id) {
                     self.fields.insert((id, k), false);
                 } else {
@@ -311,22 +298,9 @@ impl CallFacts {
     ) {
         let mut open: HashMap<(FuncId, FieldPath), ParamPart> = HashMap::default();
         let mut undecided: Vec<(FuncId, FieldPath)> = Vec::new();
-        let mut seen: HashSet<FuncId> = HashSet::default();
-        let mut work: Vec<FuncId> = tuple_calls(src).collect();
-        while let Some(id) = work.pop() {
-            if !seen.insert(id) {
-                continue;
-            }
-            let Some(f) = module.get(id) else { continue };
-            let paths: Vec<FieldPath> = array_fields(f)
-                .into_iter()
-                .filter(|k| !self.kept.contains_key(&(id, k.clone())))
-                .collect();
-            if paths.is_empty() {
-                continue;
-            }
+        let kept = &self.kept;
+        for (id, f, paths) in undecided_fields(module, src, |key| kept.contains_key(key)) {
             self.learn_through(module, f, by_rule);
-            work.extend(tuple_calls(f));
             for k in paths {
                 if by_rule(id) {
                     self.kept.insert((id, k), None);
@@ -455,6 +429,35 @@ impl CallFacts {
             }
         }
     }
+}
+
+/// The functions `src` may call for a tuple (at any depth, through calls
+/// for a tuple) with array fields `decided` does not hold, each with those
+/// fields' paths; a function whose fields are all decided is not looked
+/// into (its callees' facts were decided with its own).
+fn undecided_fields<'m>(
+    module: &'m Module,
+    src: &irad_ir::Func,
+    decided: impl Fn(&(FuncId, FieldPath)) -> bool,
+) -> Vec<(FuncId, &'m irad_ir::Func, Vec<FieldPath>)> {
+    let mut out = Vec::new();
+    let mut seen: HashSet<FuncId> = HashSet::default();
+    let mut work: Vec<FuncId> = tuple_calls(src).collect();
+    while let Some(id) = work.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        let Some(f) = module.get(id) else { continue };
+        let paths: Vec<FieldPath> = array_fields(f)
+            .into_iter()
+            .filter(|k| !decided(&(id, k.clone())))
+            .collect();
+        if !paths.is_empty() {
+            work.extend(tuple_calls(f));
+            out.push((id, f, paths));
+        }
+    }
+    out
 }
 
 /// The callees of `f`'s calls.

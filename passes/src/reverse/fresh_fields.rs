@@ -267,37 +267,15 @@ fn trace(
             continue;
         };
         let kind = &f.insts[d].kind;
-        match (kind, fld.split_first()) {
-            (
-                InstKind::Prim {
-                    prim: Prim::Tuple,
-                    args,
-                },
-                Some((&k, rest)),
-            ) => work.push((*args.get(k as usize)?, rest.to_vec())),
-            (
-                InstKind::Prim {
-                    prim: Prim::Getfield,
-                    args,
-                },
-                _,
-            ) => match args.as_slice() {
-                [t, Operand::Const(Const::I64(k))] => {
-                    let k = u32::try_from(*k).ok()?;
-                    work.push((*t, [k].into_iter().chain(fld.iter().copied()).collect()));
-                }
-                _ => return None,
-            },
-            (
-                InstKind::Prim {
-                    prim: Prim::Select,
-                    args,
-                },
-                _,
-            ) if args.len() == 3 => work.extend([(args[1], fld.clone()), (args[2], fld)]),
-            (InstKind::Phi { entries }, _) => {
-                work.extend(entries.iter().map(|&(_, op)| (op, fld.clone())));
+        let fld = match part_step(kind, fld) {
+            Step::Follow(next) => {
+                work.extend(next);
+                continue;
             }
+            Step::Bad => return None,
+            Step::Other(fld) => fld,
+        };
+        match (kind, fld.split_first()) {
             (
                 InstKind::Prim {
                     prim: Prim::Copy | Prim::Zeros | Prim::Alloc,
@@ -315,6 +293,8 @@ fn trace(
                 work.push((Operand::Value(*callee), Vec::new()));
                 work.extend(args.iter().map(|&a| (a, Vec::new())));
             }
+            // Followed by `part_step`.
+            (InstKind::Phi { .. }, _) => {}
         }
     }
     Some(seen)
@@ -415,44 +395,77 @@ pub(super) fn kept_ends(
             }
             ValueDef::Inst(d) => d,
         };
-        match (&f.insts[d].kind, fld.split_first()) {
-            (
-                InstKind::Prim {
-                    prim: Prim::Tuple,
-                    args,
-                },
-                Some((&k, rest)),
-            ) => work.push((*args.get(k as usize)?, rest.to_vec())),
-            (
-                InstKind::Prim {
-                    prim: Prim::Getfield,
-                    args,
-                },
-                _,
-            ) => match args.as_slice() {
-                [t, Operand::Const(Const::I64(k))] => {
-                    let k = u32::try_from(*k).ok()?;
-                    work.push((*t, [k].into_iter().chain(fld).collect()));
-                }
-                _ => return None,
-            },
-            (
-                InstKind::Prim {
-                    prim: Prim::Select,
-                    args,
-                },
-                _,
-            ) if args.len() == 3 => work.extend([(args[1], fld.clone()), (args[2], fld)]),
-            (InstKind::Phi { entries }, _) => {
-                work.extend(entries.iter().map(|&(_, op)| (op, fld.clone())));
+        let kind = &f.insts[d].kind;
+        let fld = match part_step(kind, fld) {
+            Step::Follow(next) => {
+                work.extend(next);
+                continue;
             }
-            (InstKind::Invoke { func, args }, _) => {
-                if let Some((j, part)) = callee(*func, &fld)? {
-                    work.push((*args.get(j)?, part));
-                }
-            }
-            _ => return None,
+            Step::Bad => return None,
+            Step::Other(fld) => fld,
+        };
+        let InstKind::Invoke { func, args } = kind else {
+            return None;
+        };
+        if let Some((j, part)) = callee(*func, &fld)? {
+            work.push((*args.get(j)?, part));
         }
     }
     Some(ends)
+}
+
+/// Where [`part_step`] goes from a statement.
+enum Step {
+    /// On to these operands, each for the part at its path.
+    Follow(Vec<(Operand, FieldPath)>),
+    /// A statement the trace cannot follow (a `getfield` whose index is not
+    /// a constant, a field a `tuple` statement lacks).
+    Bad,
+    /// No statement that only moves parts of values around: the caller
+    /// decides, for the part at this path.
+    Other(FieldPath),
+}
+
+/// The operands the part at path `fld` of a statement's result comes from,
+/// for a statement that only moves parts around: a `tuple` statement (the
+/// operand the path's first index takes, for the rest of the path), a
+/// `getfield` (its tuple, for the path one field longer), `select` and
+/// phis (each choice, for the same path).
+fn part_step(kind: &InstKind, fld: FieldPath) -> Step {
+    match (kind, fld.split_first()) {
+        (
+            InstKind::Prim {
+                prim: Prim::Tuple,
+                args,
+            },
+            Some((&k, rest)),
+        ) => match args.get(k as usize) {
+            Some(&op) => Step::Follow(vec![(op, rest.to_vec())]),
+            None => Step::Bad,
+        },
+        (
+            InstKind::Prim {
+                prim: Prim::Getfield,
+                args,
+            },
+            _,
+        ) => match args.as_slice() {
+            [t, Operand::Const(Const::I64(k))] => match u32::try_from(*k) {
+                Ok(k) => Step::Follow(vec![(*t, [k].into_iter().chain(fld).collect())]),
+                Err(_) => Step::Bad,
+            },
+            _ => Step::Bad,
+        },
+        (
+            InstKind::Prim {
+                prim: Prim::Select,
+                args,
+            },
+            _,
+        ) if args.len() == 3 => Step::Follow(vec![(args[1], fld.clone()), (args[2], fld)]),
+        (InstKind::Phi { entries }, _) => {
+            Step::Follow(entries.iter().map(|&(_, op)| (op, fld.clone())).collect())
+        }
+        _ => Step::Other(fld),
+    }
 }
