@@ -1424,8 +1424,9 @@ fn passed_through_until(
 /// `fresh_fields.rs`): `v` a `getfield` (or a chain of them) of a call's
 /// result taking such a field, the argument the callee hands back there,
 /// followed into it for a field of a tuple argument through `tuple`
-/// statements and `getfield`s. `None` when `v` is no such field or the
-/// argument's part is not one value of the caller.
+/// statements, `getfield`s and other calls' kept fields (`ident(push(..))`).
+/// `None` when `v` is no such field or the argument's part is not one value
+/// of the caller.
 pub(super) fn kept_field_source(cx: &Derivation<'_>, v: Value) -> Option<Value> {
     let (call, path) = getfield_root(&cx.src, v)?;
     let irad_ir::ValueDef::Inst(d) = cx.src.values[call].def else {
@@ -1467,6 +1468,15 @@ pub(super) fn kept_field_source(cx: &Derivation<'_>, v: Value) -> Option<Value> 
                 }
                 _ => return None,
             },
+            // Another call's result, whose kept field is the part.
+            InstKind::Invoke { func, args } => {
+                let (j, inner) = cx.kept_fields.get(&(*func, part.clone()))?;
+                let Operand::Value(x) = *args.get(*j)? else {
+                    return None;
+                };
+                w = x;
+                part.clone_from(inner);
+            }
             _ => return None,
         }
     }
