@@ -493,6 +493,11 @@ impl Type {
     /// what they were made with out of sight). Iterative, like
     /// [`Type::depth`].
     pub fn holds_array(&self) -> bool {
+        match self {
+            Type::Array(_) => return true,
+            Type::Tuple(_) | Type::Dual(..) => {}
+            _ => return false,
+        }
         let mut stack: SmallVec<[&Type; 8]> = smallvec![self];
         while let Some(t) = stack.pop() {
             match t {

@@ -1428,18 +1428,15 @@ fn passed_through_until(
 /// `None` when `v` is no such field or the argument's part is not one value
 /// of the caller.
 pub(super) fn kept_field_source(cx: &Derivation<'_>, v: Value) -> Option<Value> {
-    let (call, path) = getfield_root(&cx.src, v)?;
-    let irad_ir::ValueDef::Inst(d) = cx.src.values[call].def else {
+    // The chain must start at a call; the loop below takes its kept field
+    // first.
+    let (mut w, mut part) = getfield_root(&cx.src, v)?;
+    let irad_ir::ValueDef::Inst(d) = cx.src.values[w].def else {
         return None;
     };
-    let InstKind::Invoke { func, args } = &cx.src.insts[d].kind else {
+    if !matches!(cx.src.insts[d].kind, InstKind::Invoke { .. }) {
         return None;
-    };
-    let (j, part) = cx.kept_fields.get(&(*func, path))?;
-    let Operand::Value(mut w) = *args.get(*j)? else {
-        return None;
-    };
-    let mut part: Vec<u32> = part.clone();
+    }
     for _ in 0..cx.src.values.len() {
         let Some((&k, rest)) = part.split_first() else {
             return Some(w);
