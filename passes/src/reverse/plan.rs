@@ -268,6 +268,11 @@ pub struct CheckpointedLoop {
     /// How many of those hold the array another of them held the iteration
     /// before (`prev = cur; cur = next;`).
     pub carried_handed: usize,
+    /// How many of those may hold the array another of them holds (a phi
+    /// handed the array an either call may hand back, or a phi replaced on
+    /// some iterations by the array another takes: `keep = r`), which each
+    /// snapshot tells by `same`.
+    pub carried_shared: usize,
     /// The fewest iterations a stretch has (more than 1 when arrays are
     /// handed on: every stretch but the first then starts with arrays the
     /// loop made).
@@ -1050,6 +1055,12 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
                 line.push_str(&format!(
                     ", {} of them holding the array another held the iteration before: stretches of at least {} iterations",
                     c.carried_handed, c.least
+                ));
+            }
+            if c.carried_shared > 0 {
+                line.push_str(&format!(
+                    ", {} of them perhaps the array another holds",
+                    c.carried_shared
                 ));
             }
             line.push(')');

@@ -897,9 +897,22 @@ fn decide(
         return Err(a.refusal());
     }
     let pre = eligible(cx, k)?;
-    let (carried, handed) = carried_arrays(cx, view, k)?;
+    let Found {
+        carried,
+        handed,
+        keeping,
+    } = carried_arrays(cx, view, k)?;
     let escaping = escaping_arrays(cx, cx.shape.loops.of(k));
-    let alias = aliases(cx, k, &carried, &handed)?;
+    let mut alias = aliases(cx, k, &carried, &handed)?;
+    // A phi replaced on some iterations by the array another header phi
+    // takes afresh (`keep = r`, the best iterate) may be that one's array.
+    for (keep, taker) in keeping {
+        let at = |v: Value| carried.iter().position(|c| c.1 == v);
+        let (Some(i), Some(j)) = (at(keep), at(taker)) else {
+            return Err("it carries an array a phi replaced on some iterations takes from a phi that is not carried".into());
+        };
+        alias[i] = Some(j);
+    }
     // An array handed on from another header phi holds, after fewer
     // iterations than its depth, an array that entered the loop through
     // another phi: where every latch hands it one phi, down to one made
@@ -955,7 +968,7 @@ fn decide(
             .any(|(c, a)| a.is_some() && escaping.contains(&c.1))
     {
         return Err(
-            "it carries an array that may be another it carries (an either call handed it back), uses it after it and an array its last iteration made"
+            "it carries an array that may be another it carries (an either call handed it back, or it took the other's), uses it after it and an array its last iteration made"
                 .into(),
         );
     }
@@ -1371,6 +1384,18 @@ fn eligible(cx: &Derivation<'_>, k: usize) -> Result<usize, String> {
 /// iteration that has a shadow, the header's shadow phi and the shadow
 /// entering the loop (values of the forward sweep); for one kept as it is,
 /// its [`Kept`] shadow.
+/// What [`carried_arrays`] finds in a loop.
+struct Found {
+    /// The carried arrays, in the order of the header's phis.
+    carried: Vec<CarriedPhi>,
+    /// The phis handed another's array, by their depth (over 1).
+    handed: HashMap<Value, u64>,
+    /// Each phi replaced on some iterations by an array another header phi
+    /// takes as made afresh in every iteration (`keep = r`, the best
+    /// iterate), with that phi: at the header it may be that one's array.
+    keeping: Vec<(Value, Value)>,
+}
+
 type CarriedPhi = (
     usize,
     Value,
@@ -1839,11 +1864,7 @@ fn aliases(
 /// array's shadow is one of the shadows of arrays defined before the loop,
 /// which the loop that does not record carries along (docs/reverse.md,
 /// "Arrays carried through the header").
-fn carried_arrays(
-    cx: &Derivation<'_>,
-    view: &SweepView<'_>,
-    k: usize,
-) -> Result<(Vec<CarriedPhi>, HashMap<Value, u64>), String> {
+fn carried_arrays(cx: &Derivation<'_>, view: &SweepView<'_>, k: usize) -> Result<Found, String> {
     let shape = &cx.shape;
     let l = shape.loops.of(k);
     let index = shape.bb.index();
@@ -1950,6 +1971,28 @@ fn carried_arrays(
     let mut seen: HashSet<Value> = HashSet::default();
     // The phis handed on, each to one phi only (two would hold one array).
     let mut handed: HashSet<Value> = HashSet::default();
+    // The arrays made in the loop that a header phi takes, from every latch,
+    // as made afresh (depth 1, no call that may hand back its argument), by
+    // that phi: a phi replaced on some iterations only may take them too.
+    let mut takers: HashMap<Value, Value> = HashMap::default();
+    for &(inst, r) in &phis {
+        let InstKind::Phi { entries } = &cx.src.insts[inst].kind else {
+            continue;
+        };
+        if depth.get(&r) != Some(&1) {
+            continue;
+        }
+        let made: Option<Vec<Value>> = entries
+            .iter()
+            .filter(|(p, _)| inside(p))
+            .map(|(_, op)| made_inside(op))
+            .collect();
+        for v in made.into_iter().flatten() {
+            takers.insert(v, r);
+        }
+    }
+    let mut shared_made: HashSet<Value> = HashSet::default();
+    let mut keeping = Vec::new();
     for (j, &(inst, r)) in phis.iter().enumerate() {
         let ty = &cx.src.values[r].ty;
         if !contains_array(ty) {
@@ -2011,12 +2054,27 @@ fn carried_arrays(
             }
             (Some(sphi), _) if cx.replaced.contains_key(&r) => {
                 // Replaced on some iterations only: its flag is a header phi.
+                // An array it may be replaced by is no other phi's, or that
+                // of one phi taking it in every iteration, whose array it
+                // then may be (`keep = r`); one such phi at most.
                 let rep = &cx.replaced[&r];
-                if !rep.made.iter().all(|&v| seen.insert(v)) {
+                let mut taker = None;
+                let own = rep.made.iter().all(|&v| match takers.get(&v) {
+                    Some(&t) => {
+                        let first = taker.is_none_or(|x| x == t) && shared_made.insert(v);
+                        taker = Some(t);
+                        first
+                    }
+                    None => seen.insert(v),
+                });
+                if !own {
                     return Err(
                         "it carries an array from one iteration to the next that it neither made afresh in the iteration nor kept as it is"
                             .into(),
                     );
+                }
+                if let Some(t) = taker {
+                    keeping.push((r, t));
                 }
                 let at = phis
                     .iter()
@@ -2069,7 +2127,11 @@ fn carried_arrays(
     }
     // The depths of the phis handed another's array, for the stretch.
     depth.retain(|&r, &mut d| d > 1 && out.iter().any(|c| c.1 == r && c.3.is_some()));
-    Ok((out, depth))
+    Ok(Found {
+        carried: out,
+        handed: depth,
+        keeping,
+    })
 }
 
 /// Whether header phi `r` of loop `k` enters it with an array made for it
@@ -3013,6 +3075,7 @@ pub(super) fn summary(
                 carried_after: c.carried.iter().filter(|c| c.escapes).count(),
                 carried_replaced: c.carried.iter().filter(|c| c.replaced.is_some()).count(),
                 carried_handed: c.handed,
+                carried_shared: c.carried.iter().filter(|c| c.alias.is_some()).count(),
                 least: c.least,
                 made_after: c.left.len(),
                 within: c.within.map(|o| cx.label(cx.shape.loops.of(o).header)),
