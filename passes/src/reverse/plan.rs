@@ -273,6 +273,10 @@ pub struct CheckpointedLoop {
     /// some iterations by the array another takes: `keep = r`), which each
     /// snapshot tells by `same`.
     pub carried_shared: usize,
+    /// How many of those may hold the array another of them entered the
+    /// loop with (`if better { keep = r; } r = step(r);`), which a flag
+    /// beside each says.
+    pub carried_entered: usize,
     /// The fewest iterations a stretch has (more than 1 when arrays are
     /// handed on: every stretch but the first then starts with arrays the
     /// loop made).
@@ -1061,6 +1065,12 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
                 line.push_str(&format!(
                     ", {} of them perhaps the array another holds",
                     c.carried_shared
+                ));
+            }
+            if c.carried_entered > 0 {
+                line.push_str(&format!(
+                    ", {} of them perhaps the array another entered with",
+                    c.carried_entered
                 ));
             }
             line.push(')');

@@ -469,6 +469,13 @@ pub(super) struct Carried {
     /// shadow of the phi up its chain it is, where that one leaves too
     /// (`primal::shared_exits`).
     pub alias: Option<usize>,
+    /// For an array replaced on some iterations that may take another
+    /// header phi's array (`if better { keep = r; } r = step(r);`, since
+    /// session 34): its flag saying it holds the array that phi entered
+    /// the loop with (a header phi: its index among the header's phis and
+    /// the primal value), and the index among the loop's inputs of that
+    /// phi's entering shadow, which it then starts and leaves with.
+    pub held_entry: Option<((usize, Value), usize)>,
 }
 
 impl Carried {
@@ -901,6 +908,7 @@ fn decide(
         carried,
         handed,
         keeping,
+        held_entry,
     } = carried_arrays(cx, view, k)?;
     let escaping = escaping_arrays(cx, cx.shape.loops.of(k));
     let mut alias = aliases(cx, k, &carried, &handed)?;
@@ -988,7 +996,21 @@ fn decide(
     let mut inputs = region::inputs(cx, view, plan, k);
     let arrays = region::arrays(cx, view, &inputs, k, unsafe_classes);
     // The shadows entering the loop with its carried arrays are inputs too.
-    let carried = carried_of(cx, k, (carried, alias), (&escaping, &held_of), &mut inputs);
+    let mut carried = carried_of(cx, k, (carried, alias), (&escaping, &held_of), &mut inputs);
+    // A phi that may hold the array another entered with starts from that
+    // one's entering shadow then; the other is not renewed (its first
+    // stretch's array and shadow must be the ones that entered).
+    for &(keep, at, flag, entry) in &held_entry {
+        let entry = input_index(&mut inputs, entry);
+        let mut q = None;
+        if let Some(c) = carried.iter_mut().find(|c| c.value == keep) {
+            c.held_entry = Some(((at, flag), entry));
+            q = cx.replaced.get(&keep).and_then(|r| r.held).map(|h| h.0);
+        }
+        if let Some(c) = carried.iter_mut().find(|c| Some(c.value) == q) {
+            c.renewed = false;
+        }
+    }
     let counted = plan.counted_slots().get(k).is_some_and(Option::is_some);
     // The direct path replaces the entering block's jump by the test.
     let plain_entry = matches!(shape.bb.blocks[pre].term,
@@ -1394,6 +1416,11 @@ struct Found {
     /// takes as made afresh in every iteration (`keep = r`, the best
     /// iterate), with that phi: at the header it may be that one's array.
     keeping: Vec<(Value, Value)>,
+    /// Each phi replaced on some iterations that takes another header
+    /// phi's array (`if better { keep = r; } r = step(r);`), with its flag
+    /// saying it holds the array that phi entered with (its position among
+    /// the header's phis) and that phi's entering shadow.
+    held_entry: Vec<(Value, usize, Value, Value)>,
 }
 
 type CarriedPhi = (
@@ -1760,6 +1787,7 @@ fn carried_of(
                     .flatten()
                     .map(|&e| input_index(inputs, e))
                     .collect(),
+                held_entry: None,
             },
         )
         .collect()
@@ -1993,6 +2021,7 @@ fn carried_arrays(cx: &Derivation<'_>, view: &SweepView<'_>, k: usize) -> Result
     }
     let mut shared_made: HashSet<Value> = HashSet::default();
     let mut keeping = Vec::new();
+    let mut held_entry = Vec::new();
     for (j, &(inst, r)) in phis.iter().enumerate() {
         let ty = &cx.src.values[r].ty;
         if !contains_array(ty) {
@@ -2076,6 +2105,35 @@ fn carried_arrays(cx: &Derivation<'_>, view: &SweepView<'_>, k: usize) -> Result
                 if let Some(t) = taker {
                     keeping.push((r, t));
                 }
+                // Taking another phi's array (since session 34): that phi
+                // takes a new array in every iteration, and its entering
+                // shadow is the one this holds while it holds the array
+                // that phi entered with.
+                if let Some((q, hflag)) = rep.held {
+                    let q_entry = phis
+                        .iter()
+                        .find(|&&(_, x)| x == q)
+                        .and_then(|&(qi, _)| match &cx.src.insts[qi].kind {
+                            InstKind::Phi { entries } => {
+                                entries.iter().find(|(p, _)| !inside(p)).map(|&(_, op)| op)
+                            }
+                            _ => None,
+                        })
+                        .as_ref()
+                        .and_then(one_shadow);
+                    let at = phis.iter().position(|&(_, x)| x == hflag);
+                    match (takers.values().any(|&t| t == q), at, q_entry) {
+                        (true, Some(at), Some(Operand::Value(e))) => {
+                            held_entry.push((r, at, hflag, e));
+                        }
+                        _ => {
+                            return Err(
+                                "it carries an array from one iteration to the next that it neither made afresh in the iteration nor kept as it is"
+                                    .into(),
+                            );
+                        }
+                    }
+                }
                 let at = phis
                     .iter()
                     .position(|&(_, x)| x == rep.flag)
@@ -2131,6 +2189,7 @@ fn carried_arrays(cx: &Derivation<'_>, view: &SweepView<'_>, k: usize) -> Result
         carried: out,
         handed: depth,
         keeping,
+        held_entry,
     })
 }
 
@@ -2383,6 +2442,11 @@ fn left_array(
     let chosen = carried.iter().find_map(|c| {
         let rep = cx.replaced.get(&c.1)?;
         let &(flag, this) = rep.phis.get(&v)?;
+        // A phi on the way of one taking another header phi's array holds,
+        // where it leaves, that phi's, its own or a new one: not handled.
+        if rep.held.is_some() {
+            return None;
+        }
         let (_, entry) = c.3?;
         Some((
             rep,
@@ -3076,6 +3140,7 @@ pub(super) fn summary(
                 carried_replaced: c.carried.iter().filter(|c| c.replaced.is_some()).count(),
                 carried_handed: c.handed,
                 carried_shared: c.carried.iter().filter(|c| c.alias.is_some()).count(),
+                carried_entered: c.carried.iter().filter(|c| c.held_entry.is_some()).count(),
                 least: c.least,
                 made_after: c.left.len(),
                 within: c.within.map(|o| cx.label(cx.shape.loops.of(o).header)),

@@ -1096,6 +1096,18 @@ fn exit_shadows(
             )?;
             entered = Operand::Value(s);
         }
+        // While it holds the array another phi entered with, that one's
+        // entering shadow.
+        if let Some(((_, hb), theirs)) = c.held_entry {
+            let by = pmap[hb].ok_or("a flag without its new value")?;
+            let s = value(
+                f,
+                Prim::Select,
+                &[by, Operand::Value(ck.inputs[theirs]), entered],
+                c.ty.clone(),
+            )?;
+            entered = Operand::Value(s);
+        }
         // An array replaced on some iterations only leaves with the shadow
         // it entered with until the loop has replaced it.
         let by = match c.replaced {

@@ -15,9 +15,18 @@
 //! or a fresh zero array by it, and the forward sweep's exit blocks choose
 //! the shadow the array leaves with by it.
 //!
+//! The way may also take another header phi's array, one whose every latch
+//! brings a new array (`if better { keep = r; } r = step(r);`, since
+//! session 34): that array is one the loop made after the first iteration
+//! only, and in the first it is the one that phi entered with. Two `bool`
+//! header phis beside that phi (an iteration ran; none did) give the flags
+//! their entries there, and a third flag beside the phi and each phi on its
+//! way says whether it holds the array the other phi entered with.
+//!
 //! Assumes a verified, normalised primal and its shape. Guarantees: adds
-//! phis only (one per marked phi and per phi on its way, each after its
-//! block's phis); the primal computes what it did.
+//! `bool` phis only (one to three per marked phi and per phi on its way,
+//! two beside a phi whose array it takes, each after its block's phis);
+//! the primal computes what it did.
 
 use super::super::ctx::Shape;
 use irad_ir::{Block, Const, Func, Inst, InstKind, Operand, Scalar, Type, Value, ValueDef};
@@ -36,14 +45,32 @@ pub(in crate::reverse) struct Replaced {
     /// and a second one (whether the array it holds was made in the current
     /// iteration, not the one the iteration started with).
     pub phis: HashMap<Value, (Value, Value)>,
+    /// For a phi that takes, on some paths, the array another header phi
+    /// holds (`if better { keep = r; } r = step(r);`, since session 34):
+    /// that phi, whose every latch brings an array the loop made, and the
+    /// `bool` header phi beside this one saying whether it holds the array
+    /// that phi entered the loop with (taken in the first iteration),
+    /// whose shadow is that phi's entering shadow. Its flag says "replaced"
+    /// only when it holds an array the loop made.
+    pub held: Option<(Value, Value)>,
 }
 
-/// One phi found: its web (phis on the way, arrays made) and whether it
-/// needs a flag.
+/// A test of a value.
+type ValueTest<'a> = dyn Fn(Value) -> bool + 'a;
+
+/// The flags of a web's phis: the replaced flag of each, and beside a phi
+/// on the way the flag saying it holds an array made in the iteration.
+type WebFlags = HashMap<Value, (Value, Option<Value>)>;
+
+/// One phi found: its web (phis on the way, arrays made, the other header
+/// phi it takes the array of) and whether it needs a flag.
 struct Web {
     phi: Value,
     phis: Vec<Value>,
     made: Vec<Value>,
+    foreign: Option<Value>,
+    /// The blocks of the loop that jump to its header.
+    latches: Vec<Block>,
 }
 
 /// Marks, in every loop of `shape` (the shape of `src`), the `[f64]` header
@@ -82,27 +109,63 @@ pub(in crate::reverse) fn mark(
                 .map(|&(_, op)| op)
                 .collect();
             let in_header = |v| pos_of(v) == Some(l.header);
-            if let Some(web) = web_of(src, fresh, r, latches, (&|v| inside(v), &in_header)) {
+            // Another `[f64]` header phi every latch of which brings an
+            // array made in the loop (`r = step(r)`): a phi may take its
+            // array on some paths.
+            let afresh = |v: Value| {
+                let ValueDef::Inst(d) = src.values[v].def else {
+                    return false;
+                };
+                let InstKind::Phi { entries } = &src.insts[d].kind else {
+                    return false;
+                };
+                v != r
+                    && src.values[v].ty == Type::Array(Scalar::F64)
+                    && in_header(v)
+                    && entries
+                        .iter()
+                        .filter(|(p, _)| index[*p].is_some_and(|p| l.contains(p)))
+                        .all(|&(_, op)| match op {
+                            Operand::Value(m) => {
+                                inside(m)
+                                    && matches!(src.values[m].def, ValueDef::Inst(md)
+                                        if super::makes_array(src, fresh, md))
+                            }
+                            Operand::Const(_) => false,
+                        })
+            };
+            let within: [&ValueTest; 3] = [&|v| inside(v), &in_header, &afresh];
+            if let Some(mut web) = web_of(src, fresh, r, latches, within) {
+                web.latches = entries
+                    .iter()
+                    .map(|&(p, _)| p)
+                    .filter(|p| index[*p].is_some_and(|p| l.contains(p)))
+                    .collect();
                 found.push(web);
             }
         }
-        // Two header phis sharing a phi or an array: neither is marked
-        // (checkpointing refuses the loop).
+        // Two header phis sharing a phi, an array or the phi whose array
+        // they take: neither is marked (checkpointing refuses the loop).
         let mut count: HashMap<Value, usize> = HashMap::default();
         for w in &found {
-            for &v in w.phis.iter().chain(&w.made) {
+            for &v in w.phis.iter().chain(&w.made).chain(&w.foreign) {
                 *count.entry(v).or_default() += 1;
             }
         }
         for w in found {
-            let shared = w.phis.iter().chain(&w.made).any(|v| count[v] > 1);
+            let shared = w
+                .phis
+                .iter()
+                .chain(&w.made)
+                .chain(&w.foreign)
+                .any(|v| count[v] > 1);
             if !shared {
                 webs.push((head.id, w));
             }
         }
     }
     for (head, w) in webs {
-        let mut flags = add_flags(src, head, &w);
+        let (mut flags, held) = add_flags(src, head, &w);
         let Some((flag, _)) = flags.remove(&w.phi) else {
             continue;
         };
@@ -116,6 +179,7 @@ pub(in crate::reverse) fn mark(
                 flag,
                 made: w.made,
                 phis,
+                held: w.foreign.zip(held),
             },
         );
     }
@@ -124,20 +188,22 @@ pub(in crate::reverse) fn mark(
 
 /// The web of header phi `r` entered from its latches with `latches`:
 /// `None` unless every operand is, through phis inside the loop (`inside`)
-/// but not in its header (`in_header`), an array made in the loop or `r`,
-/// and one phi or `r` is on the way (else every latch brings an array made
-/// afresh, which needs no flag).
+/// but not in its header (`in_header`), an array made in the loop, `r`, or
+/// one other header phi `afresh` accepts, and one phi or `r` is on the way
+/// (else every latch brings an array made afresh, which needs no flag).
 fn web_of(
     src: &Func,
     fresh: &crate::reverse::fresh::Fresh,
     r: Value,
     latches: Vec<Operand>,
-    (inside, in_header): (&dyn Fn(Value) -> bool, &dyn Fn(Value) -> bool),
+    [inside, in_header, afresh]: [&ValueTest; 3],
 ) -> Option<Web> {
     let mut web = Web {
         phi: r,
         phis: Vec::new(),
         made: Vec::new(),
+        foreign: None,
+        latches: Vec::new(),
     };
     let mut itself = false;
     let mut seen: HashSet<Value> = HashSet::default();
@@ -163,6 +229,7 @@ fn web_of(
                 web.phis.push(v);
                 work.extend(entries.iter().map(|&(_, op)| op));
             }
+            InstKind::Phi { .. } if afresh(v) && web.foreign.is_none() => web.foreign = Some(v),
             _ => return None,
         }
     }
@@ -172,8 +239,13 @@ fn web_of(
 /// Adds the flags of web `w` (its header phi in block `head`): a `bool`
 /// phi beside the header phi and beside each phi on the way, and a second
 /// one beside each phi on the way (made in the current iteration). Returns
-/// them, by the phi each is beside.
-fn add_flags(src: &mut Func, head: Block, w: &Web) -> HashMap<Value, (Value, Option<Value>)> {
+/// them, by the phi each is beside. Where the web takes another header
+/// phi's array (`w.foreign`), that phi holds an array the loop made after
+/// the first iteration only: two `bool` header phis beside it say so (an
+/// iteration ran; none did), and a third flag beside the header phi and
+/// each phi on the way says whether it holds the array the other phi
+/// entered with; the header phi's is returned too.
+fn add_flags(src: &mut Func, head: Block, w: &Web) -> (WebFlags, Option<Value>) {
     let places = src.inst_places();
     let block_of = |v: Value| -> Option<Block> {
         let ValueDef::Inst(d) = src.values[v].def else {
@@ -187,8 +259,11 @@ fn add_flags(src: &mut Func, head: Block, w: &Web) -> HashMap<Value, (Value, Opt
     // way holds was made in the current iteration.
     let mut flags: HashMap<Value, Value> = HashMap::default();
     let mut this: HashMap<Value, Value> = HashMap::default();
-    let at = std::iter::once((w.phi, Some(head))).chain(w.phis.iter().copied().zip(blocks));
-    for (p, block) in at {
+    let mut held: HashMap<Value, Value> = HashMap::default();
+    let at: Vec<(Value, Option<Block>)> = std::iter::once((w.phi, Some(head)))
+        .chain(w.phis.iter().copied().zip(blocks))
+        .collect();
+    for &(p, block) in &at {
         let Some(block) = block else { continue };
         let Some(flag) = insert_phi(src, block) else {
             continue;
@@ -199,9 +274,30 @@ fn add_flags(src: &mut Func, head: Block, w: &Web) -> HashMap<Value, (Value, Opt
         {
             this.insert(p, t);
         }
+        if w.foreign.is_some()
+            && let Some(h) = insert_phi(src, block)
+        {
+            held.insert(p, h);
+        }
     }
+    // The other phi's two flags: whether an iteration ran (its array is
+    // one the loop made), and whether none did (its array is the one it
+    // entered with).
+    let foreign = match w.foreign {
+        Some(q) => foreign_flags(src, head, q, &w.latches),
+        None => None,
+    };
     let made: HashSet<Value> = w.made.iter().copied().collect();
-    let fill = |src: &mut Func, p: Value, flag: Value, of: &HashMap<Value, Value>, entered| {
+    // Each flag's entries: what a made array gives, what the other phi's
+    // array gives, and whether `w.phi` means the array the iteration
+    // started with (not made in it).
+    struct Fill<'a> {
+        of: &'a HashMap<Value, Value>,
+        made: Operand,
+        foreign: Operand,
+        entered: bool,
+    }
+    let fill = |src: &mut Func, p: Value, flag: Value, how: &Fill| {
         let ValueDef::Inst(d) = src.values[p].def else {
             return;
         };
@@ -212,16 +308,18 @@ fn add_flags(src: &mut Func, head: Block, w: &Web) -> HashMap<Value, (Value, Opt
             .iter()
             .map(|&(pred, op)| {
                 let to = match op {
-                    Operand::Value(v) if made.contains(&v) => Operand::from(true),
-                    Operand::Value(v) if v == w.phi && p != w.phi => match entered {
+                    Operand::Value(v) if made.contains(&v) => how.made,
+                    Operand::Value(v) if Some(v) == w.foreign => how.foreign,
+                    Operand::Value(v) if v == w.phi && p != w.phi => match how.entered {
                         // Made in this iteration: not the array the
                         // iteration started with.
                         true => Operand::from(false),
-                        false => of
+                        false => how
+                            .of
                             .get(&v)
                             .map_or(Operand::from(false), |&f| Operand::Value(f)),
                     },
-                    Operand::Value(v) => match of.get(&v) {
+                    Operand::Value(v) => match how.of.get(&v) {
                         Some(&f) => Operand::Value(f),
                         // An entry from outside the loop (only the header
                         // phi's): the array that entered.
@@ -236,16 +334,70 @@ fn add_flags(src: &mut Func, head: Block, w: &Web) -> HashMap<Value, (Value, Opt
             src.insts[fd].kind = InstKind::Phi { entries };
         }
     };
+    let (ran, first) = match foreign {
+        Some((ran, first)) => (Operand::Value(ran), Operand::Value(first)),
+        None => (Operand::from(false), Operand::from(false)),
+    };
+    let replaced = Fill {
+        of: &flags,
+        made: Operand::from(true),
+        foreign: ran,
+        entered: false,
+    };
     for (&p, &flag) in &flags {
-        fill(src, p, flag, &flags, false);
+        fill(src, p, flag, &replaced);
     }
+    // The other phi's array is the one the iteration started with.
+    let current = Fill {
+        of: &this,
+        made: Operand::from(true),
+        foreign: Operand::from(false),
+        entered: true,
+    };
     for (&p, &t) in &this {
-        fill(src, p, t, &this, true);
+        fill(src, p, t, &current);
     }
-    flags
-        .into_iter()
-        .map(|(p, f)| (p, (f, this.get(&p).copied())))
-        .collect()
+    let entering = Fill {
+        of: &held,
+        made: Operand::from(false),
+        foreign: first,
+        entered: false,
+    };
+    for (&p, &h) in &held {
+        fill(src, p, h, &entering);
+    }
+    let out = flags
+        .iter()
+        .map(|(&p, &f)| (p, (f, this.get(&p).copied())))
+        .collect();
+    (out, held.get(&w.phi).copied())
+}
+
+/// Two `bool` phis beside header phi `q` in block `head`: whether an
+/// iteration ran (`false` from outside the loop, `true` from its latches,
+/// `latches`) and the opposite. `None` when `q` is no phi.
+fn foreign_flags(
+    src: &mut Func,
+    head: Block,
+    q: Value,
+    latches: &[Block],
+) -> Option<(Value, Value)> {
+    let d = flag_inst(src, q)?;
+    let InstKind::Phi { entries } = &src.insts[d].kind else {
+        return None;
+    };
+    let preds: Vec<Block> = entries.iter().map(|&(p, _)| p).collect();
+    let ran = insert_phi(src, head)?;
+    let first = insert_phi(src, head)?;
+    for (flag, inside) in [(ran, true), (first, false)] {
+        let entries = preds
+            .iter()
+            .map(|p| (*p, Operand::from(latches.contains(p) == inside)))
+            .collect();
+        let fd = flag_inst(src, flag)?;
+        src.insts[fd].kind = InstKind::Phi { entries };
+    }
+    Some((ran, first))
 }
 
 /// A new `bool` phi without entries after the phis of `block`.

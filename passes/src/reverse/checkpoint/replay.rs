@@ -593,7 +593,18 @@ impl Replay<'_, '_> {
                 .ok_or_else(|| internal(&self.cx.floc, "a carried array without its phi"))?;
             let n = self.copy.value(at, Prim::Length, &[a], Type::I64);
             let fresh = self.copy.value(at, Prim::Zeros, &[n], c.ty.clone());
-            let entry = Operand::Value(self.copy.f.params[entry]);
+            let mut entry = Operand::Value(self.copy.f.params[entry]);
+            // While it holds the array another phi entered with, that
+            // one's entering shadow (`keep = r` in the first iteration).
+            if let Some(((j, _), theirs)) = c.held_entry {
+                let by = *state
+                    .get(j)
+                    .ok_or_else(|| internal(&self.cx.floc, "a carried array without its flag"))?;
+                let theirs = Operand::Value(self.copy.f.params[theirs]);
+                entry = self
+                    .copy
+                    .value(at, Prim::Select, &[by, theirs, entry], c.ty.clone());
+            }
             if c.renewed {
                 first.push((fresh, entry));
                 starts.push(fresh);
