@@ -850,6 +850,51 @@ pub(super) fn choose(
     Ok(out)
 }
 
+/// Sets the alias of each phi replaced on some iterations that may be
+/// another header phi's array (`keeping`, [`Keepers`]): `alias` by
+/// position among `carried`. Fails where one may be either of two.
+fn keepers_alias(
+    carried: &[CarriedPhi],
+    keeping: &[(Value, Value)],
+    alias: &mut [Option<usize>],
+) -> Result<(), String> {
+    for &(keep, taker) in keeping {
+        let at = |v: Value| carried.iter().position(|c| c.1 == v);
+        let (Some(i), Some(j)) = (at(keep), at(taker)) else {
+            return Err("it carries an array a phi replaced on some iterations takes from a phi that is not carried".into());
+        };
+        if alias[i].is_some_and(|x| x != j) {
+            return Err("it carries an array that may be either of two others".into());
+        }
+        alias[i] = Some(j);
+    }
+    Ok(())
+}
+
+/// Gives each carried array that may hold the array another entered with
+/// ([`Found::held_entry`]) its flag and that one's entering shadow (added
+/// to `inputs`), which it then starts and leaves with; the other is not
+/// renewed (its first stretch's array and shadow must be the ones that
+/// entered).
+fn held_entries(
+    cx: &Derivation<'_>,
+    carried: &mut [Carried],
+    held_entry: &[(Value, usize, Value, Value)],
+    inputs: &mut Vec<Value>,
+) {
+    for &(keep, at, flag, entry) in held_entry {
+        let entry = input_index(inputs, entry);
+        let mut q = None;
+        if let Some(c) = carried.iter_mut().find(|c| c.value == keep) {
+            c.held_entry = Some(((at, flag), entry));
+            q = cx.replaced.get(&keep).and_then(|r| r.held).map(|h| h.0);
+        }
+        if let Some(c) = carried.iter_mut().find(|c| Some(c.value) == q) {
+            c.renewed = false;
+        }
+    }
+}
+
 /// Whether checkpointed loop `outer` counts the trips of loop `k` on entry
 /// from its start and bound, and those of the loops inside `k`, at any
 /// depth inside it ([`sized::InnerRuns::complete`]), and the runs of `k`
@@ -912,15 +957,7 @@ fn decide(
     } = carried_arrays(cx, view, k)?;
     let escaping = escaping_arrays(cx, cx.shape.loops.of(k));
     let mut alias = aliases(cx, k, &carried, &handed)?;
-    // A phi replaced on some iterations by the array another header phi
-    // takes afresh (`keep = r`, the best iterate) may be that one's array.
-    for (keep, taker) in keeping {
-        let at = |v: Value| carried.iter().position(|c| c.1 == v);
-        let (Some(i), Some(j)) = (at(keep), at(taker)) else {
-            return Err("it carries an array a phi replaced on some iterations takes from a phi that is not carried".into());
-        };
-        alias[i] = Some(j);
-    }
+    keepers_alias(&carried, &keeping, &mut alias)?;
     // An array handed on from another header phi holds, after fewer
     // iterations than its depth, an array that entered the loop through
     // another phi: where every latch hands it one phi, down to one made
@@ -997,20 +1034,7 @@ fn decide(
     let arrays = region::arrays(cx, view, &inputs, k, unsafe_classes);
     // The shadows entering the loop with its carried arrays are inputs too.
     let mut carried = carried_of(cx, k, (carried, alias), (&escaping, &held_of), &mut inputs);
-    // A phi that may hold the array another entered with starts from that
-    // one's entering shadow then; the other is not renewed (its first
-    // stretch's array and shadow must be the ones that entered).
-    for &(keep, at, flag, entry) in &held_entry {
-        let entry = input_index(&mut inputs, entry);
-        let mut q = None;
-        if let Some(c) = carried.iter_mut().find(|c| c.value == keep) {
-            c.held_entry = Some(((at, flag), entry));
-            q = cx.replaced.get(&keep).and_then(|r| r.held).map(|h| h.0);
-        }
-        if let Some(c) = carried.iter_mut().find(|c| Some(c.value) == q) {
-            c.renewed = false;
-        }
-    }
+    held_entries(cx, &mut carried, &held_entry, &mut inputs);
     let counted = plan.counted_slots().get(k).is_some_and(Option::is_some);
     // The direct path replaces the entering block's jump by the test.
     let plain_entry = matches!(shape.bb.blocks[pre].term,
@@ -1879,6 +1903,145 @@ fn aliases(
     Ok(alias)
 }
 
+/// The header phis of loop `k` (`phis`) holding an array kept as it is,
+/// by their result: all array phis whose entries from inside are arrays
+/// defined before the loop (not `defined_inside`) or such phis, as long as
+/// that holds (a fixpoint from above).
+fn kept_phis(
+    cx: &Derivation<'_>,
+    k: usize,
+    phis: &[(Inst, Value)],
+    defined_inside: &dyn Fn(Value) -> bool,
+) -> HashSet<Value> {
+    let l = cx.shape.loops.of(k);
+    let index = cx.shape.bb.index();
+    let inside = |b: &Block| index[*b].is_some_and(|p| l.contains(p));
+    let mut kept: HashSet<Value> = phis
+        .iter()
+        .filter(|&&(_, r)| contains_array(&cx.src.values[r].ty))
+        .map(|&(_, r)| r)
+        .collect();
+    loop {
+        let before = kept.len();
+        let snapshot = kept.clone();
+        kept.retain(|&r| {
+            let Some(&(inst, _)) = phis.iter().find(|&&(_, x)| x == r) else {
+                return false;
+            };
+            let InstKind::Phi { entries } = &cx.src.insts[inst].kind else {
+                return false;
+            };
+            entries
+                .iter()
+                .filter(|(p, _)| inside(p))
+                .all(|(_, op)| match op {
+                    Operand::Value(v) => {
+                        let v = passed_through(cx, *v, k);
+                        snapshot.contains(&v) || !defined_inside(v)
+                    }
+                    Operand::Const(_) => false,
+                })
+        });
+        if kept.len() == before {
+            return kept;
+        }
+    }
+}
+
+/// What [`carried_arrays`] learns of the phis replaced on some iterations
+/// only that take other header phis' arrays (`keep = r`, the best iterate;
+/// since session 34).
+#[derive(Default)]
+struct Keepers {
+    /// The arrays made in the loop that a header phi takes, from every
+    /// latch, as made afresh, by that phi.
+    takers: HashMap<Value, Value>,
+    /// Those a phi replaced on some iterations takes too.
+    shared_made: HashSet<Value>,
+    /// Each such phi with the header phi whose array it may be.
+    keeping: Vec<(Value, Value)>,
+    /// [`Found::held_entry`].
+    held_entry: Vec<(Value, usize, Value, Value)>,
+    /// The one phi replaced on some iterations that takes each header
+    /// phi's array, before or after it is replaced: two (the lowest and
+    /// the highest) may hold one array, and neither would know of the
+    /// other.
+    kept_by: HashMap<Value, Value>,
+}
+
+impl Keepers {
+    /// Fails where a phi replaced on some iterations that takes another's
+    /// array, or that other, is among `handed`.
+    fn not_handed(&self, handed: &HashSet<Value>) -> Result<(), String> {
+        match self
+            .kept_by
+            .iter()
+            .any(|(q, r)| handed.contains(q) || handed.contains(r))
+        {
+            true => Err(
+                "it carries an array that a phi replaced on some iterations takes and another phi is handed"
+                    .into(),
+            ),
+            false => Ok(()),
+        }
+    }
+
+    /// Takes in header phi `r`, replaced on some iterations only (`rep`):
+    /// an array it may be replaced by is no other phi's (`seen`, which it
+    /// adds to), or that of one phi taking it in every iteration, whose
+    /// array it then may be (`keep = r` after the step); and it may take
+    /// another header phi's array (`rep.held`, before the step), whose
+    /// entering shadow `entering` gives. `phis` are the header's phis.
+    fn replaced(
+        &mut self,
+        r: Value,
+        rep: &replaced::Replaced,
+        (phis, seen): (&[(Inst, Value)], &mut HashSet<Value>),
+        entering: &dyn Fn(Value) -> Option<Operand>,
+    ) -> Result<(), String> {
+        const NEITHER: &str = "it carries an array from one iteration to the next that it neither made afresh in the iteration nor kept as it is";
+        const TWO: &str =
+            "it carries an array two of its arrays replaced on some iterations may both take";
+        let mut taker = None;
+        let own = rep.made.iter().all(|&v| match self.takers.get(&v) {
+            Some(&t) => {
+                let first = taker.is_none_or(|x| x == t) && self.shared_made.insert(v);
+                taker = Some(t);
+                first
+            }
+            None => seen.insert(v),
+        });
+        if !own {
+            return Err(NEITHER.into());
+        }
+        if let Some(t) = taker {
+            if *self.kept_by.entry(t).or_insert(r) != r {
+                return Err(TWO.into());
+            }
+            self.keeping.push((r, t));
+        }
+        // Taking another phi's array: that phi takes a new array in every
+        // iteration, or is replaced on some iterations only (and this may
+        // then be its array at the header); its entering shadow is the one
+        // this holds while it holds the array that phi entered with.
+        if let Some((q, hflag, may_be)) = rep.held {
+            let at = phis.iter().position(|&(_, x)| x == hflag);
+            let known = self.takers.values().any(|&t| t == q) || may_be.is_some();
+            let (true, Some(at), Some(Operand::Value(e))) = (known, at, entering(q)) else {
+                return Err(NEITHER.into());
+            };
+            if *self.kept_by.entry(q).or_insert(r) != r {
+                return Err(TWO.into());
+            }
+            self.held_entry.push((r, at, hflag, e));
+            if let Some(q) = may_be {
+                self.keeping.push((r, q));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The arrays loop `k` carries from one iteration to the next through its
 /// header phis, or why it cannot be checkpointed: each must be an array (not
 /// a tuple holding one). An array without a shadow may come from anywhere;
@@ -1919,39 +2082,7 @@ fn carried_arrays(cx: &Derivation<'_>, view: &SweepView<'_>, k: usize) -> Result
         [Operand::Value(s)] => Some(*s),
         _ => None,
     };
-    // The header phis holding an array kept as it is, by their result: all
-    // array phis whose entries from inside are arrays defined before the
-    // loop or such phis, as long as that holds (a fixpoint from above).
-    let mut kept: HashSet<Value> = phis
-        .iter()
-        .filter(|&&(_, r)| contains_array(&cx.src.values[r].ty))
-        .map(|&(_, r)| r)
-        .collect();
-    loop {
-        let before = kept.len();
-        let snapshot = kept.clone();
-        kept.retain(|&r| {
-            let Some(&(inst, _)) = phis.iter().find(|&&(_, x)| x == r) else {
-                return false;
-            };
-            let InstKind::Phi { entries } = &cx.src.insts[inst].kind else {
-                return false;
-            };
-            entries
-                .iter()
-                .filter(|(p, _)| inside(p))
-                .all(|(_, op)| match op {
-                    Operand::Value(v) => {
-                        let v = passed_through(cx, *v, k);
-                        snapshot.contains(&v) || !defined_inside(v)
-                    }
-                    Operand::Const(_) => false,
-                })
-        });
-        if kept.len() == before {
-            break;
-        }
-    }
+    let kept = kept_phis(cx, k, &phis, &defined_inside);
     // The header phis of arrays made afresh, from every latch, in the loop
     // or in the iteration before, handed on by another such phi (`prev =
     // cur; cur = next;`), with their depth: the iterations after which
@@ -2002,26 +2133,17 @@ fn carried_arrays(cx: &Derivation<'_>, view: &SweepView<'_>, k: usize) -> Result
     // The arrays made in the loop that a header phi takes, from every latch,
     // as made afresh (depth 1, no call that may hand back its argument), by
     // that phi: a phi replaced on some iterations only may take them too.
-    let mut takers: HashMap<Value, Value> = HashMap::default();
-    for &(inst, r) in &phis {
+    let mut keepers = Keepers::default();
+    for &(inst, r) in phis.iter().filter(|(_, r)| depth.get(r) == Some(&1)) {
         let InstKind::Phi { entries } = &cx.src.insts[inst].kind else {
             continue;
         };
-        if depth.get(&r) != Some(&1) {
-            continue;
-        }
-        let made: Option<Vec<Value>> = entries
-            .iter()
-            .filter(|(p, _)| inside(p))
-            .map(|(_, op)| made_inside(op))
-            .collect();
-        for v in made.into_iter().flatten() {
-            takers.insert(v, r);
-        }
+        let made = entries.iter().filter(|(p, _)| inside(p));
+        let made: Option<Vec<Value>> = made.map(|(_, op)| made_inside(op)).collect();
+        keepers
+            .takers
+            .extend(made.into_iter().flatten().map(|v| (v, r)));
     }
-    let mut shared_made: HashSet<Value> = HashSet::default();
-    let mut keeping = Vec::new();
-    let mut held_entry = Vec::new();
     for (j, &(inst, r)) in phis.iter().enumerate() {
         let ty = &cx.src.values[r].ty;
         if !contains_array(ty) {
@@ -2083,35 +2205,9 @@ fn carried_arrays(cx: &Derivation<'_>, view: &SweepView<'_>, k: usize) -> Result
             }
             (Some(sphi), _) if cx.replaced.contains_key(&r) => {
                 // Replaced on some iterations only: its flag is a header phi.
-                // An array it may be replaced by is no other phi's, or that
-                // of one phi taking it in every iteration, whose array it
-                // then may be (`keep = r`); one such phi at most.
                 let rep = &cx.replaced[&r];
-                let mut taker = None;
-                let own = rep.made.iter().all(|&v| match takers.get(&v) {
-                    Some(&t) => {
-                        let first = taker.is_none_or(|x| x == t) && shared_made.insert(v);
-                        taker = Some(t);
-                        first
-                    }
-                    None => seen.insert(v),
-                });
-                if !own {
-                    return Err(
-                        "it carries an array from one iteration to the next that it neither made afresh in the iteration nor kept as it is"
-                            .into(),
-                    );
-                }
-                if let Some(t) = taker {
-                    keeping.push((r, t));
-                }
-                // Taking another phi's array (since session 34): that phi
-                // takes a new array in every iteration, and its entering
-                // shadow is the one this holds while it holds the array
-                // that phi entered with.
-                if let Some((q, hflag)) = rep.held {
-                    let q_entry = phis
-                        .iter()
+                let entering = |q: Value| {
+                    phis.iter()
                         .find(|&&(_, x)| x == q)
                         .and_then(|&(qi, _)| match &cx.src.insts[qi].kind {
                             InstKind::Phi { entries } => {
@@ -2120,20 +2216,9 @@ fn carried_arrays(cx: &Derivation<'_>, view: &SweepView<'_>, k: usize) -> Result
                             _ => None,
                         })
                         .as_ref()
-                        .and_then(one_shadow);
-                    let at = phis.iter().position(|&(_, x)| x == hflag);
-                    match (takers.values().any(|&t| t == q), at, q_entry) {
-                        (true, Some(at), Some(Operand::Value(e))) => {
-                            held_entry.push((r, at, hflag, e));
-                        }
-                        _ => {
-                            return Err(
-                                "it carries an array from one iteration to the next that it neither made afresh in the iteration nor kept as it is"
-                                    .into(),
-                            );
-                        }
-                    }
-                }
+                        .and_then(one_shadow)
+                };
+                keepers.replaced(r, rep, (&phis, &mut seen), &entering)?;
                 let at = phis
                     .iter()
                     .position(|&(_, x)| x == rep.flag)
@@ -2183,13 +2268,18 @@ fn carried_arrays(cx: &Derivation<'_>, view: &SweepView<'_>, k: usize) -> Result
         };
         out.push((j, r, ty.clone(), fresh, kept_shadow, replaced));
     }
+    // A phi replaced on some iterations that takes another's array knows of
+    // that one only: neither may be handed to a third (`prev = r`, a field
+    // of a tuple), which could hold the same array unknown to them (a
+    // review's finding, session 34).
+    keepers.not_handed(&handed)?;
     // The depths of the phis handed another's array, for the stretch.
     depth.retain(|&r, &mut d| d > 1 && out.iter().any(|c| c.1 == r && c.3.is_some()));
     Ok(Found {
         carried: out,
         handed: depth,
-        keeping,
-        held_entry,
+        keeping: keepers.keeping,
+        held_entry: keepers.held_entry,
     })
 }
 

@@ -51,8 +51,11 @@ pub(in crate::reverse) struct Replaced {
     /// `bool` header phi beside this one saying whether it holds the array
     /// that phi entered the loop with (taken in the first iteration),
     /// whose shadow is that phi's entering shadow. Its flag says "replaced"
-    /// only when it holds an array the loop made.
-    pub held: Option<(Value, Value)>,
+    /// only when it holds an array the loop made. Third, where the other
+    /// phi is itself replaced on some iterations only (this takes it or a
+    /// phi on its way: an accepted step, then `keep = r`), that phi: at
+    /// the header this may hold the array it holds.
+    pub held: Option<(Value, Value, Option<Value>)>,
 }
 
 /// A test of a value.
@@ -73,10 +76,32 @@ struct Web {
     latches: Vec<Block>,
 }
 
+/// What a web's `foreign` value is: a header phi every latch of which
+/// brings an array made in the loop, a header phi replaced on some
+/// iterations only (with a web of its own), or a phi on such a one's way.
+#[derive(Clone, Copy)]
+enum Source {
+    Afresh(Value),
+    Replaced(Value),
+    OnWay(Value),
+}
+
+impl Source {
+    /// The header phi whose entering array the value may hold.
+    fn header(self) -> Value {
+        match self {
+            Source::Afresh(q) | Source::Replaced(q) | Source::OnWay(q) => q,
+        }
+    }
+}
+
 /// Marks, in every loop of `shape` (the shape of `src`), the `[f64]` header
 /// phis of arrays replaced on some iterations only, whose webs share
 /// nothing with another header phi's of the same loop; returns them, each
-/// with its flag (empty: `src` is unchanged).
+/// with its flag (empty: `src` is unchanged). The webs that take no other
+/// header phi's array are found first; a web may then take (`foreign`) the
+/// array of a header phi every latch of which brings a new array, or of
+/// one of those webs' header phis or phis on their way (`keep = r`).
 pub(in crate::reverse) fn mark(
     src: &mut Func,
     shape: &Shape,
@@ -89,108 +114,210 @@ pub(in crate::reverse) fn mark(
         ValueDef::Inst(d) => (*places.get(d)).and_then(|(b, _)| index[b]),
         ValueDef::Param(_) => None,
     };
-    let mut webs: Vec<(Block, Web)> = Vec::new();
+    // By loop: the webs taking no other phi's array, then those that do,
+    // each with what it takes.
+    type Taking = Vec<(Web, Source)>;
+    let mut webs: Vec<(Block, Vec<Web>, Taking)> = Vec::new();
     for k in 0..shape.loops.count() {
         let l = shape.loops.of(k);
         let head = &shape.bb.blocks[l.header];
         let inside = |v: Value| pos_of(v).is_some_and(|p| l.contains(p));
-        let mut found: Vec<Web> = Vec::new();
-        for &inst in &head.stmts {
-            let data = &src.insts[inst];
-            let (InstKind::Phi { entries }, Some(r)) = (&data.kind, data.result) else {
-                continue;
-            };
-            if src.values[r].ty != Type::Array(Scalar::F64) {
-                continue;
-            }
+        let in_header = |v| pos_of(v) == Some(l.header);
+        let from_inside = |p: &Block| index[*p].is_some_and(|p| l.contains(p));
+        let phis: Vec<(Value, Vec<(Block, Operand)>)> = head
+            .stmts
+            .iter()
+            .filter_map(
+                |&inst| match (&src.insts[inst].kind, src.insts[inst].result) {
+                    (InstKind::Phi { entries }, Some(r))
+                        if src.values[r].ty == Type::Array(Scalar::F64) =>
+                    {
+                        Some((r, entries.iter().copied().collect()))
+                    }
+                    _ => None,
+                },
+            )
+            .collect();
+        let find = |r: Value, entries: &[(Block, Operand)], foreign: &ValueTest| {
             let latches: Vec<Operand> = entries
                 .iter()
-                .filter(|(p, _)| index[*p].is_some_and(|p| l.contains(p)))
+                .filter(|(p, _)| from_inside(p))
                 .map(|&(_, op)| op)
                 .collect();
-            let in_header = |v| pos_of(v) == Some(l.header);
-            // Another `[f64]` header phi every latch of which brings an
-            // array made in the loop (`r = step(r)`): a phi may take its
-            // array on some paths.
-            let afresh = |v: Value| {
-                let ValueDef::Inst(d) = src.values[v].def else {
-                    return false;
-                };
-                let InstKind::Phi { entries } = &src.insts[d].kind else {
-                    return false;
-                };
-                v != r
-                    && src.values[v].ty == Type::Array(Scalar::F64)
-                    && in_header(v)
-                    && entries
-                        .iter()
-                        .filter(|(p, _)| index[*p].is_some_and(|p| l.contains(p)))
-                        .all(|&(_, op)| match op {
-                            Operand::Value(m) => {
-                                inside(m)
-                                    && matches!(src.values[m].def, ValueDef::Inst(md)
-                                        if super::makes_array(src, fresh, md))
-                            }
-                            Operand::Const(_) => false,
-                        })
-            };
-            let within: [&ValueTest; 3] = [&|v| inside(v), &in_header, &afresh];
-            if let Some(mut web) = web_of(src, fresh, r, latches, within) {
-                web.latches = entries
-                    .iter()
-                    .map(|&(p, _)| p)
-                    .filter(|p| index[*p].is_some_and(|p| l.contains(p)))
-                    .collect();
-                found.push(web);
-            }
-        }
-        // Two header phis sharing a phi, an array or the phi whose array
-        // they take: neither is marked (checkpointing refuses the loop).
-        let mut count: HashMap<Value, usize> = HashMap::default();
-        for w in &found {
-            for &v in w.phis.iter().chain(&w.made).chain(&w.foreign) {
-                *count.entry(v).or_default() += 1;
-            }
-        }
-        for w in found {
-            let shared = w
-                .phis
+            let within: [&ValueTest; 3] = [&|v| inside(v), &in_header, foreign];
+            let mut web = web_of(src, fresh, r, latches, within)?;
+            web.latches = entries
                 .iter()
-                .chain(&w.made)
-                .chain(&w.foreign)
-                .any(|v| count[v] > 1);
-            if !shared {
-                webs.push((head.id, w));
+                .map(|&(p, _)| p)
+                .filter(|p| from_inside(p))
+                .collect();
+            Some(web)
+        };
+        let plain: Vec<Web> = phis
+            .iter()
+            .filter_map(|(r, entries)| find(*r, entries, &|_| false))
+            .collect();
+        let plain = unshared(plain, &[], &|v| v);
+        // What a web may take: header phis every latch of which brings a
+        // new array, and the plain webs' header phis and phis on the way.
+        let mut sources: HashMap<Value, Source> = HashMap::default();
+        for (q, entries) in &phis {
+            let afresh = entries
+                .iter()
+                .filter(|(p, _)| from_inside(p))
+                .all(|&(_, op)| match op {
+                    Operand::Value(m) => {
+                        inside(m)
+                            && matches!(src.values[m].def, ValueDef::Inst(md)
+                                if super::makes_array(src, fresh, md))
+                    }
+                    Operand::Const(_) => false,
+                });
+            if afresh {
+                sources.insert(*q, Source::Afresh(*q));
             }
         }
-    }
-    for (head, w) in webs {
-        let (mut flags, held) = add_flags(src, head, &w);
-        let Some((flag, _)) = flags.remove(&w.phi) else {
-            continue;
-        };
-        let phis = flags
-            .into_iter()
-            .filter_map(|(p, (f, t))| Some((p, (f, t?))))
+        for w in &plain {
+            sources.insert(w.phi, Source::Replaced(w.phi));
+            for &p in &w.phis {
+                sources.insert(p, Source::OnWay(w.phi));
+            }
+        }
+        let taking: Vec<Web> = phis
+            .iter()
+            .filter(|(r, _)| !plain.iter().any(|w| w.phi == *r))
+            .filter_map(|(r, entries)| {
+                let other = |v: Value| v != *r && sources.contains_key(&v);
+                find(*r, entries, &other).filter(|w| w.foreign.is_some())
+            })
             .collect();
-        out.insert(
-            w.phi,
-            Replaced {
-                flag,
-                made: w.made,
-                phis,
-                held: w.foreign.zip(held),
-            },
-        );
+        let header_of = |v: Value| sources.get(&v).map_or(v, |s| s.header());
+        let taking = unshared(taking, &plain, &header_of)
+            .into_iter()
+            .filter_map(|w| {
+                let s = w.foreign.and_then(|f| sources.get(&f).copied())?;
+                Some((w, s))
+            })
+            .collect();
+        webs.push((head.id, plain, taking));
+    }
+    for (head, plain, taking) in webs {
+        // The flags of the plain webs first: a web taking one of their
+        // arrays takes its flag.
+        let mut flag_of: HashMap<Value, Value> = HashMap::default();
+        for w in plain {
+            let (flags, _) = add_flags(src, head, &w, None);
+            for (&p, &(f, _)) in &flags {
+                flag_of.insert(p, f);
+            }
+            if let Some((r, rep)) = replaced_of(w, flags, None) {
+                out.insert(r, rep);
+            }
+        }
+        for (w, source) in taking {
+            let flags = match source {
+                Source::Afresh(q) => foreign_flags(src, head, q, &w.latches),
+                Source::Replaced(q) | Source::OnWay(q) => w
+                    .foreign
+                    .and_then(|f| flag_of.get(&f).copied())
+                    .filter(|_| out.contains_key(&q))
+                    .and_then(|ran| negation(src, ran).map(|first| (ran, first))),
+            };
+            let Some(flags) = flags else { continue };
+            let (flags, held) = add_flags(src, head, &w, Some(flags));
+            let alias = match source {
+                Source::Afresh(_) => None,
+                Source::Replaced(q) | Source::OnWay(q) => Some(q),
+            };
+            let held = held.map(|h| (source.header(), h, alias));
+            if let Some((r, rep)) = replaced_of(w, flags, held) {
+                out.insert(r, rep);
+            }
+        }
     }
     out
+}
+
+/// `webs` without those sharing a phi or an array with another of them or
+/// with one of `others`, or taking the array of the same header phi as
+/// another of them (`header_of` their `foreign` values): two phis holding
+/// one array would need to know of each other.
+fn unshared(webs: Vec<Web>, others: &[Web], header_of: &dyn Fn(Value) -> Value) -> Vec<Web> {
+    let mut count: HashMap<Value, usize> = HashMap::default();
+    for w in webs.iter().chain(others) {
+        for &v in w.phis.iter().chain(&w.made) {
+            *count.entry(v).or_default() += 1;
+        }
+    }
+    let mut taken: HashMap<Value, usize> = HashMap::default();
+    for w in &webs {
+        if let Some(f) = w.foreign {
+            *taken.entry(header_of(f)).or_default() += 1;
+        }
+    }
+    webs.into_iter()
+        .filter(|w| {
+            !w.phis.iter().chain(&w.made).any(|v| count[v] > 1)
+                && !w.foreign.iter().any(|&f| taken[&header_of(f)] > 1)
+        })
+        .collect()
+}
+
+/// The marked phi of web `w` with its `flags` ([`add_flags`]) and, for one
+/// taking another header phi's array, that phi, the flag saying it holds
+/// the array that phi entered with, and the phi it may then be.
+fn replaced_of(
+    w: Web,
+    mut flags: WebFlags,
+    held: Option<(Value, Value, Option<Value>)>,
+) -> Option<(Value, Replaced)> {
+    let (flag, _) = flags.remove(&w.phi)?;
+    let phis = flags
+        .into_iter()
+        .filter_map(|(p, (f, t))| Some((p, (f, t?))))
+        .collect();
+    Some((
+        w.phi,
+        Replaced {
+            flag,
+            made: w.made,
+            phis,
+            held,
+        },
+    ))
+}
+
+/// `select(flag, false, true)`, a new statement right after the phis of
+/// the block defining `flag`: whether the array beside which `flag` is is
+/// not one the loop made.
+fn negation(src: &mut Func, flag: Value) -> Option<Value> {
+    let block = (*src.inst_places().get(flag_inst(src, flag)?)).map(|(b, _)| b)?;
+    let kind = InstKind::Prim {
+        prim: irad_ir::Prim::Select,
+        args: [
+            Operand::Value(flag),
+            Operand::from(false),
+            Operand::from(true),
+        ]
+        .into(),
+    };
+    let (inst, r) = src.push_inst(block, kind, Some(Type::Bool), None);
+    let insts = &mut src.blocks[block].insts;
+    insts.pop();
+    let at = insts
+        .iter()
+        .take_while(|&&i| matches!(src.insts[i].kind, InstKind::Phi { .. }))
+        .count();
+    insts.insert(at, inst);
+    r
 }
 
 /// The web of header phi `r` entered from its latches with `latches`:
 /// `None` unless every operand is, through phis inside the loop (`inside`)
 /// but not in its header (`in_header`), an array made in the loop, `r`, or
-/// one other header phi `afresh` accepts, and one phi or `r` is on the way
-/// (else every latch brings an array made afresh, which needs no flag).
+/// one other phi `afresh` accepts (another header phi, or a phi on another
+/// web's way: not followed), and one phi or `r` is on the way (else every
+/// latch brings an array made afresh, which needs no flag).
 fn web_of(
     src: &Func,
     fresh: &crate::reverse::fresh::Fresh,
@@ -225,11 +352,16 @@ fn web_of(
         }
         match &src.insts[d].kind {
             _ if super::makes_array(src, fresh, d) => web.made.push(v),
+            // Another header phi's array, or one on its way: taken as it
+            // is, not followed.
+            InstKind::Phi { .. } if afresh(v) => match web.foreign {
+                None => web.foreign = Some(v),
+                Some(_) => return None,
+            },
             InstKind::Phi { entries } if !in_header(v) => {
                 web.phis.push(v);
                 work.extend(entries.iter().map(|&(_, op)| op));
             }
-            InstKind::Phi { .. } if afresh(v) && web.foreign.is_none() => web.foreign = Some(v),
             _ => return None,
         }
     }
@@ -245,7 +377,12 @@ fn web_of(
 /// iteration ran; none did), and a third flag beside the header phi and
 /// each phi on the way says whether it holds the array the other phi
 /// entered with; the header phi's is returned too.
-fn add_flags(src: &mut Func, head: Block, w: &Web) -> (WebFlags, Option<Value>) {
+fn add_flags(
+    src: &mut Func,
+    head: Block,
+    w: &Web,
+    foreign: Option<(Value, Value)>,
+) -> (WebFlags, Option<Value>) {
     let places = src.inst_places();
     let block_of = |v: Value| -> Option<Block> {
         let ValueDef::Inst(d) = src.values[v].def else {
@@ -283,10 +420,6 @@ fn add_flags(src: &mut Func, head: Block, w: &Web) -> (WebFlags, Option<Value>) 
     // The other phi's two flags: whether an iteration ran (its array is
     // one the loop made), and whether none did (its array is the one it
     // entered with).
-    let foreign = match w.foreign {
-        Some(q) => foreign_flags(src, head, q, &w.latches),
-        None => None,
-    };
     let made: HashSet<Value> = w.made.iter().copied().collect();
     // Each flag's entries: what a made array gives, what the other phi's
     // array gives, and whether `w.phi` means the array the iteration
