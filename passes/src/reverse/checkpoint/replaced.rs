@@ -23,10 +23,17 @@
 //! their entries there, and a third flag beside the phi and each phi on its
 //! way says whether it holds the array the other phi entered with.
 //!
+//! A way may also take an array of another phi replaced on some iterations
+//! only, or of a phi on that one's way (an accepted step, then `keep =
+//! r`): that phi's flags give the entries there, and a `select` negating
+//! its replaced flag the held flag's.
+//!
 //! Assumes a verified, normalised primal and its shape. Guarantees: adds
-//! `bool` phis only (one to three per marked phi and per phi on its way,
-//! two beside a phi whose array it takes, each after its block's phis);
-//! the primal computes what it did.
+//! `bool` phis (one to three per marked phi and per phi on its way, two
+//! beside a header phi every latch of which makes its array when a way
+//! takes it, each after its block's phis) and, per way taking a phi
+//! replaced on some iterations or one on its way, one `select` after the
+//! phis of that phi's block; the primal computes what it did.
 
 use super::super::ctx::Shape;
 use irad_ir::{Block, Const, Func, Inst, InstKind, Operand, Scalar, Type, Value, ValueDef};
@@ -204,24 +211,28 @@ pub(in crate::reverse) fn mark(
     for (head, plain, taking) in webs {
         // The flags of the plain webs first: a web taking one of their
         // arrays takes its flag.
-        let mut flag_of: HashMap<Value, Value> = HashMap::default();
+        let mut flag_of: HashMap<Value, (Value, Option<Value>)> = HashMap::default();
         for w in plain {
             let (flags, _) = add_flags(src, head, &w, None);
-            for (&p, &(f, _)) in &flags {
-                flag_of.insert(p, f);
-            }
+            flag_of.extend(flags.iter().map(|(&p, &f)| (p, f)));
             if let Some((r, rep)) = replaced_of(w, flags, None) {
                 out.insert(r, rep);
             }
         }
         for (w, source) in taking {
+            // The source's flags: whether it holds an array the loop made,
+            // whether it holds the one its header phi entered with, and,
+            // for a phi on another's way, whether it holds one made in the
+            // current iteration (a header phi's array never is).
             let flags = match source {
-                Source::Afresh(q) => foreign_flags(src, head, q, &w.latches),
+                Source::Afresh(q) => {
+                    foreign_flags(src, head, q, &w.latches).map(|(ran, first)| (ran, first, None))
+                }
                 Source::Replaced(q) | Source::OnWay(q) => w
                     .foreign
                     .and_then(|f| flag_of.get(&f).copied())
                     .filter(|_| out.contains_key(&q))
-                    .and_then(|ran| negation(src, ran).map(|first| (ran, first))),
+                    .and_then(|(ran, this)| negation(src, ran).map(|first| (ran, first, this))),
             };
             let Some(flags) = flags else { continue };
             let (flags, held) = add_flags(src, head, &w, Some(flags));
@@ -371,17 +382,19 @@ fn web_of(
 /// Adds the flags of web `w` (its header phi in block `head`): a `bool`
 /// phi beside the header phi and beside each phi on the way, and a second
 /// one beside each phi on the way (made in the current iteration). Returns
-/// them, by the phi each is beside. Where the web takes another header
-/// phi's array (`w.foreign`), that phi holds an array the loop made after
-/// the first iteration only: two `bool` header phis beside it say so (an
-/// iteration ran; none did), and a third flag beside the header phi and
-/// each phi on the way says whether it holds the array the other phi
-/// entered with; the header phi's is returned too.
+/// them, by the phi each is beside. Where the web takes another phi's
+/// array (`w.foreign`), `foreign` gives that phi's flags: whether it holds
+/// an array the loop made (the entry of the first flag there), whether it
+/// holds the array its header phi entered with (of the third flag, beside
+/// the header phi and each phi on the way, saying so of them; the header
+/// phi's is returned too), and, for a phi on another's way, whether it
+/// holds one made in the current iteration (of the second flag; `false`
+/// without it).
 fn add_flags(
     src: &mut Func,
     head: Block,
     w: &Web,
-    foreign: Option<(Value, Value)>,
+    foreign: Option<(Value, Value, Option<Value>)>,
 ) -> (WebFlags, Option<Value>) {
     let places = src.inst_places();
     let block_of = |v: Value| -> Option<Block> {
@@ -467,9 +480,17 @@ fn add_flags(
             src.insts[fd].kind = InstKind::Phi { entries };
         }
     };
-    let (ran, first) = match foreign {
-        Some((ran, first)) => (Operand::Value(ran), Operand::Value(first)),
-        None => (Operand::from(false), Operand::from(false)),
+    let (ran, first, now) = match foreign {
+        Some((ran, first, now)) => (
+            Operand::Value(ran),
+            Operand::Value(first),
+            now.map_or(Operand::from(false), Operand::Value),
+        ),
+        None => (
+            Operand::from(false),
+            Operand::from(false),
+            Operand::from(false),
+        ),
     };
     let replaced = Fill {
         of: &flags,
@@ -480,11 +501,12 @@ fn add_flags(
     for (&p, &flag) in &flags {
         fill(src, p, flag, &replaced);
     }
-    // The other phi's array is the one the iteration started with.
+    // A header phi's array is the one the iteration started with; a phi on
+    // another's way says by its own flag.
     let current = Fill {
         of: &this,
         made: Operand::from(true),
-        foreign: Operand::from(false),
+        foreign: now,
         entered: true,
     };
     for (&p, &t) in &this {
