@@ -145,6 +145,8 @@ pub const FEATURES: &[&str] = &[
     "carried-tuple-field-reread",
     "carried-handed",
     "carried-handed-same",
+    "carried-kept-best",
+    "carried-kept-best-before",
     "carried-remade-by-call",
     "carried-kept-through-call",
     "carried-either-way-by-call",
@@ -803,8 +805,10 @@ impl Gen<'_, '_> {
     /// scope, so a later loop may start from it. One loop in four of the
     /// others keeps the previous array too (`p = c; c = d;`, a handing
     /// chain), started from a copy, the array itself or the carried array,
-    /// read in the copy's update and, one time in four, after the loop. An
-    /// array statement when there is no array.
+    /// read in the copy's update and, one time in four, after the loop. One
+    /// in five of those without a tuple keeps a best array by reference
+    /// (`if cond { k = c; }` before or after the hand-over), started
+    /// likewise and read after the loop one time in two. An array statement when there is no array.
     fn carried_loop(&mut self, indent: usize) -> Result<()> {
         let arrays = self.arrays();
         if arrays.is_empty() {
@@ -840,6 +844,25 @@ impl Gen<'_, '_> {
                 };
                 self.line(indent, &format!("let mut {p} = {start};"));
                 Some(p)
+            }
+            false => None,
+        };
+        // One loop in five without a tuple keeps a best array by reference
+        // (`if cond { k = c; }` before or after the hand-over): at the
+        // header `k` may hold `c`'s array, or the one it entered with, or,
+        // beside a handing chain, the previous array's (since session 34).
+        let keep = match tuple.is_none() && self.one_in(5)? {
+            true => {
+                self.note("carried-kept-best");
+                let kp = self.name("kp");
+                let start = match self.u.int_in_range(0..=2u8)? {
+                    0 => format!("copy({a})"),
+                    1 => a.clone(),
+                    _ => c.clone(),
+                };
+                self.line(indent, &format!("let mut {kp} = {start};"));
+                self.new_array(kp.clone(), len);
+                Some(kp)
             }
             false => None,
         };
@@ -941,12 +964,27 @@ impl Gen<'_, '_> {
             (None, Some(p)) => format!("{p} = {c}; {c} = {d};"),
             (None, None) => format!("{c} = {d};"),
         };
+        // The best array taken before the hand-over (the array the
+        // iteration started with) or after it (the new one).
+        let keep_before = match &keep {
+            Some(kp) if self.u.arbitrary::<bool>()? => {
+                self.note("carried-kept-best-before");
+                let cond = self.cond(1)?;
+                self.line(indent + 1, &format!("if {cond} {{ {kp} = {c}; }}"));
+                true
+            }
+            _ => false,
+        };
         if prev.is_none() && self.one_in(3)? {
             self.note("carried-hand-over-sometimes");
             let cond = self.cond(1)?;
             self.line(indent + 1, &format!("if {cond} {{ {hand_over} }}"));
         } else {
             self.line(indent + 1, &hand_over);
+        }
+        if let Some(kp) = keep.as_ref().filter(|_| !keep_before) {
+            let cond = self.cond(1)?;
+            self.line(indent + 1, &format!("if {cond} {{ {kp} = {c}; }}"));
         }
         if exit == 2 {
             self.note("carried-break-after-hand-over");
@@ -968,6 +1006,12 @@ impl Gen<'_, '_> {
         {
             let k = self.index(len)?;
             self.line(indent, &format!("acc = acc + 0.25 * tanh({p}[{k}]);"));
+        }
+        if let Some(kp) = &keep
+            && self.u.arbitrary::<bool>()?
+        {
+            let k = self.index(len)?;
+            self.line(indent, &format!("acc = acc + 0.25 * tanh({kp}[{k}]);"));
         }
         // Whether the previous array is the current one (a call may have
         // handed it back): the primitive `same`.
