@@ -1061,17 +1061,12 @@ fn checkpointed_line(c: &CheckpointedLoop) -> String {
                     c.carried_handed, c.least
                 ));
             }
-            if c.carried_shared > 0 {
-                line.push_str(&format!(
-                    ", {} of them perhaps the array another holds",
-                    c.carried_shared
-                ));
-            }
-            if c.carried_entered > 0 {
-                line.push_str(&format!(
-                    ", {} of them perhaps the array another entered with",
-                    c.carried_entered
-                ));
+            let perhaps = [
+                (c.carried_shared, "holds"),
+                (c.carried_entered, "entered with"),
+            ];
+            for (n, what) in perhaps.into_iter().filter(|&(n, _)| n > 0) {
+                line.push_str(&format!(", {n} of them perhaps the array another {what}"));
             }
             line.push(')');
         }

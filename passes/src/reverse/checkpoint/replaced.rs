@@ -312,15 +312,7 @@ fn negation(src: &mut Func, flag: Value) -> Option<Value> {
         ]
         .into(),
     };
-    let (inst, r) = src.push_inst(block, kind, Some(Type::Bool), None);
-    let insts = &mut src.blocks[block].insts;
-    insts.pop();
-    let at = insts
-        .iter()
-        .take_while(|&&i| matches!(src.insts[i].kind, InstKind::Phi { .. }))
-        .count();
-    insts.insert(at, inst);
-    r
+    after_phis(src, block, kind)
 }
 
 /// The web of header phi `r` entered from its latches with `latches`:
@@ -492,34 +484,25 @@ fn add_flags(
             Operand::from(false),
         ),
     };
-    let replaced = Fill {
-        of: &flags,
-        made: Operand::from(true),
-        foreign: ran,
-        entered: false,
-    };
-    for (&p, &flag) in &flags {
-        fill(src, p, flag, &replaced);
-    }
-    // A header phi's array is the one the iteration started with; a phi on
-    // another's way says by its own flag.
-    let current = Fill {
-        of: &this,
-        made: Operand::from(true),
-        foreign: now,
-        entered: true,
-    };
-    for (&p, &t) in &this {
-        fill(src, p, t, &current);
-    }
-    let entering = Fill {
-        of: &held,
-        made: Operand::from(false),
-        foreign: first,
-        entered: false,
-    };
-    for (&p, &h) in &held {
-        fill(src, p, h, &entering);
+    // The replaced flags; whether an array was made in this iteration (a
+    // header phi's array is the one the iteration started with, a phi on
+    // another's way says by its own flag); whether it is the array the
+    // other phi entered with.
+    let all = [
+        (&flags, Operand::from(true), ran, false),
+        (&this, Operand::from(true), now, true),
+        (&held, Operand::from(false), first, false),
+    ];
+    for (of, made, foreign, entered) in all {
+        let how = Fill {
+            of,
+            made,
+            foreign,
+            entered,
+        };
+        for (&p, &f) in of {
+            fill(src, p, f, &how);
+        }
     }
     let out = flags
         .iter()
@@ -560,6 +543,11 @@ fn insert_phi(src: &mut Func, block: Block) -> Option<Value> {
     let kind = InstKind::Phi {
         entries: Default::default(),
     };
+    after_phis(src, block, kind)
+}
+
+/// A new statement `kind` of type `bool` in `block`, after its phis.
+fn after_phis(src: &mut Func, block: Block, kind: InstKind) -> Option<Value> {
     let (inst, r) = src.push_inst(block, kind, Some(Type::Bool), None);
     let insts = &mut src.blocks[block].insts;
     insts.pop();
