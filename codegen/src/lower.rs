@@ -1453,9 +1453,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     // What a latch-owning phi, or a site of a choosing
                     // phi's web, holds may have left its loop.
                     let phi = self.web_sites.get(&v).copied().unwrap_or(v);
-                    if !self.latch.get(&phi).is_some_and(|&(_, leaves)| leaves)
-                        || self.at_return.contains(&phi)
-                    {
+                    let leaves = match self.webs.iter().find(|w| w.phi == phi) {
+                        Some(w) => w.leaves,
+                        None => self.latch.get(&phi).is_some_and(|&(_, leaves)| leaves),
+                    };
+                    if !leaves || self.at_return.contains(&phi) {
                         self.free_slot((slot, letgo))?;
                     }
                 }
@@ -1631,6 +1633,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             if let (InstKind::Phi { .. }, Some(r)) =
                 (&func.insts[inst].kind, func.insts[inst].result)
                 && let Some(slot) = self.freed_slot(r)
+                && !self.web_sites.contains_key(&r)
                 && !self.webs.iter().any(|w| w.phi == r)
             {
                 if let Some(k) = self.chains.iter().position(|c| c.phis.contains(&r)) {
@@ -1801,7 +1804,14 @@ impl<M: ClModule> Lower<'_, '_, M> {
         self.web_sites = freed
             .webs
             .iter()
-            .flat_map(|w| w.sites.iter().map(move |&s| (s, w.phi)))
+            .flat_map(|w| {
+                let others = w.others.iter().map(|&(q, _)| q);
+                w.sites
+                    .iter()
+                    .copied()
+                    .chain(others)
+                    .map(move |s| (s, w.phi))
+            })
             .collect();
         self.webs = freed.webs;
         self.popped_words.clear();
@@ -1875,6 +1885,10 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 continue;
             }
             let w = self.webs[k].clone();
+            if !w.others.is_empty() {
+                self.sharing_edge(func, blk, &w)?;
+                continue;
+            }
             let missing = || CodegenError::internal("a choosing phi without its slots".into());
             let (pslot, letgo) = self.freed_slot(w.phi).ok_or_else(missing)?;
             let slots = w
@@ -1883,7 +1897,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 .map(|&s| self.freed_slot(s).map(|(slot, _)| slot))
                 .collect::<Option<Vec<_>>>()
                 .ok_or_else(missing)?;
-            let leaves = self.latch.get(&w.phi).is_none_or(|&(_, l)| l);
+            let leaves = w.leaves;
             let null = self.b.ins().iconst(types::I64, 0);
             if blk == w.outside {
                 for slot in std::iter::once(pslot).chain(slots) {
@@ -1919,6 +1933,91 @@ impl<M: ClModule> Lower<'_, '_, M> {
             self.let_go(dead, letgo)?;
             let held = self.b.ins().select(taken, n, old);
             self.b.ins().stack_store(types::I64, held, pslot, 0);
+        }
+        Ok(())
+    }
+
+    /// The edge from `blk` into the header of sharing web `w`
+    /// (`lower/release.rs`, "Sharing webs"). From outside the loop, every
+    /// slot of the web is emptied, letting go of its array unless the web's
+    /// arrays may have left the loop. From a latch, with `n1..nm` the
+    /// arrays its phis are entered with: each slot (the phis', then the
+    /// sites') lets go of its array unless it is one of them, then each
+    /// phi's slot holds its new array if a slot held that array and no
+    /// earlier phi of the web is entered with it (one slot per array), and
+    /// the sites' slots are emptied.
+    fn sharing_edge(
+        &mut self,
+        func: &Func,
+        blk: Block,
+        w: &release::Web,
+    ) -> Result<(), CodegenError> {
+        let missing = || CodegenError::internal("a sharing web without its slots".into());
+        let phis: Vec<(Value, irad_ir::Inst)> = std::iter::once((w.phi, w.inst))
+            .chain(w.others.iter().copied())
+            .collect();
+        let (_, letgo) = self.freed_slot(w.phi).ok_or_else(missing)?;
+        let mut pslots = Vec::new();
+        for &(q, _) in &phis {
+            pslots.push(self.freed_slot(q).ok_or_else(missing)?.0);
+        }
+        let mut sslots = Vec::new();
+        for &s in &w.sites {
+            sslots.push(self.freed_slot(s).ok_or_else(missing)?.0);
+        }
+        let null = self.b.ins().iconst(types::I64, 0);
+        if blk == w.outside {
+            for &slot in pslots.iter().chain(&sslots) {
+                if !w.leaves {
+                    self.free_slot((slot, letgo))?;
+                }
+                self.b.ins().stack_store(types::I64, null, slot, 0);
+            }
+            return Ok(());
+        }
+        let mut news = Vec::new();
+        for &(_, inst) in &phis {
+            let InstKind::Phi { entries } = &func.insts[inst].kind else {
+                return Err(missing());
+            };
+            let op = entries
+                .iter()
+                .find(|(b, _)| *b == blk)
+                .map(|(_, op)| *op)
+                .ok_or_else(missing)?;
+            news.push(*self.operand(&op)?.first().ok_or_else(missing)?);
+        }
+        let held: Vec<ir::Value> = pslots
+            .iter()
+            .chain(&sslots)
+            .map(|&slot| self.b.ins().stack_load(types::I64, types::I64, slot, 0))
+            .collect();
+        // Every array held that no phi is entered with is dead (the slots
+        // hold distinct arrays, or null).
+        for &a in &held {
+            let mut kept = self.b.ins().iconst(types::I8, 0);
+            for &n in &news {
+                let is_n = self.b.ins().icmp(IntCC::Equal, a, n);
+                kept = self.b.ins().bor(kept, is_n);
+            }
+            let dead = self.b.ins().select(kept, null, a);
+            self.let_go(dead, letgo)?;
+        }
+        for (k, &n) in news.iter().enumerate() {
+            let mut ours = self.b.ins().iconst(types::I8, 0);
+            for &a in &held {
+                let is_a = self.b.ins().icmp(IntCC::Equal, n, a);
+                ours = self.b.ins().bor(ours, is_a);
+            }
+            for &m in &news[..k] {
+                let first = self.b.ins().icmp(IntCC::NotEqual, n, m);
+                ours = self.b.ins().band(ours, first);
+            }
+            let kept = self.b.ins().select(ours, n, null);
+            self.b.ins().stack_store(types::I64, kept, pslots[k], 0);
+        }
+        for &slot in &sslots {
+            self.b.ins().stack_store(types::I64, null, slot, 0);
         }
         Ok(())
     }
@@ -1966,6 +2065,27 @@ impl<M: ClModule> Lower<'_, '_, M> {
     ) -> Result<ir::Value, CodegenError> {
         if let Some(chain) = self.chains.iter().find(|c| c.phis.contains(v)).cloned() {
             return self.chain_word(v, p, &chain);
+        }
+        // A sharing web's phi counts a reference to an array of the web's
+        // own (one a slot of its phis holds), not to one the loop was
+        // entered with (`lower/release.rs`, "Sharing webs").
+        if let Some(w) = self
+            .webs
+            .iter()
+            .find(|w| !w.others.is_empty() && (w.phi == *v || w.others.iter().any(|o| o.0 == *v)))
+            .cloned()
+        {
+            let mut ours = self.b.ins().iconst(types::I8, 0);
+            for q in std::iter::once(w.phi).chain(w.others.iter().map(|o| o.0)) {
+                let (slot, _) = self.freed_slot(q).ok_or_else(|| {
+                    CodegenError::internal("a sharing web's phi without its slot".into())
+                })?;
+                let a = self.b.ins().stack_load(types::I64, types::I64, slot, 0);
+                let is_a = self.b.ins().icmp(IntCC::Equal, p, a);
+                ours = self.b.ins().bor(ours, is_a);
+            }
+            let tagged = self.b.ins().bor_imm_s(p, 1);
+            return Ok(self.b.ins().select(ours, tagged, p));
         }
         Ok(match letgo {
             // A phi counting every push of itself holds only arrays of the

@@ -737,6 +737,7 @@ use rustc_hash::FxHashMap as HashMap;
 use rustc_hash::FxHashSet as HashSet;
 
 mod fresh;
+mod sharing;
 
 pub(super) use fresh::{Either, Fresh};
 
@@ -1062,6 +1063,13 @@ pub(super) struct Web {
     /// The sites whose arrays the web may take, each run at most once
     /// between two entries of the header.
     pub(super) sites: Vec<Value>,
+    /// For a sharing web ("Sharing webs"), the header's other phis that
+    /// own its arrays with `phi`, each with its statement (else empty).
+    pub(super) others: Vec<(Value, Inst)>,
+    /// Whether an array of the web may leave the loop (then the slots are
+    /// emptied without letting go on the edge from outside and at the
+    /// return).
+    pub(super) leaves: bool,
 }
 
 /// What `func` lets go of itself (module header); `summaries` says which
@@ -1305,6 +1313,9 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         freed.handed.extend(from.into_iter().map(|s| (s, letgo)));
         if let Some(w) = web {
             freed.sites.extend(w.sites.iter().map(|&s| (s, letgo)));
+            freed
+                .sites
+                .extend(w.others.iter().map(|&(q, _)| (q, letgo)));
             freed.webs.push(w);
         }
     }
@@ -1595,6 +1606,13 @@ fn owning_phis(
     for &h in &func.layout {
         if dom.is_reachable(h) {
             out.extend(handing(func, (cfg, dom), walk, &makers, h, &owned));
+        }
+    }
+    let owned: HashSet<Value> = out.iter().map(|o| o.phi).collect();
+    for &h in &func.layout {
+        if dom.is_reachable(h) {
+            let webs = sharing::sharing(func, (cfg, dom), walk, (&makers, &phis), h, &owned);
+            out.extend(webs);
         }
     }
     out
@@ -2265,6 +2283,8 @@ fn choosing(
             header: h,
             outside: pre,
             sites,
+            others: Vec::new(),
+            leaves: leaves.any(),
         }),
     })
 }
