@@ -1908,17 +1908,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 }
                 continue;
             }
-            let InstKind::Phi { entries } = &func.insts[w.inst].kind else {
-                return Err(missing());
-            };
-            let op = entries
-                .iter()
-                .find(|(b, _)| *b == blk)
-                .map(|(_, op)| *op)
-                .ok_or_else(missing)?;
-            let Some(&n) = self.operand(&op)?.first() else {
-                return Err(missing());
-            };
+            let n = self.entered_array(func, w.inst, blk)?;
             let mut taken = self.b.ins().iconst(types::I8, 0);
             for slot in slots {
                 let a = self.b.ins().stack_load(types::I64, types::I64, slot, 0);
@@ -1935,6 +1925,26 @@ impl<M: ClModule> Lower<'_, '_, M> {
             self.b.ins().stack_store(types::I64, held, pslot, 0);
         }
         Ok(())
+    }
+
+    /// The array (its address) the array phi of statement `inst` is
+    /// entered with from block `blk`.
+    fn entered_array(
+        &mut self,
+        func: &Func,
+        inst: irad_ir::Inst,
+        blk: Block,
+    ) -> Result<ir::Value, CodegenError> {
+        let missing = || CodegenError::internal("a web's phi without its entry".into());
+        let InstKind::Phi { entries } = &func.insts[inst].kind else {
+            return Err(missing());
+        };
+        let op = entries
+            .iter()
+            .find(|(b, _)| *b == blk)
+            .map(|(_, op)| *op)
+            .ok_or_else(missing)?;
+        self.operand(&op)?.first().copied().ok_or_else(missing)
     }
 
     /// The edge from `blk` into the header of sharing web `w`
@@ -1977,15 +1987,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         }
         let mut news = Vec::new();
         for &(_, inst) in &phis {
-            let InstKind::Phi { entries } = &func.insts[inst].kind else {
-                return Err(missing());
-            };
-            let op = entries
-                .iter()
-                .find(|(b, _)| *b == blk)
-                .map(|(_, op)| *op)
-                .ok_or_else(missing)?;
-            news.push(*self.operand(&op)?.first().ok_or_else(missing)?);
+            news.push(self.entered_array(func, inst, blk)?);
         }
         let held: Vec<ir::Value> = pslots
             .iter()

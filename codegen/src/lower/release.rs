@@ -325,6 +325,72 @@
 //! `p` are counted unless it holds `e` (as a latch-owning phi's), those
 //! of a site always.
 //!
+//! Sharing webs. A loop keeping its best iterate by reference (`r =
+//! step(r); if better { keep = r; }`) has header phis that may hold one
+//! array between them: the step's new array enters `r` and, on some
+//! iterations, `keep`. No phi owns it by the rules above (a site entering
+//! two phis escapes), so every array such a loop made stayed until the
+//! run's end. A set `W` of at least two phis of type `[T]` of header `H`
+//! is a *sharing web* ([`sharing::sharing`]) when
+//! - `H` is entered from exactly one block outside its loop and by `goto`
+//!   edges only, every phi of `W` having an entry per edge (any operand
+//!   from outside);
+//! - each phi's latch entries bring, through phis of blocks of the body
+//!   that `H` strictly dominates (the web's phis), only phis of `W` and
+//!   values of sites that make arrays in such blocks (the web's sites), at
+//!   least one site in all; `W` is a maximal set of such phis joined by a
+//!   web phi or a site they share or by one bringing another;
+//! - no web phi nor site is on a cycle of the body that does not pass `H`;
+//! - every value a phi of `W` or a web phi reaches stays inside the loop
+//!   but for uses after it, uses as an entry of a web phi or of a phi of
+//!   `W` are neither followed nor escapes, and no web phi is pushed as it
+//!   is; every value a site reaches stays inside the function but for
+//!   those uses and uses after the loop, and is not used in a block a run
+//!   entering `H` may reach before the site runs again (a web phi pushed
+//!   is refused, as for choosing phis: the lowering words only the pushes
+//!   of the phis of `W` and of sites);
+//! - it has at most 8 phis and sites (each edge compares every pair).
+//!
+//! Each phi of `W` and each site keeps a slot. On the edge from outside,
+//! the slots are emptied, letting go of their arrays unless a web value is
+//! used after the loop (then they stay, as a latch-owning phi's). On an
+//! edge from a latch, with `n1..nm` the arrays the phis of `W` are entered
+//! with: each slot (phis' and sites') lets go of its array unless it is
+//! one of the `n`s; then the slot of phi `k` holds `nk` if some slot held
+//! it and no phi before `k` is entered with it, and null otherwise; the
+//! sites' slots are emptied. A normal return lets go of every slot unless
+//! they may have left the loop. All let go alike: released when a phi of
+//! `W` or a site is pushed as it is. A push of a site's array is tagged; a
+//! push of a phi of `W` is tagged when its array is in one of the phis'
+//! slots, and pushed as it is otherwise.
+//!
+//! Why that is sound. The slots hold distinct arrays (or null): a site's
+//! array is new when it runs, a site runs at most once between two entries
+//! of `H` and its slot is emptied at each, and of the phis entered with one
+//! array only the first holds it. Each slot holds an array a site made
+//! since `H` was entered from outside: so never an array a phi was entered
+//! with from outside, which is alive while a phi holds it (its owner's
+//! walk follows the phis of `W`), so has an address of its own. On a latch
+//! edge, each `nk` is the array some phi of `W` had at the last entry of
+//! `H` or that a site made in this iteration (a site entry of a web phi is
+//! on an edge its site's block dominates, as for choosing phis): a slot
+//! holds it exactly when a site of this run of the loop made it. So an
+//! array held and entered with by no phi is one the phis no longer hold,
+//! and every other value that may refer to it (values a phi of `W`, a web
+//! phi or a site reaches) is defined again after the next entry of `H`
+//! before any use, or not used before the site runs again (the arguments
+//! of owning phis and sites); a use after the loop is reached from `H`'s
+//! last entry only through the statement defining the value used. No
+//! other owner lets go of these arrays: a site is claimed by one owner
+//! only, and the phis of `W` are in no other owner's set. An array
+//! entered with and in a slot moves to the first phi's slot entered with
+//! it, so it is never let go of twice nor lost. A push of a phi holding
+//! one of its slots' arrays is counted, and the slot's letting go is a
+//! release; a phi holding an array it was entered with from outside
+//! pushes it untagged, and that array's owner keeps it: the phis of `W`
+//! are no entered phis nor chain phis, so any other walk meeting a push
+//! of one ([`Walk::counts_push`]) takes it for an escape.
+//!
 //! Fresh results. A function *returns a fresh array* at an array leaf of
 //! its result (the result `[T]` itself, or a field `[T]` of a result tuple
 //! at any depth of tuples inside it, named by its path of field indices,
@@ -2222,16 +2288,7 @@ fn choosing(
                 .map(|(_, op)| *op),
         );
     }
-    if web.is_empty() || sites.is_empty() {
-        return None;
-    }
-    // Each runs at most once between two entries of the header.
-    if web
-        .iter()
-        .map(|&(_, _, b)| b)
-        .chain(sites.iter().map(|s| makers[s]))
-        .any(|b| repeats(cfg, h, b))
-    {
+    if web.is_empty() || sites.is_empty() || any_repeats(cfg, h, (&web, &sites), makers) {
         return None;
     }
     let insts: Vec<Inst> = web.iter().map(|&(i, _, _)| i).chain([inst]).collect();
@@ -2292,6 +2349,20 @@ fn choosing(
 /// Every phi of type `[T]` of a function's reachable blocks, with its
 /// statement and block.
 type ArrayPhis = HashMap<Value, (Inst, Block)>;
+
+/// Whether a web's phi (`web`: statement, value, block) or site may run
+/// twice between two entries of header `h`.
+fn any_repeats(
+    cfg: &ControlFlowGraph,
+    h: Block,
+    (web, sites): (&[(Inst, Value, Block)], &[Value]),
+    makers: &HashMap<Value, Block>,
+) -> bool {
+    web.iter()
+        .map(|&(_, _, b)| b)
+        .chain(sites.iter().map(|s| makers[s]))
+        .any(|b| repeats(cfg, h, b))
+}
 
 /// Whether block `b` of the loop of header `h` may run twice between two
 /// entries of `h`: it is on a cycle that does not pass `h` (a loop inside).
@@ -3896,9 +3967,10 @@ func @f(%n: i64) -> ([f64], f64) {
         assert_eq!(e.as_deref(), Some("e:release"));
     }
 
-    /// The choosing phis of `@f` in `src` (counted tapes), each as
-    /// `p<-s1,s2` with its web's sites, and `:leaves` when its arrays may
-    /// leave the loop.
+    /// The choosing phis and sharing webs of `@f` in `src` (counted
+    /// tapes), each as `p<-s1,s2` (`p,q<-s1` for a sharing web's phis)
+    /// with its web's sites, and `:leaves` when its arrays may leave the
+    /// loop.
     fn webs(src: &str) -> Vec<String> {
         analysed(src, true, |freed, name| {
             freed
@@ -3906,16 +3978,50 @@ func @f(%n: i64) -> ([f64], f64) {
                 .iter()
                 .map(|w| {
                     let sites: Vec<String> = w.sites.iter().map(|&s| name(s)).collect();
-                    let leaves = freed.latch.iter().any(|&(p, (_, l))| p == w.phi && l);
+                    let leaves = w.leaves;
+                    let phis: Vec<String> = std::iter::once(w.phi)
+                        .chain(w.others.iter().map(|&(q, _)| q))
+                        .map(name)
+                        .collect();
                     format!(
                         "{}<-{}{}",
-                        name(w.phi),
+                        phis.join(","),
                         sites.join(","),
                         if leaves { ":leaves" } else { "" }
                     )
                 })
                 .collect()
         })
+    }
+
+    /// `src` (a loop ending its latch block with `%j = call iadd(%i, 1)`)
+    /// with `vals` pushed as they are before that statement.
+    fn pushing(src: &str, vals: &[&str]) -> String {
+        let pushes: String = vals.iter().map(|v| format!("  call push({v})\n")).collect();
+        let at = "  %j = call iadd(%i, 1) :: i64\n";
+        src.replace(at, &format!("{pushes}{at}"))
+    }
+
+    /// `src` (returning `%z = call arrayref(V, 0)`) returning the array
+    /// `v` itself.
+    fn returning(src: &str, v: &str) -> String {
+        src.replace("-> f64 {", "-> [f64] {").replace(
+            &format!("  %z = call arrayref({v}, 0) :: f64\n  return %z"),
+            &format!("  return {v}"),
+        )
+    }
+
+    /// `src` with `%v` the result of a call through a function value `%g`
+    /// passed `%b` (instead of an element read of it).
+    fn calling_a_value(src: &str) -> String {
+        src.replace(
+            "func @f(%n: i64, %x: [f64])",
+            "func @f(%n: i64, %x: [f64], %g: fn([f64]) -> f64)",
+        )
+        .replace(
+            "  %v = call arrayref(%b, 0) :: f64\n",
+            "  %v = call %g(%b) :: f64\n",
+        )
     }
 
     /// A loop replacing its array on some iterations only: the header's
@@ -3958,24 +4064,12 @@ func @f(%n: i64) -> ([f64], f64) {
         // `b` let go on the edges into `#2`.
         assert_eq!(freed(src), ["e", "a", "b"]);
         // Pushed as they are: released, pushes counted.
-        let pushed = src.replace(
-            "  %j = call iadd(%i, 1) :: i64
-",
-            "  call push(%a)
-  call push(%b)
-  %j = call iadd(%i, 1) :: i64
-",
-        );
+        let pushed = pushing(src, &["%a", "%b"]);
         assert_eq!(webs(&pushed), ["a<-b"]);
         assert_eq!(freed(&pushed), ["e:release", "a:release", "b:release"]);
         // Returned after the loop: it may leave, let go of only on the
         // latch edges.
-        let returned = src.replace("-> f64 {", "-> [f64] {").replace(
-            "  %z = call arrayref(%a, 0) :: f64
-  return %z",
-            "  return %a",
-        );
-        assert_eq!(webs(&returned), ["a<-b:leaves"]);
+        assert_eq!(webs(&returning(src, "%a")), ["a<-b:leaves"]);
         // Two choices in a row: a web of two phis and two sites.
         let two = src
             .replace("#6 => %c]", "#9 => %d]")
@@ -4012,20 +4106,11 @@ func @f(%n: i64) -> ([f64], f64) {
   %q = call arrayref(%o, 0) :: f64
 ",
         );
-        assert_eq!(webs(&carried), Vec::<String>::new());
+        // (A choosing phi refuses it; `a` and `o` then hold one array
+        // between them, and own it together as a sharing web.)
+        assert_eq!(webs(&carried), ["a,o<-b"]);
         // The new array passed to a call through a function value.
-        let called = src
-            .replace(
-                "func @f(%n: i64, %x: [f64])",
-                "func @f(%n: i64, %x: [f64], %g: fn([f64]) -> f64)",
-            )
-            .replace(
-                "  %v = call arrayref(%b, 0) :: f64
-",
-                "  %v = call %g(%b) :: f64
-",
-            );
-        assert_eq!(webs(&called), Vec::<String>::new());
+        assert_eq!(webs(&calling_a_value(src)), Vec::<String>::new());
         // Made by a loop inside the loop: the statement runs several times
         // between two entries of the header.
         let inner = src.replace(
@@ -4057,6 +4142,75 @@ func @f(%n: i64) -> ([f64], f64) {
   return %r",
         );
         assert_eq!(webs(&branch), Vec::<String>::new());
+    }
+
+    /// A best iterate kept by reference: the step's array `b` enters the
+    /// header's `r` and, on some iterations, `k` (through `c`).
+    const SHARING_LOOP: &str = "func @f(%n: i64, %x: [f64]) -> f64 {
+#1:
+  %e = call copy(%x) :: [f64]
+  goto #2
+#2:
+  %r = phi [#1 => %e, #6 => %b] :: [f64]
+  %k = phi [#1 => %x, #6 => %c] :: [f64]
+  %i = phi [#1 => 0, #6 => %j] :: i64
+  %m = call lt(%i, %n) :: bool
+  gotoifnot %m, #7
+#3:
+  %b = call copy(%r) :: [f64]
+  %v = call arrayref(%b, 0) :: f64
+  %w = call arrayref(%k, 0) :: f64
+  %better = call lt(%v, %w) :: bool
+  gotoifnot %better, #5
+#4:
+  goto #6
+#5:
+  goto #6
+#6:
+  %c = phi [#4 => %b, #5 => %k] :: [f64]
+  %j = call iadd(%i, 1) :: i64
+  goto #2
+#7:
+  %z = call arrayref(%k, 0) :: f64
+  return %z
+}
+";
+
+    #[test]
+    fn header_phis_sharing_the_arrays_their_latches_bring_own_them_together() {
+        let src = SHARING_LOOP;
+        assert_eq!(webs(src), ["r,k<-b"]);
+        // `e` lets go of its own array (no phi's slot ever holds it); `r`,
+        // `k` and `b` on the edges into `#2`.
+        assert_eq!(freed(src), ["e", "r", "b", "k"]);
+        // `k` takes `r`'s array before the step (the best before it).
+        let before = src.replace("#4 => %b, #5 => %k]", "#4 => %r, #5 => %k]");
+        assert_eq!(webs(&before), ["r,k<-b"]);
+        // The phis pushed as they are: released, pushes counted. `e`,
+        // whose array `r` may push untagged, is kept.
+        let pushed = pushing(src, &["%r", "%k", "%b"]);
+        assert_eq!(webs(&pushed), ["r,k<-b"]);
+        assert_eq!(freed(&pushed), ["r:release", "b:release", "k:release"]);
+        // Returned after the loop: it may leave.
+        assert_eq!(webs(&returning(src, "%k")), ["r,k<-b:leaves"]);
+        // A phi of the body pushed (its push could not say whose array it
+        // holds), or the new array passed through a function value: no
+        // web.
+        assert_eq!(webs(&pushing(src, &["%c"])), Vec::<String>::new());
+        assert_eq!(webs(&calling_a_value(src)), Vec::<String>::new());
+        // A third header phi taking only the argument stays out.
+        let third = src.replace(
+            "  %i = phi [#1 => 0, #6 => %j] :: i64
+",
+            "  %i = phi [#1 => 0, #6 => %j] :: i64
+  %o = phi [#1 => %x, #6 => %x] :: [f64]
+  %q = call arrayref(%o, 0) :: f64
+",
+        );
+        assert_eq!(webs(&third), ["r,k<-b"]);
+        let third_taking = third.replace("#6 => %x] :: [f64]", "#6 => %c] :: [f64]");
+        // `o` takes `c` on the latch and `x` from outside: it joins.
+        assert_eq!(webs(&third_taking), ["r,k,o<-b"]);
     }
 
     #[test]

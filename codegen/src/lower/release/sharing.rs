@@ -4,7 +4,7 @@
 //! the step's new array enters both `r` and `keep`), owned together and let
 //! go of by comparing addresses on the edges into the header.
 
-use super::{ArrayPhis, Leaving, Owner, Walk, Web, loop_body, repeats, unrepeated};
+use super::{ArrayPhis, Leaving, Owner, Walk, Web, any_repeats, loop_body, unrepeated};
 use irad_ir::flow::{ControlFlowGraph, DominatorTree};
 use irad_ir::types::Type;
 use irad_ir::{Block, Func, Inst, InstKind, Operand, Terminator, Value};
@@ -245,15 +245,10 @@ fn web_of(
             }
         }
     }
-    if sites.is_empty() || set.len() + sites.len() > MAX_WEB {
-        return None;
-    }
     // Each runs at most once between two entries of the header.
-    if web
-        .iter()
-        .map(|&(_, _, b)| b)
-        .chain(sites.iter().map(|s| makers[s]))
-        .any(|b| repeats(cfg, h, b))
+    if sites.is_empty()
+        || set.len() + sites.len() > MAX_WEB
+        || any_repeats(cfg, h, (&web, &sites), makers)
     {
         return None;
     }
