@@ -288,10 +288,23 @@ pub fn checkpoint(p: &Program) -> Result<(), String> {
                 )
             })
     };
-    let reference = runs(None, &[Backend::Interp.exec()])?
-        .into_iter()
-        .next()
-        .ok_or("grad_each ran no backend")?;
+    // Without a limit too, the JIT agrees with the interpreter (the value
+    // and the gradient): the primal's loops free arrays the interpreter
+    // counts (docs/codegen.md, "Freeing arrays").
+    let mut unlimited = runs(None, &[Backend::Interp.exec(), Backend::Jit.exec()])?.into_iter();
+    let reference = unlimited.next().ok_or("grad_each ran no backend")?;
+    let jit = unlimited.next().ok_or("grad_each ran no JIT")?;
+    let agree = match (&reference, &jit) {
+        (Ok(a), Ok(b)) => same(a, b),
+        (Err(_), Err(_)) => true,
+        _ => false,
+    };
+    if !agree {
+        return Err(format!(
+            "grad without a limit (JIT) {jit:?} but in the interpreter {reference:?}\n{}\nargs: {}",
+            p.source, p.args
+        ));
+    }
     for limit in CHECKPOINT_LIMITS {
         let got = runs(Some(limit), &[Backend::Interp.exec(), Backend::Jit.exec()])?;
         for (backend, g) in ["interpreter", "JIT"].iter().zip(&got) {

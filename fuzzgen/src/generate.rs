@@ -147,6 +147,8 @@ pub const FEATURES: &[&str] = &[
     "carried-handed-same",
     "carried-kept-best",
     "carried-kept-best-before",
+    "carried-kept-best-two",
+    "carried-kept-best-swap",
     "carried-remade-by-call",
     "carried-kept-through-call",
     "carried-either-way-by-call",
@@ -866,6 +868,16 @@ impl Gen<'_, '_> {
             }
             false => None,
         };
+        let keep2 = match &keep {
+            Some(_) if prev.is_none() && self.one_in(3)? => {
+                self.note("carried-kept-best-two");
+                let kq = self.name("kq");
+                self.line(indent, &format!("let mut {kq} = copy({a});"));
+                self.new_array(kq.clone(), len);
+                Some(kq)
+            }
+            _ => None,
+        };
         self.line(indent, &format!("let mut {w} = 0;"));
         if self.one_in(3)? {
             self.note("carried-while-and");
@@ -984,7 +996,26 @@ impl Gen<'_, '_> {
         }
         if let Some(kp) = keep.as_ref().filter(|_| !keep_before) {
             let cond = self.cond(1)?;
-            self.line(indent + 1, &format!("if {cond} {{ {kp} = {c}; }}"));
+            // Without a handing chain, one in four swaps the best and the
+            // current array (`c` takes the old best): the header's phis
+            // hold one array between them either way (since session 35).
+            if prev.is_none() && self.one_in(4)? {
+                self.note("carried-kept-best-swap");
+                let t = self.name("t");
+                self.line(
+                    indent + 1,
+                    &format!("if {cond} {{ let {t} = {kp}; {kp} = {c}; {c} = {t}; }}"),
+                );
+            } else {
+                self.line(indent + 1, &format!("if {cond} {{ {kp} = {c}; }}"));
+            }
+        }
+        // One in three keeps a second best array (the lowest and the
+        // highest): three header phis may hold one array (since session
+        // 35).
+        if let Some(kq) = &keep2 {
+            let cond = self.cond(1)?;
+            self.line(indent + 1, &format!("if {cond} {{ {kq} = {c}; }}"));
         }
         if exit == 2 {
             self.note("carried-break-after-hand-over");
@@ -1007,11 +1038,11 @@ impl Gen<'_, '_> {
             let k = self.index(len)?;
             self.line(indent, &format!("acc = acc + 0.25 * tanh({p}[{k}]);"));
         }
-        if let Some(kp) = &keep
-            && self.u.arbitrary::<bool>()?
-        {
-            let k = self.index(len)?;
-            self.line(indent, &format!("acc = acc + 0.25 * tanh({kp}[{k}]);"));
+        for kp in keep.iter().chain(&keep2) {
+            if self.u.arbitrary::<bool>()? {
+                let k = self.index(len)?;
+                self.line(indent, &format!("acc = acc + 0.25 * tanh({kp}[{k}]);"));
+            }
         }
         // Whether the previous array is the current one (a call may have
         // handed it back): the primitive `same`.
