@@ -349,7 +349,8 @@
 //!   entering `H` may reach before the site runs again (a web phi pushed
 //!   is refused, as for choosing phis: the lowering words only the pushes
 //!   of the phis of `W` and of sites);
-//! - it has at most 8 phis and sites (each edge compares every pair).
+//! - it has at most 8 phis and sites (each edge compares every pair), and
+//!   its header at most 64 candidate phis (the search joins them pairwise).
 //!
 //! Each phi of `W` and each site keeps a slot. On the edge from outside,
 //! the slots are emptied, letting go of their arrays unless a web value is

@@ -15,6 +15,10 @@ use rustc_hash::FxHashSet as HashSet;
 /// compares every pair of them.
 const MAX_WEB: usize = 8;
 
+/// Headers with more `[T]` phis than this are not searched (the search
+/// joins phis pairwise).
+const MAX_CANDIDATES: usize = 64;
+
 /// What one header phi's latch entries bring, through phis of the body.
 struct Brings {
     /// The web's phis (statement, value, block) met on the way.
@@ -85,7 +89,7 @@ pub(super) fn sharing(
             cands.push((inst, p, latches));
         }
     }
-    if cands.len() < 2 {
+    if cands.len() < 2 || cands.len() > MAX_CANDIDATES {
         return out;
     }
     let header_phis: HashSet<Value> = cands.iter().map(|&(_, p, _)| p).collect();
