@@ -444,6 +444,37 @@ fn checkpointed_gradients_in_objects_match_the_interpreter_bit_for_bit() {
     assert_eq!(got.lines().collect::<Vec<_>>(), want, "smooth({args})");
 }
 
+/// A best iterate kept by reference (`tests/free_arrays/sharing.irad`,
+/// whose header phis own the step's arrays together, docs/codegen.md
+/// "Sharing webs"), in objects, with and without a tape limit: value and
+/// gradient as in the interpreter, bit for bit.
+#[test]
+fn sharing_webs_in_objects_match_the_interpreter_bit_for_bit() {
+    let file = format!("{ROOT}/tests/free_arrays/sharing.irad");
+    let (src, module) = source(&file);
+    for (name, limit) in [("best", None), ("best_limited", Some("1"))] {
+        let d = dir(name);
+        let mut extra = vec!["--grad"];
+        extra.extend(limit.iter().flat_map(|l| ["--tape-limit", *l]));
+        let obj = emit(&file, "best_after", &extra, &d, "best");
+        let exe = link(&d, "best.c", &[obj], &[], "best");
+        for args in [
+            "[0.5, 0.2, 0.9], 7",
+            "[0.1, 0.3, 0.35], 40",
+            "[0.5, 0.2, 0.9], 0",
+        ] {
+            let vals = parse(&src, &module, "best_after", args);
+            let want = expected(&src, &module, "best_after", &vals, None);
+            let got = run(&exe, &argv(&vals));
+            assert_eq!(
+                got.lines().collect::<Vec<_>>(),
+                want,
+                "best_after({args}) under {limit:?}"
+            );
+        }
+    }
+}
+
 /// The bools of a `[bool]` array as `tests/c/odd_bools.c` prints them.
 fn bools_line(label: &str, v: &Val) -> String {
     let Val::Array(a) = v else {
