@@ -294,12 +294,7 @@ pub fn checkpoint(p: &Program) -> Result<(), String> {
     let mut unlimited = runs(None, &[Backend::Interp.exec(), Backend::Jit.exec()])?.into_iter();
     let reference = unlimited.next().ok_or("grad_each ran no backend")?;
     let jit = unlimited.next().ok_or("grad_each ran no JIT")?;
-    let agree = match (&reference, &jit) {
-        (Ok(a), Ok(b)) => same(a, b),
-        (Err(_), Err(_)) => true,
-        _ => false,
-    };
-    if !agree {
+    if !same_run(&reference, &jit) {
         return Err(format!(
             "grad without a limit (JIT) {jit:?} but in the interpreter {reference:?}\n{}\nargs: {}",
             p.source, p.args
@@ -308,12 +303,7 @@ pub fn checkpoint(p: &Program) -> Result<(), String> {
     for limit in CHECKPOINT_LIMITS {
         let got = runs(Some(limit), &[Backend::Interp.exec(), Backend::Jit.exec()])?;
         for (backend, g) in ["interpreter", "JIT"].iter().zip(&got) {
-            let agree = match (&reference, g) {
-                (Ok(a), Ok(b)) => same(a, b),
-                (Err(_), Err(_)) => true,
-                _ => false,
-            };
-            if !agree {
+            if !same_run(&reference, g) {
                 return Err(format!(
                     "grad under a {limit}-byte limit ({backend}) {g:?} but without a limit {reference:?}\n{}\nargs: {}",
                     p.source, p.args
@@ -322,6 +312,16 @@ pub fn checkpoint(p: &Program) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Whether two gradient runs agree: the same value and gradient, bit for
+/// bit (any NaN equals any NaN), or both failed.
+fn same_run(a: &Result<Val, String>, b: &Result<Val, String>) -> bool {
+    match (a, b) {
+        (Ok(a), Ok(b)) => same(a, b),
+        (Err(_), Err(_)) => true,
+        _ => false,
+    }
 }
 
 /// The f64 leaves of the differentiable arguments, by position (argument,
