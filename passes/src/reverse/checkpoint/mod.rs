@@ -1967,6 +1967,11 @@ struct Keepers {
     /// the highest) may hold one array, and neither would know of the
     /// other.
     kept_by: HashMap<Value, Value>,
+    /// The arrays made in the loop that a phi replaced on some iterations
+    /// takes, by the first such phi: a second may take them too (`if ok {
+    /// r = t; if best { keep = t; } }`, since session 36), and then may be
+    /// the first's array.
+    sometimes: HashMap<Value, Value>,
 }
 
 impl Keepers {
@@ -2003,13 +2008,23 @@ impl Keepers {
         const TWO: &str =
             "it carries an array two of its arrays replaced on some iterations may both take";
         let mut taker = None;
-        let own = rep.made.iter().all(|&v| match self.takers.get(&v) {
-            Some(&t) => {
-                let first = taker.is_none_or(|x| x == t) && self.shared_made.insert(v);
-                taker = Some(t);
-                first
+        let own = rep.made.iter().all(|&v| {
+            match self.takers.get(&v).or_else(|| self.sometimes.get(&v)) {
+                // Taken by a phi in every iteration, or by one replaced on
+                // some iterations only processed before, which must not
+                // itself be another's (a chain the snapshots would not
+                // tell apart).
+                Some(&t) if !self.keeping.iter().any(|&(a, _)| a == t) => {
+                    let first = taker.is_none_or(|x| x == t) && self.shared_made.insert(v);
+                    taker = Some(t);
+                    first
+                }
+                Some(_) => false,
+                None => {
+                    self.sometimes.insert(v, r);
+                    seen.insert(v)
+                }
             }
-            None => seen.insert(v),
         });
         if !own {
             return Err(NEITHER.into());

@@ -164,7 +164,7 @@ pub(in crate::reverse) fn mark(
             .iter()
             .filter_map(|(r, entries)| find(*r, entries, &|_| false))
             .collect();
-        let plain = unshared(plain, &[], &|v| v);
+        let plain = unshared(plain, (&[], true), &|v| v);
         // What a web may take: header phis every latch of which brings a
         // new array, and the plain webs' header phis and phis on the way.
         let mut sources: HashMap<Value, Source> = HashMap::default();
@@ -199,7 +199,7 @@ pub(in crate::reverse) fn mark(
             })
             .collect();
         let header_of = |v: Value| sources.get(&v).map_or(v, |s| s.header());
-        let taking = unshared(taking, &plain, &header_of)
+        let taking = unshared(taking, (&plain, false), &header_of)
             .into_iter()
             .filter_map(|w| {
                 let s = w.foreign.and_then(|f| sources.get(&f).copied())?;
@@ -252,14 +252,22 @@ pub(in crate::reverse) fn mark(
 /// `webs` without those sharing a phi or an array with another of them or
 /// with one of `others`, or taking the array of the same header phi as
 /// another of them (`header_of` their `foreign` values): two phis holding
-/// one array would need to know of each other.
-fn unshared(webs: Vec<Web>, others: &[Web], header_of: &dyn Fn(Value) -> Value) -> Vec<Web> {
+/// one array would need to know of each other. With `pairs`, two webs may
+/// make one array between them (`if ok { r = t; if best { keep = t; } }`,
+/// since session 36): the second to take it then knows of the first
+/// (`Keepers::replaced` in `mod.rs`, which refuses three).
+fn unshared(
+    webs: Vec<Web>,
+    (others, pairs): (&[Web], bool),
+    header_of: &dyn Fn(Value) -> Value,
+) -> Vec<Web> {
     let mut count: HashMap<Value, usize> = HashMap::default();
     for w in webs.iter().chain(others) {
         for &v in w.phis.iter().chain(&w.made) {
             *count.entry(v).or_default() += 1;
         }
     }
+    let most_made = if pairs { 2 } else { 1 };
     let mut taken: HashMap<Value, usize> = HashMap::default();
     for w in &webs {
         if let Some(f) = w.foreign {
@@ -268,7 +276,8 @@ fn unshared(webs: Vec<Web>, others: &[Web], header_of: &dyn Fn(Value) -> Value) 
     }
     webs.into_iter()
         .filter(|w| {
-            !w.phis.iter().chain(&w.made).any(|v| count[v] > 1)
+            !w.phis.iter().any(|v| count[v] > 1)
+                && !w.made.iter().any(|v| count[v] > most_made)
                 && !w.foreign.iter().any(|&f| taken[&header_of(f)] > 1)
         })
         .collect()
