@@ -149,6 +149,7 @@ pub const FEATURES: &[&str] = &[
     "carried-kept-best-before",
     "carried-kept-best-two",
     "carried-kept-best-swap",
+    "carried-kept-best-new",
     "carried-remade-by-call",
     "carried-kept-through-call",
     "carried-either-way-by-call",
@@ -809,8 +810,11 @@ impl Gen<'_, '_> {
     /// chain), started from a copy, the array itself or the carried array,
     /// read in the copy's update and, one time in four, after the loop. One
     /// in five of those without a tuple keeps a best array by reference
-    /// (`if cond { k = c; }` before or after the hand-over), started
-    /// likewise and read after the loop one time in two. An array statement when there is no array.
+    /// (`if cond { k = c; }` before or after the hand-over; or, one time
+    /// in four after it, from the new array beside a hand-over on some
+    /// iterations only: `if cond { c = d; if cond2 { k = d; } }`, the
+    /// inner test inside or after the outer), started likewise and read
+    /// after the loop one time in two. An array statement when there is no array.
     fn carried_loop(&mut self, indent: usize) -> Result<()> {
         let arrays = self.arrays();
         if arrays.is_empty() {
@@ -987,19 +991,41 @@ impl Gen<'_, '_> {
             }
             _ => false,
         };
-        if prev.is_none() && self.one_in(3)? {
+        // One in four loops keeping a best array after the hand-over
+        // hands over on some iterations only and takes the best from the
+        // new array itself (`kp = d`), inside the hand-over's condition or
+        // after it: two phis replaced on some iterations may take one
+        // array (since session 36).
+        let keep_new = match &keep {
+            Some(kp) if prev.is_none() && tuple.is_none() && !keep_before && self.one_in(4)? => {
+                Some(kp.clone())
+            }
+            _ => None,
+        };
+        if let Some(kp) = &keep_new {
+            self.note("carried-hand-over-sometimes");
+            self.note("carried-kept-best-new");
+            let (cond, cond2) = (self.cond(1)?, self.cond(1)?);
+            let take = format!("if {cond2} {{ {kp} = {d}; }}");
+            if self.u.arbitrary::<bool>()? {
+                self.line(indent + 1, &format!("if {cond} {{ {hand_over} {take} }}"));
+            } else {
+                self.line(indent + 1, &format!("if {cond} {{ {hand_over} }}"));
+                self.line(indent + 1, &take);
+            }
+        } else if prev.is_none() && self.one_in(3)? {
             self.note("carried-hand-over-sometimes");
             let cond = self.cond(1)?;
             self.line(indent + 1, &format!("if {cond} {{ {hand_over} }}"));
         } else {
             self.line(indent + 1, &hand_over);
         }
-        if let Some(kp) = keep.as_ref().filter(|_| !keep_before) {
+        if let Some(kp) = keep.as_ref().filter(|_| !keep_before && keep_new.is_none()) {
             let cond = self.cond(1)?;
-            // Without a handing chain, one in four swaps the best and the
+            // Without a handing chain, one in three swaps the best and the
             // current array (`c` takes the old best): the header's phis
             // hold one array between them either way (since session 35).
-            if prev.is_none() && self.one_in(4)? {
+            if prev.is_none() && self.one_in(3)? {
                 self.note("carried-kept-best-swap");
                 let t = self.name("t");
                 self.line(
