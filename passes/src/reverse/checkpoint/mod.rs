@@ -1991,6 +1991,40 @@ impl Keepers {
         }
     }
 
+    /// Takes in `r`, the second phi replaced on some iterations only that
+    /// keeps the new arrays of `t`, a phi taking one in every iteration
+    /// (`if v < lo_v { lo = r; } if v > hi_v { hi = r; }`): the first,
+    /// `q`, keeps `t`'s arrays only (as taker, no held entry), no third
+    /// keeps them, and nothing keeps `q`. Then `r` may be `q`'s array or
+    /// `t`'s: it is carried with `q` as the array it may be, and `q` with
+    /// `t`, a chain the replays and exits follow (`alias_chain`).
+    fn second_keeper(
+        &mut self,
+        r: Value,
+        t: Value,
+        rep: &replaced::Replaced,
+    ) -> Result<(), String> {
+        const TWO: &str =
+            "it carries an array two of its arrays replaced on some iterations may both take";
+        let q = self.kept_by.get(&t).copied().ok_or(TWO)?;
+        let plain = |x: Value| {
+            self.keeping.iter().filter(|&&(a, _)| a == x).count() == 1
+                && self.keeping.contains(&(x, t))
+                && !self.held_entry.iter().any(|e| e.0 == x)
+        };
+        if q == r
+            || !plain(q)
+            || rep.held.is_some()
+            || self.kept_by.contains_key(&q)
+            || self.keeping.iter().any(|&(_, b)| b == q)
+        {
+            return Err(TWO.into());
+        }
+        self.kept_by.insert(q, r);
+        self.keeping.push((r, q));
+        Ok(())
+    }
+
     /// Takes in header phi `r`, replaced on some iterations only (`rep`):
     /// an array it may be replaced by is no other phi's (`seen`, which it
     /// adds to), or that of one phi taking it in every iteration, whose
@@ -2008,6 +2042,10 @@ impl Keepers {
         const TWO: &str =
             "it carries an array two of its arrays replaced on some iterations may both take";
         let mut taker = None;
+        // The arrays a phi keeping the taker's array already took (a second
+        // keeper of a phi taking a new array in every iteration: the
+        // lowest and the highest, since session 36), and the others.
+        let (mut again, mut first_taken) = (false, false);
         let own = rep.made.iter().all(|&v| {
             match self.takers.get(&v).or_else(|| self.sometimes.get(&v)) {
                 // Taken by a phi in every iteration, or by one replaced on
@@ -2015,9 +2053,13 @@ impl Keepers {
                 // itself be another's (a chain the snapshots would not
                 // tell apart).
                 Some(&t) if !self.keeping.iter().any(|&(a, _)| a == t) => {
-                    let first = taker.is_none_or(|x| x == t) && self.shared_made.insert(v);
+                    let fresh = self.shared_made.insert(v);
+                    again |= !fresh;
+                    first_taken |= fresh;
+                    let ok =
+                        taker.is_none_or(|x| x == t) && (fresh || self.takers.get(&v) == Some(&t));
                     taker = Some(t);
-                    first
+                    ok
                 }
                 Some(_) => false,
                 None => {
@@ -2026,14 +2068,18 @@ impl Keepers {
                 }
             }
         });
-        if !own {
+        if !own || (again && first_taken) {
             return Err(NEITHER.into());
         }
-        if let Some(t) = taker {
-            if *self.kept_by.entry(t).or_insert(r) != r {
-                return Err(TWO.into());
+        match taker {
+            Some(t) if again => self.second_keeper(r, t, rep)?,
+            Some(t) => {
+                if *self.kept_by.entry(t).or_insert(r) != r {
+                    return Err(TWO.into());
+                }
+                self.keeping.push((r, t));
             }
-            self.keeping.push((r, t));
+            None => {}
         }
         // Taking another phi's array: that phi takes a new array in every
         // iteration, or is replaced on some iterations only (and this may

@@ -662,20 +662,24 @@ impl Replay<'_, '_> {
     ) -> Result<(), ReverseError> {
         let carried = &self.ck.carried;
         for i in super::alias_order(carried, |_| true) {
-            let (c, j) = (&carried[i], carried[i].alias.unwrap_or(i));
-            let (Some(si), Some(sj)) = (at_start[i], at_start[j]) else {
-                continue;
-            };
-            let (Some(&a), Some(&b)) = (state.get(c.phi), state.get(carried[j].phi)) else {
-                return Err(internal(&self.cx.floc, "a carried array without its phi"));
-            };
-            let one = self.copy.value(at, Prim::Same, &[a, b], Type::Bool);
-            starts[si] = self.copy.value(
-                at,
-                Prim::Select,
-                &[one, starts[sj], starts[si]],
-                c.ty.clone(),
-            );
+            let c = &carried[i];
+            let Some(si) = at_start[i] else { continue };
+            // Up the chain: the second keeper of one array may be the
+            // first's or the array both keep (since session 36); the last
+            // that is one with it decides, each settled before.
+            for j in super::alias_chain(carried, i) {
+                let Some(sj) = at_start[j] else { continue };
+                let (Some(&a), Some(&b)) = (state.get(c.phi), state.get(carried[j].phi)) else {
+                    return Err(internal(&self.cx.floc, "a carried array without its phi"));
+                };
+                let one = self.copy.value(at, Prim::Same, &[a, b], Type::Bool);
+                starts[si] = self.copy.value(
+                    at,
+                    Prim::Select,
+                    &[one, starts[sj], starts[si]],
+                    c.ty.clone(),
+                );
+            }
         }
         Ok(())
     }
