@@ -957,7 +957,20 @@ fn decide(
     } = carried_arrays(cx, view, k)?;
     let escaping = escaping_arrays(cx, cx.shape.loops.of(k));
     let mut alias = aliases(cx, k, &carried, &handed)?;
+    // Which phis may be another's only as a best iterate kept by reference
+    // may be the array a phi takes afresh in every iteration (`keep = r`
+    // after the step): such an array is never one the loop entered with
+    // nor one an either call handed back.
+    let handed_alias: Vec<bool> = alias.iter().map(Option::is_some).collect();
     keepers_alias(&carried, &keeping, &mut alias)?;
+    let kept_afresh = |i: usize| {
+        !handed_alias[i]
+            && alias[i].is_some_and(|j| {
+                carried[j].5.is_none()
+                    && carried[j].3.is_some()
+                    && keeping.contains(&(carried[i].1, carried[j].1))
+            })
+    };
     // An array handed on from another header phi holds, after fewer
     // iterations than its depth, an array that entered the loop through
     // another phi: where every latch hands it one phi, down to one made
@@ -1005,12 +1018,19 @@ fn decide(
     }
     // A phi that may be another's array leaves with that one's shadow where
     // it is that one (`primal::shared_exits`), but not beside arrays the
-    // last iteration made, whose shadows would be others again.
+    // last iteration made, whose shadows would be others again (an either
+    // call's result, which may be the array the call was given). A best
+    // iterate that may be the array a phi takes afresh in every iteration
+    // may (since session 36): that phi's new array is never a header
+    // phi's, and the phi choosing between it and the best's header array
+    // leaves with that array's shadow where the iteration made it
+    // (`Chosen::made`), with the header's shared one otherwise.
     if !left.is_empty()
         && carried
             .iter()
             .zip(&alias)
-            .any(|(c, a)| a.is_some() && escaping.contains(&c.1))
+            .enumerate()
+            .any(|(i, (c, a))| a.is_some() && escaping.contains(&c.1) && !kept_afresh(i))
     {
         return Err(
             "it carries an array that may be another it carries (an either call handed it back, or it took the other's), uses it after it and an array its last iteration made"
