@@ -798,6 +798,38 @@ impl Gen<'_, '_> {
         Ok(())
     }
 
+    /// The hand-over line of [`Gen::carried_loop`]: with `keep_new`
+    /// (the best array and the new one), under a condition, the best taken
+    /// from the new array inside it or after it; otherwise, where `may_skip`
+    /// (no handing chain), under a condition one time in three.
+    fn hand_over(
+        &mut self,
+        indent: usize,
+        hand_over: &str,
+        keep_new: Option<(&str, &str)>,
+        may_skip: bool,
+    ) -> Result<()> {
+        if let Some((kp, d)) = keep_new {
+            self.note("carried-hand-over-sometimes");
+            self.note("carried-kept-best-new");
+            let (cond, cond2) = (self.cond(1)?, self.cond(1)?);
+            let take = format!("if {cond2} {{ {kp} = {d}; }}");
+            if self.u.arbitrary::<bool>()? {
+                self.line(indent, &format!("if {cond} {{ {hand_over} {take} }}"));
+            } else {
+                self.line(indent, &format!("if {cond} {{ {hand_over} }}"));
+                self.line(indent, &take);
+            }
+        } else if may_skip && self.one_in(3)? {
+            self.note("carried-hand-over-sometimes");
+            let cond = self.cond(1)?;
+            self.line(indent, &format!("if {cond} {{ {hand_over} }}"));
+        } else {
+            self.line(indent, hand_over);
+        }
+        Ok(())
+    }
+
     /// A `while` loop carrying an array from one iteration to the next
     /// ([`Config::carried_arrays`]): started from a copy of an array in
     /// scope, each iteration copies it, writes the copy from the old one,
@@ -1002,24 +1034,12 @@ impl Gen<'_, '_> {
             }
             _ => None,
         };
-        if let Some(kp) = &keep_new {
-            self.note("carried-hand-over-sometimes");
-            self.note("carried-kept-best-new");
-            let (cond, cond2) = (self.cond(1)?, self.cond(1)?);
-            let take = format!("if {cond2} {{ {kp} = {d}; }}");
-            if self.u.arbitrary::<bool>()? {
-                self.line(indent + 1, &format!("if {cond} {{ {hand_over} {take} }}"));
-            } else {
-                self.line(indent + 1, &format!("if {cond} {{ {hand_over} }}"));
-                self.line(indent + 1, &take);
-            }
-        } else if prev.is_none() && self.one_in(3)? {
-            self.note("carried-hand-over-sometimes");
-            let cond = self.cond(1)?;
-            self.line(indent + 1, &format!("if {cond} {{ {hand_over} }}"));
-        } else {
-            self.line(indent + 1, &hand_over);
-        }
+        self.hand_over(
+            indent + 1,
+            &hand_over,
+            keep_new.as_deref().map(|kp| (kp, d.as_str())),
+            prev.is_none(),
+        )?;
         if let Some(kp) = keep.as_ref().filter(|_| !keep_before && keep_new.is_none()) {
             let cond = self.cond(1)?;
             // Without a handing chain, one in three swaps the best and the

@@ -852,12 +852,18 @@ pub(super) fn choose(
 
 /// Sets the alias of each phi replaced on some iterations that may be
 /// another header phi's array (`keeping`, [`Keepers`]): `alias` by
-/// position among `carried`. Fails where one may be either of two.
+/// position among `carried`. Fails where one may be either of two. Returns,
+/// by position, which may be another's only as a best iterate kept by
+/// reference may be the array a phi takes afresh in every iteration
+/// (`keep = r` after the step): an array never one the loop entered with
+/// nor one an either call handed back.
 fn keepers_alias(
     carried: &[CarriedPhi],
     keeping: &[(Value, Value)],
     alias: &mut [Option<usize>],
-) -> Result<(), String> {
+) -> Result<Vec<bool>, String> {
+    let handed: Vec<bool> = alias.iter().map(Option::is_some).collect();
+    let mut kept_afresh = vec![false; carried.len()];
     for &(keep, taker) in keeping {
         let at = |v: Value| carried.iter().position(|c| c.1 == v);
         let (Some(i), Some(j)) = (at(keep), at(taker)) else {
@@ -866,9 +872,10 @@ fn keepers_alias(
         if alias[i].is_some_and(|x| x != j) {
             return Err("it carries an array that may be either of two others".into());
         }
+        kept_afresh[i] = !handed[i] && carried[j].5.is_none() && carried[j].3.is_some();
         alias[i] = Some(j);
     }
-    Ok(())
+    Ok(kept_afresh)
 }
 
 /// Gives each carried array that may hold the array another entered with
@@ -957,20 +964,7 @@ fn decide(
     } = carried_arrays(cx, view, k)?;
     let escaping = escaping_arrays(cx, cx.shape.loops.of(k));
     let mut alias = aliases(cx, k, &carried, &handed)?;
-    // Which phis may be another's only as a best iterate kept by reference
-    // may be the array a phi takes afresh in every iteration (`keep = r`
-    // after the step): such an array is never one the loop entered with
-    // nor one an either call handed back.
-    let handed_alias: Vec<bool> = alias.iter().map(Option::is_some).collect();
-    keepers_alias(&carried, &keeping, &mut alias)?;
-    let kept_afresh = |i: usize| {
-        !handed_alias[i]
-            && alias[i].is_some_and(|j| {
-                carried[j].5.is_none()
-                    && carried[j].3.is_some()
-                    && keeping.contains(&(carried[i].1, carried[j].1))
-            })
-    };
+    let kept_afresh = keepers_alias(&carried, &keeping, &mut alias)?;
     // An array handed on from another header phi holds, after fewer
     // iterations than its depth, an array that entered the loop through
     // another phi: where every latch hands it one phi, down to one made
@@ -1018,19 +1012,15 @@ fn decide(
     }
     // A phi that may be another's array leaves with that one's shadow where
     // it is that one (`primal::shared_exits`), but not beside arrays the
-    // last iteration made, whose shadows would be others again (an either
-    // call's result, which may be the array the call was given). A best
-    // iterate that may be the array a phi takes afresh in every iteration
-    // may (since session 36): that phi's new array is never a header
-    // phi's, and the phi choosing between it and the best's header array
-    // leaves with that array's shadow where the iteration made it
-    // (`Chosen::made`), with the header's shared one otherwise.
+    // last iteration made (an either call's, perhaps the array it was
+    // given), whose shadows would be others again; but a best iterate kept
+    // afresh (`keepers_alias`; since session 36; `Chosen::made`).
     if !left.is_empty()
         && carried
             .iter()
             .zip(&alias)
             .enumerate()
-            .any(|(i, (c, a))| a.is_some() && escaping.contains(&c.1) && !kept_afresh(i))
+            .any(|(i, (c, a))| a.is_some() && escaping.contains(&c.1) && !kept_afresh[i])
     {
         return Err(
             "it carries an array that may be another it carries (an either call handed it back, or it took the other's), uses it after it and an array its last iteration made"
@@ -1968,6 +1958,10 @@ fn kept_phis(
     }
 }
 
+/// Why a loop is refused where two of its phis replaced on some
+/// iterations may hold one array neither knows the other may hold.
+const TWO: &str = "it carries an array two of its arrays replaced on some iterations may both take";
+
 /// What [`carried_arrays`] learns of the phis replaced on some iterations
 /// only that take other header phis' arrays (`keep = r`, the best iterate;
 /// since session 34).
@@ -2024,8 +2018,6 @@ impl Keepers {
         t: Value,
         rep: &replaced::Replaced,
     ) -> Result<(), String> {
-        const TWO: &str =
-            "it carries an array two of its arrays replaced on some iterations may both take";
         let q = self.kept_by.get(&t).copied().ok_or(TWO)?;
         let plain = |x: Value| {
             self.keeping.iter().filter(|&&(a, _)| a == x).count() == 1
@@ -2059,8 +2051,6 @@ impl Keepers {
         entering: &dyn Fn(Value) -> Option<Operand>,
     ) -> Result<(), String> {
         const NEITHER: &str = "it carries an array from one iteration to the next that it neither made afresh in the iteration nor kept as it is";
-        const TWO: &str =
-            "it carries an array two of its arrays replaced on some iterations may both take";
         let mut taker = None;
         // The arrays a phi keeping the taker's array already took (a second
         // keeper of a phi taking a new array in every iteration: the
