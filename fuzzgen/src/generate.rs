@@ -931,28 +931,7 @@ impl Gen<'_, '_> {
         }]);
         let (i, j) = (self.index(len)?, self.index(len)?);
         let e = self.expr(1)?;
-        // A function that returns a new array makes it afresh, as `copy`
-        // does; one that returns its argument keeps it (docs/reverse.md,
-        // "Arrays made by a call").
-        match self.extra.remake.then(|| self.u.int_in_range(0..=3u8)) {
-            Some(Ok(1)) => {
-                self.note("carried-remade-by-call");
-                let s = self.expr(1)?;
-                self.line(indent + 1, &format!("let {d} = remake({cur}, {s});"));
-            }
-            Some(Ok(2)) => {
-                self.note("carried-kept-through-call");
-                let s = self.expr(1)?;
-                self.line(indent + 1, &format!("let {d} = touch({cur}, {s});"));
-            }
-            Some(Ok(3)) => {
-                self.note("carried-either-way-by-call");
-                let s = self.expr(1)?;
-                self.line(indent + 1, &format!("let {d} = either({cur}, {s});"));
-            }
-            Some(Err(e)) => return Err(e),
-            _ => self.line(indent + 1, &format!("let {d} = copy({cur});")),
-        }
+        self.carried_step(indent + 1, &d, &cur)?;
         let old = match &prev {
             Some(p) => format!(" + 0.25 * {p}[{}]", self.index(len)?),
             None => String::new(),
@@ -1100,6 +1079,35 @@ impl Gen<'_, '_> {
                 indent,
                 &format!("if same({p}, {c}) {{ acc = acc + 0.125; }}"),
             );
+        }
+        Ok(())
+    }
+
+    /// The carried loop's new array `d`, made from the current one: by
+    /// `copy`, or, when the program has the helpers, by a call that makes
+    /// it afresh (`remake`), keeps it (`touch`) or does either (`either`).
+    fn carried_step(&mut self, indent: usize, d: &str, cur: &str) -> Result<()> {
+        // A function that returns a new array makes it afresh, as `copy`
+        // does; one that returns its argument keeps it (docs/reverse.md,
+        // "Arrays made by a call").
+        match self.extra.remake.then(|| self.u.int_in_range(0..=3u8)) {
+            Some(Ok(1)) => {
+                self.note("carried-remade-by-call");
+                let s = self.expr(1)?;
+                self.line(indent, &format!("let {d} = remake({cur}, {s});"));
+            }
+            Some(Ok(2)) => {
+                self.note("carried-kept-through-call");
+                let s = self.expr(1)?;
+                self.line(indent, &format!("let {d} = touch({cur}, {s});"));
+            }
+            Some(Ok(3)) => {
+                self.note("carried-either-way-by-call");
+                let s = self.expr(1)?;
+                self.line(indent, &format!("let {d} = either({cur}, {s});"));
+            }
+            Some(Err(e)) => return Err(e),
+            _ => self.line(indent, &format!("let {d} = copy({cur});")),
         }
         Ok(())
     }
