@@ -137,6 +137,7 @@ pub const FEATURES: &[&str] = &[
     "carried-while-and",
     "carried-break-before-hand-over",
     "carried-break-after-hand-over",
+    "carried-break-before-kept-best",
     "carried-hand-over-sometimes",
     "carried-tuple",
     "carried-tuple-by-call",
@@ -846,7 +847,9 @@ impl Gen<'_, '_> {
     /// in four after it, from the new array beside a hand-over on some
     /// iterations only: `if cond { c = d; if cond2 { k = d; } }`, the
     /// inner test inside or after the outer), started likewise and read
-    /// after the loop one time in two. An array statement when there is no array.
+    /// after the loop one time in two; a loop leaving after the hand-over
+    /// and keeping the best after it leaves between the two one time in
+    /// two. An array statement when there is no array.
     fn carried_loop(&mut self, indent: usize) -> Result<()> {
         let arrays = self.arrays();
         if arrays.is_empty() {
@@ -947,9 +950,7 @@ impl Gen<'_, '_> {
         }
         let exit: u8 = self.u.int_in_range(0..=2)?;
         if exit == 1 {
-            self.note("carried-break-before-hand-over");
-            let cond = self.cond(1)?;
-            self.line(indent + 1, &format!("if {cond} {{ break; }}"));
+            self.break_if(indent + 1, "carried-break-before-hand-over")?;
         }
         if let Some(st) = &tuple
             && self.extra.remake
@@ -1019,7 +1020,14 @@ impl Gen<'_, '_> {
             keep_new.as_deref().map(|kp| (kp, d.as_str())),
             prev.is_none(),
         )?;
-        if let Some(kp) = keep.as_ref().filter(|_| !keep_before && keep_new.is_none()) {
+        let keep_after = keep.as_ref().filter(|_| !keep_before && keep_new.is_none());
+        // One in two loops keeping a best array after the hand-over and
+        // leaving after both leave between the two (since session 37).
+        let between = exit == 2 && keep_after.is_some() && self.one_in(2)?;
+        if between {
+            self.break_if(indent + 1, "carried-break-before-kept-best")?;
+        }
+        if let Some(kp) = keep_after {
             let cond = self.cond(1)?;
             // Without a handing chain, one in three swaps the best and the
             // current array (`c` takes the old best): the header's phis
@@ -1042,10 +1050,8 @@ impl Gen<'_, '_> {
             let cond = self.cond(1)?;
             self.line(indent + 1, &format!("if {cond} {{ {kq} = {c}; }}"));
         }
-        if exit == 2 {
-            self.note("carried-break-after-hand-over");
-            let cond = self.cond(1)?;
-            self.line(indent + 1, &format!("if {cond} {{ break; }}"));
+        if exit == 2 && !between {
+            self.break_if(indent + 1, "carried-break-after-hand-over")?;
         }
         self.scopes.pop();
         self.loop_depth -= 1;
@@ -1080,6 +1086,14 @@ impl Gen<'_, '_> {
                 &format!("if same({p}, {c}) {{ acc = acc + 0.125; }}"),
             );
         }
+        Ok(())
+    }
+
+    /// `if COND { break; }`, noting `feature`.
+    fn break_if(&mut self, indent: usize, feature: &'static str) -> Result<()> {
+        self.note(feature);
+        let cond = self.cond(1)?;
+        self.line(indent, &format!("if {cond} {{ break; }}"));
         Ok(())
     }
 

@@ -855,8 +855,9 @@ pub(super) fn choose(
 /// position among `carried`. Fails where one may be either of two. Returns,
 /// by position, which may be another's only as a best iterate kept by
 /// reference may be the array a phi takes afresh in every iteration
-/// (`keep = r` after the step): an array never one the loop entered with
-/// nor one an either call handed back.
+/// (`keep = r` after the step) or by a phi replaced on some iterations
+/// only (since session 37): an array never one the loop entered with nor
+/// one an either call handed back.
 fn keepers_alias(
     carried: &[CarriedPhi],
     keeping: &[(Value, Value)],
@@ -872,10 +873,89 @@ fn keepers_alias(
         if alias[i].is_some_and(|x| x != j) {
             return Err("it carries an array that may be either of two others".into());
         }
-        kept_afresh[i] = !handed[i] && carried[j].5.is_none() && carried[j].3.is_some();
+        // The taker may be replaced on some iterations only itself (an
+        // accepted step, or a second phi taking its new array: since
+        // session 37): its web makes arrays only (`replaced::mark`), never
+        // an either call's, so the array it takes is never a header phi's
+        // either. Where the two leave holding one array, `chosen_apart`
+        // decides.
+        kept_afresh[i] = !handed[i] && carried[j].3.is_some();
         alias[i] = Some(j);
     }
     Ok(kept_afresh)
+}
+
+/// Fails where the exits of a loop of `carried` arrays (with their
+/// `alias`es) could give one array two shadows through the phis choosing
+/// arrays on some iterations that leave it (`left`, [`Chosen`]). Such a
+/// phi holding its header phi's array takes that phi's exit shadow, which
+/// `primal::shared_exits` shares along the alias chains only where the
+/// header phi is itself used after the loop (`escaping`), and a fresh or
+/// entering one otherwise: then no other phi of its chains may leave, as a
+/// header phi or through a phi of its own web. One holding an array the
+/// iteration made takes a fresh shadow of its own, or that array's where
+/// it is its web's one made array and leaves through the same exits: two
+/// such phis of webs sharing made arrays may hold one array only there.
+/// (Session 36 checkpointed two best iterates kept by reference beside a
+/// `while true` loop's breaks, neither header phi used after it, and got
+/// their gradients wrong where the two held one array.)
+fn chosen_apart(
+    cx: &Derivation<'_>,
+    (carried, alias): (&[CarriedPhi], &[Option<usize>]),
+    left: &[Left],
+    escaping: &HashSet<Value>,
+) -> Result<(), String> {
+    const ONE: &str = "it carries arrays that two of its phis replaced on some iterations may both hold where they leave it";
+    // The phi at the end of each one's alias chain names its chains.
+    let root = |mut i: usize| {
+        for _ in 0..alias.len() {
+            match alias[i] {
+                Some(j) => i = j,
+                None => break,
+            }
+        }
+        i
+    };
+    let group = |v: Value| carried.iter().position(|c| c.1 == v).map(root);
+    let chosen: Vec<(&Left, &Chosen)> = left
+        .iter()
+        .filter_map(|x| x.chosen.as_ref().map(|ch| (x, ch)))
+        .collect();
+    for (a, (_, ch)) in chosen.iter().enumerate() {
+        if escaping.contains(&ch.header) {
+            continue;
+        }
+        let g = group(ch.header).ok_or(ONE)?;
+        let header_leaves = carried
+            .iter()
+            .any(|c| c.1 != ch.header && escaping.contains(&c.1) && group(c.1) == Some(g));
+        let web_leaves = chosen
+            .iter()
+            .enumerate()
+            .any(|(b, (_, other))| b != a && group(other.header) == Some(g));
+        if header_leaves || web_leaves {
+            return Err(ONE.into());
+        }
+    }
+    let made = |ch: &Chosen| cx.replaced.get(&ch.header).map_or(&[][..], |r| &r.made[..]);
+    for (a, &(x, chx)) in chosen.iter().enumerate() {
+        for &(y, chy) in &chosen[a + 1..] {
+            if !made(chx).iter().any(|m| made(chy).contains(m)) {
+                continue;
+            }
+            let one = chx.made.is_some()
+                && chx.made == chy.made
+                && left.iter().any(|m| {
+                    Some(m.value) == chx.made
+                        && m.shadow.is_some()
+                        && x.exits.iter().chain(&y.exits).all(|e| m.exits.contains(e))
+                });
+            if !one {
+                return Err(ONE.into());
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Gives each carried array that may hold the array another entered with
@@ -1027,6 +1107,7 @@ fn decide(
                 .into(),
         );
     }
+    chosen_apart(cx, (&carried, &alias), &left, &escaping)?;
     let bytes = bytes_per_iteration(cx, view, plan, k);
     let (stretch, source) = match (ask, limit) {
         (Some(a), _) => (a.n.max(least), a.source()),
