@@ -135,6 +135,7 @@ pub const FEATURES: &[&str] = &[
     "return-in-loop",
     "carried-while",
     "carried-while-and",
+    "carried-while-true",
     "carried-break-before-hand-over",
     "carried-break-after-hand-over",
     "carried-break-before-kept-best",
@@ -849,7 +850,9 @@ impl Gen<'_, '_> {
     /// inner test inside or after the outer), started likewise and read
     /// after the loop one time in two; a loop leaving after the hand-over
     /// and keeping the best after it leaves between the two one time in
-    /// two. An array statement when there is no array.
+    /// two; one keeping a best array in four loops `while true`, leaving
+    /// after the hand-over by a break testing its count too. An array
+    /// statement when there is no array.
     fn carried_loop(&mut self, indent: usize) -> Result<()> {
         let arrays = self.arrays();
         if arrays.is_empty() {
@@ -917,20 +920,12 @@ impl Gen<'_, '_> {
             }
             _ => None,
         };
-        self.line(indent, &format!("let mut {w} = 0;"));
-        if self.one_in(3)? {
-            self.note("carried-while-and");
-            let cond = self.cond(1)?;
-            self.line(indent, &format!("while {w} < {count} && {cond} {{"));
-        } else {
-            self.note("carried-while");
-            self.line(indent, &format!("while {w} < {count} {{"));
-        }
+        let (forever, stop) = self.carried_header(indent, &w, count, keep.is_some())?;
         self.line(indent + 1, &format!("{w} = {w} + 1;"));
         self.loop_depth += 1;
         self.scopes.push(vec![Var::I64 {
             name: w,
-            bound: usize::from(count) + 1,
+            bound: usize::from(count) + 1 + usize::from(forever),
         }]);
         let (i, j) = (self.index(len)?, self.index(len)?);
         let e = self.expr(1)?;
@@ -948,9 +943,12 @@ impl Gen<'_, '_> {
         for _ in 0..n {
             self.stmt(indent + 1)?;
         }
-        let exit: u8 = self.u.int_in_range(0..=2)?;
+        let exit: u8 = match forever {
+            true => 2,
+            false => self.u.int_in_range(0..=2)?,
+        };
         if exit == 1 {
-            self.break_if(indent + 1, "carried-break-before-hand-over")?;
+            self.break_if(indent + 1, "carried-break-before-hand-over", "")?;
         }
         if let Some(st) = &tuple
             && self.extra.remake
@@ -1023,9 +1021,9 @@ impl Gen<'_, '_> {
         let keep_after = keep.as_ref().filter(|_| !keep_before && keep_new.is_none());
         // One in two loops keeping a best array after the hand-over and
         // leaving after both leave between the two (since session 37).
-        let between = exit == 2 && keep_after.is_some() && self.one_in(2)?;
+        let between = exit == 2 && keep_after.is_some() && (forever || self.one_in(2)?);
         if between {
-            self.break_if(indent + 1, "carried-break-before-kept-best")?;
+            self.break_if(indent + 1, "carried-break-before-kept-best", &stop)?;
         }
         if let Some(kp) = keep_after {
             let cond = self.cond(1)?;
@@ -1051,7 +1049,7 @@ impl Gen<'_, '_> {
             self.line(indent + 1, &format!("if {cond} {{ {kq} = {c}; }}"));
         }
         if exit == 2 && !between {
-            self.break_if(indent + 1, "carried-break-after-hand-over")?;
+            self.break_if(indent + 1, "carried-break-after-hand-over", &stop)?;
         }
         self.scopes.pop();
         self.loop_depth -= 1;
@@ -1089,11 +1087,43 @@ impl Gen<'_, '_> {
         Ok(())
     }
 
-    /// `if COND { break; }`, noting `feature`.
-    fn break_if(&mut self, indent: usize, feature: &'static str) -> Result<()> {
+    /// The carried loop's counter `w` and its header, counting to `count`:
+    /// one loop in four keeping a best array (`keeps`) loops `while true`,
+    /// its count tested by its break after the hand-over (before the best's
+    /// choice where that comes after), so that its header phis leave only
+    /// through the body's (since session 37). Whether it does, and the test
+    /// its break starts with then (`w > count || `).
+    fn carried_header(
+        &mut self,
+        indent: usize,
+        w: &str,
+        count: u8,
+        keeps: bool,
+    ) -> Result<(bool, String)> {
+        self.line(indent, &format!("let mut {w} = 0;"));
+        let forever = keeps && self.one_in(4)?;
+        if forever {
+            self.note("carried-while-true");
+            self.line(indent, "while true {");
+            return Ok((true, format!("{w} > {count} || ")));
+        }
+        if self.one_in(3)? {
+            self.note("carried-while-and");
+            let cond = self.cond(1)?;
+            self.line(indent, &format!("while {w} < {count} && {cond} {{"));
+        } else {
+            self.note("carried-while");
+            self.line(indent, &format!("while {w} < {count} {{"));
+        }
+        Ok((false, String::new()))
+    }
+
+    /// `if STOP COND { break; }`, noting `feature` (`stop`: a test of the
+    /// loop's count and `||`, or nothing).
+    fn break_if(&mut self, indent: usize, feature: &'static str, stop: &str) -> Result<()> {
         self.note(feature);
         let cond = self.cond(1)?;
-        self.line(indent, &format!("if {cond} {{ break; }}"));
+        self.line(indent, &format!("if {stop}{cond} {{ break; }}"));
         Ok(())
     }
 

@@ -889,10 +889,11 @@ fn keepers_alias(
 /// `alias`es) could give one array two shadows through the phis choosing
 /// arrays on some iterations that leave it (`left`, [`Chosen`]). Such a
 /// phi holding its header phi's array takes that phi's exit shadow, which
-/// `primal::shared_exits` shares along the alias chains only where the
-/// header phi is itself used after the loop (`escaping`), and a fresh or
-/// entering one otherwise: then no other phi of its chains may leave, as a
-/// header phi or through a phi of its own web. One holding an array the
+/// `primal::shared_exits` shares along the alias chains, where the header
+/// phi is itself used after the loop (`escaping`); otherwise it takes the
+/// exit shadow of the phi of those chains that leaves holding that array
+/// (`primal::chain_exits`), or a fresh or entering one: then no phi of
+/// another web of its chains may leave. One holding an array the
 /// iteration made takes a fresh shadow of its own, or that array's where
 /// it is its web's one made array and leaves through the same exits: two
 /// such phis of webs sharing made arrays may hold one array only there.
@@ -926,14 +927,11 @@ fn chosen_apart(
             continue;
         }
         let g = group(ch.header).ok_or(ONE)?;
-        let header_leaves = carried
-            .iter()
-            .any(|c| c.1 != ch.header && escaping.contains(&c.1) && group(c.1) == Some(g));
         let web_leaves = chosen
             .iter()
             .enumerate()
             .any(|(b, (_, other))| b != a && group(other.header) == Some(g));
-        if header_leaves || web_leaves {
+        if web_leaves {
             return Err(ONE.into());
         }
     }

@@ -1192,6 +1192,19 @@ fn exit_shadows(
             let z = zeros(f, &mut made, m)?;
             fresh = select(f, &mut made, ch.this, z, fresh)?;
         }
+        // Its header phi not read after the loop: where it holds the array
+        // a header phi of its alias chains leaving here holds, that one's
+        // shadow (one object; since session 37, `super::chosen_apart`).
+        if !header.contains_key(&ch.header) {
+            fresh = chain_exits(
+                f,
+                (exit, &mut made),
+                ck,
+                pmap,
+                (x, ch.header, &header),
+                fresh,
+            )?;
+        }
         match x.exits.len() == ck.leave.exits.len() {
             true => out.push((s, fresh)),
             false => only_here.push((s, fresh)),
@@ -1234,13 +1247,7 @@ fn shared_exits(
                 continue;
             };
             let b = pmap[carried[j].value].ok_or("a carried array without its new value")?;
-            let one = exit_value(f, (exit, made), Prim::Same, &[a, b], Type::Bool)?;
-            let args = [
-                Operand::Value(one),
-                Operand::Value(theirs),
-                Operand::Value(s),
-            ];
-            s = exit_value(f, (exit, made), Prim::Select, &args, c.ty.clone())?;
+            s = where_same(f, (exit, made), (a, b), (theirs, s), &c.ty)?;
         }
         header.insert(c.value, s);
         if let Some(o) = out.iter_mut().find(|o| o.0 == sphi) {
@@ -1248,6 +1255,58 @@ fn shared_exits(
         }
     }
     Ok(())
+}
+
+/// The shadow of `x`, a phi choosing arrays on some iterations whose
+/// header phi `h` does not leave the loop (its shadow `own` otherwise):
+/// where `x` holds the array of a carried phi of `h`'s alias chains that
+/// leaves (in `header`, by header phi, with its exit shadow), that phi's
+/// exit shadow, so that one array leaves with one shadow.
+fn chain_exits(
+    f: &mut irad_ir::Func,
+    (exit, made): (Block, &mut Vec<Inst>),
+    ck: &CkLoop,
+    pmap: &SecondaryMap<Value, Option<Operand>>,
+    (x, h, header): (&Left, Value, &HashMap<Value, Value>),
+    own: Value,
+) -> Result<Value, String> {
+    let carried = &ck.carried;
+    let root = |i: usize| super::alias_chain(carried, i).last().unwrap_or(i);
+    let at = carried
+        .iter()
+        .position(|c| c.value == h)
+        .ok_or("a chosen array's header phi is not carried")?;
+    let a = pmap[x.value].ok_or("an array made in the loop without its new value")?;
+    let mut s = own;
+    for (j, c) in carried.iter().enumerate() {
+        let Some(&theirs) = header.get(&c.value) else {
+            continue;
+        };
+        if j == at || root(j) != root(at) {
+            continue;
+        }
+        let b = pmap[c.value].ok_or("a carried array without its new value")?;
+        s = where_same(f, (exit, made), (a, b), (theirs, s), &x.ty)?;
+    }
+    Ok(s)
+}
+
+/// `select(same(a, b), theirs, own) :: ty` appended to block `exit`: the
+/// shadow `theirs` where arrays `a` and `b` are one, `own` otherwise.
+fn where_same(
+    f: &mut irad_ir::Func,
+    (exit, made): (Block, &mut Vec<Inst>),
+    (a, b): (Operand, Operand),
+    (theirs, own): (Value, Value),
+    ty: &Type,
+) -> Result<Value, String> {
+    let one = exit_value(f, (exit, made), Prim::Same, &[a, b], Type::Bool)?;
+    let args = [
+        Operand::Value(one),
+        Operand::Value(theirs),
+        Operand::Value(own),
+    ];
+    exit_value(f, (exit, made), Prim::Select, &args, ty.clone())
 }
 
 /// `prim(args) :: ty` appended to block `exit` of `f`, its statement noted
