@@ -502,6 +502,16 @@ pub(super) fn alias_chain(carried: &[Carried], i: usize) -> impl Iterator<Item =
     std::iter::successors(carried[i].alias, |&j| carried[j].alias).take(carried.len())
 }
 
+/// The phi at the end of the alias chain of phi `i` among `n` phis whose
+/// aliases `alias` gives (`i` itself when it has none): the phis sharing
+/// it may hold one array.
+pub(super) fn alias_root(alias: impl Fn(usize) -> Option<usize>, n: usize, i: usize) -> usize {
+    std::iter::successors(alias(i), |&j| alias(j))
+        .take(n)
+        .last()
+        .unwrap_or(i)
+}
+
 /// The carried arrays of `carried` that may be another ([`Carried::alias`])
 /// and that `keep` picks, those with the shortest chains first: a phi's own
 /// array is settled before a phi handed it looks at it.
@@ -908,16 +918,10 @@ fn chosen_apart(
 ) -> Result<(), String> {
     const ONE: &str = "it carries arrays that two of its phis replaced on some iterations may both hold where they leave it";
     // The phi at the end of each one's alias chain names its chains.
-    let root = |mut i: usize| {
-        for _ in 0..alias.len() {
-            match alias[i] {
-                Some(j) => i = j,
-                None => break,
-            }
-        }
-        i
+    let group = |v: Value| {
+        let i = carried.iter().position(|c| c.1 == v)?;
+        Some(alias_root(|j| alias[j], alias.len(), i))
     };
-    let group = |v: Value| carried.iter().position(|c| c.1 == v).map(root);
     let chosen: Vec<(&Left, &Chosen)> = left
         .iter()
         .filter_map(|x| x.chosen.as_ref().map(|ch| (x, ch)))

@@ -1271,7 +1271,7 @@ fn chain_exits(
     own: Value,
 ) -> Result<Value, String> {
     let carried = &ck.carried;
-    let root = |i: usize| super::alias_chain(carried, i).last().unwrap_or(i);
+    let root = |i: usize| super::alias_root(|j| carried[j].alias, carried.len(), i);
     let at = carried
         .iter()
         .position(|c| c.value == h)
