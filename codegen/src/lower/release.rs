@@ -2251,44 +2251,12 @@ fn choosing(
     }
     let body = loop_body(cfg, dom, h);
     // The web: the phis of the body the latch brings, through phis, and the
-    // sites they take.
-    let mut web: Vec<(Inst, Value, Block)> = Vec::new();
-    let mut sites: Vec<Value> = Vec::new();
-    let mut work: Vec<Operand> = latches.iter().map(|(_, op)| *op).collect();
-    while let Some(op) = work.pop() {
-        let Operand::Value(v) = op else {
-            return None;
-        };
-        if v == p {
-            continue;
-        }
-        if let Some(&b) = makers.get(&v) {
-            if b == h || !dom.dominates(h, b) || !body.contains(&b) {
-                return None;
-            }
-            if !sites.contains(&v) {
-                sites.push(v);
-            }
-            continue;
-        }
-        let &(i, b) = phis.get(&v)?;
-        if b == h || !dom.dominates(h, b) || !body.contains(&b) {
-            return None;
-        }
-        if web.iter().any(|&(_, w, _)| w == v) {
-            continue;
-        }
-        web.push((i, v, b));
-        let InstKind::Phi { entries } = &func.insts[i].kind else {
-            return None;
-        };
-        work.extend(
-            entries
-                .iter()
-                .filter(|(b, _)| dom.is_reachable(*b))
-                .map(|(_, op)| *op),
-        );
-    }
+    // sites they take; no header phi but `p` itself.
+    let latch_ops: Vec<Operand> = latches.iter().map(|(_, op)| *op).collect();
+    let only_p: HashSet<Value> = std::iter::once(p).collect();
+    let sharing::Brings {
+        phis: web, sites, ..
+    } = sharing::brought(func, dom, (makers, phis), (h, &body), &only_p, &latch_ops)?;
     if web.is_empty() || sites.is_empty() || any_repeats(cfg, h, (&web, &sites), makers) {
         return None;
     }

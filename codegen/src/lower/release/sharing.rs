@@ -20,13 +20,13 @@ const MAX_WEB: usize = 8;
 const MAX_CANDIDATES: usize = 64;
 
 /// What one header phi's latch entries bring, through phis of the body.
-struct Brings {
+pub(super) struct Brings {
     /// The web's phis (statement, value, block) met on the way.
-    phis: Vec<(Inst, Value, Block)>,
+    pub(super) phis: Vec<(Inst, Value, Block)>,
     /// The sites met.
-    sites: Vec<Value>,
+    pub(super) sites: Vec<Value>,
     /// The header's phis met (the phi itself included).
-    headers: Vec<Value>,
+    pub(super) headers: Vec<Value>,
 }
 
 /// The sharing webs of header `h` among its `[T]` phis not in `owned`: sets
@@ -168,7 +168,7 @@ pub(super) fn sharing(
 /// What `latches` bring through phis of the loop's body (`body` of header
 /// `h`): `None` when anything but such phis, phis of `header_phis` and
 /// sites of the body made in blocks `h` strictly dominates.
-fn brought(
+pub(super) fn brought(
     func: &Func,
     dom: &DominatorTree,
     (makers, phis): (&HashMap<Value, Block>, &ArrayPhis),
