@@ -26,7 +26,7 @@ pub(super) struct Brings {
     /// The sites met.
     pub(super) sites: Vec<Value>,
     /// The header's phis met (the phi itself included).
-    pub(super) headers: Vec<Value>,
+    headers: Vec<Value>,
 }
 
 /// The sharing webs of header `h` among its `[T]` phis not in `owned`: sets
