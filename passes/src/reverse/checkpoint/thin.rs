@@ -202,21 +202,23 @@ pub(super) fn fill(
     let mut fb = FuncBuilder::new(module, rid).map_err(&build)?;
     fb.switch_to_block(done).map_err(&build)?;
     // The second half has a stretch before it.
-    match site.flag {
-        Some(flag) => fb.add_phi_entry(flag, done, Operand::from(true)),
-        None => fb.prim(Prim::Push, &[Operand::from(true)]).map(|_| ()),
+    if site.flag.is_none() {
+        fb.prim(Prim::Push, &[Operand::from(true)])
+            .map_err(&build)?;
     }
-    .map_err(&build)?;
     let next = e(emit_value(&mut fb, Prim::Iadd, &[start, half]))?;
     // The second part has a slot fewer: its start is not on the tape.
-    if let Some(s) = site.slots {
-        let fewer = e(emit_value(
-            &mut fb,
-            Prim::Isub,
-            &[Operand::Value(s), Operand::from(1i64)],
-        ))?;
-        fb.add_phi_entry(s, done, fewer).map_err(&build)?;
-    }
+    let fewer = match site.slots {
+        Some(s) => Some((
+            s,
+            e(emit_value(
+                &mut fb,
+                Prim::Isub,
+                &[Operand::Value(s), Operand::from(1i64)],
+            ))?,
+        )),
+        None => None,
+    };
     // A carried array made afresh in every iteration goes on as a new copy
     // of the one the advance ends with, so that the part's phi owns what it
     // holds: the part has a stretch before it, so the array it starts with
@@ -224,6 +226,7 @@ pub(super) fn fill(
     // another carried array may be it ([`super::Carried::alias`]), whose
     // identity does.
     let mut state = Vec::with_capacity(values.len());
+    let ends = values.clone();
     for (j, v) in values.into_iter().enumerate() {
         let renew = |(i, c): (usize, &super::Carried)| {
             c.phi == j && c.afresh() && !super::shared(&ck.carried, i)
@@ -233,21 +236,40 @@ pub(super) fn fill(
             false => v,
         });
     }
+    let cascade = hand_on_shared(cx, &mut fb, (ck, site), &ends, &mut state)?;
+    let last = fb
+        .current_block()
+        .ok_or_else(|| internal(&cx.floc, "no block to hand on from"))?;
     fb.goto(site.join).map_err(&build)?;
-    fb.add_phi_entry(site.start, done, next).map_err(&build)?;
+    if let Some(flag) = site.flag {
+        fb.add_phi_entry(flag, last, Operand::from(true))
+            .map_err(&build)?;
+    }
+    if let Some((s, fewer)) = fewer {
+        fb.add_phi_entry(s, last, fewer).map_err(&build)?;
+    }
+    fb.add_phi_entry(site.start, last, next).map_err(&build)?;
     for (&phi, v) in site.state.iter().zip(state) {
-        fb.add_phi_entry(phi, done, v).map_err(&build)?;
+        fb.add_phi_entry(phi, last, v).map_err(&build)?;
     }
     for (&phi, v) in site.kept.iter().zip(kept) {
-        fb.add_phi_entry(phi, done, v).map_err(&build)?;
+        fb.add_phi_entry(phi, last, v).map_err(&build)?;
     }
     drop(fb);
     let f = module
         .get_mut(rid)
         .ok_or_else(|| internal(&cx.floc, "no replay function"))?;
     f.layout
-        .retain(|b| !blocks.contains(b) && !searched.contains(b));
+        .retain(|b| !blocks.contains(b) && !searched.contains(b) && !cascade.contains(b));
     f.layout.extend(blocks);
+    // The hand-on's tests right after `done`, each falling through to the
+    // block taking its case.
+    let at = f
+        .layout
+        .iter()
+        .position(|&b| b == done)
+        .map_or(f.layout.len(), |p| p + 1);
+    f.layout.splice(at..at, cascade);
     // The search for the binomial split right after `SPLIT`: its header
     // falls through to its body.
     let at = f
@@ -257,6 +279,98 @@ pub(super) fn fill(
         .map_or(f.layout.len(), |p| p + 1);
     f.layout.splice(at..at, searched);
     Ok(())
+}
+
+/// Hands on the carried arrays that may be another carried array
+/// ([`super::shared`]) or are replaced on some iterations only, as copies
+/// that keep how the arrays alias (docs/reverse.md, "Bounded snapshots"):
+/// each array `v` the advance ends with (`ends`) goes on as the array
+/// handed on for another carried array it is (`state`: a new copy of an
+/// array made afresh, else that array as it is), else as the part's start
+/// array it is (whose identity may matter: the array the loop entered
+/// with), else as a new copy (an array the advance made, which no value
+/// but the header phis refers to). So the part's phis own what they hold,
+/// and the advance's arrays are only read after it (docs/codegen.md,
+/// "Sharing webs"). The cases are tested with `same` and branches meeting
+/// at a phi (not `select`, whose result compiled code takes for an
+/// escape). Returns the blocks it made, in layout order after the current
+/// one; leaves the builder in the last.
+fn hand_on_shared(
+    cx: &Derivation<'_>,
+    fb: &mut FuncBuilder<'_>,
+    (ck, site): (&CkLoop, &SplitSite),
+    ends: &[Operand],
+    state: &mut [Operand],
+) -> Result<Vec<Block>, ReverseError> {
+    let build = build_err(&cx.floc);
+    let e = |r: Result<Operand, String>| r.map_err(|m| err(&cx.floc, m));
+    let carried = &ck.carried;
+    let member = |i: usize| {
+        let c = &carried[i];
+        c.shadow.is_some()
+            && c.kept.is_none()
+            && (super::shared(carried, i) || c.replaced.is_some())
+    };
+    let mut made = Vec::new();
+    if !(0..carried.len()).any(member) {
+        return Ok(made);
+    }
+    let at = |ops: &[Operand], c: &super::Carried| {
+        ops.get(c.phi)
+            .copied()
+            .ok_or_else(|| internal(&cx.floc, "a carried array without its value"))
+    };
+    // What each carried array handed on so far ended with and goes on with.
+    let mut done: Vec<(Operand, Operand)> = Vec::new();
+    for (i, c) in carried.iter().enumerate() {
+        if !member(i) {
+            done.push((at(ends, c)?, at(state, c)?));
+        }
+    }
+    let mut starts = Vec::with_capacity(carried.len());
+    for c in carried {
+        let start = site
+            .state
+            .get(c.phi)
+            .ok_or_else(|| internal(&cx.floc, "a carried array without its phi"))?;
+        starts.push(Operand::Value(*start));
+    }
+    for (i, c) in carried.iter().enumerate() {
+        if !member(i) {
+            continue;
+        }
+        let v = at(ends, c)?;
+        let cases: Vec<(Operand, Operand)> = done
+            .iter()
+            .copied()
+            .chain(starts.iter().map(|&s| (s, s)))
+            .collect();
+        let join = fb.create_block();
+        let mut entries = Vec::with_capacity(cases.len() + 1);
+        for (end, on) in cases {
+            let same = e(emit_value(fb, Prim::Same, &[v, end]))?;
+            let taken = fb.create_block();
+            let next = fb.create_block();
+            fb.gotoifnot(same, next).map_err(&build)?;
+            fb.switch_to_block(taken).map_err(&build)?;
+            fb.goto(join).map_err(&build)?;
+            entries.push((taken, on));
+            fb.switch_to_block(next).map_err(&build)?;
+            made.extend([taken, next]);
+        }
+        let copy = e(emit_value(fb, Prim::Copy, &[v]))?;
+        let from = fb
+            .current_block()
+            .ok_or_else(|| internal(&cx.floc, "no block to copy in"))?;
+        fb.goto(join).map_err(&build)?;
+        entries.push((from, copy));
+        fb.switch_to_block(join).map_err(&build)?;
+        made.push(join);
+        let on = Operand::Value(fb.phi(c.ty.clone(), &entries).map_err(&build)?);
+        state[c.phi] = on;
+        done.push((v, on));
+    }
+    Ok(made)
 }
 
 /// Loop `ck` as the advance of its replay's split `site` sees it: each kept
