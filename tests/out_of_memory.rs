@@ -284,3 +284,42 @@ fn arrays_returned_by_calls_run_in_bounded_memory() {
         "/tests/free_arrays/calls.irad"
     ));
 }
+
+/// The gradient of a loop keeping its best iterate by reference
+/// (`best_long` of `tests/free_arrays/sharing.irad`: 10 000 elements, 4 000
+/// steps) under `--tape-limit 1M`, in the JIT under [`TEMPORARIES_KIB`],
+/// with the gradient it has under `64M`. Each checkpoint's replay used to keep the arrays its splits
+/// handed on and the snapshot's arrays it popped (about 1.9 GB at 4 000
+/// steps of 20 000 elements, docs/performance.md), and ran out of memory
+/// here (session 38's build, in release: within 0.6 s); the splits now hand on copies their sharing webs own
+/// (docs/codegen.md, "Sharing webs").
+#[test]
+fn replays_of_a_best_iterate_kept_by_reference_run_in_bounded_memory() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/free_arrays/sharing.irad"
+    );
+    let mut outs = Vec::new();
+    for limit in ["1M", "64M"] {
+        let args = [
+            "grad",
+            path,
+            "-f",
+            "best_long",
+            "--args",
+            "0.5, 10000, 4000",
+            "--tape-limit",
+            limit,
+        ];
+        let o = irad_limited(TEMPORARIES_KIB, &args);
+        assert!(
+            o.status.success(),
+            "{args:?}: {:?}\n{}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        );
+        outs.push(String::from_utf8_lossy(&o.stdout).into_owned());
+    }
+    assert_eq!(outs[0], outs[1]);
+    assert!(outs[0].contains("%s: 979.43"), "{}", outs[0]);
+}

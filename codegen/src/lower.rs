@@ -571,6 +571,9 @@ impl<M: ClModule> Compiler<M> {
                 at_return: rustc_hash::FxHashSet::default(),
                 either: rustc_hash::FxHashSet::default(),
                 counting: rustc_hash::FxHashSet::default(),
+                web_entered: rustc_hash::FxHashMap::default(),
+                web_phi_entered: rustc_hash::FxHashMap::default(),
+                web_webs: rustc_hash::FxHashMap::default(),
                 either_results: rustc_hash::FxHashMap::default(),
                 chains: Vec::new(),
                 entered: rustc_hash::FxHashMap::default(),
@@ -854,6 +857,16 @@ struct Lower<'a, 'b, M: ClModule> {
     /// The phis whose every push is counted, whatever array they hold
     /// (`release::Freed::counting`).
     counting: rustc_hash::FxHashSet<Value>,
+    /// The phis of sharing webs, and the `select`s they are entered
+    /// through, each with the dropped pops and released sites they may
+    /// hold from outside (`release::Freed::web_entered`).
+    web_entered: rustc_hash::FxHashMap<Value, Vec<Value>>,
+    /// The latch-owning phis entered with a sharing web's phi, each with
+    /// that phi (`release::Freed::web_phi_entered`).
+    web_phi_entered: rustc_hash::FxHashMap<Value, Value>,
+    /// The phis of sharing webs entered with other webs' phis, each with
+    /// those (`release::Freed::web_webs`).
+    web_webs: rustc_hash::FxHashMap<Value, Vec<Value>>,
     /// The results of calls handed over to those phis, each with its phi
     /// (`release::Freed::either_results`): a push of one counts a
     /// reference unless it pushes the array the phi was entered with.
@@ -1797,6 +1810,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
         self.at_return = freed.at_return.clone();
         self.either = freed.either.clone();
         self.counting = freed.counting.clone();
+        self.web_entered = freed.web_entered.clone();
+        self.web_phi_entered = freed.web_phi_entered.clone();
+        self.web_webs = freed.web_webs.clone();
         self.either_results = freed.either_results.clone();
         self.chains = freed.chains.clone();
         self.entered = freed.entered.clone();
@@ -2068,6 +2084,18 @@ impl<M: ClModule> Lower<'_, '_, M> {
         if let Some(chain) = self.chains.iter().find(|c| c.phis.contains(v)).cloned() {
             return self.chain_word(v, p, &chain);
         }
+        // A latch-owning phi entered with a sharing web's phi pushes that
+        // array as the web's phi would, its own tagged (`lower/release.rs`,
+        // "Entered with a web's phi").
+        if let Some(&q) = self.web_phi_entered.get(v) {
+            let Some(&e) = self.operand(&Operand::Value(q))?.first() else {
+                return Err(CodegenError::internal("a web's phi without leaves".into()));
+            };
+            let theirs = self.push_word(func, &q, p, letgo)?;
+            let entry = self.b.ins().icmp(IntCC::Equal, p, e);
+            let tagged = self.b.ins().bor_imm_s(p, 1);
+            return Ok(self.b.ins().select(entry, theirs, tagged));
+        }
         // A sharing web's phi counts a reference to an array of the web's
         // own (one a slot of its phis holds), not to one the loop was
         // entered with (`lower/release.rs`, "Sharing webs").
@@ -2086,8 +2114,24 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let is_a = self.b.ins().icmp(IntCC::Equal, p, a);
                 ours = self.b.ins().bor(ours, is_a);
             }
+            let mut word = self.web_entry_word(func, v, p)?;
+            // Holding what another web's phi it was entered with holds: as
+            // that phi would push it (`lower/release.rs`, "Webs entered
+            // with a web's phis").
+            for q in self.web_webs.get(v).cloned().unwrap_or_default() {
+                let Some(&e) = self.operand(&Operand::Value(q))?.first() else {
+                    return Err(CodegenError::internal("a web's phi without leaves".into()));
+                };
+                let theirs = self.push_word(func, &q, p, letgo)?;
+                let is = self.b.ins().icmp(IntCC::Equal, p, e);
+                word = self.b.ins().select(is, theirs, word);
+            }
             let tagged = self.b.ins().bor_imm_s(p, 1);
-            return Ok(self.b.ins().select(ours, tagged, p));
+            return Ok(self.b.ins().select(ours, tagged, word));
+        }
+        // A select a sharing web is entered through.
+        if self.web_entered.contains_key(v) {
+            return self.web_entry_word(func, v, p);
         }
         Ok(match letgo {
             // A phi counting every push of itself holds only arrays of the
@@ -2166,6 +2210,42 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 return Err(CodegenError::internal("a push of a freed site".into()));
             }
         })
+    }
+
+    /// The word a push of `v`, a phi of a sharing web or a `select` it is
+    /// entered through, holding array `p` pushes for the arrays the web was
+    /// entered with (`release::Freed::web_entered`): a dropped pop's word
+    /// when `p` is its array, `p` tagged when it is a released site's, and
+    /// `p` untagged otherwise (`lower/release.rs`, "Webs entered with
+    /// pops").
+    fn web_entry_word(
+        &mut self,
+        func: &Func,
+        v: &Value,
+        p: ir::Value,
+    ) -> Result<ir::Value, CodegenError> {
+        let mut word = p;
+        for s in self.web_entered.get(v).cloned().unwrap_or_default() {
+            let Some(&sv) = self.operand(&Operand::Value(s))?.first() else {
+                return Err(CodegenError::internal(
+                    "a web's entry without leaves".into(),
+                ));
+            };
+            let theirs = match func.def_kind(s) {
+                Some(InstKind::Prim {
+                    prim: Prim::Pop, ..
+                }) => match self.popped_words.get(&s) {
+                    Some(&w) => w,
+                    None => {
+                        return Err(CodegenError::internal("a popped word not recorded".into()));
+                    }
+                },
+                _ => self.b.ins().bor_imm_s(p, 1),
+            };
+            let is = self.b.ins().icmp(IntCC::Equal, p, sv);
+            word = self.b.ins().select(is, theirs, word);
+        }
+        Ok(word)
     }
 
     /// Counts the reference of a tape entry holding `word`, when it is

@@ -392,6 +392,67 @@
 //! are no entered phis nor chain phis, so any other walk meeting a push
 //! of one ([`Walk::counts_push`]) takes it for an escape.
 //!
+//! *Webs entered with pops.* A checkpoint's replay enters the loop around
+//! its split with the snapshot's arrays as popped, and its recording loop
+//! with fresh start shadows chosen by `select`s; when those loops' phis
+//! form sharing webs, the popped arrays and the shadows reached a push of
+//! a web's phi holding them, uncounted, so the pops were never dropped
+//! and the shadows' sites never let go (a few arrays per replay). Now the
+//! entries from outside of a sharing web's phis, followed back through
+//! `select`s, that are pops or values of sites making arrays that are not
+//! handed over (the web's *entries*; [`web_entries`]) are counted: the
+//! walk of each entry takes every push of every phi of the web, and of
+//! every `select` met, as a push of its own (any phi of the web may come
+//! to hold any entry's array: `keep = r`). When the entry's walk then lets
+//! go (a dropped pop, a released site), a push of such a value holding
+//! the entry's array pushes that pop's word, or the array tagged
+//! ([`Freed::web_entered`]); a web phi's own slot arrays are tagged as
+//! before, and any other array is pushed untagged. Sound as for a
+//! latch-owning phi entered with a pop or a site: every tape entry holding
+//! the entry's array comes from a push its walk counted, each counting one
+//! reference; the entry lets go only as a dropped pop or released site
+//! does, at its next run or the return, after which no value of the
+//! function that may hold its array is used before being defined again
+//! (the walk's argument); the web's slots hold only its sites' arrays, so
+//! the web never lets go of an entry's array. The comparison of addresses
+//! names the array, since the entry's array stays alive while a phi or
+//! `select` it reaches may be pushed.
+//!
+//! *Entered with a web's phi.* A latch-owning phi `q` entered from outside
+//! its loop with a phi `p` of a sharing web (a replay's recording loop,
+//! entered with the array its split loop ends with) counts every push of
+//! itself ([`Freed::web_phi_entered`]): holding the array it was entered
+//! with, it pushes the word a push of `p` would push, which the web's
+//! slots still say (they change only on the edges into the web's header,
+//! and `q`'s loop is entered again from outside before any use of `q`
+//! after such an edge); holding an array its latch brought, that array
+//! tagged (as any latch-owning phi). The web's entries' walks take `q`'s
+//! pushes as their own too.
+//!
+//! *Webs entered with a web's phis.* Without the optimiser a replay's
+//! recording loop carries the primal arrays too, as a sharing web `W2`
+//! entered from outside with the split loop's web `W`'s phis. A push of a
+//! phi of `W2` holding an array it was entered with that way pushes what a
+//! push of that phi of `W` would ([`Freed::web_webs`]; `W`'s slots are as
+//! `W` left its loop, by the argument above), and `W`'s entries' walks
+//! take `W2`'s pushes as their own. `W2` never lets go of what it is
+//! entered with (its slots hold its sites' arrays only).
+//!
+//! *Webs leaving into a phi never pushed.* A sharing web whose arrays may
+//! leave its loop lets go of nothing after it, so each replay kept the
+//! last arrays its split loop held. When they leave only as a phi of the
+//! web entering phis `q` from outside `q`'s loop (the web's other uses
+//! after the loop keep no reference or push the web's phis), each a
+//! latch-owning phi that is never pushed nor passed to be pushed
+//! ([`Owner::quiet`]) or counts every push of itself (above), or a phi of
+//! a sharing web entered with the web's phis (above), and each keeping its
+//! arrays inside its loop, the web lets go of its slots at a normal return
+//! ([`webs_at_return`], released). Sound as "Leaving into a counting
+//! phi": at the return no value of the function is used again, and every
+//! tape entry holding a slot's array comes from a push of the web's phis
+//! or sites (tagged) or of a `q` (counted or none); `q` never lets go of
+//! the array it is entered with.
+//!
 //! Fresh results. A function *returns a fresh array* at an array leaf of
 //! its result (the result `[T]` itself, or a field `[T]` of a result tuple
 //! at any depth of tuples inside it, named by its path of field indices,
@@ -1082,6 +1143,23 @@ pub(super) struct Freed {
     /// one, and every passing of it to a parameter its callee pushes, is
     /// counted (a tagged word), whatever array it holds.
     pub(super) counting: HashSet<Value>,
+    /// The phis of sharing webs entered from outside with dropped pops or
+    /// released sites' arrays, as they are or through `select`s, each with
+    /// those pops and sites, and those `select`s, each with the ones it may
+    /// hold ("Webs entered with pops"): a push of such a value holding one
+    /// of their arrays pushes that pop's word, or the array tagged.
+    pub(super) web_entered: HashMap<Value, Vec<Value>>,
+    /// The latch-owning phis entered from outside their loops with a phi of
+    /// a sharing web, each with that phi ("Entered with a web's phi"):
+    /// every push of one counts, holding its entry as a push of that phi
+    /// would (the web's slots are as the web left its loop), and its own
+    /// arrays tagged.
+    pub(super) web_phi_entered: HashMap<Value, Value>,
+    /// The phis of sharing webs entered from outside with phis of other
+    /// sharing webs, each with those phis ("Webs entered with a web's
+    /// phis"): a push of one holding such a phi's array pushes what a push
+    /// of that phi would.
+    pub(super) web_webs: HashMap<Value, Vec<Value>>,
 }
 
 /// A handing chain (module header, "Handing chains"): header phis each of
@@ -1157,6 +1235,9 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         either: HashSet::default(),
         counting: HashSet::default(),
         either_results: HashMap::default(),
+        web_entered: HashMap::default(),
+        web_phi_entered: HashMap::default(),
+        web_webs: HashMap::default(),
     };
     // Without counted tapes (`Module::counted_tapes`), a push is an escape
     // and pops are no sites, as before tapes were counted.
@@ -1319,6 +1400,13 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
             c.phis.iter().map(move |&p| (p, sites.clone()))
         })
         .collect();
+    let web_pops = web_counting(
+        func,
+        (&owned, &in_chain, &through),
+        &mut walk,
+        (&ours, &a_pop),
+        &mut freed,
+    );
     freed.through = through;
     freed.entered = walk.entered.clone();
     freed.sites = sites
@@ -1355,12 +1443,28 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
     freed
         .entered
         .retain(|_, s| makers.contains_key(s) || dropped.contains(s));
+    freed.web_entered = let_go_of(web_pops, &freed.sites);
     freed.chains = chains;
     for c in &mut freed.chains {
         c.entered
             .retain(|(_, s, _)| makers.contains_key(s) || dropped.contains(s));
     }
     freed.at_return = at_return(&owned, &freed);
+    freed.at_return.extend(webs_at_return(
+        &owned,
+        (&freed.web_phi_entered, &freed.web_webs),
+    ));
+    hand_to_owners(owned, &mut freed);
+    // Either phis whose arrays leave only into phis that are only read
+    // let go at the return as they are (no counting phi pushes them).
+    freed.at_return.extend(either_at_return);
+    freed
+}
+
+/// The phis that own arrays and their sites into `freed`, each phi
+/// releasing when it lets go at the return of an array another phi may
+/// have pushed ([`Freed::at_return`], computed before).
+fn hand_to_owners(owned: Vec<Owner>, freed: &mut Freed) {
     for Owner {
         phi,
         letgo,
@@ -1379,17 +1483,77 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         freed.sites.push((phi, own));
         freed.handed.extend(from.into_iter().map(|s| (s, letgo)));
         if let Some(w) = web {
-            freed.sites.extend(w.sites.iter().map(|&s| (s, letgo)));
-            freed
-                .sites
-                .extend(w.others.iter().map(|&(q, _)| (q, letgo)));
+            freed.sites.extend(w.sites.iter().map(|&s| (s, own)));
+            freed.sites.extend(w.others.iter().map(|&(q, _)| (q, own)));
             freed.webs.push(w);
         }
     }
-    // Either phis whose arrays leave only into phis that are only read
-    // let go at the return as they are (no counting phi pushes them).
-    freed.at_return.extend(either_at_return);
-    freed
+}
+
+/// `entries`, each value's pops and sites restricted to those of `sites`
+/// that let go (dropped or released), and without the values left with
+/// none: a web counts the pushes of what it was entered with only for
+/// those ([`Freed::web_entered`]).
+fn let_go_of(
+    entries: HashMap<Value, Vec<Value>>,
+    sites: &[(Value, Letgo)],
+) -> HashMap<Value, Vec<Value>> {
+    let lets_go: HashSet<Value> = sites
+        .iter()
+        .filter(|&&(_, l)| l != Letgo::Free)
+        .map(|&(v, _)| v)
+        .collect();
+    entries
+        .into_iter()
+        .map(|(p, mut held)| {
+            held.retain(|s| lets_go.contains(s));
+            (p, held)
+        })
+        .filter(|(_, held)| !held.is_empty())
+        .collect()
+}
+
+/// What the sharing webs of `owned` and the `select`s and latch-owning
+/// phis they are entered through or enter are entered with, whose pushes
+/// those pops and sites count as their own (added to `walk`'s
+/// `chain_entered`; module header, "Webs entered with pops", "Entered with
+/// a web's phi"); sets [`Freed::web_phi_entered`].
+fn web_counting(
+    func: &Func,
+    (owned, in_chain, through): (&[Owner], &HashSet<Value>, &HashMap<Value, Operand>),
+    walk: &mut Walk<'_>,
+    (ours, a_pop): (&dyn Fn(Value) -> bool, &dyn Fn(Value) -> bool),
+    freed: &mut Freed,
+) -> HashMap<Value, Vec<Value>> {
+    let mut web_pops = web_entries(func, owned, (ours, a_pop));
+    // A select a latch-owning phi is also entered through counts as that
+    // phi's (`Freed::through`).
+    web_pops.retain(|v, _| !through.contains_key(v) && !walk.entered.contains_key(v));
+    freed.web_phi_entered = entered_with_web(owned, &walk.entered, in_chain);
+    for (&q, p) in &freed.web_phi_entered {
+        if let Some(pops) = web_pops.get(p).cloned() {
+            web_pops.insert(q, pops);
+        }
+    }
+    // A web entered with another web's phis may hold what that one was
+    // entered with.
+    freed.web_webs = webs_entered_with_webs(func, owned);
+    for (&q, ps) in &freed.web_webs {
+        let theirs: Vec<Value> = ps
+            .iter()
+            .filter_map(|p| web_pops.get(p))
+            .flatten()
+            .copied()
+            .collect();
+        let mine = web_pops.entry(q).or_default();
+        mine.extend(theirs);
+        mine.sort_unstable();
+        mine.dedup();
+    }
+    for (&p, pops) in &web_pops {
+        walk.chain_entered.entry(p).or_default().extend(pops);
+    }
+    web_pops
 }
 
 /// The either phis among `owned` ([`Freed::either`]), their calls'
@@ -1583,6 +1747,209 @@ fn at_return(owned: &[Owner], freed: &Freed) -> HashSet<Value> {
     }
 }
 
+/// The phis of the sharing webs of `owned` entered from outside with pops
+/// (`a_pop`) or arrays of sites (`ours`), as they are or through `select`s,
+/// each with every such pop and site of its web (any phi of the web may
+/// come to hold any of their arrays), and those `select`s, each with the
+/// pops and sites it may hold (module header, "Webs entered with pops").
+fn web_entries(
+    func: &Func,
+    owned: &[Owner],
+    (ours, a_pop): (&dyn Fn(Value) -> bool, &dyn Fn(Value) -> bool),
+) -> HashMap<Value, Vec<Value>> {
+    let mut out: HashMap<Value, Vec<Value>> = HashMap::default();
+    for w in owned.iter().filter_map(|o| o.web.as_ref()) {
+        if w.others.is_empty() {
+            continue;
+        }
+        let phis: Vec<(Value, Inst)> = std::iter::once((w.phi, w.inst))
+            .chain(w.others.iter().copied())
+            .collect();
+        let mut all: Vec<Value> = Vec::new();
+        for &(_, inst) in &phis {
+            let InstKind::Phi { entries } = &func.insts[inst].kind else {
+                continue;
+            };
+            for (b, op) in entries {
+                if let (true, Operand::Value(e)) = (*b == w.outside, op) {
+                    all.extend(selected(func, *e, (ours, a_pop), &mut out));
+                }
+            }
+        }
+        all.sort_unstable();
+        all.dedup();
+        if !all.is_empty() {
+            for &(p, _) in &phis {
+                out.insert(p, all.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The phis of the sharing webs of `owned` entered from outside with
+/// phis of other sharing webs, each with every such phi its web is
+/// entered with ([`Freed::web_webs`]).
+fn webs_entered_with_webs(func: &Func, owned: &[Owner]) -> HashMap<Value, Vec<Value>> {
+    let webs: Vec<&Web> = owned
+        .iter()
+        .filter_map(|o| o.web.as_ref())
+        .filter(|w| !w.others.is_empty())
+        .collect();
+    let phis_of = |w: &Web| -> Vec<(Value, Inst)> {
+        std::iter::once((w.phi, w.inst))
+            .chain(w.others.iter().copied())
+            .collect()
+    };
+    let mut out: HashMap<Value, Vec<Value>> = HashMap::default();
+    for w in &webs {
+        let mine = phis_of(w);
+        let mut from: Vec<Value> = Vec::new();
+        for &(_, inst) in &mine {
+            let InstKind::Phi { entries } = &func.insts[inst].kind else {
+                continue;
+            };
+            for (b, op) in entries {
+                if let (true, Operand::Value(e)) = (*b == w.outside, op)
+                    && !from.contains(e)
+                    && webs
+                        .iter()
+                        .any(|x| x.phi != w.phi && phis_of(x).iter().any(|&(p, _)| p == *e))
+                {
+                    from.push(*e);
+                }
+            }
+        }
+        if !from.is_empty() {
+            for &(p, _) in &mine {
+                out.insert(p, from.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The pops and sites (`a_pop`, `ours`) value `e` may hold as it is or
+/// through `select`s; each `select` met goes into `out` with those it may
+/// hold.
+fn selected(
+    func: &Func,
+    e: Value,
+    (ours, a_pop): (&dyn Fn(Value) -> bool, &dyn Fn(Value) -> bool),
+    out: &mut HashMap<Value, Vec<Value>>,
+) -> Vec<Value> {
+    if ours(e) || a_pop(e) {
+        return vec![e];
+    }
+    let Some(InstKind::Prim {
+        prim: Prim::Select,
+        args,
+    }) = func.def_kind(e)
+    else {
+        return Vec::new();
+    };
+    if let Some(held) = out.get(&e) {
+        return held.clone();
+    }
+    let mut held = Vec::new();
+    for op in args.iter().skip(1) {
+        if let Operand::Value(v) = op
+            && *v != e
+        {
+            held.extend(selected(func, *v, (ours, a_pop), out));
+        }
+    }
+    held.sort_unstable();
+    held.dedup();
+    if !held.is_empty() {
+        out.insert(e, held.clone());
+    }
+    held
+}
+
+/// The latch-owning phis of `owned` (not of a chain, an either phi, nor
+/// `entered` otherwise) entered from outside their loops with a phi of a
+/// sharing web, each with that phi ([`Freed::web_phi_entered`]).
+fn entered_with_web(
+    owned: &[Owner],
+    entered: &HashMap<Value, Value>,
+    in_chain: &HashSet<Value>,
+) -> HashMap<Value, Value> {
+    let web_phis: HashSet<Value> = owned
+        .iter()
+        .filter_map(|o| o.web.as_ref())
+        .filter(|w| !w.others.is_empty())
+        .flat_map(|w| std::iter::once(w.phi).chain(w.others.iter().map(|&(q, _)| q)))
+        .collect();
+    owned
+        .iter()
+        .filter(|o| {
+            o.web.is_none()
+                && o.chain.is_none()
+                && !o.in_chain
+                && !in_chain.contains(&o.phi)
+                && o.either.is_none()
+                && !entered.contains_key(&o.phi)
+        })
+        .filter_map(|o| match o.latch {
+            Some((Operand::Value(e), _)) if web_phis.contains(&e) => Some((o.phi, e)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The sharing webs of `owned` whose arrays leave their loops only as
+/// their phis entering latch-owning phis from outside those phis' loops,
+/// or phis of other sharing webs entered with its phis
+/// ([`Freed::web_webs`]), each of which is never pushed nor passed to be
+/// pushed (its own walk met no push: `Owner::quiet`) or counts every push
+/// of itself ([`Freed::web_phi_entered`], or a web's), and keeps its arrays inside its own loop: each
+/// web lets go of its slots at a normal return (module header, "Webs
+/// leaving into a phi never pushed").
+fn webs_at_return(
+    owned: &[Owner],
+    (counting, web_webs): (&HashMap<Value, Value>, &HashMap<Value, Vec<Value>>),
+) -> Vec<Value> {
+    let mut out = Vec::new();
+    for o in owned {
+        let Some(w) = o.web.as_ref().filter(|w| !w.others.is_empty() && w.leaves) else {
+            continue;
+        };
+        let phis: Vec<Value> = std::iter::once(w.phi)
+            .chain(w.others.iter().map(|&(q, _)| q))
+            .collect();
+        let never_pushed = |q: &Value| {
+            owned.iter().any(|r| {
+                r.phi == *q
+                    && r.web.is_none()
+                    && r.chain.is_none()
+                    && !r.in_chain
+                    && r.either.is_none()
+                    && (r.quiet || counting.contains_key(q))
+                    && r.latch.is_some_and(|(e, leaves)| {
+                        !leaves && phis.iter().any(|&p| e == Operand::Value(p))
+                    })
+            })
+        };
+        // A phi of another web, entered with this one's phis, whose arrays
+        // stay in its loop: it pushes this web's arrays as this web does.
+        let web_counts = |q: &Value| {
+            web_webs
+                .get(q)
+                .is_some_and(|ps| ps.iter().any(|p| phis.contains(p)))
+                && owned.iter().any(|r| {
+                    r.web.as_ref().is_some_and(|x| {
+                        !x.leaves && (x.phi == *q || x.others.iter().any(|&(y, _)| y == *q))
+                    })
+                })
+        };
+        if !o.into.is_empty() && o.into.iter().all(|q| never_pushed(q) || web_counts(q)) {
+            out.push(o.phi);
+        }
+    }
+    out
+}
+
 /// A phi that owns arrays (module header, "Owning phis", "Latch-owning
 /// phis"): how it lets go, the sites handed over to it, and for a phi that
 /// owns only what its latch brings, the operand it is entered with from
@@ -1610,6 +1977,9 @@ struct Owner {
     /// its arrays may leave the loop (only into phis after it that are
     /// only read: "Exit phis of either phis").
     either: Option<(Vec<(Inst, usize)>, bool)>,
+    /// For a latch-owning phi, whether the walk of the phi itself met no
+    /// push of what it reaches (its sites may still be pushed).
+    quiet: bool,
 }
 
 /// The owning phis of `func`: a phi of type `[T]` whose every entry is a
@@ -1813,6 +2183,7 @@ fn handing(
                 chain: (k == 0).then(|| tail_first.clone()),
                 in_chain: true,
                 either: None,
+                quiet: false,
             });
         }
     }
@@ -1865,6 +2236,7 @@ fn owning(
         chain: None,
         in_chain: false,
         either: None,
+        quiet: false,
     })
 }
 
@@ -1911,6 +2283,7 @@ fn latch_owning(
         chain: None,
         in_chain: false,
         either: None,
+        quiet: !pushed,
     })
 }
 
@@ -2206,6 +2579,7 @@ fn either_owning(
         chain: None,
         in_chain: false,
         either: Some((passed, at_return)),
+        quiet: false,
     })
 }
 
@@ -2303,6 +2677,7 @@ fn choosing(
         chain: None,
         in_chain: false,
         either: None,
+        quiet: false,
         web: Some(Web {
             phi: p,
             inst,
@@ -2566,6 +2941,12 @@ fn counted_values(freed: &Freed) -> HashMap<Value, Letgo> {
     for &p in &freed.counting {
         counted.entry(p).or_insert(Letgo::Release);
     }
+    // So does a select a sharing web is entered through.
+    for (&v, held) in &freed.web_entered {
+        if !held.is_empty() {
+            counted.entry(v).or_insert(Letgo::Release);
+        }
+    }
     // A select a latch-owning phi is entered through counts its pushes as
     // its site does.
     for (&v, s) in &freed.entered {
@@ -2726,8 +3107,9 @@ struct Walk<'a> {
     /// (`Freed::entered`).
     entered: HashMap<Value, Value>,
     /// The phis of handing chains, each with the sites its chain is
+    /// entered with, and of sharing webs, each with the pops its web is
     /// entered with: those sites' walks count the phi's pushes
-    /// (`Chain::entered`).
+    /// (`Chain::entered`, `Freed::web_entered`).
     chain_entered: HashMap<Value, Vec<Value>>,
     /// The calls of fresh leaves whose callee may have pushed the array
     /// (counted): such a site counts as pushed, so it releases.
@@ -4155,11 +4537,30 @@ func @f(%n: i64) -> ([f64], f64) {
         // `k` takes `r`'s array before the step (the best before it).
         let before = src.replace("#4 => %b, #5 => %k]", "#4 => %r, #5 => %k]");
         assert_eq!(webs(&before), ["r,k<-b"]);
-        // The phis pushed as they are: released, pushes counted. `e`,
-        // whose array `r` may push untagged, is kept.
+        // The phis pushed as they are: released, pushes counted. `e`, the
+        // array `r` is entered with, too: a push of `r` or `k` holding it
+        // pushes it tagged ("Webs entered with pops"; before, untagged,
+        // and `e` was kept).
         let pushed = pushing(src, &["%r", "%k", "%b"]);
         assert_eq!(webs(&pushed), ["r,k<-b"]);
-        assert_eq!(freed(&pushed), ["r:release", "b:release", "k:release"]);
+        assert_eq!(
+            freed(&pushed),
+            ["e:release", "r:release", "b:release", "k:release"]
+        );
+        // Entered with a pop (a replay's snapshot array): dropped, its word
+        // pushed again by the phis holding its array.
+        let popped = pushed.replace("%e = call copy(%x) :: [f64]", "%e = call pop() :: [f64]");
+        assert_eq!(webs(&popped), ["r,k<-b"]);
+        assert_eq!(
+            freed(&popped),
+            ["e:drop", "r:release", "b:release", "k:release"]
+        );
+        // Entered with an argument: no entry to count, pushed untagged.
+        let argument = pushed.replace("[#1 => %e, #6 => %b]", "[#1 => %x, #6 => %b]");
+        assert_eq!(
+            freed(&argument),
+            ["e", "r:release", "b:release", "k:release"]
+        );
         // Returned after the loop: it may leave.
         assert_eq!(webs(&returning(src, "%k")), ["r,k<-b:leaves"]);
         // A phi of the body pushed (its push could not say whose array it

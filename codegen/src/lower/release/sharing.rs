@@ -307,10 +307,18 @@ fn web_of(
         },
         from: Vec::new(),
         latch: None,
-        into: Vec::new(),
+        // The phis after the loop its phis enter as they are, when that is
+        // the only way its arrays leave ("Webs leaving into a phi never
+        // pushed").
+        into: if leaves.left {
+            Vec::new()
+        } else {
+            leaves.into.iter().map(|&(q, _)| q).collect()
+        },
         chain: None,
         in_chain: false,
         either: None,
+        quiet: false,
         web: Some(Web {
             phi: first,
             inst,
