@@ -1271,6 +1271,7 @@ const SHARING_CASES: &[(&str, &str)] = &[
     ("swap_best", "[0.5, 0.2, 0.9], 8"),
     ("best_nested", "[0.5, 0.2, 0.9], 4, 3"),
     ("best_kept", "[0.5, 0.2, 0.9], 7"),
+    ("early", "[0.5, 0.2, 0.9], 20, 3, 0.3"),
 ];
 
 #[test]
@@ -1312,6 +1313,10 @@ fn the_jit_frees_the_arrays_no_phi_of_a_sharing_web_holds() {
         // `ident` keeps the array: nothing is shared, only the copies made
         // before the loop are freed.
         ("best_kept", 2),
+        // Measured when the case was added (session 39): the first
+        // loop's arrays leave into the second, so its web keeps its last
+        // ones; the count guards the rest.
+        ("early", 7),
     ];
     frees_as_counted(&src, &module, SHARING_CASES, want);
 }

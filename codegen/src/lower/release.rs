@@ -1451,6 +1451,7 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
     }
     freed.at_return = at_return(&owned, &freed);
     freed.at_return.extend(webs_at_return(
+        func,
         &owned,
         (&freed.web_phi_entered, &freed.web_webs),
     ));
@@ -1907,6 +1908,7 @@ fn entered_with_web(
 /// web lets go of its slots at a normal return (module header, "Webs
 /// leaving into a phi never pushed").
 fn webs_at_return(
+    func: &Func,
     owned: &[Owner],
     (counting, web_webs): (&HashMap<Value, Value>, &HashMap<Value, Vec<Value>>),
 ) -> Vec<Value> {
@@ -1931,15 +1933,30 @@ fn webs_at_return(
                     })
             })
         };
-        // A phi of another web, entered with this one's phis, whose arrays
-        // stay in its loop: it pushes this web's arrays as this web does.
+        // A phi of another web entered with one of this web's phis itself
+        // (not a site or a phi of the body: a review found a site's array,
+        // entering such a phi from an exit inside the loop, freed here
+        // under the other web's untagged push), whose arrays stay in its
+        // loop: it pushes this web's arrays as this web does.
         let web_counts = |q: &Value| {
             web_webs
                 .get(q)
                 .is_some_and(|ps| ps.iter().any(|p| phis.contains(p)))
                 && owned.iter().any(|r| {
                     r.web.as_ref().is_some_and(|x| {
-                        !x.leaves && (x.phi == *q || x.others.iter().any(|&(y, _)| y == *q))
+                        let inst = std::iter::once((x.phi, x.inst))
+                            .chain(x.others.iter().copied())
+                            .find(|&(y, _)| y == *q)
+                            .map(|(_, i)| i);
+                        let entry = inst.and_then(|i| match &func.insts[i].kind {
+                            InstKind::Phi { entries } => entries
+                                .iter()
+                                .find(|(b, _)| *b == x.outside)
+                                .map(|(_, op)| *op),
+                            _ => None,
+                        });
+                        !x.leaves
+                            && entry.is_some_and(|e| phis.iter().any(|&p| e == Operand::Value(p)))
                     })
                 })
         };
