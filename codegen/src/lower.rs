@@ -2102,11 +2102,23 @@ impl<M: ClModule> Lower<'_, '_, M> {
         if let Some(w) = self
             .webs
             .iter()
-            .find(|w| !w.others.is_empty() && (w.phi == *v || w.others.iter().any(|o| o.0 == *v)))
+            .find(|w| {
+                !w.others.is_empty()
+                    && (w.phi == *v || w.others.iter().any(|o| o.0 == *v) || w.body.contains(v))
+            })
             .cloned()
         {
             let mut ours = self.b.ins().iconst(types::I8, 0);
-            for q in std::iter::once(w.phi).chain(w.others.iter().map(|o| o.0)) {
+            // A phi of the body may also hold an array a site made in this
+            // iteration, still in the site's slot ("Pushed body phis").
+            let sites: &[Value] = match w.body.contains(v) {
+                true => &w.sites,
+                false => &[],
+            };
+            let held = std::iter::once(w.phi)
+                .chain(w.others.iter().map(|o| o.0))
+                .chain(sites.iter().copied());
+            for q in held {
                 let (slot, _) = self.freed_slot(q).ok_or_else(|| {
                     CodegenError::internal("a sharing web's phi without its slot".into())
                 })?;

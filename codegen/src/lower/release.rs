@@ -343,12 +343,11 @@
 //! - no web phi nor site is on a cycle of the body that does not pass `H`;
 //! - every value a phi of `W` or a web phi reaches stays inside the loop
 //!   but for uses after it, uses as an entry of a web phi or of a phi of
-//!   `W` are neither followed nor escapes, and no web phi is pushed as it
-//!   is; every value a site reaches stays inside the function but for
-//!   those uses and uses after the loop, and is not used in a block a run
-//!   entering `H` may reach before the site runs again (a web phi pushed
-//!   is refused, as for choosing phis: the lowering words only the pushes
-//!   of the phis of `W` and of sites);
+//!   `W` are neither followed nor escapes, and pushes of a web phi itself
+//!   are counted as below ("Pushed body phis"; before session 39 a web
+//!   phi pushed was refused); every value a site reaches stays inside the
+//!   function but for those uses and uses after the loop, and is not used
+//!   in a block a run entering `H` may reach before the site runs again;
 //! - it has at most 8 phis and sites (each edge compares every pair), and
 //!   its header at most 64 candidate phis (the search joins them pairwise).
 //!
@@ -391,6 +390,21 @@
 //! pushes it untagged, and that array's owner keeps it: the phis of `W`
 //! are no entered phis nor chain phis, so any other walk meeting a push
 //! of one ([`Walk::counts_push`]) takes it for an escape.
+//!
+//! *Pushed body phis.* A replay's recording loop whose `keep` is read in
+//! the loop pushes the shadow `keep` has after the choice, a phi of the
+//! body of its shadows' web, and such a web was refused, so each replay's
+//! start shadows stayed. A push of a web phi `b` of the body holding
+//! array `a` now pushes `a` tagged when a slot of the phis of `W` or of a
+//! site holds it, and otherwise as a push of `W`'s phis words an array
+//! they were entered with (below), or untagged; the web then releases.
+//! Sound: `b` holds what a phi of `W` held at the last entry of `H` or
+//! what a site made since (its entries are those or other web phis, on
+//! edges a site's block dominates for a site's), so an array the web owns
+//! that `b` holds is in a slot while `b` may be pushed (a site's slot is
+//! emptied only on an edge into `H`, after which `b` is defined again
+//! before any use), and is let go of only by a release, after the tape's
+//! counted references.
 //!
 //! *Webs entered with pops.* A checkpoint's replay enters the loop around
 //! its split with the snapshot's arrays as popped, and its recording loop
@@ -445,8 +459,11 @@
 //! after the loop keep no reference or push the web's phis), each a
 //! latch-owning phi that is never pushed nor passed to be pushed
 //! ([`Owner::quiet`]) or counts every push of itself (above), or a phi of
-//! a sharing web entered with the web's phis (above), and each keeping its
-//! arrays inside its loop, the web lets go of its slots at a normal return
+//! a sharing web (above), and each entered from outside with one of the
+//! web's own phis (not a site or body phi of the web: a review found a
+//! site's array, handed from an exit inside the loop to another web that
+//! pushed it untagged, freed here) and keeping its arrays inside its loop,
+//! the web lets go of its slots at a normal return
 //! ([`webs_at_return`], released). Sound as "Leaving into a counting
 //! phi": at the return no value of the function is used again, and every
 //! tape entry holding a slot's array comes from a push of the web's phis
@@ -1211,6 +1228,9 @@ pub(super) struct Web {
     /// For a sharing web ("Sharing webs"), the header's other phis that
     /// own its arrays with `phi`, each with its statement (else empty).
     pub(super) others: Vec<(Value, Inst)>,
+    /// For a sharing web, its phis of the loop's body, whose pushes are
+    /// worded as its header phis' are ("Pushed body phis"; else empty).
+    pub(super) body: Vec<Value>,
     /// Whether an array of the web may leave the loop (then the slots are
     /// emptied without letting go on the edge from outside and at the
     /// return).
@@ -1780,7 +1800,7 @@ fn web_entries(
         all.sort_unstable();
         all.dedup();
         if !all.is_empty() {
-            for &(p, _) in &phis {
+            for p in phis.iter().map(|&(p, _)| p).chain(w.body.iter().copied()) {
                 out.insert(p, all.clone());
             }
         }
@@ -1822,7 +1842,7 @@ fn webs_entered_with_webs(func: &Func, owned: &[Owner]) -> HashMap<Value, Vec<Va
             }
         }
         if !from.is_empty() {
-            for &(p, _) in &mine {
+            for p in mine.iter().map(|&(p, _)| p).chain(w.body.iter().copied()) {
                 out.insert(p, from.clone());
             }
         }
@@ -2702,6 +2722,7 @@ fn choosing(
             outside: pre,
             sites,
             others: Vec::new(),
+            body: Vec::new(),
             leaves: leaves.any(),
         }),
     })
@@ -2957,6 +2978,15 @@ fn counted_values(freed: &Freed) -> HashMap<Value, Letgo> {
     // whatever it holds that it lets go of.
     for &p in &freed.counting {
         counted.entry(p).or_insert(Letgo::Release);
+    }
+    // So do the pushed phis of a sharing web's body, when the web releases
+    // ("Pushed body phis").
+    for w in &freed.webs {
+        if counted.get(&w.phi) == Some(&Letgo::Release) {
+            for &b in &w.body {
+                counted.entry(b).or_insert(Letgo::Release);
+            }
+        }
     }
     // So does a select a sharing web is entered through.
     for (&v, held) in &freed.web_entered {
@@ -4580,10 +4610,12 @@ func @f(%n: i64) -> ([f64], f64) {
         );
         // Returned after the loop: it may leave.
         assert_eq!(webs(&returning(src, "%k")), ["r,k<-b:leaves"]);
-        // A phi of the body pushed (its push could not say whose array it
-        // holds), or the new array passed through a function value: no
-        // web.
-        assert_eq!(webs(&pushing(src, &["%c"])), Vec::<String>::new());
+        // A phi of the body pushed: its pushes are worded by the web's
+        // slots ("Pushed body phis"; before, no web), so the web releases.
+        let body = pushing(src, &["%c"]);
+        assert_eq!(webs(&body), ["r,k<-b"]);
+        assert_eq!(freed(&body), ["e", "r:release", "b:release", "k:release"]);
+        // The new array passed through a function value: no web.
         assert_eq!(webs(&calling_a_value(src)), Vec::<String>::new());
         // A third header phi taking only the argument stays out.
         let third = src.replace(

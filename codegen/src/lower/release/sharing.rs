@@ -276,15 +276,15 @@ fn web_of(
             Some((&mut leaves, body)),
         )?;
     }
+    // A phi of the body pushed as it is: its pushes are worded as the
+    // header phis' are ("Pushed body phis").
     for &(_, q, _) in &web {
-        if walk.reach(
+        pushed |= walk.reach(
             q,
             Some((h, dom)),
             Some((&insts, &none, &[])),
             Some((&mut leaves, body)),
-        )? {
-            return None;
-        }
+        )?;
     }
     for &s in &sites {
         let b = makers[&s];
@@ -330,6 +330,7 @@ fn web_of(
                 .zip(&heads[1..])
                 .map(|(&p, &i)| (p, i))
                 .collect(),
+            body: web.iter().map(|&(_, q, _)| q).collect(),
             leaves: leaves.any(),
         }),
     })
