@@ -1901,7 +1901,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 continue;
             }
             let w = self.webs[k].clone();
-            if !w.others.is_empty() {
+            if w.sharing() {
                 self.sharing_edge(func, blk, &w)?;
                 continue;
             }
@@ -1979,9 +1979,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         w: &release::Web,
     ) -> Result<(), CodegenError> {
         let missing = || CodegenError::internal("a sharing web without its slots".into());
-        let phis: Vec<(Value, irad_ir::Inst)> = std::iter::once((w.phi, w.inst))
-            .chain(w.others.iter().copied())
-            .collect();
+        let phis: Vec<(Value, irad_ir::Inst)> = w.phi_insts().collect();
         let (_, letgo) = self.freed_slot(w.phi).ok_or_else(missing)?;
         let mut pslots = Vec::new();
         for &(q, _) in &phis {
@@ -2102,10 +2100,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         if let Some(w) = self
             .webs
             .iter()
-            .find(|w| {
-                !w.others.is_empty()
-                    && (w.phi == *v || w.others.iter().any(|o| o.0 == *v) || w.body.contains(v))
-            })
+            .find(|w| w.sharing() && (w.phis().any(|q| q == *v) || w.body.contains(v)))
             .cloned()
         {
             let mut ours = self.b.ins().iconst(types::I8, 0);
@@ -2115,9 +2110,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 true => &w.sites,
                 false => &[],
             };
-            let held = std::iter::once(w.phi)
-                .chain(w.others.iter().map(|o| o.0))
-                .chain(sites.iter().copied());
+            let held = w.phis().chain(sites.iter().copied());
             for q in held {
                 let (slot, _) = self.freed_slot(q).ok_or_else(|| {
                     CodegenError::internal("a sharing web's phi without its slot".into())

@@ -1237,6 +1237,24 @@ pub(super) struct Web {
     pub(super) leaves: bool,
 }
 
+impl Web {
+    /// Whether this is a sharing web ("Sharing webs"): its header has
+    /// other phis owning its arrays with `phi`.
+    pub(super) fn sharing(&self) -> bool {
+        !self.others.is_empty()
+    }
+
+    /// The header phis owning the web's arrays: `phi`, then the others.
+    pub(super) fn phis(&self) -> impl Iterator<Item = Value> + '_ {
+        std::iter::once(self.phi).chain(self.others.iter().map(|&(q, _)| q))
+    }
+
+    /// [`Web::phis`], each with its statement.
+    pub(super) fn phi_insts(&self) -> impl Iterator<Item = (Value, Inst)> + '_ {
+        std::iter::once((self.phi, self.inst)).chain(self.others.iter().copied())
+    }
+}
+
 /// What `func` lets go of itself (module header); `summaries` says which
 /// parameters of its callees its arrays may be passed to (computed here
 /// for callees not yet summarised).
@@ -1780,12 +1798,10 @@ fn web_entries(
 ) -> HashMap<Value, Vec<Value>> {
     let mut out: HashMap<Value, Vec<Value>> = HashMap::default();
     for w in owned.iter().filter_map(|o| o.web.as_ref()) {
-        if w.others.is_empty() {
+        if !w.sharing() {
             continue;
         }
-        let phis: Vec<(Value, Inst)> = std::iter::once((w.phi, w.inst))
-            .chain(w.others.iter().copied())
-            .collect();
+        let phis: Vec<(Value, Inst)> = w.phi_insts().collect();
         let mut all: Vec<Value> = Vec::new();
         for &(_, inst) in &phis {
             let InstKind::Phi { entries } = &func.insts[inst].kind else {
@@ -1815,13 +1831,9 @@ fn webs_entered_with_webs(func: &Func, owned: &[Owner]) -> HashMap<Value, Vec<Va
     let webs: Vec<&Web> = owned
         .iter()
         .filter_map(|o| o.web.as_ref())
-        .filter(|w| !w.others.is_empty())
+        .filter(|w| w.sharing())
         .collect();
-    let phis_of = |w: &Web| -> Vec<(Value, Inst)> {
-        std::iter::once((w.phi, w.inst))
-            .chain(w.others.iter().copied())
-            .collect()
-    };
+    let phis_of = |w: &Web| -> Vec<(Value, Inst)> { w.phi_insts().collect() };
     let mut out: HashMap<Value, Vec<Value>> = HashMap::default();
     for w in &webs {
         let mine = phis_of(w);
@@ -1899,8 +1911,8 @@ fn entered_with_web(
     let web_phis: HashSet<Value> = owned
         .iter()
         .filter_map(|o| o.web.as_ref())
-        .filter(|w| !w.others.is_empty())
-        .flat_map(|w| std::iter::once(w.phi).chain(w.others.iter().map(|&(q, _)| q)))
+        .filter(|w| w.sharing())
+        .flat_map(Web::phis)
         .collect();
     owned
         .iter()
@@ -1934,12 +1946,10 @@ fn webs_at_return(
 ) -> Vec<Value> {
     let mut out = Vec::new();
     for o in owned {
-        let Some(w) = o.web.as_ref().filter(|w| !w.others.is_empty() && w.leaves) else {
+        let Some(w) = o.web.as_ref().filter(|w| w.sharing() && w.leaves) else {
             continue;
         };
-        let phis: Vec<Value> = std::iter::once(w.phi)
-            .chain(w.others.iter().map(|&(q, _)| q))
-            .collect();
+        let phis: Vec<Value> = w.phis().collect();
         let never_pushed = |q: &Value| {
             owned.iter().any(|r| {
                 r.phi == *q
@@ -1964,10 +1974,7 @@ fn webs_at_return(
                 .is_some_and(|ps| ps.iter().any(|p| phis.contains(p)))
                 && owned.iter().any(|r| {
                     r.web.as_ref().is_some_and(|x| {
-                        let inst = std::iter::once((x.phi, x.inst))
-                            .chain(x.others.iter().copied())
-                            .find(|&(y, _)| y == *q)
-                            .map(|(_, i)| i);
+                        let inst = x.phi_insts().find(|&(y, _)| y == *q).map(|(_, i)| i);
                         let entry = inst.and_then(|i| match &func.insts[i].kind {
                             InstKind::Phi { entries } => entries
                                 .iter()
@@ -4377,10 +4384,7 @@ func @f(%n: i64) -> ([f64], f64) {
                 .map(|w| {
                     let sites: Vec<String> = w.sites.iter().map(|&s| name(s)).collect();
                     let leaves = w.leaves;
-                    let phis: Vec<String> = std::iter::once(w.phi)
-                        .chain(w.others.iter().map(|&(q, _)| q))
-                        .map(name)
-                        .collect();
+                    let phis: Vec<String> = w.phis().map(name).collect();
                     format!(
                         "{}<-{}{}",
                         phis.join(","),
