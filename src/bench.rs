@@ -47,6 +47,10 @@ pub struct BenchReport {
     pub primal_runs: usize,
     /// Timed gradients.
     pub grad_runs: usize,
+    /// In reverse mode, the loops a tape limit or the checkpoint schedule
+    /// asked to checkpoint that are not checkpointed and whose records
+    /// grow with their iterations ([`Reverse::unbounded_loops`]).
+    pub unbounded_loops: Vec<irad_passes::reverse::UnboundedLoop>,
 }
 
 /// How long [`bench()`] samples each of primal and gradient at least, unless
@@ -129,6 +133,7 @@ pub fn bench(
 ) -> Result<BenchReport, GradError> {
     let (opts, min_time) = (&bopts.grad, bopts.min_time);
     let start = Instant::now();
+    let mut unbounded_loops = Vec::new();
     let mut grad = match bopts.mode {
         Mode::Reverse => {
             // The request is checked as `irad grad` checks it.
@@ -148,6 +153,7 @@ pub fn bench(
                 });
             };
             let rev = stage.grad.cache;
+            unbounded_loops = rev.unbounded_loops().to_vec();
             let params = m.get(f).map(|func| func.param_types()).unwrap_or_default();
             let mut call: Vec<Val> = args.to_vec();
             for (a, t) in args.iter().zip(&params) {
@@ -237,6 +243,7 @@ pub fn bench(
         ratio: grad_s / primal_s,
         primal_runs,
         grad_runs,
+        unbounded_loops,
     })
 }
 

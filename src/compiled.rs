@@ -362,6 +362,18 @@ impl CompiledGradient {
         self.func
     }
 
+    /// In reverse mode, the loops of the derived pieces that the request's
+    /// tape limit or checkpoint schedule asked to checkpoint but that are
+    /// not checkpointed and record something per iteration: their tape
+    /// grows with the run (`irad bench` prints each as a warning,
+    /// [`crate::unbounded_warning`]). Empty in forward mode.
+    pub fn unbounded_loops(&self) -> &[irad_passes::reverse::UnboundedLoop] {
+        match &self.plan {
+            Plan::Reverse(p) => p.unbounded_loops(),
+            Plan::Forward(_) => &[],
+        }
+    }
+
     /// The value and gradient at `args`, which must have the types (and, for
     /// forward mode, are best of the shapes) the gradient was compiled for.
     /// Run it as often as needed: derivation and compilation happened once.

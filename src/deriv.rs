@@ -347,6 +347,7 @@ fn vjp_once(
             value,
             gradient,
             passes: 1,
+            unbounded_loops: rev.cache.unbounded_loops().to_vec(),
         },
         rev.m,
     ))

@@ -18,7 +18,7 @@ use irad_passes::Step;
 use irad_passes::aot_rules::AheadOfTimeRules;
 use irad_passes::forward::Forward;
 use irad_passes::optimise::{Strategy, default_schedule};
-use irad_passes::reverse::Reverse;
+use irad_passes::reverse::{Reverse, UnboundedLoop};
 use irad_passes::stages::{OptimiseStage, ReverseStage, Scope};
 
 /// What [`emit`] writes: `func` exported as `NAME` (its name, `.` made `_`),
@@ -115,6 +115,44 @@ pub fn emit(
     module: &Module,
     req: &EmitRequest<'_>,
 ) -> Result<codegen::ObjectFile, Error> {
+    emit_noting(src, module, req).map(|(object, _)| object)
+}
+
+/// [`emit`], also returning the loops of the gradient's pieces that its
+/// tape limit or checkpoint schedule asked to checkpoint but that are not
+/// checkpointed and record something per iteration (their tape grows with
+/// the run; [`Reverse::unbounded_loops`]), which `irad emit --grad` prints
+/// as warnings.
+///
+/// ```
+/// use irad::{EmitRequest, Source};
+///
+/// // `r` takes the best array kept before the step: refused.
+/// let text = "fn f(x: [f64], n: i64) -> f64 {
+///     let mut r = copy(x);
+///     let mut keep = copy(x);
+///     for i in 0..n {
+///         let t = copy(r);
+///         t[0] = t[0] * 0.5;
+///         if t[0] < keep[0] { r = keep; keep = t; } else { r = t; }
+///     }
+///     keep[0] + r[0]
+/// }";
+/// let src = Source::new("f.irad", text);
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let req = EmitRequest { grad: true, tape_limit: Some(1024), ..EmitRequest::new(f, "f.h") };
+/// let (obj, unbounded) = irad::emit_noting(&src, &m, &req)?;
+/// assert!(!obj.object.is_empty());
+/// assert_eq!(unbounded.len(), 1);
+/// assert_eq!(unbounded[0].skipped.pos.map(|p| p.line), Some(4));
+/// # Ok::<(), irad::Error>(())
+/// ```
+pub fn emit_noting(
+    src: &Source,
+    module: &Module,
+    req: &EmitRequest<'_>,
+) -> Result<(codegen::ObjectFile, Vec<UnboundedLoop>), Error> {
     with_exports(
         src,
         module,
@@ -170,6 +208,7 @@ pub fn define_in_module<M: codegen::cranelift_module::Module>(
     with_exports(src, module, reqs, |m, rules, exports, opts, strong| {
         codegen::define_in_module(backend, m, rules, exports, opts, strong)
     })
+    .map(|(defined, _)| defined)
 }
 
 /// The module normalised (and, for each request with a gradient, `@f.rev`
@@ -177,7 +216,9 @@ pub fn define_in_module<M: codegen::cranelift_module::Module>(
 /// ask for, handed to `make`; with a derivative among them, the same
 /// derived again from the strong copy of `module` (`crate::strong`), for
 /// the object's exported derivatives to run when theirs come out NaN
-/// (docs/rules.md, "Infinities and NaN").
+/// (docs/rules.md, "Infinities and NaN"). Also returns the loops of the
+/// derived pieces whose records grow against the tape limit
+/// ([`Reverse::unbounded_loops`]).
 fn with_exports<T>(
     src: &Source,
     module: &Module,
@@ -189,7 +230,7 @@ fn with_exports<T>(
         &codegen::ObjectOptions<'_>,
         Option<codegen::StrongVersion<'_>>,
     ) -> Result<T, codegen::CodegenError>,
-) -> Result<T, Error> {
+) -> Result<(T, Vec<UnboundedLoop>), Error> {
     let Some(first) = reqs.first() else {
         return Err(Error::Request {
             file: src.name.clone(),
@@ -198,6 +239,7 @@ fn with_exports<T>(
     };
     let registry = rules::Registry::new();
     let (mut m, mut rules, exports) = prepare(src, module.clone(), &registry, reqs)?;
+    let unbounded = rules.rev.unbounded_loops().to_vec();
     let derivs = reqs.iter().any(|r| r.grad || r.hvp);
     let mut strong = if derivs && !module.strong_products() {
         Some(prepare(src, strong_copy(module), &registry, reqs)?)
@@ -215,10 +257,11 @@ fn with_exports<T>(
         source: &src.name,
         header_name: first.header_name,
     };
-    make(&mut m, &mut rules, &exports, &opts, strong).map_err(|err| Error::Codegen {
+    let made = make(&mut m, &mut rules, &exports, &opts, strong).map_err(|err| Error::Codegen {
         file: src.name.clone(),
         err: Box::new(err),
-    })
+    })?;
+    Ok((made, unbounded))
 }
 
 /// `m` normalised (and, for each request with a gradient, `@f.rev`

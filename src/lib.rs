@@ -187,7 +187,7 @@ pub use deriv::{
     Jacobian, Jvp, SEED_SOURCE, TANGENT_SOURCE, jacobian, jvp, parse_seed, parse_tangent,
     require_seed, vjp,
 };
-pub use emit::{EmitRequest, define_in_module, emit};
+pub use emit::{EmitRequest, define_in_module, emit, emit_noting};
 pub use error::{Error, UNNAMED_SOURCE, pass_error};
 pub use fwd_choice::{
     DEFAULT_BATCH, ForwardChoice, SPARSE_MIN_DIRECTIONS, choose_forward, forward_directions,
@@ -208,6 +208,7 @@ pub use typed::{ArgRef, GradOut};
 use irad_passes::Step;
 use irad_passes::forward::Forward;
 pub use irad_passes::forward::grad::{GradError, GradOptions, Gradient};
+pub use irad_passes::reverse::UnboundedLoop;
 use irad_passes::stages::{ForwardStage, ReverseStage, SpecialiseStage};
 
 pub use ir::interp::value::Val;
@@ -217,6 +218,48 @@ use ir::text::ParseError;
 use ir::timings::{Stage, time};
 use ir::{FuncId, Module, Pos};
 use std::path::Path;
+
+/// The warning `irad grad`, `bench` and `emit --grad` print on stderr for
+/// a loop a tape limit or the checkpoint schedule asked to checkpoint that
+/// is not checkpointed and records something per iteration: SYNTAX.md's
+/// located format with `warning` for `error` (`file:line:column: warning:
+/// loop #2 of @f is not checkpointed: REASON; its records grow with its
+/// iterations`; the file alone when the loop has no source position).
+///
+/// ```
+/// use irad::{GradOptions, GradRequest, Source, Val};
+///
+/// // `r` takes the best array kept before the step: not checkpointed.
+/// let text = "fn f(x: [f64], n: i64) -> f64 {
+///     let mut r = copy(x);
+///     let mut keep = copy(x);
+///     for i in 0..n {
+///         let t = copy(r);
+///         t[0] = t[0] * 0.5;
+///         if t[0] < keep[0] { r = keep; keep = t; } else { r = t; }
+///     }
+///     keep[0] + r[0]
+/// }";
+/// let src = Source::new("f.irad", text);
+/// let m = irad::load(&src)?;
+/// let f = irad::find_function(&src, &m, "f")?;
+/// let args = irad::parse_args(&Source::new("<args>", "[1.0, 2.0], 3"), &m, f)?;
+/// let opts = GradOptions { tape_limit: Some(1024), ..GradOptions::default() };
+/// let req = GradRequest { opts, ..GradRequest::new(f, &args) };
+/// let (g, _) = irad::grad(&src, &m, &irad::rules::Registry::new(), &req)?;
+/// let warnings: Vec<String> =
+///     g.unbounded_loops.iter().map(|u| irad::unbounded_warning(&src, u)).collect();
+/// assert_eq!(warnings.len(), 1);
+/// assert!(warnings[0].starts_with("f.irad:4:"), "{}", warnings[0]);
+/// assert!(warnings[0].contains(": warning: loop #2 of @f is not checkpointed: "));
+/// # Ok::<(), irad::Error>(())
+/// ```
+pub fn unbounded_warning(src: &Source, u: &UnboundedLoop) -> String {
+    match u.skipped.pos {
+        Some(p) => format!("{}:{}:{}: warning: {u}", src.name, p.line, p.col),
+        None => format!("{}: warning: {u}", src.name),
+    }
+}
 
 /// A source text and the name errors call it by (a path, or `<args>`).
 /// [`load`] chooses the language by the name's extension.

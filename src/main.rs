@@ -937,7 +937,8 @@ fn emit_cmd(cmd: EmitCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         checkpoints: checkpoints(cmd.checkpoint, sources, &module)?,
         ..irad::EmitRequest::new(func, &header_name)
     };
-    let obj = irad::emit(&sources[0], &module, &req)?;
+    let (obj, unbounded) = irad::emit_noting(&sources[0], &module, &req)?;
+    warn_unbounded(&sources[0], &unbounded);
     write_file(&cmd.out, &obj.object)?;
     write_file(&header, obj.header.as_bytes())?;
     Ok(())
@@ -1150,6 +1151,9 @@ fn grad(cmd: GradCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
             irad::grad_owned(&sources[0], module, &registry, &req)?
         }
     };
+    if !cmd.json {
+        warn_unbounded(&sources[0], &g.unbounded_loops);
+    }
     if cmd.json {
         let grads: Vec<serde_json::Value> = g
             .gradient
@@ -1166,6 +1170,7 @@ fn grad(cmd: GradCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         if let Some(choice) = forward {
             json["forward"] = forward_json(&choice);
         }
+        add_warnings(&mut json, &sources[0], &g.unbounded_loops);
         if cmd.timings {
             json["timings"] = irad::timings::to_json(&irad::timings::snapshot());
         }
@@ -1189,6 +1194,28 @@ fn grad(cmd: GradCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         out(&text);
     }
     Ok(())
+}
+
+/// Prints on stderr a warning per loop whose tape grows though a tape limit
+/// or the checkpoint schedule asked for checkpointing
+/// ([`irad::unbounded_warning`]).
+fn warn_unbounded(src: &Source, loops: &[irad::UnboundedLoop]) {
+    for u in loops {
+        emit(
+            &mut std::io::stderr(),
+            &format!("{}\n", irad::unbounded_warning(src, u)),
+        );
+    }
+}
+
+/// Under `--json`, the same warnings as the field `warnings` of the object
+/// printed (a list of the lines [`warn_unbounded`] prints), when there are
+/// any: stderr carries only errors under `--json`.
+fn add_warnings(json: &mut serde_json::Value, src: &Source, loops: &[irad::UnboundedLoop]) {
+    if !loops.is_empty() {
+        let lines = loops.iter().map(|u| irad::unbounded_warning(src, u));
+        json["warnings"] = serde_json::Value::from(lines.collect::<Vec<String>>());
+    }
 }
 
 /// `%name` of parameter `i` of `f`, or `argument i` when it has none.
@@ -1541,6 +1568,9 @@ fn bench(cmd: BenchCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
     });
     progress.clear();
     let report = result.map_err(|e| irad::grad_error(&sources[0], e))?;
+    if !cmd.json {
+        warn_unbounded(&sources[0], &report.unbounded_loops);
+    }
     if cmd.json {
         let mut json = serde_json::json!({
             "compile_s": report.compile_s,
@@ -1553,6 +1583,7 @@ fn bench(cmd: BenchCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         if let Some(choice) = forward {
             json["forward"] = forward_json(&choice);
         }
+        add_warnings(&mut json, &sources[0], &report.unbounded_loops);
         out(&format!("{json}\n"));
     } else {
         if let Some(choice) = forward {

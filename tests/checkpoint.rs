@@ -709,6 +709,160 @@ fn the_tape_limit_option_on_the_command_line() {
     }
 }
 
+/// A loop a tape limit asks to checkpoint that is not checkpointed and
+/// records something per iteration is a located warning on stderr, from
+/// `grad` (plain or `--json`), `bench` and `emit --grad`; the output is
+/// the one without a limit. Nothing is printed without a limit, for a
+/// loop that is checkpointed, one the program keeps from checkpointing
+/// (`checkpoint(0)`) or one recording nothing per iteration.
+#[test]
+fn a_loop_left_unbounded_under_a_limit_is_a_warning() {
+    let file = "tests/free_arrays/sharing.irad";
+    let warning = format!(
+        "{file}:159:5: warning: loop #2 of @swap_best is not checkpointed: it carries an array \
+         from one iteration to the next that it neither made afresh in the iteration nor kept \
+         as it is; its records grow with its iterations\n"
+    );
+    let args = ["-f", "swap_best", "--args", "[0.5, 0.2, 0.9], 8"];
+    let grad = [&["grad", file][..], &args[..]].concat();
+    let (plain, err) = irad_exits(&grad, 0);
+    assert_eq!(err, "");
+    let limited = [&grad[..], &["--tape-limit", "1"]].concat();
+    let (out, err) = irad_exits(&limited, 0);
+    assert_eq!(
+        (out.as_str(), err.as_str()),
+        (plain.as_str(), warning.as_str())
+    );
+    // Under `--json`, stderr carries errors only: the warning is a field.
+    let (json, err) = irad_exits(&[&limited[..], &["--json"]].concat(), 0);
+    assert_eq!(err, "");
+    let json: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    assert_eq!(json["warnings"], serde_json::json!([warning.trim_end()]));
+    let (json, _) = irad_exits(&[&grad[..], &["--json"]].concat(), 0);
+    assert!(!json.contains("warnings"), "{json}");
+    let bench = [&["bench", file][..], &args[..], &["--tape-limit", "1M"]].concat();
+    let (_, err) = irad_exits(&[&bench[..], &["--min-time", "0.01"]].concat(), 0);
+    assert!(err.starts_with(&warning), "{err}");
+    let (json, _) = irad_exits(&[&bench[..], &["--min-time", "0.01", "--json"]].concat(), 0);
+    let json: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    assert_eq!(json["warnings"], serde_json::json!([warning.trim_end()]));
+    let out = std::env::temp_dir().join(format!("irad-unbounded-{}.o", std::process::id()));
+    let out_s = out.to_string_lossy().into_owned();
+    let emit = [
+        "emit",
+        file,
+        "-f",
+        "swap_best",
+        "--grad",
+        "--tape-limit",
+        "64K",
+        "-o",
+        &out_s,
+    ];
+    let (_, err) = irad_exits(&emit, 0);
+    let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_file(out.with_extension("h"));
+    assert_eq!(err, warning);
+    // Checkpointed (`says` empty); kept from it by `checkpoint(0)`;
+    // recording nothing per iteration; a short constant loop inside a
+    // checkpointed one, recorded in each of its stretches.
+    let quiet = [
+        (
+            "tests/corpus/horner.irad",
+            "horner",
+            "[1.5, -0.7, 0.25], 1.3",
+            "1",
+            "",
+        ),
+        (
+            "tests/checkpoint/override.irad",
+            "inner_only",
+            "[0.2, 0.4, -0.1], 3",
+            "1",
+            "`checkpoint(0)` in it",
+        ),
+        (
+            "tests/corpus/rosenbrock.irad",
+            "rosenbrock",
+            "[1.5, -0.7, 0.25]",
+            "1",
+            "it records nothing per iteration",
+        ),
+        (
+            "tests/checkpoint/inner.irad",
+            "hidden",
+            "[0.5, -1.5, 0.25], 5",
+            "1M",
+            "it is inside loop #2, which is checkpointed",
+        ),
+    ];
+    for (file, func, args, limit, says) in quiet {
+        rev_dump_says(file, func, &["--tape-limit", limit], says);
+        let grad = [
+            "grad",
+            file,
+            "-f",
+            func,
+            "--args",
+            args,
+            "--tape-limit",
+            limit,
+        ];
+        let (_, err) = irad_exits(&grad, 0);
+        assert_eq!(err, "", "{func}");
+    }
+}
+
+/// The same loops through the library: the gradient's and the compiled
+/// gradient's `unbounded_loops`, empty without a limit.
+#[test]
+fn the_unbounded_loops_are_in_the_gradient_and_the_compiled_gradient() {
+    let src = Source::new(
+        "swap.irad",
+        "fn f(x: [f64], n: i64) -> f64 {
+    let mut r = copy(x);
+    let mut keep = copy(x);
+    for i in 0..n {
+        let t = copy(r);
+        t[0] = t[0] * 0.5 + t[1];
+        if t[0] < keep[0] { r = keep; keep = t; } else { r = t; }
+    }
+    keep[0] + r[0]
+}",
+    );
+    let m = irad::load(&src).expect("loads");
+    let f = irad::find_function(&src, &m, "f").expect("has f");
+    let args = irad::parse_args(&Source::new("<args>", "[1.0, 2.0], 5"), &m, f).expect("args");
+    let registry = Registry::new();
+    for limit in [None, Some(1), Some(1 << 20)] {
+        let opts = GradOptions {
+            tape_limit: limit,
+            ..GradOptions::default()
+        };
+        let req = irad::GradRequest {
+            opts,
+            ..irad::GradRequest::new(f, &args)
+        };
+        let (g, _) = irad::grad(&src, &m, &registry, &req).expect("a gradient");
+        let compiled = irad::jit_gradient(&m, &registry, &req).expect("compiles");
+        assert_eq!(g.unbounded_loops, compiled.unbounded_loops(), "{limit:?}");
+        match limit {
+            None => assert!(g.unbounded_loops.is_empty()),
+            Some(_) => {
+                let [u] = &g.unbounded_loops[..] else {
+                    panic!("{:?}", g.unbounded_loops);
+                };
+                assert_eq!((u.func.as_str(), u.skipped.label), ("f", 2));
+                assert!(u.skipped.grows);
+                assert_eq!(
+                    irad::unbounded_warning(&src, u),
+                    format!("swap.irad:4:5: warning: {u}")
+                );
+            }
+        }
+    }
+}
+
 /// What the interpreter counts while `@f.rev.fwd` then `@f.rev.back` run on
 /// `args`, derived under `limit`; the tapes must be empty at the end.
 fn counts(m: &Module, f: FuncId, args: &[Val], limit: Option<u64>) -> InterpStats {

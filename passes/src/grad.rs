@@ -83,6 +83,12 @@ pub struct Gradient {
     /// How many passes were run: of the forward rule in forward mode; 1 (one
     /// sweep each way) in reverse mode.
     pub passes: usize,
+    /// In reverse mode, the loops of the derived pieces that a tape limit
+    /// or the checkpoint schedule asked to checkpoint but that are not
+    /// checkpointed and record something per iteration (their tape grows
+    /// with the run; [`crate::reverse::Reverse::unbounded_loops`], as the
+    /// pieces were derived); empty in forward mode.
+    pub unbounded_loops: Vec<crate::reverse::UnboundedLoop>,
 }
 
 /// Why a gradient could not be computed.

@@ -178,6 +178,7 @@ fn sparse_pass(
         value: value.clone(),
         gradient: grads,
         passes: 1,
+        unbounded_loops: Vec::new(),
     })
 }
 
@@ -366,6 +367,7 @@ fn passes(
         value,
         gradient: grads,
         passes,
+        unbounded_loops: Vec::new(),
     })
 }
 

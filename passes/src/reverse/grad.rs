@@ -36,6 +36,8 @@ pub struct ReversePlan {
     req: Request,
     fwd: FuncId,
     back: FuncId,
+    /// The cache's [`Reverse::unbounded_loops`] once the pieces were derived.
+    unbounded: Vec<super::UnboundedLoop>,
 }
 
 /// Checks the request and derives the pieces of `f` (see [`gradient`]).
@@ -51,7 +53,12 @@ pub fn plan(
     rev.set_tape_limit(opts.tape_limit);
     rev.set_checkpoint_schedule(opts.checkpoints.clone());
     let (fwd, back) = rev.rule_wrt(module, f, &req.wrt)?;
-    Ok(ReversePlan { req, fwd, back })
+    Ok(ReversePlan {
+        req,
+        fwd,
+        back,
+        unbounded: rev.unbounded_loops().to_vec(),
+    })
 }
 
 impl ReversePlan {
@@ -65,6 +72,14 @@ impl ReversePlan {
         (self.fwd, self.back)
     }
 
+    /// The loops of the pieces whose records grow with their iterations
+    /// though a tape limit or the checkpoint schedule asked for
+    /// checkpointing ([`Reverse::unbounded_loops`] once the pieces were
+    /// derived; not those of rules derived later, at run time).
+    pub fn unbounded_loops(&self) -> &[super::UnboundedLoop] {
+        &self.unbounded
+    }
+
     /// The value and gradient at `args` (of the shapes the plan was made
     /// for): the forward sweep, then the pullback with seed 1, on `exec`.
     pub fn run(
@@ -73,7 +88,9 @@ impl ReversePlan {
         args: &[Val],
         run: &RunOptions,
     ) -> Result<Gradient, GradError> {
-        sweeps(&self.req, self.fwd, self.back, exec, args, run)
+        let mut g = sweeps(&self.req, self.fwd, self.back, exec, args, run)?;
+        g.unbounded_loops.clone_from(&self.unbounded);
+        Ok(g)
     }
 }
 
@@ -119,6 +136,7 @@ fn sweeps(
         value,
         gradient,
         passes: 1,
+        unbounded_loops: Vec::new(),
     })
 }
 

@@ -50,11 +50,13 @@ mod sweep;
 mod transform;
 
 pub use checkpoint::schedule::{
-    CheckpointRule, CheckpointSchedule, LoopChoice, LoopTarget, header_line,
+    CheckpointRule, CheckpointSchedule, LoopChoice, LoopTarget, header_line, header_pos,
 };
 pub use checkpoint::{CALL_BYTES, INNER_TRIPS, StretchSource};
 pub use parallel::PARALLEL_MIN_STMTS;
-pub use plan::{TapePlan, tape_plan, tape_plan_limited, tape_plan_scheduled};
+pub use plan::{
+    SkippedLoop, TapePlan, UnboundedLoop, tape_plan, tape_plan_limited, tape_plan_scheduled,
+};
 
 use crate::forward::fresh_derived_name as fresh_name;
 use crate::rule_cache::{CacheStats, RuleCache};
@@ -98,6 +100,9 @@ pub struct Reverse<'r> {
     /// What checkpointing knows of the functions primals call, decided once
     /// each (`fresh.rs`).
     call_facts: fresh::CallFacts,
+    /// The loops of the bodies derived so far whose records grow with
+    /// their iterations against the tape limit or schedule.
+    unbounded: Vec<UnboundedLoop>,
 }
 
 /// A declared pair of pieces whose bodies are still to be built: (primal,
@@ -116,6 +121,7 @@ impl<'r> Reverse<'r> {
             checkpoints: CheckpointSchedule::default(),
             parallel_min_stmts: PARALLEL_MIN_STMTS,
             call_facts: fresh::CallFacts::default(),
+            unbounded: Vec::new(),
         }
     }
 
@@ -131,6 +137,7 @@ impl<'r> Reverse<'r> {
             checkpoints: self.checkpoints.clone(),
             parallel_min_stmts: usize::MAX,
             call_facts: self.call_facts.clone(),
+            unbounded: Vec::new(),
         }
     }
 
@@ -277,6 +284,34 @@ impl<'r> Reverse<'r> {
             kind: crate::AdErrorKind::Internal,
             ..ReverseError::new(Location::default(), msg)
         })
+    }
+
+    /// The loops of the bodies derived so far that a tape limit or the
+    /// checkpoint schedule asked to checkpoint but that are not
+    /// checkpointed and record something per iteration, in the order they
+    /// were derived, each once: their tape grows with their iterations
+    /// (docs/reverse.md, "Which loops"). Rules derived at run time for
+    /// calls through function values add theirs as they are derived.
+    pub fn unbounded_loops(&self) -> &[UnboundedLoop] {
+        &self.unbounded
+    }
+
+    /// Takes in the loops of `plan` (the derivation of `primal`) whose
+    /// records grow against the request, each once.
+    fn note_unbounded(&mut self, primal: &str, skipped: &[SkippedLoop]) {
+        for s in skipped.iter().filter(|s| s.grows) {
+            self.add_unbounded(UnboundedLoop {
+                func: primal.to_string(),
+                skipped: s.clone(),
+            });
+        }
+    }
+
+    /// Adds `u` to [`Reverse::unbounded_loops`] unless it is there.
+    fn add_unbounded(&mut self, u: UnboundedLoop) {
+        if !self.unbounded.contains(&u) {
+            self.unbounded.push(u);
+        }
     }
 
     /// The pieces of `callee` if they were built already.

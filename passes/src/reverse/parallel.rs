@@ -62,10 +62,11 @@ fn names_a_function(op: &Operand) -> bool {
     matches!(op, Operand::Const(Const::Func(_)))
 }
 
-/// The bodies derived apart: the forward sweep's and the pullback's, and
-/// whether the derivation asked for counted tapes; `None` when the body is
-/// to be derived in the module after all.
-type Bodies = Option<(Func, Func, bool)>;
+/// The bodies derived apart: the forward sweep's and the pullback's,
+/// whether the derivation asked for counted tapes, and the loops whose
+/// records grow against the request ([`Reverse::unbounded_loops`]);
+/// `None` when the body is to be derived in the module after all.
+type Bodies = Option<(Func, Func, bool, Vec<super::UnboundedLoop>)>;
 
 /// Derives the bodies of `jobs` (in the order the queue gave them, each
 /// self-contained) on threads, then moves them into `module`; see the
@@ -119,11 +120,14 @@ pub(super) fn derive_apart(
         };
         let (_, fwd, back, _) = job;
         match out? {
-            Some((fbody, bbody, counted)) => {
+            Some((fbody, bbody, counted, unbounded)) => {
                 module[fwd] = fbody;
                 module[back] = bbody;
                 if counted {
                     module.set_counted_tapes(true);
+                }
+                for u in unbounded {
+                    rev.add_unbounded(u);
                 }
             }
             None => derive_here(rev, module, vec![job])?,
@@ -173,5 +177,5 @@ fn derive_one(base: &Reverse<'_>, module: &Module, job: &Job) -> Result<Bodies, 
     };
     let fbody = take(&mut m, f);
     let bbody = take(&mut m, b);
-    Ok(Some((fbody, bbody, m.counted_tapes())))
+    Ok(Some((fbody, bbody, m.counted_tapes(), rev.unbounded)))
 }

@@ -387,6 +387,38 @@ pub struct SkippedLoop {
     pub label: u32,
     /// Why it is not checkpointed.
     pub reason: String,
+    /// Whether its records grow with its iterations though a tape limit
+    /// or a schedule asked for it to be checkpointed: it records something
+    /// per iteration, and neither the program (`checkpoint(0)`) nor the
+    /// checkpoint schedule (`= record`) asked for it to be recorded.
+    pub grows: bool,
+    /// The loop's source position ([`super::header_pos`]), when the
+    /// module came from text.
+    pub pos: Option<irad_ir::Pos>,
+}
+
+/// A loop of a derived function whose records grow with its iterations
+/// though a tape limit or a schedule asked for checkpointing
+/// ([`SkippedLoop::grows`]): the tape of a long run of it is not bounded.
+/// `irad grad`, `bench` and `emit --grad` print each as a warning.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnboundedLoop {
+    /// The primal function it is in, without `@`.
+    pub func: String,
+    /// The loop, with why it is not checkpointed and where it is.
+    pub skipped: SkippedLoop,
+}
+
+impl fmt::Display for UnboundedLoop {
+    /// `loop #2 of @f is not checkpointed: REASON; its records grow with
+    /// its iterations`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "loop #{} of @{} is not checkpointed: {}; its records grow with its iterations",
+            self.skipped.label, self.func, self.skipped.reason
+        )
+    }
 }
 
 /// Builds `f` (a function of a normalised, verified module) in reverse mode

@@ -57,5 +57,6 @@ pub(super) fn derive(
     checkpoint::mark_replay_pushes(&cx, module, &ck, &mut plan);
     plan.set_checkpoints(checkpoint::summary(&cx, module, &ck), ck.skipped);
     plan.set_shown(ck.shown, ck.shown_at);
+    rev.note_unbounded(&module[primal].name, plan.not_checkpointed());
     Ok(plan)
 }

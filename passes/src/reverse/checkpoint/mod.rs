@@ -752,11 +752,15 @@ impl Checkpoints {
             .position(|c| which(c) && loops.of(c.k).exits.contains(&i))
     }
 
-    /// Notes that loop `#label` is not checkpointed, and why.
-    fn skip(&mut self, label: u32, reason: impl Into<String>) {
+    /// Notes that the loop headed by block position `header` is not checkpointed, and
+    /// why; `grows` says whether its records grow with its iterations
+    /// against the request ([`SkippedLoop::grows`]).
+    fn skip(&mut self, cx: &Derivation<'_>, header: usize, reason: impl Into<String>, grows: bool) {
         self.skipped.push(SkippedLoop {
-            label,
+            label: cx.label(header),
             reason: reason.into(),
+            grows,
+            pos: schedule::header_pos(&cx.src, cx.shape.bb.blocks[header].id),
         });
     }
 }
@@ -788,11 +792,15 @@ pub(super) fn choose(
     let mut replayed: HashSet<usize> = HashSet::default();
     for k in order {
         let l = loops.of(k);
-        let label = cx.label(l.header);
         let ask = asked.get(&l.header);
         if limit.is_none() && ask.is_none() {
             continue;
         }
+        // Whether a refusal leaves records growing with its iterations
+        // against the request.
+        let grows = |plan: &TapePlan| {
+            ask.is_none_or(|a| a.n != 0) && bytes_per_iteration(cx, view, plan, k) > 0
+        };
         let mut within = None;
         // The innermost checkpointed loop around it (loops are considered
         // outermost first, so that is the smallest one containing it).
@@ -813,8 +821,8 @@ pub(super) fn choose(
                         .all(|c| counts_trips_of(c, k, &replayed));
                     within = Some((outer.k, counted));
                 }
-                Err(why) => {
-                    out.skip(label, why);
+                Err((why, needed)) => {
+                    out.skip(cx, l.header, why, needed && grows(plan));
                     continue;
                 }
             }
@@ -828,7 +836,7 @@ pub(super) fn choose(
                 }
                 out.loops.push(c);
             }
-            Err(why) => out.skip(label, why),
+            Err(why) => out.skip(cx, l.header, why, grows(plan)),
         }
     }
     keep_direct_paths(cx, &mut out.loops);
@@ -854,7 +862,8 @@ pub(super) fn choose(
             continue;
         }
         if limit.is_some() || asked.contains_key(&h) {
-            out.skip(cx.label(h), "it never leaves");
+            let grows = asked.get(&h).is_none_or(|a| a.n != 0);
+            out.skip(cx, h, "it never leaves", grows);
         }
     }
     Ok(out)
@@ -1452,13 +1461,15 @@ fn entry_test(cx: &Derivation<'_>, k: usize) -> Option<EntryTest> {
 /// stretch rests on counts it that many times; [`short_constant`]). `outer`
 /// is the innermost checkpointed loop around `k`, at any depth: it may be
 /// checkpointed inside another loop's replay itself, and `k` then inside
-/// its replay.
+/// its replay. A refusal says whether `k` needed checkpointing: one that
+/// did not records a short run within each of `outer`'s stretches, so its
+/// records do not grow with the run ([`SkippedLoop::grows`]).
 fn nested_decision(
     cx: &Derivation<'_>,
     outer: &CkLoop,
     k: usize,
     (limit, ask): (Option<u64>, Option<&Ask>),
-) -> Result<(), String> {
+) -> Result<(), (String, bool)> {
     let loops = &cx.shape.loops;
     let o = cx.label(loops.of(outer.k).header);
     let needed = match (ask, limit) {
@@ -1467,11 +1478,17 @@ fn nested_decision(
         (None, None) => false,
     };
     if !needed {
-        return Err(format!("it is inside loop #{o}, which is checkpointed"));
+        return Err((
+            format!("it is inside loop #{o}, which is checkpointed"),
+            false,
+        ));
     }
     let outer_loop = loops.of(outer.k);
     if !loops.of(k).exits.iter().all(|&e| outer_loop.contains(e)) {
-        return Err(format!("it leaves loop #{o} too, which is checkpointed"));
+        return Err((
+            format!("it leaves loop #{o} too, which is checkpointed"),
+            true,
+        ));
     }
     Ok(())
 }

@@ -186,10 +186,15 @@ impl fmt::Display for CheckpointSchedule {
 /// (the loop's condition, for a `for` or `while` loop of the surface
 /// language), else of its first statement that has a position.
 pub fn header_line(func: &Func, header: Block) -> Option<u32> {
+    header_pos(func, header).map(|p| p.line)
+}
+
+/// The source position of a loop headed by `header`, as [`header_line`]
+/// finds its line.
+pub fn header_pos(func: &Func, header: Block) -> Option<Pos> {
     let b = &func.blocks[header];
     b.term_pos
         .or_else(|| b.insts.iter().find_map(|&i| func.insts[i].pos))
-        .map(|p| p.line)
 }
 
 /// The characters of a schedule with their positions.
