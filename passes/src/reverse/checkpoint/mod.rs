@@ -540,6 +540,23 @@ pub(super) struct Kept {
     pub latches: Vec<(Block, Operand)>,
 }
 
+/// A phi of a checkpointed loop's blocks other than its header's that holds
+/// a kept array (a double buffer swapped in a loop inside it, or on some
+/// iterations only; [`kept_phis`]) and that a kept header phi takes its
+/// array through: the loop that does not record carries its shadow in a
+/// phi of its own, as the recording one does.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct InnerKept {
+    /// The position of the phi's block.
+    pub block: usize,
+    /// Its shadow phi in the recording forward sweep.
+    pub phi: Value,
+    /// What enters it from each block (a primal block): the shadow phi (of
+    /// the recording sweep) of another kept array, or a shadow defined
+    /// before the loop.
+    pub entries: Vec<(Block, Operand)>,
+}
+
 /// An array a checkpointed loop makes (`copy`, `zeros` or `alloc` in a
 /// block whose innermost loop is this one, or a phi there choosing between
 /// such an array and one replaced on some iterations only) and uses after
@@ -642,6 +659,8 @@ pub(super) struct CkLoop {
     /// The arrays it carries through its header phis (their snapshots copy
     /// them after `arrays`).
     pub carried: Vec<Carried>,
+    /// The phis inside it through which kept header phis take their arrays.
+    pub inner_kept: Vec<InnerKept>,
     /// The arrays made in one of its iterations and used after it other
     /// than through its header (`a = b; break;`): the run's last iteration
     /// made them.
@@ -1052,6 +1071,7 @@ fn decide(
         handed,
         keeping,
         held_entry,
+        inner_kept,
     } = carried_arrays(cx, view, k)?;
     let escaping = escaping_arrays(cx, cx.shape.loops.of(k));
     let mut alias = aliases(cx, k, &carried, &handed)?;
@@ -1264,6 +1284,7 @@ fn decide(
         inputs,
         arrays,
         carried,
+        inner_kept,
         left,
         kept_left,
         leave: leave.unwrap_or_default(),
@@ -1555,6 +1576,9 @@ struct Found {
     /// saying it holds the array that phi entered with (its position among
     /// the header's phis) and that phi's entering shadow.
     held_entry: Vec<(Value, usize, Value, Value)>,
+    /// The kept phis inside the loop that the header's kept phis take their
+    /// arrays through ([`InnerKept`]).
+    inner_kept: Vec<InnerKept>,
 }
 
 type CarriedPhi = (
@@ -2013,10 +2037,15 @@ fn aliases(
     Ok(alias)
 }
 
-/// The header phis of loop `k` (`phis`) holding an array kept as it is,
-/// by their result: all array phis whose entries from inside are arrays
-/// defined before the loop (not `defined_inside`) or such phis, as long as
-/// that holds (a fixpoint from above).
+/// The phis of loop `k` holding an array kept as it is, by their result:
+/// all array phis of its blocks (its header's, `phis`, those of the loops
+/// inside it and of its branches' joins) whose entries (from inside the
+/// loop, for the header's) are arrays defined before the loop (not
+/// `defined_inside`) or such phis, as long as that holds (a fixpoint from
+/// above). So a double buffer swapped inside a loop inside `k` (since
+/// session 40: `for .. { for .. { b = f(a); t = a; a = b; b = t; } }`), or
+/// swapped on some iterations only, is kept: each such phi holds, on every
+/// visit, one of the arrays defined before the loop.
 fn kept_phis(
     cx: &Derivation<'_>,
     k: usize,
@@ -2026,16 +2055,23 @@ fn kept_phis(
     let l = cx.shape.loops.of(k);
     let index = cx.shape.bb.index();
     let inside = |b: &Block| index[*b].is_some_and(|p| l.contains(p));
-    let mut kept: HashSet<Value> = phis
-        .iter()
-        .filter(|&&(_, r)| contains_array(&cx.src.values[r].ty))
-        .map(|&(_, r)| r)
-        .collect();
+    let mut all: Vec<(Inst, Value, bool)> = phis.iter().map(|&(i, r)| (i, r, true)).collect();
+    for &m in l.members.iter().filter(|&&m| m != l.header) {
+        for &inst in &cx.shape.bb.blocks[m].stmts {
+            if let (InstKind::Phi { .. }, Some(r)) =
+                (&cx.src.insts[inst].kind, cx.src.insts[inst].result)
+            {
+                all.push((inst, r, false));
+            }
+        }
+    }
+    all.retain(|&(_, r, _)| contains_array(&cx.src.values[r].ty));
+    let mut kept: HashSet<Value> = all.iter().map(|&(_, r, _)| r).collect();
     loop {
         let before = kept.len();
         let snapshot = kept.clone();
         kept.retain(|&r| {
-            let Some(&(inst, _)) = phis.iter().find(|&&(_, x)| x == r) else {
+            let Some(&(inst, _, header)) = all.iter().find(|&&(_, x, _)| x == r) else {
                 return false;
             };
             let InstKind::Phi { entries } = &cx.src.insts[inst].kind else {
@@ -2043,7 +2079,7 @@ fn kept_phis(
             };
             entries
                 .iter()
-                .filter(|(p, _)| inside(p))
+                .filter(|(p, _)| !header || inside(p))
                 .all(|(_, op)| match op {
                     Operand::Value(v) => {
                         let v = passed_through(cx, *v, k);
@@ -2254,6 +2290,33 @@ fn carried_arrays(cx: &Derivation<'_>, view: &SweepView<'_>, k: usize) -> Result
         _ => None,
     };
     let kept = kept_phis(cx, k, &phis, &defined_inside);
+    // The shadow of what a kept phi takes through `op`. A call returning
+    // the array it was given returns its shadow too. Followed back only as
+    // far as the first value from before the loop (or a field of one, whose
+    // shadow is the one the tuple's shadows hold there): the loop uses that
+    // value, so its shadow is one a replay takes, and what it passes
+    // through may be no such one (`let r = touch(b); for .. { b = r; }`, or
+    // `b = touch(r)`; found in session 33). Also returns the kept phi
+    // taken, if any.
+    let kept_shadow_of = |op: &Operand| -> KeptShadow {
+        let before = |v: Value| !defined_inside(getfield_base(&cx.src, v));
+        let op = match op {
+            Operand::Value(v) => Operand::Value(passed_through_until(cx, *v, k, &before)),
+            op => *op,
+        };
+        let shadow = |op: &Operand| match super::ctx::shadows_of(view.fshadow, op).as_slice() {
+            [s] => Some(*s),
+            _ => None,
+        };
+        match op {
+            Operand::Value(v) if kept.contains(&v) => {
+                shadow_phi(v).map(|s| (Operand::Value(s), Some(v)))
+            }
+            op => shadow(&op).map(|s| (s, None)),
+        }
+        .ok_or_else(|| "it carries an array whose shadow is not one array".to_string())
+    };
+    let header_of: HashSet<Value> = phis.iter().map(|&(_, r)| r).collect();
     // The header phis of arrays made afresh, from every latch, in the loop
     // or in the iteration before, handed on by another such phi (`prev =
     // cur; cur = next;`), with their depth: the iterations after which
@@ -2298,6 +2361,8 @@ fn carried_arrays(cx: &Derivation<'_>, view: &SweepView<'_>, k: usize) -> Result
         }
     }
     let mut out = Vec::new();
+    // The kept phis inside the loop the kept header phis take, to follow.
+    let mut inner_todo: Vec<Value> = Vec::new();
     let mut seen: HashSet<Value> = HashSet::default();
     // The phis handed on, each to one phi only (two would hold one array).
     let mut handed: HashSet<Value> = HashSet::default();
@@ -2343,26 +2408,10 @@ fn carried_arrays(cx: &Derivation<'_>, view: &SweepView<'_>, k: usize) -> Result
                     .ok_or("it carries an array whose shadow entering it is not one array")?;
                 let mut latches = Vec::new();
                 for (p, op) in entries.iter().filter(|(p, _)| inside(p)) {
-                    // A call returning the array it was given returns its
-                    // shadow too. Followed back only as far as the first
-                    // value from before the loop (or a field of one, whose
-                    // shadow is the one the tuple's shadows hold there):
-                    // the loop uses that value, so its shadow is one a
-                    // replay takes, and what it passes through may be no
-                    // such one (`let r = touch(b); for .. { b = r; }`, or
-                    // `b = touch(r)`; found in session 33).
-                    let before = |v: Value| !defined_inside(getfield_base(&cx.src, v));
-                    let op = match op {
-                        Operand::Value(v) => {
-                            Operand::Value(passed_through_until(cx, *v, k, &before))
-                        }
-                        op => *op,
-                    };
-                    let from = match &op {
-                        Operand::Value(v) if kept.contains(v) => shadow_phi(*v).map(Operand::Value),
-                        op => one_shadow(op),
+                    let (from, taken) = kept_shadow_of(op)?;
+                    if let Some(q) = taken.filter(|q| !header_of.contains(q)) {
+                        inner_todo.push(q);
                     }
-                    .ok_or("it carries an array whose shadow is not one array")?;
                     latches.push((*p, from));
                 }
                 (
@@ -2446,12 +2495,64 @@ fn carried_arrays(cx: &Derivation<'_>, view: &SweepView<'_>, k: usize) -> Result
     keepers.not_handed(&handed)?;
     // The depths of the phis handed another's array, for the stretch.
     depth.retain(|&r, &mut d| d > 1 && out.iter().any(|c| c.1 == r && c.3.is_some()));
+    let inner_kept = inner_kept(cx, inner_todo, &shadow_phi, &|op| {
+        let (from, next) = kept_shadow_of(op)?;
+        Ok((from, next.filter(|n| !header_of.contains(n))))
+    })?;
     Ok(Found {
         carried: out,
         handed: depth,
         keeping: keepers.keeping,
         held_entry: keepers.held_entry,
+        inner_kept,
     })
+}
+
+/// The shadow of what a kept phi takes through an entry, with the kept phi
+/// inside the loop taken there, if any; or why the loop is refused.
+type KeptShadow = Result<(Operand, Option<Value>), String>;
+
+/// The kept phis inside a loop that its kept header phis take their arrays
+/// through (`todo`), and those these take in turn: each phi's shadow phi
+/// in the recording sweep (`shadow_phi`) and the shadow of what each entry
+/// brings, with the kept phi inside the loop it is, if any (`shadow_of`).
+fn inner_kept(
+    cx: &Derivation<'_>,
+    mut todo: Vec<Value>,
+    shadow_phi: &dyn Fn(Value) -> Option<Value>,
+    shadow_of: &dyn Fn(&Operand) -> KeptShadow,
+) -> Result<Vec<InnerKept>, String> {
+    const NOT_ONE: &str = "it carries an array whose shadow is not one array";
+    let index = cx.shape.bb.index();
+    let mut out: Vec<InnerKept> = Vec::new();
+    let mut done: HashSet<Value> = HashSet::default();
+    while let Some(q) = todo.pop() {
+        if !done.insert(q) {
+            continue;
+        }
+        let irad_ir::ValueDef::Inst(d) = cx.src.values[q].def else {
+            return Err(NOT_ONE.into());
+        };
+        let (Some(block), InstKind::Phi { entries }) = (
+            (*cx.places.get(d)).and_then(|(b, _)| index[b]),
+            &cx.src.insts[d].kind,
+        ) else {
+            return Err(NOT_ONE.into());
+        };
+        let phi = shadow_phi(q).ok_or(NOT_ONE)?;
+        let mut taken = Vec::new();
+        for (p, op) in entries {
+            let (from, next) = shadow_of(op)?;
+            todo.extend(next);
+            taken.push((*p, from));
+        }
+        out.push(InnerKept {
+            block,
+            phi,
+            entries: taken,
+        });
+    }
+    Ok(out)
 }
 
 /// Whether header phi `r` of loop `k` enters it with an array made for it

@@ -127,6 +127,17 @@ pub(in crate::reverse) fn rewrite(
             kept.phi = p;
         }
     }
+    // The same for the shadows of the kept phis inside it.
+    for kept in &mut local.inner_kept {
+        for (_, op) in &mut kept.entries {
+            if let Some(r) = in_replay(*op) {
+                *op = r;
+            }
+        }
+        if let Some(Operand::Value(p)) = in_replay(Operand::Value(kept.phi)) {
+            kept.phi = p;
+        }
+    }
     // The flag the inner loop's exit block pushes (a copy of the recording
     // sweep's phi, without entries yet), and the direct path deciding on
     // each entry whether this run is short enough to record.

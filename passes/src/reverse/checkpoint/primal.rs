@@ -485,6 +485,15 @@ impl PLoop<'_, '_, '_> {
                     self.pmap.set(r, Some(Operand::Value(v)));
                 }
             }
+            // The kept arrays' shadows, in the header and in the phis inside
+            // the loop its kept phis take their arrays through.
+            for ik in ck.inner_kept.iter().filter(|ik| ik.block == i) {
+                let v = self
+                    .fb
+                    .insert_phi(at, Type::Array(irad_ir::Scalar::F64))
+                    .map_err(&build)?;
+                self.kshadow.insert(ik.phi, v);
+            }
             if i == l.header {
                 for kept in ck.carried.iter().filter_map(|c| c.kept.as_ref()) {
                     let v = self
@@ -910,6 +919,46 @@ impl PLoop<'_, '_, '_> {
         Ok(())
     }
 
+    /// The new shadow phi of the kept array whose old one is `old`.
+    fn kept_shadow(&self, old: Value) -> Result<Value, ReverseError> {
+        self.kshadow
+            .get(&old)
+            .copied()
+            .ok_or_else(|| internal(&self.cx.floc, "a kept shadow without its phi"))
+    }
+
+    /// Adds to kept shadow phi `phi` an entry per (primal) block of
+    /// `entries` (the reachable ones only, with `reachable`): the kept
+    /// shadow phi renamed, or the shadow from before the loop; the edges
+    /// of the header `head` leave from `REST`.
+    fn kept_entries(
+        &mut self,
+        (phi, head): (Value, Block),
+        entries: &[(Block, Operand)],
+        reachable: bool,
+    ) -> Result<(), ReverseError> {
+        let cx = self.cx;
+        let index = cx.shape.bb.index();
+        for &(p, op) in entries {
+            let Some(pi) = index[p].filter(|&pi| !reachable || cx.shape.reachable[pi]) else {
+                continue;
+            };
+            let from = if self.fblock[pi] == head {
+                self.rest
+            } else {
+                self.fblock[pi]
+            };
+            let v = match op {
+                Operand::Value(v) => self.kshadow.get(&v).copied().map_or(op, Operand::Value),
+                op => op,
+            };
+            self.fb
+                .add_phi_entry(phi, from, v)
+                .map_err(build_err(&cx.floc))?;
+        }
+        Ok(())
+    }
+
     /// The entries of the loop's phis and of the countdown's.
     fn phi_entries(&mut self, ck: &CkLoop, cd: &Countdown) -> Result<(), ReverseError> {
         let cx = self.cx;
@@ -957,27 +1006,15 @@ impl PLoop<'_, '_, '_> {
         }
         let pre = self.fblock[ck.pre];
         for kept in ck.carried.iter().filter_map(|c| c.kept.as_ref()) {
-            let phi = self
-                .kshadow
-                .get(&kept.phi)
-                .copied()
-                .ok_or_else(|| internal(&cx.floc, "a kept shadow without its phi"))?;
+            let phi = self.kept_shadow(kept.phi)?;
             self.fb
                 .add_phi_entry(phi, pre, kept.entry)
                 .map_err(&build)?;
-            for &(p, op) in &kept.latches {
-                let Some(pi) = index[p] else { continue };
-                let from = if self.fblock[pi] == head {
-                    self.rest
-                } else {
-                    self.fblock[pi]
-                };
-                let v = match op {
-                    Operand::Value(v) => self.kshadow.get(&v).copied().map_or(op, Operand::Value),
-                    op => op,
-                };
-                self.fb.add_phi_entry(phi, from, v).map_err(&build)?;
-            }
+            self.kept_entries((phi, head), &kept.latches, false)?;
+        }
+        for ik in &ck.inner_kept {
+            let phi = self.kept_shadow(ik.phi)?;
+            self.kept_entries((phi, head), &ik.entries, true)?;
         }
         self.fb
             .add_phi_entry(c, pre, Operand::from(0i64))

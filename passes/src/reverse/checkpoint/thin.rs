@@ -383,6 +383,7 @@ fn advancing(cx: &Derivation<'_>, ck: &CkLoop, site: &SplitSite) -> Result<CkLoo
         .carried
         .iter()
         .filter_map(|c| c.kept.as_ref().map(|k| k.phi))
+        .chain(ck.inner_kept.iter().map(|k| k.phi))
         .collect();
     let in_replay = |v: Value| {
         ck.replayed
@@ -394,6 +395,15 @@ fn advancing(cx: &Derivation<'_>, ck: &CkLoop, site: &SplitSite) -> Result<CkLoo
     for (k, &start) in kept.zip(&site.kept) {
         k.entry = Operand::Value(start);
         for (_, op) in &mut k.latches {
+            if let Operand::Value(v) = *op
+                && !phis.contains(&v)
+            {
+                *op = in_replay(v)?;
+            }
+        }
+    }
+    for k in &mut out.inner_kept {
+        for (_, op) in &mut k.entries {
             if let Operand::Value(v) = *op
                 && !phis.contains(&v)
             {
