@@ -365,8 +365,9 @@ impl CompiledGradient {
     /// In reverse mode, the loops of the derived pieces that the request's
     /// tape limit or checkpoint schedule asked to checkpoint but that are
     /// not checkpointed and record something per iteration: their tape
-    /// grows with the run (`irad bench` prints each as a warning,
-    /// [`crate::unbounded_warning`]). Empty in forward mode.
+    /// grows with the run (each printable as a warning by
+    /// [`crate::unbounded_warning`]; [`crate::BenchReport`] holds the same
+    /// list). Empty in forward mode.
     pub fn unbounded_loops(&self) -> &[irad_passes::reverse::UnboundedLoop] {
         match &self.plan {
             Plan::Reverse(p) => p.unbounded_loops(),

@@ -327,7 +327,7 @@ fn vjp_once(
         ));
     }
     let wrt = check_wrt(src, module, req.func, req.opts.wrt.as_deref())?;
-    let mut rev = ReverseRun::new(src, module.clone(), registry, req, req.func, &wrt)?;
+    let mut rev = ReverseRun::limited(src, module.clone(), registry, req, &wrt)?;
     let mut exec = executor(src, req, module.len(), &mut rev.m, &mut rev.cache)?;
     let mut primal = None;
     if ret.shadow_leaves() > 0 {
@@ -506,7 +506,7 @@ fn jacobian_reverse(
     let wrt: Vec<usize> = (0..params.len())
         .filter(|&i| params[i].has_cotangent())
         .collect();
-    let mut rev = ReverseRun::new(src, module.clone(), registry, req, req.func, &wrt)?;
+    let mut rev = ReverseRun::limited(src, module.clone(), registry, req, &wrt)?;
     let mut rows = Vec::new();
     let mut passes = 0;
     let value = {
@@ -654,6 +654,23 @@ impl<'r> ReverseRun<'r> {
         let mut rev = Reverse::new(registry);
         rev.set_activity(req.opts.activity);
         ReverseRun::with_cache(src, m, rev, req, func, wrt)
+    }
+
+    /// [`ReverseRun::new`] under `req`'s tape limit and checkpoint
+    /// schedule (`irad grad --seed`, `jacobian --mode rev`: reverse mode of
+    /// the function itself; a review found them ignored, session 40).
+    pub(crate) fn limited(
+        src: &Source,
+        m: Module,
+        registry: &'r rules::Registry,
+        req: &GradRequest<'_>,
+        wrt: &[usize],
+    ) -> Result<ReverseRun<'r>, Error> {
+        let mut rev = Reverse::new(registry);
+        rev.set_activity(req.opts.activity);
+        rev.set_tape_limit(req.opts.tape_limit);
+        rev.set_checkpoint_schedule(req.opts.checkpoints.clone());
+        ReverseRun::with_cache(src, m, rev, req, req.func, wrt)
     }
 
     /// [`ReverseRun::new`] with the rule cache `rev` (which keeps what it

@@ -239,7 +239,6 @@ fn with_exports<T>(
     };
     let registry = rules::Registry::new();
     let (mut m, mut rules, exports) = prepare(src, module.clone(), &registry, reqs)?;
-    let unbounded = rules.rev.unbounded_loops().to_vec();
     let derivs = reqs.iter().any(|r| r.grad || r.hvp);
     let mut strong = if derivs && !module.strong_products() {
         Some(prepare(src, strong_copy(module), &registry, reqs)?)
@@ -261,6 +260,9 @@ fn with_exports<T>(
         file: src.name.clone(),
         err: Box::new(err),
     })?;
+    // After code generation, which derives the rules of the calls through
+    // function values the object holds.
+    let unbounded = rules.rev.unbounded_loops().to_vec();
     Ok((made, unbounded))
 }
 

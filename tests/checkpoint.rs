@@ -733,6 +733,9 @@ fn a_loop_left_unbounded_under_a_limit_is_a_warning() {
         (out.as_str(), err.as_str()),
         (plain.as_str(), warning.as_str())
     );
+    // With an output seed too: the limit holds there.
+    let (_, err) = irad_exits(&[&limited[..], &["--seed", "1.0"]].concat(), 0);
+    assert_eq!(err, warning);
     // Under `--json`, stderr carries errors only: the warning is a field.
     let (json, err) = irad_exits(&[&limited[..], &["--json"]].concat(), 0);
     assert_eq!(err, "");
@@ -828,6 +831,16 @@ fn the_unbounded_loops_are_in_the_gradient_and_the_compiled_gradient() {
         if t[0] < keep[0] { r = keep; keep = t; } else { r = t; }
     }
     keep[0] + r[0]
+}
+fn short(x: [f64]) -> f64 {
+    let mut r = copy(x);
+    let mut keep = copy(x);
+    for i in 0..3 {
+        let t = copy(r);
+        t[0] = t[0] * 0.5 + t[1];
+        if t[0] < keep[0] { r = keep; keep = t; } else { r = t; }
+    }
+    keep[0] + r[0]
 }",
     );
     let m = irad::load(&src).expect("loads");
@@ -846,6 +859,9 @@ fn the_unbounded_loops_are_in_the_gradient_and_the_compiled_gradient() {
         let (g, _) = irad::grad(&src, &m, &registry, &req).expect("a gradient");
         let compiled = irad::jit_gradient(&m, &registry, &req).expect("compiles");
         assert_eq!(g.unbounded_loops, compiled.unbounded_loops(), "{limit:?}");
+        // With an output seed (`grad --seed`), the same.
+        let (v, _) = irad::vjp(&src, &m, &registry, &req, &Val::F64(1.0)).expect("a vjp");
+        assert_eq!(g.unbounded_loops, v.unbounded_loops, "{limit:?}");
         match limit {
             None => assert!(g.unbounded_loops.is_empty()),
             Some(_) => {
@@ -861,6 +877,22 @@ fn the_unbounded_loops_are_in_the_gradient_and_the_compiled_gradient() {
             }
         }
     }
+    // The same loop run a constant 3 times: refused, but its records do
+    // not grow with the run.
+    let short = irad::find_function(&src, &m, "short").expect("has short");
+    let args = irad::parse_args(&Source::new("<args>", "[1.0, 2.0]"), &m, short).expect("args");
+    let mut req = irad::GradRequest::new(short, &args);
+    req.opts.tape_limit = Some(1);
+    let (g, _) = irad::grad(&src, &m, &registry, &req).expect("a gradient");
+    assert!(g.unbounded_loops.is_empty(), "{:?}", g.unbounded_loops);
+    let n = irad::load_normalised(&src).expect("normalises");
+    let nf = n.by_name("short").expect("has short");
+    let plan = tape_plan_limited(&n, &registry, nf, Some(1)).expect("a plan");
+    assert!(
+        matches!(plan.not_checkpointed(), [s] if !s.grows),
+        "{:?}",
+        plan.not_checkpointed()
+    );
 }
 
 /// What the interpreter counts while `@f.rev.fwd` then `@f.rev.back` run on

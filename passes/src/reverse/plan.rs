@@ -389,8 +389,12 @@ pub struct SkippedLoop {
     pub reason: String,
     /// Whether its records grow with its iterations though a tape limit
     /// or a schedule asked for it to be checkpointed: it records something
-    /// per iteration, and neither the program (`checkpoint(0)`) nor the
-    /// checkpoint schedule (`= record`) asked for it to be recorded.
+    /// per iteration, it leaves, it is no counted loop of a constant trip
+    /// count of at most 16 (whose run records as much each time), nor one
+    /// inside a checkpointed loop whose stretch holds its run (`it is
+    /// inside loop #N, which is checkpointed`), and neither the program
+    /// (`checkpoint(0)`) nor the checkpoint schedule (`= record`) asked
+    /// for it to be recorded.
     pub grows: bool,
     /// The loop's source position ([`super::header_pos`]), when the
     /// module came from text.

@@ -816,9 +816,13 @@ pub(super) fn choose(
             continue;
         }
         // Whether a refusal leaves records growing with its iterations
-        // against the request.
+        // against the request: not those of a counted loop of a short
+        // constant trip count, whose run records as much each time (the
+        // loops around it decide whether that grows).
         let grows = |plan: &TapePlan| {
-            ask.is_none_or(|a| a.n != 0) && bytes_per_iteration(cx, view, plan, k) > 0
+            ask.is_none_or(|a| a.n != 0)
+                && !short_constant(cx, k)
+                && bytes_per_iteration(cx, view, plan, k) > 0
         };
         let mut within = None;
         // The innermost checkpointed loop around it (loops are considered
@@ -881,8 +885,8 @@ pub(super) fn choose(
             continue;
         }
         if limit.is_some() || asked.contains_key(&h) {
-            let grows = asked.get(&h).is_none_or(|a| a.n != 0);
-            out.skip(cx, h, "it never leaves", grows);
+            // It never reaches the return, so the pullback never runs.
+            out.skip(cx, h, "it never leaves", false);
         }
     }
     Ok(out)
