@@ -152,6 +152,9 @@ pub const FEATURES: &[&str] = &[
     "carried-kept-best-two",
     "carried-kept-best-swap",
     "carried-kept-best-new",
+    "carried-swap-inner-loop",
+    "carried-swap-sometimes",
+    "carried-swap-inner-while",
     "carried-remade-by-call",
     "carried-kept-through-call",
     "carried-either-way-by-call",
@@ -620,6 +623,68 @@ impl Gen<'_, '_> {
         Ok(args.join(", "))
     }
 
+    /// A loop whose double buffer (copies of array `a`, of length `len`) is
+    /// swapped inside it: in a loop inside it, on some iterations only, or
+    /// in an inner `while` left by `break`. Both buffers hold, on every
+    /// visit, one of the arrays the loop entered with: kept as they are
+    /// (docs/reverse.md, "Arrays carried through the header"; since
+    /// session 40). Both are read after it.
+    fn swap_inside(&mut self, indent: usize, a: &str, len: usize) -> Result<()> {
+        let (x, y, i) = (self.name("sa"), self.name("sb"), self.name("i"));
+        self.line(indent, &format!("let mut {x} = copy({a});"));
+        let other = match self.u.arbitrary::<bool>()? {
+            true => format!("zeros({len})"),
+            false => format!("copy({a})"),
+        };
+        self.line(indent, &format!("let mut {y} = {other};"));
+        let n: u8 = self.u.int_in_range(0..=5)?;
+        self.line(indent, &format!("for {i} in 0..{n} {{"));
+        self.loop_depth += 1;
+        let t = self.name("t");
+        let swap = format!("let {t} = {x}; {x} = {y}; {y} = {t};");
+        let (j, k) = (self.index(len)?, self.index(len)?);
+        let e = self.expr(1)?;
+        let sweep = format!("{y}[{j}] = {x}[{k}] * 0.5 + 0.25 * tanh({e});");
+        let m: u8 = self.u.int_in_range(0..=3)?;
+        match self.u.int_in_range(0..=2u8)? {
+            0 => {
+                self.note("carried-swap-inner-loop");
+                let q = self.name("q");
+                self.line(indent + 1, &format!("for {q} in 0..{m} {{"));
+                self.line(indent + 2, &sweep);
+                self.line(indent + 2, &swap);
+                self.line(indent + 1, "}");
+            }
+            1 => {
+                self.note("carried-swap-sometimes");
+                self.line(indent + 1, &sweep);
+                let c = self.cond(1)?;
+                self.line(indent + 1, &format!("if {c} {{ {swap} }}"));
+            }
+            _ => {
+                self.note("carried-swap-inner-while");
+                let q = self.name("q");
+                let c = self.cond(1)?;
+                self.line(indent + 1, &format!("let mut {q} = 0;"));
+                self.line(indent + 1, &format!("while {q} < {m} {{"));
+                self.line(indent + 2, &sweep);
+                self.line(indent + 2, &swap);
+                self.line(indent + 2, &format!("if {c} {{ break; }}"));
+                self.line(indent + 2, &format!("{q} = {q} + 1;"));
+                self.line(indent + 1, "}");
+            }
+        }
+        let r = self.index(len)?;
+        self.line(indent + 1, &format!("acc = acc + 0.25 * tanh({x}[{r}]);"));
+        self.loop_depth -= 1;
+        self.line(indent, "}");
+        let (u, v) = (self.index(len)?, self.index(len)?);
+        self.line(indent, &format!("acc = acc + {x}[{u}] * {y}[{v}];"));
+        self.new_array(x, len);
+        self.new_array(y, len);
+        Ok(())
+    }
+
     /// One statement at indentation `indent`.
     fn stmt(&mut self, indent: usize) -> Result<()> {
         let choice: u8 = self.u.int_in_range(0..=22)?;
@@ -859,6 +924,11 @@ impl Gen<'_, '_> {
             return self.array_stmt(indent);
         }
         let (a, len, _) = self.u.choose(&arrays)?.clone();
+        // One loop in four with room for a loop inside swaps a double
+        // buffer inside it instead (since session 40).
+        if self.loop_depth + 1 < self.cfg.max_loop_depth && self.one_in(4)? {
+            return self.swap_inside(indent, &a, len);
+        }
         let (c, w, d) = (self.name("c"), self.name("w"), self.name("d"));
         let count: u8 = self.u.int_in_range(0..=6)?;
         // One loop in four carries the array in a tuple with a scalar.
