@@ -3370,6 +3370,13 @@ fn renamed_inputs(
             op(o);
         }
     }
+    // The shadows the kept phis inside it take from before it (a review
+    // found them left to an earlier loop's deleted phis, session 40).
+    for kept in &mut ck.inner_kept {
+        for (_, o) in &mut kept.entries {
+            op(o);
+        }
+    }
     for ch in ck.left.iter_mut().filter_map(|x| x.chosen.as_mut()) {
         ch.entry = last(ch.entry);
     }
