@@ -2069,13 +2069,18 @@ fn kept_phis(
             }
         }
     }
-    all.retain(|&(_, r, _)| contains_array(&cx.src.values[r].ty));
-    let mut kept: HashSet<Value> = all.iter().map(|&(_, r, _)| r).collect();
+    // Each array phi's statement, and whether it is the header's.
+    let all: HashMap<Value, (Inst, bool)> = all
+        .into_iter()
+        .filter(|&(_, r, _)| contains_array(&cx.src.values[r].ty))
+        .map(|(i, r, header)| (r, (i, header)))
+        .collect();
+    let mut kept: HashSet<Value> = all.keys().copied().collect();
     loop {
         let before = kept.len();
         let snapshot = kept.clone();
         kept.retain(|&r| {
-            let Some(&(inst, _, header)) = all.iter().find(|&&(_, x, _)| x == r) else {
+            let Some(&(inst, header)) = all.get(&r) else {
                 return false;
             };
             let InstKind::Phi { entries } = &cx.src.insts[inst].kind else {
