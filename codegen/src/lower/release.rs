@@ -331,7 +331,8 @@
 //! iterations, `keep`. No phi owns it by the rules above (a site entering
 //! two phis escapes), so every array such a loop made stayed until the
 //! run's end. A set `W` of at least two phis of type `[T]` of header `H`
-//! is a *sharing web* ([`sharing::sharing`]) when
+//! (or of one, below: "Webs of one phi") is a *sharing web*
+//! ([`sharing::sharing`]) when
 //! - `H` is entered from exactly one block outside its loop and by `goto`
 //!   edges only, every phi of `W` having an entry per edge (any operand
 //!   from outside);
@@ -406,6 +407,17 @@
 //! before any use), and is let go of only by a release, after the tape's
 //! counted references.
 //!
+//! *Webs of one phi.* A replay's recording loop of a loop that takes a new
+//! array on some iterations only carries the shadows in a phi whose latch
+//! brings a body phi of itself and a fresh zero array, and pushes that
+//! body phi (the shadow after the choice): no choosing phi, since a body
+//! phi is pushed, and no sharing web of two, so every shadow it made (one
+//! per iteration) stayed until the run's end. A header phi that no other
+//! rule owns, whose latch brings at least one body phi, is now a sharing
+//! web alone when it meets the rules above. The argument above holds for
+//! `m = 1` as it is; with no body phi pushed the lowering does what a
+//! choosing phi's does (a slot holds `n` exactly when a site made it).
+//!
 //! *Webs entered with pops.* A checkpoint's replay enters the loop around
 //! its split with the snapshot's arrays as popped, and its recording loop
 //! with fresh start shadows chosen by `select`s; when those loops' phis
@@ -469,6 +481,23 @@
 //! tape entry holding a slot's array comes from a push of the web's phis
 //! or sites (tagged) or of a `q` (counted or none); `q` never lets go of
 //! the array it is entered with.
+//!
+//! *Choosing phis leaving into quiet ones.* The loop around a replay's
+//! split, when its carried array is replaced on some iterations only, has
+//! a choosing phi `p` whose last array goes on into the recording loop's
+//! choosing phi `q` (entered with `p`), and `p` let go of nothing after its
+//! loop: one copy per replay stayed until the run's end. A choosing phi
+//! now lets go of its slots at a normal return, as a sharing web does
+//! above, when its arrays leave only as `p` entering phis `q` that are
+//! phis never pushed nor counting (above), phis of sharing webs (above), or
+//! choosing phis entered with `p` whose arrays stay in their loop and that
+//! are never pushed ([`Owner::quiet`]) or count every push of themselves
+//! ([`Freed::entered`]: holding `p`'s array, which is no pop's, they push
+//! it tagged), the latter only when `p`'s web releases. Sound as above:
+//! `q`'s slot only ever holds its sites' arrays, its body phis are never
+//! pushed (no choosing phi's are), and every push of `q` holding `p`'s
+//! array is counted, so the release at the return frees that array only
+//! after the tapes' references to it go.
 //!
 //! Fresh results. A function *returns a fresh array* at an array leaf of
 //! its result (the result `[T]` itself, or a field `[T]` of a result tuple
@@ -1235,13 +1264,16 @@ pub(super) struct Web {
     /// emptied without letting go on the edge from outside and at the
     /// return).
     pub(super) leaves: bool,
+    /// Whether it is a sharing web ("Sharing webs"; of one phi when no
+    /// other rule owns it, "Webs of one phi").
+    pub(super) shared: bool,
 }
 
 impl Web {
-    /// Whether this is a sharing web ("Sharing webs"): its header has
-    /// other phis owning its arrays with `phi`.
+    /// Whether this is a sharing web ("Sharing webs"), of one phi or more
+    /// (`others`), rather than a choosing phi's.
     pub(super) fn sharing(&self) -> bool {
-        !self.others.is_empty()
+        self.shared
     }
 
     /// The header phis owning the web's arrays: `phi`, then the others.
@@ -1492,6 +1524,7 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         func,
         &owned,
         (&freed.web_phi_entered, &freed.web_webs),
+        &freed.entered,
     ));
     hand_to_owners(owned, &mut freed);
     // Either phis whose arrays leave only into phis that are only read
@@ -1943,10 +1976,11 @@ fn webs_at_return(
     func: &Func,
     owned: &[Owner],
     (counting, web_webs): (&HashMap<Value, Value>, &HashMap<Value, Vec<Value>>),
+    entered: &HashMap<Value, Value>,
 ) -> Vec<Value> {
     let mut out = Vec::new();
     for o in owned {
-        let Some(w) = o.web.as_ref().filter(|w| w.sharing() && w.leaves) else {
+        let Some(w) = o.web.as_ref().filter(|w| w.leaves) else {
             continue;
         };
         let phis: Vec<Value> = w.phis().collect();
@@ -1987,7 +2021,26 @@ fn webs_at_return(
                     })
                 })
         };
-        if !o.into.is_empty() && o.into.iter().all(|q| never_pushed(q) || web_counts(q)) {
+        // A choosing phi entered with one of this web's phis, never pushed
+        // (nor are its body's phis, or it would not be one), whose arrays
+        // stay in its loop: its slot never holds the array it is entered
+        // with, and no tape does ("Choosing phis leaving into quiet
+        // ones").
+        let quiet_choosing = |q: &Value| {
+            owned.iter().any(|r| {
+                r.phi == *q
+                    && (r.quiet || (entered.contains_key(q) && o.letgo == Letgo::Release))
+                    && r.web.as_ref().is_some_and(|x| !x.sharing() && !x.leaves)
+                    && r.latch.is_some_and(|(e, leaves)| {
+                        !leaves && phis.iter().any(|&p| e == Operand::Value(p))
+                    })
+            })
+        };
+        if !o.into.is_empty()
+            && o.into
+                .iter()
+                .all(|q| never_pushed(q) || web_counts(q) || quiet_choosing(q))
+        {
             out.push(o.phi);
         }
     }
@@ -2717,11 +2770,18 @@ fn choosing(
         },
         from: Vec::new(),
         latch: Some((entry, leaves.any())),
-        into: Vec::new(),
+        // The phis after the loop it enters as it is, when that is the
+        // only way its arrays leave ("Choosing phis leaving into quiet
+        // ones").
+        into: if leaves.left {
+            Vec::new()
+        } else {
+            leaves.into.iter().map(|&(q, _)| q).collect()
+        },
         chain: None,
         in_chain: false,
         either: None,
-        quiet: false,
+        quiet: !pushed,
         web: Some(Web {
             phi: p,
             inst,
@@ -2731,6 +2791,7 @@ fn choosing(
             others: Vec::new(),
             body: Vec::new(),
             leaves: leaves.any(),
+            shared: false,
         }),
     })
 }

@@ -89,7 +89,7 @@ pub(super) fn sharing(
             cands.push((inst, p, latches));
         }
     }
-    if cands.len() < 2 || cands.len() > MAX_CANDIDATES {
+    if cands.is_empty() || cands.len() > MAX_CANDIDATES {
         return out;
     }
     let header_phis: HashSet<Value> = cands.iter().map(|&(_, p, _)| p).collect();
@@ -147,7 +147,11 @@ pub(super) fn sharing(
     let mut sets: Vec<Vec<Value>> = Vec::new();
     for k in 0..order.len() {
         let set: Vec<Value> = order.iter().copied().filter(|p| group[p] == k).collect();
-        if set.len() >= 2 {
+        // One phi alone is a web when its latch brings a phi of the body
+        // (a choosing phi whose body phis are pushed, which `choosing`
+        // refuses).
+        let alone = |p: &Value| !brings[p].phis.is_empty();
+        if set.len() >= 2 || set.first().is_some_and(alone) {
             sets.push(set);
         }
     }
@@ -332,6 +336,7 @@ fn web_of(
                 .collect(),
             body: web.iter().map(|&(_, q, _)| q).collect(),
             leaves: leaves.any(),
+            shared: true,
         }),
     })
 }
