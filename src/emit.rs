@@ -127,16 +127,23 @@ pub fn emit(
 /// ```
 /// use irad::{EmitRequest, Source};
 ///
-/// // `r` takes the best array kept before the step: refused.
+/// // `keep` takes what a call that may return its argument returns: refused.
 /// let text = "fn f(x: [f64], n: i64) -> f64 {
 ///     let mut r = copy(x);
 ///     let mut keep = copy(x);
 ///     for i in 0..n {
 ///         let t = copy(r);
 ///         t[0] = t[0] * 0.5;
-///         if t[0] < keep[0] { r = keep; keep = t; } else { r = t; }
+///         r = t;
+///         if t[0] < keep[0] { keep = ident(r, 2); }
 ///     }
 ///     keep[0] + r[0]
+/// }
+/// fn ident(a: [f64], k: i64) -> [f64] {
+///     if k > 0 {
+///         return ident(a, k - 1);
+///     }
+///     a
 /// }";
 /// let src = Source::new("f.irad", text);
 /// let m = irad::load(&src)?;

@@ -922,13 +922,19 @@ fn choosing_phis_keep_a_bounded_number_of_arrays() {
 /// loop's last copy, which it reads only (`accepted`) or pushes counted
 /// (`copied_some`); both are now let go of (docs/codegen.md, "Choosing
 /// phis"). The arrays kept at once stay flat from 64 to 1 024 iterations:
-/// 22 and 26, 23 and 27; before, 159 and 2 465, 127 and 1 953.
+/// 22 and 26, 23 and 27; before, 159 and 2 465, 127 and 1 953. The best
+/// and the iterate swapped (`swap_best`), which reverse mode checkpoints
+/// since session 41 (it recorded every iteration before): 40 and 46.
 #[test]
 fn replays_of_loops_replacing_their_array_sometimes_keep_a_bounded_number() {
-    let src = irad::read_source(std::path::Path::new(LOOPS)).expect("readable");
-    let module = irad::load(&src).expect("loads");
-    let normal = irad::normalise(&src, &module).expect("normalises");
-    for name in ["accepted", "copied_some"] {
+    for (file, name) in [
+        (LOOPS, "accepted"),
+        (LOOPS, "copied_some"),
+        (SHARING, "swap_best"),
+    ] {
+        let src = irad::read_source(std::path::Path::new(file)).expect("readable");
+        let module = irad::load(&src).expect("loads");
+        let normal = irad::normalise(&src, &module).expect("normalises");
         let mut peaks = Vec::new();
         for n in [64, 1024] {
             let args = format!("[1.0, 2.0, 3.0], {n}");

@@ -2134,6 +2134,55 @@ struct Keepers {
 }
 
 impl Keepers {
+    /// Takes in the header phis `phis` of a loop (whose blocks `inside`
+    /// says) that are replaced on some iterations only and carried with a
+    /// shadow (not `kept`), adding the arrays they are replaced by to
+    /// `seen`: those taking no other header phi's array first, so that a
+    /// phi taking the array of one making the same arrays (`if better { r
+    /// = keep; keep = t; } else { r = t; }`, since session 41) finds them
+    /// that phi's.
+    fn take_in_replaced(
+        &mut self,
+        cx: &Derivation<'_>,
+        view: &SweepView<'_>,
+        inside: &dyn Fn(&Block) -> bool,
+        (phis, kept): (&[(Inst, Value)], &HashSet<Value>),
+        seen: &mut HashSet<Value>,
+    ) -> Result<(), String> {
+        let one_shadow = |op: &Operand| match super::ctx::shadows_of(view.fshadow, op).as_slice() {
+            [s] => Some(*s),
+            _ => None,
+        };
+        // The shadow a header phi entered the loop with.
+        let entering = |q: Value| {
+            phis.iter()
+                .find(|&&(_, x)| x == q)
+                .and_then(|&(qi, _)| match &cx.src.insts[qi].kind {
+                    InstKind::Phi { entries } => {
+                        entries.iter().find(|(p, _)| !inside(p)).map(|&(_, op)| op)
+                    }
+                    _ => None,
+                })
+                .as_ref()
+                .and_then(one_shadow)
+        };
+        let mut marked: Vec<Value> = phis
+            .iter()
+            .map(|&(_, r)| r)
+            .filter(|&r| {
+                cx.replaced.contains_key(&r)
+                    && matches!(cx.src.values[r].ty, irad_ir::Type::Array(_))
+                    && matches!(view.fshadow[r].as_slice(), [Operand::Value(_)])
+                    && !kept.contains(&r)
+            })
+            .collect();
+        marked.sort_by_key(|r| cx.replaced[r].held.is_some());
+        for &r in &marked {
+            self.replaced(r, &cx.replaced[&r], (phis, seen), &entering)?;
+        }
+        Ok(())
+    }
+
     /// Fails where a phi replaced on some iterations that takes another's
     /// array, or that other, is among `handed`.
     fn not_handed(&self, handed: &HashSet<Value>) -> Result<(), String> {
@@ -2389,6 +2438,11 @@ fn carried_arrays(cx: &Derivation<'_>, view: &SweepView<'_>, k: usize) -> Result
             .takers
             .extend(made.into_iter().flatten().map(|v| (v, r)));
     }
+    let one_shadow = |op: &Operand| match super::ctx::shadows_of(view.fshadow, op).as_slice() {
+        [s] => Some(*s),
+        _ => None,
+    };
+    keepers.take_in_replaced(cx, view, &inside, (&phis, &kept), &mut seen)?;
     for (j, &(inst, r)) in phis.iter().enumerate() {
         let ty = &cx.src.values[r].ty;
         if !contains_array(ty) {
@@ -2403,10 +2457,6 @@ fn carried_arrays(cx: &Derivation<'_>, view: &SweepView<'_>, k: usize) -> Result
             continue;
         };
         let entry = entries.iter().find(|(p, _)| !inside(p)).map(|&(_, op)| op);
-        let one_shadow = |op: &Operand| match super::ctx::shadows_of(view.fshadow, op).as_slice() {
-            [s] => Some(*s),
-            _ => None,
-        };
         let mut replaced = None;
         let (fresh, kept_shadow) = match (shadow_phi(r), view.fshadow[r].is_empty()) {
             (_, true) => (None, None),
@@ -2435,19 +2485,6 @@ fn carried_arrays(cx: &Derivation<'_>, view: &SweepView<'_>, k: usize) -> Result
             (Some(sphi), _) if cx.replaced.contains_key(&r) => {
                 // Replaced on some iterations only: its flag is a header phi.
                 let rep = &cx.replaced[&r];
-                let entering = |q: Value| {
-                    phis.iter()
-                        .find(|&&(_, x)| x == q)
-                        .and_then(|&(qi, _)| match &cx.src.insts[qi].kind {
-                            InstKind::Phi { entries } => {
-                                entries.iter().find(|(p, _)| !inside(p)).map(|&(_, op)| op)
-                            }
-                            _ => None,
-                        })
-                        .as_ref()
-                        .and_then(one_shadow)
-                };
-                keepers.replaced(r, rep, (&phis, &mut seen), &entering)?;
                 let at = phis
                     .iter()
                     .position(|&(_, x)| x == rep.flag)

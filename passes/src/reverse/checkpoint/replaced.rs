@@ -262,11 +262,21 @@ fn unshared(
     header_of: &dyn Fn(Value) -> Value,
 ) -> Vec<Web> {
     let mut count: HashMap<Value, usize> = HashMap::default();
+    let mut makers: HashMap<Value, Vec<Value>> = HashMap::default();
     for w in webs.iter().chain(others) {
         for &v in w.phis.iter().chain(&w.made) {
             *count.entry(v).or_default() += 1;
         }
+        for &v in &w.made {
+            makers.entry(v).or_default().push(w.phi);
+        }
     }
+    // An array made that the web of the phi whose array this one takes
+    // makes too (`if better { r = keep; keep = t; } else { r = t; }`).
+    let with_source = |w: &Web, v: Value| {
+        let source = w.foreign.map(header_of);
+        makers[&v].len() == 2 && makers[&v].iter().all(|&p| p == w.phi || Some(p) == source)
+    };
     let most_made = if pairs { 2 } else { 1 };
     let mut taken: HashMap<Value, usize> = HashMap::default();
     for w in &webs {
@@ -277,7 +287,10 @@ fn unshared(
     webs.into_iter()
         .filter(|w| {
             !w.phis.iter().any(|v| count[v] > 1)
-                && !w.made.iter().any(|v| count[v] > most_made)
+                && !w
+                    .made
+                    .iter()
+                    .any(|&v| count[&v] > most_made && !with_source(w, v))
                 && !w.foreign.iter().any(|&f| taken[&header_of(f)] > 1)
         })
         .collect()
