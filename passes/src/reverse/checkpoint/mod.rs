@@ -1821,7 +1821,8 @@ fn through(
 /// and `r` (`let b = either(a, ..); if better { a = b; }`), and such phis
 /// (the *web*). It is carried as one made afresh (`op`, returned) when no
 /// value but `r` may hold the arrays `r` holds at the header: `r` enters
-/// with an array made for it that nothing else uses, and in the loop the
+/// with an array made for it that nothing else uses (but primitives that
+/// take no reference and run before the header: [`after_header`]), and in the loop the
 /// calls' results and the web's phis go nowhere but into the web and back
 /// into `r` (and element reads and writes), and `r` nowhere but into the
 /// calls and the web's phis; or but header phis `r` hands its array to
@@ -1892,9 +1893,23 @@ fn either_inside(cx: &Derivation<'_>, k: usize, op: &Operand, r: Value) -> Optio
     entered.extend(&handers);
     let made_for_it = |e: &Operand| match e {
         Operand::Value(e) => {
-            matches!(cx.src.values[*e].def, irad_ir::ValueDef::Inst(m)
-                if makes_array(&cx.src, &cx.fresh, m))
-                && every_use_is(cx, (*e, &entered), |_| true, |_, _| false)
+            let irad_ir::ValueDef::Inst(m) = cx.src.values[*e].def else {
+                return false;
+            };
+            let Some(made_at) = (*cx.places.get(m)).and_then(|(b, _)| index[b]) else {
+                return false;
+            };
+            // Element reads and writes before the loop (`a[0] = x;`) leave
+            // the array to it: they run before its header, never after
+            // (but on an array made again, in a loop around it).
+            let after = after_header(&shape.succs, l.header, made_at);
+            makes_array(&cx.src, &cx.fresh, m)
+                && every_use_is(
+                    cx,
+                    (*e, &entered),
+                    |_| true,
+                    |i, prim| !after[i] && prim.keeps_no_reference(),
+                )
         }
         Operand::Const(_) => false,
     };
@@ -1911,6 +1926,20 @@ fn either_inside(cx: &Derivation<'_>, k: usize, op: &Operand, r: Value) -> Optio
             .iter()
             .all(|&(w, _)| every_use_is(cx, (w, &within), |i| l.contains(i), reads)))
     .then_some(*v)
+}
+
+/// The blocks (by position) that run after `header` before block `made`
+/// runs again: reachable from it on paths that do not pass `made`.
+fn after_header(succs: &[smallvec::SmallVec<[usize; 2]>], header: usize, made: usize) -> Vec<bool> {
+    let mut seen = vec![false; succs.len()];
+    let mut todo = vec![header];
+    while let Some(b) = todo.pop() {
+        if b == made || std::mem::replace(&mut seen[b], true) {
+            continue;
+        }
+        todo.extend(succs[b].iter().copied());
+    }
+    seen
 }
 
 /// Loop `k`'s carried arrays as [`carried_arrays`] finds them, with the
