@@ -670,6 +670,7 @@ impl<'r> ReverseRun<'r> {
         rev.set_activity(req.opts.activity);
         rev.set_tape_limit(req.opts.tape_limit);
         rev.set_checkpoint_schedule(req.opts.checkpoints.clone());
+        rev.set_on_unbounded(req.opts.on_unbounded.clone());
         ReverseRun::with_cache(src, m, rev, req, req.func, wrt)
     }
 

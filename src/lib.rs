@@ -208,7 +208,7 @@ pub use typed::{ArgRef, GradOut};
 use irad_passes::Step;
 use irad_passes::forward::Forward;
 pub use irad_passes::forward::grad::{GradError, GradOptions, Gradient};
-pub use irad_passes::reverse::UnboundedLoop;
+pub use irad_passes::reverse::{UnboundedHook, UnboundedLoop};
 use irad_passes::stages::{ForwardStage, ReverseStage, SpecialiseStage};
 
 pub use ir::interp::value::Val;
@@ -259,6 +259,15 @@ use std::path::Path;
 /// assert_eq!(warnings.len(), 1);
 /// assert!(warnings[0].starts_with("f.irad:4:"), "{}", warnings[0]);
 /// assert!(warnings[0].contains(": warning: loop #2 of @f is not checkpointed: "));
+///
+/// // The same, told as the derivation notes it, before the run.
+/// let told = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+/// let sink = told.clone();
+/// let hook = irad::UnboundedHook::new(move |u| sink.lock().unwrap().push(u.clone()));
+/// let opts = GradOptions { tape_limit: Some(1024), on_unbounded: Some(hook), ..GradOptions::default() };
+/// let req = GradRequest { opts, ..GradRequest::new(f, &args) };
+/// irad::grad(&src, &m, &irad::rules::Registry::new(), &req)?;
+/// assert_eq!(*told.lock().unwrap(), g.unbounded_loops);
 /// # Ok::<(), irad::Error>(())
 /// ```
 pub fn unbounded_warning(src: &Source, u: &UnboundedLoop) -> String {

@@ -1127,6 +1127,11 @@ fn grad(cmd: GradCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         forward,
     } = cmd.req.read(sources, cmd.backend.lib())?;
     let registry = irad::rules::Registry::new();
+    let warnings = Warnings::new(&sources[0], !cmd.json);
+    let opts = irad::GradOptions {
+        on_unbounded: Some(warnings.hook()),
+        ..opts
+    };
     let req = irad::GradRequest {
         func,
         args: &args,
@@ -1151,9 +1156,6 @@ fn grad(cmd: GradCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
             irad::grad_owned(&sources[0], module, &registry, &req)?
         }
     };
-    if !cmd.json {
-        warn_unbounded(&sources[0], &g.unbounded_loops);
-    }
     if cmd.json {
         let grads: Vec<serde_json::Value> = g
             .gradient
@@ -1170,7 +1172,7 @@ fn grad(cmd: GradCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         if let Some(choice) = forward {
             json["forward"] = forward_json(&choice);
         }
-        add_warnings(&mut json, &sources[0], &g.unbounded_loops);
+        warnings.add_to(&mut json);
         if cmd.timings {
             json["timings"] = irad::timings::to_json(&irad::timings::snapshot());
         }
@@ -1196,6 +1198,55 @@ fn grad(cmd: GradCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
     Ok(())
 }
 
+/// The warnings of the loops whose tape grows though a tape limit or the
+/// checkpoint schedule asked for checkpointing ([`irad::unbounded_warning`]),
+/// gathered as the derivation notes them ([`Warnings::hook`]): before the
+/// run, which such a loop may make fail for want of memory, and also from
+/// rules derived during the run (calls through function values). Each
+/// warning once, also when the gradient is derived again (the strong
+/// fallback).
+struct Warnings {
+    src: Source,
+    /// Print each on stderr as it comes (not under `--json`).
+    print: bool,
+    lines: std::sync::Mutex<Vec<String>>,
+}
+
+impl Warnings {
+    fn new(src: &Source, print: bool) -> std::sync::Arc<Warnings> {
+        std::sync::Arc::new(Warnings {
+            src: src.clone(),
+            print,
+            lines: std::sync::Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The hook the gradient options take.
+    fn hook(self: &std::sync::Arc<Warnings>) -> irad::UnboundedHook {
+        let w = self.clone();
+        irad::UnboundedHook::new(move |u| {
+            let line = irad::unbounded_warning(&w.src, u);
+            let mut lines = w.lines.lock().unwrap_or_else(|e| e.into_inner());
+            if !lines.contains(&line) {
+                if w.print {
+                    emit(&mut std::io::stderr(), &format!("{line}\n"));
+                }
+                lines.push(line);
+            }
+        })
+    }
+
+    /// Under `--json`, the warnings as the field `warnings` of the object
+    /// printed, when there are any: stderr carries only errors under
+    /// `--json`.
+    fn add_to(&self, json: &mut serde_json::Value) {
+        let lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        if !lines.is_empty() {
+            json["warnings"] = serde_json::Value::from(lines.clone());
+        }
+    }
+}
+
 /// Prints on stderr a warning per loop whose tape grows though a tape limit
 /// or the checkpoint schedule asked for checkpointing
 /// ([`irad::unbounded_warning`]).
@@ -1205,16 +1256,6 @@ fn warn_unbounded(src: &Source, loops: &[irad::UnboundedLoop]) {
             &mut std::io::stderr(),
             &format!("{}\n", irad::unbounded_warning(src, u)),
         );
-    }
-}
-
-/// Under `--json`, the same warnings as the field `warnings` of the object
-/// printed (a list of the lines [`warn_unbounded`] prints), when there are
-/// any: stderr carries only errors under `--json`.
-fn add_warnings(json: &mut serde_json::Value, src: &Source, loops: &[irad::UnboundedLoop]) {
-    if !loops.is_empty() {
-        let lines = loops.iter().map(|u| irad::unbounded_warning(src, u));
-        json["warnings"] = serde_json::Value::from(lines.collect::<Vec<String>>());
     }
 }
 
@@ -1550,8 +1591,12 @@ fn bench(cmd: BenchCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         forward,
     } = cmd.req.read(sources, irad::Backend::Jit)?;
     let registry = irad::rules::Registry::new();
+    let warnings = Warnings::new(&sources[0], !cmd.json);
     let opts = irad::BenchOptions {
-        grad: opts,
+        grad: irad::GradOptions {
+            on_unbounded: Some(warnings.hook()),
+            ..opts
+        },
         mode,
         min_time: std::time::Duration::from_secs_f64(cmd.min_time),
         schedule,
@@ -1568,9 +1613,6 @@ fn bench(cmd: BenchCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
     });
     progress.clear();
     let report = result.map_err(|e| irad::grad_error(&sources[0], e))?;
-    if !cmd.json {
-        warn_unbounded(&sources[0], &report.unbounded_loops);
-    }
     if cmd.json {
         let mut json = serde_json::json!({
             "compile_s": report.compile_s,
@@ -1583,7 +1625,7 @@ fn bench(cmd: BenchCmd, sources: &mut Vec<Source>) -> Result<(), Error> {
         if let Some(choice) = forward {
             json["forward"] = forward_json(&choice);
         }
-        add_warnings(&mut json, &sources[0], &report.unbounded_loops);
+        warnings.add_to(&mut json);
         out(&format!("{json}\n"));
     } else {
         if let Some(choice) = forward {

@@ -709,6 +709,43 @@ fn the_tape_limit_option_on_the_command_line() {
     }
 }
 
+/// The loop of a function reached through a function value, whose rules
+/// are derived during the run, is warned of too, by `grad` and `bench`,
+/// plain and under `--json` (before session 42, only `emit --grad` and
+/// `grad --seed` did).
+#[test]
+fn a_loop_of_rules_derived_during_the_run_is_a_warning_too() {
+    let file = "tests/checkpoint/refused.irad";
+    let warning = format!(
+        "{file}:29:5: warning: loop #2 of @held is not checkpointed: it carries an array from \
+         one iteration to the next that it neither made afresh in the iteration nor kept as it \
+         is; its records grow with its iterations"
+    );
+    let call = [
+        "-f",
+        "through_value",
+        "--args",
+        "0.5, 9",
+        "--tape-limit",
+        "1",
+    ];
+    for backend in ["interp", "jit"] {
+        let grad = [&["grad", file, "--backend", backend][..], &call[..]].concat();
+        let (_, err) = irad_exits(&grad, 0);
+        assert_eq!(err, format!("{warning}\n"), "{backend}");
+        let (json, err) = irad_exits(&[&grad[..], &["--json"]].concat(), 0);
+        assert_eq!(err, "");
+        let json: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+        assert_eq!(json["warnings"], serde_json::json!([warning]), "{backend}");
+    }
+    let bench = [&["bench", file, "--min-time", "0.01"][..], &call[..]].concat();
+    let (_, err) = irad_exits(&bench, 0);
+    assert!(err.starts_with(&format!("{warning}\n")), "{err}");
+    let (json, _) = irad_exits(&[&bench[..], &["--json"]].concat(), 0);
+    let json: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    assert_eq!(json["warnings"], serde_json::json!([warning]));
+}
+
 /// A loop a tape limit asks to checkpoint that is not checkpointed and
 /// records something per iteration is a located warning on stderr, from
 /// `grad` (plain or `--json`), `bench` and `emit --grad`; the output is

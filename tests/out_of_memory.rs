@@ -168,6 +168,67 @@ fn a_sparse_tangent_builder_that_cannot_grow_is_a_located_error_in_both_backends
     }
 }
 
+/// A loop that a tape limit cannot checkpoint (a tuple made before it
+/// holds the array it replaces by an either call's result): its tape grows
+/// until memory runs out.
+const HELD: &str = "fn either_way(a: [f64], c: bool) -> [f64] { if c { a } else { copy(a) } }
+fn held(x: f64, n: i64) -> f64 {
+    let mut a = zeros(2);
+    a[0] = x;
+    let t = (a, x);
+    for k in 0..n {
+        a = either_way(a, k % 2 == 0);
+        a[1] = a[1] * 0.75 + sin(a[0]);
+    }
+    a[1] + t.0[1] * t.1
+}
+";
+
+/// The warning that such a loop is not checkpointed comes before the run,
+/// so a run that then runs out of memory still says why (before session 42
+/// it was printed after the run, and lost with it), in both backends and
+/// under `bench` too; under `--json` the error is all stderr carries.
+#[test]
+fn a_loop_left_unbounded_is_warned_of_before_its_run_runs_out_of_memory() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("out_of_memory");
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("held.irad");
+    std::fs::write(&path, HELD).expect("temp file");
+    let path = path.to_str().expect("utf-8 path");
+    let warning = format!(
+        "{path}:6:5: warning: loop #2 of @held is not checkpointed: it carries an array from one \
+         iteration to the next that it neither made afresh in the iteration nor kept as it is; its \
+         records grow with its iterations\n"
+    );
+    let call = [
+        "-f",
+        "held",
+        "--args",
+        "0.5, 1000000000",
+        "--tape-limit",
+        "1K",
+    ];
+    for (backend, kib) in [("interp", LIMIT_KIB), ("jit", 2_000_000)] {
+        let grad = [&["grad", path, "--backend", backend][..], &call[..]].concat();
+        let o = irad_limited(kib, &grad);
+        fails_cleanly(&o, &["out of memory", "held.irad:7:13"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.starts_with(&warning), "{backend}: {err}");
+        assert_eq!(err.matches("warning:").count(), 1, "{backend}: {err}");
+        let o = irad_limited(kib, &[&grad[..], &["--json"]].concat());
+        fails_cleanly(&o, &["out of memory"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!err.contains("warning"), "{backend} --json: {err}");
+    }
+    // Fewer iterations: `bench` times the primal first.
+    let mut bench = [&["bench", path, "--min-time", "0.1"][..], &call[..]].concat();
+    bench[7] = "0.5, 100000000";
+    let o = irad_limited(2_000_000, &bench);
+    fails_cleanly(&o, &["out of memory"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.starts_with(&warning), "bench: {err}");
+}
+
 /// The loop of issue 27, finding 6 (`tests/c/temporaries.irad`, which
 /// says what it computes; `tests/emit.rs` runs it as an object too).
 const TEMPORARIES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/c/temporaries.irad");

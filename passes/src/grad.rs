@@ -53,6 +53,11 @@ pub struct GradOptions {
     /// [`crate::split::PRIMAL_PART_STMTS`]); only `grad` and its variants in
     /// the facade do this. The results are the same at any limit.
     pub primal_split_limit: usize,
+    /// Reverse mode only: told of each loop of
+    /// [`Gradient::unbounded_loops`] as the derivation notes it, before
+    /// the code it derives runs (`irad grad` and `irad bench` print their
+    /// warnings so); `None` (the default): only the list after the run.
+    pub on_unbounded: Option<crate::reverse::UnboundedHook>,
 }
 
 impl Default for GradOptions {
@@ -67,6 +72,7 @@ impl Default for GradOptions {
             checkpoints: crate::reverse::CheckpointSchedule::default(),
             split_limit: crate::split::PART_STMTS,
             primal_split_limit: crate::split::PRIMAL_PART_STMTS,
+            on_unbounded: None,
         }
     }
 }

@@ -52,6 +52,7 @@ pub fn plan(
     rev.set_activity(opts.activity);
     rev.set_tape_limit(opts.tape_limit);
     rev.set_checkpoint_schedule(opts.checkpoints.clone());
+    rev.set_on_unbounded(opts.on_unbounded.clone());
     let (fwd, back) = rev.rule_wrt(module, f, &req.wrt)?;
     Ok(ReversePlan {
         req,

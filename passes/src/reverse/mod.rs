@@ -55,7 +55,8 @@ pub use checkpoint::schedule::{
 pub use checkpoint::{CALL_BYTES, INNER_TRIPS, StretchSource};
 pub use parallel::PARALLEL_MIN_STMTS;
 pub use plan::{
-    SkippedLoop, TapePlan, UnboundedLoop, tape_plan, tape_plan_limited, tape_plan_scheduled,
+    SkippedLoop, TapePlan, UnboundedHook, UnboundedLoop, tape_plan, tape_plan_limited,
+    tape_plan_scheduled,
 };
 
 use crate::forward::fresh_derived_name as fresh_name;
@@ -103,6 +104,8 @@ pub struct Reverse<'r> {
     /// The loops of the bodies derived so far whose records grow with
     /// their iterations against the tape limit or schedule.
     unbounded: Vec<UnboundedLoop>,
+    /// Told of each of `unbounded` as it is added.
+    on_unbounded: Option<UnboundedHook>,
 }
 
 /// A declared pair of pieces whose bodies are still to be built: (primal,
@@ -122,6 +125,7 @@ impl<'r> Reverse<'r> {
             parallel_min_stmts: PARALLEL_MIN_STMTS,
             call_facts: fresh::CallFacts::default(),
             unbounded: Vec::new(),
+            on_unbounded: None,
         }
     }
 
@@ -138,6 +142,7 @@ impl<'r> Reverse<'r> {
             parallel_min_stmts: usize::MAX,
             call_facts: self.call_facts.clone(),
             unbounded: Vec::new(),
+            on_unbounded: None,
         }
     }
 
@@ -307,11 +312,22 @@ impl<'r> Reverse<'r> {
         }
     }
 
-    /// Adds `u` to [`Reverse::unbounded_loops`] unless it is there.
+    /// Adds `u` to [`Reverse::unbounded_loops`] unless it is there, and
+    /// tells the hook of it.
     fn add_unbounded(&mut self, u: UnboundedLoop) {
         if !self.unbounded.contains(&u) {
+            if let Some(hook) = &self.on_unbounded {
+                (hook.0)(&u);
+            }
             self.unbounded.push(u);
         }
+    }
+
+    /// Tells `hook` of each loop [`Reverse::unbounded_loops`] gains from
+    /// now on, as it gains it (a cache emptied for a thread of
+    /// `parallel.rs` has none: its loops are told when they are merged).
+    pub fn set_on_unbounded(&mut self, hook: Option<UnboundedHook>) {
+        self.on_unbounded = hook;
     }
 
     /// The pieces of `callee` if they were built already.

@@ -425,6 +425,27 @@ impl fmt::Display for UnboundedLoop {
     }
 }
 
+/// Told of each [`UnboundedLoop`] as the derivation notes it
+/// ([`super::Reverse::set_on_unbounded`], `GradOptions::on_unbounded`):
+/// before any code derived with it runs, so that a warning reaches the user
+/// even when the run then fails for want of memory. Rules derived at run
+/// time (calls through function values) tell theirs as they are derived.
+#[derive(Clone)]
+pub struct UnboundedHook(pub std::sync::Arc<dyn Fn(&UnboundedLoop) + Send + Sync>);
+
+impl UnboundedHook {
+    /// A hook calling `f`.
+    pub fn new(f: impl Fn(&UnboundedLoop) + Send + Sync + 'static) -> UnboundedHook {
+        UnboundedHook(std::sync::Arc::new(f))
+    }
+}
+
+impl fmt::Debug for UnboundedHook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("UnboundedHook(..)")
+    }
+}
+
 /// Builds `f` (a function of a normalised, verified module) in reverse mode
 /// in a scratch copy of `module`, activity analysis on, and returns its tape
 /// plan, with the names of the saved values as `irad dump --mode rev` prints
