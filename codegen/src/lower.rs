@@ -2139,8 +2139,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
             return self.web_entry_word(func, v, p);
         }
         Ok(match letgo {
-            // A phi counting every push of itself holds only arrays of the
-            // run's arena (`lower/release.rs`, "Entered with made arrays").
+            // A phi counting every push of itself, or a leaf of its calls,
+            // holds only arrays of the run's arena (`lower/release.rs`,
+            // "Entered with made arrays").
             release::Letgo::Release if self.counting.contains(v) => self.b.ins().bor_imm_s(p, 1),
             // A latch-owning phi counts a reference only to an array of its
             // own, not to the one it was entered with from outside

@@ -761,7 +761,14 @@
 //! lets go after that only at the return, releasing). The phi need not
 //! be an either phi itself: when it is not, what its calls made is kept,
 //! and tagged pushes of it only count references that are never dropped
-//! to a free.
+//! to a free. The leaves of the calls its latches bring count every push
+//! of themselves too (since session 43): such a leaf holds the array the
+//! phi held, handed back, or one the call made (of the arena, as the
+//! callee's sites make theirs), so the same argument holds. Before, a
+//! push of a leaf holding `e`'s array was untagged (as for an either
+//! phi's results, above), an escape for the walk of the site `e` holds:
+//! a replay's recording that pushes the shadow a call returned (for a
+//! read after the call) kept its start shadow until the run ended.
 //!
 //! A replay of a checkpointed loop of either calls starts from a copy of
 //! the snapshot (`s = copy(..)`), handed to the phi of its split loop with
@@ -1185,9 +1192,10 @@ pub(super) struct Freed {
     /// argument may be passed tagged ("Pushed parameters"); else empty.
     pub(super) passed: HashMap<Inst, Vec<usize>>,
     /// The phis shaped as either phis whose entry holds only arrays sites
-    /// of the function made ("Entered with made arrays"): every push of
-    /// one, and every passing of it to a parameter its callee pushes, is
-    /// counted (a tagged word), whatever array it holds.
+    /// of the function made, and their latches' calls' leaves ("Entered
+    /// with made arrays"): every push of one, and every passing of it to a
+    /// parameter its callee pushes, is counted (a tagged word), whatever
+    /// array it holds.
     pub(super) counting: HashSet<Value>,
     /// The phis of sharing webs entered from outside with dropped pops or
     /// released sites' arrays, as they are or through `select`s, each with
@@ -2489,8 +2497,9 @@ fn either_leaves(either: &HashMap<Value, EitherCall>) -> HashMap<(Inst, usize), 
 /// their loops, every latch entry the leaf of a call of an either function
 /// passed the phi at the parameter it may return) whose entry holds only
 /// arrays that sites of `makers` made: the entry's value is such a site's,
-/// or a phi each entry of which is such a value, down to sites (module
-/// header, "Entered with made arrays").
+/// or a phi each entry of which is such a value, down to sites; and their
+/// latch entries, those calls' leaves (module header, "Entered with made
+/// arrays").
 fn counting_phis(
     func: &Func,
     (cfg, dom): (&ControlFlowGraph, &DominatorTree),
@@ -2532,6 +2541,12 @@ fn counting_phis(
             });
         if latched && made_only(func, *e, makers) {
             out.insert(p);
+            // Its calls' leaves hold its array or one the call made: the
+            // run's arena's too.
+            out.extend(latches.iter().filter_map(|(_, op)| match op {
+                Operand::Value(v) => Some(*v),
+                _ => None,
+            }));
         }
     }
     out
@@ -5247,11 +5262,23 @@ func @odd(%a: [bool]) -> [bool] {
             out.sort();
             out
         });
-        assert_eq!(counting, ["d", "p"]);
+        assert_eq!(counting, ["d", "p", "u", "w"]);
         // Uncounted, the callee's pushes are escapes and nothing counts:
         // `c` and `z` stay, and the split's phi owns only what its latch
         // brings, never letting go of its last (it enters `p`).
         assert_eq!(freed_in(&src, false), ["s", "k:handed"]);
+        // The calls' results pushed in the loop (the recording of `a =
+        // step(a); s = s + a[1];` pushes the shadow `w` for the read's
+        // pullback): those pushes count whatever `w` holds, `z` handed
+        // back included, so `z`'s walk meets only counted pushes and it
+        // is released. Before (session 43), a push of `w` counted only
+        // when `w` was not `z`, an escape for `z`'s walk: every replay
+        // kept its start shadow until the run ended.
+        let result_pushed = src.replace(
+            "  %j = call iadd(%i, 1) :: i64\n",
+            "  call push(%w)\n  call push(%u)\n  %j = call iadd(%i, 1) :: i64\n",
+        );
+        assert_eq!(freed(&result_pushed), freed(&src));
     }
 
     #[test]
