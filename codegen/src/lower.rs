@@ -449,23 +449,10 @@ impl<M: ClModule> Compiler<M> {
     /// callees that verify are inlined: a callee that does not is compiled
     /// (and refused) as a function of its own, as without inlining.
     fn inlined(&mut self, module: &Module, f: FuncId) -> Option<Inlined> {
-        let limits = self.inline.as_ref()?;
-        let n = module.len();
-        let recursive = match &self.recursive {
-            Some((len, set)) if *len == n => set,
-            _ => {
-                let set = irad_passes::pe::recursive_functions(module);
-                &self.recursive.insert((n, set)).1
-            }
-        };
-        let verified: std::cell::RefCell<HashMap<FuncId, bool>> = Default::default();
-        let allow = |g: FuncId| {
-            *verified
-                .borrow_mut()
-                .entry(g)
-                .or_insert_with(|| irad_ir::verify::verify_func(module, g).is_ok())
-        };
-        irad_passes::pe::inline_for_codegen(module, f, recursive, limits, &allow)
+        // The limits the freeing analysis summarised with, pinned at the
+        // first function compiled (`release::Summaries::pin_inline`).
+        let limits = self.summaries.pin_inline(&self.inline)?;
+        inlined_with(module, f, &limits, &mut self.recursive)
     }
 
     /// Lowers `f` and defines it in the backend.
@@ -1803,6 +1790,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// (`lower/release.rs`).
     fn freed_slots(&mut self, func: &Func) {
         self.freed.clear();
+        // Summaries see each callee as it is compiled, its own small
+        // callees inlined (`lower/release.rs`, "Summaries of inlined bodies").
+        self.c.summaries.pin_inline(&self.c.inline);
         let freed = release::freed_sites(func, self.module, &mut self.c.summaries);
         self.counted_pushes = release::counted_pushes(func, &freed);
         self.tagged_args = release::tagged_args(func, &freed);
@@ -2280,6 +2270,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         if !self.module.counted_tapes() {
             return Ok(());
         }
+        self.c.summaries.pin_inline(&self.c.inline);
         let pushed = self.c.summaries.pushed_params(self.module, fid);
         debug_assert!(
             release::still_only_pushed(func, &self.c.summaries, &pushed),
@@ -2830,6 +2821,38 @@ fn const_index(op: Option<&Operand>) -> Option<usize> {
         Some(Operand::Const(Const::I64(k))) => usize::try_from(*k).ok(),
         _ => None,
     }
+}
+
+/// `f` of `module` with its small non-recursive callees inlined by
+/// `limits` (docs/codegen.md, "Inlining"), or `None` when that finds no
+/// call; `recursive` caches the module's recursive functions with the
+/// module's length they were found at. Only callees that verify are
+/// inlined (a callee that does not is compiled, and refused, as a
+/// function of its own). Code generation compiles this body, and the
+/// freeing analysis summarises it (`release.rs`, "Summaries of inlined
+/// bodies").
+pub(crate) fn inlined_with(
+    module: &Module,
+    f: FuncId,
+    limits: &Limits,
+    recursive: &mut Option<(usize, EntitySet<FuncId>)>,
+) -> Option<Inlined> {
+    let n = module.len();
+    let recursive = match recursive {
+        Some((len, set)) if *len == n => set,
+        _ => {
+            let set = irad_passes::pe::recursive_functions(module);
+            &recursive.insert((n, set)).1
+        }
+    };
+    let verified: std::cell::RefCell<HashMap<FuncId, bool>> = Default::default();
+    let allow = |g: FuncId| {
+        *verified
+            .borrow_mut()
+            .entry(g)
+            .or_insert_with(|| irad_ir::verify::verify_func(module, g).is_ok())
+    };
+    irad_passes::pe::inline_for_codegen(module, f, recursive, limits, &allow)
 }
 
 #[cfg(test)]

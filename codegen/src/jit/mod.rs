@@ -155,10 +155,13 @@ impl<'m> Jit<'m> {
         self.code.stack_budget = bytes;
     }
 
-    /// Sets the limits within which functions compiled from now on get their
-    /// small non-recursive callees inlined (docs/codegen.md, "Inlining");
-    /// `None` turns inlining off. The default is `Some(Limits::default())`.
-    /// Either way the results and errors are the same.
+    /// Sets the limits within which compiled functions get their small
+    /// non-recursive callees inlined (docs/codegen.md, "Inlining"); `None`
+    /// turns inlining off. The default is `Some(Limits::default())`. Either
+    /// way the results and errors are the same. Only a setting made before
+    /// the first function is compiled takes effect: the analysis that frees
+    /// arrays summarises each function as inlined by the limits it first
+    /// saw, and every function is compiled so.
     pub fn set_inlining(&mut self, limits: Option<irad_passes::pe::Limits>) {
         self.code.inner_mut().comp.inline = limits;
     }

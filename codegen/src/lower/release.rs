@@ -910,6 +910,23 @@
 //! freed here, nor call results but fresh ones (above). Assumes a verified
 //! function (SSA dominance); statements in unreachable blocks never run
 //! and are ignored.
+//!
+//! Summaries of inlined bodies. A callee is summarised (kept, pushed,
+//! fresh and either leaves) as code generation compiles it: with its own
+//! small callees inlined ([`Summaries::inline`], the compiler's limits),
+//! which is the body its caller's call runs. Before session 43 it was
+//! summarised as the module has it, so a step function returning what a
+//! small helper returns (`if k % 4 == 1 { copy.. } else { nudge(a, h) }`,
+//! the helper handing its argument back) held neither, its own call
+//! (`nudge(a, h)`) being an unknown source: a loop of such steps owned
+//! nothing its calls made, and under a tape limit each replay kept every
+//! array and shadow its recording's calls made, more memory than without
+//! a limit (`mixed_steps` of tests/checkpoint/by_calls.irad; docs/
+//! performance.md). Inlining copies the callee's statements with their
+//! effects, so what the summary says of the inlined body holds of the
+//! call, and is what the body compiled for the function does (the
+//! `debug_assert` of `mask_pushed_params` checks the pushed parameters
+//! against the body after fusion and versioning too).
 
 use irad_ir::flow::{ControlFlowGraph, DominatorTree};
 use irad_ir::types::{Scalar, Type};
@@ -961,6 +978,31 @@ pub(super) struct Summaries {
     /// so no caller may release an array a callee pushed (a JIT deriving
     /// rules at run time compiles primals first, uncounted).
     uncounted: bool,
+    /// The limits code generation inlines small callees by (`Some(None)`:
+    /// it does not), pinned at the first function compiled ([`pin_inline`],
+    /// `None` before): a function is summarised with its small callees
+    /// inlined, as it is compiled ("Summaries of inlined bodies"), so every
+    /// function is compiled with the limits its summary was made with.
+    ///
+    /// [`pin_inline`]: Summaries::pin_inline
+    inline: Option<Option<irad_passes::pe::Limits>>,
+    /// The module's recursive functions, for `inline`, with the module's
+    /// length they were found at (rules derived at run time add functions).
+    recursive: Option<(usize, irad_ir::entity::EntitySet<FuncId>)>,
+}
+
+/// The functions being summarised, each as code generation compiles it:
+/// with its small callees inlined when that inlines any call, else as the
+/// module has it.
+struct Bodies<'m> {
+    module: &'m Module,
+    bodies: HashMap<FuncId, Func>,
+}
+
+impl Bodies<'_> {
+    fn get(&self, g: FuncId) -> Option<&Func> {
+        self.bodies.get(&g).or_else(|| self.module.get(g))
+    }
 }
 
 /// How a function lets go of the arrays of one of its sites.
@@ -1045,33 +1087,65 @@ impl Summaries {
         let mut new: Vec<FuncId> = Vec::new();
         let mut seen: HashSet<FuncId> = HashSet::default();
         let mut work: Vec<FuncId> = roots.to_vec();
+        let mut bodies: HashMap<FuncId, Func> = HashMap::default();
         while let Some(g) = work.pop() {
             if self.kept.contains_key(&g) || !seen.insert(g) {
                 continue;
             }
-            let Some(func) = module.get(g) else { continue };
+            if module.get(g).is_none() {
+                continue;
+            }
+            if let Some(inlined) = self.inlined(module, g) {
+                bodies.insert(g, inlined);
+            }
             new.push(g);
-            work.extend(callees(func));
+            if let Some(func) = bodies.get(&g).or_else(|| module.get(g)) {
+                work.extend(callees(func));
+            }
         }
         if new.is_empty() {
             return;
         }
-        let all_kept =
-            |module: &Module, g: FuncId| vec![true; module.get(g).map_or(0, |f| f.params.len())];
+        let bodies = Bodies { module, bodies };
+        self.settle(&bodies, &new);
+    }
+
+    /// `g` with its small callees inlined as code generation inlines them
+    /// (`Compiler::inlined`), when that inlines any call.
+    fn inlined(&mut self, module: &Module, g: FuncId) -> Option<Func> {
+        let limits = self.inline.clone().flatten()?;
+        super::inlined_with(module, g, &limits, &mut self.recursive).map(|i| i.func)
+    }
+
+    /// The limits every function is compiled and summarised with: `wanted`
+    /// (the compiler's) the first time, the same ever after, whatever the
+    /// compiler is later set to (a summary of a callee compiled before
+    /// must stay true of the body compiled for it).
+    pub(super) fn pin_inline(
+        &mut self,
+        wanted: &Option<irad_passes::pe::Limits>,
+    ) -> Option<irad_passes::pe::Limits> {
+        self.inline.get_or_insert_with(|| wanted.clone()).clone()
+    }
+
+    /// Summarises the functions `new` (every callee of theirs summarised or
+    /// among them), of `bodies`.
+    fn settle(&mut self, bodies: &Bodies<'_>, new: &[FuncId]) {
+        let all_kept = |g: FuncId| vec![true; bodies.get(g).map_or(0, |f| f.params.len())];
         if new.len() > SUMMARY_FUNCS {
-            for g in new {
-                self.kept.insert(g, all_kept(module, g));
+            for &g in new {
+                self.kept.insert(g, all_kept(g));
             }
             return;
         }
-        for &g in &new {
-            let n = module.get(g).map_or(0, |f| f.params.len());
+        for &g in new {
+            let n = bodies.get(g).map_or(0, |f| f.params.len());
             self.kept.insert(g, vec![false; n]);
         }
         for _ in 0..SUMMARY_ROUNDS {
             let mut changed = false;
-            for &g in &new {
-                let Some(func) = module.get(g) else { continue };
+            for &g in new {
+                let Some(func) = bodies.get(g) else { continue };
                 let kept = kept_params(func, self);
                 if self.kept.get(&g) != Some(&kept) {
                     self.kept.insert(g, kept);
@@ -1079,15 +1153,15 @@ impl Summaries {
                 }
             }
             if !changed {
-                for &g in &new {
-                    if let Some(func) = module.get(g) {
+                for &g in new {
+                    if let Some(func) = bodies.get(g) {
                         let pushed = pushed_params(func, self);
                         self.pushed.insert(g, pushed);
                     }
                 }
-                self.ensure_fresh(module, &new);
-                for &g in &new {
-                    if let Some(func) = module.get(g) {
+                self.ensure_fresh(bodies, new);
+                for &g in new {
+                    if let Some(func) = bodies.get(g) {
                         let either = fresh::either(func, self);
                         if either.iter().any(Option::is_some) {
                             self.either.insert(g, either);
@@ -1097,8 +1171,8 @@ impl Summaries {
                 return;
             }
         }
-        for g in new {
-            self.kept.insert(g, all_kept(module, g));
+        for &g in new {
+            self.kept.insert(g, all_kept(g));
         }
     }
 
@@ -1110,16 +1184,16 @@ impl Summaries {
     /// of a recursion is fresh). Each round can only take freshness away
     /// or add pushes, so it settles; past the rounds allowed, none is
     /// fresh (never seen).
-    fn ensure_fresh(&mut self, module: &Module, new: &[FuncId]) {
+    fn ensure_fresh(&mut self, bodies: &Bodies<'_>, new: &[FuncId]) {
         for &g in new {
-            if let Some(func) = module.get(g) {
+            if let Some(func) = bodies.get(g) {
                 self.fresh.insert(g, fresh::top(func));
             }
         }
         for _ in 0..SUMMARY_ROUNDS {
             let mut changed = false;
             for &g in new {
-                let Some(func) = module.get(g) else { continue };
+                let Some(func) = bodies.get(g) else { continue };
                 let leaves = fresh::fresh_leaves(func, self);
                 if self.fresh.get(&g) != Some(&leaves) {
                     self.fresh.insert(g, leaves);
@@ -5108,6 +5182,46 @@ func @new(%a: [f64]) -> [f64] {{
             .map(|&g| sums.either(g, 0).map(|e| e.param))
             .collect();
         assert_eq!(either, [Some(0), Some(0), None, None, Some(0), None]);
+    }
+
+    #[test]
+    fn a_function_returning_what_an_inlined_helper_hands_back_is_either() {
+        // `@step` returns a copy or what `@nudge` returns, which is its
+        // argument written in place. Summarised as the module has it, the
+        // call is an unknown source and `@step` holds neither; with its
+        // small callees inlined, as code generation compiles it, it is an
+        // either function of its argument (since session 43).
+        let src = "func @nudge(%a: [f64]) -> [f64] {
+#1:
+  %x = call arrayref(%a, 0) :: f64
+  %y = call mul(%x, 0.5) :: f64
+  call arrayset(%a, 0, %y)
+  return %a
+}
+func @step(%a: [f64], %c: bool) -> [f64] {
+#1:
+  gotoifnot %c, #3
+#2:
+  %b = call copy(%a) :: [f64]
+  goto #4
+#3:
+  %n = invoke @nudge(%a) :: [f64]
+  goto #4
+#4:
+  %r = phi [#2 => %b, #3 => %n] :: [f64]
+  return %r
+}
+";
+        let m = parse_module(src).expect("parses");
+        let step = m.by_name("step").expect("function");
+        let either = |inline: Option<irad_passes::pe::Limits>| {
+            let mut sums = Summaries::default();
+            sums.pin_inline(&inline);
+            sums.ensure(&m, &[step]);
+            sums.either(step, 0).map(|e| e.param)
+        };
+        assert_eq!(either(None), None);
+        assert_eq!(either(Some(irad_passes::pe::Limits::default())), Some(0));
     }
 
     #[test]
