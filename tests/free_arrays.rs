@@ -261,10 +261,12 @@ fn the_pops_free_the_fresh_arrays_callees_pushed() {
         // before the loop (0 before paths: fresh leaves were one level
         // down only).
         ("paired", 0, 30),
-        // Not yet: `@built.rev.fwd` pushes the array its recursive call
-        // returned (to restore it after its write), a call's array, not a
-        // statement's.
-        ("recursed", 0, 0),
+        // `@built.rev.fwd` pushes the array its recursive call returned
+        // (to restore it after its write), a call's array: counted since
+        // session 44, so its result is fresh and pushed ("Fresh results
+        // pushed on"), and the caller releases the 7 arrays and their
+        // shadows (0 before: a call's array pushed was an escape).
+        ("recursed", 0, 14),
     ];
     for &(name, uncounted, counted) in want {
         let args = CALL_CASES
@@ -1532,5 +1534,68 @@ fn checkpointed_sharing_webs_let_go_of_the_arrays_no_phi_holds() {
         }
         eprintln!("@{name}: most arrays live under 1 at 256 and 2 048 iterations: {grown:?}");
         assert!(grown[1] <= grown[0] + 12, "@{name}.rev: {grown:?}");
+    }
+}
+
+const PASSED_ON: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/free_arrays/passed_on.irad"
+);
+
+/// The programs of `tests/free_arrays/passed_on.irad` with their arguments.
+const PASSED_ON_CASES: &[(&str, &str)] = &[
+    ("halving", "1.5, 9"),
+    ("wrapped", "1.5, 9"),
+    ("kept_copy", "1.5, 9"),
+    ("kept_pair", "1.5, 9"),
+];
+
+/// Loops calling steps that pass the arrays they are given on to a callee
+/// that pushes them, push a callee's fresh array, or hand back the array
+/// they are given: poisoned, the JIT prints what the interpreter prints
+/// in every mode, gradients also under tape limits.
+#[test]
+fn arrays_steps_pass_on_or_hand_back_survive_until_their_last_use() {
+    jit_agrees_poisoned(PASSED_ON, PASSED_ON_CASES, EVERY_MODE);
+}
+
+/// Replays of checkpointed loops calling such steps keep a logarithm of
+/// their arrays, as `replays_of_either_loops_free_what_their_calls_made`
+/// bounds them. Arrays at once at 64 and 1 024 iterations under a 1-byte
+/// limit, since session 44 (before, in parentheses, each replay kept what
+/// its calls made until the run ended):
+/// - `halving`, 23 and 27 (137 and 2 057): the recursive step's forward
+///   sweep passes its shadow on to itself, which its summary took for
+///   keeping it, so the loop's shadow phi owned nothing
+///   (`lower/release.rs`, "Pushed parameters passed on");
+/// - `wrapped`, 53 and 61 (341 and 5 141): the outer step passes its
+///   shadows on to the inner step's forward sweep, which pushes them, and
+///   pushes a fresh array the inner step made ("Fresh results pushed on");
+/// - `kept_copy`, 24 and 28 (199 and 3 079), and `kept_pair`, 35 and 41
+///   (207 and 3 087): the step hands back the copy it is given (at a leaf
+///   of a tuple inside the forward sweep's result, for `kept_pair`), so
+///   the loop's phi takes that copy ("Handed back by a call").
+#[test]
+fn replays_of_loops_calling_steps_that_pass_on_or_hand_back_keep_a_logarithm() {
+    let src = irad::read_source(std::path::Path::new(PASSED_ON)).expect("readable");
+    let module = irad::load(&src).expect("loads");
+    let module = irad::normalise(&src, &module).expect("normalises");
+    for (name, _) in PASSED_ON_CASES {
+        let peaks: Vec<usize> = [64, 1024]
+            .into_iter()
+            .map(|n| {
+                let args = format!("1.5, {n}");
+                let (m, g, call) = reverse_call(&module, &src, name, &args, Some(1));
+                let what = format!("@{name}.rev({n}) under a 1-byte limit");
+                jit_agrees(&m, g, &call, &what).arrays_peak()
+            })
+            .collect();
+        eprintln!("most arrays live: @{name} {peaks:?}");
+        assert!(
+            peaks[1] <= peaks[0] + 8 + 4,
+            "@{name}.rev under a 1-byte limit: at most {} arrays live at 64 iterations, {} at 1024",
+            peaks[0],
+            peaks[1]
+        );
     }
 }

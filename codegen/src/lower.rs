@@ -1356,20 +1356,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     out
                 }
                 InstKind::Invoke { func: callee, args } => {
-                    let mut flat: SmallVec<[ir::Value; 8]> = SmallVec::new();
-                    let tagged = self.tagged_args.get(&inst).cloned().unwrap_or_default();
-                    for (k, a) in args.iter().enumerate() {
-                        let mut leaves = self.operand(a)?;
-                        // Passed to a parameter the callee only pushes: the
-                        // word a push of it would push (the callee counts
-                        // the reference at its push).
-                        if let (Some(&(_, letgo)), Operand::Value(v), Some(p)) =
-                            (tagged.iter().find(|&&(j, _)| j == k), a, leaves.first_mut())
-                        {
-                            *p = self.push_word(func, v, *p, letgo)?;
-                        }
-                        flat.extend(leaves);
-                    }
+                    let flat = self.invoke_args(func, inst, *callee, args)?;
                     let id = self.c.declare(self.module, FuncRef::User(*callee))?;
                     let r = self.fref(id);
                     let site = self.c.site(site_loc(), None);
@@ -2055,6 +2042,38 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let ctx = self.ctx();
         self.call_rt(RtSym::Hold, &[types::I64; 2], &[], &[ctx, word])?;
         Ok(())
+    }
+
+    /// The leaves `inst`, an `invoke` of `callee`, passes for `args`: an
+    /// argument passed to a parameter the callee only pushes is the word
+    /// a push of it would push (the callee counts the reference at its
+    /// push), or, for a parameter of this function passed on as it is,
+    /// the word it was passed, whose pushes there count when it is tagged
+    /// (`lower/release.rs`, "Pushed parameters passed on").
+    fn invoke_args(
+        &mut self,
+        func: &Func,
+        inst: irad_ir::Inst,
+        callee: FuncId,
+        args: &[Operand],
+    ) -> Result<SmallVec<[ir::Value; 8]>, CodegenError> {
+        let mut flat: SmallVec<[ir::Value; 8]> = SmallVec::new();
+        let tagged = self.tagged_args.get(&inst).cloned().unwrap_or_default();
+        for (k, a) in args.iter().enumerate() {
+            let mut leaves = self.operand(a)?;
+            if let (Some(&(_, letgo)), Operand::Value(v), Some(p)) =
+                (tagged.iter().find(|&&(j, _)| j == k), a, leaves.first_mut())
+            {
+                *p = self.push_word(func, v, *p, letgo)?;
+            } else if let (Operand::Value(v), Some(p)) = (a, leaves.first_mut())
+                && let Some(&word) = self.param_words.get(v)
+                && self.c.summaries.pushes(callee, k)
+            {
+                *p = word;
+            }
+            flat.extend(leaves);
+        }
+        Ok(flat)
     }
 
     /// The word a push of `v` (holding the array `p`), a value whose

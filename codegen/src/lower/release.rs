@@ -518,8 +518,9 @@
 //!   passed to a parameter its callee does not keep, returned with the
 //!   array at this leaf (never at another, so that distinct fresh leaves
 //!   come from disjoint origins, nor twice), or, for the value of a
-//!   statement itself (not a call's), pushed as it is. Everything else
-//!   (function values, other primitives, duals) is an escape.
+//!   statement itself, pushed as it is; so may a call site's value
+//!   (below; "Fresh results pushed on"). Everything else (function
+//!   values, other primitives, duals) is an escape.
 //!
 //! A fresh leaf is *pushed* when one of its origins is pushed so, or is a
 //! call's leaf its callee pushed. The summary is the greatest fixpoint
@@ -542,8 +543,20 @@
 //! site whose callee may have pushed its array counts as pushed, so it
 //! releases (and without counted tapes is not let go of). In a module
 //! whose tapes are counted, every push of a statement's own array as it
-//! is is counted (tagged), whether or not the function lets go of it: its
+//! is, and of a call site's value as it is ([`Freed::called`]), is
+//! counted (tagged), whether or not the function lets go of it: its
 //! caller may.
+//!
+//! *Fresh results pushed on.* Before session 44 only a statement's own
+//! array could be pushed at a fresh leaf's origin, so a step returning
+//! what a callee made and pushing it itself (reverse mode's forward sweep
+//! of `leap2(p, v) { let r = leap(p, v); (r.0, dot(r.1, r.1), r.1) }`
+//! pushes `r.1` for its pullback) returned no fresh leaf there, and a
+//! loop of such steps kept every array that leaf held. A call site's
+//! array is as new as a statement's (made during the callee's call,
+//! which returned it), and its pushes are now counted as a statement's
+//! are, so a call site's value pushed as it is counts as its origin's
+//! push (the leaf pushed); the argument below holds unchanged.
 //! Counting a push the function does not need counted never frees
 //! early: a counted reference only delays the free, and one whose pop
 //! never drops it keeps the array until the run's end (a leak, as before).
@@ -593,9 +606,12 @@
 //! k)`), kept every array such calls made until the run's end: the result
 //! is not fresh, and the header's phi, passed to a parameter its callee
 //! keeps (returns), escapes. An array leaf of a function's result (as for
-//! fresh leaves: the result `[T]`, or a `[T]` field of a result tuple
-//! whose other fields hold no array) *holds either* its parameter `j` of
-//! that type ([`Either`], in [`Summaries`]) when
+//! fresh leaves: the result `[T]`, or a `[T]` field of a result tuple at
+//! any depth of tuples inside it, named by its path; before session 44,
+//! only a field of the result tuple itself, so a reverse mode forward
+//! sweep, whose result holds the primal's tuple in a tuple, had none)
+//! *holds either* its parameter `j` of that type ([`Either`], in
+//! [`Summaries`]) when
 //! - every value the leaf may be copied from at a return (back through
 //!   phis, `select`, `tuple` and `getfield`) ends at parameter `j`, at
 //!   least once, or at an origin of a fresh leaf (a site making arrays, a
@@ -637,7 +653,9 @@
 //! In a caller, the *either call sites* are `v = invoke @f(..)` of an
 //! either `[T]` result and `v = getfield(t, k)` of an either field `k`
 //! where `t = invoke @f(..)` is in `v`'s block, used only by `getfield`s
-//! there, `v` the only one of field `k`. A phi `p` of type `[T]` of header
+//! there, `v` the only one of field `k`; and the `getfield` taking an
+//! either leaf deeper down by a chain of such `getfield`s in the block,
+//! as for call sites of fresh leaves. A phi `p` of type `[T]` of header
 //! `H` is an *either phi* ([`either_owning`]) when
 //! - `H` has exactly one predecessor it does not dominate (the loop's
 //!   entry), with a value `e` that is no latch entry;
@@ -741,6 +759,25 @@
 //! `p`, its calls' leaves and the comparison `p == e` included (they are
 //! values the walk reached, or `e`, which it reached too).
 //!
+//! *Handed back by a call.* An either leaf may hold nothing but its
+//! parameter ([`Either::only_param`]: no origin of a fresh leaf reaches
+//! it), the callee writing the array it is given and handing it back
+//! (`a = nudge(copy(a), h)`, or a forward sweep handing back the arrays
+//! and shadows it is given). A phi none of whose rules applied to such a
+//! leaf, passed a site `s` of the loop (a copy made in every iteration),
+//! owned nothing, and each iteration's copy stayed until the run ended.
+//! An owning or latch-owning phi now takes such a leaf as the site `s`
+//! passed there ([`Walk::handed_back`], `made`): `s` is handed over to
+//! it as if it entered the phi itself, `s`'s walk following the call to
+//! its leaf ([`Walk::either_passes`], above) and the phi's statement
+//! being the one not followed, and `hand_over`'s check that `s` is not
+//! carried into the phi again before it runs again counts an entry
+//! holding the leaf as one holding `s`. Sound as for sites handed over:
+//! the leaf is `s`'s array on every return (by the induction of either
+//! results, with no array made at the leaf), so the phi's entry holds
+//! `s`'s array and nothing else, as when `s` enters it, and the callee
+//! keeps nothing of it but counted pushes of the word it was passed.
+//!
 //! *Entered with made arrays.* A pushed parameter's word is tagged only
 //! when the argument's pushes are counted, and an either phi counts a
 //! push of itself only when it holds an array of its own. A phi shaped
@@ -837,10 +874,25 @@
 //! when every value it reaches (every phi counting, as for kept
 //! parameters) stays inside the function but for pushes of the
 //! parameter itself as it is (`push(%a)`, not of a `select` or phi of
-//! it), at least one: it is not returned, nor passed through a function
-//! value or to a parameter its callee keeps (a pushed one included). It
-//! is computed on the module's function once its callees' kept
-//! parameters are settled. In a module whose tapes are counted, such a
+//! it) and passings of it as it is to a parameter its callee only pushes
+//! (the function itself included): it is not returned, nor passed
+//! through a function value or to any other parameter its callee keeps.
+//! It is computed once its callees' kept parameters are settled, as a
+//! greatest fixpoint over the functions summarised together: every
+//! `[f64]` and `[i64]` parameter starts pushed, and each round
+//! recomputes every function from the others until none changes
+//! (`Summaries::settle_pushed`).
+//!
+//! *Pushed parameters passed on.* Before session 44 passing a parameter
+//! on to a pushed one was keeping it, so a function handing the shadow it
+//! is given to a callee's forward sweep (reverse mode's forward sweep of
+//! a step calling another step, or of a recursive step, which passes it
+//! on to itself) kept it: the caller's shadow phi owned nothing, and
+//! each replay of a checkpointed loop of such calls kept every shadow it
+//! made until the run ended. Now the lowering passes the word the
+//! function was given, as it was given, to such a callee's parameter
+//! (`Lower::param_words`): a push of it there is a push of the word the
+//! function itself would push, counted when it is tagged. In a module whose tapes are counted, such a
 //! function clears the bit of the word it is passed at entry, so every
 //! use sees the address, and each push of the parameter pushes the word
 //! it was passed, counting one reference (`irad_rt_hold`) when it is
@@ -881,7 +933,16 @@
 //! the parameter, and an inlined callee that pushes its own parameter
 //! makes the caller's parameter kept, not pushed (above), so the compiled
 //! body pushes the parameter only as the summary says (debug builds check
-//! it, [`still_only_pushed`]).
+//! it, [`still_only_pushed`]). A parameter passed on to one its callee
+//! only pushes is, seen from the caller, pushed by the callee's pushes of
+//! the very word the caller passed (the function passes on the word it
+//! was given, and the callee clears the bit and counts as above: a
+//! tagged word reaching the function reaches the callee by the same
+//! flag's rule). The greatest fixpoint is sound by induction on a finite
+//! run's call tree: the calls a call makes finish first, and each keeps
+//! the word only by its own counted pushes or by such calls, so a
+//! recursion that passes the parameter down keeps it only by the pushes
+//! made at its end.
 //!
 //! What is left are the tapes. An array a freed site made was never on
 //! one. One a released site made leaves its function only by pushes of
@@ -969,10 +1030,11 @@ pub(super) struct Summaries {
     /// empty for a `[T]` result); a function or leaf not there is not
     /// fresh.
     fresh: HashMap<FuncId, fresh::FreshLeaves>,
-    /// By function, by summary entry (as `fresh`): whether the leaf holds
-    /// either an array made during the call or one of its parameters as
-    /// passed ("Either results"); a function or entry not there does not.
-    either: HashMap<FuncId, Vec<Option<Either>>>,
+    /// By function, the array leaves of its result (by path, as `fresh`)
+    /// that hold either an array made during the call or one of its
+    /// parameters as passed ("Either results"); a function or leaf not
+    /// there does not.
+    either: HashMap<FuncId, Vec<(fresh::Path, Either)>>,
     /// Whether a function was compiled (its sites found) while its module's
     /// tapes were not counted: its pushes of its own arrays are not tagged,
     /// so no caller may release an array a callee pushed (a JIT deriving
@@ -1029,7 +1091,7 @@ impl Summaries {
 
     /// Whether `callee` keeps its parameter `k` only by pushing it as it
     /// is (unknown: no).
-    fn pushes(&self, callee: FuncId, k: usize) -> bool {
+    pub(super) fn pushes(&self, callee: FuncId, k: usize) -> bool {
         self.pushed
             .get(&callee)
             .and_then(|ps| ps.get(k).copied())
@@ -1053,13 +1115,14 @@ impl Summaries {
             .map_or(Fresh::No, |&(_, f)| f)
     }
 
-    /// Whether entry `k` of `callee`'s result holds either an array made
-    /// during the call or its parameter [`Either::param`] (unknown: no).
-    fn either(&self, callee: FuncId, k: usize) -> Option<Either> {
+    /// Whether the array leaf at `path` of `callee`'s result (as for
+    /// [`Summaries::fresh`]) holds either an array made during the call
+    /// or its parameter [`Either::param`] (unknown: no).
+    fn either(&self, callee: FuncId, path: &[usize]) -> Option<Either> {
         self.either
             .get(&callee)
-            .and_then(|e| e.get(k).copied())
-            .flatten()
+            .and_then(|e| e.iter().find(|(p, _)| p.as_slice() == path))
+            .map(|&(_, e)| e)
     }
 
     /// The parameters of `f` whose words it clears at entry in a module
@@ -1068,7 +1131,7 @@ impl Summaries {
     /// may return at an either leaf ("Either results").
     pub(super) fn masked_params(&mut self, module: &Module, f: FuncId) -> Vec<bool> {
         let mut out = self.pushed_params(module, f);
-        for e in self.either.get(&f).into_iter().flatten().flatten() {
+        for (_, e) in self.either.get(&f).into_iter().flatten() {
             if e.param_pushed
                 && let Some(m) = out.get_mut(e.param)
             {
@@ -1142,37 +1205,76 @@ impl Summaries {
             let n = bodies.get(g).map_or(0, |f| f.params.len());
             self.kept.insert(g, vec![false; n]);
         }
+        if !self.fixpoint(bodies, new, |s| &mut s.kept, kept_params) {
+            for &g in new {
+                self.kept.insert(g, all_kept(g));
+            }
+            return;
+        }
+        self.settle_pushed(bodies, new);
+        self.ensure_fresh(bodies, new);
+        for &g in new {
+            if let Some(func) = bodies.get(g) {
+                let either = fresh::either(func, self);
+                if !either.is_empty() {
+                    self.either.insert(g, either);
+                }
+            }
+        }
+    }
+
+    /// Recomputes the summary `of` of every function of `new` by `step`
+    /// from the current summaries, round after round, until none changes:
+    /// `true` if so within the rounds allowed.
+    fn fixpoint<T: PartialEq>(
+        &mut self,
+        bodies: &Bodies<'_>,
+        new: &[FuncId],
+        of: fn(&mut Summaries) -> &mut HashMap<FuncId, T>,
+        step: fn(&Func, &Summaries) -> T,
+    ) -> bool {
         for _ in 0..SUMMARY_ROUNDS {
             let mut changed = false;
             for &g in new {
                 let Some(func) = bodies.get(g) else { continue };
-                let kept = kept_params(func, self);
-                if self.kept.get(&g) != Some(&kept) {
-                    self.kept.insert(g, kept);
+                let next = step(func, self);
+                let summary = of(self);
+                if summary.get(&g) != Some(&next) {
+                    summary.insert(g, next);
                     changed = true;
                 }
             }
             if !changed {
-                for &g in new {
-                    if let Some(func) = bodies.get(g) {
-                        let pushed = pushed_params(func, self);
-                        self.pushed.insert(g, pushed);
-                    }
-                }
-                self.ensure_fresh(bodies, new);
-                for &g in new {
-                    if let Some(func) = bodies.get(g) {
-                        let either = fresh::either(func, self);
-                        if either.iter().any(Option::is_some) {
-                            self.either.insert(g, either);
-                        }
-                    }
-                }
-                return;
+                return true;
             }
         }
+        false
+    }
+
+    /// Summarises which parameters of the functions `new` (whose kept
+    /// parameters are summarised, as are all their callees') they only
+    /// push as they are: starting from "every `[f64]` and `[i64]`
+    /// parameter pushed", each round recomputes every one from the
+    /// others' current summaries until none changes (the greatest such
+    /// summary: a parameter passed on to a pushed parameter of a callee,
+    /// the function itself included, is pushed when that one is). Each
+    /// round can only take parameters away, so it settles; past the rounds
+    /// allowed, none is pushed.
+    fn settle_pushed(&mut self, bodies: &Bodies<'_>, new: &[FuncId]) {
         for &g in new {
-            self.kept.insert(g, all_kept(g));
+            if let Some(func) = bodies.get(g) {
+                let all = func
+                    .params
+                    .iter()
+                    .map(|&p| taggable(func.values.get(p).map(|d| &d.ty)))
+                    .collect();
+                self.pushed.insert(g, all);
+            }
+        }
+        if !self.fixpoint(bodies, new, |s| &mut s.pushed, pushed_params) {
+            for g in new {
+                self.pushed.remove(g);
+            }
         }
     }
 
@@ -1190,22 +1292,10 @@ impl Summaries {
                 self.fresh.insert(g, fresh::top(func));
             }
         }
-        for _ in 0..SUMMARY_ROUNDS {
-            let mut changed = false;
-            for &g in new {
-                let Some(func) = bodies.get(g) else { continue };
-                let leaves = fresh::fresh_leaves(func, self);
-                if self.fresh.get(&g) != Some(&leaves) {
-                    self.fresh.insert(g, leaves);
-                    changed = true;
-                }
+        if !self.fixpoint(bodies, new, |s| &mut s.fresh, fresh::fresh_leaves) {
+            for g in new {
+                self.fresh.remove(g);
             }
-            if !changed {
-                return;
-            }
-        }
-        for g in new {
-            self.fresh.remove(g);
         }
     }
 }
@@ -1288,6 +1378,11 @@ pub(super) struct Freed {
     /// phis"): a push of one holding such a phi's array pushes what a push
     /// of that phi would.
     pub(super) web_webs: HashMap<Value, Vec<Value>>,
+    /// The values of calls of fresh leaves (`fresh::Calls::sites`, the
+    /// function letting go of them or not): every push of one as it is
+    /// is counted in a module whose tapes are counted, as a push of a
+    /// statement's own array is ("Fresh results pushed on").
+    pub(super) called: HashSet<Value>,
 }
 
 /// A handing chain (module header, "Handing chains"): header phis each of
@@ -1390,6 +1485,7 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         web_entered: HashMap::default(),
         web_phi_entered: HashMap::default(),
         web_webs: HashMap::default(),
+        called: HashSet::default(),
     };
     // Without counted tapes (`Module::counted_tapes`), a push is an escape
     // and pops are no sites, as before tapes were counted.
@@ -1434,6 +1530,7 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
     let dom = DominatorTree::with_cfg(&cfg);
     let uses = Uses::of(func, &dom);
     let mut calls = fresh::Calls::of(func, &dom, &uses, summaries);
+    freed.called = calls.sites.keys().copied().collect();
     // A callee's push of its fresh array is counted only if it was
     // compiled with counted tapes: with every function so far compiled so
     // (the module's flag is set before its pieces are compiled, and not
@@ -1485,6 +1582,11 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         passthrough: None,
         either_leaf: either_leaves(&either),
         counting: freed.counting.clone(),
+        handed_back: either
+            .iter()
+            .filter(|(_, c)| c.only_param)
+            .map(|(&v, c)| (v, c.arg))
+            .collect(),
     };
     let sites: Vec<(Value, Block)> = sites
         .into_iter()
@@ -2274,7 +2376,7 @@ fn handing(
     let body = loop_body(cfg, dom, h);
     let none: HashSet<Block> = HashSet::default();
     for (head_inst, head, _, latches) in &cands {
-        let Some(from) = made(latches.iter(), makers) else {
+        let Some(from) = made(latches.iter(), makers, &HashMap::default()) else {
             continue;
         };
         // Down the chain: the one candidate each of whose latch entries is
@@ -2370,20 +2472,27 @@ fn handing(
 }
 
 /// The sites among `ops` (operands of a phi), each once, when all are
-/// sites of `makers`.
+/// sites of `makers`, or leaves of calls that hand back a site's array
+/// passed to them (`handed_back`, "Handed back by a call"): that site.
 fn made<'o>(
     ops: impl IntoIterator<Item = &'o Operand>,
     makers: &HashMap<Value, Block>,
+    handed_back: &HashMap<Value, Value>,
 ) -> Option<Vec<Value>> {
     let mut from: Vec<Value> = Vec::new();
     for op in ops {
-        match op {
-            Operand::Value(s) if makers.contains_key(s) => {
-                if !from.contains(s) {
-                    from.push(*s);
-                }
+        let s = match op {
+            Operand::Value(s) if makers.contains_key(s) => *s,
+            Operand::Value(l)
+                if let Some(&s) = handed_back.get(l)
+                    && makers.contains_key(&s) =>
+            {
+                s
             }
             _ => return None,
+        };
+        if !from.contains(&s) {
+            from.push(s);
         }
     }
     (!from.is_empty()).then_some(from)
@@ -2398,7 +2507,7 @@ fn owning(
     makers: &HashMap<Value, Block>,
     (h, inst, p, entries): (Block, Inst, Value, &[(Block, Operand)]),
 ) -> Option<Owner> {
-    let from = made(entries.iter().map(|(_, op)| op), makers)?;
+    let from = made(entries.iter().map(|(_, op)| op), makers, &walk.handed_back)?;
     let pushed = walk.stays_inside(p, Some((h, dom)), None)?;
     let handed = hand_over(func, cfg, dom, walk, (inst, h, entries), makers, &from)?;
     Some(Owner {
@@ -2438,7 +2547,7 @@ fn latch_owning(
     if !matches!(entry, Operand::Value(_)) || latches.iter().any(|(_, op)| op == entry) {
         return None;
     }
-    let from = made(latches.iter().map(|(_, op)| op), makers)?;
+    let from = made(latches.iter().map(|(_, op)| op), makers, &walk.handed_back)?;
     let body = loop_body(cfg, dom, h);
     // Pushed as it is, it counts its reference only when it holds an array
     // of its own (not the one it was entered with).
@@ -2481,6 +2590,8 @@ struct EitherCall {
     /// Whether `@f` pushes the parameter as it is (counted when passed a
     /// tagged word).
     param_pushed: bool,
+    /// Whether `@f` always hands back the array passed there.
+    only_param: bool,
 }
 
 /// The calls of either functions of `func` in reachable blocks, by result.
@@ -2500,19 +2611,20 @@ fn either_calls(
             else {
                 continue;
             };
-            // The result itself, or the one `getfield` of each field of a
-            // tuple used only by `getfield`s in this block.
+            // The result itself, or the one `getfield` of each array leaf
+            // of a tuple taken by chains of `getfield`s in this block (the
+            // tuple used only by them).
             let leaves = match func.values.get(r).map(|d| &d.ty) {
-                Some(Type::Array(_)) => vec![(0, r)],
-                Some(Type::Tuple(_)) => fresh::fields(func, uses, (r, block))
+                Some(Type::Array(_)) => vec![(Vec::new(), r)],
+                Some(Type::Tuple(_)) => fresh::leaf_fields(func, uses, (r, block))
                     .into_iter()
                     .filter(|(_, _, others)| others.is_empty())
-                    .map(|(k, g, _)| (k, g))
+                    .map(|(path, g, _)| (path, g))
                     .collect(),
                 _ => Vec::new(),
             };
-            for (k, v) in leaves {
-                if let Some(e) = summaries.either(*callee, k)
+            for (path, v) in leaves {
+                if let Some(e) = summaries.either(*callee, &path)
                     && let Some(&Operand::Value(arg)) = args.get(e.param)
                 {
                     out.insert(
@@ -2524,6 +2636,7 @@ fn either_calls(
                             arg,
                             pushed: e.pushed,
                             param_pushed: e.param_pushed,
+                            only_param: e.only_param,
                         },
                     );
                 }
@@ -2986,9 +3099,13 @@ fn hand_over(
             }
         }
         let after = unrepeated(cfg, h, b);
+        let holds_s = |op: &Operand| match op {
+            Operand::Value(v) => *v == s || walk.handed_back.get(v) == Some(&s),
+            _ => false,
+        };
         if entries
             .iter()
-            .any(|(pred, op)| *op == Operand::Value(s) && after.contains(pred))
+            .any(|(pred, op)| holds_s(op) && after.contains(pred))
         {
             return None;
         }
@@ -3062,7 +3179,7 @@ pub(super) fn counted_pushes(func: &Func, freed: &Freed) -> HashMap<Inst, Letgo>
                 Some(&letgo) => {
                     out.insert(i, letgo);
                 }
-                None if freed.counted && fresh::makes(func, *v) => {
+                None if freed.counted && (fresh::makes(func, *v) || freed.called.contains(v)) => {
                     out.insert(i, Letgo::Release);
                 }
                 None => {}
@@ -3187,10 +3304,20 @@ fn kept_params(func: &Func, summaries: &Summaries) -> Vec<bool> {
         .collect()
 }
 
+/// Whether a parameter of type `ty` may be passed tagged: a caller's
+/// `[bool]` buffer may sit at an odd address (a C caller's `uint8_t *`),
+/// so only arrays of 8-byte elements, whose addresses are even wherever
+/// they come from, carry the bit.
+fn taggable(ty: Option<&Type>) -> bool {
+    matches!(ty, Some(Type::Array(Scalar::F64 | Scalar::I64)))
+}
+
 /// Which `[T]` parameters of `func` it keeps only by pushing them as they
 /// are (module header, "Pushed parameters"), given the final summaries of
-/// its callees' kept parameters: passing one to a callee that pushes it is
-/// keeping it.
+/// its callees' kept parameters and the current ones of their pushed
+/// parameters: passing one as it is to a parameter its callee only pushes
+/// is a push of it (the word it was passed is passed on); passing it to
+/// any other parameter its callee keeps is keeping it.
 fn pushed_params(func: &Func, summaries: &Summaries) -> Vec<bool> {
     let cfg = ControlFlowGraph::with_function(func);
     let dom = DominatorTree::with_cfg(&cfg);
@@ -3199,13 +3326,8 @@ fn pushed_params(func: &Func, summaries: &Summaries) -> Vec<bool> {
     func.params
         .iter()
         .map(|&p| {
-            // A caller's `[bool]` buffer may sit at an odd address (a C
-            // caller's `uint8_t *`): only arrays of 8-byte elements, whose
-            // addresses are even wherever they come from, carry the bit.
-            matches!(
-                func.values.get(p).map(|d| &d.ty),
-                Some(Type::Array(Scalar::F64 | Scalar::I64))
-            ) && walk.stays_inside(p, None, None) == Some(true)
+            taggable(func.values.get(p).map(|d| &d.ty))
+                && walk.stays_inside(p, None, None) == Some(true)
         })
         .collect()
 }
@@ -3342,6 +3464,11 @@ struct Walk<'a> {
     either_leaf: HashMap<(Inst, usize), (Value, bool)>,
     /// The phis every push of which is counted (`Freed::counting`).
     counting: HashSet<Value>,
+    /// The leaves of calls of either functions that always hand back the
+    /// array passed at their parameter, each with that argument ("Handed
+    /// back by a call"): a phi taking such a leaf takes the argument's
+    /// array, so an owning phi may take the site passed there.
+    handed_back: HashMap<Value, Value>,
 }
 
 impl<'a> Walk<'a> {
@@ -3366,6 +3493,7 @@ impl<'a> Walk<'a> {
             passthrough: None,
             either_leaf: HashMap::default(),
             counting: HashSet::default(),
+            handed_back: HashMap::default(),
         }
     }
 
@@ -3406,13 +3534,25 @@ impl<'a> Walk<'a> {
             {
                 continue;
             }
-            if self.tags && self.summaries.pushes(*callee, k) && self.counts_push(v, a, site) {
+            if self.passes_tagged(site)
+                && self.summaries.pushes(*callee, k)
+                && self.counts_push(v, a, site)
+            {
                 pushed = true;
             } else {
                 return None;
             }
         }
         Some(pushed)
+    }
+
+    /// Whether passing a value to a parameter its callee only pushes may
+    /// count as a push of it: in a site's walk when tags are passed
+    /// (`tags`); in a parameter's walk that admits its pushes, for the
+    /// parameter itself as it is (`counts_push`), whose word the lowering
+    /// passes on as it was given ("Pushed parameters passed on").
+    fn passes_tagged(&self, site: bool) -> bool {
+        if site { self.tags } else { self.param_pushes }
     }
 
     /// [`Walk::invoke_pushes`] for a site's walk (`site`), where `v` passed
@@ -3468,7 +3608,10 @@ impl<'a> Walk<'a> {
             {
                 continue;
             }
-            if self.tags && self.summaries.pushes(*callee, k) && self.counts_push(v, a, site) {
+            if self.passes_tagged(site)
+                && self.summaries.pushes(*callee, k)
+                && self.counts_push(v, a, site)
+            {
                 pushed = true;
             } else {
                 return None;
@@ -4990,9 +5133,10 @@ func @f(%n: i64) -> f64 {
     #[test]
     fn a_parameter_its_callee_only_pushes_is_passed_tagged_and_released() {
         // `@step` pushes its `a` as it is and reads it (as reverse mode's
-        // forward sweep of a step function does): pushed. `@sel` pushes a
-        // `select` of it, `@ret` pushes and returns it, `@on` passes it to
-        // `@step`: kept, never pushed so.
+        // forward sweep of a step function does): pushed. `@on` passes it
+        // on as it is to `@step`'s, the word it was given: pushed too
+        // ("Pushed parameters passed on"). `@sel` pushes a `select` of it,
+        // `@ret` pushes and returns it: kept, never pushed so.
         let src = "func @step(%a: [f64], %h: f64) -> [f64] {
 #1:
   %b = call copy(%a) :: [f64]
@@ -5049,7 +5193,7 @@ func @f(%x: [f64], %n: i64) -> f64 {
                 vec![true, false],
                 vec![false, false],
                 vec![false],
-                vec![false]
+                vec![true]
             ]
         );
         // `t`, passed to `@step`, is released; `y` and `r` are fresh
@@ -5058,13 +5202,15 @@ func @f(%x: [f64], %n: i64) -> f64 {
         // (tagged when it holds an array of its own, not `x`). `@ret`
         // pushes its parameter and returns it (an either leaf): `u`, passed
         // to it tagged and followed to `u2`, is released ("Through either
-        // calls").
+        // calls"). `v`, passed tagged to `@on`, which passes it on, is
+        // released too.
         assert_eq!(
             freed(src),
             [
                 "t:release",
                 "y:release",
                 "u:release",
+                "v:release",
                 "p:release",
                 "r:release:handed"
             ]
@@ -5089,7 +5235,7 @@ func @f(%x: [f64], %n: i64) -> f64 {
             out.sort();
             out
         });
-        assert_eq!(tagged, ["p:Release", "t:Release", "u:Release"]);
+        assert_eq!(tagged, ["p:Release", "t:Release", "u:Release", "v:Release"]);
         // Tapes not counted: passing to `@step` keeps, as a push would.
         assert_eq!(freed_in(src, false), Vec::<String>::new());
         // A compiler that has compiled a function uncounted may have
@@ -5179,7 +5325,7 @@ func @new(%a: [f64]) -> [f64] {{
         let (_, sums, ids) = summaries_of(&src, &names);
         let either: Vec<Option<usize>> = ids
             .iter()
-            .map(|&g| sums.either(g, 0).map(|e| e.param))
+            .map(|&g| sums.either(g, &[]).map(|e| e.param))
             .collect();
         assert_eq!(either, [Some(0), Some(0), None, None, Some(0), None]);
     }
@@ -5218,7 +5364,7 @@ func @step(%a: [f64], %c: bool) -> [f64] {
             let mut sums = Summaries::default();
             sums.pin_inline(&inline);
             sums.ensure(&m, &[step]);
-            sums.either(step, 0).map(|e| e.param)
+            sums.either(step, &[]).map(|e| e.param)
         };
         assert_eq!(either(None), None);
         assert_eq!(either(Some(irad_passes::pe::Limits::default())), Some(0));
@@ -5246,16 +5392,16 @@ func @odd(%a: [bool]) -> [bool] {
         ]
         .concat();
         let (_, sums, ids) = summaries_of(&src, &["fwd", "one", "odd"]);
-        let leaf = |g: FuncId, k: usize| {
-            sums.either(g, k)
+        let leaf = |g: FuncId, path: &[usize]| {
+            sums.either(g, path)
                 .map(|e| (e.param, e.pushed, e.param_pushed))
         };
-        assert_eq!(leaf(ids[0], 0), Some((0, false, true)));
-        assert_eq!(leaf(ids[0], 1), Some((2, true, true)));
+        assert_eq!(leaf(ids[0], &[0]), Some((0, false, true)));
+        assert_eq!(leaf(ids[0], &[1]), Some((2, true, true)));
         // One parameter serves one leaf only; the other has none.
-        assert_eq!(leaf(ids[1], 0), None);
-        assert_eq!(leaf(ids[1], 1), None);
-        assert_eq!(leaf(ids[2], 0), None);
+        assert_eq!(leaf(ids[1], &[0]), None);
+        assert_eq!(leaf(ids[1], &[1]), None);
+        assert_eq!(leaf(ids[2], &[]), None);
     }
 
     #[test]
@@ -5549,5 +5695,189 @@ func @odd(%a: [bool]) -> [bool] {
         );
         assert_eq!(freed(&src), ["p", "t:handed"]);
         assert_eq!(latch_phis(&src), ["p:leaves:at_return"]);
+    }
+
+    #[test]
+    fn a_parameter_passed_on_to_one_a_callee_only_pushes_is_pushed_itself() {
+        // `@rec` passes `a` on to itself, and pushes it at the bottom: a
+        // greatest fixpoint finds it pushed ("Pushed parameters passed
+        // on"). `@mid` passes its `a` on to `@rec`'s and reads it: pushed
+        // too; `@sel` passes a `select` of it: kept. A loop's phi passed
+        // to `@mid` owns the arrays its latch brings, which `@mid` pushes.
+        let src = "func @rec(%a: [f64], %k: i64) -> () {
+#1:
+  %z = call eq(%k, 0) :: bool
+  gotoifnot %z, #3
+#2:
+  call push(%a)
+  return ()
+#3:
+  %k1 = call isub(%k, 1) :: i64
+  invoke @rec(%a, %k1)
+  return ()
+}
+func @mid(%a: [f64], %k: i64) -> f64 {
+#1:
+  invoke @rec(%a, %k)
+  %x = call arrayref(%a, 0) :: f64
+  return %x
+}
+func @sel(%a: [f64], %c: bool) -> () {
+#1:
+  %s = call select(%c, %a, %a) :: [f64]
+  invoke @rec(%s, 1)
+  return ()
+}
+func @f(%x: [f64], %n: i64) -> f64 {
+#1:
+  goto #2
+#2:
+  %p = phi [#1 => %x, #3 => %r] :: [f64]
+  %i = phi [#1 => 0, #3 => %j] :: i64
+  %c = call lt(%i, %n) :: bool
+  gotoifnot %c, #4
+#3:
+  %y = invoke @mid(%p, %i) :: f64
+  %r = call copy(%p) :: [f64]
+  %j = call iadd(%i, 1) :: i64
+  goto #2
+#4:
+  return 0.0
+}
+";
+        let (_, sums, ids) = summaries_of(src, &["rec", "mid", "sel"]);
+        let pushed: Vec<Vec<bool>> = ids.iter().map(|g| sums.pushed[g].clone()).collect();
+        assert_eq!(
+            pushed,
+            [vec![true, false], vec![true, false], vec![false, false]]
+        );
+        assert_eq!(freed(src), ["p:release", "r:release:handed"]);
+        // Passed tagged; `@sel` masks nothing.
+        let m = parse_module(src).expect("parses");
+        let mut sums = Summaries::default();
+        let masked: Vec<Vec<bool>> = ["rec", "mid", "sel"]
+            .iter()
+            .map(|n| sums.masked_params(&m, m.by_name(n).expect("function")))
+            .collect();
+        assert_eq!(masked, pushed);
+    }
+
+    #[test]
+    fn a_callees_fresh_array_pushed_and_returned_is_fresh_and_pushed() {
+        // `@wrap` pushes the fresh array `@make` returns and returns it: a
+        // fresh leaf, pushed ("Fresh results pushed on"), the push counted
+        // (a tagged word). `@leak` also returns it in a second field: not
+        // fresh.
+        let src = "func @make(%a: [f64]) -> ([f64], f64) {
+#1:
+  %b = call copy(%a) :: [f64]
+  %t = call tuple(%b, 1.0) :: ([f64], f64)
+  return %t
+}
+func @wrap(%a: [f64]) -> ([f64], f64) {
+#1:
+  %t = invoke @make(%a) :: ([f64], f64)
+  %b = call getfield(%t, 0) :: [f64]
+  %s = call getfield(%t, 1) :: f64
+  call push(%b)
+  %u = call tuple(%b, %s) :: ([f64], f64)
+  return %u
+}
+func @leak(%a: [f64]) -> ([f64], [f64]) {
+#1:
+  %t = invoke @make(%a) :: ([f64], f64)
+  %b = call getfield(%t, 0) :: [f64]
+  call push(%b)
+  %u = call tuple(%b, %b) :: ([f64], [f64])
+  return %u
+}
+";
+        let (m, sums, ids) = summaries_of(src, &["make", "wrap", "leak"]);
+        assert_eq!(sums.fresh(ids[0], &[0]), Fresh::Made { pushed: false });
+        assert_eq!(sums.fresh(ids[1], &[0]), Fresh::Made { pushed: true });
+        assert_eq!(sums.fresh(ids[2], &[0]), Fresh::No);
+        assert_eq!(sums.fresh(ids[2], &[1]), Fresh::No);
+        let mut m = m;
+        m.set_counted_tapes(true);
+        let wrap = m.get(ids[1]).expect("func");
+        let freed = freed_sites(wrap, &m, &mut Summaries::default());
+        let pushes = counted_pushes(wrap, &freed);
+        assert_eq!(
+            pushes.values().copied().collect::<Vec<_>>(),
+            [Letgo::Release]
+        );
+    }
+
+    #[test]
+    fn an_owning_phi_takes_the_copy_a_call_hands_back() {
+        // `@nudge` writes the array it is given and hands it back (an
+        // either leaf holding nothing but its parameter); `@kick` hands
+        // back both it is given, in a tuple inside its result's. The
+        // loops carry a copy made in every iteration and passed there: the
+        // phi takes it, so the copy is handed over to the phi, an owning
+        // one, as its entry is ("Handed back by a call"). `@nudge`'s parameter is at `[]`, `@kick`'s at `[0, 0]`
+        // and `[0, 1]`.
+        let src = "func @nudge(%a: [f64]) -> [f64] {
+#1:
+  %x = call arrayref(%a, 1) :: f64
+  call arrayset(%a, 0, %x)
+  call push(%a)
+  return %a
+}
+func @kick(%q: [f64], %v: [f64]) -> (([f64], [f64]), f64) {
+#1:
+  %x = call arrayref(%v, 0) :: f64
+  call arrayset(%q, 0, %x)
+  call push(%q)
+  %t = call tuple(%q, %v) :: ([f64], [f64])
+  %u = call tuple(%t, %x) :: (([f64], [f64]), f64)
+  return %u
+}
+func @f(%x: [f64], %w: [f64], %n: i64) -> f64 {
+#1:
+  %a0 = call copy(%x) :: [f64]
+  %q0 = call copy(%x) :: [f64]
+  goto #2
+#2:
+  %a = phi [#1 => %a0, #3 => %r] :: [f64]
+  %q = phi [#1 => %q0, #3 => %q2] :: [f64]
+  %i = phi [#1 => 0, #3 => %j] :: i64
+  %c = call lt(%i, %n) :: bool
+  gotoifnot %c, #4
+#3:
+  %b = call copy(%a) :: [f64]
+  %r = invoke @nudge(%b) :: [f64]
+  %d = call copy(%q) :: [f64]
+  %u = invoke @kick(%d, %w) :: (([f64], [f64]), f64)
+  %t = call getfield(%u, 0) :: ([f64], [f64])
+  %q2 = call getfield(%t, 0) :: [f64]
+  %v2 = call getfield(%t, 1) :: [f64]
+  %j = call iadd(%i, 1) :: i64
+  goto #2
+#4:
+  %y = call arrayref(%a, 0) :: f64
+  return %y
+}
+";
+        let (_, sums, ids) = summaries_of(src, &["nudge", "kick"]);
+        let leaf =
+            |g: FuncId, path: &[usize]| sums.either(g, path).map(|e| (e.param, e.only_param));
+        assert_eq!(leaf(ids[0], &[]), Some((0, true)));
+        assert_eq!(leaf(ids[1], &[0, 0]), Some((0, true)));
+        assert_eq!(leaf(ids[1], &[0, 1]), Some((1, true)));
+        assert_eq!(leaf(ids[1], &[0]), None);
+        let mut got = freed(src);
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                "a0:release:handed",
+                "a:release",
+                "b:release:handed",
+                "d:release:handed",
+                "q0:release:handed",
+                "q:release"
+            ]
+        );
     }
 }

@@ -59,29 +59,6 @@ fn leaf_paths(ty: &Type) -> Option<Vec<Path>> {
     }
 }
 
-/// The array leaves of result type `ty` one level down, each as the index
-/// of its entry of an [`Either`] summary: `[T]` has one (the result
-/// itself, entry 0); a tuple one per field of type `[T]` (entry: the
-/// field's index). `None` when the type holds an array otherwise (a nested
-/// tuple, a dual): no leaf is then either.
-fn leaves(ty: &Type) -> Option<Vec<usize>> {
-    match ty {
-        Type::Array(_) => Some(vec![0]),
-        Type::Tuple(elems) => {
-            let mut out = Vec::new();
-            for (k, e) in elems.iter().enumerate() {
-                match e {
-                    Type::Array(_) => out.push(k),
-                    e if e.holds_array() => return None,
-                    _ => {}
-                }
-            }
-            Some(out)
-        }
-        _ => None,
-    }
-}
-
 /// The summary a greatest fixpoint starts from: every array leaf of
 /// `func`'s result fresh and never pushed.
 pub(super) fn top(func: &Func) -> FreshLeaves {
@@ -90,15 +67,6 @@ pub(super) fn top(func: &Func) -> FreshLeaves {
         .into_iter()
         .map(|p| (p, Fresh::Made { pushed: false }))
         .collect()
-}
-
-/// How many [`Either`] summary entries a result type has.
-fn entries(ty: &Type) -> usize {
-    match ty {
-        Type::Array(_) => 1,
-        Type::Tuple(elems) => elems.len(),
-        _ => 0,
-    }
 }
 
 /// The operands `func`'s reachable returns return.
@@ -155,6 +123,7 @@ pub(super) fn fresh_leaves(func: &Func, summaries: &Summaries) -> FreshLeaves {
                 uses: &uses,
                 summaries,
                 aliases: &calls.aliases,
+                called: &calls.sites,
                 leaf: at,
                 // Only a statement's own array may be pushed here; a
                 // call's may have been pushed by its callee (counted).
@@ -191,19 +160,24 @@ pub(in crate::lower) struct Either {
     /// 8-byte elements): it then clears the bit of the word it is passed
     /// and counts each push of a tagged one, as for a pushed parameter.
     pub(in crate::lower) param_pushed: bool,
+    /// Whether the leaf holds nothing but the parameter: the function
+    /// hands back, on every return, the array it was passed there.
+    pub(in crate::lower) only_param: bool,
 }
 
-/// For each summary entry of `func`'s result (`[T]`: 0; a tuple: each
-/// field), whether that leaf holds on every return either an array made
-/// during the call (as a fresh leaf would) or one of its parameters as it
-/// was passed, that parameter reaching nothing that escapes but the
-/// return at this leaf and pushes of itself as it is (`lower/release.rs`,
-/// "Either results"); given the settled summaries of its callees. No
-/// parameter serves two leaves. A leaf that is fresh is not either (a
+/// For each array leaf of `func`'s result (by path, as fresh leaves are:
+/// `[]` for a `[T]` result, `[k]` for field `k` of a tuple's, `[k, j]`
+/// for field `j` of its field `k`, ...), whether that leaf holds on every
+/// return either an array made during the call (as a fresh leaf would) or
+/// one of its parameters as it was passed, that parameter reaching
+/// nothing that escapes but the return at this leaf and pushes of itself
+/// as it is (`lower/release.rs`, "Either results"); given the settled
+/// summaries of its callees. Only the leaves that are, with their paths.
+/// No parameter serves two leaves. A leaf that is fresh is not either (a
 /// fresh call is a site of its own), nor is one that no parameter fits.
-pub(super) fn either(func: &Func, summaries: &Summaries) -> Vec<Option<Either>> {
-    let mut out = vec![None; entries(&func.ret)];
-    let Some(leaves) = leaves(&func.ret) else {
+pub(super) fn either(func: &Func, summaries: &Summaries) -> Vec<(Path, Either)> {
+    let mut out = Vec::new();
+    let Some(leaves) = leaf_paths(&func.ret) else {
         return out;
     };
     if leaves.is_empty() {
@@ -214,15 +188,10 @@ pub(super) fn either(func: &Func, summaries: &Summaries) -> Vec<Option<Either>> 
     let uses = Uses::of(func, &dom);
     let calls = Calls::of(func, &dom, &uses, summaries);
     let returned = returned(func, &dom);
-    let whole = matches!(func.ret, Type::Array(_));
     let mut budget = BUDGET;
     let mut taken: Vec<usize> = Vec::new();
-    for &k in &leaves {
-        let ty = match &func.ret {
-            Type::Tuple(elems) => elems.get(k),
-            ty => Some(ty),
-        };
-        let at: &[usize] = if whole { &[] } else { std::slice::from_ref(&k) };
+    for at in &leaves {
+        let ty = at_path(&func.ret, at);
         for (j, &param) in func.params.iter().enumerate() {
             if taken.contains(&j) || func.values.get(param).map(|d| &d.ty) != ty {
                 continue;
@@ -230,11 +199,11 @@ pub(super) fn either(func: &Func, summaries: &Summaries) -> Vec<Option<Either>> 
             if let Some(e) = either_leaf(
                 func,
                 (&dom, &uses, &calls, summaries),
-                (&returned, at, (!whole).then_some(k)),
+                (&returned, at),
                 (j, param),
                 &mut budget,
             ) {
-                out[k] = Some(e);
+                out.push((at.clone(), e));
                 taken.push(j);
                 break;
             }
@@ -243,15 +212,26 @@ pub(super) fn either(func: &Func, summaries: &Summaries) -> Vec<Option<Either>> 
     out
 }
 
-/// Whether the leaf at `at` (`k`: its field, `None` for a `[T]` result)
-/// of the `returned` values holds parameter `j` (value `param`) or arrays
+/// The type at `path` of a value of type `ty`.
+fn at_path<'t>(ty: &'t Type, path: &[usize]) -> Option<&'t Type> {
+    match path.split_first() {
+        None => Some(ty),
+        Some((&k, rest)) => match ty {
+            Type::Tuple(elems) => at_path(elems.get(k)?, rest),
+            _ => None,
+        },
+    }
+}
+
+/// Whether the leaf at `at` (a path, empty for a `[T]` result) of the
+/// `returned` values holds parameter `j` (value `param`) or arrays
 /// made during the call, and nothing else, with `param` and those arrays
 /// reaching nothing that escapes but the return at this leaf (and pushes
 /// as they are).
 fn either_leaf(
     func: &Func,
     (dom, uses, calls, summaries): (&DominatorTree, &Uses, &Calls, &Summaries),
-    (returned, at, k): (&[Operand], &[usize], Option<usize>),
+    (returned, at): (&[Operand], &[usize]),
     (j, param): (usize, Value),
     budget: &mut usize,
 ) -> Option<Either> {
@@ -259,9 +239,8 @@ fn either_leaf(
         param: Some(param),
         ..Sources::default()
     };
-    let path: Vec<usize> = k.into_iter().collect();
     for op in returned {
-        sources.add(func, (dom, calls, summaries), *op, &path);
+        sources.add(func, (dom, calls, summaries), *op, at);
     }
     if sources.unknown || !sources.passed {
         return None;
@@ -271,6 +250,7 @@ fn either_leaf(
         uses,
         summaries,
         aliases: &calls.aliases,
+        called: &calls.sites,
         leaf: at,
         maker,
     };
@@ -299,6 +279,7 @@ fn either_leaf(
         param: j,
         pushed,
         param_pushed,
+        only_param: sources.origins.is_empty(),
     })
 }
 
@@ -367,7 +348,11 @@ impl Calls {
 /// first `getfield` and the others of the same leaf. A tuple field taken
 /// more than once is not followed (its leaves would have aliases of
 /// their own).
-fn leaf_fields(func: &Func, uses: &Uses, (t, b): (Value, Block)) -> Vec<(Path, Value, Vec<Value>)> {
+pub(super) fn leaf_fields(
+    func: &Func,
+    uses: &Uses,
+    (t, b): (Value, Block),
+) -> Vec<(Path, Value, Vec<Value>)> {
     let mut out = Vec::new();
     let mut work: Vec<(Value, Path)> = vec![(t, Vec::new())];
     while let Some((t, prefix)) = work.pop() {
@@ -572,6 +557,9 @@ struct Reach<'a> {
     summaries: &'a Summaries,
     /// [`Calls::aliases`]: a site's aliases hold its array too.
     aliases: &'a HashMap<Value, Vec<Value>>,
+    /// [`Calls::sites`]: a push of one as it is is counted
+    /// (`counted_pushes`, "Fresh results pushed on").
+    called: &'a HashMap<Value, bool>,
     /// Where a returned value may hold the array: `[]` for a `[T]` result,
     /// `[k]` for field `k` of a tuple's.
     leaf: &'a [usize],
@@ -612,7 +600,10 @@ impl Reach<'_> {
                 match &data.kind {
                     InstKind::Prim { prim, args } => match (prim_use(*prim), prim) {
                         (PrimUse::Keeps, _) => {}
-                        (PrimUse::Pushes, _) if v == start && path.is_empty() && self.maker => {
+                        (PrimUse::Pushes, _)
+                            if path.is_empty()
+                                && ((v == start && self.maker) || self.called.contains_key(&v)) =>
+                        {
                             pushed = true;
                         }
                         (PrimUse::Propagates, Prim::Tuple) => {
