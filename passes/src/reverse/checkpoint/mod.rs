@@ -449,8 +449,10 @@ pub(super) struct Carried {
     /// iterations than `d` leaves it with such an array, and that shadow;
     /// else with one the loop made. Empty for every other array.
     pub held: Vec<usize>,
+    /// Whether it is made afresh in every iteration ([`Carried::afresh`]).
+    pub fresh: bool,
     /// Whether its identity does not matter: made afresh in every iteration
-    /// (with a shadow, not replaced on some iterations only) and entering
+    /// ([`Carried::afresh`]) and entering
     /// the loop as an array made for it (`copy`, `zeros` or `alloc`) that
     /// nothing in the loop reads and nothing after it takes a reference
     /// to ([`renewed`]). Each replay then starts it from a new copy of the
@@ -479,13 +481,15 @@ pub(super) struct Carried {
 }
 
 impl Carried {
-    /// Whether it is made afresh in every iteration (with a shadow, not
-    /// replaced on some iterations only): the array a stretch other than
-    /// the first starts with is one an iteration made, which no value but
-    /// the header phi refers to, so a split may hand on a new copy of the
+    /// Whether it is made afresh in every iteration (not replaced on some
+    /// iterations only; with a shadow, or, for an array without one such
+    /// as an `[i64]`, taking from every latch an array the loop made that
+    /// no other header phi takes): the array a stretch other than the
+    /// first starts with is one an iteration made, which no value but the
+    /// header phi refers to, so a split may hand on a new copy of the
     /// array its advance ends with.
     pub fn afresh(&self) -> bool {
-        self.shadow.is_some() && self.replaced.is_none()
+        self.fresh
     }
 }
 
@@ -1592,6 +1596,7 @@ type CarriedPhi = (
     Option<(Value, Value)>,
     Option<Kept>,
     Option<(usize, Value)>,
+    bool,
 );
 
 /// Whether statement `d` of primal `src` makes a new array every time it
@@ -1962,11 +1967,12 @@ fn carried_of(
         .into_iter()
         .zip(alias.into_iter().zip(shared))
         .map(
-            |((phi, value, ty, shadow, kept, replaced), (alias, shared))| Carried {
+            |((phi, value, ty, shadow, kept, replaced, fresh), (alias, shared))| Carried {
                 phi,
                 value,
                 alias,
-                renewed: shadow.is_some() && replaced.is_none() && !shared && renewed(cx, k, value),
+                fresh,
+                renewed: fresh && !shared && renewed(cx, k, value),
                 replaced,
                 escapes: escaping.contains(&value),
                 ty,
@@ -2472,6 +2478,7 @@ fn carried_arrays(cx: &Derivation<'_>, view: &SweepView<'_>, k: usize) -> Result
         _ => None,
     };
     keepers.take_in_replaced(cx, view, &inside, (&phis, &kept), &mut seen)?;
+    let taken_by = taken_by(cx, &phis, &inside, &made_inside);
     for (j, &(inst, r)) in phis.iter().enumerate() {
         let ty = &cx.src.values[r].ty;
         if !contains_array(ty) {
@@ -2487,8 +2494,20 @@ fn carried_arrays(cx: &Derivation<'_>, view: &SweepView<'_>, k: usize) -> Result
         };
         let entry = entries.iter().find(|(p, _)| !inside(p)).map(|&(_, op)| op);
         let mut replaced = None;
+        let mut afresh = false;
         let (fresh, kept_shadow) = match (shadow_phi(r), view.fshadow[r].is_empty()) {
-            (_, true) => (None, None),
+            (_, true) => {
+                // Without a shadow (an `[i64]`): made afresh when every
+                // latch brings an array the loop made that no other
+                // header phi takes (since session 45; its replays then
+                // start from a copy, which compiled code frees).
+                afresh = !kept.contains(&r)
+                    && !cx.replaced.contains_key(&r)
+                    && entries.iter().filter(|(p, _)| inside(p)).all(|(_, op)| {
+                        made_inside(op).is_some_and(|v| taken_by.get(&v) == Some(&1))
+                    });
+                (None, None)
+            }
             (Some(sphi), _) if kept.contains(&r) => {
                 let entry = entry
                     .as_ref()
@@ -2544,6 +2563,7 @@ fn carried_arrays(cx: &Derivation<'_>, view: &SweepView<'_>, k: usize) -> Result
                             None => handed.insert(*v),
                         }
                     });
+                afresh = all_fresh;
                 if !all_fresh {
                     return Err(
                         "it carries an array from one iteration to the next that it neither made afresh in the iteration nor kept as it is"
@@ -2561,7 +2581,7 @@ fn carried_arrays(cx: &Derivation<'_>, view: &SweepView<'_>, k: usize) -> Result
             }
             (None, false) => return Err("it carries an array whose shadow is not one array".into()),
         };
-        out.push((j, r, ty.clone(), fresh, kept_shadow, replaced));
+        out.push((j, r, ty.clone(), fresh, kept_shadow, replaced, afresh));
     }
     // A phi replaced on some iterations that takes another's array knows of
     // that one only: neither may be handed to a third (`prev = r`, a field
@@ -2581,6 +2601,33 @@ fn carried_arrays(cx: &Derivation<'_>, view: &SweepView<'_>, k: usize) -> Result
         held_entry: keepers.held_entry,
         inner_kept,
     })
+}
+
+/// How many of the header phis `phis` take each array the loop makes
+/// (`made_inside` of an entry from inside it, `inside`), each phi counted
+/// once: an array without a shadow is made afresh only when its phi is the
+/// one taking what it takes.
+fn taken_by(
+    cx: &Derivation<'_>,
+    phis: &[(irad_ir::Inst, Value)],
+    inside: &dyn Fn(&Block) -> bool,
+    made_inside: &dyn Fn(&Operand) -> Option<Value>,
+) -> HashMap<Value, usize> {
+    let mut taken: HashMap<Value, usize> = HashMap::default();
+    for &(inst, _) in phis {
+        let InstKind::Phi { entries } = &cx.src.insts[inst].kind else {
+            continue;
+        };
+        let made: HashSet<Value> = entries
+            .iter()
+            .filter(|(p, _)| inside(p))
+            .filter_map(|(_, op)| made_inside(op))
+            .collect();
+        for v in made {
+            *taken.entry(v).or_default() += 1;
+        }
+    }
+    taken
 }
 
 /// The shadow of what a kept phi takes through an entry, with the kept phi
