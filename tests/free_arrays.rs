@@ -1581,15 +1581,7 @@ fn replays_of_loops_calling_steps_that_pass_on_or_hand_back_keep_a_logarithm() {
     let module = irad::load(&src).expect("loads");
     let module = irad::normalise(&src, &module).expect("normalises");
     for (name, _) in PASSED_ON_CASES {
-        let peaks: Vec<usize> = [64, 1024]
-            .into_iter()
-            .map(|n| {
-                let args = format!("1.5, {n}");
-                let (m, g, call) = reverse_call(&module, &src, name, &args, Some(1));
-                let what = format!("@{name}.rev({n}) under a 1-byte limit");
-                jit_agrees(&m, g, &call, &what).arrays_peak()
-            })
-            .collect();
+        let peaks = peaks_under_one_byte(&module, &src, name, |n| format!("1.5, {n}"));
         eprintln!("most arrays live: @{name} {peaks:?}");
         assert!(
             peaks[1] <= peaks[0] + 8 + 4,
@@ -1616,15 +1608,9 @@ fn replays_of_loops_carrying_integer_arrays_keep_a_logarithm() {
     let module = irad::load(&src).expect("loads");
     let module = irad::normalise(&src, &module).expect("normalises");
     for name in ["rotate", "rotate_kept"] {
-        let peaks: Vec<usize> = [64, 1024]
-            .into_iter()
-            .map(|n| {
-                let args = format!("[0.5, -1.0, 2.0, 0.25], {n}");
-                let (m, g, call) = reverse_call(&module, &src, name, &args, Some(1));
-                let what = format!("@{name}.rev({n}) under a 1-byte limit");
-                jit_agrees(&m, g, &call, &what).arrays_peak()
-            })
-            .collect();
+        let peaks = peaks_under_one_byte(&module, &src, name, |n| {
+            format!("[0.5, -1.0, 2.0, 0.25], {n}")
+        });
         eprintln!("most arrays live: @{name} {peaks:?}");
         assert!(
             peaks[1] <= peaks[0] + 8 + 4,
@@ -1633,4 +1619,23 @@ fn replays_of_loops_carrying_integer_arrays_keep_a_logarithm() {
             peaks[1]
         );
     }
+}
+
+/// The most arrays live at once in the JIT running `@name.rev` of `module`
+/// under a 1-byte limit at 64 and at 1 024 iterations (`args` of the
+/// count), each run checked against the interpreter.
+fn peaks_under_one_byte(
+    module: &irad::ir::Module,
+    src: &Source,
+    name: &str,
+    args: impl Fn(usize) -> String,
+) -> Vec<usize> {
+    [64, 1024]
+        .into_iter()
+        .map(|n| {
+            let (m, g, call) = reverse_call(module, src, name, &args(n), Some(1));
+            let what = format!("@{name}.rev({n}) under a 1-byte limit");
+            jit_agrees(&m, g, &call, &what).arrays_peak()
+        })
+        .collect()
 }
