@@ -557,7 +557,7 @@ impl<M: ClModule> Compiler<M> {
                 latch: rustc_hash::FxHashMap::default(),
                 at_return: rustc_hash::FxHashSet::default(),
                 either: rustc_hash::FxHashSet::default(),
-                counting: rustc_hash::FxHashSet::default(),
+                counting: rustc_hash::FxHashMap::default(),
                 web_entered: rustc_hash::FxHashMap::default(),
                 web_phi_entered: rustc_hash::FxHashMap::default(),
                 web_webs: rustc_hash::FxHashMap::default(),
@@ -841,9 +841,9 @@ struct Lower<'a, 'b, M: ClModule> {
     /// a latch, each lets go of its slot's array only when the call
     /// returned another.
     either: rustc_hash::FxHashSet<Value>,
-    /// The phis whose every push is counted, whatever array they hold
-    /// (`release::Freed::counting`).
-    counting: rustc_hash::FxHashSet<Value>,
+    /// The phis whose every push is counted while they hold no array of
+    /// the parameters listed (`release::Freed::counting`).
+    counting: rustc_hash::FxHashMap<Value, Vec<Value>>,
     /// The phis of sharing webs, and the `select`s they are entered
     /// through, each with the dropped pops and released sites they may
     /// hold from outside (`release::Freed::web_entered`).
@@ -2088,6 +2088,22 @@ impl<M: ClModule> Lower<'_, '_, M> {
         p: ir::Value,
         letgo: release::Letgo,
     ) -> Result<ir::Value, CodegenError> {
+        // A phi counting every push of itself, or a leaf of its calls,
+        // holds only arrays of the run's arena but for its parameters'
+        // (`lower/release.rs`, "Entered with made arrays"), pushed
+        // untagged; whatever other rule it meets, every walk reaching it
+        // takes its pushes as counted.
+        if let Some(foreign) = self.counting.get(v).cloned() {
+            let mut word = self.b.ins().bor_imm_s(p, 1);
+            for x in foreign {
+                let Some(&xv) = self.operand(&Operand::Value(x))?.first() else {
+                    return Err(CodegenError::internal("a parameter without leaves".into()));
+                };
+                let theirs = self.b.ins().icmp(IntCC::Equal, p, xv);
+                word = self.b.ins().select(theirs, p, word);
+            }
+            return Ok(word);
+        }
         if let Some(chain) = self.chains.iter().find(|c| c.phis.contains(v)).cloned() {
             return self.chain_word(v, p, &chain);
         }
@@ -2148,10 +2164,6 @@ impl<M: ClModule> Lower<'_, '_, M> {
             return self.web_entry_word(func, v, p);
         }
         Ok(match letgo {
-            // A phi counting every push of itself, or a leaf of its calls,
-            // holds only arrays of the run's arena (`lower/release.rs`,
-            // "Entered with made arrays").
-            release::Letgo::Release if self.counting.contains(v) => self.b.ins().bor_imm_s(p, 1),
             // A latch-owning phi counts a reference only to an array of its
             // own, not to the one it was entered with from outside
             // (`lower/release.rs`): that one is pushed as before, untagged.

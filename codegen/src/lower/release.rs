@@ -444,6 +444,21 @@
 //! names the array, since the entry's array stays alive while a phi or
 //! `select` it reaches may be pushed.
 //!
+//! *Pushed selects.* A replay whose stretch holds a loop pushes each
+//! carried array's start shadow as a `select` of a fresh zero array and
+//! the shadow it was given (by whether a stretch came before), and
+//! nothing else holds the fresh array: the push was an escape, so the
+//! fresh array stayed until the run's end, one per replayed iteration of
+//! the outer loop (`carry3` of tests/checkpoint/nested.irad: some 2 000
+//! arrays at once at n = 32, where 18 suffice). Now a pushed `select` is
+//! treated as a web's entry is above: followed back through `select`s to
+//! the pops and sites making arrays (not handed over) it may hold
+//! ([`pushed_selects`], into [`Freed::web_entered`]), whose walks take its
+//! pushes as their own; a push of it holding such an array pushes that
+//! pop's word or the array tagged, and any other array untagged. Sound as
+//! for webs: every tape entry holding the entry's array comes from a push
+//! its walk counted.
+//!
 //! *Entered with a web's phi.* A latch-owning phi `q` entered from outside
 //! its loop with a phi `p` of a sharing web (a replay's recording loop,
 //! entered with the array its split loop ends with) counts every push of
@@ -806,6 +821,23 @@
 //! phi's results, above), an escape for the walk of the site `e` holds:
 //! a replay's recording that pushes the shadow a call returned (for a
 //! read after the call) kept its start shadow until the run ended.
+//!
+//! *Entered with parameters too* (session 46). A replay's recording loop
+//! is entered with start shadows chosen by `select`s of a fresh zero array
+//! and the shadow the replay was given (a parameter), and, when it keeps
+//! its last arrays (`p = c; c = either(c)`), has a phi handed the either
+//! phi's array from every latch. Neither counted, so the fresh shadows
+//! stayed until the run ended, one per replay. Now `e` may also hold the
+//! function's parameters' arrays, through phis and `select`s (`made_only`
+//! lists them), and a phi entered so whose every latch entry counts counts
+//! too (it holds its entry's array or one a counting phi held); each push
+//! of such a phi is tagged unless it holds one of those parameters'
+//! arrays, compared by address (a parameter's array is alive throughout
+//! the call, so no array of the arena has its address meanwhile), and
+//! pushed untagged then. This rule comes first in the lowering of a push:
+//! every walk reaching such a phi took its pushes as counted, whatever
+//! other rule the phi meets. The argument above holds: only arrays of the
+//! arena are tagged, each tagged push counting one reference.
 //!
 //! A replay of a checkpointed loop of either calls starts from a copy of
 //! the snapshot (`s = copy(..)`), handed to the phi of its split loop with
@@ -1356,11 +1388,12 @@ pub(super) struct Freed {
     /// argument may be passed tagged ("Pushed parameters"); else empty.
     pub(super) passed: HashMap<Inst, Vec<usize>>,
     /// The phis shaped as either phis whose entry holds only arrays sites
-    /// of the function made, and their latches' calls' leaves ("Entered
-    /// with made arrays"): every push of one, and every passing of it to a
-    /// parameter its callee pushes, is counted (a tagged word), whatever
-    /// array it holds.
-    pub(super) counting: HashSet<Value>,
+    /// of the function made or the function's parameters, their latches'
+    /// calls' leaves, and the phis handed only those ("Entered with made
+    /// arrays"): every push of one, and every passing of it to a parameter
+    /// its callee pushes, is counted (a tagged word) while it holds no
+    /// parameter's array; each with those parameters.
+    pub(super) counting: HashMap<Value, Vec<Value>>,
     /// The phis of sharing webs entered from outside with dropped pops or
     /// released sites' arrays, as they are or through `select`s, each with
     /// those pops and sites, and those `select`s, each with the ones it may
@@ -1480,7 +1513,7 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         counted: module.counted_tapes(),
         passed: HashMap::default(),
         either: HashSet::default(),
-        counting: HashSet::default(),
+        counting: HashMap::default(),
         either_results: HashMap::default(),
         web_entered: HashMap::default(),
         web_phi_entered: HashMap::default(),
@@ -1581,7 +1614,7 @@ pub(super) fn freed_sites(func: &Func, module: &Module, summaries: &mut Summarie
         tags,
         passthrough: None,
         either_leaf: either_leaves(&either),
-        counting: freed.counting.clone(),
+        counting: freed.counting.keys().copied().collect(),
         handed_back: either
             .iter()
             .filter(|(_, c)| c.only_param)
@@ -1782,6 +1815,7 @@ fn web_counting(
     freed: &mut Freed,
 ) -> HashMap<Value, Vec<Value>> {
     let mut web_pops = web_entries(func, owned, (ours, a_pop));
+    pushed_selects(func, (ours, a_pop), &mut web_pops);
     // A select a latch-owning phi is also entered through counts as that
     // phi's (`Freed::through`).
     web_pops.retain(|v, _| !through.contains_key(v) && !walk.entered.contains_key(v));
@@ -2115,6 +2149,30 @@ fn selected(
         out.insert(e, held.clone());
     }
     held
+}
+
+/// The `select`s of arrays `func` pushes as they are, each with the pops
+/// and sites (`a_pop`, `ours`) it may hold through `select`s, into `out`
+/// (module header, "Pushed selects"); those a latch-owning phi is entered
+/// through are taken out again by the caller, counted as that phi's.
+fn pushed_selects(
+    func: &Func,
+    (ours, a_pop): (&dyn Fn(Value) -> bool, &dyn Fn(Value) -> bool),
+    out: &mut HashMap<Value, Vec<Value>>,
+) {
+    for data in func.insts.values() {
+        if let InstKind::Prim {
+            prim: Prim::Push,
+            args,
+        } = &data.kind
+            && let Some(Operand::Value(v)) = args.first()
+            && let Some(InstKind::Prim {
+                prim: Prim::Select, ..
+            }) = func.def_kind(*v)
+        {
+            selected(func, *v, (ours, a_pop), out);
+        }
+    }
 }
 
 /// The latch-owning phis of `owned` (not of a chain, an either phi, nor
@@ -2683,82 +2741,161 @@ fn either_leaves(either: &HashMap<Value, EitherCall>) -> HashMap<(Inst, usize), 
 /// The phis shaped as either phis (entered from exactly one block outside
 /// their loops, every latch entry the leaf of a call of an either function
 /// passed the phi at the parameter it may return) whose entry holds only
-/// arrays that sites of `makers` made: the entry's value is such a site's,
-/// or a phi each entry of which is such a value, down to sites; and their
-/// latch entries, those calls' leaves (module header, "Entered with made
-/// arrays").
+/// arrays that sites of `makers` made or parameters of `func`
+/// ([`made_only`]); their latch entries, those calls' leaves; and the
+/// phis entered so whose every latch entry is one of those (a phi handed
+/// such a phi's array: `prev = cur`): each with the parameters whose
+/// arrays it may hold (module header, "Entered with made arrays").
 fn counting_phis(
     func: &Func,
     (cfg, dom): (&ControlFlowGraph, &DominatorTree),
     either: &HashMap<Value, EitherCall>,
     makers: &HashMap<Value, Block>,
-) -> HashSet<Value> {
-    let mut out = HashSet::default();
+) -> HashMap<Value, Vec<Value>> {
+    let mut out: HashMap<Value, Vec<Value>> = HashMap::default();
     let passed: HashSet<Value> = either.values().map(|c| c.arg).collect();
-    let phis = func
-        .layout
-        .iter()
-        .filter(|&&h| dom.is_reachable(h))
-        .flat_map(|&h| {
-            func.blocks[h].insts.iter().filter_map(move |&i| {
-                match (&func.insts[i].kind, func.insts[i].result) {
-                    (InstKind::Phi { entries }, Some(p)) => Some((h, p, entries.as_slice())),
-                    _ => None,
-                }
-            })
-        });
-    for (h, p, entries) in phis {
-        if !passed.contains(&p) {
-            continue;
-        }
-        let (outside, latches): (Vec<_>, Vec<_>) = entries
-            .iter()
-            .filter(|(b, _)| dom.is_reachable(*b))
-            .partition(|(b, _)| !dom.dominates(h, *b));
-        let [(_, Operand::Value(e))] = outside.as_slice() else {
-            continue;
-        };
-        let body = loop_body(cfg, dom, h);
-        let latched = !latches.is_empty()
-            && latches.iter().all(|(_, op)| match op {
-                Operand::Value(v) => either
-                    .get(v)
-                    .is_some_and(|c| c.arg == p && body.contains(&c.block)),
-                _ => false,
-            });
-        if latched && made_only(func, *e, makers) {
-            out.insert(p);
-            // Its calls' leaves hold its array or one the call made: the
-            // run's arena's too.
-            out.extend(latches.iter().filter_map(|(_, op)| match op {
-                Operand::Value(v) => Some(*v),
-                _ => None,
-            }));
+    // Each header phi entered from one block outside its loop, with the
+    // parameters its entry may hold.
+    let mut entered: Vec<EnteredPhi> = Vec::new();
+    for &h in func.layout.iter().filter(|&&h| dom.is_reachable(h)) {
+        for &i in &func.blocks[h].insts {
+            let (InstKind::Phi { entries }, Some(phi)) =
+                (&func.insts[i].kind, func.insts[i].result)
+            else {
+                continue;
+            };
+            if let Some(e) = entered_phi(func, dom, makers, (h, phi, entries)) {
+                entered.push(e);
+            }
         }
     }
-    out
+    for e in &entered {
+        if !passed.contains(&e.phi) {
+            continue;
+        }
+        let body = loop_body(cfg, dom, e.header);
+        let latched = e.latches.iter().all(|v| {
+            either
+                .get(v)
+                .is_some_and(|c| c.arg == e.phi && body.contains(&c.block))
+        });
+        if latched {
+            out.insert(e.phi, e.foreign.clone());
+            // Its calls' leaves hold its array or one the call made: the
+            // run's arena's too, or its parameters'.
+            for v in &e.latches {
+                out.insert(*v, e.foreign.clone());
+            }
+        }
+    }
+    // A phi handed only what counting phis hold holds those arrays or its
+    // entry's.
+    loop {
+        let mut added = false;
+        for e in &entered {
+            if out.contains_key(&e.phi) || !e.latches.iter().all(|v| out.contains_key(v)) {
+                continue;
+            }
+            let mut all = e.foreign.clone();
+            for v in &e.latches {
+                all.extend(out[v].iter().copied());
+            }
+            all.sort_unstable();
+            all.dedup();
+            out.insert(e.phi, all);
+            added = true;
+        }
+        if !added {
+            return out;
+        }
+    }
 }
 
-/// Whether `e` holds only arrays that sites of `makers` made: it is such a
-/// site's value, or a phi whose every entry is such a value.
-fn made_only(func: &Func, e: Value, makers: &HashMap<Value, Block>) -> bool {
+/// A header phi of type `[T]` entered from one block outside its loop
+/// with a value holding only arrays sites made and parameters
+/// ([`made_only`]), for [`counting_phis`].
+struct EnteredPhi {
+    phi: Value,
+    header: Block,
+    /// Its entries from the loop (at least one), all values.
+    latches: Vec<Value>,
+    /// The parameters its entry may hold.
+    foreign: Vec<Value>,
+}
+
+/// Phi `phi` of block `h` with `entries` as an [`EnteredPhi`], if it is one.
+fn entered_phi(
+    func: &Func,
+    dom: &DominatorTree,
+    makers: &HashMap<Value, Block>,
+    (h, phi, entries): (Block, Value, &[(Block, Operand)]),
+) -> Option<EnteredPhi> {
+    if !func
+        .values
+        .get(phi)
+        .is_some_and(|d| matches!(d.ty, Type::Array(_)))
+    {
+        return None;
+    }
+    let (outside, latches): (Vec<_>, Vec<_>) = entries
+        .iter()
+        .filter(|(b, _)| dom.is_reachable(*b))
+        .partition(|(b, _)| !dom.dominates(h, *b));
+    let [(_, Operand::Value(e))] = outside.as_slice() else {
+        return None;
+    };
+    let latches: Vec<Value> = latches
+        .iter()
+        .map(|(_, op)| match op {
+            Operand::Value(v) => Some(*v),
+            Operand::Const(_) => None,
+        })
+        .collect::<Option<_>>()?;
+    if latches.is_empty() {
+        return None;
+    }
+    let foreign = made_only(func, *e, makers)?;
+    Some(EnteredPhi {
+        phi,
+        header: h,
+        latches,
+        foreign,
+    })
+}
+
+/// The parameters whose arrays `e` may hold, when it holds only those and
+/// arrays that sites of `makers` made: it is such a site's value, a
+/// parameter, or a phi or `select` whose every entry or choice is such a
+/// value, down to sites and parameters; else `None`.
+fn made_only(func: &Func, e: Value, makers: &HashMap<Value, Block>) -> Option<Vec<Value>> {
     let mut seen: HashSet<Value> = HashSet::default();
     let mut work = vec![e];
+    let mut foreign = Vec::new();
     while let Some(v) = work.pop() {
         if !seen.insert(v) || makers.contains_key(&v) {
             continue;
         }
-        let Some(InstKind::Phi { entries }) = func.def_kind(v) else {
-            return false;
+        if func.params.contains(&v) {
+            foreign.push(v);
+            continue;
+        }
+        let ops: Vec<&Operand> = match func.def_kind(v)? {
+            InstKind::Phi { entries } => entries.iter().map(|(_, op)| op).collect(),
+            InstKind::Prim {
+                prim: Prim::Select,
+                args,
+            } => args.iter().skip(1).collect(),
+            _ => return None,
         };
-        for (_, op) in entries {
+        for op in ops {
             let Operand::Value(w) = op else {
-                return false;
+                return None;
             };
             work.push(*w);
         }
     }
-    true
+    foreign.sort_unstable();
+    Some(foreign)
 }
 
 /// Phi `p` (statement `inst` of block `h`, with `entries`) as an either
@@ -3250,7 +3387,7 @@ fn counted_values(freed: &Freed) -> HashMap<Value, Letgo> {
         .collect();
     // A phi counting every push of itself (`Freed::counting`) releases
     // whatever it holds that it lets go of.
-    for &p in &freed.counting {
+    for &p in freed.counting.keys() {
         counted.entry(p).or_insert(Letgo::Release);
     }
     // So do the pushed phis of a sharing web's body, when the web releases
@@ -5038,9 +5175,8 @@ func @f(%n: i64) -> ([f64], f64) {
 
     #[test]
     fn pops_are_dropped_and_only_a_sites_own_value_pushed_is_counted() {
-        // `t` is pushed as it is, but `t` and `u` are also pushed through
-        // a `select` (an escape: that push is not counted, so neither is
-        // let go of); `w` is passed to `@save`, which only pushes its
+        // `t` is pushed as it is, and `t` and `u` through a `select`,
+        // counted as theirs ("Pushed selects"): both released; `w` is passed to `@save`, which only pushes its
         // parameter as it is: passed tagged, so released ("Pushed
         // parameters"). The pop `q` is pushed back as it is
         // (dropped, the push counted again); `e` is pushed back through a
@@ -5068,7 +5204,10 @@ func @f(%n: i64, %c: bool) -> [f64] {
   return %r
 }
 ";
-        assert_eq!(freed(src), ["w:release", "q:drop"]);
+        assert_eq!(
+            freed(src),
+            ["t:release", "u:release", "w:release", "q:drop"]
+        );
         // Tapes not counted: no pop is a site, every push an escape.
         assert!(freed_in(src, false).is_empty());
     }
@@ -5518,7 +5657,7 @@ func @odd(%a: [bool]) -> [bool] {
             ]
         );
         let counting = analysed(&src, true, |freed, name| {
-            let mut out: Vec<String> = freed.counting.iter().map(|&v| name(v)).collect();
+            let mut out: Vec<String> = freed.counting.keys().map(|&v| name(v)).collect();
             out.sort();
             out
         });
