@@ -1820,8 +1820,9 @@ fn through(
 }
 
 /// A call, in loop `k`, of a function returning a fresh array or its
-/// parameter (`either`), passed header phi `r` there, as `op` (a latch's
-/// entry of `r`): the array it gives is the one `r` holds or a new one.
+/// parameter (`either`), passed header phi `r` there or what another such
+/// call gives (`a = either(either(a))`), as `op` (a latch's entry of `r`):
+/// the array it gives is the one `r` holds or a new one.
 /// Or a phi of the loop's own blocks choosing among such calls' results
 /// and `r` (`let b = either(a, ..); if better { a = b; }`), and such phis
 /// (the *web*). It is carried as one made afresh (`op`, returned) when no
@@ -1860,10 +1861,15 @@ fn either_inside(cx: &Derivation<'_>, k: usize, op: &Operand, r: Value) -> Optio
         };
         let at = (*cx.places.get(d)).and_then(|(b, _)| index[b])?;
         match &cx.src.insts[d].kind {
+            // Passed `r`, or what another call or phi of the web gives
+            // (`a = either(either(a))`): the array `r` holds or a new one
+            // either way.
             InstKind::Invoke { func, args } if l.contains(at) => {
                 let j = *cx.either.get(func)?;
-                if args.get(j) != Some(&Operand::Value(r)) {
-                    return None;
+                match args.get(j) {
+                    Some(Operand::Value(a)) if *a == r => {}
+                    Some(Operand::Value(a)) => todo.push(*a),
+                    _ => return None,
                 }
                 calls += 1;
             }
