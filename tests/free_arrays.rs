@@ -511,28 +511,9 @@ fn replays_of_loops_carrying_arrays_keep_a_logarithm_of_their_arrays() {
         ("calls.irad", "stepped", "1.5", 1),
     ] {
         let path = format!("{}/tests/free_arrays/{file}", env!("CARGO_MANIFEST_DIR"));
-        let src = irad::read_source(std::path::Path::new(&path)).expect("readable");
-        let module = irad::load(&src).expect("loads");
-        let module = irad::normalise(&src, &module).expect("normalises");
-        let mut peaks = Vec::new();
-        for n in [64, 1024] {
-            let args = format!("{x}, {n}");
-            let (m, g, call) = reverse_call(&module, &src, name, &args, Some(1));
-            let jit = jit_agrees(
-                &m,
-                g,
-                &call,
-                &format!("@{name}.rev({n}) under a 1-byte limit"),
-            );
-            peaks.push(jit.arrays_peak());
-        }
-        eprintln!("@{name}: most arrays live {peaks:?}");
-        assert!(
-            peaks[1] <= peaks[0] + 8 * carried + 4,
-            "@{name}.rev under a 1-byte limit: at most {} arrays live at 64 iterations, {} at 1024",
-            peaks[0],
-            peaks[1]
-        );
+        let (src, module) = normalised(&path);
+        let peaks = peaks_under_one_byte(&module, &src, name, COUNTS, |n| format!("{x}, {n}"));
+        assert_bounded(name, COUNTS, peaks, 8 * carried + 4);
     }
 }
 
@@ -905,17 +886,11 @@ fn choosing_phis_keep_a_bounded_number_of_arrays() {
     // pullback keep a logarithm of the iterations (snapshots thinned): 84
     // and 88 arrays at once (2 058 and 40 970 before choosing phis).
     let normal = irad::normalise(&src, &module).expect("normalises");
-    let mut peaks = Vec::new();
-    for n in [256, 4096] {
-        let args = format!("[1.0, 2.0, 3.0], {n}");
-        let (m, g, call) = reverse_call(&normal, &src, "accept", &args, Some(1));
-        let what = format!("@accept.rev({n}) under a 1-byte limit");
-        peaks.push(jit_agrees(&m, g, &call, &what).arrays_peak());
-    }
-    assert!(
-        peaks[1] <= peaks[0] + 12,
-        "@accept.rev under a 1-byte limit: {peaks:?} arrays at once at 256 and 4096 iterations"
-    );
+    let counts = [256, 4096];
+    let peaks = peaks_under_one_byte(&normal, &src, "accept", counts, |n| {
+        format!("[1.0, 2.0, 3.0], {n}")
+    });
+    assert_bounded("accept", counts, peaks, 12);
 }
 
 /// The gradient, under a 1-byte limit, of a loop taking a new copy on some
@@ -935,20 +910,11 @@ fn replays_of_loops_replacing_their_array_sometimes_keep_a_bounded_number() {
         (LOOPS, "copied_some"),
         (SHARING, "swap_best"),
     ] {
-        let src = irad::read_source(std::path::Path::new(file)).expect("readable");
-        let module = irad::load(&src).expect("loads");
-        let normal = irad::normalise(&src, &module).expect("normalises");
-        let mut peaks = Vec::new();
-        for n in [64, 1024] {
-            let args = format!("[1.0, 2.0, 3.0], {n}");
-            let (m, g, call) = reverse_call(&normal, &src, name, &args, Some(1));
-            let what = format!("@{name}.rev({n}) under a 1-byte limit");
-            peaks.push(jit_agrees(&m, g, &call, &what).arrays_peak());
-        }
-        assert!(
-            peaks[1] <= peaks[0] + 8,
-            "@{name}.rev under a 1-byte limit: {peaks:?} arrays at once at 64 and 1024 iterations"
-        );
+        let (src, normal) = normalised(file);
+        let peaks = peaks_under_one_byte(&normal, &src, name, COUNTS, |n| {
+            format!("[1.0, 2.0, 3.0], {n}")
+        });
+        assert_bounded(name, COUNTS, peaks, 8);
     }
 }
 
@@ -1110,19 +1076,9 @@ fn either_phis_free_what_the_calls_replaced() {
 /// and 5 400 before either phis).
 #[test]
 fn replays_of_either_loops_free_what_their_calls_made() {
-    let src = irad::read_source(std::path::Path::new(EITHER)).expect("readable");
-    let module = irad::load(&src).expect("loads");
-    let module = irad::normalise(&src, &module).expect("normalises");
-    let peaks_of = |name: &str, start: &str| -> Vec<usize> {
-        [64, 1024]
-            .into_iter()
-            .map(|n| {
-                let args = format!("{start}, {n}");
-                let (m, g, call) = reverse_call(&module, &src, name, &args, Some(1));
-                let what = format!("@{name}.rev({n}) under a 1-byte limit");
-                jit_agrees(&m, g, &call, &what).arrays_peak()
-            })
-            .collect()
+    let (src, module) = normalised(EITHER);
+    let peaks_of = |name: &str, start: &str| {
+        peaks_under_one_byte(&module, &src, name, COUNTS, |n| format!("{start}, {n}"))
     };
     let peaks = |name: &str| peaks_of(name, "[0.1, 0.2, 0.3]");
     let (some, every, reread) = (peaks("copied"), peaks("copied_new"), peaks("copied_reread"));
@@ -1135,16 +1091,11 @@ fn replays_of_either_loops_free_what_their_calls_made() {
     );
     // One array carried: a snapshot holds it and a copy of it.
     for (name, peaks) in [
-        ("copied", &some),
-        ("copied_new", &every),
-        ("copied_reread", &reread),
+        ("copied", some),
+        ("copied_new", every),
+        ("copied_reread", reread),
     ] {
-        assert!(
-            peaks[1] <= peaks[0] + 8 + 4,
-            "@{name}.rev under a 1-byte limit: at most {} arrays live at 64 iterations, {} at 1024",
-            peaks[0],
-            peaks[1]
-        );
+        assert_bounded(name, COUNTS, peaks, 8 + 4);
     }
     // Entered with an array made for the loop and written before it (since
     // session 42; refused before, their tapes grew with the iterations).
@@ -1170,14 +1121,7 @@ fn replays_of_either_loops_free_what_their_calls_made() {
         "read_new",
         "small_steps",
     ] {
-        let peaks = peaks_of(name, "1.5");
-        eprintln!("most arrays live: @{name} {peaks:?}");
-        assert!(
-            peaks[1] <= peaks[0] + 8 + 4,
-            "@{name}.rev under a 1-byte limit: at most {} arrays live at 64 iterations, {} at 1024",
-            peaks[0],
-            peaks[1]
-        );
+        assert_bounded(name, COUNTS, peaks_of(name, "1.5"), 8 + 4);
     }
 }
 
@@ -1311,22 +1255,12 @@ fn either_phis_free_what_the_calls_replaced_also_when_the_result_leaves() {
 /// results leaving by a break").
 #[test]
 fn replays_of_either_loops_leaving_by_a_break_free_what_their_calls_made() {
-    let src = irad::read_source(std::path::Path::new(EXITS)).expect("readable");
-    let module = irad::load(&src).expect("loads");
-    let module = irad::normalise(&src, &module).expect("normalises");
-    let peaks = |name: &str, stop: bool| -> Vec<usize> {
-        [64, 1024]
-            .into_iter()
-            .map(|n| {
-                let args = match stop {
-                    true => format!("[0.1, 0.2, 0.3], {n}, {}", n - 1),
-                    false => format!("[0.1, 0.2, 0.3], {n}"),
-                };
-                let (m, g, call) = reverse_call(&module, &src, name, &args, Some(1));
-                let what = format!("@{name}.rev({n}) under a 1-byte limit");
-                jit_agrees(&m, g, &call, &what).arrays_peak()
-            })
-            .collect()
+    let (src, module) = normalised(EXITS);
+    let peaks = |name: &str, stop: bool| {
+        peaks_under_one_byte(&module, &src, name, COUNTS, |n| match stop {
+            true => format!("[0.1, 0.2, 0.3], {n}, {}", n - 1),
+            false => format!("[0.1, 0.2, 0.3], {n}"),
+        })
     };
     let (broken, unbroken) = (
         peaks("broken_copied", true),
@@ -1509,9 +1443,7 @@ fn the_jit_frees_the_arrays_no_phi_of_a_sharing_web_holds() {
 /// at 64, 256, 1 024 and 4 096 iterations; before: 3 093 at 1 024).
 #[test]
 fn checkpointed_sharing_webs_let_go_of_the_arrays_no_phi_holds() {
-    let src = irad::read_source(std::path::Path::new(SHARING)).expect("readable");
-    let module = irad::load(&src).expect("loads");
-    let module = irad::normalise(&src, &module).expect("normalises");
+    let (src, module) = normalised(SHARING);
     for name in ["best_after", "best_before", "best_accepted", "best_inside"] {
         let args = "[0.5, 0.2, 0.9], 1024";
         let mut peaks = Vec::new();
@@ -1526,15 +1458,11 @@ fn checkpointed_sharing_webs_let_go_of_the_arrays_no_phi_holds() {
             "@{name}.rev: most arrays live {peaks:?}"
         );
         // Eight times the iterations: a few more snapshots, no more.
-        let mut grown = Vec::new();
-        for n in [256, 2048] {
-            let args = format!("[0.5, 0.2, 0.9], {n}");
-            let (m, g, call) = reverse_call(&module, &src, name, &args, Some(1));
-            let jit = jit_agrees(&m, g, &call, &format!("@{name}.rev({n}) under 1"));
-            grown.push(jit.arrays_peak());
-        }
-        eprintln!("@{name}: most arrays live under 1 at 256 and 2 048 iterations: {grown:?}");
-        assert!(grown[1] <= grown[0] + 12, "@{name}.rev: {grown:?}");
+        let counts = [256, 2048];
+        let grown = peaks_under_one_byte(&module, &src, name, counts, |n| {
+            format!("[0.5, 0.2, 0.9], {n}")
+        });
+        assert_bounded(name, counts, grown, 12);
     }
 }
 
@@ -1578,18 +1506,10 @@ fn arrays_steps_pass_on_or_hand_back_survive_until_their_last_use() {
 ///   the loop's phi takes that copy ("Handed back by a call").
 #[test]
 fn replays_of_loops_calling_steps_that_pass_on_or_hand_back_keep_a_logarithm() {
-    let src = irad::read_source(std::path::Path::new(PASSED_ON)).expect("readable");
-    let module = irad::load(&src).expect("loads");
-    let module = irad::normalise(&src, &module).expect("normalises");
+    let (src, module) = normalised(PASSED_ON);
     for (name, _) in PASSED_ON_CASES {
-        let peaks = peaks_under_one_byte(&module, &src, name, |n| format!("1.5, {n}"));
-        eprintln!("most arrays live: @{name} {peaks:?}");
-        assert!(
-            peaks[1] <= peaks[0] + 8 + 4,
-            "@{name}.rev under a 1-byte limit: at most {} arrays live at 64 iterations, {} at 1024",
-            peaks[0],
-            peaks[1]
-        );
+        let peaks = peaks_under_one_byte(&module, &src, name, COUNTS, |n| format!("1.5, {n}"));
+        assert_bounded(name, COUNTS, peaks, 8 + 4);
     }
 }
 
@@ -1605,20 +1525,12 @@ fn replays_of_loops_calling_steps_that_pass_on_or_hand_back_keep_a_logarithm() {
 #[test]
 fn replays_of_loops_carrying_integer_arrays_keep_a_logarithm() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/checkpoint/carried.irad");
-    let src = irad::read_source(std::path::Path::new(path)).expect("readable");
-    let module = irad::load(&src).expect("loads");
-    let module = irad::normalise(&src, &module).expect("normalises");
+    let (src, module) = normalised(path);
     for name in ["rotate", "rotate_kept"] {
-        let peaks = peaks_under_one_byte(&module, &src, name, |n| {
+        let peaks = peaks_under_one_byte(&module, &src, name, COUNTS, |n| {
             format!("[0.5, -1.0, 2.0, 0.25], {n}")
         });
-        eprintln!("most arrays live: @{name} {peaks:?}");
-        assert!(
-            peaks[1] <= peaks[0] + 8 + 4,
-            "@{name}.rev under a 1-byte limit: at most {} arrays live at 64 iterations, {} at 1024",
-            peaks[0],
-            peaks[1]
-        );
+        assert_bounded(name, COUNTS, peaks, 8 + 4);
     }
 }
 
@@ -1638,26 +1550,12 @@ fn replays_of_nested_loops_let_go_of_chosen_start_shadows() {
         ("handed.irad", "nested", "[0.5, -1.5], N, N"),
     ];
     for (file, name, args) in cases {
-        let args = |n: usize| args.replace('N', &n.to_string());
-        let path = format!("{dir}{file}");
-        let src = irad::read_source(std::path::Path::new(&path)).expect("readable");
-        let module = irad::load(&src).expect("loads");
-        let module = irad::normalise(&src, &module).expect("normalises");
-        let peaks: Vec<usize> = [8, 32]
-            .into_iter()
-            .map(|n| {
-                let (m, g, call) = reverse_call(&module, &src, name, &args(n), Some(1));
-                let what = format!("@{name}.rev({n}) under a 1-byte limit");
-                jit_agrees(&m, g, &call, &what).arrays_peak()
-            })
-            .collect();
-        eprintln!("most arrays live: @{name} {peaks:?}");
-        assert!(
-            peaks[1] <= peaks[0] + 8 + 4,
-            "@{name}.rev under a 1-byte limit: at most {} arrays live at 8, {} at 32",
-            peaks[0],
-            peaks[1]
-        );
+        let (src, module) = normalised(&format!("{dir}{file}"));
+        let counts = [8, 32];
+        let peaks = peaks_under_one_byte(&module, &src, name, counts, |n| {
+            args.replace('N', &n.to_string())
+        });
+        assert_bounded(name, counts, peaks, 8 + 4);
     }
 }
 
@@ -1675,37 +1573,52 @@ fn replays_entered_with_chosen_shadows_let_go_of_them() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/checkpoint/handed_back.irad"
     );
+    let (src, module) = normalised(path);
+    let name = "always_back";
+    let peaks = peaks_under_one_byte(&module, &src, name, COUNTS, |n| {
+        format!("[0.5, -0.25, 0.75], 0.3, {n}")
+    });
+    assert_bounded(name, COUNTS, peaks, 8 + 4);
+}
+
+/// The counts of iterations most tests of replays compare.
+const COUNTS: [usize; 2] = [64, 1024];
+
+/// The program at `path`, read, loaded and normalised.
+fn normalised(path: &str) -> (Source, irad::ir::Module) {
     let src = irad::read_source(std::path::Path::new(path)).expect("readable");
     let module = irad::load(&src).expect("loads");
     let module = irad::normalise(&src, &module).expect("normalises");
-    let name = "always_back";
-    let peaks = peaks_under_one_byte(&module, &src, name, |n| {
-        format!("[0.5, -0.25, 0.75], 0.3, {n}")
-    });
-    eprintln!("most arrays live: @{name} {peaks:?}");
-    assert!(
-        peaks[1] <= peaks[0] + 8 + 4,
-        "@{name}.rev under a 1-byte limit: at most {} arrays live at 64 iterations, {} at 1024",
-        peaks[0],
-        peaks[1]
-    );
+    (src, module)
 }
 
 /// The most arrays live at once in the JIT running `@name.rev` of `module`
-/// under a 1-byte limit at 64 and at 1 024 iterations (`args` of the
+/// under a 1-byte limit at each of `counts` (arguments `args` of the
 /// count), each run checked against the interpreter.
 fn peaks_under_one_byte(
     module: &irad::ir::Module,
     src: &Source,
     name: &str,
+    counts: [usize; 2],
     args: impl Fn(usize) -> String,
-) -> Vec<usize> {
-    [64, 1024]
-        .into_iter()
-        .map(|n| {
-            let (m, g, call) = reverse_call(module, src, name, &args(n), Some(1));
-            let what = format!("@{name}.rev({n}) under a 1-byte limit");
-            jit_agrees(&m, g, &call, &what).arrays_peak()
-        })
-        .collect()
+) -> [usize; 2] {
+    counts.map(|n| {
+        let (m, g, call) = reverse_call(module, src, name, &args(n), Some(1));
+        let what = format!("@{name}.rev({n}) under a 1-byte limit");
+        jit_agrees(&m, g, &call, &what).arrays_peak()
+    })
+}
+
+/// Asserts that `@name.rev` kept at most `slack` more arrays live at once
+/// at the second of `counts` than at the first (`peaks`).
+fn assert_bounded(name: &str, counts: [usize; 2], peaks: [usize; 2], slack: usize) {
+    eprintln!("most arrays live: @{name} {peaks:?} at {counts:?} iterations");
+    assert!(
+        peaks[1] <= peaks[0] + slack,
+        "@{name}.rev under a 1-byte limit: at most {} arrays live at {} iterations, {} at {}",
+        peaks[0],
+        counts[0],
+        peaks[1],
+        counts[1]
+    );
 }
